@@ -1,0 +1,210 @@
+"""Dice sources and the record of every die rolled.
+
+A resolution never calls ``random`` itself: it asks a ``DiceSource`` for dice by
+*purpose* (``attack``, ``damage``, ``save`` ...). The source either rolls them
+(``RandomDice``, seedable, with its own ``random.Random``) or hands out the values
+the table rolled with physical dice (``SuppliedDice``). Either way every die is
+recorded as a ``Roll`` so that a chat card can show exactly what happened.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DiceNeeded, InvalidInput, LimitExceeded, Problem
+
+#: The die-type ladder shared by the systems (power-pool upgrades climb it).
+LADDER: tuple[int, ...] = (4, 6, 8, 10, 12, 20)
+
+#: API.md limits.
+MAX_DICE_PER_POOL = 100
+MAX_PENETRATION_FOLLOW_UPS = 100
+#: Supplied dice are consumed in order; more than this many in one call is refused.
+MAX_SUPPLIED_DICE = 10_000
+MAX_SIDES = 1000
+
+
+@dataclass(frozen=True)
+class Roll:
+    """One die: what it was for, its faces, what it showed, who rolled it.
+
+    ``follows`` is the index (in the resolution's ``rolls`` list) of the die a
+    penetration follow-up die was rolled after; ``None`` for an ordinary die.
+    """
+
+    purpose: str
+    sides: int
+    value: int
+    by: str | None = None
+    follows: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "purpose": self.purpose,
+            "sides": self.sides,
+            "value": self.value,
+            "by": self.by,
+            "follows": self.follows,
+        }
+
+
+def step_die(sides: int, steps: int) -> int:
+    """Move ``sides`` ``steps`` places along the ladder, stopping at both ends."""
+    if sides not in LADDER:
+        raise InvalidInput.at("/die", f"d{sides} is not on the die ladder {list(LADDER)}")
+    index = min(max(LADDER.index(sides) + steps, 0), len(LADDER) - 1)
+    return LADDER[index]
+
+
+def check_pool_size(count: int, path: str = "/pool_dice") -> None:
+    """Refuse a pool of more than ``MAX_DICE_PER_POOL`` dice."""
+    if count > MAX_DICE_PER_POOL:
+        raise LimitExceeded(
+            Problem(path, f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool")
+        )
+
+
+class DiceSource:
+    """Base of all dice sources: hands out values by purpose and records every die."""
+
+    def __init__(self) -> None:
+        self._rolls: list[Roll] = []
+
+    # -- what subclasses provide -------------------------------------------------
+    def _value(self, purpose: str, sides: int) -> int:
+        raise NotImplementedError
+
+    def available(self, purpose: str) -> int | None:
+        """How many values are left for ``purpose``; ``None`` means unlimited."""
+        return None
+
+    # -- the public interface ----------------------------------------------------
+    @property
+    def rolls(self) -> tuple[Roll, ...]:
+        """Every die rolled through this source so far, in rolling order."""
+        return tuple(self._rolls)
+
+    def mark(self) -> int:
+        """A position in the record, to slice the rolls of one step later."""
+        return len(self._rolls)
+
+    def rolls_since(self, mark: int) -> tuple[Roll, ...]:
+        return tuple(self._rolls[mark:])
+
+    def roll(self, purpose: str, sides: int, by: str | None = None,
+             follows: int | None = None) -> int:
+        """Roll one d``sides`` for ``purpose`` and record it."""
+        if sides < 1 or sides > MAX_SIDES:
+            raise InvalidInput.at("/dice", f"a die must have 1 to {MAX_SIDES} sides, not {sides}")
+        value = self._value(purpose, sides)
+        self._rolls.append(Roll(purpose, sides, value, by, follows))
+        return value
+
+    def roll_many(self, purpose: str, sides: int, count: int, by: str | None = None) -> list[int]:
+        """Roll ``count`` ordinary dice; with supplied dice, all must be there first."""
+        check_pool_size(count)
+        left = self.available(purpose)
+        if left is not None and left < count:
+            raise DiceNeeded(purpose, sides, count - left)
+        return [self.roll(purpose, sides, by) for _ in range(count)]
+
+    def roll_penetrating(self, purpose: str, sides: int, by: str | None = None,
+                         cap: int = MAX_PENETRATION_FOLLOW_UPS) -> PenetratingDie:
+        """Roll one penetrating die: a maximum adds another die that counts its value − 1.
+
+        The chain stops after ``cap`` follow-ups (house default H-CS-PEN-CAP);
+        ``capped`` says when that happened.
+        """
+        first_index = len(self._rolls)
+        value = self.roll(purpose, sides, by)
+        total = value
+        follow_ups = 0
+        last = value
+        while last == sides and follow_ups < cap:
+            last = self.roll(purpose, sides, by, follows=first_index + follow_ups)
+            total += last - 1
+            follow_ups += 1
+        return PenetratingDie(total, follow_ups, capped=last == sides and follow_ups >= cap)
+
+    def unused(self) -> dict[str, list[int]]:
+        """Supplied values the resolution did not need, by purpose."""
+        return {}
+
+
+@dataclass(frozen=True)
+class PenetratingDie:
+    total: int
+    follow_ups: int
+    capped: bool
+
+
+class RandomDice(DiceSource):
+    """Dice from a private ``random.Random``: reproducible when ``seed`` is given."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__()
+        self.seed = seed
+        self._random = random.Random(seed)
+
+    def _value(self, purpose: str, sides: int) -> int:
+        return self._random.randint(1, sides)
+
+
+class SuppliedDice(DiceSource):
+    """Values rolled at the table, handed out per purpose in the order given.
+
+    A value is checked against the faces of the die it is used for; running out
+    raises ``DiceNeeded``. What was not used is reported by ``unused()``.
+    """
+
+    def __init__(self, supplied: Mapping[str, Sequence[int]]) -> None:
+        super().__init__()
+        total = 0
+        queues: dict[str, list[int]] = {}
+        for purpose, values in supplied.items():
+            if not isinstance(purpose, str) or not isinstance(values, Sequence) or isinstance(
+                    values, str):
+                raise InvalidInput.at(f"/dice/{purpose}", "must be a list of die values")
+            queue: list[int] = []
+            for i, v in enumerate(values):
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise InvalidInput.at(f"/dice/{purpose}/{i}", "a die value must be an integer")
+                queue.append(v)
+            total += len(queue)
+            queues[purpose] = queue
+        if total > MAX_SUPPLIED_DICE:
+            raise LimitExceeded(
+                Problem("/dice", f"{total} supplied dice exceed the limit of {MAX_SUPPLIED_DICE}"))
+        self._queues = queues
+        self._next: dict[str, int] = {p: 0 for p in queues}
+
+    def available(self, purpose: str) -> int:
+        return len(self._queues.get(purpose, ())) - self._next.get(purpose, 0)
+
+    def _value(self, purpose: str, sides: int) -> int:
+        if self.available(purpose) <= 0:
+            raise DiceNeeded(purpose, sides, 1)
+        i = self._next[purpose]
+        value = self._queues[purpose][i]
+        if not 1 <= value <= sides:
+            raise InvalidInput.at(
+                f"/dice/{purpose}/{i}", f"{value} is not a face of a d{sides} (1 to {sides})")
+        self._next[purpose] = i + 1
+        return value
+
+    def unused(self) -> dict[str, list[int]]:
+        return {p: q[self._next[p]:] for p, q in self._queues.items() if self._next[p] < len(q)}
+
+
+def dice_source(dice: Mapping[str, Sequence[int]] | None, seed: int | None) -> DiceSource:
+    """The source a call asks for: supplied dice when given, else random (seeded or not)."""
+    if dice is not None:
+        return SuppliedDice(dice)
+    return RandomDice(seed)
+
+
+def rolls_to_json(rolls: Iterable[Roll]) -> list[dict[str, Any]]:
+    return [r.to_json() for r in rolls]

@@ -1,0 +1,77 @@
+"""The engine's exceptions: one root, precise subclasses with structured fields.
+
+The daemon maps these to JSON-RPC error codes in one place (API.md "Errors"):
+``InvalidInput`` and its subclasses are -32602, ``RulesViolation`` is 4001 and
+``DiceNeeded`` is 4002.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class EngineError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: a JSON Pointer into the params and a message."""
+
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+class InvalidInput(EngineError):
+    """Input that does not fit the shape or the limits the engine accepts."""
+
+    def __init__(self, problems: Sequence[Problem] | Problem) -> None:
+        self.problems: tuple[Problem, ...] = (
+            (problems,) if isinstance(problems, Problem) else tuple(problems)
+        )
+        super().__init__("; ".join(f"{p.path or '/'}: {p.message}" for p in self.problems))
+
+    @classmethod
+    def at(cls, path: str, message: str) -> InvalidInput:
+        """One problem at ``path``."""
+        return cls(Problem(path, message))
+
+
+class InvalidCombatant(InvalidInput):
+    """A combatant object that fails its system's schema or derivations."""
+
+
+class LimitExceeded(InvalidInput):
+    """A request beyond a documented limit (dice per pool, penetration, combatants)."""
+
+
+class DiceSyntaxError(InvalidInput):
+    """A dice expression that does not parse; the message names the position."""
+
+    def __init__(self, expr: str, position: int, message: str) -> None:
+        self.expr = expr
+        self.position = position
+        super().__init__(Problem("/expr", f"{message} at position {position}"))
+
+
+class RulesViolation(EngineError):
+    """The rules forbid the request (not enough PSPs, mode not known, ...)."""
+
+    def __init__(self, rule: str, detail: str) -> None:
+        self.rule = rule
+        self.detail = detail
+        super().__init__(f"{rule}: {detail}")
+
+
+class DiceNeeded(EngineError):
+    """Supplied dice ran out for ``purpose``: ``needed`` more d``sides`` are required."""
+
+    def __init__(self, purpose: str, sides: int, needed: int = 1) -> None:
+        self.purpose = purpose
+        self.sides = sides
+        self.needed = needed
+        super().__init__(f"need {needed} more d{sides} for purpose {purpose!r}")

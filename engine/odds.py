@@ -1,0 +1,168 @@
+"""Exact probability distributions over integers.
+
+Probabilities stay exact (integer weights over a common denominator, exposed as
+``Fraction``) until the JSON edge, where ``to_json`` turns them into floats.
+Every unbounded mechanic (penetrating dice) is cut at a stated cap and the
+probability beyond it is carried as ``truncated_mass`` instead of being dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .dice import MAX_PENETRATION_FOLLOW_UPS
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A finite distribution: ``weights[v] / total`` is P(value = v).
+
+    ``truncated`` is the weight (over the same ``total``) of outcomes cut off by a
+    cap; those outcomes are *not* in ``weights``.
+    """
+
+    weights: Mapping[int, int]
+    total: int
+    truncated: int = 0
+    _sorted: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sorted", tuple(sorted(
+            (v, w) for v, w in self.weights.items() if w)))
+
+    # -- constructors ---------------------------------------------------------------
+    @staticmethod
+    def constant(value: int) -> Dist:
+        return Dist({value: 1}, 1)
+
+    @staticmethod
+    def die(sides: int) -> Dist:
+        """A fair d``sides``."""
+        return Dist(dict.fromkeys(range(1, sides + 1), 1), sides)
+
+    @staticmethod
+    def from_probabilities(probs: Mapping[int, Fraction]) -> Dist:
+        """From exact probabilities that sum to at most 1 (the rest is truncated mass)."""
+        denom = 1
+        for p in probs.values():
+            denom = denom * p.denominator // _gcd(denom, p.denominator)
+        weights = {v: int(p * denom) for v, p in probs.items()}
+        rest = denom - sum(weights.values())
+        return Dist(weights, denom, rest)
+
+    @staticmethod
+    def penetrating_die(sides: int, cap: int = MAX_PENETRATION_FOLLOW_UPS) -> Dist:
+        """One penetrating d``sides``: a maximum adds another die counting value − 1.
+
+        Chains longer than ``cap`` follow-ups are cut; their mass is ``truncated``.
+        """
+        if sides == 1:
+            # A d1 always penetrates: every chain reaches the cap.
+            return Dist({}, 1, 1)
+        # P(chain of k follow-ups then a non-max): (1/s)^k * (1/s) per face below max.
+        weights: dict[int, int] = {}
+        total = sides ** (cap + 1)
+        for k in range(cap + 1):
+            scale = sides ** (cap - k)  # weight of each terminal face at depth k
+            for face in range(1, sides):
+                # first die `sides`, then k-1 follow-ups of `sides - 1`, then face - 1
+                value = face if k == 0 else sides + (k - 1) * (sides - 1) + face - 1
+                weights[value] = weights.get(value, 0) + scale
+        truncated = 1  # the all-max chain of cap + 1 dice
+        return Dist(weights, total, truncated)
+
+    # -- combinators ----------------------------------------------------------------
+    def add(self, other: Dist) -> Dist:
+        """The distribution of the sum of two independent values."""
+        out: dict[int, int] = {}
+        for a, wa in self._sorted:
+            for b, wb in other._sorted:
+                out[a + b] = out.get(a + b, 0) + wa * wb
+        total = self.total * other.total
+        kept = self.total - self.truncated
+        kept_other = other.total - other.truncated
+        return Dist(out, total, total - kept * kept_other)
+
+    def shift(self, k: int) -> Dist:
+        return Dist({v + k: w for v, w in self._sorted}, self.total, self.truncated)
+
+    def repeat(self, n: int) -> Dist:
+        """The sum of ``n`` independent copies (``n`` ≥ 0), by repeated squaring."""
+        result = Dist.constant(0)
+        base = self
+        while n:
+            if n & 1:
+                result = result.add(base)
+            n >>= 1
+            if n:
+                base = base.add(base)
+        return result
+
+    def map(self, fn: Callable[[int], int]) -> Dist:
+        out: dict[int, int] = {}
+        for v, w in self._sorted:
+            out[fn(v)] = out.get(fn(v), 0) + w
+        return Dist(out, self.total, self.truncated)
+
+    @staticmethod
+    def mixture(parts: Iterable[tuple[Fraction, Dist]]) -> Dist:
+        """Pick one of ``parts`` with the given probabilities (summing to 1)."""
+        probs: dict[int, Fraction] = {}
+        for p, d in parts:
+            for v, pv in d.items():
+                probs[v] = probs.get(v, Fraction(0)) + p * pv
+        # what the parts truncated is what is missing from the sum of `probs`
+        return Dist.from_probabilities(probs)
+
+    # -- queries --------------------------------------------------------------------
+    def items(self) -> list[tuple[int, Fraction]]:
+        return [(v, Fraction(w, self.total)) for v, w in self._sorted]
+
+    def p(self, predicate: Callable[[int], bool]) -> Fraction:
+        return Fraction(sum(w for v, w in self._sorted if predicate(v)), self.total)
+
+    @property
+    def truncated_mass(self) -> Fraction:
+        return Fraction(self.truncated, self.total)
+
+    def mean(self) -> Fraction:
+        """The mean over the kept outcomes, weighted as they are (truncation ignored)."""
+        kept = self.total - self.truncated
+        if kept == 0:
+            return Fraction(0)
+        return Fraction(sum(v * w for v, w in self._sorted), kept)
+
+    def compare(self, other: Dist) -> tuple[Fraction, Fraction, Fraction]:
+        """P(self > other), P(self == other), P(self < other), in linear time."""
+        greater = equal = 0
+        # cumulative weight of `other` strictly below each value of self
+        o = other._sorted
+        j = 0
+        below = 0
+        eq_weights = dict(o)
+        for v, w in self._sorted:
+            while j < len(o) and o[j][0] < v:
+                below += o[j][1]
+                j += 1
+            greater += w * below
+            equal += w * eq_weights.get(v, 0)
+        total = self.total * other.total
+        less = (self.total - self.truncated) * (other.total - other.truncated) - greater - equal
+        return Fraction(greater, total), Fraction(equal, total), Fraction(less, total)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{mean, distribution: [[value, p]], truncated_mass}`` with float probabilities."""
+        return {
+            "mean": float(self.mean()),
+            "distribution": [[v, float(p)] for v, p in self.items()],
+            "truncated_mass": float(self.truncated_mass),
+        }
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a

@@ -1,0 +1,129 @@
+"""The interface every rule system implements, and shared validation helpers.
+
+A system is pure: JSON-like data in, JSON-like data or a ``Resolution`` out,
+dice from a ``DiceSource`` handed in. The daemon stores and sequences what the
+encounter methods return; all round logic lives here.
+
+Encounter state is a plain JSON object owned by the system (the daemon stores it
+verbatim after every step). ``encounter_view`` must never reveal a pending choice.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+
+from .dice import DiceSource
+from .errors import InvalidInput, Problem
+from .options import HouseRule, resolve_options
+from .results import Resolution
+
+JSON = dict[str, Any]
+
+
+def schema_problems(validator: jsonschema.protocols.Validator, data: Any,
+                    prefix: str = "") -> list[Problem]:
+    """Every schema error in ``data`` as a ``Problem`` with a JSON Pointer path."""
+    problems = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        path = prefix + "".join(f"/{p}" for p in error.absolute_path)
+        problems.append(Problem(path, error.message))
+    return problems
+
+
+class System(ABC):
+    """A psionic combat system: its data, schemas, one exchange, exact odds, rounds."""
+
+    #: kebab-case id used everywhere (``revised-2e``)
+    id: str
+    #: human name
+    name: str
+    #: the source text it follows
+    source: str
+
+    # -- description --------------------------------------------------------------
+    @abstractmethod
+    def house_rules(self) -> Sequence[HouseRule]:
+        """Every house default of RULES.md for this system."""
+
+    @abstractmethod
+    def combatant_schema(self) -> JSON:
+        """JSON Schema (2020-12) of a combatant as callers may give it."""
+
+    @abstractmethod
+    def request_schema(self) -> JSON:
+        """JSON Schema of an exchange request: attacker, defender, attack, defense,
+        options and any system-specific members (not ``dice``/``seed``)."""
+
+    @abstractmethod
+    def describe(self) -> JSON:
+        """``{id, name, source, modes, tables, combatant_schema, dice_purposes,
+        house_rules: [{id, text, default}]}``."""
+
+    def options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The effective house-rule values for ``options`` (invalid input if unknown)."""
+        return resolve_options(self.house_rules(), options)
+
+    # -- combatants ---------------------------------------------------------------
+    @abstractmethod
+    def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
+        """Validate ``raw``, fill defaults and derivations, return the full combatant.
+
+        Raises ``InvalidCombatant`` with JSON Pointer paths prefixed by ``path``.
+        """
+
+    # -- one exchange ---------------------------------------------------------------
+    @abstractmethod
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
+        """Resolve one exchange (API.md ``exchange.resolve`` without dice/seed)."""
+
+    @abstractmethod
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        """Exact odds of the exchange: ``{outcomes, damage: {mean, distribution,
+        truncated_mass}, ...}`` (floats only here, at the JSON edge)."""
+
+    # -- encounters (pure round logic) ----------------------------------------------
+    @abstractmethod
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        """A new, empty encounter state."""
+
+    @abstractmethod
+    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
+                      ) -> tuple[JSON, str]:
+        """Add a combatant (normalised here); returns the new state and its id."""
+
+    @abstractmethod
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        """``{phase, round, ..., combatants: {id: current}, waiting_for, declared}``
+        with no pending choice in it."""
+
+    @abstractmethod
+    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        """Combatant ids that must still declare before the step can resolve."""
+
+    @abstractmethod
+    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
+                          choice: Mapping[str, Any]) -> JSON:
+        """Record a secret choice (checked against phase and rules now)."""
+
+    @abstractmethod
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        """Resolve the current step: the new state and the step's JSON result."""
+
+    # -- helpers for implementations ---------------------------------------------------
+    @cached_property
+    def _request_validator(self) -> jsonschema.protocols.Validator:
+        schema = self.request_schema()
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return jsonschema.Draft202012Validator(schema)
+
+    def validate_request(self, request: Mapping[str, Any]) -> None:
+        """Raise ``InvalidInput`` listing every way ``request`` fails its schema."""
+        problems = schema_problems(self._request_validator, request)
+        if problems:
+            raise InvalidInput(problems)

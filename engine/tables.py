@@ -1,0 +1,31 @@
+"""Rules tables as data: JSON files checked against a JSON Schema when loaded."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from .errors import InvalidInput, Problem
+
+
+def load_tables(package: str, data: Any | None = None) -> Any:
+    """Load ``<package>/data/tables.json`` (or ``data``, a GM's replacement) and
+    validate it against ``<package>/data/tables.schema.json``.
+
+    A table that fails its schema is ``InvalidInput`` with the path of each error.
+    """
+    folder = resources.files(package).joinpath("data")
+    schema = json.loads(folder.joinpath("tables.schema.json").read_text(encoding="utf-8"))
+    if data is None:
+        data = json.loads(folder.joinpath("tables.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise InvalidInput([
+            Problem("/tables" + "".join(f"/{p}" for p in e.absolute_path), e.message)
+            for e in errors
+        ])
+    return data

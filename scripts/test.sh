@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything the tests need (Python venv, node packages, Chromium) and run
+# every test: ruff, mypy --strict, pytest (engine, adapters, daemon, reliability,
+# end-to-end) and node --test (Foundry module, Roll20 bridge, browser tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PYTHON=${PYTHON:-python3}
+
+echo "== Python environment (.venv)"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+
+echo "== Node packages (vtt-module)"
+(cd vtt-module && npm ci --no-audit --no-fund --loglevel=error)
+
+echo "== Chromium for the browser tests"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
+export MINDSCAPE_CHROMIUM=${MINDSCAPE_CHROMIUM:-$(command -v chromium)}
+export MINDSCAPE_BIN="$ROOT/.venv/bin/mindscape"
+
+echo "== ruff"
+.venv/bin/ruff check engine adapters companion tests bench
+echo "== mypy --strict"
+.venv/bin/mypy
+echo "== pytest"
+.venv/bin/python -m pytest
+echo "== node --test"
+(cd vtt-module && npm test)

@@ -1,0 +1,122 @@
+"""Engine core: dice sources, penetration, expressions, exact distributions."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import product
+
+import pytest
+
+from engine.dice import LADDER, RandomDice, SuppliedDice, step_die
+from engine.errors import DiceNeeded, DiceSyntaxError, InvalidInput, LimitExceeded
+from engine.expr import roll_expression
+from engine.odds import Dist
+
+
+def test_penetration_example_from_seed_000() -> None:
+    """Seed 000: 'a six ... followed by a six and a one ... 6+(6-1)+(1-1) = 11'."""
+    dice = SuppliedDice({"damage": [6, 6, 1]})
+    die = dice.roll_penetrating("damage", 6, by="a")
+    assert die.total == 11
+    assert [r.follows for r in dice.rolls] == [None, 0, 1]
+    assert not die.capped
+
+
+def test_penetration_cap_is_reported() -> None:
+    dice = SuppliedDice({"damage": [6] * 4})
+    die = dice.roll_penetrating("damage", 6, cap=3)
+    assert die.capped and die.follow_ups == 3 and die.total == 6 + 5 * 3
+
+
+def test_supplied_value_outside_faces_is_refused() -> None:
+    with pytest.raises(InvalidInput) as err:
+        SuppliedDice({"attack": [21]}).roll("attack", 20)
+    assert err.value.problems[0].path == "/dice/attack/0"
+
+
+def test_exhausted_purpose_raises_dice_needed() -> None:
+    dice = SuppliedDice({"damage": [3]})
+    with pytest.raises(DiceNeeded) as err:
+        dice.roll_many("damage", 4, 4)
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("damage", 4, 3)
+
+
+def test_unused_dice_are_reported() -> None:
+    dice = SuppliedDice({"attack": [12, 5], "save": [3]})
+    dice.roll("attack", 20)
+    assert dice.unused() == {"attack": [5], "save": [3]}
+
+
+def test_random_source_is_reproducible_with_a_seed() -> None:
+    a = [RandomDice(7).roll_many("x", 20, 10)]
+    b = [RandomDice(7).roll_many("x", 20, 10)]
+    assert a == b
+
+
+def test_die_ladder_stops_at_both_ends() -> None:
+    assert LADDER == (4, 6, 8, 10, 12, 20)
+    assert step_die(4, 2) == 8
+    assert step_die(12, 2) == 20
+    assert step_die(20, 1) == 20
+    assert step_die(4, -1) == 4
+
+
+def test_pool_limit() -> None:
+    with pytest.raises(LimitExceeded):
+        RandomDice(1).roll_many("attack", 6, 101)
+
+
+def test_expression_with_penetration() -> None:
+    out = roll_expression("2d6p+1", SuppliedDice({"expr": [6, 6, 1, 3]}))
+    assert out["total"] == 6 + 5 + 0 + 3 + 1
+
+
+@pytest.mark.parametrize("expr,pos", [("3d", 2), ("3d6+", 4), ("3x6", 1), ("", 0)])
+def test_expression_syntax_error_names_position(expr: str, pos: int) -> None:
+    with pytest.raises(DiceSyntaxError) as err:
+        roll_expression(expr, RandomDice(1))
+    assert err.value.position == pos
+    assert f"position {pos}" in err.value.problems[0].message
+
+
+def test_expression_dice_bomb_is_limited() -> None:
+    with pytest.raises(LimitExceeded):
+        roll_expression("60d6+41d6", RandomDice(1))
+
+
+def test_d1_penetration_loop_is_capped() -> None:
+    out = roll_expression("1d1p", RandomDice(1))
+    assert out["capped"] and len(out["rolls"]) == 101
+
+
+def test_penetrating_distribution_against_brute_force() -> None:
+    """Enumerate every chain of up to cap+1 d4 rolls and compare with ``Dist``."""
+    cap = 3
+    dist = Dist.penetrating_die(4, cap=cap)
+    expected: dict[int, Fraction] = {}
+    truncated = Fraction(0)
+    for faces in product(range(1, 5), repeat=cap + 1):
+        # every tuple is equally likely; its chain ends at the first face below 4
+        total, p = 0, Fraction(1, 4 ** (cap + 1))
+        for i, f in enumerate(faces):
+            total += f if i == 0 else f - 1
+            if f != 4:
+                break
+        else:
+            truncated += p
+            continue
+        expected[total] = expected.get(total, Fraction(0)) + p
+    assert dict(dist.items()) == expected
+    assert dist.truncated_mass == truncated
+
+
+def test_sum_and_compare_against_brute_force() -> None:
+    a, b = Dist.die(6).repeat(2), Dist.die(4).repeat(3)
+    gt = eq = lt = 0
+    for x in product(range(1, 7), repeat=2):
+        for y in product(range(1, 5), repeat=3):
+            gt += sum(x) > sum(y)
+            eq += sum(x) == sum(y)
+            lt += sum(x) < sum(y)
+    n = 36 * 64
+    assert a.compare(b) == (Fraction(gt, n), Fraction(eq, n), Fraction(lt, n))

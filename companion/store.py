@@ -1,0 +1,649 @@
+"""The encounter store: every encounter's current state and its append-only log of steps.
+
+An encounter row (table ``encounters``) holds the system's JSON state after the latest
+step and its ``revision``; table ``steps`` holds one row per step (revision 1..n) with the
+params, the dice rolled, the result and the state after the step, so ``encounter.log``
+can replay it and ``encounter.undo`` can return exactly to the state before a resolve.
+
+Durability: the file runs in WAL journal mode with ``synchronous=FULL``. In that mode
+SQLite fsyncs the write-ahead log at every commit, so a step whose ``append`` returned
+survives a killed process and a power cut alike (``NORMAL`` would survive only the
+former). A DELETE (rollback) journal with ``FULL`` is as durable, but pays about three
+fsyncs per commit (journal, database, folder) and blocks readers while it writes; WAL
+pays one. WAL needs every user of the file on one machine (shared memory, no network
+folders), which is the companion's case, and while the store is open it keeps
+``<store>-wal`` and ``<store>-shm`` beside the file: they are part of the store (copy the
+store while the daemon is stopped, or copy all three).
+
+Concurrency: one aiosqlite connection, and an ``asyncio.Lock`` around every
+transaction, so tasks of one daemon never interleave statements on it. Writes run as
+``BEGIN IMMEDIATE`` (read the revision, compare, insert the step, update the encounter,
+``COMMIT``), which also serialises two processes sharing the file; a busy timeout makes
+the second one wait instead of failing at once. Each transaction runs in its own task
+shielded from the caller's cancellation: a write is either wholly committed or wholly
+rolled back, never left open on the shared connection.
+
+Errors: everything raised on purpose derives from ``StoreError``. A file that is not a
+valid store is ``StoreCorrupt`` and is never touched, deleted or recreated; a write the
+disk refuses (full, read-only, I/O error, locked past the timeout) is ``StoreUnavailable``
+after the transaction was rolled back, so the caller must not acknowledge it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import pathlib
+import secrets
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+import aiosqlite
+
+T = TypeVar("T")
+
+#: ``PRAGMA application_id`` of a Mindscape store ("MSCP"), so another program's SQLite
+#: file is recognised as such instead of being written into.
+APPLICATION_ID = 0x4D534350
+#: How long a write waits for another process holding the file's write lock.
+BUSY_TIMEOUT_SECONDS = 5.0
+#: The first bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: SQLite's file header is 100 bytes; a non-empty file shorter than that is cut off.
+SQLITE_HEADER_SIZE = 100
+#: The kind of step ``undo`` reverts, and the kind of step it appends.
+RESOLVE = "resolve"
+UNDO = "undo"
+
+# Schema migrations: MIGRATIONS[n] takes the schema from version n to n + 1. Never edit
+# a released entry; append a new one. JSON columns hold compact JSON text.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE encounters (
+            id            TEXT PRIMARY KEY,
+            system        TEXT NOT NULL,
+            name          TEXT,
+            options       TEXT NOT NULL,
+            initial_state TEXT NOT NULL,
+            state         TEXT NOT NULL,
+            revision      INTEGER NOT NULL,
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL
+        ) STRICT
+        """,
+        """
+        CREATE TABLE steps (
+            encounter_id TEXT NOT NULL REFERENCES encounters (id) ON DELETE CASCADE,
+            revision     INTEGER NOT NULL,
+            kind         TEXT NOT NULL,
+            params       TEXT NOT NULL,
+            rolls        TEXT NOT NULL,
+            result       TEXT,
+            state        TEXT NOT NULL,
+            created_at   TEXT NOT NULL,
+            undone_by    INTEGER,
+            PRIMARY KEY (encounter_id, revision)
+        ) STRICT, WITHOUT ROWID
+        """,
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# -- errors ------------------------------------------------------------------------------
+class StoreError(Exception):
+    """Root of the store's errors. ``str()`` is safe to log; never show it to clients."""
+
+
+class UnknownEncounter(StoreError):
+    """No encounter has this id (API error 4004)."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(f"no encounter with id {id!r}")
+        self.id = id
+
+
+class StaleRevision(StoreError):
+    """The caller expected another revision than the current one (API error 4009)."""
+
+    def __init__(self, id: str, revision: int, expected: int | None = None) -> None:
+        super().__init__(
+            f"encounter {id!r} is at revision {revision}, the write expected {expected}")
+        self.id = id
+        #: the encounter's current revision
+        self.revision = revision
+        self.expected = expected
+
+
+class NothingToUndo(StoreError):
+    """The encounter has no resolve step that is not undone already."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(f"encounter {id!r} has no resolved step left to undo")
+        self.id = id
+
+
+class StoreCorrupt(StoreError):
+    """The file is not a valid Mindscape store. It was left exactly as it was."""
+
+    def __init__(self, path: pathlib.Path | str, problem: str) -> None:
+        super().__init__(
+            f"{path} is not a usable Mindscape store: {problem}. It was left untouched; "
+            "move it aside (or restore a backup) to start with an empty store.")
+        self.path = str(path)
+        self.problem = problem
+
+
+class StoreUnavailable(StoreError):
+    """The disk refused (full, read-only, I/O error, locked) or the store is closed.
+
+    Whatever was being written was rolled back: the caller must not acknowledge it.
+    """
+
+
+# -- values ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EncounterRecord:
+    """An encounter as stored: its current state at ``revision`` (0 when new)."""
+
+    id: str
+    system: str
+    name: str | None
+    options: dict[str, Any]
+    state: dict[str, Any]
+    revision: int
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of an encounter's log; ``state`` is the encounter's state after it.
+
+    ``undone_by`` is the revision of the ``undo`` step that reverted this step, if any.
+    """
+
+    encounter_id: str
+    revision: int
+    kind: str
+    params: dict[str, Any]
+    rolls: list[Any]
+    result: dict[str, Any] | None
+    state: dict[str, Any]
+    created_at: str
+    undone_by: int | None
+
+
+# -- the interface -----------------------------------------------------------------------
+class EncounterStore(ABC):
+    """Where encounters live. A server database could implement this later.
+
+    Every method that writes has committed durably when it returns, or raised.
+    """
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Make the store ready (create it when absent); ``StoreCorrupt`` when invalid."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Finish writes in flight and release the store; calling it twice is harmless."""
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    @abstractmethod
+    async def create(self, system: str, name: str | None, options: dict[str, Any],
+                     state: dict[str, Any]) -> EncounterRecord:
+        """A new encounter at revision 0 with a short random URL-safe id."""
+
+    @abstractmethod
+    async def get(self, id: str) -> EncounterRecord:
+        """The encounter's current record; ``UnknownEncounter`` when there is none."""
+
+    @abstractmethod
+    async def append(self, id: str, *, expected_revision: int | None, kind: str,
+                     params: dict[str, Any], rolls: builtins.list[Any],
+                     result: dict[str, Any] | None, state: dict[str, Any]
+                     ) -> EncounterRecord:
+        """Log one step and make ``state`` current at revision + 1.
+
+        ``StaleRevision`` when ``expected_revision`` is given and is not the current one.
+        ``kind`` ``"undo"`` is reserved for ``undo``.
+        """
+
+    @abstractmethod
+    async def steps(self, id: str) -> builtins.list[StepRecord]:
+        """The whole log in order (revision 1..n)."""
+
+    @abstractmethod
+    async def undo(self, id: str, *, expected_revision: int | None
+                   ) -> tuple[EncounterRecord, StepRecord]:
+        """Revert the latest ``resolve`` step not undone yet.
+
+        Appends a step of kind ``undo`` (params ``{"undoes": revision}``) whose state is
+        the state just before that resolve step, marks the resolve step ``undone_by`` the
+        new revision, and returns the new record and the undone step (as now marked).
+        Steps logged after the undone resolve (declarations for the next step, added
+        combatants, ...) lose their effect with it: the state is exactly the one before
+        the resolve, whose declarations are pending again. ``NothingToUndo`` when there is
+        no such step.
+        """
+
+    @abstractmethod
+    async def list(self) -> builtins.list[EncounterRecord]:
+        """Every encounter, oldest first."""
+
+    @abstractmethod
+    async def delete(self, id: str) -> None:
+        """Remove the encounter and its log; ``UnknownEncounter`` when there is none."""
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _dump(value: Any) -> str:
+    """Compact JSON text; NaN and infinities are refused since JSON has none."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _new_id() -> str:
+    # 64 random bits in 11 URL-safe characters: short enough to type, and a collision
+    # is retried anyway.
+    return secrets.token_urlsafe(8)
+
+
+def _check_header(path: pathlib.Path) -> None:
+    """Refuse, before SQLite sees it, a file that cannot be a SQLite database.
+
+    A missing or empty file is a new store (SQLite treats an empty file as an empty
+    database, and it cannot hold anything to lose).
+    """
+    try:
+        with path.open("rb") as file:
+            head = file.read(SQLITE_HEADER_SIZE)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise StoreUnavailable(f"cannot read {path}: {error}") from error
+    if not head:
+        return
+    if not head.startswith(SQLITE_HEADER) and not SQLITE_HEADER.startswith(head):
+        raise StoreCorrupt(path, "it is not a SQLite database (its first bytes are not "
+                                 "the SQLite header)")
+    if len(head) < SQLITE_HEADER_SIZE:
+        raise StoreCorrupt(path, f"it is truncated: {len(head)} bytes, shorter than the "
+                                 f"{SQLITE_HEADER_SIZE}-byte SQLite header")
+
+
+async def _migrate(db: aiosqlite.Connection, version: int) -> int:
+    """Bring the schema from ``version`` to ``SCHEMA_VERSION`` inside the caller's
+    transaction; returns the new version."""
+    for statements in MIGRATIONS[version:]:
+        for statement in statements:
+            await db.execute(statement)
+    await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return SCHEMA_VERSION
+
+
+async def _one(db: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()
+               ) -> sqlite3.Row | None:
+    async with db.execute(sql, params) as cursor:
+        row: sqlite3.Row | None = await cursor.fetchone()
+        return row
+
+
+async def _all(db: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()
+               ) -> builtins.list[sqlite3.Row]:
+    async with db.execute(sql, params) as cursor:
+        return builtins.list(await cursor.fetchall())
+
+
+_ENCOUNTER_COLUMNS = ("id, system, name, options, state, revision, created_at, "
+                      "updated_at, initial_state")
+_STEP_COLUMNS = ("encounter_id, revision, kind, params, rolls, result, state, created_at, "
+                 "undone_by")
+
+
+# -- SQLite -------------------------------------------------------------------------------
+class SQLiteStore(EncounterStore):
+    """The companion's store: one SQLite file (module docstring: durability, locking)."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = pathlib.Path(path)
+        self._db: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+        # Transactions in flight, kept referenced so a cancelled caller's shielded write
+        # is neither garbage-collected nor cut off by close().
+        self._running: set[asyncio.Task[Any]] = set()
+
+    # -- opening ---------------------------------------------------------------------
+    async def open(self) -> None:
+        """Open (creating the folder and file when absent), check and migrate the store.
+
+        ``StoreCorrupt`` when the file is not a SQLite database, is truncated, fails
+        ``PRAGMA quick_check``, belongs to another program or has a schema version this
+        code does not know; ``StoreUnavailable`` when it cannot be opened for writing.
+        """
+        if self._db is not None:
+            raise RuntimeError("the store is already open")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreUnavailable(f"cannot create the folder of {self.path}: {error}"
+                                   ) from error
+        _check_header(self.path)
+        try:
+            db = await aiosqlite.connect(self.path, isolation_level=None,
+                                         timeout=BUSY_TIMEOUT_SECONDS)
+        except sqlite3.Error as error:
+            raise self._failure(error, "opening the store") from error
+        try:
+            db.row_factory = sqlite3.Row
+            await self._prepare(db)
+        except BaseException:
+            await db.close()
+            raise
+        self._db = db
+
+    async def _prepare(self, db: aiosqlite.Connection) -> None:
+        try:
+            # Every check reads only: a file found wanting is left byte for byte as is.
+            problems = [str(row[0]) for row in await _all(db, "PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise StoreCorrupt(self.path, "PRAGMA quick_check found: "
+                                   + "; ".join(problems[:5]))
+            await self._check_identity(db)
+            mode = await _one(db, "PRAGMA journal_mode = WAL")
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StoreUnavailable(f"{self.path}: the file system does not allow the "
+                                       "WAL journal the store needs")
+            await db.execute("PRAGMA synchronous = FULL")
+            await db.execute("PRAGMA foreign_keys = ON")
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                # Read again under the write lock: another process may have migrated.
+                version = await self._check_identity(db)
+                if version < SCHEMA_VERSION:
+                    await _migrate(db, version)
+                await db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise self._failure(error, "opening the store") from error
+
+    async def _check_identity(self, db: aiosqlite.Connection) -> int:
+        """The schema version, after making sure the file is (or may become) ours."""
+        application_id = await _one(db, "PRAGMA application_id")
+        user_version = await _one(db, "PRAGMA user_version")
+        app = int(application_id[0]) if application_id else 0
+        version = int(user_version[0]) if user_version else 0
+        if app == 0 and version == 0:
+            tables = await _all(db, "SELECT name FROM sqlite_schema")
+            if tables:
+                raise StoreCorrupt(self.path, "it is a SQLite database of another program "
+                                              "(it has tables but no Mindscape schema)")
+            return 0
+        if app != APPLICATION_ID:
+            raise StoreCorrupt(self.path, f"it is a SQLite database of another program "
+                                          f"(application_id {app:#x})")
+        if version < 1 or version > SCHEMA_VERSION:
+            raise StoreCorrupt(self.path, f"its schema version is {version}, this version "
+                                          f"of Mindscape knows 1 to {SCHEMA_VERSION}")
+        return version
+
+    async def close(self) -> None:
+        """Let writes in flight finish, then close the connection (idempotent)."""
+        db, self._db = self._db, None
+        if db is None:
+            return
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+        async with self._lock:
+            await db.close()
+
+    # -- transactions ----------------------------------------------------------------
+    def _failure(self, error: sqlite3.Error, doing: str) -> StoreError:
+        code = getattr(error, "sqlite_errorcode", None)
+        name = getattr(error, "sqlite_errorname", type(error).__name__)
+        if isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CORRUPT,
+                                                     sqlite3.SQLITE_NOTADB):
+            return StoreCorrupt(self.path, f"{doing} failed: {error}")
+        return StoreUnavailable(f"{doing} in {self.path} failed ({name}): {error}; "
+                                "nothing was changed")
+
+    async def _transaction(self, doing: str, mode: Literal["IMMEDIATE", "DEFERRED"],
+                           body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run ``body`` in one transaction, committed before this returns.
+
+        ``IMMEDIATE`` takes the write lock at once, so the revision read inside the body
+        cannot move before the commit. ``DEFERRED`` gives reads one consistent snapshot.
+        """
+        db = self._db
+        if db is None:
+            raise StoreUnavailable(f"{doing}: the store {self.path} is not open")
+
+        async def run() -> T:
+            async with self._lock:
+                try:
+                    await db.execute(f"BEGIN {mode}")
+                    try:
+                        result = await body(db)
+                        await db.execute("COMMIT")
+                    except BaseException:
+                        # A failed COMMIT may already have ended the transaction.
+                        if db.in_transaction:
+                            await db.execute("ROLLBACK")
+                        raise
+                except sqlite3.Error as error:
+                    raise self._failure(error, doing) from error
+                except ValueError as error:
+                    # aiosqlite's word for a connection closed under us.
+                    raise StoreUnavailable(f"{doing}: {error}") from error
+                return result
+
+        task = asyncio.ensure_future(run())
+        self._running.add(task)
+        task.add_done_callback(self._finished)
+        # The caller may be cancelled (a client hung up); the transaction still ends
+        # with COMMIT or ROLLBACK, never half done on the shared connection.
+        return await asyncio.shield(task)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._running.discard(task)
+        # Retrieved so that a write whose caller was cancelled does not log "exception
+        # never retrieved"; the caller that is still waiting gets it through shield().
+        if not task.cancelled():
+            task.exception()
+
+    # -- decoding ----------------------------------------------------------------------
+    def _json(self, row: sqlite3.Row, column: str, where: str) -> Any:
+        return self._parse(row[column], column, where)
+
+    def _parse(self, text: str | None, column: str, where: str) -> Any:
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            raise StoreCorrupt(self.path, f"{where}: column {column} is not JSON") from error
+
+    def _encounter(self, row: sqlite3.Row) -> EncounterRecord:
+        where = f"encounter {row['id']!r}"
+        return EncounterRecord(
+            id=row["id"], system=row["system"], name=row["name"],
+            options=self._json(row, "options", where), state=self._json(row, "state", where),
+            revision=row["revision"], created_at=row["created_at"],
+            updated_at=row["updated_at"])
+
+    def _step(self, row: sqlite3.Row) -> StepRecord:
+        where = f"encounter {row['encounter_id']!r} step {row['revision']}"
+        return StepRecord(
+            encounter_id=row["encounter_id"], revision=row["revision"], kind=row["kind"],
+            params=self._json(row, "params", where), rolls=self._json(row, "rolls", where),
+            result=self._json(row, "result", where), state=self._json(row, "state", where),
+            created_at=row["created_at"], undone_by=row["undone_by"])
+
+    @staticmethod
+    async def _encounter_row(db: aiosqlite.Connection, id: str) -> sqlite3.Row:
+        row = await _one(db, f"SELECT {_ENCOUNTER_COLUMNS} FROM encounters WHERE id = ?",
+                         (id,))
+        if row is None:
+            raise UnknownEncounter(id)
+        return row
+
+    @staticmethod
+    def _check_revision(id: str, row: sqlite3.Row, expected: int | None) -> int:
+        current = int(row["revision"])
+        if expected is not None and expected != current:
+            raise StaleRevision(id, current, expected)
+        return current
+
+    # -- the interface -------------------------------------------------------------------
+    async def create(self, system: str, name: str | None, options: dict[str, Any],
+                     state: dict[str, Any]) -> EncounterRecord:
+        """A new encounter at revision 0 with a short random URL-safe id."""
+        options_json, state_json = _dump(options), _dump(state)
+
+        async def body(db: aiosqlite.Connection) -> EncounterRecord:
+            now = _now()
+            while True:
+                id = _new_id()
+                if await _one(db, "SELECT 1 FROM encounters WHERE id = ?", (id,)) is None:
+                    break
+            await db.execute(
+                f"INSERT INTO encounters ({_ENCOUNTER_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                (id, system, name, options_json, state_json, now, now, state_json))
+            return EncounterRecord(id=id, system=system, name=name,
+                                   options=json.loads(options_json),
+                                   state=json.loads(state_json), revision=0,
+                                   created_at=now, updated_at=now)
+
+        return await self._transaction("creating an encounter", "IMMEDIATE", body)
+
+    async def get(self, id: str) -> EncounterRecord:
+        """The encounter's current record; ``UnknownEncounter`` when there is none."""
+        async def body(db: aiosqlite.Connection) -> EncounterRecord:
+            return self._encounter(await self._encounter_row(db, id))
+
+        return await self._transaction(f"reading encounter {id!r}", "DEFERRED", body)
+
+    async def append(self, id: str, *, expected_revision: int | None, kind: str,
+                     params: dict[str, Any], rolls: builtins.list[Any],
+                     result: dict[str, Any] | None, state: dict[str, Any]
+                     ) -> EncounterRecord:
+        """Log one step and make ``state`` current at revision + 1, durably.
+
+        ``UnknownEncounter``; ``StaleRevision`` when ``expected_revision`` is given and is
+        not the current revision; ``StoreUnavailable`` when the disk refuses (nothing
+        written). ``kind`` ``"undo"`` is reserved for ``undo`` (``ValueError``).
+        """
+        if kind == UNDO:
+            raise ValueError("steps of kind 'undo' are written by EncounterStore.undo")
+        # Serialise before taking the lock: a value JSON cannot hold fails here, at once.
+        texts = (_dump(params), _dump(rolls), None if result is None else _dump(result),
+                 _dump(state))
+
+        async def body(db: aiosqlite.Connection) -> EncounterRecord:
+            row = await self._encounter_row(db, id)
+            revision = self._check_revision(id, row, expected_revision) + 1
+            now = _now()
+            await db.execute(
+                f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (id, revision, kind, *texts, now))
+            await db.execute(
+                "UPDATE encounters SET state = ?, revision = ?, updated_at = ? WHERE id = ?",
+                (texts[3], revision, now, id))
+            return replace(self._encounter(row), state=json.loads(texts[3]),
+                           revision=revision, updated_at=now)
+
+        return await self._transaction(f"appending a step to encounter {id!r}", "IMMEDIATE",
+                                       body)
+
+    async def steps(self, id: str) -> builtins.list[StepRecord]:
+        """The whole log in order (revision 1..n); ``UnknownEncounter``."""
+        async def body(db: aiosqlite.Connection) -> builtins.list[StepRecord]:
+            await self._encounter_row(db, id)
+            rows = await _all(db, f"SELECT {_STEP_COLUMNS} FROM steps "
+                                  "WHERE encounter_id = ? ORDER BY revision", (id,))
+            return [self._step(row) for row in rows]
+
+        return await self._transaction(f"reading the log of encounter {id!r}", "DEFERRED",
+                                       body)
+
+    async def undo(self, id: str, *, expected_revision: int | None
+                   ) -> tuple[EncounterRecord, StepRecord]:
+        """Revert the latest ``resolve`` step not undone yet (see ``EncounterStore.undo``)."""
+        async def body(db: aiosqlite.Connection) -> tuple[EncounterRecord, StepRecord]:
+            row = await self._encounter_row(db, id)
+            revision = self._check_revision(id, row, expected_revision) + 1
+            target = await _one(
+                db, f"SELECT {_STEP_COLUMNS} FROM steps WHERE encounter_id = ? "
+                    "AND kind = ? AND undone_by IS NULL ORDER BY revision DESC LIMIT 1",
+                (id, RESOLVE))
+            if target is None:
+                raise NothingToUndo(id)
+            undone = int(target["revision"])
+            if undone == 1:
+                before = str(row["initial_state"])
+            else:
+                previous = await _one(db, "SELECT state FROM steps WHERE encounter_id = ? "
+                                          "AND revision = ?", (id, undone - 1))
+                if previous is None:
+                    raise StoreCorrupt(self.path, f"encounter {id!r} has no step "
+                                                  f"{undone - 1} in its log")
+                before = str(previous["state"])
+            now = _now()
+            await db.execute(
+                f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, '[]', NULL, ?, ?, "
+                "NULL)", (id, revision, UNDO, _dump({"undoes": undone}), before, now))
+            await db.execute("UPDATE steps SET undone_by = ? WHERE encounter_id = ? "
+                             "AND revision = ?", (revision, id, undone))
+            await db.execute(
+                "UPDATE encounters SET state = ?, revision = ?, updated_at = ? WHERE id = ?",
+                (before, revision, now, id))
+            record = replace(self._encounter(row),
+                             state=self._parse(before, "state", f"encounter {id!r}"),
+                             revision=revision, updated_at=now)
+            return record, replace(self._step(target), undone_by=revision)
+
+        return await self._transaction(f"undoing a step of encounter {id!r}", "IMMEDIATE",
+                                       body)
+
+    async def list(self) -> builtins.list[EncounterRecord]:
+        """Every encounter, oldest first."""
+        async def body(db: aiosqlite.Connection) -> builtins.list[EncounterRecord]:
+            rows = await _all(db, f"SELECT {_ENCOUNTER_COLUMNS} FROM encounters "
+                                  "ORDER BY rowid")
+            return [self._encounter(row) for row in rows]
+
+        return await self._transaction("listing encounters", "DEFERRED", body)
+
+    async def delete(self, id: str) -> None:
+        """Remove the encounter and every step of its log; ``UnknownEncounter``."""
+        async def body(db: aiosqlite.Connection) -> None:
+            await self._encounter_row(db, id)
+            # Explicit, not only ON DELETE CASCADE: the log goes even on a connection
+            # where foreign keys were left off.
+            await db.execute("DELETE FROM steps WHERE encounter_id = ?", (id,))
+            await db.execute("DELETE FROM encounters WHERE id = ?", (id,))
+
+        await self._transaction(f"deleting encounter {id!r}", "IMMEDIATE", body)

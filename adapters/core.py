@@ -1,0 +1,485 @@
+"""What every adapter shares: the combatant fields of the three systems, typed readers
+that turn hostile VTT data into ``InvalidInput`` with JSON Pointer paths, the draft a
+combatant is assembled in, and the diff that turns before/after into write-backs.
+
+A *binding* records where a combatant field was read from (a Foundry dotted path or a
+Roll20 attribute and its part), so ``updates`` writes a changed field back to exactly
+that place and never to a place the adapter did not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from engine.errors import InvalidInput
+
+from .base import Imported
+
+SYSTEMS: Final = ("revised-2e", "combat-strength", "power-pool")
+
+# Mode ids are fixed by RULES.md (§1.2, §2.2, §3.3); sheets hold free-text names.
+ATTACKS: Final[dict[str, frozenset[str]]] = {
+    "revised-2e": frozenset({"ego-whip", "id-insinuation", "mind-thrust", "psionic-blast",
+                             "psychic-crush"}),
+    "combat-strength": frozenset({"psionic-wave", "mind-thrust", "ego-whip", "id-insinuation",
+                                  "psychic-implosion"}),
+    "power-pool": frozenset({"mental-stab", "personality-invasion", "psionic-wave",
+                             "subconscious-subversion", "synaptic-overload"}),
+}
+DEFENSES: Final[dict[str, frozenset[str]]] = {
+    "revised-2e": frozenset({"intellect-fortress", "mental-barrier", "mind-blank",
+                             "thought-shield", "tower-of-iron-will"}),
+    "combat-strength": frozenset({"mind-blank", "shield-thoughts", "mental-barrier",
+                                  "intellect-fortress", "tower-of-iron-will"}),
+    "power-pool": frozenset({"barrier-mantra", "blank-mind", "cognitive-labyrinth",
+                             "imagination-swarm", "pinnacle-of-will"}),
+}
+# Names the other editions print for the same mode (1e "psionic blast" is this
+# system's psionic wave, RULES.md §2.2; "thought shield" is 1e "shield thoughts").
+ALIASES: Final[dict[str, dict[str, str]]] = {
+    "revised-2e": {"shield-thoughts": "thought-shield", "thoughtshield": "thought-shield"},
+    "combat-strength": {"psionic-blast": "psionic-wave", "thought-shield": "shield-thoughts",
+                        "psychic-crush": "psychic-implosion"},
+    "power-pool": {},
+}
+
+KINDS: Final = ("psionicist", "wild-talent", "nonpsionic")
+CLASS_GROUPS: Final = ("warrior", "priest", "rogue", "wizard", "psionicist", "monster")
+DICE: Final = (4, 6, 8, 10, 12, 20)
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """How a combatant field is decoded from VTT data and encoded back."""
+
+    kind: str  # int, bool, enum, modes, strings, object, array, ints, ref
+    lo: int | None = None
+    hi: int | None = None
+    choices: tuple[Any, ...] = ()
+    modes: str = ""  # "attacks" or "defenses" for kind "modes"
+
+
+_INT0 = FieldType("int", 0, 10_000)
+_SCORE = FieldType("int", 1, 25)
+_HP = FieldType("int", -10_000, 1_000_000)
+_MODES_A = FieldType("modes", modes="attacks")
+_MODES_D = FieldType("modes", modes="defenses")
+_STRINGS = FieldType("strings")
+_BOOL = FieldType("bool")
+
+#: Every combatant field an adapter reads or writes, per system (docs/COMBATANTS.md).
+FIELDS: Final[dict[str, dict[str, FieldType]]] = {
+    "revised-2e": {
+        "kind": FieldType("enum", choices=KINDS),
+        "level": FieldType("int", 0, 100),
+        "class_group": FieldType("enum", choices=CLASS_GROUPS),
+        "psp": _INT0, "psp_max": _INT0,
+        "mthac0": FieldType("int", -100, 100),
+        "int": _SCORE, "wis": _SCORE, "con": _SCORE,
+        "mac": FieldType("int", -10, 10),
+        "mental_armor": FieldType("int", 0, 100),
+        "save_paralyzation": FieldType("int", 2, 20),
+        "attacks": _MODES_A, "defenses": _MODES_D,
+        "mind": FieldType("object"),
+        "conditions": _STRINGS,
+        "condition_rounds": FieldType("object"),
+        "hp": _HP,
+    },
+    "combat-strength": {
+        "attack_strength": _INT0, "attack_strength_max": _INT0,
+        "defense_strength": _INT0, "defense_strength_max": _INT0,
+        "original_total": _INT0,
+        "psionic": _BOOL,
+        "int": _SCORE, "wis": _SCORE,
+        "attacks": _MODES_A, "defenses": _MODES_D,
+        "conditions": _STRINGS,
+    },
+    "power-pool": {
+        "hit_dice": FieldType("int", 0, 100),
+        "die": FieldType("enum", choices=DICE),
+        "pool": FieldType("int", 0, 100),
+        "dedicated": FieldType("array"),
+        "psionic": _BOOL, "mindless": _BOOL,
+        "attacks": _MODES_A, "defenses": _MODES_D,
+        "conditions": _STRINGS,
+        "controlled_by": FieldType("ref"),
+        "controlling": FieldType("array"),
+        "spell_levels": FieldType("ints", 0, 9),
+        "blank_mind_save": FieldType("int", 2, 20),
+        "hp": _HP,
+    },
+}
+ALL_FIELDS: Final = tuple(sorted({name for fields in FIELDS.values() for name in fields}))
+
+#: Fields written back only where they were read (never into the psionic state store),
+#: because they belong to the VTT system's own data.
+SHEET_ONLY: Final = frozenset({"hp"})
+
+_INT_TEXT = re.compile(r"[+-]?\d{1,9}")
+_HD_FORMULA = re.compile(r"\s*(\d{1,4})\s*(?:[dD]\s*(\d{1,3}))?\s*(?:([+-])\s*(\d{1,6}))?\s*")
+_DIE_TEXT = re.compile(r"\s*(?:\d{0,4})\s*[dD]\s*(\d{1,3})\s*(?:[+-]\s*\d{1,6})?\s*")
+MAX_TEXT = 100_000  # longest JSON text accepted in one Roll20 attribute
+
+
+def check_system(system: Any, adapter_id: str) -> str:
+    """``system`` if it is one an adapter can build; otherwise InvalidInput at /system."""
+    if system not in SYSTEMS:
+        raise InvalidInput.at("/system", f"adapter {adapter_id} builds combatants for "
+                              f"{list(SYSTEMS)}, not {system!r}")
+    return str(system)
+
+
+def pointer(path: str, key: str | int) -> str:
+    """``path`` extended by one JSON Pointer token (RFC 6901 escaping)."""
+    token = str(key).replace("~", "~0").replace("/", "~1")
+    return f"{path}/{token}"
+
+
+def type_name(value: Any) -> str:
+    """A JSON name for the type of ``value`` (for messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def need_object(value: Any, path: str) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else InvalidInput at ``path``."""
+    if not isinstance(value, Mapping):
+        raise InvalidInput.at(path, f"expected an object, got {type_name(value)}")
+    return value
+
+
+def need_list(value: Any, path: str) -> list[Any]:
+    """``value`` if it is a JSON array, else InvalidInput at ``path``."""
+    if not isinstance(value, list):
+        raise InvalidInput.at(path, f"expected an array, got {type_name(value)}")
+    return value
+
+
+def dig(root: Mapping[str, Any], dotted: str, path: str = "") -> tuple[Any, str]:
+    """The value at a dotted path under ``root`` (``None`` when any step is missing or
+    null) and its JSON Pointer. A step that exists but is not an object is invalid."""
+    value: Any = root
+    for key in dotted.split("."):
+        if value is None:
+            return None, path
+        value = need_object(value, path).get(key)
+        path = pointer(path, key)
+    return value, path
+
+
+def to_int(value: Any, path: str, lo: int | None = None, hi: int | None = None) -> int | None:
+    """A whole number from a JSON number or numeric text; ``None`` for null or empty
+    text. Booleans, fractions and other text are invalid."""
+    if value is None:
+        return None
+    number: int
+    if isinstance(value, bool):
+        raise InvalidInput.at(path, "expected a whole number, got boolean")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise InvalidInput.at(path, f"expected a whole number, got {value!r}")
+        number = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if not _INT_TEXT.fullmatch(text):
+            raise InvalidInput.at(path, f"expected a whole number, got {value[:40]!r}")
+        number = int(text)
+    else:
+        raise InvalidInput.at(path, f"expected a whole number, got {type_name(value)}")
+    if lo is not None and number < lo:
+        raise InvalidInput.at(path, f"must be at least {lo}, got {number}")
+    if hi is not None and number > hi:
+        raise InvalidInput.at(path, f"must be at most {hi}, got {number}")
+    return number
+
+
+def to_text(value: Any, path: str, limit: int = 1000) -> str | None:
+    """Text from a string (or a number, as Roll20 stores them); ``None`` for null."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InvalidInput.at(path, f"expected text, got {type_name(value)}")
+    text = str(value)
+    if len(text) > limit:
+        raise InvalidInput.at(path, f"text longer than {limit} characters")
+    return text
+
+
+def to_bool(value: Any, path: str) -> bool | None:
+    """A boolean from JSON true/false, 1/0 or the texts Roll20 checkboxes store."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+    raise InvalidInput.at(path, f"expected true or false, got {str(value)[:40]!r}")
+
+
+def hit_dice_count(value: Any, path: str) -> int | None:
+    """The number of Hit Dice in a formula such as ``18d10 + 36``, ``4+1`` or ``3``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return to_int(value, path, 0, 1000)
+    text = to_text(value, path)
+    if text is None or not text.strip():
+        return None
+    match = _HD_FORMULA.fullmatch(text)
+    if not match:
+        raise InvalidInput.at(path, f"expected a Hit Dice formula like '18d10 + 36', "
+                              f"got {text[:40]!r}")
+    return int(match.group(1))
+
+
+def hit_die(value: Any, path: str) -> int | None:
+    """The die size in ``d6``, ``1d8`` or ``18d10 + 36``; ``None`` when the text names no
+    die (``4+1``). Sizes outside d4..d20 of the ladder are invalid."""
+    text = to_text(value, path)
+    if text is None or not text.strip():
+        return None
+    match = _DIE_TEXT.fullmatch(text)
+    if not match:
+        if _HD_FORMULA.fullmatch(text):
+            return None
+        raise InvalidInput.at(path, f"expected a hit die like 'd8', got {text[:40]!r}")
+    sides = int(match.group(1))
+    if sides not in DICE:
+        raise InvalidInput.at(path, f"hit die d{sides} is not one of d4, d6, d8, d10, "
+                              "d12, d20")
+    return sides
+
+
+def mode_id(name: str) -> str:
+    """The kebab-case id of a mode name as a sheet prints it ("Mind Thrust")."""
+    return re.sub(r"[^a-z0-9]+", "-", name.strip().lower()).strip("-")
+
+
+def split_names(value: Any, path: str) -> list[tuple[str, str]]:
+    """(text, pointer) pairs from a JSON array of strings or a comma-separated text."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            text = to_text(item, pointer(path, i), limit=200)
+            if text is not None and text.strip():
+                out.append((text, pointer(path, i)))
+        return out
+    text = to_text(value, path, limit=10_000)
+    if text is None:
+        return []
+    return [(part, path) for part in re.split(r"[,;\n]", text) if part.strip()]
+
+
+def parse_json_text(value: Any, path: str) -> Any:
+    """A JSON value stored as text (Roll20 attributes) or given directly (Foundry)."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return None
+    if len(value) > MAX_TEXT:
+        raise InvalidInput.at(path, f"text longer than {MAX_TEXT} characters")
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput.at(path, f"expected JSON text: {str(exc)[:80]}") from None
+
+
+def plain_json(value: Any, path: str, depth: int = 0) -> Any:
+    """A copy of ``value`` as plain JSON (objects, arrays, text, numbers, booleans, null),
+    at most 16 levels deep, so hostile structures cannot reach the engine."""
+    if depth > 16:
+        raise InvalidInput.at(path, "nested more than 16 levels")
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput.at(path, "numbers must be finite")
+        return value
+    if isinstance(value, list):
+        return [plain_json(v, pointer(path, i), depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput.at(path, "object keys must be text")
+            out[key] = plain_json(item, pointer(path, key), depth + 1)
+        return out
+    raise InvalidInput.at(path, f"not JSON: {type_name(value)}")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where a field was read: a Foundry dotted path, or a Roll20 attribute name and
+    part (``current``/``max``). ``writable`` is false for values derived from data the
+    field is not stored in (a level summed from class items)."""
+
+    target: str
+    part: str = "current"
+    writable: bool = True
+
+
+@dataclass
+class Draft:
+    """A combatant being assembled: fields, where each came from, and warnings."""
+
+    system: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def put(self, name: str, value: Any, binding: Binding | None = None) -> None:
+        """Set ``name`` (ignored when the system has no such field or value is None)."""
+        if value is None or name not in FIELDS[self.system]:
+            return
+        self.fields[name] = value
+        if binding is not None:
+            self.bindings[name] = binding
+        else:
+            self.bindings.pop(name, None)
+
+    def warn(self, text: str) -> None:
+        """Record an assumption the caller should see."""
+        self.warnings.append(text)
+
+    def imported(self, combatant_id: str, name: str) -> Imported:
+        """The finished ``Imported``: id and name first, then the fields."""
+        return Imported({"id": combatant_id, "name": name, **self.fields},
+                        tuple(self.warnings))
+
+
+def decode(system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
+    """A field value from VTT data (native JSON or Roll20 text), checked against the
+    field's type; unknown mode names are dropped with a warning."""
+    ftype = FIELDS[system][name]
+    kind = ftype.kind
+    if kind == "int":
+        return to_int(value, path, ftype.lo, ftype.hi)
+    if kind == "bool":
+        return to_bool(value, path)
+    if kind == "enum":
+        if value is None or value == "":
+            return None
+        choice: Any = value
+        if ftype.choices and isinstance(ftype.choices[0], int):
+            # a die is given as 8 or as "d8"
+            choice = (hit_die(value, path) if isinstance(value, str)
+                      and value.strip().lower().startswith("d") else to_int(value, path))
+        elif isinstance(value, str):
+            choice = value.strip().lower()
+        if choice not in ftype.choices:
+            raise InvalidInput.at(path, f"expected one of {list(ftype.choices)}, "
+                                  f"got {str(value)[:40]!r}")
+        return choice
+    if kind == "modes":
+        known = ATTACKS[system] if ftype.modes == "attacks" else DEFENSES[system]
+        return modes(system, known, split_names(value, path), draft, ftype.modes)
+    if kind == "strings":
+        return [text.strip() for text, _ in split_names(value, path)]
+    if kind == "ref":
+        text = to_text(value, path, limit=64)
+        return text.strip() if text and text.strip() else None
+    if kind == "ints":
+        items = parse_json_text(value, path) if isinstance(value, str) and \
+            value.strip().startswith("[") else value
+        return [n for n in (to_int(text, p, ftype.lo, ftype.hi)
+                            for text, p in split_names(items, path)) if n is not None]
+    parsed = plain_json(parse_json_text(value, path), path)
+    if parsed is None:
+        return None
+    if kind == "object":
+        need_object(parsed, path)
+    else:
+        need_list(parsed, path)
+    return parsed
+
+
+def modes(system: str, known: frozenset[str], names: Iterable[tuple[str, str]],
+          draft: Draft, which: str) -> list[str]:
+    """Mode ids for sheet names, in order, without repeats; unknown names warned."""
+    out: list[str] = []
+    for text, _path in names:
+        ident = mode_id(text)
+        ident = ALIASES[system].get(ident, ident)
+        if ident in known:
+            if ident not in out:
+                out.append(ident)
+        elif ident:
+            draft.warn(f"{which}: {text.strip()[:60]!r} is not a {system} mode; ignored")
+    return out
+
+
+def read_state(draft: Draft, lookup: Callable[[str], tuple[Any, str, Binding] | None],
+               ) -> None:
+    """Read every field of the draft's system that ``lookup`` finds in the psionic
+    state store (Foundry flags, Roll20 attributes); it overrides what the sheet gave."""
+    for name in FIELDS[draft.system]:
+        found = lookup(name)
+        if found is None:
+            continue
+        value, path, binding = found
+        decoded = decode(draft.system, name, value, path, draft)
+        draft.put(name, decoded, binding)
+
+
+def finish(draft: Draft, npc: bool) -> None:
+    """Defaults every adapter applies once the sheet and the state store are read."""
+    f = draft.fields
+    if draft.system == "revised-2e":
+        if "kind" not in f:
+            if f.get("psp_max", 0) > 0:
+                f["kind"] = "psionicist"
+                draft.warn("kind not recorded; a mind with PSPs is taken as a psionicist")
+            else:
+                f["kind"] = "nonpsionic"
+                draft.warn("no psionic state recorded; taken as nonpsionic")
+        if "class_group" not in f and npc:
+            f["class_group"] = "monster"
+    elif draft.system == "combat-strength":
+        if "psionic" not in f:
+            strengths = (f.get("attack_strength_max", f.get("attack_strength", 0))
+                         + f.get("defense_strength_max", f.get("defense_strength", 0)))
+            f["psionic"] = strengths > 0
+            if strengths == 0:
+                draft.warn("no attack or defense strength recorded; taken as non-psionic")
+    elif draft.system == "power-pool" and "psionic" not in f:
+        f["psionic"] = False
+        draft.warn("not recorded as psionic; it defends with its Hit Dice only "
+                   "(H-PP-NO-POOL)")
+
+
+def diff_fields(system: str, before: Mapping[str, Any], after: Mapping[str, Any],
+                ) -> list[tuple[str, Any]]:
+    """(field, new value) for each field of ``system`` whose value changed."""
+    return [(name, after[name]) for name in FIELDS[system]
+            if name in after and (name not in before or before[name] != after[name])]
+
+
+def check_states(before: Any, after: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """``before`` and ``after`` as objects (InvalidInput at /before, /after otherwise)."""
+    return need_object(before, "/before"), need_object(after, "/after")

@@ -1,0 +1,484 @@
+"""Foundry VTT actors (dnd5e 4.x/5.x, OSE, ARS, any system through a mapping file).
+
+Abilities, level, Hit Dice and hit points come from the game system's own data; the
+psionic state no game system has a field for lives in ``flags.mindscape.<system>`` with
+the combatant's own field names (``flags.mindscape["revised-2e"].psp``). Flags win over
+the sheet, so a GM can override any value. See docs/ADAPTERS.md.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from engine.errors import InvalidInput
+
+from .base import Adapter, Imported
+from .core import (
+    FIELDS,
+    SHEET_ONLY,
+    Binding,
+    Draft,
+    check_states,
+    check_system,
+    decode,
+    diff_fields,
+    dig,
+    finish,
+    hit_dice_count,
+    hit_die,
+    need_list,
+    need_object,
+    plain_json,
+    pointer,
+    read_state,
+    to_bool,
+    to_int,
+    to_text,
+)
+from .mapping import Mapping as FieldMapping
+from .mapping import parse_mapping
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64})"
+                         r"(?:\.Actor\.([A-Za-z0-9_-]{1,64}))?")
+FLAGS: Final = "flags.mindscape"
+
+
+@dataclass(frozen=True)
+class FoundryActor:
+    """An actor taken out of its envelope: the raw object, its JSON Pointer prefix, the
+    uuid to update (the base actor, or the synthetic actor of an unlinked token)."""
+
+    raw: Mapping[str, Any]
+    path: str
+    id: str
+    name: str
+    uuid: str
+    envelope: Mapping[str, Any] | None
+
+
+def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
+    """The actor in ``data``: a bare actor object, or ``{"actor": {...}, "token":
+    {"uuid": "Scene.<s>.Token.<t>", "actorLink": false}}`` (``mapping`` allowed too)."""
+    top = need_object(data, "")
+    envelope: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = top
+    path = ""
+    if "actor" in top and "system" not in top and "_id" not in top:
+        envelope = top
+        raw = need_object(top["actor"], "/actor")
+        path = "/actor"
+    ident = raw.get("_id")
+    if not isinstance(ident, str) or not _ID.fullmatch(ident):
+        raise InvalidInput.at(pointer(path, "_id"), "the actor's _id must be 1-64 letters, "
+                              f"digits, '-' or '_', got {str(ident)[:40]!r}")
+    name = to_text(raw.get("name"), pointer(path, "name"), limit=200)
+    if not name or not name.strip():
+        warnings.append(f"the actor has no name; using its id {ident}")
+        name = ident
+    uuid = f"Actor.{ident}"
+    token = envelope.get("token") if envelope is not None else None
+    if token is not None:
+        token = need_object(token, "/token")
+        linked = to_bool(token.get("actorLink"), "/token/actorLink")
+        if not linked:
+            text = to_text(token.get("uuid"), "/token/uuid", limit=300)
+            match = _TOKEN_UUID.fullmatch(text or "")
+            if not match:
+                raise InvalidInput.at("/token/uuid", "an unlinked token needs its uuid "
+                                      "'Scene.<scene id>.Token.<token id>'")
+            if match.group(3) not in (None, ident):
+                raise InvalidInput.at("/token/uuid", f"the token's actor {match.group(3)} "
+                                      f"is not the actor given ({ident})")
+            uuid = f"Scene.{match.group(1)}.Token.{match.group(2)}.Actor.{ident}"
+    return FoundryActor(raw, path, ident, name.strip(), uuid, envelope)
+
+
+def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None = None,
+          unset_zero: bool = False) -> None:
+    """An ability score from the sheet (read-only), kept within 1..25 as the combatant
+    allows; a missing score (or OSE's unset 0) takes ``default`` with a warning."""
+    number = to_int(value, path, 0, 1000)
+    if number == 0 and not unset_zero:
+        raise InvalidInput.at(path, "an ability score must be at least 1")
+    if number is None or number == 0:
+        if default is None:
+            return
+        draft.warn(f"no {name} score; assumed {default}")
+        number = default
+    elif number > 25:
+        draft.warn(f"{name} {number} is above the tables' 25; used as 25")
+        number = 25
+    draft.put(name, number, Binding("", writable=False))
+
+
+_GROUPS: Final = (
+    ("psion", "psionicist"),
+    ("fighter", "warrior"), ("barbarian", "warrior"), ("paladin", "warrior"),
+    ("ranger", "warrior"), ("warrior", "warrior"), ("dwarf", "warrior"), ("elf", "warrior"),
+    ("halfling", "warrior"), ("cleric", "priest"), ("druid", "priest"), ("priest", "priest"),
+    ("rogue", "rogue"), ("thief", "rogue"), ("bard", "rogue"), ("monk", "rogue"),
+    ("assassin", "rogue"), ("wizard", "wizard"), ("magic-user", "wizard"),
+    ("mage", "wizard"), ("sorcerer", "wizard"), ("warlock", "wizard"),
+    ("illusionist", "wizard"), ("artificer", "wizard"),
+)
+
+
+def class_group(name: str) -> str | None:
+    """The 2e class group (saving throw table 1.7) a class name belongs to, if known."""
+    lowered = name.lower()
+    for word, group in _GROUPS:
+        if word in lowered:
+            return group
+    return None
+
+
+class FoundryAdapter(Adapter):
+    """Shared envelope, flags and write-back logic of the Foundry adapters."""
+
+    vtt = "foundry"
+    system = None
+
+    @abstractmethod
+    def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
+        """Read the game system's own data into ``draft``; true for a monster/NPC."""
+
+    def read(self, data: Any, system: str) -> tuple[FoundryActor, Draft]:
+        """The actor and the assembled draft (shared by import and updates)."""
+        draft = Draft(check_system(system, self.id))
+        actor = unwrap(data, draft.warnings)
+        system_data = actor.raw.get("system")
+        if system_data is None:
+            raise InvalidInput.at(pointer(actor.path, "system"), "the actor has no system "
+                                  "data")
+        need_object(system_data, pointer(actor.path, "system"))
+        npc = self.sheet(actor, draft, data)
+        flags, flags_path = dig(actor.raw, FLAGS, actor.path)
+        state_path = pointer(flags_path, draft.system)
+        state = need_object(flags, flags_path).get(draft.system) if flags is not None \
+            else None
+        if state is not None:
+            state = need_object(state, state_path)
+
+            def lookup(name: str) -> tuple[Any, str, Binding] | None:
+                if name not in state:
+                    return None
+                return (state[name], pointer(state_path, name),
+                        Binding(f"{FLAGS}.{draft.system}.{name}"))
+
+            read_state(draft, lookup)
+        finish(draft, npc)
+        return actor, draft
+
+    def import_(self, data: Any, system: str) -> Imported:
+        """The combatant for ``system`` from a Foundry actor (or its envelope)."""
+        actor, draft = self.read(data, system)
+        return draft.imported(actor.id, actor.name)
+
+    def updates(self, data: Any, system: str, before: Mapping[str, Any],
+                after: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``[{"uuid", "update": {dotted.path: value}}]`` for the fields that changed:
+        back where they were read, psionic state into ``flags.mindscape.<system>``."""
+        before, after = check_states(before, after)
+        actor, draft = self.read(data, system)
+        update: dict[str, Any] = {}
+        check = Draft(draft.system)
+        for name, value in diff_fields(draft.system, before, after):
+            value = plain_json(decode(draft.system, name, value, f"/after/{name}", check),
+                               f"/after/{name}")
+            binding = draft.bindings.get(name)
+            if binding is not None:
+                if binding.writable:
+                    update[binding.target] = value
+            elif name not in SHEET_ONLY:
+                update[f"{FLAGS}.{draft.system}.{name}"] = value
+        return [{"uuid": actor.uuid, "update": update}] if update else []
+
+
+def _items(actor: FoundryActor) -> list[Any]:
+    items = actor.raw.get("items")
+    return [] if items is None else need_list(items, pointer(actor.path, "items"))
+
+
+@dataclass
+class _Class:
+    name: str
+    levels: int
+    die: int | None
+    item_id: str | None
+
+
+class Dnd5e(FoundryAdapter):
+    """dnd5e 4.x (Foundry v12) and 5.x (v13) characters and NPCs."""
+
+    id = "foundry.dnd5e"
+    description = ("Foundry dnd5e 4.x/5.x actors: abilities, level and hit dice from class "
+                   "items (NPCs: the hit-point formula), hit points; psionic state in "
+                   "flags.mindscape.<system>")
+
+    def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
+        """dnd5e: ``system.abilities.*.value``, class items, ``attributes.hp``."""
+        base = pointer(actor.path, "system")
+        kind = actor.raw.get("type")
+        if kind not in ("character", "npc"):
+            raise InvalidInput.at(pointer(actor.path, "type"), "a dnd5e actor with a mind is "
+                                  f"a 'character' or an 'npc', not {str(kind)[:40]!r}")
+        system_data = actor.raw["system"]
+        for key in ("int", "wis", "con"):
+            value, path = dig(system_data, f"abilities.{key}.value", base)
+            score(draft, key, value, path, default=10)
+        hp_data, hp_path = dig(system_data, "attributes.hp", base)
+        hp_data = {} if hp_data is None else need_object(hp_data, hp_path)
+        hp = to_int(hp_data.get("value"), pointer(hp_path, "value"), -10_000, 1_000_000)
+        hp_max = to_int(hp_data.get("max"), pointer(hp_path, "max"), 0, 1_000_000)
+        npc = bool(kind == "npc")
+        if npc:
+            level, die = self._npc_dice(draft, system_data, hp_data, hp_path, base)
+        else:
+            level, die, hp_max = self._classes(actor, draft, system_data, base, hp_max)
+            if hp is None and hp_max is not None:
+                hp = hp_max
+                draft.warn(f"no current hit points; taken as the maximum {hp_max}")
+        draft.put("hp", hp, Binding("system.attributes.hp.value"))
+        draft.put("level", level, Binding("", writable=False))
+        draft.put("hit_dice", level, Binding("", writable=False))
+        draft.put("die", die, Binding("", writable=False))
+        return npc
+
+    def _npc_dice(self, draft: Draft, system_data: Mapping[str, Any],
+                  hp_data: Mapping[str, Any], hp_path: str, base: str) -> tuple[int, int]:
+        formula = hp_data.get("formula")
+        path = pointer(hp_path, "formula")
+        count = hit_dice_count(formula, path)
+        die = hit_die(formula, path) if count is not None else None
+        if count is None:
+            cr, cr_path = dig(system_data, "details.cr", base)
+            rating = cr if isinstance(cr, int | float) and not isinstance(cr, bool) else None
+            if cr is not None and rating is None:
+                to_int(cr, cr_path)  # numeric text is fine, anything else is invalid
+                rating = float(cr)
+            count = max(1, int(rating or 1))
+            draft.warn(f"no hit-point formula; Hit Dice taken as {count} from the "
+                       "challenge rating")
+        if die is None:
+            die = 8
+            draft.warn("no hit die in the hit-point formula; assumed d8")
+        if draft.system == "revised-2e":
+            draft.put("class_group", "monster")
+        return count, die
+
+    def _classes(self, actor: FoundryActor, draft: Draft, system_data: Mapping[str, Any],
+                 base: str, hp_max: int | None) -> tuple[int, int, int | None]:
+        classes: list[_Class] = []
+        items_path = pointer(actor.path, "items")
+        for i, item in enumerate(_items(actor)):  # one pass: actors may hold thousands
+            item_path = pointer(items_path, i)
+            item = need_object(item, item_path)
+            if item.get("type") != "class":
+                continue
+            item_system = need_object(item.get("system") or {}, pointer(item_path, "system"))
+            sys_path = pointer(item_path, "system")
+            levels = to_int(item_system.get("levels"), pointer(sys_path, "levels"), 0, 30)
+            die_text, die_path = item_system.get("hitDice"), pointer(sys_path, "hitDice")
+            if die_text is None:  # dnd5e 5.x moved it to hd.denomination
+                die_text, die_path = dig(item_system, "hd.denomination", sys_path)
+            die = hit_die(die_text, die_path)
+            name = to_text(item_system.get("identifier") or item.get("name"),
+                           pointer(item_path, "name"), 200) or ""
+            item_id = item.get("_id") if isinstance(item.get("_id"), str) else None
+            classes.append(_Class(name, levels or 0, die, item_id))
+        level = sum(c.levels for c in classes)
+        if not classes:
+            details_level, path = dig(system_data, "details.level", base)
+            level = to_int(details_level, path, 0, 100) or 0
+            draft.warn(f"no class items; level taken as {level}")
+        main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
+        die = main.die if main is not None else None
+        if len({c.die for c in classes if c.levels}) > 1 and main is not None:
+            draft.warn(f"classes with different hit dice; the pool uses d{die} of "
+                       f"{main.name or 'the main class'}")
+        if die is None:
+            die = 8
+            draft.warn("no class hit die; assumed d8")
+        if draft.system == "revised-2e" and main is not None:
+            group = class_group(main.name)
+            if group is not None:
+                draft.put("class_group", group)
+        if hp_max is None and classes and "hp" in FIELDS[draft.system]:
+            hp_max = self._hp_max(draft, system_data, base, classes)
+        return level, die, hp_max
+
+    def _hp_max(self, draft: Draft, system_data: Mapping[str, Any], base: str,
+                classes: list[_Class]) -> int:
+        """dnd5e's own rule: the original class's die in full at 1st level, the rounded-up
+        average (die/2 + 1) for every other level, plus the Con modifier per level."""
+        con, con_path = dig(system_data, "abilities.con.value", base)
+        con_mod = ((to_int(con, con_path, 0, 1000) or 10) - 10) // 2
+        original, _ = dig(system_data, "details.originalClass", base)
+        first = next((c for c in classes if c.item_id == original and c.levels), None) \
+            or next((c for c in classes if c.levels), None)
+        total = 0
+        levels = 0
+        for cls in classes:
+            die = cls.die or 8
+            for n in range(cls.levels):
+                total += die if cls is first and n == 0 else die // 2 + 1
+            levels += cls.levels
+        total = max(levels, total + con_mod * levels)
+        draft.warn(f"hit point maximum is not stored; computed {total} from the class hit "
+                   "dice and Con as dnd5e does")
+        return total
+
+
+class Ose(FoundryAdapter):
+    """Old-School Essentials (vttred/ose) characters and monsters."""
+
+    id = "foundry.ose"
+    description = ("Foundry OSE actors: scores, level, hp.hd and hit points (monsters: "
+                   "Int/Wis/Con 10); psionic state in flags.mindscape.<system>")
+
+    def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
+        """OSE: ``system.scores.*.value``, ``details.level``, ``hp.{hd,value}``."""
+        base = pointer(actor.path, "system")
+        kind = actor.raw.get("type")
+        if kind not in ("character", "monster"):
+            raise InvalidInput.at(pointer(actor.path, "type"), "an OSE actor is a 'character' "
+                                  f"or a 'monster', not {str(kind)[:40]!r}")
+        system_data = actor.raw["system"]
+        npc = bool(kind == "monster")
+        if npc:
+            # OSE monsters have no ability scores (VTT.md): documented defaults.
+            for key in ("int", "wis", "con"):
+                draft.put(key, 10, Binding("", writable=False))
+            draft.warn("OSE monsters have no ability scores; Int, Wis and Con taken as 10")
+        else:
+            for key in ("int", "wis", "con"):
+                value, path = dig(system_data, f"scores.{key}.value", base)
+                score(draft, key, value, path, default=10, unset_zero=True)
+        hd, hd_path = dig(system_data, "hp.hd", base)
+        die = hit_die(hd, hd_path)
+        if npc:
+            level = hit_dice_count(hd, hd_path)
+            if level is None:
+                level = 1
+                draft.warn("no Hit Dice (hp.hd); taken as 1")
+        else:
+            value, path = dig(system_data, "details.level", base)
+            level = to_int(value, path, 0, 100)
+            if level is None:
+                level = 1
+                draft.warn("no level; taken as 1")
+        if die is None:
+            die = 8
+            draft.warn("no hit die in hp.hd; assumed d8 (B/X)")
+        hp, hp_path = dig(system_data, "hp.value", base)
+        draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000), Binding("system.hp.value"))
+        draft.put("level", level, Binding("", writable=False))
+        draft.put("hit_dice", level, Binding("", writable=False))
+        draft.put("die", die, Binding("", writable=False))
+        save, save_path = dig(system_data, "saves.paralysis.value", base)
+        save_value = to_int(save, save_path, 0, 100)
+        if save_value is not None and 2 <= save_value <= 20:
+            draft.put("save_paralyzation", save_value, Binding("", writable=False))
+        if draft.system == "revised-2e":
+            if npc:
+                draft.put("class_group", "monster")
+            else:
+                text, path = dig(system_data, "details.class", base)
+                group = class_group(to_text(text, path, 200) or "")
+                draft.put("class_group", group)
+        return npc
+
+
+class Ars(FoundryAdapter):
+    """ARS-derived AD&D systems (acks2-arsbase and its kin): characters and NPCs."""
+
+    id = "foundry.ars"
+    description = ("Foundry ARS (AD&D-style) actors: abilities, save vs. paralyzation, "
+                   "level or Hit Dice, hit points; psionic state in flags.mindscape.<system>")
+
+    def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
+        """ARS: ``system.abilities.*.value``, ``saves.paralyzation.value``,
+        ``attributes.level.value`` or ``hitdice``, ``attributes.hp.value``."""
+        base = pointer(actor.path, "system")
+        kind = actor.raw.get("type")
+        if kind not in ("character", "npc"):
+            raise InvalidInput.at(pointer(actor.path, "type"), "an ARS actor with a mind is a "
+                                  f"'character' or an 'npc', not {str(kind)[:40]!r}")
+        system_data = actor.raw["system"]
+        npc = bool(kind == "npc")
+        for key in ("int", "wis", "con"):
+            value, path = dig(system_data, f"abilities.{key}.value", base)
+            score(draft, key, value, path, default=10)
+        die: int | None = None
+        if npc:
+            hd, hd_path = dig(system_data, "hitdice", base)
+            level = hit_dice_count(hd, hd_path)
+            die = hit_die(hd, hd_path)
+            if level is None:
+                level = 1
+                draft.warn("no Hit Dice (hitdice); taken as 1")
+        else:
+            value, path = dig(system_data, "attributes.level.value", base)
+            level = to_int(value, path, 0, 100)
+            if level is None:
+                level = 1
+                draft.warn("no level; taken as 1")
+        if die is None:
+            die = 8
+            draft.warn("no hit die recorded; assumed d8 (AD&D monsters and the "
+                       "commonest class die)")
+        save, save_path = dig(system_data, "saves.paralyzation.value", base)
+        draft.put("save_paralyzation", to_int(save, save_path, 2, 20),
+                  Binding("", writable=False))
+        hp, hp_path = dig(system_data, "attributes.hp.value", base)
+        draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000),
+                  Binding("system.attributes.hp.value"))
+        draft.put("level", level, Binding("", writable=False))
+        draft.put("hit_dice", level, Binding("", writable=False))
+        draft.put("die", die, Binding("", writable=False))
+        if draft.system == "revised-2e":
+            if npc:
+                draft.put("class_group", "monster")
+            else:
+                items_path = pointer(actor.path, "items")
+                for i, item in enumerate(_items(actor)):
+                    item = need_object(item, pointer(items_path, i))
+                    if item.get("type") == "class":
+                        name = to_text(item.get("name"), pointer(pointer(items_path, i),
+                                                                 "name"), 200)
+                        draft.put("class_group", class_group(name or ""))
+                        break
+        return npc
+
+
+class FoundryGeneric(FoundryAdapter):
+    """Any Foundry system, through a mapping of combatant fields to dotted paths."""
+
+    id = "foundry.generic"
+    description = ("Any Foundry system: {mapping, actor, token?} where mapping names the "
+                   "dotted path of each combatant field (adapters/data/mapping.schema.json)")
+
+    def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
+        """Read each mapped field from its dotted path."""
+        if actor.envelope is None or "mapping" not in actor.envelope:
+            raise InvalidInput.at("/mapping", "foundry.generic needs {\"mapping\": {...}, "
+                                  "\"actor\": {...}}")
+        mapping: FieldMapping = parse_mapping(actor.envelope["mapping"], "/mapping")
+        for name, source in mapping.for_system(draft.system).items():
+            value, path = dig(actor.raw, source.path, actor.path)
+            if value is None:
+                value = source.default
+            if value is None:
+                continue
+            decoded = source.decode(draft.system, name, value, path, draft)
+            draft.put(name, decoded, Binding(source.path, writable=source.write))
+        npc = mapping.npc_types and actor.raw.get("type") in mapping.npc_types
+        return bool(npc)
+
+
+ADAPTERS: Final[tuple[FoundryAdapter, ...]] = (Dnd5e(), Ose(), Ars(), FoundryGeneric())

@@ -1,0 +1,96 @@
+"""Mapping files for the generic adapters: which VTT path or attribute holds each
+combatant field. Checked against ``adapters/data/mapping.schema.json`` by a validator
+compiled once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from engine.errors import InvalidInput, Problem
+
+from .core import FIELDS, Draft, decode, hit_dice_count, hit_die, pointer
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The mapping file's JSON Schema (2020-12)."""
+    text = resources.files(__package__).joinpath("data/mapping.schema.json") \
+        .read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    jsonschema.Draft202012Validator.check_schema(schema())
+    return jsonschema.Draft202012Validator(schema())
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one field is read: ``path`` (dotted, or a Roll20 attribute with ``|max``),
+    how to parse it, a default, and whether a change is written back there."""
+
+    path: str
+    parse: str = "value"
+    default: Any = None
+    write: bool = True
+
+    def decode(self, system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
+        """The field's value from the raw ``value`` found at ``path``."""
+        if self.parse == "dice-count":
+            value = hit_dice_count(value, path)
+        elif self.parse == "hit-die":
+            value = hit_die(value, path)
+        return decode(system, name, value, path, draft)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A validated mapping file."""
+
+    fields: dict[str, Source] = field(default_factory=dict)
+    systems: dict[str, dict[str, Source]] = field(default_factory=dict)
+    npc_types: tuple[str, ...] = ()
+    npc_attribute: str | None = None
+
+    def for_system(self, system: str) -> dict[str, Source]:
+        """The sources of ``system``'s fields (per-system entries win)."""
+        merged = {k: v for k, v in self.fields.items() if k in FIELDS[system]}
+        merged.update({k: v for k, v in self.systems.get(system, {}).items()
+                       if k in FIELDS[system]})
+        return merged
+
+
+def _source(raw: Any) -> Source:
+    if isinstance(raw, str):
+        return Source(raw)
+    parse = raw.get("parse", "value")
+    return Source(raw["path"], parse, raw.get("default"),
+                  bool(raw.get("write", parse == "value")))
+
+
+def parse_mapping(raw: Any, path: str) -> Mapping:
+    """A ``Mapping`` from the mapping file's JSON; InvalidInput at ``path`` + the
+    schema error's location otherwise."""
+    errors = sorted(_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        problems = []
+        for error in errors[:20]:
+            where = path
+            for key in error.absolute_path:
+                where = pointer(where, key)
+            problems.append(Problem(where, error.message[:300]))
+        raise InvalidInput(problems)
+    return Mapping(
+        {k: _source(v) for k, v in raw.get("fields", {}).items()},
+        {s: {k: _source(v) for k, v in f.items()} for s, f in raw.get("systems", {}).items()},
+        tuple(raw.get("npc_types", ())),
+        raw.get("npc_attribute"),
+    )

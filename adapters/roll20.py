@@ -1,0 +1,343 @@
+"""Roll20 characters: ``{id, name, controlledby, attribs: [{name, current, max}]}`` as the
+Mod script sends them, and the VTT Enhancement Suite exports (schema_version 1, flat;
+schema_version 3, ``{type: "character", character: {...}}``).
+
+Attribute names are matched case-insensitively, as Roll20's own tools do. Psionic state
+the sheet has no field for lives in ``psi_*`` attributes (see ``state_attribute``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from engine.errors import InvalidInput
+
+from .base import Adapter, Imported
+from .core import (
+    ATTACKS,
+    DEFENSES,
+    FIELDS,
+    SHEET_ONLY,
+    Binding,
+    Draft,
+    check_states,
+    check_system,
+    decode,
+    diff_fields,
+    finish,
+    mode_id,
+    modes,
+    need_list,
+    need_object,
+    plain_json,
+    pointer,
+    read_state,
+    to_bool,
+    to_int,
+    to_text,
+)
+from .mapping import parse_mapping
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_LEVEL = re.compile(r"level-class(\d{1,2})")
+
+# Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
+_PAIRS: Final[dict[str, tuple[str, str]]] = {
+    "psp": ("psi_psp", "current"), "psp_max": ("psi_psp", "max"),
+    "attack_strength": ("psi_attack_strength", "current"),
+    "attack_strength_max": ("psi_attack_strength", "max"),
+    "defense_strength": ("psi_defense_strength", "current"),
+    "defense_strength_max": ("psi_defense_strength", "max"),
+    "pool": ("psi_pool", "current"), "hit_dice": ("psi_pool", "max"),
+}
+
+
+def state_attribute(name: str) -> tuple[str, str]:
+    """The default Roll20 attribute (and part) holding combatant field ``name``:
+    ``psi_<field>``, with current/maximum pairs sharing one attribute
+    (``psi_pool`` = pool / hit_dice)."""
+    return _PAIRS.get(name, (f"psi_{name}", "current"))
+
+
+@dataclass(frozen=True)
+class Character:
+    """A Roll20 character out of its envelope, with its attributes indexed by lower-case
+    name (the first of duplicate names wins, as ``getAttrByName`` finds one)."""
+
+    id: str
+    name: str
+    path: str
+    attrs: dict[str, tuple[str, Mapping[str, Any]]]
+    envelope: Mapping[str, Any]
+
+    def get(self, name: str, part: str = "current") -> tuple[Any, str] | None:
+        """The ``part`` of attribute ``name`` and its JSON Pointer, or None if absent."""
+        found = self.attrs.get(name.lower())
+        if found is None:
+            return None
+        path, attr = found
+        return attr.get(part), pointer(path, part)
+
+    def spelled(self, name: str) -> str:
+        """``name`` as the character spells it (Roll20 sets the existing attribute)."""
+        found = self.attrs.get(name.lower())
+        if found is None:
+            return name
+        text = found[1].get("name")
+        return text if isinstance(text, str) else name
+
+
+def unwrap(data: Any, warnings: list[str]) -> Character:
+    """The character in ``data``, in any of the accepted envelopes."""
+    top = need_object(data, "")
+    raw, path = top, ""
+    if "mapping" in top and "character" in top:
+        raw, path = need_object(top["character"], "/character"), "/character"
+    version = raw.get("schema_version")
+    if version is not None and (isinstance(version, bool) or version not in (1, 2, 3)):
+        raise InvalidInput.at(pointer(path, "schema_version"), "VTT Enhancement Suite "
+                              f"exports of schema_version 1-3 are read, not {version!r}")
+    if raw.get("type") == "character" and "character" in raw:
+        path = pointer(path, "character")
+        raw = need_object(raw["character"], path)
+    ident: Any = None
+    for key in ("id", "_id", "oldId"):
+        if raw.get(key) is not None:
+            ident = raw[key]
+            if not isinstance(ident, str) or not _ID.fullmatch(ident):
+                raise InvalidInput.at(pointer(path, key), "a character id is 1-64 letters, "
+                                      f"digits, '-' or '_', got {str(ident)[:40]!r}")
+            break
+    name = to_text(raw.get("name"), pointer(path, "name"), limit=200) or ""
+    name = name.strip()
+    if ident is None:
+        ident = mode_id(name)[:64] or "character"
+        warnings.append(f"the character has no id (id, _id or oldId); using {ident!r}, "
+                        "which Roll20 will not find for write-back")
+    if not name:
+        name = ident
+        warnings.append(f"the character has no name; using its id {ident}")
+    attribs_path = pointer(path, "attribs")
+    attribs = raw.get("attribs")
+    attrs: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for i, attr in enumerate([] if attribs is None else need_list(attribs, attribs_path)):
+        attr_path = pointer(attribs_path, i)
+        attr = need_object(attr, attr_path)
+        attr_name = to_text(attr.get("name"), pointer(attr_path, "name"), limit=300)
+        if not attr_name:
+            raise InvalidInput.at(pointer(attr_path, "name"), "an attribute needs a name")
+        for part in ("current", "max"):
+            value = attr.get(part)
+            if value is not None and (isinstance(value, list | Mapping)):
+                raise InvalidInput.at(pointer(attr_path, part), "expected text or a number")
+        attrs.setdefault(attr_name.lower(), (attr_path, attr))
+    return Character(ident, name, path, attrs, top)
+
+
+def encode(system: str, name: str, value: Any) -> Any:
+    """A combatant value as a Roll20 attribute holds it: numbers stay numbers, lists of
+    names become comma-separated text, objects and arrays JSON text, booleans 1/0."""
+    kind = FIELDS[system][name].kind
+    if value is None:
+        return ""
+    if kind == "bool":
+        return "1" if value else "0"
+    if kind in ("modes", "strings"):
+        return ", ".join(str(v) for v in value)
+    if kind in ("object", "array", "ints"):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+class Roll20Adapter(Adapter):
+    """Shared envelope, ``psi_*`` state and write-back logic of the Roll20 adapters."""
+
+    vtt = "roll20"
+
+    @abstractmethod
+    def sheet(self, char: Character, draft: Draft) -> bool:
+        """Read the sheet's own attributes into ``draft``; true for a monster."""
+
+    def read(self, data: Any, system: str) -> tuple[Character, Draft]:
+        """The character and the assembled draft (shared by import and updates)."""
+        draft = Draft(check_system(system, self.id))
+        char = unwrap(data, draft.warnings)
+        npc = self.sheet(char, draft)
+
+        def lookup(name: str) -> tuple[Any, str, Binding] | None:
+            if name in SHEET_ONLY:
+                return None
+            attr, part = state_attribute(name)
+            found = char.get(attr, part)
+            if found is None or found[0] is None or found[0] == "":
+                return None
+            return found[0], found[1], Binding(attr, part)
+
+        read_state(draft, lookup)
+        finish(draft, npc)
+        return char, draft
+
+    def import_(self, data: Any, system: str) -> Imported:
+        """The combatant for ``system`` from a Roll20 character (or an export)."""
+        char, draft = self.read(data, system)
+        return draft.imported(char.id, char.name)
+
+    def updates(self, data: Any, system: str, before: Mapping[str, Any],
+                after: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``[{"character_id", "attributes": {name: {"current"?, "max"?}}}]`` for the
+        fields that changed; ``max`` only when the maximum changed."""
+        before, after = check_states(before, after)
+        char, draft = self.read(data, system)
+        attributes: dict[str, dict[str, Any]] = {}
+        check = Draft(draft.system)
+        for name, value in diff_fields(draft.system, before, after):
+            value = plain_json(decode(draft.system, name, value, f"/after/{name}", check),
+                               f"/after/{name}")
+            binding = draft.bindings.get(name)
+            if binding is None:
+                if name in SHEET_ONLY:
+                    continue
+                binding = Binding(*state_attribute(name))
+            if not binding.writable:
+                continue
+            attr = char.spelled(binding.target)
+            attributes.setdefault(attr, {})[binding.part] = encode(draft.system, name, value)
+        return [{"character_id": char.id, "attributes": attributes}] if attributes else []
+
+
+def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "current",
+            writable: bool = False) -> int | None:
+    found = char.get(attr, part)
+    if found is None:
+        return None
+    value = decode(draft.system, field, found[0], found[1], draft) \
+        if field in FIELDS[draft.system] else to_int(found[0], found[1], -1000, 1000)
+    if isinstance(value, int):
+        draft.put(field, value, Binding(attr, part, writable))
+    return value if isinstance(value, int) else None
+
+
+class Adnd2eRevised(Roll20Adapter):
+    """The Roll20 "AD&D 2E Revised" sheet (Skills & Powers / Dark Sun psionics tab)."""
+
+    id = "roll20.adnd2e-revised"
+    system = "revised-2e"
+    description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
+                   "Wisdom, Constitution, HP, level-class1.., psionic attack and defense "
+                   "rows; other state in psi_* attributes (any of the three systems)")
+
+    def sheet(self, char: Character, draft: Draft) -> bool:
+        """Read the sheet's attributes (documented in docs/ADAPTERS.md)."""
+        for field, attr_name in (("int", "Intelligence"), ("wis", "Wisdom"),
+                                 ("con", "Constitution")):
+            if _number(char, draft, field, attr_name) is None \
+                    and field in FIELDS[draft.system]:
+                draft.put(field, 10, Binding("", writable=False))
+                draft.warn(f"no {attr_name}; assumed 10")
+        levels: list[tuple[int, str]] = []
+        for key, (path, attr) in char.attrs.items():  # one pass over the attributes
+            if _LEVEL.fullmatch(key):
+                level = to_int(attr.get("current"), pointer(path, "current"), 0, 100)
+                if level:
+                    levels.append((level, key))
+        level = max(levels)[0] if levels else None
+        if len(levels) > 1:
+            draft.warn(f"several class levels ({', '.join(f'{k}={n}' for n, k in levels)}); "
+                       f"level taken as the highest, {level}")
+        if level is None:
+            draft.warn("no class level (level-class1..); taken as 1")
+            level = 1
+        draft.put("level", level, Binding("", writable=False))
+        draft.put("hit_dice", level, Binding("", writable=False))
+        _number(char, draft, "hp", "HP", writable=True)
+        _number(char, draft, "psp", "PSP", writable=True)
+        if _number(char, draft, "psp_max", "PSP", "max", writable=True) is None \
+                and char.get("PSP_max") is not None:
+            _number(char, draft, "psp_max", "PSP_max", writable=True)
+        if draft.system == "revised-2e":
+            self._revised(char, draft)
+        elif draft.system == "power-pool" and char.get("psi_die") is None:
+            draft.put("die", 8)
+            draft.warn("no psi_die attribute; the pool's die assumed d8")
+        return False
+
+    def _revised(self, char: Character, draft: Draft) -> None:
+        found = char.get("MThAC0")
+        mthac0 = to_int(found[0], found[1], -100, 100) if found else None
+        adj_found = char.get("mthac0adj")
+        adj = to_int(adj_found[0], adj_found[1], -100, 100) if adj_found else None
+        if mthac0 is not None:
+            if adj:
+                draft.warn(f"MThAC0 {mthac0} with adjustment {adj:+d} (added to the roll) "
+                           f"taken as MTHAC0 {mthac0 - adj}")
+                mthac0 -= adj
+            draft.put("mthac0", mthac0, Binding("", writable=False))
+        temp = char.get("temp-selfMAC")
+        if temp is not None and temp[0] not in (None, ""):
+            _number(char, draft, "mac", "temp-selfMAC")
+            draft.warn("temporary MAC (temp-selfMAC) used instead of selfMAC")
+        else:
+            _number(char, draft, "mac", "selfMAC")
+        for field, section, column in (
+                ("attacks", "repeating_psionic-attacks_", "_psionic-attack-name"),
+                ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name")):
+            names: list[tuple[str, str]] = []
+            single = char.get(column[1:])
+            if single is not None:
+                text = to_text(single[0], single[1], 200)
+                if text:
+                    names.append((text, single[1]))
+            for key, (path, attr) in char.attrs.items():
+                if key.startswith(section) and key.endswith(column):
+                    text = to_text(attr.get("current"), pointer(path, "current"), 200)
+                    if text:
+                        names.append((text, pointer(path, "current")))
+            known = ATTACKS[draft.system] if field == "attacks" else DEFENSES[draft.system]
+            found_modes = modes(draft.system, known, names, draft, field)
+            if names:
+                draft.put(field, found_modes, Binding("", writable=False))
+
+
+class Roll20Generic(Roll20Adapter):
+    """Any Roll20 sheet, through a mapping of combatant fields to attribute names."""
+
+    id = "roll20.generic"
+    system = None
+    description = ("Any Roll20 sheet: {mapping, character} where mapping names the "
+                   "attribute of each combatant field ('PSP|max' for a maximum)")
+
+    def sheet(self, char: Character, draft: Draft) -> bool:
+        """Read each mapped attribute."""
+        if "mapping" not in char.envelope:
+            raise InvalidInput.at("/mapping", "roll20.generic needs {\"mapping\": {...}, "
+                                  "\"character\": {...}}")
+        mapping = parse_mapping(char.envelope["mapping"], "/mapping")
+        for name, source in mapping.for_system(draft.system).items():
+            attr, _, part = source.path.partition("|")
+            part = part or "current"
+            found = char.get(attr, part)
+            value, path = (found if found is not None
+                           else (None, pointer(char.path, "attribs")))
+            if value is None or value == "":
+                value = source.default
+            if value is None:
+                continue
+            decoded = source.decode(draft.system, name, value, path, draft)
+            draft.put(name, decoded, Binding(attr, part, source.write))
+        npc = False
+        if mapping.npc_attribute is not None:
+            found = char.get(mapping.npc_attribute)
+            if found is not None:
+                try:
+                    npc = bool(to_bool(found[0], found[1]))
+                except InvalidInput:
+                    npc = str(found[0]).strip().lower() in mapping.npc_types
+        return npc
+
+
+ADAPTERS: Final[tuple[Roll20Adapter, ...]] = (Adnd2eRevised(), Roll20Generic())

@@ -1,0 +1,551 @@
+"""The encounter store (companion/store.py).
+
+API.md "Encounters": "Every step is stored before the call answers, with the dice used,
+so `encounter.log` can replay it and `encounter.undo` reverts it exactly. Calls that
+change an encounter may name the `revision` they expect (4009 if it moved on)."
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from companion.store import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    EncounterRecord,
+    NothingToUndo,
+    SQLiteStore,
+    StaleRevision,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+    UnknownEncounter,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def store(tmp_path: pathlib.Path) -> AsyncIterator[SQLiteStore]:
+    opened = SQLiteStore(tmp_path / "store.sqlite3")
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+async def step(store: SQLiteStore, id: str, kind: str, n: int,
+               expected: int | None = None) -> EncounterRecord:
+    """Append a recognisable step: its state is ``{"n": n}``."""
+    return await store.append(id, expected_revision=expected, kind=kind,
+                              params={"n": n}, rolls=[{"purpose": "attack", "value": n}],
+                              result={"n": n} if kind == "resolve" else None,
+                              state={"n": n})
+
+
+async def pragma(store: SQLiteStore, name: str) -> object:
+    """The value of ``PRAGMA name`` on the store's own connection."""
+    assert store._db is not None
+    async with store._db.execute(f"PRAGMA {name}") as cursor:
+        row = await cursor.fetchone()
+    assert row is not None
+    return row[0]
+
+
+def fingerprint(folder: pathlib.Path) -> dict[str, str]:
+    """Every file in ``folder`` with a hash of its bytes."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+async def filled_store(path: pathlib.Path) -> str:
+    """A closed store at ``path`` holding one encounter with a few steps."""
+    async with SQLiteStore(path) as store:
+        record = await store.create("revised-2e", "filler", {}, {"n": 0})
+        for n in range(1, 40):
+            await store.append(record.id, expected_revision=None, kind="declare",
+                               params={"padding": "x" * 400}, rolls=[], result=None,
+                               state={"n": n})
+        return record.id
+
+
+# -- create, get, append, steps, list, delete ----------------------------------------------
+async def test_create_starts_at_revision_zero_with_a_short_url_safe_id(
+        store: SQLiteStore) -> None:
+    record = await store.create("power-pool", "Duel at dusk", {"H-PP-X": True}, {"n": 0})
+    assert record.revision == 0
+    assert re.fullmatch(r"[A-Za-z0-9_-]{8,16}", record.id)
+    assert await store.get(record.id) == record
+    assert await store.steps(record.id) == []
+    other = await store.create("power-pool", None, {}, {"n": 0})
+    assert other.id != record.id and other.name is None
+
+
+async def test_append_moves_the_revision_on_and_logs_the_step_with_its_dice(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    first = await step(store, record.id, "declare", 1, expected=0)
+    second = await step(store, record.id, "resolve", 2, expected=1)
+    assert (first.revision, second.revision) == (1, 2)
+    assert await store.get(record.id) == second
+    assert second.state == {"n": 2} and second.created_at == record.created_at
+    log = await store.steps(record.id)
+    assert [(s.revision, s.kind, s.state, s.undone_by) for s in log] == [
+        (1, "declare", {"n": 1}, None), (2, "resolve", {"n": 2}, None)]
+    assert log[1].rolls == [{"purpose": "attack", "value": 2}]
+    assert log[1].result == {"n": 2} and log[0].result is None
+    assert log[1].params == {"n": 2} and log[1].encounter_id == record.id
+
+
+async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:
+    state = {"combatants": {"ulcen": {"psp": 40, "name": "Ulcen of Tyr"}}, "round": 1}
+    record = await store.create("revised-2e", None, {}, state)
+    await store.append(record.id, expected_revision=0, kind="resolve", params={"a": [1, 2]},
+                       rolls=[], result={"outcome": "hit"}, state=state)
+    with contextlib.closing(sqlite3.connect(store.path)) as raw:
+        texts = raw.execute("SELECT params, rolls, result, state FROM steps").fetchone()
+    values: list[object] = [{"a": [1, 2]}, [], {"outcome": "hit"}, state]
+    compact = [json.dumps(value, separators=(",", ":")) for value in values]
+    assert list(texts) == compact
+
+
+async def test_unknown_encounters_raise_unknown_encounter(store: SQLiteStore) -> None:
+    for call in (store.get("nope"), store.steps("nope"), store.delete("nope"),
+                 store.undo("nope", expected_revision=None),
+                 step(store, "nope", "declare", 1)):
+        with pytest.raises(UnknownEncounter) as caught:
+            await call
+        assert caught.value.id == "nope"
+
+
+async def test_list_gives_every_encounter_oldest_first(store: SQLiteStore) -> None:
+    ids = [(await store.create("combat-strength", f"e{i}", {}, {"n": i})).id
+           for i in range(5)]
+    await step(store, ids[0], "declare", 1)
+    listed = await store.list()
+    assert [r.id for r in listed] == ids
+    assert listed[0].revision == 1 and listed[0].state == {"n": 1}
+
+
+async def test_delete_removes_the_encounter_and_its_whole_log(store: SQLiteStore) -> None:
+    keep = await store.create("revised-2e", None, {}, {"n": 0})
+    gone = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 4):
+        await step(store, gone.id, "declare", n)
+        await step(store, keep.id, "declare", n)
+    await store.delete(gone.id)
+    with pytest.raises(UnknownEncounter):
+        await store.get(gone.id)
+    assert [r.id for r in await store.list()] == [keep.id]
+    with contextlib.closing(sqlite3.connect(store.path)) as raw:
+        orphans = raw.execute("SELECT count(*) FROM steps WHERE encounter_id = ?",
+                              (gone.id,)).fetchone()[0]
+    assert orphans == 0
+    assert len(await store.steps(keep.id)) == 3
+
+
+async def test_values_json_cannot_hold_are_refused_before_anything_is_written(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    with pytest.raises(ValueError):
+        await store.append(record.id, expected_revision=0, kind="declare", params={},
+                           rolls=[], result=None, state={"n": float("nan")})
+    with pytest.raises(ValueError):
+        await step(store, record.id, "undo", 1)
+    assert (await store.get(record.id)).revision == 0
+
+
+# -- revisions and concurrency --------------------------------------------------------------
+async def test_a_write_naming_an_older_revision_is_stale_and_changes_nothing(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1, expected=0)
+    with pytest.raises(StaleRevision) as caught:
+        await step(store, record.id, "declare", 2, expected=0)
+    assert (caught.value.id, caught.value.revision) == (record.id, 1)
+    with pytest.raises(StaleRevision):
+        await step(store, record.id, "declare", 2, expected=5)
+    current = await store.get(record.id)
+    assert (current.revision, current.state) == (1, {"n": 1})
+    assert len(await store.steps(record.id)) == 1
+
+
+async def test_twenty_racing_writers_on_one_revision_exactly_one_wins(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    outcomes = await asyncio.gather(
+        *(step(store, record.id, "declare", n, expected=0) for n in range(1, 21)),
+        return_exceptions=True)
+    winners = [o for o in outcomes if isinstance(o, EncounterRecord)]
+    losers = [o for o in outcomes if isinstance(o, StaleRevision)]
+    assert len(winners) == 1 and len(losers) == 19
+    assert all(loser.revision == 1 for loser in losers)
+    log = await store.steps(record.id)
+    assert len(log) == 1 and log[0].state == winners[0].state
+
+
+async def test_racing_writers_in_two_connections_on_one_file_exactly_one_wins(
+        tmp_path: pathlib.Path) -> None:
+    # Two daemons sharing the file: BEGIN IMMEDIATE plus the busy timeout serialise them.
+    path = tmp_path / "store.sqlite3"
+    async with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        record = await first.create("revised-2e", None, {}, {"n": 0})
+        outcomes = await asyncio.gather(
+            *(step(first if n % 2 else second, record.id, "declare", n, expected=0)
+              for n in range(1, 21)),
+            return_exceptions=True)
+        assert sum(isinstance(o, EncounterRecord) for o in outcomes) == 1
+        assert sum(isinstance(o, StaleRevision) for o in outcomes) == 19
+        assert len(await second.steps(record.id)) == 1
+
+
+async def test_concurrent_appends_to_different_encounters_all_land(
+        store: SQLiteStore) -> None:
+    ids = [(await store.create("power-pool", None, {}, {"n": 0})).id for _ in range(10)]
+
+    async def writer(id: str) -> None:
+        for n in range(1, 11):
+            await step(store, id, "declare", n, expected=n - 1)
+
+    await asyncio.gather(*(writer(id) for id in ids))
+    for id in ids:
+        log = await store.steps(id)
+        assert [s.state["n"] for s in log] == list(range(1, 11))
+        assert (await store.get(id)).revision == 10
+
+
+async def test_a_cancelled_caller_leaves_the_write_whole_and_the_store_usable(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    task = asyncio.ensure_future(step(store, record.id, "declare", 1, expected=0))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The write was either committed whole or not at all, and nothing was left open.
+    current = await store.get(record.id)
+    assert len(await store.steps(record.id)) == current.revision
+    after = await step(store, record.id, "declare", 2, expected=current.revision)
+    assert after.revision == current.revision + 1
+
+
+# -- undo ---------------------------------------------------------------------------------------
+async def test_undo_returns_exactly_to_the_state_before_the_resolve(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1)
+    await step(store, record.id, "resolve", 2)
+    before_resolve = (await store.steps(record.id))[0].state
+    undone_record, undone = await store.undo(record.id, expected_revision=2)
+    assert undone_record.revision == 3
+    assert undone_record.state == before_resolve == {"n": 1}
+    assert await store.get(record.id) == undone_record
+    assert (undone.revision, undone.kind, undone.undone_by) == (2, "resolve", 3)
+    log = await store.steps(record.id)
+    assert log[1].undone_by == 3
+    assert (log[2].kind, log[2].params, log[2].state, log[2].rolls) == (
+        "undo", {"undoes": 2}, {"n": 1}, [])
+
+
+async def test_undo_twice_in_a_row_undoes_two_resolves_then_nothing_is_left(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "resolve", 1)
+    await step(store, record.id, "declare", 2)
+    await step(store, record.id, "resolve", 3)
+    first, undone_first = await store.undo(record.id, expected_revision=None)
+    assert (first.state, undone_first.revision) == ({"n": 2}, 3)
+    second, undone_second = await store.undo(record.id, expected_revision=None)
+    # A resolve at revision 1 goes back to the state the encounter was created with.
+    assert (second.state, undone_second.revision, second.revision) == ({"n": 0}, 1, 5)
+    with pytest.raises(NothingToUndo):
+        await store.undo(record.id, expected_revision=None)
+    assert [s.undone_by for s in await store.steps(record.id)] == [5, None, 4, None, None]
+
+
+async def test_undo_discards_declarations_made_after_the_resolve(store: SQLiteStore) -> None:
+    # Documented: the state is exactly the one before the resolve, so the declarations
+    # that resolve consumed are pending again and later ones are gone with it.
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1)
+    await step(store, record.id, "resolve", 2)
+    await step(store, record.id, "declare", 3)
+    await step(store, record.id, "declare", 4)
+    reverted, undone = await store.undo(record.id, expected_revision=4)
+    assert reverted.state == {"n": 1} and undone.revision == 2
+    assert [s.undone_by for s in await store.steps(record.id)] == [None, 5, None, None, None]
+    # A new resolve after the undo can be undone in its turn, back to the same state.
+    await step(store, record.id, "resolve", 6)
+    again, undone_again = await store.undo(record.id, expected_revision=6)
+    assert again.state == {"n": 1} and undone_again.revision == 6
+
+
+async def test_undo_with_nothing_resolved_or_a_stale_revision_changes_nothing(
+        store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1)
+    with pytest.raises(NothingToUndo):
+        await store.undo(record.id, expected_revision=1)
+    await step(store, record.id, "resolve", 2)
+    with pytest.raises(StaleRevision) as caught:
+        await store.undo(record.id, expected_revision=1)
+    assert caught.value.revision == 2
+    assert (await store.get(record.id)).revision == 2
+    assert [s.undone_by for s in await store.steps(record.id)] == [None, None]
+
+
+# -- lifetime -----------------------------------------------------------------------------------
+async def test_opening_creates_the_folder_and_a_durable_wal_store(
+        tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "deep" / "er" / "store.sqlite3"
+    async with SQLiteStore(path) as store:
+        assert path.is_file()
+        # The durability choice of the module docstring, as the connection runs it.
+        assert await pragma(store, "journal_mode") == "wal"
+        assert await pragma(store, "synchronous") == 2  # FULL
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert raw.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+async def test_reopening_after_close_keeps_everything(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    async with SQLiteStore(path) as store:
+        record = await store.create("power-pool", "kept", {"x": 1}, {"n": 0})
+        await step(store, record.id, "resolve", 1)
+        await step(store, record.id, "declare", 2)
+        await store.undo(record.id, expected_revision=None)
+        before = (await store.list(), await store.steps(record.id))
+    async with SQLiteStore(path) as store:
+        assert (await store.list(), await store.steps(record.id)) == before
+        assert (await step(store, record.id, "declare", 4, expected=3)).revision == 4
+
+
+async def test_a_closed_store_refuses_calls(tmp_path: pathlib.Path) -> None:
+    store = SQLiteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    await store.close()
+    await store.close()
+    with pytest.raises(StoreUnavailable):
+        await store.list()
+
+
+# -- files that are not stores ---------------------------------------------------------------
+@pytest.mark.parametrize("cut", ["header", "half"])
+async def test_a_truncated_file_is_corrupt_and_left_untouched(
+        tmp_path: pathlib.Path, cut: str) -> None:
+    path = tmp_path / "store.sqlite3"
+    await filled_store(path)
+    size = path.stat().st_size
+    os.truncate(path, 50 if cut == "header" else size // 2)
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert caught.value.path == str(path)
+    assert str(path) in str(caught.value)
+    assert fingerprint(tmp_path) == before
+
+
+async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"these are not the tables you are looking for\n" * 200)
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert "not a SQLite database" in caught.value.problem
+    assert fingerprint(tmp_path) == before
+
+
+async def test_a_store_failing_quick_check_is_corrupt_and_left_untouched(
+        tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    await filled_store(path)
+    with path.open("r+b") as file:
+        # Scribble over the second page: a b-tree page of the schema's tables.
+        file.seek(4096)
+        file.write(b"\xa5" * 4096)
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt):
+        await SQLiteStore(path).open()
+    assert fingerprint(tmp_path) == before
+
+
+async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
+        tmp_path: pathlib.Path) -> None:
+    foreign = tmp_path / "foreign.sqlite3"
+    with contextlib.closing(sqlite3.connect(foreign)) as raw:
+        raw.execute("CREATE TABLE notes (body TEXT)")
+        raw.commit()
+    future = tmp_path / "future.sqlite3"
+    await filled_store(future)
+    with contextlib.closing(sqlite3.connect(future)) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    for path, problem in ((foreign, "another program"), (future, "schema version")):
+        before = fingerprint(tmp_path)
+        with pytest.raises(StoreCorrupt) as caught:
+            await SQLiteStore(path).open()
+        assert problem in caught.value.problem
+        assert fingerprint(tmp_path) == before
+
+
+# -- the disk refuses ------------------------------------------------------------------------------
+async def test_a_read_only_database_gives_store_unavailable_and_changes_nothing(
+        store: SQLiteStore) -> None:
+    # Tests run as root, where chmod does not stop writes; PRAGMA query_only makes
+    # SQLite itself refuse every write with SQLITE_READONLY, as a read-only file would.
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "resolve", 1)
+    before = (await store.get(record.id), await store.steps(record.id))
+    db = store._db
+    assert db is not None
+    await db.execute("PRAGMA query_only = ON")
+    with pytest.raises(StoreUnavailable) as caught:
+        await step(store, record.id, "declare", 2, expected=1)
+    assert "READONLY" in str(caught.value)
+    for write in (store.undo(record.id, expected_revision=1), store.delete(record.id),
+                  store.create("revised-2e", None, {}, {})):
+        with pytest.raises(StoreUnavailable):
+            await write
+    assert (await store.get(record.id), await store.steps(record.id)) == before
+    assert len(await store.list()) == 1
+    # Rolled back, not left open: once writable again the next revision follows on.
+    await db.execute("PRAGMA query_only = OFF")
+    assert (await step(store, record.id, "declare", 2, expected=1)).revision == 2
+
+
+async def test_a_full_disk_gives_store_unavailable_and_changes_nothing(
+        store: SQLiteStore) -> None:
+    # PRAGMA max_page_count caps the file where it is: SQLite answers SQLITE_FULL,
+    # exactly as on a full disk.
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    db = store._db
+    assert db is not None
+    pages = await pragma(store, "page_count")
+    await db.execute(f"PRAGMA max_page_count = {pages}")
+    big = {"n": 1, "padding": "x" * 200_000}
+    with pytest.raises(StoreUnavailable) as caught:
+        await store.append(record.id, expected_revision=0, kind="declare", params={},
+                           rolls=[], result=None, state=big)
+    assert "FULL" in str(caught.value)
+    assert (await store.get(record.id)).revision == 0
+    assert await store.steps(record.id) == []
+    await db.execute("PRAGMA max_page_count = 1073741823")
+    assert (await store.append(record.id, expected_revision=0, kind="declare", params={},
+                               rolls=[], result=None, state=big)).revision == 1
+
+
+@contextlib.contextmanager
+def read_only(*paths: pathlib.Path) -> Iterator[None]:
+    """Make ``paths`` unwritable for this process, or skip the test.
+
+    As root chmod does not stop writes, so root uses the immutable attribute
+    (``chattr +i``), which stops root as well; anyone else uses chmod.
+    """
+    if os.geteuid() == 0:
+        chattr = shutil.which("chattr")
+        if chattr is None or subprocess.run([chattr, "+i", *map(str, paths)],
+                                            capture_output=True).returncode != 0:
+            subprocess.run([chattr or "chattr", "-i", *map(str, paths)],
+                           capture_output=True)
+            pytest.skip("cannot make a file immutable here (no chattr +i)")
+
+        def restore() -> None:
+            subprocess.run([chattr, "-i", *map(str, paths)], check=True)
+    else:
+        modes = {path: path.stat().st_mode for path in paths}
+        for path in paths:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+
+        def restore() -> None:
+            for path, mode in modes.items():
+                path.chmod(mode)
+    try:
+        yield
+    finally:
+        restore()
+
+
+async def test_a_read_only_folder_gives_store_unavailable_and_changes_nothing(
+        tmp_path: pathlib.Path) -> None:
+    folder = tmp_path / "home"
+    path = folder / "store.sqlite3"
+    await filled_store(path)
+    before = fingerprint(folder)
+    with read_only(path, folder):
+        with pytest.raises(StoreUnavailable):
+            await SQLiteStore(path).open()
+        assert fingerprint(folder) == before
+
+
+async def test_store_errors_share_one_root() -> None:
+    for error in (UnknownEncounter, StaleRevision, NothingToUndo, StoreCorrupt,
+                  StoreUnavailable):
+        assert issubclass(error, StoreError)
+
+
+# -- a killed daemon loses nothing it acknowledged ------------------------------------------------
+WRITER = textwrap.dedent("""
+    import asyncio, pathlib, sys
+    from companion.store import SQLiteStore
+
+    async def main() -> None:
+        store = SQLiteStore(pathlib.Path(sys.argv[1]))
+        await store.open()
+        record = await store.create("revised-2e", None, {}, {"n": 0})
+        print("id", record.id, flush=True)
+        n = 0
+        while True:
+            n += 1
+            record = await store.append(
+                record.id, expected_revision=n - 1, kind="declare", params={"n": n},
+                rolls=[n], result=None, state={"n": n})
+            print("ack", record.revision, flush=True)
+
+    asyncio.run(main())
+""")
+
+
+async def test_every_acknowledged_step_survives_sigkill(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    lines: list[list[str]] = []
+    try:
+        for line in process.stdout:
+            lines.append(line.split())
+            if line.startswith("ack 25"):
+                # Killed right after an acknowledgement, mid-way through the next write.
+                os.kill(process.pid, signal.SIGKILL)
+                break
+        # Acknowledgements printed before the kill but not read yet count as well.
+        lines.extend(line.split() for line in process.stdout)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    assert process.returncode == -signal.SIGKILL
+    id = lines[0][1]
+    acknowledged = [int(words[1]) for words in lines[1:] if words[0] == "ack"]
+    assert acknowledged[:25] == list(range(1, 26))
+    async with SQLiteStore(path) as store:
+        record = await store.get(id)
+        log = await store.steps(id)
+    assert record.revision >= acknowledged[-1]
+    assert [s.state for s in log[: acknowledged[-1]]] == [
+        {"n": n} for n in range(1, acknowledged[-1] + 1)]
+    assert len(log) == record.revision and record.state == {"n": record.revision}

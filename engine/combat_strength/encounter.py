@@ -1,0 +1,316 @@
+"""The combat-strength round as pure state transitions (RULES.md 2.3).
+
+A round is an ``intent`` step (every combatant declares a stance; Combat Strength
+is recorded) followed by ten ``segment`` steps. In a segment every combatant picks
+a defense (or none) and, in a trance, an attack; all attacks are looked up from
+the states at the start of the segment and their effects applied together.
+
+The state is a plain JSON object the daemon stores verbatim. Pending choices live
+under ``pending`` and are never shown by ``view``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..dice import DiceSource
+from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..results import Event, Resolution, thaw
+from .combatant import combat_strength, incapacitated
+from .exchange import Effect, apply_effects, check_attack, check_defense, strength_events
+from .rules import H_WAVE_ROUND, STANCES, WAVE_MODE
+
+if TYPE_CHECKING:
+    from .system import CombatStrength
+
+JSON = dict[str, Any]
+
+MAX_COMBATANTS = 64
+SEGMENTS_PER_ROUND = 10
+
+
+def new(system: CombatStrength, options: Mapping[str, Any] | None) -> JSON:
+    """A new encounter: round 1, intent phase, no combatants."""
+    return {
+        "system": system.id,
+        "options": system.options(options),
+        "round": 1,
+        "phase": "intent",
+        "segment": None,
+        "order": [],
+        "combatants": {},
+        "stances": {},
+        "recorded_combat_strength": {},
+        "wave_used": [],
+        "pending": {},
+    }
+
+
+def _copy(state: Mapping[str, Any]) -> JSON:
+    out = thaw(state)
+    if not isinstance(out, dict) or out.get("system") != "combat-strength":
+        raise InvalidInput.at("/state", "not a combat-strength encounter state")
+    return out
+
+
+def add(system: CombatStrength, state: Mapping[str, Any], raw: Mapping[str, Any]
+        ) -> tuple[JSON, str]:
+    """The state with one more combatant, and its id."""
+    s = _copy(state)
+    if len(s["order"]) >= MAX_COMBATANTS:
+        raise LimitExceeded(Problem(
+            "/combatant", f"an encounter holds at most {MAX_COMBATANTS} combatants"))
+    c = system.combatant(raw, "/combatant")
+    cid = str(c["id"])
+    if cid in s["combatants"]:
+        raise InvalidInput.at("/combatant/id", f"{cid!r} is already in this encounter")
+    s["order"].append(cid)
+    s["combatants"][cid] = c
+    if s["phase"] == "segment":
+        # joining mid-round: it defends but has declared no trance until next intent
+        s["stances"][cid] = "normal"
+        s["recorded_combat_strength"][cid] = combat_strength(c)
+    return s, cid
+
+
+def _stance(s: Mapping[str, Any], cid: str) -> str:
+    return str(s["stances"].get(cid, "normal"))
+
+
+def _wave_left(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
+    opts = s["options"]
+    return not (opts.get(H_WAVE_ROUND, True) and cid in s["wave_used"])
+
+
+def _can_attack(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
+    t = system.tables
+    c = s["combatants"][cid]
+    stance = _stance(s, cid)
+    others = [s["combatants"][o] for o in s["order"] if o != cid]
+    if stance == "trance":
+        affordable = any(t.attacks[m].cost <= c["attack_strength"] for m in c["attacks"])
+        return affordable and any(o["psionic"] for o in others)
+    if stance == "wave":
+        return (WAVE_MODE in c["attacks"]
+                and t.attacks[WAVE_MODE].cost <= c["attack_strength"]
+                and _wave_left(system, s, cid)
+                and any(not o["psionic"] for o in others))
+    return False
+
+
+def _must_choose(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
+    c = s["combatants"][cid]
+    if not c["psionic"] or incapacitated(system.tables, c) is not None:
+        return False
+    if s["phase"] == "intent":
+        return True
+    return bool(c["defense_strength"] > 0 and c["defenses"]) or _can_attack(system, s, cid)
+
+
+def waiting_for(system: CombatStrength, state: Mapping[str, Any]) -> list[str]:
+    """Ids that still have a choice to make in the current step, in encounter order."""
+    s = state
+    return [cid for cid in s["order"]
+            if cid not in s["pending"] and _must_choose(system, s, cid)]
+
+
+def view(system: CombatStrength, state: Mapping[str, Any]) -> JSON:
+    """What anyone may see: no pending choice, only who has declared."""
+    s = thaw(state)
+    return {
+        "system": s["system"],
+        "phase": s["phase"],
+        "round": s["round"],
+        "segment": s["segment"],
+        "options": s["options"],
+        "combatants": {cid: s["combatants"][cid] for cid in s["order"]},
+        "combat_strength": {cid: combat_strength(s["combatants"][cid]) for cid in s["order"]},
+        "stances": s["stances"],
+        "recorded_combat_strength": s["recorded_combat_strength"],
+        "wave_used": s["wave_used"],
+        "waiting_for": waiting_for(system, s),
+        "declared": [cid for cid in s["order"] if cid in s["pending"]],
+    }
+
+
+def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
+            choice: Mapping[str, Any]) -> JSON:
+    """Record ``cid``'s secret choice after checking it against phase and rules.
+
+    A second declaration in the same step replaces the first.
+    """
+    s = _copy(state)
+    t = system.tables
+    if cid not in s["combatants"]:
+        raise InvalidInput.at("/combatant_id", f"no combatant {cid!r} in this encounter")
+    system.validate_choice(choice)
+    c = s["combatants"][cid]
+    why = incapacitated(t, c)
+    if why is not None:
+        raise RulesViolation("incapacitated", f"{c['name']} is {why} and makes no choices")
+    if s["phase"] == "intent":
+        if "attack" in choice or "defense" in choice:
+            raise RulesViolation(
+                "intent-declares-stance-only",
+                "at intent only a stance is declared; attacks and defenses are picked in each "
+                "segment (seed steps 1 and 3)")
+        stance = choice.get("stance")
+        if stance is None:
+            raise InvalidInput.at("/choice/stance", f"declare one of {list(STANCES)} at intent")
+        if not c["psionic"] and stance != "normal":
+            raise RulesViolation("non-psionic-stance",
+                                 f"{c['name']} is not psionic and can only act normally")
+        s["pending"][cid] = {"stance": stance}
+        return s
+    if "stance" in choice:
+        raise RulesViolation(
+            "stance-declared-at-intent",
+            "stances are declared at intent, before initiative; this round's are fixed "
+            "(seed step 1)")
+    stance = _stance(s, cid)
+    attack = choice.get("attack")
+    defense_obj = choice.get("defense")
+    defense = None if defense_obj is None else defense_obj.get("mode")
+    if defense is not None and c["defense_strength"] <= 0:
+        raise RulesViolation("no-defense-strength",
+                             f"{c['name']} has no defense strength left to raise a defense "
+                             "(seed step 3.i)")
+    mode: str | None = None
+    recorded_attack: JSON | None = None
+    if attack is not None:
+        target_id = str(attack["target"])
+        if target_id not in s["combatants"]:
+            raise InvalidInput.at("/choice/attack/target",
+                                  f"no combatant {target_id!r} in this encounter")
+        mode = str(attack["mode"])
+        check_attack(t, c, s["combatants"][target_id], mode, stance)
+        if stance == "wave" and not _wave_left(system, s, cid):
+            raise RulesViolation(
+                "one-wave-per-round",
+                f"{c['name']} has already used Psionic Wave this round (H-CS-WAVE-ROUND)")
+        recorded_attack = {"mode": mode, "target": target_id,
+                           "range": str(attack.get("range", "short"))}
+    check_defense(t, c, defense, stance, mode)
+    s["pending"][cid] = {"attack": recorded_attack,
+                         "defense": None if defense is None else {"mode": defense}}
+    return s
+
+
+def resolve(system: CombatStrength, state: Mapping[str, Any], dice: DiceSource,
+            force: bool = False) -> tuple[JSON, JSON]:
+    """Resolve the current step; with ``force`` missing choices are no attack and no
+    defense (and the stance ``normal`` at intent)."""
+    s = _copy(state)
+    missing = waiting_for(system, s)
+    if missing and not force:
+        raise RulesViolation("choices-missing",
+                             f"still waiting for {', '.join(missing)} (or resolve with force)")
+    if s["phase"] == "intent":
+        return _resolve_intent(system, s)
+    return _resolve_segment(system, s, dice)
+
+
+_STANCE_TEXT = {
+    "trance": "enters a psychic trance",
+    "discipline": "will use a discipline",
+    "wave": "will use Psionic Wave on non-psionic foes",
+    "normal": "acts normally",
+}
+
+
+def _resolve_intent(system: CombatStrength, s: JSON) -> tuple[JSON, JSON]:
+    events: list[JSON] = []
+    stances: dict[str, str] = {}
+    recorded: dict[str, int] = {}
+    lines = []
+    for cid in s["order"]:
+        c = s["combatants"][cid]
+        stance = str(s["pending"].get(cid, {}).get("stance") or "normal")
+        stances[cid] = stance
+        recorded[cid] = combat_strength(c)
+        events.append(Event("stance", cid, {"stance": stance,
+                                            "combat_strength": recorded[cid]}).to_json())
+        lines.append(f"{c['name']} {_STANCE_TEXT.get(stance, stance)} "
+                     f"(Combat Strength {recorded[cid]})")
+    s.update(phase="segment", segment=1, stances=stances,
+             recorded_combat_strength=recorded, wave_used=[], pending={})
+    summary = f"Round {s['round']}, intent: " + ("; ".join(lines) or "no combatants") + "."
+    step = {"round": s["round"], "phase": "intent", "results": [], "events": events,
+            "summary": summary, "stances": stances, "combat_strength": recorded}
+    return s, step
+
+
+def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple[JSON, JSON]:
+    t = system.tables
+    opts = system.options(s["options"])
+    start = {cid: s["combatants"][cid] for cid in s["order"]}
+    effects: dict[str, list[Effect]] = {cid: [] for cid in s["order"]}
+    results: list[Resolution] = []
+    for cid in s["order"]:
+        choice = s["pending"].get(cid)
+        attack = None if choice is None else choice.get("attack")
+        if attack is None:
+            continue
+        attacker = start[cid]
+        target_id = attack["target"]
+        defender = start[target_id]
+        target_choice = s["pending"].get(target_id) or {}
+        defense_obj = target_choice.get("defense")
+        defense = None if defense_obj is None else defense_obj["mode"]
+        # every lookup uses the states at the start of the segment (seed step iii)
+        check_attack(t, attacker, defender, attack["mode"], _stance(s, cid))
+        resolution, out, _ = system.attack(opts, attacker, defender, attack["mode"],
+                                           attack["range"], defense, dice)
+        results.append(resolution)
+        effects[cid].append(out.on_attacker)
+        effects[target_id].append(out.on_defender)
+        if _stance(s, cid) == "wave" and cid not in s["wave_used"]:
+            s["wave_used"].append(cid)
+    events: list[JSON] = []
+    changes = []
+    for cid in s["order"]:
+        after = apply_effects(start[cid], effects[cid])
+        if after != start[cid]:
+            changes.append({"id": cid, "before": start[cid], "after": after})
+            events += [e.to_json() for e in strength_events(start[cid], after)]
+        s["combatants"][cid] = after
+    round_no, segment = s["round"], s["segment"]
+    lines = [r.summary for r in results] or ["No attacks this segment."]
+    standing = "; ".join(
+        f"{s['combatants'][cid]['name']} attack {s['combatants'][cid]['attack_strength']}, "
+        f"defense {s['combatants'][cid]['defense_strength']}"
+        for cid in s["order"] if s["combatants"][cid]["psionic"])
+    summary = f"Round {round_no}, segment {segment}: " + " ".join(lines)
+    if standing:
+        summary += f" Now: {standing}."
+    s["pending"] = {}
+    if segment >= SEGMENTS_PER_ROUND:
+        events += _end_round(system, s)
+        s.update(round=round_no + 1, phase="intent", segment=None, stances={},
+                 recorded_combat_strength={}, wave_used=[])
+    else:
+        s["segment"] = segment + 1
+    step: JSON = {"round": round_no, "segment": segment,
+                  "results": [r.to_json() for r in results], "events": events,
+                  "summary": summary, "combatants": changes}
+    unused = dice.unused()
+    if unused:
+        step["unused_dice"] = unused
+    return s, step
+
+
+def _end_round(system: CombatStrength, s: JSON) -> list[JSON]:
+    """Timed conditions lose a round; those that run out end."""
+    events = []
+    for cid in s["order"]:
+        c = s["combatants"][cid]
+        timed = c["condition_rounds"]
+        for condition in list(timed):
+            timed[condition] -= 1
+            if timed[condition] <= 0:
+                del timed[condition]
+                c["conditions"].remove(condition)
+                events.append(Event("condition-ended", cid, {"condition": condition}).to_json())
+    events.append(Event("round-ended", None, {"round": s["round"]}).to_json())
+    return events

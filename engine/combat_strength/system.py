@@ -1,0 +1,276 @@
+"""The ``combat-strength`` system: schemas, one exchange, exact odds, description."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+
+from ..dice import DiceSource
+from ..errors import InvalidInput, Problem
+from ..options import HouseRule
+from ..results import Change, Event, Resolution
+from ..system import JSON, System, schema_problems
+from . import encounter as rounds
+from .combatant import CombatantFactory
+from .exchange import (
+    Outcome,
+    Plan,
+    apply_effects,
+    check_attack,
+    check_defense,
+    execute,
+    plan,
+    strength_events,
+)
+from .odds import exact_odds
+from .rules import H_PEN_CAP, HOUSE_RULES, RANGES, STANCES, Tables
+from .summary import attack_summary
+
+SYSTEM_ID = "combat-strength"
+
+
+class CombatStrength(System):
+    """RULES.md section 2: attack and defense strength, ten segments a round,
+    penetrating damage dice (seed 000)."""
+
+    id = SYSTEM_ID
+    name = "Combat Strength (ten segments, penetrating dice)"
+    source = ("seed 000 'Psionischer Kampf' (an adaptation of AD&D 1st edition psionic "
+              "combat); tables from the AD&D 1e DM Screen and Players Handbook")
+
+    def __init__(self, tables: Any | None = None) -> None:
+        """Load the default tables, or ``tables`` (a GM's replacement, same schema)."""
+        self.tables = Tables(tables)
+        self.make_combatant = CombatantFactory(self.tables)
+
+    # -- description ----------------------------------------------------------------
+    def house_rules(self) -> Sequence[HouseRule]:
+        """H-CS-TABLE, H-CS-DEFENSELESS, H-CS-IMPLOSION, H-CS-PEN-CAP, H-CS-WAVE-ROUND."""
+        return HOUSE_RULES
+
+    def combatant_schema(self) -> JSON:
+        """The combatant JSON Schema (docs/COMBATANTS.md, combat-strength)."""
+        return self.make_combatant.schema
+
+    def _attack_schema(self, target: bool) -> JSON:
+        props: JSON = {"mode": {"enum": list(self.tables.attacks)},
+                       "range": {"enum": list(RANGES), "default": "short"}}
+        if target:
+            props["target"] = {"type": "string", "minLength": 1, "maxLength": 64}
+        return {"type": "object", "properties": props,
+                "required": ["mode", "target"] if target else ["mode"],
+                "additionalProperties": False}
+
+    def _defense_schema(self) -> JSON:
+        return {"anyOf": [
+            {"type": "null"},
+            {"type": "object", "properties": {
+                "mode": {"anyOf": [{"enum": list(self.tables.defenses)}, {"type": "null"}]}},
+             "required": ["mode"], "additionalProperties": False}]}
+
+    def request_schema(self) -> JSON:
+        """One exchange: attacker, defender, attack {mode, range}, defense {mode} | null,
+        options, and the attacker's stance (default trance, or wave against a
+        non-psionic target)."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "combat-strength exchange",
+            "type": "object",
+            "$defs": {"combatant": self.combatant_schema()},
+            "properties": {
+                "system": {"const": SYSTEM_ID},
+                "attacker": {"$ref": "#/$defs/combatant"},
+                "defender": {"$ref": "#/$defs/combatant"},
+                "attack": self._attack_schema(target=False),
+                "defense": self._defense_schema(),
+                "options": {"type": "object"},
+                "stance": {"enum": list(STANCES)},
+            },
+            "required": ["attacker", "defender", "attack"],
+            "additionalProperties": False,
+        }
+
+    def choice_schema(self) -> JSON:
+        """``encounter.declare`` choice: a stance at intent; attack and defense in a
+        segment."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "combat-strength choice",
+            "type": "object",
+            "properties": {
+                "stance": {"enum": list(STANCES)},
+                "attack": {"anyOf": [{"type": "null"}, self._attack_schema(target=True)]},
+                "defense": self._defense_schema(),
+            },
+            "additionalProperties": False,
+        }
+
+    @cached_property
+    def _choice_validator(self) -> jsonschema.protocols.Validator:
+        schema = self.choice_schema()
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return jsonschema.Draft202012Validator(schema)
+
+    def validate_choice(self, choice: Any) -> None:
+        """Raise ``InvalidInput`` (paths under ``/choice``) if ``choice`` is malformed."""
+        problems = schema_problems(self._choice_validator, choice, "/choice")
+        if problems:
+            raise InvalidInput(problems)
+
+    def dice_purposes(self) -> list[JSON]:
+        """Every purpose a die of this system may have (callers supply dice by these)."""
+        t = self.tables
+        return [
+            {"purpose": "damage", "sides": [t.bonus_sides],
+             "text": "bonus damage dice, penetrating: follow-up dice come right after the "
+                     "die they follow"},
+            {"purpose": "implosion", "sides": [100],
+             "text": "d100 against a percentage (Psychic Implosion: crush or death chance)"},
+            {"purpose": "save", "sides": [20],
+             "text": "the non-psionic target's d20 save against Psionic Wave"},
+            {"purpose": "wave-effect", "sides": [100],
+             "text": "d100 on the Psionic Wave effect table after a failed save"},
+            {"purpose": "condition-duration", "sides": t.duration_sides(),
+             "text": "how long a defenseless-table condition lasts"},
+        ]
+
+    def describe(self) -> JSON:
+        """``{id, name, source, modes, tables, combatant_schema, request_schema,
+        choice_schema, dice_purposes, house_rules, result_fields}``."""
+        t = self.tables
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "modes": {
+                "attacks": [m.to_json() for m in t.attacks.values()],
+                "defenses": [m.to_json() for m in t.defenses.values()],
+                "stances": list(STANCES),
+                "ranges": list(RANGES),
+            },
+            "tables": t.data,
+            "combatant_schema": self.combatant_schema(),
+            "request_schema": self.request_schema(),
+            "choice_schema": self.choice_schema(),
+            "dice_purposes": self.dice_purposes(),
+            "house_rules": [r.to_json() for r in self.house_rules()],
+            "result_fields": {
+                "table": "combat, defenseless or wave (Psionic Wave on a non-psionic)",
+                "bonus_dice": "number of penetrating bonus dice rolled",
+                "damage": "points dealt (table value plus bonus dice)",
+                "attack_cost": "attack strength the mode cost",
+                "capped": "a penetration chain reached H-CS-PEN-CAP",
+                "crushed": "Psychic Implosion's percentage roll succeeded",
+                "condition": "{id, letter, roll, duration, rounds, text} or null",
+                "save": "{target, roll, success} or null",
+            },
+            "outcomes": ["damage", "no-effect", "crushed", "condition", "saved"],
+        }
+
+    # -- combatants -------------------------------------------------------------------
+    def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
+        """Validate and complete a combatant (InvalidCombatant with JSON Pointer paths)."""
+        return self.make_combatant(raw, path)
+
+    # -- one exchange --------------------------------------------------------------------
+    def _prepare(self, request: Mapping[str, Any]
+                 ) -> tuple[JSON, JSON, JSON, str, str, str | None, str]:
+        if not isinstance(request, Mapping):
+            raise InvalidInput.at("", "the request must be an object")
+        self.validate_request(request)
+        attacker = self.combatant(request["attacker"], "/attacker")
+        defender = self.combatant(request["defender"], "/defender")
+        if attacker["id"] == defender["id"]:
+            raise InvalidInput(Problem("/defender/id", "must differ from the attacker's id"))
+        opts = self.options(request.get("options"))
+        attack = request["attack"]
+        mode = str(attack["mode"])
+        range_ = str(attack.get("range", "short"))
+        defense_obj = request.get("defense")
+        defense = None if defense_obj is None else defense_obj.get("mode")
+        stance = request.get("stance") or ("trance" if defender["psionic"] else "wave")
+        check_attack(self.tables, attacker, defender, mode, stance)
+        # the defender's own stance is not part of an exchange request; only whether
+        # it knows the mode is checked (encounters check the stance as well)
+        check_defense(self.tables, defender, defense, "trance", None)
+        return attacker, defender, opts, mode, range_, defense, stance
+
+    def attack(self, opts: Mapping[str, Any], attacker: JSON, defender: JSON, mode: str,
+               range_: str, defense: str | None, dice: DiceSource
+               ) -> tuple[Resolution, Outcome, Plan]:
+        """Look up and roll one legal attack from the given states (nothing stored)."""
+        mark = dice.mark()
+        p = plan(self.tables, opts, attacker, defender, mode, range_, defense)
+        out = execute(self.tables, opts, p, attacker, defender, dice)
+        attacker_after = apply_effects(attacker, [out.on_attacker])
+        defender_after = apply_effects(defender, [out.on_defender])
+        events = [Event("attack", str(attacker["id"]), {
+            "target": defender["id"], "mode": mode, "range": range_, "defense": p.defense,
+            "table": p.table})]
+        events += strength_events(attacker, attacker_after)
+        events += strength_events(defender, defender_after)
+        events += out.events
+        summary = attack_summary(self.tables, p, out, attacker, defender, attacker_after,
+                                 defender_after)
+        resolution = Resolution(
+            system=self.id, outcome=out.outcome,
+            attacker=Change(str(attacker["id"]), attacker, attacker_after),
+            defender=Change(str(defender["id"]), defender, defender_after),
+            rolls=dice.rolls_since(mark), events=tuple(events), summary=summary,
+            fields=out.fields)
+        return resolution, out, p
+
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
+        """One exchange (RULES.md 2.4): the attack is looked up, rolled and applied."""
+        attacker, defender, opts, mode, range_, defense, _ = self._prepare(request)
+        resolution, _, _ = self.attack(opts, attacker, defender, mode, range_, defense, dice)
+        unused = {k: tuple(v) for k, v in dice.unused().items()}
+        return Resolution(
+            system=resolution.system, outcome=resolution.outcome,
+            attacker=resolution.attacker, defender=resolution.defender,
+            rolls=resolution.rolls, events=resolution.events, summary=resolution.summary,
+            fields=resolution.fields, unused_dice=unused)
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        """Exact odds: damage distribution (penetration to H-CS-PEN-CAP, the rest as
+        ``truncated_mass``), the chance the defense strength reaches 0, of a crushed
+        mind, of each condition, and of the Psionic Wave save."""
+        attacker, defender, opts, mode, range_, defense, _ = self._prepare(request)
+        p = plan(self.tables, opts, attacker, defender, mode, range_, defense)
+        exact = exact_odds(self.tables, p, defender, int(opts[H_PEN_CAP]))
+        out = exact.to_json()
+        out.update({"table": p.table, "band": p.band, "defender_band": p.defender_band,
+                    "table_value": p.table_value, "bonus_dice": p.bonus_dice,
+                    "attack_cost": p.cost})
+        return out
+
+    # -- encounters --------------------------------------------------------------------------
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        """A new encounter at round 1, intent phase (options checked now)."""
+        return rounds.new(self, options)
+
+    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
+                      ) -> tuple[JSON, str]:
+        """Add a combatant (at most 64); returns the new state and its id."""
+        return rounds.add(self, state, combatant)
+
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        """Phase, round, segment, combatants, waiting_for, declared (never a choice)."""
+        return rounds.view(self, state)
+
+    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        """Who must still declare before the current step resolves."""
+        return rounds.waiting_for(self, state)
+
+    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
+                          choice: Mapping[str, Any]) -> JSON:
+        """Record a stance (intent) or a secret attack and defense (segment)."""
+        return rounds.declare(self, state, combatant_id, choice)
+
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        """Resolve the intent step or one segment; returns (new state, step JSON)."""
+        return rounds.resolve(self, state, dice, force)

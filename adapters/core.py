@@ -88,6 +88,8 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "mind": FieldType("object"),
         "conditions": _STRINGS,
         "condition_rounds": FieldType("object"),
+        "lost_powers": FieldType("array"),
+        "quick_mac": FieldType("object"),
         "hp": _HP,
     },
     "combat-strength": {
@@ -98,6 +100,7 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "int": _SCORE, "wis": _SCORE,
         "attacks": _MODES_A, "defenses": _MODES_D,
         "conditions": _STRINGS,
+        "condition_rounds": FieldType("object"),
     },
     "power-pool": {
         "hit_dice": FieldType("int", 0, 100),
@@ -107,9 +110,10 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "psionic": _BOOL, "mindless": _BOOL,
         "attacks": _MODES_A, "defenses": _MODES_D,
         "conditions": _STRINGS,
+        "condition_rounds": FieldType("object"),
         "controlled_by": FieldType("ref"),
         "controlling": FieldType("array"),
-        "spell_levels": FieldType("ints", 0, 9),
+        "spell_levels": FieldType("ints", 1, 9),
         "blank_mind_save": FieldType("int", 2, 20),
         "hp": _HP,
     },

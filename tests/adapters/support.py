@@ -1,0 +1,87 @@
+"""Shared helpers of the adapter tests: fixture loading, default actors built from
+system templates, and applying write-backs the way Foundry and Roll20 do."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def load(relative: str) -> Any:
+    """A fixture file (JSON, or YAML for ``.yml``) as fresh data."""
+    path = FIXTURES / relative
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".yml":
+        return yaml.safe_load(text)
+    return json.loads(text)
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
+def template_actor(relative: str, actor_type: str, actor_id: str, name: str) -> dict[str, Any]:
+    """The default actor Foundry creates from a system's ``template.json``: the type's
+    templates merged in order, then the type's own fields."""
+    template = load(relative)["Actor"]
+    spec = template[actor_type]
+    system: dict[str, Any] = {}
+    for part in spec.get("templates", []):
+        _merge(system, template["templates"][part])
+    _merge(system, {k: v for k, v in spec.items() if k != "templates"})
+    return {"_id": actor_id, "name": name, "type": actor_type, "system": system,
+            "items": [], "effects": [], "flags": {}}
+
+
+def apply_foundry(data: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of ``data`` with Foundry ``actor.update({dotted: value})`` applied."""
+    data = copy.deepcopy(data)
+    actor = data["actor"] if "actor" in data and "_id" not in data else data
+    for entry in updates:
+        assert entry["uuid"].endswith(f"Actor.{actor['_id']}")
+        for dotted, value in entry["update"].items():
+            node = actor
+            *parents, last = dotted.split(".")
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[last] = copy.deepcopy(value)
+    return data
+
+
+def apply_roll20(data: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of ``data`` with Roll20 attribute writes applied as the Mod script does:
+    existing attributes set (matched case-insensitively), missing ones created."""
+    data = copy.deepcopy(data)
+    rows = attribs_of(data)
+    for entry in updates:
+        for name, parts in entry["attributes"].items():
+            row = next((r for r in rows if r["name"].lower() == name.lower()), None)
+            if row is None:
+                row = {"name": name, "current": "", "max": ""}
+                rows.append(row)
+            row.update(parts)
+    return data
+
+
+def attribs_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attribute list inside any accepted Roll20 envelope."""
+    node = data.get("character", data) if "mapping" in data else data
+    if node.get("type") == "character" and "character" in node:
+        node = node["character"]
+    rows: list[dict[str, Any]] = node["attribs"]
+    return rows
+
+
+def attr(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """The attribute ``name`` of a Roll20 character (case-insensitive)."""
+    return next(r for r in attribs_of(data) if r["name"].lower() == name.lower())

@@ -1,0 +1,307 @@
+"""Foundry actors from public data (tests/fixtures/README.md) become combatants with the
+numbers the sheets hold, and write-backs touch only what changed and was read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import adapters
+from engine.errors import InvalidInput
+
+from .support import apply_foundry, load, template_actor
+
+DND5E = adapters.get("foundry.dnd5e")
+OSE = adapters.get("foundry.ose")
+ARS = adapters.get("foundry.ars")
+GENERIC = adapters.get("foundry.generic")
+
+
+def zanna() -> dict[str, Any]:
+    data: dict[str, Any] = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    return data
+
+
+# -- dnd5e 4.x ------------------------------------------------------------------------
+def test_dnd5e_pc_abilities_level_and_hit_die_come_from_the_sheet_and_class_item() -> None:
+    """Zanna: int 17, wis 13, con 15; one Wizard level with hitDice "d6" (VTT.md: dnd5e
+    does not store level, it is summed from class items)."""
+    got = DND5E.import_(zanna(), "revised-2e")
+    c = got.combatant
+    assert (c["id"], c["name"]) == ("4Jsv5vYaJ1atUEDV", "Zanna (Gnome Wizard)")
+    assert (c["int"], c["wis"], c["con"], c["level"]) == (17, 13, 15, 1)
+    assert c["hp"] == 8
+    assert c["class_group"] == "wizard"
+    assert c["kind"] == "nonpsionic"
+    assert any("nonpsionic" in w for w in got.warnings)
+    pool = DND5E.import_(zanna(), "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"], pool["hp"]) == (1, 6, 8)
+
+
+def test_dnd5e_pc_hit_point_maximum_is_computed_as_dnd5e_does_with_a_warning() -> None:
+    """VTT.md: "hit points max of a character is null in stored data". dnd5e gives the
+    first level's die in full plus Con: Zanna d6 + 2 = 8, Randal d10 + 2 = 12 (their
+    stored current hit points). With no current value the computed maximum is used."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["value"] = None
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["hp"] == 8
+    assert any("computed 8" in w for w in got.warnings)
+    randal: dict[str, Any] = load("foundry/dnd5e/randal-human-fighter.json")
+    randal["system"]["attributes"]["hp"]["value"] = None
+    got = DND5E.import_(randal, "power-pool")
+    assert got.combatant["hp"] == 12
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 10)
+
+
+def test_dnd5e_hit_point_maximum_adds_average_dice_for_later_levels() -> None:
+    """Level 3 wizard with Con 15: 6 + 4 + 4 + 3 × 2 = 20."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["value"] = None
+    for item in data["items"]:
+        if item["type"] == "class":
+            item["system"]["levels"] = 3
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["hp"], got.combatant["level"]) == (20, 3)
+
+
+def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_die() -> None:
+    data = zanna()
+    data["items"].append({"_id": "fighterClass0001", "name": "Fighter", "type": "class",
+                          "system": {"identifier": "fighter", "levels": 2,
+                                     "hitDice": "d10"}})
+    pool = DND5E.import_(data, "power-pool")
+    assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (3, 10)
+    assert any("different hit dice" in w for w in pool.warnings)
+
+
+def test_dnd5e_npc_hit_dice_come_from_the_hit_point_formula() -> None:
+    """Aboleth (SRD 5.1): hp formula "18d10 + 36" gives 18 Hit Dice of d10; int 18."""
+    data = load("foundry/dnd5e/aboleth.json")
+    c = DND5E.import_(data, "revised-2e").combatant
+    assert (c["level"], c["int"], c["wis"], c["con"], c["hp"]) == (18, 18, 15, 15, 135)
+    assert c["class_group"] == "monster"
+    pool = DND5E.import_(data, "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"]) == (18, 10)
+
+
+def test_dnd5e_5x_yaml_actor_reads_the_same_fields() -> None:
+    """The v13-era aboleth (dnd5e 5.3, YAML): "20d10 + 40", int 18, 150 hp."""
+    data = load("foundry/dnd5e/aboleth-2024.yml")
+    pool = DND5E.import_(data, "power-pool").combatant
+    assert (pool["id"], pool["hit_dice"], pool["die"], pool["hp"]) == \
+        ("mmAboleth0000000", 20, 10, 150)
+    c = DND5E.import_(data, "combat-strength").combatant
+    assert (c["int"], c["wis"], c["psionic"]) == (18, 15, False)
+
+
+def test_dnd5e_5x_class_hit_die_is_read_from_hd_denomination() -> None:
+    data = zanna()
+    for item in data["items"]:
+        if item["type"] == "class":
+            del item["system"]["hitDice"]
+            item["system"]["hd"] = {"denomination": "d6", "spent": 0}
+    assert DND5E.import_(data, "power-pool").combatant["die"] == 6
+
+
+def test_flags_hold_the_psionic_state_and_win_over_derivations() -> None:
+    """VTT.md: "keep psionic state in flags.mindscape.* on the actor"."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {
+        "kind": "wild-talent", "psp": 31, "psp_max": 40,
+        "attacks": ["Mind Thrust", "ego-whip"], "defenses": ["thought-shield"],
+        "mind": {"state": "closed"}}}
+    got = DND5E.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["kind"], c["psp"], c["psp_max"]) == ("wild-talent", 31, 40)
+    assert c["attacks"] == ["mind-thrust", "ego-whip"]
+    assert c["defenses"] == ["thought-shield"]
+    assert c["mind"] == {"state": "closed"}
+    assert not any("nonpsionic" in w for w in got.warnings)
+
+
+def test_psp_without_kind_is_taken_as_a_psionicist_with_a_warning() -> None:
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {"psp_max": "12"}}
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["kind"], got.combatant["psp_max"]) == ("psionicist", 12)
+    assert any("psionicist" in w for w in got.warnings)
+
+
+def test_updates_write_changed_state_to_flags_and_hit_points_to_the_sheet() -> None:
+    """Only changed fields; psionic state into flags.mindscape.<system>; hp back to
+    system.attributes.hp.value; a derived level is never written."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {"kind": "psionicist", "psp": 40,
+                                                 "psp_max": 40}}
+    before = DND5E.import_(data, "revised-2e").combatant
+    after = {**before, "psp": 31, "hp": 5, "level": 9, "mac": 10,
+             "mind": {"state": "open", "opened_by": "zero-psp"}}
+    got = DND5E.updates(data, "revised-2e", before, after)
+    assert got == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV", "update": {
+        "flags.mindscape.revised-2e.psp": 31,
+        "system.attributes.hp.value": 5,
+        "flags.mindscape.revised-2e.mac": 10,
+        "flags.mindscape.revised-2e.mind": {"state": "open", "opened_by": "zero-psp"}}}]
+    assert DND5E.updates(data, "revised-2e", before, before) == []
+
+
+def test_unlinked_token_envelope_updates_the_synthetic_actor() -> None:
+    """VTT.md: "an unlinked token has its own synthetic actor; updating the base actor
+    would change every copy"."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    data = {"actor": actor, "token": {"uuid": "Scene.sc1.Token.tk1", "actorLink": False}}
+    before = DND5E.import_(data, "power-pool").combatant
+    got = DND5E.updates(data, "power-pool", before, {**before, "hp": 100, "pool": 17})
+    assert got == [{"uuid": "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB",
+                    "update": {"system.attributes.hp.value": 100,
+                               "flags.mindscape.power-pool.pool": 17}}]
+    linked = {"actor": actor, "token": {"uuid": "Scene.sc1.Token.tk1", "actorLink": True}}
+    assert DND5E.updates(linked, "power-pool", before, {**before, "hp": 1})[0]["uuid"] == \
+        "Actor.shhHtE7b92PefCWB"
+
+
+def test_token_uuid_must_name_scene_and_token() -> None:
+    data = {"actor": zanna(), "token": {"uuid": "Actor.x", "actorLink": False}}
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/token/uuid"
+
+
+def test_unknown_system_is_refused_clearly() -> None:
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(zanna(), "gurps-psi")
+    assert err.value.problems[0].path == "/system"
+    assert "revised-2e" in err.value.problems[0].message
+
+
+def test_update_round_trip_restores_the_after_state() -> None:
+    data = zanna()
+    data["flags"]["mindscape"] = {"power-pool": {"psionic": True,
+                                                 "attacks": ["mental-stab"]}}
+    before = DND5E.import_(data, "power-pool").combatant
+    after = {**before, "pool": 0, "conditions": ["stunned"], "controlled_by": "aboleth",
+             "hp": 3}
+    again = DND5E.import_(apply_foundry(data, DND5E.updates(data, "power-pool", before,
+                                                             after)), "power-pool")
+    assert again.combatant == after
+
+
+# -- OSE ----------------------------------------------------------------------------
+def test_ose_monster_without_scores_gets_documented_defaults() -> None:
+    """VTT.md: "OSE monsters have no ability scores, only hp.hd" (template: "1d8")."""
+    actor = template_actor("foundry/ose/template.json", "monster", "oseMonster000001",
+                           "Goblin")
+    got = OSE.import_(actor, "revised-2e")
+    c = got.combatant
+    assert (c["int"], c["wis"], c["con"]) == (10, 10, 10)
+    assert (c["level"], c["hp"], c["class_group"]) == (1, 20, "monster")
+    assert any("no ability scores" in w for w in got.warnings)
+    pool = OSE.import_(actor, "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"], pool["hp"]) == (1, 8, 20)
+
+
+def test_ose_character_reads_scores_level_and_hit_die() -> None:
+    """Template defaults: level 1, hp.hd "1d8", hp 20; unset scores (0) default to 10."""
+    actor = template_actor("foundry/ose/template.json", "character", "oseChar000000001",
+                           "Aelfric")
+    got = OSE.import_(actor, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
+    assert any("no int score" in w for w in got.warnings)
+    actor["system"]["scores"]["int"]["value"] = 16
+    actor["system"]["scores"]["wis"]["value"] = 12
+    actor["system"]["details"]["level"] = 5
+    actor["system"]["hp"]["hd"] = "1d6"
+    c = OSE.import_(actor, "revised-2e").combatant
+    assert (c["int"], c["wis"], c["con"], c["level"]) == (16, 12, 10, 5)
+    assert OSE.import_(actor, "power-pool").combatant["die"] == 6
+
+
+def test_ose_hit_points_write_back_to_hp_value() -> None:
+    actor = template_actor("foundry/ose/template.json", "monster", "oseMonster000001",
+                           "Goblin")
+    before = OSE.import_(actor, "power-pool").combatant
+    got = OSE.updates(actor, "power-pool", before, {**before, "hp": 14})
+    assert got == [{"uuid": "Actor.oseMonster000001", "update": {"system.hp.value": 14}}]
+
+
+# -- ARS ----------------------------------------------------------------------------
+def test_ars_character_reads_abilities_paralyzation_save_and_level() -> None:
+    """ARS template: abilities 10, saves.paralyzation 20, attributes.level 1."""
+    actor = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
+                           "Dorn")
+    c = ARS.import_(actor, "revised-2e").combatant
+    assert (c["int"], c["wis"], c["con"], c["level"]) == (10, 10, 10, 1)
+    assert (c["save_paralyzation"], c["hp"]) == (20, 0)
+    actor["system"]["abilities"]["int"]["value"] = 17
+    actor["system"]["saves"]["paralyzation"]["value"] = 13
+    actor["system"]["attributes"]["level"]["value"] = 4
+    c = ARS.import_(actor, "revised-2e").combatant
+    assert (c["int"], c["save_paralyzation"], c["level"]) == (17, 13, 4)
+
+
+def test_ars_npc_hit_dice_from_hitdice_text() -> None:
+    """Creature template: hitdice "1"; AD&D monster entries such as "3+3"."""
+    actor = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    got = ARS.import_(actor, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
+    assert any("assumed d8" in w for w in got.warnings)
+    actor["system"]["hitdice"] = "3+3"
+    c = ARS.import_(actor, "revised-2e").combatant
+    assert (c["level"], c["class_group"]) == (3, "monster")
+
+
+def test_ars_lootable_has_no_mind() -> None:
+    actor = template_actor("foundry/ars/template.json", "lootable", "arsLoot000000001",
+                           "Chest")
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(actor, "revised-2e")
+    assert err.value.problems[0].path == "/type"
+
+
+# -- generic --------------------------------------------------------------------------
+MAPPING = {
+    "version": 1,
+    "fields": {
+        "int": "system.abilities.int.value",
+        "wis": "system.abilities.wis.value",
+        "hp": "system.attributes.hp.value",
+        "hit_dice": {"path": "system.attributes.hp.formula", "parse": "dice-count"},
+        "die": {"path": "system.attributes.hp.formula", "parse": "hit-die"},
+    },
+    "systems": {"revised-2e": {"level": {"path": "system.details.level", "default": 7}}},
+    "npc_types": ["npc"],
+}
+
+
+def test_generic_mapping_reads_dotted_paths() -> None:
+    actor = load("foundry/dnd5e/aboleth.json")
+    data = {"mapping": MAPPING, "actor": actor}
+    pool = GENERIC.import_(data, "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"], pool["hp"]) == (18, 10, 135)
+    c = GENERIC.import_(data, "revised-2e").combatant
+    assert (c["int"], c["wis"], c["level"], c["class_group"]) == (18, 15, 7, "monster")
+
+
+def test_generic_writes_mapped_paths_and_never_derived_ones() -> None:
+    data = {"mapping": MAPPING, "actor": load("foundry/dnd5e/aboleth.json")}
+    before = GENERIC.import_(data, "power-pool").combatant
+    got = GENERIC.updates(data, "power-pool", before,
+                          {**before, "hp": 99, "hit_dice": 17, "pool": 16})
+    assert got == [{"uuid": "Actor.shhHtE7b92PefCWB", "update": {
+        "system.attributes.hp.value": 99, "flags.mindscape.power-pool.pool": 16}}]
+
+
+def test_generic_mapping_is_checked_against_its_schema() -> None:
+    data = {"mapping": {"fields": {"psp": {"path": "a..b"}}}, "actor": zanna()}
+    with pytest.raises(InvalidInput) as err:
+        GENERIC.import_(data, "revised-2e")
+    assert err.value.problems[0].path.startswith("/mapping/fields/psp")
+    with pytest.raises(InvalidInput) as err:
+        GENERIC.import_({"mapping": {"fields": {"telepathy": "x"}}, "actor": zanna()},
+                        "revised-2e")
+    assert err.value.problems[0].path.startswith("/mapping/fields")
+    with pytest.raises(InvalidInput) as err:
+        GENERIC.import_(zanna(), "revised-2e")
+    assert err.value.problems[0].path == "/mapping"

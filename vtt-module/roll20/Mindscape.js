@@ -1,0 +1,1065 @@
+// Mindscape: psionic combat for Roll20, resolved by the Mindscape companion.
+//
+// The Mod sandbox has no network access, so this script never talks to the companion
+// itself. It whispers each request to the GM as a machine-readable line
+//     MINDSCAPE-REQ <id> <part>/<parts> <base64url JSON-RPC body>
+// which the Mindscape Bridge userscript in the GM's browser relays to the companion,
+// typing the answer back as
+//     !psi-result <id> <base64url JSON-RPC response>          (one part)
+//     !psi-result <id> <part>/<parts> <base64url chunk>       (long answers)
+// Only answers typed by a GM are accepted, only once, and only for requests this
+// script made. See docs/ROLL20.md for installation and every command.
+/* global on, log, state, sendChat, findObjs, getObj, createObj, playerIsGM, randomInteger */
+
+// eslint-disable-next-line no-var
+var Mindscape = Mindscape || (() => {
+  'use strict';
+
+  const scriptName = 'Mindscape';
+  const version = '0.1.0';
+  // Schema history of state.Mindscape:
+  //   1  prototype: {version, system, rollMode} at the top level
+  //   2  {config: {system, rollMode}, characters: {}}
+  //   3  adds config.timeout and config.chunk, exchanges, encounter, answered
+  const SCHEMA_VERSION = 3;
+  const REQUEST_MARKER = 'MINDSCAPE-REQ';
+  const RESULT_COMMAND = '!psi-result';
+  const REQUEST_ID = /^[A-Za-z0-9]{6,32}$/;
+  const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  // Roll20 does not publish a chat size limit; 1000 characters a line keeps every
+  // whisper and every typed command far below anything the chat has been seen to cut.
+  const DEFAULT_CHUNK = 1000;
+  const MAX_PARTS = 500;
+  const ANSWERED_MEMORY = 200;
+  const EXCHANGE_LIFETIME_MS = 60 * 60 * 1000;
+  const HELP_HANDOUT = 'Help: Mindscape';
+  const ROLL_MODES = ['public', 'gm', 'private'];
+
+  // The mode ids of each system (RULES.md 1.2, 2.2, 3.3) and the adapter that turns
+  // a character into that system's combatant by default.
+  const SYSTEMS = {
+    'revised-2e': {
+      adapter: 'roll20.adnd2e-revised',
+      attacks: ['ego-whip', 'id-insinuation', 'mind-thrust', 'psionic-blast', 'psychic-crush'],
+      defenses: ['intellect-fortress', 'mental-barrier', 'mind-blank', 'thought-shield', 'tower-of-iron-will'],
+      ranges: ['short', 'medium', 'long'],
+    },
+    'combat-strength': {
+      adapter: 'roll20.generic',
+      attacks: ['psionic-wave', 'mind-thrust', 'ego-whip', 'id-insinuation', 'psychic-implosion'],
+      defenses: ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will'],
+      ranges: ['short', 'medium', 'long'],
+    },
+    'power-pool': {
+      adapter: 'roll20.generic',
+      attacks: ['mental-stab', 'personality-invasion', 'psionic-wave', 'subconscious-subversion', 'synaptic-overload'],
+      defenses: ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will'],
+      ranges: [],
+    },
+  };
+  const ADAPTERS = ['roll20.adnd2e-revised', 'roll20.generic'];
+
+  // The AD&D 2E Revised sheet holds hundreds of attributes (weapons, spells, gear);
+  // only these reach the adapter, so that a request stays a few chat lines long.
+  const ADND2E_RELEVANT = new RegExp([
+    '^(psp|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
+    '^(intelligence|wisdom|constitution)(-psi)?$',
+    '^(hp|level-class\\d+|class\\d*|race|hitdice|hd|level)$',
+    '^(psion|psionic|psp-|powerscore)',
+    '^repeating_psi',
+    'paralyz',
+  ].join('|'), 'i');
+
+  // Values held only while the sandbox runs: timers cannot survive a restart.
+  const pending = new Map();
+
+  // ---------------------------------------------------------------- utilities
+
+  const utf8Encode = (text) => {
+    const bytes = [];
+    for (const ch of String(text)) {
+      let cp = ch.codePointAt(0);
+      if (cp < 0x80) bytes.push(cp);
+      else if (cp < 0x800) bytes.push(0xc0 | (cp >> 6), 0x80 | (cp & 63));
+      else if (cp < 0x10000) {
+        if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
+        bytes.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 63), 0x80 | (cp & 63));
+      } else {
+        bytes.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 63), 0x80 | ((cp >> 6) & 63), 0x80 | (cp & 63));
+      }
+    }
+    return bytes;
+  };
+
+  const utf8Decode = (bytes) => {
+    let out = '';
+    let i = 0;
+    const cont = (k) => {
+      const b = bytes[i + k];
+      if (b === undefined || (b & 0xc0) !== 0x80) throw new Error('invalid UTF-8');
+      return b & 63;
+    };
+    while (i < bytes.length) {
+      const b = bytes[i];
+      let cp;
+      let n;
+      if (b < 0x80) { cp = b; n = 1; }
+      else if ((b & 0xe0) === 0xc0) { cp = ((b & 31) << 6) | cont(1); n = 2; if (cp < 0x80) throw new Error('invalid UTF-8'); }
+      else if ((b & 0xf0) === 0xe0) { cp = ((b & 15) << 12) | (cont(1) << 6) | cont(2); n = 3; if (cp < 0x800) throw new Error('invalid UTF-8'); }
+      else if ((b & 0xf8) === 0xf0) { cp = ((b & 7) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3); n = 4; if (cp < 0x10000 || cp > 0x10ffff) throw new Error('invalid UTF-8'); }
+      else throw new Error('invalid UTF-8');
+      out += String.fromCodePoint(cp);
+      i += n;
+    }
+    return out;
+  };
+
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+  /** Encodes text as unpadded base64url of its UTF-8 bytes (no btoa in the sandbox). */
+  const encodeBase64Url = (text) => {
+    const bytes = utf8Encode(text);
+    let out = '';
+    for (let i = 0; i < bytes.length; i += 3) {
+      const n = (bytes[i] << 16) | ((bytes[i + 1] || 0) << 8) | (bytes[i + 2] || 0);
+      out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63];
+      if (i + 1 < bytes.length) out += B64[(n >> 6) & 63];
+      if (i + 2 < bytes.length) out += B64[n & 63];
+    }
+    return out;
+  };
+
+  /** Decodes unpadded base64url into text; throws on any character outside the alphabet. */
+  const decodeBase64Url = (code) => {
+    const text = String(code);
+    if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) throw new Error('not base64url');
+    const bytes = [];
+    for (let i = 0; i < text.length; i += 4) {
+      const quad = text.slice(i, i + 4);
+      let n = 0;
+      for (let k = 0; k < 4; k += 1) n = (n << 6) | (k < quad.length ? B64.indexOf(quad[k]) : 0);
+      bytes.push((n >> 16) & 255);
+      if (quad.length > 2) bytes.push((n >> 8) & 255);
+      if (quad.length > 3) bytes.push(n & 255);
+    }
+    return utf8Decode(bytes);
+  };
+
+  /** Splits text into pieces of at most `size` characters (at least one piece). */
+  const chunk = (text, size) => {
+    const parts = [];
+    for (let i = 0; i < text.length; i += size) parts.push(text.slice(i, i + size));
+    return parts.length ? parts : [''];
+  };
+
+  // Everything shown in chat goes through here: names and summaries come from
+  // players and from the companion, and Roll20 would otherwise expand @{..}, [[..]],
+  // &{..}, markdown and HTML inside them.
+  const chatSafe = (value) => String(value === undefined || value === null ? '' : value)
+    .replace(/&/g, '&amp;')
+    .replace(/[<>"'[\]{}@*`\\]/g, (c) => `&#${c.charCodeAt(0)};`)
+    .replace(/\r?\n/g, ' ');
+
+  const newId = () => {
+    let id = '';
+    for (let i = 0; i < 12; i += 1) id += ID_ALPHABET[randomInteger(ID_ALPHABET.length) - 1];
+    return id;
+  };
+
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+  const label = (modeId) => String(modeId || '').split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(' ');
+
+  const normaliseMode = (text) => String(text || '').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
+
+  // ----------------------------------------------------------- state handling
+
+  const defaultState = () => ({
+    version: SCHEMA_VERSION,
+    config: { system: 'revised-2e', rollMode: 'public', timeout: 30, chunk: DEFAULT_CHUNK },
+    characters: {},
+    exchanges: {},
+    encounter: null,
+    answered: [],
+  });
+
+  const MIGRATIONS = {
+    // 1 -> 2: the campaign settings moved under `config`; per-character settings began.
+    1: (old) => ({
+      version: 2,
+      config: {
+        system: SYSTEMS[old.system] ? old.system : 'revised-2e',
+        rollMode: ROLL_MODES.includes(old.rollMode) ? old.rollMode : 'public',
+      },
+      characters: {},
+    }),
+    // 2 -> 3: request timeout and chunk size became settings; pending attacks, the
+    // current encounter and the answered request ids are kept across restarts.
+    2: (old) => ({
+      version: 3,
+      config: Object.assign({ timeout: 30, chunk: DEFAULT_CHUNK }, old.config || {}),
+      characters: isObject(old.characters) ? old.characters : {},
+      exchanges: {},
+      encounter: null,
+      answered: [],
+    }),
+  };
+
+  /** Brings a stored state object up to SCHEMA_VERSION, one migration at a time. */
+  const migrate = (stored) => {
+    if (!isObject(stored) || !Number.isInteger(stored.version) || stored.version < 1) return defaultState();
+    let current = stored;
+    while (current.version < SCHEMA_VERSION) {
+      const step = MIGRATIONS[current.version];
+      if (!step) return defaultState();
+      current = step(current);
+    }
+    return current;
+  };
+
+  const store = () => state[scriptName];
+
+  /** Creates or migrates state.Mindscape and drops attacks left waiting for an hour. */
+  const checkInstall = () => {
+    log(`-=> ${scriptName} v${version} (state schema ${SCHEMA_VERSION}) <=-`);
+    const before = state[scriptName];
+    if (isObject(before) && before.version > SCHEMA_VERSION) {
+      log(`${scriptName}: state schema ${before.version} is newer than this script understands; left untouched.`);
+      return;
+    }
+    if (!isObject(before) || before.version !== SCHEMA_VERSION) {
+      const from = isObject(before) ? before.version : 'nothing';
+      state[scriptName] = migrate(before);
+      log(`${scriptName}: state migrated from ${from} to ${SCHEMA_VERSION}.`);
+    }
+    const now = Date.now();
+    const exchanges = store().exchanges;
+    Object.keys(exchanges).forEach((xid) => {
+      if (!(now - exchanges[xid].at < EXCHANGE_LIFETIME_MS)) delete exchanges[xid];
+    });
+  };
+
+  const rememberAnswered = (id, how) => {
+    const answered = store().answered;
+    answered.push({ id, how });
+    while (answered.length > ANSWERED_MEMORY) answered.shift();
+  };
+
+  const answeredEntry = (id) => store().answered.find((entry) => entry.id === id);
+
+  // ----------------------------------------------------------------- chat out
+
+  const playerName = (playerid) => {
+    const player = getObj('player', playerid);
+    return player ? String(player.get('_displayname') || '') : '';
+  };
+
+  const whisperTo = (name, html) => {
+    const target = name === 'gm' ? 'gm' : `"${String(name).replace(/"/g, '')}"`;
+    sendChat(scriptName, `/w ${target} ${html}`, null, { noarchive: true });
+  };
+
+  const whisperGM = (html) => whisperTo('gm', html);
+
+  // GMs get the answer through /w gm already; whisper players by display name.
+  const whisperPlayer = (playerid, html) => {
+    if (!playerid || playerid === 'API' || playerIsGM(playerid)) return whisperGM(html);
+    const name = playerName(playerid);
+    return name ? whisperTo(name, html) : whisperGM(html);
+  };
+
+  const box = (title, body) => `<div style="border:1px solid #6a4c93;border-radius:4px;padding:4px;background:#f4effa;">`
+    + `<b>Mindscape: ${title}</b><br>${body}</div>`;
+
+  const tell = (playerid, title, body) => whisperPlayer(playerid, box(title, body));
+
+  const refuse = (playerid, why) => tell(playerid, 'refused', why);
+
+  // Controllers of a character, as player ids (never "all": a secret choice must not
+  // be shown to everybody). NPCs have none, and their choices go to the GM.
+  const controllersOf = (charId) => {
+    const character = getObj('character', charId);
+    if (!character) return [];
+    return String(character.get('controlledby') || '').split(',').map((s) => s.trim())
+      .filter((pid) => pid && pid !== 'all');
+  };
+
+  const mayControl = (playerid, charId) => {
+    if (playerIsGM(playerid)) return true;
+    const character = getObj('character', charId);
+    if (!character) return false;
+    const owners = String(character.get('controlledby') || '').split(',').map((s) => s.trim());
+    return owners.includes(playerid) || owners.includes('all');
+  };
+
+  // --------------------------------------------------------- command grammar
+
+  /**
+   * Parses `!psi <verb> [words] --key value --key value` into
+   * {command, verb, words, options: [[key, value]], get(key), all(key), has(key)}.
+   * Arguments are split on `--` as TokenMod and ChatSetAttr do; keys are lower case.
+   */
+  const parseCommand = (content) => {
+    const pieces = String(content || '').split(/\s+--|^--/);
+    const head = pieces.shift().trim().split(/\s+/).filter(Boolean);
+    const command = (head.shift() || '').toLowerCase();
+    const verb = (head.shift() || '').toLowerCase();
+    const options = pieces.map((piece) => {
+      const text = piece.trim();
+      const space = text.search(/\s/);
+      return space < 0 ? [text.toLowerCase(), ''] : [text.slice(0, space).toLowerCase(), text.slice(space + 1).trim()];
+    }).filter(([key]) => key);
+    return {
+      command,
+      verb,
+      words: head,
+      options,
+      has: (key) => options.some(([k]) => k === key),
+      get: (key) => {
+        const found = options.filter(([k]) => k === key);
+        return found.length ? found[found.length - 1][1] : undefined;
+      },
+      all: (key) => options.filter(([k]) => k === key).map(([, v]) => v),
+    };
+  };
+
+  // ------------------------------------------------------ characters & tokens
+
+  const characterOfToken = (tokenId) => {
+    const token = getObj('graphic', tokenId);
+    if (!token) return null;
+    const charId = token.get('represents');
+    return charId && getObj('character', charId) ? charId : null;
+  };
+
+  // A --target/--token value may name a token (as @{target|token_id} gives) or a
+  // character id.
+  const resolveCharacter = (id) => {
+    const text = String(id || '').trim();
+    if (!text) return null;
+    return characterOfToken(text) || (getObj('character', text) ? text : null);
+  };
+
+  const selectedCharacters = (msg) => (msg.selected || [])
+    .filter((sel) => sel && sel._type === 'graphic')
+    .map((sel) => characterOfToken(sel._id))
+    .filter(Boolean);
+
+  const characterName = (charId) => {
+    const character = getObj('character', charId);
+    return character ? String(character.get('name') || charId) : charId;
+  };
+
+  const characterConfig = (charId) => store().characters[charId] || {};
+
+  const systemOf = (charId) => characterConfig(charId).system || store().config.system;
+
+  const attributesOf = (charId) => findObjs({ _type: 'attribute', _characterid: charId });
+
+  const findAttribute = (charId, name) => {
+    const wanted = String(name).toLowerCase();
+    return attributesOf(charId).find((attr) => String(attr.get('name')).toLowerCase() === wanted);
+  };
+
+  /** The `{adapter, data}` combatant the companion imports for one character. */
+  const combatantOf = (charId, system) => {
+    const character = getObj('character', charId);
+    const cfg = characterConfig(charId);
+    const adapter = cfg.adapter || SYSTEMS[system].adapter;
+    const mapping = isObject(cfg.attributes) ? cfg.attributes : {};
+    const mapped = new Set(Object.values(mapping).map((n) => String(n).toLowerCase()));
+    const wanted = (name) => {
+      const lower = String(name).toLowerCase();
+      if (mapped.has(lower)) return true;
+      if (adapter === 'roll20.adnd2e-revised') return ADND2E_RELEVANT.test(lower);
+      return mapped.size === 0;
+    };
+    const attribs = attributesOf(charId)
+      .filter((attr) => wanted(attr.get('name')))
+      .map((attr) => ({ name: attr.get('name'), current: attr.get('current'), max: attr.get('max') }));
+    const data = {
+      id: charId,
+      name: character.get('name'),
+      controlledby: character.get('controlledby'),
+      attribs,
+    };
+    if (Object.keys(mapping).length) data.mapping = Object.assign({}, mapping);
+    return { adapter, data };
+  };
+
+  // Defense modes a character lists on the AD&D sheet, as mode ids; all of the
+  // system's defenses when the sheet names none we know.
+  const knownDefenses = (charId, system) => {
+    const all = SYSTEMS[system].defenses;
+    const named = attributesOf(charId)
+      .filter((attr) => /^repeating_psionic-defenses_.+_psionic-defense-name$/i.test(attr.get('name')))
+      .map((attr) => normaliseMode(attr.get('current')))
+      .filter((mode) => all.includes(mode));
+    return named.length ? Array.from(new Set(named)) : all.slice();
+  };
+
+  // --------------------------------------------------------- requests out
+
+  /**
+   * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout.
+   * `job` says what to do with the answer: {kind, requester, involved: [charId], ...}.
+   */
+  const postRequest = (body, job, description) => {
+    const id = body.id !== undefined ? String(body.id) : job.id;
+    const payload = encodeBase64Url(JSON.stringify(body));
+    const parts = chunk(payload, store().config.chunk || DEFAULT_CHUNK);
+    const entry = Object.assign({}, job, { id, parts: [], partCount: 0, at: Date.now() });
+    pending.set(id, entry);
+    entry.timer = setTimeout(() => expire(id), (store().config.timeout || 30) * 1000);
+    parts.forEach((piece, i) => {
+      const intro = i === 0 ? `<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>` : '';
+      whisperGM(`${intro}<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${id} ${i + 1}/${parts.length} ${piece}</div>`);
+    });
+    return id;
+  };
+
+  const rpcBody = (id, method, params) => ({ jsonrpc: '2.0', id, method, params });
+
+  const expire = (id) => {
+    const entry = pending.get(id);
+    if (!entry) return;
+    pending.delete(id);
+    rememberAnswered(id, 'expired');
+    const seconds = store().config.timeout || 30;
+    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. `
+      + 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
+      + 'with the Mindscape Bridge userscript enabled (its badge must say connected), then repeat the command.'));
+    if (entry.requester && !playerIsGM(entry.requester)) {
+      tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
+    }
+  };
+
+  // ------------------------------------------------------------ !psi attack
+
+  const attackFromOptions = (args, system) => {
+    const modes = SYSTEMS[system];
+    const mode = normaliseMode(args.get('mode'));
+    if (!modes.attacks.includes(mode)) {
+      return { error: `--mode must be one of ${modes.attacks.join(', ')} for ${system} (got "${chatSafe(args.get('mode') || '')}").` };
+    }
+    const attack = { mode };
+    if (args.has('mult')) {
+      const mult = Number(args.get('mult'));
+      if (!Number.isInteger(mult) || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
+      attack.multiplier = mult;
+    } else if (system === 'revised-2e') {
+      attack.multiplier = 1;
+    }
+    if (args.has('range')) {
+      const range = String(args.get('range')).toLowerCase();
+      if (!modes.ranges.includes(range)) return { error: `--range must be one of ${modes.ranges.join(', ') || '(none in this system)'}.` };
+      attack.range = range;
+    }
+    if (args.has('dice')) {
+      const dice = Number(args.get('dice'));
+      if (!Number.isInteger(dice) || dice < 0) return { error: '--dice must be a whole number of pool dice.' };
+      attack.pool_dice = dice;
+    }
+    return { attack };
+  };
+
+  // `key` is the option that names the defense: --mode for !psi defend, --defense elsewhere.
+  const defenseFromOptions = (args, system, key) => {
+    const text = normaliseMode(args.get(key));
+    if (text === '' || text === 'none') return { defense: null };
+    if (!SYSTEMS[system].defenses.includes(text)) {
+      return { error: `the defense must be one of ${SYSTEMS[system].defenses.join(', ')} or none.` };
+    }
+    const defense = { mode: text };
+    if (args.has('sacrifice')) {
+      const levels = Number(args.get('sacrifice'));
+      if (!Number.isInteger(levels) || levels < 0) return { error: '--sacrifice must be a whole number of spell levels.' };
+      defense.sacrifice = levels;
+    }
+    return { defense };
+  };
+
+  // The two sides of an attack or odds question: the selected token attacks the target.
+  const sides = (msg, args) => {
+    const attackers = selectedCharacters(msg);
+    if (attackers.length !== 1) return { error: 'select exactly one token that represents the attacking character.' };
+    const attacker = attackers[0];
+    if (!mayControl(msg.playerid, attacker)) return { error: `you do not control ${chatSafe(characterName(attacker))}.` };
+    const defender = resolveCharacter(args.get('target'));
+    if (!defender) return { error: '--target must name a token that represents a character (use @{target|token_id}).' };
+    if (defender === attacker) return { error: 'a mind cannot attack itself.' };
+    const system = systemOf(attacker);
+    if (systemOf(defender) !== system) {
+      return { error: `${chatSafe(characterName(attacker))} uses ${system} but ${chatSafe(characterName(defender))} uses ${systemOf(defender)}; configure both alike with !psi config.` };
+    }
+    return { attacker, defender, system };
+  };
+
+  const resolveExchange = (exchange, defense, requester) => {
+    const params = {
+      system: exchange.system,
+      attacker: combatantOf(exchange.attacker, exchange.system),
+      defender: combatantOf(exchange.defender, exchange.system),
+      attack: exchange.attack,
+      defense,
+    };
+    const id = newId();
+    postRequest(rpcBody(id, 'exchange.resolve', params), {
+      kind: 'exchange',
+      requester,
+      involved: [exchange.attacker, exchange.defender],
+      title: `${label(exchange.attack.mode)}: ${characterName(exchange.attacker)} vs. ${characterName(exchange.defender)}`,
+    }, `${label(exchange.attack.mode)} by ${characterName(exchange.attacker)} against ${characterName(exchange.defender)}`);
+  };
+
+  const commandAttack = (msg, args) => {
+    const who = sides(msg, args);
+    if (who.error) return refuse(msg.playerid, who.error);
+    const built = attackFromOptions(args, who.system);
+    if (built.error) return refuse(msg.playerid, built.error);
+    const exchange = { system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack, by: msg.playerid, at: Date.now() };
+    // Whoever controls the defender (or the GM) may fix the defense at once.
+    if (args.has('defense') && mayControl(msg.playerid, who.defender)) {
+      const chosen = defenseFromOptions(args, who.system, 'defense');
+      if (chosen.error) return refuse(msg.playerid, chosen.error);
+      return resolveExchange(exchange, chosen.defense, msg.playerid);
+    }
+    const xid = newId();
+    store().exchanges[xid] = exchange;
+    const buttons = knownDefenses(who.defender, who.system)
+      .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --mode ${mode})`)
+      .concat([`[No defense](!psi defend --req ${xid} --mode none)`]).join(' ');
+    const text = box('defend!', `${chatSafe(characterName(who.attacker))} attacks the mind of `
+      + `<b>${chatSafe(characterName(who.defender))}</b>. Choose a defense:<br>${buttons}`);
+    const controllers = controllersOf(who.defender).filter((pid) => !playerIsGM(pid));
+    if (controllers.length) controllers.forEach((pid) => whisperPlayer(pid, text));
+    whisperGM(text);
+    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(characterName(who.defender))} to choose a defense.`);
+  };
+
+  const commandDefend = (msg, args) => {
+    const xid = String(args.get('req') || '');
+    const exchange = store().exchanges[xid];
+    if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
+    if (!mayControl(msg.playerid, exchange.defender)) {
+      return refuse(msg.playerid, `only the controller of ${chatSafe(characterName(exchange.defender))} or the GM may choose this defense.`);
+    }
+    const chosen = defenseFromOptions(args, exchange.system, 'mode');
+    if (chosen.error) return refuse(msg.playerid, chosen.error);
+    delete store().exchanges[xid];
+    tell(msg.playerid, 'defense chosen', chosen.defense ? label(chosen.defense.mode) : 'No defense');
+    return resolveExchange(exchange, chosen.defense, exchange.by);
+  };
+
+  const commandOdds = (msg, args) => {
+    const who = sides(msg, args);
+    if (who.error) return refuse(msg.playerid, who.error);
+    const built = attackFromOptions(args, who.system);
+    if (built.error) return refuse(msg.playerid, built.error);
+    const chosen = defenseFromOptions(args, who.system, 'defense');
+    if (chosen.error) return refuse(msg.playerid, chosen.error);
+    const params = {
+      system: who.system,
+      attacker: combatantOf(who.attacker, who.system),
+      defender: combatantOf(who.defender, who.system),
+      attack: built.attack,
+      defense: chosen.defense,
+    };
+    const id = newId();
+    return postRequest(rpcBody(id, 'exchange.odds', params), {
+      kind: 'odds',
+      requester: msg.playerid,
+      involved: [],
+      title: `${label(built.attack.mode)} odds: ${characterName(who.attacker)} vs. ${characterName(who.defender)}`,
+    }, `odds of ${label(built.attack.mode)} by ${characterName(who.attacker)} against ${characterName(who.defender)}`);
+  };
+
+  // ------------------------------------------------------------ !psi config
+
+  const FIELD_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
+
+  const describeConfig = () => {
+    const s = store();
+    const lines = [
+      `Default system: <b>${s.config.system}</b>`,
+      `Roll mode: <b>${s.config.rollMode}</b>`,
+      `Request timeout: <b>${s.config.timeout} s</b>; chunk: <b>${s.config.chunk}</b> characters`,
+    ];
+    Object.keys(s.characters).forEach((charId) => {
+      const cfg = s.characters[charId];
+      const attrs = Object.keys(cfg.attributes || {}).map((f) => `${f}=${chatSafe(cfg.attributes[f])}`).join(', ');
+      lines.push(`${chatSafe(characterName(charId))}: ${cfg.system || '(default)'}, ${cfg.adapter || '(default adapter)'}${attrs ? `, ${attrs}` : ''}`);
+    });
+    return lines.join('<br>');
+  };
+
+  const commandConfig = (msg, args) => {
+    if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may change Mindscape settings.');
+    const s = store();
+    const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
+    const perCharacter = args.has('char') || args.has('attr') || args.has('adapter') || args.has('reset');
+    if (perCharacter) {
+      if (!targets.length || targets.some((t) => !t)) return refuse(msg.playerid, '--char must name a character or token, or select tokens.');
+      for (const charId of targets) {
+        if (args.has('reset')) { delete s.characters[charId]; continue; }
+        const cfg = Object.assign({ attributes: {} }, s.characters[charId] || {});
+        cfg.attributes = Object.assign({}, cfg.attributes);
+        if (args.has('system')) {
+          if (!SYSTEMS[args.get('system')]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+          cfg.system = args.get('system');
+        }
+        if (args.has('adapter')) {
+          if (!ADAPTERS.includes(args.get('adapter'))) return refuse(msg.playerid, `--adapter must be one of ${ADAPTERS.join(', ')}.`);
+          cfg.adapter = args.get('adapter');
+        }
+        for (const pair of args.all('attr')) {
+          const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
+          if (!match || !FIELD_NAME.test(match[1])) return refuse(msg.playerid, `--attr wants field=attribute (got "${chatSafe(pair)}").`);
+          if (match[2] === '') delete cfg.attributes[match[1]];
+          else cfg.attributes[match[1]] = match[2];
+        }
+        s.characters[charId] = cfg;
+      }
+    } else {
+      if (args.has('system')) {
+        if (!SYSTEMS[args.get('system')]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+        s.config.system = args.get('system');
+      }
+      if (args.has('rollmode')) {
+        if (!ROLL_MODES.includes(args.get('rollmode'))) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
+        s.config.rollMode = args.get('rollmode');
+      }
+      if (args.has('timeout')) {
+        const seconds = Number(args.get('timeout'));
+        if (!Number.isInteger(seconds) || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
+        s.config.timeout = seconds;
+      }
+      if (args.has('chunk')) {
+        const size = Number(args.get('chunk'));
+        if (!Number.isInteger(size) || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
+        s.config.chunk = size;
+      }
+    }
+    return whisperGM(box('settings', describeConfig()));
+  };
+
+  // --------------------------------------------------------- !psi encounter
+
+  const encounterRequest = (msg, method, params, job, description) => {
+    const id = newId();
+    return postRequest(rpcBody(id, method, params), Object.assign({ requester: msg.playerid, involved: [] }, job), description);
+  };
+
+  const commandEncounter = (msg, args) => {
+    const s = store();
+    const action = (args.words[0] || '').toLowerCase();
+    const gmOnly = ['create', 'add', 'resolve', 'undo', 'end'];
+    if (gmOnly.includes(action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${action} an encounter.`);
+    if (action === 'create') {
+      const system = args.get('system') || s.config.system;
+      if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+      const params = { system };
+      if (args.get('name')) params.name = args.get('name');
+      return encounterRequest(msg, 'encounter.create', params, { kind: 'encounter.create', system, name: params.name || '' }, `create a ${system} encounter`);
+    }
+    if (action === 'end') {
+      s.encounter = null;
+      return whisperGM(box('encounter', 'The current encounter is forgotten here (the companion keeps its log).'));
+    }
+    const enc = s.encounter;
+    if (!enc) return refuse(msg.playerid, 'there is no current encounter; a GM starts one with !psi encounter create.');
+    if (action === 'add') {
+      const tokenIds = args.all('token');
+      const chars = (tokenIds.length ? tokenIds.map(resolveCharacter) : selectedCharacters(msg));
+      if (!chars.length || chars.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
+      const id = newId();
+      // One JSON-RPC batch, so that the whole group joins with one relay round trip.
+      const body = chars.map((charId, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(charId, enc.system) }));
+      return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]) },
+        `add ${chars.map(characterName).join(', ')} to the encounter`);
+    }
+    if (action === 'declare') {
+      const mine = selectedCharacters(msg).filter((c) => enc.combatants[c]);
+      if (mine.length !== 1) return refuse(msg.playerid, 'select exactly one token of a combatant in the current encounter.');
+      const charId = mine[0];
+      if (!mayControl(msg.playerid, charId)) return refuse(msg.playerid, `you do not control ${chatSafe(characterName(charId))}.`);
+      const choice = {};
+      if (args.has('attack')) {
+        const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);
+        if (built.error) return refuse(msg.playerid, built.error);
+        const target = resolveCharacter(args.get('target'));
+        if (!target || !enc.combatants[target]) return refuse(msg.playerid, '--target must be a token of a combatant in the current encounter.');
+        choice.attack = Object.assign(built.attack, { target: enc.combatants[target] });
+      }
+      if (args.has('defense')) {
+        const chosen = defenseFromOptions(args, enc.system, 'defense');
+        if (chosen.error) return refuse(msg.playerid, chosen.error);
+        choice.defense = chosen.defense;
+      }
+      if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
+      return encounterRequest(msg, 'encounter.declare', { id: enc.id, combatant_id: enc.combatants[charId], choice },
+        { kind: 'encounter.declare', involved: [charId] }, `${characterName(charId)} declares a choice (hidden)`);
+    }
+    if (action === 'resolve') {
+      const params = { id: enc.id };
+      if (args.has('force')) params.force = true;
+      return encounterRequest(msg, 'encounter.resolve', params, { kind: 'encounter.resolve', involved: Object.keys(enc.combatants), title: `${enc.name || 'Encounter'}: next step` }, 'resolve the next step of the encounter');
+    }
+    if (action === 'get') {
+      return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter');
+    }
+    if (action === 'undo') {
+      return encounterRequest(msg, 'encounter.undo', { id: enc.id }, { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone' }, 'undo the last step of the encounter');
+    }
+    return refuse(msg.playerid, 'encounter wants one of create, add, declare, resolve, get, undo, end.');
+  };
+
+  // --------------------------------------------------------------- !psi help
+
+  const helpHtml = () => [
+    `<h3>Mindscape v${version}</h3>`,
+    '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
+    '<ul>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once.</li>',
+    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
+    '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
+    '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>; per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
+    '<li><code>!psi encounter create|add|declare|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected.</li>',
+    '<li><code>!psi --help</code>: this handout.</li>',
+    '</ul>',
+  ].join('');
+
+  const commandHelp = (msg) => {
+    let handout = findObjs({ _type: 'handout', name: HELP_HANDOUT })[0];
+    if (!handout) handout = createObj('handout', { name: HELP_HANDOUT, inplayerjournals: 'all', archived: false });
+    handout.set({ notes: helpHtml() });
+    return tell(msg.playerid, 'help', `[Open the help handout](http://journal.roll20.net/handout/${handout.id})`);
+  };
+
+  // ------------------------------------------------------------- answers in
+
+  const problem = (text) => ({ problem: text });
+
+  // Checks one JSON-RPC response object against the request id it must answer.
+  const responseProblem = (response, id) => {
+    if (!isObject(response)) return 'the answer is not a JSON-RPC response object';
+    if (response.jsonrpc !== '2.0') return 'the answer lacks "jsonrpc": "2.0"';
+    if (response.id !== id) return `the answer's id ${JSON.stringify(response.id)} is not ${id}`;
+    const hasResult = Object.prototype.hasOwnProperty.call(response, 'result');
+    const hasError = Object.prototype.hasOwnProperty.call(response, 'error');
+    if (hasResult === hasError) return 'the answer must hold exactly one of result and error';
+    if (hasError && (!isObject(response.error) || !Number.isInteger(response.error.code) || typeof response.error.message !== 'string')) {
+      return 'the error object lacks a numeric code and a message';
+    }
+    return null;
+  };
+
+  // Every `updates` list in a result (an exchange result, a list of them, or an
+  // encounter step that holds them), flattened.
+  const collectUpdates = (result) => {
+    const found = [];
+    const visit = (value, depth) => {
+      if (depth > 3 || value === null || typeof value !== 'object') return;
+      if (Array.isArray(value)) { value.forEach((v) => visit(v, depth + 1)); return; }
+      if (Array.isArray(value.updates)) found.push(...value.updates);
+      ['results', 'steps', 'step', 'exchanges', 'resolutions'].forEach((key) => visit(value[key], depth + 1));
+    };
+    visit(result, 0);
+    return found;
+  };
+
+  const ATTRIBUTE_NAME = /^[A-Za-z0-9_ .|$-]{1,200}$/;
+
+  // Validates the write-back patches before any is applied: all or nothing.
+  const updatesProblem = (updates, involved) => {
+    for (const [i, update] of updates.entries()) {
+      if (!isObject(update) || typeof update.character_id !== 'string') return `updates/${i} lacks a character_id`;
+      if (!involved.includes(update.character_id)) return `updates/${i} names character ${update.character_id}, which this request did not involve`;
+      if (!getObj('character', update.character_id)) return `updates/${i} names a character that no longer exists`;
+      if (!isObject(update.attributes)) return `updates/${i}/attributes is not an object`;
+      for (const name of Object.keys(update.attributes)) {
+        const value = update.attributes[name];
+        if (!ATTRIBUTE_NAME.test(name)) return `updates/${i}/attributes has an unusable attribute name`;
+        if (!isObject(value) || !('current' in value || 'max' in value)) return `updates/${i}/attributes/${name} needs current or max`;
+        for (const key of Object.keys(value)) {
+          if (key !== 'current' && key !== 'max') return `updates/${i}/attributes/${name}/${key} is not current or max`;
+          if (!['string', 'number'].includes(typeof value[key])) return `updates/${i}/attributes/${name}/${key} is not a number or text`;
+        }
+      }
+    }
+    return null;
+  };
+
+  /** Writes attribute updates with setWithWorker (so sheet workers run), creating missing ones. */
+  const applyUpdates = (updates) => {
+    const written = [];
+    updates.forEach((update) => {
+      Object.keys(update.attributes).forEach((name) => {
+        const value = update.attributes[name];
+        let attr = findAttribute(update.character_id, name);
+        if (!attr) attr = createObj('attribute', { _characterid: update.character_id, name, current: '', max: '' });
+        const patch = {};
+        if ('current' in value) patch.current = value.current;
+        if ('max' in value) patch.max = value.max;
+        attr.setWithWorker(patch);
+        written.push(`${characterName(update.character_id)}: ${name}`);
+      });
+    });
+    return written;
+  };
+
+  const diceText = (rolls) => (Array.isArray(rolls) ? rolls : [])
+    .filter(isObject)
+    .map((r) => `${r.purpose} d${r.sides}: ${r.value}${r.follows !== null && r.follows !== undefined ? ' (penetrating)' : ''}`)
+    .join(', ');
+
+  const percent = (p) => `${(Number(p) * 100).toFixed(1)}%`;
+
+  const resultCard = (title, result) => {
+    const fields = [`{{name=${chatSafe(title)}}}`];
+    const field = (name, value) => {
+      if (value === undefined || value === null || value === '') return;
+      fields.push(`{{${chatSafe(name)}=${chatSafe(value)}}}`);
+    };
+    field('Outcome', label(result.outcome));
+    if (isObject(result.roll)) field('Roll', `${result.roll.natural} + ${result.roll.modifier} = ${result.roll.modified} (needed ${result.needed})`);
+    if (typeof result.damage === 'number') field('Damage', result.damage);
+    if (typeof result.psp_spent === 'number') field('PSP spent', result.psp_spent);
+    if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
+    if (result.winner) field('Winner', result.winner);
+    field('Summary', result.summary);
+    field('Dice', diceText(result.rolls));
+    return `&{template:default} ${fields.join(' ')}`;
+  };
+
+  // Posts a card for everyone, the GM only, or the GM and the controllers involved,
+  // as the campaign's Mindscape roll mode says.
+  const postCard = (card, involved) => {
+    const mode = store().config.rollMode;
+    if (mode === 'public') return sendChat(scriptName, card);
+    whisperGM(card);
+    if (mode === 'private') {
+      const seen = new Set();
+      involved.forEach((charId) => controllersOf(charId).forEach((pid) => {
+        if (!seen.has(pid) && !playerIsGM(pid)) { seen.add(pid); whisperPlayer(pid, card); }
+      }));
+    }
+    return undefined;
+  };
+
+  const stepResults = (result) => {
+    if (Array.isArray(result)) return result;
+    for (const key of ['results', 'steps', 'exchanges', 'resolutions']) if (Array.isArray(result[key])) return result[key];
+    if (isObject(result.step)) return [result.step];
+    return [result];
+  };
+
+  const errorText = (error) => {
+    const details = [];
+    if (isObject(error.data)) {
+      if (Array.isArray(error.data.errors)) error.data.errors.forEach((e) => details.push(`${e.path}: ${e.message}`));
+      if (error.data.rule) details.push(`${error.data.rule}: ${error.data.detail || ''}`);
+      if (error.data.purpose) details.push(`needs ${error.data.needed} d${error.data.sides} for ${error.data.purpose}`);
+    }
+    return `${chatSafe(error.message)} (${error.code})${details.length ? `<br>${details.map(chatSafe).join('<br>')}` : ''}`;
+  };
+
+  // What each kind of request does with a successful result.
+  const HANDLERS = {
+    exchange: (job, result) => {
+      postCard(resultCard(job.title, result), job.involved);
+    },
+    odds: (job, result) => {
+      const outcomes = isObject(result.outcomes) ? Object.keys(result.outcomes).map((k) => `${label(k)} ${percent(result.outcomes[k])}`) : [];
+      const extra = ['critical', 'mind_opened', 'control']
+        .filter((k) => typeof result[k] === 'number').map((k) => `${label(k)} ${percent(result[k])}`);
+      const mean = isObject(result.damage) && typeof result.damage.mean === 'number' ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
+      tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
+    },
+    'encounter.create': (job, result) => {
+      store().encounter = { id: String(result.id), system: job.system, name: job.name, revision: result.revision, combatants: {} };
+      whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
+    },
+    'encounter.declare': (job, result) => {
+      const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
+      tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
+      if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(characterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
+    },
+    'encounter.resolve': (job, result) => {
+      stepResults(result).filter(isObject).forEach((step) => postCard(resultCard(job.title, step), job.involved));
+      if (store().encounter && result.revision !== undefined) store().encounter.revision = result.revision;
+    },
+    'encounter.get': (job, result) => {
+      const enc = store().encounter;
+      const names = {};
+      if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = characterName(c); });
+      const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
+      const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
+      tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}`);
+    },
+    'encounter.undo': (job, result) => {
+      if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;
+      whisperGM(box('encounter', 'The last step was undone.'));
+    },
+  };
+
+  // encounter.add answers a batch: one response per token, each may fail alone.
+  const handleBatch = (job, responses) => {
+    const enc = store().encounter;
+    const lines = [];
+    job.batch.forEach(([rid, charId]) => {
+      const response = responses.find((r) => r.id === rid);
+      if (response.error) lines.push(`${chatSafe(characterName(charId))}: ${errorText(response.error)}`);
+      else {
+        if (enc) enc.combatants[charId] = String(response.result.combatant_id);
+        lines.push(`${chatSafe(characterName(charId))} joined.`);
+      }
+    });
+    whisperGM(box('encounter', lines.join('<br>')));
+  };
+
+  const refuseAnswer = (id, why) => {
+    whisperGM(box('answer refused', `The answer to request <b>${chatSafe(id)}</b> was refused and nothing changed: ${chatSafe(why)}.`));
+  };
+
+  // Accepts one `!psi-result` line: only from a GM, only for a pending request, and
+  // only when the whole answer is well-formed; otherwise nothing changes.
+  const handleResult = (msg) => {
+    const words = String(msg.content).trim().split(/\s+/);
+    const id = words[1] || '';
+    if (!playerIsGM(msg.playerid)) {
+      whisperGM(box('answer refused', `${chatSafe(playerName(msg.playerid) || msg.playerid)} is not a GM and tried to answer request ${chatSafe(id)}; ignored.`));
+      return;
+    }
+    if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');
+    const done = answeredEntry(id);
+    if (done) return refuseAnswer(id, done.how === 'expired' ? 'it came after the request had timed out' : 'that request was already answered');
+    const job = pending.get(id);
+    if (!job) return refuseAnswer(id, 'no request with that id is waiting');
+    let code;
+    if (words.length === 3) {
+      code = words[2];
+    } else if (words.length === 4 && /^\d+\/\d+$/.test(words[2])) {
+      const [part, count] = words[2].split('/').map(Number);
+      if (count < 1 || count > MAX_PARTS || part < 1 || part > count) return refuseAnswer(id, 'the part number is out of range');
+      if (job.partCount && job.partCount !== count) return refuseAnswer(id, 'the parts disagree on their count');
+      job.partCount = count;
+      job.parts[part - 1] = words[3];
+      for (let i = 0; i < count; i += 1) if (job.parts[i] === undefined) return undefined;
+      code = job.parts.join('');
+    } else {
+      return refuseAnswer(id, 'expected "!psi-result ID PAYLOAD" or "!psi-result ID PART/PARTS CHUNK"');
+    }
+    const resetParts = () => { job.parts = []; job.partCount = 0; };
+    let answer;
+    try {
+      answer = JSON.parse(decodeBase64Url(code));
+    } catch (err) {
+      resetParts();
+      return refuseAnswer(id, 'the payload is not base64url-encoded JSON');
+    }
+    const outcome = checkAnswer(job, answer);
+    if (outcome.problem) { resetParts(); return refuseAnswer(id, outcome.problem); }
+    // From here on the answer is accepted: it can no longer be replayed.
+    pending.delete(id);
+    clearTimeout(job.timer);
+    rememberAnswered(id, 'answered');
+    if (job.batch) return handleBatch(job, answer);
+    if (answer.error) {
+      const text = `The companion refused: ${errorText(answer.error)}`;
+      whisperGM(box(chatSafe(job.title || job.kind), text));
+      if (job.requester && !playerIsGM(job.requester)) tell(job.requester, chatSafe(job.title || job.kind), text);
+      return undefined;
+    }
+    const written = applyUpdates(outcome.updates);
+    if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
+    return HANDLERS[job.kind](job, answer.result);
+  };
+
+  const checkAnswer = (job, answer) => {
+    if (job.batch) {
+      if (!Array.isArray(answer) || answer.length !== job.batch.length) return problem('a batch answer must hold one response per request');
+      for (const [rid] of job.batch) {
+        const response = answer.find((r) => isObject(r) && r.id === rid);
+        const why = responseProblem(response, rid);
+        if (why) return problem(why);
+        if (response.result !== undefined && (!isObject(response.result) || response.result.combatant_id === undefined)) {
+          return problem(`the result for ${rid} lacks combatant_id`);
+        }
+      }
+      return { updates: [] };
+    }
+    const why = responseProblem(answer, job.id);
+    if (why) return problem(why);
+    if (answer.error) return { updates: [] };
+    const result = answer.result;
+    if (!isObject(result) && !Array.isArray(result)) return problem('the result is not an object');
+    if (job.kind === 'encounter.create' && (result.id === undefined || result.id === null)) return problem('the result lacks the encounter id');
+    const updates = collectUpdates(result);
+    const wrong = updatesProblem(updates, job.involved || []);
+    if (wrong) return problem(wrong);
+    return { updates };
+  };
+
+  // ------------------------------------------------------------- dispatch
+
+  const VERBS = {
+    attack: commandAttack,
+    defend: commandDefend,
+    odds: commandOdds,
+    config: commandConfig,
+    encounter: commandEncounter,
+    help: commandHelp,
+  };
+
+  const handleInput = (msg) => {
+    if (msg.type !== 'api') return;
+    const content = String(msg.content || '');
+    if (/^!psi-result(\s|$)/i.test(content)) {
+      handleResult(msg);
+      return;
+    }
+    if (!/^!psi(\s|$)/i.test(content)) return;
+    const args = parseCommand(content);
+    try {
+      if (args.has('help') || args.verb === '' || args.verb === 'help') {
+        commandHelp(msg);
+        return;
+      }
+      const handler = VERBS[args.verb];
+      if (!handler) {
+        refuse(msg.playerid, `unknown command "${chatSafe(args.verb)}"; try !psi --help.`);
+        return;
+      }
+      handler(msg, args);
+    } catch (err) {
+      log(`${scriptName}: ${err && err.stack ? err.stack : err}`);
+      refuse(msg.playerid, 'an internal error happened; the API console has the details.');
+    }
+  };
+
+  /** Subscribes to chat; called once from on("ready"). */
+  const registerEventHandlers = () => {
+    on('chat:message', handleInput);
+  };
+
+  return {
+    checkInstall,
+    registerEventHandlers,
+    version,
+    SCHEMA_VERSION,
+    // For tests and other scripts: pure helpers with no effect on the campaign.
+    parseCommand,
+    encodeBase64Url,
+    decodeBase64Url,
+    migrate,
+    pendingIds: () => Array.from(pending.keys()),
+  };
+})();
+
+on('ready', () => {
+  'use strict';
+
+  Mindscape.checkInstall();
+  Mindscape.registerEventHandlers();
+});

@@ -1,0 +1,78 @@
+// A small Roll20 campaign for the tests: a GM, two players, an AD&D 2E Revised
+// psionicist and her victim (attribute names as the ADnD_2E_Revised sheet spells them,
+// see shared fixtures/roll20/adnd2e-revised-psionics-tab.html), and their tokens.
+import { fileURLToPath } from 'node:url';
+import { createSandbox } from './fake-sandbox.mjs';
+
+export const SCRIPT = fileURLToPath(new URL('../Mindscape.js', import.meta.url));
+export const MARKER = /MINDSCAPE-REQ ([A-Za-z0-9]+) (\d+)\/(\d+) ([A-Za-z0-9_-]+)/g;
+
+export const GM = '-Pgm';
+export const ALICE = '-Palice';
+export const BOB = '-Pbob';
+
+/** A sandbox with the campaign loaded and Mindscape started (unless `start` is false). */
+export function campaign({ start = true, before } = {}) {
+  const sb = createSandbox({
+    players: [
+      { id: GM, name: 'Gail the GM', gm: true },
+      { id: ALICE, name: 'Alice' },
+      { id: BOB, name: 'Bob' },
+    ],
+  });
+  const ulcen = sb.add('character', { name: 'Ulcen of Tyr', controlledby: ALICE });
+  const fenka = sb.add('character', { name: 'Fenka', controlledby: BOB });
+  const ogre = sb.add('character', { name: 'Ogre', controlledby: '' });
+  const attrs = (charId, list) => list.forEach(([name, current, max = '']) => sb.add('attribute', {
+    _characterid: charId, name, current, max,
+  }));
+  attrs(ulcen.id, [
+    ['PSP', '40', '40'], ['MThAC0', '17'], ['mthac0adj', '0'], ['selfMAC', '10'],
+    ['Intelligence', '14'], ['Wisdom', '13'], ['Constitution', '12'], ['level-class1', '4'],
+    ['HP', '18', '18'], ['weaponname1', 'Bone dagger'], ['spellname1', 'none'],
+    ['repeating_psionic-attacks_-Ma1_psionic-attack-name', 'Ego Whip'],
+    ['repeating_psionic-defenses_-Md1_psionic-defense-name', 'Thought Shield'],
+  ]);
+  attrs(fenka.id, [
+    ['PSP', '30', '30'], ['MThAC0', '19'], ['selfMAC', '9'], ['Intelligence', '12'],
+    ['Wisdom', '15'], ['level-class1', '2'], ['HP', '11', '11'],
+    ['repeating_psionic-defenses_-Md2_psionic-defense-name', 'Mental Barrier'],
+    ['repeating_psionic-defenses_-Md3_psionic-defense-name', 'Mind Blank'],
+  ]);
+  const tokenOf = (character) => sb.add('graphic', {
+    _subtype: 'token', _pageid: '-Page', represents: character.id, name: character.get('name'),
+  });
+  const tokens = { ulcen: tokenOf(ulcen), fenka: tokenOf(fenka), ogre: tokenOf(ogre) };
+  if (before) before(sb);
+  sb.load(SCRIPT);
+  if (start) sb.fire('ready');
+  return { sb, ulcen, fenka, ogre, tokens };
+}
+
+/** Decodes base64url as the userscript and the companion see it. */
+export const decode = (code) => JSON.parse(Buffer.from(code, 'base64url').toString('utf8'));
+export const encode = (value) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+
+/** Every request the Mod script whispered so far, reassembled: [{id, body, parts}]. */
+export function requests(sb) {
+  const found = new Map();
+  for (const chat of sb.chats) {
+    if (!chat.input.startsWith('/w gm ')) continue;
+    for (const m of chat.input.matchAll(MARKER)) {
+      const [, id, part, count, piece] = m;
+      if (!found.has(id)) found.set(id, { id, count: Number(count), pieces: [] });
+      found.get(id).pieces[Number(part) - 1] = piece;
+    }
+  }
+  return Array.from(found.values()).map((r) => ({ id: r.id, parts: r.count, body: decode(r.pieces.join('')) }));
+}
+
+export const lastRequest = (sb) => requests(sb).at(-1);
+
+/** Whispers (the text after "/w NAME ") sent to one recipient. */
+export const whispersTo = (sb, name) => sb.chats
+  .filter((c) => c.input.startsWith(name === 'gm' ? '/w gm ' : `/w "${name}" `))
+  .map((c) => c.input);
+
+/** A plain copy, so that values made inside the vm compare with deepStrictEqual. */
+export const plain = (value) => JSON.parse(JSON.stringify(value));

@@ -1,0 +1,414 @@
+// The Mod script in the fake sandbox: command grammar, state migration, the
+// request/answer protocol through the chat, its refusals, and the attribute writes.
+// The companion's side is played by hand here (its real answers are exercised by
+// bridge.browser.test.mjs); each answer below follows API.md's result shapes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  campaign, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
+} from './campaign.mjs';
+
+const attack = (ctx, extra = '') => ctx.sb.chat({
+  playerid: ALICE,
+  selected: [ctx.tokens.ulcen.id],
+  content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short${extra}`,
+});
+
+// Attack, defend with the first button offered, and return the request whispered to the GM.
+const attackAndDefend = (ctx, mode = 'mental-barrier') => {
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode ${mode}` });
+  return lastRequest(ctx.sb);
+};
+
+const exchangeResult = (ctx, id, updates) => ({
+  jsonrpc: '2.0',
+  id,
+  result: {
+    system: 'revised-2e',
+    outcome: 'hit',
+    hit: true,
+    needed: 12,
+    roll: { natural: 15, modifier: 2, modified: 17 },
+    psp_spent: 12,
+    damage: 9,
+    rolls: [{ purpose: 'attack', sides: 20, value: 15, by: ctx.ulcen.id, follows: null }],
+    events: [],
+    summary: 'Ulcen of Tyr lashes Fenka with an ego whip.',
+    updates: updates || [
+      { character_id: ctx.ulcen.id, attributes: { PSP: { current: 28 } } },
+      { character_id: ctx.fenka.id, attributes: { HP: { current: 2 }, 'psionic-mind-state': { current: 'open' } } },
+    ],
+  },
+});
+
+const answer = (ctx, id, response, playerid = GM) => ctx.sb.chat({
+  playerid, content: `!psi-result ${id} ${encode(response)}`,
+});
+
+const valueOf = (ctx, charId, name) => {
+  const attr = ctx.sb.attribute(charId, name);
+  return attr ? attr.get('current') : undefined;
+};
+
+test('the grammar splits arguments on "--" into lower-case keys (TokenMod/ChatSetAttr style)', () => {
+  const { sb } = campaign();
+  const args = sb.context.Mindscape.parseCommand('!psi attack --target -Mtok1 --mode ego-whip --mult 3 --range short --attr psp=PSP --attr mac=selfMAC');
+  assert.equal(args.command, '!psi');
+  assert.equal(args.verb, 'attack');
+  assert.equal(args.get('target'), '-Mtok1');
+  assert.equal(args.get('mode'), 'ego-whip');
+  assert.equal(args.get('mult'), '3');
+  assert.deepEqual(plain(args.all('attr')), ['psp=PSP', 'mac=selfMAC']);
+  const help = sb.context.Mindscape.parseCommand('!psi --help');
+  assert.equal(help.verb, '');
+  assert.ok(help.has('help'));
+  const words = sb.context.Mindscape.parseCommand('!psi encounter resolve --force');
+  assert.deepEqual(plain(words.words), ['resolve']);
+  assert.ok(words.has('force'));
+});
+
+test('checkInstall migrates a schema-1 state step by step to the current schema and keeps its settings', () => {
+  const { sb } = campaign({ before: (s) => { s.state.Mindscape = { version: 1, system: 'combat-strength', rollMode: 'gm' }; } });
+  const stored = plain(sb.state.Mindscape);
+  assert.equal(stored.version, sb.context.Mindscape.SCHEMA_VERSION);
+  assert.equal(stored.config.system, 'combat-strength');
+  assert.equal(stored.config.rollMode, 'gm');
+  assert.equal(stored.config.timeout, 30);
+  assert.deepEqual(stored.characters, {});
+  assert.deepEqual(stored.answered, []);
+  assert.ok(sb.logs.some((line) => /migrated from 1/.test(line)));
+});
+
+test('checkInstall keeps per-character settings from a schema-2 state', () => {
+  const before = (s) => {
+    s.state.Mindscape = { version: 2, config: { system: 'power-pool', rollMode: 'private' }, characters: { '-Mx': { system: 'power-pool', attributes: { pool: 'PP' } } } };
+  };
+  const { sb } = campaign({ before });
+  const stored = plain(sb.state.Mindscape);
+  assert.equal(stored.config.rollMode, 'private');
+  assert.deepEqual(stored.characters['-Mx'].attributes, { pool: 'PP' });
+  assert.deepEqual(stored.exchanges, {});
+});
+
+test('checkInstall leaves a state from a newer script alone and replaces garbage with defaults', () => {
+  const newer = campaign({ before: (s) => { s.state.Mindscape = { version: 99, keep: true }; } });
+  assert.deepEqual(plain(newer.sb.state.Mindscape), { version: 99, keep: true });
+  const broken = campaign({ before: (s) => { s.state.Mindscape = 'garbage'; } });
+  assert.equal(broken.sb.state.Mindscape.version, broken.sb.context.Mindscape.SCHEMA_VERSION);
+  assert.equal(broken.sb.state.Mindscape.config.system, 'revised-2e');
+});
+
+test('an attack whispers the defense buttons to the defender\'s controller and the GM only', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const toBob = whispersTo(ctx.sb, 'Bob');
+  assert.equal(toBob.length, 1);
+  // Fenka's sheet lists Mental Barrier and Mind Blank: those are the choices, plus none.
+  assert.match(toBob[0], /\[Mental Barrier\]\(!psi defend --req [A-Za-z0-9]+ --mode mental-barrier\)/);
+  assert.match(toBob[0], /\[Mind Blank\]\(!psi defend --req [A-Za-z0-9]+ --mode mind-blank\)/);
+  assert.match(toBob[0], /--mode none\)/);
+  assert.doesNotMatch(toBob[0], /thought-shield/);
+  assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => /defend --req/.test(w)).length, 1);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/defend --req/.test(w)));
+  // Nothing goes to the companion until the defense is chosen.
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('an NPC defender\'s choice goes to the GM', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust` });
+  assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => /defend --req/.test(w)).length, 1);
+  assert.equal(whispersTo(ctx.sb, 'Bob').length, 0);
+});
+
+test('only the defender\'s controller or the GM may answer the defense buttons', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob')[0])[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only the controller of Fenka/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('attacking with a token one does not control is refused', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /you do not control Ulcen/);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode fireball` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--mode must be one of/);
+});
+
+test('the defense choice becomes one exchange.resolve request whispered to the GM with a marker', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  assert.equal(req.body.jsonrpc, '2.0');
+  assert.equal(req.body.id, req.id);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const { params } = req.body;
+  assert.equal(params.system, 'revised-2e');
+  assert.deepEqual(params.attack, { mode: 'ego-whip', multiplier: 3, range: 'short' });
+  assert.deepEqual(params.defense, { mode: 'mental-barrier' });
+  assert.equal(params.attacker.adapter, 'roll20.adnd2e-revised');
+  assert.equal(params.attacker.data.id, ctx.ulcen.id);
+  assert.equal(params.attacker.data.name, 'Ulcen of Tyr');
+  assert.equal(params.attacker.data.controlledby, ALICE);
+  const names = params.attacker.data.attribs.map((a) => a.name);
+  assert.ok(names.includes('PSP') && names.includes('MThAC0') && names.includes('Intelligence'));
+  assert.ok(params.attacker.data.attribs.find((a) => a.name === 'PSP').max === '40');
+  // Weapons and spells are not psionics: they stay home and keep the request short.
+  assert.ok(!names.includes('weaponname1') && !names.includes('spellname1'));
+  assert.equal(params.defender.data.id, ctx.fenka.id);
+  // The request is whispered to the GM only: the players see neither it nor the choice.
+  assert.ok(ctx.sb.chats.filter((c) => /MINDSCAPE-REQ/.test(c.input)).every((c) => c.input.startsWith('/w gm ')));
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/mental-barrier/i.test(w)));
+});
+
+test('a long request is cut into numbered MINDSCAPE-REQ parts that rebuild the body', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  const req = attackAndDefend(ctx);
+  assert.ok(req.parts > 3);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const lines = ctx.sb.chats.filter((c) => c.input.includes(`MINDSCAPE-REQ ${req.id} `));
+  assert.equal(lines.length, req.parts);
+  assert.ok(lines.every((c) => /MINDSCAPE-REQ \S+ \d+\/\d+ ([A-Za-z0-9_-]{1,100})</.test(c.input)));
+});
+
+test('a GM\'s answer writes the updates with setWithWorker, creating missing attributes, and posts a card', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const response = exchangeResult(ctx, req.id);
+  answer(ctx, req.id, response);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('max'), '40');
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'open');
+  const written = plain(ctx.sb.workerWrites).map((w) => `${w.name}=${w.current}`);
+  assert.deepEqual(written.sort(), ['HP=2', 'PSP=28', 'psionic-mind-state=open']);
+  const card = ctx.sb.chats.at(-1);
+  assert.equal(card.speakingAs, 'Mindscape');
+  assert.match(card.input, /^&\{template:default\} \{\{name=Ego Whip: Ulcen of Tyr vs. Fenka\}\}/);
+  assert.match(card.input, /\{\{Outcome=Hit\}\}/);
+  assert.match(card.input, /\{\{Summary=Ulcen of Tyr lashes Fenka with an ego whip.\}\}/);
+  assert.match(card.input, /\{\{Dice=attack d20: 15\}\}/);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('the card follows the roll mode: gm whispers it, private also tells the controllers', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private' });
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  const cards = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}'));
+  assert.deepEqual(cards.map((c) => c.input.split(' &')[0]).sort(), ['/w "Alice"', '/w "Bob"', '/w gm'].sort());
+});
+
+test('text from the companion cannot inject rolls, attribute calls or HTML into the card', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const response = exchangeResult(ctx, req.id);
+  response.result.summary = '<img src=x> [[1d20]] @{Fenka|HP} }} {{x=y';
+  answer(ctx, req.id, response);
+  const card = ctx.sb.chats.at(-1).input;
+  assert.doesNotMatch(card, /<img|\[\[|@\{|\}\} \{\{x=y/);
+});
+
+test('an answer typed by a player is refused and changes nothing', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), '40');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Alice is not a GM/);
+  // The request still waits for the real answer.
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('an answer to an unknown request id is refused', () => {
+  const ctx = campaign();
+  answer(ctx, 'NoSuchRequest1', exchangeResult(ctx, 'NoSuchRequest1'));
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no request with that id is waiting/);
+});
+
+test('a replayed answer is refused: each request is answered once', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  const writes = ctx.sb.workerWrites.length;
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 0 } } }]));
+  assert.equal(ctx.sb.workerWrites.length, writes);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /already answered/);
+});
+
+test('malformed answers are refused without any write, and the request keeps waiting', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const bad = [
+    [`!psi-result ${req.id} not*base64`, /not base64url-encoded JSON/],
+    [`!psi-result ${req.id} ${Buffer.from('{"jsonrpc": "2.0", ').toString('base64url')}`, /not base64url-encoded JSON/],
+    [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: 'other', result: {} })}`, /is not/],
+    [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: req.id })}`, /exactly one of result and error/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: ctx.ogre.id, attributes: { HP: { current: 0 } } }]))}`, /did not involve/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [
+      { character_id: ctx.ulcen.id, attributes: { PSP: { current: 1 } } },
+      { character_id: ctx.fenka.id, attributes: { HP: { current: { evil: true } } } },
+    ]))}`, /not a number or text/],
+    [`!psi-result ${req.id} 2/1 abc`, /out of range/],
+    [`!psi-result ${req.id}`, /expected/],
+    ['!psi-result ../../x abc', /malformed/],
+  ];
+  for (const [content, why] of bad) {
+    ctx.sb.chat({ playerid: GM, content });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), why, content);
+  }
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), '40');
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('an answer in numbered parts is applied once the last part arrives', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const code = encode(exchangeResult(ctx, req.id));
+  const size = Math.ceil(code.length / 3);
+  const pieces = [code.slice(0, size), code.slice(size, 2 * size), code.slice(2 * size)];
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 3/3 ${pieces[2]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/3 ${pieces[0]}` });
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/3 ${pieces[1]}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('a request nobody answers times out with a message telling the GM to start the relay', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  ctx.sb.advance(29000);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)));
+  ctx.sb.advance(1000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s\. Start the relay/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /did not answer in time/);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /timed out/);
+});
+
+test('a JSON-RPC error answer is reported and writes nothing', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'psp', detail: 'not enough PSPs' } } });
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the rules forbid it \(4001\).*psp: not enough PSPs/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the rules forbid it/);
+});
+
+test('a GM may settle the defense at once; odds are whispered to whoever asked', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust --mult 2 --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  assert.equal(req.body.params.defense, null);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 2 --defense thought-shield` });
+  const odds = lastRequest(ctx.sb);
+  assert.equal(odds.body.method, 'exchange.odds');
+  assert.deepEqual(odds.body.params.defense, { mode: 'thought-shield' });
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.45, miss: 0.55 }, critical: 0.05, damage: { mean: 4.5, distribution: [], truncated_mass: 0 } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
+});
+
+test('config is for GMs; it stores the system and attribute names per character', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi config --system power-pool' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM/);
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --system combat-strength --attr attack_strength=PSA --attr defense_strength=PSD` });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --system combat-strength --adapter roll20.generic --attr attack_strength=PSP' });
+  const stored = plain(ctx.sb.state.Mindscape.characters);
+  assert.deepEqual(stored[ctx.ulcen.id], { attributes: { attack_strength: 'PSA', defense_strength: 'PSD' }, system: 'combat-strength' });
+  assert.equal(stored[ctx.fenka.id].adapter, 'roll20.generic');
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '60' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode psionic-wave --defense none` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode shield-thoughts` });
+  const { params } = lastRequest(ctx.sb).body;
+  assert.equal(params.system, 'combat-strength');
+  assert.equal(params.attacker.adapter, 'roll20.generic');
+  assert.deepEqual(params.attacker.data.mapping, { attack_strength: 'PSA', defense_strength: 'PSD' });
+  assert.deepEqual(params.attacker.data.attribs.map((a) => a.name), ['PSA']);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode loud' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--rollmode must be one of/);
+});
+
+test('attacker and defender must use the same system', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
+  attack(ctx);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /uses revised-2e but Fenka uses power-pool/);
+});
+
+test('an encounter is created, joined by a batch, declared in secret and resolved step by step', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi encounter create' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM/);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Dune duel' });
+  const create = lastRequest(ctx.sb);
+  assert.deepEqual(create.body.params, { system: 'revised-2e', name: 'Dune duel' });
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, 'enc-1');
+
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  assert.ok(Array.isArray(add.body));
+  assert.deepEqual(add.body.map((b) => b.method), ['encounter.add', 'encounter.add']);
+  assert.deepEqual(add.body.map((b) => b.params.combatant.data.id), [ctx.ulcen.id, ctx.fenka.id]);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: `c${i}`, revision: i + 1 } })));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), { [ctx.ulcen.id]: 'c0', [ctx.fenka.id]: 'c1' });
+
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack mind-thrust --target ${ctx.tokens.fenka.id} --mult 2 --defense thought-shield` });
+  const declare = lastRequest(ctx.sb);
+  assert.equal(declare.body.method, 'encounter.declare');
+  assert.deepEqual(declare.body.params, {
+    id: 'enc-1', combatant_id: 'c0',
+    choice: { attack: { mode: 'mind-thrust', multiplier: 2, target: 'c1' }, defense: { mode: 'thought-shield' } },
+  });
+  answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, result: { revision: 4, waiting_for: ['c1'] } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /recorded in secret\. Still to choose: 1/);
+
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  const resolve = lastRequest(ctx.sb);
+  assert.deepEqual(resolve.body.params, { id: 'enc-1', force: true });
+  const step = exchangeResult(ctx, resolve.id).result;
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { results: [step], revision: 5 } });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
+  assert.match(ctx.sb.chats.at(-1).input, /&\{template:default\}/);
+
+  ctx.sb.chat({ playerid: BOB, content: '!psi encounter get' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { phase: 'declare', revision: 5, waiting_for: ['c0', 'c1'] } });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Still to choose: Ulcen of Tyr, Fenka/);
+
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  assert.equal(undo.body.method, 'encounter.undo');
+});
+
+test('!psi --help creates the help handout once and updates it afterwards', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
+  ctx.sb.chat({ playerid: GM, content: '!psi help' });
+  const handouts = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.equal(handouts.length, 1);
+  assert.match(handouts[0].get('notes'), /!psi attack --target/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /journal\.roll20\.net\/handout\//);
+});
+
+test('unknown verbs are answered with a pointer to the help', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi fly' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /unknown command "fly"; try !psi --help/);
+});

@@ -1,0 +1,330 @@
+"""Encounter rounds of revised-2e: pure functions over a JSON state the daemon stores.
+
+State (owned here, stored verbatim)::
+
+    {"system": "revised-2e", "round": n, "options": {house-rule overrides},
+     "order": [combatant id, ...], "combatants": {id: full combatant},
+     "pending": {id: choice}}
+
+A round: every combatant able to act declares in secret (``declare``); ``resolve`` then
+(1) rolls any pending Quick MAC, (2) closes the minds that pay to close, (3) raises and
+pays every declared defense once, (4) makes the attacks one at a time in the order of
+H-2E-ORDER, each against the state the earlier ones left, with the target's defense
+already paid, and (5) does the end-of-round bookkeeping (open minds, conditions).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from engine.dice import DiceSource
+from engine.errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from engine.results import Event
+from engine.system import schema_problems
+
+from . import house
+from .combatants import can_act, slug
+from .exchange import (
+    attack,
+    check_attack,
+    check_defense,
+    declared_cost,
+    is_psionic,
+    pay,
+    raise_defense,
+)
+from .rules import attacks_allowed, close_mind, end_of_round, may_close_by_paying, settle_mac
+
+if TYPE_CHECKING:
+    from .system import Revised2e
+
+JSON = dict[str, Any]
+
+MAX_COMBATANTS = 64
+
+
+def choice_schema(system: Revised2e) -> JSON:
+    """JSON Schema of a declared choice: ``attack`` (or ``attacks`` when the round allows
+    more than one), ``defense`` and ``close``."""
+    one_attack = {
+        "type": "object", "additionalProperties": False, "required": ["mode", "target"],
+        "properties": {
+            "mode": {"enum": sorted(system.tables.attacks)},
+            "multiplier": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
+            "range": {"enum": ["short", "medium", "long"], "default": "short"},
+            "target": {"type": "string", "minLength": 1, "maxLength": 64},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "attack": {"oneOf": [{"type": "null"}, one_attack]},
+            "attacks": {"type": "array", "maxItems": 4, "items": one_attack},
+            "defense": {"oneOf": [
+                {"type": "null"},
+                {"type": "object", "additionalProperties": False, "required": ["mode"],
+                 "properties": {"mode": {"enum": sorted(system.tables.defenses)}}}]},
+            "close": {"type": "boolean"},
+        },
+    }
+
+
+@cache
+def _choice_validator(system: Revised2e) -> jsonschema.protocols.Validator:
+    return jsonschema.Draft202012Validator(choice_schema(system))
+
+
+def _state(state: Mapping[str, Any]) -> JSON:
+    """A deep copy of ``state`` after a check of its outline (it comes from storage)."""
+    ok = (isinstance(state, Mapping) and state.get("system") == "revised-2e"
+          and isinstance(state.get("round"), int) and isinstance(state.get("order"), list)
+          and isinstance(state.get("combatants"), Mapping)
+          and isinstance(state.get("pending"), Mapping)
+          and isinstance(state.get("options"), Mapping)
+          and set(state["order"]) == set(state["combatants"]))
+    if not ok:
+        raise InvalidInput.at("/state", "not a revised-2e encounter state")
+    return copy.deepcopy(dict(state))
+
+
+def new(system: Revised2e, options: Mapping[str, Any] | None) -> JSON:
+    """An empty encounter at round 1 with the given house-rule overrides (checked now)."""
+    system.options(options)
+    return {"system": system.id, "round": 1, "options": dict(options or {}), "order": [],
+            "combatants": {}, "pending": {}}
+
+
+def add(system: Revised2e, state: Mapping[str, Any], combatant: Mapping[str, Any]
+        ) -> tuple[JSON, str]:
+    """Add a combatant (normalised under the encounter's options). Its id is its own
+    ``id`` (which must be new) or the slug of its name made unique with -2, -3 …"""
+    s = _state(state)
+    if len(s["order"]) >= MAX_COMBATANTS:
+        raise LimitExceeded(Problem("/combatant", f"an encounter holds at most "
+                                                  f"{MAX_COMBATANTS} combatants"))
+    c = system.combatant(combatant, "/combatant", s["options"])
+    if isinstance(combatant, Mapping) and combatant.get("id"):
+        if c["id"] in s["combatants"]:
+            raise InvalidInput.at("/combatant/id", f"{c['id']!r} is already in the encounter")
+    else:
+        base = slug(c["name"])
+        cid, n = base, 2
+        while cid in s["combatants"]:
+            suffix = f"-{n}"
+            cid = base[:64 - len(suffix)] + suffix
+            n += 1
+        c["id"] = cid
+    s["combatants"][c["id"]] = c
+    s["order"].append(c["id"])
+    return s, c["id"]
+
+
+def _allowed(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> int:
+    options = system.options(s["options"])
+    return attacks_allowed(system.tables, c["kind"], c["level"], s["round"],
+                           options[house.THREE_PER_TWO])
+
+
+def _able_to_act(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> bool:
+    """Whether ``c`` has any choice to make this round: it must be free to act and have a
+    psionic mind with some legal use of its PSPs (close, a defense, or an attack)."""
+    if not is_psionic(c) or not can_act(c):
+        return False
+    t = system.tables
+    options = system.options(s["options"])
+    if may_close_by_paying(t, c, options) is not None:
+        return True
+    if any(t.defense_cost(d) <= c["psp"] for d in c["defenses"]):
+        return True
+    has_target = len(s["order"]) > 1
+    return has_target and _allowed(system, s, c) > 0 and any(
+        t.attack_cost(a) <= c["psp"] for a in c["attacks"])
+
+
+def waiting_for(system: Revised2e, state: Mapping[str, Any]) -> list[str]:
+    """Ids (in listed order) of combatants able to act that have not declared."""
+    s = _state(state)
+    return [cid for cid in s["order"]
+            if cid not in s["pending"] and _able_to_act(system, s, s["combatants"][cid])]
+
+
+def view(system: Revised2e, state: Mapping[str, Any]) -> JSON:
+    """What anyone may see: round, combatants' current state, who must still choose and
+    who has declared; never a declared choice."""
+    s = _state(state)
+    return {
+        "phase": "round",
+        "round": s["round"],
+        "order": list(s["order"]),
+        "combatants": {cid: s["combatants"][cid] for cid in s["order"]},
+        "waiting_for": waiting_for(system, s),
+        "declared": [cid for cid in s["order"] if cid in s["pending"]],
+        "attacks_allowed": {cid: _allowed(system, s, s["combatants"][cid])
+                            for cid in s["order"]},
+        "options": system.options(s["options"]),
+    }
+
+
+def _attacks_of(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if choice.get("attacks") is not None:
+        return list(choice["attacks"])
+    return [choice["attack"]] if choice.get("attack") else []
+
+
+def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
+            choice: Mapping[str, Any]) -> JSON:
+    """Record ``combatant_id``'s secret choice for this round, checked now against the
+    rules (mode known, multiplier, range, attacks allowed this round, the PSPs for all
+    of it together). Declaring again replaces the earlier choice."""
+    s = _state(state)
+    if combatant_id not in s["combatants"]:
+        raise InvalidInput.at("/combatant_id", f"no combatant {combatant_id!r} in the encounter")
+    problems = schema_problems(_choice_validator(system), choice, "/choice")
+    if problems:
+        raise InvalidInput(problems)
+    if choice.get("attack") and choice.get("attacks") is not None:
+        raise InvalidInput.at("/choice", "give attack or attacks, not both")
+    c = s["combatants"][combatant_id]
+    attacks = _attacks_of(choice)
+    wants = bool(attacks) or bool(choice.get("defense")) or bool(choice.get("close"))
+    if wants and not can_act(c):
+        raise RulesViolation("cannot-act", f"{c['name']} cannot act this round "
+                                           f"({', '.join(c['conditions'])})")
+    allowed = _allowed(system, s, c)
+    if len(attacks) > allowed:
+        raise RulesViolation("too-many-attacks", f"{c['name']} may make {allowed} "
+                                                 f"attack(s) in round {s['round']}")
+    t = system.tables
+    total = 0
+    key = "attacks" if choice.get("attacks") is not None else "attack"
+    for i, a in enumerate(attacks):
+        where = f"/choice/attacks/{i}/target" if key == "attacks" else "/choice/attack/target"
+        target = s["combatants"].get(a["target"])
+        if target is None:
+            raise InvalidInput.at(where, f"no combatant {a['target']!r} in the encounter")
+        check_attack(t, c, target, a)
+        total += declared_cost(t, a)
+    options = system.options(s["options"])
+    if choice.get("close"):
+        cost = may_close_by_paying(t, c, options)
+        if cost is None:
+            raise RulesViolation("cannot-close", f"{c['name']} cannot pay to close its mind "
+                                                 "this round")
+        total += cost
+    if choice.get("defense"):
+        check_defense(t, c, choice["defense"]["mode"], paid=False)
+        total += t.defense_cost(choice["defense"]["mode"])
+    if total > c["psp"]:
+        raise RulesViolation("not-enough-psp", f"{c['name']} declares {total} PSPs in all "
+                                               f"but holds {c['psp']}")
+    s["pending"][combatant_id] = copy.deepcopy(dict(choice))
+    return s
+
+
+def _order(system: Revised2e, s: JSON, dice: DiceSource, options: Mapping[str, Any]
+           ) -> tuple[list[tuple[str, Mapping[str, Any]]], list[Event]]:
+    """The round's attacks in resolution order (H-2E-ORDER)."""
+    listed = [(cid, a) for cid in s["order"] for a in _attacks_of(s["pending"].get(cid, {}))]
+    if options[house.ORDER] == "listed" or not listed:
+        return listed, []
+    penalty = int(system.tables.open_mind["initiative_penalty"])
+    events: list[Event] = []
+    initiative: dict[str, int] = {}
+    for cid in s["order"]:
+        if _attacks_of(s["pending"].get(cid, {})):
+            c = s["combatants"][cid]
+            roll = dice.roll("initiative", 10, cid)
+            initiative[cid] = roll + (penalty if "initiative-penalty" in c["conditions"] else 0)
+            events.append(Event("initiative", cid, {"roll": roll, "total": initiative[cid]}))
+    rank = {cid: i for i, cid in enumerate(s["order"])}
+    listed.sort(key=lambda pair: (initiative[pair[0]], rank[pair[0]]))
+    return listed, events
+
+
+def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
+            force: bool = False) -> tuple[JSON, JSON]:
+    """Resolve the round. Without ``force`` every combatant able to act must have declared
+    (else RulesViolation ``choices-missing``); with it a missing choice is no attack and no
+    defense. Returns the new state and the step ``{round, results, events, summary, rolls,
+    changes, unused_dice}``; ``events`` are the round's own (defenses, closing, lost attacks,
+    end-of-round checks), each result carries its attack's events."""
+    s = _state(state)
+    missing = waiting_for(system, s)
+    if missing and not force:
+        raise RulesViolation("choices-missing", f"still waiting for {', '.join(missing)}")
+    t = system.tables
+    options = system.options(s["options"])
+    start = dice.mark()
+    before = copy.deepcopy(s["combatants"])
+    cs: JSON = s["combatants"]
+    events: list[Event] = []
+    lines: list[str] = []
+    for cid in s["order"]:
+        if cs[cid].get("mac") is None and cs[cid].get("quick_mac") is not None:
+            cs[cid] = settle_mac(t, cs[cid], dice, options)
+            events.append(Event("mac-rolled", cid, {"mac": cs[cid]["mac"]}))
+    for cid in s["order"]:
+        choice = s["pending"].get(cid, {})
+        cost = may_close_by_paying(t, cs[cid], options) if choice.get("close") else None
+        if cost is not None:
+            events += pay(cs[cid], cost, "close")
+            events.append(close_mind(cs[cid], "paid"))
+            lines.append(f"{cs[cid]['name']} pays {cost} PSPs and closes its mind.")
+    raised: dict[str, str] = {}
+    for cid in s["order"]:
+        defense = s["pending"].get(cid, {}).get("defense")
+        c = cs[cid]
+        if defense and is_psionic(c) and c["psp"] >= t.defense_cost(defense["mode"]):
+            raised[cid] = defense["mode"]
+            events += raise_defense(t, c, defense["mode"], paid=False)
+            lines.append(f"{c['name']} raises {t.mode_name(defense['mode'])}.")
+    attacks, order_events = _order(system, s, dice, options)
+    events += order_events
+    results = []
+    for cid, a in attacks:
+        attacker, target = cs[cid], cs[a["target"]]
+        reason = None
+        if options[house.STUN] and not can_act(attacker):
+            reason = f"{attacker['name']} is {', '.join(attacker['conditions'])}"
+        elif attacker["psp"] < declared_cost(t, a):
+            reason = f"{attacker['name']} no longer holds the {declared_cost(t, a)} PSPs declared"
+        if reason is not None:
+            events.append(Event("attack-lost", cid, {"target": a["target"], "reason": reason}))
+            lines.append(f"{attacker['name']}'s {t.mode_name(a['mode'])} is lost: {reason}.")
+            continue
+        mark = dice.mark()
+        request = {k: v for k, v in a.items() if k != "target"}
+        outcome = attack(t, options, attacker, target, request, raised.get(a["target"]), dice)
+        result = system.resolution(attacker, target, outcome, (), dice, mark, {})
+        cs[cid], cs[a["target"]] = outcome.attacker, outcome.defender
+        results.append(result.to_json())
+        lines.append(result.summary)
+    for cid in s["order"]:
+        cs[cid], more = end_of_round(t, cs[cid], dice, options)
+        events += more
+        for e in more:
+            if e.type == "mind-closed":
+                lines.append(f"{cs[cid]['name']}'s mind closes ({e.data['how']}).")
+            elif e.type == "mind-locked":
+                lines.append(f"{cs[cid]['name']}'s mind is locked open for "
+                             f"{e.data['rounds']} rounds.")
+    number = s["round"]
+    s["round"] = number + 1
+    s["pending"] = {}
+    step = {
+        "round": number,
+        "results": results,
+        "events": [e.to_json() for e in events],
+        "summary": f"Round {number}: " + (" ".join(lines) if lines else "nothing happens."),
+        "rolls": [r.to_json() for r in dice.rolls_since(start)],
+        "changes": [{"id": cid, "before": before[cid], "after": cs[cid]}
+                    for cid in s["order"] if before[cid] != cs[cid]],
+        "unused_dice": dice.unused(),
+    }
+    return s, step

@@ -1,0 +1,268 @@
+"""Pure rule functions of revised-2e (RULES.md §1): look-ups, derivations, recovery,
+attacks per round and the open mind from round to round.
+
+Each function reads its figures from ``Tables`` and takes the house-rule values it
+depends on as arguments; none keeps state or rolls dice except through a ``DiceSource``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from engine.dice import DiceSource
+from engine.errors import InvalidInput
+from engine.results import Event
+
+from . import house
+from .tables import Tables, band_lookup
+
+JSON = dict[str, Any]
+
+
+# -- derivations ----------------------------------------------------------------------
+def derive_mac(tables: Tables, wis: int, intelligence: int, mental_armor: int,
+               psionic: bool) -> int:
+    """MAC = base by Wisdom + Int modifier − Mental Armor slots (1 each for a nonpsionic,
+    2 each for a psionic mind), kept within the MAC limits (§1.1, Table 74)."""
+    base = int(tables.ability_row(wis, "/wis")["base_mac"])
+    modifier = int(tables.ability_row(intelligence, "/int")["mac_modifier"])
+    per_slot = int(tables.raw["mental_armor"]["psionic" if psionic else "nonpsionic"])
+    return tables.clamp_mac(base + modifier - per_slot * mental_armor)
+
+
+def ceil_div(a: int, b: int) -> int:
+    """⌈a / b⌉ for positive ``b`` in exact integers."""
+    return -(-a // b)
+
+
+def mthac0_for(tables: Tables, kind: str, level: int, wild_talent_half: bool) -> int | None:
+    """Psionicist 21 − level; wild talent 21 − ceil(level/2) under H-2E-WT-MTHAC0
+    (else as a psionicist); a nonpsionic has none."""
+    base = int(tables.raw["mthac0"]["base"])
+    if kind == "psionicist":
+        return base - level
+    if kind == "wild-talent":
+        return base - (ceil_div(level, 2) if wild_talent_half else level)
+    return None
+
+
+def save_paralyzation(tables: Tables, group: str, level: int, save_0: bool) -> int:
+    """Save vs. paralyzation by class group and level (§1.7). Monsters use the monster
+    group (warriors of their HD); level 0 saves at the table's level-0 figure under
+    H-2E-SAVE-0, else as level 1."""
+    if level <= 0:
+        if save_0:
+            return int(tables.raw["save_paralyzation"]["level_0"])
+        level = 1
+    return int(band_lookup(tables.save_rows(group), level, "/level")["target"])
+
+
+def known_modes_limit(tables: Tables, kind: str, level: int) -> int:
+    """How many attack (and defense) modes a psionic kind knows at ``level`` (§1.1)."""
+    return int(band_lookup(tables.raw["known_modes"][kind], level, "/level")["count"])
+
+
+def quick_mac_range(tables: Tables, intelligence: int) -> tuple[int, int]:
+    """The base-MAC range (best, worst) for a monster's Intelligence (seed 004)."""
+    row = band_lookup(tables.raw["quick_mac"]["base"], intelligence, "/quick_mac/intelligence")
+    return int(row["low"]), int(row["high"])
+
+
+def quick_mac_modifier(tables: Tables, psionic: str, roll: int) -> int:
+    """The MAC modifier for a d10 ``roll`` on the high- or low-psionic table (seed 004)."""
+    bands = tables.raw["quick_mac"]["modifier"][psionic]
+    return int(band_lookup(bands, roll, "/dice/mac-modifier")["modifier"])
+
+
+def roll_quick_mac(tables: Tables, intelligence: int, psionic: str, dice: DiceSource,
+                   pick_with_die: bool = True, by: str | None = None) -> int:
+    """A monster's MAC by the Quick MAC rules: base inside the Intelligence range (a die of
+    the range's size, purpose ``mac-base``, H-2E-QUICKMAC-PICK; else the worst value), plus
+    a d10 modifier (purpose ``mac-modifier``)."""
+    low, high = quick_mac_range(tables, intelligence)
+    size = high - low + 1
+    base = low + dice.roll("mac-base", size, by) - 1 if pick_with_die and size > 1 else high
+    die = int(tables.raw["quick_mac"]["modifier_die"])
+    modifier = quick_mac_modifier(tables, psionic, dice.roll("mac-modifier", die, by))
+    return tables.clamp_mac(base + modifier)
+
+
+def settle_mac(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
+               options: Mapping[str, Any]) -> JSON:
+    """``c`` with its MAC fixed: a pending quick MAC is rolled now (once for good)."""
+    out = copy.deepcopy(dict(c))
+    if out.get("mac") is None and out.get("quick_mac") is not None:
+        quick = out["quick_mac"]
+        out["mac"] = roll_quick_mac(tables, quick["intelligence"], quick["psionic"], dice,
+                                    options[house.QUICKMAC_PICK], out["id"])
+    return out
+
+
+# -- round economy and recovery ---------------------------------------------------------
+def attack_rate(tables: Tables, kind: str, level: int) -> tuple[int, int]:
+    """(attacks, per rounds) for a psionic kind at ``level`` (§1.8)."""
+    if kind not in ("psionicist", "wild-talent") or level < 1:
+        return 0, 1
+    band = band_lookup(tables.raw["attacks_per_round"][kind], level, "/level")
+    return int(band["attacks"]), int(band["rounds"])
+
+
+def attacks_allowed(tables: Tables, kind: str, level: int, round_number: int,
+                    extra_in_even_rounds: bool = True) -> int:
+    """Attacks allowed in encounter round ``round_number`` (1-based).
+
+    A rate of a attacks per p rounds is spread evenly: round r gets
+    ⌊r·a/p⌋ − ⌊(r−1)·a/p⌋, which for 3 per 2 gives 1, 2, 1, 2 … (H-2E-THREE-PER-TWO;
+    false shifts the extra attack to odd rounds: 2, 1, 2, 1 …).
+    """
+    attacks, rounds = attack_rate(tables, kind, level)
+    r = max(round_number, 1)
+    if not extra_in_even_rounds and attacks % rounds:
+        r += 1
+    return (r * attacks) // rounds - ((r - 1) * attacks) // rounds
+
+
+def recovery_per_hour(tables: Tables, psp_max: int) -> int:
+    """PSPs regained per full hour of sleep or meditation: ceil(psp_max / 8)."""
+    return ceil_div(psp_max, int(tables.raw["recovery"]["psp_max_divisor"]))
+
+
+def recover(tables: Tables, c: Mapping[str, Any], hours: int) -> JSON:
+    """``c`` after ``hours`` full hours of rest: PSPs up by ceil(max/8) an hour, never above
+    the maximum. Partial hours give nothing (§1.8)."""
+    if hours < 0:
+        raise InvalidInput.at("/hours", "hours of rest cannot be negative")
+    out = copy.deepcopy(dict(c))
+    gain = recovery_per_hour(tables, out["psp_max"]) * hours
+    out["psp"] = min(out["psp_max"], out["psp"] + gain)
+    return out
+
+
+# -- the open mind --------------------------------------------------------------------------
+def add_condition(c: JSON, condition: str, rounds: int) -> None:
+    """Give ``c`` a condition lasting ``rounds`` more rounds after this one (keeps the
+    longer if it already has it)."""
+    if condition not in c["conditions"]:
+        c["conditions"].append(condition)
+        c["condition_rounds"][condition] = rounds
+    else:
+        c["condition_rounds"][condition] = max(c["condition_rounds"].get(condition, 0), rounds)
+
+
+def open_mind(c: JSON, opened_by: str, forced: bool) -> Event:
+    """Open ``c``'s mind (in place). A mind forced open by an attack is stunned for the
+    rest of this round and takes +2 on initiative next round (§1.5); one opened by a
+    critical hit may pay to close next round."""
+    mind = c["mind"]
+    mind.update({"state": "open", "opened_by": opened_by, "locked_rounds": 0,
+                 "may_pay_to_close": False, "rounds_open": 0, "used_power": False})
+    if forced:
+        add_condition(c, "stunned", 0)
+        add_condition(c, "initiative-penalty", 1)
+    return Event("mind-opened", c["id"], {"by": opened_by, "forced": forced})
+
+
+def close_mind(c: JSON, how: str) -> Event:
+    """Close ``c``'s mind (in place), keeping its last defense."""
+    last = c["mind"].get("last_defense")
+    c["mind"] = {"state": "closed", "opened_by": None, "locked_rounds": 0, "last_defense": last,
+                 "used_power": False, "may_pay_to_close": False, "rounds_open": 0}
+    return Event("mind-closed", c["id"], {"how": how})
+
+
+def close_cost(tables: Tables, c: Mapping[str, Any], no_last_defense_rule: bool) -> int | None:
+    """PSPs to close a mind opened by a critical hit: 2 × the cost of the last defense it
+    used; with none, 2 × its cheapest known defense under H-2E-NO-LAST-DEF. ``None`` when
+    it cannot close by paying."""
+    factor = int(tables.open_mind["close_cost_factor"])
+    last = c["mind"].get("last_defense")
+    if last is not None:
+        return factor * tables.defense_cost(last)
+    if no_last_defense_rule and c["defenses"]:
+        return factor * min(tables.defense_cost(d) for d in c["defenses"])
+    return None
+
+
+def may_close_by_paying(tables: Tables, c: Mapping[str, Any],
+                        options: Mapping[str, Any]) -> int | None:
+    """The PSPs ``c`` may pay now to close its mind, or ``None`` if it may not (§1.5)."""
+    mind = c["mind"]
+    if mind["state"] != "open" or mind["opened_by"] != "critical" or \
+            not mind["may_pay_to_close"]:
+        return None
+    cost = close_cost(tables, c, options[house.NO_LAST_DEF])
+    if cost is None or cost > c["psp"]:
+        return None
+    return cost
+
+
+def roll_open_duration(tables: Tables, dice: DiceSource, by: str) -> int:
+    """1d4+1 rounds (purpose ``open-duration``)."""
+    d = tables.open_mind["duration"]
+    return sum(dice.roll_many("open-duration", int(d["sides"]), int(d["count"]), by)) + int(
+        d["bonus"])
+
+
+def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
+                 options: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
+    """Bookkeeping for ``c`` at the end of an encounter round (§1.5); returns the new
+    combatant and what happened.
+
+    - Conditions count down; one with 0 rounds left ends now (``stunned`` lasts the
+      round it was given, ``initiative-penalty`` one round more).
+    - Opened by reaching 0 PSPs: at the end of the opening round it is locked open 1d4+1
+      rounds (purpose ``open-duration``).
+    - Opened by a critical hit: the next round it may pay to close; if it has not, it
+      stays open 1d4+1 rounds from then.
+    - After the locked rounds, a Wisdom check at −3 each round closes it (d20 ≤ wis − 3,
+      purpose ``wisdom-check``).
+    - A nonpsionic mind saves vs. paralyzation each round from the round after it
+      opened (purpose ``save``), at −4 if a power was used on it successfully.
+    """
+    out = copy.deepcopy(dict(c))
+    events: list[Event] = []
+    mind = out["mind"]
+    if mind["state"] == "open":
+        opened_by = mind["opened_by"]
+        first_round = mind["rounds_open"] == 0
+        if opened_by == "attack":
+            if not first_round:
+                penalty = int(tables.open_mind["nonpsionic_save_penalty"]) \
+                    if mind["used_power"] else 0
+                target = out["save_paralyzation"] + penalty
+                roll = dice.roll("save", 20, out["id"])
+                success = roll >= target
+                events.append(Event("mind-save", out["id"],
+                                    {"target": target, "roll": roll, "success": success}))
+                if success:
+                    events.append(close_mind(out, "save"))
+        elif opened_by == "critical" and first_round:
+            mind["may_pay_to_close"] = True
+        elif (opened_by == "zero-psp" and first_round) or mind["may_pay_to_close"]:
+            mind["may_pay_to_close"] = False
+            mind["locked_rounds"] = roll_open_duration(tables, dice, out["id"])
+            events.append(Event("mind-locked", out["id"], {"rounds": mind["locked_rounds"]}))
+        elif mind["locked_rounds"] > 0:
+            mind["locked_rounds"] -= 1
+        else:
+            check = tables.open_mind["wisdom_check"]
+            target = out["wis"] - int(check["penalty"])
+            roll = dice.roll("wisdom-check", int(check["sides"]), out["id"])
+            success = roll <= target
+            events.append(Event("wisdom-check", out["id"],
+                                {"target": target, "roll": roll, "success": success}))
+            if success:
+                events.append(close_mind(out, "wisdom-check"))
+        if out["mind"]["state"] == "open":
+            out["mind"]["rounds_open"] += 1
+    for condition in list(out["conditions"]):
+        left = out["condition_rounds"].get(condition, 0)
+        if left <= 0:
+            out["conditions"].remove(condition)
+            out["condition_rounds"].pop(condition, None)
+            events.append(Event("condition-ended", out["id"], {"condition": condition}))
+        else:
+            out["condition_rounds"][condition] = left - 1
+    return out, events

@@ -1,0 +1,296 @@
+"""The ``revised-2e`` system object: describe, combatants, one exchange, odds, rounds."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.dice import DiceSource
+from engine.errors import InvalidInput
+from engine.options import HouseRule
+from engine.results import Change, Event, Resolution
+from engine.system import System
+
+from . import encounter, house
+from .chances import exact, odds_json
+from .combatants import Normaliser
+from .exchange import (
+    AttackOutcome,
+    attack,
+    check_attack,
+    check_defense,
+    raise_defense,
+)
+from .rules import (
+    attacks_allowed,
+    end_of_round,
+    recover,
+    roll_quick_mac,
+    settle_mac,
+)
+from .tables import Tables
+from .text import attack_summary
+
+JSON = dict[str, Any]
+
+SOURCE = ("AD&D 2nd edition, DARK SUN revised psionics: seed 004 (psionic combat update for "
+          "The Way of the Psionicist), with Player's Option: Skills & Powers tables")
+
+
+class Revised2e(System):
+    """AD&D 2e Dark Sun revised psionic combat (RULES.md §1).
+
+    ``tables`` replaces the shipped ``data/tables.json`` (a GM's own table file); it is
+    checked against ``data/tables.schema.json`` here.
+    """
+
+    id = "revised-2e"
+    name = "AD&D 2e — Dark Sun revised psionics"
+    source = SOURCE
+
+    def __init__(self, tables: Any | None = None) -> None:
+        self.tables = Tables.load(tables)
+        self.normaliser = Normaliser(self.tables)
+
+    # -- description ---------------------------------------------------------------
+    def house_rules(self) -> Sequence[HouseRule]:
+        return house.HOUSE_RULES
+
+    def combatant_schema(self) -> JSON:
+        return copy.deepcopy(self.normaliser.schema)
+
+    def request_schema(self) -> JSON:
+        combatant = self.combatant_schema()
+        combatant.pop("$schema", None)
+        attack_ids = sorted(self.tables.attacks)
+        defense_ids = sorted(self.tables.defenses)
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "revised-2e exchange request",
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["attacker", "defender", "attack"],
+            "properties": {
+                "system": {"const": self.id},
+                "attacker": {"$ref": "#/$defs/combatant"},
+                "defender": {"$ref": "#/$defs/combatant"},
+                "attack": {
+                    "type": "object", "additionalProperties": False, "required": ["mode"],
+                    "properties": {
+                        "mode": {"enum": attack_ids},
+                        "multiplier": {"type": "integer", "minimum": 1, "maximum": 100,
+                                       "default": 1,
+                                       "description": "steps declared before the roll, "
+                                                      "1 to the attacker's level"},
+                        "range": {"enum": ["short", "medium", "long"], "default": "short"},
+                    },
+                },
+                "defense": {"oneOf": [
+                    {"type": "null"},
+                    {"type": "object", "additionalProperties": False, "required": ["mode"],
+                     "properties": {"mode": {"enum": defense_ids},
+                                    "paid": {"type": "boolean", "default": False,
+                                             "description": "already paid this round"}}},
+                ]},
+                "options": {"type": "object"},
+                "dice": {"type": "object"},
+                "seed": {"type": ["integer", "null"]},
+            },
+            "$defs": {"combatant": combatant},
+        }
+
+    def dice_purposes(self) -> list[JSON]:
+        """Every dice purpose this system rolls, with its die and what it is for."""
+        t = self.tables
+        damage = {m: int(a["damage"]["sides"]) for m, a in t.attacks.items()}
+        effects = t.open_mind["effects"]
+
+        def effect_sides(kind: set[str]) -> dict[str, int]:
+            return {m: int(e["sides"]) for m, e in effects.items() if e["type"] in kind}
+
+        def entry(purpose: str, sides: int | Mapping[str, int], text: str) -> JSON:
+            if isinstance(sides, int):
+                return {"purpose": purpose, "sides": sides, "text": text}
+            values = set(sides.values())
+            return {"purpose": purpose, "sides": values.pop() if len(values) == 1 else None,
+                    "sides_by_mode": dict(sides), "text": text}
+
+        quick = t.raw["quick_mac"]
+        widths = {r["high"] - r["low"] + 1 for r in quick["base"]}
+        return [
+            entry("attack", int(t.attack_roll["sides"]),
+                  "the attacker's MTHAC0 roll (natural 1 misses, 20 hits)"),
+            entry("damage", damage, "one die per step of the declared multiplier"),
+            entry("save", 20, "save vs. paralyzation: after a critical hit below 25% of "
+                              "the PSP maximum, and each round for an open nonpsionic mind"),
+            entry("effect-duration", effect_sides({"dazed", "confused"}),
+                  "rounds an open mind stays dazed (ego whip) or confused (id insinuation)"),
+            entry("lost-power", effect_sides({"lost-power"}),
+                  "days an open mind loses one power to a mind thrust"),
+            entry("hp-damage", effect_sides({"hp-damage"}),
+                  "hit points an open mind loses, one die per step (psionic blast, "
+                  "psychic crush)"),
+            entry("open-duration", int(t.open_mind["duration"]["sides"]),
+                  "rounds a forced-open mind stays locked open (1d4+1)"),
+            entry("wisdom-check", int(t.open_mind["wisdom_check"]["sides"]),
+                  "Wisdom check at −3 to close an open mind after its locked rounds"),
+            {"purpose": "mac-base", "sides": None, "sides_by_range": sorted(widths),
+             "text": "Quick MAC: a die the size of the Intelligence range picks the base "
+                     "(H-2E-QUICKMAC-PICK)"},
+            entry("mac-modifier", int(quick["modifier_die"]),
+                  "Quick MAC: modifier on the high- or low-psionic table"),
+            entry("initiative", 10, "encounter order when H-2E-ORDER is 'initiative' "
+                                    "(+2 for a mind forced open last round)"),
+        ]
+
+    def describe(self) -> JSON:
+        t = self.tables
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "modes": {
+                "attacks": [{"id": m, "name": a["name"], "cost": a["cost"],
+                             "damage": f"1d{a['damage']['sides']}"
+                                       + (f"+{a['damage']['bonus']}" if a["damage"]["bonus"]
+                                          else ""),
+                             "ranges": dict(a["ranges"])}
+                            for m, a in t.attacks.items()],
+                "defenses": [{"id": m, "name": d["name"], "cost": d["cost"]}
+                             for m, d in t.defenses.items()],
+            },
+            "tables": copy.deepcopy(dict(t.raw)),
+            "combatant_schema": self.combatant_schema(),
+            "request_schema": self.request_schema(),
+            "dice_purposes": self.dice_purposes(),
+            "house_rules": [r.to_json() for r in self.house_rules()],
+            "encounter": {
+                "step": "one round",
+                "order": "defenses raised and paid first (once per round), minds closed by "
+                         "paying, then attacks one at a time in the order of H-2E-ORDER, each "
+                         "seeing the state the earlier ones left; then the end-of-round "
+                         "bookkeeping of open minds and conditions",
+                "choice": {"attack": "{mode, multiplier, range, target}",
+                           "attacks": "[attack, ...] when more than one is allowed (§1.8)",
+                           "defense": "{mode}", "close": "true to pay to close an open mind"},
+            },
+        }
+
+    # -- combatants -------------------------------------------------------------------
+    def combatant(self, raw: Mapping[str, Any], path: str = "",
+                  options: Mapping[str, Any] | None = None) -> JSON:
+        """Validate ``raw`` and fill defaults and derivations (RULES.md §1.1) under the
+        house rules ``options``. A monster's ``quick_mac`` leaves ``mac`` null until a
+        resolution rolls it (``roll_mac``)."""
+        return self.normaliser.normalise(raw, path, self.options(options))
+
+    def roll_mac(self, combatant: Mapping[str, Any], dice: DiceSource,
+                 options: Mapping[str, Any] | None = None) -> JSON:
+        """``combatant`` (full) with a pending Quick MAC rolled now."""
+        return settle_mac(self.tables, combatant, dice, self.options(options))
+
+    def quick_mac(self, intelligence: int, psionic: str, dice: DiceSource,
+                  options: Mapping[str, Any] | None = None) -> int:
+        """A monster's MAC by the seed's Quick MAC tables (purposes ``mac-base`` and
+        ``mac-modifier``)."""
+        if psionic not in ("high", "low"):
+            raise InvalidInput.at("/quick_mac/psionic", "must be 'high' or 'low'")
+        return roll_quick_mac(self.tables, intelligence, psionic, dice,
+                              self.options(options)[house.QUICKMAC_PICK])
+
+    def recover(self, combatant: Mapping[str, Any], hours: int) -> JSON:
+        """``combatant`` (full) after ``hours`` full hours of sleep or meditation."""
+        return recover(self.tables, combatant, hours)
+
+    def attacks_per_round(self, combatant: Mapping[str, Any], round_number: int,
+                          options: Mapping[str, Any] | None = None) -> int:
+        """Attacks ``combatant`` (full) may make in encounter round ``round_number``."""
+        return attacks_allowed(self.tables, combatant["kind"], combatant["level"],
+                               round_number, self.options(options)[house.THREE_PER_TWO])
+
+    def end_of_round(self, combatant: Mapping[str, Any], dice: DiceSource,
+                     options: Mapping[str, Any] | None = None) -> tuple[JSON, list[Event]]:
+        """The open mind and conditions from one round to the next (RULES.md §1.5)."""
+        return end_of_round(self.tables, combatant, dice, self.options(options))
+
+    # -- one exchange ---------------------------------------------------------------------
+    def _prepare(self, request: Mapping[str, Any]
+                 ) -> tuple[dict[str, Any], JSON, JSON, str | None, bool]:
+        self.validate_request(request)
+        options = self.options(request.get("options"))
+        attacker = self.normaliser.normalise(request["attacker"], "/attacker", options, True)
+        defender = self.normaliser.normalise(request["defender"], "/defender", options, True)
+        check_attack(self.tables, attacker, defender, request["attack"])
+        defense = request.get("defense")
+        mode = defense["mode"] if defense else None
+        paid = bool(defense.get("paid", False)) if defense else False
+        if mode is not None:
+            check_defense(self.tables, defender, mode, paid)
+        return options, attacker, defender, mode, paid
+
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
+        """One attack (RULES.md §1.4): checks, the defense's cost unless ``paid``, the d20,
+        costs, damage, critical hits, saves, opening and open-mind effects."""
+        options, attacker, defender, mode, paid = self._prepare(request)
+        start = dice.mark()
+        events: list[Event] = []
+        d = settle_mac(self.tables, defender, dice, options)
+        if mode is not None:
+            events += raise_defense(self.tables, d, mode, paid)
+        outcome = attack(self.tables, options, attacker, d, request["attack"], mode, dice)
+        return self.resolution(attacker, defender, outcome, events, dice, start,
+                               dice.unused())
+
+    def resolution(self, attacker: Mapping[str, Any], defender: Mapping[str, Any],
+                   outcome: AttackOutcome, before_events: Sequence[Event], dice: DiceSource,
+                   start: int, unused: Mapping[str, Sequence[int]]) -> Resolution:
+        """The ``Resolution`` record of ``outcome`` (used by exchanges and rounds)."""
+        fields = dict(outcome.fields)
+        return Resolution(
+            system=self.id,
+            outcome="hit" if fields["hit"] else "miss",
+            attacker=Change(attacker["id"], attacker, outcome.attacker),
+            defender=Change(defender["id"], defender, outcome.defender),
+            rolls=dice.rolls_since(start),
+            events=(*before_events, *outcome.events),
+            summary=attack_summary(self.tables, attacker, defender, fields),
+            fields=fields,
+            unused_dice={k: tuple(v) for k, v in unused.items()},
+        )
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        """Exact chances of the exchange (floats only in this JSON): outcomes {hit, miss},
+        critical, mind_opened (save and 25% rule included), damage and psp_spent."""
+        options, attacker, defender, mode, paid = self._prepare(request)
+        cost = self.tables.defense_cost(mode) if mode is not None and not paid else 0
+        return odds_json(self.tables, options, attacker, defender, request["attack"], mode,
+                         cost)
+
+    def exact_odds(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """As ``odds`` with exact ``Fraction``s (hit, critical, mind_opened, damage ...)."""
+        options, attacker, defender, mode, paid = self._prepare(request)
+        cost = self.tables.defense_cost(mode) if mode is not None and not paid else 0
+        return exact(self.tables, options, attacker, defender, request["attack"], mode, cost)
+
+    # -- encounters ----------------------------------------------------------------------------
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        return encounter.new(self, options)
+
+    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
+                      ) -> tuple[JSON, str]:
+        return encounter.add(self, state, combatant)
+
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        return encounter.view(self, state)
+
+    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        return encounter.waiting_for(self, state)
+
+    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
+                          choice: Mapping[str, Any]) -> JSON:
+        return encounter.declare(self, state, combatant_id, choice)
+
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        return encounter.resolve(self, state, dice, force)

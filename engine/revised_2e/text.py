@@ -1,0 +1,70 @@
+"""Plain-language summaries of revised-2e results, written for the table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .tables import Tables
+
+
+def roll_text(roll: Mapping[str, int]) -> str:
+    """'16 − 4 = 12', '15 + 3 = 18' or '16' when nothing modifies the roll."""
+    natural, modifier, modified = roll["natural"], roll["modifier"], roll["modified"]
+    if modifier == 0:
+        return str(natural)
+    sign = "+" if modifier > 0 else "−"
+    return f"{natural} {sign} {abs(modifier)} = {modified}"
+
+
+def psp(n: int) -> str:
+    return f"{n} PSP" if n == 1 else f"{n} PSPs"
+
+
+def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],
+                   fields: Mapping[str, Any]) -> str:
+    """One paragraph: what was attempted, the roll, what it cost and what it did."""
+    a, d = attacker["name"], defender["name"]
+    mode = tables.mode_name(fields["mode"])
+    m = fields["multiplier"]
+    steps = f" ×{m}" if m > 1 else ""
+    rng = "" if fields["range"] == "short" else f" at {fields['range']} range"
+    numbers = f"(needed {fields['needed']}, rolled {roll_text(fields['roll'])})"
+    defense = fields["defense"]
+    shield = f" through {d}'s {tables.mode_name(defense)}" if defense else ""
+    natural = fields["roll"]["natural"]
+    if not fields["hit"]:
+        auto = " — a natural 1" if natural == int(tables.attack_roll["always_miss"]) else ""
+        if defense:
+            text = f"{a}'s {mode}{steps}{rng} breaks against {d}'s " \
+                   f"{tables.mode_name(defense)} {numbers}{auto}."
+        else:
+            text = f"{a}'s {mode}{steps}{rng} misses {d} {numbers}{auto}."
+        return f"{text} {a} pays {psp(fields['psp_spent'])}."
+    parts = [f"{a}'s {mode}{steps}{rng} strikes{shield} {d} {numbers}."]
+    if fields["critical"]:
+        parts.append("A critical mental hit!")
+    if fields["damage"]:
+        lost = fields["psp_lost"]
+        extra = "" if lost == fields["damage"] else f" (of {fields['damage']} damage)"
+        parts.append(f"{d} loses {psp(lost)}{extra}.")
+    save = fields["save"]
+    if save is not None:
+        verdict = "saves and keeps the mind closed" if save["success"] else "fails the save"
+        parts.append(f"{d} {verdict} (save vs. paralyzation {save['target']}, "
+                     f"rolled {save['roll']}).")
+    if fields["mind_opened"]:
+        why = {"attack": "one successful attack opens a nonpsionic mind",
+               "zero-psp": "no PSPs left",
+               "critical": "critical mental hit"}[fields["opened_by"]]
+        parts.append(f"{d}'s mind is forced open ({why}) and {d} is stunned.")
+    effect = fields["effect"]
+    if effect is not None:
+        if "rounds" in effect:
+            parts.append(f"{d}'s open mind is {effect['type']} for {effect['rounds']} rounds.")
+        elif "days" in effect:
+            parts.append(f"{d} loses one psionic power for {effect['days']} days.")
+        else:
+            parts.append(f"{d}'s open mind takes {effect['amount']} hit points of damage.")
+    parts.append(f"{a} pays {psp(fields['psp_spent'])}.")
+    return " ".join(parts)

@@ -1,0 +1,215 @@
+"""The power-pool combatant: its JSON Schema, defaults and cross-field checks.
+
+RULES.md §3.1, docs/COMBATANTS.md. A power pool is ``hit_dice`` dice of the
+creature's hit-die type (seed 001: "A power pool is composed of dice of equal type
+and number to a creature's hit dice"). ``pool`` is what is available now; each
+entry of ``dedicated`` is one die set aside, so ``pool + len(dedicated)`` never
+exceeds ``hit_dice``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from ..errors import InvalidCombatant, Problem
+from ..system import JSON, schema_problems
+
+CONDITIONS: tuple[str, ...] = (
+    "unaware", "surprised", "stunned", "asleep", "unconscious", "dazed", "frightened",
+    "possessed",
+)
+
+#: The purpose of a die dedicated to keeping psionic control (RULES.md §3.4).
+CONTROL_PURPOSE = "control"
+
+MAX_ID_LENGTH = 64
+
+
+def slug(name: str) -> str:
+    """A combatant id made from its name: lower case, words joined by hyphens."""
+    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return text[:MAX_ID_LENGTH].strip("-") or "combatant"
+
+
+def combatant_schema(tables: Mapping[str, Any]) -> JSON:
+    """JSON Schema (2020-12) of a power-pool combatant as callers may give it."""
+    modes = tables["modes"]
+    attacks = sorted(m for m, d in modes.items() if d["kind"] == "attack")
+    defenses = sorted(m for m, d in modes.items() if d["kind"] == "defense")
+    ident = {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "power-pool combatant",
+        "type": "object",
+        "required": ["hit_dice", "die"],
+        "anyOf": [{"required": ["id"]}, {"required": ["name"]}],
+        "additionalProperties": False,
+        "properties": {
+            "id": {**ident, "description": "unique in an exchange or encounter; "
+                   "made from name when absent"},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "hit_dice": {"type": "integer", "minimum": 0, "maximum": 1000,
+                         "description": "number of dice in the full power pool"},
+            "die": {"enum": list(tables["ladder"]), "description": "the hit-die type"},
+            "pool": {"type": "integer", "minimum": 0,
+                     "description": "dice available now; default hit_dice - len(dedicated) "
+                                    "(0 while controlled)"},
+            "dedicated": {
+                "type": "array", "maxItems": 1000,
+                "description": "one entry per die set aside (maintained powers, control)",
+                "items": {
+                    "type": "object", "required": ["purpose"], "additionalProperties": False,
+                    "properties": {"purpose": {"type": "string", "minLength": 1},
+                                   "target": {"type": ["string", "null"]}},
+                },
+            },
+            "psionic": {"type": "boolean",
+                        "description": "psionically active; default: knows any mode"},
+            "mindless": {"type": "boolean", "default": False},
+            "attacks": {"type": "array", "uniqueItems": True, "items": {"enum": attacks}},
+            "defenses": {"type": "array", "uniqueItems": True, "items": {"enum": defenses}},
+            "conditions": {"type": "array", "uniqueItems": True,
+                           "items": {"enum": list(CONDITIONS)}},
+            "condition_rounds": {
+                "type": "object",
+                "description": "for timed conditions: how many more round ends they last",
+                "propertyNames": {"enum": list(CONDITIONS)},
+                "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+            "controlled_by": {"type": ["string", "null"], "minLength": 1},
+            "controlling": {
+                "type": "array",
+                "items": {
+                    "type": "object", "required": ["id", "kept_by"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "id": ident,
+                        "kept_by": {"enum": ["die", "action"]},
+                        "wave": {"type": ["string", "null"],
+                                 "description": "Psionic Wave group label: released together"},
+                    },
+                },
+            },
+            "spell_levels": {"type": "array", "maxItems": 200,
+                             "items": {"type": "integer", "minimum": 1, "maximum": 9}},
+            "blank_mind_save": {"type": ["integer", "null"], "minimum": 2, "maximum": 20,
+                                "description": "d20 target of the save against Blank Mind; "
+                                               "null uses H-PP-BLANK-SAVE"},
+            "hp": {"type": ["integer", "null"]},
+            "meta": {"type": "object", "description": "caller's own data, kept as given"},
+        },
+    }
+
+
+def link_key(entry: Mapping[str, Any]) -> str:
+    """The control link an entry of ``controlling`` belongs to: its wave or its id."""
+    wave = entry.get("wave")
+    return str(wave) if wave else str(entry["id"])
+
+
+def normalize(raw: Mapping[str, Any], path: str,
+              validator: jsonschema.protocols.Validator) -> JSON:
+    """Validate ``raw`` and return the full combatant with every default filled in."""
+    if not isinstance(raw, Mapping):
+        raise InvalidCombatant(Problem(path, "a combatant must be an object"))
+    problems = schema_problems(validator, dict(raw), path)
+    if problems:
+        raise InvalidCombatant(problems)
+    c: JSON = {k: _copy(v) for k, v in raw.items()}
+    name = c.get("name") or c["id"]
+    cid = c.get("id") or slug(name)
+    dedicated = [{"purpose": d["purpose"], "target": d.get("target")}
+                 for d in c.get("dedicated", [])]
+    controlled_by = c.get("controlled_by")
+    hit_dice: int = c["hit_dice"]
+    attacks = list(c.get("attacks", []))
+    defenses = list(c.get("defenses", []))
+    pool_default = 0 if controlled_by else max(hit_dice - len(dedicated), 0)
+    out: JSON = {
+        "id": cid,
+        "name": name,
+        "hit_dice": hit_dice,
+        "die": c["die"],
+        "pool": c.get("pool", pool_default),
+        "dedicated": dedicated,
+        "psionic": c.get("psionic", bool(attacks or defenses)),
+        "mindless": c.get("mindless", False),
+        "attacks": attacks,
+        "defenses": defenses,
+        "conditions": list(c.get("conditions", [])),
+        "condition_rounds": dict(c.get("condition_rounds", {})),
+        "controlled_by": controlled_by,
+        "controlling": [{"id": e["id"], "kept_by": e["kept_by"], "wave": e.get("wave")}
+                        for e in c.get("controlling", [])],
+        "spell_levels": list(c.get("spell_levels", [])),
+        "blank_mind_save": c.get("blank_mind_save"),
+        "hp": c.get("hp"),
+    }
+    if "meta" in c:
+        out["meta"] = c["meta"]
+    problems = cross_problems(out, path)
+    if problems:
+        raise InvalidCombatant(problems)
+    return out
+
+
+def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
+    """Checks one field's schema cannot make: pool and dedicated dice against hit dice,
+    control links against their dedicated dice, timers against conditions."""
+    problems: list[Problem] = []
+    hit_dice = c["hit_dice"]
+    if c["pool"] > hit_dice:
+        problems.append(Problem(f"{path}/pool",
+                                f"pool {c['pool']} exceeds hit_dice {hit_dice}"))
+    elif c["pool"] + len(c["dedicated"]) > hit_dice:
+        problems.append(Problem(
+            f"{path}/dedicated",
+            f"pool {c['pool']} plus {len(c['dedicated'])} dedicated dice exceed "
+            f"hit_dice {hit_dice}"))
+    if c["controlled_by"] is not None:
+        if c["controlled_by"] == c["id"]:
+            problems.append(Problem(f"{path}/controlled_by", "a creature cannot control itself"))
+        if c["pool"] != 0:
+            problems.append(Problem(f"{path}/pool",
+                                    "a creature under psionic control has a pool of 0"))
+    for cond in c["condition_rounds"]:
+        if cond not in c["conditions"]:
+            problems.append(Problem(f"{path}/condition_rounds/{cond}",
+                                    f"{cond!r} is not among the conditions"))
+    seen: set[str] = set()
+    link_kept: dict[str, str] = {}
+    for i, entry in enumerate(c["controlling"]):
+        if entry["id"] == c["id"]:
+            problems.append(Problem(f"{path}/controlling/{i}/id",
+                                    "a creature cannot control itself"))
+        if entry["id"] in seen:
+            problems.append(Problem(f"{path}/controlling/{i}/id",
+                                    f"{entry['id']!r} is listed twice"))
+        seen.add(entry["id"])
+        key = link_key(entry)
+        if link_kept.setdefault(key, entry["kept_by"]) != entry["kept_by"]:
+            problems.append(Problem(f"{path}/controlling/{i}/kept_by",
+                                    "a Psionic Wave's control is kept one way for all"))
+    # every link kept by a die has exactly one die dedicated to it, and back
+    die_links = Counter(k for k, by in link_kept.items() if by == "die")
+    dice_for = Counter(d["target"] for d in c["dedicated"] if d["purpose"] == CONTROL_PURPOSE)
+    for key in sorted(set(die_links) | set(dice_for), key=str):
+        if die_links[key] != dice_for[key]:
+            problems.append(Problem(
+                f"{path}/dedicated",
+                f"control of {key!r}: {dice_for[key]} die dedicated with purpose "
+                f"'control', {die_links[key]} needed (kept_by 'die' needs one die per link)"))
+    return problems
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value

@@ -1,0 +1,225 @@
+"""Psionic control as pure functions over combatant JSON (RULES.md §3.4).
+
+Seed 001: "psionic control over a creature may be maintained either by dedicating a
+die from the controller's current power pool to it, or by the controller using an
+action each round"; "A creature under psionic control has their current power pool
+reduced to 0"; "Any psionic powers the creature is maintaining cease ... and dice used
+to maintain them are expended"; Psionic Wave: "all defenders must be released
+simultaneously".
+
+Every function returns new objects and leaves its arguments alone. A control *link*
+is one entry of ``controlling`` or, for a Psionic Wave, all entries sharing a
+``wave`` label; a die kept for a link is a ``dedicated`` entry with purpose
+``control`` and ``target`` = the link key.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import InvalidInput, RulesViolation
+from ..results import Event
+from ..system import JSON
+from .combatant import CONTROL_PURPOSE, link_key
+
+#: H-PP-RECOVERY choices: what a long rest gives back.
+RECOVERY_ALL = "all"
+RECOVERY_HALF = "half"
+
+
+def ending_with_control(tables: Mapping[str, Any]) -> frozenset[str]:
+    """Conditions a mode imposes that last only while control lasts (possessed)."""
+    return frozenset(
+        effect["condition"]
+        for mode in tables["modes"].values()
+        for effect in mode.get("on_success", [])
+        if not effect["outlasts_control"])
+
+
+def add_condition(c: Mapping[str, Any], condition: str, round_ends: int | None) -> JSON:
+    """``c`` with ``condition``; timed for ``round_ends`` round ends (the longer timer
+    wins when it already has one), untimed when ``None`` (an untimed one stays so)."""
+    out = copy.deepcopy(dict(c))
+    had = condition in out["conditions"]
+    if not had:
+        out["conditions"].append(condition)
+    timers: dict[str, int] = out["condition_rounds"]
+    if round_ends is None:
+        timers.pop(condition, None)
+    elif not had or condition in timers:
+        timers[condition] = max(timers.get(condition, 0), round_ends)
+    return out
+
+
+def remove_condition(c: Mapping[str, Any], condition: str) -> JSON:
+    """``c`` without ``condition`` and its timer."""
+    out = copy.deepcopy(dict(c))
+    out["conditions"] = [x for x in out["conditions"] if x != condition]
+    out["condition_rounds"].pop(condition, None)
+    return out
+
+
+def set_free(puppet: Mapping[str, Any], ending: Iterable[str]) -> JSON:
+    """The puppet once control over it ends: no controller, and conditions that last
+    only while controlled (possession) gone. Its pool stays as it is (0) until it
+    recovers: control expended it."""
+    out = copy.deepcopy(dict(puppet))
+    out["controlled_by"] = None
+    for condition in ending:
+        if condition in out["conditions"]:
+            out = remove_condition(out, condition)
+    return out
+
+
+def release_links(controller: Mapping[str, Any], keys: Iterable[str],
+                  puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str],
+                  reason: str) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """End the control links ``keys`` of ``controller``.
+
+    Dice kept for them return to its pool. Puppets given in ``puppets`` (by id) are
+    set free and returned; the others are named in the events only.
+    """
+    keys = set(keys)
+    ending = tuple(ending)
+    out = copy.deepcopy(dict(controller))
+    ended = [e for e in out["controlling"] if link_key(e) in keys]
+    out["controlling"] = [e for e in out["controlling"] if link_key(e) not in keys]
+    kept = [d for d in out["dedicated"]
+            if not (d["purpose"] == CONTROL_PURPOSE and d["target"] in keys)]
+    returned = len(out["dedicated"]) - len(kept)
+    out["dedicated"] = kept
+    out["pool"] = min(out["pool"] + returned, out["hit_dice"] - len(kept))
+    freed: dict[str, JSON] = {}
+    events: list[Event] = []
+    for entry in ended:
+        pid = entry["id"]
+        puppet = puppets.get(pid)
+        if puppet is not None and puppet.get("controlled_by") == out["id"]:
+            freed[pid] = set_free(puppet, ending)
+        events.append(Event("control-ended", pid, {"controller": out["id"], "reason": reason}))
+    return out, freed, events
+
+
+def release(controller: Mapping[str, Any], target_id: str,
+            puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
+            ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """The controller lets ``target_id`` go; a Psionic Wave's targets all go together."""
+    for entry in controller["controlling"]:
+        if entry["id"] == target_id:
+            return release_links(controller, {link_key(entry)}, puppets, ending, "released")
+    raise RulesViolation("not-controlling",
+                         f"{controller['name']} does not control {target_id!r}")
+
+
+def release_all(controller: Mapping[str, Any], puppets: Mapping[str, Mapping[str, Any]],
+                ending: Iterable[str], reason: str
+                ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """Every control the creature holds ends at once (it lost a psionic combat, or fell
+    under control itself)."""
+    keys = {link_key(e) for e in controller["controlling"]}
+    return release_links(controller, keys, puppets, ending, reason)
+
+
+def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by: str,
+              wave: str | None) -> JSON:
+    """Record control over ``puppet_ids``: one link (a wave's one label for all), kept
+    by an action each round or by a die dedicated from the pool."""
+    out = copy.deepcopy(dict(controller))
+    ids = list(puppet_ids)
+    if not ids:
+        return out
+    if kept_by == "die" and out["pool"] < 1:
+        raise RulesViolation("no-die-to-dedicate",
+                             f"{out['name']} has no die in its pool to keep control with")
+    for pid in ids:
+        out["controlling"].append({"id": pid, "kept_by": kept_by, "wave": wave})
+    if kept_by == "die":
+        out["pool"] -= 1
+        out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": wave or ids[0]})
+    return out
+
+
+def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
+    """Switch how the link holding ``target_id`` is kept: ``die`` dedicates one die from
+    the pool (kept until released), ``action`` returns it (an action every round)."""
+    if by not in ("die", "action"):
+        raise InvalidInput.at("/keep/by", "must be 'die' or 'action'")
+    out = copy.deepcopy(dict(controller))
+    entries = [e for e in out["controlling"] if e["id"] == target_id]
+    if not entries:
+        raise RulesViolation("not-controlling",
+                             f"{out['name']} does not control {target_id!r}")
+    key = link_key(entries[0])
+    current = entries[0]["kept_by"]
+    if current == by:
+        return out
+    for e in out["controlling"]:
+        if link_key(e) == key:
+            e["kept_by"] = by
+    if by == "die":
+        if out["pool"] < 1:
+            raise RulesViolation("no-die-to-dedicate",
+                                 f"{out['name']} has no die in its pool to keep control with")
+        out["pool"] -= 1
+        out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": key})
+    else:
+        for i, d in enumerate(out["dedicated"]):
+            if d["purpose"] == CONTROL_PURPOSE and d["target"] == key:
+                del out["dedicated"][i]
+                out["pool"] += 1
+                break
+    return out
+
+
+def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives: bool,
+                       puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
+                       ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """A round's upkeep of an action-kept link: the controller "must remain able to
+    perceive the creature each round"; if it cannot, the link ends. Die-kept links
+    need nothing."""
+    for entry in controller["controlling"]:
+        if entry["id"] == target_id:
+            if entry["kept_by"] == "die" or perceives:
+                return copy.deepcopy(dict(controller)), {}, []
+            return release_links(controller, {link_key(entry)}, puppets, ending,
+                                 "not-perceived")
+    raise RulesViolation("not-controlling",
+                         f"{controller['name']} does not control {target_id!r}")
+
+
+def fall_under_control(puppet: Mapping[str, Any], controller_id: str,
+                       its_puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
+                       ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """The creature comes under ``controller_id``'s control: its pool drops to 0, every
+    power it maintained ends with its dice expended, and any control it held ends."""
+    freed_self, freed, events = release_all(puppet, its_puppets, ending, "controller-overcome")
+    out = copy.deepcopy(freed_self)
+    expended = len(out["dedicated"])
+    out["dedicated"] = []
+    out["pool"] = 0
+    out["controlled_by"] = controller_id
+    if expended:
+        events.append(Event("dice-expended", out["id"], {"dice": expended,
+                                                         "reason": "fell under control"}))
+    return out, freed, events
+
+
+def recover(c: Mapping[str, Any], rule: str) -> JSON:
+    """A long rest (H-PP-RECOVERY): maintained powers end (seed: "Powers can't be
+    maintained when a creature rests") and dice return: ``all`` of them, or ``half``
+    the hit dice (rounded up). Control kept by a die is not a power and stays; a
+    creature under control recovers nothing."""
+    out = copy.deepcopy(dict(c))
+    out["dedicated"] = [d for d in out["dedicated"] if d["purpose"] == CONTROL_PURPOSE]
+    if out["controlled_by"]:
+        return out
+    room = out["hit_dice"] - len(out["dedicated"])
+    if rule == RECOVERY_ALL:
+        out["pool"] = room
+    elif rule == RECOVERY_HALF:
+        out["pool"] = min(room, out["pool"] + (out["hit_dice"] + 1) // 2)
+    else:
+        raise InvalidInput.at("/options/H-PP-RECOVERY", f"unknown recovery rule {rule!r}")
+    return out

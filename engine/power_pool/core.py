@@ -1,0 +1,180 @@
+"""The ``power-pool`` system object: description, schemas, exchange, odds, encounters."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+
+from ..dice import DiceSource
+from ..options import HouseRule
+from ..results import Resolution
+from ..system import JSON, System
+from ..tables import load_tables
+from . import encounter
+from .combatant import CONDITIONS, combatant_schema, normalize
+from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
+from .probability import exact_odds, odds_json
+
+DICE_PURPOSES: tuple[tuple[str, str], ...] = (
+    ("attack", "the attacker's pool dice"),
+    ("defense", "the defending side's pool dice, principal defender first, then the other "
+                "group members in order"),
+    ("save", "the attacker's d20 save against Blank Mind, rolled before any pool die"),
+)
+
+
+class PowerPoolSystem(System):
+    """Power pool dice contests (seed 001): each side rolls its pool, the higher total
+    wins, and the winner takes psionic control."""
+
+    id = SYSTEM_ID
+    name = "Power pool psionic combat"
+    source = "seed 001_e8815498f41c4da8 (Psionic Combat Rules, Feb 6, 2015)"
+
+    def __init__(self, tables: Any | None = None) -> None:
+        """``tables`` replaces ``data/tables.json`` (checked against its schema)."""
+        self.tables: JSON = load_tables(__package__ or "engine.power_pool", tables)
+
+    # -- description -----------------------------------------------------------------
+    def house_rules(self) -> Sequence[HouseRule]:
+        """H-PP-TIE, H-PP-GROUP, H-PP-BLANK-SAVE, H-PP-NO-POOL, H-PP-RECOVERY."""
+        return HOUSE_RULES
+
+    def combatant_schema(self) -> JSON:
+        """The combatant JSON Schema, built from the modes and ladder of the tables."""
+        return combatant_schema(self.tables)
+
+    @cached_property
+    def _combatant_validator(self) -> jsonschema.protocols.Validator:
+        schema = self.combatant_schema()
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return jsonschema.Draft202012Validator(schema)
+
+    def request_schema(self) -> JSON:
+        """JSON Schema of an ``exchange.resolve``/``exchange.odds`` request."""
+        modes = self.tables["modes"]
+        attacks = sorted(m for m, d in modes.items() if d["kind"] == "attack")
+        defenses = sorted(m for m, d in modes.items() if d["kind"] == "defense")
+        combatant = {k: v for k, v in self.combatant_schema().items() if k != "$schema"}
+        count = {"type": "integer", "minimum": 0}
+        defense = {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "mode": {"enum": [*defenses, None]},
+                "pool_dice": count,
+                "sacrifice": {"oneOf": [
+                    {"type": "integer", "minimum": 1, "maximum": 9},
+                    {"type": "array", "maxItems": 200,
+                     "items": {"type": "integer", "minimum": 1, "maximum": 9}}],
+                    "description": "spell levels given up (an integer: one spell of "
+                                   "that level)"},
+            },
+        }
+        many = {"type": "array", "maxItems": 63, "items": {"$ref": "#/$defs/combatant"}}
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "power-pool exchange",
+            "type": "object",
+            "required": ["attacker", "defender", "attack"],
+            "additionalProperties": False,
+            "properties": {
+                "system": {"const": SYSTEM_ID},
+                "attacker": {"$ref": "#/$defs/combatant"},
+                "defender": {"$ref": "#/$defs/combatant"},
+                "attack": {
+                    "type": "object", "required": ["mode"], "additionalProperties": False,
+                    "properties": {
+                        "mode": {"enum": attacks},
+                        "pool_dice": count,
+                        "keep_by": {"enum": ["action", "die"],
+                                    "description": "how control is kept if won"},
+                        "perceives": {"type": "boolean", "default": True},
+                        "target": {"type": "string"},
+                        "targets": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                "defense": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/defense"}]},
+                "defenders": {**many, "description": "further targets of a psionic-wave"},
+                "allies": {**many, "description": "creatures drawn in by imagination-swarm"},
+                "defenses": {"type": "object",
+                             "additionalProperties": {"$ref": "#/$defs/defense"},
+                             "description": "defense of each further defender or psionic "
+                                            "ally, by id"},
+                "controller": {"$ref": "#/$defs/combatant"},
+                "controllers": many,
+                "puppets": {**many, "description": "creatures either side controls, "
+                                                   "updated when that control ends"},
+                "options": {"type": "object"},
+                "dice": {"type": "object"},
+                "seed": {"type": ["integer", "null"]},
+            },
+            "$defs": {"combatant": combatant, "defense": defense},
+        }
+
+    def describe(self) -> JSON:
+        """Modes with kind and effect parameters, tables, schemas, purposes, house rules."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "modes": [{"id": m, **copy.deepcopy(d)} for m, d in self.tables["modes"].items()],
+            "tables": copy.deepcopy(self.tables),
+            "conditions": list(CONDITIONS),
+            "combatant_schema": self.combatant_schema(),
+            "request_schema": self.request_schema(),
+            "dice_purposes": [{"purpose": p, "text": t} for p, t in DICE_PURPOSES],
+            "house_rules": [r.to_json() for r in HOUSE_RULES],
+        }
+
+    # -- combatants -------------------------------------------------------------------
+    def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
+        """The full combatant with defaults (docs/COMBATANTS.md), or InvalidCombatant."""
+        return normalize(raw, path, self._combatant_validator)
+
+    # -- one exchange -------------------------------------------------------------------
+    def plan(self, request: Mapping[str, Any]) -> Plan:
+        """Check ``request`` (schema, then rules) and say what every side rolls."""
+        self.validate_request(request)
+        return build_plan(self.tables, self.combatant, request)
+
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
+        """One exchange: saves, pools rolled, control and mode effects applied."""
+        return resolve_plan(self.tables, self.plan(request), dice)
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        """Exact ``{outcomes: {attacker, defender}, control, tie, blank_mind_save,
+        damage}``; damage is Synaptic Overload's, given the attacker wins."""
+        return odds_json(exact_odds(self.tables, self.plan(request)))
+
+    # -- encounters -------------------------------------------------------------------
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        """A new encounter in round 1 with no combatants."""
+        return encounter.new(self, options)
+
+    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
+                      ) -> tuple[JSON, str]:
+        """Add a combatant (id from its id, else its name's slug made unique)."""
+        return encounter.add(self, state, combatant)
+
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        """The public view: phase, round, combatants, waiting_for; no pending choice."""
+        return encounter.view(self, state)
+
+    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        """Who must still choose before the step resolves."""
+        return encounter.waiting_for(self, state)
+
+    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
+                          choice: Mapping[str, Any]) -> JSON:
+        """Record a choice (attack, defense, pass) or apply a public action (release,
+        keep, rest)."""
+        return encounter.declare(self, state, combatant_id, choice)
+
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        """Resolve the pending exchange (or end the round when nobody is left to attack)."""
+        return encounter.resolve(self, state, dice, force)

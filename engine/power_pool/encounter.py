@@ -1,0 +1,342 @@
+"""Encounter round logic for power-pool: pure functions over a JSON state.
+
+A step is one exchange (API.md "Encounters"). In the ``attack`` phase anyone who can
+still attack this round may declare ``{"attack": {mode, target, targets?, pool_dice?,
+keep_by?, perceives?}}`` or ``{"pass": true}``; once an attack is declared the phase is
+``defense`` and the struck creatures (a controlled target's controller in its place)
+declare ``{"defense": {mode?, pool_dice?, sacrifice?, allies?: [id]}}``. A psionic
+creature that is not struck may join with ``{"defense": {"mode": "imagination-swarm"}}``.
+Public actions apply at once: ``{"release": id}``, ``{"keep": {target, by}}``,
+``{"rest": true}``.
+
+Seed 001: "Psionic combat occurs in normal initiative order"; a round ends when
+nobody is left who can attack this round, and timed conditions (``condition_rounds``:
+the number of round ends they still last) tick down then.
+
+State: ``{system, options, round, exchange, order, combatants: {id: combatant},
+acted: [id], pending: null | {attacker, attack, defenses: {id: defense},
+joins: {id: defense}}}``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from ..dice import DiceSource
+from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..options import resolve_options
+from ..results import Event, thaw
+from ..system import JSON, schema_problems
+from . import control
+from .combatant import slug
+from .exchange import HOUSE_RULES, SYSTEM_ID
+
+if TYPE_CHECKING:
+    from .core import PowerPoolSystem
+
+MAX_COMBATANTS = 64
+
+_ID = {"type": "string", "minLength": 1, "maxLength": 64}
+CHOICE_SCHEMA: JSON = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": 1,
+    "additionalProperties": False,
+    "properties": {
+        "attack": {
+            "type": "object", "required": ["mode", "target"], "additionalProperties": False,
+            "properties": {
+                "mode": {"type": "string"},
+                "target": _ID,
+                "targets": {"type": "array", "maxItems": 63, "uniqueItems": True, "items": _ID},
+                "pool_dice": {"type": "integer", "minimum": 0},
+                "keep_by": {"enum": ["action", "die"]},
+                "perceives": {"type": "boolean"},
+            },
+        },
+        "defense": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "mode": {"type": ["string", "null"]},
+                "pool_dice": {"type": "integer", "minimum": 0},
+                "sacrifice": {"oneOf": [
+                    {"type": "integer", "minimum": 1, "maximum": 9},
+                    {"type": "array", "maxItems": 200,
+                     "items": {"type": "integer", "minimum": 1, "maximum": 9}}]},
+                "allies": {"type": "array", "maxItems": 63, "uniqueItems": True, "items": _ID},
+            },
+        },
+        "pass": {"const": True},
+        "release": _ID,
+        "keep": {"type": "object", "required": ["target", "by"], "additionalProperties": False,
+                 "properties": {"target": _ID, "by": {"enum": ["die", "action"]}}},
+        "rest": {"const": True},
+        "stance": {"type": "null", "description": "not used by power-pool"},
+    },
+}
+
+
+@cache
+def _choice_validator() -> jsonschema.protocols.Validator:
+    jsonschema.Draft202012Validator.check_schema(CHOICE_SCHEMA)
+    return jsonschema.Draft202012Validator(CHOICE_SCHEMA)
+
+
+def new(system: PowerPoolSystem, options: Mapping[str, Any] | None) -> JSON:
+    """An empty encounter in round 1 (``options`` checked now, stored as given)."""
+    resolve_options(HOUSE_RULES, options)
+    return {"system": SYSTEM_ID, "options": dict(options or {}), "round": 1, "exchange": 0,
+            "order": [], "combatants": {}, "acted": [], "pending": None}
+
+
+def _copy(state: Mapping[str, Any]) -> JSON:
+    out: JSON = copy.deepcopy(thaw(state))
+    return out
+
+
+def add(system: PowerPoolSystem, state: Mapping[str, Any], raw: Mapping[str, Any]
+        ) -> tuple[JSON, str]:
+    """The state with one more combatant, and its id (at most 64 per encounter)."""
+    out = _copy(state)
+    if len(out["order"]) >= MAX_COMBATANTS:
+        raise LimitExceeded(Problem("/combatant", (
+            f"an encounter holds at most {MAX_COMBATANTS} combatants")))
+    c = system.combatant(raw, "/combatant")
+    if isinstance(raw, Mapping) and raw.get("id"):
+        if c["id"] in out["combatants"]:
+            raise InvalidInput.at("/combatant/id", f"{c['id']!r} is already in the encounter")
+    else:
+        base, n = slug(c["name"]), 2
+        while c["id"] in out["combatants"]:
+            suffix = f"-{n}"
+            c["id"] = base[:64 - len(suffix)] + suffix
+            n += 1
+    out["combatants"][c["id"]] = c
+    out["order"].append(c["id"])
+    return out, str(c["id"])
+
+
+def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> str | None:
+    """Why ``cid`` cannot attack now, or ``None`` if it can."""
+    c = state["combatants"][cid]
+    if cid in state["acted"]:
+        return "has already attacked or passed this round"
+    if not c["psionic"] or not c["attacks"]:
+        return "knows no attack mode"
+    if c["controlled_by"]:
+        return f"is under the psionic control of {c['controlled_by']!r}"
+    for cond in c["conditions"]:
+        if cond in system.tables["cannot_attack_conditions"]:
+            return f"is {cond}"
+    return None
+
+
+def _struck(state: Mapping[str, Any], pending: Mapping[str, Any]) -> list[str]:
+    """Who defends against the pending attack: each target, or its controller."""
+    attack = pending["attack"]
+    out: list[str] = []
+    for tid in [attack["target"], *attack.get("targets", [])]:
+        c = state["combatants"][tid]
+        cid = c["controlled_by"] if c["controlled_by"] in state["combatants"] else tid
+        if cid not in out:
+            out.append(cid)
+    return out
+
+
+def _can_choose(system: PowerPoolSystem, c: Mapping[str, Any]) -> bool:
+    """A defender that is unaware and knows no mode that works so rolls nothing and has
+    no choice to make."""
+    unaware = any(x in system.tables["awareness_conditions"] for x in c["conditions"])
+    if not unaware:
+        return True
+    return any(system.tables["modes"][m].get("defends_while_unaware") for m in c["defenses"])
+
+
+def waiting_for(system: PowerPoolSystem, state: Mapping[str, Any]) -> list[str]:
+    """Attack phase: who can still attack or pass; defense phase: struck creatures that
+    have a choice and have not made it."""
+    pending = state["pending"]
+    if pending is None:
+        return [cid for cid in state["order"] if _can_attack(system, state, cid) is None]
+    return [cid for cid in _struck(state, pending)
+            if cid not in pending["defenses"] and _can_choose(system, state["combatants"][cid])]
+
+
+def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
+    """The public state: no pending attack mode, target or defense in it."""
+    pending = state["pending"]
+    return {
+        "system": SYSTEM_ID,
+        "phase": "attack" if pending is None else "defense",
+        "round": state["round"],
+        "exchange": state["exchange"],
+        "options": copy.deepcopy(thaw(state["options"])),
+        "order": list(state["order"]),
+        "combatants": copy.deepcopy(thaw(state["combatants"])),
+        "acted": list(state["acted"]),
+        "waiting_for": waiting_for(system, state),
+        "declared": [] if pending is None else sorted(
+            [pending["attacker"], *pending["defenses"], *pending["joins"]]),
+    }
+
+
+def _request(state: Mapping[str, Any], pending: Mapping[str, Any]) -> JSON:
+    """The ``exchange.resolve`` request the pending choices make."""
+    cs = state["combatants"]
+    attack = dict(pending["attack"])
+    targets = [attack.pop("target"), *attack.pop("targets", [])]
+    struck = _struck(state, pending)
+    defenses = {k: {x: y for x, y in v.items() if x != "allies"}
+                for k, v in pending["defenses"].items()}
+    principal = struck[0]
+    ally_ids = list(pending["defenses"].get(principal, {}).get("allies", []))
+    ally_ids += [j for j in pending["joins"] if j not in ally_ids]
+    others = {k: v for k, v in defenses.items() if k != principal}
+    others.update({k: dict(v) for k, v in pending["joins"].items()})
+    controllers = [cs[c["controlled_by"]] for t in targets
+                   if (c := cs[t])["controlled_by"] in cs]
+    return {
+        "attacker": cs[pending["attacker"]],
+        "defender": cs[targets[0]],
+        "defenders": [cs[t] for t in targets[1:]],
+        "attack": attack,
+        "defense": defenses.get(principal),
+        "defenses": others,
+        "allies": [cs[a] for a in ally_ids],
+        "controllers": controllers,
+        "puppets": [c for c in cs.values() if c["controlled_by"]],
+        "options": dict(state["options"]),
+    }
+
+
+def _check_ids(state: Mapping[str, Any], ids: list[str], path: str) -> None:
+    for i, cid in enumerate(ids):
+        if cid not in state["combatants"]:
+            raise InvalidInput.at(f"{path}/{i}", f"no combatant {cid!r} in this encounter")
+
+
+def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
+            choice: Mapping[str, Any]) -> JSON:
+    """The state with ``cid``'s choice recorded (checked against the rules now)."""
+    out = _copy(state)
+    if cid not in out["combatants"]:
+        raise InvalidInput.at("/combatant_id", f"no combatant {cid!r} in this encounter")
+    problems = schema_problems(_choice_validator(), dict(choice), "/choice")
+    if problems:
+        raise InvalidInput(problems)
+    pending = out["pending"]
+    cs = out["combatants"]
+    if "attack" in choice:
+        attack = copy.deepcopy(dict(choice["attack"]))
+        if pending is not None:
+            raise RulesViolation("exchange-pending", (
+                "an attack is already declared; resolve that exchange first"))
+        why = _can_attack(system, out, cid)
+        if why:
+            raise RulesViolation("cannot-attack", f"{cs[cid]['name']} {why}")
+        _check_ids(out, [attack["target"], *attack.get("targets", [])], "/choice/attack/targets")
+        candidate: JSON = {"attacker": cid, "attack": attack, "defenses": {}, "joins": {}}
+        system.plan(_request(out, candidate))
+        out["pending"] = candidate
+    elif "defense" in choice:
+        defense = copy.deepcopy(dict(choice["defense"]))
+        if pending is None:
+            raise RulesViolation("no-attack-pending", "nobody has attacked yet")
+        _check_ids(out, defense.get("allies", []), "/choice/defense/allies")
+        candidate = copy.deepcopy(pending)
+        if cid in _struck(out, pending):
+            candidate["defenses"][cid] = defense
+        elif cid == pending["attacker"]:
+            raise RulesViolation("not-defending", "the attacker does not defend")
+        elif defense.get("mode") and system.tables["modes"].get(
+                defense["mode"], {}).get("draws_allies") and cs[cid]["psionic"]:
+            if defense.get("allies"):
+                raise RulesViolation("not-defending", (
+                    "only a struck defender draws allies in"))
+            candidate["joins"][cid] = defense
+        else:
+            raise RulesViolation("not-defending", (
+                f"{cs[cid]['name']} is not struck by this attack (a psionic creature may "
+                "join with imagination-swarm)"))
+        system.plan(_request(out, candidate))
+        out["pending"] = candidate
+    elif "pass" in choice:
+        if cid not in out["acted"]:
+            out["acted"].append(cid)
+    elif "release" in choice:
+        c, freed, _ = control.release(cs[cid], choice["release"], cs,
+                                      control.ending_with_control(system.tables))
+        cs[cid] = c
+        cs.update(freed)
+    elif "keep" in choice:
+        cs[cid] = control.keep_by(cs[cid], choice["keep"]["target"], choice["keep"]["by"])
+    elif "rest" in choice:
+        if pending is not None:
+            raise RulesViolation("exchange-pending", "no rest in the middle of an exchange")
+        rule = system.options(out["options"])["H-PP-RECOVERY"]
+        cs[cid] = control.recover(cs[cid], rule)
+    return out
+
+
+def _end_round(state: JSON) -> list[Event]:
+    events = [Event("round-ended", None, {"round": state["round"]})]
+    for cid in state["order"]:
+        c = state["combatants"][cid]
+        timers: dict[str, int] = c["condition_rounds"]
+        for cond in list(timers):
+            timers[cond] -= 1
+            if timers[cond] <= 0:
+                c = control.remove_condition(c, cond)
+                timers = c["condition_rounds"]
+                events.append(Event("condition-ended", cid, {"condition": cond}))
+        state["combatants"][cid] = c
+    state["round"] += 1
+    state["acted"] = []
+    return events
+
+
+def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
+            force: bool = False) -> tuple[JSON, JSON]:
+    """Resolve the pending exchange; the round ends when nobody can attack any more.
+
+    Without ``force``, anyone in ``waiting_for`` is ``choices-missing``; with it, a
+    missing defense is no defense mode (the whole pool rolled) and, with no attack
+    declared, the round simply ends.
+    """
+    out = _copy(state)
+    waiting = waiting_for(system, out)
+    pending = out["pending"]
+    if waiting and not force:
+        what = "an attack or a pass" if pending is None else "a defense"
+        raise RulesViolation("choices-missing", f"waiting for {what} from {waiting}")
+    results: list[JSON] = []
+    events: list[Event] = []
+    summary: list[str] = []
+    number = None
+    round_at = out["round"]
+    if pending is not None:
+        res = system.resolve(_request(out, pending), dice)
+        for change in res.changes().values():
+            if change.id in out["combatants"]:
+                out["combatants"][change.id] = thaw(change.after)
+        if pending["attacker"] not in out["acted"]:
+            out["acted"].append(pending["attacker"])
+        out["pending"] = None
+        out["exchange"] += 1
+        number = out["exchange"]
+        results.append(res.to_json())
+        events.extend(res.events)
+        summary.append(res.summary)
+    if pending is None or not waiting_for(system, out):
+        ended = out["round"]
+        events.extend(_end_round(out))
+        summary.append(f"Round {ended} ends.")
+    step = {"exchange": number, "round": round_at, "results": results,
+            "events": [e.to_json() for e in events], "summary": " ".join(summary)}
+    return out, step

@@ -1,0 +1,571 @@
+"""One exchange of power-pool psionic combat (RULES.md §3.2-§3.4, seed 001).
+
+``build_plan`` checks a request against the rules and works out who rolls how many
+dice of which type; it rolls nothing, so ``odds`` uses it too. ``resolve_plan``
+rolls the dice and applies the outcome.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dice import MAX_DICE_PER_POOL, DiceSource
+from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..options import HouseRule, resolve_options
+from ..results import Change, Event, Resolution
+from ..system import JSON
+from . import control
+from .combatant import link_key
+
+SYSTEM_ID = "power-pool"
+
+HOUSE_RULES: tuple[HouseRule, ...] = (
+    HouseRule("H-PP-TIE", "Equal totals go to the defender ('attacker' gives ties to the "
+              "attacker).", "defender", ("defender", "attacker")),
+    HouseRule("H-PP-GROUP", "A group rolls every member's dice into one total; a non-psionic "
+              "ally drawn in adds one die of its hit-die type ('all-dice': its whole pool).",
+              "one-die", ("one-die", "all-dice")),
+    HouseRule("H-PP-BLANK-SAVE", "The save against Blank Mind is the host game's save vs. "
+              "spells: d20 at or above the attacker's blank_mind_save; a combatant that "
+              "gives none uses this target.", 15, tuple(range(2, 21))),
+    HouseRule("H-PP-NO-POOL", "A creature with a mind but no power pool defends with its hit "
+              "dice but no defense modes (false: it rolls nothing).", True),
+    HouseRule("H-PP-RECOVERY", "All dice return to the pool after a long rest ('half': half "
+              "the hit dice, rounded up, per long rest).", "all", ("all", "half")),
+)
+
+#: Resolution outcomes.
+OUTCOME_CONTROL = "control"
+OUTCOME_NO_CONTROL = "won-without-control"
+OUTCOME_REBUFFED = "rebuffed"
+OUTCOME_BLANK_MIND = "blank-mind-save-failed"
+
+Normalizer = Callable[[Mapping[str, Any], str], JSON]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One defending member: what it rolls and with which mode."""
+
+    id: str
+    combatant: JSON
+    role: str  # "defender", "wave-target", "ally"
+    mode: str | None
+    dice: int
+    sides: int
+    bonus: int
+    sacrifice: tuple[int, ...]
+    rolls: bool
+    drawn_in: bool = False  # a non-psionic ally drawn in by Imagination Swarm
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything an exchange will roll and who it can touch, checked against the rules."""
+
+    options: Mapping[str, Any]
+    attacker: JSON
+    mode: str
+    attack_dice: int
+    attack_sides: int
+    keep_by: str
+    members: tuple[Side, ...]
+    saves: tuple[str, ...]  # one Blank Mind save per member using it, in order
+    save_target: int
+    tie_to: str
+    redirected: tuple[tuple[str, str], ...] = ()
+    bystanders: Mapping[str, JSON] = field(default_factory=dict)
+    puppets: Mapping[str, JSON] = field(default_factory=dict)
+
+    @property
+    def principal(self) -> Side:
+        return self.members[0]
+
+
+def step(ladder: Sequence[int], sides: int, steps: int) -> int:
+    """Move ``sides`` ``steps`` places up (or down) the table's die ladder, stopping at
+    its ends ("upgrades stop at d20")."""
+    if sides not in ladder:
+        raise InvalidInput.at("/die", f"d{sides} is not on the die ladder {list(ladder)}")
+    i = min(max(ladder.index(sides) + steps, 0), len(ladder) - 1)
+    return int(ladder[i])
+
+
+def _mode(tables: Mapping[str, Any], mode_id: str, kind: str, path: str) -> Mapping[str, Any]:
+    mode = tables["modes"].get(mode_id)
+    if mode is None or mode["kind"] != kind:
+        known = sorted(m for m, d in tables["modes"].items() if d["kind"] == kind)
+        raise InvalidInput.at(path, f"unknown {kind} mode {mode_id!r}; known: {known}")
+    return mode  # type: ignore[no-any-return]
+
+
+def _check_dice(count: int, path: str) -> None:
+    if count > MAX_DICE_PER_POOL:
+        raise LimitExceeded(Problem(
+            path, f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool"))
+
+
+def _sacrifice(c: Mapping[str, Any], given: Any, path: str) -> tuple[int, ...]:
+    """The spell levels given up; an integer is shorthand for one spell of that level."""
+    if given is None:
+        return ()
+    levels = (given,) if isinstance(given, int) else tuple(given)
+    missing = Counter(levels) - Counter(c["spell_levels"])
+    if missing:
+        raise RulesViolation(
+            "spell-not-memorised",
+            f"{path}: {c['name']} has no memorised spell of level "
+            f"{sorted(missing.elements())} to sacrifice (memorised: {sorted(c['spell_levels'])})")
+    return levels
+
+
+def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
+                defense: Mapping[str, Any] | None, path: str, role: str) -> Side:
+    """What ``c`` rolls in defense, checking the awareness rule and its choices."""
+    defense = defense or {}
+    mode_id = defense.get("mode")
+    mode: Mapping[str, Any] = {}
+    if mode_id is not None:
+        mode = _mode(tables, mode_id, "defense", f"{path}/mode")
+        if not c["psionic"]:
+            raise RulesViolation("mode-not-known", (
+                f"{c['name']} is not psionic: a creature without a power pool uses no "
+                "defense modes (H-PP-NO-POOL)"))
+        if mode_id not in c["defenses"]:
+            raise RulesViolation("mode-not-known",
+                                 f"{c['name']} does not know {mode_id} "
+                                 f"(knows {c['defenses']})")
+    unaware = [x for x in c["conditions"] if x in tables["awareness_conditions"]]
+    rolls = True
+    if unaware:
+        if mode.get("defends_while_unaware"):
+            if c["controlled_by"]:
+                raise RulesViolation("labyrinth-while-controlled", (
+                    f"{c['name']} is under psionic control: {mode_id} works while "
+                    f"{unaware[0]} only for a mind not already controlled"))
+        elif mode_id is not None:
+            raise RulesViolation("defender-unaware", (
+                f"{c['name']} is {unaware[0]}: it may defend only with a mode that works "
+                "while unaware (cognitive-labyrinth), otherwise it rolls nothing"))
+        else:
+            rolls = False
+    sacrifice = _sacrifice(c, defense.get("sacrifice"), f"{path}/sacrifice")
+    pool_dice = defense.get("pool_dice")
+    if not rolls and (sacrifice or pool_dice):
+        raise RulesViolation("defender-unaware", (
+            f"{c['name']} is {unaware[0]}: it rolls nothing and cannot sacrifice spells"))
+    # H-PP-NO-POOL: a mind without a power pool still defends with its hit dice
+    available = c["pool"] if c["psionic"] or options["H-PP-NO-POOL"] else 0
+    if not rolls:
+        dice = 0
+    elif pool_dice is None:
+        dice = available
+        _check_dice(dice, f"{path}/pool_dice")
+    else:
+        _check_dice(pool_dice, f"{path}/pool_dice")
+        if pool_dice > available:
+            raise RulesViolation("pool-dice-exceed-pool", (
+                f"{c['name']} has {available} dice to roll, not {pool_dice}"))
+        dice = pool_dice
+    sides = step(tables["ladder"], c["die"], int(mode.get("die_steps", 0)))
+    return Side(c["id"], c, role, mode_id, dice, sides, sum(sacrifice), sacrifice, rolls)
+
+
+def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
+               request: Mapping[str, Any]) -> Plan:
+    """Check ``request`` against the rules and say what each side will roll."""
+    options = resolve_options(HOUSE_RULES, request.get("options"))
+    attacker = normalize(request["attacker"], "/attacker")
+    target = normalize(request["defender"], "/defender")
+    extra = [normalize(r, f"/defenders/{i}") for i, r in enumerate(request.get("defenders") or [])]
+    allies = [normalize(r, f"/allies/{i}") for i, r in enumerate(request.get("allies") or [])]
+    controllers: dict[str, JSON] = {}
+    if request.get("controller") is not None:
+        c = normalize(request["controller"], "/controller")
+        controllers[c["id"]] = c
+    for i, r in enumerate(request.get("controllers") or []):
+        c = normalize(r, f"/controllers/{i}")
+        controllers[c["id"]] = c
+    puppets: dict[str, JSON] = {}
+    for i, r in enumerate(request.get("puppets") or []):
+        c = normalize(r, f"/puppets/{i}")
+        puppets[c["id"]] = c
+
+    seen: dict[str, str] = {}
+    for path, c in ([("/attacker", attacker), ("/defender", target)]
+                    + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
+                    + [(f"/allies/{i}", c) for i, c in enumerate(allies)]):
+        if c["id"] in seen:
+            raise InvalidInput.at(f"{path}/id", f"id {c['id']!r} is already used at "
+                                                f"{seen[c['id']]}")
+        seen[c["id"]] = path
+
+    attack = request["attack"]
+    mode_id = attack["mode"]
+    mode = _mode(tables, mode_id, "attack", "/attack/mode")
+    # seed 001: "Any psionically active creature may engage in psionic combat"
+    if not attacker["psionic"]:
+        raise RulesViolation("attacker-not-psionic",
+                             f"{attacker['name']} is not psionically active")
+    if mode_id not in attacker["attacks"]:
+        raise RulesViolation("mode-not-known", f"{attacker['name']} does not know {mode_id} "
+                                               f"(knows {attacker['attacks']})")
+    if extra and not mode.get("several_targets"):
+        raise RulesViolation("one-target", f"{mode_id} attacks one target; only a mode that "
+                                           "attacks several (psionic-wave) takes /defenders")
+    # seed 001: "must have line of sight, or must be able to perceive the creature"
+    if attack.get("perceives", True) is False:
+        raise RulesViolation("target-not-perceived",
+                             f"{attacker['name']} must perceive {target['name']} to attack it")
+
+    members: list[JSON] = []
+    roles: list[str] = []
+    redirected: list[tuple[str, str]] = []
+    bystanders: dict[str, JSON] = {}
+    for t in [target, *extra]:
+        if t["id"] == attacker["id"]:
+            raise RulesViolation("target-self", f"{attacker['name']} cannot attack itself")
+        # seed 001: "Creatures must have minds ... Constructs, unintelligent undead,
+        # and most plants are immune to psionic combat."
+        if t["mindless"]:
+            raise RulesViolation("target-mindless",
+                                 f"{t['name']} has no mind and is immune to psionic combat")
+        struck = t
+        if t["controlled_by"]:
+            cid = t["controlled_by"]
+            if cid == attacker["id"]:
+                raise RulesViolation("target-own-puppet", (
+                    f"{t['name']} is under {attacker['name']}'s own control; an attack on "
+                    "it would strike its controller"))
+            # seed 001: "Psionically attacking a creature under psionic control
+            # automatically attacks the controller"
+            ctrl = controllers.get(cid)
+            if ctrl is None:
+                raise RulesViolation("controller-required", (
+                    f"{t['name']} is under the psionic control of {cid!r}, so the attack "
+                    "strikes the controller; give it in /controller"))
+            if ctrl["controlled_by"]:
+                raise RulesViolation("controller-required", (
+                    f"the controller {ctrl['name']} is itself under control and cannot "
+                    "hold control"))
+            redirected.append((t["id"], cid))
+            bystanders[t["id"]] = t
+            struck = ctrl
+        if all(m["id"] != struck["id"] for m in members):
+            members.append(struck)
+            roles.append("defender" if not members[1:] else "wave-target")
+
+    defenses = request.get("defenses") or {}
+    sides: list[Side] = []
+    for i, m in enumerate(members):
+        if i == 0:
+            defense, path = request.get("defense"), "/defense"
+        else:
+            defense, path = defenses.get(m["id"]), f"/defenses/{m['id']}"
+        sides.append(defend_side(tables, options, m, defense, path, roles[i]))
+
+    principal_mode = tables["modes"].get(sides[0].mode or "", {})
+    for i, ally in enumerate(allies):
+        path = f"/allies/{i}"
+        if ally["mindless"]:
+            raise RulesViolation("ally-mindless", f"{ally['name']} has no mind to draw in")
+        if ally["controlled_by"]:
+            raise RulesViolation("ally-controlled",
+                                 f"{ally['name']} is under psionic control and cannot join")
+        if ally["psionic"]:
+            # "Psionically active creatures may also use this defence mode to participate
+            # in a psionic combat that is targeting an ally they can see."
+            d = dict(defenses.get(ally["id"]) or {"mode": "imagination-swarm"})
+            mode_ally = tables["modes"].get(d.get("mode") or "", {})
+            if not mode_ally.get("draws_allies"):
+                raise RulesViolation("ally-needs-imagination-swarm", (
+                    f"{ally['name']} joins the combat only with a mode that draws allies in "
+                    "(imagination-swarm)"))
+            sides.append(defend_side(tables, options, ally, d, f"/defenses/{ally['id']}",
+                                     "ally"))
+        else:
+            if not principal_mode.get("draws_allies"):
+                raise RulesViolation("ally-needs-imagination-swarm", (
+                    f"{path}: non-psionic allies are drawn in only by a defender using "
+                    "imagination-swarm"))
+            dice = 1 if options["H-PP-GROUP"] == "one-die" else ally["pool"]
+            sides.append(Side(ally["id"], ally, "ally", None, dice, ally["die"], 0, (), True,
+                              drawn_in=True))
+    for key in defenses:
+        if all(s.id != key for s in sides[1:]):
+            raise InvalidInput.at(f"/defenses/{key}",
+                                  "not a further defender or ally of this exchange")
+    total = sum(s.dice for s in sides)
+    if total > MAX_DICE_PER_POOL:
+        raise LimitExceeded(Problem("/defense", (
+            f"the defending group would roll {total} dice; the limit is {MAX_DICE_PER_POOL}")))
+
+    pool_dice = attack.get("pool_dice")
+    if pool_dice is None:
+        _check_dice(attacker["pool"], "/attack/pool_dice")
+        attack_dice = attacker["pool"]
+    else:
+        _check_dice(pool_dice, "/attack/pool_dice")
+        if pool_dice > attacker["pool"]:
+            raise RulesViolation("pool-dice-exceed-pool", (
+                f"{attacker['name']} has {attacker['pool']} dice in its pool, not {pool_dice}"))
+        attack_dice = pool_dice
+    keep_by = attack.get("keep_by", "action")
+    if keep_by == "die" and attacker["pool"] < 1:
+        raise RulesViolation("no-die-to-dedicate",
+                             f"{attacker['name']} has no die in its pool to keep control with")
+    saves = tuple(s.id for s in sides
+                  if tables["modes"].get(s.mode or "", {}).get("attacker_save"))
+    save_target = attacker["blank_mind_save"] or options["H-PP-BLANK-SAVE"]
+    for pid in bystanders:
+        puppets.setdefault(pid, bystanders[pid])
+    return Plan(
+        options=options, attacker=attacker, mode=mode_id, attack_dice=attack_dice,
+        attack_sides=step(tables["ladder"], attacker["die"], int(mode.get("die_steps", 0))),
+        keep_by=keep_by, members=tuple(sides), saves=saves, save_target=int(save_target),
+        tie_to=options["H-PP-TIE"], redirected=tuple(redirected), bystanders=bystanders,
+        puppets=puppets)
+
+
+def _name(tables: Mapping[str, Any], mode_id: str | None) -> str:
+    return str(tables["modes"][mode_id]["name"]) if mode_id else "no defense mode"
+
+
+def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Resolution:
+    """Roll the exchange ``plan`` describes and apply its outcome."""
+    start = dice.mark()
+    attacker = plan.attacker
+    aid = attacker["id"]
+    mode = tables["modes"][plan.mode]
+    ex = tables["exchange"]
+    ending = control.ending_with_control(tables)
+    events: list[Event] = []
+    effects: list[JSON] = []
+    now: dict[str, JSON] = {aid: attacker}
+    for side in plan.members:
+        now[side.id] = side.combatant
+
+    # Blank Mind: the attacker saves first (purpose `save`); a failure ends the attack.
+    saves: list[JSON] = []
+    failed = False
+    for against in plan.saves:
+        roll = dice.roll(tables["save"]["purpose"], tables["save"]["sides"], by=aid)
+        success = roll >= plan.save_target
+        saves.append({"against": against, "target": plan.save_target, "roll": roll,
+                      "success": success})
+        events.append(Event("blank-mind-save", aid, {"against": against, "roll": roll,
+                                                     "target": plan.save_target,
+                                                     "success": success}))
+        if not success:
+            failed = True
+            break
+
+    attack_total: int | None = None
+    defense_total: int | None = None
+    sums: dict[str, int] = {}
+    if not failed:
+        attack_rolls = dice.roll_many("attack", plan.attack_sides, plan.attack_dice, by=aid)
+        attack_total = sum(attack_rolls)
+        left = dice.available("defense")
+        needed = sum(s.dice for s in plan.members)
+        if left is not None and left < needed:
+            short = next(s for s in plan.members if s.dice)
+            raise DiceNeeded("defense", short.sides, needed - left)
+        for side in plan.members:
+            sums[side.id] = sum(dice.roll_many("defense", side.sides, side.dice, by=side.id))
+        defense_total = sum(sums.values()) + sum(s.bonus for s in plan.members)
+
+    # Joining psionic combat dazes the attacker for the round (seed 001).
+    now[aid] = control.add_condition(now[aid], "dazed", ex["attacker_dazed_round_ends"])
+    events.append(Event("dazed", aid, {"round_ends": ex["attacker_dazed_round_ends"],
+                                       "reason": "attacked in psionic combat"}))
+    for side in plan.members:
+        if side.sacrifice:
+            c = dict(now[side.id])
+            left_levels = list(c["spell_levels"])
+            for level in side.sacrifice:
+                left_levels.remove(level)
+            c["spell_levels"] = left_levels
+            now[side.id] = c
+            events.append(Event("spells-sacrificed", side.id,
+                                {"levels": list(side.sacrifice), "bonus": side.bonus}))
+        if side.drawn_in:
+            rounds = tables["modes"][plan.principal.mode]["ally_dazed_round_ends"]
+            now[side.id] = control.add_condition(now[side.id], "dazed", rounds)
+            events.append(Event("dazed", side.id, {"round_ends": rounds,
+                                                   "reason": "drawn in by imagination-swarm"}))
+
+    freed: dict[str, JSON] = {}
+    controlled: list[str] = []
+    if failed:
+        winner = "defender"
+        outcome = OUTCOME_BLANK_MIND
+        lost = min(ex["blank_mind_pool_dice_lost"], now[aid]["pool"])
+        now[aid] = {**now[aid], "pool": now[aid]["pool"] - lost}
+        events.append(Event("pool-die-lost", aid, {"dice": lost, "reason": "blank-mind"}))
+    else:
+        assert attack_total is not None and defense_total is not None
+        if attack_total != defense_total:
+            winner = "attacker" if attack_total > defense_total else "defender"
+        else:
+            winner = plan.tie_to
+        if winner == "attacker":
+            for side in plan.members:
+                c = now[side.id]
+                instead = tables["modes"].get(side.mode or "", {}).get("instead_of_control")
+                is_controlled = instead is None
+                if instead is not None:
+                    c = control.add_condition(c, instead["condition"], instead["round_ends"])
+                    effects.append({"effect": instead["condition"], "combatant": side.id,
+                                    "round_ends": instead["round_ends"],
+                                    "instead_of_control": True})
+                    events.append(Event(instead["condition"], side.id,
+                                        {"round_ends": instead["round_ends"],
+                                         "reason": f"{side.mode}: instead of control"}))
+                else:
+                    its = {p: now.get(p, q) for p, q in plan.puppets.items()}
+                    c, released, evs = control.fall_under_control(c, aid, its, ending)
+                    freed.update(released)
+                    events.extend(evs)
+                    controlled.append(side.id)
+                    effects.append({"effect": "controlled", "combatant": side.id,
+                                    "controller": aid})
+                    events.append(Event("control-established", side.id, {"controller": aid}))
+                for effect in mode.get("on_success", []):
+                    if effect["requires_control"] and not is_controlled:
+                        continue
+                    c = control.add_condition(c, effect["condition"], None)
+                    effects.append({"effect": effect["condition"], "combatant": side.id,
+                                    "outlasts_control": effect["outlasts_control"]})
+                    events.append(Event(effect["condition"], side.id, {"by": aid}))
+                if mode.get("damage") == "own-defense-dice":
+                    amount = sums[side.id]
+                    if c["hp"] is not None:
+                        c = {**c, "hp": c["hp"] - amount}
+                    effects.append({"effect": "damage", "combatant": side.id,
+                                    "amount": amount})
+                    events.append(Event("damage", side.id, {"amount": amount,
+                                                            "source": plan.mode}))
+                now[side.id] = c
+            wave = None
+            if mode.get("several_targets") and controlled:
+                keys = {link_key(e) for e in now[aid]["controlling"]}
+                wave = f"wave-{controlled[0]}"
+                n = 2
+                while wave in keys:
+                    wave, n = f"wave-{controlled[0]}-{n}", n + 1
+            now[aid] = control.establish(now[aid], controlled, plan.keep_by, wave)
+            outcome = OUTCOME_CONTROL if controlled else OUTCOME_NO_CONTROL
+        else:
+            outcome = OUTCOME_REBUFFED
+            # seed 001: "Any psionic control the attacker is exerting over other
+            # creatures ceases immediately."
+            its = {p: now.get(p, q) for p, q in plan.puppets.items()}
+            a, released, evs = control.release_all(now[aid], its, ending, "rebuffed")
+            freed.update(released)
+            events.extend(evs)
+            lost = min(ex["loser_pool_dice_lost"], a["pool"])
+            a = {**a, "pool": a["pool"] - lost}
+            events.append(Event("pool-die-lost", aid, {"dice": lost, "reason": "rebuffed"}))
+            a = control.add_condition(a, "stunned", ex["loser_stunned_round_ends"])
+            events.append(Event("stunned", aid, {"round_ends": ex["loser_stunned_round_ends"],
+                                                 "reason": "rebuffed"}))
+            now[aid] = a
+    for pid, c in freed.items():
+        if pid in now and pid != aid:
+            # a freed puppet that also defends keeps its exchange changes
+            now[pid] = {**now[pid], "controlled_by": None}
+        else:
+            now[pid] = c
+
+    principal = plan.principal
+    others: list[Change] = []
+    listed = {aid, principal.id}
+    for side in plan.members[1:]:
+        others.append(Change(side.id, side.combatant, now[side.id]))
+        listed.add(side.id)
+    for pid, c in {**plan.bystanders, **freed}.items():
+        if pid not in listed:
+            before = plan.puppets.get(pid, plan.bystanders.get(pid, c))
+            others.append(Change(pid, before, now.get(pid, c)))
+            listed.add(pid)
+
+    member_json = [{
+        "id": s.id, "role": s.role, "mode": s.mode, "dice": s.dice, "sides": s.sides,
+        "rolled": sums.get(s.id), "sacrifice": list(s.sacrifice), "bonus": s.bonus,
+        "rolls": s.rolls} for s in plan.members]
+    fields: JSON = {
+        "attack_total": attack_total,
+        "defense_total": defense_total,
+        "winner": winner,
+        "controlled": bool(controlled),
+        "effects": effects,
+        "attack": {"mode": plan.mode, "dice": plan.attack_dice, "sides": plan.attack_sides,
+                   "keep_by": plan.keep_by},
+        "defense": {"mode": principal.mode, "members": member_json},
+        "tie": attack_total is not None and attack_total == defense_total,
+        "blank_mind": saves or None,
+        "redirected": [{"from": a, "to": b} for a, b in plan.redirected],
+        "damage": sum(e["amount"] for e in effects if e["effect"] == "damage"),
+    }
+    summary = _summary(tables, plan, attack_total, defense_total, winner, failed,
+                       controlled, effects, freed)
+    return Resolution(
+        system=SYSTEM_ID, outcome=outcome,
+        attacker=Change(aid, attacker, now[aid]),
+        defender=Change(principal.id, principal.combatant, now[principal.id]),
+        rolls=dice.rolls_since(start), events=tuple(events), summary=summary,
+        fields=fields, others=tuple(others),
+        unused_dice={k: tuple(v) for k, v in dice.unused().items()})
+
+
+def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
+             defense_total: int | None, winner: str, failed: bool, controlled: list[str],
+             effects: list[JSON], freed: Mapping[str, JSON]) -> str:
+    a = plan.attacker["name"]
+    names = {s.id: s.combatant["name"] for s in plan.members}
+    names.update({k: v["name"] for k, v in plan.puppets.items()})
+    group = [s.combatant["name"] for s in plan.members]
+    who = group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
+    parts = [f"{a} strikes at {who} with {_name(tables, plan.mode)}."]
+    for t, c in plan.redirected:
+        parts.append(f"{plan.bystanders[t]['name']} is under {names.get(c, c)}'s control, so "
+                     f"the attack strikes {names.get(c, c)} instead.")
+    if failed:
+        parts.append(f"{a} fails the save against Blank Mind (needed {plan.save_target}): "
+                     "the attack fails outright and a die of the pool is lost.")
+        return " ".join(parts)
+    p = plan.principal
+    parts.append(f"{a} rolls {plan.attack_dice}d{plan.attack_sides} for {attack_total}; "
+                 f"{p.combatant['name']} defends with {_name(tables, p.mode)}"
+                 + (" but, unaware, rolls nothing" if not p.rolls else "")
+                 + f" for a total of {defense_total}"
+                 + (f" (with {len(plan.members) - 1} more in the group)"
+                    if len(plan.members) > 1 else "")
+                 + (f", {p.bonus} of it from sacrificed spells" if p.bonus else "") + ".")
+    if attack_total == defense_total:
+        parts.append(f"A tie goes to the {winner}.")
+    if winner == "attacker":
+        if controlled:
+            parts.append(f"{a} wins: {', '.join(names[c] for c in controlled)} "
+                         f"{'falls' if len(controlled) == 1 else 'fall'} under its psionic "
+                         f"control (kept by {'a dedicated die' if plan.keep_by == 'die' else 'an action each round'}).")  # noqa: E501
+        else:
+            parts.append(f"{a} wins, but Barrier Mantra leaves the defender stunned instead "
+                         "of controlled.")
+        extra = [e for e in effects if e["effect"] not in ("controlled",)
+                 and not e.get("instead_of_control")]
+        for e in extra:
+            if e["effect"] == "damage":
+                parts.append(f"{names[e['combatant']]} takes {e['amount']} damage.")
+            else:
+                parts.append(f"{names[e['combatant']]} is {e['effect']}.")
+    else:
+        parts.append(f"{p.combatant['name']} holds: {a} loses a die from its pool and is "
+                     "stunned for a round.")
+        if freed or plan.attacker["controlling"]:
+            parts.append(f"Every psionic control {a} held ends.")
+    return " ".join(parts)

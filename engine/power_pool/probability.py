@@ -1,0 +1,143 @@
+"""Exact odds of a power-pool exchange.
+
+Sums of many dice are the costly part (100d20 against 100d20 is the largest legal
+contest). ``sum_of_dice`` and ``convolve`` multiply the distributions as big
+integers (each weight in its own bit field, so one integer product does the whole
+convolution); tests check both against ``engine.odds.Dist`` on small inputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from ..odds import Dist
+from .exchange import Plan
+
+
+def _pack(weights: Mapping[int, int], low: int, high: int, width: int) -> int:
+    """The weights as one integer, ``width`` bytes per value from ``low`` to ``high``."""
+    buf = bytearray((high - low + 1) * width)
+    for v, w in weights.items():
+        if w:
+            buf[(v - low) * width:(v - low + 1) * width] = w.to_bytes(width, "little")
+    return int.from_bytes(bytes(buf), "little")
+
+
+def _unpack(number: int, low: int, count: int, width: int) -> dict[int, int]:
+    raw = number.to_bytes(count * width, "little")
+    out: dict[int, int] = {}
+    for k in range(count):
+        w = int.from_bytes(raw[k * width:(k + 1) * width], "little")
+        if w:
+            out[low + k] = w
+    return out
+
+
+@lru_cache(maxsize=256)
+def sum_of_dice(sides: int, count: int) -> Dist:
+    """The distribution of the sum of ``count`` d``sides`` (``count`` ≥ 0)."""
+    if count == 0:
+        return Dist.constant(0)
+    total = sides ** count
+    width = (total.bit_length() + 8) // 8  # every weight is at most total
+    one = _pack(dict.fromkeys(range(sides), 1), 0, sides - 1, width)
+    weights = _unpack(one ** count, count, count * (sides - 1) + 1, width)
+    return Dist(weights, total)
+
+
+def convolve(a: Dist, b: Dist) -> Dist:
+    """The sum of two independent values (``Dist.add`` for untruncated dists, fast)."""
+    if not a.weights or not b.weights:
+        return a.add(b)
+    a_lo, a_hi = min(a.weights), max(a.weights)
+    b_lo, b_hi = min(b.weights), max(b.weights)
+    width = ((a.total * b.total).bit_length() + 8) // 8
+    product = _pack(a.weights, a_lo, a_hi, width) * _pack(b.weights, b_lo, b_hi, width)
+    count = (a_hi - a_lo) + (b_hi - b_lo) + 1
+    return Dist(_unpack(product, a_lo + b_lo, count, width), a.total * b.total)
+
+
+def negate(d: Dist) -> Dist:
+    return Dist({-v: w for v, w in d.weights.items()}, d.total, d.truncated)
+
+
+@dataclass(frozen=True)
+class ExactOdds:
+    """Exact chances of one exchange (``Fraction``s)."""
+
+    attacker: Fraction
+    defender: Fraction
+    control: Fraction
+    tie: Fraction
+    save: Fraction | None  # chance to pass every Blank Mind save; None if none is needed
+    damage: Dist  # synaptic overload: principal defender's dice given the attacker wins
+    attack: Dist
+    defense: Dist
+
+
+def exact_odds(tables: Mapping[str, Any], plan: Plan) -> ExactOdds:
+    """Exact winner, control and damage chances for a checked exchange ``plan``."""
+    attack = sum_of_dice(plan.attack_sides, plan.attack_dice)
+    parts = [sum_of_dice(s.sides, s.dice).shift(s.bonus) for s in plan.members]
+    defense = parts[0]
+    for part in parts[1:]:
+        defense = convolve(defense, part)
+    greater, equal, _less = attack.compare(defense)
+    rolls_win = greater + (equal if plan.tie_to == "attacker" else 0)
+    save_sides = int(tables["save"]["sides"])
+    pass_one = Fraction(max(0, min(save_sides, save_sides - plan.save_target + 1)), save_sides)
+    save = pass_one ** len(plan.saves) if plan.saves else None
+    win = rolls_win * (save if save is not None else 1)
+    controllable = any(
+        "instead_of_control" not in tables["modes"].get(s.mode or "", {}) for s in plan.members)
+    damage = Dist.constant(0)
+    if tables["modes"][plan.mode].get("damage") == "own-defense-dice" and rolls_win:
+        damage = _damage_given_win(attack, parts, plan)
+    return ExactOdds(attacker=win, defender=1 - win, control=win if controllable else Fraction(0),
+                     tie=equal, save=save, damage=damage, attack=attack, defense=defense)
+
+
+def _damage_given_win(attack: Dist, parts: list[Dist], plan: Plan) -> Dist:
+    """P(principal's dice = x | attacker wins): the principal's dice X, the rest of the
+    group R, the bonus b: the attacker wins when A - R > X + b (or ≥ on ties to it)."""
+    principal = plan.principal
+    own = sum_of_dice(principal.sides, principal.dice)
+    margin = attack
+    for part in parts[1:]:
+        margin = convolve(margin, negate(part))
+    ordered = sorted(margin.weights.items())
+    values = [v for v, _ in ordered]
+    # above[i] = weight of margin values >= values[i]
+    above = [0] * (len(ordered) + 1)
+    for i in range(len(ordered) - 1, -1, -1):
+        above[i] = above[i + 1] + ordered[i][1]
+    strict = plan.tie_to != "attacker"
+    weights: dict[int, int] = {}
+    for x, wx in own.weights.items():
+        need = x + principal.bonus
+        i = bisect.bisect_right(values, need) if strict else bisect.bisect_left(values, need)
+        w = wx * above[i]
+        if w:
+            weights[x] = w
+    mass = sum(weights.values())
+    if not mass:
+        return Dist.constant(0)
+    return Dist(weights, mass)
+
+
+def odds_json(result: ExactOdds) -> dict[str, Any]:
+    """The JSON of ``exchange.odds`` (floats only here)."""
+    return {
+        "outcomes": {"attacker": float(result.attacker), "defender": float(result.defender)},
+        "control": float(result.control),
+        "tie": float(result.tie),
+        "blank_mind_save": None if result.save is None else float(result.save),
+        "damage": result.damage.to_json(),
+        "attack_total": {"mean": float(result.attack.mean())},
+        "defense_total": {"mean": float(result.defense.mean())},
+    }

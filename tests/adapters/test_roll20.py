@@ -1,0 +1,190 @@
+"""Roll20 characters (the bridge's object and VTT Enhancement Suite exports) become
+combatants; write-backs are attribute sets with ``max`` only when it changed."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import adapters
+from engine.errors import InvalidInput
+
+from .support import FIXTURES, apply_roll20, attr, load
+
+SHEET = adapters.get("roll20.adnd2e-revised")
+GENERIC = adapters.get("roll20.generic")
+VTT_MD_NAMES = {"intelligence", "wisdom", "constitution", "hp", "level-class1",
+                "level-class2"}
+
+
+def ulcen() -> dict[str, Any]:
+    data: dict[str, Any] = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    return data
+
+
+def test_handmade_fixture_uses_only_the_sheets_attribute_names() -> None:
+    """The hand-made character may only use names the real sheet file (or VTT.md's list
+    of AD&D 2E Revised attributes) defines; repeating rows use the fieldset names."""
+    html = (FIXTURES / "roll20/adnd2e-revised-psionics-tab.html").read_text(encoding="utf-8")
+    names = {n.lower() for n in re.findall(r'name="attr_([^"]+)"', html)}
+    sections = re.findall(r'name="(repeating_[^"]+)"', html)
+    for row in ulcen()["attribs"]:
+        name = row["name"].lower()
+        if name.startswith("repeating_"):
+            section = next(s for s in sections if name.startswith(s.lower() + "_"))
+            name = name.rsplit("_", 1)[1]
+            assert section
+        assert name in names or name in VTT_MD_NAMES or \
+            name.removesuffix("_max") in names, row["name"]
+
+
+def test_adnd2e_revised_sheet_gives_a_revised_2e_combatant() -> None:
+    """VTT.md: PSP / PSP_max, MThAC0, selfMAC, Intelligence, Wisdom, Constitution, HP,
+    level-class1, psionic attack and defense rows; numbers stored as strings."""
+    got = SHEET.import_(ulcen(), "revised-2e")
+    c = got.combatant
+    assert (c["id"], c["name"]) == ("-MzUlcen0000000001", "Ulcen of Tyr")
+    assert (c["int"], c["wis"], c["con"], c["level"], c["hp"]) == (14, 13, 15, 4, 22)
+    assert (c["psp"], c["psp_max"], c["mthac0"], c["mac"]) == (40, 40, 17, 10)
+    assert c["attacks"] == ["mind-thrust", "ego-whip"]
+    assert c["defenses"] == ["thought-shield", "mental-barrier"]
+    assert c["kind"] == "psionicist"
+    assert any("'Mind Bar'" in w for w in got.warnings)
+    assert any("kind not recorded" in w for w in got.warnings)
+
+
+def test_attribute_names_match_case_insensitively() -> None:
+    """VTT.md: "Attribute names are matched case-insensitively by Roll20 tools"."""
+    data = ulcen()
+    for row in data["attribs"]:
+        row["name"] = row["name"].upper() if row["name"] != "HP" else "hp"
+    c = SHEET.import_(data, "revised-2e").combatant
+    assert (c["int"], c["psp"], c["hp"], c["mthac0"]) == (14, 40, 22, 17)
+    assert c["defenses"] == ["thought-shield", "mental-barrier"]
+
+
+def test_mthac0_adjustment_and_temporary_mac_are_applied_with_warnings() -> None:
+    """The sheet rolls MThAC0 − (1d20 + mthac0adj): an adjustment of +2 is MTHAC0 − 2."""
+    data = ulcen()
+    attr(data, "mthac0adj")["current"] = "2"
+    attr(data, "temp-selfMAC")["current"] = "7"
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["mthac0"], got.combatant["mac"]) == (15, 7)
+    assert any("adjustment +2" in w for w in got.warnings)
+    assert any("temp-selfMAC" in w for w in got.warnings)
+
+
+def test_psi_attributes_hold_state_the_sheet_lacks() -> None:
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_kind", "current": "wild-talent", "max": ""},
+                        {"name": "psi_conditions", "current": "dazed, confused", "max": ""},
+                        {"name": "psi_mind", "current": '{"state":"open","opened_by":"attack"}',
+                         "max": ""}]
+    c = SHEET.import_(data, "revised-2e").combatant
+    assert c["kind"] == "wild-talent"
+    assert c["conditions"] == ["dazed", "confused"]
+    assert c["mind"] == {"state": "open", "opened_by": "attack"}
+
+
+def test_updates_set_psp_current_and_max_only_when_each_changed() -> None:
+    data = ulcen()
+    before = SHEET.import_(data, "revised-2e").combatant
+    got = SHEET.updates(data, "revised-2e", before, {**before, "psp": 31})
+    assert got == [{"character_id": "-MzUlcen0000000001",
+                    "attributes": {"PSP": {"current": 31}}}]
+    got = SHEET.updates(data, "revised-2e", before,
+                        {**before, "psp": 31, "psp_max": 44, "hp": 18, "mthac0": 3,
+                         "mind": {"state": "open", "opened_by": "zero-psp"}})
+    assert got == [{"character_id": "-MzUlcen0000000001", "attributes": {
+        "PSP": {"current": 31, "max": 44}, "HP": {"current": 18},
+        "psi_mind": {"current": '{"state":"open","opened_by":"zero-psp"}'}}}]
+
+
+def test_vttes_exports_schema_1_and_3_are_read() -> None:
+    """schema_version 1 is flat; 3 wraps {type: "character", character: {...}} with the
+    id in oldId (the Ilaris export fixture, whose current values are numbers)."""
+    flat = {"schema_version": 1, **{k: v for k, v in ulcen().items() if k != "id"}}
+    got = SHEET.import_(flat, "revised-2e")
+    assert got.combatant["id"] == "ulcen-of-tyr"
+    assert any("no id" in w for w in got.warnings)
+    v3 = {"schema_version": 3, "type": "character",
+          "character": {**{k: v for k, v in ulcen().items() if k != "id"},
+                        "oldId": "-MzUlcen0000000001"}}
+    c = SHEET.import_(v3, "revised-2e").combatant
+    assert (c["id"], c["psp"], c["int"]) == ("-MzUlcen0000000001", 40, 14)
+    ilaris = load("roll20/vttes-export-ilaris-empty.json")
+    mapped = {"mapping": {"fields": {"hit_dice": "wounds"},
+                          "systems": {"power-pool": {"die": {"path": "hit_die",
+                                                             "default": 6}}}},
+              "character": ilaris}
+    got = GENERIC.import_(mapped, "power-pool")
+    assert (got.combatant["id"], got.combatant["hit_dice"]) == ("-Ms-HqE59N0Rdp6IIn6-", 8)
+    assert got.combatant["die"] == 6
+    mapped["mapping"]["systems"]["power-pool"]["die"]["path"] = "wmod"
+    with pytest.raises(InvalidInput) as err:  # wmod holds 0, which is no die
+        GENERIC.import_(mapped, "power-pool")
+    assert err.value.problems[0].path == "/character/character/attribs/1/current"
+
+
+def test_unsupported_export_version_is_refused() -> None:
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_({"schema_version": 9, "attribs": []}, "revised-2e")
+    assert err.value.problems[0].path == "/schema_version"
+
+
+def test_combat_strength_and_power_pool_read_default_psi_attributes() -> None:
+    data = ulcen()
+    data["attribs"] += [
+        {"name": "psi_attack_strength", "current": "60", "max": "80"},
+        {"name": "psi_defense_strength", "current": 55, "max": 55},
+        {"name": "psi_pool", "current": "3", "max": "4"},
+        {"name": "psi_die", "current": "d8", "max": ""},
+        {"name": "psi_psionic", "current": "1", "max": ""},
+        {"name": "psi_attacks", "current": "Mind Thrust, Psionic Blast", "max": ""},
+    ]
+    cs = SHEET.import_(data, "combat-strength").combatant
+    assert (cs["attack_strength"], cs["attack_strength_max"]) == (60, 80)
+    assert (cs["defense_strength"], cs["defense_strength_max"], cs["psionic"]) == \
+        (55, 55, True)
+    assert cs["attacks"] == ["mind-thrust", "psionic-wave"]
+    pp = SHEET.import_(data, "power-pool").combatant
+    assert (pp["pool"], pp["hit_dice"], pp["die"], pp["hp"]) == (3, 4, 8, 22)
+    before = copy.deepcopy(cs)
+    got = SHEET.updates(data, "combat-strength", before,
+                        {**before, "attack_strength": 40, "conditions": ["dazed"]})
+    assert got == [{"character_id": "-MzUlcen0000000001", "attributes": {
+        "psi_attack_strength": {"current": 40}, "psi_conditions": {"current": "dazed"}}}]
+
+
+def test_round_trip_through_attribute_writes() -> None:
+    data = ulcen()
+    before = SHEET.import_(data, "power-pool").combatant
+    after = {**before, "pool": 2, "dedicated": [{"purpose": "control", "target": "x"}],
+             "psionic": True, "controlling": [{"id": "x", "kept_by": "die"}], "hp": 9,
+             "spell_levels": [1, 2]}
+    written = apply_roll20(data, SHEET.updates(data, "power-pool", before, after))
+    assert SHEET.import_(written, "power-pool").combatant == after
+
+
+def test_roll20_generic_reads_mapped_attributes_and_maxima() -> None:
+    data = {"mapping": {"fields": {"psp": "Power", "psp_max": "Power|max",
+                                   "int": "INT", "level": "Level"},
+                        "systems": {"revised-2e": {"kind": {"path": "psi_kind",
+                                                            "default": "psionicist"}}}},
+            "character": {"id": "-Mchar", "name": "Nia", "attribs": [
+                {"name": "power", "current": "12", "max": "20"},
+                {"name": "int", "current": 16, "max": ""},
+                {"name": "level", "current": "3", "max": ""}]}}
+    c = GENERIC.import_(data, "revised-2e").combatant
+    assert (c["psp"], c["psp_max"], c["int"], c["level"], c["kind"]) == \
+        (12, 20, 16, 3, "psionicist")
+    got = GENERIC.updates(data, "revised-2e", c, {**c, "psp": 4})
+    assert got == [{"character_id": "-Mchar", "attributes": {"power": {"current": 4}}}]
+
+
+def test_fixture_paths_exist() -> None:
+    assert Path(FIXTURES / "roll20/vttes-export-ilaris-empty.json").is_file()

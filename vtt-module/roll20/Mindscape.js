@@ -35,34 +35,35 @@ var Mindscape = Mindscape || (() => {
   const HELP_HANDOUT = 'Help: Mindscape';
   const ROLL_MODES = ['public', 'gm', 'private'];
 
-  // The mode ids of each system (RULES.md 1.2, 2.2, 3.3) and the adapter that turns
-  // a character into that system's combatant by default.
+  // The mode ids of each system (RULES.md 1.2, 2.2, 3.3).
   const SYSTEMS = {
     'revised-2e': {
-      adapter: 'roll20.adnd2e-revised',
       attacks: ['ego-whip', 'id-insinuation', 'mind-thrust', 'psionic-blast', 'psychic-crush'],
       defenses: ['intellect-fortress', 'mental-barrier', 'mind-blank', 'thought-shield', 'tower-of-iron-will'],
       ranges: ['short', 'medium', 'long'],
     },
     'combat-strength': {
-      adapter: 'roll20.generic',
       attacks: ['psionic-wave', 'mind-thrust', 'ego-whip', 'id-insinuation', 'psychic-implosion'],
       defenses: ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will'],
       ranges: ['short', 'medium', 'long'],
     },
     'power-pool': {
-      adapter: 'roll20.generic',
       attacks: ['mental-stab', 'personality-invasion', 'psionic-wave', 'subconscious-subversion', 'synaptic-overload'],
       defenses: ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will'],
       ranges: [],
     },
   };
+  // The companion's Roll20 adapters (adapters/roll20.py). The AD&D 2E Revised one reads
+  // that sheet for any of the three systems; the generic one reads the attributes a
+  // mapping names. Both keep state the sheet has no field for in psi_* attributes.
   const ADAPTERS = ['roll20.adnd2e-revised', 'roll20.generic'];
+  const STATE_ATTRIBUTE = /^psi_/i;
 
   // The AD&D 2E Revised sheet holds hundreds of attributes (weapons, spells, gear);
   // only these reach the adapter, so that a request stays a few chat lines long.
   const ADND2E_RELEVANT = new RegExp([
-    '^(psp|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
+    '^psi_',
+    '^(psp|psp_max|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
     '^(intelligence|wisdom|constitution)(-psi)?$',
     '^(hp|level-class\\d+|class\\d*|race|hitdice|hd|level)$',
     '^(psion|psionic|psp-|powerscore)',
@@ -176,7 +177,9 @@ var Mindscape = Mindscape || (() => {
 
   const defaultState = () => ({
     version: SCHEMA_VERSION,
-    config: { system: 'revised-2e', rollMode: 'public', timeout: 30, chunk: DEFAULT_CHUNK },
+    config: {
+      system: 'revised-2e', rollMode: 'public', timeout: 30, chunk: DEFAULT_CHUNK, adapter: ADAPTERS[0], attributes: {},
+    },
     characters: {},
     exchanges: {},
     encounter: null,
@@ -193,11 +196,12 @@ var Mindscape = Mindscape || (() => {
       },
       characters: {},
     }),
-    // 2 -> 3: request timeout and chunk size became settings; pending attacks, the
-    // current encounter and the answered request ids are kept across restarts.
+    // 2 -> 3: request timeout, chunk size and a campaign-wide adapter and attribute
+    // mapping became settings; pending attacks, the current encounter and the answered
+    // request ids are kept across restarts.
     2: (old) => ({
       version: 3,
-      config: Object.assign({ timeout: 30, chunk: DEFAULT_CHUNK }, old.config || {}),
+      config: Object.assign({ timeout: 30, chunk: DEFAULT_CHUNK, adapter: ADAPTERS[0], attributes: {} }, old.config || {}),
       characters: isObject(old.characters) ? old.characters : {},
       exchanges: {},
       encounter: null,
@@ -361,18 +365,33 @@ var Mindscape = Mindscape || (() => {
     return attributesOf(charId).find((attr) => String(attr.get('name')).toLowerCase() === wanted);
   };
 
-  /** The `{adapter, data}` combatant the companion imports for one character. */
-  const combatantOf = (charId, system) => {
-    const character = getObj('character', charId);
+  // The attribute mapping of a character: the campaign's, overridden field by field by
+  // the character's own (`!psi config --attr field=Attribute`).
+  const mappingOf = (charId) => Object.assign({}, store().config.attributes || {}, characterConfig(charId).attributes || {});
+
+  // The adapter: the character's, else the generic one when a mapping exists, else the
+  // campaign's (AD&D 2E Revised unless configured).
+  const adapterOf = (charId) => {
     const cfg = characterConfig(charId);
-    const adapter = cfg.adapter || SYSTEMS[system].adapter;
-    const mapping = isObject(cfg.attributes) ? cfg.attributes : {};
-    const mapped = new Set(Object.values(mapping).map((n) => String(n).toLowerCase()));
+    if (cfg.adapter) return cfg.adapter;
+    if (Object.keys(cfg.attributes || {}).length) return 'roll20.generic';
+    return store().config.adapter || ADAPTERS[0];
+  };
+
+  /**
+   * The `{adapter, data}` combatant the companion imports for one character:
+   * `{id, name, controlledby, attribs}` for the AD&D 2E Revised adapter, and
+   * `{mapping: {version: 1, fields}, character: {...}}` for the generic one.
+   */
+  const combatantOf = (charId) => {
+    const character = getObj('character', charId);
+    const adapter = adapterOf(charId);
+    const mapping = mappingOf(charId);
+    const mapped = new Set(Object.values(mapping).map((n) => String(n).replace(/\|max$/i, '').toLowerCase()));
     const wanted = (name) => {
       const lower = String(name).toLowerCase();
-      if (mapped.has(lower)) return true;
-      if (adapter === 'roll20.adnd2e-revised') return ADND2E_RELEVANT.test(lower);
-      return mapped.size === 0;
+      if (mapped.has(lower) || STATE_ATTRIBUTE.test(lower)) return true;
+      return adapter === 'roll20.adnd2e-revised' && ADND2E_RELEVANT.test(lower);
     };
     const attribs = attributesOf(charId)
       .filter((attr) => wanted(attr.get('name')))
@@ -383,7 +402,7 @@ var Mindscape = Mindscape || (() => {
       controlledby: character.get('controlledby'),
       attribs,
     };
-    if (Object.keys(mapping).length) data.mapping = Object.assign({}, mapping);
+    if (adapter === 'roll20.generic') return { adapter, data: { mapping: { version: 1, fields: mapping }, character: data } };
     return { adapter, data };
   };
 
@@ -498,8 +517,8 @@ var Mindscape = Mindscape || (() => {
   const resolveExchange = (exchange, defense, requester) => {
     const params = {
       system: exchange.system,
-      attacker: combatantOf(exchange.attacker, exchange.system),
-      defender: combatantOf(exchange.defender, exchange.system),
+      attacker: combatantOf(exchange.attacker),
+      defender: combatantOf(exchange.defender),
       attack: exchange.attack,
       defense,
     };
@@ -560,8 +579,8 @@ var Mindscape = Mindscape || (() => {
     if (chosen.error) return refuse(msg.playerid, chosen.error);
     const params = {
       system: who.system,
-      attacker: combatantOf(who.attacker, who.system),
-      defender: combatantOf(who.defender, who.system),
+      attacker: combatantOf(who.attacker),
+      defender: combatantOf(who.defender),
       attack: built.attack,
       defense: chosen.defense,
     };
@@ -580,8 +599,9 @@ var Mindscape = Mindscape || (() => {
 
   const describeConfig = () => {
     const s = store();
+    const campaignAttrs = Object.keys(s.config.attributes || {}).map((f) => `${f}=${chatSafe(s.config.attributes[f])}`).join(', ');
     const lines = [
-      `Default system: <b>${s.config.system}</b>`,
+      `Default system: <b>${s.config.system}</b>; adapter <b>${s.config.adapter}</b>${campaignAttrs ? `; ${campaignAttrs}` : ''}`,
       `Roll mode: <b>${s.config.rollMode}</b>`,
       `Request timeout: <b>${s.config.timeout} s</b>; chunk: <b>${s.config.chunk}</b> characters`,
     ];
@@ -593,53 +613,65 @@ var Mindscape = Mindscape || (() => {
     return lines.join('<br>');
   };
 
+  // Applies --adapter and --attr to a settings object ({adapter?, attributes}); returns
+  // an error text or null.
+  const applyMappingOptions = (args, target) => {
+    if (args.has('adapter')) {
+      if (!ADAPTERS.includes(args.get('adapter'))) return `--adapter must be one of ${ADAPTERS.join(', ')}.`;
+      target.adapter = args.get('adapter');
+    }
+    target.attributes = Object.assign({}, target.attributes || {});
+    for (const pair of args.all('attr')) {
+      const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
+      if (!match || !FIELD_NAME.test(match[1])) return `--attr wants field=attribute (got "${chatSafe(pair)}").`;
+      if (match[2] === '') delete target.attributes[match[1]];
+      else target.attributes[match[1]] = match[2];
+    }
+    if (args.has('system')) {
+      if (!SYSTEMS[args.get('system')]) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
+      target.system = args.get('system');
+    }
+    return null;
+  };
+
+  /**
+   * `!psi config`: with --char or selected tokens it sets those characters' system,
+   * adapter and attribute names; otherwise the campaign's. GM only; whispers the result.
+   */
   const commandConfig = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may change Mindscape settings.');
     const s = store();
     const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
-    const perCharacter = args.has('char') || args.has('attr') || args.has('adapter') || args.has('reset');
-    if (perCharacter) {
-      if (!targets.length || targets.some((t) => !t)) return refuse(msg.playerid, '--char must name a character or token, or select tokens.');
+    if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one.');
+    if (targets.length) {
       for (const charId of targets) {
         if (args.has('reset')) { delete s.characters[charId]; continue; }
-        const cfg = Object.assign({ attributes: {} }, s.characters[charId] || {});
-        cfg.attributes = Object.assign({}, cfg.attributes);
-        if (args.has('system')) {
-          if (!SYSTEMS[args.get('system')]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
-          cfg.system = args.get('system');
-        }
-        if (args.has('adapter')) {
-          if (!ADAPTERS.includes(args.get('adapter'))) return refuse(msg.playerid, `--adapter must be one of ${ADAPTERS.join(', ')}.`);
-          cfg.adapter = args.get('adapter');
-        }
-        for (const pair of args.all('attr')) {
-          const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
-          if (!match || !FIELD_NAME.test(match[1])) return refuse(msg.playerid, `--attr wants field=attribute (got "${chatSafe(pair)}").`);
-          if (match[2] === '') delete cfg.attributes[match[1]];
-          else cfg.attributes[match[1]] = match[2];
-        }
+        const cfg = Object.assign({}, s.characters[charId] || {});
+        const error = applyMappingOptions(args, cfg);
+        if (error) return refuse(msg.playerid, error);
         s.characters[charId] = cfg;
       }
-    } else {
-      if (args.has('system')) {
-        if (!SYSTEMS[args.get('system')]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
-        s.config.system = args.get('system');
-      }
-      if (args.has('rollmode')) {
-        if (!ROLL_MODES.includes(args.get('rollmode'))) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
-        s.config.rollMode = args.get('rollmode');
-      }
-      if (args.has('timeout')) {
-        const seconds = Number(args.get('timeout'));
-        if (!Number.isInteger(seconds) || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
-        s.config.timeout = seconds;
-      }
-      if (args.has('chunk')) {
-        const size = Number(args.get('chunk'));
-        if (!Number.isInteger(size) || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
-        s.config.chunk = size;
-      }
+      return whisperGM(box('settings', describeConfig()));
     }
+    const cfg = Object.assign({}, s.config);
+    const error = applyMappingOptions(args, cfg);
+    if (error) return refuse(msg.playerid, error);
+    if (args.has('rollmode')) {
+      if (!ROLL_MODES.includes(args.get('rollmode'))) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
+      cfg.rollMode = args.get('rollmode');
+    }
+    if (args.has('timeout')) {
+      const seconds = Number(args.get('timeout'));
+      if (!Number.isInteger(seconds) || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
+      cfg.timeout = seconds;
+    }
+    if (args.has('chunk')) {
+      const size = Number(args.get('chunk'));
+      if (!Number.isInteger(size) || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
+      cfg.chunk = size;
+    }
+    // Nothing is stored unless every option was valid.
+    s.config = cfg;
     return whisperGM(box('settings', describeConfig()));
   };
 
@@ -674,7 +706,7 @@ var Mindscape = Mindscape || (() => {
       if (!chars.length || chars.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
-      const body = chars.map((charId, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(charId, enc.system) }));
+      const body = chars.map((charId, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(charId) }));
       return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]) },
         `add ${chars.map(characterName).join(', ')} to the encounter`);
     }
@@ -768,7 +800,8 @@ var Mindscape = Mindscape || (() => {
     return found;
   };
 
-  const ATTRIBUTE_NAME = /^[A-Za-z0-9_ .|$-]{1,200}$/;
+  // Any name a sheet or a mapping may use, but nothing with control characters.
+  const ATTRIBUTE_NAME = /^[^\u0000-\u001f\u007f]{1,200}$/;
 
   // Validates the write-back patches before any is applied: all or nothing.
   const updatesProblem = (updates, involved) => {

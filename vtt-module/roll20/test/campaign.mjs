@@ -32,6 +32,7 @@ export function campaign({ start = true, before } = {}) {
     ['HP', '18', '18'], ['weaponname1', 'Bone dagger'], ['spellname1', 'none'],
     ['repeating_psionic-attacks_-Ma1_psionic-attack-name', 'Ego Whip'],
     ['repeating_psionic-defenses_-Md1_psionic-defense-name', 'Thought Shield'],
+    ['psi_mind', '{"state":"closed"}'],
   ]);
   attrs(fenka.id, [
     ['PSP', '30', '30'], ['MThAC0', '19'], ['selfMAC', '9'], ['Intelligence', '12'],

@@ -159,6 +159,8 @@ test('the defense choice becomes one exchange.resolve request whispered to the G
   assert.ok(params.attacker.data.attribs.find((a) => a.name === 'PSP').max === '40');
   // Weapons and spells are not psionics: they stay home and keep the request short.
   assert.ok(!names.includes('weaponname1') && !names.includes('spellname1'));
+  // The adapter keeps state the sheet has no field for in psi_* attributes.
+  assert.ok(names.includes('psi_mind'));
   assert.equal(params.defender.data.id, ctx.fenka.id);
   // The request is whispered to the GM only: the players see neither it nor the choice.
   assert.ok(ctx.sb.chats.filter((c) => /MINDSCAPE-REQ/.test(c.input)).every((c) => c.input.startsWith('/w gm ')));
@@ -331,16 +333,24 @@ test('config is for GMs; it stores the system and attribute names per character'
   assert.deepEqual(stored[ctx.ulcen.id], { attributes: { attack_strength: 'PSA', defense_strength: 'PSD' }, system: 'combat-strength' });
   assert.equal(stored[ctx.fenka.id].adapter, 'roll20.generic');
   ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '60' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'dazed' });
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode psionic-wave --defense none` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode shield-thoughts` });
   const { params } = lastRequest(ctx.sb).body;
   assert.equal(params.system, 'combat-strength');
   assert.equal(params.attacker.adapter, 'roll20.generic');
-  assert.deepEqual(params.attacker.data.mapping, { attack_strength: 'PSA', defense_strength: 'PSD' });
-  assert.deepEqual(params.attacker.data.attribs.map((a) => a.name), ['PSA']);
-  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode loud' });
+  // roll20.generic takes {mapping, character} (adapters/roll20.py); only the mapped
+  // attributes and the psi_* state attributes travel.
+  assert.deepEqual(params.attacker.data.mapping, { version: 1, fields: { attack_strength: 'PSA', defense_strength: 'PSD' } });
+  assert.equal(params.attacker.data.character.id, ctx.ulcen.id);
+  assert.deepEqual(params.attacker.data.character.attribs.map((a) => a.name).sort(), ['PSA', 'psi_conditions', 'psi_mind']);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode loud --timeout 60' });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--rollmode must be one of/);
+  assert.equal(ctx.sb.state.Mindscape.config.timeout, 30);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr psp=Power|max' });
+  assert.equal(ctx.sb.state.Mindscape.config.adapter, 'roll20.generic');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'Power|max' });
 });
 
 test('attacker and defender must use the same system', () => {

@@ -238,9 +238,6 @@ class Outcome:
 
 def _roll_bonus(dice: DiceSource, t: Tables, count: int, by: str, cap: int
                 ) -> tuple[int, bool, list[int]]:
-    left = dice.available("damage")
-    if left is not None and left < count:
-        raise DiceNeeded("damage", t.bonus_sides, count - left)
     total = 0
     capped = False
     each = []

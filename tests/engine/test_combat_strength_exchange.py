@@ -1,0 +1,338 @@
+"""combat-strength: one exchange (RULES.md 2.2-2.7, seed 000 steps iii-v)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.combat_strength import SYSTEM
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import DiceNeeded, InvalidCombatant, InvalidInput, RulesViolation
+
+from .test_combat_strength_tables import ATTACKS, DEFENSES, TABLE_A
+
+
+def psionic(cid: str, attack: int, defense: int, **more: Any) -> dict[str, Any]:
+    return {"id": cid, "name": cid.title(), "attack_strength": attack,
+            "defense_strength": defense, **more}
+
+
+def request(attacker: dict[str, Any], defender: dict[str, Any], mode: str,
+            defense: str | None = None, range_: str = "short", **more: Any) -> dict[str, Any]:
+    return {"attacker": attacker, "defender": defender,
+            "attack": {"mode": mode, "range": range_},
+            "defense": None if defense is None else {"mode": defense}, **more}
+
+
+def test_penetration_example_6_6_1_is_11_through_resolve() -> None:
+    """Seed 000 iv: 'a six ... followed by a six and a one ... 6+(6-1)+(1-1) = 11'."""
+    # Combat Strength 30 + 10 = 40: one bonus die; ego whip vs shield thoughts is 3 (table A)
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip", "shield-thoughts")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 1]}))
+    data = res.to_json()
+    assert data["bonus_dice"] == 1
+    assert data["bonus_rolls"] == [11]
+    assert data["damage"] == 3 + 11
+    assert [(r["value"], r["follows"]) for r in data["rolls"]] == [(6, None), (6, 0), (1, 1)]
+    assert all(r["purpose"] == "damage" for r in data["rolls"])
+    assert data["defender"]["after"]["defense_strength"] == 40 - 14
+    assert data["table"] == "combat" and data["attack_cost"] == 7
+    assert data["capped"] is False
+
+
+@pytest.mark.parametrize("strength,dice", [(24, 0), (25, 1), (49, 1), (50, 2), (99, 3),
+                                           (124, 4), (125, 5), (400, 5)])
+def test_bonus_dice_one_per_full_25_combat_strength_at_most_five(strength: int,
+                                                                  dice: int) -> None:
+    """Seed iii: 'an additional 1d6 ... for every full 25 points of the current Combat
+    Strength of the attacker, up to a maximum of +5d6'."""
+    attacker = psionic("ann", strength - strength // 2, strength // 2)
+    req = request(attacker, psionic("bo", 10, 100), "mind-thrust", "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [1] * 10}))
+    assert res.fields["bonus_dice"] == dice
+    assert res.fields["damage"] == 12 + dice  # mind thrust vs mind blank: 12 (table A)
+
+
+@pytest.mark.parametrize("strength,range_,dice", [(60, "medium", 1), (60, "long", 0),
+                                                  (130, "long", 3), (30, "long", 0)])
+def test_range_costs_one_die_medium_two_long_never_below_zero(strength: int, range_: str,
+                                                              dice: int) -> None:
+    """Seed iii: 'Medium range attacks deal 1d6 less damage, and at long range 2d6 less'."""
+    req = request(psionic("ann", strength, 0), psionic("bo", 10, 50), "ego-whip",
+                  "mind-blank", range_)
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [2] * 10}))
+    assert res.fields["bonus_dice"] == dice
+
+
+def test_attack_strength_pays_cost_and_defense_strength_takes_damage_not_below_zero() -> None:
+    """Seed v: attack strength -= cost, defense strength -= damage; RULES 2.3.4: not below
+    0, and damage from the combat table beyond it is lost."""
+    req = request(psionic("ann", 20, 0), psionic("bo", 30, 5), "mind-thrust", "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert res.fields["damage"] == 12
+    assert res.attacker.after["attack_strength"] == 16
+    assert res.defender.after["defense_strength"] == 0
+    assert res.defender.after["attack_strength"] == 30
+    assert any(e.type == "defenses-down" for e in res.events)
+
+
+def test_attack_strength_below_cost_is_refused() -> None:
+    """RULES 2.3.3.ii: only a combatant with attack strength >= the mode's cost attacks."""
+    req = request(psionic("ann", 6, 30), psionic("bo", 30, 30), "ego-whip", "mind-blank")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.rule == "attack-strength-too-low"
+
+
+def test_unknown_mode_is_invalid_input_naming_the_field() -> None:
+    req = request(psionic("ann", 60, 30), psionic("bo", 30, 30), "mind-bullet")
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert [p.path for p in err.value.problems] == ["/attack/mode"]
+
+
+def test_mode_the_attacker_does_not_know_is_refused() -> None:
+    req = request(psionic("ann", 60, 30, attacks=["mind-thrust"]), psionic("bo", 30, 30),
+                  "ego-whip", "mind-blank")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.rule == "attack-mode-not-known"
+
+
+def test_no_defense_mode_uses_the_defenseless_table_and_spills_into_attack_strength() -> None:
+    """RULES 2.4: 'a number there reduces the target's defense strength and what exceeds
+    it ... reduces attack strength'; no bonus dice (H-CS-DEFENSELESS). Table B: band 26-50,
+    EW against original ability 60-109 is 30."""
+    attacker = psionic("ann", 30, 100)  # Combat Strength 130 would give 5 bonus dice
+    defender = psionic("bo", 40, 10, attack_strength_max=50, defense_strength_max=50)
+    res = SYSTEM.resolve(request(attacker, defender, "ego-whip"), SuppliedDice({}))
+    assert res.fields["table"] == "defenseless"
+    assert (res.fields["band"], res.fields["defender_band"]) == ("26-50", "60-109")
+    assert res.fields["bonus_dice"] == 0 and res.fields["damage"] == 30
+    assert res.defender.after["defense_strength"] == 0
+    assert res.defender.after["attack_strength"] == 40 - 20
+
+
+def test_defenseless_bonus_dice_when_h_cs_defenseless_is_off() -> None:
+    """H-CS-DEFENSELESS false: the bonus dice are added to the table B number."""
+    req = request(psionic("ann", 30, 100), psionic("bo", 40, 10, attack_strength_max=50,
+                                                      defense_strength_max=50), "ego-whip",
+                  options={"H-CS-DEFENSELESS": False})
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [1, 1, 1, 1, 1]}))
+    assert res.fields["bonus_dice"] == 5 and res.fields["damage"] == 35
+
+
+def test_zero_defense_strength_is_defenseless_even_with_a_defense_named() -> None:
+    """Seed iii: 'Those with no remaining Psionic Defense Strength ... are attacked
+    according to the ... Defenseless ... table'."""
+    req = request(psionic("ann", 20, 20), psionic("bo", 30, 0, defense_strength_max=20),
+                  "mind-thrust", "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [2]}))
+    assert res.fields["table"] == "defenseless"
+    assert res.fields["table_value"] == "W"  # band 01-25, MT vs <=59: W
+    assert res.fields["condition"]["id"] == "psionic-wound"
+    assert res.fields["condition"]["duration"] == {"amount": 2, "unit": "weeks"}
+    assert res.fields["condition"]["rounds"] is None  # weeks outlast the encounter
+
+
+def test_letter_condition_gets_its_rolled_duration() -> None:
+    """Table B, band 01-25, PB vs <=59 is D: dazed 1d4 rounds (purpose condition-duration)."""
+    req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), "psionic-wave")
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [3]}))
+    assert res.outcome == "condition"
+    assert res.fields["condition"]["duration"] == {"amount": 3, "unit": "rounds"}
+    assert list(res.defender.after["conditions"]) == ["dazed"]
+    assert res.defender.after["condition_rounds"] == {"dazed": 3}
+    assert res.defender.after["defense_strength"] == 10
+
+
+def test_sleep_for_turns_counts_ten_rounds_a_turn() -> None:
+    """Table B, band 26-50, PB vs <=59 is S: asleep 1d4 turns."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 10, 10), "psionic-wave")
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [2]}))
+    assert res.defender.after["condition_rounds"] == {"asleep": 20}
+
+
+def test_psychic_implosion_crushes_on_d100_at_or_below_the_table_value() -> None:
+    """H-CS-IMPLOSION: bonus dice only, table value a percentage: band 01-25 vs mind
+    blank is 2 (%); d100 <= 2 drops defense strength to 0."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
+                  "mind-blank")
+    crushed = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [2]}))
+    assert crushed.outcome == "crushed" and crushed.fields["crushed"] is True
+    assert crushed.fields["damage"] == 4  # the bonus die only
+    assert crushed.defender.after["defense_strength"] == 0
+    spared = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [3]}))
+    assert spared.fields["crushed"] is False
+    assert spared.defender.after["defense_strength"] == 56
+
+
+def test_psychic_implosion_dash_rolls_no_d100() -> None:
+    """Table A band 01-25: psychic crush against thought shield is '—' (no effect)."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
+                  "shield-thoughts")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [1]}))
+    assert res.fields["crush_chance"] == 0 and res.fields["implosion_roll"] is None
+    assert dict(res.unused_dice) == {"implosion": (1,)}
+
+
+def test_psychic_implosion_as_points_when_h_cs_implosion_is_off() -> None:
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
+                  "mind-blank", options={"H-CS-IMPLOSION": False})
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [4]}))
+    assert res.fields["damage"] == 2 + 4 and res.fields["crushed"] is False
+
+
+def test_psychic_implosion_on_a_defenseless_target_is_a_chance_of_death() -> None:
+    """Table B: 'the psychic-implosion row is a percentage chance of death'
+    (band 01-25 vs <=59: 72)."""
+    req = request(psionic("ann", 20, 0), psionic("bo", 10, 10), "psychic-implosion")
+    dead = SYSTEM.resolve(req, SuppliedDice({"implosion": [72]}))
+    assert dead.fields["condition"]["id"] == "dead"
+    assert dead.defender.after["defense_strength"] == 0
+    alive = SYSTEM.resolve(req, SuppliedDice({"implosion": [73]}))
+    assert alive.outcome == "no-effect" and list(alive.defender.after["conditions"]) == []
+
+
+def test_psionic_wave_against_a_non_psionic_saves_then_effect_table() -> None:
+    """RULES 2.7 / table C: Int + Wis 11 (10-13) at medium range saves on 15; a failed
+    save rolls d100 on the effect table (10-13: <=15 coma)."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 5, "wis": 6}
+    req = request(psionic("ann", 40, 10), ogre, "psionic-wave", range_="medium")
+    saved = SYSTEM.resolve(req, SuppliedDice({"save": [15]}))
+    assert saved.outcome == "saved" and saved.fields["save"]["target"] == 15
+    assert saved.attacker.after["attack_strength"] == 20
+    failed = SYSTEM.resolve(req, SuppliedDice({"save": [14], "wave-effect": [15]}))
+    assert failed.fields["table"] == "wave"
+    assert failed.fields["condition"]["id"] == "coma"
+    assert list(failed.defender.after["conditions"]) == ["coma"]
+
+
+def test_only_psionic_wave_affects_a_non_psionic_and_only_from_the_wave_stance() -> None:
+    """Seed step 2: Psionic Wave against non-psionic opponents is its own stance."""
+    ogre = {"id": "ogre", "int": 5, "wis": 6}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(request(psionic("ann", 40, 10), ogre, "ego-whip"), RandomDice(1))
+    assert err.value.rule == "non-psionic-target-psionic-wave-only"
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(request(psionic("ann", 40, 10), ogre, "psionic-wave",
+                               stance="trance"), RandomDice(1))
+    assert err.value.rule == "wave-stance-for-non-psionic-targets"
+
+
+def test_attack_outside_trance_is_refused() -> None:
+    """Seed ii: 'Anyone using a Discipline ... cannot use an Attack Mode'."""
+    req = request(psionic("ann", 40, 10), psionic("bo", 10, 10), "mind-thrust",
+                  stance="discipline")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.rule == "attack-requires-trance"
+
+
+CASES = [(band, attack, defense, TABLE_A[band][i][j], low)
+         for band, low in [("01-25", 20), ("26-50", 26), ("51-75", 75), ("76-100", 76),
+                           ("101-125", 125), ("126+", 126)]
+         for i, attack in enumerate(ATTACKS) for j, defense in enumerate(DEFENSES)]
+
+
+@pytest.mark.parametrize("band,attack,defense,value,strength", CASES)
+def test_h_cs_table_full_matrix_gives_the_banded_values(band: str, attack: str, defense: str,
+                                                        value: int | None,
+                                                        strength: int) -> None:
+    """H-CS-TABLE 'full-matrix': table A by the attacker's Combat Strength band, no bonus
+    dice (research-tables.md A)."""
+    attacker = psionic("ann", strength, 0)
+    req = request(attacker, psionic("bo", 10, 200), attack, defense,
+                  options={"H-CS-TABLE": "full-matrix"})
+    res = SYSTEM.resolve(req, SuppliedDice({"implosion": [100]}))
+    assert res.fields["band"] == band and res.fields["bonus_dice"] == 0
+    if attack == "psychic-implosion":
+        assert res.fields["crush_chance"] == (value or 0) and res.fields["damage"] == 0
+    else:
+        assert res.fields["damage"] == (value or 0)
+
+
+def test_penetration_cap_is_reported_when_reached() -> None:
+    """RULES 2.3.4 / H-CS-PEN-CAP: every unbounded mechanic has a cap and says so."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "mind-thrust",
+                  "mental-barrier", options={"H-CS-PEN-CAP": 2})
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 6, 6]}))
+    assert res.fields["capped"] is True and res.fields["damage"] == 0 + 6 + 5 + 5
+    assert [e.data["cap"] for e in res.events if e.type == "penetration-capped"] == [2]
+    assert dict(res.unused_dice) == {"damage": (6,)}
+
+
+def test_missing_supplied_dice_names_purpose_sides_and_count() -> None:
+    """RULES 4: too few supplied dice is the dice-needed error."""
+    req = request(psionic("ann", 60, 40), psionic("bo", 30, 60), "mind-thrust", "mind-blank")
+    with pytest.raises(DiceNeeded) as err:
+        SYSTEM.resolve(req, SuppliedDice({"damage": [6, 2]}))
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("damage", 6, 3)
+
+
+def test_supplied_die_outside_its_faces_is_invalid() -> None:
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "mind-thrust", "mind-blank")
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, SuppliedDice({"damage": [7]}))
+    assert err.value.problems[0].path == "/dice/damage/0"
+
+
+def test_unknown_house_rule_is_invalid_input() -> None:
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "mind-thrust", "mind-blank",
+                  options={"H-CS-NOPE": True})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.problems[0].path == "/options/H-CS-NOPE"
+
+
+def test_combatant_defaults_per_combatants_md() -> None:
+    """docs/COMBATANTS.md: maxima default to the current values, original_total to their
+    sum, psionic when a maximum is above 0, all modes known, int and wis 10."""
+    c = SYSTEM.combatant({"name": "Korr the Red", "attack_strength": 40,
+                          "defense_strength_max": 50})
+    assert c["id"] == "korr-the-red"
+    assert (c["attack_strength_max"], c["defense_strength"]) == (40, 50)
+    assert c["original_total"] == 90 and c["psionic"] is True
+    assert c["attacks"] == ATTACKS and c["defenses"] == DEFENSES
+    assert (c["int"], c["wis"], c["conditions"]) == (10, 10, [])
+    ogre = SYSTEM.combatant({"id": "ogre"})
+    assert ogre["psionic"] is False and ogre["attacks"] == [] and ogre["original_total"] == 0
+
+
+@pytest.mark.parametrize("raw,path", [
+    ({"id": "a", "attack_strength": 50, "attack_strength_max": 40}, "/x/attack_strength"),
+    ({"id": "a", "attack_strength": "lots"}, "/x/attack_strength"),
+    ({"id": "a", "attack_strength": -1}, "/x/attack_strength"),
+    ({"id": "a", "psionic": False, "defense_strength": 4}, "/x/psionic"),
+    ({"id": "a", "attacks": ["mind-bullet"]}, "/x/attacks/0"),
+    ({"id": "a", "speed": 4}, "/x"),
+    ({"attack_strength": 3}, "/x"),
+    ({"name": "!!!"}, "/x/name"),
+    ({"id": "a", "conditions": ["dazed"], "condition_rounds": {"asleep": 2}},
+     "/x/condition_rounds/asleep"),
+])
+def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> None:
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(raw, "/x")
+    assert path in [p.path for p in err.value.problems]
+
+
+def test_describe_lists_modes_tables_purposes_and_house_rules() -> None:
+    d = SYSTEM.describe()
+    assert d["id"] == "combat-strength"
+    assert {r["id"] for r in d["house_rules"]} >= {"H-CS-TABLE", "H-CS-DEFENSELESS",
+                                                   "H-CS-IMPLOSION", "H-CS-PEN-CAP"}
+    assert all(r["text"] for r in d["house_rules"])
+    assert [p["purpose"] for p in d["dice_purposes"]] == [
+        "damage", "implosion", "save", "wave-effect", "condition-duration"]
+    assert [m["id"] for m in d["modes"]["attacks"]] == ATTACKS
+    assert d["tables"]["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] == 12
+    assert d["combatant_schema"]["type"] == "object" and "request_schema" in d
+
+
+def test_summary_tells_the_table_what_happened() -> None:
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip", "shield-thoughts")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 1]}))
+    assert "Ann attacks Bo with Ego Whip against Shield Thoughts" in res.summary
+    assert "= 14 damage" in res.summary and "40 → 26" in res.summary

@@ -1,0 +1,201 @@
+"""combat-strength tables: every cell of research-tables.md A, B and C, as loaded data.
+
+The expected values below are transcribed from /work/shared/research-tables.md by
+hand (rows in the printed order); the engine reads only data/tables.json.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from engine.combat_strength import SYSTEM, CombatStrength
+from engine.errors import InvalidInput
+
+DEFENSES = ["mind-blank", "shield-thoughts", "mental-barrier", "intellect-fortress",
+            "tower-of-iron-will"]
+ATTACKS = ["psionic-wave", "mind-thrust", "ego-whip", "id-insinuation", "psychic-implosion"]
+DASH = None  # the printed "—", stored as null (no effect)
+
+# research-tables.md A: Band | Psionic Blast, Mind Thrust, Ego Whip, Id Insinuation,
+# Psychic Crush (%) against Mind Blank | Thought Shield | Mental Barrier |
+# Intellect Fortress | Tower of Iron Will
+TABLE_A: dict[str, list[list[int | None]]] = {
+    "01-25": [[3, 7, 4, 1, 0], [12, 4, 0, 0, 1], [8, 3, 0, 0, 0], [1, 6, 8, 1, 1],
+              [2, DASH, DASH, DASH, DASH]],
+    "26-50": [[6, 9, 6, 2, 0], [15, 6, 1, 0, 2], [12, 4, 0, 0, 0], [2, 8, 10, 3, 3],
+              [5, 2, 1, DASH, DASH]],
+    "51-75": [[10, 12, 9, 4, 1], [18, 9, 2, 2, 3], [17, 6, 1, 1, 1], [4, 11, 13, 7, 6],
+              [9, 4, 2, 1, DASH]],
+    "76-100": [[15, 16, 13, 7, 2], [22, 13, 5, 4, 5], [23, 9, 3, 2, 3], [7, 15, 17, 12, 10],
+               [14, 7, 5, 3, 2]],
+    "101-125": [[21, 21, 18, 11, 4], [26, 18, 9, 7, 8], [30, 13, 6, 4, 6],
+                [11, 20, 22, 18, 15], [20, 11, 9, 6, 4]],
+    "126+": [[28, 27, 24, 16, 7], [30, 24, 16, 11, 12], [38, 18, 10, 7, 10],
+             [16, 26, 28, 25, 21], [27, 16, 14, 10, 7]],
+}
+
+# research-tables.md B: attacker band x PB, MT, EW, II, PsC % against the defender's
+# original ability <=59 | 60-109 | 110-159 | 160-209 | 210-259 | 260-309 | 310+
+TABLE_B: dict[str, list[list[int | str]]] = {
+    "01-25": [["D", "C", "C", 15, 10, 5, 5], ["W", "W", 40, 35, 30, 25, 20],
+              [30, 25, 20, 15, 10, 5, 5], [40, 35, 30, 25, 20, 15, 10],
+              [72, 60, 50, 40, 30, 20, 10]],
+    "26-50": [["S", "D", "C", "C", 15, 10, 5], ["W", "W", "W", 40, 35, 30, 25],
+              [35, 30, 25, 20, 15, 10, 5], ["R", 40, 35, 30, 25, 20, 15],
+              [75, 62, 52, 42, 32, 22, 12]],
+    "51-75": [["W", "S", "D", "C", "C", 15, 10], ["P", "W", "W", "W", 40, 35, 30],
+              [40, 35, 30, 25, 20, 15, 10], ["R", "R", 40, 35, 30, 25, 20],
+              [79, 65, 55, 45, 35, 25, 15]],
+    "76-100": [["P", "W", "S", "D", "C", "C", 15], ["P", "P", "W", "W", "W", 40, 35],
+               ["P", 40, 35, 30, 25, 20, 15], ["R", "R", "R", 40, 35, 30, 25],
+               [84, 69, 59, 49, 39, 29, 19]],
+    "101-125": [["K", "P", "W", "S", "D", "C", "C"], ["P", "P", "P", "W", "W", "W", 40],
+                ["I", "P", 40, 35, 30, 25, 20], ["R", "R", "R", "R", 40, 35, 30],
+                [90, 74, 64, 54, 44, 34, 24]],
+    "126+": [["K", "K", "P", "W", "S", "D", "C"], ["P", "P", "P", "P", "W", "W", "W"],
+             ["I", "I", "P", 40, 35, 30, 25], ["R", "R", "R", "R", "R", 40, 35],
+             [97, 80, 70, 60, 50, 40, 30]],
+}
+B_COLUMNS = [("..59", 59), ("60-109", 109), ("110-159", 159), ("160-209", 209),
+             ("210-259", 259), ("260-309", 309), ("310+", None)]
+
+# research-tables.md B, letter codes (house default H-CS-DEFENSELESS)
+LETTERS = {"K": ("dead", None), "I": ("idiocy", None), "P": ("permanent-insanity", None),
+           "R": ("controlled", None), "W": ("psionic-wound", (1, 4, "weeks")),
+           "S": ("asleep", (1, 4, "turns")), "D": ("dazed", (1, 4, "rounds")),
+           "C": ("confused", (1, 4, "rounds"))}
+
+# research-tables.md C: Int + Wis | Short | Medium | Long
+TABLE_C_SAVE = [("..5", 5, 20, 19, 18), ("6-9", 9, 18, 17, 16), ("10-13", 13, 16, 15, 14),
+                ("14-17", 17, 14, 13, 12), ("18-21", 21, 12, 11, 10), ("22-25", 25, 10, 9, 8),
+                ("26-29", 29, 8, 7, 6), ("30-33", 33, 6, 5, 4), ("34-35", 35, 4, 3, 2),
+                ("36-37", 37, 2, 1, 0), ("38+", None, 0, -1, -2)]
+# research-tables.md C effects: (upper bound of the d100 range, effect)
+TABLE_C_EFFECTS = {
+    "..5": [(85, "dead"), (99, "coma"), (100, "asleep")],
+    "6-9": [(10, "dead"), (90, "coma"), (99, "asleep"), (100, "stunned")],
+    "10-13": [(1, "dead"), (15, "coma"), (90, "asleep"), (99, "stunned"), (100, "confused")],
+    "14-17": [(1, "coma"), (10, "asleep"), (90, "stunned"), (99, "confused"), (100, "enraged")],
+    "18-21": [(1, "asleep"), (15, "stunned"), (90, "confused"), (99, "enraged"),
+              (100, "panicked")],
+    "22-25": [(1, "stunned"), (15, "confused"), (90, "enraged"), (99, "panicked"),
+              (100, "feebleminded")],
+    "26-29": [(1, "confused"), (15, "enraged"), (90, "panicked"), (99, "feebleminded"),
+              (100, "permanent-insanity")],
+    "30-33": [(1, "enraged"), (15, "panicked"), (90, "feebleminded"),
+              (99, "permanent-insanity"), (100, "temporary-insanity")],
+    "34-35": [(1, "panicked"), (20, "feebleminded"), (85, "permanent-insanity"),
+              (99, "temporary-insanity"), (100, "mild-insanity")],
+    "36-37": [(1, "feebleminded"), (15, "permanent-insanity"), (90, "temporary-insanity"),
+              (100, "mild-insanity")],
+    "38+": [(1, "permanent-insanity"), (15, "temporary-insanity"), (100, "mild-insanity")],
+}
+
+DATA: dict[str, Any] = SYSTEM.tables.data
+
+
+@pytest.mark.parametrize("band", list(TABLE_A))
+def test_psionic_combat_matrix_table_a_every_band(band: str) -> None:
+    """research-tables.md A: each band's 5x5 cells, the dash stored as null."""
+    rows = DATA["combat"]["matrix"][band]
+    for attack, expected in zip(ATTACKS, TABLE_A[band], strict=True):
+        assert [rows[attack][d] for d in DEFENSES] == expected, (band, attack)
+
+
+def test_band_boundaries_are_the_1e_bands() -> None:
+    """research-tables.md A: bands 01-25, 26-50, 51-75, 76-100, 101-125, 126+."""
+    t = SYSTEM.tables
+    assert [(b["id"], b["max"]) for b in DATA["bands"]] == [
+        ("01-25", 25), ("26-50", 50), ("51-75", 75), ("76-100", 100), ("101-125", 125),
+        ("126+", None)]
+    assert [t.band(v) for v in (1, 25, 26, 50, 51, 100, 101, 125, 126, 999)] == [
+        "01-25", "01-25", "26-50", "26-50", "51-75", "76-100", "101-125", "101-125", "126+",
+        "126+"]
+
+
+def test_default_combat_table_is_band_01_25() -> None:
+    """RULES.md 2.5: the default table is the 1e matrix, band 01-25."""
+    assert DATA["combat"]["default_band"] == "01-25"
+    assert DATA["combat"]["percent_modes"] == ["psychic-implosion"]
+
+
+@pytest.mark.parametrize("band", list(TABLE_B))
+def test_defenseless_table_b_every_cell(band: str) -> None:
+    """research-tables.md B: numbers, letters and the PsC percentages per band."""
+    rows = DATA["defenseless"]["matrix"][band]
+    for attack, expected in zip(ATTACKS, TABLE_B[band], strict=True):
+        assert rows[attack] == expected, (band, attack)
+
+
+def test_defenseless_columns_and_letter_reading() -> None:
+    """research-tables.md B: defender bands by original ability and the letter codes."""
+    assert [(b["id"], b["max"]) for b in DATA["defenseless"]["defender_bands"]] == B_COLUMNS
+    letters = DATA["defenseless"]["letters"]
+    assert set(letters) == set(LETTERS)
+    for key, (condition, duration) in LETTERS.items():
+        assert letters[key]["condition"] == condition
+        got = letters[key]["duration"]
+        assert (None if got is None else (got["count"], got["sides"], got["unit"])) == duration
+    # "the psychic-implosion row is a percentage chance of death"
+    assert DATA["defenseless"]["percent_modes"] == {"psychic-implosion": "K"}
+
+
+def test_wave_save_table_c_every_cell() -> None:
+    """research-tables.md C: save target by Int + Wis and range."""
+    bands = DATA["wave"]["int_wis_bands"]
+    assert [(b["id"], b["max"]) for b in bands] == [(r[0], r[1]) for r in TABLE_C_SAVE]
+    for band, _, short, medium, long in TABLE_C_SAVE:
+        assert DATA["wave"]["save"][band] == {"short": short, "medium": medium, "long": long}
+
+
+def test_wave_effect_table_c_every_row() -> None:
+    """research-tables.md C: the d100 effect ranges of every Int + Wis band."""
+    for band, expected in TABLE_C_EFFECTS.items():
+        assert [(e["max"], e["condition"]) for e in DATA["wave"]["effects"][band]] == expected
+
+
+def test_modes_and_costs_rules_2_2() -> None:
+    """RULES.md 2.2: attack costs 20/4/7/10/14; defense modes cost nothing."""
+    costs = {m["id"]: m["cost"] for m in DATA["modes"]["attacks"]}
+    assert costs == {"psionic-wave": 20, "mind-thrust": 4, "ego-whip": 7,
+                     "id-insinuation": 10, "psychic-implosion": 14}
+    assert [(m["id"], m["cost"]) for m in DATA["modes"]["defenses"]] == [
+        (d, 0) for d in DEFENSES]
+
+
+def test_bonus_dice_figures_are_data() -> None:
+    """Seed step iii: +1d6 per full 25, at most +5d6, -1d6 medium, -2d6 long."""
+    assert DATA["bonus_dice"] == {"per": 25, "max": 5, "sides": 6,
+                                  "range_penalty": {"short": 0, "medium": 1, "long": 2}}
+
+
+def test_a_gm_replacement_table_changes_the_lookup() -> None:
+    """RULES.md: a GM may load a replacement table file."""
+    data = copy.deepcopy(DATA)
+    data["combat"]["matrix"]["01-25"]["ego-whip"]["shield-thoughts"] = 9
+    system = CombatStrength(data)
+    assert system.tables.combat_value("01-25", "ego-whip", "shield-thoughts") == 9
+    assert SYSTEM.tables.combat_value("01-25", "ego-whip", "shield-thoughts") == 3
+
+
+@pytest.mark.parametrize("breakage,path", [
+    (lambda d: d["combat"]["matrix"].pop("26-50"), "/tables/combat/matrix"),
+    (lambda d: d["defenseless"]["matrix"]["01-25"]["ego-whip"].pop(),
+     "/tables/defenseless/matrix/01-25/ego-whip"),
+    (lambda d: d["defenseless"]["matrix"]["01-25"]["ego-whip"].__setitem__(0, "Z"),
+     "/tables/defenseless/matrix/01-25/ego-whip/0"),
+    (lambda d: d["wave"]["effects"]["..5"].pop(), "/tables/wave/effects/..5"),
+    (lambda d: d["combat"]["matrix"]["01-25"]["ego-whip"].__setitem__("mind-blank", "x"),
+     "/tables/combat/matrix/01-25/ego-whip/mind-blank"),
+    (lambda d: d["bands"][2].__setitem__("max", 10), "/tables/bands/2/max"),
+])
+def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
+    """Tables are checked at load: a bad file names where it is wrong."""
+    data = copy.deepcopy(DATA)
+    breakage(data)
+    with pytest.raises(InvalidInput) as err:
+        CombatStrength(data)
+    assert path in [p.path for p in err.value.problems]

@@ -1,0 +1,107 @@
+"""``create_app(settings)``: the one composition root of the daemon.
+
+Resources are opened and closed in ``cleanup_ctx`` (token, plugins and adapters, the
+store, the WebSocket hub, then the services that bind them), so a test's
+``aiohttp_client(create_app(settings))`` runs exactly what ``mindscape serve`` runs.
+Shutdown closes the WebSockets first (1001), then the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+
+from aiohttp import web
+
+import adapters as adapters_package
+from adapters.base import Adapter
+
+from .hub import Hub
+from .keys import DISPATCHER, SERVICES, SETTINGS, TOKENS
+from .methods import CORE
+from .plugins import load_plugins
+from .rpc import Dispatcher, Outcome
+from .security import TokenKeeper, security_middleware
+from .services import Context, Services
+from .settings import Settings
+from .status import healthz, status_page
+from .store import SQLiteStore
+from .ws import websocket
+
+log = logging.getLogger("mindscape.app")
+
+
+def daemon_version() -> str:
+    """The installed distribution's version."""
+    try:
+        return version("mindscape")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def load_adapters() -> dict[str, Adapter]:
+    """The adapters package's registry; empty (and logged) when it cannot be read."""
+    registry = getattr(adapters_package, "registry", None)
+    if registry is None:
+        log.warning("adapters.registry() is missing: no adapters")
+        return {}
+    try:
+        return dict(registry())
+    except Exception:
+        log.warning("adapters.registry() failed: no adapters", exc_info=True)
+        return {}
+
+
+async def rpc_endpoint(request: web.Request) -> web.Response:
+    """``POST /rpc``: one JSON-RPC request, notification or batch."""
+    services = request.app[SERVICES]
+    body = await request.read()
+    outcome = Outcome()
+    request["outcome"] = outcome
+    answer = await request.app[DISPATCHER].handle(body, Context(services), outcome)
+    services.hub.seen(request, outcome.methods[0] if outcome.methods else None)
+    if answer is None:
+        return web.Response(status=204)
+    return web.Response(text=answer, content_type="application/json")
+
+
+async def _services(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    app[TOKENS] = TokenKeeper(settings.token_path)
+    plugins = load_plugins(settings.plugins(), CORE)
+    store = SQLiteStore(settings.store_path)
+    await store.open()
+    hub = Hub()
+    services = Services(settings=settings, version=daemon_version(), store=store,
+                        plugins=plugins, adapters=load_adapters(), hub=hub)
+    app[SERVICES] = services
+    app[DISPATCHER] = Dispatcher(plugins.methods, settings.limits.max_batch)
+    try:
+        yield
+    finally:
+        await hub.close_all()
+        await store.close()
+
+
+async def _close_sockets(app: web.Application) -> None:
+    # on_shutdown runs before cleanup: sockets get 1001 while the store is still open.
+    if SERVICES in app:
+        await app[SERVICES].hub.close_all()
+
+
+def create_app(settings: Settings) -> web.Application:
+    """The daemon's aiohttp application for ``settings``."""
+    app = web.Application(
+        client_max_size=settings.limits.max_body,
+        middlewares=[security_middleware(settings, lambda request: request.app[TOKENS])],
+    )
+    app[SETTINGS] = settings
+    app.cleanup_ctx.append(_services)
+    app.on_shutdown.append(_close_sockets)
+    app.router.add_get("/", status_page)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_post("/rpc", rpc_endpoint)
+    app.router.add_get("/ws", websocket)
+    return app

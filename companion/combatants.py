@@ -1,0 +1,102 @@
+"""Combatants given as ``{"adapter": ID, "data": RAW}``: import them, and later turn
+their before/after into the adapter's write-back ``updates``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.base import Adapter
+from engine.errors import InvalidInput, Problem
+
+from .services import Services
+
+#: Params members that never hold combatants.
+_NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "seed",
+                             "id", "revision", "force", "name"})
+
+
+@dataclass(frozen=True)
+class ImportedRef:
+    """One adapter-given combatant: where it was, its adapter and raw data, the result."""
+
+    path: str
+    role: str
+    adapter: Adapter
+    data: Any
+    combatant: dict[str, Any]
+    warnings: tuple[str, ...]
+
+
+def is_adapter_ref(value: Any) -> bool:
+    """``{"adapter": ..., "data": ...}`` and nothing else."""
+    return isinstance(value, dict) and set(value) == {"adapter", "data"}
+
+
+def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path: str,
+               role: str) -> ImportedRef:
+    """Import one ``{adapter, data}`` for ``system_id``; errors name ``path``."""
+    adapter = services.adapter(ref.get("adapter"), f"{path}/adapter")
+    if adapter.system is not None and adapter.system != system_id:
+        raise InvalidInput.at(f"{path}/adapter", f"adapter {adapter.id} is made for "
+                                                 f"{adapter.system}, not {system_id}")
+    try:
+        imported = adapter.import_(ref["data"], system_id)
+    except InvalidInput as exc:
+        raise type(exc)([Problem(f"{path}/data{p.path}", p.message)
+                         for p in exc.problems]) from None
+    return ImportedRef(path, role, adapter, ref["data"], dict(imported.combatant),
+                       tuple(imported.warnings))
+
+
+def import_combatants(services: Services, params: Mapping[str, Any], system_id: str
+                      ) -> tuple[dict[str, Any], list[ImportedRef]]:
+    """``params`` with every top-level ``{adapter, data}`` (also inside top-level lists,
+    as power-pool ``allies``/``defenders``) replaced by the imported combatant."""
+    out = dict(params)
+    refs: list[ImportedRef] = []
+    for key, value in params.items():
+        if key in _NOT_COMBATANTS:
+            continue
+        if is_adapter_ref(value):
+            ref = import_ref(services, value, system_id, f"/{key}", key)
+            refs.append(ref)
+            out[key] = ref.combatant
+        elif isinstance(value, list) and any(is_adapter_ref(v) for v in value):
+            items = []
+            for i, item in enumerate(value):
+                if is_adapter_ref(item):
+                    ref = import_ref(services, item, system_id, f"/{key}/{i}", key)
+                    refs.append(ref)
+                    items.append(ref.combatant)
+                else:
+                    items.append(item)
+            out[key] = items
+    return out, refs
+
+
+def warnings_of(refs: list[ImportedRef]) -> list[str]:
+    """Every import warning, prefixed with where the combatant was given."""
+    return [f"{r.path}: {w}" for r in refs for w in r.warnings]
+
+
+def exchange_updates(refs: list[ImportedRef], system_id: str,
+                     result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Write-backs for each imported combatant from an exchange result's before/after."""
+    changes: dict[str, Mapping[str, Any]] = {}
+    for change in result.get("others") or ():
+        changes[str(change.get("id"))] = change
+    for role in ("defender", "attacker"):
+        change = result.get(role)
+        if isinstance(change, Mapping):
+            changes.setdefault(str(change.get("id")), change)
+    updates: list[dict[str, Any]] = []
+    for ref in refs:
+        change = changes.get(str(ref.combatant.get("id")))
+        if change is None and ref.role in ("attacker", "defender"):
+            change = result.get(ref.role)
+        if isinstance(change, Mapping) and change.get("before") != change.get("after"):
+            updates.extend(ref.adapter.updates(ref.data, system_id, change["before"],
+                                               change["after"]))
+    return updates

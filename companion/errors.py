@@ -1,0 +1,107 @@
+"""The daemon's own exceptions and the one place where exceptions become JSON-RPC errors.
+
+API.md "Errors": invalid params -32602 ``{errors: [{path, message}]}``, rules 4001
+``{rule, detail}``, dice needed 4002 ``{purpose, sides, needed}``, unknown encounter or
+combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; anything else is -32603 with
+an error id only. Exception text never reaches a client: every ``data`` below is built
+from structured fields, and unexpected faults are logged with their traceback under the
+id the client sees.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation
+
+from .store import NothingToUndo, StaleRevision, UnknownEncounter
+
+log = logging.getLogger("mindscape.rpc")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RULES_VIOLATION = 4001
+DICE_NEEDED = 4002
+NOT_FOUND = 4004
+STALE_REVISION = 4009
+
+#: code -> message, for the OpenRPC document and the docs.
+MESSAGES: dict[int, str] = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    RULES_VIOLATION: "The rules forbid it",
+    DICE_NEEDED: "Dice needed",
+    NOT_FOUND: "Not found",
+    STALE_REVISION: "Stale revision",
+}
+
+
+class CompanionError(Exception):
+    """Root of the errors the daemon's methods raise on purpose."""
+
+
+class UnknownCombatant(CompanionError):
+    """A combatant id that is not in the encounter (4004)."""
+
+    def __init__(self, combatant_id: str) -> None:
+        super().__init__(combatant_id)
+        self.id = combatant_id
+
+
+@dataclass(frozen=True)
+class RpcError:
+    """A JSON-RPC error object: ``code``, ``message`` and structured ``data``."""
+
+    code: int
+    message: str
+    data: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+def invalid_params(problems: list[Problem]) -> RpcError:
+    """-32602 listing every problem by JSON Pointer path."""
+    return RpcError(INVALID_PARAMS, MESSAGES[INVALID_PARAMS],
+                    {"errors": [p.to_json() for p in problems]})
+
+
+def internal_error(method: str | None = None) -> RpcError:
+    """-32603 with a fresh error id; the caller logs the traceback under that id."""
+    error_id = secrets.token_hex(8)
+    log.error("internal error", exc_info=True,
+              extra={"fields": {"error_id": error_id, "method": method}})
+    return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
+
+
+def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
+    """Map any exception raised by a method to the error a client may see."""
+    if isinstance(exc, InvalidInput):
+        return invalid_params(list(exc.problems))
+    if isinstance(exc, RulesViolation):
+        return RpcError(RULES_VIOLATION, MESSAGES[RULES_VIOLATION],
+                        {"rule": exc.rule, "detail": exc.detail})
+    if isinstance(exc, DiceNeeded):
+        return RpcError(DICE_NEEDED, MESSAGES[DICE_NEEDED],
+                        {"purpose": exc.purpose, "sides": exc.sides, "needed": exc.needed})
+    if isinstance(exc, UnknownEncounter | UnknownCombatant):
+        return RpcError(NOT_FOUND, MESSAGES[NOT_FOUND], {"id": str(exc.id)})
+    if isinstance(exc, NothingToUndo):
+        return RpcError(RULES_VIOLATION, MESSAGES[RULES_VIOLATION],
+                        {"rule": "undo-needs-a-resolved-step",
+                         "detail": "the encounter has no resolved step left to undo"})
+    if isinstance(exc, StaleRevision):
+        return RpcError(STALE_REVISION, MESSAGES[STALE_REVISION], {"revision": exc.revision})
+    return internal_error(method)

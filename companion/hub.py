@@ -1,0 +1,143 @@
+"""Connected WebSockets, who watches which encounter, and recent HTTP clients.
+
+The hub sends server notifications (``encounter.changed``) to the sockets that asked
+for them, and gives the status page a picture of what is connected. It never holds a
+token: peers are described by address, origin and user agent only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_websocket import WSCloseCode
+
+RECENT_CLIENTS = 20
+
+
+@dataclass(eq=False)
+class Peer:
+    """One authenticated WebSocket connection."""
+
+    ws: web.WebSocketResponse
+    number: int
+    remote: str | None
+    origin: str | None
+    user_agent: str | None
+    connected_at: float = field(default_factory=time.time)
+    watching: set[str] = field(default_factory=set)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a JSON-RPC notification (no id) to this socket."""
+        if not self.ws.closed:
+            await self.ws.send_str(json.dumps(
+                {"jsonrpc": "2.0", "method": method, "params": params}))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"number": self.number, "remote": self.remote, "origin": self.origin,
+                "user_agent": self.user_agent, "connected_at": self.connected_at,
+                "watching": sorted(self.watching)}
+
+
+@dataclass
+class Client:
+    """A recent HTTP caller (by address, origin and user agent)."""
+
+    remote: str | None
+    origin: str | None
+    user_agent: str | None
+    last_seen: float
+    last_method: str | None
+    calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"remote": self.remote, "origin": self.origin, "user_agent": self.user_agent,
+                "last_seen": self.last_seen, "last_method": self.last_method,
+                "calls": self.calls}
+
+
+class Hub:
+    """Peers, watches and recent clients for one app."""
+
+    def __init__(self) -> None:
+        self.peers: set[Peer] = set()
+        self._watchers: dict[str, set[Peer]] = {}
+        self._numbers = itertools.count(1)
+        self._clients: OrderedDict[tuple[str | None, str | None, str | None], Client] = (
+            OrderedDict())
+
+    def connect(self, ws: web.WebSocketResponse, request: web.Request) -> Peer:
+        peer = Peer(ws, next(self._numbers), request.remote,
+                    request.headers.get("Origin"), request.headers.get("User-Agent"))
+        self.peers.add(peer)
+        return peer
+
+    def disconnect(self, peer: Peer) -> None:
+        self.peers.discard(peer)
+        for encounter_id in peer.watching:
+            watchers = self._watchers.get(encounter_id)
+            if watchers is not None:
+                watchers.discard(peer)
+                if not watchers:
+                    del self._watchers[encounter_id]
+        peer.watching.clear()
+
+    def watch(self, peer: Peer, encounter_id: str) -> None:
+        peer.watching.add(encounter_id)
+        self._watchers.setdefault(encounter_id, set()).add(peer)
+
+    def unwatch(self, peer: Peer, encounter_id: str) -> None:
+        peer.watching.discard(encounter_id)
+        watchers = self._watchers.get(encounter_id)
+        if watchers is not None:
+            watchers.discard(peer)
+            if not watchers:
+                del self._watchers[encounter_id]
+
+    def watchers(self, encounter_id: str) -> list[Peer]:
+        return list(self._watchers.get(encounter_id, ()))
+
+    async def encounter_changed(self, encounter_id: str, revision: int | None,
+                                **extra: Any) -> None:
+        """Tell every socket watching ``encounter_id`` that it moved to ``revision``."""
+        peers = self.watchers(encounter_id)
+        if not peers:
+            return
+        params = {"id": encounter_id, "revision": revision, **extra}
+        # A socket that went away must not fail the write that triggered the notice.
+        await asyncio.gather(*(p.notify("encounter.changed", params) for p in peers),
+                             return_exceptions=True)
+
+    def seen(self, request: web.Request, method: str | None) -> None:
+        """Remember an authenticated HTTP caller for the status page."""
+        key = (request.remote, request.headers.get("Origin"),
+               request.headers.get("User-Agent"))
+        client = self._clients.get(key)
+        if client is None:
+            client = Client(*key, last_seen=0.0, last_method=None)
+            self._clients[key] = client
+            while len(self._clients) > RECENT_CLIENTS:
+                self._clients.popitem(last=False)
+        else:
+            self._clients.move_to_end(key)
+        client.last_seen = time.time()
+        client.last_method = method
+        client.calls += 1
+
+    def recent_clients(self) -> list[Client]:
+        return list(reversed(self._clients.values()))
+
+    async def close_all(self) -> None:
+        """Close every socket with 1001 (going away), for a graceful shutdown."""
+        peers = list(self.peers)
+        await asyncio.gather(*(p.ws.close(code=WSCloseCode.GOING_AWAY,
+                                          message=b"server shutting down")
+                               for p in peers), return_exceptions=True)
+        for peer in peers:
+            self.disconnect(peer)

@@ -1,0 +1,51 @@
+"""``companion.info``: who this daemon is and what it offers (cached: it never changes
+while the daemon runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import API_VERSION
+from ..registry import MethodSpec
+from ..schemas import NO_PARAMS
+from ..services import Context
+
+
+def info(ctx: Context) -> dict[str, Any]:
+    """The ``companion.info`` answer, computed once per app."""
+    services = ctx.services
+    cached = services.cache.get("companion.info")
+    if cached is None:
+        cached = {
+            "name": "mindscape",
+            "version": services.version,
+            "api_version": API_VERSION,
+            "systems": sorted(services.systems),
+            "adapters": sorted(services.adapters),
+            "plugins": [r.to_json() for r in services.plugins.reports],
+            "methods": services.plugins.methods.names(),
+            "limits": {
+                "max_body": services.settings.limits.max_body,
+                "max_batch": services.settings.limits.max_batch,
+                "max_dice": services.settings.limits.max_dice,
+                "max_penetration": services.settings.limits.max_penetration,
+                "max_combatants": services.settings.limits.max_combatants,
+            },
+        }
+        services.cache["companion.info"] = cached
+    return cached
+
+
+async def companion_info(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return info(ctx)
+
+
+METHODS = [
+    MethodSpec(
+        "companion.info", NO_PARAMS, companion_info,
+        "The daemon's name, version, API version, systems, adapters, plugins (with the "
+        "error of any that failed to load), methods and limits.",
+        result={"type": "object",
+                "required": ["name", "version", "api_version", "systems", "adapters",
+                             "plugins"]}),
+]

@@ -1,0 +1,356 @@
+"""``encounter.*``: encounters advanced in steps and stored before every answer.
+
+Writes to one encounter are serialised by a lock and name the revision they read, so a
+write never lands on a state it did not see; a caller's own ``revision`` is checked too
+(4009). The system owns the state and its round logic; this module only sequences,
+stores and hides: a declared choice is never echoed, ``encounter.get`` shows the system's
+view (which holds no pending choice) and ``encounter.log`` masks a declaration until a
+resolve step that is still in effect has used it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.dice import dice_source
+from engine.errors import InvalidInput, LimitExceeded, Problem
+from engine.system import System
+
+from ..combatants import ImportedRef, import_ref, is_adapter_ref
+from ..errors import DICE_NEEDED, NOT_FOUND, RULES_VIOLATION, STALE_REVISION, UnknownCombatant
+from ..registry import MethodSpec
+from ..schemas import (
+    COMBATANT,
+    COMBATANT_ID,
+    DICE,
+    ENCOUNTER_ID,
+    NO_PARAMS,
+    OPTIONS,
+    REVISION,
+    SEED,
+    SYSTEM_ID,
+    UPDATES,
+)
+from ..services import Context
+from ..store import EncounterRecord, StaleRevision, StepRecord
+
+WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION)
+
+
+def _expect(record: EncounterRecord, params: Mapping[str, Any]) -> None:
+    expected = params.get("revision")
+    if expected is not None and expected != record.revision:
+        raise StaleRevision(record.id, record.revision, expected)
+
+
+def _combatant_ids(view: Mapping[str, Any]) -> set[str]:
+    combatants = view.get("combatants") or {}
+    if isinstance(combatants, Mapping):
+        return {str(k) for k in combatants}
+    return {str(c.get("id")) for c in combatants if isinstance(c, Mapping)}
+
+
+def _combatant(view: Mapping[str, Any], combatant_id: str) -> Any:
+    combatants = view.get("combatants") or {}
+    if isinstance(combatants, Mapping):
+        return combatants.get(combatant_id)
+    for c in combatants:
+        if isinstance(c, Mapping) and str(c.get("id")) == combatant_id:
+            return c
+    return None
+
+
+async def _load(ctx: Context, params: Mapping[str, Any]) -> tuple[EncounterRecord, System]:
+    record = await ctx.services.store.get(params["id"])
+    return record, ctx.services.system(record.system, "/id")
+
+
+async def _adapter_refs(ctx: Context, record: EncounterRecord, system: System
+                        ) -> dict[str, ImportedRef]:
+    """The combatants of ``record`` that were added as ``{adapter, data}``, by id."""
+    refs: dict[str, ImportedRef] = {}
+    for step in await ctx.services.store.steps(record.id):
+        raw = step.params.get("combatant")
+        if step.kind == "add" and isinstance(raw, dict) and is_adapter_ref(raw) \
+                and step.result:
+            adapter = ctx.services.adapters.get(raw["adapter"])
+            if adapter is not None:
+                refs[str(step.result.get("combatant_id"))] = ImportedRef(
+                    "/combatant", "combatant", adapter, raw["data"], {}, ())
+    return refs
+
+
+async def _updates(ctx: Context, record: EncounterRecord, system: System,
+                   before_state: Mapping[str, Any], after_state: Mapping[str, Any]
+                   ) -> list[dict[str, Any]]:
+    refs = await _adapter_refs(ctx, record, system)
+    if not refs:
+        return []
+    before = system.encounter_view(before_state)
+    after = system.encounter_view(after_state)
+    updates: list[dict[str, Any]] = []
+    for combatant_id, ref in refs.items():
+        old, new = _combatant(before, combatant_id), _combatant(after, combatant_id)
+        if isinstance(old, Mapping) and isinstance(new, Mapping) and old != new:
+            updates.extend(ref.adapter.updates(ref.data, system.id, old, new))
+    return updates
+
+
+async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    system = ctx.services.system(params["system"])
+    options = dict(params.get("options") or {})
+    system.options(options)
+    state = system.encounter_new(options)
+    record = await ctx.services.store.create(system.id, params.get("name"), options, state)
+    return {"id": record.id, "revision": record.revision, "system": record.system,
+            "name": record.name}
+
+
+async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    services = ctx.services
+    async with services.encounter_lock(params["id"]):
+        record, system = await _load(ctx, params)
+        _expect(record, params)
+        raw = params["combatant"]
+        warnings: list[str] = []
+        combatant = raw
+        if is_adapter_ref(raw):
+            ref = import_ref(services, raw, system.id, "/combatant", "combatant")
+            combatant, warnings = ref.combatant, list(ref.warnings)
+        limit = services.settings.limits.max_combatants
+        if len(_combatant_ids(system.encounter_view(record.state))) >= limit:
+            raise LimitExceeded(Problem(
+                "/combatant", f"an encounter holds at most {limit} combatants (limit "
+                              "max_combatants)"))
+        state, combatant_id = system.encounter_add(record.state, combatant)
+        new = await services.store.append(
+            record.id, expected_revision=record.revision, kind="add",
+            params={"combatant": raw}, rolls=[],
+            result={"combatant_id": combatant_id, "warnings": warnings}, state=state)
+    await services.hub.encounter_changed(new.id, new.revision)
+    return {"combatant_id": combatant_id, "revision": new.revision, "warnings": warnings,
+            "updates": []}
+
+
+async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    services = ctx.services
+    async with services.encounter_lock(params["id"]):
+        record, system = await _load(ctx, params)
+        _expect(record, params)
+        ids = _combatant_ids(system.encounter_view(record.state))
+        combatant_id = params["combatant_id"]
+        if combatant_id not in ids:
+            raise UnknownCombatant(combatant_id)
+        choice = params["choice"]
+        attack = choice.get("attack")
+        if isinstance(attack, Mapping) and attack.get("target") is not None \
+                and str(attack["target"]) not in ids:
+            raise UnknownCombatant(str(attack["target"]))
+        state = system.encounter_declare(record.state, combatant_id, choice)
+        waiting_for = system.encounter_waiting_for(state)
+        new = await services.store.append(
+            record.id, expected_revision=record.revision, kind="declare",
+            params={"combatant_id": combatant_id, "choice": choice}, rolls=[],
+            result={"waiting_for": waiting_for}, state=state)
+    await services.hub.encounter_changed(new.id, new.revision)
+    # The choice itself is never echoed: the answer is the same whatever was chosen.
+    return {"revision": new.revision, "waiting_for": waiting_for}
+
+
+async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    services = ctx.services
+    async with services.encounter_lock(params["id"]):
+        record, system = await _load(ctx, params)
+        _expect(record, params)
+        dice = dice_source(params.get("dice"), params.get("seed"))
+        state, step = system.encounter_resolve(record.state, dice,
+                                               bool(params.get("force", False)))
+        rolls = [r.to_json() for r in dice.rolls]
+        stored_params: dict[str, Any] = {k: params[k] for k in ("dice", "seed", "force")
+                                         if k in params}
+        new = await services.store.append(
+            record.id, expected_revision=record.revision, kind="resolve",
+            params=stored_params, rolls=rolls, result=step, state=state)
+        updates = await _updates(ctx, record, system, record.state, state)
+    await services.hub.encounter_changed(new.id, new.revision)
+    result = dict(step)
+    result.setdefault("rolls", rolls)
+    result["revision"] = new.revision
+    result["updates"] = updates
+    return result
+
+
+async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    services = ctx.services
+    async with services.encounter_lock(params["id"]):
+        record, system = await _load(ctx, params)
+        _expect(record, params)
+        new, undone = await services.store.undo(record.id, expected_revision=record.revision)
+        updates = await _updates(ctx, record, system, record.state, new.state)
+    await services.hub.encounter_changed(new.id, new.revision)
+    return {"revision": new.revision, "undone": undone.revision, "updates": updates}
+
+
+async def encounter_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    record, system = await _load(ctx, params)
+    view = dict(system.encounter_view(record.state))
+    view.update({"id": record.id, "system": record.system, "name": record.name,
+                 "options": record.options, "revision": record.revision})
+    return view
+
+
+def _voided(steps: list[StepRecord]) -> set[int]:
+    """Revisions whose effect an undo took away: the steps between the undone resolve
+    and the undo (their declarations were never resolved)."""
+    out: set[int] = set()
+    for step in steps:
+        if step.kind == "undo":
+            undoes = int(step.params.get("undoes", step.revision))
+            out.update(range(undoes + 1, step.revision))
+    return out
+
+
+def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
+    """The log as a player may see it: a declaration's choice only once a resolve step
+    still in effect came after it; never any stored state."""
+    voided = _voided(steps)
+    last_resolve = max((s.revision for s in steps
+                        if s.kind == "resolve" and s.undone_by is None
+                        and s.revision not in voided), default=0)
+    out = []
+    for step in steps:
+        params: dict[str, Any] = dict(step.params)
+        if step.kind == "declare" and (step.revision > last_resolve
+                                       or step.revision in voided):
+            params = {"combatant_id": params.get("combatant_id"), "choice": None,
+                      "hidden": True}
+        out.append({"revision": step.revision, "kind": step.kind, "params": params,
+                    "rolls": step.rolls, "result": step.result,
+                    "created_at": step.created_at, "undone_by": step.undone_by})
+    return out
+
+
+async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    record = await ctx.services.store.get(params["id"])
+    steps = await ctx.services.store.steps(record.id)
+    return {"id": record.id, "revision": record.revision, "steps": masked_log(steps)}
+
+
+async def encounter_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"id": r.id, "system": r.system, "name": r.name, "revision": r.revision,
+             "created_at": r.created_at, "updated_at": r.updated_at}
+            for r in await ctx.services.store.list()]
+
+
+async def encounter_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    services = ctx.services
+    async with services.encounter_lock(params["id"]):
+        record = await services.store.get(params["id"])
+        _expect(record, params)
+        await services.store.delete(record.id)
+    await services.hub.encounter_changed(record.id, None, deleted=True)
+    return {"id": record.id, "deleted": True}
+
+
+def _peer(ctx: Context, method: str) -> Any:
+    if ctx.peer is None:
+        raise InvalidInput.at("", f"{method} needs a WebSocket connection (GET /ws); over "
+                                  "HTTP, poll encounter.get")
+    return ctx.peer
+
+
+async def encounter_watch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    peer = _peer(ctx, "encounter.watch")
+    record = await ctx.services.store.get(params["id"])
+    ctx.services.hub.watch(peer, record.id)
+    return {"id": record.id, "revision": record.revision, "watching": True}
+
+
+async def encounter_unwatch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    peer = _peer(ctx, "encounter.unwatch")
+    ctx.services.hub.unwatch(peer, params["id"])
+    return {"id": params["id"], "watching": False}
+
+
+def _params(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "additionalProperties": False,
+            "properties": properties}
+
+
+_ID_ONLY = _params(["id"], id=ENCOUNTER_ID)
+CHOICE = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "stance": {"type": "string", "description": "combat-strength stance"},
+        "attack": {"type": ["object", "null"],
+                   "description": "as exchange.resolve's attack, plus target: combatant_id",
+                   "properties": {"target": COMBATANT_ID}},
+        "defense": {"type": ["object", "null"],
+                    "description": "as exchange.resolve's defense"},
+    },
+}
+
+METHODS = [
+    MethodSpec("encounter.create",
+               _params(["system"], system=SYSTEM_ID,
+                       name={"type": "string", "maxLength": 200}, options=OPTIONS),
+               encounter_create, "Start an encounter: {id, revision, system, name}.",
+               result={"type": "object", "required": ["id", "revision"]}),
+    MethodSpec("encounter.add",
+               _params(["id", "combatant"], id=ENCOUNTER_ID, combatant=COMBATANT,
+                       revision=REVISION),
+               encounter_add,
+               "Add a combatant (or {adapter, data}): {combatant_id, revision, warnings, "
+               "updates}. At most 64 combatants.",
+               result={"type": "object", "required": ["combatant_id", "revision"]},
+               errors=WRITE_ERRORS),
+    MethodSpec("encounter.declare",
+               _params(["id", "combatant_id", "choice"], id=ENCOUNTER_ID,
+                       combatant_id=COMBATANT_ID, choice=CHOICE, revision=REVISION),
+               encounter_declare,
+               "Record a combatant's secret choice for the current step: {revision, "
+               "waiting_for}. The choice stays hidden until the step is resolved.",
+               result={"type": "object", "required": ["revision", "waiting_for"]},
+               errors=WRITE_ERRORS),
+    MethodSpec("encounter.resolve",
+               _params(["id"], id=ENCOUNTER_ID, dice=DICE, seed=SEED,
+                       force={"type": "boolean",
+                              "description": "treat a missing choice as no attack and no "
+                                             "defense"},
+                       revision=REVISION),
+               encounter_resolve,
+               "Resolve the current step once nobody is waited for (or with force): the "
+               "system's step result, revision, rolls and updates.",
+               result={"type": "object", "required": ["revision", "updates"],
+                       "properties": {"updates": UPDATES}},
+               errors=(*WRITE_ERRORS, DICE_NEEDED)),
+    MethodSpec("encounter.get", _ID_ONLY, encounter_get,
+               "The encounter as anyone may see it: phase, combatants, waiting_for, "
+               "revision (never a pending choice).",
+               result={"type": "object", "required": ["id", "revision"]},
+               errors=(NOT_FOUND,)),
+    MethodSpec("encounter.log", _ID_ONLY, encounter_log,
+               "Every step with its params, dice and result; declarations masked until "
+               "resolved.",
+               result={"type": "object", "required": ["steps"]}, errors=(NOT_FOUND,)),
+    MethodSpec("encounter.undo", _params(["id"], id=ENCOUNTER_ID, revision=REVISION),
+               encounter_undo,
+               "Revert the last resolved step exactly: {revision, undone, updates}.",
+               result={"type": "object", "required": ["revision", "undone"]},
+               errors=WRITE_ERRORS),
+    MethodSpec("encounter.list", NO_PARAMS, encounter_list,
+               "Every encounter: [{id, system, name, revision, created_at, updated_at}].",
+               result={"type": "array"}),
+    MethodSpec("encounter.delete", _params(["id"], id=ENCOUNTER_ID, revision=REVISION),
+               encounter_delete, "Delete an encounter and its log.",
+               result={"type": "object"}, errors=(NOT_FOUND, STALE_REVISION)),
+    MethodSpec("encounter.watch", _ID_ONLY, encounter_watch,
+               "WebSocket only: receive encounter.changed {id, revision} after every "
+               "change of this encounter.",
+               result={"type": "object"}, errors=(NOT_FOUND,)),
+    MethodSpec("encounter.unwatch", _ID_ONLY, encounter_unwatch,
+               "WebSocket only: stop encounter.changed notices for this encounter.",
+               result={"type": "object"}),
+]

@@ -1,0 +1,53 @@
+"""``exchange.resolve`` and ``exchange.odds``: one exchange outside any encounter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.dice import dice_source
+
+from ..combatants import exchange_updates, import_combatants, warnings_of
+from ..errors import DICE_NEEDED, RULES_VIOLATION
+from ..registry import MethodSpec
+from ..schemas import EXCHANGE, ODDS, UPDATES
+from ..services import Context
+
+
+async def exchange_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    system = ctx.services.system(params["system"])
+    request, refs = import_combatants(ctx.services, params, system.id)
+    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
+    request.pop("system")
+    result = system.resolve(request, dice).to_json()
+    result["updates"] = exchange_updates(refs, system.id, result)
+    if refs:
+        result["warnings"] = warnings_of(refs)
+    return result
+
+
+async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    system = ctx.services.system(params["system"])
+    request, refs = import_combatants(ctx.services, params, system.id)
+    request.pop("system")
+    result = dict(system.odds(request))
+    if refs:
+        result["warnings"] = warnings_of(refs)
+    return result
+
+
+METHODS = [
+    MethodSpec("exchange.resolve", EXCHANGE, exchange_resolve,
+               "Resolve one exchange: the result (system, outcome, attacker/defender "
+               "before and after, rolls, events, summary, the system's own fields, "
+               "unused_dice) and updates for {adapter, data} combatants.",
+               result={"type": "object", "required": ["system", "outcome", "attacker",
+                                                      "defender", "rolls", "events",
+                                                      "summary", "updates"],
+                       "properties": {"updates": UPDATES}},
+               errors=(RULES_VIOLATION, DICE_NEEDED)),
+    MethodSpec("exchange.odds", ODDS, exchange_odds,
+               "Exact odds of an exchange: {outcomes: {name: p}, damage: {mean, "
+               "distribution, truncated_mass}} and the system's own chances.",
+               result={"type": "object", "required": ["outcomes"]},
+               errors=(RULES_VIOLATION,)),
+]

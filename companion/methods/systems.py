@@ -1,0 +1,41 @@
+"""``systems.list`` and ``systems.describe``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..registry import MethodSpec
+from ..schemas import NO_PARAMS, SYSTEM_ID
+from ..services import Context
+
+
+async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    plugins = ctx.services.plugins
+    return [{"id": s.id, "name": s.name, "source": s.source,
+             "plugin": plugins.system_plugin.get(s.id)}
+            for s in plugins.systems.values()]
+
+
+async def systems_describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    system = ctx.services.system(params["system"])
+    key = f"systems.describe:{system.id}"
+    cached = ctx.services.cache.get(key)
+    if cached is None:
+        cached = system.describe()
+        ctx.services.cache[key] = cached
+    return dict(cached)
+
+
+METHODS = [
+    MethodSpec("systems.list", NO_PARAMS, systems_list,
+               "Every rule system: [{id, name, source, plugin}].",
+               result={"type": "array", "items": {"type": "object",
+                                                  "required": ["id", "name", "source"]}}),
+    MethodSpec("systems.describe",
+               {"type": "object", "required": ["system"], "additionalProperties": False,
+                "properties": {"system": SYSTEM_ID}},
+               systems_describe,
+               "A system's modes with costs, tables, combatant JSON Schema, dice purposes "
+               "and house rules [{id, text, default}].",
+               result={"type": "object"}),
+]

@@ -1,0 +1,136 @@
+"""The method table: every JSON-RPC method with its params schema, compiled once.
+
+Like pygls's feature registry, building a table fails at once on a duplicate name, a
+handler that is not ``async def`` or a schema that does not compile, so a mistake in a
+core method stops the daemon at import and a mistake in a plugin is caught while it
+loads (and reported) instead of on some later request.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from engine.errors import Problem
+from engine.system import schema_problems
+
+if TYPE_CHECKING:
+    from .services import Context
+
+JSON = dict[str, Any]
+Handler = Callable[["Context", JSON], Awaitable[Any]]
+
+#: ``namespace.verb``: lower-case namespace, then a dot, then the verb.
+METHOD_NAME = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*$")
+
+
+class RegistryError(Exception):
+    """A method that cannot be registered; the message is written by us, safe to show."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One JSON-RPC method: ``name`` (``namespace.verb``), the JSON Schema of its params
+    object, the ``async`` handler ``(context, params) -> result``, a description, and
+    optionally the schema of its result (for the OpenRPC document)."""
+
+    name: str
+    params: Mapping[str, Any]
+    handler: Handler
+    description: str
+    result: Mapping[str, Any] | None = None
+    #: JSON-RPC error codes the method may answer with besides -32602/-32603.
+    errors: tuple[int, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A method ready to dispatch: its spec and its compiled params validator."""
+
+    spec: MethodSpec
+    validator: jsonschema.protocols.Validator
+    #: True when ``{}`` is valid, so a call without params skips validation.
+    accepts_empty: bool
+
+    def problems(self, params: JSON) -> list[Problem]:
+        """Every way ``params`` fails the method's schema (JSON Pointer paths)."""
+        if not params and self.accepts_empty:
+            return []
+        if self.validator.is_valid(params):
+            return []
+        return schema_problems(self.validator, params)
+
+
+def compile_method(spec: MethodSpec) -> Registered:
+    """Check ``spec`` and compile its validator; ``RegistryError`` when it cannot be used."""
+    if not METHOD_NAME.match(spec.name):
+        raise RegistryError(f"method name {spec.name!r} is not of the form namespace.verb")
+    if not inspect.iscoroutinefunction(spec.handler):
+        raise RegistryError(f"method {spec.name}: the handler must be an async function")
+    if spec.params.get("type") != "object":
+        raise RegistryError(f"method {spec.name}: the params schema must describe an object")
+    for what, schema in (("params", spec.params), ("result", spec.result)):
+        if schema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError:
+            raise RegistryError(
+                f"method {spec.name}: the {what} schema does not compile") from None
+    validator = Draft202012Validator(spec.params)
+    return Registered(spec, validator, validator.is_valid({}))
+
+
+class MethodRegistry:
+    """An ordered table of methods by name; refuses duplicates."""
+
+    def __init__(self, specs: Iterable[MethodSpec] = ()) -> None:
+        self._methods: dict[str, Registered] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: MethodSpec) -> None:
+        """Register ``spec`` or raise ``RegistryError`` (duplicate, bad schema ...)."""
+        if spec.name in self._methods:
+            raise RegistryError(f"method {spec.name} is already registered")
+        self._methods[spec.name] = compile_method(spec)
+
+    def add_all(self, specs: Iterable[MethodSpec]) -> None:
+        """Register every spec or none of them."""
+        compiled = [compile_method(s) for s in specs]
+        names = [r.spec.name for r in compiled]
+        for name in names:
+            if name in self._methods or names.count(name) > 1:
+                raise RegistryError(f"method {name} is already registered")
+        for registered in compiled:
+            self._methods[registered.spec.name] = registered
+
+    def copy(self) -> MethodRegistry:
+        """A new table with the same methods (to extend with plugins)."""
+        other = MethodRegistry()
+        other._methods = dict(self._methods)
+        return other
+
+    def get(self, name: str) -> Registered | None:
+        return self._methods.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._methods)
+
+    def namespaces(self) -> set[str]:
+        return {name.split(".", 1)[0] for name in self._methods}
+
+    def __iter__(self) -> Iterator[Registered]:
+        return iter(self._methods.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._methods
+
+    def __len__(self) -> int:
+        return len(self._methods)

@@ -1,0 +1,209 @@
+"""JSON-RPC 2.0 processing: the one module that talks to jsonrpcserver.
+
+jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
+``async def``. Around it we do what it leaves out or does in a way we cannot accept:
+
+- the envelope of every request (and of every batch element on its own) is checked
+  here, so a malformed element gets its own -32600 while the others run, an empty batch
+  is one -32600, and a batch over the limit is refused naming the limit; jsonrpcserver is
+  then handed the already-parsed request with a no-op deserializer and validator instead
+  of validating the whole request against its JSON Schema again;
+- params are checked against the method's schema compiled once at start-up;
+- exceptions become error objects in ``errors.to_rpc_error`` (one place) before
+  jsonrpcserver sees them, because it copies exception text into responses; any error
+  that still comes back from the library with text is scrubbed to an error id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonrpcserver import Error, Success
+from jsonrpcserver.async_main import dispatch_to_serializable
+
+from engine.errors import Problem
+
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    MESSAGES,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RpcError,
+    internal_error,
+    invalid_params,
+    to_rpc_error,
+)
+from .registry import MethodRegistry, Registered
+from .services import Context
+
+log = logging.getLogger("mindscape.rpc")
+
+_ENVELOPE_MEMBERS = frozenset({"jsonrpc", "method", "params", "id"})
+_NO_ID = object()
+
+
+@dataclass
+class Outcome:
+    """What happened to one HTTP body or WebSocket message, for the request log."""
+
+    calls: list[tuple[str | None, int | None]] = field(default_factory=list)
+
+    @property
+    def methods(self) -> list[str | None]:
+        return [m for m, _ in self.calls]
+
+    @property
+    def errors(self) -> list[int]:
+        return [c for _, c in self.calls if c is not None]
+
+
+def _error_response(error: RpcError, request_id: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "error": error.to_json(), "id": request_id}
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+
+
+def _envelope_problem(request: Any) -> str | None:
+    """Why ``request`` is not a JSON-RPC 2.0 request object, or ``None``."""
+    if not isinstance(request, dict):
+        return "a request must be a JSON object"
+    if request.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(request.get("method"), str):
+        return "method must be a string"
+    if "params" in request and not isinstance(request["params"], dict | list):
+        return "params must be an object or an array"
+    if "id" in request and not _valid_id(request["id"]):
+        return "id must be a string, a number or null"
+    if not _ENVELOPE_MEMBERS.issuperset(request):
+        return f"unknown members {sorted(set(request) - _ENVELOPE_MEMBERS)}"
+    return None
+
+
+def _invalid_request(detail: str, **data: Any) -> RpcError:
+    return RpcError(INVALID_REQUEST, MESSAGES[INVALID_REQUEST], {"detail": detail, **data})
+
+
+class Dispatcher:
+    """Turns request bodies into response bodies for one method table."""
+
+    def __init__(self, methods: MethodRegistry, max_batch: int) -> None:
+        self.registry = methods
+        self.max_batch = max_batch
+        self._methods: dict[str, Callable[..., Any]] = {
+            r.spec.name: self._bind(r) for r in methods}
+
+    @staticmethod
+    def _bind(registered: Registered) -> Callable[..., Any]:
+        spec = registered.spec
+
+        async def call(context: Context, /, *args: Any, **params: Any) -> Any:
+            if args:
+                return _as_result(invalid_params([Problem(
+                    "", "params must be an object (by-name); positional params are not "
+                        "supported")]))
+            problems = registered.problems(params)
+            if problems:
+                return _as_result(invalid_params(problems))
+            try:
+                result = await spec.handler(context, params)
+            except Exception as exc:
+                return _as_result(to_rpc_error(exc, spec.name))
+            return Success(result)
+
+        call.__name__ = spec.name
+        return call
+
+    async def handle(self, body: bytes | str, context: Context,
+                     outcome: Outcome | None = None) -> str | None:
+        """The response text for ``body``, or ``None`` when nothing is to be sent back
+        (a notification or a batch of notifications)."""
+        outcome = outcome if outcome is not None else Outcome()
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            outcome.calls.append((None, PARSE_ERROR))
+            return _dumps(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
+        if isinstance(parsed, list):
+            if not parsed:
+                outcome.calls.append((None, INVALID_REQUEST))
+                return _dumps(_error_response(_invalid_request("an empty batch")))
+            if len(parsed) > self.max_batch:
+                outcome.calls.append((None, INVALID_REQUEST))
+                return _dumps(_error_response(_invalid_request(
+                    f"a batch holds at most {self.max_batch} calls, this one has "
+                    f"{len(parsed)}", limit="max_batch", max=self.max_batch)))
+            parts = []
+            for element in parsed:
+                text = await self._one(element, context, outcome)
+                if text is not None:
+                    parts.append(text)
+            return "[" + ",".join(parts) + "]" if parts else None
+        return await self._one(parsed, context, outcome)
+
+    async def _one(self, request: Any, context: Context, outcome: Outcome) -> str | None:
+        problem = _envelope_problem(request)
+        if problem is not None:
+            outcome.calls.append((None, INVALID_REQUEST))
+            request_id = request.get("id") if isinstance(request, dict) else None
+            return _dumps(_error_response(_invalid_request(problem),
+                                          request_id if _valid_id(request_id) else None))
+        method = request["method"]
+        request_id = request.get("id", _NO_ID)
+        if method not in self._methods:
+            outcome.calls.append((method, METHOD_NOT_FOUND))
+            if request_id is _NO_ID:
+                return None
+            return _dumps(_error_response(
+                RpcError(METHOD_NOT_FOUND, MESSAGES[METHOD_NOT_FOUND], {"method": method}),
+                request_id))
+        response = await dispatch_to_serializable(
+            "", self._methods, context=context,
+            deserializer=lambda _text: request, validator=_accept)
+        if response is None:
+            outcome.calls.append((method, None))
+            return None
+        error = response.get("error") if isinstance(response, dict) else None
+        if error is not None and not _ours(error):
+            # The library answered on its own (a fault inside it): keep its text out.
+            scrubbed = internal_error(method)
+            response = _error_response(scrubbed, request_id if request_id is not _NO_ID
+                                       else None)
+            error = response["error"]
+        outcome.calls.append((method, error["code"] if error is not None else None))
+        try:
+            return _dumps(response)
+        except (TypeError, ValueError):
+            outcome.calls[-1] = (method, INTERNAL_ERROR)
+            return _dumps(_error_response(internal_error(method), request_id))
+
+
+def _as_result(error: RpcError) -> Any:
+    # Tagging ``data`` lets the scrubber tell our errors from the library's own.
+    return Error(error.code, error.message, _Tagged(error.data))
+
+
+class _Tagged(dict[str, Any]):
+    """Error data built by ``errors.py`` (a dict subclass serialises as a plain object)."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__(data if isinstance(data, dict) else {})
+
+
+def _ours(error: dict[str, Any]) -> bool:
+    return isinstance(error.get("data"), _Tagged)
+
+
+def _accept(request: Any) -> Any:
+    return request
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,66 @@
+"""Params schemas shared by several methods (plain dicts, no ``$ref``, so that each
+property's schema can stand alone in the OpenRPC document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+JSON = dict[str, Any]
+
+NO_PARAMS: JSON = {"type": "object", "additionalProperties": False}
+
+SYSTEM_ID: JSON = {"type": "string", "minLength": 1, "maxLength": 100,
+                   "description": "a system id from systems.list (revised-2e ...)"}
+ENCOUNTER_ID: JSON = {"type": "string", "minLength": 1, "maxLength": 100,
+                      "description": "an encounter id from encounter.create"}
+COMBATANT_ID: JSON = {"type": "string", "minLength": 1, "maxLength": 200}
+REVISION: JSON = {"type": "integer", "minimum": 0,
+                  "description": "the revision the caller expects (4009 when it moved on)"}
+SEED: JSON = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1,
+              "description": "makes random dice reproducible"}
+DICE: JSON = {
+    "type": "object",
+    "description": "die values by purpose, consumed in rolling order",
+    "maxProperties": 64,
+    "additionalProperties": {"type": "array", "maxItems": 1000,
+                             "items": {"type": "integer"}},
+}
+OPTIONS: JSON = {"type": "object", "description": "house rules by id: {\"H-...\": value}",
+                 "maxProperties": 200}
+ADAPTER_REF: JSON = {
+    "type": "object",
+    "required": ["adapter", "data"],
+    "additionalProperties": False,
+    "properties": {"adapter": {"type": "string", "description": "an id from adapters.list"},
+                   "data": {"description": "raw VTT actor/character JSON"}},
+}
+COMBATANT: JSON = {
+    "type": "object",
+    "description": "the system's combatant object (systems.describe combatant_schema), or "
+                   "{adapter, data} to import raw VTT data",
+}
+EXCHANGE_MEMBERS: JSON = {
+    "system": SYSTEM_ID,
+    "attacker": COMBATANT,
+    "defender": COMBATANT,
+    "attack": {"type": "object", "description": "the attack: mode and system options"},
+    "defense": {"type": ["object", "null"],
+                "description": "the defense: mode and system options; null for none"},
+    "options": OPTIONS,
+}
+EXCHANGE: JSON = {
+    "type": "object",
+    "required": ["system"],
+    "description": "further members a system's request_schema names (power-pool: allies, "
+                   "defenders, controller) are passed through to the system",
+    "properties": {**EXCHANGE_MEMBERS, "dice": DICE, "seed": SEED},
+}
+ODDS: JSON = {
+    "type": "object",
+    "required": ["system"],
+    "description": EXCHANGE["description"],
+    "properties": dict(EXCHANGE_MEMBERS),
+    "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
+}
+UPDATES: JSON = {"type": "array", "items": {"type": "object"},
+                 "description": "write-backs from the adapters of {adapter, data} combatants"}

@@ -1,0 +1,74 @@
+"""What a method handler may use: the app's services and the calling connection.
+
+Handlers get everything through a ``Context``; they never read globals or the
+environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.base import Adapter
+from engine.errors import InvalidInput
+from engine.system import System
+
+from .hub import Hub, Peer
+from .plugins import LoadedPlugins
+from .settings import Settings
+from .store import EncounterStore
+
+
+@dataclass
+class Services:
+    """The app's long-lived parts, opened and closed by ``create_app``'s cleanup context."""
+
+    settings: Settings
+    version: str
+    store: EncounterStore
+    plugins: LoadedPlugins
+    adapters: dict[str, Adapter]
+    hub: Hub
+    started_at: float = field(default_factory=time.time)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    #: answers that never change while the daemon runs (``companion.info`` ...)
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def systems(self) -> dict[str, System]:
+        return self.plugins.systems
+
+    def system(self, system_id: Any, path: str = "/system") -> System:
+        """The system called ``system_id``, or invalid params naming ``path``."""
+        system = self.plugins.systems.get(system_id) if isinstance(system_id, str) else None
+        if system is None:
+            raise InvalidInput.at(path, f"unknown system {system_id!r}; known: "
+                                        f"{sorted(self.plugins.systems)}")
+        return system
+
+    def adapter(self, adapter_id: Any, path: str = "/adapter") -> Adapter:
+        """The adapter called ``adapter_id``, or invalid params naming ``path``."""
+        adapter = self.adapters.get(adapter_id) if isinstance(adapter_id, str) else None
+        if adapter is None:
+            raise InvalidInput.at(path, f"unknown adapter {adapter_id!r}; known: "
+                                        f"{sorted(self.adapters)}")
+        return adapter
+
+    @asynccontextmanager
+    async def encounter_lock(self, encounter_id: str) -> AsyncIterator[None]:
+        """Serialise writes to one encounter (read, compute, append with its revision)."""
+        lock = self._locks.setdefault(encounter_id, asyncio.Lock())
+        async with lock:
+            yield
+
+
+@dataclass(frozen=True)
+class Context:
+    """One call's view: the services and, on a WebSocket, the calling peer."""
+
+    services: Services
+    peer: Peer | None = None

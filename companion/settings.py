@@ -1,0 +1,85 @@
+"""The daemon's settings: one frozen value built by the CLI (or a test) and handed to
+``create_app``. Nothing below the CLI reads the environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 39393
+#: Foundry's default address; ``http://127.0.0.1:30000`` is allowed alongside it.
+DEFAULT_ORIGINS: tuple[str, ...] = ("http://localhost:30000", "http://127.0.0.1:30000")
+PLUGIN_GROUP = "mindscape.plugins"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """API.md "Limits". ``max_dice`` and the penetration cap are enforced by the engine;
+    they are listed here so the status page and the OpenRPC document can state them."""
+
+    max_body: int = 1024 * 1024
+    max_batch: int = 100
+    max_dice: int = 100
+    max_penetration: int = 100
+    max_combatants: int = 64
+    ws_auth_timeout: float = 5.0
+
+
+def installed_plugins() -> Iterable[EntryPoint]:
+    """Every entry point of the ``mindscape.plugins`` group in the running environment."""
+    return entry_points(group=PLUGIN_GROUP)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``create_app`` needs. ``plugins`` is injectable so tests can hand in
+    their own entry points."""
+
+    home: Path
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    allow_origins: tuple[str, ...] = DEFAULT_ORIGINS
+    log_level: str = "info"
+    limits: Limits = field(default_factory=Limits)
+    plugins: Callable[[], Iterable[EntryPoint]] = installed_plugins
+
+    @property
+    def token_path(self) -> Path:
+        return self.home / "token"
+
+    @property
+    def store_path(self) -> Path:
+        return self.home / "mindscape.sqlite3"
+
+
+def default_home(environ: dict[str, str] | None = None) -> Path:
+    """``$MINDSCAPE_HOME``, else the platform's per-user data folder + ``mindscape``.
+
+    Called by the CLI only.
+    """
+    env = dict(os.environ) if environ is None else environ
+    if env.get("MINDSCAPE_HOME"):
+        return Path(env["MINDSCAPE_HOME"]).expanduser()
+    home = Path.home()
+    if sys.platform == "win32":
+        base = Path(env.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        base = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+    return base / "mindscape"
+
+
+def merge_origins(extra: Iterable[str]) -> tuple[str, ...]:
+    """The default origins plus ``extra`` (each without a trailing slash), in order."""
+    out = list(DEFAULT_ORIGINS)
+    for origin in extra:
+        origin = origin.rstrip("/")
+        if origin not in out:
+            out.append(origin)
+    return tuple(out)

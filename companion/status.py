@@ -1,0 +1,83 @@
+"""``GET /``: a small human status page (no token on it, no authentication needed)."""
+
+from __future__ import annotations
+
+import time
+from html import escape
+
+from aiohttp import web
+
+from . import API_VERSION
+from .keys import SERVICES
+
+
+def _ago(when: float) -> str:
+    seconds = max(0, int(time.time() - when))
+    return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
+
+
+def _list(items: list[str]) -> str:
+    if not items:
+        return "<p>none</p>"
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+async def status_page(request: web.Request) -> web.Response:
+    """Version, systems, adapters, plugins, how to pair a VTT, what is connected."""
+    services = request.app[SERVICES]
+    settings = services.settings
+    url = f"http://{request.headers.get('Host', f'127.0.0.1:{settings.port}')}"
+    systems = [f"<b>{escape(s.id)}</b> — {escape(s.name)} <small>({escape(s.source)})</small>"
+               for s in services.systems.values()]
+    adapters = [f"<b>{escape(a.id)}</b> — {escape(a.description)}"
+                for a in services.adapters.values()]
+    plugins = []
+    for report in services.plugins.reports:
+        line = f"<b>{escape(report.name)}</b> {escape(report.version or '')}"
+        if report.error:
+            line += f" — <span class=err>skipped: {escape(report.error)}</span>"
+        elif report.methods:
+            line += " — methods " + ", ".join(escape(m) for m in report.methods)
+        plugins.append(line)
+    sockets = [f"#{p.number} from {escape(p.origin or p.remote or '?')} "
+               f"({escape(p.user_agent or '?')}), connected {_ago(p.connected_at)}, "
+               f"watching {len(p.watching)} encounter(s)" for p in services.hub.peers]
+    clients = [f"{escape(c.origin or c.remote or '?')} ({escape(c.user_agent or '?')}): "
+               f"{c.calls} call(s), last {escape(c.last_method or '?')} {_ago(c.last_seen)}"
+               for c in services.hub.recent_clients()]
+    body = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Mindscape companion</title>
+<style>body{{font:15px/1.45 system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em}}
+code{{background:#eee;padding:0 .25em}} .err{{color:#a00}}</style></head><body>
+<h1>Mindscape companion</h1>
+<p>Version {escape(services.version)}, API {API_VERSION}, running since
+{escape(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(services.started_at)))}.
+JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(url)}/ws</code>.</p>
+<h2>Pair a virtual tabletop</h2>
+<ol>
+<li>Show the access token in a terminal: <code>mindscape token</code>
+(it is stored in <code>{escape(str(settings.token_path))}</code>; it is not shown here).</li>
+<li>Foundry VTT: <i>Game Settings → Configure Settings → Mindscape</i>; set
+<i>Companion URL</i> to <code>{escape(url)}</code> and paste the token into
+<i>Companion token</i> (a client setting, kept in this browser only).</li>
+<li>Roll20: open the Mindscape userscript's settings on app.roll20.net and paste the same
+URL and token.</li>
+<li>Browsers on other pages than <code>{escape(', '.join(settings.allow_origins))}</code>
+are refused; start the daemon with <code>--allow-origin https://your.foundry.host</code>
+to allow another one.</li>
+</ol>
+<h2>Systems</h2>{_list(systems)}
+<h2>Adapters</h2>{_list(adapters)}
+<h2>Plugins</h2>{_list(plugins)}
+<h2>Connected</h2>
+<h3>WebSockets</h3>{_list(sockets)}
+<h3>Recent HTTP clients</h3>{_list(clients)}
+</body></html>
+"""
+    return web.Response(text=body, content_type="text/html",
+                        headers={"Cache-Control": "no-store"})
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness without authentication and without detail."""
+    return web.json_response({"status": "ok"})

@@ -1,0 +1,115 @@
+"""``GET /ws``: JSON-RPC 2.0 over a WebSocket, with server notifications.
+
+A browser cannot set ``Authorization`` on a WebSocket and the token must never be in a
+URL, so the socket authenticates in one of two ways:
+
+1. subprotocols: offer ``Sec-WebSocket-Protocol: mindscape.v1, token.<TOKEN>``
+   (``new WebSocket(url, ["mindscape.v1", "token." + token])``); the server checks the
+   token before the upgrade (401 when wrong) and echoes only ``mindscape.v1``;
+2. first message: connect with ``mindscape.v1`` (or no subprotocol) and send
+   ``{"jsonrpc": "2.0", "method": "auth", "params": {"token": TOKEN}, "id": 1}`` within
+   5 seconds; the answer is ``{"result": {"authenticated": true}}``, or error -32001 and
+   the socket is closed with 1008 (policy violation); silence closes it the same way.
+
+After that every text message is a JSON-RPC request or batch, answered on the socket;
+``encounter.watch`` subscribes the socket to ``encounter.changed`` notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from aiohttp import WSMsgType, web
+from aiohttp.http_websocket import WSCloseCode
+
+from .keys import DISPATCHER, SERVICES, TOKENS
+from .logs import request_line
+from .rpc import Outcome
+from .security import TokenKeeper, same_token
+from .services import Context
+
+PROTOCOL = "mindscape.v1"
+TOKEN_PREFIX = "token."
+UNAUTHORIZED = -32001
+
+
+def _offered(request: web.Request) -> list[str]:
+    header = request.headers.get("Sec-WebSocket-Protocol", "")
+    return [p.strip() for p in header.split(",") if p.strip()]
+
+
+def _auth_message(text: str, tokens: TokenKeeper) -> tuple[bool, Any]:
+    """Whether ``text`` is a valid ``auth`` request, and its id."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return False, None
+    if not isinstance(message, dict) or message.get("method") != "auth":
+        return False, message.get("id") if isinstance(message, dict) else None
+    params = message.get("params")
+    token = params.get("token") if isinstance(params, dict) else None
+    ok = isinstance(token, str) and same_token(token, tokens.current())
+    return ok, message.get("id")
+
+
+async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,
+                        timeout: float) -> bool:
+    try:
+        message = await asyncio.wait_for(ws.receive(), timeout)
+    except TimeoutError:
+        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"authentication timeout")
+        return False
+    ok, request_id = (_auth_message(message.data, tokens) if message.type == WSMsgType.TEXT
+                      else (False, None))
+    if ok:
+        await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                      "result": {"authenticated": True,
+                                                 "protocol": PROTOCOL}}))
+        return True
+    if not ws.closed:
+        await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": UNAUTHORIZED, "message": "Unauthorized",
+            "data": {"detail": "send auth with the token of `mindscape token` first"}}}))
+        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
+    return False
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    """Upgrade, authenticate, then serve JSON-RPC until the socket closes."""
+    app = request.app
+    services = app[SERVICES]
+    tokens = app[TOKENS]
+    offered = _offered(request)
+    given = [p[len(TOKEN_PREFIX):] for p in offered if p.startswith(TOKEN_PREFIX)]
+    by_protocol = bool(given)
+    if by_protocol and not any(same_token(t, tokens.current()) for t in given):
+        return web.json_response({"error": "wrong token in the WebSocket subprotocol"},
+                                 status=401)
+    ws = web.WebSocketResponse(protocols=(PROTOCOL,), heartbeat=30.0,
+                               max_msg_size=services.settings.limits.max_body)
+    await ws.prepare(request)
+    if not by_protocol and not await _authenticate(
+            ws, tokens, services.settings.limits.ws_auth_timeout):
+        return ws
+    dispatcher = app[DISPATCHER]
+    peer = services.hub.connect(ws, request)
+    context = Context(services, peer)
+    try:
+        async for message in ws:
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                continue
+            started = time.perf_counter()
+            outcome = Outcome()
+            answer = await dispatcher.handle(message.data, context, outcome)
+            if answer is not None:
+                await ws.send_str(answer)
+            request_line({"ws": peer.number, "methods": outcome.methods,
+                          "errors": outcome.errors,
+                          "outcome": "error" if outcome.errors else "ok",
+                          "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+    finally:
+        services.hub.disconnect(peer)
+    return ws

@@ -1,0 +1,212 @@
+"""A tiny plugin that proves the plugin path: the ``sample-duel`` rule system and the
+``sample.echo`` method, plus deliberately broken entry-point targets for the loader's
+tests. Not a real psionics system: a d6 jab against a d6 guard, one focus per hit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import jsonschema
+
+from companion.plugins import MethodSpec, Plugin
+from companion.services import Context
+from engine.dice import DiceSource
+from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
+from engine.options import HouseRule
+from engine.results import Change, Event, Resolution
+from engine.system import JSON, System, schema_problems
+
+COMBATANT_SCHEMA: JSON = {
+    "type": "object",
+    "required": ["id", "name"],
+    "additionalProperties": False,
+    "properties": {"id": {"type": "string", "minLength": 1},
+                   "name": {"type": "string"},
+                   "focus": {"type": "integer", "minimum": 0, "maximum": 20}},
+}
+REQUEST_SCHEMA: JSON = {
+    "type": "object",
+    "required": ["attacker", "defender", "attack"],
+    "properties": {"attacker": {"type": "object"}, "defender": {"type": "object"},
+                   "attack": {"type": "object", "required": ["mode"],
+                              "properties": {"mode": {"enum": ["jab"]}}},
+                   "defense": {"type": ["object", "null"],
+                               "properties": {"mode": {"enum": ["guard"]}}},
+                   "options": {"type": "object"}},
+}
+_COMBATANT = jsonschema.Draft202012Validator(COMBATANT_SCHEMA)
+
+
+class SampleDuel(System):
+    """Jab (d6, costs 1 focus) against guard (d6): a jab higher than the guard (or 4+
+    against no guard) takes one focus from the defender."""
+
+    id = "sample-duel"
+    name = "Sample duel"
+    source = "tests/sample_plugin"
+
+    def house_rules(self) -> Sequence[HouseRule]:
+        return [HouseRule("H-SAMPLE-GUARD-BONUS", "A guard adds 1 to its die.", False)]
+
+    def combatant_schema(self) -> JSON:
+        return COMBATANT_SCHEMA
+
+    def request_schema(self) -> JSON:
+        return REQUEST_SCHEMA
+
+    def describe(self) -> JSON:
+        return {"id": self.id, "name": self.name, "source": self.source,
+                "modes": {"jab": {"cost": 1}, "guard": {"cost": 0}}, "tables": {},
+                "combatant_schema": COMBATANT_SCHEMA,
+                "dice_purposes": {"attack": 6, "defense": 6},
+                "house_rules": [r.to_json() for r in self.house_rules()]}
+
+    def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
+        problems = schema_problems(_COMBATANT, raw, path)
+        if problems:
+            raise InvalidCombatant(problems)
+        return {"focus": 3, **raw}
+
+    def _exchange(self, attacker: JSON, defender: JSON, defense: Any,
+                  options: Mapping[str, Any], dice: DiceSource) -> tuple[JSON, JSON, JSON]:
+        if attacker["focus"] < 1:
+            raise RulesViolation("focus-needed", f"{attacker['name']} has no focus left")
+        attack = dice.roll("attack", 6, attacker["id"])
+        guard = None
+        if defense:
+            guard = dice.roll("defense", 6, defender["id"])
+            guard += 1 if options.get("H-SAMPLE-GUARD-BONUS") else 0
+        hit = attack > guard if guard is not None else attack >= 4
+        after_a = {**attacker, "focus": attacker["focus"] - 1}
+        after_d = dict(defender)
+        if hit:
+            after_d["focus"] = max(0, defender["focus"] - 1)
+        return after_a, after_d, {"hit": hit, "attack_roll": attack, "guard_roll": guard}
+
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
+        self.validate_request(request)
+        options = self.options(request.get("options"))
+        attacker = self.combatant(request["attacker"], "/attacker")
+        defender = self.combatant(request["defender"], "/defender")
+        mark = dice.mark()
+        after_a, after_d, fields = self._exchange(attacker, defender,
+                                                  request.get("defense"), options, dice)
+        return Resolution(
+            system=self.id, outcome="hit" if fields["hit"] else "miss",
+            attacker=Change(attacker["id"], attacker, after_a),
+            defender=Change(defender["id"], defender, after_d),
+            rolls=dice.rolls_since(mark),
+            events=(Event("focus-spent", attacker["id"], {"amount": 1}),),
+            summary=f"{attacker['name']} jabs at {defender['name']}: "
+                    f"{'hit' if fields['hit'] else 'miss'}",
+            fields=fields, unused_dice={k: tuple(v) for k, v in dice.unused().items()})
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        self.validate_request(request)
+        options = self.options(request.get("options"))
+        bonus = 1 if options.get("H-SAMPLE-GUARD-BONUS") else 0
+        if request.get("defense"):
+            hits = sum(1 for a in range(1, 7) for g in range(1, 7) if a > g + bonus)
+            p = Fraction(hits, 36)
+        else:
+            p = Fraction(3, 6)
+        return {"outcomes": {"hit": float(p), "miss": float(1 - p)},
+                "damage": {"mean": float(p), "distribution": [[0, float(1 - p)],
+                                                              [1, float(p)]],
+                           "truncated_mass": 0.0}}
+
+    # -- encounters -------------------------------------------------------------------
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        return {"round": 1, "options": self.options(options), "combatants": {},
+                "order": [], "pending": {}}
+
+    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
+                      ) -> tuple[JSON, str]:
+        full = self.combatant(combatant, "/combatant")
+        if full["id"] in state["combatants"]:
+            raise InvalidInput.at("/combatant/id", "already in the encounter")
+        return ({**state, "combatants": {**state["combatants"], full["id"]: full},
+                 "order": [*state["order"], full["id"]]}, full["id"])
+
+    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        return [c for c in state["order"] if c not in state["pending"]]
+
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        return {"phase": "declare", "round": state["round"],
+                "combatants": state["combatants"],
+                "waiting_for": self.encounter_waiting_for(state),
+                "declared": sorted(state["pending"])}
+
+    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
+                          choice: Mapping[str, Any]) -> JSON:
+        attack = choice.get("attack")
+        if attack is not None and attack.get("mode") != "jab":
+            raise InvalidInput.at("/choice/attack/mode", "the only attack is jab")
+        return {**state, "pending": {**state["pending"], combatant_id: dict(choice)}}
+
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        waiting = self.encounter_waiting_for(state)
+        if waiting and not force:
+            raise RulesViolation("everyone-declares", f"waiting for {', '.join(waiting)}")
+        combatants = {k: dict(v) for k, v in state["combatants"].items()}
+        exchanges = []
+        for cid in state["order"]:
+            attack = (state["pending"].get(cid) or {}).get("attack")
+            if not attack:
+                continue
+            target = attack["target"]
+            defense = (state["pending"].get(target) or {}).get("defense")
+            mark = dice.mark()
+            after_a, after_d, fields = self._exchange(
+                combatants[cid], combatants[target], defense, state["options"], dice)
+            combatants[cid], combatants[target] = after_a, after_d
+            exchanges.append({"attacker": cid, "defender": target, **fields,
+                              "rolls": [r.to_json() for r in dice.rolls_since(mark)]})
+        new_state = {**state, "round": state["round"] + 1, "combatants": combatants,
+                     "pending": {}}
+        return new_state, {"round": state["round"], "exchanges": exchanges}
+
+
+SYSTEM = SampleDuel()
+
+
+async def echo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``sample.echo``: the params back, and which systems the daemon has."""
+    return {"echo": params.get("text"), "systems": sorted(ctx.services.systems)}
+
+
+ECHO = MethodSpec("sample.echo",
+                  {"type": "object", "required": ["text"], "additionalProperties": False,
+                   "properties": {"text": {"type": "string", "maxLength": 100}}},
+                  echo, "Echo text back (sample plugin).",
+                  result={"type": "object"})
+
+PLUGIN = Plugin(name="sample", version="1.0", systems=(SYSTEM,), methods=(ECHO,))
+
+
+def make_plugin() -> Plugin:
+    """A zero-argument factory, as an entry point may name one."""
+    return Plugin(name="sample-factory", version="1.0", methods=(
+        MethodSpec("factory.ping", {"type": "object"}, echo, "ping"),))
+
+
+# -- broken targets for the loader's tests ------------------------------------------------
+NOT_A_PLUGIN = 42
+
+BAD_SCHEMA = Plugin(name="bad-schema", version="0", methods=(
+    MethodSpec("bad.method", {"type": "object", "properties": {"x": {"type": 12}}}, echo,
+               "a params schema that does not compile"),))
+
+COLLIDING = Plugin(name="colliding", version="0", methods=(
+    MethodSpec("encounter.steal", {"type": "object"}, echo, "a core namespace"),))
+
+NOT_NAMESPACED = Plugin(name="flat", version="0", methods=(
+    MethodSpec("echo", {"type": "object"}, echo, "no namespace"),))
+
+
+def failing_factory() -> Plugin:
+    """A factory that raises, with text a client must never see."""
+    raise RuntimeError("secret detail from inside the plugin")

@@ -191,8 +191,9 @@ class Normaliser:
             limit = known_modes_limit(self.tables, kind, c["level"])
             for field in ("attacks", "defenses"):
                 if len(c[field]) > limit:
-                    bad(field, f"a level-{c['level']} {kind} knows at most {limit} "
-                               f"{field} ({house.MODE_LIMITS})")
+                    noun = "attack" if field == "attacks" else "defense"
+                    bad(field, f"a level-{c['level']} {kind} knows at most {limit} {noun} "
+                               f"mode(s), not {len(c[field])} ({house.MODE_LIMITS})")
         quick = c.get("quick_mac")
         mac_given = c.get("mac") is not None
         if psionic and not mac_given and quick is None:

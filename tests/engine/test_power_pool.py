@@ -1,0 +1,586 @@
+"""power-pool: one exchange, every mode, control (RULES.md §3, seed 001_e8815498f41c4da8).
+
+Each test names the rule it checks and quotes the seed sentence it comes from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.dice import SuppliedDice
+from engine.errors import (
+    DiceNeeded,
+    InvalidCombatant,
+    InvalidInput,
+    LimitExceeded,
+    RulesViolation,
+)
+from engine.power_pool import SYSTEM, PowerPoolSystem
+from engine.power_pool import control as ctl
+from engine.power_pool.exchange import defend_side
+
+from .test_power_pool_helpers import exchange, mundane, psionic
+
+ENDING = ctl.ending_with_control(SYSTEM.tables)
+
+
+def after(res: Any, cid: str) -> dict[str, Any]:
+    return res.changes()[cid].to_json()["after"]  # type: ignore[no-any-return]
+
+
+# -- step 4: each side rolls its pool; higher total wins; ties to the defender ------------
+
+def test_higher_total_wins_and_defender_comes_under_control() -> None:
+    """Seed: "Each side rolls their current power pool ... the higher total winning" and
+    "If the attacker wins, the defender comes under their psionic control"."""
+    res = exchange(psionic("Ulcen", 3, 6), psionic("Fenka", 2, 6), {"mode": "mental-stab"},
+                   dice={"attack": [5, 5, 5], "defense": [6, 6]})
+    out = res.to_json()
+    assert out["attack_total"] == 15 and out["defense_total"] == 12
+    assert out["winner"] == "attacker" and out["controlled"] is True
+    fenka = after(res, "fenka")
+    assert fenka["controlled_by"] == "ulcen" and fenka["pool"] == 0
+    assert after(res, "ulcen")["controlling"] == [{"id": "fenka", "kept_by": "action",
+                                                   "wave": None}]
+    assert [r["purpose"] for r in out["rolls"]] == ["attack"] * 3 + ["defense"] * 2
+
+
+def test_ties_go_to_the_defender() -> None:
+    """RULES.md §3.2 step 4: "Ties go to the defender (H-PP-TIE)"."""
+    res = exchange(psionic("A", 2, 4), psionic("B", 2, 4),
+                   {"mode": "personality-invasion"}, dice={"attack": [3, 3], "defense": [2, 4]})
+    out = res.to_json()
+    assert out["attack_total"] == out["defense_total"] == 6
+    assert out["winner"] == "defender" and out["tie"] is True and not out["controlled"]
+
+
+def test_tie_rule_switched_gives_ties_to_the_attacker() -> None:
+    """H-PP-TIE is a house default and can be switched per call."""
+    res = exchange(psionic("A", 2, 4), psionic("B", 2, 4), {"mode": "personality-invasion"},
+                   dice={"attack": [3, 3], "defense": [2, 4]}, options={"H-PP-TIE": "attacker"})
+    assert res.to_json()["winner"] == "attacker"
+
+
+def test_partial_pool_rolls_only_the_declared_dice() -> None:
+    """Seed: "They may choose to only roll a portion of their available power pool"."""
+    res = exchange(psionic("A", 5, 6), psionic("B", 4, 6), {"mode": "mental-stab", "pool_dice": 2},
+                   {"pool_dice": 1}, dice={"attack": [1, 1], "defense": [1]})
+    purposes = [r.purpose for r in res.rolls]
+    assert purposes == ["attack", "attack", "defense"]
+    assert after(res, "a")["pool"] == 5  # rolling does not expend dice
+
+
+def test_pool_dice_above_the_pool_is_refused() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 6), psionic("B"), {"mode": "mental-stab", "pool_dice": 3})
+    assert err.value.rule == "pool-dice-exceed-pool"
+
+
+def test_joining_dazes_the_attacker_and_expends_no_dice() -> None:
+    """Seed: "Creatures attacking in psionic combat are dazed during the round" and
+    "Participating in psionic combat ... does not cause dice used in it to be expended"."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1]})
+    a = after(res, "a")
+    assert "dazed" in a["conditions"] and a["pool"] == 3
+
+
+# -- step 5: the defender wins -------------------------------------------------------------
+
+def test_defender_win_costs_attacker_a_die_and_stuns_it() -> None:
+    """Seed: "If the defender wins, the attacker loses a die from their power pool and is
+    stunned for one round"."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 3, 6), {"mode": "mental-stab"},
+                   dice={"attack": [1, 1, 1], "defense": [2, 2, 2]})
+    a = after(res, "a")
+    assert res.to_json()["winner"] == "defender"
+    assert a["pool"] == 2 and "stunned" in a["conditions"]
+    assert after(res, "b")["controlled_by"] is None
+
+
+def test_defender_win_ends_all_control_the_attacker_holds() -> None:
+    """Seed: "Any psionic control the attacker is exerting over other creatures ceases
+    immediately." The die kept for one link returns before the lost die is taken."""
+    attacker = psionic("A", 4, 6, pool=3,
+                       dedicated=[{"purpose": "control", "target": "p1"}],
+                       controlling=[{"id": "p1", "kept_by": "die"},
+                                    {"id": "p2", "kept_by": "action"}])
+    p1 = mundane("P1", controlled_by="a", conditions=["possessed", "frightened"])
+    p2 = psionic("P2", controlled_by="a")
+    res = exchange(attacker, psionic("B", 3, 6), {"mode": "mental-stab"},
+                   dice={"attack": [1, 1, 1], "defense": [2, 2, 2]}, puppets=[p1, p2])
+    a = after(res, "a")
+    assert a["controlling"] == [] and a["dedicated"] == []
+    assert a["pool"] == 3  # 3 + 1 returned - 1 lost
+    freed = {c.id: c.to_json()["after"] for c in res.others}
+    assert freed["p1"]["controlled_by"] is None and freed["p2"]["controlled_by"] is None
+    # possession lasts only with control; Fear from Subversion outlasts it
+    assert freed["p1"]["conditions"] == ["frightened"]
+    assert [e.combatant for e in res.events if e.type == "control-ended"] == ["p1", "p2"]
+
+
+# -- control chains ---------------------------------------------------------------------------
+
+def test_attack_on_a_controlled_creature_strikes_its_controller() -> None:
+    """Seed: "Psionically attacking a creature under psionic control automatically attacks
+    the controller, even if they cannot be seen". A controls B; C attacks B, strikes A."""
+    a = psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 3, 6, controlled_by="a")
+    c = psionic("C", 3, 6)
+    res = exchange(c, b, {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]}, controller=a)
+    out = res.to_json()
+    assert out["defender"]["id"] == "a"
+    assert out["redirected"] == [{"from": "b", "to": "a"}]
+    assert after(res, "a")["controlled_by"] == "c"
+    # A fell under control: the control it held ends, so B goes free
+    assert after(res, "b")["controlled_by"] is None
+    assert after(res, "c")["controlling"] == [{"id": "a", "kept_by": "action", "wave": None}]
+
+
+def test_attack_on_controlled_creature_needs_the_controller() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("C"), psionic("B", controlled_by="a"), {"mode": "mental-stab"})
+    assert err.value.rule == "controller-required"
+
+
+def test_falling_under_control_expends_maintained_powers() -> None:
+    """Seed: "Any psionic powers the creature is maintaining cease when psionic control is
+    established over it, and dice used to maintain them are expended"."""
+    b = psionic("B", 4, 4, pool=2, dedicated=[{"purpose": "levitation"},
+                                              {"purpose": "clairvoyance"}])
+    res = exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    bb = after(res, "b")
+    assert bb["dedicated"] == [] and bb["pool"] == 0
+    assert any(e.type == "dice-expended" and e.data["dice"] == 2 for e in res.events)
+
+
+def test_control_kept_by_a_die_dedicates_one() -> None:
+    """Seed: control "may be maintained either by dedicating a die from the controller's
+    current power pool to it, or by the controller using an action each round"."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 1, 4),
+                   {"mode": "mental-stab", "keep_by": "die"},
+                   dice={"attack": [6, 6, 6], "defense": [1]})
+    a = after(res, "a")
+    assert a["pool"] == 2 and a["dedicated"] == [{"purpose": "control", "target": "b"}]
+    assert a["controlling"][0]["kept_by"] == "die"
+    SYSTEM.combatant(a)  # the after-state is a valid combatant
+
+
+# -- attack modes ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("die,upgraded", [(4, 8), (6, 10), (8, 12), (10, 20), (12, 20),
+                                          (20, 20)])
+def test_mental_stab_upgrades_attacker_die_two_steps(die: int, upgraded: int) -> None:
+    """Seed: "The die type used by the attacker is upgraded by two using the following scale.
+    1d4 – 1d6 – 1d8 – 1d10 – 1d12 – 1d20" (upgrades stop at d20)."""
+    res = exchange(psionic("A", 1, die), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   dice={"attack": [1], "defense": [1]})
+    assert res.rolls[0].sides == upgraded
+    assert res.rolls[1].sides == 4
+
+
+def test_personality_invasion_possesses_the_target() -> None:
+    """Seed: "Upon a successful mental attack the target is mentally possessed"."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "personality-invasion"},
+                   dice={"attack": [6, 6], "defense": [1]})
+    b = after(res, "b")
+    assert "possessed" in b["conditions"] and b["controlled_by"] == "a"
+    assert {"effect": "possessed", "combatant": "b", "outlasts_control": False} in \
+        res.to_json()["effects"]
+    # possession ends with the control
+    _, freed, _ = ctl.release(after(res, "a"), "b", {"b": b}, ENDING)
+    assert "possessed" not in freed["b"]["conditions"] and freed["b"]["controlled_by"] is None
+
+
+def test_subconscious_subversion_frightens_beyond_control() -> None:
+    """Seed: "the attacker may choose to frighten the opponent ... This effect persists even
+    after the attacker ceases psionic control"."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "subconscious-subversion"},
+                   dice={"attack": [6, 6], "defense": [1]})
+    b = after(res, "b")
+    assert "frightened" in b["conditions"]
+    _, freed, _ = ctl.release(after(res, "a"), "b", {"b": b}, ENDING)
+    assert "frightened" in freed["b"]["conditions"]
+
+
+def test_synaptic_overload_damage_is_the_defenders_own_dice() -> None:
+    """Seed: "the defender takes damage equal to the sum of the dice it rolled to defend
+    itself" (the spell bonus is not a die)."""
+    res = exchange(psionic("A", 3, 8), psionic("B", 2, 6, hp=20, spell_levels=[3]),
+                   {"mode": "synaptic-overload"}, {"sacrifice": [3]},
+                   dice={"attack": [8, 8, 8], "defense": [4, 5]})
+    assert res.to_json()["damage"] == 9
+    assert after(res, "b")["hp"] == 11
+
+
+def test_synaptic_overload_does_nothing_when_the_attack_fails() -> None:
+    res = exchange(psionic("A", 1, 4), psionic("B", 2, 6, hp=20), {"mode": "synaptic-overload"},
+                   dice={"attack": [1], "defense": [4, 5]})
+    assert res.to_json()["damage"] == 0 and after(res, "b")["hp"] == 20
+
+
+def test_psionic_wave_attacks_several_as_one_group() -> None:
+    """Seed: "The attacker may attack multiple opponents simultaneously. The defenders count
+    as conducting a group psionic operation." One action keeps all; all released together."""
+    res = exchange(psionic("A", 4, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
+                   dice={"attack": [8, 8, 8, 8], "defense": [4, 4, 6]})
+    out = res.to_json()
+    assert out["defense_total"] == 14 and out["winner"] == "attacker"
+    a = after(res, "a")
+    assert {e["id"] for e in a["controlling"]} == {"b", "c", "d"}
+    assert len({e["wave"] for e in a["controlling"]}) == 1
+    states = {cid: after(res, cid) for cid in "bcd"}
+    assert all(s["controlled_by"] == "a" for s in states.values())
+    _, freed, _ = ctl.release(a, "c", states, ENDING)
+    assert set(freed) == {"b", "c", "d"}
+
+
+def test_psionic_wave_group_loses_together() -> None:
+    res = exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", 1, 4)], dice={"attack": [2, 2], "defense": [3, 2]})
+    assert res.to_json()["winner"] == "defender"
+    assert all(after(res, c)["controlled_by"] is None for c in "bc")
+
+
+def test_only_psionic_wave_takes_several_targets() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, defenders=[psionic("C")])
+    assert err.value.rule == "one-target"
+
+
+# -- defense modes ----------------------------------------------------------------------------
+
+def test_pinnacle_of_will_upgrades_defender_die_one_step() -> None:
+    """Seed: "The die type used by the defender is upgraded by one"."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 2, 12), {"mode": "mental-stab"},
+                   {"mode": "pinnacle-of-will"}, dice={"attack": [1], "defense": [1, 1]})
+    assert [r.sides for r in res.rolls] == [8, 20, 20]
+
+
+def test_barrier_mantra_stuns_instead_of_control() -> None:
+    """Seed: "If the defender loses ... they are stunned for one round instead of falling
+    under the psionic control of the attacker"."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 1, 4), {"mode": "personality-invasion"},
+                   {"mode": "barrier-mantra"}, dice={"attack": [6, 6, 6], "defense": [1]})
+    out = res.to_json()
+    b = after(res, "b")
+    assert out["winner"] == "attacker" and out["controlled"] is False
+    assert b["controlled_by"] is None and "stunned" in b["conditions"]
+    assert "possessed" not in b["conditions"]  # possession needs control
+    assert after(res, "a")["controlling"] == []
+
+
+def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
+    """Seed: "The attacker must make a saving throw. If they fail the saving throw, the
+    attack automatically fails, and they lose a die from their current power pool"."""
+    res = exchange(psionic("A", 3, 6, blank_mind_save=12), psionic("B", 1, 4),
+                   {"mode": "mental-stab"}, {"mode": "blank-mind"},
+                   dice={"save": [11], "attack": [6, 6, 6], "defense": [1]})
+    out = res.to_json()
+    assert out["winner"] == "defender" and out["attack_total"] is None
+    assert [r["purpose"] for r in out["rolls"]] == ["save"]
+    assert out["unused_dice"] == {"attack": [6, 6, 6], "defense": [1]}
+    assert after(res, "a")["pool"] == 2
+
+
+def test_blank_mind_passed_save_lets_the_contest_go_on() -> None:
+    res = exchange(psionic("A", 3, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "blank-mind"}, dice={"save": [15], "attack": [6, 6, 6],
+                                                 "defense": [1]})
+    out = res.to_json()
+    assert out["blank_mind"] == [{"against": "b", "target": 15, "roll": 15, "success": True}]
+    assert out["winner"] == "attacker"
+
+
+def test_blank_mind_save_target_house_default() -> None:
+    """H-PP-BLANK-SAVE: with no blank_mind_save the target is the option (default 15)."""
+    res = exchange(psionic("A", 1, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "blank-mind"}, dice={"save": [10], "attack": [6], "defense": [1]},
+                   options={"H-PP-BLANK-SAVE": 10})
+    assert res.to_json()["blank_mind"][0]["success"] is True
+
+
+@pytest.mark.parametrize("condition", ["unaware", "surprised", "stunned", "asleep",
+                                       "unconscious"])
+def test_awareness_rule_unaware_defender_rolls_nothing(condition: str) -> None:
+    """Seed: "If the defender is not aware of the attacker, is surprised, stunned, asleep,
+    unconscious, etc., they may only defend themselves if they possess the Cognitive
+    Labyrinth defense mode." Without it the defender rolls nothing."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 3, 6, conditions=[condition]),
+                   {"mode": "mental-stab"}, dice={"attack": [1]})
+    out = res.to_json()
+    assert out["defense_total"] == 0 and out["winner"] == "attacker"
+
+
+def test_awareness_rule_forbids_other_defense_modes() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", conditions=["asleep"]), {"mode": "mental-stab"},
+                 {"mode": "pinnacle-of-will"})
+    assert err.value.rule == "defender-unaware"
+
+
+def test_cognitive_labyrinth_defends_while_unaware() -> None:
+    """Seed: "The defender may defend even when unconscious, surprised, resting, asleep,
+    dazed, etc. so long as they are not already under psionic control"."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 2, 6, conditions=["unconscious"]),
+                   {"mode": "mental-stab"}, {"mode": "cognitive-labyrinth"},
+                   dice={"attack": [8], "defense": [5, 4]})
+    assert res.to_json()["defense_total"] == 9 and res.to_json()["winner"] == "defender"
+
+
+def test_cognitive_labyrinth_not_while_already_controlled() -> None:
+    b = SYSTEM.combatant(psionic("B", conditions=["asleep"], controlled_by="x"))
+    with pytest.raises(RulesViolation) as err:
+        defend_side(SYSTEM.tables, SYSTEM.options(None), b, {"mode": "cognitive-labyrinth"},
+                    "/defense", "defender")
+    assert err.value.rule == "labyrinth-while-controlled"
+
+
+def test_imagination_swarm_draws_non_psionic_allies_in_as_a_group() -> None:
+    """Seed: "The defender may choose draw allied non-psionic creatures into the psionic
+    combat. The defenders count as conducting a group psionic operation. The allies are
+    dazed for one round. If the attack is still successful, then the attack affects all
+    equally." H-PP-GROUP: a non-psionic ally adds one die of its hit-die type."""
+    allies = [mundane("Guard", 3, 8), mundane("Dog", 1, 6)]
+    res = exchange(psionic("A", 3, 8), psionic("B", 1, 4), {"mode": "subconscious-subversion"},
+                   {"mode": "imagination-swarm"}, allies=allies,
+                   dice={"attack": [8, 8, 8], "defense": [2, 7, 5]})
+    out = res.to_json()
+    assert [r["sides"] for r in out["rolls"] if r["purpose"] == "defense"] == [4, 8, 6]
+    assert out["defense_total"] == 14 and out["winner"] == "attacker"
+    for cid in ("b", "guard", "dog"):
+        s = after(res, cid)
+        assert s["controlled_by"] == "a" and "frightened" in s["conditions"]
+    assert "dazed" in after(res, "guard")["conditions"]
+
+
+def test_imagination_swarm_group_that_wins_protects_all() -> None:
+    res = exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                   dice={"attack": [1, 1], "defense": [1, 8]})
+    assert res.to_json()["winner"] == "defender"
+    assert after(res, "guard")["controlled_by"] is None
+    assert "dazed" in after(res, "guard")["conditions"]
+
+
+def test_group_rule_switched_to_all_dice() -> None:
+    """H-PP-GROUP 'all-dice': a non-psionic ally rolls its whole pool."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                   dice={"attack": [1], "defense": [1, 1, 1, 1]},
+                   options={"H-PP-GROUP": "all-dice"})
+    assert res.to_json()["defense_total"] == 4
+
+
+def test_psionic_ally_joins_with_imagination_swarm() -> None:
+    """Seed: "Psionically active creatures may also use this defence mode to participate in
+    a psionic combat that is targeting an ally they can see." It rolls its own pool."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "mental-stab"}, None,
+                   allies=[psionic("Seer", 2, 6)],
+                   dice={"attack": [1, 1], "defense": [1, 3, 3]})
+    out = res.to_json()
+    assert out["defense_total"] == 7
+    assert out["defense"]["members"][1]["mode"] == "imagination-swarm"
+
+
+def test_non_psionic_allies_need_imagination_swarm() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, None,
+                 allies=[mundane("Guard")])
+    assert err.value.rule == "ally-needs-imagination-swarm"
+
+
+# -- who may fight ------------------------------------------------------------------------------
+
+def test_mindless_target_is_immune() -> None:
+    """Seed: "Constructs, unintelligent undead, and most plants are immune to psionic
+    combat." """
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("Golem", mindless=True), {"mode": "mental-stab"})
+    assert err.value.rule == "target-mindless"
+
+
+def test_attacker_must_be_psionic_know_the_mode_and_perceive() -> None:
+    """Seed: "a psionically active creature must have line of sight, or must be able to
+    perceive the creature through some other means"."""
+    cases = [
+        (mundane("A"), {"mode": "mental-stab"}, "attacker-not-psionic"),
+        (psionic("A", attacks=["psionic-wave"]), {"mode": "mental-stab"}, "mode-not-known"),
+        (psionic("A"), {"mode": "mental-stab", "perceives": False}, "target-not-perceived"),
+    ]
+    for attacker, attack, rule in cases:
+        with pytest.raises(RulesViolation) as err:
+            exchange(attacker, psionic("B"), attack)
+        assert err.value.rule == rule
+
+
+def test_defender_must_know_its_defense_mode() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", defenses=[]), {"mode": "mental-stab"},
+                 {"mode": "pinnacle-of-will"})
+    assert err.value.rule == "mode-not-known"
+
+
+def test_unknown_mode_id_is_invalid_input_naming_the_field() -> None:
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "ego-whip"})
+    assert err.value.problems[0].path == "/attack/mode"
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, {"mode": "mental-stab"})
+    assert err.value.problems[0].path.startswith("/defense")
+
+
+def test_no_pool_defender_rolls_its_hit_dice_without_modes() -> None:
+    """H-PP-NO-POOL: "a creature with a mind but no power pool defends with its hit dice but
+    no defense modes"."""
+    res = exchange(psionic("A", 1, 4), mundane("Ogre", 4, 8), {"mode": "mental-stab"},
+                   dice={"attack": [8], "defense": [1, 2, 3, 4]})
+    assert res.to_json()["defense_total"] == 10
+    with pytest.raises(RulesViolation):
+        exchange(psionic("A"), mundane("Ogre", defenses=["pinnacle-of-will"]),
+                 {"mode": "mental-stab"}, {"mode": "pinnacle-of-will"})
+    res = exchange(psionic("A", 1, 4), mundane("Ogre", 4, 8), {"mode": "mental-stab"},
+                   dice={"attack": [1]}, options={"H-PP-NO-POOL": False})
+    assert res.to_json()["defense_total"] == 0
+
+
+# -- spell sacrifice ---------------------------------------------------------------------------
+
+def test_spell_sacrifice_adds_total_levels_and_spends_the_spells() -> None:
+    """Seed: "Spellcasters with memorised spells may choose to sacrifice memorised spells to
+    add a bonus to their defense roll equal to the total level of memorised spells
+    sacrificed." """
+    res = exchange(psionic("A", 2, 6), mundane("Mage", 2, 4, spell_levels=[1, 1, 3]),
+                   {"mode": "mental-stab"}, {"sacrifice": [1, 3]},
+                   dice={"attack": [5, 5], "defense": [3, 3]})
+    out = res.to_json()
+    assert out["defense_total"] == 10 and out["winner"] == "defender"
+    assert after(res, "mage")["spell_levels"] == [1]
+    res = exchange(psionic("A", 2, 6), mundane("Mage", 2, 4, spell_levels=[2]),
+                   {"mode": "mental-stab"}, {"sacrifice": 2},
+                   dice={"attack": [5, 5], "defense": [3, 3]})
+    assert res.to_json()["defense_total"] == 8
+
+
+def test_only_memorised_spells_can_be_sacrificed() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("Mage", spell_levels=[1]), {"mode": "mental-stab"},
+                 {"sacrifice": [1, 1]})
+    assert err.value.rule == "spell-not-memorised"
+
+
+# -- limits, dice, combatants -------------------------------------------------------------------
+
+def test_more_than_100_dice_in_a_pool_is_a_limit() -> None:
+    with pytest.raises(LimitExceeded) as err:
+        exchange(psionic("A", 101, 6), psionic("B"), {"mode": "mental-stab"})
+    assert err.value.problems[0].path == "/attack/pool_dice"
+    with pytest.raises(LimitExceeded):
+        exchange(psionic("A"), psionic("B", 60, 4), {"mode": "psionic-wave"},
+                 defenders=[psionic("C", 60, 4)])
+
+
+def test_missing_supplied_dice_name_purpose_and_count() -> None:
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 3, 6), {"mode": "personality-invasion"},
+                 dice={"attack": [1, 2], "defense": [1]})
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("defense", 6, 2)
+
+
+def test_combatant_defaults() -> None:
+    """docs/COMBATANTS.md: pool defaults to hit_dice − dedicated; id from the name."""
+    c = SYSTEM.combatant({"name": "Mind Flayer of Ur", "hit_dice": 8, "die": 10,
+                          "dedicated": [{"purpose": "levitation"}], "attacks": ["mental-stab"]})
+    assert c["id"] == "mind-flayer-of-ur" and c["pool"] == 7 and c["psionic"] is True
+    assert c["mindless"] is False and c["controlled_by"] is None
+    assert c["blank_mind_save"] is None and c["conditions"] == []
+
+
+@pytest.mark.parametrize("raw,path", [
+    ({"name": "X", "hit_dice": 2, "die": 6, "pool": 3}, "/attacker/pool"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "pool": 2, "dedicated": [{"purpose": "p"}]},
+     "/attacker/dedicated"),
+    ({"name": "X", "hit_dice": 2, "die": 7}, "/attacker/die"),
+    ({"name": "X", "die": 6}, "/attacker"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "attacks": ["blank-mind"]}, "/attacker/attacks/0"),
+    ({"name": "X", "hit_dice": 2, "die": 6,
+      "controlling": [{"id": "y", "kept_by": "die"}]}, "/attacker/dedicated"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "controlled_by": "y", "pool": 1}, "/attacker/pool"),
+])
+def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> None:
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(raw, "/attacker")
+    assert path in [p.path for p in err.value.problems]
+
+
+def test_describe_lists_modes_tables_and_house_rules() -> None:
+    d = SYSTEM.describe()
+    assert d["id"] == "power-pool"
+    assert len(d["modes"]) == 10
+    kinds = {m["id"]: m["kind"] for m in d["modes"]}
+    assert sum(k == "attack" for k in kinds.values()) == 5
+    assert d["tables"]["ladder"] == [4, 6, 8, 10, 12, 20]
+    assert {r["id"] for r in d["house_rules"]} == {
+        "H-PP-TIE", "H-PP-GROUP", "H-PP-BLANK-SAVE", "H-PP-NO-POOL", "H-PP-RECOVERY"}
+    assert all(r["text"] and "default" in r for r in d["house_rules"])
+    assert {p["purpose"] for p in d["dice_purposes"]} == {"attack", "defense", "save"}
+    assert d["combatant_schema"]["type"] == "object" and "request_schema" in d
+
+
+def test_unknown_house_rule_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, options={"H-XX": 1})
+    assert err.value.problems[0].path == "/options/H-XX"
+
+
+def test_replacement_tables_change_the_ladder() -> None:
+    """RULES.md: "A GM may load a replacement table file" — a ladder stopping at d12."""
+    tables = dict(SYSTEM.tables)
+    tables["ladder"] = [4, 6, 8, 10, 12]
+    system = PowerPoolSystem(tables)
+    res = system.resolve({"attacker": psionic("A", 1, 10), "defender": psionic("B", 1, 4),
+                          "attack": {"mode": "mental-stab"}},
+                         SuppliedDice({"attack": [1], "defense": [1]}))
+    assert res.rolls[0].sides == 12
+    with pytest.raises(InvalidInput):
+        PowerPoolSystem({"ladder": "d4"})
+
+
+# -- control as pure functions -----------------------------------------------------------------
+
+def test_keep_by_switches_between_die_and_action() -> None:
+    a = SYSTEM.combatant(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]))
+    by_die = ctl.keep_by(a, "b", "die")
+    assert by_die["pool"] == 2 and by_die["dedicated"] == [{"purpose": "control",
+                                                            "target": "b"}]
+    back = ctl.keep_by(by_die, "b", "action")
+    assert back["pool"] == 3 and back["dedicated"] == []
+    assert a["pool"] == 3  # arguments untouched
+
+
+def test_action_kept_control_ends_when_the_target_is_not_perceived() -> None:
+    """Seed: "If the controller is dedicating an action to maintain the control, they must
+    remain able to perceive the creature each round, but if a die is dedicated to it, the
+    link will be maintained until the controller chooses to relinquish it." """
+    a = SYSTEM.combatant(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]))
+    b = SYSTEM.combatant(psionic("B", controlled_by="a"))
+    kept, freed, _ = ctl.maintain_by_action(a, "b", False, {"b": b}, ENDING)
+    assert kept["controlling"] == [] and freed["b"]["controlled_by"] is None
+    by_die = ctl.keep_by(a, "b", "die")
+    kept, freed, _ = ctl.maintain_by_action(by_die, "b", False, {"b": b}, ENDING)
+    assert kept["controlling"] and not freed
+
+
+def test_recovery_returns_all_dice_after_a_long_rest() -> None:
+    """H-PP-RECOVERY: all dice back after a long rest; seed: "Powers can't be maintained
+    when a creature rests"."""
+    c = SYSTEM.combatant(psionic("A", 6, 6, pool=1, dedicated=[{"purpose": "levitation"}]))
+    assert ctl.recover(c, "all")["pool"] == 6
+    assert ctl.recover(c, "half")["pool"] == 4
+    puppet = SYSTEM.combatant(psionic("P", 4, 6, controlled_by="a"))
+    assert ctl.recover(puppet, "all")["pool"] == 0

@@ -1,0 +1,271 @@
+"""combat-strength rounds: intent, ten simultaneous segments (RULES.md 2.3, seed 000)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.combat_strength import SYSTEM
+from engine.combat_strength.encounter import MAX_COMBATANTS
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+
+JSON = dict[str, Any]
+
+
+def psionic(cid: str, attack: int, defense: int, **more: Any) -> JSON:
+    return {"id": cid, "name": cid.title(), "attack_strength": attack,
+            "defense_strength": defense, **more}
+
+
+def encounter(*combatants: JSON, options: JSON | None = None) -> JSON:
+    state = SYSTEM.encounter_new(options)
+    for c in combatants:
+        state, _ = SYSTEM.encounter_add(state, c)
+    return state
+
+
+def through_intent(state: JSON, stances: dict[str, str]) -> JSON:
+    for cid, stance in stances.items():
+        state = SYSTEM.encounter_declare(state, cid, {"stance": stance})
+    state, _ = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    return state
+
+
+def test_intent_records_stances_and_combat_strength_then_segment_one() -> None:
+    """Seed step 1: 'announce their intent ... record their current Combat Strength'."""
+    state = encounter(psionic("ann", 30, 20), psionic("bo", 10, 40))
+    assert SYSTEM.encounter_view(state)["phase"] == "intent"
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
+    state = SYSTEM.encounter_declare(state, "ann", {"stance": "trance"})
+    state = SYSTEM.encounter_declare(state, "bo", {"stance": "discipline"})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert step["phase"] == "intent" and step["round"] == 1 and step["results"] == []
+    assert step["stances"] == {"ann": "trance", "bo": "discipline"}
+    assert step["combat_strength"] == {"ann": 50, "bo": 50}
+    view = SYSTEM.encounter_view(state)
+    assert (view["phase"], view["round"], view["segment"]) == ("segment", 1, 1)
+    assert view["recorded_combat_strength"] == {"ann": 50, "bo": 50}
+
+
+def test_simultaneous_segment_both_attacks_resolve_from_the_start_states() -> None:
+    """Seed iii and RULES 2.3.3.3: all attacks of a segment are simultaneous; two
+    combatants knocking each other's defenses to 0 in the same segment both resolve.
+    Table A 01-25: mind thrust vs mind blank 12."""
+    state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 4)),
+                           {"ann": "trance", "bo": "trance"})
+    for me, foe in (("ann", "bo"), ("bo", "ann")):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": foe, "range": "short"},
+            "defense": {"mode": "mind-blank"}})
+    assert SYSTEM.encounter_waiting_for(state) == []
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert step["segment"] == 1 and len(step["results"]) == 2
+    for result in step["results"]:
+        assert result["table"] == "combat" and result["damage"] == 12
+        # each lookup saw its target still defended, at the start-of-segment 4
+        assert result["defender"]["before"]["defense_strength"] == 4
+    after = SYSTEM.encounter_view(state)["combatants"]
+    assert after["ann"]["defense_strength"] == after["bo"]["defense_strength"] == 0
+    assert after["ann"]["attack_strength"] == after["bo"]["attack_strength"] == 16
+    downs = [e["combatant"] for e in step["events"] if e["type"] == "defenses-down"]
+    assert downs == ["ann", "bo"]
+    assert SYSTEM.encounter_view(state)["segment"] == 2
+
+
+def test_order_of_declaration_does_not_change_a_segment() -> None:
+    """Simultaneity: the same choices in the other order give the same states."""
+    def run(order: list[str]) -> JSON:
+        state = through_intent(encounter(psionic("ann", 40, 30), psionic("bo", 30, 20)),
+                               {"ann": "trance", "bo": "trance"})
+        foes = {"ann": "bo", "bo": "ann"}
+        for me in order:
+            state = SYSTEM.encounter_declare(state, me, {
+                "attack": {"mode": "ego-whip", "target": foes[me]},
+                "defense": {"mode": "shield-thoughts"}})
+        state, _ = SYSTEM.encounter_resolve(state, RandomDice(5))
+        return dict(SYSTEM.encounter_view(state)["combatants"])
+    assert run(["ann", "bo"]) == run(["bo", "ann"])
+
+
+def test_outside_trance_only_shield_thoughts_or_no_defense() -> None:
+    """Seed 3.i: 'Anyone acting outside of psionic combat ... must choose either the
+    Shield Thoughts Defense Mode or no Defense Mode at all.'"""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "normal"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mind-blank"}})
+    assert err.value.rule == "defense-shield-thoughts-only"
+    assert "3.i" in err.value.detail
+    SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "shield-thoughts"}})
+    SYSTEM.encounter_declare(state, "bo", {"defense": None})
+
+
+def test_attacking_with_psychic_implosion_limits_the_attackers_defense() -> None:
+    """Seed 3.i: '... or using Psychic Implosion as their attack mode must choose either
+    the Shield Thoughts Defense Mode or no Defense Mode at all.'"""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    implode = {"mode": "psychic-implosion", "target": "bo"}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"attack": implode,
+                                                "defense": {"mode": "tower-of-iron-will"}})
+    assert err.value.rule == "defense-shield-thoughts-only"
+    SYSTEM.encounter_declare(state, "ann", {"attack": implode,
+                                            "defense": {"mode": "shield-thoughts"}})
+
+
+@pytest.mark.parametrize("stance", ["discipline", "wave", "normal"])
+def test_only_trance_attacks_in_the_segments(stance: str) -> None:
+    """Seed step 2: those not in trance 'forgo making psionic attacks of their own'."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": stance, "bo": "trance"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
+                                                           "target": "bo"}})
+    assert err.value.rule == "attack-requires-trance"
+
+
+def test_no_defense_without_defense_strength() -> None:
+    """Seed 3.i: 'Each combatant with any remaining Psionic Defense Strength selects'."""
+    state = through_intent(encounter(psionic("ann", 30, 0, defense_strength_max=10),
+                                     psionic("bo", 30, 30)), {"ann": "trance", "bo": "trance"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"defense": {"mode": "shield-thoughts"}})
+    assert err.value.rule == "no-defense-strength"
+
+
+def test_stance_is_fixed_at_intent_and_intent_takes_only_a_stance() -> None:
+    state = encounter(psionic("ann", 30, 30), psionic("bo", 30, 30))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"stance": "trance",
+                                                "attack": {"mode": "mind-thrust",
+                                                           "target": "bo"}})
+    assert err.value.rule == "intent-declares-stance-only"
+    state = through_intent(state, {"ann": "trance", "bo": "trance"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"stance": "normal"})
+    assert err.value.rule == "stance-declared-at-intent"
+
+
+def test_unresolved_choices_refuse_unless_forced() -> None:
+    """API.md: resolve once waiting_for is empty, or with force missing choices are no
+    attack and no defense."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
+                                                               "target": "bo"}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert err.value.rule == "choices-missing" and "bo" in err.value.detail
+    dice = SuppliedDice({"condition-duration": [1]})
+    state, step = SYSTEM.encounter_resolve(state, dice, force=True)
+    # bo raised no defense: the defenseless table (band 26-50, MT vs 60-109: W, 1d4 weeks)
+    assert step["results"][0]["table"] == "defenseless"
+
+
+def test_view_never_shows_a_pending_choice() -> None:
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "id-insinuation", "target": "bo", "range": "long"},
+        "defense": {"mode": "intellect-fortress"}})
+    view = SYSTEM.encounter_view(state)
+    assert view["declared"] == ["ann"] and view["waiting_for"] == ["bo"]
+    # the combatants list the modes they know; nothing else may name the choice
+    hidden = {k: v for k, v in view.items() if k != "combatants"}
+    assert "id-insinuation" not in repr(hidden) and "intellect-fortress" not in repr(hidden)
+    assert "long" not in repr(hidden)
+    assert view["combatants"] == {cid: state["combatants"][cid] for cid in ("ann", "bo")}
+
+
+def test_ten_segments_then_the_next_rounds_intent() -> None:
+    """Seed step 2: 'ten psionic attacks per round (one attack per segment)'."""
+    state = through_intent(encounter(psionic("ann", 200, 200), psionic("bo", 200, 200)),
+                           {"ann": "trance", "bo": "trance"})
+    segments = []
+    for _ in range(10):
+        state = SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "mind-thrust", "target": "bo"},
+            "defense": {"mode": "mind-blank"}})
+        state = SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mind-blank"}})
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(2))
+        segments.append(step["segment"])
+    assert segments == list(range(1, 11))
+    view = SYSTEM.encounter_view(state)
+    assert (view["phase"], view["round"], view["segment"]) == ("intent", 2, None)
+    assert view["combatants"]["ann"]["attack_strength"] == 200 - 10 * 4
+    assert any(e["type"] == "round-ended" for e in step["events"])
+
+
+def test_timed_conditions_run_out_at_the_end_of_a_round() -> None:
+    state = encounter(psionic("ann", 30, 30, conditions=["dazed"],
+                              condition_rounds={"dazed": 1}), psionic("bo", 30, 30))
+    state = through_intent(state, {"ann": "trance", "bo": "trance"})
+    for _ in range(10):
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(1), force=True)
+    assert SYSTEM.encounter_view(state)["combatants"]["ann"]["conditions"] == []
+    assert {"type": "condition-ended", "combatant": "ann", "condition": "dazed"} in \
+        step["events"]
+
+
+def test_incapacitated_combatant_makes_no_choices() -> None:
+    """Table B letters (H-CS-DEFENSELESS): K, I, P, R, W, S take a mind out of combat."""
+    state = encounter(psionic("ann", 30, 30, conditions=["asleep"]), psionic("bo", 30, 30))
+    assert SYSTEM.encounter_waiting_for(state) == ["bo"]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"stance": "trance"})
+    assert err.value.rule == "incapacitated"
+
+
+def test_wave_stance_attacks_non_psionics_once_per_round() -> None:
+    """Seed step 2 and H-CS-WAVE-ROUND: Psionic Wave against non-psionic opponents."""
+    ogre = {"id": "ogre", "int": 3, "wis": 3}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre), {"ann": "wave"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "psionic-wave", "target": "ogre"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20]}))
+    assert step["results"][0]["table"] == "wave" and step["results"][0]["outcome"] == "saved"
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "psionic-wave", "target": "ogre"}})
+    assert err.value.rule == "one-wave-per-round"
+
+
+def test_at_most_64_combatants() -> None:
+    """API.md limits: 64 combatants per encounter."""
+    state = encounter(*[psionic(f"c{i}", 10, 10) for i in range(MAX_COMBATANTS)])
+    with pytest.raises(LimitExceeded) as err:
+        SYSTEM.encounter_add(state, psionic("one-too-many", 10, 10))
+    assert err.value.problems[0].path == "/combatant"
+
+
+def test_duplicate_id_and_unknown_target_are_invalid_input() -> None:
+    state = encounter(psionic("ann", 30, 30))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_add(state, psionic("ann", 1, 1))
+    assert err.value.problems[0].path == "/combatant/id"
+    state, _ = SYSTEM.encounter_add(state, psionic("bo", 30, 30))
+    state = through_intent(state, {"ann": "trance", "bo": "trance"})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
+                                                           "target": "cy"}})
+    assert err.value.problems[0].path == "/choice/attack/target"
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust"}})
+    assert err.value.problems[0].path.startswith("/choice/attack")
+
+
+def test_step_json_shape() -> None:
+    """The step: {round, segment | phase, results, events, summary}."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "ego-whip", "target": "bo"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mental-barrier"}})
+    _, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [3, 4]}))
+    assert {"round", "segment", "results", "events", "summary"} <= set(step)
+    assert step["results"][0]["system"] == "combat-strength"
+    assert "Round 1, segment 1" in step["summary"]
+    assert step["combatants"][0]["id"] == "ann"

@@ -1,0 +1,168 @@
+"""combat-strength exact odds against brute-force enumeration of every die sequence.
+
+The oracle feeds each possible sequence of supplied dice to ``resolve`` itself and
+weights it by its probability; a penetration chain that reaches the cap counts as
+truncated mass, as ``Dist.penetrating_die`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+from itertools import product
+from typing import Any
+
+import pytest
+
+from engine.combat_strength import SYSTEM
+from engine.combat_strength.exchange import plan
+from engine.combat_strength.odds import ExactOdds, exact_odds
+from engine.dice import SuppliedDice
+
+JSON = dict[str, Any]
+
+
+def chains(cap: int) -> Iterator[tuple[list[int], Fraction, bool]]:
+    """Every sequence one penetrating d6 can show with ``cap`` follow-ups: (values,
+    probability, capped)."""
+    for sixes in range(cap + 1):
+        for last in range(1, 6):
+            yield [6] * sixes + [last], Fraction(1, 6 ** (sixes + 1)), False
+    yield [6] * (cap + 1), Fraction(1, 6 ** (cap + 1)), True
+
+
+def exact(req: JSON) -> ExactOdds:
+    a = SYSTEM.combatant(req["attacker"])
+    d = SYSTEM.combatant(req["defender"])
+    opts = SYSTEM.options(req.get("options"))
+    defense = None if req.get("defense") is None else req["defense"]["mode"]
+    p = plan(SYSTEM.tables, opts, a, d, req["attack"]["mode"],
+             req["attack"].get("range", "short"), defense)
+    return exact_odds(SYSTEM.tables, p, d, opts["H-CS-PEN-CAP"])
+
+
+class Oracle:
+    """Tallies of outcomes weighted by probability."""
+
+    def __init__(self) -> None:
+        self.damage: dict[int, Fraction] = {}
+        self.truncated = Fraction(0)
+        self.crushed = Fraction(0)
+        self.zero = Fraction(0)
+        self.conditions: dict[str, Fraction] = {}
+        self.outcome: dict[str, Fraction] = {}
+
+    def add(self, req: JSON, dice: dict[str, list[int]], prob: Fraction, capped: bool) -> None:
+        res = SYSTEM.resolve(req, SuppliedDice(dice))
+        assert res.fields["capped"] == capped
+        assert not res.unused_dice, "every enumerated die must be used"
+        if capped:
+            self.truncated += prob
+            return
+        dmg = res.fields["damage"]
+        self.damage[dmg] = self.damage.get(dmg, Fraction(0)) + prob
+        self.crushed += prob if res.fields["crushed"] else 0
+        self.zero += prob if res.defender.after["defense_strength"] == 0 else 0
+        if res.fields["condition"] is not None:
+            cid = res.fields["condition"]["id"]
+            self.conditions[cid] = self.conditions.get(cid, Fraction(0)) + prob
+        self.outcome[res.outcome] = self.outcome.get(res.outcome, Fraction(0)) + prob
+
+
+def req(attacker: JSON, defender: JSON, mode: str, defense: str | None, cap: int,
+        **more: Any) -> JSON:
+    return {"attacker": attacker, "defender": defender, "attack": {"mode": mode, **more},
+            "defense": None if defense is None else {"mode": defense},
+            "options": {"H-CS-PEN-CAP": cap}}
+
+
+@pytest.mark.parametrize("strength,defense_strength,cap", [(50, 8, 2), (75, 20, 1),
+                                                           (30, 1, 0)])
+def test_damage_distribution_and_defense_zero_match_enumeration(
+        strength: int, defense_strength: int, cap: int) -> None:
+    """Seed iv: penetrating bonus dice; table A 01-25 mind thrust vs mental barrier is 0."""
+    r = req({"id": "a", "attack_strength": strength, "defense_strength": 0},
+            {"id": "b", "attack_strength": 10, "defense_strength": defense_strength},
+            "mind-thrust", "mental-barrier", cap)
+    n = strength // 25
+    oracle = Oracle()
+    for combo in product(list(chains(cap)), repeat=n):
+        values = [v for c in combo for v in c[0]]
+        prob = Fraction(1)
+        for c in combo:
+            prob *= c[1]
+        oracle.add(r, {"damage": values}, prob, any(c[2] for c in combo))
+    odds = exact(r)
+    assert dict(odds.damage.items()) == oracle.damage
+    assert odds.damage.truncated_mass == oracle.truncated
+    assert odds.defense_zero == oracle.zero
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+    data = SYSTEM.odds(r)
+    assert data["damage"]["truncated_mass"] == pytest.approx(float(oracle.truncated))
+    assert sum(data["outcomes"].values()) == pytest.approx(1 - float(oracle.truncated))
+
+
+def test_psychic_implosion_crush_chance_matches_enumeration() -> None:
+    """H-CS-IMPLOSION: bonus dice only; d100 <= 2 (01-25 vs mind blank) crushes."""
+    r = req({"id": "a", "attack_strength": 30, "defense_strength": 0},
+            {"id": "b", "attack_strength": 10, "defense_strength": 7},
+            "psychic-implosion", "mind-blank", 1)
+    oracle = Oracle()
+    for values, prob, capped in chains(1):
+        for d100 in range(1, 101):
+            oracle.add(r, {"damage": values, "implosion": [d100]}, prob / 100, capped)
+    odds = exact(r)
+    assert dict(odds.damage.items()) == oracle.damage
+    assert odds.crushed * (1 - odds.damage.truncated_mass) == oracle.crushed
+    assert odds.defense_zero == oracle.zero
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+    data = SYSTEM.odds(r)
+    assert data["outcomes"]["crushed"] == pytest.approx(0.02)
+
+
+def test_defenseless_chance_of_death_matches_enumeration() -> None:
+    """Table B: psychic implosion on a defenseless mind, band 01-25 vs <=59: 72%."""
+    r = req({"id": "a", "attack_strength": 20, "defense_strength": 0},
+            {"id": "b", "attack_strength": 10, "defense_strength": 10}, "psychic-implosion",
+            None, 5)
+    oracle = Oracle()
+    for d100 in range(1, 101):
+        oracle.add(r, {"implosion": [d100]}, Fraction(1, 100), False)
+    odds = exact(r)
+    assert odds.conditions == oracle.conditions == {"dead": Fraction(72, 100)}
+    assert odds.defense_zero == oracle.zero
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+
+
+@pytest.mark.parametrize("int_wis,range_", [(11, "medium"), (40, "long")])
+def test_wave_save_and_effects_match_enumeration(int_wis: int, range_: str) -> None:
+    """Table C: save on d20, then d100 on the effect table."""
+    r = req({"id": "a", "attack_strength": 40, "defense_strength": 0},
+            {"id": "ogre", "int": int_wis // 2, "wis": int_wis - int_wis // 2},
+            "psionic-wave", None, 5, range=range_)
+    oracle = Oracle()
+    for save in range(1, 21):
+        first = SYSTEM.resolve(r, SuppliedDice({"save": [save], "wave-effect": [1]}))
+        if first.fields["save"]["success"]:
+            oracle.add(r, {"save": [save]}, Fraction(1, 20), False)
+            continue
+        for effect in range(1, 101):
+            oracle.add(r, {"save": [save], "wave-effect": [effect]}, Fraction(1, 2000), False)
+    odds = exact(r)
+    assert {k: v for k, v in odds.conditions.items() if v} == oracle.conditions
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+
+
+def test_odds_json_shape_api_md() -> None:
+    """API.md: {outcomes: {name: p}, damage: {mean, distribution, truncated_mass}}."""
+    r = req({"id": "a", "attack_strength": 60, "defense_strength": 40},
+            {"id": "b", "attack_strength": 10, "defense_strength": 30}, "ego-whip",
+            "shield-thoughts", 100, range="medium")
+    data = SYSTEM.odds(r)
+    assert set(data["damage"]) == {"mean", "distribution", "truncated_mass"}
+    assert data["bonus_dice"] == 3 and data["table"] == "combat"
+    # 3 + 3 penetrating d6: smallest 6; a penetrating d6 averages m = 3.5 + (m - 1)/6 = 4
+    assert data["damage"]["distribution"][0][0] == 6
+    assert data["damage"]["mean"] == pytest.approx(3 + 3 * 4)
+    assert 0 < data["damage"]["truncated_mass"] < 1e-70
+    assert 0 < data["defense_zero"] < 1

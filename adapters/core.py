@@ -125,8 +125,10 @@ ALL_FIELDS: Final = tuple(sorted({name for fields in FIELDS.values() for name in
 SHEET_ONLY: Final = frozenset({"hp"})
 
 _INT_TEXT = re.compile(r"[+-]?\d{1,9}")
-_HD_FORMULA = re.compile(r"\s*(\d{1,4})\s*(?:[dD]\s*(\d{1,3}))?\s*(?:([+-])\s*(\d{1,6}))?\s*")
-_DIE_TEXT = re.compile(r"\s*(?:\d{0,4})\s*[dD]\s*(\d{1,3})\s*(?:[+-]\s*\d{1,6})?\s*")
+# Matched against text with all whitespace removed: no backtracking over runs of spaces.
+_HD_FORMULA = re.compile(r"(\d{1,4})(?:[dD](\d{1,3}))?(?:([+-])(\d{1,6}))?")
+_DIE_TEXT = re.compile(r"\d{0,4}[dD](\d{1,3})(?:[+-]\d{1,6})?")
+_SPACE = re.compile(r"\s+")
 MAX_TEXT = 100_000  # longest JSON text accepted in one Roll20 attribute
 
 
@@ -253,7 +255,7 @@ def hit_dice_count(value: Any, path: str) -> int | None:
     text = to_text(value, path)
     if text is None or not text.strip():
         return None
-    match = _HD_FORMULA.fullmatch(text)
+    match = _HD_FORMULA.fullmatch(_SPACE.sub("", text))
     if not match:
         raise InvalidInput.at(path, f"expected a Hit Dice formula like '18d10 + 36', "
                               f"got {text[:40]!r}")
@@ -266,9 +268,10 @@ def hit_die(value: Any, path: str) -> int | None:
     text = to_text(value, path)
     if text is None or not text.strip():
         return None
-    match = _DIE_TEXT.fullmatch(text)
+    compact = _SPACE.sub("", text)
+    match = _DIE_TEXT.fullmatch(compact)
     if not match:
-        if _HD_FORMULA.fullmatch(text):
+        if _HD_FORMULA.fullmatch(compact):
             return None
         raise InvalidInput.at(path, f"expected a hit die like 'd8', got {text[:40]!r}")
     sides = int(match.group(1))

@@ -8,6 +8,7 @@ the sheet, so a GM can override any value. See docs/ADAPTERS.md.
 
 from __future__ import annotations
 
+import math
 import re
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -257,11 +258,9 @@ class Dnd5e(FoundryAdapter):
         die = hit_die(formula, path) if count is not None else None
         if count is None:
             cr, cr_path = dig(system_data, "details.cr", base)
-            rating = cr if isinstance(cr, int | float) and not isinstance(cr, bool) else None
-            if cr is not None and rating is None:
-                to_int(cr, cr_path)  # numeric text is fine, anything else is invalid
-                rating = float(cr)
-            count = max(1, int(rating or 1))
+            if isinstance(cr, float) and math.isfinite(cr):
+                cr = int(cr)  # fractional challenge ratings (0.5) round down
+            count = max(1, to_int(cr, cr_path, 0, 100) or 1)
             draft.warn(f"no hit-point formula; Hit Dice taken as {count} from the "
                        "challenge rating")
         if die is None:

@@ -1,0 +1,195 @@
+"""Malformed or hostile VTT data is ``InvalidInput`` with a JSON Pointer, never another
+exception (brief: "never another exception"); huge actors import in one pass."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import adapters
+from adapters.core import SYSTEMS
+from engine.errors import InvalidInput
+
+from .support import load, template_actor
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30)
+    | st.sampled_from(["d8", "18d10 + 36", "Mind Thrust", "17", "", "1", "[1,2]", "{}",
+                       "character", "npc", "psionicist", "Scene.a.Token.b"]),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["_id", "name", "type", "system", "flags", "items",
+                                       "attribs", "actor", "token", "mapping", "character",
+                                       "schema_version", "current", "max", "value", "x"]),
+                      inner, max_size=5),
+    max_leaves=20,
+)
+ALL = sorted(adapters.registry())
+FAST = settings(max_examples=120, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+def only_invalid_input(call: Any, *args: Any) -> None:
+    """Run ``call``; success or InvalidInput with paths are the only allowed ends."""
+    try:
+        call(*args)
+    except InvalidInput as err:
+        assert err.problems
+        assert all(p.path == "" or p.path.startswith("/") for p in err.problems)
+
+
+@FAST
+@given(data=JSON, adapter_id=st.sampled_from(ALL), system=st.sampled_from(SYSTEMS))
+def test_random_json_trees_never_raise_anything_but_invalid_input(
+        data: Any, adapter_id: str, system: str) -> None:
+    only_invalid_input(adapters.get(adapter_id).import_, data, system)
+
+
+def _base_actors() -> list[tuple[str, dict[str, Any]]]:
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {s: {"psp": 3, "attacks": ["mind-thrust"],
+                                       "mind": {"state": "closed"}} for s in SYSTEMS}
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    return [
+        ("foundry.dnd5e", zanna),
+        ("foundry.dnd5e", load("foundry/dnd5e/aboleth.json")),
+        ("foundry.ose", template_actor("foundry/ose/template.json", "monster", "m1", "M")),
+        ("foundry.ose", template_actor("foundry/ose/template.json", "character", "c1", "C")),
+        ("foundry.ars", template_actor("foundry/ars/template.json", "npc", "n1", "N")),
+        ("foundry.ars", template_actor("foundry/ars/template.json", "character", "c2", "C")),
+        ("roll20.adnd2e-revised", ulcen),
+        ("roll20.generic", {"mapping": {"fields": {"int": "Intelligence",
+                                                   "psp": "PSP", "psp_max": "PSP|max"}},
+                            "character": ulcen}),
+        ("foundry.generic", {"mapping": {"fields": {"int": "system.abilities.int.value",
+                                                    "hit_dice": {"path": "system.attributes"
+                                                                 ".hp.formula",
+                                                                 "parse": "dice-count"}}},
+                             "actor": load("foundry/dnd5e/aboleth.json")}),
+    ]
+
+
+BASES = _base_actors()
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = (), depth: int = 0) -> list[tuple[Any, ...]]:
+    """Every path into ``node`` up to 6 levels, skipping the bulk of long item lists."""
+    out = [prefix] if prefix else []
+    if depth >= 6:
+        return out
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _paths(value, (*prefix, key), depth + 1)
+    elif isinstance(node, list):
+        for i, value in enumerate(node[:3] + node[-2:] if len(node) > 5 else node):
+            index = i if i < 3 or len(node) <= 5 else len(node) - (5 - i)
+            out += _paths(value, (*prefix, index), depth + 1)
+    return out
+
+
+PATHS = [(i, path) for i, (_, base) in enumerate(BASES) for path in _paths(base)]
+
+
+@FAST
+@given(case=st.sampled_from(PATHS), junk=JSON, system=st.sampled_from(SYSTEMS))
+def test_wrong_types_at_known_paths_are_invalid_input(
+        case: tuple[int, tuple[Any, ...]], junk: Any, system: str) -> None:
+    index, path = case
+    adapter_id, base = BASES[index]
+    data = copy.deepcopy(base)
+    node: Any = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = junk
+    adapter = adapters.get(adapter_id)
+    only_invalid_input(adapter.import_, data, system)
+
+
+@FAST
+@given(base=st.sampled_from(range(len(BASES))), system=st.sampled_from(SYSTEMS),
+       before=JSON, after=JSON)
+def test_junk_before_and_after_states_are_invalid_input(
+        base: int, system: str, before: Any, after: Any) -> None:
+    adapter_id, data = BASES[base]
+    only_invalid_input(adapters.get(adapter_id).updates, data, system, before, after)
+
+
+@FAST
+@given(base=st.sampled_from(range(len(BASES))), system=st.sampled_from(SYSTEMS),
+       field=st.sampled_from(["psp", "hp", "mind", "attacks", "pool", "conditions",
+                              "controlled_by", "attack_strength", "spell_levels", "die"]),
+       junk=JSON)
+def test_junk_values_in_the_after_state_are_invalid_input(
+        base: int, system: str, field: str, junk: Any) -> None:
+    adapter_id, data = BASES[base]
+    adapter = adapters.get(adapter_id)
+    before = adapter.import_(data, system).combatant
+    only_invalid_input(adapter.updates, data, system, before, {**before, field: junk})
+
+
+def test_deeply_nested_flag_values_are_refused_with_their_path() -> None:
+    deep: Any = {"state": "closed"}
+    for _ in range(5000):
+        deep = {"x": deep}
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": deep}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert err.value.problems[0].path.startswith("/flags/mindscape/revised-2e/mind/x")
+
+
+def test_hit_dice_text_with_long_runs_of_spaces_is_refused() -> None:
+    """A formula of a thousand spaces must not make the parser backtrack."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = "1" + " " * 990 + "x"
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "power-pool")
+    assert err.value.problems[0].path == "/system/attributes/hp/formula"
+
+
+def test_unknown_adapter_names_the_known_ones() -> None:
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.pf2e")
+    assert err.value.problems[0].path == "/adapter"
+    assert "foundry.dnd5e" in err.value.problems[0].message
+
+
+def test_registry_lists_every_adapter_with_its_vtt() -> None:
+    reg = adapters.registry()
+    assert sorted(reg) == ["foundry.ars", "foundry.dnd5e", "foundry.generic", "foundry.ose",
+                           "roll20.adnd2e-revised", "roll20.generic"]
+    for adapter_id, adapter in reg.items():
+        assert adapter.to_json()["id"] == adapter_id
+        assert adapter.vtt == adapter_id.split(".")[0]
+
+
+def test_an_actor_with_5000_items_imports_correctly() -> None:
+    """Items are read in one pass; the level sums class items wherever they sit."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    filler = next(i for i in data["items"] if i["type"] != "class")
+    wizard = next(i for i in data["items"] if i["type"] == "class")
+    items = []
+    for n in range(5000):
+        item = copy.deepcopy(filler)
+        item["_id"] = f"filler{n:010d}"
+        items.append(item)
+    fighter = copy.deepcopy(wizard)
+    fighter.update({"_id": "fighter000000001", "name": "Fighter"})
+    fighter["system"].update({"identifier": "fighter", "levels": 2, "hitDice": "d10"})
+    items.insert(2500, fighter)
+    data["items"] = [*items, wizard]
+    pool = adapters.get("foundry.dnd5e").import_(data, "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"]) == (3, 10)
+
+
+def test_a_roll20_character_with_5000_attributes_imports_correctly() -> None:
+    data = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    data["attribs"] += [{"name": f"repeating_psionic-defenses_-Row{n:06d}_"
+                         "psionic-defense-name", "current": "Tower of Iron Will", "max": ""}
+                        for n in range(5000)]
+    c = adapters.get("roll20.adnd2e-revised").import_(data, "revised-2e").combatant
+    assert c["defenses"] == ["thought-shield", "mental-barrier", "tower-of-iron-will"]

@@ -36,7 +36,7 @@ export function campaign({ start = true, before } = {}) {
   ]);
   attrs(fenka.id, [
     ['PSP', '30', '30'], ['MThAC0', '19'], ['selfMAC', '9'], ['Intelligence', '12'],
-    ['Wisdom', '15'], ['level-class1', '2'], ['HP', '11', '11'],
+    ['Wisdom', '15'], ['level-class1', '3'], ['HP', '11', '11'],
     ['repeating_psionic-defenses_-Md2_psionic-defense-name', 'Mental Barrier'],
     ['repeating_psionic-defenses_-Md3_psionic-defense-name', 'Mind Blank'],
   ]);

@@ -1,0 +1,232 @@
+// The userscript in headless Chromium, end to end: the Mod script (in the fake
+// sandbox) whispers a request; its whisper HTML goes into a page that imitates Roll20's
+// chat markup; the userscript relays it to the real companion daemon and types the
+// answer into the chat box; that command goes back into the sandbox, which writes the
+// attributes. Needs MINDSCAPE_BIN (the `mindscape` console script) and Chromium
+// (/usr/bin/chromium or MINDSCAPE_CHROMIUM).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { campaign, decode, MARKER, whispersTo, GM, BOB, ALICE } from './campaign.mjs';
+
+const USERSCRIPT = fileURLToPath(new URL('../mindscape-bridge.user.js', import.meta.url));
+const BIN = process.env.MINDSCAPE_BIN || '';
+const CHROMIUM = process.env.MINDSCAPE_CHROMIUM || '/usr/bin/chromium';
+const missing = !BIN || !existsSync(BIN);
+if (missing) {
+  // Loud on purpose: this is the only test of the whole relay against the daemon.
+  process.stderr.write(`\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n`
+    + `!!! SKIPPING the Roll20 bridge browser test: MINDSCAPE_BIN is ${BIN ? `"${BIN}", which does not exist` : 'not set'}.\n`
+    + '!!! Set MINDSCAPE_BIN to the mindscape console script (scripts/test.sh does).\n'
+    + '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n');
+}
+
+// Roll20's chat as the userscript sees it: #textchat .content with message divs,
+// #textchat-input with a textarea and a send button. The page records every send.
+const PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Roll20 (imitation)</title></head>
+<body>
+<div id="textchat"><div class="content"></div></div>
+<div id="textchat-input"><textarea title="Text Chat Input"></textarea><button class="btn">Send</button></div>
+<script>
+  window.__sent = [];
+  document.querySelector('#textchat-input button').addEventListener('click', () => {
+    const box = document.querySelector('#textchat-input textarea');
+    window.__sent.push(box.value);
+    box.value = '';
+  });
+  let counter = 0;
+  // Roll20 prints the speaker only on the first of consecutive messages by one sender.
+  window.__addMessage = (by, html, kind) => {
+    const div = document.createElement('div');
+    counter += 1;
+    div.className = 'message ' + (kind || 'private');
+    div.setAttribute('data-messageid', '-Nmsg' + counter);
+    div.innerHTML = '<div class="spacer"></div>' + (by ? '<span class="by">' + by + '</span>' : '') + html;
+    document.querySelector('#textchat .content').appendChild(div);
+  };
+</script>
+<script src="/mindscape-bridge.user.js"></script>
+</body></html>`;
+
+const freePort = () => new Promise((resolve, reject) => {
+  const probe = net.createServer();
+  probe.once('error', reject);
+  probe.listen(0, '127.0.0.1', () => {
+    const { port } = probe.address();
+    probe.close(() => resolve(port));
+  });
+});
+
+const waitFor = async (what, check, ms = 15000) => {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => { setTimeout(r, 100); });
+  }
+};
+
+let server;
+let daemon;
+let daemonLog = '';
+let browser;
+let page;
+let home;
+let token;
+let pagePort;
+let daemonPort;
+
+before(async () => {
+  if (missing) return;
+  server = createServer((req, res) => {
+    if (req.url === '/mindscape-bridge.user.js') {
+      res.writeHead(200, { 'Content-Type': 'text/javascript' });
+      res.end(readFileSync(USERSCRIPT));
+    } else if (req.url.startsWith('/editor/')) {
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      res.end(PAGE);
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((resolve) => { server.listen(0, '127.0.0.1', resolve); });
+  pagePort = server.address().port;
+  daemonPort = await freePort();
+  home = mkdtempSync(join(tmpdir(), 'mindscape-roll20-'));
+  daemon = spawn(BIN, ['serve', '--home', home, '--port', String(daemonPort),
+    '--allow-origin', `http://127.0.0.1:${pagePort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  daemon.stdout.on('data', (d) => { daemonLog += d; });
+  daemon.stderr.on('data', (d) => { daemonLog += d; });
+  await waitFor(`the daemon on port ${daemonPort}\n${daemonLog}`, async () => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${daemonPort}/healthz`);
+      return res.ok;
+    } catch (err) {
+      return false;
+    }
+  });
+  token = readFileSync(join(home, 'token'), 'utf8').trim();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+  page = await browser.newPage();
+  await page.addInitScript(() => { window.__mindscapeBridgeTest = true; });
+  await page.goto(`http://127.0.0.1:${pagePort}/editor/`);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon) {
+    daemon.kill('SIGTERM');
+    await new Promise((resolve) => { if (daemon.exitCode !== null) resolve(); else daemon.once('exit', resolve); });
+  }
+  if (server) await new Promise((resolve) => { server.close(resolve); });
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+// Puts every whisper the Mod script sent the GM since `from` into the page, as Roll20
+// shows them: "(From Mindscape):" on the first, no speaker on the ones that follow.
+const showWhispers = async (sb, from) => {
+  const html = sb.chats.slice(from).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
+  for (const [i, h] of html.entries()) await page.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
+};
+
+const sentCommands = () => page.evaluate(() => window.__sent.slice());
+
+test('the settings box stores URL and token and the badge shows the connection', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  assert.match(await page.textContent('#mindscape-bridge-badge'), /no token/);
+  await page.click('#mindscape-bridge-badge');
+  await page.fill('#mindscape-bridge-url', `http://127.0.0.1:${daemonPort}`);
+  await page.fill('#mindscape-bridge-token', 'wrong-token');
+  await page.click('#mindscape-bridge-save');
+  await waitFor('the badge to refuse a wrong token', async () => /bad token/.test(await page.textContent('#mindscape-bridge-badge')));
+  await page.click('#mindscape-bridge-badge');
+  await page.fill('#mindscape-bridge-token', token);
+  await page.click('#mindscape-bridge-save');
+  await waitFor('the badge to say connected', async () => /connected/.test(await page.textContent('#mindscape-bridge-badge')));
+  const stored = await page.evaluate(() => [localStorage.getItem('mindscape.bridge.url'), localStorage.getItem('mindscape.bridge.token')]);
+  assert.deepEqual(stored, [JSON.stringify(`http://127.0.0.1:${daemonPort}`), JSON.stringify(token)]);
+});
+
+test('a Mod script request travels through the chat, the userscript and the daemon, and its answer is written to the sheets', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  // Small answer chunks, so that the Mod script reassembles a real multi-part answer.
+  await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
+  const ctx = campaign();
+  const start = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  const requestChats = ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input));
+  const id = [...requestChats[0].input.matchAll(MARKER)][0][1];
+
+  // A player whispering a look-alike request to the GM is not relayed.
+  const forged = requestChats[0].input.slice('/w gm '.length).replaceAll(id, 'Forged000001');
+  await page.evaluate((html) => window.__addMessage('(From Alice):', html), forged);
+  await showWhispers(ctx.sb, start);
+
+  const commands = await waitFor('the answer in the chat box', async () => {
+    const sent = await sentCommands();
+    const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
+    const parts = mine.length ? (/^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]) || [0, 1, 1])[2] : 0;
+    return mine.length && mine.length === Number(parts) ? mine : null;
+  });
+  assert.ok(commands.length > 1, `a multi-part answer: ${JSON.stringify(decode(commands.map((c) => c.split(' ').at(-1)).join('')))}`);
+  assert.deepEqual((await sentCommands()).filter((c) => !c.startsWith(`!psi-result ${id} `)), [], 'nothing but the answer is sent');
+
+  const answer = decode(commands.map((c) => c.split(' ').at(-1)).join(''));
+  assert.equal(answer.id, id);
+  assert.ok(answer.result, `the daemon answered an error: ${JSON.stringify(answer.error)}\n${daemonLog}`);
+  assert.equal(answer.result.system, 'revised-2e');
+
+  const psp = Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current'));
+  for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
+  assert.match(ctx.sb.chats.at(-1).input, /^&\{template:default\} \{\{name=Ego Whip: Ulcen of Tyr vs\. Fenka\}\}/);
+  assert.ok(answer.result.updates.length > 0, 'the exchange changed the sheets');
+  for (const update of answer.result.updates) {
+    for (const [name, value] of Object.entries(update.attributes)) {
+      const attr = ctx.sb.attribute(update.character_id, name)
+        || ctx.sb.objects.find((o) => o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
+      assert.ok(attr, `attribute ${name} written`);
+      if ('current' in value) assert.equal(attr.get('current'), value.current);
+      if ('max' in value) assert.equal(attr.get('max'), value.max);
+    }
+  }
+  // An ego whip costs PSPs whatever the dice say (RULES.md 1.2: a failed attack costs half).
+  assert.ok(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')) < psp);
+  assert.equal(ctx.sb.workerWrites.length, answer.result.updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
+
+  // The same request shown again (a reload, a second tab's echo) is not relayed twice.
+  const before = (await sentCommands()).length;
+  await showWhispers(ctx.sb, start);
+  await new Promise((r) => { setTimeout(r, 1500); });
+  assert.equal((await sentCommands()).length, before);
+  const handled = await page.evaluate(() => window.__mindscapeBridge.bridge.handled());
+  assert.ok(handled.includes(id));
+  assert.ok(!handled.includes('Forged000001'));
+});
+
+test('when the daemon is unreachable the userscript retries once, shows it, and sends nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const deadPort = await freePort();
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), deadPort);
+  const ctx = campaign();
+  const start = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+  const before = (await sentCommands()).length;
+  await showWhispers(ctx.sb, start);
+  await waitFor('the badge to say offline', async () => /offline/.test(await page.textContent('#mindscape-bridge-badge')), 10000);
+  assert.equal((await sentCommands()).length, before);
+  // The Mod script then tells the GM to start the relay when its timeout runs out.
+  ctx.sb.advance(30000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Start the relay/);
+});

@@ -1,0 +1,129 @@
+"""Load: many clients at once lose nothing they were told was stored.
+
+API.md "Encounters": "Every step is stored before the call answers, with the dice used,
+so encounter.log can replay it and encounter.undo reverts it exactly. Calls that change
+an encounter may name the revision they expect (4009 if it moved on)."
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+from .daemon import Daemon
+from .play import (
+    STALE,
+    SYSTEMS,
+    Client,
+    Fault,
+    Ledger,
+    comparable,
+    new_encounter,
+    play,
+    replay,
+    run_all,
+)
+
+CLIENTS = 16
+RACERS = 4
+SECONDS = 5.0
+
+
+async def check_log_holds_every_ack(client: Client, encounter: str, ledger: Ledger,
+                                    every_step_acknowledged: bool) -> list[dict[str, Any]]:
+    """The log is revisions 1..n, n is the current revision, and each acknowledged
+    write is the step of its revision; the log."""
+    view = await client.call("encounter.get", {"id": encounter})
+    log = (await client.call("encounter.log", {"id": encounter}))["steps"]
+    assert [s["revision"] for s in log] == list(range(1, len(log) + 1))
+    assert view["revision"] == len(log)
+    by_revision = {s["revision"]: s["kind"] for s in log}
+    acks = ledger.acked(encounter)
+    assert len({a.revision for a in acks}) == len(acks), "two writes acknowledged one revision"
+    for ack in acks:
+        assert by_revision.get(ack.revision) == ack.kind, (encounter, ack)
+    if every_step_acknowledged:
+        assert len(acks) == len(log)
+    return list(log)
+
+
+async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
+        shared_daemon: Daemon) -> None:
+    daemon = shared_daemon
+    ledger = Ledger()
+    clients = [Client(daemon.url, daemon.token, ledger) for _ in range(CLIENTS + RACERS)]
+    try:
+        shared = await new_encounter(clients[0], "combat-strength", "shared")
+        deadline = time.monotonic() + SECONDS
+        games = [play(clients[i], SYSTEMS[i % len(SYSTEMS)], deadline, f"solo {i}")
+                 for i in range(CLIENTS)]
+        games += [play(clients[CLIENTS + i], "combat-strength", deadline, encounter=shared)
+                  for i in range(RACERS)]
+        encounters: list[str] = await run_all(*games)
+        solo = encounters[:CLIENTS]
+        assert ledger.faults == []
+        kinds = Counter(a.kind for a in ledger.acks)
+        assert kinds["declare"] > 0 and kinds["resolve"] > 0 and kinds["undo"] > 0
+        for encounter in solo:
+            await check_log_holds_every_ack(clients[0], encounter, ledger, True)
+        # Racers only write with the revision they read, so each committed step was
+        # acknowledged to exactly one of them; the others got 4009.
+        await check_log_holds_every_ack(clients[0], shared, ledger, True)
+        assert ledger.stale > 0
+        # The log alone rebuilds the state (one encounter of each system, and the
+        # shared one).
+        for encounter in [*solo[: len(SYSTEMS)], shared]:
+            copy = await replay(clients[0], encounter, ledger.sent_choices)
+            assert comparable(await clients[0].call("encounter.get", {"id": copy})) == \
+                comparable(await clients[0].call("encounter.get", {"id": encounter}))
+        latencies = sorted(ledger.latencies)
+        print(f"\n{len(ledger.acks)} acknowledged writes by {CLIENTS + RACERS} clients in "
+              f"{SECONDS} s; {len(latencies)} calls, p50 "
+              f"{latencies[len(latencies) // 2] * 1000:.1f} ms, p99 "
+              f"{latencies[int(len(latencies) * 0.99)] * 1000:.1f} ms; "
+              f"{ledger.stale} stale")
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+
+
+async def race(clients: list[Client], method: str,
+               params: list[dict[str, Any]]) -> tuple[list[Any], list[Fault]]:
+    """Send one write per client at the same moment; (results, faults)."""
+    answers = await asyncio.gather(*(c.call(method, p) for c, p in zip(clients, params,
+                                                                           strict=True)),
+                                   return_exceptions=True)
+    results = [a for a in answers if not isinstance(a, BaseException)]
+    faults = [a for a in answers if isinstance(a, Fault)]
+    assert len(results) + len(faults) == len(answers), answers
+    return results, faults
+
+
+async def test_writers_racing_on_one_revision_exactly_one_wins_the_rest_get_4009(
+        shared_daemon: Daemon) -> None:
+    daemon = shared_daemon
+    clients = [Client(daemon.url, daemon.token) for _ in range(8)]
+    try:
+        encounter = await new_encounter(clients[0], "combat-strength", "race")
+        for round_number in range(10):
+            revision = (await clients[0].call("encounter.get", {"id": encounter}))["revision"]
+            if round_number % 2 == 0:
+                method = "encounter.add"
+                params = [{"id": encounter, "revision": revision,
+                           "combatant": {"id": f"r{round_number}c{i}", "name": f"C{i}",
+                                         "attack_strength": 10, "defense_strength": 10}}
+                          for i in range(len(clients))]
+            else:
+                method = "encounter.resolve"
+                params = [{"id": encounter, "revision": revision, "force": True, "seed": i}
+                          for i in range(len(clients))]
+            results, faults = await race(clients, method, params)
+            assert len(results) == 1, (method, results, faults)
+            assert [f.code for f in faults] == [STALE] * (len(clients) - 1)
+            assert all(f.data == {"revision": revision + 1} for f in faults)
+            assert results[0]["revision"] == revision + 1
+            log = (await clients[0].call("encounter.log", {"id": encounter}))["steps"]
+            assert len(log) == revision + 1
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))

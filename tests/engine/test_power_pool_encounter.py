@@ -1,0 +1,209 @@
+"""power-pool encounters: one exchange per step, hidden choices, rounds (API.md
+"Encounters", RULES.md §3, seed 001_e8815498f41c4da8)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+from engine.power_pool import SYSTEM
+
+from .test_power_pool_helpers import mundane, psionic
+
+
+def encounter(*combatants: dict[str, Any], options: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    state = SYSTEM.encounter_new(options)
+    for c in combatants:
+        state, _ = SYSTEM.encounter_add(state, c)
+    return state
+
+
+def test_ids_come_from_the_combatant_or_a_unique_slug_of_its_name() -> None:
+    state = SYSTEM.encounter_new(None)
+    state, first = SYSTEM.encounter_add(state, mundane("Cave Goblin"))
+    state, second = SYSTEM.encounter_add(state, mundane("Cave Goblin"))
+    state, third = SYSTEM.encounter_add(state, {"id": "boss", **mundane("Cave Goblin")})
+    assert (first, second, third) == ("cave-goblin", "cave-goblin-2", "boss")
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_add(state, {"id": "boss", **mundane("X")})
+    assert err.value.problems[0].path == "/combatant/id"
+
+
+def test_an_encounter_holds_at_most_64_combatants() -> None:
+    """API.md limits: "64 combatants per encounter"."""
+    state = SYSTEM.encounter_new(None)
+    for i in range(64):
+        state, _ = SYSTEM.encounter_add(state, mundane(f"Rat {i}", 1, 4))
+    with pytest.raises(LimitExceeded):
+        SYSTEM.encounter_add(state, mundane("One too many", 1, 4))
+
+
+def test_a_step_is_one_exchange_with_hidden_choices() -> None:
+    """Seed: "The psionic attacker chooses a target, and an attack mode. The defender
+    chooses a defence mode". Choices stay hidden until resolution (API.md)."""
+    state = encounter(psionic("Ulcen", 3, 6), psionic("Fenka", 2, 6))
+    idle = SYSTEM.encounter_view(state)
+    assert idle["phase"] == "attack"
+    state = SYSTEM.encounter_declare(state, "ulcen",
+                                     {"attack": {"mode": "mental-stab", "target": "fenka"}})
+    view = SYSTEM.encounter_view(state)
+    assert view["phase"] == "defense" and view["waiting_for"] == ["fenka"]
+    # apart from who must still choose, the view is what it was before the choice
+    public = ("phase", "waiting_for", "declared")
+    assert {k: v for k, v in view.items() if k not in public} == \
+        {k: v for k, v in idle.items() if k not in public}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert err.value.rule == "choices-missing"
+    state = SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "pinnacle-of-will"}})
+    assert {k: v for k, v in SYSTEM.encounter_view(state).items() if k not in public} == \
+        {k: v for k, v in idle.items() if k not in public}
+    assert SYSTEM.encounter_waiting_for(state) == []
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [6, 6, 6], "defense": [1, 1]}))
+    assert step["exchange"] == 1 and len(step["results"]) == 1
+    result = step["results"][0]
+    assert result["winner"] == "attacker" and result["defense"]["mode"] == "pinnacle-of-will"
+    assert state["combatants"]["fenka"]["controlled_by"] == "ulcen"
+    assert step["summary"]
+
+
+def test_force_treats_a_missing_defense_as_no_defense_mode() -> None:
+    state = encounter(psionic("A", 2, 6), psionic("B", 2, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [1, 1], "defense": [6, 6]}), force=True)
+    result = step["results"][0]
+    assert result["defense"]["mode"] is None and result["winner"] == "defender"
+
+
+def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
+    """Seed: the attacker is "dazed during the round psionic combat occurs"; a rebuffed
+    attacker "is stunned for one round" (through the next round's end)."""
+    state = encounter(psionic("A", 2, 6), psionic("B", 2, 6, attacks=[]))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [1, 1], "defense": [6, 6]}))
+    a = state["combatants"]["a"]
+    # A was the only one able to attack, so round 1 ended: dazed gone, stunned left
+    assert step["round"] == 1 and state["round"] == 2
+    assert a["conditions"] == ["stunned"] and a["condition_rounds"] == {"stunned": 1}
+    assert SYSTEM.encounter_waiting_for(state) == []  # A is stunned: nobody can attack
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert step["results"] == [] and state["round"] == 3
+    assert state["combatants"]["a"]["conditions"] == []
+
+
+def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
+    state = encounter(psionic("A"), psionic("B"))
+    assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert err.value.rule == "choices-missing"
+    state = SYSTEM.encounter_declare(state, "a", {"pass": True})
+    state = SYSTEM.encounter_declare(state, "b", {"pass": True})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert state["round"] == 2 and step["exchange"] is None
+
+
+def test_attacking_a_puppet_waits_for_its_controller() -> None:
+    """Seed: "Psionically attacking a creature under psionic control automatically
+    attacks the controller". A controls B; C attacks B; A must defend."""
+    state = encounter(psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                      psionic("B", 3, 6, controlled_by="a"), psionic("C", 3, 6))
+    state = SYSTEM.encounter_declare(state, "c", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    assert SYSTEM.encounter_waiting_for(state) == ["a"]
+    with pytest.raises(RulesViolation):
+        SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    state = SYSTEM.encounter_declare(state, "a", {"defense": {}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [6, 6, 6], "defense": [1, 1]}))
+    assert step["results"][0]["redirected"] == [{"from": "b", "to": "a"}]
+    cs = state["combatants"]
+    assert cs["a"]["controlled_by"] == "c" and cs["b"]["controlled_by"] is None
+    assert cs["c"]["controlling"][0]["id"] == "a"
+
+
+def test_wave_targets_each_declare_and_fall_together() -> None:
+    state = encounter(psionic("A", 4, 8), psionic("B", 1, 4), psionic("C", 1, 4))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {
+        "mode": "psionic-wave", "target": "b", "targets": ["c"]}})
+    assert SYSTEM.encounter_waiting_for(state) == ["b", "c"]
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {"mode": "pinnacle-of-will"}})
+    state = SYSTEM.encounter_declare(state, "c", {"defense": {}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [8, 8, 8, 8], "defense": [1, 1]}))
+    assert step["results"][0]["defense_total"] == 2
+    cs = state["combatants"]
+    assert cs["b"]["controlled_by"] == cs["c"]["controlled_by"] == "a"
+    # Psionic Wave: "all defenders must be released simultaneously"
+    state = SYSTEM.encounter_declare(state, "a", {"release": "b"})
+    cs = state["combatants"]
+    assert cs["b"]["controlled_by"] is None and cs["c"]["controlled_by"] is None
+    assert cs["a"]["controlling"] == []
+
+
+def test_swarm_allies_and_a_joining_psionic() -> None:
+    """Seed: Imagination Swarm draws allied non-psionic creatures in; "Psionically active
+    creatures may also use this defence mode to participate"."""
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), mundane("Guard", 2, 8),
+                      psionic("Seer", 1, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {"mode": "imagination-swarm",
+                                                              "allies": ["guard"]}})
+    state = SYSTEM.encounter_declare(state, "seer", {"defense": {
+        "mode": "imagination-swarm"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [1, 1], "defense": [4, 8, 6]}))
+    result = step["results"][0]
+    assert result["defense_total"] == 18 and result["winner"] == "defender"
+    assert {m["id"] for m in result["defense"]["members"]} == {"b", "guard", "seer"}
+
+
+def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:
+    state = encounter(psionic("A"), mundane("Golem", mindless=True))
+    before = json.dumps(state, sort_keys=True)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "golem"}})
+    assert err.value.rule == "target-mindless"
+    with pytest.raises(InvalidInput):
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "nobody"}})
+    with pytest.raises(InvalidInput):
+        SYSTEM.encounter_declare(state, "a", {"dance": True})
+    assert json.dumps(state, sort_keys=True) == before
+
+
+def test_one_attack_per_round() -> None:
+    state = encounter(psionic("A", 3, 6), psionic("B", 1, 4), psionic("C", 1, 4))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [1, 1, 1],
+                                                             "defense": [4]}))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "c"}})
+    assert err.value.rule == "cannot-attack"
+
+
+def test_keep_and_rest_apply_at_once() -> None:
+    """H-PP-RECOVERY: all dice back after a long rest."""
+    state = encounter(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="a"),
+                      psionic("C", 4, 6, pool=1))
+    state = SYSTEM.encounter_declare(state, "a", {"keep": {"target": "b", "by": "die"}})
+    assert state["combatants"]["a"]["pool"] == 2
+    state = SYSTEM.encounter_declare(state, "c", {"rest": True})
+    assert state["combatants"]["c"]["pool"] == 4

@@ -226,7 +226,9 @@ class Adnd2eRevised(Roll20Adapter):
     """The Roll20 "AD&D 2E Revised" sheet (Skills & Powers / Dark Sun psionics tab)."""
 
     id = "roll20.adnd2e-revised"
-    system = "revised-2e"
+    # Serves all three systems (the sheet's own fields feed revised-2e; the others read
+    # psi_* attributes), so callers name the system, as for every other adapter.
+    system = None
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
                    "Wisdom, Constitution, HP, level-class1.., psionic attack and defense "
                    "rows; other state in psi_* attributes (any of the three systems)")

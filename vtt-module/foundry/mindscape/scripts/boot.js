@@ -1,0 +1,67 @@
+/**
+ * Composition root: builds the service from Foundry's globals, registers settings and
+ * hooks at "init", opens the relay and the macro API at "ready".
+ */
+import { MODULE_ID } from "./consts.js";
+import { registerSettings, setting } from "./settings.js";
+import { Mindscape } from "./service.js";
+import { EncounterController, makeEncounterPanel } from "./encounter.js";
+import { registerUiHooks } from "./hooks.js";
+import { makeApi } from "./api.js";
+import { preloadTemplates, renderTemplate } from "./foundry.js";
+import * as dialogs from "./dialogs.js";
+
+const TEMPLATES = ["attack-dialog", "odds", "defense-dialog", "dice-prompt", "pairing", "profile", "house-rules", "encounter", "encounter-choice", "chat-card"];
+
+/** The service built from Foundry's globals (one per page). */
+function buildService() {
+  const svc = new Mindscape({
+    game: globalThis.game,
+    ui: globalThis.ui,
+    CONFIG: globalThis.CONFIG,
+    Hooks: globalThis.Hooks,
+    ChatMessage: globalThis.ChatMessage,
+    Roll: globalThis.Roll,
+    fromUuid: (uuid) => globalThis.fromUuid(uuid),
+    render: (name, ctx) => renderTemplate(name, ctx),
+    dialogs,
+  });
+  svc.encounters = new EncounterController(svc);
+  svc.env.encounters = svc.encounters;
+  return svc;
+}
+
+export const boot = {
+  svc: null,
+
+  init() {
+    const svc = buildService();
+    this.svc = svc;
+    class PairingMenu { render() { svc.openPairing(); return this; } }
+    class HouseRulesMenu { render() { svc.openHouseRules(); return this; } }
+    registerSettings(globalThis.game, { PairingMenu, HouseRulesMenu });
+    registerUiHooks(globalThis.Hooks, svc);
+    preloadTemplates(TEMPLATES);
+  },
+
+  ready() {
+    const svc = this.svc;
+    const game = globalThis.game;
+    svc.relay.register();
+    let panel = null;
+    const openEncounter = () => {
+      if (!game.user.isGM) return null;
+      if (!panel) {
+        const Panel = makeEncounterPanel(globalThis.foundry, svc);
+        panel = new Panel();
+      }
+      return panel.render({ force: true });
+    };
+    const module = game.modules.get(MODULE_ID);
+    if (module) module.api = makeApi(svc, { openEncounter });
+    if (svc.relay.isActiveGM && !setting(game, "daemonToken")) {
+      globalThis.ui?.notifications?.info(game.i18n.localize("MINDSCAPE.Pairing.NotYet"));
+    }
+    globalThis.Hooks.callAll(`${MODULE_ID}.ready`, module?.api);
+  },
+};

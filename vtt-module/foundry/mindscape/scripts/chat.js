@@ -1,0 +1,117 @@
+/**
+ * Chat cards: a pure context builder (what the card says) and a small poster that renders
+ * the template, rebuilds the daemon's dice as Rolls and creates the message in the chosen
+ * roll mode.
+ */
+import { MODULE_ID } from "./consts.js";
+import { rollDataFromDaemon } from "./rolls.js";
+
+/** Per-system result fields shown as facts on the card, in this order (API.md). */
+export const FACT_FIELDS = {
+  "revised-2e": ["needed", "roll", "psp_spent", "damage", "critical", "mind_opened", "save"],
+  "combat-strength": ["table", "bonus_dice", "damage", "attack_cost"],
+  "power-pool": ["attack_total", "defense_total", "winner", "controlled", "effects"],
+};
+
+function show(value, yesNo) {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "boolean") return yesNo(value);
+  if (Array.isArray(value)) return value.length ? value.map((v) => show(v, yesNo)).join(", ") : null;
+  if (typeof value === "object") {
+    if ("natural" in value && "modified" in value) return `${value.natural} → ${value.modified}`;
+    if ("target" in value && "roll" in value) return `${value.roll} / ${value.target}${value.success === undefined ? "" : ` (${yesNo(value.success)})`}`;
+    if ("type" in value) return String(value.type);
+    return Object.entries(value).map(([k, v]) => `${k} ${v}`).join(", ");
+  }
+  return String(value);
+}
+
+/**
+ * Numbers and mind state that changed between a combatant's before and after.
+ * @returns {{field:string, before:any, after:any}[]}
+ */
+export function changesOf(side) {
+  const before = side?.before ?? {};
+  const after = side?.after ?? {};
+  const out = [];
+  for (const field of Object.keys(after)) {
+    const b = before[field];
+    const a = after[field];
+    if (typeof a === "number" && a !== b) out.push({ field, before: b ?? "—", after: a });
+    else if (field === "mind" && a?.state && a.state !== b?.state) out.push({ field: "mind", before: b?.state ?? "—", after: a.state });
+    else if (field === "conditions" && Array.isArray(a) && JSON.stringify(a) !== JSON.stringify(b ?? [])) {
+      out.push({ field, before: (b ?? []).join(", ") || "—", after: a.join(", ") || "—" });
+    }
+  }
+  return out;
+}
+
+/**
+ * Everything the chat card template shows, from one exchange result.
+ * @param {object} result  `exchange.resolve`'s result
+ * @param {{attackerName:string, defenderName:string, attack:object, defense:object|null,
+ *          localize:(key:string, fallback:string)=>string, physical?:boolean}} info
+ */
+export function chatCardContext(result, info) {
+  const L = info.localize;
+  const yesNo = (b) => L(b ? "MINDSCAPE.Yes" : "MINDSCAPE.No", b ? "yes" : "no");
+  const system = result.system;
+  const facts = [];
+  for (const field of FACT_FIELDS[system] ?? []) {
+    const value = show(result[field], yesNo);
+    if (value !== null && value !== "") facts.push({ field, label: L(`MINDSCAPE.Field.${field}`, field.replace(/_/g, " ")), value });
+  }
+  const sideChanges = (side, name) => changesOf(side).map((c) => ({
+    ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")),
+  }));
+  const changes = [
+    ...sideChanges(result.attacker, info.attackerName),
+    ...sideChanges(result.defender, info.defenderName),
+  ];
+  const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
+  return {
+    system,
+    systemLabel: L(`MINDSCAPE.System.${system}`, system),
+    outcome: result.outcome,
+    outcomeLabel: L(`MINDSCAPE.Outcome.${result.outcome}`, String(result.outcome)),
+    good: ["hit", "attacker", "success"].includes(result.outcome),
+    attackerName: info.attackerName,
+    defenderName: info.defenderName,
+    attackLabel: modeLabel(info.attack?.mode),
+    defenseLabel: modeLabel(info.defense?.mode ?? null),
+    summary: result.summary ?? "",
+    facts,
+    changes,
+    hasChanges: changes.length > 0,
+    dice: (result.rolls ?? []).map((r) => ({ ...r, purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
+    events: (result.events ?? []).map((e) => ({ type: e.type, text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ") })),
+    unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
+    physical: Boolean(info.physical),
+  };
+}
+
+/**
+ * The roll mode a card uses: the world's setting, or the user's own chat mode for "default".
+ */
+export function effectiveRollMode(setting, coreRollMode) {
+  return setting && setting !== "default" ? setting : (coreRollMode || "publicroll");
+}
+
+/**
+ * Render and post a chat card for one result. Dependencies are passed in so tests can
+ * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create and
+ * getSpeaker).
+ * @returns {Promise<any>} the created message
+ */
+export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose }) {
+  const content = await renderTemplate(template, context);
+  const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose)).map((data) => Roll.fromData(data));
+  const data = {
+    speaker,
+    content,
+    rolls,
+    sound: rolls.length ? globalThis.CONFIG?.sounds?.dice : undefined,
+    flags: { [MODULE_ID]: { card: "exchange", system: result.system, outcome: result.outcome } },
+  };
+  return ChatMessage.create(data, { rollMode });
+}

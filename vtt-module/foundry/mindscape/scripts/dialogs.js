@@ -1,0 +1,189 @@
+/**
+ * The module's dialogs, all `foundry.applications.api.DialogV2` with Handlebars content.
+ * Each returns a promise of plain data (or null when closed) so callers stay linear.
+ */
+import { checkDieValues } from "./rpc.js";
+import { i18n, readForm, renderTemplate } from "./foundry.js";
+
+function DialogV2() {
+  return globalThis.foundry.applications.api.DialogV2;
+}
+
+/** The dialog's root element from a DialogV2 render callback (v12 passes it, v13 passes the app). */
+function rootOf(target) {
+  return target?.element ?? target;
+}
+
+/** The dialog application from a render callback argument, to close it from code. */
+function appOf(target) {
+  if (target?.close) return target;
+  const id = rootOf(target)?.id;
+  return globalThis.foundry?.applications?.instances?.get?.(id) ?? null;
+}
+
+async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", render, width = 440, extraButtons = [] }) {
+  const t = i18n();
+  const content = await renderTemplate(template, context);
+  return DialogV2().wait({
+    window: { title: t.localize(title), icon },
+    classes: ["mindscape-dialog"],
+    position: { width },
+    content,
+    rejectClose: false,
+    buttons: [
+      ...extraButtons,
+      { action: "ok", label: t.localize(ok), icon: okIcon, default: true, callback: (_event, button) => readForm(button.form) },
+      { action: "cancel", label: t.localize("MINDSCAPE.Cancel"), icon: "fas fa-times", callback: () => null },
+    ],
+    render: render ? (event, target) => render(rootOf(target), target) : undefined,
+  });
+}
+
+/**
+ * Pairing: paste the token, test with `companion.info`, save.
+ * @param {{url:string, token:string, test:(url:string, token:string)=>Promise<string>}} opts
+ *   `test` resolves to a success line or throws a typed error whose text says what to do
+ */
+export function pairingDialog({ url, token, test, context = {} }) {
+  return wait({
+    title: "MINDSCAPE.Pairing.Title",
+    icon: "fas fa-plug",
+    template: "pairing",
+    context: { url, token, ...context },
+    ok: "MINDSCAPE.Pairing.Save",
+    width: 520,
+    render: (root) => {
+      const button = root.querySelector("[data-mindscape-action=test]");
+      const status = root.querySelector(".mindscape-status");
+      button?.addEventListener("click", async (event) => {
+        event.preventDefault();
+        const form = readForm(root.querySelector("form") ?? button.form);
+        status.className = "mindscape-status pending";
+        status.textContent = i18n().localize("MINDSCAPE.Pairing.Testing");
+        try {
+          status.textContent = await test(form.url, form.token);
+          status.className = "mindscape-status ok";
+        } catch (error) {
+          status.textContent = error.userMessage ?? String(error.message ?? error);
+          status.className = "mindscape-status error";
+        }
+      });
+    },
+  });
+}
+
+/**
+ * The attack dialog: mode and the system's options; the exact odds refresh on change.
+ * @param {object} context  attack-dialog.hbs context
+ * @param {(form:object)=>Promise<object>} oddsFor  odds-view context for the current form
+ */
+export function attackDialog({ context, oddsFor }) {
+  return wait({
+    title: "MINDSCAPE.Attack.Title",
+    icon: "fas fa-brain",
+    template: "attack-dialog",
+    context,
+    ok: "MINDSCAPE.Attack.Go",
+    okIcon: "fas fa-bolt",
+    width: 480,
+    render: (root) => {
+      const form = root.querySelector("form") ?? root.querySelector("[name=mode]")?.form;
+      const panel = root.querySelector(".mindscape-odds");
+      let ticket = 0;
+      const refresh = async () => {
+        const mine = ++ticket;
+        panel.classList.add("loading");
+        try {
+          const view = await oddsFor(readForm(form));
+          if (mine !== ticket) return;
+          panel.innerHTML = await renderTemplate("odds", view);
+        } catch (error) {
+          if (mine !== ticket) return;
+          panel.innerHTML = "";
+          const p = document.createElement("p");
+          p.className = "mindscape-status error";
+          p.textContent = error.userMessage ?? String(error.message ?? error);
+          panel.append(p);
+        } finally {
+          if (mine === ticket) panel.classList.remove("loading");
+        }
+      };
+      form?.addEventListener("change", refresh);
+      refresh();
+    },
+  });
+}
+
+/**
+ * A secret defense choice; closes itself after `timeoutMs` and then answers `fallback`.
+ * @returns {Promise<{mode:string|null, remember:boolean, timedOut?:boolean}>}
+ */
+export async function defenseDialog({ context, timeoutMs, fallback }) {
+  let timer = null;
+  let timedOut = false;
+  const answer = await wait({
+    title: "MINDSCAPE.Defense.Title",
+    icon: "fas fa-shield-alt",
+    template: "defense-dialog",
+    context,
+    ok: "MINDSCAPE.Defense.Raise",
+    okIcon: "fas fa-shield-alt",
+    render: (root, target) => {
+      const app = appOf(target);
+      const seconds = root.querySelector(".mindscape-countdown");
+      const end = Date.now() + timeoutMs;
+      timer = setInterval(() => {
+        const left = Math.max(0, Math.ceil((end - Date.now()) / 1000));
+        if (seconds) seconds.textContent = String(left);
+        if (left <= 0) {
+          timedOut = true;
+          clearInterval(timer);
+          app?.close();
+        }
+      }, 250);
+    },
+  });
+  clearInterval(timer);
+  if (!answer) return { mode: fallback ?? null, remember: false, timedOut };
+  return { mode: answer.mode || null, sacrifice: answer.sacrifice, remember: Boolean(answer.remember), timedOut: false };
+}
+
+/**
+ * Physical dice: ask for exactly the dice the daemon needs.
+ * @param {{purpose:string, sides:number, needed:number, purposeLabel:string}} need
+ * @returns {Promise<number[]|null>}
+ */
+export async function diceDialog(need) {
+  const t = i18n();
+  const context = { ...need, slots: Array.from({ length: need.needed }, (_, i) => ({ index: i + 1 })) };
+  for (;;) {
+    const form = await wait({
+      title: "MINDSCAPE.Dice.Title",
+      icon: "fas fa-dice",
+      template: "dice-prompt",
+      context,
+      ok: "MINDSCAPE.Dice.Use",
+      okIcon: "fas fa-dice-d20",
+    });
+    if (!form) return null;
+    const values = Object.keys(form).filter((k) => k.startsWith("die-")).sort((a, b) => parseInt(a.slice(4), 10) - parseInt(b.slice(4), 10)).map((k) => Number(form[k]));
+    const problem = checkDieValues(values, need.sides, need.needed);
+    if (!problem) return values;
+    context.problem = t.format(problem, { sides: need.sides, needed: need.needed });
+  }
+}
+
+/** The psionic profile editor (fields from the system's combatant schema). */
+export function profileDialog({ context }) {
+  return wait({ title: "MINDSCAPE.Profile.Title", icon: "fas fa-brain", template: "profile", context, ok: "MINDSCAPE.Profile.Save", width: 520 });
+}
+
+/** House rules of the world's system. */
+export function houseRulesDialog({ context }) {
+  return wait({ title: "MINDSCAPE.HouseRules.Title", icon: "fas fa-scroll", template: "house-rules", context, ok: "MINDSCAPE.Save", width: 560 });
+}
+
+/** One combatant's secret choice for an encounter step. */
+export function encounterChoiceDialog({ context }) {
+  return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare" });
+}

@@ -1,0 +1,378 @@
+/**
+ * Multi-exchange rounds: an encounter held by the daemon (`encounter.*`), a GM-side
+ * controller that asks each owner for a secret choice through the relay, a WebSocket
+ * watcher for `encounter.changed`, and the panel that shows it all.
+ */
+import { MODULE_ID } from "./consts.js";
+import { PermissionDeniedError, UsageError } from "./errors.js";
+import { attackFromForm, combatantRef, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
+import { applyPlan, participantOf, planUpdates } from "./updates.js";
+import { callWithPhysicalDice } from "./rpc.js";
+import { houseRulesFor, setSetting, setting } from "./settings.js";
+
+/** Stances of combat-strength's intent phase (RULES.md §2.3). */
+export const STANCES = ["trance", "discipline", "wave", "normal"];
+
+/**
+ * The `choice` object of `encounter.declare` from a submitted choice form.
+ * @param {string} system
+ * @param {{phase?:string}} state
+ * @param {object} form  fields: stance, attackMode, target, multiplier, range, pool_dice, defenseMode, sacrifice
+ */
+export function choiceFromForm(system, state, form) {
+  const choice = {};
+  if (form.stance) choice.stance = form.stance;
+  if (form.attackMode && form.target) {
+    choice.attack = { ...attackFromForm(system, { ...form, mode: form.attackMode }), target: form.target };
+  }
+  const defense = defenseFromChoice(system, form.defenseMode ? { mode: form.defenseMode, sacrifice: form.sacrifice } : null);
+  if (defense) choice.defense = defense;
+  return choice;
+}
+
+/** Short state line of a combatant for the panel, in the system's own terms. */
+export function combatantSummary(system, c = {}) {
+  if (system === "revised-2e") return `PSP ${c.psp ?? "?"}/${c.psp_max ?? "?"}`;
+  if (system === "combat-strength") return `A ${c.attack_strength ?? "?"} / D ${c.defense_strength ?? "?"}`;
+  if (system === "power-pool") return `pool ${c.pool ?? "?"}/${c.hit_dice ?? "?"}d${c.die ?? "?"}`;
+  return "";
+}
+
+/**
+ * The panel's template context from `encounter.get` and the module's map of combatants.
+ * `encounter.get` may list combatants as a map or a list; both are accepted.
+ */
+export function encounterView(state, meta, label = (_k, f) => f) {
+  if (!state) return { active: false };
+  const system = meta.system;
+  const waiting = new Set(state.waiting_for ?? []);
+  const list = Array.isArray(state.combatants)
+    ? state.combatants.map((c) => [c.id, c])
+    : Object.entries(state.combatants ?? {});
+  const combatants = list.map(([id, c]) => ({
+    id,
+    name: meta.combatants?.[id]?.name ?? c?.name ?? id,
+    summary: combatantSummary(system, c),
+    mind: c?.mind?.state ?? null,
+    mindOpen: c?.mind?.state === "open",
+    conditions: (c?.conditions ?? []).join(", "),
+    waiting: waiting.has(id),
+  }));
+  return {
+    active: true,
+    id: meta.id,
+    name: meta.name ?? state.name ?? meta.id,
+    system,
+    systemLabel: label(`MINDSCAPE.System.${system}`, system),
+    phase: state.phase ?? "",
+    phaseLabel: state.phase ? label(`MINDSCAPE.Phase.${state.phase}`, state.phase) : "",
+    round: state.round ?? null,
+    segment: state.segment ?? null,
+    revision: state.revision ?? null,
+    combatants,
+    waitingNames: combatants.filter((c) => c.waiting).map((c) => c.name).join(", "),
+    ready: waiting.size === 0 && combatants.length > 0,
+  };
+}
+
+/** The exchange results inside a resolved step (one result, a list, or `{results|exchanges|steps}`). */
+export function resultsOfStep(step) {
+  if (!step) return [];
+  if (Array.isArray(step)) return step.flatMap(resultsOfStep);
+  for (const key of ["results", "exchanges", "step", "resolved"]) {
+    if (step[key] && typeof step[key] === "object") return resultsOfStep(step[key]);
+  }
+  return step.outcome !== undefined || step.rolls ? [step] : [];
+}
+
+/** Every write-back update in a step's answer, wherever the daemon put it. */
+export function updatesOfStep(answer) {
+  const out = [...(answer?.updates ?? [])];
+  for (const r of resultsOfStep(answer)) if (r !== answer) out.push(...(r.updates ?? []));
+  return out;
+}
+
+/**
+ * GM-side encounter logic. `svc` is the Mindscape service (rpc, docs, relay, dialogs).
+ */
+export class EncounterController {
+  constructor(svc) {
+    this.svc = svc;
+  }
+
+  get game() { return this.svc.game; }
+
+  /** The current encounter's stored meta: {id, system, name, combatants: {cid: {tokenUuid, actorUuid, name}}}. */
+  get meta() { return setting(this.game, "encounter") ?? {}; }
+
+  async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
+
+  /** Create an encounter with the given tokens (uuids). */
+  async create(tokenUuids, name) {
+    const system = this.svc.system;
+    const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
+    await this.saveMeta({ id: made.id, system, name, combatants: {} });
+    await this.add(tokenUuids);
+    return made;
+  }
+
+  /** Add tokens to the current encounter. */
+  async add(tokenUuids) {
+    const meta = structuredClone(this.meta);
+    if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const adapter = await this.svc.adapterId();
+    for (const uuid of tokenUuids ?? []) {
+      const { token, actor } = await this.svc.docs(uuid);
+      const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: combatantRef(actor, token, adapter) });
+      meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name };
+    }
+    await this.saveMeta(meta);
+    return meta;
+  }
+
+  /** `encounter.get` of the current encounter (null when there is none). */
+  async state() {
+    const meta = this.meta;
+    if (!meta.id) return null;
+    return this.svc.rpc("encounter.get", { id: meta.id });
+  }
+
+  /** The choice dialog's context for one combatant. */
+  async choiceContext(cid, state) {
+    const meta = this.meta;
+    const system = meta.system;
+    const label = this.svc.t.label;
+    const description = await this.svc.describe(system);
+    const modes = modesFromDescription(system, description);
+    const me = (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === cid) : state.combatants?.[cid]) ?? {};
+    const named = (m) => ({ ...m, label: label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " ")) });
+    const intent = system === "combat-strength" && state.phase === "intent";
+    return {
+      combatantId: cid,
+      combatantName: meta.combatants?.[cid]?.name ?? cid,
+      system,
+      phase: state.phase ?? "",
+      stances: intent ? STANCES.map((s) => ({ value: s, label: label(`MINDSCAPE.Stance.${s}`, s) })) : [],
+      intent,
+      attacks: intent ? [] : knownModes(modes.attacks, me.attacks).map(named),
+      defenses: intent ? [] : knownModes(modes.defenses, me.defenses).map(named),
+      targets: Object.entries(meta.combatants ?? {}).filter(([id]) => id !== cid).map(([id, c]) => ({ id, name: c.name })),
+      multipliers: system === "revised-2e" ? Array.from({ length: Math.max(1, me.level ?? 1) }, (_, i) => ({ value: i + 1 })) : [],
+      ranges: ["revised-2e", "combat-strength"].includes(system) ? RANGES.map((r) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r) })) : [],
+      poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
+      sacrifice: system === "power-pool",
+    };
+  }
+
+  /**
+   * Ask every combatant still to choose: its owner secretly (through the relay), the GM
+   * for NPCs; each answer is declared at once, so hidden choices never rest in Foundry.
+   */
+  async collectChoices() {
+    const meta = this.meta;
+    const state = await this.state();
+    if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const asks = (state.waiting_for ?? []).map(async (cid) => {
+      const entry = meta.combatants?.[cid];
+      if (!entry) return null;
+      const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+      const context = await this.choiceContext(cid, state);
+      const owner = this.svc.ownerOf(actor);
+      const form = owner
+        ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
+        : await this.svc.env.dialogs.encounterChoiceDialog({ context });
+      if (!form) return null;
+      return this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice: choiceFromForm(meta.system, state, form) });
+    });
+    return Promise.all(asks);
+  }
+
+  /** A player's own declaration relayed to the GM: only for a combatant the sender owns. */
+  async declareFor({ combatantId, form }, sender) {
+    const meta = this.meta;
+    const entry = meta.combatants?.[combatantId];
+    if (!entry) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+    if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
+    const state = await this.state();
+    return this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: combatantId, choice: choiceFromForm(meta.system, state, form) });
+  }
+
+  /** The participants of the encounter, for routing updates. */
+  async participants() {
+    const out = [];
+    for (const entry of Object.values(this.meta.combatants ?? {})) {
+      try {
+        const { token, actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+        out.push(participantOf(token, actor));
+      } catch { /* a deleted token no longer receives updates */ }
+    }
+    return out;
+  }
+
+  async applyStep(answer) {
+    const { plan } = planUpdates(updatesOfStep(answer), await this.participants());
+    await applyPlan(plan, this.svc.env.fromUuid);
+    return plan;
+  }
+
+  /** Resolve the current step (force: missing choices count as none), apply, post cards. */
+  async resolve({ force = false, physical } = {}) {
+    const meta = this.meta;
+    const params = { id: meta.id };
+    if (force) params.force = true;
+    const call = (m, p) => this.svc.rpc(m, p);
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
+    const answer = usePhysical
+      ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
+      : await call("encounter.resolve", params);
+    const plan = await this.applyStep(answer);
+    const name = (id) => Object.entries(meta.combatants ?? {}).find(([cid]) => cid === id)?.[1]?.name ?? id;
+    for (const result of resultsOfStep(answer)) {
+      const attackerName = name(result.attacker?.after?.id ?? result.attacker?.before?.id ?? result.attacker?.id);
+      const defenderName = name(result.defender?.after?.id ?? result.defender?.before?.id ?? result.defender?.id);
+      const message = await this.svc.postCard(result, { attackerName, defenderName, attack: result.attack ?? {}, defense: result.defense ?? null, physical: usePhysical });
+      this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
+    }
+    return answer;
+  }
+
+  /** Undo the last step; the daemon's answer's updates (if any) restore the sheets. */
+  async undo() {
+    const answer = await this.svc.rpc("encounter.undo", { id: this.meta.id });
+    await this.applyStep(answer);
+    return answer;
+  }
+
+  log() { return this.svc.rpc("encounter.log", { id: this.meta.id }); }
+
+  /** Forget the encounter here and in the daemon. */
+  async end() {
+    const id = this.meta.id;
+    if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
+    await this.saveMeta({});
+  }
+}
+
+/**
+ * Watches one encounter over the daemon's WebSocket: authenticate with the first message,
+ * `encounter.watch`, then call `onChange` for each `encounter.changed` notification.
+ * Reconnects with a growing delay while `close()` was not called.
+ */
+export class EncounterWatcher {
+  constructor({ url, token, id, onChange, WebSocketImpl = globalThis.WebSocket, retryMs = 2000 }) {
+    this.wsUrl = `${String(url).replace(/\/+$/, "").replace(/^http/, "ws")}/ws`;
+    Object.assign(this, { token, id, onChange, WebSocketImpl, retryMs, closed: false, socket: null, nextId: 1 });
+  }
+
+  open() {
+    if (this.closed || !this.WebSocketImpl) return;
+    const ws = new this.WebSocketImpl(this.wsUrl);
+    this.socket = ws;
+    ws.onopen = () => {
+      this.retry = this.retryMs;
+      ws.send(JSON.stringify({ jsonrpc: "2.0", method: "auth", params: { token: this.token }, id: this.nextId++ }));
+      ws.send(JSON.stringify({ jsonrpc: "2.0", method: "encounter.watch", params: { id: this.id }, id: this.nextId++ }));
+    };
+    ws.onmessage = (event) => {
+      let msg;
+      try { msg = JSON.parse(event.data); } catch { return; }
+      if (msg?.method === "encounter.changed" && msg.params?.id === this.id) this.onChange(msg.params);
+    };
+    ws.onclose = () => {
+      if (this.closed) return;
+      this.retry = Math.min((this.retry ?? this.retryMs) * 2, 30000);
+      setTimeout(() => this.open(), this.retry);
+    };
+  }
+
+  close() {
+    this.closed = true;
+    this.socket?.close();
+  }
+}
+
+/**
+ * The encounter panel class, made at runtime from Foundry's ApplicationV2 (v12+).
+ * @param {any} foundry  the `foundry` global
+ * @param {import("./service.js").Mindscape} svc
+ */
+export function makeEncounterPanel(foundry, svc) {
+  const { ApplicationV2, HandlebarsApplicationMixin } = foundry.applications.api;
+  return class EncounterPanel extends HandlebarsApplicationMixin(ApplicationV2) {
+    static DEFAULT_OPTIONS = {
+      id: `${MODULE_ID}-encounter`,
+      classes: [MODULE_ID, "mindscape-encounter"],
+      window: { title: "MINDSCAPE.Encounter.Title", icon: "fas fa-brain", resizable: true },
+      position: { width: 460, height: "auto" },
+      actions: {
+        create: EncounterPanel.#run((c) => c.create(selectedTokenUuids(svc.game))),
+        add: EncounterPanel.#run((c) => c.add(selectedTokenUuids(svc.game))),
+        ask: EncounterPanel.#run((c) => c.collectChoices()),
+        resolve: EncounterPanel.#run((c) => c.resolve()),
+        force: EncounterPanel.#run((c) => c.resolve({ force: true })),
+        undo: EncounterPanel.#run((c) => c.undo()),
+        log: EncounterPanel.#showLog,
+        end: EncounterPanel.#run((c) => c.end()),
+      },
+    };
+
+    static PARTS = { body: { template: `modules/${MODULE_ID}/templates/encounter.hbs` } };
+
+    static #run(fn) {
+      return async function action() {
+        try {
+          await fn(svc.encounters);
+        } catch (error) {
+          svc.notifyError(error);
+        }
+        this.render();
+      };
+    }
+
+    static async #showLog() {
+      try {
+        this.logEntries = await svc.encounters.log();
+      } catch (error) {
+        svc.notifyError(error);
+      }
+      this.render();
+    }
+
+    async _prepareContext() {
+      let view;
+      try {
+        view = encounterView(await svc.encounters.state(), svc.encounters.meta, svc.t.label);
+      } catch (error) {
+        svc.notifyError(error);
+        view = { active: false };
+      }
+      const log = this.logEntries;
+      const entries = Array.isArray(log) ? log : (log?.steps ?? log?.entries ?? []);
+      return { ...view, log: entries.map((e, i) => ({ n: i + 1, text: e.summary ?? resultsOfStep(e).map((r) => r.summary).join(" ") })), showLog: Boolean(log) };
+    }
+
+    _onRender() {
+      const meta = svc.encounters.meta;
+      if (meta.id && this.watcher?.id !== meta.id) {
+        this.watcher?.close();
+        this.watcher = new EncounterWatcher({
+          url: setting(svc.game, "daemonUrl"), token: setting(svc.game, "daemonToken"), id: meta.id,
+          onChange: () => this.render(),
+        });
+        this.watcher.open();
+      }
+    }
+
+    async close(options) {
+      this.watcher?.close();
+      this.watcher = null;
+      return super.close(options);
+    }
+  };
+}
+
+/** The uuids of the tokens this user has selected on the canvas. */
+export function selectedTokenUuids(game) {
+  return (globalThis.canvas?.tokens?.controlled ?? []).map((t) => t.document.uuid);
+}

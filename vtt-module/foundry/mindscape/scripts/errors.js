@@ -1,0 +1,180 @@
+/**
+ * Typed errors. Each carries an i18n key (under MINDSCAPE.Error) and the data its message
+ * needs, so the text shown to the user says what went wrong *and how to fix it*. Errors
+ * cross the GM relay as plain JSON (`toJSON` / `errorFromJSON`) so a player sees the same
+ * message the GM's client would have shown.
+ */
+
+/** Root of every error this module raises on purpose. */
+export class MindscapeError extends Error {
+  /**
+   * @param {string} key  i18n key of the message (MINDSCAPE.Error.*)
+   * @param {object} [data]  values the message interpolates
+   */
+  constructor(key, data = {}) {
+    super(`${key} ${JSON.stringify(data)}`);
+    this.name = new.target.name;
+    this.key = key;
+    this.data = data;
+  }
+
+  /** Plain data for the relay: name, key and data are enough to rebuild the error. */
+  toJSON() {
+    return { name: this.name, key: this.key, data: this.data };
+  }
+}
+
+/** The daemon did not answer at all (not running, wrong URL, CORS or Chrome's local-network prompt). */
+export class DaemonUnreachableError extends MindscapeError {
+  constructor(data) { super("MINDSCAPE.Error.Unreachable", data); }
+}
+
+/** HTTP 401: the token is missing or not the daemon's. */
+export class DaemonAuthError extends MindscapeError {
+  constructor(data) { super("MINDSCAPE.Error.Auth", data); }
+}
+
+/** HTTP 403: the daemon refused the page's Host or Origin. */
+export class DaemonForbiddenError extends MindscapeError {
+  constructor(data) { super("MINDSCAPE.Error.Forbidden", data); }
+}
+
+/** Any other HTTP failure (413, 5xx, a proxy page instead of JSON). */
+export class DaemonHttpError extends MindscapeError {
+  constructor(data) { super("MINDSCAPE.Error.Http", data); }
+}
+
+/** No token stored on this client yet. */
+export class NotPairedError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.NotPaired", data); }
+}
+
+/** A JSON-RPC error the daemon answered; subclasses below name the codes API.md defines. */
+export class RpcError extends MindscapeError {
+  constructor(key, data) { super(key, data); }
+  get code() { return this.data.code; }
+}
+
+/** −32602: params failed the method's schema; `data.errors` lists {path, message}. */
+export class InvalidParamsError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.InvalidParams", data); }
+}
+
+/** 4001: the rules forbid it (not enough PSPs, multiplier above level, ...). */
+export class RulesError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.Rules", data); }
+}
+
+/** 4002: supplied dice ran out; `data` = {purpose, sides, needed}. */
+export class DiceNeededError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.DiceNeeded", data); }
+}
+
+/** 4004: unknown encounter or combatant. */
+export class NotFoundError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.NotFound", data); }
+}
+
+/** 4009: the encounter moved on since this client last looked. */
+export class StaleRevisionError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.Stale", data); }
+}
+
+/** −32603 and anything unexpected from the daemon. */
+export class DaemonFaultError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.Fault", data); }
+}
+
+/** A player asked for something and no GM is logged in to relay it to the daemon. */
+export class NoGMError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.NoGM", data); }
+}
+
+/** The other client did not answer in time. */
+export class RelayTimeoutError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.RelayTimeout", data); }
+}
+
+/** The GM's client refused a relayed request (not the owner, players may not attack, ...). */
+export class PermissionDeniedError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.Permission", data); }
+}
+
+/** The user closed a dialog; callers stop quietly. */
+export class CancelledError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.Cancelled", data); }
+}
+
+/** Bad use of the module itself (no target selected, actor without token, ...). */
+export class UsageError extends MindscapeError {
+  constructor(key, data = {}) { super(key, data); }
+}
+
+const BY_NAME = {
+  MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
+  DaemonHttpError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
+  NotFoundError, StaleRevisionError, DaemonFaultError, NoGMError, RelayTimeoutError,
+  PermissionDeniedError, CancelledError, UsageError,
+};
+
+/**
+ * Turn a JSON-RPC error object into the matching typed error.
+ * @param {{code:number, message:string, data?:any}} error
+ * @returns {RpcError}
+ */
+export function errorFromRpc(error) {
+  const code = error?.code;
+  const data = (error && typeof error.data === "object" && error.data !== null) ? error.data : {};
+  const base = { code, message: error?.message ?? "" };
+  switch (code) {
+    case -32602: return new InvalidParamsError({ ...base, errors: data.errors ?? [] });
+    case 4001: return new RulesError({ ...base, rule: data.rule ?? "", detail: data.detail ?? base.message });
+    case 4002: return new DiceNeededError({ ...base, purpose: data.purpose, sides: data.sides, needed: data.needed });
+    case 4004: return new NotFoundError({ ...base, id: data.id ?? "" });
+    case 4009: return new StaleRevisionError({ ...base, revision: data.revision });
+    default: return new DaemonFaultError({ ...base, id: data.id ?? data.error_id ?? "" });
+  }
+}
+
+/**
+ * Rebuild an error that crossed the relay; unknown shapes become a plain MindscapeError
+ * so a malicious or buggy peer cannot make us construct arbitrary classes.
+ * @param {any} json
+ * @returns {MindscapeError}
+ */
+export function errorFromJSON(json) {
+  const Cls = BY_NAME[json?.name];
+  const key = typeof json?.key === "string" ? json.key : "MINDSCAPE.Error.Remote";
+  const data = (json && typeof json.data === "object" && json.data) ? json.data : {};
+  if (!Cls) return new MindscapeError(key, data);
+  const err = Object.create(Cls.prototype);
+  Object.assign(err, { name: Cls.name, key, data, message: `${key} ${JSON.stringify(data)}` });
+  err.stack = "";
+  return err;
+}
+
+/** Fill every `{name}` of a message template that `data` lacks with "", never "undefined". */
+export function withPlaceholders(template, data) {
+  const out = { ...data };
+  for (const match of String(template).matchAll(/{([^}]+)}/g)) {
+    if (out[match[1]] === undefined || out[match[1]] === null) out[match[1]] = "";
+  }
+  return out;
+}
+
+/**
+ * The sentence to show a user for any error, localized.
+ * @param {unknown} error
+ * @param {{localize:(k:string)=>string, format:(k:string, d:object)=>string}} i18n
+ * @returns {string}
+ */
+export function describeError(error, i18n) {
+  if (error instanceof MindscapeError) {
+    const data = { ...error.data };
+    if (error instanceof InvalidParamsError) {
+      data.problems = (error.data.errors ?? []).map((p) => `${p.path || "/"}: ${p.message}`).join("; ") || error.data.message;
+    }
+    return i18n.format(error.key, withPlaceholders(i18n.localize(error.key), data));
+  }
+  return i18n.format("MINDSCAPE.Error.Unexpected", { message: String(error?.message ?? error) });
+}

@@ -1,0 +1,79 @@
+/**
+ * The few places where v12 and v13 differ, behind one small surface, so the rest of the
+ * module reads the same on both.
+ */
+import { MODULE_ID } from "./consts.js";
+
+/** Foundry's major version (12 or 13). */
+export function generation(game = globalThis.game) {
+  return Number(game?.release?.generation ?? 12);
+}
+
+/** An HTMLElement from a hook argument: jQuery in v12, HTMLElement in v13. */
+export function elementOf(html) {
+  if (!html) return null;
+  if (typeof HTMLElement !== "undefined" && html instanceof HTMLElement) return html;
+  if (html[0]) return html[0];
+  return html.element ?? html;
+}
+
+/** Render a module template (v13 moved renderTemplate under foundry.applications.handlebars). */
+export function renderTemplate(name, context) {
+  const fn = globalThis.foundry?.applications?.handlebars?.renderTemplate ?? globalThis.renderTemplate;
+  return fn(templatePath(name), context);
+}
+
+/** The path of one of this module's templates. */
+export function templatePath(name) {
+  return `modules/${MODULE_ID}/templates/${name}.hbs`;
+}
+
+/** Preload templates at "init" so the first dialog opens without a fetch. */
+export function preloadTemplates(names) {
+  const fn = globalThis.foundry?.applications?.handlebars?.loadTemplates ?? globalThis.loadTemplates;
+  return fn ? fn(names.map(templatePath)) : Promise.resolve();
+}
+
+/** `game.i18n` helpers that fall back to a readable text when a key is missing. */
+export function i18n(game = globalThis.game) {
+  return {
+    localize: (key) => game.i18n.localize(key),
+    format: (key, data) => game.i18n.format(key, data),
+    /** Localize `key`, or return `fallback` when the language file has no such key. */
+    label: (key, fallback) => {
+      const has = typeof game.i18n.has === "function" ? game.i18n.has(key) : game.i18n.localize(key) !== key;
+      return has ? game.i18n.localize(key) : fallback;
+    },
+  };
+}
+
+/**
+ * Read a form's named fields into a plain object: numbers stay strings (callers parse),
+ * checkboxes give booleans, several checkboxes with one name give the list of checked values.
+ * @param {HTMLFormElement} form
+ */
+export function readForm(form) {
+  const out = {};
+  if (!form) return out;
+  const multi = new Set();
+  for (const el of form.elements) {
+    if (!el.name) continue;
+    if (el.type === "checkbox") {
+      const same = form.querySelectorAll(`input[type=checkbox][name="${CSS.escape(el.name)}"]`);
+      if (same.length > 1 || el.dataset.list !== undefined) {
+        multi.add(el.name);
+        out[el.name] = out[el.name] ?? [];
+        if (el.checked) out[el.name].push(el.value);
+      } else {
+        out[el.name] = el.checked;
+      }
+    } else if (el.type === "radio") {
+      if (el.checked) out[el.name] = el.value;
+    } else if (el.tagName === "SELECT" && el.multiple) {
+      out[el.name] = [...el.selectedOptions].map((o) => o.value);
+    } else if (el.type !== "button" && el.type !== "submit") {
+      out[el.name] = el.value;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,91 @@
+/**
+ * Hook registrations: token HUD button, actor-sheet header controls (AppV1 and AppV2),
+ * chat-card listeners (v12 and v13 names). Each hook family is registered for both
+ * versions; the one the running Foundry does not fire stays silent.
+ */
+import { MODULE_ID } from "./consts.js";
+import { elementOf } from "./foundry.js";
+
+export const ATTACK_ACTION = `${MODULE_ID}-attack`;
+export const PROFILE_ACTION = `${MODULE_ID}-profile`;
+
+/** The token (document) uuid an actor sheet attacks with: its token, else its first active token. */
+export function sheetAttackerUuid(actor) {
+  if (actor?.isToken && actor.token) return actor.token.uuid;
+  const token = actor?.getActiveTokens?.(false, true)?.[0];
+  return token?.uuid ?? actor?.uuid;
+}
+
+/** Add the HUD button (v12 jQuery, v13 HTMLElement). */
+export function onRenderTokenHUD(svc, hud, html) {
+  const root = elementOf(html);
+  if (!root || root.querySelector(`[data-action="${ATTACK_ACTION}"]`)) return;
+  const token = hud.object ?? hud.token;
+  const actor = token?.actor ?? token?.document?.actor;
+  if (!actor || !actor.isOwner) return;
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "control-icon mindscape-hud";
+  button.dataset.action = ATTACK_ACTION;
+  button.dataset.tooltip = svc.t.localize("MINDSCAPE.Attack.Button");
+  button.setAttribute("aria-label", svc.t.localize("MINDSCAPE.Attack.Button"));
+  button.innerHTML = '<i class="fas fa-brain"></i>';
+  button.addEventListener("click", (event) => {
+    event.preventDefault();
+    event.stopPropagation();
+    svc.startAttack({ attackerUuid: token.document.uuid });
+  });
+  const column = root.querySelector(".col.right") ?? root.querySelector(".col.left") ?? root;
+  column.append(button);
+}
+
+/** AppV1 sheets (v12 core, dnd5e 4.x): header buttons. */
+export function onGetActorSheetHeaderButtons(svc, sheet, buttons) {
+  const actor = sheet.actor ?? sheet.document;
+  if (!actor?.isOwner) return;
+  buttons.unshift(
+    { label: "MINDSCAPE.Profile.Button", class: PROFILE_ACTION, icon: "fas fa-head-side-virus", onclick: () => svc.configureActor(actor.uuid) },
+    { label: "MINDSCAPE.Attack.Button", class: ATTACK_ACTION, icon: "fas fa-brain", onclick: () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }) },
+  );
+}
+
+/** AppV2 sheets (v13 core, dnd5e 5.x): header controls, added once per sheet. */
+export function onGetHeaderControls(svc, app, controls) {
+  const actor = app.actor ?? (app.document?.documentName === "Actor" ? app.document : null);
+  if (!actor?.isOwner) return;
+  if (controls.some((c) => c.action === ATTACK_ACTION)) return;
+  controls.push(
+    { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }) },
+    { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: () => svc.configureActor(actor.uuid) },
+  );
+}
+
+/** Chat card behaviour: the details toggle. Works on jQuery (v12) and HTMLElement (v13). */
+export function onRenderChatMessage(svc, message, html) {
+  const root = elementOf(html);
+  const card = root?.querySelector?.(".mindscape-card");
+  if (!card) return;
+  for (const toggle of card.querySelectorAll("[data-mindscape-toggle]")) {
+    toggle.addEventListener("click", (event) => {
+      event.preventDefault();
+      card.classList.toggle("expanded");
+    });
+  }
+}
+
+/** The hook names this module listens to, and their handlers. Exported for tests. */
+export function hookTable(svc) {
+  return {
+    renderTokenHUD: (hud, html) => onRenderTokenHUD(svc, hud, html),
+    getActorSheetHeaderButtons: (sheet, buttons) => onGetActorSheetHeaderButtons(svc, sheet, buttons),
+    getHeaderControlsActorSheetV2: (app, controls) => onGetHeaderControls(svc, app, controls),
+    getHeaderControlsApplicationV2: (app, controls) => onGetHeaderControls(svc, app, controls),
+    renderChatMessage: (message, html) => onRenderChatMessage(svc, message, html),
+    renderChatMessageHTML: (message, html) => onRenderChatMessage(svc, message, html),
+  };
+}
+
+/** Register every UI hook. */
+export function registerUiHooks(Hooks, svc) {
+  for (const [name, fn] of Object.entries(hookTable(svc))) Hooks.on(name, fn);
+}

@@ -1,0 +1,111 @@
+/**
+ * The psionic profile editor, as pure functions: form fields from the rule system's
+ * combatant JSON Schema (served by `systems.describe`), and a profile back from the form.
+ * The profile is stored in `flags.mindscape.<system>`; the daemon's adapter merges it with
+ * what the game system itself stores (abilities, level, hit points).
+ */
+import { UsageError } from "./errors.js";
+
+/** Fields the actor already names or that the daemon keeps itself. */
+const SKIP = new Set(["id", "name"]);
+
+function typesOf(prop) {
+  const t = prop?.type;
+  return Array.isArray(t) ? t : t ? [t] : [];
+}
+
+/**
+ * Form fields for every simple property of the combatant schema; object-valued
+ * properties (mind state, dedicated dice, ...) are edited as JSON in "advanced".
+ * @param {object} schema  the combatant JSON Schema
+ * @param {object} profile  the stored profile
+ * @param {(key:string, fallback:string)=>string} label
+ */
+export function profileFields(schema, profile = {}, label = (_k, f) => f) {
+  const fields = [];
+  const advanced = {};
+  const props = schema?.properties ?? {};
+  for (const [key, prop] of Object.entries(props)) {
+    if (SKIP.has(key)) continue;
+    const types = typesOf(prop);
+    const value = profile[key];
+    const base = {
+      key,
+      label: label(`MINDSCAPE.Field.${key}`, prop.title ?? key.replace(/_/g, " ")),
+      hint: prop.description ?? "",
+    };
+    const enumValues = prop.enum ?? prop.items?.enum;
+    if (types.includes("array") && Array.isArray(prop.items?.enum)) {
+      const chosen = new Set(Array.isArray(value) ? value : []);
+      fields.push({ ...base, kind: "multi", options: prop.items.enum.map((v) => ({ value: v, label: label(`MINDSCAPE.Mode.${v}`, String(v).replace(/-/g, " ")), checked: chosen.has(v) })) });
+    } else if (Array.isArray(enumValues) && !types.includes("array")) {
+      fields.push({ ...base, kind: "select", options: [{ value: "", label: "—", selected: value === undefined }, ...enumValues.filter((v) => v !== null).map((v) => ({ value: String(v), label: String(v), selected: String(value) === String(v) }))], numeric: types.includes("integer") || types.includes("number") });
+    } else if (types.includes("integer") || types.includes("number")) {
+      fields.push({ ...base, kind: "number", value: value ?? "", min: prop.minimum ?? "", max: prop.maximum ?? "", step: types.includes("integer") ? 1 : "any", placeholder: prop.default ?? "" });
+    } else if (types.includes("boolean")) {
+      fields.push({ ...base, kind: "checkbox", checked: Boolean(value ?? prop.default) });
+    } else if (types.includes("string")) {
+      fields.push({ ...base, kind: "text", value: value ?? "" });
+    } else if (value !== undefined) {
+      advanced[key] = value;
+    }
+  }
+  // Keys of the stored profile the schema does not describe stay editable too.
+  for (const [key, value] of Object.entries(profile)) {
+    if (!(key in props) && !SKIP.has(key)) advanced[key] = value;
+  }
+  // Flags per kind keep the template free of helpers Foundry may not register.
+  const flagged = fields.map((f) => ({
+    ...f, isNumber: f.kind === "number", isText: f.kind === "text", isCheckbox: f.kind === "checkbox",
+    isSelect: f.kind === "select", isMulti: f.kind === "multi",
+  }));
+  return { fields: flagged, advanced: Object.keys(advanced).length ? JSON.stringify(advanced, null, 2) : "" };
+}
+
+/**
+ * The profile a submitted form describes: empty fields are left out (the adapter then
+ * derives them), numbers are numbers, the advanced JSON is merged last.
+ * @throws {UsageError} when the advanced JSON does not parse
+ */
+export function profileFromForm(fields, form) {
+  const profile = {};
+  for (const f of fields) {
+    const raw = form[f.key];
+    if (f.kind === "number") {
+      if (raw !== undefined && raw !== "") profile[f.key] = Number(raw);
+    } else if (f.kind === "select") {
+      if (raw !== undefined && raw !== "") profile[f.key] = f.numeric ? Number(raw) : raw;
+    } else if (f.kind === "checkbox") {
+      if (raw) profile[f.key] = true;
+      else if (raw === false) profile[f.key] = false;
+    } else if (f.kind === "multi") {
+      const list = Array.isArray(raw) ? raw : raw ? [raw] : [];
+      if (list.length) profile[f.key] = list;
+    } else if (raw !== undefined && raw !== "") {
+      profile[f.key] = String(raw);
+    }
+  }
+  const text = String(form.advanced ?? "").trim();
+  if (text) {
+    let extra;
+    try {
+      extra = JSON.parse(text);
+    } catch (error) {
+      throw new UsageError("MINDSCAPE.Error.AdvancedJson", { message: String(error.message) });
+    }
+    if (!extra || typeof extra !== "object" || Array.isArray(extra)) throw new UsageError("MINDSCAPE.Error.AdvancedJson", { message: "not an object" });
+    Object.assign(profile, extra);
+  }
+  return profile;
+}
+
+/**
+ * Actor data as the adapter should see it with `profile` stored for `system`: a copy of
+ * `actor.toObject()` with the new flags, so the daemon validates before anything is saved.
+ */
+export function actorDataWithProfile(actorData, moduleId, system, profile) {
+  const copy = structuredClone(actorData);
+  copy.flags = copy.flags ?? {};
+  copy.flags[moduleId] = { ...(copy.flags[moduleId] ?? {}), [system]: profile };
+  return copy;
+}

@@ -1,0 +1,173 @@
+/**
+ * The GM relay. The daemon runs on the GM's computer, so only the active GM's client
+ * calls it; a player's client asks the GM (requests: prepare, odds, attack, declare ...)
+ * and the GM asks a player (secret choices: a defense, an encounter choice).
+ *
+ * Transports:
+ * - v13: `CONFIG.queries["mindscape.<name>"]` and `User#query`.
+ * - v12 (and v13 when a query handler is not told who asked): the module socket
+ *   `module.mindscape` with request ids and replies; Foundry's server names the sender
+ *   of every socket message, so that id is the one trusted.
+ * A handler that must know its sender never trusts an id written in the payload. If a
+ * v13 core does not pass the sender to query handlers, the GM answers
+ * `{relay: "sender-unknown"}` and the player's client resends over the socket.
+ *
+ * Every answer is an envelope `{ok:true, value}` / `{ok:false, error}` so typed errors
+ * (errors.js) reach the asking client intact.
+ */
+import { MODULE_ID, RELAY_TIMEOUT_MS, SOCKET_NAME } from "./consts.js";
+import { MindscapeError, NoGMError, PermissionDeniedError, RelayTimeoutError, errorFromJSON } from "./errors.js";
+
+const SENDER_UNKNOWN = "sender-unknown";
+
+/**
+ * @typedef {object} Handler
+ * @property {"gm"|"player"} runsOn  "gm": answered by the active GM; "player": a question the GM asks a user
+ * @property {(payload:any, ctx:{sender:any})=>Promise<any>} fn
+ */
+
+export class Relay {
+  /**
+   * @param {{game:any, CONFIG:any, handlers:Record<string, Handler>, timeoutMs?:number,
+   *          randomId?:()=>string}} deps
+   */
+  constructor({ game, CONFIG, handlers, timeoutMs = RELAY_TIMEOUT_MS, randomId }) {
+    this.game = game;
+    this.CONFIG = CONFIG;
+    this.handlers = handlers;
+    this.timeoutMs = timeoutMs;
+    this.randomId = randomId ?? (() => Math.random().toString(36).slice(2) + Date.now().toString(36));
+    this.pending = new Map();
+    this.useSocketForGM = false;
+  }
+
+  /** True when this Foundry has `CONFIG.queries` and `User#query` (v13+). */
+  get hasQueries() {
+    return Boolean(this.CONFIG?.queries) && (this.game.release?.generation ?? 12) >= 13;
+  }
+
+  /** The GM whose client talks to the daemon (`game.users.activeGM`, v12 and v13). */
+  get activeGM() {
+    return this.game.users?.activeGM ?? null;
+  }
+
+  /** Whether this client is the one that talks to the daemon. */
+  get isActiveGM() {
+    const gm = this.activeGM;
+    return Boolean(this.game.user?.isGM && gm && gm.id === this.game.user.id);
+  }
+
+  /** Register query handlers (v13) and the socket listener (both). Call once, at "ready". */
+  register() {
+    if (this.CONFIG?.queries) {
+      for (const name of Object.keys(this.handlers)) {
+        this.CONFIG.queries[`${MODULE_ID}.${name}`] = (data, options) => this.#onQuery(name, data, options);
+      }
+    }
+    this.game.socket?.on(SOCKET_NAME, (message, senderId) => this.#onSocket(message, senderId));
+  }
+
+  /**
+   * Ask the active GM's client to run `name` and return its value.
+   * @throws {NoGMError} when no GM is connected
+   */
+  async toGM(name, payload) {
+    if (this.isActiveGM) return this.#runLocal(name, payload);
+    const gm = this.activeGM;
+    if (!gm) throw new NoGMError({ request: name });
+    if (this.hasQueries && !this.useSocketForGM && typeof gm.query === "function") {
+      const envelope = await gm.query(`${MODULE_ID}.${name}`, { payload }, { timeout: this.timeoutMs });
+      if (envelope?.relay === SENDER_UNKNOWN) {
+        this.useSocketForGM = true;
+        return this.#socketRequest(name, payload, "gm");
+      }
+      return unwrap(envelope);
+    }
+    return this.#socketRequest(name, payload, "gm");
+  }
+
+  /**
+   * Ask one user's client (a secret choice). Local when that user is this client.
+   * @param {string} userId
+   */
+  async toUser(userId, name, payload, timeoutMs = this.timeoutMs) {
+    if (userId === this.game.user?.id) return this.#runLocal(name, payload);
+    const user = this.game.users?.get(userId);
+    if (!user?.active) throw new RelayTimeoutError({ user: user?.name ?? userId });
+    if (this.hasQueries && typeof user.query === "function") {
+      return unwrap(await user.query(`${MODULE_ID}.${name}`, { payload }, { timeout: timeoutMs }));
+    }
+    return this.#socketRequest(name, payload, userId, timeoutMs);
+  }
+
+  async #runLocal(name, payload) {
+    const handler = this.handlers[name];
+    if (!handler) throw new MindscapeError("MINDSCAPE.Error.UnknownRequest", { request: name });
+    return handler.fn(payload, { sender: this.game.user });
+  }
+
+  /** Run a handler for a sender and wrap the outcome in an envelope. */
+  async #answer(name, payload, sender) {
+    const handler = this.handlers[name];
+    try {
+      if (!handler) throw new MindscapeError("MINDSCAPE.Error.UnknownRequest", { request: name });
+      if (handler.runsOn === "gm" && !this.isActiveGM) throw new PermissionDeniedError({ who: name });
+      // A question meant for a player is only accepted from a GM.
+      if (handler.runsOn === "player" && sender && !sender.isGM) throw new PermissionDeniedError({ who: name });
+      return { ok: true, value: await handler.fn(payload, { sender }) };
+    } catch (error) {
+      const json = error instanceof MindscapeError ? error.toJSON()
+        : { name: "MindscapeError", key: "MINDSCAPE.Error.Remote", data: { message: String(error?.message ?? error) } };
+      return { ok: false, error: json };
+    }
+  }
+
+  async #onQuery(name, data, options) {
+    const handler = this.handlers[name];
+    // Only the core may tell us who asked; a GM-side handler without that answer falls
+    // back to the socket, where the server names the sender.
+    const senderRef = options?.user ?? options?.sender ?? options?.userId ?? null;
+    const sender = typeof senderRef === "string" ? this.game.users?.get(senderRef) : senderRef;
+    if (handler?.runsOn === "gm" && !sender) return { relay: SENDER_UNKNOWN };
+    return this.#answer(name, data?.payload, sender ?? null);
+  }
+
+  #socketRequest(name, payload, to, timeoutMs = this.timeoutMs) {
+    const id = this.randomId();
+    const recipient = to === "gm" ? this.activeGM?.id : to;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new RelayTimeoutError({ request: name }));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer, recipient });
+      this.game.socket.emit(SOCKET_NAME, { type: "request", id, name, to, payload });
+    });
+  }
+
+  async #onSocket(message, senderId) {
+    if (!message || typeof message !== "object") return;
+    const sender = this.game.users?.get(senderId) ?? null;
+    if (message.type === "request") {
+      const forMe = message.to === "gm" ? this.isActiveGM : message.to === this.game.user?.id;
+      if (!forMe || !sender) return;
+      const envelope = await this.#answer(message.name, message.payload, sender);
+      this.game.socket.emit(SOCKET_NAME, { type: "reply", id: message.id, to: senderId, ...envelope });
+    } else if (message.type === "reply") {
+      if (message.to !== this.game.user?.id) return;
+      const waiting = this.pending.get(message.id);
+      // A reply counts only from the client we asked (the server names the sender).
+      if (!waiting || waiting.recipient !== senderId) return;
+      clearTimeout(waiting.timer);
+      this.pending.delete(message.id);
+      try { waiting.resolve(unwrap(message)); } catch (error) { waiting.reject(error); }
+    }
+  }
+}
+
+/** Open an envelope: the value, or the typed error it carries. */
+export function unwrap(envelope) {
+  if (envelope?.ok) return envelope.value;
+  if (envelope && envelope.ok === false) throw errorFromJSON(envelope.error);
+  throw new MindscapeError("MINDSCAPE.Error.Remote", { message: "malformed relay answer" });
+}

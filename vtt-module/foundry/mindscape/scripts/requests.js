@@ -1,0 +1,210 @@
+/**
+ * Pure request building: which adapter reads this world's actors, how a token becomes a
+ * combatant reference, what the attack and defense objects of each rule system look like,
+ * and how the daemon's descriptions and odds become something a dialog can show.
+ */
+
+/** Foundry system id -> the daemon adapter that reads its actors. */
+export const ADAPTER_BY_FOUNDRY_SYSTEM = {
+  dnd5e: "foundry.dnd5e",
+  ose: "foundry.ose",
+  ars: "foundry.ars",
+  "acks2-arsbase": "foundry.ars",
+};
+
+/** Mode ids per rule system (RULES.md §1.2, §2.2, §3.3), used when the daemon's description has none. */
+export const FALLBACK_MODES = {
+  "revised-2e": {
+    attacks: ["ego-whip", "id-insinuation", "mind-thrust", "psionic-blast", "psychic-crush"],
+    defenses: ["intellect-fortress", "mental-barrier", "mind-blank", "thought-shield", "tower-of-iron-will"],
+  },
+  "combat-strength": {
+    attacks: ["psionic-wave", "mind-thrust", "ego-whip", "id-insinuation", "psychic-implosion"],
+    defenses: ["mind-blank", "shield-thoughts", "mental-barrier", "intellect-fortress", "tower-of-iron-will"],
+  },
+  "power-pool": {
+    attacks: ["mental-stab", "personality-invasion", "psionic-wave", "subconscious-subversion", "synaptic-overload"],
+    defenses: ["barrier-mantra", "blank-mind", "cognitive-labyrinth", "imagination-swarm", "pinnacle-of-will"],
+  },
+};
+
+/** Range bands of the systems that have them. */
+export const RANGES = ["short", "medium", "long"];
+
+/**
+ * The adapter for a Foundry game system: a known one, else the first daemon adapter for
+ * Foundry named after the system, else `foundry.generic`.
+ * @param {string} foundrySystemId  `game.system.id`
+ * @param {{id:string, vtt?:string}[]} [adapters]  from `adapters.list`, when known
+ */
+export function adapterFor(foundrySystemId, adapters = []) {
+  const known = ADAPTER_BY_FOUNDRY_SYSTEM[foundrySystemId];
+  const ids = adapters.map((a) => a.id);
+  if (known && (ids.length === 0 || ids.includes(known))) return known;
+  const named = `foundry.${foundrySystemId}`;
+  if (ids.includes(named)) return named;
+  return "foundry.generic";
+}
+
+/**
+ * A combatant given to the daemon as raw Foundry data: the actor seen through the token
+ * used (an unlinked token's synthetic actor), plus the token's uuid and link so the
+ * adapter can address its write-back to the right document.
+ * @param {{toObject:()=>object}} actor
+ * @param {{uuid:string, actorLink:boolean}|null} tokenDocument
+ * @param {string} adapter
+ */
+export function combatantRef(actor, tokenDocument, adapter) {
+  return {
+    adapter,
+    data: {
+      actor: actor.toObject(),
+      token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
+    },
+  };
+}
+
+/**
+ * The attack object of `exchange.resolve` for a rule system, from the dialog's fields.
+ * Only the fields that system reads are sent: the daemon's schema rejects the others.
+ * @param {string} system
+ * @param {{mode:string, multiplier?:any, range?:string, pool_dice?:any}} form
+ */
+export function attackFromForm(system, form) {
+  const attack = { mode: String(form.mode) };
+  if (system === "revised-2e") {
+    attack.multiplier = Math.max(1, parseInt(form.multiplier ?? 1, 10) || 1);
+    attack.range = RANGES.includes(form.range) ? form.range : "short";
+  } else if (system === "combat-strength") {
+    attack.range = RANGES.includes(form.range) ? form.range : "short";
+  } else if (system === "power-pool") {
+    const n = parseInt(form.pool_dice, 10);
+    if (Number.isInteger(n) && n > 0) attack.pool_dice = n;
+  } else {
+    for (const [k, v] of Object.entries(form)) if (k !== "mode" && v !== "" && v != null) attack[k] = v;
+  }
+  return attack;
+}
+
+/**
+ * The defense object for a rule system, or null for "no defense".
+ * @param {string} system
+ * @param {{mode?:string|null, sacrifice?:any, paid?:boolean}|null} choice
+ */
+export function defenseFromChoice(system, choice) {
+  if (!choice || !choice.mode) return null;
+  const defense = { mode: String(choice.mode) };
+  if (system === "power-pool") {
+    const s = parseInt(choice.sacrifice, 10);
+    if (Number.isInteger(s) && s > 0) defense.sacrifice = s;
+  }
+  if (system === "revised-2e" && choice.paid) defense.paid = true;
+  return defense;
+}
+
+/**
+ * Params of `exchange.resolve` (and, without dice and seed, of `exchange.odds`).
+ */
+export function exchangeParams({ system, attacker, defender, attack, defense, options, dice, seed }) {
+  const params = { system, attacker, defender, attack, defense: defense ?? null };
+  if (options && Object.keys(options).length) params.options = options;
+  if (dice) params.dice = dice;
+  if (seed !== undefined && seed !== null) params.seed = seed;
+  return params;
+}
+
+/** `exchange.odds` takes the same params without dice or seed. */
+export function oddsParams(params) {
+  const { dice: _dice, seed: _seed, ...rest } = params;
+  return rest;
+}
+
+function modeEntry(m) {
+  if (typeof m === "string") return { id: m };
+  if (m && typeof m === "object" && typeof m.id === "string") return { ...m };
+  return null;
+}
+
+/**
+ * Attack and defense modes from `systems.describe`, whatever list/map shape it uses:
+ * `{attacks:[...], defenses:[...]}`, `{attack:{id:{...}}, defense:{...}}`, or a list of
+ * `{id, kind|type: "attack"|"defense"}`. Falls back to the fixed mode ids.
+ * @returns {{attacks:{id:string, cost?:number}[], defenses:{id:string, cost?:number}[]}}
+ */
+export function modesFromDescription(system, description) {
+  const modes = description?.modes;
+  const pick = (value) => {
+    if (Array.isArray(value)) return value.map(modeEntry).filter(Boolean);
+    if (value && typeof value === "object") {
+      return Object.entries(value).map(([id, v]) => ({ ...(typeof v === "object" && v ? v : { cost: v }), id }));
+    }
+    return null;
+  };
+  let attacks = null;
+  let defenses = null;
+  if (Array.isArray(modes)) {
+    const kindOf = (m) => m.kind ?? m.type ?? m.role;
+    attacks = modes.filter((m) => /attack/.test(kindOf(m) ?? "")).map(modeEntry);
+    defenses = modes.filter((m) => /defen/.test(kindOf(m) ?? "")).map(modeEntry);
+  } else if (modes && typeof modes === "object") {
+    attacks = pick(modes.attacks ?? modes.attack);
+    defenses = pick(modes.defenses ?? modes.defense);
+  }
+  const fallback = FALLBACK_MODES[system] ?? { attacks: [], defenses: [] };
+  return {
+    attacks: attacks?.length ? attacks : fallback.attacks.map((id) => ({ id })),
+    defenses: defenses?.length ? defenses : fallback.defenses.map((id) => ({ id })),
+  };
+}
+
+/**
+ * Keep the modes a combatant knows (its `attacks`/`defenses` lists); a combatant without
+ * such a list is offered every mode and the daemon's rules decide (4001 names the rule).
+ */
+export function knownModes(modes, known) {
+  if (!Array.isArray(known) || known.length === 0) return modes;
+  const set = new Set(known);
+  return modes.filter((m) => set.has(m.id));
+}
+
+/**
+ * What the attack dialog lets the attacker set, from the attacker's combatant.
+ * @returns {{multiplier:boolean, maxMultiplier:number, range:boolean, poolDice:boolean, maxPool:number}}
+ */
+export function attackFieldsFor(system, combatant = {}) {
+  return {
+    multiplier: system === "revised-2e",
+    maxMultiplier: Math.max(1, Number(combatant.level) || 1),
+    range: system === "revised-2e" || system === "combat-strength",
+    poolDice: system === "power-pool",
+    maxPool: Math.max(0, Number(combatant.pool ?? combatant.hit_dice) || 0),
+  };
+}
+
+const pct = (p) => `${(Math.round(Number(p) * 10000) / 100).toFixed(2)}%`;
+
+/**
+ * Turn `exchange.odds` into rows a template shows: each outcome with its exact chance,
+ * the expected damage, and the system's own extra chances (critical, mind opened, ...).
+ * @param {object} odds
+ * @param {(key:string, fallback:string)=>string} label  localize an outcome/chance name
+ */
+export function oddsView(odds, label = (_k, f) => f) {
+  const outcomes = Object.entries(odds?.outcomes ?? {})
+    .map(([name, p]) => ({ name, label: label(`MINDSCAPE.Outcome.${name}`, name), p: Number(p), percent: pct(p) }));
+  const extras = [];
+  for (const [name, value] of Object.entries(odds ?? {})) {
+    if (["outcomes", "damage", "system"].includes(name)) continue;
+    if (typeof value === "number" && value >= 0 && value <= 1) {
+      extras.push({ name, label: label(`MINDSCAPE.Chance.${name}`, name.replace(/_/g, " ")), p: value, percent: pct(value) });
+    }
+  }
+  const damage = odds?.damage ?? null;
+  const damageView = damage ? {
+    mean: Math.round(Number(damage.mean ?? 0) * 100) / 100,
+    max: Array.isArray(damage.distribution) && damage.distribution.length
+      ? Math.max(...damage.distribution.map(([v]) => Number(v))) : 0,
+    truncated: Number(damage.truncated_mass ?? 0) > 0,
+  } : null;
+  return { outcomes, extras, damage: damageView };
+}

@@ -1,0 +1,456 @@
+/**
+ * The module's behaviour, wired to Foundry through an `env` of its globals so that tests
+ * can hand in fakes. Requests from any client go through the relay to the active GM's
+ * client, which alone holds the daemon token and calls the daemon.
+ */
+import { DEFENSE_TIMEOUT_MS, MODULE_ID } from "./consts.js";
+import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
+import { Relay } from "./relay.js";
+import {
+  CancelledError, MindscapeError, PermissionDeniedError, UsageError, describeError,
+} from "./errors.js";
+import {
+  adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
+  exchangeParams, knownModes, modesFromDescription, oddsParams, oddsView, RANGES,
+} from "./requests.js";
+import { applyPlan, participantOf, planUpdates } from "./updates.js";
+import { chatCardContext, effectiveRollMode, postChatCard } from "./chat.js";
+import { houseRulesFor, setSetting, setting } from "./settings.js";
+import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
+
+/**
+ * @typedef {object} Env
+ * @property {any} game
+ * @property {any} ui
+ * @property {any} CONFIG
+ * @property {any} Hooks
+ * @property {any} ChatMessage
+ * @property {any} Roll
+ * @property {(uuid:string)=>Promise<any>} fromUuid
+ * @property {(name:string, ctx:object)=>Promise<string>} render  renders templates/<name>.hbs
+ * @property {object} dialogs  dialogs.js (or fakes)
+ * @property {typeof fetch} [fetch]
+ */
+
+export class Mindscape {
+  /** @param {Env} env */
+  constructor(env) {
+    this.env = env;
+    this.describeCache = new Map();
+    this.adaptersCache = null;
+    // The player's dialog closes itself at the timeout; the GM waits this much longer for
+    // the answer to travel back before using the default itself.
+    this.defenseGraceMs = 5000;
+    this.relay = new Relay({ game: env.game, CONFIG: env.CONFIG, handlers: this.handlers() });
+  }
+
+  get game() { return this.env.game; }
+
+  /** Translation helpers for labels with a readable fallback. */
+  get t() {
+    const i = this.game.i18n;
+    return {
+      localize: (k) => i.localize(k),
+      format: (k, d) => i.format(k, d),
+      label: (k, fallback) => ((typeof i.has === "function" ? i.has(k) : i.localize(k) !== k) ? i.localize(k) : fallback),
+    };
+  }
+
+  /** The world's rule system id. */
+  get system() { return setting(this.game, "ruleSystem"); }
+
+  // ---------------------------------------------------------------- daemon (GM only)
+
+  /** A daemon client from this client's settings. Only the active GM calls this. */
+  client(overrides = {}) {
+    return new DaemonClient({
+      url: overrides.url ?? setting(this.game, "daemonUrl"),
+      token: overrides.token ?? setting(this.game, "daemonToken"),
+      fetch: this.env.fetch,
+    });
+  }
+
+  /** Call the daemon from the active GM's client. */
+  rpc(method, params) {
+    if (!this.relay.isActiveGM) throw new PermissionDeniedError({ who: method });
+    return this.client().call(method, params);
+  }
+
+  async describe(system = this.system) {
+    if (!this.describeCache.has(system)) this.describeCache.set(system, await this.rpc("systems.describe", { system }));
+    return this.describeCache.get(system);
+  }
+
+  async adapterId() {
+    if (!this.adaptersCache) {
+      try { this.adaptersCache = await this.rpc("adapters.list"); } catch { this.adaptersCache = []; }
+    }
+    return adapterFor(this.game.system?.id, (this.adaptersCache ?? []).filter((a) => !a.vtt || a.vtt === "foundry"));
+  }
+
+  // ---------------------------------------------------------------- documents
+
+  /**
+   * The token document and actor behind a uuid of a token or an actor.
+   * @returns {Promise<{token:any, actor:any}>}
+   */
+  async docs(uuid) {
+    const doc = await this.env.fromUuid(uuid);
+    if (!doc) throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid });
+    if (doc.documentName === "Token") return { token: doc, actor: doc.actor };
+    if (doc.documentName === "Actor") {
+      const token = doc.isToken ? doc.token : (doc.getActiveTokens?.(false, true)?.[0] ?? null);
+      return { token, actor: token?.actor ?? doc };
+    }
+    throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid });
+  }
+
+  /** Whether `user` may act for `actor` (the GM always; owners when the world allows). */
+  mayAttackWith(user, actor) {
+    if (user?.isGM) return true;
+    if (!setting(this.game, "playersMayAttack")) return false;
+    return Boolean(actor?.testUserPermission?.(user, "OWNER"));
+  }
+
+  /** The active player who answers for an actor, or null when the GM does (NPCs). */
+  ownerOf(actor) {
+    const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
+      .filter((u) => u.active && !u.isGM && actor?.testUserPermission?.(u, "OWNER"));
+    return players.find((u) => u.character?.id === actor.id) ?? players[0] ?? null;
+  }
+
+  // ---------------------------------------------------------------- relay handlers
+
+  /** Requests the active GM answers, and questions the GM asks players. */
+  handlers() {
+    return {
+      prepare: { runsOn: "gm", fn: (p, c) => this.prepare(p, c.sender) },
+      odds: { runsOn: "gm", fn: (p, c) => this.odds(p, c.sender) },
+      attack: { runsOn: "gm", fn: (p, c) => this.attack(p, c.sender) },
+      profileForm: { runsOn: "gm", fn: (p, c) => this.profileForm(p, c.sender) },
+      saveProfile: { runsOn: "gm", fn: (p, c) => this.saveProfile(p, c.sender) },
+      encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
+      chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
+      chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
+    };
+  }
+
+  /** GM: what the attack dialog needs (modes the attacker knows, its options, the targets). */
+  async prepare({ attackerUuid, targetUuids }, sender) {
+    const { actor, token } = await this.docs(attackerUuid);
+    if (!this.mayAttackWith(sender, actor)) throw new PermissionDeniedError({ who: actor.name });
+    if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const [description, imported] = await Promise.all([
+      this.describe(system),
+      this.rpc("adapters.import", { adapter, system, data: combatantRef(actor, token, adapter).data }),
+    ]);
+    const combatant = imported?.combatant ?? {};
+    const modes = modesFromDescription(system, description);
+    const targets = [];
+    for (const uuid of targetUuids) {
+      const d = await this.docs(uuid);
+      targets.push({ uuid, name: d.token?.name ?? d.actor.name });
+    }
+    return {
+      system,
+      attackerUuid,
+      attackerName: token?.name ?? actor.name,
+      attacks: knownModes(modes.attacks, combatant.attacks),
+      defenses: modes.defenses,
+      fields: attackFieldsFor(system, combatant),
+      targets,
+      warnings: imported?.warnings ?? [],
+    };
+  }
+
+  /** GM: exact odds of the attack against the first target, assuming a defense. */
+  async odds({ attackerUuid, targetUuid, attack, assumeDefense }, sender) {
+    const a = await this.docs(attackerUuid);
+    if (!this.mayAttackWith(sender, a.actor)) throw new PermissionDeniedError({ who: a.actor.name });
+    const d = await this.docs(targetUuid);
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const params = exchangeParams({
+      system,
+      attacker: combatantRef(a.actor, a.token, adapter),
+      defender: combatantRef(d.actor, d.token, adapter),
+      attack: attackFromForm(system, attack),
+      defense: defenseFromChoice(system, assumeDefense ? { mode: assumeDefense } : null),
+      options: houseRulesFor(this.game, system),
+    });
+    const odds = await this.rpc("exchange.odds", oddsParams(params));
+    return oddsView(odds, this.t.label);
+  }
+
+  /**
+   * GM: run an attack on every target in turn. Each defender's owner is asked secretly
+   * (the GM for NPCs); each exchange is resolved with the actors' current data, so the
+   * attacker's PSPs spent on the first target count for the next.
+   */
+  async attack({ attackerUuid, targetUuids, attack, physical }, sender) {
+    const first = await this.docs(attackerUuid);
+    if (!this.mayAttackWith(sender, first.actor)) throw new PermissionDeniedError({ who: first.actor.name });
+    if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
+    const system = this.system;
+    const attackObj = attackFromForm(system, attack);
+    const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid)));
+    // Ask every defender at once: they choose in parallel, secretly.
+    const attackerName = first.token?.name ?? first.actor.name;
+    const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
+    const outcomes = [];
+    for (let i = 0; i < defenders.length; i++) {
+      const a = await this.docs(attackerUuid);
+      outcomes.push(await this.resolveExchange({ attacker: a, defender: defenders[i], attack: attackObj, defenseChoice: defenses[i], physical }));
+    }
+    return outcomes;
+  }
+
+  /** GM: ask the defender's owner (or the GM) for a defense, with a timeout and a remembered default. */
+  async askDefense(defender, attackerName, attack) {
+    const system = this.system;
+    const actor = defender.actor;
+    const remembered = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
+    const description = await this.describe(system);
+    const modes = modesFromDescription(system, description).defenses;
+    let known = null;
+    try {
+      const adapter = await this.adapterId();
+      const imported = await this.rpc("adapters.import", { adapter, system, data: combatantRef(actor, defender.token, adapter).data });
+      known = imported?.combatant?.defenses ?? null;
+    } catch { known = null; }
+    const offered = knownModes(modes, known);
+    const timeoutMs = Number(setting(this.game, "defenseTimeout") ?? DEFENSE_TIMEOUT_MS / 1000) * 1000;
+    const context = {
+      system,
+      attackerName,
+      defenderName: defender.token?.name ?? actor.name,
+      attackLabel: this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode),
+      defenses: offered.map((m) => ({ id: m.id, label: this.t.label(`MINDSCAPE.Mode.${m.id}`, m.id), cost: m.cost, selected: m.id === remembered })),
+      noneSelected: !remembered,
+      sacrifice: system === "power-pool",
+      seconds: Math.round(timeoutMs / 1000),
+      timeoutMs,
+      fallback: remembered,
+    };
+    const owner = this.ownerOf(actor);
+    let answer;
+    try {
+      answer = owner
+        ? await this.relay.toUser(owner.id, "chooseDefense", context, timeoutMs + this.defenseGraceMs)
+        : await this.chooseDefenseHere(context);
+    } catch {
+      answer = { mode: remembered, timedOut: true };
+    }
+    if (answer && !answer.timedOut && answer.mode !== remembered) {
+      // Remember the choice as this actor's default for the next time it is attacked.
+      await actor.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: answer.mode ?? null });
+    }
+    return answer;
+  }
+
+  /** Any client: show the secret defense dialog and answer the GM. */
+  chooseDefenseHere(context) {
+    return this.env.dialogs.defenseDialog({ context, timeoutMs: context.timeoutMs, fallback: context.fallback });
+  }
+
+  /**
+   * GM: one exchange through the daemon, its updates applied, its card posted and the
+   * `mindscape.resolved` hook fired.
+   */
+  async resolveExchange({ attacker, defender, attack, defenseChoice, physical }) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const defense = defenseFromChoice(system, defenseChoice);
+    const params = exchangeParams({
+      system,
+      attacker: combatantRef(attacker.actor, attacker.token, adapter),
+      defender: combatantRef(defender.actor, defender.token, adapter),
+      attack,
+      defense,
+      options: houseRulesFor(this.game, system),
+    });
+    const call = (method, p) => this.rpc(method, p);
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
+    const result = usePhysical
+      ? (await callWithPhysicalDice(call, "exchange.resolve", params, (need) => this.env.dialogs.diceDialog({ ...need, purposeLabel: this.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
+      : await call("exchange.resolve", params);
+    const participants = [participantOf(attacker.token, attacker.actor), participantOf(defender.token, defender.actor)];
+    const { plan, refused } = planUpdates(result.updates ?? [], participants);
+    const applied = await applyPlan(plan, this.env.fromUuid);
+    if (refused.length) console.warn(`${MODULE_ID} | refused updates outside the exchange`, refused);
+    const failed = applied.filter((r) => !r.ok);
+    if (failed.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
+    const attackerName = attacker.token?.name ?? attacker.actor.name;
+    const defenderName = defender.token?.name ?? defender.actor.name;
+    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token });
+    const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
+    this.env.Hooks.callAll("mindscape.resolved", payload);
+    return { outcome: result.outcome, summary: result.summary, messageId: message?.id ?? null, updates: plan };
+  }
+
+  /** Post the chat card of one result in the world's roll mode. */
+  async postCard(result, info) {
+    const context = chatCardContext(result, { ...info, localize: this.t.label });
+    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"));
+    const speaker = this.env.ChatMessage.getSpeaker?.({ actor: info.speakerActor, token: info.speakerToken }) ?? { alias: info.attackerName };
+    return postChatCard({
+      result, context, rollMode, speaker,
+      renderTemplate: (_name, ctx) => this.env.render("chat-card", ctx),
+      template: "chat-card",
+      Roll: this.env.Roll,
+      ChatMessage: this.env.ChatMessage,
+      localizePurpose: (p) => this.t.label(`MINDSCAPE.Purpose.${p}`, p),
+    });
+  }
+
+  // ---------------------------------------------------------------- profile editor
+
+  /** GM: the profile form of an actor for the world's system. */
+  async profileForm({ actorUuid }, sender) {
+    const { actor } = await this.docs(actorUuid);
+    if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
+    const system = this.system;
+    const description = await this.describe(system);
+    const profile = actor.flags?.[MODULE_ID]?.[system] ?? {};
+    const { fields, advanced } = profileFields(description?.combatant_schema ?? {}, profile, this.t.label);
+    return { actorUuid, actorName: actor.name, system, systemLabel: this.t.label(`MINDSCAPE.System.${system}`, system), fields, advanced };
+  }
+
+  /** GM: validate a profile with the daemon's adapter, then store it in the actor's flags. */
+  async saveProfile({ actorUuid, form }, sender) {
+    const spec = await this.profileForm({ actorUuid }, sender);
+    const profile = profileFromForm(spec.fields, form);
+    const { actor, token } = await this.docs(actorUuid);
+    const adapter = await this.adapterId();
+    const ref = combatantRef(actor, token, adapter);
+    ref.data.actor = actorDataWithProfile(ref.data.actor, MODULE_ID, spec.system, profile);
+    const imported = await this.rpc("adapters.import", { adapter, system: spec.system, data: ref.data });
+    // Replace the whole profile ("-=" removes the old keys) so cleared fields do not linger.
+    await actor.update({ [`flags.${MODULE_ID}.-=${spec.system}`]: null });
+    await actor.update({ [`flags.${MODULE_ID}.${spec.system}`]: profile });
+    return { profile, combatant: imported?.combatant ?? null, warnings: imported?.warnings ?? [] };
+  }
+
+  // ---------------------------------------------------------------- entry points (any client)
+
+  /** Show an error to this user, in words that say how to fix it. */
+  notifyError(error) {
+    if (error instanceof CancelledError) return;
+    const text = describeError(error, this.t);
+    this.env.ui?.notifications?.error(text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden/.test(error.name) });
+    if (!(error instanceof MindscapeError)) console.error(error);
+  }
+
+  /**
+   * Start a psionic attack from this client: the attack dialog (with live odds), then the
+   * GM's client resolves it.
+   * @param {{attackerUuid:string, targetUuids?:string[], attack?:object}} args
+   *   with `attack` given (macro use), the dialog is skipped
+   */
+  async startAttack({ attackerUuid, targetUuids, attack, physical }) {
+    try {
+      const targets = targetUuids ?? [...(this.game.user?.targets ?? [])].map((t) => t.document?.uuid ?? t.uuid);
+      if (!targets.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
+      if (attack) return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack, physical });
+      const prep = await this.relay.toGM("prepare", { attackerUuid, targetUuids: targets });
+      const context = this.attackDialogContext(prep);
+      const form = await this.env.dialogs.attackDialog({
+        context,
+        oddsFor: (f) => this.relay.toGM("odds", { attackerUuid, targetUuid: f.target || targets[0], attack: f, assumeDefense: f.assumeDefense || null })
+          .catch((error) => { error.userMessage = describeError(error, this.t); throw error; }),
+      });
+      if (!form) return null;
+      return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: form, physical: Boolean(form.physical) });
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+
+  /** The attack dialog's template context from `prepare`'s answer. */
+  attackDialogContext(prep) {
+    const label = this.t.label;
+    const f = prep.fields;
+    return {
+      ...prep,
+      attacks: prep.attacks.map((m, i) => ({ ...m, label: label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " ")), selected: i === 0 })),
+      defenses: prep.defenses.map((m) => ({ ...m, label: label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " ")) })),
+      targetNames: prep.targets.map((t) => t.name).join(", "),
+      multipliers: f.multiplier ? Array.from({ length: f.maxMultiplier }, (_, i) => ({ value: i + 1, selected: i === 0 })) : [],
+      ranges: f.range ? RANGES.map((r, i) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r), selected: i === 0 })) : [],
+      poolDice: f.poolDice ? Array.from({ length: f.maxPool }, (_, i) => ({ value: i + 1, selected: i === f.maxPool - 1 })) : [],
+      physical: Boolean(setting(this.game, "physicalDice")),
+      systemLabel: label(`MINDSCAPE.System.${prep.system}`, prep.system),
+    };
+  }
+
+  /** Open the profile editor for an actor (any owner; the GM validates and saves). */
+  async configureActor(actorUuid) {
+    try {
+      const spec = await this.relay.toGM("profileForm", { actorUuid });
+      const form = await this.env.dialogs.profileDialog({ context: spec });
+      if (!form) return null;
+      const saved = await this.relay.toGM("saveProfile", { actorUuid, form });
+      this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Profile.Saved", { name: spec.actorName }));
+      for (const w of saved.warnings ?? []) this.env.ui?.notifications?.warn(w);
+      return saved;
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+
+  /** GM: the pairing dialog; saves URL and token to this client's settings. */
+  async openPairing() {
+    const url = setting(this.game, "daemonUrl");
+    const token = setting(this.game, "daemonToken");
+    const test = async (u, tk) => {
+      try {
+        const info = await this.client({ url: u, token: tk }).info();
+        return this.t.format("MINDSCAPE.Pairing.Ok", { name: info?.name ?? "mindscape", version: info?.version ?? "?", systems: (info?.systems ?? []).join(", ") });
+      } catch (error) {
+        error.userMessage = describeError(error, this.t);
+        throw error;
+      }
+    };
+    const origin = globalThis.location?.origin ?? "";
+    const form = await this.env.dialogs.pairingDialog({ url, token, test, context: { origin, hosted: /^https:/.test(origin) } });
+    if (!form) return null;
+    await setSetting(this.game, "daemonUrl", String(form.url ?? url).trim());
+    await setSetting(this.game, "daemonToken", String(form.token ?? "").trim());
+    this.describeCache.clear();
+    this.adaptersCache = null;
+    return form;
+  }
+
+  /** GM: edit the world's house rules for its system (`systems.describe` lists them). */
+  async openHouseRules() {
+    try {
+      const system = this.system;
+      const description = await this.describe(system);
+      const current = houseRulesFor(this.game, system);
+      const rules = (description?.house_rules ?? []).map((r) => {
+        const value = r.id in current ? current[r.id] : r.default;
+        const choices = Array.isArray(r.choices) && r.choices.length ? r.choices.map((c) => ({ value: String(c), selected: String(c) === String(value) })) : null;
+        return { ...r, value, checked: value === true, isBoolean: typeof r.default === "boolean" && !choices, choices };
+      });
+      const form = await this.env.dialogs.houseRulesDialog({ context: { system, systemLabel: this.t.label(`MINDSCAPE.System.${system}`, system), rules } });
+      if (!form) return null;
+      const chosen = {};
+      for (const r of rules) {
+        let v = form[r.id];
+        if (r.isBoolean) v = Boolean(v);
+        else if (typeof r.default === "number") v = Number(v);
+        if (v !== r.default) chosen[r.id] = v;
+      }
+      const all = { ...(setting(this.game, "houseRules") ?? {}), [system]: chosen };
+      await setSetting(this.game, "houseRules", all);
+      return chosen;
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Settings. The daemon's URL and token are *client* settings: world settings are sent to
+ * every connected client, and the token must stay on the GM's computer. The world's rule
+ * system, its house-rule options, whether players may start attacks and the roll mode of
+ * the cards are *world* settings the GM sets once.
+ */
+import { DEFAULT_DAEMON_URL, MODULE_ID, ROLL_MODES, RULE_SYSTEMS } from "./consts.js";
+
+/** Every setting's key, scope and type, in one place (tests check the scopes here). */
+export const SETTINGS = {
+  daemonUrl: { scope: "client", config: true, type: String, default: DEFAULT_DAEMON_URL },
+  daemonToken: { scope: "client", config: false, type: String, default: "" },
+  physicalDice: { scope: "client", config: true, type: Boolean, default: false },
+  ruleSystem: {
+    scope: "world", config: true, type: String, default: "revised-2e",
+    choices: Object.fromEntries(RULE_SYSTEMS.map((s) => [s, `MINDSCAPE.System.${s}`])),
+  },
+  houseRules: { scope: "world", config: false, type: Object, default: {} },
+  playersMayAttack: { scope: "world", config: true, type: Boolean, default: true },
+  rollMode: {
+    scope: "world", config: true, type: String, default: "default",
+    choices: Object.fromEntries(ROLL_MODES.map((m) => [m, `MINDSCAPE.RollMode.${m}`])),
+  },
+  defenseTimeout: {
+    scope: "world", config: true, type: Number, default: 30,
+    range: { min: 5, max: 300, step: 5 },
+  },
+  encounter: { scope: "world", config: false, type: Object, default: {} },
+};
+
+/**
+ * Register every setting and the two menus (pairing, house rules).
+ * @param {any} game
+ * @param {{PairingMenu:Function, HouseRulesMenu:Function}} menus  classes Foundry instantiates
+ */
+export function registerSettings(game, menus) {
+  for (const [key, spec] of Object.entries(SETTINGS)) {
+    game.settings.register(MODULE_ID, key, {
+      name: `MINDSCAPE.Setting.${key}.Name`,
+      hint: `MINDSCAPE.Setting.${key}.Hint`,
+      ...spec,
+    });
+  }
+  if (menus?.PairingMenu) {
+    game.settings.registerMenu(MODULE_ID, "pairing", {
+      name: "MINDSCAPE.Pairing.MenuName",
+      label: "MINDSCAPE.Pairing.MenuLabel",
+      hint: "MINDSCAPE.Pairing.MenuHint",
+      icon: "fas fa-plug",
+      type: menus.PairingMenu,
+      restricted: true,
+    });
+  }
+  if (menus?.HouseRulesMenu) {
+    game.settings.registerMenu(MODULE_ID, "houseRulesMenu", {
+      name: "MINDSCAPE.HouseRules.MenuName",
+      label: "MINDSCAPE.HouseRules.MenuLabel",
+      hint: "MINDSCAPE.HouseRules.MenuHint",
+      icon: "fas fa-scroll",
+      type: menus.HouseRulesMenu,
+      restricted: true,
+    });
+  }
+}
+
+/** Read one of this module's settings. */
+export function setting(game, key) {
+  return game.settings.get(MODULE_ID, key);
+}
+
+/** Write one of this module's settings. */
+export function setSetting(game, key, value) {
+  return game.settings.set(MODULE_ID, key, value);
+}
+
+/** The house-rule options of the world's current system (`{H-...: value}`). */
+export function houseRulesFor(game, system) {
+  const all = setting(game, "houseRules") ?? {};
+  return { ...(all[system] ?? {}) };
+}

@@ -1,0 +1,121 @@
+// The attack flow across three clients (GM, two players) over the fakes: only the GM's
+// client calls the daemon; the defender's owner is asked secretly; the daemon's updates
+// land on the right documents; the card carries the daemon's dice in the world's roll mode.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { makeTable } from "./support/scenario.mjs";
+import { FakeRoll, tick } from "./support/fakes.mjs";
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: a player's attack is resolved by the GM's client and written back to linked and unlinked actors`, async () => {
+    const t = makeTable({
+      generation,
+      passQuerySender: generation >= 13,
+      dialogs: {
+        p1: { attackDialog: { mode: "mind-thrust", multiplier: "4", range: "short", physical: false } },
+        p2: { defenseDialog: { mode: "thought-shield", remember: true } },
+      },
+    });
+    FakeRoll.made = [];
+    const outcome = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+    assert.equal(outcome.length, 1);
+    assert.equal(outcome[0].outcome, "hit");
+
+    // The player saw the exact odds the daemon computed, in the dialog.
+    const shown = t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg.odds;
+    assert.deepEqual(shown.outcomes.map((o) => [o.name, o.percent]), [["hit", "55.00%"], ["miss", "45.00%"]]);
+
+    // Fenka's owner (p2) was asked, secretly: the attacker's client never saw the question.
+    assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+    assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+
+    const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+    assert.deepEqual(resolve.params.attack, { mode: "mind-thrust", multiplier: 4, range: "short" });
+    assert.deepEqual(resolve.params.defense, { mode: "thought-shield" });
+    assert.equal(resolve.params.attacker.adapter, "foundry.dnd5e");
+    assert.deepEqual(resolve.params.defender.data.token, { uuid: t.tokens.fenkaToken.uuid, actorLink: false });
+
+    // Linked attacker: the world actor changed. Unlinked defender: its synthetic actor
+    // changed and the base actor (every other copy) did not.
+    assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 32);
+    assert.equal(t.tokens.fenkaToken.actor.flags.mindscape["revised-2e"].psp, 19);
+    assert.equal(t.actors.fenka.flags.mindscape["revised-2e"].psp, 30);
+    // The chosen defense is remembered on the defender for next time.
+    assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense["revised-2e"], "thought-shield");
+
+    // One chat card, created on the GM's client, with the daemon's dice as rolls.
+    const [message] = t.clients.gm.ChatMessage.created;
+    assert.equal(message.options.rollMode, "publicroll");
+    assert.match(message.data.content, /Ulcen of Tyr/);
+    assert.match(message.data.content, /Hit/);
+    assert.deepEqual(FakeRoll.made.map((r) => r.formula), ["1d20", "2d4"]);
+    assert.deepEqual(FakeRoll.made[1].terms[0].results.map((r) => r.result), [4, 3]);
+
+    // The hook fired on the GM's client with the result and both actors.
+    const hook = t.clients.gm.Hooks.called.find((c) => c.name === "mindscape.resolved");
+    assert.equal(hook.args[0].result.outcome, "hit");
+    assert.equal(hook.args[0].defender, t.tokens.fenkaToken.actor);
+
+    // Players' clients never called the daemon (their fetch throws); the GM's did.
+    assert.ok(t.daemon.calls.length > 0);
+  });
+}
+
+test("an NPC defender is asked on the GM's client, and the world's roll mode is honoured", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: "mind-blank" } } } });
+  await t.clients.gm.game.settings.set("mindscape", "rollMode", "blindroll");
+  const outcome = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "ego-whip", multiplier: 2, range: "medium" } });
+  assert.equal(outcome[0].outcome, "hit");
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.equal(t.clients.gm.ChatMessage.created[0].options.rollMode, "blindroll");
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.deepEqual(resolve.params.attack, { mode: "ego-whip", multiplier: 2, range: "medium" });
+  assert.deepEqual(resolve.params.defense, { mode: "mind-blank" });
+});
+
+test("a defender who does not answer in time gets the remembered default", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: async () => { await tick(50); return { mode: "thought-shield" }; } } } });
+  // The stored default is what the owner used last time; the timeout is short.
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+  await t.clients.gm.game.settings.set("mindscape", "defenseTimeout", 0);
+  t.clients.gm.svc.defenseGraceMs = 10;
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.deepEqual(resolve.params.defense, { mode: "mind-blank" });
+});
+
+test("players may not start attacks when the world forbids it, and are told why", async () => {
+  const t = makeTable({ dialogs: { p1: { attackDialog: { mode: "mind-thrust" } } } });
+  await t.clients.gm.game.settings.set("mindscape", "playersMayAttack", false);
+  const outcome = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  assert.equal(outcome, null);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
+  assert.match(t.clients.p1.notes.error[0], /Only the GM and the owners/);
+});
+
+test("a player cannot attack with an actor they do not own, whatever the payload claims", async () => {
+  const t = makeTable();
+  // p2 asks the GM to attack with Ulcen (owned by p1) and claims to be p1 in the payload.
+  const err = await t.clients.p2.svc.relay.toGM("attack", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust" }, sender: "pl0001", user: "pl0001" }).catch((e) => e);
+  assert.equal(err.name, "PermissionDeniedError");
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
+});
+
+test("the GM's attack on several targets resolves them in turn with the attacker's current PSPs", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: null } }, gm: { defenseDialog: { mode: null } } } });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 4 } });
+  const resolves = t.daemon.calls.filter((c) => c.method === "exchange.resolve");
+  assert.equal(resolves.length, 2);
+  assert.equal(resolves[0].params.attacker.data.actor.flags.mindscape["revised-2e"].psp, 40);
+  assert.equal(resolves[1].params.attacker.data.actor.flags.mindscape["revised-2e"].psp, 32);
+  assert.equal(resolves[0].params.defense, null);
+  assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 24);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 2);
+});
+
+test("a request with no GM online gets a clear message", async () => {
+  const t = makeTable({ dialogs: { p1: { attackDialog: { mode: "mind-thrust" } } } });
+  Object.getPrototypeOf(t.clients.p1.game.users.get("gm0000")).active = false;
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  assert.match(t.clients.p1.notes.error[0], /No GM is connected/);
+});

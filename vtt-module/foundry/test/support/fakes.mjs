@@ -1,0 +1,259 @@
+/**
+ * Small fakes of Foundry's client globals, shaped after the v12/v13 API the module uses:
+ * users with roles and ownership, actors and token documents (linked and unlinked, with
+ * dotted-path updates), settings with scopes, i18n from the module's own en.json, Hooks,
+ * ChatMessage, Roll.fromData, fromUuid, and a server that relays the module socket (with
+ * the sender's id, as Foundry's server does) and v13 user queries between clients.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const MODULE_DIR = path.resolve(HERE, "../../mindscape");
+export const EN = JSON.parse(readFileSync(path.join(MODULE_DIR, "lang/en.json"), "utf8"));
+
+function getPath(obj, key) {
+  return key.split(".").reduce((o, k) => (o === undefined || o === null ? undefined : o[k]), obj);
+}
+
+/** Apply `{dotted.path: value}` (and Foundry's `-=key` deletion) to an object. */
+export function applyDotted(target, changes) {
+  for (const [key, value] of Object.entries(changes)) {
+    const parts = key.split(".");
+    let obj = target;
+    for (const p of parts.slice(0, -1)) {
+      obj[p] = obj[p] && typeof obj[p] === "object" ? obj[p] : {};
+      obj = obj[p];
+    }
+    const last = parts[parts.length - 1];
+    if (last.startsWith("-=")) delete obj[last.slice(2)];
+    else obj[last] = value && typeof value === "object" && !Array.isArray(value) ? structuredClone(value) : value;
+  }
+}
+
+/** i18n over the module's language file, with Foundry's `{name}` formatting. */
+export function makeI18n() {
+  const localize = (key) => {
+    const v = getPath(EN, key);
+    return typeof v === "string" ? v : key;
+  };
+  return {
+    localize,
+    has: (key) => typeof getPath(EN, key) === "string",
+    format: (key, data = {}) => localize(key).replace(/{[^}]+}/g, (k) => String(data[k.slice(1, -1)])),
+  };
+}
+
+export class FakeHooks {
+  constructor() { this.events = new Map(); this.called = []; }
+  on(name, fn) { if (!this.events.has(name)) this.events.set(name, []); this.events.get(name).push(fn); return fn; }
+  once(name, fn) { return this.on(name, fn); }
+  callAll(name, ...args) { this.called.push({ name, args }); for (const fn of this.events.get(name) ?? []) fn(...args); return true; }
+  call(name, ...args) { return this.callAll(name, ...args); }
+}
+
+export class FakeUser {
+  constructor({ id, name, isGM = false, active = true }) {
+    Object.assign(this, { id, name, isGM, active, character: null });
+    this.targets = new Set();
+  }
+}
+
+export class FakeActor {
+  constructor({ id, name, type = "character", system = {}, flags = {}, ownership = {}, uuid, world }) {
+    Object.assign(this, { id, name, type, system, flags, ownership, world, documentName: "Actor" });
+    this.uuid = uuid ?? `Actor.${id}`;
+    this.updates = [];
+    this.isToken = false;
+    this.token = null;
+  }
+  toObject() { return structuredClone({ _id: this.id, name: this.name, type: this.type, system: this.system, flags: this.flags, ownership: this.ownership }); }
+  testUserPermission(user, level) { return user.isGM || (level === "OWNER" && this.ownership[user.id] === 3) || this.ownership.default === 3; }
+  get isOwner() { const u = this.world?.game?.user; return u ? this.testUserPermission(u, "OWNER") : false; }
+  getFlag(scope, key) { return getPath(this.flags?.[scope] ?? {}, key); }
+  async update(changes) {
+    this.updates.push(structuredClone(changes));
+    const data = { system: this.system, flags: this.flags, name: this.name };
+    applyDotted(data, changes);
+    this.system = data.system; this.flags = data.flags; this.name = data.name;
+    return this;
+  }
+  getActiveTokens() { return this.world?.tokensOf(this) ?? []; }
+}
+
+export class FakeTokenDocument {
+  /** An unlinked token gets its own synthetic actor, a copy of the base actor. */
+  constructor({ id, sceneId = "scene1", name, actor, actorLink, world }) {
+    Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, world, documentName: "Token" });
+    this.uuid = `Scene.${sceneId}.Token.${id}`;
+    if (actorLink) {
+      this.actor = actor;
+    } else {
+      this.actor = new FakeActor({ id: actor.id, name, type: actor.type, system: structuredClone(actor.system), flags: structuredClone(actor.flags), ownership: actor.ownership, uuid: `${this.uuid}.Actor.${actor.id}`, world });
+      this.actor.isToken = true;
+      this.actor.token = this;
+    }
+  }
+  get object() { return { document: this, actor: this.actor, id: this.id }; }
+}
+
+/** The world: documents by uuid, and what `fromUuid` resolves. */
+export class FakeWorld {
+  constructor() { this.docs = new Map(); this.tokens = []; this.game = null; }
+  actor(spec) { const a = new FakeActor({ ...spec, world: this }); this.docs.set(a.uuid, a); return a; }
+  token(spec) {
+    const t = new FakeTokenDocument({ ...spec, world: this });
+    this.docs.set(t.uuid, t);
+    this.docs.set(t.actor.uuid, t.actor);
+    this.tokens.push(t);
+    return t;
+  }
+  tokensOf(actor) { return this.tokens.filter((t) => t.baseActor === actor && t.actorLink); }
+  fromUuid = async (uuid) => this.docs.get(uuid) ?? null;
+}
+
+/** One server: delivers socket messages to other clients with the sender id, and runs user queries. */
+export class FakeServer {
+  constructor({ passQuerySender = false } = {}) { this.clients = []; this.passQuerySender = passQuerySender; this.log = []; }
+  connect(client) { this.clients.push(client); }
+  emit(fromUserId, channel, message) {
+    this.log.push({ fromUserId, channel, message: structuredClone(message) });
+    for (const c of this.clients) {
+      if (c.user.id === fromUserId) continue;
+      // JSON round trip: what crosses the wire is data only.
+      const copy = JSON.parse(JSON.stringify(message));
+      setTimeout(() => { for (const fn of c.listeners.get(channel) ?? []) fn(copy, fromUserId); }, 0);
+    }
+  }
+  async query(fromUserId, toUserId, name, data, options) {
+    const c = this.clients.find((x) => x.user.id === toUserId);
+    const handler = c?.CONFIG.queries?.[name];
+    if (!handler) throw new Error(`no query ${name}`);
+    const opts = { ...options };
+    if (this.passQuerySender) opts.user = c.game.users.get(fromUserId);
+    this.log.push({ query: name, fromUserId, toUserId });
+    return JSON.parse(JSON.stringify(await handler(JSON.parse(JSON.stringify(data)), opts)));
+  }
+}
+
+/** The users collection Foundry exposes as `game.users`. */
+export function makeUsers(list) {
+  const byId = new Map(list.map((u) => [u.id, u]));
+  return {
+    get: (id) => byId.get(id),
+    contents: list,
+    [Symbol.iterator]: () => list[Symbol.iterator](),
+    filter: (fn) => list.filter(fn),
+    find: (fn) => list.find(fn),
+    get activeGM() { return list.filter((u) => u.isGM && u.active).sort((a, b) => a.id.localeCompare(b.id))[0] ?? null; },
+  };
+}
+
+/** Settings with registration records (scope, config, default) and values per client. */
+export class FakeSettings {
+  constructor(shared) { this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; }
+  register(ns, key, spec) { this.registered.set(`${ns}.${key}`, spec); }
+  registerMenu(ns, key, spec) { this.menus.set(`${ns}.${key}`, spec); }
+  get(ns, key) {
+    const id = `${ns}.${key}`;
+    if (id === "core.rollMode") return this.values.get(id) ?? "publicroll";
+    const spec = this.registered.get(id);
+    if (!spec) throw new Error(`setting ${id} is not registered`);
+    const store = spec.scope === "world" ? this.shared : this.values;
+    return store.has(id) ? structuredClone(store.get(id)) : structuredClone(spec.default);
+  }
+  async set(ns, key, value) {
+    const id = `${ns}.${key}`;
+    const spec = this.registered.get(id);
+    (spec?.scope === "world" ? this.shared : this.values).set(id, structuredClone(value));
+    return value;
+  }
+}
+
+export class FakeRoll {
+  constructor(data) { this.data = data; this.total = data.total; this.formula = data.formula; }
+  static fromData(data) { FakeRoll.made.push(data); return new FakeRoll(data); }
+  toJSON() { return this.data; }
+}
+FakeRoll.made = [];
+
+export function makeChatMessage() {
+  return {
+    created: [],
+    async create(data, options) { const m = { id: `msg${this.created.length + 1}`, data, options }; this.created.push(m); return m; },
+    getSpeaker({ actor, token } = {}) { return { actor: actor?.id ?? null, token: token?.id ?? null, alias: token?.name ?? actor?.name }; },
+  };
+}
+
+/**
+ * One connected client: its own `game` (user, settings, socket), CONFIG and hooks, all
+ * sharing the world's documents, the world settings and the server.
+ */
+export function makeClient({ server, world, users, user, generation = 12, worldSettings }) {
+  const listeners = new Map();
+  const client = { user, listeners };
+  const CONFIG = generation >= 13 ? { queries: {} } : {};
+  const notes = { info: [], warn: [], error: [] };
+  // Each client sees its own user objects (v13: with `query` sending as this client).
+  const views = users.contents.map((u) => {
+    const v = Object.create(u);
+    if (generation >= 13) v.query = (name, data, options) => server.query(user.id, u.id, name, data, options);
+    return v;
+  });
+  const clientUsers = makeUsers(views);
+  const game = {
+    release: { generation },
+    user: clientUsers.get(user.id),
+    users: clientUsers,
+    i18n: makeI18n(),
+    settings: new FakeSettings(worldSettings),
+    socket: {
+      on: (channel, fn) => { if (!listeners.has(channel)) listeners.set(channel, []); listeners.get(channel).push(fn); },
+      emit: (channel, message) => server.emit(user.id, channel, message),
+    },
+    modules: new Map([["mindscape", { id: "mindscape", active: true }]]),
+    system: { id: "dnd5e" },
+  };
+  Object.assign(client, {
+    game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage(), Roll: FakeRoll,
+    ui: { notifications: { info: (m) => notes.info.push(m), warn: (m) => notes.warn.push(m), error: (m) => notes.error.push(m) } },
+    notes,
+    fromUuid: world.fromUuid,
+  });
+  server.connect(client);
+  return client;
+}
+
+/**
+ * A fake daemon behind `fetch`: `methods[name](params)` returns a result or throws
+ * `{code, message, data}`; every call is recorded.
+ */
+export function fakeDaemon(methods, { token = "secret-token" } = {}) {
+  const calls = [];
+  const fetch = async (url, init) => {
+    if (init.headers.Authorization !== `Bearer ${token}`) return { status: 401, ok: false, json: async () => ({}) };
+    const body = JSON.parse(init.body);
+    calls.push({ url, method: body.method, params: body.params });
+    const fn = methods[body.method];
+    if (!fn) return { status: 200, ok: true, json: async () => ({ jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } }) };
+    try {
+      const result = await fn(body.params ?? {}, calls);
+      return { status: 200, ok: true, json: async () => ({ jsonrpc: "2.0", id: body.id, result }) };
+    } catch (error) {
+      return { status: 200, ok: true, json: async () => ({ jsonrpc: "2.0", id: body.id, error }) };
+    }
+  };
+  return { fetch, calls };
+}
+
+/** Install one client's globals on globalThis (for code that reads Foundry's globals). */
+export function installGlobals(client) {
+  Object.assign(globalThis, {
+    game: client.game, Hooks: client.Hooks, CONFIG: client.CONFIG, ui: client.ui,
+    ChatMessage: client.ChatMessage, Roll: client.Roll, fromUuid: client.fromUuid,
+  });
+}
+
+/** Wait for queued timers/promises to run (the fake socket delivers on a timer). */
+export const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));

@@ -18,15 +18,16 @@ import adapters as adapters_package
 from adapters.base import Adapter
 
 from .hub import Hub
-from .keys import DISPATCHER, SERVICES, SETTINGS, TOKENS
+from .keys import DISPATCHER, OUTCOME, SERVICES, SETTINGS, TOKENS
 from .methods import CORE
 from .plugins import load_plugins
 from .rpc import Dispatcher, Outcome
-from .security import TokenKeeper, security_middleware
+from .security import security_middleware
 from .services import Context, Services
 from .settings import Settings
 from .status import healthz, status_page
 from .store import SQLiteStore
+from .tokens import TokenKeeper
 from .ws import websocket
 
 log = logging.getLogger("mindscape.app")
@@ -42,12 +43,8 @@ def daemon_version() -> str:
 
 def load_adapters() -> dict[str, Adapter]:
     """The adapters package's registry; empty (and logged) when it cannot be read."""
-    registry = getattr(adapters_package, "registry", None)
-    if registry is None:
-        log.warning("adapters.registry() is missing: no adapters")
-        return {}
     try:
-        return dict(registry())
+        return adapters_package.registry()
     except Exception:
         log.warning("adapters.registry() failed: no adapters", exc_info=True)
         return {}
@@ -58,7 +55,7 @@ async def rpc_endpoint(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     body = await request.read()
     outcome = Outcome()
-    request["outcome"] = outcome
+    request[OUTCOME] = outcome
     answer = await request.app[DISPATCHER].handle(body, Context(services), outcome)
     services.hub.seen(request, outcome.methods[0] if outcome.methods else None)
     if answer is None:

@@ -120,7 +120,7 @@ def serve(args: argparse.Namespace) -> int:
 
 # -- call -------------------------------------------------------------------------------
 def call(args: argparse.Namespace) -> int:
-    from .security import read_token
+    from .tokens import read_token
 
     token_path = _home(args) / "token"
     token = read_token(token_path)
@@ -163,7 +163,7 @@ def call(args: argparse.Namespace) -> int:
 
 # -- token ------------------------------------------------------------------------------
 def token(args: argparse.Namespace) -> int:
-    from .security import ensure_token, rotate_token
+    from .tokens import ensure_token, rotate_token
 
     path = _home(args) / "token"
     print(rotate_token(path) if args.rotate else ensure_token(path))

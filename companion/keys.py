@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .rpc import Dispatcher
-from .security import TokenKeeper
+from .rpc import Dispatcher, Outcome
 from .services import Services
 from .settings import Settings
+from .tokens import TokenKeeper
 
 SETTINGS = web.AppKey("settings", Settings)
 TOKENS = web.AppKey("tokens", TokenKeeper)
 SERVICES = web.AppKey("services", Services)
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
+
+#: Per request: what the JSON-RPC calls did, for the request log line.
+OUTCOME = web.RequestKey("outcome", Outcome)

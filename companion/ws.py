@@ -28,8 +28,8 @@ from aiohttp.http_websocket import WSCloseCode
 from .keys import DISPATCHER, SERVICES, TOKENS
 from .logs import request_line
 from .rpc import Outcome
-from .security import TokenKeeper, same_token
 from .services import Context
+from .tokens import TokenKeeper, same_token
 
 PROTOCOL = "mindscape.v1"
 TOKEN_PREFIX = "token."

@@ -143,10 +143,11 @@ async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, A
         if combatant_id not in ids:
             raise UnknownCombatant(combatant_id)
         choice = params["choice"]
-        attack = choice.get("attack")
-        if isinstance(attack, Mapping) and attack.get("target") is not None \
-                and str(attack["target"]) not in ids:
-            raise UnknownCombatant(str(attack["target"]))
+        attacks = [choice.get("attack"), *(choice.get("attacks") or [])]
+        for attack in attacks:
+            if isinstance(attack, Mapping) and attack.get("target") is not None \
+                    and str(attack["target"]) not in ids:
+                raise UnknownCombatant(str(attack["target"]))
         state = system.encounter_declare(record.state, combatant_id, choice)
         waiting_for = system.encounter_waiting_for(state)
         new = await services.store.append(
@@ -196,7 +197,8 @@ async def encounter_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     record, system = await _load(ctx, params)
     view = dict(system.encounter_view(record.state))
     view.update({"id": record.id, "system": record.system, "name": record.name,
-                 "options": record.options, "revision": record.revision})
+                 "revision": record.revision})
+    view.setdefault("options", record.options)
     return view
 
 
@@ -281,7 +283,8 @@ def _params(required: list[str], **properties: Any) -> dict[str, Any]:
 _ID_ONLY = _params(["id"], id=ENCOUNTER_ID)
 CHOICE = {
     "type": "object",
-    "additionalProperties": False,
+    "description": "the common members; a system may accept more (revised-2e: attacks, "
+                   "close) and checks the whole choice against its own rules",
     "properties": {
         "stance": {"type": "string", "description": "combat-strength stance"},
         "attack": {"type": ["object", "null"],

@@ -210,3 +210,20 @@ NOT_NAMESPACED = Plugin(name="flat", version="0", methods=(
 def failing_factory() -> Plugin:
     """A factory that raises, with text a client must never see."""
     raise RuntimeError("secret detail from inside the plugin")
+
+
+async def boom(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method with a bug: its exception text must never reach the client."""
+    raise RuntimeError("secret detail: /home/gm/.local/share/mindscape/token")
+
+
+async def unserialisable(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method whose result JSON cannot hold."""
+    return {"value": object()}
+
+
+FAULTY = Plugin(name="faulty", version="1.0", methods=(
+    MethodSpec("faulty.boom", {"type": "object"}, boom, "always fails"),
+    MethodSpec("faulty.unserialisable", {"type": "object"}, unserialisable,
+               "returns a value JSON cannot hold"),
+))

@@ -1,0 +1,192 @@
+"""The stateless methods of API.md's table: discovery, info, systems, adapters,
+exchanges, odds and dice."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .combatants import EXCHANGE
+from .conftest import Rpc
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures"
+ULCEN_ROLL20 = json.loads((FIXTURES / "roll20" / "adnd2e-revised-ulcen.handmade.json")
+                          .read_text(encoding="utf-8"))
+BUILTIN = {"revised-2e", "combat-strength", "power-pool"}
+
+
+async def test_rpc_discover_is_a_valid_openrpc_1_3_document(rpc: Rpc) -> None:
+    """API.md: rpc.discover is 'OpenRPC 1.3 document of every method, with the params
+    schemas actually used for validation'."""
+    document = await rpc.ok("rpc.discover")
+    structure = json.loads((HERE / "openrpc-1.3-structure.schema.json").read_text())
+    jsonschema.Draft202012Validator(structure).validate(document)
+    names = [m["name"] for m in document["methods"]]
+    assert len(names) == len(set(names))
+    info = await rpc.ok("companion.info")
+    assert names == info["methods"]
+    assert {"rpc.discover", "companion.info", "systems.list", "systems.describe",
+            "adapters.list", "adapters.import", "exchange.resolve", "exchange.odds",
+            "encounter.create", "encounter.add", "encounter.declare", "encounter.resolve",
+            "encounter.get", "encounter.log", "encounter.undo", "encounter.list",
+            "encounter.delete", "encounter.watch", "dice.roll", "sample.echo"} <= set(names)
+    for method in document["methods"]:
+        for descriptor in [*method["params"], method["result"]]:
+            jsonschema.Draft202012Validator.check_schema(descriptor["schema"])
+        assert method["paramStructure"] == "by-name"
+
+
+async def test_openrpc_params_schema_is_the_one_that_validates(rpc: Rpc) -> None:
+    document = await rpc.ok("rpc.discover")
+    roll = next(m for m in document["methods"] if m["name"] == "dice.roll")
+    schema = roll["x-params-schema"]
+    bad = {"expr": 3}
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    assert (await rpc.error("dice.roll", bad))["code"] == -32602
+    assert {p["name"]: p["required"] for p in roll["params"]} == {"expr": True, "seed": False}
+
+
+async def test_companion_info(rpc: Rpc) -> None:
+    info = await rpc.ok("companion.info")
+    assert info["name"] == "mindscape" and info["api_version"] == "1"
+    assert isinstance(info["version"], str)
+    assert BUILTIN | {"sample-duel"} <= set(info["systems"])
+    assert "roll20.adnd2e-revised" in info["adapters"]
+    plugins = {p["name"]: p for p in info["plugins"]}
+    assert plugins["sample"]["methods"] == ["sample.echo"] and plugins["sample"]["error"] is None
+    assert plugins["revised-2e"]["builtin"] is True
+
+
+async def test_systems_list_names_the_three_systems_and_plugins(rpc: Rpc) -> None:
+    systems = {s["id"]: s for s in await rpc.ok("systems.list")}
+    assert BUILTIN | {"sample-duel"} <= set(systems)
+    for entry in systems.values():
+        assert entry["name"] and entry["source"]
+    assert systems["sample-duel"]["plugin"] == "sample"
+
+
+async def test_systems_describe(rpc: Rpc) -> None:
+    for system in BUILTIN:
+        described = await rpc.ok("systems.describe", {"system": system})
+        assert described["id"] == system
+        jsonschema.Draft202012Validator.check_schema(described["combatant_schema"])
+        for rule in described["house_rules"]:
+            assert {"id", "text", "default"} <= set(rule)
+
+
+async def test_unknown_system_is_invalid_params_at_system(rpc: Rpc) -> None:
+    error = await rpc.error("systems.describe", {"system": "gurps"})
+    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
+
+
+async def test_adapters_list_and_import(rpc: Rpc) -> None:
+    listed = {a["id"]: a for a in await rpc.ok("adapters.list")}
+    assert {"id", "vtt", "system", "description"} <= set(listed["roll20.adnd2e-revised"])
+    imported = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                 "data": ULCEN_ROLL20, "system": "revised-2e"})
+    assert imported["combatant"]["name"] == "Ulcen of Tyr"
+    assert isinstance(imported["warnings"], list)
+
+
+async def test_adapter_errors_name_the_field(rpc: Rpc) -> None:
+    error = await rpc.error("adapters.import", {"adapter": "nope", "data": {}})
+    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/adapter"
+    error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e", "data": {}})
+    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
+
+
+async def test_exchange_resolve_the_api_example(rpc: Rpc) -> None:
+    """API.md "exchange.resolve": the example request and the result's members."""
+    result = await rpc.ok("exchange.resolve", EXCHANGE)
+    assert result["system"] == "revised-2e" and result["updates"] == []
+    for member in ("outcome", "attacker", "defender", "rolls", "events", "summary", "hit",
+                   "critical", "needed", "roll", "psp_spent", "damage", "mind_opened",
+                   "save"):
+        assert member in result
+    assert result["rolls"][0] == {"purpose": "attack", "sides": 20, "value": 20,
+                                  "by": "ulcen", "follows": None}
+
+
+async def test_exchange_with_too_few_dice_is_4002(rpc: Rpc) -> None:
+    params = {**EXCHANGE, "dice": {"attack": [20]}}
+    error = await rpc.error("exchange.resolve", params)
+    assert error["code"] == 4002
+    assert set(error["data"]) == {"purpose", "sides", "needed"}
+
+
+async def test_exchange_the_rules_forbid_is_4001(rpc: Rpc) -> None:
+    """API.md 4001: 'not enough PSPs, multiplier above level ...'."""
+    params = copy.deepcopy(EXCHANGE)
+    params["attacker"]["psp"] = 0
+    error = await rpc.error("exchange.resolve", params)
+    assert error["code"] == 4001 and set(error["data"]) == {"rule", "detail"}
+
+
+async def test_die_value_outside_its_faces_is_32602(rpc: Rpc) -> None:
+    params = {**EXCHANGE, "dice": {"attack": [21]}}
+    error = await rpc.error("exchange.resolve", params)
+    assert error["code"] == -32602
+    assert error["data"]["errors"][0]["path"].startswith("/dice/attack")
+
+
+async def test_exchange_with_an_adapter_combatant_carries_updates(rpc: Rpc) -> None:
+    """API.md: '{"adapter": ID, "data": RAW}' ... 'the result also carries updates'."""
+    params = {**EXCHANGE, "attacker": {"adapter": "roll20.adnd2e-revised",
+                                       "data": ULCEN_ROLL20}}
+    params["attack"] = {"mode": "mind-thrust", "multiplier": 1, "range": "short"}
+    params["dice"] = {"attack": [20], "damage": [4, 4, 3, 1], "save": [7]}
+    result = await rpc.ok("exchange.resolve", params)
+    assert result["updates"], "the attacker paid PSPs: the sheet must be written back"
+    update = result["updates"][0]
+    assert update["character_id"] == ULCEN_ROLL20.get("id", update["character_id"])
+    assert any(w.startswith("/attacker: ") for w in result["warnings"])
+
+
+async def test_exchange_seed_makes_random_dice_reproducible(rpc: Rpc) -> None:
+    params: dict[str, Any] = {k: v for k, v in EXCHANGE.items() if k != "dice"}
+    params["seed"] = 99
+    first = await rpc.ok("exchange.resolve", params)
+    second = await rpc.ok("exchange.resolve", params)
+    assert first["rolls"] == second["rolls"]
+
+
+async def test_exchange_odds(rpc: Rpc) -> None:
+    params = {k: v for k, v in EXCHANGE.items() if k != "dice"}
+    odds = await rpc.ok("exchange.odds", params)
+    assert abs(sum(odds["outcomes"].values()) - 1) < 1e-9
+    assert {"mean", "distribution", "truncated_mass"} <= set(odds["damage"])
+    error = await rpc.error("exchange.odds", {**params, "dice": {"attack": [3]}})
+    assert error["code"] == -32602
+
+
+async def test_dice_roll(rpc: Rpc) -> None:
+    result = await rpc.ok("dice.roll", {"expr": "3d6+2", "seed": 7})
+    assert len(result["rolls"]) == 3
+    assert result["total"] == sum(r["value"] for r in result["rolls"]) + 2
+    assert await rpc.ok("dice.roll", {"expr": "3d6+2", "seed": 7}) == result
+
+
+async def test_dice_roll_limit_is_32602_naming_the_limit(rpc: Rpc) -> None:
+    """API.md "Limits": at most 100 dice in one expression ... −32602 naming the limit."""
+    error = await rpc.error("dice.roll", {"expr": "101d6"})
+    assert error["code"] == -32602
+    assert "100" in error["data"]["errors"][0]["message"]
+    assert error["data"]["errors"][0]["path"] == "/expr"
+
+
+async def test_plugin_method_runs(rpc: Rpc) -> None:
+    result = await rpc.ok("sample.echo", {"text": "hello"})
+    assert result["echo"] == "hello" and "sample-duel" in result["systems"]
+
+
+async def test_sample_system_resolves_through_the_daemon(rpc: Rpc) -> None:
+    result = await rpc.ok("exchange.resolve", {
+        "system": "sample-duel", "attacker": {"id": "a", "name": "A"},
+        "defender": {"id": "b", "name": "B"}, "attack": {"mode": "jab"},
+        "dice": {"attack": [5]}})
+    assert result["outcome"] == "hit" and result["defender"]["after"]["focus"] == 2

@@ -1,0 +1,180 @@
+"""Authentication, DNS-rebinding and CORS guards, body limit, token file (API.md
+"Transport": authentication and browser safety)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from companion.settings import Settings
+from companion.tokens import TokenKeeper, ensure_token, rotate_token
+
+from .conftest import Rpc
+
+INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
+CREATE = {"jsonrpc": "2.0", "method": "encounter.create",
+          "params": {"system": "sample-duel"}, "id": 1}
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic x", "Bearer", "bearer "])
+async def test_missing_or_wrong_token_is_401_before_any_json_rpc(
+        rpc: Rpc, header: str | None) -> None:
+    """API.md: 'Missing or wrong token: HTTP 401 with no JSON-RPC processing'."""
+    headers = {} if header is None else {"Authorization": header}
+    response = await rpc.client.post("/rpc", json=CREATE, headers=headers)
+    assert response.status == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    body = await response.json()
+    assert "jsonrpc" not in body
+    assert await rpc.ok("encounter.list") == []
+
+
+async def test_token_is_accepted_in_any_case_of_bearer(rpc: Rpc) -> None:
+    response = await rpc.client.post("/rpc", json=INFO,
+                                     headers={"Authorization": f"bearer {rpc.token}"})
+    assert response.status == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example:39393", "evil.example", "127.0.0.1.nip.io",
+                                  "localhost.evil", "127.0.0.1:x", ""])
+async def test_foreign_host_is_403(rpc: Rpc, host: str) -> None:
+    """API.md: requests whose Host is not a loopback name ... get HTTP 403."""
+    response = await rpc.post(INFO, headers={"Host": host})
+    assert response.status == 403
+    assert (await rpc.client.get("/healthz", headers={"Host": host})).status == 403
+
+
+@pytest.mark.parametrize("host", ["localhost:39393", "127.0.0.1:8", "[::1]:39393",
+                                  "LOCALHOST", "127.0.0.1"])
+async def test_loopback_hosts_are_accepted(rpc: Rpc, host: str) -> None:
+    response = await rpc.post(INFO, headers={"Host": host})
+    assert response.status == 200
+
+
+async def test_allowed_origin_gets_cors_headers(rpc: Rpc) -> None:
+    response = await rpc.post(INFO, headers={"Origin": "http://localhost:30000"})
+    assert response.status == 200
+    assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
+    response = await rpc.post(INFO, headers={"Origin": "http://127.0.0.1:30000"})
+    assert response.headers["Access-Control-Allow-Origin"] == "http://127.0.0.1:30000"
+
+
+async def test_allowed_origin_sees_the_401(rpc: Rpc) -> None:
+    response = await rpc.client.post("/rpc", json=INFO,
+                                     headers={"Origin": "http://localhost:30000"})
+    assert response.status == 401
+    assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:3000"])
+async def test_foreign_origin_is_refused_without_cors_headers(rpc: Rpc, origin: str) -> None:
+    response = await rpc.post(INFO, headers={"Origin": origin})
+    assert response.status == 403
+    assert "Access-Control-Allow-Origin" not in response.headers
+
+
+async def test_preflight_of_an_allowed_origin(rpc: Rpc) -> None:
+    response = await rpc.client.options("/rpc", headers={
+        "Origin": "http://localhost:30000", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert response.status == 204
+    headers = response.headers
+    assert headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
+    assert "POST" in headers["Access-Control-Allow-Methods"]
+    allowed = {h.strip().lower() for h in headers["Access-Control-Allow-Headers"].split(",")}
+    assert {"authorization", "content-type"} <= allowed
+    assert int(headers["Access-Control-Max-Age"]) > 0
+
+
+async def test_preflight_of_a_foreign_origin_is_403_without_cors_headers(rpc: Rpc) -> None:
+    response = await rpc.client.options("/rpc", headers={
+        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert response.status == 403
+    assert not any(h.lower().startswith("access-control-") for h in response.headers)
+
+
+async def test_more_origins_by_setting(aiohttp_client: Any, tmp_path: Path) -> None:
+    from companion.app import create_app
+    from companion.settings import merge_origins
+
+    settings = Settings(home=tmp_path, allow_origins=merge_origins(["https://vtt.example/"]))
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    response = await client.options("/rpc", headers={"Origin": "https://vtt.example"})
+    assert response.status == 204
+    assert response.headers["Access-Control-Allow-Origin"] == "https://vtt.example"
+
+
+async def test_body_over_1_mib_is_413(rpc: Rpc) -> None:
+    """API.md "Limits": 1 MiB per request."""
+    body = b'{"jsonrpc":"2.0","method":"companion.info","id":1,"params":{"x":"' + \
+        b"a" * (1024 * 1024) + b'"}}'
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    assert response.status == 413
+
+
+async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
+    async def chunks() -> Any:
+        for _ in range(20):
+            yield b" " * 65536
+        yield b"{}"
+
+    response = await rpc.client.post("/rpc", data=chunks(), headers=rpc.auth)
+    assert response.status == 413
+
+
+async def test_healthz_needs_no_token_and_says_nothing_more(rpc: Rpc) -> None:
+    response = await rpc.client.get("/healthz")
+    assert response.status == 200 and await response.json() == {"status": "ok"}
+
+
+async def test_status_page_shows_pairing_help_but_never_the_token(rpc: Rpc,
+                                                                  settings: Settings) -> None:
+    await rpc.ok("companion.info")
+    response = await rpc.client.get("/")
+    assert response.status == 200 and response.content_type == "text/html"
+    page = await response.text()
+    assert rpc.token not in page
+    assert "mindscape token" in page and str(settings.token_path) in page
+    for system in ("revised-2e", "combat-strength", "power-pool", "sample-duel"):
+        assert system in page
+    assert "Recent HTTP clients" in page and "companion.info" in page
+
+
+def test_token_file_is_created_once_with_mode_0600(tmp_path: Path) -> None:
+    path = tmp_path / "home" / "token"
+    token = ensure_token(path)
+    assert len(token) >= 43 and ensure_token(path) == token
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.chmod(0o644)
+    ensure_token(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_rotated_token_is_picked_up_without_restart(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    old = keeper.current()
+    new = rotate_token(path)
+    os.utime(path, (1, 1))
+    keeper._checked -= 2.0  # the keeper re-reads the file at most once a second
+    assert keeper.current() == new != old
+    assert keeper.accepts_bearer(f"Bearer {new}") and not keeper.accepts_bearer(
+        f"Bearer {old}")
+
+
+async def test_logs_never_carry_the_token(rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        await rpc.ok("companion.info")
+        await rpc.client.post("/rpc", json=INFO, headers={"Authorization": "Bearer nope"})
+    assert caplog.records
+    lines = [r.getMessage() + repr(getattr(r, "fields", "")) for r in caplog.records]
+    assert not any(rpc.token in line or "nope" in line for line in lines)
+    fields = [r.fields for r in caplog.records if r.name == "mindscape.access"]  # type: ignore[attr-defined]
+    assert any(f.get("methods") == ["companion.info"] and "duration_ms" in f
+               and f.get("outcome") == "ok" for f in fields)

@@ -1,0 +1,135 @@
+"""POST /rpc as JSON-RPC 2.0 requires (API.md "Transport", "Errors", "Limits")."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from .conftest import Rpc
+
+
+async def test_single_call_answers_with_its_id(rpc: Rpc) -> None:
+    answer = await rpc.raw({"jsonrpc": "2.0", "method": "companion.info", "id": "abc"})
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == "abc"
+    assert answer["result"]["name"] == "mindscape"
+
+
+async def test_notification_gets_204_and_an_empty_body(rpc: Rpc) -> None:
+    """API.md: notifications (HTTP 204, empty body)."""
+    response = await rpc.post({"jsonrpc": "2.0", "method": "companion.info"})
+    assert response.status == 204
+    assert await response.read() == b""
+
+
+async def test_notification_of_an_unknown_method_is_not_answered(rpc: Rpc) -> None:
+    response = await rpc.post({"jsonrpc": "2.0", "method": "no.such"})
+    assert response.status == 204
+
+
+async def test_batch_answers_each_element_also_a_malformed_one(rpc: Rpc) -> None:
+    """API.md: batches (one response per element ... also when one element is malformed)."""
+    answer = await rpc.raw([
+        {"jsonrpc": "2.0", "method": "systems.list", "id": 1},
+        {"jsonrpc": "1.0", "method": "systems.list", "id": 2},
+        42,
+        {"jsonrpc": "2.0", "method": "companion.info"},
+        {"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": "d6", "seed": 1}, "id": 3},
+    ])
+    assert isinstance(answer, list) and len(answer) == 4
+    ok_one, bad_version, bad_element, dice = answer
+    assert ok_one["id"] == 1 and isinstance(ok_one["result"], list)
+    assert bad_version["error"]["code"] == -32600 and bad_version["id"] == 2
+    assert bad_element["error"]["code"] == -32600 and bad_element["id"] is None
+    assert dice["id"] == 3 and 1 <= dice["result"]["total"] <= 6
+
+
+async def test_batch_of_notifications_gets_204(rpc: Rpc) -> None:
+    response = await rpc.post([{"jsonrpc": "2.0", "method": "companion.info"}] * 3)
+    assert response.status == 204
+
+
+async def test_empty_batch_is_one_invalid_request(rpc: Rpc) -> None:
+    """JSON-RPC 2.0: an empty array is a single Invalid Request, not an empty array."""
+    answer = await rpc.raw([])
+    assert isinstance(answer, dict)
+    assert answer["error"]["code"] == -32600 and answer["id"] is None
+
+
+async def test_batch_over_100_calls_is_refused_naming_the_limit(rpc: Rpc) -> None:
+    """API.md "Limits": 100 calls per batch."""
+    answer = await rpc.raw([{"jsonrpc": "2.0", "method": "companion.info", "id": i}
+                            for i in range(101)])
+    assert answer["error"]["code"] == -32600
+    assert answer["error"]["data"]["limit"] == "max_batch"
+    assert answer["error"]["data"]["max"] == 100
+    full = await rpc.raw([{"jsonrpc": "2.0", "method": "companion.info", "id": i}
+                          for i in range(100)])
+    assert len(full) == 100
+
+
+@pytest.mark.parametrize("body", [b"{", b"[1,", b"\xff\xfe", b"[" * 100_000])
+async def test_parse_error(rpc: Rpc, body: bytes) -> None:
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    answer = await response.json()
+    assert answer["error"]["code"] == -32700 and answer["id"] is None
+
+
+@pytest.mark.parametrize("request_body", [
+    {"method": "companion.info", "id": 1},
+    {"jsonrpc": "2.0", "id": 1},
+    {"jsonrpc": "2.0", "method": 7, "id": 1},
+    {"jsonrpc": "2.0", "method": "companion.info", "params": "x", "id": 1},
+    {"jsonrpc": "2.0", "method": "companion.info", "id": True},
+    {"jsonrpc": "2.0", "method": "companion.info", "id": 1, "extra": 1},
+    "companion.info",
+])
+async def test_invalid_request(rpc: Rpc, request_body: object) -> None:
+    answer = await rpc.raw(request_body)
+    assert answer["error"]["code"] == -32600
+
+
+async def test_unknown_method(rpc: Rpc) -> None:
+    error = await rpc.error("no.such")
+    assert error["code"] == -32601 and error["data"] == {"method": "no.such"}
+
+
+async def test_invalid_params_name_every_path(rpc: Rpc) -> None:
+    """API.md: -32602 data {errors: [{path, message}]} with JSON Pointer paths."""
+    error = await rpc.error("dice.roll", {"expr": 5, "seed": "x", "extra": 1})
+    assert error["code"] == -32602
+    paths = {e["path"] for e in error["data"]["errors"]}
+    assert {"/expr", "/seed", ""} <= paths
+    assert all(isinstance(e["message"], str) for e in error["data"]["errors"])
+
+
+async def test_positional_params_are_invalid_params(rpc: Rpc) -> None:
+    error = await rpc.error("dice.roll", ["d6"])
+    assert error["code"] == -32602
+
+
+async def test_internal_error_carries_an_error_id_and_no_text(
+        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    """API.md: -32603 'an error id only; the traceback stays in the daemon's log'."""
+    with caplog.at_level(logging.ERROR):
+        error = await rpc.error("faulty.boom", {})
+    assert error["code"] == -32603
+    assert set(error["data"]) == {"error_id"}
+    assert "secret" not in json.dumps(error)
+    logged = [r for r in caplog.records if getattr(r, "fields", {}).get("error_id")
+              == error["data"]["error_id"]]
+    assert logged and logged[0].exc_info is not None
+
+
+async def test_a_result_json_cannot_hold_is_an_internal_error(rpc: Rpc) -> None:
+    error = await rpc.error("faulty.unserialisable", {})
+    assert error["code"] == -32603 and set(error["data"]) == {"error_id"}
+
+
+async def test_faults_inside_a_batch_stay_inside_their_element(rpc: Rpc) -> None:
+    answer = await rpc.raw([
+        {"jsonrpc": "2.0", "method": "faulty.boom", "params": {}, "id": 1},
+        {"jsonrpc": "2.0", "method": "companion.info", "id": 2},
+    ])
+    assert answer[0]["error"]["code"] == -32603 and "result" in answer[1]

@@ -729,13 +729,14 @@ var Mindscape = Mindscape || (() => {
         choice.defense = chosen.defense;
       }
       if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
+      if (args.has('close')) choice.close = true;
       return encounterRequest(msg, 'encounter.declare', { id: enc.id, combatant_id: enc.combatants[charId], choice },
         { kind: 'encounter.declare', involved: [charId] }, `${characterName(charId)} declares a choice (hidden)`);
     }
     if (action === 'resolve') {
       const params = { id: enc.id };
       if (args.has('force')) params.force = true;
-      return encounterRequest(msg, 'encounter.resolve', params, { kind: 'encounter.resolve', involved: Object.keys(enc.combatants), title: `${enc.name || 'Encounter'}: next step` }, 'resolve the next step of the encounter');
+      return encounterRequest(msg, 'encounter.resolve', params, { kind: 'encounter.resolve', involved: Object.keys(enc.combatants), title: enc.name || 'Encounter' }, 'resolve the next step of the encounter');
     }
     if (action === 'get') {
       return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter');
@@ -884,7 +885,7 @@ var Mindscape = Mindscape || (() => {
     if (Array.isArray(result)) return result;
     for (const key of ['results', 'steps', 'exchanges', 'resolutions']) if (Array.isArray(result[key])) return result[key];
     if (isObject(result.step)) return [result.step];
-    return [result];
+    return result.outcome !== undefined ? [result] : [];
   };
 
   const errorText = (error) => {
@@ -918,8 +919,14 @@ var Mindscape = Mindscape || (() => {
       tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
       if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(characterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
     },
+    // A step holds its exchanges under `results` and its own summary (a round, a
+    // segment): one card per exchange, or one for the step when nothing was exchanged.
     'encounter.resolve': (job, result) => {
-      stepResults(result).filter(isObject).forEach((step) => postCard(resultCard(job.title, step), job.involved));
+      const when = ['round', 'segment', 'exchange'].filter((k) => result[k] !== undefined).map((k) => `${k} ${result[k]}`).join(', ');
+      const title = when ? `${job.title}: ${when}` : job.title;
+      const exchanges = stepResults(result).filter(isObject);
+      if (exchanges.length) exchanges.forEach((step) => postCard(resultCard(title, step), job.involved));
+      else postCard(resultCard(title, { summary: result.summary, rolls: result.rolls }), job.involved);
       if (store().encounter && result.revision !== undefined) store().encounter.revision = result.revision;
     },
     'encounter.get': (job, result) => {

@@ -144,6 +144,32 @@ const showWhispers = async (sb, from) => {
 
 const sentCommands = () => page.evaluate(() => window.__sent.slice());
 
+// The complete answer commands the page has sent for request `id`, or null.
+const answerFor = async (id) => {
+  const mine = (await sentCommands()).filter((c) => c.startsWith(`!psi-result ${id} `));
+  if (!mine.length) return null;
+  const numbered = /^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]);
+  return mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
+};
+
+// Runs `act` (commands into the sandbox), shows the resulting whispers in the page,
+// waits for the userscript to answer every request they hold, and feeds the answers
+// back into the sandbox as the GM. Returns the decoded answers in request order.
+const roundTrip = async (ctx, act) => {
+  const from = ctx.sb.chats.length;
+  act();
+  const ids = [...new Set(ctx.sb.chats.slice(from).flatMap((c) => [...c.input.matchAll(MARKER)].map((m) => m[1])))];
+  assert.ok(ids.length, 'the command made a request');
+  await showWhispers(ctx.sb, from);
+  const answers = [];
+  for (const id of ids) {
+    const commands = await waitFor(`the answer to ${id}`, () => answerFor(id));
+    for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
+    answers.push(decode(commands.map((c) => c.split(' ').at(-1)).join('')));
+  }
+  return answers;
+};
+
 test('the settings box stores URL and token and the badge shows the connection', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   assert.match(await page.textContent('#mindscape-bridge-badge'), /no token/);
   await page.click('#mindscape-bridge-badge');
@@ -229,4 +255,87 @@ test('when the daemon is unreachable the userscript retries once, shows it, and 
   // The Mod script then tells the GM to start the relay when its timeout runs out.
   ctx.sb.advance(30000);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Start the relay/);
+});
+
+test('an encounter runs through the relay: create, add as a batch, secret declarations, resolve with write-back', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign();
+  const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Dune duel' }));
+  assert.ok(created.result, JSON.stringify(created.error));
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, created.result.id);
+
+  const [added] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
+  assert.ok(Array.isArray(added) && added.length === 2, 'one batch answer with two responses');
+  assert.ok(added.every((r) => r.result), JSON.stringify(added));
+  const combatants = JSON.parse(JSON.stringify(ctx.sb.state.Mindscape.encounter.combatants));
+  assert.deepEqual(Object.keys(combatants).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+
+  const [declared] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 2 --defense thought-shield` }));
+  assert.ok(declared.result, JSON.stringify(declared.error));
+  await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: '!psi encounter declare --defense mental-barrier' }));
+
+  const psp = Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current'));
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' }));
+  assert.ok(resolved.result, JSON.stringify(resolved.error));
+  assert.ok(resolved.result.updates.length > 0);
+  assert.ok(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')) < psp, 'the ego whip cost PSPs');
+  assert.match(ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).at(-1).input, /\{\{name=Dune duel: round 1\}\}/);
+
+  const [undone] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' }));
+  assert.ok(undone.result, JSON.stringify(undone.error));
+  assert.equal(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')), psp, 'undo wrote the PSPs back');
+});
+
+test('a marker for a method the Mod script never uses is not relayed', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const code = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 'Delete000001', method: 'encounter.delete', params: { id: 'x' } })).toString('base64url');
+  const before = (await sentCommands()).length;
+  await page.evaluate((text) => window.__addMessage('(From Mindscape):', `<div>MINDSCAPE-REQ Delete000001 1/1 ${text}</div>`), code);
+  await waitFor('the badge to refuse it', async () => /refused/.test(await page.textContent('#mindscape-bridge-badge')), 5000);
+  assert.match(await page.getAttribute('#mindscape-bridge-badge', 'title'), /encounter\.delete/);
+  assert.equal((await sentCommands()).length, before);
+});
+
+test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValue, not fetch and localStorage', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const managed = await browser.newPage();
+  try {
+    await managed.addInitScript(([url, key]) => {
+      window.__mindscapeBridgeTest = true;
+      window.__gm = { calls: 0, values: { url, token: key } };
+      // What Tampermonkey and Violentmonkey provide, played by XMLHttpRequest here.
+      window.GM_getValue = (k, fallback) => (k in window.__gm.values ? window.__gm.values[k] : fallback);
+      window.GM_setValue = (k, v) => { window.__gm.values[k] = v; };
+      window.GM_xmlhttpRequest = (details) => {
+        window.__gm.calls += 1;
+        const xhr = new XMLHttpRequest();
+        xhr.open(details.method, details.url);
+        Object.entries(details.headers).forEach(([h, v]) => xhr.setRequestHeader(h, v));
+        xhr.onload = () => details.onload({ status: xhr.status, responseText: xhr.responseText });
+        xhr.onerror = () => details.onerror();
+        xhr.send(details.data);
+      };
+      window.fetch = () => { throw new Error('fetch must not be used under a userscript manager'); };
+    }, [`http://127.0.0.1:${daemonPort}`, token]);
+    await managed.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await waitFor('the badge to say connected', async () => /connected/.test(await managed.textContent('#mindscape-bridge-badge')));
+    const ctx = campaign();
+    const from = ctx.sb.chats.length;
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 2` });
+    const id = [...ctx.sb.chats[from].input.matchAll(MARKER)][0][1];
+    const html = ctx.sb.chats.slice(from).map((c) => c.input.slice('/w gm '.length));
+    for (const [i, h] of html.entries()) await managed.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
+    const commands = await waitFor('the odds answer', async () => {
+      const sent = await managed.evaluate(() => window.__sent.slice());
+      const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
+      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]);
+      return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
+    });
+    for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ego Whip odds: Ulcen of Tyr vs\. Fenka.*Hit \d+\.\d%/);
+    const gm = await managed.evaluate(() => ({ calls: window.__gm.calls, handled: window.__gm.values.handled }));
+    assert.ok(gm.calls >= 2, 'companion.info and the odds went through GM_xmlhttpRequest');
+    assert.ok(gm.handled.includes(id), 'handled ids kept with GM_setValue');
+    assert.equal(await managed.evaluate(() => localStorage.length), 0);
+  } finally {
+    await managed.close();
+  }
 });

@@ -51,7 +51,7 @@ MAX_COMBATANTS = 64
 def choice_schema(system: Revised2e) -> JSON:
     """JSON Schema of a declared choice: ``attack`` (or ``attacks`` when the round allows
     more than one), ``defense`` and ``close``."""
-    one_attack = {
+    one_attack: JSON = {
         "type": "object", "additionalProperties": False, "required": ["mode", "target"],
         "properties": {
             "mode": {"enum": sorted(system.tables.attacks)},
@@ -64,12 +64,12 @@ def choice_schema(system: Revised2e) -> JSON:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object", "additionalProperties": False,
         "properties": {
-            "attack": {"oneOf": [{"type": "null"}, one_attack]},
+            # null or an object, said this way so errors point inside the object
+            "attack": {**one_attack, "type": ["object", "null"]},
             "attacks": {"type": "array", "maxItems": 4, "items": one_attack},
-            "defense": {"oneOf": [
-                {"type": "null"},
-                {"type": "object", "additionalProperties": False, "required": ["mode"],
-                 "properties": {"mode": {"enum": sorted(system.tables.defenses)}}}]},
+            "defense": {"type": ["object", "null"], "additionalProperties": False,
+                        "required": ["mode"],
+                        "properties": {"mode": {"enum": sorted(system.tables.defenses)}}},
             "close": {"type": "boolean"},
         },
     }

@@ -86,13 +86,13 @@ class Revised2e(System):
                         "range": {"enum": ["short", "medium", "long"], "default": "short"},
                     },
                 },
-                "defense": {"oneOf": [
-                    {"type": "null"},
-                    {"type": "object", "additionalProperties": False, "required": ["mode"],
-                     "properties": {"mode": {"enum": defense_ids},
-                                    "paid": {"type": "boolean", "default": False,
-                                             "description": "already paid this round"}}},
-                ]},
+                # null (no defense) or an object; one schema so errors point inside it
+                "defense": {"type": ["object", "null"], "additionalProperties": False,
+                            "required": ["mode"],
+                            "properties": {"mode": {"enum": defense_ids},
+                                           "paid": {"type": "boolean", "default": False,
+                                                    "description": "already paid this "
+                                                                   "round"}}},
                 "options": {"type": "object"},
                 "dice": {"type": "object"},
                 "seed": {"type": ["integer", "null"]},

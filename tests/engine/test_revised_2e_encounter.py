@@ -1,0 +1,281 @@
+"""revised-2e encounter rounds (RULES.md §1.4 step 1, §1.5, §1.8; API.md "Encounters")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+from engine.revised_2e import SYSTEM
+
+JSON = dict[str, Any]
+
+
+def psionicist(cid: str, name: str, **more: Any) -> JSON:
+    c: JSON = {"id": cid, "name": name, "kind": "psionicist", "level": 4, "psp_max": 40,
+               "int": 14, "wis": 13, "mac": 5,
+               "attacks": ["mind-thrust", "psychic-crush"],
+               "defenses": ["thought-shield", "mental-barrier"]}
+    c.update(more)
+    return c
+
+
+def encounter(*combatants: JSON, options: JSON | None = None) -> JSON:
+    state = SYSTEM.encounter_new(options)
+    for c in combatants:
+        state, _ = SYSTEM.encounter_add(state, c)
+    return state
+
+
+ULCEN = psionicist("ulcen", "Ulcen of Tyr")
+FENKA = psionicist("fenka", "Fenka of Raam")
+
+
+def test_declare_then_resolve_one_round() -> None:
+    state = encounter(ULCEN, FENKA)
+    assert SYSTEM.encounter_waiting_for(state) == ["ulcen", "fenka"]
+    state = SYSTEM.encounter_declare(state, "ulcen", {
+        "attack": {"mode": "mind-thrust", "multiplier": 4, "range": "short",
+                   "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "thought-shield"}})
+    assert SYSTEM.encounter_waiting_for(state) == []
+    # needed 17 − 0 − 5 = 12; 10 + 3 (mind thrust vs thought shield) = 13 hits
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [10], "damage": [1, 2, 3, 4]}))
+    assert step["round"] == 1 and state["round"] == 2
+    [result] = step["results"]
+    assert result["hit"] and result["roll"] == {"natural": 10, "modifier": 3, "modified": 13}
+    assert result["defense"] == "thought-shield" and result["damage"] == 10
+    fenka = state["combatants"]["fenka"]
+    assert fenka["psp"] == 40 - 2 - 10 and fenka["mind"]["last_defense"] == "thought-shield"
+    assert state["combatants"]["ulcen"]["psp"] == 40 - 8
+    assert state["pending"] == {}
+    assert step["summary"].startswith("Round 1: Fenka of Raam raises thought shield.")
+    assert {c["id"] for c in step["changes"]} == {"ulcen", "fenka"}
+    json.dumps(step)  # the step is plain JSON
+
+
+def test_hidden_choices_are_absent_from_the_view() -> None:
+    state = encounter(ULCEN, FENKA)
+    before = SYSTEM.encounter_view(state)
+    state = SYSTEM.encounter_declare(state, "ulcen", {
+        "attack": {"mode": "psychic-crush", "multiplier": 3, "target": "fenka"},
+        "defense": {"mode": "mental-barrier"}})
+    after = SYSTEM.encounter_view(state)
+    assert after["declared"] == ["ulcen"] and after["waiting_for"] == ["fenka"]
+    assert after["phase"] == "round" and after["round"] == 1
+    # only who has declared changes: nothing of the choice itself
+    assert {k: v for k, v in after.items() if k not in ("declared", "waiting_for")} == \
+        {k: v for k, v in before.items() if k not in ("declared", "waiting_for")}
+    assert "pending" not in json.dumps(after) and "mental-barrier\"}" not in json.dumps(after)
+
+
+def test_defense_is_paid_once_per_round_against_every_attack() -> None:
+    # RULES.md §1.4 step 1: "paid once per round ... protect against every psionic attack"
+    state = encounter(ULCEN, FENKA, psionicist("third", "Third"))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "third", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "mental-barrier"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [2, 3]}))
+    assert [r["defense"] for r in step["results"]] == ["mental-barrier"] * 2
+    assert [r["hit"] for r in step["results"]] == [False, False]
+    raised = [e for e in step["events"] if e["type"] == "defense-raised"]
+    assert len(raised) == 1
+    assert state["combatants"]["fenka"]["psp"] == 40 - 5
+
+
+def test_force_resolves_missing_choices_as_no_attack_no_defense() -> None:
+    state = encounter(ULCEN, FENKA)
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert err.value.rule == "choices-missing" and "fenka" in err.value.detail
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [1]}), force=True)
+    assert len(step["results"]) == 1 and step["results"][0]["defense"] is None
+    assert state["combatants"]["fenka"]["psp"] == 40
+
+
+def test_declare_checks_rules_and_input_paths_now() -> None:
+    state = encounter(ULCEN, FENKA)
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_declare(state, "nobody", {})
+    assert bad.value.problems[0].path == "/combatant_id"
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "multiplier": 0, "target": "fenka"}})
+    assert bad.value.problems[0].path == "/choice/attack/multiplier"
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "target": "ghost"}})
+    assert bad.value.problems[0].path == "/choice/attack/target"
+    with pytest.raises(RulesViolation) as rule:
+        SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "multiplier": 5, "target": "fenka"}})
+    assert rule.value.rule == "multiplier-above-level"
+    poor = encounter(psionicist("poor", "Poor", psp=9), FENKA)
+    with pytest.raises(RulesViolation) as rule:
+        # 8 PSPs of psychic crush and 2 of thought shield are 10 together
+        SYSTEM.encounter_declare(poor, "poor", {
+            "attack": {"mode": "psychic-crush", "target": "fenka"},
+            "defense": {"mode": "thought-shield"}})
+    assert rule.value.rule == "not-enough-psp"
+
+
+def test_critical_opening_stuns_and_closing_costs_twice_the_last_defense() -> None:
+    # Seed 004: "if a mind was opened in the round it used the mental barrier defense
+    # (costs 5 PSPs), it can close its mind in the next round by spending 10 PSPs"
+    state = encounter(ULCEN, FENKA)
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "multiplier": 4, "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {
+        "attack": {"mode": "mind-thrust", "target": "ulcen"},
+        "defense": {"mode": "mental-barrier"}})
+    # natural 20 − 2 = 18 beats 12 by 6: critical; 4 damage < 10, save 3 fails
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [20], "damage": [1, 1, 1, 1], "save": [3]}))
+    [result] = step["results"]
+    assert result["critical"] and result["mind_opened"]
+    lost = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert lost and lost[0]["combatant"] == "fenka"  # stunned: her attack is lost
+    fenka = state["combatants"]["fenka"]
+    assert fenka["mind"]["state"] == "open" and fenka["mind"]["may_pay_to_close"]
+    assert "stunned" not in fenka["conditions"]
+    assert "initiative-penalty" in fenka["conditions"]
+    assert "fenka" in SYSTEM.encounter_waiting_for(state)
+    state = SYSTEM.encounter_declare(state, "fenka", {"close": True})
+    state = SYSTEM.encounter_declare(state, "ulcen", {})
+    psp = state["combatants"]["fenka"]["psp"]
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    fenka = state["combatants"]["fenka"]
+    assert fenka["mind"]["state"] == "closed" and fenka["psp"] == psp - 10
+    assert "initiative-penalty" not in fenka["conditions"]
+
+
+def test_unclosed_critical_mind_locks_1d4_plus_1_then_wisdom_checks_at_minus_3() -> None:
+    fenka = psionicist("fenka", "Fenka of Raam", wis=15, mind={
+        "state": "open", "opened_by": "critical", "rounds_open": 1, "may_pay_to_close": True,
+        "last_defense": "mental-barrier"})
+    state = encounter(ULCEN, fenka)
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"open-duration": [1]}),
+                                           force=True)
+    assert state["combatants"]["fenka"]["mind"]["locked_rounds"] == 2  # 1d4+1 with a 1
+    for _ in range(2):
+        state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert state["combatants"]["fenka"]["mind"]["locked_rounds"] == 0
+    # Wisdom 15 − 3 = 12: a 13 fails, a 12 closes
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"wisdom-check": [13]}),
+                                           force=True)
+    assert state["combatants"]["fenka"]["mind"]["state"] == "open"
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"wisdom-check": [12]}),
+                                           force=True)
+    assert state["combatants"]["fenka"]["mind"]["state"] == "closed"
+    assert "closes (wisdom-check)" in step["summary"]
+
+
+def test_zero_psp_mind_is_locked_open_at_end_of_round() -> None:
+    # "When attacking a psionic mind, that mind remains closed until it is reduced to 0 PSPs"
+    state = encounter(ULCEN, psionicist("weak", "Weak", psp=3))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "weak"}})
+    state = SYSTEM.encounter_declare(state, "weak", {})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [15], "damage": [4], "open-duration": [3]}))
+    weak = state["combatants"]["weak"]
+    assert weak["psp"] == 0 and weak["mind"]["opened_by"] == "zero-psp"
+    assert weak["mind"]["locked_rounds"] == 4
+    assert "Weak's mind is locked open for 4 rounds." in step["summary"]
+    assert "weak" not in SYSTEM.encounter_waiting_for(state)  # nothing left to spend
+
+
+def test_open_nonpsionic_mind_saves_each_round_at_minus_4_after_a_power() -> None:
+    guard = {"id": "guard", "name": "Guard", "level": 5, "mac": 10}  # warrior 5: saves 11
+    state = encounter(ULCEN, guard)
+    assert SYSTEM.encounter_waiting_for(state) == ["ulcen"]  # a nonpsionic never chooses
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "guard"}})
+    state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [12]}))
+    assert state["combatants"]["guard"]["mind"]["opened_by"] == "attack"
+    # next round: a hit on the open mind is a power used on it (1d6 days of a lost power)
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "guard"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [12], "lost-power": [5], "save": [14]}))
+    save = next(e for e in step["events"] if e["type"] == "mind-save")
+    assert save["target"] == 11 + 4 and not save["success"]
+    assert state["combatants"]["guard"]["lost_powers"] == [{"days": 5}]
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [15]}), force=True)
+    assert state["combatants"]["guard"]["mind"]["state"] == "closed"
+
+
+def test_initiative_order_house_rule_with_plus_2_after_forced_open() -> None:
+    ulcen = psionicist("ulcen", "Ulcen of Tyr", conditions=["initiative-penalty"],
+                       condition_rounds={"initiative-penalty": 0})
+    state = encounter(ulcen, FENKA, options={"H-2E-ORDER": "initiative"})
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "target": "ulcen"}})
+    # Ulcen rolls 3 (+2 = 5), Fenka 5: ties go to the listed order, so Ulcen first;
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"initiative": [3, 5], "attack": [2, 2]}))
+    assert [r["attacker"]["id"] for r in step["results"]] == ["ulcen", "fenka"]
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"initiative": [4, 2], "attack": [2, 2]}))
+    assert [r["attacker"]["id"] for r in step["results"]] == ["fenka", "ulcen"]
+
+
+def test_three_attacks_per_two_rounds_at_level_7() -> None:
+    # RULES.md §1.8 "7–12 three per two rounds"; H-2E-THREE-PER-TWO: 1 then 2
+    veteran = psionicist("vet", "Veteran", level=7, psp_max=80)
+    state = encounter(veteran, FENKA)
+    two = {"attacks": [{"mode": "mind-thrust", "target": "fenka"}] * 2}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "vet", two)
+    assert err.value.rule == "too-many-attacks"
+    state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    state = SYSTEM.encounter_declare(state, "vet", two)
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [2, 2]}), force=True)
+    assert len(step["results"]) == 2
+
+
+def test_ids_are_unique_and_the_encounter_holds_at_most_64() -> None:
+    state = SYSTEM.encounter_new(None)
+    state, first = SYSTEM.encounter_add(state, {"name": "Gith Raider"})
+    state, second = SYSTEM.encounter_add(state, {"name": "Gith Raider"})
+    assert (first, second) == ("gith-raider", "gith-raider-2")
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_add(state, {"id": "gith-raider"})
+    assert err.value.problems[0].path == "/combatant/id"
+    for i in range(62):
+        state, _ = SYSTEM.encounter_add(state, {"name": f"Guard {i}"})
+    with pytest.raises(LimitExceeded):
+        SYSTEM.encounter_add(state, {"name": "One too many"})
+
+
+def test_quick_mac_is_rolled_with_the_first_round() -> None:
+    beast = {"id": "beast", "kind": "psionicist", "level": 2, "psp_max": 10,
+             "class_group": "monster", "quick_mac": {"intelligence": 9, "psionic": "high"}}
+    state = encounter(ULCEN, beast)
+    assert state["combatants"]["beast"]["mac"] is None
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"mac-base": [3], "mac-modifier": [1]}), force=True)
+    assert state["combatants"]["beast"]["mac"] == 10 + 1 - 1  # 8–10 → 10, +1, MAC 10 at worst
+    assert [r["purpose"] for r in step["rolls"]] == ["mac-base", "mac-modifier"]
+
+
+def test_bad_options_and_states_are_refused() -> None:
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_new({"H-2E-ORDER": "alphabetical"})
+    assert err.value.problems[0].path == "/options/H-2E-ORDER"
+    with pytest.raises(InvalidInput):
+        SYSTEM.encounter_view({"system": "power-pool"})

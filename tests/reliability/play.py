@@ -209,21 +209,26 @@ async def step(client: Client, system: str, encounter: str, number: int) -> None
 
 
 async def play(client: Client, system: str, deadline: float, name: str = "load",
-               encounter: str | None = None) -> str:
+               encounter: str | None = None, until_unreachable: bool = False) -> str | None:
     """Drive one encounter until ``deadline`` (``time.monotonic``); its id.
 
-    ``Unreachable`` ends the game quietly (the daemon was killed on purpose).
+    With ``until_unreachable`` a daemon that stops answering ends the game quietly (it
+    was killed on purpose); the id is then ``None`` if the encounter was not created.
     """
-    if encounter is None:
-        encounter = await new_encounter(client, system, name)
-    number = 0
-    while time.monotonic() < deadline:
-        try:
-            await step(client, system, encounter, number)
-        except Fault as fault:
-            if fault.code != STALE:
-                raise
-        number += 1
+    try:
+        if encounter is None:
+            encounter = await new_encounter(client, system, name)
+        number = 0
+        while time.monotonic() < deadline:
+            try:
+                await step(client, system, encounter, number)
+            except Fault as fault:
+                if fault.code != STALE:
+                    raise
+            number += 1
+    except Unreachable:
+        if not until_unreachable:
+            raise
     return encounter
 
 

@@ -61,12 +61,13 @@ async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
                  for i in range(CLIENTS)]
         games += [play(clients[CLIENTS + i], "combat-strength", deadline, encounter=shared)
                   for i in range(RACERS)]
-        encounters: list[str] = await run_all(*games)
+        encounters = await run_all(*games)
         solo = encounters[:CLIENTS]
         assert ledger.faults == []
         kinds = Counter(a.kind for a in ledger.acks)
         assert kinds["declare"] > 0 and kinds["resolve"] > 0 and kinds["undo"] > 0
         for encounter in solo:
+            assert encounter is not None
             await check_log_holds_every_ack(clients[0], encounter, ledger, True)
         # Racers only write with the revision they read, so each committed step was
         # acknowledged to exactly one of them; the others got 4009.
@@ -75,6 +76,7 @@ async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
         # The log alone rebuilds the state (one encounter of each system, and the
         # shared one).
         for encounter in [*solo[: len(SYSTEMS)], shared]:
+            assert encounter is not None
             copy = await replay(clients[0], encounter, ledger.sent_choices)
             assert comparable(await clients[0].call("encounter.get", {"id": copy})) == \
                 comparable(await clients[0].call("encounter.get", {"id": encounter}))

@@ -1,0 +1,271 @@
+"""Faults: a killed daemon, a damaged store file, a full disk, a read-only home.
+
+companion/store.py: "a step whose append returned survives a killed process and a power
+cut alike"; "A file that is not a valid store is StoreCorrupt and is never touched,
+deleted or recreated; a write the disk refuses (full, read-only, I/O error, locked past
+the timeout) is StoreUnavailable after the transaction was rolled back, so the caller
+must not acknowledge it."
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .checks import assert_clean
+from .conftest import DaemonFactory
+from .daemon import Daemon, request
+from .play import Client, Fault, Ledger, comparable, new_encounter, play, replay, run_all, step
+from .test_load import check_log_holds_every_ack
+
+KILL_AFTER = 1.5
+CLIENTS = 8
+
+
+def store_path(daemon: Daemon) -> Path:
+    return daemon.home / "mindscape.sqlite3"
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file's SHA-256 in ``folder``: proof that nothing was touched."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+async def test_sigkill_mid_load_loses_no_acknowledged_step_and_the_log_replays(
+        start_daemon: DaemonFactory) -> None:
+    daemon = start_daemon()
+    ledger = Ledger()
+    clients = [Client(daemon.url, daemon.token, ledger, timeout=10) for _ in range(CLIENTS)]
+
+    async def killer() -> None:
+        await asyncio.sleep(KILL_AFTER)
+        # SIGKILL: no shutdown hook, no flush; whatever was acknowledged must be on disk.
+        os.kill(daemon.pid, signal.SIGKILL)
+
+    try:
+        deadline = time.monotonic() + 30
+        systems = ("combat-strength", "revised-2e", "power-pool")
+        await run_all(killer(), *(
+            play(c, systems[i % 3], deadline, f"killed {i}", until_unreachable=True)
+            for i, c in enumerate(clients)))
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+    assert daemon.process is not None
+    assert daemon.process.wait(timeout=10) == -signal.SIGKILL
+    assert ledger.faults == []
+    encounters = sorted({a.encounter for a in ledger.acks})
+    assert len(encounters) == CLIENTS and len(ledger.acks) > 3 * CLIENTS
+
+    daemon.start()
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        for encounter in encounters:
+            log = await check_log_holds_every_ack(client, encounter, ledger, False)
+            # Each client had at most one write in flight when the daemon died: at most
+            # one step per encounter is stored without having been acknowledged.
+            assert len(log) - len(ledger.acked(encounter)) in (0, 1)
+            copy = await replay(client, encounter, ledger.sent_choices)
+            assert comparable(await client.call("encounter.get", {"id": copy})) == \
+                comparable(await client.call("encounter.get", {"id": encounter}))
+        # And the restarted daemon carries on with the same encounters.
+        await step(client, "combat-strength", encounters[0], 1)
+
+
+# -- a damaged store file ----------------------------------------------------------------
+def _truncate_header(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:60])
+
+
+def _truncate_half(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _garbage_pages(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    # Keep the 100-byte header (so SQLite opens it), scribble over every page after the
+    # first: the schema and the rows are gone.
+    for offset in range(4096, len(data), 7):
+        data[offset] = (data[offset] * 31 + 7) % 256
+    path.write_bytes(bytes(data))
+
+
+def _not_sqlite(path: Path) -> None:
+    path.write_bytes(b"these are the GM's notes, not a database\n" * 200)
+
+
+def _other_program(path: Path) -> None:
+    path.unlink()
+    subprocess.run(["python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute('create table notes (t text)'); c.commit()", str(path)],
+                   check=True)
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "truncated inside the header": _truncate_header,
+    "truncated to half its pages": _truncate_half,
+    "pages overwritten": _garbage_pages,
+    "not a SQLite file": _not_sqlite,
+    "another program's database": _other_program,
+}
+
+
+@pytest.fixture(scope="module")
+def filled_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home whose store holds a few encounters (daemon stopped cleanly)."""
+    base = tmp_path_factory.mktemp("filled")
+    daemon = Daemon(base / "home", base / "logs").start()
+
+    async def fill() -> None:
+        async with Client(daemon.url, daemon.token) as client:
+            await run_all(*(play(client, system, time.monotonic() + 0.5)
+                            for system in ("combat-strength", "revised-2e", "power-pool")))
+
+    try:
+        asyncio.run(fill())
+    finally:
+        daemon.stop()
+    return daemon.home
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_store_stops_the_daemon_with_a_message_naming_the_file_untouched(
+        damage: str, filled_home: Path, tmp_path: Path, start_daemon: DaemonFactory) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(filled_home, home)
+    path = home / "mindscape.sqlite3"
+    assert path.stat().st_size > 8192
+    DAMAGE[damage](path)
+    before = fingerprint(home)
+    daemon = start_daemon(home, wait=False)
+    daemon.launch()
+    status = daemon.wait_exit(timeout=20)
+    output = daemon.output()
+    assert status != 0, output
+    assert str(path) in output
+    assert "Traceback" not in output
+    # Never a silent reset: the file (and everything beside it) is as it was.
+    assert fingerprint(home) == before
+
+
+# -- the disk refuses writes ----------------------------------------------------------------
+#: RLIMIT_FSIZE for the daemon: the kernel refuses to grow any file past it. Every file
+#: the daemon writes grows (the WAL by a few pages per step), so writes start failing a
+#: few dozen steps in, the way they do on a full disk.
+FILE_SIZE_LIMIT = 1024 * 1024
+
+
+def limit_file_size() -> None:
+    """Run in the daemon's process before exec (Python ignores SIGXFSZ, so a write past
+    the limit fails with EFBIG instead of killing the process)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+
+
+async def write_until_refused(daemon: Daemon, ledger: Ledger, encounter: str,
+                              steps: int = 400) -> list[Fault]:
+    """Resolve steps until the daemon refuses some; the refusals (a few after the first,
+    to see that each one is clean and the daemon does not hang)."""
+    refusals: list[Fault] = []
+    async with Client(daemon.url, daemon.token, ledger, timeout=20) as client:
+        for number in range(steps):
+            try:
+                await step(client, "combat-strength", encounter, number)
+            except Fault as fault:
+                refusals.append(fault)
+                if len(refusals) >= 5:
+                    break
+            if refusals and number % 2:
+                # A read still works while writes fail.
+                await client.call("encounter.get", {"id": encounter})
+    return refusals
+
+
+def check_refusal(fault: Fault) -> None:
+    """A refused write is an error answer with no revision and no exception text."""
+    # -32603 ("unexpected fault", an error id only) or a code of its own; never a
+    # rules, params or revision answer that would suggest something was decided.
+    assert fault.code == -32603 or fault.code >= 5000, fault.error
+    assert "revision" not in (fault.data or {}), fault.error
+    assert_clean(str(fault.error))
+
+
+async def test_a_full_disk_fails_writes_cleanly_and_acknowledges_nothing_it_lost(
+        start_daemon: DaemonFactory) -> None:
+    daemon = start_daemon(preexec=limit_file_size)
+    ledger = Ledger()
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        encounter = await new_encounter(client, "combat-strength", "full disk")
+    refusals = await write_until_refused(daemon, ledger, encounter)
+    assert refusals, "the file size limit never made a write fail"
+    for fault in refusals:
+        check_refusal(fault)
+    assert request(daemon, "GET", "/healthz").status == 200
+    daemon.stop()
+    daemon.preexec = None
+    daemon.start()
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        await check_log_holds_every_ack(client, encounter, ledger, True)
+        await step(client, "combat-strength", encounter, 1)
+
+
+@contextlib.contextmanager
+def immutable(*paths: Path) -> Iterator[None]:
+    """Make ``paths`` unwritable even for root (``chattr +i``), or skip the test."""
+    chattr = shutil.which("chattr")
+    existing = [str(p) for p in paths if p.exists()]
+    if chattr is None or subprocess.run([chattr, "+i", *existing],
+                                        capture_output=True).returncode != 0:
+        if chattr is not None:
+            subprocess.run([chattr, "-i", *existing], capture_output=True)
+        pytest.skip("cannot make files immutable here (chattr +i)")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", *existing], check=True)
+
+
+async def test_a_read_only_home_fails_writes_cleanly_and_acknowledges_nothing(
+        start_daemon: DaemonFactory) -> None:
+    daemon = start_daemon()
+    ledger = Ledger()
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        encounter = await new_encounter(client, "combat-strength", "read-only")
+        await step(client, "combat-strength", encounter, 0)
+    files = [daemon.home, *daemon.home.iterdir()]
+    with immutable(*files):
+        refusals = await write_until_refused(daemon, ledger, encounter, steps=5)
+        assert len(refusals) == 5
+        for fault in refusals:
+            check_refusal(fault)
+        assert request(daemon, "GET", "/healthz").status == 200
+    # Writable again: the daemon carries on without a restart.
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        await step(client, "combat-strength", encounter, 7)
+        await check_log_holds_every_ack(client, encounter, ledger, True)
+
+
+def test_a_read_only_home_at_start_stops_the_daemon_with_a_message_naming_the_file(
+        filled_home: Path, tmp_path: Path, start_daemon: DaemonFactory) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(filled_home, home)
+    before = fingerprint(home)
+    with immutable(home, *home.iterdir()):
+        daemon = start_daemon(home, wait=False)
+        daemon.launch()
+        status = daemon.wait_exit(timeout=20)
+    output = daemon.output()
+    assert status != 0, output
+    assert str(home / "mindscape.sqlite3") in output
+    assert "Traceback" not in output
+    assert fingerprint(home) == before

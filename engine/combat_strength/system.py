@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -52,8 +53,8 @@ class CombatStrength(System):
         return HOUSE_RULES
 
     def combatant_schema(self) -> JSON:
-        """The combatant JSON Schema (docs/COMBATANTS.md, combat-strength)."""
-        return self.make_combatant.schema
+        """The combatant JSON Schema (docs/COMBATANTS.md, combat-strength); a copy."""
+        return copy.deepcopy(self.make_combatant.schema)
 
     def _attack_schema(self, target: bool) -> JSON:
         props: JSON = {"mode": {"enum": list(self.tables.attacks)},
@@ -79,7 +80,8 @@ class CombatStrength(System):
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "combat-strength exchange",
             "type": "object",
-            "$defs": {"combatant": self.combatant_schema()},
+            "$defs": {"combatant": {k: v for k, v in self.combatant_schema().items()
+                                    if k != "$schema"}},
             "properties": {
                 "system": {"const": SYSTEM_ID},
                 "attacker": {"$ref": "#/$defs/combatant"},
@@ -151,7 +153,7 @@ class CombatStrength(System):
                 "stances": list(STANCES),
                 "ranges": list(RANGES),
             },
-            "tables": t.data,
+            "tables": copy.deepcopy(t.data),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
             "choice_schema": self.choice_schema(),

@@ -273,7 +273,8 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
         after = apply_effects(start[cid], effects[cid])
         if after != start[cid]:
             changes.append({"id": cid, "before": start[cid], "after": after})
-            events += [e.to_json() for e in strength_events(start[cid], after)]
+            cost = sum(e.attack_cost for e in effects[cid])
+            events += [e.to_json() for e in strength_events(start[cid], after, cost)]
         s["combatants"][cid] = after
     round_no, segment = s["round"], s["segment"]
     lines = [r.summary for r in results] or ["No attacks this segment."]

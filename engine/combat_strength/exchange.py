@@ -204,20 +204,22 @@ def _add_condition(c: dict[str, Any], condition: str, rounds: int | None) -> Non
         timed[condition] = max(rounds, timed.get(condition, 0))
 
 
-def strength_events(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Event]:
-    """Events for what changed in one combatant's strengths and conditions."""
+def strength_events(before: Mapping[str, Any], after: Mapping[str, Any],
+                    cost: int = 0) -> list[Event]:
+    """Events for what changed in one combatant's strengths: ``attack-strength-spent``
+    (up to ``cost``, the modes it paid for), ``attack-strength-lost`` (the rest),
+    ``defense-strength-lost`` and ``defenses-down``."""
     cid = str(before["id"])
     events = []
-    spent = int(before["attack_strength"]) - int(after["attack_strength"])
+    drop = int(before["attack_strength"]) - int(after["attack_strength"])
+    spent = min(cost, max(drop, 0))
     lost = int(before["defense_strength"]) - int(after["defense_strength"])
     if spent > 0:
-        events.append(Event("attack-strength-lost", cid, {
-            "amount": spent, "before": before["attack_strength"],
-            "after": after["attack_strength"]}))
+        events.append(Event("attack-strength-spent", cid, {"amount": spent}))
+    if drop - spent > 0:
+        events.append(Event("attack-strength-lost", cid, {"amount": drop - spent}))
     if lost > 0:
-        events.append(Event("defense-strength-lost", cid, {
-            "amount": lost, "before": before["defense_strength"],
-            "after": after["defense_strength"]}))
+        events.append(Event("defense-strength-lost", cid, {"amount": lost}))
     if int(before["defense_strength"]) > 0 and int(after["defense_strength"]) == 0:
         events.append(Event("defenses-down", cid, {}))
     return events

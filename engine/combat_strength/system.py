@@ -212,7 +212,7 @@ class CombatStrength(System):
         events = [Event("attack", str(attacker["id"]), {
             "target": defender["id"], "mode": mode, "range": range_, "defense": p.defense,
             "table": p.table})]
-        events += strength_events(attacker, attacker_after)
+        events += strength_events(attacker, attacker_after, p.cost)
         events += strength_events(defender, defender_after)
         events += out.events
         summary = attack_summary(self.tables, p, out, attacker, defender, attacker_after,

@@ -112,6 +112,10 @@ def test_no_defense_mode_uses_the_defenseless_table_and_spills_into_attack_stren
     assert res.fields["bonus_dice"] == 0 and res.fields["damage"] == 30
     assert res.defender.after["defense_strength"] == 0
     assert res.defender.after["attack_strength"] == 40 - 20
+    moves = [(e.type, e.combatant, e.data.get("amount")) for e in res.events]
+    assert ("attack-strength-spent", "ann", 7) in moves
+    assert ("defense-strength-lost", "bo", 10) in moves
+    assert ("attack-strength-lost", "bo", 20) in moves
 
 
 def test_defenseless_bonus_dice_when_h_cs_defenseless_is_off() -> None:

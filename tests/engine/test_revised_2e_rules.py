@@ -1,0 +1,296 @@
+"""revised-2e rules outside the seed's worked examples: combatant derivations (§1.1),
+checks and refusals (§1.4), open minds (§1.5), recovery (§1.8), house rules and the
+description the daemon serves."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from engine.dice import SuppliedDice
+from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
+from engine.revised_2e import SYSTEM, Revised2e
+from engine.revised_2e.rules import close_cost, end_of_round
+
+JSON = dict[str, Any]
+
+
+def psionicist(cid: str, **more: Any) -> JSON:
+    c: JSON = {"id": cid, "kind": "psionicist", "level": 5, "psp_max": 50, "int": 14,
+               "wis": 13, "attacks": ["mind-thrust", "ego-whip", "psychic-crush"],
+               "defenses": ["thought-shield", "mental-barrier", "mind-blank"]}
+    c.update(more)
+    return c
+
+
+def resolve(attacker: JSON, defender: JSON, declared: JSON, defense: JSON | None = None,
+            options: JSON | None = None, **dice: list[int]) -> JSON:
+    request: JSON = {"attacker": attacker, "defender": defender, "attack": declared,
+                     "defense": defense}
+    if options:
+        request["options"] = options
+    return SYSTEM.resolve(request, SuppliedDice(dice)).to_json()
+
+
+# -- §1.1 combatant ---------------------------------------------------------------------
+def test_combatant_defaults_nonpsionic_without_psp_max() -> None:
+    c = SYSTEM.combatant({"name": "Templar Guard"})
+    assert c["id"] == "templar-guard" and c["kind"] == "nonpsionic"
+    assert c["psp"] == c["psp_max"] == 0 and c["mthac0"] is None
+    assert c["mac"] == 10 and c["class_group"] == "warrior"
+    assert c["save_paralyzation"] == 16  # level 0 (H-2E-SAVE-0)
+    assert c["mind"]["state"] == "closed"
+
+
+def test_combatant_derivations_for_a_psionicist() -> None:
+    # psionicist 21 − level; MAC: Wis 17 base 8, Int 18 −2, one Mental Armor slot −2
+    c = SYSTEM.combatant({"id": "p", "psp_max": 60, "level": 6, "int": 18, "wis": 17,
+                          "mental_armor": 1})
+    assert c["kind"] == "psionicist" and c["mthac0"] == 15
+    assert c["mac"] == 8 - 2 - 2 and c["psp"] == 60
+    assert c["save_paralyzation"] == 12  # rogue and psionicist 5–8
+
+
+def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
+    raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
+    assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3
+    assert SYSTEM.combatant(raw, options={"H-2E-WT-MTHAC0": False})["mthac0"] == 21 - 5
+
+
+def test_invalid_combatant_names_every_field_under_the_prefix() -> None:
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "x", "psp": 5, "psp_max": 3, "kind": "psionicist"},
+                         "/attacker")
+    paths = {p.path for p in err.value.problems}
+    assert paths == {"/attacker/psp", "/attacker/level", "/attacker/int", "/attacker/wis"}
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "x", "mac": 11, "attacks": ["mind-blast"]}, "/defender")
+    assert {p.path for p in err.value.problems} == {"/defender/mac", "/defender/attacks/0"}
+
+
+def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
+    raw = psionicist("p", level=2)
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(raw)
+    assert {p.path for p in err.value.problems} == {"/attacks", "/defenses"}
+    assert SYSTEM.combatant(raw, options={"H-2E-MODE-LIMITS": False})["level"] == 2
+    assert SYSTEM.combatant({**raw, "class_group": "monster"})["level"] == 2
+
+
+# -- §1.4 checks ---------------------------------------------------------------------------
+@pytest.mark.parametrize("attacker,declared,rule", [
+    ({"id": "guard"}, {"mode": "mind-thrust"}, "nonpsionic-cannot-attack"),
+    (psionicist("a"), {"mode": "psionic-blast"}, "attack-not-known"),
+    (psionicist("a"), {"mode": "mind-thrust", "multiplier": 6}, "multiplier-above-level"),
+    (psionicist("a", psp=15), {"mode": "psychic-crush", "multiplier": 2}, "not-enough-psp"),
+    (psionicist("a"), {"mode": "psychic-crush", "range": "medium"}, "range-beyond-mode"),
+    (psionicist("a", conditions=["dazed"]), {"mode": "mind-thrust"}, "attacker-cannot-act"),
+])
+def test_rules_refuse_the_attack(attacker: JSON, declared: JSON, rule: str) -> None:
+    with pytest.raises(RulesViolation) as err:
+        resolve(attacker, psionicist("d"), declared, attack=[10])
+    assert err.value.rule == rule
+
+
+def test_rules_refuse_a_defense_it_cannot_pay_or_does_not_know() -> None:
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), psionicist("d", psp=4), {"mode": "mind-thrust"},
+                {"mode": "mental-barrier"}, attack=[10])
+    assert err.value.rule == "not-enough-psp-for-defense"
+    result = resolve(psionicist("a"), psionicist("d", psp=4), {"mode": "mind-thrust"},
+                     {"mode": "mental-barrier", "paid": True}, attack=[1])
+    assert result["defender"]["after"]["psp"] == 4  # paid earlier this round
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
+                {"mode": "tower-of-iron-will"}, attack=[10])
+    assert err.value.rule == "defense-not-known"
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), {"id": "g"}, {"mode": "mind-thrust"},
+                {"mode": "mind-blank"}, attack=[10])
+    assert err.value.rule == "nonpsionic-cannot-defend"
+
+
+def test_unknown_mode_is_invalid_input_at_its_path() -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve(psionicist("a"), psionicist("d"), {"mode": "mind-blast"}, attack=[10])
+    assert [p.path for p in err.value.problems] == ["/attack/mode"]
+
+
+def test_range_improves_mac_by_2_at_medium_and_5_at_long() -> None:
+    # MTHAC0 16, MAC 10: needed 6 at short, 8 at medium, 11 at long
+    a, d = psionicist("a"), psionicist("d", mac=10)
+    needed = [resolve(a, d, {"mode": "mind-thrust", "range": r}, attack=[1])["needed"]
+              for r in ("short", "medium", "long")]
+    assert needed == [6, 8, 11]
+
+
+def test_int_bonus_lowers_the_needed_roll() -> None:
+    # Int 20: bonus 3 (RULES.md §1.4 step 3)
+    result = resolve(psionicist("a", int=20), psionicist("d", mac=5),
+                     {"mode": "mind-thrust"}, attack=[1])
+    assert result["needed"] == 16 - 3 - 5
+
+
+def test_natural_1_always_misses_and_natural_20_always_hits() -> None:
+    easy = resolve(psionicist("a"), psionicist("d", mac=10), {"mode": "mind-thrust"},
+                   {"mode": "mind-blank"}, attack=[1])
+    assert easy["roll"]["modified"] >= easy["needed"] and not easy["hit"]
+    hard = resolve(psionicist("a", level=1, attacks=["id-insinuation"], defenses=[], int=3),
+                   psionicist("d", mac=-10), {"mode": "id-insinuation"},
+                   {"mode": "mind-blank"}, attack=[20], damage=[1], save=[20])
+    assert hard["roll"]["modified"] < hard["needed"] and hard["hit"]
+
+
+def test_critical_on_modified_roll_house_rule_h_2e_crit_mods() -> None:
+    # MTHAC0 16 vs MAC −2: needed 18. Mind thrust vs mind blank +5: 18 + 5 = 23.
+    a, d = psionicist("a"), psionicist("d", mac=-2)
+    on = resolve(a, d, {"mode": "mind-thrust"}, {"mode": "mind-blank"}, attack=[18],
+                 damage=[4], save=[20])
+    off = resolve(a, d, {"mode": "mind-thrust"}, {"mode": "mind-blank"},
+                  {"H-2E-CRIT-MODS": False}, attack=[18], damage=[4], save=[20])
+    assert on["critical"] and not off["critical"] and off["hit"]
+
+
+def test_nonpsionic_mind_opens_on_any_hit_without_damage_dice() -> None:
+    # Seed: "When attacking a nonpsionic mind ... one successful attack opens the mind."
+    result = resolve(psionicist("a"), {"id": "guard"}, {"mode": "ego-whip", "multiplier": 2},
+                     attack=[11])
+    assert result["hit"] and result["mind_opened"] and result["opened_by"] == "attack"
+    assert result["damage"] == 0 and [r["purpose"] for r in result["rolls"]] == ["attack"]
+    assert result["defender"]["after"]["conditions"] == ["stunned", "initiative-penalty"]
+
+
+def test_psionic_mind_opens_when_its_psps_reach_0() -> None:
+    # Seed: "that mind remains closed until it is reduced to 0 PSPs"
+    result = resolve(psionicist("a"), psionicist("d", psp=3), {"mode": "mind-thrust"},
+                     attack=[15], damage=[4])
+    assert result["damage"] == 4 and result["psp_lost"] == 3
+    assert result["defender"]["after"]["psp"] == 0
+    assert result["mind_opened"] and result["opened_by"] == "zero-psp"
+
+
+def test_attacker_spending_its_last_psps_opens_its_own_mind() -> None:
+    # Errata: "A mind with 0 PSPs is open"
+    result = resolve(psionicist("a", psp=4), psionicist("d"),
+                     {"mode": "mind-thrust", "multiplier": 2}, attack=[15], damage=[1, 1])
+    after = result["attacker"]["after"]
+    assert after["psp"] == 0 and after["mind"]["state"] == "open"
+    assert after["mind"]["opened_by"] == "zero-psp" and "stunned" not in after["conditions"]
+
+
+@pytest.mark.parametrize("mode,dice,effect,field", [
+    ("ego-whip", {"damage": [2], "effect-duration": [3]}, {"type": "dazed", "rounds": 3},
+     "conditions"),
+    ("psychic-crush", {"damage": [2, 3], "hp-damage": [4, 5]},
+     {"type": "hp-damage", "amount": 9}, "hp"),
+    ("mind-thrust", {"damage": [2], "lost-power": [6]}, {"type": "lost-power", "days": 6},
+     "lost_powers"),
+])
+def test_attack_on_open_mind_is_at_plus_2_with_its_effect(mode: str, dice: JSON,
+                                                         effect: JSON, field: str) -> None:
+    # RULES.md §1.5: "An attack on an open mind is still rolled, at +2, and has these effects"
+    open_mind = psionicist("d", hp=30, mind={"state": "open", "opened_by": "critical"})
+    m = len(dice["damage"])
+    result = resolve(psionicist("a"), open_mind, {"mode": mode, "multiplier": m},
+                     attack=[12], **dice)
+    assert result["roll"]["modifier"] == 2 and result["effect"] == effect
+    after = result["defender"]["after"]
+    assert {"conditions": "dazed" in after["conditions"], "hp": after["hp"] == 21,
+            "lost_powers": after["lost_powers"] == [{"days": 6}]}[field]
+    assert after["mind"]["used_power"] is True and not result["mind_opened"]
+
+
+def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
+    beast = {"id": "beast", "quick_mac": {"intelligence": 3, "psionic": "low"}}
+    assert SYSTEM.combatant(beast)["mac"] is None
+    result = resolve(psionicist("a"), beast, {"mode": "mind-thrust"},
+                     **{"mac-base": [1], "mac-modifier": [10], "attack": [5]})
+    # Semi- (2–4): 7–8, d2 of 1 → 7; low-psionic 10 → −3
+    assert result["defender"]["after"]["mac"] == 4 and result["needed"] == 16 - 4
+    assert [r["purpose"] for r in result["rolls"]] == ["mac-base", "mac-modifier", "attack"]
+
+
+def test_unused_supplied_dice_are_reported() -> None:
+    result = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
+                     attack=[2, 7], save=[3])
+    assert result["unused_dice"] == {"attack": [7], "save": [3]}
+
+
+# -- §1.5 the open mind over rounds ---------------------------------------------------------
+def test_close_cost_is_twice_the_last_defense_house_rule_h_2e_no_last_def() -> None:
+    c = SYSTEM.combatant(psionicist("p"))
+    assert close_cost(SYSTEM.tables, {**c, "mind": {**c["mind"],
+                                                    "last_defense": "mental-barrier"}},
+                      True) == 10
+    assert close_cost(SYSTEM.tables, c, True) == 2 * 2  # cheapest known: thought shield
+    assert close_cost(SYSTEM.tables, c, False) is None
+
+
+def test_end_of_round_counts_conditions_down() -> None:
+    c = SYSTEM.combatant(psionicist("p", conditions=["dazed", "stunned"],
+                                    condition_rounds={"dazed": 2, "stunned": 0}))
+    options = SYSTEM.options(None)
+    c, events = end_of_round(SYSTEM.tables, c, SuppliedDice({}), options)
+    assert c["conditions"] == ["dazed"] and c["condition_rounds"] == {"dazed": 1}
+    assert [e.type for e in events] == ["condition-ended"]
+
+
+# -- §1.8 recovery ---------------------------------------------------------------------------
+def test_recovery_is_ceil_max_over_8_per_full_hour_never_above_max() -> None:
+    c = SYSTEM.combatant(psionicist("p", psp_max=41, psp=10))
+    assert SYSTEM.recover(c, 1)["psp"] == 10 + 6
+    assert SYSTEM.recover(c, 3)["psp"] == 10 + 18
+    assert SYSTEM.recover(c, 9)["psp"] == 41
+    assert SYSTEM.recover(c, 0)["psp"] == 10
+    with pytest.raises(InvalidInput):
+        SYSTEM.recover(c, -1)
+
+
+# -- description, options and tables --------------------------------------------------------
+def test_describe_lists_modes_purposes_and_house_rules() -> None:
+    d = SYSTEM.describe()
+    json.dumps(d)
+    assert d["id"] == "revised-2e"
+    assert {a["id"]: a["cost"] for a in d["modes"]["attacks"]}["psionic-blast"] == 10
+    assert {x["id"]: x["cost"] for x in d["modes"]["defenses"]}["tower-of-iron-will"] == 6
+    ids = {h["id"] for h in d["house_rules"]}
+    assert {"H-2E-CRIT-MODS", "H-2E-WT-MTHAC0", "H-2E-NO-LAST-DEF", "H-2E-QUICKMAC-PICK",
+            "H-2E-SAVE-0"} <= ids
+    assert all(h["text"] for h in d["house_rules"])
+    purposes = {p["purpose"] for p in d["dice_purposes"]}
+    assert purposes == {"attack", "damage", "save", "effect-duration", "lost-power",
+                        "hp-damage", "open-duration", "wisdom-check", "mac-base",
+                        "mac-modifier", "initiative"}
+    assert d["combatant_schema"]["properties"]["quick_mac"]["description"]
+
+
+def test_unknown_house_rule_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
+                options={"H-2E-NOPE": True}, attack=[2])
+    assert err.value.problems[0].path == "/options/H-2E-NOPE"
+
+
+def test_a_gm_replacement_table_is_used_and_checked() -> None:
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["attacks"]["mind-thrust"]["cost"] = 3
+    raw["attack_vs_defense"]["mind-thrust"]["mind-blank"] = 7
+    gm = Revised2e(raw)
+    request = {"attacker": psionicist("a"), "defender": psionicist("d"),
+               "attack": {"mode": "mind-thrust", "multiplier": 2},
+               "defense": {"mode": "mind-blank", "paid": True}}
+    result = gm.resolve(request, SuppliedDice({"attack": [10], "damage": [1, 1]})).to_json()
+    assert result["psp_spent"] == 6 and result["roll"]["modifier"] == 7
+    del raw["attack_vs_defense"]["ego-whip"]["mind-blank"]
+    raw["defenses"]["mind-blank"]["cost"] = -1
+    with pytest.raises(InvalidInput) as err:
+        Revised2e(raw)
+    assert {p.path for p in err.value.problems} == {"/tables/defenses/mind-blank/cost"}
+    raw["defenses"]["mind-blank"]["cost"] = 3
+    with pytest.raises(InvalidInput) as err:
+        Revised2e(raw)
+    assert {p.path for p in err.value.problems} == {
+        "/tables/attack_vs_defense/ego-whip/mind-blank"}

@@ -62,7 +62,8 @@ class PowerPoolSystem(System):
         combatant = {k: v for k, v in self.combatant_schema().items() if k != "$schema"}
         count = {"type": "integer", "minimum": 0}
         defense = {
-            "type": "object", "additionalProperties": False,
+            # not oneOf(null, object): errors then name /defense/mode, not /defense
+            "type": ["object", "null"], "additionalProperties": False,
             "properties": {
                 "mode": {"enum": [*defenses, None]},
                 "pool_dice": count,
@@ -97,7 +98,7 @@ class PowerPoolSystem(System):
                         "targets": {"type": "array", "items": {"type": "string"}},
                     },
                 },
-                "defense": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/defense"}]},
+                "defense": {"$ref": "#/$defs/defense"},
                 "defenders": {**many, "description": "further targets of a psionic-wave"},
                 "allies": {**many, "description": "creatures drawn in by imagination-swarm"},
                 "defenses": {"type": "object",

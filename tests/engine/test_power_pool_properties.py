@@ -1,0 +1,171 @@
+"""power-pool invariants under Hypothesis (RULES.md §3, STYLE.md "Habits").
+
+Pools never leave 0..hit_dice and dedicated dice are always accounted for (seed 001:
+"dedicated (removed from the pool temporarily)"); every die shows one of its faces;
+the same dice give the same result; any input resolves or raises an EngineError.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import EngineError
+from engine.power_pool import SYSTEM
+from engine.power_pool.combatant import CONDITIONS
+
+from .test_power_pool_helpers import ALL_ATTACKS, ALL_DEFENSES
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+NAMES = ["Ulcen", "Fenka", "Mara", "Tor", "Ixi", "Bel"]
+json_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 200), st.text(max_size=5),
+                        st.lists(st.integers(-2, 12), max_size=3))
+
+
+@st.composite
+def combatants(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    """A mostly valid combatant; sometimes one field is replaced by junk."""
+    hit_dice = draw(st.integers(0, 8))
+    pool = draw(st.integers(0, hit_dice))
+    dedicated = draw(st.integers(0, hit_dice - pool))
+    c: dict[str, Any] = {
+        "id": name.lower(), "name": name, "hit_dice": hit_dice,
+        "die": draw(st.sampled_from([4, 6, 8, 10, 12, 20])), "pool": pool,
+        "dedicated": [{"purpose": "power"}] * dedicated,
+        "psionic": draw(st.booleans()),
+        "mindless": False,
+        "attacks": draw(st.lists(st.sampled_from(ALL_ATTACKS), unique=True)),
+        "defenses": draw(st.lists(st.sampled_from(ALL_DEFENSES), unique=True)),
+        "conditions": draw(st.lists(st.sampled_from(CONDITIONS), unique=True, max_size=2)),
+        "spell_levels": draw(st.lists(st.integers(1, 9), max_size=3)),
+        "hp": draw(st.none() | st.integers(0, 40)),
+        "blank_mind_save": draw(st.none() | st.integers(2, 20)),
+    }
+    if draw(st.integers(0, 19)) == 0:
+        c["mindless"] = True
+    if draw(st.integers(0, 15)) == 0:
+        c[draw(st.sampled_from([*c, "pool_max", "controlled_by"]))] = draw(json_values)
+    if not draw(st.integers(0, 5)):
+        del c["pool"]
+    return c
+
+
+@st.composite
+def defenses(draw: st.DrawFn) -> dict[str, Any] | None:
+    if draw(st.booleans()):
+        return None
+    d: dict[str, Any] = {}
+    if draw(st.booleans()):
+        d["mode"] = draw(st.sampled_from([*ALL_DEFENSES, *ALL_DEFENSES, None, "ego-whip"]))
+    if draw(st.integers(0, 3)) == 0:
+        d["pool_dice"] = draw(st.integers(0, 9))
+    if draw(st.integers(0, 3)) == 0:
+        d["sacrifice"] = draw(st.integers(1, 9) | st.lists(st.integers(1, 9), max_size=2))
+    return d
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> dict[str, Any]:
+    """Requests that mostly pass the rules (so the invariants get exercised), with
+    enough mistakes mixed in to reach every refusal."""
+    attacker = draw(combatants(NAMES[0]))
+    mode = draw(st.sampled_from([*ALL_ATTACKS, "ego-whip"]))
+    if draw(st.integers(0, 3)) and isinstance(attacker.get("attacks"), list):
+        attacker["psionic"] = True
+        attacker["attacks"] = sorted({*attacker["attacks"], mode} & set(ALL_ATTACKS))
+    attack: dict[str, Any] = {"mode": mode}
+    if draw(st.booleans()):
+        attack["pool_dice"] = draw(st.integers(0, 9))
+    if draw(st.booleans()):
+        attack["keep_by"] = draw(st.sampled_from(["die", "action"]))
+    request: dict[str, Any] = {
+        "attacker": attacker, "defender": draw(combatants(NAMES[1])),
+        "attack": attack, "defense": draw(defenses()),
+    }
+    defender, defense = request["defender"], request["defense"]
+    if defense and defense.get("mode") in ALL_DEFENSES and draw(st.integers(0, 3)) and \
+            isinstance(defender.get("defenses"), list):
+        defender["psionic"] = True
+        defender["defenses"] = sorted({*defender["defenses"], defense["mode"]})
+    if mode == "psionic-wave" and draw(st.booleans()):
+        request["defenders"] = [draw(combatants(NAMES[2]))]
+    if draw(st.integers(0, 3)) == 0:
+        request["allies"] = [draw(combatants(NAMES[3]))]
+        if draw(st.integers(0, 3)):
+            request["defense"] = {"mode": "imagination-swarm"}
+            request["defender"]["defenses"] = ["imagination-swarm"]
+    if draw(st.integers(0, 3)) == 0:
+        request["options"] = draw(st.fixed_dictionaries({}, optional={
+            "H-PP-TIE": st.sampled_from(["defender", "attacker"]),
+            "H-PP-GROUP": st.sampled_from(["one-die", "all-dice"]),
+            "H-PP-NO-POOL": st.booleans(),
+            "H-PP-BLANK-SAVE": st.integers(0, 25)}))
+    return request
+
+
+def _resolve(request: dict[str, Any], seed: int) -> dict[str, Any] | None:
+    try:
+        return SYSTEM.resolve(request, RandomDice(seed)).to_json()
+    except EngineError:
+        return None
+
+
+@SETTINGS
+@given(requests(), st.integers(0, 2**32))
+def test_any_input_resolves_or_raises_an_engine_error(request: dict[str, Any],
+                                                      seed: int) -> None:
+    """Bad input is a clear EngineError, never a crash (API.md "Errors")."""
+    _resolve(request, seed)
+    try:
+        out = SYSTEM.odds(request)
+    except EngineError:
+        return
+    assert abs(out["outcomes"]["attacker"] + out["outcomes"]["defender"] - 1) < 1e-9
+    assert 0 <= out["control"] <= out["outcomes"]["attacker"] + 1e-12
+
+
+@SETTINGS
+@given(requests(), st.integers(0, 2**32))
+def test_pools_stay_within_hit_dice_and_dedicated_dice_are_accounted_for(
+        request: dict[str, Any], seed: int) -> None:
+    """docs/COMBATANTS.md: pool within 0..hit_dice; pool + dedicated ≤ hit_dice."""
+    out = _resolve(request, seed)
+    if out is None:
+        return
+    changes = [out["attacker"], out["defender"], *out.get("others", [])]
+    for change in changes:
+        c = change["after"]
+        assert 0 <= c["pool"] <= c["hit_dice"]
+        assert c["pool"] + len(c["dedicated"]) <= c["hit_dice"]
+        SYSTEM.combatant(c)  # every after-state is itself a valid combatant
+
+
+@SETTINGS
+@given(requests(), st.integers(0, 2**32))
+def test_every_die_shows_one_of_its_faces(request: dict[str, Any], seed: int) -> None:
+    out = _resolve(request, seed)
+    if out is None:
+        return
+    for roll in out["rolls"]:
+        assert 1 <= roll["value"] <= roll["sides"]
+
+
+@SETTINGS
+@given(requests(), st.integers(0, 2**32))
+def test_same_dice_same_result(request: dict[str, Any], seed: int) -> None:
+    """Replaying the same seed, or the same dice as physical dice, gives the same result."""
+    out = _resolve(request, seed)
+    if out is None:
+        return
+    assert _resolve(request, seed) == out
+    supplied: dict[str, list[int]] = defaultdict(list)
+    for roll in out["rolls"]:
+        supplied[roll["purpose"]].append(roll["value"])
+    replay = SYSTEM.resolve(request, SuppliedDice(supplied)).to_json()
+    assert replay == out

@@ -137,9 +137,9 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
     """Load every entry point (built-ins first), skipping and reporting broken ones."""
     loaded = LoadedPlugins(methods=core.copy())
 
-    def order(ep: EntryPoint) -> tuple[int, str]:
-        dist, _ = _distribution(ep)
-        return (0 if dist == BUILTIN_DISTRIBUTION else 1, ep.name)
+    def order(ep: EntryPoint) -> int:
+        # Stable: built-ins first, the others in the order the environment lists them.
+        return 0 if _distribution(ep)[0] == BUILTIN_DISTRIBUTION else 1
 
     for ep in sorted(entry_points, key=order):
         dist, version = _distribution(ep)

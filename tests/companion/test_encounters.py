@@ -1,0 +1,203 @@
+"""encounter.* (API.md "Encounters"): steps stored before the answer, hidden choices,
+revisions, undo, limits; with the sample system and the real revised-2e."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .combatants import FENKA, ULCEN, duelist
+from .conftest import Rpc
+
+
+async def _duel(rpc: Rpc) -> str:
+    created = await rpc.ok("encounter.create", {"system": "sample-duel", "name": "Test"})
+    assert created["revision"] == 0
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": created["id"], "combatant": duelist(cid)})
+    return str(created["id"])
+
+
+async def test_an_encounter_round_from_create_to_log(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    view = await rpc.ok("encounter.get", {"id": eid})
+    assert view["revision"] == 2 and view["waiting_for"] == ["ann", "bob"]
+    declared = await rpc.ok("encounter.declare", {
+        "id": eid, "combatant_id": "ann",
+        "choice": {"attack": {"mode": "jab", "target": "bob"}}})
+    assert declared == {"revision": 3, "waiting_for": ["bob"]}
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "bob",
+                                       "choice": {"defense": {"mode": "guard"}}})
+    step = await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [6],
+                                                                  "defense": [2]}})
+    assert step["revision"] == 5 and step["updates"] == []
+    assert step["exchanges"][0]["hit"] is True
+    after = await rpc.ok("encounter.get", {"id": eid})
+    assert after["combatants"]["bob"]["focus"] == 2 and after["round"] == 2
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert [s["kind"] for s in log["steps"]] == ["add", "add", "declare", "declare",
+                                                 "resolve"]
+    resolve = log["steps"][-1]
+    assert [r["value"] for r in resolve["rolls"]] == [6, 2]
+    assert log["steps"][2]["params"]["choice"]["attack"]["target"] == "bob"
+    listed = await rpc.ok("encounter.list")
+    assert [(e["id"], e["revision"], e["name"]) for e in listed] == [(eid, 5, "Test")]
+
+
+async def test_a_declared_choice_stays_hidden_until_resolved(rpc: Rpc) -> None:
+    """API.md: 'choices stay hidden until resolution'; encounter.get 'never another
+    side's hidden choice'."""
+    eid = await _duel(rpc)
+    secret = {"attack": {"mode": "jab", "target": "bob"}}
+    answer = await rpc.call("encounter.declare", {"id": eid, "combatant_id": "ann",
+                                                  "choice": secret})
+    assert "jab" not in json.dumps(answer)
+    for method in ("encounter.get", "encounter.log", "encounter.list"):
+        params = None if method == "encounter.list" else {"id": eid}
+        seen = json.dumps(await rpc.ok(method, params))
+        assert "jab" not in seen, method
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][-1]["params"] == {"combatant_id": "ann", "choice": None,
+                                          "hidden": True}
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "dice": {"attack": [1]}})
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][2]["params"]["choice"] == secret
+
+
+async def test_resolve_needs_every_choice_unless_forced(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.resolve", {"id": eid})
+    assert error["code"] == 4001
+    forced = await rpc.ok("encounter.resolve", {"id": eid, "force": True})
+    assert forced["exchanges"] == []
+
+
+async def test_undo_reverts_the_last_resolved_step_exactly(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    for cid, target in (("ann", "bob"), ("bob", "ann")):
+        await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid, "choice": {
+            "attack": {"mode": "jab", "target": target}}})
+    before = await rpc.ok("encounter.get", {"id": eid})
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 3})
+    undone = await rpc.ok("encounter.undo", {"id": eid})
+    assert undone["undone"] == 5 and undone["revision"] == 6
+    restored = await rpc.ok("encounter.get", {"id": eid})
+    assert {k: v for k, v in restored.items() if k != "revision"} == \
+        {k: v for k, v in before.items() if k != "revision"}
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][4]["undone_by"] == 6 and log["steps"][5]["kind"] == "undo"
+    # the choices are pending again, so they are hidden again
+    assert log["steps"][2]["params"]["choice"] is None
+    error = await rpc.error("encounter.undo", {"id": eid})
+    assert error["code"] == 4001
+
+
+async def test_unknown_encounter_is_4004(rpc: Rpc) -> None:
+    for method, extra in (("encounter.get", {}), ("encounter.log", {}),
+                          ("encounter.undo", {}), ("encounter.delete", {}),
+                          ("encounter.resolve", {}),
+                          ("encounter.add", {"combatant": duelist("x")}),
+                          ("encounter.declare", {"combatant_id": "x", "choice": {}})):
+        error = await rpc.error(method, {"id": "nope", **extra})
+        assert error["code"] == 4004 and error["data"] == {"id": "nope"}, method
+
+
+async def test_unknown_combatant_is_4004(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.declare", {"id": eid, "combatant_id": "zed",
+                                                  "choice": {}})
+    assert error["code"] == 4004 and error["data"] == {"id": "zed"}
+    error = await rpc.error("encounter.declare", {
+        "id": eid, "combatant_id": "ann", "choice": {"attack": {"mode": "jab",
+                                                                "target": "zed"}}})
+    assert error["code"] == 4004 and error["data"] == {"id": "zed"}
+
+
+async def test_a_stale_revision_is_4009_and_changes_nothing(rpc: Rpc) -> None:
+    """API.md: 'Calls that change an encounter may name the revision they expect (4009
+    if it moved on)'."""
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.add", {"id": eid, "combatant": duelist("cy"),
+                                              "revision": 1})
+    assert error["code"] == 4009 and error["data"] == {"revision": 2}
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+    ok = await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("cy"),
+                                        "revision": 2})
+    assert ok["revision"] == 3
+    for method, extra in (("encounter.declare", {"combatant_id": "ann", "choice": {}}),
+                          ("encounter.resolve", {"force": True}),
+                          ("encounter.undo", {}), ("encounter.delete", {})):
+        error = await rpc.error(method, {"id": eid, "revision": 0, **extra})
+        assert error["code"] == 4009, method
+
+
+async def test_invalid_combatant_names_its_field_and_changes_nothing(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.add", {"id": eid, "combatant": {"id": "x",
+                                                                       "focus": 99}})
+    assert error["code"] == -32602
+    assert any(e["path"].startswith("/combatant") for e in error["data"]["errors"])
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
+async def test_at_most_64_combatants(rpc: Rpc) -> None:
+    """API.md "Limits": 64 combatants per encounter."""
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    batch = [{"jsonrpc": "2.0", "method": "encounter.add", "id": i,
+              "params": {"id": created["id"], "combatant": duelist(f"c{i}")}}
+             for i in range(64)]
+    answers = await rpc.raw(batch)
+    assert all("result" in a for a in answers)
+    error = await rpc.error("encounter.add", {"id": created["id"],
+                                              "combatant": duelist("one-too-many")})
+    assert error["code"] == -32602 and "64" in error["data"]["errors"][0]["message"]
+
+
+async def test_delete(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    assert await rpc.ok("encounter.delete", {"id": eid}) == {"id": eid, "deleted": True}
+    assert (await rpc.error("encounter.get", {"id": eid}))["code"] == 4004
+    assert await rpc.ok("encounter.list") == []
+
+
+async def test_watch_over_plain_http_is_refused(rpc: Rpc) -> None:
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.watch", {"id": eid})
+    assert error["code"] == -32602 and "WebSocket" in error["data"]["errors"][0]["message"]
+
+
+async def test_create_rejects_unknown_house_rules(rpc: Rpc) -> None:
+    error = await rpc.error("encounter.create", {"system": "revised-2e",
+                                                 "options": {"H-NOPE": True}})
+    assert error["code"] == -32602
+    assert error["data"]["errors"][0]["path"] == "/options/H-NOPE"
+
+
+async def test_a_revised_2e_round(rpc: Rpc) -> None:
+    """A real system: one revised-2e round declared in secret and resolved with the
+    table's dice, stored with those dice."""
+    created = await rpc.ok("encounter.create", {"system": "revised-2e", "name": "Tyr"})
+    eid = created["id"]
+    for combatant in (ULCEN, FENKA):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    view = await rpc.ok("encounter.get", {"id": eid})
+    assert set(view["waiting_for"]) == {"ulcen", "fenka"}
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 1}}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka", "choice": {
+        "defense": {"mode": "mental-barrier"}}})
+    step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 5})
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][-1]["rolls"], "the dice used are stored with the step"
+    assert step["revision"] == log["revision"] == 5
+    replay = await rpc.ok("encounter.undo", {"id": eid})
+    assert replay["undone"] == 5
+    rolls: dict[str, list[int]] = {}
+    for roll in log["steps"][-1]["rolls"]:
+        rolls.setdefault(roll["purpose"], []).append(roll["value"])
+    again = await rpc.ok("encounter.resolve", {"id": eid, "dice": rolls})
+    assert _without_revision(again) == _without_revision(step)
+
+
+def _without_revision(step: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in step.items() if k not in ("revision", "unused_dice")}

@@ -1,0 +1,145 @@
+"""GET /ws: both ways of authenticating, JSON-RPC over the socket, encounter.changed
+notifications (API.md "Transport")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from .combatants import duelist
+from .conftest import Rpc
+
+
+async def _connect(rpc: Rpc, **kwargs: Any) -> aiohttp.ClientWebSocketResponse:
+    ws: aiohttp.ClientWebSocketResponse = await rpc.client.ws_connect("/ws", **kwargs)
+    return ws
+
+
+async def _call(ws: aiohttp.ClientWebSocketResponse, method: str, params: Any = None,
+                request_id: int = 1) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": request_id}
+    if params is not None:
+        message["params"] = params
+    await ws.send_str(json.dumps(message))
+    while True:
+        answer: dict[str, Any] = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+        if answer.get("id") == request_id:
+            return answer
+
+
+async def test_subprotocol_token_authenticates_and_only_the_protocol_is_echoed(
+        rpc: Rpc) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    assert ws.protocol == "mindscape.v1"
+    answer = await _call(ws, "companion.info")
+    assert answer["result"]["name"] == "mindscape"
+    await ws.close()
+
+
+async def test_wrong_subprotocol_token_is_401_before_the_upgrade(rpc: Rpc) -> None:
+    with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
+        await _connect(rpc, protocols=("mindscape.v1", "token.wrong"))
+    assert caught.value.status == 401
+
+
+async def test_first_message_auth(rpc: Rpc) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1",))
+    answer = await _call(ws, "auth", {"token": rpc.token}, request_id=7)
+    assert answer["result"]["authenticated"] is True
+    assert (await _call(ws, "systems.list", request_id=8))["result"]
+    await ws.close()
+
+
+async def test_first_message_with_a_wrong_token_closes_the_socket(rpc: Rpc) -> None:
+    ws = await _connect(rpc)
+    answer = await _call(ws, "auth", {"token": "wrong"}, request_id=1)
+    assert answer["error"]["code"] == -32001
+    message = await asyncio.wait_for(ws.receive(), 5)
+    assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    assert ws.close_code == 1008
+
+
+async def test_a_call_before_auth_is_refused(rpc: Rpc) -> None:
+    ws = await _connect(rpc)
+    answer = await _call(ws, "companion.info", request_id=1)
+    assert answer["error"]["code"] == -32001 and "result" not in answer
+    await asyncio.wait_for(ws.receive(), 5)
+    assert ws.closed
+
+
+async def test_silence_closes_the_socket_after_the_auth_timeout(rpc: Rpc) -> None:
+    ws = await _connect(rpc)
+    message = await asyncio.wait_for(ws.receive(), 5)
+    assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    assert ws.close_code == 1008
+
+
+async def test_websocket_checks_host_and_origin(rpc: Rpc) -> None:
+    for headers in ({"Origin": "https://evil.example"}, {"Host": "evil.example"}):
+        with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
+            await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"),
+                           headers=headers)
+        assert caught.value.status == 403
+
+
+async def test_watch_sends_encounter_changed_to_the_watching_sockets(rpc: Rpc) -> None:
+    """API.md: 'encounter.changed {id, revision} to every socket that called
+    encounter.watch {id}'."""
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    eid = created["id"]
+    watcher = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    bystander = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    watched = await _call(watcher, "encounter.watch", {"id": eid})
+    assert watched["result"] == {"id": eid, "revision": 0, "watching": True}
+    await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("ann")})
+    notice = json.loads(await asyncio.wait_for(watcher.receive_str(), 5))
+    assert notice == {"jsonrpc": "2.0", "method": "encounter.changed",
+                      "params": {"id": eid, "revision": 1}}
+    # a change made over the socket itself is announced too
+    await watcher.send_str(json.dumps({"jsonrpc": "2.0", "method": "encounter.add",
+                                       "params": {"id": eid, "combatant": duelist("bob")},
+                                       "id": 2}))
+    received = [json.loads(await asyncio.wait_for(watcher.receive_str(), 5))
+                for _ in range(2)]
+    assert {"jsonrpc": "2.0", "method": "encounter.changed",
+            "params": {"id": eid, "revision": 2}} in received
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(bystander.receive_str(), 0.2)
+    await _call(watcher, "encounter.unwatch", {"id": eid}, request_id=3)
+    await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("cy")})
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(watcher.receive_str(), 0.2)
+    await watcher.close()
+    await bystander.close()
+
+
+async def test_watching_an_unknown_encounter_is_4004(rpc: Rpc) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    answer = await _call(ws, "encounter.watch", {"id": "nope"})
+    assert answer["error"]["code"] == 4004
+    await ws.close()
+
+
+async def test_batches_and_errors_over_the_socket(rpc: Rpc) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    await ws.send_str(json.dumps([{"jsonrpc": "2.0", "method": "companion.info", "id": 1},
+                                  {"jsonrpc": "2.0", "method": "nope", "id": 2}]))
+    answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+    assert [("result" in a, a.get("error", {}).get("code")) for a in answer] == [
+        (True, None), (False, -32601)]
+    await ws.send_str("{")
+    assert json.loads(await ws.receive_str())["error"]["code"] == -32700
+    await ws.close()
+
+
+async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"),
+                        headers={"Origin": "http://localhost:30000"})
+    await _call(ws, "companion.info")
+    page = await (await rpc.client.get("/")).text()
+    assert "#1 from http://localhost:30000" in page
+    await ws.close()

@@ -1,0 +1,72 @@
+// Chat cards: what the card says (outcome, summary, facts, changes, dice), rendered from
+// the real template, posted with the daemon's dice as rolls in the chosen roll mode.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chatCardContext, changesOf, effectiveRollMode, postChatCard } from "../mindscape/scripts/chat.js";
+import { renderModuleTemplate } from "./support/scenario.mjs";
+import { FakeRoll, makeChatMessage, makeI18n } from "./support/fakes.mjs";
+
+const i18n = makeI18n();
+const label = (k, f) => (i18n.has(k) ? i18n.localize(k) : f);
+
+// The result of API.md's worked request (Ulcen's 4-step mind thrust against Fenka).
+const result = {
+  system: "revised-2e", outcome: "hit",
+  attacker: { before: { id: "ulcen", psp: 40 }, after: { id: "ulcen", psp: 32 } },
+  defender: { before: { id: "fenka", psp: 40, mind: { state: "closed" } }, after: { id: "fenka", psp: 28, mind: { state: "open" } } },
+  rolls: [{ purpose: "attack", sides: 20, value: 20, by: "ulcen", follows: null }, { purpose: "damage", sides: 4, value: 4, by: "ulcen", follows: null }],
+  events: [{ type: "psp-spent", combatant: "ulcen", amount: 8 }],
+  summary: "Ulcen of Tyr lashes out with a mind thrust <b>and</b> hits.",
+  hit: true, critical: true, needed: 12, roll: { natural: 20, modified: 23 }, psp_spent: 8, damage: 12, mind_opened: true, save: null,
+  unused_dice: { save: [7] },
+  updates: [],
+};
+
+test("the card context names both sides, the modes, the outcome and every system field", () => {
+  const ctx = chatCardContext(result, { attackerName: "Ulcen of Tyr", defenderName: "Fenka", attack: { mode: "mind-thrust" }, defense: { mode: "mental-barrier" }, localize: label });
+  assert.equal(ctx.outcomeLabel, "Hit");
+  assert.equal(ctx.attackLabel, "Mind thrust");
+  assert.equal(ctx.defenseLabel, "Mental barrier");
+  assert.deepEqual(ctx.facts.map((f) => [f.field, f.value]), [["needed", "12"], ["roll", "20 → 23"], ["psp_spent", "8"], ["damage", "12"], ["critical", "yes"], ["mind_opened", "yes"]]);
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Ulcen of Tyr", "psp", 40, 32], ["Fenka", "psp", 40, 28], ["Fenka", "mind", "closed", "open"]]);
+  assert.equal(ctx.unusedDice, "save: 7");
+  assert.equal(ctx.good, true);
+});
+
+test("the rendered card escapes the summary and shows the dice", () => {
+  const ctx = chatCardContext(result, { attackerName: "Ulcen of Tyr", defenderName: "Fenka", attack: { mode: "mind-thrust" }, defense: null, localize: label });
+  const html = renderModuleTemplate("chat-card", ctx);
+  assert.match(html, /class="mindscape-card outcome-hit good"/);
+  assert.match(html, /lashes out with a mind thrust &lt;b&gt;and&lt;\/b&gt; hits/);
+  assert.match(html, /No defense/);
+  assert.match(html, /Attack<\/span> d20: <strong>20<\/strong>/);
+  assert.match(html, /<th>Fenka<\/th><td>Mind<\/td><td>closed/);
+});
+
+test("changes ignore unchanged numbers and list new conditions", () => {
+  assert.deepEqual(changesOf({ before: { psp: 3, conditions: [] }, after: { psp: 3, conditions: ["dazed"] } }), [{ field: "conditions", before: "—", after: "dazed" }]);
+});
+
+test("roll mode: the world's choice, or the roller's own chat mode for 'default'", () => {
+  assert.equal(effectiveRollMode("gmroll", "publicroll"), "gmroll");
+  assert.equal(effectiveRollMode("default", "selfroll"), "selfroll");
+  assert.equal(effectiveRollMode("default", undefined), "publicroll");
+});
+
+for (const rollMode of ["publicroll", "gmroll", "blindroll", "selfroll"]) {
+  test(`the card is created with ChatMessage.create(data, {rollMode: "${rollMode}"}) and Roll.fromData rolls`, async () => {
+    const ChatMessage = makeChatMessage();
+    FakeRoll.made = [];
+    const ctx = chatCardContext(result, { attackerName: "U", defenderName: "F", attack: { mode: "mind-thrust" }, defense: null, localize: label });
+    const message = await postChatCard({
+      result, context: ctx, rollMode, speaker: { alias: "U" },
+      renderTemplate: async (_t, c) => renderModuleTemplate("chat-card", c), template: "chat-card",
+      Roll: FakeRoll, ChatMessage, localizePurpose: (p) => p,
+    });
+    assert.equal(message.options.rollMode, rollMode);
+    assert.equal(message.data.rolls.length, 2);
+    assert.equal(message.data.rolls[0].data.terms[0].results[0].result, 20);
+    assert.equal(message.data.flags.mindscape.outcome, "hit");
+    assert.deepEqual(message.data.speaker, { alias: "U" });
+  });
+}

@@ -1,0 +1,67 @@
+// Physical dice (API.md: with `dice` given and a purpose exhausted, the call fails with
+// 4002 {purpose, sides, needed}): prompt for exactly that, retry, until it resolves.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { DaemonClient, callWithPhysicalDice, checkDieValues } from "../mindscape/scripts/rpc.js";
+import { CancelledError } from "../mindscape/scripts/errors.js";
+import { fakeDaemon } from "./support/fakes.mjs";
+import { makeTable } from "./support/scenario.mjs";
+
+// A daemon that needs one d20 for "attack", then two d4 for "damage".
+function needy() {
+  return fakeDaemon({
+    "exchange.resolve": (params) => {
+      const dice = params.dice ?? {};
+      if ((dice.attack ?? []).length < 1) throw { code: 4002, message: "dice needed", data: { purpose: "attack", sides: 20, needed: 1 - (dice.attack ?? []).length } };
+      if ((dice.damage ?? []).length < 2) throw { code: 4002, message: "dice needed", data: { purpose: "damage", sides: 4, needed: 2 - (dice.damage ?? []).length } };
+      return { outcome: "hit", used: dice };
+    },
+  });
+}
+
+test("each dice-needed error prompts for exactly that purpose, sides and count, then retries", async () => {
+  const daemon = needy();
+  const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: daemon.fetch });
+  const asked = [];
+  const { result, dice } = await callWithPhysicalDice((m, p) => client.call(m, p), "exchange.resolve", { system: "revised-2e" }, async (need) => {
+    asked.push([need.purpose, need.sides, need.needed]);
+    return need.purpose === "attack" ? [17] : [4, 2];
+  });
+  assert.deepEqual(asked, [["attack", 20, 1], ["damage", 4, 2]]);
+  assert.deepEqual(dice, { attack: [17], damage: [4, 2] });
+  assert.deepEqual(result.used, { attack: [17], damage: [4, 2] });
+  // The first call already sent `dice` (empty), so the daemon asked instead of rolling.
+  assert.deepEqual(daemon.calls[0].params.dice, {});
+});
+
+test("closing the dice prompt cancels the resolution", async () => {
+  const daemon = needy();
+  const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: daemon.fetch });
+  await assert.rejects(callWithPhysicalDice((m, p) => client.call(m, p), "exchange.resolve", {}, async () => null), CancelledError);
+});
+
+test("typed values are checked against the die's faces and the count needed", () => {
+  assert.equal(checkDieValues([1, 4], 4, 2), null);
+  assert.equal(checkDieValues([5], 4, 1), "MINDSCAPE.Dice.OutOfRange");
+  assert.equal(checkDieValues([0], 4, 1), "MINDSCAPE.Dice.OutOfRange");
+  assert.equal(checkDieValues([1.5], 4, 1), "MINDSCAPE.Dice.OutOfRange");
+  assert.equal(checkDieValues([1], 4, 2), "MINDSCAPE.Dice.WrongCount");
+});
+
+test("with physical dice on, the GM's client prompts on 4002 and the attack resolves with those dice", async () => {
+  const table = makeTable({
+    methods: {
+      ...(await import("./support/scenario.mjs")).defaultMethods(),
+      "exchange.resolve": (params) => {
+        if (!params.dice?.attack?.length) throw { code: 4002, message: "dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
+        return { system: "revised-2e", outcome: "miss", attacker: {}, defender: {}, rolls: [{ purpose: "attack", sides: 20, value: params.dice.attack[0], by: "a" }], events: [], summary: "missed", updates: [] };
+      },
+    },
+    dialogs: { gm: { diceDialog: (need) => (need.purpose === "attack" && need.sides === 20 && need.needed === 1 ? [3] : null), defenseDialog: { mode: null } } },
+  });
+  const out = await table.clients.gm.svc.startAttack({ attackerUuid: table.tokens.ulcenToken.uuid, targetUuids: [table.tokens.goblinToken.uuid], attack: { mode: "mind-thrust" }, physical: true });
+  assert.equal(out[0].outcome, "miss");
+  const asked = table.clients.gm.dialogs.seen.find((s) => s.kind === "diceDialog").arg;
+  assert.equal(asked.purposeLabel, "Attack");
+  assert.match(table.clients.gm.ChatMessage.created[0].data.content, /Resolved with physical dice/);
+});

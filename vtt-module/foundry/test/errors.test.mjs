@@ -1,0 +1,83 @@
+// Error classification: every failure becomes a typed error whose message tells the user
+// how to fix it (STYLE.md: "the companion is not running at …; start it with `mindscape serve`").
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { DaemonClient } from "../mindscape/scripts/rpc.js";
+import * as E from "../mindscape/scripts/errors.js";
+import { fakeDaemon, makeI18n } from "./support/fakes.mjs";
+
+const i18n = makeI18n();
+const client = (fetch, token = "secret-token") => new DaemonClient({ url: "http://127.0.0.1:39393/", token, fetch, origin: "http://localhost:30000" });
+
+test("a refused connection says to start the daemon, check the address, allow local network access and the origin", async () => {
+  const err = await client(async () => { throw new TypeError("Failed to fetch"); }).call("companion.info").catch((e) => e);
+  assert.ok(err instanceof E.DaemonUnreachableError);
+  const text = E.describeError(err, i18n);
+  assert.match(text, /at http:\/\/127\.0\.0\.1:39393\./);
+  assert.match(text, /`mindscape serve`/);
+  assert.match(text, /local network access/);
+  assert.match(text, /--allow-origin http:\/\/localhost:30000/);
+});
+
+test("a wrong token (HTTP 401) says to run `mindscape token` and pair again", async () => {
+  const { fetch } = fakeDaemon({}, { token: "right" });
+  const err = await client(fetch, "wrong").call("companion.info").catch((e) => e);
+  assert.ok(err instanceof E.DaemonAuthError);
+  assert.match(E.describeError(err, i18n), /`mindscape token`.*Pairing/);
+});
+
+test("no token at all says the module is not paired, without calling the daemon", async () => {
+  let called = false;
+  const err = await client(async () => { called = true; }, "").call("companion.info").catch((e) => e);
+  assert.ok(err instanceof E.NotPairedError);
+  assert.equal(called, false);
+});
+
+test("HTTP 403 and non-JSON answers are told apart", async () => {
+  const forbidden = await client(async () => ({ status: 403, ok: false, json: async () => ({}) })).call("x").catch((e) => e);
+  assert.ok(forbidden instanceof E.DaemonForbiddenError);
+  const html = await client(async () => ({ status: 502, ok: false, json: async () => { throw new SyntaxError("<html>"); } })).call("x").catch((e) => e);
+  assert.ok(html instanceof E.DaemonHttpError);
+  assert.match(E.describeError(html, i18n), /HTTP 502/);
+});
+
+test("JSON-RPC error codes map to their classes (API.md error table)", () => {
+  assert.ok(E.errorFromRpc({ code: -32602, message: "bad", data: { errors: [{ path: "/attack/multiplier", message: "above level" }] } }) instanceof E.InvalidParamsError);
+  assert.ok(E.errorFromRpc({ code: 4001, data: { rule: "psp", detail: "d" } }) instanceof E.RulesError);
+  assert.ok(E.errorFromRpc({ code: 4002, data: { purpose: "damage", sides: 4, needed: 2 } }) instanceof E.DiceNeededError);
+  assert.ok(E.errorFromRpc({ code: 4004, data: { id: "enc" } }) instanceof E.NotFoundError);
+  assert.ok(E.errorFromRpc({ code: 4009, data: { revision: 3 } }) instanceof E.StaleRevisionError);
+  assert.ok(E.errorFromRpc({ code: -32603, data: { id: "e1" } }) instanceof E.DaemonFaultError);
+});
+
+test("invalid params name the JSON Pointer path of each problem", () => {
+  const err = E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/attack/multiplier", message: "5 is above level 4" }] } });
+  assert.match(E.describeError(err, i18n), /\/attack\/multiplier: 5 is above level 4/);
+});
+
+test("the rule that forbids an attack is named", () => {
+  const err = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "psp", detail: "Ulcen has 3 PSPs, needs 8" } });
+  assert.equal(E.describeError(err, i18n), "The rules forbid this (psp): Ulcen has 3 PSPs, needs 8");
+});
+
+test("every error class has a message in en.json and none prints 'undefined'", () => {
+  const samples = [
+    new E.DaemonUnreachableError({ url: "u" }), new E.DaemonAuthError({ url: "u" }), new E.DaemonForbiddenError({ url: "u" }),
+    new E.DaemonHttpError({ url: "u", status: 500 }), new E.NotPairedError(), new E.NoGMError(), new E.RelayTimeoutError(),
+    new E.PermissionDeniedError({}), new E.CancelledError(), new E.NotFoundError({}), new E.StaleRevisionError({}), new E.DaemonFaultError({}),
+  ];
+  for (const err of samples) {
+    assert.ok(i18n.has(err.key), err.key);
+    assert.doesNotMatch(E.describeError(err, i18n), /undefined/, err.key);
+  }
+  assert.match(E.describeError(new Error("boom"), i18n), /boom/);
+});
+
+test("errors rebuilt from relay JSON keep their class and data, and unknown names stay plain", () => {
+  const back = E.errorFromJSON(new E.RulesError({ rule: "r", detail: "d" }).toJSON());
+  assert.ok(back instanceof E.RulesError);
+  assert.equal(back.data.detail, "d");
+  const odd = E.errorFromJSON({ name: "Function", key: 3, data: null });
+  assert.equal(odd.constructor, E.MindscapeError);
+  assert.equal(odd.key, "MINDSCAPE.Error.Remote");
+});

@@ -1,0 +1,102 @@
+// Registration: settings with the right scopes (VTT.md: URL and token client-scope, world
+// options world-scope), hooks for both v12 and v13 names, the macro API at "ready".
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "./support/fakes.mjs";
+import { ATTACK_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
+
+function client(generation = 12) {
+  const world = new FakeWorld();
+  const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
+  const c = makeClient({ server: new FakeServer(), world, users: makeUsers([gm]), user: gm, generation, worldSettings: new Map() });
+  world.game = c.game;
+  return { c, world };
+}
+
+test("module.json declares id, compatibility 12–13, esmodules, styles, English, and the socket", () => {
+  const manifest = JSON.parse(readFileSync(path.join(MODULE_DIR, "module.json"), "utf8"));
+  assert.equal(manifest.id, "mindscape");
+  assert.deepEqual(manifest.compatibility, { minimum: "12", verified: "13" });
+  assert.deepEqual(manifest.esmodules, ["scripts/index.js"]);
+  assert.deepEqual(manifest.styles, ["styles/mindscape.css"]);
+  assert.deepEqual(manifest.languages, [{ lang: "en", name: "English", path: "lang/en.json" }]);
+  assert.equal(manifest.socket, true);
+  assert.ok(manifest.manifest && manifest.download && manifest.version);
+});
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: init registers settings with their scopes and every hook family; ready exposes the API`, async () => {
+    const { c } = client(generation);
+    installGlobals(c);
+    await import(`../mindscape/scripts/index.js?v=${generation}`);
+    for (const fn of c.Hooks.events.get("init")) fn();
+    const scope = (k) => c.game.settings.registered.get(`mindscape.${k}`)?.scope;
+    assert.equal(scope("daemonUrl"), "client");
+    assert.equal(scope("daemonToken"), "client");
+    assert.equal(scope("physicalDice"), "client");
+    assert.equal(scope("ruleSystem"), "world");
+    assert.equal(scope("houseRules"), "world");
+    assert.equal(scope("playersMayAttack"), "world");
+    assert.equal(scope("rollMode"), "world");
+    assert.equal(c.game.settings.registered.get("mindscape.daemonToken").config, false, "the token is edited in the pairing dialog only");
+    assert.deepEqual(Object.keys(c.game.settings.registered.get("mindscape.rollMode").choices), ["default", "publicroll", "gmroll", "blindroll", "selfroll"]);
+    assert.ok(c.game.settings.menus.get("mindscape.pairing").restricted);
+    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML"]) {
+      assert.equal(c.Hooks.events.get(name)?.length, 1, name);
+    }
+    for (const fn of c.Hooks.events.get("ready")) fn();
+    const api = c.game.modules.get("mindscape").api;
+    assert.deepEqual(["resolve", "odds", "openEncounter", "configureActor"].filter((k) => typeof api[k] === "function"), ["resolve", "odds", "openEncounter", "configureActor"]);
+    if (generation >= 13) assert.equal(typeof c.CONFIG.queries["mindscape.attack"], "function");
+    assert.equal(c.listeners.get("module.mindscape")?.length, 1);
+    assert.ok(c.Hooks.called.some((h) => h.name === "mindscape.ready"));
+  });
+}
+
+function fakeSvc() {
+  const calls = [];
+  return { calls, t: { localize: (k) => k }, startAttack: (a) => calls.push(["attack", a]), configureActor: (u) => calls.push(["profile", u]) };
+}
+
+test("AppV1 sheets get attack and profile header buttons that act on the sheet's actor", () => {
+  const { world, c } = client();
+  const actor = world.actor({ id: "zanna", name: "Zanna", ownership: { gm0000: 3 } });
+  const token = world.token({ id: "t9", name: "Zanna", actor, actorLink: true });
+  const svc = fakeSvc();
+  const buttons = [{ label: "Close", class: "close" }];
+  hookTable(svc).getActorSheetHeaderButtons({ actor }, buttons);
+  assert.deepEqual(buttons.map((b) => b.class), [PROFILE_ACTION, ATTACK_ACTION, "close"]);
+  buttons[1].onclick();
+  buttons[0].onclick();
+  assert.deepEqual(svc.calls, [["attack", { attackerUuid: token.uuid }], ["profile", "Actor.zanna"]]);
+  assert.ok(c);
+});
+
+test("AppV2 sheets get the controls once, even when both hook names fire", () => {
+  const { world } = client(13);
+  const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const svc = fakeSvc();
+  const controls = [];
+  const table = hookTable(svc);
+  table.getHeaderControlsActorSheetV2({ document: actor }, controls);
+  table.getHeaderControlsApplicationV2({ document: actor }, controls);
+  assert.deepEqual(controls.map((c) => c.action), [ATTACK_ACTION, PROFILE_ACTION]);
+  controls[0].onClick();
+  // No token on the map: the actor itself attacks.
+  assert.deepEqual(svc.calls, [["attack", { attackerUuid: "Actor.fenka" }]]);
+  // Other AppV2 windows (not actor sheets) get nothing.
+  const other = [];
+  table.getHeaderControlsApplicationV2({ document: { documentName: "JournalEntry" } }, other);
+  assert.equal(other.length, 0);
+});
+
+test("sheets of actors the user does not own get no Mindscape buttons", () => {
+  const { world } = client();
+  const actor = world.actor({ id: "x", name: "X" });
+  Object.defineProperty(actor, "isOwner", { value: false });
+  const buttons = [];
+  hookTable(fakeSvc()).getActorSheetHeaderButtons({ actor }, buttons);
+  assert.equal(buttons.length, 0);
+});

@@ -1,0 +1,146 @@
+// The psionic profile editor (flags.mindscape.<system>, validated by adapters.import) and
+// encounter rounds (encounter.* with secret choices through the GM relay).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { actorDataWithProfile, profileFields, profileFromForm } from "../mindscape/scripts/profile.js";
+import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
+import { defaultMethods, makeTable, revisedResult } from "./support/scenario.mjs";
+
+const schema = {
+  type: "object",
+  properties: {
+    id: { type: "string" }, name: { type: "string" },
+    kind: { enum: ["psionicist", "wild-talent", "nonpsionic"] },
+    level: { type: "integer", minimum: 0 },
+    psp: { type: "integer", minimum: 0 },
+    attacks: { type: "array", items: { enum: ["ego-whip", "mind-thrust"] } },
+    mindless: { type: "boolean" },
+    mind: { type: "object" },
+  },
+};
+
+test("profile fields follow the combatant schema; objects go to the advanced JSON", () => {
+  const { fields, advanced } = profileFields(schema, { psp: 12, attacks: ["ego-whip"], mind: { state: "open" }, custom: 1 });
+  assert.deepEqual(fields.map((f) => [f.key, f.kind]), [["kind", "select"], ["level", "number"], ["psp", "number"], ["attacks", "multi"], ["mindless", "checkbox"]]);
+  assert.equal(fields.find((f) => f.key === "psp").value, 12);
+  assert.deepEqual(fields.find((f) => f.key === "attacks").options.map((o) => o.checked), [true, false]);
+  assert.deepEqual(JSON.parse(advanced), { mind: { state: "open" }, custom: 1 });
+});
+
+test("a submitted profile keeps only filled fields, as numbers where the schema says so", () => {
+  const { fields } = profileFields(schema, {});
+  const profile = profileFromForm(fields, { kind: "psionicist", level: "4", psp: "", attacks: ["mind-thrust"], mindless: false, advanced: '{"mind": {"state": "closed"}}' });
+  assert.deepEqual(profile, { kind: "psionicist", level: 4, attacks: ["mind-thrust"], mindless: false, mind: { state: "closed" } });
+  assert.throws(() => profileFromForm(fields, { advanced: "{not json" }), /AdvancedJson/);
+  assert.deepEqual(actorDataWithProfile({ flags: { mindscape: { other: 1 } } }, "mindscape", "revised-2e", { psp: 3 }), { flags: { mindscape: { other: 1, "revised-2e": { psp: 3 } } } });
+});
+
+test("a player's profile is validated by the daemon's adapter before the GM saves it to flags.mindscape.<system>", async () => {
+  const t = makeTable({ dialogs: { p1: { profileDialog: { kind: "psionicist", psp: "33", attacks: ["ego-whip"] } } } });
+  const saved = await t.clients.p1.svc.configureActor(t.actors.ulcen.uuid);
+  assert.deepEqual(saved.profile, { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
+  const check = t.daemon.calls.filter((c) => c.method === "adapters.import").pop();
+  assert.deepEqual(check.params.data.actor.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
+  assert.deepEqual(t.actors.ulcen.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
+});
+
+test("a profile the adapter rejects is not saved and the problem is shown", async () => {
+  const t = makeTable({
+    methods: defaultMethods({ "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor/flags/mindscape/revised-2e/psp", message: "-1 is less than the minimum of 0" }] } }; } }),
+    dialogs: { gm: { profileDialog: { psp: "-1" } } },
+  });
+  const before = structuredClone(t.actors.goblin.flags);
+  assert.equal(await t.clients.gm.svc.configureActor(t.actors.goblin.uuid), null);
+  assert.deepEqual(t.actors.goblin.flags, before);
+  assert.match(t.clients.gm.notes.error[0], /psp: -1 is less than the minimum of 0/);
+});
+
+test("encounter choices: stance in combat-strength's intent phase, attack with target, defense", () => {
+  assert.deepEqual(choiceFromForm("combat-strength", { phase: "intent" }, { stance: "trance" }), { stance: "trance" });
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", multiplier: "2", range: "medium", defenseMode: "mind-blank" }),
+    { attack: { mode: "ego-whip", multiplier: 2, range: "medium", target: "fenka" }, defense: { mode: "mind-blank" } });
+  assert.deepEqual(choiceFromForm("power-pool", {}, { attackMode: "", defenseMode: "pinnacle-of-will", sacrifice: "2" }), { defense: { mode: "pinnacle-of-will", sacrifice: 2 } });
+});
+
+test("the panel shows phase, each combatant's state and who must still choose", () => {
+  const view = encounterView(
+    { phase: "segment", round: 1, segment: 3, revision: 7, waiting_for: ["b"], combatants: { a: { attack_strength: 50, defense_strength: 40 }, b: { attack_strength: 10, defense_strength: 0, conditions: ["dazed"] } } },
+    { id: "e1", system: "combat-strength", combatants: { a: { name: "Ann" }, b: { name: "Bo" } } },
+  );
+  assert.deepEqual(view.combatants.map((c) => [c.name, c.summary, c.waiting]), [["Ann", "A 50 / D 40", false], ["Bo", "A 10 / D 0", true]]);
+  assert.equal(view.waitingNames, "Bo");
+  assert.equal(view.ready, false);
+  assert.equal(view.segment, 3);
+});
+
+test("a resolved step's exchange results and updates are found in list or single form", () => {
+  const r1 = { outcome: "hit", rolls: [], updates: [{ uuid: "Actor.a", update: { x: 1 } }] };
+  const r2 = { outcome: "miss", rolls: [] };
+  assert.deepEqual(resultsOfStep({ results: [r1, r2], revision: 3 }), [r1, r2]);
+  assert.deepEqual(resultsOfStep(r1), [r1]);
+  assert.deepEqual(updatesOfStep({ results: [r1, r2], updates: [{ uuid: "Actor.b", update: {} }] }).map((u) => u.uuid), ["Actor.b", "Actor.a"]);
+});
+
+test("a round: create, secret choices from owners through the relay (the GM for NPCs), resolve, undo", async () => {
+  const declared = [];
+  const encounter = { combatants: {}, waiting: [] };
+  const methods = defaultMethods({
+    "encounter.create": () => ({ id: "enc1", revision: 0 }),
+    "encounter.add": ({ combatant }) => { const id = combatant.data.actor._id; encounter.combatants[id] = { psp: 10 }; encounter.waiting.push(id); return { combatant_id: id, revision: 1 }; },
+    "encounter.get": () => ({ phase: "round", round: 1, waiting_for: [...encounter.waiting], combatants: encounter.combatants, revision: 2 }),
+    "encounter.declare": ({ combatant_id, choice }) => { declared.push([combatant_id, choice]); encounter.waiting = encounter.waiting.filter((w) => w !== combatant_id); return { revision: 3, waiting_for: encounter.waiting }; },
+    "encounter.resolve": () => ({ revision: 4, results: [{ ...revisedResult({ attacker: { data: { actor: { _id: "ulcen", name: "Ulcen", flags: { mindscape: { "revised-2e": { psp: 40 } } } }, token: { uuid: "Scene.scene1.Token.tokU", actorLink: true } } }, defender: { data: { actor: { _id: "fenka", name: "Fenka", flags: { mindscape: { "revised-2e": { psp: 30 } } } }, token: { uuid: "Scene.scene1.Token.tokF", actorLink: false } } }, attack: { mode: "ego-whip" } }) }] }),
+    "encounter.undo": () => ({ revision: 5, updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.psp": 40 } }] }),
+    "encounter.log": () => [{ summary: "step 1" }],
+  });
+  const t = makeTable({
+    methods,
+    dialogs: {
+      p1: { encounterChoiceDialog: { attackMode: "ego-whip", target: "fenka", multiplier: "1", range: "short", defenseMode: "" } },
+      p2: { encounterChoiceDialog: { attackMode: "", defenseMode: "mind-blank" } },
+      gm: { encounterChoiceDialog: { attackMode: "", defenseMode: "" } },
+    },
+  });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], "Test");
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka", "goblin"]);
+  await ctl.collectChoices();
+  // Owners answer in parallel, so declarations arrive in any order.
+  declared.sort((a, b) => ["ulcen", "fenka", "goblin"].indexOf(a[0]) - ["ulcen", "fenka", "goblin"].indexOf(b[0]));
+  assert.deepEqual(declared, [
+    ["ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } }],
+    ["fenka", { defense: { mode: "mind-blank" } }],
+    ["goblin", {}],
+  ]);
+  // Each owner was asked on their own client; the GM answered for the NPC only.
+  assert.equal(t.clients.p1.dialogs.seen.length, 1);
+  assert.equal(t.clients.p2.dialogs.seen.length, 1);
+  assert.equal(t.clients.gm.dialogs.seen.length, 1);
+  await ctl.resolve();
+  assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 32);
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape["revised-2e"].psp, 19);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+  assert.ok(t.clients.gm.Hooks.called.some((h) => h.name === "mindscape.resolved" && h.args[0].encounter === "enc1"));
+  await ctl.undo();
+  assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 40);
+  assert.deepEqual(await ctl.log(), [{ summary: "step 1" }]);
+});
+
+test("the watcher authenticates with its first message, watches the encounter, and reports changes", () => {
+  const sockets = [];
+  class FakeWS { constructor(url) { this.url = url; this.sent = []; sockets.push(this); } send(m) { this.sent.push(JSON.parse(m)); } close() { this.closed = true; } }
+  const changes = [];
+  const w = new EncounterWatcher({ url: "http://127.0.0.1:39393/", token: "tok", id: "enc1", onChange: (p) => changes.push(p), WebSocketImpl: FakeWS });
+  w.open();
+  const ws = sockets[0];
+  assert.equal(ws.url, "ws://127.0.0.1:39393/ws");
+  ws.onopen();
+  assert.deepEqual(ws.sent[0], { jsonrpc: "2.0", method: "auth", params: { token: "tok" }, id: 1 });
+  assert.deepEqual(ws.sent[1], { jsonrpc: "2.0", method: "encounter.watch", params: { id: "enc1" }, id: 2 });
+  ws.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "encounter.changed", params: { id: "enc1", revision: 4 } }) });
+  ws.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "encounter.changed", params: { id: "other", revision: 1 } }) });
+  ws.onmessage({ data: "not json" });
+  assert.deepEqual(changes, [{ id: "enc1", revision: 4 }]);
+  w.close();
+  assert.equal(ws.closed, true);
+});

@@ -1,0 +1,121 @@
+// The GM relay protocol: v12 module socket with request ids and replies, v13 queries,
+// the sender named by the server (never by the payload), and typed errors across.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Relay, unwrap } from "../mindscape/scripts/relay.js";
+import { FakeServer, FakeUser, FakeWorld, makeClient, makeUsers, tick } from "./support/fakes.mjs";
+import { RulesError } from "../mindscape/scripts/errors.js";
+
+function table({ generation = 12, passQuerySender = false } = {}) {
+  const server = new FakeServer({ passQuerySender });
+  const world = new FakeWorld();
+  const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
+  const p1 = new FakeUser({ id: "pl0001", name: "Ann" });
+  const users = makeUsers([gm, p1]);
+  const seen = [];
+  const make = (user) => {
+    const c = makeClient({ server, world, users, user, generation, worldSettings: new Map() });
+    c.relay = new Relay({
+      game: c.game, CONFIG: c.CONFIG, timeoutMs: 200,
+      handlers: {
+        whoAmI: { runsOn: "gm", fn: async (payload, { sender }) => { seen.push({ payload, sender: sender?.id }); return { sender: sender.id, echo: payload }; } },
+        forbidden: { runsOn: "gm", fn: async () => { throw new RulesError({ rule: "psp", detail: "not enough PSPs" }); } },
+        pick: { runsOn: "player", fn: async (payload) => ({ picked: payload.options[0], by: c.game.user.id }) },
+      },
+    });
+    c.relay.register();
+    return c;
+  };
+  return { server, gm: make(gm), p1: make(p1), seen };
+}
+
+test("v12: a player's request reaches the active GM over the module socket with the server's sender id", async () => {
+  const t = table();
+  const answer = await t.p1.relay.toGM("whoAmI", { claimedUser: "gm0000" });
+  assert.deepEqual(answer, { sender: "pl0001", echo: { claimedUser: "gm0000" } });
+  const request = t.server.log.find((l) => l.message?.type === "request");
+  assert.equal(request.channel, "module.mindscape");
+  assert.equal(request.message.to, "gm");
+  assert.ok(request.message.id);
+  const reply = t.server.log.find((l) => l.message?.type === "reply");
+  assert.equal(reply.message.id, request.message.id);
+  assert.equal(reply.message.to, "pl0001");
+});
+
+test("the GM's own request runs locally, without the socket", async () => {
+  const t = table();
+  const answer = await t.gm.relay.toGM("whoAmI", {});
+  assert.equal(answer.sender, "gm0000");
+  assert.equal(t.server.log.length, 0);
+});
+
+test("typed errors cross the relay intact", async () => {
+  const t = table();
+  const err = await t.p1.relay.toGM("forbidden", {}).catch((e) => e);
+  assert.ok(err instanceof RulesError);
+  assert.equal(err.data.detail, "not enough PSPs");
+});
+
+test("a reply from a client that was not asked is ignored", async () => {
+  const t = table();
+  // Stop the GM from answering, then forge a reply from another user id.
+  t.gm.listeners.get("module.mindscape").length = 0;
+  const pending = t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  await tick();
+  const request = t.server.log.find((l) => l.message?.type === "request");
+  for (const fn of t.p1.listeners.get("module.mindscape")) fn({ type: "reply", id: request.message.id, to: "pl0001", ok: true, value: { sender: "forged" } }, "pl0009");
+  const outcome = await pending;
+  assert.equal(outcome.name, "RelayTimeoutError");
+});
+
+test("with no GM connected the request fails with NoGMError at once", async () => {
+  const t = table();
+  Object.getPrototypeOf(t.p1.game.users.get("gm0000")).active = false;
+  const err = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(err.name, "NoGMError");
+  assert.equal(t.server.log.length, 0);
+});
+
+test("v13: requests go by CONFIG.queries and User#query when the core names the sender", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  assert.equal(typeof t.gm.CONFIG.queries["mindscape.whoAmI"], "function");
+  const answer = await t.p1.relay.toGM("whoAmI", { x: 1 });
+  assert.equal(answer.sender, "pl0001");
+  assert.ok(t.server.log.some((l) => l.query === "mindscape.whoAmI"));
+  assert.ok(!t.server.log.some((l) => l.message?.type === "request"));
+});
+
+test("v13: when a query handler is not told the sender, the player's client resends over the socket", async () => {
+  const t = table({ generation: 13, passQuerySender: false });
+  const answer = await t.p1.relay.toGM("whoAmI", {});
+  assert.equal(answer.sender, "pl0001");
+  assert.ok(t.server.log.some((l) => l.query === "mindscape.whoAmI"));
+  assert.ok(t.server.log.some((l) => l.message?.type === "request"));
+  // ... and remembers it: the next request goes straight to the socket.
+  const before = t.server.log.filter((l) => l.query).length;
+  await t.p1.relay.toGM("whoAmI", {});
+  assert.equal(t.server.log.filter((l) => l.query).length, before);
+});
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: the GM asks a player a question and gets the player's answer`, async () => {
+    const t = table({ generation });
+    const answer = await t.gm.relay.toUser("pl0001", "pick", { options: ["mind-blank"] });
+    assert.deepEqual(answer, { picked: "mind-blank", by: "pl0001" });
+  });
+}
+
+test("a player's client refuses a question sent by another player", async () => {
+  const t = table();
+  const err = await t.p1.relay.toUser("pl0001", "pick", { options: ["x"] }).then(() => null);
+  assert.equal(err, null, "asking oneself runs locally");
+  // A forged question from a non-GM over the socket is answered with a refusal.
+  const gmAsPlayer = t.gm.game.users.get("gm0000");
+  Object.getPrototypeOf(gmAsPlayer).isGM = false;
+  const refused = await t.gm.relay.toUser("pl0001", "pick", { options: ["x"] }).catch((e) => e);
+  assert.equal(refused.name, "PermissionDeniedError");
+});
+
+test("unwrap rejects a malformed envelope", () => {
+  assert.throws(() => unwrap({ nonsense: true }), /MINDSCAPE.Error.Remote/);
+});

@@ -1,0 +1,76 @@
+// Request building and response mapping (API.md: exchange.resolve / exchange.odds params,
+// COMBATANTS.md field names, RULES.md mode ids).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
+  knownModes, modesFromDescription, oddsParams, oddsView,
+} from "../mindscape/scripts/requests.js";
+
+test("each Foundry system is read by its adapter, others by foundry.generic", () => {
+  assert.equal(adapterFor("dnd5e"), "foundry.dnd5e");
+  assert.equal(adapterFor("ose"), "foundry.ose");
+  assert.equal(adapterFor("ars"), "foundry.ars");
+  assert.equal(adapterFor("pf2e"), "foundry.generic");
+  // A daemon that has no such adapter: the generic one.
+  assert.equal(adapterFor("dnd5e", [{ id: "foundry.generic" }]), "foundry.generic");
+  assert.equal(adapterFor("add2e", [{ id: "foundry.add2e" }, { id: "foundry.generic" }]), "foundry.add2e");
+});
+
+test("a combatant is sent as {adapter, data: {actor, token: {uuid, actorLink}}} (the brief's shape)", () => {
+  const actor = { toObject: () => ({ _id: "a1", name: "Zanna", system: { abilities: { int: { value: 17 } } } }) };
+  const ref = combatantRef(actor, { uuid: "Scene.s.Token.t", actorLink: false }, "foundry.dnd5e");
+  assert.deepEqual(ref, { adapter: "foundry.dnd5e", data: { actor: actor.toObject(), token: { uuid: "Scene.s.Token.t", actorLink: false } } });
+  assert.equal(combatantRef(actor, null, "foundry.generic").data.token, null);
+});
+
+test("revised-2e attacks carry mode, multiplier and range (API.md example)", () => {
+  assert.deepEqual(attackFromForm("revised-2e", { mode: "mind-thrust", multiplier: "4", range: "short", physical: true }), { mode: "mind-thrust", multiplier: 4, range: "short" });
+  assert.deepEqual(attackFromForm("revised-2e", { mode: "ego-whip" }), { mode: "ego-whip", multiplier: 1, range: "short" });
+});
+
+test("combat-strength attacks carry mode and range; power-pool attacks mode and pool_dice", () => {
+  assert.deepEqual(attackFromForm("combat-strength", { mode: "psionic-wave", range: "long", multiplier: "3" }), { mode: "psionic-wave", range: "long" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", pool_dice: "3" }), { mode: "mental-stab", pool_dice: 3 });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", pool_dice: "" }), { mode: "mental-stab" });
+});
+
+test("no defense is null; power-pool defenses may sacrifice spell levels; revised-2e may say paid", () => {
+  assert.equal(defenseFromChoice("revised-2e", null), null);
+  assert.equal(defenseFromChoice("revised-2e", { mode: "" }), null);
+  assert.deepEqual(defenseFromChoice("power-pool", { mode: "pinnacle-of-will", sacrifice: "3" }), { mode: "pinnacle-of-will", sacrifice: 3 });
+  assert.deepEqual(defenseFromChoice("revised-2e", { mode: "mental-barrier", paid: true }), { mode: "mental-barrier", paid: true });
+});
+
+test("exchange.odds takes the resolve params without dice or seed", () => {
+  const params = exchangeParams({ system: "revised-2e", attacker: { id: "a" }, defender: { id: "d" }, attack: { mode: "mind-thrust" }, defense: null, options: { "H-2E-CRIT-MODS": false }, dice: { attack: [20] }, seed: 7 });
+  assert.deepEqual(params.options, { "H-2E-CRIT-MODS": false });
+  assert.deepEqual(oddsParams(params), { system: "revised-2e", attacker: { id: "a" }, defender: { id: "d" }, attack: { mode: "mind-thrust" }, defense: null, options: { "H-2E-CRIT-MODS": false } });
+  assert.equal("options" in exchangeParams({ system: "x", attacker: {}, defender: {}, attack: {}, options: {} }), false);
+});
+
+test("modes are read from systems.describe in list or map form, else the fixed ids", () => {
+  const listed = modesFromDescription("revised-2e", { modes: [{ id: "mind-thrust", kind: "attack", cost: 2 }, { id: "mind-blank", kind: "defense", cost: 3 }] });
+  assert.deepEqual(listed, { attacks: [{ id: "mind-thrust", kind: "attack", cost: 2 }], defenses: [{ id: "mind-blank", kind: "defense", cost: 3 }] });
+  const mapped = modesFromDescription("revised-2e", { modes: { attacks: { "ego-whip": { cost: 4 } }, defenses: { "thought-shield": 2 } } });
+  assert.deepEqual(mapped, { attacks: [{ cost: 4, id: "ego-whip" }], defenses: [{ cost: 2, id: "thought-shield" }] });
+  const fallback = modesFromDescription("power-pool", {});
+  assert.ok(fallback.attacks.some((m) => m.id === "mental-stab"));
+  assert.ok(fallback.defenses.some((m) => m.id === "pinnacle-of-will"));
+  assert.deepEqual(knownModes(fallback.attacks, ["mental-stab"]).map((m) => m.id), ["mental-stab"]);
+  assert.equal(knownModes(fallback.attacks, []).length, fallback.attacks.length);
+});
+
+test("the multiplier is offered up to the attacker's level (RULES.md §1.4: 1 ≤ m ≤ level)", () => {
+  assert.deepEqual(attackFieldsFor("revised-2e", { level: 4 }), { multiplier: true, maxMultiplier: 4, range: true, poolDice: false, maxPool: 0 });
+  assert.equal(attackFieldsFor("power-pool", { pool: 5 }).maxPool, 5);
+  assert.equal(attackFieldsFor("combat-strength", {}).multiplier, false);
+});
+
+test("exact odds become rows with percentages, the mean damage and the system's own chances", () => {
+  const view = oddsView({ outcomes: { hit: 0.5875, miss: 0.4125 }, critical: 0.05, mind_opened: 0.0125, damage: { mean: 6.25, distribution: [[0, 0.4125], [10, 0.5875]], truncated_mass: 0 } });
+  assert.deepEqual(view.outcomes.map((o) => o.percent), ["58.75%", "41.25%"]);
+  assert.deepEqual(view.extras.map((e) => [e.name, e.percent]), [["critical", "5.00%"], ["mind_opened", "1.25%"]]);
+  assert.deepEqual(view.damage, { mean: 6.25, max: 10, truncated: false });
+  assert.equal(oddsView({ outcomes: {}, damage: { mean: 1, distribution: [], truncated_mass: 0.001 } }).damage.truncated, true);
+});

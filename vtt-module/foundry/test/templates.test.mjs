@@ -1,0 +1,58 @@
+// Every visible string is an i18n key present in lang/en.json; every template renders.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import path from "node:path";
+import { EN, MODULE_DIR, makeI18n } from "./support/fakes.mjs";
+import { renderModuleTemplate } from "./support/scenario.mjs";
+
+const i18n = makeI18n();
+const scripts = readdirSync(path.join(MODULE_DIR, "scripts")).map((f) => readFileSync(path.join(MODULE_DIR, "scripts", f), "utf8")).join("\n");
+const templates = Object.fromEntries(readdirSync(path.join(MODULE_DIR, "templates")).map((f) => [f, readFileSync(path.join(MODULE_DIR, "templates", f), "utf8")]));
+
+test("every i18n key named in the scripts and templates exists in en.json", () => {
+  const keys = new Set();
+  for (const m of scripts.matchAll(/"(MINDSCAPE\.[A-Za-z]+(?:\.[A-Za-z0-9-]+)+)"/g)) keys.add(m[1]);
+  for (const src of Object.values(templates)) for (const m of src.matchAll(/localize "([^"]+)"/g)) keys.add(m[1]);
+  const missing = [...keys].filter((k) => !i18n.has(k));
+  assert.deepEqual(missing, []);
+  assert.ok(keys.size > 60);
+});
+
+test("every setting has a name and hint, every mode id a label", () => {
+  for (const key of ["daemonUrl", "daemonToken", "physicalDice", "ruleSystem", "houseRules", "playersMayAttack", "rollMode", "defenseTimeout", "encounter"]) {
+    assert.ok(i18n.has(`MINDSCAPE.Setting.${key}.Name`) && i18n.has(`MINDSCAPE.Setting.${key}.Hint`), key);
+  }
+  const modes = Object.keys(EN.MINDSCAPE.Mode);
+  for (const id of ["ego-whip", "id-insinuation", "mind-thrust", "psionic-blast", "psychic-crush", "psionic-wave", "psychic-implosion", "mental-stab", "pinnacle-of-will", "shield-thoughts", "tower-of-iron-will"]) assert.ok(modes.includes(id), id);
+});
+
+test("templates carry no hard-coded English outside {{localize}} (labels, buttons, headings)", () => {
+  for (const [name, src] of Object.entries(templates)) {
+    const text = src.replace(/{{[^}]*}}/g, "").replace(/<[^>]*>/g, " ");
+    const words = text.split(/\s+/).filter((w) => /[A-Za-z]{3,}/.test(w));
+    assert.deepEqual(words, [], name);
+  }
+});
+
+test("every template renders with a plausible context", () => {
+  const contexts = {
+    "attack-dialog.hbs": { attackerName: "A", targetNames: "B", attacks: [{ id: "mind-thrust", label: "Mind thrust", cost: 2, selected: true }], multipliers: [{ value: 1, selected: true }], ranges: [{ value: "short", label: "Short" }], defenses: [{ id: "mind-blank", label: "Mind blank" }], targets: [], poolDice: [] },
+    "odds.hbs": { outcomes: [{ name: "hit", label: "Hit", percent: "50.00%" }], extras: [], damage: { mean: 2, max: 4 } },
+    "defense-dialog.hbs": { attackerName: "A", defenderName: "B", attackLabel: "Ego whip", defenses: [{ id: "mind-blank", label: "Mind blank", cost: 3 }], noneSelected: true, seconds: 30 },
+    "dice-prompt.hbs": { needed: 2, sides: 4, purposeLabel: "Damage", slots: [{ index: 1 }, { index: 2 }] },
+    "pairing.hbs": { url: "http://127.0.0.1:39393", token: "", origin: "https://x.example", hosted: true },
+    "profile.hbs": { actorName: "A", systemLabel: "S", fields: [{ key: "psp", label: "PSPs", isNumber: true, value: 3 }, { key: "attacks", label: "Attacks", isMulti: true, options: [{ value: "ego-whip", label: "Ego whip", checked: true }] }], advanced: "" },
+    "house-rules.hbs": { systemLabel: "S", rules: [{ id: "H-1", text: "t", isBoolean: true, checked: true }] },
+    "encounter.hbs": { active: true, name: "E", combatants: [{ id: "a", name: "A", summary: "PSP 1/2", waiting: true }], waitingNames: "A" },
+    "encounter-choice.hbs": { combatantName: "A", attacks: [{ id: "ego-whip", label: "Ego whip" }], targets: [{ id: "b", name: "B" }], defenses: [], multipliers: [{ value: 1 }], ranges: [], poolDice: [] },
+    "chat-card.hbs": { outcome: "hit", outcomeLabel: "Hit", attackerName: "A", defenderName: "B", facts: [], changes: [], dice: [] },
+  };
+  for (const name of Object.keys(templates)) {
+    assert.ok(contexts[name], `a context for ${name}`);
+    const html = renderModuleTemplate(name.replace(/\.hbs$/, ""), contexts[name]);
+    assert.doesNotMatch(html, /MINDSCAPE\./, `${name} has an unknown key`);
+  }
+  assert.match(renderModuleTemplate("dice-prompt", contexts["dice-prompt.hbs"]), /name="die-2" min="1" max="4"/);
+  assert.match(renderModuleTemplate("pairing", contexts["pairing.hbs"]), /mindscape serve --allow-origin https:\/\/x\.example/);
+});

@@ -19,13 +19,6 @@ from .combatant import CONDITIONS, combatant_schema, normalize
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
 
-DICE_PURPOSES: tuple[tuple[str, str], ...] = (
-    ("attack", "the attacker's pool dice"),
-    ("defense", "the defending side's pool dice, principal defender first, then the other "
-                "group members in order"),
-    ("save", "the attacker's d20 save against Blank Mind, rolled before any pool die"),
-)
-
 
 class PowerPoolSystem(System):
     """Power pool dice contests (seed 001): each side rolls its pool, the higher total
@@ -116,19 +109,68 @@ class PowerPoolSystem(System):
             "$defs": {"combatant": combatant, "defense": defense},
         }
 
+    def dice_purposes(self) -> list[JSON]:
+        """Every purpose a die of this system may have (callers supply dice by these)."""
+        ladder = list(self.tables["ladder"])
+        save = self.tables["save"]
+        return [
+            {"purpose": "attack", "sides": ladder,
+             "text": "the attacker's pool dice (its hit-die type, upgraded by its mode)"},
+            {"purpose": "defense", "sides": ladder,
+             "text": "the defending side's pool dice: the struck defender first, then the "
+                     "other wave targets and the allies in the order given"},
+            {"purpose": save["purpose"], "sides": [save["sides"]],
+             "text": "the attacker's save against Blank Mind (one per defender using it), "
+                     "rolled before any pool die"},
+        ]
+
     def describe(self) -> JSON:
-        """Modes with kind and effect parameters, tables, schemas, purposes, house rules."""
+        """``{id, name, source, modes: {attacks, defenses}, tables, combatant_schema,
+        request_schema, choice_schema, dice_purposes, house_rules, result_fields}``."""
+        modes = self.tables["modes"]
+
+        def listed(kind: str) -> list[JSON]:
+            return [{"id": m, **copy.deepcopy(d)} for m, d in modes.items() if d["kind"] == kind]
+
         return {
             "id": self.id,
             "name": self.name,
             "source": self.source,
-            "modes": [{"id": m, **copy.deepcopy(d)} for m, d in self.tables["modes"].items()],
+            "modes": {"attacks": listed("attack"), "defenses": listed("defense")},
             "tables": copy.deepcopy(self.tables),
             "conditions": list(CONDITIONS),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
-            "dice_purposes": [{"purpose": p, "text": t} for p, t in DICE_PURPOSES],
+            "choice_schema": copy.deepcopy(encounter.CHOICE_SCHEMA),
+            "dice_purposes": self.dice_purposes(),
             "house_rules": [r.to_json() for r in HOUSE_RULES],
+            "result_fields": {
+                "attack_total": "sum of the attacker's dice (null if Blank Mind stopped it)",
+                "defense_total": "sum of the defending group's dice plus sacrificed levels",
+                "winner": "attacker or defender",
+                "controlled": "whether any defender came under psionic control",
+                "effects": "[{effect, combatant, ...}]: controlled, possessed, frightened, "
+                           "stunned (instead of control), damage",
+                "attack": "{mode, dice, sides, keep_by}",
+                "defense": "{mode, members: [{id, role, mode, dice, sides, rolled, "
+                           "sacrifice, bonus, rolls}]}",
+                "tie": "the totals were equal (H-PP-TIE decided)",
+                "blank_mind": "[{against, target, roll, success}] or null",
+                "redirected": "[{from, to}]: a controlled target's controller was struck",
+                "damage": "Synaptic Overload damage dealt in all",
+            },
+            "outcomes": ["control", "won-without-control", "rebuffed",
+                         "blank-mind-save-failed"],
+            "encounter": {
+                "step": "one exchange",
+                "choice": {"attack": "{mode, target, targets?, pool_dice?, keep_by?, "
+                                     "perceives?}",
+                           "defense": "{mode?, pool_dice?, sacrifice?, allies?: [id]}",
+                           "pass": "true: no attack this round",
+                           "release": "id: let a controlled creature go (a wave: all)",
+                           "keep": "{target, by: die|action}",
+                           "rest": "true: a long rest (H-PP-RECOVERY)"},
+            },
         }
 
     # -- combatants -------------------------------------------------------------------

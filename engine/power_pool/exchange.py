@@ -383,7 +383,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
     events.append(Event("dazed", aid, {"round_ends": ex["attacker_dazed_round_ends"],
                                        "reason": "attacked in psionic combat"}))
     for side in plan.members:
-        if side.sacrifice:
+        # spells are given up for the roll; an attack Blank Mind stopped has no roll
+        if side.sacrifice and not failed:
             c = dict(now[side.id])
             left_levels = list(c["spell_levels"])
             for level in side.sacrifice:

@@ -521,9 +521,13 @@ def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> No
 def test_describe_lists_modes_tables_and_house_rules() -> None:
     d = SYSTEM.describe()
     assert d["id"] == "power-pool"
-    assert len(d["modes"]) == 10
-    kinds = {m["id"]: m["kind"] for m in d["modes"]}
-    assert sum(k == "attack" for k in kinds.values()) == 5
+    assert [m["id"] for m in d["modes"]["attacks"]] == [
+        "mental-stab", "personality-invasion", "psionic-wave", "subconscious-subversion",
+        "synaptic-overload"]
+    assert [m["id"] for m in d["modes"]["defenses"]] == [
+        "barrier-mantra", "blank-mind", "cognitive-labyrinth", "imagination-swarm",
+        "pinnacle-of-will"]
+    assert d["modes"]["attacks"][0]["die_steps"] == 2
     assert d["tables"]["ladder"] == [4, 6, 8, 10, 12, 20]
     assert {r["id"] for r in d["house_rules"]} == {
         "H-PP-TIE", "H-PP-GROUP", "H-PP-BLANK-SAVE", "H-PP-NO-POOL", "H-PP-RECOVERY"}

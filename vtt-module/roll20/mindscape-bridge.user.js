@@ -100,8 +100,12 @@
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   };
 
-  /** Every MINDSCAPE-REQ marker in a text: [{id, part, count, piece}]. */
-  const findMarkers = (text) => Array.from(String(text).matchAll(MARKER), (m) => ({
+  /**
+   * Every MINDSCAPE-REQ marker in a text: [{id, part, count, piece}]. Invisible break
+   * opportunities (zero-width spaces, soft hyphens) a chat may add to long words are
+   * dropped first.
+   */
+  const findMarkers = (text) => Array.from(String(text).replace(/[\u00ad\u200b-\u200d\u2060\ufeff]/g, '').matchAll(MARKER), (m) => ({
     id: m[1], part: Number(m[2]), count: Number(m[3]), piece: m[4],
   })).filter((m) => m.count >= 1 && m.count <= MAX_PARTS && m.part >= 1 && m.part <= m.count);
 

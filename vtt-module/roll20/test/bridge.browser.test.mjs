@@ -339,3 +339,38 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
     await managed.close();
   }
 });
+
+test('the userscript reads markers through invisible breaks, finds the speaker of collapsed messages and cuts answers into parts', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const checks = await page.evaluate(() => {
+    const b = window.__mindscapeBridge;
+    const markers = b.findMarkers('MINDSCAPE-REQ abcDEF123456 2/3 eyJq\u200bc29u\u00adIjoi');
+    const list = document.createElement('div');
+    list.innerHTML = '<div class="message"><span class="by">(From Mindscape):</span>one</div>'
+      + '<div class="message">two</div><div class="message"><span class="by">Alice:</span>three</div><div class="message">four</div>';
+    const speakers = Array.from(list.children).map((m) => b.senderOf(m));
+    const commands = b.answerCommands('abcDEF123456', JSON.stringify({ jsonrpc: '2.0', id: 'abcDEF123456', result: { text: 'é'.repeat(300) } }), 100);
+    const joined = b.decodeBase64Url(commands.map((c) => c.split(' ').at(-1)).join(''));
+    return {
+      markers,
+      speakers,
+      parts: commands.map((c) => c.split(' ')[2]),
+      joined: JSON.parse(joined).result.text.length,
+      problems: [
+        b.requestProblem({ jsonrpc: '2.0', id: 'abcDEF123456', method: 'exchange.resolve' }, 'abcDEF123456'),
+        b.requestProblem({ jsonrpc: '2.0', id: 'other', method: 'exchange.resolve' }, 'abcDEF123456'),
+        b.requestProblem({ jsonrpc: '2.0', id: 'abcDEF123456', method: 'rpc.discover' }, 'abcDEF123456'),
+        b.requestProblem([{ jsonrpc: '2.0', id: 'abcDEF123456-0', method: 'encounter.add' }], 'abcDEF123456'),
+        b.requestProblem([], 'abcDEF123456'),
+      ],
+    };
+  });
+  assert.deepEqual(checks.markers, [{ id: 'abcDEF123456', part: 2, count: 3, piece: 'eyJqc29uIjoi' }]);
+  assert.deepEqual(checks.speakers, ['Mindscape', 'Mindscape', 'Alice', 'Alice']);
+  assert.ok(checks.parts.length > 1 && checks.parts.every((p, i) => p === `${i + 1}/${checks.parts.length}`));
+  assert.equal(checks.joined, 300);
+  assert.equal(checks.problems[0], null);
+  assert.match(checks.problems[1], /does not match/);
+  assert.match(checks.problems[2], /not one the Mod script uses/);
+  assert.equal(checks.problems[3], null);
+  assert.match(checks.problems[4], /1 to 100/);
+});

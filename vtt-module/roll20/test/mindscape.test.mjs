@@ -391,11 +391,17 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
   const resolve = lastRequest(ctx.sb);
   assert.deepEqual(resolve.body.params, { id: 'enc-1', force: true });
-  const step = exchangeResult(ctx, resolve.id).result;
-  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { results: [step], revision: 5 } });
+  // encounter.resolve answers the step (round, results, summary, rolls) with the
+  // revision and the write-back updates beside it (companion/methods/encounter.py).
+  const { updates, ...step } = exchangeResult(ctx, resolve.id).result;
+  answer(ctx, resolve.id, {
+    jsonrpc: '2.0',
+    id: resolve.id,
+    result: { round: 1, results: [step], summary: 'Round 1: Ulcen lashes out.', rolls: step.rolls, revision: 5, updates },
+  });
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
-  assert.match(ctx.sb.chats.at(-1).input, /&\{template:default\}/);
+  assert.match(ctx.sb.chats.at(-1).input, /^&\{template:default\} \{\{name=Dune duel: round 1\}\} \{\{Outcome=Hit\}\}/);
 
   ctx.sb.chat({ playerid: BOB, content: '!psi encounter get' });
   const get = lastRequest(ctx.sb);

@@ -149,6 +149,8 @@ class PowerPoolSystem(System):
                 "defense_total": "sum of the defending group's dice plus sacrificed levels",
                 "winner": "attacker or defender",
                 "controlled": "whether any defender came under psionic control",
+                "outcome_detail": "control, won-without-control (Barrier Mantra), rebuffed "
+                                  "or blank-mind-save-failed",
                 "effects": "[{effect, combatant, ...}]: controlled, possessed, frightened, "
                            "stunned (instead of control), damage",
                 "attack": "{mode, dice, sides, keep_by}",
@@ -159,8 +161,9 @@ class PowerPoolSystem(System):
                 "redirected": "[{from, to}]: a controlled target's controller was struck",
                 "damage": "Synaptic Overload damage dealt in all",
             },
-            "outcomes": ["control", "won-without-control", "rebuffed",
-                         "blank-mind-save-failed"],
+            "outcomes": ["attacker", "defender"],
+            "outcome_details": ["control", "won-without-control", "rebuffed",
+                                "blank-mind-save-failed"],
             "encounter": {
                 "step": "one exchange",
                 "choice": {"attack": "{mode, target, targets?, pool_dice?, keep_by?, "

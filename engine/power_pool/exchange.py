@@ -37,7 +37,7 @@ HOUSE_RULES: tuple[HouseRule, ...] = (
               "the hit dice, rounded up, per long rest).", "all", ("all", "half")),
 )
 
-#: Resolution outcomes.
+#: How an exchange ended (result field ``outcome_detail``; ``outcome`` is the winner).
 OUTCOME_CONTROL = "control"
 OUTCOME_NO_CONTROL = "won-without-control"
 OUTCOME_REBUFFED = "rebuffed"
@@ -503,6 +503,7 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         "defense_total": defense_total,
         "winner": winner,
         "controlled": bool(controlled),
+        "outcome_detail": outcome,
         "effects": effects,
         "attack": {"mode": plan.mode, "dice": plan.attack_dice, "sides": plan.attack_sides,
                    "keep_by": plan.keep_by},
@@ -515,7 +516,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
     summary = _summary(tables, plan, attack_total, defense_total, winner, failed,
                        controlled, effects, freed)
     return Resolution(
-        system=SYSTEM_ID, outcome=outcome,
+        # the outcome is the winner, as exchange.odds names its outcomes (API.md)
+        system=SYSTEM_ID, outcome=winner,
         attacker=Change(aid, attacker, now[aid]),
         defender=Change(principal.id, principal.combatant, now[principal.id]),
         rolls=dice.rolls_since(start), events=tuple(events), summary=summary,

@@ -270,6 +270,7 @@ def test_barrier_mantra_stuns_instead_of_control() -> None:
     out = res.to_json()
     b = after(res, "b")
     assert out["winner"] == "attacker" and out["controlled"] is False
+    assert out["outcome"] == "attacker" and out["outcome_detail"] == "won-without-control"
     assert b["controlled_by"] is None and "stunned" in b["conditions"]
     assert "possessed" not in b["conditions"]  # possession needs control
     assert after(res, "a")["controlling"] == []
@@ -283,6 +284,7 @@ def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
                    dice={"save": [11], "attack": [6, 6, 6], "defense": [1]})
     out = res.to_json()
     assert out["winner"] == "defender" and out["attack_total"] is None
+    assert out["outcome_detail"] == "blank-mind-save-failed"
     assert [r["purpose"] for r in out["rolls"]] == ["save"]
     assert out["unused_dice"] == {"attack": [6, 6, 6], "defense": [1]}
     assert after(res, "a")["pool"] == 2

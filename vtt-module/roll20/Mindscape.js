@@ -462,6 +462,10 @@ var Mindscape = Mindscape || (() => {
       return { error: `--mode must be one of ${modes.attacks.join(', ')} for ${system} (got "${chatSafe(args.get('mode') || '')}").` };
     }
     const attack = { mode };
+    // Each system's attack object has its own fields (API.md): refuse the others here
+    // with a plain message rather than a schema error from the companion.
+    if (args.has('mult') && system !== 'revised-2e') return { error: '--mult is a revised-2e option.' };
+    if (args.has('dice') && system !== 'power-pool') return { error: '--dice is a power-pool option.' };
     if (args.has('mult')) {
       const mult = Number(args.get('mult'));
       if (!Number.isInteger(mult) || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
@@ -490,10 +494,24 @@ var Mindscape = Mindscape || (() => {
       return { error: `the defense must be one of ${SYSTEMS[system].defenses.join(', ')} or none.` };
     }
     const defense = { mode: text };
+    // In !psi defend --dice is the defender's; where the attacker's --dice may stand
+    // beside it (attack, odds, declare) the defender's pool dice are --defense-dice.
+    const diceKey = key === 'mode' ? 'dice' : 'defense-dice';
+    if ((args.has('sacrifice') || args.has(diceKey)) && system !== 'power-pool') {
+      return { error: `--sacrifice and --${diceKey} are power-pool options.` };
+    }
     if (args.has('sacrifice')) {
-      const levels = Number(args.get('sacrifice'));
-      if (!Number.isInteger(levels) || levels < 0) return { error: '--sacrifice must be a whole number of spell levels.' };
-      defense.sacrifice = levels;
+      // Spell levels given up: "3" is one 3rd-level spell, "3,1" two spells.
+      const levels = String(args.get('sacrifice')).split(',').map((t) => Number(t.trim()));
+      if (!levels.every((n) => Number.isInteger(n) && n >= 1 && n <= 9)) {
+        return { error: '--sacrifice wants spell levels 1-9, separated by commas.' };
+      }
+      defense.sacrifice = levels.length === 1 ? levels[0] : levels;
+    }
+    if (args.has(diceKey)) {
+      const dice = Number(args.get(diceKey));
+      if (!Number.isInteger(dice) || dice < 0) return { error: `--${diceKey} must be a whole number of pool dice.` };
+      defense.pool_dice = dice;
     }
     return { defense };
   };

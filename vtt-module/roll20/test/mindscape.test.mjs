@@ -353,6 +353,26 @@ test('config is for GMs; it stores the system and attribute names per character'
   assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'Power|max' });
 });
 
+test('options of another system are refused in plain words (API.md: attack objects are system-specific)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --mult 2` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--mult is a revised-2e option/);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --range short` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--range must be one of \(none in this system\)/);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --dice 2` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode pinnacle-of-will --sacrifice 3,1 --dice 2` });
+  const { params } = lastRequest(ctx.sb).body;
+  assert.deepEqual(params.attack, { mode: 'mental-stab', pool_dice: 2 });
+  assert.deepEqual(params.defense, { mode: 'pinnacle-of-will', sacrifice: [3, 1], pool_dice: 2 });
+  assert.equal(requests(ctx.sb).length, 1);
+  // Where both sides' options stand in one command, the defender's dice are --defense-dice.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --dice 3 --defense blank-mind --defense-dice 1` });
+  const odds = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([odds.attack, odds.defense], [{ mode: 'mental-stab', pool_dice: 3 }, { mode: 'blank-mind', pool_dice: 1 }]);
+});
+
 test('attacker and defender must use the same system', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });

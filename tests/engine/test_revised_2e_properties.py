@@ -97,6 +97,8 @@ def check_invariants(result: dict[str, Any]) -> None:
     for side in ("attacker", "defender"):
         after = result[side]["after"]
         assert 0 <= after["psp"] <= after["psp_max"]
+        # what a resolution hands back is itself a valid combatant, already complete
+        assert SYSTEM.combatant(after, f"/{side}") == after
     for roll in result["rolls"]:
         assert 1 <= roll["value"] <= roll["sides"]
     assert result["psp_spent"] >= 0 and result["damage"] >= 0

@@ -40,7 +40,7 @@ for (const generation of [12, 13]) {
     assert.equal(scope("houseRules"), "world");
     assert.equal(scope("playersMayAttack"), "world");
     assert.equal(scope("rollMode"), "world");
-    assert.equal(c.game.settings.registered.get("mindscape.daemonToken").config, false, "the token is edited in the pairing dialog only");
+    assert.equal(scope("genericMapping"), "world");
     assert.deepEqual(Object.keys(c.game.settings.registered.get("mindscape.rollMode").choices), ["default", "publicroll", "gmroll", "blindroll", "selfroll"]);
     assert.ok(c.game.settings.menus.get("mindscape.pairing").restricted);
     for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML"]) {

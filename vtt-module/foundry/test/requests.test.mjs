@@ -74,3 +74,20 @@ test("exact odds become rows with percentages, the mean damage and the system's 
   assert.deepEqual(view.damage, { mean: 6.25, max: 10, truncated: false });
   assert.equal(oddsView({ outcomes: {}, damage: { mean: 1, distribution: [], truncated_mass: 0.001 } }).damage.truncated, true);
 });
+
+test("the daemon's revised-2e odds: counts beside the chances (needed, modifier, PSP costs) are not shown as chances", () => {
+  // The shape `exchange.odds` answers for a 1-step mind thrust (needed 11, no defense).
+  const odds = { outcomes: { hit: 0.5, miss: 0.5 }, critical: 0.15, mind_opened: 0.015, save_rolled: 0.15, needed: 11, needed_distribution: [[11, 1.0]], modifier: 0, damage: { mean: 1.25, distribution: [[0, 0.5], [1, 0.125], [4, 0.125]], truncated_mass: 0.0 }, psp_spent: { mean: 1.5 }, defense_psp: 0, target_open: false, effect: null, warnings: [] };
+  const view = oddsView(odds);
+  assert.deepEqual(view.extras.map((e) => e.name), ["critical", "mind_opened", "save_rolled"]);
+  assert.deepEqual(view.damage, { mean: 1.25, max: 4, truncated: false });
+  // A known chance of exactly 0 is still a chance.
+  assert.deepEqual(oddsView({ outcomes: {}, critical: 0 }).extras.map((e) => e.percent), ["0.00%"]);
+});
+
+test("foundry.generic combatants carry the world's mapping file; the others do not", () => {
+  const actor = { toObject: () => ({ _id: "x", name: "X" }) };
+  const mapping = { version: 1, fields: { int: "system.abilities.int.value" } };
+  assert.deepEqual(combatantRef(actor, null, "foundry.generic", mapping).data.mapping, mapping);
+  assert.equal("mapping" in combatantRef(actor, null, "foundry.dnd5e", mapping).data, false);
+});

@@ -20,7 +20,7 @@ test("every i18n key named in the scripts and templates exists in en.json", () =
 });
 
 test("every setting has a name and hint, every mode id a label", () => {
-  for (const key of ["daemonUrl", "daemonToken", "physicalDice", "ruleSystem", "houseRules", "playersMayAttack", "rollMode", "defenseTimeout", "encounter"]) {
+  for (const key of ["daemonUrl", "daemonToken", "physicalDice", "ruleSystem", "houseRules", "genericMapping", "playersMayAttack", "rollMode", "defenseTimeout", "encounter"]) {
     assert.ok(i18n.has(`MINDSCAPE.Setting.${key}.Name`) && i18n.has(`MINDSCAPE.Setting.${key}.Hint`), key);
   }
   const modes = Object.keys(EN.MINDSCAPE.Mode);

@@ -5,7 +5,7 @@
  */
 import { MODULE_ID } from "./consts.js";
 import { PermissionDeniedError, UsageError } from "./errors.js";
-import { attackFromForm, combatantRef, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
+import { attackFromForm, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
@@ -85,6 +85,14 @@ export function resultsOfStep(step) {
   return step.outcome !== undefined || step.rolls ? [step] : [];
 }
 
+/** The attack and defense a result names (`mode` and `defense` as ids, or as objects). */
+export function modesOfResult(result) {
+  const attack = result.attack && typeof result.attack === "object" ? result.attack : (result.mode ? { mode: result.mode } : {});
+  const d = result.defense;
+  const defense = typeof d === "string" ? { mode: d } : (d && typeof d === "object" && d.mode ? d : null);
+  return { attack, defense };
+}
+
 /** Every write-back update in a step's answer, wherever the daemon put it. */
 export function updatesOfStep(answer) {
   const out = [...(answer?.updates ?? [])];
@@ -123,7 +131,7 @@ export class EncounterController {
     const adapter = await this.svc.adapterId();
     for (const uuid of tokenUuids ?? []) {
       const { token, actor } = await this.svc.docs(uuid);
-      const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: combatantRef(actor, token, adapter) });
+      const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name };
     }
     await this.saveMeta(meta);
@@ -231,7 +239,7 @@ export class EncounterController {
     for (const result of resultsOfStep(answer)) {
       const attackerName = name(result.attacker?.after?.id ?? result.attacker?.before?.id ?? result.attacker?.id);
       const defenderName = name(result.defender?.after?.id ?? result.defender?.before?.id ?? result.defender?.id);
-      const message = await this.svc.postCard(result, { attackerName, defenderName, attack: result.attack ?? {}, defense: result.defense ?? null, physical: usePhysical });
+      const message = await this.svc.postCard(result, { attackerName, defenderName, ...modesOfResult(result), physical: usePhysical });
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
     }
     return answer;
@@ -349,7 +357,7 @@ export function makeEncounterPanel(foundry, svc) {
       }
       const log = this.logEntries;
       const entries = Array.isArray(log) ? log : (log?.steps ?? log?.entries ?? []);
-      return { ...view, log: entries.map((e, i) => ({ n: i + 1, text: e.summary ?? resultsOfStep(e).map((r) => r.summary).join(" ") })), showLog: Boolean(log) };
+      return { ...view, log: entries.map((e, i) => ({ n: e.revision ?? i + 1, text: logLine(e, svc.t.label) })), showLog: Boolean(log) };
     }
 
     _onRender() {
@@ -370,6 +378,14 @@ export function makeEncounterPanel(foundry, svc) {
       return super.close(options);
     }
   };
+}
+
+/** One line of the encounter log: the step's kind and its exchanges' summaries. */
+export function logLine(entry, label = (_k, f) => f) {
+  const summaries = resultsOfStep(entry.result ?? entry).map((r) => r.summary).filter(Boolean);
+  const kind = label(`MINDSCAPE.Encounter.Step.${entry.kind}`, entry.kind ?? "");
+  const undone = entry.undone_by ? ` (${label("MINDSCAPE.Encounter.Undone", "undone")})` : "";
+  return `${entry.revision ?? ""} ${kind}${undone}${summaries.length ? ": " + summaries.join(" ") : ""}`.trim();
 }
 
 /** The uuids of the tokens this user has selected on the canvas. */

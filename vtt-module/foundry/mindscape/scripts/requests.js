@@ -53,15 +53,16 @@ export function adapterFor(foundrySystemId, adapters = []) {
  * @param {{toObject:()=>object}} actor
  * @param {{uuid:string, actorLink:boolean}|null} tokenDocument
  * @param {string} adapter
+ * @param {object|null} [mapping]  the world's mapping for `foundry.generic`
  */
-export function combatantRef(actor, tokenDocument, adapter) {
-  return {
-    adapter,
-    data: {
-      actor: actor.toObject(),
-      token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
-    },
+export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
+  const data = {
+    actor: actor.toObject(),
+    token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
   };
+  // foundry.generic reads the sheet through the world's mapping file (docs/ADAPTERS.md).
+  if (adapter === "foundry.generic" && mapping) data.mapping = mapping;
+  return { adapter, data };
 }
 
 /**
@@ -181,6 +182,11 @@ export function attackFieldsFor(system, combatant = {}) {
   };
 }
 
+/** Chance fields the systems name beside `outcomes` (API.md: critical, mind opened, control). */
+const CHANCES = new Set(["critical", "mind_opened", "save_rolled", "control", "controlled", "crushed", "mind_crushed", "stunned"]);
+/** Fields of `exchange.odds` that are not chances. */
+const NOT_CHANCES = new Set(["outcomes", "damage", "system", "needed", "modifier", "defense_psp", "psp_spent", "needed_distribution", "target_open", "effect", "warnings", "bonus_dice", "attack_cost"]);
+
 const pct = (p) => `${(Math.round(Number(p) * 10000) / 100).toFixed(2)}%`;
 
 /**
@@ -194,8 +200,11 @@ export function oddsView(odds, label = (_k, f) => f) {
     .map(([name, p]) => ({ name, label: label(`MINDSCAPE.Outcome.${name}`, name), p: Number(p), percent: pct(p) }));
   const extras = [];
   for (const [name, value] of Object.entries(odds ?? {})) {
-    if (["outcomes", "damage", "system"].includes(name)) continue;
-    if (typeof value === "number" && value >= 0 && value <= 1) {
+    if (NOT_CHANCES.has(name)) continue;
+    // Whole numbers 0 and 1 are counts or flags (a modifier of 0, a PSP cost of 1) unless
+    // the name is a known chance; any other number in [0, 1] is a probability.
+    const isChance = typeof value === "number" && value >= 0 && value <= 1 && (!Number.isInteger(value) || CHANCES.has(name));
+    if (isChance) {
       extras.push({ name, label: label(`MINDSCAPE.Chance.${name}`, name.replace(/_/g, " ")), p: value, percent: pct(value) });
     }
   }

@@ -88,6 +88,11 @@ export class Mindscape {
     return adapterFor(this.game.system?.id, (this.adaptersCache ?? []).filter((a) => !a.vtt || a.vtt === "foundry"));
   }
 
+  /** A combatant reference for the daemon (with the world's mapping for foundry.generic). */
+  ref(actor, token, adapter) {
+    return combatantRef(actor, token, adapter, adapter === "foundry.generic" ? setting(this.game, "genericMapping") : null);
+  }
+
   // ---------------------------------------------------------------- documents
 
   /**
@@ -144,7 +149,7 @@ export class Mindscape {
     const adapter = await this.adapterId();
     const [description, imported] = await Promise.all([
       this.describe(system),
-      this.rpc("adapters.import", { adapter, system, data: combatantRef(actor, token, adapter).data }),
+      this.rpc("adapters.import", { adapter, system, data: this.ref(actor, token, adapter).data }),
     ]);
     const combatant = imported?.combatant ?? {};
     const modes = modesFromDescription(system, description);
@@ -174,8 +179,8 @@ export class Mindscape {
     const adapter = await this.adapterId();
     const params = exchangeParams({
       system,
-      attacker: combatantRef(a.actor, a.token, adapter),
-      defender: combatantRef(d.actor, d.token, adapter),
+      attacker: this.ref(a.actor, a.token, adapter),
+      defender: this.ref(d.actor, d.token, adapter),
       attack: attackFromForm(system, attack),
       defense: defenseFromChoice(system, assumeDefense ? { mode: assumeDefense } : null),
       options: houseRulesFor(this.game, system),
@@ -217,7 +222,7 @@ export class Mindscape {
     let known = null;
     try {
       const adapter = await this.adapterId();
-      const imported = await this.rpc("adapters.import", { adapter, system, data: combatantRef(actor, defender.token, adapter).data });
+      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(actor, defender.token, adapter).data });
       known = imported?.combatant?.defenses ?? null;
     } catch { known = null; }
     const offered = knownModes(modes, known);
@@ -265,8 +270,8 @@ export class Mindscape {
     const defense = defenseFromChoice(system, defenseChoice);
     const params = exchangeParams({
       system,
-      attacker: combatantRef(attacker.actor, attacker.token, adapter),
-      defender: combatantRef(defender.actor, defender.token, adapter),
+      attacker: this.ref(attacker.actor, attacker.token, adapter),
+      defender: this.ref(defender.actor, defender.token, adapter),
       attack,
       defense,
       options: houseRulesFor(this.game, system),
@@ -324,7 +329,7 @@ export class Mindscape {
     const profile = profileFromForm(spec.fields, form);
     const { actor, token } = await this.docs(actorUuid);
     const adapter = await this.adapterId();
-    const ref = combatantRef(actor, token, adapter);
+    const ref = this.ref(actor, token, adapter);
     ref.data.actor = actorDataWithProfile(ref.data.actor, MODULE_ID, spec.system, profile);
     const imported = await this.rpc("adapters.import", { adapter, system: spec.system, data: ref.data });
     // Replace the whole profile ("-=" removes the old keys) so cleared fields do not linger.
@@ -433,8 +438,9 @@ export class Mindscape {
       const current = houseRulesFor(this.game, system);
       const rules = (description?.house_rules ?? []).map((r) => {
         const value = r.id in current ? current[r.id] : r.default;
-        const choices = Array.isArray(r.choices) && r.choices.length ? r.choices.map((c) => ({ value: String(c), selected: String(c) === String(value) })) : null;
-        return { ...r, value, checked: value === true, isBoolean: typeof r.default === "boolean" && !choices, choices };
+        const isBoolean = typeof r.default === "boolean";
+        const choices = !isBoolean && Array.isArray(r.choices) && r.choices.length ? r.choices.map((c) => ({ value: String(c), selected: String(c) === String(value) })) : null;
+        return { ...r, value, checked: value === true, isBoolean, choices };
       });
       const form = await this.env.dialogs.houseRulesDialog({ context: { system, systemLabel: this.t.label(`MINDSCAPE.System.${system}`, system), rules } });
       if (!form) return null;

@@ -9,13 +9,14 @@ import { DEFAULT_DAEMON_URL, MODULE_ID, ROLL_MODES, RULE_SYSTEMS } from "./const
 /** Every setting's key, scope and type, in one place (tests check the scopes here). */
 export const SETTINGS = {
   daemonUrl: { scope: "client", config: true, type: String, default: DEFAULT_DAEMON_URL },
-  daemonToken: { scope: "client", config: false, type: String, default: "" },
+  daemonToken: { scope: "client", config: true, type: String, default: "" },
   physicalDice: { scope: "client", config: true, type: Boolean, default: false },
   ruleSystem: {
     scope: "world", config: true, type: String, default: "revised-2e",
     choices: Object.fromEntries(RULE_SYSTEMS.map((s) => [s, `MINDSCAPE.System.${s}`])),
   },
   houseRules: { scope: "world", config: false, type: Object, default: {} },
+  genericMapping: { scope: "world", config: false, type: Object, default: { version: 1, fields: {} } },
   playersMayAttack: { scope: "world", config: true, type: Boolean, default: true },
   rollMode: {
     scope: "world", config: true, type: String, default: "default",

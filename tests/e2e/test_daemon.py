@@ -1,0 +1,117 @@
+"""End to end: the real ``mindscape`` process, killed with SIGKILL mid-encounter and
+restarted, keeps every step it acknowledged (API.md: 'Every step is stored before the
+call answers')."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import threading
+import urllib.error
+from typing import Any
+
+from .conftest import Daemon, mindscape_command
+
+ULCEN = {"id": "ulcen", "name": "Ulcen of Tyr", "kind": "psionicist", "level": 4,
+         "psp": 40, "psp_max": 40, "int": 14, "wis": 13, "mac": 10,
+         "attacks": ["mind-thrust"], "defenses": ["thought-shield"]}
+FENKA = {"id": "fenka", "name": "Fenka", "kind": "psionicist", "level": 3, "psp": 30,
+         "psp_max": 30, "int": 12, "wis": 12, "mac": 10, "attacks": ["mind-thrust"],
+         "defenses": ["mental-barrier"]}
+
+
+def test_banner_token_file_and_plugin_from_a_dist_info(daemon: Daemon) -> None:
+    banner = "".join(daemon.banner)
+    assert daemon.url in banner and "mindscape token" in banner
+    assert str(daemon.home / "token") in banner and daemon.token not in banner
+    assert stat.S_IMODE((daemon.home / "token").stat().st_mode) == 0o600
+    info = daemon.ok("companion.info")
+    plugins = {p["name"]: p for p in info["plugins"]}
+    assert plugins["sample"]["version"] == "1.0" and plugins["sample"]["error"] is None
+    assert "sample-duel" in info["systems"]
+    assert daemon.ok("sample.echo", {"text": "hi"})["echo"] == "hi"
+
+
+def test_every_acknowledged_step_survives_sigkill(daemon: Daemon) -> None:
+    eid = daemon.ok("encounter.create", {"system": "revised-2e", "name": "kill test"})["id"]
+    daemon.ok("encounter.add", {"id": eid, "combatant": ULCEN})
+    daemon.ok("encounter.add", {"id": eid, "combatant": FENKA})
+    acknowledged: list[int] = []
+    for round_number in range(2):
+        daemon.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+            "attack": {"mode": "mind-thrust", "target": "fenka"}}})
+        daemon.ok("encounter.declare", {"id": eid, "combatant_id": "fenka", "choice": {
+            "defense": {"mode": "mental-barrier"}}})
+        acknowledged.append(daemon.ok("encounter.resolve", {"id": eid,
+                                                            "seed": round_number})["revision"])
+    before_kill = daemon.ok("encounter.log", {"id": eid})
+
+    # More encounters keep writing while the process is killed: whatever was answered
+    # must be there after the restart.
+    other = daemon.ok("encounter.create", {"system": "sample-duel"})["id"]
+    answered: list[str] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            try:
+                result = daemon.ok("encounter.add", {
+                    "id": other, "combatant": {"id": f"c{n}", "name": f"C{n}"}})
+            except (urllib.error.URLError, ConnectionError, OSError):
+                return
+            if n < 60:
+                answered.append(result["combatant_id"])
+            n += 1
+            if n >= 60:
+                return
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while len(answered) < 20 and thread.is_alive():
+        thread.join(0.01)
+    daemon.kill()
+    stop.set()
+    thread.join(10)
+
+    daemon.start()
+    after = daemon.ok("encounter.log", {"id": eid})
+    assert after == before_kill
+    view = daemon.ok("encounter.get", {"id": other})
+    assert set(answered) <= set(view["combatants"])
+    assert len(answered) >= 20
+    assert view["revision"] >= len(answered)
+    # and the encounter goes on where it stopped
+    daemon.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "mind-thrust", "target": "fenka"}}})
+    daemon.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                    "choice": {"defense": None}})
+    step = daemon.ok("encounter.resolve", {"id": eid, "seed": 9})
+    assert step["revision"] == acknowledged[-1] + 3
+    assert daemon.stop() == 0
+
+
+def test_mindscape_call_and_token_commands(daemon: Daemon) -> None:
+    base = [*mindscape_command()]
+    home = ["--home", str(daemon.home)]
+    token = subprocess.run([*base, "token", *home], capture_output=True, text=True,
+                           env=daemon.env, check=True)
+    assert token.stdout.strip() == daemon.token
+    ok = subprocess.run([*base, "call", "dice.roll", '{"expr": "2d6", "seed": 1}', *home,
+                         "--url", f"{daemon.url}/rpc"], capture_output=True, text=True,
+                        env=daemon.env)
+    assert ok.returncode == 0
+    result: dict[str, Any] = json.loads(ok.stdout)
+    assert len(result["rolls"]) == 2
+    failed = subprocess.run([*base, "call", "encounter.get", '{"id": "nope"}', *home,
+                             "--url", f"{daemon.url}/rpc"], capture_output=True, text=True,
+                            env=daemon.env)
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout) == {"code": 4004, "message": "Not found",
+                                         "data": {"id": "nope"}}
+    old = daemon.token
+    rotated = subprocess.run([*base, "token", "--rotate", *home], capture_output=True,
+                             text=True, env=daemon.env, check=True)
+    assert rotated.stdout.strip() == daemon.token != old
+    assert daemon.stop() == 0

@@ -196,6 +196,9 @@ test('a GM\'s answer writes the updates with setWithWorker, creating missing att
   assert.match(card.input, /\{\{Summary=Ulcen of Tyr lashes Fenka with an ego whip.\}\}/);
   assert.match(card.input, /\{\{Dice=attack d20: 15\}\}/);
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  // An answered request never times out afterwards.
+  ctx.sb.advance(60000);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)));
 });
 
 test('the card follows the roll mode: gm whispers it, private also tells the controllers', () => {

@@ -380,6 +380,26 @@ class Draft:
                         tuple(self.warnings))
 
 
+def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None = None,
+          unset_zero: bool = False) -> None:
+    """An ability score from the sheet (read-only), kept within 1..25 as the combatant
+    allows; a missing score (or OSE's unset 0) takes ``default`` with a warning."""
+    number = to_int(value, path, 0, 1000)
+    if number == 0 and not unset_zero:
+        raise InvalidInput.at(path, "an ability score must be at least 1")
+    if name not in FIELDS[draft.system]:
+        return  # checked, but this system has no use for it
+    if number is None or number == 0:
+        if default is None:
+            return
+        draft.warn(f"no {name} score; assumed {default}")
+        number = default
+    elif number > 25:
+        draft.warn(f"{name} {number} is above the tables' 25; used as 25")
+        number = 25
+    draft.put(name, number, Binding("", writable=False))
+
+
 def decode(system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
     """A field value from VTT data (native JSON or Roll20 text), checked against the
     field's type; unknown mode names are dropped with a warning."""

@@ -36,6 +36,7 @@ from .core import (
     plain_json,
     pointer,
     read_state,
+    score,
     to_bool,
     to_int,
     to_text,
@@ -97,24 +98,6 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
                                       f"is not the actor given ({ident})")
             uuid = f"Scene.{match.group(1)}.Token.{match.group(2)}.Actor.{ident}"
     return FoundryActor(raw, path, ident, name.strip(), uuid, envelope)
-
-
-def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None = None,
-          unset_zero: bool = False) -> None:
-    """An ability score from the sheet (read-only), kept within 1..25 as the combatant
-    allows; a missing score (or OSE's unset 0) takes ``default`` with a warning."""
-    number = to_int(value, path, 0, 1000)
-    if number == 0 and not unset_zero:
-        raise InvalidInput.at(path, "an ability score must be at least 1")
-    if number is None or number == 0:
-        if default is None:
-            return
-        draft.warn(f"no {name} score; assumed {default}")
-        number = default
-    elif number > 25:
-        draft.warn(f"{name} {number} is above the tables' 25; used as 25")
-        number = 25
-    draft.put(name, number, Binding("", writable=False))
 
 
 _GROUPS: Final = (

@@ -37,6 +37,7 @@ from .core import (
     plain_json,
     pointer,
     read_state,
+    score,
     to_bool,
     to_int,
     to_text,
@@ -237,10 +238,10 @@ class Adnd2eRevised(Roll20Adapter):
         """Read the sheet's attributes (documented in docs/ADAPTERS.md)."""
         for field, attr_name in (("int", "Intelligence"), ("wis", "Wisdom"),
                                  ("con", "Constitution")):
-            if _number(char, draft, field, attr_name) is None \
-                    and field in FIELDS[draft.system]:
-                draft.put(field, 10, Binding("", writable=False))
-                draft.warn(f"no {attr_name}; assumed 10")
+            if field in FIELDS[draft.system]:
+                found = char.get(attr_name)
+                value, path = found if found is not None else (None, char.path)
+                score(draft, field, value, path, default=10)
         levels: list[tuple[int, str]] = []
         for key, (path, attr) in char.attrs.items():  # one pass over the attributes
             if _LEVEL.fullmatch(key):

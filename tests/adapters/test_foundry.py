@@ -208,6 +208,9 @@ def test_ose_character_reads_scores_level_and_hit_die() -> None:
                            "Aelfric")
     got = OSE.import_(actor, "power-pool")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
+    assert not any("score" in w for w in got.warnings)  # power-pool uses no scores
+    got = OSE.import_(actor, "revised-2e")
+    assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
     assert any("no int score" in w for w in got.warnings)
     actor["system"]["scores"]["int"]["value"] = 16
     actor["system"]["scores"]["wis"]["value"] = 12

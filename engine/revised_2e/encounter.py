@@ -308,12 +308,15 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid in s["order"]:
         cs[cid], more = end_of_round(t, cs[cid], dice, options)
         events += more
+        name = cs[cid]["name"]
         for e in more:
-            if e.type == "mind-closed":
-                lines.append(f"{cs[cid]['name']}'s mind closes ({e.data['how']}).")
+            if e.type in ("mind-save", "wisdom-check"):
+                check = "save vs. paralyzation" if e.type == "mind-save" else "Wisdom check"
+                verdict = "closes" if e.data["success"] else "stays open"
+                lines.append(f"{name}'s mind {verdict} ({check} {e.data['target']}, "
+                             f"rolled {e.data['roll']}).")
             elif e.type == "mind-locked":
-                lines.append(f"{cs[cid]['name']}'s mind is locked open for "
-                             f"{e.data['rounds']} rounds.")
+                lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
     number = s["round"]
     s["round"] = number + 1
     s["pending"] = {}

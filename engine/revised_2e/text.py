@@ -31,7 +31,7 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
     rng = "" if fields["range"] == "short" else f" at {fields['range']} range"
     numbers = f"(needed {fields['needed']}, rolled {roll_text(fields['roll'])})"
     defense = fields["defense"]
-    shield = f" through {d}'s {tables.mode_name(defense)}" if defense else ""
+    shield = f" through the {tables.mode_name(defense)}" if defense else ""
     natural = fields["roll"]["natural"]
     if not fields["hit"]:
         auto = " — a natural 1" if natural == int(tables.attack_roll["always_miss"]) else ""
@@ -41,7 +41,7 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
         else:
             text = f"{a}'s {mode}{steps}{rng} misses {d} {numbers}{auto}."
         return f"{text} {a} pays {psp(fields['psp_spent'])}."
-    parts = [f"{a}'s {mode}{steps}{rng} strikes{shield} {d} {numbers}."]
+    parts = [f"{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
     if fields["critical"]:
         parts.append("A critical mental hit!")
     if fields["damage"]:

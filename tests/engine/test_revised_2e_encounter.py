@@ -175,7 +175,7 @@ def test_unclosed_critical_mind_locks_1d4_plus_1_then_wisdom_checks_at_minus_3()
     state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"wisdom-check": [12]}),
                                            force=True)
     assert state["combatants"]["fenka"]["mind"]["state"] == "closed"
-    assert "closes (wisdom-check)" in step["summary"]
+    assert "Fenka of Raam's mind closes (Wisdom check 12, rolled 12)." in step["summary"]
 
 
 def test_zero_psp_mind_is_locked_open_at_end_of_round() -> None:

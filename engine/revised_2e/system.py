@@ -55,12 +55,15 @@ class Revised2e(System):
 
     # -- description ---------------------------------------------------------------
     def house_rules(self) -> Sequence[HouseRule]:
+        """The H-2E-… house defaults (``house.HOUSE_RULES``)."""
         return house.HOUSE_RULES
 
     def combatant_schema(self) -> JSON:
+        """JSON Schema of a combatant as callers may give it (built from the tables)."""
         return copy.deepcopy(self.normaliser.schema)
 
     def request_schema(self) -> JSON:
+        """JSON Schema of an exchange request; embeds the combatant schema."""
         combatant = self.combatant_schema()
         combatant.pop("$schema", None)
         attack_ids = sorted(self.tables.attacks)
@@ -145,6 +148,8 @@ class Revised2e(System):
         ]
 
     def describe(self) -> JSON:
+        """What ``systems.describe`` serves: modes, tables, schemas, dice purposes,
+        house rules and how an encounter round runs."""
         t = self.tables
         return {
             "id": self.id,
@@ -275,22 +280,28 @@ class Revised2e(System):
 
     # -- encounters ----------------------------------------------------------------------------
     def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        """A new, empty encounter (``encounter.new``)."""
         return encounter.new(self, options)
 
     def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
                       ) -> tuple[JSON, str]:
+        """Add a combatant (``encounter.add``)."""
         return encounter.add(self, state, combatant)
 
     def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        """The public view, no pending choice (``encounter.view``)."""
         return encounter.view(self, state)
 
     def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
+        """Who must still declare (``encounter.waiting_for``)."""
         return encounter.waiting_for(self, state)
 
     def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
                           choice: Mapping[str, Any]) -> JSON:
+        """Record a secret, checked choice (``encounter.declare``)."""
         return encounter.declare(self, state, combatant_id, choice)
 
     def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
                           force: bool = False) -> tuple[JSON, JSON]:
+        """Resolve the round (``encounter.resolve``)."""
         return encounter.resolve(self, state, dice, force)

@@ -67,16 +67,20 @@ class Tables:
     # -- modes ----------------------------------------------------------------------
     @property
     def attacks(self) -> Mapping[str, Any]:
+        """Attack modes by id (cost, damage, failed cost, ranges)."""
         return self.raw["attacks"]  # type: ignore[no-any-return]
 
     @property
     def defenses(self) -> Mapping[str, Any]:
+        """Defense modes by id (cost per round)."""
         return self.raw["defenses"]  # type: ignore[no-any-return]
 
     def attack_cost(self, mode: str) -> int:
+        """PSPs per step of attack ``mode``."""
         return int(self.attacks[mode]["cost"])
 
     def defense_cost(self, mode: str) -> int:
+        """PSPs per round of defense ``mode``."""
         return int(self.defenses[mode]["cost"])
 
     def damage_die(self, mode: str) -> tuple[int, int]:
@@ -91,6 +95,7 @@ class Tables:
         return declared * int(fraction["numerator"]) // int(fraction["denominator"])
 
     def ranges(self, mode: str) -> Mapping[str, int]:
+        """Range bands of ``mode`` in yards (psychic crush has one)."""
         return self.attacks[mode]["ranges"]  # type: ignore[no-any-return]
 
     def modifier(self, attack: str, defense: str | None) -> int:
@@ -100,43 +105,53 @@ class Tables:
         return int(self.raw["attack_vs_defense"][attack][defense])
 
     def mode_name(self, mode: str) -> str:
+        """The words for a mode id in summaries ("mind thrust")."""
         entry = self.attacks.get(mode) or self.defenses.get(mode)
         return str(entry["name"]) if entry else mode
 
     # -- the attack roll ---------------------------------------------------------------
     @property
     def attack_roll(self) -> Mapping[str, Any]:
+        """The d20 roll: faces, automatic miss/hit, open-mind bonus, range steps."""
         return self.raw["attack_roll"]  # type: ignore[no-any-return]
 
     def range_improvement(self, band: str) -> int:
+        """How much the target's MAC improves at range ``band``."""
         return int(self.attack_roll["range_mac_improvement"][band])
 
     @property
     def critical_naturals(self) -> frozenset[int]:
+        """Natural rolls that can be critical mental hits (18–20)."""
         return frozenset(int(n) for n in self.raw["critical"]["naturals"])
 
     @property
     def critical_margin(self) -> int:
+        """By how much the roll must beat the needed number (5)."""
         return int(self.raw["critical"]["margin"])
 
     @property
     def open_without_save(self) -> Fraction:
+        """Share of the PSP maximum that opens a mind with no save (1/4)."""
         f = self.raw["critical"]["open_without_save"]
         return Fraction(int(f["numerator"]), int(f["denominator"]))
 
     # -- abilities -------------------------------------------------------------------------
     def int_bonus(self, intelligence: int, path: str = "/int") -> int:
+        """MTHAC0 bonus for Intelligence ``intelligence``."""
         return int(band_lookup(self.raw["int_bonus"], intelligence, path)["bonus"])
 
     def ability_row(self, score: int, path: str) -> Mapping[str, Any]:
+        """The Table 74 row for an ability score."""
         return band_lookup(self.raw["abilities"], score, path)
 
     def clamp_mac(self, mac: int) -> int:
+        """A MAC kept between the best (−10) and worst (10) values."""
         limits = self.raw["mac_limits"]
         return max(int(limits["best"]), min(int(limits["worst"]), mac))
 
     # -- saves, rates, known modes ---------------------------------------------------------
     def save_rows(self, group: str) -> Sequence[Mapping[str, Any]]:
+        """Save bands of a class group (monsters use the monster group)."""
         groups = self.raw["save_paralyzation"]["groups"]
         if group == "monster":
             group = self.raw["save_paralyzation"]["monster_group"]
@@ -144,7 +159,9 @@ class Tables:
 
     @property
     def open_mind(self) -> Mapping[str, Any]:
+        """Figures of the open mind: durations, closing costs, checks, effects."""
         return self.raw["open_mind"]  # type: ignore[no-any-return]
 
     def effect(self, mode: str) -> Mapping[str, Any] | None:
+        """The effect of ``mode`` on a mind already open, if any."""
         return self.open_mind["effects"].get(mode)  # type: ignore[no-any-return]

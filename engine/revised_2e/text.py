@@ -18,6 +18,7 @@ def roll_text(roll: Mapping[str, int]) -> str:
 
 
 def psp(n: int) -> str:
+    """"1 PSP", "4 PSPs"."""
     return f"{n} PSP" if n == 1 else f"{n} PSPs"
 
 

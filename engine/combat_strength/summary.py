@@ -45,8 +45,8 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
             shown = "no roll" if roll is None else f"d100 {roll}"
             parts.append(f": {plan.percent}% chance, {shown}")
         elif isinstance(plan.table_value, int):
-            extra = f" + {dice}" if dice else ""
-            parts.append(f": {plan.table_value}{extra} = {f['damage']} points")
+            sum_text = f"{plan.table_value} + {dice} = " if dice else ""
+            parts.append(f": {sum_text}{f['damage']} points")
         if f["condition"] is not None:
             parts.append(f" - {d} is {f['condition']['text']}{_duration(f['condition'])}")
     else:
@@ -59,8 +59,8 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
             if dice:
                 parts.append(f", {dice} = {f['damage']} damage")
         else:
-            extra = f" + {dice}" if dice else ""
-            parts.append(f": {plan.points}{extra} = {f['damage']} damage")
+            sum_text = f"{plan.points} + {dice} = " if dice else ""
+            parts.append(f": {sum_text}{f['damage']} damage")
     if f["crushed"]:
         parts.append(f"; {d}'s mind is crushed")
     if f["capped"]:
@@ -69,11 +69,11 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
     parts.append(f"{a} spends {plan.cost} attack strength "
                  f"({attacker['attack_strength']} → {attacker_after['attack_strength']})")
     if defender["psionic"]:
-        parts.append(f"; {d}'s defense strength {defender['defense_strength']} → "
-                     f"{defender_after['defense_strength']}")
+        parts.append(f"; {d}'s defense strength "
+                     + _change(defender["defense_strength"], defender_after["defense_strength"]))
         if defender_after["attack_strength"] != defender["attack_strength"]:
-            parts.append(f", attack strength {defender['attack_strength']} → "
-                         f"{defender_after['attack_strength']}")
+            parts.append(", attack strength " + _change(defender["attack_strength"],
+                                                         defender_after["attack_strength"]))
     parts.append(".")
     return "".join(parts)
 
@@ -83,3 +83,7 @@ def _duration(condition: Mapping[str, Any]) -> str:
     if not duration:
         return ""
     return f" for {duration['amount']} {duration['unit']}"
+
+
+def _change(before: int, after: int) -> str:
+    return f"stays at {after}" if before == after else f"{before} → {after}"

@@ -290,8 +290,11 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid, a in attacks:
         attacker, target = cs[cid], cs[a["target"]]
         reason = None
-        if options[house.STUN] and not can_act(attacker):
-            reason = f"{attacker['name']} is {', '.join(attacker['conditions'])}"
+        # dazed and confused always stop an attack; a stun only under H-2E-STUN
+        stopped = [x for x in attacker["conditions"]
+                   if x in ("dazed", "confused") or (x == "stunned" and options[house.STUN])]
+        if stopped:
+            reason = f"{attacker['name']} is {', '.join(stopped)}"
         elif attacker["psp"] < declared_cost(t, a):
             reason = f"{attacker['name']} no longer holds the {declared_cost(t, a)} PSPs declared"
         if reason is not None:
@@ -301,7 +304,9 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
         mark = dice.mark()
         request = {k: v for k, v in a.items() if k != "target"}
         outcome = attack(t, options, attacker, target, request, raised.get(a["target"]), dice)
-        result = system.resolution(attacker, target, outcome, (), dice, mark, {})
+        # the target's defense was paid when raised at the start of the round
+        result = system.resolution(attacker, target, outcome, (), dice, mark, {},
+                                   {"defense_psp": 0})
         cs[cid], cs[a["target"]] = outcome.attacker, outcome.defender
         results.append(result.to_json())
         lines.append(result.summary)

@@ -225,7 +225,9 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
     events: list[Event] = []
     mind = out["mind"]
     if mind["state"] == "open":
-        opened_by = mind["opened_by"]
+        # a mind given as open without a cause: a nonpsionic one saves, others check Wisdom
+        opened_by = mind["opened_by"] or (
+            "attack" if out["kind"] == "nonpsionic" else None)
         first_round = mind["rounds_open"] == 0
         if opened_by == "attack":
             if not first_round:

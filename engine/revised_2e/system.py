@@ -244,14 +244,17 @@ class Revised2e(System):
         if mode is not None:
             events += raise_defense(self.tables, d, mode, paid)
         outcome = attack(self.tables, options, attacker, d, request["attack"], mode, dice)
+        defense_psp = self.tables.defense_cost(mode) if mode is not None and not paid else 0
         return self.resolution(attacker, defender, outcome, events, dice, start,
-                               dice.unused())
+                               dice.unused(), {"defense_psp": defense_psp})
 
     def resolution(self, attacker: Mapping[str, Any], defender: Mapping[str, Any],
                    outcome: AttackOutcome, before_events: Sequence[Event], dice: DiceSource,
-                   start: int, unused: Mapping[str, Sequence[int]]) -> Resolution:
-        """The ``Resolution`` record of ``outcome`` (used by exchanges and rounds)."""
-        fields = dict(outcome.fields)
+                   start: int, unused: Mapping[str, Sequence[int]],
+                   extra: Mapping[str, Any] | None = None) -> Resolution:
+        """The ``Resolution`` record of ``outcome`` (used by exchanges and rounds);
+        ``extra`` adds result fields."""
+        fields = {**outcome.fields, **(extra or {})}
         return Resolution(
             system=self.id,
             outcome="hit" if fields["hit"] else "miss",

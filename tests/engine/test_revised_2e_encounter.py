@@ -157,6 +157,19 @@ def test_critical_opening_stuns_and_closing_costs_twice_the_last_defense() -> No
     assert "initiative-penalty" not in fenka["conditions"]
 
 
+def test_stunned_mind_keeps_its_attack_when_house_rule_h_2e_stun_is_off() -> None:
+    state = encounter(ULCEN, FENKA, options={"H-2E-STUN": False})
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "multiplier": 4, "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [20, 2], "damage": [4, 4, 1, 1]}))
+    assert step["results"][0]["mind_opened"]  # 10 damage = 25% of 40: open, no save
+    assert [r["attacker"]["id"] for r in step["results"]] == ["ulcen", "fenka"]
+    assert not any(e["type"] == "attack-lost" for e in step["events"])
+
+
 def test_unclosed_critical_mind_locks_1d4_plus_1_then_wisdom_checks_at_minus_3() -> None:
     fenka = psionicist("fenka", "Fenka of Raam", wis=15, mind={
         "state": "open", "opened_by": "critical", "rounds_open": 1, "may_pay_to_close": True,

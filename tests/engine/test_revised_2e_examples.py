@@ -139,4 +139,4 @@ def test_psychic_crush_vs_thought_shield_fenka_needs_14_rolls_16_gets_12() -> No
         "(needed 14, rolled 16 − 4 = 12).")
     # half of the declared 8 PSPs for the failed attack, 2 for the shield
     assert result["attacker"]["after"]["psp"] == 40 - 4
-    assert result["defender"]["after"]["psp"] == 40 - 2
+    assert result["defender"]["after"]["psp"] == 40 - 2 and result["defense_psp"] == 2

@@ -91,4 +91,4 @@ def exact_odds(t: Tables, p: Plan, defender: Combatant, cap: int) -> ExactOdds:
         reach = damage.p(lambda v: v >= ds)
         zero = crush * kept + (1 - crush) * reach
     return ExactOdds(damage, crush, zero, conditions, save, outcome,
-                     p.percent is not None and p.table == "combat")
+                     p.percent is not None)

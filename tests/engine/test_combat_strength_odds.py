@@ -132,6 +132,7 @@ def test_defenseless_chance_of_death_matches_enumeration() -> None:
     assert odds.conditions == oracle.conditions == {"dead": Fraction(72, 100)}
     assert odds.defense_zero == oracle.zero
     assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+    assert SYSTEM.odds(r)["outcomes"] == {"0": 1.0, "crushed": 0.72}
 
 
 @pytest.mark.parametrize("int_wis,range_", [(11, "medium"), (40, "long")])

@@ -68,6 +68,16 @@ export function chatCardContext(result, info) {
     ...sideChanges(result.attacker, info.attackerName),
     ...sideChanges(result.defender, info.defenderName),
   ];
+  // Combatant ids (actor ids, generated ids) read as the names the table knows.
+  const names = new Map();
+  for (const [side, name] of [[result.attacker, info.attackerName], [result.defender, info.defenderName]]) {
+    for (const id of [side?.id, side?.before?.id, side?.after?.id]) if (id) names.set(id, name);
+  }
+  for (const other of result.others ?? []) {
+    const id = other?.id ?? other?.after?.id;
+    if (id && (other?.after?.name ?? other?.name)) names.set(id, other.after?.name ?? other.name);
+  }
+  const nameOf = (v) => (typeof v === "string" && names.has(v) ? names.get(v) : v);
   const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
   return {
     system,
@@ -83,8 +93,11 @@ export function chatCardContext(result, info) {
     facts,
     changes,
     hasChanges: changes.length > 0,
-    dice: (result.rolls ?? []).map((r) => ({ ...r, purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
-    events: (result.events ?? []).map((e) => ({ type: e.type, text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ") })),
+    dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
+    events: (result.events ?? []).map((e) => ({
+      type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
+      text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "object" ? JSON.stringify(v) : nameOf(v)}`).join(", "),
+    })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),
   };

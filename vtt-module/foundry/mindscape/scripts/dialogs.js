@@ -57,7 +57,7 @@ export function pairingDialog({ url, token, test, context = {} }) {
       const status = root.querySelector(".mindscape-status");
       button?.addEventListener("click", async (event) => {
         event.preventDefault();
-        const form = readForm(root.querySelector("form") ?? button.form);
+        const form = readForm(button.form ?? root.querySelector("form") ?? root);
         status.className = "mindscape-status pending";
         status.textContent = i18n().localize("MINDSCAPE.Pairing.Testing");
         try {
@@ -87,7 +87,8 @@ export function attackDialog({ context, oddsFor }) {
     okIcon: "fas fa-bolt",
     width: 480,
     render: (root) => {
-      const form = root.querySelector("form") ?? root.querySelector("[name=mode]")?.form;
+      // DialogV2 wraps the content in its own <form>; the fields belong to it.
+      const form = root.querySelector("[name=mode]")?.form ?? root.querySelector("form") ?? root;
       const panel = root.querySelector(".mindscape-odds");
       let ticket = 0;
       const refresh = async () => {
@@ -108,7 +109,7 @@ export function attackDialog({ context, oddsFor }) {
           if (mine === ticket) panel.classList.remove("loading");
         }
       };
-      form?.addEventListener("change", refresh);
+      root.addEventListener("change", refresh);
       refresh();
     },
   });

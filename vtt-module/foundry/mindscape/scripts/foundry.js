@@ -56,7 +56,8 @@ export function readForm(form) {
   const out = {};
   if (!form) return out;
   const multi = new Set();
-  for (const el of form.elements) {
+  const elements = form.elements ?? form.querySelectorAll("input, select, textarea");
+  for (const el of elements) {
     if (!el.name) continue;
     if (el.type === "checkbox") {
       const same = form.querySelectorAll(`input[type=checkbox][name="${CSS.escape(el.name)}"]`);

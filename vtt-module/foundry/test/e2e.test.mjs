@@ -1,0 +1,242 @@
+// End to end: the module's real files in headless Chromium, on a harness page with a
+// stand-in for Foundry's client API, against the real daemon (`$MINDSCAPE_BIN serve`).
+// HUD button → attack dialog with exact odds → secret defense → physical dice typed as
+// the daemon asks → chat card → actor data written back as the daemon said.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "../../..");
+const MODULE = path.resolve(HERE, "../mindscape");
+const FIXTURES = path.join(REPO, "tests/fixtures/foundry/dnd5e");
+const ARTIFACTS = path.join(REPO, "tests/artifacts");
+const BIN = process.env.MINDSCAPE_BIN;
+const CHROMIUM = process.env.MINDSCAPE_CHROMIUM || "/usr/bin/chromium";
+const SKIP = BIN ? false : "MINDSCAPE_BIN is not set, so the real daemon cannot be started: the Foundry end-to-end test did NOT run";
+if (SKIP) console.warn(`\n!!!!!!!!!!\n!!! ${SKIP}\n!!! run it with MINDSCAPE_BIN=/path/to/.venv/bin/mindscape (scripts/test.sh sets it)\n!!!!!!!!!!\n`);
+
+const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".json": "application/json", ".hbs": "text/plain" };
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on("error", reject);
+  });
+}
+
+/** Serve the harness page, the stand-in, the module's real files and the fixtures. */
+function serveHarness(port) {
+  const roots = [["/modules/mindscape/", MODULE], ["/support/", path.join(HERE, "support")], ["/fixtures/", FIXTURES]];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    let file = null;
+    if (url.pathname === "/favicon.ico") { res.writeHead(204); res.end(); return; }
+    if (url.pathname === "/") file = path.join(HERE, "support/harness.html");
+    for (const [prefix, dir] of roots) {
+      if (url.pathname.startsWith(prefix)) {
+        const candidate = path.resolve(dir, "." + url.pathname.slice(prefix.length - 1));
+        if (candidate.startsWith(dir)) file = candidate;
+      }
+    }
+    if (!file || !existsSync(file)) { res.writeHead(404); res.end("not found"); return; }
+    res.writeHead(200, { "Content-Type": MIME[path.extname(file)] ?? "application/octet-stream", "Cache-Control": "no-store" });
+    res.end(readFileSync(file));
+  });
+  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+async function startDaemon(home, port, origin) {
+  const child = spawn(BIN, ["serve", "--home", home, "--port", String(port), "--allow-origin", origin], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (d) => { output += d; });
+  child.stderr.on("data", (d) => { output += d; });
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the daemon exited (${child.exitCode}):\n${output}`);
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (r.ok && existsSync(path.join(home, "token"))) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error(`the daemon did not start in time:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, token: readFileSync(path.join(home, "token"), "utf8").trim(), output: () => output };
+}
+
+let daemon;
+let harness;
+let browser;
+let home;
+let ports;
+
+before(async () => {
+  if (SKIP) return;
+  ports = { harness: await freePort(), daemon: await freePort() };
+  home = mkdtempSync(path.join(tmpdir(), "mindscape-foundry-e2e-"));
+  harness = await serveHarness(ports.harness);
+  daemon = await startDaemon(home, ports.daemon, `http://localhost:${ports.harness}`);
+  const { chromium } = await import("playwright-core");
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+});
+
+after(async () => {
+  await browser?.close();
+  if (daemon?.child && daemon.child.exitCode === null) {
+    daemon.child.kill("SIGTERM");
+    await new Promise((r) => { daemon.child.once("exit", r); setTimeout(r, 3000); });
+  }
+  await new Promise((r) => (harness ? harness.close(r) : r()));
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+/** Open the harness as Foundry v`generation`, paired with the daemon. */
+async function openPage(generation) {
+  const page = await browser.newPage({ viewport: { width: 1360, height: 820 } });
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") problems.push(m.text()); });
+  await page.goto(`http://localhost:${ports.harness}/?gen=${generation}`);
+  await page.waitForFunction(() => window.harnessReady === true, null, { timeout: 10000 });
+  await page.evaluate(async ({ url, token }) => {
+    await game.settings.set("mindscape", "daemonUrl", url);
+    await game.settings.set("mindscape", "daemonToken", token);
+  }, { url: `http://127.0.0.1:${ports.daemon}`, token: daemon.token });
+  return { page, problems };
+}
+
+test("Foundry v13: HUD button → attack dialog with exact odds → secret defense → physical dice → chat card and written-back actors", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  const hudButton = page.locator('#token-hud .col.right [data-action="mindscape-attack"]');
+  await hudButton.click();
+
+  // The attack dialog shows the exact odds the daemon computed (exchange.odds).
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  await dialog.locator(".mindscape-odds table").waitFor();
+  const shownHit = (await dialog.locator(".mindscape-odds tr.outcome-hit td.p").textContent()).trim();
+  const odds = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop());
+  assert.ok(odds.response.result, JSON.stringify(odds.response));
+  assert.equal(shownHit, `${(Math.round(odds.response.result.outcomes.hit * 10000) / 100).toFixed(2)}%`);
+  assert.deepEqual(odds.request.params.attack, { mode: "mind-thrust", multiplier: 1, range: "short" });
+  // Assuming a defense changes the odds: the dialog asks the daemon again.
+  await dialog.locator("select[name=assumeDefense]").selectOption("mind-blank");
+  await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().request.params.defense?.mode === "mind-blank");
+  await dialog.locator("input[name=physical]").check();
+  await dialog.locator('button[data-action="ok"]').click();
+
+  // The defender is an NPC: the GM is asked, secretly, for its defense.
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  await defense.locator('input[name=mode][value="mind-blank"]').check();
+  await defense.locator('button[data-action="ok"]').click();
+
+  // Physical dice: each prompt asks for exactly what the daemon said it needs (4002).
+  const typed = {};
+  const wanted = { attack: 20, damage: 1, save: 1 };
+  const card = page.locator("#chat-log .mindscape-card");
+  for (let i = 0; i < 10 && !(await card.count()); i++) {
+    const prompt = page.locator("dialog.mindscape-dialog .mindscape-dice");
+    await Promise.race([prompt.waitFor({ timeout: 15000 }), card.waitFor({ timeout: 15000 })]);
+    if (await card.count()) break;
+    const purpose = await prompt.getAttribute("data-purpose");
+    const sides = Number(await prompt.getAttribute("data-sides"));
+    const needed = Number(await prompt.getAttribute("data-needed"));
+    const inputs = prompt.locator("input[type=number]");
+    assert.equal(await inputs.count(), needed);
+    for (let n = 0; n < needed; n++) {
+      const value = Math.min(sides, wanted[purpose] ?? 1);
+      await inputs.nth(n).fill(String(value));
+      (typed[purpose] ??= []).push(value);
+    }
+    const previous = await page.evaluate(() => window.harness.fetches.length);
+    await page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-dice") }).locator('button[data-action="ok"]').click();
+    await page.waitForFunction((n) => window.harness.fetches.length > n, previous);
+  }
+  await card.waitFor();
+  assert.deepEqual(problems, []);
+
+  // Every 4002 was followed by a retry carrying the dice typed so far.
+  const resolves = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve"));
+  const needs = resolves.filter((r) => r.response.error?.code === 4002).map((r) => r.response.error.data.purpose);
+  assert.deepEqual(needs, Object.keys(typed));
+  assert.deepEqual(resolves.at(-1).request.params.dice, typed);
+  const result = resolves.at(-1).response.result;
+  assert.ok(result, JSON.stringify(resolves.at(-1).response));
+  assert.deepEqual(result.rolls.filter((r) => r.purpose === "attack").map((r) => r.value), typed.attack);
+
+  // The card shows the outcome, the summary and the dice the daemon used.
+  const text = await card.textContent();
+  const outcomeLabel = await page.evaluate((o) => game.i18n.localize(`MINDSCAPE.Outcome.${o}`), result.outcome);
+  assert.match(text, new RegExp(outcomeLabel, "i"));
+  assert.ok(text.includes(result.summary.slice(0, 40)), `${text} lacks ${result.summary}`);
+  const faces = await page.locator("#chat-log .dice-roll .die").allTextContents();
+  assert.deepEqual(faces.map(Number), result.rolls.map((r) => r.value));
+  const rollMode = await page.locator("#chat-log .chat-message").first().getAttribute("data-roll-mode");
+  assert.equal(rollMode, "publicroll");
+
+  // The sheets now hold what the daemon said: the linked attacker's world actor, and the
+  // unlinked aboleth token's own actor (never the base actor).
+  const after = await page.evaluate(() => ({
+    zanna: window.harness.actor("Actor.4Jsv5vYaJ1atUEDV"),
+    abolethToken: window.harness.actor("Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB"),
+    abolethBase: window.harness.actor("Actor.shhHtE7b92PefCWB"),
+    resolved: window.harness.resolved,
+  }));
+  const psp = (a) => a.flags.mindscape["revised-2e"].psp;
+  assert.equal(psp(after.zanna), result.attacker.after.psp);
+  assert.notEqual(result.attacker.after.psp, result.attacker.before.psp);
+  assert.equal(psp(after.abolethToken), result.defender.after.psp);
+  assert.equal(psp(after.abolethBase), 30);
+  for (const u of result.updates) {
+    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
+    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
+  }
+  assert.equal(after.resolved.length, 1, "mindscape.resolved fired once");
+
+  // The card's details toggle works (renderChatMessageHTML listener).
+  await card.locator("[data-mindscape-toggle]").click();
+  assert.equal(await page.locator("#chat-log .mindscape-card.expanded").count(), 1);
+  await card.locator("[data-mindscape-toggle]").click();
+
+  // The picture: the HUD, the attack dialog with its odds, and the card in the chat.
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  await page.locator('#token-hud [data-action="mindscape-attack"]').click();
+  await page.locator("dialog.mindscape-dialog .mindscape-odds table").waitFor();
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-e2e.png") });
+  await page.locator('dialog.mindscape-dialog button[data-action="cancel"]').click();
+  await page.close();
+});
+
+test("Foundry v12: the HUD button is added to the jQuery HUD and opens the attack dialog with odds", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(12);
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  assert.equal(await page.locator('#token-hud [data-action="mindscape-attack"]').count(), 1);
+  // Rendering the HUD again does not add a second button.
+  await page.evaluate(() => window.Hooks.callAll("renderTokenHUD", { object: window.harness.tokens[0] }, { 0: document.querySelector("#token-hud"), length: 1 }));
+  assert.equal(await page.locator('#token-hud [data-action="mindscape-attack"]').count(), 1);
+  await page.locator('#token-hud [data-action="mindscape-attack"]').click();
+  await page.locator("dialog.mindscape-dialog .mindscape-odds tr.outcome-hit").waitFor();
+  await page.locator('dialog.mindscape-dialog button[data-action="cancel"]').click();
+  assert.equal(await page.locator("dialog.mindscape-dialog").count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("pairing with a wrong token says to run `mindscape token`", { skip: SKIP, timeout: 30000 }, async () => {
+  const { page } = await openPage(13);
+  const text = await page.evaluate(async () => {
+    await game.settings.set("mindscape", "daemonToken", "not-the-token");
+    const api = game.modules.get("mindscape").api;
+    try { await api.service.client().info(); return "no error"; } catch (e) { return (await import("/modules/mindscape/scripts/errors.js")).describeError(e, game.i18n); }
+  });
+  assert.match(text, /mindscape token/);
+  await page.close();
+});

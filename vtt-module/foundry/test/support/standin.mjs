@@ -1,0 +1,197 @@
+/**
+ * A minimal stand-in for Foundry's client API, for the browser harness: just enough of
+ * game (users, settings, i18n, socket, modules), Hooks, ui.notifications, CONFIG,
+ * ChatMessage, Roll.fromData, fromUuid, renderTemplate and DialogV2 for the module's real
+ * files to run in a page, with documents built from real dnd5e actor data.
+ */
+import { compile } from "./handlebars-lite.mjs";
+
+const byPath = (obj, key) => key.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+
+function applyDotted(target, changes) {
+  for (const [key, value] of Object.entries(changes)) {
+    const parts = key.split(".");
+    let obj = target;
+    for (const p of parts.slice(0, -1)) { obj[p] = obj[p] && typeof obj[p] === "object" ? obj[p] : {}; obj = obj[p]; }
+    const last = parts[parts.length - 1];
+    if (last.startsWith("-=")) delete obj[last.slice(2)]; else obj[last] = structuredClone(value);
+  }
+}
+
+class Actor {
+  constructor(data, uuid) { this.data = structuredClone(data); this.uuid = uuid; this.documentName = "Actor"; this.isToken = false; this.token = null; this.updates = []; }
+  get id() { return this.data._id; }
+  get name() { return this.data.name; }
+  get flags() { return this.data.flags; }
+  get isOwner() { return true; }
+  toObject() { return structuredClone(this.data); }
+  testUserPermission(user) { return Boolean(user.isGM); }
+  getFlag(scope, key) { return byPath(this.data.flags?.[scope] ?? {}, key); }
+  getActiveTokens() { return window.harness.tokens.filter((t) => t.document.baseActor === this && t.document.actorLink).map((t) => t.document); }
+  async update(changes) {
+    this.updates.push(structuredClone(changes));
+    applyDotted(this.data, changes);
+    window.harness.log(`update ${this.uuid} ${JSON.stringify(changes)}`);
+    return this;
+  }
+}
+
+class TokenDocument {
+  constructor({ id, name, actor, actorLink, img }) {
+    Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, img, documentName: "Token" });
+    this.uuid = `Scene.harness.Token.${id}`;
+    if (actorLink) this.actor = actor;
+    else {
+      this.actor = new Actor(actor.toObject(), `${this.uuid}.Actor.${actor.id}`);
+      this.actor.isToken = true;
+      this.actor.token = this;
+      this.actor.data.name = name;
+    }
+  }
+}
+
+/** DialogV2 as v13 renders it: a <dialog> holding a <form> with the content and footer buttons. */
+class DialogV2 {
+  static wait({ window: win = {}, content = "", buttons = [], render, rejectClose = false, classes = [], position = {} }) {
+    return new Promise((resolve, reject) => {
+      const el = document.createElement("dialog");
+      el.className = ["application", "dialog", ...classes].join(" ");
+      el.id = `dialog-${Math.random().toString(36).slice(2)}`;
+      if (position.width) el.style.width = `${position.width}px`;
+      el.innerHTML = `<header class="window-header"><h1 class="window-title">${win.title ?? ""}</h1></header>
+        <form class="dialog-form standard-form" autocomplete="off"><div class="dialog-content standard-form">${content}</div>
+        <footer class="form-footer">${buttons.map((b) => `<button type="submit" data-action="${b.action}"${b.default ? " autofocus" : ""}><i class="${b.icon ?? ""}"></i> ${b.label}</button>`).join("")}</footer></form>`;
+      document.body.append(el);
+      const app = {
+        element: el,
+        closed: false,
+        close: async () => { if (app.closed) return; app.closed = true; el.remove(); if (rejectClose) reject(new Error("closed")); else resolve(null); },
+      };
+      const form = el.querySelector("form");
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const button = event.submitter;
+        const spec = buttons.find((b) => b.action === button?.dataset.action);
+        const value = spec?.callback ? await spec.callback(event, button, app) : spec?.action;
+        app.closed = true;
+        el.remove();
+        resolve(value);
+      });
+      el.show();
+      render?.(new Event("render"), app);
+    });
+  }
+}
+
+/** Build the page's Foundry: returns the harness handle tests drive. */
+export async function setUp({ generation = 13, actors, moduleBase = "/modules/mindscape" }) {
+  const en = await (await fetch(`${moduleBase}/lang/en.json`)).json();
+  const localize = (k) => { const v = byPath(en, k); return typeof v === "string" ? v : k; };
+  const i18n = {
+    localize,
+    has: (k) => typeof byPath(en, k) === "string",
+    format: (k, data = {}) => localize(k).replace(/{[^}]+}/g, (m) => String(data[m.slice(1, -1)])),
+  };
+  const hooks = new Map();
+  const Hooks = {
+    on: (n, f) => { (hooks.get(n) ?? hooks.set(n, []).get(n)).push(f); },
+    once: (n, f) => Hooks.on(n, f),
+    callAll: (n, ...a) => { window.harness.hooksCalled.push(n); for (const f of hooks.get(n) ?? []) f(...a); return true; },
+    call: (n, ...a) => Hooks.callAll(n, ...a),
+  };
+  const gm = { id: "gm0000000000001", name: "Gamemaster", isGM: true, active: true, targets: new Set() };
+  const users = [gm];
+  const registered = new Map();
+  const values = new Map();
+  const game = {
+    release: { generation },
+    user: gm,
+    users: { get: (id) => users.find((u) => u.id === id), contents: users, filter: (f) => users.filter(f), find: (f) => users.find(f), [Symbol.iterator]: () => users[Symbol.iterator](), get activeGM() { return gm; } },
+    i18n,
+    settings: {
+      register: (ns, key, spec) => registered.set(`${ns}.${key}`, spec),
+      registerMenu: () => {},
+      get: (ns, key) => { const id = `${ns}.${key}`; if (id === "core.rollMode") return "publicroll"; return values.has(id) ? structuredClone(values.get(id)) : structuredClone(registered.get(id)?.default); },
+      set: async (ns, key, v) => { values.set(`${ns}.${key}`, structuredClone(v)); return v; },
+    },
+    socket: { on: () => {}, emit: () => {} },
+    modules: new Map([["mindscape", { id: "mindscape", active: true }]]),
+    system: { id: "dnd5e" },
+  };
+  const templates = new Map();
+  const renderTemplate = async (path, ctx) => {
+    if (!templates.has(path)) {
+      const src = await (await fetch(`/${path}`)).text();
+      templates.set(path, compile(src, { localize: (k, o) => (o?.hash && Object.keys(o.hash).length ? i18n.format(k, o.hash) : localize(k)) }));
+    }
+    return templates.get(path)(ctx);
+  };
+  const docs = new Map();
+  const messages = [];
+  const ChatMessage = {
+    getSpeaker: ({ actor, token } = {}) => ({ alias: token?.name ?? actor?.name }),
+    create: async (data, options) => {
+      const message = { id: `m${messages.length + 1}`, data, options };
+      messages.push(message);
+      const li = document.createElement("li");
+      li.className = "chat-message message";
+      li.dataset.rollMode = options?.rollMode ?? "";
+      li.innerHTML = `<header class="message-header"><h4 class="message-sender">${data.speaker?.alias ?? ""}</h4><span class="roll-mode">${options?.rollMode ?? ""}</span></header>
+        <div class="message-content">${data.content}${(data.rolls ?? []).map((r) => `<div class="dice-roll"><span class="dice-flavor">${r.options?.flavor ?? ""}</span><span class="dice-formula">${r.formula}</span><span class="dice-faces">${r.terms.filter((t) => t.results).flatMap((t) => t.results.map((x) => `<b class="die d${t.faces}">${x.result}</b>`)).join("")}</span><span class="dice-total">${r.total}</span></div>`).join("")}</div>`;
+      document.querySelector("#chat-log").append(li);
+      Hooks.callAll(generation >= 13 ? "renderChatMessageHTML" : "renderChatMessage", message, generation >= 13 ? li : { 0: li, length: 1, jquery: "3.7.1" });
+      return message;
+    },
+  };
+  const Roll = { fromData: (data) => ({ ...data, toJSON: () => data }) };
+  const notes = [];
+  Object.assign(window, {
+    game, Hooks, CONFIG: generation >= 13 ? { queries: {}, sounds: {} } : { sounds: {} },
+    ui: { notifications: { info: (m) => notes.push(["info", m]), warn: (m) => notes.push(["warn", m]), error: (m) => notes.push(["error", m]) } },
+    ChatMessage, Roll, fromUuid: async (uuid) => docs.get(uuid) ?? null,
+    foundry: { applications: { api: { DialogV2 }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
+  });
+  // Documents and placeables from the actor data.
+  const tokens = [];
+  for (const spec of actors) {
+    const actor = new Actor(spec.data, `Actor.${spec.data._id}`);
+    docs.set(actor.uuid, actor);
+    const doc = new TokenDocument({ id: spec.tokenId, name: spec.name ?? actor.name, actor, actorLink: spec.actorLink, img: spec.img });
+    docs.set(doc.uuid, doc);
+    docs.set(doc.actor.uuid, doc.actor);
+    tokens.push({ id: doc.id, document: doc, actor: doc.actor });
+  }
+  const fetches = [];
+  const realFetch = window.fetch.bind(window);
+  window.fetch = async (url, init) => {
+    const response = await realFetch(url, init);
+    if (String(url).endsWith("/rpc")) {
+      const copy = response.clone();
+      fetches.push({ request: JSON.parse(init.body), response: await copy.json() });
+    }
+    return response;
+  };
+  window.harness = {
+    generation, tokens, docs, messages, notes, fetches, hooksCalled: [], lines: [],
+    log: (line) => window.harness.lines.push(line),
+    resolved: [],
+    actor: (uuid) => docs.get(uuid)?.toObject(),
+  };
+  Hooks.on("mindscape.resolved", (payload) => window.harness.resolved.push(JSON.parse(JSON.stringify({ result: payload.result, updates: payload.updates }))));
+  return window.harness;
+}
+
+/** Draw tokens on the "canvas" and open the token HUD of one of them, firing renderTokenHUD. */
+export function openTokenHUD(tokenId) {
+  const token = window.harness.tokens.find((t) => t.id === tokenId);
+  document.querySelector("#token-hud")?.remove();
+  const hud = document.createElement("div");
+  hud.id = "token-hud";
+  hud.className = "placeable-hud";
+  hud.innerHTML = `<div class="col left"><button type="button" class="control-icon" data-action="elevation"><i class="fas fa-arrows-alt-v"></i></button></div><div class="col middle"></div><div class="col right"><button type="button" class="control-icon" data-action="target"><i class="fas fa-bullseye"></i></button></div>`;
+  const el = document.querySelector(`[data-token-id="${tokenId}"]`);
+  el.append(hud);
+  const html = window.harness.generation >= 13 ? hud : { 0: hud, length: 1, jquery: "3.7.1" };
+  window.Hooks.callAll("renderTokenHUD", { object: token, token }, html, {});
+  return hud;
+}

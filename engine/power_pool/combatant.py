@@ -101,7 +101,6 @@ def combatant_schema(tables: Mapping[str, Any]) -> JSON:
                                 "description": "d20 target of the save against Blank Mind; "
                                                "null uses H-PP-BLANK-SAVE"},
             "hp": {"type": ["integer", "null"]},
-            "meta": {"type": "object", "description": "caller's own data, kept as given"},
         },
     }
 
@@ -150,8 +149,6 @@ def normalize(raw: Mapping[str, Any], path: str,
         "blank_mind_save": c.get("blank_mind_save"),
         "hp": c.get("hp"),
     }
-    if "meta" in c:
-        out["meta"] = c["meta"]
     problems = cross_problems(out, path)
     if problems:
         raise InvalidCombatant(problems)

@@ -130,6 +130,7 @@ class PowerPoolSystem(System):
         modes = self.tables["modes"]
 
         def listed(kind: str) -> list[JSON]:
+            """The modes of one kind with their effect parameters, in table order."""
             return [{"id": m, **copy.deepcopy(d)} for m, d in modes.items() if d["kind"] == kind]
 
         return {

@@ -82,6 +82,7 @@ class Plan:
 
     @property
     def principal(self) -> Side:
+        """The struck defender (the target, or its controller in its place)."""
         return self.members[0]
 
 

@@ -63,6 +63,7 @@ def convolve(a: Dist, b: Dist) -> Dist:
 
 
 def negate(d: Dist) -> Dist:
+    """The distribution of minus the value."""
     return Dist({-v: w for v, w in d.weights.items()}, d.total, d.truncated)
 
 

@@ -269,3 +269,15 @@ def test_step_json_shape() -> None:
     assert step["results"][0]["system"] == "combat-strength"
     assert "Round 1, segment 1" in step["summary"]
     assert step["combatants"][0]["id"] == "ann"
+
+
+def test_joining_mid_round_acts_normally_until_the_next_intent() -> None:
+    """Seed step 1: the stance is announced before initiative, so a late arrival has none."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state, cid = SYSTEM.encounter_add(state, psionic("cy", 40, 40))
+    assert SYSTEM.encounter_view(state)["stances"][cid] == "normal"
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, cid, {"attack": {"mode": "mind-thrust",
+                                                         "target": "ann"}})
+    assert err.value.rule == "attack-requires-trance"

@@ -340,3 +340,12 @@ def test_summary_tells_the_table_what_happened() -> None:
     res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 1]}))
     assert "Ann attacks Bo with Ego Whip against Shield Thoughts" in res.summary
     assert "= 14 damage" in res.summary and "40 → 26" in res.summary
+
+
+def test_an_incapacitated_mind_cannot_attack() -> None:
+    """Table B letters read as conditions (H-CS-DEFENSELESS): asleep takes a mind out."""
+    req = request(psionic("ann", 30, 30, conditions=["asleep"]), psionic("bo", 30, 30),
+                  "mind-thrust", "mind-blank")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.rule == "attacker-incapacitated"

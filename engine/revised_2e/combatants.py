@@ -56,7 +56,7 @@ def combatant_schema(tables: Tables) -> JSON:
             "psp": {"type": "integer", "minimum": 0, "maximum": MAX_PSP,
                     "description": "current PSPs, default psp_max"},
             "psp_max": {"type": "integer", "minimum": 0, "maximum": MAX_PSP},
-            "mthac0": {"type": ["integer", "null"], "minimum": -20, "maximum": 40,
+            "mthac0": {"type": ["integer", "null"], "minimum": -100, "maximum": 100,
                        "description": "psionicist 21 − level; wild talent 21 − ceil(level/2) "
                                       "(H-2E-WT-MTHAC0); null for a nonpsionic"},
             "int": {"type": "integer", "minimum": 1, "maximum": 25},

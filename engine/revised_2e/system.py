@@ -168,6 +168,7 @@ class Revised2e(System):
             "tables": copy.deepcopy(dict(t.raw)),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
+            "choice_schema": encounter.choice_schema(self),
             "dice_purposes": self.dice_purposes(),
             "house_rules": [r.to_json() for r in self.house_rules()],
             "encounter": {

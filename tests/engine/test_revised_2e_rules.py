@@ -265,6 +265,7 @@ def test_describe_lists_modes_purposes_and_house_rules() -> None:
                         "hp-damage", "open-duration", "wisdom-check", "mac-base",
                         "mac-modifier", "initiative"}
     assert d["combatant_schema"]["properties"]["quick_mac"]["description"]
+    assert "target" in d["choice_schema"]["properties"]["attack"]["properties"]
 
 
 def test_unknown_house_rule_is_invalid_input() -> None:

@@ -6,8 +6,9 @@ keep_by?, perceives?}}`` or ``{"pass": true}``; once an attack is declared the p
 ``defense`` and the struck creatures (a controlled target's controller in its place)
 declare ``{"defense": {mode?, pool_dice?, sacrifice?, allies?: [id]}}``. A psionic
 creature that is not struck may join with ``{"defense": {"mode": "imagination-swarm"}}``.
-Public actions apply at once: ``{"release": id}``, ``{"keep": {target, by}}``,
-``{"rest": true}``.
+Public actions apply at once, between exchanges: ``{"pass": true}``, ``{"release": id}``,
+``{"keep": {target, by}}``, ``{"rest": true}``. The attacker may declare again to change
+its attack before resolution (the defenses then start over).
 
 Seed 001: "Psionic combat occurs in normal initiative order"; a round ends when
 nobody is left who can attack this round, and timed conditions (``condition_rounds``:
@@ -234,9 +235,11 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     cs = out["combatants"]
     if "attack" in choice:
         attack = copy.deepcopy(dict(choice["attack"]))
-        if pending is not None:
+        if pending is not None and pending["attacker"] != cid:
             raise RulesViolation("exchange-pending", (
                 "an attack is already declared; resolve that exchange first"))
+        # the attacker may change its mind before resolution: the defenses start over
+        out["pending"] = None
         why = _can_attack(system, out, cid)
         if why:
             raise RulesViolation("cannot-attack", f"{cs[cid]['name']} {why}")
@@ -266,6 +269,9 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
                 "join with imagination-swarm)"))
         system.plan(_request(out, candidate))
         out["pending"] = candidate
+    elif pending is not None:
+        raise RulesViolation("exchange-pending", (
+            f"{next(iter(choice))!r} waits until the declared exchange is resolved"))
     elif "pass" in choice:
         if cid not in out["acted"]:
             out["acted"].append(cid)
@@ -277,8 +283,6 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     elif "keep" in choice:
         cs[cid] = control.keep_by(cs[cid], choice["keep"]["target"], choice["keep"]["by"])
     elif "rest" in choice:
-        if pending is not None:
-            raise RulesViolation("exchange-pending", "no rest in the middle of an exchange")
         rule = system.options(out["options"])["H-PP-RECOVERY"]
         cs[cid] = control.recover(cs[cid], rule)
     return out

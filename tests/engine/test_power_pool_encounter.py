@@ -207,3 +207,19 @@ def test_keep_and_rest_apply_at_once() -> None:
     assert state["combatants"]["a"]["pool"] == 2
     state = SYSTEM.encounter_declare(state, "c", {"rest": True})
     assert state["combatants"]["c"]["pool"] == 4
+
+
+def test_attacker_may_change_its_attack_before_resolution() -> None:
+    state = encounter(psionic("A", 2, 6), psionic("B", 1, 4), psionic("C", 1, 4))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "c", {"attack": {"mode": "mental-stab",
+                                                         "target": "a"}})
+    assert err.value.rule == "exchange-pending"
+    with pytest.raises(RulesViolation):
+        SYSTEM.encounter_declare(state, "c", {"rest": True})
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "c"}})
+    assert SYSTEM.encounter_waiting_for(state) == ["c"]

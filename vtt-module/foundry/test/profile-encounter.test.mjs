@@ -144,3 +144,40 @@ test("the watcher authenticates with its first message, watches the encounter, a
   w.close();
   assert.equal(ws.closed, true);
 });
+
+test("the encounter panel (ApplicationV2) shows the daemon's state and its buttons drive the controller", async () => {
+  const { makeEncounterPanel } = await import("../mindscape/scripts/encounter.js");
+  class ApplicationV2 {
+    constructor() { this.options = structuredClone({ ...this.constructor.DEFAULT_OPTIONS, actions: {} }); this.options.actions = { ...this.constructor.DEFAULT_OPTIONS.actions }; this.renders = 0; }
+    async render() { this.renders++; this.context = await this._prepareContext(); this._onRender?.(); return this; }
+    async close() { this.closed = true; }
+  }
+  const fakeFoundry = { applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } };
+  const calls = [];
+  const svc = {
+    game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: (_k, f) => f },
+    notifyError: (e) => calls.push(["error", e.message]),
+    encounters: {
+      meta: { id: "enc1", system: "revised-2e", name: "Vault", combatants: { a: { name: "Ann" } } },
+      state: async () => ({ phase: "round", round: 2, waiting_for: [], combatants: { a: { psp: 5, psp_max: 10 } }, revision: 9 }),
+      collectChoices: async () => calls.push(["ask"]),
+      resolve: async (o) => calls.push(["resolve", o ?? {}]),
+      undo: async () => calls.push(["undo"]),
+      log: async () => ({ steps: [{ revision: 3, kind: "resolve", result: { results: [{ outcome: "hit", rolls: [], summary: "Ann hits." }] } }] }),
+    },
+  };
+  const Panel = makeEncounterPanel(fakeFoundry, svc);
+  assert.equal(Panel.PARTS.body.template, "modules/mindscape/templates/encounter.hbs");
+  const panel = new Panel();
+  await panel.render();
+  assert.equal(panel.context.name, "Vault");
+  assert.deepEqual(panel.context.combatants.map((c) => [c.name, c.summary]), [["Ann", "PSP 5/10"]]);
+  assert.equal(panel.context.ready, true);
+  await panel.options.actions.ask.call(panel);
+  await panel.options.actions.resolve.call(panel);
+  await panel.options.actions.force.call(panel);
+  await panel.options.actions.undo.call(panel);
+  await panel.options.actions.log.call(panel);
+  assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"]]);
+  assert.deepEqual(panel.context.log, [{ n: 3, text: "3 resolve: Ann hits." }]);
+});

@@ -57,6 +57,7 @@ export const boot = {
       }
       return panel.render({ force: true });
     };
+    svc.openEncounter = openEncounter;
     const module = game.modules.get(MODULE_ID);
     if (module) module.api = makeApi(svc, { openEncounter });
     if (svc.relay.isActiveGM && !setting(game, "daemonToken")) {

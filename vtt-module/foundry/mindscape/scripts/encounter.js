@@ -334,7 +334,7 @@ export function makeEncounterPanel(foundry, svc) {
         } catch (error) {
           svc.notifyError(error);
         }
-        this.render();
+        return this.render();
       };
     }
 
@@ -344,7 +344,7 @@ export function makeEncounterPanel(foundry, svc) {
       } catch (error) {
         svc.notifyError(error);
       }
-      this.render();
+      return this.render();
     }
 
     async _prepareContext() {

@@ -8,6 +8,7 @@ import { elementOf } from "./foundry.js";
 
 export const ATTACK_ACTION = `${MODULE_ID}-attack`;
 export const PROFILE_ACTION = `${MODULE_ID}-profile`;
+export const ENCOUNTER_ACTION = `${MODULE_ID}-encounter`;
 
 /** The token (document) uuid an actor sheet attacks with: its token, else its first active token. */
 export function sheetAttackerUuid(actor) {
@@ -37,6 +38,22 @@ export function onRenderTokenHUD(svc, hud, html) {
   });
   const column = root.querySelector(".col.right") ?? root.querySelector(".col.left") ?? root;
   column.append(button);
+  // The GM also gets the encounter panel here, next to the tokens it will hold.
+  if (svc.game?.user?.isGM && svc.openEncounter) {
+    const panel = document.createElement("button");
+    panel.type = "button";
+    panel.className = "control-icon mindscape-hud";
+    panel.dataset.action = ENCOUNTER_ACTION;
+    panel.dataset.tooltip = svc.t.localize("MINDSCAPE.Encounter.Title");
+    panel.setAttribute("aria-label", svc.t.localize("MINDSCAPE.Encounter.Title"));
+    panel.innerHTML = '<i class="fas fa-users"></i>';
+    panel.addEventListener("click", (event) => {
+      event.preventDefault();
+      event.stopPropagation();
+      svc.openEncounter();
+    });
+    column.append(panel);
+  }
 }
 
 /** AppV1 sheets (v12 core, dnd5e 4.x): header buttons. */
@@ -54,10 +71,18 @@ export function onGetHeaderControls(svc, app, controls) {
   const actor = app.actor ?? (app.document?.documentName === "Actor" ? app.document : null);
   if (!actor?.isOwner) return;
   if (controls.some((c) => c.action === ATTACK_ACTION)) return;
+  const attack = () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) });
+  const profile = () => svc.configureActor(actor.uuid);
   controls.push(
-    { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }) },
-    { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: () => svc.configureActor(actor.uuid) },
+    { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: attack },
+    { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: profile },
   );
+  // A header control runs the application's action of the same name; register ours on
+  // this sheet too, for cores that dispatch by action rather than by `onClick`.
+  if (app.options?.actions && typeof app.options.actions === "object") {
+    app.options.actions[ATTACK_ACTION] ??= attack;
+    app.options.actions[PROFILE_ACTION] ??= profile;
+  }
 }
 
 /** Chat card behaviour: the details toggle. Works on jQuery (v12) and HTMLElement (v13). */

@@ -124,8 +124,14 @@ def release_all(controller: Mapping[str, Any], puppets: Mapping[str, Mapping[str
 
 def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by: str,
               wave: str | None) -> JSON:
-    """Record control over ``puppet_ids``: one link (a wave's one label for all), kept
-    by an action each round or by a die dedicated from the pool."""
+    """Record control over ``puppet_ids``, kept by an action each round or by a die
+    dedicated from the pool.
+
+    A Psionic Wave's targets (``wave`` given) form one link: one action or one die keeps
+    them all. Otherwise each creature is its own link (an Imagination Swarm group that
+    lost together); kept by dice, each takes one while the pool lasts and the rest are
+    kept by action.
+    """
     out = copy.deepcopy(dict(controller))
     ids = list(puppet_ids)
     if not ids:
@@ -133,11 +139,19 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
     if kept_by == "die" and out["pool"] < 1:
         raise RulesViolation("no-die-to-dedicate",
                              f"{out['name']} has no die in its pool to keep control with")
+    if wave is not None:
+        for pid in ids:
+            out["controlling"].append({"id": pid, "kept_by": kept_by, "wave": wave})
+        if kept_by == "die":
+            out["pool"] -= 1
+            out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": wave})
+        return out
     for pid in ids:
-        out["controlling"].append({"id": pid, "kept_by": kept_by, "wave": wave})
-    if kept_by == "die":
-        out["pool"] -= 1
-        out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": wave or ids[0]})
+        by = kept_by if kept_by == "action" or out["pool"] >= 1 else "action"
+        out["controlling"].append({"id": pid, "kept_by": by, "wave": None})
+        if by == "die":
+            out["pool"] -= 1
+            out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": pid})
     return out
 
 

@@ -590,3 +590,18 @@ def test_recovery_returns_all_dice_after_a_long_rest() -> None:
     assert ctl.recover(c, "half")["pool"] == 4
     puppet = SYSTEM.combatant(psionic("P", 4, 6, controlled_by="a"))
     assert ctl.recover(puppet, "all")["pool"] == 0
+
+
+def test_swarm_group_kept_by_dice_while_the_pool_lasts() -> None:
+    """Seed: for Imagination Swarm "the attack affects all equally"; each controlled
+    creature is its own link, so dice keep as many as the pool holds, actions the rest."""
+    res = exchange(psionic("A", 2, 8), psionic("B", 1, 4), {"mode": "mental-stab",
+                                                            "keep_by": "die"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("G1", 1, 4),
+                                                          mundane("G2", 1, 4)],
+                   dice={"attack": [8, 8], "defense": [1, 1, 1]})
+    a = after(res, "a")
+    assert [(e["id"], e["kept_by"]) for e in a["controlling"]] == [
+        ("b", "die"), ("g1", "die"), ("g2", "action")]
+    assert a["pool"] == 0 and len(a["dedicated"]) == 2
+    SYSTEM.combatant(a)

@@ -92,7 +92,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
     if defense and defense.get("mode") in ALL_DEFENSES and draw(st.integers(0, 3)) and \
             isinstance(defender.get("defenses"), list):
         defender["psionic"] = True
-        defender["defenses"] = sorted({*defender["defenses"], defense["mode"]})
+        defender["defenses"] = list(dict.fromkeys([*defender["defenses"], defense["mode"]]))
     if mode == "psionic-wave" and draw(st.booleans()):
         request["defenders"] = [draw(combatants(NAMES[2]))]
     if draw(st.integers(0, 3)) == 0:
@@ -169,3 +169,48 @@ def test_same_dice_same_result(request: dict[str, Any], seed: int) -> None:
         supplied[roll["purpose"]].append(roll["value"])
     replay = SYSTEM.resolve(request, SuppliedDice(supplied)).to_json()
     assert replay == out
+
+
+actions = st.lists(st.tuples(
+    st.sampled_from(["attack", "defense", "pass", "resolve", "force", "release", "keep",
+                     "rest"]),
+    st.sampled_from(NAMES[:4]), st.sampled_from(NAMES[:4]),
+    st.sampled_from([*ALL_ATTACKS, *ALL_DEFENSES, None]),
+    st.integers(0, 2**32)), max_size=25)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(1, 6), min_size=4, max_size=4), actions)
+def test_encounter_steps_keep_every_combatant_valid(hit_dice: list[int],
+                                                     plan: list[tuple[Any, ...]]) -> None:
+    """Any sequence of declarations and resolutions either applies or raises an
+    EngineError, and every combatant stays a valid combatant (pools within hit dice,
+    dedicated dice accounted for)."""
+    state = SYSTEM.encounter_new(None)
+    for name, hd in zip(NAMES[:4], hit_dice, strict=True):
+        state, _ = SYSTEM.encounter_add(state, {
+            "name": name, "hit_dice": hd, "die": 6, "attacks": list(ALL_ATTACKS),
+            "defenses": list(ALL_DEFENSES)})
+    for kind, who, other, mode, seed in plan:
+        me, them = who.lower(), other.lower()
+        choice: dict[str, Any] = {
+            "attack": {"attack": {"mode": mode, "target": them, "keep_by": "die"}},
+            "defense": {"defense": {"mode": mode}},
+            "pass": {"pass": True},
+            "release": {"release": them},
+            "keep": {"keep": {"target": them, "by": "die"}},
+            "rest": {"rest": True},
+        }.get(kind, {})
+        try:
+            if kind in ("resolve", "force"):
+                state, step = SYSTEM.encounter_resolve(state, RandomDice(seed),
+                                                       force=kind == "force")
+                assert isinstance(step["summary"], str)
+            else:
+                state = SYSTEM.encounter_declare(state, me, choice)
+        except EngineError:
+            continue
+        view = SYSTEM.encounter_view(state)
+        assert "pending" not in view
+        for c in view["combatants"].values():
+            assert SYSTEM.combatant(c) == c

@@ -230,13 +230,72 @@ test("Foundry v12: the HUD button is added to the jQuery HUD and opens the attac
   await page.close();
 });
 
-test("pairing with a wrong token says to run `mindscape token`", { skip: SKIP, timeout: 30000 }, async () => {
-  const { page } = await openPage(13);
-  const text = await page.evaluate(async () => {
-    await game.settings.set("mindscape", "daemonToken", "not-the-token");
-    const api = game.modules.get("mindscape").api;
-    try { await api.service.client().info(); return "no error"; } catch (e) { return (await import("/modules/mindscape/scripts/errors.js")).describeError(e, game.i18n); }
-  });
-  assert.match(text, /mindscape token/);
+test("the pairing dialog tests the connection with companion.info and says what to do on a wrong token", { skip: SKIP, timeout: 30000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.evaluate(() => { window.pairing = game.modules.get("mindscape").api.service.openPairing(); });
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-pairing") });
+  await dialog.locator("input[name=token]").fill("not-the-token");
+  await dialog.locator("[data-mindscape-action=test]").click();
+  await dialog.locator(".mindscape-status.error").waitFor();
+  assert.match(await dialog.locator(".mindscape-status").textContent(), /`mindscape token`/);
+  await dialog.locator("input[name=token]").fill(daemon.token);
+  await dialog.locator("[data-mindscape-action=test]").click();
+  await dialog.locator(".mindscape-status.ok").waitFor();
+  assert.match(await dialog.locator(".mindscape-status").textContent(), /Connected to mindscape .*revised-2e/);
+  await dialog.locator('button[data-action="ok"]').click();
+  await page.evaluate(() => window.pairing);
+  assert.equal(await page.evaluate(() => game.settings.get("mindscape", "daemonToken")), daemon.token);
+  // The browser logs the refused request itself; nothing else may have failed.
+  assert.deepEqual(problems.filter((p) => !/status of 401/.test(p)), []);
+  await page.close();
+});
+
+test("an encounter round in the panel: create from the selected tokens, secret choices, resolve, log, undo", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  assert.deepEqual(await panel.locator(".mindscape-combatants .name").allTextContents(), ["Zanna", "Aboleth"]);
+
+  // Nobody else is online: the GM is asked for both, each in its own secret dialog.
+  await panel.locator('[data-action="ask"]').click();
+  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  await choices.nth(1).waitFor();
+  for (let i = 0; i < 2; i++) {
+    const dialog = choices.last();
+    const who = (await dialog.locator(".mindscape-lead strong").textContent()).trim();
+    if (who === "Zanna") {
+      await dialog.locator("select[name=attackMode]").selectOption("mind-thrust");
+      await dialog.locator("select[name=target]").selectOption({ label: "Aboleth" });
+    } else {
+      await dialog.locator("select[name=defenseMode]").selectOption("mind-blank");
+    }
+    await dialog.locator('button[data-action="ok"]').click();
+  }
+  // The daemon's encounter.changed notifications re-render the panel until nobody waits.
+  await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });
+  const declares = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").map((f) => ({ params: f.request.params, error: f.response.error ?? null })));
+  assert.equal(declares.length, 2);
+  assert.deepEqual(declares.map((d) => d.error), [null, null]);
+  await panel.locator('[data-action="resolve"]').click();
+  await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
+  const resolved = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve").pop().response.result);
+  assert.ok(resolved, "encounter.resolve answered");
+  const zannaAfter = await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp);
+  const zannaUpdate = resolved.updates.find((u) => u.uuid === "Actor.4Jsv5vYaJ1atUEDV");
+  assert.ok(zannaUpdate, JSON.stringify(resolved.updates));
+  assert.equal(zannaAfter, zannaUpdate.update["flags.mindscape.revised-2e.psp"]);
+  assert.ok(zannaAfter < 40);
+
+  await panel.locator('[data-action="log"]').click();
+  await panel.locator(".mindscape-log li").first().waitFor();
+  assert.ok((await panel.locator(".mindscape-log").textContent()).includes("Zanna"));
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter.png") });
+
+  await panel.locator('[data-action="undo"]').click();
+  await page.waitForFunction(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp === 40, null, { timeout: 15000 });
+  assert.deepEqual(problems, []);
   await page.close();
 });

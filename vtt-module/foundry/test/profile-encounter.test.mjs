@@ -179,5 +179,5 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   await panel.options.actions.undo.call(panel);
   await panel.options.actions.log.call(panel);
   assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"]]);
-  assert.deepEqual(panel.context.log, [{ n: 3, text: "3 resolve: Ann hits." }]);
+  assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolve: Ann hits." }]);
 });

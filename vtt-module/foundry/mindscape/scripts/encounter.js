@@ -65,7 +65,8 @@ export function encounterView(state, meta, label = (_k, f) => f) {
     system,
     systemLabel: label(`MINDSCAPE.System.${system}`, system),
     phase: state.phase ?? "",
-    phaseLabel: state.phase ? label(`MINDSCAPE.Phase.${state.phase}`, state.phase) : "",
+    // "round 2" already says it for systems whose only phase is the round.
+    phaseLabel: state.phase && state.phase !== "round" ? label(`MINDSCAPE.Phase.${state.phase}`, state.phase) : "",
     round: state.round ?? null,
     segment: state.segment ?? null,
     revision: state.revision ?? null,
@@ -235,11 +236,16 @@ export class EncounterController {
       ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
       : await call("encounter.resolve", params);
     const plan = await this.applyStep(answer);
-    const name = (id) => Object.entries(meta.combatants ?? {}).find(([cid]) => cid === id)?.[1]?.name ?? id;
+    const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
+    const name = (id) => meta.combatants?.[id]?.name ?? id;
     for (const result of resultsOfStep(answer)) {
-      const attackerName = name(result.attacker?.after?.id ?? result.attacker?.before?.id ?? result.attacker?.id);
-      const defenderName = name(result.defender?.after?.id ?? result.defender?.before?.id ?? result.defender?.id);
-      const message = await this.svc.postCard(result, { attackerName, defenderName, ...modesOfResult(result), physical: usePhysical });
+      const attackerId = idOf(result.attacker);
+      const entry = meta.combatants?.[attackerId];
+      const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
+      const message = await this.svc.postCard(result, {
+        attackerName: name(attackerId), defenderName: name(idOf(result.defender)), ...modesOfResult(result),
+        physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
+      });
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
     }
     return answer;
@@ -385,7 +391,7 @@ export function logLine(entry, label = (_k, f) => f) {
   const summaries = resultsOfStep(entry.result ?? entry).map((r) => r.summary).filter(Boolean);
   const kind = label(`MINDSCAPE.Encounter.Step.${entry.kind}`, entry.kind ?? "");
   const undone = entry.undone_by ? ` (${label("MINDSCAPE.Encounter.Undone", "undone")})` : "";
-  return `${entry.revision ?? ""} ${kind}${undone}${summaries.length ? ": " + summaries.join(" ") : ""}`.trim();
+  return `#${entry.revision ?? "?"} ${kind}${undone}${summaries.length ? ": " + summaries.join(" ") : ""}`;
 }
 
 /** The uuids of the tokens this user has selected on the canvas. */

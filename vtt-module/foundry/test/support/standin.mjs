@@ -55,6 +55,10 @@ class DialogV2 {
   static wait({ window: win = {}, content = "", buttons = [], render, rejectClose = false, classes = [], position = {} }) {
     return new Promise((resolve, reject) => {
       const el = document.createElement("dialog");
+      // Stack dialogs a little apart, as Foundry cascades windows.
+      const open = document.querySelectorAll("dialog.application").length;
+      el.style.top = `${60 + 46 * open}px`;
+      el.style.left = `${440 + 46 * open}px`;
       el.className = ["application", "dialog", ...classes].join(" ");
       el.id = `dialog-${Math.random().toString(36).slice(2)}`;
       if (position.width) el.style.width = `${position.width}px`;
@@ -82,6 +86,42 @@ class DialogV2 {
     });
   }
 }
+
+/**
+ * ApplicationV2 as far as the encounter panel uses it: DEFAULT_OPTIONS, one Handlebars
+ * part, `data-action` clicks dispatched to `options.actions` with `this` = the app.
+ */
+class ApplicationV2 {
+  static DEFAULT_OPTIONS = {};
+  constructor(options = {}) {
+    const d = this.constructor.DEFAULT_OPTIONS;
+    this.options = { ...d, ...options, actions: { ...(d.actions ?? {}) } };
+    this.element = null;
+  }
+  async render(options) {
+    const context = await this._prepareContext(options);
+    const html = await window.foundry.applications.handlebars.renderTemplate(this.constructor.PARTS.body.template, context);
+    if (!this.element) {
+      const el = document.createElement("div");
+      el.id = this.options.id;
+      el.className = ["application", ...(this.options.classes ?? [])].join(" ");
+      el.innerHTML = `<header class="window-header"><h1 class="window-title">${window.game.i18n.localize(this.options.window?.title ?? "")}</h1></header><section class="window-content"></section>`;
+      el.addEventListener("click", (event) => {
+        const target = event.target.closest("[data-action]");
+        const fn = target && this.options.actions[target.dataset.action];
+        if (fn) { event.preventDefault(); fn.call(this, event, target); }
+      });
+      document.body.append(el);
+      this.element = el;
+    }
+    this.element.querySelector(".window-content").innerHTML = html;
+    this._onRender?.(context, options);
+    window.harness.panelRenders = (window.harness.panelRenders ?? 0) + 1;
+    return this;
+  }
+  async close() { this.element?.remove(); this.element = null; }
+}
+const HandlebarsApplicationMixin = (Base) => class extends Base {};
 
 /** Build the page's Foundry: returns the harness handle tests drive. */
 export async function setUp({ generation = 13, actors, moduleBase = "/modules/mindscape" }) {
@@ -149,7 +189,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     game, Hooks, CONFIG: generation >= 13 ? { queries: {}, sounds: {} } : { sounds: {} },
     ui: { notifications: { info: (m) => notes.push(["info", m]), warn: (m) => notes.push(["warn", m]), error: (m) => notes.push(["error", m]) } },
     ChatMessage, Roll, fromUuid: async (uuid) => docs.get(uuid) ?? null,
-    foundry: { applications: { api: { DialogV2 }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
+    foundry: { applications: { api: { DialogV2, ApplicationV2, HandlebarsApplicationMixin }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
   });
   // Documents and placeables from the actor data.
   const tokens = [];
@@ -161,6 +201,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     docs.set(doc.actor.uuid, doc.actor);
     tokens.push({ id: doc.id, document: doc, actor: doc.actor });
   }
+  // The canvas, as far as "selected tokens" go (the encounter panel adds those).
+  window.canvas = { tokens: { controlled: [...tokens] } };
   const fetches = [];
   const realFetch = window.fetch.bind(window);
   window.fetch = async (url, init) => {

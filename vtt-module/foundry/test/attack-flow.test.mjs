@@ -6,11 +6,17 @@ import assert from "node:assert/strict";
 import { makeTable } from "./support/scenario.mjs";
 import { FakeRoll, tick } from "./support/fakes.mjs";
 
-for (const generation of [12, 13]) {
-  test(`v${generation}: a player's attack is resolved by the GM's client and written back to linked and unlinked actors`, async () => {
+const VARIANTS = [
+  { generation: 12, passQuerySender: false, name: "v12 (module socket)" },
+  { generation: 13, passQuerySender: true, name: "v13 (queries naming the sender)" },
+  { generation: 13, passQuerySender: false, name: "v13 (queries without the sender: socket fallback)" },
+];
+
+for (const { generation, passQuerySender, name } of VARIANTS) {
+  test(`${name}: a player's attack is resolved by the GM's client and written back to linked and unlinked actors`, async () => {
     const t = makeTable({
       generation,
-      passQuerySender: generation >= 13,
+      passQuerySender,
       dialogs: {
         p1: { attackDialog: { mode: "mind-thrust", multiplier: "4", range: "short", physical: false } },
         p2: { defenseDialog: { mode: "thought-shield", remember: true } },

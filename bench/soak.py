@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import sys
@@ -29,8 +30,6 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-import contextlib
 
 from tests.reliability.daemon import Daemon  # noqa: E402
 from tests.reliability.play import COMBATANTS  # noqa: E402

@@ -308,3 +308,15 @@ def test_generic_mapping_is_checked_against_its_schema() -> None:
     with pytest.raises(InvalidInput) as err:
         GENERIC.import_(zanna(), "revised-2e")
     assert err.value.problems[0].path == "/mapping"
+
+
+def test_the_foundry_modules_envelope_with_no_token_updates_the_base_actor() -> None:
+    """vtt-module's combatantRef sends {actor: actor.toObject(), token: null} when no
+    token was used."""
+    data = {"actor": zanna(), "token": None}
+    before = DND5E.import_(data, "revised-2e").combatant
+    assert before["id"] == "4Jsv5vYaJ1atUEDV"
+    got = DND5E.updates(data, "revised-2e", before, {**before, "hp": 7})
+    assert got == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
+                    "update": {"system.attributes.hp.value": 7}}]
+    assert apply_foundry(data, got)["actor"]["system"]["attributes"]["hp"]["value"] == 7

@@ -200,7 +200,12 @@ test("Foundry v13: HUD button → attack dialog with exact odds → secret defen
   }
   assert.equal(after.resolved.length, 1, "mindscape.resolved fired once");
 
-  // The card's details toggle works (renderChatMessageHTML listener).
+  // The card's details toggle works (renderChatMessageHTML listener), also when v13
+  // fires the deprecated renderChatMessage for the same card.
+  await page.evaluate(() => {
+    const li = document.querySelector("#chat-log .chat-message");
+    window.Hooks.callAll("renderChatMessage", window.harness.messages[0], { 0: li, length: 1 });
+  });
   await card.locator("[data-mindscape-toggle]").click();
   assert.equal(await page.locator("#chat-log .mindscape-card.expanded").count(), 1);
   await card.locator("[data-mindscape-toggle]").click();

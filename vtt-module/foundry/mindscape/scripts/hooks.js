@@ -89,7 +89,10 @@ export function onGetHeaderControls(svc, app, controls) {
 export function onRenderChatMessage(svc, message, html) {
   const root = elementOf(html);
   const card = root?.querySelector?.(".mindscape-card");
-  if (!card) return;
+  // v13 still fires the deprecated renderChatMessage beside renderChatMessageHTML:
+  // bind once, or the toggle would flip twice per click.
+  if (!card || card.dataset.mindscapeBound) return;
+  card.dataset.mindscapeBound = "1";
   for (const toggle of card.querySelectorAll("[data-mindscape-toggle]")) {
     toggle.addEventListener("click", (event) => {
       event.preventDefault();

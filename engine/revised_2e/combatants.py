@@ -116,7 +116,6 @@ def combatant_schema(tables: Tables) -> JSON:
                                       "properties": {"days": {"type": "integer",
                                                               "minimum": 0}}},
                             "description": "powers lost to mind thrust on an open mind"},
-            "meta": {"type": "object", "description": "caller's data, kept verbatim"},
         },
     }
 

@@ -9,6 +9,7 @@ loads (and reported) instead of on some later request.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,17 @@ Handler = Callable[["Context", JSON], Awaitable[Any]]
 
 #: ``namespace.verb``: lower-case namespace, then a dot, then the verb.
 METHOD_NAME = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*$")
+
+
+class PreparedJSON:
+    """A method result serialised once (``text`` is JSON), for answers that never
+    change while the daemon runs; the RPC layer splices it into the response."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class RegistryError(Exception):

@@ -11,7 +11,15 @@ jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
 - params are checked against the method's schema compiled once at start-up;
 - exceptions become error objects in ``errors.to_rpc_error`` (one place) before
   jsonrpcserver sees them, because it copies exception text into responses; any error
-  that still comes back from the library with text is scrubbed to an error id.
+  that still comes back from the library with text is scrubbed to an error id;
+- each checked request goes straight to the library's per-request ``call`` (the call,
+  its result check, its response): the whole-body entry point would parse and
+  schema-validate again and run every request in a new task through ``asyncio.gather``
+  (about 30 µs of 38 µs per call), and its argument check binds an ``inspect`` signature
+  our wrappers (``(context, /, *args, **params)``) always accept; the method lookup is
+  done here already, to answer -32601 in our own words;
+- a method may answer with ``PreparedJSON`` (text serialised once, for answers that
+  never change such as ``companion.info``), spliced into the response as it is.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jsonrpcserver import Error, Success
-from jsonrpcserver.async_main import dispatch_to_serializable
+from jsonrpcserver.async_dispatcher import call as call_method
+from jsonrpcserver.dispatcher import create_request, to_response
+from jsonrpcserver.response import to_serializable_one
 
 from engine.errors import Problem
 
@@ -38,7 +48,7 @@ from .errors import (
     invalid_params,
     to_rpc_error,
 )
-from .registry import MethodRegistry, Registered
+from .registry import MethodRegistry, PreparedJSON, Registered
 from .services import Context
 
 log = logging.getLogger("mindscape.rpc")
@@ -157,28 +167,30 @@ class Dispatcher:
                                           request_id if _valid_id(request_id) else None))
         method = request["method"]
         request_id = request.get("id", _NO_ID)
-        if method not in self._methods:
+        bound = self._methods.get(method)
+        if bound is None:
             outcome.calls.append((method, METHOD_NOT_FOUND))
             if request_id is _NO_ID:
                 return None
             return _dumps(_error_response(
                 RpcError(METHOD_NOT_FOUND, MESSAGES[METHOD_NOT_FOUND], {"method": method}),
                 request_id))
-        response = await dispatch_to_serializable(
-            "", self._methods, context=context,
-            deserializer=lambda _text: request, validator=_accept)
-        if response is None:
+        parsed = create_request(request)
+        result = await call_method(parsed, context, bound)
+        if request_id is _NO_ID:
             outcome.calls.append((method, None))
             return None
-        error = response.get("error") if isinstance(response, dict) else None
+        response: dict[str, Any] = to_serializable_one(to_response(parsed, result))  # type: ignore[assignment]
+        error = response.get("error")
         if error is not None and not _ours(error):
             # The library answered on its own (a fault inside it): keep its text out.
-            scrubbed = internal_error(method)
-            response = _error_response(scrubbed, request_id if request_id is not _NO_ID
-                                       else None)
+            response = _error_response(internal_error(method), request_id)
             error = response["error"]
         outcome.calls.append((method, error["code"] if error is not None else None))
         try:
+            if error is None and isinstance(response["result"], PreparedJSON):
+                return (f'{{"jsonrpc":"2.0","result":{response["result"].text},'
+                        f'"id":{_dumps(request_id)}}}')
             return _dumps(response)
         except (TypeError, ValueError):
             outcome.calls[-1] = (method, INTERNAL_ERROR)
@@ -199,10 +211,6 @@ class _Tagged(dict[str, Any]):
 
 def _ours(error: dict[str, Any]) -> bool:
     return isinstance(error.get("data"), _Tagged)
-
-
-def _accept(request: Any) -> Any:
-    return request
 
 
 def _dumps(value: Any) -> str:

@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from .. import API_VERSION
-from ..registry import MethodSpec
+from ..registry import MethodSpec, PreparedJSON
 from ..schemas import NO_PARAMS
 from ..services import Context
 
 
-def info(ctx: Context) -> dict[str, Any]:
-    """The ``companion.info`` answer, computed once per app."""
+def info(ctx: Context) -> PreparedJSON:
+    """The ``companion.info`` answer, computed and serialised once per app."""
     services = ctx.services
     cached = services.cache.get("companion.info")
     if cached is None:
-        cached = {
+        cached = PreparedJSON({
             "name": "mindscape",
             "version": services.version,
             "api_version": API_VERSION,
@@ -31,12 +31,13 @@ def info(ctx: Context) -> dict[str, Any]:
                 "max_penetration": services.settings.limits.max_penetration,
                 "max_combatants": services.settings.limits.max_combatants,
             },
-        }
+        })
         services.cache["companion.info"] = cached
+    assert isinstance(cached, PreparedJSON)
     return cached
 
 
-async def companion_info(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def companion_info(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
     return info(ctx)
 
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..openrpc import document
-from ..registry import MethodSpec
+from ..registry import MethodSpec, PreparedJSON
 from ..schemas import NO_PARAMS
 from ..services import Context
 
 
-async def rpc_discover(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def rpc_discover(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
     services = ctx.services
     cached = services.cache.get("rpc.discover")
     if cached is None:
-        cached = document(services.plugins.methods, services.version)
+        cached = PreparedJSON(document(services.plugins.methods, services.version))
         services.cache["rpc.discover"] = cached
+    assert isinstance(cached, PreparedJSON)
     return cached
 
 

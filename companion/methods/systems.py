@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import MethodSpec
+from ..registry import MethodSpec, PreparedJSON
 from ..schemas import NO_PARAMS, SYSTEM_ID
 from ..services import Context
 
@@ -16,14 +16,15 @@ async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, A
             for s in plugins.systems.values()]
 
 
-async def systems_describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
     system = ctx.services.system(params["system"])
     key = f"systems.describe:{system.id}"
     cached = ctx.services.cache.get(key)
     if cached is None:
-        cached = system.describe()
+        cached = PreparedJSON(system.describe())
         ctx.services.cache[key] = cached
-    return dict(cached)
+    assert isinstance(cached, PreparedJSON)
+    return cached
 
 
 METHODS = [

@@ -214,10 +214,9 @@ class Roll20Adapter(Adapter):
 def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "current",
             writable: bool = False) -> int | None:
     found = char.get(attr, part)
-    if found is None:
+    if found is None or field not in FIELDS[draft.system]:
         return None
-    value = decode(draft.system, field, found[0], found[1], draft) \
-        if field in FIELDS[draft.system] else to_int(found[0], found[1], -1000, 1000)
+    value = decode(draft.system, field, found[0], found[1], draft)
     if isinstance(value, int):
         draft.put(field, value, Binding(attr, part, writable))
     return value if isinstance(value, int) else None

@@ -43,9 +43,9 @@ class AttackChances:
     hp_damage: Mapping[int, Fraction]
 
 
-def save_success(target: int) -> Fraction:
-    """P(d20 ≥ target)."""
-    return Fraction(max(0, min(20, 21 - target)), 20)
+def save_success(target: int, sides: int) -> Fraction:
+    """P(d``sides`` ≥ target)."""
+    return Fraction(max(0, min(sides, sides + 1 - target)), sides)
 
 
 def _mix(into: dict[int, Fraction], weight: Fraction, dist: Dist | Mapping[int, Fraction]
@@ -78,7 +78,7 @@ def attack_chances(tables: Tables, options: Mapping[str, Any], attacker: Mapping
         lambda v: v < defender_psp and opens_without_save(tables, v, defender["psp_max"]))
     p_save_needed = damage_on_hit.p(
         lambda v: v < defender_psp and not opens_without_save(tables, v, defender["psp_max"]))
-    p_fail = 1 - save_success(defender["save_paralyzation"])
+    p_fail = 1 - save_success(defender["save_paralyzation"], tables.save_die)
     hit = critical = opened = save_rolled = Fraction(0)
     for natural in range(1, sides + 1):
         modified = natural + modifier

@@ -199,10 +199,11 @@ class Normaliser:
             for field in ("int", "wis"):
                 if field not in c:
                     bad(field, f"a {kind} needs {field} to derive its MAC (or give mac)")
-        default_int = max(1, quick["intelligence"]) if quick else 10
+        default = int(self.tables.raw["default_ability"])
+        default_int = max(1, quick["intelligence"]) if quick else default
         c["int"] = c.get("int", default_int)
-        c["wis"] = c.get("wis", 10)
-        c["con"] = c.get("con", 10)
+        c["wis"] = c.get("wis", default)
+        c["con"] = c.get("con", default)
         c["mental_armor"] = c.get("mental_armor", 0)
         if problems:
             raise InvalidCombatant(problems)

@@ -239,7 +239,8 @@ def _order(system: Revised2e, s: JSON, dice: DiceSource, options: Mapping[str, A
     for cid in s["order"]:
         if _attacks_of(s["pending"].get(cid, {})):
             c = s["combatants"][cid]
-            roll = dice.roll("initiative", 10, cid)
+            sides = int(system.tables.raw["initiative"]["sides"])
+            roll = dice.roll("initiative", sides, cid)
             initiative[cid] = roll + (penalty if "initiative-penalty" in c["conditions"] else 0)
             events.append(Event("initiative", cid, {"roll": roll, "total": initiative[cid]}))
     rank = {cid: i for i, cid in enumerate(s["order"])}

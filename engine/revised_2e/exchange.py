@@ -199,7 +199,7 @@ def attack(tables: Tables, options: Mapping[str, Any], attacker: Mapping[str, An
             if opens_without_save(tables, damage, d["psp_max"]):
                 opened_by = "critical"
             else:
-                roll = dice.roll("save", 20, d["id"])
+                roll = dice.roll("save", tables.save_die, d["id"])
                 success = roll >= d["save_paralyzation"]
                 save = {"target": d["save_paralyzation"], "roll": roll, "success": success}
                 events.append(Event("save", d["id"], dict(save)))

@@ -234,7 +234,7 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                 penalty = int(tables.open_mind["nonpsionic_save_penalty"]) \
                     if mind["used_power"] else 0
                 target = out["save_paralyzation"] + penalty
-                roll = dice.roll("save", 20, out["id"])
+                roll = dice.roll("save", tables.save_die, out["id"])
                 success = roll >= target
                 events.append(Event("mind-save", out["id"],
                                     {"target": target, "roll": roll, "success": success}))

@@ -125,7 +125,7 @@ class Revised2e(System):
             entry("attack", int(t.attack_roll["sides"]),
                   "the attacker's MTHAC0 roll (natural 1 misses, 20 hits)"),
             entry("damage", damage, "one die per step of the declared multiplier"),
-            entry("save", 20, "save vs. paralyzation: after a critical hit below 25% of "
+            entry("save", t.save_die, "save vs. paralyzation: after a critical hit below 25% of "
                               "the PSP maximum, and each round for an open nonpsionic mind"),
             entry("effect-duration", effect_sides({"dazed", "confused"}),
                   "rounds an open mind stays dazed (ego whip) or confused (id insinuation)"),
@@ -143,8 +143,9 @@ class Revised2e(System):
                      "(H-2E-QUICKMAC-PICK)"},
             entry("mac-modifier", int(quick["modifier_die"]),
                   "Quick MAC: modifier on the high- or low-psionic table"),
-            entry("initiative", 10, "encounter order when H-2E-ORDER is 'initiative' "
-                                    "(+2 for a mind forced open last round)"),
+            entry("initiative", int(t.raw["initiative"]["sides"]),
+                  "encounter order when H-2E-ORDER is 'initiative' (+2 for a mind forced "
+                  "open last round)"),
         ]
 
     def describe(self) -> JSON:

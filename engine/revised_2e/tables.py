@@ -158,6 +158,11 @@ class Tables:
         return groups[group]  # type: ignore[no-any-return]
 
     @property
+    def save_die(self) -> int:
+        """Faces of the save vs. paralyzation die (d20)."""
+        return int(self.raw["save_paralyzation"]["sides"])
+
+    @property
     def open_mind(self) -> Mapping[str, Any]:
         """Figures of the open mind: durations, closing costs, checks, effects."""
         return self.raw["open_mind"]  # type: ignore[no-any-return]

@@ -3,8 +3,8 @@
 // land on the right documents; the card carries the daemon's dice in the world's roll mode.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { makeTable } from "./support/scenario.mjs";
-import { FakeRoll, tick } from "./support/fakes.mjs";
+import { makeTable } from "../test-support/scenario.mjs";
+import { FakeRoll, tick } from "../test-support/fakes.mjs";
 
 const VARIANTS = [
   { generation: 12, passQuerySender: false, name: "v12 (module socket)" },

@@ -3,8 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { chatCardContext, changesOf, effectiveRollMode, postChatCard } from "../mindscape/scripts/chat.js";
-import { renderModuleTemplate } from "./support/scenario.mjs";
-import { FakeRoll, makeChatMessage, makeI18n } from "./support/fakes.mjs";
+import { renderModuleTemplate } from "../test-support/scenario.mjs";
+import { FakeRoll, makeChatMessage, makeI18n } from "../test-support/fakes.mjs";
 
 const i18n = makeI18n();
 const label = (k, f) => (i18n.has(k) ? i18n.localize(k) : f);

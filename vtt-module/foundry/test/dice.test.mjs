@@ -4,8 +4,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient, callWithPhysicalDice, checkDieValues } from "../mindscape/scripts/rpc.js";
 import { CancelledError } from "../mindscape/scripts/errors.js";
-import { fakeDaemon } from "./support/fakes.mjs";
-import { makeTable } from "./support/scenario.mjs";
+import { fakeDaemon } from "../test-support/fakes.mjs";
+import { makeTable } from "../test-support/scenario.mjs";
 
 // A daemon that needs one d20 for "attack", then two d4 for "damage".
 function needy() {
@@ -51,7 +51,7 @@ test("typed values are checked against the die's faces and the count needed", ()
 test("with physical dice on, the GM's client prompts on 4002 and the attack resolves with those dice", async () => {
   const table = makeTable({
     methods: {
-      ...(await import("./support/scenario.mjs")).defaultMethods(),
+      ...(await import("../test-support/scenario.mjs")).defaultMethods(),
       "exchange.resolve": (params) => {
         if (!params.dice?.attack?.length) throw { code: 4002, message: "dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
         return { system: "revised-2e", outcome: "miss", attacker: {}, defender: {}, rolls: [{ purpose: "attack", sides: 20, value: params.dice.attack[0], by: "a" }], events: [], summary: "missed", updates: [] };

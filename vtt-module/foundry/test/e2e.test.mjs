@@ -34,12 +34,12 @@ function freePort() {
 
 /** Serve the harness page, the stand-in, the module's real files and the fixtures. */
 function serveHarness(port) {
-  const roots = [["/modules/mindscape/", MODULE], ["/support/", path.join(HERE, "support")], ["/fixtures/", FIXTURES]];
+  const roots = [["/modules/mindscape/", MODULE], ["/support/", path.resolve(HERE, "../test-support")], ["/fixtures/", FIXTURES]];
   const server = createServer((req, res) => {
     const url = new URL(req.url, "http://localhost");
     let file = null;
     if (url.pathname === "/favicon.ico") { res.writeHead(204); res.end(); return; }
-    if (url.pathname === "/") file = path.join(HERE, "support/harness.html");
+    if (url.pathname === "/") file = path.resolve(HERE, "../test-support/harness.html");
     for (const [prefix, dir] of roots) {
       if (url.pathname.startsWith(prefix)) {
         const candidate = path.resolve(dir, "." + url.pathname.slice(prefix.length - 1));

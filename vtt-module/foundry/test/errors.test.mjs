@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient } from "../mindscape/scripts/rpc.js";
 import * as E from "../mindscape/scripts/errors.js";
-import { fakeDaemon, makeI18n } from "./support/fakes.mjs";
+import { fakeDaemon, makeI18n } from "../test-support/fakes.mjs";
 
 const i18n = makeI18n();
 const client = (fetch, token = "secret-token") => new DaemonClient({ url: "http://127.0.0.1:39393/", token, fetch, origin: "http://localhost:30000" });

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "./support/fakes.mjs";
+import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
 import { ATTACK_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
 
 function client(generation = 12) {

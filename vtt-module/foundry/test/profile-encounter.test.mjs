@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { actorDataWithProfile, profileFields, profileFromForm } from "../mindscape/scripts/profile.js";
 import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
-import { defaultMethods, makeTable, revisedResult } from "./support/scenario.mjs";
+import { defaultMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
 
 const schema = {
   type: "object",

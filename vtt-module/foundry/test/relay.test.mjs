@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Relay, unwrap } from "../mindscape/scripts/relay.js";
-import { FakeServer, FakeUser, FakeWorld, makeClient, makeUsers, tick } from "./support/fakes.mjs";
+import { FakeServer, FakeUser, FakeWorld, makeClient, makeUsers, tick } from "../test-support/fakes.mjs";
 import { RulesError } from "../mindscape/scripts/errors.js";
 
 function table({ generation = 12, passQuerySender = false } = {}) {

@@ -3,8 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { EN, MODULE_DIR, makeI18n } from "./support/fakes.mjs";
-import { renderModuleTemplate } from "./support/scenario.mjs";
+import { EN, MODULE_DIR, makeI18n } from "../test-support/fakes.mjs";
+import { renderModuleTemplate } from "../test-support/scenario.mjs";
 
 const i18n = makeI18n();
 const scripts = readdirSync(path.join(MODULE_DIR, "scripts")).map((f) => readFileSync(path.join(MODULE_DIR, "scripts", f), "utf8")).join("\n");

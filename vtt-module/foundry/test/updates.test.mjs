@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { applyPlan, participantOf, planUpdates } from "../mindscape/scripts/updates.js";
-import { FakeWorld } from "./support/fakes.mjs";
+import { FakeWorld } from "../test-support/fakes.mjs";
 
 function world() {
   const w = new FakeWorld();

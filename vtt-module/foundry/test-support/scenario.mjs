@@ -8,9 +8,9 @@ import { compile } from "./handlebars-lite.mjs";
 import {
   FakeServer, FakeUser, FakeWorld, MODULE_DIR, fakeDaemon, makeClient, makeI18n, makeUsers,
 } from "./fakes.mjs";
-import { Mindscape } from "../../mindscape/scripts/service.js";
-import { EncounterController } from "../../mindscape/scripts/encounter.js";
-import { registerSettings } from "../../mindscape/scripts/settings.js";
+import { Mindscape } from "../mindscape/scripts/service.js";
+import { EncounterController } from "../mindscape/scripts/encounter.js";
+import { registerSettings } from "../mindscape/scripts/settings.js";
 
 const i18n = makeI18n();
 const compiled = new Map();

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const MODULE_DIR = path.resolve(HERE, "../../mindscape");
+export const MODULE_DIR = path.resolve(HERE, "../mindscape");
 export const EN = JSON.parse(readFileSync(path.join(MODULE_DIR, "lang/en.json"), "utf8"));
 
 function getPath(obj, key) {

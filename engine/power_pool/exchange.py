@@ -76,6 +76,7 @@ class Plan:
     saves: tuple[str, ...]  # one Blank Mind save per member using it, in order
     save_target: int
     tie_to: str
+    targets: tuple[str, ...] = ()  # names of the creatures attacked, as declared
     redirected: tuple[tuple[str, str], ...] = ()
     bystanders: Mapping[str, JSON] = field(default_factory=dict)
     puppets: Mapping[str, JSON] = field(default_factory=dict)
@@ -327,7 +328,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         options=options, attacker=attacker, mode=mode_id, attack_dice=attack_dice,
         attack_sides=step(tables["ladder"], attacker["die"], int(mode.get("die_steps", 0))),
         keep_by=keep_by, members=tuple(sides), saves=saves, save_target=int(save_target),
-        tie_to=options["H-PP-TIE"], redirected=tuple(redirected), bystanders=bystanders,
+        tie_to=options["H-PP-TIE"], targets=tuple(t["name"] for t in [target, *extra]),
+        redirected=tuple(redirected), bystanders=bystanders,
         puppets=puppets)
 
 
@@ -526,15 +528,18 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         unused_dice={k: tuple(v) for k, v in dice.unused().items()})
 
 
+def _names(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
              defense_total: int | None, winner: str, failed: bool, controlled: list[str],
              effects: list[JSON], freed: Mapping[str, JSON]) -> str:
+    """One paragraph for the table: who struck whom with what, the rolls, what came of it."""
     a = plan.attacker["name"]
     names = {s.id: s.combatant["name"] for s in plan.members}
     names.update({k: v["name"] for k, v in plan.puppets.items()})
-    group = [s.combatant["name"] for s in plan.members]
-    who = group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
-    parts = [f"{a} strikes at {who} with {_name(tables, plan.mode)}."]
+    parts = [f"{a} strikes at {_names(plan.targets)} with {_name(tables, plan.mode)}."]
     for t, c in plan.redirected:
         parts.append(f"{plan.bystanders[t]['name']} is under {names.get(c, c)}'s control, so "
                      f"the attack strikes {names.get(c, c)} instead.")
@@ -543,33 +548,45 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
                      "the attack fails outright and a die of the pool is lost.")
         return " ".join(parts)
     p = plan.principal
-    parts.append(f"{a} rolls {plan.attack_dice}d{plan.attack_sides} for {attack_total}; "
-                 f"{p.combatant['name']} defends with {_name(tables, p.mode)}"
-                 + (" but, unaware, rolls nothing" if not p.rolls else "")
-                 + f" for a total of {defense_total}"
-                 + (f" (with {len(plan.members) - 1} more in the group)"
-                    if len(plan.members) > 1 else "")
-                 + (f", {p.bonus} of it from sacrificed spells" if p.bonus else "") + ".")
+    pname = p.combatant["name"]
+    parts.append(f"{a} rolls {plan.attack_dice}d{plan.attack_sides} for {attack_total}.")
+    if p.rolls:
+        defends = f"{pname} defends with {_name(tables, p.mode)} ({p.dice}d{p.sides})"
+    else:
+        why = next(x for x in p.combatant["conditions"] if x in tables["awareness_conditions"])
+        defends = f"{pname}, {why}, rolls nothing"
+    if p.bonus:
+        defends += f" plus {p.bonus} for sacrificed spells"
+    if len(plan.members) > 1:
+        others = [s.combatant["name"] for s in plan.members[1:]]
+        defends += f"; with {_names(others)} the group totals {defense_total}."
+    else:
+        defends += f", a total of {defense_total}."
+    parts.append(defends)
     if attack_total == defense_total:
         parts.append(f"A tie goes to the {winner}.")
     if winner == "attacker":
         if controlled:
-            parts.append(f"{a} wins: {', '.join(names[c] for c in controlled)} "
-                         f"{'falls' if len(controlled) == 1 else 'fall'} under its psionic "
-                         f"control (kept by {'a dedicated die' if plan.keep_by == 'die' else 'an action each round'}).")  # noqa: E501
+            kept = "a dedicated die" if plan.keep_by == "die" else "an action each round"
+            verb = "falls" if len(controlled) == 1 else "fall"
+            parts.append(f"{a} wins: {_names([names[c] for c in controlled])} {verb} under "
+                         f"its psionic control (kept by {kept}).")
         else:
-            parts.append(f"{a} wins, but Barrier Mantra leaves the defender stunned instead "
+            parts.append(f"{a} wins, but Barrier Mantra leaves {pname} stunned instead "
                          "of controlled.")
-        extra = [e for e in effects if e["effect"] not in ("controlled",)
-                 and not e.get("instead_of_control")]
-        for e in extra:
+        for e in effects:
+            if e.get("instead_of_control") and controlled:
+                parts.append(f"{names[e['combatant']]} is {e['effect']} instead of "
+                             "controlled (Barrier Mantra).")
+            if e["effect"] == "controlled" or e.get("instead_of_control"):
+                continue
             if e["effect"] == "damage":
                 parts.append(f"{names[e['combatant']]} takes {e['amount']} damage.")
             else:
                 parts.append(f"{names[e['combatant']]} is {e['effect']}.")
     else:
-        parts.append(f"{p.combatant['name']} holds: {a} loses a die from its pool and is "
-                     "stunned for a round.")
+        parts.append(f"{pname} holds: {a} loses a die from its pool and is stunned for a "
+                     "round.")
         if freed or plan.attacker["controlling"]:
             parts.append(f"Every psionic control {a} held ends.")
     return " ".join(parts)

@@ -247,6 +247,21 @@ def test_initiative_order_house_rule_with_plus_2_after_forced_open() -> None:
     assert [r["attacker"]["id"] for r in step["results"]] == ["fenka", "ulcen"]
 
 
+def test_attack_is_lost_when_earlier_damage_leaves_too_few_psps() -> None:
+    # Seed 004: "The number of PSPs an attacker puts into a psionic attack must be declared
+    # before the attack roll"; the attacker must still hold them when its turn comes.
+    state = encounter(ULCEN, psionicist("fenka", "Fenka of Raam", psp=10))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "multiplier": 4, "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "psychic-crush", "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [15], "damage": [1, 1, 1, 1]}))
+    lost = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert [e["combatant"] for e in lost] == ["fenka"] and "8 PSPs" in lost[0]["reason"]
+    assert state["combatants"]["fenka"]["psp"] == 10 - 4
+
+
 def test_three_attacks_per_two_rounds_at_level_7() -> None:
     # RULES.md §1.8 "7–12 three per two rounds"; H-2E-THREE-PER-TWO: 1 then 2
     veteran = psionicist("vet", "Veteran", level=7, psp_max=80)

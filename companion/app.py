@@ -18,11 +18,12 @@ import adapters as adapters_package
 from adapters.base import Adapter
 
 from .hub import Hub
-from .keys import DISPATCHER, OUTCOME, SERVICES, SETTINGS, TOKENS
+from .keys import ACCESS_LOG, DISPATCHER, OUTCOME, SERVICES, SETTINGS, TOKENS
+from .logs import AccessLog
 from .methods import CORE
 from .plugins import load_plugins
 from .rpc import Dispatcher, Outcome
-from .security import security_middleware
+from .security import Guard
 from .services import Context, Services
 from .settings import Settings
 from .status import healthz, status_page
@@ -63,6 +64,18 @@ async def rpc_endpoint(request: web.Request) -> web.Response:
     return web.Response(text=answer, content_type="application/json")
 
 
+ROUTES = {"/": "GET, HEAD", "/healthz": "GET, HEAD", "/rpc": "POST", "/ws": "GET"}
+
+
+async def elsewhere(request: web.Request) -> web.Response:
+    """404 for unknown paths, 405 (with ``Allow``) for a known path's other methods."""
+    allowed = ROUTES.get(request.path)
+    if allowed is not None:
+        return web.json_response({"error": f"use {allowed} on {request.path}"},
+                                 status=405, headers={"Allow": allowed})
+    return web.json_response({"error": "not found"}, status=404)
+
+
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -80,6 +93,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     finally:
         await hub.close_all()
         await store.close()
+        app[ACCESS_LOG].flush()
 
 
 async def _close_sockets(app: web.Application) -> None:
@@ -90,15 +104,17 @@ async def _close_sockets(app: web.Application) -> None:
 
 def create_app(settings: Settings) -> web.Application:
     """The daemon's aiohttp application for ``settings``."""
-    app = web.Application(
-        client_max_size=settings.limits.max_body,
-        middlewares=[security_middleware(settings, lambda request: request.app[TOKENS])],
-    )
+    app = web.Application(client_max_size=settings.limits.max_body)
+    guard = Guard(settings, lambda request: request.app[TOKENS])
     app[SETTINGS] = settings
+    app[ACCESS_LOG] = AccessLog(settings.log_stream,
+                                enabled=settings.log_level.lower() in ("debug", "info"))
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_close_sockets)
-    app.router.add_get("/", status_page)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_post("/rpc", rpc_endpoint)
-    app.router.add_get("/ws", websocket)
+    app.router.add_get("/", guard(status_page))
+    app.router.add_get("/healthz", guard(healthz))
+    app.router.add_post("/rpc", guard(rpc_endpoint, token=True))
+    app.router.add_get("/ws", guard(websocket))
+    # Everything else (other paths, other methods, preflights) passes the guard too.
+    app.router.add_route("*", "/{tail:.*}", guard(elsewhere))
     return app

@@ -111,10 +111,11 @@ async def _serve(settings: Settings) -> int:
 def serve(args: argparse.Namespace) -> int:
     from . import logs
 
+    stream = logs.open_stderr()
     settings = Settings(home=_home(args), host=args.host, port=args.port,
                         allow_origins=merge_origins(args.allow_origin),
-                        log_level=args.log_level)
-    logs.configure(settings.log_level)
+                        log_level=args.log_level, log_stream=stream)
+    logs.configure(settings.log_level, stream)
     return asyncio.run(_serve(settings))
 
 

@@ -1,7 +1,18 @@
 """Structured logs: one JSON object per line on stderr.
 
-Request lines carry method, duration and outcome. Nothing logs a token or an
-``Authorization`` header: the security code never passes either to a logger.
+Two writers share one buffered stream:
+
+- ``logging`` records (start-up, plugins, internal errors with their traceback) are
+  formatted by ``JsonLines`` and flushed at once;
+- request lines (one per HTTP request or WebSocket message: method, duration, outcome)
+  go through ``AccessLog``, which keeps them as dicts and writes them in one go within
+  ``FLUSH_AFTER`` seconds. A ``logging`` record, a formatter call and a system call per
+  request cost more than many small calls themselves; batching keeps a line per request
+  without that. A process killed with SIGKILL may lose its last fraction of a second of
+  request lines, never a warning or an error.
+
+Nothing logs a token or an ``Authorization`` header: the security code never passes
+either to a logger.
 """
 
 from __future__ import annotations
@@ -11,7 +22,9 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
+
+FLUSH_AFTER = 0.2
 
 
 class JsonLines(logging.Formatter):
@@ -32,70 +45,58 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
-class BatchedStream(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes lines into a buffer flushed within ``FLUSH_AFTER`` seconds (by a timer on
-    the running event loop), at once for warnings and errors, and at exit.
-
-    A line per request written and flushed on its own costs a system call per request,
-    a large part of a small call's time; batching keeps the line per request without it.
-    A process killed with SIGKILL may lose the last fraction of a second of request
-    lines, never a warning or an error.
-    """
-
-    FLUSH_AFTER = 0.2
-
-    def __init__(self) -> None:
-        # Kept open for the life of the process (closefd=False: fd 2 stays ours).
-        stream = open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",  # noqa: SIM115
-                      errors="replace", closefd=False)
-        super().__init__(stream)
-        self._pending = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.stream.write(self.format(record) + "\n")
-        except Exception:
-            self.handleError(record)
-            return
-        if record.levelno >= logging.WARNING:
-            self.flush()
-            return
-        if not self._pending:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self.flush()
-                return
-            self._pending = True
-            loop.call_later(self.FLUSH_AFTER, self._flush_pending)
-
-    def _flush_pending(self) -> None:
-        self._pending = False
-        self.flush()
+def open_stderr() -> TextIO:
+    """A block-buffered text stream on fd 2 (``sys.stderr`` is line-buffered)."""
+    # Kept open for the life of the process; closefd=False leaves fd 2 alone.
+    return open(sys.stderr.fileno(), "w", buffering=1 << 16, encoding="utf-8",
+                errors="replace", closefd=False)
 
 
-def configure(level: str = "info") -> None:
-    """Send every ``mindscape.*`` (and aiohttp) record to stderr as JSON lines."""
-    handler = BatchedStream()
+def configure(level: str, stream: TextIO) -> None:
+    """Send every ``logging`` record at ``level`` or above to ``stream`` as JSON lines."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonLines())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    logging.Formatter.converter = time.gmtime
-    # No thread or process names in our lines: skip gathering them for every record.
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
 
 
-access = logging.getLogger("mindscape.access")
+class AccessLog:
+    """Request lines for one app, written to ``stream`` in batches (see the module)."""
 
+    def __init__(self, stream: TextIO | None, enabled: bool = True) -> None:
+        self.stream = stream
+        self.enabled = enabled and stream is not None
+        self._lines: list[dict[str, Any]] = []
+        self._pending = False
 
-def request_line(fields: dict[str, Any]) -> None:
-    """One line per HTTP request or WebSocket message."""
-    if access.isEnabledFor(logging.INFO):
-        # Built by hand: ``Logger.info`` would walk the stack for a caller we never log.
-        record = logging.LogRecord(access.name, logging.INFO, __file__, 0, "request",
-                                   None, None)
-        record.fields = fields
-        access.handle(record)
+    def line(self, fields: dict[str, Any]) -> None:
+        """Queue one request line (``fields`` become members of the JSON object)."""
+        if not self.enabled:
+            return
+        fields["ts"] = time.time()
+        self._lines.append(fields)
+        if not self._pending:
+            self._pending = True
+            try:
+                asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
+            except RuntimeError:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write every queued line now."""
+        self._pending = False
+        lines, self._lines = self._lines, []
+        if not lines or self.stream is None:
+            return
+        text = "".join(
+            json.dumps({"ts": round(f.pop("ts"), 3), "level": "info",
+                        "logger": "mindscape.access", "msg": "request", **f},
+                       default=str, ensure_ascii=False) + "\n"
+            for f in lines)
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            # stderr gone (a closed terminal): the daemon goes on without request lines.
+            self.enabled = False

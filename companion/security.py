@@ -1,4 +1,4 @@
-"""The access token and the one security middleware.
+"""The one security layer (``Guard``), wrapped around every route.
 
 Order of checks for every request (cheapest refusal first, before any JSON-RPC):
 1. ``Host`` must be a loopback name or the configured host (with or without a port),
@@ -8,7 +8,8 @@ Order of checks for every request (cheapest refusal first, before any JSON-RPC):
    headers; an allowed origin gets ``Access-Control-Allow-Origin`` on every answer.
 3. ``OPTIONS`` is a CORS preflight: answered here (methods, headers, max-age).
 4. ``/rpc`` needs ``Authorization: Bearer <token>`` (compared in constant time), else 401.
-   ``/ws`` authenticates itself (the browser cannot set headers on a WebSocket).
+   ``/ws`` authenticates itself (the browser cannot set headers on a WebSocket); ``/``
+   and ``/healthz`` need no token.
 5. A declared body over the limit is 413 before it is read; ``client_max_size`` catches
    bodies without a length.
 Then one JSON line is logged per request: path, status, duration and, for ``/rpc``, the
@@ -21,18 +22,14 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 
-from .keys import OUTCOME
-from .logs import request_line
+from .keys import ACCESS_LOG, OUTCOME
 from .settings import Settings
 from .tokens import TokenKeeper
 
 PREFLIGHT_MAX_AGE = "600"
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type"
-#: Paths that need the bearer token; ``/ws`` authenticates in its handler.
-PROTECTED = frozenset({"/rpc"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -67,26 +64,40 @@ def _refuse(status: int, text: str) -> web.Response:
     return web.json_response({"error": text}, status=status)
 
 
-def security_middleware(settings: Settings,
-                        tokens: Callable[[web.Request], TokenKeeper]) -> Middleware:
-    """The single middleware that guards every request and logs it."""
-    hosts = allowed_host_names(settings)
-    origins = frozenset(settings.allow_origins)
-    max_body = settings.limits.max_body
+class Guard:
+    """The one security layer, wrapped around every route's handler (a catch-all route
+    included, so no request escapes it). A wrapper, not a middleware: aiohttp's
+    middleware chain costs a measurable share of a small call, and one layer is all we
+    need."""
 
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def __init__(self, settings: Settings, tokens: Callable[[web.Request], TokenKeeper]
+                 ) -> None:
+        self.hosts = allowed_host_names(settings)
+        self.origins = frozenset(settings.allow_origins)
+        self.max_body = settings.limits.max_body
+        self.tokens = tokens
+
+    def __call__(self, handler: Handler, *, token: bool = False) -> Handler:
+        """``handler`` behind the checks; ``token=True`` requires the bearer token."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            return await self.guard(request, handler, token)
+
+        return guarded
+
+    async def guard(self, request: web.Request, handler: Handler, token: bool
+                    ) -> web.StreamResponse:
+        """Check, run ``handler``, log one line."""
         started = time.perf_counter()
-        response: web.StreamResponse | None = None
         status = 500
         try:
-            response = await _guarded(request, handler)
+            response = await self._checked(request, handler, token)
             status = response.status
             return response
         except web.HTTPException as exc:
             status = exc.status
             origin = request.headers.get("Origin")
-            if origin is not None and origin in origins:
+            if origin is not None and origin in self.origins:
                 exc.headers["Access-Control-Allow-Origin"] = origin
                 exc.headers["Vary"] = "Origin"
             raise
@@ -99,14 +110,16 @@ def security_middleware(settings: Settings,
                 fields["methods"] = outcome.methods
                 fields["errors"] = outcome.errors
                 fields["outcome"] = "error" if outcome.errors else "ok"
-            request_line(fields)
+            request.app[ACCESS_LOG].line(fields)
 
-    async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _checked(self, request: web.Request, handler: Handler, token: bool
+                       ) -> web.StreamResponse:
+        headers = request.headers
         # The raw header: ``request.host`` would fall back to the machine's name.
-        if host_name(request.headers.get("Host", "")) not in hosts:
+        if host_name(headers.get("Host", "")) not in self.hosts:
             return _refuse(403, "this Host is not allowed (use 127.0.0.1 or localhost)")
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in origins:
+        origin = headers.get("Origin")
+        if origin is not None and origin not in self.origins:
             return _refuse(403, "this Origin is not allowed; start the daemon with "
                                 "--allow-origin ORIGIN to allow it")
         response: web.StreamResponse
@@ -119,18 +132,15 @@ def security_middleware(settings: Settings,
                     "Access-Control-Allow-Headers": ALLOW_HEADERS,
                     "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
                 })
-        elif request.path in PROTECTED and not tokens(request).accepts_bearer(
-                request.headers.get("Authorization")):
+        elif token and not self.tokens(request).accepts_bearer(headers.get("Authorization")):
             response = _refuse(401, "missing or wrong token: send Authorization: Bearer "
                                     "<token> (see `mindscape token`)")
             response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
-        elif request.content_length is not None and request.content_length > max_body:
-            response = _refuse(413, f"the request body exceeds {max_body} bytes")
+        elif request.content_length is not None and request.content_length > self.max_body:
+            response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
         else:
             response = await handler(request)
         if origin is not None and not response.prepared:
             response.headers["Access-Control-Allow-Origin"] = origin
             response.headers["Vary"] = "Origin"
         return response
-
-    return guard

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import TextIO
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 39393
@@ -47,6 +48,8 @@ class Settings:
     log_level: str = "info"
     limits: Limits = field(default_factory=Limits)
     plugins: Callable[[], Iterable[EntryPoint]] = installed_plugins
+    #: where request lines go (``None``: nowhere); the CLI passes its stderr stream
+    log_stream: TextIO | None = None
 
     @property
     def token_path(self) -> Path:

@@ -25,8 +25,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from aiohttp.http_websocket import WSCloseCode
 
-from .keys import DISPATCHER, SERVICES, TOKENS
-from .logs import request_line
+from .keys import ACCESS_LOG, DISPATCHER, SERVICES, TOKENS
 from .rpc import Outcome
 from .services import Context
 from .tokens import TokenKeeper, same_token
@@ -95,6 +94,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             ws, tokens, services.settings.limits.ws_auth_timeout):
         return ws
     dispatcher = app[DISPATCHER]
+    access = app[ACCESS_LOG]
     peer = services.hub.connect(ws, request)
     context = Context(services, peer)
     try:
@@ -106,7 +106,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             answer = await dispatcher.handle(message.data, context, outcome)
             if answer is not None:
                 await ws.send_str(answer)
-            request_line({"ws": peer.number, "methods": outcome.methods,
+            access.line({"ws": peer.number, "methods": outcome.methods,
                           "errors": outcome.errors,
                           "outcome": "error" if outcome.errors else "ok",
                           "duration_ms": round((time.perf_counter() - started) * 1000, 3)})

@@ -23,7 +23,6 @@ def info(ctx: Context) -> PreparedJSON:
             "systems": sorted(services.systems),
             "adapters": sorted(services.adapters),
             "plugins": [r.to_json() for r in services.plugins.reports],
-            "methods": services.plugins.methods.names(),
             "limits": {
                 "max_body": services.settings.limits.max_body,
                 "max_batch": services.settings.limits.max_batch,
@@ -45,7 +44,7 @@ METHODS = [
     MethodSpec(
         "companion.info", NO_PARAMS, companion_info,
         "The daemon's name, version, API version, systems, adapters, plugins (with the "
-        "error of any that failed to load), methods and limits.",
+        "error of any that failed to load) and limits; rpc.discover lists the methods.",
         result={"type": "object",
                 "required": ["name", "version", "api_version", "systems", "adapters",
                              "plugins"]}),

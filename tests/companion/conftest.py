@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -28,7 +29,7 @@ def with_plugins(*extra: EntryPoint) -> Callable[[], Iterable[EntryPoint]]:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", plugins=with_plugins(SAMPLE, FAULTY),
-                    limits=Limits(ws_auth_timeout=0.5))
+                    limits=Limits(ws_auth_timeout=0.5), log_stream=io.StringIO())
 
 
 class Rpc:

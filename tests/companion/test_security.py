@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import os
 import stat
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from companion.keys import ACCESS_LOG
 from companion.settings import Settings
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
 
@@ -168,13 +171,32 @@ def test_rotated_token_is_picked_up_without_restart(tmp_path: Path) -> None:
         f"Bearer {old}")
 
 
-async def test_logs_never_carry_the_token(rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+async def test_logs_never_carry_the_token(rpc: Rpc, settings: Settings,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    """API.md: 'the token never appears in a URL or a log line'; one line per request
+    with method, duration and outcome."""
     with caplog.at_level(logging.DEBUG):
         await rpc.ok("companion.info")
         await rpc.client.post("/rpc", json=INFO, headers={"Authorization": "Bearer nope"})
-    assert caplog.records
-    lines = [r.getMessage() + repr(getattr(r, "fields", "")) for r in caplog.records]
-    assert not any(rpc.token in line or "nope" in line for line in lines)
-    fields = [r.fields for r in caplog.records if r.name == "mindscape.access"]  # type: ignore[attr-defined]
-    assert any(f.get("methods") == ["companion.info"] and "duration_ms" in f
-               and f.get("outcome") == "ok" for f in fields)
+        await rpc.error("faulty.boom", {})
+    rpc.client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    lines = [json.loads(line) for line in settings.log_stream.getvalue().splitlines()]
+    records = [r.getMessage() + repr(getattr(r, "fields", "")) for r in caplog.records]
+    for text in [*map(json.dumps, lines), *records]:
+        assert rpc.token not in text and "nope" not in text
+    assert [(line["status"], line.get("methods"), line.get("outcome")) for line in lines] == [
+        (200, ["companion.info"], "ok"), (401, None, None),
+        (200, ["faulty.boom"], "error")]
+    assert all(line["logger"] == "mindscape.access" and line["duration_ms"] >= 0
+               for line in lines)
+    assert lines[2]["errors"] == [-32603]
+
+
+async def test_every_path_and_method_passes_the_guard(rpc: Rpc) -> None:
+    assert (await rpc.client.get("/nope", headers={"Host": "evil.example"})).status == 403
+    assert (await rpc.client.get("/nope", headers={"Origin": "https://evil.example"})
+            ).status == 403
+    assert (await rpc.client.get("/nope")).status == 404
+    wrong_method = await rpc.client.get("/rpc", headers=rpc.auth)
+    assert wrong_method.status == 405 and wrong_method.headers["Allow"] == "POST"

@@ -10,6 +10,7 @@ calls per batch. Exceeding a limit is -32602 naming the limit, never a hang."
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import threading
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from .checks import assert_clean
+from .conftest import DaemonFactory
 from .daemon import Daemon, auth, post_rpc, request, rpc
 from .play import COMBATANTS
 
@@ -480,3 +482,31 @@ async def test_a_websocket_message_over_one_mib_closes_the_socket(
         assert ws.close_code == 1009
     assert request(daemon, "GET", "/healthz").status == 200
 
+
+
+# -- memory that grows with what callers name ------------------------------------------------
+def _calls_naming(daemon: Daemon, ids: Iterator[str], batches: int) -> None:
+    for _ in range(batches):
+        body = json.dumps([{"jsonrpc": "2.0", "method": "encounter.resolve",
+                            "params": {"id": next(ids)}, "id": i} for i in range(100)])
+        answers = json.loads(post_rpc(daemon, body.encode()).body)
+        assert {a["error"]["code"] for a in answers} == {4004}
+
+
+def test_calls_naming_unknown_encounters_leave_no_memory_behind(
+        start_daemon: DaemonFactory) -> None:
+    """Every write names an encounter id; ids that name nothing must not be remembered
+    (5000 different unknown ids must cost no more than 5000 calls naming one)."""
+    daemon = start_daemon()
+    same = iter(lambda: "no-such-encounter", None)
+    fresh = (f"{n:08d}-{'x' * 40}" for n in itertools.count())
+    _calls_naming(daemon, same, 30)  # warm up: the allocator's arenas reach steady size
+    start = daemon.rss_kib()
+    _calls_naming(daemon, same, 50)
+    after_same = daemon.rss_kib()
+    _calls_naming(daemon, fresh, 50)
+    after_fresh = daemon.rss_kib()
+    growth_same, growth_fresh = after_same - start, after_fresh - after_same
+    assert growth_fresh - growth_same < 512, (
+        f"5000 unknown ids grew the daemon by {growth_fresh} KiB (the same id 5000 "
+        f"times: {growth_same} KiB)")

@@ -120,6 +120,23 @@ def test_the_token_file_is_private(daemon: Daemon) -> None:
     assert stat.S_IMODE(daemon.home.stat().st_mode) & 0o022 == 0
 
 
+def test_the_store_is_private_even_in_a_home_others_can_enter(
+        tmp_path: Path, start_daemon: DaemonFactory) -> None:
+    """The store holds every pending secret choice: another local user must not read it,
+    also when the GM made the home folder himself with the usual 0755."""
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    started = start_daemon(home)
+    created = rpc(started, "encounter.create", {"system": "combat-strength"})
+    rpc(started, "encounter.add", {"id": created["id"],
+                                   "combatant": COMBATANTS["combat-strength"][0]})
+    readable = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in home.iterdir()
+                if stat.S_IMODE(p.stat().st_mode) & 0o077}
+    home_open = stat.S_IMODE(home.stat().st_mode) & 0o077
+    assert not readable or not home_open, f"readable by others: {readable}"
+
+
 def test_a_token_file_readable_by_others_is_narrowed_at_start(
         tmp_path: Path, start_daemon: DaemonFactory) -> None:
     home = tmp_path / "home"

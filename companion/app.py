@@ -53,11 +53,12 @@ def load_adapters() -> dict[str, Adapter]:
 
 async def rpc_endpoint(request: web.Request) -> web.Response:
     """``POST /rpc``: one JSON-RPC request, notification or batch."""
-    services = request.app[SERVICES]
+    app = request.app
+    services = app[SERVICES]
     body = await request.read()
     outcome = Outcome()
     request[OUTCOME] = outcome
-    answer = await request.app[DISPATCHER].handle(body, Context(services), outcome)
+    answer = await app[DISPATCHER].handle(body, Context(services), outcome)
     services.hub.seen(request, outcome.methods[0] if outcome.methods else None)
     if answer is None:
         return web.Response(status=204)

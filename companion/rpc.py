@@ -189,8 +189,9 @@ class Dispatcher:
         outcome.calls.append((method, error["code"] if error is not None else None))
         try:
             if error is None and isinstance(response["result"], PreparedJSON):
-                return (f'{{"jsonrpc":"2.0","result":{response["result"].text},'
-                        f'"id":{_dumps(request_id)}}}')
+                id_text = (str(request_id) if type(request_id) is int
+                           else _dumps(request_id))
+                return f'{{"jsonrpc":"2.0","result":{response["result"].text},"id":{id_text}}}'
             return _dumps(response)
         except (TypeError, ValueError):
             outcome.calls[-1] = (method, INTERNAL_ERROR)

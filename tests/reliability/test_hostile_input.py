@@ -202,8 +202,8 @@ def test_any_actor_data_is_imported_or_refused_cleanly(
         shared_daemon: Daemon, encounter_id: str, data: st.DataObject) -> None:
     adapters = [a["id"] for a in rpc(shared_daemon, "adapters.list")]
     adapter = data.draw(st.sampled_from(adapters))
-    drawn = data.draw(mutations | json_values.map(lambda value: (-1, value)))
-    actor = mutated_actor(drawn) if drawn[0] >= 0 else drawn[1]
+    actor = (mutated_actor(data.draw(mutations)) if data.draw(st.booleans())
+             else data.draw(json_values))
     system = data.draw(st.none() | st.sampled_from(["revised-2e", "combat-strength",
                                                     "power-pool"]))
     params: dict[str, Any] = {"adapter": adapter, "data": actor}
@@ -328,27 +328,28 @@ def test_a_batch_of_101_is_refused_and_100_are_answered(shared_daemon: Daemon) -
     assert sorted(a["id"] for a in answered) == list(range(100))
     # A huge batch (far past the limit, still under 1 MiB) is refused as fast, without
     # running any call.
-    started = time.monotonic()
     huge = send(shared_daemon, batch(5000))
-    assert huge["error"]["code"] == -32600 and time.monotonic() - started < 2
+    assert huge["error"]["code"] == -32600
 
 
 @pytest.mark.parametrize("expr", ["100000d6", "100d100000", "1d1p", "100d1p", "100d2p",
                                   "99999999999999999999d6", "1d99999999999999999999",
                                   "0d6", "1d0", "1d1p+1d1p+1d1p"])
 def test_dice_bombs_are_capped_or_refused_at_once(shared_daemon: Daemon, expr: str) -> None:
-    started = time.monotonic()
+    # send() fails on an answer slower than ANSWER_WITHIN.
     answer = send(shared_daemon, json.dumps({"jsonrpc": "2.0", "method": "dice.roll",
                                              "params": {"expr": expr}, "id": 1}).encode())
-    assert time.monotonic() - started < 2
     if "error" in answer:
         assert answer["error"]["code"] == -32602
     else:
         rolls = answer["result"]["rolls"]
         assert len(rolls) <= 100 * 101
-        # A one-sided penetrating die stops after 100 follow-ups (API.md "Limits").
         for roll in rolls:
             assert roll["value"] <= roll["sides"]
+        if expr == "1d1p":
+            # A one-sided die always penetrates: it stops after 100 follow-ups (API.md
+            # "Limits") and says it was capped.
+            assert len(rolls) == 101 and answer["result"].get("capped") is True
 
 
 # -- slow senders ---------------------------------------------------------------------------
@@ -418,9 +419,10 @@ def test_many_slow_senders_do_not_starve_other_clients(shared_daemon: Daemon) ->
             sock.sendall(head)
             sockets.append(sock)
         started = time.monotonic()
-        assert request(shared_daemon, "GET", "/healthz", timeout=2).status == 200
-        assert rpc(shared_daemon, "dice.roll", {"expr": "3d6"}, timeout=2)["total"] >= 3
-        assert time.monotonic() - started < 2
+        assert request(shared_daemon, "GET", "/healthz", timeout=ANSWER_WITHIN).status == 200
+        assert rpc(shared_daemon, "dice.roll", {"expr": "3d6"},
+                   timeout=ANSWER_WITHIN)["total"] >= 3
+        assert time.monotonic() - started < ANSWER_WITHIN
     finally:
         for sock in sockets:
             sock.close()
@@ -468,7 +470,7 @@ async def test_a_websocket_flood_leaves_the_daemon_responsive_and_memory_bounded
             answered += 1
         await sender
     rss_after = daemon.rss_kib()
-    assert max(probes) < 2.0, probes
+    assert max(probes) < ANSWER_WITHIN, probes
     # Bounded: 5000 answered messages leave at most a few MiB behind.
     assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
 

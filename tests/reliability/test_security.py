@@ -256,7 +256,7 @@ async def test_a_websocket_whose_first_message_is_not_a_valid_auth_is_closed_uns
     session, ws = await ws_session(daemon)
     async with session, ws:
         await ws.send_str(text)
-        seen = []
+        seen: list[Any] = []
         while True:
             message = await ws.receive(timeout=10)
             if message.type != aiohttp.WSMsgType.TEXT:
@@ -345,7 +345,7 @@ async def _watched(daemon: Daemon, encounter: str) -> tuple[aiohttp.ClientSessio
 
 
 async def _drain(ws: aiohttp.ClientWebSocketResponse) -> list[Any]:
-    seen = []
+    seen: list[Any] = []
     while True:
         try:
             message = await ws.receive(timeout=0.5)

@@ -8,7 +8,9 @@ Shutdown closes the WebSockets first (1001), then the store.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 
@@ -55,7 +57,12 @@ async def rpc_endpoint(request: web.Request) -> web.Response:
     """``POST /rpc``: one JSON-RPC request, notification or batch."""
     app = request.app
     services = app[SERVICES]
-    body = await request.read()
+    try:
+        async with asyncio.timeout(services.settings.limits.read_timeout):
+            body = await request.read()
+    except TimeoutError:
+        return web.json_response({"error": "the request body came too slowly"}, status=408,
+                                 headers={"Connection": "close"})
     outcome = Outcome()
     request[OUTCOME] = outcome
     answer = await app[DISPATCHER].handle(body, Context(services), outcome)
@@ -77,9 +84,22 @@ async def elsewhere(request: web.Request) -> web.Response:
     return web.json_response({"error": "not found"}, status=404)
 
 
+def _make_private(settings: Settings) -> None:
+    """The home holds the token and every pending secret choice: other local users must
+    not read it, also when the folder was made by hand with the usual 0755."""
+    if os.name != "posix":
+        return
+    mode = settings.home.stat().st_mode & 0o777
+    if mode & 0o077:
+        settings.home.chmod(mode & 0o700)
+        log.warning("home folder %s was readable by others; narrowed to %o",
+                    settings.home, mode & 0o700)
+
+
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_private(settings)
     app[TOKENS] = TokenKeeper(settings.token_path)
     plugins = load_plugins(settings.plugins(), CORE)
     store = SQLiteStore(settings.store_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
@@ -80,7 +81,8 @@ async def _serve(settings: Settings) -> int:
     from .store import StoreError
 
     runner = web.AppRunner(create_app(settings), access_log=None, shutdown_timeout=5.0,
-                           handle_signals=False)
+                           handle_signals=False,
+                           keepalive_timeout=settings.limits.idle_timeout)
     try:
         await runner.setup()
     except StoreError as exc:
@@ -111,6 +113,8 @@ async def _serve(settings: Settings) -> int:
 def serve(args: argparse.Namespace) -> int:
     from . import logs
 
+    # Files the daemon creates (store, write-ahead log, token) are the user's alone.
+    os.umask(0o077)
     stream = logs.open_stderr()
     settings = Settings(home=_home(args), host=args.host, port=args.port,
                         allow_origins=merge_origins(args.allow_origin),

@@ -39,7 +39,8 @@ class PreparedJSON:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        self.text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        self.text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                               allow_nan=False)
 
 
 class RegistryError(Exception):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,7 +138,7 @@ class Dispatcher:
         (a notification or a batch of notifications)."""
         outcome = outcome if outcome is not None else Outcome()
         try:
-            parsed = json.loads(body)
+            parsed = json.loads(body, parse_constant=_not_json, parse_float=_finite)
         except (ValueError, RecursionError):
             outcome.calls.append((None, PARSE_ERROR))
             return _dumps(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
@@ -214,5 +215,18 @@ def _ours(error: dict[str, Any]) -> bool:
     return isinstance(error.get("data"), _Tagged)
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        # 1e999 is valid JSON text but no number JSON can carry back out.
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    # Python's parser accepts NaN and Infinity; JSON has neither, so neither do we.
+    raise ValueError(f"{name} is not JSON")
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -34,7 +34,7 @@ class Services:
     adapters: dict[str, Adapter]
     hub: Hub
     started_at: float = field(default_factory=time.time)
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     #: answers that never change while the daemon runs (``companion.info`` ...)
     cache: dict[str, Any] = field(default_factory=dict)
 
@@ -60,10 +60,23 @@ class Services:
 
     @asynccontextmanager
     async def encounter_lock(self, encounter_id: str) -> AsyncIterator[None]:
-        """Serialise writes to one encounter (read, compute, append with its revision)."""
-        lock = self._locks.setdefault(encounter_id, asyncio.Lock())
-        async with lock:
-            yield
+        """Serialise writes to one encounter (read, compute, append with its revision).
+
+        A lock lives only while someone holds or waits for it, so ids that name nothing
+        (or encounters long finished) cost no memory.
+        """
+        entry = self._locks.get(encounter_id)
+        if entry is None:
+            entry = self._locks[encounter_id] = (asyncio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._locks[encounter_id]
 
 
 @dataclass(frozen=True)

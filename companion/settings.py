@@ -29,6 +29,10 @@ class Limits:
     max_penetration: int = 100
     max_combatants: int = 64
     ws_auth_timeout: float = 5.0
+    #: seconds a request body may take to arrive (slow senders are cut off: 408)
+    read_timeout: float = 10.0
+    #: seconds a connection may sit without a complete request (headers included)
+    idle_timeout: float = 10.0
 
 
 def installed_plugins() -> Iterable[EntryPoint]:

@@ -43,8 +43,8 @@ def _offered(request: web.Request) -> list[str]:
 def _auth_message(text: str, tokens: TokenKeeper) -> tuple[bool, Any]:
     """Whether ``text`` is a valid ``auth`` request, and its id."""
     try:
-        message = json.loads(text)
-    except ValueError:
+        message = json.loads(text, parse_constant=lambda name: None)
+    except (ValueError, RecursionError):
         return False, None
     if not isinstance(message, dict) or message.get("method") != "auth":
         return False, message.get("id") if isinstance(message, dict) else None

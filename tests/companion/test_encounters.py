@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from companion.keys import SERVICES
+
 from .combatants import FENKA, ULCEN, duelist
 from .conftest import Rpc
 
@@ -201,3 +203,12 @@ async def test_a_revised_2e_round(rpc: Rpc) -> None:
 
 def _without_revision(step: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in step.items() if k not in ("revision", "unused_dice")}
+
+
+async def test_writes_naming_unknown_encounters_leave_no_lock_behind(rpc: Rpc) -> None:
+    for n in range(20):
+        await rpc.error("encounter.add", {"id": f"nope-{n}", "combatant": duelist("x")})
+    eid = await _duel(rpc)
+    services = rpc.client.server.app[SERVICES]
+    assert services._locks == {}
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2

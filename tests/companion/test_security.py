@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -200,3 +201,32 @@ async def test_every_path_and_method_passes_the_guard(rpc: Rpc) -> None:
     assert (await rpc.client.get("/nope")).status == 404
     wrong_method = await rpc.client.get("/rpc", headers=rpc.auth)
     assert wrong_method.status == 405 and wrong_method.headers["Allow"] == "POST"
+
+
+async def test_a_body_that_comes_too_slowly_is_408(aiohttp_client: Any, tmp_path: Path) -> None:
+    from companion.app import create_app
+    from companion.settings import Limits
+
+    settings = Settings(home=tmp_path, limits=Limits(read_timeout=0.3))
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+
+    async def dribble() -> Any:
+        yield b'{"jsonrpc":"2.0",'
+        await asyncio.sleep(2)
+        yield b'"method":"companion.info","id":1}'
+
+    response = await client.post("/rpc", data=dribble(),
+                                 headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 408
+
+
+async def test_the_home_folder_is_made_private(aiohttp_client: Any, tmp_path: Path) -> None:
+    """The home holds the token and pending secret choices (docs/SECURITY.md)."""
+    from companion.app import create_app
+
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)
+    await aiohttp_client(create_app(Settings(home=home)))
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700

@@ -133,3 +133,13 @@ async def test_faults_inside_a_batch_stay_inside_their_element(rpc: Rpc) -> None
         {"jsonrpc": "2.0", "method": "companion.info", "id": 2},
     ])
     assert answer[0]["error"]["code"] == -32603 and "result" in answer[1]
+
+
+@pytest.mark.parametrize("body", [b'{"jsonrpc":"2.0","method":"companion.info","id":Infinity}',
+                                  b'{"jsonrpc":"2.0","method":"dice.roll","id":1,'
+                                  b'"params":{"expr":"d6","seed":NaN}}'])
+async def test_nan_and_infinity_are_not_json(rpc: Rpc, body: bytes) -> None:
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    text = await response.text()
+    assert "Infinity" not in text and "NaN" not in text
+    assert json.loads(text)["error"]["code"] == -32700

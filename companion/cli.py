@@ -21,7 +21,7 @@ from typing import Any
 
 from .settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_home, merge_origins
 
-FOUNDRY_SETTING = "Game Settings → Configure Settings → Mindscape → Companion token"
+FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -66,8 +66,8 @@ def _banner(settings: Settings, url: str) -> str:
         f"Status page: {url}/",
         "Pair a virtual tabletop:",
         f"  1. the access token is in {settings.token_path}; show it with `mindscape token`",
-        f"  2. Foundry VTT: {FOUNDRY_SETTING}: paste the token, and set the companion URL "
-        f"to {url}",
+        f"  2. Foundry VTT: {FOUNDRY_SETTING}: address {url}, paste the token, press "
+        "Test the connection",
         f"  3. allowed browser origins: {', '.join(settings.allow_origins)} "
         "(add more with --allow-origin)",
         "Stop with Ctrl+C.",

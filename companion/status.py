@@ -57,11 +57,13 @@ JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(url)}/ws</code>.</p
 <ol>
 <li>Show the access token in a terminal: <code>mindscape token</code>
 (it is stored in <code>{escape(str(settings.token_path))}</code>; it is not shown here).</li>
-<li>Foundry VTT: <i>Game Settings → Configure Settings → Mindscape</i>; set
-<i>Companion URL</i> to <code>{escape(url)}</code> and paste the token into
-<i>Companion token</i> (a client setting, kept in this browser only).</li>
-<li>Roll20: open the Mindscape userscript's settings on app.roll20.net and paste the same
-URL and token.</li>
+<li>Foundry VTT (as the GM): <i>Game Settings › Configure Settings › Mindscape › Pair
+with the companion</i>; check the address <code>{escape(url)}</code>, paste the token and
+press <i>Test the connection</i> (the token is a client setting, kept in that browser
+only).</li>
+<li>Roll20 (with the Mindscape bridge userscript): open the game as GM, click the
+<i>Mindscape</i> badge bottom left, enter the same address and token (see docs/ROLL20.md
+for when <code>--allow-origin https://app.roll20.net</code> is needed).</li>
 <li>Browsers on other pages than <code>{escape(', '.join(settings.allow_origins))}</code>
 are refused; start the daemon with <code>--allow-origin https://your.foundry.host</code>
 to allow another one.</li>

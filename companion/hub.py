@@ -19,6 +19,8 @@ from aiohttp import web
 from aiohttp.http_websocket import WSCloseCode
 
 RECENT_CLIENTS = 20
+#: A socket that cannot take a notice within this many seconds is closed.
+NOTIFY_TIMEOUT = 5.0
 
 
 @dataclass(eq=False)
@@ -38,6 +40,13 @@ class Peer:
         if not self.ws.closed:
             await self.ws.send_str(json.dumps(
                 {"jsonrpc": "2.0", "method": method, "params": params}))
+
+    async def notify_or_close(self, method: str, params: dict[str, Any]) -> None:
+        """``notify``, closing a socket that does not take it in time."""
+        try:
+            await asyncio.wait_for(self.notify(method, params), NOTIFY_TIMEOUT)
+        except (TimeoutError, ConnectionError, RuntimeError):
+            await self.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"too slow")
 
     def to_json(self) -> dict[str, Any]:
         return {"number": self.number, "remote": self.remote, "origin": self.origin,
@@ -71,6 +80,7 @@ class Hub:
         self._numbers = itertools.count(1)
         self._clients: OrderedDict[tuple[str | None, str | None, str | None], Client] = (
             OrderedDict())
+        self._sending: set[asyncio.Task[None]] = set()
 
     def connect(self, ws: web.WebSocketResponse, request: web.Request) -> Peer:
         peer = Peer(ws, next(self._numbers), request.remote,
@@ -105,14 +115,16 @@ class Hub:
 
     async def encounter_changed(self, encounter_id: str, revision: int | None,
                                 **extra: Any) -> None:
-        """Tell every socket watching ``encounter_id`` that it moved to ``revision``."""
-        peers = self.watchers(encounter_id)
-        if not peers:
-            return
+        """Tell every socket watching ``encounter_id`` that it moved to ``revision``.
+
+        The notices are sent in tasks: the write that triggered them answers at once,
+        and a slow or vanished socket can neither delay nor fail it.
+        """
         params = {"id": encounter_id, "revision": revision, **extra}
-        # A socket that went away must not fail the write that triggered the notice.
-        await asyncio.gather(*(p.notify("encounter.changed", params) for p in peers),
-                             return_exceptions=True)
+        for peer in self.watchers(encounter_id):
+            task = asyncio.create_task(peer.notify_or_close("encounter.changed", params))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
     def seen(self, request: web.Request, method: str | None) -> None:
         """Remember an authenticated HTTP caller for the status page."""
@@ -135,6 +147,8 @@ class Hub:
 
     async def close_all(self) -> None:
         """Close every socket with 1001 (going away), for a graceful shutdown."""
+        for task in list(self._sending):
+            task.cancel()
         peers = list(self.peers)
         await asyncio.gather(*(p.ws.close(code=WSCloseCode.GOING_AWAY,
                                           message=b"server shutting down")

@@ -433,13 +433,21 @@ crafted_choices = st.dictionaries(
                      "__proto__"]), crafted_values, max_size=4)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.fixture(scope="module")
+def crafted_encounter(daemon: Daemon) -> str:
+    """A revised-2e encounter with two combatants, for the crafted choices."""
+    created = rpc(daemon, "encounter.create", {"system": "revised-2e"})
+    for combatant in COMBATANTS["revised-2e"]:
+        rpc(daemon, "encounter.add", {"id": created["id"], "combatant": combatant})
+    return str(created["id"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(choice=crafted_choices)
 def test_a_crafted_choice_is_stored_as_a_valid_choice_or_changes_nothing(
-        daemon: Daemon, choice: dict[str, Any]) -> None:
+        daemon: Daemon, crafted_encounter: str, choice: dict[str, Any]) -> None:
     """Choices relayed by the GM's client from a player are untrusted input."""
-    encounter = _crafted_encounter(daemon)
+    encounter = crafted_encounter
     before = rpc(daemon, "encounter.get", {"id": encounter})
     reply = post_rpc(daemon, {"jsonrpc": "2.0", "method": "encounter.declare", "id": 1,
                               "params": {"id": encounter, "combatant_id": "ulcen",
@@ -455,18 +463,6 @@ def test_a_crafted_choice_is_stored_as_a_valid_choice_or_changes_nothing(
     else:
         assert after["revision"] == before["revision"] + 1
         assert set(answer["result"]) == {"revision", "waiting_for"}
-
-
-_CRAFTED: dict[str, str] = {}
-
-
-def _crafted_encounter(daemon: Daemon) -> str:
-    if "id" not in _CRAFTED:
-        created = rpc(daemon, "encounter.create", {"system": "revised-2e"})
-        for combatant in COMBATANTS["revised-2e"]:
-            rpc(daemon, "encounter.add", {"id": created["id"], "combatant": combatant})
-        _CRAFTED["id"] = created["id"]
-    return _CRAFTED["id"]
 
 
 # -- the token is in no answer and no log line ------------------------------------------------

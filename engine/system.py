@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 
@@ -33,6 +33,29 @@ def schema_problems(validator: jsonschema.protocols.Validator, data: Any,
         path = prefix + "".join(f"/{p}" for p in error.absolute_path)
         problems.append(Problem(path, error.message))
     return problems
+
+
+class RoundLogic(Protocol):
+    """A system's round logic: pure functions over its JSON encounter state.
+
+    Each system keeps these in its ``encounter`` module; ``System`` delegates to it.
+    The first argument is the system itself.
+    """
+
+    def new(self, system: Any, options: Mapping[str, Any] | None, /) -> JSON: ...
+
+    def add(self, system: Any, state: Mapping[str, Any], combatant: Mapping[str, Any], /
+            ) -> tuple[JSON, str]: ...
+
+    def view(self, system: Any, state: Mapping[str, Any], /) -> JSON: ...
+
+    def waiting_for(self, system: Any, state: Mapping[str, Any], /) -> list[str]: ...
+
+    def declare(self, system: Any, state: Mapping[str, Any], combatant_id: str,
+                choice: Mapping[str, Any], /) -> JSON: ...
+
+    def resolve(self, system: Any, state: Mapping[str, Any], dice: DiceSource,
+                force: bool = False, /) -> tuple[JSON, JSON]: ...
 
 
 class System(ABC):
@@ -87,33 +110,36 @@ class System(ABC):
         truncated_mass}, ...}`` (floats only here, at the JSON edge)."""
 
     # -- encounters (pure round logic) ----------------------------------------------
-    @abstractmethod
-    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
-        """A new, empty encounter state."""
+    #: the system's round logic (its ``encounter`` module); the methods below delegate
+    rounds: RoundLogic
 
-    @abstractmethod
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        """A new, empty encounter state (options checked now)."""
+        return self.rounds.new(self, options)
+
     def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
                       ) -> tuple[JSON, str]:
         """Add a combatant (normalised here); returns the new state and its id."""
+        return self.rounds.add(self, state, combatant)
 
-    @abstractmethod
     def encounter_view(self, state: Mapping[str, Any]) -> JSON:
         """``{phase, round, ..., combatants: {id: current}, waiting_for, declared}``
         with no pending choice in it."""
+        return self.rounds.view(self, state)
 
-    @abstractmethod
     def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
         """Combatant ids that must still declare before the step can resolve."""
+        return self.rounds.waiting_for(self, state)
 
-    @abstractmethod
     def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
                           choice: Mapping[str, Any]) -> JSON:
         """Record a secret choice (checked against phase and rules now)."""
+        return self.rounds.declare(self, state, combatant_id, choice)
 
-    @abstractmethod
     def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
                           force: bool = False) -> tuple[JSON, JSON]:
         """Resolve the current step: the new state and the step's JSON result."""
+        return self.rounds.resolve(self, state, dice, force)
 
     # -- helpers for implementations ---------------------------------------------------
     @cached_property

@@ -14,7 +14,7 @@ from ..errors import InvalidInput, Problem
 from ..options import HouseRule
 from ..results import Change, Event, Resolution
 from ..system import JSON, System, schema_problems
-from . import encounter as rounds
+from . import encounter
 from .combatant import CombatantFactory
 from .exchange import (
     Outcome,
@@ -250,29 +250,4 @@ class CombatStrength(System):
         return out
 
     # -- encounters --------------------------------------------------------------------------
-    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
-        """A new encounter at round 1, intent phase (options checked now)."""
-        return rounds.new(self, options)
-
-    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
-                      ) -> tuple[JSON, str]:
-        """Add a combatant (at most 64); returns the new state and its id."""
-        return rounds.add(self, state, combatant)
-
-    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
-        """Phase, round, segment, combatants, waiting_for, declared (never a choice)."""
-        return rounds.view(self, state)
-
-    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
-        """Who must still declare before the current step resolves."""
-        return rounds.waiting_for(self, state)
-
-    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
-                          choice: Mapping[str, Any]) -> JSON:
-        """Record a stance (intent) or a secret attack and defense (segment)."""
-        return rounds.declare(self, state, combatant_id, choice)
-
-    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
-                          force: bool = False) -> tuple[JSON, JSON]:
-        """Resolve the intent step or one segment; returns (new state, step JSON)."""
-        return rounds.resolve(self, state, dice, force)
+    rounds = encounter

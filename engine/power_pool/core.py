@@ -198,30 +198,4 @@ class PowerPoolSystem(System):
         return odds_json(exact_odds(self.tables, self.plan(request)))
 
     # -- encounters -------------------------------------------------------------------
-    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
-        """A new encounter in round 1 with no combatants."""
-        return encounter.new(self, options)
-
-    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
-                      ) -> tuple[JSON, str]:
-        """Add a combatant (id from its id, else its name's slug made unique)."""
-        return encounter.add(self, state, combatant)
-
-    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
-        """The public view: phase, round, combatants, waiting_for; no pending choice."""
-        return encounter.view(self, state)
-
-    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
-        """Who must still choose before the step resolves."""
-        return encounter.waiting_for(self, state)
-
-    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
-                          choice: Mapping[str, Any]) -> JSON:
-        """Record a choice (attack, defense, pass) or apply a public action (release,
-        keep, rest)."""
-        return encounter.declare(self, state, combatant_id, choice)
-
-    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
-                          force: bool = False) -> tuple[JSON, JSON]:
-        """Resolve the pending exchange (or end the round when nobody is left to attack)."""
-        return encounter.resolve(self, state, dice, force)
+    rounds = encounter

@@ -284,29 +284,4 @@ class Revised2e(System):
         return exact(self.tables, options, attacker, defender, request["attack"], mode, cost)
 
     # -- encounters ----------------------------------------------------------------------------
-    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
-        """A new, empty encounter (``encounter.new``)."""
-        return encounter.new(self, options)
-
-    def encounter_add(self, state: Mapping[str, Any], combatant: Mapping[str, Any]
-                      ) -> tuple[JSON, str]:
-        """Add a combatant (``encounter.add``)."""
-        return encounter.add(self, state, combatant)
-
-    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
-        """The public view, no pending choice (``encounter.view``)."""
-        return encounter.view(self, state)
-
-    def encounter_waiting_for(self, state: Mapping[str, Any]) -> list[str]:
-        """Who must still declare (``encounter.waiting_for``)."""
-        return encounter.waiting_for(self, state)
-
-    def encounter_declare(self, state: Mapping[str, Any], combatant_id: str,
-                          choice: Mapping[str, Any]) -> JSON:
-        """Record a secret, checked choice (``encounter.declare``)."""
-        return encounter.declare(self, state, combatant_id, choice)
-
-    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
-                          force: bool = False) -> tuple[JSON, JSON]:
-        """Resolve the round (``encounter.resolve``)."""
-        return encounter.resolve(self, state, dice, force)
+    rounds = encounter

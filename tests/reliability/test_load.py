@@ -8,9 +8,12 @@ an encounter may name the revision they expect (4009 if it moved on)."
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
 from typing import Any
+
+import aiohttp
 
 from .daemon import Daemon
 from .play import (
@@ -56,6 +59,9 @@ async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
     clients = [Client(daemon.url, daemon.token, ledger) for _ in range(CLIENTS + RACERS)]
     try:
         shared = await new_encounter(clients[0], "combat-strength", "shared")
+        watched_from = (await clients[0].call("encounter.get", {"id": shared}))["revision"]
+        watcher = asyncio.ensure_future(watch(daemon, shared, SECONDS + 1))
+        await asyncio.sleep(0.2)
         deadline = time.monotonic() + SECONDS
         games = [play(clients[i], SYSTEMS[i % len(SYSTEMS)], deadline, f"solo {i}")
                  for i in range(CLIENTS)]
@@ -71,8 +77,13 @@ async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
             await check_log_holds_every_ack(clients[0], encounter, ledger, True)
         # Racers only write with the revision they read, so each committed step was
         # acknowledged to exactly one of them; the others got 4009.
-        await check_log_holds_every_ack(clients[0], shared, ledger, True)
+        log = await check_log_holds_every_ack(clients[0], shared, ledger, True)
         assert ledger.stale > 0
+        # A socket watching the shared encounter heard of every revision it went through
+        # ("encounter.changed {id, revision} to every socket that called encounter.watch").
+        notified = await watcher
+        assert sorted(set(notified)) == list(range(watched_from + 1, len(log) + 1))
+        print(f"\nwatcher: {len(notified)} notices, in order: {notified == sorted(notified)}")
         # The log alone rebuilds the state (one encounter of each system, and the
         # shared one).
         for encounter in [*solo[: len(SYSTEMS)], shared]:
@@ -88,6 +99,28 @@ async def test_sixteen_clients_and_racers_lose_no_acknowledged_step(
               f"{ledger.stale} stale")
     finally:
         await asyncio.gather(*(c.close() for c in clients))
+
+
+async def watch(daemon: Daemon, encounter: str, seconds: float) -> list[int]:
+    """The revisions ``encounter.changed`` announced to one watching socket."""
+    revisions: list[int] = []
+    async with aiohttp.ClientSession() as session, session.ws_connect(
+            daemon.url + "/ws", protocols=("mindscape.v1", f"token.{daemon.token}")) as ws:
+        await ws.send_json({"jsonrpc": "2.0", "method": "encounter.watch",
+                            "params": {"id": encounter}, "id": 1})
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                message = await ws.receive(timeout=min(left, 1.0))
+            except TimeoutError:
+                continue
+            if message.type != aiohttp.WSMsgType.TEXT:
+                break
+            data = json.loads(message.data)
+            if data.get("method") == "encounter.changed":
+                assert data["params"]["id"] == encounter
+                revisions.append(int(data["params"]["revision"]))
+    return revisions
 
 
 async def race(clients: list[Client], method: str,

@@ -26,7 +26,7 @@ from .methods import CORE
 from .plugins import load_plugins
 from .rpc import Dispatcher, Outcome
 from .security import Guard
-from .services import Context, Services
+from .services import Services
 from .settings import Settings
 from .status import healthz, status_page
 from .store import SQLiteStore
@@ -57,16 +57,20 @@ async def rpc_endpoint(request: web.Request) -> web.Response:
     """``POST /rpc``: one JSON-RPC request, notification or batch."""
     app = request.app
     services = app[SERVICES]
-    try:
-        async with asyncio.timeout(services.settings.limits.read_timeout):
-            body = await request.read()
-    except TimeoutError:
-        return web.json_response({"error": "the request body came too slowly"}, status=408,
-                                 headers={"Connection": "close"})
+    if request.content.is_eof():
+        # The whole body is here already (the usual case): no timer needed.
+        body = await request.read()
+    else:
+        try:
+            async with asyncio.timeout(services.settings.limits.read_timeout):
+                body = await request.read()
+        except TimeoutError:
+            return web.json_response({"error": "the request body came too slowly"},
+                                     status=408, headers={"Connection": "close"})
     outcome = Outcome()
     request[OUTCOME] = outcome
-    answer = await app[DISPATCHER].handle(body, Context(services), outcome)
-    services.hub.seen(request, outcome.methods[0] if outcome.methods else None)
+    answer = await app[DISPATCHER].handle(body, services.http_context, outcome)
+    services.hub.seen(request, outcome.calls[0][0] if outcome.calls else None)
     if answer is None:
         return web.Response(status=204)
     return web.Response(text=answer, content_type="application/json")

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.http_websocket import WSCloseCode
 
 RECENT_CLIENTS = 20
+RECENT_CALLS = 1000
 #: A socket that cannot take a notice within this many seconds is closed.
 NOTIFY_TIMEOUT = 5.0
 
@@ -78,8 +79,9 @@ class Hub:
         self.peers: set[Peer] = set()
         self._watchers: dict[str, set[Peer]] = {}
         self._numbers = itertools.count(1)
-        self._clients: OrderedDict[tuple[str | None, str | None, str | None], Client] = (
-            OrderedDict())
+        #: (time, remote, origin, user agent, method) of the last HTTP calls
+        self._calls: deque[tuple[float, str | None, str | None, str | None, str | None]] = (
+            deque(maxlen=RECENT_CALLS))
         self._sending: set[asyncio.Task[None]] = set()
 
     def connect(self, ws: web.WebSocketResponse, request: web.Request) -> Peer:
@@ -127,23 +129,23 @@ class Hub:
             task.add_done_callback(self._sending.discard)
 
     def seen(self, request: web.Request, method: str | None) -> None:
-        """Remember an authenticated HTTP caller for the status page."""
-        key = (request.remote, request.headers.get("Origin"),
-               request.headers.get("User-Agent"))
-        client = self._clients.get(key)
-        if client is None:
-            client = Client(*key, last_seen=0.0, last_method=None)
-            self._clients[key] = client
-            while len(self._clients) > RECENT_CLIENTS:
-                self._clients.popitem(last=False)
-        else:
-            self._clients.move_to_end(key)
-        client.last_seen = time.time()
-        client.last_method = method
-        client.calls += 1
+        """Remember an authenticated HTTP call for the status page (one append: this is
+        on every call's path; the status page does the counting)."""
+        headers = request.headers
+        self._calls.append((time.time(), request.remote, headers.get("Origin"),
+                            headers.get("User-Agent"), method))
 
     def recent_clients(self) -> list[Client]:
-        return list(reversed(self._clients.values()))
+        """The last callers (by address, origin, user agent), most recent first."""
+        clients: OrderedDict[tuple[str | None, str | None, str | None], Client] = (
+            OrderedDict())
+        for when, remote, origin, agent, method in self._calls:
+            key = (remote, origin, agent)
+            client = clients.pop(key, None) or Client(remote, origin, agent, when, method)
+            client.last_seen, client.last_method = when, method
+            client.calls += 1
+            clients[key] = client
+        return list(reversed(clients.values()))[:RECENT_CLIENTS]
 
     async def close_all(self) -> None:
         """Close every socket with 1001 (going away), for a graceful shutdown."""

@@ -138,7 +138,10 @@ class Dispatcher:
         (a notification or a batch of notifications)."""
         outcome = outcome if outcome is not None else Outcome()
         try:
-            parsed = json.loads(body, parse_constant=_not_json, parse_float=_finite)
+            # RFC 8259: JSON between systems is UTF-8 (decoding first skips the
+            # encoding sniffing json.loads does on bytes).
+            text = body.decode("utf-8") if isinstance(body, bytes) else body
+            parsed = json.loads(text, parse_constant=_not_json, parse_float=_finite)
         except (ValueError, RecursionError):
             outcome.calls.append((None, PARSE_ERROR))
             return _dumps(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
@@ -153,9 +156,9 @@ class Dispatcher:
                     f"{len(parsed)}", limit="max_batch", max=self.max_batch)))
             parts = []
             for element in parsed:
-                text = await self._one(element, context, outcome)
-                if text is not None:
-                    parts.append(text)
+                answer = await self._one(element, context, outcome)
+                if answer is not None:
+                    parts.append(answer)
             return "[" + ",".join(parts) + "]" if parts else None
         return await self._one(parsed, context, outcome)
 

@@ -73,6 +73,8 @@ class Guard:
     def __init__(self, settings: Settings, tokens: Callable[[web.Request], TokenKeeper]
                  ) -> None:
         self.hosts = allowed_host_names(settings)
+        # The usual Host values, looked up whole before any parsing.
+        self.exact_hosts = self.hosts | {f"{h}:{settings.port}" for h in self.hosts}
         self.origins = frozenset(settings.allow_origins)
         self.max_body = settings.limits.max_body
         self.tokens = tokens
@@ -87,17 +89,50 @@ class Guard:
 
     async def guard(self, request: web.Request, handler: Handler, token: bool
                     ) -> web.StreamResponse:
-        """Check, run ``handler``, log one line."""
+        """Check, run ``handler``, log one line (one coroutine: this is every call's
+        path)."""
         started = time.perf_counter()
         status = 500
+        headers = request.headers
+        origin = headers.get("Origin")
         try:
-            response = await self._checked(request, handler, token)
+            response: web.StreamResponse
+            # The raw header: ``request.host`` would fall back to the machine's name.
+            host = headers.get("Host", "")
+            if host not in self.exact_hosts and host_name(host) not in self.hosts:
+                response = _refuse(403, "this Host is not allowed (use 127.0.0.1 or "
+                                        "localhost)")
+                origin = None
+            elif origin is not None and origin not in self.origins:
+                response = _refuse(403, "this Origin is not allowed; start the daemon with "
+                                        "--allow-origin ORIGIN to allow it")
+                origin = None
+            elif request.method == "OPTIONS":
+                response = web.Response(status=204)
+                response.headers["Allow"] = ALLOW_METHODS
+                if origin is not None:
+                    response.headers.update({
+                        "Access-Control-Allow-Methods": ALLOW_METHODS,
+                        "Access-Control-Allow-Headers": ALLOW_HEADERS,
+                        "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
+                    })
+            elif token and not self.tokens(request).accepts_bearer(
+                    headers.get("Authorization")):
+                response = _refuse(401, "missing or wrong token: send Authorization: "
+                                        "Bearer <token> (see `mindscape token`)")
+                response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
+            elif (length := request.content_length) is not None and length > self.max_body:
+                response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
+            else:
+                response = await handler(request)
+            if origin is not None and not response.prepared:
+                response.headers["Access-Control-Allow-Origin"] = origin
+                response.headers["Vary"] = "Origin"
             status = response.status
             return response
         except web.HTTPException as exc:
             status = exc.status
-            origin = request.headers.get("Origin")
-            if origin is not None and origin in self.origins:
+            if origin is not None:
                 exc.headers["Access-Control-Allow-Origin"] = origin
                 exc.headers["Vary"] = "Origin"
             raise
@@ -107,40 +142,8 @@ class Guard:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
             outcome = request.get(OUTCOME)
             if outcome is not None:
+                errors = outcome.errors
                 fields["methods"] = outcome.methods
-                fields["errors"] = outcome.errors
-                fields["outcome"] = "error" if outcome.errors else "ok"
+                fields["errors"] = errors
+                fields["outcome"] = "error" if errors else "ok"
             request.app[ACCESS_LOG].line(fields)
-
-    async def _checked(self, request: web.Request, handler: Handler, token: bool
-                       ) -> web.StreamResponse:
-        headers = request.headers
-        # The raw header: ``request.host`` would fall back to the machine's name.
-        if host_name(headers.get("Host", "")) not in self.hosts:
-            return _refuse(403, "this Host is not allowed (use 127.0.0.1 or localhost)")
-        origin = headers.get("Origin")
-        if origin is not None and origin not in self.origins:
-            return _refuse(403, "this Origin is not allowed; start the daemon with "
-                                "--allow-origin ORIGIN to allow it")
-        response: web.StreamResponse
-        if request.method == "OPTIONS":
-            response = web.Response(status=204)
-            response.headers["Allow"] = ALLOW_METHODS
-            if origin is not None:
-                response.headers.update({
-                    "Access-Control-Allow-Methods": ALLOW_METHODS,
-                    "Access-Control-Allow-Headers": ALLOW_HEADERS,
-                    "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
-                })
-        elif token and not self.tokens(request).accepts_bearer(headers.get("Authorization")):
-            response = _refuse(401, "missing or wrong token: send Authorization: Bearer "
-                                    "<token> (see `mindscape token`)")
-            response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
-        elif request.content_length is not None and request.content_length > self.max_body:
-            response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
-        else:
-            response = await handler(request)
-        if origin is not None and not response.prepared:
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Vary"] = "Origin"
-        return response

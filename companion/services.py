@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from adapters.base import Adapter
@@ -37,6 +38,11 @@ class Services:
     _locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     #: answers that never change while the daemon runs (``companion.info`` ...)
     cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def http_context(self) -> Context:
+        """The context of every plain HTTP call (no peer): one value, made once."""
+        return Context(self)
 
     @property
     def systems(self) -> dict[str, System]:

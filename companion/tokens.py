@@ -68,6 +68,8 @@ class TokenKeeper:
         self._token = ensure_token(path)
         self._mtime = self._stat()
         self._checked = time.monotonic()
+        self._encoded_for = self._token
+        self._encoded = self._token.encode()
 
     def _stat(self) -> float:
         try:
@@ -86,7 +88,15 @@ class TokenKeeper:
         return self._token
 
     def accepts_bearer(self, header: str | None) -> bool:
-        """True when ``header`` is ``Bearer <the token>``."""
+        """True when ``header`` is ``Bearer <the token>`` (the scheme in any case)."""
         if not header or header[:7].lower() != "bearer ":
             return False
-        return same_token(header[7:].strip(), self.current())
+        return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"),
+                                   self.current_bytes())
+
+    def current_bytes(self) -> bytes:
+        """``current()`` encoded, kept with it."""
+        token = self.current()
+        if token is not self._encoded_for:
+            self._encoded_for, self._encoded = token, token.encode()
+        return self._encoded

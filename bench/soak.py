@@ -78,6 +78,7 @@ class Soak:
         self._ids = 0
 
     def params(self, method: str) -> dict[str, Any] | None:
+        """Params for one call of ``method`` (random dice, encounters, seeds)."""
         pick = self.random
         first, second = COMBATANTS["revised-2e"]
         exchange = {"system": "revised-2e", "attacker": first, "defender": second,
@@ -101,6 +102,7 @@ class Soak:
 
     async def call(self, session: aiohttp.ClientSession, method: str,
                    params: dict[str, Any] | None) -> Any:
+        """The parsed answer to one call (``RuntimeError`` on an HTTP error status)."""
         self._ids += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": self._ids}
         if params is not None:
@@ -112,6 +114,7 @@ class Soak:
             return json.loads(body)
 
     async def one(self, session: aiohttp.ClientSession, method: str) -> None:
+        """One call, timed; errors counted by method and code."""
         self.in_flight += 1
         started = time.perf_counter()
         try:
@@ -129,6 +132,7 @@ class Soak:
             self.in_flight -= 1
 
     async def sample_rss(self, stop: asyncio.Event, started: float) -> None:
+        """Record the daemon's RSS once a second until ``stop``."""
         while not stop.is_set():
             self.rss.append((time.monotonic() - started, self.daemon.rss_kib()))
             with contextlib.suppress(TimeoutError):
@@ -175,6 +179,7 @@ class Soak:
             return elapsed
 
     def report(self, elapsed: float) -> str:
+        """The figures as text."""
         everything = [x for values in self.latencies.values() for x in values]
         lines = [
             f"soak: {self.sent} calls in {elapsed:.1f} s at a target of {self.rate:g}/s "

@@ -19,6 +19,7 @@ def start_daemon(tmp_path: Path) -> Iterator[DaemonFactory]:
     started: list[Daemon] = []
 
     def start(home: Path | None = None, *, wait: bool = True, **options: Any) -> Daemon:
+        """A daemon (started and ready unless ``wait`` is false)."""
         number = len(started) + 1
         daemon = Daemon(home if home is not None else tmp_path / f"home{number}",
                         tmp_path / f"logs{number}", **options)

@@ -64,18 +64,22 @@ class Daemon:
 
     @property
     def url(self) -> str:
+        """Where the daemon listens."""
         return f"http://{LOOPBACK}:{self.port}"
 
     @property
     def host_header(self) -> str:
+        """The ``Host`` header a local client sends."""
         return f"{LOOPBACK}:{self.port}"
 
     @property
     def pid(self) -> int:
+        """The running process's id."""
         assert self.process is not None
         return self.process.pid
 
     def command(self) -> list[str]:
+        """The command line that starts this daemon."""
         return [*mindscape_command(), "serve", "--host", LOOPBACK, "--port", str(self.port),
                 "--home", str(self.home), "--log-level", "info", *self.extra_args]
 
@@ -136,6 +140,7 @@ class Daemon:
 
     @property
     def token(self) -> str:
+        """The access token from ``HOME/token``."""
         return (self.home / "token").read_text(encoding="utf-8").strip()
 
     def output(self) -> str:
@@ -164,10 +169,12 @@ class Reply:
     body: bytes
 
     def json(self) -> Any:
+        """The body parsed as JSON."""
         return json.loads(self.body)
 
     @property
     def text(self) -> str:
+        """The body as text."""
         return self.body.decode("utf-8", errors="replace")
 
 
@@ -194,6 +201,7 @@ def request(daemon: Daemon, method: str, path: str, body: bytes | None = None,
 
 
 def auth(daemon: Daemon) -> dict[str, str]:
+    """Headers that carry the daemon's token."""
     return {"Authorization": f"Bearer {daemon.token}", "Content-Type": "application/json"}
 
 

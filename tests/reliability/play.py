@@ -106,6 +106,7 @@ class Ledger:
     latencies: list[float] = field(default_factory=list)
 
     def acked(self, encounter: str) -> list[Ack]:
+        """The acknowledgements of writes to ``encounter``, in order."""
         return [a for a in self.acks if a.encounter == encounter]
 
 
@@ -122,6 +123,7 @@ class Client:
         self._ids = 0
 
     async def close(self) -> None:
+        """Close the connection pool."""
         await self.session.close()
 
     async def __aenter__(self) -> Client:

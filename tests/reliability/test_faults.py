@@ -33,10 +33,6 @@ KILL_AFTER = 1.5
 CLIENTS = 8
 
 
-def store_path(daemon: Daemon) -> Path:
-    return daemon.home / "mindscape.sqlite3"
-
-
 def fingerprint(folder: Path) -> dict[str, str]:
     """Every file's SHA-256 in ``folder``: proof that nothing was touched."""
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()

@@ -60,6 +60,7 @@ def check_answer(status: int, body: bytes) -> Any:
 
 
 def send(daemon: Daemon, body: bytes) -> Any:
+    """POST ``body`` and apply ``check_answer``; the parsed answer."""
     started = time.monotonic()
     reply = post_rpc(daemon, body, timeout=ANSWER_WITHIN)
     assert time.monotonic() - started < ANSWER_WITHIN
@@ -94,6 +95,7 @@ def encounter_id(shared_daemon: Daemon) -> str:
 
 
 def envelopes(methods: list[str]) -> st.SearchStrategy[Any]:
+    """Requests, batches and bare JSON values, around ``methods`` and junk names."""
     method = st.sampled_from([*methods, "auth", "rpc.", "__init__", "constructor"]) | scalars
     one = st.fixed_dictionaries({}, optional={
         "jsonrpc": st.just("2.0") | scalars, "method": method, "params": json_values,

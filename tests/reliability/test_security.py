@@ -45,6 +45,7 @@ CALL = json.dumps({"jsonrpc": "2.0", "method": "encounter.create",
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon for the module, allowing one more origin than the defaults."""
     base = tmp_path_factory.mktemp("security")
     started = Daemon(base / "home", base / "logs",
                      extra_args=("--allow-origin", EXTRA_ORIGIN)).start()
@@ -57,11 +58,13 @@ ANSWERS: list[str] = []
 
 
 def keep(reply: Reply) -> Reply:
+    """Remember ``reply`` for the token check at the end of the module."""
     ANSWERS.append(json.dumps(dict(reply.headers)) + reply.text)
     return reply
 
 
 def refused_before_json_rpc(reply: Reply, status: int) -> None:
+    """``reply`` is ``status``, with no JSON-RPC answer, no CORS grant, no leak."""
     keep(reply)
     assert reply.status == status, (reply.status, reply.text)
     assert b"jsonrpc" not in reply.body
@@ -70,6 +73,7 @@ def refused_before_json_rpc(reply: Reply, status: int) -> None:
 
 
 def not_created(daemon: Daemon) -> None:
+    """The refused ``CALL`` created no encounter."""
     assert all(e["name"] != "not allowed" for e in rpc(daemon, "encounter.list"))
 
 
@@ -518,6 +522,7 @@ def colliding_plugin() -> Plugin:
 
 
 def broken_plugin() -> Plugin:
+    """A plugin factory that fails, with a path and a secret in its message."""
     raise RuntimeError("/home/gm/secret/path.py exploded with a token abc123")
 
 

@@ -93,6 +93,10 @@ def measured(pid: int, load: Any, *args: Any) -> dict[str, float]:
     return figures
 
 
+def median_figures(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -233,11 +237,14 @@ def stop(process: subprocess.Popen[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--duration", type=float, default=10.0,
+                        help="seconds of load per figure and server")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--log-level", default="info",
                         help="the daemon's log level (info logs one line per request)")
     parser.add_argument("--startups", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating rounds per figure (the duration is split)")
     args = parser.parse_args()
 
     server_cores, load_cores = cores()
@@ -247,7 +254,8 @@ def main() -> None:
         print("wrk not found: using an aiohttp client instead (install wrk for better "
               "figures: sudo apt-get install -y wrk)")
     print(f"server on CPU {sorted(server_cores)}, load on CPU {sorted(load_cores)}, "
-          f"{args.connections} connections, {args.duration:g} s per figure, "
+          f"{args.connections} connections, {args.duration:g} s per figure in "
+          f"{args.rounds} alternating rounds, "
           f"load by {'wrk' if have_wrk else 'aiohttp client'}, daemon log level "
           f"{args.log_level}")
 
@@ -268,10 +276,16 @@ def main() -> None:
             for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
                 load(url, body, token, 2, 1.0, load_cores)  # warm up
                 load(echo_url, body, None, 2, 1.0, load_cores)
-                base = measured(echo.pid, load, echo_url, body, None, args.connections,
-                                args.duration, load_cores)
-                ours = measured(companion.pid, load, url, body, token, args.connections,
-                                args.duration, load_cores)
+                # Alternate the two servers in short rounds and keep the medians, so a
+                # change in the machine's load hits both sides alike.
+                per_round = max(1.0, args.duration / args.rounds)
+                bases, ours_all = [], []
+                for _ in range(args.rounds):
+                    bases.append(measured(echo.pid, load, echo_url, body, None,
+                                          args.connections, per_round, load_cores))
+                    ours_all.append(measured(companion.pid, load, url, body, token,
+                                             args.connections, per_round, load_cores))
+                base, ours = median_figures(bases), median_figures(ours_all)
                 base1 = load(echo_url, body, None, 1, min(args.duration, 3), load_cores)
                 ours1 = load(url, body, token, 1, min(args.duration, 3), load_cores)
                 rows.append((label, base, ours, base1, ours1))

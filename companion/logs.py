@@ -26,6 +26,9 @@ from typing import Any, TextIO
 
 FLUSH_AFTER = 0.2
 
+#: (time, HTTP method, path, status, seconds, [(rpc method, error code)] or None)
+HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]] | None]
+
 
 class JsonLines(logging.Formatter):
     """``{"ts", "level", "logger", "msg", ...fields}``; ``exc`` holds a traceback."""
@@ -67,15 +70,25 @@ class AccessLog:
     def __init__(self, stream: TextIO | None, enabled: bool = True) -> None:
         self.stream = stream
         self.enabled = enabled and stream is not None
-        self._lines: list[dict[str, Any]] = []
+        self._lines: list[dict[str, Any] | HttpLine] = []
         self._pending = False
+        #: JSON text of the strings every line repeats ("POST", "/rpc", method lists)
+        self._texts: dict[Any, str] = {}
 
     def line(self, fields: dict[str, Any]) -> None:
         """Queue one request line (``fields`` become members of the JSON object)."""
-        if not self.enabled:
-            return
-        fields["ts"] = time.time()
-        self._lines.append(fields)
+        if self.enabled:
+            fields["ts"] = time.time()
+            self._queue(fields)
+
+    def http(self, method: str, path: str, status: int, seconds: float,
+             calls: list[tuple[str | None, int | None]] | None) -> None:
+        """Queue the line of one HTTP request: kept as a tuple, formatted at flush."""
+        if self.enabled:
+            self._queue((time.time(), method, path, status, seconds, calls))
+
+    def _queue(self, line: dict[str, Any] | HttpLine) -> None:
+        self._lines.append(line)
         if not self._pending:
             self._pending = True
             try:
@@ -83,17 +96,38 @@ class AccessLog:
             except RuntimeError:
                 self.flush()
 
+    def _text(self, value: Any) -> str:
+        text = self._texts.get(value)
+        if text is None:
+            text = json.dumps(list(value) if isinstance(value, tuple) else value,
+                              ensure_ascii=False)
+            if len(self._texts) < 512:
+                self._texts[value] = text
+        return text
+
+    def _format(self, line: dict[str, Any] | HttpLine) -> str:
+        if isinstance(line, dict):
+            return json.dumps({"ts": round(line.pop("ts"), 3), "level": "info",
+                               "logger": "mindscape.access", "msg": "request", **line},
+                              default=str, ensure_ascii=False)
+        ts, method, path, status, seconds, calls = line
+        text = (f'{{"ts":{ts:.3f},"level":"info","logger":"mindscape.access",'
+                f'"msg":"request","http":{self._text(method)},"path":{self._text(path)},'
+                f'"status":{status},"duration_ms":{seconds * 1000:.3f}')
+        if calls is not None:
+            methods = tuple(m for m, _ in calls)
+            errors = [c for _, c in calls if c is not None]
+            text += (f',"methods":{self._text(methods)},"errors":{json.dumps(errors)},'
+                     f'"outcome":"{"error" if errors else "ok"}"')
+        return text + "}"
+
     def flush(self) -> None:
         """Write every queued line now."""
         self._pending = False
         lines, self._lines = self._lines, []
         if not lines or self.stream is None:
             return
-        text = "".join(
-            json.dumps({"ts": round(f.pop("ts"), 3), "level": "info",
-                        "logger": "mindscape.access", "msg": "request", **f},
-                       default=str, ensure_ascii=False) + "\n"
-            for f in lines)
+        text = "".join(self._format(line) + "\n" for line in lines)
         try:
             self.stream.write(text)
             self.stream.flush()

@@ -137,13 +137,7 @@ class Guard:
                 exc.headers["Vary"] = "Origin"
             raise
         finally:
-            fields: dict[str, object] = {
-                "http": request.method, "path": request.path, "status": status,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
             outcome = request.get(OUTCOME)
-            if outcome is not None:
-                errors = outcome.errors
-                fields["methods"] = outcome.methods
-                fields["errors"] = errors
-                fields["outcome"] = "error" if errors else "ok"
-            request.app[ACCESS_LOG].line(fields)
+            request.app[ACCESS_LOG].http(request.method, request.path, status,
+                                         time.perf_counter() - started,
+                                         None if outcome is None else outcome.calls)

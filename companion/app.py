@@ -20,7 +20,18 @@ import adapters as adapters_package
 from adapters.base import Adapter
 
 from .hub import Hub
-from .keys import ACCESS_LOG, DISPATCHER, OUTCOME, SERVICES, SETTINGS, TOKENS
+from .keys import (
+    ACCESS_LOG,
+    ADAPTERS,
+    DISPATCHER,
+    HUB,
+    OUTCOME,
+    PLUGINS,
+    SERVICES,
+    SETTINGS,
+    STORE,
+    TOKENS,
+)
 from .logs import AccessLog
 from .methods import CORE
 from .plugins import load_plugins
@@ -100,31 +111,60 @@ def _make_private(settings: Settings) -> None:
                     settings.home, mode & 0o700)
 
 
-async def _services(app: web.Application) -> AsyncIterator[None]:
+async def _home(app: web.Application) -> AsyncIterator[None]:
+    """The home folder (private) and the token in it."""
     settings = app[SETTINGS]
     settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     _make_private(settings)
     app[TOKENS] = TokenKeeper(settings.token_path)
-    plugins = load_plugins(settings.plugins(), CORE)
-    store = SQLiteStore(settings.store_path)
+    yield
+
+
+async def _plugins(app: web.Application) -> AsyncIterator[None]:
+    """Rule systems and plugin methods from entry points; the adapters."""
+    app[PLUGINS] = load_plugins(app[SETTINGS].plugins(), CORE)
+    app[ADAPTERS] = load_adapters()
+    yield
+
+
+async def _store(app: web.Application) -> AsyncIterator[None]:
+    """The encounter store, open while the app runs."""
+    store = SQLiteStore(app[SETTINGS].store_path)
     await store.open()
+    app[STORE] = store
+    try:
+        yield
+    finally:
+        await store.close()
+
+
+async def _hub(app: web.Application) -> AsyncIterator[None]:
+    """The WebSocket hub; every socket is closed (1001) before the store closes."""
     hub = Hub()
-    services = Services(settings=settings, version=daemon_version(), store=store,
-                        plugins=plugins, adapters=load_adapters(), hub=hub)
-    app[SERVICES] = services
-    app[DISPATCHER] = Dispatcher(plugins.methods, settings.limits.max_batch)
+    app[HUB] = hub
     try:
         yield
     finally:
         await hub.close_all()
-        await store.close()
+
+
+async def _services(app: web.Application) -> AsyncIterator[None]:
+    """What handlers see: the services bound together, and the dispatcher."""
+    settings = app[SETTINGS]
+    plugins = app[PLUGINS]
+    app[SERVICES] = Services(settings=settings, version=daemon_version(), store=app[STORE],
+                             plugins=plugins, adapters=app[ADAPTERS], hub=app[HUB])
+    app[DISPATCHER] = Dispatcher(plugins.methods, settings.limits.max_batch)
+    try:
+        yield
+    finally:
         app[ACCESS_LOG].flush()
 
 
 async def _close_sockets(app: web.Application) -> None:
     # on_shutdown runs before cleanup: sockets get 1001 while the store is still open.
-    if SERVICES in app:
-        await app[SERVICES].hub.close_all()
+    if HUB in app:
+        await app[HUB].close_all()
 
 
 def create_app(settings: Settings) -> web.Application:
@@ -134,7 +174,8 @@ def create_app(settings: Settings) -> web.Application:
     app[SETTINGS] = settings
     app[ACCESS_LOG] = AccessLog(settings.log_stream,
                                 enabled=settings.log_level.lower() in ("debug", "info"))
-    app.cleanup_ctx.append(_services)
+    # Opened in this order, closed in the reverse one.
+    app.cleanup_ctx.extend([_home, _plugins, _store, _hub, _services])
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/", guard(status_page))
     app.router.add_get("/healthz", guard(healthz))

@@ -61,6 +61,10 @@ async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,
     except TimeoutError:
         await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"authentication timeout")
         return False
+    if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+        # closed or broken before a word: nothing to answer
+        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
+        return False
     ok, request_id = (_auth_message(message.data, tokens) if message.type == WSMsgType.TEXT
                       else (False, None))
     if ok:

@@ -5,13 +5,15 @@ call answers')."""
 from __future__ import annotations
 
 import json
+import socket
 import stat
 import subprocess
 import threading
 import urllib.error
+from pathlib import Path
 from typing import Any
 
-from .conftest import Daemon, mindscape_command
+from .conftest import Daemon, free_port, mindscape_command
 
 ULCEN = {"id": "ulcen", "name": "Ulcen of Tyr", "kind": "psionicist", "level": 4,
          "psp": 40, "psp_max": 40, "int": 14, "wis": 13, "mac": 10,
@@ -115,3 +117,26 @@ def test_mindscape_call_and_token_commands(daemon: Daemon) -> None:
                              text=True, env=daemon.env, check=True)
     assert rotated.stdout.strip() == daemon.token != old
     assert daemon.stop() == 0
+
+
+def test_a_store_that_is_not_ours_stops_the_start_and_is_left_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    store = home / "mindscape.sqlite3"
+    store.write_bytes(b"this is not a database" * 10)
+    done = subprocess.run([*mindscape_command(), "serve", "--home", str(home), "--port",
+                           str(free_port())], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "cannot open the store" in done.stderr
+    assert store.read_bytes() == b"this is not a database" * 10
+
+
+def test_a_port_in_use_is_reported(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path),
+                               "--port", str(port)], capture_output=True, text=True,
+                              timeout=30)
+    assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr

@@ -30,6 +30,8 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     request, refs = import_combatants(ctx.services, params, system.id)
     request.pop("system")
     result = dict(system.odds(request))
+    # Odds change nothing: there is never anything to write back.
+    result["updates"] = []
     if refs:
         result["warnings"] = warnings_of(refs)
     return result

@@ -191,3 +191,29 @@ async def test_sample_system_resolves_through_the_daemon(rpc: Rpc) -> None:
         "defender": {"id": "b", "name": "B"}, "attack": {"mode": "jab"},
         "dice": {"attack": [5]}})
     assert result["outcome"] == "hit" and result["defender"]["after"]["focus"] == 2
+
+
+async def test_exchange_resolve_in_every_built_in_system(rpc: Rpc) -> None:
+    """API.md: per-system fields of the result (combat-strength: table, bonus_dice,
+    damage, attack_cost; power-pool: attack_total, defense_total, winner, controlled,
+    effects)."""
+    combat_strength = await rpc.ok("exchange.resolve", {
+        "system": "combat-strength",
+        "attacker": {"id": "a", "name": "A", "attack_strength": 200,
+                     "defense_strength": 200},
+        "defender": {"id": "b", "name": "B", "attack_strength": 200,
+                     "defense_strength": 200},
+        "attack": {"mode": "ego-whip", "range": "short"},
+        "defense": {"mode": "mental-barrier"}, "seed": 1})
+    for member in ("table", "bonus_dice", "damage", "attack_cost", "updates"):
+        assert member in combat_strength
+    power_pool = await rpc.ok("exchange.resolve", {
+        "system": "power-pool",
+        "attacker": {"id": "a", "name": "A", "hit_dice": 8, "die": 8, "psionic": True,
+                     "attacks": ["mental-stab"], "defenses": ["blank-mind"]},
+        "defender": {"id": "b", "name": "B", "hit_dice": 8, "die": 8, "psionic": True,
+                     "attacks": ["mental-stab"], "defenses": ["blank-mind"]},
+        "attack": {"mode": "mental-stab"}, "defense": {"mode": "blank-mind"}, "seed": 1})
+    for member in ("attack_total", "defense_total", "winner", "controlled", "effects"):
+        assert member in power_pool
+    assert power_pool["winner"] in ("attacker", "defender")

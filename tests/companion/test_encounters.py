@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from companion.keys import SERVICES
 
 from .combatants import FENKA, ULCEN, duelist
@@ -212,3 +214,45 @@ async def test_writes_naming_unknown_encounters_leave_no_lock_behind(rpc: Rpc) -
     services = rpc.client.server.app[SERVICES]
     assert services._locks == {}
     assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
+HIDDEN_CASES = {
+    "revised-2e": (ULCEN, FENKA, {"attack": {"mode": "mind-thrust", "multiplier": 1,
+                                             "range": "short", "target": "fenka"},
+                                  "defense": {"mode": "thought-shield"}}),
+    "combat-strength": (
+        {"id": "ulcen", "name": "Ulcen", "attack_strength": 200, "defense_strength": 200},
+        {"id": "fenka", "name": "Fenka", "attack_strength": 200, "defense_strength": 200},
+        {"stance": "trance"}),
+    "power-pool": (
+        {"id": "ulcen", "name": "Ulcen", "hit_dice": 8, "die": 8, "psionic": True,
+         "attacks": ["mental-stab"], "defenses": ["blank-mind"]},
+        {"id": "fenka", "name": "Fenka", "hit_dice": 8, "die": 8, "psionic": True,
+         "attacks": ["mental-stab"], "defenses": ["blank-mind"]},
+        {"attack": {"mode": "mental-stab", "target": "fenka"}}),
+}
+
+
+@pytest.mark.parametrize("system", sorted(HIDDEN_CASES))
+async def test_a_declaration_changes_nothing_anyone_can_read_but_who_is_waited_for(
+        rpc: Rpc, system: str) -> None:
+    """API.md: encounter.get 'never another side's hidden choice'; a declaration may
+    only move the revision and the list of who must still choose."""
+    first, second, choice = HIDDEN_CASES[system]
+    eid = (await rpc.ok("encounter.create", {"system": system}))["id"]
+    for combatant in (first, second):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    before = await rpc.ok("encounter.get", {"id": eid})
+    log_before = await rpc.ok("encounter.log", {"id": eid})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": first["id"],
+                                       "choice": choice})
+    after = await rpc.ok("encounter.get", {"id": eid})
+    # power-pool: the defender answers an attack (seed 001), so the phase may turn to
+    # "defense"; which mode the attack used stays hidden.
+    public = {"revision", "waiting_for", "declared", "phase"}
+    assert {k: v for k, v in after.items() if k not in public} == \
+        {k: v for k, v in before.items() if k not in public}
+    log_after = await rpc.ok("encounter.log", {"id": eid})
+    assert log_after["steps"][:-1] == log_before["steps"]
+    assert log_after["steps"][-1]["params"] == {"combatant_id": first["id"], "choice": None,
+                                                "hidden": True}

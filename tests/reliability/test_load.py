@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from .conftest import DaemonFactory
 from .daemon import Daemon
 from .play import (
     STALE,
@@ -162,3 +165,34 @@ async def test_writers_racing_on_one_revision_exactly_one_wins_the_rest_get_4009
             assert len(log) == revision + 1
     finally:
         await asyncio.gather(*(c.close() for c in clients))
+
+
+def cpu_seconds(daemon: Daemon) -> float:
+    """CPU time the daemon process has used (user + system, all its threads)."""
+    fields = Path(f"/proc/{daemon.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def test_a_resolve_costs_the_same_early_and_late_in_a_long_encounter(
+        start_daemon: DaemonFactory) -> None:
+    """A long fight (combat-strength: ten segments a round) must not slow down with
+    every step: the CPU a resolve costs 300 steps in is within twice its cost in the
+    first 100. Measured as the daemon's CPU time, not wall time, so other load on the
+    machine does not count."""
+    daemon = start_daemon()
+    async with Client(daemon.url, daemon.token) as client:
+        encounter = await new_encounter(client, "combat-strength", "long")
+
+        async def resolves(count: int, first_seed: int) -> float:
+            started = cpu_seconds(daemon)
+            for seed in range(first_seed, first_seed + count):
+                await client.call("encounter.resolve", {"id": encounter, "force": True,
+                                                        "seed": seed})
+            return (cpu_seconds(daemon) - started) / count
+
+        # 100 at a time: the kernel counts CPU time in ticks of 10 ms.
+        early = await resolves(100, 0)
+        await resolves(200, 100)
+        late = await resolves(100, 300)
+    assert late < 2 * early, (f"a resolve cost {early * 1000:.1f} ms of CPU in the first 100 "
+                              f"steps and {late * 1000:.1f} ms in steps 300 to 400")

@@ -248,7 +248,8 @@ def raw_exchange(daemon: Daemon, data: bytes, timeout: float = ANSWER_WITHIN
                     break
         except (ConnectionResetError, TimeoutError):
             pass
-    assert answer.startswith(b"HTTP/1.1 "), answer[:200]
+    # aiohttp answers a request it could not parse as HTTP/1.0.
+    assert answer.startswith((b"HTTP/1.1 ", b"HTTP/1.0 ")), answer[:200]
     return int(answer[9:12]), answer
 
 
@@ -520,3 +521,49 @@ def test_calls_naming_unknown_encounters_leave_no_memory_behind(
     assert growth_fresh - growth_same < 512, (
         f"5000 unknown ids grew the daemon by {growth_fresh} KiB (the same id 5000 "
         f"times: {growth_same} KiB)")
+
+
+# -- the HTTP layer itself -------------------------------------------------------------------
+@pytest.mark.parametrize("what", ["long URL", "long header", "many headers", "bad method",
+                                  "bad version", "no Host"])
+def test_malformed_or_oversized_http_is_refused_without_a_5xx(shared_daemon: Daemon,
+                                                              what: str) -> None:
+    host = f"Host: {shared_daemon.host_header}\r\n"
+    heads = {
+        "long URL": f"GET /{'a' * 100_000} HTTP/1.1\r\n{host}\r\n",
+        "long header": f"GET / HTTP/1.1\r\n{host}X-Junk: {'b' * 100_000}\r\n\r\n",
+        "many headers": f"GET / HTTP/1.1\r\n{host}"
+                        + "".join(f"X-{i}: {i}\r\n" for i in range(1000)) + "\r\n",
+        "bad method": f"FROB /rpc HTTP/1.1\r\n{host}\r\n",
+        "bad version": f"GET / HTTP/9.9\r\n{host}\r\n",
+        "no Host": "GET /healthz HTTP/1.1\r\n\r\n",
+    }
+    status, answer = raw_exchange(shared_daemon, heads[what].encode())
+    assert 400 <= status < 500, answer[:300]
+    assert_clean(answer.decode("utf-8", "replace"))
+    assert request(shared_daemon, "GET", "/healthz").status == 200
+
+
+async def test_unauthenticated_websockets_are_closed_and_do_not_pile_up(
+        shared_daemon: Daemon) -> None:
+    """Sockets that never send ``auth`` are closed after the 5 s the daemon gives them
+    (ws.py), and while 50 of them wait, other clients are served."""
+    import asyncio
+
+    import aiohttp
+
+    daemon = shared_daemon
+    async with aiohttp.ClientSession() as session:
+        sockets = await asyncio.gather(*(session.ws_connect(
+            daemon.url + "/ws", protocols=("mindscape.v1",)) for _ in range(50)))
+        started = time.monotonic()
+        assert rpc(daemon, "dice.roll", {"expr": "1d6"}, timeout=ANSWER_WITHIN)["total"] >= 1
+        closes = await asyncio.gather(*(asyncio.wait_for(ws.receive(), 15)
+                                        for ws in sockets))
+        waited = time.monotonic() - started
+        assert all(m.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+                   for m in closes), closes[:3]
+        assert {ws.close_code for ws in sockets} == {1008}
+        assert waited < 5 + ANSWER_WITHIN
+        for ws in sockets:
+            await ws.close()

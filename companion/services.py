@@ -38,6 +38,9 @@ class Services:
     _locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     #: answers that never change while the daemon runs (``companion.info`` ...)
     cache: dict[str, Any] = field(default_factory=dict)
+    #: encounter id -> combatant id -> (adapter id, raw data) of ``{adapter, data}``
+    #: combatants, for their write-back after a step (filled from the log once)
+    adapter_refs: dict[str, dict[str, tuple[str, Any]]] = field(default_factory=dict)
 
     @cached_property
     def http_context(self) -> Context:

@@ -66,25 +66,35 @@ async def _load(ctx: Context, params: Mapping[str, Any]) -> tuple[EncounterRecor
     return record, ctx.services.system(record.system, "/id")
 
 
-async def _adapter_refs(ctx: Context, record: EncounterRecord, system: System
-                        ) -> dict[str, ImportedRef]:
-    """The combatants of ``record`` that were added as ``{adapter, data}``, by id."""
+async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, ImportedRef]:
+    """The combatants of ``record`` that were added as ``{adapter, data}``, by id.
+
+    Read from the log once per encounter and then kept up to date by ``encounter.add``:
+    reading the whole log at every resolve would make a long fight slower step by step.
+    """
+    services = ctx.services
+    known = services.adapter_refs.get(record.id)
+    if known is None:
+        known = {}
+        for step in await services.store.steps(record.id):
+            raw = step.params.get("combatant")
+            if step.kind == "add" and isinstance(raw, dict) and is_adapter_ref(raw) \
+                    and step.result:
+                known[str(step.result.get("combatant_id"))] = (str(raw["adapter"]),
+                                                               raw["data"])
+        services.adapter_refs[record.id] = known
     refs: dict[str, ImportedRef] = {}
-    for step in await ctx.services.store.steps(record.id):
-        raw = step.params.get("combatant")
-        if step.kind == "add" and isinstance(raw, dict) and is_adapter_ref(raw) \
-                and step.result:
-            adapter = ctx.services.adapters.get(raw["adapter"])
-            if adapter is not None:
-                refs[str(step.result.get("combatant_id"))] = ImportedRef(
-                    "/combatant", "combatant", adapter, raw["data"], {}, ())
+    for combatant_id, (adapter_id, data) in known.items():
+        adapter = services.adapters.get(adapter_id)
+        if adapter is not None:
+            refs[combatant_id] = ImportedRef("/combatant", "combatant", adapter, data, {}, ())
     return refs
 
 
 async def _updates(ctx: Context, record: EncounterRecord, system: System,
                    before_state: Mapping[str, Any], after_state: Mapping[str, Any]
                    ) -> list[dict[str, Any]]:
-    refs = await _adapter_refs(ctx, record, system)
+    refs = await _adapter_refs(ctx, record)
     if not refs:
         return []
     before = system.encounter_view(before_state)
@@ -128,6 +138,9 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             record.id, expected_revision=record.revision, kind="add",
             params={"combatant": raw}, rolls=[],
             result={"combatant_id": combatant_id, "warnings": warnings}, state=state)
+        known = services.adapter_refs.get(record.id)
+        if known is not None and is_adapter_ref(raw):
+            known[combatant_id] = (str(raw["adapter"]), raw["data"])
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "warnings": warnings,
             "updates": []}
@@ -251,6 +264,7 @@ async def encounter_delete(ctx: Context, params: dict[str, Any]) -> dict[str, An
         record = await services.store.get(params["id"])
         _expect(record, params)
         await services.store.delete(record.id)
+        services.adapter_refs.pop(record.id, None)
     await services.hub.encounter_changed(record.id, None, deleted=True)
     return {"id": record.id, "deleted": True}
 

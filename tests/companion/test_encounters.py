@@ -4,6 +4,7 @@ revisions, undo, limits; with the sample system and the real revised-2e."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -256,3 +257,27 @@ async def test_a_declaration_changes_nothing_anyone_can_read_but_who_is_waited_f
     assert log_after["steps"][:-1] == log_before["steps"]
     assert log_after["steps"][-1]["params"] == {"combatant_id": first["id"], "choice": None,
                                                 "hidden": True}
+
+
+async def test_adapter_combatants_get_write_backs_after_resolve_and_undo(rpc: Rpc) -> None:
+    """API.md: a combatant given as {adapter, data} ... the result also carries updates."""
+    ulcen_sheet = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "roll20"
+                              / "adnd2e-revised-ulcen.handmade.json").read_text())
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    added = await rpc.ok("encounter.add", {"id": eid, "combatant": {
+        "adapter": "roll20.adnd2e-revised", "data": ulcen_sheet}})
+    assert added["updates"] == [] and added["warnings"]
+    ulcen = added["combatant_id"]
+    await rpc.ok("encounter.add", {"id": eid, "combatant": FENKA})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": ulcen, "choice": {
+        "attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 1}}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                       "choice": {"defense": None}})
+    step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
+    assert step["updates"], "Ulcen paid PSPs: his sheet must be written back"
+    assert all(u["character_id"] == ulcen_sheet["id"] for u in step["updates"])
+    undone = await rpc.ok("encounter.undo", {"id": eid})
+    assert undone["updates"], "undo writes the sheet back as it was"
+    psp_after_step = step["updates"][0]["attributes"]
+    psp_after_undo = undone["updates"][0]["attributes"]
+    assert psp_after_step != psp_after_undo

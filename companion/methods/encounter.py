@@ -77,11 +77,15 @@ async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, Impo
     if known is None:
         known = {}
         for step in await services.store.steps(record.id):
+            if step.kind != "add" or not step.result:
+                continue
             raw = step.params.get("combatant")
-            if step.kind == "add" and isinstance(raw, dict) and is_adapter_ref(raw) \
-                    and step.result:
-                known[str(step.result.get("combatant_id"))] = (str(raw["adapter"]),
-                                                               raw["data"])
+            combatant_id = str(step.result.get("combatant_id"))
+            if isinstance(raw, dict) and is_adapter_ref(raw):
+                known[combatant_id] = (str(raw["adapter"]), raw["data"])
+            else:
+                # the id was given again to a plain combatant (after an undo)
+                known.pop(combatant_id, None)
         services.adapter_refs[record.id] = known
     refs: dict[str, ImportedRef] = {}
     for combatant_id, (adapter_id, data) in known.items():
@@ -139,8 +143,11 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             params={"combatant": raw}, rolls=[],
             result={"combatant_id": combatant_id, "warnings": warnings}, state=state)
         known = services.adapter_refs.get(record.id)
-        if known is not None and is_adapter_ref(raw):
-            known[combatant_id] = (str(raw["adapter"]), raw["data"])
+        if known is not None:
+            if is_adapter_ref(raw):
+                known[combatant_id] = (str(raw["adapter"]), raw["data"])
+            else:
+                known.pop(combatant_id, None)
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "warnings": warnings,
             "updates": []}

@@ -243,14 +243,20 @@ def main() -> None:
     parser.add_argument("--log-level", default="info",
                         help="the daemon's log level (info logs one line per request)")
     parser.add_argument("--startups", type=int, default=5)
+    parser.add_argument("--load", choices=["auto", "wrk", "aiohttp"], default="auto",
+                        help="load generator (auto: wrk when installed)")
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating rounds per figure (the duration is split)")
     args = parser.parse_args()
 
     server_cores, load_cores = cores()
     have_wrk = shutil.which("wrk") is not None
+    if args.load == "wrk" and not have_wrk:
+        raise SystemExit("wrk is not installed: sudo apt-get install -y wrk")
+    if args.load == "aiohttp":
+        have_wrk = False
     load = run_wrk if have_wrk else run_client
-    if not have_wrk:
+    if not have_wrk and args.load == "auto":
         print("wrk not found: using an aiohttp client instead (install wrk for better "
               "figures: sudo apt-get install -y wrk)")
     print(f"server on CPU {sorted(server_cores)}, load on CPU {sorted(load_cores)}, "

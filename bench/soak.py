@@ -61,7 +61,8 @@ def percentile(values: list[float], fraction: float) -> float:
 class Soak:
     """The schedule, the calls and what they measured."""
 
-    def __init__(self, daemon: Daemon, seconds: float, rate: float, seed: int) -> None:
+    def __init__(self, daemon: Daemon, seconds: float, rate: float, seed: int,
+                 without: tuple[str, ...] = ()) -> None:
         self.daemon = daemon
         self.seconds = seconds
         self.rate = rate
@@ -73,8 +74,9 @@ class Soak:
         self.in_flight = 0
         self.encounters: list[str] = []
         self.rss: list[tuple[float, int]] = []
-        self.methods = [m for _, m in MIX]
-        self.weights = [w for w, _ in MIX]
+        mix = [(w, m) for w, m in MIX if m not in without]
+        self.methods = [m for _, m in mix]
+        self.weights = [w for w, _ in mix]
         self._ids = 0
 
     def params(self, method: str) -> dict[str, Any] | None:
@@ -220,12 +222,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="calls a second (default 200)")
     parser.add_argument("--seed", type=int, default=1, help="for the mix of calls")
     parser.add_argument("--home", help="daemon home (default: a new temporary folder)")
+    parser.add_argument("--without", action="append", default=[], metavar="METHOD",
+                        choices=[m for _, m in MIX],
+                        help="leave METHOD out of the mix (repeatable), to see what a "
+                             "trend in latency or memory comes from")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="mindscape-soak-") as scratch:
         home = Path(args.home) if args.home else Path(scratch) / "home"
         daemon = Daemon(home, Path(scratch) / "logs").start()
         try:
-            soak = Soak(daemon, args.seconds, args.rate, args.seed)
+            soak = Soak(daemon, args.seconds, args.rate, args.seed, tuple(args.without))
             elapsed = asyncio.run(soak.run())
             store = home / "mindscape.sqlite3"
             wal = home / "mindscape.sqlite3-wal"

@@ -21,6 +21,8 @@ from jsonschema import Draft202012Validator
 from engine.errors import Problem
 from engine.system import schema_problems
 
+from .fastcheck import Check, compile_check
+
 if TYPE_CHECKING:
     from .services import Context
 
@@ -70,13 +72,16 @@ class Registered:
     validator: jsonschema.protocols.Validator
     #: True when ``{}`` is valid, so a call without params skips validation.
     accepts_empty: bool
+    #: the quick yes compiled from the schema (``fastcheck``), when it can be
+    fast: Check | None = None
 
     def problems(self, params: JSON) -> list[Problem]:
         """Every way ``params`` fails the method's schema (JSON Pointer paths)."""
         if not params and self.accepts_empty:
             return []
-        if self.validator.is_valid(params):
+        if self.fast is not None and self.fast(params):
             return []
+        # jsonschema has the last word, and names every problem.
         return schema_problems(self.validator, params)
 
 
@@ -97,7 +102,7 @@ def compile_method(spec: MethodSpec) -> Registered:
             raise RegistryError(
                 f"method {spec.name}: the {what} schema does not compile") from None
     validator = Draft202012Validator(spec.params)
-    return Registered(spec, validator, validator.is_valid({}))
+    return Registered(spec, validator, validator.is_valid({}), compile_check(spec.params))
 
 
 class MethodRegistry:

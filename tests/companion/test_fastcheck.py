@@ -1,0 +1,88 @@
+"""The compiled quick checks (companion/fastcheck.py) agree with jsonschema: whatever a
+predicate accepts jsonschema accepts, and the other way round, for every core method's
+params schema and for hand-written schemas of each keyword."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from companion.fastcheck import compile_check
+from companion.methods import CORE
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 2**64), st.sampled_from([0, 1, -1, 2**63]),
+    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([1.0, 2.5, -0.0]),
+    st.text(max_size=4), st.sampled_from(["", "revised-2e", "x" * 201, "d6", "ulcen"]))
+
+
+def values(keys: list[str]) -> st.SearchStrategy[Any]:
+    key = st.sampled_from([*keys, "x", "target", "mode", "attack"]) if keys else st.text(
+        max_size=3)
+    return st.recursive(SCALARS, lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(key, children, max_size=5)),
+        max_leaves=12)
+
+
+def property_names(schema: Any) -> list[str]:
+    names: list[str] = []
+    if isinstance(schema, dict):
+        names += list(schema.get("properties") or {})
+        for value in schema.values():
+            names += property_names(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            names += property_names(value)
+    return names
+
+
+@pytest.mark.parametrize("name", CORE.names())
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_core_schema_is_judged_as_jsonschema_judges_it(name: str,
+                                                              data: st.DataObject) -> None:
+    registered = CORE.get(name)
+    assert registered is not None and registered.fast is not None
+    schema = registered.spec.params
+    keys = property_names(schema)
+    params = data.draw(st.one_of(
+        values(keys),
+        st.fixed_dictionaries({}, optional={k: values(keys) for k in keys})))
+    assert registered.fast(params) == Draft202012Validator(schema).is_valid(params)
+
+
+KEYWORD_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "integer", "minimum": 0, "maximum": 10},
+    {"type": ["object", "null"], "properties": {"a": {"type": "string", "maxLength": 2}}},
+    {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
+    {"enum": ["a", "b"]},
+    {"required": ["a"], "additionalProperties": False, "properties": {"a": True}},
+    {"additionalProperties": {"type": "integer"}, "maxProperties": 2, "minProperties": 1},
+    {"not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]}},
+    {"minLength": 1},
+    {"minimum": 1.5},
+    {"type": "boolean"},
+    {"items": False},
+]
+
+
+@pytest.mark.parametrize("schema", KEYWORD_SCHEMAS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_each_keyword_is_judged_as_jsonschema_judges_it(schema: dict[str, Any],
+                                                         data: st.DataObject) -> None:
+    check = compile_check(schema)
+    assert check is not None
+    value = data.draw(values(["a", "b", "dice", "seed"]))
+    assert check(value) == Draft202012Validator(schema).is_valid(value)
+
+
+@pytest.mark.parametrize("schema", [{"pattern": "^a"}, {"$ref": "#/x"},
+                                    {"enum": [1, True]}, {"type": "decimal"},
+                                    {"properties": {"a": {"format": "email"}}}])
+def test_other_keywords_get_no_predicate(schema: dict[str, Any]) -> None:
+    assert compile_check(schema) is None

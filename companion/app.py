@@ -25,7 +25,6 @@ from .keys import (
     ADAPTERS,
     DISPATCHER,
     HUB,
-    OUTCOME,
     PLUGINS,
     SERVICES,
     SETTINGS,
@@ -64,27 +63,35 @@ def load_adapters() -> dict[str, Adapter]:
         return {}
 
 
-async def rpc_endpoint(request: web.Request) -> web.Response:
-    """``POST /rpc``: one JSON-RPC request, notification or batch."""
-    app = request.app
-    services = app[SERVICES]
-    if request.content.is_eof():
-        # The whole body is here already (the usual case): no timer needed.
-        body = await request.read()
-    else:
-        try:
-            async with asyncio.timeout(services.settings.limits.read_timeout):
-                body = await request.read()
-        except TimeoutError:
-            return web.json_response({"error": "the request body came too slowly"},
-                                     status=408, headers={"Connection": "close"})
-    outcome = Outcome()
-    request[OUTCOME] = outcome
-    answer = await app[DISPATCHER].handle(body, services.http_context, outcome)
-    services.hub.seen(request, outcome.calls[0][0] if outcome.calls else None)
-    if answer is None:
-        return web.Response(status=204)
-    return web.Response(text=answer, content_type="application/json")
+class RpcEndpoint:
+    """``POST /rpc``: one JSON-RPC request, notification or batch. Made by
+    ``create_app`` for its app; takes the services from the app's state on the first
+    request (they exist once the app has started)."""
+
+    def __init__(self, app: web.Application) -> None:
+        self.app = app
+        self._ready: tuple[Services, Dispatcher] | None = None
+
+    async def __call__(self, request: web.Request, outcome: Outcome) -> web.Response:
+        ready = self._ready
+        if ready is None:
+            ready = self._ready = (self.app[SERVICES], self.app[DISPATCHER])
+        services, dispatcher = ready
+        if request.content.is_eof():
+            # The whole body is here already (the usual case): no timer needed.
+            body = await request.read()
+        else:
+            try:
+                async with asyncio.timeout(services.settings.limits.read_timeout):
+                    body = await request.read()
+            except TimeoutError:
+                return web.json_response({"error": "the request body came too slowly"},
+                                         status=408, headers={"Connection": "close"})
+        answer = await dispatcher.handle(body, services.http_context, outcome)
+        services.hub.seen(request, outcome.calls[0][0] if outcome.calls else None)
+        if answer is None:
+            return web.Response(status=204)
+        return web.Response(text=answer, content_type="application/json")
 
 
 ROUTES = {"/": "GET, HEAD", "/healthz": "GET, HEAD", "/rpc": "POST", "/ws": "GET"}
@@ -170,16 +177,17 @@ async def _close_sockets(app: web.Application) -> None:
 def create_app(settings: Settings) -> web.Application:
     """The daemon's aiohttp application for ``settings``."""
     app = web.Application(client_max_size=settings.limits.max_body)
-    guard = Guard(settings, lambda request: request.app[TOKENS])
     app[SETTINGS] = settings
-    app[ACCESS_LOG] = AccessLog(settings.log_stream,
-                                enabled=settings.log_level.lower() in ("debug", "info"))
+    access = AccessLog(settings.log_stream,
+                       enabled=settings.log_level.lower() in ("debug", "info"))
+    app[ACCESS_LOG] = access
+    guard = Guard(settings, app, access)
     # Opened in this order, closed in the reverse one.
     app.cleanup_ctx.extend([_home, _plugins, _store, _hub, _services])
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/", guard(status_page))
     app.router.add_get("/healthz", guard(healthz))
-    app.router.add_post("/rpc", guard(rpc_endpoint, token=True))
+    app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)))
     app.router.add_get("/ws", guard(websocket))
     # Everything else (other paths, other methods, preflights) passes the guard too.
     app.router.add_route("*", "/{tail:.*}", guard(elsewhere))

@@ -9,7 +9,7 @@ from adapters.base import Adapter
 from .hub import Hub
 from .logs import AccessLog
 from .plugins import LoadedPlugins
-from .rpc import Dispatcher, Outcome
+from .rpc import Dispatcher
 from .services import Services
 from .settings import Settings
 from .store import EncounterStore
@@ -24,6 +24,3 @@ HUB = web.AppKey("hub", Hub)
 SERVICES = web.AppKey("services", Services)
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
 ACCESS_LOG = web.AppKey("access_log", AccessLog)
-
-#: Per request: what the JSON-RPC calls did, for the request log line.
-OUTCOME = web.RequestKey("outcome", Outcome)

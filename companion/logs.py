@@ -85,16 +85,21 @@ class AccessLog:
              calls: list[tuple[str | None, int | None]] | None) -> None:
         """Queue the line of one HTTP request: kept as a tuple, formatted at flush."""
         if self.enabled:
-            self._queue((time.time(), method, path, status, seconds, calls))
+            self._lines.append((time.time(), method, path, status, seconds, calls))
+            if not self._pending:
+                self._schedule()
 
     def _queue(self, line: dict[str, Any] | HttpLine) -> None:
         self._lines.append(line)
         if not self._pending:
-            self._pending = True
-            try:
-                asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
-            except RuntimeError:
-                self.flush()
+            self._schedule()
+
+    def _schedule(self) -> None:
+        self._pending = True
+        try:
+            asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
+        except RuntimeError:
+            self.flush()
 
     def _text(self, value: Any) -> str:
         text = self._texts.get(value)
@@ -111,14 +116,23 @@ class AccessLog:
                                "logger": "mindscape.access", "msg": "request", **line},
                               default=str, ensure_ascii=False)
         ts, method, path, status, seconds, calls = line
+        head = self._texts.get((method, path))
+        if head is None:
+            head = f'"http":{self._text(method)},"path":{self._text(path)}'
+            if len(self._texts) < 512:
+                self._texts[(method, path)] = head
         text = (f'{{"ts":{ts:.3f},"level":"info","logger":"mindscape.access",'
-                f'"msg":"request","http":{self._text(method)},"path":{self._text(path)},'
-                f'"status":{status},"duration_ms":{seconds * 1000:.3f}')
+                f'"msg":"request",{head},"status":{status},"duration_ms":{seconds * 1000:.3f}')
         if calls is not None:
-            methods = tuple(m for m, _ in calls)
-            errors = [c for _, c in calls if c is not None]
-            text += (f',"methods":{self._text(methods)},"errors":{json.dumps(errors)},'
-                     f'"outcome":"{"error" if errors else "ok"}"')
+            if len(calls) == 1:
+                name, code = calls[0]
+                methods = self._text((name,))
+                errors = "[]" if code is None else f"[{code}]"
+            else:
+                methods = self._text(tuple(m for m, _ in calls))
+                errors = json.dumps([c for _, c in calls if c is not None])
+            text += (f',"methods":{methods},"errors":{errors},'
+                     f'"outcome":"{"ok" if errors == "[]" else "error"}"')
         return text + "}"
 
     def flush(self) -> None:

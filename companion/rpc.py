@@ -91,7 +91,8 @@ def _envelope_problem(request: Any) -> str | None:
         return "method must be a string"
     if "params" in request and not isinstance(request["params"], dict | list):
         return "params must be an object or an array"
-    if "id" in request and not _valid_id(request["id"]):
+    if "id" in request and type(request["id"]) not in (int, str) \
+            and not _valid_id(request["id"]):
         return "id must be a string, a number or null"
     if not _ENVELOPE_MEMBERS.issuperset(request):
         return f"unknown members {sorted(set(request) - _ENVELOPE_MEMBERS)}"
@@ -120,9 +121,10 @@ class Dispatcher:
                 return _as_result(invalid_params([Problem(
                     "", "params must be an object (by-name); positional params are not "
                         "supported")]))
-            problems = registered.problems(params)
-            if problems:
-                return _as_result(invalid_params(problems))
+            if params or not registered.accepts_empty:
+                problems = registered.problems(params)
+                if problems:
+                    return _as_result(invalid_params(problems))
             try:
                 result = await spec.handler(context, params)
             except Exception as exc:

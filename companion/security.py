@@ -23,7 +23,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from .keys import ACCESS_LOG, OUTCOME
+from .keys import TOKENS
+from .logs import AccessLog
+from .rpc import Outcome
 from .settings import Settings
 from .tokens import TokenKeeper
 
@@ -32,6 +34,7 @@ ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RpcHandler = Callable[[web.Request, Outcome], Awaitable[web.StreamResponse]]
 
 
 # -- host and origin ----------------------------------------------------------------------
@@ -68,26 +71,44 @@ class Guard:
     """The one security layer, wrapped around every route's handler (a catch-all route
     included, so no request escapes it). A wrapper, not a middleware: aiohttp's
     middleware chain costs a measurable share of a small call, and one layer is all we
-    need."""
+    need. Made by ``create_app`` for its app; it takes the token keeper from the app's
+    state on the first request (the keeper exists once the app has started)."""
 
-    def __init__(self, settings: Settings, tokens: Callable[[web.Request], TokenKeeper]
-                 ) -> None:
+    def __init__(self, settings: Settings, app: web.Application, access: AccessLog) -> None:
         self.hosts = allowed_host_names(settings)
         # The usual Host values, looked up whole before any parsing.
         self.exact_hosts = self.hosts | {f"{h}:{settings.port}" for h in self.hosts}
         self.origins = frozenset(settings.allow_origins)
         self.max_body = settings.limits.max_body
-        self.tokens = tokens
+        self.app = app
+        self.access = access
+        self._tokens: TokenKeeper | None = None
 
     def __call__(self, handler: Handler, *, token: bool = False) -> Handler:
         """``handler`` behind the checks; ``token=True`` requires the bearer token."""
 
         async def guarded(request: web.Request) -> web.StreamResponse:
-            return await self.guard(request, handler, token)
+            return await self.guard(request, handler, token, None)
 
         return guarded
 
-    async def guard(self, request: web.Request, handler: Handler, token: bool
+    def rpc(self, handler: RpcHandler) -> Handler:
+        """A JSON-RPC endpoint behind the checks and the token; it gets the ``Outcome``
+        the request line reports."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            return await self.guard(request, handler, True, Outcome())
+
+        return guarded
+
+    def tokens(self) -> TokenKeeper:
+        keeper = self._tokens
+        if keeper is None:
+            keeper = self._tokens = self.app[TOKENS]
+        return keeper
+
+    async def guard(self, request: web.Request, handler: Callable[..., Awaitable[
+                    web.StreamResponse]], token: bool, outcome: Outcome | None
                     ) -> web.StreamResponse:
         """Check, run ``handler``, log one line (one coroutine: this is every call's
         path)."""
@@ -116,15 +137,16 @@ class Guard:
                         "Access-Control-Allow-Headers": ALLOW_HEADERS,
                         "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
                     })
-            elif token and not self.tokens(request).accepts_bearer(
-                    headers.get("Authorization")):
+            elif token and not self.tokens().accepts_bearer(headers.get("Authorization")):
                 response = _refuse(401, "missing or wrong token: send Authorization: "
                                         "Bearer <token> (see `mindscape token`)")
                 response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
             elif (length := request.content_length) is not None and length > self.max_body:
                 response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
-            else:
+            elif outcome is None:
                 response = await handler(request)
+            else:
+                response = await handler(request, outcome)
             if origin is not None and not response.prepared:
                 response.headers["Access-Control-Allow-Origin"] = origin
                 response.headers["Vary"] = "Origin"
@@ -137,7 +159,6 @@ class Guard:
                 exc.headers["Vary"] = "Origin"
             raise
         finally:
-            outcome = request.get(OUTCOME)
-            request.app[ACCESS_LOG].http(request.method, request.path, status,
-                                         time.perf_counter() - started,
-                                         None if outcome is None else outcome.calls)
+            self.access.http(request.method, request.path, status,
+                             time.perf_counter() - started,
+                             None if outcome is None or not outcome.calls else outcome.calls)

@@ -66,10 +66,9 @@ class TokenKeeper:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._token = ensure_token(path)
+        self._bytes = self._token.encode()
         self._mtime = self._stat()
         self._checked = time.monotonic()
-        self._encoded_for = self._token
-        self._encoded = self._token.encode()
 
     def _stat(self) -> float:
         try:
@@ -77,7 +76,7 @@ class TokenKeeper:
         except FileNotFoundError:
             return 0.0
 
-    def current(self) -> str:
+    def _refresh(self) -> None:
         now = time.monotonic()
         if now - self._checked >= 1.0:
             self._checked = now
@@ -85,7 +84,17 @@ class TokenKeeper:
             if mtime != self._mtime:
                 self._mtime = mtime
                 self._token = read_token(self.path) or self._token
+                self._bytes = self._token.encode()
+
+    def current(self) -> str:
+        """The token now in force."""
+        self._refresh()
         return self._token
+
+    def current_bytes(self) -> bytes:
+        """``current()`` as bytes, for ``hmac.compare_digest``."""
+        self._refresh()
+        return self._bytes
 
     def accepts_bearer(self, header: str | None) -> bool:
         """True when ``header`` is ``Bearer <the token>`` (the scheme in any case)."""
@@ -93,10 +102,3 @@ class TokenKeeper:
             return False
         return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"),
                                    self.current_bytes())
-
-    def current_bytes(self) -> bytes:
-        """``current()`` encoded, kept with it."""
-        token = self.current()
-        if token is not self._encoded_for:
-            self._encoded_for, self._encoded = token, token.encode()
-        return self._encoded

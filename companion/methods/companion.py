@@ -37,7 +37,8 @@ def info(ctx: Context) -> PreparedJSON:
 
 
 async def companion_info(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
-    return info(ctx)
+    cached = ctx.services.cache.get("companion.info")
+    return cached if isinstance(cached, PreparedJSON) else info(ctx)
 
 
 METHODS = [

@@ -14,6 +14,8 @@ import asyncio
 import base64
 import json
 import stat
+import subprocess
+import time
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -29,7 +31,7 @@ from companion.registry import MethodSpec
 
 from .checks import assert_clean
 from .conftest import DaemonFactory
-from .daemon import Daemon, Reply, auth, post_rpc, request, rpc
+from .daemon import Daemon, Reply, auth, mindscape_command, post_rpc, request, rpc
 from .play import COMBATANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,6 +153,34 @@ def test_a_token_file_readable_by_others_is_narrowed_at_start(
     started = start_daemon(home)
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
     assert rpc(started, "dice.roll", {"expr": "1d6"})["total"] >= 1
+
+
+def test_a_rotated_token_replaces_the_old_one_without_a_restart(
+        start_daemon: DaemonFactory) -> None:
+    """`mindscape token --rotate`: the old token stops working within a few seconds
+    (the daemon re-reads the file at most once a second), the new one works, the file
+    stays 0600."""
+    started = start_daemon()
+    old = started.token
+    body = json.dumps({"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": "1d6"},
+                       "id": 1}).encode()
+    rotated = subprocess.run([*mindscape_command(), "token", "--rotate", "--home",
+                              str(started.home)], capture_output=True, text=True,
+                             timeout=30, check=True)
+    new = rotated.stdout.strip().splitlines()[0]
+    assert new != old and new == started.token
+    assert stat.S_IMODE((started.home / "token").stat().st_mode) == 0o600
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if request(started, "POST", "/rpc", body, {"Authorization": f"Bearer {old}"}
+                   ).status == 401:
+            break
+        time.sleep(0.2)
+    assert request(started, "POST", "/rpc", body,
+                   {"Authorization": f"Bearer {old}"}).status == 401
+    assert request(started, "POST", "/rpc", body,
+                   {"Authorization": f"Bearer {new}"}).status == 200
+    assert old not in started.output() and new not in started.output()
 
 
 # -- Host and Origin -------------------------------------------------------------------------

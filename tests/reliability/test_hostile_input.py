@@ -478,6 +478,46 @@ async def test_a_websocket_flood_leaves_the_daemon_responsive_and_memory_bounded
     assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
 
 
+async def test_a_websocket_that_never_reads_its_answers_is_held_back_not_buffered(
+        shared_daemon: Daemon) -> None:
+    """A client that floods requests and never reads the answers: the daemon stops
+    reading when its answers cannot be sent (back-pressure), so its memory stays
+    bounded, and other clients are served meanwhile."""
+    import asyncio
+
+    import aiohttp
+
+    daemon = shared_daemon
+    # An answer much larger than its request: the odds of a big pool.
+    flood = json.dumps({"jsonrpc": "2.0", "method": "dice.roll", "id": 1,
+                        "params": {"expr": "100d100p"}})
+    rss_before = daemon.rss_kib()
+    sent = 0
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(
+            daemon.url + "/ws", protocols=("mindscape.v1", f"token.{daemon.token}"),
+            max_msg_size=0)
+        try:
+            started = time.monotonic()
+            while sent < 20_000 and time.monotonic() - started < 8:
+                try:
+                    await asyncio.wait_for(ws.send_str(flood), 1.0)
+                except TimeoutError:
+                    break  # the daemon stopped reading: held back
+                sent += 1
+            answer = rpc(daemon, "dice.roll", {"expr": "1d6"}, timeout=ANSWER_WITHIN)
+            assert answer["total"] >= 1
+            rss_during = daemon.rss_kib()
+        finally:
+            with contextlib.suppress(TimeoutError):
+                # The closing handshake cannot get through answers nobody reads.
+                await asyncio.wait_for(ws.close(), 0.5)
+    print(f"\n{sent} requests flooded; daemon RSS {rss_before} -> {rss_during} KiB")
+    assert request(daemon, "GET", "/healthz").status == 200
+    # 20 000 answers of ~10 KiB would be ~200 MiB if they were all kept.
+    assert rss_during - rss_before < 64 * 1024, (sent, rss_before, rss_during)
+
+
 async def test_a_websocket_message_over_one_mib_closes_the_socket(
         shared_daemon: Daemon) -> None:
     import aiohttp

@@ -41,7 +41,7 @@ def property_names(schema: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("name", CORE.names())
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_every_core_schema_is_judged_as_jsonschema_judges_it(name: str,
                                                               data: st.DataObject) -> None:
@@ -72,7 +72,7 @@ KEYWORD_SCHEMAS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("schema", KEYWORD_SCHEMAS)
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_each_keyword_is_judged_as_jsonschema_judges_it(schema: dict[str, Any],
                                                          data: st.DataObject) -> None:

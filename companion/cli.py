@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -60,12 +61,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # -- serve ------------------------------------------------------------------------------
-def _banner(settings: Settings, url: str) -> str:
+def _banner(settings: Settings, url: str, token_command: str) -> str:
+    ws_url = "ws" + url.removeprefix("http")
     return "\n".join([
-        f"Mindscape companion listening on {url} (JSON-RPC: {url}/rpc, WebSocket: {url}/ws)",
+        f"Mindscape companion listening on {url} (JSON-RPC: {url}/rpc, WebSocket: "
+        f"{ws_url}/ws)",
         f"Status page: {url}/",
         "Pair a virtual tabletop:",
-        f"  1. the access token is in {settings.token_path}; show it with `mindscape token`",
+        f"  1. the access token is in {settings.token_path}; show it with `{token_command}`",
         f"  2. Foundry VTT: {FOUNDRY_SETTING}: address {url}, paste the token, press "
         "Test the connection",
         f"  3. allowed browser origins: {', '.join(settings.allow_origins)} "
@@ -74,7 +77,7 @@ def _banner(settings: Settings, url: str) -> str:
     ])
 
 
-async def _serve(settings: Settings) -> int:
+async def _serve(settings: Settings, token_command: str) -> int:
     from aiohttp import web
 
     from .app import create_app
@@ -97,7 +100,7 @@ async def _serve(settings: Settings) -> int:
         await runner.cleanup()
         return 2
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    print(_banner(settings, f"http://{host}:{settings.port}"), flush=True)
+    print(_banner(settings, f"http://{host}:{settings.port}", token_command), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -120,7 +123,9 @@ def serve(args: argparse.Namespace) -> int:
                         allow_origins=merge_origins(args.allow_origin),
                         log_level=args.log_level, log_stream=stream)
     logs.configure(settings.log_level, stream)
-    return asyncio.run(_serve(settings))
+    token_command = (f"mindscape token --home {shlex.quote(str(settings.home))}"
+                     if args.home else "mindscape token")
+    return asyncio.run(_serve(settings, token_command))
 
 
 # -- call -------------------------------------------------------------------------------

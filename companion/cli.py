@@ -114,6 +114,7 @@ async def _serve(settings: Settings, token_command: str) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    """``mindscape serve``: settings from the command line, logging, then the daemon."""
     from . import logs
 
     # Files the daemon creates (store, write-ahead log, token) are the user's alone.
@@ -130,6 +131,7 @@ def serve(args: argparse.Namespace) -> int:
 
 # -- call -------------------------------------------------------------------------------
 def call(args: argparse.Namespace) -> int:
+    """``mindscape call``: one request with the home's token; the result or the error."""
     from .tokens import read_token
 
     token_path = _home(args) / "token"
@@ -173,6 +175,7 @@ def call(args: argparse.Namespace) -> int:
 
 # -- token ------------------------------------------------------------------------------
 def token(args: argparse.Namespace) -> int:
+    """``mindscape token``: print the token (made when missing), or a new one."""
     from .tokens import ensure_token, rotate_token
 
     path = _home(args) / "token"

@@ -66,6 +66,7 @@ class RpcError:
     data: Any = None
 
     def to_json(self) -> dict[str, Any]:
+        """The error object of a JSON-RPC response."""
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             out["data"] = self.data

@@ -50,6 +50,7 @@ class Peer:
             await self.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"too slow")
 
     def to_json(self) -> dict[str, Any]:
+        """For the status page (never a token)."""
         return {"number": self.number, "remote": self.remote, "origin": self.origin,
                 "user_agent": self.user_agent, "connected_at": self.connected_at,
                 "watching": sorted(self.watching)}
@@ -67,6 +68,7 @@ class Client:
     calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """For the status page (never a token)."""
         return {"remote": self.remote, "origin": self.origin, "user_agent": self.user_agent,
                 "last_seen": self.last_seen, "last_method": self.last_method,
                 "calls": self.calls}
@@ -85,12 +87,14 @@ class Hub:
         self._sending: set[asyncio.Task[None]] = set()
 
     def connect(self, ws: web.WebSocketResponse, request: web.Request) -> Peer:
+        """Register an authenticated socket."""
         peer = Peer(ws, next(self._numbers), request.remote,
                     request.headers.get("Origin"), request.headers.get("User-Agent"))
         self.peers.add(peer)
         return peer
 
     def disconnect(self, peer: Peer) -> None:
+        """Forget a socket and everything it watched."""
         self.peers.discard(peer)
         for encounter_id in peer.watching:
             watchers = self._watchers.get(encounter_id)
@@ -101,10 +105,12 @@ class Hub:
         peer.watching.clear()
 
     def watch(self, peer: Peer, encounter_id: str) -> None:
+        """Send ``encounter.changed`` for ``encounter_id`` to ``peer`` from now on."""
         peer.watching.add(encounter_id)
         self._watchers.setdefault(encounter_id, set()).add(peer)
 
     def unwatch(self, peer: Peer, encounter_id: str) -> None:
+        """Stop the notices of ``encounter_id`` to ``peer``."""
         peer.watching.discard(encounter_id)
         watchers = self._watchers.get(encounter_id)
         if watchers is not None:
@@ -113,6 +119,7 @@ class Hub:
                 del self._watchers[encounter_id]
 
     def watchers(self, encounter_id: str) -> list[Peer]:
+        """The sockets watching ``encounter_id``."""
         return list(self._watchers.get(encounter_id, ()))
 
     async def encounter_changed(self, encounter_id: str, revision: int | None,

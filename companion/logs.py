@@ -34,6 +34,7 @@ class JsonLines(logging.Formatter):
     """``{"ts", "level", "logger", "msg", ...fields}``; ``exc`` holds a traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """One JSON line for ``record``."""
         line: dict[str, Any] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),

@@ -52,6 +52,7 @@ class PluginReport:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """As ``companion.info`` lists it."""
         return {"name": self.name, "version": self.version, "entry_point": self.entry_point,
                 "builtin": self.builtin, "systems": list(self.systems),
                 "methods": list(self.methods), "error": self.error}

@@ -136,12 +136,15 @@ class MethodRegistry:
         return other
 
     def get(self, name: str) -> Registered | None:
+        """The registered method called ``name``, if any."""
         return self._methods.get(name)
 
     def names(self) -> list[str]:
+        """Every method name, in registration order."""
         return list(self._methods)
 
     def namespaces(self) -> set[str]:
+        """The namespaces in use (``encounter`` of ``encounter.add`` ...)."""
         return {name.split(".", 1)[0] for name in self._methods}
 
     def __iter__(self) -> Iterator[Registered]:

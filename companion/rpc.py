@@ -66,10 +66,12 @@ class Outcome:
 
     @property
     def methods(self) -> list[str | None]:
+        """The method of each call (``None`` when the request had none)."""
         return [m for m, _ in self.calls]
 
     @property
     def errors(self) -> list[int]:
+        """The error code of each call that failed."""
         return [c for _, c in self.calls if c is not None]
 
 

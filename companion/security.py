@@ -102,6 +102,7 @@ class Guard:
         return guarded
 
     def tokens(self) -> TokenKeeper:
+        """The app's token keeper."""
         keeper = self._tokens
         if keeper is None:
             keeper = self._tokens = self.app[TOKENS]

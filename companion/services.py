@@ -49,6 +49,7 @@ class Services:
 
     @property
     def systems(self) -> dict[str, System]:
+        """Every rule system by id."""
         return self.plugins.systems
 
     def system(self, system_id: Any, path: str = "/system") -> System:

@@ -57,10 +57,12 @@ class Settings:
 
     @property
     def token_path(self) -> Path:
+        """``home/token``."""
         return self.home / "token"
 
     @property
     def store_path(self) -> Path:
+        """``home/mindscape.sqlite3``."""
         return self.home / "mindscape.sqlite3"
 
 

@@ -13,10 +13,12 @@ from ..services import Context
 
 
 async def adapters_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """``adapters.list``: every adapter's id, VTT, system and description."""
     return [a.to_json() for a in ctx.services.adapters.values()]
 
 
 async def adapters_import(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``adapters.import``: raw VTT data to a combatant, with the adapter's warnings."""
     services = ctx.services
     adapter = services.adapter(params["adapter"])
     system_id = params.get("system") or adapter.system

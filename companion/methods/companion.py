@@ -37,6 +37,7 @@ def info(ctx: Context) -> PreparedJSON:
 
 
 async def companion_info(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
+    """``companion.info`` (prepared once)."""
     cached = ctx.services.cache.get("companion.info")
     return cached if isinstance(cached, PreparedJSON) else info(ctx)
 

@@ -13,6 +13,7 @@ from ..services import Context
 
 
 async def dice_roll(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``dice.roll``: roll an expression with the daemon's dice (seedable)."""
     return roll_expression(params["expr"], RandomDice(params.get("seed")))
 
 

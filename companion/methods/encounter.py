@@ -112,6 +112,7 @@ async def _updates(ctx: Context, record: EncounterRecord, system: System,
 
 
 async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.create``: a new encounter of a system, at revision 0."""
     system = ctx.services.system(params["system"])
     options = dict(params.get("options") or {})
     system.options(options)
@@ -122,6 +123,7 @@ async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, An
 
 
 async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.add``: a combatant (or ``{adapter, data}``) joins; stored as a step."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -154,6 +156,7 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.declare``: record a secret choice; answer only who is still awaited."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -180,6 +183,7 @@ async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, A
 
 
 async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.resolve``: resolve the current step, store it with its dice."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -203,6 +207,7 @@ async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, A
 
 
 async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.undo``: revert the last resolved step exactly."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -214,6 +219,7 @@ async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
 
 
 async def encounter_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.get``: the system's public view and the encounter's revision."""
     record, system = await _load(ctx, params)
     view = dict(system.encounter_view(record.state))
     view.update({"id": record.id, "system": record.system, "name": record.name,
@@ -254,18 +260,21 @@ def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
 
 
 async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.log``: every step, declarations masked until resolved."""
     record = await ctx.services.store.get(params["id"])
     steps = await ctx.services.store.steps(record.id)
     return {"id": record.id, "revision": record.revision, "steps": masked_log(steps)}
 
 
 async def encounter_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """``encounter.list``: every encounter's id, system, name and revision."""
     return [{"id": r.id, "system": r.system, "name": r.name, "revision": r.revision,
              "created_at": r.created_at, "updated_at": r.updated_at}
             for r in await ctx.services.store.list()]
 
 
 async def encounter_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.delete``: remove an encounter and its log; tell its watchers."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record = await services.store.get(params["id"])
@@ -284,6 +293,7 @@ def _peer(ctx: Context, method: str) -> Any:
 
 
 async def encounter_watch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.watch``: notices of this encounter's changes to the calling socket."""
     peer = _peer(ctx, "encounter.watch")
     record = await ctx.services.store.get(params["id"])
     ctx.services.hub.watch(peer, record.id)
@@ -291,6 +301,7 @@ async def encounter_watch(ctx: Context, params: dict[str, Any]) -> dict[str, Any
 
 
 async def encounter_unwatch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.unwatch``: no more notices of this encounter to the calling socket."""
     peer = _peer(ctx, "encounter.unwatch")
     ctx.services.hub.unwatch(peer, params["id"])
     return {"id": params["id"], "watching": False}

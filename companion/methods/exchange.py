@@ -14,6 +14,7 @@ from ..services import Context
 
 
 async def exchange_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``exchange.resolve``: one exchange with supplied or random dice, plus write-backs."""
     system = ctx.services.system(params["system"])
     request, refs = import_combatants(ctx.services, params, system.id)
     dice = dice_source(request.pop("dice", None), request.pop("seed", None))
@@ -26,6 +27,7 @@ async def exchange_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, An
 
 
 async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``exchange.odds``: the exact odds of one exchange."""
     system = ctx.services.system(params["system"])
     request, refs = import_combatants(ctx.services, params, system.id)
     request.pop("system")

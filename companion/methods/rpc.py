@@ -12,6 +12,7 @@ from ..services import Context
 
 
 async def rpc_discover(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
+    """``rpc.discover``: the OpenRPC document (prepared once)."""
     services = ctx.services
     cached = services.cache.get("rpc.discover")
     if cached is None:

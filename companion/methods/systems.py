@@ -10,6 +10,7 @@ from ..services import Context
 
 
 async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """``systems.list``: every rule system and the plugin that gave it."""
     plugins = ctx.services.plugins
     return [{"id": s.id, "name": s.name, "source": s.source,
              "plugin": plugins.system_plugin.get(s.id)}
@@ -17,6 +18,7 @@ async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, A
 
 
 async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
+    """``systems.describe``: a system's own description (prepared once per system)."""
     system = ctx.services.system(params["system"])
     key = f"systems.describe:{system.id}"
     cached = ctx.services.cache.get(key)

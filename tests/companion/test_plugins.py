@@ -81,6 +81,9 @@ async def test_broken_plugins_show_in_companion_info_and_the_daemon_runs(
     assert plugins["missing"]["error"] and plugins["missing"]["methods"] == []
     assert {"revised-2e", "combat-strength", "power-pool", "sample-duel"} <= \
         set(info["systems"])
+    page = await (await client.get("/")).text()
+    assert "<b>missing</b>" in page and "skipped: could not be loaded" in page
+    assert "secret" not in page
 
 
 def test_registry_refuses_a_duplicate_name() -> None:

@@ -19,9 +19,8 @@ import jsonschema
 from jsonschema import Draft202012Validator
 
 from engine.errors import Problem
+from engine.schemacheck import Check, compile_check
 from engine.system import schema_problems
-
-from .fastcheck import Check, compile_check
 
 if TYPE_CHECKING:
     from .services import Context
@@ -72,7 +71,7 @@ class Registered:
     validator: jsonschema.protocols.Validator
     #: True when ``{}`` is valid, so a call without params skips validation.
     accepts_empty: bool
-    #: the quick yes compiled from the schema (``fastcheck``), when it can be
+    #: the quick yes compiled from the schema (``engine.schemacheck``), when it can be
     fast: Check | None = None
 
     def problems(self, params: JSON) -> list[Problem]:

@@ -11,7 +11,7 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -21,12 +21,18 @@ from .dice import DiceSource
 from .errors import InvalidInput, Problem
 from .options import HouseRule, resolve_options
 from .results import Resolution
+from .schemacheck import QuickValidator
 
 JSON = dict[str, Any]
 
 
-def schema_problems(validator: jsonschema.protocols.Validator, data: Any,
-                    prefix: str = "") -> list[Problem]:
+class Validates(Protocol):
+    """What ``schema_problems`` needs of a validator (jsonschema's or ``QuickValidator``)."""
+
+    def iter_errors(self, instance: Any, /) -> Iterator[jsonschema.ValidationError]: ...
+
+
+def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[Problem]:
     """Every schema error in ``data`` as a ``Problem`` with a JSON Pointer path."""
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
@@ -143,10 +149,8 @@ class System(ABC):
 
     # -- helpers for implementations ---------------------------------------------------
     @cached_property
-    def _request_validator(self) -> jsonschema.protocols.Validator:
-        schema = self.request_schema()
-        jsonschema.Draft202012Validator.check_schema(schema)
-        return jsonschema.Draft202012Validator(schema)
+    def _request_validator(self) -> QuickValidator:
+        return QuickValidator(self.request_schema())
 
     def validate_request(self, request: Mapping[str, Any]) -> None:
         """Raise ``InvalidInput`` listing every way ``request`` fails its schema."""

@@ -6,9 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from ..errors import InvalidCombatant, Problem
+from ..schemacheck import QuickValidator
 from ..system import schema_problems
 from .rules import Tables
 
@@ -69,8 +68,7 @@ class CombatantFactory:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.schema = combatant_schema(tables)
-        jsonschema.Draft202012Validator.check_schema(self.schema)
-        self._validator = jsonschema.Draft202012Validator(self.schema)
+        self._validator = QuickValidator(self.schema)
 
     def __call__(self, raw: Mapping[str, Any], path: str = "") -> dict[str, Any]:
         """The full combatant, or ``InvalidCombatant`` with paths under ``path``."""

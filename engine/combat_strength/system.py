@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -12,7 +11,7 @@ import jsonschema
 from ..dice import DiceSource
 from ..errors import InvalidInput, Problem
 from ..options import HouseRule
-from ..results import Change, Event, Resolution
+from ..results import Change, Event, Resolution, copy_json
 from ..system import JSON, System, schema_problems
 from . import encounter
 from .combatant import CombatantFactory
@@ -54,7 +53,7 @@ class CombatStrength(System):
 
     def combatant_schema(self) -> JSON:
         """The combatant JSON Schema (docs/COMBATANTS.md, combat-strength); a copy."""
-        return copy.deepcopy(self.make_combatant.schema)
+        return copy_json(self.make_combatant.schema)
 
     def _attack_schema(self, target: bool) -> JSON:
         props: JSON = {"mode": {"enum": list(self.tables.attacks)},
@@ -153,7 +152,7 @@ class CombatStrength(System):
                 "stances": list(STANCES),
                 "ranges": list(RANGES),
             },
-            "tables": copy.deepcopy(t.data),
+            "tables": copy_json(t.data),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
             "choice_schema": self.choice_schema(),

@@ -14,10 +14,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from ..errors import InvalidCombatant, Problem
-from ..system import JSON, schema_problems
+from ..system import JSON, Validates, schema_problems
 
 CONDITIONS: tuple[str, ...] = (
     "unaware", "surprised", "stunned", "asleep", "unconscious", "dazed", "frightened",
@@ -112,7 +110,7 @@ def link_key(entry: Mapping[str, Any]) -> str:
 
 
 def normalize(raw: Mapping[str, Any], path: str,
-              validator: jsonschema.protocols.Validator) -> JSON:
+              validator: Validates) -> JSON:
     """Validate ``raw`` and return the full combatant with every default filled in."""
     if not isinstance(raw, Mapping):
         raise InvalidCombatant(Problem(path, "a combatant must be an object"))

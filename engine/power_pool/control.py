@@ -15,12 +15,11 @@ is one entry of ``controlling`` or, for a Psionic Wave, all entries sharing a
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidInput, RulesViolation
-from ..results import Event
+from ..results import Event, copy_json
 from ..system import JSON
 from .combatant import CONTROL_PURPOSE, link_key
 
@@ -41,7 +40,7 @@ def ending_with_control(tables: Mapping[str, Any]) -> frozenset[str]:
 def add_condition(c: Mapping[str, Any], condition: str, round_ends: int | None) -> JSON:
     """``c`` with ``condition``; timed for ``round_ends`` round ends (the longer timer
     wins when it already has one), untimed when ``None`` (an untimed one stays so)."""
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     had = condition in out["conditions"]
     if not had:
         out["conditions"].append(condition)
@@ -55,7 +54,7 @@ def add_condition(c: Mapping[str, Any], condition: str, round_ends: int | None) 
 
 def remove_condition(c: Mapping[str, Any], condition: str) -> JSON:
     """``c`` without ``condition`` and its timer."""
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     out["conditions"] = [x for x in out["conditions"] if x != condition]
     out["condition_rounds"].pop(condition, None)
     return out
@@ -65,7 +64,7 @@ def set_free(puppet: Mapping[str, Any], ending: Iterable[str]) -> JSON:
     """The puppet once control over it ends: no controller, and conditions that last
     only while controlled (possession) gone. Its pool stays as it is (0) until it
     recovers: control expended it."""
-    out = copy.deepcopy(dict(puppet))
+    out = copy_json(dict(puppet))
     out["controlled_by"] = None
     for condition in ending:
         if condition in out["conditions"]:
@@ -83,7 +82,7 @@ def release_links(controller: Mapping[str, Any], keys: Iterable[str],
     """
     keys = set(keys)
     ending = tuple(ending)
-    out = copy.deepcopy(dict(controller))
+    out = copy_json(dict(controller))
     ended = [e for e in out["controlling"] if link_key(e) in keys]
     out["controlling"] = [e for e in out["controlling"] if link_key(e) not in keys]
     kept = [d for d in out["dedicated"]
@@ -132,7 +131,7 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
     lost together); kept by dice, each takes one while the pool lasts and the rest are
     kept by action.
     """
-    out = copy.deepcopy(dict(controller))
+    out = copy_json(dict(controller))
     ids = list(puppet_ids)
     if not ids:
         return out
@@ -160,7 +159,7 @@ def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     the pool (kept until released), ``action`` returns it (an action every round)."""
     if by not in ("die", "action"):
         raise InvalidInput.at("/keep/by", "must be 'die' or 'action'")
-    out = copy.deepcopy(dict(controller))
+    out = copy_json(dict(controller))
     entries = [e for e in out["controlling"] if e["id"] == target_id]
     if not entries:
         raise RulesViolation("not-controlling",
@@ -196,7 +195,7 @@ def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives:
     for entry in controller["controlling"]:
         if entry["id"] == target_id:
             if entry["kept_by"] == "die" or perceives:
-                return copy.deepcopy(dict(controller)), {}, []
+                return copy_json(dict(controller)), {}, []
             return release_links(controller, {link_key(entry)}, puppets, ending,
                                  "not-perceived")
     raise RulesViolation("not-controlling",
@@ -209,7 +208,7 @@ def fall_under_control(puppet: Mapping[str, Any], controller_id: str,
     """The creature comes under ``controller_id``'s control: its pool drops to 0, every
     power it maintained ends with its dice expended, and any control it held ends."""
     freed_self, freed, events = release_all(puppet, its_puppets, ending, "controller-overcome")
-    out = copy.deepcopy(freed_self)
+    out = copy_json(freed_self)
     expended = len(out["dedicated"])
     out["dedicated"] = []
     out["pool"] = 0
@@ -225,7 +224,7 @@ def recover(c: Mapping[str, Any], rule: str) -> JSON:
     maintained when a creature rests") and dice return: ``all`` of them, or ``half``
     the hit dice (rounded up). Control kept by a die is not a power and stays; a
     creature under control recovers nothing."""
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     out["dedicated"] = [d for d in out["dedicated"] if d["purpose"] == CONTROL_PURPOSE]
     if out["controlled_by"]:
         return out

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-import jsonschema
-
 from ..dice import DiceSource
 from ..options import HouseRule
-from ..results import Resolution
+from ..results import Resolution, copy_json
+from ..schemacheck import QuickValidator
 from ..system import JSON, System
 from ..tables import load_tables
 from . import encounter
@@ -42,10 +40,9 @@ class PowerPoolSystem(System):
         return combatant_schema(self.tables)
 
     @cached_property
-    def _combatant_validator(self) -> jsonschema.protocols.Validator:
+    def _combatant_validator(self) -> QuickValidator:
         schema = self.combatant_schema()
-        jsonschema.Draft202012Validator.check_schema(schema)
-        return jsonschema.Draft202012Validator(schema)
+        return QuickValidator(schema)
 
     def request_schema(self) -> JSON:
         """JSON Schema of an ``exchange.resolve``/``exchange.odds`` request."""
@@ -131,18 +128,18 @@ class PowerPoolSystem(System):
 
         def listed(kind: str) -> list[JSON]:
             """The modes of one kind with their effect parameters, in table order."""
-            return [{"id": m, **copy.deepcopy(d)} for m, d in modes.items() if d["kind"] == kind]
+            return [{"id": m, **copy_json(d)} for m, d in modes.items() if d["kind"] == kind]
 
         return {
             "id": self.id,
             "name": self.name,
             "source": self.source,
             "modes": {"attacks": listed("attack"), "defenses": listed("defense")},
-            "tables": copy.deepcopy(self.tables),
+            "tables": copy_json(self.tables),
             "conditions": list(CONDITIONS),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
-            "choice_schema": copy.deepcopy(encounter.CHOICE_SCHEMA),
+            "choice_schema": copy_json(encounter.CHOICE_SCHEMA),
             "dice_purposes": self.dice_purposes(),
             "house_rules": [r.to_json() for r in HOUSE_RULES],
             "result_fields": {

@@ -21,17 +21,15 @@ joins: {id: defense}}}``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from ..dice import DiceSource
 from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation
 from ..options import resolve_options
-from ..results import Event, thaw
+from ..results import Event, copy_json, thaw
+from ..schemacheck import QuickValidator
 from ..system import JSON, schema_problems
 from . import control
 from .combatant import slug
@@ -84,9 +82,8 @@ CHOICE_SCHEMA: JSON = {
 
 
 @cache
-def _choice_validator() -> jsonschema.protocols.Validator:
-    jsonschema.Draft202012Validator.check_schema(CHOICE_SCHEMA)
-    return jsonschema.Draft202012Validator(CHOICE_SCHEMA)
+def _choice_validator() -> QuickValidator:
+    return QuickValidator(CHOICE_SCHEMA)
 
 
 def new(system: PowerPoolSystem, options: Mapping[str, Any] | None) -> JSON:
@@ -97,7 +94,7 @@ def new(system: PowerPoolSystem, options: Mapping[str, Any] | None) -> JSON:
 
 
 def _copy(state: Mapping[str, Any]) -> JSON:
-    out: JSON = copy.deepcopy(thaw(state))
+    out: JSON = copy_json(thaw(state))
     return out
 
 
@@ -177,9 +174,9 @@ def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
         "phase": "attack" if pending is None else "defense",
         "round": state["round"],
         "exchange": state["exchange"],
-        "options": copy.deepcopy(thaw(state["options"])),
+        "options": copy_json(thaw(state["options"])),
         "order": list(state["order"]),
-        "combatants": copy.deepcopy(thaw(state["combatants"])),
+        "combatants": copy_json(thaw(state["combatants"])),
         "acted": list(state["acted"]),
         "waiting_for": waiting_for(system, state),
         "declared": [] if pending is None else sorted(
@@ -234,7 +231,7 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     pending = out["pending"]
     cs = out["combatants"]
     if "attack" in choice:
-        attack = copy.deepcopy(dict(choice["attack"]))
+        attack = copy_json(dict(choice["attack"]))
         if pending is not None and pending["attacker"] != cid:
             raise RulesViolation("exchange-pending", (
                 "an attack is already declared; resolve that exchange first"))
@@ -248,11 +245,11 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         system.plan(_request(out, candidate))
         out["pending"] = candidate
     elif "defense" in choice:
-        defense = copy.deepcopy(dict(choice["defense"]))
+        defense = copy_json(dict(choice["defense"]))
         if pending is None:
             raise RulesViolation("no-attack-pending", "nobody has attacked yet")
         _check_ids(out, defense.get("allies", []), "/choice/defense/allies")
-        candidate = copy.deepcopy(pending)
+        candidate = copy_json(pending)
         if cid in _struck(out, pending):
             candidate["defenses"][cid] = defense
         elif cid == pending["attacker"]:

@@ -6,16 +6,15 @@ full combatant the rules work on: kind, MTHAC0, MAC, save vs. paralyzation, mind
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from engine.errors import InvalidCombatant, Problem
+from engine.schemacheck import QuickValidator
 from engine.system import schema_problems
 
+from ..results import copy_json
 from . import house
 from .rules import derive_mac, known_modes_limit, mthac0_for, save_paralyzation
 from .tables import Tables
@@ -138,8 +137,7 @@ class Normaliser:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.schema = combatant_schema(tables)
-        jsonschema.Draft202012Validator.check_schema(self.schema)
-        self._validator = jsonschema.Draft202012Validator(self.schema)
+        self._validator = QuickValidator(self.schema)
 
     def validate(self, raw: Any, path: str) -> None:
         """Raise ``InvalidCombatant`` listing every schema error of ``raw``."""
@@ -153,7 +151,7 @@ class Normaliser:
         filled in under the house rules in ``options``. ``raw`` is not changed."""
         if not validated:
             self.validate(raw, path)
-        c: JSON = copy.deepcopy(dict(raw))
+        c: JSON = copy_json(dict(raw))
         problems: list[Problem] = []
 
         def bad(field: str, message: str) -> None:

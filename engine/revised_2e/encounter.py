@@ -15,7 +15,6 @@ already paid, and (5) does the end-of-round bookkeeping (open minds, conditions)
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from engine.errors import InvalidInput, LimitExceeded, Problem, RulesViolation
 from engine.results import Event
 from engine.system import schema_problems
 
+from ..results import copy_json
 from . import house
 from .combatants import can_act, slug
 from .exchange import (
@@ -90,7 +90,7 @@ def _state(state: Mapping[str, Any]) -> JSON:
           and set(state["order"]) == set(state["combatants"]))
     if not ok:
         raise InvalidInput.at("/state", "not a revised-2e encounter state")
-    return copy.deepcopy(dict(state))
+    return copy_json(dict(state))
 
 
 def new(system: Revised2e, options: Mapping[str, Any] | None) -> JSON:
@@ -223,7 +223,7 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
     if total > c["psp"]:
         raise RulesViolation("not-enough-psp", f"{c['name']} declares {total} PSPs in all "
                                                f"but holds {c['psp']}")
-    s["pending"][combatant_id] = copy.deepcopy(dict(choice))
+    s["pending"][combatant_id] = copy_json(dict(choice))
     return s
 
 
@@ -262,7 +262,7 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     t = system.tables
     options = system.options(s["options"])
     start = dice.mark()
-    before = copy.deepcopy(s["combatants"])
+    before = copy_json(s["combatants"])
     cs: JSON = s["combatants"]
     events: list[Event] = []
     lines: list[str] = []

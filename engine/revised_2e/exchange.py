@@ -7,7 +7,6 @@ inputs are never changed.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from engine.dice import DiceSource
 from engine.errors import RulesViolation
 from engine.results import Event
 
+from ..results import copy_json
 from . import house
 from .combatants import PSIONIC_KINDS, can_act
 from .rules import add_condition, open_mind
@@ -159,8 +159,8 @@ def attack(tables: Tables, options: Mapping[str, Any], attacker: Mapping[str, An
     ``damage`` (m dice, only against a psionic mind), ``save`` (d20, only on a critical
     hit that neither opens outright nor empties the PSPs), then the open-mind effect
     dice (``effect-duration``, ``lost-power`` or ``hp-damage``)."""
-    a = copy.deepcopy(dict(attacker))
-    d = copy.deepcopy(dict(defender))
+    a = copy_json(dict(attacker))
+    d = copy_json(dict(defender))
     mode = request["mode"]
     m = int(request.get("multiplier", 1))
     band = request.get("range", "short")

@@ -7,7 +7,6 @@ depends on as arguments; none keeps state or rolls dice except through a ``DiceS
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +14,7 @@ from engine.dice import DiceSource
 from engine.errors import InvalidInput
 from engine.results import Event
 
+from ..results import copy_json
 from . import house
 from .tables import Tables, band_lookup
 
@@ -92,7 +92,7 @@ def roll_quick_mac(tables: Tables, intelligence: int, psionic: str, dice: DiceSo
 def settle_mac(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                options: Mapping[str, Any]) -> JSON:
     """``c`` with its MAC fixed: a pending quick MAC is rolled now (once for good)."""
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     if out.get("mac") is None and out.get("quick_mac") is not None:
         quick = out["quick_mac"]
         out["mac"] = roll_quick_mac(tables, quick["intelligence"], quick["psionic"], dice,
@@ -134,7 +134,7 @@ def recover(tables: Tables, c: Mapping[str, Any], hours: int) -> JSON:
     the maximum. Partial hours give nothing (§1.8)."""
     if hours < 0:
         raise InvalidInput.at("/hours", "hours of rest cannot be negative")
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     gain = recovery_per_hour(tables, out["psp_max"]) * hours
     out["psp"] = min(out["psp_max"], out["psp"] + gain)
     return out
@@ -221,7 +221,7 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
     - A nonpsionic mind saves vs. paralyzation each round from the round after it
       opened (purpose ``save``), at −4 if a power was used on it successfully.
     """
-    out = copy.deepcopy(dict(c))
+    out = copy_json(dict(c))
     events: list[Event] = []
     mind = out["mind"]
     if mind["state"] == "open":

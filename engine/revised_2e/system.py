@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ from engine.options import HouseRule
 from engine.results import Change, Event, Resolution
 from engine.system import System
 
+from ..results import copy_json
 from . import encounter, house
 from .chances import exact, odds_json
 from .combatants import Normaliser
@@ -60,7 +60,7 @@ class Revised2e(System):
 
     def combatant_schema(self) -> JSON:
         """JSON Schema of a combatant as callers may give it (built from the tables)."""
-        return copy.deepcopy(self.normaliser.schema)
+        return copy_json(self.normaliser.schema)
 
     def request_schema(self) -> JSON:
         """JSON Schema of an exchange request; embeds the combatant schema."""
@@ -166,7 +166,7 @@ class Revised2e(System):
                 "defenses": [{"id": m, "name": d["name"], "cost": d["cost"]}
                              for m, d in t.defenses.items()],
             },
-            "tables": copy.deepcopy(dict(t.raw)),
+            "tables": copy_json(dict(t.raw)),
             "combatant_schema": self.combatant_schema(),
             "request_schema": self.request_schema(),
             "choice_schema": encounter.choice_schema(self),

@@ -10,6 +10,7 @@ recorded as a ``Roll`` so that a chat card can show exactly what happened.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,15 +68,16 @@ def check_pool_size(count: int, path: str = "/pool_dice") -> None:
         )
 
 
-class DiceSource:
+class DiceSource(ABC):
     """Base of all dice sources: hands out values by purpose and records every die."""
 
     def __init__(self) -> None:
         self._rolls: list[Roll] = []
 
     # -- what subclasses provide -------------------------------------------------
+    @abstractmethod
     def _value(self, purpose: str, sides: int) -> int:
-        raise NotImplementedError
+        """The next value for a d``sides`` of ``purpose`` (checked against its faces)."""
 
     def available(self, purpose: str) -> int | None:
         """How many values are left for ``purpose``; ``None`` means unlimited."""

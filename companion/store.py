@@ -165,7 +165,8 @@ class EncounterRecord:
 
 @dataclass(frozen=True)
 class StepRecord:
-    """One step of an encounter's log; ``state`` is the encounter's state after it.
+    """One step of an encounter's log; ``state`` is the encounter's state after it
+    (``None`` when the log was read with ``states=False``).
 
     ``undone_by`` is the revision of the ``undo`` step that reverted this step, if any.
     """
@@ -176,7 +177,7 @@ class StepRecord:
     params: dict[str, Any]
     rolls: list[Any]
     result: dict[str, Any] | None
-    state: dict[str, Any]
+    state: dict[str, Any] | None
     created_at: str
     undone_by: int | None
 
@@ -225,8 +226,9 @@ class EncounterStore(ABC):
         """
 
     @abstractmethod
-    async def steps(self, id: str) -> builtins.list[StepRecord]:
-        """The whole log in order (revision 1..n)."""
+    async def steps(self, id: str, *, states: bool = True) -> builtins.list[StepRecord]:
+        """The whole log in order (revision 1..n); with ``states=False`` without each
+        step's state snapshot (the largest column, which readers of the log rarely need)."""
 
     @abstractmethod
     async def undo(self, id: str, *, expected_revision: int | None
@@ -318,6 +320,7 @@ _ENCOUNTER_COLUMNS = ("id, system, name, options, state, revision, created_at, "
                       "updated_at, initial_state")
 _STEP_COLUMNS = ("encounter_id, revision, kind, params, rolls, result, state, created_at, "
                  "undone_by")
+_STEP_COLUMNS_NO_STATE = _STEP_COLUMNS.replace(" state,", " NULL AS state,")
 
 
 # -- SQLite -------------------------------------------------------------------------------
@@ -498,7 +501,8 @@ class SQLiteStore(EncounterStore):
         return StepRecord(
             encounter_id=row["encounter_id"], revision=row["revision"], kind=row["kind"],
             params=self._json(row, "params", where), rolls=self._json(row, "rolls", where),
-            result=self._json(row, "result", where), state=self._json(row, "state", where),
+            result=self._json(row, "result", where),
+            state=None if row["state"] is None else self._json(row, "state", where),
             created_at=row["created_at"], undone_by=row["undone_by"])
 
     @staticmethod
@@ -578,11 +582,13 @@ class SQLiteStore(EncounterStore):
         return await self._transaction(f"appending a step to encounter {id!r}", "IMMEDIATE",
                                        body)
 
-    async def steps(self, id: str) -> builtins.list[StepRecord]:
+    async def steps(self, id: str, *, states: bool = True) -> builtins.list[StepRecord]:
         """The whole log in order (revision 1..n); ``UnknownEncounter``."""
+        columns = _STEP_COLUMNS if states else _STEP_COLUMNS_NO_STATE
+
         async def body(db: aiosqlite.Connection) -> builtins.list[StepRecord]:
             await self._encounter_row(db, id)
-            rows = await _all(db, f"SELECT {_STEP_COLUMNS} FROM steps "
+            rows = await _all(db, f"SELECT {columns} FROM steps "
                                   "WHERE encounter_id = ? ORDER BY revision", (id,))
             return [self._step(row) for row in rows]
 

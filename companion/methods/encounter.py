@@ -76,7 +76,7 @@ async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, Impo
     known = services.adapter_refs.get(record.id)
     if known is None:
         known = {}
-        for step in await services.store.steps(record.id):
+        for step in await services.store.steps(record.id, states=False):
             if step.kind != "add" or not step.result:
                 continue
             raw = step.params.get("combatant")
@@ -262,7 +262,7 @@ def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
 async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``encounter.log``: every step, declarations masked until resolved."""
     record = await ctx.services.store.get(params["id"])
-    steps = await ctx.services.store.steps(record.id)
+    steps = await ctx.services.store.steps(record.id, states=False)
     return {"id": record.id, "revision": record.revision, "steps": masked_log(steps)}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -109,6 +110,17 @@ async def test_append_moves_the_revision_on_and_logs_the_step_with_its_dice(
     assert log[1].rolls == [{"purpose": "attack", "value": 2}]
     assert log[1].result == {"n": 2} and log[0].result is None
     assert log[1].params == {"n": 2} and log[1].encounter_id == record.id
+
+
+async def test_the_log_can_be_read_without_the_state_snapshots(store: SQLiteStore) -> None:
+    """``encounter.log`` needs no state: reading it without them keeps every other column."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1, expected=0)
+    await step(store, record.id, "resolve", 2, expected=1)
+    full = await store.steps(record.id)
+    light = await store.steps(record.id, states=False)
+    assert [s.state for s in light] == [None, None]
+    assert [dataclasses.replace(s, state=None) for s in full] == light
 
 
 async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:

@@ -349,11 +349,7 @@ class Ose(FoundryAdapter):
                 level = 1
                 draft.warn("no Hit Dice (hp.hd); taken as 1")
         else:
-            value, path = dig(system_data, "details.level", base)
-            level = to_int(value, path, 0, 100)
-            if level is None:
-                level = 1
-                draft.warn("no level; taken as 1")
+            level = _class_level(system_data, "details.level", base, draft)
         if die is None:
             die = 8
             draft.warn("no hit die in hp.hd; assumed d8 (B/X)")
@@ -374,6 +370,16 @@ class Ose(FoundryAdapter):
                 group = class_group(to_text(text, path, 200) or "")
                 draft.put("class_group", group)
         return npc
+
+
+def _class_level(system_data: Any, dotted: str, base: str, draft: Draft) -> int:
+    """A character's level at ``dotted`` (1, with a warning, when it is not recorded)."""
+    value, path = dig(system_data, dotted, base)
+    level = to_int(value, path, 0, 100)
+    if level is None:
+        draft.warn("no level; taken as 1")
+        return 1
+    return level
 
 
 class Ars(FoundryAdapter):
@@ -405,11 +411,7 @@ class Ars(FoundryAdapter):
                 level = 1
                 draft.warn("no Hit Dice (hitdice); taken as 1")
         else:
-            value, path = dig(system_data, "attributes.level.value", base)
-            level = to_int(value, path, 0, 100)
-            if level is None:
-                level = 1
-                draft.warn("no level; taken as 1")
+            level = _class_level(system_data, "attributes.level.value", base, draft)
         if die is None:
             die = 8
             draft.warn("no hit die recorded; assumed d8 (AD&D monsters and the "

@@ -39,6 +39,16 @@ async def test_missing_or_wrong_token_is_401_before_any_json_rpc(
     assert await rpc.ok("encounter.list") == []
 
 
+async def test_no_response_names_the_server_software_or_its_version(rpc: Rpc) -> None:
+    """SECURITY.md: a probing page learns no aiohttp or Python version from any answer."""
+    answers = [await rpc.post(INFO), await rpc.client.post("/rpc", json=INFO),
+               await rpc.client.get("/"), await rpc.client.get("/healthz"),
+               await rpc.client.get("/nowhere", headers=rpc.auth)]
+    assert [a.status for a in answers] == [200, 401, 200, 200, 404]
+    for answer in answers:
+        assert answer.headers["Server"] == "mindscape"
+
+
 async def test_token_is_accepted_in_any_case_of_bearer(rpc: Rpc) -> None:
     response = await rpc.client.post("/rpc", json=INFO,
                                      headers={"Authorization": f"bearer {rpc.token}"})

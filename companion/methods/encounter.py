@@ -260,10 +260,16 @@ def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
 
 
 async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``encounter.log``: every step, declarations masked until resolved."""
+    """``encounter.log``: every step (or those after ``since``), declarations masked
+    until resolved."""
     record = await ctx.services.store.get(params["id"])
     steps = await ctx.services.store.steps(record.id, states=False)
-    return {"id": record.id, "revision": record.revision, "steps": masked_log(steps)}
+    # Masking needs the whole log (a later resolve reveals an earlier declaration), so
+    # ``since`` only trims the answer. A client that keeps a copy must re-read a masked
+    # step once it is resolved: it then asks from the oldest step still masked.
+    since = params.get("since", 0)
+    logged = [s for s in masked_log(steps) if s["revision"] > since]
+    return {"id": record.id, "revision": record.revision, "steps": logged}
 
 
 async def encounter_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -366,9 +372,13 @@ METHODS = [
                "revision (never a pending choice).",
                result={"type": "object", "required": ["id", "revision"]},
                errors=(NOT_FOUND,)),
-    MethodSpec("encounter.log", _ID_ONLY, encounter_log,
-               "Every step with its params, dice and result; declarations masked until "
-               "resolved.",
+    MethodSpec("encounter.log",
+               _params(["id"], id=ENCOUNTER_ID, since={
+                   "type": "integer", "minimum": 0,
+                   "description": "only the steps after this revision (default 0: all)"}),
+               encounter_log,
+               "Every step (or those after `since`) with its params, dice and result; "
+               "declarations masked until resolved.",
                result={"type": "object", "required": ["steps"]}, errors=(NOT_FOUND,)),
     MethodSpec("encounter.undo", _params(["id"], id=ENCOUNTER_ID, revision=REVISION),
                encounter_undo,

@@ -69,6 +69,22 @@ async def test_a_declared_choice_stays_hidden_until_resolved(rpc: Rpc) -> None:
     assert log["steps"][2]["params"]["choice"] == secret
 
 
+async def test_the_log_since_a_revision_has_only_the_later_steps(rpc: Rpc) -> None:
+    """encounter.log {since}: a client that keeps a copy fetches only new steps, still
+    masked until resolved."""
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann",
+                                       "choice": {"attack": {"mode": "jab", "target": "bob"}}})
+    whole = await rpc.ok("encounter.log", {"id": eid})
+    later = await rpc.ok("encounter.log", {"id": eid, "since": 2})
+    assert later["revision"] == whole["revision"] == 3
+    assert later["steps"] == whole["steps"][2:]
+    assert later["steps"][0]["params"]["hidden"] is True
+    assert (await rpc.ok("encounter.log", {"id": eid, "since": 3}))["steps"] == []
+    error = await rpc.error("encounter.log", {"id": eid, "since": -1})
+    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/since"
+
+
 async def test_resolve_needs_every_choice_unless_forced(rpc: Rpc) -> None:
     eid = await _duel(rpc)
     error = await rpc.error("encounter.resolve", {"id": eid})

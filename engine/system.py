@@ -10,6 +10,7 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -37,8 +38,49 @@ def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[P
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
         path = prefix + "".join(f"/{p}" for p in error.absolute_path)
-        problems.append(Problem(path, error.message))
+        problems.append(Problem(path, schema_message(error)))
     return problems
+
+
+def _json_text(value: Any, limit: int = 80) -> str:
+    """``value`` as the caller wrote it (JSON, not Python), cut short when long."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_REQUIRED = " is a required property"
+
+
+def schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message in the caller's terms: values as JSON (``true``, ``null``,
+    double quotes), long values cut short, unexpected members named."""
+    value: Any = error.validator_value
+    instance: Any = error.instance
+    if error.validator == "type":
+        types = [value] if isinstance(value, str) else list(value)
+        return f"{_json_text(instance)} is not of type {' or '.join(map(_json_text, types))}"
+    if error.validator == "enum":
+        return f"{_json_text(instance)} is not one of {_json_text(value, 200)}"
+    if error.validator == "const":
+        return f"{_json_text(instance)} is not {_json_text(value)}"
+    if error.validator == "required" and error.message.endswith(_REQUIRED):
+        missing = [name for name in value if isinstance(instance, dict) and name not in instance]
+        named = next((n for n in missing if error.message == f"{n!r}{_REQUIRED}"), None)
+        if named is not None:
+            return f"{_json_text(named)}{_REQUIRED}"
+    if error.validator == "additionalProperties" and isinstance(instance, dict) \
+            and value is False:
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        extra = [name for name in instance if name not in known]
+        return f"unexpected member(s) {_json_text(extra, 200)}: not allowed here"
+    message: str = error.message
+    head = repr(instance)
+    if message.startswith(head):
+        message = _json_text(instance) + message[len(head):]
+    return message
 
 
 class RoundLogic(Protocol):

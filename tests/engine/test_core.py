@@ -120,3 +120,24 @@ def test_sum_and_compare_against_brute_force() -> None:
             lt += sum(x) < sum(y)
     n = 36 * 64
     assert a.compare(b) == (Fraction(gt, n), Fraction(eq, n), Fraction(lt, n))
+
+
+def test_schema_errors_speak_json_and_name_the_field() -> None:
+    """Bad input gets a clear error naming the field: values as the caller wrote them
+    (JSON, not Python), unexpected members named, long values cut short."""
+    from engine import builtin_systems
+
+    system = builtin_systems()["revised-2e"]
+    request = {"attacker": {"id": "a", "name": "A", "kind": "psionicist", "level": True,
+                            "psp": -1, "zz": 1, "notes": None},
+               "defender": {"id": "b", "name": "x" * 500},
+               "attack": {"mode": "nope", "multiplier": "2"}, "defense": None}
+    with pytest.raises(InvalidInput) as err:
+        system.validate_request(request)
+    messages = {p.path: p.message for p in err.value.problems}
+    assert messages["/attack/multiplier"] == '"2" is not of type "integer"'
+    assert messages["/attacker/level"] == 'true is not of type "integer"'
+    assert messages["/attacker/psp"] == "-1 is less than the minimum of 0"
+    assert messages["/attacker"] == 'unexpected member(s) ["zz", "notes"]: not allowed here'
+    assert messages["/attack/mode"].startswith('"nope" is not one of ["')
+    assert all(len(m) < 300 for m in messages.values())

@@ -2,10 +2,11 @@
 
 API.md "Errors": invalid params -32602 ``{errors: [{path, message}]}``, rules 4001
 ``{rule, detail}``, dice needed 4002 ``{purpose, sides, needed}``, unknown encounter or
-combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; anything else is -32603 with
-an error id only. Exception text never reaches a client: every ``data`` below is built
-from structured fields, and unexpected faults are logged with their traceback under the
-id the client sees.
+combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; ours: the store could not
+write (disk full, read-only home) 5003 ``{error_id, retry: true}``, nothing changed;
+anything else is -32603 with an error id only. Exception text never reaches a client:
+every ``data`` below is built from structured fields, and unexpected faults are logged
+with their traceback under the id the client sees.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation
 
-from .store import NothingToUndo, StaleRevision, UnknownEncounter
+from .store import NothingToUndo, StaleRevision, StoreUnavailable, UnknownEncounter
 
 log = logging.getLogger("mindscape.rpc")
 
@@ -30,6 +31,7 @@ RULES_VIOLATION = 4001
 DICE_NEEDED = 4002
 NOT_FOUND = 4004
 STALE_REVISION = 4009
+STORE_UNAVAILABLE = 5003
 
 #: code -> message, for the OpenRPC document and the docs.
 MESSAGES: dict[int, str] = {
@@ -42,6 +44,7 @@ MESSAGES: dict[int, str] = {
     DICE_NEEDED: "Dice needed",
     NOT_FOUND: "Not found",
     STALE_REVISION: "Stale revision",
+    STORE_UNAVAILABLE: "Store unavailable: nothing was written",
 }
 
 
@@ -105,4 +108,11 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
                          "detail": "the encounter has no resolved step left to undo"})
     if isinstance(exc, StaleRevision):
         return RpcError(STALE_REVISION, MESSAGES[STALE_REVISION], {"revision": exc.revision})
+    if isinstance(exc, StoreUnavailable):
+        # The store rolled back: the caller may retry once the disk has room again.
+        error_id = secrets.token_hex(8)
+        log.error("store unavailable: %s", exc,
+                  extra={"fields": {"error_id": error_id, "method": method}})
+        return RpcError(STORE_UNAVAILABLE, MESSAGES[STORE_UNAVAILABLE],
+                        {"error_id": error_id, "retry": True})
     return internal_error(method)

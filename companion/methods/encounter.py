@@ -18,7 +18,14 @@ from engine.errors import InvalidInput, LimitExceeded, Problem
 from engine.system import System
 
 from ..combatants import ImportedRef, import_ref, is_adapter_ref
-from ..errors import DICE_NEEDED, NOT_FOUND, RULES_VIOLATION, STALE_REVISION, UnknownCombatant
+from ..errors import (
+    DICE_NEEDED,
+    NOT_FOUND,
+    RULES_VIOLATION,
+    STALE_REVISION,
+    STORE_UNAVAILABLE,
+    UnknownCombatant,
+)
 from ..registry import MethodSpec
 from ..schemas import (
     COMBATANT,
@@ -35,7 +42,7 @@ from ..schemas import (
 from ..services import Context
 from ..store import EncounterRecord, StaleRevision, StepRecord
 
-WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION)
+WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION, STORE_UNAVAILABLE)
 
 
 def _expect(record: EncounterRecord, params: Mapping[str, Any]) -> None:
@@ -338,7 +345,8 @@ METHODS = [
                _params(["system"], system=SYSTEM_ID,
                        name={"type": "string", "maxLength": 200}, options=OPTIONS),
                encounter_create, "Start an encounter: {id, revision, system, name}.",
-               result={"type": "object", "required": ["id", "revision"]}),
+               result={"type": "object", "required": ["id", "revision"]},
+               errors=(STORE_UNAVAILABLE,)),
     MethodSpec("encounter.add",
                _params(["id", "combatant"], id=ENCOUNTER_ID, combatant=COMBATANT,
                        revision=REVISION),
@@ -390,7 +398,8 @@ METHODS = [
                result={"type": "array"}),
     MethodSpec("encounter.delete", _params(["id"], id=ENCOUNTER_ID, revision=REVISION),
                encounter_delete, "Delete an encounter and its log.",
-               result={"type": "object"}, errors=(NOT_FOUND, STALE_REVISION)),
+               result={"type": "object"},
+               errors=(NOT_FOUND, STALE_REVISION, STORE_UNAVAILABLE)),
     MethodSpec("encounter.watch", _ID_ONLY, encounter_watch,
                "WebSocket only: receive encounter.changed {id, revision} after every "
                "change of this encounter.",

@@ -143,3 +143,25 @@ async def test_nan_and_infinity_are_not_json(rpc: Rpc, body: bytes) -> None:
     text = await response.text()
     assert "Infinity" not in text and "NaN" not in text
     assert json.loads(text)["error"]["code"] == -32700
+
+
+async def test_a_store_that_cannot_write_answers_5003_and_changes_nothing(rpc: Rpc) -> None:
+    """docs/API.md: 5003 'Store unavailable: nothing was written' {error_id, retry}; the
+    write is not acknowledged and the encounter stays where it was."""
+    from companion.keys import STORE
+    from companion.store import SQLiteStore
+
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    store = rpc.client.app[STORE]
+    assert isinstance(store, SQLiteStore) and store._db is not None
+    # Tests run as root, where chmod does not stop writes: SQLite's own read-only switch
+    # gives the same SQLITE_READONLY a read-only home would.
+    await store._db.execute("PRAGMA query_only = ON")
+    try:
+        error = await rpc.error("encounter.add", {
+            "id": created["id"], "combatant": {"id": "ann", "name": "Ann"}})
+    finally:
+        await store._db.execute("PRAGMA query_only = OFF")
+    assert error["code"] == 5003 and error["data"]["retry"] is True
+    assert set(error["data"]) == {"error_id", "retry"}
+    assert (await rpc.ok("encounter.get", {"id": created["id"]}))["revision"] == 0

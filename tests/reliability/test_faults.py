@@ -199,9 +199,10 @@ async def write_until_refused(daemon: Daemon, ledger: Ledger, encounter: str,
 
 def check_refusal(fault: Fault) -> None:
     """A refused write is an error answer with no revision and no exception text."""
-    # -32603 ("unexpected fault", an error id only) or a code of its own; never a
+    # 5003, the store's own code ("nothing was written", an error id, retry), never a
     # rules, params or revision answer that would suggest something was decided.
-    assert fault.code == -32603 or fault.code >= 5000, fault.error
+    assert fault.code == 5003, fault.error
+    assert set(fault.data or {}) == {"error_id", "retry"}, fault.error
     assert "revision" not in (fault.data or {}), fault.error
     assert_clean(str(fault.error))
 

@@ -530,7 +530,10 @@ async def test_a_websocket_message_over_one_mib_closes_the_socket(
         message = await ws.receive(timeout=10)
         assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
                                 aiohttp.WSMsgType.CLOSING), message
-        assert ws.close_code == 1009
+        # The daemon answers 1009 (message too big) and drops the connection; while the
+        # client is still pushing its 2 MiB the drop can reach it before the close frame,
+        # which the client then reports as 1006. Either way the socket is gone.
+        assert ws.close_code in (1009, 1006), ws.close_code
     assert request(daemon, "GET", "/healthz").status == 200
 
 

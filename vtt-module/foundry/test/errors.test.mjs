@@ -48,6 +48,14 @@ test("JSON-RPC error codes map to their classes (API.md error table)", () => {
   assert.ok(E.errorFromRpc({ code: 4004, data: { id: "enc" } }) instanceof E.NotFoundError);
   assert.ok(E.errorFromRpc({ code: 4009, data: { revision: 3 } }) instanceof E.StaleRevisionError);
   assert.ok(E.errorFromRpc({ code: -32603, data: { id: "e1" } }) instanceof E.DaemonFaultError);
+  assert.ok(E.errorFromRpc({ code: 5003, data: { error_id: "e2", retry: true } }) instanceof E.StoreUnavailableError);
+});
+
+test("a store that cannot write says nothing changed and what to do", () => {
+  const err = E.errorFromRpc({ code: 5003, message: "Store unavailable: nothing was written", data: { error_id: "ab12", retry: true } });
+  const text = E.describeError(err, i18n);
+  assert.match(text, /ab12/);
+  assert.match(text, /Nothing was changed/);
 });
 
 test("invalid params name the JSON Pointer path of each problem", () => {

@@ -80,6 +80,11 @@ export class StaleRevisionError extends RpcError {
   constructor(data) { super("MINDSCAPE.Error.Stale", data); }
 }
 
+/** 5003: the companion could not write its store (disk full, read-only home); nothing changed. */
+export class StoreUnavailableError extends RpcError {
+  constructor(data) { super("MINDSCAPE.Error.StoreUnavailable", data); }
+}
+
 /** −32603 and anything unexpected from the daemon. */
 export class DaemonFaultError extends RpcError {
   constructor(data) { super("MINDSCAPE.Error.Fault", data); }
@@ -113,7 +118,7 @@ export class UsageError extends MindscapeError {
 const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
   DaemonHttpError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
-  NotFoundError, StaleRevisionError, DaemonFaultError, NoGMError, RelayTimeoutError,
+  NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError,
   PermissionDeniedError, CancelledError, UsageError,
 };
 
@@ -132,6 +137,7 @@ export function errorFromRpc(error) {
     case 4002: return new DiceNeededError({ ...base, purpose: data.purpose, sides: data.sides, needed: data.needed });
     case 4004: return new NotFoundError({ ...base, id: data.id ?? "" });
     case 4009: return new StaleRevisionError({ ...base, revision: data.revision });
+    case 5003: return new StoreUnavailableError({ ...base, id: data.error_id ?? "" });
     default: return new DaemonFaultError({ ...base, id: data.id ?? data.error_id ?? "" });
   }
 }

@@ -17,6 +17,23 @@ export function sheetAttackerUuid(actor) {
   return token?.uuid ?? actor?.uuid;
 }
 
+/** One token-HUD control: a localized tooltip, a Font Awesome icon, a click that stays ours. */
+function hudButton(svc, action, labelKey, icon, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "control-icon mindscape-hud";
+  button.dataset.action = action;
+  button.dataset.tooltip = svc.t.localize(labelKey);
+  button.setAttribute("aria-label", svc.t.localize(labelKey));
+  button.innerHTML = `<i class="fas ${icon}"></i>`;
+  button.addEventListener("click", (event) => {
+    event.preventDefault();
+    event.stopPropagation();
+    onClick();
+  });
+  return button;
+}
+
 /** Add the HUD button (v12 jQuery, v13 HTMLElement). */
 export function onRenderTokenHUD(svc, hud, html) {
   const root = elementOf(html);
@@ -24,35 +41,13 @@ export function onRenderTokenHUD(svc, hud, html) {
   const token = hud.object ?? hud.token;
   const actor = token?.actor ?? token?.document?.actor;
   if (!actor || !actor.isOwner) return;
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "control-icon mindscape-hud";
-  button.dataset.action = ATTACK_ACTION;
-  button.dataset.tooltip = svc.t.localize("MINDSCAPE.Attack.Button");
-  button.setAttribute("aria-label", svc.t.localize("MINDSCAPE.Attack.Button"));
-  button.innerHTML = '<i class="fas fa-brain"></i>';
-  button.addEventListener("click", (event) => {
-    event.preventDefault();
-    event.stopPropagation();
-    svc.startAttack({ attackerUuid: token.document.uuid });
-  });
   const column = root.querySelector(".col.right") ?? root.querySelector(".col.left") ?? root;
-  column.append(button);
+  column.append(hudButton(svc, ATTACK_ACTION, "MINDSCAPE.Attack.Button", "fa-brain",
+    () => svc.startAttack({ attackerUuid: token.document.uuid })));
   // The GM also gets the encounter panel here, next to the tokens it will hold.
   if (svc.game?.user?.isGM && svc.openEncounter) {
-    const panel = document.createElement("button");
-    panel.type = "button";
-    panel.className = "control-icon mindscape-hud";
-    panel.dataset.action = ENCOUNTER_ACTION;
-    panel.dataset.tooltip = svc.t.localize("MINDSCAPE.Encounter.Title");
-    panel.setAttribute("aria-label", svc.t.localize("MINDSCAPE.Encounter.Title"));
-    panel.innerHTML = '<i class="fas fa-users"></i>';
-    panel.addEventListener("click", (event) => {
-      event.preventDefault();
-      event.stopPropagation();
-      svc.openEncounter();
-    });
-    column.append(panel);
+    column.append(hudButton(svc, ENCOUNTER_ACTION, "MINDSCAPE.Encounter.Title", "fa-users",
+      () => svc.openEncounter()));
   }
 }
 

@@ -3,35 +3,86 @@
 A ``Resolution`` holds everything a chat card or a write-back needs: each
 combatant before and after, every die, structured events, the outcome, a short
 summary for the table, the system's own fields, and supplied dice not used.
+
+Its JSON parts are read-only values (``FrozenDict`` and ``FrozenList``, made by
+``freeze``). They are ``dict`` and ``list`` subclasses whose changing methods raise
+``TypeError``, so ``json`` and ``orjson`` write them as they are and ``to_json`` can hand
+them out without copying; ``thaw`` makes a mutable deep copy when one is wanted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 from .dice import Roll
 
 T = TypeVar("T")
 
 
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is read-only: thaw() it for a changeable copy")
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only JSON object. Made by ``freeze`` only, so everything in it is frozen
+    too (``freeze`` returns one as it is)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy would otherwise refill an empty one through __setitem__
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+
+class FrozenList(list[Any]):
+    """A read-only JSON array. Made by ``freeze`` only (see ``FrozenDict``)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _read_only
+    sort = reverse = _read_only
+    __iadd__ = __imul__ = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+
 #: JSON's scalar types, returned as they are without the slower ``Mapping`` check
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+#: values ``freeze`` returns as they are (checked inline: most values are these)
+_FROZEN_ALREADY = _SCALARS | {FrozenDict, FrozenList}
 
 
 def freeze(value: Any) -> Any:
-    """A read-only deep copy of JSON-like data (dicts become mapping proxies, lists tuples)."""
+    """A read-only deep copy of JSON-like data (dicts become ``FrozenDict``, lists and
+    tuples ``FrozenList``); frozen data is returned as it is, so freezing a record
+    that shares frozen parts costs only its new parts."""
     kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict or kind is MappingProxyType:
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if kind is dict:
+        return FrozenDict({k: v if type(v) in _FROZEN_ALREADY else freeze(v)
+                           for k, v in value.items()})
     if kind is list or kind is tuple:
-        return tuple([freeze(v) for v in value])
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+        return FrozenList([v if type(v) in _FROZEN_ALREADY else freeze(v) for v in value])
+    if kind not in _FROZEN_ALREADY and isinstance(value, Mapping):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     return value
 
 
@@ -42,13 +93,11 @@ def thaw(value: Any) -> Any:
     keeps a memo for shared and cyclic objects that JSON data cannot contain.
     """
     kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict or kind is MappingProxyType:
-        return {k: thaw(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return [thaw(v) for v in value]
-    if isinstance(value, Mapping):
+    if kind is dict or kind is FrozenDict:
+        return {k: v if type(v) in _SCALARS else thaw(v) for k, v in value.items()}
+    if kind is list or kind is tuple or kind is FrozenList:
+        return [v if type(v) in _SCALARS else thaw(v) for v in value]
+    if kind not in _SCALARS and isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     return value
 
@@ -70,7 +119,7 @@ class Event:
         object.__setattr__(self, "data", freeze(self.data))
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "combatant": self.combatant, **thaw(self.data)}
+        return {"type": self.type, "combatant": self.combatant, **self.data}
 
 
 @dataclass(frozen=True)
@@ -86,7 +135,7 @@ class Change:
         object.__setattr__(self, "after", freeze(self.after))
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "before": thaw(self.before), "after": thaw(self.after)}
+        return {"id": self.id, "before": self.before, "after": self.after}
 
 
 @dataclass(frozen=True)
@@ -108,7 +157,7 @@ class Resolution:
     summary: str
     fields: Mapping[str, Any] = field(default_factory=dict)
     others: tuple[Change, ...] = ()
-    unused_dice: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    unused_dice: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", freeze(self.fields))
@@ -122,6 +171,9 @@ class Resolution:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The record as JSON data: a new object at the top and for every change, roll
+        and event, holding the record's own read-only values below that (``thaw`` the
+        answer, or a part, for a changeable copy)."""
         data: dict[str, Any] = {
             "system": self.system,
             "outcome": self.outcome,
@@ -130,9 +182,9 @@ class Resolution:
             "rolls": [r.to_json() for r in self.rolls],
             "events": [e.to_json() for e in self.events],
             "summary": self.summary,
-            "unused_dice": thaw(self.unused_dice),
+            "unused_dice": self.unused_dice,
         }
         if self.others:
             data["others"] = [c.to_json() for c in self.others]
-        data.update(thaw(self.fields))
+        data.update(self.fields)
         return data

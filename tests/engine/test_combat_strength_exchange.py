@@ -178,7 +178,7 @@ def test_psychic_implosion_dash_rolls_no_d100() -> None:
                   "shield-thoughts")
     res = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [1]}))
     assert res.fields["crush_chance"] == 0 and res.fields["implosion_roll"] is None
-    assert dict(res.unused_dice) == {"implosion": (1,)}
+    assert res.unused_dice == {"implosion": [1]}
 
 
 def test_psychic_implosion_as_points_when_h_cs_implosion_is_off() -> None:
@@ -264,7 +264,7 @@ def test_penetration_cap_is_reported_when_reached() -> None:
     res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 6, 6]}))
     assert res.fields["capped"] is True and res.fields["damage"] == 0 + 6 + 5 + 5
     assert [e.data["cap"] for e in res.events if e.type == "penetration-capped"] == [2]
-    assert dict(res.unused_dice) == {"damage": (6,)}
+    assert res.unused_dice == {"damage": [6]}
 
 
 def test_missing_supplied_dice_names_purpose_sides_and_count() -> None:

@@ -141,3 +141,40 @@ def test_schema_errors_speak_json_and_name_the_field() -> None:
     assert messages["/attacker"] == 'unexpected member(s) ["zz", "notes"]: not allowed here'
     assert messages["/attack/mode"].startswith('"nope" is not one of ["')
     assert all(len(m) < 300 for m in messages.values())
+
+
+def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_changeable_part(
+        ) -> None:
+    """STYLE.md: results are immutable values; a resolution given out stays as it was."""
+    import copy
+    import json
+    import pickle
+
+    from engine.results import Change, Event, FrozenDict, FrozenList, Resolution, freeze, thaw
+
+    before = {"id": "a", "psp": 10, "mind": {"state": "closed"}, "conditions": []}
+    after = {"id": "a", "psp": 4, "mind": {"state": "open"}, "conditions": ["stunned"]}
+    res = Resolution("demo", "hit", Change("a", before, after), Change("a", before, before),
+                     (), (Event("damage", "a", {"amount": 6, "tags": ["x"]}),), "6 damage",
+                     {"roll": {"natural": 20}}, unused_dice={"save": (7,)})
+    after["mind"]["state"] = "changed by the caller"  # the record took a copy
+    assert res.attacker.after["mind"]["state"] == "open"
+    data = res.to_json()
+    for changing in (lambda: data["attacker"]["after"].__setitem__("psp", 0),
+                     lambda: data["attacker"]["after"]["conditions"].append("x"),
+                     lambda: data["attacker"]["after"]["mind"].update(state="x"),
+                     lambda: data["events"][0]["tags"].clear(),
+                     lambda: data["roll"].pop("natural"),
+                     lambda: data["unused_dice"]["save"].sort()):
+        with pytest.raises(TypeError, match="read-only"):
+            changing()
+    # The top level is the caller's own; thaw gives a changeable deep copy.
+    data["updates"] = []
+    plain = thaw(data)
+    plain["attacker"]["after"]["mind"]["state"] = "x"
+    assert res.attacker.after["mind"]["state"] == "open"
+    assert json.loads(json.dumps(res.to_json())) == thaw(res.to_json())
+    frozen = freeze({"a": [1, {"b": 2}]})
+    assert isinstance(frozen, FrozenDict) and isinstance(frozen["a"], FrozenList)
+    assert freeze(frozen) is frozen and copy.deepcopy(frozen) is frozen
+    assert pickle.loads(pickle.dumps(frozen)) == {"a": [1, {"b": 2}]}

@@ -91,7 +91,7 @@ class RpcEndpoint:
         services.hub.seen(request, outcome.calls[0][0] if outcome.calls else None)
         if answer is None:
             return web.Response(status=204)
-        return web.Response(text=answer, content_type="application/json")
+        return web.Response(body=answer, content_type="application/json")
 
 
 ROUTES = {"/": "GET, HEAD", "/healthz": "GET, HEAD", "/rpc": "POST", "/ws": "GET"}

@@ -9,7 +9,6 @@ loads (and reported) instead of on some later request.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,8 @@ from engine.errors import Problem
 from engine.schemacheck import Check, compile_check
 from engine.system import schema_problems
 
+from .jsontext import encode
+
 if TYPE_CHECKING:
     from .services import Context
 
@@ -33,15 +34,14 @@ METHOD_NAME = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*$")
 
 
 class PreparedJSON:
-    """A method result serialised once (``text`` is JSON), for answers that never
+    """A method result serialised once (``text`` is UTF-8 JSON), for answers that never
     change while the daemon runs; the RPC layer splices it into the response."""
 
     __slots__ = ("text", "value")
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        self.text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                               allow_nan=False)
+        self.text = encode(value)
 
 
 class RegistryError(Exception):

@@ -24,9 +24,7 @@ jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +47,7 @@ from .errors import (
     invalid_params,
     to_rpc_error,
 )
+from .jsontext import encode, parse
 from .registry import MethodRegistry, PreparedJSON, Registered
 from .services import Context
 
@@ -137,15 +136,12 @@ class Dispatcher:
         return call
 
     async def handle(self, body: bytes | str, context: Context,
-                     outcome: Outcome | None = None) -> str | None:
+                     outcome: Outcome | None = None) -> bytes | None:
         """The response text for ``body``, or ``None`` when nothing is to be sent back
         (a notification or a batch of notifications)."""
         outcome = outcome if outcome is not None else Outcome()
         try:
-            # RFC 8259: JSON between systems is UTF-8 (decoding first skips the
-            # encoding sniffing json.loads does on bytes).
-            text = body.decode("utf-8") if isinstance(body, bytes) else body
-            parsed = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+            parsed = parse(body)
         except (ValueError, RecursionError):
             outcome.calls.append((None, PARSE_ERROR))
             return _dumps(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
@@ -163,10 +159,10 @@ class Dispatcher:
                 answer = await self._one(element, context, outcome)
                 if answer is not None:
                     parts.append(answer)
-            return "[" + ",".join(parts) + "]" if parts else None
+            return b"[" + b",".join(parts) + b"]" if parts else None
         return await self._one(parsed, context, outcome)
 
-    async def _one(self, request: Any, context: Context, outcome: Outcome) -> str | None:
+    async def _one(self, request: Any, context: Context, outcome: Outcome) -> bytes | None:
         problem = _envelope_problem(request)
         if problem is not None:
             outcome.calls.append((None, INVALID_REQUEST))
@@ -197,9 +193,8 @@ class Dispatcher:
         outcome.calls.append((method, error["code"] if error is not None else None))
         try:
             if error is None and isinstance(response["result"], PreparedJSON):
-                id_text = (str(request_id) if type(request_id) is int
-                           else _dumps(request_id))
-                return f'{{"jsonrpc":"2.0","result":{response["result"].text},"id":{id_text}}}'
+                return b'{"jsonrpc":"2.0","result":%s,"id":%s}' % (
+                    response["result"].text, _dumps(request_id))
             return _dumps(response)
         except (TypeError, ValueError):
             outcome.calls[-1] = (method, INTERNAL_ERROR)
@@ -222,18 +217,5 @@ def _ours(error: dict[str, Any]) -> bool:
     return isinstance(error.get("data"), _Tagged)
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        # 1e999 is valid JSON text but no number JSON can carry back out.
-        raise ValueError(f"{text[:20]} is out of range")
-    return value
-
-
-def _not_json(name: str) -> Any:
-    # Python's parser accepts NaN and Infinity; JSON has neither, so neither do we.
-    raise ValueError(f"{name} is not JSON")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def _dumps(value: Any) -> bytes:
+    return encode(value)

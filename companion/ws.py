@@ -109,7 +109,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             outcome = Outcome()
             answer = await dispatcher.handle(message.data, context, outcome)
             if answer is not None:
-                await ws.send_str(answer)
+                await ws.send_str(answer.decode("utf-8"))
             access.line({"ws": peer.number, "methods": outcome.methods,
                           "errors": outcome.errors,
                           "outcome": "error" if outcome.errors else "ok",

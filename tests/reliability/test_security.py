@@ -596,4 +596,5 @@ async def test_hostile_plugin_metadata_is_escaped_contained_and_cannot_replace_c
     # A plugin answering NaN does not make the daemon send something that is not JSON.
     text, _ = await call("evil.answer", {})
     assert "NaN" not in text, text
+    assert json.loads(text)["result"]["nan"] is None  # orjson writes it as null
     await asyncio.sleep(0)

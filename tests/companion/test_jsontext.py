@@ -1,0 +1,92 @@
+"""The daemon's JSON text (``companion/jsontext.py``): orjson for speed, never a
+different answer from the standard library's strict reading."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from companion.jsontext import encode, parse
+from engine.results import freeze
+
+
+def strict_stdlib(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(name)
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if math.isinf(value):
+            raise ValueError(number)
+        return value
+
+    return json.loads(text, parse_constant=refuse, parse_float=finite)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=30)
+
+
+@given(json_values)
+def test_any_json_value_is_read_back_exactly_as_the_standard_library_reads_it(value: object
+                                                                               ) -> None:
+    text = json.dumps(value)
+    got = parse(text.encode())
+    assert got == strict_stdlib(text)
+    assert json.dumps(got) == text  # also int stays int, float stays float
+
+
+@pytest.mark.parametrize("text", ["123456789012345678901234567890", "-9223372036854775809",
+                                  '{"level": 18446744073709551616}'])
+def test_integers_beyond_64_bits_stay_exact_integers(text: str) -> None:
+    assert parse(text.encode()) == json.loads(text)
+    assert type(parse(text.encode())) is type(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b"NaN", b"[Infinity]", b"-Infinity", b"1e999",
+                                  b'{"x": -1e400}', b"[1, 2", b"", b"\xff", b"\xef\xbb\xbf{}"])
+def test_what_is_not_strict_json_is_refused(text: bytes) -> None:
+    with pytest.raises(ValueError):
+        parse(text)
+
+
+def test_a_lone_surrogate_escape_is_read_as_the_standard_library_reads_it() -> None:
+    assert parse(b'"\\ud800x"') == json.loads('"\\ud800x"')
+
+
+def test_text_and_bytes_read_alike() -> None:
+    assert parse('{"a": [1, "é"]}') == parse('{"a": [1, "é"]}'.encode()) == {"a": [1, "é"]}
+
+
+def test_answers_are_compact_utf8_and_read_only_records_need_no_copy() -> None:
+    value = {"name": "Fenka é", "n": [1, 2.5, None, True], "frozen": freeze({"a": [1]})}
+    assert encode(value) == json.dumps(value | {"frozen": {"a": [1]}}, separators=(",", ":"),
+                                       ensure_ascii=False).encode()
+
+
+def test_what_orjson_cannot_write_falls_back_to_the_standard_library() -> None:
+    assert encode({"big": 2 ** 70}) == b'{"big":1180591620717411303424}'
+    assert encode({1: "x"}) == b'{"1":"x"}'
+
+
+def test_a_non_json_value_is_refused_not_guessed() -> None:
+    @dataclass
+    class NotJSON:
+        a: int
+
+    with pytest.raises(TypeError):
+        encode({"x": NotJSON(1)})
+    with pytest.raises(ValueError):
+        encode({"s": "\ud800"})
+
+
+def test_a_non_finite_float_is_written_as_null() -> None:
+    assert encode([math.nan, math.inf]) == b"[null,null]"

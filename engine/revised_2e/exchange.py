@@ -15,10 +15,9 @@ from engine.dice import DiceSource
 from engine.errors import RulesViolation
 from engine.results import Event
 
-from ..results import copy_json
 from . import house
 from .combatants import PSIONIC_KINDS, can_act
-from .rules import add_condition, open_mind
+from .rules import add_condition, editable, open_mind
 from .tables import Tables
 
 JSON = dict[str, Any]
@@ -159,8 +158,8 @@ def attack(tables: Tables, options: Mapping[str, Any], attacker: Mapping[str, An
     ``damage`` (m dice, only against a psionic mind), ``save`` (d20, only on a critical
     hit that neither opens outright nor empties the PSPs), then the open-mind effect
     dice (``effect-duration``, ``lost-power`` or ``hp-damage``)."""
-    a = copy_json(dict(attacker))
-    d = copy_json(dict(defender))
+    a = editable(attacker)
+    d = editable(defender)
     mode = request["mode"]
     m = int(request.get("multiplier", 1))
     band = request.get("range", "short")

@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.dice import DiceSource
 from engine.errors import InvalidInput
-from engine.results import Event
+from engine.results import Event, FrozenDict
 
 from ..results import copy_json
 from . import house
@@ -89,10 +89,26 @@ def roll_quick_mac(tables: Tables, intelligence: int, psionic: str, dice: DiceSo
     return tables.clamp_mac(base + modifier)
 
 
+def editable(c: Mapping[str, Any]) -> JSON:
+    """A copy of combatant ``c`` for the rules to change in place.
+
+    A frozen (``freeze``d, normalised) combatant is copied one level deep plus the parts
+    the rules change (``mind``, ``conditions``, ``condition_rounds``, ``lost_powers``);
+    the rest stays shared, read-only. Anything else is copied whole."""
+    if type(c) is not FrozenDict:
+        return copy_json(dict(c))
+    out = dict(c)
+    out["mind"] = dict(c["mind"])
+    out["conditions"] = list(c["conditions"])
+    out["condition_rounds"] = dict(c["condition_rounds"])
+    out["lost_powers"] = list(c["lost_powers"])
+    return out
+
+
 def settle_mac(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                options: Mapping[str, Any]) -> JSON:
     """``c`` with its MAC fixed: a pending quick MAC is rolled now (once for good)."""
-    out = copy_json(dict(c))
+    out = editable(c)
     if out.get("mac") is None and out.get("quick_mac") is not None:
         quick = out["quick_mac"]
         out["mac"] = roll_quick_mac(tables, quick["intelligence"], quick["psionic"], dice,
@@ -134,7 +150,7 @@ def recover(tables: Tables, c: Mapping[str, Any], hours: int) -> JSON:
     the maximum. Partial hours give nothing (§1.8)."""
     if hours < 0:
         raise InvalidInput.at("/hours", "hours of rest cannot be negative")
-    out = copy_json(dict(c))
+    out = editable(c)
     gain = recovery_per_hour(tables, out["psp_max"]) * hours
     out["psp"] = min(out["psp_max"], out["psp"] + gain)
     return out
@@ -221,7 +237,7 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
     - A nonpsionic mind saves vs. paralyzation each round from the round after it
       opened (purpose ``save``), at −4 if a power was used on it successfully.
     """
-    out = copy_json(dict(c))
+    out = editable(c)
     events: list[Event] = []
     mind = out["mind"]
     if mind["state"] == "open":

@@ -11,7 +11,7 @@ from engine.options import HouseRule
 from engine.results import Change, Event, Resolution
 from engine.system import System
 
-from ..results import copy_json
+from ..results import copy_json, freeze
 from . import encounter, house
 from .chances import exact, odds_json
 from .combatants import Normaliser
@@ -226,8 +226,11 @@ class Revised2e(System):
                  ) -> tuple[dict[str, Any], JSON, JSON, str | None, bool]:
         self.validate_request(request)
         options = self.options(request.get("options"))
-        attacker = self.normaliser.normalise(request["attacker"], "/attacker", options, True)
-        defender = self.normaliser.normalise(request["defender"], "/defender", options, True)
+        # Frozen once: the record's "before" as it is, the rules' copies share it.
+        attacker = self.normaliser.normalise(request["attacker"], "/attacker", options, True,
+                                             frozen=True)
+        defender = self.normaliser.normalise(request["defender"], "/defender", options, True,
+                                             frozen=True)
         check_attack(self.tables, attacker, defender, request["attack"])
         defense = request.get("defense")
         mode = defense["mode"] if defense else None
@@ -245,7 +248,8 @@ class Revised2e(System):
         d = settle_mac(self.tables, defender, dice, options)
         if mode is not None:
             events += raise_defense(self.tables, d, mode, paid)
-        outcome = attack(self.tables, options, attacker, d, request["attack"], mode, dice)
+        outcome = attack(self.tables, options, attacker, freeze(d), request["attack"], mode,
+                         dice)
         defense_psp = self.tables.defense_cost(mode) if mode is not None and not paid else 0
         return self.resolution(attacker, defender, outcome, events, dice, start,
                                dice.unused(), {"defense_psp": defense_psp})

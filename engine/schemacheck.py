@@ -25,7 +25,7 @@ generated values.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -57,29 +57,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-_TYPES: dict[str, Check] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _type_check(spec: Any) -> Check:
-    names = [spec] if isinstance(spec, str) else list(spec)
-    checks = []
-    for name in names:
-        if name not in _TYPES:
-            raise Unsupported(f"type {name!r}")
-        checks.append(_TYPES[name])
-    if len(checks) == 1:
-        return checks[0]
-    return lambda v: any(c(v) for c in checks)
-
-
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: numbers by value (1 == 1.0), but booleans are not numbers."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -93,147 +70,6 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return False
-
-
-@dataclass
-class _Context:
-    """The root schema (for ``$ref``) and the references being compiled (for recursion)."""
-
-    root: Mapping[str, Any]
-    in_progress: dict[str, Check] = field(default_factory=dict)
-
-
-def _reference(ref: Any, ctx: _Context) -> Check:
-    """A local ``#/$defs/<name>`` reference; a recursive one calls through a cell."""
-    prefix = "#/$defs/"
-    if not isinstance(ref, str) or not ref.startswith(prefix):
-        raise Unsupported(f"$ref {ref!r}")
-    name = ref[len(prefix):]
-    target = (ctx.root.get("$defs") or {}).get(name)
-    if target is None or "/" in name or "~" in name:
-        raise Unsupported(f"$ref {ref!r}")
-    if name in ctx.in_progress:
-        return ctx.in_progress[name]
-    cell: list[Check] = []
-    ctx.in_progress[name] = lambda v: cell[0](v)
-    try:
-        cell.append(_compile(target, ctx))
-    finally:
-        del ctx.in_progress[name]
-    return cell[0]
-
-
-def _all(checks: list[Check]) -> Check | None:
-    """One predicate that holds when every one of ``checks`` does (``None`` for none)."""
-    if not checks:
-        return None
-    if len(checks) == 1:
-        return checks[0]
-    if len(checks) == 2:
-        first, second = checks
-        return lambda v: first(v) and second(v)
-    listed = tuple(checks)
-
-    def every(v: Any) -> bool:
-        for check in listed:  # noqa: SIM110 (a plain loop is faster than all() here)
-            if not check(v):
-                return False
-        return True
-
-    return every
-
-
-def _compile(schema: Any, ctx: _Context) -> Check:
-    if schema is True or schema == {}:
-        return lambda v: True
-    if schema is False:
-        return lambda v: False
-    if not isinstance(schema, Mapping):
-        raise Unsupported("a schema that is not an object")
-    unknown = set(schema) - _KEYWORDS
-    if unknown:
-        raise Unsupported(f"keywords {sorted(unknown)}")
-    checks: list[Check] = []
-
-    if "type" in schema:
-        checks.append(_type_check(schema["type"]))
-
-    if "enum" in schema:
-        options = schema["enum"]
-        if all(isinstance(o, str) for o in options):
-            allowed = frozenset(options)
-            checks.append(lambda v: isinstance(v, str) and v in allowed)
-        else:
-            members = tuple(options)
-            checks.append(lambda v: any(_same(v, o) for o in members))
-
-    if "const" in schema:
-        constant = schema["const"]
-        checks.append(lambda v: _same(v, constant))
-
-    if "$ref" in schema:
-        checks.append(_reference(schema["$ref"], ctx))
-
-    object_check = _all(_object_checks(schema, ctx))
-    if object_check is not None:
-        checks.append(lambda v: not isinstance(v, dict) or object_check(v))
-
-    array_check = _all(_array_checks(schema, ctx))
-    if array_check is not None:
-        checks.append(lambda v: not isinstance(v, list) or array_check(v))
-
-    if "minLength" in schema or "maxLength" in schema:
-        low, high = schema.get("minLength", 0), schema.get("maxLength")
-        checks.append(lambda v: not isinstance(v, str) or (
-            len(v) >= low and (high is None or len(v) <= high)))
-
-    if "minimum" in schema or "maximum" in schema:
-        minimum, maximum = schema.get("minimum"), schema.get("maximum")
-        checks.append(lambda v: not _is_number(v) or (
-            (minimum is None or v >= minimum) and (maximum is None or v <= maximum)))
-
-    if "not" in schema:
-        negated = _compile(schema["not"], ctx)
-        checks.append(lambda v: not negated(v))
-
-    if "anyOf" in schema:
-        branches = [_compile(s, ctx) for s in schema["anyOf"]]
-        checks.append(lambda v: any(b(v) for b in branches))
-
-    if "oneOf" in schema:
-        alternatives = [_compile(s, ctx) for s in schema["oneOf"]]
-        checks.append(lambda v: sum(1 for b in alternatives if b(v)) == 1)
-
-    return _all(checks) or (lambda v: True)
-
-
-def _object_checks(schema: Mapping[str, Any], ctx: _Context) -> list[Check]:
-    checks: list[Check] = []
-    properties = {k: _compile(s, ctx) for k, s in (schema.get("properties") or {}).items()}
-    if "required" in schema:
-        required = tuple(schema["required"])
-        checks.append(lambda v: all(k in v for k in required))
-    if properties or "additionalProperties" in schema:
-        extra = schema.get("additionalProperties", True)
-        extra_check: Check | None = None if extra is True else _compile(extra, ctx)
-
-        # One pass over the instance's members (not over every declared property):
-        # combatants declare many optional fields and carry a few.
-        def members(v: dict[str, Any]) -> bool:
-            for key, value in v.items():
-                check = properties.get(key, extra_check)
-                if check is not None and not check(value):
-                    return False
-            return True
-
-        checks.append(members)
-    if "minProperties" in schema or "maxProperties" in schema:
-        low, high = schema.get("minProperties", 0), schema.get("maxProperties")
-        checks.append(lambda v: len(v) >= low and (high is None or len(v) <= high))
-    if "propertyNames" in schema:
-        name_check = _compile(schema["propertyNames"], ctx)
-        checks.append(lambda v: all(name_check(k) for k in v))
-    return checks
 
 
 def _json_key(v: Any) -> Any:
@@ -257,31 +93,202 @@ def _unique(values: list[Any]) -> bool:
     return len(set(keys)) == len(keys)
 
 
-def _array_checks(schema: Mapping[str, Any], ctx: _Context) -> list[Check]:
-    checks: list[Check] = []
-    if schema.get("uniqueItems") is True:
-        checks.append(_unique)
-    if "items" in schema:
-        item = _compile(schema["items"], ctx)
+def _reference_name(ref: Any, ctx: _Context) -> str:
+    """The function checking a local ``#/$defs/<name>`` reference (compiled once, so a
+    recursive reference simply calls it)."""
+    prefix = "#/$defs/"
+    if not isinstance(ref, str) or not ref.startswith(prefix):
+        raise Unsupported(f"$ref {ref!r}")
+    name = ref[len(prefix):]
+    target = (ctx.root.get("$defs") or {}).get(name)
+    if target is None or "/" in name or "~" in name:
+        raise Unsupported(f"$ref {ref!r}")
+    if name not in ctx.refs:
+        ctx.refs[name] = f"_ref{len(ctx.refs)}"
+        ctx.define(ctx.refs[name], target)
+    return ctx.refs[name]
 
-        def every_item(v: list[Any]) -> bool:
-            for x in v:  # noqa: SIM110 (a plain loop is faster than all() here)
-                if not item(x):
-                    return False
-            return True
 
-        checks.append(every_item)
-    if "minItems" in schema or "maxItems" in schema:
-        low, high = schema.get("minItems", 0), schema.get("maxItems")
-        checks.append(lambda v: len(v) >= low and (high is None or len(v) <= high))
-    return checks
+class _Context:
+    """Writes the source of one module of check functions for a root schema.
+
+    Each sub-schema becomes one function ``_sN(v)`` whose body checks every keyword
+    inline and returns ``False`` at the first failure: a call per value checked instead
+    of a call per keyword, which is where the time of a closure-per-keyword compiler
+    went."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.blocks: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.refs: dict[str, str] = {}
+        self.count = 0
+
+    def constant(self, value: Any) -> str:
+        name = f"_k{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def function(self, schema: Any) -> str:
+        """The name of a new function checking ``schema``."""
+        self.count += 1
+        name = f"_s{self.count}"
+        self.define(name, schema)
+        return name
+
+    def define(self, name: str, schema: Any) -> None:
+        body = self.statements(schema)
+        self.blocks.append("\n".join([f"def {name}(v):", *("    " + s for s in body),
+                                      "    return True"]))
+
+    def statements(self, schema: Any) -> list[str]:
+        """Statements that ``return False`` when ``v`` fails ``schema``."""
+        if schema is True or schema == {}:
+            return []
+        if schema is False:
+            return ["return False"]
+        if not isinstance(schema, Mapping):
+            raise Unsupported("a schema that is not an object")
+        unknown = set(schema) - _KEYWORDS
+        if unknown:
+            raise Unsupported(f"keywords {sorted(unknown)}")
+        out: list[str] = []
+        if "type" in schema:
+            out.append(f"if not ({self.type_test(schema['type'])}): return False")
+        if "enum" in schema:
+            options = schema["enum"]
+            if all(isinstance(o, str) for o in options):
+                allowed = self.constant(frozenset(options))
+                out.append(f"if not (isinstance(v, str) and v in {allowed}): return False")
+            else:
+                members = self.constant(tuple(options))
+                out.append(f"if not any(_same(v, o) for o in {members}): return False")
+        if "const" in schema:
+            out.append(f"if not _same(v, {self.constant(schema['const'])}): return False")
+        if "$ref" in schema:
+            out.append(f"if not {_reference_name(schema['$ref'], self)}(v): return False")
+        out += self.guarded("isinstance(v, dict)", self.object_statements(schema))
+        out += self.guarded("isinstance(v, list)", self.array_statements(schema))
+        if "minLength" in schema or "maxLength" in schema:
+            tests = []
+            if "minLength" in schema:
+                tests.append(f"len(v) < {int(schema['minLength'])}")
+            if "maxLength" in schema:
+                tests.append(f"len(v) > {int(schema['maxLength'])}")
+            out.append(f"if isinstance(v, str) and ({' or '.join(tests)}): return False")
+        if "minimum" in schema or "maximum" in schema:
+            tests = []
+            if "minimum" in schema:
+                tests.append(f"v < {self.constant(schema['minimum'])}")
+            if "maximum" in schema:
+                tests.append(f"v > {self.constant(schema['maximum'])}")
+            out.append("if isinstance(v, int | float) and not isinstance(v, bool) and "
+                       f"({' or '.join(tests)}): return False")
+        if "not" in schema:
+            out.append(f"if {self.function(schema['not'])}(v): return False")
+        if "anyOf" in schema:
+            names = ", ".join(self.function(s) for s in schema["anyOf"]) + ","
+            out.append(f"if not any(f(v) for f in ({names})): return False")
+        if "oneOf" in schema:
+            names = ", ".join(self.function(s) for s in schema["oneOf"]) + ","
+            out.append(f"if sum(1 for f in ({names}) if f(v)) != 1: return False")
+        return out
+
+    @staticmethod
+    def guarded(test: str, body: list[str]) -> list[str]:
+        return [f"if {test}:", *("    " + s for s in body)] if body else []
+
+    @staticmethod
+    def type_test(spec: Any) -> str:
+        names = [spec] if isinstance(spec, str) else list(spec)
+        for name in names:
+            if name not in _TYPE_TESTS:
+                raise Unsupported(f"type {name!r}")
+        return " or ".join(f"({_TYPE_TESTS[n]})" for n in names) or "False"
+
+    def object_statements(self, schema: Mapping[str, Any]) -> list[str]:
+        out: list[str] = []
+        for key in schema.get("required") or ():
+            out.append(f"if {self.constant(key)} not in v: return False")
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties", True)
+        if properties or extra is not True:
+            # One pass over the instance's members (not over every declared property):
+            # combatants declare many optional fields and carry a few.
+            table = self.constant({k: self.inline_or_function(s)
+                                   for k, s in properties.items()})
+            extra_name = "None" if extra is True else self.function(extra)
+            out += [f"_get = {table}.get",
+                    "for _key, _value in v.items():",
+                    f"    _check = _get(_key, {extra_name})",
+                    "    if _check is not None and not _check(_value): return False"]
+        if "minProperties" in schema:
+            out.append(f"if len(v) < {int(schema['minProperties'])}: return False")
+        if "maxProperties" in schema:
+            out.append(f"if len(v) > {int(schema['maxProperties'])}: return False")
+        if "propertyNames" in schema:
+            names = self.function(schema["propertyNames"])
+            out.append(f"if not all({names}(k) for k in v): return False")
+        return out
+
+    def inline_or_function(self, schema: Any) -> Any:
+        """A check function for a property, or ``None`` for one that accepts anything;
+        compiled now, bound when the module runs."""
+        if schema is True or schema == {}:
+            return None
+        return _Late(self.function(schema))
+
+    def array_statements(self, schema: Mapping[str, Any]) -> list[str]:
+        out: list[str] = []
+        if "minItems" in schema:
+            out.append(f"if len(v) < {int(schema['minItems'])}: return False")
+        if "maxItems" in schema:
+            out.append(f"if len(v) > {int(schema['maxItems'])}: return False")
+        if schema.get("uniqueItems") is True:
+            out.append("if not _unique(v): return False")
+        if "items" in schema:
+            item = self.function(schema["items"])
+            out += ["for _item in v:", f"    if not {item}(_item): return False"]
+        return out
+
+    def build(self) -> Check:
+        top = self.function(self.root)
+        namespace: dict[str, Any] = {"_same": _same, "_unique": _unique, **self.constants}
+        exec(compile("\n\n".join(self.blocks), "<schemacheck>", "exec"), namespace)
+        # Property tables were built before their functions existed: bind them now.
+        for value in self.constants.values():
+            if isinstance(value, dict):
+                for key, late in value.items():
+                    if isinstance(late, _Late):
+                        value[key] = namespace[late.name]
+        check: Check = namespace[top]
+        return check
+
+
+@dataclass(frozen=True)
+class _Late:
+    """A generated function's name, in a table filled before the function exists."""
+
+    name: str
+
+
+_TYPE_TESTS = {
+    "object": "isinstance(v, dict)",
+    "array": "isinstance(v, list)",
+    "string": "isinstance(v, str)",
+    "integer": "isinstance(v, int) and not isinstance(v, bool) or "
+               "isinstance(v, float) and v.is_integer()",
+    "number": "isinstance(v, int | float) and not isinstance(v, bool)",
+    "boolean": "isinstance(v, bool)",
+    "null": "v is None",
+}
 
 
 def compile_check(schema: Mapping[str, Any]) -> Check | None:
     """A predicate that is true only for values ``schema`` accepts, or ``None`` when the
     schema uses a keyword outside the compiled subset."""
     try:
-        return _compile(schema, _Context(schema))
+        return _Context(schema).build()
     except Unsupported:
         return None
 

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
-#: a number orjson might not keep exactly (more than 18 digits in a row)
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
-_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+#: a number orjson might not keep exactly: more than 18 digits in a row, found by
+#: turning every digit into "0" and everything else into " " (C speed; a regular
+#: expression took longer than parsing)
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
 #: only JSON's own types (and their subclasses): a dataclass or a datetime in an answer
 #: is a bug to report, as the standard library would, not something to guess a shape for
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -39,8 +40,8 @@ _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 def parse(body: bytes | str) -> Any:
     """The JSON value of ``body`` (UTF-8 bytes or text); ``ValueError`` or
     ``RecursionError`` when it is not strict JSON."""
-    digits = _LONG_DIGITS_BYTES if isinstance(body, bytes) else _LONG_DIGITS_TEXT
-    if digits.search(body) is None:  # type: ignore[arg-type]
+    data = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    if _LONG_RUN not in data.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:

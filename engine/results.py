@@ -25,7 +25,24 @@ def _read_only(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
     raise TypeError(f"{type(self).__name__} is read-only: thaw() it for a changeable copy")
 
 
-class FrozenDict(dict[str, Any]):
+class _ReadOnly:
+    """What ``FrozenDict`` and ``FrozenList`` share: copies are the value itself, and
+    pickling rebuilds it from a plain copy (not through the refused ``__setitem__``)."""
+
+    __slots__ = ()
+
+    def __copy__(self: T) -> T:
+        return self
+
+    def __deepcopy__(self: T, memo: dict[int, Any]) -> T:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        plain = dict if isinstance(self, dict) else list
+        return (type(self), (plain(self),))  # type: ignore[call-overload]
+
+
+class FrozenDict(_ReadOnly, dict[str, Any]):
     """A read-only JSON object. Made by ``freeze`` only, so everything in it is frozen
     too (``freeze`` returns one as it is)."""
 
@@ -33,33 +50,14 @@ class FrozenDict(dict[str, Any]):
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
     __ior__ = _read_only
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # pickle and copy would otherwise refill an empty one through __setitem__
-        return (FrozenDict, (dict(self),))
 
-    def __copy__(self) -> FrozenDict:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
-        return self
-
-
-class FrozenList(list[Any]):
+class FrozenList(_ReadOnly, list[Any]):
     """A read-only JSON array. Made by ``freeze`` only (see ``FrozenDict``)."""
 
     __slots__ = ()
     __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _read_only
     sort = reverse = _read_only
     __iadd__ = __imul__ = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenList, (list(self),))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
-        return self
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self))

@@ -169,21 +169,11 @@ class _Context:
             out.append(f"if not {_reference_name(schema['$ref'], self)}(v): return False")
         out += self.guarded("isinstance(v, dict)", self.object_statements(schema))
         out += self.guarded("isinstance(v, list)", self.array_statements(schema))
-        if "minLength" in schema or "maxLength" in schema:
-            tests = []
-            if "minLength" in schema:
-                tests.append(f"len(v) < {int(schema['minLength'])}")
-            if "maxLength" in schema:
-                tests.append(f"len(v) > {int(schema['maxLength'])}")
-            out.append(f"if isinstance(v, str) and ({' or '.join(tests)}): return False")
-        if "minimum" in schema or "maximum" in schema:
-            tests = []
-            if "minimum" in schema:
-                tests.append(f"v < {self.constant(schema['minimum'])}")
-            if "maximum" in schema:
-                tests.append(f"v > {self.constant(schema['maximum'])}")
+        if lengths := self.outside(schema, "minLength", "maxLength", "len(v)"):
+            out.append(f"if isinstance(v, str) and ({lengths}): return False")
+        if numbers := self.outside(schema, "minimum", "maximum", "v"):
             out.append("if isinstance(v, int | float) and not isinstance(v, bool) and "
-                       f"({' or '.join(tests)}): return False")
+                       f"({numbers}): return False")
         if "not" in schema:
             out.append(f"if {self.function(schema['not'])}(v): return False")
         if "anyOf" in schema:
@@ -193,6 +183,12 @@ class _Context:
             names = ", ".join(self.function(s) for s in schema["oneOf"]) + ","
             out.append(f"if sum(1 for f in ({names}) if f(v)) != 1: return False")
         return out
+
+    def outside(self, schema: Mapping[str, Any], low: str, high: str, measured: str) -> str:
+        """A test that ``measured`` is below ``schema[low]`` or above ``schema[high]``
+        (the bounds given; empty for none)."""
+        return " or ".join(f"{measured} {op} {self.constant(schema[key])}"
+                           for key, op in ((low, "<"), (high, ">")) if key in schema)
 
     @staticmethod
     def guarded(test: str, body: list[str]) -> list[str]:
@@ -222,10 +218,8 @@ class _Context:
                     "for _key, _value in v.items():",
                     f"    _check = _get(_key, {extra_name})",
                     "    if _check is not None and not _check(_value): return False"]
-        if "minProperties" in schema:
-            out.append(f"if len(v) < {int(schema['minProperties'])}: return False")
-        if "maxProperties" in schema:
-            out.append(f"if len(v) > {int(schema['maxProperties'])}: return False")
+        if sizes := self.outside(schema, "minProperties", "maxProperties", "len(v)"):
+            out.append(f"if {sizes}: return False")
         if "propertyNames" in schema:
             names = self.function(schema["propertyNames"])
             out.append(f"if not all({names}(k) for k in v): return False")
@@ -240,10 +234,8 @@ class _Context:
 
     def array_statements(self, schema: Mapping[str, Any]) -> list[str]:
         out: list[str] = []
-        if "minItems" in schema:
-            out.append(f"if len(v) < {int(schema['minItems'])}: return False")
-        if "maxItems" in schema:
-            out.append(f"if len(v) > {int(schema['maxItems'])}: return False")
+        if sizes := self.outside(schema, "minItems", "maxItems", "len(v)"):
+            out.append(f"if {sizes}: return False")
         if schema.get("uniqueItems") is True:
             out.append("if not _unique(v): return False")
         if "items" in schema:

@@ -25,7 +25,6 @@ generated values.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -89,6 +88,10 @@ def _json_key(v: Any) -> Any:
 
 def _unique(values: list[Any]) -> bool:
     """True when ``values`` are pairwise different as JSON values."""
+    if set(map(type, values)) <= {str}:
+        # The usual case (mode and condition names): strings are equal in JSON exactly
+        # when they are in Python.
+        return len(set(values)) == len(values)
     keys = [_json_key(v) for v in values]
     return len(set(keys)) == len(keys)
 
@@ -110,12 +113,13 @@ def _reference_name(ref: Any, ctx: _Context) -> str:
 
 
 class _Context:
-    """Writes the source of one module of check functions for a root schema.
+    """Writes the source of the check functions for a root schema.
 
-    Each sub-schema becomes one function ``_sN(v)`` whose body checks every keyword
-    inline and returns ``False`` at the first failure: a call per value checked instead
-    of a call per keyword, which is where the time of a closure-per-keyword compiler
-    went."""
+    Every sub-schema is checked inline in its parent's function (a property's value in
+    a local variable, an array's items in a loop), so checking a whole combatant is
+    one call; only ``$ref`` targets (which may recurse) and the branches of ``not``,
+    ``anyOf`` and ``oneOf`` get functions of their own. Statements ``return False`` at
+    the first failure."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
@@ -129,6 +133,10 @@ class _Context:
         self.constants[name] = value
         return name
 
+    def local(self) -> str:
+        self.count += 1
+        return f"_v{self.count}"
+
     def function(self, schema: Any) -> str:
         """The name of a new function checking ``schema``."""
         self.count += 1
@@ -137,12 +145,12 @@ class _Context:
         return name
 
     def define(self, name: str, schema: Any) -> None:
-        body = self.statements(schema)
-        self.blocks.append("\n".join([f"def {name}(v):", *("    " + s for s in body),
-                                      "    return True"]))
+        body = self.statements(schema, "v")
+        self.blocks.append("\n".join([f"def {name}(v):", *_indent(body), "    return True"]))
 
-    def statements(self, schema: Any) -> list[str]:
-        """Statements that ``return False`` when ``v`` fails ``schema``."""
+    def statements(self, schema: Any, v: str) -> list[str]:
+        """Statements that ``return False`` when the value in variable ``v`` fails
+        ``schema``."""
         if schema is True or schema == {}:
             return []
         if schema is False:
@@ -153,35 +161,46 @@ class _Context:
         if unknown:
             raise Unsupported(f"keywords {sorted(unknown)}")
         out: list[str] = []
+        # After a single "type" the value's kind is known: the keywords of that kind
+        # need no guard, those of other kinds cannot apply.
+        known = schema.get("type") if isinstance(schema.get("type"), str) else None
+
+        def when(kind: tuple[str, ...], test: str, body: list[str]) -> list[str]:
+            if known is None:
+                return _guarded(test, body)
+            return body if known in kind else []
+
         if "type" in schema:
-            out.append(f"if not ({self.type_test(schema['type'])}): return False")
+            out.append(f"if not ({self.type_test(schema['type'], v)}): return False")
         if "enum" in schema:
             options = schema["enum"]
             if all(isinstance(o, str) for o in options):
                 allowed = self.constant(frozenset(options))
-                out.append(f"if not (isinstance(v, str) and v in {allowed}): return False")
+                kind_test = "" if known == "string" else f"isinstance({v}, str) and "
+                out.append(f"if not ({kind_test}{v} in {allowed}): return False")
             else:
                 members = self.constant(tuple(options))
-                out.append(f"if not any(_same(v, o) for o in {members}): return False")
+                out.append(f"if not any(_same({v}, o) for o in {members}): return False")
         if "const" in schema:
-            out.append(f"if not _same(v, {self.constant(schema['const'])}): return False")
+            out.append(f"if not _same({v}, {self.constant(schema['const'])}): return False")
         if "$ref" in schema:
-            out.append(f"if not {_reference_name(schema['$ref'], self)}(v): return False")
-        out += self.guarded("isinstance(v, dict)", self.object_statements(schema))
-        out += self.guarded("isinstance(v, list)", self.array_statements(schema))
-        if lengths := self.outside(schema, "minLength", "maxLength", "len(v)"):
-            out.append(f"if isinstance(v, str) and ({lengths}): return False")
-        if numbers := self.outside(schema, "minimum", "maximum", "v"):
-            out.append("if isinstance(v, int | float) and not isinstance(v, bool) and "
-                       f"({numbers}): return False")
+            out.append(f"if not {_reference_name(schema['$ref'], self)}({v}): return False")
+        out += when(("object",), f"isinstance({v}, dict)", self.object_statements(schema, v))
+        out += when(("array",), f"isinstance({v}, list)", self.array_statements(schema, v))
+        if lengths := self.outside(schema, "minLength", "maxLength", f"len({v})"):
+            out += when(("string",), f"isinstance({v}, str)", [f"if {lengths}: return False"])
+        if numbers := self.outside(schema, "minimum", "maximum", v):
+            out += when(("integer", "number"),
+                        f"isinstance({v}, int | float) and not isinstance({v}, bool)",
+                        [f"if {numbers}: return False"])
         if "not" in schema:
-            out.append(f"if {self.function(schema['not'])}(v): return False")
+            out.append(f"if {self.function(schema['not'])}({v}): return False")
         if "anyOf" in schema:
             names = ", ".join(self.function(s) for s in schema["anyOf"]) + ","
-            out.append(f"if not any(f(v) for f in ({names})): return False")
+            out.append(f"if not any(f({v}) for f in ({names})): return False")
         if "oneOf" in schema:
             names = ", ".join(self.function(s) for s in schema["oneOf"]) + ","
-            out.append(f"if sum(1 for f in ({names}) if f(v)) != 1: return False")
+            out.append(f"if sum(1 for f in ({names}) if f({v})) != 1: return False")
         return out
 
     def outside(self, schema: Mapping[str, Any], low: str, high: str, measured: str) -> str:
@@ -191,88 +210,84 @@ class _Context:
                            for key, op in ((low, "<"), (high, ">")) if key in schema)
 
     @staticmethod
-    def guarded(test: str, body: list[str]) -> list[str]:
-        return [f"if {test}:", *("    " + s for s in body)] if body else []
-
-    @staticmethod
-    def type_test(spec: Any) -> str:
+    def type_test(spec: Any, v: str) -> str:
         names = [spec] if isinstance(spec, str) else list(spec)
         for name in names:
             if name not in _TYPE_TESTS:
                 raise Unsupported(f"type {name!r}")
-        return " or ".join(f"({_TYPE_TESTS[n]})" for n in names) or "False"
+        return " or ".join(f"({_TYPE_TESTS[n].format(v=v)})" for n in names) or "False"
 
-    def object_statements(self, schema: Mapping[str, Any]) -> list[str]:
+    def object_statements(self, schema: Mapping[str, Any], v: str) -> list[str]:
         out: list[str] = []
         for key in schema.get("required") or ():
-            out.append(f"if {self.constant(key)} not in v: return False")
+            out.append(f"if {self.constant(key)} not in {v}: return False")
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties", True)
-        if properties or extra is not True:
-            # One pass over the instance's members (not over every declared property):
-            # combatants declare many optional fields and carry a few.
-            table = self.constant({k: self.inline_or_function(s)
-                                   for k, s in properties.items()})
-            extra_name = "None" if extra is True else self.function(extra)
-            out += [f"_get = {table}.get",
-                    "for _key, _value in v.items():",
-                    f"    _check = _get(_key, {extra_name})",
-                    "    if _check is not None and not _check(_value): return False"]
-        if sizes := self.outside(schema, "minProperties", "maxProperties", "len(v)"):
+        if extra is not True:
+            declared = self.constant(frozenset(properties))
+            if extra is False:
+                out.append(f"if not {v}.keys() <= {declared}: return False")
+            else:
+                key, value = self.local(), self.local()
+                out += [f"for {key}, {value} in {v}.items():",
+                        *_indent(_guarded(f"{key} not in {declared}",
+                                          self.statements(extra, value)))]
+        for name, subschema in properties.items():
+            value = self.local()
+            body = self.statements(subschema, value)
+            if body:
+                out += [f"{value} = {v}.get({self.constant(name)}, _MISSING)",
+                        *_guarded(f"{value} is not _MISSING", body)]
+        if sizes := self.outside(schema, "minProperties", "maxProperties", f"len({v})"):
             out.append(f"if {sizes}: return False")
         if "propertyNames" in schema:
-            names = self.function(schema["propertyNames"])
-            out.append(f"if not all({names}(k) for k in v): return False")
+            key = self.local()
+            out += [f"for {key} in {v}:",
+                    *_indent(self.statements(schema["propertyNames"], key))]
         return out
 
-    def inline_or_function(self, schema: Any) -> Any:
-        """A check function for a property, or ``None`` for one that accepts anything;
-        compiled now, bound when the module runs."""
-        if schema is True or schema == {}:
-            return None
-        return _Late(self.function(schema))
-
-    def array_statements(self, schema: Mapping[str, Any]) -> list[str]:
+    def array_statements(self, schema: Mapping[str, Any], v: str) -> list[str]:
         out: list[str] = []
-        if sizes := self.outside(schema, "minItems", "maxItems", "len(v)"):
+        if sizes := self.outside(schema, "minItems", "maxItems", f"len({v})"):
             out.append(f"if {sizes}: return False")
         if schema.get("uniqueItems") is True:
-            out.append("if not _unique(v): return False")
+            out.append(f"if not _unique({v}): return False")
         if "items" in schema:
-            item = self.function(schema["items"])
-            out += ["for _item in v:", f"    if not {item}(_item): return False"]
+            item = self.local()
+            body = self.statements(schema["items"], item)
+            if body:
+                out += [f"for {item} in {v}:", *_indent(body)]
         return out
 
     def build(self) -> Check:
         top = self.function(self.root)
-        namespace: dict[str, Any] = {"_same": _same, "_unique": _unique, **self.constants}
+        namespace: dict[str, Any] = {"_same": _same, "_unique": _unique,
+                                     "_MISSING": _MISSING, **self.constants}
         exec(compile("\n\n".join(self.blocks), "<schemacheck>", "exec"), namespace)
-        # Property tables were built before their functions existed: bind them now.
-        for value in self.constants.values():
-            if isinstance(value, dict):
-                for key, late in value.items():
-                    if isinstance(late, _Late):
-                        value[key] = namespace[late.name]
         check: Check = namespace[top]
         return check
 
 
-@dataclass(frozen=True)
-class _Late:
-    """A generated function's name, in a table filled before the function exists."""
+_MISSING = object()
 
-    name: str
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _guarded(test: str, body: list[str]) -> list[str]:
+    return [f"if {test}:", *_indent(body)] if body else []
 
 
 _TYPE_TESTS = {
-    "object": "isinstance(v, dict)",
-    "array": "isinstance(v, list)",
-    "string": "isinstance(v, str)",
-    "integer": "isinstance(v, int) and not isinstance(v, bool) or "
-               "isinstance(v, float) and v.is_integer()",
-    "number": "isinstance(v, int | float) and not isinstance(v, bool)",
-    "boolean": "isinstance(v, bool)",
-    "null": "v is None",
+    "object": "isinstance({v}, dict)",
+    "array": "isinstance({v}, list)",
+    "string": "isinstance({v}, str)",
+    "integer": "isinstance({v}, int) and not isinstance({v}, bool) or "
+               "isinstance({v}, float) and {v}.is_integer()",
+    "number": "isinstance({v}, int | float) and not isinstance({v}, bool)",
+    "boolean": "isinstance({v}, bool)",
+    "null": "{v} is None",
 }
 
 

@@ -75,6 +75,12 @@ def freeze(value: Any) -> Any:
     that shares frozen parts costs only its new parts."""
     kind = type(value)
     if kind is dict:
+        for v in value.values():
+            if type(v) not in _FROZEN_ALREADY:
+                break
+        else:
+            # Scalars and frozen parts only (event data, a mind): one C-level copy.
+            return FrozenDict(value)
         return FrozenDict({k: v if type(v) in _FROZEN_ALREADY else freeze(v)
                            for k, v in value.items()})
     if kind is list or kind is tuple:

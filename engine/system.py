@@ -137,7 +137,14 @@ class System(ABC):
 
     def options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         """The effective house-rule values for ``options`` (invalid input if unknown)."""
+        if not options:
+            # The usual call switches nothing: the defaults, worked out once.
+            return dict(self._default_options)
         return resolve_options(self.house_rules(), options)
+
+    @cached_property
+    def _default_options(self) -> dict[str, Any]:
+        return resolve_options(self.house_rules(), None)
 
     # -- combatants ---------------------------------------------------------------
     @abstractmethod

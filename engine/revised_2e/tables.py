@@ -17,15 +17,11 @@ from engine.tables import load_tables
 PACKAGE = "engine.revised_2e"
 
 
-def _in_band(band: Mapping[str, Any], value: int) -> bool:
-    top = band["max"]
-    return bool(band["min"] <= value and (top is None or value <= top))
-
-
 def band_lookup(bands: Sequence[Mapping[str, Any]], value: int, path: str) -> Mapping[str, Any]:
     """The band of ``bands`` holding ``value``; a gap in a GM's table is invalid input."""
     for band in bands:
-        if _in_band(band, value):
+        top = band["max"]
+        if band["min"] <= value and (top is None or value <= top):
             return band
     raise InvalidInput.at(path, f"{value} is not covered by the rules table")
 

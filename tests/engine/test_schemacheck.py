@@ -96,3 +96,22 @@ def test_every_system_schema_is_judged_as_jsonschema_judges_it(
         values(keys), st.fixed_dictionaries({}, optional={k: values(keys) for k in keys})))
     validator = VALIDATORS.setdefault(f"{system_id}/{which}", Draft202012Validator(schema))
     assert check(value) == validator.is_valid(value)
+
+
+def test_a_typical_exchange_takes_the_quick_path() -> None:
+    """A valid request must be judged valid by the compiled check itself (else every
+    call pays for jsonschema), and a normalised combatant is a valid combatant."""
+    system = builtin_systems()["revised-2e"]
+    ulcen = {"id": "ulcen", "name": "Ulcen of Tyr", "kind": "psionicist", "level": 4,
+             "psp": 40, "psp_max": 40, "int": 14, "wis": 13, "mac": 10,
+             "attacks": ["mind-thrust"], "defenses": ["thought-shield"]}
+    request = {"attacker": ulcen, "defender": {**ulcen, "id": "fenka"},
+               "attack": {"mode": "mind-thrust", "multiplier": 4, "range": "short"},
+               "defense": {"mode": "thought-shield"}}
+    check = compile_check(system.request_schema())
+    assert check is not None and check(request)
+    assert Draft202012Validator(system.request_schema()).is_valid(request)
+    full = system.combatant(ulcen)
+    combatant_check = compile_check(system.combatant_schema())
+    assert combatant_check is not None and combatant_check(full)
+    assert not check({**request, "attacker": {**ulcen, "level": "4"}})

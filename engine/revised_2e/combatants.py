@@ -219,25 +219,18 @@ class Normaliser:
                 self.tables, c["class_group"], c["level"], options[house.SAVE_0])
         mind = closed_mind()
         mind.update(c.get("mind", {}))
-        if frozen:
-            # Built read-only directly: each container holds scalars only (a lost power
-            # is {"days": n}), so this is what freeze(c) would make, at a fifth the cost.
-            c["attacks"] = FrozenList(c["attacks"])
-            c["defenses"] = FrozenList(c["defenses"])
-            c["mind"] = FrozenDict(mind)
-            c["conditions"] = FrozenList(c.get("conditions", ()))
-            c["condition_rounds"] = FrozenDict(c.get("condition_rounds", {}))
-            c["lost_powers"] = FrozenList([FrozenDict(p) for p in c.get("lost_powers", ())])
-            if quick is not None:
-                c["quick_mac"] = FrozenDict(quick)
-            return FrozenDict(c)
-        c["mind"] = mind
-        c["conditions"] = list(c.get("conditions", []))
-        c["condition_rounds"] = dict(c.get("condition_rounds", {}))
-        c["lost_powers"] = [dict(p) for p in c.get("lost_powers", [])]
+        # Every container is new. Each holds scalars only (a lost power is {"days": n}),
+        # so building them read-only gives what freeze(c) would, at half the cost.
+        array, obj = (FrozenList, FrozenDict) if frozen else (list, dict)
+        c["attacks"] = array(c["attacks"])
+        c["defenses"] = array(c["defenses"])
+        c["mind"] = obj(mind)
+        c["conditions"] = array(c.get("conditions", ()))
+        c["condition_rounds"] = obj(c.get("condition_rounds", {}))
+        c["lost_powers"] = array([obj(p) for p in c.get("lost_powers", ())])
         if quick is not None:
-            c["quick_mac"] = dict(quick)
-        return c
+            c["quick_mac"] = obj(quick)
+        return FrozenDict(c) if frozen else c
 
 
 def can_act(c: Mapping[str, Any]) -> bool:

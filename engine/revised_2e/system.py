@@ -11,7 +11,7 @@ from engine.options import HouseRule
 from engine.results import Change, Event, Resolution
 from engine.system import System
 
-from ..results import copy_json, freeze
+from ..results import copy_json
 from . import encounter, house
 from .chances import exact, odds_json
 from .combatants import Normaliser
@@ -248,8 +248,7 @@ class Revised2e(System):
         d = settle_mac(self.tables, defender, dice, options)
         if mode is not None:
             events += raise_defense(self.tables, d, mode, paid)
-        outcome = attack(self.tables, options, attacker, freeze(d), request["attack"], mode,
-                         dice)
+        outcome = attack(self.tables, options, attacker, d, request["attack"], mode, dice)
         defense_psp = self.tables.defense_cost(mode) if mode is not None and not paid else 0
         return self.resolution(attacker, defender, outcome, events, dice, start,
                                dice.unused(), {"defense_psp": defense_psp})

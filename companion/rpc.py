@@ -144,14 +144,14 @@ class Dispatcher:
             parsed = parse(body)
         except (ValueError, RecursionError):
             outcome.calls.append((None, PARSE_ERROR))
-            return _dumps(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
+            return encode(_error_response(RpcError(PARSE_ERROR, MESSAGES[PARSE_ERROR])))
         if isinstance(parsed, list):
             if not parsed:
                 outcome.calls.append((None, INVALID_REQUEST))
-                return _dumps(_error_response(_invalid_request("an empty batch")))
+                return encode(_error_response(_invalid_request("an empty batch")))
             if len(parsed) > self.max_batch:
                 outcome.calls.append((None, INVALID_REQUEST))
-                return _dumps(_error_response(_invalid_request(
+                return encode(_error_response(_invalid_request(
                     f"a batch holds at most {self.max_batch} calls, this one has "
                     f"{len(parsed)}", limit="max_batch", max=self.max_batch)))
             parts = []
@@ -167,7 +167,7 @@ class Dispatcher:
         if problem is not None:
             outcome.calls.append((None, INVALID_REQUEST))
             request_id = request.get("id") if isinstance(request, dict) else None
-            return _dumps(_error_response(_invalid_request(problem),
+            return encode(_error_response(_invalid_request(problem),
                                           request_id if _valid_id(request_id) else None))
         method = request["method"]
         request_id = request.get("id", _NO_ID)
@@ -176,7 +176,7 @@ class Dispatcher:
             outcome.calls.append((method, METHOD_NOT_FOUND))
             if request_id is _NO_ID:
                 return None
-            return _dumps(_error_response(
+            return encode(_error_response(
                 RpcError(METHOD_NOT_FOUND, MESSAGES[METHOD_NOT_FOUND], {"method": method}),
                 request_id))
         parsed = create_request(request)
@@ -194,11 +194,11 @@ class Dispatcher:
         try:
             if error is None and isinstance(response["result"], PreparedJSON):
                 return b'{"jsonrpc":"2.0","result":%s,"id":%s}' % (
-                    response["result"].text, _dumps(request_id))
-            return _dumps(response)
+                    response["result"].text, encode(request_id))
+            return encode(response)
         except (TypeError, ValueError):
             outcome.calls[-1] = (method, INTERNAL_ERROR)
-            return _dumps(_error_response(internal_error(method), request_id))
+            return encode(_error_response(internal_error(method), request_id))
 
 
 def _as_result(error: RpcError) -> Any:
@@ -215,7 +215,3 @@ class _Tagged(dict[str, Any]):
 
 def _ours(error: dict[str, Any]) -> bool:
     return isinstance(error.get("data"), _Tagged)
-
-
-def _dumps(value: Any) -> bytes:
-    return encode(value)

@@ -4,9 +4,9 @@ jsonschema walks a schema keyword by keyword and builds a validator object per
 sub-schema it enters; for a params object with a few dozen values that is tens of
 microseconds per call, a large share of a small call. Most calls are valid, so each
 method also gets a plain Python predicate written as source for its schema and compiled
-once (``_Context`` below): when it says "valid"
-the call goes on; otherwise jsonschema runs as before and reports every problem with its
-path (and has the last word: nothing it accepts is refused).
+once (``_Context`` below): when it says "valid" the call goes on; otherwise jsonschema
+runs as before and reports every problem with its path (and has the last word: nothing
+it accepts is refused).
 
 The engine uses the same predicates for exchange requests and combatants, the daemon
 for method params.

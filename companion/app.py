@@ -182,7 +182,10 @@ async def _plain_server_header(request: web.Request, response: web.StreamRespons
 
 def create_app(settings: Settings) -> web.Application:
     """The daemon's aiohttp application for ``settings``."""
-    app = web.Application(client_max_size=settings.limits.max_body)
+    # debug=False: aiohttp's own error pages would otherwise show tracebacks whenever
+    # the event loop runs in debug mode (``python -X dev``, PYTHONASYNCIODEBUG).
+    app = web.Application(client_max_size=settings.limits.max_body,
+                          handler_args={"debug": False})
     app[SETTINGS] = settings
     access = AccessLog(settings.log_stream,
                        enabled=settings.log_level.lower() in ("debug", "info"))

@@ -12,14 +12,18 @@ Order of checks for every request (cheapest refusal first, before any JSON-RPC):
    and ``/healthz`` need no token.
 5. A declared body over the limit is 413 before it is read; ``client_max_size`` catches
    bodies without a length.
+A fault in a handler becomes a JSON 500 with an error id (the log has the traceback
+under it), never aiohttp's page with the exception's text.
 Then one JSON line is logged per request: path, status, duration and, for ``/rpc``, the
 methods called and their outcome. Never the token, never the ``Authorization`` header.
 """
 
 from __future__ import annotations
 
+import logging
+import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 
 from aiohttp import web
 
@@ -32,6 +36,8 @@ from .tokens import TokenKeeper
 PREFLIGHT_MAX_AGE = "600"
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type"
+
+log = logging.getLogger("mindscape.http")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RpcHandler = Callable[[web.Request, Outcome], Awaitable[web.StreamResponse]]
@@ -65,6 +71,22 @@ def host_name(header: str) -> str | None:
 
 def _refuse(status: int, text: str) -> web.Response:
     return web.json_response({"error": text}, status=status)
+
+
+def _allow_origin(headers: MutableMapping[str, str], origin: str) -> None:
+    headers["Access-Control-Allow-Origin"] = origin
+    headers["Vary"] = "Origin"
+
+
+def _fault(path: str) -> web.Response:
+    """500 for a fault in a handler, logged with its traceback under an error id. Not
+    aiohttp's page: that carries the exception's text, and its traceback when the event
+    loop runs in debug mode (``python -X dev``)."""
+    error_id = secrets.token_hex(8)
+    log.error("internal error", exc_info=True,
+              extra={"fields": {"error_id": error_id, "path": path}})
+    return web.json_response({"error": f"internal error {error_id}: the daemon's log has "
+                                       "the details", "error_id": error_id}, status=500)
 
 
 class Guard:
@@ -149,16 +171,24 @@ class Guard:
             else:
                 response = await handler(request, outcome)
             if origin is not None and not response.prepared:
-                response.headers["Access-Control-Allow-Origin"] = origin
-                response.headers["Vary"] = "Origin"
+                _allow_origin(response.headers, origin)
             status = response.status
             return response
         except web.HTTPException as exc:
             status = exc.status
             if origin is not None:
-                exc.headers["Access-Control-Allow-Origin"] = origin
-                exc.headers["Vary"] = "Origin"
+                _allow_origin(exc.headers, origin)
             raise
+        except Exception:
+            if request.writer.output_size > 0:
+                # An answer (a WebSocket handshake) is on the wire already: aiohttp
+                # closes the connection.
+                raise
+            response = _fault(request.path)
+            if origin is not None:
+                _allow_origin(response.headers, origin)
+            status = response.status
+            return response
         finally:
             self.access.http(request.method, request.path, status,
                              time.perf_counter() - started,

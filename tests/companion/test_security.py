@@ -240,3 +240,38 @@ async def test_the_home_folder_is_made_private(aiohttp_client: Any, tmp_path: Pa
     home.chmod(0o755)
     await aiohttp_client(create_app(Settings(home=home)))
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+async def test_a_fault_in_a_handler_is_a_500_with_an_error_id_only(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 5: 'no exception text or traceback ever reaches a client (an error id does,
+    and the log has the rest)', also when the event loop runs in debug mode, where
+    aiohttp's own 500 page would show the traceback."""
+    import companion.app as app_module
+
+    async def broken(request: Any) -> Any:
+        raise RuntimeError("secret-in-the-message /home/gm/.mindscape")
+
+    monkeypatch.setattr(app_module, "status_page", broken)
+    asyncio.get_running_loop().set_debug(True)
+    try:
+        settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
+        client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+        with caplog.at_level(logging.ERROR, logger="mindscape.http"):
+            response = await client.get("/", headers={"Accept": "text/html",
+                                                      "Origin": "http://localhost:30000"})
+            text = await response.text()
+    finally:
+        asyncio.get_running_loop().set_debug(False)
+    assert response.status == 500
+    assert response.headers["Server"] == "mindscape"
+    assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
+    body = json.loads(text)
+    assert set(body) == {"error", "error_id"} and body["error_id"] in body["error"]
+    for leak in ("Traceback", "secret-in-the-message", "RuntimeError", ".py", "/home/gm"):
+        assert leak not in text
+    [record] = [r for r in caplog.records if r.name == "mindscape.http"]
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+    assert record.fields == {"error_id": body["error_id"], "path": "/"}  # type: ignore[attr-defined]
+    assert (await client.get("/healthz")).status == 200

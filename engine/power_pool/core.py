@@ -170,6 +170,9 @@ class PowerPoolSystem(System):
                            "pass": "true: no attack this round",
                            "release": "id: let a controlled creature go (a wave: all)",
                            "keep": "{target, by: die|action}",
+                           "cannot_perceive": "id: the controller lost sight of a "
+                                              "controlled creature (a link kept by action "
+                                              "ends)",
                            "rest": "true: a long rest (H-PP-RECOVERY)"},
             },
         }

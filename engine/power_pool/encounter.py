@@ -7,7 +7,9 @@ keep_by?, perceives?}}`` or ``{"pass": true}``; once an attack is declared the p
 declare ``{"defense": {mode?, pool_dice?, sacrifice?, allies?: [id]}}``. A psionic
 creature that is not struck may join with ``{"defense": {"mode": "imagination-swarm"}}``.
 Public actions apply at once, between exchanges: ``{"pass": true}``, ``{"release": id}``,
-``{"keep": {target, by}}``, ``{"rest": true}``. The attacker may declare again to change
+``{"keep": {target, by}}``, ``{"cannot_perceive": id}`` (the controller can no longer
+perceive that creature: a link kept by action ends, one kept by a die holds),
+``{"rest": true}``. The attacker may declare again to change
 its attack before resolution (the defenses then start over).
 
 Seed 001: "Psionic combat occurs in normal initiative order"; a round ends when
@@ -75,6 +77,7 @@ CHOICE_SCHEMA: JSON = {
         "release": _ID,
         "keep": {"type": "object", "required": ["target", "by"], "additionalProperties": False,
                  "properties": {"target": _ID, "by": {"enum": ["die", "action"]}}},
+        "cannot_perceive": _ID,
         "rest": {"const": True},
         "stance": {"type": "null", "description": "not used by power-pool"},
     },
@@ -279,6 +282,14 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         cs.update(freed)
     elif "keep" in choice:
         cs[cid] = control.keep_by(cs[cid], choice["keep"]["target"], choice["keep"]["by"])
+    elif "cannot_perceive" in choice:
+        # seed 001: kept by an action, "they must remain able to perceive the creature
+        # each round"
+        c, freed, _ = control.maintain_by_action(
+            cs[cid], choice["cannot_perceive"], False, cs,
+            control.ending_with_control(system.tables))
+        cs[cid] = c
+        cs.update(freed)
     elif "rest" in choice:
         rule = system.options(out["options"])["H-PP-RECOVERY"]
         cs[cid] = control.recover(cs[cid], rule)

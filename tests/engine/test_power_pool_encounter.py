@@ -209,6 +209,29 @@ def test_keep_and_rest_apply_at_once() -> None:
     assert state["combatants"]["c"]["pool"] == 4
 
 
+def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> None:
+    """Seed 001: "If the controller is dedicating an action to maintain the control,
+    they must remain able to perceive the creature each round, but if a die is
+    dedicated to it, the link will be maintained until the controller chooses to
+    relinquish it"."""
+    state = encounter(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"},
+                                                      {"id": "c", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="a"),
+                      psionic("C", 2, 6, controlled_by="a"))
+    state = SYSTEM.encounter_declare(state, "a", {"keep": {"target": "c", "by": "die"}})
+    state = SYSTEM.encounter_declare(state, "a", {"cannot_perceive": "b"})
+    cs = state["combatants"]
+    assert cs["b"]["controlled_by"] is None
+    assert [e["id"] for e in cs["a"]["controlling"]] == ["c"]
+    state = SYSTEM.encounter_declare(state, "a", {"cannot_perceive": "c"})
+    assert state["combatants"]["c"]["controlled_by"] == "a"
+    before = json.dumps(state, sort_keys=True)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"cannot_perceive": "b"})
+    assert err.value.rule == "not-controlling"
+    assert json.dumps(state, sort_keys=True) == before
+
+
 def test_attacker_may_change_its_attack_before_resolution() -> None:
     state = encounter(psionic("A", 2, 6), psionic("B", 1, 4), psionic("C", 1, 4))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",

@@ -174,12 +174,6 @@ async def _close_sockets(app: web.Application) -> None:
         await app[HUB].close_all()
 
 
-async def _plain_server_header(request: web.Request, response: web.StreamResponse) -> None:
-    # aiohttp would name itself and the Python version; a page probing for versions
-    # learns only what this is.
-    response.headers["Server"] = "mindscape"
-
-
 def create_app(settings: Settings) -> web.Application:
     """The daemon's aiohttp application for ``settings``."""
     # debug=False: aiohttp's own error pages would otherwise show tracebacks whenever
@@ -194,7 +188,6 @@ def create_app(settings: Settings) -> web.Application:
     # Opened in this order, closed in the reverse one.
     app.cleanup_ctx.extend([_home, _plugins, _store, _hub, _services])
     app.on_shutdown.append(_close_sockets)
-    app.on_response_prepare.append(_plain_server_header)
     app.router.add_get("/", guard(status_page))
     app.router.add_get("/healthz", guard(healthz))
     app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)))

@@ -12,8 +12,9 @@ Order of checks for every request (cheapest refusal first, before any JSON-RPC):
    and ``/healthz`` need no token.
 5. A declared body over the limit is 413 before it is read; ``client_max_size`` catches
    bodies without a length.
-A fault in a handler becomes a JSON 500 with an error id (the log has the traceback
-under it), never aiohttp's page with the exception's text.
+Every answer says ``Server: mindscape``. A fault in a handler becomes a JSON 500 with
+an error id (the log has the traceback under it), never aiohttp's page with the
+exception's text.
 Then one JSON line is logged per request: path, status, duration and, for ``/rpc``, the
 methods called and their outcome. Never the token, never the ``Authorization`` header.
 """
@@ -33,6 +34,9 @@ from .rpc import Outcome
 from .settings import Settings
 from .tokens import TokenKeeper
 
+#: The ``Server`` header of every answer: aiohttp's default names itself and the Python
+#: version, and a page probing for versions should learn only what this is.
+SERVER = "mindscape"
 PREFLIGHT_MAX_AGE = "600"
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type"
@@ -73,9 +77,12 @@ def _refuse(status: int, text: str) -> web.Response:
     return web.json_response({"error": text}, status=status)
 
 
-def _allow_origin(headers: MutableMapping[str, str], origin: str) -> None:
-    headers["Access-Control-Allow-Origin"] = origin
-    headers["Vary"] = "Origin"
+def _finish(headers: MutableMapping[str, str], origin: str | None) -> None:
+    """What every answer carries: our ``Server``, and CORS for an allowed origin."""
+    headers["Server"] = SERVER
+    if origin is not None:
+        headers["Access-Control-Allow-Origin"] = origin
+        headers["Vary"] = "Origin"
 
 
 def _fault(path: str) -> web.Response:
@@ -170,14 +177,14 @@ class Guard:
                 response = await handler(request)
             else:
                 response = await handler(request, outcome)
-            if origin is not None and not response.prepared:
-                _allow_origin(response.headers, origin)
+            if not response.prepared:
+                # (A WebSocket is prepared by its handler, which sets ``Server`` itself.)
+                _finish(response.headers, origin)
             status = response.status
             return response
         except web.HTTPException as exc:
             status = exc.status
-            if origin is not None:
-                _allow_origin(exc.headers, origin)
+            _finish(exc.headers, origin)
             raise
         except Exception:
             if request.writer.output_size > 0:
@@ -185,8 +192,7 @@ class Guard:
                 # closes the connection.
                 raise
             response = _fault(request.path)
-            if origin is not None:
-                _allow_origin(response.headers, origin)
+            _finish(response.headers, origin)
             status = response.status
             return response
         finally:

@@ -27,6 +27,7 @@ from aiohttp.http_websocket import WSCloseCode
 
 from .keys import ACCESS_LOG, DISPATCHER, SERVICES, TOKENS
 from .rpc import Outcome
+from .security import SERVER
 from .services import Context
 from .tokens import TokenKeeper, same_token
 
@@ -93,6 +94,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                                  status=401)
     ws = web.WebSocketResponse(protocols=(PROTOCOL,), heartbeat=30.0,
                                max_msg_size=services.settings.limits.max_body)
+    ws.headers["Server"] = SERVER
     await ws.prepare(request)
     if not by_protocol and not await _authenticate(
             ws, tokens, services.settings.limits.ws_auth_timeout):

@@ -41,12 +41,32 @@ async def test_missing_or_wrong_token_is_401_before_any_json_rpc(
 
 async def test_no_response_names_the_server_software_or_its_version(rpc: Rpc) -> None:
     """SECURITY.md: a probing page learns no aiohttp or Python version from any answer."""
+    async def streamed() -> Any:
+        for _ in range(20):
+            yield b" " * 65536
+
+    origin = {"Origin": "http://localhost:30000"}
     answers = [await rpc.post(INFO), await rpc.client.post("/rpc", json=INFO),
                await rpc.client.get("/"), await rpc.client.get("/healthz"),
-               await rpc.client.get("/nowhere", headers=rpc.auth)]
-    assert [a.status for a in answers] == [200, 401, 200, 200, 404]
+               await rpc.client.get("/nowhere", headers=rpc.auth),
+               await rpc.client.get("/rpc", headers=rpc.auth),
+               await rpc.client.get("/", headers={"Host": "evil.example"}),
+               await rpc.client.options("/rpc", headers=origin),
+               await rpc.post(INFO, headers=origin),
+               # aiohttp raises this one while the body is read
+               await rpc.client.post("/rpc", data=streamed(), headers=rpc.auth),
+               await rpc.client.get("/ws", headers={"Sec-WebSocket-Protocol":
+                                                    "mindscape.v1, token.wrong"})]
+    assert [a.status for a in answers] == [200, 401, 200, 200, 404, 405, 403, 204, 200,
+                                           413, 401]
     for answer in answers:
         assert answer.headers["Server"] == "mindscape"
+    handshake = await rpc.client.get("/ws", headers={
+        "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Protocol": f"mindscape.v1, token.{rpc.token}"})
+    assert handshake.status == 101 and handshake.headers["Server"] == "mindscape"
+    handshake.close()
 
 
 async def test_token_is_accepted_in_any_case_of_bearer(rpc: Rpc) -> None:

@@ -191,6 +191,12 @@ class System(ABC):
         """Record a secret choice (checked against phase and rules now)."""
         return self.rounds.declare(self, state, combatant_id, choice)
 
+    def encounter_choice_is_public(self, choice: Mapping[str, Any]) -> bool:
+        """Whether a declared ``choice`` is an action everyone sees at once (it changes
+        the state when declared) rather than a secret kept until resolution. Every
+        choice is secret unless a system says otherwise."""
+        return False
+
     def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
                           force: bool = False) -> tuple[JSON, JSON]:
         """Resolve the current step: the new state and the step's JSON result."""

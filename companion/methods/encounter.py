@@ -246,18 +246,27 @@ def _voided(steps: list[StepRecord]) -> set[int]:
     return out
 
 
-def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
+def masked_log(steps: list[StepRecord], system: System | None) -> list[dict[str, Any]]:
     """The log as a player may see it: a declaration's choice only once a resolve step
-    still in effect came after it; never any stored state."""
+    still in effect came after it, unless ``system`` calls it public (an action that
+    applied when declared; with no system, nothing is); never any stored state."""
     voided = _voided(steps)
     last_resolve = max((s.revision for s in steps
                         if s.kind == "resolve" and s.undone_by is None
                         and s.revision not in voided), default=0)
+
+
+    def hidden(step: StepRecord) -> bool:
+        if step.kind != "declare" or (step.revision <= last_resolve
+                                      and step.revision not in voided):
+            return False
+        return system is None or not system.encounter_choice_is_public(
+            step.params.get("choice") or {})
+
     out = []
     for step in steps:
         params: dict[str, Any] = dict(step.params)
-        if step.kind == "declare" and (step.revision > last_resolve
-                                       or step.revision in voided):
+        if hidden(step):
             params = {"combatant_id": params.get("combatant_id"), "choice": None,
                       "hidden": True}
         out.append({"revision": step.revision, "kind": step.kind, "params": params,
@@ -267,15 +276,17 @@ def masked_log(steps: list[StepRecord]) -> list[dict[str, Any]]:
 
 
 async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``encounter.log``: every step (or those after ``since``), declarations masked
-    until resolved."""
+    """``encounter.log``: every step (or those after ``since``), secret declarations
+    masked until resolved."""
     record = await ctx.services.store.get(params["id"])
+    # The log stays readable when the encounter's system is no longer installed.
+    system = ctx.services.systems.get(record.system)
     steps = await ctx.services.store.steps(record.id, states=False)
     # Masking needs the whole log (a later resolve reveals an earlier declaration), so
     # ``since`` only trims the answer. A client that keeps a copy must re-read a masked
     # step once it is resolved: it then asks from the oldest step still masked.
     since = params.get("since", 0)
-    logged = [s for s in masked_log(steps) if s["revision"] > since]
+    logged = [s for s in masked_log(steps, system) if s["revision"] > since]
     return {"id": record.id, "revision": record.revision, "steps": logged}
 
 

@@ -177,6 +177,11 @@ class PowerPoolSystem(System):
             },
         }
 
+    def encounter_choice_is_public(self, choice: Mapping[str, Any]) -> bool:
+        """``pass``, ``release``, ``keep``, ``cannot_perceive`` and ``rest`` apply when
+        declared; an attack or a defense stays secret until the exchange resolves."""
+        return bool(choice) and encounter.PUBLIC_ACTIONS.issuperset(choice)
+
     # -- combatants -------------------------------------------------------------------
     def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
         """The full combatant with defaults (docs/COMBATANTS.md), or InvalidCombatant."""

@@ -84,6 +84,10 @@ CHOICE_SCHEMA: JSON = {
 }
 
 
+#: choices that apply at once when declared, in everyone's sight
+PUBLIC_ACTIONS = frozenset({"pass", "release", "keep", "cannot_perceive", "rest"})
+
+
 @cache
 def _choice_validator() -> QuickValidator:
     return QuickValidator(CHOICE_SCHEMA)

@@ -275,6 +275,40 @@ async def test_a_declaration_changes_nothing_anyone_can_read_but_who_is_waited_f
                                                 "hidden": True}
 
 
+async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
+        rpc: Rpc) -> None:
+    """power-pool's release, keep, cannot_perceive, pass and rest apply when declared
+    (encounter.get shows their effect), so encounter.log shows them at once; an attack
+    stays hidden until its exchange resolves."""
+    ulcen, fenka, attack = HIDDEN_CASES["power-pool"]
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for combatant in (ulcen, fenka, {**fenka, "id": "kank", "name": "Kank"}):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": attack})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                       "choice": {"defense": {}}})
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [8] * 8,
+                                                           "defense": [1] * 8}})
+    assert (await rpc.ok("encounter.get", {"id": eid}))["combatants"]["fenka"][
+        "controlled_by"] == "ulcen"
+    public = [("ulcen", {"keep": {"target": "fenka", "by": "die"}}),
+              ("ulcen", {"keep": {"target": "fenka", "by": "action"}}),
+              ("ulcen", {"cannot_perceive": "fenka"}),
+              ("kank", {"pass": True}),
+              ("kank", {"rest": True})]
+    for cid, choice in public:
+        await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid, "choice": choice})
+    assert (await rpc.ok("encounter.get", {"id": eid}))["combatants"]["fenka"][
+        "controlled_by"] is None
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                       "choice": {"attack": {"mode": "mental-stab",
+                                                             "target": "kank"}}})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [s["params"].get("choice") for s in steps[-6:-1]] == [c for _, c in public]
+    assert steps[-1]["params"] == {"combatant_id": "fenka", "choice": None, "hidden": True}
+    assert "mental-stab" not in json.dumps(steps[-1])
+
+
 async def test_adapter_combatants_get_write_backs_after_resolve_and_undo(rpc: Rpc) -> None:
     """API.md: a combatant given as {adapter, data} ... the result also carries updates."""
     ulcen_sheet = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "roll20"

@@ -11,6 +11,7 @@ import pytest
 from engine.dice import RandomDice, SuppliedDice
 from engine.errors import InvalidInput, LimitExceeded, RulesViolation
 from engine.power_pool import SYSTEM
+from engine.revised_2e import SYSTEM as REVISED_2E
 
 from .test_power_pool_helpers import mundane, psionic
 
@@ -230,6 +231,18 @@ def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> 
         SYSTEM.encounter_declare(state, "a", {"cannot_perceive": "b"})
     assert err.value.rule == "not-controlling"
     assert json.dumps(state, sort_keys=True) == before
+
+
+def test_only_actions_that_apply_at_once_are_public() -> None:
+    """Public actions change the state when declared; attacks and defenses are secret
+    until the exchange resolves (API.md: choices stay hidden until resolution)."""
+    for choice in ({"pass": True}, {"release": "b"}, {"keep": {"target": "b", "by": "die"}},
+                   {"cannot_perceive": "b"}, {"rest": True}):
+        assert SYSTEM.encounter_choice_is_public(choice), choice
+    for choice in ({"attack": {"mode": "mental-stab", "target": "b"}}, {"defense": {}},
+                   {"stance": None}, {}):
+        assert not SYSTEM.encounter_choice_is_public(choice), choice
+    assert not REVISED_2E.encounter_choice_is_public({"pass": True})
 
 
 def test_attacker_may_change_its_attack_before_resolution() -> None:

@@ -5,7 +5,8 @@ write never lands on a state it did not see; a caller's own ``revision`` is chec
 (4009). The system owns the state and its round logic; this module only sequences,
 stores and hides: a declared choice is never echoed, ``encounter.get`` shows the system's
 view (which holds no pending choice) and ``encounter.log`` masks a declaration until a
-resolve step that is still in effect has used it.
+resolve step that is still in effect has used it, unless the system calls it a public
+action (one that changes the state when declared).
 """
 
 from __future__ import annotations
@@ -340,7 +341,9 @@ _ID_ONLY = _params(["id"], id=ENCOUNTER_ID)
 CHOICE = {
     "type": "object",
     "description": "the common members; a system may accept more (revised-2e: attacks, "
-                   "close) and checks the whole choice against its own rules",
+                   "close; power-pool: the public actions pass, release, keep, "
+                   "cannot_perceive, rest) and checks the whole choice against its own "
+                   "rules",
     "properties": {
         "stance": {"type": "string", "description": "combat-strength stance"},
         "attack": {"type": ["object", "null"],
@@ -371,7 +374,8 @@ METHODS = [
                        combatant_id=COMBATANT_ID, choice=CHOICE, revision=REVISION),
                encounter_declare,
                "Record a combatant's secret choice for the current step: {revision, "
-               "waiting_for}. The choice stays hidden until the step is resolved.",
+               "waiting_for}. The choice stays hidden until the step is resolved; a "
+               "system's public actions apply, and show in encounter.log, at once.",
                result={"type": "object", "required": ["revision", "waiting_for"]},
                errors=WRITE_ERRORS),
     MethodSpec("encounter.resolve",

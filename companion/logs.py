@@ -5,11 +5,12 @@ Two writers share one buffered stream:
 - ``logging`` records (start-up, plugins, internal errors with their traceback) are
   formatted by ``JsonLines`` and flushed at once;
 - request lines (one per HTTP request or WebSocket message: method, duration, outcome)
-  go through ``AccessLog``, which keeps them as dicts and writes them in one go within
-  ``FLUSH_AFTER`` seconds. A ``logging`` record, a formatter call and a system call per
-  request cost more than many small calls themselves; batching keeps a line per request
-  without that. A process killed with SIGKILL may lose its last fraction of a second of
-  request lines, never a warning or an error.
+  go through ``AccessLog``, which keeps them as tuples or dicts and writes them in one
+  go within ``FLUSH_AFTER`` seconds, or as soon as ``FLUSH_LINES`` are waiting (so one
+  flush never holds the event loop up for long). A ``logging`` record, a formatter call
+  and a system call per request cost more than many small calls themselves; batching
+  keeps a line per request without that. A process killed with SIGKILL may lose its last
+  fraction of a second of request lines, never a warning or an error.
 
 Nothing logs a token or an ``Authorization`` header: the security code never passes
 either to a logger.
@@ -25,6 +26,10 @@ import time
 from typing import Any, TextIO
 
 FLUSH_AFTER = 0.2
+#: Formatting a batch holds the event loop up for 1 to 2 µs a line. At thousands of
+#: requests a second, a batch of 0.2 s held it up for milliseconds: the p99 latency at
+#: one connection was 2 ms with request lines and 0.2 ms without. 100 lines are 0.2 ms.
+FLUSH_LINES = 100
 
 #: (time, HTTP method, path, status, seconds, [(rpc method, error code)] or None)
 HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]] | None]
@@ -72,7 +77,8 @@ class AccessLog:
         self.stream = stream
         self.enabled = enabled and stream is not None
         self._lines: list[dict[str, Any] | HttpLine] = []
-        self._pending = False
+        #: the flush to come (a timer, or a callback when the batch is full)
+        self._flush: asyncio.Handle | None = None
         #: JSON text of the strings every line repeats ("POST", "/rpc", method lists)
         self._texts: dict[Any, str] = {}
 
@@ -86,21 +92,19 @@ class AccessLog:
              calls: list[tuple[str | None, int | None]] | None) -> None:
         """Queue the line of one HTTP request: kept as a tuple, formatted at flush."""
         if self.enabled:
-            self._lines.append((time.time(), method, path, status, seconds, calls))
-            if not self._pending:
-                self._schedule()
+            self._queue((time.time(), method, path, status, seconds, calls))
 
     def _queue(self, line: dict[str, Any] | HttpLine) -> None:
         self._lines.append(line)
-        if not self._pending:
-            self._schedule()
-
-    def _schedule(self) -> None:
-        self._pending = True
-        try:
-            asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
-        except RuntimeError:
-            self.flush()
+        if self._flush is None:
+            try:
+                self._flush = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
+            except RuntimeError:
+                self.flush()
+        elif len(self._lines) == FLUSH_LINES:
+            # Soon, not now: the request that filled the batch is still being answered.
+            self._flush.cancel()
+            self._flush = asyncio.get_running_loop().call_soon(self.flush)
 
     def _text(self, value: Any) -> str:
         text = self._texts.get(value)
@@ -138,7 +142,9 @@ class AccessLog:
 
     def flush(self) -> None:
         """Write every queued line now."""
-        self._pending = False
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
         lines, self._lines = self._lines, []
         if not lines or self.stream is None:
             return

@@ -14,17 +14,19 @@ for method params.
 Only a subset of JSON Schema 2020-12 is compiled (the keywords our schemas use:
 ``type``, ``properties``, ``required``, ``additionalProperties``, ``items``, ``enum``,
 ``const``, ``min/maxLength``, ``min/maxItems``, ``min/maxProperties``, ``minimum``,
-``maximum``, ``not``, ``anyOf``, ``oneOf``, ``propertyNames``, ``uniqueItems``, local
-``$ref`` into ``$defs``, and annotations). A schema with any other keyword gets no
-predicate, and jsonschema alone decides. Each keyword follows the specification's
-semantics exactly (a keyword applies only to instances of its type; ``1.0`` is an
-integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``);
+``maximum``, ``pattern``, ``not``, ``allOf``, ``anyOf``, ``oneOf``, ``propertyNames``,
+``uniqueItems``, local ``$ref`` into ``$defs``, and annotations). A schema with any
+other keyword gets no predicate, and jsonschema alone decides. Each keyword follows the
+specification's semantics exactly (a keyword applies only to instances of its type;
+``1.0`` is an integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``;
+``pattern`` is Python's ``re.search``, as in jsonschema);
 ``tests/engine/test_schemacheck.py`` checks the predicates against jsonschema on
 generated values.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -36,9 +38,9 @@ _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comme
                           "deprecated", "readOnly", "writeOnly"})
 _KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items",
                        "enum", "const", "minLength", "maxLength", "minItems", "maxItems",
-                       "minProperties", "maxProperties", "minimum", "maximum", "not",
-                       "anyOf", "oneOf", "propertyNames", "uniqueItems", "$ref", "$defs",
-                       "$schema", "$id"}) | _ANNOTATIONS
+                       "minProperties", "maxProperties", "minimum", "maximum", "pattern",
+                       "not", "allOf", "anyOf", "oneOf", "propertyNames", "uniqueItems",
+                       "$ref", "$defs", "$schema", "$id"}) | _ANNOTATIONS
 
 
 class Unsupported(Exception):
@@ -182,12 +184,23 @@ class _Context:
         out += when(("array",), f"isinstance({v}, list)", self.array_statements(schema, v))
         if lengths := self.outside(schema, "minLength", "maxLength", f"len({v})"):
             out += when(("string",), f"isinstance({v}, str)", [f"if {lengths}: return False"])
+        if "pattern" in schema:
+            # As jsonschema does it: Python's ``re.search`` (anywhere in the string).
+            try:
+                search = self.constant(re.compile(schema["pattern"]).search)
+            except (re.error, TypeError):
+                raise Unsupported(f"pattern {schema['pattern']!r}") from None
+            out += when(("string",), f"isinstance({v}, str)",
+                        [f"if {search}({v}) is None: return False"])
         if numbers := self.outside(schema, "minimum", "maximum", v):
             out += when(("integer", "number"),
                         f"isinstance({v}, int | float) and not isinstance({v}, bool)",
                         [f"if {numbers}: return False"])
         if "not" in schema:
             out.append(f"if {self.function(schema['not'])}({v}): return False")
+        for subschema in schema.get("allOf") or ():
+            # Every branch must hold: its statements run here, one after the other.
+            out += self.statements(subschema, v)
         if "anyOf" in schema:
             names = ", ".join(self.function(s) for s in schema["anyOf"]) + ","
             out.append(f"if not any(f({v}) for f in ({names})): return False")
@@ -298,10 +311,16 @@ class QuickValidator:
 
     ``iter_errors`` of a value the quick check accepts yields nothing without asking
     jsonschema; anything else goes to jsonschema, which reports every problem.
+
+    ``schema`` is checked against the meta-schema first (``SchemaError`` if it is not a
+    schema) unless ``check_schema`` is false: for the engine's own schemas, which its
+    tests check (``tests/engine/test_schemas.py``), so starting the daemon does not pay
+    for it again.
     """
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
-        jsonschema.Draft202012Validator.check_schema(schema)
+    def __init__(self, schema: Mapping[str, Any], *, check_schema: bool = True) -> None:
+        if check_schema:
+            jsonschema.Draft202012Validator.check_schema(schema)
         self.schema = schema
         self.full = jsonschema.Draft202012Validator(schema)
         self.quick = compile_check(schema)

@@ -1,9 +1,12 @@
 """The compiled quick checks (engine/schemacheck.py) agree with jsonschema: whatever a
 predicate accepts jsonschema accepts, and the other way round, for every core method's
-params schema and for hand-written schemas of each keyword."""
+params schema, for every table schema and for hand-written schemas of each keyword."""
 
 from __future__ import annotations
 
+import copy
+import json
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -60,6 +63,10 @@ KEYWORD_SCHEMAS: list[dict[str, Any]] = [
     {"uniqueItems": True},
     {"$defs": {"node": {"type": ["array", "integer"], "items": {"$ref": "#/$defs/node"}}},
      "$ref": "#/$defs/node"},
+    {"pattern": "^[a-z]+-"},
+    {"type": "string", "pattern": "d[0-9]"},
+    {"allOf": [{"type": ["integer", "string"]}, {"minimum": 2}, {"maxLength": 1}]},
+    {"allOf": [{"required": ["a"]}, {"properties": {"a": {"enum": [1, "a"]}}}]},
 ]
 
 
@@ -75,9 +82,10 @@ def test_each_keyword_is_judged_as_jsonschema_judges_it(schema: dict[str, Any],
     assert check(value) == validator.is_valid(value)
 
 
-@pytest.mark.parametrize("schema", [{"pattern": "^a"}, {"$ref": "#/x"},
+@pytest.mark.parametrize("schema", [{"patternProperties": {"^a": True}}, {"$ref": "#/x"},
                                     {"$ref": "#/$defs/missing"}, {"type": "decimal"},
-                                    {"properties": {"a": {"format": "email"}}}])
+                                    {"properties": {"a": {"format": "email"}}},
+                                    {"pattern": "("}])
 def test_other_keywords_get_no_predicate(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
 
@@ -96,6 +104,47 @@ def test_every_system_schema_is_judged_as_jsonschema_judges_it(
         values(keys), st.fixed_dictionaries({}, optional={k: values(keys) for k in keys})))
     validator = VALIDATORS.setdefault(f"{system_id}/{which}", Draft202012Validator(schema))
     assert check(value) == validator.is_valid(value)
+
+
+TABLE_PACKAGES = ["engine.revised_2e", "engine.combat_strength", "engine.power_pool"]
+
+
+def _table_files(package: str) -> tuple[dict[str, Any], Any]:
+    folder = resources.files(package).joinpath("data")
+    return (json.loads(folder.joinpath("tables.schema.json").read_text(encoding="utf-8")),
+            json.loads(folder.joinpath("tables.json").read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("package", TABLE_PACKAGES)
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_changed_tables_are_judged_as_jsonschema_judges_them(package: str,
+                                                             data: st.DataObject) -> None:
+    """The table schemas (``pattern``, ``allOf``, ``$ref`` ...) on the shipped tables with
+    one value somewhere replaced, removed or given an extra member."""
+    schema, tables = _table_files(package)
+    check = compile_check(schema)
+    assert check is not None
+    changed = copy.deepcopy(tables)
+    parent: Any = changed
+    key: Any = None
+    while True:
+        keys = list(parent) if isinstance(parent, dict) else list(range(len(parent)))
+        if not keys:
+            break
+        key = data.draw(st.sampled_from(keys))
+        if not isinstance(parent[key], dict | list) or data.draw(st.booleans()):
+            break
+        parent = parent[key]
+    action = data.draw(st.sampled_from(["replace", "remove", "add"]))
+    if action == "add" and isinstance(parent, dict):
+        parent[data.draw(st.sampled_from(["x", "x-y", "7", "A"]))] = data.draw(SCALARS)
+    elif action == "remove" and key is not None:
+        del parent[key]
+    elif key is not None:
+        parent[key] = data.draw(values(["id", "name", "min", "max", "sides"]))
+    validator = VALIDATORS.setdefault(package, Draft202012Validator(schema))
+    assert check(changed) == validator.is_valid(changed)
 
 
 def test_a_typical_exchange_takes_the_quick_path() -> None:

@@ -14,7 +14,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import jsonschema
 
@@ -115,6 +115,11 @@ class System(ABC):
     name: str
     #: the source text it follows
     source: str
+    #: True when the system's tests check every schema it builds against the JSON
+    #: Schema meta-schema (the built-in systems: ``tests/engine/test_schemas.py``), so
+    #: they are not checked again each time the daemon starts or first uses them; a
+    #: plugin's system keeps the default and its schemas are checked when first used.
+    schemas_tested: ClassVar[bool] = False
 
     # -- description --------------------------------------------------------------
     @abstractmethod
@@ -205,7 +210,7 @@ class System(ABC):
     # -- helpers for implementations ---------------------------------------------------
     @cached_property
     def _request_validator(self) -> QuickValidator:
-        return QuickValidator(self.request_schema())
+        return QuickValidator(self.request_schema(), check_schema=not self.schemas_tested)
 
     def validate_request(self, request: Mapping[str, Any]) -> None:
         """Raise ``InvalidInput`` listing every way ``request`` fails its schema."""

@@ -1,7 +1,8 @@
 """The core methods, one module per namespace (``encounter.add`` is in ``encounter.py``).
 
-``CORE`` is built at import: a duplicate name or a schema that does not compile stops
-the daemon here, not on some later request.
+``CORE`` is built at import: a duplicate name or a handler that is not ``async`` stops
+the daemon here, not on some later request. Its schemas are checked against the
+meta-schema by the tests (``tests/companion/test_methods.py``), not at every start.
 """
 
 from __future__ import annotations
@@ -17,4 +18,4 @@ CORE = MethodRegistry([
     *exchange.METHODS,
     *encounter.METHODS,
     *dice.METHODS,
-])
+], core=True)

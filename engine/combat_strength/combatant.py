@@ -68,7 +68,7 @@ class CombatantFactory:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.schema = combatant_schema(tables)
-        self._validator = QuickValidator(self.schema)
+        self._validator = QuickValidator(self.schema, check_schema=False)
 
     def __call__(self, raw: Mapping[str, Any], path: str = "") -> dict[str, Any]:
         """The full combatant, or ``InvalidCombatant`` with paths under ``path``."""

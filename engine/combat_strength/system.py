@@ -40,6 +40,7 @@ class CombatStrength(System):
     name = "Combat Strength (ten segments, penetrating dice)"
     source = ("seed 000 'Psionischer Kampf' (an adaptation of AD&D 1st edition psionic "
               "combat); tables from the AD&D 1e DM Screen and Players Handbook")
+    schemas_tested = True
 
     def __init__(self, tables: Any | None = None) -> None:
         """Load the default tables, or ``tables`` (a GM's replacement, same schema)."""
@@ -111,9 +112,7 @@ class CombatStrength(System):
 
     @cached_property
     def _choice_validator(self) -> jsonschema.protocols.Validator:
-        schema = self.choice_schema()
-        jsonschema.Draft202012Validator.check_schema(schema)
-        return jsonschema.Draft202012Validator(schema)
+        return jsonschema.Draft202012Validator(self.choice_schema())
 
     def validate_choice(self, choice: Any) -> None:
         """Raise ``InvalidInput`` (paths under ``/choice``) if ``choice`` is malformed."""

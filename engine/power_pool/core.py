@@ -25,6 +25,7 @@ class PowerPoolSystem(System):
     id = SYSTEM_ID
     name = "Power pool psionic combat"
     source = "seed 001_e8815498f41c4da8 (Psionic Combat Rules, Feb 6, 2015)"
+    schemas_tested = True
 
     def __init__(self, tables: Any | None = None) -> None:
         """``tables`` replaces ``data/tables.json`` (checked against its schema)."""
@@ -41,8 +42,7 @@ class PowerPoolSystem(System):
 
     @cached_property
     def _combatant_validator(self) -> QuickValidator:
-        schema = self.combatant_schema()
-        return QuickValidator(schema)
+        return QuickValidator(self.combatant_schema(), check_schema=False)
 
     def request_schema(self) -> JSON:
         """JSON Schema of an ``exchange.resolve``/``exchange.odds`` request."""

@@ -137,7 +137,7 @@ class Normaliser:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.schema = combatant_schema(tables)
-        self._validator = QuickValidator(self.schema)
+        self._validator = QuickValidator(self.schema, check_schema=False)
 
     def validate(self, raw: Any, path: str) -> None:
         """Raise ``InvalidCombatant`` listing every schema error of ``raw``."""

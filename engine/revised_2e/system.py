@@ -48,6 +48,7 @@ class Revised2e(System):
     id = "revised-2e"
     name = "AD&D 2e — Dark Sun revised psionics"
     source = SOURCE
+    schemas_tested = True
 
     def __init__(self, tables: Any | None = None) -> None:
         self.tables = Tables.load(tables)

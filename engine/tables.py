@@ -1,4 +1,4 @@
-"""Rules tables as data: JSON files checked against a JSON Schema when loaded."""
+"""Rules tables as data: JSON files checked against a JSON Schema."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ from .schemacheck import QuickValidator
 
 
 def load_tables(package: str, data: Any | None = None) -> Any:
-    """Load ``<package>/data/tables.json`` (or ``data``, a GM's replacement) and
-    validate it against ``<package>/data/tables.schema.json``.
+    """``<package>/data/tables.json``, or ``data`` (a GM's replacement) once it has been
+    validated against ``<package>/data/tables.schema.json``.
 
-    A table that fails its schema is ``InvalidInput`` with the path of each error. The
-    schema is the engine's own (checked by its tests); the compiled quick check passes
-    valid tables, and jsonschema names the problems of any other.
+    A replacement that fails the schema is ``InvalidInput`` with the path of each error:
+    the compiled quick check passes a valid one, and jsonschema names the problems of
+    any other. The shipped tables are part of the engine, checked against the same
+    schema by its tests (``tests/engine/test_schemas.py``), not at every start.
     """
     folder = resources.files(package).joinpath("data")
-    schema = json.loads(folder.joinpath("tables.schema.json").read_text(encoding="utf-8"))
     if data is None:
-        data = json.loads(folder.joinpath("tables.json").read_text(encoding="utf-8"))
+        return json.loads(folder.joinpath("tables.json").read_text(encoding="utf-8"))
+    schema = json.loads(folder.joinpath("tables.schema.json").read_text(encoding="utf-8"))
     validator = QuickValidator(schema, check_schema=False)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:

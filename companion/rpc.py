@@ -5,7 +5,7 @@ jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
 
 - the envelope of every request (and of every batch element on its own) is checked
   here, so a malformed element gets its own -32600 while the others run, an empty batch
-  is one -32600, and a batch over the limit is refused naming the limit; jsonrpcserver is
+  is one -32600, and a batch over the limit is one -32602 naming the limit; jsonrpcserver is
   then handed the already-parsed request with a no-op deserializer and validator instead
   of validating the whole request against its JSON Schema again;
 - params are checked against the method's schema compiled once at start-up;
@@ -41,6 +41,7 @@ from engine.errors import Problem
 
 from .errors import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     MESSAGES,
     METHOD_NOT_FOUND,
@@ -153,10 +154,13 @@ class Dispatcher:
                 outcome.calls.append((None, INVALID_REQUEST))
                 return encode(_error_response(_invalid_request("an empty batch")))
             if len(parsed) > self.max_batch:
-                outcome.calls.append((None, INVALID_REQUEST))
-                return encode(_error_response(_invalid_request(
-                    f"a batch holds at most {self.max_batch} calls, this one has "
-                    f"{len(parsed)}", limit="max_batch", max=self.max_batch)))
+                # API.md "Limits": exceeding a limit is -32602 naming the limit.
+                outcome.calls.append((None, INVALID_PARAMS))
+                error = invalid_params([Problem("", f"a batch holds at most "
+                                                    f"{self.max_batch} calls, this one has "
+                                                    f"{len(parsed)}")])
+                error.data.update(limit="max_batch", max=self.max_batch)
+                return encode(_error_response(error))
             parts = []
             for element in parsed:
                 answer = await self._one(element, context, outcome)

@@ -58,10 +58,12 @@ async def test_empty_batch_is_one_invalid_request(rpc: Rpc) -> None:
 
 
 async def test_batch_over_100_calls_is_refused_naming_the_limit(rpc: Rpc) -> None:
-    """API.md "Limits": 100 calls per batch."""
+    """API.md "Limits": 100 calls per batch; exceeding a limit is -32602 naming it."""
     answer = await rpc.raw([{"jsonrpc": "2.0", "method": "companion.info", "id": i}
                             for i in range(101)])
-    assert answer["error"]["code"] == -32600
+    assert answer["error"]["code"] == -32602 and answer["id"] is None
+    assert answer["error"]["data"]["errors"] == [
+        {"path": "", "message": "a batch holds at most 100 calls, this one has 101"}]
     assert answer["error"]["data"]["limit"] == "max_batch"
     assert answer["error"]["data"]["max"] == 100
     full = await rpc.raw([{"jsonrpc": "2.0", "method": "companion.info", "id": i}

@@ -325,14 +325,14 @@ def test_a_batch_of_101_is_refused_and_100_are_answered(shared_daemon: Daemon) -
                             "params": {"expr": "1d6"}, "id": i} for i in range(n)]).encode()
 
     refused = send(shared_daemon, batch(101))
-    assert isinstance(refused, dict) and refused["error"]["code"] == -32600
-    assert "100" in json.dumps(refused["error"])
+    assert isinstance(refused, dict) and refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["limit"] == "max_batch"
     answered = send(shared_daemon, batch(100))
     assert sorted(a["id"] for a in answered) == list(range(100))
     # A huge batch (far past the limit, still under 1 MiB) is refused as fast, without
     # running any call.
     huge = send(shared_daemon, batch(5000))
-    assert huge["error"]["code"] == -32600
+    assert huge["error"]["code"] == -32602
 
 
 @pytest.mark.parametrize("expr", ["100000d6", "100d100000", "1d1p", "100d1p", "100d2p",

@@ -6,13 +6,17 @@ standard library in a few places and looser in one, so:
 
 - ``parse`` hands every text orjson refuses (NaN, Infinity, 1e999, lone surrogates,
   invalid UTF-8, too deep ...) to the standard-library parser, which decides with the
-  daemon's own rules (``_finite``, ``_not_json``): a text is refused or accepted exactly
-  as before, only the common case is faster. orjson turns integers beyond 64 bits into
-  floats, so a text with a run of 19 digits or more is parsed by the standard library
-  from the start (such digits in a string only cost the slower path).
+  daemon's own rules (``_finite``, ``_not_json``, ``_unpaired_surrogate``): a text is
+  refused or accepted exactly as before, only the common case is faster. A string with
+  an unpaired surrogate (``"\\ud800"`` alone) is refused: it is not I-JSON (RFC 7493),
+  cannot be stored or written back as UTF-8, and would only fail later, somewhere worse.
+  orjson turns integers beyond 64 bits into floats, so a text with a run of 19 digits
+  or more is parsed by the standard library from the start (such digits in a string
+  only cost the slower path).
 - ``encode`` falls back to the standard library for what orjson cannot write (integers
-  beyond 64 bits, lone surrogates, non-string keys); a value neither can write raises
-  ``TypeError`` or ``ValueError`` for the caller to answer -32603. orjson writes a
+  beyond 64 bits, lone surrogates, non-string keys), writing a lone surrogate as its
+  ``\\u`` escape; a value neither can write raises ``TypeError`` or ``ValueError`` for
+  the caller to answer -32603. orjson writes a
   non-finite float as ``null``: the text is always JSON.
 
 orjson writes ``dict`` and ``list`` subclasses, so the engine's read-only records
@@ -49,7 +53,9 @@ def parse(body: bytes | str) -> Any:
     # RFC 8259: JSON between systems is UTF-8 (decoding first skips the encoding
     # sniffing json.loads does on bytes).
     text = body.decode("utf-8") if isinstance(body, bytes) else body
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    _unpaired_surrogate(value)
+    return value
 
 
 def encode(value: Any) -> bytes:
@@ -59,8 +65,21 @@ def encode(value: Any) -> bytes:
     except TypeError:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
                           allow_nan=False)
-        # A lone surrogate cannot be UTF-8: UnicodeEncodeError is a ValueError.
-        return text.encode("utf-8")
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate has no UTF-8 form; its escape is still JSON.
+            return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _unpaired_surrogate(value: Any) -> None:
+    """Raise ``ValueError`` when a string (member names too) in ``value`` holds an
+    unpaired surrogate (orjson refuses such texts, so only this slower path sees them)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string holds an unpaired surrogate (\\ud800 to \\udfff "
+                         "alone): not Unicode text") from None
 
 
 def _finite(text: str) -> float:

@@ -58,8 +58,16 @@ def test_what_is_not_strict_json_is_refused(text: bytes) -> None:
         parse(text)
 
 
-def test_a_lone_surrogate_escape_is_read_as_the_standard_library_reads_it() -> None:
-    assert parse(b'"\\ud800x"') == json.loads('"\\ud800x"')
+@pytest.mark.parametrize("text", [b'"\\ud800x"', b'{"id": "\\udfff"}', b'{"\\ud800": 1}',
+                                  b'[1, ["\\ude00\\ud83d"]]', '"\ud800"'])
+def test_an_unpaired_surrogate_is_refused(text: bytes | str) -> None:
+    """Not I-JSON (RFC 7493): no UTF-8 form to store or answer with."""
+    with pytest.raises(ValueError, match="unpaired surrogate"):
+        parse(text)
+
+
+def test_a_surrogate_pair_escape_is_one_character() -> None:
+    assert parse(b'{"name": "\\ud83d\\ude00 Fenka"}') == {"name": "\U0001f600 Fenka"}
 
 
 def test_text_and_bytes_read_alike() -> None:
@@ -84,8 +92,11 @@ def test_a_non_json_value_is_refused_not_guessed() -> None:
 
     with pytest.raises(TypeError):
         encode({"x": NotJSON(1)})
-    with pytest.raises(ValueError):
-        encode({"s": "\ud800"})
+
+
+def test_a_lone_surrogate_is_written_as_its_escape() -> None:
+    assert encode({"s": "\ud800", "t": "é"}) == b'{"s":"\\ud800","t":"\\u00e9"}'
+    assert json.loads(encode({"s": "\ud800"})) == {"s": "\ud800"}
 
 
 def test_a_non_finite_float_is_written_as_null() -> None:

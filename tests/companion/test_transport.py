@@ -71,7 +71,17 @@ async def test_batch_over_100_calls_is_refused_naming_the_limit(rpc: Rpc) -> Non
     assert len(full) == 100
 
 
-@pytest.mark.parametrize("body", [b"{", b"[1,", b"\xff\xfe", b"[" * 100_000])
+@pytest.mark.parametrize("body", [
+    b"{", b"[1,", b"\xff\xfe", b"[" * 100_000,
+    # an unpaired surrogate anywhere: in the id, the method, a params member or its name,
+    # or in one element of a batch
+    b'{"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": "5"}, "id": "\\ud800"}',
+    b'{"jsonrpc": "2.0", "method": "\\ud800", "id": 1}',
+    b'{"jsonrpc": "2.0", "method": "encounter.get", "params": {"id": "\\udc00"}, "id": 1}',
+    b'{"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": "5", "x\\ud800": 1}, '
+    b'"id": 1}',
+    b'[{"jsonrpc": "2.0", "method": "companion.info", "id": 1}, '
+    b'{"jsonrpc": "2.0", "method": "companion.info", "id": "\\ud800"}]'])
 async def test_parse_error(rpc: Rpc, body: bytes) -> None:
     response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
     answer = await response.json()

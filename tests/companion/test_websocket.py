@@ -133,6 +133,11 @@ async def test_batches_and_errors_over_the_socket(rpc: Rpc) -> None:
         (True, None), (False, -32601)]
     await ws.send_str("{")
     assert json.loads(await ws.receive_str())["error"]["code"] == -32700
+    # An unpaired surrogate is refused like any text that is not JSON; the socket stays.
+    await ws.send_str('{"jsonrpc": "2.0", "method": "companion.info", "id": "\\ud800"}')
+    assert json.loads(await ws.receive_str())["error"]["code"] == -32700
+    await ws.send_str(json.dumps({"jsonrpc": "2.0", "method": "companion.info", "id": 3}))
+    assert json.loads(await ws.receive_str())["id"] == 3
     await ws.close()
 
 

@@ -168,7 +168,8 @@ class StepRecord:
     """One step of an encounter's log; ``state`` is the encounter's state after it
     (``None`` when the log was read with ``states=False``).
 
-    ``undone_by`` is the revision of the ``undo`` step that reverted this step, if any.
+    ``undone_by`` is the revision of the ``undo`` step that reverted this step, if any
+    (the resolve it undid, or a step logged after that resolve).
     """
 
     encounter_id: str
@@ -236,12 +237,13 @@ class EncounterStore(ABC):
         """Revert the latest ``resolve`` step not undone yet.
 
         Appends a step of kind ``undo`` (params ``{"undoes": revision}``) whose state is
-        the state just before that resolve step, marks the resolve step ``undone_by`` the
-        new revision, and returns the new record and the undone step (as now marked).
-        Steps logged after the undone resolve (declarations for the next step, added
-        combatants, ...) lose their effect with it: the state is exactly the one before
-        the resolve, whose declarations are pending again. ``NothingToUndo`` when there is
-        no such step.
+        the state just before that resolve step, and returns the new record and the
+        undone step (as now marked). Steps logged after the undone resolve (declarations
+        for the next step, added combatants, ...) lose their effect with it: the state is
+        exactly the one before the resolve, whose declarations are pending again. The
+        resolve and those later steps are all marked ``undone_by`` the new revision, so
+        the steps not so marked are exactly the ones the state is made of.
+        ``NothingToUndo`` when there is no such step.
         """
 
     @abstractmethod
@@ -621,8 +623,11 @@ class SQLiteStore(EncounterStore):
             await db.execute(
                 f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, '[]', NULL, ?, ?, "
                 "NULL)", (id, revision, UNDO, _dump({"undoes": undone}), before, now))
+            # The resolve and every step after it that is still in effect: the state
+            # goes back to before the resolve, so none of them counts any more.
             await db.execute("UPDATE steps SET undone_by = ? WHERE encounter_id = ? "
-                             "AND revision = ?", (revision, id, undone))
+                             "AND revision >= ? AND revision < ? AND undone_by IS NULL",
+                             (revision, id, undone, revision))
             await db.execute(
                 "UPDATE encounters SET state = ?, revision = ?, updated_at = ? WHERE id = ?",
                 (before, revision, now, id))

@@ -113,6 +113,28 @@ async def test_undo_reverts_the_last_resolved_step_exactly(rpc: Rpc) -> None:
     assert error["code"] == 4001
 
 
+async def test_undo_marks_the_steps_after_the_resolve_it_takes_away(rpc: Rpc) -> None:
+    """A combatant added and a choice declared after the resolve are gone with it; the log
+    marks them undone too, so the steps still in effect are exactly what ``get`` shows."""
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": {"mode": "jab", "target": "bob"}}})
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 3})
+    await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("cid")})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "cid", "choice": {
+        "attack": {"mode": "jab", "target": "ann"}}})
+    undone = await rpc.ok("encounter.undo", {"id": eid})
+    assert (undone["undone"], undone["revision"]) == (4, 7)
+    view = await rpc.ok("encounter.get", {"id": eid})
+    assert "cid" not in json.dumps(view["combatants"])
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [(s["revision"], s["kind"], s["undone_by"]) for s in steps] == [
+        (1, "add", None), (2, "add", None), (3, "declare", None), (4, "resolve", 7),
+        (5, "add", 7), (6, "declare", 7), (7, "undo", None)]
+    # ann's choice is pending again and hidden again; so is the voided one
+    assert steps[2]["params"]["choice"] is None and steps[5]["params"]["choice"] is None
+
+
 async def test_unknown_encounter_is_4004(rpc: Rpc) -> None:
     for method, extra in (("encounter.get", {}), ("encounter.log", {}),
                           ("encounter.undo", {}), ("encounter.delete", {}),

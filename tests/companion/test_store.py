@@ -286,7 +286,8 @@ async def test_undo_twice_in_a_row_undoes_two_resolves_then_nothing_is_left(
     assert (second.state, undone_second.revision, second.revision) == ({"n": 0}, 1, 5)
     with pytest.raises(NothingToUndo):
         await store.undo(record.id, expected_revision=None)
-    assert [s.undone_by for s in await store.steps(record.id)] == [5, None, 4, None, None]
+    # The second undo reverts everything from revision 1 on, the first undo included.
+    assert [s.undone_by for s in await store.steps(record.id)] == [5, 5, 4, 5, None]
 
 
 async def test_undo_discards_declarations_made_after_the_resolve(store: SQLiteStore) -> None:
@@ -299,7 +300,8 @@ async def test_undo_discards_declarations_made_after_the_resolve(store: SQLiteSt
     await step(store, record.id, "declare", 4)
     reverted, undone = await store.undo(record.id, expected_revision=4)
     assert reverted.state == {"n": 1} and undone.revision == 2
-    assert [s.undone_by for s in await store.steps(record.id)] == [None, 5, None, None, None]
+    # The later declarations are marked too: their effect is gone with the resolve.
+    assert [s.undone_by for s in await store.steps(record.id)] == [None, 5, 5, 5, None]
     # A new resolve after the undo can be undone in its turn, back to the same state.
     await step(store, record.id, "resolve", 6)
     again, undone_again = await store.undo(record.id, expected_revision=6)

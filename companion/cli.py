@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("method")
     call.add_argument("params", nargs="?", default=None, help="params as a JSON object")
     call.add_argument("--home")
-    call.add_argument("--url", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/rpc")
+    call.add_argument("--url", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/rpc",
+                      help="the daemon's JSON-RPC endpoint; the address `serve` prints "
+                           "(without /rpc) works too")
 
     token = sub.add_parser("token", help="print the access token (created when missing)")
     token.add_argument("--rotate", action="store_true",
@@ -130,6 +133,15 @@ def serve(args: argparse.Namespace) -> int:
 
 
 # -- call -------------------------------------------------------------------------------
+def rpc_url(url: str) -> str:
+    """The JSON-RPC endpoint for ``url``: as given, or with ``/rpc`` added when it names
+    only the daemon (``http://127.0.0.1:39393``, as ``serve`` prints it)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.path in ("", "/"):
+        return urllib.parse.urlunsplit(parts._replace(path="/rpc"))
+    return url
+
+
 def call(args: argparse.Namespace) -> int:
     """``mindscape call``: one request with the home's token; the result or the error."""
     from .tokens import read_token
@@ -151,18 +163,19 @@ def call(args: argparse.Namespace) -> int:
                                "id": int(time.time() * 1000)}
     if params is not None:
         message["params"] = params
+    url = rpc_url(args.url)
     request = urllib.request.Request(
-        args.url, data=json.dumps(message).encode(), method="POST",
+        url, data=json.dumps(message).encode(), method="POST",
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             answer = json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
-        print(f"mindscape: HTTP {exc.code} from {args.url}: {exc.read().decode(errors='replace')}",
+        print(f"mindscape: HTTP {exc.code} from {url}: {exc.read().decode(errors='replace')}",
               file=sys.stderr)
         return 1
     except urllib.error.URLError as exc:
-        print(f"mindscape: the companion is not running at {args.url} ({exc.reason}); start "
+        print(f"mindscape: the companion is not running at {url} ({exc.reason}); start "
               "it with `mindscape serve`", file=sys.stderr)
         return 1
     if isinstance(answer, dict) and "error" in answer:

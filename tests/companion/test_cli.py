@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.cli import main
+from companion.cli import main, rpc_url
 from companion.settings import DEFAULT_ORIGINS, default_home, merge_origins
 
 
@@ -57,3 +57,12 @@ def test_home_comes_from_mindscape_home_else_the_data_folder(tmp_path: Path) -> 
 def test_allow_origin_adds_to_the_defaults() -> None:
     origins = merge_origins(["https://vtt.example/", "http://localhost:30000"])
     assert origins == (*DEFAULT_ORIGINS, "https://vtt.example")
+
+
+@pytest.mark.parametrize(("given", "used"), [
+    ("http://127.0.0.1:39393", "http://127.0.0.1:39393/rpc"),
+    ("http://127.0.0.1:39393/", "http://127.0.0.1:39393/rpc"),
+    ("http://localhost:4000/rpc", "http://localhost:4000/rpc"),
+    ("http://[::1]:39393", "http://[::1]:39393/rpc")])
+def test_call_accepts_the_address_serve_prints(given: str, used: str) -> None:
+    assert rpc_url(given) == used

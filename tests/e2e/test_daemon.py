@@ -106,8 +106,9 @@ def test_mindscape_call_and_token_commands(daemon: Daemon) -> None:
     assert ok.returncode == 0
     result: dict[str, Any] = json.loads(ok.stdout)
     assert len(result["rolls"]) == 2
+    # The address the banner prints, without /rpc, works as well.
     failed = subprocess.run([*base, "call", "encounter.get", '{"id": "nope"}', *home,
-                             "--url", f"{daemon.url}/rpc"], capture_output=True, text=True,
+                             "--url", daemon.url], capture_output=True, text=True,
                             env=daemon.env)
     assert failed.returncode == 1
     assert json.loads(failed.stdout) == {"code": 4004, "message": "Not found",

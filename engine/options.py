@@ -6,6 +6,7 @@ house rules; callers pass ``options: {"H-…": value}`` to switch them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,10 +45,11 @@ def resolve_options(rules: Sequence[HouseRule],
         rule = known.get(key)
         if rule is None:
             problems.append(Problem(f"/options/{key}",
-                                    f"unknown house rule; known: {sorted(known)}"))
+                                    f"unknown house rule; known: "
+                                    f"{json.dumps(sorted(known))}"))
         elif value not in rule.choices or type(value) is not type(rule.default):
             problems.append(Problem(f"/options/{key}",
-                                    f"must be one of {list(rule.choices)}"))
+                                    f"must be one of {json.dumps(list(rule.choices))}"))
         else:
             values[key] = value
     if problems:

@@ -38,8 +38,25 @@ def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[P
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
         path = prefix + "".join(f"/{p}" for p in error.absolute_path)
-        problems.append(Problem(path, schema_message(error)))
+        forbidden = _forbidden_members(error)
+        if forbidden:
+            problems += [Problem(f"{path}/{name}", "not allowed here") for name in forbidden]
+        else:
+            problems.append(Problem(path, schema_message(error)))
     return problems
+
+
+def _forbidden_members(error: jsonschema.ValidationError) -> list[str]:
+    """The members a ``{"not": {"required": [...]}}`` (or ``{"not": {"anyOf": [{"required":
+    [...]}, ...]}}``) error is about, present in the object (``exchange.odds`` takes no
+    ``dice``); empty for any other error."""
+    value: Any = error.validator_value
+    if error.validator != "not" or not isinstance(error.instance, dict) \
+            or not isinstance(value, dict):
+        return []
+    branches = value.get("anyOf", [value])
+    return [n for b in branches if isinstance(b, dict) and set(b) == {"required"}
+            for n in b["required"] if n in error.instance]
 
 
 def _json_text(value: Any, limit: int = 80) -> str:
@@ -76,6 +93,8 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
         extra = [name for name in instance if name not in known]
         return f"unexpected member(s) {_json_text(extra, 200)}: not allowed here"
+    if error.validator == "not":
+        return f"must not match the schema {_json_text(value, 200)}"
     message: str = error.message
     head = repr(instance)
     if message.startswith(head):

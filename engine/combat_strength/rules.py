@@ -8,6 +8,7 @@ a GM's replacement table fails at load with a path instead of mid-combat.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -173,7 +174,8 @@ class Tables:
                             "/tables/defenseless/defender_bands")
         p += _band_problems(self.wave["int_wis_bands"], "/tables/wave/int_wis_bands")
         if self.combat["default_band"] not in band_ids:
-            p.append(Problem("/tables/combat/default_band", f"must be one of {band_ids}"))
+            p.append(Problem("/tables/combat/default_band",
+                             f"must be one of {json.dumps(band_ids)}"))
         for name in ("combat", "defenseless"):
             if sorted(self.data[name]["matrix"]) != sorted(band_ids):
                 p.append(Problem(f"/tables/{name}/matrix", f"needs exactly the bands {band_ids}"))

@@ -163,6 +163,7 @@ async def test_exchange_odds(rpc: Rpc) -> None:
     assert {"mean", "distribution", "truncated_mass"} <= set(odds["damage"])
     error = await rpc.error("exchange.odds", {**params, "dice": {"attack": [3]}})
     assert error["code"] == -32602
+    assert error["data"]["errors"] == [{"path": "/dice", "message": "not allowed here"}]
 
 
 async def test_dice_roll(rpc: Rpc) -> None:

@@ -143,6 +143,28 @@ def test_schema_errors_speak_json_and_name_the_field() -> None:
     assert all(len(m) < 300 for m in messages.values())
 
 
+def test_house_rule_errors_and_forbidden_members_speak_json_too() -> None:
+    from jsonschema import Draft202012Validator
+
+    from engine import builtin_systems
+    from engine.system import schema_problems
+
+    system = builtin_systems()["revised-2e"]
+    with pytest.raises(InvalidInput) as err:
+        system.options({"H-2E-CRIT-MODS": 1, "H-NOPE": True})
+    messages = {p.path: p.message for p in err.value.problems}
+    assert messages["/options/H-2E-CRIT-MODS"] == "must be one of [true, false]"
+    assert messages["/options/H-NOPE"].startswith('unknown house rule; known: ["H-2E-')
+    # A {"not": {"anyOf": [{"required": ...}]}} names the member that is not allowed.
+    schema = {"type": "object",
+              "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]}}
+    problems = schema_problems(Draft202012Validator(schema), {"seed": 1, "dice": {}})
+    assert {(p.path, p.message) for p in problems} == {("/dice", "not allowed here"),
+                                                       ("/seed", "not allowed here")}
+    problems = schema_problems(Draft202012Validator({"not": {"type": "string"}}), "x")
+    assert [p.message for p in problems] == ['must not match the schema {"type": "string"}']
+
+
 def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_changeable_part(
         ) -> None:
     """STYLE.md: results are immutable values; a resolution given out stays as it was."""

@@ -48,10 +48,19 @@ def resolve_options(rules: Sequence[HouseRule],
                                     f"unknown house rule; known: "
                                     f"{json.dumps(sorted(known))}"))
         elif value not in rule.choices or type(value) is not type(rule.default):
-            problems.append(Problem(f"/options/{key}",
-                                    f"must be one of {json.dumps(list(rule.choices))}"))
+            problems.append(Problem(f"/options/{key}", f"must be {_choices_text(rule)}"))
         else:
             values[key] = value
     if problems:
         raise InvalidInput(problems)
     return values
+
+
+def _choices_text(rule: HouseRule) -> str:
+    """What ``rule`` accepts, in JSON terms: a range of integers by its ends."""
+    choices = list(rule.choices)
+    numbers = [c for c in choices if type(c) is int]
+    if len(numbers) == len(choices) > 10 and numbers == list(range(numbers[0],
+                                                                   numbers[-1] + 1)):
+        return f"an integer from {numbers[0]} to {numbers[-1]}"
+    return f"one of {json.dumps(choices)}"

@@ -155,6 +155,10 @@ def test_house_rule_errors_and_forbidden_members_speak_json_too() -> None:
     messages = {p.path: p.message for p in err.value.problems}
     assert messages["/options/H-2E-CRIT-MODS"] == "must be one of [true, false]"
     assert messages["/options/H-NOPE"].startswith('unknown house rule; known: ["H-2E-')
+    with pytest.raises(InvalidInput) as err:
+        builtin_systems()["combat-strength"].options({"H-CS-PEN-CAP": 101})
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/options/H-CS-PEN-CAP", "must be an integer from 0 to 100")]
     # A {"not": {"anyOf": [{"required": ...}]}} names the member that is not allowed.
     schema = {"type": "object",
               "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]}}

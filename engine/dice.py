@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import DiceNeeded, InvalidInput, LimitExceeded, Problem
@@ -94,7 +94,12 @@ class DiceSource(ABC):
         return len(self._rolls)
 
     def rolls_since(self, mark: int) -> tuple[Roll, ...]:
-        return tuple(self._rolls[mark:])
+        """The rolls from ``mark`` on, a follow-up's ``follows`` counted in this list
+        (a resolution's rolls begin at its own mark, not at the source's first die)."""
+        if not mark:
+            return tuple(self._rolls)
+        return tuple(r if r.follows is None else replace(r, follows=r.follows - mark)
+                     for r in self._rolls[mark:])
 
     def roll(self, purpose: str, sides: int, by: str | None = None,
              follows: int | None = None) -> int:

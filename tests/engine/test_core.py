@@ -22,6 +22,19 @@ def test_penetration_example_from_seed_000() -> None:
     assert not die.capped
 
 
+def test_a_later_resolution_counts_follows_in_its_own_rolls() -> None:
+    """Two exchanges from one source (an encounter segment): each resolution's rolls
+    start at its own mark, and ``follows`` points into that list."""
+    dice = SuppliedDice({"damage": [6, 1, 2, 6, 1, 2]})
+    for _ in range(2):
+        mark = dice.mark()
+        dice.roll_penetrating("damage", 6, by="a")
+        dice.roll("damage", 6, by="a")
+        assert [(r.value, r.follows) for r in dice.rolls_since(mark)] == [
+            (6, None), (1, 0), (2, None)]
+    assert [r.follows for r in dice.rolls] == [None, 0, None, None, 3, None]
+
+
 def test_penetration_cap_is_reported() -> None:
     dice = SuppliedDice({"damage": [6] * 4})
     die = dice.roll_penetrating("damage", 6, cap=3)

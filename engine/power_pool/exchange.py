@@ -373,10 +373,13 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         attack_rolls = dice.roll_many("attack", plan.attack_sides, plan.attack_dice, by=aid)
         attack_total = sum(attack_rolls)
         left = dice.available("defense")
-        needed = sum(s.dice for s in plan.members)
-        if left is not None and left < needed:
-            short = next(s for s in plan.members if s.dice)
-            raise DiceNeeded("defense", short.sides, needed - left)
+        if left is not None:
+            # Dice are used member by member: name the first member's dice that are
+            # missing (a group may mix d6 and d8 pools); the next call asks for the rest.
+            for member in plan.members:
+                if member.dice > left:
+                    raise DiceNeeded("defense", member.sides, member.dice - left)
+                left -= member.dice
         for side in plan.members:
             sums[side.id] = sum(dice.roll_many("defense", side.sides, side.dice, by=side.id))
         defense_total = sum(sums.values()) + sum(s.bonus for s in plan.members)

@@ -494,6 +494,21 @@ def test_missing_supplied_dice_name_purpose_and_count() -> None:
     assert (err.value.purpose, err.value.sides, err.value.needed) == ("defense", 6, 2)
 
 
+def test_missing_defense_dice_of_a_group_name_the_member_die_that_is_short() -> None:
+    """A swarm of a d4 psionic and a d8 guard: with the d4 supplied, the guard's d8 is
+    what is still needed (not another d4)."""
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                 dice={"attack": [1, 1], "defense": [1]})
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("defense", 8, 1)
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                 dice={"attack": [1, 1], "defense": []})
+    assert (err.value.sides, err.value.needed) == (4, 1)
+
+
 def test_combatant_defaults() -> None:
     """docs/COMBATANTS.md: pool defaults to hit_dice − dedicated; id from the name."""
     c = SYSTEM.combatant({"name": "Mind Flayer of Ur", "hit_dice": 8, "die": 10,

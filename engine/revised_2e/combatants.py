@@ -233,6 +233,8 @@ class Normaliser:
         return FrozenDict(c) if frozen else c
 
 
-def can_act(c: Mapping[str, Any]) -> bool:
-    """Whether a combatant is free to choose attacks and defenses this round."""
-    return not any(x in c["conditions"] for x in CONDITIONS_THAT_STOP_ACTION)
+def can_act(c: Mapping[str, Any], stun_stops: bool = True) -> bool:
+    """Whether a combatant is free to choose attacks and defenses this round; a stun
+    stops it only when ``stun_stops`` (house default H-2E-STUN)."""
+    return not any(x in c["conditions"] for x in CONDITIONS_THAT_STOP_ACTION
+                   if stun_stops or x != "stunned")

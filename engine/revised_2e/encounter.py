@@ -134,10 +134,10 @@ def _allowed(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> i
 def _able_to_act(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> bool:
     """Whether ``c`` has any choice to make this round: it must be free to act and have a
     psionic mind with some legal use of its PSPs (close, a defense, or an attack)."""
-    if not is_psionic(c) or not can_act(c):
-        return False
     t = system.tables
     options = system.options(s["options"])
+    if not is_psionic(c) or not can_act(c, options[house.STUN]):
+        return False
     if may_close_by_paying(t, c, options) is not None:
         return True
     if any(t.defense_cost(d) <= c["psp"] for d in c["defenses"]):
@@ -192,8 +192,10 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
         raise InvalidInput.at("/choice", "give attack or attacks, not both")
     c = s["combatants"][combatant_id]
     attacks = _attacks_of(choice)
-    wants = bool(attacks) or bool(choice.get("defense")) or bool(choice.get("close"))
-    if wants and not can_act(c):
+    options = system.options(s["options"])
+    # A stun stops defenses and closing; attacks only under H-2E-STUN.
+    defends = bool(choice.get("defense") or choice.get("close"))
+    if (defends and not can_act(c)) or (attacks and not can_act(c, options[house.STUN])):
         raise RulesViolation("cannot-act", f"{c['name']} cannot act this round "
                                            f"({', '.join(c['conditions'])})")
     allowed = _allowed(system, s, c)
@@ -208,9 +210,8 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
         target = s["combatants"].get(a["target"])
         if target is None:
             raise InvalidInput.at(where, f"no combatant {a['target']!r} in the encounter")
-        check_attack(t, c, target, a)
+        check_attack(t, c, target, a, options[house.STUN])
         total += declared_cost(t, a)
-    options = system.options(s["options"])
     if choice.get("close"):
         cost = may_close_by_paying(t, c, options)
         if cost is None:

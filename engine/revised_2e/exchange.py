@@ -35,9 +35,10 @@ def declared_cost(tables: Tables, attack: Mapping[str, Any]) -> int:
 
 
 def check_attack(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],
-                 attack: Mapping[str, Any]) -> None:
+                 attack: Mapping[str, Any], stun_stops: bool = True) -> None:
     """Raise ``RulesViolation`` if the rules forbid ``attacker`` making ``attack`` on
-    ``defender`` (§1.4 step 2 and the mode table)."""
+    ``defender`` (§1.4 step 2 and the mode table); a stunned attacker may attack when
+    ``stun_stops`` is false (H-2E-STUN off)."""
     name = attacker["name"]
     mode = attack["mode"]
     m = int(attack.get("multiplier", 1))
@@ -47,8 +48,9 @@ def check_attack(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[
                              f"{name} has no psionic mind and cannot make psionic attacks")
     if attacker["id"] == defender["id"]:
         raise RulesViolation("target-is-attacker", f"{name} cannot attack its own mind")
-    if not can_act(attacker):
-        stopped = [x for x in attacker["conditions"] if x in ("stunned", "dazed", "confused")]
+    if not can_act(attacker, stun_stops):
+        stopped = [x for x in attacker["conditions"] if x in ("dazed", "confused")
+                   or (x == "stunned" and stun_stops)]
         raise RulesViolation("attacker-cannot-act", f"{name} is {', '.join(stopped)}")
     if mode not in attacker["attacks"]:
         raise RulesViolation("attack-not-known", f"{name} does not know {mode}")

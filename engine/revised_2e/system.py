@@ -232,7 +232,8 @@ class Revised2e(System):
                                              frozen=True)
         defender = self.normaliser.normalise(request["defender"], "/defender", options, True,
                                              frozen=True)
-        check_attack(self.tables, attacker, defender, request["attack"])
+        check_attack(self.tables, attacker, defender, request["attack"],
+                     options[house.STUN])
         defense = request.get("defense")
         mode = defense["mode"] if defense else None
         paid = bool(defense.get("paid", False)) if defense else False

@@ -170,6 +170,23 @@ def test_stunned_mind_keeps_its_attack_when_house_rule_h_2e_stun_is_off() -> Non
     assert not any(e["type"] == "attack-lost" for e in step["events"])
 
 
+def test_a_combatant_brought_in_stunned_declares_attacks_only_with_h_2e_stun_off() -> None:
+    stunned = {**FENKA, "conditions": ["stunned"]}
+    attack = {"attack": {"mode": "mind-thrust", "target": "ulcen"}}
+    state = encounter(ULCEN, stunned)
+    assert "fenka" not in SYSTEM.encounter_waiting_for(state)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", attack)
+    assert err.value.rule == "cannot-act"
+    state = encounter(ULCEN, stunned, options={"H-2E-STUN": False})
+    assert "fenka" in SYSTEM.encounter_waiting_for(state)
+    SYSTEM.encounter_declare(state, "fenka", attack)
+    # a stun still stops raising a defense
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": FENKA["defenses"][0]}})
+    assert err.value.rule == "cannot-act"
+
+
 def test_unclosed_critical_mind_locks_1d4_plus_1_then_wisdom_checks_at_minus_3() -> None:
     fenka = psionicist("fenka", "Fenka of Raam", wis=15, mind={
         "state": "open", "opened_by": "critical", "rounds_open": 1, "may_pay_to_close": True,

@@ -95,6 +95,20 @@ def test_rules_refuse_the_attack(attacker: JSON, declared: JSON, rule: str) -> N
     assert err.value.rule == rule
 
 
+def test_a_stunned_attacker_attacks_only_when_house_rule_h_2e_stun_is_off() -> None:
+    stunned = psionicist("a", conditions=["stunned"])
+    with pytest.raises(RulesViolation) as err:
+        resolve(stunned, psionicist("d"), {"mode": "mind-thrust"}, attack=[10])
+    assert err.value.rule == "attacker-cannot-act" and "stunned" in err.value.detail
+    result = resolve(stunned, psionicist("d"), {"mode": "mind-thrust"},
+                     options={"H-2E-STUN": False}, attack=[17], damage=[2])
+    assert result["hit"] is True
+    # dazed still stops it
+    with pytest.raises(RulesViolation):
+        resolve(psionicist("a", conditions=["stunned", "dazed"]), psionicist("d"),
+                {"mode": "mind-thrust"}, options={"H-2E-STUN": False}, attack=[10])
+
+
 def test_rules_refuse_a_defense_it_cannot_pay_or_does_not_know() -> None:
     with pytest.raises(RulesViolation) as err:
         resolve(psionicist("a"), psionicist("d", psp=4), {"mode": "mind-thrust"},

@@ -22,6 +22,11 @@ def psp(n: int) -> str:
     return f"{n} PSP" if n == 1 else f"{n} PSPs"
 
 
+def count(n: int, word: str) -> str:
+    """"1 round", "3 rounds"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],
                    fields: Mapping[str, Any]) -> str:
     """One paragraph: what was attempted, the roll, what it cost and what it did."""
@@ -34,6 +39,11 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
     defense = fields["defense"]
     shield = f" through the {tables.mode_name(defense)}" if defense else ""
     natural = fields["roll"]["natural"]
+    opened = ""
+    if defense and fields["target_was_open"] and defender["mind"]["state"] != "open":
+        # Paying for the defense took the last PSPs and opened the mind before the roll.
+        opened = f"Raising the {tables.mode_name(defense)} takes {d}'s last PSPs and " \
+                 f"opens {d}'s mind. "
     if not fields["hit"]:
         auto = " — a natural 1" if natural == int(tables.attack_roll["always_miss"]) else ""
         if defense:
@@ -41,8 +51,8 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
                    f"{tables.mode_name(defense)} {numbers}{auto}."
         else:
             text = f"{a}'s {mode}{steps}{rng} misses {d} {numbers}{auto}."
-        return f"{text} {a} pays {psp(fields['psp_spent'])}."
-    parts = [f"{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
+        return f"{opened}{text} {a} pays {psp(fields['psp_spent'])}."
+    parts = [f"{opened}{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
     if fields["critical"]:
         parts.append("A critical mental hit!")
     if fields["damage"]:
@@ -62,10 +72,12 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
     effect = fields["effect"]
     if effect is not None:
         if "rounds" in effect:
-            parts.append(f"{d}'s open mind is {effect['type']} for {effect['rounds']} rounds.")
+            parts.append(f"{d}'s open mind is {effect['type']} for "
+                         f"{count(effect['rounds'], 'round')}.")
         elif "days" in effect:
-            parts.append(f"{d} loses one psionic power for {effect['days']} days.")
+            parts.append(f"{d} loses one psionic power for {count(effect['days'], 'day')}.")
         else:
-            parts.append(f"{d}'s open mind takes {effect['amount']} hit points of damage.")
+            parts.append(f"{d}'s open mind takes {count(effect['amount'], 'hit point')} of "
+                         "damage.")
     parts.append(f"{a} pays {psp(fields['psp_spent'])}.")
     return " ".join(parts)

@@ -217,6 +217,19 @@ def test_attack_on_open_mind_is_at_plus_2_with_its_effect(mode: str, dice: JSON,
     assert after["mind"]["used_power"] is True and not result["mind_opened"]
 
 
+def test_the_summary_counts_in_the_singular_and_tells_a_defense_that_opened_the_mind(
+        ) -> None:
+    # Two PSPs left: raising thought shield (2) takes them and opens the mind first.
+    weak = psionicist("d", name="Fenka", psp=2, attacks=[], defenses=["thought-shield"])
+    result = resolve(psionicist("a", name="Ulcen"), weak, {"mode": "ego-whip"},
+                     {"mode": "thought-shield"}, attack=[15], damage=[2],
+                     **{"effect-duration": [1]})
+    assert result["target_was_open"] and result["effect"] == {"type": "dazed", "rounds": 1}
+    assert result["summary"].startswith(
+        "Raising the thought shield takes Fenka's last PSPs and opens Fenka's mind. ")
+    assert "is dazed for 1 round." in result["summary"]
+
+
 def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
     beast = {"id": "beast", "quick_mac": {"intelligence": 3, "psionic": "low"}}
     assert SYSTEM.combatant(beast)["mac"] is None

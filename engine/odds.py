@@ -2,8 +2,9 @@
 
 Probabilities stay exact (integer weights over a common denominator, exposed as
 ``Fraction``) until the JSON edge, where ``to_json`` turns them into floats.
-Every unbounded mechanic (penetrating dice) is cut at a stated cap and the
-probability beyond it is carried as ``truncated_mass`` instead of being dropped.
+A penetrating die follows the cap the rules give it (H-CS-PEN-CAP): a chain that
+reaches the cap stops there, and its value counts as ``resolve`` counts it. Mass that a
+distribution leaves out is carried as ``truncated_mass`` instead of being dropped.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ class Dist:
     def penetrating_die(sides: int, cap: int = MAX_PENETRATION_FOLLOW_UPS) -> Dist:
         """One penetrating d``sides``: a maximum adds another die counting value − 1.
 
-        Chains longer than ``cap`` follow-ups are cut; their mass is ``truncated``.
+        A chain stops after ``cap`` follow-ups whatever the last die shows (the house
+        default's cap, as ``DiceSource.roll_penetrating`` rolls it): that chain counts
+        ``sides + cap × (sides − 1)``. Nothing is truncated.
         """
         if sides == 1:
-            # A d1 always penetrates: every chain reaches the cap.
-            return Dist({}, 1, 1)
+            # A d1 always penetrates: every chain reaches the cap, each die adding 0.
+            return Dist({1: 1}, 1)
         # P(chain of k follow-ups then a non-max): (1/s)^k * (1/s) per face below max.
         weights: dict[int, int] = {}
         total = sides ** (cap + 1)
@@ -71,8 +74,10 @@ class Dist:
                 # first die `sides`, then k-1 follow-ups of `sides - 1`, then face - 1
                 value = face if k == 0 else sides + (k - 1) * (sides - 1) + face - 1
                 weights[value] = weights.get(value, 0) + scale
-        truncated = 1  # the all-max chain of cap + 1 dice
-        return Dist(weights, total, truncated)
+        # the all-max chain of cap + 1 dice, stopped by the cap
+        capped = sides + cap * (sides - 1)
+        weights[capped] = weights.get(capped, 0) + 1
+        return Dist(weights, total)
 
     # -- combinators ----------------------------------------------------------------
     def add(self, other: Dist) -> Dist:

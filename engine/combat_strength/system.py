@@ -235,9 +235,9 @@ class CombatStrength(System):
             fields=resolution.fields, unused_dice=unused)
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
-        """Exact odds: damage distribution (penetration to H-CS-PEN-CAP, the rest as
-        ``truncated_mass``), the chance the defense strength reaches 0, of a crushed
-        mind, of each condition, and of the Psionic Wave save."""
+        """Exact odds: damage distribution (a penetration chain stops at H-CS-PEN-CAP
+        and counts there, as in ``resolve``), the chance the defense strength reaches 0,
+        of a crushed mind, of each condition, and of the Psionic Wave save."""
         attacker, defender, opts, mode, range_, defense, _ = self._prepare(request)
         p = plan(self.tables, opts, attacker, defender, mode, range_, defense)
         exact = exact_odds(self.tables, p, defender, int(opts[H_PEN_CAP]))

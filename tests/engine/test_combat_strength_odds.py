@@ -1,8 +1,8 @@
 """combat-strength exact odds against brute-force enumeration of every die sequence.
 
 The oracle feeds each possible sequence of supplied dice to ``resolve`` itself and
-weights it by its probability; a penetration chain that reaches the cap counts as
-truncated mass, as ``Dist.penetrating_die`` does.
+weights it by its probability; a penetration chain that reaches the cap counts with the
+value ``resolve`` gives it, as ``Dist.penetrating_die`` does, so nothing is truncated.
 """
 
 from __future__ import annotations
@@ -56,9 +56,6 @@ class Oracle:
         res = SYSTEM.resolve(req, SuppliedDice(dice))
         assert res.fields["capped"] == capped
         assert not res.unused_dice, "every enumerated die must be used"
-        if capped:
-            self.truncated += prob
-            return
         dmg = res.fields["damage"]
         self.damage[dmg] = self.damage.get(dmg, Fraction(0)) + prob
         self.crushed += prob if res.fields["crushed"] else 0
@@ -98,8 +95,8 @@ def test_damage_distribution_and_defense_zero_match_enumeration(
     assert odds.defense_zero == oracle.zero
     assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
     data = SYSTEM.odds(r)
-    assert data["damage"]["truncated_mass"] == pytest.approx(float(oracle.truncated))
-    assert sum(data["outcomes"].values()) == pytest.approx(1 - float(oracle.truncated))
+    assert data["damage"]["truncated_mass"] == oracle.truncated == 0
+    assert sum(data["outcomes"].values()) == pytest.approx(1)
 
 
 def test_psychic_implosion_crush_chance_matches_enumeration() -> None:
@@ -165,5 +162,5 @@ def test_odds_json_shape_api_md() -> None:
     # 3 + 3 penetrating d6: smallest 6; a penetrating d6 averages m = 3.5 + (m - 1)/6 = 4
     assert data["damage"]["distribution"][0][0] == 6
     assert data["damage"]["mean"] == pytest.approx(3 + 3 * 4)
-    assert 0 < data["damage"]["truncated_mass"] < 1e-70
+    assert data["damage"]["truncated_mass"] == 0
     assert 0 < data["defense_zero"] < 1

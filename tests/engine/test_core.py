@@ -103,11 +103,11 @@ def test_d1_penetration_loop_is_capped() -> None:
 
 
 def test_penetrating_distribution_against_brute_force() -> None:
-    """Enumerate every chain of up to cap+1 d4 rolls and compare with ``Dist``."""
+    """Enumerate every chain of up to cap+1 d4 rolls and compare with ``Dist``; a chain
+    of maxima stops at the cap and counts there, as rolling it does."""
     cap = 3
     dist = Dist.penetrating_die(4, cap=cap)
     expected: dict[int, Fraction] = {}
-    truncated = Fraction(0)
     for faces in product(range(1, 5), repeat=cap + 1):
         # every tuple is equally likely; its chain ends at the first face below 4
         total, p = 0, Fraction(1, 4 ** (cap + 1))
@@ -115,12 +115,12 @@ def test_penetrating_distribution_against_brute_force() -> None:
             total += f if i == 0 else f - 1
             if f != 4:
                 break
-        else:
-            truncated += p
-            continue
         expected[total] = expected.get(total, Fraction(0)) + p
     assert dict(dist.items()) == expected
-    assert dist.truncated_mass == truncated
+    assert dist.truncated_mass == 0
+    rolled = SuppliedDice({"d": [4] * (cap + 1)}).roll_penetrating("d", 4, cap=cap)
+    assert rolled.capped and rolled.total == max(expected)
+    assert dict(Dist.penetrating_die(1, cap=5).items()) == {1: 1}
 
 
 def test_sum_and_compare_against_brute_force() -> None:

@@ -76,10 +76,11 @@ class RpcError:
         return out
 
 
-def invalid_params(problems: list[Problem]) -> RpcError:
-    """-32602 listing every problem by JSON Pointer path."""
+def invalid_params(problems: list[Problem], **data: Any) -> RpcError:
+    """-32602 listing every problem by JSON Pointer path (``data`` adds members, such as
+    the limit a batch exceeded)."""
     return RpcError(INVALID_PARAMS, MESSAGES[INVALID_PARAMS],
-                    {"errors": [p.to_json() for p in problems]})
+                    {"errors": [p.to_json() for p in problems], **data})
 
 
 def internal_error(method: str | None = None) -> RpcError:

@@ -116,15 +116,13 @@ class MethodRegistry:
     def __init__(self, specs: Iterable[MethodSpec] = (), *, core: bool = False) -> None:
         self._methods: dict[str, Registered] = {}
         for spec in specs:
-            if spec.name in self._methods:
-                raise RegistryError(f"method {spec.name} is already registered")
-            self._methods[spec.name] = compile_method(spec, check_schemas=not core)
+            self.add(spec, check_schemas=not core)
 
-    def add(self, spec: MethodSpec) -> None:
+    def add(self, spec: MethodSpec, check_schemas: bool = True) -> None:
         """Register ``spec`` or raise ``RegistryError`` (duplicate, bad schema ...)."""
         if spec.name in self._methods:
             raise RegistryError(f"method {spec.name} is already registered")
-        self._methods[spec.name] = compile_method(spec)
+        self._methods[spec.name] = compile_method(spec, check_schemas)
 
     def add_all(self, specs: Iterable[MethodSpec]) -> None:
         """Register every spec or none of them."""

@@ -156,11 +156,9 @@ class Dispatcher:
             if len(parsed) > self.max_batch:
                 # API.md "Limits": exceeding a limit is -32602 naming the limit.
                 outcome.calls.append((None, INVALID_PARAMS))
-                error = invalid_params([Problem("", f"a batch holds at most "
-                                                    f"{self.max_batch} calls, this one has "
-                                                    f"{len(parsed)}")])
-                error.data.update(limit="max_batch", max=self.max_batch)
-                return encode(_error_response(error))
+                return encode(_error_response(invalid_params(
+                    [Problem("", f"a batch holds at most {self.max_batch} calls, this one "
+                                 f"has {len(parsed)}")], limit="max_batch", max=self.max_batch)))
             parts = []
             for element in parsed:
                 answer = await self._one(element, context, outcome)

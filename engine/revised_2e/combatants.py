@@ -233,8 +233,13 @@ class Normaliser:
         return FrozenDict(c) if frozen else c
 
 
+def stopping_conditions(c: Mapping[str, Any], stun_stops: bool = True) -> list[str]:
+    """The conditions of ``c`` that stop it acting this round, in its own order; a stun
+    counts only when ``stun_stops`` (house default H-2E-STUN)."""
+    return [x for x in c["conditions"] if x in CONDITIONS_THAT_STOP_ACTION
+            and (stun_stops or x != "stunned")]
+
+
 def can_act(c: Mapping[str, Any], stun_stops: bool = True) -> bool:
-    """Whether a combatant is free to choose attacks and defenses this round; a stun
-    stops it only when ``stun_stops`` (house default H-2E-STUN)."""
-    return not any(x in c["conditions"] for x in CONDITIONS_THAT_STOP_ACTION
-                   if stun_stops or x != "stunned")
+    """Whether a combatant is free to choose attacks and defenses this round."""
+    return not stopping_conditions(c, stun_stops)

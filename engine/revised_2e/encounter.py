@@ -28,7 +28,7 @@ from engine.system import schema_problems
 
 from ..results import copy_json
 from . import house
-from .combatants import can_act, slug
+from .combatants import can_act, slug, stopping_conditions
 from .exchange import (
     attack,
     check_attack,
@@ -293,8 +293,7 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
         attacker, target = cs[cid], cs[a["target"]]
         reason = None
         # dazed and confused always stop an attack; a stun only under H-2E-STUN
-        stopped = [x for x in attacker["conditions"]
-                   if x in ("dazed", "confused") or (x == "stunned" and options[house.STUN])]
+        stopped = stopping_conditions(attacker, options[house.STUN])
         if stopped:
             reason = f"{attacker['name']} is {', '.join(stopped)}"
         elif attacker["psp"] < declared_cost(t, a):

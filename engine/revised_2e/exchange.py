@@ -16,7 +16,7 @@ from engine.errors import RulesViolation
 from engine.results import Event
 
 from . import house
-from .combatants import PSIONIC_KINDS, can_act
+from .combatants import PSIONIC_KINDS, can_act, stopping_conditions
 from .rules import add_condition, editable, open_mind
 from .tables import Tables
 
@@ -48,9 +48,8 @@ def check_attack(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[
                              f"{name} has no psionic mind and cannot make psionic attacks")
     if attacker["id"] == defender["id"]:
         raise RulesViolation("target-is-attacker", f"{name} cannot attack its own mind")
-    if not can_act(attacker, stun_stops):
-        stopped = [x for x in attacker["conditions"] if x in ("dazed", "confused")
-                   or (x == "stunned" and stun_stops)]
+    stopped = stopping_conditions(attacker, stun_stops)
+    if stopped:
         raise RulesViolation("attacker-cannot-act", f"{name} is {', '.join(stopped)}")
     if mode not in attacker["attacks"]:
         raise RulesViolation("attack-not-known", f"{name} does not know {mode}")

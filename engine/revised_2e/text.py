@@ -17,14 +17,14 @@ def roll_text(roll: Mapping[str, int]) -> str:
     return f"{natural} {sign} {abs(modifier)} = {modified}"
 
 
-def psp(n: int) -> str:
-    """"1 PSP", "4 PSPs"."""
-    return f"{n} PSP" if n == 1 else f"{n} PSPs"
-
-
 def count(n: int, word: str) -> str:
     """"1 round", "3 rounds"."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def psp(n: int) -> str:
+    """"1 PSP", "4 PSPs"."""
+    return count(n, "PSP")
 
 
 def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],

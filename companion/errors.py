@@ -83,11 +83,19 @@ def invalid_params(problems: list[Problem], **data: Any) -> RpcError:
                     {"errors": [p.to_json() for p in problems], **data})
 
 
-def internal_error(method: str | None = None) -> RpcError:
-    """-32603 with a fresh error id; the caller logs the traceback under that id."""
+def logged_error_id(logger: logging.Logger, message: str, *args: Any, exc_info: bool = True,
+                    **fields: Any) -> str:
+    """A fresh error id, logged with ``message`` (and the traceback being handled): the
+    client gets the id, the log has the rest."""
     error_id = secrets.token_hex(8)
-    log.error("internal error", exc_info=True,
-              extra={"fields": {"error_id": error_id, "method": method}})
+    logger.error(message, *args, exc_info=exc_info,
+                 extra={"fields": {"error_id": error_id, **fields}})
+    return error_id
+
+
+def internal_error(method: str | None = None) -> RpcError:
+    """-32603 with a fresh error id; the traceback is logged under that id."""
+    error_id = logged_error_id(log, "internal error", method=method)
     return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
 
 
@@ -111,9 +119,8 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
         return RpcError(STALE_REVISION, MESSAGES[STALE_REVISION], {"revision": exc.revision})
     if isinstance(exc, StoreUnavailable):
         # The store rolled back: the caller may retry once the disk has room again.
-        error_id = secrets.token_hex(8)
-        log.error("store unavailable: %s", exc,
-                  extra={"fields": {"error_id": error_id, "method": method}})
+        error_id = logged_error_id(log, "store unavailable: %s", exc, exc_info=False,
+                                   method=method)
         return RpcError(STORE_UNAVAILABLE, MESSAGES[STORE_UNAVAILABLE],
                         {"error_id": error_id, "retry": True})
     return internal_error(method)

@@ -22,12 +22,12 @@ methods called and their outcome. Never the token, never the ``Authorization`` h
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 
 from aiohttp import web
 
+from .errors import logged_error_id
 from .keys import TOKENS
 from .logs import AccessLog
 from .rpc import Outcome
@@ -89,9 +89,7 @@ def _fault(path: str) -> web.Response:
     """500 for a fault in a handler, logged with its traceback under an error id. Not
     aiohttp's page: that carries the exception's text, and its traceback when the event
     loop runs in debug mode (``python -X dev``)."""
-    error_id = secrets.token_hex(8)
-    log.error("internal error", exc_info=True,
-              extra={"fields": {"error_id": error_id, "path": path}})
+    error_id = logged_error_id(log, "internal error", path=path)
     return web.json_response({"error": f"internal error {error_id}: the daemon's log has "
                                        "the details", "error_id": error_id}, status=500)
 

@@ -288,6 +288,9 @@ test('an encounter runs through the relay: create, add as a batch, secret declar
 
 test('a marker for a method the Mod script never uses is not relayed', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   const code = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 'Delete000001', method: 'encounter.delete', params: { id: 'x' } })).toString('base64url');
+  // The last answer of the test before sets the badge once its typing pause is over: wait
+  // for that, or it can overwrite the refusal this test reads.
+  await waitFor('the bridge to finish relaying', async () => !/relaying/.test(await page.textContent('#mindscape-bridge-badge')), 5000);
   const before = (await sentCommands()).length;
   await page.evaluate((text) => window.__addMessage('(From Mindscape):', `<div>MINDSCAPE-REQ Delete000001 1/1 ${text}</div>`), code);
   await waitFor('the badge to refuse it', async () => /refused/.test(await page.textContent('#mindscape-bridge-badge')), 5000);

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 
 from .base import Adapter, Imported
 from .foundry import ADAPTERS as _FOUNDRY
@@ -37,6 +37,6 @@ def get(adapter_id: object) -> Adapter:
     """The adapter named ``adapter_id``; InvalidInput at ``/adapter`` if there is none."""
     found = _all().get(adapter_id) if isinstance(adapter_id, str) else None
     if found is None:
-        raise InvalidInput.at("/adapter", f"unknown adapter {str(adapter_id)[:64]!r}; "
-                              f"known: {sorted(_all())}")
+        raise InvalidInput.at("/adapter", f"unknown adapter {json_text(adapter_id)}; "
+                              f"known: {json_text(sorted(_all()), 200)}")
     return found

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 
 from .base import Imported
 
@@ -136,7 +136,7 @@ def check_system(system: Any, adapter_id: str) -> str:
     """``system`` if it is one an adapter can build; otherwise InvalidInput at /system."""
     if system not in SYSTEMS:
         raise InvalidInput.at("/system", f"adapter {adapter_id} builds combatants for "
-                              f"{list(SYSTEMS)}, not {system!r}")
+                              f"{json_text(list(SYSTEMS))}, not {json_text(system)}")
     return str(system)
 
 
@@ -420,8 +420,8 @@ def decode(system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
         elif isinstance(value, str):
             choice = value.strip().lower()
         if choice not in ftype.choices:
-            raise InvalidInput.at(path, f"expected one of {list(ftype.choices)}, "
-                                  f"got {str(value)[:40]!r}")
+            raise InvalidInput.at(path, f"expected one of {json_text(list(ftype.choices), 200)}, "
+                                  f"got {json_text(value, 40)}")
         return choice
     if kind == "modes":
         known = ATTACKS[system] if ftype.modes == "attacks" else DEFENSES[system]

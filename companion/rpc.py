@@ -37,7 +37,7 @@ from jsonrpcserver.dispatcher import create_request, to_response
 from jsonrpcserver.response import to_serializable_one
 from jsonrpcserver.result import SuccessResult
 
-from engine.errors import Problem
+from engine.errors import Problem, json_text
 
 from .errors import (
     INTERNAL_ERROR,
@@ -100,7 +100,7 @@ def _envelope_problem(request: Any) -> str | None:
             and not _valid_id(request["id"]):
         return "id must be a string, a number or null"
     if not _ENVELOPE_MEMBERS.issuperset(request):
-        return f"unknown members {sorted(set(request) - _ENVELOPE_MEMBERS)}"
+        return f"unknown members {json_text(sorted(set(request) - _ENVELOPE_MEMBERS))}"
     return None
 
 

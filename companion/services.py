@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from adapters.base import Adapter
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 from engine.system import System
 
 from .hub import Hub, Peer
@@ -56,16 +56,16 @@ class Services:
         """The system called ``system_id``, or invalid params naming ``path``."""
         system = self.plugins.systems.get(system_id) if isinstance(system_id, str) else None
         if system is None:
-            raise InvalidInput.at(path, f"unknown system {system_id!r}; known: "
-                                        f"{sorted(self.plugins.systems)}")
+            raise InvalidInput.at(path, f"unknown system {json_text(system_id)}; known: "
+                                        f"{json_text(sorted(self.plugins.systems), 200)}")
         return system
 
     def adapter(self, adapter_id: Any, path: str = "/adapter") -> Adapter:
         """The adapter called ``adapter_id``, or invalid params naming ``path``."""
         adapter = self.adapters.get(adapter_id) if isinstance(adapter_id, str) else None
         if adapter is None:
-            raise InvalidInput.at(path, f"unknown adapter {adapter_id!r}; known: "
-                                        f"{sorted(self.adapters)}")
+            raise InvalidInput.at(path, f"unknown adapter {json_text(adapter_id)}; known: "
+                                        f"{json_text(sorted(self.adapters), 200)}")
         return adapter
 
     @asynccontextmanager

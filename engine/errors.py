@@ -7,8 +7,20 @@ The daemon maps these to JSON-RPC error codes in one place (API.md "Errors"):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+
+def json_text(value: Any, limit: int = 80) -> str:
+    """``value`` as a caller writes it in a message (JSON: ``true``, ``null``, double
+    quotes, not Python's ``True`` and ``['a']``), cut short past ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class EngineError(Exception):

@@ -10,7 +10,6 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -19,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 import jsonschema
 
 from .dice import DiceSource
-from .errors import InvalidInput, Problem
+from .errors import InvalidInput, Problem, json_text
 from .options import HouseRule, resolve_options
 from .results import Resolution
 from .schemacheck import QuickValidator
@@ -59,15 +58,6 @@ def _forbidden_members(error: jsonschema.ValidationError) -> list[str]:
             for n in b["required"] if n in error.instance]
 
 
-def _json_text(value: Any, limit: int = 80) -> str:
-    """``value`` as the caller wrote it (JSON, not Python), cut short when long."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 _REQUIRED = " is a required property"
 
 
@@ -78,27 +68,27 @@ def schema_message(error: jsonschema.ValidationError) -> str:
     instance: Any = error.instance
     if error.validator == "type":
         types = [value] if isinstance(value, str) else list(value)
-        return f"{_json_text(instance)} is not of type {' or '.join(map(_json_text, types))}"
+        return f"{json_text(instance)} is not of type {' or '.join(map(json_text, types))}"
     if error.validator == "enum":
-        return f"{_json_text(instance)} is not one of {_json_text(value, 200)}"
+        return f"{json_text(instance)} is not one of {json_text(value, 200)}"
     if error.validator == "const":
-        return f"{_json_text(instance)} is not {_json_text(value)}"
+        return f"{json_text(instance)} is not {json_text(value)}"
     if error.validator == "required" and error.message.endswith(_REQUIRED):
         missing = [name for name in value if isinstance(instance, dict) and name not in instance]
         named = next((n for n in missing if error.message == f"{n!r}{_REQUIRED}"), None)
         if named is not None:
-            return f"{_json_text(named)}{_REQUIRED}"
+            return f"{json_text(named)}{_REQUIRED}"
     if error.validator == "additionalProperties" and isinstance(instance, dict) \
             and value is False:
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
         extra = [name for name in instance if name not in known]
-        return f"unexpected member(s) {_json_text(extra, 200)}: not allowed here"
+        return f"unexpected member(s) {json_text(extra, 200)}: not allowed here"
     if error.validator == "not":
-        return f"must not match the schema {_json_text(value, 200)}"
+        return f"must not match the schema {json_text(value, 200)}"
     message: str = error.message
     head = repr(instance)
     if message.startswith(head):
-        message = _json_text(instance) + message[len(head):]
+        message = json_text(instance) + message[len(head):]
     return message
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..dice import DiceSource
-from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
 from ..results import Event, Resolution, thaw
 from .combatant import combat_strength, incapacitated
 from .exchange import Effect, apply_effects, check_attack, check_defense, strength_events
@@ -157,7 +157,8 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
                 "segment (seed steps 1 and 3)")
         stance = choice.get("stance")
         if stance is None:
-            raise InvalidInput.at("/choice/stance", f"declare one of {list(STANCES)} at intent")
+            raise InvalidInput.at("/choice/stance",
+                                  f"declare one of {json_text(list(STANCES))} at intent")
         if not c["psionic"] and stance != "normal":
             raise RulesViolation("non-psionic-stance",
                                  f"{c['name']} is not psionic and can only act normally")

@@ -8,12 +8,11 @@ a GM's replacement table fails at load with a path instead of mid-combat.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInput, Problem
+from ..errors import InvalidInput, Problem, json_text
 from ..options import HouseRule
 from ..tables import load_tables
 
@@ -175,10 +174,11 @@ class Tables:
         p += _band_problems(self.wave["int_wis_bands"], "/tables/wave/int_wis_bands")
         if self.combat["default_band"] not in band_ids:
             p.append(Problem("/tables/combat/default_band",
-                             f"must be one of {json.dumps(band_ids)}"))
+                             f"must be one of {json_text(band_ids)}"))
         for name in ("combat", "defenseless"):
             if sorted(self.data[name]["matrix"]) != sorted(band_ids):
-                p.append(Problem(f"/tables/{name}/matrix", f"needs exactly the bands {band_ids}"))
+                p.append(Problem(f"/tables/{name}/matrix",
+                                 f"needs exactly the bands {json_text(band_ids)}"))
         width = len(self.defenseless["defender_bands"])
         percent = self.defenseless["percent_modes"]
         for band, rows in self.defenseless["matrix"].items():

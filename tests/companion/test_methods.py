@@ -83,6 +83,9 @@ async def test_systems_describe(rpc: Rpc) -> None:
 async def test_unknown_system_is_invalid_params_at_system(rpc: Rpc) -> None:
     error = await rpc.error("systems.describe", {"system": "gurps"})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
+    # Values in messages are JSON, as the caller writes them.
+    assert error["data"]["errors"][0]["message"].startswith(
+        'unknown system "gurps"; known: ["combat-strength", ')
 
 
 async def test_adapters_list_and_import(rpc: Rpc) -> None:
@@ -97,6 +100,7 @@ async def test_adapters_list_and_import(rpc: Rpc) -> None:
 async def test_adapter_errors_name_the_field(rpc: Rpc) -> None:
     error = await rpc.error("adapters.import", {"adapter": "nope", "data": {}})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/adapter"
+    assert error["data"]["errors"][0]["message"].startswith('unknown adapter "nope"; known: ["')
     error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e", "data": {}})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
 

@@ -211,6 +211,14 @@ class System(ABC):
         choice is secret unless a system says otherwise."""
         return False
 
+    def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The secret choices ``state`` holds, by combatant id, exactly as the next
+        ``encounter_resolve`` would use them (a choice the rules threw away is not in
+        it), or ``None`` when the system does not say. The daemon compares these across
+        stored states to tell which declarations a resolve really used, so it can show
+        those in the log and keep every other one hidden; without them it hides more."""
+        return None
+
     def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
                           force: bool = False) -> tuple[JSON, JSON]:
         """Resolve the current step: the new state and the step's JSON result."""

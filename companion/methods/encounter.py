@@ -247,19 +247,99 @@ def _voided(steps: list[StepRecord]) -> set[int]:
     return out
 
 
+class _Secrets:
+    """Which declarations and undone resolves ``encounter.log`` may show, worked out from
+    the stored states with the system's ``encounter_pending_choices``.
+
+    A declaration is shown once a resolve still in effect used it: walking on from it,
+    the first such resolve found the same choice pending for that combatant (an undone
+    resolve on the way is stepped over to its undo, after which the choice is pending
+    again). A later declaration by the same combatant replaces it, and a choice the
+    rules threw away never reaches a resolve: either way it stays hidden for good. An
+    undone resolve's dice and result show the choices it used, so they are shown only
+    once every one of those choices is.
+    """
+
+    def __init__(self, steps: list[StepRecord], system: System) -> None:
+        self.steps = {s.revision: s for s in steps}
+        self.system = system
+        self._pending: dict[int, Mapping[str, Any]] = {}
+        #: undone resolve revision -> {combatant id: the declaration it used, if shown}
+        self._used: dict[int, dict[str, bool]] = {}
+        self.shown = {s.revision for s in steps
+                      if s.kind == "declare" and self._declaration_shown(s)}
+
+    def pending(self, revision: int) -> Mapping[str, Any]:
+        """The pending choices after ``revision`` (none before the first step)."""
+        known = self._pending.get(revision)
+        if known is None:
+            step = self.steps.get(revision)
+            state = step.state if step is not None else None
+            known = self.system.encounter_pending_choices(state) if state else None
+            self._pending[revision] = known = known if known is not None else {}
+        return known
+
+    def _declaration_shown(self, declare: StepRecord) -> bool:
+        if declare.undone_by is not None:
+            return False  # taken away by an undo before any resolve used it
+        combatant_id = declare.params.get("combatant_id")
+        choice = self.pending(declare.revision).get(str(combatant_id))
+        if choice is None:
+            # Nothing pending came of it: a public action, or a choice the rules dropped.
+            return self.system.encounter_choice_is_public(declare.params.get("choice") or {})
+        undone: list[int] = []
+        revision = declare.revision + 1
+        while (step := self.steps.get(revision)) is not None:
+            if step.kind == "declare" and step.params.get("combatant_id") == combatant_id:
+                shown = False  # replaced before any resolve in effect used it
+                break
+            if step.kind == "resolve":
+                used = self.pending(revision - 1).get(str(combatant_id)) == choice
+                if step.undone_by is None:
+                    shown = used
+                    break
+                if used:
+                    undone.append(revision)
+                revision = step.undone_by
+            revision += 1
+        else:
+            shown = False  # still pending
+        for resolve in undone:
+            self._used.setdefault(resolve, {})[str(combatant_id)] = shown
+        return shown
+
+    def resolve_shown(self, resolve: StepRecord) -> bool:
+        """Whether an undone resolve's dice and result may be shown."""
+        used = self._used.get(resolve.revision, {})
+        return all(used.get(cid, False) for cid in self.pending(resolve.revision - 1))
+
+
 def masked_log(steps: list[StepRecord], system: System | None) -> list[dict[str, Any]]:
-    """The log as a player may see it: a declaration's choice only once a resolve step
-    still in effect came after it, unless ``system`` calls it public (an action that
-    applied when declared; with no system, nothing is); never any stored state."""
+    """The log as a player may see it: no stored state, no declaration's choice before a
+    resolve still in effect used it (``_Secrets``), and no undone resolve's dice and
+    result while they would show a choice that is hidden. A system that does not give
+    its pending choices (``encounter_pending_choices`` is ``None``), or one no longer
+    installed, gets a coarser rule: a declaration is shown once any resolve in effect
+    followed it, unless voided; an undone resolve's dice and result never are."""
+    first = next((s.state for s in steps if s.state is not None), None)
+    secrets = None
+    if system is not None and first is not None \
+            and system.encounter_pending_choices(first) is not None:
+        secrets = _Secrets(steps, system)
     voided = _voided(steps)
     last_resolve = max((s.revision for s in steps
                         if s.kind == "resolve" and s.undone_by is None
                         and s.revision not in voided), default=0)
 
-
     def hidden(step: StepRecord) -> bool:
-        if step.kind != "declare" or (step.revision <= last_resolve
-                                      and step.revision not in voided):
+        if step.kind == "resolve":
+            return step.undone_by is not None and (
+                secrets is None or not secrets.resolve_shown(step))
+        if step.kind != "declare":
+            return False
+        if secrets is not None:
+            return step.revision not in secrets.shown
+        if step.revision <= last_resolve and step.revision not in voided:
             return False
         return system is None or not system.encounter_choice_is_public(
             step.params.get("choice") or {})
@@ -267,12 +347,17 @@ def masked_log(steps: list[StepRecord], system: System | None) -> list[dict[str,
     out = []
     for step in steps:
         params: dict[str, Any] = dict(step.params)
+        entry: dict[str, Any] = {"revision": step.revision, "kind": step.kind,
+                                 "params": params, "rolls": step.rolls,
+                                 "result": step.result, "created_at": step.created_at,
+                                 "undone_by": step.undone_by}
         if hidden(step):
-            params = {"combatant_id": params.get("combatant_id"), "choice": None,
-                      "hidden": True}
-        out.append({"revision": step.revision, "kind": step.kind, "params": params,
-                    "rolls": step.rolls, "result": step.result,
-                    "created_at": step.created_at, "undone_by": step.undone_by})
+            if step.kind == "declare":
+                entry["params"] = {"combatant_id": params.get("combatant_id"),
+                                   "choice": None, "hidden": True}
+            else:
+                entry.update(rolls=None, result=None, hidden=True)
+        out.append(entry)
     return out
 
 
@@ -282,7 +367,8 @@ async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     record = await ctx.services.store.get(params["id"])
     # The log stays readable when the encounter's system is no longer installed.
     system = ctx.services.systems.get(record.system)
-    steps = await ctx.services.store.steps(record.id, states=False)
+    # Masking compares the pending choices of the stored states (``_Secrets``).
+    steps = await ctx.services.store.steps(record.id, states=system is not None)
     # Masking needs the whole log (a later resolve reveals an earlier declaration), so
     # ``since`` only trims the answer. A client that keeps a copy must re-read a masked
     # step once it is resolved: it then asks from the oldest step still masked.

@@ -134,6 +134,12 @@ def view(system: CombatStrength, state: Mapping[str, Any]) -> JSON:
     }
 
 
+def pending_choices(state: Mapping[str, Any]) -> JSON:
+    """The declared choices the next resolve uses, by combatant id
+    (``System.encounter_pending_choices``)."""
+    return dict(state["pending"])
+
+
 def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
             choice: Mapping[str, Any]) -> JSON:
     """Record ``cid``'s secret choice after checking it against phase and rules.

@@ -249,3 +249,6 @@ class CombatStrength(System):
 
     # -- encounters --------------------------------------------------------------------------
     rounds = encounter
+
+    def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return encounter.pending_choices(state)

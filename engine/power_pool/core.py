@@ -204,3 +204,6 @@ class PowerPoolSystem(System):
 
     # -- encounters -------------------------------------------------------------------
     rounds = encounter
+
+    def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return encounter.pending_choices(state)

@@ -226,6 +226,17 @@ def _check_ids(state: Mapping[str, Any], ids: list[str], path: str) -> None:
             raise InvalidInput.at(f"{path}/{i}", f"no combatant {cid!r} in this encounter")
 
 
+def pending_choices(state: Mapping[str, Any]) -> JSON:
+    """The declared choices the next resolve uses, by combatant id: the pending attack
+    and the defenses and joins declared against it (``System.encounter_pending_choices``;
+    public actions apply when declared and are never pending)."""
+    pending = state["pending"]
+    if pending is None:
+        return {}
+    return {pending["attacker"]: pending["attack"], **pending["defenses"],
+            **pending["joins"]}
+
+
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
             choice: Mapping[str, Any]) -> JSON:
     """The state with ``cid``'s choice recorded (checked against the rules now)."""

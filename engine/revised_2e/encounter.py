@@ -177,6 +177,12 @@ def _attacks_of(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [choice["attack"]] if choice.get("attack") else []
 
 
+def pending_choices(state: Mapping[str, Any]) -> JSON:
+    """The declared choices the next resolve uses, by combatant id
+    (``System.encounter_pending_choices``)."""
+    return dict(state["pending"])
+
+
 def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
             choice: Mapping[str, Any]) -> JSON:
     """Record ``combatant_id``'s secret choice for this round, checked now against the

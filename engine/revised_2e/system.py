@@ -290,3 +290,6 @@ class Revised2e(System):
 
     # -- encounters ----------------------------------------------------------------------------
     rounds = encounter
+
+    def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return encounter.pending_choices(state)

@@ -353,3 +353,119 @@ async def test_adapter_combatants_get_write_backs_after_resolve_and_undo(rpc: Rp
     psp_after_step = step["updates"][0]["attributes"]
     psp_after_undo = undone["updates"][0]["attributes"]
     assert psp_after_step != psp_after_undo
+
+
+async def _revised_duel(rpc: Rpc) -> str:
+    eid = str((await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"])
+    for combatant in (ULCEN, FENKA):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    return eid
+
+
+def _declare(eid: str, cid: str, choice: dict[str, Any]) -> dict[str, Any]:
+    return {"id": eid, "combatant_id": cid, "choice": choice}
+
+
+SECRET_ATTACK = {"attack": {"mode": "mind-thrust", "multiplier": 2, "range": "short",
+                            "target": "fenka"}}
+SECRET_DEFENSE = {"defense": {"mode": "mental-barrier"}}
+
+
+async def test_an_undone_round_shows_neither_dice_nor_result_while_its_choices_are_pending(
+        rpc: Rpc) -> None:
+    """API.md: 'choices stay hidden until resolution'. After an undo the round's choices
+    are pending again, and the undone resolve's result (which names the modes) would
+    show them: its dice and result are hidden until a round in effect uses the same
+    choices."""
+    eid = await _revised_duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", SECRET_ATTACK))
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", SECRET_DEFENSE))
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 1})
+    await rpc.ok("encounter.undo", {"id": eid})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [s["kind"] for s in steps] == ["add", "add", "declare", "declare", "resolve",
+                                          "undo"]
+    undone = steps[4]
+    assert (undone["undone_by"], undone["hidden"], undone["rolls"], undone["result"]) == \
+        (6, True, None, None)
+    seen = json.dumps(steps[2:])  # the adds list what each combatant knows
+    assert "mind-thrust" not in seen and "mental-barrier" not in seen
+    # resolved again with the same choices: the round in effect and the undone one show
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"]["choice"] == SECRET_ATTACK
+    assert steps[3]["params"]["choice"] == SECRET_DEFENSE
+    assert "hidden" not in steps[4] and steps[4]["result"] is not None
+
+
+async def test_a_choice_changed_after_an_undo_keeps_the_undone_round_hidden(
+        rpc: Rpc) -> None:
+    """The defender changes its mind after the undo: the undone round used a choice no
+    round in effect ever used, so it stays hidden for good (and so does that choice)."""
+    eid = await _revised_duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", SECRET_ATTACK))
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", SECRET_DEFENSE))
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 1})
+    await rpc.ok("encounter.undo", {"id": eid})
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", {"defense": None}))
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"]["choice"] == SECRET_ATTACK  # used by the round in effect
+    assert steps[3]["params"] == {"combatant_id": "fenka", "choice": None, "hidden": True}
+    assert steps[4]["hidden"] is True and steps[4]["result"] is None
+    assert steps[6]["params"]["choice"] == {"defense": None}
+
+
+async def test_a_replaced_declaration_is_never_shown(rpc: Rpc) -> None:
+    """A combatant that declares again replaces its choice: the first one was never used,
+    so resolving the round shows only the second (a bluff or a change of mind stays
+    private)."""
+    eid = await _revised_duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", {
+        "attack": {"mode": "mind-thrust", "multiplier": 3, "range": "long",
+                   "target": "fenka"}}))
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", SECRET_ATTACK))
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", SECRET_DEFENSE))
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 1})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"] == {"combatant_id": "ulcen", "choice": None, "hidden": True}
+    assert steps[3]["params"]["choice"] == SECRET_ATTACK
+    assert steps[4]["params"]["choice"] == SECRET_DEFENSE
+    assert '"long"' not in json.dumps(steps[2:])
+
+
+async def test_a_defense_the_rules_threw_away_is_never_shown(rpc: Rpc) -> None:
+    """power-pool: an attacker that declares again starts the defenses over, so a
+    defense declared against the first attack was never used and stays hidden."""
+    ulcen, fenka, attack = HIDDEN_CASES["power-pool"]
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for combatant in (ulcen, fenka):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", attack))
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", {
+        "defense": {"mode": "blank-mind"}}))
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", attack))
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 4})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [s["params"].get("hidden") for s in steps[2:5]] == [True, True, None]
+    assert steps[3]["params"] == {"combatant_id": "fenka", "choice": None, "hidden": True}
+
+
+async def test_a_system_that_does_not_give_its_pending_choices_gets_the_coarser_mask(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``encounter_pending_choices`` a declaration shows once any round in effect
+    followed it, and an undone round's dice and result never show."""
+    system = rpc.client.server.app[SERVICES].systems["sample-duel"]
+    monkeypatch.setattr(system, "encounter_pending_choices", lambda state: None)
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ann", {
+        "attack": {"mode": "jab", "target": "bob"}}))
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    await rpc.ok("encounter.undo", {"id": eid})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"]["hidden"] is True
+    assert steps[3]["hidden"] is True and steps[3]["result"] is None
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"]["choice"]["attack"]["mode"] == "jab"
+    assert steps[3]["hidden"] is True

@@ -146,6 +146,9 @@ class SampleDuel(System):
             raise InvalidInput.at("/choice/attack/mode", "the only attack is jab")
         return {**state, "pending": {**state["pending"], combatant_id: dict(choice)}}
 
+    def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return dict(state["pending"])
+
     def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
                           force: bool = False) -> tuple[JSON, JSON]:
         waiting = self.encounter_waiting_for(state)

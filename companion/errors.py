@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation
+from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation, UnknownCombatant
 
 from .store import NothingToUndo, StaleRevision, StoreUnavailable, UnknownEncounter
 
@@ -46,18 +46,6 @@ MESSAGES: dict[int, str] = {
     STALE_REVISION: "Stale revision",
     STORE_UNAVAILABLE: "Store unavailable: nothing was written",
 }
-
-
-class CompanionError(Exception):
-    """Root of the errors the daemon's methods raise on purpose."""
-
-
-class UnknownCombatant(CompanionError):
-    """A combatant id that is not in the encounter (4004)."""
-
-    def __init__(self, combatant_id: str) -> None:
-        super().__init__(combatant_id)
-        self.id = combatant_id
 
 
 @dataclass(frozen=True)
@@ -117,6 +105,9 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
                          "detail": "the encounter has no resolved step left to undo"})
     if isinstance(exc, StaleRevision):
         return RpcError(STALE_REVISION, MESSAGES[STALE_REVISION], {"revision": exc.revision})
+    if isinstance(exc, RecursionError):
+        # JSON nested nearly as deep as the parser allows: checking it ran out of stack.
+        return invalid_params([Problem("", "the params are nested too deeply to check")])
     if isinstance(exc, StoreUnavailable):
         # The store rolled back: the caller may retry once the disk has room again.
         error_id = logged_error_id(log, "store unavailable: %s", exc, exc_info=False,

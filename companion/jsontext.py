@@ -19,6 +19,13 @@ standard library in a few places and looser in one, so:
   the caller to answer -32603. orjson writes a
   non-finite float as ``null``: the text is always JSON.
 
+JSON has one kind of number: ``2.0`` and ``2`` are the same value, and JSON Schema's
+``integer`` accepts both. ``parse`` therefore reads a whole number written with a
+fraction or an exponent (``2.0``, ``1e2``) as a Python ``int`` (within ±2**53, where a
+double holds every whole number exactly), so the engine never meets a float where it
+counts dice or PSPs. Only a text with a digit followed by ``.``, ``e`` or ``E`` can hold
+such a number, and only such a text is walked.
+
 orjson writes ``dict`` and ``list`` subclasses, so the engine's read-only records
 (``engine.results``) are serialised without a copy.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -39,6 +47,10 @@ _LONG_RUN = b"0" * 19
 #: only JSON's own types (and their subclasses): a dataclass or a datetime in an answer
 #: is a bug to report, as the standard library would, not something to guess a shape for
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+#: a number with a fraction or an exponent may be in the text (strings may match too)
+_FLOAT_SYNTAX = re.compile(rb"[0-9][.eE]")
+#: every whole number up to this is a double exactly
+_EXACT = 2 ** 53
 
 
 def parse(body: bytes | str) -> Any:
@@ -47,9 +59,11 @@ def parse(body: bytes | str) -> Any:
     data = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
     if _LONG_RUN not in data.translate(_DIGITS_ONLY):
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             pass
+        else:
+            return _whole_numbers(value) if _FLOAT_SYNTAX.search(data) else value
     # RFC 8259: JSON between systems is UTF-8 (decoding first skips the encoding
     # sniffing json.loads does on bytes).
     text = body.decode("utf-8") if isinstance(body, bytes) else body
@@ -72,6 +86,30 @@ def encode(value: Any) -> bytes:
             return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
+def _whole_numbers(value: Any) -> Any:
+    """``value`` with every float that is a whole number within ±2**53 made an ``int``
+    (containers changed in place; a loop, not recursion: the text may nest 1024 deep)."""
+    if type(value) is float:
+        return _whole(value)
+    stack = [value]
+    while stack:
+        container = stack.pop()
+        items = container.items() if type(container) is dict else enumerate(container)
+        for key, item in items:
+            kind = type(item)
+            if kind is float:
+                whole = _whole(item)
+                if whole is not item:
+                    container[key] = whole
+            elif kind is dict or kind is list:
+                stack.append(item)
+    return value
+
+
+def _whole(number: float) -> int | float:
+    return int(number) if number.is_integer() and -_EXACT <= number <= _EXACT else number
+
+
 def _unpaired_surrogate(value: Any) -> None:
     """Raise ``ValueError`` when a string (member names too) in ``value`` holds an
     unpaired surrogate (orjson refuses such texts, so only this slower path sees them)."""
@@ -82,12 +120,12 @@ def _unpaired_surrogate(value: Any) -> None:
                          "alone): not Unicode text") from None
 
 
-def _finite(text: str) -> float:
+def _finite(text: str) -> int | float:
     value = float(text)
     if value in (math.inf, -math.inf):
         # 1e999 is valid JSON text but no number JSON can carry back out.
         raise ValueError(f"{text[:20]} is out of range")
-    return value
+    return _whole(value)
 
 
 def _not_json(name: str) -> Any:

@@ -121,16 +121,13 @@ class Dispatcher:
     def _bind(registered: Registered) -> Callable[..., Any]:
         spec = registered.spec
 
-        async def call(context: Context, /, *args: Any, **params: Any) -> Any:
-            if args:
-                return _as_result(invalid_params([Problem(
-                    "", "params must be an object (by-name); positional params are not "
-                        "supported")]))
-            if params or not registered.accepts_empty:
-                problems = registered.problems(params)
-                if problems:
-                    return _as_result(invalid_params(problems))
+        async def call(context: Context, /, **params: Any) -> Any:
+            # (positional params never get here: ``_one`` answers them)
             try:
+                if params or not registered.accepts_empty:
+                    problems = registered.problems(params)
+                    if problems:
+                        return _as_result(invalid_params(problems))
                 result = await spec.handler(context, params)
             except Exception as exc:
                 return _as_result(to_rpc_error(exc, spec.name))
@@ -184,6 +181,14 @@ class Dispatcher:
             return encode(_error_response(
                 RpcError(METHOD_NOT_FOUND, MESSAGES[METHOD_NOT_FOUND], {"method": method}),
                 request_id))
+        if type(request.get("params")) is list:
+            # Even an empty array: our methods take their params by name.
+            outcome.calls.append((method, INVALID_PARAMS))
+            if request_id is _NO_ID:
+                return None
+            return encode(_error_response(invalid_params([Problem(
+                "", "params must be an object (by-name); positional params are not "
+                    "supported")]), request_id))
         parsed = create_request(request)
         result = await call_method(parsed, context, bound)
         if request_id is _NO_ID:

@@ -1,8 +1,8 @@
 """The engine's exceptions: one root, precise subclasses with structured fields.
 
 The daemon maps these to JSON-RPC error codes in one place (API.md "Errors"):
-``InvalidInput`` and its subclasses are -32602, ``RulesViolation`` is 4001 and
-``DiceNeeded`` is 4002.
+``InvalidInput`` and its subclasses are -32602, ``RulesViolation`` is 4001,
+``DiceNeeded`` is 4002 and ``UnknownCombatant`` is 4004.
 """
 
 from __future__ import annotations
@@ -87,3 +87,13 @@ class DiceNeeded(EngineError):
         self.sides = sides
         self.needed = needed
         super().__init__(f"need {needed} more d{sides} for purpose {purpose!r}")
+
+
+class UnknownCombatant(EngineError):
+    """An encounter has no combatant with this id (a target, an ally, a creature to
+    release): ``path`` says where the request named it."""
+
+    def __init__(self, id: str, path: str = "") -> None:
+        self.id = id
+        self.path = path
+        super().__init__(f"no combatant {json_text(id)} in this encounter")

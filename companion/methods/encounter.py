@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.dice import dice_source
-from engine.errors import InvalidInput, LimitExceeded, Problem
+from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant
 from engine.system import System
 
 from ..combatants import ImportedRef, import_ref, is_adapter_ref
@@ -25,7 +25,6 @@ from ..errors import (
     RULES_VIOLATION,
     STALE_REVISION,
     STORE_UNAVAILABLE,
-    UnknownCombatant,
 )
 from ..registry import MethodSpec
 from ..schemas import (
@@ -174,7 +173,9 @@ async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, A
         if combatant_id not in ids:
             raise UnknownCombatant(combatant_id)
         choice = params["choice"]
-        attacks = [choice.get("attack"), *(choice.get("attacks") or [])]
+        listed = choice.get("attacks")
+        # (a system checks the shape of the whole choice: ``attacks`` may be anything)
+        attacks = [choice.get("attack"), *(listed if isinstance(listed, list) else [])]
         for attack in attacks:
             if isinstance(attack, Mapping) and attack.get("target") is not None \
                     and str(attack["target"]) not in ids:

@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..dice import DiceSource
-from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
+from ..errors import (
+    InvalidInput,
+    LimitExceeded,
+    Problem,
+    RulesViolation,
+    UnknownCombatant,
+    json_text,
+)
 from ..results import Event, Resolution, thaw
 from .combatant import combat_strength, incapacitated
 from .exchange import Effect, apply_effects, check_attack, check_defense, strength_events
@@ -149,7 +156,7 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
     s = _copy(state)
     t = system.tables
     if cid not in s["combatants"]:
-        raise InvalidInput.at("/combatant_id", f"no combatant {cid!r} in this encounter")
+        raise UnknownCombatant(cid, "/combatant_id")
     system.validate_choice(choice)
     c = s["combatants"][cid]
     why = incapacitated(t, c)
@@ -188,8 +195,7 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
     if attack is not None:
         target_id = str(attack["target"])
         if target_id not in s["combatants"]:
-            raise InvalidInput.at("/choice/attack/target",
-                                  f"no combatant {target_id!r} in this encounter")
+            raise UnknownCombatant(target_id, "/choice/attack/target")
         mode = str(attack["mode"])
         check_attack(t, c, s["combatants"][target_id], mode, stance)
         if stance == "wave" and not _wave_left(system, s, cid):

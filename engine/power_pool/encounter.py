@@ -28,7 +28,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..dice import DiceSource
-from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation, UnknownCombatant
 from ..options import resolve_options
 from ..results import Event, copy_json, thaw
 from ..schemacheck import QuickValidator
@@ -223,7 +223,7 @@ def _request(state: Mapping[str, Any], pending: Mapping[str, Any]) -> JSON:
 def _check_ids(state: Mapping[str, Any], ids: list[str], path: str) -> None:
     for i, cid in enumerate(ids):
         if cid not in state["combatants"]:
-            raise InvalidInput.at(f"{path}/{i}", f"no combatant {cid!r} in this encounter")
+            raise UnknownCombatant(cid, f"{path}/{i}")
 
 
 def pending_choices(state: Mapping[str, Any]) -> JSON:
@@ -242,12 +242,17 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     """The state with ``cid``'s choice recorded (checked against the rules now)."""
     out = _copy(state)
     if cid not in out["combatants"]:
-        raise InvalidInput.at("/combatant_id", f"no combatant {cid!r} in this encounter")
+        raise UnknownCombatant(cid, "/combatant_id")
     problems = schema_problems(_choice_validator(), dict(choice), "/choice")
     if problems:
         raise InvalidInput(problems)
     pending = out["pending"]
     cs = out["combatants"]
+    for member, named in (("release", choice.get("release")),
+                          ("keep/target", (choice.get("keep") or {}).get("target")),
+                          ("cannot_perceive", choice.get("cannot_perceive"))):
+        if named is not None and named not in cs:
+            raise UnknownCombatant(str(named), f"/choice/{member}")
     if "attack" in choice:
         attack = copy_json(dict(choice["attack"]))
         if pending is not None and pending["attacker"] != cid:
@@ -258,7 +263,10 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         why = _can_attack(system, out, cid)
         if why:
             raise RulesViolation("cannot-attack", f"{cs[cid]['name']} {why}")
-        _check_ids(out, [attack["target"], *attack.get("targets", [])], "/choice/attack/targets")
+        _check_ids(out, [attack["target"]], "/choice/attack/target")
+        _check_ids(out, attack.get("targets", []), "/choice/attack/targets")
+        if cid == attack["target"] or cid in attack.get("targets", []):
+            raise RulesViolation("target-self", f"{cs[cid]['name']} cannot attack itself")
         candidate: JSON = {"attacker": cid, "attack": attack, "defenses": {}, "joins": {}}
         system.plan(_request(out, candidate))
         out["pending"] = candidate

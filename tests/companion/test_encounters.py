@@ -469,3 +469,41 @@ async def test_a_system_that_does_not_give_its_pending_choices_gets_the_coarser_
     steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
     assert steps[2]["params"]["choice"]["attack"]["mode"] == "jab"
     assert steps[3]["hidden"] is True
+
+
+async def test_every_creature_a_choice_names_must_be_in_the_encounter(rpc: Rpc) -> None:
+    """API.md "Errors": 4004 for an unknown combatant, also as an ally or a creature to
+    release; a malformed ``attacks`` is -32602, not a fault."""
+    ulcen, fenka, _ = HIDDEN_CASES["power-pool"]
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for combatant in (ulcen, fenka):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    for choice in ({"release": "ghost"}, {"keep": {"target": "ghost", "by": "die"}},
+                   {"attack": {"mode": "mental-stab", "target": "fenka",
+                               "targets": ["ghost"]}}):
+        error = await rpc.error("encounter.declare", _declare(eid, "ulcen", choice))
+        assert (error["code"], error["data"]) == (4004, {"id": "ghost"}), choice
+    for attacks in (-1, True, {"mode": "x"}):
+        error = await rpc.error("encounter.declare", _declare(eid, "ulcen",
+                                                              {"attacks": attacks}))
+        assert error["code"] == -32602, attacks
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
+async def test_whole_numbers_written_as_2_0_count_dice(rpc: Rpc) -> None:
+    """JSON Schema's ``integer`` accepts 2.0: such a pool must roll, not fault, and the
+    encounter it is stored in must still resolve."""
+    ulcen, fenka, attack = HIDDEN_CASES["power-pool"]
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    body = json.dumps({"jsonrpc": "2.0", "method": "encounter.add", "id": 1, "params": {
+        "id": eid, "combatant": {**ulcen, "hit_dice": 8}}}).replace('"hit_dice": 8',
+                                                                    '"hit_dice": 8.0')
+    assert "8.0" in body
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    assert "result" in await response.json()
+    await rpc.ok("encounter.add", {"id": eid, "combatant": fenka})
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", attack))
+    step = await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 5})
+    assert step["revision"] == 4
+    state = await rpc.ok("encounter.get", {"id": eid})
+    assert type(state["combatants"]["ulcen"]["hit_dice"]) is int

@@ -19,11 +19,12 @@ def strict_stdlib(text: str) -> object:
     def refuse(name: str) -> object:
         raise ValueError(name)
 
-    def finite(number: str) -> float:
+    def finite(number: str) -> int | float:
         value = float(number)
         if math.isinf(value):
             raise ValueError(number)
-        return value
+        # JSON has one number type: a whole number is read as an int (within 2**53)
+        return int(value) if value.is_integer() and abs(value) <= 2 ** 53 else value
 
     return json.loads(text, parse_constant=refuse, parse_float=finite)
 
@@ -40,8 +41,20 @@ def test_any_json_value_is_read_back_exactly_as_the_standard_library_reads_it(va
                                                                                ) -> None:
     text = json.dumps(value)
     got = parse(text.encode())
-    assert got == strict_stdlib(text)
-    assert json.dumps(got) == text  # also int stays int, float stays float
+    expected = strict_stdlib(text)
+    assert got == expected
+    assert json.dumps(got) == json.dumps(expected)  # the same types too
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (b"2.0", 2), (b'{"hit_dice": 3.0}', {"hit_dice": 3}), (b"[1e2, -0.0, 2.5]", [100, 0, 2.5]),
+    (b'{"a": [[{"b": 4.00}]], "name": "5.0"}', {"a": [[{"b": 4}]], "name": "5.0"}),
+    (b"1e300", 1e300), (b"9007199254740993.0", 9007199254740992)])
+def test_a_whole_number_written_with_a_fraction_or_an_exponent_is_an_integer(
+        text: bytes, value: object) -> None:
+    """JSON Schema's ``integer`` accepts 2.0, so a die count of 2.0 must count dice."""
+    got = parse(text)
+    assert got == value and json.dumps(got) == json.dumps(value)
 
 
 @pytest.mark.parametrize("text", ["123456789012345678901234567890", "-9223372036854775809",

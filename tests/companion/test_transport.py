@@ -116,9 +116,24 @@ async def test_invalid_params_name_every_path(rpc: Rpc) -> None:
     assert all(isinstance(e["message"], str) for e in error["data"]["errors"])
 
 
-async def test_positional_params_are_invalid_params(rpc: Rpc) -> None:
-    error = await rpc.error("dice.roll", ["d6"])
+@pytest.mark.parametrize(("method", "params"), [("dice.roll", ["d6"]),
+                                                ("companion.info", [])])
+async def test_positional_params_are_invalid_params(rpc: Rpc, method: str,
+                                                    params: list[object]) -> None:
+    """docs/API.md: 'Positional params are -32602', an empty array too."""
+    error = await rpc.error(method, params)
     assert error["code"] == -32602
+
+
+@pytest.mark.parametrize("depth", [900, 1000, 1020])
+async def test_params_nested_nearly_as_deep_as_the_parser_allows_are_invalid_params(
+        rpc: Rpc, depth: int) -> None:
+    """Deep but valid JSON: checking it must not end in -32603 (a fault)."""
+    body = ('{"jsonrpc":"2.0","method":"dice.roll","params":{"expr":"1d6","seed":'
+            + "[" * depth + "]" * depth + '},"id":7}')
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    answer = await response.json()
+    assert (answer["id"], answer["error"]["code"]) == (7, -32602)
 
 
 async def test_internal_error_carries_an_error_id_and_no_text(

@@ -9,7 +9,7 @@ import pytest
 from engine.combat_strength import SYSTEM
 from engine.combat_strength.encounter import MAX_COMBATANTS
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
 
 JSON = dict[str, Any]
 
@@ -241,17 +241,19 @@ def test_at_most_64_combatants() -> None:
     assert err.value.problems[0].path == "/combatant"
 
 
-def test_duplicate_id_and_unknown_target_are_invalid_input() -> None:
+def test_a_duplicate_id_is_invalid_input_and_an_unknown_target_an_unknown_combatant(
+        ) -> None:
+    """API.md "Errors": an unknown combatant is 4004 (``UnknownCombatant``)."""
     state = encounter(psionic("ann", 30, 30))
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_add(state, psionic("ann", 1, 1))
     assert err.value.problems[0].path == "/combatant/id"
     state, _ = SYSTEM.encounter_add(state, psionic("bo", 30, 30))
     state = through_intent(state, {"ann": "trance", "bo": "trance"})
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(UnknownCombatant) as unknown:
         SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
                                                            "target": "cy"}})
-    assert err.value.problems[0].path == "/choice/attack/target"
+    assert (unknown.value.id, unknown.value.path) == ("cy", "/choice/attack/target")
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust"}})
     assert err.value.problems[0].path.startswith("/choice/attack")

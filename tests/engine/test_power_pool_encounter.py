@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
 from engine.power_pool import SYSTEM
 from engine.revised_2e import SYSTEM as REVISED_2E
 
@@ -178,12 +178,36 @@ def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:
         SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                          "target": "golem"}})
     assert err.value.rule == "target-mindless"
-    with pytest.raises(InvalidInput):
+    with pytest.raises(UnknownCombatant):
         SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                          "target": "nobody"}})
     with pytest.raises(InvalidInput):
         SYSTEM.encounter_declare(state, "a", {"dance": True})
     assert json.dumps(state, sort_keys=True) == before
+
+
+@pytest.mark.parametrize(("choice", "path"), [
+    ({"attack": {"mode": "psionic-wave", "target": "b", "targets": ["ghost"]}},
+     "/choice/attack/targets/0"),
+    ({"release": "ghost"}, "/choice/release"),
+    ({"keep": {"target": "ghost", "by": "die"}}, "/choice/keep/target"),
+    ({"cannot_perceive": "ghost"}, "/choice/cannot_perceive")])
+def test_a_creature_not_in_the_encounter_is_an_unknown_combatant(
+        choice: dict[str, Any], path: str) -> None:
+    """API.md "Errors": an unknown combatant is 4004, wherever the choice names it."""
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6))
+    with pytest.raises(UnknownCombatant) as err:
+        SYSTEM.encounter_declare(state, "a", choice)
+    assert (err.value.id, err.value.path) == ("ghost", path)
+
+
+def test_attacking_itself_breaks_a_rule() -> None:
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6))
+    for attack in ({"mode": "mental-stab", "target": "a"},
+                   {"mode": "psionic-wave", "target": "b", "targets": ["a"]}):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, "a", {"attack": attack})
+        assert err.value.rule == "target-self"
 
 
 def test_one_attack_per_round() -> None:

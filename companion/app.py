@@ -45,6 +45,10 @@ from .ws import websocket
 
 log = logging.getLogger("mindscape.app")
 
+#: seconds between checks for sockets authenticated with a rotated token (the token file
+#: itself is re-read at most once a second)
+TOKEN_CHECK_INTERVAL = 0.5
+
 
 def daemon_version() -> str:
     """The installed distribution's version."""
@@ -146,13 +150,27 @@ async def _store(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _hub(app: web.Application) -> AsyncIterator[None]:
-    """The WebSocket hub; every socket is closed (1001) before the store closes."""
+    """The WebSocket hub; every socket is closed (1001) before the store closes. While
+    the app runs, sockets authenticated with a token that was rotated away are closed
+    within about a second (``mindscape token --rotate`` after a leak)."""
     hub = Hub()
     app[HUB] = hub
+    watch = asyncio.create_task(_close_sockets_of_old_tokens(app[TOKENS], hub))
     try:
         yield
     finally:
+        watch.cancel()
         await hub.close_all()
+
+
+async def _close_sockets_of_old_tokens(tokens: TokenKeeper, hub: Hub) -> None:
+    while True:
+        await asyncio.sleep(TOKEN_CHECK_INTERVAL)
+        if hub.peers:
+            try:
+                await hub.close_stale(tokens.generation())
+            except Exception:
+                log.exception("closing the sockets of a rotated token failed")
 
 
 async def _services(app: web.Application) -> AsyncIterator[None]:

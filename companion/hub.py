@@ -33,6 +33,8 @@ class Peer:
     remote: str | None
     origin: str | None
     user_agent: str | None
+    #: the token generation it authenticated under (``TokenKeeper.generation``)
+    token_generation: int = 0
     connected_at: float = field(default_factory=time.time)
     watching: set[str] = field(default_factory=set)
 
@@ -86,12 +88,24 @@ class Hub:
             deque(maxlen=RECENT_CALLS))
         self._sending: set[asyncio.Task[None]] = set()
 
-    def connect(self, ws: web.WebSocketResponse, request: web.Request) -> Peer:
+    def connect(self, ws: web.WebSocketResponse, request: web.Request,
+                token_generation: int = 0) -> Peer:
         """Register an authenticated socket."""
         peer = Peer(ws, next(self._numbers), request.remote,
-                    request.headers.get("Origin"), request.headers.get("User-Agent"))
+                    request.headers.get("Origin"), request.headers.get("User-Agent"),
+                    token_generation)
         self.peers.add(peer)
         return peer
+
+    async def close_stale(self, token_generation: int) -> None:
+        """Close (1008) every socket authenticated with a token that was rotated away:
+        rotating a leaked token must shut out a socket opened with it."""
+        stale = [p for p in self.peers if p.token_generation != token_generation]
+        await asyncio.gather(*(p.ws.close(code=WSCloseCode.POLICY_VIOLATION,
+                                          message=b"token rotated") for p in stale),
+                             return_exceptions=True)
+        for peer in stale:
+            self.disconnect(peer)
 
     def disconnect(self, peer: Peer) -> None:
         """Forget a socket and everything it watched."""

@@ -13,7 +13,10 @@ Two writers share one buffered stream:
   fraction of a second of request lines, never a warning or an error.
 
 Nothing logs a token or an ``Authorization`` header: the security code never passes
-either to a logger.
+either to a logger, and ``redact`` takes out anything shaped like one that another part
+puts in a message: aiohttp quotes a malformed header line in its error, and names the
+subprotocols a WebSocket offered (``token.<token>``) when none is ours; a client may put
+a token in a path or a method name.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any, TextIO
@@ -33,6 +37,20 @@ FLUSH_LINES = 100
 
 #: (time, HTTP method, path, status, seconds, [(rpc method, error code)] or None)
 HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]] | None]
+
+
+#: what follows "Bearer " or "token.", or a word of a token's length (secrets.token_urlsafe(32))
+_SECRET = re.compile(r"(?i)(bearer\s+|token\.)[^\s\"',\\]+|(?<![\w-])[\w-]{43}(?![\w-])",
+                     re.ASCII)
+#: a token is 43 characters: a shorter text cannot hold one
+_TOKEN_LENGTH = 43
+
+
+def redact(text: str) -> str:
+    """``text`` with every token-like secret replaced by ``[redacted]``."""
+    if len(text) < _TOKEN_LENGTH:
+        return text
+    return _SECRET.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 
 
 class JsonLines(logging.Formatter):
@@ -51,7 +69,7 @@ class JsonLines(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return redact(json.dumps(line, default=str, ensure_ascii=False))
 
 
 def open_stderr() -> TextIO:
@@ -109,14 +127,19 @@ class AccessLog:
     def _text(self, value: Any) -> str:
         text = self._texts.get(value)
         if text is None:
-            text = json.dumps(list(value) if isinstance(value, tuple) else value,
-                              ensure_ascii=False)
+            # paths and method names come from clients
+            text = redact(json.dumps(list(value) if isinstance(value, tuple) else value,
+                                     ensure_ascii=False))
             if len(self._texts) < 512:
                 self._texts[value] = text
         return text
 
     def _format(self, line: dict[str, Any] | HttpLine) -> str:
         if isinstance(line, dict):
+            methods = line.get("methods")
+            if methods:
+                # method names come from clients
+                line["methods"] = [redact(m) if isinstance(m, str) else m for m in methods]
             return json.dumps({"ts": round(line.pop("ts"), 3), "level": "info",
                                "logger": "mindscape.access", "msg": "request", **line},
                               default=str, ensure_ascii=False)

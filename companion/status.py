@@ -76,7 +76,10 @@ to allow another one.</li>
 <h3>Recent HTTP clients</h3>{_list(clients)}
 </body></html>
 """
-    return web.Response(text=body, content_type="text/html",
+    # A header that was not UTF-8 reaches us with surrogate escapes; the page shows
+    # the replacement character for it instead of failing.
+    return web.Response(body=body.encode("utf-8", "replace"),
+                        content_type="text/html", charset="utf-8",
                         headers={"Cache-Control": "no-store"})
 
 

@@ -69,6 +69,7 @@ class TokenKeeper:
         self._bytes = self._token.encode()
         self._mtime = self._stat()
         self._checked = time.monotonic()
+        self._generation = 0
 
     def _stat(self) -> float:
         try:
@@ -83,13 +84,22 @@ class TokenKeeper:
             mtime = self._stat()
             if mtime != self._mtime:
                 self._mtime = mtime
-                self._token = read_token(self.path) or self._token
-                self._bytes = self._token.encode()
+                token = read_token(self.path) or self._token
+                if token != self._token:
+                    self._token = token
+                    self._bytes = token.encode()
+                    self._generation += 1
 
     def current(self) -> str:
         """The token now in force."""
         self._refresh()
         return self._token
+
+    def generation(self) -> int:
+        """How many times the token changed since the daemon started: a WebSocket
+        authenticated under an older generation is closed."""
+        self._refresh()
+        return self._generation
 
     def current_bytes(self) -> bytes:
         """``current()`` as bytes, for ``hmac.compare_digest``."""

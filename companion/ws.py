@@ -101,12 +101,17 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         return ws
     dispatcher = app[DISPATCHER]
     access = app[ACCESS_LOG]
-    peer = services.hub.connect(ws, request)
+    generation = tokens.generation()
+    peer = services.hub.connect(ws, request, generation)
     context = Context(services, peer)
     try:
         async for message in ws:
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
+            if tokens.generation() != generation:
+                # rotated since this socket authenticated (the hub's watch closes it too)
+                await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"token rotated")
+                break
             started = time.perf_counter()
             outcome = Outcome()
             answer = await dispatcher.handle(message.data, context, outcome)

@@ -8,14 +8,17 @@ import io
 import json
 import logging
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
 from companion.keys import ACCESS_LOG
+from companion.logs import JsonLines, redact
 from companion.settings import Settings
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
 
@@ -295,3 +298,74 @@ async def test_a_fault_in_a_handler_is_a_500_with_an_error_id_only(
     assert record.exc_info is not None and record.exc_info[0] is RuntimeError
     assert record.fields == {"error_id": body["error_id"], "path": "/"}  # type: ignore[attr-defined]
     assert (await client.get("/healthz")).status == 200
+
+
+async def test_a_token_offered_only_as_a_websocket_subprotocol_stays_out_of_the_log(
+        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    """API.md: 'the token never appears in a URL or a log line'. aiohttp warns about
+    offered subprotocols that are not ours, quoting them: ``token.<token>`` among them."""
+    with caplog.at_level(logging.DEBUG):
+        ws = await rpc.client.ws_connect("/ws", protocols=(f"token.{rpc.token}",))
+        await ws.close()
+    assert caplog.records, "aiohttp no longer warns: this test checks nothing"
+    formatter = JsonLines()
+    for record in caplog.records:
+        assert rpc.token not in formatter.format(record)
+
+
+@pytest.mark.parametrize("text", [
+    "b'Authorization: Bearer {t}\\x0b'", "Got more than 8190 bytes: b'bearer {t} aaaa'",
+    "Client protocols ['token.{t}'] don't overlap", "POST /rpc/{t}", '["{t}"]'])
+def test_anything_shaped_like_the_token_is_redacted_from_log_lines(text: str) -> None:
+    token = secrets.token_urlsafe(32)
+    redacted = redact(text.format(t=token))
+    assert token not in redacted and "[redacted]" in redacted
+
+
+def test_error_ids_and_encounter_ids_are_not_redacted() -> None:
+    assert redact('{"error_id": "0123456789abcdef", "id": "AbCdEfGhIjK", '
+                  '"msg": "a message long enough to be looked at"}').count("[redacted]") == 0
+
+
+async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(
+        rpc: Rpc, settings: Settings) -> None:
+    await rpc.client.post(f"/rpc/{rpc.token}", json=INFO, headers=rpc.auth)
+    await rpc.error(rpc.token)
+    rpc.client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    log = settings.log_stream.getvalue()
+    assert rpc.token not in log and log.count("[redacted]") == 2
+
+
+async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(
+        rpc: Rpc, settings: Settings) -> None:
+    """docs/SECURITY.md: after ``mindscape token --rotate`` the old token is refused: a
+    socket opened with it (by subprotocol or by its first message) is closed too."""
+    by_protocol = await rpc.client.ws_connect(
+        "/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
+    by_message = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1",))
+    await by_message.send_json({"jsonrpc": "2.0", "method": "auth", "id": 1,
+                                "params": {"token": rpc.token}})
+    assert (await asyncio.wait_for(by_message.receive_json(), 5))["result"]
+    rotate_token(settings.token_path)
+    for ws in (by_protocol, by_message):
+        message = await asyncio.wait_for(ws.receive(), 5)
+        assert message.type == aiohttp.WSMsgType.CLOSE and message.data == 1008
+        assert message.extra == "token rotated"
+
+
+async def test_a_user_agent_that_is_not_utf_8_does_not_break_the_status_page(
+        rpc: Rpc) -> None:
+    server = rpc.client.server
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    body = json.dumps(INFO).encode()
+    writer.write(b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                 + rpc.token.encode() + b"\r\nUser-Agent: caf\xe9 \xff\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    await writer.drain()
+    assert b" 200 " in (await reader.read()).split(b"\r\n", 1)[0]
+    writer.close()
+    response = await rpc.client.get("/")
+    assert response.status == 200
+    assert "(caf? ?)" in await response.text()  # shown, the bytes that are not UTF-8 as ?

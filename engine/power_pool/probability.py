@@ -99,8 +99,10 @@ def exact_odds(tables: Mapping[str, Any], plan: Plan) -> ExactOdds:
     damage = Dist.constant(0)
     if tables["modes"][plan.mode].get("damage") == "own-defense-dice" and rolls_win:
         damage = _damage_given_win(attack, parts, plan)
+    # A failed Blank Mind save ends the exchange before any pool is rolled: no tie then.
+    tie = equal * (save if save is not None else 1)
     return ExactOdds(attacker=win, defender=1 - win, control=win if controllable else Fraction(0),
-                     tie=equal, save=save, damage=damage, attack=attack, defense=defense)
+                     tie=tie, save=save, damage=damage, attack=attack, defense=defense)
 
 
 def _damage_given_win(attack: Dist, parts: list[Dist], plan: Plan) -> Dist:

@@ -17,6 +17,7 @@ ORDER = "H-2E-ORDER"
 THREE_PER_TWO = "H-2E-THREE-PER-TWO"
 MODE_LIMITS = "H-2E-MODE-LIMITS"
 STUN = "H-2E-STUN"
+CLOSE_LAST_PSP = "H-2E-CLOSE-LAST-PSP"
 
 HOUSE_RULES: tuple[HouseRule, ...] = (
     HouseRule(CRIT_MODS, "A critical mental hit is judged on the modified roll (natural + "
@@ -44,4 +45,8 @@ HOUSE_RULES: tuple[HouseRule, ...] = (
               "false: any number.", True),
     HouseRule(STUN, "A mind forced open is stunned for the rest of that round: its attacks "
               "not yet made that round are lost; false: they still happen.", True),
+    HouseRule(CLOSE_LAST_PSP, "Paying to close a mind opened by a critical hit must leave at "
+              "least 1 PSP (errata: a mind with 0 PSPs is open), so closing for 10 needs 11; "
+              "false: a mind may pay its last PSPs to close (the seed's 'enough PSPs').",
+              True),
 )

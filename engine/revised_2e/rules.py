@@ -205,14 +205,14 @@ def may_close_by_paying(tables: Tables, c: Mapping[str, Any],
                         options: Mapping[str, Any]) -> int | None:
     """The PSPs ``c`` may pay now to close its mind, or ``None`` if it may not (§1.5).
 
-    Paying must leave at least 1 PSP: a mind with 0 PSPs is open (errata), so paying the
-    last of them could not close it."""
+    With H-2E-CLOSE-LAST-PSP (the default) paying must leave at least 1 PSP: a mind with
+    0 PSPs is open (errata), so paying the last of them could not close it."""
     mind = c["mind"]
     if mind["state"] != "open" or mind["opened_by"] != "critical" or \
             not mind["may_pay_to_close"]:
         return None
     cost = close_cost(tables, c, options[house.NO_LAST_DEF])
-    if cost is None or cost >= c["psp"]:
+    if cost is None or cost > c["psp"] or (cost == c["psp"] and options[house.CLOSE_LAST_PSP]):
         return None
     return cost
 

@@ -23,8 +23,10 @@ from engine.power_pool.probability import convolve, exact_odds, negate, sum_of_d
 from .test_power_pool_helpers import mundane, psionic
 
 
-def brute_force(request: dict[str, Any]) -> tuple[Fraction, Fraction, dict[int, Fraction]]:
-    """P(attacker wins), P(control) and the principal's damage given a win, by counting."""
+def brute_force(request: dict[str, Any]
+                ) -> tuple[Fraction, Fraction, dict[int, Fraction], Fraction]:
+    """P(attacker wins), P(control), the principal's damage given a win and P(tie), by
+    counting."""
     plan = SYSTEM.plan(request)
     saves = len(plan.saves)
     # the layout of pool dice, read from one resolution whose saves all pass
@@ -32,7 +34,7 @@ def brute_force(request: dict[str, Any]) -> tuple[Fraction, Fraction, dict[int, 
         {"save": [20] * saves, "attack": [1] * 100, "defense": [1] * 100}))
     layout = [(r.purpose, r.sides) for r in probe.rolls if r.purpose != "save"]
     save_sides = SYSTEM.tables["save"]["sides"]
-    wins = controls = total = 0
+    wins = controls = ties = total = 0
     damage: Counter[int] = Counter()
     for save_values in product(range(1, save_sides + 1), repeat=saves):
         for faces in product(*(range(1, s + 1) for _, s in layout)):
@@ -42,6 +44,7 @@ def brute_force(request: dict[str, Any]) -> tuple[Fraction, Fraction, dict[int, 
                 supplied[purpose].append(v)
             out = resolve_plan(SYSTEM.tables, plan, SuppliedDice(supplied)).to_json()
             total += 1
+            ties += bool(out["tie"])
             if out["winner"] == "attacker":
                 wins += 1
                 controls += out["controlled"]
@@ -49,7 +52,7 @@ def brute_force(request: dict[str, Any]) -> tuple[Fraction, Fraction, dict[int, 
                            if e["effect"] == "damage" and e["combatant"] == plan.principal.id)
                        ] += 1
     given_win = {v: Fraction(n, wins) for v, n in damage.items()} if wins else {0: Fraction(1)}
-    return Fraction(wins, total), Fraction(controls, total), given_win
+    return Fraction(wins, total), Fraction(controls, total), given_win, Fraction(ties, total)
 
 
 CASES: dict[str, dict[str, Any]] = {
@@ -107,12 +110,13 @@ def test_exact_odds_match_brute_force_enumeration(name: str) -> None:
     """RULES.md §3.2 step 4: "Each side rolls all or a declared part of its current pool
     and sums. The higher total wins. Ties go to the defender" — counted face by face."""
     request = CASES[name]
-    wins, controls, damage = brute_force(request)
+    wins, controls, damage, ties = brute_force(request)
     exact = exact_odds(SYSTEM.tables, SYSTEM.plan(request))
     assert exact.attacker == wins
     assert exact.defender == 1 - wins
     assert exact.control == controls
     assert dict(exact.damage.items()) == damage
+    assert exact.tie == ties  # a failed Blank Mind save rolls no pools: no tie
     out = SYSTEM.odds(request)
     assert out["outcomes"]["attacker"] == pytest.approx(float(wins))
     assert out["damage"]["truncated_mass"] == 0

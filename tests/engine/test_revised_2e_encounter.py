@@ -187,13 +187,16 @@ def test_a_combatant_brought_in_stunned_declares_attacks_only_with_h_2e_stun_off
     assert err.value.rule == "cannot-act"
 
 
-@pytest.mark.parametrize(("psp", "closes"), [(10, False), (11, True)])
-def test_paying_to_close_must_leave_a_psp(psp: int, closes: bool) -> None:
-    """Errata: a mind with 0 PSPs is open, so the last PSPs cannot buy closing it."""
+@pytest.mark.parametrize(("psp", "last_psp", "closes"), [
+    (10, True, False), (11, True, True), (10, False, True), (9, False, False)])
+def test_paying_to_close_must_leave_a_psp_unless_the_house_rule_is_off(
+        psp: int, last_psp: bool, closes: bool) -> None:
+    """Errata: a mind with 0 PSPs is open, so the last PSPs cannot buy closing it
+    (H-2E-CLOSE-LAST-PSP); off, the seed's "enough PSPs" reading: 10 close for 10."""
     fenka = psionicist("fenka", "Fenka of Raam", psp=psp, mind={
         "state": "open", "opened_by": "critical", "may_pay_to_close": True,
         "last_defense": "mental-barrier"})  # closing costs 2 × 5
-    state = encounter(ULCEN, fenka)
+    state = encounter(ULCEN, fenka, options={"H-2E-CLOSE-LAST-PSP": last_psp})
     if not closes:
         with pytest.raises(RulesViolation) as err:
             SYSTEM.encounter_declare(state, "fenka", {"close": True})
@@ -202,7 +205,7 @@ def test_paying_to_close_must_leave_a_psp(psp: int, closes: bool) -> None:
     state = SYSTEM.encounter_declare(state, "fenka", {"close": True})
     state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
     after = state["combatants"]["fenka"]
-    assert after["mind"]["state"] == "closed" and after["psp"] == 1
+    assert after["mind"]["state"] == "closed" and after["psp"] == psp - 10
 
 
 def test_unclosed_critical_mind_locks_1d4_plus_1_then_wisdom_checks_at_minus_3() -> None:

@@ -34,7 +34,7 @@ from ..results import Event, copy_json, thaw
 from ..schemacheck import QuickValidator
 from ..system import JSON, schema_problems
 from . import control
-from .combatant import slug
+from .combatant import is_down, slug
 from .exchange import HOUSE_RULES, SYSTEM_ID
 
 if TYPE_CHECKING:
@@ -136,6 +136,8 @@ def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> 
         return "knows no attack mode"
     if c["controlled_by"]:
         return f"is under the psionic control of {c['controlled_by']!r}"
+    if is_down(c):
+        return "is down (0 hit points or fewer)"
     for cond in c["conditions"]:
         if cond in system.tables["cannot_attack_conditions"]:
             return f"is {cond}"
@@ -156,7 +158,9 @@ def _struck(state: Mapping[str, Any], pending: Mapping[str, Any]) -> list[str]:
 
 def _can_choose(system: PowerPoolSystem, c: Mapping[str, Any]) -> bool:
     """A defender that is unaware and knows no mode that works so rolls nothing and has
-    no choice to make."""
+    no choice to make; nor has one at 0 hit points or fewer (it is not waited for)."""
+    if is_down(c):
+        return False
     unaware = any(x in system.tables["awareness_conditions"] for x in c["conditions"])
     if not unaware:
         return True

@@ -18,7 +18,7 @@ from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
 from ..system import JSON
 from . import control
-from .combatant import link_key
+from .combatant import is_down, link_key
 
 SYSTEM_ID = "power-pool"
 
@@ -450,12 +450,15 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
                     events.append(Event(effect["condition"], side.id, {"by": aid}))
                 if mode.get("damage") == "own-defense-dice":
                     amount = sums[side.id]
+                    was_down = is_down(c)
                     if c["hp"] is not None:
                         c = {**c, "hp": c["hp"] - amount}
                     effects.append({"effect": "damage", "combatant": side.id,
                                     "amount": amount})
                     events.append(Event("damage", side.id, {"amount": amount,
                                                             "source": plan.mode}))
+                    if is_down(c) and not was_down:
+                        events.append(Event("down", side.id, {"hp": c["hp"]}))
                 now[side.id] = c
             wave = None
             if mode.get("several_targets") and controlled:

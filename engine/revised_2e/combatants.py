@@ -233,11 +233,24 @@ class Normaliser:
         return FrozenDict(c) if frozen else c
 
 
+#: how ``stopping_conditions`` names a combatant at 0 hit points or fewer
+DOWN = "down (0 hit points or fewer)"
+
+
+def is_down(c: Mapping[str, Any]) -> bool:
+    """Whether ``c`` has hit points and is at 0 or fewer: slain, or dying under the
+    optional rule (AD&D 2e PHB); either way it acts no more."""
+    hp = c.get("hp")
+    return hp is not None and hp <= 0
+
+
 def stopping_conditions(c: Mapping[str, Any], stun_stops: bool = True) -> list[str]:
-    """The conditions of ``c`` that stop it acting this round, in its own order; a stun
-    counts only when ``stun_stops`` (house default H-2E-STUN)."""
-    return [x for x in c["conditions"] if x in CONDITIONS_THAT_STOP_ACTION
-            and (stun_stops or x != "stunned")]
+    """The conditions of ``c`` that stop it acting this round, in its own order, and
+    ``DOWN`` at 0 hit points or fewer; a stun counts only when ``stun_stops`` (house
+    default H-2E-STUN)."""
+    stopped = [x for x in c["conditions"] if x in CONDITIONS_THAT_STOP_ACTION
+               and (stun_stops or x != "stunned")]
+    return [*stopped, DOWN] if is_down(c) else stopped
 
 
 def can_act(c: Mapping[str, Any], stun_stops: bool = True) -> bool:

@@ -201,9 +201,11 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
     options = system.options(s["options"])
     # A stun stops defenses and closing; attacks only under H-2E-STUN.
     defends = bool(choice.get("defense") or choice.get("close"))
-    if (defends and not can_act(c)) or (attacks and not can_act(c, options[house.STUN])):
+    stopped = stopping_conditions(c, stun_stops=True) if defends else \
+        stopping_conditions(c, options[house.STUN]) if attacks else []
+    if stopped:
         raise RulesViolation("cannot-act", f"{c['name']} cannot act this round "
-                                           f"({', '.join(c['conditions'])})")
+                                           f"({', '.join(stopped)})")
     allowed = _allowed(system, s, c)
     if len(attacks) > allowed:
         raise RulesViolation("too-many-attacks", f"{c['name']} may make {allowed} "

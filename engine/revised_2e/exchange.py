@@ -16,7 +16,7 @@ from engine.errors import RulesViolation
 from engine.results import Event
 
 from . import house
-from .combatants import PSIONIC_KINDS, can_act, stopping_conditions
+from .combatants import PSIONIC_KINDS, can_act, is_down, stopping_conditions
 from .rules import add_condition, editable, open_mind
 from .tables import Tables
 
@@ -242,6 +242,10 @@ def _open_mind_effect(tables: Tables, d: JSON, mode: str, m: int, by: str,
         d["lost_powers"].append({"days": days})
         return {"type": kind, "days": days}, [Event(kind, d["id"], {"days": days})]
     amount = sum(dice.roll_many("hp-damage", sides, count, by))
+    events = [Event(kind, d["id"], {"amount": amount})]
     if "hp" in d:
+        was_down = is_down(d)
         d["hp"] -= amount
-    return {"type": kind, "amount": amount}, [Event(kind, d["id"], {"amount": amount})]
+        if is_down(d) and not was_down:
+            events.append(Event("down", d["id"], {"hp": d["hp"]}))
+    return {"type": kind, "amount": amount}, events

@@ -283,3 +283,16 @@ def test_attacker_may_change_its_attack_before_resolution() -> None:
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                              "target": "c"}})
     assert SYSTEM.encounter_waiting_for(state) == ["c"]
+
+
+def test_a_creature_at_0_hit_points_or_fewer_is_down_and_attacks_no_more() -> None:
+    """AD&D: at 0 hit points a creature is slain or dying; it is not waited for."""
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6, hp=0))
+    assert SYSTEM.encounter_waiting_for(state) == ["a"]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "b", {"attack": {"mode": "mental-stab",
+                                                         "target": "a"}})
+    assert err.value.rule == "cannot-attack" and "down" in err.value.detail
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    assert SYSTEM.encounter_waiting_for(state) == []  # nobody to wait for in defense

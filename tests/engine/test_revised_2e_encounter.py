@@ -345,3 +345,27 @@ def test_bad_options_and_states_are_refused() -> None:
     assert err.value.problems[0].path == "/options/H-2E-ORDER"
     with pytest.raises(InvalidInput):
         SYSTEM.encounter_view({"system": "power-pool"})
+
+
+def test_a_combatant_at_0_hit_points_or_fewer_is_down_and_acts_no_more() -> None:
+    """AD&D 2e: at 0 hit points a creature is slain (or dying, under the optional rule);
+    either way it is not waited for and makes no choice."""
+    state = encounter(ULCEN, psionicist("fenka", "Fenka of Raam", hp=0))
+    assert SYSTEM.encounter_waiting_for(state) == ["ulcen"]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", {"attack": {
+            "mode": "mind-thrust", "multiplier": 1, "range": "short", "target": "ulcen"}})
+    assert err.value.rule == "cannot-act" and "down" in err.value.detail
+
+
+def test_a_blow_that_takes_the_last_hit_points_says_the_combatant_is_down() -> None:
+    """§1.5: psychic crush on an open mind deals 1d6 hit points per 8 PSPs."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=0, hp=3,
+                       mind={"state": "open", "opened_by": "zero-psp"})
+    result = SYSTEM.resolve({"attacker": {**ULCEN, "psp": 40}, "defender": fenka,
+                             "attack": {"mode": "psychic-crush", "multiplier": 1,
+                                        "range": "short"}},
+                            SuppliedDice({"attack": [15], "damage": [5], "hp-damage": [5]})
+                            ).to_json()
+    assert result["defender"]["after"]["hp"] == -2
+    assert {"type": "down", "combatant": "fenka", "hp": -2} in result["events"]

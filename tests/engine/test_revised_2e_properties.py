@@ -85,6 +85,9 @@ def legal_requests(draw: st.DrawFn) -> dict[str, Any]:
     a["psp"] = draw(st.integers(cost, a["psp_max"]))
     a.pop("mind", None)
     d = request["defender"]
+    for side in (a, d):
+        if side.get("hp", 1) <= 0:  # at 0 hit points or fewer a combatant acts no more
+            side["hp"] = draw(st.integers(1, 60))
     request.pop("defense", None)
     if d["kind"] != "nonpsionic" and d["defenses"] and draw(st.booleans()):
         mode = draw(st.sampled_from(d["defenses"]))

@@ -12,8 +12,9 @@ from engine.errors import InvalidInput, Problem
 
 from .services import Services
 
-#: Params members that never hold combatants.
-_NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "seed",
+#: Params members that never hold combatants (every other top-level member, or list
+#: of them, may be given as ``{adapter, data}``).
+NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "seed",
                              "id", "revision", "force", "name"})
 
 
@@ -57,7 +58,7 @@ def import_combatants(services: Services, params: Mapping[str, Any], system_id: 
     out = dict(params)
     refs: list[ImportedRef] = []
     for key, value in params.items():
-        if key in _NOT_COMBATANTS:
+        if key in NOT_COMBATANTS:
             continue
         if is_adapter_ref(value):
             ref = import_ref(services, value, system_id, f"/{key}", key)

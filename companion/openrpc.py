@@ -4,20 +4,73 @@ Every method is ``paramStructure: by-name``; each member of its params schema be
 content descriptor (with that member's own schema and whether it is required), and the
 whole params schema, exactly as compiled for validation, is given as ``x-params-schema``
 (OpenRPC allows ``x-`` extensions on a method object).
+
+``exchange.resolve`` and ``exchange.odds`` check their params twice: against the method's
+schema, then (``{adapter, data}`` combatants imported) against the named system's
+``request_schema``. Their ``x-params-schema`` says both: the method's schema and, for
+each installed system, ``if`` the ``system`` is that one ``then`` its request schema, with
+every combatant member also allowed as ``{adapter, data}`` (each such schema carries an
+``$id``, so its ``#/$defs/...`` references resolve inside it).
 """
 
 from __future__ import annotations
 
+import copy
+import logging
+from collections.abc import Mapping
 from typing import Any
 
+from engine.system import System
+
 from . import API_VERSION
+from .combatants import NOT_COMBATANTS
 from .errors import INVALID_PARAMS, MESSAGES
 from .registry import MethodRegistry, MethodSpec
+from .schemas import ADAPTER_REF
+
+log = logging.getLogger("mindscape.openrpc")
 
 OPENRPC_VERSION = "1.3.2"
 
 
-def _method(spec: MethodSpec) -> dict[str, Any]:
+def _as_called(system: System) -> dict[str, Any]:
+    """``system``'s request schema as a caller may meet it: each combatant member (or
+    item of a list of them) may also be ``{adapter, data}``, and ``dice`` and ``seed``
+    are left to the method's own schema."""
+    schema = copy.deepcopy(dict(system.request_schema()))
+    schema.pop("$schema", None)
+    schema["$id"] = f"urn:mindscape:system:{system.id}:request"
+    properties = schema.setdefault("properties", {})
+    for name, member in properties.items():
+        if name in NOT_COMBATANTS or not isinstance(member, dict):
+            continue
+        if member.get("type") == "array" and isinstance(member.get("items"), dict):
+            member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}
+        else:
+            properties[name] = {"anyOf": [ADAPTER_REF, member]}
+    properties["dice"] = properties["seed"] = {}
+    return schema
+
+
+def _params_schema(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str, Any]:
+    if not spec.checked_by_system or not systems:
+        return dict(spec.params)
+    branches = []
+    for system_id, system in sorted(systems.items()):
+        try:
+            then = _as_called(system)
+        except Exception:
+            # a plugin's broken schema: its calls fail too, and say so
+            log.warning("request schema of system %s not documented", system_id,
+                        exc_info=True)
+            continue
+        branches.append({"if": {"properties": {"system": {"const": system_id}},
+                                "required": ["system"]},
+                         "then": then})
+    return {"allOf": [dict(spec.params), *branches]}
+
+
+def _method(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str, Any]:
     required = set(spec.params.get("required", ()))
     params = [
         {"name": name, "schema": schema, "required": name in required}
@@ -34,12 +87,14 @@ def _method(spec: MethodSpec) -> dict[str, Any]:
         "result": {"name": f"{spec.name} result",
                    "schema": dict(spec.result) if spec.result is not None else {}},
         "errors": errors,
-        "x-params-schema": dict(spec.params),
+        "x-params-schema": _params_schema(spec, systems),
     }
 
 
-def document(methods: MethodRegistry, version: str) -> dict[str, Any]:
-    """The OpenRPC document of ``methods`` for daemon ``version``."""
+def document(methods: MethodRegistry, version: str,
+             systems: Mapping[str, System] | None = None) -> dict[str, Any]:
+    """The OpenRPC document of ``methods`` for daemon ``version`` (with the request
+    schemas of ``systems`` for the methods they check)."""
     return {
         "openrpc": OPENRPC_VERSION,
         "info": {
@@ -50,7 +105,7 @@ def document(methods: MethodRegistry, version: str) -> dict[str, Any]:
                            "Every call needs Authorization: Bearer <token>.",
             "license": {"name": "MIT"},
         },
-        "methods": [_method(r.spec) for r in methods],
+        "methods": [_method(r.spec, systems or {}) for r in methods],
         "x-notifications": [{
             "name": "encounter.changed",
             "description": "sent over /ws to sockets that called encounter.watch",

@@ -61,6 +61,10 @@ class MethodSpec:
     result: Mapping[str, Any] | None = None
     #: JSON-RPC error codes the method may answer with besides -32602/-32603.
     errors: tuple[int, ...] = field(default_factory=tuple)
+    #: True when the handler also checks the params (its ``{adapter, data}`` combatants
+    #: imported) against the named system's ``request_schema``: the OpenRPC document
+    #: then gives each system's schema too
+    checked_by_system: bool = False
 
 
 @dataclass(frozen=True)

@@ -48,10 +48,10 @@ METHODS = [
                                                       "defender", "rolls", "events",
                                                       "summary", "updates"],
                        "properties": {"updates": UPDATES}},
-               errors=(RULES_VIOLATION, DICE_NEEDED)),
+               errors=(RULES_VIOLATION, DICE_NEEDED), checked_by_system=True),
     MethodSpec("exchange.odds", ODDS, exchange_odds,
                "Exact odds of an exchange: {outcomes: {name: p}, damage: {mean, "
                "distribution, truncated_mass}} and the system's own chances.",
                result={"type": "object", "required": ["outcomes"]},
-               errors=(RULES_VIOLATION,)),
+               errors=(RULES_VIOLATION,), checked_by_system=True),
 ]

@@ -16,7 +16,8 @@ async def rpc_discover(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
     services = ctx.services
     cached = services.cache.get("rpc.discover")
     if cached is None:
-        cached = PreparedJSON(document(services.plugins.methods, services.version))
+        cached = PreparedJSON(document(services.plugins.methods, services.version,
+                                       services.systems))
         services.cache["rpc.discover"] = cached
     assert isinstance(cached, PreparedJSON)
     return cached

@@ -90,6 +90,8 @@ class CombatStrength(System):
                 "defense": self._defense_schema(),
                 "options": {"type": "object"},
                 "stance": {"enum": list(STANCES)},
+                "dice": {"type": "object"},
+                "seed": {"type": "integer"},
             },
             "required": ["attacker", "defender", "attack"],
             "additionalProperties": False,

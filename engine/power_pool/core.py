@@ -101,7 +101,7 @@ class PowerPoolSystem(System):
                                                    "updated when that control ends"},
                 "options": {"type": "object"},
                 "dice": {"type": "object"},
-                "seed": {"type": ["integer", "null"]},
+                "seed": {"type": "integer"},
             },
             "$defs": {"combatant": combatant, "defense": defense},
         }

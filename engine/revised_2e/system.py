@@ -99,7 +99,7 @@ class Revised2e(System):
                                                                    "round"}}},
                 "options": {"type": "object"},
                 "dice": {"type": "object"},
-                "seed": {"type": ["integer", "null"]},
+                "seed": {"type": "integer"},
             },
             "$defs": {"combatant": combatant},
         }

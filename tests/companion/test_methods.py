@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from .combatants import EXCHANGE
+from .combatants import EXCHANGE, ULCEN
 from .conftest import Rpc
 
 HERE = Path(__file__).resolve().parent
@@ -222,3 +222,39 @@ async def test_exchange_resolve_in_every_built_in_system(rpc: Rpc) -> None:
     for member in ("attack_total", "defense_total", "winner", "controlled", "effects"):
         assert member in power_pool
     assert power_pool["winner"] in ("attacker", "defender")
+
+
+async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_methods(
+        rpc: Rpc) -> None:
+    """API.md: rpc.discover has 'the params schemas actually used for validation':
+    exchange.resolve checks the system's request schema too, with {adapter, data}
+    combatants imported first. What the document allows the daemon runs, and what it
+    refuses the daemon refuses."""
+    document = await rpc.ok("rpc.discover")
+    methods = {m["name"]: m for m in document["methods"]}
+    resolve = jsonschema.Draft202012Validator(methods["exchange.resolve"]["x-params-schema"])
+    odds = jsonschema.Draft202012Validator(methods["exchange.odds"]["x-params-schema"])
+    sheet = json.loads((HERE.parent / "fixtures" / "roll20"
+                        / "adnd2e-revised-ulcen.handmade.json").read_text())
+    good = [EXCHANGE, {**EXCHANGE, "attacker": {"adapter": "roll20.adnd2e-revised",
+                                                "data": sheet}},
+            {"system": "power-pool", "attacker": {"id": "a", "hit_dice": 3, "die": 6,
+                                                  "attacks": ["mental-stab"]},
+             "defender": {"id": "b", "hit_dice": 2, "die": 6}, "seed": 3,
+             "attack": {"mode": "mental-stab"}, "defense": None},
+            {"system": "combat-strength", "attacker": {"id": "a", "attack_strength": 100,
+                                                       "defense_strength": 100},
+             "defender": {"id": "b", "attack_strength": 50, "defense_strength": 50},
+             "attack": {"mode": "mind-thrust"}, "dice": {"damage": [3, 3, 3, 3, 3]}}]
+    for params in good:
+        assert resolve.is_valid(params), params["system"]
+        assert "result" in await rpc.call("exchange.resolve", params)
+    without_dice = {k: v for k, v in EXCHANGE.items() if k != "dice"}
+    assert odds.is_valid(without_dice) and not odds.is_valid(EXCHANGE)
+    bad = [{"system": "revised-2e"}, {**EXCHANGE, "extra": 1},
+           {**EXCHANGE, "attacker": {**ULCEN, "extra": 1}},
+           {**EXCHANGE, "defense": {}}, {**EXCHANGE, "attack": {"mode": "ego-whap"}},
+           {**EXCHANGE, "attacker": {"adapter": "roll20.adnd2e-revised"}}]
+    for params in bad:
+        assert not resolve.is_valid(params), params
+        assert (await rpc.error("exchange.resolve", params))["code"] == -32602, params

@@ -21,9 +21,34 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_home, merge_origins
+from .settings import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    Settings,
+    browser_origin,
+    default_home,
+    merge_origins,
+)
 
 FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535; 0: any free "
+                                         "port)")
+    return port
+
+
+def _origin(text: str) -> str:
+    try:
+        return browser_origin(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -39,10 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the daemon")
     serve.add_argument("--host", default=DEFAULT_HOST,
                        help="address to listen on (default 127.0.0.1: this computer only)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="default 39393")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                       help="default 39393; 0: any free port (the banner says which)")
     serve.add_argument("--home", help="folder of the store and the token "
                                       "(default $MINDSCAPE_HOME or the user data folder)")
     serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       type=_origin,
                        help="another browser origin allowed to call (repeatable); "
                             "http://localhost:30000 is always allowed")
     serve.add_argument("--log-level", default="info",
@@ -94,6 +121,12 @@ async def _serve(settings: Settings, token_command: str) -> int:
     except StoreError as exc:
         print(f"mindscape: cannot open the store: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        # the home folder cannot be made or written (a typo, a read-only disk)
+        print(f"mindscape: cannot use the home folder {settings.home}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        await runner.cleanup()
+        return 2
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
         await site.start()
@@ -103,14 +136,17 @@ async def _serve(settings: Settings, token_command: str) -> int:
         await runner.cleanup()
         return 2
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    print(_banner(settings, f"http://{host}:{settings.port}", token_command), flush=True)
+    # the port bound, which --port 0 leaves to the system
+    port = next((a[1] for a in runner.addresses if isinstance(a, tuple)), settings.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # before the banner: whoever reads it may stop the daemon at once, gracefully
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+    print(_banner(settings, f"http://{host}:{port}", token_command), flush=True)
     await stop.wait()
     await runner.cleanup()
     return 0

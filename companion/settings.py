@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
@@ -84,11 +85,34 @@ def default_home(environ: dict[str, str] | None = None) -> Path:
     return base / "mindscape"
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def browser_origin(text: str) -> str:
+    """``text`` as the origin a browser sends (``https://foundry.example.com``): scheme and
+    host in lower case, no default port, no path (an address pasted from the address bar,
+    ``https://Foundry.Example:443/join``, works); ``ValueError`` naming what is missing."""
+    parts = urllib.parse.urlsplit(text.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"{text!r} is not a web origin: give the scheme and the host, as "
+                         "in https://foundry.example.com or http://localhost:30000")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{text!r} has no valid port") from None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}" + ("" if port in (None, _DEFAULT_PORTS[scheme])
+                                    else f":{port}")
+
+
 def merge_origins(extra: Iterable[str]) -> tuple[str, ...]:
-    """The default origins plus ``extra`` (each without a trailing slash), in order."""
+    """The default origins plus ``extra`` (each as ``browser_origin`` writes it), in
+    order."""
     out = list(DEFAULT_ORIGINS)
-    for origin in extra:
-        origin = origin.rstrip("/")
+    for origin in map(browser_origin, extra):
         if origin not in out:
             out.append(origin)
     return tuple(out)

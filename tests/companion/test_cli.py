@@ -59,6 +59,29 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     assert origins == (*DEFAULT_ORIGINS, "https://vtt.example")
 
 
+@pytest.mark.parametrize(("given", "origin"), [
+    ("HTTPS://Foundry.Example:443/join", "https://foundry.example"),
+    ("http://vtt.example:80", "http://vtt.example"),
+    ("https://vtt.example:8443/game?x=1#y", "https://vtt.example:8443"),
+    ("http://[::1]:30000/", "http://[::1]:30000")])
+def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: str) -> None:
+    """A GM may paste the address from the address bar: the browser's Origin header has
+    the scheme and host in lower case, no default port and no path."""
+    assert merge_origins([given])[-1] == origin
+
+
+@pytest.mark.parametrize(("argv", "complaint"), [
+    (["--allow-origin", "foundry.example.com"], "is not a web origin"),
+    (["--allow-origin", "ftp://files.example"], "is not a web origin"),
+    (["--port", "70000"], "is not a port"), (["--port", "web"], "is not a port")])
+def test_serve_refuses_what_it_cannot_use_before_starting(
+        argv: list[str], complaint: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--home", str(tmp_path), *argv])
+    assert done.value.code == 2 and complaint in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("given", "used"), [
     ("http://127.0.0.1:39393", "http://127.0.0.1:39393/rpc"),
     ("http://127.0.0.1:39393/", "http://127.0.0.1:39393/rpc"),

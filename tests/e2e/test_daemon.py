@@ -141,3 +141,29 @@ def test_a_port_in_use_is_reported(tmp_path: Path) -> None:
                                "--port", str(port)], capture_output=True, text=True,
                               timeout=30)
     assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_a_home_folder_that_cannot_be_made_is_reported(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = subprocess.run([*mindscape_command(), "serve", "--home", str(blocker / "home"),
+                           "--port", str(free_port())], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 2 and "cannot use the home folder" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_port_0_listens_on_a_free_port_and_the_banner_says_which(tmp_path: Path) -> None:
+    process = subprocess.Popen([*mindscape_command(), "serve", "--home", str(tmp_path),
+                                "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        port = int(first.split("http://127.0.0.1:", 1)[1].split(" ", 1)[0])
+        assert port != 0
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0

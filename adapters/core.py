@@ -201,14 +201,14 @@ def to_int(value: Any, path: str, lo: int | None = None, hi: int | None = None) 
         number = value
     elif isinstance(value, float):
         if not math.isfinite(value) or value != int(value):
-            raise InvalidInput.at(path, f"expected a whole number, got {value!r}")
+            raise InvalidInput.at(path, f"expected a whole number, got {json_text(value)}")
         number = int(value)
     elif isinstance(value, str):
         text = value.strip()
         if not text:
             return None
         if not _INT_TEXT.fullmatch(text):
-            raise InvalidInput.at(path, f"expected a whole number, got {value[:40]!r}")
+            raise InvalidInput.at(path, f"expected a whole number, got {json_text(value, 40)}")
         number = int(text)
     else:
         raise InvalidInput.at(path, f"expected a whole number, got {type_name(value)}")
@@ -245,7 +245,7 @@ def to_bool(value: Any, path: str) -> bool | None:
             return True
         if text in ("0", "false", "no", "off"):
             return False
-    raise InvalidInput.at(path, f"expected true or false, got {str(value)[:40]!r}")
+    raise InvalidInput.at(path, f"expected true or false, got {json_text(value, 40)}")
 
 
 def hit_dice_count(value: Any, path: str) -> int | None:
@@ -258,7 +258,7 @@ def hit_dice_count(value: Any, path: str) -> int | None:
     match = _HD_FORMULA.fullmatch(_SPACE.sub("", text))
     if not match:
         raise InvalidInput.at(path, f"expected a Hit Dice formula like '18d10 + 36', "
-                              f"got {text[:40]!r}")
+                              f"got {json_text(text, 40)}")
     return int(match.group(1))
 
 
@@ -273,7 +273,7 @@ def hit_die(value: Any, path: str) -> int | None:
     if not match:
         if _HD_FORMULA.fullmatch(compact):
             return None
-        raise InvalidInput.at(path, f"expected a hit die like 'd8', got {text[:40]!r}")
+        raise InvalidInput.at(path, f"expected a hit die like 'd8', got {json_text(text, 40)}")
     sides = int(match.group(1))
     if sides not in DICE:
         raise InvalidInput.at(path, f"hit die d{sides} is not one of d4, d6, d8, d10, "
@@ -457,7 +457,7 @@ def modes(system: str, known: frozenset[str], names: Iterable[tuple[str, str]],
             if ident not in out:
                 out.append(ident)
         elif ident:
-            draft.warn(f"{which}: {text.strip()[:60]!r} is not a {system} mode; ignored")
+            draft.warn(f"{which}: {json_text(text.strip(), 60)} is not a {system} mode; ignored")
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 
 from .base import Adapter, Imported
 from .core import (
@@ -77,7 +77,7 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
     ident = raw.get("_id")
     if not isinstance(ident, str) or not _ID.fullmatch(ident):
         raise InvalidInput.at(pointer(path, "_id"), "the actor's _id must be 1-64 letters, "
-                              f"digits, '-' or '_', got {str(ident)[:40]!r}")
+                              f"digits, '-' or '_', got {json_text(ident, 40)}")
     name = to_text(raw.get("name"), pointer(path, "name"), limit=200)
     if not name or not name.strip():
         warnings.append(f"the actor has no name; using its id {ident}")
@@ -210,7 +210,7 @@ class Dnd5e(FoundryAdapter):
         kind = actor.raw.get("type")
         if kind not in ("character", "npc"):
             raise InvalidInput.at(pointer(actor.path, "type"), "a dnd5e actor with a mind is "
-                                  f"a 'character' or an 'npc', not {str(kind)[:40]!r}")
+                                  f"a 'character' or an 'npc', not {json_text(kind, 40)}")
         system_data = actor.raw["system"]
         for key in ("int", "wis", "con"):
             value, path = dig(system_data, f"abilities.{key}.value", base)
@@ -329,7 +329,7 @@ class Ose(FoundryAdapter):
         kind = actor.raw.get("type")
         if kind not in ("character", "monster"):
             raise InvalidInput.at(pointer(actor.path, "type"), "an OSE actor is a 'character' "
-                                  f"or a 'monster', not {str(kind)[:40]!r}")
+                                  f"or a 'monster', not {json_text(kind, 40)}")
         system_data = actor.raw["system"]
         npc = bool(kind == "monster")
         if npc:
@@ -396,7 +396,7 @@ class Ars(FoundryAdapter):
         kind = actor.raw.get("type")
         if kind not in ("character", "npc"):
             raise InvalidInput.at(pointer(actor.path, "type"), "an ARS actor with a mind is a "
-                                  f"'character' or an 'npc', not {str(kind)[:40]!r}")
+                                  f"'character' or an 'npc', not {json_text(kind, 40)}")
         system_data = actor.raw["system"]
         npc = bool(kind == "npc")
         for key in ("int", "wis", "con"):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 
 from .base import Adapter, Imported
 from .core import (
@@ -102,7 +102,7 @@ def unwrap(data: Any, warnings: list[str]) -> Character:
     version = raw.get("schema_version")
     if version is not None and (isinstance(version, bool) or version not in (1, 2, 3)):
         raise InvalidInput.at(pointer(path, "schema_version"), "VTT Enhancement Suite "
-                              f"exports of schema_version 1-3 are read, not {version!r}")
+                              f"exports of schema_version 1-3 are read, not {json_text(version)}")
     if raw.get("type") == "character" and "character" in raw:
         path = pointer(path, "character")
         raw = need_object(raw["character"], path)
@@ -112,13 +112,13 @@ def unwrap(data: Any, warnings: list[str]) -> Character:
             ident = raw[key]
             if not isinstance(ident, str) or not _ID.fullmatch(ident):
                 raise InvalidInput.at(pointer(path, key), "a character id is 1-64 letters, "
-                                      f"digits, '-' or '_', got {str(ident)[:40]!r}")
+                                      f"digits, '-' or '_', got {json_text(ident, 40)}")
             break
     name = to_text(raw.get("name"), pointer(path, "name"), limit=200) or ""
     name = name.strip()
     if ident is None:
         ident = mode_id(name)[:64] or "character"
-        warnings.append(f"the character has no id (id, _id or oldId); using {ident!r}, "
+        warnings.append(f"the character has no id (id, _id or oldId); using {json_text(ident)}, "
                         "which Roll20 will not find for write-back")
     if not name:
         name = ident

@@ -33,8 +33,8 @@ class Peer:
     remote: str | None
     origin: str | None
     user_agent: str | None
-    #: the token generation it authenticated under (``TokenKeeper.generation``)
-    token_generation: int = 0
+    #: the generation of the token it authenticated with (``TokenKeeper.generation``)
+    epoch: int = 0
     connected_at: float = field(default_factory=time.time)
     watching: set[str] = field(default_factory=set)
 
@@ -89,18 +89,18 @@ class Hub:
         self._sending: set[asyncio.Task[None]] = set()
 
     def connect(self, ws: web.WebSocketResponse, request: web.Request,
-                token_generation: int = 0) -> Peer:
+                epoch: int = 0) -> Peer:
         """Register an authenticated socket."""
         peer = Peer(ws, next(self._numbers), request.remote,
                     request.headers.get("Origin"), request.headers.get("User-Agent"),
-                    token_generation)
+                    epoch)
         self.peers.add(peer)
         return peer
 
-    async def close_stale(self, token_generation: int) -> None:
+    async def close_stale(self, epoch: int) -> None:
         """Close (1008) every socket authenticated with a token that was rotated away:
         rotating a leaked token must shut out a socket opened with it."""
-        stale = [p for p in self.peers if p.token_generation != token_generation]
+        stale = [p for p in self.peers if p.epoch != epoch]
         await asyncio.gather(*(p.ws.close(code=WSCloseCode.POLICY_VIOLATION,
                                           message=b"token rotated") for p in stale),
                              return_exceptions=True)

@@ -85,7 +85,7 @@ class TokenKeeper:
             if mtime != self._mtime:
                 self._mtime = mtime
                 token = read_token(self.path) or self._token
-                if token != self._token:
+                if not same_token(token, self._token):
                     self._token = token
                     self._bytes = token.encode()
                     self._generation += 1

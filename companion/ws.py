@@ -101,14 +101,15 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         return ws
     dispatcher = app[DISPATCHER]
     access = app[ACCESS_LOG]
-    generation = tokens.generation()
-    peer = services.hub.connect(ws, request, generation)
+    epoch = tokens.generation()
+    peer = services.hub.connect(ws, request, epoch)
     context = Context(services, peer)
     try:
         async for message in ws:
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
-            if tokens.generation() != generation:
+            now = tokens.generation()
+            if now != epoch:
                 # rotated since this socket authenticated (the hub's watch closes it too)
                 await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"token rotated")
                 break

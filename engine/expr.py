@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dice import MAX_DICE_PER_POOL, MAX_SIDES, DiceSource
-from .errors import DiceSyntaxError, LimitExceeded, Problem
+from .errors import DiceSyntaxError, LimitExceeded, Problem, json_text
 
 MAX_EXPR_LENGTH = 200
 MAX_CONSTANT = 1_000_000
@@ -111,7 +111,7 @@ class _Parser:
                 return tuple(terms)
             op = self.text[self.pos]
             if op not in "+-":
-                raise self.error(f"unexpected {op!r}")
+                raise self.error(f"unexpected {json_text(op)}")
             self.pos += 1
             terms.append(self.term(1 if op == "+" else -1))
 

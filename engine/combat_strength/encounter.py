@@ -71,7 +71,7 @@ def add(system: CombatStrength, state: Mapping[str, Any], raw: Mapping[str, Any]
     c = system.combatant(raw, "/combatant")
     cid = str(c["id"])
     if cid in s["combatants"]:
-        raise InvalidInput.at("/combatant/id", f"{cid!r} is already in this encounter")
+        raise InvalidInput.at("/combatant/id", f"{json_text(cid)} is already in this encounter")
     s["order"].append(cid)
     s["combatants"][cid] = c
     if s["phase"] == "segment":

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dice import DiceSource
-from ..errors import DiceNeeded, RulesViolation
+from ..errors import DiceNeeded, RulesViolation, json_text
 from ..results import Event
 from .combatant import combat_strength, incapacitated
 from .rules import (
@@ -66,8 +66,8 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
     elif stance != "trance":
         raise RulesViolation(
             "attack-requires-trance",
-            f"{attacker['name']} is in the {stance!r} stance: only combatants in a psychic "
-            "trance make attacks in the segments (seed steps 2 and 3.ii)")
+            f"{attacker['name']} is in the {json_text(stance)} stance: only combatants in a "
+            "psychic trance make attacks in the segments (seed steps 2 and 3.ii)")
 
 
 def check_defense(t: Tables, defender: Combatant, defense: str | None, stance: str,
@@ -81,7 +81,7 @@ def check_defense(t: Tables, defender: Combatant, defense: str | None, stance: s
     limited = stance != "trance" or attack_mode == IMPLOSION_MODE
     if limited and defense != SHIELD_MODE:
         why = (f"attacks with {t.attacks[IMPLOSION_MODE].name}" if stance == "trance"
-               else f"is in the {stance!r} stance, outside psionic combat")
+               else f"is in the {json_text(stance)} stance, outside psionic combat")
         raise RulesViolation(
             "defense-shield-thoughts-only",
             f"{defender['name']} {why}, so may pick only {t.defenses[SHIELD_MODE].name} or no "

@@ -188,17 +188,18 @@ class Tables:
                     p.append(Problem(path, f"needs {width} values, one per defender band"))
                 for i, cell in enumerate(row):
                     if isinstance(cell, str) and cell not in self.letters:
-                        p.append(Problem(f"{path}/{i}", f"letter {cell!r} has no reading"))
+                        p.append(Problem(f"{path}/{i}", f"letter {json_text(cell)} has no reading"))
                     if mode in percent and isinstance(cell, int) and cell > 100:
                         p.append(Problem(f"{path}/{i}", "a percentage is at most 100"))
         for mode, letter in percent.items():
             if letter not in self.letters:
                 p.append(Problem(f"/tables/defenseless/percent_modes/{mode}",
-                                 f"letter {letter!r} has no reading"))
+                                 f"letter {json_text(letter)} has no reading"))
         for key, letter in self.letters.items():
             path = f"/tables/defenseless/letters/{key}"
             if letter.condition not in self.conditions:
-                p.append(Problem(f"{path}/condition", f"unknown condition {letter.condition!r}"))
+                p.append(Problem(f"{path}/condition",
+                                 f"unknown condition {json_text(letter.condition)}"))
             if letter.duration is not None and letter.duration.unit not in self.duration_units:
                 p.append(Problem(f"{path}/duration/unit", "unknown unit"))
         wave_ids = sorted(b["id"] for b in self.wave["int_wis_bands"])
@@ -213,7 +214,7 @@ class Tables:
             for i, e in enumerate(effects):
                 if e["condition"] not in self.conditions:
                     p.append(Problem(f"/tables/wave/effects/{band}/{i}/condition",
-                                     f"unknown condition {e['condition']!r}"))
+                                     f"unknown condition {json_text(e['condition'])}"))
         return p
 
     # -- lookups ----------------------------------------------------------------------

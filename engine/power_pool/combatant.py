@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidCombatant, Problem
+from ..errors import InvalidCombatant, Problem, json_text
 from ..system import JSON, Validates, schema_problems
 
 CONDITIONS: tuple[str, ...] = (
@@ -175,7 +175,7 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
     for cond in c["condition_rounds"]:
         if cond not in c["conditions"]:
             problems.append(Problem(f"{path}/condition_rounds/{cond}",
-                                    f"{cond!r} is not among the conditions"))
+                                    f"{json_text(cond)} is not among the conditions"))
     seen: set[str] = set()
     link_kept: dict[str, str] = {}
     for i, entry in enumerate(c["controlling"]):
@@ -184,7 +184,7 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
                                     "a creature cannot control itself"))
         if entry["id"] in seen:
             problems.append(Problem(f"{path}/controlling/{i}/id",
-                                    f"{entry['id']!r} is listed twice"))
+                                    f"{json_text(entry['id'])} is listed twice"))
         seen.add(entry["id"])
         key = link_key(entry)
         if link_kept.setdefault(key, entry["kept_by"]) != entry["kept_by"]:
@@ -197,7 +197,7 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
         if die_links[key] != dice_for[key]:
             problems.append(Problem(
                 f"{path}/dedicated",
-                f"control of {key!r}: {dice_for[key]} die dedicated with purpose "
+                f"control of {json_text(key)}: {dice_for[key]} die dedicated with purpose "
                 f"'control', {die_links[key]} needed (kept_by 'die' needs one die per link)"))
     return problems
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidInput, RulesViolation
+from ..errors import InvalidInput, RulesViolation, json_text
 from ..results import Event, copy_json
 from ..system import JSON
 from .combatant import CONTROL_PURPOSE, link_key
@@ -109,7 +109,7 @@ def release(controller: Mapping[str, Any], target_id: str,
         if entry["id"] == target_id:
             return release_links(controller, {link_key(entry)}, puppets, ending, "released")
     raise RulesViolation("not-controlling",
-                         f"{controller['name']} does not control {target_id!r}")
+                         f"{controller['name']} does not control {json_text(target_id)}")
 
 
 def release_all(controller: Mapping[str, Any], puppets: Mapping[str, Mapping[str, Any]],
@@ -163,7 +163,7 @@ def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     entries = [e for e in out["controlling"] if e["id"] == target_id]
     if not entries:
         raise RulesViolation("not-controlling",
-                             f"{out['name']} does not control {target_id!r}")
+                             f"{out['name']} does not control {json_text(target_id)}")
     key = link_key(entries[0])
     current = entries[0]["kept_by"]
     if current == by:
@@ -199,7 +199,7 @@ def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives:
             return release_links(controller, {link_key(entry)}, puppets, ending,
                                  "not-perceived")
     raise RulesViolation("not-controlling",
-                         f"{controller['name']} does not control {target_id!r}")
+                         f"{controller['name']} does not control {json_text(target_id)}")
 
 
 def fall_under_control(puppet: Mapping[str, Any], controller_id: str,
@@ -234,5 +234,5 @@ def recover(c: Mapping[str, Any], rule: str) -> JSON:
     elif rule == RECOVERY_HALF:
         out["pool"] = min(room, out["pool"] + (out["hit_dice"] + 1) // 2)
     else:
-        raise InvalidInput.at("/options/H-PP-RECOVERY", f"unknown recovery rule {rule!r}")
+        raise InvalidInput.at("/options/H-PP-RECOVERY", f"unknown recovery rule {json_text(rule)}")
     return out

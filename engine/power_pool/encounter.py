@@ -28,7 +28,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..dice import DiceSource
-from ..errors import InvalidInput, LimitExceeded, Problem, RulesViolation, UnknownCombatant
+from ..errors import (
+    InvalidInput,
+    LimitExceeded,
+    Problem,
+    RulesViolation,
+    UnknownCombatant,
+    json_text,
+)
 from ..options import resolve_options
 from ..results import Event, copy_json, thaw
 from ..schemacheck import QuickValidator
@@ -115,7 +122,8 @@ def add(system: PowerPoolSystem, state: Mapping[str, Any], raw: Mapping[str, Any
     c = system.combatant(raw, "/combatant")
     if isinstance(raw, Mapping) and raw.get("id"):
         if c["id"] in out["combatants"]:
-            raise InvalidInput.at("/combatant/id", f"{c['id']!r} is already in the encounter")
+            raise InvalidInput.at("/combatant/id",
+                                  f"{json_text(c['id'])} is already in the encounter")
     else:
         base, n = slug(c["name"]), 2
         while c["id"] in out["combatants"]:
@@ -135,7 +143,7 @@ def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> 
     if not c["psionic"] or not c["attacks"]:
         return "knows no attack mode"
     if c["controlled_by"]:
-        return f"is under the psionic control of {c['controlled_by']!r}"
+        return f"is under the psionic control of {json_text(c['controlled_by'])}"
     if is_down(c):
         return "is down (0 hit points or fewer)"
     for cond in c["conditions"]:
@@ -298,7 +306,7 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         out["pending"] = candidate
     elif pending is not None:
         raise RulesViolation("exchange-pending", (
-            f"{next(iter(choice))!r} waits until the declared exchange is resolved"))
+            f"{json_text(next(iter(choice)))} waits until the declared exchange is resolved"))
     elif "pass" in choice:
         if cid not in out["acted"]:
             out["acted"].append(cid)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dice import MAX_DICE_PER_POOL, DiceSource
-from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation
+from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
 from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
 from ..system import JSON
@@ -100,14 +100,18 @@ def _mode(tables: Mapping[str, Any], mode_id: str, kind: str, path: str) -> Mapp
     mode = tables["modes"].get(mode_id)
     if mode is None or mode["kind"] != kind:
         known = sorted(m for m, d in tables["modes"].items() if d["kind"] == kind)
-        raise InvalidInput.at(path, f"unknown {kind} mode {mode_id!r}; known: {known}")
+        raise InvalidInput.at(path, f"unknown {kind} mode {json_text(mode_id)}; "
+                                    f"known: {json_text(known, 300)}")
     return mode  # type: ignore[no-any-return]
 
 
-def _check_dice(count: int, path: str) -> None:
+def _check_dice(count: int, path: str, whole_pool: bool = False) -> None:
     if count > MAX_DICE_PER_POOL:
+        whole = (f" (the whole pool, as pool_dice is not given: give pool_dice of at most "
+                 f"{MAX_DICE_PER_POOL})") if whole_pool else ""
         raise LimitExceeded(Problem(
-            path, f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool"))
+            path, f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool"
+                  f"{whole}"))
 
 
 def _sacrifice(c: Mapping[str, Any], given: Any, path: str) -> tuple[int, ...]:
@@ -165,7 +169,7 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         dice = 0
     elif pool_dice is None:
         dice = available
-        _check_dice(dice, f"{path}/pool_dice")
+        _check_dice(dice, f"{path}/pool_dice", whole_pool=True)
     else:
         _check_dice(pool_dice, f"{path}/pool_dice")
         if pool_dice > available:
@@ -201,7 +205,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                     + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
                     + [(f"/allies/{i}", c) for i, c in enumerate(allies)]):
         if c["id"] in seen:
-            raise InvalidInput.at(f"{path}/id", f"id {c['id']!r} is already used at "
+            raise InvalidInput.at(f"{path}/id", f"id {json_text(c['id'])} is already used at "
                                                 f"{seen[c['id']]}")
         seen[c["id"]] = path
 
@@ -247,7 +251,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             ctrl = controllers.get(cid)
             if ctrl is None:
                 raise RulesViolation("controller-required", (
-                    f"{t['name']} is under the psionic control of {cid!r}, so the attack "
+                    f"{t['name']} is under the psionic control of {json_text(cid)}, so the attack "
                     "strikes the controller; give it in /controller"))
             if ctrl["controlled_by"]:
                 raise RulesViolation("controller-required", (
@@ -307,7 +311,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
 
     pool_dice = attack.get("pool_dice")
     if pool_dice is None:
-        _check_dice(attacker["pool"], "/attack/pool_dice")
+        _check_dice(attacker["pool"], "/attack/pool_dice", whole_pool=True)
         attack_dice = attacker["pool"]
     else:
         _check_dice(pool_dice, "/attack/pool_dice")

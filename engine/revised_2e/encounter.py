@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 from engine.dice import DiceSource
-from engine.errors import InvalidInput, LimitExceeded, Problem, RulesViolation
+from engine.errors import (
+    InvalidInput,
+    LimitExceeded,
+    Problem,
+    RulesViolation,
+    UnknownCombatant,
+    json_text,
+)
 from engine.results import Event
 from engine.system import schema_problems
 
@@ -111,7 +118,8 @@ def add(system: Revised2e, state: Mapping[str, Any], combatant: Mapping[str, Any
     c = system.combatant(combatant, "/combatant", s["options"])
     if isinstance(combatant, Mapping) and combatant.get("id"):
         if c["id"] in s["combatants"]:
-            raise InvalidInput.at("/combatant/id", f"{c['id']!r} is already in the encounter")
+            raise InvalidInput.at("/combatant/id",
+                                  f"{json_text(c['id'])} is already in the encounter")
     else:
         base = slug(c["name"])
         cid, n = base, 2
@@ -190,7 +198,7 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
     of it together). Declaring again replaces the earlier choice."""
     s = _state(state)
     if combatant_id not in s["combatants"]:
-        raise InvalidInput.at("/combatant_id", f"no combatant {combatant_id!r} in the encounter")
+        raise UnknownCombatant(combatant_id, "/combatant_id")
     problems = schema_problems(_choice_validator(system), choice, "/choice")
     if problems:
         raise InvalidInput(problems)
@@ -217,7 +225,7 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
         where = f"/choice/attacks/{i}/target" if key == "attacks" else "/choice/attack/target"
         target = s["combatants"].get(a["target"])
         if target is None:
-            raise InvalidInput.at(where, f"no combatant {a['target']!r} in the encounter")
+            raise UnknownCombatant(str(a["target"]), where)
         check_attack(t, c, target, a, options[house.STUN])
         total += declared_cost(t, a)
     if choice.get("close"):

@@ -53,7 +53,7 @@ def test_adnd2e_revised_sheet_gives_a_revised_2e_combatant() -> None:
     assert c["attacks"] == ["mind-thrust", "ego-whip"]
     assert c["defenses"] == ["thought-shield", "mental-barrier"]
     assert c["kind"] == "psionicist"
-    assert any("'Mind Bar'" in w for w in got.warnings)
+    assert any('"Mind Bar"' in w for w in got.warnings)
     assert any("kind not recorded" in w for w in got.warnings)
 
 

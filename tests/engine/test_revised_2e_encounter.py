@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation
+from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
 from engine.revised_2e import SYSTEM
 
 JSON = dict[str, Any]
@@ -103,17 +103,17 @@ def test_force_resolves_missing_choices_as_no_attack_no_defense() -> None:
 
 def test_declare_checks_rules_and_input_paths_now() -> None:
     state = encounter(ULCEN, FENKA)
-    with pytest.raises(InvalidInput) as bad:
+    with pytest.raises(UnknownCombatant) as unknown:
         SYSTEM.encounter_declare(state, "nobody", {})
-    assert bad.value.problems[0].path == "/combatant_id"
+    assert (unknown.value.id, unknown.value.path) == ("nobody", "/combatant_id")
     with pytest.raises(InvalidInput) as bad:
         SYSTEM.encounter_declare(state, "ulcen", {"attack": {
             "mode": "mind-thrust", "multiplier": 0, "target": "fenka"}})
     assert bad.value.problems[0].path == "/choice/attack/multiplier"
-    with pytest.raises(InvalidInput) as bad:
+    with pytest.raises(UnknownCombatant) as unknown:
         SYSTEM.encounter_declare(state, "ulcen", {"attack": {
             "mode": "mind-thrust", "target": "ghost"}})
-    assert bad.value.problems[0].path == "/choice/attack/target"
+    assert (unknown.value.id, unknown.value.path) == ("ghost", "/choice/attack/target")
     with pytest.raises(RulesViolation) as rule:
         SYSTEM.encounter_declare(state, "ulcen", {"attack": {
             "mode": "mind-thrust", "multiplier": 5, "target": "fenka"}})

@@ -267,7 +267,13 @@ async def replay(client: Client, encounter: str,
             await client.call("encounter.declare", {
                 "id": copy, "combatant_id": params["combatant_id"], "choice": choice})
         elif kind == "resolve":
-            call: dict[str, Any] = {"id": copy, "dice": dice_of(entry["rolls"])}
+            call: dict[str, Any] = {"id": copy}
+            if entry.get("hidden"):
+                # an undone round whose choices are pending again: its dice are hidden
+                # with them, and any dice do (the undo after it takes the round back)
+                call["seed"] = 0
+            else:
+                call["dice"] = dice_of(entry["rolls"])
             if "force" in params:
                 call["force"] = params["force"]
             await client.call("encounter.resolve", call)

@@ -21,6 +21,7 @@ methods called and their outcome. Never the token, never the ``Authorization`` h
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -183,6 +184,15 @@ class Guard:
         except web.HTTPException as exc:
             status = exc.status
             _finish(exc.headers, origin)
+            raise
+        except ConnectionResetError:
+            # The client hung up (mid-body, say): nobody is left to answer, and it is no
+            # fault of ours. 499 is the request line's way of saying so (nginx's code).
+            status = 499
+            return web.Response(status=499)
+        except asyncio.CancelledError:
+            # the same, where aiohttp cancels the handler of a lost connection
+            status = 499
             raise
         except Exception:
             if request.writer.output_size > 0:

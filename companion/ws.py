@@ -41,18 +41,29 @@ def _offered(request: web.Request) -> list[str]:
     return [p.strip() for p in header.split(",") if p.strip()]
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _auth_message(text: str, tokens: TokenKeeper) -> tuple[bool, Any]:
-    """Whether ``text`` is a valid ``auth`` request, and its id."""
+    """Whether ``text`` is a valid ``auth`` request (JSON-RPC 2.0, with an id to answer),
+    and the id to answer with (``None`` when it has no valid one)."""
     try:
-        message = json.loads(text, parse_constant=lambda name: None)
+        message = json.loads(text, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return False, None
-    if not isinstance(message, dict) or message.get("method") != "auth":
-        return False, message.get("id") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return False, None
+    request_id = message.get("id")
+    if not (isinstance(request_id, str | int) and not isinstance(request_id, bool)):
+        # a notification, or an id JSON-RPC does not allow: nothing to echo back
+        return False, None
+    if message.get("jsonrpc") != "2.0" or message.get("method") != "auth":
+        return False, request_id
     params = message.get("params")
     token = params.get("token") if isinstance(params, dict) else None
     ok = isinstance(token, str) and same_token(token, tokens.current())
-    return ok, message.get("id")
+    return ok, request_id
 
 
 async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,

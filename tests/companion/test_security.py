@@ -369,3 +369,21 @@ async def test_a_user_agent_that_is_not_utf_8_does_not_break_the_status_page(
     response = await rpc.client.get("/")
     assert response.status == 200
     assert "(caf? ?)" in await response.text()  # shown, the bytes that are not UTF-8 as ?
+
+
+async def test_a_client_that_hangs_up_mid_body_is_no_fault(
+        rpc: Rpc, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    """Nobody is left to answer: a request line with 499, no error and no traceback."""
+    server = rpc.client.server
+    with caplog.at_level(logging.INFO):
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writer.write(b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                     + rpc.token.encode() + b"\r\nContent-Length: 1000\r\n\r\n{\"json")
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.close()
+        await asyncio.sleep(0.2)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    rpc.client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    assert '"status":499' in settings.log_stream.getvalue()

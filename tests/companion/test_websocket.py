@@ -148,3 +148,18 @@ async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
     page = await (await rpc.client.get("/")).text()
     assert "#1 from http://localhost:30000" in page
     await ws.close()
+
+
+@pytest.mark.parametrize("message", [
+    {"method": "auth", "id": 1},  # no "jsonrpc": "2.0"
+    {"jsonrpc": "2.0", "method": "auth"},  # a notification: nothing could answer it
+    {"jsonrpc": "2.0", "method": "auth", "id": {"a": [1, 2]}},  # not a JSON-RPC id
+])
+async def test_the_auth_message_is_a_json_rpc_request_like_any_other(
+        rpc: Rpc, message: dict[str, Any]) -> None:
+    ws = await _connect(rpc, protocols=("mindscape.v1",))
+    await ws.send_str(json.dumps({**message, "params": {"token": rpc.token}}))
+    answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+    assert answer["error"]["code"] == -32001
+    assert answer["id"] == (1 if message.get("id") == 1 else None)
+    assert (await asyncio.wait_for(ws.receive(), 5)).type == aiohttp.WSMsgType.CLOSE

@@ -31,6 +31,9 @@ class Adapter(ABC):
     #: the system this adapter is made for, or ``None`` when it serves any system
     system: str | None
     description: str
+    #: the system ``adapters.import`` assumes when none is named (a sheet made for one
+    #: game that still serves the others), or ``None``
+    default_system: str | None = None
 
     @abstractmethod
     def import_(self, data: Any, system: str) -> Imported:
@@ -45,4 +48,4 @@ class Adapter(ABC):
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "vtt": self.vtt, "system": self.system,
-                "description": self.description}
+                "default_system": self.default_system, "description": self.description}

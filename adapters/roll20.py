@@ -227,8 +227,10 @@ class Adnd2eRevised(Roll20Adapter):
 
     id = "roll20.adnd2e-revised"
     # Serves all three systems (the sheet's own fields feed revised-2e; the others read
-    # psi_* attributes), so callers name the system, as for every other adapter.
+    # psi_* attributes); adapters.import assumes revised-2e when no system is named.
     system = None
+    #: the sheet is AD&D 2nd edition's, whose psionics revised-2e plays
+    default_system = "revised-2e"
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
                    "Wisdom, Constitution, HP, level-class1.., psionic attack and defense "
                    "rows; other state in psi_* attributes (any of the three systems)")

@@ -21,9 +21,10 @@ async def adapters_import(ctx: Context, params: dict[str, Any]) -> dict[str, Any
     """``adapters.import``: raw VTT data to a combatant, with the adapter's warnings."""
     services = ctx.services
     adapter = services.adapter(params["adapter"])
-    system_id = params.get("system") or adapter.system
+    system_id = params.get("system") or adapter.system or adapter.default_system
     if system_id is None:
-        raise InvalidInput.at("/system", f"adapter {adapter.id} serves any system: name one")
+        raise InvalidInput.at("/system", f"adapter {adapter.id} serves any system and "
+                                         "assumes none: name one")
     services.system(system_id)
     ref = import_ref(services, {"adapter": adapter.id, "data": params["data"]}, system_id,
                      "", "combatant")

@@ -97,6 +97,20 @@ async def test_adapters_list_and_import(rpc: Rpc) -> None:
     assert isinstance(imported["warnings"], list)
 
 
+async def test_adapters_import_without_a_system_takes_the_adapter_s_default(
+        rpc: Rpc) -> None:
+    """API.md: adapters.import {adapter, data, system?}: an AD&D 2E sheet assumes
+    revised-2e; an adapter that assumes nothing needs the system named."""
+    listed = {a["id"]: a for a in await rpc.ok("adapters.list")}
+    assert listed["roll20.adnd2e-revised"]["default_system"] == "revised-2e"
+    assert listed["foundry.dnd5e"]["default_system"] is None
+    imported = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                 "data": ULCEN_ROLL20})
+    named = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                              "data": ULCEN_ROLL20, "system": "revised-2e"})
+    assert imported == named and imported["system"] == "revised-2e"
+
+
 async def test_adapter_errors_name_the_field(rpc: Rpc) -> None:
     error = await rpc.error("adapters.import", {"adapter": "nope", "data": {}})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/adapter"

@@ -376,7 +376,7 @@ async def test_a_client_that_hangs_up_mid_body_is_no_fault(
     """Nobody is left to answer: a request line with 499, no error and no traceback."""
     server = rpc.client.server
     with caplog.at_level(logging.INFO):
-        reader, writer = await asyncio.open_connection(server.host, server.port)
+        _reader, writer = await asyncio.open_connection(server.host, server.port)
         writer.write(b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
                      + rpc.token.encode() + b"\r\nContent-Length: 1000\r\n\r\n{\"json")
         await writer.drain()

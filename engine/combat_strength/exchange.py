@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dice import DiceSource
-from ..errors import DiceNeeded, InvalidInput, RulesViolation, json_text
+from ..errors import DiceNeeded, RulesViolation, json_text
 from ..results import Event
 from .combatant import combat_strength, incapacitated
 from .rules import (
@@ -38,9 +38,6 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
                  stance: str) -> None:
     """Refuse an attack the rules forbid (RulesViolation naming the rule)."""
     if attacker["id"] == defender["id"]:
-        if attacker != defender:
-            raise InvalidInput.at("/defender/id", "the attacker has this id too: give each "
-                                                  "combatant its own")
         raise RulesViolation("target-is-self", "a combatant cannot attack its own mind")
     why = incapacitated(t, attacker)
     if why is not None:

@@ -276,16 +276,16 @@ async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_metho
 
 async def test_two_combatants_with_one_id_are_invalid_params_not_a_self_attack(
         rpc: Rpc) -> None:
-    """A combatant attacking its own mind breaks a rule (4001); two different combatants
-    that share an id are a mistake in the params (-32602 at /defender/id)."""
+    """revised-2e: a combatant attacking its own mind breaks a rule (4001); two different
+    combatants that share an id are a mistake in the params (-32602 at /defender/id)."""
     fenka_as_ulcen = {**EXCHANGE["defender"], "id": "ulcen"}
     error = await rpc.error("exchange.resolve", {**EXCHANGE, "defender": fenka_as_ulcen})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/defender/id"
     error = await rpc.error("exchange.resolve", {**EXCHANGE, "defender": ULCEN})
     assert (error["code"], error["data"]["rule"]) == (4001, "target-is-attacker")
+    # combat-strength refuses one id on both sides as it is, also for one combatant
     one = {"id": "a", "attack_strength": 100, "defense_strength": 100}
     cs = {"system": "combat-strength", "attacker": one, "attack": {"mode": "mind-thrust"}}
-    error = await rpc.error("exchange.resolve", {**cs, "defender": {**one, "int": 5}})
-    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/defender/id"
-    error = await rpc.error("exchange.resolve", {**cs, "defender": one})
-    assert (error["code"], error["data"]["rule"]) == (4001, "target-is-self")
+    for defender in ({**one, "int": 5}, one):
+        error = await rpc.error("exchange.resolve", {**cs, "defender": defender})
+        assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/defender/id"

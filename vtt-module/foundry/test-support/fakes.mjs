@@ -178,10 +178,29 @@ export class FakeRoll {
 }
 FakeRoll.made = [];
 
-export function makeChatMessage() {
+/**
+ * ChatMessage as far as the module uses it. `applyRollMode(chatData, rollMode)` does what
+ * Foundry's static method does (v12/v13): whisper to the GMs for gmroll/blindroll, blind
+ * for blindroll, whisper to oneself for selfroll. `create` records what it was given; like
+ * Foundry's `_preCreate`, it applies `options.rollMode` itself only to roll messages.
+ */
+export function makeChatMessage({ gmIds = ["gm0000"], selfId = "gm0000" } = {}) {
   return {
     created: [],
-    async create(data, options) { const m = { id: `msg${this.created.length + 1}`, data, options }; this.created.push(m); return m; },
+    async create(data, options) {
+      const stored = { ...data };
+      if (data.rolls?.length && options?.rollMode) this.applyRollMode(stored, options.rollMode);
+      const m = { id: `msg${this.created.length + 1}`, data: stored, options };
+      this.created.push(m);
+      return m;
+    },
+    applyRollMode(chatData, rollMode) {
+      if (rollMode === "gmroll" || rollMode === "blindroll") chatData.whisper = [...gmIds];
+      else if (rollMode === "selfroll") chatData.whisper = [selfId];
+      else if (rollMode === "publicroll") chatData.whisper = [];
+      chatData.blind = rollMode === "blindroll";
+      return chatData;
+    },
     getSpeaker({ actor, token } = {}) { return { actor: actor?.id ?? null, token: token?.id ?? null, alias: token?.name ?? actor?.name }; },
   };
 }
@@ -216,7 +235,7 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
     system: { id: "dnd5e" },
   };
   Object.assign(client, {
-    game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage(), Roll: FakeRoll,
+    game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage({ gmIds: users.contents.filter((u) => u.isGM).map((u) => u.id), selfId: user.id }), Roll: FakeRoll,
     ui: { notifications: { info: (m) => notes.info.push(m), warn: (m) => notes.warn.push(m), error: (m) => notes.error.push(m) } },
     notes,
     fromUuid: world.fromUuid,

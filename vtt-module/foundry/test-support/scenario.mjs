@@ -114,9 +114,11 @@ export function makeTable({ generation = 12, passQuerySender = false, methods = 
   const p2 = new FakeUser({ id: "pl0002", name: "Bo" });
   const users = makeUsers([gm, p1, p2]);
   const worldSettings = new Map();
-  const ulcen = world.actor({ id: "ulcen", name: "Ulcen of Tyr", ownership: { pl0001: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 40, psp_max: 40 } } } });
-  const fenka = world.actor({ id: "fenka", name: "Fenka", ownership: { pl0002: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 30, psp_max: 40 } } } });
-  const goblin = world.actor({ id: "goblin", name: "Goblin", type: "npc", flags: { mindscape: { "revised-2e": { psp: 20, psp_max: 20 } } } });
+  // revised-2e: a psionic mind knows only the modes its profile lists (COMBATANTS.md).
+  const modes = { attacks: ["mind-thrust", "ego-whip"], defenses: ["thought-shield", "mind-blank"] };
+  const ulcen = world.actor({ id: "ulcen", name: "Ulcen of Tyr", ownership: { pl0001: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 40, psp_max: 40, ...modes } } } });
+  const fenka = world.actor({ id: "fenka", name: "Fenka", ownership: { pl0002: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 30, psp_max: 40, ...modes } } } });
+  const goblin = world.actor({ id: "goblin", name: "Goblin", type: "npc", flags: { mindscape: { "revised-2e": { psp: 20, psp_max: 20, ...modes } } } });
   const ulcenToken = world.token({ id: "tokU", name: "Ulcen of Tyr", actor: ulcen, actorLink: true });
   const fenkaToken = world.token({ id: "tokF", name: "Fenka", actor: fenka, actorLink: false });
   const goblinToken = world.token({ id: "tokG", name: "Goblin", actor: goblin, actorLink: false });

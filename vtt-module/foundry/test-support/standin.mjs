@@ -50,8 +50,16 @@ class TokenDocument {
   }
 }
 
-/** DialogV2 as v13 renders it: a <dialog> holding a <form> with the content and footer buttons. */
+/**
+ * DialogV2 as Foundry renders it: a <dialog> holding a <form> with the content and footer
+ * buttons, registered in `foundry.applications.instances` under the element's id. A
+ * button resolves `wait` to `(await callback(...)) ?? action`, as DialogV2#_onSubmit does
+ * (so Cancel with `callback: () => null` answers "cancel"). The render callback gets the
+ * application in v13 and the <dialog> element in v12, whose own close() only hides it.
+ */
+const instances = new Map();
 class DialogV2 {
+  static generation = 13;
   static wait({ window: win = {}, content = "", buttons = [], render, rejectClose = false, classes = [], position = {} }) {
     return new Promise((resolve, reject) => {
       const el = document.createElement("dialog");
@@ -66,23 +74,25 @@ class DialogV2 {
         <form class="dialog-form standard-form" autocomplete="off"><div class="dialog-content standard-form">${content}</div>
         <footer class="form-footer">${buttons.map((b) => `<button type="submit" data-action="${b.action}"${b.default ? " autofocus" : ""}><i class="${b.icon ?? ""}"></i> ${b.label}</button>`).join("")}</footer></form>`;
       document.body.append(el);
+      const finish = () => { app.closed = true; instances.delete(el.id); el.remove(); };
       const app = {
+        id: el.id,
         element: el,
         closed: false,
-        close: async () => { if (app.closed) return; app.closed = true; el.remove(); if (rejectClose) reject(new Error("closed")); else resolve(null); },
+        close: async () => { if (app.closed) return; finish(); if (rejectClose) reject(new Error("closed")); else resolve(null); },
       };
+      instances.set(el.id, app);
       const form = el.querySelector("form");
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         const button = event.submitter;
         const spec = buttons.find((b) => b.action === button?.dataset.action);
-        const value = spec?.callback ? await spec.callback(event, button, app) : spec?.action;
-        app.closed = true;
-        el.remove();
+        const value = (await spec?.callback?.(event, button, el)) ?? spec?.action;
+        finish();
         resolve(value);
       });
       el.show();
-      render?.(new Event("render"), app);
+      render?.(new Event("render"), DialogV2.generation >= 13 ? app : el);
     });
   }
 }
@@ -125,6 +135,7 @@ const HandlebarsApplicationMixin = (Base) => class extends Base {};
 
 /** Build the page's Foundry: returns the harness handle tests drive. */
 export async function setUp({ generation = 13, actors, moduleBase = "/modules/mindscape" }) {
+  DialogV2.generation = generation;
   const en = await (await fetch(`${moduleBase}/lang/en.json`)).json();
   const localize = (k) => { const v = byPath(en, k); return typeof v === "string" ? v : k; };
   const i18n = {
@@ -169,6 +180,14 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   const docs = new Map();
   const messages = [];
   const ChatMessage = {
+    // Foundry's static ChatMessage.applyRollMode(chatData, rollMode) (v12 and v13).
+    applyRollMode: (chatData, rollMode) => {
+      if (rollMode === "gmroll" || rollMode === "blindroll") chatData.whisper = [gm.id];
+      else if (rollMode === "selfroll") chatData.whisper = [game.user.id];
+      else if (rollMode === "publicroll") chatData.whisper = [];
+      chatData.blind = rollMode === "blindroll";
+      return chatData;
+    },
     getSpeaker: ({ actor, token } = {}) => ({ alias: token?.name ?? actor?.name }),
     create: async (data, options) => {
       const message = { id: `m${messages.length + 1}`, data, options };
@@ -176,6 +195,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
       const li = document.createElement("li");
       li.className = "chat-message message";
       li.dataset.rollMode = options?.rollMode ?? "";
+      li.dataset.whisper = (data.whisper ?? []).join(",");
+      li.dataset.blind = String(Boolean(data.blind));
       li.innerHTML = `<header class="message-header"><h4 class="message-sender">${data.speaker?.alias ?? ""}</h4><span class="roll-mode">${options?.rollMode ?? ""}</span></header>
         <div class="message-content">${data.content}${(data.rolls ?? []).map((r) => `<div class="dice-roll"><span class="dice-flavor">${r.options?.flavor ?? ""}</span><span class="dice-formula">${r.formula}</span><span class="dice-faces">${r.terms.filter((t) => t.results).flatMap((t) => t.results.map((x) => `<b class="die d${t.faces}">${x.result}</b>`)).join("")}</span><span class="dice-total">${r.total}</span></div>`).join("")}</div>`;
       document.querySelector("#chat-log").append(li);
@@ -189,7 +210,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     game, Hooks, CONFIG: generation >= 13 ? { queries: {}, sounds: {} } : { sounds: {} },
     ui: { notifications: { info: (m) => notes.push(["info", m]), warn: (m) => notes.push(["warn", m]), error: (m) => notes.push(["error", m]) } },
     ChatMessage, Roll, fromUuid: async (uuid) => docs.get(uuid) ?? null,
-    foundry: { applications: { api: { DialogV2, ApplicationV2, HandlebarsApplicationMixin }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
+    foundry: { applications: { instances, api: { DialogV2, ApplicationV2, HandlebarsApplicationMixin }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
   });
   // Documents and placeables from the actor data.
   const tokens = [];

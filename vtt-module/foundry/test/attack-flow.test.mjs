@@ -125,3 +125,22 @@ test("a request with no GM online gets a clear message", async () => {
   await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
   assert.match(t.clients.p1.notes.error[0], /No GM is connected/);
 });
+
+test("a failed adapters.list is not cached: the next call asks again and uses the answer", async () => {
+  let fail = true;
+  const t = makeTable({
+    methods: (await import("../test-support/scenario.mjs")).defaultMethods({
+      "adapters.list": () => { if (fail) throw { code: -32603, message: "not ready" }; return [{ id: "foundry.dnd5e", vtt: "foundry" }, { id: "foundry.ose", vtt: "foundry" }]; },
+    }),
+  });
+  t.clients.gm.game.system.id = "ose";
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.ose");
+  fail = false;
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.ose");
+  fail = true;
+  // Once answered, the list is kept for the session.
+  t.clients.gm.game.system.id = "pf2e";
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.generic");
+  assert.equal(t.daemon.calls.filter((c) => c.method === "adapters.list").length, 2);
+  assert.deepEqual(t.clients.gm.svc.adaptersCache.map((a) => a.id), ["foundry.dnd5e", "foundry.ose"]);
+});

@@ -70,3 +70,20 @@ for (const rollMode of ["publicroll", "gmroll", "blindroll", "selfroll"]) {
     assert.deepEqual(message.data.speaker, { alias: "U" });
   });
 }
+
+for (const [rollMode, whisper, blind] of [["gmroll", ["gm0000"], false], ["blindroll", ["gm0000"], true], ["selfroll", ["pl0001"], false], ["publicroll", [], false]]) {
+  test(`a card without dice keeps the ${rollMode} mode: ChatMessage.applyRollMode sets whisper and blind on the data`, async () => {
+    // Foundry applies options.rollMode only to roll messages (ChatMessage#_preCreate).
+    const ChatMessage = makeChatMessage({ gmIds: ["gm0000"], selfId: "pl0001" });
+    const noDice = { ...result, rolls: [] };
+    const ctx = chatCardContext(noDice, { attackerName: "U", defenderName: "F", attack: { mode: "mind-thrust" }, defense: null, localize: label });
+    const message = await postChatCard({
+      result: noDice, context: ctx, rollMode, speaker: { alias: "U" },
+      renderTemplate: async (_t, c) => renderModuleTemplate("chat-card", c), template: "chat-card",
+      Roll: FakeRoll, ChatMessage, localizePurpose: (p) => p,
+    });
+    assert.equal(message.data.rolls.length, 0);
+    assert.deepEqual(message.data.whisper, whisper);
+    assert.equal(message.data.blind, blind);
+  });
+}

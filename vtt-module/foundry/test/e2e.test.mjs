@@ -231,8 +231,62 @@ test("Foundry v12: the HUD button is added to the jQuery HUD and opens the attac
   await page.locator("dialog.mindscape-dialog .mindscape-odds tr.outcome-hit").waitFor();
   await page.locator('dialog.mindscape-dialog button[data-action="cancel"]').click();
   assert.equal(await page.locator("dialog.mindscape-dialog").count(), 0);
+  // Cancel (which Foundry answers as the string "cancel") sends no attack.
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").length), 0);
+  assert.equal(await page.locator("#chat-log .mindscape-card").count(), 0);
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+test("Foundry v12: an unanswered defense dialog closes at the timeout and the attack resolves (render gets the <dialog>)", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(12);
+  await page.evaluate(async () => {
+    await game.settings.set("mindscape", "defenseTimeout", 1);
+    await game.settings.set("mindscape", "rollMode", "blindroll");
+    const api = game.modules.get("mindscape").api;
+    window.attackDone = api.resolve({ attacker: "Scene.harness.Token.tokZanna", targets: ["Scene.harness.Token.tokAboleth"], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  });
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  await defense.waitFor();
+  // revised-2e: the defender chooses without knowing the attack mode (RULES.md §1.4).
+  const prompt = await defense.locator(".mindscape-lead").textContent();
+  assert.doesNotMatch(prompt, /mind thrust/i);
+  // Nobody answers: the application closes itself and the exchange goes on.
+  const outcomes = await page.evaluate(() => window.attackDone);
+  assert.equal(outcomes.length, 1, JSON.stringify(outcomes));
+  assert.equal(await page.locator("dialog.mindscape-dialog").count(), 0);
+  const resolve = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").pop());
+  assert.equal(resolve.request.params.defense, null);
+  // A blind card is whispered to the GM and blind, even though Foundry applies the
+  // rollMode option only to roll messages.
+  const li = page.locator("#chat-log .chat-message").first();
+  assert.equal(await li.getAttribute("data-blind"), "true");
+  assert.equal(await li.getAttribute("data-whisper"), "gm0000000000001");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("the real companion's purposes, outcomes and combatant fields all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
+  const { EN } = await import("../test-support/fakes.mjs");
+  const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
+  const call = async (method, params) => {
+    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    return (await r.json()).result;
+  };
+  const missing = [];
+  for (const system of (await call("companion.info", {})).systems) {
+    const d = await call("systems.describe", { system });
+    // revised-2e names its outcomes only in its results and odds: hit or miss (API.md).
+    const outcomes = d.outcomes ?? (system === "revised-2e" ? ["hit", "miss"] : []);
+    const keys = [
+      ...(d.dice_purposes ?? []).map((p) => `MINDSCAPE.Purpose.${p.purpose}`),
+      ...outcomes.map((o) => `MINDSCAPE.Outcome.${o}`),
+      ...Object.keys(d.combatant_schema?.properties ?? {}).filter((k) => k !== "id" && k !== "name").map((k) => `MINDSCAPE.Field.${k}`),
+    ];
+    missing.push(...keys.filter((k) => !has(k)).map((k) => `${system}: ${k}`));
+  }
+  assert.deepEqual(missing, []);
 });
 
 test("the pairing dialog tests the connection with companion.info and says what to do on a wrong token", { skip: SKIP, timeout: 30000 }, async () => {

@@ -41,6 +41,10 @@ for (const generation of [12, 13]) {
     assert.equal(scope("playersMayAttack"), "world");
     assert.equal(scope("rollMode"), "world");
     assert.equal(scope("genericMapping"), "world");
+    // Address and token are set by the restricted pairing menu only: Configure Settings
+    // would show the token in plain text.
+    assert.equal(c.game.settings.registered.get("mindscape.daemonUrl").config, false);
+    assert.equal(c.game.settings.registered.get("mindscape.daemonToken").config, false);
     assert.deepEqual(Object.keys(c.game.settings.registered.get("mindscape.rollMode").choices), ["default", "publicroll", "gmroll", "blindroll", "selfroll"]);
     assert.ok(c.game.settings.menus.get("mindscape.pairing").restricted);
     for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML"]) {

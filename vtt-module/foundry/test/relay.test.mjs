@@ -119,3 +119,29 @@ test("a player's client refuses a question sent by another player", async () => 
 test("unwrap rejects a malformed envelope", () => {
   assert.throws(() => unwrap({ nonsense: true }), /MINDSCAPE.Error.Remote/);
 });
+
+test("v13: a player's client answers no question whose sender the core does not name", async () => {
+  const t = table({ generation: 13, passQuerySender: false });
+  // A query straight to the player's handler, as any client could send it: not answered.
+  const direct = await t.p1.CONFIG.queries["mindscape.pick"]({ payload: { options: ["x"] } }, {});
+  assert.deepEqual(direct, { relay: "sender-unknown" });
+  // A named non-GM sender is refused.
+  const byPlayer = await t.p1.CONFIG.queries["mindscape.pick"]({ payload: { options: ["x"] } }, { user: t.p1.game.users.get("pl0001") });
+  assert.equal(byPlayer.ok, false);
+  assert.equal(byPlayer.error.name, "PermissionDeniedError");
+  // The GM's real question still arrives: it falls back to the socket, which names the GM.
+  const answer = await t.gm.relay.toUser("pl0001", "pick", { options: ["mind-blank"] });
+  assert.deepEqual(answer, { picked: "mind-blank", by: "pl0001" });
+  assert.ok(t.server.log.some((l) => l.message?.type === "request" && l.message.to === "pl0001"));
+});
+
+test("the relay waits at least as long as the longest attack flow (defense timeout + grace + margin)", async () => {
+  const { RELAY_TIMEOUT_MS, relayTimeoutMs, DEFENSE_TIMEOUT_MAX_S, DEFENSE_GRACE_MS } = await import("../mindscape/scripts/consts.js");
+  assert.ok(RELAY_TIMEOUT_MS > DEFENSE_TIMEOUT_MAX_S * 1000 + DEFENSE_GRACE_MS);
+  assert.ok(relayTimeoutMs(30) > 30000 + DEFENSE_GRACE_MS);
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const tbl = makeTable();
+  await tbl.clients.gm.game.settings.set("mindscape", "defenseTimeout", 300);
+  assert.equal(tbl.clients.p1.svc.relay.timeoutMs, relayTimeoutMs(300));
+  assert.ok(tbl.clients.p1.svc.relay.timeoutMs > 300000 + DEFENSE_GRACE_MS);
+});

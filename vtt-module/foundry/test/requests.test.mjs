@@ -58,7 +58,9 @@ test("modes are read from systems.describe in list or map form, else the fixed i
   assert.ok(fallback.attacks.some((m) => m.id === "mental-stab"));
   assert.ok(fallback.defenses.some((m) => m.id === "pinnacle-of-will"));
   assert.deepEqual(knownModes(fallback.attacks, ["mental-stab"]).map((m) => m.id), ["mental-stab"]);
-  assert.equal(knownModes(fallback.attacks, []).length, fallback.attacks.length);
+  // An empty list knows none; only an unknown list (null) offers every mode.
+  assert.equal(knownModes(fallback.attacks, []).length, 0);
+  assert.equal(knownModes(fallback.attacks, null).length, fallback.attacks.length);
 });
 
 test("the multiplier is offered up to the attacker's level (RULES.md §1.4: 1 ≤ m ≤ level)", () => {

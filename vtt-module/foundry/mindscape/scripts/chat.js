@@ -112,8 +112,13 @@ export function effectiveRollMode(setting, coreRollMode) {
 
 /**
  * Render and post a chat card for one result. Dependencies are passed in so tests can
- * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create and
- * getSpeaker).
+ * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create,
+ * getSpeaker and applyRollMode).
+ *
+ * Foundry applies `options.rollMode` in `ChatMessage#_preCreate` only to roll messages,
+ * so a card without dice would ignore a blind or GM-only mode. The static
+ * `ChatMessage.applyRollMode(chatData, rollMode)` (v12 and v13) sets `whisper` and
+ * `blind` on the data itself, for every card; the option is still passed for rolls.
  * @returns {Promise<any>} the created message
  */
 export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose }) {
@@ -126,5 +131,6 @@ export async function postChatCard({ result, context, rollMode, speaker, renderT
     sound: rolls.length ? globalThis.CONFIG?.sounds?.dice : undefined,
     flags: { [MODULE_ID]: { card: "exchange", system: result.system, outcome: result.outcome } },
   };
+  if (typeof ChatMessage.applyRollMode === "function") ChatMessage.applyRollMode(data, rollMode);
   return ChatMessage.create(data, { rollMode });
 }

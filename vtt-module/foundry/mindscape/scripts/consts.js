@@ -16,8 +16,29 @@ export const ROLL_MODES = ["default", "publicroll", "gmroll", "blindroll", "self
 /** How long a defender's owner has to answer before the remembered default is used. */
 export const DEFENSE_TIMEOUT_MS = 30000;
 
-/** How long a player's client waits for the GM to answer a relayed request. */
-export const RELAY_TIMEOUT_MS = 120000;
+/** The longest defense timeout the world setting allows, in seconds. */
+export const DEFENSE_TIMEOUT_MAX_S = 300;
+
+/** After the defense timeout, how much longer the GM waits for the defender's answer to travel back. */
+export const DEFENSE_GRACE_MS = 5000;
+
+/** Time a relayed request may take beyond the defense question (resolving, writing back, posting). */
+export const RELAY_MARGIN_MS = 120000;
+
+/**
+ * How long a player's client waits for the GM to answer a relayed request. An attack
+ * includes the defenders' secret choice, so the wait is the world's defense timeout
+ * plus the grace and a margin; it is never shorter than the longest attack flow.
+ * @param {number} [defenseTimeoutS]  the world's "Seconds to choose a defense"
+ */
+export function relayTimeoutMs(defenseTimeoutS = DEFENSE_TIMEOUT_MS / 1000) {
+  const s = Number(defenseTimeoutS);
+  const seconds = Number.isFinite(s) && s >= 0 ? s : DEFENSE_TIMEOUT_MAX_S;
+  return seconds * 1000 + DEFENSE_GRACE_MS + RELAY_MARGIN_MS;
+}
+
+/** The relay timeout with the longest defense timeout the setting allows. */
+export const RELAY_TIMEOUT_MS = relayTimeoutMs(DEFENSE_TIMEOUT_MAX_S);
 
 /** At most this many dice-needed rounds before giving up (each round asks for one purpose). */
 export const MAX_DICE_PROMPTS = 40;

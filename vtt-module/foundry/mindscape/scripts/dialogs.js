@@ -14,17 +14,35 @@ function rootOf(target) {
   return target?.element ?? target;
 }
 
-/** The dialog application from a render callback argument, to close it from code. */
-function appOf(target) {
-  if (target?.close) return target;
+/**
+ * The dialog application from a render callback argument, to close it from code.
+ * v13 passes the application; v12 passes `dialog.element`, which for a DialogV2 is an
+ * HTMLDialogElement: its own `close()` only hides the element and leaves the
+ * application (and `DialogV2.wait`'s promise) open, so the application is looked up in
+ * `foundry.applications.instances` by the element's id.
+ */
+export function appOf(target) {
+  if (!target) return null;
+  const ApplicationV2 = globalThis.foundry?.applications?.api?.ApplicationV2;
+  if (typeof ApplicationV2 === "function" && target instanceof ApplicationV2) return target;
+  const isElement = (typeof HTMLElement !== "undefined" && target instanceof HTMLElement) || typeof target.tagName === "string";
+  // An application holds its element; an element does not have an `element` property.
+  if (!isElement && target.element && typeof target.close === "function") return target;
   const id = rootOf(target)?.id;
-  return globalThis.foundry?.applications?.instances?.get?.(id) ?? null;
+  return (id && globalThis.foundry?.applications?.instances?.get?.(id)) ?? null;
 }
 
-async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", render, width = 440, extraButtons = [] }) {
+/**
+ * Show a DialogV2 and resolve to the submitted form, or null when the dialog was
+ * cancelled or closed. Foundry's DialogV2#_onSubmit resolves to
+ * `(await button.callback(...)) ?? button.action`, so a Cancel button answers the string
+ * "cancel"; anything that is not a form object is turned into null here, so every caller's
+ * `if (!form)` means "no choice made".
+ */
+export async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", render, width = 440, extraButtons = [] }) {
   const t = i18n();
   const content = await renderTemplate(template, context);
-  return DialogV2().wait({
+  const result = await DialogV2().wait({
     window: { title: t.localize(title), icon },
     classes: ["mindscape-dialog"],
     position: { width },
@@ -37,6 +55,7 @@ async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check
     ],
     render: render ? (event, target) => render(rootOf(target), target) : undefined,
   });
+  return result && typeof result === "object" ? result : null;
 }
 
 /**
@@ -115,14 +134,24 @@ export function attackDialog({ context, oddsFor }) {
   });
 }
 
+/** What the defense dialog's own deadline answers (never a form). */
+const TIMED_OUT = Symbol("timed out");
+
 /**
  * A secret defense choice; closes itself after `timeoutMs` and then answers `fallback`.
- * @returns {Promise<{mode:string|null, remember:boolean, timedOut?:boolean}>}
+ * Cancel (or closing the window) is no answer: the fallback (the remembered default, or
+ * no defense) is used and nothing is remembered. The answer never waits longer than the
+ * timeout, even where the dialog cannot be closed from code.
+ * @returns {Promise<{mode:string|null, remember:boolean, timedOut:boolean, cancelled?:boolean}>}
  */
 export async function defenseDialog({ context, timeoutMs, fallback }) {
   let timer = null;
-  let timedOut = false;
-  const answer = await wait({
+  let app = null;
+  let rootEl = null;
+  let expire;
+  const expired = new Promise((resolve) => { expire = resolve; });
+  const deadline = setTimeout(() => expire(TIMED_OUT), Math.max(0, Number(timeoutMs) || 0) + 250);
+  const shown = wait({
     title: "MINDSCAPE.Defense.Title",
     icon: "fas fa-shield-alt",
     template: "defense-dialog",
@@ -130,22 +159,32 @@ export async function defenseDialog({ context, timeoutMs, fallback }) {
     ok: "MINDSCAPE.Defense.Raise",
     okIcon: "fas fa-shield-alt",
     render: (root, target) => {
-      const app = appOf(target);
-      const seconds = root.querySelector(".mindscape-countdown");
+      app = appOf(target);
+      rootEl = root;
+      const seconds = root?.querySelector?.(".mindscape-countdown");
       const end = Date.now() + timeoutMs;
       timer = setInterval(() => {
         const left = Math.max(0, Math.ceil((end - Date.now()) / 1000));
         if (seconds) seconds.textContent = String(left);
         if (left <= 0) {
-          timedOut = true;
           clearInterval(timer);
-          app?.close();
+          expire(TIMED_OUT);
         }
       }, 250);
     },
   });
+  const answer = await Promise.race([shown, expired]);
   clearInterval(timer);
-  if (!answer) return { mode: fallback ?? null, remember: false, timedOut };
+  clearTimeout(deadline);
+  if (answer === TIMED_OUT) {
+    try {
+      // The application when it can be found; else at least hide the element.
+      if (app) await app.close();
+      else rootEl?.close?.();
+    } catch { /* already closed */ }
+    return { mode: fallback ?? null, remember: false, timedOut: true };
+  }
+  if (!answer) return { mode: fallback ?? null, remember: false, timedOut: false, cancelled: true };
   return { mode: answer.mode || null, sacrifice: answer.sacrifice, remember: Boolean(answer.remember), timedOut: false };
 }
 

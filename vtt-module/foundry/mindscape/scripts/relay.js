@@ -9,8 +9,9 @@
  *   `module.mindscape` with request ids and replies; Foundry's server names the sender
  *   of every socket message, so that id is the one trusted.
  * A handler that must know its sender never trusts an id written in the payload. If a
- * v13 core does not pass the sender to query handlers, the GM answers
- * `{relay: "sender-unknown"}` and the player's client resends over the socket.
+ * v13 core does not pass the sender to query handlers, the answering client (the GM for
+ * requests, a player for the GM's questions) answers `{relay: "sender-unknown"}` without
+ * running the handler, and the asking client resends over the socket.
  *
  * Every answer is an envelope `{ok:true, value}` / `{ok:false, error}` so typed errors
  * (errors.js) reach the asking client intact.
@@ -28,17 +29,26 @@ const SENDER_UNKNOWN = "sender-unknown";
 
 export class Relay {
   /**
-   * @param {{game:any, CONFIG:any, handlers:Record<string, Handler>, timeoutMs?:number,
-   *          randomId?:()=>string}} deps
+   * @param {{game:any, CONFIG:any, handlers:Record<string, Handler>,
+   *          timeoutMs?:number|(()=>number), randomId?:()=>string}} deps
+   *   `timeoutMs` may be a function, read at each request (the world's defense timeout
+   *   can change during a session)
    */
   constructor({ game, CONFIG, handlers, timeoutMs = RELAY_TIMEOUT_MS, randomId }) {
     this.game = game;
     this.CONFIG = CONFIG;
     this.handlers = handlers;
-    this.timeoutMs = timeoutMs;
+    this.timeout = timeoutMs;
     this.randomId = randomId ?? (() => Math.random().toString(36).slice(2) + Date.now().toString(36));
     this.pending = new Map();
     this.useSocketForGM = false;
+    this.useSocketForUsers = false;
+  }
+
+  /** How long to wait for an answer, in ms. */
+  get timeoutMs() {
+    const ms = typeof this.timeout === "function" ? this.timeout() : this.timeout;
+    return Number.isFinite(ms) && ms > 0 ? ms : RELAY_TIMEOUT_MS;
   }
 
   /** True when this Foundry has `CONFIG.queries` and `User#query` (v13+). */
@@ -94,8 +104,11 @@ export class Relay {
     if (userId === this.game.user?.id) return this.#runLocal(name, payload);
     const user = this.game.users?.get(userId);
     if (!user?.active) throw new RelayTimeoutError({ user: user?.name ?? userId });
-    if (this.hasQueries && typeof user.query === "function") {
-      return unwrap(await user.query(`${MODULE_ID}.${name}`, { payload }, { timeout: timeoutMs }));
+    if (this.hasQueries && !this.useSocketForUsers && typeof user.query === "function") {
+      const envelope = await user.query(`${MODULE_ID}.${name}`, { payload }, { timeout: timeoutMs });
+      if (envelope?.relay !== SENDER_UNKNOWN) return unwrap(envelope);
+      // The player's client cannot tell who asked; the socket names the sender.
+      this.useSocketForUsers = true;
     }
     return this.#socketRequest(name, payload, userId, timeoutMs);
   }
@@ -112,8 +125,8 @@ export class Relay {
     try {
       if (!handler) throw new MindscapeError("MINDSCAPE.Error.UnknownRequest", { request: name });
       if (handler.runsOn === "gm" && !this.isActiveGM) throw new PermissionDeniedError({ who: name });
-      // A question meant for a player is only accepted from a GM.
-      if (handler.runsOn === "player" && sender && !sender.isGM) throw new PermissionDeniedError({ who: name });
+      // A question meant for a player is only accepted from a known GM.
+      if (handler.runsOn === "player" && !sender?.isGM) throw new PermissionDeniedError({ who: name });
       return { ok: true, value: await handler.fn(payload, { sender }) };
     } catch (error) {
       const json = error instanceof MindscapeError ? error.toJSON()
@@ -124,11 +137,12 @@ export class Relay {
 
   async #onQuery(name, data, options) {
     const handler = this.handlers[name];
-    // Only the core may tell us who asked; a GM-side handler without that answer falls
-    // back to the socket, where the server names the sender.
+    // Only the core may tell us who asked; without that answer every handler (a request
+    // for the GM, a secret question for a player) falls back to the socket, where the
+    // server names the sender. Nothing is answered to an unknown sender.
     const senderRef = options?.user ?? options?.sender ?? options?.userId ?? null;
     const sender = typeof senderRef === "string" ? this.game.users?.get(senderRef) : senderRef;
-    if (handler?.runsOn === "gm" && !sender) return { relay: SENDER_UNKNOWN };
+    if (handler && !sender) return { relay: SENDER_UNKNOWN };
     return this.#answer(name, data?.payload, sender ?? null);
   }
 

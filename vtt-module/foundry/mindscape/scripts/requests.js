@@ -159,13 +159,56 @@ export function modesFromDescription(system, description) {
 }
 
 /**
- * Keep the modes a combatant knows (its `attacks`/`defenses` lists); a combatant without
- * such a list is offered every mode and the daemon's rules decide (4001 names the rule).
+ * Keep the modes a combatant knows. `known` is a list of mode ids (an empty list: none
+ * known) or null when nobody can tell, and then every mode is offered and the daemon's
+ * rules decide (4001 names the rule).
+ * @param {{id:string}[]} modes
+ * @param {string[]|null|undefined} known
  */
 export function knownModes(modes, known) {
-  if (!Array.isArray(known) || known.length === 0) return modes;
+  if (!Array.isArray(known)) return modes;
   const set = new Set(known);
   return modes.filter((m) => set.has(m.id));
+}
+
+/** Whether a combatant (as `adapters.import` answers it, defaults not filled) has a psionic mind. */
+export function isPsionic(system, c = {}) {
+  if (system === "revised-2e") {
+    // COMBATANTS.md: kind is "nonpsionic" when absent and psp_max is 0 or absent.
+    const kind = c.kind || (Number(c.psp_max) > 0 ? "psionicist" : "nonpsionic");
+    return kind !== "nonpsionic";
+  }
+  if (system === "combat-strength") {
+    if (typeof c.psionic === "boolean") return c.psionic;
+    const asMax = Number(c.attack_strength_max ?? c.attack_strength ?? 0);
+    const dsMax = Number(c.defense_strength_max ?? c.defense_strength ?? 0);
+    return asMax > 0 || dsMax > 0;
+  }
+  if (system === "power-pool") {
+    if (typeof c.psionic === "boolean") return c.psionic;
+    return Boolean(c.attacks?.length || c.defenses?.length);
+  }
+  return c.psionic !== false && c.kind !== "nonpsionic";
+}
+
+/**
+ * The ids of the modes (`field`: "attacks" or "defenses") a combatant knows, following
+ * the daemon's rule for its system when the list is absent (COMBATANTS.md): none in
+ * `revised-2e` and `power-pool`, all of them for a psionic `combat-strength` creature;
+ * none for a non-psionic mind in every system. Null when it cannot be told (a plugin
+ * system without a list): then every mode is offered and the daemon decides.
+ * @param {string} system
+ * @param {object|null} combatant  `adapters.import`'s combatant
+ * @param {"attacks"|"defenses"} field
+ * @returns {string[]|null}
+ */
+export function knownModeIds(system, combatant, field) {
+  if (!combatant || typeof combatant !== "object") return null;
+  if (!isPsionic(system, combatant)) return [];
+  const list = combatant[field];
+  if (Array.isArray(list)) return list;
+  if (system === "revised-2e" || system === "power-pool") return [];
+  return null;
 }
 
 /**

@@ -3,7 +3,7 @@
  * can hand in fakes. Requests from any client go through the relay to the active GM's
  * client, which alone holds the daemon token and calls the daemon.
  */
-import { DEFENSE_TIMEOUT_MS, MODULE_ID } from "./consts.js";
+import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, relayTimeoutMs } from "./consts.js";
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
@@ -11,7 +11,7 @@ import {
 } from "./errors.js";
 import {
   adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
-  exchangeParams, knownModes, modesFromDescription, oddsParams, oddsView, RANGES,
+  exchangeParams, knownModeIds, knownModes, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard } from "./chat.js";
@@ -40,8 +40,19 @@ export class Mindscape {
     this.adaptersCache = null;
     // The player's dialog closes itself at the timeout; the GM waits this much longer for
     // the answer to travel back before using the default itself.
-    this.defenseGraceMs = 5000;
-    this.relay = new Relay({ game: env.game, CONFIG: env.CONFIG, handlers: this.handlers() });
+    this.defenseGraceMs = DEFENSE_GRACE_MS;
+    // A relayed attack includes the defenders' choice: wait at least that long for it.
+    this.relay = new Relay({ game: env.game, CONFIG: env.CONFIG, handlers: this.handlers(), timeoutMs: () => relayTimeoutMs(this.defenseTimeoutS()) });
+  }
+
+  /** The world's "Seconds to choose a defense" (the default before settings exist). */
+  defenseTimeoutS() {
+    try {
+      const s = Number(setting(this.game, "defenseTimeout"));
+      return Number.isFinite(s) && s >= 0 ? s : DEFENSE_TIMEOUT_MS / 1000;
+    } catch {
+      return DEFENSE_TIMEOUT_MS / 1000;
+    }
   }
 
   get game() { return this.env.game; }
@@ -81,11 +92,19 @@ export class Mindscape {
     return this.describeCache.get(system);
   }
 
+  /** The daemon adapter for this world's game system. Only a successful `adapters.list` is cached. */
   async adapterId() {
-    if (!this.adaptersCache) {
-      try { this.adaptersCache = await this.rpc("adapters.list"); } catch { this.adaptersCache = []; }
+    let adapters = this.adaptersCache;
+    if (!adapters) {
+      try {
+        adapters = await this.rpc("adapters.list");
+        if (Array.isArray(adapters)) this.adaptersCache = adapters;
+      } catch {
+        // Not cached: the next call asks again (the companion may be up by then).
+        adapters = [];
+      }
     }
-    return adapterFor(this.game.system?.id, (this.adaptersCache ?? []).filter((a) => !a.vtt || a.vtt === "foundry"));
+    return adapterFor(this.game.system?.id, (Array.isArray(adapters) ? adapters : []).filter((a) => !a.vtt || a.vtt === "foundry"));
   }
 
   /** A combatant reference for the daemon (with the world's mapping for foundry.generic). */
@@ -158,11 +177,13 @@ export class Mindscape {
       const d = await this.docs(uuid);
       targets.push({ uuid, name: d.token?.name ?? d.actor.name });
     }
+    const attacks = knownModes(modes.attacks, imported ? knownModeIds(system, combatant, "attacks") : null);
+    if (!attacks.length) throw new UsageError("MINDSCAPE.Error.NoAttackModes", { name: token?.name ?? actor.name });
     return {
       system,
       attackerUuid,
       attackerName: token?.name ?? actor.name,
-      attacks: knownModes(modes.attacks, combatant.attacks),
+      attacks,
       defenses: modes.defenses,
       fields: attackFieldsFor(system, combatant),
       targets,
@@ -212,26 +233,38 @@ export class Mindscape {
     return outcomes;
   }
 
-  /** GM: ask the defender's owner (or the GM) for a defense, with a timeout and a remembered default. */
+  /**
+   * GM: ask the defender's owner (or the GM) for a defense, with a timeout and a
+   * remembered default. Only the defenses the defender knows are offered (the daemon's
+   * rule for its system, requests.js `knownModeIds`); a defender that knows none (a
+   * non-psionic mind) is not asked and raises none. Only a defense it knows is
+   * remembered as its default.
+   */
   async askDefense(defender, attackerName, attack) {
     const system = this.system;
     const actor = defender.actor;
-    const remembered = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
+    const stored = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
     const description = await this.describe(system);
     const modes = modesFromDescription(system, description).defenses;
     let known = null;
     try {
       const adapter = await this.adapterId();
       const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(actor, defender.token, adapter).data });
-      known = imported?.combatant?.defenses ?? null;
+      known = knownModeIds(system, imported?.combatant ?? null, "defenses");
     } catch { known = null; }
     const offered = knownModes(modes, known);
-    const timeoutMs = Number(setting(this.game, "defenseTimeout") ?? DEFENSE_TIMEOUT_MS / 1000) * 1000;
+    const offeredIds = new Set(offered.map((m) => m.id));
+    // A remembered default the defender cannot use is no default.
+    const remembered = stored && offeredIds.has(stored) ? stored : null;
+    if (offered.length === 0) return { mode: null, timedOut: false, notAsked: true };
+    const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       system,
       attackerName,
       defenderName: defender.token?.name ?? actor.name,
-      attackLabel: this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode),
+      // revised-2e (and combat-strength) raise defenses without knowing the attack
+      // (RULES.md §1.4); in power-pool the defender answers a declared attack.
+      attackLabel: system === "power-pool" ? this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode) : null,
       defenses: offered.map((m) => ({ id: m.id, label: this.t.label(`MINDSCAPE.Mode.${m.id}`, m.id), cost: m.cost, selected: m.id === remembered })),
       noneSelected: !remembered,
       sacrifice: system === "power-pool",
@@ -240,15 +273,21 @@ export class Mindscape {
       fallback: remembered,
     };
     const owner = this.ownerOf(actor);
+    const fallback = { mode: remembered, timedOut: true };
     let answer;
     try {
-      answer = owner
-        ? await this.relay.toUser(owner.id, "chooseDefense", context, timeoutMs + this.defenseGraceMs)
-        : await this.chooseDefenseHere(context);
+      // Whoever is asked, the attack never waits longer than the timeout and the grace.
+      answer = await withDeadline(
+        owner ? this.relay.toUser(owner.id, "chooseDefense", context, timeoutMs + this.defenseGraceMs) : this.chooseDefenseHere(context),
+        timeoutMs + this.defenseGraceMs, fallback,
+      );
     } catch {
-      answer = { mode: remembered, timedOut: true };
+      answer = fallback;
     }
-    if (answer && !answer.timedOut && answer.mode !== remembered) {
+    if (!answer || typeof answer !== "object") answer = fallback;
+    // A defense the defender does not know (a stale or forged answer) counts as none.
+    if (answer.mode && !offeredIds.has(answer.mode)) answer = { ...answer, mode: null, refused: true };
+    if (!answer.timedOut && !answer.cancelled && !answer.refused && answer.mode !== remembered) {
       // Remember the choice as this actor's default for the next time it is attacked.
       await actor.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: answer.mode ?? null });
     }
@@ -459,4 +498,11 @@ export class Mindscape {
       return null;
     }
   }
+}
+
+/** `promise`'s value, or `fallback` when it has not settled after `ms`. */
+function withDeadline(promise, ms, fallback) {
+  let timer;
+  const late = new Promise((resolve) => { timer = setTimeout(() => resolve(fallback), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

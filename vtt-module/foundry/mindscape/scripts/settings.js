@@ -4,12 +4,14 @@
  * system, its house-rule options, whether players may start attacks and the roll mode of
  * the cards are *world* settings the GM sets once.
  */
-import { DEFAULT_DAEMON_URL, MODULE_ID, ROLL_MODES, RULE_SYSTEMS } from "./consts.js";
+import { DEFAULT_DAEMON_URL, DEFENSE_TIMEOUT_MAX_S, MODULE_ID, ROLL_MODES, RULE_SYSTEMS } from "./consts.js";
 
 /** Every setting's key, scope and type, in one place (tests check the scopes here). */
 export const SETTINGS = {
-  daemonUrl: { scope: "client", config: true, type: String, default: DEFAULT_DAEMON_URL },
-  daemonToken: { scope: "client", config: true, type: String, default: "" },
+  // Not shown in Configure Settings (which would show the token in plain text): the
+  // restricted pairing menu sets both.
+  daemonUrl: { scope: "client", config: false, type: String, default: DEFAULT_DAEMON_URL },
+  daemonToken: { scope: "client", config: false, type: String, default: "" },
   physicalDice: { scope: "client", config: true, type: Boolean, default: false },
   ruleSystem: {
     scope: "world", config: true, type: String, default: "revised-2e",
@@ -24,7 +26,7 @@ export const SETTINGS = {
   },
   defenseTimeout: {
     scope: "world", config: true, type: Number, default: 30,
-    range: { min: 5, max: 300, step: 5 },
+    range: { min: 5, max: DEFENSE_TIMEOUT_MAX_S, step: 5 },
   },
   encounter: { scope: "world", config: false, type: Object, default: {} },
 };

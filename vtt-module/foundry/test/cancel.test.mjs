@@ -1,0 +1,115 @@
+// Cancel, end to end through the service: the real dialogs.js over a DialogV2 that
+// presses Cancel and answers as Foundry's does (`callback() ?? action`, i.e. "cancel").
+// Each caller must then change nothing, or read it as "no choice made".
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as realDialogs from "../mindscape/scripts/dialogs.js";
+import { makeTable, renderModuleTemplate, defaultMethods } from "../test-support/scenario.mjs";
+import { installGlobals } from "../test-support/fakes.mjs";
+
+/** A table whose GM client (and players) use the real dialogs, every one answered with Cancel. */
+function cancellingTable(options = {}) {
+  const t = makeTable(options);
+  const pressed = [];
+  class DialogV2 {
+    static async wait({ buttons, window }) {
+      pressed.push(window?.title);
+      const cancel = buttons.find((b) => b.action === "cancel");
+      return (await cancel?.callback?.({}, { form: null }, null)) ?? cancel?.action;
+    }
+  }
+  installGlobals(t.clients.gm);
+  globalThis.foundry = {
+    applications: {
+      instances: new Map(),
+      api: { DialogV2 },
+      handlebars: { renderTemplate: async (path, ctx) => renderModuleTemplate(path.replace(/^.*\/templates\/|\.hbs$/g, ""), ctx) },
+    },
+  };
+  for (const c of Object.values(t.clients)) c.svc.env.dialogs = realDialogs;
+  return { t, pressed };
+}
+
+test("Cancel in the attack dialog sends no attack", async () => {
+  const { t, pressed } = cancellingTable();
+  const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid] });
+  assert.equal(out, null);
+  assert.equal(pressed.length, 1);
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "exchange.resolve"), []);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("Cancel in the profile editor saves nothing", async () => {
+  const { t } = cancellingTable();
+  const before = structuredClone(t.actors.ulcen.flags);
+  assert.equal(await t.clients.gm.svc.configureActor(t.actors.ulcen.uuid), null);
+  assert.deepEqual(t.actors.ulcen.flags, before);
+  assert.deepEqual(t.actors.ulcen.updates, []);
+});
+
+test("Cancel in the house rules keeps the world's house rules", async () => {
+  const { t } = cancellingTable();
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CRIT-MODS": false } });
+  assert.equal(await t.clients.gm.svc.openHouseRules(), null);
+  assert.deepEqual(t.clients.gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": { "H-2E-CRIT-MODS": false } });
+});
+
+test("Cancel in the pairing dialog keeps the address and the token", async () => {
+  const { t } = cancellingTable();
+  assert.equal(await t.clients.gm.svc.openPairing(), null);
+  assert.equal(t.clients.gm.game.settings.get("mindscape", "daemonToken"), "secret-token");
+  assert.equal(t.clients.gm.game.settings.get("mindscape", "daemonUrl"), "http://127.0.0.1:39393");
+});
+
+test("Cancel in a physical dice prompt cancels the exchange: nothing resolved, written or posted", async () => {
+  const methods = defaultMethods({
+    "exchange.resolve": (params) => {
+      if (!params.dice?.attack?.length) throw { code: 4002, message: "dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
+      throw new Error("must not resolve");
+    },
+  });
+  const { t } = cancellingTable({ methods });
+  const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust" }, physical: true });
+  assert.equal(out, null);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 40);
+  // A cancel is not an error the user must be told about.
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("Cancel in an encounter choice declares nothing for that combatant", async () => {
+  const declared = [];
+  const methods = defaultMethods({
+    "encounter.create": () => ({ id: "enc1", revision: 0 }),
+    "encounter.add": ({ combatant }) => ({ combatant_id: combatant.data.actor._id, revision: 1 }),
+    "encounter.get": () => ({ phase: "round", round: 1, waiting_for: ["goblin"], combatants: { goblin: { psp: 20, defenses: ["mind-blank"] } }, revision: 2 }),
+    "encounter.declare": (p) => { declared.push(p); return { revision: 3 }; },
+  });
+  const { t } = cancellingTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.goblinToken.uuid], "Test");
+  const answers = await ctl.collectChoices();
+  assert.deepEqual(answers, [null]);
+  assert.deepEqual(declared, []);
+});
+
+test("Cancel in the defense dialog keeps the remembered default and remembers nothing new", async () => {
+  const { t } = cancellingTable();
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+  const updatesBefore = t.tokens.goblinToken.actor.updates.length;
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.deepEqual(resolve.params.defense, { mode: "mind-blank" });
+  // The only later update is the exchange's own write-back (psp), not a new default.
+  const later = t.tokens.goblinToken.actor.updates.slice(updatesBefore);
+  assert.ok(later.every((u) => !Object.keys(u).some((k) => k.includes("defaultDefense"))), JSON.stringify(later));
+});
+
+test("Cancel in the defense dialog with no remembered default raises no defense", async () => {
+  const { t } = cancellingTable();
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.equal(resolve.params.defense, null);
+  assert.equal(t.tokens.goblinToken.actor.flags.mindscape.defaultDefense, undefined);
+});

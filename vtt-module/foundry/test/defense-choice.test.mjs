@@ -1,0 +1,105 @@
+// Which defenses a defender is offered, and what is remembered. The daemon's rule per
+// system when a combatant has no `defenses` list (COMBATANTS.md): revised-2e and
+// power-pool know none, a psionic combat-strength creature knows all five; a non-psionic
+// mind knows none anywhere. Defenses in revised-2e are raised without knowing the attack
+// (RULES.md §1.4), so only power-pool's prompt names the attack mode.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { isPsionic, knownModeIds, knownModes, modesFromDescription } from "../mindscape/scripts/requests.js";
+import { makeTable, defaultMethods, renderModuleTemplate } from "../test-support/scenario.mjs";
+
+test("known defenses follow the daemon's rule for each system when the list is absent", () => {
+  assert.deepEqual(knownModeIds("revised-2e", { kind: "psionicist", psp_max: 20 }, "defenses"), []);
+  assert.deepEqual(knownModeIds("revised-2e", { psp_max: 20, defenses: ["mind-blank"] }, "defenses"), ["mind-blank"]);
+  assert.deepEqual(knownModeIds("revised-2e", { kind: "nonpsionic" }, "defenses"), []);
+  assert.deepEqual(knownModeIds("revised-2e", {}, "defenses"), [], "kind is nonpsionic when psp_max is absent");
+  assert.equal(knownModeIds("combat-strength", { attack_strength: 20, defense_strength: 20 }, "defenses"), null, "all five");
+  assert.deepEqual(knownModeIds("combat-strength", {}, "defenses"), []);
+  assert.deepEqual(knownModeIds("combat-strength", { psionic: false, defense_strength: 0 }, "defenses"), []);
+  assert.deepEqual(knownModeIds("power-pool", { hit_dice: 3, die: 8, psionic: true }, "defenses"), []);
+  assert.deepEqual(knownModeIds("power-pool", { hit_dice: 3, die: 8, psionic: false, defenses: ["blank-mind"] }, "defenses"), []);
+  assert.deepEqual(knownModeIds("power-pool", { hit_dice: 3, die: 8, defenses: ["blank-mind"] }, "defenses"), ["blank-mind"]);
+  assert.equal(knownModeIds("revised-2e", null, "defenses"), null, "unknown: the daemon decides");
+  assert.equal(isPsionic("revised-2e", { kind: "wild-talent", psp_max: 0 }), true);
+  const all = modesFromDescription("combat-strength", {}).defenses;
+  assert.equal(knownModes(all, knownModeIds("combat-strength", { defense_strength: 10 }, "defenses")).length, 5);
+});
+
+function setProfile(t, token, profile) {
+  token.actor.flags.mindscape["revised-2e"] = profile;
+}
+
+test("a non-psionic defender is not asked and raises no defense; its stale default is not used", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: "mind-blank" } } } });
+  setProfile(t, t.tokens.goblinToken, { kind: "nonpsionic" });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.equal(resolve.params.defense, null);
+});
+
+test("revised-2e: a psionic defender without a defenses list knows none and is not offered the five", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "thought-shield" } } } });
+  setProfile(t, t.tokens.fenkaToken, { kind: "psionicist", psp: 30, psp_max: 40 });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.p2.dialogs.seen.length, 0);
+  assert.equal(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, null);
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
+});
+
+test("only known defenses are offered; an answer outside them is not used and never remembered", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "tower-of-iron-will" } } } });
+  setProfile(t, t.tokens.fenkaToken, { kind: "psionicist", psp: 30, psp_max: 40, defenses: ["mind-blank"] });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const asked = t.clients.p2.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.deepEqual(asked.defenses.map((d) => d.id), ["mind-blank"]);
+  assert.equal(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, null);
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
+});
+
+test("a remembered default the defender no longer knows is not preselected nor used at the timeout", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: (arg) => ({ mode: arg.fallback, timedOut: true }) } } });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "tower-of-iron-will" });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const arg = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg;
+  assert.equal(arg.fallback, null);
+  assert.equal(arg.context.noneSelected, true);
+  assert.equal(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, null);
+});
+
+test("combat-strength: a psionic defender without a list is offered all five defenses", async () => {
+  const methods = defaultMethods({
+    "systems.describe": ({ system }) => ({ id: system, modes: {} }),
+    "adapters.import": ({ data }) => ({ combatant: { name: data.actor.name, attack_strength: 30, defense_strength: 30 } }),
+    "exchange.resolve": () => ({ system: "combat-strength", outcome: "damage", attacker: {}, defender: {}, rolls: [], events: [], summary: "", updates: [] }),
+  });
+  const t = makeTable({ methods, dialogs: { gm: { defenseDialog: { mode: "mind-blank" } } } });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", range: "short" } });
+  const arg = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg;
+  assert.equal(arg.context.defenses.length, 5);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("revised-2e: the defense prompt does not name the attack mode; power-pool's does", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: "mind-blank" } } } });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "ego-whip", multiplier: 1 } });
+  const context = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.equal(context.attackLabel, null);
+  const html = renderModuleTemplate("defense-dialog", context);
+  assert.doesNotMatch(html, /Ego whip/i);
+  assert.match(html, /Ulcen of Tyr attacks Goblin psionically/);
+  const pp = renderModuleTemplate("defense-dialog", { ...context, system: "power-pool", attackLabel: "Mental stab" });
+  assert.match(pp, /with Mental stab/);
+});
+
+test("the GM's own defense prompt cannot hang the attack: the timeout gives the default", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: () => new Promise(() => {}) } } });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+  await t.clients.gm.game.settings.set("mindscape", "defenseTimeout", 0);
+  t.clients.gm.svc.defenseGraceMs = 20;
+  const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(out[0].outcome, "hit");
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});

@@ -21,10 +21,15 @@ var Mindscape = Mindscape || (() => {
   //   1  prototype: {version, system, rollMode} at the top level
   //   2  {config: {system, rollMode}, characters: {}}
   //   3  adds config.timeout and config.chunk, exchanges, encounter, answered
-  const SCHEMA_VERSION = 3;
+  //   4  adds pairing: the code every request marker carries (!psi pair)
+  const SCHEMA_VERSION = 4;
   const REQUEST_MARKER = 'MINDSCAPE-REQ';
   const RESULT_COMMAND = '!psi-result';
   const REQUEST_ID = /^[A-Za-z0-9]{6,32}$/;
+  // The pairing code is the bridge's proof that a marker comes from this script: only
+  // GMs ever see it (in whispers), so a player cannot write a marker the bridge relays.
+  const PAIRING_LENGTH = 24;
+  const PAIRING_CODE = /^[A-Za-z0-9]{16,64}$/;
   const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
   // Roll20 does not publish a chat size limit; 1000 characters a line keeps every
   // whisper and every typed command far below anything the chat has been seen to cut.
@@ -34,6 +39,13 @@ var Mindscape = Mindscape || (() => {
   const EXCHANGE_LIFETIME_MS = 60 * 60 * 1000;
   const HELP_HANDOUT = 'Help: Mindscape';
   const ROLL_MODES = ['public', 'gm', 'private'];
+  // Requests that change an encounter: after a timeout the companion may still have done
+  // them, so the GM is sent to !psi encounter status rather than told to repeat them.
+  const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
+  const STALE_REVISION = 4009;
+  // What the bridge answers when it cannot tell whether the companion ran a changing
+  // call (a timeout or a lost connection after sending): JSON-RPC's server-error range.
+  const BRIDGE_UNCERTAIN = -32001;
 
   // The mode ids of each system (RULES.md 1.2, 2.2, 3.3).
   const SYSTEMS = {
@@ -153,19 +165,35 @@ var Mindscape = Mindscape || (() => {
     return parts.length ? parts : [''];
   };
 
+  // The bridge drops these before it looks for a marker, so a name must not hide one
+  // behind them either.
+  const INVISIBLE = /[\u00ad\u200b-\u200d\u2060\ufeff]/g;
+  const MARKER_LIKE = /MINDSCAPE-REQ/gi;
+
+  // A name or a summary must never read as a request marker, even with invisible
+  // characters inside: such text loses them and its marker word is broken up.
+  const defuseMarkers = (text) => {
+    const bare = text.replace(INVISIBLE, '');
+    return bare.search(MARKER_LIKE) < 0 ? text : bare.replace(MARKER_LIKE, 'MINDSCAPE_REQ');
+  };
+
   // Everything shown in chat goes through here: names and summaries come from
   // players and from the companion, and Roll20 would otherwise expand @{..}, [[..]],
   // &{..}, markdown and HTML inside them.
-  const chatSafe = (value) => String(value === undefined || value === null ? '' : value)
+  const chatSafe = (value) => defuseMarkers(String(value === undefined || value === null ? '' : value))
     .replace(/&/g, '&amp;')
     .replace(/[<>"'[\]{}@*`\\]/g, (c) => `&#${c.charCodeAt(0)};`)
     .replace(/\r?\n/g, ' ');
 
-  const newId = () => {
+  const randomText = (length) => {
     let id = '';
-    for (let i = 0; i < 12; i += 1) id += ID_ALPHABET[randomInteger(ID_ALPHABET.length) - 1];
+    for (let i = 0; i < length; i += 1) id += ID_ALPHABET[randomInteger(ID_ALPHABET.length) - 1];
     return id;
   };
+
+  const newId = () => randomText(12);
+
+  const newPairingCode = () => randomText(PAIRING_LENGTH);
 
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -184,6 +212,7 @@ var Mindscape = Mindscape || (() => {
     exchanges: {},
     encounter: null,
     answered: [],
+    pairing: newPairingCode(),
   });
 
   const MIGRATIONS = {
@@ -207,6 +236,8 @@ var Mindscape = Mindscape || (() => {
       encounter: null,
       answered: [],
     }),
+    // 3 -> 4: request markers carry a pairing code the bridge checks (!psi pair).
+    3: (old) => Object.assign({}, old, { version: 4, pairing: newPairingCode() }),
   };
 
   /** Brings a stored state object up to SCHEMA_VERSION, one migration at a time. */
@@ -236,6 +267,7 @@ var Mindscape = Mindscape || (() => {
       state[scriptName] = migrate(before);
       log(`${scriptName}: state migrated from ${from} to ${SCHEMA_VERSION}.`);
     }
+    if (!PAIRING_CODE.test(String(store().pairing || ''))) store().pairing = newPairingCode();
     const now = Date.now();
     const exchanges = store().exchanges;
     Object.keys(exchanges).forEach((xid) => {
@@ -422,6 +454,8 @@ var Mindscape = Mindscape || (() => {
   /**
    * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout.
    * `job` says what to do with the answer: {kind, requester, involved: [charId], ...}.
+   * Each marker is a whisper of its own, holding nothing but the marker (the bridge
+   * relays only a message that is one whole marker), and carries the pairing code.
    */
   const postRequest = (body, job, description) => {
     const id = body.id !== undefined ? String(body.id) : job.id;
@@ -430,9 +464,9 @@ var Mindscape = Mindscape || (() => {
     const entry = Object.assign({}, job, { id, parts: [], partCount: 0, at: Date.now() });
     pending.set(id, entry);
     entry.timer = setTimeout(() => expire(id), (store().config.timeout || 30) * 1000);
+    whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`);
     parts.forEach((piece, i) => {
-      const intro = i === 0 ? `<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>` : '';
-      whisperGM(`${intro}<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${id} ${i + 1}/${parts.length} ${piece}</div>`);
+      whisperGM(`<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${store().pairing} ${id} ${i + 1}/${parts.length} ${piece}</div>`);
     });
     return id;
   };
@@ -445,9 +479,14 @@ var Mindscape = Mindscape || (() => {
     pending.delete(id);
     rememberAnswered(id, 'expired');
     const seconds = store().config.timeout || 30;
-    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. `
-      + 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
-      + 'with the Mindscape Bridge userscript enabled (its badge must say connected), then repeat the command.'));
+    const relay = 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
+      + 'with the Mindscape Bridge userscript enabled (its badge must say connected)';
+    // A changing call may have reached the companion and only its answer be missing:
+    // repeating it blindly could add, declare, resolve or undo twice.
+    const next = CHANGING_KINDS.includes(entry.kind)
+      ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
+      : ', then repeat the command.';
+    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
     }
@@ -532,7 +571,9 @@ var Mindscape = Mindscape || (() => {
     return { attacker, defender, system };
   };
 
-  const resolveExchange = (exchange, defense, requester) => {
+  // `requester` made the attack; `chooser` picked the defense (the same player when the
+  // attacker also controls the defender).
+  const resolveExchange = (exchange, defense, requester, chooser) => {
     const params = {
       system: exchange.system,
       attacker: combatantOf(exchange.attacker),
@@ -544,6 +585,7 @@ var Mindscape = Mindscape || (() => {
     postRequest(rpcBody(id, 'exchange.resolve', params), {
       kind: 'exchange',
       requester,
+      chooser,
       involved: [exchange.attacker, exchange.defender],
       title: `${label(exchange.attack.mode)}: ${characterName(exchange.attacker)} vs. ${characterName(exchange.defender)}`,
     }, `${label(exchange.attack.mode)} by ${characterName(exchange.attacker)} against ${characterName(exchange.defender)}`);
@@ -559,7 +601,7 @@ var Mindscape = Mindscape || (() => {
     if (args.has('defense') && mayControl(msg.playerid, who.defender)) {
       const chosen = defenseFromOptions(args, who.system, 'defense');
       if (chosen.error) return refuse(msg.playerid, chosen.error);
-      return resolveExchange(exchange, chosen.defense, msg.playerid);
+      return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
     const xid = newId();
     store().exchanges[xid] = exchange;
@@ -585,7 +627,7 @@ var Mindscape = Mindscape || (() => {
     if (chosen.error) return refuse(msg.playerid, chosen.error);
     delete store().exchanges[xid];
     tell(msg.playerid, 'defense chosen', chosen.defense ? label(chosen.defense.mode) : 'No defense');
-    return resolveExchange(exchange, chosen.defense, exchange.by);
+    return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
   };
 
   const commandOdds = (msg, args) => {
@@ -652,25 +694,48 @@ var Mindscape = Mindscape || (() => {
     return null;
   };
 
+  const CONFIG_OPTIONS = ['system', 'adapter', 'attr', 'rollmode', 'timeout', 'chunk', 'reset', 'char'];
+  const CAMPAIGN_ONLY = ['rollmode', 'timeout', 'chunk'];
+  const CHARACTER_OPTIONS = ['system', 'adapter', 'attr', 'reset'];
+
   /**
    * `!psi config`: with --char or selected tokens it sets those characters' system,
    * adapter and attribute names; otherwise the campaign's. GM only; whispers the result.
+   * Every option is checked before anything is stored: one bad option, or a campaign
+   * option given for characters, changes nothing.
    */
   const commandConfig = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may change Mindscape settings.');
     const s = store();
+    const unknown = args.options.map(([key]) => key).filter((key) => !CONFIG_OPTIONS.includes(key));
+    if (unknown.length) {
+      return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; config takes --${CONFIG_OPTIONS.join(', --')}. Nothing was changed.`);
+    }
     const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
     if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one.');
     if (targets.length) {
+      const campaignOnly = CAMPAIGN_ONLY.filter((key) => args.has(key));
+      if (campaignOnly.length) {
+        return refuse(msg.playerid, `--${campaignOnly.join(', --')} ${campaignOnly.length > 1 ? 'are campaign settings' : 'is a campaign setting'}, `
+          + 'not a character\'s: deselect the tokens (and leave out --char) to change it. Nothing was changed.');
+      }
+      // Without a character option this only shows the settings: no empty entry is kept.
+      if (!CHARACTER_OPTIONS.some((key) => args.has(key))) return whisperGM(box('settings', describeConfig()));
+      const changed = {};
       for (const charId of targets) {
-        if (args.has('reset')) { delete s.characters[charId]; continue; }
+        if (args.has('reset')) continue;
         const cfg = Object.assign({}, s.characters[charId] || {});
         const error = applyMappingOptions(args, cfg);
-        if (error) return refuse(msg.playerid, error);
-        s.characters[charId] = cfg;
+        if (error) return refuse(msg.playerid, `${error} Nothing was changed.`);
+        changed[charId] = cfg;
       }
+      targets.forEach((charId) => {
+        if (args.has('reset')) delete s.characters[charId];
+        else s.characters[charId] = changed[charId];
+      });
       return whisperGM(box('settings', describeConfig()));
     }
+    if (args.has('reset')) return refuse(msg.playerid, '--reset forgets a character\'s settings: select its token or name it with --char.');
     const cfg = Object.assign({}, s.config);
     const error = applyMappingOptions(args, cfg);
     if (error) return refuse(msg.playerid, error);
@@ -694,6 +759,21 @@ var Mindscape = Mindscape || (() => {
   };
 
   // --------------------------------------------------------- !psi encounter
+
+  // Changing calls name the revision this script last saw, so that a call replayed by a
+  // second relay, or sent after the encounter moved on, is refused (4009) instead of
+  // running twice. encounter.add does not: the calls of its batch run concurrently in the
+  // companion, and a replayed add is refused as "already in the encounter" anyway.
+  const withRevision = (enc, params) => (Number.isInteger(enc.revision) ? Object.assign(params, { revision: enc.revision }) : params);
+
+  // Asks the companion where the encounter stands; its answer refreshes the revision and
+  // the combatants here (HANDLERS['encounter.get']).
+  const resync = (requester) => {
+    const enc = store().encounter;
+    if (!enc) return undefined;
+    const id = newId();
+    return postRequest(rpcBody(id, 'encounter.get', { id: enc.id }), { kind: 'encounter.get', requester, involved: [] }, 'resync the encounter');
+  };
 
   const encounterRequest = (msg, method, params, job, description) => {
     const id = newId();
@@ -748,21 +828,38 @@ var Mindscape = Mindscape || (() => {
       }
       if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
       if (args.has('close')) choice.close = true;
-      return encounterRequest(msg, 'encounter.declare', { id: enc.id, combatant_id: enc.combatants[charId], choice },
+      return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
         { kind: 'encounter.declare', involved: [charId] }, `${characterName(charId)} declares a choice (hidden)`);
     }
     if (action === 'resolve') {
-      const params = { id: enc.id };
+      const params = withRevision(enc, { id: enc.id });
       if (args.has('force')) params.force = true;
       return encounterRequest(msg, 'encounter.resolve', params, { kind: 'encounter.resolve', involved: Object.keys(enc.combatants), title: enc.name || 'Encounter' }, 'resolve the next step of the encounter');
     }
-    if (action === 'get') {
-      return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter');
+    if (action === 'get' || action === 'status') {
+      return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter and resync');
     }
     if (action === 'undo') {
-      return encounterRequest(msg, 'encounter.undo', { id: enc.id }, { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone' }, 'undo the last step of the encounter');
+      return encounterRequest(msg, 'encounter.undo', withRevision(enc, { id: enc.id }), { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone' }, 'undo the last step of the encounter');
     }
-    return refuse(msg.playerid, 'encounter wants one of create, add, declare, resolve, get, undo, end.');
+    return refuse(msg.playerid, 'encounter wants one of create, add, declare, resolve, get, status, undo, end.');
+  };
+
+  // --------------------------------------------------------------- !psi pair
+
+  /**
+   * `!psi pair [--new]` (GM only): whispers the pairing code the bridge needs, or makes a
+   * new one first. The code never goes to a player.
+   */
+  const commandPair = (msg, args) => {
+    if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the pairing code.');
+    const s = store();
+    const fresh = args.has('new');
+    if (fresh) s.pairing = newPairingCode();
+    const waiting = fresh && pending.size ? ` The ${pending.size} request(s) still waiting carry the old code and will not be relayed.` : '';
+    return whisperGM(box('pairing', `${fresh ? 'New pairing code' : 'Pairing code'}: <code>${s.pairing}</code><br>`
+      + 'Click the Mindscape badge (bottom left, in the GM\'s tab with the bridge userscript), paste it under "Pairing code" and press "Save and test". '
+      + `The bridge relays only requests that carry this code. <code>!psi pair --new</code> makes a new one.${waiting}`));
   };
 
   // --------------------------------------------------------------- !psi help
@@ -775,7 +872,8 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>; per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
-    '<li><code>!psi encounter create|add|declare|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected.</li>',
+    '<li><code>!psi encounter create|add|declare|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
+    '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
   ].join('');
@@ -912,6 +1010,7 @@ var Mindscape = Mindscape || (() => {
       if (Array.isArray(error.data.errors)) error.data.errors.forEach((e) => details.push(`${e.path}: ${e.message}`));
       if (error.data.rule) details.push(`${error.data.rule}: ${error.data.detail || ''}`);
       if (error.data.purpose) details.push(`needs ${error.data.needed} d${error.data.sides} for ${error.data.purpose}`);
+      if (!error.data.rule && typeof error.data.detail === 'string') details.push(error.data.detail);
     }
     return `${chatSafe(error.message)} (${error.code})${details.length ? `<br>${details.map(chatSafe).join('<br>')}` : ''}`;
   };
@@ -933,6 +1032,7 @@ var Mindscape = Mindscape || (() => {
       whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
     },
     'encounter.declare': (job, result) => {
+      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
       if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(characterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
@@ -949,11 +1049,14 @@ var Mindscape = Mindscape || (() => {
     },
     'encounter.get': (job, result) => {
       const enc = store().encounter;
+      if (enc && (result.id === undefined || String(result.id) === enc.id)) refreshEncounter(enc, result);
       const names = {};
       if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = characterName(c); });
       const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
       const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
-      tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}`);
+      const joined = enc ? Object.keys(enc.combatants).map(characterName) : [];
+      tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
+        + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}`);
     },
     'encounter.undo': (job, result) => {
       if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;
@@ -961,19 +1064,91 @@ var Mindscape = Mindscape || (() => {
     },
   };
 
+  // The combatant ids in an encounter.get view (a map by id, or a list), or null.
+  const viewCombatantIds = (view) => {
+    if (Array.isArray(view.combatants)) return view.combatants.filter(isObject).map((c) => String(c.id));
+    if (isObject(view.combatants)) return Object.keys(view.combatants);
+    return null;
+  };
+
+  // Takes the companion's word for the revision and for who is in the encounter: after a
+  // lost or late answer this script's view may lag behind. The Roll20 adapters use the
+  // character id as the combatant id, so a combatant named after a character is it.
+  const refreshEncounter = (enc, view) => {
+    if (Number.isInteger(view.revision)) enc.revision = view.revision;
+    const ids = viewCombatantIds(view);
+    if (!ids) return;
+    const fresh = {};
+    Object.keys(enc.combatants).forEach((charId) => {
+      if (ids.includes(enc.combatants[charId])) fresh[charId] = enc.combatants[charId];
+    });
+    const known = Object.values(fresh);
+    ids.forEach((cid) => { if (!known.includes(cid) && getObj('character', cid)) fresh[cid] = cid; });
+    enc.combatants = fresh;
+  };
+
+  // The companion refuses a second add of the same combatant; its id is the character's.
+  const alreadyJoined = (error) => isObject(error) && error.code === -32602 && isObject(error.data)
+    && Array.isArray(error.data.errors)
+    && error.data.errors.some((e) => isObject(e) && e.path === '/combatant/id' && /already in the encounter/.test(String(e.message)));
+
+  const STATUS_HINT = 'Run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.';
+
   // encounter.add answers a batch: one response per token, each may fail alone.
   const handleBatch = (job, responses) => {
     const enc = store().encounter;
     const lines = [];
+    let uncertain = false;
     job.batch.forEach(([rid, charId]) => {
       const response = responses.find((r) => r.id === rid);
-      if (response.error) lines.push(`${chatSafe(characterName(charId))}: ${errorText(response.error)}`);
-      else {
-        if (enc) enc.combatants[charId] = String(response.result.combatant_id);
-        lines.push(`${chatSafe(characterName(charId))} joined.`);
+      const name = chatSafe(characterName(charId));
+      if (response.error && alreadyJoined(response.error)) {
+        // A replayed or repeated add (after a lost answer): the combatant is in already.
+        if (enc) enc.combatants[charId] = charId;
+        lines.push(`${name} was already in the encounter: joined.`);
+      } else if (response.error) {
+        if (response.error.code === BRIDGE_UNCERTAIN) uncertain = true;
+        lines.push(`${name}: ${errorText(response.error)}`);
+      } else {
+        if (enc) {
+          enc.combatants[charId] = String(response.result.combatant_id);
+          if (Number.isInteger(response.result.revision) && !(enc.revision > response.result.revision)) enc.revision = response.result.revision;
+        }
+        lines.push(`${name} joined.`);
       }
     });
+    if (uncertain) lines.push(STATUS_HINT);
     whisperGM(box('encounter', lines.join('<br>')));
+  };
+
+  // Who hears of a refused request: the GM always, with the detail. A refused exchange
+  // can name the defender's secret choice and resources (e.g. "needs 5 PSPs for
+  // mental-barrier but holds 1"), so its detail goes to the player who chose the
+  // defense, and the attacker learns only that it failed.
+  const reportError = (job, error) => {
+    const title = chatSafe(job.title || job.kind);
+    const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
+    if (error.code === STALE_REVISION && store().encounter) {
+      const now = isObject(error.data) && error.data.revision !== undefined ? ` (now at revision ${chatSafe(error.data.revision)})` : '';
+      whisperGM(box(title, `The encounter moved on${now} before this request reached the companion, so nothing changed. Resyncing with the companion&hellip;`));
+      if (requester) tell(requester, title, 'The encounter moved on before your request arrived, so nothing was recorded. Look at the encounter (below) and repeat your command if it still fits.');
+      return resync(requester || job.requester);
+    }
+    if (error.code === BRIDGE_UNCERTAIN) {
+      whisperGM(box(title, `The bridge could not tell whether the companion carried this out: ${errorText(error)}<br>${STATUS_HINT}`));
+      if (requester) tell(requester, title, 'Your request may not have arrived; the GM has been told.');
+      return undefined;
+    }
+    const text = `The companion refused: ${errorText(error)}`;
+    whisperGM(box(title, text));
+    if (job.kind === 'exchange') {
+      const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
+      if (chooser) tell(chooser, title, text);
+      if (requester && requester !== chooser) tell(requester, title, 'The exchange failed; the GM has been told why.');
+      return undefined;
+    }
+    if (requester) tell(requester, title, text);
+    return undefined;
   };
 
   const refuseAnswer = (id, why) => {
@@ -1023,12 +1198,7 @@ var Mindscape = Mindscape || (() => {
     clearTimeout(job.timer);
     rememberAnswered(id, 'answered');
     if (job.batch) return handleBatch(job, answer);
-    if (answer.error) {
-      const text = `The companion refused: ${errorText(answer.error)}`;
-      whisperGM(box(chatSafe(job.title || job.kind), text));
-      if (job.requester && !playerIsGM(job.requester)) tell(job.requester, chatSafe(job.title || job.kind), text);
-      return undefined;
-    }
+    if (answer.error) return reportError(job, answer.error);
     const written = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     return HANDLERS[job.kind](job, answer.result);
@@ -1068,6 +1238,17 @@ var Mindscape = Mindscape || (() => {
     config: commandConfig,
     encounter: commandEncounter,
     help: commandHelp,
+    pair: commandPair,
+  };
+
+  // Roll20 hands a command its inline rolls as $[[0]], $[[1]], … and their results in
+  // msg.inlinerolls: `--mult [[1d4]]` means the total rolled (as TokenMod does it).
+  const expandInlineRolls = (content, rolls) => {
+    if (!Array.isArray(rolls) || !rolls.length) return content;
+    return content.replace(/\$\[\[(\d+)\]\]/g, (whole, n) => {
+      const roll = rolls[Number(n)];
+      return roll && isObject(roll.results) && roll.results.total !== undefined ? String(roll.results.total) : whole;
+    });
   };
 
   const handleInput = (msg) => {
@@ -1078,7 +1259,7 @@ var Mindscape = Mindscape || (() => {
       return;
     }
     if (!/^!psi(\s|$)/i.test(content)) return;
-    const args = parseCommand(content);
+    const args = parseCommand(expandInlineRolls(content, msg.inlinerolls));
     try {
       if (args.has('help') || args.verb === '' || args.verb === 'help') {
         commandHelp(msg);

@@ -13,27 +13,46 @@
 // ==/UserScript==
 
 // Only the GM runs this. It watches the chat for the lines the Mod script whispers to
-// the GM (MINDSCAPE-REQ <id> <part>/<parts> <base64url>), sends each complete request
-// to the companion once, and types the companion's answer into the chat as
+// the GM (MINDSCAPE-REQ <pairing code> <id> <part>/<parts> <base64url>), sends each
+// complete request whose pairing code is the one pasted into its settings to the
+// companion once, and types the companion's answer into the chat as
 // `!psi-result <id> ...`, which the Mod script accepts because a GM sent it.
-// It sends nothing else: no request of its own, no error text, no retry of old ids.
+// It sends nothing else: no request of its own, no retry of old ids, and no retry of a
+// call that changes an encounter (it answers those "uncertain" instead, see relay).
 // With window.__mindscapeBridgeTest set before it loads, it exposes its parts as
 // window.__mindscapeBridge for tests (docs/ROLL20.md).
 (function mindscapeBridge(root) {
   'use strict';
 
   const VERSION = '0.1.0';
-  const MARKER = /MINDSCAPE-REQ ([A-Za-z0-9]{6,32}) (\d{1,4})\/(\d{1,4}) ([A-Za-z0-9_-]+)/g;
+  // A marker is the whole text of a message, never a part of it: a name or a line typed
+  // around it cannot make one. The pairing code is optional here only so that a marker
+  // without one can be reported as unpaired rather than silently ignored.
+  const MARKER = /^MINDSCAPE-REQ(?: ([A-Za-z0-9]{16,64}))? ([A-Za-z0-9]{6,32}) (\d{1,4})\/(\d{1,4}) ([A-Za-z0-9_-]+)$/;
+  const INVISIBLE = /[\u00ad\u200b-\u200d\u2060\ufeff]/g;
   // The methods the Mod script asks for; anything else in a marker is not ours.
   const ALLOWED_METHODS = new Set([
     'exchange.resolve', 'exchange.odds', 'encounter.create', 'encounter.add',
     'encounter.declare', 'encounter.resolve', 'encounter.get', 'encounter.undo',
   ]);
-  const DEFAULTS = { url: 'http://127.0.0.1:39393', token: '', sender: 'Mindscape', chunk: 1000 };
+  // Calls that change an encounter: one that may have run must never run again.
+  const CHANGING_METHODS = new Set([
+    'encounter.create', 'encounter.add', 'encounter.declare', 'encounter.resolve',
+    'encounter.undo', 'encounter.delete',
+  ]);
+  // The error the Mod script gets when a changing call's fate is unknown (JSON-RPC's
+  // server-error range; Mindscape.js BRIDGE_UNCERTAIN).
+  const UNCERTAIN_CODE = -32001;
+  const DEFAULTS = { url: 'http://127.0.0.1:39393', token: '', pairing: '', sender: 'Mindscape', chunk: 1000 };
+  const PAIR_HINT = 'pair the bridge: type !psi pair in the chat and paste the code into these settings';
   const HANDLED_MEMORY = 500;
   const MAX_PARTS = 500;
   const RETRY_DELAY_MS = 1000;
   const TYPING_DELAY_MS = 150;
+  // One tab per browser relays: the one holding the lease, renewed while it runs.
+  const LEASE_MS = 5000;
+  const LEASE_RENEW_MS = 1500;
+  const LEASE_SETTLE_MS = 250;
   const STORAGE_PREFIX = 'mindscape.bridge.';
 
   // ------------------------------------------------------------- storage
@@ -101,13 +120,30 @@
   };
 
   /**
-   * Every MINDSCAPE-REQ marker in a text: [{id, part, count, piece}]. Invisible break
-   * opportunities (zero-width spaces, soft hyphens) a chat may add to long words are
-   * dropped first.
+   * The MINDSCAPE-REQ marker that is the whole of a message's text, as a list of none or
+   * one: [{pairing, id, part, count, piece}] (pairing '' when the marker has none).
+   * Invisible break opportunities (zero-width spaces, soft hyphens) a chat may add to
+   * long words are dropped first.
    */
-  const findMarkers = (text) => Array.from(String(text).replace(/[\u00ad\u200b-\u200d\u2060\ufeff]/g, '').matchAll(MARKER), (m) => ({
-    id: m[1], part: Number(m[2]), count: Number(m[3]), piece: m[4],
-  })).filter((m) => m.count >= 1 && m.count <= MAX_PARTS && m.part >= 1 && m.part <= m.count);
+  const findMarkers = (text) => {
+    const m = MARKER.exec(String(text).replace(INVISIBLE, '').replace(/\s+/g, ' ').trim());
+    if (!m) return [];
+    const marker = { pairing: m[1] || '', id: m[2], part: Number(m[3]), count: Number(m[4]), piece: m[5] };
+    return marker.count >= 1 && marker.count <= MAX_PARTS && marker.part >= 1 && marker.part <= marker.count ? [marker] : [];
+  };
+
+  /** Whether a request (one call or a batch) holds a call that changes an encounter. */
+  const isChanging = (body) => (Array.isArray(body) ? body : [body]).some((c) => c && CHANGING_METHODS.has(c.method));
+
+  /** The answer that tells the Mod script a changing call may or may not have run. */
+  const uncertainAnswer = (body, detail) => {
+    const one = (call) => ({
+      jsonrpc: '2.0',
+      id: call.id,
+      error: { code: UNCERTAIN_CODE, message: 'the bridge does not know whether the companion did this', data: { detail } },
+    });
+    return JSON.stringify(Array.isArray(body) ? body.map(one) : one(body));
+  };
 
   /**
    * Checks a decoded request: one JSON-RPC call (or a batch) whose ids belong to the
@@ -141,26 +177,44 @@
     return pieces.map((piece, i) => `!psi-result ${id} ${i + 1}/${pieces.length} ${piece}`);
   };
 
+  // Emotes and descriptions carry no speaker of their own (/em prints the name as
+  // text, /desc none), so nothing in them, nor after them, is taken as the Mod script's.
+  const NO_SENDER = ['emote', 'desc'];
+  const hasNoSender = (node) => NO_SENDER.some((kind) => node.classList.contains(kind));
+
   // Roll20 prints the speaker once for a run of messages from the same sender, so the
-  // speaker of a message is the nearest ".by" at or before it.
+  // speaker of a message is the nearest ".by" at or before it; a message without a
+  // sender of its own ends the run.
   const senderOf = (message) => {
     for (let node = message; node; node = node.previousElementSibling) {
       if (!node.classList || !node.classList.contains('message')) continue;
+      if (hasNoSender(node)) return '';
       const by = Array.from(node.children).find((child) => child.classList.contains('by'));
       if (by) return by.textContent.trim().replace(/^\((?:from|to)\s+/i, '').replace(/\)?\s*:?\s*$/, '').trim();
     }
     return '';
   };
 
+  // A message's own text: without the speaker, time stamp and avatar Roll20 puts around it.
+  const FRAME = ['by', 'tstamp', 'avatar', 'spacer', 'flyout'];
+  const messageText = (message) => Array.from(message.childNodes)
+    .filter((node) => !(node.nodeType === 1 && FRAME.some((c) => node.classList.contains(c))))
+    .map((node) => node.textContent || '').join('');
+
   const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
   // --------------------------------------------------------------- bridge
 
   /** A bridge bound to one document; `start()` begins watching its chat. */
-  const createBridge = ({ doc = root.document, storage = defaultStorage, transport = defaultTransport } = {}) => {
+  const createBridge = ({
+    doc = root.document, storage = defaultStorage, transport = defaultTransport,
+    tab = Math.random().toString(36).slice(2, 12),
+  } = {}) => {
     const partials = new Map();
     const seen = new WeakSet();
+    const claimed = new Set();
     let handled = new Set(storage.get('handled') || []);
+    let renewTimer = null;
     let typing = Promise.resolve();
     let status = { state: 'starting', detail: '' };
     let badge = null;
@@ -171,14 +225,21 @@
       status = { state, detail };
       history.push(state);
       if (badge) {
-        const colours = { connected: '#2e7d32', relaying: '#1565c0', starting: '#777', offline: '#c62828', refused: '#c62828', 'bad token': '#c62828' };
+        const colours = {
+          connected: '#2e7d32', relaying: '#1565c0', starting: '#777', standby: '#777', offline: '#c62828', refused: '#c62828',
+          'bad token': '#c62828', 'not paired': '#c62828', 'wrong pairing code': '#c62828', uncertain: '#c62828',
+        };
         badge.textContent = `Mindscape: ${state}`;
         badge.title = detail || state;
         badge.style.background = colours[state] || '#ef6c00';
       }
     };
 
+    // The ids handled here and in the other tabs that share this storage.
+    const knownHandled = () => new Set([...(storage.get('handled') || []), ...handled]);
+
     const remember = (id) => {
+      handled = knownHandled();
       handled.add(id);
       // Kept across reloads so that an old request still in the chat is never sent again.
       const list = Array.from(handled).slice(-HANDLED_MEMORY);
@@ -188,10 +249,14 @@
 
     const endpoint = () => `${String(storage.get('url') || DEFAULTS.url).replace(/\/+$/, '')}/rpc`;
 
-    // One call to the companion, retried once on a network failure or a server fault.
-    const call = async (bodyText) => {
+    // One call to the companion. A call that changes nothing is retried once on a network
+    // failure or a server fault. A changing call is sent once only: after a timeout, a
+    // lost connection or a fault the companion may have done it, and a second try could
+    // resolve or undo a step twice; such a failure comes back with `uncertain: true`.
+    const call = async (bodyText, { changing = false } = {}) => {
       let lastError = '';
-      for (let attempt = 0; attempt < 2; attempt += 1) {
+      const attempts = changing ? 1 : 2;
+      for (let attempt = 0; attempt < attempts; attempt += 1) {
         if (attempt > 0) await sleep(RETRY_DELAY_MS);
         let res;
         try {
@@ -207,11 +272,33 @@
         try {
           JSON.parse(res.text);
         } catch (err) {
-          return { fail: 'refused', detail: 'the companion answered something that is not JSON' };
+          return { fail: 'refused', detail: 'the companion answered something that is not JSON', uncertain: changing };
         }
         return { text: res.text.trim() };
       }
-      return { fail: 'offline', detail: lastError };
+      return { fail: 'offline', detail: lastError, uncertain: changing };
+    };
+
+    // Whether this tab is the one of this browser that relays. The lease sits in the
+    // shared storage; a tab takes it when it is free or stale, then reads it back after a
+    // pause, so that of two tabs taking it at once only the last writer goes on.
+    const readLease = () => {
+      const lease = storage.get('lease');
+      return lease && typeof lease === 'object' ? lease : null;
+    };
+    const holdLease = async () => {
+      const lease = readLease();
+      const now = Date.now();
+      if (lease && lease.tab !== tab && now - lease.at < LEASE_MS) return false;
+      storage.set('lease', { tab, at: now });
+      if (lease && lease.tab === tab) return true;
+      await sleep(LEASE_SETTLE_MS);
+      const after = readLease();
+      return Boolean(after && after.tab === tab);
+    };
+    const renewLease = () => {
+      const lease = readLease();
+      if (lease && lease.tab === tab) storage.set('lease', { tab, at: Date.now() });
     };
 
     // Types one command into Roll20's chat box and presses Send, keeping whatever the
@@ -232,7 +319,15 @@
     };
 
     const relay = async (id, code) => {
-      if (handled.has(id)) return;
+      if (claimed.has(id) || knownHandled().has(id)) return;
+      claimed.add(id);
+      if (!(await holdLease())) {
+        // Another tab of this browser relays; it sees the same chat.
+        claimed.delete(id);
+        setStatus('standby', 'another Roll20 tab of this browser relays the requests; this one stands by');
+        return;
+      }
+      if (knownHandled().has(id)) return;
       remember(id);
       let body;
       try {
@@ -247,12 +342,18 @@
         return;
       }
       setStatus('relaying', `request ${id}`);
-      const answer = await call(JSON.stringify(body));
+      const answer = await call(JSON.stringify(body), { changing: isChanging(body) });
+      const size = Number(storage.get('chunk')) || DEFAULTS.chunk;
+      if (answer.fail && answer.uncertain) {
+        // The Mod script hears of it at once and sends the GM to !psi encounter status.
+        for (const command of answerCommands(id, uncertainAnswer(body, answer.detail), size)) await type(command);
+        setStatus('uncertain', `request ${id} may or may not have reached the companion: ${answer.detail}`);
+        return;
+      }
       if (answer.fail) {
         setStatus(answer.fail, answer.detail);
         return;
       }
-      const size = Number(storage.get('chunk')) || DEFAULTS.chunk;
       for (const command of answerCommands(id, answer.text, size)) await type(command);
       setStatus('connected', `answered ${id}`);
     };
@@ -260,11 +361,18 @@
     const handleMessage = (message) => {
       if (seen.has(message)) return;
       seen.add(message);
-      const markers = findMarkers(message.textContent || '');
+      if (hasNoSender(message)) return;
+      const markers = findMarkers(messageText(message));
       if (!markers.length) return;
       const expected = String(storage.get('sender') || DEFAULTS.sender).toLowerCase();
       if (senderOf(message).toLowerCase() !== expected) return;
+      const pairing = String(storage.get('pairing') || '');
       for (const marker of markers) {
+        // The pairing code is what makes a marker the Mod script's: a player can name
+        // themselves "Mindscape", but only GMs ever see the code.
+        if (!pairing) { setStatus('not paired', PAIR_HINT); continue; }
+        if (!marker.pairing) { setStatus('not paired', `a request came without a pairing code (an older Mod script, or a forgery); ${PAIR_HINT}`); continue; }
+        if (marker.pairing !== pairing) { setStatus('wrong pairing code', `a request came with another pairing code (renewed with !psi pair --new, or a forgery); ${PAIR_HINT}`); continue; }
         if (handled.has(marker.id)) continue;
         let partial = partials.get(marker.id);
         if (!partial || partial.count !== marker.count) {
@@ -296,6 +404,7 @@
       if (answer.fail) { setStatus(answer.fail, answer.detail); return false; }
       const parsed = JSON.parse(answer.text);
       if (parsed.error) { setStatus('refused', parsed.error.message); return false; }
+      if (!storage.get('pairing')) { setStatus('not paired', `the companion answers; now ${PAIR_HINT}`); return true; }
       setStatus('connected', `${parsed.result.name || 'companion'} ${parsed.result.version || ''}`.trim());
       return true;
     };
@@ -322,6 +431,7 @@
       };
       const url = field('mindscape-bridge-url', 'Companion URL', 'text');
       const token = field('mindscape-bridge-token', 'Token (the file "token" in the companion\'s home folder)', 'password');
+      const pairing = field('mindscape-bridge-pairing', 'Pairing code (type !psi pair in the chat)', 'password');
       const save = doc.createElement('button');
       save.id = 'mindscape-bridge-save';
       save.textContent = 'Save and test';
@@ -329,11 +439,13 @@
       badge.addEventListener('click', () => {
         url.value = storage.get('url') || DEFAULTS.url;
         token.value = storage.get('token') || '';
+        pairing.value = storage.get('pairing') || '';
         panel.style.display = panel.style.display === 'none' ? 'block' : 'none';
       });
       save.addEventListener('click', () => {
         storage.set('url', url.value.trim() || DEFAULTS.url);
         storage.set('token', token.value.trim());
+        storage.set('pairing', pairing.value.trim());
         panel.style.display = 'none';
         check();
       });
@@ -355,11 +467,18 @@
       });
       observer.observe(chat, { childList: true, subtree: true });
       buildUi();
+      renewTimer = setInterval(renewLease, LEASE_RENEW_MS);
       if (storage.get('token')) check();
       else setStatus('no token', 'click here and paste the companion\'s token');
     };
 
-    const stop = () => { if (observer) observer.disconnect(); };
+    const stop = () => {
+      if (observer) observer.disconnect();
+      if (renewTimer) clearInterval(renewTimer);
+      // Hand the relay to another tab at once rather than after the lease runs out.
+      const lease = readLease();
+      if (lease && lease.tab === tab) storage.set('lease', { tab: '', at: 0 });
+    };
 
     return {
       start, stop, check, handleMessage, relay,
@@ -373,8 +492,9 @@
   // ------------------------------------------------------------- startup
 
   const api = {
-    VERSION, DEFAULTS, ALLOWED_METHODS, findMarkers, requestProblem, answerCommands,
-    encodeBase64Url, decodeBase64Url, senderOf, createBridge, storage: defaultStorage,
+    VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands,
+    encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, createBridge,
+    storage: defaultStorage,
   };
   if (root.__mindscapeBridgeTest) root.__mindscapeBridge = api;
 
@@ -383,6 +503,7 @@
     if (!root.document.querySelector('#textchat')) { setTimeout(boot, 500); return; }
     api.bridge = createBridge();
     api.bridge.start();
+    root.addEventListener('pagehide', () => api.bridge.stop());
   };
   if (!root.__mindscapeBridgeNoStart) boot();
 }(typeof window !== 'undefined' ? window : globalThis));

@@ -17,6 +17,8 @@ import { chromium } from 'playwright-core';
 import { campaign, decode, MARKER, whispersTo, GM, BOB, ALICE } from './campaign.mjs';
 
 const USERSCRIPT = fileURLToPath(new URL('../mindscape-bridge.user.js', import.meta.url));
+// The pairing code the GM pastes into the bridge; every campaign below uses it.
+const PAIRED = 'BrowserPairingCode0123456';
 const BIN = process.env.MINDSCAPE_BIN || '';
 const CHROMIUM = process.env.MINDSCAPE_CHROMIUM || '/usr/bin/chromium';
 const missing = !BIN || !existsSync(BIN);
@@ -180,15 +182,21 @@ test('the settings box stores URL and token and the badge shows the connection',
   await page.click('#mindscape-bridge-badge');
   await page.fill('#mindscape-bridge-token', token);
   await page.click('#mindscape-bridge-save');
+  // The companion answers, but without the Mod script's pairing code nothing is relayed.
+  await waitFor('the badge to ask for pairing', async () => /not paired/.test(await page.textContent('#mindscape-bridge-badge')));
+  assert.match(await page.getAttribute('#mindscape-bridge-badge', 'title'), /type !psi pair in the chat and paste the code/);
+  await page.click('#mindscape-bridge-badge');
+  await page.fill('#mindscape-bridge-pairing', PAIRED);
+  await page.click('#mindscape-bridge-save');
   await waitFor('the badge to say connected', async () => /connected/.test(await page.textContent('#mindscape-bridge-badge')));
-  const stored = await page.evaluate(() => [localStorage.getItem('mindscape.bridge.url'), localStorage.getItem('mindscape.bridge.token')]);
-  assert.deepEqual(stored, [JSON.stringify(`http://127.0.0.1:${daemonPort}`), JSON.stringify(token)]);
+  const stored = await page.evaluate(() => ['url', 'token', 'pairing'].map((k) => localStorage.getItem(`mindscape.bridge.${k}`)));
+  assert.deepEqual(stored, [JSON.stringify(`http://127.0.0.1:${daemonPort}`), JSON.stringify(token), JSON.stringify(PAIRED)]);
 });
 
 test('a Mod script request travels through the chat, the userscript and the daemon, and its answer is written to the sheets', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   // Small answer chunks, so that the Mod script reassembles a real multi-part answer.
   await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
-  const ctx = campaign();
+  const ctx = campaign({ pairing: PAIRED });
   const start = ctx.sb.chats.length;
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
@@ -245,7 +253,7 @@ test('a Mod script request travels through the chat, the userscript and the daem
 test('when the daemon is unreachable the userscript retries once, shows it, and sends nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   const deadPort = await freePort();
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), deadPort);
-  const ctx = campaign();
+  const ctx = campaign({ pairing: PAIRED });
   const start = ctx.sb.chats.length;
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
   const before = (await sentCommands()).length;
@@ -259,7 +267,7 @@ test('when the daemon is unreachable the userscript retries once, shows it, and 
 
 test('an encounter runs through the relay: create, add as a batch, secret declarations, resolve with write-back', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
-  const ctx = campaign();
+  const ctx = campaign({ pairing: PAIRED });
   const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Dune duel' }));
   assert.ok(created.result, JSON.stringify(created.error));
   assert.equal(ctx.sb.state.Mindscape.encounter.id, created.result.id);
@@ -292,7 +300,7 @@ test('a marker for a method the Mod script never uses is not relayed', { skip: m
   // for that, or it can overwrite the refusal this test reads.
   await waitFor('the bridge to finish relaying', async () => !/relaying/.test(await page.textContent('#mindscape-bridge-badge')), 5000);
   const before = (await sentCommands()).length;
-  await page.evaluate((text) => window.__addMessage('(From Mindscape):', `<div>MINDSCAPE-REQ Delete000001 1/1 ${text}</div>`), code);
+  await page.evaluate(([text, pairing]) => window.__addMessage('(From Mindscape):', `<div>MINDSCAPE-REQ ${pairing} Delete000001 1/1 ${text}</div>`), [code, PAIRED]);
   await waitFor('the badge to refuse it', async () => /refused/.test(await page.textContent('#mindscape-bridge-badge')), 5000);
   assert.match(await page.getAttribute('#mindscape-bridge-badge', 'title'), /encounter\.delete/);
   assert.equal((await sentCommands()).length, before);
@@ -303,7 +311,7 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
   try {
     await managed.addInitScript(([url, key]) => {
       window.__mindscapeBridgeTest = true;
-      window.__gm = { calls: 0, values: { url, token: key } };
+      window.__gm = { calls: 0, values: { url, token: key, pairing: 'BrowserPairingCode0123456' } };
       // What Tampermonkey and Violentmonkey provide, played by XMLHttpRequest here.
       window.GM_getValue = (k, fallback) => (k in window.__gm.values ? window.__gm.values[k] : fallback);
       window.GM_setValue = (k, v) => { window.__gm.values[k] = v; };
@@ -320,10 +328,10 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
     }, [`http://127.0.0.1:${daemonPort}`, token]);
     await managed.goto(`http://127.0.0.1:${pagePort}/editor/`);
     await waitFor('the badge to say connected', async () => /connected/.test(await managed.textContent('#mindscape-bridge-badge')));
-    const ctx = campaign();
+    const ctx = campaign({ pairing: PAIRED });
     const from = ctx.sb.chats.length;
     ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 2` });
-    const id = [...ctx.sb.chats[from].input.matchAll(MARKER)][0][1];
+    const id = ctx.sb.chats.slice(from).flatMap((c) => [...c.input.matchAll(MARKER)])[0][1];
     const html = ctx.sb.chats.slice(from).map((c) => c.input.slice('/w gm '.length));
     for (const [i, h] of html.entries()) await managed.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
     const commands = await waitFor('the odds answer', async () => {
@@ -346,7 +354,7 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
 test('the userscript reads markers through invisible breaks, finds the speaker of collapsed messages and cuts answers into parts', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   const checks = await page.evaluate(() => {
     const b = window.__mindscapeBridge;
-    const markers = b.findMarkers('MINDSCAPE-REQ abcDEF123456 2/3 eyJq\u200bc29u\u00adIjoi');
+    const markers = b.findMarkers('MINDSCAPE-REQ BrowserPairingCode0123456 abcDEF123456 2/3 eyJq\u200bc29u\u00adIjoi');
     const list = document.createElement('div');
     list.innerHTML = '<div class="message"><span class="by">(From Mindscape):</span>one</div>'
       + '<div class="message">two</div><div class="message"><span class="by">Alice:</span>three</div><div class="message">four</div>';
@@ -367,7 +375,7 @@ test('the userscript reads markers through invisible breaks, finds the speaker o
       ],
     };
   });
-  assert.deepEqual(checks.markers, [{ id: 'abcDEF123456', part: 2, count: 3, piece: 'eyJqc29uIjoi' }]);
+  assert.deepEqual(checks.markers, [{ pairing: PAIRED, id: 'abcDEF123456', part: 2, count: 3, piece: 'eyJqc29uIjoi' }]);
   assert.deepEqual(checks.speakers, ['Mindscape', 'Mindscape', 'Alice', 'Alice']);
   assert.ok(checks.parts.length > 1 && checks.parts.every((p, i) => p === `${i + 1}/${checks.parts.length}`));
   assert.equal(checks.joined, 300);
@@ -376,4 +384,140 @@ test('the userscript reads markers through invisible breaks, finds the speaker o
   assert.match(checks.problems[2], /not one the Mod script uses/);
   assert.equal(checks.problems[3], null);
   assert.match(checks.problems[4], /1 to 100/);
+});
+
+// A page of its own whose bridge does not start, for bridges built by hand with an
+// in-memory storage and a fake transport: `run` is evaluated in it with `arg`.
+const inIsolatedPage = async (run, arg) => {
+  const isolated = await browser.newPage();
+  try {
+    await isolated.addInitScript(() => { window.__mindscapeBridgeTest = true; window.__mindscapeBridgeNoStart = true; });
+    await isolated.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await isolated.evaluate(() => {
+      // Shared by every bridge made with it, as two tabs share localStorage.
+      window.__memoryStorage = (values) => {
+        const mem = { url: 'http://127.0.0.1:1', token: 't', sender: 'Mindscape', chunk: 1000, ...values };
+        return { get: (k) => mem[k], set: (k, v) => { mem[k] = v; } };
+      };
+      window.__settle = async (bridges) => {
+        await new Promise((r) => { setTimeout(r, 800); });
+        for (const b of bridges) await b.idle();
+      };
+    });
+    return await isolated.evaluate(run, arg);
+  } finally {
+    await isolated.close();
+  }
+};
+
+const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+const createCall = (id) => b64({ jsonrpc: '2.0', id, method: 'encounter.create', params: { system: 'revised-2e', name: `forged ${id}` } });
+
+test('only markers with the pasted pairing code, as the whole text of a whisper of the Mod script, are relayed', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const out = await inIsolatedPage(async ({ paired, codes }) => {
+    const calls = [];
+    const statuses = [];
+    const transport = async (url, key, body) => {
+      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { id: 'x', revision: 0 } }) };
+    };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
+    bridge.start();
+    const add = async (kind, by, html) => {
+      window.__addMessage(by, html, kind);
+      await new Promise((r) => { setTimeout(r, 50); });
+      statuses.push(bridge.status());
+    };
+    // A genuine whisper of the Mod script, then a player's emote right after it: the
+    // emote has no speaker of its own and must not borrow "Mindscape".
+    await add('private', '(From Mindscape):', '<div>Mindscape: attack declared</div>');
+    await add('emote', '', `Alice MINDSCAPE-REQ ${paired} Forged000001 1/1 ${codes[0]}`);
+    // A /desc and an emote by a "Mindscape" never count either.
+    await add('desc', '', `MINDSCAPE-REQ ${paired} Forged000002 1/1 ${codes[1]}`);
+    // A player named "Mindscape" whispering the GM: without the code, or with a wrong one.
+    await add('private', '(From Mindscape):', `MINDSCAPE-REQ Forged000003 1/1 ${codes[2]}`);
+    const noCode = statuses.at(-1);
+    await add('private', '(From Mindscape):', `MINDSCAPE-REQ WrongPairingCode00000000 Forged000004 1/1 ${codes[3]}`);
+    const wrongCode = statuses.at(-1);
+    // A marker inside a longer text (a name echoed in a line) is no marker.
+    await add('private', '(From Mindscape):', `<div>Mindscape request: Ego Whip by Evil MINDSCAPE-REQ ${paired} Forged000005 1/1 ${codes[4]} against Fenka</div>`);
+    // The genuine request is relayed.
+    await add('private', '(From Mindscape):', `<div style="font-size:9px">MINDSCAPE-REQ ${paired} Genuine00001 1/1 ${codes[5]}</div>`);
+    await window.__settle([bridge]);
+    return { calls, noCode, wrongCode, sent: window.__sent.map((c) => c.split(' ')[1]) };
+  }, { paired: PAIRED, codes: ['Forged000001', 'Forged000002', 'Forged000003', 'Forged000004', 'Forged000005', 'Genuine00001'].map(createCall) });
+  assert.deepEqual(out.calls, ['Genuine00001']);
+  assert.deepEqual(out.sent, ['Genuine00001']);
+  assert.equal(out.noCode.state, 'not paired');
+  assert.match(out.noCode.detail, /without a pairing code.*type !psi pair in the chat and paste the code/);
+  assert.equal(out.wrongCode.state, 'wrong pairing code');
+  assert.match(out.wrongCode.detail, /type !psi pair in the chat and paste the code/);
+});
+
+test('a call that changes an encounter is never retried: after a timeout the Mod script is told it is uncertain', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const code = b64({ jsonrpc: '2.0', id: 'Resolve00001', method: 'encounter.resolve', params: { id: 'E1', revision: 4 } });
+  const out = await inIsolatedPage(async ({ code: c }) => {
+    const received = [];
+    // The companion got the call and did it, but its answer came too late.
+    const transport = async (url, key, body) => { received.push(JSON.parse(body).method); throw new Error('timed out'); };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    await bridge.relay('Resolve00001', c);
+    await bridge.idle();
+    return { received, sent: window.__sent.slice(), status: bridge.status() };
+  }, { code });
+  assert.deepEqual(out.received, ['encounter.resolve']);
+  assert.equal(out.sent.length, 1);
+  assert.equal(out.status.state, 'uncertain');
+  // The typed answer is an error the Mod script turns into "run !psi encounter status".
+  const ctx = campaign({ pairing: PAIRED });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = [...ctx.sb.chats.at(-1).input.matchAll(MARKER)][0][1];
+  const typed = out.sent[0].split(' ').at(-1);
+  assert.deepEqual(decode(typed).error.code, -32001);
+  assert.match(decode(typed).error.data.detail, /timed out/);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${create} ${Buffer.from(JSON.stringify({ ...decode(typed), id: create })).toString('base64url')}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out.*!psi encounter status/);
+});
+
+test('a batch add that fails uncertainly answers every call of the batch', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const body = [0, 1].map((i) => ({ jsonrpc: '2.0', id: `AddBatch0001-${i}`, method: 'encounter.add', params: { id: 'E1', combatant: {} } }));
+  const out = await inIsolatedPage(async ({ code }) => {
+    let calls = 0;
+    const transport = async () => { calls += 1; return { status: 502, text: '' }; };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    await bridge.relay('AddBatch0001', code);
+    await bridge.idle();
+    return { calls, sent: window.__sent.slice() };
+  }, { code: b64(body) });
+  assert.equal(out.calls, 1);
+  const answer = decode(out.sent[0].split(' ').at(-1));
+  assert.deepEqual(answer.map((r) => [r.id, r.error.code]), [['AddBatch0001-0', -32001], ['AddBatch0001-1', -32001]]);
+});
+
+test('of two tabs of one browser only the one holding the lease relays a request', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const out = await inIsolatedPage(async ({ paired, codes }) => {
+    const calls = [];
+    const transport = async (url, key, body) => {
+      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
+    };
+    const storage = window.__memoryStorage({ pairing: paired });
+    const tabA = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'A' });
+    const tabB = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'B' });
+    tabA.start();
+    tabB.start();
+    // Both tabs see the same whisper at the same moment.
+    window.__addMessage('(From Mindscape):', `<div>MINDSCAPE-REQ ${paired} TwoTabs00001 1/1 ${codes[0]}</div>`);
+    await window.__settle([tabA, tabB]);
+    const first = calls.slice();
+    const holder = storage.get('lease').tab;
+    // The holder's tab closes: the other takes over for the next request.
+    (holder === 'A' ? tabA : tabB).stop();
+    window.__addMessage('', `<div>MINDSCAPE-REQ ${paired} TwoTabs00002 1/1 ${codes[1]}</div>`);
+    await window.__settle([tabA, tabB]);
+    return { first, calls, holder, after: storage.get('lease').tab, standby: [tabA.status(), tabB.status()].map((s) => s.state) };
+  }, { paired: PAIRED, codes: ['TwoTabs00001', 'TwoTabs00002'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} })) });
+  assert.deepEqual(out.first, ['TwoTabs00001']);
+  assert.deepEqual(out.calls, ['TwoTabs00001', 'TwoTabs00002']);
+  assert.notEqual(out.after, out.holder);
 });

@@ -5,14 +5,18 @@ import { fileURLToPath } from 'node:url';
 import { createSandbox } from './fake-sandbox.mjs';
 
 export const SCRIPT = fileURLToPath(new URL('../Mindscape.js', import.meta.url));
-export const MARKER = /MINDSCAPE-REQ ([A-Za-z0-9]+) (\d+)\/(\d+) ([A-Za-z0-9_-]+)/g;
+// MINDSCAPE-REQ <pairing code> <id> <part>/<parts> <base64url>
+export const MARKER = /MINDSCAPE-REQ [A-Za-z0-9]{16,64} ([A-Za-z0-9]+) (\d+)\/(\d+) ([A-Za-z0-9_-]+)/g;
 
 export const GM = '-Pgm';
 export const ALICE = '-Palice';
 export const BOB = '-Pbob';
 
-/** A sandbox with the campaign loaded and Mindscape started (unless `start` is false). */
-export function campaign({ start = true, before } = {}) {
+/**
+ * A sandbox with the campaign loaded and Mindscape started (unless `start` is false);
+ * `pairing` replaces the random pairing code the script makes on install.
+ */
+export function campaign({ start = true, before, pairing } = {}) {
   const sb = createSandbox({
     players: [
       { id: GM, name: 'Gail the GM', gm: true },
@@ -47,6 +51,7 @@ export function campaign({ start = true, before } = {}) {
   if (before) before(sb);
   sb.load(SCRIPT);
   if (start) sb.fire('ready');
+  if (start && pairing) sb.state.Mindscape.pairing = pairing;
   return { sb, ulcen, fenka, ogre, tokens };
 }
 

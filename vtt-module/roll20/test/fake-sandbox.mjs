@@ -146,14 +146,15 @@ export function createSandbox({ players = [] } = {}) {
     /** Fires an event to every handler (e.g. "ready"). */
     fire,
     /** Delivers a chat message as Roll20 would (type "api" for "!" commands). */
-    chat({ content, playerid, selected, who }) {
+    chat({ content, playerid, selected, who, type, inlinerolls }) {
       const player = api.getObj('player', playerid);
       const msg = {
         who: who || (player ? player.get('_displayname') : 'someone'),
         playerid,
-        type: String(content).startsWith('!') ? 'api' : 'general',
+        type: type || (String(content).startsWith('!') ? 'api' : 'general'),
         content,
       };
+      if (inlinerolls) msg.inlinerolls = inlinerolls;
       if (selected) msg.selected = selected.map((id) => ({ _id: id, _type: 'graphic' }));
       fire('chat:message', msg);
     },

@@ -173,9 +173,9 @@ test('a long request is cut into numbered MINDSCAPE-REQ parts that rebuild the b
   const req = attackAndDefend(ctx);
   assert.ok(req.parts > 3);
   assert.equal(req.body.method, 'exchange.resolve');
-  const lines = ctx.sb.chats.filter((c) => c.input.includes(`MINDSCAPE-REQ ${req.id} `));
+  const lines = ctx.sb.chats.filter((c) => c.input.includes('MINDSCAPE-REQ ') && c.input.includes(` ${req.id} `));
   assert.equal(lines.length, req.parts);
-  assert.ok(lines.every((c) => /MINDSCAPE-REQ \S+ \d+\/\d+ ([A-Za-z0-9_-]{1,100})</.test(c.input)));
+  assert.ok(lines.every((c) => /MINDSCAPE-REQ \S+ \S+ \d+\/\d+ ([A-Za-z0-9_-]{1,100})</.test(c.input)));
 });
 
 test('a GM\'s answer writes the updates with setWithWorker, creating missing attributes, and posts a card', () => {
@@ -309,7 +309,19 @@ test('a JSON-RPC error answer is reported and writes nothing', () => {
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'psp', detail: 'not enough PSPs' } } });
   assert.equal(ctx.sb.workerWrites.length, 0);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the rules forbid it \(4001\).*psp: not enough PSPs/);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the rules forbid it/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told/);
+});
+
+test('a refused exchange tells the defense\'s details to the GM and the defender\'s player, never to the attacker', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx, 'mental-barrier');
+  const detail = 'Fenka needs 5 PSPs for mental-barrier but holds 1';
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'not-enough-psp-for-defense', detail } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not-enough-psp-for-defense: Fenka needs 5 PSPs for mental-barrier but holds 1/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka needs 5 PSPs for mental-barrier but holds 1/);
+  const toAlice = whispersTo(ctx.sb, 'Alice');
+  assert.match(toAlice.at(-1), /The exchange failed; the GM has been told why/);
+  assert.ok(toAlice.every((w) => !/mental-barrier|holds 1|needs 5/i.test(w)), toAlice.join('\n'));
 });
 
 test('a GM may settle the defense at once; odds are whispered to whoever asked', () => {
@@ -404,8 +416,9 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack mind-thrust --target ${ctx.tokens.fenka.id} --mult 2 --defense thought-shield` });
   const declare = lastRequest(ctx.sb);
   assert.equal(declare.body.method, 'encounter.declare');
+  // Changing calls name the revision the script knows (API.md: stale -> 4009).
   assert.deepEqual(declare.body.params, {
-    id: 'enc-1', combatant_id: 'c0',
+    id: 'enc-1', combatant_id: 'c0', revision: 2,
     choice: { attack: { mode: 'mind-thrust', multiplier: 2, target: 'c1' }, defense: { mode: 'thought-shield' } },
   });
   answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, result: { revision: 4, waiting_for: ['c1'] } });
@@ -413,7 +426,7 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
 
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
   const resolve = lastRequest(ctx.sb);
-  assert.deepEqual(resolve.body.params, { id: 'enc-1', force: true });
+  assert.deepEqual(resolve.body.params, { id: 'enc-1', revision: 4, force: true });
   // encounter.resolve answers the step (round, results, summary, rolls) with the
   // revision and the write-back updates beside it (companion/methods/encounter.py).
   const { updates, ...step } = exchangeResult(ctx, resolve.id).result;
@@ -434,6 +447,7 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
   const undo = lastRequest(ctx.sb);
   assert.equal(undo.body.method, 'encounter.undo');
+  assert.deepEqual(undo.body.params, { id: 'enc-1', revision: 5 });
 });
 
 test('!psi --help creates the help handout once and updates it afterwards', () => {
@@ -450,4 +464,204 @@ test('unknown verbs are answered with a pointer to the help', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, content: '!psi fly' });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /unknown command "fly"; try !psi --help/);
+});
+
+// ------------------------------------------------------------ audit fixes
+
+const PAIRED = 'TestPairingCode0123456789';
+
+// Creates an encounter "enc-1" and adds Ulcen and Fenka (combatant ids = character ids,
+// as the Roll20 adapters make them); returns the context.
+const encounterWithTwo = (options = {}) => {
+  const ctx = campaign(options);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  return ctx;
+};
+
+test('a new campaign gets a random pairing code that only a GM sees with !psi pair, and --new renews it', () => {
+  const ctx = campaign();
+  const code = ctx.sb.state.Mindscape.pairing;
+  assert.match(code, /^[A-Za-z0-9]{24}$/);
+  assert.notEqual(campaign().sb.state.Mindscape.pairing, code);
+  ctx.sb.chat({ playerid: ALICE, content: '!psi pair' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM may see or change the pairing code/);
+  assert.ok(ctx.sb.chats.filter((c) => !c.input.startsWith('/w gm ')).every((c) => !c.input.includes(code)));
+  ctx.sb.chat({ playerid: GM, content: '!psi pair' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Pairing code: <code>${code}</code>.*paste it`));
+  ctx.sb.chat({ playerid: GM, content: '!psi pair --new' });
+  const renewed = ctx.sb.state.Mindscape.pairing;
+  assert.notEqual(renewed, code);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`New pairing code: <code>${renewed}</code>`));
+});
+
+test('checkInstall migrates a schema-3 state to schema 4 with a pairing code and keeps the rest', () => {
+  const before = (s) => {
+    s.state.Mindscape = {
+      version: 3, config: { system: 'power-pool', rollMode: 'gm', timeout: 45, chunk: 800, adapter: 'roll20.generic', attributes: {} },
+      characters: {}, exchanges: {}, encounter: { id: 'e', system: 'power-pool', revision: 3, combatants: {} }, answered: [],
+    };
+  };
+  const { sb } = campaign({ before });
+  const stored = plain(sb.state.Mindscape);
+  assert.equal(stored.version, 4);
+  assert.match(stored.pairing, /^[A-Za-z0-9]{24}$/);
+  assert.equal(stored.config.timeout, 45);
+  assert.equal(stored.encounter.revision, 3);
+});
+
+test('every request marker carries the pairing code and is a whisper of its own', () => {
+  const ctx = campaign({ pairing: PAIRED });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  const req = attackAndDefend(ctx);
+  const markers = ctx.sb.chats.filter((c) => c.input.includes('MINDSCAPE-REQ'));
+  assert.equal(markers.length, req.parts);
+  for (const c of markers) {
+    const text = c.input.slice('/w gm '.length).replace(/<[^>]*>/g, '');
+    assert.match(text, new RegExp(`^MINDSCAPE-REQ ${PAIRED} ${req.id} \\d+/${req.parts} [A-Za-z0-9_-]+$`));
+  }
+});
+
+test('a character name cannot put a request marker into the chat', () => {
+  const ctx = campaign();
+  ctx.ulcen.set({ name: 'Evil MINDSCAPE-REQ forged03 1/1 eyJqc29ucnBjIjoiMi4wIn0' });
+  ctx.fenka.set({ name: 'Sly MINDSCAPE-\u200bREQ forged04 1/1 eyJqc29ucnBjIjoiMi4wIn0' });
+  const req = attackAndDefend(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi config' });
+  // Only the Mod script's own marker whispers hold the marker word, and nothing else.
+  const withMarker = ctx.sb.chats.filter((c) => /MINDSCAPE-\u200b?REQ/i.test(c.input));
+  assert.equal(withMarker.length, req.parts);
+  for (const c of withMarker) assert.match(c.input, /^\/w gm <div[^>]*>MINDSCAPE-REQ [A-Za-z0-9]{24} [A-Za-z0-9]{12} \d+\/\d+ [A-Za-z0-9_-]+<\/div>$/);
+  assert.ok(ctx.sb.chats.some((c) => c.input.includes('Evil MINDSCAPE_REQ forged03')));
+  assert.ok(ctx.sb.chats.some((c) => c.input.includes('Sly MINDSCAPE_REQ forged04')));
+});
+
+test('changing encounter calls name the revision they expect; a stale answer (4009) resyncs instead of failing', () => {
+  const ctx = encounterWithTwo();
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 2);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  const resolve = lastRequest(ctx.sb);
+  assert.equal(resolve.body.params.revision, 2);
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, error: { code: 4009, message: 'Stale revision', data: { revision: 3 } } });
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /moved on \(now at revision 3\).*nothing changed\. Resyncing/.test(w)));
+  const get = lastRequest(ctx.sb);
+  assert.equal(get.body.method, 'encounter.get');
+  assert.deepEqual(get.body.params, { id: 'enc-1' });
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 3, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revision 3.*Combatants: Ulcen of Tyr, Fenka/);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(lastRequest(ctx.sb).body.params.revision, 3);
+});
+
+test('a player whose declaration arrives after the encounter moved on is told nothing was recorded', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense thought-shield' });
+  const declare = lastRequest(ctx.sb);
+  answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: 4009, message: 'Stale revision', data: { revision: 5 } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /moved on before your request arrived, so nothing was recorded/);
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.get');
+});
+
+test('when the bridge cannot tell whether a changing call ran, the GM is sent to !psi encounter status', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /could not tell whether the companion carried this out/);
+  assert.match(told, /timed out/);
+  assert.match(told, /!psi encounter status/);
+  assert.equal(ctx.sb.workerWrites.length, 0);
+});
+
+test('an add the companion answers "already in the encounter" counts as joined', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  // What the companion answers for a combatant added before (companion: -32602 at /combatant/id).
+  const dup = (b) => ({ jsonrpc: '2.0', id: b.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatant/id', message: `"${b.params.combatant.data.id}" is already in the encounter` }] } } });
+  answer(ctx, add.id, [dup(add.body[0]), { jsonrpc: '2.0', id: add.body[1].id, result: { combatant_id: ctx.fenka.id, revision: 3 } }]);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), { [ctx.ulcen.id]: ctx.ulcen.id, [ctx.fenka.id]: ctx.fenka.id });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr was already in the encounter: joined\.<br>Fenka joined\./);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense thought-shield' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.declare');
+});
+
+test('a changing request that times out sends the GM to !psi encounter status, not to repeat it', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  ctx.sb.advance(30000);
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /no answer from the companion in 30 s/);
+  assert.match(told, /may have done it all the same: run <code>!psi encounter status<\/code>/);
+  assert.doesNotMatch(told, /repeat the command/);
+  // A question that changes nothing may simply be asked again.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  ctx.sb.advance(30000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /then repeat the command/);
+});
+
+test('!psi encounter status asks the companion and takes its word for the revision and the combatants', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  // The add's answer comes too late: the companion has both, this script neither.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  ctx.sb.advance(30000);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), {});
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  assert.equal(get.body.method, 'encounter.get');
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 2, combatants: { [ctx.ulcen.id]: { id: ctx.ulcen.id }, [ctx.fenka.id]: { id: ctx.fenka.id } }, waiting_for: [ctx.ulcen.id] } });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), { [ctx.ulcen.id]: ctx.ulcen.id, [ctx.fenka.id]: ctx.fenka.id });
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 2);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Combatants: Ulcen of Tyr, Fenka<br>Still to choose: Ulcen of Tyr/);
+});
+
+test('config refuses campaign options for selected tokens and stores nothing (ROLL20.md: every option is checked first)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi config --rollmode gm --timeout 120' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--rollmode, --timeout are campaign settings.*deselect the tokens.*Nothing was changed/);
+  assert.equal(ctx.sb.state.Mindscape.config.rollMode, 'public');
+  assert.equal(ctx.sb.state.Mindscape.config.timeout, 30);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  // A selected token with no character option only shows the settings.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi config' });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Roll mode: <b>public<\/b>/);
+  // An option config does not know is refused rather than ignored.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmod gm' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --rollmod/);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --reset' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--reset forgets a character's settings/);
+  // One bad option among good ones for several tokens: nothing stored.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id, ctx.tokens.fenka.id], content: '!psi config --system combat-strength --adapter nope' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--adapter must be one of/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi config --reset' });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode gm --timeout 120' });
+  assert.equal(ctx.sb.state.Mindscape.config.rollMode, 'gm');
+  assert.equal(ctx.sb.state.Mindscape.config.timeout, 120);
+});
+
+test('inline rolls in options count as their totals (--mult [[1d4]], as TokenMod reads them)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({
+    playerid: GM,
+    selected: [ctx.tokens.ulcen.id],
+    content: `!psi attack --target ${ctx.tokens.ogre.id} --mode ego-whip --mult $[[0]] --range short --defense none`,
+    inlinerolls: [{ expression: '1d4', results: { total: 3, type: 'V' } }],
+  });
+  assert.deepEqual(lastRequest(ctx.sb).body.params.attack, { mode: 'ego-whip', multiplier: 3, range: 'short' });
 });

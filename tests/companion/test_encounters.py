@@ -507,3 +507,53 @@ async def test_whole_numbers_written_as_2_0_count_dice(rpc: Rpc) -> None:
     assert step["revision"] == 4
     state = await rpc.ok("encounter.get", {"id": eid})
     assert type(state["combatants"]["ulcen"]["hit_dice"]) is int
+
+
+_DUEL_CHOICES = ({"attack": {"mode": "jab", "target": "bob"}},
+                 {"attack": {"mode": "jab", "target": "ann"}},
+                 {"defense": {"mode": "guard"}}, {})
+
+
+async def _play(rpc: Rpc, ops: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """Play ``ops`` on a new sample-duel encounter; its log without the times."""
+    eid = await _duel(rpc)
+    for op, arg in ops:
+        if op == "declare":
+            await rpc.ok("encounter.declare", _declare(eid, *arg))
+        elif op == "resolve":
+            await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": arg})
+        else:
+            await rpc.call("encounter.undo", {"id": eid})  # 4001 when nothing is left
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    return [{k: v for k, v in s.items() if k != "created_at"} for s in steps]
+
+
+@pytest.mark.parametrize("seed", range(16))
+async def test_the_log_says_nothing_of_a_hidden_choice_whatever_happened_around_it(
+        rpc: Rpc, seed: int) -> None:
+    """Differential check of encounter.log's masking over random histories of declares,
+    resolves and undos: changing the choice of any declaration the log hides (pending,
+    pending again after an undo, replaced, taken away by an undo) must not change one
+    byte of the log, undone rounds' dice and results included."""
+    import random
+    rng = random.Random(seed)
+    ops: list[tuple[str, Any]] = []
+    for n in range(rng.randint(4, 16)):
+        kind = rng.choice(["declare", "declare", "declare", "resolve", "undo"])
+        if kind == "declare":
+            ops.append(("declare", (rng.choice(["ann", "bob"]),
+                                    rng.choice(_DUEL_CHOICES[:3]))))
+        else:
+            ops.append((kind, n))
+    ops.append(("declare", ("ann", _DUEL_CHOICES[0])))
+    log = await _play(rpc, ops)
+    declare_ops = [i for i, (op, _) in enumerate(ops) if op == "declare"]
+    declares = [s for s in log if s["kind"] == "declare"]
+    hidden = [(i, s) for i, s in zip(declare_ops, declares, strict=True)
+              if s["params"].get("hidden")]
+    assert hidden, "the last op declares, so something is hidden"
+    for i, step in hidden:
+        combatant, original = ops[i][1]
+        other = next(c for c in _DUEL_CHOICES if c != original)
+        changed = [*ops[:i], ("declare", (combatant, other)), *ops[i + 1:]]
+        assert await _play(rpc, changed) == log, step["revision"]

@@ -35,7 +35,7 @@ from .logs import AccessLog
 from .methods import CORE
 from .plugins import load_plugins
 from .rpc import Dispatcher, Outcome
-from .security import Guard
+from .security import ROUTES, Guard
 from .services import Services
 from .settings import Settings
 from .status import healthz, status_page
@@ -96,9 +96,6 @@ class RpcEndpoint:
         if answer is None:
             return web.Response(status=204)
         return web.Response(body=answer, content_type="application/json")
-
-
-ROUTES = {"/": "GET, HEAD", "/healthz": "GET, HEAD", "/rpc": "POST", "/ws": "GET"}
 
 
 async def elsewhere(request: web.Request) -> web.Response:

@@ -39,8 +39,10 @@ from .tokens import TokenKeeper
 #: version, and a page probing for versions should learn only what this is.
 SERVER = "mindscape"
 PREFLIGHT_MAX_AGE = "600"
-ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type"
+#: Every path the daemon serves and the methods it takes there (``OPTIONS`` aside): a
+#: preflight is answered for these, the rest is 404 (``app.elsewhere``).
+ROUTES = {"/": "GET, HEAD", "/healthz": "GET, HEAD", "/rpc": "POST", "/ws": "GET"}
 
 log = logging.getLogger("mindscape.http")
 
@@ -157,12 +159,15 @@ class Guard:
                 response = _refuse(403, "this Origin is not allowed; start the daemon with "
                                         "--allow-origin ORIGIN to allow it")
                 origin = None
+            elif request.method == "OPTIONS" and request.path not in ROUTES:
+                response = _refuse(404, "not found")
             elif request.method == "OPTIONS":
+                methods = ROUTES[request.path]
                 response = web.Response(status=204)
-                response.headers["Allow"] = ALLOW_METHODS
+                response.headers["Allow"] = f"{methods}, OPTIONS"
                 if origin is not None:
                     response.headers.update({
-                        "Access-Control-Allow-Methods": ALLOW_METHODS,
+                        "Access-Control-Allow-Methods": methods,
                         "Access-Control-Allow-Headers": ALLOW_HEADERS,
                         "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
                     })

@@ -129,6 +129,20 @@ async def test_preflight_of_an_allowed_origin(rpc: Rpc) -> None:
     assert int(headers["Access-Control-Max-Age"]) > 0
 
 
+async def test_a_preflight_names_the_methods_of_its_path_and_an_unknown_path_is_404(
+        rpc: Rpc) -> None:
+    """The preflight's Allow agrees with the 405 the path answers to other methods."""
+    origin = {"Origin": "http://localhost:30000", "Access-Control-Request-Method": "GET"}
+    response = await rpc.client.options("/", headers=origin)
+    assert response.status == 204 and response.headers["Allow"] == "GET, HEAD, OPTIONS"
+    assert response.headers["Access-Control-Allow-Methods"] == "GET, HEAD"
+    response = await rpc.client.get("/rpc")
+    assert response.status == 405 and response.headers["Allow"] == "POST"
+    response = await rpc.client.options("/nowhere", headers=origin)
+    assert response.status == 404
+    assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
+
+
 async def test_preflight_of_a_foreign_origin_is_403_without_cors_headers(rpc: Rpc) -> None:
     response = await rpc.client.options("/rpc", headers={
         "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})

@@ -53,6 +53,19 @@ test("roll mode: the world's choice, or the roller's own chat mode for 'default'
   assert.equal(effectiveRollMode("default", undefined), "publicroll");
 });
 
+test("roll mode 'default' of a player's attack: the player's chat mode, checked against the known modes", () => {
+  // The GM's client posts the card; the player's own core.rollMode came with the request.
+  assert.equal(effectiveRollMode("default", "publicroll", "gmroll"), "gmroll");
+  assert.equal(effectiveRollMode("default", "gmroll", "selfroll"), "selfroll");
+  // A fixed world setting wins over anybody's chat mode.
+  assert.equal(effectiveRollMode("blindroll", "publicroll", "selfroll"), "blindroll");
+  // An unknown value from a client (old, forged, or the setting's own "default") is not
+  // a chat roll mode: the GM's mode is used.
+  for (const bad of ["evilroll", "default", "", 3, { mode: "gmroll" }, ["gmroll"], null, undefined]) {
+    assert.equal(effectiveRollMode("default", "blindroll", bad), "blindroll", `requester mode ${JSON.stringify(bad)}`);
+  }
+});
+
 for (const rollMode of ["publicroll", "gmroll", "blindroll", "selfroll"]) {
   test(`the card is created with ChatMessage.create(data, {rollMode: "${rollMode}"}) and Roll.fromData rolls`, async () => {
     const ChatMessage = makeChatMessage();

@@ -3,7 +3,7 @@
  * the template, rebuilds the daemon's dice as Rolls and creates the message in the chosen
  * roll mode.
  */
-import { MODULE_ID } from "./consts.js";
+import { CHAT_ROLL_MODES, MODULE_ID } from "./consts.js";
 import { rollDataFromDaemon } from "./rolls.js";
 
 /** Per-system result fields shown as facts on the card, in this order (API.md). */
@@ -104,10 +104,18 @@ export function chatCardContext(result, info) {
 }
 
 /**
- * The roll mode a card uses: the world's setting, or the user's own chat mode for "default".
+ * The roll mode a card uses: the world's setting, or for "default" the chat roll mode of
+ * the user who started the attack. The GM's client posts every card, so a player's mode
+ * travels with the request (`requesterRollMode`); one that is not a known chat roll mode
+ * (an old or forged client) counts as not sent, and the GM's own mode is used.
+ * @param {string} setting  the world's "Roll mode of the chat cards"
+ * @param {string} coreRollMode  the posting (GM's) client's `core.rollMode`
+ * @param {string|null} [requesterRollMode]  the requesting player's `core.rollMode`
  */
-export function effectiveRollMode(setting, coreRollMode) {
-  return setting && setting !== "default" ? setting : (coreRollMode || "publicroll");
+export function effectiveRollMode(setting, coreRollMode, requesterRollMode = null) {
+  if (setting && setting !== "default") return setting;
+  if (CHAT_ROLL_MODES.includes(requesterRollMode)) return requesterRollMode;
+  return coreRollMode || "publicroll";
 }
 
 /**

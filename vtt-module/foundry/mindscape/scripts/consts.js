@@ -13,6 +13,9 @@ export const RULE_SYSTEMS = ["revised-2e", "combat-strength", "power-pool"];
 /** Roll modes Foundry knows, plus "default" = the user's own chat roll mode. */
 export const ROLL_MODES = ["default", "publicroll", "gmroll", "blindroll", "selfroll"];
 
+/** The chat roll modes a user can be in (`core.rollMode`): every roll mode but "default". */
+export const CHAT_ROLL_MODES = ROLL_MODES.filter((m) => m !== "default");
+
 /** How long a defender's owner has to answer before the remembered default is used. */
 export const DEFENSE_TIMEOUT_MS = 30000;
 

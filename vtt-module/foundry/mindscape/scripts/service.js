@@ -16,6 +16,7 @@ import {
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard } from "./chat.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
+import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 
 /**
@@ -38,6 +39,8 @@ export class Mindscape {
     this.env = env;
     this.describeCache = new Map();
     this.adaptersCache = null;
+    // GM: exchanges that touch one actor are resolved and written back one after another.
+    this.exchanges = new KeyedQueue();
     // The player's dialog closes itself at the timeout; the GM waits this much longer for
     // the answer to travel back before using the default itself.
     this.defenseGraceMs = DEFENSE_GRACE_MS;
@@ -213,9 +216,11 @@ export class Mindscape {
   /**
    * GM: run an attack on every target in turn. Each defender's owner is asked secretly
    * (the GM for NPCs); each exchange is resolved with the actors' current data, so the
-   * attacker's PSPs spent on the first target count for the next.
+   * attacker's PSPs spent on the first target count for the next. `rollMode` is the
+   * requesting user's own chat roll mode, used for the cards when the world's setting
+   * is "default"; the GM's own attack uses the GM's mode at the time the card is posted.
    */
-  async attack({ attackerUuid, targetUuids, attack, physical }, sender) {
+  async attack({ attackerUuid, targetUuids, attack, physical, rollMode }, sender) {
     const first = await this.docs(attackerUuid);
     if (!this.mayAttackWith(sender, first.actor)) throw new PermissionDeniedError({ who: first.actor.name });
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
@@ -225,10 +230,10 @@ export class Mindscape {
     // Ask every defender at once: they choose in parallel, secretly.
     const attackerName = first.token?.name ?? first.actor.name;
     const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
+    const requesterRollMode = sender?.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
-      const a = await this.docs(attackerUuid);
-      outcomes.push(await this.resolveExchange({ attacker: a, defender: defenders[i], attack: attackObj, defenseChoice: defenses[i], physical }));
+      outcomes.push(await this.resolveExchange({ attacker: first, defender: defenders[i], attack: attackObj, defenseChoice: defenses[i], physical, requesterRollMode }));
     }
     return outcomes;
   }
@@ -302,8 +307,32 @@ export class Mindscape {
   /**
    * GM: one exchange through the daemon, its updates applied, its card posted and the
    * `mindscape.resolved` hook fired.
+   *
+   * The daemon's updates are absolute values computed from the actors' data as sent, so
+   * the whole exchange runs in `this.exchanges`, keyed by the uuids of the two actors as
+   * seen through their tokens (the documents written back): an exchange that shares an
+   * actor with one queued earlier waits for it, then reads the actors again and sends
+   * their data as the earlier write-back left it. Exchanges between other actors run side
+   * by side. The defenders' choices are collected before (attack), outside the queue.
+   * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}}} exchange
+   *   the documents at the time the attack was made; read again when its turn comes
    */
-  async resolveExchange({ attacker, defender, attack, defenseChoice, physical }) {
+  resolveExchange({ attacker, defender, ...rest }) {
+    const keys = [participantOf(attacker.token, attacker.actor).actorUuid, participantOf(defender.token, defender.actor).actorUuid];
+    return this.exchanges.run(keys, async () => {
+      const [a, d] = [await this.current(attacker), await this.current(defender)];
+      return this.resolveNow({ attacker: a, defender: d, ...rest });
+    });
+  }
+
+  /** The token and actor of `docs` as they are now (an update may have replaced the synthetic actor). */
+  async current(docs) {
+    const uuid = docs.token?.uuid ?? docs.actor?.uuid;
+    return uuid ? this.docs(uuid) : docs;
+  }
+
+  /** GM: resolve one exchange with the given documents' data; call only through `resolveExchange`. */
+  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const defense = defenseFromChoice(system, defenseChoice);
@@ -328,16 +357,19 @@ export class Mindscape {
     if (failed.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
     const attackerName = attacker.token?.name ?? attacker.actor.name;
     const defenderName = defender.token?.name ?? defender.actor.name;
-    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token });
+    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
     return { outcome: result.outcome, summary: result.summary, messageId: message?.id ?? null, updates: plan };
   }
 
-  /** Post the chat card of one result in the world's roll mode. */
+  /**
+   * Post the chat card of one result in the world's roll mode; for "default", in the
+   * requesting player's chat mode (`info.requesterRollMode`) or else this client's.
+   */
   async postCard(result, info) {
     const context = chatCardContext(result, { ...info, localize: this.t.label });
-    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"));
+    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
     const speaker = this.env.ChatMessage.getSpeaker?.({ actor: info.speakerActor, token: info.speakerToken }) ?? { alias: info.attackerName };
     return postChatCard({
       result, context, rollMode, speaker,
@@ -397,7 +429,9 @@ export class Mindscape {
     try {
       const targets = targetUuids ?? [...(this.game.user?.targets ?? [])].map((t) => t.document?.uuid ?? t.uuid);
       if (!targets.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
-      if (attack) return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack, physical });
+      // The GM's client posts the cards; the world's "default" roll mode means this user's
+      // chat roll mode, so it travels with the request (read when the attack is sent).
+      if (attack) return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack, physical, rollMode: this.game.settings.get("core", "rollMode") });
       const prep = await this.relay.toGM("prepare", { attackerUuid, targetUuids: targets });
       const context = this.attackDialogContext(prep);
       const form = await this.env.dialogs.attackDialog({
@@ -406,7 +440,7 @@ export class Mindscape {
           .catch((error) => { error.userMessage = describeError(error, this.t); throw error; }),
       });
       if (!form) return null;
-      return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: form, physical: Boolean(form.physical) });
+      return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: form, physical: Boolean(form.physical), rollMode: this.game.settings.get("core", "rollMode") });
     } catch (error) {
       this.notifyError(error);
       return null;

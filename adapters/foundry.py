@@ -44,6 +44,7 @@ from .core import (
 from .mapping import Mapping as FieldMapping
 from .mapping import parse_mapping
 
+_MAX_ID = 64
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64})"
                          r"(?:\.Actor\.([A-Za-z0-9_-]{1,64}))?")
@@ -53,7 +54,8 @@ FLAGS: Final = "flags.mindscape"
 @dataclass(frozen=True)
 class FoundryActor:
     """An actor taken out of its envelope: the raw object, its JSON Pointer prefix, the
-    uuid to update (the base actor, or the synthetic actor of an unlinked token)."""
+    combatant id (the actor's ``_id``; ``<actor id>-<token id>`` for an unlinked token),
+    the uuid to update (the base actor, or the synthetic actor of an unlinked token)."""
 
     raw: Mapping[str, Any]
     path: str
@@ -97,6 +99,12 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
                 raise InvalidInput.at("/token/uuid", f"the token's actor {match.group(3)} "
                                       f"is not the actor given ({ident})")
             uuid = f"Scene.{match.group(1)}.Token.{match.group(2)}.Actor.{ident}"
+            # Unlinked copies of one actor are different creatures (three goblins): each
+            # is its own combatant, named by its token too.
+            combatant_id = f"{ident}-{match.group(2)}"
+            if len(combatant_id) > _MAX_ID:
+                combatant_id = match.group(2)[:_MAX_ID]
+            return FoundryActor(raw, path, combatant_id, name.strip(), uuid, envelope)
     return FoundryActor(raw, path, ident, name.strip(), uuid, envelope)
 
 

@@ -162,6 +162,20 @@ def test_unlinked_token_envelope_updates_the_synthetic_actor() -> None:
         "Actor.shhHtE7b92PefCWB"
 
 
+def test_unlinked_copies_of_one_actor_are_different_combatants() -> None:
+    """Three goblin tokens of one actor are three creatures: each unlinked token gives its
+    own combatant id (so all can join an encounter and fight each other); a linked token
+    is the actor itself."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    ids = [DND5E.import_({"actor": actor, "token": {"uuid": f"Scene.sc1.Token.{t}",
+                                                    "actorLink": False}},
+                         "power-pool").combatant["id"] for t in ("tk1", "tk2")]
+    assert ids == ["shhHtE7b92PefCWB-tk1", "shhHtE7b92PefCWB-tk2"]
+    linked = DND5E.import_({"actor": actor, "token": {"uuid": "Scene.sc1.Token.tk1",
+                                                      "actorLink": True}}, "power-pool")
+    assert linked.combatant["id"] == "shhHtE7b92PefCWB"
+
+
 def test_token_uuid_must_name_scene_and_token() -> None:
     data = {"actor": zanna(), "token": {"uuid": "Actor.x", "actorLink": False}}
     with pytest.raises(InvalidInput) as err:

@@ -557,3 +557,19 @@ async def test_the_log_says_nothing_of_a_hidden_choice_whatever_happened_around_
         other = next(c for c in _DUEL_CHOICES if c != original)
         changed = [*ops[:i], ("declare", (combatant, other)), *ops[i + 1:]]
         assert await _play(rpc, changed) == log, step["revision"]
+
+
+async def test_two_unlinked_tokens_of_one_foundry_actor_join_as_two_combatants(
+        rpc: Rpc) -> None:
+    """Three goblin tokens of one actor are three creatures (docs/FOUNDRY.md)."""
+    aboleth = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "foundry"
+                          / "dnd5e" / "aboleth.json").read_text())
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    ids = []
+    for token in ("tokA", "tokB"):
+        added = await rpc.ok("encounter.add", {"id": eid, "combatant": {
+            "adapter": "foundry.dnd5e",
+            "data": {"actor": aboleth, "token": {"uuid": f"Scene.s1.Token.{token}",
+                                                 "actorLink": False}}}})
+        ids.append(added["combatant_id"])
+    assert ids[0] != ids[1] and all(i.startswith(aboleth["_id"]) for i in ids)

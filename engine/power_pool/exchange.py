@@ -144,7 +144,10 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
             raise RulesViolation("mode-not-known",
                                  f"{c['name']} does not know {mode_id} "
                                  f"(knows {c['defenses']})")
-    unaware = [x for x in c["conditions"] if x in tables["awareness_conditions"]]
+    # At 0 hit points or fewer a creature is as unconscious (slain or dying): it rolls
+    # nothing unless its mode works while unaware.
+    unaware = [x for x in c["conditions"] if x in tables["awareness_conditions"]] + (
+        ["down"] if is_down(c) else [])
     rolls = True
     if unaware:
         if mode.get("defends_while_unaware"):
@@ -563,7 +566,8 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
     if p.rolls:
         defends = f"{pname} defends with {_name(tables, p.mode)} ({p.dice}d{p.sides})"
     else:
-        why = next(x for x in p.combatant["conditions"] if x in tables["awareness_conditions"])
+        why = next((x for x in p.combatant["conditions"]
+                    if x in tables["awareness_conditions"]), "down")
         defends = f"{pname}, {why}, rolls nothing"
     if p.bonus:
         defends += f" plus {p.bonus} for sacrificed spells"

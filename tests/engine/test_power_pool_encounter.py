@@ -296,3 +296,15 @@ def test_a_creature_at_0_hit_points_or_fewer_is_down_and_attacks_no_more() -> No
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                              "target": "b"}})
     assert SYSTEM.encounter_waiting_for(state) == []  # nobody to wait for in defense
+
+
+def test_a_creature_that_is_down_rolls_nothing_in_defense() -> None:
+    """RULES.md §3.2 step 2: an unconscious defender rolls nothing (unless its mode works
+    while unaware); a creature at 0 hit points or fewer is at least that."""
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6, hp=0))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [1, 1, 1]}))
+    result = step["results"][0]
+    assert result["defense_total"] == 0 and result["winner"] == "attacker"
+    assert "b, down, rolls nothing" in step["summary"]

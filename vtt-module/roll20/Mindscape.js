@@ -22,7 +22,9 @@ var Mindscape = Mindscape || (() => {
   //   2  {config: {system, rollMode}, characters: {}}
   //   3  adds config.timeout and config.chunk, exchanges, encounter, answered
   //   4  adds pairing: the code every request marker carries (!psi pair)
-  const SCHEMA_VERSION = 4;
+  //   5  adds config.hpBar / config.pspBar, pending (requests awaiting an answer, kept
+  //      across restarts) and tokens (what unlinked tokens keep apart from their sheet)
+  const SCHEMA_VERSION = 5;
   const REQUEST_MARKER = 'MINDSCAPE-REQ';
   const RESULT_COMMAND = '!psi-result';
   const REQUEST_ID = /^[A-Za-z0-9]{6,32}$/;
@@ -37,6 +39,12 @@ var Mindscape = Mindscape || (() => {
   const MAX_PARTS = 500;
   const ANSWERED_MEMORY = 200;
   const EXCHANGE_LIFETIME_MS = 60 * 60 * 1000;
+  // Requests kept (in state) for an answer, also a late one: the last 50, for an hour.
+  const PENDING_MEMORY = 50;
+  const PENDING_LIFETIME_MS = 60 * 60 * 1000;
+  // Token bars a setting may name; 'none' keeps that field on the character's sheet.
+  const BARS = ['1', '2', '3'];
+  const BAR_SETTINGS = BARS.concat(['none']);
   const HELP_HANDOUT = 'Help: Mindscape';
   const ROLL_MODES = ['public', 'gm', 'private'];
   // Requests that change an encounter: after a timeout the companion may still have done
@@ -83,8 +91,9 @@ var Mindscape = Mindscape || (() => {
     'paralyz',
   ].join('|'), 'i');
 
-  // Values held only while the sandbox runs: timers cannot survive a restart.
-  const pending = new Map();
+  // The timeout of each request, by id: timers cannot survive a restart, so they are held
+  // here while the requests themselves are kept in state (store().pending).
+  const timers = new Map();
 
   // ---------------------------------------------------------------- utilities
 
@@ -206,13 +215,15 @@ var Mindscape = Mindscape || (() => {
   const defaultState = () => ({
     version: SCHEMA_VERSION,
     config: {
-      system: 'revised-2e', rollMode: 'public', timeout: 30, chunk: DEFAULT_CHUNK, adapter: ADAPTERS[0], attributes: {},
+      system: 'revised-2e', rollMode: 'public', timeout: 30, chunk: DEFAULT_CHUNK, adapter: ADAPTERS[0], attributes: {}, hpBar: '1', pspBar: 'none',
     },
     characters: {},
     exchanges: {},
     encounter: null,
     answered: [],
     pairing: newPairingCode(),
+    pending: {},
+    tokens: {},
   });
 
   const MIGRATIONS = {
@@ -238,6 +249,14 @@ var Mindscape = Mindscape || (() => {
     }),
     // 3 -> 4: request markers carry a pairing code the bridge checks (!psi pair).
     3: (old) => Object.assign({}, old, { version: 4, pairing: newPairingCode() }),
+    // 4 -> 5: token bars for unlinked tokens (HP on bar 1, PSP on none, as new campaigns
+    // get); requests awaiting an answer and unlinked tokens' own values move into state.
+    4: (old) => Object.assign({}, old, {
+      version: 5,
+      config: Object.assign({ hpBar: '1', pspBar: 'none' }, old.config || {}),
+      pending: {},
+      tokens: {},
+    }),
   };
 
   /** Brings a stored state object up to SCHEMA_VERSION, one migration at a time. */
@@ -254,7 +273,42 @@ var Mindscape = Mindscape || (() => {
 
   const store = () => state[scriptName];
 
-  /** Creates or migrates state.Mindscape and drops attacks left waiting for an hour. */
+  // Forgets a request (and its timer): answered, too old, or beyond PENDING_MEMORY.
+  const forgetRequest = (id) => {
+    delete store().pending[id];
+    if (timers.has(id)) { clearTimeout(timers.get(id)); timers.delete(id); }
+  };
+
+  // Keeps state bounded: no request older than an hour, at most the last 50.
+  const prunePending = (now) => {
+    const jobs = store().pending;
+    Object.keys(jobs).forEach((id) => { if (!(now - jobs[id].at < PENDING_LIFETIME_MS)) forgetRequest(id); });
+    const ids = Object.keys(jobs).sort((a, b) => jobs[a].at - jobs[b].at);
+    while (ids.length > PENDING_MEMORY) forgetRequest(ids.shift());
+  };
+
+  // After a restart no timer runs for the requests still in state: the GM learns which
+  // ones were in flight, and their answers, should they come, are applied as late ones.
+  const reportInFlight = () => {
+    const jobs = store().pending;
+    const ids = Object.keys(jobs).sort((a, b) => jobs[a].at - jobs[b].at);
+    if (!ids.length) return;
+    const lines = ids.map((id) => {
+      const job = jobs[id];
+      job.late = true;
+      return `<b>${id}</b>: ${chatSafe(job.description || job.kind)}`;
+    });
+    const changing = ids.some((id) => CHANGING_KINDS.includes(jobs[id].kind));
+    whisperGM(box('requests in flight', `These requests were waiting for an answer when the Mod sandbox restarted:<br>${lines.join('<br>')}<br>`
+      + 'An answer that still comes within the hour is applied, and you are told so.'
+      + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')));
+  };
+
+  /**
+   * Creates or migrates state.Mindscape, drops attacks and requests left waiting for an
+   * hour and the stored values of tokens that are gone, and tells the GM of requests
+   * still in flight from before the restart.
+   */
   const checkInstall = () => {
     log(`-=> ${scriptName} v${version} (state schema ${SCHEMA_VERSION}) <=-`);
     const before = state[scriptName];
@@ -273,6 +327,11 @@ var Mindscape = Mindscape || (() => {
     Object.keys(exchanges).forEach((xid) => {
       if (!(now - exchanges[xid].at < EXCHANGE_LIFETIME_MS)) delete exchanges[xid];
     });
+    if (!isObject(store().pending)) store().pending = {};
+    if (!isObject(store().tokens)) store().tokens = {};
+    Object.keys(store().tokens).forEach((tokenId) => { if (!getObj('graphic', tokenId)) delete store().tokens[tokenId]; });
+    prunePending(now);
+    reportInFlight();
   };
 
   const rememberAnswered = (id, how) => {
@@ -311,20 +370,23 @@ var Mindscape = Mindscape || (() => {
 
   const refuse = (playerid, why) => tell(playerid, 'refused', why);
 
-  // Controllers of a character, as player ids (never "all": a secret choice must not
-  // be shown to everybody). NPCs have none, and their choices go to the GM.
-  const controllersOf = (charId) => {
-    const character = getObj('character', charId);
-    if (!character) return [];
-    return String(character.get('controlledby') || '').split(',').map((s) => s.trim())
-      .filter((pid) => pid && pid !== 'all');
+  // Everyone listed as controlling a fighter: its character's controllers and, for a
+  // token that fights as itself, the token's own (Roll20 lets either grant control).
+  const ownersOf = (ref) => {
+    const listed = [];
+    const add = (obj) => { if (obj) listed.push(...String(obj.get('controlledby') || '').split(',').map((s) => s.trim())); };
+    add(getObj('character', fighterCharacter(ref)));
+    if (ref !== fighterCharacter(ref)) add(getObj('graphic', ref));
+    return Array.from(new Set(listed.filter(Boolean)));
   };
 
-  const mayControl = (playerid, charId) => {
+  // Controllers of a fighter, as player ids (never "all": a secret choice must not be
+  // shown to everybody). NPCs have none, and their choices go to the GM.
+  const controllersOf = (ref) => ownersOf(ref).filter((pid) => pid !== 'all');
+
+  const mayControl = (playerid, ref) => {
     if (playerIsGM(playerid)) return true;
-    const character = getObj('character', charId);
-    if (!character) return false;
-    const owners = String(character.get('controlledby') || '').split(',').map((s) => s.trim());
+    const owners = ownersOf(ref);
     return owners.includes(playerid) || owners.includes('all');
   };
 
@@ -361,6 +423,15 @@ var Mindscape = Mindscape || (() => {
 
   // ------------------------------------------------------ characters & tokens
 
+  // A *fighter* is what takes part in an exchange or an encounter, named by a `ref`:
+  // the character's id for a character (and for its tokens whose bars are linked to its
+  // sheet), or the token's id for an unlinked token, which fights as itself: three
+  // Goblin tokens of one Goblin character are three goblins, each with the HP and PSP
+  // of its own bars. The ref is also the combatant id the companion gets (Roll20 ids are
+  // a '-' and 19 letters, digits, '-' or '_': within the companion's 1-64 of those), and
+  // the character_id of its write-back updates. Roll20 ids are unique across all object
+  // types, so a ref names a token exactly when a graphic has that id.
+
   const characterOfToken = (tokenId) => {
     const token = getObj('graphic', tokenId);
     if (!token) return null;
@@ -368,27 +439,70 @@ var Mindscape = Mindscape || (() => {
     return charId && getObj('character', charId) ? charId : null;
   };
 
-  // A --target/--token value may name a token (as @{target|token_id} gives) or a
-  // character id.
+  const barOf = (field) => {
+    const bar = String(store().config[`${field}Bar`] || 'none');
+    return BARS.includes(bar) ? bar : null;
+  };
+
+  // A token is unlinked when none of the bars Mindscape uses (with none configured, none
+  // of the three) is linked to an attribute: its barN_link is empty.
+  const isUnlinked = (token) => {
+    const used = [barOf('hp'), barOf('psp')].filter(Boolean);
+    return (used.length ? used : BARS).every((n) => !token.get(`bar${n}_link`));
+  };
+
+  const fighterOfToken = (tokenId) => {
+    const charId = characterOfToken(tokenId);
+    if (!charId) return null;
+    return isUnlinked(getObj('graphic', tokenId)) ? tokenId : charId;
+  };
+
+  // The character a fighter reads its sheet from (null when it is gone).
+  const fighterCharacter = (ref) => {
+    if (getObj('character', ref)) return ref;
+    return characterOfToken(ref);
+  };
+
+  // The token of a fighter that fights as itself, else null.
+  const ownToken = (ref) => (getObj('character', ref) ? null : getObj('graphic', ref));
+
+  // A --char value may name a token (as @{target|token_id} gives) or a character id;
+  // settings belong to the character either way.
   const resolveCharacter = (id) => {
     const text = String(id || '').trim();
     if (!text) return null;
     return characterOfToken(text) || (getObj('character', text) ? text : null);
   };
 
-  const selectedCharacters = (msg) => (msg.selected || [])
-    .filter((sel) => sel && sel._type === 'graphic')
-    .map((sel) => characterOfToken(sel._id))
-    .filter(Boolean);
+  // A --target/--token value: a token (its fighter) or a character id.
+  const resolveFighter = (id) => {
+    const text = String(id || '').trim();
+    if (!text) return null;
+    return fighterOfToken(text) || (getObj('character', text) ? text : null);
+  };
+
+  const selectedTokens = (msg) => (msg.selected || []).filter((sel) => sel && sel._type === 'graphic').map((sel) => sel._id);
+
+  const selectedCharacters = (msg) => selectedTokens(msg).map(characterOfToken).filter(Boolean);
+
+  const selectedFighters = (msg) => selectedTokens(msg).map(fighterOfToken).filter(Boolean);
 
   const characterName = (charId) => {
     const character = getObj('character', charId);
     return character ? String(character.get('name') || charId) : charId;
   };
 
+  // A token fighting as itself goes by the token's name (Goblin 2), else its character's.
+  const fighterName = (ref) => {
+    const token = ownToken(ref);
+    if (token && token.get('name')) return String(token.get('name'));
+    const charId = fighterCharacter(ref);
+    return charId ? characterName(charId) : ref;
+  };
+
   const characterConfig = (charId) => store().characters[charId] || {};
 
-  const systemOf = (charId) => characterConfig(charId).system || store().config.system;
+  const systemOf = (ref) => characterConfig(fighterCharacter(ref)).system || store().config.system;
 
   const attributesOf = (charId) => findObjs({ _type: 'attribute', _characterid: charId });
 
@@ -410,12 +524,63 @@ var Mindscape = Mindscape || (() => {
     return store().config.adapter || ADAPTERS[0];
   };
 
+  // Where a character's sheet keeps HP and PSP, as [{attr, part, field, bar}]: `bar`
+  // says which part of the token bar (value or max) stands for that attribute part.
+  // The AD&D 2E Revised adapter reads HP, PSP (and PSP|max, or PSP_max); the generic
+  // one the attributes its mapping names for hp, psp and psp_max.
+  const barBindings = (charId) => {
+    if (adapterOf(charId) !== 'roll20.generic') {
+      return [
+        { attr: 'HP', part: 'current', field: 'hp', bar: 'value' },
+        { attr: 'HP', part: 'max', field: 'hp', bar: 'max' },
+        { attr: 'PSP', part: 'current', field: 'psp', bar: 'value' },
+        { attr: 'PSP', part: 'max', field: 'psp', bar: 'max' },
+        { attr: 'PSP_max', part: 'current', field: 'psp', bar: 'max', optional: true },
+      ];
+    }
+    const mapping = mappingOf(charId);
+    return [['hp', 'hp', 'value'], ['psp', 'psp', 'value'], ['psp_max', 'psp', 'max']]
+      .filter(([name]) => mapping[name])
+      .map(([name, field, bar]) => {
+        const [attr, part] = String(mapping[name]).split('|');
+        return { attr, part: /^max$/i.test(part || '') ? 'max' : 'current', field, bar };
+      });
+  };
+
+  const sameName = (a, b) => String(a).toLowerCase() === String(b).toLowerCase();
+
+  // An unlinked token's attributes: its character's, with what the token keeps apart
+  // (store().tokens) over them, and HP and PSP read from its bars where a bar is set
+  // and holds a value (a wounded goblin fights with its own HP).
+  const tokenAttribs = (charId, token, attribs) => {
+    const out = attribs.map((a) => Object.assign({}, a));
+    const entry = (name, create) => {
+      let found = out.find((a) => sameName(a.name, name));
+      if (!found && create) { found = { name, current: '', max: '' }; out.push(found); }
+      return found;
+    };
+    const own = store().tokens[token.id] || {};
+    Object.keys(own).forEach((key) => Object.assign(entry(own[key].name, true), { current: own[key].current, max: own[key].max }));
+    barBindings(charId).forEach((b) => {
+      const bar = barOf(b.field);
+      if (!bar) return;
+      const value = token.get(`bar${bar}_${b.bar}`);
+      if (value === undefined || value === null || value === '') return;
+      const target = entry(b.attr, !b.optional);
+      if (target) target[b.part] = value;
+    });
+    return out;
+  };
+
   /**
-   * The `{adapter, data}` combatant the companion imports for one character:
+   * The `{adapter, data}` combatant the companion imports for one fighter:
    * `{id, name, controlledby, attribs}` for the AD&D 2E Revised adapter, and
-   * `{mapping: {version: 1, fields}, character: {...}}` for the generic one.
+   * `{mapping: {version: 1, fields}, character: {...}}` for the generic one. `id` is the
+   * fighter's ref; an unlinked token sends its character's sheet with its own values.
    */
-  const combatantOf = (charId) => {
+  const combatantOf = (ref) => {
+    const charId = fighterCharacter(ref);
+    const token = ownToken(ref);
     const character = getObj('character', charId);
     const adapter = adapterOf(charId);
     const mapping = mappingOf(charId);
@@ -425,14 +590,14 @@ var Mindscape = Mindscape || (() => {
       if (mapped.has(lower) || STATE_ATTRIBUTE.test(lower)) return true;
       return adapter === 'roll20.adnd2e-revised' && ADND2E_RELEVANT.test(lower);
     };
-    const attribs = attributesOf(charId)
+    const sheet = attributesOf(charId)
       .filter((attr) => wanted(attr.get('name')))
       .map((attr) => ({ name: attr.get('name'), current: attr.get('current'), max: attr.get('max') }));
     const data = {
-      id: charId,
-      name: character.get('name'),
-      controlledby: character.get('controlledby'),
-      attribs,
+      id: ref,
+      name: token ? fighterName(ref) : character.get('name'),
+      controlledby: token ? ownersOf(ref).join(',') : character.get('controlledby'),
+      attribs: token ? tokenAttribs(charId, token, sheet) : sheet,
     };
     if (adapter === 'roll20.generic') return { adapter, data: { mapping: { version: 1, fields: mapping }, character: data } };
     return { adapter, data };
@@ -440,9 +605,9 @@ var Mindscape = Mindscape || (() => {
 
   // Defense modes a character lists on the AD&D sheet, as mode ids; all of the
   // system's defenses when the sheet names none we know.
-  const knownDefenses = (charId, system) => {
+  const knownDefenses = (ref, system) => {
     const all = SYSTEMS[system].defenses;
-    const named = attributesOf(charId)
+    const named = attributesOf(fighterCharacter(ref))
       .filter((attr) => /^repeating_psionic-defenses_.+_psionic-defense-name$/i.test(attr.get('name')))
       .map((attr) => normaliseMode(attr.get('current')))
       .filter((mode) => all.includes(mode));
@@ -453,7 +618,8 @@ var Mindscape = Mindscape || (() => {
 
   /**
    * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout.
-   * `job` says what to do with the answer: {kind, requester, involved: [charId], ...}.
+   * `job` says what to do with the answer: {kind, requester, involved: [ref], ...}; it is
+   * kept in state until answered (also late, or after a restart), for an hour at most.
    * Each marker is a whisper of its own, holding nothing but the marker (the bridge
    * relays only a message that is one whole marker), and carries the pairing code.
    */
@@ -461,9 +627,11 @@ var Mindscape = Mindscape || (() => {
     const id = body.id !== undefined ? String(body.id) : job.id;
     const payload = encodeBase64Url(JSON.stringify(body));
     const parts = chunk(payload, store().config.chunk || DEFAULT_CHUNK);
-    const entry = Object.assign({}, job, { id, parts: [], partCount: 0, at: Date.now() });
-    pending.set(id, entry);
-    entry.timer = setTimeout(() => expire(id), (store().config.timeout || 30) * 1000);
+    const now = Date.now();
+    prunePending(now);
+    store().pending[id] = Object.assign({}, job, { id, description: String(description), parts: [], partCount: 0, at: now });
+    prunePending(now);
+    timers.set(id, setTimeout(() => expire(id), (store().config.timeout || 30) * 1000));
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`);
     parts.forEach((piece, i) => {
       whisperGM(`<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${store().pairing} ${id} ${i + 1}/${parts.length} ${piece}</div>`);
@@ -473,11 +641,12 @@ var Mindscape = Mindscape || (() => {
 
   const rpcBody = (id, method, params) => ({ jsonrpc: '2.0', id, method, params });
 
+  // The request stays in state: an answer that still comes is applied (handleResult).
   const expire = (id) => {
-    const entry = pending.get(id);
-    if (!entry) return;
-    pending.delete(id);
-    rememberAnswered(id, 'expired');
+    timers.delete(id);
+    const entry = store().pending[id];
+    if (!entry || entry.late) return;
+    entry.late = true;
     const seconds = store().config.timeout || 30;
     const relay = 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
       + 'with the Mindscape Bridge userscript enabled (its badge must say connected)';
@@ -486,7 +655,10 @@ var Mindscape = Mindscape || (() => {
     const next = CHANGING_KINDS.includes(entry.kind)
       ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
       : ', then repeat the command.';
-    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}`));
+    // A relay that was only slow may still deliver: that answer is applied then.
+    const late = ' Should its answer still arrive (within the hour), it is applied and you are told so'
+      + (entry.kind === 'exchange' ? ': if the badge shows the bridge relayed this request, wait for it rather than repeat the attack.' : '.');
+    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
     }
@@ -557,16 +729,16 @@ var Mindscape = Mindscape || (() => {
 
   // The two sides of an attack or odds question: the selected token attacks the target.
   const sides = (msg, args) => {
-    const attackers = selectedCharacters(msg);
+    const attackers = selectedFighters(msg);
     if (attackers.length !== 1) return { error: 'select exactly one token that represents the attacking character.' };
     const attacker = attackers[0];
-    if (!mayControl(msg.playerid, attacker)) return { error: `you do not control ${chatSafe(characterName(attacker))}.` };
-    const defender = resolveCharacter(args.get('target'));
+    if (!mayControl(msg.playerid, attacker)) return { error: `you do not control ${chatSafe(fighterName(attacker))}.` };
+    const defender = resolveFighter(args.get('target'));
     if (!defender) return { error: '--target must name a token that represents a character (use @{target|token_id}).' };
     if (defender === attacker) return { error: 'a mind cannot attack itself.' };
     const system = systemOf(attacker);
     if (systemOf(defender) !== system) {
-      return { error: `${chatSafe(characterName(attacker))} uses ${system} but ${chatSafe(characterName(defender))} uses ${systemOf(defender)}; configure both alike with !psi config.` };
+      return { error: `${chatSafe(fighterName(attacker))} uses ${system} but ${chatSafe(fighterName(defender))} uses ${systemOf(defender)}; configure both alike with !psi config.` };
     }
     return { attacker, defender, system };
   };
@@ -587,8 +759,8 @@ var Mindscape = Mindscape || (() => {
       requester,
       chooser,
       involved: [exchange.attacker, exchange.defender],
-      title: `${label(exchange.attack.mode)}: ${characterName(exchange.attacker)} vs. ${characterName(exchange.defender)}`,
-    }, `${label(exchange.attack.mode)} by ${characterName(exchange.attacker)} against ${characterName(exchange.defender)}`);
+      title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${fighterName(exchange.defender)}`,
+    }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${fighterName(exchange.defender)}`);
   };
 
   const commandAttack = (msg, args) => {
@@ -608,12 +780,12 @@ var Mindscape = Mindscape || (() => {
     const buttons = knownDefenses(who.defender, who.system)
       .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --mode ${mode})`)
       .concat([`[No defense](!psi defend --req ${xid} --mode none)`]).join(' ');
-    const text = box('defend!', `${chatSafe(characterName(who.attacker))} attacks the mind of `
-      + `<b>${chatSafe(characterName(who.defender))}</b>. Choose a defense:<br>${buttons}`);
+    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of `
+      + `<b>${chatSafe(fighterName(who.defender))}</b>. Choose a defense:<br>${buttons}`);
     const controllers = controllersOf(who.defender).filter((pid) => !playerIsGM(pid));
     if (controllers.length) controllers.forEach((pid) => whisperPlayer(pid, text));
     whisperGM(text);
-    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(characterName(who.defender))} to choose a defense.`);
+    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(fighterName(who.defender))} to choose a defense.`);
   };
 
   const commandDefend = (msg, args) => {
@@ -621,7 +793,7 @@ var Mindscape = Mindscape || (() => {
     const exchange = store().exchanges[xid];
     if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
     if (!mayControl(msg.playerid, exchange.defender)) {
-      return refuse(msg.playerid, `only the controller of ${chatSafe(characterName(exchange.defender))} or the GM may choose this defense.`);
+      return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(exchange.defender))} or the GM may choose this defense.`);
     }
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
@@ -649,8 +821,8 @@ var Mindscape = Mindscape || (() => {
       kind: 'odds',
       requester: msg.playerid,
       involved: [],
-      title: `${label(built.attack.mode)} odds: ${characterName(who.attacker)} vs. ${characterName(who.defender)}`,
-    }, `odds of ${label(built.attack.mode)} by ${characterName(who.attacker)} against ${characterName(who.defender)}`);
+      title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
+    }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };
 
   // ------------------------------------------------------------ !psi config
@@ -664,6 +836,7 @@ var Mindscape = Mindscape || (() => {
       `Default system: <b>${s.config.system}</b>; adapter <b>${s.config.adapter}</b>${campaignAttrs ? `; ${campaignAttrs}` : ''}`,
       `Roll mode: <b>${s.config.rollMode}</b>`,
       `Request timeout: <b>${s.config.timeout} s</b>; chunk: <b>${s.config.chunk}</b> characters`,
+      `Unlinked tokens: HP on bar <b>${s.config.hpBar || 'none'}</b>, PSP on bar <b>${s.config.pspBar || 'none'}</b>`,
     ];
     Object.keys(s.characters).forEach((charId) => {
       const cfg = s.characters[charId];
@@ -694,8 +867,8 @@ var Mindscape = Mindscape || (() => {
     return null;
   };
 
-  const CONFIG_OPTIONS = ['system', 'adapter', 'attr', 'rollmode', 'timeout', 'chunk', 'reset', 'char'];
-  const CAMPAIGN_ONLY = ['rollmode', 'timeout', 'chunk'];
+  const CONFIG_OPTIONS = ['system', 'adapter', 'attr', 'rollmode', 'timeout', 'chunk', 'hpbar', 'pspbar', 'reset', 'char'];
+  const CAMPAIGN_ONLY = ['rollmode', 'timeout', 'chunk', 'hpbar', 'pspbar'];
   const CHARACTER_OPTIONS = ['system', 'adapter', 'attr', 'reset'];
 
   /**
@@ -753,6 +926,13 @@ var Mindscape = Mindscape || (() => {
       if (!Number.isInteger(size) || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
       cfg.chunk = size;
     }
+    for (const [key, field] of [['hpbar', 'hpBar'], ['pspbar', 'pspBar']]) {
+      if (!args.has(key)) continue;
+      const bar = String(args.get(key)).toLowerCase();
+      if (!BAR_SETTINGS.includes(bar)) return refuse(msg.playerid, `--${key} must be one of ${BAR_SETTINGS.join(', ')}.`);
+      cfg[field] = bar;
+    }
+    if (cfg.hpBar !== 'none' && cfg.hpBar === cfg.pspBar) return refuse(msg.playerid, 'HP and PSP cannot share one bar.');
     // Nothing is stored unless every option was valid.
     s.config = cfg;
     return whisperGM(box('settings', describeConfig()));
@@ -800,24 +980,26 @@ var Mindscape = Mindscape || (() => {
     if (!enc) return refuse(msg.playerid, 'there is no current encounter; a GM starts one with !psi encounter create.');
     if (action === 'add') {
       const tokenIds = args.all('token');
-      const chars = (tokenIds.length ? tokenIds.map(resolveCharacter) : selectedCharacters(msg));
-      if (!chars.length || chars.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
+      const found = (tokenIds.length ? tokenIds.map(resolveFighter) : selectedFighters(msg));
+      if (!found.length || found.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
+      // Two linked tokens of one character are one fighter: it joins once.
+      const chars = Array.from(new Set(found));
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
-      const body = chars.map((charId, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(charId) }));
+      const body = chars.map((ref, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(ref) }));
       return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]) },
-        `add ${chars.map(characterName).join(', ')} to the encounter`);
+        `add ${chars.map(fighterName).join(', ')} to the encounter`);
     }
     if (action === 'declare') {
-      const mine = selectedCharacters(msg).filter((c) => enc.combatants[c]);
+      const mine = selectedFighters(msg).filter((c) => enc.combatants[c]);
       if (mine.length !== 1) return refuse(msg.playerid, 'select exactly one token of a combatant in the current encounter.');
       const charId = mine[0];
-      if (!mayControl(msg.playerid, charId)) return refuse(msg.playerid, `you do not control ${chatSafe(characterName(charId))}.`);
+      if (!mayControl(msg.playerid, charId)) return refuse(msg.playerid, `you do not control ${chatSafe(fighterName(charId))}.`);
       const choice = {};
       if (args.has('attack')) {
         const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);
         if (built.error) return refuse(msg.playerid, built.error);
-        const target = resolveCharacter(args.get('target'));
+        const target = resolveFighter(args.get('target'));
         if (!target || !enc.combatants[target]) return refuse(msg.playerid, '--target must be a token of a combatant in the current encounter.');
         choice.attack = Object.assign(built.attack, { target: enc.combatants[target] });
       }
@@ -829,7 +1011,7 @@ var Mindscape = Mindscape || (() => {
       if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
       if (args.has('close')) choice.close = true;
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
-        { kind: 'encounter.declare', involved: [charId] }, `${characterName(charId)} declares a choice (hidden)`);
+        { kind: 'encounter.declare', involved: [charId] }, `${fighterName(charId)} declares a choice (hidden)`);
     }
     if (action === 'resolve') {
       const params = withRevision(enc, { id: enc.id });
@@ -856,7 +1038,8 @@ var Mindscape = Mindscape || (() => {
     const s = store();
     const fresh = args.has('new');
     if (fresh) s.pairing = newPairingCode();
-    const waiting = fresh && pending.size ? ` The ${pending.size} request(s) still waiting carry the old code and will not be relayed.` : '';
+    const count = Object.keys(s.pending).length;
+    const waiting = fresh && count ? ` The ${count} request(s) still waiting carry the old code and will not be relayed.` : '';
     return whisperGM(box('pairing', `${fresh ? 'New pairing code' : 'Pairing code'}: <code>${s.pairing}</code><br>`
       + 'Click the Mindscape badge (bottom left, in the GM\'s tab with the bridge userscript), paste it under "Pairing code" and press "Save and test". '
       + `The bridge relays only requests that carry this code. <code>!psi pair --new</code> makes a new one.${waiting}`));
@@ -871,7 +1054,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
-    '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>; per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
+    '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi encounter create|add|declare|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
@@ -925,7 +1108,7 @@ var Mindscape = Mindscape || (() => {
     for (const [i, update] of updates.entries()) {
       if (!isObject(update) || typeof update.character_id !== 'string') return `updates/${i} lacks a character_id`;
       if (!involved.includes(update.character_id)) return `updates/${i} names character ${update.character_id}, which this request did not involve`;
-      if (!getObj('character', update.character_id)) return `updates/${i} names a character that no longer exists`;
+      if (!fighterCharacter(update.character_id)) return `updates/${i} names a character or token that no longer exists`;
       if (!isObject(update.attributes)) return `updates/${i}/attributes is not an object`;
       for (const name of Object.keys(update.attributes)) {
         const value = update.attributes[name];
@@ -940,20 +1123,49 @@ var Mindscape = Mindscape || (() => {
     return null;
   };
 
-  /** Writes attribute updates with setWithWorker (so sheet workers run), creating missing ones. */
+  // Writes one attribute with setWithWorker (so sheet workers run), creating it if missing.
+  const writeAttribute = (charId, name, patch) => {
+    let attr = findAttribute(charId, name);
+    if (!attr) attr = createObj('attribute', { _characterid: charId, name, current: '', max: '' });
+    attr.setWithWorker(patch);
+  };
+
+  // An unlinked token's update: HP and PSP onto its bars (where a bar is set, else onto
+  // its character's attributes, as `none` means), everything else it changes (psi_*
+  // state, mapped fields) into store().tokens, so that its copies do not share it.
+  const applyTokenUpdate = (token, charId, attributes) => {
+    const bindings = barBindings(charId);
+    const bars = {};
+    const own = Object.assign({}, store().tokens[token.id] || {});
+    Object.keys(attributes).forEach((name) => {
+      const value = attributes[name];
+      const toSheet = {};
+      ['current', 'max'].filter((part) => part in value).forEach((part) => {
+        const binding = bindings.find((b) => sameName(b.attr, name) && b.part === part);
+        if (binding) {
+          const bar = barOf(binding.field);
+          if (bar) bars[`bar${bar}_${binding.bar}`] = value[part];
+          else toSheet[part] = value[part];
+          return;
+        }
+        const key = name.toLowerCase();
+        own[key] = Object.assign({ name, current: '', max: '' }, own[key] || {}, { [part]: value[part] });
+      });
+      if (Object.keys(toSheet).length) writeAttribute(charId, name, toSheet);
+    });
+    if (Object.keys(bars).length) token.set(bars);
+    if (Object.keys(own).length) store().tokens[token.id] = own;
+  };
+
+  /** Writes the updates: a character's attributes, or an unlinked token's bars and values. */
   const applyUpdates = (updates) => {
     const written = [];
     updates.forEach((update) => {
-      Object.keys(update.attributes).forEach((name) => {
-        const value = update.attributes[name];
-        let attr = findAttribute(update.character_id, name);
-        if (!attr) attr = createObj('attribute', { _characterid: update.character_id, name, current: '', max: '' });
-        const patch = {};
-        if ('current' in value) patch.current = value.current;
-        if ('max' in value) patch.max = value.max;
-        attr.setWithWorker(patch);
-        written.push(`${characterName(update.character_id)}: ${name}`);
-      });
+      const ref = update.character_id;
+      const token = ownToken(ref);
+      if (token) applyTokenUpdate(token, fighterCharacter(ref), update.attributes);
+      else Object.keys(update.attributes).forEach((name) => writeAttribute(ref, name, update.attributes[name]));
+      Object.keys(update.attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
     });
     return written;
   };
@@ -1028,14 +1240,20 @@ var Mindscape = Mindscape || (() => {
       tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
     },
     'encounter.create': (job, result) => {
+      // A late answer must not replace an encounter the GM has gone on with meanwhile.
+      const current = store().encounter;
+      if (job.late && current && current.id !== String(result.id)) {
+        return whisperGM(box('encounter', `The companion created encounter <b>${chatSafe(result.id)}</b> after all; `
+          + `<b>${chatSafe(current.id)}</b> stays the current one here.`));
+      }
       store().encounter = { id: String(result.id), system: job.system, name: job.name, revision: result.revision, combatants: {} };
-      whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
+      return whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
     },
     'encounter.declare': (job, result) => {
       if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
-      if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(characterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
+      if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(fighterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
     },
     // A step holds its exchanges under `results` and its own summary (a round, a
     // segment): one card per exchange, or one for the step when nothing was exchanged.
@@ -1051,10 +1269,10 @@ var Mindscape = Mindscape || (() => {
       const enc = store().encounter;
       if (enc && (result.id === undefined || String(result.id) === enc.id)) refreshEncounter(enc, result);
       const names = {};
-      if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = characterName(c); });
+      if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = fighterName(c); });
       const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
       const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
-      const joined = enc ? Object.keys(enc.combatants).map(characterName) : [];
+      const joined = enc ? Object.keys(enc.combatants).map(fighterName) : [];
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}`);
     },
@@ -1073,7 +1291,8 @@ var Mindscape = Mindscape || (() => {
 
   // Takes the companion's word for the revision and for who is in the encounter: after a
   // lost or late answer this script's view may lag behind. The Roll20 adapters use the
-  // character id as the combatant id, so a combatant named after a character is it.
+  // id they are sent as the combatant id, so a combatant named after a character, or
+  // after an unlinked token, is that fighter.
   const refreshEncounter = (enc, view) => {
     if (Number.isInteger(view.revision)) enc.revision = view.revision;
     const ids = viewCombatantIds(view);
@@ -1083,7 +1302,7 @@ var Mindscape = Mindscape || (() => {
       if (ids.includes(enc.combatants[charId])) fresh[charId] = enc.combatants[charId];
     });
     const known = Object.values(fresh);
-    ids.forEach((cid) => { if (!known.includes(cid) && getObj('character', cid)) fresh[cid] = cid; });
+    ids.forEach((cid) => { if (!known.includes(cid) && fighterCharacter(cid)) fresh[cid] = cid; });
     enc.combatants = fresh;
   };
 
@@ -1101,7 +1320,7 @@ var Mindscape = Mindscape || (() => {
     let uncertain = false;
     job.batch.forEach(([rid, charId]) => {
       const response = responses.find((r) => r.id === rid);
-      const name = chatSafe(characterName(charId));
+      const name = chatSafe(fighterName(charId));
       if (response.error && alreadyJoined(response.error)) {
         // A replayed or repeated add (after a lost answer): the combatant is in already.
         if (enc) enc.combatants[charId] = charId;
@@ -1155,8 +1374,9 @@ var Mindscape = Mindscape || (() => {
     whisperGM(box('answer refused', `The answer to request <b>${chatSafe(id)}</b> was refused and nothing changed: ${chatSafe(why)}.`));
   };
 
-  // Accepts one `!psi-result` line: only from a GM, only for a pending request, and
-  // only when the whole answer is well-formed; otherwise nothing changes.
+  // Accepts one `!psi-result` line: only from a GM, only for a request this script made
+  // and has not applied yet (also one that timed out, or was made before a restart: a
+  // late answer), and only when the whole answer is well-formed; otherwise nothing changes.
   const handleResult = (msg) => {
     const words = String(msg.content).trim().split(/\s+/);
     const id = words[1] || '';
@@ -1167,8 +1387,12 @@ var Mindscape = Mindscape || (() => {
     if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');
     const done = answeredEntry(id);
     if (done) return refuseAnswer(id, done.how === 'expired' ? 'it came after the request had timed out' : 'that request was already answered');
-    const job = pending.get(id);
+    const job = store().pending[id];
     if (!job) return refuseAnswer(id, 'no request with that id is waiting');
+    if (!(Date.now() - job.at < PENDING_LIFETIME_MS)) {
+      forgetRequest(id);
+      return refuseAnswer(id, 'the request is more than an hour old');
+    }
     let code;
     if (words.length === 3) {
       code = words[2];
@@ -1194,9 +1418,9 @@ var Mindscape = Mindscape || (() => {
     const outcome = checkAnswer(job, answer);
     if (outcome.problem) { resetParts(); return refuseAnswer(id, outcome.problem); }
     // From here on the answer is accepted: it can no longer be replayed.
-    pending.delete(id);
-    clearTimeout(job.timer);
+    forgetRequest(id);
     rememberAnswered(id, 'answered');
+    if (job.late) whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
     if (job.batch) return handleBatch(job, answer);
     if (answer.error) return reportError(job, answer.error);
     const written = applyUpdates(outcome.updates);
@@ -1292,7 +1516,7 @@ var Mindscape = Mindscape || (() => {
     encodeBase64Url,
     decodeBase64Url,
     migrate,
-    pendingIds: () => Array.from(pending.keys()),
+    pendingIds: () => Object.keys(store().pending),
   };
 })();
 

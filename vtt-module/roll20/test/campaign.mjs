@@ -44,10 +44,18 @@ export function campaign({ start = true, before, pairing } = {}) {
     ['repeating_psionic-defenses_-Md2_psionic-defense-name', 'Mental Barrier'],
     ['repeating_psionic-defenses_-Md3_psionic-defense-name', 'Mind Blank'],
   ]);
-  const tokenOf = (character) => sb.add('graphic', {
+  const tokenOf = (character, props = {}) => sb.add('graphic', {
     _subtype: 'token', _pageid: '-Page', represents: character.id, name: character.get('name'),
+    bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '', bar1_max: '', bar2_value: '', bar2_max: '', bar3_value: '', bar3_max: '',
+    controlledby: '', ...props,
   });
-  const tokens = { ulcen: tokenOf(ulcen), fenka: tokenOf(fenka), ogre: tokenOf(ogre) };
+  // The player characters' tokens have bar 1 linked to HP (as a PC's token usually is);
+  // the ogre's is not linked: it fights as itself.
+  const linkedHp = (character) => {
+    const hp = sb.attribute(character.id, 'HP');
+    return { bar1_link: hp.id, bar1_value: hp.get('current'), bar1_max: hp.get('max') };
+  };
+  const tokens = { ulcen: tokenOf(ulcen, linkedHp(ulcen)), fenka: tokenOf(fenka, linkedHp(fenka)), ogre: tokenOf(ogre) };
   if (before) before(sb);
   sb.load(SCRIPT);
   if (start) sb.fire('ready');

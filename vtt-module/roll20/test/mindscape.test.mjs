@@ -290,7 +290,7 @@ test('an answer in numbered parts is applied once the last part arrives', () => 
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 
-test('a request nobody answers times out with a message telling the GM to start the relay', () => {
+test('a request nobody answers times out with a message telling the GM to start the relay; its late answer is still applied', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);
   ctx.sb.advance(29000);
@@ -298,9 +298,16 @@ test('a request nobody answers times out with a message telling the GM to start 
   ctx.sb.advance(1000);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s\. Start the relay/);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /did not answer in time/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Should its answer still arrive \(within the hour\), it is applied/);
+  // The companion did the step: its answer, though late, is applied once and the GM told.
   answer(ctx, req.id, exchangeResult(ctx, req.id));
-  assert.equal(ctx.sb.workerWrites.length, 0);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /timed out/);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`A late answer for request <b>${req.id}</b> \\(Ego Whip by Ulcen of Tyr against Fenka\\) was applied`).test(w)));
+  const writes = ctx.sb.workerWrites.length;
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(ctx.sb.workerWrites.length, writes);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /already answered/);
 });
 
 test('a JSON-RPC error answer is reported and writes nothing', () => {
@@ -469,6 +476,7 @@ test('unknown verbs are answered with a pointer to the help', () => {
 // ------------------------------------------------------------ audit fixes
 
 const PAIRED = 'TestPairingCode0123456789';
+const ADAPTER = 'roll20.adnd2e-revised';
 
 // Creates an encounter "enc-1" and adds Ulcen and Fenka (combatant ids = character ids,
 // as the Roll20 adapters make them); returns the context.
@@ -499,7 +507,7 @@ test('a new campaign gets a random pairing code that only a GM sees with !psi pa
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`New pairing code: <code>${renewed}</code>`));
 });
 
-test('checkInstall migrates a schema-3 state to schema 4 with a pairing code and keeps the rest', () => {
+test('checkInstall migrates a schema-3 state to the current schema with a pairing code and keeps the rest', () => {
   const before = (s) => {
     s.state.Mindscape = {
       version: 3, config: { system: 'power-pool', rollMode: 'gm', timeout: 45, chunk: 800, adapter: 'roll20.generic', attributes: {} },
@@ -508,7 +516,7 @@ test('checkInstall migrates a schema-3 state to schema 4 with a pairing code and
   };
   const { sb } = campaign({ before });
   const stored = plain(sb.state.Mindscape);
-  assert.equal(stored.version, 4);
+  assert.equal(stored.version, sb.context.Mindscape.SCHEMA_VERSION);
   assert.match(stored.pairing, /^[A-Za-z0-9]{24}$/);
   assert.equal(stored.config.timeout, 45);
   assert.equal(stored.encounter.revision, 3);
@@ -664,4 +672,257 @@ test('inline rolls in options count as their totals (--mult [[1d4]], as TokenMod
     inlinerolls: [{ expression: '1d4', results: { total: 3, type: 'V' } }],
   });
   assert.deepEqual(lastRequest(ctx.sb).body.params.attack, { mode: 'ego-whip', multiplier: 3, range: 'short' });
+});
+
+// ------------------------------------------------- unlinked tokens (three goblins)
+
+// A Goblin character and three tokens of it whose bars are not linked to its sheet, as
+// a GM drops copies of one NPC on the map; the second one is wounded (bar 1 = 3 / 7).
+const goblins = (options = {}) => {
+  const ctx = campaign(options);
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  [['PSP', '20', '20'], ['MThAC0', '19'], ['selfMAC', '10'], ['Intelligence', '10'], ['Wisdom', '9'],
+    ['level-class1', '1'], ['HP', '7', '7'], ['psi_mind', '{"state":"closed"}']]
+    .forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: goblin.id, name, current, max }));
+  const token = (name, hp, props = {}) => ctx.sb.add('graphic', {
+    _subtype: 'token', _pageid: '-Page', represents: goblin.id, name, controlledby: '',
+    bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: hp, bar1_max: '7', bar2_value: '', bar2_max: '', bar3_value: '', bar3_max: '', ...props,
+  });
+  const gob = [token('Goblin 1', '7'), token('Goblin 2', '3'), token('Goblin 3', '7')];
+  return Object.assign(ctx, { goblin, gob });
+};
+
+const attribOf = (combatant, name) => combatant.data.attribs.find((a) => a.name.toLowerCase() === name.toLowerCase());
+
+test('an unlinked token fights as itself: its id is the combatant id and its HP comes from its bar (ROLL20.md: unlinked tokens)', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const { attacker, defender } = req.body.params;
+  assert.equal(attacker.data.id, ctx.gob[0].id);
+  assert.equal(defender.data.id, ctx.gob[1].id);
+  // The companion's id rule: 1-64 letters, digits, '-' or '_' (adapters/roll20.py).
+  for (const c of [attacker, defender]) assert.match(c.data.id, /^[A-Za-z0-9_-]{1,64}$/);
+  assert.equal(defender.data.name, 'Goblin 2');
+  assert.deepEqual(plain(attribOf(defender, 'HP')), { name: 'HP', current: '3', max: '7' });
+  assert.deepEqual(plain(attribOf(attacker, 'HP')), { name: 'HP', current: '7', max: '7' });
+  // Everything else is the character's sheet (PSP has no bar by default).
+  assert.equal(attribOf(defender, 'PSP').current, '20');
+  assert.equal(attribOf(defender, 'MThAC0').current, '19');
+  assert.match(req.body.params.attacker.adapter, /^roll20\./);
+});
+
+test('an unlinked token\'s write-back goes to its own bar and state, never to the copies sharing its character', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [
+    { character_id: ctx.gob[0].id, attributes: { PSP: { current: 8 } } },
+    { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } },
+  ]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.equal(ctx.gob[1].get('bar1_max'), '7');
+  assert.equal(ctx.gob[2].get('bar1_value'), '7');
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  // The mind state is Goblin 2's alone: kept for its token, not written to the sheet.
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'psi_mind'), '{"state":"closed"}');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id]), { psi_mind: { name: 'psi_mind', current: '{"state":"open"}', max: '' } });
+  // PSP has no bar (--pspbar none, the default): it falls back to the character's sheet.
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'PSP'), 8);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Ego Whip: Goblin 1 vs\. Goblin 2\}\}/);
+  // The next exchange reads what Goblin 2 keeps and its bar; Goblin 3 still has its own.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[2].id], content: `!psi odds --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  const { attacker, defender } = lastRequest(ctx.sb).body.params;
+  assert.equal(attribOf(defender, 'HP').current, 1);
+  assert.equal(attribOf(defender, 'psi_mind').current, '{"state":"open"}');
+  assert.equal(attribOf(attacker, 'psi_mind').current, '{"state":"closed"}');
+});
+
+test('goblin may attack goblin; a token still cannot attack itself, nor two linked tokens of one character each other', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[0].id} --mode ego-whip --defense none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /a mind cannot attack itself/);
+  const second = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: ctx.ulcen.id, name: 'Ulcen (mirror)', bar1_link: ctx.tokens.ulcen.get('bar1_link') });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${second.id} --mode ego-whip --defense none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /a mind cannot attack itself/);
+  assert.equal(requests(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[2].id], content: `!psi attack --target ${ctx.gob[0].id} --mode ego-whip --defense none` });
+  assert.equal(requests(ctx.sb).length, 1);
+});
+
+test('a linked token keeps writing its character\'s attributes, whatever the bar settings', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  // bar 1 (HP) is linked, bar 2 is not: one linked bar of those in use makes it the character.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.gob[0].id} --mode ego-whip --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.attacker.data.id, ctx.ulcen.id);
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 31 } } }]));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 31);
+  assert.equal(ctx.tokens.ulcen.get('bar2_value'), '');
+});
+
+test('--pspbar puts an unlinked token\'s PSP on that bar, read and written (the character\'s PSP untouched)', () => {
+  const ctx = goblins();
+  ctx.gob[0].set({ bar2_value: '12', bar2_max: '20' });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  assert.equal(ctx.sb.state.Mindscape.config.pspBar, '2');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Unlinked tokens: HP on bar <b>1<\/b>, PSP on bar <b>2<\/b>/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(plain(attribOf(req.body.params.attacker, 'PSP')), { name: 'PSP', current: '12', max: '20' });
+  // An empty bar falls back to the sheet: Goblin 2's bar 2 holds nothing.
+  assert.equal(attribOf(req.body.params.defender, 'PSP').current, '20');
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.gob[0].id, attributes: { PSP: { current: 4, max: 20 } } }]));
+  assert.equal(ctx.gob[0].get('bar2_value'), 4);
+  assert.equal(ctx.gob[0].get('bar2_max'), 20);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'PSP'), '20');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+});
+
+test('--hpbar and --pspbar are checked campaign settings', () => {
+  const ctx = goblins();
+  assert.equal(ctx.sb.state.Mindscape.config.hpBar, '1');
+  assert.equal(ctx.sb.state.Mindscape.config.pspBar, 'none');
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 4' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--hpbar must be one of 1, 2, 3, none/);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 1' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /HP and PSP cannot share one bar/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: '!psi config --hpbar 3' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--hpbar is a campaign setting/);
+  assert.equal(ctx.sb.state.Mindscape.config.hpBar, '1');
+  assert.equal(ctx.sb.state.Mindscape.config.pspBar, 'none');
+  // With HP on no bar, an unlinked token's HP is its character's again (read and written).
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.defender.data.id, ctx.gob[1].id);
+  assert.equal(attribOf(req.body.params.defender, 'HP').current, '7');
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 5 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 5);
+  assert.equal(ctx.gob[1].get('bar1_value'), '3');
+});
+
+test('the controllers of an unlinked token (its own and its character\'s) get the defense buttons and private cards', () => {
+  const ctx = goblins();
+  ctx.gob[1].set({ controlledby: BOB });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip` });
+  const toBob = whispersTo(ctx.sb, 'Bob');
+  assert.match(toBob.at(-1), /attacks the mind of <b>Goblin 2<\/b>/);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(toBob.at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.defender.data.controlledby, BOB);
+  answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 0 } } }]));
+  assert.ok(whispersTo(ctx.sb, 'Bob').some((w) => /template:default/.test(w)));
+  assert.equal(ctx.gob[1].get('bar1_value'), 0);
+  // Bob controls Goblin 2's token only, not the other copies.
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.tokens.ulcen.id} --mode ego-whip` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /you do not control Goblin 1/);
+});
+
+test('two goblins of one character join an encounter as two combatants and can target each other', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id, ctx.gob[1].id, ctx.tokens.ulcen.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  const ids = add.body.map((b) => b.params.combatant.data.id);
+  assert.deepEqual(ids, [ctx.gob[0].id, ctx.gob[1].id, ctx.ulcen.id]);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Goblin 1 joined\.<br>Goblin 2 joined\.<br>Ulcen of Tyr joined\./);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi encounter declare --attack ego-whip --target ${ctx.gob[1].id}` });
+  const declare = lastRequest(ctx.sb);
+  assert.equal(declare.body.params.combatant_id, ctx.gob[0].id);
+  assert.equal(declare.body.params.choice.attack.target, ctx.gob[1].id);
+  // A resync recognises a token's combatant id as that token.
+  ctx.sb.state.Mindscape.encounter.combatants = {};
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, combatants: ids.map((id) => ({ id })), waiting_for: [ctx.gob[1].id] } });
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.encounter.combatants)).sort(), ids.slice().sort());
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still to choose: Goblin 2/);
+});
+
+// --------------------------------------------------------- late answers
+
+test('requests in flight survive a sandbox restart: the GM is told, and a late answer is applied', () => {
+  const first = campaign();
+  const req = attackAndDefend(first);
+  // A restart: a new sandbox over the same campaign (same object ids) and the same state.
+  const saved = plain(first.sb.state.Mindscape);
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  assert.equal(ctx.ulcen.id, first.ulcen.id);
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w));
+  assert.match(told, new RegExp(`<b>${req.id}</b>: Ego Whip by Ulcen of Tyr against Fenka`));
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`A late answer for request <b>${req.id}</b>.*was applied`).test(w)));
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  // A player still cannot answer, late or not.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const odds = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 1 } } }, ALICE);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Alice is not a GM/);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [odds.id]);
+});
+
+test('the requests kept for late answers are bounded: the last 50, none older than an hour', () => {
+  const ctx = campaign();
+  const ask = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+    return lastRequest(ctx.sb).id;
+  };
+  const first = ask();
+  const old = ctx.sb.state.Mindscape.pending[first];
+  old.at -= 61 * 60 * 1000;
+  const ids = Array.from({ length: 55 }, ask);
+  const kept = plain(ctx.sb.context.Mindscape.pendingIds());
+  assert.equal(kept.length, 50);
+  assert.ok(!kept.includes(first));
+  assert.deepEqual(kept.sort(), ids.slice(5).sort());
+  answer(ctx, first, { jsonrpc: '2.0', id: first, result: { outcomes: { hit: 1 } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no request with that id is waiting/);
+  // An hour-old request still in state when its answer comes is refused too.
+  ctx.sb.state.Mindscape.pending[ids[54]].at -= 61 * 60 * 1000;
+  answer(ctx, ids[54], { jsonrpc: '2.0', id: ids[54], result: { outcomes: { hit: 1 } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /more than an hour old/);
+});
+
+test('a late encounter.create does not replace the encounter the GM went on with', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name First' });
+  const slow = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Second' });
+  const second = lastRequest(ctx.sb);
+  answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, result: { id: 'enc-2', revision: 0 } });
+  answer(ctx, slow.id, { jsonrpc: '2.0', id: slow.id, result: { id: 'enc-1', revision: 0 } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, 'enc-2');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /created encounter <b>enc-1<\/b> after all; <b>enc-2<\/b> stays the current one/);
+});
+
+test('checkInstall migrates a schema-4 state to schema 5: bars, pending requests and token values, the rest kept', () => {
+  const before = (s) => {
+    s.state.Mindscape = {
+      version: 4, config: { system: 'revised-2e', rollMode: 'gm', timeout: 45, chunk: 800, adapter: ADAPTER, attributes: {} },
+      characters: {}, exchanges: {}, encounter: null, answered: [{ id: 'OldRequest01', how: 'expired' }], pairing: PAIRED,
+    };
+  };
+  const { sb } = campaign({ before });
+  const stored = plain(sb.state.Mindscape);
+  assert.equal(stored.version, 5);
+  assert.equal(stored.config.hpBar, '1');
+  assert.equal(stored.config.pspBar, 'none');
+  assert.equal(stored.config.timeout, 45);
+  assert.equal(stored.pairing, PAIRED);
+  assert.deepEqual([stored.pending, stored.tokens], [{}, {}]);
+  // An answer refused as timed out under schema 4 stays refused.
+  sb.chat({ playerid: GM, content: `!psi-result OldRequest01 ${encode({ jsonrpc: '2.0', id: 'OldRequest01', result: {} })}` });
+  assert.match(whispersTo(sb, 'gm').at(-1), /timed out/);
 });

@@ -32,6 +32,13 @@ class Validates(Protocol):
     def iter_errors(self, instance: Any, /) -> Iterator[jsonschema.ValidationError]: ...
 
 
+def is_down(combatant: Mapping[str, Any]) -> bool:
+    """Whether a combatant has hit points and is at 0 or fewer: slain, or dying under
+    AD&D's optional rule; either way it acts no more (every system with ``hp``)."""
+    hp = combatant.get("hp")
+    return hp is not None and hp <= 0
+
+
 def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[Problem]:
     """Every schema error in ``data`` as a ``Problem`` with a JSON Pointer path."""
     problems = []

@@ -208,10 +208,3 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_copy(v) for v in value]
     return value
-
-
-def is_down(c: Mapping[str, Any]) -> bool:
-    """Whether ``c`` has hit points and is at 0 or fewer: slain, or dying under the
-    optional rule (AD&D); either way it attacks and chooses no more."""
-    hp = c.get("hp")
-    return hp is not None and hp <= 0

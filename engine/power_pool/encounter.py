@@ -39,9 +39,9 @@ from ..errors import (
 from ..options import resolve_options
 from ..results import Event, copy_json, thaw
 from ..schemacheck import QuickValidator
-from ..system import JSON, schema_problems
+from ..system import JSON, is_down, schema_problems
 from . import control
-from .combatant import is_down, slug
+from .combatant import slug
 from .exchange import HOUSE_RULES, SYSTEM_ID
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from ..dice import MAX_DICE_PER_POOL, DiceSource
 from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
 from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
-from ..system import JSON
+from ..system import JSON, is_down
 from . import control
-from .combatant import is_down, link_key
+from .combatant import link_key
 
 SYSTEM_ID = "power-pool"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.errors import InvalidCombatant, Problem
 from engine.schemacheck import QuickValidator
-from engine.system import schema_problems
+from engine.system import is_down, schema_problems
 
 from ..results import FrozenDict, FrozenList
 from . import house
@@ -235,13 +235,6 @@ class Normaliser:
 
 #: how ``stopping_conditions`` names a combatant at 0 hit points or fewer
 DOWN = "down (0 hit points or fewer)"
-
-
-def is_down(c: Mapping[str, Any]) -> bool:
-    """Whether ``c`` has hit points and is at 0 or fewer: slain, or dying under the
-    optional rule (AD&D 2e PHB); either way it acts no more."""
-    hp = c.get("hp")
-    return hp is not None and hp <= 0
 
 
 def stopping_conditions(c: Mapping[str, Any], stun_stops: bool = True) -> list[str]:

@@ -14,9 +14,10 @@ from typing import Any
 from engine.dice import DiceSource
 from engine.errors import InvalidInput, RulesViolation
 from engine.results import Event
+from engine.system import is_down
 
 from . import house
-from .combatants import PSIONIC_KINDS, can_act, is_down, stopping_conditions
+from .combatants import PSIONIC_KINDS, can_act, stopping_conditions
 from .rules import add_condition, editable, open_mind
 from .tables import Tables
 

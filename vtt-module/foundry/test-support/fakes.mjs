@@ -57,7 +57,11 @@ export class FakeUser {
   constructor({ id, name, isGM = false, active = true }) {
     Object.assign(this, { id, name, isGM, active, character: null });
     this.targets = new Set();
+    this.flags = {};
   }
+  getFlag(scope, key) { return getPath(this.flags[scope] ?? {}, key); }
+  /** Shared by every client's view of this user, as a user document's flags are. */
+  async setFlag(scope, key, value) { (this.flags[scope] ??= {})[key] = value; return this; }
 }
 
 export class FakeActor {
@@ -79,7 +83,11 @@ export class FakeActor {
     this.system = data.system; this.flags = data.flags; this.name = data.name;
     return this;
   }
-  getActiveTokens() { return this.world?.tokensOf(this) ?? []; }
+  /** As Foundry's: every token of this actor on the scene (linked or not), unless `linked`. */
+  getActiveTokens(linked = false) {
+    if (this.isToken) return [this.token];
+    return (this.world?.tokensOf(this) ?? []).filter((t) => !linked || t.actorLink);
+  }
 }
 
 export class FakeTokenDocument {
@@ -109,7 +117,7 @@ export class FakeWorld {
     this.tokens.push(t);
     return t;
   }
-  tokensOf(actor) { return this.tokens.filter((t) => t.baseActor === actor && t.actorLink); }
+  tokensOf(actor) { return this.tokens.filter((t) => t.baseActor === actor); }
   fromUuid = async (uuid) => this.docs.get(uuid) ?? null;
 }
 

@@ -27,7 +27,11 @@ class Actor {
   toObject() { return structuredClone(this.data); }
   testUserPermission(user) { return Boolean(user.isGM); }
   getFlag(scope, key) { return byPath(this.data.flags?.[scope] ?? {}, key); }
-  getActiveTokens() { return window.harness.tokens.filter((t) => t.document.baseActor === this && t.document.actorLink).map((t) => t.document); }
+  // As Foundry's: every token of this actor on the scene (linked or not), unless `linked`.
+  getActiveTokens(linked = false) {
+    if (this.isToken) return [this.token];
+    return window.harness.tokens.map((t) => t.document).filter((d) => d.baseActor === this && (!linked || d.actorLink));
+  }
   async update(changes) {
     this.updates.push(structuredClone(changes));
     applyDotted(this.data, changes);

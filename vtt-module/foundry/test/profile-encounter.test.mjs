@@ -44,6 +44,21 @@ test("a player's profile is validated by the daemon's adapter before the GM save
   assert.deepEqual(t.actors.ulcen.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
 });
 
+test("the profile editor opened on a world actor edits that actor, not one of its unlinked tokens", async () => {
+  const t = makeTable({ dialogs: { gm: { profileDialog: { psp: "18" } } } });
+  const tokenActor = t.tokens.goblinToken.actor;
+  const before = structuredClone(tokenActor.flags);
+  const saved = await t.clients.gm.svc.configureActor(t.actors.goblin.uuid);
+  assert.deepEqual(saved.profile, { psp: 18 });
+  assert.deepEqual(t.actors.goblin.flags.mindscape["revised-2e"], { psp: 18 });
+  assert.deepEqual(tokenActor.flags, before);
+  assert.equal(tokenActor.updates.length, 0);
+  // The token's own sheet still edits that one copy.
+  const one = await t.clients.gm.svc.configureActor(tokenActor.uuid);
+  assert.deepEqual(one.profile, { psp: 18 });
+  assert.equal(tokenActor.updates.length, 2);
+});
+
 test("a profile the adapter rejects is not saved and the problem is shown", async () => {
   const t = makeTable({
     methods: defaultMethods({ "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor/flags/mindscape/revised-2e/psp", message: "-1 is less than the minimum of 0" }] } }; } }),
@@ -180,4 +195,15 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   await panel.options.actions.log.call(panel);
   assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"]]);
   assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolve: Ann hits." }]);
+});
+
+test("a GM's client records whether its browser is paired, on start and when pairing changes", async () => {
+  const t = makeTable({ dialogs: { gm: { pairingDialog: { url: "http://127.0.0.1:39393", token: "" } } } });
+  await t.clients.gm.svc.announcePairing();
+  assert.equal(t.gm.getFlag("mindscape", "paired"), true);
+  await t.clients.p1.svc.announcePairing();
+  assert.equal(t.p1.getFlag("mindscape", "paired"), undefined);
+  // Unpairing (an empty token) clears the flag for every client.
+  await t.clients.gm.svc.openPairing();
+  assert.equal(t.clients.p1.game.users.get("gm0000").getFlag("mindscape", "paired"), false);
 });

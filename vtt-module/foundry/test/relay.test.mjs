@@ -145,3 +145,44 @@ test("the relay waits at least as long as the longest attack flow (defense timeo
   assert.equal(tbl.clients.p1.svc.relay.timeoutMs, relayTimeoutMs(300));
   assert.ok(tbl.clients.p1.svc.relay.timeoutMs > 300000 + DEFENSE_GRACE_MS);
 });
+
+function twoGMs() {
+  const server = new FakeServer({});
+  const world = new FakeWorld();
+  const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
+  const assistant = new FakeUser({ id: "gm0001", name: "Assistant", isGM: true });
+  const p1 = new FakeUser({ id: "pl0001", name: "Ann" });
+  const users = makeUsers([gm, assistant, p1]);
+  const make = (user) => {
+    const c = makeClient({ server, world, users, user, worldSettings: new Map() });
+    c.relay = new Relay({ game: c.game, CONFIG: c.CONFIG, timeoutMs: 200, handlers: {
+      whoAnswers: { runsOn: "gm", fn: async () => c.game.user.id },
+    } });
+    c.relay.register();
+    return c;
+  };
+  return { users: { gm, assistant }, gm: make(gm), assistant: make(assistant), p1: make(p1) };
+}
+
+test("requests go to a connected GM whose browser is paired when Foundry's active GM is not", async () => {
+  const t = twoGMs();
+  await t.users.assistant.setFlag("mindscape", "paired", true);
+  assert.equal(t.p1.relay.activeGM.id, "gm0001");
+  assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0001");
+  // Every client names the same GM: the unpaired GM's own requests go there too.
+  assert.equal(t.gm.relay.isActiveGM, false);
+  assert.equal(t.assistant.relay.isActiveGM, true);
+  assert.equal(await t.gm.relay.toGM("whoAnswers", {}), "gm0001");
+});
+
+test("a paired GM who is not connected is passed over; with no paired GM Foundry's active GM answers", async () => {
+  const t = twoGMs();
+  assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
+  await t.users.assistant.setFlag("mindscape", "paired", true);
+  Object.getPrototypeOf(t.p1.game.users.get("gm0001")).active = false;
+  assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
+  // Both paired: Foundry's active GM keeps the role.
+  Object.getPrototypeOf(t.p1.game.users.get("gm0001")).active = true;
+  await t.users.gm.setFlag("mindscape", "paired", true);
+  assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
+});

@@ -60,6 +60,8 @@ export const boot = {
     svc.openEncounter = openEncounter;
     const module = game.modules.get(MODULE_ID);
     if (module) module.api = makeApi(svc, { openEncounter });
+    // Each GM's client says whether it is paired, so requests reach a GM who can answer.
+    svc.announcePairing().catch((error) => console.warn("mindscape | could not record this GM's pairing", error));
     if (svc.relay.isActiveGM && !setting(game, "daemonToken")) {
       globalThis.ui?.notifications?.info(game.i18n.localize("MINDSCAPE.Pairing.NotYet"));
     }

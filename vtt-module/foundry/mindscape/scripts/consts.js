@@ -4,6 +4,12 @@ export const MODULE_ID = "mindscape";
 /** The socket channel Foundry opens for a module with `"socket": true`. */
 export const SOCKET_NAME = `module.${MODULE_ID}`;
 
+/**
+ * The user flag each GM's client sets to say whether its browser is paired with the
+ * companion (a boolean, never the token): requests go to a GM who can answer them.
+ */
+export const PAIRED_FLAG = "paired";
+
 /** The daemon's default address (`mindscape serve` listens here unless told otherwise). */
 export const DEFAULT_DAEMON_URL = "http://127.0.0.1:39393";
 

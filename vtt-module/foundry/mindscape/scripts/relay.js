@@ -16,7 +16,7 @@
  * Every answer is an envelope `{ok:true, value}` / `{ok:false, error}` so typed errors
  * (errors.js) reach the asking client intact.
  */
-import { MODULE_ID, RELAY_TIMEOUT_MS, SOCKET_NAME } from "./consts.js";
+import { MODULE_ID, PAIRED_FLAG, RELAY_TIMEOUT_MS, SOCKET_NAME } from "./consts.js";
 import { MindscapeError, NoGMError, PermissionDeniedError, RelayTimeoutError, errorFromJSON } from "./errors.js";
 
 const SENDER_UNKNOWN = "sender-unknown";
@@ -56,9 +56,19 @@ export class Relay {
     return Boolean(this.CONFIG?.queries) && (this.game.release?.generation ?? 12) >= 13;
   }
 
-  /** The GM whose client talks to the daemon (`game.users.activeGM`, v12 and v13). */
+  /**
+   * The GM whose client talks to the daemon: Foundry's active GM (`game.users.activeGM`)
+   * when its browser is paired, otherwise the first connected GM (by id) whose browser is
+   * (the `paired` user flag each GM's client sets). Every client reads the same users,
+   * so every client names the same GM. With no paired GM connected, Foundry's active GM
+   * answers, and says how to pair.
+   */
   get activeGM() {
-    return this.game.users?.activeGM ?? null;
+    const gm = this.game.users?.activeGM ?? null;
+    if (!gm || isPaired(gm)) return gm;
+    const users = this.game.users?.contents ?? [...(this.game.users ?? [])];
+    const paired = users.filter((u) => u.isGM && u.active && isPaired(u)).sort((a, b) => a.id.localeCompare(b.id));
+    return paired[0] ?? gm;
   }
 
   /** Whether this client is the one that talks to the daemon. */
@@ -177,6 +187,10 @@ export class Relay {
       try { waiting.resolve(unwrap(message)); } catch (error) { waiting.reject(error); }
     }
   }
+}
+
+function isPaired(user) {
+  return Boolean(user.getFlag?.(MODULE_ID, PAIRED_FLAG));
 }
 
 /** Open an envelope: the value, or the typed error it carries. */

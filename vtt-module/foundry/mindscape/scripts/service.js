@@ -3,7 +3,7 @@
  * can hand in fakes. Requests from any client go through the relay to the active GM's
  * client, which alone holds the daemon token and calls the daemon.
  */
-import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, relayTimeoutMs } from "./consts.js";
+import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
@@ -118,15 +118,26 @@ export class Mindscape {
   // ---------------------------------------------------------------- documents
 
   /**
-   * The token document and actor behind a uuid of a token or an actor.
+   * The token document and actor behind a uuid of a token or an actor. A world actor
+   * fights through its token on the scene (a linked one first); with `worldActor`, a
+   * world actor stays itself (the profile editor edits every copy), and only a linked
+   * token, which shares that actor, is named.
+   * @param {string} uuid
+   * @param {{worldActor?:boolean}} [options]
    * @returns {Promise<{token:any, actor:any}>}
    */
-  async docs(uuid) {
+  async docs(uuid, { worldActor = false } = {}) {
     const doc = await this.env.fromUuid(uuid);
     if (!doc) throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid });
     if (doc.documentName === "Token") return { token: doc, actor: doc.actor };
     if (doc.documentName === "Actor") {
-      const token = doc.isToken ? doc.token : (doc.getActiveTokens?.(false, true)?.[0] ?? null);
+      if (doc.isToken) return { token: doc.token, actor: doc };
+      // Foundry's getActiveTokens(false, true): every token of the actor on the scene,
+      // unlinked ones (each with its own synthetic actor) included.
+      const tokens = doc.getActiveTokens?.(false, true) ?? [];
+      const linked = tokens.find((t) => t.actorLink) ?? null;
+      if (worldActor) return { token: linked, actor: doc };
+      const token = linked ?? tokens[0] ?? null;
       return { token, actor: token?.actor ?? doc };
     }
     throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid });
@@ -385,7 +396,7 @@ export class Mindscape {
 
   /** GM: the profile form of an actor for the world's system. */
   async profileForm({ actorUuid }, sender) {
-    const { actor } = await this.docs(actorUuid);
+    const { actor } = await this.docs(actorUuid, { worldActor: true });
     if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
     const system = this.system;
     const description = await this.describe(system);
@@ -398,7 +409,7 @@ export class Mindscape {
   async saveProfile({ actorUuid, form }, sender) {
     const spec = await this.profileForm({ actorUuid }, sender);
     const profile = profileFromForm(spec.fields, form);
-    const { actor, token } = await this.docs(actorUuid);
+    const { actor, token } = await this.docs(actorUuid, { worldActor: true });
     const adapter = await this.adapterId();
     const ref = this.ref(actor, token, adapter);
     ref.data.actor = actorDataWithProfile(ref.data.actor, MODULE_ID, spec.system, profile);
@@ -480,6 +491,17 @@ export class Mindscape {
     }
   }
 
+  /**
+   * GM: tell every client whether this browser is paired (a boolean user flag), so that
+   * requests go to a connected GM whose browser holds the token. Written only on change.
+   */
+  async announcePairing() {
+    const user = this.game.user;
+    if (!user?.isGM || typeof user.setFlag !== "function") return;
+    const paired = Boolean(setting(this.game, "daemonToken"));
+    if (Boolean(user.getFlag?.(MODULE_ID, PAIRED_FLAG)) !== paired) await user.setFlag(MODULE_ID, PAIRED_FLAG, paired);
+  }
+
   /** GM: the pairing dialog; saves URL and token to this client's settings. */
   async openPairing() {
     const url = setting(this.game, "daemonUrl");
@@ -500,6 +522,7 @@ export class Mindscape {
     await setSetting(this.game, "daemonToken", String(form.token ?? "").trim());
     this.describeCache.clear();
     this.adaptersCache = null;
+    await this.announcePairing();
     return form;
   }
 

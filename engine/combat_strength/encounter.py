@@ -51,6 +51,7 @@ def new(system: CombatStrength, options: Mapping[str, Any] | None) -> JSON:
         "recorded_combat_strength": {},
         "wave_used": [],
         "pending": {},
+        "condition_segments": {},
     }
 
 
@@ -282,13 +283,16 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
             s["wave_used"].append(cid)
     events: list[JSON] = []
     changes = []
+    afters = {cid: apply_effects(start[cid], effects[cid]) for cid in s["order"]}
+    timed_events = _count_down(s, start, afters, s["segment"])
     for cid in s["order"]:
-        after = apply_effects(start[cid], effects[cid])
+        after = afters[cid]
         if after != start[cid]:
             changes.append({"id": cid, "before": start[cid], "after": after})
             cost = sum(e.attack_cost for e in effects[cid])
             events += [e.to_json() for e in strength_events(start[cid], after, cost)]
         s["combatants"][cid] = after
+    events += timed_events
     round_no, segment = s["round"], s["segment"]
     lines = [r.summary for r in results] or ["No attacks this segment."]
     standing = "; ".join(
@@ -314,17 +318,39 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     return s, step
 
 
-def _end_round(system: CombatStrength, s: JSON) -> list[JSON]:
-    """Timed conditions lose a round; those that run out end."""
+def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON], segment: int
+                ) -> list[JSON]:
+    """Timed conditions last whole rounds of ten segments from the segment they began in
+    (research tables B: "dazed 1d4 rounds"): each loses a round when that segment comes
+    round again, and ends when none is left. One that began outside the encounter counts
+    at the end of each round. Changes ``afters`` (fresh copies) and the state's record of
+    when each condition began (``condition_segments``)."""
+    began = s.setdefault("condition_segments", {})
     events = []
     for cid in s["order"]:
-        c = s["combatants"][cid]
+        c = afters[cid]
         timed = c["condition_rounds"]
+        had = start[cid]["condition_rounds"]
+        mine = {k: v for k, v in began.get(cid, {}).items() if k in timed}
         for condition in list(timed):
+            if condition not in had or timed[condition] > had[condition]:
+                mine[condition] = segment  # (re)applied in this segment
+                continue
+            if mine.get(condition, SEGMENTS_PER_ROUND) != segment:
+                continue
             timed[condition] -= 1
             if timed[condition] <= 0:
                 del timed[condition]
+                mine.pop(condition, None)
                 c["conditions"].remove(condition)
                 events.append(Event("condition-ended", cid, {"condition": condition}).to_json())
-    events.append(Event("round-ended", None, {"round": s["round"]}).to_json())
+        if mine:
+            began[cid] = mine
+        else:
+            began.pop(cid, None)
     return events
+
+
+def _end_round(system: CombatStrength, s: JSON) -> list[JSON]:
+    """The round ends (timed conditions were counted in their segments)."""
+    return [Event("round-ended", None, {"round": s["round"]}).to_json()]

@@ -11,12 +11,12 @@ from .rules import Tables
 Combatant = Mapping[str, Any]
 
 
-def _dice_text(plan: Plan, fields: Mapping[str, Any]) -> str:
+def _dice_text(t: Tables, plan: Plan, fields: Mapping[str, Any]) -> str:
     rolls = fields["bonus_rolls"]
     if not rolls:
         return ""
     shown = " + ".join(str(r) for r in rolls)
-    return f"{plan.bonus_dice}d6 ({shown})"
+    return f"{plan.bonus_dice}d{t.bonus_sides} ({shown})"
 
 
 def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
@@ -29,7 +29,7 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
     mode = t.attacks[plan.mode].name
     where = "" if plan.range == "short" else f" at {plan.range} range"
     parts = [f"{a} attacks {d} with {mode}{where}"]
-    dice = _dice_text(plan, f)
+    dice = _dice_text(t, plan, f)
     if plan.table == "wave":
         save = f["save"]
         verdict = "and resists" if save["success"] else "and fails"

@@ -14,7 +14,7 @@ from ..options import HouseRule
 from ..results import Change, Event, Resolution, copy_json
 from ..system import JSON, System, schema_problems
 from . import encounter
-from .combatant import CombatantFactory
+from .combatant import CombatantFactory, incapacitated
 from .exchange import (
     Outcome,
     Plan,
@@ -179,7 +179,9 @@ class CombatStrength(System):
 
     # -- one exchange --------------------------------------------------------------------
     def _prepare(self, request: Mapping[str, Any]
-                 ) -> tuple[JSON, JSON, JSON, str, str, str | None, str]:
+                 ) -> tuple[JSON, JSON, JSON, str, str, str | None, Event | None]:
+        """The checked request; the last item is the event of a declared defense the
+        defender cannot use (it is then attacked as defenseless)."""
         if not isinstance(request, Mapping):
             raise InvalidInput.at("", "the request must be an object")
         self.validate_request(request)
@@ -198,7 +200,16 @@ class CombatStrength(System):
         # the defender's own stance is not part of an exchange request; only whether
         # it knows the mode is checked (encounters check the stance as well)
         check_defense(self.tables, defender, defense, "trance", None)
-        return attacker, defender, opts, mode, range_, defense, stance
+        # Seed: those "unable to use a Defense Mode for any reason are attacked according
+        # to the Psionic Attacks vs. Defenseless Psionic Targets table"; in an encounter an
+        # incapacitated mind cannot declare one at all.
+        condition = incapacitated(self.tables, defender)
+        unusable = None
+        if defense is not None and condition is not None:
+            unusable = Event("defense-unusable", str(defender["id"]),
+                             {"mode": defense, "condition": condition})
+            defense = None
+        return attacker, defender, opts, mode, range_, defense, unusable
 
     def attack(self, opts: Mapping[str, Any], attacker: JSON, defender: JSON, mode: str,
                range_: str, defense: str | None, dice: DiceSource
@@ -227,13 +238,19 @@ class CombatStrength(System):
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
         """One exchange (RULES.md 2.4): the attack is looked up, rolled and applied."""
-        attacker, defender, opts, mode, range_, defense, _ = self._prepare(request)
+        attacker, defender, opts, mode, range_, defense, unusable = self._prepare(request)
         resolution, _, _ = self.attack(opts, attacker, defender, mode, range_, defense, dice)
         unused = {k: tuple(v) for k, v in dice.unused().items()}
+        events, summary = resolution.events, resolution.summary
+        if unusable is not None:
+            events = (unusable, *events)
+            summary = (f"{defender['name']} is {unusable.data['condition']} and cannot use "
+                       f"{self.tables.defenses[unusable.data['mode']].name}: "
+                       f"defenseless. {summary}")
         return Resolution(
             system=resolution.system, outcome=resolution.outcome,
             attacker=resolution.attacker, defender=resolution.defender,
-            rolls=resolution.rolls, events=resolution.events, summary=resolution.summary,
+            rolls=resolution.rolls, events=events, summary=summary,
             fields=resolution.fields, unused_dice=unused)
 
     def odds(self, request: Mapping[str, Any]) -> JSON:

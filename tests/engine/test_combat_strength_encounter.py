@@ -210,6 +210,39 @@ def test_timed_conditions_run_out_at_the_end_of_a_round() -> None:
         step["events"]
 
 
+def _dazed_in_segment(segment: int) -> tuple[JSON, list[tuple[int, int | None]]]:
+    """Ann's psionic wave (band 26-50) dazes Bo (defenseless, original 40: letter D,
+    1d4 rounds, rolled 1) in ``segment`` of round 1; then every step until Bo is clear,
+    as (round, segment) of the steps Bo was still dazed after."""
+    state = encounter(psionic("ann", 30, 10), psionic("bo", 40, 40))
+    state = through_intent(state, {"ann": "trance", "bo": "normal"})
+    for _ in range(segment - 1):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state = SYSTEM.encounter_declare(state, "ann", {"attack": {
+        "mode": "psionic-wave", "target": "bo"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"condition-duration": [1]}),
+                                           force=True)
+    assert step["results"][0]["condition"]["id"] == "dazed"
+    dazed = []
+    while "dazed" in state["combatants"]["bo"]["conditions"]:
+        dazed.append((step["round"], step.get("segment")))
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    assert {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+        step["events"]
+    return state, [*dazed, (step["round"], step.get("segment"))]
+
+
+@pytest.mark.parametrize("segment", [1, 3, 10])
+def test_a_condition_lasts_whole_rounds_from_the_segment_it_began_in(segment: int) -> None:
+    """Research tables B: 'D dazed 1d4 rounds'; seed step 2: a round is ten segments. A
+    condition that begins in segment s of round 1 for one round ends in segment s of
+    round 2: it holds for ten segments, whichever segment it began in."""
+    _state, steps = _dazed_in_segment(segment)
+    segment_steps = [rs for rs in steps if rs[1] is not None]
+    assert segment_steps[0] == (1, segment) and segment_steps[-1] == (2, segment)
+    assert len(segment_steps) - 1 == 10
+
+
 def test_incapacitated_combatant_makes_no_choices() -> None:
     """Table B letters (H-CS-DEFENSELESS): K, I, P, R, W, S take a mind out of combat."""
     state = encounter(psionic("ann", 30, 30, conditions=["asleep"]), psionic("bo", 30, 30))

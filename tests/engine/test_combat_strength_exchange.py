@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from engine.combat_strength import SYSTEM
+from engine.combat_strength.system import CombatStrength
 from engine.dice import RandomDice, SuppliedDice
 from engine.errors import DiceNeeded, InvalidCombatant, InvalidInput, RulesViolation
 
@@ -349,3 +351,34 @@ def test_an_incapacitated_mind_cannot_attack() -> None:
     with pytest.raises(RulesViolation) as err:
         SYSTEM.resolve(req, RandomDice(1))
     assert err.value.rule == "attacker-incapacitated"
+
+
+@pytest.mark.parametrize("condition", ["asleep", "psionic-wound", "controlled", "dead"])
+def test_an_incapacitated_defender_cannot_use_its_defense_and_is_defenseless(
+        condition: str) -> None:
+    """Seed 000 iii: 'Those with no remaining Psionic Defense Strength (or who were unable
+    to use a Defense Mode for any reason) are attacked according to the Psionic Attacks vs.
+    Defenseless Psionic Targets table'. Table B, band 26-50, EW vs 60-109 is 30."""
+    defender = psionic("bo", 40, 10, attack_strength_max=50, defense_strength_max=50,
+                       conditions=[condition])
+    req = request(psionic("ann", 30, 100), defender, "ego-whip", "intellect-fortress")
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert res.fields["table"] == "defenseless" and res.fields["damage"] == 30
+    unusable = [e for e in res.events if e.type == "defense-unusable"]
+    assert [(e.combatant, dict(e.data)) for e in unusable] == [
+        ("bo", {"mode": "intellect-fortress", "condition": condition})]
+    assert res.summary.startswith(f"Bo is {condition} and cannot use Intellect Fortress: "
+                                  "defenseless.")
+    odds = SYSTEM.odds(req)
+    assert odds["table"] == "defenseless"
+    assert odds["outcomes"] == SYSTEM.odds({**req, "defense": None})["outcomes"]
+
+
+def test_summary_names_the_bonus_dice_of_a_replacement_table() -> None:
+    """RULES.md: 'A GM may load a replacement table file'; its bonus dice may be d8s."""
+    data = copy.deepcopy(SYSTEM.tables.data)
+    data["bonus_dice"]["sides"] = 8
+    system = CombatStrength(data)
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip", "shield-thoughts")
+    res = system.resolve(req, SuppliedDice({"damage": [8, 2, 3]}))
+    assert "1d8 (" in res.summary and "d6" not in res.summary

@@ -141,7 +141,7 @@ class CombatStrength(System):
 
     def describe(self) -> JSON:
         """``{id, name, source, modes, tables, combatant_schema, request_schema,
-        choice_schema, dice_purposes, house_rules, result_fields}``."""
+        choice_schema, dice_purposes, house_rules, result_fields, outcomes, encounter}``."""
         t = self.tables
         return {
             "id": self.id,
@@ -170,6 +170,19 @@ class CombatStrength(System):
                 "save": "{target, roll, success} or null",
             },
             "outcomes": ["damage", "no-effect", "crushed", "condition", "saved"],
+            "encounter": {
+                "step": "the intent phase, then each of the round's ten segments",
+                "order": "intent: every combatant declares a stance and its Combat Strength "
+                         "is recorded; each segment: secret defenses and attacks, then all "
+                         "attacks at once, each looked up from the states at the start of "
+                         "the segment",
+                "choice": {"stance": "at intent: trance (psionic combat: attacks in the "
+                                     "segments), discipline (using a psionic discipline), "
+                                     "wave (Psionic Wave against non-psionics) or normal "
+                                     "(acting outside psionic combat)",
+                           "attack": "in a segment: {mode, target, range} or null",
+                           "defense": "in a segment: {mode} or null"},
+            },
         }
 
     # -- combatants -------------------------------------------------------------------

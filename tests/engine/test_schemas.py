@@ -56,3 +56,15 @@ def test_other_schemas_are_still_checked() -> None:
     validator = QuickValidator({"type": "object", "required": ["id"]}, check_schema=False)
     assert validator.is_valid({"id": 1}) and not validator.is_valid({})
     assert [e.message for e in validator.iter_errors({})] == ["'id' is a required property"]
+
+
+@pytest.mark.parametrize("system_id", sorted(SYSTEMS))
+def test_describe_explains_every_encounter_choice(system_id: str) -> None:
+    """API.md: "`systems.describe` lists each system's choices under `encounter.choice`":
+    every member of the choice schema a combatant can use is explained there."""
+    system = SYSTEMS[system_id]
+    described = system.describe()["encounter"]
+    members = system.describe()["choice_schema"]["properties"]
+    usable = {k for k, v in members.items() if v.get("type") != "null"}
+    assert set(described["choice"]) == usable
+    assert described["step"]

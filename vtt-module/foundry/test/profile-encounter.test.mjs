@@ -169,7 +169,11 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   }
   const fakeFoundry = { applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } };
   const calls = [];
+  // Never a real WebSocket (Node 22+ has one): the panel's watcher takes the env's.
+  const sockets = [];
+  class FakeWS { constructor(url) { this.url = url; sockets.push(this); } send() {} close() { this.closed = true; } }
   const svc = {
+    env: { WebSocket: FakeWS },
     game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: (_k, f) => f },
     notifyError: (e) => calls.push(["error", e.message]),
     encounters: {
@@ -195,6 +199,9 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   await panel.options.actions.log.call(panel);
   assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"]]);
   assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolve: Ann hits." }]);
+  assert.deepEqual(sockets.map((ws) => ws.url), ["ws://127.0.0.1:9/ws"]);
+  await panel.close();
+  assert.equal(sockets[0].closed, true);
 });
 
 test("a GM's client records whether its browser is paired, on start and when pairing changes", async () => {

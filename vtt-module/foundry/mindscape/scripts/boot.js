@@ -23,6 +23,7 @@ function buildService() {
     ChatMessage: globalThis.ChatMessage,
     Roll: globalThis.Roll,
     fromUuid: (uuid) => globalThis.fromUuid(uuid),
+    WebSocket: globalThis.WebSocket,
     render: (name, ctx) => renderTemplate(name, ctx),
     dialogs,
   });

@@ -372,7 +372,7 @@ export function makeEncounterPanel(foundry, svc) {
         this.watcher?.close();
         this.watcher = new EncounterWatcher({
           url: setting(svc.game, "daemonUrl"), token: setting(svc.game, "daemonToken"), id: meta.id,
-          onChange: () => this.render(),
+          onChange: () => this.render(), WebSocketImpl: svc.env?.WebSocket ?? globalThis.WebSocket,
         });
         this.watcher.open();
       }

@@ -31,6 +31,7 @@ import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.
  * @property {(name:string, ctx:object)=>Promise<string>} render  renders templates/<name>.hbs
  * @property {object} dialogs  dialogs.js (or fakes)
  * @property {typeof fetch} [fetch]
+ * @property {typeof WebSocket} [WebSocket]  the encounter watcher's (Foundry: the browser's)
  */
 
 export class Mindscape {

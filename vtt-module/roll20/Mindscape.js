@@ -942,8 +942,8 @@ var Mindscape = Mindscape || (() => {
 
   // Changing calls name the revision this script last saw, so that a call replayed by a
   // second relay, or sent after the encounter moved on, is refused (4009) instead of
-  // running twice. encounter.add does not: the calls of its batch run concurrently in the
-  // companion, and a replayed add is refused as "already in the encounter" anyway.
+  // running twice. encounter.add needs none: a replayed add is refused as "already in the
+  // encounter", so it cannot add anyone twice.
   const withRevision = (enc, params) => (Number.isInteger(enc.revision) ? Object.assign(params, { revision: enc.revision }) : params);
 
   // Asks the companion where the encounter stands; its answer refreshes the revision and

@@ -7,9 +7,13 @@ Malformed input raises ``engine.InvalidInput`` with JSON Pointer paths into the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+#: A system's combatant normaliser (``System.combatant``): raw combatant in, the full
+#: combatant out, ``EngineError`` when it is refused.
+Normalise = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,9 @@ class Imported:
 
     combatant: dict[str, Any]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: JSON Pointer (inside the data) of where each field was read, for fields read
+    #: from one place; derived and defaulted fields have none
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 class Adapter(ABC):
@@ -41,10 +48,17 @@ class Adapter(ABC):
 
     @abstractmethod
     def updates(self, data: Any, system: str, before: Mapping[str, Any],
-                after: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The platform's write-back for one combatant: only fields that changed and
-        that this adapter read. Foundry: ``{uuid, update: {dotted.path: value}}``;
-        Roll20: ``{character_id, attributes: {name: {current, max}}}``."""
+                after: Mapping[str, Any], *, normalise: Normalise | None = None,
+                ) -> list[dict[str, Any]]:
+        """The platform's write-back for one combatant: the fields that changed, each to
+        where it was read or else to the psionic state store. Foundry: ``{uuid, update:
+        {dotted.path: value}}``; Roll20: ``{character_id, attributes: {name: {current,
+        max}}}``.
+
+        With ``normalise`` (the system's ``combatant``), the write-back is also played on
+        a copy of ``data``, imported again and normalised, and every writable field whose
+        value then differs from ``after`` (a maximum the engine defaulted) is added, so
+        that importing the written data gives ``after`` again."""
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "vtt": self.vtt, "system": self.system,

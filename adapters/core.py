@@ -14,9 +14,10 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Final
 
-from engine.errors import InvalidInput, json_text
+from engine.errors import EngineError, InvalidInput, json_text
 
 from .base import Imported
 
@@ -126,8 +127,15 @@ SHEET_ONLY: Final = frozenset({"hp"})
 
 _INT_TEXT = re.compile(r"[+-]?\d{1,9}")
 # Matched against text with all whitespace removed: no backtracking over runs of spaces.
-_HD_FORMULA = re.compile(r"(\d{1,4})(?:[dD](\d{1,3}))?(?:([+-])(\d{1,6}))?")
+# Hit Dice as rule books print them: "18d10+36", "4+1", "11+" (more than 11), "3*" (a
+# special ability, for experience), "1/2" or "½" (less than one die).
+_HD_TEXT = re.compile(
+    r"(?:(?P<count>\d{1,4})|(?P<num>\d{1,3})/(?P<den>\d{1,3})|(?P<glyph>[½¼¾⅓⅔⅛])"
+    r"|(?P<dec>0?\.\d{1,3}))(?:[dD](?P<die>\d{1,3}))?(?P<extra>[+-]\d{1,6})?"
+    r"(?P<plus>\+)?(?P<stars>\*{1,3})?")
 _DIE_TEXT = re.compile(r"\d{0,4}[dD](\d{1,3})(?:[+-]\d{1,6})?")
+_FRACTIONS: Final = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4),
+                     "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "⅛": Fraction(1, 8)}
 _SPACE = re.compile(r"\s+")
 MAX_TEXT = 100_000  # longest JSON text accepted in one Roll20 attribute
 
@@ -248,33 +256,76 @@ def to_bool(value: Any, path: str) -> bool | None:
     raise InvalidInput.at(path, f"expected true or false, got {json_text(value, 40)}")
 
 
-def hit_dice_count(value: Any, path: str) -> int | None:
-    """The number of Hit Dice in a formula such as ``18d10 + 36``, ``4+1`` or ``3``."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return to_int(value, path, 0, 1000)
+def _hit_dice_text(value: Any, path: str) -> tuple[str, re.Match[str]] | None:
+    """Hit Dice text and its match (``None`` for null or empty text), else invalid."""
     text = to_text(value, path)
     if text is None or not text.strip():
         return None
-    match = _HD_FORMULA.fullmatch(_SPACE.sub("", text))
+    match = _HD_TEXT.fullmatch(_SPACE.sub("", text))
     if not match:
-        raise InvalidInput.at(path, f"expected a Hit Dice formula like '18d10 + 36', "
-                              f"got {json_text(text, 40)}")
-    return int(match.group(1))
+        raise InvalidInput.at(path, "expected Hit Dice like '3', '4+1', '11+', '3*', '1/2' "
+                              f"or a formula like '18d10 + 36', got {json_text(text, 40)}")
+    return text.strip(), match
+
+
+def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = None,
+                   ) -> int | None:
+    """The number of Hit Dice in a formula such as ``18d10 + 36``, ``4+1`` or ``3``.
+
+    Less than one die (``1/2``, ``½``, ``0.5``) counts as 1; marks after the count
+    (``11+``, ``11+3``, ``3*``) are ignored. Each assumption goes to ``warn``."""
+    note = warn if warn is not None else (lambda _text: None)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) and 0 < value < 1:
+            note(f"Hit Dice {json_text(value)} are less than one die; counted as 1")
+            return 1
+        return to_int(value, path, 0, 1000)
+    found = _hit_dice_text(value, path)
+    if found is None:
+        return None
+    text, match = found
+    if match["count"] is not None:
+        count = int(match["count"])
+    else:
+        if match["glyph"] is not None:
+            below = _FRACTIONS[match["glyph"]]
+        elif match["dec"] is not None:
+            below = Fraction(match["dec"])
+        else:
+            den = int(match["den"])
+            below = Fraction(int(match["num"]), den) if den else Fraction(0)
+        if not 0 < below < 1:
+            raise InvalidInput.at(path, "a fraction of a Hit Die must be above 0 and below 1, "
+                                  f"got {json_text(text, 40)}")
+        note(f"Hit Dice {json_text(text, 40)} are less than one die; counted as 1")
+        count = 1
+    ignored = []
+    if match["extra"] is not None and match["die"] is None:
+        # "4+1": hit points added to the dice ("18d10+36" is a formula: nothing ignored)
+        ignored.append(f"{match['extra']} (hit points)")
+    if match["plus"] is not None:
+        ignored.append("the trailing + (more than that)")
+    if match["stars"] is not None:
+        ignored.append(f"{match['stars']} (special abilities)")
+    if ignored:
+        note(f"Hit Dice {json_text(text, 40)} read as {count}; ignored {', '.join(ignored)}")
+    return count
 
 
 def hit_die(value: Any, path: str) -> int | None:
     """The die size in ``d6``, ``1d8`` or ``18d10 + 36``; ``None`` when the text names no
-    die (``4+1``). Sizes outside d4..d20 of the ladder are invalid."""
+    die (``4+1``, ``3*``, ``1/2``). Sizes outside d4..d20 of the ladder are invalid."""
     text = to_text(value, path)
     if text is None or not text.strip():
         return None
     compact = _SPACE.sub("", text)
-    match = _DIE_TEXT.fullmatch(compact)
+    match = _DIE_TEXT.fullmatch(compact) or _HD_TEXT.fullmatch(compact)
     if not match:
-        if _HD_FORMULA.fullmatch(compact):
-            return None
         raise InvalidInput.at(path, f"expected a hit die like 'd8', got {json_text(text, 40)}")
-    sides = int(match.group(1))
+    named = match.group(1) if match.re is _DIE_TEXT else match["die"]
+    if named is None:
+        return None
+    sides = int(named)
     if sides not in DICE:
         raise InvalidInput.at(path, f"hit die d{sides} is not one of d4, d6, d8, d10, "
                               "d12, d20")
@@ -370,23 +421,43 @@ class Draft:
         else:
             self.bindings.pop(name, None)
 
+    def bind(self, name: str, binding: Binding) -> None:
+        """Record where the sheet keeps ``name`` although it is empty there (a PSP
+        maximum left blank), so a value assumed for it is written back to that place."""
+        if name in FIELDS[self.system] and name not in self.fields:
+            self.bindings[name] = binding
+
     def warn(self, text: str) -> None:
         """Record an assumption the caller should see."""
         self.warnings.append(text)
 
-    def imported(self, combatant_id: str, name: str) -> Imported:
-        """The finished ``Imported``: id and name first, then the fields."""
+    def imported(self, combatant_id: str, name: str,
+                 sources: Mapping[str, str] | None = None) -> Imported:
+        """The finished ``Imported``: id and name first, then the fields; the warnings
+        without repeats and at most ``MAX_WARNINGS`` of them."""
         return Imported({"id": combatant_id, "name": name, **self.fields},
-                        tuple(self.warnings))
+                        tidy_warnings(self.warnings), dict(sources or {}))
+
+
+#: Most warnings one import reports (50,000 unknown mode rows must not make an answer of
+#: megabytes); the rest are counted in one last line.
+MAX_WARNINGS: Final = 50
+
+
+def tidy_warnings(warnings: Iterable[str]) -> tuple[str, ...]:
+    """``warnings`` in order without repeats, cut to ``MAX_WARNINGS`` and a count."""
+    unique = list(dict.fromkeys(warnings))
+    if len(unique) <= MAX_WARNINGS:
+        return tuple(unique)
+    more = len(unique) - MAX_WARNINGS
+    return (*unique[:MAX_WARNINGS], f"… and {more} more warning{'s' if more > 1 else ''}")
 
 
 def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None = None,
           unset_zero: bool = False) -> None:
     """An ability score from the sheet (read-only), kept within 1..25 as the combatant
     allows; a missing score (or OSE's unset 0) takes ``default`` with a warning."""
-    number = to_int(value, path, 0, 1000)
-    if number == 0 and not unset_zero:
-        raise InvalidInput.at(path, "an ability score must be at least 1")
+    number = score_value(draft, name, value, path, unset_zero=unset_zero)
     if name not in FIELDS[draft.system]:
         return  # checked, but this system has no use for it
     if number is None or number == 0:
@@ -394,10 +465,25 @@ def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None
             return
         draft.warn(f"no {name} score; assumed {default}")
         number = default
-    elif number > 25:
-        draft.warn(f"{name} {number} is above the tables' 25; used as 25")
-        number = 25
     draft.put(name, number, Binding("", writable=False))
+
+
+#: The ability scores a combatant may have (1..25, as the tables go).
+SCORES: Final = frozenset({"int", "wis", "con"})
+
+
+def score_value(draft: Draft, name: str, value: Any, path: str, *,
+                unset_zero: bool = False) -> int | None:
+    """An ability score as a whole number, one above the tables' 25 used as 25 with a
+    warning; 0 is invalid unless ``unset_zero`` (OSE's unset score), ``None`` if absent."""
+    number = to_int(value, path, 0, 1000)
+    if number == 0 and not unset_zero:
+        raise InvalidInput.at(path, "an ability score must be at least 1")
+    if number is not None and number > 25:
+        if name in FIELDS[draft.system]:
+            draft.warn(f"{name} {number} is above the tables' 25; used as 25")
+        number = 25
+    return number
 
 
 def decode(system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
@@ -478,6 +564,11 @@ def finish(draft: Draft, npc: bool) -> None:
     """Defaults every adapter applies once the sheet and the state store are read."""
     f = draft.fields
     if draft.system == "revised-2e":
+        if "psp" in f and "psp_max" not in f:
+            # A sheet's PSP box often has no maximum filled in: the current PSPs are the
+            # best guess, and the round trip of ``updates`` then writes it back.
+            f["psp_max"] = f["psp"]
+            draft.warn(f"no PSP maximum recorded; taken as the current PSPs, {f['psp']}")
         if "kind" not in f:
             if f.get("psp_max", 0) > 0:
                 f["kind"] = "psionicist"
@@ -510,3 +601,37 @@ def diff_fields(system: str, before: Mapping[str, Any], after: Mapping[str, Any]
 def check_states(before: Any, after: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """``before`` and ``after`` as objects (InvalidInput at /before, /after otherwise)."""
     return need_object(before, "/before"), need_object(after, "/after")
+
+
+#: Fields the engine derives from others (a pool from the Hit Dice less the dedicated
+#: dice, MTHAC0 from the level ...): a round trip tries them last, so that writing what
+#: they are derived from keeps them derived (a later level-up on the sheet still counts).
+DERIVED: Final = ("pool", "original_total", "mthac0", "mac", "save_paralyzation")
+
+
+def settle(system: str, after: Mapping[str, Any],
+           write: Callable[[str, Any], bool],
+           reimport: Callable[[], Mapping[str, Any]]) -> None:
+    """Complete a write-back by round trips: ``reimport`` gives the combatant the data
+    holds once the write-back so far is applied (normalised); ``write(field, value)``
+    adds a field to the write-back and says whether that changed anything. Each round
+    writes the first field of ``after`` that the re-import does not reproduce (fields
+    in ``DERIVED`` last), until the re-import gives ``after`` or nothing more can be
+    written (at most one round per field). A re-import the adapter or the engine
+    refuses ends it: the write-back then stays as it was (a write-back never fails over
+    this)."""
+    names = sorted(FIELDS[system], key=lambda name: name in DERIVED)
+    for _ in range(len(names)):
+        try:
+            again = reimport()
+        except EngineError:
+            return
+        for name in names:
+            if name in after and again.get(name) != after[name]:
+                try:
+                    if write(name, after[name]):
+                        break
+                except EngineError:
+                    continue  # a value the adapter cannot store: leave that field be
+        else:
+            return

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from engine.errors import InvalidInput, json_text
 
-from .base import Adapter, Imported
+from .base import Adapter, Imported, Normalise
 from .core import (
     FIELDS,
     SHEET_ONLY,
@@ -37,6 +37,7 @@ from .core import (
     pointer,
     read_state,
     score,
+    settle,
     to_bool,
     to_int,
     to_text,
@@ -65,6 +66,11 @@ class FoundryActor:
     envelope: Mapping[str, Any] | None
 
 
+def _actor_of(top: Mapping[str, Any]) -> bool:
+    """Whether ``top`` is an envelope holding the actor under ``actor``."""
+    return "actor" in top and "system" not in top and "_id" not in top
+
+
 def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
     """The actor in ``data``: a bare actor object, or ``{"actor": {...}, "token":
     {"uuid": "Scene.<s>.Token.<t>", "actorLink": false}}`` (``mapping`` allowed too)."""
@@ -72,7 +78,7 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
     envelope: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] = top
     path = ""
-    if "actor" in top and "system" not in top and "_id" not in top:
+    if _actor_of(top):
         envelope = top
         raw = need_object(top["actor"], "/actor")
         path = "/actor"
@@ -106,6 +112,75 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
                 combatant_id = match.group(2)[:_MAX_ID]
             return FoundryActor(raw, path, combatant_id, name.strip(), uuid, envelope)
     return FoundryActor(raw, path, ident, name.strip(), uuid, envelope)
+
+
+def stored(raw: Mapping[str, Any], dotted: str) -> Any:
+    """The value at ``dotted`` in ``raw``, or ``None`` when a step is missing."""
+    value: Any = raw
+    for key in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def deletions(dotted: str, new: Mapping[str, Any], *olds: Any) -> dict[str, None]:
+    """Foundry's ``"<path>.-=<key>": null`` for every key the ``olds`` objects hold and
+    ``new`` lacks (recursively): ``Document.update`` merges objects key by key, so a
+    key missing from the value written would otherwise stay. A key holding a dot cannot
+    be named in a dotted path and is left alone."""
+    out: dict[str, None] = {}
+    old_objects = [old for old in olds if isinstance(old, Mapping)]
+    for key in dict.fromkeys(k for old in old_objects for k in old):
+        if not isinstance(key, str) or "." in key:
+            continue
+        if key not in new:
+            out[f"{dotted}.-={key}"] = None
+        elif isinstance(new[key], Mapping):
+            out.update(deletions(f"{dotted}.{key}", new[key],
+                                 *(old.get(key) for old in old_objects)))
+    return out
+
+
+def expand(update: Mapping[str, Any]) -> dict[str, Any]:
+    """Foundry's ``expandObject``: dotted keys to nested objects, applied in order (so a
+    deletion key after its object's value lands inside that value)."""
+    out: dict[str, Any] = {}
+    for key, value in update.items():
+        *parents, last = key.split(".")
+        node = out
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[last] = expand(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def merged(original: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Foundry's ``mergeObject(original, changes, {performDeletions: true})`` as a new
+    object: objects merge key by key, ``-=key`` deletes, anything else replaces."""
+    out = dict(original)
+    for key, value in changes.items():
+        if key.startswith("-="):
+            out.pop(key[2:], None)
+            continue
+        old = out.get(key)
+        if isinstance(value, Mapping):
+            out[key] = merged(old if isinstance(old, Mapping) else {}, value)
+        else:
+            out[key] = value
+    return out
+
+
+def apply_update(data: Any, update: Mapping[str, Any]) -> Any:
+    """``data`` (an actor or its envelope) as Foundry leaves it after
+    ``actor.update(update)``; ``data`` itself is not changed."""
+    top = need_object(data, "")
+    if _actor_of(top):
+        return {**top, "actor": merged(need_object(top["actor"], "/actor"), expand(update))}
+    return merged(top, expand(update))
 
 
 _GROUPS: Final = (
@@ -159,6 +234,13 @@ class FoundryAdapter(Adapter):
             def lookup(name: str) -> tuple[Any, str, Binding] | None:
                 if name not in state:
                     return None
+                if name in SHEET_ONLY:
+                    binding = draft.bindings.get(name)
+                    where = (f"from {binding.target}" if binding and binding.target
+                             else "from the game system's own data only")
+                    draft.warn(f"{FLAGS}.{draft.system}.{name} is ignored: {name} is read "
+                               f"{where}")
+                    return None
                 return (state[name], pointer(state_path, name),
                         Binding(f"{FLAGS}.{draft.system}.{name}"))
 
@@ -169,26 +251,65 @@ class FoundryAdapter(Adapter):
     def import_(self, data: Any, system: str) -> Imported:
         """The combatant for ``system`` from a Foundry actor (or its envelope)."""
         actor, draft = self.read(data, system)
-        return draft.imported(actor.id, actor.name)
+        sources = {name: _pointer_of(actor.path, binding.target)
+                   for name, binding in draft.bindings.items() if binding.target}
+        return draft.imported(actor.id, actor.name, sources)
 
     def updates(self, data: Any, system: str, before: Mapping[str, Any],
-                after: Mapping[str, Any]) -> list[dict[str, Any]]:
+                after: Mapping[str, Any], *, normalise: Normalise | None = None,
+                ) -> list[dict[str, Any]]:
         """``[{"uuid", "update": {dotted.path: value}}]`` for the fields that changed:
-        back where they were read, psionic state into ``flags.mindscape.<system>``."""
+        back where they were read, psionic state into ``flags.mindscape.<system>``. An
+        object value is followed by ``<path>.-=<key>: null`` for each key the actor
+        (or ``before``) holds there and the value lacks, since Foundry merges objects."""
         before, after = check_states(before, after)
         actor, draft = self.read(data, system)
-        update: dict[str, Any] = {}
+        values: dict[str, tuple[str, Any]] = {}  # dotted path -> (field, value)
         check = Draft(draft.system)
-        for name, value in diff_fields(draft.system, before, after):
+
+        def write(name: str, value: Any) -> bool:
             value = plain_json(decode(draft.system, name, value, f"/after/{name}", check),
                                f"/after/{name}")
             binding = draft.bindings.get(name)
-            if binding is not None:
-                if binding.writable:
-                    update[binding.target] = value
-            elif name not in SHEET_ONLY:
-                update[f"{FLAGS}.{draft.system}.{name}"] = value
-        return [{"uuid": actor.uuid, "update": update}] if update else []
+            if binding is None:
+                if name in SHEET_ONLY:
+                    return False
+                target = f"{FLAGS}.{draft.system}.{name}"
+            elif binding.writable:
+                target = binding.target
+            else:
+                return False
+            if target in values and values[target][1] == value:
+                return False
+            values[target] = (name, value)
+            return True
+
+        def update() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for target, (name, value) in values.items():
+                out[target] = value
+                if isinstance(value, Mapping):
+                    out.update(deletions(target, value, stored(actor.raw, target),
+                                         before.get(name)))
+            return out
+
+        for name, value in diff_fields(draft.system, before, after):
+            write(name, value)
+        if normalise is not None:
+            def reimport() -> Mapping[str, Any]:
+                _, again = self.read(apply_update(data, update()), draft.system)
+                return normalise(again.imported(actor.id, actor.name).combatant)
+
+            settle(draft.system, after, write, reimport)
+        written = update()
+        return [{"uuid": actor.uuid, "update": written}] if written else []
+
+
+def _pointer_of(path: str, dotted: str) -> str:
+    """The JSON Pointer of a dotted path under the actor at ``path``."""
+    for key in dotted.split("."):
+        path = pointer(path, key)
+    return path
 
 
 def _items(actor: FoundryActor) -> list[Any]:
@@ -245,7 +366,7 @@ class Dnd5e(FoundryAdapter):
                   hp_data: Mapping[str, Any], hp_path: str, base: str) -> tuple[int, int]:
         formula = hp_data.get("formula")
         path = pointer(hp_path, "formula")
-        count = hit_dice_count(formula, path)
+        count = hit_dice_count(formula, path, draft.warn)
         die = hit_die(formula, path) if count is not None else None
         if count is None:
             cr, cr_path = dig(system_data, "details.cr", base)
@@ -352,7 +473,7 @@ class Ose(FoundryAdapter):
         hd, hd_path = dig(system_data, "hp.hd", base)
         die = hit_die(hd, hd_path)
         if npc:
-            level = hit_dice_count(hd, hd_path)
+            level = hit_dice_count(hd, hd_path, draft.warn)
             if level is None:
                 level = 1
                 draft.warn("no Hit Dice (hp.hd); taken as 1")
@@ -413,7 +534,7 @@ class Ars(FoundryAdapter):
         die: int | None = None
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
-            level = hit_dice_count(hd, hd_path)
+            level = hit_dice_count(hd, hd_path, draft.warn)
             die = hit_die(hd, hd_path)
             if level is None:
                 level = 1
@@ -464,7 +585,7 @@ class FoundryGeneric(FoundryAdapter):
         for name, source in mapping.for_system(draft.system).items():
             value, path = dig(actor.raw, source.path, actor.path)
             if value is None:
-                value = source.default
+                value, path = source.default, source.default_path()
             if value is None:
                 continue
             decoded = source.decode(draft.system, name, value, path, draft)

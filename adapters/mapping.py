@@ -12,9 +12,20 @@ from typing import Any
 
 import jsonschema
 
-from engine.errors import InvalidInput, Problem
+from engine.errors import InvalidInput, Problem, json_text
 
-from .core import FIELDS, Draft, decode, hit_dice_count, hit_die, pointer
+from .core import (
+    DICE,
+    FIELDS,
+    SCORES,
+    Draft,
+    decode,
+    hit_dice_count,
+    hit_die,
+    pointer,
+    score_value,
+    to_int,
+)
 
 
 @cache
@@ -35,20 +46,48 @@ def _validator() -> jsonschema.protocols.Validator:
 @dataclass(frozen=True)
 class Source:
     """Where one field is read: ``path`` (dotted, or a Roll20 attribute with ``|max``),
-    how to parse it, a default, and whether a change is written back there."""
+    how to parse it, a default, and whether a change is written back there. ``where``
+    is the JSON Pointer of the source in the request (``/mapping/fields/hp``), so a bad
+    ``default`` is reported there."""
 
     path: str
     parse: str = "value"
     default: Any = None
     write: bool = True
+    where: str = "/mapping"
 
     def decode(self, system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
         """The field's value from the raw ``value`` found at ``path``."""
         if self.parse == "dice-count":
-            value = hit_dice_count(value, path)
+            value = hit_dice_count(value, path, draft.warn)
         elif self.parse == "hit-die":
-            value = hit_die(value, path)
+            value = self._die(name, value, path, draft)
+            if value is None:
+                return None
+        elif name in SCORES:
+            return score_value(draft, name, value, path)
         return decode(system, name, value, path, draft)
+
+    @staticmethod
+    def _die(name: str, value: Any, path: str, draft: Draft) -> int | None:
+        """A hit die from ``d8``-like text, or a bare number that is a die size (``8``);
+        text that names no die (``4+1``, a bare ``3``) leaves the field out, with a
+        warning."""
+        bare = (isinstance(value, int | float) and not isinstance(value, bool)) or \
+            (isinstance(value, str) and value.strip().isdigit())
+        sides = to_int(value, path, 0, 1000) if bare else hit_die(value, path)
+        if bare and sides not in DICE:
+            draft.warn(f"{name}: {sides} (at {path}) is not a hit die size (4, 6, 8, 10, "
+                       "12 or 20); ignored")
+            return None
+        if sides is None and str(value).strip():
+            draft.warn(f"{name}: {json_text(value, 40)} (at {path}) names no hit die "
+                       "(like 'd8'); ignored")
+        return sides
+
+    def default_path(self) -> str:
+        """The JSON Pointer of this source's ``default`` in the request."""
+        return pointer(self.where, "default")
 
 
 @dataclass(frozen=True)
@@ -68,12 +107,12 @@ class Mapping:
         return merged
 
 
-def _source(raw: Any) -> Source:
+def _source(raw: Any, where: str) -> Source:
     if isinstance(raw, str):
-        return Source(raw)
+        return Source(raw, where=where)
     parse = raw.get("parse", "value")
     return Source(raw["path"], parse, raw.get("default"),
-                  bool(raw.get("write", parse == "value")))
+                  bool(raw.get("write", parse == "value")), where)
 
 
 def parse_mapping(raw: Any, path: str) -> Mapping:
@@ -88,9 +127,11 @@ def parse_mapping(raw: Any, path: str) -> Mapping:
                 where = pointer(where, key)
             problems.append(Problem(where, error.message[:300]))
         raise InvalidInput(problems)
+    fields_path, systems_path = pointer(path, "fields"), pointer(path, "systems")
     return Mapping(
-        {k: _source(v) for k, v in raw.get("fields", {}).items()},
-        {s: {k: _source(v) for k, v in f.items()} for s, f in raw.get("systems", {}).items()},
+        {k: _source(v, pointer(fields_path, k)) for k, v in raw.get("fields", {}).items()},
+        {s: {k: _source(v, pointer(pointer(systems_path, s), k)) for k, v in f.items()}
+         for s, f in raw.get("systems", {}).items()},
         tuple(raw.get("npc_types", ())),
         raw.get("npc_attribute"),
     )

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from engine.errors import InvalidInput, json_text
 
-from .base import Adapter, Imported
+from .base import Adapter, Imported, Normalise
 from .core import (
     ATTACKS,
     DEFENSES,
@@ -38,6 +38,7 @@ from .core import (
     pointer,
     read_state,
     score,
+    settle,
     to_bool,
     to_int,
     to_text,
@@ -97,7 +98,7 @@ def unwrap(data: Any, warnings: list[str]) -> Character:
     """The character in ``data``, in any of the accepted envelopes."""
     top = need_object(data, "")
     raw, path = top, ""
-    if "mapping" in top and "character" in top:
+    if _in_mapping_envelope(top):
         raw, path = need_object(top["character"], "/character"), "/character"
     version = raw.get("schema_version")
     if version is not None and (isinstance(version, bool) or version not in (1, 2, 3)):
@@ -140,6 +141,38 @@ def unwrap(data: Any, warnings: list[str]) -> Character:
     return Character(ident, name, path, attrs, top)
 
 
+def _in_mapping_envelope(top: Mapping[str, Any]) -> bool:
+    return "mapping" in top and "character" in top
+
+
+def apply_attributes(data: Any, attributes: Mapping[str, Mapping[str, Any]]) -> Any:
+    """``data`` (in any accepted envelope) as the Mod script leaves the character after
+    setting ``attributes`` (``{name: {current?, max?}}``): the first attribute of that
+    name (case-insensitive) set, a missing one created. ``data`` is not changed."""
+    top = need_object(data, "")
+    outer = dict(top)
+    holder = outer
+    if _in_mapping_envelope(top):
+        holder = outer["character"] = dict(need_object(top["character"], "/character"))
+    if holder.get("type") == "character" and "character" in holder:
+        holder["character"] = dict(need_object(holder["character"], "/character"))
+        holder = holder["character"]
+    rows = list(need_list(holder.get("attribs") or [], "/attribs"))
+    index: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        name = row.get("name") if isinstance(row, Mapping) else None
+        if isinstance(name, str):
+            index.setdefault(name.lower(), i)
+    for name, parts in attributes.items():
+        at = index.get(name.lower())
+        if at is None:
+            at = index[name.lower()] = len(rows)
+            rows.append({"name": name, "current": "", "max": ""})
+        rows[at] = {**rows[at], **parts}
+    holder["attribs"] = rows
+    return outer
+
+
 def encode(system: str, name: str, value: Any) -> Any:
     """A combatant value as a Roll20 attribute holds it: numbers stay numbers, lists of
     names become comma-separated text, objects and arrays JSON text, booleans 1/0."""
@@ -171,11 +204,15 @@ class Roll20Adapter(Adapter):
         npc = self.sheet(char, draft)
 
         def lookup(name: str) -> tuple[Any, str, Binding] | None:
-            if name in SHEET_ONLY:
-                return None
             attr, part = state_attribute(name)
             found = char.get(attr, part)
             if found is None or found[0] is None or found[0] == "":
+                return None
+            if name in SHEET_ONLY:
+                binding = draft.bindings.get(name)
+                where = (f"from {binding.target}" if binding and binding.target
+                         else "from the sheet's own attributes only")
+                draft.warn(f"{char.spelled(attr)} is ignored: {name} is read {where}")
                 return None
             return found[0], found[1], Binding(attr, part)
 
@@ -186,28 +223,48 @@ class Roll20Adapter(Adapter):
     def import_(self, data: Any, system: str) -> Imported:
         """The combatant for ``system`` from a Roll20 character (or an export)."""
         char, draft = self.read(data, system)
-        return draft.imported(char.id, char.name)
+        sources = {}
+        for name, binding in draft.bindings.items():
+            found = char.get(binding.target, binding.part) if binding.target else None
+            if found is not None:
+                sources[name] = found[1]
+        return draft.imported(char.id, char.name, sources)
 
     def updates(self, data: Any, system: str, before: Mapping[str, Any],
-                after: Mapping[str, Any]) -> list[dict[str, Any]]:
+                after: Mapping[str, Any], *, normalise: Normalise | None = None,
+                ) -> list[dict[str, Any]]:
         """``[{"character_id", "attributes": {name: {"current"?, "max"?}}}]`` for the
-        fields that changed; ``max`` only when the maximum changed."""
+        fields that changed; ``max`` only when the maximum is written."""
         before, after = check_states(before, after)
         char, draft = self.read(data, system)
         attributes: dict[str, dict[str, Any]] = {}
         check = Draft(draft.system)
-        for name, value in diff_fields(draft.system, before, after):
+
+        def write(name: str, value: Any) -> bool:
             value = plain_json(decode(draft.system, name, value, f"/after/{name}", check),
                                f"/after/{name}")
             binding = draft.bindings.get(name)
             if binding is None:
                 if name in SHEET_ONLY:
-                    continue
+                    return False
                 binding = Binding(*state_attribute(name))
             if not binding.writable:
-                continue
-            attr = char.spelled(binding.target)
-            attributes.setdefault(attr, {})[binding.part] = encode(draft.system, name, value)
+                return False
+            parts = attributes.setdefault(char.spelled(binding.target), {})
+            text = encode(draft.system, name, value)
+            if binding.part in parts and parts[binding.part] == text:
+                return False
+            parts[binding.part] = text
+            return True
+
+        for name, value in diff_fields(draft.system, before, after):
+            write(name, value)
+        if normalise is not None:
+            def reimport() -> Mapping[str, Any]:
+                _, again = self.read(apply_attributes(data, attributes), draft.system)
+                return normalise(again.imported(char.id, char.name).combatant)
+
+            settle(draft.system, after, write, reimport)
         return [{"character_id": char.id, "attributes": attributes}] if attributes else []
 
 
@@ -219,7 +276,12 @@ def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "c
     value = decode(draft.system, field, found[0], found[1], draft)
     if isinstance(value, int):
         draft.put(field, value, Binding(attr, part, writable))
-    return value if isinstance(value, int) else None
+        return value
+    if writable:
+        # an empty box of the sheet (PSP with no maximum): a value assumed for the
+        # field goes back there
+        draft.bind(field, Binding(attr, part, writable))
+    return None
 
 
 class Adnd2eRevised(Roll20Adapter):
@@ -328,7 +390,7 @@ class Roll20Generic(Roll20Adapter):
             value, path = (found if found is not None
                            else (None, pointer(char.path, "attribs")))
             if value is None or value == "":
-                value = source.default
+                value, path = source.default, source.default_path()
             if value is None:
                 continue
             decoded = source.decode(draft.system, name, value, path, draft)

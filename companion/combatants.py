@@ -3,12 +3,15 @@ their before/after into the adapter's write-back ``updates``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from adapters.base import Adapter
+from adapters.base import Adapter, Normalise
 from engine.errors import InvalidInput, Problem
+from engine.system import System
 
 from .services import Services
 
@@ -20,7 +23,9 @@ NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "s
 
 @dataclass(frozen=True)
 class ImportedRef:
-    """One adapter-given combatant: where it was, its adapter and raw data, the result."""
+    """One adapter-given combatant: where it was, its adapter and raw data, the result,
+    where in the data each field was read (``sources``), and the system's normaliser its
+    write-backs are checked with."""
 
     path: str
     role: str
@@ -28,6 +33,19 @@ class ImportedRef:
     data: Any
     combatant: dict[str, Any]
     warnings: tuple[str, ...]
+    sources: Mapping[str, str] = field(default_factory=dict)
+    normalise: Normalise | None = None
+
+
+def normaliser(system: System, options: Any = None) -> Normalise:
+    """``system.combatant``, under the house rules ``options`` when the system's
+    combatants depend on them (revised-2e derives MTHAC0 and saves by house rules), so
+    a write-back's round trip derives values as the resolution did."""
+    if options and "options" in inspect.signature(system.combatant).parameters:
+        # a system's own signature (System.combatant takes no options)
+        with_options: Callable[..., Mapping[str, Any]] = system.combatant
+        return partial(with_options, options=options)
+    return system.combatant
 
 
 def is_adapter_ref(value: Any) -> bool:
@@ -36,8 +54,9 @@ def is_adapter_ref(value: Any) -> bool:
 
 
 def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path: str,
-               role: str) -> ImportedRef:
-    """Import one ``{adapter, data}`` for ``system_id``; errors name ``path``."""
+               role: str, options: Any = None) -> ImportedRef:
+    """Import one ``{adapter, data}`` for ``system_id`` (house rules ``options``);
+    errors name ``path``."""
     adapter = services.adapter(ref.get("adapter"), f"{path}/adapter")
     if adapter.system is not None and adapter.system != system_id:
         raise InvalidInput.at(f"{path}/adapter", f"adapter {adapter.id} is made for "
@@ -48,7 +67,8 @@ def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path:
         raise type(exc)([Problem(f"{path}/data{p.path}", p.message)
                          for p in exc.problems]) from None
     return ImportedRef(path, role, adapter, ref["data"], dict(imported.combatant),
-                       tuple(imported.warnings))
+                       tuple(imported.warnings), dict(imported.sources),
+                       normaliser(services.system(system_id), options))
 
 
 def import_combatants(services: Services, params: Mapping[str, Any], system_id: str
@@ -57,18 +77,20 @@ def import_combatants(services: Services, params: Mapping[str, Any], system_id: 
     as power-pool ``allies``/``defenders``) replaced by the imported combatant."""
     out = dict(params)
     refs: list[ImportedRef] = []
+    options = params.get("options")
     for key, value in params.items():
         if key in NOT_COMBATANTS:
             continue
         if is_adapter_ref(value):
-            ref = import_ref(services, value, system_id, f"/{key}", key)
+            ref = import_ref(services, value, system_id, f"/{key}", key, options)
             refs.append(ref)
             out[key] = ref.combatant
         elif isinstance(value, list) and any(is_adapter_ref(v) for v in value):
             items = []
             for i, item in enumerate(value):
                 if is_adapter_ref(item):
-                    ref = import_ref(services, item, system_id, f"/{key}/{i}", key)
+                    ref = import_ref(services, item, system_id, f"/{key}/{i}", key,
+                                     options)
                     refs.append(ref)
                     items.append(ref.combatant)
                 else:
@@ -99,5 +121,5 @@ def exchange_updates(refs: list[ImportedRef], system_id: str,
             change = result.get(ref.role)
         if isinstance(change, Mapping) and change.get("before") != change.get("after"):
             updates.extend(ref.adapter.updates(ref.data, system_id, change["before"],
-                                               change["after"]))
+                                               change["after"], normalise=ref.normalise))
     return updates

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, Problem
 
-from ..combatants import import_ref
+from ..combatants import ImportedRef, import_ref, normaliser
 from ..registry import MethodSpec
-from ..schemas import NO_PARAMS, SYSTEM_ID
+from ..schemas import NO_PARAMS, OPTIONS, SYSTEM_ID
 from ..services import Context
 
 
@@ -18,18 +18,38 @@ async def adapters_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, 
 
 
 async def adapters_import(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``adapters.import``: raw VTT data to a combatant, with the adapter's warnings."""
+    """``adapters.import``: raw VTT data to a combatant, with the adapter's warnings.
+    A combatant the system would refuse (under the house rules ``options``) is refused
+    here too, with paths into ``/data`` where the adapter read each field."""
     services = ctx.services
     adapter = services.adapter(params["adapter"])
     system_id = params.get("system") or adapter.system or adapter.default_system
     if system_id is None:
         raise InvalidInput.at("/system", f"adapter {adapter.id} serves any system and "
                                          "assumes none: name one")
-    services.system(system_id)
+    system = services.system(system_id)
+    options = params.get("options")
+    system.options(options)
     ref = import_ref(services, {"adapter": adapter.id, "data": params["data"]}, system_id,
-                     "", "combatant")
+                     "", "combatant", options)
+    # The Foundry module validates a profile with this call before saving it: a
+    # combatant the engine would refuse is refused here, at the place it was read.
+    try:
+        normaliser(system, options)(ref.combatant)
+    except InvalidInput as exc:
+        raise type(exc)([Problem(_source_of(ref, p.path), p.message)
+                         for p in exc.problems]) from None
     return {"combatant": ref.combatant, "warnings": list(ref.warnings),
             "system": system_id}
+
+
+def _source_of(ref: ImportedRef, path: str) -> str:
+    """A problem's path in the combatant (``/<field>...``) as the place in ``/data`` the
+    adapter read the field from; ``/combatant/<field>...`` when it was derived or
+    defaulted."""
+    field = path.split("/")[1] if path.startswith("/") else ""
+    source = ref.sources.get(field)
+    return f"/data{source}" if source is not None else f"/combatant{path}"
 
 
 METHODS = [
@@ -41,8 +61,10 @@ METHODS = [
                 "additionalProperties": False,
                 "properties": {"adapter": {"type": "string"},
                                "data": {"description": "raw VTT JSON"},
-                               "system": SYSTEM_ID}},
+                               "system": SYSTEM_ID,
+                               "options": OPTIONS}},
                adapters_import,
-               "Turn raw VTT data into a combatant: {combatant, warnings, system}.",
+               "Turn raw VTT data into a combatant the system accepts (under the house "
+               "rules options): {combatant, warnings, system}.",
                result={"type": "object", "required": ["combatant", "warnings"]}),
 ]

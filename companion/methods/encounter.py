@@ -18,7 +18,7 @@ from engine.dice import dice_source
 from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant
 from engine.system import System
 
-from ..combatants import ImportedRef, import_ref, is_adapter_ref
+from ..combatants import ImportedRef, import_ref, is_adapter_ref, normaliser
 from ..errors import (
     DICE_NEEDED,
     NOT_FOUND,
@@ -114,7 +114,8 @@ async def _updates(ctx: Context, record: EncounterRecord, system: System,
     for combatant_id, ref in refs.items():
         old, new = _combatant(before, combatant_id), _combatant(after, combatant_id)
         if isinstance(old, Mapping) and isinstance(new, Mapping) and old != new:
-            updates.extend(ref.adapter.updates(ref.data, system.id, old, new))
+            updates.extend(ref.adapter.updates(ref.data, system.id, old, new,
+                                               normalise=normaliser(system, record.options)))
     return updates
 
 

@@ -44,18 +44,41 @@ def template_actor(relative: str, actor_type: str, actor_id: str, name: str) -> 
 
 
 def apply_foundry(data: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:
-    """A copy of ``data`` with Foundry ``actor.update({dotted: value})`` applied."""
+    """A copy of ``data`` with Foundry's ``actor.update({dotted: value})`` applied as
+    Foundry does it: ``expandObject`` (dotted keys, in order), then ``mergeObject`` with
+    ``performDeletions``: objects merge key by key (a key the new value lacks stays),
+    ``-=key`` deletes, arrays and other values replace."""
     data = copy.deepcopy(data)
     actor = data["actor"] if "actor" in data and "_id" not in data else data
     for entry in updates:
         assert entry["uuid"].endswith(f"Actor.{actor['_id']}")
-        for dotted, value in entry["update"].items():
-            node = actor
-            *parents, last = dotted.split(".")
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[last] = copy.deepcopy(value)
+        _merge_deleting(actor, _expand(entry["update"]))
     return data
+
+
+def _expand(changes: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dotted, value in changes.items():
+        node = out
+        *parents, last = dotted.split(".")
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
+        node[last] = _expand(value) if isinstance(value, dict) else copy.deepcopy(value)
+    return out
+
+
+def _merge_deleting(into: dict[str, Any], changes: dict[str, Any]) -> None:
+    for key, value in changes.items():
+        if key.startswith("-="):
+            into.pop(key[2:], None)
+        elif isinstance(value, dict):
+            if not isinstance(into.get(key), dict):
+                into[key] = {}
+            _merge_deleting(into[key], value)
+        else:
+            into[key] = value
 
 
 def apply_roll20(data: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,19 +17,43 @@ function getPath(obj, key) {
   return key.split(".").reduce((o, k) => (o === undefined || o === null ? undefined : o[k]), obj);
 }
 
-/** Apply `{dotted.path: value}` (and Foundry's `-=key` deletion) to an object. */
+/**
+ * Apply `{dotted.path: value}` to an object as Foundry's `Document#update` does: the
+ * changes are expanded (`expandObject`, keys in order, so `"a.-=k"` after `"a"` lands
+ * inside a's value) and merged in (`mergeObject(…, {performDeletions: true})`): objects
+ * merge key by key, `-=key` deletes, arrays and other values replace.
+ */
 export function applyDotted(target, changes) {
+  mergeDeleting(target, expandDotted(changes));
+}
+
+function isPlainObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function expandDotted(changes) {
+  const out = {};
   for (const [key, value] of Object.entries(changes)) {
     const parts = key.split(".");
-    let obj = target;
+    let obj = out;
     for (const p of parts.slice(0, -1)) {
-      obj[p] = obj[p] && typeof obj[p] === "object" ? obj[p] : {};
+      if (!isPlainObject(obj[p])) obj[p] = {};
       obj = obj[p];
     }
-    const last = parts[parts.length - 1];
-    if (last.startsWith("-=")) delete obj[last.slice(2)];
-    else obj[last] = value && typeof value === "object" && !Array.isArray(value) ? structuredClone(value) : value;
+    obj[parts[parts.length - 1]] = isPlainObject(value) ? expandDotted(value) : structuredClone(value);
   }
+  return out;
+}
+
+function mergeDeleting(target, changes) {
+  for (const [key, value] of Object.entries(changes)) {
+    if (key.startsWith("-=")) delete target[key.slice(2)];
+    else if (isPlainObject(value)) {
+      if (!isPlainObject(target[key])) target[key] = {};
+      mergeDeleting(target[key], value);
+    } else target[key] = value;
+  }
+  return target;
 }
 
 /** i18n over the module's language file, with Foundry's `{name}` formatting. */

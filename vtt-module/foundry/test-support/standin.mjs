@@ -8,14 +8,33 @@ import { compile } from "./handlebars-lite.mjs";
 
 const byPath = (obj, key) => key.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
 
-function applyDotted(target, changes) {
+// As Foundry's Document#update: dotted keys expanded in order (expandObject), then merged
+// (mergeObject with performDeletions): objects key by key, "-=key" deletes, the rest
+// replaces.
+const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+function expandDotted(changes) {
+  const out = {};
   for (const [key, value] of Object.entries(changes)) {
     const parts = key.split(".");
-    let obj = target;
-    for (const p of parts.slice(0, -1)) { obj[p] = obj[p] && typeof obj[p] === "object" ? obj[p] : {}; obj = obj[p]; }
-    const last = parts[parts.length - 1];
-    if (last.startsWith("-=")) delete obj[last.slice(2)]; else obj[last] = structuredClone(value);
+    let obj = out;
+    for (const p of parts.slice(0, -1)) { if (!isPlainObject(obj[p])) obj[p] = {}; obj = obj[p]; }
+    obj[parts[parts.length - 1]] = isPlainObject(value) ? expandDotted(value) : structuredClone(value);
   }
+  return out;
+}
+
+function mergeDeleting(target, changes) {
+  for (const [key, value] of Object.entries(changes)) {
+    if (key.startsWith("-=")) delete target[key.slice(2)];
+    else if (isPlainObject(value)) { if (!isPlainObject(target[key])) target[key] = {}; mergeDeleting(target[key], value); }
+    else target[key] = value;
+  }
+  return target;
+}
+
+export function applyDotted(target, changes) {
+  mergeDeleting(target, expandDotted(changes));
 }
 
 class Actor {

@@ -37,9 +37,12 @@ test("a submitted profile keeps only filled fields, as numbers where the schema 
 
 test("a player's profile is validated by the daemon's adapter before the GM saves it to flags.mindscape.<system>", async () => {
   const t = makeTable({ dialogs: { p1: { profileDialog: { kind: "psionicist", psp: "33", attacks: ["ego-whip"] } } } });
+  // The world's house rules decide what a combatant may be (H-2E-MODE-LIMITS): they go along.
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-MODE-LIMITS": false } });
   const saved = await t.clients.p1.svc.configureActor(t.actors.ulcen.uuid);
   assert.deepEqual(saved.profile, { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
   const check = t.daemon.calls.filter((c) => c.method === "adapters.import").pop();
+  assert.deepEqual(check.params.options, { "H-2E-MODE-LIMITS": false });
   assert.deepEqual(check.params.data.actor.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
   assert.deepEqual(t.actors.ulcen.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
 });

@@ -6,8 +6,12 @@
  */
 import { UsageError } from "./errors.js";
 
-/** Fields the actor already names or that the daemon keeps itself. */
-const SKIP = new Set(["id", "name"]);
+/**
+ * Fields the actor already names, and those the game system's sheet owns: hit points
+ * are read from (and written to) the sheet only, and a `hp` stored in these flags is
+ * ignored by the companion's adapters (SHEET_ONLY in adapters/core.py).
+ */
+export const SKIP = new Set(["id", "name", "hp"]);
 
 function typesOf(prop) {
   const t = prop?.type;

@@ -183,7 +183,7 @@ export class Mindscape {
     const adapter = await this.adapterId();
     const [description, imported] = await Promise.all([
       this.describe(system),
-      this.rpc("adapters.import", { adapter, system, data: this.ref(actor, token, adapter).data }),
+      this.rpc("adapters.import", { adapter, system, data: this.ref(actor, token, adapter).data, options: houseRulesFor(this.game, system) }),
     ]);
     const combatant = imported?.combatant ?? {};
     const modes = modesFromDescription(system, description);
@@ -266,7 +266,7 @@ export class Mindscape {
     let known = null;
     try {
       const adapter = await this.adapterId();
-      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(actor, defender.token, adapter).data });
+      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(actor, defender.token, adapter).data, options: houseRulesFor(this.game, system) });
       known = knownModeIds(system, imported?.combatant ?? null, "defenses");
     } catch { known = null; }
     const offered = knownModes(modes, known);
@@ -414,7 +414,7 @@ export class Mindscape {
     const adapter = await this.adapterId();
     const ref = this.ref(actor, token, adapter);
     ref.data.actor = actorDataWithProfile(ref.data.actor, MODULE_ID, spec.system, profile);
-    const imported = await this.rpc("adapters.import", { adapter, system: spec.system, data: ref.data });
+    const imported = await this.rpc("adapters.import", { adapter, system: spec.system, data: ref.data, options: houseRulesFor(this.game, spec.system) });
     // Replace the whole profile ("-=" removes the old keys) so cleared fields do not linger.
     await actor.update({ [`flags.${MODULE_ID}.-=${spec.system}`]: null });
     await actor.update({ [`flags.${MODULE_ID}.${spec.system}`]: profile });

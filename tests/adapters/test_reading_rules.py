@@ -1,0 +1,154 @@
+"""docs/ADAPTERS.md "What every adapter does": Hit Dice as the rule books print them,
+mapping files that report their own mistakes, ability scores capped at 25 everywhere,
+and warnings without repeats and without end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import adapters
+from adapters.core import MAX_WARNINGS
+from engine.errors import InvalidInput
+
+from .support import load, template_actor
+
+OSE = adapters.get("foundry.ose")
+ARS = adapters.get("foundry.ars")
+FOUNDRY_GENERIC = adapters.get("foundry.generic")
+ROLL20_GENERIC = adapters.get("roll20.generic")
+SHEET = adapters.get("roll20.adnd2e-revised")
+
+
+def ars_npc(hitdice: Any) -> dict[str, Any]:
+    actor = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Kobold")
+    actor["system"]["hitdice"] = hitdice
+    return actor
+
+
+def ose_monster(hd: Any) -> dict[str, Any]:
+    actor = template_actor("foundry/ose/template.json", "monster", "oseMonster000001",
+                           "Goblin")
+    actor["system"]["hp"]["hd"] = hd
+    return actor
+
+
+# -- 6. Hit Dice ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "count", "warning"), [
+    ("1/2", 1, 'Hit Dice "1/2" are less than one die; counted as 1'),
+    ("½", 1, 'Hit Dice "½" are less than one die; counted as 1'),
+    ("1/4", 1, 'Hit Dice "1/4" are less than one die; counted as 1'),
+    ("11+", 11, 'Hit Dice "11+" read as 11; ignored the trailing + (more than that)'),
+    ("11+3", 11, 'Hit Dice "11+3" read as 11; ignored +3 (hit points)'),
+    ("3*", 3, 'Hit Dice "3*" read as 3; ignored * (special abilities)'),
+    ("4+1**", 4, 'Hit Dice "4+1**" read as 4; ignored +1 (hit points), '
+                 '** (special abilities)'),
+])
+def test_monster_hit_dice_as_rule_books_print_them(text: str, count: int,
+                                                   warning: str) -> None:
+    """AD&D and B/X monster entries: kobolds "1/2" (½), a dragon "11+", an ogre "4+1",
+    a starred "3*" (a special ability, for experience only). ARS hitdice and OSE hp.hd
+    alike; what is ignored is said in a warning."""
+    for adapter, actor in ((ARS, ars_npc(text)), (OSE, ose_monster(text))):
+        got = adapter.import_(actor, "power-pool")
+        assert got.combatant["hit_dice"] == count
+        assert warning in got.warnings
+        assert adapter.import_(actor, "revised-2e").combatant["level"] == count
+
+
+def test_a_hit_dice_formula_with_a_die_ignores_nothing() -> None:
+    got = OSE.import_(ose_monster("3d8+2"), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    assert not any(w.startswith("Hit Dice") for w in got.warnings)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("abc", "expected Hit Dice like '3', '4+1', '11+', '3*', '1/2' or a formula like "
+            "'18d10 + 36', got \"abc\""),
+    ("3/2", "a fraction of a Hit Die must be above 0 and below 1, got \"3/2\""),
+    ("0/4", "a fraction of a Hit Die must be above 0 and below 1, got \"0/4\""),
+])
+def test_hit_dice_that_mean_nothing_are_still_refused(text: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(ars_npc(text), "power-pool")
+    assert [(p.path, p.message) for p in err.value.problems] == [("/system/hitdice",
+                                                                  message)]
+
+
+# -- 8. mapping files -----------------------------------------------------------------------
+def generic_actor(mapping: dict[str, Any], **system: Any) -> dict[str, Any]:
+    actor = load("foundry/dnd5e/aboleth.json")
+    actor["system"].update(system)
+    return {"mapping": mapping, "actor": actor}
+
+
+def test_a_hit_die_source_holding_a_bare_number_reads_it_as_the_die_size() -> None:
+    """docs/ADAPTERS.md: `parse: "hit-die"` on a number reads it as the die's size (8 →
+    d8); a number that is no die size, or text naming no die, is ignored with a
+    warning, never silently."""
+    mapping = {"version": 1, "fields": {"hit_dice": {"path": "system.hd", "parse":
+                                                     "dice-count"},
+                                        "die": {"path": "system.die", "parse": "hit-die"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, hd=3, die=8), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, hd=3, die="10"), "power-pool")
+    assert got.combatant["die"] == 10
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, hd=3, die=3), "power-pool")
+    assert "die" not in got.combatant
+    assert "die: 3 (at /actor/system/die) is not a hit die size (4, 6, 8, 10, 12 or 20); " \
+           "ignored" in got.warnings
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, hd=3, die="4+1"), "power-pool")
+    assert "die" not in got.combatant
+    assert 'die: "4+1" (at /actor/system/die) names no hit die (like \'d8\'); ignored' \
+        in got.warnings
+
+
+def test_a_bad_default_in_a_mapping_is_reported_in_the_mapping() -> None:
+    mapping = {"version": 1,
+               "systems": {"revised-2e": {"level": {"path": "system.nowhere",
+                                                    "default": "seventh"}}}}
+    with pytest.raises(InvalidInput) as err:
+        FOUNDRY_GENERIC.import_(generic_actor(mapping), "revised-2e")
+    assert err.value.problems[0].path == "/mapping/systems/revised-2e/level/default"
+    roll20 = {"mapping": {"version": 1, "fields": {"psp": {"path": "PSP", "default": -3}}},
+              "character": load("roll20/vttes-export-ilaris-empty.json")}
+    with pytest.raises(InvalidInput) as err:
+        ROLL20_GENERIC.import_(roll20, "revised-2e")
+    assert err.value.problems[0].path == "/mapping/fields/psp/default"
+
+
+def test_generic_ability_scores_above_25_are_used_as_25() -> None:
+    """docs/ADAPTERS.md: "Ability scores above 25 are used as 25" (every adapter)."""
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
+                                        "wis": "system.abilities.wis.value"}}
+    data = generic_actor(mapping)
+    data["actor"]["system"]["abilities"]["int"]["value"] = 30
+    got = FOUNDRY_GENERIC.import_(data, "revised-2e")
+    assert (got.combatant["int"], got.combatant["wis"]) == (25, 15)
+    assert "int 30 is above the tables' 25; used as 25" in got.warnings
+    roll20 = {"mapping": {"version": 1, "fields": {"wis": "Wis"}},
+              "character": {"id": "c1", "name": "C", "attribs": [{"name": "Wis",
+                                                                  "current": "40"}]}}
+    got = ROLL20_GENERIC.import_(roll20, "combat-strength")
+    assert got.combatant["wis"] == 25
+    assert "wis 40 is above the tables' 25; used as 25" in got.warnings
+
+
+# -- 9. warnings ----------------------------------------------------------------------------
+def test_warnings_are_given_once_each_and_at_most_fifty_then_counted() -> None:
+    """A sheet with 50,000 mode rows of unknown names must not give an answer of
+    megabytes: repeats are dropped, and past MAX_WARNINGS one line counts the rest."""
+    def sheet(names: list[str]) -> dict[str, Any]:
+        return {"id": "c1", "name": "C", "attribs": [
+            {"name": f"repeating_psionic-attacks_-R{i}_psionic-attack-name", "current": n}
+            for i, n in enumerate(names)]}
+
+    same = SHEET.import_(sheet(["Mind Bar"] * 50_000), "revised-2e")
+    assert sum('"Mind Bar" is not a revised-2e mode' in w for w in same.warnings) == 1
+    many = SHEET.import_(sheet([f"Bar {i}" for i in range(50_000)]), "revised-2e")
+    assert MAX_WARNINGS == 50 and len(many.warnings) == MAX_WARNINGS + 1
+    assert many.warnings[-1].startswith("… and ")
+    assert many.warnings[-1].endswith(" more warnings")
+    assert len(json.dumps(many.warnings)) < 10_000

@@ -1,0 +1,183 @@
+"""Adapters as the daemon uses them: ``adapters.import`` refuses what the engine refuses,
+at the place in the data the adapter read; write-backs of exchanges and encounters,
+applied as Foundry applies them, import again."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from engine import builtin_systems
+from tests.companion.conftest import Rpc
+
+from .support import apply_foundry, apply_roll20, attr, load
+
+POWER_POOL = builtin_systems()["power-pool"]
+
+
+def roll20_psionicist(psp: Any, psp_max: Any) -> dict[str, Any]:
+    return {"id": "-Mx1", "name": "Xan", "attribs": [
+        {"name": "PSP", "current": psp, "max": psp_max},
+        {"name": "psi_kind", "current": "psionicist"},
+        {"name": "level-class1", "current": "3"},
+        {"name": "Intelligence", "current": "15"}, {"name": "Wisdom", "current": "15"}]}
+
+
+async def test_adapters_import_refuses_more_psps_than_the_maximum_at_the_attribute(
+        rpc: Rpc) -> None:
+    """COMBATANTS.md: psp may not exceed psp_max. The Foundry module validates a profile
+    with adapters.import before saving it, so the engine's refusal must show here, at
+    the attribute it was read from (PSP current), with the engine's own message."""
+    error = await rpc.error("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                "data": roll20_psionicist(50, 40)})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [{"path": "/data/attribs/0/current",
+                                        "message": "current PSPs 50 exceed the maximum 40"}]
+
+
+async def test_adapters_import_points_into_foundry_flags_and_keeps_unbound_paths(
+        rpc: Rpc) -> None:
+    """RULES.md (H-2E-MODE-LIMITS): a level-1 psionicist knows at most one attack mode;
+    the modes were read from flags.mindscape.revised-2e.attacks. A level the adapter
+    did not read from one place keeps the combatant's path."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {
+        "kind": "psionicist", "psp_max": 20,
+        "attacks": ["mind-thrust", "ego-whip", "id-insinuation"]}}
+    error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e",
+                                                "system": "revised-2e",
+                                                "data": {"actor": zanna, "token": None}})
+    paths = [p["path"] for p in error["data"]["errors"]]
+    assert paths == ["/data/actor/flags/mindscape/revised-2e/attacks"]
+    assert "at most 1 attack mode" in error["data"]["errors"][0]["message"]
+    relaxed = await rpc.ok("adapters.import", {
+        "adapter": "foundry.dnd5e", "system": "revised-2e",
+        "options": {"H-2E-MODE-LIMITS": False}, "data": {"actor": zanna, "token": None}})
+    assert len(relaxed["combatant"]["attacks"]) == 3  # under the world's house rules
+    error = await rpc.error("adapters.import", {
+        "adapter": "foundry.dnd5e", "system": "revised-2e", "options": {"H-NOPE": 1},
+        "data": {"actor": zanna, "token": None}})
+    assert [p["path"] for p in error["data"]["errors"]] == ["/options/H-NOPE"]
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
+                                        "wis": "system.abilities.wis.value"}}
+    zanna["flags"]["mindscape"] = {"revised-2e": {"kind": "psionicist", "psp_max": 20}}
+    error = await rpc.error("adapters.import", {
+        "adapter": "foundry.generic", "system": "revised-2e",
+        "data": {"mapping": mapping, "actor": zanna}})
+    assert [p["path"] for p in error["data"]["errors"]] == ["/combatant/level"]
+    zanna["flags"]["mindscape"]["revised-2e"]["level"] = 1
+    ok = await rpc.ok("adapters.import", {"adapter": "foundry.generic",
+                                          "system": "revised-2e",
+                                          "data": {"mapping": mapping, "actor": zanna}})
+    assert ok["combatant"] == {"id": "4Jsv5vYaJ1atUEDV", "name": "Zanna (Gnome Wizard)",
+                               "int": 17, "wis": 13, "kind": "psionicist", "psp_max": 20,
+                               "level": 1}
+
+
+async def test_exchange_write_back_keeps_a_maximum_the_engine_defaulted(rpc: Rpc) -> None:
+    """COMBATANTS.md: attack_strength_max defaults to the current strength. The sheet has
+    60 with an empty max: after the attack costs strength, the write-back must also set
+    the max, or the next import would take the lowered strength as the maximum."""
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["attribs"] += [{"name": "psi_attack_strength", "current": "60", "max": ""},
+                         {"name": "psi_defense_strength", "current": "40", "max": "40"}]
+    result = await rpc.ok("exchange.resolve", {
+        "system": "combat-strength",
+        "attacker": {"adapter": "roll20.adnd2e-revised", "data": ulcen},
+        "defender": {"id": "d", "name": "D", "psionic": True, "attack_strength": 20,
+                     "defense_strength": 10},
+        "attack": {"mode": "ego-whip"}, "defense": {"mode": "mind-blank"}, "seed": 3})
+    spent = result["attacker"]["after"]["attack_strength"]
+    assert spent < 60
+    assert result["updates"] == [{"character_id": "-MzUlcen0000000001", "attributes": {
+        "psi_attack_strength": {"current": spent, "max": 60}}}]
+    again = await rpc.ok("adapters.import", {
+        "adapter": "roll20.adnd2e-revised", "system": "combat-strength",
+        "data": apply_roll20(ulcen, result["updates"])})
+    assert again["combatant"]["attack_strength_max"] == 60
+
+
+async def test_exchange_write_back_derives_as_the_exchange_s_house_rules_do(
+        rpc: Rpc) -> None:
+    """RULES.md H-2E-WT-MTHAC0 (false: a wild talent's MTHAC0 is 21 − level). The round
+    trip normalises with the exchange's options, so the derived MTHAC0 is not pinned in
+    the flags (a later level-up on the sheet must still count)."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {
+        "kind": "wild-talent", "level": 4, "psp_max": 40, "attacks": ["mind-thrust"]}}
+    result = await rpc.ok("exchange.resolve", {
+        "system": "revised-2e", "options": {"H-2E-WT-MTHAC0": False},
+        "attacker": {"adapter": "foundry.dnd5e", "data": zanna},
+        "defender": {"id": "d", "name": "D", "kind": "nonpsionic"},
+        "attack": {"mode": "mind-thrust"}, "seed": 1})
+    assert result["attacker"]["after"]["mthac0"] == 17
+    update = result["updates"][0]["update"]
+    assert "flags.mindscape.revised-2e.mthac0" not in update
+    assert update["flags.mindscape.revised-2e.psp"] == result["attacker"]["after"]["psp"]
+
+
+async def test_a_power_pool_encounter_s_write_backs_import_again_after_every_step(
+        rpc: Rpc) -> None:
+    """RULES.md §3: conditions come and go with their rounds (condition_rounds). Foundry
+    merges an object written over a stored one, so a condition that ended must be
+    deleted ("-=key") or the next import has a timer with no condition ("dazed is not
+    among the conditions"). The encounter keeps the data as added, so keys stored by
+    earlier write-backs are deleted too."""
+    state = {"psionic": True, "attacks": ["mental-stab", "synaptic-overload"],
+             "defenses": ["pinnacle-of-will", "blank-mind"]}
+    actors = {}
+    for fixture in ("zanna-gnome-wizard", "randal-human-fighter"):
+        actor = load(f"foundry/dnd5e/{fixture}.json")
+        actor["flags"]["mindscape"] = {"power-pool": copy.deepcopy(state)}
+        actors[actor["_id"]] = actor
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for actor in actors.values():
+        await rpc.ok("encounter.add", {"id": eid, "combatant": {"adapter": "foundry.dnd5e",
+                                                                "data": actor}})
+    deletions = 0
+    for step in range(40):
+        view = await rpc.ok("encounter.get", {"id": eid})
+        for cid in view.get("waiting_for", []):
+            other = next(x for x in actors if x != cid)
+            answer = await rpc.call("encounter.declare", {
+                "id": eid, "combatant_id": cid,
+                "choice": {"attack": {"mode": "mental-stab", "target": other}}})
+            if "error" in answer:  # attacked already: it defends (or may not act)
+                await rpc.call("encounter.declare", {
+                    "id": eid, "combatant_id": cid,
+                    "choice": {"defense": {"mode": "pinnacle-of-will"}}})
+        resolved = await rpc.call("encounter.resolve", {"id": eid, "seed": step})
+        if "error" in resolved:
+            break
+        for update in resolved["result"]["updates"]:
+            actor_id = update["uuid"].rsplit(".", 1)[1]
+            deletions += sum("-=" in key for key in update["update"])
+            actors[actor_id] = apply_foundry(actors[actor_id], [update])
+        for actor in actors.values():
+            again = await rpc.ok("adapters.import", {"adapter": "foundry.dnd5e",
+                                                     "system": "power-pool", "data": actor})
+            POWER_POOL.combatant(again["combatant"])  # what encounter.add would refuse
+    assert deletions, "no condition ended: the scenario checked nothing"
+
+
+async def test_roll20_psps_with_no_maximum_fight_and_keep_their_maximum(rpc: Rpc) -> None:
+    """A PSP box with no maximum: the current PSPs are taken as the maximum (warning),
+    the mind is a psionicist's, and the maximum is written back with the spent PSPs."""
+    sheet = roll20_psionicist("30", "")
+    sheet["attribs"] = [a for a in sheet["attribs"] if a["name"] != "psi_kind"]
+    sheet["attribs"].append({"name": "psionic-attack-name", "current": "Mind Thrust"})
+    imported = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                "data": sheet})
+    assert (imported["combatant"]["psp_max"], imported["combatant"]["kind"]) == \
+        (30, "psionicist")
+    assert any("no PSP maximum" in w for w in imported["warnings"])
+    result = await rpc.ok("exchange.resolve", {
+        "system": "revised-2e",
+        "attacker": {"adapter": "roll20.adnd2e-revised", "data": sheet},
+        "defender": {"id": "d", "name": "D", "kind": "nonpsionic"},
+        "attack": {"mode": "mind-thrust", "multiplier": 1},
+        "dice": {"attack": [10], "damage": [1, 1]}})
+    left = result["attacker"]["after"]["psp"]
+    assert left < 30
+    assert result["updates"][0]["attributes"]["PSP"] == {"current": left, "max": 30}
+    assert attr(apply_roll20(sheet, result["updates"]), "PSP")["max"] == 30

@@ -1,0 +1,185 @@
+"""docs/ADAPTERS.md "Write-back": object fields written so that Foundry's merge leaves
+nothing stale, values the engine defaulted kept, derived values left derived, and ``hp``
+read and written only where the game system keeps it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import adapters
+from engine import builtin_systems
+
+from .support import apply_foundry, apply_roll20, attr, load
+
+SYSTEMS = builtin_systems()
+DND5E = adapters.get("foundry.dnd5e")
+GENERIC = adapters.get("foundry.generic")
+SHEET = adapters.get("roll20.adnd2e-revised")
+
+
+def aboleth(system: str, state: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = load("foundry/dnd5e/aboleth.json")
+    data["flags"]["mindscape"] = {system: state}
+    return data
+
+
+def normalised(adapter: adapters.Adapter, data: Any, system: str) -> dict[str, Any]:
+    got: dict[str, Any] = SYSTEMS[system].combatant(adapter.import_(data, system).combatant)
+    return got
+
+
+# -- 1. objects: Foundry merges them key by key ------------------------------------------
+def test_an_object_field_is_written_with_deletions_of_the_keys_it_lost() -> None:
+    """Foundry's Document.update merges objects recursively: writing {stunned: 1} over a
+    stored {dazed: 1, stunned: 2} keeps dazed unless "condition_rounds.-=dazed" is sent,
+    after the value (expandObject applies keys in order)."""
+    data = aboleth("power-pool", {"psionic": True, "conditions": ["dazed", "stunned"],
+                                  "condition_rounds": {"dazed": 1, "stunned": 2}})
+    before = normalised(DND5E, data, "power-pool")
+    after = {**before, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
+    update = DND5E.updates(data, "power-pool", before, after)[0]["update"]
+    base = "flags.mindscape.power-pool"
+    assert list(update) == [f"{base}.conditions", f"{base}.condition_rounds",
+                            f"{base}.condition_rounds.-=dazed"]
+    assert update[f"{base}.condition_rounds"] == {"stunned": 1}
+    assert update[f"{base}.condition_rounds.-=dazed"] is None
+    written = apply_foundry(data, [{"uuid": "Actor.shhHtE7b92PefCWB", "update": update}])
+    assert written["flags"]["mindscape"]["power-pool"]["condition_rounds"] == {"stunned": 1}
+    assert normalised(DND5E, written, "power-pool") == after
+
+
+def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:
+    """An encounter keeps the actor data as it was added; the write-backs of earlier
+    steps put keys there since. ``before`` knows them, so they are deleted as well."""
+    data = aboleth("combat-strength", {"defense_strength": 40, "conditions": []})
+    before = {**normalised(DND5E, data, "combat-strength"), "conditions": ["dazed"],
+              "condition_rounds": {"dazed": 1}}
+    after = {**before, "conditions": [], "condition_rounds": {}}
+    update = DND5E.updates(data, "combat-strength", before, after)[0]["update"]
+    assert update["flags.mindscape.combat-strength.condition_rounds"] == {}
+    assert "flags.mindscape.combat-strength.condition_rounds.-=dazed" in update
+
+
+def test_the_test_fake_of_foundry_merges_objects_and_honours_deletions() -> None:
+    """support.apply_foundry plays Foundry's expandObject + mergeObject(performDeletions):
+    without the deletion key a stale key stays, with it (after its value) it goes."""
+    data = aboleth("power-pool", {"condition_rounds": {"dazed": 1, "stunned": 2}})
+    key = "flags.mindscape.power-pool.condition_rounds"
+    kept = apply_foundry(data, [{"uuid": "Actor.shhHtE7b92PefCWB",
+                                 "update": {key: {"stunned": 1}}}])
+    assert kept["flags"]["mindscape"]["power-pool"]["condition_rounds"] == \
+        {"dazed": 1, "stunned": 1}
+    gone = apply_foundry(data, [{"uuid": "Actor.shhHtE7b92PefCWB",
+                                 "update": {key: {"stunned": 1}, f"{key}.-=dazed": None}}])
+    assert gone["flags"]["mindscape"]["power-pool"]["condition_rounds"] == {"stunned": 1}
+    early = apply_foundry(data, [{"uuid": "Actor.shhHtE7b92PefCWB",
+                                  "update": {f"{key}.-=dazed": None, key: {"stunned": 1}}}])
+    assert early["flags"]["mindscape"]["power-pool"]["condition_rounds"] == \
+        {"dazed": 1, "stunned": 1}
+
+
+# -- 2. values the engine defaulted, and derived ones ---------------------------------------
+def test_a_pool_the_engine_defaulted_is_written_when_it_no_longer_follows() -> None:
+    """COMBATANTS.md: pool defaults to hit_dice − dedicated. A die released from a
+    maintained power without coming back to the pool leaves pool 17 of 18 with nothing
+    dedicated: the next import would default it to 18, so pool is written."""
+    data = aboleth("power-pool", {"psionic": True, "dedicated": [{"purpose": "maintain"}]})
+    before = normalised(DND5E, data, "power-pool")
+    assert (before["hit_dice"], before["pool"]) == (18, 17)
+    after = {**before, "dedicated": []}
+    plain = DND5E.updates(data, "power-pool", before, after)
+    assert plain[0]["update"] == {"flags.mindscape.power-pool.dedicated": []}
+    update = DND5E.updates(data, "power-pool", before, after,
+                           normalise=SYSTEMS["power-pool"].combatant)
+    assert update[0]["update"] == {"flags.mindscape.power-pool.dedicated": [],
+                                   "flags.mindscape.power-pool.pool": 17}
+    assert normalised(DND5E, apply_foundry(data, update), "power-pool") == after
+
+
+def test_foundry_strength_maxima_are_kept_and_the_original_total_stays_derived() -> None:
+    """COMBATANTS.md: attack_strength_max defaults to the current strength and
+    original_total to the sum of the maxima. Only the maximum needs writing."""
+    data = aboleth("combat-strength", {"attack_strength": 60, "defense_strength": 40})
+    before = normalised(DND5E, data, "combat-strength")
+    after = {**before, "attack_strength": 53}
+    update = DND5E.updates(data, "combat-strength", before, after,
+                           normalise=SYSTEMS["combat-strength"].combatant)
+    assert update[0]["update"] == {"flags.mindscape.combat-strength.attack_strength": 53,
+                                   "flags.mindscape.combat-strength.attack_strength_max": 60}
+
+
+def test_a_derived_mthac0_is_not_written_so_a_level_up_still_counts() -> None:
+    """RULES.md §1.1: a psionicist's MTHAC0 is 21 − level. Writing PSPs must not pin the
+    MTHAC0 in the flags: after a level-up on the sheet it follows the new level."""
+    data = aboleth("revised-2e", {"kind": "psionicist", "level": 5, "psp_max": 50,
+                                  "attacks": ["mind-thrust"]})
+    before = normalised(DND5E, data, "revised-2e")
+    assert before["mthac0"] == 16
+    after = {**before, "psp": 40}
+    update = DND5E.updates(data, "revised-2e", before, after,
+                           normalise=SYSTEMS["revised-2e"].combatant)
+    assert update[0]["update"] == {"flags.mindscape.revised-2e.psp": 40}
+    written = apply_foundry(data, update)
+    written["flags"]["mindscape"]["revised-2e"]["level"] = 6
+    assert normalised(DND5E, written, "revised-2e")["mthac0"] == 15
+
+
+# -- 3. hp belongs to the sheet -------------------------------------------------------------
+def test_foundry_ignores_hp_in_the_flags_and_writes_damage_to_the_sheet() -> None:
+    """docs/ADAPTERS.md: "`hp` never goes to the store: it is written only where it was
+    read." A stored flags hp is ignored, with a warning saying where hp is read."""
+    data = aboleth("revised-2e", {"kind": "psionicist", "psp_max": 60, "hp": 3})
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["hp"] == 135
+    assert "flags.mindscape.revised-2e.hp is ignored: hp is read from " \
+           "system.attributes.hp.value" in got.warnings
+    assert DND5E.updates(data, "revised-2e", {"hp": 135}, {"hp": 100}) == [
+        {"uuid": "Actor.shhHtE7b92PefCWB", "update": {"system.attributes.hp.value": 100}}]
+
+
+def test_a_mapping_without_hp_ignores_a_flags_hp_and_writes_no_hp() -> None:
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value"}}
+    data = {"mapping": mapping, "actor": aboleth("power-pool", {"hp": 9, "hit_dice": 3,
+                                                                "die": 8})}
+    got = GENERIC.import_(data, "power-pool")
+    assert "hp" not in got.combatant
+    assert any("power-pool.hp is ignored: hp is read from the game system's own data"
+               in w for w in got.warnings)
+    assert GENERIC.updates(data, "power-pool", {"hp": 9}, {"hp": 4}) == []
+
+
+# -- 5. PSPs with no maximum ----------------------------------------------------------------
+def test_foundry_psps_with_no_maximum_take_the_current_as_the_maximum() -> None:
+    data = aboleth("revised-2e", {"psp": 30, "attacks": ["mind-thrust"]})
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["psp_max"], got.combatant["kind"]) == (30, "psionicist")
+    assert "no PSP maximum recorded; taken as the current PSPs, 30" in got.warnings
+    before = SYSTEMS["revised-2e"].combatant(got.combatant)
+    after = {**before, "psp": 26}
+    update = DND5E.updates(data, "revised-2e", before, after,
+                           normalise=SYSTEMS["revised-2e"].combatant)
+    assert update[0]["update"] == {"flags.mindscape.revised-2e.psp": 26,
+                                   "flags.mindscape.revised-2e.psp_max": 30}
+
+
+def test_roll20_psps_with_no_maximum_write_the_maximum_into_the_psp_box() -> None:
+    data = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(data, "PSP")["max"] = ""
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["psp_max"] == 40
+    assert got.sources["psp_max"] == "/attribs/6/max"
+    before = SYSTEMS["revised-2e"].combatant(got.combatant)
+    after = {**before, "psp": 36}
+    update = SHEET.updates(data, "revised-2e", before, after,
+                           normalise=SYSTEMS["revised-2e"].combatant)
+    assert update == [{"character_id": "-MzUlcen0000000001",
+                       "attributes": {"PSP": {"current": 36, "max": 40}}}]
+    assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
+
+
+def test_roll20_ignores_a_psi_hp_attribute_with_a_warning() -> None:
+    data = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    data["attribs"].append({"name": "psi_hp", "current": "5", "max": ""})
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["hp"] == 22
+    assert "psi_hp is ignored: hp is read from HP" in got.warnings

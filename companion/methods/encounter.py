@@ -11,6 +11,7 @@ action (one that changes the state when declared).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..errors import (
     RULES_VIOLATION,
     STALE_REVISION,
     STORE_UNAVAILABLE,
+    logged_error_id,
 )
 from ..registry import MethodSpec
 from ..schemas import (
@@ -41,6 +43,8 @@ from ..schemas import (
 )
 from ..services import Context
 from ..store import EncounterRecord, StaleRevision, StepRecord
+
+log = logging.getLogger("mindscape.encounters")
 
 WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION, STORE_UNAVAILABLE)
 
@@ -202,18 +206,30 @@ async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, A
         state, step = system.encounter_resolve(record.state, dice,
                                                bool(params.get("force", False)))
         rolls = [r.to_json() for r in dice.rolls]
+        # Everything that can fail is done before the step is stored: an error answer
+        # then always means that nothing happened.
+        result = _step_answer(system, step)
+        result.setdefault("rolls", rolls)
+        result["updates"] = await _updates(ctx, record, system, record.state, state)
         stored_params: dict[str, Any] = {k: params[k] for k in ("dice", "seed", "force")
                                          if k in params}
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="resolve",
             params=stored_params, rolls=rolls, result=step, state=state)
-        updates = await _updates(ctx, record, system, record.state, state)
     await services.hub.encounter_changed(new.id, new.revision)
-    result = dict(step)
-    result.setdefault("rolls", rolls)
     result["revision"] = new.revision
-    result["updates"] = updates
     return result
+
+
+def _step_answer(system: System, step: Any) -> dict[str, Any]:
+    """The answer's object for a system's step: the step itself, or ``{"results": [...]}``
+    for a system that gives a list of exchange results (API.md: "the resolved step ...
+    or a list of them")."""
+    if isinstance(step, Mapping):
+        return dict(step)
+    if isinstance(step, list | tuple):
+        return {"results": list(step)}
+    raise TypeError(f"system {system.id} resolved a step of type {type(step).__name__}")
 
 
 async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -223,9 +239,19 @@ async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
         record, system = await _load(ctx, params)
         _expect(record, params)
         new, undone = await services.store.undo(record.id, expected_revision=record.revision)
-        updates = await _updates(ctx, record, system, record.state, new.state)
+        try:
+            updates = await _updates(ctx, record, system, record.state, new.state)
+        except Exception:
+            # The undo is stored: it must be answered as done. The write-back is what
+            # failed; the client is told so, and the log has the rest.
+            error_id = logged_error_id(log, "write-back of an undo failed",
+                                       encounter=record.id, revision=new.revision)
+            updates, failed = [], {"updates_failed": {"error_id": error_id}}
+        else:
+            failed = {}
     await services.hub.encounter_changed(new.id, new.revision)
-    return {"revision": new.revision, "undone": undone.revision, "updates": updates}
+    return {"revision": new.revision, "undone": undone.revision, "updates": updates,
+            **failed}
 
 
 async def encounter_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:

@@ -573,3 +573,80 @@ async def test_two_unlinked_tokens_of_one_foundry_actor_join_as_two_combatants(
                                                  "actorLink": False}}}})
         ids.append(added["combatant_id"])
     assert ids[0] != ids[1] and all(i.startswith(aboleth["_id"]) for i in ids)
+
+
+async def test_a_system_that_resolves_a_list_of_results_is_answered_with_them(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md: encounter.resolve answers "the resolved step (same shape as an exchange
+    result, or a list of them) and revision"."""
+    system = rpc.client.server.app[SERVICES].systems["sample-duel"]
+    resolve = system.encounter_resolve
+
+    def as_list(state: Any, dice: Any, force: bool = False) -> Any:
+        new_state, step = resolve(state, dice, force)
+        return new_state, list(step["exchanges"])
+
+    monkeypatch.setattr(system, "encounter_resolve", as_list)
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ann", {
+        "attack": {"mode": "jab", "target": "bob"}}))
+    answer = await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    assert answer["revision"] == 4 and answer["updates"] == []
+    assert [r["attacker"] for r in answer["results"]] == ["ann"]
+    assert (await rpc.ok("encounter.log", {"id": eid}))["steps"][-1]["kind"] == "resolve"
+
+
+def _sheet_ulcen() -> Any:
+    return json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "roll20"
+                       / "adnd2e-revised-ulcen.handmade.json").read_text())
+
+
+async def _ulcen_attacks_fenka(rpc: Rpc) -> tuple[str, str]:
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    ulcen = (await rpc.ok("encounter.add", {"id": eid, "combatant": {
+        "adapter": "roll20.adnd2e-revised", "data": _sheet_ulcen()}}))["combatant_id"]
+    await rpc.ok("encounter.add", {"id": eid, "combatant": FENKA})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": ulcen, "choice": {
+        "attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 1}}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                       "choice": {"defense": None}})
+    return eid, ulcen
+
+
+async def test_a_resolve_whose_write_back_fails_stores_nothing(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error answer means nothing happened: the write-back is made before the step is
+    stored, so a failure there leaves the encounter where it was."""
+    eid, _ = await _ulcen_attacks_fenka(rpc)
+    before = await rpc.ok("encounter.get", {"id": eid})
+    adapter = rpc.client.server.app[SERVICES].adapters["roll20.adnd2e-revised"]
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("write-back exploded")
+
+    monkeypatch.setattr(adapter, "updates", broken)
+    error = await rpc.error("encounter.resolve", {"id": eid, "seed": 2})
+    assert error["code"] == -32603 and "exploded" not in json.dumps(error)
+    assert await rpc.ok("encounter.get", {"id": eid}) == before
+    monkeypatch.undo()
+    step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 2, "revision":
+                                              before["revision"]})
+    assert step["revision"] == before["revision"] + 1 and step["updates"]
+
+
+async def test_an_undo_whose_write_back_fails_is_still_answered_as_done(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The undo is stored before its write-back is made: the answer says it is done, and
+    that the write-back failed (with an error id for the log), never an error."""
+    eid, _ = await _ulcen_attacks_fenka(rpc)
+    step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
+    adapter = rpc.client.server.app[SERVICES].adapters["roll20.adnd2e-revised"]
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("write-back exploded")
+
+    monkeypatch.setattr(adapter, "updates", broken)
+    undone = await rpc.ok("encounter.undo", {"id": eid})
+    assert undone["revision"] == step["revision"] + 1 and undone["updates"] == []
+    assert set(undone["updates_failed"]) == {"error_id"}
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == undone["revision"]

@@ -84,6 +84,11 @@ class PowerPoolSystem(System):
                         "keep_by": {"enum": ["action", "die"],
                                     "description": "how control is kept if won"},
                         "perceives": {"type": "boolean", "default": True},
+                        "decline": {"type": "array", "maxItems": 8, "uniqueItems": True,
+                                    "items": {"type": "string", "maxLength": 64},
+                                    "description": "effects of the mode the attacker may "
+                                                   "choose not to use (subconscious-"
+                                                   "subversion: frightened)"},
                         "target": {"type": "string"},
                         "targets": {"type": "array", "items": {"type": "string"}},
                     },

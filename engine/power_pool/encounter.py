@@ -42,7 +42,7 @@ from ..schemacheck import QuickValidator
 from ..system import JSON, is_down, schema_problems
 from . import control
 from .combatant import slug
-from .exchange import HOUSE_RULES, SYSTEM_ID
+from .exchange import HOUSE_RULES, SYSTEM_ID, unable_to_attack
 
 if TYPE_CHECKING:
     from .core import PowerPoolSystem
@@ -66,6 +66,8 @@ CHOICE_SCHEMA: JSON = {
                 "pool_dice": {"type": "integer", "minimum": 0},
                 "keep_by": {"enum": ["action", "die"]},
                 "perceives": {"type": "boolean"},
+                "decline": {"type": "array", "maxItems": 8, "uniqueItems": True,
+                            "items": {"type": "string", "maxLength": 64}},
             },
         },
         "defense": {
@@ -142,14 +144,7 @@ def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> 
         return "has already attacked or passed this round"
     if not c["psionic"] or not c["attacks"]:
         return "knows no attack mode"
-    if c["controlled_by"]:
-        return f"is under the psionic control of {json_text(c['controlled_by'])}"
-    if is_down(c):
-        return "is down (0 hit points or fewer)"
-    for cond in c["conditions"]:
-        if cond in system.tables["cannot_attack_conditions"]:
-            return f"is {cond}"
-    return None
+    return unable_to_attack(system.tables, c)
 
 
 def _struck(state: Mapping[str, Any], pending: Mapping[str, Any]) -> list[str]:

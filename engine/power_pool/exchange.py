@@ -80,6 +80,7 @@ class Plan:
     redirected: tuple[tuple[str, str], ...] = ()
     bystanders: Mapping[str, JSON] = field(default_factory=dict)
     puppets: Mapping[str, JSON] = field(default_factory=dict)
+    declined: frozenset[str] = frozenset()  # optional effects the attacker chose not to use
 
     @property
     def principal(self) -> Side:
@@ -128,6 +129,29 @@ def _sacrifice(c: Mapping[str, Any], given: Any, path: str) -> tuple[int, ...]:
     return levels
 
 
+def unaware_of(tables: Mapping[str, Any], c: Mapping[str, Any]) -> list[str]:
+    """The conditions that leave ``c`` unaware of an attack (seed 001: "not aware of the
+    attacker, is surprised, stunned, asleep, unconscious")."""
+    return [x for x in c["conditions"] if x in tables["awareness_conditions"]]
+
+
+def unable_to_attack(tables: Mapping[str, Any], c: Mapping[str, Any], *,
+                     round_conditions: bool = True) -> str | None:
+    """Why ``c`` cannot attack, or ``None``: under another's control, down (0 hit points
+    or fewer), or a condition of ``cannot_attack_conditions``. Without
+    ``round_conditions``, dazed and stunned (conditions of one round or two, which a
+    single exchange cannot tell are over) are not counted."""
+    if c["controlled_by"]:
+        return f"is under the psionic control of {json_text(c['controlled_by'])}"
+    if is_down(c):
+        return "is down (0 hit points or fewer)"
+    for cond in c["conditions"]:
+        if cond in tables["cannot_attack_conditions"] and (
+                round_conditions or cond not in tables["round_conditions"]):
+            return f"is {cond}"
+    return None
+
+
 def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
                 defense: Mapping[str, Any] | None, path: str, role: str) -> Side:
     """What ``c`` rolls in defense, checking the awareness rule and its choices."""
@@ -146,8 +170,7 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
                                  f"(knows {c['defenses']})")
     # At 0 hit points or fewer a creature is as unconscious (slain or dying): it rolls
     # nothing unless its mode works while unaware.
-    unaware = [x for x in c["conditions"] if x in tables["awareness_conditions"]] + (
-        ["down"] if is_down(c) else [])
+    unaware = unaware_of(tables, c) + (["down"] if is_down(c) else [])
     rolls = True
     if unaware:
         if mode.get("defends_while_unaware"):
@@ -222,6 +245,17 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     if mode_id not in attacker["attacks"]:
         raise RulesViolation("mode-not-known", f"{attacker['name']} does not know {mode_id} "
                                                f"(knows {attacker['attacks']})")
+    why = unable_to_attack(tables, attacker, round_conditions=False)
+    if why:
+        raise RulesViolation("attacker-cannot-act", f"{attacker['name']} {why}")
+    # seed 001, Subconscious Subversion: "the attacker may choose to frighten the opponent"
+    optional = {e["condition"] for e in mode.get("on_success", []) if e.get("optional")}
+    declined = attack.get("decline", [])
+    for i, condition in enumerate(declined):
+        if condition not in optional:
+            raise InvalidInput.at(f"/attack/decline/{i}", (
+                f"{mode_id} has no effect {json_text(condition)} the attacker may decline"
+                f"; it may decline: {json_text(sorted(optional))}"))
     if extra and not mode.get("several_targets"):
         raise RulesViolation("one-target", f"{mode_id} attacks one target; only a mode that "
                                            "attacks several (psionic-wave) takes /defenders")
@@ -300,8 +334,13 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                 raise RulesViolation("ally-needs-imagination-swarm", (
                     f"{path}: non-psionic allies are drawn in only by a defender using "
                     "imagination-swarm"))
-            dice = 1 if options["H-PP-GROUP"] == "one-die" else ally["pool"]
-            sides.append(Side(ally["id"], ally, "ally", None, dice, ally["die"], 0, (), True,
+            # An ally that is unaware (asleep, unconscious ...) or down is still drawn into
+            # the group but rolls nothing, as such a defender would (seed 001: it "may only
+            # defend" with cognitive-labyrinth); an emptied pool gives no die either.
+            rolls = not (unaware_of(tables, ally) or is_down(ally))
+            dice = (min(1, ally["pool"]) if options["H-PP-GROUP"] == "one-die"
+                    else ally["pool"]) if rolls else 0
+            sides.append(Side(ally["id"], ally, "ally", None, dice, ally["die"], 0, (), rolls,
                               drawn_in=True))
     for key in defenses:
         if all(s.id != key for s in sides[1:]):
@@ -337,7 +376,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         keep_by=keep_by, members=tuple(sides), saves=saves, save_target=int(save_target),
         tie_to=options["H-PP-TIE"], targets=tuple(t["name"] for t in [target, *extra]),
         redirected=tuple(redirected), bystanders=bystanders,
-        puppets=puppets)
+        puppets=puppets, declined=frozenset(declined))
 
 
 def _name(tables: Mapping[str, Any], mode_id: str | None) -> str:
@@ -450,6 +489,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
                     events.append(Event("control-established", side.id, {"controller": aid}))
                 for effect in mode.get("on_success", []):
                     if effect["requires_control"] and not is_controlled:
+                        continue
+                    if effect["condition"] in plan.declined:
                         continue
                     c = control.add_condition(c, effect["condition"], None)
                     effects.append({"effect": effect["condition"], "combatant": side.id,

@@ -620,3 +620,63 @@ def test_swarm_group_kept_by_dice_while_the_pool_lasts() -> None:
         ("b", "die"), ("g1", "die"), ("g2", "action")]
     assert a["pool"] == 0 and len(a["dedicated"]) == 2
     SYSTEM.combatant(a)
+
+
+# -- audit: who can act, drawn-in allies that cannot defend, an effect that may be declined --
+
+@pytest.mark.parametrize("more,why", [
+    ({"conditions": ["asleep"]}, "is asleep"),
+    ({"conditions": ["unconscious"]}, "is unconscious"),
+    ({"hp": -5}, "is down"),
+    ({"controlled_by": "z"}, "is under the psionic control"),
+])
+def test_an_attacker_that_cannot_act_cannot_attack(more: dict[str, Any], why: str) -> None:
+    """Seed 001: an asleep or unconscious creature, one at 0 hit points (down) or a puppet
+    under another's control does not attack; an encounter refuses it, and so does a single
+    exchange."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 6, **more), psionic("B", 1, 4), {"mode": "mental-stab"},
+                 dice={"attack": [5, 5], "defense": [1]})
+    assert err.value.rule == "attacker-cannot-act" and why in str(err.value)
+
+
+def test_a_single_exchange_does_not_time_the_round_long_daze_and_stun() -> None:
+    """Dazed and stunned last a round or two (RULES.md §3.2); a single exchange cannot
+    tell whether that round is over, so it lets the attacker act (an encounter, which
+    counts rounds, refuses it)."""
+    res = exchange(psionic("A", 2, 6, conditions=["dazed", "stunned"],
+                           condition_rounds={"dazed": 1, "stunned": 2}),
+                   psionic("B", 1, 4), {"mode": "mental-stab"},
+                   dice={"attack": [5, 5], "defense": [1]})
+    assert res.to_json()["winner"] == "attacker"
+
+
+@pytest.mark.parametrize("more", [{"conditions": ["asleep"]}, {"conditions": ["unconscious"]},
+                                  {"hp": -3}, {"pool": 0}])
+def test_a_drawn_in_ally_that_cannot_defend_adds_no_die(more: dict[str, Any]) -> None:
+    """Seed 001: a creature that is "asleep, unconscious, etc." may defend only with
+    cognitive-labyrinth, which a non-psionic ally has not; one down is as unconscious, and
+    an emptied pool has no die to give (H-PP-GROUP one-die). It is still drawn in."""
+    res = exchange(psionic("A", 2, 4), psionic("B", 2, 4), {"mode": "mental-stab"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8, **more)],
+                   dice={"attack": [2, 2], "defense": [1, 1]})
+    out = res.to_json()
+    assert [r["sides"] for r in out["rolls"] if r["purpose"] == "defense"] == [4, 4]
+    guard = next(m for m in out["defense"]["members"] if m["id"] == "guard")
+    assert guard["dice"] == 0
+    assert out["winner"] == "attacker" and after(res, "guard")["controlled_by"] == "a"
+
+
+def test_the_attacker_may_choose_not_to_frighten() -> None:
+    """Seed 001, Subconscious Subversion: "the attacker may choose to frighten the
+    opponent"; attack.decline ["frightened"] spares it."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4),
+                   {"mode": "subconscious-subversion", "decline": ["frightened"]},
+                   dice={"attack": [6, 6], "defense": [1]})
+    b = after(res, "b")
+    assert b["controlled_by"] == "a" and "frightened" not in b["conditions"]
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 1, 4),
+                 {"mode": "mental-stab", "decline": ["frightened"]},
+                 dice={"attack": [6, 6], "defense": [1]})
+    assert err.value.problems[0].path == "/attack/decline/0"

@@ -1,8 +1,9 @@
 """``create_app(settings)``: the one composition root of the daemon.
 
-Resources are opened and closed in ``cleanup_ctx`` (token, plugins and adapters, the
-store, the WebSocket hub, then the services that bind them), so a test's
-``aiohttp_client(create_app(settings))`` runs exactly what ``mindscape serve`` runs.
+Resources are opened and closed in ``cleanup_ctx`` (the home folder's lock and token,
+plugins and adapters, the store, the WebSocket hub, then the services that bind them),
+so a test's ``aiohttp_client(create_app(settings))`` runs exactly what ``mindscape
+serve`` runs.
 Shutdown closes the WebSockets first (1001), then the store.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from aiohttp import web
 
@@ -48,6 +51,8 @@ log = logging.getLogger("mindscape.app")
 #: seconds between checks for sockets authenticated with a rotated token (the token file
 #: itself is re-read at most once a second)
 TOKEN_CHECK_INTERVAL = 0.5
+#: the file in the home folder a running daemon holds locked (``HomeLock``)
+LOCK_FILE = "daemon.lock"
 
 
 def daemon_version() -> str:
@@ -119,13 +124,88 @@ def _make_private(settings: Settings) -> None:
                     settings.home, mode & 0o700)
 
 
+class HomeInUse(Exception):
+    """Another daemon holds the lock of this home folder."""
+
+    def __init__(self, home: Path) -> None:
+        super().__init__(f"another mindscape daemon is using the home folder {home}")
+        self.home = home
+
+
+if sys.platform == "win32":  # pragma: no cover - the daemon runs on Linux/macOS mainly
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class HomeLock:
+    """An exclusive lock on ``home/daemon.lock``, held while the daemon runs, so that a
+    second daemon on the same home refuses to start (two would each keep their own
+    watchers and caches of one store, and both go stale). ``flock`` belongs to the open
+    file: the kernel drops it when the process ends, also by ``kill -9``, so a crashed
+    daemon never leaves a stale lock. The file stays empty (nothing in the home changes
+    when a start fails), and needs no write access."""
+
+    def __init__(self, home: Path) -> None:
+        self._fd = -1
+        try:
+            fd = os.open(home / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o600)
+        except OSError as exc:
+            # A read-only home without the file: nothing can be written there anyway,
+            # and the store's open says why.
+            log.warning("cannot lock the home folder %s (%s)", home, exc.strerror or exc)
+            return
+        try:
+            locked = _try_lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not locked:
+            os.close(fd)
+            raise HomeInUse(home)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let go of the lock (calling it twice is harmless)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            _unlock(fd)
+            os.close(fd)
+
+
 async def _home(app: web.Application) -> AsyncIterator[None]:
-    """The home folder (private) and the token in it."""
+    """The home folder (private), its lock, and the token in it."""
     settings = app[SETTINGS]
     settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     _make_private(settings)
-    app[TOKENS] = TokenKeeper(settings.token_path)
-    yield
+    lock = HomeLock(settings.home)
+    try:
+        app[TOKENS] = TokenKeeper(settings.token_path)
+        yield
+    finally:
+        lock.release()
 
 
 async def _plugins(app: web.Application) -> AsyncIterator[None]:

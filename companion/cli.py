@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import ipaddress
 import json
 import os
 import shlex
 import signal
+import socket
 import sys
 import time
 import urllib.error
@@ -29,8 +32,11 @@ from .settings import (
     default_home,
     merge_origins,
 )
+from .tokens import TokenFileError, ensure_token, read_token, rotate_token
 
 FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
+#: seconds ``mindscape call`` waits for an answer
+CALL_TIMEOUT = 30
 
 
 def _port(text: str) -> int:
@@ -53,6 +59,32 @@ def _origin(text: str) -> str:
 
 def _home(args: argparse.Namespace) -> Path:
     return Path(args.home).expanduser() if args.home else default_home()
+
+
+def _token_command(args: argparse.Namespace, home: Path) -> str:
+    """``mindscape token``, with the ``--home`` the user gave (as the banner says it)."""
+    return (f"mindscape token --home {shlex.quote(str(home))}" if args.home
+            else "mindscape token")
+
+
+def _fail(message: str, status: int) -> int:
+    """Say what went wrong on one line of stderr; ``status`` is the exit status."""
+    print(f"mindscape: {message}", file=sys.stderr)
+    return status
+
+
+def _not_a_folder(home: Path) -> str | None:
+    """Why ``home`` cannot be the home folder (a file is in the way), or ``None``."""
+    if home.exists() and not home.is_dir():
+        return f"the home folder {home} is a file, not a folder; give --home a folder " \
+               "(it is made when missing)"
+    return None
+
+
+def _bad_token(exc: TokenFileError, token_command: str) -> str:
+    if exc.rewritable:
+        return f"{exc}; run `{token_command} --rotate` to write a new one"
+    return f"{exc}; move it aside, then `{token_command}` writes a new one"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,7 +142,7 @@ def _banner(settings: Settings, url: str, token_command: str) -> str:
 async def _serve(settings: Settings, token_command: str) -> int:
     from aiohttp import web
 
-    from .app import create_app
+    from .app import HomeInUse, create_app
     from .store import StoreError
 
     runner = web.AppRunner(create_app(settings), access_log=None, shutdown_timeout=5.0,
@@ -118,23 +150,26 @@ async def _serve(settings: Settings, token_command: str) -> int:
                            keepalive_timeout=settings.limits.idle_timeout)
     try:
         await runner.setup()
+    except HomeInUse as exc:
+        await runner.cleanup()
+        return _fail(f"{exc}; stop it first, or give this one another --home", 2)
+    except TokenFileError as exc:
+        await runner.cleanup()
+        return _fail(_bad_token(exc, token_command), 2)
     except StoreError as exc:
-        print(f"mindscape: cannot open the store: {exc}", file=sys.stderr)
-        return 2
+        await runner.cleanup()
+        return _fail(f"cannot open the store: {exc}", 2)
     except OSError as exc:
         # the home folder cannot be made or written (a typo, a read-only disk)
-        print(f"mindscape: cannot use the home folder {settings.home}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
         await runner.cleanup()
-        return 2
+        return _fail(f"cannot use the home folder {settings.home}: {exc.strerror or exc}", 2)
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
         await site.start()
     except OSError as exc:
-        print(f"mindscape: cannot listen on {settings.host}:{settings.port}: "
-              f"{exc.strerror}", file=sys.stderr)
         await runner.cleanup()
-        return 2
+        return _fail(f"cannot listen on {settings.host}:{settings.port}: "
+                     f"{exc.strerror or exc}", 2)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     # the port bound, which --port 0 leaves to the system
     port = next((a[1] for a in runner.addresses if isinstance(a, tuple)), settings.port)
@@ -152,19 +187,59 @@ async def _serve(settings: Settings, token_command: str) -> int:
     return 0
 
 
+def _addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address] | None:
+    """The addresses ``host`` is as a number (``0`` and ``127.1`` too, as the socket
+    layer reads them), or ``None`` when it is a name."""
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), None, flags=socket.AI_NUMERICHOST)
+    except (socket.gaierror, UnicodeError):
+        return None
+    return {ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in found}
+
+
+def _host_problem(host: str) -> tuple[str | None, str | None]:
+    """``(refusal, warning)`` for listening on ``host``. A wildcard address is refused:
+    the banner could name no address a browser may use, and the Host check accepts only
+    the loopback names and the ``--host`` itself. Any other address that is not loopback
+    is served, with a warning."""
+    addresses = _addresses(host) if host.strip() else None
+    if not host.strip() or (addresses and any(a.is_unspecified for a in addresses)):
+        shown = host or "''"
+        return (f"--host {shown} would listen on every address of this computer; name the "
+                "one address to listen on (this computer's address on your network, such "
+                "as 192.168.1.20, for a VTT on another computer; the default 127.0.0.1 "
+                "for this one)"), None
+    if host.lower() == "localhost" or (addresses and all(a.is_loopback for a in addresses)):
+        return None, None
+    return None, (f"warning: --host {host} exposes the daemon to the network in plain "
+                  "HTTP: anyone who can reach that address can call it, and the access "
+                  "token is the only guard of every encounter and its secret choices; "
+                  "see docs/SECURITY.md")
+
+
 def serve(args: argparse.Namespace) -> int:
-    """``mindscape serve``: settings from the command line, logging, then the daemon."""
+    """``mindscape serve``: settings from the command line, logging, then the daemon.
+    A failure to start is one line on stderr and exit status 2."""
     from . import logs
 
+    refusal, warning = _host_problem(args.host)
+    if refusal is not None:
+        return _fail(refusal, 2)
+    home = _home(args)
+    problem = _not_a_folder(home)
+    if problem is not None:
+        return _fail(problem, 2)
+    if warning is not None:
+        print(f"mindscape: {warning}", file=sys.stderr, flush=True)
     # Files the daemon creates (store, write-ahead log, token) are the user's alone.
     os.umask(0o077)
     stream = logs.open_stderr()
-    settings = Settings(home=_home(args), host=args.host, port=args.port,
+    token_command = _token_command(args, home)
+    settings = Settings(home=home, host=args.host, port=args.port,
                         allow_origins=merge_origins(args.allow_origin),
-                        log_level=args.log_level, log_stream=stream)
+                        log_level=args.log_level, log_stream=stream,
+                        token_command=token_command)
     logs.configure(settings.log_level, stream)
-    token_command = (f"mindscape token --home {shlex.quote(str(settings.home))}"
-                     if args.home else "mindscape token")
     return asyncio.run(_serve(settings, token_command))
 
 
@@ -179,41 +254,66 @@ def rpc_url(url: str) -> str:
 
 
 def call(args: argparse.Namespace) -> int:
-    """``mindscape call``: one request with the home's token; the result or the error."""
-    from .tokens import read_token
+    """``mindscape call``: one request with the home's token; the result or the error.
+    Every failure is one line on stderr and exit status 1."""
+    from .jsontext import parse
 
-    token_path = _home(args) / "token"
-    token = read_token(token_path)
+    home = _home(args)
+    problem = _not_a_folder(home)
+    if problem is not None:
+        return _fail(problem, 1)
+    token_path = home / "token"
+    try:
+        token = read_token(token_path)
+    except TokenFileError as exc:
+        return _fail(_bad_token(exc, _token_command(args, home)), 1)
     if token is None:
-        print(f"mindscape: no token in {token_path}; start `mindscape serve` once (or run "
-              "`mindscape token`)", file=sys.stderr)
-        return 1
+        return _fail(f"no token in {token_path}; start `mindscape serve` once (or run "
+                     f"`{_token_command(args, home)}`)", 1)
     params: Any = None
     if args.params is not None:
         try:
-            params = json.loads(args.params)
-        except ValueError as exc:
-            print(f"mindscape: the params are not JSON: {exc}", file=sys.stderr)
-            return 1
+            # The daemon's own strict parser: NaN, Infinity, 1e999 are refused here.
+            params = parse(args.params)
+        except (ValueError, RecursionError) as exc:
+            return _fail(f"the params are not JSON: {exc}", 1)
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": args.method,
                                "id": int(time.time() * 1000)}
     if params is not None:
         message["params"] = params
     url = rpc_url(args.url)
-    request = urllib.request.Request(
-        url, data=json.dumps(message).encode(), method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            answer = json.loads(response.read() or b"null")
+        request = urllib.request.Request(
+            url, data=json.dumps(message).encode(), method="POST",
+            headers={"Content-Type": "application/json",
+                     "Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
+            body = response.read()
     except urllib.error.HTTPError as exc:
-        print(f"mindscape: HTTP {exc.code} from {url}: {exc.read().decode(errors='replace')}",
-              file=sys.stderr)
-        return 1
+        text = " ".join(exc.read().decode(errors="replace").split())
+        return _fail(f"HTTP {exc.code} from {url}: {text[:300]}", 1)
     except urllib.error.URLError as exc:
-        print(f"mindscape: the companion is not running at {url} ({exc.reason}); start "
-              "it with `mindscape serve`", file=sys.stderr)
-        return 1
+        if isinstance(exc.reason, TimeoutError):
+            return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", 1)
+        return _fail(f"the companion is not running at {url} ({exc.reason}); start it "
+                     "with `mindscape serve`", 1)
+    except TimeoutError:
+        return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", 1)
+    except (http.client.HTTPException, ConnectionError) as exc:
+        # (the server hung up without a word: RemoteDisconnected is both)
+        return _fail(f"{url} closed the connection without an answer "
+                     f"({type(exc).__name__}); is the companion running there?", 1)
+    except OSError as exc:
+        return _fail(f"cannot reach {url}: {exc.strerror or exc}", 1)
+    except ValueError as exc:
+        # an address urllib cannot use (no http://, a port that is not a number ...)
+        return _fail(f"--url {args.url} is not the companion's address ({exc}); give one "
+                     "such as http://127.0.0.1:39393", 1)
+    try:
+        answer = json.loads(body or b"null")
+    except ValueError:
+        return _fail(f"the answer from {url} is not JSON; is the companion running "
+                     "there?", 1)
     if isinstance(answer, dict) and "error" in answer:
         print(json.dumps(answer["error"], indent=2, ensure_ascii=False))
         return 1
@@ -224,11 +324,20 @@ def call(args: argparse.Namespace) -> int:
 
 # -- token ------------------------------------------------------------------------------
 def token(args: argparse.Namespace) -> int:
-    """``mindscape token``: print the token (made when missing), or a new one."""
-    from .tokens import ensure_token, rotate_token
-
-    path = _home(args) / "token"
-    print(rotate_token(path) if args.rotate else ensure_token(path))
+    """``mindscape token``: print the token (made when missing), or a new one. Every
+    failure is one line on stderr and exit status 1."""
+    home = _home(args)
+    problem = _not_a_folder(home)
+    if problem is not None:
+        return _fail(problem, 1)
+    path = home / "token"
+    try:
+        value = rotate_token(path) if args.rotate else ensure_token(path)
+    except TokenFileError as exc:
+        return _fail(_bad_token(exc, _token_command(args, home)), 1)
+    except OSError as exc:
+        return _fail(f"cannot write the token to {path}: {exc.strerror or exc}", 1)
+    print(value)
     if args.rotate:
         print(f"(new token written to {path}; paste it into every paired VTT)",
               file=sys.stderr)
@@ -239,4 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mindscape`` console script."""
     args = _parser().parse_args(argv)
     commands = {"serve": serve, "call": call, "token": token}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except KeyboardInterrupt:
+        # Ctrl+C before the daemon took SIGINT over, or while `call` waits: no traceback.
+        return 130

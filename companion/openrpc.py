@@ -31,6 +31,9 @@ from .schemas import ADAPTER_REF
 log = logging.getLogger("mindscape.openrpc")
 
 OPENRPC_VERSION = "1.3.2"
+#: The message of an error code a plugin's method lists that the daemon does not know
+#: (a plugin may define its own codes; its handler writes the message it sends).
+PLUGIN_ERROR_MESSAGE = "Error defined by the plugin"
 
 
 def _as_called(system: System) -> dict[str, Any]:
@@ -76,7 +79,7 @@ def _method(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str, Any]:
         {"name": name, "schema": schema, "required": name in required}
         for name, schema in (spec.params.get("properties") or {}).items()
     ]
-    errors = [{"code": code, "message": MESSAGES[code]}
+    errors = [{"code": code, "message": MESSAGES.get(code, PLUGIN_ERROR_MESSAGE)}
               for code in (INVALID_PARAMS, *spec.errors)]
     return {
         "name": spec.name,
@@ -109,6 +112,7 @@ def document(methods: MethodRegistry, version: str,
         "x-notifications": [{
             "name": "encounter.changed",
             "description": "sent over /ws to sockets that called encounter.watch",
-            "params": {"id": "encounter id", "revision": "new revision (null when deleted)"},
+            "params": {"id": "encounter id", "revision": "new revision (null when deleted)",
+                       "deleted": "true, only when the encounter was deleted"},
         }],
     }

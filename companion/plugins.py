@@ -3,9 +3,12 @@
 An entry point of the ``mindscape.plugins`` group may load to an ``engine.System``
 instance, a ``Plugin`` or a zero-argument callable returning either. The built-in systems
 are registered the same way (``pyproject.toml`` names ``engine.<pkg>:SYSTEM``). A plugin
-that fails in any way (import error, wrong type, a schema that does not compile, a method
-that is not namespaced or collides) is reported with a message we wrote, logged with
-its traceback, and skipped; it never takes the daemon down.
+that fails in any way (import error or ``SystemExit``, wrong type, a member of the wrong
+type, a schema that cannot be used, a method that is not namespaced or collides) is
+reported with a message we wrote, logged with its traceback, and skipped; it never takes
+the daemon down. Everything shared endpoints show of it (names, versions, descriptions,
+a system's ``name`` and ``source``) is checked here, so ``rpc.discover``,
+``systems.list`` and the status page cannot fail because of one plugin.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from engine.system import System
 
 from .registry import MethodRegistry, MethodSpec, RegistryError
 
-__all__ = ["LoadedPlugins", "MethodSpec", "Plugin", "PluginReport", "load_plugins"]
+__all__ = ["LoadedPlugins", "MethodSpec", "Plugin", "PluginReport", "load_plugins",
+           "runs_encounters"]
 
 log = logging.getLogger("mindscape.plugins")
 
@@ -60,10 +64,13 @@ class PluginReport:
 
 @dataclass
 class LoadedPlugins:
-    """Systems by id, the plugin that gave each, the extended method table, reports."""
+    """Systems by id, the plugin that gave each, which run encounters, the extended
+    method table, reports."""
 
     systems: dict[str, System] = field(default_factory=dict)
     system_plugin: dict[str, str] = field(default_factory=dict)
+    #: the ids of the systems that run encounters (``runs_encounters``)
+    encounter_systems: set[str] = field(default_factory=set)
     methods: MethodRegistry = field(default_factory=MethodRegistry)
     reports: list[PluginReport] = field(default_factory=list)
 
@@ -88,21 +95,44 @@ def _as_plugin(ep: EntryPoint, obj: Any, version: str | None) -> Plugin:
                       "companion.plugins.Plugin")
 
 
+# What a plugin's own code may raise while it is imported or built: any ``Exception``,
+# and ``SystemExit`` (a module that parses ``sys.argv`` at import, or calls ``exit()``).
+# ``KeyboardInterrupt`` is left to stop the start: at import time the user's Ctrl+C
+# cannot be told from a plugin raising it, and the user's wish to stop comes first.
+_PLUGIN_FAULTS = (Exception, SystemExit)
+
+
 def _load(ep: EntryPoint, version: str | None) -> Plugin:
     try:
         obj = ep.load()
-    except Exception as exc:
+    except _PLUGIN_FAULTS as exc:
         log.warning("plugin %s could not be imported", ep.name, exc_info=True)
         raise PluginError(f"could not be loaded ({type(exc).__name__}); "
                           "see the daemon log") from None
     if not isinstance(obj, Plugin | System) and callable(obj):
         try:
             obj = obj()
-        except Exception as exc:
+        except _PLUGIN_FAULTS as exc:
             log.warning("plugin %s factory failed", ep.name, exc_info=True)
             raise PluginError(f"its factory failed ({type(exc).__name__}); "
                               "see the daemon log") from None
     return _as_plugin(ep, obj, version)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check_plugin(plugin: Plugin) -> None:
+    """The ``Plugin`` itself: its name, version and the types of its two lists."""
+    if not _text(plugin.name):
+        raise PluginError("its Plugin name must be a non-empty string")
+    if not _text(plugin.version):
+        raise PluginError("its Plugin version must be a non-empty string")
+    for what in ("systems", "methods"):
+        if not isinstance(getattr(plugin, what), tuple | list):
+            raise PluginError(f"its Plugin {what} must be a tuple (got a "
+                              f"{type(getattr(plugin, what)).__name__})")
 
 
 def _check_systems(plugin: Plugin, loaded: LoadedPlugins) -> None:
@@ -113,25 +143,50 @@ def _check_systems(plugin: Plugin, loaded: LoadedPlugins) -> None:
         system_id = getattr(system, "id", None)
         if not isinstance(system_id, str) or not system_id:
             raise PluginError("has a system without an id")
+        for member in ("name", "source"):
+            # shown by systems.list and the status page, which must not fail for it
+            if not isinstance(getattr(system, member, None), str):
+                raise PluginError(f"system {system_id} has no {member} (a string)")
         if system_id in loaded.systems or system_id in seen:
             owner = loaded.system_plugin.get(system_id, plugin.name)
             raise PluginError(f"system {system_id} is already provided by {owner}")
         seen.add(system_id)
 
 
-def _check_methods(plugin: Plugin, core: MethodRegistry, loaded: LoadedPlugins) -> None:
+def _with_methods(plugin: Plugin, core: MethodRegistry, loaded: LoadedPlugins
+                  ) -> MethodRegistry:
+    """The method table with ``plugin``'s methods added (each checked and compiled)."""
     reserved = core.namespaces() | {"rpc"}
     for spec in plugin.methods:
         if not isinstance(spec, MethodSpec):
             raise PluginError(f"lists a {type(spec).__name__} among its methods")
+        if not isinstance(spec.name, str):
+            raise PluginError(f"has a method whose name is a {type(spec.name).__name__}")
         namespace = spec.name.split(".", 1)[0]
         if spec.name in core or namespace in reserved:
             raise PluginError(f"method {spec.name} collides with the core namespace "
                               f"{namespace}")
+    methods = loaded.methods.copy()
     try:
-        loaded.methods.copy().add_all(plugin.methods)
+        methods.add_all(plugin.methods, plugin=True)
     except RegistryError as exc:
         raise PluginError(str(exc)) from None
+    return methods
+
+
+#: The encounter hooks a system without round logic (``System.rounds``) must define.
+ENCOUNTER_HOOKS = ("encounter_new", "encounter_add", "encounter_view",
+                   "encounter_waiting_for", "encounter_declare", "encounter_resolve")
+
+
+def runs_encounters(system: System) -> bool:
+    """Whether ``system`` can run encounters: it has round logic (``rounds``, as the
+    built-in systems do) or defines every encounter hook itself (as the sample plugin
+    does). ``System``'s own hooks delegate to ``rounds``, so without either they fail."""
+    if getattr(system, "rounds", None) is not None:
+        return True
+    return all(getattr(type(system), hook, None) is not getattr(System, hook)
+               for hook in ENCOUNTER_HOOKS)
 
 
 def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> LoadedPlugins:
@@ -147,17 +202,29 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
         builtin = dist == BUILTIN_DISTRIBUTION
         try:
             plugin = _load(ep, version)
+            _check_plugin(plugin)
             _check_systems(plugin, loaded)
-            _check_methods(plugin, core, loaded)
+            methods = _with_methods(plugin, core, loaded)
+            encounters = {s.id for s in plugin.systems if runs_encounters(s)}
         except PluginError as exc:
             log.warning("plugin %s skipped: %s", ep.name, exc)
             loaded.reports.append(PluginReport(ep.name, version, ep.value, builtin,
                                                error=str(exc)))
             continue
-        loaded.methods.add_all(plugin.methods)
+        except _PLUGIN_FAULTS as exc:
+            # A check above met something it did not expect (a property of the plugin's
+            # objects that raises, say): still the plugin's fault, never the daemon's.
+            log.warning("plugin %s could not be checked", ep.name, exc_info=True)
+            loaded.reports.append(PluginReport(
+                ep.name, version, ep.value, builtin,
+                error=f"could not be checked ({type(exc).__name__}); see the daemon log"))
+            continue
+        loaded.methods = methods
         for system in plugin.systems:
             loaded.systems[system.id] = system
             loaded.system_plugin[system.id] = plugin.name
+            if system.id in encounters:
+                loaded.encounter_systems.add(system.id)
         loaded.reports.append(PluginReport(
             plugin.name, plugin.version, ep.value, builtin,
             systems=tuple(s.id for s in plugin.systems),

@@ -1,9 +1,15 @@
 """The method table: every JSON-RPC method with its params schema, compiled once.
 
 Like pygls's feature registry, building a table fails at once on a duplicate name, a
-handler that is not ``async def`` or a schema that does not compile, so a mistake in a
-core method stops the daemon at import and a mistake in a plugin is caught while it
-loads (and reported) instead of on some later request.
+handler that is not ``async def``, a member of the wrong type or a schema that cannot be
+used, so a mistake in a core method stops the daemon at import and a mistake in a plugin
+is caught while it loads (and reported) instead of on some later request.
+
+A schema "cannot be used" when it fails the meta-schema, or passes it but would fail
+every call that reaches the fault: a ``$ref`` that resolves nowhere (a remote one is
+never fetched: validators get a registry without retrieval), a loop of ``$ref`` (or
+``allOf``/``anyOf``/... ) that never reaches a keyword of the value itself (validation
+would recurse without end), or nesting so deep that checking it runs out of stack.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
+from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from engine.errors import Problem
 from engine.schemacheck import Check, compile_check
@@ -31,6 +41,16 @@ Handler = Callable[["Context", JSON], Awaitable[Any]]
 
 #: ``namespace.verb``: lower-case namespace, then a dot, then the verb.
 METHOD_NAME = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*$")
+#: Where validators look up a ``$ref``: no retrieval, so a remote ``$ref`` is never
+#: fetched (jsonschema's default registry would fetch it over the network).
+NO_RETRIEVAL: Registry[Any] = Registry()
+#: The same for our own checks, with the JSON Schema meta-schemas (jsonschema adds them
+#: to any registry it is given, so a ``$ref`` to one is fine).
+_LOOKUP: Registry[Any] = META_SCHEMAS.combine(NO_RETRIEVAL)
+#: Keywords that apply their subschemas to the value itself (not to a part of it): a
+#: loop through only these (and ``$ref``) never ends.
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONES = ("not", "if", "then", "else")
 
 
 class PreparedJSON:
@@ -77,6 +97,9 @@ class Registered:
     accepts_empty: bool
     #: the quick yes compiled from the schema (``engine.schemacheck``), when it can be
     fast: Check | None = None
+    #: True for a plugin's method (added after the core table): the RPC layer bounds its
+    #: handler's time
+    plugin: bool = False
 
     def problems(self, params: JSON) -> list[Problem]:
         """Every way ``params`` fails the method's schema (JSON Pointer paths)."""
@@ -88,28 +111,130 @@ class Registered:
         return schema_problems(self.validator, params)
 
 
-def compile_method(spec: MethodSpec, check_schemas: bool = True) -> Registered:
+def _shape_problem(spec: Any) -> str | None:
+    """Why ``spec`` is not a ``MethodSpec`` of the declared member types, or ``None``."""
+    if not isinstance(spec, MethodSpec):
+        return f"lists a {type(spec).__name__} among its methods, not a MethodSpec"
+    if not isinstance(spec.name, str) or not METHOD_NAME.match(spec.name):
+        return f"method name {spec.name!r} is not of the form namespace.verb"
+    name = spec.name
+    if not inspect.iscoroutinefunction(spec.handler):
+        return f"method {name}: the handler must be an async function"
+    if not isinstance(spec.params, Mapping) or spec.params.get("type") != "object":
+        return f"method {name}: the params schema must describe an object"
+    if not isinstance(spec.description, str):
+        return f"method {name}: the description must be a string"
+    if spec.result is not None and not isinstance(spec.result, Mapping):
+        return f"method {name}: the result schema must be an object (or None)"
+    if not isinstance(spec.errors, tuple | list) or not all(
+            isinstance(code, int) and not isinstance(code, bool) for code in spec.errors):
+        return f"method {name}: errors must be a tuple of integer error codes"
+    if not isinstance(spec.checked_by_system, bool):
+        return f"method {name}: checked_by_system must be true or false"
+    return None
+
+
+def _reference_problem(schema: Mapping[str, Any]) -> str | None:
+    """A ``$ref`` in ``schema`` that resolves nowhere, or a loop of references that
+    applies to the same value without end; ``None`` when there is neither.
+
+    A walk (not recursion: the schema may nest deeply) over every subschema, each with
+    the resolver of its base URI (a nested ``$id`` moves it), then a depth-first search
+    for a cycle among the edges that stay on the same value: ``$ref`` and the in-place
+    applicators."""
+    root = DRAFT202012.create_resource(schema)
+    start = _LOOKUP.resolver_with_root(root)
+    # id(subschema) -> subschemas applied to the same value (a $ref's target included)
+    in_place: dict[int, list[int]] = {}
+    seen: set[int] = set()
+    stack: list[tuple[Any, Any]] = [(schema, start)]
+    while stack:
+        contents, resolver = stack.pop()
+        if id(contents) in seen or not isinstance(contents, Mapping):
+            continue
+        seen.add(id(contents))
+        edges = in_place.setdefault(id(contents), [])
+        ref = contents.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except Unresolvable:
+                return f"has a $ref that resolves nowhere ({ref[:100]!r}; remote " \
+                       "schemas are never fetched)"
+            edges.append(id(resolved.contents))
+            stack.append((resolved.contents, resolved.resolver))
+        for keyword in _IN_PLACE_LISTS:
+            items = contents.get(keyword)
+            if isinstance(items, list):
+                edges.extend(id(item) for item in items)
+        for keyword in _IN_PLACE_ONES:
+            if keyword in contents:
+                edges.append(id(contents[keyword]))
+        dependent = contents.get("dependentSchemas")
+        if isinstance(dependent, Mapping):
+            edges.extend(id(item) for item in dependent.values())
+        for sub in DRAFT202012.subresources_of(contents):
+            stack.append((sub, resolver.in_subresource(DRAFT202012.create_resource(sub))))
+    # Colours: absent = not visited, 1 = on the current path, 2 = done.
+    colour: dict[int, int] = {}
+    for node in in_place:
+        if node in colour:
+            continue
+        path: list[tuple[int, Iterator[int]]] = [(node, iter(in_place[node]))]
+        colour[node] = 1
+        while path:
+            current, todo = path[-1]
+            step = next(todo, None)
+            if step is None:
+                colour[current] = 2
+                path.pop()
+            elif colour.get(step) == 1:
+                return "has a loop of $ref that never reaches the value (validating " \
+                       "would never end)"
+            elif step not in colour:
+                colour[step] = 1
+                path.append((step, iter(in_place.get(step, ()))))
+    return None
+
+
+def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
+                   plugin: bool = False) -> Registered:
     """Check ``spec`` and compile its validator; ``RegistryError`` when it cannot be used.
 
     ``check_schemas=False`` skips checking the params and result schemas against the
-    meta-schema: for the core methods, whose schemas the tests check (the OpenRPC
-    document test), so that a start does not pay for it again."""
-    if not METHOD_NAME.match(spec.name):
-        raise RegistryError(f"method name {spec.name!r} is not of the form namespace.verb")
-    if not inspect.iscoroutinefunction(spec.handler):
-        raise RegistryError(f"method {spec.name}: the handler must be an async function")
-    if spec.params.get("type") != "object":
-        raise RegistryError(f"method {spec.name}: the params schema must describe an object")
+    meta-schema and for references that cannot work: for the core methods, whose
+    schemas the tests check (the OpenRPC document test), so that a start does not pay
+    for it again. ``plugin`` marks a plugin's method (``Registered.plugin``)."""
+    problem = _shape_problem(spec)
+    if problem is not None:
+        raise RegistryError(problem)
     for what, schema in (("params", spec.params), ("result", spec.result)):
         if schema is None or not check_schemas:
             continue
         try:
             Draft202012Validator.check_schema(schema)
+            problem = _reference_problem(schema)
         except jsonschema.SchemaError:
-            raise RegistryError(
-                f"method {spec.name}: the {what} schema does not compile") from None
-    validator = Draft202012Validator(spec.params)
-    return Registered(spec, validator, validator.is_valid({}), compile_check(spec.params))
+            problem = "does not compile"
+        except RecursionError:
+            problem = "is nested too deeply to check"
+        except Exception as exc:
+            # (a fault of the checking libraries on some odd schema: still the plugin's)
+            problem = f"cannot be checked ({type(exc).__name__})"
+        if problem is not None:
+            raise RegistryError(f"method {spec.name}: the {what} schema {problem}")
+    try:
+        validator = Draft202012Validator(spec.params, registry=NO_RETRIEVAL)
+        # Exercised once now, so a schema that fails every call fails here instead.
+        accepts_empty = validator.is_valid({})
+        fast = compile_check(spec.params)
+    except RecursionError:
+        raise RegistryError(f"method {spec.name}: the params schema is nested too deeply "
+                            "to check") from None
+    except Exception as exc:
+        raise RegistryError(f"method {spec.name}: the params schema cannot be used "
+                            f"({type(exc).__name__})") from None
+    return Registered(spec, validator, accepts_empty, fast, plugin)
 
 
 class MethodRegistry:
@@ -128,9 +253,9 @@ class MethodRegistry:
             raise RegistryError(f"method {spec.name} is already registered")
         self._methods[spec.name] = compile_method(spec, check_schemas)
 
-    def add_all(self, specs: Iterable[MethodSpec]) -> None:
-        """Register every spec or none of them."""
-        compiled = [compile_method(s) for s in specs]
+    def add_all(self, specs: Iterable[MethodSpec], *, plugin: bool = False) -> None:
+        """Register every spec or none of them (``plugin``: they are a plugin's)."""
+        compiled = [compile_method(s, plugin=plugin) for s in specs]
         names = [r.spec.name for r in compiled]
         for name in names:
             if name in self._methods or names.count(name) > 1:

@@ -9,6 +9,10 @@ jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
   then handed the already-parsed request with a no-op deserializer and validator instead
   of validating the whole request against its JSON Schema again;
 - params are checked against the method's schema compiled once at start-up;
+- a plugin's handler gets ``PLUGIN_METHOD_TIMEOUT`` seconds, and whatever a handler
+  raises (``SystemExit``, ``KeyboardInterrupt`` and a ``CancelledError`` of its own
+  included; only the request's own cancellation goes on) is answered, never allowed to
+  stop the daemon or drop the connection;
 - exceptions become error objects in ``errors.to_rpc_error`` (one place) before
   jsonrpcserver sees them, because it copies exception text into responses; any error
   that still comes back from the library with text is scrubbed to an error id;
@@ -26,6 +30,7 @@ jsonrpcserver gets an explicit methods dict and our ``Context``; every method is
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +54,7 @@ from .errors import (
     RpcError,
     internal_error,
     invalid_params,
+    logged_error_id,
     to_rpc_error,
 )
 from .jsontext import encode, parse
@@ -59,6 +65,11 @@ log = logging.getLogger("mindscape.rpc")
 
 _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "method", "params", "id"})
 _NO_ID = object()
+#: Seconds a plugin's method handler may take before the call is answered -32603 (its
+#: work is cancelled). Handlers must be async and never block (API.md "Plugins"); this
+#: bounds one that awaits something that never comes. A handler that blocks the event
+#: loop cannot be interrupted by any timer: it stalls the daemon until it returns.
+PLUGIN_METHOD_TIMEOUT = 30.0
 
 
 @dataclass
@@ -120,6 +131,7 @@ class Dispatcher:
     @staticmethod
     def _bind(registered: Registered) -> Callable[..., Any]:
         spec = registered.spec
+        limit = PLUGIN_METHOD_TIMEOUT if registered.plugin else None
 
         async def call(context: Context, /, **params: Any) -> Any:
             # (positional params never get here: ``_one`` answers them)
@@ -128,9 +140,30 @@ class Dispatcher:
                     problems = registered.problems(params)
                     if problems:
                         return _as_result(invalid_params(problems))
-                result = await spec.handler(context, params)
+                if limit is None:
+                    result = await spec.handler(context, params)
+                else:
+                    timer = asyncio.timeout(limit)
+                    try:
+                        async with timer:
+                            result = await spec.handler(context, params)
+                    except TimeoutError:
+                        if not timer.expired():
+                            raise  # the handler's own (a network call of its own, say)
+                        return _as_result(_timed_out(spec.name, limit))
             except Exception as exc:
                 return _as_result(to_rpc_error(exc, spec.name))
+            except (SystemExit, KeyboardInterrupt):
+                # A handler (a plugin's) that calls exit() must not stop the daemon; a
+                # real Ctrl+C never arrives here (the CLI takes SIGINT with a handler).
+                return _as_result(internal_error(spec.name))
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # this request itself is cancelled (client gone, shutdown)
+                # A handler raised CancelledError of its own (a cancelled task it
+                # awaited): a fault like any other, answered, not a silent hang-up.
+                return _as_result(internal_error(spec.name))
             return Success(result)
 
         call.__name__ = spec.name
@@ -216,6 +249,15 @@ class Dispatcher:
         except (TypeError, ValueError):
             outcome.calls[-1] = (method, INTERNAL_ERROR)
             return encode(_error_response(internal_error(method), request_id))
+
+
+def _timed_out(method: str, seconds: float) -> RpcError:
+    """-32603 for a plugin method that took too long, saying so, with an error id."""
+    error_id = logged_error_id(log, "plugin method timed out after %s s", seconds,
+                               exc_info=False, method=method)
+    return RpcError(INTERNAL_ERROR, f"{MESSAGES[INTERNAL_ERROR]}: the plugin method "
+                                    f"{method} did not answer within {seconds:g} s",
+                    {"error_id": error_id})
 
 
 def _unwrapped(success: SuccessResult) -> SuccessResult:

@@ -52,6 +52,15 @@ class Services:
         """Every rule system by id."""
         return self.plugins.systems
 
+    def encounter_system(self, system_id: Any, path: str = "/system") -> System:
+        """``system`` for an encounter: a system without round logic is invalid params
+        (``systems.list`` says ``encounters: false`` for it)."""
+        system = self.system(system_id, path)
+        if system.id not in self.plugins.encounter_systems:
+            raise InvalidInput.at(path, f"system {system.id} does not run encounters "
+                                        "(systems.list: encounters false)")
+        return system
+
     def system(self, system_id: Any, path: str = "/system") -> System:
         """The system called ``system_id``, or invalid params naming ``path``."""
         system = self.plugins.systems.get(system_id) if isinstance(system_id, str) else None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import urllib.parse
 from collections.abc import Callable, Iterable
@@ -21,12 +22,14 @@ PLUGIN_GROUP = "mindscape.plugins"
 
 @dataclass(frozen=True)
 class Limits:
-    """API.md "Limits". ``max_dice`` and the penetration cap are enforced by the engine;
-    they are listed here so the status page and the OpenRPC document can state them."""
+    """API.md "Limits". ``max_dice``, ``max_sides`` and the penetration cap are enforced by
+    the engine; they are listed here so ``companion.info`` can state them."""
 
     max_body: int = 1024 * 1024
     max_batch: int = 100
     max_dice: int = 100
+    #: sides of one die (``engine.dice.MAX_SIDES``)
+    max_sides: int = 1000
     max_penetration: int = 100
     max_combatants: int = 64
     ws_auth_timeout: float = 5.0
@@ -55,6 +58,9 @@ class Settings:
     plugins: Callable[[], Iterable[EntryPoint]] = installed_plugins
     #: where request lines go (``None``: nowhere); the CLI passes its stderr stream
     log_stream: TextIO | None = None
+    #: the command that shows the token, as the banner and the status page name it
+    #: (the CLI adds ``--home DIR`` when the daemon was started with one)
+    token_command: str = "mindscape token"
 
     @property
     def token_path(self) -> Path:
@@ -86,17 +92,32 @@ def default_home(environ: dict[str, str] | None = None) -> Path:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: Browser extensions' origins: a userscript manager may send its own on the requests
+#: it makes for a script (GM_xmlhttpRequest), ``moz-extension://<uuid>`` and the like.
+EXTENSION_SCHEMES = frozenset({"moz-extension", "chrome-extension", "safari-web-extension"})
+_EXTENSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def browser_origin(text: str) -> str:
     """``text`` as the origin a browser sends (``https://foundry.example.com``): scheme and
     host in lower case, no default port, no path (an address pasted from the address bar,
-    ``https://Foundry.Example:443/join``, works); ``ValueError`` naming what is missing."""
+    ``https://Foundry.Example:443/join``, works); ``ValueError`` naming what is missing.
+
+    A browser extension's origin (``moz-extension://<id>``, ``chrome-extension://<id>``,
+    ``safari-web-extension://<id>``) is taken too: the scheme in lower case, the id as
+    given (a browser does not change the case of an extension's id), no port, any path
+    dropped."""
     parts = urllib.parse.urlsplit(text.strip())
     scheme = parts.scheme.lower()
+    if scheme in EXTENSION_SCHEMES:
+        if not _EXTENSION_ID.fullmatch(parts.netloc):
+            raise ValueError(f"{text!r} is not an extension origin: give the scheme and the "
+                             f"extension's id, as in {scheme}://<id>")
+        return f"{scheme}://{parts.netloc}"
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         raise ValueError(f"{text!r} is not a web origin: give the scheme and the host, as "
-                         "in https://foundry.example.com or http://localhost:30000")
+                         "in https://foundry.example.com or http://localhost:30000 (or a "
+                         "userscript manager's moz-extension://<id>)")
     try:
         port = parts.port
     except ValueError:

@@ -55,7 +55,7 @@ code{{background:#eee;padding:0 .25em}} .err{{color:#a00}}</style></head><body>
 JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(url)}/ws</code>.</p>
 <h2>Pair a virtual tabletop</h2>
 <ol>
-<li>Show the access token in a terminal: <code>mindscape token</code>
+<li>Show the access token in a terminal: <code>{escape(settings.token_command)}</code>
 (it is stored in <code>{escape(str(settings.token_path))}</code>; it is not shown here).</li>
 <li>Foundry VTT (as the GM): <i>Game Settings › Configure Settings › Mindscape › Pair
 with the companion</i>; check the address <code>{escape(url)}</code>, paste the token and

@@ -24,9 +24,12 @@ shielded from the caller's cancellation: a write is either wholly committed or w
 rolled back, never left open on the shared connection.
 
 Errors: everything raised on purpose derives from ``StoreError``. A file that is not a
-valid store is ``StoreCorrupt`` and is never touched, deleted or recreated; a write the
-disk refuses (full, read-only, I/O error, locked past the timeout) is ``StoreUnavailable``
-after the transaction was rolled back, so the caller must not acknowledge it.
+valid store is ``StoreCorrupt`` and is never touched, deleted or recreated; so is damage
+found while the daemon runs (a malformed page, a text column that is not UTF-8): retrying
+cannot mend it, and its message never quotes the stored text (a state snapshot holds the
+secret choices). A write the disk refuses (full, read-only, I/O error, locked past the
+timeout) is ``StoreUnavailable`` after the transaction was rolled back, so the caller
+must not acknowledge it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import logging
 import pathlib
+import re
 import secrets
 import sqlite3
 from abc import ABC, abstractmethod
@@ -42,11 +47,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, NoReturn, Self, TypeVar
 
 import aiosqlite
 
 T = TypeVar("T")
+
+# aiosqlite logs every statement with its parameters, and every error's text, at DEBUG:
+# the state snapshots in them hold the secret choices, so that logger never says more
+# than INFO, whatever level the daemon logs at (``mindscape serve --log-level debug``).
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 #: ``PRAGMA application_id`` of a Mindscape store ("MSCP"), so another program's SQLite
 #: file is recognised as such instead of being written into.
@@ -57,6 +67,12 @@ BUSY_TIMEOUT_SECONDS = 5.0
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: SQLite's file header is 100 bytes; a non-empty file shorter than that is cut off.
 SQLITE_HEADER_SIZE = 100
+#: Lines of ``PRAGMA quick_check`` output a start that finds damage shows.
+QUICK_CHECK_LINES = 5
+#: Python's sqlite3 error for a text value that is not UTF-8 (it quotes the value).
+_NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '(.*?)' with text", re.DOTALL)
+#: SQLite's words for a damaged file, for an error that lacks its code.
+_DAMAGED = re.compile(r"database disk image is malformed|file is not a database")
 #: The kind of step ``undo`` reverts, and the kind of step it appends.
 RESOLVE = "resolve"
 UNDO = "undo"
@@ -357,7 +373,7 @@ class SQLiteStore(EncounterStore):
             db = await aiosqlite.connect(self.path, isolation_level=None,
                                          timeout=BUSY_TIMEOUT_SECONDS)
         except sqlite3.Error as error:
-            raise self._failure(error, "opening the store") from error
+            self._fail(error, "opening the store")
         try:
             db.row_factory = sqlite3.Row
             await self._prepare(db)
@@ -371,8 +387,12 @@ class SQLiteStore(EncounterStore):
             # Every check reads only: a file found wanting is left byte for byte as is.
             problems = [str(row[0]) for row in await _all(db, "PRAGMA quick_check")]
             if problems != ["ok"]:
+                # One row may hold many lines (one per damaged page): a few say enough.
+                lines = [line for p in problems for line in p.splitlines() if line.strip()]
+                more = len(lines) - QUICK_CHECK_LINES
                 raise StoreCorrupt(self.path, "PRAGMA quick_check found: "
-                                   + "; ".join(problems[:5]))
+                                   + "; ".join(lines[:QUICK_CHECK_LINES])
+                                   + (f" (and {more} more lines)" if more > 0 else ""))
             await self._check_identity(db)
             mode = await _one(db, "PRAGMA journal_mode = WAL")
             if mode is None or str(mode[0]).lower() != "wal":
@@ -392,7 +412,7 @@ class SQLiteStore(EncounterStore):
                     await db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            raise self._failure(error, "opening the store") from error
+            self._fail(error, "opening the store")
 
     async def _check_identity(self, db: aiosqlite.Connection) -> int:
         """The schema version, after making sure the file is (or may become) ours."""
@@ -426,13 +446,30 @@ class SQLiteStore(EncounterStore):
 
     # -- transactions ----------------------------------------------------------------
     def _failure(self, error: sqlite3.Error, doing: str) -> StoreError:
+        """``StoreCorrupt`` when the file's content is damaged (retrying cannot help),
+        else ``StoreUnavailable``. The message never quotes stored data."""
         code = getattr(error, "sqlite_errorcode", None)
         name = getattr(error, "sqlite_errorname", type(error).__name__)
-        if isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CORRUPT,
-                                                     sqlite3.SQLITE_NOTADB):
+        not_utf8 = _NOT_UTF8.match(str(error))
+        if not_utf8 is not None:
+            # Python's own error, and it quotes the column's text: a state snapshot,
+            # which holds the secret choices. Only the column's name is kept.
+            return StoreCorrupt(self.path, f"{doing} failed: column {not_utf8[1]!r} holds "
+                                           "text that is not UTF-8")
+        if (isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CORRUPT,
+                                                      sqlite3.SQLITE_NOTADB)) \
+                or _DAMAGED.search(str(error)):
             return StoreCorrupt(self.path, f"{doing} failed: {error}")
         return StoreUnavailable(f"{doing} in {self.path} failed ({name}): {error}; "
                                 "nothing was changed")
+
+    def _fail(self, error: sqlite3.Error, doing: str) -> NoReturn:
+        """Raise ``_failure(error)``, chained to ``error`` unless its text quotes data
+        (a logged traceback shows the cause's text too)."""
+        failure = self._failure(error, doing)
+        if _NOT_UTF8.match(str(error)):
+            raise failure from None
+        raise failure from error
 
     async def _transaction(self, doing: str, mode: Literal["IMMEDIATE", "DEFERRED"],
                            body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
@@ -458,7 +495,7 @@ class SQLiteStore(EncounterStore):
                             await db.execute("ROLLBACK")
                         raise
                 except sqlite3.Error as error:
-                    raise self._failure(error, doing) from error
+                    self._fail(error, doing)
                 except ValueError as error:
                     # aiosqlite's word for a connection closed under us.
                     raise StoreUnavailable(f"{doing}: {error}") from error

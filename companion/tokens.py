@@ -1,17 +1,40 @@
 """The access token: ``DIR/token``, created on first start with mode 0600.
 
 Lean on purpose (no aiohttp): ``mindscape token`` and ``mindscape call`` import it.
+
+A token file holds one line of printable ASCII (``secrets.token_urlsafe`` writes
+URL-safe characters): anything else (a second line, a byte that is not ASCII, a
+control character) could not be sent in an ``Authorization`` header or a WebSocket
+subprotocol, so it is refused with ``TokenFileError`` rather than shown or adopted.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import os
+import re
 import secrets
 import time
 from pathlib import Path
 
 TOKEN_BYTES = 32
+#: one line of printable ASCII, without leading or trailing blanks
+_TOKEN = re.compile(rb"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+
+log = logging.getLogger("mindscape.tokens")
+
+
+class TokenFileError(Exception):
+    """The token file exists but cannot be read or holds no usable token. ``problem``
+    completes a sentence that starts with the file's path; ``rewritable`` when writing a
+    new token (``mindscape token --rotate``) mends it."""
+
+    def __init__(self, path: Path, problem: str, rewritable: bool = False) -> None:
+        super().__init__(f"the token file {path} {problem}")
+        self.path = path
+        self.problem = problem
+        self.rewritable = rewritable
 
 
 def _write_token(path: Path, token: str) -> None:
@@ -19,25 +42,41 @@ def _write_token(path: Path, token: str) -> None:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, (token + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.write(fd, (token + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        # (a folder where the token file should be, a full disk: leave no stray copy)
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_token(path: Path) -> str | None:
-    """The token in ``path``, or ``None`` when there is no usable one."""
+    """The token in ``path``, or ``None`` when the file is missing or empty;
+    ``TokenFileError`` when it cannot be read or is not one line of printable ASCII."""
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        data = path.read_bytes().strip()
     except FileNotFoundError:
         return None
-    return token or None
+    except IsADirectoryError:
+        raise TokenFileError(path, "is a folder, not a file") from None
+    except OSError as exc:
+        raise TokenFileError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        return None
+    if not _TOKEN.fullmatch(data):
+        raise TokenFileError(path, "does not hold one line of printable ASCII",
+                             rewritable=True)
+    return data.decode("ascii")
 
 
 def ensure_token(path: Path) -> str:
     """The token in ``path``; created (``secrets.token_urlsafe(32)``, mode 0600) when
-    missing. A token file readable by others is narrowed to 0600."""
+    missing. A token file readable by others is narrowed to 0600. ``TokenFileError``
+    (from ``read_token``) when the file holds no usable token."""
     token = read_token(path)
     if token is None:
         token = secrets.token_urlsafe(TOKEN_BYTES)
@@ -84,7 +123,13 @@ class TokenKeeper:
             mtime = self._stat()
             if mtime != self._mtime:
                 self._mtime = mtime
-                token = read_token(self.path) or self._token
+                try:
+                    token = read_token(self.path) or self._token
+                except TokenFileError as exc:
+                    # Not adopted: the token in force stays, until a good one is written.
+                    log.warning("%s; the token in force is kept (run `mindscape token "
+                                "--rotate` to write a new one)", exc)
+                    return
                 if not same_token(token, self._token):
                     self._token = token
                     self._bytes = token.encode()

@@ -27,6 +27,7 @@ def info(ctx: Context) -> PreparedJSON:
                 "max_body": services.settings.limits.max_body,
                 "max_batch": services.settings.limits.max_batch,
                 "max_dice": services.settings.limits.max_dice,
+                "max_sides": services.settings.limits.max_sides,
                 "max_penetration": services.settings.limits.max_penetration,
                 "max_combatants": services.settings.limits.max_combatants,
             },

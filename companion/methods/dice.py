@@ -22,7 +22,8 @@ METHODS = [
                {"type": "object", "required": ["expr"], "additionalProperties": False,
                 "properties": {"expr": {"type": "string", "minLength": 1, "maxLength": 200,
                                         "description": "NdS[p] terms and numbers joined "
-                                                       "by + or -, at most 100 dice"},
+                                                       "by + or -, at most 100 dice of 1 "
+                                                       "to 1000 sides"},
                                "seed": SEED}},
                dice_roll,
                "Roll a dice expression: {expr, total, rolls, capped}.",

@@ -74,7 +74,7 @@ def _combatant(view: Mapping[str, Any], combatant_id: str) -> Any:
 
 async def _load(ctx: Context, params: Mapping[str, Any]) -> tuple[EncounterRecord, System]:
     record = await ctx.services.store.get(params["id"])
-    return record, ctx.services.system(record.system, "/id")
+    return record, ctx.services.encounter_system(record.system, "/id")
 
 
 async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, ImportedRef]:
@@ -125,7 +125,7 @@ async def _updates(ctx: Context, record: EncounterRecord, system: System,
 
 async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``encounter.create``: a new encounter of a system, at revision 0."""
-    system = ctx.services.system(params["system"])
+    system = ctx.services.encounter_system(params["system"])
     options = dict(params.get("options") or {})
     system.options(options)
     state = system.encounter_new(options)
@@ -206,19 +206,34 @@ async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, A
         state, step = system.encounter_resolve(record.state, dice,
                                                bool(params.get("force", False)))
         rolls = [r.to_json() for r in dice.rolls]
-        # Everything that can fail is done before the step is stored: an error answer
-        # then always means that nothing happened.
+        # The answer is made before the step is stored, and once it is stored nothing
+        # turns the call into an error: an error answer always means nothing happened.
         result = _step_answer(system, step)
         result.setdefault("rolls", rolls)
-        result["updates"] = await _updates(ctx, record, system, record.state, state)
         stored_params: dict[str, Any] = {k: params[k] for k in ("dice", "seed", "force")
                                          if k in params}
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="resolve",
             params=stored_params, rolls=rolls, result=step, state=state)
+        result.update(await _stored_updates(ctx, record, system, record.state, state,
+                                            new.revision))
     await services.hub.encounter_changed(new.id, new.revision)
     result["revision"] = new.revision
     return result
+
+
+async def _stored_updates(ctx: Context, record: EncounterRecord, system: System,
+                          before_state: Mapping[str, Any], after_state: Mapping[str, Any],
+                          revision: int) -> dict[str, Any]:
+    """``{"updates": [...]}`` for a step already stored; if the write-back cannot be
+    made, ``{"updates": [], "updates_failed": {error_id}}``: the step is done, and the
+    client is told that the sheets were not, the log has the cause."""
+    try:
+        return {"updates": await _updates(ctx, record, system, before_state, after_state)}
+    except Exception:
+        error_id = logged_error_id(log, "write-back of a stored step failed",
+                                   encounter=record.id, revision=revision)
+        return {"updates": [], "updates_failed": {"error_id": error_id}}
 
 
 def _step_answer(system: System, step: Any) -> dict[str, Any]:
@@ -239,19 +254,10 @@ async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
         record, system = await _load(ctx, params)
         _expect(record, params)
         new, undone = await services.store.undo(record.id, expected_revision=record.revision)
-        try:
-            updates = await _updates(ctx, record, system, record.state, new.state)
-        except Exception:
-            # The undo is stored: it must be answered as done. The write-back is what
-            # failed; the client is told so, and the log has the rest.
-            error_id = logged_error_id(log, "write-back of an undo failed",
-                                       encounter=record.id, revision=new.revision)
-            updates, failed = [], {"updates_failed": {"error_id": error_id}}
-        else:
-            failed = {}
+        updates = await _stored_updates(ctx, record, system, record.state, new.state,
+                                        new.revision)
     await services.hub.encounter_changed(new.id, new.revision)
-    return {"revision": new.revision, "undone": undone.revision, "updates": updates,
-            **failed}
+    return {"revision": new.revision, "undone": undone.revision, **updates}
 
 
 async def encounter_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,12 @@ from ..services import Context
 
 
 async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """``systems.list``: every rule system and the plugin that gave it."""
+    """``systems.list``: every rule system, the plugin that gave it and whether it runs
+    encounters."""
     plugins = ctx.services.plugins
     return [{"id": s.id, "name": s.name, "source": s.source,
-             "plugin": plugins.system_plugin.get(s.id)}
+             "plugin": plugins.system_plugin.get(s.id),
+             "encounters": s.id in plugins.encounter_systems}
             for s in plugins.systems.values()]
 
 
@@ -31,9 +33,11 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
 
 METHODS = [
     MethodSpec("systems.list", NO_PARAMS, systems_list,
-               "Every rule system: [{id, name, source, plugin}].",
+               "Every rule system: [{id, name, source, plugin, encounters}] (encounters: "
+               "whether encounter.create takes it).",
                result={"type": "array", "items": {"type": "object",
-                                                  "required": ["id", "name", "source"]}}),
+                                                  "required": ["id", "name", "source",
+                                                               "encounters"]}}),
     MethodSpec("systems.describe",
                {"type": "object", "required": ["system"], "additionalProperties": False,
                 "properties": {"system": SYSTEM_ID}},

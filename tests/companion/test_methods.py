@@ -10,6 +10,8 @@ from typing import Any
 
 import jsonschema
 
+from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
+
 from .combatants import EXCHANGE, ULCEN
 from .conftest import Rpc
 
@@ -197,6 +199,31 @@ async def test_dice_roll_limit_is_32602_naming_the_limit(rpc: Rpc) -> None:
     assert error["code"] == -32602
     assert "100" in error["data"]["errors"][0]["message"]
     assert error["data"]["errors"][0]["path"] == "/expr"
+
+
+async def test_companion_info_states_every_dice_limit_the_engine_enforces(rpc: Rpc) -> None:
+    """API.md "Limits": at most 100 dice per expression, 1000 sides per die, 100
+    penetration follow-ups; "companion.info lists them under limits" (D11: the sides
+    were missing), and the OpenRPC description of dice.roll's expr says them too."""
+    limits = (await rpc.ok("companion.info"))["limits"]
+    assert (limits["max_dice"], limits["max_sides"], limits["max_penetration"]) == (
+        MAX_DICE_PER_POOL, MAX_SIDES, MAX_PENETRATION_FOLLOW_UPS)
+    error = await rpc.error("dice.roll", {"expr": f"1d{MAX_SIDES + 1}"})
+    assert error["code"] == -32602 and str(MAX_SIDES) in error["data"]["errors"][0]["message"]
+    assert (await rpc.ok("dice.roll", {"expr": f"1d{MAX_SIDES}"}))["total"] >= 1
+    document = await rpc.ok("rpc.discover")
+    roll = next(m for m in document["methods"] if m["name"] == "dice.roll")
+    description = roll["x-params-schema"]["properties"]["expr"]["description"]
+    assert f"at most {MAX_DICE_PER_POOL} dice of 1 to {MAX_SIDES} sides" in description
+
+
+async def test_openrpc_notification_names_every_member_the_daemon_sends(rpc: Rpc) -> None:
+    """API.md: encounter.changed carries {id, revision}, and `"revision": null,
+    "deleted": true` after encounter.delete (D12: deleted was missing)."""
+    document = await rpc.ok("rpc.discover")
+    [changed] = document["x-notifications"]
+    assert changed["name"] == "encounter.changed"
+    assert set(changed["params"]) == {"id", "revision", "deleted"}
 
 
 async def test_plugin_method_runs(rpc: Rpc) -> None:

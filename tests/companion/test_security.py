@@ -161,6 +161,28 @@ async def test_more_origins_by_setting(aiohttp_client: Any, tmp_path: Path) -> N
     assert response.headers["Access-Control-Allow-Origin"] == "https://vtt.example"
 
 
+async def test_a_userscript_managers_extension_origin_can_be_allowed(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """D10 (docs/ROLL20.md): a userscript manager may send its extension's origin on the
+    bridge's requests; `--allow-origin moz-extension://<id>` lets it through (with CORS),
+    and another extension stays refused."""
+    from companion.app import create_app
+    from companion.settings import merge_origins
+
+    origin = "moz-extension://0d3c2a6e-8f11-4c55-9c1b-6b0f3c1e2a77"
+    settings = Settings(home=tmp_path, allow_origins=merge_origins([origin + "/"]))
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    response = await client.post("/rpc", json=INFO, headers={
+        "Origin": origin, "Authorization": f"Bearer {token}"})
+    assert response.status == 200
+    assert response.headers["Access-Control-Allow-Origin"] == origin
+    assert (await response.json())["result"]["name"] == "mindscape"
+    other = await client.post("/rpc", json=INFO, headers={
+        "Origin": "moz-extension://another-id", "Authorization": f"Bearer {token}"})
+    assert other.status == 403
+
+
 async def test_body_over_1_mib_is_413(rpc: Rpc) -> None:
     """API.md "Limits": 1 MiB per request."""
     body = b'{"jsonrpc":"2.0","method":"companion.info","id":1,"params":{"x":"' + \
@@ -217,6 +239,26 @@ def test_rotated_token_is_picked_up_without_restart(tmp_path: Path) -> None:
     assert keeper.current() == new != old
     assert keeper.accepts_bearer(f"Bearer {new}") and not keeper.accepts_bearer(
         f"Bearer {old}")
+
+
+@pytest.mark.parametrize("content", [b"one\ntwo\n", b"\xff\xfe\n", "t\u00f6ken".encode()])
+async def test_a_token_file_rewritten_with_no_usable_token_is_not_adopted(
+        rpc: Rpc, settings: Settings, caplog: pytest.LogCaptureFixture,
+        content: bytes) -> None:
+    """A token file replaced while the daemon runs by something that is not one line of
+    printable ASCII: the token in force stays, and the log says why (the daemon adopted
+    a two-line token before, one no header could carry)."""
+    settings.token_path.write_bytes(content)
+    os.utime(settings.token_path, (1, 1))
+    await asyncio.sleep(1.1)  # the keeper re-reads the file at most once a second
+    with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
+        assert await rpc.ok("companion.info")
+    [record] = [r for r in caplog.records if r.name == "mindscape.tokens"]
+    assert "printable ASCII" in record.getMessage() and "kept" in record.getMessage()
+    first_line = content.splitlines()[0].decode("latin-1")
+    response = await rpc.client.post("/rpc", json=INFO, headers={
+        "Authorization": f"Bearer {first_line}"})
+    assert response.status == 401
 
 
 async def test_logs_never_carry_the_token(rpc: Rpc, settings: Settings,

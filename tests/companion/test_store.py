@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import re
@@ -25,6 +26,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from companion.settings import Settings
 from companion.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -37,6 +39,8 @@ from companion.store import (
     StoreUnavailable,
     UnknownEncounter,
 )
+
+from .conftest import Rpc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -503,6 +507,96 @@ async def test_a_read_only_folder_gives_store_unavailable_and_changes_nothing(
         with pytest.raises(StoreUnavailable):
             await SQLiteStore(path).open()
         assert fingerprint(folder) == before
+
+
+async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
+        tmp_path: pathlib.Path) -> None:
+    """quick_check answers one row holding a line per damaged page (hundreds in a large
+    store): the message, shown on one line at start, keeps five and counts the rest."""
+    path = tmp_path / "store.sqlite3"
+    async with SQLiteStore(path) as opened:
+        record = await opened.create("revised-2e", None, {}, {"n": 0})
+        for n in range(20):
+            await opened.append(record.id, expected_revision=None, kind="declare",
+                                params={}, rolls=[], result=None,
+                                state={"n": n, "padding": "y" * 20000})
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        try:
+            overflow = [page for (page,) in db.execute(
+                "SELECT pageno FROM dbstat WHERE pagetype = 'overflow' ORDER BY pageno")]
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table")
+    with path.open("r+b") as file:
+        for page in overflow[::3]:
+            # each one's pointer to the next overflow page: to a page far past the end
+            file.seek(4096 * (page - 1))
+            file.write(b"\x7f\xa5\xa5\xa5")
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        [[found]] = db.execute("PRAGMA quick_check").fetchall()
+    assert len(found.splitlines()) > 10
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    problem = caught.value.problem
+    assert "\n" not in problem
+    shown, more = re.fullmatch(r"PRAGMA quick_check found: (.*) \(and (\d+) more lines\)",
+                               problem).groups()  # type: ignore[union-attr]
+    assert len(shown.split("; ")) == 5
+    assert 5 + int(more) == len([line for line in found.splitlines() if line.strip()])
+
+
+SECRET = "SECRET-CHOICE-mind-thrust-at-fenka"
+
+
+async def _not_utf_8(path: pathlib.Path, sql: str, *args: object) -> None:
+    """Run ``sql`` with the text ``SECRET`` plus a byte that is not UTF-8 as its first
+    parameter, from a second connection (as damage on disk would have it)."""
+    text = ('{"pending":{"ulcen":"' + SECRET + '"}}').encode() + b"\xff"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute(sql, (text, *args))
+        db.commit()
+
+
+@pytest.mark.parametrize("read", ["get", "steps", "list", "undo"])
+async def test_stored_text_that_is_not_utf_8_is_corrupt_and_never_quoted(
+        store: SQLiteStore, read: str) -> None:
+    """Python's sqlite3 error for such text quotes it, and a state snapshot holds the
+    secret choices: the store reports StoreCorrupt (retrying cannot mend it; not
+    StoreUnavailable, which clients may retry), naming the column only, with no cause
+    chained that would put the text in a logged traceback."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "resolve", 1)
+    await step(store, record.id, "declare", 2)
+    await _not_utf_8(store.path, "UPDATE encounters SET state = CAST(? AS TEXT)")
+    await _not_utf_8(store.path, "UPDATE steps SET state = CAST(? AS TEXT)")
+    calls = {"get": lambda: store.get(record.id), "steps": lambda: store.steps(record.id),
+             "list": store.list, "undo": lambda: store.undo(record.id,
+                                                           expected_revision=None)}
+    with pytest.raises(StoreCorrupt) as caught:
+        await calls[read]()
+    error = caught.value
+    assert "column 'state' holds text that is not UTF-8" in str(error)
+    assert error.__cause__ is None and error.__suppress_context__
+    assert SECRET not in str(error)
+
+
+async def test_damage_found_while_running_is_not_a_retryable_answer_nor_logged_text(
+        rpc: Rpc, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    """API.md "Errors": 5003 means "the change was rolled back and may be retried";
+    damaged content is no such case. A state that is not UTF-8 is -32603 with an error
+    id, and no log line quotes the stored text (the secret choice in it), not even at
+    DEBUG, where aiosqlite would log every statement with its parameters."""
+    with caplog.at_level(logging.DEBUG):
+        created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+        await rpc.ok("encounter.add", {"id": created["id"], "combatant": {
+            "id": "a", "name": SECRET}})
+        await _not_utf_8(settings.store_path, "UPDATE encounters SET state = "
+                                              "CAST(? AS TEXT) WHERE id = ?", created["id"])
+        error = await rpc.error("encounter.get", {"id": created["id"]})
+    assert error["code"] == -32603 and set(error["data"]) == {"error_id"}
+    logged = "\n".join(logging.Formatter().format(r) for r in caplog.records)
+    assert error["data"]["error_id"] in json.dumps([getattr(r, "fields", None)
+                                                    for r in caplog.records])
+    assert "not UTF-8" in logged and SECRET not in logged
 
 
 async def test_store_errors_share_one_root() -> None:

@@ -5,15 +5,19 @@ call answers')."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import stat
 import subprocess
 import threading
 import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .conftest import Daemon, free_port, mindscape_command
+import pytest
+
+from .conftest import ROOT, Daemon, free_port, mindscape_command
 
 ULCEN = {"id": "ulcen", "name": "Ulcen of Tyr", "kind": "psionicist", "level": 4,
          "psp": 40, "psp_max": 40, "int": 14, "wis": 13, "mac": 10,
@@ -167,3 +171,81 @@ def test_port_0_listens_on_a_free_port_and_the_banner_says_which(tmp_path: Path)
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def _serve(home: Path, *extra: str, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    """``mindscape serve`` (of this source tree) that is expected to stop by itself."""
+    if env is None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*mindscape_command(), "serve", "--home", str(home), "--port",
+                           str(free_port()), *extra], capture_output=True, text=True,
+                          timeout=30, env=env)
+
+
+def test_a_second_daemon_on_the_same_home_is_refused_and_the_lock_goes_with_the_first(
+        daemon: Daemon) -> None:
+    """Two daemons on one home would each keep their own watchers and caches of one
+    store: the second is refused (exit 2, one line naming the home);
+    the lock goes with the first process, also when it is killed with SIGKILL."""
+    assert daemon.process is not None
+    second = _serve(daemon.home, env=daemon.env)
+    assert second.returncode == 2, second.stderr
+    [line] = second.stderr.strip().splitlines()
+    assert f"another mindscape daemon is using the home folder {daemon.home}; stop it " \
+           "first" in line
+    assert second.stdout == ""
+    assert daemon.ok("companion.info")["name"] == "mindscape"
+    daemon.kill()
+    daemon.start()
+    assert daemon.ok("companion.info")["name"] == "mindscape"
+    assert daemon.stop() == 0
+    again = subprocess.Popen([*mindscape_command(), "serve", "--home", str(daemon.home),
+                              "--port", "0"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=daemon.env)
+    try:
+        assert again.stdout is not None
+        assert again.stdout.readline().startswith("Mindscape companion listening on")
+    finally:
+        again.terminate()
+        assert again.wait(timeout=10) == 0
+        if again.stdout is not None:
+            again.stdout.close()
+
+
+def test_the_status_page_names_the_token_command_of_the_banner(daemon: Daemon) -> None:
+    """D9: started with --home, the banner says `mindscape token --home DIR`; so must the
+    status page, or the token it shows is another home's."""
+    command = f"mindscape token --home {daemon.home}"
+    assert command in "".join(daemon.banner)
+    with urllib.request.urlopen(f"{daemon.url}/", timeout=10) as response:
+        page = response.read().decode()
+    assert f"<code>{command}</code>" in page
+    assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\n", b"one\ntwo\n", "t\u00f6ken".encode()])
+def test_a_token_file_the_daemon_cannot_use_stops_the_start_with_the_remedy(
+        content: bytes, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "token").write_bytes(content)
+    done = _serve(home)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert str(home / "token") in line and "printable ASCII" in line
+    assert f"`mindscape token --home {home} --rotate`" in line
+    assert (home / "token").read_bytes() == content
+
+
+def test_a_host_that_is_not_loopback_is_warned_about(tmp_path: Path) -> None:
+    """SECURITY.md: listening on a network address exposes the daemon with the token as
+    its only guard; `serve` says so on stderr before it listens. (198.51.100.7 is a
+    documentation address no machine has, so the start then stops: it cannot listen.)"""
+    done = _serve(tmp_path / "home", "--host", "198.51.100.7")
+    assert done.returncode == 2
+    warning, failure = done.stderr.strip().splitlines()
+    assert warning.startswith("mindscape: warning: --host 198.51.100.7 exposes the daemon "
+                              "to the network")
+    assert "the access token is the only guard" in warning
+    assert failure.startswith("mindscape: cannot listen on 198.51.100.7:")

@@ -4,8 +4,10 @@ tests. Not a real psionics system: a d6 jab against a d6 guard, one focus per hi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
@@ -230,3 +232,166 @@ FAULTY = Plugin(name="faulty", version="1.0", methods=(
     MethodSpec("faulty.unserialisable", {"type": "object"}, unserialisable,
                "returns a value JSON cannot hold"),
 ))
+
+
+# -- wrongly built plugins: each is reported and skipped, none stops the daemon --------
+async def exits(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method that calls ``exit()``: the daemon must answer, not stop."""
+    raise SystemExit(3)
+
+
+async def interrupts(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method that raises ``KeyboardInterrupt`` (no real Ctrl+C): answered too."""
+    raise KeyboardInterrupt
+
+
+async def cancels_itself(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method that raises ``CancelledError`` of its own (its request was not
+    cancelled): answered, the connection kept."""
+    raise asyncio.CancelledError
+
+
+async def never_answers(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method that awaits something that never comes."""
+    await asyncio.Event().wait()
+
+
+async def own_timeout(ctx: Context, params: dict[str, Any]) -> Any:
+    """A method whose own work times out (not the daemon's limit)."""
+    raise TimeoutError
+
+
+UNRULY = Plugin(name="unruly", version="1.0", methods=(
+    MethodSpec("unruly.exit", {"type": "object"}, exits, "calls exit()"),
+    MethodSpec("unruly.interrupt", {"type": "object"}, interrupts,
+               "raises KeyboardInterrupt"),
+    MethodSpec("unruly.cancel", {"type": "object"}, cancels_itself,
+               "raises CancelledError"),
+    MethodSpec("unruly.hang", {"type": "object"}, never_answers, "never answers"),
+    MethodSpec("unruly.own-timeout", {"type": "object"}, own_timeout,
+               "its own TimeoutError"),
+))
+
+OWN_ERROR_CODE = Plugin(name="own-error-code", version="1.0", methods=(
+    MethodSpec("owncode.ping", {"type": "object"}, echo, "answers 4100 when it fails",
+               errors=(4100,)),))
+
+
+class NoEncounters(SampleDuel):
+    """A system that resolves exchanges but has no round logic (``System.rounds``) and
+    none of the encounter hooks of its own."""
+
+    id = "no-encounters"
+    name = "No encounters"
+
+
+for _hook in ("encounter_new", "encounter_add", "encounter_view", "encounter_waiting_for",
+              "encounter_declare", "encounter_pending_choices", "encounter_resolve"):
+    setattr(NoEncounters, _hook, getattr(System, _hook))
+
+NO_ENCOUNTERS = NoEncounters()
+
+
+class NoSource(SampleDuel):
+    id = "no-source"
+    source = None  # type: ignore[assignment]
+
+
+class WithoutSource(System):
+    """Written from the ABC, forgetting ``source``."""
+
+    id = "without-source"
+    name = "Without source"
+    house_rules = SampleDuel.house_rules
+    combatant_schema = SampleDuel.combatant_schema
+    request_schema = SampleDuel.request_schema
+    describe = SampleDuel.describe
+    combatant = SampleDuel.combatant
+    resolve = SampleDuel.resolve
+    odds = SampleDuel.odds
+
+
+class NamelessDuel(SampleDuel):
+    id = "nameless-duel"
+    name = None  # type: ignore[assignment]
+
+
+class IdRaises(SampleDuel):
+    """A system whose id is a property that fails: an error no check foresaw."""
+
+    @property
+    def id(self) -> str:  # type: ignore[override]
+        raise RuntimeError("secret detail from a property")
+
+
+_OBJECT: JSON = {"type": "object"}
+#: Entry points name these as ``tests.sample_plugin:WRONGLY_BUILT.<name>``.
+WRONGLY_BUILT = SimpleNamespace(
+    systems_not_a_tuple=Plugin(name="a", version="1", systems=SYSTEM),  # type: ignore[arg-type]
+    systems_none=Plugin(name="a", version="1", systems=None),  # type: ignore[arg-type]
+    methods_none=Plugin(name="a", version="1", methods=None),  # type: ignore[arg-type]
+    method_not_in_a_tuple=Plugin(name="a", version="1", methods=ECHO),  # type: ignore[arg-type]
+    method_name_none=Plugin(name="a", version="1", methods=(
+        MethodSpec(None, _OBJECT, echo, "x"),)),  # type: ignore[arg-type]
+    params_none=Plugin(name="a", version="1", methods=(
+        MethodSpec("a.x", None, echo, "x"),)),  # type: ignore[arg-type]
+    description_none=Plugin(name="a", version="1", methods=(
+        MethodSpec("a.x", _OBJECT, echo, None),)),  # type: ignore[arg-type]
+    result_not_a_schema=Plugin(name="a", version="1", methods=(
+        MethodSpec("a.x", _OBJECT, echo, "x", result=[1]),)),  # type: ignore[arg-type]
+    errors_not_codes=Plugin(name="a", version="1", methods=(
+        MethodSpec("a.x", _OBJECT, echo, "x", errors=("4100",)),)),  # type: ignore[arg-type]
+    name_not_text=Plugin(name=object(), version="1"),  # type: ignore[arg-type]
+    name_none=Plugin(name=None, version="1"),  # type: ignore[arg-type]
+    version_not_text=Plugin(name="a", version=1),  # type: ignore[arg-type]
+    system_without_source=WithoutSource(),
+    system_source_none=NoSource(),
+    system_name_none=NamelessDuel(),
+    system_id_raises=Plugin(name="a", version="1", systems=(IdRaises(),)),
+)
+WRONG_SCHEMAS: dict[str, JSON] = {
+    "dangling-ref": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}},
+    "ref-loop": {"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"},
+                                             "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                 "properties": {"x": {"$ref": "#/$defs/a"}}},
+    "self-ref-root": {"type": "object", "$ref": "#"},
+}
+
+
+def _deep(levels: int) -> JSON:
+    schema: JSON = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+WRONG_SCHEMAS["nested-400-deep"] = {"type": "object", "properties": {"x": _deep(400)}}
+
+
+def with_schema(schema: JSON) -> Plugin:
+    """A plugin whose one method has ``schema`` as its params schema."""
+    return Plugin(name="schema", version="1", methods=(
+        MethodSpec("schema.x", schema, echo, "x"),))
+
+
+def with_result_schema(schema: JSON) -> Plugin:
+    """A plugin whose one method has ``schema`` as its result schema."""
+    return Plugin(name="schema", version="1", methods=(
+        MethodSpec("schema.x", _OBJECT, echo, "x", result=schema),))
+
+
+# Schemas that are fine: references that resolve (a nested $id, a JSON Pointer escape,
+# the meta-schema itself) and recursion through a part of the value.
+GOOD_SCHEMAS: dict[str, JSON] = {
+    "recursive-tree": {"type": "object", "$defs": {"node": {
+        "type": "object", "properties": {"children": {"type": "array",
+                                                      "items": {"$ref": "#/$defs/node"}}}}},
+        "properties": {"root": {"$ref": "#/$defs/node"}}},
+    "nested-id": {"type": "object", "$defs": {"b": {"$id": "urn:example:b", "$defs": {
+        "c": {"type": "string"}}, "properties": {"q": {"$ref": "#/$defs/c"}}}},
+        "properties": {"y": {"$ref": "urn:example:b#/$defs/c"}}},
+    "escaped-pointer": {"type": "object", "$defs": {"a/b": {"type": "string"}},
+                        "properties": {"x": {"$ref": "#/$defs/a~1b"}}},
+    "meta-schema": {"type": "object", "properties": {
+        "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}},
+}

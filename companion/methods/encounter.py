@@ -114,12 +114,13 @@ async def _updates(ctx: Context, record: EncounterRecord, system: System,
         return []
     before = system.encounter_view(before_state)
     after = system.encounter_view(after_state)
+    normalise = normaliser(system, record.options)
     updates: list[dict[str, Any]] = []
     for combatant_id, ref in refs.items():
         old, new = _combatant(before, combatant_id), _combatant(after, combatant_id)
         if isinstance(old, Mapping) and isinstance(new, Mapping) and old != new:
             updates.extend(ref.adapter.updates(ref.data, system.id, old, new,
-                                               normalise=normaliser(system, record.options)))
+                                               normalise=normalise))
     return updates
 
 

@@ -3,8 +3,7 @@ their before/after into the adapter's write-back ``updates``."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -18,7 +17,7 @@ from .services import Services
 #: Params members that never hold combatants (every other top-level member, or list
 #: of them, may be given as ``{adapter, data}``).
 NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "seed",
-                             "id", "revision", "force", "name"})
+                             "id", "revision", "force", "name", "choices"})
 
 
 @dataclass(frozen=True)
@@ -38,13 +37,11 @@ class ImportedRef:
 
 
 def normaliser(system: System, options: Any = None) -> Normalise:
-    """``system.combatant``, under the house rules ``options`` when the system's
-    combatants depend on them (revised-2e derives MTHAC0 and saves by house rules), so
-    a write-back's round trip derives values as the resolution did."""
-    if options and "options" in inspect.signature(system.combatant).parameters:
-        # a system's own signature (System.combatant takes no options)
-        with_options: Callable[..., Mapping[str, Any]] = system.combatant
-        return partial(with_options, options=options)
+    """``system.combatant`` under the house rules ``options`` (``combatant_under``:
+    revised-2e derives MTHAC0 and saves by house rules), so a write-back's round trip
+    derives values as the resolution did."""
+    if options:
+        return partial(system.combatant_under, options=options)
     return system.combatant
 
 
@@ -106,10 +103,12 @@ def warnings_of(refs: list[ImportedRef]) -> list[str]:
 
 def exchange_updates(refs: list[ImportedRef], system_id: str,
                      result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Write-backs for each imported combatant from an exchange result's before/after."""
+    """Write-backs for each imported combatant from an exchange result's before/after
+    (``attacker``, ``defender``, ``others``; ``combatants`` of an end of round)."""
     changes: dict[str, Mapping[str, Any]] = {}
-    for change in result.get("others") or ():
-        changes[str(change.get("id"))] = change
+    for change in (*(result.get("others") or ()), *(result.get("combatants") or ())):
+        if isinstance(change, Mapping):
+            changes[str(change.get("id"))] = change
     for role in ("defender", "attacker"):
         change = result.get(role)
         if isinstance(change, Mapping):

@@ -23,8 +23,15 @@ from engine.system import System
 
 from .registry import MethodRegistry, MethodSpec, RegistryError
 
-__all__ = ["LoadedPlugins", "MethodSpec", "Plugin", "PluginReport", "load_plugins",
-           "runs_encounters"]
+__all__ = [
+    "LoadedPlugins",
+    "MethodSpec",
+    "Plugin",
+    "PluginReport",
+    "ends_rounds",
+    "load_plugins",
+    "runs_encounters",
+]
 
 log = logging.getLogger("mindscape.plugins")
 
@@ -71,6 +78,8 @@ class LoadedPlugins:
     system_plugin: dict[str, str] = field(default_factory=dict)
     #: the ids of the systems that run encounters (``runs_encounters``)
     encounter_systems: set[str] = field(default_factory=set)
+    #: the ids of the systems that end rounds outside encounters (``ends_rounds``)
+    round_end_systems: set[str] = field(default_factory=set)
     methods: MethodRegistry = field(default_factory=MethodRegistry)
     reports: list[PluginReport] = field(default_factory=list)
 
@@ -189,6 +198,12 @@ def runs_encounters(system: System) -> bool:
                for hook in ENCOUNTER_HOOKS)
 
 
+def ends_rounds(system: System) -> bool:
+    """Whether ``system`` ends a round for combatants outside an encounter
+    (``exchange.end_round``): it defines ``round_end``."""
+    return getattr(type(system), "round_end", None) is not System.round_end
+
+
 def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> LoadedPlugins:
     """Load every entry point (built-ins first), skipping and reporting broken ones."""
     loaded = LoadedPlugins(methods=core.copy())
@@ -206,6 +221,7 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
             _check_systems(plugin, loaded)
             methods = _with_methods(plugin, core, loaded)
             encounters = {s.id for s in plugin.systems if runs_encounters(s)}
+            round_ends = {s.id for s in plugin.systems if ends_rounds(s)}
         except PluginError as exc:
             log.warning("plugin %s skipped: %s", ep.name, exc)
             loaded.reports.append(PluginReport(ep.name, version, ep.value, builtin,
@@ -225,6 +241,8 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
             loaded.system_plugin[system.id] = plugin.name
             if system.id in encounters:
                 loaded.encounter_systems.add(system.id)
+            if system.id in round_ends:
+                loaded.round_end_systems.add(system.id)
         loaded.reports.append(PluginReport(
             plugin.name, plugin.version, ep.value, builtin,
             systems=tuple(s.id for s in plugin.systems),

@@ -64,3 +64,22 @@ ODDS: JSON = {
 }
 UPDATES: JSON = {"type": "array", "items": {"type": "object"},
                  "description": "write-backs from the adapters of {adapter, data} combatants"}
+END_ROUND: JSON = {
+    "type": "object",
+    "required": ["system", "combatants"],
+    "additionalProperties": False,
+    "properties": {
+        "system": SYSTEM_ID,
+        "combatants": {"type": "array", "minItems": 1, "maxItems": 64, "items": COMBATANT,
+                       "description": "everyone whose round ends (at most max_combatants)"},
+        "choices": {"type": "object", "maxProperties": 64,
+                    "additionalProperties": {"type": "object"},
+                    "description": "what a combatant chooses at the round's end, by id "
+                                   "(systems.describe round_end_choice_schema; revised-2e: "
+                                   "{\"close\": true} pays to close a mind a critical hit "
+                                   "opened)"},
+        "options": OPTIONS,
+        "dice": DICE,
+        "seed": SEED,
+    },
+}

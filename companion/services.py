@@ -61,6 +61,15 @@ class Services:
                                         "(systems.list: encounters false)")
         return system
 
+    def round_end_system(self, system_id: Any, path: str = "/system") -> System:
+        """``system`` for ``exchange.end_round``: one without an end of round outside
+        encounters is invalid params (``systems.list`` says ``round_end: false``)."""
+        system = self.system(system_id, path)
+        if system.id not in self.plugins.round_end_systems:
+            raise InvalidInput.at(path, f"system {system.id} has no end of round outside "
+                                        "an encounter (systems.list: round_end false)")
+        return system
+
     def system(self, system_id: Any, path: str = "/system") -> System:
         """The system called ``system_id``, or invalid params naming ``path``."""
         system = self.plugins.systems.get(system_id) if isinstance(system_id, str) else None

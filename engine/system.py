@@ -20,11 +20,13 @@ import jsonschema
 from .dice import DiceSource
 from .errors import InvalidInput, Problem, json_text
 from .options import HouseRule, resolve_options
-from .results import Resolution
+from .results import Event, Resolution, copy_json
 from .schemacheck import QuickValidator
 
 JSON = dict[str, Any]
 
+#: Most combatants one ``end_round`` takes (as many as an encounter holds).
+MAX_ROUND_COMBATANTS = 64
 
 class Validates(Protocol):
     """What ``schema_problems`` needs of a validator (jsonschema's or ``QuickValidator``)."""
@@ -184,6 +186,98 @@ class System(ABC):
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact odds of the exchange: ``{outcomes, damage: {mean, distribution,
         truncated_mass}, ...}`` (floats only here, at the JSON edge)."""
+
+    def combatant_under(self, raw: Mapping[str, Any], path: str = "",
+                        options: Mapping[str, Any] | None = None) -> JSON:
+        """``combatant`` under the house rules ``options``. Most systems' combatants do not
+        depend on house rules, so this is ``combatant``; one whose do (revised-2e derives
+        MTHAC0 and saves by them) overrides it."""
+        return self.combatant(raw, path)
+
+    # -- the end of a round outside any encounter -----------------------------------
+    def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
+                  options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """What the end of a round does to one full ``combatant`` (a copy it may change)
+        given its ``choice`` (``{}`` or valid under ``round_end_choice_schema``) under the
+        effective house rules ``options``: the combatant after it, the events and the
+        summary's sentences. A system whose combatants carry state from round to round
+        (timed conditions, an open mind) defines this; without it ``end_round`` is
+        refused (``ends_rounds``)."""
+        raise NotImplementedError(f"{self.id} has no end of round outside an encounter")
+
+    def round_end_choice_schema(self) -> JSON | None:
+        """JSON Schema of what one combatant may choose at the end of a round
+        (``end_round``'s ``choices``), or ``None`` when there is nothing to choose."""
+        return None
+
+    @property
+    def ends_rounds(self) -> bool:
+        """Whether ``end_round`` works: the system defines ``round_end``."""
+        return type(self).round_end is not System.round_end
+
+    def end_round_schema(self) -> JSON:
+        """JSON Schema of an ``end_round`` request."""
+        props: JSON = {
+            "combatants": {"type": "array", "minItems": 1, "maxItems": MAX_ROUND_COMBATANTS,
+                           "items": {"type": "object"}},
+            "options": {"type": "object"},
+        }
+        choice = self.round_end_choice_schema()
+        if choice is not None:
+            props["choices"] = {"type": "object", "maxProperties": MAX_ROUND_COMBATANTS,
+                                "additionalProperties": choice}
+        return {"type": "object", "required": ["combatants"], "additionalProperties": False,
+                "properties": props}
+
+    @cached_property
+    def _end_round_validator(self) -> QuickValidator:
+        return QuickValidator(self.end_round_schema(), check_schema=not self.schemas_tested)
+
+    def end_round(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
+        """The end of a round for combatants fighting single exchanges (no encounter):
+        ``{combatants: [combatant], choices?: {id: choice}, options?}`` to ``{system,
+        combatants: [{id, before, after}], events, rolls, summary, unused_dice}``, one
+        entry per combatant in the order given. Timed conditions count down and open
+        minds are checked as an encounter does at its round's end; dice come from
+        ``dice`` as in ``resolve``."""
+        if not self.ends_rounds:
+            raise InvalidInput.at("/system", f"system {self.id} has no end of round "
+                                             "outside an encounter")
+        problems = schema_problems(self._end_round_validator, request)
+        if problems:
+            raise InvalidInput(problems)
+        raw_options = request.get("options")
+        options = self.options(raw_options)
+        combatants = [self.combatant_under(raw, f"/combatants/{i}", raw_options)
+                      for i, raw in enumerate(request["combatants"])]
+        seen: dict[str, int] = {}
+        for i, c in enumerate(combatants):
+            cid = str(c["id"])
+            if cid in seen:
+                problems.append(Problem(f"/combatants/{i}/id", (
+                    f"combatant {seen[cid]} has the id {json_text(cid)} too: give each "
+                    "combatant its own")))
+            seen.setdefault(cid, i)
+        choices: Mapping[str, Any] = request.get("choices") or {}
+        problems += [Problem(f"/choices/{cid}", f"no combatant has the id {json_text(cid)}")
+                     for cid in choices if cid not in seen]
+        if problems:
+            raise InvalidInput(problems)
+        start = dice.mark()
+        changes: list[JSON] = []
+        events: list[JSON] = []
+        lines: list[str] = []
+        for c in combatants:
+            after, happened, said = self.round_end(copy_json(c), choices.get(c["id"], {}),
+                                                   dice, options)
+            changes.append({"id": c["id"], "before": c, "after": after})
+            events += [e.to_json() for e in happened]
+            lines += said
+        return {"system": self.id, "combatants": changes, "events": events,
+                "rolls": [r.to_json() for r in dice.rolls_since(start)],
+                "summary": "End of the round: " + (" ".join(lines) if lines
+                                                   else "nothing changes."),
+                "unused_dice": dice.unused()}
 
     # -- encounters (pure round logic) ----------------------------------------------
     #: the system's round logic (its ``encounter`` module); the methods below delegate

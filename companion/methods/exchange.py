@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from engine.dice import dice_source
+from engine.errors import LimitExceeded, Problem
 
 from ..combatants import exchange_updates, import_combatants, warnings_of
 from ..errors import DICE_NEEDED, RULES_VIOLATION
 from ..registry import MethodSpec
-from ..schemas import EXCHANGE, ODDS, UPDATES
+from ..schemas import END_ROUND, EXCHANGE, ODDS, UPDATES
 from ..services import Context
 
 
@@ -39,6 +40,25 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+async def exchange_end_round(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``exchange.end_round``: the end of a round for combatants of single exchanges
+    (timed conditions, open minds), plus write-backs."""
+    services = ctx.services
+    system = services.round_end_system(params["system"])
+    limit = services.settings.limits.max_combatants
+    if len(params["combatants"]) > limit:
+        raise LimitExceeded(Problem("/combatants", f"at most {limit} combatants (limit "
+                                                   "max_combatants)"))
+    request, refs = import_combatants(services, params, system.id)
+    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
+    request.pop("system")
+    result = system.end_round(request, dice)
+    result["updates"] = exchange_updates(refs, system.id, result)
+    if refs:
+        result["warnings"] = warnings_of(refs)
+    return result
+
+
 METHODS = [
     MethodSpec("exchange.resolve", EXCHANGE, exchange_resolve,
                "Resolve one exchange: the result (system, outcome, attacker/defender "
@@ -54,4 +74,14 @@ METHODS = [
                "distribution, truncated_mass}} and the system's own chances.",
                result={"type": "object", "required": ["outcomes"]},
                errors=(RULES_VIOLATION,), checked_by_system=True),
+    MethodSpec("exchange.end_round", END_ROUND, exchange_end_round,
+               "End a round for combatants fighting single exchanges (no encounter): "
+               "timed conditions count down and open minds are checked as an encounter "
+               "does at its round's end. The result: {system, combatants: [{id, before, "
+               "after}], events, rolls, summary, unused_dice} and updates for {adapter, "
+               "data} combatants.",
+               result={"type": "object", "required": ["system", "combatants", "events",
+                                                      "rolls", "summary", "updates"],
+                       "properties": {"updates": UPDATES}},
+               errors=(RULES_VIOLATION, DICE_NEEDED)),
 ]

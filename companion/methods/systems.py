@@ -10,12 +10,13 @@ from ..services import Context
 
 
 async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """``systems.list``: every rule system, the plugin that gave it and whether it runs
-    encounters."""
+    """``systems.list``: every rule system, the plugin that gave it, whether it runs
+    encounters and whether it ends rounds outside them."""
     plugins = ctx.services.plugins
     return [{"id": s.id, "name": s.name, "source": s.source,
              "plugin": plugins.system_plugin.get(s.id),
-             "encounters": s.id in plugins.encounter_systems}
+             "encounters": s.id in plugins.encounter_systems,
+             "round_end": s.id in plugins.round_end_systems}
             for s in plugins.systems.values()]
 
 
@@ -25,7 +26,12 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
     key = f"systems.describe:{system.id}"
     cached = ctx.services.cache.get(key)
     if cached is None:
-        cached = PreparedJSON(system.describe())
+        description = dict(system.describe())
+        if system.id in ctx.services.plugins.round_end_systems:
+            # what exchange.end_round's choices may hold for one combatant
+            description.setdefault("round_end_choice_schema",
+                                   system.round_end_choice_schema())
+        cached = PreparedJSON(description)
         ctx.services.cache[key] = cached
     assert isinstance(cached, PreparedJSON)
     return cached
@@ -33,16 +39,20 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
 
 METHODS = [
     MethodSpec("systems.list", NO_PARAMS, systems_list,
-               "Every rule system: [{id, name, source, plugin, encounters}] (encounters: "
-               "whether encounter.create takes it).",
+               "Every rule system: [{id, name, source, plugin, encounters, round_end}] "
+               "(encounters: whether encounter.create takes it; round_end: whether "
+               "exchange.end_round does).",
                result={"type": "array", "items": {"type": "object",
                                                   "required": ["id", "name", "source",
-                                                               "encounters"]}}),
+                                                               "encounters",
+                                                               "round_end"]}}),
     MethodSpec("systems.describe",
                {"type": "object", "required": ["system"], "additionalProperties": False,
                 "properties": {"system": SYSTEM_ID}},
                systems_describe,
                "A system's modes with costs, tables, combatant JSON Schema, dice purposes "
-               "and house rules [{id, text, default}].",
+               "and house rules [{id, text, default}]; for a system exchange.end_round "
+               "takes, round_end_choice_schema (what its choices may hold for one "
+               "combatant, null for nothing).",
                result={"type": "object"}),
 ]

@@ -25,7 +25,14 @@ from ..errors import (
 )
 from ..results import Event, Resolution, thaw
 from .combatant import combat_strength, incapacitated
-from .exchange import Effect, apply_effects, check_attack, check_defense, strength_events
+from .exchange import (
+    Effect,
+    apply_effects,
+    check_attack,
+    check_defense,
+    strength_events,
+    tick,
+)
 from .rules import H_WAVE_ROUND, STANCES, WAVE_MODE
 
 if TYPE_CHECKING:
@@ -338,12 +345,10 @@ def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON], segm
                 continue
             if mine.get(condition, SEGMENTS_PER_ROUND) != segment:
                 continue
-            timed[condition] -= 1
-            if timed[condition] <= 0:
-                del timed[condition]
+            ended = tick(c, condition)
+            if ended is not None:
                 mine.pop(condition, None)
-                c["conditions"].remove(condition)
-                events.append(Event("condition-ended", cid, {"condition": condition}).to_json())
+                events.append(ended.to_json())
         if mine:
             began[cid] = mine
         else:

@@ -204,6 +204,18 @@ def _add_condition(c: dict[str, Any], condition: str, rounds: int | None) -> Non
         timed[condition] = max(rounds, timed.get(condition, 0))
 
 
+def tick(c: dict[str, Any], condition: str) -> Event | None:
+    """One round of ``c``'s timed ``condition`` passes (in place); when none is left it
+    ends: the ``condition-ended`` event, else ``None``."""
+    timed = c["condition_rounds"]
+    timed[condition] -= 1
+    if timed[condition] > 0:
+        return None
+    del timed[condition]
+    c["conditions"].remove(condition)
+    return Event("condition-ended", str(c["id"]), {"condition": condition})
+
+
 def strength_events(before: Mapping[str, Any], after: Mapping[str, Any],
                     cost: int = 0) -> list[Event]:
     """Events for what changed in one combatant's strengths: ``attack-strength-spent``

@@ -24,6 +24,7 @@ from .exchange import (
     execute,
     plan,
     strength_events,
+    tick,
 )
 from .odds import exact_odds
 from .rules import H_PEN_CAP, HOUSE_RULES, RANGES, STANCES, Tables
@@ -248,6 +249,16 @@ class CombatStrength(System):
             rolls=dice.rolls_since(mark), events=tuple(events), summary=summary,
             fields=out.fields)
         return resolution, out, p
+
+    def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
+                  options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """A round passes: each timed condition loses a round and ends with none left
+        (outside an encounter there are no segments to count it from)."""
+        events = [e for e in (tick(combatant, x) for x in list(combatant["condition_rounds"]))
+                  if e is not None]
+        name = combatant["name"]
+        return combatant, events, [f"{name} is no longer {e.data['condition']}."
+                                   for e in events]
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
         """One exchange (RULES.md 2.4): the attack is looked up, rolled and applied."""

@@ -60,6 +60,21 @@ def remove_condition(c: Mapping[str, Any], condition: str) -> JSON:
     return out
 
 
+def round_passes(c: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
+    """``c`` at a round's end: each timed condition loses a round end and ends with
+    none left (``condition-ended``)."""
+    out = copy_json(dict(c))
+    timers: dict[str, int] = out["condition_rounds"]
+    events = []
+    for cond in list(timers):
+        timers[cond] -= 1
+        if timers[cond] <= 0:
+            del timers[cond]
+            out["conditions"] = [x for x in out["conditions"] if x != cond]
+            events.append(Event("condition-ended", str(out["id"]), {"condition": cond}))
+    return out, events
+
+
 def set_free(puppet: Mapping[str, Any], ending: Iterable[str]) -> JSON:
     """The puppet once control over it ends: no controller, and conditions that last
     only while controlled (possession) gone. Its pool stays as it is (0) until it

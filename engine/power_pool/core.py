@@ -8,11 +8,11 @@ from typing import Any
 
 from ..dice import DiceSource
 from ..options import HouseRule
-from ..results import Resolution, copy_json
+from ..results import Event, Resolution, copy_json
 from ..schemacheck import QuickValidator
 from ..system import JSON, System
 from ..tables import load_tables
-from . import encounter
+from . import control, encounter
 from .combatant import CONDITIONS, combatant_schema, normalize
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
@@ -191,6 +191,13 @@ class PowerPoolSystem(System):
     def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
         """The full combatant with defaults (docs/COMBATANTS.md), or InvalidCombatant."""
         return normalize(raw, path, self._combatant_validator)
+
+    def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
+                  options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """A round ends: timed conditions (an attacker's daze, a loser's stun) count down."""
+        after, events = control.round_passes(combatant)
+        name = after["name"]
+        return after, events, [f"{name} is no longer {e.data['condition']}." for e in events]
 
     # -- one exchange -------------------------------------------------------------------
     def plan(self, request: Mapping[str, Any]) -> Plan:

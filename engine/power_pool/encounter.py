@@ -329,15 +329,8 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
 def _end_round(state: JSON) -> list[Event]:
     events = [Event("round-ended", None, {"round": state["round"]})]
     for cid in state["order"]:
-        c = state["combatants"][cid]
-        timers: dict[str, int] = c["condition_rounds"]
-        for cond in list(timers):
-            timers[cond] -= 1
-            if timers[cond] <= 0:
-                c = control.remove_condition(c, cond)
-                timers = c["condition_rounds"]
-                events.append(Event("condition-ended", cid, {"condition": cond}))
-        state["combatants"][cid] = c
+        state["combatants"][cid], ended = control.round_passes(state["combatants"][cid])
+        events += ended
     state["round"] += 1
     state["acted"] = []
     return events

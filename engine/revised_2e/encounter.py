@@ -46,6 +46,7 @@ from .exchange import (
     raise_defense,
 )
 from .rules import attacks_allowed, close_mind, end_of_round, may_close_by_paying, settle_mac
+from .text import round_end_lines
 
 if TYPE_CHECKING:
     from .system import Revised2e
@@ -330,15 +331,7 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid in s["order"]:
         cs[cid], more = end_of_round(t, cs[cid], dice, options)
         events += more
-        name = cs[cid]["name"]
-        for e in more:
-            if e.type in ("mind-save", "wisdom-check"):
-                check = "save vs. paralyzation" if e.type == "mind-save" else "Wisdom check"
-                verdict = "closes" if e.data["success"] else "stays open"
-                lines.append(f"{name}'s mind {verdict} ({check} {e.data['target']}, "
-                             f"rolled {e.data['roll']}).")
-            elif e.type == "mind-locked":
-                lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
+        lines += round_end_lines(cs[cid]["name"], more)
     number = s["round"]
     s["round"] = number + 1
     s["pending"] = {}

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.dice import DiceSource
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, RulesViolation
 from engine.options import HouseRule
 from engine.results import Change, Event, Resolution
 from engine.system import System
@@ -14,23 +14,26 @@ from engine.system import System
 from ..results import copy_json
 from . import encounter, house
 from .chances import exact, odds_json
-from .combatants import Normaliser
+from .combatants import Normaliser, stopping_conditions
 from .exchange import (
     AttackOutcome,
     attack,
     check_attack,
     check_defense,
+    pay,
     raise_defense,
 )
 from .rules import (
     attacks_allowed,
+    close_mind,
     end_of_round,
+    may_close_by_paying,
     recover,
     roll_quick_mac,
     settle_mac,
 )
 from .tables import Tables
-from .text import attack_summary
+from .text import attack_summary, psp, round_end_lines
 
 JSON = dict[str, Any]
 
@@ -221,6 +224,41 @@ class Revised2e(System):
                      options: Mapping[str, Any] | None = None) -> tuple[JSON, list[Event]]:
         """The open mind and conditions from one round to the next (RULES.md §1.5)."""
         return end_of_round(self.tables, combatant, dice, self.options(options))
+
+    def combatant_under(self, raw: Mapping[str, Any], path: str = "",
+                        options: Mapping[str, Any] | None = None) -> JSON:
+        """``combatant`` under the house rules ``options`` (they derive MTHAC0 and saves)."""
+        return self.combatant(raw, path, options)
+
+    # -- the end of a round outside any encounter ------------------------------------------
+    def round_end_choice_schema(self) -> JSON:
+        """At a round's end a mind a critical hit opened the round before may pay to close
+        (§1.5), as an encounter's ``close`` choice lets it at the start of the round."""
+        return {"type": "object", "additionalProperties": False, "properties": {
+            "close": {"type": "boolean",
+                      "description": "pay to close a mind a critical hit opened last "
+                                     "round, before this round's end is counted"}}}
+
+    def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
+                  options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """Closing by paying when chosen, then ``end_of_round`` (§1.5)."""
+        c = combatant
+        events: list[Event] = []
+        lines: list[str] = []
+        if choice.get("close"):
+            stopped = stopping_conditions(c, stun_stops=True)
+            if stopped:
+                raise RulesViolation("cannot-act", f"{c['name']} cannot close its mind "
+                                                   f"({', '.join(stopped)})")
+            cost = may_close_by_paying(self.tables, c, options)
+            if cost is None:
+                raise RulesViolation("cannot-close", f"{c['name']} cannot pay to close its "
+                                                     "mind this round")
+            events += pay(c, cost, "close")
+            events.append(close_mind(c, "paid"))
+            lines.append(f"{c['name']} pays {psp(cost)} and closes its mind.")
+        after, more = end_of_round(self.tables, c, dice, options)
+        return after, events + more, lines + round_end_lines(after["name"], more)
 
     # -- one exchange ---------------------------------------------------------------------
     def _prepare(self, request: Mapping[str, Any]

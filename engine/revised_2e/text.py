@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from engine.results import Event
 
 from .tables import Tables
 
@@ -81,3 +83,20 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
                          "damage.")
     parts.append(f"{a} pays {psp(fields['psp_spent'])}.")
     return " ".join(parts)
+
+
+def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
+    """The summary's sentences for ``name``'s end-of-round events (§1.5): a mind's
+    checks and lock, and conditions that ended."""
+    lines = []
+    for e in events:
+        if e.type in ("mind-save", "wisdom-check"):
+            check = "save vs. paralyzation" if e.type == "mind-save" else "Wisdom check"
+            verdict = "closes" if e.data["success"] else "stays open"
+            lines.append(f"{name}'s mind {verdict} ({check} {e.data['target']}, "
+                         f"rolled {e.data['roll']}).")
+        elif e.type == "mind-locked":
+            lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
+        elif e.type == "condition-ended":
+            lines.append(f"{name} is no longer {e.data['condition']}.")
+    return lines

@@ -181,3 +181,36 @@ async def test_roll20_psps_with_no_maximum_fight_and_keep_their_maximum(rpc: Rpc
     assert left < 30
     assert result["updates"][0]["attributes"]["PSP"] == {"current": left, "max": 30}
     assert attr(apply_roll20(sheet, result["updates"]), "PSP")["max"] == 30
+
+
+async def test_end_round_write_backs_clear_ended_conditions_on_both_vtts(rpc: Rpc) -> None:
+    """exchange.end_round on sheets: a power-pool daze that ran out is deleted from the
+    Foundry flags ("-=dazed", as Foundry merges objects) and a revised-2e stun from the
+    Roll20 attributes; both sheets import again without the condition."""
+    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    actor["flags"]["mindscape"] = {"power-pool": {
+        "psionic": True, "attacks": ["mental-stab"], "conditions": ["dazed", "stunned"],
+        "condition_rounds": {"dazed": 1, "stunned": 2}}}
+    foundry = {"adapter": "foundry.dnd5e", "data": actor}
+    ended = await rpc.ok("exchange.end_round", {"system": "power-pool",
+                                                "combatants": [foundry]})
+    [update] = ended["updates"]
+    assert "flags.mindscape.power-pool.condition_rounds.-=dazed" in update["update"]
+    actor = apply_foundry(actor, ended["updates"])
+    again = await rpc.ok("adapters.import", {"adapter": "foundry.dnd5e",
+                                             "system": "power-pool", "data": actor})
+    assert again["combatant"]["conditions"] == ["stunned"]
+    assert again["combatant"]["condition_rounds"] == {"stunned": 1}
+
+    sheet = roll20_psionicist("30", "30")
+    sheet["attribs"] += [{"name": "psi_conditions", "current": "stunned"},
+                         {"name": "psi_condition_rounds", "current": '{"stunned": 0}'}]
+    roll20 = {"adapter": "roll20.adnd2e-revised", "data": sheet}
+    ended = await rpc.ok("exchange.end_round", {"system": "revised-2e",
+                                                "combatants": [roll20]})
+    assert ended["combatants"][0]["before"]["conditions"] == ["stunned"]
+    assert ended["combatants"][0]["after"]["conditions"] == []
+    sheet = apply_roll20(sheet, ended["updates"])
+    again = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                             "data": sheet})
+    assert again["combatant"].get("conditions", []) == []

@@ -1,0 +1,109 @@
+"""``exchange.end_round`` through the real app: the end of a round for combatants of
+single exchanges, with write-backs for VTT sheets, and every way it refuses."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from aiohttp.test_utils import TestClient
+
+from companion.app import create_app
+from companion.settings import Limits, Settings
+
+from .combatants import FENKA, ULCEN, duelist
+from .conftest import SAMPLE, ClientFactory, Rpc, with_plugins
+
+STUNNED = {**ULCEN, "conditions": ["stunned"], "condition_rounds": {"stunned": 0}}
+
+
+async def test_end_round_ends_a_stun_so_the_next_exchange_takes_the_attacker(
+        rpc: Rpc) -> None:
+    attack = {"system": "revised-2e", "attacker": STUNNED, "defender": FENKA,
+              "attack": {"mode": "mind-thrust"}, "seed": 3}
+    refused = await rpc.error("exchange.resolve", attack)
+    assert refused["code"] == 4001 and refused["data"]["rule"] == "attacker-cannot-act"
+    ended = await rpc.ok("exchange.end_round", {"system": "revised-2e",
+                                                "combatants": [STUNNED, FENKA]})
+    assert [c["id"] for c in ended["combatants"]] == ["ulcen", "fenka"]
+    ulcen = ended["combatants"][0]["after"]
+    assert ulcen["conditions"] == [] and ended["updates"] == []
+    assert ended["summary"] == "End of the round: Ulcen of Tyr is no longer stunned."
+    assert "warnings" not in ended
+    assert (await rpc.ok("exchange.resolve", {**attack, "attacker": ulcen}))["outcome"]
+
+
+async def test_end_round_with_supplied_dice_and_a_close_choice(rpc: Rpc) -> None:
+    opened = {**FENKA, "mind": {"state": "open", "opened_by": "critical", "rounds_open": 1,
+                                "may_pay_to_close": True, "last_defense": "mental-barrier"}}
+    locked = {**ULCEN, "mind": {"state": "open", "opened_by": "zero-psp", "rounds_open": 4}}
+    result = await rpc.ok("exchange.end_round", {
+        "system": "revised-2e", "combatants": [opened, locked],
+        "choices": {"fenka": {"close": True}}, "dice": {"wisdom-check": [4, 9]}})
+    fenka, ulcen = (c["after"] for c in result["combatants"])
+    assert fenka["mind"]["state"] == "closed" and fenka["psp"] == 20
+    assert ulcen["mind"]["state"] == "closed"
+    assert result["unused_dice"] == {"wisdom-check": [9]}
+    assert [(r["purpose"], r["value"]) for r in result["rolls"]] == [("wisdom-check", 4)]
+
+
+async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
+    opened = {**FENKA, "mind": {"state": "open", "opened_by": "zero-psp", "rounds_open": 4}}
+    needed = await rpc.error("exchange.end_round", {"system": "revised-2e",
+                                                     "combatants": [opened], "dice": {}})
+    assert needed["code"] == 4002 and needed["data"]["purpose"] == "wisdom-check"
+    cannot = await rpc.error("exchange.end_round", {
+        "system": "revised-2e", "combatants": [FENKA], "choices": {"fenka": {"close": True}}})
+    assert cannot["code"] == 4001 and cannot["data"]["rule"] == "cannot-close"
+    for params, path in [
+        ({"system": "revised-2e"}, ""),
+        ({"system": "revised-2e", "combatants": []}, "/combatants"),
+        ({"system": "revised-2e", "combatants": [FENKA], "attack": {}}, ""),
+        ({"system": "revised-2e", "combatants": [FENKA, FENKA]}, "/combatants/1/id"),
+        ({"system": "revised-2e", "combatants": [{**FENKA, "psp": 99}]},
+         "/combatants/0/psp"),
+        ({"system": "revised-2e", "combatants": [FENKA], "choices": {"x": {"close": True}}},
+         "/choices/x"),
+        ({"system": "power-pool", "combatants": [{"id": "a", "hit_dice": 2, "die": 6}],
+          "choices": {"a": {}}}, ""),
+        ({"system": "nope", "combatants": [FENKA]}, "/system"),
+        ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
+        ({"system": "revised-2e", "combatants": [{"adapter": "nope", "data": {}}]},
+         "/combatants/0/adapter"),
+    ]:
+        error = await rpc.error("exchange.end_round", params)
+        assert error["code"] == -32602, params
+        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
+
+
+async def test_systems_say_which_end_rounds_and_what_may_be_chosen(rpc: Rpc) -> None:
+    systems = {s["id"]: s for s in await rpc.ok("systems.list")}
+    assert {k: systems[k]["round_end"] for k in
+            ("revised-2e", "combat-strength", "power-pool", "sample-duel")} == {
+        "revised-2e": True, "combat-strength": True, "power-pool": True,
+        "sample-duel": False}
+    revised = await rpc.ok("systems.describe", {"system": "revised-2e"})
+    schema = revised["round_end_choice_schema"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert set(schema["properties"]) == {"close"}
+    pool = await rpc.ok("systems.describe", {"system": "power-pool"})
+    assert pool["round_end_choice_schema"] is None
+    duel = await rpc.ok("systems.describe", {"system": "sample-duel"})
+    assert "round_end_choice_schema" not in duel
+
+
+async def test_end_round_is_held_to_max_combatants(aiohttp_client: ClientFactory,
+                                                   tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", plugins=with_plugins(SAMPLE),
+                        limits=Limits(max_combatants=2), log_stream=io.StringIO())
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    rpc = Rpc(client, settings.token_path.read_text().strip())
+    three = [{**FENKA, "id": f"f{i}"} for i in range(3)]
+    error = await rpc.error("exchange.end_round", {"system": "revised-2e",
+                                                   "combatants": three})
+    assert error["code"] == -32602
+    assert error["data"]["errors"][0]["path"] == "/combatants"
+    assert "max_combatants" in error["data"]["errors"][0]["message"]
+    await rpc.ok("exchange.end_round", {"system": "revised-2e", "combatants": three[:2]})

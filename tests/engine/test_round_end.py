@@ -1,0 +1,238 @@
+"""The end of a round outside any encounter (``System.end_round``, the engine side of
+``exchange.end_round``): what each system's encounter does at its round's end, for
+combatants of single exchanges whose state the VTT sheet carries between calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import builtin_systems
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import InvalidInput, RulesViolation
+from engine.system import MAX_ROUND_COMBATANTS
+from tests.sample_plugin import SampleDuel
+
+JSON = dict[str, Any]
+SYSTEMS = builtin_systems()
+REVISED, STRENGTH, POOL = SYSTEMS["revised-2e"], SYSTEMS["combat-strength"], \
+    SYSTEMS["power-pool"]
+
+
+def psionicist(cid: str, **more: Any) -> JSON:
+    c: JSON = {"id": cid, "name": cid.title(), "kind": "psionicist", "level": 5, "psp": 50,
+               "psp_max": 50, "int": 14, "wis": 13, "attacks": ["mind-thrust"],
+               "defenses": ["thought-shield", "mental-barrier"]}
+    c.update(more)
+    return c
+
+
+def open_mind(**more: Any) -> JSON:
+    mind: JSON = {"state": "open", "opened_by": "critical", "rounds_open": 0,
+                  "last_defense": "mental-barrier"}
+    mind.update(more)
+    return mind
+
+
+def after(result: JSON, cid: str) -> JSON:
+    change = next(c for c in result["combatants"] if c["id"] == cid)
+    after_: JSON = change["after"]
+    return after_
+
+
+# -- revised-2e (RULES.md §1.5) ---------------------------------------------------------
+def test_revised_2e_stun_of_the_round_ends_and_the_attacker_may_attack_again() -> None:
+    """A stun lasts the round it was given (condition_rounds 0): the single exchange
+    refuses the stunned attacker until the round's end, and then takes it."""
+    stunned = psionicist("kara", conditions=["stunned"], condition_rounds={"stunned": 0})
+    attack = {"attacker": stunned, "defender": psionicist("vel"),
+              "attack": {"mode": "mind-thrust"}}
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.resolve(attack, SuppliedDice({"attack": [10]}))
+    assert refused.value.rule == "attacker-cannot-act"
+    result = REVISED.end_round({"combatants": [stunned]}, SuppliedDice({}))
+    kara = after(result, "kara")
+    assert kara["conditions"] == [] and kara["condition_rounds"] == {}
+    assert result["events"] == [{"type": "condition-ended", "combatant": "kara",
+                                 "condition": "stunned"}]
+    assert result["summary"] == "End of the round: Kara is no longer stunned."
+    assert REVISED.resolve({**attack, "attacker": kara}, RandomDice(5)).attacker.id == "kara"
+
+
+def test_revised_2e_initiative_penalty_lasts_one_round_more() -> None:
+    c = psionicist("kara", conditions=["initiative-penalty"],
+                   condition_rounds={"initiative-penalty": 1})
+    first = after(REVISED.end_round({"combatants": [c]}, SuppliedDice({})), "kara")
+    assert first["conditions"] == ["initiative-penalty"]
+    assert first["condition_rounds"] == {"initiative-penalty": 0}
+    second = after(REVISED.end_round({"combatants": [first]}, SuppliedDice({})), "kara")
+    assert second["conditions"] == []
+
+
+def test_revised_2e_mind_opened_by_a_critical_may_pay_then_locks_open() -> None:
+    """Opened by a critical hit: at the end of that round it may pay to close next
+    round; if it has not paid by the next round's end, it stays open 1d4+1 rounds."""
+    c = psionicist("kara", mind=open_mind())
+    first = REVISED.end_round({"combatants": [c]}, SuppliedDice({}))
+    kara = after(first, "kara")
+    assert kara["mind"]["may_pay_to_close"] is True and first["rolls"] == []
+    second = REVISED.end_round({"combatants": [kara]}, SuppliedDice({"open-duration": [3]}))
+    locked = after(second, "kara")["mind"]
+    assert locked["state"] == "open" and locked["locked_rounds"] == 4
+    assert locked["may_pay_to_close"] is False
+    assert second["summary"] == "End of the round: Kara's mind is locked open for 4 rounds."
+    assert [(r["purpose"], r["value"], r["by"]) for r in second["rolls"]] == \
+        [("open-duration", 3, "kara")]
+
+
+def test_revised_2e_close_choice_pays_twice_the_last_defense() -> None:
+    """§1.5: closing costs twice the last defense used (mental barrier 5 → 10 PSPs)."""
+    c = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True))
+    result = REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
+                               SuppliedDice({}))
+    kara = after(result, "kara")
+    assert kara["mind"]["state"] == "closed" and kara["psp"] == 50 - 10
+    assert result["summary"] == "End of the round: Kara pays 10 PSPs and closes its mind."
+    assert [e["type"] for e in result["events"]] == ["psp-spent", "mind-closed"]
+
+
+def test_revised_2e_close_is_refused_when_the_mind_may_not_pay() -> None:
+    c = psionicist("kara", mind=open_mind())  # may pay only from the next round
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
+                          SuppliedDice({}))
+    assert refused.value.rule == "cannot-close"
+    stunned = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True),
+                         conditions=["stunned"], condition_rounds={"stunned": 0})
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [stunned], "choices": {"kara": {"close": True}}},
+                          SuppliedDice({}))
+    assert refused.value.rule == "cannot-act"
+
+
+def test_revised_2e_after_the_lock_a_wisdom_check_closes_the_mind() -> None:
+    """d20 ≤ wis − 3 closes it (wis 13: 10 or less)."""
+    c = psionicist("kara", mind=open_mind(opened_by="zero-psp", rounds_open=3))
+    stays = REVISED.end_round({"combatants": [c]}, SuppliedDice({"wisdom-check": [11]}))
+    assert after(stays, "kara")["mind"]["state"] == "open"
+    assert stays["summary"] == ("End of the round: Kara's mind stays open (Wisdom check "
+                                "10, rolled 11).")
+    closes = REVISED.end_round({"combatants": [c]}, SuppliedDice({"wisdom-check": [10]}))
+    assert after(closes, "kara")["mind"]["state"] == "closed"
+
+
+def test_revised_2e_derives_under_the_house_rules_given() -> None:
+    """The combatants are read under ``options`` as ``resolve`` reads them."""
+    c = psionicist("kara", kind="wild-talent")
+    default = after(REVISED.end_round({"combatants": [c]}, SuppliedDice({})), "kara")
+    off = {"H-2E-WT-MTHAC0": False}
+    other = after(REVISED.end_round({"combatants": [c], "options": off}, SuppliedDice({})),
+                  "kara")
+    assert default == REVISED.combatant(c)
+    assert other == REVISED.combatant(c, options=off)
+    assert default["mthac0"] != other["mthac0"]
+
+
+def test_supplied_dice_that_run_out_and_dice_left_over() -> None:
+    c = psionicist("kara", mind=open_mind(opened_by="zero-psp", rounds_open=3))
+    with pytest.raises(Exception) as out:
+        REVISED.end_round({"combatants": [c]}, SuppliedDice({}))
+    assert "wisdom-check" in str(out.value)
+    left = REVISED.end_round({"combatants": [c]},
+                             SuppliedDice({"wisdom-check": [5], "attack": [3]}))
+    assert left["unused_dice"] == {"attack": [3]}
+
+
+# -- combat-strength --------------------------------------------------------------------
+def test_combat_strength_timed_conditions_lose_a_round_each_end() -> None:
+    c = {"id": "orm", "attack_strength": 40, "defense_strength": 40,
+         "conditions": ["dazed", "confused", "asleep"],
+         "condition_rounds": {"dazed": 1, "confused": 3}}
+    result = STRENGTH.end_round({"combatants": [c]}, SuppliedDice({}))
+    orm = after(result, "orm")
+    assert orm["conditions"] == ["confused", "asleep"]  # asleep has no timer
+    assert orm["condition_rounds"] == {"confused": 2}
+    assert result["summary"] == "End of the round: orm is no longer dazed."
+    assert orm["attack_strength"] == 40 and orm["defense_strength"] == 40
+
+
+def test_combat_strength_daze_of_an_exchange_ends_after_its_rounds() -> None:
+    """A daze a single exchange gave ends after as many round ends as it lasts."""
+    c = {"id": "orm", "attack_strength": 40, "defense_strength": 40,
+         "conditions": ["dazed"], "condition_rounds": {"dazed": 2}}
+    once = after(STRENGTH.end_round({"combatants": [c]}, RandomDice(1)), "orm")
+    assert once["conditions"] == ["dazed"]
+    twice = after(STRENGTH.end_round({"combatants": [once]}, RandomDice(1)), "orm")
+    assert twice["conditions"] == [] and twice["condition_rounds"] == {}
+
+
+# -- power-pool -------------------------------------------------------------------------
+def test_power_pool_daze_and_stun_count_round_ends() -> None:
+    """Seed 001: an attacker is dazed for the round (1 round end), a loser stunned for
+    two; possession has no timer and stays."""
+    c = {"id": "ix", "hit_dice": 4, "die": 8, "conditions": ["dazed", "stunned"],
+         "condition_rounds": {"dazed": 1, "stunned": 2}}
+    first = POOL.end_round({"combatants": [c]}, SuppliedDice({}))
+    ix = after(first, "ix")
+    assert ix["conditions"] == ["stunned"] and ix["condition_rounds"] == {"stunned": 1}
+    assert first["events"] == [{"type": "condition-ended", "combatant": "ix",
+                                "condition": "dazed"}]
+    second = after(POOL.end_round({"combatants": [ix]}, SuppliedDice({})), "ix")
+    assert second["conditions"] == [] and second["condition_rounds"] == {}
+
+
+def test_an_end_of_round_that_changes_nothing_says_so() -> None:
+    c = {"id": "ix", "hit_dice": 4, "die": 8}
+    result = POOL.end_round({"combatants": [c]}, SuppliedDice({}))
+    assert result["summary"] == "End of the round: nothing changes."
+    assert result["combatants"][0]["before"] == result["combatants"][0]["after"]
+    assert result["events"] == [] and result["rolls"] == []
+
+
+# -- the request ------------------------------------------------------------------------
+def test_every_combatant_is_answered_in_the_order_given() -> None:
+    cs = [psionicist("b"), psionicist("a"), psionicist("c")]
+    result = REVISED.end_round({"combatants": cs}, SuppliedDice({}))
+    assert [c["id"] for c in result["combatants"]] == ["b", "a", "c"]
+    assert result["system"] == "revised-2e"
+
+
+@pytest.mark.parametrize(("request_", "path"), [
+    ({}, ""),
+    ({"combatants": []}, "/combatants"),
+    ({"combatants": [psionicist("a")] * (MAX_ROUND_COMBATANTS + 1)}, "/combatants"),
+    ({"combatants": [psionicist("a"), {**psionicist("b"), "id": "", "name": "A"}]},
+     "/combatants/1/id"),
+    ({"combatants": [psionicist("a")], "choices": {"b": {"close": True}}}, "/choices/b"),
+    ({"combatants": [psionicist("a")], "choices": {"a": {"shut": True}}}, "/choices/a"),
+    ({"combatants": [psionicist("a")], "attack": {}}, ""),
+    ({"combatants": [{"id": "a", "level": "five"}]}, "/combatants/0/level"),
+    ({"combatants": [psionicist("a")], "options": {"H-NOPE": True}}, "/options/H-NOPE"),
+])
+def test_bad_requests_name_the_field(request_: JSON, path: str) -> None:
+    with pytest.raises(InvalidInput) as bad:
+        REVISED.end_round(request_, SuppliedDice({}))
+    assert path in [p.path for p in bad.value.problems]
+
+
+def test_a_system_without_choices_refuses_them() -> None:
+    with pytest.raises(InvalidInput) as bad:
+        POOL.end_round({"combatants": [{"id": "ix", "hit_dice": 4, "die": 8}],
+                        "choices": {"ix": {}}}, SuppliedDice({}))
+    assert "choices" in bad.value.problems[0].message
+
+
+def test_a_system_without_a_round_end_is_refused_naming_the_system() -> None:
+    duel = SampleDuel()
+    assert not duel.ends_rounds and REVISED.ends_rounds
+    with pytest.raises(InvalidInput) as bad:
+        duel.end_round({"combatants": [{"id": "a"}]}, SuppliedDice({}))
+    assert bad.value.problems[0].path == "/system"
+
+
+def test_the_request_is_not_changed() -> None:
+    c = psionicist("kara", conditions=["stunned"], condition_rounds={"stunned": 0})
+    request = {"combatants": [c]}
+    REVISED.end_round(request, SuppliedDice({}))
+    assert c["conditions"] == ["stunned"] and c["condition_rounds"] == {"stunned": 0}

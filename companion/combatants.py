@@ -3,13 +3,14 @@ their before/after into the adapter's write-back ``updates``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from adapters.base import Adapter, Normalise
-from engine.errors import InvalidInput, Problem
+from engine.dice import DiceSource, dice_source
+from engine.errors import InvalidInput, LimitExceeded, Problem
 from engine.system import System
 
 from .services import Services
@@ -122,3 +123,24 @@ def exchange_updates(refs: list[ImportedRef], system_id: str,
             updates.extend(ref.adapter.updates(ref.data, system_id, change["before"],
                                                change["after"], normalise=ref.normalise))
     return updates
+
+
+def answer_with_updates(services: Services, params: Mapping[str, Any], system: System,
+                        run: Callable[[dict[str, Any], DiceSource], dict[str, Any]]
+                        ) -> dict[str, Any]:
+    """A method on a list of ``combatants`` outside any encounter (``exchange.end_round``,
+    ``combatants.rest``): at most ``max_combatants``, ``{adapter, data}`` imported,
+    ``run`` with the request (without ``system``, ``dice``, ``seed``) and the dice they
+    ask for, and the answer given ``updates`` (and ``warnings`` for imports)."""
+    limit = services.settings.limits.max_combatants
+    if len(params["combatants"]) > limit:
+        raise LimitExceeded(Problem("/combatants", f"at most {limit} combatants (limit "
+                                                   "max_combatants)"))
+    request, refs = import_combatants(services, params, system.id)
+    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
+    request.pop("system")
+    result = run(request, dice)
+    result["updates"] = exchange_updates(refs, system.id, result)
+    if refs:
+        result["warnings"] = warnings_of(refs)
+    return result

@@ -30,6 +30,7 @@ __all__ = [
     "PluginReport",
     "ends_rounds",
     "load_plugins",
+    "rests",
     "runs_encounters",
 ]
 
@@ -80,6 +81,8 @@ class LoadedPlugins:
     encounter_systems: set[str] = field(default_factory=set)
     #: the ids of the systems that end rounds outside encounters (``ends_rounds``)
     round_end_systems: set[str] = field(default_factory=set)
+    #: the ids of the systems that rest combatants (``rests``)
+    rest_systems: set[str] = field(default_factory=set)
     methods: MethodRegistry = field(default_factory=MethodRegistry)
     reports: list[PluginReport] = field(default_factory=list)
 
@@ -204,6 +207,12 @@ def ends_rounds(system: System) -> bool:
     return getattr(type(system), "round_end", None) is not System.round_end
 
 
+def rests(system: System) -> bool:
+    """Whether ``system`` rests combatants (``combatants.rest``): it defines
+    ``combatant_rest``."""
+    return getattr(type(system), "combatant_rest", None) is not System.combatant_rest
+
+
 def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> LoadedPlugins:
     """Load every entry point (built-ins first), skipping and reporting broken ones."""
     loaded = LoadedPlugins(methods=core.copy())
@@ -222,6 +231,7 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
             methods = _with_methods(plugin, core, loaded)
             encounters = {s.id for s in plugin.systems if runs_encounters(s)}
             round_ends = {s.id for s in plugin.systems if ends_rounds(s)}
+            resting = {s.id for s in plugin.systems if rests(s)}
         except PluginError as exc:
             log.warning("plugin %s skipped: %s", ep.name, exc)
             loaded.reports.append(PluginReport(ep.name, version, ep.value, builtin,
@@ -243,6 +253,8 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
                 loaded.encounter_systems.add(system.id)
             if system.id in round_ends:
                 loaded.round_end_systems.add(system.id)
+            if system.id in resting:
+                loaded.rest_systems.add(system.id)
         loaded.reports.append(PluginReport(
             plugin.name, plugin.version, ep.value, builtin,
             systems=tuple(s.id for s in plugin.systems),

@@ -83,3 +83,18 @@ END_ROUND: JSON = {
         "seed": SEED,
     },
 }
+REST: JSON = {
+    "type": "object",
+    "required": ["system", "combatants"],
+    "description": "further members the system's rest schema names (systems.describe "
+                   "rest_schema) are passed through to it and checked there",
+    "properties": {
+        "system": SYSTEM_ID,
+        "combatants": END_ROUND["properties"]["combatants"] | {
+            "description": "everyone who rests (at most max_combatants)"},
+        "options": OPTIONS,
+        "hours": {"type": "integer", "description": "revised-2e: full hours of sleep or "
+                                                    "meditation (1 to 1000)"},
+    },
+    "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
+}

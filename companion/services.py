@@ -55,19 +55,25 @@ class Services:
     def encounter_system(self, system_id: Any, path: str = "/system") -> System:
         """``system`` for an encounter: a system without round logic is invalid params
         (``systems.list`` says ``encounters: false`` for it)."""
-        system = self.system(system_id, path)
-        if system.id not in self.plugins.encounter_systems:
-            raise InvalidInput.at(path, f"system {system.id} does not run encounters "
-                                        "(systems.list: encounters false)")
-        return system
+        return self._system_able(system_id, path, self.plugins.encounter_systems,
+                                 "does not run encounters", "encounters")
 
     def round_end_system(self, system_id: Any, path: str = "/system") -> System:
-        """``system`` for ``exchange.end_round``: one without an end of round outside
-        encounters is invalid params (``systems.list`` says ``round_end: false``)."""
+        """``system`` for ``exchange.end_round`` (``systems.list``: ``round_end``)."""
+        return self._system_able(system_id, path, self.plugins.round_end_systems,
+                                 "has no end of round outside an encounter", "round_end")
+
+    def rest_system(self, system_id: Any, path: str = "/system") -> System:
+        """``system`` for ``combatants.rest`` (``systems.list``: ``rest``)."""
+        return self._system_able(system_id, path, self.plugins.rest_systems,
+                                 "has no rule for resting", "rest")
+
+    def _system_able(self, system_id: Any, path: str, able: set[str], lacks: str,
+                     flag: str) -> System:
         system = self.system(system_id, path)
-        if system.id not in self.plugins.round_end_systems:
-            raise InvalidInput.at(path, f"system {system.id} has no end of round outside "
-                                        "an encounter (systems.list: round_end false)")
+        if system.id not in able:
+            raise InvalidInput.at(path, f"system {system.id} {lacks} (systems.list: {flag} "
+                                        "false)")
         return system
 
     def system(self, system_id: Any, path: str = "/system") -> System:

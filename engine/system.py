@@ -11,7 +11,7 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
@@ -217,11 +217,7 @@ class System(ABC):
 
     def end_round_schema(self) -> JSON:
         """JSON Schema of an ``end_round`` request."""
-        props: JSON = {
-            "combatants": {"type": "array", "minItems": 1, "maxItems": MAX_ROUND_COMBATANTS,
-                           "items": {"type": "object"}},
-            "options": {"type": "object"},
-        }
+        props = self._combatants_members()
         choice = self.round_end_choice_schema()
         if choice is not None:
             props["choices"] = {"type": "object", "maxProperties": MAX_ROUND_COMBATANTS,
@@ -243,7 +239,77 @@ class System(ABC):
         if not self.ends_rounds:
             raise InvalidInput.at("/system", f"system {self.id} has no end of round "
                                              "outside an encounter")
-        problems = schema_problems(self._end_round_validator, request)
+        combatants, options = self._combatants_of(request, self._end_round_validator)
+        choices: Mapping[str, Any] = request.get("choices") or {}
+        ids = {c["id"] for c in combatants}
+        problems = [Problem(f"/choices/{cid}", f"no combatant has the id {json_text(cid)}")
+                    for cid in choices if cid not in ids]
+        if problems:
+            raise InvalidInput(problems)
+        start = dice.mark()
+        result = self._each(combatants, "End of the round", lambda c: self.round_end(
+            c, choices.get(c["id"], {}), dice, options))
+        result["rolls"] = [r.to_json() for r in dice.rolls_since(start)]
+        result["unused_dice"] = dice.unused()
+        return result
+
+    # -- rest outside any encounter -------------------------------------------------------
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+                       options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """What a rest (``request``, valid under ``rest_schema``) gives one full
+        ``combatant`` (a copy it may change) under the effective house rules ``options``:
+        the combatant after it, the events and the summary's sentences. A system whose
+        source says how psionic strength comes back defines this; without it ``rest``
+        is refused (``rests``)."""
+        raise NotImplementedError(f"{self.id} has no rule for resting")
+
+    def rest_members(self) -> JSON:
+        """JSON Schemas of the members a ``rest`` request has besides ``combatants`` and
+        ``options`` (revised-2e: ``hours``), by name; required ones listed under
+        ``required``."""
+        return {}
+
+    @property
+    def rests(self) -> bool:
+        """Whether ``rest`` works: the system defines ``combatant_rest``."""
+        return type(self).combatant_rest is not System.combatant_rest
+
+    def rest_schema(self) -> JSON:
+        """JSON Schema of a ``rest`` request."""
+        members = dict(self.rest_members())
+        required = ["combatants", *members.pop("required", [])]
+        return {"type": "object", "required": required, "additionalProperties": False,
+                "properties": {**self._combatants_members(), **members}}
+
+    @cached_property
+    def _rest_validator(self) -> QuickValidator:
+        return QuickValidator(self.rest_schema(), check_schema=not self.schemas_tested)
+
+    def rest(self, request: Mapping[str, Any]) -> JSON:
+        """Rest for combatants outside any encounter: ``{combatants: [combatant], options?,
+        ...rest_members}`` to ``{system, combatants: [{id, before, after}], events,
+        summary}``, one entry per combatant in the order given. No dice: recovery is
+        fixed by the rules."""
+        if not self.rests:
+            raise InvalidInput.at("/system", f"system {self.id} has no rule for resting")
+        combatants, options = self._combatants_of(request, self._rest_validator)
+        return self._each(combatants, "After the rest",
+                          lambda c: self.combatant_rest(c, request, options))
+
+    # -- what end_round and rest share ----------------------------------------------------
+    @staticmethod
+    def _combatants_members() -> JSON:
+        return {
+            "combatants": {"type": "array", "minItems": 1, "maxItems": MAX_ROUND_COMBATANTS,
+                           "items": {"type": "object"}},
+            "options": {"type": "object"},
+        }
+
+    def _combatants_of(self, request: Mapping[str, Any], validator: QuickValidator
+                       ) -> tuple[list[JSON], dict[str, Any]]:
+        """The checked request's full combatants (each id once) and its effective house
+        rules, or ``InvalidInput`` naming every problem."""
+        problems = schema_problems(validator, request)
         if problems:
             raise InvalidInput(problems)
         raw_options = request.get("options")
@@ -258,26 +324,24 @@ class System(ABC):
                     f"combatant {seen[cid]} has the id {json_text(cid)} too: give each "
                     "combatant its own")))
             seen.setdefault(cid, i)
-        choices: Mapping[str, Any] = request.get("choices") or {}
-        problems += [Problem(f"/choices/{cid}", f"no combatant has the id {json_text(cid)}")
-                     for cid in choices if cid not in seen]
         if problems:
             raise InvalidInput(problems)
-        start = dice.mark()
+        return combatants, options
+
+    def _each(self, combatants: Sequence[JSON], title: str,
+              step: Callable[[JSON], tuple[JSON, list[Event], list[str]]]) -> JSON:
+        """``step`` on a copy of each combatant: ``{system, combatants: [{id, before,
+        after}], events, summary}``."""
         changes: list[JSON] = []
         events: list[JSON] = []
         lines: list[str] = []
         for c in combatants:
-            after, happened, said = self.round_end(copy_json(c), choices.get(c["id"], {}),
-                                                   dice, options)
+            after, happened, said = step(copy_json(c))
             changes.append({"id": c["id"], "before": c, "after": after})
             events += [e.to_json() for e in happened]
             lines += said
         return {"system": self.id, "combatants": changes, "events": events,
-                "rolls": [r.to_json() for r in dice.rolls_since(start)],
-                "summary": "End of the round: " + (" ".join(lines) if lines
-                                                   else "nothing changes."),
-                "unused_dice": dice.unused()}
+                "summary": f"{title}: " + (" ".join(lines) if lines else "nothing changes.")}
 
     # -- encounters (pure round logic) ----------------------------------------------
     #: the system's round logic (its ``encounter`` module); the methods below delegate

@@ -8,7 +8,7 @@ meta-schema by the tests (``tests/companion/test_methods.py``), not at every sta
 from __future__ import annotations
 
 from ..registry import MethodRegistry
-from . import adapters, companion, dice, encounter, exchange, rpc, systems
+from . import adapters, combatants, companion, dice, encounter, exchange, rpc, systems
 
 CORE = MethodRegistry([
     *rpc.METHODS,
@@ -16,6 +16,7 @@ CORE = MethodRegistry([
     *systems.METHODS,
     *adapters.METHODS,
     *exchange.METHODS,
+    *combatants.METHODS,
     *encounter.METHODS,
     *dice.METHODS,
 ], core=True)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.dice import dice_source
-from engine.errors import LimitExceeded, Problem
 
-from ..combatants import exchange_updates, import_combatants, warnings_of
+from ..combatants import answer_with_updates, exchange_updates, import_combatants, warnings_of
 from ..errors import DICE_NEEDED, RULES_VIOLATION
 from ..registry import MethodSpec
 from ..schemas import END_ROUND, EXCHANGE, ODDS, UPDATES
@@ -43,20 +42,8 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 async def exchange_end_round(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``exchange.end_round``: the end of a round for combatants of single exchanges
     (timed conditions, open minds), plus write-backs."""
-    services = ctx.services
-    system = services.round_end_system(params["system"])
-    limit = services.settings.limits.max_combatants
-    if len(params["combatants"]) > limit:
-        raise LimitExceeded(Problem("/combatants", f"at most {limit} combatants (limit "
-                                                   "max_combatants)"))
-    request, refs = import_combatants(services, params, system.id)
-    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
-    request.pop("system")
-    result = system.end_round(request, dice)
-    result["updates"] = exchange_updates(refs, system.id, result)
-    if refs:
-        result["warnings"] = warnings_of(refs)
-    return result
+    system = ctx.services.round_end_system(params["system"])
+    return answer_with_updates(ctx.services, params, system, system.end_round)
 
 
 METHODS = [

@@ -11,12 +11,13 @@ from ..services import Context
 
 async def systems_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
     """``systems.list``: every rule system, the plugin that gave it, whether it runs
-    encounters and whether it ends rounds outside them."""
+    encounters, and whether it ends rounds and rests combatants outside them."""
     plugins = ctx.services.plugins
     return [{"id": s.id, "name": s.name, "source": s.source,
              "plugin": plugins.system_plugin.get(s.id),
              "encounters": s.id in plugins.encounter_systems,
-             "round_end": s.id in plugins.round_end_systems}
+             "round_end": s.id in plugins.round_end_systems,
+             "rest": s.id in plugins.rest_systems}
             for s in plugins.systems.values()]
 
 
@@ -27,10 +28,12 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
     cached = ctx.services.cache.get(key)
     if cached is None:
         description = dict(system.describe())
+        # The engine's own request schemas of exchange.end_round and combatants.rest
+        # (without system, dice and seed), for the systems that take them.
         if system.id in ctx.services.plugins.round_end_systems:
-            # what exchange.end_round's choices may hold for one combatant
-            description.setdefault("round_end_choice_schema",
-                                   system.round_end_choice_schema())
+            description.setdefault("round_end_schema", system.end_round_schema())
+        if system.id in ctx.services.plugins.rest_systems:
+            description.setdefault("rest_schema", system.rest_schema())
         cached = PreparedJSON(description)
         ctx.services.cache[key] = cached
     assert isinstance(cached, PreparedJSON)
@@ -39,20 +42,20 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
 
 METHODS = [
     MethodSpec("systems.list", NO_PARAMS, systems_list,
-               "Every rule system: [{id, name, source, plugin, encounters, round_end}] "
+               "Every rule system: [{id, name, source, plugin, encounters, round_end, rest}] "
                "(encounters: whether encounter.create takes it; round_end: whether "
-               "exchange.end_round does).",
+               "exchange.end_round does; rest: whether combatants.rest does).",
                result={"type": "array", "items": {"type": "object",
                                                   "required": ["id", "name", "source",
                                                                "encounters",
-                                                               "round_end"]}}),
+                                                               "round_end", "rest"]}}),
     MethodSpec("systems.describe",
                {"type": "object", "required": ["system"], "additionalProperties": False,
                 "properties": {"system": SYSTEM_ID}},
                systems_describe,
                "A system's modes with costs, tables, combatant JSON Schema, dice purposes "
-               "and house rules [{id, text, default}]; for a system exchange.end_round "
-               "takes, round_end_choice_schema (what its choices may hold for one "
-               "combatant, null for nothing).",
+               "and house rules [{id, text, default}]; round_end_schema and rest_schema: "
+               "the system's own schemas of exchange.end_round and combatants.rest params "
+               "(without system, dice, seed), for a system that takes them.",
                result={"type": "object"}),
 ]

@@ -75,6 +75,24 @@ def round_passes(c: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
     return out, events
 
 
+def long_rest(c: Mapping[str, Any], rule: str) -> tuple[JSON, list[Event]]:
+    """``c`` after a long rest outside any encounter: ``recover`` (maintained powers end,
+    dice return by H-PP-RECOVERY) and every timed condition runs out (its timer counts
+    round ends, and a long rest outlasts them all)."""
+    out = recover(c, rule)
+    cid = str(out["id"])
+    events = []
+    ended = len(c["dedicated"]) - len(out["dedicated"])
+    if ended:
+        events.append(Event("powers-ended", cid, {"dice": ended, "reason": "rest"}))
+    if out["pool"] != c["pool"]:
+        events.append(Event("pool-regained", cid, {"amount": out["pool"] - c["pool"]}))
+    for cond in list(out["condition_rounds"]):
+        out = remove_condition(out, cond)
+        events.append(Event("condition-ended", cid, {"condition": cond}))
+    return out, events
+
+
 def set_free(puppet: Mapping[str, Any], ending: Iterable[str]) -> JSON:
     """The puppet once control over it ends: no controller, and conditions that last
     only while controlled (possession) gone. Its pool stays as it is (0) until it

@@ -199,6 +199,22 @@ class PowerPoolSystem(System):
         name = after["name"]
         return after, events, [f"{name} is no longer {e.data['condition']}." for e in events]
 
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+                       options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """A long rest (seed 001; H-PP-RECOVERY): ``control.long_rest``."""
+        after, events = control.long_rest(combatant, options["H-PP-RECOVERY"])
+        name = after["name"]
+        lines = []
+        for e in events:
+            if e.type == "pool-regained":
+                lines.append(f"{name} regains {dice_count(e.data['amount'])} "
+                             f"({after['pool']} in the pool).")
+            elif e.type == "powers-ended":
+                lines.append(f"{name}'s maintained powers end.")
+            else:
+                lines.append(f"{name} is no longer {e.data['condition']}.")
+        return after, events, lines
+
     # -- one exchange -------------------------------------------------------------------
     def plan(self, request: Mapping[str, Any]) -> Plan:
         """Check ``request`` (schema, then rules) and say what every side rolls."""
@@ -219,3 +235,8 @@ class PowerPoolSystem(System):
 
     def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return encounter.pending_choices(state)
+
+
+def dice_count(n: int) -> str:
+    """"1 die", "3 dice"."""
+    return "1 die" if n == 1 else f"{n} dice"

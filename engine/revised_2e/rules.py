@@ -156,6 +156,34 @@ def recover(tables: Tables, c: Mapping[str, Any], hours: int) -> JSON:
     return out
 
 
+#: Rounds in an hour: a 2e round is a minute.
+ROUNDS_PER_HOUR = 60
+
+
+def rest(tables: Tables, c: Mapping[str, Any], hours: int) -> tuple[JSON, list[Event]]:
+    """``c`` after ``hours`` full hours of sleep or meditation outside any encounter: PSPs
+    come back (``recover``) and conditions timed in rounds (``condition_rounds``: the rest
+    of the round they began in and that many more) run out as those rounds pass. The
+    mind is left as it is: its checks are rolled round by round (``end_of_round``)."""
+    out = recover(tables, c, hours)
+    events = []
+    gained = out["psp"] - c["psp"]
+    if gained:
+        events.append(Event("psp-regained", out["id"], {"amount": gained, "hours": hours}))
+    passed = hours * ROUNDS_PER_HOUR
+    for condition in list(out["conditions"]):
+        if condition not in out["condition_rounds"]:
+            continue
+        left = out["condition_rounds"][condition] + 1 - passed
+        if left > 0:
+            out["condition_rounds"][condition] = left - 1
+        else:
+            out["conditions"].remove(condition)
+            del out["condition_rounds"][condition]
+            events.append(Event("condition-ended", out["id"], {"condition": condition}))
+    return out, events
+
+
 # -- the open mind --------------------------------------------------------------------------
 def add_condition(c: JSON, condition: str, rounds: int) -> None:
     """Give ``c`` a condition lasting ``rounds`` more rounds after this one (keeps the

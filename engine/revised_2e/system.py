@@ -29,6 +29,7 @@ from .rules import (
     end_of_round,
     may_close_by_paying,
     recover,
+    rest,
     roll_quick_mac,
     settle_mac,
 )
@@ -259,6 +260,28 @@ class Revised2e(System):
             lines.append(f"{c['name']} pays {psp(cost)} and closes its mind.")
         after, more = end_of_round(self.tables, c, dice, options)
         return after, events + more, lines + round_end_lines(after["name"], more)
+
+    # -- rest outside any encounter ---------------------------------------------------------
+    def rest_members(self) -> JSON:
+        """A rest lasts whole hours (§1.8: only full hours of sleep or meditation count)."""
+        return {"hours": {"type": "integer", "minimum": 1, "maximum": 1000,
+                          "description": "full hours of sleep or meditation: ceil(psp_max "
+                                         "/ 8) PSPs an hour, never above the maximum"},
+                "required": ["hours"]}
+
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+                       options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        """PSPs back by §1.8; conditions timed in rounds run out (``rules.rest``)."""
+        after, events = rest(self.tables, combatant, int(request["hours"]))
+        name = after["name"]
+        lines = []
+        for e in events:
+            if e.type == "psp-regained":
+                lines.append(f"{name} regains {psp(e.data['amount'])} ({after['psp']} of "
+                             f"{after['psp_max']}).")
+            else:
+                lines.append(f"{name} is no longer {e.data['condition']}.")
+        return after, events, lines
 
     # -- one exchange ---------------------------------------------------------------------
     def _prepare(self, request: Mapping[str, Any]

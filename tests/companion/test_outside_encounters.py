@@ -1,5 +1,6 @@
-"""``exchange.end_round`` through the real app: the end of a round for combatants of
-single exchanges, with write-backs for VTT sheets, and every way it refuses."""
+"""``exchange.end_round`` and ``combatants.rest`` through the real app: the end of a
+round and a rest for combatants outside encounters, with write-backs for VTT sheets, and
+every way they refuse."""
 
 from __future__ import annotations
 
@@ -78,20 +79,60 @@ async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
         assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
 
 
-async def test_systems_say_which_end_rounds_and_what_may_be_chosen(rpc: Rpc) -> None:
+async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> None:
     systems = {s["id"]: s for s in await rpc.ok("systems.list")}
-    assert {k: systems[k]["round_end"] for k in
+    assert {k: (systems[k]["round_end"], systems[k]["rest"]) for k in
             ("revised-2e", "combat-strength", "power-pool", "sample-duel")} == {
-        "revised-2e": True, "combat-strength": True, "power-pool": True,
-        "sample-duel": False}
+        "revised-2e": (True, True), "combat-strength": (True, False),
+        "power-pool": (True, True), "sample-duel": (False, False)}
     revised = await rpc.ok("systems.describe", {"system": "revised-2e"})
-    schema = revised["round_end_choice_schema"]
-    jsonschema.Draft202012Validator.check_schema(schema)
-    assert set(schema["properties"]) == {"close"}
+    for key in ("round_end_schema", "rest_schema"):
+        jsonschema.Draft202012Validator.check_schema(revised[key])
+    assert set(revised["round_end_schema"]["properties"]) == {"combatants", "options",
+                                                              "choices"}
+    assert revised["rest_schema"]["required"] == ["combatants", "hours"]
     pool = await rpc.ok("systems.describe", {"system": "power-pool"})
-    assert pool["round_end_choice_schema"] is None
+    assert "choices" not in pool["round_end_schema"]["properties"]
+    assert set(pool["rest_schema"]["properties"]) == {"combatants", "options"}
+    strength = await rpc.ok("systems.describe", {"system": "combat-strength"})
+    assert "rest_schema" not in strength and "round_end_schema" in strength
     duel = await rpc.ok("systems.describe", {"system": "sample-duel"})
-    assert "round_end_choice_schema" not in duel
+    assert "round_end_schema" not in duel and "rest_schema" not in duel
+
+
+async def test_rest_gives_back_psps_and_pool_dice_with_write_backs(rpc: Rpc) -> None:
+    """RULES.md §1.8: ceil(psp_max / 8) PSPs an hour (Fenka: 30 → 4 an hour); §3.4
+    H-PP-RECOVERY: all dice after a long rest, or half the hit dice with "half"."""
+    tired = {**FENKA, "psp": 3, "conditions": ["stunned"], "condition_rounds": {"stunned": 0}}
+    rested = await rpc.ok("combatants.rest", {"system": "revised-2e", "combatants": [tired],
+                                              "hours": 2})
+    fenka = rested["combatants"][0]["after"]
+    assert (fenka["psp"], fenka["conditions"]) == (11, [])
+    assert rested["summary"] == ("After the rest: Fenka regains 8 PSPs (11 of 30). Fenka "
+                                 "is no longer stunned.")
+    assert rested["updates"] == [] and "rolls" not in rested
+    spent = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8, "pool": 1}
+    half = await rpc.ok("combatants.rest", {"system": "power-pool", "combatants": [spent],
+                                            "options": {"H-PP-RECOVERY": "half"}})
+    assert half["combatants"][0]["after"]["pool"] == 4
+    assert half["events"] == [{"type": "pool-regained", "combatant": "ix", "amount": 3}]
+
+
+async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
+    for params, path in [
+        ({"system": "revised-2e", "combatants": [FENKA]}, ""),
+        ({"system": "revised-2e", "combatants": [FENKA], "hours": 0}, "/hours"),
+        ({"system": "revised-2e", "combatants": [FENKA], "hours": 1.5}, "/hours"),
+        ({"system": "revised-2e", "combatants": [FENKA], "hours": 1, "seed": 3}, "/seed"),
+        ({"system": "revised-2e", "combatants": [FENKA], "hours": 1, "days": 3}, ""),
+        ({"system": "power-pool", "combatants": [{"id": "a", "hit_dice": 2, "die": 6}],
+          "hours": 8}, ""),
+        ({"system": "combat-strength", "combatants": [{"id": "a"}]}, "/system"),
+        ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
+    ]:
+        error = await rpc.error("combatants.rest", params)
+        assert error["code"] == -32602, params
+        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
 
 
 async def test_end_round_is_held_to_max_combatants(aiohttp_client: ClientFactory,

@@ -1,6 +1,7 @@
-"""The end of a round outside any encounter (``System.end_round``, the engine side of
-``exchange.end_round``): what each system's encounter does at its round's end, for
-combatants of single exchanges whose state the VTT sheet carries between calls."""
+"""Combatants outside any encounter, whose state the VTT sheet carries between calls:
+the end of a round (``System.end_round``, the engine side of ``exchange.end_round``: what
+each system's encounter does at its round's end) and a rest (``System.rest``, of
+``combatants.rest``)."""
 
 from __future__ import annotations
 
@@ -236,3 +237,59 @@ def test_the_request_is_not_changed() -> None:
     request = {"combatants": [c]}
     REVISED.end_round(request, SuppliedDice({}))
     assert c["conditions"] == ["stunned"] and c["condition_rounds"] == {"stunned": 0}
+
+
+# -- rest -------------------------------------------------------------------------------
+def test_revised_2e_rest_gives_ceil_a_eighth_of_the_maximum_an_hour() -> None:
+    """RULES.md §1.8: ceil(psp_max / 8) an hour (50 → 7), never above the maximum."""
+    c = psionicist("kara", psp=10)
+    three = REVISED.rest({"combatants": [c], "hours": 3})
+    assert after(three, "kara")["psp"] == 31
+    assert three["events"] == [{"type": "psp-regained", "combatant": "kara", "amount": 21,
+                                "hours": 3}]
+    assert three["summary"] == "After the rest: Kara regains 21 PSPs (31 of 50)."
+    assert after(REVISED.rest({"combatants": [c], "hours": 8}), "kara")["psp"] == 50
+    full = REVISED.rest({"combatants": [psionicist("kara")], "hours": 1})
+    assert full["summary"] == "After the rest: nothing changes."
+
+
+def test_revised_2e_rest_runs_out_conditions_timed_in_rounds_not_the_mind() -> None:
+    """An hour is 60 rounds of a minute: a condition of the rest of its round and 100
+    more has 41 left after an hour (40 more after the current one). The open mind's
+    checks are rolled round by round, so a rest leaves it."""
+    c = psionicist("kara", conditions=["stunned", "confused", "dazed"],
+                   condition_rounds={"stunned": 0, "confused": 100},
+                   mind=open_mind(opened_by="zero-psp", rounds_open=2))
+    kara = after(REVISED.rest({"combatants": [c], "hours": 1}), "kara")
+    assert kara["conditions"] == ["confused", "dazed"]  # dazed has no timer
+    assert kara["condition_rounds"] == {"confused": 40}
+    assert kara["mind"] == REVISED.combatant(c)["mind"]
+    two = after(REVISED.rest({"combatants": [kara], "hours": 1}), "kara")
+    assert two["conditions"] == ["dazed"]
+
+
+def test_power_pool_long_rest_by_the_house_rule() -> None:
+    """H-PP-RECOVERY: all dice return (maintained powers end), or half the hit dice
+    rounded up; a die that keeps control stays dedicated; timed conditions end."""
+    c = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8, "pool": 0,
+         "dedicated": [{"purpose": "power", "target": None}],
+         "conditions": ["stunned"], "condition_rounds": {"stunned": 2}}
+    rested = POOL.rest({"combatants": [c]})
+    ix = after(rested, "ix")
+    assert (ix["pool"], ix["dedicated"], ix["conditions"]) == (5, [], [])
+    assert rested["summary"] == ("After the rest: Ix's maintained powers end. Ix regains 5 "
+                                 "dice (5 in the pool). Ix is no longer stunned.")
+    half = after(POOL.rest({"combatants": [c], "options": {"H-PP-RECOVERY": "half"}}), "ix")
+    assert half["pool"] == 3
+
+
+def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:
+    """combat-strength's seed says nothing of how strength comes back."""
+    assert not STRENGTH.rests and REVISED.rests and POOL.rests
+    with pytest.raises(InvalidInput) as bad:
+        STRENGTH.rest({"combatants": [{"id": "orm", "attack_strength": 5,
+                                       "defense_strength": 5}]})
+    assert bad.value.problems[0].path == "/system"
+    with pytest.raises(InvalidInput) as bad:
+        REVISED.rest({"combatants": [psionicist("kara")]})
+    assert "hours" in bad.value.problems[0].message

@@ -1,0 +1,31 @@
+"""``combatants.rest``: rest for combatants outside any encounter, with write-backs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..combatants import answer_with_updates
+from ..registry import MethodSpec
+from ..schemas import REST, UPDATES
+from ..services import Context
+
+
+async def combatants_rest(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``combatants.rest``: what a rest gives back (PSPs, pool dice), plus write-backs."""
+    system = ctx.services.rest_system(params["system"])
+    return answer_with_updates(ctx.services, params, system, lambda request, _dice: (
+        system.rest(request)))
+
+
+METHODS = [
+    MethodSpec("combatants.rest", REST, combatants_rest,
+               "Rest for combatants outside any encounter, as the system's source says "
+               "strength comes back (revised-2e: hours of sleep or meditation give PSPs; "
+               "power-pool: a long rest gives back pool dice by H-PP-RECOVERY and ends "
+               "maintained powers). Conditions timed in rounds run out. The result: "
+               "{system, combatants: [{id, before, after}], events, summary} and updates "
+               "for {adapter, data} combatants.",
+               result={"type": "object", "required": ["system", "combatants", "events",
+                                                      "summary", "updates"],
+                       "properties": {"updates": UPDATES}}),
+]

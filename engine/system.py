@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 import jsonschema
 
 from .dice import DiceSource
-from .errors import InvalidInput, Problem, json_text
+from .errors import InvalidInput, Problem, UnknownCombatant, json_text
 from .options import HouseRule, resolve_options
 from .results import Event, Resolution, copy_json
 from .schemacheck import QuickValidator
@@ -39,6 +39,15 @@ def is_down(combatant: Mapping[str, Any]) -> bool:
     AD&D's optional rule; either way it acts no more (every system with ``hp``)."""
     hp = combatant.get("hp")
     return hp is not None and hp <= 0
+
+
+def swap_combatant(state: JSON, combatant_id: str, combatant: JSON) -> None:
+    """Put ``combatant`` (full, normalised) in ``state["combatants"]`` in place of
+    ``combatant_id``'s entry, keeping that id (the round logic's ``replace``)."""
+    if combatant_id not in state["combatants"]:
+        raise UnknownCombatant(combatant_id, "/combatant_id")
+    combatant["id"] = combatant_id
+    state["combatants"][combatant_id] = combatant
 
 
 def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[Problem]:
@@ -122,6 +131,9 @@ class RoundLogic(Protocol):
 
     def resolve(self, system: Any, state: Mapping[str, Any], dice: DiceSource,
                 force: bool = False, /) -> tuple[JSON, JSON]: ...
+
+    def replace(self, system: Any, state: Mapping[str, Any], combatant_id: str,
+                combatant: Mapping[str, Any], /) -> JSON: ...
 
 
 class System(ABC):
@@ -369,6 +381,19 @@ class System(ABC):
                           choice: Mapping[str, Any]) -> JSON:
         """Record a secret choice (checked against phase and rules now)."""
         return self.rounds.declare(self, state, combatant_id, choice)
+
+    def encounter_replace(self, state: Mapping[str, Any], combatant_id: str,
+                          combatant: Mapping[str, Any]) -> JSON:
+        """The state with ``combatant_id`` taken again from ``combatant`` (normalised here,
+        under its id): the sheet as it is now, after changes made outside the encounter.
+        ``UnknownCombatant`` when the encounter has no such combatant; invalid input when
+        the system's round logic cannot do it."""
+        replace = getattr(getattr(self, "rounds", None), "replace", None)
+        if replace is None:
+            raise InvalidInput.at("/combatant", f"system {self.id} cannot take a combatant "
+                                                "again during an encounter")
+        result: JSON = replace(self, state, combatant_id, combatant)
+        return result
 
     def encounter_choice_is_public(self, choice: Mapping[str, Any]) -> bool:
         """Whether a declared ``choice`` is an action everyone sees at once (it changes

@@ -41,7 +41,7 @@ from ..schemas import (
     SYSTEM_ID,
     UPDATES,
 )
-from ..services import Context
+from ..services import Context, Services
 from ..store import EncounterRecord, StaleRevision, StepRecord
 
 log = logging.getLogger("mindscape.encounters")
@@ -88,7 +88,7 @@ async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, Impo
     if known is None:
         known = {}
         for step in await services.store.steps(record.id, states=False):
-            if step.kind != "add" or not step.result:
+            if step.kind not in ("add", "refresh") or not step.result:
                 continue
             raw = step.params.get("combatant")
             combatant_id = str(step.result.get("combatant_id"))
@@ -157,15 +157,63 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             record.id, expected_revision=record.revision, kind="add",
             params={"combatant": raw}, rolls=[],
             result={"combatant_id": combatant_id, "warnings": warnings}, state=state)
-        known = services.adapter_refs.get(record.id)
-        if known is not None:
-            if is_adapter_ref(raw):
-                known[combatant_id] = (str(raw["adapter"]), raw["data"])
-            else:
-                known.pop(combatant_id, None)
+        _remember_ref(services, record.id, combatant_id, raw)
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "warnings": warnings,
             "updates": []}
+
+
+async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``encounter.refresh``: a combatant taken again from its sheet (or a combatant
+    object), after changes made outside the encounter; stored as a step."""
+    services = ctx.services
+    combatant_id = params["combatant_id"]
+    async with services.encounter_lock(params["id"]):
+        record, system = await _load(ctx, params)
+        _expect(record, params)
+        raw = params["combatant"]
+        warnings: list[str] = []
+        combatant = raw
+        if is_adapter_ref(raw):
+            ref = import_ref(services, raw, system.id, "/combatant", "combatant")
+            combatant, warnings = ref.combatant, list(ref.warnings)
+        state = system.encounter_replace(record.state, combatant_id, combatant)
+        before = _combatant(system.encounter_view(record.state), combatant_id)
+        after = _combatant(system.encounter_view(state), combatant_id)
+        changed = _changed_fields(before, after)
+        if not changed:
+            # the sheet says what the encounter holds: nothing to store or announce
+            return {"combatant_id": combatant_id, "revision": record.revision,
+                    "changed": [], "warnings": warnings}
+        new = await services.store.append(
+            record.id, expected_revision=record.revision, kind="refresh",
+            params={"combatant_id": combatant_id, "combatant": raw}, rolls=[],
+            result={"combatant_id": combatant_id, "changed": changed,
+                    "warnings": warnings}, state=state)
+        _remember_ref(services, record.id, combatant_id, raw)
+    await services.hub.encounter_changed(new.id, new.revision)
+    return {"combatant_id": combatant_id, "revision": new.revision, "changed": changed,
+            "warnings": warnings}
+
+
+def _changed_fields(before: Any, after: Any) -> list[str]:
+    """The fields of a combatant that differ between two views of it."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return []
+    return sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+
+
+def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
+                  raw: Any) -> None:
+    """Keep the cached ``{adapter, data}`` of the encounter's combatants up to date
+    (``_adapter_refs``) after ``raw`` was stored for ``combatant_id``."""
+    known = services.adapter_refs.get(encounter_id)
+    if known is None:
+        return
+    if is_adapter_ref(raw):
+        known[combatant_id] = (str(raw["adapter"]), raw["data"])
+    else:
+        known.pop(combatant_id, None)
 
 
 async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -489,6 +537,19 @@ METHODS = [
                "Add a combatant (or {adapter, data}): {combatant_id, revision, warnings, "
                "updates}. At most 64 combatants.",
                result={"type": "object", "required": ["combatant_id", "revision"]},
+               errors=WRITE_ERRORS),
+    MethodSpec("encounter.refresh",
+               _params(["id", "combatant_id", "combatant"], id=ENCOUNTER_ID,
+                       combatant_id=COMBATANT_ID, combatant=COMBATANT, revision=REVISION),
+               encounter_refresh,
+               "Take a combatant again from its sheet ({adapter, data}) or a combatant "
+               "object, after changes made outside the encounter (a sword blow's hit "
+               "points, PSPs spent on a power): {combatant_id, revision, changed, "
+               "warnings}; changed names the fields that differ, and when none does nothing "
+               "is stored and the revision stays. Its id stays; a declared choice stays "
+               "pending. Undoing a resolve before it takes it away too.",
+               result={"type": "object", "required": ["combatant_id", "revision",
+                                                      "changed"]},
                errors=WRITE_ERRORS),
     MethodSpec("encounter.declare",
                _params(["id", "combatant_id", "choice"], id=ENCOUNTER_ID,

@@ -24,6 +24,7 @@ from ..errors import (
     json_text,
 )
 from ..results import Event, Resolution, thaw
+from ..system import swap_combatant
 from .combatant import combat_strength, incapacitated
 from .exchange import (
     Effect,
@@ -87,6 +88,16 @@ def add(system: CombatStrength, state: Mapping[str, Any], raw: Mapping[str, Any]
         s["stances"][cid] = "normal"
         s["recorded_combat_strength"][cid] = combat_strength(c)
     return s, cid
+
+
+def replace(system: CombatStrength, state: Mapping[str, Any], combatant_id: str,
+             combatant: Mapping[str, Any]) -> JSON:
+    """``combatant_id`` taken again from ``combatant``; the round's recorded Combat
+    Strength and stances stay as declared."""
+    s = _copy(state)
+    swap_combatant(s, combatant_id, system.combatant({**combatant, "id": combatant_id},
+                                                     "/combatant"))
+    return s
 
 
 def _stance(s: Mapping[str, Any], cid: str) -> str:

@@ -39,7 +39,7 @@ from ..errors import (
 from ..options import resolve_options
 from ..results import Event, copy_json, thaw
 from ..schemacheck import QuickValidator
-from ..system import JSON, is_down, schema_problems
+from ..system import JSON, is_down, schema_problems, swap_combatant
 from . import control
 from .combatant import slug
 from .exchange import HOUSE_RULES, SYSTEM_ID, unable_to_attack
@@ -135,6 +135,16 @@ def add(system: PowerPoolSystem, state: Mapping[str, Any], raw: Mapping[str, Any
     out["combatants"][c["id"]] = c
     out["order"].append(c["id"])
     return out, str(c["id"])
+
+
+def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str,
+            combatant: Mapping[str, Any]) -> JSON:
+    """``combatant_id`` taken again from ``combatant`` (who has acted this round and
+    what is pending stay)."""
+    out = _copy(state)
+    swap_combatant(out, combatant_id, system.combatant({**combatant, "id": combatant_id},
+                                                       "/combatant"))
+    return out
 
 
 def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> str | None:

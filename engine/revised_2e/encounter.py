@@ -31,7 +31,7 @@ from engine.errors import (
     json_text,
 )
 from engine.results import Event
-from engine.system import schema_problems
+from engine.system import schema_problems, swap_combatant
 
 from ..results import copy_json
 from . import house
@@ -132,6 +132,16 @@ def add(system: Revised2e, state: Mapping[str, Any], combatant: Mapping[str, Any
     s["combatants"][c["id"]] = c
     s["order"].append(c["id"])
     return s, c["id"]
+
+
+def replace(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
+            combatant: Mapping[str, Any]) -> JSON:
+    """``combatant_id`` taken again from ``combatant`` under the encounter's options (a
+    declared choice stays; resolving checks it against the PSPs held then)."""
+    s = _state(state)
+    c = system.combatant({**combatant, "id": combatant_id}, "/combatant", s["options"])
+    swap_combatant(s, combatant_id, c)
+    return s
 
 
 def _allowed(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> int:

@@ -135,6 +135,15 @@ async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, An
             "name": record.name}
 
 
+def _given(services: Services, raw: Any, system: System) -> tuple[Any, list[str]]:
+    """The combatant ``params["combatant"]`` gives, imported when it is ``{adapter,
+    data}``, and the adapter's warnings."""
+    if not is_adapter_ref(raw):
+        return raw, []
+    ref = import_ref(services, raw, system.id, "/combatant", "combatant")
+    return ref.combatant, list(ref.warnings)
+
+
 async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``encounter.add``: a combatant (or ``{adapter, data}``) joins; stored as a step."""
     services = ctx.services
@@ -142,11 +151,7 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         record, system = await _load(ctx, params)
         _expect(record, params)
         raw = params["combatant"]
-        warnings: list[str] = []
-        combatant = raw
-        if is_adapter_ref(raw):
-            ref = import_ref(services, raw, system.id, "/combatant", "combatant")
-            combatant, warnings = ref.combatant, list(ref.warnings)
+        combatant, warnings = _given(services, raw, system)
         limit = services.settings.limits.max_combatants
         if len(_combatant_ids(system.encounter_view(record.state))) >= limit:
             raise LimitExceeded(Problem(
@@ -172,11 +177,7 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
         record, system = await _load(ctx, params)
         _expect(record, params)
         raw = params["combatant"]
-        warnings: list[str] = []
-        combatant = raw
-        if is_adapter_ref(raw):
-            ref = import_ref(services, raw, system.id, "/combatant", "combatant")
-            combatant, warnings = ref.combatant, list(ref.warnings)
+        combatant, warnings = _given(services, raw, system)
         state = system.encounter_replace(record.state, combatant_id, combatant)
         before = _combatant(system.encounter_view(record.state), combatant_id)
         after = _combatant(system.encounter_view(state), combatant_id)

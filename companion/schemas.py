@@ -95,6 +95,7 @@ REST: JSON = {
         "options": OPTIONS,
         "hours": {"type": "integer", "description": "revised-2e: full hours of sleep or "
                                                     "meditation (1 to 1000)"},
+        "dice": DICE,
+        "seed": SEED,
     },
-    "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
 }

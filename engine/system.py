@@ -261,18 +261,16 @@ class System(ABC):
         start = dice.mark()
         result = self._each(combatants, "End of the round", lambda c: self.round_end(
             c, choices.get(c["id"], {}), dice, options))
-        result["rolls"] = [r.to_json() for r in dice.rolls_since(start)]
-        result["unused_dice"] = dice.unused()
-        return result
+        return self._with_dice(result, dice, start)
 
     # -- rest outside any encounter -------------------------------------------------------
-    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
         """What a rest (``request``, valid under ``rest_schema``) gives one full
-        ``combatant`` (a copy it may change) under the effective house rules ``options``:
-        the combatant after it, the events and the summary's sentences. A system whose
-        source says how psionic strength comes back defines this; without it ``rest``
-        is refused (``rests``)."""
+        ``combatant`` (a copy it may change) under the effective house rules ``options``,
+        with any dice the rounds it lasts need: the combatant after it, the events and the
+        summary's sentences. A system whose source says how psionic strength comes back
+        defines this; without it ``rest`` is refused (``rests``)."""
         raise NotImplementedError(f"{self.id} has no rule for resting")
 
     def rest_members(self) -> JSON:
@@ -297,16 +295,19 @@ class System(ABC):
     def _rest_validator(self) -> QuickValidator:
         return QuickValidator(self.rest_schema(), check_schema=not self.schemas_tested)
 
-    def rest(self, request: Mapping[str, Any]) -> JSON:
+    def rest(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
         """Rest for combatants outside any encounter: ``{combatants: [combatant], options?,
-        ...rest_members}`` to ``{system, combatants: [{id, before, after}], events,
-        summary}``, one entry per combatant in the order given. No dice: recovery is
-        fixed by the rules."""
+        ...rest_members}`` to ``{system, combatants: [{id, before, after}], events, rolls,
+        summary, unused_dice}``, one entry per combatant in the order given. Recovery is
+        fixed by the rules; dice are rolled only for what happens round by round meanwhile
+        (revised-2e: an open mind's checks)."""
         if not self.rests:
             raise InvalidInput.at("/system", f"system {self.id} has no rule for resting")
         combatants, options = self._combatants_of(request, self._rest_validator)
-        return self._each(combatants, "After the rest",
-                          lambda c: self.combatant_rest(c, request, options))
+        start = dice.mark()
+        result = self._each(combatants, "After the rest",
+                            lambda c: self.combatant_rest(c, request, dice, options))
+        return self._with_dice(result, dice, start)
 
     # -- what end_round and rest share ----------------------------------------------------
     @staticmethod
@@ -339,6 +340,13 @@ class System(ABC):
         if problems:
             raise InvalidInput(problems)
         return combatants, options
+
+    @staticmethod
+    def _with_dice(result: JSON, dice: DiceSource, start: int) -> JSON:
+        """``result`` with the dice rolled since ``start`` and supplied dice not used."""
+        result["rolls"] = [r.to_json() for r in dice.rolls_since(start)]
+        result["unused_dice"] = dice.unused()
+        return result
 
     def _each(self, combatants: Sequence[JSON], title: str,
               step: Callable[[JSON], tuple[JSON, list[Event], list[str]]]) -> JSON:

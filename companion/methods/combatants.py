@@ -13,8 +13,7 @@ from ..services import Context
 async def combatants_rest(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``combatants.rest``: what a rest gives back (PSPs, pool dice), plus write-backs."""
     system = ctx.services.rest_system(params["system"])
-    return answer_with_updates(ctx.services, params, system, lambda request, _dice: (
-        system.rest(request)))
+    return answer_with_updates(ctx.services, params, system, system.rest)
 
 
 METHODS = [
@@ -22,10 +21,11 @@ METHODS = [
                "Rest for combatants outside any encounter, as the system's source says "
                "strength comes back (revised-2e: hours of sleep or meditation give PSPs; "
                "power-pool: a long rest gives back pool dice by H-PP-RECOVERY and ends "
-               "maintained powers). Conditions timed in rounds run out. The result: "
-               "{system, combatants: [{id, before, after}], events, summary} and updates "
-               "for {adapter, data} combatants.",
+               "maintained powers). Conditions timed in rounds run out; a revised-2e open "
+               "mind goes through its rounds until it closes (dice as in exchange.resolve). "
+               "The result: {system, combatants: [{id, before, after}], events, rolls, "
+               "summary, unused_dice} and updates for {adapter, data} combatants.",
                result={"type": "object", "required": ["system", "combatants", "events",
-                                                      "summary", "updates"],
+                                                      "rolls", "summary", "updates"],
                        "properties": {"updates": UPDATES}}),
 ]

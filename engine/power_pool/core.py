@@ -199,9 +199,9 @@ class PowerPoolSystem(System):
         name = after["name"]
         return after, events, [f"{name} is no longer {e.data['condition']}." for e in events]
 
-    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
-        """A long rest (seed 001; H-PP-RECOVERY): ``control.long_rest``."""
+        """A long rest (seed 001; H-PP-RECOVERY): ``control.long_rest`` (no dice)."""
         after, events = control.long_rest(combatant, options["H-PP-RECOVERY"])
         name = after["name"]
         lines = []

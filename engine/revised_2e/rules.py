@@ -160,17 +160,33 @@ def recover(tables: Tables, c: Mapping[str, Any], hours: int) -> JSON:
 ROUNDS_PER_HOUR = 60
 
 
-def rest(tables: Tables, c: Mapping[str, Any], hours: int) -> tuple[JSON, list[Event]]:
-    """``c`` after ``hours`` full hours of sleep or meditation outside any encounter: PSPs
-    come back (``recover``) and conditions timed in rounds (``condition_rounds``: the rest
-    of the round they began in and that many more) run out as those rounds pass. The
-    mind is left as it is: its checks are rolled round by round (``end_of_round``)."""
+#: Most rounds of a rest in which an open mind's checks are rolled one by one (RULES.md
+#: §4: every unbounded mechanic has a cap, and the result says when it was reached).
+MAX_REST_MIND_ROUNDS = 100
+
+
+def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
+         options: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
+    """``c`` after ``hours`` full hours of sleep or meditation outside any encounter:
+    PSPs come back (``recover``); an open mind goes through its rounds (``end_of_round``:
+    locked rounds, then a check each round) until it closes, for at most the rounds the
+    rest lasts and ``MAX_REST_MIND_ROUNDS`` (``mind-checks-capped`` when that stops it);
+    conditions timed in rounds (``condition_rounds``: the rest of the round they began in
+    and that many more) run out as the rounds pass."""
     out = recover(tables, c, hours)
     events = []
     gained = out["psp"] - c["psp"]
     if gained:
         events.append(Event("psp-regained", out["id"], {"amount": gained, "hours": hours}))
-    passed = hours * ROUNDS_PER_HOUR
+    rounds = hours * ROUNDS_PER_HOUR
+    mind_rounds = 0
+    while out["mind"]["state"] == "open" and mind_rounds < min(rounds, MAX_REST_MIND_ROUNDS):
+        out, more = end_of_round(tables, out, dice, options)
+        events += more
+        mind_rounds += 1
+    if out["mind"]["state"] == "open" and MAX_REST_MIND_ROUNDS == mind_rounds < rounds:
+        events.append(Event("mind-checks-capped", out["id"], {"rounds": mind_rounds}))
+    passed = rounds - mind_rounds  # end_of_round counted the conditions of its rounds
     for condition in list(out["conditions"]):
         if condition not in out["condition_rounds"]:
             continue

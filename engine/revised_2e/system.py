@@ -24,6 +24,7 @@ from .exchange import (
     raise_defense,
 )
 from .rules import (
+    MAX_REST_MIND_ROUNDS,
     attacks_allowed,
     close_mind,
     end_of_round,
@@ -269,18 +270,33 @@ class Revised2e(System):
                                          "/ 8) PSPs an hour, never above the maximum"},
                 "required": ["hours"]}
 
-    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any],
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
-        """PSPs back by §1.8; conditions timed in rounds run out (``rules.rest``)."""
-        after, events = rest(self.tables, combatant, int(request["hours"]))
+        """PSPs back by §1.8, an open mind through its rounds, conditions timed in rounds
+        run out (``rules.rest``)."""
+        after, events = rest(self.tables, combatant, int(request["hours"]), dice, options)
         name = after["name"]
         lines = []
+        checks = [e for e in events if e.type in ("mind-save", "wisdom-check")]
         for e in events:
             if e.type == "psp-regained":
                 lines.append(f"{name} regains {psp(e.data['amount'])} ({after['psp']} of "
                              f"{after['psp_max']}).")
-            else:
+            elif e.type == "condition-ended":
                 lines.append(f"{name} is no longer {e.data['condition']}.")
+            elif e.type == "mind-closed":
+                how = ""
+                if checks:
+                    last = checks[-1]
+                    kind = "save" if last.type == "mind-save" else "Wisdom check"
+                    how = (f" ({kind} {last.data['target']}, rolled {last.data['roll']}, "
+                           f"after {len(checks)} {'try' if len(checks) == 1 else 'tries'})")
+                lines.append(f"{name}'s mind closes during the rest{how}.")
+        if after["mind"]["state"] == "open" and combatant["mind"]["state"] == "open":
+            capped = any(e.type == "mind-checks-capped" for e in events)
+            lines.append(f"{name}'s mind is still open after the rest" + (
+                f": {MAX_REST_MIND_ROUNDS} rounds of checks are the most a rest rolls; end "
+                "rounds to go on." if capped else "."))
         return after, events, lines
 
     # -- one exchange ---------------------------------------------------------------------

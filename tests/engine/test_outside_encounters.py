@@ -243,29 +243,60 @@ def test_the_request_is_not_changed() -> None:
 def test_revised_2e_rest_gives_ceil_a_eighth_of_the_maximum_an_hour() -> None:
     """RULES.md §1.8: ceil(psp_max / 8) an hour (50 → 7), never above the maximum."""
     c = psionicist("kara", psp=10)
-    three = REVISED.rest({"combatants": [c], "hours": 3})
+    three = REVISED.rest({"combatants": [c], "hours": 3}, SuppliedDice({}))
     assert after(three, "kara")["psp"] == 31
     assert three["events"] == [{"type": "psp-regained", "combatant": "kara", "amount": 21,
                                 "hours": 3}]
     assert three["summary"] == "After the rest: Kara regains 21 PSPs (31 of 50)."
-    assert after(REVISED.rest({"combatants": [c], "hours": 8}), "kara")["psp"] == 50
-    full = REVISED.rest({"combatants": [psionicist("kara")], "hours": 1})
+    eight = REVISED.rest({"combatants": [c], "hours": 8}, SuppliedDice({}))
+    assert after(eight, "kara")["psp"] == 50
+    full = REVISED.rest({"combatants": [psionicist("kara")], "hours": 1}, SuppliedDice({}))
     assert full["summary"] == "After the rest: nothing changes."
 
 
-def test_revised_2e_rest_runs_out_conditions_timed_in_rounds_not_the_mind() -> None:
+def test_revised_2e_rest_runs_out_conditions_timed_in_rounds() -> None:
     """An hour is 60 rounds of a minute: a condition of the rest of its round and 100
-    more has 41 left after an hour (40 more after the current one). The open mind's
-    checks are rolled round by round, so a rest leaves it."""
+    more has 41 left after an hour (40 more after the current one)."""
     c = psionicist("kara", conditions=["stunned", "confused", "dazed"],
-                   condition_rounds={"stunned": 0, "confused": 100},
-                   mind=open_mind(opened_by="zero-psp", rounds_open=2))
-    kara = after(REVISED.rest({"combatants": [c], "hours": 1}), "kara")
+                   condition_rounds={"stunned": 0, "confused": 100})
+    kara = after(REVISED.rest({"combatants": [c], "hours": 1}, SuppliedDice({})), "kara")
     assert kara["conditions"] == ["confused", "dazed"]  # dazed has no timer
     assert kara["condition_rounds"] == {"confused": 40}
-    assert kara["mind"] == REVISED.combatant(c)["mind"]
-    two = after(REVISED.rest({"combatants": [kara], "hours": 1}), "kara")
+    two = after(REVISED.rest({"combatants": [kara], "hours": 1}, SuppliedDice({})), "kara")
     assert two["conditions"] == ["dazed"]
+
+
+def test_revised_2e_rest_takes_an_open_mind_through_its_rounds_until_it_closes() -> None:
+    """§1.5 round by round: opened by reaching 0 PSPs, locked 1d4+1 rounds (rolled 1: 2
+    rounds), then a Wisdom check at −3 each round (wis 13: 10 or less) until one closes
+    it; the rounds it took count for the conditions too."""
+    c = psionicist("kara", psp=0, mind=open_mind(opened_by="zero-psp"),
+                   conditions=["confused"], condition_rounds={"confused": 10})
+    result = REVISED.rest({"combatants": [c], "hours": 1},
+                          SuppliedDice({"open-duration": [1], "wisdom-check": [15, 12, 4]}))
+    kara = after(result, "kara")
+    assert kara["mind"]["state"] == "closed" and kara["psp"] == 7
+    assert kara["conditions"] == []
+    assert [r["purpose"] for r in result["rolls"]] == ["open-duration"] + ["wisdom-check"] * 3
+    assert result["summary"] == ("After the rest: Kara regains 7 PSPs (7 of 50). Kara's mind "
+                                 "closes during the rest (Wisdom check 10, rolled 4, after 3 "
+                                 "tries). Kara is no longer confused.")
+
+
+def test_revised_2e_rest_rolls_at_most_100_rounds_of_mind_checks_and_says_so() -> None:
+    """RULES.md §4: the cap is reached and said. Wis 3 needs 0 or less on a d20: the
+    mind never closes by its checks."""
+    c = psionicist("kara", wis=3, mac=10, mind=open_mind(opened_by="zero-psp", rounds_open=9))
+    long = REVISED.rest({"combatants": [c], "hours": 8}, RandomDice(3))
+    assert len(long["rolls"]) == 100
+    assert long["events"][-1] == {"type": "mind-checks-capped", "combatant": "kara",
+                                  "rounds": 100}
+    assert long["summary"].endswith("Kara's mind is still open after the rest: 100 rounds of "
+                                    "checks are the most a rest rolls; end rounds to go on.")
+    short = REVISED.rest({"combatants": [c], "hours": 1}, RandomDice(3))
+    assert len(short["rolls"]) == 60
+    assert "mind-checks-capped" not in [e["type"] for e in short["events"]]
+    assert short["summary"].endswith("Kara's mind is still open after the rest.")
 
 
 def test_power_pool_long_rest_by_the_house_rule() -> None:
@@ -274,12 +305,13 @@ def test_power_pool_long_rest_by_the_house_rule() -> None:
     c = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8, "pool": 0,
          "dedicated": [{"purpose": "power", "target": None}],
          "conditions": ["stunned"], "condition_rounds": {"stunned": 2}}
-    rested = POOL.rest({"combatants": [c]})
+    rested = POOL.rest({"combatants": [c]}, SuppliedDice({}))
     ix = after(rested, "ix")
     assert (ix["pool"], ix["dedicated"], ix["conditions"]) == (5, [], [])
     assert rested["summary"] == ("After the rest: Ix's maintained powers end. Ix regains 5 "
                                  "dice (5 in the pool). Ix is no longer stunned.")
-    half = after(POOL.rest({"combatants": [c], "options": {"H-PP-RECOVERY": "half"}}), "ix")
+    half = after(POOL.rest({"combatants": [c], "options": {"H-PP-RECOVERY": "half"}},
+                              SuppliedDice({})), "ix")
     assert half["pool"] == 3
 
 
@@ -288,8 +320,8 @@ def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:
     assert not STRENGTH.rests and REVISED.rests and POOL.rests
     with pytest.raises(InvalidInput) as bad:
         STRENGTH.rest({"combatants": [{"id": "orm", "attack_strength": 5,
-                                       "defense_strength": 5}]})
+                                       "defense_strength": 5}]}, SuppliedDice({}))
     assert bad.value.problems[0].path == "/system"
     with pytest.raises(InvalidInput) as bad:
-        REVISED.rest({"combatants": [psionicist("kara")]})
+        REVISED.rest({"combatants": [psionicist("kara")]}, SuppliedDice({}))
     assert "hours" in bad.value.problems[0].message

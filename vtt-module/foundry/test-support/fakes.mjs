@@ -1,9 +1,10 @@
 /**
  * Small fakes of Foundry's client globals, shaped after the v12/v13 API the module uses:
  * users with roles and ownership, actors and token documents (linked and unlinked, with
- * dotted-path updates), settings with scopes, i18n from the module's own en.json, Hooks,
- * ChatMessage, Roll.fromData, fromUuid, and a server that relays the module socket (with
- * the sender's id, as Foundry's server does) and v13 user queries between clients.
+ * dotted-path updates), a Combat with combatants and the tracker's round changes,
+ * settings with scopes, i18n from the module's own en.json, Hooks, ChatMessage,
+ * Roll.fromData, fromUuid, and a server that relays the module socket (with the sender's
+ * id, as Foundry's server does) and v13 user queries between clients.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -69,11 +70,21 @@ export function makeI18n() {
   };
 }
 
+/**
+ * Hooks as Foundry's: `callAll` runs every handler and ignores what they return. The
+ * returned values are kept in `called[].results` only so tests can wait for work a
+ * handler started (Foundry does not wait for it either).
+ */
 export class FakeHooks {
   constructor() { this.events = new Map(); this.called = []; }
   on(name, fn) { if (!this.events.has(name)) this.events.set(name, []); this.events.get(name).push(fn); return fn; }
   once(name, fn) { return this.on(name, fn); }
-  callAll(name, ...args) { this.called.push({ name, args }); for (const fn of this.events.get(name) ?? []) fn(...args); return true; }
+  callAll(name, ...args) {
+    const entry = { name, args, results: [] };
+    this.called.push(entry);
+    for (const fn of this.events.get(name) ?? []) entry.results.push(fn(...args));
+    return true;
+  }
   call(name, ...args) { return this.callAll(name, ...args); }
 }
 
@@ -130,9 +141,75 @@ export class FakeTokenDocument {
   get object() { return { document: this, actor: this.actor, id: this.id }; }
 }
 
+/** A combatant of the tracker: Foundry's `Combatant#token` and `Combatant#actor` getters. */
+export class FakeCombatant {
+  constructor({ id, token = null, actor = null, world }) {
+    Object.assign(this, { id, world, documentName: "Combatant", tokenDocument: token });
+    this.tokenId = token?.id ?? null;
+    this.actorId = token?.actorId ?? actor?.id ?? null;
+    this.sceneId = token ? token.uuid.split(".")[1] : null;
+  }
+  /** The TokenDocument on its scene, null when it is gone. */
+  get token() { return this.tokenDocument && this.world.docs.has(this.tokenDocument.uuid) ? this.tokenDocument : null; }
+  /** The token's actor (an unlinked token's synthetic one), else the world actor. */
+  get actor() { return this.token?.actor ?? this.world.docs.get(`Actor.${this.actorId}`) ?? null; }
+}
+
+/**
+ * A Combat as far as the module reads it, after Foundry's client Combat (v12/v13):
+ * `round`, `turn`, `combatants` (a collection with `contents`), flags, and
+ * `previous`/`current`, which `Combat#_onUpdate` sets (the state before the update in
+ * `previous`) before the `updateCombat` hook fires. `update` keeps only the values that
+ * changed (the server's diff), then fires `updateCombat(combat, changed, options,
+ * userId)` on every connected client, the one that updated included. The tracker's
+ * buttons: `startCombat` (round 1, no direction), `nextRound` (direction 1),
+ * `previousRound` (direction -1), `nextTurn` (wraps to the next round with direction 1).
+ */
+export class FakeCombat {
+  constructor({ id, world, server, combatants = [], round = 0, turn = null }) {
+    Object.assign(this, { id, world, server, round, turn, flags: {}, documentName: "Combat" });
+    this.uuid = `Combat.${id}`;
+    const list = combatants.map((c, i) => new FakeCombatant({ id: c.id ?? `cbt${i}`, token: c.token ?? null, actor: c.actor ?? null, world }));
+    this.combatants = { contents: list, get size() { return list.length; }, [Symbol.iterator]: () => list[Symbol.iterator]() };
+    this.current = this.#state();
+    this.previous = undefined;
+  }
+  #state() { return { round: this.round, turn: this.turn, tokenId: null, combatantId: null }; }
+  getFlag(scope, key) { return getPath(this.flags?.[scope] ?? {}, key); }
+  setFlag(scope, key, value) { return this.update({ [`flags.${scope}.${key}`]: value }); }
+  async update(changes, options = {}) {
+    const before = structuredClone({ round: this.round, turn: this.turn, flags: this.flags });
+    const data = structuredClone(before);
+    applyDotted(data, changes);
+    const changed = {};
+    for (const key of ["round", "turn"]) if (data[key] !== before[key]) changed[key] = data[key];
+    if (JSON.stringify(data.flags) !== JSON.stringify(before.flags)) changed.flags = expandDotted(changes).flags;
+    if (!Object.keys(changed).length) return this;
+    const prior = this.#state();
+    Object.assign(this, { round: data.round, turn: data.turn, flags: data.flags });
+    if ("round" in changed || "turn" in changed) {
+      this.previous = prior;
+      this.current = this.#state();
+    }
+    const userId = this.world.game?.user?.id ?? null;
+    for (const c of this.server?.clients ?? []) c.Hooks.callAll("updateCombat", this, structuredClone(changed), { diff: true, ...options }, userId);
+    return this;
+  }
+  startCombat() { return this.update({ round: 1, turn: 0 }); }
+  nextRound() { return this.update({ round: this.round + 1, turn: 0 }, { direction: 1, worldTime: { delta: 6 } }); }
+  previousRound() { return this.update({ round: Math.max(this.round - 1, 0), turn: 0 }, { direction: -1, worldTime: { delta: -6 } }); }
+  nextTurn() {
+    const last = this.combatants.size - 1;
+    if ((this.turn ?? 0) >= last) return this.nextRound();
+    return this.update({ turn: (this.turn ?? 0) + 1 }, { direction: 1, worldTime: { delta: 0 } });
+  }
+}
+
 /** The world: documents by uuid, and what `fromUuid` resolves. */
 export class FakeWorld {
   constructor() { this.docs = new Map(); this.tokens = []; this.game = null; }
+  /** A combat whose updates reach every client the server connects. */
+  combat(spec) { return new FakeCombat({ ...spec, world: this }); }
   actor(spec) { const a = new FakeActor({ ...spec, world: this }); this.docs.set(a.uuid, a); return a; }
   token(spec) {
     const t = new FakeTokenDocument({ ...spec, world: this });
@@ -233,7 +310,7 @@ export function makeChatMessage({ gmIds = ["gm0000"], selfId = "gm0000" } = {}) 
       chatData.blind = rollMode === "blindroll";
       return chatData;
     },
-    getSpeaker({ actor, token } = {}) { return { actor: actor?.id ?? null, token: token?.id ?? null, alias: token?.name ?? actor?.name }; },
+    getSpeaker({ actor, token, alias } = {}) { return { actor: actor?.id ?? null, token: token?.id ?? null, alias: alias ?? token?.name ?? actor?.name }; },
   };
 }
 

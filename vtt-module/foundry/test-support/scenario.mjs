@@ -59,6 +59,171 @@ export function revisedResult(params, { hit = true, spent = 8, damage = 11, roll
   };
 }
 
+/** The combatant id the `foundry.*` adapters give a ref: the actor's id, `<actor id>-<token id>` for an unlinked token. */
+export function combatantIdOfRef(ref) {
+  const t = ref.data.token;
+  return t && !t.actorLink ? `${ref.data.actor._id}-${t.uuid.split(".Token.")[1]}` : ref.data.actor._id;
+}
+
+/**
+ * `exchange.end_round` for revised-2e as the daemon answers it (API.md), over the
+ * profiles in the refs: each condition without rounds left ends (`condition-ended`), the
+ * others count down; an open mind gets a Wisdom check (d20 ≤ wis closes it), from
+ * `dice["wisdom-check"]` when dice are supplied (4002 when they run out) or else a 8;
+ * `choices[id].close` pays 1 PSP to close an open mind (4001 `cannot-close` otherwise).
+ * Updates are addressed as the adapters address them, with the same dotted paths.
+ */
+export function roundEndResult(params) {
+  const P = "flags.mindscape.revised-2e";
+  const supplied = params.dice ? structuredClone(params.dice) : null;
+  const ids = params.combatants.map(combatantIdOfRef);
+  for (const id of Object.keys(params.choices ?? {})) {
+    if (!ids.includes(id)) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: `/choices/${id}`, message: `no combatant ${id} in this round` }] } };
+  }
+  const combatants = [];
+  const events = [];
+  const rolls = [];
+  const updates = [];
+  const said = [];
+  params.combatants.forEach((ref, i) => {
+    const id = ids[i];
+    const name = ref.data.actor.name;
+    const profile = ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
+    const before = { id, name, psp: profile.psp ?? 0, conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) }, mind: { state: profile.mind?.state ?? "closed" } };
+    const after = structuredClone(before);
+    const update = {};
+    const ended = [];
+    for (const c of before.conditions) {
+      const left = before.condition_rounds[c];
+      if (left === undefined || left <= 0) {
+        ended.push(c);
+        delete after.condition_rounds[c];
+        events.push({ type: "condition-ended", combatant: id, condition: c });
+        said.push(`${name} is no longer ${c}`);
+      } else after.condition_rounds[c] = left - 1;
+    }
+    after.conditions = before.conditions.filter((c) => !ended.includes(c));
+    if (ended.length) update[`${P}.conditions`] = after.conditions;
+    if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
+    for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
+    const choice = params.choices?.[id];
+    if (choice?.close) {
+      if (before.mind.state !== "open") throw { code: 4001, message: "The rules forbid it", data: { rule: "cannot-close", detail: `${name} cannot pay to close its mind this round` } };
+      after.psp = before.psp - 1;
+      after.mind.state = "closed";
+      events.push({ type: "psp-spent", combatant: id, amount: 1, for: "close" }, { type: "mind-closed", combatant: id, how: "paid" });
+      said.push(`${name} pays to close its mind`);
+      update[`${P}.psp`] = after.psp;
+      update[`${P}.mind`] = after.mind;
+    } else if (before.mind.state === "open") {
+      let roll = 8;
+      if (supplied) {
+        const left = supplied["wisdom-check"] ?? [];
+        if (!left.length) throw { code: 4002, message: "Dice needed", data: { purpose: "wisdom-check", sides: 20, needed: 1 } };
+        roll = left.shift();
+        supplied["wisdom-check"] = left;
+      }
+      const target = profile.wis ?? 12;
+      const success = roll <= target;
+      rolls.push({ purpose: "wisdom-check", sides: 20, value: roll, by: id, follows: null });
+      events.push({ type: "wisdom-check", combatant: id, target, roll, success });
+      if (success) {
+        after.mind.state = "closed";
+        events.push({ type: "mind-closed", combatant: id, how: "wisdom-check" });
+        said.push(`${name}'s mind closes (Wisdom check ${target}, rolled ${roll})`);
+        update[`${P}.mind`] = after.mind;
+      }
+    }
+    combatants.push({ id, before, after });
+    if (Object.keys(update).length) updates.push({ uuid: actorUuidOfRef(ref), update });
+  });
+  const unused = Object.fromEntries(Object.entries(supplied ?? {}).filter(([, v]) => v.length));
+  return {
+    system: params.system, combatants, events, rolls,
+    summary: said.length ? `End of the round: ${said.join(". ")}.` : "End of the round: nothing changes.",
+    unused_dice: unused, updates,
+  };
+}
+
+/**
+ * `combatants.rest` as the daemon answers it (API.md), over the profiles in the refs.
+ * revised-2e needs `hours` (1–1000): ceil(psp_max / 8) PSPs an hour, never above the
+ * maximum (`psp-regained {amount, hours}`), and conditions timed in rounds run out as
+ * those rounds pass (60 a hour; `condition-ended`), the others count down without an
+ * event; a condition not timed in rounds stays. power-pool takes no `hours` (−32602):
+ * one long rest, the pool back to the Hit Dice (`pool-regained {amount}`) and every
+ * timed condition ended (maintained powers are not modelled here). Conditions not timed
+ * in rounds stay in both. combat-strength has
+ * no rest (−32602 at /system). `dice` and `seed` are refused. Updates use the adapters'
+ * addresses and dotted paths, only for combatants that changed.
+ */
+export function restResult(params) {
+  const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
+  const { system } = params;
+  if (system === "combat-strength") throw invalid("/system", "system combat-strength has no rule for resting (systems.list: rest false)");
+  for (const k of ["dice", "seed"]) if (k in params) throw invalid("", `unexpected member(s) ["${k}"]: not allowed here`);
+  if (system === "revised-2e" && !Number.isInteger(params.hours)) throw invalid("", "'hours' is a required property");
+  if (system === "revised-2e" && (params.hours < 1 || params.hours > 1000)) throw invalid("/hours", `${params.hours} is not within 1..1000`);
+  if (system === "power-pool" && "hours" in params) throw invalid("", 'unexpected member(s) ["hours"]: not allowed here');
+  const P = `flags.mindscape.${system}`;
+  const combatants = [];
+  const events = [];
+  const updates = [];
+  const said = [];
+  params.combatants.forEach((ref) => {
+    const id = combatantIdOfRef(ref);
+    const name = ref.data.actor.name;
+    const profile = ref.data.actor.flags?.mindscape?.[system] ?? {};
+    const before = { id, name, ...structuredClone(profile), conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) } };
+    const after = structuredClone(before);
+    const update = {};
+    const ended = [];
+    if (system === "revised-2e") {
+      const max = before.psp_max ?? before.psp ?? 0;
+      const psp = Math.min(max, (before.psp ?? 0) + Math.ceil(max / 8) * params.hours);
+      if (psp > (before.psp ?? 0)) {
+        after.psp = psp;
+        update[`${P}.psp`] = psp;
+        events.push({ type: "psp-regained", combatant: id, amount: psp - (before.psp ?? 0), hours: params.hours });
+        said.push(`${name} regains ${psp - (before.psp ?? 0)} PSPs (${psp} of ${max})`);
+      }
+      for (const c of before.conditions) {
+        const left = before.condition_rounds[c];
+        if (left === undefined) continue; // not timed in rounds: the rest does not end it
+        if (left <= params.hours * 60) ended.push(c);
+        else after.condition_rounds[c] = left - params.hours * 60;
+      }
+    } else {
+      const pool = before.hit_dice ?? before.pool ?? 0;
+      if (pool > (before.pool ?? 0)) {
+        after.pool = pool;
+        update[`${P}.pool`] = pool;
+        events.push({ type: "pool-regained", combatant: id, amount: pool - (before.pool ?? 0) });
+        said.push(`${name} regains ${pool - (before.pool ?? 0)} dice (${pool} in the pool)`);
+      }
+      ended.push(...before.conditions.filter((c) => c in before.condition_rounds));
+    }
+    for (const c of ended) {
+      delete after.condition_rounds[c];
+      events.push({ type: "condition-ended", combatant: id, condition: c });
+      said.push(`${name} is no longer ${c}`);
+    }
+    after.conditions = before.conditions.filter((c) => !ended.includes(c));
+    if (ended.length) update[`${P}.conditions`] = after.conditions;
+    if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
+    for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
+    combatants.push({ id, before, after });
+    if (Object.keys(update).length) updates.push({ uuid: actorUuidOfRef(ref), update });
+  });
+  return { system, combatants, events, summary: said.length ? `After the rest: ${said.join(". ")}.` : "After the rest: nothing changes.", updates };
+}
+
+/** Each system's `rest_schema` as `systems.describe` gives it (combat-strength: none). */
+export const REST_SCHEMAS = {
+  "revised-2e": { type: "object", required: ["combatants", "hours"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" }, hours: { type: "integer", minimum: 1, maximum: 1000 } } },
+  "power-pool": { type: "object", required: ["combatants"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" } } },
+};
+
 /** Default fake daemon methods for a revised-2e world. */
 export function defaultMethods(overrides = {}) {
   return {
@@ -69,12 +234,94 @@ export function defaultMethods(overrides = {}) {
       modes: { attacks: [{ id: "mind-thrust", cost: 2 }, { id: "ego-whip", cost: 4 }], defenses: [{ id: "thought-shield", cost: 2 }, { id: "mind-blank", cost: 3 }] },
       combatant_schema: { type: "object", properties: { psp: { type: "integer", minimum: 0 }, kind: { enum: ["psionicist", "wild-talent", "nonpsionic"] }, attacks: { type: "array", items: { enum: ["mind-thrust", "ego-whip"] } } } },
       house_rules: [{ id: "H-2E-CRIT-MODS", text: "the roll is the modified roll", default: true }],
+      ...(REST_SCHEMAS[system] ? { rest_schema: REST_SCHEMAS[system] } : {}),
     }),
     "adapters.import": ({ data }) => ({ combatant: { name: data.actor.name, level: 4, ...(data.actor.flags?.mindscape?.["revised-2e"] ?? {}) }, warnings: [] }),
     "exchange.odds": () => ({ outcomes: { hit: 0.55, miss: 0.45 }, critical: 0.1, mind_opened: 0.05, damage: { mean: 6.2, distribution: [[0, 0.45], [4, 0.3], [8, 0.25]], truncated_mass: 0 } }),
     "exchange.resolve": (params) => revisedResult(params),
+    "exchange.end_round": (params) => roundEndResult(params),
+    "combatants.rest": (params) => restResult(params),
+    // An encounter whose sheets did not change since they were added: nothing to take again.
+    "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 1, changed: [], warnings: [] }),
     ...overrides,
   };
+}
+
+/**
+ * A revised-2e encounter as the daemon keeps it (API.md, encounter.*), over
+ * `defaultMethods`: `encounter.add` stores the encounter's own copy of the combatant read
+ * from the sheet; `encounter.refresh` takes it again from the sheet sent, names the
+ * fields that changed and stores a step (the revision grows) only when one did; an
+ * unknown encounter or combatant is 4004, a sheet the adapter refuses (here a negative
+ * psp) −32602 with the path where it was read; `encounter.resolve` resolves the declared
+ * attacks from the encounter's copies, not from the sheets, as `revisedResult` does, and
+ * answers their write-backs. `enc` is the encounter's state, for tests to look at.
+ */
+export function encounterMethods(overrides = {}) {
+  const enc = { id: null, revision: 0, round: 1, combatants: new Map(), choices: new Map() };
+  const profileOf = (ref) => structuredClone(ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {});
+  const notFound = (id) => ({ code: 4004, message: "Not found", data: { id } });
+  const known = (id) => { if (!enc.id || id !== enc.id) throw notFound(id); };
+  const waiting = () => [...enc.combatants.keys()].filter((c) => !enc.choices.has(c));
+  const withProfile = (c) => ({ ...c.ref, data: { ...c.ref.data, actor: { ...c.ref.data.actor, flags: { ...c.ref.data.actor.flags, mindscape: { "revised-2e": c.profile } } } } });
+  const methods = defaultMethods({
+    "encounter.create": ({ system, name }) => { enc.id = "enc1"; return { id: enc.id, revision: 0, system, name }; },
+    "encounter.add": ({ id, combatant }) => {
+      known(id);
+      const cid = combatantIdOfRef(combatant);
+      enc.combatants.set(cid, { ref: structuredClone(combatant), name: combatant.data.actor.name, profile: profileOf(combatant) });
+      enc.revision++;
+      return { combatant_id: cid, revision: enc.revision, warnings: [], updates: [] };
+    },
+    "encounter.get": ({ id }) => {
+      known(id);
+      return { phase: "round", round: enc.round, revision: enc.revision, waiting_for: waiting(), combatants: Object.fromEntries([...enc.combatants].map(([cid, c]) => [cid, { name: c.name, ...c.profile }])) };
+    },
+    "encounter.declare": ({ id, combatant_id, choice }) => {
+      known(id);
+      if (!enc.combatants.has(combatant_id)) throw notFound(combatant_id);
+      enc.choices.set(combatant_id, choice);
+      enc.revision++;
+      return { revision: enc.revision, waiting_for: waiting() };
+    },
+    "encounter.refresh": ({ id, combatant_id, combatant }) => {
+      known(id);
+      const c = enc.combatants.get(combatant_id);
+      if (!c) throw notFound(combatant_id);
+      const profile = profileOf(combatant);
+      if (typeof profile.psp === "number" && profile.psp < 0) {
+        throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatant/data/actor/flags/mindscape/revised-2e/psp", message: `must be at least 0, got ${profile.psp}` }] } };
+      }
+      const fields = new Set([...Object.keys(c.profile), ...Object.keys(profile)]);
+      const changed = [...fields].filter((f) => JSON.stringify(c.profile[f]) !== JSON.stringify(profile[f])).sort();
+      if (changed.length) {
+        Object.assign(c, { ref: structuredClone(combatant), profile });
+        enc.revision++;
+      }
+      return { combatant_id, revision: enc.revision, changed, warnings: [] };
+    },
+    "encounter.resolve": ({ id }) => {
+      known(id);
+      const results = [];
+      for (const [cid, choice] of enc.choices) {
+        if (!choice.attack) continue;
+        const a = enc.combatants.get(cid);
+        const d = enc.combatants.get(choice.attack.target);
+        const r = revisedResult({ attacker: withProfile(a), defender: withProfile(d), attack: choice.attack });
+        r.attacker.id = cid;
+        r.defender.id = choice.attack.target;
+        a.profile.psp = r.attacker.after.psp;
+        d.profile.psp = r.defender.after.psp;
+        results.push(r);
+      }
+      enc.choices.clear();
+      enc.round++;
+      enc.revision++;
+      return { revision: enc.revision, results, updates: [] };
+    },
+    ...overrides,
+  });
+  return { methods, enc };
 }
 
 /** Scripted dialogs: each kind answers from a queue (or a function), and records its context. */
@@ -98,6 +345,7 @@ export function scriptedDialogs(script = {}) {
     profileDialog: (arg) => answer("profileDialog", arg),
     houseRulesDialog: (arg) => answer("houseRulesDialog", arg),
     encounterChoiceDialog: (arg) => answer("encounterChoiceDialog", arg),
+    restDialog: (arg) => answer("restDialog", arg),
     pairingDialog: (arg) => answer("pairingDialog", arg),
   };
 }

@@ -1,8 +1,8 @@
 /**
  * A minimal stand-in for Foundry's client API, for the browser harness: just enough of
  * game (users, settings, i18n, socket, modules), Hooks, ui.notifications, CONFIG,
- * ChatMessage, Roll.fromData, fromUuid, renderTemplate and DialogV2 for the module's real
- * files to run in a page, with documents built from real dnd5e actor data.
+ * ChatMessage, Roll.fromData, fromUuid, renderTemplate, DialogV2 and a Combat for the
+ * module's real files to run in a page, with documents built from real dnd5e actor data.
  */
 import { compile } from "./handlebars-lite.mjs";
 
@@ -156,6 +156,43 @@ class ApplicationV2 {
 }
 const HandlebarsApplicationMixin = (Base) => class extends Base {};
 
+/**
+ * The combat tracker's Combat as the module reads it: combatants with `token` and
+ * `actor`, flags, and `previous` set to the state before an update before the
+ * `updateCombat(combat, changed, options, userId)` hook fires (Foundry's
+ * `Combat#_onUpdate`); `changed` holds only what changed. `startCombat` passes no
+ * direction, `nextRound` direction 1, `previousRound` direction -1.
+ */
+class Combat {
+  constructor(tokens) {
+    this.id = "harnessCombat";
+    this.round = 0;
+    this.turn = null;
+    this.flags = {};
+    this.previous = undefined;
+    const list = tokens.map((t, i) => ({ id: `cbt${i}`, tokenId: t.id, actorId: t.document.actorId, token: t.document, get actor() { return this.token.actor; } }));
+    this.combatants = { contents: list, get size() { return list.length; }, [Symbol.iterator]: () => list[Symbol.iterator]() };
+  }
+  getFlag(scope, key) { return byPath(this.flags?.[scope] ?? {}, key); }
+  setFlag(scope, key, value) { return this.update({ [`flags.${scope}.${key}`]: value }); }
+  async update(changes, options = {}) {
+    const before = structuredClone({ round: this.round, turn: this.turn, flags: this.flags });
+    const data = structuredClone(before);
+    applyDotted(data, changes);
+    const changed = {};
+    for (const key of ["round", "turn"]) if (data[key] !== before[key]) changed[key] = data[key];
+    if (JSON.stringify(data.flags) !== JSON.stringify(before.flags)) changed.flags = expandDotted(changes).flags;
+    if (!Object.keys(changed).length) return this;
+    if ("round" in changed || "turn" in changed) this.previous = { round: before.round, turn: before.turn, tokenId: null, combatantId: null };
+    Object.assign(this, { round: data.round, turn: data.turn, flags: data.flags });
+    window.Hooks.callAll("updateCombat", this, changed, { diff: true, ...options }, window.game.user.id);
+    return this;
+  }
+  startCombat() { return this.update({ round: 1, turn: 0 }); }
+  nextRound() { return this.update({ round: this.round + 1, turn: 0 }, { direction: 1, worldTime: { delta: 6 } }); }
+  previousRound() { return this.update({ round: Math.max(this.round - 1, 0), turn: 0 }, { direction: -1, worldTime: { delta: -6 } }); }
+}
+
 /** Build the page's Foundry: returns the harness handle tests drive. */
 export async function setUp({ generation = 13, actors, moduleBase = "/modules/mindscape" }) {
   DialogV2.generation = generation;
@@ -211,7 +248,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
       chatData.blind = rollMode === "blindroll";
       return chatData;
     },
-    getSpeaker: ({ actor, token } = {}) => ({ alias: token?.name ?? actor?.name }),
+    getSpeaker: ({ actor, token, alias } = {}) => ({ alias: alias ?? token?.name ?? actor?.name }),
     create: async (data, options) => {
       const message = { id: `m${messages.length + 1}`, data, options };
       messages.push(message);
@@ -261,9 +298,14 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     generation, tokens, docs, messages, notes, fetches, hooksCalled: [], lines: [],
     log: (line) => window.harness.lines.push(line),
     resolved: [],
+    roundsEnded: [],
+    rested: [],
+    combat: new Combat(tokens),
     actor: (uuid) => docs.get(uuid)?.toObject(),
   };
   Hooks.on("mindscape.resolved", (payload) => window.harness.resolved.push(JSON.parse(JSON.stringify({ result: payload.result, updates: payload.updates }))));
+  Hooks.on("mindscape.roundEnded", (payload) => window.harness.roundsEnded.push(JSON.parse(JSON.stringify({ round: payload.round, result: payload.result, updates: payload.updates, messageId: payload.message?.id ?? null }))));
+  Hooks.on("mindscape.rested", (payload) => window.harness.rested.push(JSON.parse(JSON.stringify({ system: payload.system, result: payload.result, updates: payload.updates, actors: payload.actors.map((a) => a.uuid), messageId: payload.message?.id ?? null }))));
   return window.harness;
 }
 

@@ -267,6 +267,52 @@ test("Foundry v12: an unanswered defense dialog closes at the timeout and the at
   await page.close();
 });
 
+test("the combat tracker's next round ends the psionic round with the real companion: a stun runs out, the card says so", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna (linked) is stunned with no round left after this one; the aboleth token has nothing timed.
+  await page.evaluate(async () => {
+    const zanna = window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV");
+    await zanna.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
+    await window.harness.combat.startCombat();
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round").length), 0, "starting the combat ends no round");
+
+  await page.evaluate(() => window.harness.combat.nextRound());
+  const card = page.locator("#chat-log .mindscape-round-card");
+  await card.waitFor({ timeout: 15000 });
+  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
+  assert.equal(calls.length, 1);
+  const { request, response } = calls[0];
+  assert.ok(response.result, JSON.stringify(response));
+  assert.deepEqual(request.params.combatants.map((c) => [c.adapter, c.data.token]), [
+    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true }],
+    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false }],
+  ]);
+  assert.deepEqual(response.result.combatants.map((c) => c.id), ["4Jsv5vYaJ1atUEDV", "shhHtE7b92PefCWB-tokAboleth"]);
+  assert.deepEqual(response.result.events, [{ type: "condition-ended", combatant: "4Jsv5vYaJ1atUEDV", condition: "stunned" }]);
+
+  // The card carries the companion's summary; Zanna's sheet holds what it wrote back.
+  const text = await card.textContent();
+  assert.ok(text.includes(response.result.summary), `${text} lacks ${response.result.summary}`);
+  assert.match(text, /End of psionic round 1/);
+  const zanna = await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"]);
+  assert.deepEqual(zanna.conditions, []);
+  assert.deepEqual(zanna.condition_rounds, {});
+  const ended = await page.evaluate(() => window.harness.roundsEnded);
+  assert.equal(ended.length, 1);
+  assert.equal(ended[0].round, 1);
+  assert.equal(await page.evaluate(() => window.harness.combat.getFlag("mindscape", "roundEnded")), 1);
+
+  // Round 2 ends with nothing to tell: no second card.
+  await page.evaluate(() => window.harness.combat.nextRound());
+  await page.waitForFunction(() => window.harness.roundsEnded.length === 2, null, { timeout: 15000 });
+  assert.equal(await page.evaluate(() => window.harness.roundsEnded[1].result.summary), "End of the round: nothing changes.");
+  assert.equal(await page.locator("#chat-log .mindscape-round-card").count(), 1);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("the real companion's purposes, outcomes and combatant fields all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
   const { EN } = await import("../test-support/fakes.mjs");
   const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
@@ -355,6 +401,97 @@ test("an encounter round in the panel: create from the selected tokens, secret c
 
   await panel.locator('[data-action="undo"]').click();
   await page.waitForFunction(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp === 40, null, { timeout: 15000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a psionic rest with the real companion: the sheet's header control, the hours typed in the dialog, the PSPs back on the sheet", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna (linked, 40 PSPs at most) has spent PSPs; her sheet's header offers the GM a rest.
+  const actions = await page.evaluate(async () => {
+    const zanna = window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV");
+    await zanna.update({ "flags.mindscape.revised-2e.psp": 12 });
+    const controls = [];
+    window.Hooks.callAll("getHeaderControlsActorSheetV2", { document: zanna, options: { actions: {} } }, controls);
+    window.restDone = controls.find((c) => c.action === "mindscape-rest").onClick();
+    return controls.map((c) => c.action);
+  });
+  assert.deepEqual(actions, ["mindscape-attack", "mindscape-profile", "mindscape-rest"]);
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-rest") });
+  await dialog.waitFor();
+  assert.equal(await dialog.locator("input[name=hours]").inputValue(), "8");
+  await dialog.locator("input[name=hours]").fill("2");
+  await dialog.locator('button[data-action="ok"]').click();
+  const done = await page.evaluate(() => window.restDone);
+  assert.ok(done, JSON.stringify(await page.evaluate(() => window.harness.notes)));
+
+  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "combatants.rest"));
+  assert.equal(calls.length, 1);
+  const { request, response } = calls[0];
+  assert.ok(response.result, JSON.stringify(response));
+  assert.equal(request.params.hours, 2);
+  assert.deepEqual(request.params.combatants.map((c) => [c.adapter, c.data.token]), [["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true }]]);
+  // ceil(40 / 8) = 5 PSPs an hour (RULES.md §1.8): 12 + 10.
+  assert.deepEqual(response.result.events, [{ type: "psp-regained", combatant: "4Jsv5vYaJ1atUEDV", amount: 10, hours: 2 }]);
+  assert.equal(await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp), 22);
+  assert.equal(done.summary, response.result.summary);
+
+  const card = page.locator("#chat-log .mindscape-rest-card");
+  await card.waitFor();
+  const text = await card.textContent();
+  assert.match(text, /Psionic rest/);
+  assert.ok(text.includes(response.result.summary), `${text} lacks ${response.result.summary}`);
+  const rested = await page.evaluate(() => window.harness.rested);
+  assert.equal(rested.length, 1);
+  assert.deepEqual(rested[0].actors, ["Actor.4Jsv5vYaJ1atUEDV"]);
+  assert.deepEqual(rested[0].updates, response.result.updates);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("an encounter step takes the sheets again before it resolves: PSPs changed on the sheet are where the write-back starts", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const ids = await page.evaluate(async () => {
+    const svc = game.modules.get("mindscape").api.service;
+    const ctl = svc.encounters;
+    await ctl.create(["Scene.harness.Token.tokZanna", "Scene.harness.Token.tokAboleth"], "Refresh");
+    const meta = ctl.meta;
+    const [zanna, aboleth] = Object.keys(meta.combatants);
+    await svc.rpc("encounter.declare", { id: meta.id, combatant_id: zanna, choice: { attack: { mode: "mind-thrust", multiplier: 1, range: "short", target: aboleth } } });
+    await svc.rpc("encounter.declare", { id: meta.id, combatant_id: aboleth, choice: { defense: { mode: "mind-blank" } } });
+    // Outside the encounter, Zanna spends PSPs on a power: her sheet now holds 25, not 40.
+    await window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.psp": 25 });
+    await ctl.resolve({ physical: false });
+    return { zanna, aboleth };
+  });
+  const fetches = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method.startsWith("encounter.")).map((f) => ({ method: f.request.method, params: f.request.params, result: f.response.result, error: f.response.error ?? null })));
+  const tail = fetches.slice(-3);
+  assert.deepEqual(tail.map((f) => [f.method, f.params.combatant_id ?? null, f.error]), [
+    ["encounter.refresh", ids.zanna, null], ["encounter.refresh", ids.aboleth, null], ["encounter.resolve", null, null],
+  ]);
+  assert.deepEqual(tail[0].result.changed, ["psp"]);
+  assert.deepEqual(tail[1].result.changed, []);
+  assert.equal(tail[1].result.revision, tail[0].result.revision, "a sheet that did not change stores nothing");
+  assert.equal(tail[0].params.combatant.data.actor.flags.mindscape["revised-2e"].psp, 25);
+  const update = tail[2].result.updates.find((u) => u.uuid === "Actor.4Jsv5vYaJ1atUEDV");
+  assert.ok(update, JSON.stringify(tail[2].result.updates));
+  const after = update.update["flags.mindscape.revised-2e.psp"];
+  // The mind thrust cost Zanna a few PSPs of the 25 on her sheet (from 40 it would be 30 or more).
+  assert.ok(after < 25 && after >= 15, String(after));
+  assert.equal(await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp), after);
+  await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
+
+  // The panel's Refresh from sheets says which sheet changed, and what.
+  await page.evaluate(async () => {
+    await window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.psp": 20 });
+    await game.modules.get("mindscape").api.openEncounter();
+  });
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="refresh"]').click();
+  await page.waitForFunction(() => window.harness.notes.some(([, text]) => text.startsWith("Taken again")), null, { timeout: 15000 });
+  const notes = await page.evaluate(() => window.harness.notes);
+  assert.deepEqual(notes.filter(([, text]) => text.startsWith("Taken again")), [["info", "Taken again from the sheets: Zanna (PSPs)."]]);
+  assert.deepEqual(notes.filter(([kind]) => kind === "error"), []);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -41,18 +41,23 @@ for (const generation of [12, 13]) {
     assert.equal(scope("playersMayAttack"), "world");
     assert.equal(scope("rollMode"), "world");
     assert.equal(scope("genericMapping"), "world");
+    // The GM switches the tracker's round ends off for the whole world; on by default.
+    assert.equal(scope("endRoundWithTracker"), "world");
+    assert.equal(c.game.settings.registered.get("mindscape.endRoundWithTracker").default, true);
+    assert.equal(c.game.settings.registered.get("mindscape.endRoundWithTracker").config, true);
     // Address and token are set by the restricted pairing menu only: Configure Settings
     // would show the token in plain text.
     assert.equal(c.game.settings.registered.get("mindscape.daemonUrl").config, false);
     assert.equal(c.game.settings.registered.get("mindscape.daemonToken").config, false);
     assert.deepEqual(Object.keys(c.game.settings.registered.get("mindscape.rollMode").choices), ["default", "publicroll", "gmroll", "blindroll", "selfroll"]);
     assert.ok(c.game.settings.menus.get("mindscape.pairing").restricted);
-    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML"]) {
+    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML", "updateCombat"]) {
       assert.equal(c.Hooks.events.get(name)?.length, 1, name);
     }
     for (const fn of c.Hooks.events.get("ready")) fn();
     const api = c.game.modules.get("mindscape").api;
-    assert.deepEqual(["resolve", "odds", "openEncounter", "configureActor"].filter((k) => typeof api[k] === "function"), ["resolve", "odds", "openEncounter", "configureActor"]);
+    const calls = ["resolve", "odds", "openEncounter", "configureActor", "endRound", "rest", "refreshEncounter"];
+    assert.deepEqual(calls.filter((k) => typeof api[k] === "function"), calls);
     if (generation >= 13) assert.equal(typeof c.CONFIG.queries["mindscape.attack"], "function");
     assert.equal(c.listeners.get("module.mindscape")?.length, 1);
     assert.ok(c.Hooks.called.some((h) => h.name === "mindscape.ready"));

@@ -20,7 +20,7 @@ test("every i18n key named in the scripts and templates exists in en.json", () =
 });
 
 test("every setting has a name and hint, every mode id a label", () => {
-  for (const key of ["daemonUrl", "daemonToken", "physicalDice", "ruleSystem", "houseRules", "genericMapping", "playersMayAttack", "rollMode", "defenseTimeout", "encounter"]) {
+  for (const key of ["daemonUrl", "daemonToken", "physicalDice", "ruleSystem", "houseRules", "genericMapping", "playersMayAttack", "rollMode", "defenseTimeout", "endRoundWithTracker", "encounter"]) {
     assert.ok(i18n.has(`MINDSCAPE.Setting.${key}.Name`) && i18n.has(`MINDSCAPE.Setting.${key}.Hint`), key);
   }
   const modes = Object.keys(EN.MINDSCAPE.Mode);
@@ -47,6 +47,8 @@ test("every template renders with a plausible context", () => {
     "encounter.hbs": { active: true, name: "E", combatants: [{ id: "a", name: "A", summary: "PSP 1/2", waiting: true }], waitingNames: "A" },
     "encounter-choice.hbs": { combatantName: "A", attacks: [{ id: "ego-whip", label: "Ego whip" }], targets: [{ id: "b", name: "B" }], defenses: [], multipliers: [{ value: 1 }], ranges: [], poolDice: [] },
     "chat-card.hbs": { outcome: "hit", outcomeLabel: "Hit", attackerName: "A", defenderName: "B", facts: [], changes: [], dice: [] },
+    "rest-dialog.hbs": { askHours: true, names: "Ulcen, Fenka", min: 1, max: 1000, value: 8, systemLabel: "S", problem: "Type a whole number." },
+    "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ name: "A", type: "Condition ended", text: "condition: stunned" }], systemLabel: "S" },
   };
   for (const name of Object.keys(templates)) {
     assert.ok(contexts[name], `a context for ${name}`);
@@ -55,4 +57,12 @@ test("every template renders with a plausible context", () => {
   }
   assert.match(renderModuleTemplate("dice-prompt", contexts["dice-prompt.hbs"]), /name="die-2" min="1" max="4"/);
   assert.match(renderModuleTemplate("pairing", contexts["pairing.hbs"]), /mindscape serve --allow-origin https:\/\/x\.example/);
+  // The end-of-round card names the round the tracker left, or none for a macro's round.
+  assert.match(renderModuleTemplate("round-card", contexts["round-card.hbs"]), /<h3>End of psionic round 3<\/h3>/);
+  assert.match(renderModuleTemplate("round-card", { ...contexts["round-card.hbs"], round: null }), /<h3>End of the psionic round<\/h3>/);
+  // A rest's card is the same card under its own title.
+  assert.match(renderModuleTemplate("round-card", { ...contexts["round-card.hbs"], title: "Psionic rest", cardClass: "mindscape-rest-card" }), /mindscape-round-card mindscape-rest-card[\s\S]*<h3>Psionic rest<\/h3>/);
+  // The rest dialog asks whole hours in the system's range, or confirms one long rest.
+  assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
+  assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);
 });

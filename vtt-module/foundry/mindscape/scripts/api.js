@@ -6,6 +6,9 @@
  *   const odds = await api.odds({ attacker: token, target: t1, attack: { mode: "ego-whip" }, assumeDefense: "mind-blank" });
  *   api.openEncounter();
  *   api.configureActor(actor);
+ *   await api.endRound({ tokenUuids: [t1, t2], choices: { "<combatant id>": { close: true } } });
+ *   await api.rest({ tokenUuids: [t1], hours: 8 });
+ *   await api.refreshEncounter();
  */
 import { UsageError } from "./errors.js";
 
@@ -29,6 +32,36 @@ export function makeApi(svc, { openEncounter } = {}) {
     /** Exact odds of an attack (through the GM's client) as shown in the dialog. */
     odds({ attacker, target, attack, assumeDefense = null }) {
       return svc.relay.toGM("odds", { attackerUuid: uuidOf(attacker), targetUuid: uuidOf(target), attack, assumeDefense });
+    },
+    /**
+     * GM: end the psionic round for chosen tokens (by default the controlled ones), without
+     * the combat tracker. `choices` go to `exchange.end_round` as given, keyed by combatant
+     * id (the actor's id; `<actor id>-<token id>` for an unlinked token). Resolves to
+     * `{summary, updates, messageId}`, or null after showing the error (a player's call
+     * is refused).
+     */
+    endRound({ tokenUuids, choices, physical } = {}) {
+      const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
+      return svc.startEndRound({ tokenUuids: chosen.map(uuidOf).filter(Boolean), choices, physical });
+    },
+    /**
+     * GM: a psionic rest for chosen tokens (by default the controlled ones; actors and
+     * uuids are taken too). The rest dialog asks the hours (a system whose rest takes
+     * them, revised-2e) or confirms one long rest (power-pool), unless `hours` are given
+     * or `dialog` is false. Resolves to `{summary, updates, messageId}`, or null after
+     * showing the error (a player's call is refused) or when the dialog is cancelled.
+     */
+    rest({ tokenUuids, hours, dialog } = {}) {
+      const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
+      return svc.startRest({ tokenUuids: chosen.map(uuidOf).filter(Boolean), hours: hours ?? null, dialog });
+    },
+    /**
+     * GM: take every combatant of the current encounter again from its sheet. Shows which
+     * combatants changed which fields (nothing when every sheet matched) and resolves to
+     * `[{combatantId, name, changed, revision}]`, or null after showing the error.
+     */
+    refreshEncounter() {
+      return svc.startRefreshEncounter();
     },
     /** Open the encounter panel (GM). */
     openEncounter() {

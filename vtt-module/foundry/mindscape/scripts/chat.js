@@ -104,6 +104,44 @@ export function chatCardContext(result, info) {
 }
 
 /**
+ * Everything the end-of-round card shows, from `exchange.end_round`'s result; a rest's
+ * card (`combatants.rest`, the same shape of answer) uses it with its own `title` and icon.
+ * @param {object} result  `exchange.end_round`'s (or `combatants.rest`'s) result
+ * @param {{names:Map<string,string>, round?:number|null, title?:string, icon?:string, cardClass?:string,
+ *          localize:(key:string, fallback:string)=>string, physical?:boolean}} info
+ *   `names`: the table's name of each combatant id (the token's name)
+ */
+export function roundCardContext(result, info) {
+  const L = info.localize;
+  const nameOf = (id) => (typeof id === "string" && info.names?.has(id) ? info.names.get(id) : id);
+  const changes = [];
+  for (const side of result.combatants ?? []) {
+    const name = nameOf(side?.id ?? side?.after?.id);
+    for (const c of changesOf(side)) changes.push({ ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")) });
+  }
+  const round = Number.isInteger(info.round) ? info.round : null;
+  return {
+    system: result.system,
+    systemLabel: L(`MINDSCAPE.System.${result.system}`, result.system),
+    round,
+    title: info.title ?? null,
+    icon: info.icon ?? "fa-hourglass-end",
+    cardClass: info.cardClass ?? null,
+    summary: result.summary ?? "",
+    changes,
+    hasChanges: changes.length > 0,
+    dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
+    events: (result.events ?? []).map((e) => ({
+      name: nameOf(e.combatant),
+      type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
+      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "object" ? JSON.stringify(v) : nameOf(v)}`).join(", "),
+    })),
+    unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
+    physical: Boolean(info.physical),
+  };
+}
+
+/**
  * The roll mode a card uses: the world's setting, or for "default" the chat roll mode of
  * the user who started the attack. The GM's client posts every card, so a player's mode
  * travels with the request (`requesterRollMode`); one that is not a known chat roll mode
@@ -121,7 +159,8 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
 /**
  * Render and post a chat card for one result. Dependencies are passed in so tests can
  * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create,
- * getSpeaker and applyRollMode).
+ * getSpeaker and applyRollMode). `card` is the message's `flags.mindscape` (an
+ * exchange's card by default).
  *
  * Foundry applies `options.rollMode` in `ChatMessage#_preCreate` only to roll messages,
  * so a card without dice would ignore a blind or GM-only mode. The static
@@ -129,7 +168,7 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
  * `blind` on the data itself, for every card; the option is still passed for rolls.
  * @returns {Promise<any>} the created message
  */
-export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose }) {
+export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, card }) {
   const content = await renderTemplate(template, context);
   const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose)).map((data) => Roll.fromData(data));
   const data = {
@@ -137,7 +176,7 @@ export async function postChatCard({ result, context, rollMode, speaker, renderT
     content,
     rolls,
     sound: rolls.length ? globalThis.CONFIG?.sounds?.dice : undefined,
-    flags: { [MODULE_ID]: { card: "exchange", system: result.system, outcome: result.outcome } },
+    flags: { [MODULE_ID]: card ?? { card: "exchange", system: result.system, outcome: result.outcome } },
   };
   if (typeof ChatMessage.applyRollMode === "function") ChatMessage.applyRollMode(data, rollMode);
   return ChatMessage.create(data, { rollMode });

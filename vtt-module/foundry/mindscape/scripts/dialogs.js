@@ -4,6 +4,7 @@
  */
 import { checkDieValues } from "./rpc.js";
 import { i18n, readForm, renderTemplate } from "./foundry.js";
+import { restHours } from "./rest.js";
 
 function DialogV2() {
   return globalThis.foundry.applications.api.DialogV2;
@@ -226,4 +227,25 @@ export function houseRulesDialog({ context }) {
 /** One combatant's secret choice for an encounter step. */
 export function encounterChoiceDialog({ context }) {
   return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare" });
+}
+
+/**
+ * A psionic rest: the whole hours of rest when the system's rest takes them (asked again,
+ * with the problem, until they are whole hours in range), else a confirmation of one
+ * long rest.
+ * @param {{context:{askHours:boolean, min?:number, max?:number, value?:number, names:string, systemLabel:string}}} opts
+ * @returns {Promise<{hours?:number}|null>}  `{hours}`, `{}` for a confirmed long rest, null when cancelled
+ */
+export async function restDialog({ context }) {
+  const t = i18n();
+  const ctx = { ...context, problem: null };
+  for (;;) {
+    const form = await wait({ title: "MINDSCAPE.Rest.Title", icon: "fas fa-bed", template: "rest-dialog", context: ctx, ok: "MINDSCAPE.Rest.Go", okIcon: "fas fa-bed" });
+    if (!form) return null;
+    if (!ctx.askHours) return {};
+    const hours = restHours(form.hours, { min: ctx.min, max: ctx.max });
+    if (hours !== null) return { hours };
+    ctx.value = form.hours;
+    ctx.problem = t.format("MINDSCAPE.Rest.HoursInvalid", { min: ctx.min, max: ctx.max });
+  }
 }

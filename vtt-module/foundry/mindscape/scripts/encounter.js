@@ -4,7 +4,7 @@
  * watcher for `encounter.changed`, and the panel that shows it all.
  */
 import { MODULE_ID } from "./consts.js";
-import { PermissionDeniedError, UsageError } from "./errors.js";
+import { PermissionDeniedError, RefreshRefusedError, RpcError, UsageError, describeError } from "./errors.js";
 import { attackFromForm, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
@@ -94,6 +94,20 @@ export function modesOfResult(result) {
   return { attack, defense };
 }
 
+/**
+ * The notification line of a refresh: each combatant whose sheet changed, with the fields
+ * the companion took again in the order it names them (`Fenka (Conditions, PSPs); Goblin
+ * (Hit points)`), or "" when every sheet matched the encounter.
+ * @param {{name:string, changed:string[]}[]} refreshed  `EncounterController#refresh`'s answer
+ * @param {(key:string, fallback:string)=>string} label
+ */
+export function refreshReport(refreshed, label = (_k, f) => f) {
+  return (refreshed ?? [])
+    .filter((r) => r.changed?.length)
+    .map((r) => `${r.name} (${r.changed.map((f) => label(`MINDSCAPE.Field.${f}`, f.replace(/_/g, " "))).join(", ")})`)
+    .join("; ");
+}
+
 /** Every write-back update in a step's answer, wherever the daemon put it. */
 export function updatesOfStep(answer) {
   const out = [...(answer?.updates ?? [])];
@@ -176,8 +190,12 @@ export class EncounterController {
   /**
    * Ask every combatant still to choose: its owner secretly (through the relay), the GM
    * for NPCs; each answer is declared at once, so hidden choices never rest in Foundry.
+   * The combatants are first taken again from their sheets (`refresh`); when the
+   * companion refuses one, nobody is asked.
    */
   async collectChoices() {
+    // Each choice is asked against the combatants as their sheets are now.
+    await this.refresh();
     const meta = this.meta;
     const state = await this.state();
     if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
@@ -207,6 +225,43 @@ export class EncounterController {
     return this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: combatantId, choice: choiceFromForm(meta.system, state, form) });
   }
 
+  /**
+   * Take every combatant of the encounter again from its sheet as it is now
+   * (`encounter.refresh`), one after another in the order they were added, so that what
+   * changed on a sheet outside the encounter (a sword blow's hit points, PSPs spent on a
+   * power) is not overwritten by the next write-back. A combatant whose token or actor is
+   * gone is skipped, as it receives no updates either. When nothing changed the
+   * companion stores nothing.
+   * @returns {Promise<{combatantId:string, name:string, changed:string[], revision:number|null}[]>}
+   * @throws {RefreshRefusedError} when the companion refuses a combatant (a profile it no
+   *   longer accepts, a combatant it does not know): the combatants after it are not sent
+   */
+  async refresh() {
+    const meta = this.meta;
+    if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const adapter = await this.svc.adapterId();
+    const out = [];
+    for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
+      let docs;
+      try {
+        docs = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+      } catch {
+        continue; // a deleted token is no longer in the fight
+      }
+      const name = docs.token?.name ?? entry.name ?? docs.actor.name;
+      let answer;
+      try {
+        answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, docs.token, adapter) });
+      } catch (error) {
+        // The companion answered no: say whose sheet. Anything else (not running) as it is.
+        if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
+        throw error;
+      }
+      out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], revision: answer?.revision ?? null });
+    }
+    return out;
+  }
+
   /** The participants of the encounter, for routing updates. */
   async participants() {
     const out = [];
@@ -225,8 +280,23 @@ export class EncounterController {
     return plan;
   }
 
-  /** Resolve the current step (force: missing choices count as none), apply, post cards. */
+  /**
+   * Resolve the current step (force: missing choices count as none), apply, post cards.
+   * The step waits in the exchange queue for any single exchange (or end of round) on one
+   * of the encounter's actors, then takes every combatant again from its sheet
+   * (`refresh`) and resolves: the write-back starts from the sheets as they are. When the
+   * companion refuses a sheet, nothing is resolved.
+   */
   async resolve({ force = false, physical } = {}) {
+    const keys = (await this.participants()).map((p) => p.actorUuid);
+    return this.svc.exchanges.run(keys, async () => {
+      await this.refresh();
+      return this.resolveNow({ force, physical });
+    });
+  }
+
+  /** Resolve with the encounter's current copies; call only through `resolve`. */
+  async resolveNow({ force, physical }) {
     const meta = this.meta;
     const params = { id: meta.id };
     if (force) params.force = true;
@@ -323,6 +393,7 @@ export function makeEncounterPanel(foundry, svc) {
         create: EncounterPanel.#run((c) => c.create(selectedTokenUuids(svc.game))),
         add: EncounterPanel.#run((c) => c.add(selectedTokenUuids(svc.game))),
         ask: EncounterPanel.#run((c) => c.collectChoices()),
+        refresh: EncounterPanel.#run(async (c) => svc.reportRefresh(await c.refresh())),
         resolve: EncounterPanel.#run((c) => c.resolve()),
         force: EncounterPanel.#run((c) => c.resolve({ force: true })),
         undo: EncounterPanel.#run((c) => c.undo()),

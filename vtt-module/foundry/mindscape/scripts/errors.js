@@ -105,6 +105,19 @@ export class PermissionDeniedError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.Permission", data); }
 }
 
+/**
+ * The companion refused to take an encounter combatant again from its sheet
+ * (`encounter.refresh`: a profile it now refuses, a combatant it does not know), so
+ * nothing was resolved or asked. `data`: `{name, problem}`, the combatant's name and the
+ * refusal in words; `cause` is the companion's own error.
+ */
+export class RefreshRefusedError extends MindscapeError {
+  constructor(data, cause) {
+    super("MINDSCAPE.Error.RefreshRefused", data);
+    if (cause) this.cause = cause;
+  }
+}
+
 /** The user closed a dialog; callers stop quietly. */
 export class CancelledError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.Cancelled", data); }
@@ -119,7 +132,7 @@ const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
   DaemonHttpError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
   NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError,
-  PermissionDeniedError, CancelledError, UsageError,
+  PermissionDeniedError, RefreshRefusedError, CancelledError, UsageError,
 };
 
 /**

@@ -1,14 +1,26 @@
 /**
  * Hook registrations: token HUD button, actor-sheet header controls (AppV1 and AppV2),
- * chat-card listeners (v12 and v13 names). Each hook family is registered for both
- * versions; the one the running Foundry does not fire stays silent.
+ * chat-card listeners (v12 and v13 names), the combat tracker's rounds. Each hook family
+ * is registered for both versions; the one the running Foundry does not fire stays silent.
  */
 import { MODULE_ID } from "./consts.js";
 import { elementOf } from "./foundry.js";
+import { endedRound } from "./rounds.js";
+import { restsIn } from "./rest.js";
 
 export const ATTACK_ACTION = `${MODULE_ID}-attack`;
 export const PROFILE_ACTION = `${MODULE_ID}-profile`;
 export const ENCOUNTER_ACTION = `${MODULE_ID}-encounter`;
+export const REST_ACTION = `${MODULE_ID}-rest`;
+
+/**
+ * Whether this client's sheets offer "Psionic rest": only to a GM (a rest gives PSPs and
+ * pool dice back), and only in a world whose system has a rest rule (never
+ * combat-strength). Header hooks are synchronous, so this is decided from the system id.
+ */
+export function restOffered(svc) {
+  return Boolean(svc.game?.user?.isGM) && restsIn(svc.system);
+}
 
 /** The token (document) uuid an actor sheet attacks with: its token, else its first active token. */
 export function sheetAttackerUuid(actor) {
@@ -55,10 +67,13 @@ export function onRenderTokenHUD(svc, hud, html) {
 export function onGetActorSheetHeaderButtons(svc, sheet, buttons) {
   const actor = sheet.actor ?? sheet.document;
   if (!actor?.isOwner) return;
-  buttons.unshift(
+  const ours = [
     { label: "MINDSCAPE.Profile.Button", class: PROFILE_ACTION, icon: "fas fa-head-side-virus", onclick: () => svc.configureActor(actor.uuid) },
     { label: "MINDSCAPE.Attack.Button", class: ATTACK_ACTION, icon: "fas fa-brain", onclick: () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }) },
-  );
+  ];
+  // The sheet's own actor rests: a world actor's sheet the world actor, a token's sheet that token's actor.
+  if (restOffered(svc)) ours.push({ label: "MINDSCAPE.Rest.Button", class: REST_ACTION, icon: "fas fa-bed", onclick: () => svc.startRest({ tokenUuids: [actor.uuid] }) });
+  buttons.unshift(...ours);
 }
 
 /** AppV2 sheets (v13 core, dnd5e 5.x): header controls, added once per sheet. */
@@ -68,15 +83,18 @@ export function onGetHeaderControls(svc, app, controls) {
   if (controls.some((c) => c.action === ATTACK_ACTION)) return;
   const attack = () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) });
   const profile = () => svc.configureActor(actor.uuid);
+  const rest = restOffered(svc) ? () => svc.startRest({ tokenUuids: [actor.uuid] }) : null;
   controls.push(
     { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: attack },
     { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: profile },
   );
+  if (rest) controls.push({ action: REST_ACTION, icon: "fas fa-bed", label: "MINDSCAPE.Rest.Button", onClick: rest });
   // A header control runs the application's action of the same name; register ours on
   // this sheet too, for cores that dispatch by action rather than by `onClick`.
   if (app.options?.actions && typeof app.options.actions === "object") {
     app.options.actions[ATTACK_ACTION] ??= attack;
     app.options.actions[PROFILE_ACTION] ??= profile;
+    if (rest) app.options.actions[REST_ACTION] ??= rest;
   }
 }
 
@@ -96,6 +114,18 @@ export function onRenderChatMessage(svc, message, html) {
   }
 }
 
+/**
+ * The combat tracker changed (every client gets `updateCombat`): when it moved on from a
+ * round that had begun (rounds.js `endedRound`), the client that talks to the companion
+ * ends that psionic round (service.js `endCombatRound`, which never rejects).
+ * @returns {Promise<object|null>|null} the end of round under way, if any
+ */
+export function onUpdateCombat(svc, combat, changed, options) {
+  const round = endedRound(combat, changed, options);
+  if (round === null || !svc.relay?.isActiveGM) return null;
+  return svc.endCombatRound(combat, round);
+}
+
 /** The hook names this module listens to, and their handlers. Exported for tests. */
 export function hookTable(svc) {
   return {
@@ -105,6 +135,7 @@ export function hookTable(svc) {
     getHeaderControlsApplicationV2: (app, controls) => onGetHeaderControls(svc, app, controls),
     renderChatMessage: (message, html) => onRenderChatMessage(svc, message, html),
     renderChatMessageHTML: (message, html) => onRenderChatMessage(svc, message, html),
+    updateCombat: (combat, changed, options) => onUpdateCombat(svc, combat, changed, options),
   };
 }
 

@@ -14,10 +14,13 @@ import {
   exchangeParams, knownModeIds, knownModes, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
-import { chatCardContext, effectiveRollMode, postChatCard } from "./chat.js";
+import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
+import { ROUND_ENDED_FLAG, combatEntries, endRoundParams, roundParticipants } from "./rounds.js";
+import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
+import { refreshReport } from "./encounter.js";
 
 /**
  * @typedef {object} Env
@@ -42,6 +45,9 @@ export class Mindscape {
     this.adaptersCache = null;
     // GM: exchanges that touch one actor are resolved and written back one after another.
     this.exchanges = new KeyedQueue();
+    // GM: the last round this client ended for each combat (id -> round), beside the
+    // combat's own flag, so that a round is not ended twice while the flag is written.
+    this.roundsEnded = new Map();
     // The player's dialog closes itself at the timeout; the GM waits this much longer for
     // the answer to travel back before using the default itself.
     this.defenseGraceMs = DEFENSE_GRACE_MS;
@@ -168,6 +174,10 @@ export class Mindscape {
       attack: { runsOn: "gm", fn: (p, c) => this.attack(p, c.sender) },
       profileForm: { runsOn: "gm", fn: (p, c) => this.profileForm(p, c.sender) },
       saveProfile: { runsOn: "gm", fn: (p, c) => this.saveProfile(p, c.sender) },
+      endRound: { runsOn: "gm", fn: (p, c) => this.endRoundFor(p, c.sender) },
+      prepareRest: { runsOn: "gm", fn: (p, c) => this.prepareRest(p, c.sender) },
+      rest: { runsOn: "gm", fn: (p, c) => this.restFor(p, c.sender) },
+      refreshEncounter: { runsOn: "gm", fn: (p, c) => this.refreshEncounterFor(p, c.sender) },
       encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
       chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
@@ -356,23 +366,41 @@ export class Mindscape {
       defense,
       options: houseRulesFor(this.game, system),
     });
-    const call = (method, p) => this.rpc(method, p);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const result = usePhysical
-      ? (await callWithPhysicalDice(call, "exchange.resolve", params, (need) => this.env.dialogs.diceDialog({ ...need, purposeLabel: this.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
-      : await call("exchange.resolve", params);
-    const participants = [participantOf(attacker.token, attacker.actor), participantOf(defender.token, defender.actor)];
-    const { plan, refused } = planUpdates(result.updates ?? [], participants);
-    const applied = await applyPlan(plan, this.env.fromUuid);
-    if (refused.length) console.warn(`${MODULE_ID} | refused updates outside the exchange`, refused);
-    const failed = applied.filter((r) => !r.ok);
-    if (failed.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
+    const result = await this.callDice("exchange.resolve", params, usePhysical);
+    const plan = await this.writeBack(result.updates, [participantOf(attacker.token, attacker.actor), participantOf(defender.token, defender.actor)]);
     const attackerName = attacker.token?.name ?? attacker.actor.name;
     const defenderName = defender.token?.name ?? defender.actor.name;
     const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
     return { outcome: result.outcome, summary: result.summary, messageId: message?.id ?? null, updates: plan };
+  }
+
+  /**
+   * GM: call a dice-using method, with the physical-dice prompts when `physical` (the
+   * companion says which dice it still needs, rpc.js `callWithPhysicalDice`).
+   */
+  async callDice(method, params, physical) {
+    const call = (m, p) => this.rpc(m, p);
+    if (!physical) return call(method, params);
+    const prompt = (need) => this.env.dialogs.diceDialog({ ...need, purposeLabel: this.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) });
+    return (await callWithPhysicalDice(call, method, params, prompt)).result;
+  }
+
+  /**
+   * GM: apply the companion's write-back to the participants' documents only (updates.js),
+   * warn the GM about sheets that could not be updated, and return the plan applied.
+   * @param {{uuid:string, update:object}[]|undefined} updates
+   * @param {import("./updates.js").Participant[]} participants
+   */
+  async writeBack(updates, participants) {
+    const { plan, refused } = planUpdates(updates ?? [], participants);
+    const applied = await applyPlan(plan, this.env.fromUuid);
+    if (refused.length) console.warn(`${MODULE_ID} | refused updates outside the exchange or round`, refused);
+    const failed = applied.filter((r) => !r.ok);
+    if (failed.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
+    return plan;
   }
 
   /**
@@ -391,6 +419,257 @@ export class Mindscape {
       ChatMessage: this.env.ChatMessage,
       localizePurpose: (p) => this.t.label(`MINDSCAPE.Purpose.${p}`, p),
     });
+  }
+
+  // ---------------------------------------------------------------- end of a round (GM)
+
+  /**
+   * GM: the combat tracker left `round` (hooks.js, rounds.js `endedRound`): end the
+   * psionic round of its combatants that have a profile for the world's system. Only the
+   * client that talks to the companion does it, only while the world's "End psionic
+   * rounds with the combat tracker" is on, and once per round of a combat: the round
+   * ended is recorded in the combat's `flags.mindscape.roundEnded`, so going back a round
+   * and forward again does not count a stun down twice (a round whose end failed is not
+   * recorded, and going back and forward again retries it). Never rejects: a failure
+   * (the companion not running, a refused profile) is shown to the GM.
+   * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
+   *   null when no round was ended
+   */
+  async endCombatRound(combat, round) {
+    const id = combat?.id ?? combat?.uuid ?? null;
+    try {
+      if (!this.relay.isActiveGM || !setting(this.game, "endRoundWithTracker")) return null;
+      const flagged = Number(combat.getFlag?.(MODULE_ID, ROUND_ENDED_FLAG) ?? combat.flags?.[MODULE_ID]?.[ROUND_ENDED_FLAG]);
+      const done = Math.max(Number.isInteger(flagged) ? flagged : 0, this.roundsEnded.get(id) ?? 0);
+      if (round <= done) return null;
+      const participants = roundParticipants(combatEntries(combat), this.system);
+      if (!participants.length) return null;
+      this.roundsEnded.set(id, round);
+      let outcome;
+      try {
+        outcome = await this.endRound({ participants, round, combat });
+      } catch (error) {
+        if (this.roundsEnded.get(id) === round) this.roundsEnded.set(id, done);
+        throw error;
+      }
+      await combat.setFlag?.(MODULE_ID, ROUND_ENDED_FLAG, round);
+      return outcome;
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+
+  /**
+   * GM: end the psionic round for chosen tokens (the macro API, relayed). Only a GM may:
+   * ending rounds counts stuns and dazes down.
+   * @param {{tokenUuids:string[], choices?:object, physical?:boolean, rollMode?:string}} request
+   */
+  async endRoundFor({ tokenUuids, choices, physical, rollMode }, sender) {
+    if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
+    const system = this.system;
+    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid)));
+    const participants = roundParticipants(docs, system);
+    if (!participants.length) throw new UsageError("MINDSCAPE.Error.NoRoundCombatants", { system: this.t.label(`MINDSCAPE.System.${system}`, system) });
+    const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
+    return this.endRound({ participants, choices, physical, requesterRollMode });
+  }
+
+  /**
+   * GM: end the round for `participants` (`{token, actor}`, one per actor) in the exchange
+   * queue, keyed by their actors as exchanges are: the end of a round never interleaves
+   * with an exchange touching one of them, and reads their documents again when its turn
+   * comes (an earlier write-back may have changed them).
+   */
+  endRound({ participants, ...rest }) {
+    const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
+    return this.exchanges.run(keys, async () => {
+      const now = await Promise.all(participants.map((p) => this.reread(p)));
+      return this.endRoundNow({ participants: now, ...rest });
+    });
+  }
+
+  /**
+   * A participant's token and actor read again: through its token, or a world actor
+   * without one as itself (never as one of its unlinked tokens).
+   * @param {{token:any, actor:any}} p
+   */
+  reread(p) {
+    return p.token ? this.docs(p.token.uuid) : this.docs(p.actor.uuid, { worldActor: true });
+  }
+
+  /**
+   * The table's name (the token's name, else the actor's) of each combatant id of a
+   * result that answers every combatant in the order sent (`exchange.end_round`,
+   * `combatants.rest`).
+   * @returns {Map<string, string>}
+   */
+  namesOf(result, participants) {
+    const names = new Map();
+    (result.combatants ?? []).forEach((c, i) => {
+      const p = participants[i];
+      if (c?.id && p) names.set(c.id, p.token?.name ?? p.actor.name);
+    });
+    return names;
+  }
+
+  /**
+   * GM: `exchange.end_round` for the participants' current data; call only through
+   * `endRound`. The write-back goes to those tokens' actors only; a card is posted only
+   * when something happened (the result has events), never for a round where nothing
+   * changes (a countdown alone is written back without a card). Fires
+   * `mindscape.roundEnded` after every call that succeeded.
+   * @param {{participants:{token:any, actor:any}[], choices?:object, physical?:boolean,
+   *          requesterRollMode?:string|null, round?:number|null, combat?:any}} request
+   */
+  async endRoundNow({ participants, choices, physical, requesterRollMode = null, round = null, combat = null }) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const params = endRoundParams({
+      system,
+      combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
+      choices,
+      options: houseRulesFor(this.game, system),
+    });
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
+    const result = await this.callDice("exchange.end_round", params, usePhysical);
+    const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
+    let message = null;
+    if (result.events?.length) {
+      message = await this.postRoundCard(result, { names: this.namesOf(result, participants), round, physical: usePhysical, requesterRollMode });
+    }
+    const payload = { system, result, round, combat, actors: participants.map((p) => p.actor), updates: plan, message };
+    this.env.Hooks.callAll("mindscape.roundEnded", payload);
+    return { summary: result.summary, updates: plan, messageId: message?.id ?? null };
+  }
+
+  /**
+   * Post the end-of-round card (or, with `info.title` and `info.card`, a rest's card in
+   * the same template), in the roll mode an exchange's card would use.
+   */
+  async postRoundCard(result, info) {
+    const context = roundCardContext(result, { ...info, localize: this.t.label });
+    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
+    const alias = info.title ?? this.t.localize("MINDSCAPE.RoundEnd.Title");
+    return postChatCard({
+      result, context, rollMode,
+      speaker: this.env.ChatMessage.getSpeaker?.({ alias }) ?? { alias },
+      renderTemplate: (_name, ctx) => this.env.render("round-card", ctx),
+      template: "round-card",
+      Roll: this.env.Roll,
+      ChatMessage: this.env.ChatMessage,
+      localizePurpose: (p) => this.t.label(`MINDSCAPE.Purpose.${p}`, p),
+      card: info.card ?? { card: "round-end", system: result.system, round: info.round ?? null },
+    });
+  }
+
+  // ---------------------------------------------------------------- rest (GM)
+
+  /**
+   * GM: who rests and what the world's system asks of a rest. Only a GM may rest actors
+   * (a rest gives PSPs and pool dice back). Uuids of tokens rest the actor as seen through
+   * the token (an unlinked token's own actor); a world actor's uuid (its sheet) rests that
+   * actor. Actors are taken once, and only those with a profile for the system.
+   * @param {string[]} tokenUuids
+   */
+  async restPlan(tokenUuids, sender) {
+    if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.RestGMOnly");
+    const system = this.system;
+    const systemLabel = this.t.label(`MINDSCAPE.System.${system}`, system);
+    const spec = restSpec(await this.describe(system));
+    if (!spec) throw new UsageError("MINDSCAPE.Error.NoRest", { system: systemLabel });
+    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid, { worldActor: true })));
+    const participants = roundParticipants(docs, system);
+    if (!participants.length) throw new UsageError("MINDSCAPE.Error.NoRestCombatants", { system: systemLabel });
+    return { system, systemLabel, spec, participants };
+  }
+
+  /** GM: what the rest dialog shows: the system, who rests, and the hours it takes (null: one long rest). */
+  async prepareRest({ tokenUuids }, sender) {
+    const { system, systemLabel, spec, participants } = await this.restPlan(tokenUuids, sender);
+    return { system, systemLabel, hours: spec.hours, names: participants.map((p) => p.token?.name ?? p.actor.name) };
+  }
+
+  /**
+   * GM: rest chosen tokens' actors (relayed from any GM's client). `hours` are required,
+   * as whole hours in the system's range, when the system's rest takes them, and refused
+   * when it does not, before the companion is called.
+   * @param {{tokenUuids:string[], hours?:number|null, rollMode?:string}} request
+   */
+  async restFor({ tokenUuids, hours, rollMode }, sender) {
+    const { systemLabel, spec, participants } = await this.restPlan(tokenUuids, sender);
+    let chosen = null;
+    if (spec.hours) {
+      chosen = restHours(hours, spec.hours);
+      if (chosen === null) throw new UsageError("MINDSCAPE.Error.RestHours", { ...spec.hours, system: systemLabel });
+    } else if (hours !== undefined && hours !== null) {
+      throw new UsageError("MINDSCAPE.Error.RestNoHours", { system: systemLabel });
+    }
+    const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
+    return this.rest({ participants, hours: chosen, requesterRollMode });
+  }
+
+  /**
+   * GM: the rest of `participants` in the exchange queue, keyed by their actors: it never
+   * interleaves with an exchange or end of round touching one of them, and reads their
+   * sheets again when its turn comes.
+   */
+  rest({ participants, ...rest }) {
+    const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
+    return this.exchanges.run(keys, async () => {
+      const now = await Promise.all(participants.map((p) => this.reread(p)));
+      return this.restNow({ participants: now, ...rest });
+    });
+  }
+
+  /**
+   * GM: `combatants.rest` for the participants' current data; call only through `rest`.
+   * The write-back goes to those actors only; a card is posted only when something
+   * happened (the result has events: PSPs or pool dice regained, powers or conditions
+   * ended); a countdown of conditions alone is written back without one. Fires
+   * `mindscape.rested` after every call that succeeded.
+   * @param {{participants:{token:any, actor:any}[], hours:number|null, requesterRollMode?:string|null}} request
+   */
+  async restNow({ participants, hours, requesterRollMode = null }) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const params = restParams({
+      system,
+      combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
+      options: houseRulesFor(this.game, system),
+      hours,
+    });
+    const result = await this.rpc("combatants.rest", params);
+    const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
+    let message = null;
+    if (result.events?.length) {
+      message = await this.postRoundCard(result, {
+        names: this.namesOf(result, participants),
+        title: this.t.localize("MINDSCAPE.Rest.Title"),
+        icon: "fa-bed",
+        cardClass: "mindscape-rest-card",
+        card: { card: "rest", system: result.system, hours: hours ?? null },
+        requesterRollMode,
+      });
+    }
+    this.env.Hooks.callAll("mindscape.rested", { system, result, actors: participants.map((p) => p.actor), updates: plan, message });
+    return { summary: result.summary, updates: plan, messageId: message?.id ?? null };
+  }
+
+  // ---------------------------------------------------------------- encounter refresh (GM)
+
+  /** GM: take the encounter's combatants again from their sheets (the macro API, relayed). */
+  async refreshEncounterFor(_request, sender) {
+    if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.RefreshGMOnly");
+    if (!this.env.encounters) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    return this.env.encounters.refresh();
+  }
+
+  /** Tell this user which combatants a refresh took again from their sheets, and which fields; nothing when all matched. */
+  reportRefresh(refreshed) {
+    const list = refreshReport(refreshed, this.t.label);
+    if (list) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
+    return refreshed;
   }
 
   // ---------------------------------------------------------------- profile editor
@@ -474,6 +753,71 @@ export class Mindscape {
       physical: Boolean(setting(this.game, "physicalDice")),
       systemLabel: label(`MINDSCAPE.System.${prep.system}`, prep.system),
     };
+  }
+
+  /**
+   * End the psionic round for chosen tokens from this client (the macro API). A player's
+   * client is refused here already; a GM's request goes to the client that talks to the
+   * companion, which checks again who asked.
+   * @param {{tokenUuids:string[], choices?:object, physical?:boolean}} request
+   */
+  async startEndRound({ tokenUuids, choices, physical }) {
+    try {
+      if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
+      return await this.relay.toGM("endRound", { tokenUuids, choices, physical, rollMode: this.game.settings.get("core", "rollMode") });
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+
+  /**
+   * Rest chosen tokens (or actors) from this client: the sheet header and the macro API.
+   * A player's client is refused here already; a GM's request goes to the client that
+   * talks to the companion, which checks again who asked. Unless `hours` are given (or
+   * `dialog` is false), a dialog asks the hours (a system whose rest takes them) or
+   * confirms one long rest. Never rejects: failures are shown to the user.
+   * @param {{tokenUuids:string[], hours?:number|null, dialog?:boolean}} request
+   * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
+   */
+  async startRest({ tokenUuids, hours = null, dialog }) {
+    try {
+      if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.RestGMOnly");
+      let chosen = hours;
+      if (dialog ?? (chosen === null || chosen === undefined)) {
+        const prep = await this.relay.toGM("prepareRest", { tokenUuids });
+        const form = await this.env.dialogs.restDialog({ context: this.restDialogContext(prep, chosen) });
+        if (!form) return null;
+        chosen = prep.hours ? form.hours : null;
+      }
+      return await this.relay.toGM("rest", { tokenUuids, hours: chosen, rollMode: this.game.settings.get("core", "rollMode") });
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
+  }
+
+  /** The rest dialog's template context from `prepareRest`'s answer. */
+  restDialogContext(prep, hours = null) {
+    const range = prep.hours;
+    const first = range ? Math.min(range.max, Math.max(range.min, Number.isInteger(hours) ? hours : DEFAULT_REST_HOURS)) : null;
+    return { ...prep, names: prep.names.join(", "), askHours: Boolean(range), min: range?.min ?? null, max: range?.max ?? null, value: first };
+  }
+
+  /**
+   * Take the encounter's combatants again from their sheets, from this client (the
+   * macro API): GM only, through the client that talks to the companion. Reports which
+   * combatants changed which fields. Never rejects.
+   * @returns {Promise<{combatantId:string, name:string, changed:string[], revision:number|null}[]|null>}
+   */
+  async startRefreshEncounter() {
+    try {
+      if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.RefreshGMOnly");
+      return this.reportRefresh(await this.relay.toGM("refreshEncounter", {}));
+    } catch (error) {
+      this.notifyError(error);
+      return null;
+    }
   }
 
   /** Open the profile editor for an actor (any owner; the GM validates and saves). */

@@ -1,8 +1,9 @@
 /**
  * Settings. The daemon's URL and token are *client* settings: world settings are sent to
  * every connected client, and the token must stay on the GM's computer. The world's rule
- * system, its house-rule options, whether players may start attacks and the roll mode of
- * the cards are *world* settings the GM sets once.
+ * system, its house-rule options, whether players may start attacks, the roll mode of
+ * the cards and whether the combat tracker ends psionic rounds are *world* settings the
+ * GM sets once.
  */
 import { DEFAULT_DAEMON_URL, DEFENSE_TIMEOUT_MAX_S, MODULE_ID, ROLL_MODES, RULE_SYSTEMS } from "./consts.js";
 
@@ -28,6 +29,9 @@ export const SETTINGS = {
     scope: "world", config: true, type: Number, default: 30,
     range: { min: 5, max: DEFENSE_TIMEOUT_MAX_S, step: 5 },
   },
+  // The encounter panel counts its own rounds: a GM who runs psionic combat there
+  // switches this off, so the tracker does not end a second round beside it.
+  endRoundWithTracker: { scope: "world", config: true, type: Boolean, default: true },
   encounter: { scope: "world", config: false, type: Object, default: {} },
 };
 

@@ -1,0 +1,91 @@
+/**
+ * The end of a psionic round between single exchanges (`exchange.end_round`): which
+ * change of the combat tracker ends a round, and who takes part in it. Pure functions;
+ * the service (service.js) calls the companion, writes back and posts the card.
+ */
+import { MODULE_ID } from "./consts.js";
+import { participantOf } from "./updates.js";
+
+/** The combat flag that records the last round this module ended for that combat. */
+export const ROUND_ENDED_FLAG = "roundEnded";
+
+/**
+ * The round an `updateCombat` hook ends, or null when it ends none.
+ *
+ * A round ends when the tracker moves *forward* from a round that had begun (round ≥ 1):
+ * `changed.round` is greater than the round before the update. Foundry's
+ * `Combat#_onUpdate` records the state before the update in `combat.previous` before the
+ * hook fires, so `combat.previous.round` is that round; starting the combat (0 → 1) ends
+ * nothing, and going back (`previousRound`, `options.direction` −1, or any lower round)
+ * ends nothing. When Foundry has no previous state to offer, only the tracker's own
+ * advance (`nextRound`/`nextTurn`, which pass `options.direction` 1) from round 1 or later
+ * counts. A jump of several rounds at once ends one round, the one the tracker left.
+ * @param {{previous?:{round?:number|null}}|null} combat  the Combat document, as the hook gives it
+ * @param {object} changed  the hook's differential update data
+ * @param {{direction?:number}} [options]  the hook's update options
+ * @returns {number|null} the round that ended
+ */
+export function endedRound(combat, changed, options = {}) {
+  if (!changed || typeof changed !== "object" || !("round" in changed)) return null;
+  const round = Number(changed.round);
+  if (!Number.isInteger(round)) return null;
+  const direction = Number(options?.direction);
+  if (Number.isFinite(direction) && direction < 0) return null;
+  const prior = combat?.previous?.round;
+  if (Number.isInteger(prior)) return round > prior && prior >= 1 ? prior : null;
+  return direction > 0 && round >= 2 ? round - 1 : null;
+}
+
+/** Whether an actor has a Mindscape profile for `system` (`flags.mindscape.<system>`). */
+export function hasProfile(actor, system) {
+  const profile = actor?.flags?.[MODULE_ID]?.[system];
+  return Boolean(profile) && typeof profile === "object";
+}
+
+/**
+ * Who takes part in an end of round: each `{token, actor}` whose actor (as seen through
+ * the token) has a profile for `system`, once per actor. Two tokens of one linked actor
+ * share its world actor and are one combatant; unlinked tokens each have their own
+ * synthetic actor and stay apart. The first token met names the combatant.
+ * @param {{token:any, actor:any}[]} entries
+ * @param {string} system
+ * @returns {{token:any, actor:any}[]}
+ */
+export function roundParticipants(entries, system) {
+  const seen = new Set();
+  const out = [];
+  for (const entry of entries ?? []) {
+    const actor = entry?.token?.actor ?? entry?.actor;
+    if (!actor || !hasProfile(actor, system)) continue;
+    const key = participantOf(entry.token ?? null, actor).actorUuid;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ token: entry.token ?? null, actor });
+  }
+  return out;
+}
+
+/**
+ * The combat tracker's combatants as `{token, actor}`: Foundry's `Combatant#token` (the
+ * TokenDocument, null when it is gone) and `Combatant#actor` (the token's actor, else the
+ * world actor).
+ * @param {{combatants?:Iterable<any>|{contents:any[]}}} combat
+ */
+export function combatEntries(combat) {
+  const list = combat?.combatants?.contents ?? [...(combat?.combatants ?? [])];
+  return list.map((c) => ({ token: c.token ?? null, actor: c.token?.actor ?? c.actor ?? null }));
+}
+
+/**
+ * Params of `exchange.end_round`. `choices` (revised-2e: `{"<combatant id>": {close:
+ * true}}`) and `options` are sent only when they hold something: the daemon checks its
+ * params strictly.
+ */
+export function endRoundParams({ system, combatants, choices, options, dice, seed }) {
+  const params = { system, combatants };
+  if (choices && typeof choices === "object" && Object.keys(choices).length) params.choices = choices;
+  if (options && Object.keys(options).length) params.options = options;
+  if (dice) params.dice = dice;
+  if (seed !== undefined && seed !== null) params.seed = seed;
+  return params;
+}

@@ -1,0 +1,251 @@
+// Encounter combatants taken again from their sheets (`encounter.refresh`, API.md): the
+// encounter keeps the copy read at `encounter.add`, so what changed on a sheet outside it
+// (PSPs spent on a power, a stun from a single exchange) would be overwritten by the next
+// write-back. "The Foundry module refreshes every sheet-backed combatant before it
+// resolves a step" (API.md): before each resolve and before choices are asked, one call
+// per combatant, in turn; a refusal stops the step. The panel and the macro API refresh
+// on demand and say what changed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
+import { tick } from "../test-support/fakes.mjs";
+import { makeApi } from "../mindscape/scripts/api.js";
+import { makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
+import { RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
+
+const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
+const calls = (t, from = 0) => t.daemon.calls.slice(from).filter((c) => c.method.startsWith("encounter."));
+
+/**
+ * The table of scenario.mjs over the daemon's encounter model: Ulcen (linked), Fenka and
+ * the goblin (unlinked tokens) in encounter "enc1", Ulcen's ego whip declared at Fenka.
+ */
+async function encounter({ methods: wrap = (m) => m, dialogs } = {}) {
+  const { methods, enc } = encounterMethods();
+  const t = makeTable({ methods: wrap(methods), dialogs });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid], "Vault");
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  return { t, gm, ctl: gm.encounters, enc };
+}
+
+/** What `encounter.refresh` is sent for each combatant: its sheet now, as encounter.add sent it. */
+function refreshParams(t) {
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const gm = t.clients.gm.svc;
+  return [[ulcenToken, "ulcen"], [fenkaToken, "fenka-tokF"], [goblinToken, "goblin-tokG"]]
+    .map(([token, cid]) => ({ id: "enc1", combatant_id: cid, combatant: gm.ref(token.actor, token, "foundry.dnd5e") }));
+}
+
+test("before a resolve every combatant is taken again from its sheet, in turn, and the write-back starts from the sheets", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => {
+      const base = m["encounter.refresh"];
+      return { ...m, "encounter.refresh": async (p) => { inFlight++; most = Math.max(most, inFlight); await tick(5); try { return base(p); } finally { inFlight--; } } };
+    },
+  });
+  // Outside the encounter: Ulcen spends PSPs on a power, Fenka's own token loses some.
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 25 });
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 12 });
+  const expected = refreshParams(t);
+  const revision = enc.revision;
+  const from = t.daemon.calls.length;
+  await ctl.resolve();
+
+  const made = calls(t, from);
+  assert.deepEqual(made.map((c) => c.method), ["encounter.refresh", "encounter.refresh", "encounter.refresh", "encounter.resolve"]);
+  assert.deepEqual(made.slice(0, 3).map((c) => c.params), expected, "one call per combatant, its sheet as it is now, no revision");
+  assert.equal(most, 1, "one refresh at a time");
+  // Two sheets changed: two refresh steps, then the resolve.
+  assert.equal(enc.revision, revision + 3);
+  // The ego whip costs Ulcen 8 of the 25 on the sheet (not of the 40 the encounter read at
+  // encounter.add), and deals Fenka 11 of her 12.
+  assert.equal(psp(t.actors.ulcen), 17);
+  assert.equal(psp(t.tokens.fenkaToken.actor), 1);
+  assert.equal(psp(t.actors.fenka), 30, "Fenka's base actor is not written");
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.resolved").args[0];
+  assert.deepEqual([hook.result.attacker.before.psp, hook.result.defender.before.psp], [25, 12]);
+  // A refresh before a resolve is quiet: the card says what happened.
+  assert.deepEqual(t.clients.gm.notes.info, []);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+});
+
+test("sheets that match the encounter change nothing: no step stored, the revision stays", async () => {
+  const { t, ctl, enc } = await encounter();
+  const revision = enc.revision;
+  const refreshed = await ctl.refresh();
+  assert.deepEqual(refreshed.map((r) => [r.combatantId, r.name, r.changed, r.revision]), [
+    ["ulcen", "Ulcen of Tyr", [], revision], ["fenka-tokF", "Fenka", [], revision], ["goblin-tokG", "Goblin", [], revision],
+  ]);
+  assert.equal(enc.revision, revision);
+  await ctl.resolve();
+  assert.equal(enc.revision, revision + 1, "only the resolve is a step");
+  assert.equal(psp(t.actors.ulcen), 32);
+});
+
+test("a combatant whose token was deleted is skipped, as it receives no updates either", async () => {
+  const { t, ctl } = await encounter();
+  const { goblinToken } = t.tokens;
+  t.world.docs.delete(goblinToken.uuid);
+  t.world.docs.delete(goblinToken.actor.uuid);
+  const from = t.daemon.calls.length;
+  await ctl.resolve();
+  const made = calls(t, from);
+  assert.deepEqual(made.map((c) => [c.method, c.params.combatant_id ?? null]), [["encounter.refresh", "ulcen"], ["encounter.refresh", "fenka-tokF"], ["encounter.resolve", null]]);
+  assert.equal(psp(t.actors.ulcen), 32);
+});
+
+test("a sheet the companion refuses stops the resolve: nothing resolved, written or posted, and the GM is told whose sheet", async () => {
+  const { t, ctl } = await encounter();
+  // Fenka's token sheet now holds a profile the adapter refuses.
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": -1 });
+  const from = t.daemon.calls.length;
+  const error = await ctl.resolve().catch((e) => e);
+  assert.ok(error instanceof RefreshRefusedError, String(error));
+  assert.equal(error.data.name, "Fenka");
+  assert.equal(error.cause.code, -32602);
+  const text = describeError(error, t.clients.gm.svc.t);
+  assert.match(text, /^Mindscape could not take Fenka again from the sheet into the encounter, so nothing was resolved or asked: /);
+  assert.match(text, /\/combatant\/data\/actor\/flags\/mindscape\/revised-2e\/psp: must be at least 0, got -1/);
+  // The goblin after her is not sent; the step is not resolved.
+  assert.deepEqual(calls(t, from).map((c) => [c.method, c.params.combatant_id]), [["encounter.refresh", "ulcen"], ["encounter.refresh", "fenka-tokF"]]);
+  assert.equal(t.actors.ulcen.updates.length, 0);
+  assert.equal(psp(t.actors.ulcen), 40);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.ok(!t.clients.gm.Hooks.called.some((h) => h.name === "mindscape.resolved"));
+  // The queue is free again: once the sheet is fixed, the step resolves.
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 12 });
+  await ctl.resolve();
+  assert.equal(psp(t.tokens.fenkaToken.actor), 1);
+});
+
+test("an encounter the companion no longer knows (4004) is refused naming the first combatant", async () => {
+  const { t, ctl, enc } = await encounter();
+  enc.id = null; // deleted on the companion's side
+  const error = await ctl.resolve().catch((e) => e);
+  assert.ok(error instanceof RefreshRefusedError);
+  assert.equal(error.data.name, "Ulcen of Tyr");
+  assert.match(describeError(error, t.clients.gm.svc.t), /could not take Ulcen of Tyr again .*: The companion does not know "enc1"/);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "encounter.resolve").length, 0);
+});
+
+test("the panel's Resolve shows a refusal to the GM as one error, naming the combatant", async () => {
+  const { t, gm } = await encounter();
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": -1 });
+  const panel = await openPanel(gm);
+  await panel.options.actions.resolve.call(panel);
+  assert.equal(t.clients.gm.notes.error.length, 1);
+  assert.match(t.clients.gm.notes.error[0], /could not take Fenka again from the sheet/);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "encounter.resolve").length, 0);
+});
+
+test("choices are asked against the sheets as they are now; a refusal asks nobody", async () => {
+  const { t, ctl } = await encounter({
+    dialogs: {
+      p1: { encounterChoiceDialog: { attackMode: "ego-whip", target: "goblin-tokG", multiplier: "1", range: "short" } },
+      p2: { encounterChoiceDialog: { defenseMode: "mind-blank" } },
+      gm: { encounterChoiceDialog: { defenseMode: "" } },
+    },
+  });
+  // Ulcen forgot mind thrust on his sheet after he joined the encounter.
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.attacks": ["ego-whip"] });
+  await t.clients.gm.svc.rpc("encounter.resolve", { id: "enc1", force: true }); // a new round: everyone chooses
+  const from = t.daemon.calls.length;
+  await ctl.collectChoices();
+  const made = calls(t, from).map((c) => c.method);
+  assert.deepEqual(made.slice(0, 4), ["encounter.refresh", "encounter.refresh", "encounter.refresh", "encounter.get"]);
+  const asked = t.clients.p1.dialogs.seen.find((s) => s.kind === "encounterChoiceDialog").arg.context;
+  assert.deepEqual(asked.attacks.map((m) => m.id), ["ego-whip"], "only what the sheet still knows is offered");
+
+  // Now Fenka's sheet is refused: nobody is asked, nothing declared.
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": -1 });
+  await t.clients.gm.svc.rpc("encounter.resolve", { id: "enc1", force: true });
+  const seen = Object.values(t.clients).map((c) => c.dialogs.seen.length);
+  const again = t.daemon.calls.length;
+  await assert.rejects(ctl.collectChoices(), (e) => e instanceof RefreshRefusedError && e.data.name === "Fenka");
+  assert.deepEqual(Object.values(t.clients).map((c) => c.dialogs.seen.length), seen);
+  assert.deepEqual(calls(t, again).map((c) => c.method), ["encounter.refresh", "encounter.refresh"]);
+});
+
+test("a resolve waits for a single exchange on one of its actors, then takes what that exchange wrote", async () => {
+  const order = [];
+  const { t, ctl } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "exchange.resolve": async (params) => { order.push("exchange start"); await tick(30); order.push("exchange end"); return revisedResult(params); },
+      "encounter.refresh": (p) => { order.push(`refresh ${p.combatant_id}`); return m["encounter.refresh"](p); },
+    }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  // Fenka (an unlinked token of her own) is attacked outside the encounter by the goblin.
+  const single = t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!order.length) await tick(1);
+  await Promise.all([single, ctl.resolve()]);
+  assert.deepEqual(order.slice(0, 3), ["exchange start", "exchange end", "refresh ulcen"]);
+  // The encounter took Fenka at 30 - 11 = 19 and the goblin at 20 - 8 = 12; the ego whip
+  // then deals Fenka 11 more.
+  assert.equal(psp(t.tokens.fenkaToken.actor), 8);
+  assert.equal(psp(t.tokens.goblinToken.actor), 12);
+});
+
+test("API refreshEncounter: the GM is told which combatants changed which fields, and nothing when every sheet matches", async () => {
+  const { t, enc } = await encounter();
+  const api = makeApi(t.clients.gm.svc);
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 25 });
+  await t.tokens.fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 12, "flags.mindscape.revised-2e.conditions": ["stunned"] });
+  const revision = enc.revision;
+  const refreshed = await api.refreshEncounter();
+  assert.deepEqual(refreshed.map((r) => [r.name, r.changed]), [["Ulcen of Tyr", ["psp"]], ["Fenka", ["conditions", "psp"]], ["Goblin", []]]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Taken again from the sheets: Ulcen of Tyr (PSPs); Fenka (Conditions, PSPs)."]);
+  assert.equal(enc.revision, revision + 2);
+  assert.equal(enc.combatants.get("ulcen").profile.psp, 25);
+
+  const again = await api.refreshEncounter();
+  assert.ok(again.every((r) => r.changed.length === 0));
+  assert.equal(t.clients.gm.notes.info.length, 1, "nothing to report");
+  assert.equal(enc.revision, revision + 2);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("API refreshEncounter: a player is refused, also when asking the GM's client directly", async () => {
+  const { t } = await encounter();
+  const from = t.daemon.calls.length;
+  assert.equal(await makeApi(t.clients.p1.svc).refreshEncounter(), null);
+  assert.match(t.clients.p1.notes.error[0], /Only a GM may take the encounter's combatants again from their sheets/);
+  const err = await t.clients.p1.svc.relay.toGM("refreshEncounter", {}).catch((e) => e);
+  assert.equal(err.key, "MINDSCAPE.Error.RefreshGMOnly");
+  assert.equal(calls(t, from).length, 0);
+});
+
+test("the panel has a Refresh from sheets button; it refreshes and reports", async () => {
+  const { t, gm } = await encounter();
+  const panel = await openPanel(gm);
+  const html = renderModuleTemplate("encounter", panel.context);
+  assert.match(html, /<button type="button" data-action="refresh"><i class="fas fa-sync-alt"><\/i> Refresh from sheets<\/button>/);
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 33 });
+  const renders = panel.renders;
+  await panel.options.actions.refresh.call(panel);
+  assert.deepEqual(t.clients.gm.notes.info, ["Taken again from the sheets: Ulcen of Tyr (PSPs)."]);
+  assert.equal(panel.renders, renders + 1, "the panel shows the refreshed state");
+  assert.deepEqual(panel.context.combatants.map((c) => [c.name, c.summary]), [["Ulcen of Tyr", "PSP 33/40"], ["Fenka", "PSP 30/40"], ["Goblin", "PSP 20/20"]]);
+  // The log names refresh steps too.
+  assert.equal(refreshReport([{ name: "A", changed: ["condition_rounds", "hp"] }], t.clients.gm.svc.t.label), "A (Condition rounds, Hit points)");
+});
+
+/** The encounter panel on the real service, over a minimal ApplicationV2 (no WebSocket opened). */
+async function openPanel(svc) {
+  class ApplicationV2 {
+    constructor() { this.options = { ...this.constructor.DEFAULT_OPTIONS, actions: { ...this.constructor.DEFAULT_OPTIONS.actions } }; this.renders = 0; }
+    async render() { this.renders++; this.context = await this._prepareContext(); this._onRender?.(); return this; }
+    async close() { this.closed = true; }
+  }
+  class FakeWS { send() {} close() {} }
+  svc.env.WebSocket = FakeWS;
+  const Panel = makeEncounterPanel({ applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } }, svc);
+  const panel = new Panel();
+  await panel.render();
+  return panel;
+}

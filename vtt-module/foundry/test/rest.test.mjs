@@ -1,0 +1,320 @@
+// A psionic rest outside encounters (`combatants.rest`, API.md): revised-2e gives
+// ceil(psp_max / 8) PSPs for each full hour of sleep or meditation (RULES.md §1.8) and
+// lets conditions timed in rounds run out; power-pool is one long rest with no hours;
+// combat-strength has no rest rule. Only a GM rests actors, from the sheet header or the
+// macro API; the write-back goes to the tokens' own actors, and a card is posted only
+// when something happened.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { defaultMethods, makeTable, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
+import { makeI18n, tick } from "../test-support/fakes.mjs";
+import { hookTable, ATTACK_ACTION, PROFILE_ACTION, REST_ACTION } from "../mindscape/scripts/hooks.js";
+import { makeApi } from "../mindscape/scripts/api.js";
+import { restDialog } from "../mindscape/scripts/dialogs.js";
+import { restHours, restParams, restSpec, restsIn } from "../mindscape/scripts/rest.js";
+
+const profile = (actor, system = "revised-2e") => actor.flags.mindscape[system];
+const rests = (t) => t.daemon.calls.filter((c) => c.method === "combatants.rest");
+
+/** The table with a second token of Ulcen's linked actor and a guard without a psionic profile. */
+function table(options = {}) {
+  const t = makeTable(options);
+  const ulcen2Token = t.world.token({ id: "tokU2", name: "Ulcen (mirror)", actor: t.actors.ulcen, actorLink: true });
+  const guard = t.world.actor({ id: "guard", name: "Guard", type: "npc" });
+  const guardToken = t.world.token({ id: "tokX", name: "Guard", actor: guard, actorLink: true });
+  return { ...t, tokens: { ...t.tokens, ulcen2Token, guardToken }, guard };
+}
+
+/** Switch the world to power-pool and give the goblin token a spent pool and a timed daze. */
+async function powerPool(t) {
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.power-pool": { hit_dice: 4, die: 8, pool: 1, conditions: ["dazed"], condition_rounds: { dazed: 2 } } });
+}
+
+// ------------------------------------------------------------------ pure parts
+
+test("what a rest asks comes from the system's rest_schema: hours in its range, nothing, or no rest", () => {
+  assert.deepEqual(restSpec({ rest_schema: { properties: { combatants: {}, hours: { type: "integer", minimum: 1, maximum: 1000 } } } }), { hours: { min: 1, max: 1000 } });
+  assert.deepEqual(restSpec({ rest_schema: { properties: { combatants: {}, options: {} } } }), { hours: null });
+  assert.equal(restSpec({ id: "combat-strength" }), null);
+  assert.deepEqual([restsIn("revised-2e"), restsIn("power-pool"), restsIn("combat-strength")], [true, true, false]);
+  const range = { min: 1, max: 1000 };
+  assert.deepEqual(["8", 8, " 12 ", "1000", "1"].map((v) => restHours(v, range)), [8, 8, 12, 1000, 1]);
+  assert.deepEqual(["", "0", "1001", "2.5", "8h", null, undefined, true, -3].map((v) => restHours(v, range)), Array(9).fill(null));
+  assert.deepEqual(restParams({ system: "power-pool", combatants: [1], options: {}, hours: null }), { system: "power-pool", combatants: [1] });
+  assert.deepEqual(restParams({ system: "revised-2e", combatants: [1], options: { "H-X": false }, hours: 2 }), { system: "revised-2e", combatants: [1], options: { "H-X": false }, hours: 2 });
+});
+
+// ------------------------------------------------------------------ the sheet header
+
+test("the sheet header offers Psionic rest to GMs only, and never in a combat-strength world", async () => {
+  const t = table();
+  const { ulcen } = t.actors;
+  const v1 = (client, actor) => { const buttons = []; hookTable(client.svc).getActorSheetHeaderButtons({ actor }, buttons); return buttons; };
+  const v2 = (client, actor) => { const controls = []; const app = { document: actor, options: { actions: {} } }; hookTable(client.svc).getHeaderControlsActorSheetV2(app, controls); return { controls, app }; };
+
+  assert.deepEqual(v1(t.clients.gm, ulcen).map((b) => b.class), [PROFILE_ACTION, ATTACK_ACTION, REST_ACTION]);
+  assert.deepEqual(v2(t.clients.gm, ulcen).controls.map((c) => c.action), [ATTACK_ACTION, PROFILE_ACTION, REST_ACTION]);
+  assert.equal(typeof v2(t.clients.gm, ulcen).app.options.actions[REST_ACTION], "function");
+  // Ann owns Ulcen: she gets his attack and profile, not the rest.
+  assert.deepEqual(v1(t.clients.p1, ulcen).map((b) => b.class), [PROFILE_ACTION, ATTACK_ACTION]);
+  const player = v2(t.clients.p1, ulcen);
+  assert.deepEqual(player.controls.map((c) => c.action), [ATTACK_ACTION, PROFILE_ACTION]);
+  assert.equal(player.app.options.actions[REST_ACTION], undefined);
+
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  assert.ok(!v1(t.clients.gm, ulcen).some((b) => b.class === REST_ACTION));
+  assert.ok(!v2(t.clients.gm, ulcen).controls.some((c) => c.action === REST_ACTION));
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  assert.ok(v1(t.clients.gm, ulcen).some((b) => b.class === REST_ACTION));
+});
+
+test("the header's rest on an unlinked token's sheet asks the hours and rests that token's own actor", async () => {
+  const t = table({ dialogs: { gm: { restDialog: { hours: 2 } } } });
+  const { fenkaToken } = t.tokens;
+  await fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 5 });
+  const controls = [];
+  hookTable(t.clients.gm.svc).getHeaderControlsActorSheetV2({ document: fenkaToken.actor }, controls);
+  const done = await controls.find((c) => c.action === REST_ACTION).onClick();
+  assert.equal(done.summary, "After the rest: Fenka regains 10 PSPs (15 of 40).");
+  assert.equal(profile(fenkaToken.actor).psp, 15);
+  assert.equal(profile(t.actors.fenka).psp, 30, "the base actor (every other copy) is not written");
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [{ uuid: fenkaToken.uuid, actorLink: false }]);
+});
+
+// ------------------------------------------------------------------ revised-2e
+
+test("revised-2e: the dialog's hours go to combatants.rest; PSPs and timed conditions are written back and a card posted", async () => {
+  const t = table({ dialogs: { gm: { restDialog: { hours: 3 } } } });
+  const { ulcenToken, fenkaToken, ulcen2Token } = t.tokens;
+  const gm = t.clients.gm.svc;
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 10 });
+  await fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 5, "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 30 } });
+  const expected = [gm.ref(t.actors.ulcen, ulcenToken, "foundry.dnd5e"), gm.ref(fenkaToken.actor, fenkaToken, "foundry.dnd5e")];
+
+  const done = await makeApi(gm).rest({ tokenUuids: [ulcenToken, fenkaToken.uuid, ulcen2Token] });
+
+  // The dialog asked the whole hours, 8 first, for the two actors that rest.
+  const [asked] = t.clients.gm.dialogs.seen;
+  assert.equal(asked.kind, "restDialog");
+  assert.deepEqual(
+    (({ askHours, min, max, value, names, system, systemLabel }) => ({ askHours, min, max, value, names, system, systemLabel }))(asked.arg.context),
+    { askHours: true, min: 1, max: 1000, value: 8, names: "Ulcen of Tyr, Fenka", system: "revised-2e", systemLabel: "AD&D 2e revised psionics (MTHAC0/MAC)" },
+  );
+  // Ulcen's two linked tokens are one combatant; no options when the world has no house rules.
+  assert.equal(rests(t).length, 1);
+  assert.deepEqual(rests(t)[0].params, { system: "revised-2e", combatants: expected, hours: 3 });
+
+  // 5 PSPs an hour (ceil(40 / 8)) for 3 hours; 180 rounds pass, the 30-round stun ends.
+  assert.equal(profile(t.actors.ulcen).psp, 25);
+  assert.equal(profile(fenkaToken.actor).psp, 20);
+  assert.deepEqual(profile(fenkaToken.actor).conditions, []);
+  assert.deepEqual(profile(fenkaToken.actor).condition_rounds, {});
+  assert.equal(profile(t.actors.fenka).psp, 30);
+
+  const summary = "After the rest: Ulcen of Tyr regains 15 PSPs (25 of 40). Fenka regains 15 PSPs (20 of 40). Fenka is no longer stunned.";
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+  assert.match(message.data.content, /class="mindscape-card mindscape-round-card mindscape-rest-card"/);
+  assert.match(message.data.content, /<i class="fas fa-bed"><\/i>\s*<div>\s*<h3>Psionic rest<\/h3>/);
+  assert.ok(message.data.content.includes(summary));
+  assert.match(message.data.content, /<th>Fenka<\/th><td>PSPs<\/td><td>5 <i class="fas fa-long-arrow-alt-right"><\/i> <strong>20<\/strong>/);
+  assert.match(message.data.content, /<strong>Fenka<\/strong> <code>Condition ended<\/code> condition: stunned/);
+  assert.match(message.data.content, /<strong>Ulcen of Tyr<\/strong> <code>PSPs regained<\/code> amount: 15, hours: 3/);
+  assert.deepEqual(message.data.flags.mindscape, { card: "rest", system: "revised-2e", hours: 3 });
+  assert.equal(message.data.speaker.alias, "Psionic rest");
+  assert.deepEqual(message.data.rolls, []);
+
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
+  assert.deepEqual(Object.keys(hook).sort(), ["actors", "message", "result", "system", "updates"]);
+  assert.equal(hook.system, "revised-2e");
+  assert.deepEqual(hook.actors, [t.actors.ulcen, fenkaToken.actor]);
+  assert.equal(hook.message, message);
+  assert.equal(hook.result.summary, summary);
+  assert.deepEqual(hook.updates.map((u) => u.uuid), ["Actor.ulcen", fenkaToken.actor.uuid]);
+  assert.deepEqual(done, { summary, updates: hook.updates, messageId: message.id });
+  for (const p of ["p1", "p2"]) assert.ok(!t.clients[p].Hooks.called.some((h) => h.name === "mindscape.rested"));
+});
+
+test("revised-2e: hours given to the macro skip the dialog; a rest that changes nothing is written back without a card", async () => {
+  const t = table();
+  // Ulcen is at full PSPs; his long stun only counts down (no event).
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 600 } });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 8 });
+  assert.equal(t.clients.gm.dialogs.seen.length, 0);
+  assert.equal(rests(t)[0].params.hours, 8);
+  assert.deepEqual(profile(t.actors.ulcen).condition_rounds, { stunned: 120 });
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.deepEqual(done, { summary: "After the rest: nothing changes.", updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.condition_rounds": { stunned: 120 } } }], messageId: null });
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
+  assert.equal(hook.message, null);
+});
+
+test("revised-2e: hours that are not whole hours from 1 to 1000 are refused before the companion is called", async () => {
+  const t = table();
+  const api = makeApi(t.clients.gm.svc);
+  for (const hours of [0, 2.5, 1001, "8h"]) assert.equal(await api.rest({ tokenUuids: [t.tokens.ulcenToken], hours }), null);
+  assert.equal(t.clients.gm.notes.error.length, 4);
+  for (const e of t.clients.gm.notes.error) assert.equal(e, "A rest in AD&D 2e revised psionics (MTHAC0/MAC) takes whole hours from 1 to 1000: pass `hours` as a whole number (for example 8).");
+  // Without the dialog, no hours at all is refused too.
+  assert.equal(await api.rest({ tokenUuids: [t.tokens.ulcenToken], dialog: false }), null);
+  assert.equal(rests(t).length, 0);
+});
+
+test("a cancelled rest dialog rests nobody", async () => {
+  const t = table({ dialogs: { gm: { restDialog: null } } });
+  assert.equal(await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken] }), null);
+  assert.equal(t.clients.gm.dialogs.seen.length, 1);
+  assert.equal(rests(t).length, 0);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+// ------------------------------------------------------------------ power-pool, combat-strength
+
+test("power-pool: the dialog confirms one long rest, no hours are sent, the pool comes back", async () => {
+  const t = table({ dialogs: { gm: { restDialog: {} } } });
+  await powerPool(t);
+  const { goblinToken } = t.tokens;
+  const expected = t.clients.gm.svc.ref(goblinToken.actor, goblinToken, "foundry.dnd5e");
+  // The default is the controlled tokens.
+  globalThis.canvas = { tokens: { controlled: [goblinToken.object, t.tokens.ulcenToken.object] } };
+  try {
+    await makeApi(t.clients.gm.svc).rest();
+  } finally {
+    delete globalThis.canvas;
+  }
+  const asked = t.clients.gm.dialogs.seen[0].arg.context;
+  assert.deepEqual([asked.askHours, asked.hours, asked.value, asked.names], [false, null, null, "Goblin"], "Ulcen has no power-pool profile");
+  assert.deepEqual(rests(t)[0].params, { system: "power-pool", combatants: [expected] });
+  assert.equal(profile(goblinToken.actor, "power-pool").pool, 4);
+  assert.deepEqual(profile(goblinToken.actor, "power-pool").conditions, []);
+  assert.equal(t.actors.goblin.flags.mindscape["power-pool"], undefined);
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.ok(message.data.content.includes("After the rest: Goblin regains 3 dice (4 in the pool). Goblin is no longer dazed."));
+  assert.deepEqual(message.data.flags.mindscape, { card: "rest", system: "power-pool", hours: null });
+});
+
+test("power-pool: hours from a macro are refused, as the companion would", async () => {
+  const t = table();
+  await powerPool(t);
+  assert.equal(await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.goblinToken], hours: 8 }), null);
+  assert.equal(t.clients.gm.notes.error[0], "A rest in Power pool dice contests is one long rest and takes no hours: leave `hours` out.");
+  assert.equal(rests(t).length, 0);
+  // The fake companion refuses them too (API.md): the module never sends them.
+  assert.throws(() => restResult({ system: "power-pool", combatants: [], hours: 8 }), (e) => e.code === -32602);
+});
+
+test("combat-strength has no rest: the GM is told so and the companion is not called", async () => {
+  const t = table({ dialogs: { gm: { restDialog: { hours: 8 } } } });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  assert.equal(await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken] }), null);
+  assert.match(t.clients.gm.notes.error[0], /^Attack and defense strength \(ten segments\) has no rule for resting/);
+  assert.equal(t.clients.gm.dialogs.seen.length, 0);
+  assert.equal(rests(t).length, 0);
+});
+
+test("tokens without a profile for the system rest nobody, with a message that says why", async () => {
+  const t = table();
+  assert.equal(await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.guardToken], hours: 8 }), null);
+  assert.match(t.clients.gm.notes.error[0], /None of these tokens has a psionic profile for AD&D 2e revised psionics/);
+  assert.equal(rests(t).length, 0);
+});
+
+// ------------------------------------------------------------------ who may, and failures
+
+test("a player is refused, on their own client and when asking the GM's client directly", async () => {
+  const t = table({ dialogs: { p1: { restDialog: { hours: 8 } } } });
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 10 });
+  assert.equal(await makeApi(t.clients.p1.svc).rest({ tokenUuids: [t.tokens.ulcenToken.uuid] }), null);
+  assert.match(t.clients.p1.notes.error[0], /Only a GM may give actors a psionic rest/);
+  assert.equal(t.clients.p1.dialogs.seen.length, 0);
+  // Forged requests over the relay: the GM's client trusts the sender the server names.
+  for (const name of ["prepareRest", "rest"]) {
+    const err = await t.clients.p1.svc.relay.toGM(name, { tokenUuids: [t.tokens.ulcenToken.uuid], hours: 8 }).catch((e) => e);
+    assert.equal(err.key, "MINDSCAPE.Error.RestGMOnly", name);
+  }
+  assert.equal(rests(t).length, 0);
+  assert.equal(profile(t.actors.ulcen).psp, 10);
+});
+
+test("the companion down: one error for the GM, no unhandled rejection, and the actors free for the next call", async () => {
+  const t = table();
+  const gm = t.clients.gm.svc;
+  await gm.describe("revised-2e");
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const fetch = gm.env.fetch;
+    gm.env.fetch = async () => { throw new TypeError("Failed to fetch"); };
+    assert.equal(await makeApi(gm).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 2 }), null);
+    await tick(10);
+    assert.equal(t.clients.gm.notes.error.length, 1);
+    assert.match(t.clients.gm.notes.error[0], /not answering at http:\/\/127\.0\.0\.1:39393/);
+    assert.equal(gm.exchanges.busy(t.actors.ulcen.uuid), false);
+    gm.env.fetch = fetch;
+    await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 30 });
+    assert.ok(await makeApi(gm).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 2 }));
+    assert.equal(profile(t.actors.ulcen).psp, 40);
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+});
+
+test("a rest waits for an exchange on one of its actors, then rests from what that exchange wrote", async () => {
+  const order = [];
+  const t = table({
+    methods: defaultMethods({
+      "exchange.resolve": async (params) => { order.push("resolve start"); await tick(30); order.push("resolve end"); return revisedResult(params); },
+      "combatants.rest": (params) => { order.push("rest"); return restResult(params); },
+    }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  const gm = t.clients.gm.svc;
+  const attack = gm.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!order.length) await tick(1);
+  await Promise.all([attack, makeApi(gm).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 1 })]);
+  assert.deepEqual(order, ["resolve start", "resolve end", "rest"]);
+  assert.equal(rests(t)[0].params.combatants[0].data.actor.flags.mindscape["revised-2e"].psp, 32, "Ulcen as the exchange left him (40 - 8)");
+  assert.equal(profile(t.actors.ulcen).psp, 37);
+});
+
+// ------------------------------------------------------------------ the dialog itself
+
+test("the rest dialog asks again until the hours are whole hours in range; a long rest is only confirmed", async () => {
+  const forms = [{ hours: "0" }, { hours: "2.5" }, { hours: "5" }];
+  const shown = [];
+  globalThis.game = { i18n: makeI18n() };
+  globalThis.foundry = {
+    applications: {
+      handlebars: { renderTemplate: async (file, ctx) => renderModuleTemplate(file.split("/").pop().replace(/\.hbs$/, ""), ctx) },
+      api: {
+        DialogV2: {
+          wait: async ({ content, buttons }) => {
+            shown.push(content);
+            const form = forms.shift() ?? {};
+            const elements = Object.entries(form).map(([name, value]) => ({ name, value, type: "number" }));
+            return buttons.find((b) => b.action === "ok").callback({}, { form: { elements } });
+          },
+        },
+      },
+    },
+  };
+  try {
+    const context = { askHours: true, min: 1, max: 1000, value: 8, names: "Ulcen of Tyr", systemLabel: "AD&D 2e revised psionics (MTHAC0/MAC)" };
+    assert.deepEqual(await restDialog({ context }), { hours: 5 });
+    assert.equal(shown.length, 3);
+    assert.match(shown[0], /How many full hours do Ulcen of Tyr sleep or meditate\?/);
+    assert.match(shown[0], /name="hours" min="1" max="1000" step="1" value="8"/);
+    assert.doesNotMatch(shown[0], /mindscape-status error/);
+    assert.match(shown[1], /value="0"[\s\S]*Type a whole number of hours from 1 to 1000\./);
+    assert.match(shown[2], /value="2\.5"/);
+    assert.deepEqual(await restDialog({ context: { askHours: false, names: "Goblin", systemLabel: "Power pool dice contests" } }), {});
+    assert.match(shown[3], /Goblin take one long rest\./);
+    assert.doesNotMatch(shown[3], /name="hours"/);
+  } finally {
+    delete globalThis.foundry;
+    delete globalThis.game;
+  }
+});

@@ -1,0 +1,365 @@
+// The end of a psionic round between single exchanges (`exchange.end_round`, API.md).
+// Timed conditions written by exchanges (a stun with `condition_rounds`) must count down
+// when the combat tracker moves on to a new round: the active GM's client ends the round
+// of the tracker's psionic combatants, writes the companion's updates to exactly those
+// tokens' actors and posts a card only when something happened. The macro API ends a
+// round for chosen tokens.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { defaultMethods, makeTable, revisedResult, roundEndResult } from "../test-support/scenario.mjs";
+import { FakeRoll, tick } from "../test-support/fakes.mjs";
+import { registerUiHooks } from "../mindscape/scripts/hooks.js";
+import { makeApi } from "../mindscape/scripts/api.js";
+import { endedRound, roundParticipants } from "../mindscape/scripts/rounds.js";
+
+const profile = (actor) => actor.flags.mindscape["revised-2e"];
+const endRounds = (t) => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
+
+/**
+ * The table of scenario.mjs with the UI hooks registered on every client, a stunned
+ * goblin (its own token's actor: the stun ends at this round's end) and a second goblin
+ * token, a second token of Ulcen's linked actor, a guard without a psionic profile, and a
+ * combat holding all of them.
+ */
+function tracker(options = {}) {
+  const t = makeTable(options);
+  for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
+  const { world } = t;
+  const goblin2Token = world.token({ id: "tokG2", name: "Goblin 2", actor: t.actors.goblin, actorLink: false });
+  const ulcen2Token = world.token({ id: "tokU2", name: "Ulcen (mirror)", actor: t.actors.ulcen, actorLink: true });
+  const guard = world.actor({ id: "guard", name: "Guard", type: "npc" });
+  const guardToken = world.token({ id: "tokX", name: "Guard", actor: guard, actorLink: true });
+  const tokens = { ...t.tokens, goblin2Token, ulcen2Token, guardToken };
+  const combat = world.combat({
+    id: "cmb1",
+    server: t.server,
+    combatants: [tokens.ulcenToken, tokens.fenkaToken, tokens.goblinToken, goblin2Token, ulcen2Token, guardToken].map((token, i) => ({ id: `c${i}`, token })),
+  });
+  return { ...t, tokens, combat, guard };
+}
+
+/** Stun the goblin token's own actor; the stun has no round left after this one. */
+async function stunGoblin(t, rounds = 0) {
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: rounds } });
+}
+
+/** Wait for every end of round the clients' `updateCombat` handlers started. */
+async function settled(t) {
+  const started = Object.values(t.clients).flatMap((c) => c.Hooks.called.filter((h) => h.name === "updateCombat").flatMap((h) => h.results));
+  await Promise.all(started);
+}
+
+// ------------------------------------------------------------------ which update ends a round
+
+test("a round ends when the tracker moves forward from a round that had begun, never at the start or going back", () => {
+  const at = (round) => ({ previous: { round } });
+  assert.equal(endedRound(at(1), { round: 2 }, { direction: 1 }), 1);
+  assert.equal(endedRound(at(4), { round: 5, turn: 0 }, {}), 4); // a direct update forward
+  assert.equal(endedRound(at(0), { round: 1, turn: 0 }, {}), null); // startCombat
+  assert.equal(endedRound(at(3), { round: 2 }, { direction: -1 }), null); // previousRound
+  assert.equal(endedRound(at(3), { round: 2 }, {}), null); // going back by hand
+  assert.equal(endedRound(at(3), { round: 4 }, { direction: -1 }), null); // Foundry says it went back
+  assert.equal(endedRound(at(3), { turn: 2 }, { direction: 1 }), null); // a turn, not a round
+  assert.equal(endedRound(at(3), { round: 3 }, {}), null);
+  assert.equal(endedRound(at(2), { round: 6 }, {}), 2); // a jump ends the round the tracker left
+  // Without Foundry's record of the prior state, only the tracker's own advance counts.
+  assert.equal(endedRound({}, { round: 3 }, { direction: 1 }), 2);
+  assert.equal(endedRound({}, { round: 1 }, { direction: 1 }), null);
+  assert.equal(endedRound({}, { round: 3 }, {}), null);
+  assert.equal(endedRound(null, null, undefined), null);
+});
+
+test("participants: one per actor seen through the token, only actors with a profile for the system", () => {
+  const t = tracker();
+  const { ulcenToken, ulcen2Token, goblinToken, goblin2Token, guardToken } = t.tokens;
+  const entries = [ulcenToken, goblinToken, ulcen2Token, goblin2Token, guardToken].map((token) => ({ token, actor: token.actor }));
+  const picked = roundParticipants(entries, "revised-2e");
+  // Two tokens of Ulcen's linked actor are one combatant; the two goblin tokens have
+  // their own synthetic actors and stay two; the guard has no psionic profile.
+  assert.deepEqual(picked.map((p) => p.token.uuid), [ulcenToken.uuid, goblinToken.uuid, goblin2Token.uuid]);
+  assert.deepEqual(roundParticipants(entries, "power-pool"), []);
+});
+
+// ------------------------------------------------------------------ the combat tracker
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: the tracker's next round ends the psionic round once, on the active GM's client, with the refs of the attack flow`, async () => {
+    const t = tracker({ generation, passQuerySender: generation >= 13 });
+    await stunGoblin(t);
+    await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CRIT-MODS": false } });
+    const gm = t.clients.gm.svc;
+    const { ulcenToken, fenkaToken, goblinToken, goblin2Token } = t.tokens;
+    const expected = [ulcenToken, fenkaToken, goblinToken, goblin2Token].map((tk) => gm.ref(tk.actor, tk, "foundry.dnd5e"));
+
+    await t.combat.startCombat();
+    await settled(t);
+    assert.equal(endRounds(t).length, 0, "starting the combat (round 0 → 1) ends no round");
+
+    await t.combat.nextRound();
+    await settled(t);
+    const calls = endRounds(t);
+    assert.equal(calls.length, 1);
+    // Exactly the psionic combatants, as {adapter, data} refs built as for an exchange,
+    // with the world's house rules; no choices when nobody chose.
+    assert.deepEqual(calls[0].params, { system: "revised-2e", combatants: expected, options: { "H-2E-CRIT-MODS": false } });
+
+    // The stun ended on the goblin token's own actor only, as the companion said.
+    assert.deepEqual(profile(goblinToken.actor).conditions, []);
+    assert.deepEqual(profile(goblinToken.actor).condition_rounds, {});
+    assert.equal(profile(t.actors.goblin).conditions, undefined, "the base goblin actor is not written");
+    assert.equal(goblin2Token.actor.updates.length, 0);
+    assert.equal(t.actors.ulcen.updates.length, 0);
+
+    // One card, on the GM's client, with the companion's summary under the tokens' names.
+    const [message] = t.clients.gm.ChatMessage.created;
+    assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+    assert.match(message.data.content, /End of psionic round 1/);
+    assert.match(message.data.content, /End of the round: Goblin is no longer stunned\./);
+    assert.match(message.data.content, /<strong>Goblin<\/strong> <code>Condition ended<\/code> condition: stunned/);
+    assert.deepEqual(message.data.flags.mindscape, { card: "round-end", system: "revised-2e", round: 1 });
+    assert.equal(message.data.speaker.alias, "End of the psionic round");
+    assert.equal(message.options.rollMode, "publicroll");
+    for (const p of ["p1", "p2"]) assert.equal(t.clients[p].ChatMessage.created.length, 0);
+
+    // The hook, on the GM's client only, with the round, the actors and the plan applied.
+    const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
+    assert.equal(hook.round, 1);
+    assert.equal(hook.combat, t.combat);
+    assert.equal(hook.message, message);
+    assert.deepEqual(hook.actors, [ulcenToken.actor, fenkaToken.actor, goblinToken.actor, goblin2Token.actor]);
+    assert.deepEqual(hook.updates.map((u) => u.uuid), [goblinToken.actor.uuid]);
+    assert.equal(hook.result.summary, "End of the round: Goblin is no longer stunned.");
+    for (const p of ["p1", "p2"]) assert.ok(!t.clients[p].Hooks.called.some((h) => h.name === "mindscape.roundEnded"));
+
+    // The round is recorded on the combat, for every GM's client to see.
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+  });
+}
+
+test("going back a round and forward again does not end a round twice; turns within a round end none", async () => {
+  const t = tracker();
+  await t.combat.startCombat();
+  await t.combat.nextTurn();
+  await settled(t);
+  assert.equal(endRounds(t).length, 0);
+  await t.combat.nextRound(); // 1 → 2: round 1 ends
+  await t.combat.previousRound(); // 2 → 1
+  await settled(t);
+  assert.equal(endRounds(t).length, 1);
+  await t.combat.nextRound(); // 1 → 2 again: round 1 already ended
+  await settled(t);
+  assert.equal(endRounds(t).length, 1);
+  // The last turn of round 2 wraps to round 3: round 2 ends.
+  for (let i = 0; i < t.combat.combatants.size; i++) await t.combat.nextTurn();
+  await settled(t);
+  assert.equal(t.combat.round, 3);
+  assert.equal(endRounds(t).length, 2);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 2);
+});
+
+test("a round where nothing happens posts no card; a countdown alone is written back without one", async () => {
+  const t = tracker();
+  // Ulcen is stunned for one more round after this one: this round only counts it down.
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 1 } });
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  assert.deepEqual(profile(t.actors.ulcen).condition_rounds, { stunned: 0 });
+  assert.deepEqual(profile(t.actors.ulcen).conditions, ["stunned"]);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
+  assert.equal(hook.message, null);
+  assert.equal(hook.result.summary, "End of the round: nothing changes.");
+
+  // The next round ends the stun, and that is worth a card.
+  await t.combat.nextRound();
+  await settled(t);
+  assert.deepEqual(profile(t.actors.ulcen).conditions, []);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /Ulcen of Tyr is no longer stunned/);
+  // A stunned revised-2e attacker is free again after its stun ran out.
+  assert.equal(endRounds(t).length, 2);
+});
+
+test("with the world setting off the tracker ends no round", async () => {
+  const t = tracker();
+  await stunGoblin(t);
+  await t.clients.gm.game.settings.set("mindscape", "endRoundWithTracker", false);
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(endRounds(t).length, 0);
+  assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, ["stunned"]);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+});
+
+test("a combat without psionic combatants calls nothing", async () => {
+  const t = makeTable();
+  for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
+  const guard = t.world.actor({ id: "guard", name: "Guard", type: "npc" });
+  const combat = t.world.combat({ id: "cmb2", server: t.server, combatants: [{ token: t.world.token({ id: "tokX", name: "Guard", actor: guard, actorLink: true }) }] });
+  await combat.startCombat();
+  await combat.nextRound();
+  await settled(t);
+  assert.equal(endRounds(t).length, 0);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("only the client that talks to the companion ends the round; the players' clients leave it alone", async () => {
+  const t = tracker();
+  // The players' clients get the hook too; their fetch throws if they ever call the daemon.
+  await stunGoblin(t);
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  const results = (c) => c.Hooks.called.filter((h) => h.name === "updateCombat").flatMap((h) => h.results);
+  for (const p of ["p1", "p2"]) {
+    const seen = await Promise.all(results(t.clients[p]));
+    assert.ok(seen.length >= 2 && seen.every((r) => r === null), `${p}: ${JSON.stringify(seen)}`);
+  }
+  assert.equal(endRounds(t).length, 1);
+  assert.deepEqual(t.clients.p1.notes.error, []);
+});
+
+test("the companion down: one error for the GM, no unhandled rejection, and the round can be retried", async () => {
+  const t = tracker();
+  await stunGoblin(t);
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const gm = t.clients.gm.svc;
+    const fetch = gm.env.fetch;
+    gm.env.fetch = async () => { throw new TypeError("Failed to fetch"); };
+    await t.combat.startCombat();
+    await t.combat.nextRound();
+    await settled(t);
+    await tick(20);
+    assert.equal(t.clients.gm.notes.error.length, 1);
+    assert.match(t.clients.gm.notes.error[0], /not answering at http:\/\/127\.0\.0\.1:39393/);
+    assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, ["stunned"]);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined, "a failed round is not recorded");
+    assert.equal(gm.exchanges.busy(t.tokens.goblinToken.actor.uuid), false);
+
+    // The companion is back: going back and forward again ends the round after all.
+    gm.env.fetch = fetch;
+    await t.combat.previousRound();
+    await t.combat.nextRound();
+    await settled(t);
+    assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, []);
+    assert.equal(t.clients.gm.notes.error.length, 1);
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+});
+
+test("updates the companion addresses outside the round's combatants are refused", async () => {
+  const t = tracker({
+    methods: defaultMethods({
+      "exchange.end_round": (params) => {
+        const result = roundEndResult(params);
+        // A faulty adapter writing to the guard (not a psionic combatant of the round).
+        result.updates.push({ uuid: "Actor.guard", update: { "flags.mindscape.revised-2e.psp": 99 } });
+        return result;
+      },
+    }),
+  });
+  await stunGoblin(t);
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(t.guard.updates.length, 0);
+  assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, []);
+});
+
+test("physical dice: the GM types the Wisdom check the companion asks for, and the card shows that die", async () => {
+  const t = tracker({ dialogs: { gm: { diceDialog: [[15]] } } });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  // The goblin's mind was opened by a critical hit; its Wisdom is 17.
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open" }, "flags.mindscape.revised-2e.wis": 17 });
+  FakeRoll.made = [];
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  const calls = endRounds(t);
+  assert.deepEqual(calls.map((c) => c.params.dice), [{}, { "wisdom-check": [15] }]);
+  const asked = t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => [s.arg.purpose, s.arg.sides, s.arg.needed, s.arg.purposeLabel]);
+  assert.deepEqual(asked, [["wisdom-check", 20, 1, "Wisdom check"]]);
+  assert.equal(profile(t.tokens.goblinToken.actor).mind.state, "closed");
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.match(message.data.content, /Wisdom check<\/span> d20: <strong>15<\/strong> <span class="by">\(Goblin\)<\/span>/);
+  assert.match(message.data.content, /Resolved with physical dice/);
+  assert.deepEqual(FakeRoll.made.map((r) => [r.formula, r.terms[0].results.map((x) => x.result)]), [["1d20", [15]]]);
+});
+
+test("an end of round waits for an exchange on one of its actors, then reads what that exchange wrote", async () => {
+  const order = [];
+  const t = tracker({
+    methods: defaultMethods({
+      "exchange.resolve": async (params) => { order.push("resolve start"); await tick(30); order.push("resolve end"); return revisedResult(params); },
+      "exchange.end_round": (params) => { order.push("end_round"); return roundEndResult(params); },
+    }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  await t.combat.startCombat();
+  const attack = t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.fenkaToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!order.length) await tick(1);
+  await t.combat.nextRound();
+  await Promise.all([attack, settled(t)]);
+  assert.deepEqual(order, ["resolve start", "resolve end", "end_round"]);
+  const goblin = endRounds(t)[0].params.combatants.find((c) => c.data.token.uuid === t.tokens.goblinToken.uuid);
+  assert.equal(goblin.data.actor.flags.mindscape["revised-2e"].psp, 9, "the goblin as the exchange left it (20 - 11)");
+});
+
+// ------------------------------------------------------------------ the macro API
+
+test("API endRound: the GM ends a round for chosen tokens, choices passed through by combatant id", async () => {
+  const t = tracker();
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open" } });
+  const api = makeApi(t.clients.gm.svc);
+  const done = await api.endRound({ tokenUuids: [t.tokens.goblinToken, t.tokens.ulcenToken.uuid, t.tokens.ulcen2Token], choices: { "goblin-tokG": { close: true } } });
+  const [call] = endRounds(t);
+  // Unlinked token: `<actor id>-<token id>`; Ulcen's two linked tokens are one combatant.
+  assert.deepEqual(call.params.choices, { "goblin-tokG": { close: true } });
+  assert.deepEqual(call.params.combatants.map((c) => c.data.token.uuid), [t.tokens.goblinToken.uuid, t.tokens.ulcenToken.uuid]);
+  assert.equal(profile(t.tokens.goblinToken.actor).psp, 19);
+  assert.equal(profile(t.tokens.goblinToken.actor).mind.state, "closed");
+  assert.equal(done.summary, "End of the round: Goblin pays to close its mind.");
+  assert.deepEqual(done.updates, [{ uuid: t.tokens.goblinToken.actor.uuid, update: { "flags.mindscape.revised-2e.psp": 19, "flags.mindscape.revised-2e.mind": { state: "closed" } } }]);
+  assert.equal(done.messageId, t.clients.gm.ChatMessage.created[0].id);
+  // A macro's round has no tracker round to name.
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /<h3>End of the psionic round<\/h3>/);
+  assert.equal(t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0].round, null);
+});
+
+test("API endRound: a choice the rules refuse is shown to the GM and changes nothing", async () => {
+  const t = tracker();
+  const api = makeApi(t.clients.gm.svc);
+  const done = await api.endRound({ tokenUuids: [t.tokens.goblinToken], choices: { "goblin-tokG": { close: true } } });
+  assert.equal(done, null);
+  assert.match(t.clients.gm.notes.error[0], /The rules forbid this \(cannot-close\)/);
+  assert.equal(t.tokens.goblinToken.actor.updates.length, 0);
+});
+
+test("API endRound: tokens without a profile are refused with a message that says why", async () => {
+  const t = tracker();
+  const done = await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.guardToken] });
+  assert.equal(done, null);
+  assert.match(t.clients.gm.notes.error[0], /None of these tokens has a psionic profile for AD&D 2e revised psionics/);
+  assert.equal(endRounds(t).length, 0);
+});
+
+test("API endRound: a player is refused, also when asking the GM's client directly", async () => {
+  const t = tracker();
+  await stunGoblin(t);
+  const done = await makeApi(t.clients.p1.svc).endRound({ tokenUuids: [t.tokens.ulcenToken.uuid] });
+  assert.equal(done, null);
+  assert.match(t.clients.p1.notes.error[0], /Only a GM may end a psionic round/);
+  // A forged request over the relay: the GM's client trusts the sender the server names.
+  const err = await t.clients.p1.svc.relay.toGM("endRound", { tokenUuids: [t.tokens.goblinToken.uuid] }).catch((e) => e);
+  assert.equal(err.key, "MINDSCAPE.Error.EndRoundGMOnly");
+  assert.equal(endRounds(t).length, 0);
+  assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, ["stunned"]);
+});

@@ -9,7 +9,7 @@
 //     !psi-result <id> <part>/<parts> <base64url chunk>       (long answers)
 // Only answers typed by a GM are accepted, only once, and only for requests this
 // script made. See docs/ROLL20.md for installation and every command.
-/* global on, log, state, sendChat, findObjs, getObj, createObj, playerIsGM, randomInteger */
+/* global on, log, state, sendChat, findObjs, getObj, createObj, playerIsGM, randomInteger, Campaign */
 
 // eslint-disable-next-line no-var
 var Mindscape = Mindscape || (() => {
@@ -49,7 +49,7 @@ var Mindscape = Mindscape || (() => {
   const ROLL_MODES = ['public', 'gm', 'private'];
   // Requests that change an encounter: after a timeout the companion may still have done
   // them, so the GM is sent to !psi encounter status rather than told to repeat them.
-  const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
+  const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
   const STALE_REVISION = 4009;
   // What the bridge answers when it cannot tell whether the companion ran a changing
   // call (a timeout or a lost connection after sending): JSON-RPC's server-error range.
@@ -656,9 +656,12 @@ var Mindscape = Mindscape || (() => {
       ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
       : ', then repeat the command.';
     // A relay that was only slow may still deliver: that answer is applied then.
+    // An exchange, a round's end or a rest repeated as well as answered late would be
+    // applied twice.
+    const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
     const late = ' Should its answer still arrive (within the hour), it is applied and you are told so'
-      + (entry.kind === 'exchange' ? ': if the badge shows the bridge relayed this request, wait for it rather than repeat the attack.' : '.');
-    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}`));
+      + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');
+    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}${refreshStopped(entry.run)}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
     }
@@ -825,6 +828,181 @@ var Mindscape = Mindscape || (() => {
     }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };
 
+  // ------------------------------------------------------------- !psi round
+
+  // The companion's limit on one exchange.end_round (max_combatants, API.md).
+  const MAX_ROUND_FIGHTERS = 64;
+  const ROUND_OPTIONS = ['close'];
+  // Fields of a generic mapping that every character has, psionic or not.
+  const COMMON_FIELDS = ['hp', 'int', 'wis', 'con', 'level', 'hit_dice'];
+
+  const filled = (value) => value !== undefined && value !== null && String(value).trim() !== '';
+
+  // Whether a fighter has anything psionic for a round's end to look at: settings of its
+  // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
+  // dazed), PSPs on the AD&D sheet, or a psionic field its generic mapping names. The
+  // fighter, the orc and the torch-bearer in the Turn Tracker have none and stay out.
+  // It reads the attributes combatantOf sends, so an unlinked token is judged by its own.
+  const hasPsionics = (ref) => {
+    if (characterConfig(fighterCharacter(ref)).system) return true;
+    const { adapter, data } = combatantOf(ref);
+    const generic = adapter === 'roll20.generic';
+    const attribs = generic ? data.character.attribs : data.attribs;
+    const mapping = generic ? data.mapping.fields : {};
+    const psionicAttr = new Set(Object.keys(mapping).filter((field) => !COMMON_FIELDS.includes(field))
+      .map((field) => String(mapping[field]).replace(/\|max$/i, '').toLowerCase()));
+    return attribs.some((a) => {
+      const name = String(a.name).toLowerCase();
+      if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
+      return !generic && (name === 'psp' || name === 'psp_max') && (Number(a.current) > 0 || Number(a.max) > 0);
+    });
+  };
+
+  // The tokens of the Turn Tracker on the player page, in turn order. Custom entries
+  // (id "-1") and tokens gone or on another page are left out; with no player page set,
+  // every page counts.
+  const turnOrderTokens = () => {
+    const raw = Campaign().get('turnorder');
+    let order;
+    try {
+      order = Array.isArray(raw) ? raw : JSON.parse(raw || '[]');
+    } catch (err) {
+      return [];
+    }
+    if (!Array.isArray(order)) return [];
+    const page = Campaign().get('playerpageid');
+    return order.filter(isObject)
+      .map((entry) => getObj('graphic', String(entry.id)))
+      .filter((token) => token && (!page || token.get('_pageid') === page))
+      .map((token) => token.id);
+  };
+
+  // The fighters of `tokens`, once each (linked tokens of one character are one; an
+  // unlinked token is itself), that a command outside the encounter acts on: those with
+  // something psionic and not in the current encounter, which holds its own copy of
+  // them. `left` names the others for the GM, an encounter's with `inEncounterWhy`.
+  const fightersOutsideEncounter = (tokens, inEncounterWhy) => {
+    const all = Array.from(new Set(tokens.map(fighterOfToken).filter(Boolean)));
+    const enc = store().encounter;
+    const inEncounter = (ref) => Boolean(enc && enc.combatants[ref]);
+    const fighters = all.filter((ref) => !inEncounter(ref) && hasPsionics(ref));
+    const left = all.filter((ref) => !fighters.includes(ref))
+      .map((ref) => `${chatSafe(fighterName(ref))} (${inEncounter(ref) ? inEncounterWhy : 'nothing psionic'})`);
+    return { fighters, left };
+  };
+
+  // The one system all `fighters` use, or an error naming who uses which: several are
+  // refused rather than split, so that one command is one request and one card.
+  const sharedSystem = (fighters) => {
+    const bySystem = {};
+    fighters.forEach((ref) => {
+      const used = systemOf(ref);
+      bySystem[used] = (bySystem[used] || []).concat([ref]);
+    });
+    const systems = Object.keys(bySystem);
+    if (systems.length === 1) return { system: systems[0] };
+    const who = systems.map((s) => `${s}: ${bySystem[s].map(fighterName).map(chatSafe).join(', ')}`).join('; ');
+    return { error: `these characters use different systems (${who})` };
+  };
+
+  /**
+   * `!psi round [--close TOKEN]` (GM only): the end of a psionic round for fighters of
+   * single exchanges, by exchange.end_round. It takes the selected tokens, or else every
+   * token in the Turn Tracker on the player page, once per fighter (linked tokens of one
+   * character are one; an unlinked token is itself), and leaves out those with nothing
+   * psionic and those in the current encounter (which ends its own rounds). The rest must
+   * share one system: several are refused rather than split, so that one round's end is
+   * one request and one card. `--close` (revised-2e) pays to close a mind a critical hit
+   * opened. Roll20 fires no event at a round's end the script could trust (the Turn
+   * Tracker is sorted, edited and restarted by hand), so the GM runs it.
+   */
+  const commandRound = (msg, args) => {
+    if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may end the psionic round.');
+    const unknown = args.options.map(([key]) => key).filter((key) => !ROUND_OPTIONS.includes(key));
+    if (unknown.length) return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; round takes --${ROUND_OPTIONS.join(', --')}. Nothing was sent.`);
+    const picked = selectedTokens(msg);
+    const fromSelection = picked.length > 0;
+    const { fighters, left } = fightersOutsideEncounter(fromSelection ? picked : turnOrderTokens(), 'in the encounter, which ends its own rounds');
+    if (fromSelection && left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
+    if (!fighters.length) {
+      return refuse(msg.playerid, fromSelection
+        ? 'none of the selected tokens represents a character with psionics outside the current encounter.'
+        : 'no token in the Turn Tracker on the player page represents a character with psionics outside the current encounter; select the tokens instead.');
+    }
+    if (fighters.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `at most ${MAX_ROUND_FIGHTERS} characters end a round together; select fewer tokens.`);
+    const shared = sharedSystem(fighters);
+    if (shared.error) return refuse(msg.playerid, `${shared.error}; select the tokens of one system and run !psi round for each.`);
+    const { system } = shared;
+    const choices = {};
+    for (const text of args.all('close')) {
+      if (system !== 'revised-2e') return refuse(msg.playerid, '--close is a revised-2e option.');
+      const ref = resolveFighter(text);
+      if (!ref || !fighters.includes(ref)) {
+        return refuse(msg.playerid, `--close must name the token or character of one whose round ends here (got "${chatSafe(text)}").`);
+      }
+      choices[ref] = { close: true };
+    }
+    const params = { system, combatants: fighters.map(combatantOf) };
+    if (Object.keys(choices).length) params.choices = choices;
+    const id = newId();
+    return postRequest(rpcBody(id, 'exchange.end_round', params), {
+      kind: 'round', requester: msg.playerid, involved: fighters, title: 'End of the round',
+    }, `end the round for ${fighters.map(fighterName).join(', ')}`);
+  };
+
+  // -------------------------------------------------------------- !psi rest
+
+  const REST_OPTIONS = ['hours'];
+  const MAX_REST_HOURS = 1000;
+
+  /**
+   * `!psi rest [--hours N]` (GM only): a rest outside encounters for the fighters of the
+   * selected tokens, by combatants.rest. There is no Turn Tracker fallback: a rest is not
+   * a round of combat, so the GM says who rests. Fighters are picked as for !psi round
+   * (once each, psionic, not in the current encounter: it holds its own copy) and must
+   * share one system. revised-2e needs --hours (RULES.md 1.8: PSPs by the hour of sleep
+   * or meditation); power-pool is one long rest and takes none; combat-strength's source
+   * has no rest at all. Each is checked here, before anything is sent.
+   */
+  const commandRest = (msg, args) => {
+    if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may let characters rest.');
+    const unknown = args.options.map(([key]) => key).filter((key) => !REST_OPTIONS.includes(key));
+    if (unknown.length) return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; rest takes --${REST_OPTIONS.join(', --')}. Nothing was sent.`);
+    const picked = selectedTokens(msg);
+    if (!picked.length) {
+      return refuse(msg.playerid, 'select the tokens of the characters who rest (a rest is not a round of combat: the Turn Tracker is not used). Nothing was sent.');
+    }
+    const { fighters, left } = fightersOutsideEncounter(picked, 'in the encounter, which keeps its own copy');
+    if (left.length) whisperGM(box('rest', `Left out: ${left.join(', ')}.`));
+    if (!fighters.length) return refuse(msg.playerid, 'none of the selected tokens represents a character with psionics outside the current encounter. Nothing was sent.');
+    if (fighters.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `at most ${MAX_ROUND_FIGHTERS} characters rest together; select fewer tokens.`);
+    const shared = sharedSystem(fighters);
+    if (shared.error) return refuse(msg.playerid, `${shared.error}; select the tokens of one system and run !psi rest for each.`);
+    const { system } = shared;
+    if (system === 'combat-strength') {
+      return refuse(msg.playerid, 'combat-strength has no rest: its rules say nothing of what a rest gives back, so there is nothing to apply. Nothing was sent.');
+    }
+    const params = { system, combatants: fighters.map(combatantOf) };
+    if (system === 'revised-2e') {
+      if (!args.has('hours')) {
+        return refuse(msg.playerid, `revised-2e regains PSPs by the hour of sleep or meditation: give --hours N (a whole number from 1 to ${MAX_REST_HOURS}). Nothing was sent.`);
+      }
+      const text = String(args.get('hours')).trim();
+      const hours = Number(text);
+      if (!/^\d+$/.test(text) || hours < 1 || hours > MAX_REST_HOURS) {
+        return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(text)}"). Nothing was sent.`);
+      }
+      params.hours = hours;
+    } else if (args.has('hours')) {
+      return refuse(msg.playerid, `${system} has one long rest, not hours: leave out --hours. Nothing was sent.`);
+    }
+    const span = params.hours ? `${params.hours} hour${params.hours === 1 ? '' : 's'}` : '';
+    const id = newId();
+    return postRequest(rpcBody(id, 'combatants.rest', params), {
+      kind: 'rest', requester: msg.playerid, involved: fighters, title: span ? `Rest: ${span}` : 'Long rest',
+    }, `${span ? `rest ${span}` : 'a long rest'} for ${fighters.map(fighterName).join(', ')}`);
+  };
+
   // ------------------------------------------------------------ !psi config
 
   const FIELD_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
@@ -960,10 +1138,115 @@ var Mindscape = Mindscape || (() => {
     return postRequest(rpcBody(id, method, params), Object.assign({ requester: msg.playerid, involved: [] }, job), description);
   };
 
+  const sendResolve = (requester, force) => {
+    const enc = store().encounter;
+    const params = withRevision(enc, { id: enc.id });
+    if (force) params.force = true;
+    return postRequest(rpcBody(newId(), 'encounter.resolve', params), {
+      kind: 'encounter.resolve', requester, involved: Object.keys(enc.combatants), title: enc.name || 'Encounter',
+    }, 'resolve the next step of the encounter');
+  };
+
+  // ------------------------------------------- taking the sheets again (refresh)
+
+  // An encounter keeps its own copy of each combatant from the moment it joined, and its
+  // write-backs write absolute values: a change made on the sheet since (a sword's HP,
+  // PSPs spent on a power) would be put back by the next one. encounter.refresh takes
+  // the sheet again. A *run* does it for every combatant of the encounter, one request at
+  // a time, each naming the revision the answer before it gave (a refresh that changed
+  // something is a step of its own, so a second request sent beside it would be stale).
+  // The run travels from request to request in the pending job: `run` is
+  // {encounter, requester, ref (being refreshed), queue (still to do), done: [{ref,
+  // changed}], gone, resolve: null | {force}}. It stops at the first error and at a late
+  // answer (after a timeout or a restart the GM may have gone on: nothing follows
+  // unasked); a run made for !psi encounter resolve sends the resolve only at its end.
+
+  const refreshUnderWay = (enc) => Object.values(store().pending)
+    .some((job) => job.kind === 'encounter.refresh' && !job.late && isObject(job.run) && job.run.encounter === enc.id);
+
+  const namesOf = (refs) => refs.map(fighterName).map(chatSafe).join(', ');
+
+  // What a run found, one line each: the combatants whose fields changed, those whose
+  // sheet matched, those whose token or character is gone. `complete`: the run ended.
+  const refreshReport = (run, complete) => {
+    const changed = run.done.filter((d) => d.changed.length);
+    const same = run.done.filter((d) => !d.changed.length).map((d) => d.ref);
+    const lines = changed.map((d) => `${chatSafe(fighterName(d.ref))}: ${d.changed.map(chatSafe).join(', ')} taken again from the sheet.`);
+    if (same.length) lines.push(`${changed.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
+    if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
+    return lines;
+  };
+
+  // Why a run ends early, for the GM: who was not taken again, and what to do next.
+  const refreshStopped = (run) => {
+    if (!isObject(run)) return '';
+    const rest = Array.isArray(run.queue) && run.queue.length ? `; not taken again: ${namesOf(run.queue)}` : '';
+    return ` The refresh stopped at ${chatSafe(fighterName(run.ref))}${rest}.`
+      + (run.resolve ? ' The step was not resolved: run <code>!psi encounter resolve</code> again once the encounter is where you expect.'
+        : ' Run <code>!psi encounter refresh</code> again once the encounter is where you expect.');
+  };
+
+  const finishRefresh = (run) => {
+    const lines = refreshReport(run, true);
+    if (lines.length) whisperGM(box(run.resolve ? 'before resolving' : 'encounter refresh', lines.join('<br>')));
+    else if (!run.resolve) whisperGM(box('encounter refresh', 'The encounter has no combatant to take again from a sheet.'));
+    return run.resolve ? sendResolve(run.requester, run.resolve.force) : undefined;
+  };
+
+  // Sends the refresh of the next combatant still in the encounter whose sheet is still
+  // here, or ends the run.
+  const refreshNext = (run) => {
+    const enc = store().encounter;
+    const queue = run.queue.slice();
+    const gone = run.gone.slice();
+    while (queue.length) {
+      const ref = queue.shift();
+      // A resync (!psi encounter status) may have dropped it meanwhile.
+      if (!enc.combatants[ref]) continue;
+      if (!fighterCharacter(ref)) { gone.push(ref); continue; }
+      const params = withRevision(enc, { id: enc.id, combatant_id: enc.combatants[ref], combatant: combatantOf(ref) });
+      const step = run.done.length + 1;
+      return postRequest(rpcBody(newId(), 'encounter.refresh', params), {
+        kind: 'encounter.refresh',
+        requester: run.requester,
+        involved: [],
+        title: `Refresh of ${fighterName(ref)}`,
+        run: Object.assign({}, run, { ref, queue, gone }),
+      }, `take ${fighterName(ref)} again from the sheet (${step} of ${step + queue.length})`);
+    }
+    return finishRefresh(Object.assign({}, run, { ref: null, queue, gone }));
+  };
+
+  const startRefresh = (requester, enc, resolve) => refreshNext({
+    encounter: enc.id, requester, ref: null, queue: Object.keys(enc.combatants), done: [], gone: [], resolve,
+  });
+
+  // The answer to one refresh of a run: the revision it gives is the one the next
+  // request names (never going back: a declaration answered meanwhile may be newer).
+  const handleRefresh = (job, answer) => {
+    const run = job.run;
+    if (answer.error) {
+      whisperGM(box('encounter refresh', [].concat(refreshReport(run), [refreshStopped(run).trim()]).join('<br>')));
+      return reportError(job, answer.error);
+    }
+    const result = answer.result;
+    const enc = store().encounter;
+    const current = Boolean(enc && enc.id === run.encounter);
+    if (current && Number.isInteger(result.revision) && !(enc.revision > result.revision)) enc.revision = result.revision;
+    const done = Object.assign({}, run, { done: run.done.concat([{ ref: run.ref, changed: result.changed.map(String) }]) });
+    if (!current || job.late) {
+      const why = current ? 'This answer came late, so nothing more was sent.' : 'The current encounter changed here meanwhile, so nothing more was sent.';
+      const rest = done.queue.length ? ` Not taken again: ${namesOf(done.queue)}.` : '';
+      return whisperGM(box('encounter refresh', `${refreshReport(done).join('<br>')}<br>${why}${rest}`
+        + (done.resolve ? ' The step was not resolved.' : '')));
+    }
+    return refreshNext(done);
+  };
+
   const commandEncounter = (msg, args) => {
     const s = store();
     const action = (args.words[0] || '').toLowerCase();
-    const gmOnly = ['create', 'add', 'resolve', 'undo', 'end'];
+    const gmOnly = ['create', 'add', 'refresh', 'resolve', 'undo', 'end'];
     if (gmOnly.includes(action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${action} an encounter.`);
     if (action === 'create') {
       const system = args.get('system') || s.config.system;
@@ -1013,10 +1296,15 @@ var Mindscape = Mindscape || (() => {
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
         { kind: 'encounter.declare', involved: [charId] }, `${fighterName(charId)} declares a choice (hidden)`);
     }
-    if (action === 'resolve') {
-      const params = withRevision(enc, { id: enc.id });
-      if (args.has('force')) params.force = true;
-      return encounterRequest(msg, 'encounter.resolve', params, { kind: 'encounter.resolve', involved: Object.keys(enc.combatants), title: enc.name || 'Encounter' }, 'resolve the next step of the encounter');
+    if (action === 'refresh' || action === 'resolve') {
+      if (refreshUnderWay(enc)) {
+        return refuse(msg.playerid, 'the sheets of the encounter are being taken again (encounter.refresh) right now; wait for that to end, or for its timeout.');
+      }
+      if (action === 'refresh') return startRefresh(msg.playerid, enc, null);
+      // Every sheet is taken again first, so that the step's write-back does not put
+      // back what the sheets lost or gained outside the encounter.
+      if (args.has('no-refresh')) return sendResolve(msg.playerid, args.has('force'));
+      return startRefresh(msg.playerid, enc, { force: args.has('force') });
     }
     if (action === 'get' || action === 'status') {
       return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter and resync');
@@ -1024,7 +1312,7 @@ var Mindscape = Mindscape || (() => {
     if (action === 'undo') {
       return encounterRequest(msg, 'encounter.undo', withRevision(enc, { id: enc.id }), { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone' }, 'undo the last step of the encounter');
     }
-    return refuse(msg.playerid, 'encounter wants one of create, add, declare, resolve, get, status, undo, end.');
+    return refuse(msg.playerid, 'encounter wants one of create, add, declare, refresh, resolve, get, status, undo, end.');
   };
 
   // --------------------------------------------------------------- !psi pair
@@ -1054,8 +1342,10 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
+    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: <code>--close TOKEN</code> (repeatable) pays PSPs to close a mind a critical hit opened.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
-    '<li><code>!psi encounter create|add|declare|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
+    '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
@@ -1170,14 +1460,16 @@ var Mindscape = Mindscape || (() => {
     return written;
   };
 
-  const diceText = (rolls) => (Array.isArray(rolls) ? rolls : [])
+  // `whose` names the fighter a die was rolled for, where several fighters roll alike.
+  const diceText = (rolls, whose) => (Array.isArray(rolls) ? rolls : [])
     .filter(isObject)
-    .map((r) => `${r.purpose} d${r.sides}: ${r.value}${r.follows !== null && r.follows !== undefined ? ' (penetrating)' : ''}`)
+    .map((r) => `${r.purpose} d${r.sides}: ${r.value}${r.follows !== null && r.follows !== undefined ? ' (penetrating)' : ''}`
+      + (whose && r.by !== undefined && r.by !== null ? ` (${whose(String(r.by))})` : ''))
     .join(', ');
 
   const percent = (p) => `${(Number(p) * 100).toFixed(1)}%`;
 
-  const resultCard = (title, result) => {
+  const resultCard = (title, result, whose) => {
     const fields = [`{{name=${chatSafe(title)}}}`];
     const field = (name, value) => {
       if (value === undefined || value === null || value === '') return;
@@ -1190,7 +1482,7 @@ var Mindscape = Mindscape || (() => {
     if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
     if (result.winner) field('Winner', result.winner);
     field('Summary', result.summary);
-    field('Dice', diceText(result.rolls));
+    field('Dice', diceText(result.rolls, whose));
     return `&{template:default} ${fields.join(' ')}`;
   };
 
@@ -1238,6 +1530,30 @@ var Mindscape = Mindscape || (() => {
         .filter((k) => typeof result[k] === 'number').map((k) => `${label(k)} ${percent(result[k])}`);
       const mean = isObject(result.damage) && typeof result.damage.mean === 'number' ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
       tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
+    },
+    // Only a round's end that did something is shown to the table: one where nothing
+    // ended, opened, closed or was rolled is a word to the GM (timers counting down on
+    // the sheets are written all the same).
+    round: (job, result) => {
+      const rolls = Array.isArray(result.rolls) ? result.rolls : [];
+      const events = Array.isArray(result.events) ? result.events : [];
+      if (!rolls.length && !events.length) {
+        return whisperGM(box('end of the round', `${chatSafe(result.summary || 'End of the round: nothing changes.')} `
+          + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
+      }
+      const whose = (ref) => (job.involved.includes(ref) ? fighterName(ref) : ref);
+      return postCard(resultCard(job.title, { summary: result.summary, rolls }, whose), job.involved);
+    },
+    // A rest is shown to the table as a round's end is: a card when something came back
+    // or ended (PSPs, pool dice, powers, conditions), else a word to the GM. It rolls no
+    // dice.
+    rest: (job, result) => {
+      const events = Array.isArray(result.events) ? result.events : [];
+      if (!events.length) {
+        return whisperGM(box('rest', `${chatSafe(result.summary || 'After the rest: nothing changes.')} `
+          + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
+      }
+      return postCard(resultCard(job.title, { summary: result.summary }), job.involved);
     },
     'encounter.create': (job, result) => {
       // A late answer must not replace an encounter the GM has gone on with meanwhile.
@@ -1422,6 +1738,7 @@ var Mindscape = Mindscape || (() => {
     rememberAnswered(id, 'answered');
     if (job.late) whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
     if (job.batch) return handleBatch(job, answer);
+    if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);
     const written = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
@@ -1447,6 +1764,7 @@ var Mindscape = Mindscape || (() => {
     const result = answer.result;
     if (!isObject(result) && !Array.isArray(result)) return problem('the result is not an object');
     if (job.kind === 'encounter.create' && (result.id === undefined || result.id === null)) return problem('the result lacks the encounter id');
+    if (job.kind === 'encounter.refresh' && !Array.isArray(result.changed)) return problem('the result lacks the list of changed fields');
     const updates = collectUpdates(result);
     const wrong = updatesProblem(updates, job.involved || []);
     if (wrong) return problem(wrong);
@@ -1459,6 +1777,8 @@ var Mindscape = Mindscape || (() => {
     attack: commandAttack,
     defend: commandDefend,
     odds: commandOdds,
+    round: commandRound,
+    rest: commandRest,
     config: commandConfig,
     encounter: commandEncounter,
     help: commandHelp,

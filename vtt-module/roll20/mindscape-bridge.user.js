@@ -31,14 +31,19 @@
   const MARKER = /^MINDSCAPE-REQ(?: ([A-Za-z0-9]{16,64}))? ([A-Za-z0-9]{6,32}) (\d{1,4})\/(\d{1,4}) ([A-Za-z0-9_-]+)$/;
   const INVISIBLE = /[\u00ad\u200b-\u200d\u2060\ufeff]/g;
   // The methods the Mod script asks for; anything else in a marker is not ours.
+  // exchange.end_round and combatants.rest change nothing in the companion (the sheets
+  // carry the state, and the Mod script applies one answer only), so like the other
+  // exchange.* calls they may be retried. encounter.refresh stores a step: it is a
+  // changing call below.
   const ALLOWED_METHODS = new Set([
-    'exchange.resolve', 'exchange.odds', 'encounter.create', 'encounter.add',
-    'encounter.declare', 'encounter.resolve', 'encounter.get', 'encounter.undo',
+    'exchange.resolve', 'exchange.odds', 'exchange.end_round', 'combatants.rest',
+    'encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare',
+    'encounter.resolve', 'encounter.get', 'encounter.undo',
   ]);
   // Calls that change an encounter: one that may have run must never run again.
   const CHANGING_METHODS = new Set([
-    'encounter.create', 'encounter.add', 'encounter.declare', 'encounter.resolve',
-    'encounter.undo', 'encounter.delete',
+    'encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare',
+    'encounter.resolve', 'encounter.undo', 'encounter.delete',
   ]);
   // The error the Mod script gets when a changing call's fate is unknown (JSON-RPC's
   // server-error range; Mindscape.js BRIDGE_UNCERTAIN).

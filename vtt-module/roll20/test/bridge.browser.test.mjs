@@ -156,19 +156,31 @@ const answerFor = async (id) => {
 
 // Runs `act` (commands into the sandbox), shows the resulting whispers in the page,
 // waits for the userscript to answer every request they hold, and feeds the answers
-// back into the sandbox as the GM. Returns the decoded answers in request order.
+// back into the sandbox as the GM; requests an answer leads to (the next refresh of a
+// run, the resolve after it) are followed the same way until none is left. Returns the
+// decoded answers in request order.
 const roundTrip = async (ctx, act) => {
-  const from = ctx.sb.chats.length;
+  let from = ctx.sb.chats.length;
   act();
-  const ids = [...new Set(ctx.sb.chats.slice(from).flatMap((c) => [...c.input.matchAll(MARKER)].map((m) => m[1])))];
-  assert.ok(ids.length, 'the command made a request');
-  await showWhispers(ctx.sb, from);
   const answers = [];
-  for (const id of ids) {
-    const commands = await waitFor(`the answer to ${id}`, () => answerFor(id));
-    for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
-    answers.push(decode(commands.map((c) => c.split(' ').at(-1)).join('')));
+  const done = new Set();
+  for (;;) {
+    const ids = [...new Set(ctx.sb.chats.slice(from).flatMap((c) => [...c.input.matchAll(MARKER)].map((m) => m[1])))].filter((id) => !done.has(id));
+    if (!ids.length) break;
+    await showWhispers(ctx.sb, from);
+    from = ctx.sb.chats.length;
+    for (const id of ids) {
+      const commands = await waitFor(`the answer to ${id}`, () => answerFor(id));
+      for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
+      answers.push(decode(commands.map((c) => c.split(' ').at(-1)).join('')));
+      done.add(id);
+    }
   }
+  assert.ok(answers.length, 'the command made a request');
+  // The last part of an answer is clicked before the bridge's typing pause ends and it
+  // sets its badge; relays overlap (the next request arrives during that pause), so
+  // without this a following test could see the badge of a relay still finishing.
+  await page.evaluate(() => window.__mindscapeBridge.bridge.idle());
   return answers;
 };
 
@@ -283,7 +295,11 @@ test('an encounter runs through the relay: create, add as a batch, secret declar
   await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: '!psi encounter declare --defense mental-barrier' }));
 
   const psp = Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current'));
-  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' }));
+  // The resolve takes both sheets again first (unchanged here), then resolves.
+  const answers = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' }));
+  assert.equal(answers.length, 3);
+  assert.deepEqual(answers.slice(0, 2).map((a) => a.result && a.result.changed), [[], []], JSON.stringify(answers.slice(0, 2)));
+  const resolved = answers[2];
   assert.ok(resolved.result, JSON.stringify(resolved.error));
   assert.ok(resolved.result.updates.length > 0);
   assert.ok(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')) < psp, 'the ego whip cost PSPs');
@@ -292,6 +308,67 @@ test('an encounter runs through the relay: create, add as a batch, secret declar
   const [undone] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' }));
   assert.ok(undone.result, JSON.stringify(undone.error));
   assert.equal(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')), psp, 'undo wrote the PSPs back');
+});
+
+test('!psi round goes through the relay to exchange.end_round: a stun that has run out ends on the sheet, then nothing changes', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  // Ulcen was stunned with no round left after this one (COMBATANTS.md condition_rounds).
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_condition_rounds', current: '{"stunned":0}', max: '' });
+  ctx.sb.api.Campaign().set({
+    playerpageid: '-Page',
+    turnorder: JSON.stringify([ctx.tokens.fenka, ctx.tokens.ogre, ctx.tokens.ulcen].map((t) => ({ id: t.id, pr: '1', custom: '', _pageid: '-Page' }))),
+  });
+  const [ended] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi round' }));
+  assert.ok(ended.result, `the daemon answered an error: ${JSON.stringify(ended.error)}\n${daemonLog}`);
+  assert.deepEqual(ended.result.combatants.map((c) => c.id), [ctx.fenka.id, ctx.ulcen.id]);
+  assert.deepEqual(ended.result.events, [{ type: 'condition-ended', combatant: ctx.ulcen.id, condition: 'stunned' }]);
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'psi_conditions').get('current'), '');
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'psi_condition_rounds').get('current'), '{}');
+  assert.match(ctx.sb.chats.at(-1).input, /^&\{template:default\} \{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr is no longer stunned\.\}\}/);
+
+  const [quiet] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi round' }));
+  assert.ok(quiet.result, JSON.stringify(quiet.error));
+  assert.deepEqual(quiet.result.events, []);
+  assert.match(ctx.sb.chats.at(-1).input, /^\/w gm .*End of the round: nothing changes\./);
+});
+
+test('!psi rest goes through the relay to combatants.rest: 2 hours give back ceil(40/8) PSPs an hour on the sheet', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '5' });
+  const [rested] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 2' }));
+  assert.ok(rested.result, `the daemon answered an error: ${JSON.stringify(rested.error)}\n${daemonLog}`);
+  assert.deepEqual(rested.result.combatants.map((c) => c.id), [ctx.ulcen.id, ctx.fenka.id]);
+  // RULES.md 1.8: ceil(40 / 8) = 5 PSPs an hour; Fenka is at her maximum and gets none.
+  assert.deepEqual(rested.result.events, [{ type: 'psp-regained', combatant: ctx.ulcen.id, amount: 10, hours: 2 }]);
+  assert.equal(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')), 15);
+  assert.equal(ctx.sb.attribute(ctx.fenka.id, 'PSP').get('current'), '30');
+  assert.equal(ctx.sb.chats.at(-1).input, '&{template:default} {{name=Rest: 2 hours}} {{Summary=After the rest: Ulcen of Tyr regains 10 PSPs (15 of 40).}}');
+});
+
+test('!psi encounter refresh takes a sheet changed outside the encounter, so the next write-back starts from it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create' }));
+  await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 2);
+  // Ulcen spends 10 PSPs on a power outside psionic combat: the encounter still holds 40.
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '30' });
+  const [first, second] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' }));
+  assert.ok(first.result && second.result, JSON.stringify([first, second]));
+  assert.deepEqual([first.result.combatant_id, first.result.changed, first.result.revision], [ctx.ulcen.id, ['psp'], 3]);
+  assert.deepEqual([second.result.combatant_id, second.result.changed, second.result.revision], [ctx.fenka.id, [], 3]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr: psp taken again from the sheet\.<br>Unchanged: Fenka\./);
+
+  // The step's write-back now starts from 30: without the refresh it would have written
+  // 40 less the attack's cost, giving back the PSPs spent on the sheet.
+  await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1` }));
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force --no-refresh' }));
+  assert.ok(resolved.result, JSON.stringify(resolved.error));
+  assert.ok(Number(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')) < 30, `PSP written: ${ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('current')}`);
 });
 
 test('a marker for a method the Mod script never uses is not relayed', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
@@ -477,6 +554,29 @@ test('a call that changes an encounter is never retried: after a timeout the Mod
   assert.match(decode(typed).error.data.detail, /timed out/);
   ctx.sb.chat({ playerid: GM, content: `!psi-result ${create} ${Buffer.from(JSON.stringify({ ...decode(typed), id: create })).toString('base64url')}` });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out.*!psi encounter status/);
+});
+
+test('encounter.refresh is a changing call and is never retried; combatants.rest changes nothing and is retried once', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  const refresh = b64({ jsonrpc: '2.0', id: 'Refresh00001', method: 'encounter.refresh', params: { id: 'E1', combatant_id: 'c', combatant: {}, revision: 2 } });
+  const rest = b64({ jsonrpc: '2.0', id: 'Rest00000001', method: 'combatants.rest', params: { system: 'power-pool', combatants: [] } });
+  const out = await inIsolatedPage(async ({ codes }) => {
+    const received = [];
+    // The first call of each fails as a lost connection does; a second would succeed.
+    const transport = async (url, key, body) => {
+      const call = JSON.parse(body);
+      received.push(call.method);
+      if (received.filter((m) => m === call.method).length === 1) throw new Error('connection reset');
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: call.id, result: { events: [] } }) };
+    };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    await bridge.relay('Refresh00001', codes[0]);
+    await bridge.relay('Rest00000001', codes[1]);
+    await bridge.idle();
+    return { received, sent: window.__sent.slice() };
+  }, { codes: [refresh, rest] });
+  assert.deepEqual(out.received, ['encounter.refresh', 'combatants.rest', 'combatants.rest']);
+  const typed = out.sent.map((c) => decode(c.split(' ').at(-1)));
+  assert.deepEqual(typed.map((a) => [a.id, a.error ? a.error.code : 'result']), [['Refresh00001', -32001], ['Rest00000001', 'result']]);
 });
 
 test('a batch add that fails uncertainly answers every call of the batch', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {

@@ -432,6 +432,14 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /recorded in secret\. Still to choose: 1/);
 
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  // Every combatant is taken again from its sheet first, one after the other (API.md
+  // encounter.refresh); the sheets match here, so the revision stays 4.
+  for (const [ref, cid] of [[ctx.ulcen.id, 'c0'], [ctx.fenka.id, 'c1']]) {
+    const refresh = lastRequest(ctx.sb);
+    assert.equal(refresh.body.method, 'encounter.refresh');
+    assert.deepEqual([refresh.body.params.combatant_id, refresh.body.params.revision, refresh.body.params.combatant.data.id], [cid, 4, ref]);
+    answer(ctx, refresh.id, { jsonrpc: '2.0', id: refresh.id, result: { combatant_id: cid, revision: 4, changed: [], warnings: [] } });
+  }
   const resolve = lastRequest(ctx.sb);
   assert.deepEqual(resolve.body.params, { id: 'enc-1', revision: 4, force: true });
   // encounter.resolve answers the step (round, results, summary, rolls) with the
@@ -551,7 +559,7 @@ test('a character name cannot put a request marker into the chat', () => {
 test('changing encounter calls name the revision they expect; a stale answer (4009) resyncs instead of failing', () => {
   const ctx = encounterWithTwo();
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 2);
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force --no-refresh' });
   const resolve = lastRequest(ctx.sb);
   assert.equal(resolve.body.params.revision, 2);
   answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, error: { code: 4009, message: 'Stale revision', data: { revision: 3 } } });
@@ -563,7 +571,8 @@ test('changing encounter calls name the revision they expect; a stale answer (40
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 3, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revision 3.*Combatants: Ulcen of Tyr, Fenka/);
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
   assert.equal(lastRequest(ctx.sb).body.params.revision, 3);
 });
 
@@ -925,4 +934,572 @@ test('checkInstall migrates a schema-4 state to schema 5: bars, pending requests
   // An answer refused as timed out under schema 4 stays refused.
   sb.chat({ playerid: GM, content: `!psi-result OldRequest01 ${encode({ jsonrpc: '2.0', id: 'OldRequest01', result: {} })}` });
   assert.match(whispersTo(sb, 'gm').at(-1), /timed out/);
+});
+
+// ------------------------------------------------------------- !psi round
+
+// The answer exchange.end_round gives (API.md; companion/methods/exchange.py).
+const roundResult = (id, { events = [], rolls = [], summary = 'End of the round: nothing changes.', updates = [] } = {}) => ({
+  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [], events, rolls, summary, unused_dice: {}, updates },
+});
+
+const setTurnOrder = (ctx, entries, page = '-Page') => ctx.sb.api.Campaign().set({ turnorder: JSON.stringify(entries), playerpageid: page });
+
+const turn = (token) => ({ id: token.id, pr: '10', custom: '', _pageid: token.get('_pageid') });
+
+const roundRefs = (req) => req.body.params.combatants.map((c) => (c.adapter === 'roll20.generic' ? c.data.character.id : c.data.id));
+
+test('!psi round is for GMs: a player is refused and nothing is sent', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /refused.*only a GM may end the psionic round/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('!psi round sends exchange.end_round for the selected psionic characters as {adapter, data}, leaving out the ones with nothing psionic', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.end_round');
+  assert.deepEqual(Object.keys(req.body.params).sort(), ['combatants', 'system']);
+  assert.equal(req.body.params.system, 'revised-2e');
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id, ctx.fenka.id]);
+  const [ulcen] = req.body.params.combatants;
+  assert.equal(ulcen.adapter, 'roll20.adnd2e-revised');
+  assert.equal(ulcen.data.name, 'Ulcen of Tyr');
+  // The same attributes an attack sends: psionics and psi_* state, not the gear.
+  const names = ulcen.data.attribs.map((a) => a.name);
+  assert.ok(names.includes('PSP') && names.includes('psi_mind') && !names.includes('weaponname1'));
+  // The ogre has neither PSPs nor psi_* state: the GM who selected it is told why.
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Left out/.test(w)), /Left out: Ogre \(nothing psionic\)/);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w)), /end the round for Ulcen of Tyr, Fenka/);
+});
+
+test('a nonpsionic mind with psionic state (dazed by a psionic attack) takes part in the round\'s end', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_conditions', current: 'dazed', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  // The ogre's token is unlinked: it ends the round as itself, reading its sheet.
+  assert.deepEqual(roundRefs(req), [ctx.tokens.ogre.id]);
+  assert.deepEqual(plain(req.body.params.combatants[0].data.attribs.find((a) => a.name === 'psi_conditions')), { name: 'psi_conditions', current: 'dazed', max: '' });
+});
+
+test('without a selection !psi round takes the Turn Tracker\'s tokens on the player page, once per character, skipping custom entries', () => {
+  const ctx = campaign();
+  const mirror = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: ctx.ulcen.id, name: 'Ulcen (mirror)', bar1_link: ctx.tokens.ulcen.get('bar1_link') });
+  const elsewhere = ctx.sb.add('character', { name: 'Far Away', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: elsewhere.id, name: 'PSP', current: '10', max: '10' });
+  const farToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-OtherPage', represents: elsewhere.id, name: 'Far Away', bar1_link: 'x' });
+  setTurnOrder(ctx, [
+    turn(ctx.tokens.fenka),
+    { id: '-1', pr: '5', custom: 'Lair action', _pageid: '-Page' },
+    turn(ctx.tokens.ulcen),
+    turn(farToken),
+    turn(mirror),
+    turn(ctx.tokens.ogre),
+    { id: '-Mgone', pr: '1', custom: '', _pageid: '-Page' },
+  ]);
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(req), [ctx.fenka.id, ctx.ulcen.id]);
+  // The Turn Tracker's non-psionic monsters are left out without a word every round.
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Left out/.test(w)));
+});
+
+test('!psi round with nobody psionic to end the round for is refused', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker on the player page represents a character with psionics/);
+  setTurnOrder(ctx, [turn(ctx.tokens.ogre)]);
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('characters of different systems are refused in one !psi round, naming who uses which', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /different systems \(revised-2e: Ulcen of Tyr; power-pool: Fenka\); select the tokens of one system/);
+  assert.equal(requests(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  assert.equal(lastRequest(ctx.sb).body.params.system, 'power-pool');
+});
+
+test('--close (revised-2e) becomes the pay-to-close choice under the combatant id; other uses are refused', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: `!psi round --close ${ctx.tokens.fenka.id} --close ${ctx.ulcen.id}` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.choices, { [ctx.fenka.id]: { close: true }, [ctx.ulcen.id]: { close: true } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --close ${ctx.tokens.fenka.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--close must name the token or character of one whose round ends here/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round --dice wisdom-check=3' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --dice; round takes --close/);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --close ${ctx.tokens.ulcen.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--close is a revised-2e option/);
+  assert.equal(requests(ctx.sb).length, 1);
+});
+
+test('the round\'s updates are written as an attack\'s are (a stun ends: psi_conditions and psi_condition_rounds), and the card follows the roll mode', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_condition_rounds', current: '{"stunned":0}', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, roundResult(req.id, {
+    events: [{ type: 'condition-ended', combatant: ctx.ulcen.id, condition: 'stunned' }],
+    summary: 'End of the round: Ulcen of Tyr is no longer stunned.',
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_conditions: { current: '' }, psi_condition_rounds: { current: '{}' } } },
+      // An attribute the sheet lacks is created, as for an attack's write-back.
+      { character_id: ctx.fenka.id, attributes: { psi_condition_rounds: { current: '{"dazed":1}' } } },
+    ],
+  }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_conditions'), '');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_condition_rounds'), '{}');
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_condition_rounds'), '{"dazed":1}');
+  assert.deepEqual(plain(ctx.sb.workerWrites).map((w) => w.name).sort(), ['psi_condition_rounds', 'psi_condition_rounds', 'psi_conditions']);
+  const card = ctx.sb.chats.at(-1);
+  assert.equal(card.speakingAs, 'Mindscape');
+  assert.match(card.input, /^&\{template:default\} \{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr is no longer stunned\.\}\}$/);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+
+  // With --rollmode gm, a round with dice goes to the GM only, each die naming its roller.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode gm' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  const second = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  answer(ctx, second.id, roundResult(second.id, {
+    events: [{ type: 'wisdom-check', combatant: ctx.ulcen.id, target: 10, roll: 7, success: true }, { type: 'mind-closed', combatant: ctx.ulcen.id, how: 'wisdom-check' }],
+    rolls: [{ purpose: 'wisdom-check', sides: 20, value: 7, by: ctx.ulcen.id, follows: null }],
+    summary: 'End of the round: Ulcen of Tyr closes its mind (Wisdom check 7 against 10).',
+  }));
+  const cards = ctx.sb.chats.slice(from).filter((c) => c.input.includes('&{template:default}'));
+  assert.equal(cards.length, 1);
+  assert.match(cards[0].input, /^\/w gm &\{template:default\} \{\{name=End of the round\}\}/);
+  assert.match(cards[0].input, /\{\{Dice=wisdom-check d20: 7 \(Ulcen of Tyr\)\}\}/);
+});
+
+test('a round\'s end where nothing changes is only a short whisper to the GM (the countdown still written)', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_condition_rounds', current: '{"stunned":1}', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  answer(ctx, req.id, roundResult(req.id, {
+    updates: [{ character_id: ctx.ulcen.id, attributes: { psi_condition_rounds: { current: '{"stunned":0}' } } }],
+  }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_condition_rounds'), '{"stunned":0}');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_conditions'), 'stunned');
+  const said = ctx.sb.chats.slice(from);
+  assert.equal(said.length, 1);
+  assert.match(said[0].input, /^\/w gm .*End of the round: nothing changes\. \(Ulcen of Tyr, Fenka\)/);
+  assert.doesNotMatch(said[0].input, /template/);
+});
+
+test('a refused round\'s end is reported to the GM as an attack\'s refusal is, and writes nothing', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --close ${ctx.tokens.ulcen.id}` });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'Rules violation', data: { rule: 'cannot-close', detail: 'Ulcen of Tyr cannot pay to close its mind this round' } } });
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /End of the round.*The companion refused: Rules violation \(4001\)<br>cannot-close: Ulcen of Tyr cannot pay to close its mind this round/);
+  assert.ok(ctx.sb.chats.every((c) => c.input.startsWith('/w ')), 'nothing is posted to the table');
+});
+
+test('a round\'s end that times out warns against ending the round twice', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  ctx.sb.advance(30000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s.*wait for it rather than end the round again/);
+});
+
+test('the fighters of the current encounter are left out of !psi round: the encounter ends their rounds itself', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(in the encounter, which ends its own rounds\), Fenka \(in the encounter/.test(w)));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics outside the current encounter/);
+  assert.ok(requests(ctx.sb).every((r) => r.body.method !== 'exchange.end_round'));
+});
+
+test('unlinked tokens in the Turn Tracker end the round each as itself; a token\'s update is kept for that token', () => {
+  const ctx = goblins();
+  ctx.sb.state.Mindscape.tokens[ctx.gob[1].id] = { psi_conditions: { name: 'psi_conditions', current: 'dazed', max: '' } };
+  setTurnOrder(ctx, ctx.gob.map(turn));
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(roundRefs(req), ctx.gob.map((g) => g.id));
+  assert.equal(attribOf(req.body.params.combatants[1], 'psi_conditions').current, 'dazed');
+  answer(ctx, req.id, roundResult(req.id, {
+    events: [{ type: 'condition-ended', combatant: ctx.gob[1].id, condition: 'dazed' }],
+    summary: 'End of the round: Goblin 2 is no longer dazed.',
+    updates: [{ character_id: ctx.gob[1].id, attributes: { psi_conditions: { current: '' } } }],
+  }));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_conditions), { name: 'psi_conditions', current: '', max: '' });
+  assert.equal(ctx.sb.attribute(ctx.goblin.id, 'psi_conditions'), null);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Summary=End of the round: Goblin 2 is no longer dazed\.\}\}/);
+});
+
+test('with the generic adapter a character counts as psionic by the psionic fields its mapping names, not by HP', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength --adapter roll20.generic --attr attack_strength=PSA --attr hp=HP' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '60' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.system, 'combat-strength');
+  assert.equal(req.body.params.combatants[0].adapter, 'roll20.generic');
+  // Fenka has HP and a PSP score the mapping does not name: nothing this system reads.
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id]);
+});
+
+test('the help handout lists !psi round', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /<code>!psi round<\/code> \(GM\): ends the psionic round.*--close TOKEN/);
+});
+
+// ---------------------------------------------------------------- !psi rest
+
+// combatants.rest answers as exchange.end_round does, without dice (API.md); the
+// summary and events below are the companion's for Ulcen at 5 of 40 PSPs resting 2 hours.
+const restResult = (id, { events = [], summary = 'After the rest: nothing changes.', updates = [] } = {}) => ({
+  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [], events, summary, updates, warnings: [] },
+});
+
+const restRefs = (req) => req.body.params.combatants.map((c) => (c.adapter === 'roll20.generic' ? c.data.character.id : c.data.id));
+
+test('!psi rest is for GMs, and without a selected token it is refused: a rest never falls back on the Turn Tracker', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /refused.*only a GM may let characters rest/);
+  setTurnOrder(ctx, [turn(ctx.tokens.ulcen), turn(ctx.tokens.fenka)]);
+  ctx.sb.chat({ playerid: GM, content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /select the tokens of the characters who rest \(a rest is not a round of combat: the Turn Tracker is not used\)\. Nothing was sent\./);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics outside the current encounter/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('!psi rest --hours 8 sends combatants.rest for the selected psionic characters, once each, as {adapter, data}', () => {
+  const ctx = campaign();
+  const mirror = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: ctx.ulcen.id, name: 'Ulcen (mirror)', bar1_link: ctx.tokens.ulcen.get('bar1_link') });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id, mirror.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'combatants.rest');
+  assert.deepEqual(Object.keys(req.body.params).sort(), ['combatants', 'hours', 'system']);
+  assert.equal(req.body.params.system, 'revised-2e');
+  assert.equal(req.body.params.hours, 8);
+  assert.deepEqual(restRefs(req), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.equal(req.body.params.combatants[0].adapter, 'roll20.adnd2e-revised');
+  assert.deepEqual(plain(attribOf(req.body.params.combatants[0], 'PSP')), { name: 'PSP', current: '40', max: '40' });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Left out/.test(w)), /Left out: Ogre \(nothing psionic\)/);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w)), /rest 8 hours for Ulcen of Tyr, Fenka/);
+});
+
+test('revised-2e rests by the hour (RULES.md 1.8): a missing or bad --hours is refused before anything is sent', () => {
+  const ctx = campaign();
+  const rest = (options) => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi rest${options}` });
+  rest('');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revised-2e regains PSPs by the hour of sleep or meditation: give --hours N \(a whole number from 1 to 1000\)\. Nothing was sent\./);
+  for (const bad of ['0', '1001', '2.5', '-3', 'eight', '']) {
+    rest(` --hours ${bad}`);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--hours must be a whole number of hours from 1 to 1000 \(got "[^"]*"\)\. Nothing was sent\./, `--hours ${bad}`);
+  }
+  rest(' --hours 8 --dice 3');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --dice; rest takes --hours\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  // The bounds themselves are hours the companion takes; an inline roll counts as its total.
+  rest(' --hours 1');
+  assert.equal(lastRequest(ctx.sb).body.params.hours, 1);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours $[[0]]', inlinerolls: [{ results: { total: 1000 } }] });
+  assert.equal(lastRequest(ctx.sb).body.params.hours, 1000);
+});
+
+test('power-pool is one long rest: --hours is refused, and the request carries none', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /power-pool has one long rest, not hours: leave out --hours\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(Object.keys(req.body.params).sort(), ['combatants', 'system']);
+  assert.equal(req.body.params.system, 'power-pool');
+  assert.deepEqual(restRefs(req), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w)), /a long rest for Ulcen of Tyr, Fenka/);
+});
+
+test('combat-strength has no rest rule: the script refuses it itself, with or without --hours', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  for (const options of ['', ' --hours 8']) {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi rest${options}` });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /combat-strength has no rest: its rules say nothing of what a rest gives back.*Nothing was sent\./);
+  }
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('characters of different systems are refused in one !psi rest, naming who uses which', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /different systems \(revised-2e: Ulcen of Tyr; power-pool: Fenka\); select the tokens of one system and run !psi rest for each/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('the fighters of the current encounter are left out of !psi rest: the encounter holds its own copy of them', () => {
+  const ctx = encounterWithTwo();
+  const before = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(in the encounter, which keeps its own copy\), Fenka \(in the encounter, which keeps its own copy\)/.test(w)));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics outside the current encounter/);
+  assert.equal(requests(ctx.sb).length, before);
+});
+
+test('the rest\'s updates are written (PSPs back, a stun run out) and its summary is a card in the campaign\'s roll mode', () => {
+  const ctx = campaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '5' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 2' });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, restResult(req.id, {
+    events: [
+      { type: 'psp-regained', combatant: ctx.ulcen.id, amount: 10, hours: 2 },
+      { type: 'condition-ended', combatant: ctx.ulcen.id, condition: 'stunned' },
+    ],
+    summary: 'After the rest: Ulcen of Tyr regains 10 PSPs (15 of 40). Ulcen of Tyr is no longer stunned.',
+    updates: [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 15 }, psi_conditions: { current: '' }, psi_condition_rounds: { current: '{}' } } }],
+  }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 15);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_conditions'), '');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_condition_rounds'), '{}');
+  assert.deepEqual(plain(ctx.sb.workerWrites).map((w) => w.name).sort(), ['PSP', 'psi_condition_rounds', 'psi_conditions']);
+  const card = ctx.sb.chats.at(-1);
+  assert.equal(card.speakingAs, 'Mindscape');
+  assert.equal(card.input, '&{template:default} {{name=Rest: 2 hours}} {{Summary=After the rest: Ulcen of Tyr regains 10 PSPs (15 of 40). Ulcen of Tyr is no longer stunned.}}');
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+
+  // private: the GM and the controllers of the characters who rested (Alice), not Bob.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private --system power-pool' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const second = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  answer(ctx, second.id, restResult(second.id, {
+    events: [{ type: 'pool-regained', combatant: ctx.ulcen.id, amount: 3 }],
+    summary: 'After the rest: Ulcen of Tyr gets 3 pool dice back.',
+    updates: [{ character_id: ctx.ulcen.id, attributes: { psi_pool: { current: 7 } } }],
+  }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_pool'), 7);
+  const cards = ctx.sb.chats.slice(from).map((c) => c.input).filter((t) => t.includes('&{template:default}'));
+  assert.deepEqual(cards.map((t) => t.split(' &{')[0]), ['/w gm', '/w "Alice"']);
+  assert.match(cards[0], /\{\{name=Long rest\}\} \{\{Summary=After the rest: Ulcen of Tyr gets 3 pool dice back\.\}\}$/);
+});
+
+test('a rest where nothing changes is only a short whisper to the GM', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  const req = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  answer(ctx, req.id, restResult(req.id));
+  const said = ctx.sb.chats.slice(from);
+  assert.equal(said.length, 1);
+  assert.match(said[0].input, /^\/w gm .*Mindscape: rest.*After the rest: nothing changes\. \(Ulcen of Tyr, Fenka\)/);
+  assert.doesNotMatch(said[0].input, /template/);
+  assert.equal(ctx.sb.workerWrites.length, 0);
+});
+
+test('a refused rest is reported to the GM and writes nothing; one that times out warns against resting twice', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatants/0/data/attribs/0/current', message: 'psp must be a whole number' }] } } });
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Rest: 8 hours.*The companion refused: Invalid params \(-32602\)<br>\/combatants\/0\/data\/attribs\/0\/current: psp must be a whole number/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  ctx.sb.advance(30000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s.*then repeat the command.*wait for it rather than run the rest again/);
+});
+
+test('an unlinked token rests as itself: its PSPs go to its own bar, not to the sheet its copies share', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  ctx.gob[1].set({ bar2_value: '4', bar2_max: '20' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[1].id], content: '!psi rest --hours 1' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(restRefs(req), [ctx.gob[1].id]);
+  assert.equal(attribOf(req.body.params.combatants[0], 'PSP').current, '4');
+  answer(ctx, req.id, restResult(req.id, {
+    events: [{ type: 'psp-regained', combatant: ctx.gob[1].id, amount: 3, hours: 1 }],
+    summary: 'After the rest: Goblin 2 regains 3 PSPs (7 of 20).',
+    updates: [{ character_id: ctx.gob[1].id, attributes: { PSP: { current: 7 } } }],
+  }));
+  assert.equal(ctx.gob[1].get('bar2_value'), 7);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'PSP'), '20');
+});
+
+// ------------------------------------------------------ !psi encounter refresh
+
+const refreshAnswer = (ctx, req, revision, changed = []) => answer(ctx, req.id, {
+  jsonrpc: '2.0', id: req.id, result: { combatant_id: req.body.params.combatant_id, revision, changed, warnings: [] },
+});
+
+const refreshes = (sb) => requests(sb).filter((r) => !Array.isArray(r.body) && r.body.method === 'encounter.refresh');
+
+test('!psi encounter refresh is for GMs; it needs a current encounter', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no current encounter/);
+  const enc = encounterWithTwo();
+  enc.sb.chat({ playerid: ALICE, content: '!psi encounter refresh' });
+  assert.match(whispersTo(enc.sb, 'Alice').at(-1), /only a GM may refresh an encounter/);
+  assert.equal(refreshes(enc.sb).length, 0);
+});
+
+test('!psi encounter refresh sends one encounter.refresh per combatant, one after the other, each with the revision the answer before gave', () => {
+  const ctx = encounterWithTwo();
+  // A sword blow on the sheet, outside the encounter.
+  ctx.sb.attribute(ctx.ulcen.id, 'HP').set({ current: '9' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 1, 'the second waits for the first answer');
+  const first = lastRequest(ctx.sb);
+  assert.deepEqual(Object.keys(first.body.params).sort(), ['combatant', 'combatant_id', 'id', 'revision']);
+  assert.deepEqual([first.body.params.id, first.body.params.combatant_id, first.body.params.revision], ['enc-1', ctx.ulcen.id, 2]);
+  assert.equal(first.body.params.combatant.adapter, ADAPTER);
+  assert.deepEqual(plain(attribOf(first.body.params.combatant, 'HP')), { name: 'HP', current: '9', max: '18' });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(first.id)), /take Ulcen of Tyr again from the sheet \(1 of 2\)/);
+  refreshAnswer(ctx, first, 3, ['hp']);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  const second = lastRequest(ctx.sb);
+  assert.equal(second.body.method, 'encounter.refresh');
+  assert.deepEqual([second.body.params.combatant_id, second.body.params.revision, second.body.params.combatant.data.id], [ctx.fenka.id, 3, ctx.fenka.id]);
+  refreshAnswer(ctx, second, 3, []);
+  assert.equal(refreshes(ctx.sb).length, 2);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Mindscape: encounter refresh.*Ulcen of Tyr: hp taken again from the sheet\.<br>Unchanged: Fenka\./);
+  // Refreshing writes nothing: the sheet is the source here.
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('when every sheet matches, !psi encounter refresh says so and the revision stays', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 2);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 2);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 2);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Every sheet matches the encounter: Ulcen of Tyr, Fenka\./);
+});
+
+test('a stale revision (4009) stops the refresh, says who was not taken again, and resyncs as the other encounter commands do', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(ctx.sb);
+  answer(ctx, first.id, { jsonrpc: '2.0', id: first.id, error: { code: 4009, message: 'Stale revision', data: { revision: 5 } } });
+  const told = whispersTo(ctx.sb, 'gm');
+  assert.ok(told.some((w) => /The refresh stopped at Ulcen of Tyr; not taken again: Fenka\. Run <code>!psi encounter refresh<\/code> again/.test(w)));
+  assert.ok(told.some((w) => /Refresh of Ulcen of Tyr.*moved on \(now at revision 5\).*nothing changed\. Resyncing/.test(w)));
+  const get = lastRequest(ctx.sb);
+  assert.equal(get.body.method, 'encounter.get');
+  assert.equal(refreshes(ctx.sb).length, 1);
+});
+
+test('!psi encounter resolve takes every sheet again first and sends the resolve with the revision the last refresh gave', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '21' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  const first = lastRequest(ctx.sb);
+  assert.deepEqual([first.body.method, first.body.params.combatant_id, first.body.params.revision], ['encounter.refresh', ctx.ulcen.id, 2]);
+  refreshAnswer(ctx, first, 2);
+  const second = lastRequest(ctx.sb);
+  assert.deepEqual([second.body.method, second.body.params.combatant_id, second.body.params.revision], ['encounter.refresh', ctx.fenka.id, 2]);
+  assert.equal(attribOf(second.body.params.combatant, 'PSP').current, '21');
+  refreshAnswer(ctx, second, 3, ['psp']);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Fenka: psp taken again from the sheet\.<br>Unchanged: Ulcen of Tyr\./);
+  const resolve = lastRequest(ctx.sb);
+  assert.equal(resolve.body.method, 'encounter.resolve');
+  assert.deepEqual(resolve.body.params, { id: 'enc-1', revision: 3, force: true });
+  // --no-refresh resolves at once.
+  const quick = encounterWithTwo();
+  quick.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  assert.deepEqual(lastRequest(quick.sb).body.params, { id: 'enc-1', revision: 2 });
+  assert.equal(refreshes(quick.sb).length, 0);
+});
+
+test('a refresh that fails before a resolve sends no resolve: a refused sheet (4004) and an uncertain relay alike', () => {
+  for (const error of [
+    { code: 4004, message: 'Not found', data: { id: 'enc-1' } },
+    { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } },
+  ]) {
+    const ctx = encounterWithTwo();
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+    refreshAnswer(ctx, lastRequest(ctx.sb), 2);
+    const second = lastRequest(ctx.sb);
+    answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, error });
+    assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.resolve'), `no resolve after ${error.code}`);
+    const told = whispersTo(ctx.sb, 'gm');
+    assert.ok(told.some((w) => /Unchanged: Ulcen of Tyr\.<br>The refresh stopped at Fenka\. The step was not resolved: run <code>!psi encounter resolve<\/code> again/.test(w)), String(error.code));
+    if (error.code === 4004) assert.match(told.at(-1), /Refresh of Fenka.*The companion refused: Not found \(4004\)/);
+    else assert.match(told.at(-1), /could not tell whether the companion carried this out.*!psi encounter status/);
+  }
+});
+
+test('a refresh that times out stops the run; its late answer is taken (the revision) but nothing more is sent, and no resolve', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  const first = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /no answer from the companion in 30 s.*run <code>!psi encounter status<\/code>/);
+  assert.match(told, /The refresh stopped at Ulcen of Tyr; not taken again: Fenka\. The step was not resolved/);
+  // While it was waiting, a second refresh or resolve would have raced it; after the timeout one may start again.
+  refreshAnswer(ctx, first, 3, ['hp']);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr: hp taken again from the sheet\.<br>This answer came late, so nothing more was sent\. Not taken again: Fenka\. The step was not resolved\./);
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.resolve'));
+});
+
+test('a second refresh or resolve is refused while a refresh runs', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  for (const command of ['!psi encounter refresh', '!psi encounter resolve', '!psi encounter resolve --no-refresh']) {
+    ctx.sb.chat({ playerid: GM, content: command });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the sheets of the encounter are being taken again \(encounter\.refresh\) right now/, command);
+  }
+  assert.equal(requests(ctx.sb).filter((r) => !Array.isArray(r.body) && /^encounter\.re/.test(r.body.method)).length, 1);
+});
+
+test('a combatant whose token is gone is not taken again (and said so); an unlinked token is refreshed from its own bars', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id, ctx.gob[1].id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  ctx.gob[0].remove();
+  ctx.gob[1].set({ bar1_value: '1' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const only = lastRequest(ctx.sb);
+  assert.equal(only.body.params.combatant_id, ctx.gob[1].id);
+  assert.equal(attribOf(only.body.params.combatant, 'HP').current, '1');
+  refreshAnswer(ctx, only, 3, ['hp']);
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Goblin 2: hp taken again from the sheet\\.<br>Not taken again, their token or character is gone: ${ctx.gob[0].id}\\.`));
+});
+
+test('the help handout lists !psi rest and the encounter\'s refresh', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  const notes = handout.get('notes');
+  assert.match(notes, /<code>!psi rest --hours N<\/code> \(GM\).*power-pool: one long rest, no <code>--hours<\/code>\. combat-strength has no rest\./);
+  assert.match(notes, /<code>!psi encounter create\|add\|declare\|refresh\|resolve\|get\|undo\|end<\/code>.*<code>resolve<\/code> does it first by itself \(<code>--no-refresh<\/code> skips it\)/);
 });

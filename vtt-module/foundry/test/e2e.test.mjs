@@ -303,6 +303,7 @@ test("the combat tracker's next round ends the psionic round with the real compa
   assert.equal(ended.length, 1);
   assert.equal(ended[0].round, 1);
   assert.equal(await page.evaluate(() => window.harness.combat.getFlag("mindscape", "roundEnded")), 1);
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-round-end.png") });
 
   // Round 2 ends with nothing to tell: no second card.
   await page.evaluate(() => window.harness.combat.nextRound());
@@ -445,6 +446,7 @@ test("a psionic rest with the real companion: the sheet's header control, the ho
   assert.equal(rested.length, 1);
   assert.deepEqual(rested[0].actors, ["Actor.4Jsv5vYaJ1atUEDV"]);
   assert.deepEqual(rested[0].updates, response.result.updates);
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-rest.png") });
   assert.deepEqual(problems, []);
   await page.close();
 });

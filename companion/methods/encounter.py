@@ -182,19 +182,20 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
         before = _combatant(system.encounter_view(record.state), combatant_id)
         after = _combatant(system.encounter_view(state), combatant_id)
         changed = _changed_fields(before, after)
-        if not changed:
+        dropped = _dropped_choices(system, record.state, state)
+        if not changed and not dropped:
             # the sheet says what the encounter holds: nothing to store or announce
             return {"combatant_id": combatant_id, "revision": record.revision,
-                    "changed": [], "warnings": warnings}
+                    "changed": [], "dropped_choices": [], "warnings": warnings}
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="refresh",
             params={"combatant_id": combatant_id, "combatant": raw}, rolls=[],
             result={"combatant_id": combatant_id, "changed": changed,
-                    "warnings": warnings}, state=state)
+                    "dropped_choices": dropped, "warnings": warnings}, state=state)
         _remember_ref(services, record.id, combatant_id, raw)
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "changed": changed,
-            "warnings": warnings}
+            "dropped_choices": dropped, "warnings": warnings}
 
 
 def _changed_fields(before: Any, after: Any) -> list[str]:
@@ -202,6 +203,18 @@ def _changed_fields(before: Any, after: Any) -> list[str]:
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return []
     return sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+
+
+def _dropped_choices(system: System, before: Mapping[str, Any],
+                     after: Mapping[str, Any]) -> list[str]:
+    """Who had a declared choice in ``before`` that ``after`` no longer holds (the rules
+    threw it away when a combatant was taken again): they must declare again. Empty
+    when the system does not say which choices it holds."""
+    held, kept = (system.encounter_pending_choices(before),
+                  system.encounter_pending_choices(after))
+    if held is None or kept is None:
+        return []
+    return [cid for cid in held if cid not in kept]
 
 
 def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
@@ -546,9 +559,11 @@ METHODS = [
                "Take a combatant again from its sheet ({adapter, data}) or a combatant "
                "object, after changes made outside the encounter (a sword blow's hit "
                "points, PSPs spent on a power): {combatant_id, revision, changed, "
-               "warnings}; changed names the fields that differ, and when none does nothing "
-               "is stored and the revision stays. Its id stays; a declared choice stays "
-               "pending. Undoing a resolve before it takes it away too.",
+               "dropped_choices, warnings}; changed names the fields that differ, and when "
+               "none does nothing is stored and the revision stays. Its id stays. Every "
+               "declared choice is checked again; dropped_choices names who must declare "
+               "again because the rules no longer allow theirs. Undoing a resolve before "
+               "it takes it away too.",
                result={"type": "object", "required": ["combatant_id", "revision",
                                                       "changed"]},
                errors=WRITE_ERRORS),

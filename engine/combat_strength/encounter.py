@@ -93,10 +93,21 @@ def add(system: CombatStrength, state: Mapping[str, Any], raw: Mapping[str, Any]
 def replace(system: CombatStrength, state: Mapping[str, Any], combatant_id: str,
              combatant: Mapping[str, Any]) -> JSON:
     """``combatant_id`` taken again from ``combatant``; the round's recorded Combat
-    Strength and stances stay as declared."""
+    Strength stays, and so does its stance unless it is no longer psionic (then it acts
+    normally). Every declared choice is checked again against the combatants as they are
+    now; one the rules no longer allow is dropped, and its combatant must declare again."""
     s = _copy(state)
-    swap_combatant(s, combatant_id, system.combatant({**combatant, "id": combatant_id},
-                                                     "/combatant"))
+    c = system.combatant({**combatant, "id": combatant_id}, "/combatant")
+    swap_combatant(s, combatant_id, c)
+    if not c["psionic"] and combatant_id in s["stances"]:
+        s["stances"][combatant_id] = "normal"
+    pending, s["pending"] = s["pending"], {}
+    for cid, recorded in pending.items():
+        choice = {k: v for k, v in recorded.items() if v is not None}
+        try:
+            s = declare(system, s, cid, choice)
+        except (RulesViolation, InvalidInput, UnknownCombatant):
+            continue
     return s
 
 

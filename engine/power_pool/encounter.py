@@ -139,11 +139,25 @@ def add(system: PowerPoolSystem, state: Mapping[str, Any], raw: Mapping[str, Any
 
 def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str,
             combatant: Mapping[str, Any]) -> JSON:
-    """``combatant_id`` taken again from ``combatant`` (who has acted this round and
-    what is pending stay)."""
+    """``combatant_id`` taken again from ``combatant`` (who has acted this round stays).
+    A pending exchange is declared again against the combatants as they are now: when
+    the rules no longer allow its attack, the exchange is dropped and the attacker must
+    declare again; a defense or join they no longer allow is dropped alone."""
     out = _copy(state)
     swap_combatant(out, combatant_id, system.combatant({**combatant, "id": combatant_id},
                                                        "/combatant"))
+    pending, out["pending"] = out["pending"], None
+    if pending is None:
+        return out
+    choices = [(pending["attacker"], {"attack": pending["attack"]})]
+    choices += [(cid, {"defense": d}) for cid, d in pending["defenses"].items()]
+    choices += [(cid, {"defense": d}) for cid, d in pending["joins"].items()]
+    for cid, choice in choices:
+        try:
+            out = declare(system, out, cid, choice)
+        except (RulesViolation, InvalidInput, UnknownCombatant):
+            if "attack" in choice:
+                break
     return out
 
 

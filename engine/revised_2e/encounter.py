@@ -136,11 +136,20 @@ def add(system: Revised2e, state: Mapping[str, Any], combatant: Mapping[str, Any
 
 def replace(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
             combatant: Mapping[str, Any]) -> JSON:
-    """``combatant_id`` taken again from ``combatant`` under the encounter's options (a
-    declared choice stays; resolving checks it against the PSPs held then)."""
+    """``combatant_id`` taken again from ``combatant`` under the encounter's options.
+    Every declared choice is checked again against the combatants as they are now, in
+    the order they were declared; one the rules no longer allow (a mode the sheet no
+    longer knows, PSPs it no longer holds, a stun) is dropped, and its combatant must
+    declare again."""
     s = _state(state)
     c = system.combatant({**combatant, "id": combatant_id}, "/combatant", s["options"])
     swap_combatant(s, combatant_id, c)
+    pending, s["pending"] = s["pending"], {}
+    for cid, choice in pending.items():
+        try:
+            s = declare(system, s, cid, choice)
+        except (RulesViolation, InvalidInput, UnknownCombatant):
+            continue
     return s
 
 

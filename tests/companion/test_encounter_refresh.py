@@ -66,19 +66,27 @@ async def test_a_sheet_changed_outside_the_encounter_is_taken_again(rpc: Rpc) ->
     assert refresh["result"]["changed"] == ["hp", "psp"]
 
 
-async def test_a_refresh_keeps_a_declared_choice_and_the_rules_check_it_then(
+async def test_a_declared_choice_the_refreshed_sheet_no_longer_allows_is_dropped(
         rpc: Rpc) -> None:
-    """A declaration stays pending across a refresh; if the PSPs it needs were spent on
-    the sheet meanwhile, the attack is lost when the round resolves."""
+    """A declaration is checked again when its combatant is taken again: one the sheet
+    still allows stays; a ×4 mind thrust (8 PSPs) from a sheet now holding 3 PSPs is
+    dropped, and the encounter waits for Ulcen's new choice."""
     eid, ulcen = await _encounter(rpc)
     await rpc.ok("encounter.declare", {"id": eid, "combatant_id": ulcen, "choice": {
         "attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 4}}})
-    await rpc.ok("encounter.refresh", {
+    kept = await rpc.ok("encounter.refresh", {
+        "id": eid, "combatant_id": ulcen,
+        "combatant": {"adapter": "roll20.adnd2e-revised", "data": _sheet(PSP="30")}})
+    assert kept["dropped_choices"] == []
+    assert (await rpc.ok("encounter.get", {"id": eid}))["waiting_for"] == ["fenka"]
+    dropped = await rpc.ok("encounter.refresh", {
         "id": eid, "combatant_id": ulcen,
         "combatant": {"adapter": "roll20.adnd2e-revised", "data": _sheet(PSP="3")}})
-    assert (await rpc.ok("encounter.get", {"id": eid}))["waiting_for"] == ["fenka"]
-    step = await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})
-    assert [e["type"] for e in step["events"]].count("attack-lost") == 1
+    assert dropped["dropped_choices"] == [ulcen] and dropped["changed"] == ["psp"]
+    assert (await rpc.ok("encounter.get", {"id": eid}))["waiting_for"] == [ulcen, "fenka"]
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][-1]["result"]["dropped_choices"] == [ulcen]
+    assert "mind-thrust" not in json.dumps(log["steps"][-1])
 
 
 async def test_undoing_the_resolve_before_a_refresh_takes_it_away(rpc: Rpc) -> None:
@@ -144,6 +152,6 @@ async def test_a_sheet_that_did_not_change_stores_nothing(rpc: Rpc) -> None:
     same = await rpc.ok("encounter.refresh", {
         "id": eid, "combatant_id": ulcen,
         "combatant": {"adapter": "roll20.adnd2e-revised", "data": _sheet()}})
-    assert same == {"combatant_id": ulcen, "revision": 2, "changed": [],
+    assert same == {"combatant_id": ulcen, "revision": 2, "changed": [], "dropped_choices": [],
                     "warnings": same["warnings"]}
     assert len((await rpc.ok("encounter.log", {"id": eid}))["steps"]) == 2

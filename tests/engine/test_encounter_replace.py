@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine import builtin_systems
+from engine.dice import RandomDice, SuppliedDice
 from engine.errors import InvalidInput, UnknownCombatant
 
 JSON = dict[str, Any]
@@ -58,3 +59,66 @@ def test_replace_refuses_an_unknown_id_and_an_invalid_combatant(system_id: str) 
     with pytest.raises(InvalidInput) as bad:
         system.encounter_replace(state, "kara", {**first, field: "many"})
     assert [p.path for p in bad.value.problems] == [f"/combatant/{field}"]
+
+
+# -- declared choices are checked again --------------------------------------------------
+def _psionicist(cid: str, **more: Any) -> JSON:
+    return {"id": cid, "name": cid.title(), "kind": "psionicist", "level": 9, "psp": 90,
+            "psp_max": 90, "int": 18, "wis": 13, "attacks": ["mind-thrust", "ego-whip"],
+            "defenses": ["thought-shield", "mental-barrier"], **more}
+
+
+def test_revised_2e_a_choice_the_refreshed_sheet_no_longer_allows_is_dropped() -> None:
+    """A level-2 sheet cannot make a ×9 mind thrust it no longer knows: the choice goes,
+    and the round waits for a new one (it is not carried out)."""
+    system = SYSTEMS["revised-2e"]
+    state = system.encounter_new(None)
+    for cid in ("bane", "vic"):
+        state, _ = system.encounter_add(state, _psionicist(cid))
+    state = system.encounter_declare(state, "bane", {
+        "attack": {"mode": "mind-thrust", "target": "vic", "multiplier": 9},
+        "defense": {"mode": "mental-barrier"}})
+    state = system.encounter_declare(state, "vic", {"defense": {"mode": "thought-shield"}})
+    weaker = system.encounter_replace(state, "bane", _psionicist(
+        "bane", level=2, attacks=["ego-whip"], defenses=["thought-shield"]))
+    assert system.encounter_waiting_for(weaker) == ["bane"]
+    assert list(system.encounter_pending_choices(weaker)) == ["vic"]
+    same = system.encounter_replace(state, "bane", _psionicist("bane", psp=80))
+    assert system.encounter_pending_choices(same) == system.encounter_pending_choices(state)
+
+
+def test_power_pool_an_attack_the_refreshed_sheet_no_longer_allows_drops_the_exchange(
+        ) -> None:
+    """An attacker now asleep cannot attack: the pending exchange goes (it would have
+    stuck the encounter), and the round goes on without it."""
+    system = SYSTEMS["power-pool"]
+    pp = {"hit_dice": 4, "die": 6, "psionic": True, "attacks": ["mental-stab"]}
+    state = system.encounter_new(None)
+    for cid in ("a", "b"):
+        state, _ = system.encounter_add(state, {"id": cid, **pp})
+    state = system.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    asleep = system.encounter_replace(state, "a", {"id": "a", **pp, "conditions": ["asleep"]})
+    assert system.encounter_pending_choices(asleep) == {}
+    assert system.encounter_waiting_for(asleep) == ["b"]
+    system.encounter_resolve(asleep, SuppliedDice({}), True)  # not stuck
+    kept = system.encounter_replace(state, "a", {"id": "a", **pp, "pool": 3})
+    assert system.encounter_pending_choices(kept) == system.encounter_pending_choices(state)
+
+
+def test_combat_strength_an_attack_of_a_refreshed_sleeper_is_dropped() -> None:
+    system = SYSTEMS["combat-strength"]
+    a = {"id": "a", "attack_strength": 40, "defense_strength": 40,
+         "attacks": ["mind-thrust"], "defenses": ["mind-blank"]}
+    b = {"id": "b", "attack_strength": 40, "defense_strength": 40}
+    state = system.encounter_new(None)
+    for c in (a, b):
+        state, _ = system.encounter_add(state, c)
+    state = system.encounter_declare(state, "a", {"stance": "trance"})
+    state = system.encounter_declare(state, "b", {"stance": "normal"})
+    state, _ = system.encounter_resolve(state, SuppliedDice({}), False)
+    state = system.encounter_declare(state, "a", {"attack": {"mode": "mind-thrust",
+                                                             "target": "b"}})
+    asleep = system.encounter_replace(state, "a", {**a, "conditions": ["asleep"]})
+    assert "a" not in system.encounter_pending_choices(asleep)
+    system.encounter_resolve(asleep, RandomDice(1), True)  # not stuck

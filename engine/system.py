@@ -360,8 +360,11 @@ class System(ABC):
             changes.append({"id": c["id"], "before": c, "after": after})
             events += [e.to_json() for e in happened]
             lines += said
+        if not lines:
+            counted = any(c["before"] != c["after"] for c in changes)
+            lines = ["what still lasts counts down." if counted else "nothing changes."]
         return {"system": self.id, "combatants": changes, "events": events,
-                "summary": f"{title}: " + (" ".join(lines) if lines else "nothing changes.")}
+                "summary": f"{title}: " + " ".join(lines)}
 
     # -- encounters (pure round logic) ----------------------------------------------
     #: the system's round logic (its ``encounter`` module); the methods below delegate

@@ -265,6 +265,16 @@ class Tables:
         info = self.conditions.get(condition)
         return bool(info and info["incapacitates"])
 
+    def condition_ended(self, name: str, condition: str) -> str:
+        """The summary's sentence for ``condition`` ending, in the table's words: "Orm is
+        no longer dazed.", "Orm is no longer in a coma.", "Orm's temporary insanity
+        ends."."""
+        info = self.conditions.get(condition)
+        text = str(info["text"]) if info else condition
+        if " " not in text or text.startswith("in "):
+            return f"{name} is no longer {text}."
+        return f"{name}'s {text} ends."
+
     def unit_rounds(self, unit: str) -> int | None:
         return self.duration_units.get(unit)
 

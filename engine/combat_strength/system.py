@@ -257,7 +257,7 @@ class CombatStrength(System):
         events = [e for e in (tick(combatant, x) for x in list(combatant["condition_rounds"]))
                   if e is not None]
         name = combatant["name"]
-        return combatant, events, [f"{name} is no longer {e.data['condition']}."
+        return combatant, events, [self.tables.condition_ended(name, e.data["condition"])
                                    for e in events]
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:

@@ -305,6 +305,8 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                     events.append(close_mind(out, "save"))
         elif opened_by == "critical" and first_round:
             mind["may_pay_to_close"] = True
+            cost = close_cost(tables, out, options[house.NO_LAST_DEF])
+            events.append(Event("mind-may-close", out["id"], {"cost": cost}))
         elif (opened_by == "zero-psp" and first_round) or mind["may_pay_to_close"]:
             mind["may_pay_to_close"] = False
             mind["locked_rounds"] = roll_open_duration(tables, dice, out["id"])

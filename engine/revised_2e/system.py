@@ -35,7 +35,7 @@ from .rules import (
     settle_mac,
 )
 from .tables import Tables
-from .text import attack_summary, psp, round_end_lines
+from .text import attack_summary, condition_ended, psp, round_end_lines
 
 JSON = dict[str, Any]
 
@@ -283,7 +283,7 @@ class Revised2e(System):
                 lines.append(f"{name} regains {psp(e.data['amount'])} ({after['psp']} of "
                              f"{after['psp_max']}).")
             elif e.type == "condition-ended":
-                lines.append(f"{name} is no longer {e.data['condition']}.")
+                lines.append(condition_ended(name, e.data["condition"]))
             elif e.type == "mind-closed":
                 how = ""
                 if checks:

@@ -97,6 +97,16 @@ def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
                          f"rolled {e.data['roll']}).")
         elif e.type == "mind-locked":
             lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
+        elif e.type == "mind-may-close" and e.data["cost"] is not None:
+            lines.append(f"{name} may pay {psp(e.data['cost'])} to close its mind in the "
+                         "next round.")
         elif e.type == "condition-ended":
-            lines.append(f"{name} is no longer {e.data['condition']}.")
+            lines.append(condition_ended(name, e.data["condition"]))
     return lines
+
+
+def condition_ended(name: str, condition: str) -> str:
+    """"Kara is no longer stunned.", "Kara's initiative penalty ends."."""
+    if condition == "initiative-penalty":
+        return f"{name}'s initiative penalty ends."
+    return f"{name} is no longer {condition}."

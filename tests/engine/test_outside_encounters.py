@@ -325,3 +325,43 @@ def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:
     with pytest.raises(InvalidInput) as bad:
         REVISED.rest({"combatants": [psionicist("kara")]}, SuppliedDice({}))
     assert "hours" in bad.value.problems[0].message
+
+
+# -- what the summary says ----------------------------------------------------------------
+def test_the_round_a_mind_may_pay_to_close_is_announced_with_its_cost() -> None:
+    """§1.5: the round after a critical hit opened it, the mind may pay to close (twice
+    the mental barrier's 5 PSPs): the event and the summary say so, so a VTT's card tells
+    the player when."""
+    result = REVISED.end_round({"combatants": [psionicist("kara", mind=open_mind())]},
+                               SuppliedDice({}))
+    assert result["events"] == [{"type": "mind-may-close", "combatant": "kara", "cost": 10}]
+    assert result["summary"] == ("End of the round: Kara may pay 10 PSPs to close its mind "
+                                 "in the next round.")
+
+
+def test_a_round_that_only_counts_down_does_not_say_nothing_changes() -> None:
+    c = {"id": "orm", "name": "Orm", "attack_strength": 40, "defense_strength": 40,
+         "conditions": ["confused"], "condition_rounds": {"confused": 3}}
+    result = STRENGTH.end_round({"combatants": [c]}, SuppliedDice({}))
+    assert result["summary"] == "End of the round: what still lasts counts down."
+    locked = psionicist("kara", mind=open_mind(opened_by="zero-psp", locked_rounds=3,
+                                               rounds_open=2))
+    assert REVISED.end_round({"combatants": [locked]}, SuppliedDice({}))["summary"] == \
+        "End of the round: what still lasts counts down."
+
+
+@pytest.mark.parametrize(("system", "condition", "said"), [
+    (REVISED, "initiative-penalty", "Kara's initiative penalty ends."),
+    (REVISED, "dazed", "Kara is no longer dazed."),
+    (STRENGTH, "temporary-insanity", "Kara's temporary insanity ends."),
+    (STRENGTH, "coma", "Kara is no longer in a coma."),
+    (STRENGTH, "dazed", "Kara is no longer dazed."),
+])
+def test_a_condition_that_ends_is_said_in_words(system: Any, condition: str, said: str
+                                                ) -> None:
+    c: JSON = ({"id": "kara", "name": "Kara", "attack_strength": 9, "defense_strength": 9}
+               if system is STRENGTH else psionicist("kara"))
+    c.update(conditions=[condition], condition_rounds={condition: 0 if system is REVISED
+                                                       else 1})
+    assert system.end_round({"combatants": [c]}, SuppliedDice({}))["summary"] == \
+        f"End of the round: {said}"

@@ -70,12 +70,12 @@ END_ROUND: JSON = {
     "additionalProperties": False,
     "properties": {
         "system": SYSTEM_ID,
-        "combatants": {"type": "array", "minItems": 1, "maxItems": 64, "items": COMBATANT,
+        "combatants": {"type": "array", "minItems": 1, "items": COMBATANT,
                        "description": "everyone whose round ends (at most max_combatants)"},
         "choices": {"type": "object", "maxProperties": 64,
                     "additionalProperties": {"type": "object"},
                     "description": "what a combatant chooses at the round's end, by id "
-                                   "(systems.describe round_end_choice_schema; revised-2e: "
+                                   "(systems.describe round_end_schema; revised-2e: "
                                    "{\"close\": true} pays to close a mind a critical hit "
                                    "opened)"},
         "options": OPTIONS,

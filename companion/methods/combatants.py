@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..combatants import answer_with_updates
+from ..errors import DICE_NEEDED
 from ..registry import MethodSpec
 from ..schemas import REST, UPDATES
 from ..services import Context
@@ -27,5 +28,6 @@ METHODS = [
                "summary, unused_dice} and updates for {adapter, data} combatants.",
                result={"type": "object", "required": ["system", "combatants", "events",
                                                       "rolls", "summary", "updates"],
-                       "properties": {"updates": UPDATES}}),
+                       "properties": {"updates": UPDATES}},
+               errors=(DICE_NEEDED,)),
 ]

@@ -88,7 +88,8 @@ async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, Impo
     if known is None:
         known = {}
         for step in await services.store.steps(record.id, states=False):
-            if step.kind not in ("add", "refresh") or not step.result:
+            # a step an undo took away gave the encounter nothing (undone_by)
+            if step.kind not in ("add", "refresh") or not step.result or step.undone_by:
                 continue
             raw = step.params.get("combatant")
             combatant_id = str(step.result.get("combatant_id"))
@@ -317,6 +318,9 @@ async def encounter_undo(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
         record, system = await _load(ctx, params)
         _expect(record, params)
         new, undone = await services.store.undo(record.id, expected_revision=record.revision)
+        # The undo may take away adds and refreshes: their sheets are read from the log
+        # again when next needed.
+        services.adapter_refs.pop(record.id, None)
         updates = await _stored_updates(ctx, record, system, record.state, new.state,
                                         new.revision)
     await services.hub.encounter_changed(new.id, new.revision)

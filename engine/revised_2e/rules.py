@@ -172,7 +172,8 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
     locked rounds, then a check each round) until it closes, for at most the rounds the
     rest lasts and ``MAX_REST_MIND_ROUNDS`` (``mind-checks-capped`` when that stops it);
     conditions timed in rounds (``condition_rounds``: the rest of the round they began in
-    and that many more) run out as the rounds pass."""
+    and that many more) run out as the rounds pass; powers lost for days (``lost_powers``)
+    count down by the whole days the rest lasts (a part of a day is not carried over)."""
     out = recover(tables, c, hours)
     events = []
     gained = out["psp"] - c["psp"]
@@ -186,6 +187,14 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
         mind_rounds += 1
     if out["mind"]["state"] == "open" and MAX_REST_MIND_ROUNDS == mind_rounds < rounds:
         events.append(Event("mind-checks-capped", out["id"], {"rounds": mind_rounds}))
+    days = hours // 24
+    if days and out["lost_powers"]:
+        back = [p for p in out["lost_powers"] if p["days"] <= days]
+        out["lost_powers"] = [{**p, "days": p["days"] - days} for p in out["lost_powers"]
+                              if p["days"] > days]
+        if back:
+            events.append(Event("powers-return", out["id"], {"count": len(back),
+                                                             "days": days}))
     passed = rounds - mind_rounds  # end_of_round counted the conditions of its rounds
     for condition in list(out["conditions"]):
         if condition not in out["condition_rounds"]:

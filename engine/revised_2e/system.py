@@ -284,6 +284,10 @@ class Revised2e(System):
                              f"{after['psp_max']}).")
             elif e.type == "condition-ended":
                 lines.append(condition_ended(name, e.data["condition"]))
+            elif e.type == "powers-return":
+                n = e.data["count"]
+                lines.append(f"{name} regains {'a power' if n == 1 else f'{n} powers'} "
+                             "lost to mind thrust.")
             elif e.type == "mind-closed":
                 how = ""
                 if checks:

@@ -155,3 +155,18 @@ async def test_a_sheet_that_did_not_change_stores_nothing(rpc: Rpc) -> None:
     assert same == {"combatant_id": ulcen, "revision": 2, "changed": [], "dropped_choices": [],
                     "warnings": same["warnings"]}
     assert len((await rpc.ok("encounter.log", {"id": eid}))["steps"]) == 2
+
+
+async def test_an_undone_refresh_gives_the_sheet_back_its_write_backs(rpc: Rpc) -> None:
+    """A refresh that replaced Ulcen's sheet by a plain combatant object is taken away by
+    undoing the resolve before it: the undo then writes Ulcen's sheet back as it was,
+    because the encounter's link to the sheet is the one in effect again."""
+    eid, ulcen = await _encounter(rpc)
+    await _round(rpc, eid, ulcen, seed=2)
+    view = await rpc.ok("encounter.get", {"id": eid})
+    plain = {k: v for k, v in view["combatants"][ulcen].items() if k != "mac"}
+    await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": ulcen,
+                                       "combatant": {**plain, "psp": 10}})
+    undone = await rpc.ok("encounter.undo", {"id": eid})
+    [update] = undone["updates"]
+    assert update["attributes"]["PSP"]["current"] == 40

@@ -135,6 +135,25 @@ async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
         assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
 
 
+async def test_more_combatants_than_the_limit_are_refused_naming_it(rpc: Rpc) -> None:
+    many = [{**FENKA, "id": f"f{i}"} for i in range(65)]
+    for method, extra in (("exchange.end_round", {}), ("combatants.rest", {"hours": 1})):
+        error = await rpc.error(method, {"system": "revised-2e", "combatants": many, **extra})
+        assert error["code"] == -32602
+        assert "max_combatants" in error["data"]["errors"][0]["message"], error
+
+
+async def test_a_rest_with_supplied_dice_that_run_out_is_4002(rpc: Rpc) -> None:
+    opened = {**FENKA, "mind": {"state": "open", "opened_by": "zero-psp", "rounds_open": 4}}
+    error = await rpc.error("combatants.rest", {"system": "revised-2e", "hours": 1,
+                                                "combatants": [opened],
+                                                "dice": {"wisdom-check": [20]}})
+    assert error["code"] == 4002 and error["data"]["purpose"] == "wisdom-check"
+    discovered = await rpc.ok("rpc.discover")
+    [rest] = [m for m in discovered["methods"] if m["name"] == "combatants.rest"]
+    assert 4002 in [e["code"] for e in rest["errors"]]
+
+
 async def test_end_round_is_held_to_max_combatants(aiohttp_client: ClientFactory,
                                                    tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", plugins=with_plugins(SAMPLE),

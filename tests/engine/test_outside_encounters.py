@@ -365,3 +365,16 @@ def test_a_condition_that_ends_is_said_in_words(system: Any, condition: str, sai
                                                        else 1})
     assert system.end_round({"combatants": [c]}, SuppliedDice({}))["summary"] == \
         f"End of the round: {said}"
+
+
+def test_revised_2e_rest_counts_lost_powers_down_by_whole_days() -> None:
+    """Powers lost to mind thrust for days come back as whole days of rest pass; a part
+    of a day is not carried over."""
+    c = psionicist("kara", lost_powers=[{"days": 1}, {"days": 3}])
+    result = REVISED.rest({"combatants": [c], "hours": 47}, SuppliedDice({}))
+    assert after(result, "kara")["lost_powers"] == [{"days": 2}]
+    assert {"type": "powers-return", "combatant": "kara", "count": 1, "days": 1} in \
+        result["events"]
+    assert "Kara regains a power lost to mind thrust." in result["summary"]
+    short = REVISED.rest({"combatants": [c], "hours": 23}, SuppliedDice({}))
+    assert after(short, "kara")["lost_powers"] == [{"days": 1}, {"days": 3}]

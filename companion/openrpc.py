@@ -7,8 +7,10 @@ whole params schema, exactly as compiled for validation, is given as ``x-params-
 
 ``exchange.resolve`` and ``exchange.odds`` check their params twice: against the method's
 schema, then (``{adapter, data}`` combatants imported) against the named system's
-``request_schema``. Their ``x-params-schema`` says both: the method's schema and, for
-each installed system, ``if`` the ``system`` is that one ``then`` its request schema, with
+``request_schema`` (``exchange.end_round`` and ``combatants.rest`` against its
+``end_round_schema`` and ``rest_schema``). Their ``x-params-schema`` says both: the
+method's schema and, for each installed system that takes the method, ``if`` the
+``system`` is that one ``then`` its schema, with
 every combatant member also allowed as ``{adapter, data}`` (each such schema carries an
 ``$id``, so its ``#/$defs/...`` references resolve inside it).
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.system import System
@@ -25,6 +27,7 @@ from engine.system import System
 from . import API_VERSION
 from .combatants import NOT_COMBATANTS
 from .errors import INVALID_PARAMS, MESSAGES
+from .plugins import ends_rounds, rests
 from .registry import MethodRegistry, MethodSpec
 from .schemas import ADAPTER_REF
 
@@ -36,13 +39,23 @@ OPENRPC_VERSION = "1.3.2"
 PLUGIN_ERROR_MESSAGE = "Error defined by the plugin"
 
 
-def _as_called(system: System) -> dict[str, Any]:
-    """``system``'s request schema as a caller may meet it: each combatant member (or
-    item of a list of them) may also be ``{adapter, data}``, and ``dice`` and ``seed``
-    are left to the method's own schema."""
-    schema = copy.deepcopy(dict(system.request_schema()))
+#: Which systems a ``system_schema`` applies to: a system without an end of round or a
+#: rest outside encounters is refused by those methods whatever its params.
+_TAKES: dict[str, Callable[[System], bool]] = {
+    "request_schema": lambda system: True,
+    "end_round_schema": ends_rounds,
+    "rest_schema": rests,
+}
+
+
+def _as_called(system: System, which: str = "request_schema") -> dict[str, Any]:
+    """``system``'s schema ``which`` (``MethodSpec.system_schema``) as a caller may meet
+    it: each combatant member (or item of a list of them) may also be ``{adapter,
+    data}``, and ``system``, ``dice`` and ``seed`` are left to the method's own schema."""
+    schema = copy.deepcopy(dict(getattr(system, which)()))
     schema.pop("$schema", None)
-    schema["$id"] = f"urn:mindscape:system:{system.id}:request"
+    suffix = "request" if which == "request_schema" else which.removesuffix("_schema")
+    schema["$id"] = f"urn:mindscape:system:{system.id}:{suffix}"
     properties = schema.setdefault("properties", {})
     for name, member in properties.items():
         if name in NOT_COMBATANTS or not isinstance(member, dict):
@@ -51,7 +64,7 @@ def _as_called(system: System) -> dict[str, Any]:
             member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}
         else:
             properties[name] = {"anyOf": [ADAPTER_REF, member]}
-    properties["dice"] = properties["seed"] = {}
+    properties["system"] = properties["dice"] = properties["seed"] = {}
     return schema
 
 
@@ -60,8 +73,10 @@ def _params_schema(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str,
         return dict(spec.params)
     branches = []
     for system_id, system in sorted(systems.items()):
+        if not _TAKES[spec.system_schema](system):
+            continue
         try:
-            then = _as_called(system)
+            then = _as_called(system, spec.system_schema)
         except Exception:
             # a plugin's broken schema: its calls fail too, and say so
             log.warning("request schema of system %s not documented", system_id,

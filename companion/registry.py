@@ -85,6 +85,14 @@ class MethodSpec:
     #: imported) against the named system's ``request_schema``: the OpenRPC document
     #: then gives each system's schema too
     checked_by_system: bool = False
+    #: with ``checked_by_system``, the ``System`` method that gives that schema: one of
+    #: ``SYSTEM_SCHEMAS`` (the built-in ``exchange.end_round`` and ``combatants.rest``
+    #: are checked against ``end_round_schema`` and ``rest_schema``)
+    system_schema: str = "request_schema"
+
+
+#: The ``System`` methods a ``MethodSpec`` may name as its ``system_schema``.
+SYSTEM_SCHEMAS = ("request_schema", "end_round_schema", "rest_schema")
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,8 @@ def _shape_problem(spec: Any) -> str | None:
         return f"method {name}: errors must be a tuple of integer error codes"
     if not isinstance(spec.checked_by_system, bool):
         return f"method {name}: checked_by_system must be true or false"
+    if spec.system_schema not in SYSTEM_SCHEMAS:
+        return f"method {name}: system_schema must be one of {', '.join(SYSTEM_SCHEMAS)}"
     return None
 
 

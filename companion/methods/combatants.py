@@ -29,5 +29,5 @@ METHODS = [
                result={"type": "object", "required": ["system", "combatants", "events",
                                                       "rolls", "summary", "updates"],
                        "properties": {"updates": UPDATES}},
-               errors=(DICE_NEEDED,)),
+               errors=(DICE_NEEDED,), checked_by_system=True, system_schema="rest_schema"),
 ]

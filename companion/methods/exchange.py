@@ -70,5 +70,6 @@ METHODS = [
                result={"type": "object", "required": ["system", "combatants", "events",
                                                       "rolls", "summary", "updates"],
                        "properties": {"updates": UPDATES}},
-               errors=(RULES_VIOLATION, DICE_NEEDED)),
+               errors=(RULES_VIOLATION, DICE_NEEDED), checked_by_system=True,
+               system_schema="end_round_schema"),
 ]

@@ -167,3 +167,34 @@ async def test_end_round_is_held_to_max_combatants(aiohttp_client: ClientFactory
     assert error["data"]["errors"][0]["path"] == "/combatants"
     assert "max_combatants" in error["data"]["errors"][0]["message"]
     await rpc.ok("exchange.end_round", {"system": "revised-2e", "combatants": three[:2]})
+
+
+async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
+        rpc: Rpc) -> None:
+    """API.md: rpc.discover has the schemas actually used for validation: the engine's
+    end_round_schema and rest_schema of each system that takes the method."""
+    document = await rpc.ok("rpc.discover")
+    methods = {m["name"]: m for m in document["methods"]}
+    end_round = jsonschema.Draft202012Validator(
+        methods["exchange.end_round"]["x-params-schema"])
+    rest = jsonschema.Draft202012Validator(methods["combatants.rest"]["x-params-schema"])
+    ix = {"id": "ix", "hit_dice": 4, "die": 8}
+    cases = [
+        (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
+                                           "choices": {"fenka": {}}, "seed": 1}, True),
+        (end_round, "exchange.end_round", {"system": "power-pool", "combatants": [ix],
+                                           "choices": {}}, False),
+        (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
+                                           "choices": {"fenka": {"shut": True}}}, False),
+        (rest, "combatants.rest", {"system": "revised-2e", "combatants": [FENKA],
+                                   "hours": 2}, True),
+        (rest, "combatants.rest", {"system": "revised-2e", "combatants": [FENKA],
+                                   "hours": 0}, False),
+        (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix]}, True),
+        (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix],
+                                   "hours": 8}, False),
+    ]
+    for validator, method, params, valid in cases:
+        assert validator.is_valid(params) is valid, (method, params)
+        answer = await rpc.call(method, params)
+        assert ("result" in answer) is valid, (method, params, answer)

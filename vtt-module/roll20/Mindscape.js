@@ -1519,6 +1519,10 @@ var Mindscape = Mindscape || (() => {
     return `${chatSafe(error.message)} (${error.code})${details.length ? `<br>${details.map(chatSafe).join('<br>')}` : ''}`;
   };
 
+  // Who rolled a die of a round's end or a rest: the fighter's name when it is one of the
+  // job's, else the id the companion gave.
+  const rollerOf = (job) => (ref) => (job.involved.includes(ref) ? fighterName(ref) : ref);
+
   // What each kind of request does with a successful result.
   const HANDLERS = {
     exchange: (job, result) => {
@@ -1541,19 +1545,20 @@ var Mindscape = Mindscape || (() => {
         return whisperGM(box('end of the round', `${chatSafe(result.summary || 'End of the round: nothing changes.')} `
           + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
       }
-      const whose = (ref) => (job.involved.includes(ref) ? fighterName(ref) : ref);
-      return postCard(resultCard(job.title, { summary: result.summary, rolls }, whose), job.involved);
+      return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
     },
-    // A rest is shown to the table as a round's end is: a card when something came back
-    // or ended (PSPs, pool dice, powers, conditions), else a word to the GM. It rolls no
-    // dice.
+    // A rest is shown to the table as a round's end is: a card when something came back,
+    // ended or was rolled (PSPs, pool dice, powers, conditions; a revised-2e open mind
+    // goes through its rounds during the rest, with its dice, each naming its roller),
+    // else a word to the GM.
     rest: (job, result) => {
+      const rolls = Array.isArray(result.rolls) ? result.rolls : [];
       const events = Array.isArray(result.events) ? result.events : [];
-      if (!events.length) {
+      if (!rolls.length && !events.length) {
         return whisperGM(box('rest', `${chatSafe(result.summary || 'After the rest: nothing changes.')} `
           + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
       }
-      return postCard(resultCard(job.title, { summary: result.summary }), job.involved);
+      return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
     },
     'encounter.create': (job, result) => {
       // A late answer must not replace an encounter the GM has gone on with meanwhile.

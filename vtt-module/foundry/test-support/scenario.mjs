@@ -145,26 +145,122 @@ export function roundEndResult(params) {
   };
 }
 
+/** The most rounds of a rest in which an open mind's checks are rolled (engine: MAX_REST_MIND_ROUNDS). */
+export const REST_MIND_ROUNDS_CAP = 100;
+
+/** What the fake companion's own dice roll when no `dice` are supplied (any `seed`). */
+const REST_DEFAULT_DICE = { "open-duration": 1, "wisdom-check": 8, save: 10 };
+
+/** revised-2e's PSPs a round for each defense mode (the engine's tables.json). */
+const REVISED_DEFENSE_COST = { "intellect-fortress": 4, "mental-barrier": 5, "mind-blank": 3, "thought-shield": 2, "tower-of-iron-will": 6 };
+
+/**
+ * PSPs to close a mind a critical hit opened (RULES.md §1.5): 2 × its last defense's
+ * cost; with none, 2 × its cheapest known defense under H-2E-NO-LAST-DEF (on by
+ * default); else null.
+ */
+function closeCost(c, options) {
+  const last = c.mind.last_defense;
+  if (last) return 2 * REVISED_DEFENSE_COST[last];
+  const known = (c.defenses ?? []).map((d) => REVISED_DEFENSE_COST[d]).filter((n) => n !== undefined);
+  return (options?.["H-2E-NO-LAST-DEF"] ?? true) && known.length ? 2 * Math.min(...known) : null;
+}
+
+/** The engine's line for a condition that ended. */
+function conditionEnded(name, condition) {
+  return condition === "initiative-penalty" ? `${name}'s initiative penalty ends.` : `${name} is no longer ${condition}.`;
+}
+
+/**
+ * One revised-2e round of an open mind and of the timed conditions, as the engine's
+ * `end_of_round` takes it (RULES.md §1.5), changing `c` in place: a mind opened at 0 PSPs
+ * (or after a critical hit's round to pay, `mind-may-close {cost}`, has gone) is locked
+ * 1d4+1 rounds (`open-duration`, `mind-locked {rounds}`), those rounds pass, then each
+ * round a Wisdom check d20 ≤ wis − 3 (`wisdom-check`) closes it (`mind-closed {how}`);
+ * a nonpsionic mind opened by an attack saves from its second round, d20 ≥
+ * save_paralyzation (+4 after a power was used on it; `save`, `mind-save`). Then each
+ * condition with no rounds left ends (`condition-ended`), the others lose a round.
+ */
+function restMindRound(c, roll, events, options) {
+  const mind = c.mind;
+  if (mind.state === "open") {
+    const openedBy = mind.opened_by ?? (c.kind === "nonpsionic" ? "attack" : null);
+    const first = mind.rounds_open === 0;
+    const close = (how) => {
+      c.mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: mind.last_defense ?? null, used_power: false, may_pay_to_close: false, rounds_open: 0 };
+      events.push({ type: "mind-closed", combatant: c.id, how });
+    };
+    if (openedBy === "attack") {
+      if (!first) {
+        const target = (c.save_paralyzation ?? 14) + (mind.used_power ? 4 : 0);
+        const r = roll("save", 20, c.id);
+        events.push({ type: "mind-save", combatant: c.id, target, roll: r, success: r >= target });
+        if (r >= target) close("save");
+      }
+    } else if (openedBy === "critical" && first) {
+      mind.may_pay_to_close = true;
+      events.push({ type: "mind-may-close", combatant: c.id, cost: closeCost(c, options) });
+    } else if ((openedBy === "zero-psp" && first) || mind.may_pay_to_close) {
+      mind.may_pay_to_close = false;
+      mind.locked_rounds = roll("open-duration", 4, c.id) + 1;
+      events.push({ type: "mind-locked", combatant: c.id, rounds: mind.locked_rounds });
+    } else if (mind.locked_rounds > 0) {
+      mind.locked_rounds -= 1;
+    } else {
+      const target = (c.wis ?? 10) - 3;
+      const r = roll("wisdom-check", 20, c.id);
+      events.push({ type: "wisdom-check", combatant: c.id, target, roll: r, success: r <= target });
+      if (r <= target) close("wisdom-check");
+    }
+    if (c.mind.state === "open") c.mind.rounds_open += 1;
+  }
+  for (const condition of [...c.conditions]) {
+    const left = c.condition_rounds[condition] ?? 0;
+    if (left <= 0) {
+      c.conditions = c.conditions.filter((x) => x !== condition);
+      delete c.condition_rounds[condition];
+      events.push({ type: "condition-ended", combatant: c.id, condition });
+    } else c.condition_rounds[condition] = left - 1;
+  }
+}
+
 /**
  * `combatants.rest` as the daemon answers it (API.md), over the profiles in the refs.
  * revised-2e needs `hours` (1–1000): ceil(psp_max / 8) PSPs an hour, never above the
- * maximum (`psp-regained {amount, hours}`), and conditions timed in rounds run out as
- * those rounds pass (60 a hour; `condition-ended`), the others count down without an
- * event; a condition not timed in rounds stays. power-pool takes no `hours` (−32602):
- * one long rest, the pool back to the Hit Dice (`pool-regained {amount}`) and every
- * timed condition ended (maintained powers are not modelled here). Conditions not timed
- * in rounds stay in both. combat-strength has
- * no rest (−32602 at /system). `dice` and `seed` are refused. Updates use the adapters'
- * addresses and dotted paths, only for combatants that changed.
+ * maximum (`psp-regained {amount, hours}`); an open mind goes through its rounds
+ * (`restMindRound`, a round is a minute) until it closes, for at most the rest's rounds
+ * and `REST_MIND_ROUNDS_CAP` (`mind-checks-capped {rounds}` when the cap stops it); then
+ * conditions timed in rounds run out as the remaining rounds pass (`condition-ended` for
+ * one with fewer rounds left than passed), the others count down without an event, and a
+ * condition not timed in rounds stays. Dice come from `dice` (by purpose, in order; 4002
+ * `{purpose, sides, needed: 1}` when one runs out, the rest listed in `unused_dice`) or
+ * else from the fake's own (`REST_DEFAULT_DICE`, whatever the `seed`); every die is in
+ * `rolls`. power-pool takes no `hours` (−32602) and rolls nothing: one long rest, the
+ * pool back to the Hit Dice (`pool-regained {amount}`) and every timed condition ended
+ * (maintained powers are not modelled here). combat-strength has no rest (−32602 at
+ * /system). Updates use the adapters' addresses and dotted paths (the whole `mind` when
+ * it changed), only for combatants that changed; the summary's lines are the engine's.
  */
 export function restResult(params) {
   const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
   const { system } = params;
   if (system === "combat-strength") throw invalid("/system", "system combat-strength has no rule for resting (systems.list: rest false)");
-  for (const k of ["dice", "seed"]) if (k in params) throw invalid("", `unexpected member(s) ["${k}"]: not allowed here`);
   if (system === "revised-2e" && !Number.isInteger(params.hours)) throw invalid("", "'hours' is a required property");
   if (system === "revised-2e" && (params.hours < 1 || params.hours > 1000)) throw invalid("/hours", `${params.hours} is not within 1..1000`);
   if (system === "power-pool" && "hours" in params) throw invalid("", 'unexpected member(s) ["hours"]: not allowed here');
+  const supplied = params.dice ? structuredClone(params.dice) : null;
+  const rolls = [];
+  const roll = (purpose, sides, by) => {
+    let value = REST_DEFAULT_DICE[purpose];
+    if (supplied) {
+      const left = supplied[purpose] ?? [];
+      if (!left.length) throw { code: 4002, message: "Dice needed", data: { purpose, sides, needed: 1 } };
+      value = left.shift();
+      supplied[purpose] = left;
+    }
+    rolls.push({ purpose, sides, value, by, follows: null });
+    return value;
+  };
   const P = `flags.mindscape.${system}`;
   const combatants = [];
   const events = [];
@@ -175,47 +271,83 @@ export function restResult(params) {
     const name = ref.data.actor.name;
     const profile = ref.data.actor.flags?.mindscape?.[system] ?? {};
     const before = { id, name, ...structuredClone(profile), conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) } };
+    if (system === "revised-2e") {
+      before.mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
+    }
     const after = structuredClone(before);
     const update = {};
-    const ended = [];
+    const mine = [];
     if (system === "revised-2e") {
       const max = before.psp_max ?? before.psp ?? 0;
       const psp = Math.min(max, (before.psp ?? 0) + Math.ceil(max / 8) * params.hours);
       if (psp > (before.psp ?? 0)) {
         after.psp = psp;
         update[`${P}.psp`] = psp;
-        events.push({ type: "psp-regained", combatant: id, amount: psp - (before.psp ?? 0), hours: params.hours });
-        said.push(`${name} regains ${psp - (before.psp ?? 0)} PSPs (${psp} of ${max})`);
+        mine.push({ type: "psp-regained", combatant: id, amount: psp - (before.psp ?? 0), hours: params.hours });
       }
-      for (const c of before.conditions) {
-        const left = before.condition_rounds[c];
+      const rounds = params.hours * 60;
+      let mindRounds = 0;
+      while (after.mind.state === "open" && mindRounds < Math.min(rounds, REST_MIND_ROUNDS_CAP)) {
+        restMindRound(after, roll, mine, params.options);
+        mindRounds++;
+      }
+      if (after.mind.state === "open" && mindRounds === REST_MIND_ROUNDS_CAP && mindRounds < rounds) {
+        mine.push({ type: "mind-checks-capped", combatant: id, rounds: mindRounds });
+      }
+      const passed = rounds - mindRounds;
+      for (const c of [...after.conditions]) {
+        const left = after.condition_rounds[c];
         if (left === undefined) continue; // not timed in rounds: the rest does not end it
-        if (left <= params.hours * 60) ended.push(c);
-        else after.condition_rounds[c] = left - params.hours * 60;
+        if (left + 1 - passed > 0) after.condition_rounds[c] = left - passed;
+        else {
+          after.conditions = after.conditions.filter((x) => x !== c);
+          delete after.condition_rounds[c];
+          mine.push({ type: "condition-ended", combatant: id, condition: c });
+        }
       }
+      if (JSON.stringify(after.mind) !== JSON.stringify(before.mind)) update[`${P}.mind`] = after.mind;
     } else {
       const pool = before.hit_dice ?? before.pool ?? 0;
       if (pool > (before.pool ?? 0)) {
         after.pool = pool;
         update[`${P}.pool`] = pool;
-        events.push({ type: "pool-regained", combatant: id, amount: pool - (before.pool ?? 0) });
-        said.push(`${name} regains ${pool - (before.pool ?? 0)} dice (${pool} in the pool)`);
+        mine.push({ type: "pool-regained", combatant: id, amount: pool - (before.pool ?? 0) });
       }
-      ended.push(...before.conditions.filter((c) => c in before.condition_rounds));
+      for (const c of before.conditions.filter((x) => x in before.condition_rounds)) {
+        after.conditions = after.conditions.filter((x) => x !== c);
+        delete after.condition_rounds[c];
+        mine.push({ type: "condition-ended", combatant: id, condition: c });
+      }
     }
-    for (const c of ended) {
-      delete after.condition_rounds[c];
-      events.push({ type: "condition-ended", combatant: id, condition: c });
-      said.push(`${name} is no longer ${c}`);
-    }
-    after.conditions = before.conditions.filter((c) => !ended.includes(c));
+    const ended = before.conditions.filter((c) => !after.conditions.includes(c));
     if (ended.length) update[`${P}.conditions`] = after.conditions;
     if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
     for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
+    const checks = mine.filter((e) => e.type === "wisdom-check" || e.type === "mind-save");
+    for (const e of mine) {
+      if (e.type === "psp-regained") said.push(`${name} regains ${e.amount} PSP${e.amount === 1 ? "" : "s"} (${after.psp} of ${after.psp_max ?? after.psp}).`);
+      else if (e.type === "pool-regained") said.push(`${name} regains ${e.amount} dice (${after.pool} in the pool).`);
+      else if (e.type === "condition-ended") said.push(conditionEnded(name, e.condition));
+      else if (e.type === "mind-closed") {
+        const last = checks.at(-1);
+        const how = last ? ` (${last.type === "mind-save" ? "save" : "Wisdom check"} ${last.target}, rolled ${last.roll}, after ${checks.length} ${checks.length === 1 ? "try" : "tries"})` : "";
+        said.push(`${name}'s mind closes during the rest${how}.`);
+      }
+    }
+    if (system === "revised-2e" && before.mind.state === "open" && after.mind.state === "open") {
+      said.push(mine.some((e) => e.type === "mind-checks-capped")
+        ? `${name}'s mind is still open after the rest: ${REST_MIND_ROUNDS_CAP} rounds of checks are the most a rest rolls; end rounds to go on.`
+        : `${name}'s mind is still open after the rest.`);
+    }
+    events.push(...mine);
     combatants.push({ id, before, after });
     if (Object.keys(update).length) updates.push({ uuid: actorUuidOfRef(ref), update });
   });
-  return { system, combatants, events, summary: said.length ? `After the rest: ${said.join(". ")}.` : "After the rest: nothing changes.", updates };
+  const unused = Object.fromEntries(Object.entries(supplied ?? {}).filter(([, v]) => v.length));
+  // With nothing to say, the engine still tells a countdown from nothing at all.
+  const counted = combatants.some((c) => JSON.stringify(c.before) !== JSON.stringify(c.after));
+  const summary = `After the rest: ${said.length ? said.join(" ") : counted ? "what still lasts counts down." : "nothing changes."}`;
+  return { system, combatants, events, rolls, summary, unused_dice: unused, updates };
 }
 
 /** Each system's `rest_schema` as `systems.describe` gives it (combat-strength: none). */

@@ -451,6 +451,35 @@ test("a psionic rest with the real companion: the sheet's header control, the ho
   await page.close();
 });
 
+test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable, restResult } = await import("../test-support/scenario.mjs");
+  const call = async (params) => {
+    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "combatants.rest", params }) });
+    const answer = await r.json();
+    return answer.error ?? answer.result;
+  };
+  const fake = (params) => { try { return restResult(params); } catch (error) { return error; } };
+  const t = makeTable();
+  const { goblinToken, ulcenToken } = t.tokens;
+  const ref = async (token, profile) => {
+    await token.actor.update(Object.fromEntries(Object.entries(profile).map(([k, v]) => [`flags.mindscape.revised-2e.${k}`, v])));
+    return t.clients.gm.svc.ref(token.actor, token, "foundry.dnd5e");
+  };
+  const zeroPsp = await ref(goblinToken, { psp: 0, kind: "psionicist", int: 14, wis: 13, mind: { state: "open", opened_by: "zero-psp" }, conditions: ["stunned", "dazed"], condition_rounds: { stunned: 60, dazed: 2 } });
+  const critical = await ref(ulcenToken, { psp: 19, level: 4, wis: 13, int: 14, mind: { state: "open", opened_by: "critical", last_defense: "mind-blank" } });
+  const cases = [
+    { hours: 1, dice: { "open-duration": [3], "wisdom-check": [18, 5, 20], save: [4] }, combatants: [zeroPsp, critical] },
+    { hours: 1, dice: { "open-duration": [4, 2], "wisdom-check": [...Array(60).fill(20), 1] }, combatants: [zeroPsp, critical] },
+    { hours: 3, dice: { "open-duration": [1], "wisdom-check": Array(120).fill(20) }, combatants: [zeroPsp] },
+    { hours: 1, dice: { "open-duration": [2] }, combatants: [zeroPsp] },
+  ];
+  const shown = (r) => (r.code ? { code: r.code, data: r.data } : { events: r.events, rolls: r.rolls, summary: r.summary, unused_dice: r.unused_dice, updates: r.updates });
+  for (const c of cases) {
+    const params = { system: "revised-2e", ...c };
+    assert.deepEqual(shown(fake(params)), shown(await call(params)), JSON.stringify(c.dice));
+  }
+});
+
 test("an encounter step takes the sheets again before it resolves: PSPs changed on the sheet are where the write-back starts", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = await page.evaluate(async () => {

@@ -191,6 +191,33 @@ test("a resolve waits for a single exchange on one of its actors, then takes wha
   assert.equal(psp(t.tokens.goblinToken.actor), 12);
 });
 
+for (const [entry, run] of [
+  ["Ask for choices", (t) => t.clients.gm.svc.encounters.collectChoices()],
+  ["the panel's Refresh from sheets", async (t) => { const panel = await openPanel(t.clients.gm.svc); await panel.options.actions.refresh.call(panel); }],
+  ["api.refreshEncounter", (t) => makeApi(t.clients.gm.svc).refreshEncounter()],
+]) {
+  test(`${entry} waits for a single exchange on one of the encounter's actors, then takes what that exchange wrote`, async () => {
+    const order = [];
+    const { t, enc } = await encounter({
+      methods: (m) => ({
+        ...m,
+        "exchange.resolve": async (params) => { order.push("exchange start"); await tick(30); order.push("exchange end"); return revisedResult(params); },
+        "encounter.refresh": (p) => { order.push(`refresh ${p.combatant_id}`); return m["encounter.refresh"](p); },
+      }),
+      dialogs: { gm: { defenseDialog: { mode: null } } },
+    });
+    // The goblin attacks Fenka outside the encounter while the GM refreshes it.
+    const single = t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+    while (!order.length) await tick(1);
+    await Promise.all([single, run(t)]);
+    assert.deepEqual(order, ["exchange start", "exchange end", "refresh ulcen", "refresh fenka-tokF", "refresh goblin-tokG"]);
+    // The encounter took Fenka at 30 - 11 = 19 and the goblin at 20 - 8 = 12.
+    assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 19);
+    assert.equal(enc.combatants.get("goblin-tokG").profile.psp, 12);
+    assert.deepEqual(t.clients.gm.notes.error, []);
+  });
+}
+
 test("API refreshEncounter: the GM is told which combatants changed which fields, and nothing when every sheet matches", async () => {
   const { t, enc } = await encounter();
   const api = makeApi(t.clients.gm.svc);
@@ -231,8 +258,26 @@ test("the panel has a Refresh from sheets button; it refreshes and reports", asy
   assert.deepEqual(t.clients.gm.notes.info, ["Taken again from the sheets: Ulcen of Tyr (PSPs)."]);
   assert.equal(panel.renders, renders + 1, "the panel shows the refreshed state");
   assert.deepEqual(panel.context.combatants.map((c) => [c.name, c.summary]), [["Ulcen of Tyr", "PSP 33/40"], ["Fenka", "PSP 30/40"], ["Goblin", "PSP 20/20"]]);
-  // The log names refresh steps too.
+  // The report names fields in the table's words, snake_case ones too.
   assert.equal(refreshReport([{ name: "A", changed: ["condition_rounds", "hp"] }], t.clients.gm.svc.t.label), "A (Condition rounds, Hit points)");
+});
+
+test("the panel's log names refresh steps too", async () => {
+  const { t, gm } = await encounter({
+    methods: (m) => ({
+      ...m,
+      // `encounter.log` as the companion answers it: a refresh step's result names the combatant and the fields.
+      "encounter.log": ({ id }) => ({ id, revision: 2, steps: [
+        { revision: 1, kind: "add", params: {}, rolls: [], result: { combatant_id: "ulcen", warnings: [] }, created_at: "2026-01-01T00:00:00Z", undone_by: null },
+        { revision: 2, kind: "refresh", params: {}, rolls: [], result: { combatant_id: "ulcen", changed: ["psp"], warnings: [] }, created_at: "2026-01-01T00:01:00Z", undone_by: null },
+      ] }),
+    }),
+  });
+  const panel = await openPanel(gm);
+  await panel.options.actions.log.call(panel);
+  assert.deepEqual(panel.context.log.map((l) => l.text), ["#1 added", "#2 refreshed"]);
+  assert.match(renderModuleTemplate("encounter", panel.context), /#2 refreshed/);
+  assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
 /** The encounter panel on the real service, over a minimal ApplicationV2 (no WebSocket opened). */

@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { defaultMethods, makeTable, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
-import { makeI18n, tick } from "../test-support/fakes.mjs";
+import { FakeRoll, makeI18n, tick } from "../test-support/fakes.mjs";
 import { hookTable, ATTACK_ACTION, PROFILE_ACTION, REST_ACTION } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { restDialog } from "../mindscape/scripts/dialogs.js";
@@ -136,7 +136,7 @@ test("revised-2e: the dialog's hours go to combatants.rest; PSPs and timed condi
   for (const p of ["p1", "p2"]) assert.ok(!t.clients[p].Hooks.called.some((h) => h.name === "mindscape.rested"));
 });
 
-test("revised-2e: hours given to the macro skip the dialog; a rest that changes nothing is written back without a card", async () => {
+test("revised-2e: hours given to the macro skip the dialog; a rest where a condition only counts down is written back without a card", async () => {
   const t = table();
   // Ulcen is at full PSPs; his long stun only counts down (no event).
   await t.actors.ulcen.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 600 } });
@@ -145,7 +145,7 @@ test("revised-2e: hours given to the macro skip the dialog; a rest that changes 
   assert.equal(rests(t)[0].params.hours, 8);
   assert.deepEqual(profile(t.actors.ulcen).condition_rounds, { stunned: 120 });
   assert.equal(t.clients.gm.ChatMessage.created.length, 0);
-  assert.deepEqual(done, { summary: "After the rest: nothing changes.", updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.condition_rounds": { stunned: 120 } } }], messageId: null });
+  assert.deepEqual(done, { summary: "After the rest: what still lasts counts down.", updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.condition_rounds": { stunned: 120 } } }], messageId: null });
   const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
   assert.equal(hook.message, null);
 });
@@ -167,6 +167,92 @@ test("a cancelled rest dialog rests nobody", async () => {
   assert.equal(t.clients.gm.dialogs.seen.length, 1);
   assert.equal(rests(t).length, 0);
   assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("revised-2e: an open mind goes through its rounds during the rest; the card shows the dice the companion rolled", async () => {
+  const t = table();
+  const { goblinToken } = t.tokens;
+  // The goblin's mind opened when its PSPs ran out; its Wisdom is 13 (checks at 10).
+  await goblinToken.actor.update({ "flags.mindscape.revised-2e.psp": 0, "flags.mindscape.revised-2e.wis": 13, "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "zero-psp" } });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], hours: 1 });
+  assert.ok(!("dice" in rests(t)[0].params), "the companion rolls: no dice are sent");
+  const summary = "After the rest: Goblin regains 3 PSPs (3 of 20). Goblin's mind closes during the rest (Wisdom check 10, rolled 8, after 1 try).";
+  assert.equal(done.summary, summary);
+  assert.equal(profile(goblinToken.actor).mind.state, "closed");
+  assert.equal(profile(t.actors.goblin).mind, undefined, "the base actor is not written");
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.match(message.data.content, /<span class="purpose">Open duration<\/span> d4: <strong>1<\/strong> <span class="by">\(Goblin\)<\/span>/);
+  assert.match(message.data.content, /<span class="purpose">Wisdom check<\/span> d20: <strong>8<\/strong> <span class="by">\(Goblin\)<\/span>/);
+  assert.match(message.data.content, /<strong>Goblin<\/strong> <code>Mind locked open<\/code> rounds: 2/);
+  assert.match(message.data.content, /<th>Goblin<\/th><td>Mind<\/td><td>open <i class="fas fa-long-arrow-alt-right"><\/i> <strong>closed<\/strong>/);
+  assert.doesNotMatch(message.data.content, /Resolved with physical dice/);
+  assert.equal(message.data.rolls.length, 2);
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
+  assert.deepEqual(hook.result.rolls.map((r) => [r.purpose, r.sides, r.value, r.by]), [["open-duration", 4, 1, "goblin-tokG"], ["wisdom-check", 20, 8, "goblin-tokG"]]);
+  assert.deepEqual(hook.result.unused_dice, {});
+});
+
+test("revised-2e: with physical dice the GM types each die the rest needs, and the card says so", async () => {
+  const t = table({ dialogs: { gm: { diceDialog: [[3], [18], [5]] } } });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  const { goblinToken } = t.tokens;
+  await goblinToken.actor.update({ "flags.mindscape.revised-2e.psp": 0, "flags.mindscape.revised-2e.wis": 13, "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "zero-psp" } });
+  FakeRoll.made = [];
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], hours: 1 });
+  // The companion names each die it still needs (4002); the GM's answers go with the next call.
+  assert.deepEqual(rests(t).map((c) => c.params.dice), [{}, { "open-duration": [3] }, { "open-duration": [3], "wisdom-check": [18] }, { "open-duration": [3], "wisdom-check": [18, 5] }]);
+  const asked = t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => [s.arg.purpose, s.arg.sides, s.arg.needed, s.arg.purposeLabel]);
+  assert.deepEqual(asked, [["open-duration", 4, 1, "Open duration"], ["wisdom-check", 20, 1, "Wisdom check"], ["wisdom-check", 20, 1, "Wisdom check"]]);
+  assert.equal(done.summary, "After the rest: Goblin regains 3 PSPs (3 of 20). Goblin's mind closes during the rest (Wisdom check 10, rolled 5, after 2 tries).");
+  assert.equal(profile(goblinToken.actor).mind.state, "closed");
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.match(message.data.content, /Resolved with physical dice/);
+  assert.deepEqual(FakeRoll.made.map((r) => [r.formula, r.terms[0].results.map((x) => x.result)]), [["1d4", [3]], ["2d20", [18, 5]]]);
+  // A macro may roll them instead, whatever the setting.
+  await goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "zero-psp" } });
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], hours: 1, physical: false });
+  assert.ok(!("dice" in rests(t).at(-1).params));
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").length, 3);
+});
+
+test("a world actor and its unlinked token rest side by side: each rest is written to its own actor", async () => {
+  const t = table();
+  const { goblin } = t.actors;
+  const { goblinToken } = t.tokens;
+  // The world goblin (every copy's prototype) has spent PSPs; its token's own goblin is full.
+  await goblin.update({ "flags.mindscape.revised-2e.psp": 2, "flags.mindscape.revised-2e.psp_max": 40 });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblin.uuid, goblinToken.uuid], hours: 1 });
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [null, { uuid: goblinToken.uuid, actorLink: false }]);
+  assert.deepEqual(done.updates, [{ uuid: "Actor.goblin", update: { "flags.mindscape.revised-2e.psp": 7 } }]);
+  assert.equal(profile(goblin).psp, 7);
+  assert.equal(profile(goblinToken.actor).psp, 20);
+  assert.equal(goblinToken.actor.updates.length, 0);
+});
+
+test("a token deleted while its rest waits in the queue is left out; with none left the GM is told and nothing is called", async () => {
+  let release;
+  const t = table({
+    methods: defaultMethods({ "exchange.resolve": async (params) => { await new Promise((r) => { release = r; }); return revisedResult(params); } }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, goblinToken, fenkaToken } = t.tokens;
+  await fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 10 });
+  const attack = gm.startAttack({ attackerUuid: ulcenToken.uuid, targetUuids: [goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!release) await tick(1);
+  const both = makeApi(gm).rest({ tokenUuids: [goblinToken, fenkaToken], hours: 1 });
+  const alone = makeApi(gm).rest({ tokenUuids: [goblinToken], hours: 1 });
+  await tick(5);
+  t.world.docs.delete(goblinToken.uuid);
+  t.world.docs.delete(goblinToken.actor.uuid);
+  release();
+  await attack;
+  const [done, none] = await Promise.all([both, alone]);
+  assert.equal(rests(t).length, 1);
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token.uuid), [fenkaToken.uuid]);
+  assert.equal(done.summary, "After the rest: Fenka regains 5 PSPs (15 of 40).");
+  assert.equal(none, null);
+  assert.deepEqual(t.clients.gm.notes.error, ["Every token of this request was deleted before its turn came, so nothing was done. Select tokens that are still on the scene and try again."]);
 });
 
 // ------------------------------------------------------------------ power-pool, combat-strength

@@ -6,7 +6,7 @@
 // round for chosen tokens.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defaultMethods, makeTable, revisedResult, roundEndResult } from "../test-support/scenario.mjs";
+import { defaultMethods, encounterMethods, makeTable, revisedResult, roundEndResult } from "../test-support/scenario.mjs";
 import { FakeRoll, tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -313,6 +313,82 @@ test("an end of round waits for an exchange on one of its actors, then reads wha
   assert.equal(goblin.data.actor.flags.mindscape["revised-2e"].psp, 9, "the goblin as the exchange left it (20 - 11)");
 });
 
+test("the current encounter's combatants are left out of the tracker's end of round: the encounter counts their rounds itself", async () => {
+  const { methods, enc } = encounterMethods();
+  const t = tracker({ methods });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, fenkaToken, goblinToken, goblin2Token } = t.tokens;
+  // Ulcen is stunned for 3 more rounds; he and Fenka fight in the encounter panel.
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 3 } });
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid]);
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  // Only the goblins, outside the encounter, end their round here; Ulcen's second linked
+  // token is Ulcen, and stays out with him.
+  const [call] = endRounds(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.deepEqual(call.params.combatants.map((c) => c.data.token.uuid), [goblinToken.uuid, goblin2Token.uuid]);
+  assert.deepEqual(profile(t.actors.ulcen).condition_rounds, { stunned: 3 });
+  // So the encounter takes nothing from the sheet that it would count down a second time.
+  const revision = enc.revision;
+  const refreshed = await gm.encounters.refresh();
+  assert.deepEqual(refreshed.map((r) => [r.name, r.changed]), [["Ulcen of Tyr", []], ["Fenka", []]]);
+  assert.equal(enc.revision, revision);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+
+  // With every psionic combatant in the encounter, the tracker calls nothing.
+  await gm.encounters.add([goblinToken.uuid, goblin2Token.uuid]);
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("a tracker combatant whose token was deleted no longer fights: neither it nor its base actor ends a round", async () => {
+  const t = tracker();
+  // The goblins' world actor carries a spent stun, as a GM may have left it on its sheet.
+  await t.actors.goblin.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
+  await t.combat.startCombat();
+  t.world.docs.delete(t.tokens.goblinToken.uuid);
+  t.world.docs.delete(t.tokens.goblinToken.actor.uuid);
+  await t.combat.nextRound();
+  await settled(t);
+  const [call] = endRounds(t);
+  assert.deepEqual(call.params.combatants.map((c) => c.data.token?.uuid ?? null), [t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblin2Token.uuid]);
+  assert.deepEqual(profile(t.actors.goblin).conditions, ["stunned"], "the base actor (every copy's prototype) is not written");
+  assert.equal(t.actors.goblin.updates.length, 1);
+});
+
+test("a token deleted while its end of round waits in the queue is left out; with none left nothing is called", async () => {
+  let release;
+  const t = tracker({
+    methods: defaultMethods({ "exchange.resolve": async (params) => { await new Promise((r) => { release = r; }); return revisedResult(params); } }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  const gm = t.clients.gm.svc;
+  const api = makeApi(gm);
+  const { ulcenToken, goblinToken, fenkaToken } = t.tokens;
+  // Ulcen's attack on the goblin holds both in the queue.
+  const attack = gm.startAttack({ attackerUuid: ulcenToken.uuid, targetUuids: [goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!release) await tick(1);
+  const both = api.endRound({ tokenUuids: [goblinToken, fenkaToken] });
+  const alone = api.endRound({ tokenUuids: [goblinToken] });
+  await tick(5);
+  t.world.docs.delete(goblinToken.uuid);
+  t.world.docs.delete(goblinToken.actor.uuid);
+  release();
+  await attack;
+  const [done, none] = await Promise.all([both, alone]);
+  assert.equal(endRounds(t).length, 1);
+  assert.deepEqual(endRounds(t)[0].params.combatants.map((c) => c.data.token.uuid), [fenkaToken.uuid]);
+  assert.equal(done.summary, "End of the round: nothing changes.");
+  assert.equal(none, null);
+  assert.deepEqual(t.clients.gm.notes.error, [
+    "Every token of this request was deleted before its turn came, so nothing was done. Select tokens that are still on the scene and try again.",
+  ]);
+});
+
 // ------------------------------------------------------------------ the macro API
 
 test("API endRound: the GM ends a round for chosen tokens, choices passed through by combatant id", async () => {
@@ -362,4 +438,26 @@ test("API endRound: a player is refused, also when asking the GM's client direct
   assert.equal(err.key, "MINDSCAPE.Error.EndRoundGMOnly");
   assert.equal(endRounds(t).length, 0);
   assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, ["stunned"]);
+});
+
+test("API endRound: tokens of the current encounter's combatants are left out and named; with only those, nothing is called", async () => {
+  const { methods } = encounterMethods();
+  const t = tracker({ methods });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, ulcen2Token, fenkaToken, goblinToken } = t.tokens;
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid]);
+  const api = makeApi(gm);
+  const done = await api.endRound({ tokenUuids: [ulcen2Token, goblinToken, fenkaToken] });
+  assert.deepEqual(endRounds(t).map((c) => c.params.combatants.map((x) => x.data.token.uuid)), [[goblinToken.uuid]]);
+  assert.deepEqual(done.leftOut, ["Ulcen (mirror)", "Fenka"]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Left out, as the encounter ends their rounds itself: Ulcen (mirror), Fenka."]);
+
+  assert.equal(await api.endRound({ tokenUuids: [ulcenToken] }), null);
+  assert.equal(t.clients.gm.notes.error[0], "No round was ended for Ulcen of Tyr: the current psionic encounter ends their rounds itself. Resolve their steps in the encounter panel, or end the encounter first.");
+  assert.equal(endRounds(t).length, 1);
+
+  // Once the encounter is over, they end their rounds here again.
+  await gm.encounters.end();
+  await api.endRound({ tokenUuids: [ulcenToken] });
+  assert.equal(endRounds(t).length, 2);
 });

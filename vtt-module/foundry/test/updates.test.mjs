@@ -40,6 +40,35 @@ test("an update addressed to an unlinked token's base actor is redirected to the
   assert.deepEqual(plan, [{ uuid: `${orcA.uuid}.Actor.orc`, update: { "system.attributes.hp.value": 3 } }]);
 });
 
+test("an update addressed to a base actor that is itself a participant is that actor's own, whichever comes first", () => {
+  const { orc, orcA } = world();
+  // A world actor and one of its unlinked tokens in one call (a rest of both, a tracker
+  // combatant without a token beside a token of the same actor).
+  const updates = [
+    { uuid: "Actor.orc", update: { "flags.mindscape.revised-2e.psp": 17 } },
+    { uuid: `${orcA.uuid}.Actor.orc`, update: { "flags.mindscape.revised-2e.psp": 4 } },
+  ];
+  for (const parts of [[participantOf(null, orc), participantOf(orcA, orcA.actor)], [participantOf(orcA, orcA.actor), participantOf(null, orc)]]) {
+    const { plan, refused } = planUpdates(updates, parts);
+    assert.deepEqual(plan, [
+      { uuid: "Actor.orc", update: { "flags.mindscape.revised-2e.psp": 17 } },
+      { uuid: `${orcA.uuid}.Actor.orc`, update: { "flags.mindscape.revised-2e.psp": 4 } },
+    ]);
+    assert.deepEqual(refused, []);
+  }
+});
+
+test("an update addressed to the base actor of two unlinked participants is refused: whose it is cannot be told", () => {
+  const { orcA, orcB } = world();
+  const parts = [participantOf(orcA, orcA.actor), participantOf(orcB, orcB.actor)];
+  const { plan, refused } = planUpdates([
+    { uuid: "Actor.orc", update: { "system.attributes.hp.value": 3 } },
+    { uuid: `${orcB.uuid}.Actor.orc`, update: { "system.attributes.hp.value": 5 } },
+  ], parts);
+  assert.deepEqual(plan, [{ uuid: `${orcB.uuid}.Actor.orc`, update: { "system.attributes.hp.value": 5 } }]);
+  assert.deepEqual(refused.map((u) => u.uuid), ["Actor.orc"]);
+});
+
 test("an update addressed to the token document goes to the token's actor", () => {
   const { heroToken, hero } = world();
   const { plan } = planUpdates([{ uuid: heroToken.uuid, update: { "flags.mindscape.x": 1 } }], [participantOf(heroToken, hero)]);

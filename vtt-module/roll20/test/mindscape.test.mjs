@@ -1149,13 +1149,21 @@ test('unlinked tokens in the Turn Tracker end the round each as itself; a token\
 test('with the generic adapter a character counts as psionic by the psionic fields its mapping names, not by HP', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength --adapter roll20.generic --attr attack_strength=PSA --attr hp=HP' });
+  // Nothing psionic but what the mapping names: no psi_* state (Ulcen's closed mind is cleared).
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  // HP (mapped, but every character has it) and a PSP score the mapping does not name count for nothing.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics/);
+  assert.equal(requests(ctx.sb).length, sent);
+  // The mapped attack strength makes Ulcen psionic; Fenka, without it, stays out.
   ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '60' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
   const req = lastRequest(ctx.sb);
   assert.equal(req.body.params.system, 'combat-strength');
   assert.equal(req.body.params.combatants[0].adapter, 'roll20.generic');
-  // Fenka has HP and a PSP score the mapping does not name: nothing this system reads.
   assert.deepEqual(roundRefs(req), [ctx.ulcen.id]);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
 });
 
 test('the help handout lists !psi round', () => {
@@ -1167,10 +1175,11 @@ test('the help handout lists !psi round', () => {
 
 // ---------------------------------------------------------------- !psi rest
 
-// combatants.rest answers as exchange.end_round does, without dice (API.md); the
-// summary and events below are the companion's for Ulcen at 5 of 40 PSPs resting 2 hours.
-const restResult = (id, { events = [], summary = 'After the rest: nothing changes.', updates = [] } = {}) => ({
-  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [], events, summary, updates, warnings: [] },
+// combatants.rest answers as exchange.end_round does (API.md), with the dice a revised-2e
+// open mind rolled during the rest; the summary and events below are the companion's for
+// Ulcen at 5 of 40 PSPs resting 2 hours.
+const restResult = (id, { events = [], rolls = [], summary = 'After the rest: nothing changes.', updates = [] } = {}) => ({
+  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [], events, rolls, summary, unused_dice: {}, updates, warnings: [] },
 });
 
 const restRefs = (req) => req.body.params.combatants.map((c) => (c.adapter === 'roll20.generic' ? c.data.character.id : c.data.id));
@@ -1300,6 +1309,35 @@ test('the rest\'s updates are written (PSPs back, a stun run out) and its summar
   const cards = ctx.sb.chats.slice(from).map((c) => c.input).filter((t) => t.includes('&{template:default}'));
   assert.deepEqual(cards.map((t) => t.split(' &{')[0]), ['/w gm', '/w "Alice"']);
   assert.match(cards[0], /\{\{name=Long rest\}\} \{\{Summary=After the rest: Ulcen of Tyr gets 3 pool dice back\.\}\}$/);
+});
+
+test('a rest in which an open mind goes through its rounds puts its dice on the card, each naming its roller', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode gm' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 1' });
+  const req = lastRequest(ctx.sb);
+  assert.ok(!('dice' in req.body.params) && !('seed' in req.body.params), 'the companion rolls the dice');
+  const from = ctx.sb.chats.length;
+  // The companion's answer for a mind opened at 0 PSPs (Wisdom 13): locked 2 rounds, then closed by a check.
+  answer(ctx, req.id, restResult(req.id, {
+    events: [
+      { type: 'psp-regained', combatant: ctx.ulcen.id, amount: 5, hours: 1 },
+      { type: 'mind-locked', combatant: ctx.ulcen.id, rounds: 2 },
+      { type: 'wisdom-check', combatant: ctx.ulcen.id, target: 10, roll: 3, success: true },
+      { type: 'mind-closed', combatant: ctx.ulcen.id, how: 'wisdom-check' },
+    ],
+    rolls: [
+      { purpose: 'open-duration', sides: 4, value: 1, by: ctx.ulcen.id, follows: null },
+      { purpose: 'wisdom-check', sides: 20, value: 3, by: ctx.ulcen.id, follows: null },
+    ],
+    summary: 'After the rest: Ulcen of Tyr regains 5 PSPs (5 of 40). Ulcen of Tyr\'s mind closes during the rest (Wisdom check 10, rolled 3, after 1 try).',
+    updates: [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 5 }, psi_mind: { current: '{"state":"closed"}' } } }],
+  }));
+  const cards = ctx.sb.chats.slice(from).filter((c) => c.input.includes('&{template:default}'));
+  assert.equal(cards.length, 1);
+  assert.match(cards[0].input, /^\/w gm &\{template:default\} \{\{name=Rest: 1 hour\}\} \{\{Summary=After the rest: Ulcen of Tyr regains 5 PSPs/);
+  assert.match(cards[0].input, /\{\{Dice=open-duration d4: 1 \(Ulcen of Tyr\), wisdom-check d20: 3 \(Ulcen of Tyr\)\}\}$/);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 5);
 });
 
 test('a rest where nothing changes is only a short whisper to the GM', () => {

@@ -36,9 +36,10 @@ export function makeApi(svc, { openEncounter } = {}) {
     /**
      * GM: end the psionic round for chosen tokens (by default the controlled ones), without
      * the combat tracker. `choices` go to `exchange.end_round` as given, keyed by combatant
-     * id (the actor's id; `<actor id>-<token id>` for an unlinked token). Resolves to
-     * `{summary, updates, messageId}`, or null after showing the error (a player's call
-     * is refused).
+     * id (the actor's id; `<actor id>-<token id>` for an unlinked token). Tokens of the
+     * current encounter's combatants are left out (the encounter ends their rounds) and
+     * named to the GM. Resolves to `{summary, updates, messageId, leftOut}` (`leftOut`:
+     * the names left out), or null after showing the error (a player's call is refused).
      */
     endRound({ tokenUuids, choices, physical } = {}) {
       const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
@@ -48,12 +49,14 @@ export function makeApi(svc, { openEncounter } = {}) {
      * GM: a psionic rest for chosen tokens (by default the controlled ones; actors and
      * uuids are taken too). The rest dialog asks the hours (a system whose rest takes
      * them, revised-2e) or confirms one long rest (power-pool), unless `hours` are given
-     * or `dialog` is false. Resolves to `{summary, updates, messageId}`, or null after
-     * showing the error (a player's call is refused) or when the dialog is cancelled.
+     * or `dialog` is false. A revised-2e open mind goes through its rounds during the
+     * rest: `physical` asks for its dice as the setting does. Resolves to `{summary,
+     * updates, messageId}`, or null after showing the error (a player's call is refused)
+     * or when the dialog is cancelled.
      */
-    rest({ tokenUuids, hours, dialog } = {}) {
+    rest({ tokenUuids, hours, dialog, physical } = {}) {
       const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
-      return svc.startRest({ tokenUuids: chosen.map(uuidOf).filter(Boolean), hours: hours ?? null, dialog });
+      return svc.startRest({ tokenUuids: chosen.map(uuidOf).filter(Boolean), hours: hours ?? null, dialog, physical });
     },
     /**
      * GM: take every combatant of the current encounter again from its sheet. Shows which

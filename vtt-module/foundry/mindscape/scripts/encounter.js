@@ -190,8 +190,9 @@ export class EncounterController {
   /**
    * Ask every combatant still to choose: its owner secretly (through the relay), the GM
    * for NPCs; each answer is declared at once, so hidden choices never rest in Foundry.
-   * The combatants are first taken again from their sheets (`refresh`); when the
-   * companion refuses one, nobody is asked.
+   * The combatants are first taken again from their sheets (`refresh`, in the exchange
+   * queue); when the companion refuses one, nobody is asked. The asking itself waits for
+   * people and runs outside the queue.
    */
   async collectChoices() {
     // Each choice is asked against the combatants as their sheets are now.
@@ -226,6 +227,20 @@ export class EncounterController {
   }
 
   /**
+   * `refreshNow` in the exchange queue, keyed by the encounter's actors as `resolve` is:
+   * it waits for any single exchange, end of round or rest touching one of them, so that
+   * it reads their sheets after those wrote back. For *Ask for choices*, the panel's
+   * *Refresh from sheets* and `api.refreshEncounter`; never call it from a task already
+   * in the queue on those actors (it would wait for that task, which waits for it).
+   * @returns {Promise<{combatantId:string, name:string, changed:string[], revision:number|null}[]>}
+   */
+  async refresh() {
+    if (!this.meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const keys = (await this.participants()).map((p) => p.actorUuid);
+    return this.svc.exchanges.run(keys, () => this.refreshNow());
+  }
+
+  /**
    * Take every combatant of the encounter again from its sheet as it is now
    * (`encounter.refresh`), one after another in the order they were added, so that what
    * changed on a sheet outside the encounter (a sword blow's hit points, PSPs spent on a
@@ -236,7 +251,7 @@ export class EncounterController {
    * @throws {RefreshRefusedError} when the companion refuses a combatant (a profile it no
    *   longer accepts, a combatant it does not know): the combatants after it are not sent
    */
-  async refresh() {
+  async refreshNow() {
     const meta = this.meta;
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const adapter = await this.svc.adapterId();
@@ -284,13 +299,13 @@ export class EncounterController {
    * Resolve the current step (force: missing choices count as none), apply, post cards.
    * The step waits in the exchange queue for any single exchange (or end of round) on one
    * of the encounter's actors, then takes every combatant again from its sheet
-   * (`refresh`) and resolves: the write-back starts from the sheets as they are. When the
-   * companion refuses a sheet, nothing is resolved.
+   * (`refreshNow`, already inside the queue) and resolves: the write-back starts from the
+   * sheets as they are. When the companion refuses a sheet, nothing is resolved.
    */
   async resolve({ force = false, physical } = {}) {
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
-      await this.refresh();
+      await this.refreshNow();
       return this.resolveNow({ force, physical });
     });
   }

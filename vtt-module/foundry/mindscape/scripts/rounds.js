@@ -67,13 +67,37 @@ export function roundParticipants(entries, system) {
 
 /**
  * The combat tracker's combatants as `{token, actor}`: Foundry's `Combatant#token` (the
- * TokenDocument, null when it is gone) and `Combatant#actor` (the token's actor, else the
- * world actor).
+ * TokenDocument) and `Combatant#actor` (the token's actor, else the world actor). A
+ * combatant whose token was deleted (it has a `tokenId`, but no token any more) is left
+ * out: it no longer fights, and Foundry would give its base actor instead, which for an
+ * unlinked token is every copy's prototype. A combatant made without a token fights as
+ * its world actor.
  * @param {{combatants?:Iterable<any>|{contents:any[]}}} combat
  */
 export function combatEntries(combat) {
   const list = combat?.combatants?.contents ?? [...(combat?.combatants ?? [])];
-  return list.map((c) => ({ token: c.token ?? null, actor: c.token?.actor ?? c.actor ?? null }));
+  return list
+    .filter((c) => c.token || !c.tokenId)
+    .map((c) => ({ token: c.token ?? null, actor: c.token?.actor ?? c.actor ?? null }));
+}
+
+/**
+ * Split participants (`{token, actor}`) into those outside the current encounter and
+ * those in it: a participant whose actor, as seen through its token
+ * (`participantOf(...).actorUuid`), is the actor of one of the encounter's combatants
+ * (`meta.combatants[cid].actorUuid`, the EncounterController's stored meta). The
+ * encounter counts its own combatants' rounds down and takes their sheets again before
+ * each resolve, so an end of round outside it would be counted twice.
+ * @param {{token:any, actor:any}[]} participants
+ * @param {{id?:string, combatants?:Object<string, {actorUuid?:string}>}|null|undefined} meta
+ * @returns {{outside:{token:any, actor:any}[], inEncounter:{token:any, actor:any}[]}}
+ */
+export function splitByEncounter(participants, meta) {
+  const held = new Set(meta?.id ? Object.values(meta.combatants ?? {}).map((c) => c?.actorUuid).filter(Boolean) : []);
+  const outside = [];
+  const inEncounter = [];
+  for (const p of participants ?? []) (held.has(participantOf(p.token, p.actor).actorUuid) ? inEncounter : outside).push(p);
+  return { outside, inEncounter };
 }
 
 /**

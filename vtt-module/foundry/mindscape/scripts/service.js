@@ -18,7 +18,7 @@ import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } fr
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
-import { ROUND_ENDED_FLAG, combatEntries, endRoundParams, roundParticipants } from "./rounds.js";
+import { ROUND_ENDED_FLAG, combatEntries, endRoundParams, roundParticipants, splitByEncounter } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { refreshReport } from "./encounter.js";
 
@@ -425,7 +425,8 @@ export class Mindscape {
 
   /**
    * GM: the combat tracker left `round` (hooks.js, rounds.js `endedRound`): end the
-   * psionic round of its combatants that have a profile for the world's system. Only the
+   * psionic round of its combatants that have a profile for the world's system, except
+   * those in the current encounter, which counts their rounds itself. Only the
    * client that talks to the companion does it, only while the world's "End psionic
    * rounds with the combat tracker" is on, and once per round of a combat: the round
    * ended is recorded in the combat's `flags.mindscape.roundEnded`, so going back a round
@@ -442,7 +443,7 @@ export class Mindscape {
       const flagged = Number(combat.getFlag?.(MODULE_ID, ROUND_ENDED_FLAG) ?? combat.flags?.[MODULE_ID]?.[ROUND_ENDED_FLAG]);
       const done = Math.max(Number.isInteger(flagged) ? flagged : 0, this.roundsEnded.get(id) ?? 0);
       if (round <= done) return null;
-      const participants = roundParticipants(combatEntries(combat), this.system);
+      const participants = splitByEncounter(roundParticipants(combatEntries(combat), this.system), this.encounterMeta()).outside;
       if (!participants.length) return null;
       this.roundsEnded.set(id, round);
       let outcome;
@@ -462,40 +463,61 @@ export class Mindscape {
 
   /**
    * GM: end the psionic round for chosen tokens (the macro API, relayed). Only a GM may:
-   * ending rounds counts stuns and dazes down.
+   * ending rounds counts stuns and dazes down. Tokens of the current encounter's
+   * combatants are left out, as the tracker leaves them out, and named in `leftOut`.
    * @param {{tokenUuids:string[], choices?:object, physical?:boolean, rollMode?:string}} request
+   * @returns {Promise<{summary:string, updates:object[], messageId:string|null, leftOut:string[]}>}
    */
   async endRoundFor({ tokenUuids, choices, physical, rollMode }, sender) {
     if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
     const system = this.system;
     const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid)));
-    const participants = roundParticipants(docs, system);
-    if (!participants.length) throw new UsageError("MINDSCAPE.Error.NoRoundCombatants", { system: this.t.label(`MINDSCAPE.System.${system}`, system) });
+    const psionic = roundParticipants(docs, system);
+    if (!psionic.length) throw new UsageError("MINDSCAPE.Error.NoRoundCombatants", { system: this.t.label(`MINDSCAPE.System.${system}`, system) });
+    const { outside: participants, inEncounter } = splitByEncounter(psionic, this.encounterMeta());
+    const leftOut = inEncounter.map((p) => p.token?.name ?? p.actor.name);
+    if (!participants.length) throw new UsageError("MINDSCAPE.Error.RoundCombatantsInEncounter", { names: leftOut.join(", ") });
     const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
-    return this.endRound({ participants, choices, physical, requesterRollMode });
+    const done = await this.endRound({ participants, choices, physical, requesterRollMode });
+    if (!done) throw new UsageError("MINDSCAPE.Error.TokensGone");
+    return { ...done, leftOut };
+  }
+
+  /** The current encounter's stored meta (encounter.js `EncounterController#meta`), `{}` when there is none. */
+  encounterMeta() {
+    return setting(this.game, "encounter") ?? {};
   }
 
   /**
    * GM: end the round for `participants` (`{token, actor}`, one per actor) in the exchange
    * queue, keyed by their actors as exchanges are: the end of a round never interleaves
    * with an exchange touching one of them, and reads their documents again when its turn
-   * comes (an earlier write-back may have changed them).
+   * comes (an earlier write-back may have changed them). Those deleted meanwhile are left
+   * out; when none is left, nothing is called and the answer is null.
    */
   endRound({ participants, ...rest }) {
     const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
-      const now = await Promise.all(participants.map((p) => this.reread(p)));
-      return this.endRoundNow({ participants: now, ...rest });
+      const now = await this.rereadAll(participants);
+      return now.length ? this.endRoundNow({ participants: now, ...rest }) : null;
     });
   }
 
   /**
    * A participant's token and actor read again: through its token, or a world actor
-   * without one as itself (never as one of its unlinked tokens).
+   * without one as itself (never as one of its unlinked tokens). Null when that document
+   * was deleted.
    * @param {{token:any, actor:any}} p
    */
-  reread(p) {
-    return p.token ? this.docs(p.token.uuid) : this.docs(p.actor.uuid, { worldActor: true });
+  async reread(p) {
+    const uuid = p.token ? p.token.uuid : p.actor.uuid;
+    if (!(await this.env.fromUuid(uuid))) return null;
+    return p.token ? this.docs(uuid) : this.docs(uuid, { worldActor: true });
+  }
+
+  /** The participants read again (`reread`), without those deleted meanwhile, in their order. */
+  async rereadAll(participants) {
+    return (await Promise.all(participants.map((p) => this.reread(p)))).filter(Boolean);
   }
 
   /**
@@ -594,9 +616,9 @@ export class Mindscape {
    * GM: rest chosen tokens' actors (relayed from any GM's client). `hours` are required,
    * as whole hours in the system's range, when the system's rest takes them, and refused
    * when it does not, before the companion is called.
-   * @param {{tokenUuids:string[], hours?:number|null, rollMode?:string}} request
+   * @param {{tokenUuids:string[], hours?:number|null, physical?:boolean, rollMode?:string}} request
    */
-  async restFor({ tokenUuids, hours, rollMode }, sender) {
+  async restFor({ tokenUuids, hours, physical, rollMode }, sender) {
     const { systemLabel, spec, participants } = await this.restPlan(tokenUuids, sender);
     let chosen = null;
     if (spec.hours) {
@@ -606,31 +628,38 @@ export class Mindscape {
       throw new UsageError("MINDSCAPE.Error.RestNoHours", { system: systemLabel });
     }
     const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
-    return this.rest({ participants, hours: chosen, requesterRollMode });
+    const done = await this.rest({ participants, hours: chosen, physical, requesterRollMode });
+    if (!done) throw new UsageError("MINDSCAPE.Error.TokensGone");
+    return done;
   }
 
   /**
    * GM: the rest of `participants` in the exchange queue, keyed by their actors: it never
    * interleaves with an exchange or end of round touching one of them, and reads their
-   * sheets again when its turn comes.
+   * sheets again when its turn comes. Those deleted meanwhile are left out; when none is
+   * left, nothing is called and the answer is null.
    */
   rest({ participants, ...rest }) {
     const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
-      const now = await Promise.all(participants.map((p) => this.reread(p)));
-      return this.restNow({ participants: now, ...rest });
+      const now = await this.rereadAll(participants);
+      return now.length ? this.restNow({ participants: now, ...rest }) : null;
     });
   }
 
   /**
    * GM: `combatants.rest` for the participants' current data; call only through `rest`.
-   * The write-back goes to those actors only; a card is posted only when something
-   * happened (the result has events: PSPs or pool dice regained, powers or conditions
-   * ended); a countdown of conditions alone is written back without one. Fires
-   * `mindscape.rested` after every call that succeeded.
-   * @param {{participants:{token:any, actor:any}[], hours:number|null, requesterRollMode?:string|null}} request
+   * A revised-2e open mind goes through its rounds during the rest, so the rest may roll
+   * dice: physical ones are asked for as at the end of a round (`physical`, else the
+   * setting). The write-back goes to those actors only; a card is posted only when
+   * something happened (the result has events: PSPs or pool dice regained, powers or
+   * conditions ended, a mind locked, checked or closed), with its dice; a countdown of
+   * conditions alone is written back without one. Fires `mindscape.rested` after every
+   * call that succeeded.
+   * @param {{participants:{token:any, actor:any}[], hours:number|null, physical?:boolean,
+   *          requesterRollMode?:string|null}} request
    */
-  async restNow({ participants, hours, requesterRollMode = null }) {
+  async restNow({ participants, hours, physical, requesterRollMode = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const params = restParams({
@@ -639,12 +668,14 @@ export class Mindscape {
       options: houseRulesFor(this.game, system),
       hours,
     });
-    const result = await this.rpc("combatants.rest", params);
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
+    const result = await this.callDice("combatants.rest", params, usePhysical);
     const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
     let message = null;
     if (result.events?.length) {
       message = await this.postRoundCard(result, {
         names: this.namesOf(result, participants),
+        physical: usePhysical,
         title: this.t.localize("MINDSCAPE.Rest.Title"),
         icon: "fa-bed",
         cardClass: "mindscape-rest-card",
@@ -764,7 +795,9 @@ export class Mindscape {
   async startEndRound({ tokenUuids, choices, physical }) {
     try {
       if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
-      return await this.relay.toGM("endRound", { tokenUuids, choices, physical, rollMode: this.game.settings.get("core", "rollMode") });
+      const done = await this.relay.toGM("endRound", { tokenUuids, choices, physical, rollMode: this.game.settings.get("core", "rollMode") });
+      if (done?.leftOut?.length) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.RoundEnd.LeftOut", { names: done.leftOut.join(", ") }));
+      return done;
     } catch (error) {
       this.notifyError(error);
       return null;
@@ -777,10 +810,10 @@ export class Mindscape {
    * talks to the companion, which checks again who asked. Unless `hours` are given (or
    * `dialog` is false), a dialog asks the hours (a system whose rest takes them) or
    * confirms one long rest. Never rejects: failures are shown to the user.
-   * @param {{tokenUuids:string[], hours?:number|null, dialog?:boolean}} request
+   * @param {{tokenUuids:string[], hours?:number|null, dialog?:boolean, physical?:boolean}} request
    * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
    */
-  async startRest({ tokenUuids, hours = null, dialog }) {
+  async startRest({ tokenUuids, hours = null, dialog, physical }) {
     try {
       if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.RestGMOnly");
       let chosen = hours;
@@ -790,7 +823,7 @@ export class Mindscape {
         if (!form) return null;
         chosen = prep.hours ? form.hours : null;
       }
-      return await this.relay.toGM("rest", { tokenUuids, hours: chosen, rollMode: this.game.settings.get("core", "rollMode") });
+      return await this.relay.toGM("rest", { tokenUuids, hours: chosen, physical, rollMode: this.game.settings.get("core", "rollMode") });
     } catch (error) {
       this.notifyError(error);
       return null;

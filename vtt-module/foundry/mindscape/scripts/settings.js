@@ -29,8 +29,9 @@ export const SETTINGS = {
     scope: "world", config: true, type: Number, default: 30,
     range: { min: 5, max: DEFENSE_TIMEOUT_MAX_S, step: 5 },
   },
-  // The encounter panel counts its own rounds: a GM who runs psionic combat there
-  // switches this off, so the tracker does not end a second round beside it.
+  // The tracker's end of round leaves out the current encounter's combatants, whose
+  // rounds the encounter panel counts itself; a GM who ends rounds only by macro
+  // switches this off.
   endRoundWithTracker: { scope: "world", config: true, type: Boolean, default: true },
   encounter: { scope: "world", config: false, type: Object, default: {} },
 };

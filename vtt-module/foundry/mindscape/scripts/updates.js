@@ -12,11 +12,14 @@
  */
 
 /**
- * Decide where each update goes. An update addressed to a participant's token uuid goes
- * to that token's actor; one addressed to the base actor of an *unlinked* participant is
- * redirected to the synthetic actor; updates to any other document are refused (listed in
- * `refused`) so a faulty adapter cannot write outside the exchange.
- * Several updates to one document are merged in order into one update call.
+ * Decide where each update goes. An update addressed to a participant's actor goes to
+ * that actor, one addressed to a participant's token uuid to that token's actor. One
+ * addressed to the base actor of an *unlinked* participant is redirected to that
+ * participant's synthetic actor, but only when the base actor is not a participant itself
+ * (then the update is its own) and no other unlinked participant shares that base actor
+ * (then it cannot be told whose it is, and is refused). Updates to any other document
+ * are refused (listed in `refused`) so a faulty adapter cannot write outside the
+ * exchange. Several updates to one document are merged in order into one update call.
  * @param {{uuid:string, update:object}[]} updates
  * @param {Participant[]} participants
  * @returns {{plan:{uuid:string, update:object}[], refused:{uuid:string, update:object}[]}}
@@ -26,7 +29,14 @@ export function planUpdates(updates, participants) {
   for (const p of participants) {
     target.set(p.actorUuid, p.actorUuid);
     if (p.tokenUuid) target.set(p.tokenUuid, p.actorUuid);
-    if (!p.actorLink && p.baseActorUuid && p.baseActorUuid !== p.actorUuid) target.set(p.baseActorUuid, p.actorUuid);
+  }
+  const copies = new Map(); // base actor uuid -> the synthetic actors of its unlinked participants
+  for (const p of participants) {
+    if (p.actorLink || !p.baseActorUuid || p.baseActorUuid === p.actorUuid) continue;
+    copies.set(p.baseActorUuid, new Set([...(copies.get(p.baseActorUuid) ?? []), p.actorUuid]));
+  }
+  for (const [base, actors] of copies) {
+    if (!target.has(base) && actors.size === 1) target.set(base, [...actors][0]);
   }
   const merged = new Map();
   const refused = [];

@@ -1174,6 +1174,12 @@ var Mindscape = Mindscape || (() => {
     const lines = changed.map((d) => `${chatSafe(fighterName(d.ref))}: ${d.changed.map(chatSafe).join(', ')} taken again from the sheet.`);
     if (same.length) lines.push(`${changed.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
     if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
+    // A declared choice the sheets no longer allow was dropped by the companion: name
+    // who must declare again (combatant ids back to fighters).
+    const enc = store().encounter;
+    const ids = new Set(run.done.flatMap((d) => d.dropped || []));
+    const again = enc ? Object.keys(enc.combatants).filter((ref) => ids.has(String(enc.combatants[ref]))) : [];
+    if (again.length) lines.push(`Must declare again (the sheets no longer allow the choice they declared): ${namesOf(again)}.`);
     return lines;
   };
 
@@ -1233,7 +1239,8 @@ var Mindscape = Mindscape || (() => {
     const enc = store().encounter;
     const current = Boolean(enc && enc.id === run.encounter);
     if (current && Number.isInteger(result.revision) && !(enc.revision > result.revision)) enc.revision = result.revision;
-    const done = Object.assign({}, run, { done: run.done.concat([{ ref: run.ref, changed: result.changed.map(String) }]) });
+    const dropped = Array.isArray(result.dropped_choices) ? result.dropped_choices.map(String) : [];
+    const done = Object.assign({}, run, { done: run.done.concat([{ ref: run.ref, changed: result.changed.map(String), dropped }]) });
     if (!current || job.late) {
       const why = current ? 'This answer came late, so nothing more was sent.' : 'The current encounter changed here meanwhile, so nothing more was sent.';
       const rest = done.queue.length ? ` Not taken again: ${namesOf(done.queue)}.` : '';

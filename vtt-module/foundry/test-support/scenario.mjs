@@ -374,7 +374,7 @@ export function defaultMethods(overrides = {}) {
     "exchange.end_round": (params) => roundEndResult(params),
     "combatants.rest": (params) => restResult(params),
     // An encounter whose sheets did not change since they were added: nothing to take again.
-    "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 1, changed: [], warnings: [] }),
+    "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 1, changed: [], dropped_choices: [], warnings: [] }),
     ...overrides,
   };
 }
@@ -426,11 +426,16 @@ export function encounterMethods(overrides = {}) {
       }
       const fields = new Set([...Object.keys(c.profile), ...Object.keys(profile)]);
       const changed = [...fields].filter((f) => JSON.stringify(c.profile[f]) !== JSON.stringify(profile[f])).sort();
+      // As the engine checks every declared choice again: an attack in a mode the sheet
+      // no longer knows is dropped, and its combatant is waited for again.
+      const mode = enc.choices.get(combatant_id)?.attack?.mode;
+      const dropped = mode && Array.isArray(profile.attacks) && !profile.attacks.includes(mode) ? [combatant_id] : [];
       if (changed.length) {
         Object.assign(c, { ref: structuredClone(combatant), profile });
+        dropped.forEach((cid) => enc.choices.delete(cid));
         enc.revision++;
       }
-      return { combatant_id, revision: enc.revision, changed, warnings: [] };
+      return { combatant_id, revision: enc.revision, changed, dropped_choices: dropped, warnings: [] };
     },
     "encounter.resolve": ({ id }) => {
       known(id);

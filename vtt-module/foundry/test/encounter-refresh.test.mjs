@@ -237,6 +237,24 @@ test("API refreshEncounter: the GM is told which combatants changed which fields
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
+test("a declared choice the refreshed sheet no longer allows is dropped: the GM is told whom to ask again, at a refresh and before a resolve", async () => {
+  const { t, enc } = await encounter();
+  const api = makeApi(t.clients.gm.svc);
+  // Ulcen's sheet no longer knows the ego whip he declared.
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.attacks": ["mind-thrust"] });
+  const refreshed = await api.refreshEncounter();
+  assert.deepEqual(refreshed.find((r) => r.combatantId === "ulcen").dropped, ["ulcen"]);
+  assert.equal(enc.choices.has("ulcen"), false);
+  assert.deepEqual(t.clients.gm.notes.warn, ["The sheets no longer allow the choice these combatants declared; ask them again: Ulcen of Tyr."]);
+
+  // Declared again and dropped again just before a resolve: said as the step goes on.
+  await t.clients.gm.svc.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "mind-thrust", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.attacks": ["ego-whip"] });
+  await t.clients.gm.svc.encounters.resolve({ force: true });
+  assert.equal(t.clients.gm.notes.warn.length, 2);
+  assert.match(t.clients.gm.notes.warn[1], /ask them again: Ulcen of Tyr/);
+});
+
 test("API refreshEncounter: a player is refused, also when asking the GM's client directly", async () => {
   const { t } = await encounter();
   const from = t.daemon.calls.length;

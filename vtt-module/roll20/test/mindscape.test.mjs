@@ -1426,6 +1426,15 @@ test('!psi encounter refresh sends one encounter.refresh per combatant, one afte
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
 });
 
+test('a choice the refreshed sheets no longer allow is dropped by the companion: the GM is told who must declare again', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(ctx.sb);
+  answer(ctx, first.id, { jsonrpc: '2.0', id: first.id, result: { combatant_id: ctx.ulcen.id, revision: 3, changed: ['psp'], dropped_choices: [ctx.ulcen.id], warnings: [] } });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Must declare again \(the sheets no longer allow the choice they declared\): Ulcen of Tyr\./);
+});
+
 test('when every sheet matches, !psi encounter refresh says so and the revision stays', () => {
   const ctx = encounterWithTwo();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });

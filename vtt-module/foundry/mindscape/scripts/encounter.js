@@ -108,6 +108,18 @@ export function refreshReport(refreshed, label = (_k, f) => f) {
     .join("; ");
 }
 
+/**
+ * Who must declare again after a refresh: the names of the combatants whose declared
+ * choice the companion dropped because the sheets no longer allow it (`dropped_choices`),
+ * or "" when nobody's was.
+ * @param {{combatantId:string, name:string, dropped?:string[]}[]} refreshed
+ */
+export function droppedReport(refreshed) {
+  const names = new Map((refreshed ?? []).map((r) => [r.combatantId, r.name]));
+  const ids = [...new Set((refreshed ?? []).flatMap((r) => r.dropped ?? []))];
+  return ids.map((id) => names.get(id) ?? id).join(", ");
+}
+
 /** Every write-back update in a step's answer, wherever the daemon put it. */
 export function updatesOfStep(answer) {
   const out = [...(answer?.updates ?? [])];
@@ -272,7 +284,7 @@ export class EncounterController {
         if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
         throw error;
       }
-      out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], revision: answer?.revision ?? null });
+      out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
     }
     return out;
   }
@@ -305,7 +317,11 @@ export class EncounterController {
   async resolve({ force = false, physical } = {}) {
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
-      await this.refreshNow();
+      const refreshed = await this.refreshNow();
+      // A choice the sheets no longer allow was dropped: say whose (the resolve then waits
+      // for them, or with force counts them as making none).
+      const again = droppedReport(refreshed);
+      if (again) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
       return this.resolveNow({ force, physical });
     });
   }

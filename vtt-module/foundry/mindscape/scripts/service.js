@@ -20,7 +20,7 @@ import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 import { ROUND_ENDED_FLAG, combatEntries, endRoundParams, roundParticipants, splitByEncounter } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
-import { refreshReport } from "./encounter.js";
+import { droppedReport, refreshReport } from "./encounter.js";
 
 /**
  * @typedef {object} Env
@@ -700,6 +700,8 @@ export class Mindscape {
   reportRefresh(refreshed) {
     const list = refreshReport(refreshed, this.t.label);
     if (list) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
+    const again = droppedReport(refreshed);
+    if (again) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
     return refreshed;
   }
 

@@ -10,9 +10,10 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, ClassVar, Protocol
 
 import jsonschema
@@ -39,6 +40,12 @@ def is_down(combatant: Mapping[str, Any]) -> bool:
     AD&D's optional rule; either way it acts no more (every system with ``hp``)."""
     hp = combatant.get("hp")
     return hp is not None and hp <= 0
+
+
+@cache
+def _takes_options(kind: type[System]) -> bool:
+    """Whether ``kind``'s ``combatant`` takes an ``options`` parameter."""
+    return "options" in inspect.signature(kind.combatant).parameters
 
 
 def swap_combatant(state: JSON, combatant_id: str, combatant: JSON) -> None:
@@ -203,7 +210,12 @@ class System(ABC):
                         options: Mapping[str, Any] | None = None) -> JSON:
         """``combatant`` under the house rules ``options``. Most systems' combatants do not
         depend on house rules, so this is ``combatant``; one whose do (revised-2e derives
-        MTHAC0 and saves by them) overrides it."""
+        MTHAC0 and saves by them) overrides it, or takes them as ``combatant``'s own
+        ``options`` parameter (as a plugin's system may)."""
+        if options and _takes_options(type(self)):
+            with_options: Any = self.combatant
+            result: JSON = with_options(raw, path, options=options)
+            return result
         return self.combatant(raw, path)
 
     # -- the end of a round outside any encounter -----------------------------------

@@ -378,3 +378,16 @@ def test_revised_2e_rest_counts_lost_powers_down_by_whole_days() -> None:
     assert "Kara regains a power lost to mind thrust." in result["summary"]
     short = REVISED.rest({"combatants": [c], "hours": 23}, SuppliedDice({}))
     assert after(short, "kara")["lost_powers"] == [{"days": 1}, {"days": 3}]
+
+
+def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
+    """``combatant_under`` hands house rules to a system's own ``combatant(..., options)``
+    when it takes them, so write-back round trips derive as its resolutions do."""
+    class WithOptions(SampleDuel):
+        def combatant(self, raw: Any, path: str = "", options: Any = None) -> JSON:
+            return {**super().combatant(raw, path), "seen": dict(options or {})}
+
+    duel = WithOptions()
+    raw = {"id": "a", "name": "A"}
+    assert duel.combatant_under(raw, "", {"H-X": 1})["seen"] == {"H-X": 1}
+    assert "seen" not in SampleDuel().combatant_under(raw, "", {"H-X": 1})

@@ -68,10 +68,16 @@ export function combatantIdOfRef(ref) {
 /**
  * `exchange.end_round` for revised-2e as the daemon answers it (API.md), over the
  * profiles in the refs: each condition without rounds left ends (`condition-ended`), the
- * others count down; an open mind gets a Wisdom check (d20 ≤ wis closes it), from
- * `dice["wisdom-check"]` when dice are supplied (4002 when they run out) or else a 8;
- * `choices[id].close` pays 1 PSP to close an open mind (4001 `cannot-close` otherwise).
- * Updates are addressed as the adapters address them, with the same dotted paths.
+ * others count down. A mind a critical hit opened (RULES.md §1.5) is announced at the
+ * end of its first round (`mind-may-close {cost}`, `may_pay_to_close` set); the next
+ * round `choices[id].close` pays `closeCost` PSPs to close it (4001 `cannot-act` when
+ * stunned, dazed or confused; `cannot-close` when it may not pay, or the PSPs do not
+ * suffice, leaving at least 1 under H-2E-CLOSE-LAST-PSP), and without that choice it is
+ * locked open 1d4+1 rounds (`open-duration`, `mind-locked {rounds}`). Any other open mind
+ * gets a Wisdom check (d20 ≤ wis closes it), and `choices[id].close` pays 1 PSP to close
+ * one (4001 `cannot-close` for a closed mind). Dice come from `dice` when supplied (4002
+ * when they run out), else a 8 for the check and a 1 for the duration. Updates are
+ * addressed as the adapters address them, with the same dotted paths.
  */
 export function roundEndResult(params) {
   const P = "flags.mindscape.revised-2e";
@@ -107,8 +113,46 @@ export function roundEndResult(params) {
     if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
     for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
     const choice = params.choices?.[id];
-    if (choice?.close) {
-      if (before.mind.state !== "open") throw { code: 4001, message: "The rules forbid it", data: { rule: "cannot-close", detail: `${name} cannot pay to close its mind this round` } };
+    const mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
+    const critical = mind.state === "open" && mind.opened_by === "critical";
+    const refuse = (rule, detail) => { throw { code: 4001, message: "The rules forbid it", data: { rule, detail } }; };
+    const die = (purpose, sides, otherwise) => {
+      let roll = otherwise;
+      if (supplied) {
+        const left = supplied[purpose] ?? [];
+        if (!left.length) throw { code: 4002, message: "Dice needed", data: { purpose, sides, needed: 1 } };
+        roll = left.shift();
+        supplied[purpose] = left;
+      }
+      rolls.push({ purpose, sides, value: roll, by: id, follows: null });
+      return roll;
+    };
+    if (choice?.close && critical) {
+      const stopped = before.conditions.filter((c) => ["stunned", "dazed", "confused"].includes(c));
+      if (stopped.length) refuse("cannot-act", `${name} cannot close its mind (${stopped.join(", ")})`);
+      const cost = mind.may_pay_to_close ? closeCost({ mind, defenses: profile.defenses }, params.options) : null;
+      const keepOne = params.options?.["H-2E-CLOSE-LAST-PSP"] ?? true;
+      if (cost === null || cost > before.psp || (cost === before.psp && keepOne)) refuse("cannot-close", `${name} cannot pay to close its mind this round`);
+      after.psp = before.psp - cost;
+      after.mind = { ...mind, state: "closed", opened_by: null, may_pay_to_close: false, rounds_open: 0, locked_rounds: 0 };
+      events.push({ type: "psp-spent", combatant: id, amount: cost, for: "close" }, { type: "mind-closed", combatant: id, how: "paid" });
+      said.push(`${name} pays ${cost} PSPs and closes its mind`);
+      update[`${P}.psp`] = after.psp;
+      update[`${P}.mind`] = after.mind;
+    } else if (critical && mind.rounds_open === 0) {
+      const cost = closeCost({ mind, defenses: profile.defenses }, params.options);
+      after.mind = { ...mind, may_pay_to_close: true, rounds_open: 1 };
+      events.push({ type: "mind-may-close", combatant: id, cost });
+      said.push(`${name} may pay to close its mind next round`);
+      update[`${P}.mind`] = after.mind;
+    } else if (critical && mind.may_pay_to_close) {
+      const rounds = die("open-duration", 4, 1) + 1;
+      after.mind = { ...mind, may_pay_to_close: false, locked_rounds: rounds, rounds_open: mind.rounds_open + 1 };
+      events.push({ type: "mind-locked", combatant: id, rounds });
+      said.push(`${name}'s mind is locked open for ${rounds} rounds`);
+      update[`${P}.mind`] = after.mind;
+    } else if (choice?.close) {
+      if (before.mind.state !== "open") refuse("cannot-close", `${name} cannot pay to close its mind this round`);
       after.psp = before.psp - 1;
       after.mind.state = "closed";
       events.push({ type: "psp-spent", combatant: id, amount: 1, for: "close" }, { type: "mind-closed", combatant: id, how: "paid" });
@@ -116,16 +160,9 @@ export function roundEndResult(params) {
       update[`${P}.psp`] = after.psp;
       update[`${P}.mind`] = after.mind;
     } else if (before.mind.state === "open") {
-      let roll = 8;
-      if (supplied) {
-        const left = supplied["wisdom-check"] ?? [];
-        if (!left.length) throw { code: 4002, message: "Dice needed", data: { purpose: "wisdom-check", sides: 20, needed: 1 } };
-        roll = left.shift();
-        supplied["wisdom-check"] = left;
-      }
+      const roll = die("wisdom-check", 20, 8);
       const target = profile.wis ?? 12;
       const success = roll <= target;
-      rolls.push({ purpose: "wisdom-check", sides: 20, value: roll, by: id, follows: null });
       events.push({ type: "wisdom-check", combatant: id, target, roll, success });
       if (success) {
         after.mind.state = "closed";
@@ -482,6 +519,7 @@ export function scriptedDialogs(script = {}) {
     profileDialog: (arg) => answer("profileDialog", arg),
     houseRulesDialog: (arg) => answer("houseRulesDialog", arg),
     encounterChoiceDialog: (arg) => answer("encounterChoiceDialog", arg),
+    closeDialog: (arg) => answer("closeDialog", arg),
     restDialog: (arg) => answer("restDialog", arg),
     pairingDialog: (arg) => answer("pairingDialog", arg),
   };

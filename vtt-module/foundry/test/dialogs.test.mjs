@@ -101,3 +101,22 @@ test("the defense dialog answers at the timeout even when its window never rende
   const answer = await dialogs.defenseDialog({ context: {}, timeoutMs: 100, fallback: null });
   assert.deepEqual(answer, { mode: null, remember: false, timedOut: true });
 });
+
+test("the close dialog: Pay answers yes; Cancel (Do not pay) or closing the window answers no", async () => {
+  installDialogV2({ press: "ok" });
+  assert.deepEqual(await dialogs.closeDialog({ context: {}, timeoutMs: 5000 }), { close: true, timedOut: false });
+  installDialogV2({ press: "cancel" });
+  assert.deepEqual(await dialogs.closeDialog({ context: {}, timeoutMs: 5000 }), { close: false, timedOut: false, cancelled: true });
+});
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: the close dialog closes its application at the timeout and answers no`, async () => {
+    const { opened } = installDialogV2({ press: null, generation });
+    const answer = await Promise.race([
+      dialogs.closeDialog({ context: {}, timeoutMs: 300 }),
+      new Promise((r) => setTimeout(() => r("STILL PENDING"), 3000)),
+    ]);
+    assert.deepEqual(answer, { close: false, timedOut: true });
+    assert.equal(opened[0].closed, true);
+  });
+}

@@ -314,6 +314,45 @@ test("the combat tracker's next round ends the psionic round with the real compa
   await page.close();
 });
 
+test("a mind a critical hit opened pays to close when the tracker ends the round: the GM is asked the real companion's cost, and it is paid", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna's mind was opened by a critical hit last round, after she raised thought
+  // shield (2 PSPs): the last end of round announced she may pay 2 × 2 to close it now.
+  await page.evaluate(async () => {
+    const zanna = window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV");
+    await zanna.update({ "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "thought-shield", used_power: false, may_pay_to_close: true, rounds_open: 1 } });
+    await window.harness.combat.startCombat();
+    window.harness.combat.nextRound();
+  });
+  // Nobody else answers for Zanna here, so the GM is asked.
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-close") });
+  await dialog.waitFor({ timeout: 15000 });
+  const question = await dialog.textContent();
+  assert.match(question, /Pay 4 PSPs to close the mind of Zanna/);
+  assert.match(question, /twice the cost of Thought shield, the last defense it used/);
+  assert.match(question, /Zanna has 40 PSPs/);
+  assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round").length), 0, "the round waits for the answer");
+  await dialog.locator('button[data-action="ok"]').click();
+
+  await page.waitForFunction(() => window.harness.roundsEnded.length === 1, null, { timeout: 15000 });
+  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
+  assert.equal(calls.length, 1);
+  const { request, response } = calls[0];
+  assert.ok(response.result, JSON.stringify(response));
+  assert.deepEqual(request.params.choices, { "4Jsv5vYaJ1atUEDV": { close: true } });
+  assert.deepEqual(response.result.events.filter((e) => e.combatant === "4Jsv5vYaJ1atUEDV").map((e) => e.type), ["psp-spent", "mind-closed"]);
+  const zanna = await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"]);
+  assert.equal(zanna.psp, 36);
+  assert.equal(zanna.mind.state, "closed");
+  const card = page.locator("#chat-log .mindscape-round-card");
+  await card.waitFor({ timeout: 15000 });
+  assert.ok((await card.textContent()).includes(response.result.summary));
+  assert.equal(await page.evaluate(() => window.harness.combat.getFlag("mindscape", "roundEnded")), 1);
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind !== "info")), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("the real companion's purposes, outcomes and combatant fields all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
   const { EN } = await import("../test-support/fakes.mjs");
   const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
@@ -477,6 +516,39 @@ test("the fake companion's combatants.rest (test-support) answers as the real on
   for (const c of cases) {
     const params = { system: "revised-2e", ...c };
     assert.deepEqual(shown(fake(params)), shown(await call(params)), JSON.stringify(c.dice));
+  }
+});
+
+test("the fake companion's exchange.end_round (test-support) answers as the real one for a mind a critical hit opened", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable, roundEndResult } = await import("../test-support/scenario.mjs");
+  const call = async (params) => {
+    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "exchange.end_round", params }) });
+    const answer = await r.json();
+    return answer.error ?? answer.result;
+  };
+  const fake = (params) => { try { return roundEndResult(params); } catch (error) { return error; } };
+  const t = makeTable();
+  const { fenkaToken } = t.tokens;
+  const ref = async (profile) => {
+    await fenkaToken.actor.update(Object.fromEntries(Object.entries({ level: 4, conditions: [], condition_rounds: {}, ...profile }).map(([k, v]) => [`flags.mindscape.revised-2e.${k}`, v])));
+    return t.clients.gm.svc.ref(fenkaToken.actor, fenkaToken, "foundry.dnd5e");
+  };
+  const mind = (extra) => ({ state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "mind-blank", used_power: false, may_pay_to_close: true, rounds_open: 1, ...extra });
+  const close = { "fenka-tokF": { close: true } };
+  const cases = [
+    { combatants: [await ref({ psp: 30, mind: mind() })], choices: close },
+    { combatants: [await ref({ psp: 6, mind: mind() })], choices: close },
+    { combatants: [await ref({ psp: 6, mind: mind() })], choices: close, options: { "H-2E-CLOSE-LAST-PSP": false } },
+    { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], choices: close },
+    { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], choices: close, options: { "H-2E-NO-LAST-DEF": false } },
+    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })], choices: close },
+    { combatants: [await ref({ psp: 30, mind: mind() })], dice: { "open-duration": [3] } },
+    { combatants: [await ref({ psp: 30, mind: mind({ may_pay_to_close: false, rounds_open: 0 }) })] },
+  ];
+  const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule } : { events: r.events, updates: r.updates });
+  for (const c of cases) {
+    const params = { system: "revised-2e", ...c };
+    assert.deepEqual(shown(fake(params)), shown(await call(params)), JSON.stringify({ choices: c.choices, options: c.options, mind: c.combatants[0].data.actor.flags.mindscape["revised-2e"].mind }));
   }
 });
 

@@ -6,7 +6,7 @@
 // when something happened.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defaultMethods, makeTable, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
+import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
 import { FakeRoll, makeI18n, tick } from "../test-support/fakes.mjs";
 import { hookTable, ATTACK_ACTION, PROFILE_ACTION, REST_ACTION } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -253,6 +253,36 @@ test("a token deleted while its rest waits in the queue is left out; with none l
   assert.equal(done.summary, "After the rest: Fenka regains 5 PSPs (15 of 40).");
   assert.equal(none, null);
   assert.deepEqual(t.clients.gm.notes.error, ["Every token of this request was deleted before its turn came, so nothing was done. Select tokens that are still on the scene and try again."]);
+});
+
+test("the current encounter's actors are left out of a rest, as of an end of round: the GM is told who; with only those, nobody rests", async () => {
+  // The encounter keeps its own copy of its combatants and takes their sheets again
+  // before each resolve: a rest written to their sheets meanwhile is not its to count.
+  const { methods } = encounterMethods();
+  const t = table({ methods, dialogs: { gm: { restDialog: { hours: 2 } } } });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, ulcen2Token, fenkaToken, goblinToken } = t.tokens;
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid]);
+  await goblinToken.actor.update({ "flags.mindscape.revised-2e.psp": 4 });
+  await fenkaToken.actor.update({ "flags.mindscape.revised-2e.psp": 10 });
+  const api = makeApi(gm);
+  const done = await api.rest({ tokenUuids: [ulcen2Token, goblinToken, fenkaToken] });
+  // The dialog names only who rests; Ulcen's second linked token is Ulcen, and stays out with him.
+  assert.equal(t.clients.gm.dialogs.seen[0].arg.context.names, "Goblin");
+  assert.deepEqual(rests(t).map((c) => c.params.combatants.map((x) => x.data.token.uuid)), [[goblinToken.uuid]]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Left out of the rest, as the current encounter keeps its own copy of them: Ulcen (mirror), Fenka."]);
+  assert.equal(done.summary, "After the rest: Goblin regains 6 PSPs (10 of 20).");
+  assert.equal(profile(fenkaToken.actor).psp, 10);
+
+  // Only the encounter's actors: nobody rests, and the GM is told why.
+  assert.equal(await api.rest({ tokenUuids: [ulcenToken], hours: 8 }), null);
+  assert.deepEqual(t.clients.gm.notes.error, ["Nobody rested: the current psionic encounter keeps its own copy of Ulcen of Tyr. End the encounter first, then let them rest."]);
+  assert.equal(rests(t).length, 1);
+
+  // Once the encounter is over, they rest again.
+  await gm.encounters.end();
+  await api.rest({ tokenUuids: [ulcenToken], hours: 1 });
+  assert.equal(rests(t).length, 2);
 });
 
 // ------------------------------------------------------------------ power-pool, combat-strength

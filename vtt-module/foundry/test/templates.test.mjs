@@ -47,6 +47,7 @@ test("every template renders with a plausible context", () => {
     "encounter.hbs": { active: true, name: "E", combatants: [{ id: "a", name: "A", summary: "PSP 1/2", waiting: true }], waitingNames: "A" },
     "encounter-choice.hbs": { combatantName: "A", attacks: [{ id: "ego-whip", label: "Ego whip" }], targets: [{ id: "b", name: "B" }], defenses: [], multipliers: [{ value: 1 }], ranges: [], poolDice: [] },
     "chat-card.hbs": { outcome: "hit", outcomeLabel: "Hit", attackerName: "A", defenderName: "B", facts: [], changes: [], dice: [] },
+    "close-dialog.hbs": { name: "Fenka", cost: 6, psp: 30, defenseLabel: "Mind blank", lastDefense: true, seconds: 30 },
     "rest-dialog.hbs": { askHours: true, names: "Ulcen, Fenka", min: 1, max: 1000, value: 8, systemLabel: "S", problem: "Type a whole number." },
     "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ name: "A", type: "Condition ended", text: "condition: stunned" }], systemLabel: "S" },
   };
@@ -62,6 +63,11 @@ test("every template renders with a plausible context", () => {
   assert.match(renderModuleTemplate("round-card", { ...contexts["round-card.hbs"], round: null }), /<h3>End of the psionic round<\/h3>/);
   // A rest's card is the same card under its own title.
   assert.match(renderModuleTemplate("round-card", { ...contexts["round-card.hbs"], title: "Psionic rest", cardClass: "mindscape-rest-card" }), /mindscape-round-card mindscape-rest-card[\s\S]*<h3>Psionic rest<\/h3>/);
+  // The close dialog shows the cost and where it comes from: the last defense, or the cheapest known.
+  const close = renderModuleTemplate("close-dialog", contexts["close-dialog.hbs"]);
+  assert.match(close, /Pay 6 PSPs to close the mind of Fenka/);
+  assert.match(close, /twice the cost of Mind blank, the last defense it used/);
+  assert.match(renderModuleTemplate("close-dialog", { ...contexts["close-dialog.hbs"], lastDefense: false }), /twice the cost of Mind blank, the cheapest defense it knows/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);

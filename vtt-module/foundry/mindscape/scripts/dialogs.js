@@ -40,7 +40,7 @@ export function appOf(target) {
  * "cancel"; anything that is not a form object is turned into null here, so every caller's
  * `if (!form)` means "no choice made".
  */
-export async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", render, width = 440, extraButtons = [] }) {
+export async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", cancel = "MINDSCAPE.Cancel", render, width = 440, extraButtons = [] }) {
   const t = i18n();
   const content = await renderTemplate(template, context);
   const result = await DialogV2().wait({
@@ -52,7 +52,7 @@ export async function wait({ title, icon, template, context, ok, okIcon = "fas f
     buttons: [
       ...extraButtons,
       { action: "ok", label: t.localize(ok), icon: okIcon, default: true, callback: (_event, button) => readForm(button.form) },
-      { action: "cancel", label: t.localize("MINDSCAPE.Cancel"), icon: "fas fa-times", callback: () => null },
+      { action: "cancel", label: t.localize(cancel), icon: "fas fa-times", callback: () => null },
     ],
     render: render ? (event, target) => render(rootOf(target), target) : undefined,
   });
@@ -135,17 +135,17 @@ export function attackDialog({ context, oddsFor }) {
   });
 }
 
-/** What the defense dialog's own deadline answers (never a form). */
+/** What a timed dialog's own deadline answers (never a form). */
 const TIMED_OUT = Symbol("timed out");
 
 /**
- * A secret defense choice; closes itself after `timeoutMs` and then answers `fallback`.
- * Cancel (or closing the window) is no answer: the fallback (the remembered default, or
- * no defense) is used and nothing is remembered. The answer never waits longer than the
- * timeout, even where the dialog cannot be closed from code.
- * @returns {Promise<{mode:string|null, remember:boolean, timedOut:boolean, cancelled?:boolean}>}
+ * `wait` for a secret question that closes itself after `timeoutMs`, counting the seconds
+ * down in its `.mindscape-countdown`. Resolves to the form, null (Cancel or closed), or
+ * TIMED_OUT; it never waits longer than the timeout, even where the dialog cannot be
+ * closed from code (at the timeout the application is closed when it can be found, else
+ * its element hidden).
  */
-export async function defenseDialog({ context, timeoutMs, fallback }) {
+async function timedWait(options, timeoutMs) {
   let timer = null;
   let app = null;
   let rootEl = null;
@@ -153,12 +153,7 @@ export async function defenseDialog({ context, timeoutMs, fallback }) {
   const expired = new Promise((resolve) => { expire = resolve; });
   const deadline = setTimeout(() => expire(TIMED_OUT), Math.max(0, Number(timeoutMs) || 0) + 250);
   const shown = wait({
-    title: "MINDSCAPE.Defense.Title",
-    icon: "fas fa-shield-alt",
-    template: "defense-dialog",
-    context,
-    ok: "MINDSCAPE.Defense.Raise",
-    okIcon: "fas fa-shield-alt",
+    ...options,
     render: (root, target) => {
       app = appOf(target);
       rootEl = root;
@@ -179,14 +174,52 @@ export async function defenseDialog({ context, timeoutMs, fallback }) {
   clearTimeout(deadline);
   if (answer === TIMED_OUT) {
     try {
-      // The application when it can be found; else at least hide the element.
       if (app) await app.close();
       else rootEl?.close?.();
     } catch { /* already closed */ }
-    return { mode: fallback ?? null, remember: false, timedOut: true };
   }
+  return answer;
+}
+
+/**
+ * A secret defense choice; closes itself after `timeoutMs` and then answers `fallback`.
+ * Cancel (or closing the window) is no answer: the fallback (the remembered default, or
+ * no defense) is used and nothing is remembered.
+ * @returns {Promise<{mode:string|null, remember:boolean, timedOut:boolean, cancelled?:boolean}>}
+ */
+export async function defenseDialog({ context, timeoutMs, fallback }) {
+  const answer = await timedWait({
+    title: "MINDSCAPE.Defense.Title",
+    icon: "fas fa-shield-alt",
+    template: "defense-dialog",
+    context,
+    ok: "MINDSCAPE.Defense.Raise",
+    okIcon: "fas fa-shield-alt",
+  }, timeoutMs);
+  if (answer === TIMED_OUT) return { mode: fallback ?? null, remember: false, timedOut: true };
   if (!answer) return { mode: fallback ?? null, remember: false, timedOut: false, cancelled: true };
   return { mode: answer.mode || null, sacrifice: answer.sacrifice, remember: Boolean(answer.remember), timedOut: false };
+}
+
+/**
+ * Whether a mind a critical hit opened pays to close at this round's end (revised-2e);
+ * closes itself after `timeoutMs`. Only Pay is a yes: Do not pay, closing the window and
+ * the timeout are all no.
+ * @returns {Promise<{close:boolean, timedOut:boolean, cancelled?:boolean}>}
+ */
+export async function closeDialog({ context, timeoutMs }) {
+  const answer = await timedWait({
+    title: "MINDSCAPE.Close.Title",
+    icon: "fas fa-lock",
+    template: "close-dialog",
+    context,
+    ok: "MINDSCAPE.Close.Pay",
+    okIcon: "fas fa-lock",
+    cancel: "MINDSCAPE.Close.Keep",
+  }, timeoutMs);
+  if (answer === TIMED_OUT) return { close: false, timedOut: true };
+  if (!answer) return { close: false, timedOut: false, cancelled: true };
+  return { close: true, timedOut: false };
 }
 
 /**

@@ -7,7 +7,7 @@ import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTime
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
-  CancelledError, MindscapeError, PermissionDeniedError, UsageError, describeError,
+  CancelledError, MindscapeError, PermissionDeniedError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import {
   adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
@@ -18,7 +18,10 @@ import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } fr
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
-import { ROUND_ENDED_FLAG, combatEntries, endRoundParams, roundParticipants, splitByEncounter } from "./rounds.js";
+import {
+  CLOSE_COST_FACTOR, CLOSE_LAST_PSP_RULE, NO_LAST_DEFENSE_RULE, ROUND_ENDED_FLAG, closeOffer, combatEntries,
+  endRoundParams, mayPayToClose, roundCombatantId, roundParticipants, splitByEncounter,
+} from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, refreshReport } from "./encounter.js";
 
@@ -181,6 +184,7 @@ export class Mindscape {
       encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
       chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
+      chooseClose: { runsOn: "player", fn: (p) => this.chooseCloseHere(p) },
     };
   }
 
@@ -379,12 +383,18 @@ export class Mindscape {
 
   /**
    * GM: call a dice-using method, with the physical-dice prompts when `physical` (the
-   * companion says which dice it still needs, rpc.js `callWithPhysicalDice`).
+   * companion says which dice it still needs, rpc.js `callWithPhysicalDice`). Each die
+   * typed is also added to `typed` (by purpose), when given, so that a call the
+   * companion refuses after the dice were typed can be made again without asking them twice.
    */
-  async callDice(method, params, physical) {
+  async callDice(method, params, physical, typed = null) {
     const call = (m, p) => this.rpc(m, p);
     if (!physical) return call(method, params);
-    const prompt = (need) => this.env.dialogs.diceDialog({ ...need, purposeLabel: this.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) });
+    const prompt = async (need) => {
+      const values = await this.env.dialogs.diceDialog({ ...need, purposeLabel: this.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) });
+      if (values && typed) typed[need.purpose] = [...(typed[need.purpose] ?? []), ...values.map(Number)];
+      return values;
+    };
     return (await callWithPhysicalDice(call, method, params, prompt)).result;
   }
 
@@ -431,8 +441,9 @@ export class Mindscape {
    * rounds with the combat tracker" is on, and once per round of a combat: the round
    * ended is recorded in the combat's `flags.mindscape.roundEnded`, so going back a round
    * and forward again does not count a stun down twice (a round whose end failed is not
-   * recorded, and going back and forward again retries it). Never rejects: a failure
-   * (the companion not running, a refused profile) is shown to the GM.
+   * recorded, and going back and forward again retries it). In revised-2e a mind a
+   * critical hit opened is asked whether it pays to close (`askToClose`). Never rejects:
+   * a failure (the companion not running, a refused profile) is shown to the GM.
    * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
    *   null when no round was ended
    */
@@ -448,7 +459,7 @@ export class Mindscape {
       this.roundsEnded.set(id, round);
       let outcome;
       try {
-        outcome = await this.endRound({ participants, round, combat });
+        outcome = await this.endRound({ participants, round, combat, askToClose: true });
       } catch (error) {
         if (this.roundsEnded.get(id) === round) this.roundsEnded.set(id, done);
         throw error;
@@ -494,13 +505,131 @@ export class Mindscape {
    * with an exchange touching one of them, and reads their documents again when its turn
    * comes (an earlier write-back may have changed them). Those deleted meanwhile are left
    * out; when none is left, nothing is called and the answer is null.
+   *
+   * With `askToClose` (the combat tracker's rounds), the minds that may pay to close are
+   * asked first (`askToClose`), holding the queue meanwhile: the cost they are shown is
+   * what the sheets hold when the round ends, and an exchange on one of them waits for
+   * the round it belongs after. The yes answers go to the companion as `choices`
+   * (`endRoundPaying`). Explicit `choices` (the macro API) are sent as given.
    */
-  endRound({ participants, ...rest }) {
+  endRound({ participants, askToClose = false, ...rest }) {
     const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
       const now = await this.rereadAll(participants);
-      return now.length ? this.endRoundNow({ participants: now, ...rest }) : null;
+      if (!now.length) return null;
+      if (!askToClose) return this.endRoundNow({ participants: now, ...rest });
+      const choices = await this.askToClose(now);
+      // The questions took time: take the sheets again, and drop the choice of a token deleted meanwhile.
+      const after = await this.rereadAll(now);
+      if (!after.length) return null;
+      const ids = new Set(after.map((p) => roundCombatantId(p.token, p.actor)));
+      const kept = Object.fromEntries(Object.entries(choices).filter(([id]) => ids.has(id)));
+      return this.endRoundPaying({ ...rest, participants: after, choices: kept });
     });
+  }
+
+  /**
+   * GM: `endRoundNow` with the choices the tracker asked for. The companion refuses the
+   * whole call when a choice is not allowed (4001 `cannot-close`, or `cannot-act` for a
+   * stunned mind: nothing happened for anyone), so then the round is ended again without
+   * choices, with any physical dice already typed, and the GM is told once: a choice
+   * never leaves the round un-ended.
+   */
+  async endRoundPaying({ participants, choices, ...rest }) {
+    if (!Object.keys(choices).length) return this.endRoundNow({ participants, ...rest });
+    const typed = {};
+    try {
+      return await this.endRoundNow({ participants, choices, typed, ...rest });
+    } catch (error) {
+      if (!(error instanceof RulesError) || !["cannot-close", "cannot-act"].includes(error.data?.rule)) throw error;
+      const names = participants.filter((p) => choices[roundCombatantId(p.token, p.actor)]).map((p) => p.token?.name ?? p.actor.name);
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Close.Refused", { names: names.join(", "), rule: error.data.rule, detail: error.data.detail ?? "" }));
+      return this.endRoundNow({ participants, typed, dice: Object.keys(typed).length ? typed : undefined, ...rest });
+    }
+  }
+
+  /**
+   * GM: ask whoever answers for each participant whose mind may pay to close this round
+   * (rounds.js `mayPayToClose`; revised-2e only) whether it pays: its owner on their own
+   * client, the GM for an NPC or when no owner is connected, all at once, each within the
+   * world's defense timeout. The cost is the companion's (rounds.js `closeOffer`, from the
+   * defenses' costs in `systems.describe` and the world's house rules); a mind that
+   * cannot pay is not asked, and the GM is told which and why. A timeout, a closed
+   * dialog or a failure is "does not pay".
+   * @param {{token:any, actor:any}[]} participants  as they are now
+   * @returns {Promise<Object<string, {close:true}>>}  `exchange.end_round` choices
+   */
+  async askToClose(participants) {
+    const system = this.system;
+    if (system !== "revised-2e") return {};
+    const candidates = participants.filter((p) => mayPayToClose(p.actor.flags?.[MODULE_ID]?.[system]));
+    if (!candidates.length) return {};
+    const description = await this.describe(system);
+    const rules = this.closeRules(system, description);
+    const costs = Object.fromEntries(modesFromDescription(system, description).defenses.map((m) => [m.id, m.cost]));
+    const adapter = await this.adapterId();
+    const offers = await Promise.all(candidates.map(async (p) => {
+      const combatant = await this.importedOr(p, adapter, system);
+      return { p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name, offer: closeOffer(combatant, costs, rules) };
+    }));
+    const unable = offers.filter((o) => !o.offer.payable);
+    if (unable.length) {
+      const key = { psp: "TooFewPsp", "last-psp": "LastPsp", "no-last-defense": "NoLastDefense", "no-defense": "NoDefense" };
+      const list = unable.map((o) => this.t.format(`MINDSCAPE.Close.${key[o.offer.reason]}`, { name: o.name, cost: o.offer.cost, psp: o.offer.psp })).join("; ");
+      this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Close.NotAsked", { list }));
+    }
+    const answers = await Promise.all(offers.filter((o) => o.offer.payable).map(async (o) => [o.id, await this.askClose(o.p, o.name, o.offer)]));
+    return Object.fromEntries(answers.filter(([, pays]) => pays).map(([id]) => [id, { close: true }]));
+  }
+
+  /**
+   * The house rules and table figure that set the cost of closing: the world's choice,
+   * else the default `systems.describe` lists (both rules on by default), and the
+   * table's `open_mind.close_cost_factor`.
+   */
+  closeRules(system, description) {
+    const chosen = houseRulesFor(this.game, system);
+    const on = (id) => Boolean(id in chosen ? chosen[id] : ((description?.house_rules ?? []).find((r) => r.id === id)?.default ?? true));
+    const factor = Number(description?.tables?.open_mind?.close_cost_factor);
+    return { noLastDefense: on(NO_LAST_DEFENSE_RULE), keepLastPsp: on(CLOSE_LAST_PSP_RULE), factor: Number.isFinite(factor) ? factor : CLOSE_COST_FACTOR };
+  }
+
+  /** A participant as the companion's adapter reads it (PSPs, defenses, mind), else its profile. */
+  async importedOr(p, adapter, system) {
+    try {
+      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(p.actor, p.token, adapter).data, options: houseRulesFor(this.game, system) });
+      if (imported?.combatant) return imported.combatant;
+    } catch { /* the end of round itself will say what is wrong with the sheet */ }
+    return p.actor.flags?.[MODULE_ID]?.[system] ?? {};
+  }
+
+  /** GM: ask one participant's owner (or the GM) whether it pays `offer.cost` to close; true for a yes only. */
+  async askClose(p, name, offer) {
+    const timeoutMs = this.defenseTimeoutS() * 1000;
+    const context = {
+      name,
+      cost: offer.cost,
+      psp: offer.psp,
+      defenseLabel: this.t.label(`MINDSCAPE.Mode.${offer.defense}`, offer.defense),
+      lastDefense: offer.basis === "last",
+      seconds: Math.round(timeoutMs / 1000),
+      timeoutMs,
+    };
+    const owner = this.ownerOf(p.actor);
+    try {
+      const answer = await withDeadline(
+        owner ? this.relay.toUser(owner.id, "chooseClose", context, timeoutMs + this.defenseGraceMs) : this.chooseCloseHere(context),
+        timeoutMs + this.defenseGraceMs, null,
+      );
+      return answer?.close === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Any client: show the close question and answer the GM. */
+  chooseCloseHere(context) {
+    return this.env.dialogs.closeDialog({ context, timeoutMs: context.timeoutMs });
   }
 
   /**
@@ -541,20 +670,24 @@ export class Mindscape {
    * when something happened (the result has events), never for a round where nothing
    * changes (a countdown alone is written back without a card). Fires
    * `mindscape.roundEnded` after every call that succeeded.
+   * `dice` start the physical dice (those typed for a call refused before), and every die
+   * typed is added to `typed` (`callDice`).
    * @param {{participants:{token:any, actor:any}[], choices?:object, physical?:boolean,
-   *          requesterRollMode?:string|null, round?:number|null, combat?:any}} request
+   *          requesterRollMode?:string|null, round?:number|null, combat?:any,
+   *          dice?:object, typed?:object}} request
    */
-  async endRoundNow({ participants, choices, physical, requesterRollMode = null, round = null, combat = null }) {
+  async endRoundNow({ participants, choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
     const params = endRoundParams({
       system,
       combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
       choices,
       options: houseRulesFor(this.game, system),
+      dice: usePhysical ? dice : undefined,
     });
-    const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const result = await this.callDice("exchange.end_round", params, usePhysical);
+    const result = await this.callDice("exchange.end_round", params, usePhysical, typed);
     const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
     let message = null;
     if (result.events?.length) {
@@ -591,7 +724,9 @@ export class Mindscape {
    * GM: who rests and what the world's system asks of a rest. Only a GM may rest actors
    * (a rest gives PSPs and pool dice back). Uuids of tokens rest the actor as seen through
    * the token (an unlinked token's own actor); a world actor's uuid (its sheet) rests that
-   * actor. Actors are taken once, and only those with a profile for the system.
+   * actor. Actors are taken once, and only those with a profile for the system. Actors
+   * of the current encounter's combatants are left out, as an end of round leaves them
+   * out (the encounter keeps its own copy of them), and named in `leftOut`.
    * @param {string[]} tokenUuids
    */
   async restPlan(tokenUuids, sender) {
@@ -601,25 +736,29 @@ export class Mindscape {
     const spec = restSpec(await this.describe(system));
     if (!spec) throw new UsageError("MINDSCAPE.Error.NoRest", { system: systemLabel });
     const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid, { worldActor: true })));
-    const participants = roundParticipants(docs, system);
-    if (!participants.length) throw new UsageError("MINDSCAPE.Error.NoRestCombatants", { system: systemLabel });
-    return { system, systemLabel, spec, participants };
+    const psionic = roundParticipants(docs, system);
+    if (!psionic.length) throw new UsageError("MINDSCAPE.Error.NoRestCombatants", { system: systemLabel });
+    const { outside: participants, inEncounter } = splitByEncounter(psionic, this.encounterMeta());
+    const leftOut = inEncounter.map((p) => p.token?.name ?? p.actor.name);
+    if (!participants.length) throw new UsageError("MINDSCAPE.Error.RestCombatantsInEncounter", { names: leftOut.join(", ") });
+    return { system, systemLabel, spec, participants, leftOut };
   }
 
   /** GM: what the rest dialog shows: the system, who rests, and the hours it takes (null: one long rest). */
   async prepareRest({ tokenUuids }, sender) {
-    const { system, systemLabel, spec, participants } = await this.restPlan(tokenUuids, sender);
-    return { system, systemLabel, hours: spec.hours, names: participants.map((p) => p.token?.name ?? p.actor.name) };
+    const { system, systemLabel, spec, participants, leftOut } = await this.restPlan(tokenUuids, sender);
+    return { system, systemLabel, hours: spec.hours, names: participants.map((p) => p.token?.name ?? p.actor.name), leftOut };
   }
 
   /**
    * GM: rest chosen tokens' actors (relayed from any GM's client). `hours` are required,
    * as whole hours in the system's range, when the system's rest takes them, and refused
-   * when it does not, before the companion is called.
+   * when it does not, before the companion is called. Answers the rest's outcome and
+   * `leftOut`, the names of the encounter's actors left out (`restPlan`).
    * @param {{tokenUuids:string[], hours?:number|null, physical?:boolean, rollMode?:string}} request
    */
   async restFor({ tokenUuids, hours, physical, rollMode }, sender) {
-    const { systemLabel, spec, participants } = await this.restPlan(tokenUuids, sender);
+    const { systemLabel, spec, participants, leftOut } = await this.restPlan(tokenUuids, sender);
     let chosen = null;
     if (spec.hours) {
       chosen = restHours(hours, spec.hours);
@@ -630,7 +769,7 @@ export class Mindscape {
     const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
     const done = await this.rest({ participants, hours: chosen, physical, requesterRollMode });
     if (!done) throw new UsageError("MINDSCAPE.Error.TokensGone");
-    return done;
+    return { ...done, leftOut };
   }
 
   /**
@@ -811,7 +950,8 @@ export class Mindscape {
    * A player's client is refused here already; a GM's request goes to the client that
    * talks to the companion, which checks again who asked. Unless `hours` are given (or
    * `dialog` is false), a dialog asks the hours (a system whose rest takes them) or
-   * confirms one long rest. Never rejects: failures are shown to the user.
+   * confirms one long rest. The current encounter's actors are left out, and named to
+   * the user. Never rejects: failures are shown to the user.
    * @param {{tokenUuids:string[], hours?:number|null, dialog?:boolean, physical?:boolean}} request
    * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
    */
@@ -825,7 +965,9 @@ export class Mindscape {
         if (!form) return null;
         chosen = prep.hours ? form.hours : null;
       }
-      return await this.relay.toGM("rest", { tokenUuids, hours: chosen, physical, rollMode: this.game.settings.get("core", "rollMode") });
+      const { leftOut = [], ...done } = await this.relay.toGM("rest", { tokenUuids, hours: chosen, physical, rollMode: this.game.settings.get("core", "rollMode") });
+      if (leftOut.length) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Rest.LeftOut", { names: leftOut.join(", ") }));
+      return done;
     } catch (error) {
       this.notifyError(error);
       return null;

@@ -1,0 +1,325 @@
+// Paying to close a mind a critical hit opened, at the end of a round the combat tracker
+// ends (revised-2e, RULES.md §1.5): "Opened by a critical hit: closing costs 2 × the cost
+// of the last defense it used (mental barrier 5 → 10). If it cannot or will not pay, it
+// stays open 1d4+1 rounds." House default H-2E-NO-LAST-DEF: a mind that used no defense
+// pays 2 × its cheapest known defense; H-2E-CLOSE-LAST-PSP: paying must leave at least
+// 1 PSP. The round after the mind opened, the GM's client asks whoever answers for it
+// (its owner through the relay, the GM for an NPC) whether it pays, and sends the yes
+// answers as `exchange.end_round`'s `choices` (API.md).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { defaultMethods, makeTable, revisedResult, roundEndResult } from "../test-support/scenario.mjs";
+import { tick } from "../test-support/fakes.mjs";
+import { registerUiHooks } from "../mindscape/scripts/hooks.js";
+import { makeApi } from "../mindscape/scripts/api.js";
+import { closeOffer, mayPayToClose, roundCombatantId } from "../mindscape/scripts/rounds.js";
+
+const profile = (actor) => actor.flags.mindscape["revised-2e"];
+const endRounds = (t) => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
+const asked = (client) => client.dialogs.seen.filter((s) => s.kind === "closeDialog");
+
+/** A mind a critical hit opened last round, announced as one that may pay to close now. */
+const mayClose = (extra = {}) => ({ state: "open", opened_by: "critical", locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: true, rounds_open: 1, ...extra });
+
+/** The table of scenario.mjs with the UI hooks on every client and a combat of Ulcen, Fenka and the goblin. */
+function tracker(options = {}) {
+  const t = makeTable(options);
+  for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const combat = t.world.combat({ id: "cmb1", server: t.server, combatants: [ulcenToken, fenkaToken, goblinToken].map((token, i) => ({ id: `c${i}`, token })) });
+  return { ...t, combat };
+}
+
+async function setMind(actor, mind, more = {}) {
+  await actor.update({ "flags.mindscape.revised-2e.mind": mind, ...more });
+}
+
+/** Wait for every end of round the clients' `updateCombat` handlers started. */
+async function settled(t) {
+  const started = Object.values(t.clients).flatMap((c) => c.Hooks.called.filter((h) => h.name === "updateCombat").flatMap((h) => h.results));
+  await Promise.all(started);
+}
+
+/** Start the combat and move the tracker on one round (round 1 ends). */
+async function nextRound(t) {
+  if (t.combat.round === 0) await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+}
+
+// ------------------------------------------------------------------ the cost (pure)
+
+test("the cost is twice the last defense's (mental barrier 5 → 10); with none, twice the cheapest known under H-2E-NO-LAST-DEF", () => {
+  const costs = { "thought-shield": 2, "mind-blank": 3, "mental-barrier": 5 };
+  assert.deepEqual(closeOffer({ psp: 30, defenses: ["thought-shield"], mind: { last_defense: "mental-barrier" } }, costs),
+    { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null });
+  assert.deepEqual(closeOffer({ psp: 30, defenses: ["mind-blank", "thought-shield"], mind: { last_defense: null } }, costs),
+    { cost: 4, defense: "thought-shield", basis: "cheapest", psp: 30, payable: true, reason: null });
+  // The house rule off: a mind that used no defense cannot pay; nor one that knows none.
+  assert.equal(closeOffer({ psp: 30, defenses: ["mind-blank"], mind: {} }, costs, { noLastDefense: false }).reason, "no-last-defense");
+  assert.equal(closeOffer({ psp: 30, defenses: [], mind: {} }, costs).reason, "no-defense");
+  // The table's factor (close_cost_factor) when the companion gives another.
+  assert.equal(closeOffer({ psp: 30, mind: { last_defense: "mind-blank" } }, costs, { factor: 3 }).cost, 9);
+});
+
+test("H-2E-CLOSE-LAST-PSP: paying must leave at least 1 PSP (10 closes for 11, not for 10); off, the last PSPs may pay", () => {
+  const costs = { "mental-barrier": 5 };
+  const mind = { last_defense: "mental-barrier" };
+  assert.deepEqual([11, 10, 9].map((psp) => closeOffer({ psp, mind }, costs).payable), [true, false, false]);
+  assert.equal(closeOffer({ psp: 10, mind }, costs).reason, "last-psp");
+  assert.equal(closeOffer({ psp: 9, mind }, costs).reason, "psp");
+  assert.deepEqual([11, 10, 9].map((psp) => closeOffer({ psp, mind }, costs, { keepLastPsp: false }).payable), [true, true, false]);
+  // Without current PSPs the combatant has its maximum (COMBATANTS.md: psp defaults to psp_max).
+  assert.equal(closeOffer({ psp_max: 11, mind }, costs).payable, true);
+});
+
+test("who may pay: a mind open by a critical hit whose last round's end announced it; ids as the adapters give them", () => {
+  assert.equal(mayPayToClose({ mind: mayClose() }), true);
+  assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 0 }) }), false, "the round it opened");
+  assert.equal(mayPayToClose({ mind: mayClose({ opened_by: "zero-psp" }) }), false);
+  assert.equal(mayPayToClose({ mind: { ...mayClose(), state: "closed" } }), false);
+  assert.equal(mayPayToClose({}), false);
+  const t = makeTable();
+  assert.equal(roundCombatantId(t.tokens.ulcenToken, t.tokens.ulcenToken.actor), "ulcen");
+  assert.equal(roundCombatantId(t.tokens.fenkaToken, t.tokens.fenkaToken.actor), "fenka-tokF");
+  assert.equal(roundCombatantId(null, t.actors.goblin), "goblin");
+});
+
+// ------------------------------------------------------------------ the tracker asks
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: the owner is asked through the relay, with twice the last defense's cost; a yes is sent as choices and paid`, async () => {
+    const t = tracker({ generation, passQuerySender: generation >= 13, dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+    const { fenkaToken } = t.tokens;
+    await setMind(fenkaToken.actor, mayClose({ last_defense: "mind-blank" }));
+    await nextRound(t);
+
+    // Only Fenka's owner was asked, once, on her own client.
+    assert.equal(asked(t.clients.p2).length, 1);
+    assert.equal(asked(t.clients.gm).length + asked(t.clients.p1).length, 0);
+    const { context, timeoutMs } = asked(t.clients.p2)[0].arg;
+    assert.deepEqual(
+      (({ name, cost, defenseLabel, lastDefense, psp, seconds }) => ({ name, cost, defenseLabel, lastDefense, psp, seconds }))(context),
+      { name: "Fenka", cost: 6, defenseLabel: "Mind blank", lastDefense: true, psp: 30, seconds: 30 },
+    );
+    assert.equal(timeoutMs, 30000);
+    if (generation >= 13) assert.ok(t.server.log.some((l) => l.query === "mindscape.chooseClose" && l.toUserId === "pl0002"));
+    else assert.ok(t.server.log.some((l) => l.message?.type === "request" && l.message.name === "chooseClose" && l.message.to === "pl0002"));
+
+    // Her yes went to the companion under her combatant id (an unlinked token's), and she paid.
+    assert.equal(endRounds(t).length, 1);
+    assert.deepEqual(endRounds(t)[0].params.choices, { "fenka-tokF": { close: true } });
+    assert.equal(profile(fenkaToken.actor).psp, 24);
+    assert.equal(profile(fenkaToken.actor).mind.state, "closed");
+    assert.match(t.clients.gm.ChatMessage.created[0].data.content, /Fenka pays 6 PSPs and closes its mind/);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+    assert.deepEqual([t.clients.gm.notes.warn, t.clients.gm.notes.error, t.clients.p2.notes.error], [[], [], []]);
+  });
+}
+
+test("an NPC is asked of the GM; without a last defense it pays twice its cheapest known (H-2E-NO-LAST-DEF on by default)", async () => {
+  const t = tracker({ dialogs: { gm: { closeDialog: { close: true, timedOut: false } } } });
+  const { goblinToken } = t.tokens;
+  await setMind(goblinToken.actor, mayClose());
+  await nextRound(t);
+  const [question] = asked(t.clients.gm);
+  assert.equal(asked(t.clients.gm).length, 1);
+  assert.equal(asked(t.clients.p1).length + asked(t.clients.p2).length, 0);
+  // The goblin knows thought shield (2) and mind blank (3): 2 × 2.
+  assert.deepEqual([question.arg.context.name, question.arg.context.cost, question.arg.context.defenseLabel, question.arg.context.lastDefense], ["Goblin", 4, "Thought shield", false]);
+  assert.deepEqual(endRounds(t)[0].params.choices, { "goblin-tokG": { close: true } });
+  assert.equal(profile(goblinToken.actor).psp, 16);
+  assert.equal(profile(goblinToken.actor).mind.state, "closed");
+});
+
+test("with H-2E-NO-LAST-DEF off a mind that used no defense is not asked; the GM is told why and it is locked open", async () => {
+  const t = tracker({ dialogs: { gm: { closeDialog: { close: true, timedOut: false } } } });
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-NO-LAST-DEF": false } });
+  const { goblinToken } = t.tokens;
+  await setMind(goblinToken.actor, mayClose());
+  await nextRound(t);
+  assert.equal(asked(t.clients.gm).length, 0);
+  assert.deepEqual(t.clients.gm.notes.info, ["Not asked to pay to close their minds, which stay open: Goblin (it used no defense, and the house rule H-2E-NO-LAST-DEF is off)."]);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+  assert.equal(profile(goblinToken.actor).mind.locked_rounds, 2);
+});
+
+test("PSPs that do not suffice under H-2E-CLOSE-LAST-PSP: not asked, the GM is told; with the rule off the last PSPs may pay", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+  const { fenkaToken } = t.tokens;
+  // Mind blank costs 3: closing costs 6, and Fenka has exactly 6.
+  await setMind(fenkaToken.actor, mayClose({ last_defense: "mind-blank" }), { "flags.mindscape.revised-2e.psp": 6 });
+  await nextRound(t);
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.deepEqual(t.clients.gm.notes.info, ["Not asked to pay to close their minds, which stay open: Fenka (needs 6 PSPs and has 6: paying must leave at least 1)."]);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+  assert.equal(profile(fenkaToken.actor).mind.state, "open");
+
+  const u = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+  await u.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CLOSE-LAST-PSP": false } });
+  await setMind(u.tokens.fenkaToken.actor, mayClose({ last_defense: "mind-blank" }), { "flags.mindscape.revised-2e.psp": 6 });
+  await nextRound(u);
+  assert.equal(asked(u.clients.p2).length, 1);
+  assert.equal(profile(u.tokens.fenkaToken.actor).psp, 0);
+  assert.equal(profile(u.tokens.fenkaToken.actor).mind.state, "closed");
+});
+
+test("only a mind that may pay this round is asked: the round it opened only announces it, the next round asks", async () => {
+  const t = tracker({ dialogs: { p1: { closeDialog: { close: true, timedOut: false } } } });
+  const { ulcenToken, goblinToken } = t.tokens;
+  await setMind(t.actors.ulcen, mayClose({ may_pay_to_close: false, rounds_open: 0, last_defense: "thought-shield" }));
+  await setMind(goblinToken.actor, mayClose({ opened_by: "zero-psp", may_pay_to_close: false }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.p1).length + asked(t.clients.gm).length, 0);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+  assert.equal(profile(t.actors.ulcen).mind.may_pay_to_close, true);
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /May pay to close the mind/);
+
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(asked(t.clients.p1).length, 1);
+  assert.equal(asked(t.clients.p1)[0].arg.context.cost, 4);
+  assert.deepEqual(endRounds(t)[1].params.choices, { ulcen: { close: true } });
+  assert.equal(profile(t.actors.ulcen).psp, 36);
+  assert.equal(ulcenToken.actor.flags.mindscape["revised-2e"].mind.state, "closed");
+});
+
+test("a no, a closed dialog or no answer in time sends no choice: the round still ends and the mind is locked open", async () => {
+  const answers = [{ close: false, timedOut: false }, { close: false, timedOut: false, cancelled: true }, null];
+  for (const answer of answers) {
+    const t = tracker({ dialogs: { p2: { closeDialog: answer } } });
+    await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await nextRound(t);
+    assert.equal(asked(t.clients.p2).length, 1);
+    assert.equal(endRounds(t)[0].params.choices, undefined, JSON.stringify(answer));
+    assert.equal(profile(t.tokens.fenkaToken.actor).psp, 30);
+    assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 2);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+  }
+});
+
+test("an owner who never answers cannot hold the round: after the world's defense timeout it does not pay", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: () => new Promise(() => {}) } } });
+  await t.clients.gm.game.settings.set("mindscape", "defenseTimeout", 0);
+  t.clients.gm.svc.defenseGraceMs = 20;
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.p2).length, 1);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+  assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 2);
+});
+
+test("with the owner not connected the GM answers for the mind", async () => {
+  const t = tracker({ dialogs: { gm: { closeDialog: { close: true, timedOut: false } } } });
+  t.p2.active = false;
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.gm).length, 1);
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.deepEqual(endRounds(t)[0].params.choices, { "fenka-tokF": { close: true } });
+});
+
+test("every mind that may pay is asked at once, not one after another", async () => {
+  let open = 0;
+  let most = 0;
+  const slow = async () => { open++; most = Math.max(most, open); await tick(20); open--; return { close: true, timedOut: false }; };
+  const t = tracker({ dialogs: { p1: { closeDialog: slow }, p2: { closeDialog: slow }, gm: { closeDialog: slow } } });
+  await setMind(t.actors.ulcen, mayClose({ last_defense: "thought-shield" }));
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(most, 3);
+  assert.deepEqual(endRounds(t)[0].params.choices, { ulcen: { close: true }, "fenka-tokF": { close: true }, "goblin-tokG": { close: true } });
+});
+
+// ------------------------------------------------------------------ the companion refuses
+
+for (const rule of ["cannot-act", "cannot-close"]) {
+  test(`a 4001 ${rule} for a choice: the round is ended again without choices and the GM told once`, async () => {
+    const methods = defaultMethods({
+      "exchange.end_round": (params) => {
+        // The companion sees what the sheet does not show the module (a stun here, as
+        // it refuses cannot-act; or any reason it may not pay).
+        if (params.choices) throw { code: 4001, message: "The rules forbid it", data: { rule, detail: `Fenka cannot close its mind (${rule})` } };
+        return roundEndResult(params);
+      },
+    });
+    const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+    await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await nextRound(t);
+    assert.deepEqual(endRounds(t).map((c) => c.params.choices), [{ "fenka-tokF": { close: true } }, undefined]);
+    assert.deepEqual(t.clients.gm.notes.warn, [`The companion refused to let Fenka pay to close (${rule}: Fenka cannot close its mind (${rule})), so the round ended without anyone paying.`]);
+    assert.deepEqual(t.clients.gm.notes.error, []);
+    assert.equal(profile(t.tokens.fenkaToken.actor).psp, 30);
+    assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 2);
+    // The round is ended, recorded once, and one card tells what happened.
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+    assert.equal(t.clients.gm.Hooks.called.filter((h) => h.name === "mindscape.roundEnded").length, 1);
+    assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+    await t.combat.previousRound();
+    await t.combat.nextRound();
+    await settled(t);
+    assert.equal(endRounds(t).length, 2, "going back and forward again ends no round twice");
+  });
+}
+
+test("a stunned mind's choice refused after physical dice were typed: the round ends again with those dice, none asked twice", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { diceDialog: [[15], [3]] } } });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  // Ulcen's mind is open without a cause: a Wisdom check (before Fenka, in the combat's order).
+  await setMind(t.actors.ulcen, { state: "open" }, { "flags.mindscape.revised-2e.wis": 17 });
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }), { "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => [c.params.choices ?? null, c.params.dice]), [
+    [{ "fenka-tokF": { close: true } }, {}],
+    [{ "fenka-tokF": { close: true } }, { "wisdom-check": [15] }],
+    [null, { "wisdom-check": [15] }],
+    [null, { "wisdom-check": [15], "open-duration": [3] }],
+  ]);
+  assert.deepEqual(t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => s.arg.purpose), ["wisdom-check", "open-duration"]);
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.match(t.clients.gm.notes.warn[0], /cannot-act/);
+  assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 4);
+  assert.deepEqual(profile(t.tokens.fenkaToken.actor).conditions, []);
+  assert.equal(profile(t.actors.ulcen).mind.state, "closed");
+});
+
+// ------------------------------------------------------------------ the queue and the macro API
+
+test("the question waits in the queue behind an exchange on that actor, and shows the PSPs it left", async () => {
+  const order = [];
+  const t = tracker({
+    methods: defaultMethods({
+      "exchange.resolve": async (params) => { order.push("resolve"); await tick(30); return revisedResult(params); },
+      "exchange.end_round": (params) => { order.push("end_round"); return roundEndResult(params); },
+    }),
+    dialogs: { gm: { defenseDialog: { mode: null } }, p2: { closeDialog: (arg) => { order.push(`asked ${arg.context.psp}`); return { close: true, timedOut: false }; } } },
+  });
+  const { fenkaToken, goblinToken } = t.tokens;
+  await setMind(fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await t.combat.startCombat();
+  // Fenka attacks the goblin: 8 PSPs spent, so 22 are left when she is asked.
+  const attack = t.clients.gm.svc.startAttack({ attackerUuid: fenkaToken.uuid, targetUuids: [goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!order.length) await tick(1);
+  await t.combat.nextRound();
+  await Promise.all([attack, settled(t)]);
+  assert.deepEqual(order, ["resolve", "asked 22", "end_round"]);
+  assert.equal(profile(fenkaToken.actor).psp, 18);
+});
+
+test("api.endRound keeps its explicit choices and asks nobody", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+  const { fenkaToken } = t.tokens;
+  await setMind(fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  const api = makeApi(t.clients.gm.svc);
+  await api.endRound({ tokenUuids: [fenkaToken], choices: { "fenka-tokF": { close: true } } });
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.equal(profile(fenkaToken.actor).psp, 26);
+  // Without choices, the macro does not ask either: the mind is locked open.
+  await setMind(fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await api.endRound({ tokenUuids: [fenkaToken] });
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.equal(endRounds(t)[1].params.choices, undefined);
+  assert.equal(profile(fenkaToken.actor).mind.locked_rounds, 2);
+});

@@ -331,6 +331,7 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   assert.match(question, /Pay 4 PSPs to close the mind of Zanna/);
   assert.match(question, /twice the cost of Thought shield, the last defense it used/);
   assert.match(question, /Zanna has 40 PSPs/);
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-close-choice.png") });
   assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round").length), 0, "the round waits for the answer");
   await dialog.locator('button[data-action="ok"]').click();
 

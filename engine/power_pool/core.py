@@ -196,8 +196,7 @@ class PowerPoolSystem(System):
                   options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
         """A round ends: timed conditions (an attacker's daze, a loser's stun) count down."""
         after, events = control.round_passes(combatant)
-        name = after["name"]
-        return after, events, [f"{name} is no longer {e.data['condition']}." for e in events]
+        return after, events, [condition_ended(after["name"], e) for e in events]
 
     def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
@@ -212,7 +211,7 @@ class PowerPoolSystem(System):
             elif e.type == "powers-ended":
                 lines.append(f"{name}'s maintained powers end.")
             else:
-                lines.append(f"{name} is no longer {e.data['condition']}.")
+                lines.append(condition_ended(name, e))
         return after, events, lines
 
     # -- one exchange -------------------------------------------------------------------
@@ -240,3 +239,8 @@ class PowerPoolSystem(System):
 def dice_count(n: int) -> str:
     """"1 die", "3 dice"."""
     return "1 die" if n == 1 else f"{n} dice"
+
+
+def condition_ended(name: str, event: Event) -> str:
+    """"Ix is no longer dazed." for a ``condition-ended`` event."""
+    return f"{name} is no longer {event.data['condition']}."

@@ -40,13 +40,13 @@ from .exchange import (
     attack,
     check_attack,
     check_defense,
+    close_by_paying,
     declared_cost,
     is_psionic,
-    pay,
     raise_defense,
 )
-from .rules import attacks_allowed, close_mind, end_of_round, may_close_by_paying, settle_mac
-from .text import round_end_lines
+from .rules import attacks_allowed, end_of_round, may_close_by_paying, settle_mac
+from .text import closes_by_paying, round_end_lines
 
 if TYPE_CHECKING:
     from .system import Revised2e
@@ -311,9 +311,8 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
         choice = s["pending"].get(cid, {})
         cost = may_close_by_paying(t, cs[cid], options) if choice.get("close") else None
         if cost is not None:
-            events += pay(cs[cid], cost, "close")
-            events.append(close_mind(cs[cid], "paid"))
-            lines.append(f"{cs[cid]['name']} pays {cost} PSPs and closes its mind.")
+            events += close_by_paying(cs[cid], cost)
+            lines.append(closes_by_paying(cs[cid]["name"], cost))
     raised: dict[str, str] = {}
     for cid in s["order"]:
         defense = s["pending"].get(cid, {}).get("defense")

@@ -18,7 +18,7 @@ from engine.system import is_down
 
 from . import house
 from .combatants import PSIONIC_KINDS, can_act, stopping_conditions
-from .rules import add_condition, editable, open_mind
+from .rules import add_condition, close_mind, editable, open_mind
 from .tables import Tables
 
 JSON = dict[str, Any]
@@ -87,6 +87,12 @@ def check_defense(tables: Tables, defender: Mapping[str, Any], mode: str, paid: 
             raise RulesViolation("not-enough-psp-for-defense",
                                  f"{name} needs {cost} PSPs for {mode} but holds "
                                  f"{defender['psp']}")
+
+
+def close_by_paying(c: JSON, cost: int) -> list[Event]:
+    """``c`` pays ``cost`` PSPs and closes its mind (in place; §1.5, the cost from
+    ``may_close_by_paying``)."""
+    return [*pay(c, cost, "close"), close_mind(c, "paid")]
 
 
 def pay(c: JSON, amount: int, reason: str) -> list[Event]:

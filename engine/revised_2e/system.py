@@ -20,13 +20,12 @@ from .exchange import (
     attack,
     check_attack,
     check_defense,
-    pay,
+    close_by_paying,
     raise_defense,
 )
 from .rules import (
     MAX_REST_MIND_ROUNDS,
     attacks_allowed,
-    close_mind,
     end_of_round,
     may_close_by_paying,
     recover,
@@ -35,7 +34,7 @@ from .rules import (
     settle_mac,
 )
 from .tables import Tables
-from .text import attack_summary, condition_ended, psp, round_end_lines
+from .text import attack_summary, closes_by_paying, rest_lines, round_end_lines
 
 JSON = dict[str, Any]
 
@@ -256,9 +255,8 @@ class Revised2e(System):
             if cost is None:
                 raise RulesViolation("cannot-close", f"{c['name']} cannot pay to close its "
                                                      "mind this round")
-            events += pay(c, cost, "close")
-            events.append(close_mind(c, "paid"))
-            lines.append(f"{c['name']} pays {psp(cost)} and closes its mind.")
+            events += close_by_paying(c, cost)
+            lines.append(closes_by_paying(c["name"], cost))
         after, more = end_of_round(self.tables, c, dice, options)
         return after, events + more, lines + round_end_lines(after["name"], more)
 
@@ -275,33 +273,8 @@ class Revised2e(System):
         """PSPs back by §1.8, an open mind through its rounds, conditions timed in rounds
         run out (``rules.rest``)."""
         after, events = rest(self.tables, combatant, int(request["hours"]), dice, options)
-        name = after["name"]
-        lines = []
-        checks = [e for e in events if e.type in ("mind-save", "wisdom-check")]
-        for e in events:
-            if e.type == "psp-regained":
-                lines.append(f"{name} regains {psp(e.data['amount'])} ({after['psp']} of "
-                             f"{after['psp_max']}).")
-            elif e.type == "condition-ended":
-                lines.append(condition_ended(name, e.data["condition"]))
-            elif e.type == "powers-return":
-                n = e.data["count"]
-                lines.append(f"{name} regains {'a power' if n == 1 else f'{n} powers'} "
-                             "lost to mind thrust.")
-            elif e.type == "mind-closed":
-                how = ""
-                if checks:
-                    last = checks[-1]
-                    kind = "save" if last.type == "mind-save" else "Wisdom check"
-                    how = (f" ({kind} {last.data['target']}, rolled {last.data['roll']}, "
-                           f"after {len(checks)} {'try' if len(checks) == 1 else 'tries'})")
-                lines.append(f"{name}'s mind closes during the rest{how}.")
-        if after["mind"]["state"] == "open" and combatant["mind"]["state"] == "open":
-            capped = any(e.type == "mind-checks-capped" for e in events)
-            lines.append(f"{name}'s mind is still open after the rest" + (
-                f": {MAX_REST_MIND_ROUNDS} rounds of checks are the most a rest rolls; end "
-                "rounds to go on." if capped else "."))
-        return after, events, lines
+        return after, events, rest_lines(after["name"], combatant, after, events,
+                                         MAX_REST_MIND_ROUNDS)
 
     # -- one exchange ---------------------------------------------------------------------
     def _prepare(self, request: Mapping[str, Any]

@@ -85,6 +85,11 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
     return " ".join(parts)
 
 
+def closes_by_paying(name: str, cost: int) -> str:
+    """"Kara pays 10 PSPs and closes its mind."."""
+    return f"{name} pays {psp(cost)} and closes its mind."
+
+
 def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
     """The summary's sentences for ``name``'s end-of-round events (§1.5): a mind's
     checks and lock, and conditions that ended."""
@@ -110,3 +115,36 @@ def condition_ended(name: str, condition: str) -> str:
     if condition == "initiative-penalty":
         return f"{name}'s initiative penalty ends."
     return f"{name} is no longer {condition}."
+
+
+def rest_lines(name: str, before: Mapping[str, Any], after: Mapping[str, Any],
+               events: Sequence[Event], most_mind_rounds: int) -> list[str]:
+    """The summary's sentences for ``name``'s rest (§1.8, rules ``rest``): PSPs and powers
+    back, conditions ended, and how an open mind fared (``most_mind_rounds``: the cap on
+    the rounds of checks a rest rolls)."""
+    lines = []
+    checks = [e for e in events if e.type in ("mind-save", "wisdom-check")]
+    for e in events:
+        if e.type == "psp-regained":
+            lines.append(f"{name} regains {psp(e.data['amount'])} ({after['psp']} of "
+                         f"{after['psp_max']}).")
+        elif e.type == "condition-ended":
+            lines.append(condition_ended(name, e.data["condition"]))
+        elif e.type == "powers-return":
+            n = e.data["count"]
+            lines.append(f"{name} regains {'a power' if n == 1 else f'{n} powers'} "
+                         "lost to mind thrust.")
+        elif e.type == "mind-closed":
+            how = ""
+            if checks:
+                last = checks[-1]
+                kind = "save" if last.type == "mind-save" else "Wisdom check"
+                how = (f" ({kind} {last.data['target']}, rolled {last.data['roll']}, "
+                       f"after {len(checks)} {'try' if len(checks) == 1 else 'tries'})")
+            lines.append(f"{name}'s mind closes during the rest{how}.")
+    if after["mind"]["state"] == "open" and before["mind"]["state"] == "open":
+        capped = any(e.type == "mind-checks-capped" for e in events)
+        lines.append(f"{name}'s mind is still open after the rest" + (
+            f": {most_mind_rounds} rounds of checks are the most a rest rolls; end "
+            "rounds to go on." if capped else "."))
+    return lines

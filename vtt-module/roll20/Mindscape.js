@@ -1530,6 +1530,18 @@ var Mindscape = Mindscape || (() => {
   // job's, else the id the companion gave.
   const rollerOf = (job) => (ref) => (job.involved.includes(ref) ? fighterName(ref) : ref);
 
+  // The handler of a request that changes sheets outside any encounter and need not be
+  // announced when nothing happened (`exchange.end_round`, `combatants.rest`).
+  const shownWhenSomethingHappened = (heading, nothing) => (job, result) => {
+    const rolls = Array.isArray(result.rolls) ? result.rolls : [];
+    const events = Array.isArray(result.events) ? result.events : [];
+    if (!rolls.length && !events.length) {
+      return whisperGM(box(heading, `${chatSafe(result.summary || nothing)} `
+        + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
+    }
+    return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
+  };
+
   // What each kind of request does with a successful result.
   const HANDLERS = {
     exchange: (job, result) => {
@@ -1542,31 +1554,12 @@ var Mindscape = Mindscape || (() => {
       const mean = isObject(result.damage) && typeof result.damage.mean === 'number' ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
       tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
     },
-    // Only a round's end that did something is shown to the table: one where nothing
-    // ended, opened, closed or was rolled is a word to the GM (timers counting down on
-    // the sheets are written all the same).
-    round: (job, result) => {
-      const rolls = Array.isArray(result.rolls) ? result.rolls : [];
-      const events = Array.isArray(result.events) ? result.events : [];
-      if (!rolls.length && !events.length) {
-        return whisperGM(box('end of the round', `${chatSafe(result.summary || 'End of the round: nothing changes.')} `
-          + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
-      }
-      return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
-    },
-    // A rest is shown to the table as a round's end is: a card when something came back,
-    // ended or was rolled (PSPs, pool dice, powers, conditions; a revised-2e open mind
-    // goes through its rounds during the rest, with its dice, each naming its roller),
-    // else a word to the GM.
-    rest: (job, result) => {
-      const rolls = Array.isArray(result.rolls) ? result.rolls : [];
-      const events = Array.isArray(result.events) ? result.events : [];
-      if (!rolls.length && !events.length) {
-        return whisperGM(box('rest', `${chatSafe(result.summary || 'After the rest: nothing changes.')} `
-          + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
-      }
-      return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
-    },
+    // A round's end or a rest is shown to the table only when it did something (a
+    // condition ended, a mind opened, closed or was checked, PSPs or pool dice came back,
+    // dice were rolled, each naming its roller): else it is a word to the GM (timers
+    // counting down on the sheets are written all the same).
+    round: shownWhenSomethingHappened('end of the round', 'End of the round: nothing changes.'),
+    rest: shownWhenSomethingHappened('rest', 'After the rest: nothing changes.'),
     'encounter.create': (job, result) => {
       // A late answer must not replace an encounter the GM has gone on with meanwhile.
       const current = store().encounter;

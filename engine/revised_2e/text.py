@@ -102,9 +102,11 @@ def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
                          f"rolled {e.data['roll']}).")
         elif e.type == "mind-locked":
             lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
-        elif e.type == "mind-may-close" and e.data["cost"] is not None:
+        elif e.type == "mind-may-close":
             lines.append(f"{name} may pay {psp(e.data['cost'])} to close its mind in the "
-                         "next round.")
+                         "next round." if e.data["cost"] is not None else
+                         f"{name}'s mind cannot close by paying: it has no defense to "
+                         "price it.")
         elif e.type == "condition-ended":
             lines.append(condition_ended(name, e.data["condition"]))
     return lines

@@ -339,6 +339,16 @@ def test_the_round_a_mind_may_pay_to_close_is_announced_with_its_cost() -> None:
                                  "in the next round.")
 
 
+def test_a_mind_with_no_defense_to_price_its_closing_is_told_it_cannot_pay() -> None:
+    """§1.5 with H-2E-NO-LAST-DEF: twice the cheapest known defense; a mind that knows
+    none cannot pay, and the summary says so rather than that timers count down."""
+    bare = psionicist("kara", defenses=[], mind=open_mind(last_defense=None))
+    result = REVISED.end_round({"combatants": [bare]}, SuppliedDice({}))
+    assert result["events"] == [{"type": "mind-may-close", "combatant": "kara", "cost": None}]
+    assert result["summary"] == ("End of the round: Kara's mind cannot close by paying: it "
+                                 "has no defense to price it.")
+
+
 def test_a_round_that_only_counts_down_does_not_say_nothing_changes() -> None:
     c = {"id": "orm", "name": "Orm", "attack_strength": 40, "defense_strength": 40,
          "conditions": ["confused"], "condition_rounds": {"confused": 3}}

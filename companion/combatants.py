@@ -125,20 +125,29 @@ def exchange_updates(refs: list[ImportedRef], system_id: str,
     return updates
 
 
-def answer_with_updates(services: Services, params: Mapping[str, Any], system: System,
-                        run: Callable[[dict[str, Any], DiceSource], dict[str, Any]]
-                        ) -> dict[str, Any]:
-    """A method on a list of ``combatants`` outside any encounter (``exchange.end_round``,
-    ``combatants.rest``): at most ``max_combatants``, ``{adapter, data}`` imported,
-    ``run`` with the request (without ``system``, ``dice``, ``seed``) and the dice they
-    ask for, and the answer given ``updates`` (and ``warnings`` for imports)."""
+def combatants_request(services: Services, params: Mapping[str, Any], system: System
+                       ) -> tuple[dict[str, Any], list[ImportedRef]]:
+    """The request of a method on a list of ``combatants`` outside any encounter
+    (``exchange.end_round``, ``exchange.round_end_choices``, ``combatants.rest``): at most
+    ``max_combatants``, each ``{adapter, data}`` imported, without ``system``."""
     limit = services.settings.limits.max_combatants
     if len(params["combatants"]) > limit:
         raise LimitExceeded(Problem("/combatants", f"at most {limit} combatants (limit "
                                                    "max_combatants)"))
     request, refs = import_combatants(services, params, system.id)
-    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
     request.pop("system")
+    return request, refs
+
+
+def answer_with_updates(services: Services, params: Mapping[str, Any], system: System,
+                        run: Callable[[dict[str, Any], DiceSource], dict[str, Any]]
+                        ) -> dict[str, Any]:
+    """A method on a list of ``combatants`` that changes them (``exchange.end_round``,
+    ``combatants.rest``): ``run`` with the request (``combatants_request`` without
+    ``dice`` and ``seed``) and the dice they ask for, and the answer given ``updates``
+    (and ``warnings`` for imports)."""
+    request, refs = combatants_request(services, params, system)
+    dice = dice_source(request.pop("dice", None), request.pop("seed", None))
     result = run(request, dice)
     result["updates"] = exchange_updates(refs, system.id, result)
     if refs:

@@ -7,8 +7,9 @@ whole params schema, exactly as compiled for validation, is given as ``x-params-
 
 ``exchange.resolve`` and ``exchange.odds`` check their params twice: against the method's
 schema, then (``{adapter, data}`` combatants imported) against the named system's
-``request_schema`` (``exchange.end_round`` and ``combatants.rest`` against its
-``end_round_schema`` and ``rest_schema``). Their ``x-params-schema`` says both: the
+``request_schema`` (``exchange.end_round``, ``exchange.round_end_choices`` and
+``combatants.rest`` against its ``end_round_schema``, ``round_end_choices_schema`` and
+``rest_schema``). Their ``x-params-schema`` says both: the
 method's schema and, for each installed system that takes the method, ``if`` the
 ``system`` is that one ``then`` its schema, with
 every combatant member also allowed as ``{adapter, data}`` (each such schema carries an
@@ -44,6 +45,7 @@ PLUGIN_ERROR_MESSAGE = "Error defined by the plugin"
 _TAKES: dict[str, Callable[[System], bool]] = {
     "request_schema": lambda system: True,
     "end_round_schema": ends_rounds,
+    "round_end_choices_schema": ends_rounds,
     "rest_schema": rests,
 }
 

@@ -86,13 +86,15 @@ class MethodSpec:
     #: then gives each system's schema too
     checked_by_system: bool = False
     #: with ``checked_by_system``, the ``System`` method that gives that schema: one of
-    #: ``SYSTEM_SCHEMAS`` (the built-in ``exchange.end_round`` and ``combatants.rest``
-    #: are checked against ``end_round_schema`` and ``rest_schema``)
+    #: ``SYSTEM_SCHEMAS`` (the built-in ``exchange.end_round``,
+    #: ``exchange.round_end_choices`` and ``combatants.rest`` are checked against
+    #: ``end_round_schema``, ``round_end_choices_schema`` and ``rest_schema``)
     system_schema: str = "request_schema"
 
 
 #: The ``System`` methods a ``MethodSpec`` may name as its ``system_schema``.
-SYSTEM_SCHEMAS = ("request_schema", "end_round_schema", "rest_schema")
+SYSTEM_SCHEMAS = ("request_schema", "end_round_schema", "round_end_choices_schema",
+                  "rest_schema")
 
 
 @dataclass(frozen=True)

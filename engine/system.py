@@ -275,6 +275,42 @@ class System(ABC):
             c, choices.get(c["id"], {}), dice, options))
         return self._with_dice(result, dice, start)
 
+    def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
+                        ) -> tuple[JSON, list[str]]:
+        """What one full ``combatant`` may choose at the end of this round and on what
+        terms, by choice (a member of ``round_end_choice_schema``), with the summary's
+        sentences; ``({}, [])`` when it has nothing to choose. Nothing changes and no die
+        is rolled."""
+        return {}, []
+
+    def round_end_choices_schema(self) -> JSON:
+        """JSON Schema of a ``round_end_choices`` request."""
+        return {"type": "object", "required": ["combatants"], "additionalProperties": False,
+                "properties": self._combatants_members()}
+
+    @cached_property
+    def _round_end_choices_validator(self) -> QuickValidator:
+        return QuickValidator(self.round_end_choices_schema(),
+                              check_schema=not self.schemas_tested)
+
+    def round_end_choices(self, request: Mapping[str, Any]) -> JSON:
+        """What each combatant may choose at the end of this round, before ``end_round``
+        is asked (revised-2e: whether a mind may pay to close, and what it costs):
+        ``{combatants: [combatant], options?}`` to ``{system, combatants: [{id, name,
+        choices}], summary}``, one entry per combatant in the order given."""
+        if not self.ends_rounds:
+            raise InvalidInput.at("/system", f"system {self.id} has no end of round "
+                                             "outside an encounter")
+        combatants, options = self._combatants_of(request, self._round_end_choices_validator)
+        entries: list[JSON] = []
+        lines: list[str] = []
+        for c in combatants:
+            choices, said = self.round_end_offer(c, options)
+            entries.append({"id": c["id"], "name": c.get("name", c["id"]), "choices": choices})
+            lines += said
+        summary = " ".join(lines) or "Nobody has anything to choose at the end of this round."
+        return {"system": self.id, "combatants": entries, "summary": summary}
+
     # -- rest outside any encounter -------------------------------------------------------
     def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:

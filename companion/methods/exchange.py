@@ -6,10 +6,16 @@ from typing import Any
 
 from engine.dice import dice_source
 
-from ..combatants import answer_with_updates, exchange_updates, import_combatants, warnings_of
+from ..combatants import (
+    answer_with_updates,
+    combatants_request,
+    exchange_updates,
+    import_combatants,
+    warnings_of,
+)
 from ..errors import DICE_NEEDED, RULES_VIOLATION
 from ..registry import MethodSpec
-from ..schemas import END_ROUND, EXCHANGE, ODDS, UPDATES
+from ..schemas import END_ROUND, EXCHANGE, ODDS, ROUND_END_CHOICES, UPDATES
 from ..services import Context
 
 
@@ -46,6 +52,17 @@ async def exchange_end_round(ctx: Context, params: dict[str, Any]) -> dict[str, 
     return answer_with_updates(ctx.services, params, system, system.end_round)
 
 
+
+async def exchange_round_end_choices(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``exchange.round_end_choices``: what each combatant may choose at the end of this
+    round and on what terms (revised-2e: paying to close a mind), changing nothing."""
+    system = ctx.services.round_end_system(params["system"])
+    request, refs = combatants_request(ctx.services, params, system)
+    result = system.round_end_choices(request)
+    if refs:
+        result["warnings"] = warnings_of(refs)
+    return result
+
 METHODS = [
     MethodSpec("exchange.resolve", EXCHANGE, exchange_resolve,
                "Resolve one exchange: the result (system, outcome, attacker/defender "
@@ -72,4 +89,17 @@ METHODS = [
                        "properties": {"updates": UPDATES}},
                errors=(RULES_VIOLATION, DICE_NEEDED), checked_by_system=True,
                system_schema="end_round_schema"),
+    MethodSpec("exchange.round_end_choices", ROUND_END_CHOICES, exchange_round_end_choices,
+               "What each combatant may choose at the end of this round, asked before "
+               "exchange.end_round (revised-2e: whether a mind a critical hit opened last "
+               "round may pay to close, and the cost the end of round will charge). "
+               "Changes nothing and rolls no die. The result: {system, combatants: [{id, "
+               "name, choices}], summary}; choices by name (systems.describe "
+               "round_end_schema), revised-2e close: {cost, defense, basis, psp, payable, "
+               "reason}.",
+               result={"type": "object", "required": ["system", "combatants", "summary"],
+                       "properties": {"combatants": {"type": "array", "items": {
+                           "type": "object", "required": ["id", "name", "choices"]}}}},
+               errors=(), checked_by_system=True,
+               system_schema="round_end_choices_schema"),
 ]

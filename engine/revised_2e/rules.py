@@ -241,33 +241,53 @@ def close_mind(c: JSON, how: str) -> Event:
     return Event("mind-closed", c["id"], {"how": how})
 
 
-def close_cost(tables: Tables, c: Mapping[str, Any], no_last_defense_rule: bool) -> int | None:
-    """PSPs to close a mind opened by a critical hit: 2 × the cost of the last defense it
-    used; with none, 2 × its cheapest known defense under H-2E-NO-LAST-DEF. ``None`` when
-    it cannot close by paying."""
-    factor = int(tables.open_mind["close_cost_factor"])
-    last = c["mind"].get("last_defense")
-    if last is not None:
-        return factor * tables.defense_cost(last)
-    if no_last_defense_rule and c["defenses"]:
-        return factor * min(tables.defense_cost(d) for d in c["defenses"])
-    return None
-
-
-def may_close_by_paying(tables: Tables, c: Mapping[str, Any],
-                        options: Mapping[str, Any]) -> int | None:
-    """The PSPs ``c`` may pay now to close its mind, or ``None`` if it may not (§1.5).
-
-    With H-2E-CLOSE-LAST-PSP (the default) paying must leave at least 1 PSP: a mind with
-    0 PSPs is open (errata), so paying the last of them could not close it."""
+def close_offer(tables: Tables, c: Mapping[str, Any], options: Mapping[str, Any]
+                ) -> JSON | None:
+    """What closing ``c``'s mind by paying costs now (§1.5), or ``None`` when its mind is
+    not one a critical hit opened the round before (nothing to choose):
+    ``{cost, defense, basis, psp, payable, reason}`` as ``price_closing`` gives it."""
     mind = c["mind"]
     if mind["state"] != "open" or mind["opened_by"] != "critical" or \
             not mind["may_pay_to_close"]:
         return None
-    cost = close_cost(tables, c, options[house.NO_LAST_DEF])
-    if cost is None or cost > c["psp"] or (cost == c["psp"] and options[house.CLOSE_LAST_PSP]):
-        return None
-    return cost
+    return price_closing(tables, c, options)
+
+
+def price_closing(tables: Tables, c: Mapping[str, Any], options: Mapping[str, Any]) -> JSON:
+    """``{cost, defense, basis, psp, payable, reason}`` of closing ``c``'s mind by paying.
+
+    The cost is 2 × the last defense the mind used (``basis: "last"``); with none, 2 × its
+    cheapest known defense under H-2E-NO-LAST-DEF (``"cheapest"``). With
+    H-2E-CLOSE-LAST-PSP (the default) paying must leave at least 1 PSP: a mind with 0 PSPs
+    is open (errata), so paying the last of them could not close it. ``reason`` says why
+    it may not pay: ``no-defense`` (no defense prices it: ``cost`` is ``None``),
+    ``no-last-defense`` (none used, and H-2E-NO-LAST-DEF off), ``psp`` (too few) or
+    ``last-psp``."""
+    offer: JSON = {"cost": None, "defense": c["mind"].get("last_defense"), "basis": "last",
+                   "psp": c["psp"], "payable": False, "reason": None}
+    if offer["defense"] is None:
+        if not c["defenses"]:
+            return offer | {"basis": None, "reason": "no-defense"}
+        if not options[house.NO_LAST_DEF]:
+            return offer | {"basis": None, "reason": "no-last-defense"}
+        offer |= {"defense": min(c["defenses"], key=tables.defense_cost), "basis": "cheapest"}
+    cost = int(tables.open_mind["close_cost_factor"]) * tables.defense_cost(offer["defense"])
+    offer["cost"] = cost
+    if cost > c["psp"]:
+        offer["reason"] = "psp"
+    elif cost == c["psp"] and options[house.CLOSE_LAST_PSP]:
+        offer["reason"] = "last-psp"
+    else:
+        offer["payable"] = True
+    return offer
+
+
+def may_close_by_paying(tables: Tables, c: Mapping[str, Any],
+                        options: Mapping[str, Any]) -> int | None:
+    """The PSPs ``c`` may pay now to close its mind, or ``None`` if it may not (§1.5,
+    ``close_offer``)."""
+    offer = close_offer(tables, c, options)
+    return offer["cost"] if offer and offer["payable"] else None
 
 
 def roll_open_duration(tables: Tables, dice: DiceSource, by: str) -> int:
@@ -314,7 +334,7 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                     events.append(close_mind(out, "save"))
         elif opened_by == "critical" and first_round:
             mind["may_pay_to_close"] = True
-            cost = close_cost(tables, out, options[house.NO_LAST_DEF])
+            cost = price_closing(tables, out, options)["cost"]
             events.append(Event("mind-may-close", out["id"], {"cost": cost}))
         elif (opened_by == "zero-psp" and first_round) or mind["may_pay_to_close"]:
             mind["may_pay_to_close"] = False

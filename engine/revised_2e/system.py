@@ -26,15 +26,21 @@ from .exchange import (
 from .rules import (
     MAX_REST_MIND_ROUNDS,
     attacks_allowed,
+    close_offer,
     end_of_round,
-    may_close_by_paying,
     recover,
     rest,
     roll_quick_mac,
     settle_mac,
 )
 from .tables import Tables
-from .text import attack_summary, closes_by_paying, rest_lines, round_end_lines
+from .text import (
+    attack_summary,
+    close_offer_line,
+    closes_by_paying,
+    rest_lines,
+    round_end_lines,
+)
 
 JSON = dict[str, Any]
 
@@ -240,6 +246,20 @@ class Revised2e(System):
                       "description": "pay to close a mind a critical hit opened last "
                                      "round, before this round's end is counted"}}}
 
+    def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
+                        ) -> tuple[JSON, list[str]]:
+        """A mind a critical hit opened the round before may pay to close (§1.5): ``close``
+        is ``{cost, defense, basis, psp, payable, reason}`` (``rules.price_closing``;
+        ``reason`` ``cannot-act`` when a condition stops it)."""
+        offer = close_offer(self.tables, combatant, options)
+        if offer is None:
+            return {}, []
+        stopped = stopping_conditions(combatant, stun_stops=True)
+        if stopped:
+            offer |= {"payable": False, "reason": "cannot-act"}
+        return {"close": offer}, [close_offer_line(self.tables, combatant["name"], offer,
+                                                   stopped)]
+
     def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
                   options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
         """Closing by paying when chosen, then ``end_of_round`` (§1.5)."""
@@ -251,12 +271,12 @@ class Revised2e(System):
             if stopped:
                 raise RulesViolation("cannot-act", f"{c['name']} cannot close its mind "
                                                    f"({', '.join(stopped)})")
-            cost = may_close_by_paying(self.tables, c, options)
-            if cost is None:
-                raise RulesViolation("cannot-close", f"{c['name']} cannot pay to close its "
-                                                     "mind this round")
-            events += close_by_paying(c, cost)
-            lines.append(closes_by_paying(c["name"], cost))
+            offer = close_offer(self.tables, c, options)
+            if offer is None or not offer["payable"]:
+                raise RulesViolation("cannot-close", close_offer_line(self.tables, c["name"],
+                                                                      offer))
+            events += close_by_paying(c, offer["cost"])
+            lines.append(closes_by_paying(c["name"], offer["cost"]))
         after, more = end_of_round(self.tables, c, dice, options)
         return after, events + more, lines + round_end_lines(after["name"], more)
 

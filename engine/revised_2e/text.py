@@ -90,6 +90,33 @@ def closes_by_paying(name: str, cost: int) -> str:
     return f"{name} pays {psp(cost)} and closes its mind."
 
 
+def close_offer_line(tables: Tables, name: str, offer: Mapping[str, Any] | None,
+                     stopped: Sequence[str] = ()) -> str:
+    """Whether ``name`` may pay to close its mind and for how much (``rules.close_offer``;
+    ``stopped``: the conditions that stop it acting)."""
+    if offer is None:
+        return f"{name}'s mind is not one a critical hit opened last round: it cannot " \
+               "pay to close it now."
+    cost, defense = offer["cost"], offer["defense"]
+    if stopped:
+        return f"{name} cannot close its mind ({', '.join(stopped)})."
+    if cost is None:
+        if offer["reason"] == "no-last-defense":
+            return f"{name}'s mind cannot close by paying: it has used no defense to price " \
+                   "it (H-2E-NO-LAST-DEF is off)."
+        return f"{name}'s mind cannot close by paying: it has no defense to price it."
+    basis = "the last defense it used" if offer["basis"] == "last" else \
+        "its cheapest defense"
+    price = f"{psp(cost)} (twice the {tables.mode_name(defense)}, {basis})"
+    if offer["reason"] == "psp":
+        return f"Closing {name}'s mind would cost {price}, more than the " \
+               f"{psp(offer['psp'])} it holds."
+    if offer["reason"] == "last-psp":
+        return f"Closing {name}'s mind would cost {price}, its last PSPs: a mind with none " \
+               "is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."
+    return f"{name} may pay {price} to close its mind."
+
+
 def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
     """The summary's sentences for ``name``'s end-of-round events (§1.5): a mind's
     checks and lock, and conditions that ended."""

@@ -183,6 +183,26 @@ async def test_roll20_psps_with_no_maximum_fight_and_keep_their_maximum(rpc: Rpc
     assert attr(apply_roll20(sheet, result["updates"]), "PSP")["max"] == 30
 
 
+async def test_round_end_choices_read_the_mind_from_the_sheet_and_write_nothing(
+        rpc: Rpc) -> None:
+    """The Foundry module asks exchange.round_end_choices with the actor as it is: the
+    open mind and its last defense come from the flags (RULES.md §1.5: 2 × mental
+    barrier's 5 PSPs), and nothing is written back."""
+    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    actor["flags"]["mindscape"] = {"revised-2e": {
+        "kind": "psionicist", "psp": 12, "psp_max": 30, "defenses": ["mental-barrier"],
+        "attacks": ["mind-thrust"],
+        "mind": {"state": "open", "opened_by": "critical", "rounds_open": 1,
+                 "may_pay_to_close": True, "last_defense": "mental-barrier"}}}
+    offers = await rpc.ok("exchange.round_end_choices", {
+        "system": "revised-2e", "combatants": [{"adapter": "foundry.dnd5e", "data": actor}]})
+    [zanna] = offers["combatants"]
+    assert zanna["choices"]["close"] == {"cost": 10, "defense": "mental-barrier",
+                                         "basis": "last", "psp": 12, "payable": True,
+                                         "reason": None}
+    assert zanna["name"] == actor["name"] and "updates" not in offers
+
+
 async def test_end_round_write_backs_clear_ended_conditions_on_both_vtts(rpc: Rpc) -> None:
     """exchange.end_round on sheets: a power-pool daze that ran out is deleted from the
     Foundry flags ("-=dazed", as Foundry merges objects) and a revised-2e stun from the

@@ -1,6 +1,7 @@
-"""``exchange.end_round`` and ``combatants.rest`` through the real app: the end of a
-round and a rest for combatants outside encounters, with write-backs for VTT sheets, and
-every way they refuse."""
+"""``exchange.end_round``, ``exchange.round_end_choices`` and ``combatants.rest``
+through the real app: the end of a round, what may be chosen at it, and a rest for
+combatants outside encounters, with write-backs for VTT sheets, and every way they
+refuse."""
 
 from __future__ import annotations
 
@@ -79,6 +80,50 @@ async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
         assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
 
 
+async def test_round_end_choices_price_closing_as_the_end_of_round_charges_it(
+        rpc: Rpc) -> None:
+    """RULES.md §1.5 "closing costs 2 × the cost of the last defense it used (mental
+    barrier 5 → 10)": asked before exchange.end_round, with nothing changed, the offer's
+    cost is what the end of round then charges."""
+    opened = {**FENKA, "mind": {"state": "open", "opened_by": "critical", "rounds_open": 1,
+                                "may_pay_to_close": True, "last_defense": "mental-barrier"}}
+    params = {"system": "revised-2e", "combatants": [opened, ULCEN]}
+    offers = await rpc.ok("exchange.round_end_choices", params)
+    assert offers["combatants"] == [
+        {"id": "fenka", "name": "Fenka", "choices": {"close": {
+            "cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 30,
+            "payable": True, "reason": None}}},
+        {"id": "ulcen", "name": "Ulcen of Tyr", "choices": {}}]
+    assert offers["summary"] == ("Fenka may pay 10 PSPs (twice the mental barrier, the last "
+                                 "defense it used) to close its mind.")
+    assert "updates" not in offers and "warnings" not in offers
+    ended = await rpc.ok("exchange.end_round", {**params, "choices": {"fenka": {"close": True}},
+                                                "dice": {"open-duration": [2]}})
+    assert ended["combatants"][0]["after"]["psp"] == 30 - 10
+    poor = await rpc.ok("exchange.round_end_choices", {
+        **params, "combatants": [{**opened, "psp": 10}],
+        "options": {"H-2E-CLOSE-LAST-PSP": False}})
+    assert poor["combatants"][0]["choices"]["close"]["payable"] is True
+
+
+async def test_round_end_choices_refusals_name_the_field(rpc: Rpc) -> None:
+    for params, path in [
+        ({"system": "revised-2e"}, ""),
+        ({"system": "revised-2e", "combatants": []}, "/combatants"),
+        ({"system": "revised-2e", "combatants": [FENKA], "choices": {}}, ""),
+        ({"system": "revised-2e", "combatants": [FENKA], "seed": 1}, ""),
+        ({"system": "revised-2e", "combatants": [FENKA, FENKA]}, "/combatants/1/id"),
+        ({"system": "revised-2e", "combatants": [FENKA], "options": {"H-NOPE": 1}},
+         "/options/H-NOPE"),
+        ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
+        ({"system": "revised-2e", "combatants": [{"adapter": "nope", "data": {}}]},
+         "/combatants/0/adapter"),
+    ]:
+        error = await rpc.error("exchange.round_end_choices", params)
+        assert error["code"] == -32602, params
+        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
+
+
 async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> None:
     systems = {s["id"]: s for s in await rpc.ok("systems.list")}
     assert {k: (systems[k]["round_end"], systems[k]["rest"]) for k in
@@ -137,7 +182,8 @@ async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
 
 async def test_more_combatants_than_the_limit_are_refused_naming_it(rpc: Rpc) -> None:
     many = [{**FENKA, "id": f"f{i}"} for i in range(65)]
-    for method, extra in (("exchange.end_round", {}), ("combatants.rest", {"hours": 1})):
+    for method, extra in (("exchange.end_round", {}), ("exchange.round_end_choices", {}),
+                          ("combatants.rest", {"hours": 1})):
         error = await rpc.error(method, {"system": "revised-2e", "combatants": many, **extra})
         assert error["code"] == -32602
         assert "max_combatants" in error["data"]["errors"][0]["message"], error
@@ -178,6 +224,8 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
     end_round = jsonschema.Draft202012Validator(
         methods["exchange.end_round"]["x-params-schema"])
     rest = jsonschema.Draft202012Validator(methods["combatants.rest"]["x-params-schema"])
+    offers = jsonschema.Draft202012Validator(
+        methods["exchange.round_end_choices"]["x-params-schema"])
     ix = {"id": "ix", "hit_dice": 4, "die": 8}
     cases = [
         (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
@@ -186,6 +234,10 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
                                            "choices": {}}, False),
         (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
                                            "choices": {"fenka": {"shut": True}}}, False),
+        (offers, "exchange.round_end_choices", {"system": "power-pool",
+                                                "combatants": [ix]}, True),
+        (offers, "exchange.round_end_choices", {"system": "revised-2e",
+                                                "combatants": [FENKA], "dice": {}}, False),
         (rest, "combatants.rest", {"system": "revised-2e", "combatants": [FENKA],
                                    "hours": 2}, True),
         (rest, "combatants.rest", {"system": "revised-2e", "combatants": [FENKA],

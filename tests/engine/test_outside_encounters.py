@@ -112,6 +112,67 @@ def test_revised_2e_close_is_refused_when_the_mind_may_not_pay() -> None:
     assert refused.value.rule == "cannot-act"
 
 
+def test_revised_2e_round_end_choices_price_closing_before_the_round_ends() -> None:
+    """§1.5 "closing costs 2 × the cost of the last defense it used (mental barrier 5 →
+    10)": asked before the round's end, each mind that may pay is offered closing at that
+    price, and the offer is what end_round then charges."""
+    kara = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True))
+    vel = psionicist("vel", psp=10, mind=open_mind(rounds_open=1, may_pay_to_close=True))
+    calm = psionicist("calm")
+    request = {"combatants": [kara, vel, calm]}
+    offers = REVISED.round_end_choices(request)
+    assert [(c["id"], c["name"]) for c in offers["combatants"]] == [
+        ("kara", "Kara"), ("vel", "Vel"), ("calm", "Calm")]
+    close = [c["choices"].get("close") for c in offers["combatants"]]
+    assert close[0] == {"cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 50,
+                        "payable": True, "reason": None}
+    assert (close[1]["payable"], close[1]["reason"]) == (False, "last-psp")
+    assert close[2] is None
+    assert offers["summary"] == (
+        "Kara may pay 10 PSPs (twice the mental barrier, the last defense it used) to close "
+        "its mind. Closing Vel's mind would cost 10 PSPs (twice the mental barrier, the "
+        "last defense it used), its last PSPs: a mind with none is open, so it cannot pay "
+        "(H-2E-CLOSE-LAST-PSP).")
+    assert request == {"combatants": [kara, vel, calm]} and offers["system"] == "revised-2e"
+    paid = REVISED.end_round({"combatants": [kara], "choices": {"kara": {"close": True}}},
+                             SuppliedDice({}))
+    assert after(paid, "kara")["psp"] == 50 - close[0]["cost"]
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [vel], "choices": {"vel": {"close": True}}},
+                          SuppliedDice({}))
+    assert refused.value.rule == "cannot-close" and "its last PSPs" in refused.value.detail
+
+
+def test_revised_2e_round_end_choices_follow_the_house_rules_and_conditions() -> None:
+    unpriced = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True,
+                                                 last_defense=None))
+    on = REVISED.round_end_choices({"combatants": [unpriced]})["combatants"][0]
+    assert (on["choices"]["close"]["cost"], on["choices"]["close"]["basis"]) == (
+        4, "cheapest")  # H-2E-NO-LAST-DEF: twice the thought shield
+    off = REVISED.round_end_choices({"combatants": [unpriced],
+                                     "options": {"H-2E-NO-LAST-DEF": False}})
+    assert off["combatants"][0]["choices"]["close"]["reason"] == "no-last-defense"
+    assert "H-2E-NO-LAST-DEF is off" in off["summary"]
+    stunned = {**unpriced, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
+    held = REVISED.round_end_choices({"combatants": [stunned]})
+    assert held["combatants"][0]["choices"]["close"]["reason"] == "cannot-act"
+    assert held["summary"] == "Kara cannot close its mind (stunned)."
+
+
+def test_round_end_choices_where_nobody_has_a_choice_say_so() -> None:
+    quiet = REVISED.round_end_choices({"combatants": [psionicist("kara")]})
+    assert quiet["combatants"] == [{"id": "kara", "name": "Kara", "choices": {}}]
+    assert quiet["summary"] == "Nobody has anything to choose at the end of this round."
+    pool = POOL.round_end_choices({"combatants": [{"id": "ix", "hit_dice": 4, "die": 8}]})
+    assert pool["combatants"][0]["choices"] == {}
+    with pytest.raises(InvalidInput) as bad:
+        SampleDuel().round_end_choices({"combatants": [{"id": "a"}]})
+    assert bad.value.problems[0].path == "/system"
+    with pytest.raises(InvalidInput) as bad:
+        REVISED.round_end_choices({"combatants": [psionicist("a")], "dice": {}})
+    assert bad.value.problems[0].path == ""
+
+
 def test_revised_2e_after_the_lock_a_wisdom_check_closes_the_mind() -> None:
     """d20 ≤ wis − 3 closes it (wis 13: 10 or less)."""
     c = psionicist("kara", mind=open_mind(opened_by="zero-psp", rounds_open=3))

@@ -13,7 +13,12 @@ import pytest
 from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
 from engine.revised_2e import SYSTEM, Revised2e
-from engine.revised_2e.rules import close_cost, end_of_round
+from engine.revised_2e.rules import (
+    close_offer,
+    end_of_round,
+    may_close_by_paying,
+    price_closing,
+)
 
 JSON = dict[str, Any]
 
@@ -247,13 +252,54 @@ def test_unused_supplied_dice_are_reported() -> None:
 
 
 # -- §1.5 the open mind over rounds ---------------------------------------------------------
-def test_close_cost_is_twice_the_last_defense_house_rule_h_2e_no_last_def() -> None:
-    c = SYSTEM.combatant(psionicist("p"))
-    assert close_cost(SYSTEM.tables, {**c, "mind": {**c["mind"],
-                                                    "last_defense": "mental-barrier"}},
-                      True) == 10
-    assert close_cost(SYSTEM.tables, c, True) == 2 * 2  # cheapest known: thought shield
-    assert close_cost(SYSTEM.tables, c, False) is None
+def _opened_by_critical(c: dict[str, Any], **mind: Any) -> dict[str, Any]:
+    """``c`` with a mind a critical hit opened last round, free to pay to close now."""
+    return {**c, "mind": {**c["mind"], "state": "open", "opened_by": "critical",
+                          "may_pay_to_close": True, "rounds_open": 1, **mind}}
+
+
+def test_close_costs_twice_the_last_defense_else_the_cheapest_house_rule_h_2e_no_last_def(
+        ) -> None:
+    # §1.5: "closing costs 2 × the cost of the last defense it used (mental barrier 5 → 10)"
+    c = SYSTEM.combatant(psionicist("p", psp=30))
+    on, off = SYSTEM.options(None), SYSTEM.options({"H-2E-NO-LAST-DEF": False})
+    last = price_closing(SYSTEM.tables, {**c, "mind": {**c["mind"],
+                                                       "last_defense": "mental-barrier"}}, on)
+    assert last == {"cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 30,
+                    "payable": True, "reason": None}
+    cheapest = price_closing(SYSTEM.tables, c, on)
+    assert (cheapest["cost"], cheapest["defense"], cheapest["basis"]) == (
+        2 * 2, "thought-shield", "cheapest")
+    assert price_closing(SYSTEM.tables, c, off) | {"psp": 0} == {
+        "cost": None, "defense": None, "basis": None, "psp": 0, "payable": False,
+        "reason": "no-last-defense"}
+    assert price_closing(SYSTEM.tables, {**c, "defenses": []}, on)["reason"] == "no-defense"
+
+
+def test_paying_to_close_must_leave_a_psp_house_rule_h_2e_close_last_psp() -> None:
+    base = SYSTEM.combatant(psionicist("p"))
+    barrier = {**base["mind"], "last_defense": "mental-barrier"}
+    on, off = SYSTEM.options(None), SYSTEM.options({"H-2E-CLOSE-LAST-PSP": False})
+    offers = {psp: price_closing(SYSTEM.tables, {**base, "psp": psp, "mind": barrier}, on)
+              for psp in (11, 10, 9)}
+    assert [(o["payable"], o["reason"]) for o in offers.values()] == [
+        (True, None), (False, "last-psp"), (False, "psp")]
+    assert [price_closing(SYSTEM.tables, {**base, "psp": psp, "mind": barrier}, off)[
+        "payable"] for psp in (11, 10, 9)] == [True, True, False]
+
+
+def test_only_a_mind_a_critical_hit_opened_last_round_is_offered_closing() -> None:
+    c = SYSTEM.combatant(psionicist("p", psp=30))
+    on = SYSTEM.options(None)
+    assert close_offer(SYSTEM.tables, c, on) is None  # closed
+    assert close_offer(SYSTEM.tables, _opened_by_critical(c), on) is not None
+    assert close_offer(SYSTEM.tables, _opened_by_critical(c, may_pay_to_close=False),
+                       on) is None  # the round it opened
+    assert close_offer(SYSTEM.tables, _opened_by_critical(c, opened_by="zero-psp"),
+                       on) is None
+    assert may_close_by_paying(SYSTEM.tables, _opened_by_critical(c), on) == 4
+    assert may_close_by_paying(SYSTEM.tables, _opened_by_critical({**c, "psp": 4}),
+                               on) is None
 
 
 def test_end_of_round_counts_conditions_down() -> None:

@@ -188,6 +188,38 @@ export const REST_MIND_ROUNDS_CAP = 100;
 /** What the fake companion's own dice roll when no `dice` are supplied (any `seed`). */
 const REST_DEFAULT_DICE = { "open-duration": 1, "wisdom-check": 8, save: 10 };
 
+/**
+ * `exchange.round_end_choices` for revised-2e as the daemon answers it (API.md), over the
+ * profiles in the refs: a mind a critical hit opened the round before (`may_pay_to_close`)
+ * is offered `close: {cost, defense, basis, psp, payable, reason}` (RULES.md §1.5, the
+ * house rules H-2E-NO-LAST-DEF and H-2E-CLOSE-LAST-PSP; `cannot-act` when stunned, dazed
+ * or confused); everyone else has `choices: {}`.
+ */
+export function roundEndChoicesResult(params) {
+  const combatants = params.combatants.map((ref) => {
+    const id = combatantIdOfRef(ref);
+    const name = ref.data.actor.name;
+    const profile = ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
+    const mind = profile.mind ?? {};
+    if (!(mind.state === "open" && mind.opened_by === "critical" && mind.may_pay_to_close)) return { id, name, choices: {} };
+    const psp = profile.psp ?? profile.psp_max ?? 0;
+    const known = (profile.defenses ?? []).filter((d) => d in REVISED_DEFENSE_COST);
+    const cost = closeCost({ mind, defenses: known }, params.options);
+    const cheapest = [...known].sort((a, b) => REVISED_DEFENSE_COST[a] - REVISED_DEFENSE_COST[b])[0];
+    const defense = mind.last_defense ?? (cost === null ? null : cheapest);
+    const basis = mind.last_defense ? "last" : defense ? "cheapest" : null;
+    let reason = null;
+    if (cost === null) reason = known.length ? "no-last-defense" : "no-defense";
+    else if (cost > psp) reason = "psp";
+    else if (cost === psp && (params.options?.["H-2E-CLOSE-LAST-PSP"] ?? true)) reason = "last-psp";
+    if ((profile.conditions ?? []).some((c) => ["stunned", "dazed", "confused"].includes(c))) reason = "cannot-act";
+    return { id, name, choices: { close: { cost, defense, basis, psp, payable: reason === null, reason } } };
+  });
+  const offered = combatants.filter((c) => c.choices.close);
+  const summary = offered.map((c) => `${c.name} ${c.choices.close.payable ? "may" : "may not"} pay to close its mind.`).join(" ");
+  return { system: "revised-2e", combatants, summary: summary || "Nobody has anything to choose at the end of this round." };
+}
+
 /** revised-2e's PSPs a round for each defense mode (the engine's tables.json). */
 const REVISED_DEFENSE_COST = { "intellect-fortress": 4, "mental-barrier": 5, "mind-blank": 3, "thought-shield": 2, "tower-of-iron-will": 6 };
 
@@ -409,6 +441,7 @@ export function defaultMethods(overrides = {}) {
     "exchange.odds": () => ({ outcomes: { hit: 0.55, miss: 0.45 }, critical: 0.1, mind_opened: 0.05, damage: { mean: 6.2, distribution: [[0, 0.45], [4, 0.3], [8, 0.25]], truncated_mass: 0 } }),
     "exchange.resolve": (params) => revisedResult(params),
     "exchange.end_round": (params) => roundEndResult(params),
+    "exchange.round_end_choices": (params) => roundEndChoicesResult(params),
     "combatants.rest": (params) => restResult(params),
     // An encounter whose sheets did not change since they were added: nothing to take again.
     "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 1, changed: [], dropped_choices: [], warnings: [] }),

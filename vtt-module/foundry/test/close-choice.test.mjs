@@ -1,5 +1,6 @@
 // Paying to close a mind a critical hit opened, at the end of a round the combat tracker
-// ends (revised-2e, RULES.md §1.5): "Opened by a critical hit: closing costs 2 × the cost
+// ends (revised-2e, RULES.md §1.5), at the price the companion gives
+// (`exchange.round_end_choices`; its rules are tested in tests/engine): "Opened by a critical hit: closing costs 2 × the cost
 // of the last defense it used (mental barrier 5 → 10). If it cannot or will not pay, it
 // stays open 1d4+1 rounds." House default H-2E-NO-LAST-DEF: a mind that used no defense
 // pays 2 × its cheapest known defense; H-2E-CLOSE-LAST-PSP: paying must leave at least
@@ -8,11 +9,11 @@
 // answers as `exchange.end_round`'s `choices` (API.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defaultMethods, makeTable, revisedResult, roundEndResult } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, makeTable, revisedResult, roundEndChoicesResult, roundEndResult } from "../test-support/scenario.mjs";
 import { tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { closeOffer, mayPayToClose, roundCombatantId } from "../mindscape/scripts/rounds.js";
+import { mayPayToClose, roundCombatantId } from "../mindscape/scripts/rounds.js";
 
 const profile = (actor) => actor.flags.mindscape["revised-2e"];
 const endRounds = (t) => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
@@ -47,30 +48,46 @@ async function nextRound(t) {
   await settled(t);
 }
 
-// ------------------------------------------------------------------ the cost (pure)
+// ------------------------------------------------------------------ the companion prices it
 
-test("the cost is twice the last defense's (mental barrier 5 → 10); with none, twice the cheapest known under H-2E-NO-LAST-DEF", () => {
-  const costs = { "thought-shield": 2, "mind-blank": 3, "mental-barrier": 5 };
-  assert.deepEqual(closeOffer({ psp: 30, defenses: ["thought-shield"], mind: { last_defense: "mental-barrier" } }, costs),
-    { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null });
-  assert.deepEqual(closeOffer({ psp: 30, defenses: ["mind-blank", "thought-shield"], mind: { last_defense: null } }, costs),
-    { cost: 4, defense: "thought-shield", basis: "cheapest", psp: 30, payable: true, reason: null });
-  // The house rule off: a mind that used no defense cannot pay; nor one that knows none.
-  assert.equal(closeOffer({ psp: 30, defenses: ["mind-blank"], mind: {} }, costs, { noLastDefense: false }).reason, "no-last-defense");
-  assert.equal(closeOffer({ psp: 30, defenses: [], mind: {} }, costs).reason, "no-defense");
-  // The table's factor (close_cost_factor) when the companion gives another.
-  assert.equal(closeOffer({ psp: 30, mind: { last_defense: "mind-blank" } }, costs, { factor: 3 }).cost, 9);
+test("the price is the companion's: it is asked with the sheets and the world's house rules, and its offer is what the question shows", async () => {
+  const methods = defaultMethods({
+    "exchange.round_end_choices": (params) => ({
+      system: "revised-2e",
+      combatants: params.combatants.map((ref) => ({ id: combatantIdOfRef(ref), name: ref.data.actor.name, choices: { close: { cost: 7, defense: "mental-barrier", basis: "last", psp: 21, payable: true, reason: null } } })),
+      summary: "",
+    }),
+  });
+  const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: false, timedOut: false } } } });
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CLOSE-LAST-PSP": false } });
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  const [call] = t.daemon.calls.filter((c) => c.method === "exchange.round_end_choices");
+  assert.deepEqual(call.params.combatants.map((ref) => [ref.adapter, ref.data.actor.name]), [["foundry.dnd5e", "Fenka"]], "only the minds that may pay, as sheets");
+  assert.deepEqual(call.params.options, { "H-2E-CLOSE-LAST-PSP": false });
+  const { context } = asked(t.clients.p2)[0].arg;
+  assert.deepEqual([context.cost, context.psp, context.defenseLabel, context.lastDefense], [7, 21, "Mental barrier", true]);
+  assert.ok(t.daemon.calls.findIndex((c) => c.method === "exchange.round_end_choices") < t.daemon.calls.findIndex((c) => c.method === "exchange.end_round"));
 });
 
-test("H-2E-CLOSE-LAST-PSP: paying must leave at least 1 PSP (10 closes for 11, not for 10); off, the last PSPs may pay", () => {
-  const costs = { "mental-barrier": 5 };
-  const mind = { last_defense: "mental-barrier" };
-  assert.deepEqual([11, 10, 9].map((psp) => closeOffer({ psp, mind }, costs).payable), [true, false, false]);
-  assert.equal(closeOffer({ psp: 10, mind }, costs).reason, "last-psp");
-  assert.equal(closeOffer({ psp: 9, mind }, costs).reason, "psp");
-  assert.deepEqual([11, 10, 9].map((psp) => closeOffer({ psp, mind }, costs, { keepLastPsp: false }).payable), [true, true, false]);
-  // Without current PSPs the combatant has its maximum (COMBATANTS.md: psp defaults to psp_max).
-  assert.equal(closeOffer({ psp_max: 11, mind }, costs).payable, true);
+test("when the companion cannot price closing, nobody is asked and the round still ends", async () => {
+  const methods = defaultMethods({ "exchange.round_end_choices": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatants/0/psp", message: "bad" }] } }; } });
+  const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+  assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 2);
+});
+
+test("a mind a condition stops is not asked; the GM is told", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }), { "flags.mindscape.revised-2e.conditions": ["dazed"], "flags.mindscape.revised-2e.condition_rounds": { dazed: 1 } });
+  await nextRound(t);
+  assert.equal(asked(t.clients.p2).length, 0);
+  assert.deepEqual(t.clients.gm.notes.info, ["Not asked to pay to close their minds, which stay open: Fenka (a condition stops it acting)."]);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
 });
 
 test("who may pay: a mind open by a critical hit whose last round's end announced it; ids as the adapters give them", () => {
@@ -265,7 +282,14 @@ for (const rule of ["cannot-act", "cannot-close"]) {
 }
 
 test("a stunned mind's choice refused after physical dice were typed: the round ends again with those dice, none asked twice", async () => {
-  const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { diceDialog: [[15], [3]] } } });
+  // The companion offered Fenka closing (its offer and the end of round are two calls: a
+  // stun written in between, say); the end of round refuses it.
+  const free = (params) => {
+    const offers = roundEndChoicesResult(params);
+    for (const c of offers.combatants) if (c.choices.close) c.choices.close = { ...c.choices.close, payable: true, reason: null };
+    return offers;
+  };
+  const t = tracker({ methods: defaultMethods({ "exchange.round_end_choices": free }), dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { diceDialog: [[15], [3]] } } });
   await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
   // Ulcen's mind is open without a cause: a Wisdom check (before Fenka, in the combat's order).
   await setMind(t.actors.ulcen, { state: "open" }, { "flags.mindscape.revised-2e.wis": 17 });

@@ -553,6 +553,38 @@ test("the fake companion's exchange.end_round (test-support) answers as the real
   }
 });
 
+test("the fake companion's exchange.round_end_choices (test-support) offers closing as the real one does", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable, roundEndChoicesResult } = await import("../test-support/scenario.mjs");
+  const call = async (params) => {
+    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "exchange.round_end_choices", params }) });
+    const answer = await r.json();
+    return answer.error ?? answer.result;
+  };
+  const t = makeTable();
+  const { fenkaToken } = t.tokens;
+  const ref = async (profile) => {
+    await fenkaToken.actor.update(Object.fromEntries(Object.entries({ level: 4, conditions: [], condition_rounds: {}, ...profile }).map(([k, v]) => [`flags.mindscape.revised-2e.${k}`, v])));
+    return t.clients.gm.svc.ref(fenkaToken.actor, fenkaToken, "foundry.dnd5e");
+  };
+  const mind = (extra) => ({ state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "mind-blank", used_power: false, may_pay_to_close: true, rounds_open: 1, ...extra });
+  const cases = [
+    { combatants: [await ref({ psp: 30, mind: mind() })] },
+    { combatants: [await ref({ psp: 6, mind: mind() })] },
+    { combatants: [await ref({ psp: 5, mind: mind() })] },
+    { combatants: [await ref({ psp: 6, mind: mind() })], options: { "H-2E-CLOSE-LAST-PSP": false } },
+    { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })] },
+    { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], options: { "H-2E-NO-LAST-DEF": false } },
+    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })] },
+    { combatants: [await ref({ psp: 30, mind: mind({ may_pay_to_close: false, rounds_open: 0 }) })] },
+  ];
+  for (const c of cases) {
+    const params = { system: "revised-2e", ...c };
+    const real = await call(params);
+    assert.ok(real.combatants, JSON.stringify(real));
+    assert.deepEqual(roundEndChoicesResult(params).combatants, real.combatants, JSON.stringify({ options: c.options, profile: c.combatants[0].data.actor.flags.mindscape["revised-2e"] }));
+  }
+});
+
 test("an encounter step takes the sheets again before it resolves: PSPs changed on the sheet are where the write-back starts", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = await page.evaluate(async () => {

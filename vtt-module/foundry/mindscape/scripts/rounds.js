@@ -114,13 +114,6 @@ export function endRoundParams({ system, combatants, choices, options, dice, see
   return params;
 }
 
-/** revised-2e's house rules on paying to close a mind (RULES.md §1.5, the companion's ids). */
-export const NO_LAST_DEFENSE_RULE = "H-2E-NO-LAST-DEF";
-export const CLOSE_LAST_PSP_RULE = "H-2E-CLOSE-LAST-PSP";
-
-/** What the rules table multiplies a defense's cost by to close a mind (`open_mind.close_cost_factor`). */
-export const CLOSE_COST_FACTOR = 2;
-
 /**
  * Whether a revised-2e profile's mind may pay to close at this round's end (RULES.md
  * §1.5): open, opened by a critical hit, and announced by the previous end of round
@@ -139,44 +132,4 @@ export function mayPayToClose(profile) {
  */
 export function roundCombatantId(token, actor) {
   return token && !token.actorLink ? `${actor.id}-${token.id}` : actor.id;
-}
-
-/**
- * What closing a mind by paying costs, as the companion reckons it (RULES.md §1.5): twice
- * the cost of the last defense the mind used; with none, twice its cheapest known defense
- * under H-2E-NO-LAST-DEF (`noLastDefense`), else it cannot pay. Under H-2E-CLOSE-LAST-PSP
- * (`keepLastPsp`) paying must leave at least 1 PSP. A defense whose cost is not known
- * (a description without costs) gives `cost: null` and leaves the decision to the
- * companion.
- * @param {{psp?:number, psp_max?:number, defenses?:string[], mind?:{last_defense?:string|null}}} combatant
- *   the combatant as `adapters.import` reads it (or its profile)
- * @param {Object<string, number|undefined>} defenseCosts  PSPs of each defense mode (`systems.describe` modes)
- * @param {{noLastDefense?:boolean, keepLastPsp?:boolean, factor?:number}} [rules]
- * @returns {{cost:number|null, defense:string|null, basis:"last"|"cheapest"|null, psp:number,
- *            payable:boolean, reason:null|"no-defense"|"no-last-defense"|"psp"|"last-psp"}}
- */
-export function closeOffer(combatant, defenseCosts, { noLastDefense = true, keepLastPsp = true, factor = CLOSE_COST_FACTOR } = {}) {
-  const costOf = (id) => {
-    const cost = defenseCosts?.[id];
-    return typeof cost === "number" && Number.isFinite(cost) ? cost : null;
-  };
-  // COMBATANTS.md: psp defaults to psp_max.
-  const psp = Number(combatant?.psp ?? combatant?.psp_max ?? 0);
-  const last = combatant?.mind?.last_defense ?? null;
-  let defense = last;
-  let basis = last ? "last" : null;
-  if (!last) {
-    const known = [...(combatant?.defenses ?? [])];
-    if (!noLastDefense) return { cost: null, defense: null, basis: null, psp, payable: false, reason: known.length ? "no-last-defense" : "no-defense" };
-    const priced = known.filter((d) => costOf(d) !== null).sort((a, b) => costOf(a) - costOf(b));
-    defense = priced[0] ?? known[0] ?? null;
-    basis = defense ? "cheapest" : null;
-  }
-  if (!defense) return { cost: null, defense: null, basis: null, psp, payable: false, reason: "no-defense" };
-  const base = costOf(defense);
-  if (base === null) return { cost: null, defense, basis, psp, payable: true, reason: null };
-  const cost = factor * base;
-  if (cost > psp) return { cost, defense, basis, psp, payable: false, reason: "psp" };
-  if (cost === psp && keepLastPsp) return { cost, defense, basis, psp, payable: false, reason: "last-psp" };
-  return { cost, defense, basis, psp, payable: true, reason: null };
 }

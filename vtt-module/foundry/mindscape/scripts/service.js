@@ -19,7 +19,7 @@ import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 import {
-  CLOSE_COST_FACTOR, CLOSE_LAST_PSP_RULE, NO_LAST_DEFENSE_RULE, ROUND_ENDED_FLAG, closeOffer, combatEntries,
+  ROUND_ENDED_FLAG, combatEntries,
   endRoundParams, mayPayToClose, roundCombatantId, roundParticipants, splitByEncounter,
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
@@ -552,30 +552,24 @@ export class Mindscape {
    * GM: ask whoever answers for each participant whose mind may pay to close this round
    * (rounds.js `mayPayToClose`; revised-2e only) whether it pays: its owner on their own
    * client, the GM for an NPC or when no owner is connected, all at once, each within the
-   * world's defense timeout. The cost is the companion's (rounds.js `closeOffer`, from the
-   * defenses' costs in `systems.describe` and the world's house rules); a mind that
-   * cannot pay is not asked, and the GM is told which and why. A timeout, a closed
-   * dialog or a failure is "does not pay".
+   * world's defense timeout. The price and whether it may pay are the companion's
+   * (`exchange.round_end_choices`, from the sheets as they are and the world's house
+   * rules); a mind that cannot pay is not asked, and the GM is told which and why. When
+   * the companion cannot say (a sheet it refuses, the connection), nobody is asked and
+   * the end of the round itself reports the problem. A timeout, a closed dialog or a
+   * failure is "does not pay".
    * @param {{token:any, actor:any}[]} participants  as they are now
    * @returns {Promise<Object<string, {close:true}>>}  `exchange.end_round` choices
    */
   async askToClose(participants) {
     const system = this.system;
-    if (system !== "revised-2e") return {};
     const candidates = participants.filter((p) => mayPayToClose(p.actor.flags?.[MODULE_ID]?.[system]));
     if (!candidates.length) return {};
-    const description = await this.describe(system);
-    const rules = this.closeRules(system, description);
-    const costs = Object.fromEntries(modesFromDescription(system, description).defenses.map((m) => [m.id, m.cost]));
-    const adapter = await this.adapterId();
-    const offers = await Promise.all(candidates.map(async (p) => {
-      const combatant = await this.importedOr(p, adapter, system);
-      return { p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name, offer: closeOffer(combatant, costs, rules) };
-    }));
+    const offers = await this.closeOffers(candidates, system);
     const unable = offers.filter((o) => !o.offer.payable);
     if (unable.length) {
-      const key = { psp: "TooFewPsp", "last-psp": "LastPsp", "no-last-defense": "NoLastDefense", "no-defense": "NoDefense" };
-      const list = unable.map((o) => this.t.format(`MINDSCAPE.Close.${key[o.offer.reason]}`, { name: o.name, cost: o.offer.cost, psp: o.offer.psp })).join("; ");
+      const key = { psp: "TooFewPsp", "last-psp": "LastPsp", "no-last-defense": "NoLastDefense", "no-defense": "NoDefense", "cannot-act": "CannotAct" };
+      const list = unable.map((o) => this.t.format(`MINDSCAPE.Close.${key[o.offer.reason] ?? "NoDefense"}`, { name: o.name, cost: o.offer.cost, psp: o.offer.psp })).join("; ");
       this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Close.NotAsked", { list }));
     }
     const answers = await Promise.all(offers.filter((o) => o.offer.payable).map(async (o) => [o.id, await this.askClose(o.p, o.name, o.offer)]));
@@ -583,24 +577,28 @@ export class Mindscape {
   }
 
   /**
-   * The house rules and table figure that set the cost of closing: the world's choice,
-   * else the default `systems.describe` lists (both rules on by default), and the
-   * table's `open_mind.close_cost_factor`.
+   * The companion's offer to each of `candidates` to close its mind by paying
+   * (`exchange.round_end_choices` `close`: `{cost, defense, basis, psp, payable, reason}`),
+   * as `[{p, id, name, offer}]`, leaving out those it offers nothing; `[]` when it cannot
+   * answer.
    */
-  closeRules(system, description) {
-    const chosen = houseRulesFor(this.game, system);
-    const on = (id) => Boolean(id in chosen ? chosen[id] : ((description?.house_rules ?? []).find((r) => r.id === id)?.default ?? true));
-    const factor = Number(description?.tables?.open_mind?.close_cost_factor);
-    return { noLastDefense: on(NO_LAST_DEFENSE_RULE), keepLastPsp: on(CLOSE_LAST_PSP_RULE), factor: Number.isFinite(factor) ? factor : CLOSE_COST_FACTOR };
-  }
-
-  /** A participant as the companion's adapter reads it (PSPs, defenses, mind), else its profile. */
-  async importedOr(p, adapter, system) {
+  async closeOffers(candidates, system) {
+    const adapter = await this.adapterId();
+    let answer;
     try {
-      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(p.actor, p.token, adapter).data, options: houseRulesFor(this.game, system) });
-      if (imported?.combatant) return imported.combatant;
-    } catch { /* the end of round itself will say what is wrong with the sheet */ }
-    return p.actor.flags?.[MODULE_ID]?.[system] ?? {};
+      answer = await this.rpc("exchange.round_end_choices", {
+        system,
+        combatants: candidates.map((p) => this.ref(p.actor, p.token, adapter)),
+        options: houseRulesFor(this.game, system),
+      });
+    } catch {
+      return [];
+    }
+    const byId = new Map((answer?.combatants ?? []).map((c) => [c.id, c.choices?.close]));
+    return candidates
+      .map((p) => ({ p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name }))
+      .map((o) => ({ ...o, offer: byId.get(o.id) }))
+      .filter((o) => o.offer);
   }
 
   /** GM: ask one participant's owner (or the GM) whether it pays `offer.cost` to close; true for a yes only. */

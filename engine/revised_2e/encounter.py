@@ -45,8 +45,8 @@ from .exchange import (
     is_psionic,
     raise_defense,
 )
-from .rules import attacks_allowed, end_of_round, may_close_by_paying, settle_mac
-from .text import closes_by_paying, round_end_lines
+from .rules import attacks_allowed, close_offer, end_of_round, may_close_by_paying, settle_mac
+from .text import close_offer_line, closes_by_paying, round_end_lines
 
 if TYPE_CHECKING:
     from .system import Revised2e
@@ -249,11 +249,10 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
         check_attack(t, c, target, a, options[house.STUN])
         total += declared_cost(t, a)
     if choice.get("close"):
-        cost = may_close_by_paying(t, c, options)
-        if cost is None:
-            raise RulesViolation("cannot-close", f"{c['name']} cannot pay to close its mind "
-                                                 "this round")
-        total += cost
+        offer = close_offer(t, c, options)
+        if offer is None or not offer["payable"]:
+            raise RulesViolation("cannot-close", close_offer_line(t, c["name"], offer))
+        total += offer["cost"]
     if choice.get("defense"):
         check_defense(t, c, choice["defense"]["mode"], paid=False)
         total += t.defense_cost(choice["defense"]["mode"])

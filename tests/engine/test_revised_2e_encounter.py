@@ -201,6 +201,8 @@ def test_paying_to_close_must_leave_a_psp_unless_the_house_rule_is_off(
         with pytest.raises(RulesViolation) as err:
             SYSTEM.encounter_declare(state, "fenka", {"close": True})
         assert err.value.rule == "cannot-close"
+        # the refusal says why, as exchange.round_end_choices would
+        assert err.value.detail.startswith("Closing Fenka of Raam's mind would cost 10 PSPs")
         return
     state = SYSTEM.encounter_declare(state, "fenka", {"close": True})
     state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)

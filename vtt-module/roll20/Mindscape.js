@@ -224,6 +224,7 @@ var Mindscape = Mindscape || (() => {
     pairing: newPairingCode(),
     pending: {},
     tokens: {},
+    questions: {},
   });
 
   const MIGRATIONS = {
@@ -329,6 +330,13 @@ var Mindscape = Mindscape || (() => {
     });
     if (!isObject(store().pending)) store().pending = {};
     if (!isObject(store().tokens)) store().tokens = {};
+    // The questions before a round's end (!psi round): a state saved before there were
+    // any gets an empty set, as a new campaign does; an hour-old one is dropped.
+    if (!isObject(store().questions)) store().questions = {};
+    const questions = store().questions;
+    Object.keys(questions).forEach((qid) => {
+      if (!(now - questions[qid].at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
+    });
     Object.keys(store().tokens).forEach((tokenId) => { if (!getObj('graphic', tokenId)) delete store().tokens[tokenId]; });
     prunePending(now);
     reportInFlight();
@@ -832,7 +840,7 @@ var Mindscape = Mindscape || (() => {
 
   // The companion's limit on one exchange.end_round (max_combatants, API.md).
   const MAX_ROUND_FIGHTERS = 64;
-  const ROUND_OPTIONS = ['close'];
+  const ROUND_OPTIONS = ['close', 'answer', 'pay-none'];
   // Fields of a generic mapping that every character has, psionic or not.
   const COMMON_FIELDS = ['hp', 'int', 'wis', 'con', 'level', 'hit_dice'];
 
@@ -856,6 +864,23 @@ var Mindscape = Mindscape || (() => {
       if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
       return !generic && (name === 'psp' || name === 'psp_max') && (Number(a.current) > 0 || Number(a.max) > 0);
     });
+  };
+
+  // Whether a fighter's mind may pay to close at this round's end (revised-2e, RULES.md
+  // §1.5): its psi_mind holds a mind a critical hit opened, which the round before
+  // announced (may_pay_to_close). What closing costs and whether it can pay are the
+  // companion's to say (exchange.round_end_choices).
+  const mayPayToClose = (ref) => {
+    const { adapter, data } = combatantOf(ref);
+    const attribs = adapter === 'roll20.generic' ? data.character.attribs : data.attribs;
+    const attr = attribs.find((a) => String(a.name).toLowerCase() === 'psi_mind');
+    let mind;
+    try {
+      mind = JSON.parse(attr ? String(attr.current) : 'null');
+    } catch (err) {
+      return false;
+    }
+    return isObject(mind) && mind.state === 'open' && mind.opened_by === 'critical' && mind.may_pay_to_close === true;
   };
 
   // The tokens of the Turn Tracker on the player page, in turn order. Custom entries
@@ -906,20 +931,27 @@ var Mindscape = Mindscape || (() => {
   };
 
   /**
-   * `!psi round [--close TOKEN]` (GM only): the end of a psionic round for fighters of
-   * single exchanges, by exchange.end_round. It takes the selected tokens, or else every
-   * token in the Turn Tracker on the player page, once per fighter (linked tokens of one
-   * character are one; an unlinked token is itself), and leaves out those with nothing
-   * psionic and those in the current encounter (which ends its own rounds). The rest must
-   * share one system: several are refused rather than split, so that one round's end is
-   * one request and one card. `--close` (revised-2e) pays to close a mind a critical hit
-   * opened. Roll20 fires no event at a round's end the script could trust (the Turn
-   * Tracker is sorted, edited and restarted by hand), so the GM runs it.
+   * `!psi round [--close TOKEN] [--pay-none]` (GM only): the end of a psionic round for
+   * fighters of single exchanges, by exchange.end_round. It takes the selected tokens, or
+   * else every token in the Turn Tracker on the player page, once per fighter (linked
+   * tokens of one character are one; an unlinked token is itself), and leaves out those
+   * with nothing psionic and those in the current encounter (which ends its own rounds).
+   * The rest must share one system: several are refused rather than split, so that one
+   * round's end is one request and one card. Roll20 fires no event at a round's end the
+   * script could trust (the Turn Tracker is sorted, edited and restarted by hand), so the
+   * GM runs it.
+   *
+   * revised-2e: when a mind a critical hit opened may pay to close this round and the GM
+   * said nothing of it (neither `--close` nor `--pay-none`), the companion is asked first
+   * what closing costs (exchange.round_end_choices) and the GM gets buttons for each that
+   * can pay, all of them, and nobody (`--answer QUESTION`, good once); the round ends when
+   * one is pressed. When nobody can pay, the round ends at once, saying why.
    */
   const commandRound = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may end the psionic round.');
     const unknown = args.options.map(([key]) => key).filter((key) => !ROUND_OPTIONS.includes(key));
     if (unknown.length) return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; round takes --${ROUND_OPTIONS.join(', --')}. Nothing was sent.`);
+    if (args.has('answer')) return answerRoundQuestion(msg, args);
     const picked = selectedTokens(msg);
     const fromSelection = picked.length > 0;
     const { fighters, left } = fightersOutsideEncounter(fromSelection ? picked : turnOrderTokens(), 'in the encounter, which ends its own rounds');
@@ -933,21 +965,80 @@ var Mindscape = Mindscape || (() => {
     const shared = sharedSystem(fighters);
     if (shared.error) return refuse(msg.playerid, `${shared.error}; select the tokens of one system and run !psi round for each.`);
     const { system } = shared;
+    const closing = closeChoices(args, system, fighters);
+    if (closing.error) return refuse(msg.playerid, closing.error);
+    const decided = args.has('close') || args.has('pay-none');
+    const asked = system === 'revised-2e' && !decided ? fighters.filter(mayPayToClose) : [];
+    if (asked.length) {
+      const id = newId();
+      return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
+        kind: 'round-choices', requester: msg.playerid, involved: fighters, system, title: 'Before the round ends',
+      }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
+    }
+    return postEndRound(msg.playerid, fighters, system, closing.choices);
+  };
+
+  // The `--close TOKEN` choices of a round's end (revised-2e; a token or character id of
+  // one whose round ends), as exchange.end_round's `choices`, or an error to refuse with.
+  const closeChoices = (args, system, fighters) => {
     const choices = {};
-    for (const text of args.all('close')) {
-      if (system !== 'revised-2e') return refuse(msg.playerid, '--close is a revised-2e option.');
+    const named = args.all('close');
+    if (named.length && args.has('pay-none')) return { error: '--close and --pay-none contradict each other. Nothing was sent.' };
+    for (const text of named) {
+      if (system !== 'revised-2e') return { error: '--close is a revised-2e option.' };
       const ref = resolveFighter(text);
       if (!ref || !fighters.includes(ref)) {
-        return refuse(msg.playerid, `--close must name the token or character of one whose round ends here (got "${chatSafe(text)}").`);
+        return { error: `--close must name the token or character of one whose round ends here (got "${chatSafe(text)}").` };
       }
       choices[ref] = { close: true };
     }
+    return { choices };
+  };
+
+  const postEndRound = (requester, fighters, system, choices) => {
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.end_round', params), {
-      kind: 'round', requester: msg.playerid, involved: fighters, title: 'End of the round',
+      kind: 'round', requester, involved: fighters, title: 'End of the round',
     }, `end the round for ${fighters.map(fighterName).join(', ')}`);
+  };
+
+  // A button of the question before a round's end: `!psi round --answer QID` with the
+  // fighters who pay (none: --pay-none).
+  const roundButton = (text, qid, payers) => `[${text}](!psi round --answer ${qid}${payers.length ? payers.map((ref) => ` --close ${ref}`).join('') : ' --pay-none'})`;
+
+  // The answer to exchange.round_end_choices: the GM chooses who pays to close (buttons),
+  // or, when nobody can, the round ends at once and the GM is told why.
+  const handleRoundChoices = (job, result) => {
+    const offers = (Array.isArray(result.combatants) ? result.combatants : [])
+      .filter((c) => isObject(c) && job.involved.includes(String(c.id)) && isObject(c.choices) && isObject(c.choices.close));
+    const payers = offers.filter((c) => c.choices.close.payable === true && Number.isInteger(c.choices.close.cost));
+    const summary = chatSafe(result.summary || '');
+    if (!payers.length) {
+      whisperGM(box('before the round ends', `${summary} The round ends without anyone paying.`));
+      return postEndRound(job.requester, job.involved, job.system, {});
+    }
+    const qid = newId();
+    store().questions[qid] = { fighters: job.involved, system: job.system, payers: payers.map((c) => String(c.id)), at: Date.now() };
+    const buttons = payers.map((c) => roundButton(`${chatSafe(fighterName(String(c.id)))} pays ${c.choices.close.cost} PSPs`, qid, [String(c.id)]));
+    if (payers.length > 1) buttons.push(roundButton('All of them pay', qid, payers.map((c) => String(c.id))));
+    buttons.push(roundButton('Nobody pays', qid, []));
+    return whisperGM(box('before the round ends', `${summary}<br>Ask the player if you like; the round ends when you choose:<br>${buttons.join(' ')}`));
+  };
+
+  // `!psi round --answer QID [--close REF ...] [--pay-none]`: a button of the question
+  // before a round's end, good once. The round ends for the fighters it was asked for.
+  const answerRoundQuestion = (msg, args) => {
+    const qid = String(args.get('answer') || '');
+    const question = store().questions[qid];
+    if (!question) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, or is more than an hour old. Run !psi round again if the round has not ended.`);
+    const closing = closeChoices(args, question.system, question.fighters);
+    if (closing.error) return refuse(msg.playerid, closing.error);
+    const stray = Object.keys(closing.choices).filter((ref) => !question.payers.includes(ref));
+    if (stray.length) return refuse(msg.playerid, `${chatSafe(fighterName(stray[0]))} was not offered closing its mind this round.`);
+    delete store().questions[qid];
+    return postEndRound(msg.playerid, question.fighters, question.system, closing.choices);
   };
 
   // -------------------------------------------------------------- !psi rest
@@ -1349,7 +1440,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
-    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: <code>--close TOKEN</code> (repeatable) pays PSPs to close a mind a critical hit opened.</li>',
+    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
@@ -1559,6 +1650,7 @@ var Mindscape = Mindscape || (() => {
     // dice were rolled, each naming its roller): else it is a word to the GM (timers
     // counting down on the sheets are written all the same).
     round: shownWhenSomethingHappened('end of the round', 'End of the round: nothing changes.'),
+    'round-choices': (job, result) => handleRoundChoices(job, result),
     rest: shownWhenSomethingHappened('rest', 'After the rest: nothing changes.'),
     'encounter.create': (job, result) => {
       // A late answer must not replace an encounter the GM has gone on with meanwhile.

@@ -32,12 +32,13 @@
   const INVISIBLE = /[\u00ad\u200b-\u200d\u2060\ufeff]/g;
   // The methods the Mod script asks for; anything else in a marker is not ours.
   // exchange.end_round and combatants.rest change nothing in the companion (the sheets
-  // carry the state, and the Mod script applies one answer only), so like the other
-  // exchange.* calls they may be retried. encounter.refresh stores a step: it is a
+  // carry the state, and the Mod script applies one answer only), and
+  // exchange.round_end_choices changes nothing at all, so like the other exchange.* calls
+  // they may be retried. encounter.refresh stores a step: it is a
   // changing call below.
   const ALLOWED_METHODS = new Set([
-    'exchange.resolve', 'exchange.odds', 'exchange.end_round', 'combatants.rest',
-    'encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare',
+    'exchange.resolve', 'exchange.odds', 'exchange.end_round', 'exchange.round_end_choices',
+    'combatants.rest', 'encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare',
     'encounter.resolve', 'encounter.get', 'encounter.undo',
   ]);
   // Calls that change an encounter: one that may have run must never run again.

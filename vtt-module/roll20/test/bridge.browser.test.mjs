@@ -334,6 +334,25 @@ test('!psi round goes through the relay to exchange.end_round: a stun that has r
   assert.match(ctx.sb.chats.at(-1).input, /^\/w gm .*End of the round: nothing changes\./);
 });
 
+test('!psi round asks the real companion what closing a mind costs, and the GM\'s button pays it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  // A critical hit opened Fenka's mind last round through her mental barrier (5 PSPs):
+  // RULES.md §1.5, closing costs twice that.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'critical', locked_rounds: 0, last_defense: 'mental-barrier', used_power: false, may_pay_to_close: true, rounds_open: 1 }), max: '' });
+  const [offered] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' }));
+  assert.ok(offered.result, `the daemon answered an error: ${JSON.stringify(offered.error)}\n${daemonLog}`);
+  assert.deepEqual(offered.result.combatants.map((c) => [c.id, c.choices.close.cost, c.choices.close.payable]), [[ctx.fenka.id, 10, true]]);
+  const question = whispersTo(ctx.sb, 'gm').at(-1);
+  const pay = question.match(/\[Fenka pays 10 PSPs\]\((![^)]+)\)/);
+  assert.ok(pay, question);
+  const [ended] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: pay[1] }));
+  assert.ok(ended.result, JSON.stringify(ended.error));
+  assert.deepEqual(ended.result.events.filter((e) => e.combatant === ctx.fenka.id).map((e) => e.type), ['psp-spent', 'mind-closed']);
+  assert.equal(Number(ctx.sb.attribute(ctx.fenka.id, 'PSP').get('current')), 20);
+  assert.equal(JSON.parse(ctx.sb.attribute(ctx.fenka.id, 'psi_mind').get('current')).state, 'closed');
+});
+
 test('!psi rest goes through the relay to combatants.rest: 2 hours give back ceil(40/8) PSPs an hour on the sheet', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = campaign({ pairing: PAIRED });

@@ -931,6 +931,8 @@ test('checkInstall migrates a schema-4 state to schema 5: bars, pending requests
   assert.equal(stored.config.timeout, 45);
   assert.equal(stored.pairing, PAIRED);
   assert.deepEqual([stored.pending, stored.tokens], [{}, {}]);
+  // Questions before a round's end are kept from schema 5 on, starting with none.
+  assert.deepEqual(stored.questions, {});
   // An answer refused as timed out under schema 4 stays refused.
   sb.chat({ playerid: GM, content: `!psi-result OldRequest01 ${encode({ jsonrpc: '2.0', id: 'OldRequest01', result: {} })}` });
   assert.match(whispersTo(sb, 'gm').at(-1), /timed out/);
@@ -1043,6 +1045,95 @@ test('--close (revised-2e) becomes the pay-to-close choice under the combatant i
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --close ${ctx.tokens.ulcen.id}` });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--close is a revised-2e option/);
   assert.equal(requests(ctx.sb).length, 1);
+});
+
+// A mind a critical hit opened last round, announced as one that may pay to close now (RULES.md §1.5).
+const MAY_CLOSE = JSON.stringify({ state: 'open', opened_by: 'critical', locked_rounds: 0, last_defense: 'mental-barrier', used_power: false, may_pay_to_close: true, rounds_open: 1 });
+
+// The answer exchange.round_end_choices gives (API.md) for Fenka, whose mind may pay to close.
+const closeOffer = (id, fenkaId, close, summary) => ({
+  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [{ id: fenkaId, name: 'Fenka', choices: { close } }], summary },
+});
+
+// The buttons of the GM's last whisper, as [label, command].
+const buttonsIn = (text) => Array.from(text.matchAll(/\[([^\]]+)\]\((![^)]+)\)/g)).map((m) => [m[1], m[2]]);
+
+test('a mind that may pay to close is priced by the companion before the round ends; the GM\'s button ends it with that choice, once', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  // Only the mind that may pay is priced; nothing ends yet.
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  assert.deepEqual(roundRefs(asked), [ctx.fenka.id]);
+  answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id,
+    { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null },
+    'Fenka may pay 10 PSPs (twice the mental barrier, the last defense it used) to close its mind.'));
+  assert.equal(requests(ctx.sb).length, 1, 'the round waits for the GM');
+  const question = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(question, /Fenka may pay 10 PSPs \(twice the mental barrier, the last defense it used\) to close its mind\./);
+  const buttons = buttonsIn(question);
+  assert.deepEqual(buttons.map(([label]) => label), ['Fenka pays 10 PSPs', 'Nobody pays']);
+  const [, pays] = buttons[0];
+  assert.match(pays, new RegExp(`^!psi round --answer [A-Za-z0-9]+ --close ${ctx.fenka.id}$`));
+  // Pressed with nothing selected: the round ends for both, Fenka paying.
+  ctx.sb.chat({ playerid: GM, content: pays });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(ended), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.deepEqual(ended.body.params.choices, { [ctx.fenka.id]: { close: true } });
+  // A second press (or the other button) ends nothing more.
+  ctx.sb.chat({ playerid: GM, content: buttons[1][1] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  assert.equal(requests(ctx.sb).length, 2);
+});
+
+test('nobody pays: the button ends the round without choices; a player cannot press it', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, 'Fenka may pay.'));
+  const [, none] = buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)).at(-1);
+  assert.match(none, /--pay-none$/);
+  ctx.sb.chat({ playerid: ALICE, content: none });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM may end the psionic round/);
+  ctx.sb.chat({ playerid: GM, content: none });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.equal(ended.body.params.choices, undefined);
+  // A hand-made answer for someone who was not offered closing is refused.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const again = lastRequest(ctx.sb);
+  answer(ctx, again.id, closeOffer(again.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, 'Fenka may pay.'));
+  const qid = buttonsIn(whispersTo(ctx.sb, 'gm').at(-1))[0][1].match(/--answer (\S+)/)[1];
+  ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${qid} --close ${ctx.ulcen.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr was not offered closing its mind this round/);
+});
+
+test('when the companion says no mind can pay, the round ends at once and the GM is told why', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  const why = 'Closing Fenka\'s mind would cost 10 PSPs (twice the mental barrier, the last defense it used), more than the 4 PSPs it holds.';
+  answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 4, payable: false, reason: 'psp' }, why));
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.equal(ended.body.params.choices, undefined);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => w.includes('more than the 4 PSPs it holds. The round ends without anyone paying.')));
+});
+
+test('--close or --pay-none decide at once, without asking; both together are refused', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round --pay-none' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: `!psi round --close ${ctx.tokens.fenka.id}` });
+  assert.deepEqual(lastRequest(ctx.sb).body.params.choices, { [ctx.fenka.id]: { close: true } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: `!psi round --close ${ctx.tokens.fenka.id} --pay-none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--close and --pay-none contradict each other/);
+  assert.equal(requests(ctx.sb).length, 2);
 });
 
 test('the round\'s updates are written as an attack\'s are (a stun ends: psi_conditions and psi_condition_rounds), and the card follows the roll mode', () => {

@@ -195,8 +195,26 @@ def view(system: Revised2e, state: Mapping[str, Any]) -> JSON:
         "declared": [cid for cid in s["order"] if cid in s["pending"]],
         "attacks_allowed": {cid: _allowed(system, s, s["combatants"][cid])
                             for cid in s["order"]},
+        "close_offers": _close_offers(system, s),
         "options": system.options(s["options"]),
     }
+
+
+def _close_offers(system: Revised2e, s: Mapping[str, Any]) -> JSON:
+    """For each combatant whose mind a critical hit opened last round, what declaring
+    ``close`` this round costs and whether it may (``rules.close_offer``; ``cannot-act``
+    when a condition stops it under the encounter's house rules)."""
+    options = system.options(s["options"])
+    offers: JSON = {}
+    for cid in s["order"]:
+        c = s["combatants"][cid]
+        offer = close_offer(system.tables, c, options)
+        if offer is None:
+            continue
+        if not can_act(c, options[house.STUN]):
+            offer |= {"payable": False, "reason": "cannot-act"}
+        offers[cid] = offer
+    return offers
 
 
 def _attacks_of(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:

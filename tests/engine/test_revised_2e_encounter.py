@@ -187,6 +187,21 @@ def test_a_combatant_brought_in_stunned_declares_attacks_only_with_h_2e_stun_off
     assert err.value.rule == "cannot-act"
 
 
+def test_the_view_prices_closing_for_a_mind_a_critical_hit_opened_last_round() -> None:
+    """§1.5: closing costs 2 × the last defense used (mental barrier 5 → 10); the view
+    says so before anyone declares, so a VTT can offer it at that price."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=30, mind={
+        "state": "open", "opened_by": "critical", "may_pay_to_close": True,
+        "last_defense": "mental-barrier"})
+    view = SYSTEM.encounter_view(encounter(ULCEN, fenka))
+    assert view["close_offers"] == {"fenka": {
+        "cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 30,
+        "payable": True, "reason": None}}
+    poor = SYSTEM.encounter_view(encounter(ULCEN, {**fenka, "psp": 10}))
+    assert poor["close_offers"]["fenka"]["reason"] == "last-psp"
+    assert SYSTEM.encounter_view(encounter(ULCEN, FENKA))["close_offers"] == {}
+
+
 @pytest.mark.parametrize(("psp", "last_psp", "closes"), [
     (10, True, False), (11, True, True), (10, False, True), (9, False, False)])
 def test_paying_to_close_must_leave_a_psp_unless_the_house_rule_is_off(

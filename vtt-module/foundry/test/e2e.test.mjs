@@ -446,6 +446,46 @@ test("an encounter round in the panel: create from the selected tokens, secret c
   await page.close();
 });
 
+test("an encounter offers closing a mind a critical hit opened at the real companion's price, and a tick pays it", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna's mind was opened by a critical hit last round through her thought shield
+  // (2 PSPs): RULES.md §1.5, closing costs twice that this round.
+  await page.evaluate(async () => {
+    const zanna = window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV");
+    await zanna.update({ "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "thought-shield", used_power: false, may_pay_to_close: true, rounds_open: 1 } });
+    await game.modules.get("mindscape").api.openEncounter();
+  });
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  await panel.locator('[data-action="ask"]').click();
+  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  await choices.nth(1).waitFor();
+  let offered = null;
+  for (let i = 0; i < 2; i++) {
+    const dialog = choices.last();
+    const who = (await dialog.locator(".mindscape-lead strong").textContent()).trim();
+    if (who === "Zanna") {
+      offered = await dialog.locator(".mindscape-close-choice").textContent();
+      await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-close.png") });
+      await dialog.locator("input[name=close]").check();
+    } else {
+      assert.equal(await dialog.locator("input[name=close]").count(), 0, "the Aboleth's mind is closed: nothing to pay for");
+    }
+    await dialog.locator('button[data-action="ok"]').click();
+  }
+  assert.match(offered, /Pay 4 PSPs to close the mind/);
+  assert.match(offered, /Twice the cost of Thought shield, the last defense it used; it holds 40 PSPs/);
+  await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });
+  const declared = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").map((f) => [f.request.params.choice, f.response.error ?? null]));
+  assert.ok(declared.some(([choice, error]) => choice.close === true && error === null), JSON.stringify(declared));
+  await panel.locator('[data-action="resolve"]').click();
+  await page.waitForFunction(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].mind.state === "closed", null, { timeout: 15000 });
+  assert.equal(await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp), 36);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("a psionic rest with the real companion: the sheet's header control, the hours typed in the dialog, the PSPs back on the sheet", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(13);
   // Zanna (linked, 40 PSPs at most) has spent PSPs; her sheet's header offers the GM a rest.

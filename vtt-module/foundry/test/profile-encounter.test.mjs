@@ -144,6 +144,40 @@ test("a round: create, secret choices from owners through the relay (the GM for 
   assert.deepEqual(await ctl.log(), [{ summary: "step 1" }]);
 });
 
+test("revised-2e: a mind a critical hit opened last round is offered closing at the companion's price, and a tick declares close", async () => {
+  const declared = [];
+  const offer = { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null };
+  const methods = defaultMethods({
+    "encounter.create": () => ({ id: "enc1", revision: 0 }),
+    "encounter.add": ({ combatant }) => ({ combatant_id: combatant.data.actor._id, revision: 1 }),
+    "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 2, changed: [], dropped_choices: [], warnings: [] }),
+    "encounter.get": () => ({
+      phase: "round", round: 2, revision: 2, waiting_for: ["ulcen", "fenka"],
+      combatants: { ulcen: { psp: 40 }, fenka: { psp: 30, mind: { state: "open", opened_by: "critical", may_pay_to_close: true } } },
+      // The engine's view (RULES.md §1.5): Fenka may pay twice her mental barrier; Ulcen
+      // has a mind that cannot pay (too few PSPs), which is not offered either.
+      close_offers: { fenka: offer, ulcen: { ...offer, psp: 9, payable: false, reason: "psp" } },
+    }),
+    "encounter.declare": ({ combatant_id, choice }) => { declared.push([combatant_id, choice]); return { revision: 3, waiting_for: [] }; },
+  });
+  const t = makeTable({
+    methods,
+    dialogs: {
+      p1: { encounterChoiceDialog: { attackMode: "", defenseMode: "" } },
+      p2: { encounterChoiceDialog: { close: true, attackMode: "", defenseMode: "" } },
+    },
+  });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Test");
+  await ctl.collectChoices();
+  const contextOf = (client) => client.dialogs.seen.find((s) => s.kind === "encounterChoiceDialog").arg.context;
+  assert.deepEqual(contextOf(t.clients.p2).close, { cost: 10, psp: 30, defenseLabel: "Mental barrier", lastDefense: true });
+  assert.equal(contextOf(t.clients.p1).close, null);
+  declared.sort();
+  assert.deepEqual(declared, [["fenka", { close: true }], ["ulcen", {}]]);
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { close: false, defenseMode: "" }), {});
+});
+
 test("the watcher authenticates with its first message, watches the encounter, and reports changes", () => {
   const sockets = [];
   class FakeWS { constructor(url) { this.url = url; this.sent = []; sockets.push(this); } send(m) { this.sent.push(JSON.parse(m)); } close() { this.closed = true; } }

@@ -22,6 +22,9 @@ export const STANCES = ["trance", "discipline", "wave", "normal"];
 export function choiceFromForm(system, state, form) {
   const choice = {};
   if (form.stance) choice.stance = form.stance;
+  // revised-2e: pay to close a mind a critical hit opened last round (the companion's
+  // price, `close_offers` of the encounter's view).
+  if (form.close === true) choice.close = true;
   if (form.attackMode && form.target) {
     choice.attack = { ...attackFromForm(system, { ...form, mode: form.attackMode }), target: form.target };
   }
@@ -196,7 +199,18 @@ export class EncounterController {
       ranges: ["revised-2e", "combat-strength"].includes(system) ? RANGES.map((r) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r) })) : [],
       poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
       sacrifice: system === "power-pool",
+      close: intent ? null : this.closeOffer(state.close_offers?.[cid]),
     };
+  }
+
+  /**
+   * What the choice dialog shows of a revised-2e `close_offers` entry (the companion's
+   * price of closing a mind by paying), or null when the combatant may not pay.
+   */
+  closeOffer(offer) {
+    if (!offer?.payable) return null;
+    const label = this.svc.t.label;
+    return { cost: offer.cost, psp: offer.psp, defenseLabel: label(`MINDSCAPE.Mode.${offer.defense}`, offer.defense), lastDefense: offer.basis === "last" };
   }
 
   /**

@@ -1686,8 +1686,13 @@ var Mindscape = Mindscape || (() => {
       const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
       const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
       const joined = enc ? Object.keys(enc.combatants).map(fighterName) : [];
+      // revised-2e: who may declare --close this round, at the companion's price.
+      const offers = isObject(result.close_offers) ? result.close_offers : {};
+      const closing = Object.keys(offers).filter((c) => isObject(offers[c]) && offers[c].payable === true)
+        .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
+      const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
-        + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}`);
+        + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}`);
     },
     'encounter.undo': (job, result) => {
       if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;

@@ -571,6 +571,13 @@ test('changing encounter calls name the revision they expect; a stale answer (40
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 3, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revision 3.*Combatants: Ulcen of Tyr, Fenka/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /May pay to close/);
+  // revised-2e's view prices closing a mind a critical hit opened (API.md close_offers).
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const status = lastRequest(ctx.sb);
+  answer(ctx, status.id, { jsonrpc: '2.0', id: status.id, result: { id: 'enc-1', phase: 'round', revision: 3, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [ctx.fenka.id],
+    close_offers: { [ctx.fenka.id]: { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, [ctx.ulcen.id]: { cost: 4, defense: 'thought-shield', basis: 'last', psp: 4, payable: false, reason: 'last-psp' } } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /May pay to close their minds \(declare --close\): Fenka \(10 PSPs\)<\/div>$/);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
   assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
   assert.equal(lastRequest(ctx.sb).body.params.revision, 3);

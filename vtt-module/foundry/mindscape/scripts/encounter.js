@@ -162,6 +162,7 @@ export class EncounterController {
     for (const uuid of tokenUuids ?? []) {
       const { token, actor } = await this.svc.docs(uuid);
       const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
+      this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name };
     }
     await this.saveMeta(meta);
@@ -298,6 +299,7 @@ export class EncounterController {
         if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
         throw error;
       }
+      this.svc.sheetWarnings(answer?.warnings, { "": name });
       out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
     }
     return out;

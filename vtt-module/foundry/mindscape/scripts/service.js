@@ -51,6 +51,8 @@ export class Mindscape {
     // GM: the last round this client ended for each combat (id -> round), beside the
     // combat's own flag, so that a round is not ended twice while the flag is written.
     this.roundsEnded = new Map();
+    // GM: the sheet warnings already shown this session (`sheetWarnings`).
+    this.warned = new Set();
     // The player's dialog closes itself at the timeout; the GM waits this much longer for
     // the answer to travel back before using the default itself.
     this.defenseGraceMs = DEFENSE_GRACE_MS;
@@ -375,6 +377,7 @@ export class Mindscape {
     const plan = await this.writeBack(result.updates, [participantOf(attacker.token, attacker.actor), participantOf(defender.token, defender.actor)]);
     const attackerName = attacker.token?.name ?? attacker.actor.name;
     const defenderName = defender.token?.name ?? defender.actor.name;
+    this.sheetWarnings(result.warnings, { "/attacker": attackerName, "/defender": defenderName });
     const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
@@ -648,6 +651,33 @@ export class Mindscape {
   }
 
   /**
+   * GM: show the GM what the companion's adapter warned about the sheets it read (a field
+   * it had to assume, an attribute it could not read), each line once per session: a
+   * sheet read at every round's end would otherwise repeat it every round. A warning
+   * comes as "<where the combatant was sent>: <text>" ("/combatants/0: ...",
+   * "/attacker: ..."), or bare from `encounter.add` and `encounter.refresh`; `whoAt` gives
+   * the name to show for each of those places ("" for a bare one).
+   * @param {string[]|undefined} warnings
+   * @param {Object<string, string>} whoAt
+   */
+  sheetWarnings(warnings, whoAt) {
+    for (const warning of warnings ?? []) {
+      const text = String(warning);
+      const placed = /^(\/[^:\s]*): (.*)$/s.exec(text);
+      const name = whoAt[placed ? placed[1] : ""];
+      const line = name ? `${name}: ${placed ? placed[2] : text}` : text;
+      if (this.warned.has(line)) continue;
+      this.warned.add(line);
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.SheetWarning", { line }));
+    }
+  }
+
+  /** `sheetWarnings`' names of a list of participants sent as `combatants`. */
+  static combatantPaths(participants) {
+    return Object.fromEntries(participants.map((p, i) => [`/combatants/${i}`, p.token?.name ?? p.actor.name]));
+  }
+
+  /**
    * The table's name (the token's name, else the actor's) of each combatant id of a
    * result that answers every combatant in the order sent (`exchange.end_round`,
    * `combatants.rest`).
@@ -687,6 +717,7 @@ export class Mindscape {
     });
     const result = await this.callDice("exchange.end_round", params, usePhysical, typed);
     const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
+    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants));
     let message = null;
     if (result.events?.length) {
       message = await this.postRoundCard(result, { names: this.namesOf(result, participants), round, physical: usePhysical, requesterRollMode });
@@ -808,6 +839,7 @@ export class Mindscape {
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const result = await this.callDice("combatants.rest", params, usePhysical);
     const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
+    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants));
     let message = null;
     if (result.events?.length) {
       message = await this.postRoundCard(result, {

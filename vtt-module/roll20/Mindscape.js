@@ -972,7 +972,7 @@ var Mindscape = Mindscape || (() => {
     if (asked.length) {
       const id = newId();
       return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
-        kind: 'round-choices', requester: msg.playerid, involved: fighters, system, title: 'Before the round ends',
+        kind: 'round-choices', requester: msg.playerid, involved: fighters, sent: asked, system, title: 'Before the round ends',
       }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
     }
     return postEndRound(msg.playerid, fighters, system, closing.choices);
@@ -1844,7 +1844,33 @@ var Mindscape = Mindscape || (() => {
     if (answer.error) return reportError(job, answer.error);
     const written = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
+    sheetWarnings(job, answer.result);
     return HANDLERS[job.kind](job, answer.result);
+  };
+
+  // The sheet warnings already whispered since the sandbox started (sheetWarnings).
+  const warned = new Set();
+
+  // What the companion's adapter warned about the sheets it read (a field it had to
+  // assume), whispered to the GM with the fighter's name, each line once per sandbox
+  // session: a sheet read at every round's end would otherwise repeat it every round.
+  // A warning names where the fighter was sent: /attacker, /defender (an exchange's
+  // involved, in that order) or /combatants/N (a round's end or a rest, in order; the
+  // question before a round's end sends only some of them: `sent`).
+  const sheetWarnings = (job, result) => {
+    if (!isObject(result) || !Array.isArray(result.warnings)) return;
+    const involved = job.sent || job.involved || [];
+    const at = { '/attacker': involved[0], '/defender': involved[1] };
+    const lines = result.warnings.map(String).map((text) => {
+      const placed = /^(\/[^:\s]*): (.*)$/.exec(text);
+      if (!placed) return text;
+      const numbered = /^\/combatants\/(\d+)$/.exec(placed[1]);
+      const ref = numbered ? involved[Number(numbered[1])] : at[placed[1]];
+      return ref ? `${fighterName(ref)}: ${placed[2]}` : text;
+    }).filter((line) => !warned.has(line));
+    if (!lines.length) return;
+    lines.forEach((line) => warned.add(line));
+    whisperGM(box('sheet warnings', `The companion had to assume this reading the sheets:<br>${lines.map(chatSafe).join('<br>')}`));
   };
 
   const checkAnswer = (job, answer) => {

@@ -1201,6 +1201,21 @@ test('a round\'s end where nothing changes is only a short whisper to the GM (th
   assert.doesNotMatch(said[0].input, /template/);
 });
 
+test('what the companion warns about a sheet is whispered to the GM with the fighter\'s name, once per session', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  const warnings = ['/combatants/1: no PSP maximum recorded; taken as the current PSPs, 30', '/combatants/0: Wisdom 26 is above the tables\' 25; used as 25'];
+  const answerWarned = (id) => answer(ctx, id, { jsonrpc: '2.0', id, result: { ...roundResult(id).result, warnings } });
+  answerWarned(req.id);
+  const told = whispersTo(ctx.sb, 'gm').filter((w) => w.includes('sheet warnings'));
+  assert.equal(told.length, 1);
+  assert.match(told[0], /Fenka: no PSP maximum recorded; taken as the current PSPs, 30<br>Ulcen of Tyr: Wisdom 26 is above the tables&#39; 25; used as 25/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  answerWarned(lastRequest(ctx.sb).id);
+  assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => w.includes('sheet warnings')).length, 1, 'not again at the next round');
+});
+
 test('a refused round\'s end is reported to the GM as an attack\'s refusal is, and writes nothing', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --close ${ctx.tokens.ulcen.id}` });

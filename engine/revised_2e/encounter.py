@@ -203,7 +203,8 @@ def view(system: Revised2e, state: Mapping[str, Any]) -> JSON:
 def _close_offers(system: Revised2e, s: Mapping[str, Any]) -> JSON:
     """For each combatant whose mind a critical hit opened last round, what declaring
     ``close`` this round costs and whether it may (``rules.close_offer``; ``cannot-act``
-    when a condition stops it under the encounter's house rules)."""
+    when a condition stops it: a stun always stops closing, as ``declare`` holds, whatever
+    H-2E-STUN says of attacks)."""
     options = system.options(s["options"])
     offers: JSON = {}
     for cid in s["order"]:
@@ -211,7 +212,7 @@ def _close_offers(system: Revised2e, s: Mapping[str, Any]) -> JSON:
         offer = close_offer(system.tables, c, options)
         if offer is None:
             continue
-        if not can_act(c, options[house.STUN]):
+        if stopping_conditions(c, stun_stops=True):
             offer |= {"payable": False, "reason": "cannot-act"}
         offers[cid] = offer
     return offers

@@ -200,6 +200,14 @@ def test_the_view_prices_closing_for_a_mind_a_critical_hit_opened_last_round() -
     poor = SYSTEM.encounter_view(encounter(ULCEN, {**fenka, "psp": 10}))
     assert poor["close_offers"]["fenka"]["reason"] == "last-psp"
     assert SYSTEM.encounter_view(encounter(ULCEN, FENKA))["close_offers"] == {}
+    # A stun stops closing even where H-2E-STUN lets the stunned attack: the view offers
+    # only what declare takes.
+    stunned = {**fenka, "conditions": ["stunned"], "condition_rounds": {"stunned": 0}}
+    state = encounter(ULCEN, stunned, options={"H-2E-STUN": False})
+    assert SYSTEM.encounter_view(state)["close_offers"]["fenka"]["reason"] == "cannot-act"
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", {"close": True})
+    assert err.value.rule == "cannot-act"
 
 
 @pytest.mark.parametrize(("psp", "last_psp", "closes"), [

@@ -70,15 +70,30 @@ test("the price is the companion's: it is asked with the sheets and the world's 
   assert.ok(t.daemon.calls.findIndex((c) => c.method === "exchange.round_end_choices") < t.daemon.calls.findIndex((c) => c.method === "exchange.end_round"));
 });
 
-test("when the companion cannot price closing, nobody is asked and the round still ends", async () => {
-  const methods = defaultMethods({ "exchange.round_end_choices": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatants/0/psp", message: "bad" }] } }; } });
+test("when the companion cannot price closing, the GM is told why, nobody is asked and the round still ends", async () => {
+  // An older companion without the method, say.
+  const methods = defaultMethods({ "exchange.round_end_choices": () => { throw { code: -32601, message: "Method not found" }; } });
   const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
   await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
   await nextRound(t);
   assert.equal(asked(t.clients.p2).length, 0);
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.match(t.clients.gm.notes.warn[0], /^The companion could not say what closing a mind costs, so nobody was asked and the round ends without anyone paying: /);
   assert.equal(endRounds(t).length, 1);
   assert.equal(endRounds(t)[0].params.choices, undefined);
   assert.equal(profile(t.tokens.fenkaToken.actor).mind.locked_rounds, 2);
+});
+
+test("a world read through a generic mapping lets the companion say whose mind may pay: everyone of the round is sent", async () => {
+  const t = tracker({ dialogs: { p2: { closeDialog: { close: false, timedOut: false } } } });
+  t.clients.gm.svc.adaptersCache = [];
+  t.clients.gm.game.system.id = "pf2e";
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.generic");
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  const [call] = t.daemon.calls.filter((c) => c.method === "exchange.round_end_choices");
+  assert.deepEqual(call.params.combatants.map((ref) => [ref.adapter, ref.data.actor.name]), [["foundry.generic", "Ulcen of Tyr"], ["foundry.generic", "Fenka"], ["foundry.generic", "Goblin"]]);
+  assert.equal(asked(t.clients.p2).length, 1);
 });
 
 test("a mind a condition stops is not asked; the GM is told", async () => {

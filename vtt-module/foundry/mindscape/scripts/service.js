@@ -566,7 +566,11 @@ export class Mindscape {
    */
   async askToClose(participants) {
     const system = this.system;
-    const candidates = participants.filter((p) => mayPayToClose(p.actor.flags?.[MODULE_ID]?.[system]));
+    if (system !== "revised-2e") return {};
+    // A world read through a generic mapping may keep the mind anywhere: the companion
+    // then decides for everyone; else only the minds the profile shows in the window.
+    const generic = (await this.adapterId()) === "foundry.generic";
+    const candidates = generic ? participants : participants.filter((p) => mayPayToClose(p.actor.flags?.[MODULE_ID]?.[system]));
     if (!candidates.length) return {};
     const offers = await this.closeOffers(candidates, system);
     const unable = offers.filter((o) => !o.offer.payable);
@@ -582,8 +586,10 @@ export class Mindscape {
   /**
    * The companion's offer to each of `candidates` to close its mind by paying
    * (`exchange.round_end_choices` `close`: `{cost, defense, basis, psp, payable, reason}`),
-   * as `[{p, id, name, offer}]`, leaving out those it offers nothing; `[]` when it cannot
-   * answer.
+   * as `[{p, id, name, offer}]`, leaving out those it offers nothing. When it cannot
+   * answer (a companion without the method, a sheet it refuses, the connection), the GM
+   * is told why and `[]` is the answer: nobody is asked, and the round ends without
+   * anyone paying.
    */
   async closeOffers(candidates, system) {
     const adapter = await this.adapterId();
@@ -594,9 +600,11 @@ export class Mindscape {
         combatants: candidates.map((p) => this.ref(p.actor, p.token, adapter)),
         options: houseRulesFor(this.game, system),
       });
-    } catch {
+    } catch (error) {
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Close.Unpriced", { problem: describeError(error, this.t) }));
       return [];
     }
+    this.sheetWarnings(answer?.warnings, Mindscape.combatantPaths(candidates));
     const byId = new Map((answer?.combatants ?? []).map((c) => [c.id, c.choices?.close]));
     return candidates
       .map((p) => ({ p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name }))

@@ -333,10 +333,7 @@ var Mindscape = Mindscape || (() => {
     // The questions before a round's end (!psi round): a state saved before there were
     // any gets an empty set, as a new campaign does; an hour-old one is dropped.
     if (!isObject(store().questions)) store().questions = {};
-    const questions = store().questions;
-    Object.keys(questions).forEach((qid) => {
-      if (!(now - questions[qid].at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
-    });
+    pruneQuestions(now);
     Object.keys(store().tokens).forEach((tokenId) => { if (!getObj('graphic', tokenId)) delete store().tokens[tokenId]; });
     prunePending(now);
     reportInFlight();
@@ -669,7 +666,13 @@ var Mindscape = Mindscape || (() => {
     const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
     const late = ' Should its answer still arrive (within the hour), it is applied and you are told so'
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');
-    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}${refreshStopped(entry.run)}`));
+    // The question before a round's end is new: a bridge userscript older than it does
+    // not relay it, and repeating the command would only time out again.
+    const question = entry.kind === 'round-choices'
+      ? ' To end the round without the question, run <code>!psi round --pay-none</code> (or <code>--close TOKEN</code>). '
+        + 'A Mindscape Bridge userscript older than this script does not relay the question: update it.'
+      : '';
+    whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}${question}${refreshStopped(entry.run)}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
     }
@@ -866,12 +869,15 @@ var Mindscape = Mindscape || (() => {
     });
   };
 
-  // Whether a fighter's mind may pay to close at this round's end (revised-2e, RULES.md
-  // §1.5): its psi_mind holds a mind a critical hit opened, which the round before
-  // announced (may_pay_to_close). What closing costs and whether it can pay are the
-  // companion's to say (exchange.round_end_choices).
+  // Whether the companion is asked, before a round's end, whether a fighter's mind may
+  // pay to close (revised-2e, RULES.md §1.5): its psi_mind holds a mind a critical hit
+  // opened, which the round before announced (may_pay_to_close); or a generic mapping
+  // keeps its mind in an attribute of its own, which only the companion reads. What
+  // closing costs and whether it can pay are the companion's to say
+  // (exchange.round_end_choices).
   const mayPayToClose = (ref) => {
     const { adapter, data } = combatantOf(ref);
+    if (adapter === 'roll20.generic' && isObject(data.mapping.fields) && data.mapping.fields.mind) return true;
     const attribs = adapter === 'roll20.generic' ? data.character.attribs : data.attribs;
     const attr = attribs.find((a) => String(a.name).toLowerCase() === 'psi_mind');
     let mind;
@@ -906,8 +912,11 @@ var Mindscape = Mindscape || (() => {
   // unlinked token is itself), that a command outside the encounter acts on: those with
   // something psionic and not in the current encounter, which holds its own copy of
   // them. `left` names the others for the GM, an encounter's with `inEncounterWhy`.
-  const fightersOutsideEncounter = (tokens, inEncounterWhy) => {
-    const all = Array.from(new Set(tokens.map(fighterOfToken).filter(Boolean)));
+  const fightersOutsideEncounter = (tokens, inEncounterWhy) => fightersOutside(tokens.map(fighterOfToken), inEncounterWhy);
+
+  // fightersOutsideEncounter for fighters given as refs (those gone are left out).
+  const fightersOutside = (refs, inEncounterWhy) => {
+    const all = Array.from(new Set(refs.filter((ref) => ref && fighterCharacter(ref))));
     const enc = store().encounter;
     const inEncounter = (ref) => Boolean(enc && enc.combatants[ref]);
     const fighters = all.filter((ref) => !inEncounter(ref) && hasPsionics(ref));
@@ -967,15 +976,19 @@ var Mindscape = Mindscape || (() => {
     const { system } = shared;
     const closing = closeChoices(args, system, fighters);
     if (closing.error) return refuse(msg.playerid, closing.error);
-    const decided = args.has('close') || args.has('pay-none');
-    const asked = system === 'revised-2e' && !decided ? fighters.filter(mayPayToClose) : [];
-    if (asked.length) {
-      const id = newId();
-      return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
-        kind: 'round-choices', requester: msg.playerid, involved: fighters, sent: asked, system, title: 'Before the round ends',
-      }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
-    }
-    return postEndRound(msg.playerid, fighters, system, closing.choices);
+    if (args.has('close') || args.has('pay-none')) return postEndRound(msg.playerid, fighters, system, closing.choices);
+    return askOrEndRound(msg.playerid, fighters, system);
+  };
+
+  // revised-2e: ask the companion first when a fighter's mind may pay to close
+  // (handleRoundChoices takes its answer); else end the round now.
+  const askOrEndRound = (requester, fighters, system) => {
+    const asked = system === 'revised-2e' ? fighters.filter(mayPayToClose) : [];
+    if (!asked.length) return postEndRound(requester, fighters, system, {});
+    const id = newId();
+    return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
+      kind: 'round-choices', requester, involved: fighters, sent: asked, system, title: 'Before the round ends',
+    }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
   };
 
   // The `--close TOKEN` choices of a round's end (revised-2e; a token or character id of
@@ -995,7 +1008,10 @@ var Mindscape = Mindscape || (() => {
     return { choices };
   };
 
+  // Ends the round: a question still open for any of these fighters is answered by it
+  // (its buttons must not end the round again).
   const postEndRound = (requester, fighters, system, choices) => {
+    dropQuestionsFor(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
     const id = newId();
@@ -1004,41 +1020,96 @@ var Mindscape = Mindscape || (() => {
     }, `end the round for ${fighters.map(fighterName).join(', ')}`);
   };
 
+  // The most questions before a round's end kept at once (older ones are dropped).
+  const MAX_QUESTIONS = 20;
+
+  // A fighter's sheet as sent to the companion, reduced to a short fingerprint: a
+  // question remembers it for each fighter offered closing, so that a sheet changed
+  // before the button is pressed (another defense raised meanwhile) is priced again.
+  const sheetPrint = (ref) => {
+    const text = JSON.stringify(combatantOf(ref));
+    let hash = 5381;
+    for (let i = 0; i < text.length; i += 1) hash = ((hash * 33) ^ text.charCodeAt(i)) >>> 0;
+    return `${text.length}:${hash.toString(36)}`;
+  };
+
+  const dropQuestionsFor = (fighters) => {
+    const questions = store().questions;
+    Object.keys(questions).forEach((qid) => {
+      if ((questions[qid].fighters || []).some((ref) => fighters.includes(ref))) delete questions[qid];
+    });
+  };
+
+  // No question older than an hour, at most the newest MAX_QUESTIONS.
+  const pruneQuestions = (now) => {
+    const questions = store().questions;
+    Object.keys(questions).forEach((qid) => { if (!(now - questions[qid].at < EXCHANGE_LIFETIME_MS)) delete questions[qid]; });
+    const ids = Object.keys(questions).sort((x, y) => questions[x].at - questions[y].at);
+    while (ids.length > MAX_QUESTIONS) delete questions[ids.shift()];
+  };
+
   // A button of the question before a round's end: `!psi round --answer QID` with the
   // fighters who pay (none: --pay-none).
   const roundButton = (text, qid, payers) => `[${text}](!psi round --answer ${qid}${payers.length ? payers.map((ref) => ` --close ${ref}`).join('') : ' --pay-none'})`;
 
   // The answer to exchange.round_end_choices: the GM chooses who pays to close (buttons),
-  // or, when nobody can, the round ends at once and the GM is told why.
+  // or, when nobody can, the round ends at once and the GM is told why. A late answer
+  // only reports: the GM may have ended the round another way meanwhile.
   const handleRoundChoices = (job, result) => {
     const offers = (Array.isArray(result.combatants) ? result.combatants : [])
       .filter((c) => isObject(c) && job.involved.includes(String(c.id)) && isObject(c.choices) && isObject(c.choices.close));
     const payers = offers.filter((c) => c.choices.close.payable === true && Number.isInteger(c.choices.close.cost));
     const summary = chatSafe(result.summary || '');
+    if (job.late) {
+      return whisperGM(box('before the round ends', `${summary} This answer came late, so the round was not ended from it: `
+        + 'if it has not ended yet, run <code>!psi round</code> again.'));
+    }
     if (!payers.length) {
       whisperGM(box('before the round ends', `${summary} The round ends without anyone paying.`));
       return postEndRound(job.requester, job.involved, job.system, {});
     }
+    const now = Date.now();
+    dropQuestionsFor(job.involved);
+    pruneQuestions(now);
     const qid = newId();
-    store().questions[qid] = { fighters: job.involved, system: job.system, payers: payers.map((c) => String(c.id)), at: Date.now() };
+    const payerRefs = payers.map((c) => String(c.id));
+    store().questions[qid] = {
+      fighters: job.involved, system: job.system, payers: payerRefs, at: now,
+      sheets: Object.fromEntries(payerRefs.map((ref) => [ref, sheetPrint(ref)])),
+    };
+    pruneQuestions(now);
     const buttons = payers.map((c) => roundButton(`${chatSafe(fighterName(String(c.id)))} pays ${c.choices.close.cost} PSPs`, qid, [String(c.id)]));
-    if (payers.length > 1) buttons.push(roundButton('All of them pay', qid, payers.map((c) => String(c.id))));
+    if (payers.length > 1) buttons.push(roundButton('All of them pay', qid, payerRefs));
     buttons.push(roundButton('Nobody pays', qid, []));
     return whisperGM(box('before the round ends', `${summary}<br>Ask the player if you like; the round ends when you choose:<br>${buttons.join(' ')}`));
   };
 
   // `!psi round --answer QID [--close REF ...] [--pay-none]`: a button of the question
-  // before a round's end, good once. The round ends for the fighters it was asked for.
+  // before a round's end, good once and for an hour. The round ends for the fighters it
+  // was asked for that are still outside the encounter; when the sheet of one who pays
+  // changed since (its price may have too), the companion is asked again instead.
   const answerRoundQuestion = (msg, args) => {
     const qid = String(args.get('answer') || '');
     const question = store().questions[qid];
-    if (!question) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, or is more than an hour old. Run !psi round again if the round has not ended.`);
+    if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete store().questions[qid];
+    if (!store().questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
     const closing = closeChoices(args, question.system, question.fighters);
     if (closing.error) return refuse(msg.playerid, closing.error);
-    const stray = Object.keys(closing.choices).filter((ref) => !question.payers.includes(ref));
+    const paying = Object.keys(closing.choices);
+    const stray = paying.filter((ref) => !question.payers.includes(ref));
     if (stray.length) return refuse(msg.playerid, `${chatSafe(fighterName(stray[0]))} was not offered closing its mind this round.`);
     delete store().questions[qid];
-    return postEndRound(msg.playerid, question.fighters, question.system, closing.choices);
+    const { fighters, left } = fightersOutside(question.fighters, 'joined the encounter since, which ends its own rounds');
+    if (left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
+    if (!fighters.length) return refuse(msg.playerid, 'none of the fighters of that question is left outside the current encounter; nothing was sent.');
+    const changed = paying.filter((ref) => fighters.includes(ref) && question.sheets && question.sheets[ref] !== sheetPrint(ref));
+    if (changed.length) {
+      whisperGM(box('before the round ends', `The sheet of ${changed.map(fighterName).map(chatSafe).join(', ')} changed since the question, `
+        + 'and so may the price: asking the companion again.'));
+      return askOrEndRound(msg.playerid, fighters, question.system);
+    }
+    const kept = Object.fromEntries(paying.filter((ref) => fighters.includes(ref)).map((ref) => [ref, { close: true }]));
+    return postEndRound(msg.playerid, fighters, question.system, kept);
   };
 
   // -------------------------------------------------------------- !psi rest

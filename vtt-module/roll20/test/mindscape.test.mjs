@@ -1131,6 +1131,94 @@ test('when the companion says no mind can pay, the round ends at once and the GM
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => w.includes('more than the 4 PSPs it holds. The round ends without anyone paying.')));
 });
 
+// Ask the question before a round's end for the selected tokens and answer that Fenka may
+// pay 10 PSPs; returns the commands of the buttons by label.
+const askedToClose = (ctx, selected = [ctx.tokens.ulcen.id, ctx.tokens.fenka.id]) => {
+  ctx.sb.chat({ playerid: GM, selected, content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, 'Fenka may pay.'));
+  return Object.fromEntries(buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)));
+};
+
+test('a round ends once: a newer question, --pay-none or --close answer the older question, whose buttons then end nothing', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const first = askedToClose(ctx);
+  const second = askedToClose(ctx);
+  assert.notEqual(first['Nobody pays'], second['Nobody pays']);
+  ctx.sb.chat({ playerid: GM, content: first['Nobody pays'] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round --pay-none' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: second['Fenka pays 10 PSPs'] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.questions), {});
+});
+
+test('a question is good for an hour, and at most 20 are kept', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx);
+  const [qid] = Object.keys(ctx.sb.state.Mindscape.questions);
+  ctx.sb.state.Mindscape.questions[qid].at -= 60 * 60 * 1000;
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: buttons['Nobody pays'] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /more than an hour old/);
+  assert.equal(requests(ctx.sb).length, sent);
+  // Questions for other fighters do not pile up without bound.
+  const stored = ctx.sb.state.Mindscape.questions;
+  for (let i = 0; i < 25; i += 1) stored[`Old${i}question`] = { fighters: [`-other${i}`], system: 'revised-2e', payers: [], at: Date.now() - 1000 + i };
+  askedToClose(ctx);
+  assert.equal(Object.keys(ctx.sb.state.Mindscape.questions).length, 20);
+});
+
+test('a late answer to the question only reports: the round is not ended from it', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  const timedOut = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(timedOut, /run <code>!psi round --pay-none<\/code>/);
+  assert.match(timedOut, /older than this script does not relay the question: update it/);
+  answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 4, payable: false, reason: 'psp' }, 'Fenka cannot pay.'));
+  assert.equal(requests(ctx.sb).length, 1, 'no end of round from a late answer');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes('came late')), /Fenka cannot pay\. This answer came late, so the round was not ended from it/);
+});
+
+test('pressed after a fighter joined the encounter, the button leaves it out; after a payer\'s sheet changed, the companion is asked again', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx);
+  // Fenka raises another defense meanwhile: her sheet, and maybe her price, changed.
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '25' });
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes('changed since the question')), /The sheet of Fenka changed since the question, and so may the price: asking the companion again/);
+  const again = lastRequest(ctx.sb);
+  assert.equal(again.body.method, 'exchange.round_end_choices');
+  answer(ctx, again.id, closeOffer(again.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 25, payable: true, reason: null }, 'Fenka may pay.'));
+  const fresh = Object.fromEntries(buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)));
+  // Ulcen joins an encounter before the GM presses: the round ends for Fenka alone.
+  ctx.sb.state.Mindscape.encounter = { id: 'enc-1', system: 'revised-2e', name: 'x', revision: 1, combatants: { [ctx.ulcen.id]: ctx.ulcen.id } };
+  ctx.sb.chat({ playerid: GM, content: fresh['Fenka pays 10 PSPs'] });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(ended), [ctx.fenka.id]);
+  assert.deepEqual(ended.body.params.choices, { [ctx.fenka.id]: { close: true } });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(joined the encounter since/.test(w)));
+});
+
+test('with a generic mapping that keeps the mind in an attribute of its own, the companion is asked whose mind may pay', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr psp=PSP --attr psp_max=PSP|max --attr mind=MindState' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  assert.equal(asked.body.params.combatants[0].adapter, 'roll20.generic');
+});
+
 test('--close or --pay-none decide at once, without asking; both together are refused', () => {
   const ctx = campaign();
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });

@@ -83,17 +83,13 @@ END_ROUND: JSON = {
         "seed": SEED,
     },
 }
-ROUND_END_CHOICES: JSON = {
-    "type": "object",
-    "required": ["system", "combatants"],
-    "additionalProperties": False,
-    "properties": {
-        "system": SYSTEM_ID,
-        "combatants": END_ROUND["properties"]["combatants"] | {
-            "description": "everyone whose round is about to end (at most max_combatants)"},
-        "options": OPTIONS,
-    },
-}
+#: exchange.end_round's params without the choices and dice it asks about.
+ROUND_END_CHOICES: JSON = END_ROUND | {"properties": {
+    "system": SYSTEM_ID,
+    "combatants": END_ROUND["properties"]["combatants"] | {
+        "description": "everyone whose round is about to end (at most max_combatants)"},
+    "options": OPTIONS,
+}}
 REST: JSON = {
     "type": "object",
     "required": ["system", "combatants"],

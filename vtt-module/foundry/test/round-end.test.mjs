@@ -467,12 +467,12 @@ test("what the companion warns about a sheet is shown to the GM with the name, o
   const t = tracker({ methods: defaultMethods({ "exchange.end_round": warned }) });
   const api = makeApi(t.clients.gm.svc);
   await api.endRound({ tokenUuids: [t.tokens.ulcenToken, t.tokens.fenkaToken] });
+  // One notice for the answer, naming each sheet.
   assert.deepEqual(t.clients.gm.notes.warn, [
-    "The companion reading the sheets: Ulcen of Tyr: no PSP maximum recorded; taken as the current PSPs, 40",
-    "The companion reading the sheets: Fenka: no psionic state recorded; taken as nonpsionic",
+    "The companion reading the sheets: Ulcen of Tyr: no PSP maximum recorded; taken as the current PSPs, 40; Fenka: no psionic state recorded; taken as nonpsionic",
   ]);
   await api.endRound({ tokenUuids: [t.tokens.ulcenToken, t.tokens.fenkaToken] });
-  assert.equal(t.clients.gm.notes.warn.length, 2, "the same lines are not shown again");
+  assert.equal(t.clients.gm.notes.warn.length, 1, "the same lines are not shown again");
   // A bare warning (encounter.add's) is shown with the name given for it.
   t.clients.gm.svc.sheetWarnings(["no class items; level taken as 1"], { "": "Goblin" });
   assert.equal(t.clients.gm.notes.warn.at(-1), "The companion reading the sheets: Goblin: no class items; level taken as 1");

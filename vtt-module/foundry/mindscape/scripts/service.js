@@ -669,6 +669,7 @@ export class Mindscape {
    * @param {Object<string, string>} whoAt
    */
   sheetWarnings(warnings, whoAt) {
+    const lines = [];
     for (const warning of warnings ?? []) {
       const text = String(warning);
       const placed = /^(\/[^:\s]*): (.*)$/s.exec(text);
@@ -676,8 +677,10 @@ export class Mindscape {
       const line = name ? `${name}: ${placed ? placed[2] : text}` : text;
       if (this.warned.has(line)) continue;
       this.warned.add(line);
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.SheetWarning", { line }));
+      lines.push(line);
     }
+    // One notice per answer, however many sheets it warns about.
+    if (lines.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.SheetWarning", { line: lines.join("; ") }));
   }
 
   /** `sheetWarnings`' names of a list of participants sent as `combatants`. */

@@ -300,9 +300,11 @@ var Mindscape = Mindscape || (() => {
       return `<b>${id}</b>: ${chatSafe(job.description || job.kind)}`;
     });
     const changing = ids.some((id) => CHANGING_KINDS.includes(jobs[id].kind));
+    const question = ids.some((id) => jobs[id].kind === 'round-choices');
     whisperGM(box('requests in flight', `These requests were waiting for an answer when the Mod sandbox restarted:<br>${lines.join('<br>')}<br>`
       + 'An answer that still comes within the hour is applied, and you are told so.'
-      + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')));
+      + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')
+      + (question ? ' A question before a round\'s end only reports when answered late: run <code>!psi round</code> again to end that round.' : '')));
   };
 
   /**
@@ -982,9 +984,17 @@ var Mindscape = Mindscape || (() => {
 
   // revised-2e: ask the companion first when a fighter's mind may pay to close
   // (handleRoundChoices takes its answer); else end the round now.
-  const askOrEndRound = (requester, fighters, system) => {
+  // `paying`: the fighters the GM chose to pay when a button led here (their sheets
+  // changed since the question); when none of them may pay any more, the GM is told.
+  const askOrEndRound = (requester, fighters, system, paying = []) => {
     const asked = system === 'revised-2e' ? fighters.filter(mayPayToClose) : [];
+    const gone = paying.filter((ref) => !asked.includes(ref));
+    if (gone.length) {
+      whisperGM(box('before the round ends', `The mind of ${gone.map(fighterName).map(chatSafe).join(', ')} may no longer pay to close`
+        + (asked.length ? '.' : ': the round ends without anyone paying.')));
+    }
     if (!asked.length) return postEndRound(requester, fighters, system, {});
+    supersedeQuestions(fighters);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
       kind: 'round-choices', requester, involved: fighters, sent: asked, system, title: 'Before the round ends',
@@ -1012,6 +1022,7 @@ var Mindscape = Mindscape || (() => {
   // (its buttons must not end the round again).
   const postEndRound = (requester, fighters, system, choices) => {
     dropQuestionsFor(fighters);
+    supersedeQuestions(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
     const id = newId();
@@ -1031,6 +1042,16 @@ var Mindscape = Mindscape || (() => {
     let hash = 5381;
     for (let i = 0; i < text.length; i += 1) hash = ((hash * 33) ^ text.charCodeAt(i)) >>> 0;
     return `${text.length}:${hash.toString(36)}`;
+  };
+
+  // A question still on its way to the companion for any of these fighters is answered
+  // by what the GM does now (a round ended, a new question): its answer only reports.
+  const supersedeQuestions = (fighters) => {
+    const jobs = store().pending;
+    Object.keys(jobs).forEach((id) => {
+      const job = jobs[id];
+      if (job.kind === 'round-choices' && (job.involved || []).some((ref) => fighters.includes(ref))) job.superseded = true;
+    });
   };
 
   const dropQuestionsFor = (fighters) => {
@@ -1056,25 +1077,31 @@ var Mindscape = Mindscape || (() => {
   // or, when nobody can, the round ends at once and the GM is told why. A late answer
   // only reports: the GM may have ended the round another way meanwhile.
   const handleRoundChoices = (job, result) => {
-    const offers = (Array.isArray(result.combatants) ? result.combatants : [])
-      .filter((c) => isObject(c) && job.involved.includes(String(c.id)) && isObject(c.choices) && isObject(c.choices.close));
-    const payers = offers.filter((c) => c.choices.close.payable === true && Number.isInteger(c.choices.close.cost));
     const summary = chatSafe(result.summary || '');
-    if (job.late) {
-      return whisperGM(box('before the round ends', `${summary} This answer came late, so the round was not ended from it: `
+    if (job.late || job.superseded) {
+      const why = job.late ? 'This answer came late' : 'The round was ended, or asked about again, before this answer came';
+      return whisperGM(box('before the round ends', `${summary} ${why}, so the round was not ended from it: `
         + 'if it has not ended yet, run <code>!psi round</code> again.'));
     }
+    // Fighters deleted or gone into the encounter while the companion was asked are left out.
+    const { fighters, left } = fightersOutside(job.involved, 'joined the encounter since, which ends its own rounds');
+    if (left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
+    if (!fighters.length) return whisperGM(box('before the round ends', `${summary} None of these fighters is left outside the current encounter; nothing was sent.`));
+    const sent = job.sent || job.involved;
+    const offers = (Array.isArray(result.combatants) ? result.combatants : [])
+      .filter((c) => isObject(c) && sent.includes(String(c.id)) && fighters.includes(String(c.id)) && isObject(c.choices) && isObject(c.choices.close));
+    const payers = offers.filter((c) => c.choices.close.payable === true && Number.isInteger(c.choices.close.cost));
     if (!payers.length) {
       whisperGM(box('before the round ends', `${summary} The round ends without anyone paying.`));
-      return postEndRound(job.requester, job.involved, job.system, {});
+      return postEndRound(job.requester, fighters, job.system, {});
     }
     const now = Date.now();
-    dropQuestionsFor(job.involved);
+    dropQuestionsFor(fighters);
     pruneQuestions(now);
     const qid = newId();
     const payerRefs = payers.map((c) => String(c.id));
     store().questions[qid] = {
-      fighters: job.involved, system: job.system, payers: payerRefs, at: now,
+      fighters, system: job.system, payers: payerRefs, at: now,
       sheets: Object.fromEntries(payerRefs.map((ref) => [ref, sheetPrint(ref)])),
     };
     pruneQuestions(now);
@@ -1090,9 +1117,10 @@ var Mindscape = Mindscape || (() => {
   // changed since (its price may have too), the companion is asked again instead.
   const answerRoundQuestion = (msg, args) => {
     const qid = String(args.get('answer') || '');
-    const question = store().questions[qid];
-    if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete store().questions[qid];
-    if (!store().questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
+    const questions = store().questions;
+    const question = REQUEST_ID.test(qid) && Object.prototype.hasOwnProperty.call(questions, qid) ? questions[qid] : null;
+    if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
+    if (!question || !questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
     const closing = closeChoices(args, question.system, question.fighters);
     if (closing.error) return refuse(msg.playerid, closing.error);
     const paying = Object.keys(closing.choices);
@@ -1106,7 +1134,7 @@ var Mindscape = Mindscape || (() => {
     if (changed.length) {
       whisperGM(box('before the round ends', `The sheet of ${changed.map(fighterName).map(chatSafe).join(', ')} changed since the question, `
         + 'and so may the price: asking the companion again.'));
-      return askOrEndRound(msg.playerid, fighters, question.system);
+      return askOrEndRound(msg.playerid, fighters, question.system, changed);
     }
     const kept = Object.fromEntries(paying.filter((ref) => fighters.includes(ref)).map((ref) => [ref, { close: true }]));
     return postEndRound(msg.playerid, fighters, question.system, kept);
@@ -1998,7 +2026,14 @@ var Mindscape = Mindscape || (() => {
     if (msg.type !== 'api') return;
     const content = String(msg.content || '');
     if (/^!psi-result(\s|$)/i.test(content)) {
-      handleResult(msg);
+      // An answer is applied inside a guard too: a document deleted meanwhile must not
+      // take the sandbox down (the GM is told instead).
+      try {
+        handleResult(msg);
+      } catch (err) {
+        log(`${scriptName}: ${err && err.stack ? err.stack : err}`);
+        whisperGM(box('answer', 'An internal error happened while applying an answer; the API console has the details.'));
+      }
       return;
     }
     if (!/^!psi(\s|$)/i.test(content)) return;

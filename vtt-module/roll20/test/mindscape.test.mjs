@@ -1210,6 +1210,86 @@ test('pressed after a fighter joined the encounter, the button leaves it out; af
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(joined the encounter since/.test(w)));
 });
 
+const endRoundsSent = (ctx) => requests(ctx.sb).filter((r) => r.body.method === 'exchange.end_round');
+
+test('a round ended while its question is on the way is not ended again by the answer, whatever it says', () => {
+  for (const payable of [false, true]) {
+    const ctx = campaign();
+    ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+    const asked = lastRequest(ctx.sb);
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round --pay-none' });
+    answer(ctx, asked.id, closeOffer(asked.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable, reason: payable ? null : 'psp' }, 'Fenka may pay.'));
+    assert.equal(endRoundsSent(ctx).length, 1, `payable ${payable}`);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The round was ended, or asked about again, before this answer came/);
+    assert.equal(buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)).length, 0);
+  }
+  // An older question's button pressed while a newer question is on the way ends the
+  // round; the newer answer then only reports.
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const first = askedToClose(ctx, [ctx.tokens.fenka.id]);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  const second = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: first['Nobody pays'] });
+  answer(ctx, second.id, closeOffer(second.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 4, payable: false, reason: 'psp' }, 'Fenka cannot pay.'));
+  assert.equal(endRoundsSent(ctx).length, 1);
+});
+
+test('the answer leaves out fighters deleted or gone into the encounter meanwhile, and offers only the fighters it asked about', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  assert.deepEqual(roundRefs(asked), [ctx.tokens.ogre.id, ctx.fenka.id]);
+  ctx.tokens.ogre.remove();
+  ctx.sb.state.Mindscape.encounter = { id: 'enc-1', system: 'revised-2e', name: 'x', revision: 1, combatants: { [ctx.ulcen.id]: ctx.ulcen.id } };
+  const offer = { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null };
+  // An offer for Ulcen, who was not asked about, is no button.
+  answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { system: 'revised-2e', summary: 'S.', combatants: [
+    { id: ctx.tokens.ogre.id, name: 'Ogre', choices: { close: offer } }, { id: ctx.fenka.id, name: 'Fenka', choices: { close: offer } }, { id: ctx.ulcen.id, name: 'Ulcen', choices: { close: offer } }] } });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(joined the encounter since/.test(w)));
+  const buttons = Object.fromEntries(buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)));
+  assert.deepEqual(Object.keys(buttons), ['Fenka pays 10 PSPs', 'Nobody pays']);
+  ctx.sb.chat({ playerid: GM, content: buttons['Nobody pays'] });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.fenka.id]);
+  // Nobody can pay: the round ends at once, for those still outside alone.
+  const other = campaign();
+  other.sb.add('attribute', { _characterid: other.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  other.sb.add('attribute', { _characterid: other.ogre.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  other.sb.chat({ playerid: GM, selected: [other.tokens.ogre.id, other.tokens.fenka.id], content: '!psi round' });
+  const q = lastRequest(other.sb);
+  other.tokens.ogre.remove();
+  answer(other, q.id, closeOffer(q.id, other.fenka.id, { ...offer, psp: 4, payable: false, reason: 'psp' }, 'Fenka cannot pay.'));
+  assert.deepEqual(roundRefs(lastRequest(other.sb)), [other.fenka.id]);
+  assert.ok(other.sb.logs.every((line) => !/TypeError/.test(line)));
+});
+
+test('a button whose payer may no longer pay says so and ends the round without anyone paying; odd answer ids are refused', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx, [ctx.tokens.fenka.id]);
+  ctx.sb.attribute(ctx.fenka.id, 'psi_mind').set({ current: JSON.stringify({ state: 'open', opened_by: 'critical', may_pay_to_close: false, rounds_open: 2, locked_rounds: 3 }) });
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The mind of Fenka may no longer pay to close: the round ends without anyone paying\./.test(w)));
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.equal(ended.body.params.choices, undefined);
+  for (const qid of ['constructor', '__proto__', 'toString']) {
+    ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${qid} --pay-none` });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  }
+});
+
+test('a restart while a question is on the way says its late answer only reports', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+  ctx.sb.context.Mindscape.checkInstall();
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /A question before a round's end only reports when answered late: run <code>!psi round<\/code> again/);
+});
+
 test('with a generic mapping that keeps the mind in an attribute of its own, the companion is asked whose mind may pay', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr psp=PSP --attr psp_max=PSP|max --attr mind=MindState' });

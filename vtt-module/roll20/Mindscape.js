@@ -1968,6 +1968,8 @@ var Mindscape = Mindscape || (() => {
       return ref ? `${fighterName(ref)}: ${placed[2]}` : text;
     }).filter((line) => !warned.has(line));
     if (!lines.length) return;
+    // Lines with changing numbers ("…PSPs, 30") are new each time: keep the memory small.
+    if (warned.size > 500) warned.clear();
     lines.forEach((line) => warned.add(line));
     whisperGM(box('sheet warnings', `The companion had to assume this reading the sheets:<br>${lines.map(chatSafe).join('<br>')}`));
   };

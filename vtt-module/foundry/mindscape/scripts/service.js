@@ -670,6 +670,8 @@ export class Mindscape {
    */
   sheetWarnings(warnings, whoAt) {
     const lines = [];
+    // Lines with changing numbers ("…PSPs, 40") are new each time: keep the memory small.
+    if (this.warned.size > 500) this.warned.clear();
     for (const warning of warnings ?? []) {
       const text = String(warning);
       const placed = /^(\/[^:\s]*): (.*)$/s.exec(text);

@@ -312,3 +312,64 @@ async function openPanel(svc) {
   await panel.render();
   return panel;
 }
+
+// ------------------------------------------------------------------ a write-back that missed the sheets
+
+test("a step the companion stored but could not write back: the GM is told, and the sheets are not taken back into the encounter until the GM refreshes them", async () => {
+  const { t, ctl } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        for (const r of answer.results) r.updates = [];
+        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+      },
+    }),
+  });
+  const before = psp(t.actors.ulcen);
+  await ctl.resolve();
+  assert.equal(psp(t.actors.ulcen), before, "nothing was written");
+  assert.equal(t.clients.gm.notes.error.length, 1);
+  assert.match(t.clients.gm.notes.error[0], /^The companion stored the step but could not write it to the sheets \(error e-42; its log has the cause\)\..*keeps its own copy of Ulcen of Tyr, Fenka, Goblin until you bring their sheets in line and press Refresh from sheets\.$/);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+
+  // The next step keeps the encounter's copies: no sheet is taken again.
+  const from = t.daemon.calls.length;
+  await ctl.resolve({ force: true });
+  assert.deepEqual(calls(t, from).map((c) => c.method), ["encounter.resolve"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Kept the encounter's own copy of Ulcen of Tyr, Fenka, Goblin: a write-back missed their sheets/);
+
+  // The GM brings the sheets in line and refreshes: every sheet is taken, the hold ends.
+  const panelFrom = t.daemon.calls.length;
+  await makeApi(t.clients.gm.svc).refreshEncounter();
+  assert.deepEqual(calls(t, panelFrom).map((c) => c.method), ["encounter.refresh", "encounter.refresh", "encounter.refresh"]);
+  assert.equal(ctl.meta.held, undefined);
+});
+
+test("a write that fails in Foundry is held with its update, tried again before the next step, and the hold ends once it lands", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  const update = fenka.update.bind(fenka);
+  let refuse = true;
+  fenka.update = async (changes, options) => {
+    if (refuse && "flags.mindscape.revised-2e.psp" in changes) throw new Error("the document is locked");
+    return update(changes, options);
+  };
+  await ctl.resolve();
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The companion stored the step, but writing it to the sheet of Fenka failed \(.*the document is locked\)/);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
+  assert.notEqual(psp(fenka), enc.combatants.get("fenka-tokF").profile.psp, "the sheet is behind the encounter");
+
+  // Still refused: the next step keeps the encounter's Fenka and takes the others again.
+  let from = t.daemon.calls.length;
+  await ctl.resolve({ force: true });
+  assert.deepEqual(calls(t, from).filter((c) => c.method === "encounter.refresh").map((c) => c.params.combatant_id), ["ulcen", "goblin-tokG"]);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
+
+  // The write goes through when tried again: Fenka's sheet catches up and is taken again.
+  refuse = false;
+  from = t.daemon.calls.length;
+  await ctl.resolve({ force: true });
+  assert.deepEqual(calls(t, from).filter((c) => c.method === "encounter.refresh").map((c) => c.params.combatant_id), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+  assert.equal(ctl.meta.held, undefined);
+});

@@ -60,6 +60,8 @@ export function encounterView(state, meta, label = (_k, f) => f) {
     mindOpen: c?.mind?.state === "open",
     conditions: (c?.conditions ?? []).join(", "),
     waiting: waiting.has(id),
+    // A write-back missed this sheet: the encounter keeps its own copy (EncounterController#applyStep).
+    held: Boolean(meta.held?.[id]),
   }));
   return {
     active: true,
@@ -109,6 +111,15 @@ export function refreshReport(refreshed, label = (_k, f) => f) {
     .filter((r) => r.changed?.length)
     .map((r) => `${r.name} (${r.changed.map((f) => label(`MINDSCAPE.Field.${f}`, f.replace(/_/g, " "))).join(", ")})`)
     .join("; ");
+}
+
+/**
+ * The combatants a refresh left as the encounter holds them, because a write-back missed
+ * their sheets (`held`), by name, or "" when there were none.
+ * @param {{name:string, held?:boolean}[]} refreshed
+ */
+export function heldReport(refreshed) {
+  return (refreshed ?? []).filter((r) => r.held).map((r) => r.name).join(", ");
 }
 
 /**
@@ -223,7 +234,7 @@ export class EncounterController {
    */
   async collectChoices() {
     // Each choice is asked against the combatants as their sheets are now.
-    await this.refresh();
+    this.svc.reportRefresh(await this.refresh(), { quiet: true });
     const meta = this.meta;
     const state = await this.state();
     if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
@@ -261,10 +272,10 @@ export class EncounterController {
    * in the queue on those actors (it would wait for that task, which waits for it).
    * @returns {Promise<{combatantId:string, name:string, changed:string[], revision:number|null}[]>}
    */
-  async refresh() {
+  async refresh({ takeHeld = false } = {}) {
     if (!this.meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const keys = (await this.participants()).map((p) => p.actorUuid);
-    return this.svc.exchanges.run(keys, () => this.refreshNow());
+    return this.svc.exchanges.run(keys, () => this.refreshNow({ takeHeld }));
   }
 
   /**
@@ -274,35 +285,67 @@ export class EncounterController {
    * power) is not overwritten by the next write-back. A combatant whose token or actor is
    * gone is skipped, as it receives no updates either. When nothing changed the
    * companion stores nothing.
-   * @returns {Promise<{combatantId:string, name:string, changed:string[], revision:number|null}[]>}
+   *
+   * A combatant whose sheet a write-back missed (`meta.held`, see `applyStep`) would give
+   * the encounter its stale sheet: the updates that failed are tried again first, and
+   * when they still fail (or the companion could not make them) it keeps the encounter's
+   * copy and is reported `held`, unless `takeHeld` (the GM's own *Refresh from sheets*,
+   * after bringing the sheets in line), which takes it as it is and ends the hold.
+   * @param {{takeHeld?:boolean}} [options]
+   * @returns {Promise<{combatantId:string, name:string, changed:string[], dropped:string[], held?:boolean, revision:number|null}[]>}
    * @throws {RefreshRefusedError} when the companion refuses a combatant (a profile it no
    *   longer accepts, a combatant it does not know): the combatants after it are not sent
    */
-  async refreshNow() {
+  async refreshNow({ takeHeld = false } = {}) {
     const meta = this.meta;
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const adapter = await this.svc.adapterId();
+    const held = { ...(meta.held ?? {}) };
     const out = [];
-    for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
-      let docs;
-      try {
-        docs = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-      } catch {
-        continue; // a deleted token is no longer in the fight
+    try {
+      for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
+        let docs;
+        try {
+          docs = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+        } catch {
+          continue; // a deleted token is no longer in the fight
+        }
+        const name = docs.token?.name ?? entry.name ?? docs.actor.name;
+        if (held[cid]?.updates?.length) {
+          const retried = await applyPlan(held[cid].updates, this.svc.env.fromUuid);
+          const still = held[cid].updates.filter((u) => retried.some((r) => r.uuid === u.uuid && !r.ok));
+          if (still.length) held[cid] = { updates: still };
+          else delete held[cid];
+        }
+        if (held[cid] && !takeHeld) {
+          out.push({ combatantId: cid, name, changed: [], dropped: [], held: true, revision: null });
+          continue;
+        }
+        let answer;
+        try {
+          answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, docs.token, adapter) });
+        } catch (error) {
+          // The companion answered no: say whose sheet. Anything else (not running) as it is.
+          if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
+          throw error;
+        }
+        delete held[cid];
+        this.svc.sheetWarnings(answer?.warnings, { "": name });
+        out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
       }
-      const name = docs.token?.name ?? entry.name ?? docs.actor.name;
-      let answer;
-      try {
-        answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, docs.token, adapter) });
-      } catch (error) {
-        // The companion answered no: say whose sheet. Anything else (not running) as it is.
-        if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
-        throw error;
-      }
-      this.svc.sheetWarnings(answer?.warnings, { "": name });
-      out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
+    } finally {
+      await this.saveHeld(held);
     }
     return out;
+  }
+
+  /** Store `held` in the encounter's meta when it differs from what is stored. */
+  async saveHeld(held) {
+    const meta = this.meta;
+    if (!meta.id || JSON.stringify(meta.held ?? {}) === JSON.stringify(held)) return;
+    const next = { ...meta, held };
+    if (!Object.keys(held).length) delete next.held;
+    await this.saveMeta(next);
   }
 
   /** The participants of the encounter, for routing updates. */
@@ -317,9 +360,57 @@ export class EncounterController {
     return out;
   }
 
-  async applyStep(answer) {
-    const { plan } = planUpdates(updatesOfStep(answer), await this.participants());
-    await applyPlan(plan, this.svc.env.fromUuid);
+  /** The encounter's participants by combatant id (those whose token or actor is gone left out). */
+  async participantsById() {
+    const out = new Map();
+    for (const [cid, entry] of Object.entries(this.meta.combatants ?? {})) {
+      try {
+        const { token, actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+        out.set(cid, participantOf(token, actor));
+      } catch { /* a deleted token no longer receives updates */ }
+    }
+    return out;
+  }
+
+  /**
+   * Write a stored step's (or undo's) updates to the sheets. The companion has stored it
+   * whatever happens here, so a sheet it misses must not be taken back into the
+   * encounter as it is: when the companion could not make the write-back
+   * (`updates_failed`), every combatant is held; when writing one document fails, the
+   * combatants it belongs to are held with that update, to be tried again before the
+   * next refresh (`refreshNow`). The GM is told whose sheets are behind and why.
+   */
+  async applyStep(answer, { undo = false } = {}) {
+    const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : "MINDSCAPE.Encounter.TheStep");
+    const byId = await this.participantsById();
+    const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
+    const report = await applyPlan(plan, this.svc.env.fromUuid);
+    const meta = this.meta;
+    const held = { ...(meta.held ?? {}) };
+    const names = (ids) => ids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
+    const failed = answer?.updates_failed;
+    if (failed) {
+      const ids = Object.keys(meta.combatants ?? {});
+      for (const cid of ids) held[cid] = { updates: null };
+      this.svc.env.ui?.notifications?.error(this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }));
+    }
+    const missed = report.filter((r) => !r.ok);
+    if (missed.length) {
+      const ids = [];
+      for (const m of missed) {
+        const update = plan.find((u) => u.uuid === m.uuid);
+        for (const [cid, p] of byId) {
+          if (![p.actorUuid, p.tokenUuid, p.baseActorUuid].includes(m.uuid)) continue;
+          const before = held[cid];
+          held[cid] = { updates: before && before.updates === null ? null : [...(before?.updates ?? []), update] };
+          ids.push(cid);
+        }
+      }
+      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
+        what, names: names([...new Set(ids)]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
+      }));
+    }
+    await this.saveHeld(held);
     return plan;
   }
 
@@ -336,8 +427,7 @@ export class EncounterController {
       const refreshed = await this.refreshNow();
       // A choice the sheets no longer allow was dropped: say whose (the resolve then waits
       // for them, or with force counts them as making none).
-      const again = droppedReport(refreshed);
-      if (again) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
+      this.svc.reportRefresh(refreshed, { quiet: true });
       return this.resolveNow({ force, physical });
     });
   }
@@ -371,7 +461,7 @@ export class EncounterController {
   /** Undo the last step; the daemon's answer's updates (if any) restore the sheets. */
   async undo() {
     const answer = await this.svc.rpc("encounter.undo", { id: this.meta.id });
-    await this.applyStep(answer);
+    await this.applyStep(answer, { undo: true });
     return answer;
   }
 
@@ -440,7 +530,7 @@ export function makeEncounterPanel(foundry, svc) {
         create: EncounterPanel.#run((c) => c.create(selectedTokenUuids(svc.game))),
         add: EncounterPanel.#run((c) => c.add(selectedTokenUuids(svc.game))),
         ask: EncounterPanel.#run((c) => c.collectChoices()),
-        refresh: EncounterPanel.#run(async (c) => svc.reportRefresh(await c.refresh())),
+        refresh: EncounterPanel.#run(async (c) => svc.reportRefresh(await c.refresh({ takeHeld: true }))),
         resolve: EncounterPanel.#run((c) => c.resolve()),
         force: EncounterPanel.#run((c) => c.resolve({ force: true })),
         undo: EncounterPanel.#run((c) => c.undo()),

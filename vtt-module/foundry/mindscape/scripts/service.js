@@ -23,7 +23,7 @@ import {
   endRoundParams, mayPayToClose, roundCombatantId, roundParticipants, splitByEncounter,
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
-import { droppedReport, refreshReport } from "./encounter.js";
+import { droppedReport, heldReport, refreshReport } from "./encounter.js";
 
 /**
  * @typedef {object} Env
@@ -875,15 +875,23 @@ export class Mindscape {
   async refreshEncounterFor(_request, sender) {
     if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.RefreshGMOnly");
     if (!this.env.encounters) throw new UsageError("MINDSCAPE.Error.NoEncounter");
-    return this.env.encounters.refresh();
+    // The GM asked for it: sheets a write-back missed are taken as they are now too.
+    return this.env.encounters.refresh({ takeHeld: true });
   }
 
-  /** Tell this user which combatants a refresh took again from their sheets, and which fields; nothing when all matched. */
-  reportRefresh(refreshed) {
+  /**
+   * Tell this user which combatants a refresh took again from their sheets, and which
+   * fields (nothing when all matched; `quiet`: not at all, for the refresh a step does by
+   * itself), whose declared choice was dropped, and whose sheet was left out because a
+   * write-back missed it.
+   */
+  reportRefresh(refreshed, { quiet = false } = {}) {
     const list = refreshReport(refreshed, this.t.label);
-    if (list) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
+    if (list && !quiet) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
     const again = droppedReport(refreshed);
     if (again) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
+    const held = heldReport(refreshed);
+    if (held) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Encounter.KeptHeld", { list: held }));
     return refreshed;
   }
 

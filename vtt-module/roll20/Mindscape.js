@@ -1333,8 +1333,78 @@ var Mindscape = Mindscape || (() => {
     const params = withRevision(enc, { id: enc.id });
     if (force) params.force = true;
     return postRequest(rpcBody(newId(), 'encounter.resolve', params), {
-      kind: 'encounter.resolve', requester, involved: Object.keys(enc.combatants), title: enc.name || 'Encounter',
+      kind: 'encounter.resolve', requester, involved: Object.keys(enc.combatants), title: enc.name || 'Encounter', encounter: enc.id,
     }, 'resolve the next step of the encounter');
+  };
+
+  // ------------------------------------------------------ held combatants
+
+  // A step (a resolve or an undo) is stored in the companion before its write-back
+  // reaches the sheets. When the write-back never gets there (the companion could not
+  // make it: updates_failed; or writing it here failed), the sheet is stale and the
+  // encounter's copy of that combatant is the true one: the refresh before the next
+  // resolve would put the stale sheet back into the encounter and lose the step. Such a
+  // combatant is *held*: that refresh leaves it out until the GM has brought the sheet in
+  // line and run !psi encounter refresh. `enc.held` lists the refs; `enc.holds` counts
+  // the holds made, so that a refresh run that sees it change knows a sheet it read may
+  // lack the step (the GM cannot have put it right yet). An encounter saved before holds
+  // existed has neither: nobody is held.
+
+  const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
+
+  const holdFighters = (enc, refs) => {
+    enc.held = Array.from(new Set(heldOf(enc).concat(refs.filter((ref) => enc.combatants[ref]))));
+    enc.holds = (Number.isInteger(enc.holds) ? enc.holds : 0) + 1;
+  };
+
+  const releaseFighter = (enc, ref) => { enc.held = heldOf(enc).filter((held) => held !== ref); };
+
+  // The current encounter when a request was made for it (a job from before requests
+  // recorded their encounter counts as the current one's), else null.
+  const jobEncounter = (job) => {
+    const enc = store().encounter;
+    return enc && (job.encounter === undefined || job.encounter === enc.id) ? enc : null;
+  };
+
+  const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];
+
+  const REFRESH_TO_RELEASE = 'run <code>!psi encounter refresh</code> (until then, the refresh before a resolve leaves them out).';
+
+  // A step's write-back that the companion could not make (updates_failed, API.md): the
+  // step is done there all the same, so every combatant of the encounter is held.
+  const reportUnmadeWriteBack = (job, result) => {
+    const failure = result.updates_failed;
+    const errorId = ['string', 'number'].includes(typeof failure.error_id) ? chatSafe(failure.error_id) : 'none given';
+    const undo = job.kind === 'encounter.undo';
+    const enc = jobEncounter(job);
+    const lines = [`${undo ? 'The undo' : 'The step'} is stored in the companion, but the companion could not write it to the sheets `
+      + `(error id <b>${errorId}</b>; the companion's log has the cause). The sheets still show the state before it`
+      + `${undo ? ', with the undone step\'s changes' : ''}.`];
+    if (enc) {
+      const all = Object.keys(enc.combatants);
+      holdFighters(enc, all);
+      lines.push(`The encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''} until you have brought `
+        + `the sheets in line by hand (from the card, or <code>!psi encounter status</code>) and ${REFRESH_TO_RELEASE}`);
+    } else {
+      lines.push('That encounter is no longer the current one here: bring the sheets in line by hand.');
+    }
+    whisperGM(box('sheets not updated', lines.join('<br>')));
+  };
+
+  // The fighters whose write-back failed here (applyUpdates): the GM learns whose sheet
+  // lacks what; after an encounter's step, those in the encounter are held.
+  const reportMissedWrites = (job, failed, othersWritten) => {
+    const enc = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
+    const inEncounter = enc ? failed.map((f) => f.ref).filter((ref) => enc.combatants[ref]) : [];
+    if (inEncounter.length) holdFighters(enc, inEncounter);
+    const lines = failed.map((f) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
+      + `${Object.keys(f.attributes).map((name) => `${chatSafe(name)} ${['current', 'max'].filter((part) => part in f.attributes[name])
+        .map((part) => `${part === 'max' ? 'max ' : ''}${chatSafe(f.attributes[name][part])}`).join(', ')}`).join('; ')}`);
+    const next = inEncounter.length
+      ? `The encounter keeps its own copy of ${namesOf(inEncounter)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`
+      : 'Put these values on the sheet by hand if it is still needed.';
+    whisperGM(box('sheets not updated', `These sheets missed the changes of this answer (${chatSafe(job.title || job.description || job.kind)}); `
+      + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next}`));
   };
 
   // ------------------------------------------- taking the sheets again (refresh)
@@ -1347,9 +1417,12 @@ var Mindscape = Mindscape || (() => {
   // something is a step of its own, so a second request sent beside it would be stale).
   // The run travels from request to request in the pending job: `run` is
   // {encounter, requester, ref (being refreshed), queue (still to do), done: [{ref,
-  // changed}], gone, resolve: null | {force}}. It stops at the first error and at a late
-  // answer (after a timeout or a restart the GM may have gone on: nothing follows
-  // unasked); a run made for !psi encounter resolve sends the resolve only at its end.
+  // changed, dropped, held}], gone, kept, holds, resolve: null | {force}}. It stops at
+  // the first error and at a late answer (after a timeout or a restart the GM may have
+  // gone on: nothing follows unasked); a run made for !psi encounter resolve sends the
+  // resolve only at its end. It leaves out (`kept`) the combatants held (above): a run
+  // for a resolve all of them, the GM's own !psi encounter refresh only those held while
+  // it ran (`holds`: enc.holds when it began); it takes the others and lets go of them.
 
   const refreshUnderWay = (enc) => Object.values(store().pending)
     .some((job) => job.kind === 'encounter.refresh' && !job.late && isObject(job.run) && job.run.encounter === enc.id);
@@ -1357,13 +1430,23 @@ var Mindscape = Mindscape || (() => {
   const namesOf = (refs) => refs.map(fighterName).map(chatSafe).join(', ');
 
   // What a run found, one line each: the combatants whose fields changed, those whose
-  // sheet matched, those whose token or character is gone. `complete`: the run ended.
+  // sheet matched, those held and left out, those whose token or character is gone, and
+  // whom it let go of. `complete`: the run ended.
   const refreshReport = (run, complete) => {
     const changed = run.done.filter((d) => d.changed.length);
     const same = run.done.filter((d) => !d.changed.length).map((d) => d.ref);
+    const kept = run.kept || [];
     const lines = changed.map((d) => `${chatSafe(fighterName(d.ref))}: ${d.changed.map(chatSafe).join(', ')} taken again from the sheet.`);
-    if (same.length) lines.push(`${changed.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
+    if (same.length) lines.push(`${changed.length || kept.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
+    if (kept.length && run.resolve) lines.push(`Kept the encounter's copy of ${namesOf(kept)} (${kept.length > 1 ? 'their sheets' : 'its sheet'} missed a write-back).`);
     if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
+    const released = run.done.filter((d) => d.held === 'released').map((d) => d.ref);
+    if (released.length) lines.push(`No longer held (the encounter has taken the sheet): ${namesOf(released)}.`);
+    const still = (run.resolve ? [] : kept).concat(run.done.filter((d) => d.held === 'still').map((d) => d.ref));
+    if (still.length) {
+      lines.push(`Still held, a write-back failed while this refresh ran: ${namesOf(still)}. `
+        + 'Bring the sheet in line and run <code>!psi encounter refresh</code> again.');
+    }
     // A declared choice the sheets no longer allow was dropped by the companion: name
     // who must declare again (combatant ids back to fighters).
     const enc = store().encounter;
@@ -1395,10 +1478,13 @@ var Mindscape = Mindscape || (() => {
     const enc = store().encounter;
     const queue = run.queue.slice();
     const gone = run.gone.slice();
+    const kept = (run.kept || []).slice();
     while (queue.length) {
       const ref = queue.shift();
       // A resync (!psi encounter status) may have dropped it meanwhile.
       if (!enc.combatants[ref]) continue;
+      // Its sheet lacks a stored step: taking it would lose that step.
+      if (heldOf(enc).includes(ref) && (run.resolve || heldSinceStart(enc, run))) { kept.push(ref); continue; }
       if (!fighterCharacter(ref)) { gone.push(ref); continue; }
       const params = withRevision(enc, { id: enc.id, combatant_id: enc.combatants[ref], combatant: combatantOf(ref) });
       const step = run.done.length + 1;
@@ -1407,18 +1493,25 @@ var Mindscape = Mindscape || (() => {
         requester: run.requester,
         involved: [],
         title: `Refresh of ${fighterName(ref)}`,
-        run: Object.assign({}, run, { ref, queue, gone }),
+        run: Object.assign({}, run, { ref, queue, gone, kept }),
       }, `take ${fighterName(ref)} again from the sheet (${step} of ${step + queue.length})`);
     }
-    return finishRefresh(Object.assign({}, run, { ref: null, queue, gone }));
+    return finishRefresh(Object.assign({}, run, { ref: null, queue, gone, kept }));
   };
 
   const startRefresh = (requester, enc, resolve) => refreshNext({
-    encounter: enc.id, requester, ref: null, queue: Object.keys(enc.combatants), done: [], gone: [], resolve,
+    encounter: enc.id, requester, ref: null, queue: Object.keys(enc.combatants), done: [], gone: [], kept: [], holds: enc.holds, resolve,
   });
+
+  // Whether anyone was held since the run began (a run kept from before holds existed
+  // counts as such when anyone is held: the cautious answer).
+  const heldSinceStart = (enc, run) => enc.holds !== run.holds;
 
   // The answer to one refresh of a run: the revision it gives is the one the next
   // request names (never going back: a declaration answered meanwhile may be newer).
+  // The GM's own refresh lets go of a held combatant it took (a late answer too: the
+  // companion took the sheet), unless someone was held after the run began: the sheet
+  // was then read before the GM could put it right.
   const handleRefresh = (job, answer) => {
     const run = job.run;
     if (answer.error) {
@@ -1430,7 +1523,13 @@ var Mindscape = Mindscape || (() => {
     const current = Boolean(enc && enc.id === run.encounter);
     if (current && Number.isInteger(result.revision) && !(enc.revision > result.revision)) enc.revision = result.revision;
     const dropped = Array.isArray(result.dropped_choices) ? result.dropped_choices.map(String) : [];
-    const done = Object.assign({}, run, { done: run.done.concat([{ ref: run.ref, changed: result.changed.map(String), dropped }]) });
+    const entry = { ref: run.ref, changed: result.changed.map(String), dropped };
+    if (current && !run.resolve && heldOf(enc).includes(run.ref)) {
+      const readBefore = heldSinceStart(enc, run);
+      if (!readBefore) releaseFighter(enc, run.ref);
+      entry.held = readBefore ? 'still' : 'released';
+    }
+    const done = Object.assign({}, run, { done: run.done.concat([entry]) });
     if (!current || job.late) {
       const why = current ? 'This answer came late, so nothing more was sent.' : 'The current encounter changed here meanwhile, so nothing more was sent.';
       const rest = done.queue.length ? ` Not taken again: ${namesOf(done.queue)}.` : '';
@@ -1507,7 +1606,7 @@ var Mindscape = Mindscape || (() => {
       return encounterRequest(msg, 'encounter.get', { id: enc.id }, { kind: 'encounter.get' }, 'show the encounter and resync');
     }
     if (action === 'undo') {
-      return encounterRequest(msg, 'encounter.undo', withRevision(enc, { id: enc.id }), { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone' }, 'undo the last step of the encounter');
+      return encounterRequest(msg, 'encounter.undo', withRevision(enc, { id: enc.id }), { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone', encounter: enc.id }, 'undo the last step of the encounter');
     }
     return refuse(msg.playerid, 'encounter wants one of create, add, declare, refresh, resolve, get, status, undo, end.');
   };
@@ -1542,7 +1641,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). <code>!psi encounter status</code> asks the companion where the encounter stands and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code>. <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
@@ -1590,12 +1689,13 @@ var Mindscape = Mindscape || (() => {
   // Any name a sheet or a mapping may use, but nothing with control characters.
   const ATTRIBUTE_NAME = /^[^\u0000-\u001f\u007f]{1,200}$/;
 
-  // Validates the write-back patches before any is applied: all or nothing.
+  // Validates the write-back patches before any is applied: all or nothing. A fighter
+  // deleted since the request is no fault of the answer (the companion may have stored
+  // the step already): applyUpdates skips it and the GM is told.
   const updatesProblem = (updates, involved) => {
     for (const [i, update] of updates.entries()) {
       if (!isObject(update) || typeof update.character_id !== 'string') return `updates/${i} lacks a character_id`;
       if (!involved.includes(update.character_id)) return `updates/${i} names character ${update.character_id}, which this request did not involve`;
-      if (!fighterCharacter(update.character_id)) return `updates/${i} names a character or token that no longer exists`;
       if (!isObject(update.attributes)) return `updates/${i}/attributes is not an object`;
       for (const name of Object.keys(update.attributes)) {
         const value = update.attributes[name];
@@ -1644,17 +1744,30 @@ var Mindscape = Mindscape || (() => {
     if (Object.keys(own).length) store().tokens[token.id] = own;
   };
 
-  /** Writes the updates: a character's attributes, or an unlinked token's bars and values. */
+  /**
+   * Writes the updates: a character's attributes, or an unlinked token's bars and values.
+   * Each fighter is written on its own: one whose character or token is gone, or whose
+   * write throws, is listed in `failed` ({ref, gone, attributes}) and the others are
+   * still written. Returns {written: ["name: attribute"], failed}.
+   */
   const applyUpdates = (updates) => {
     const written = [];
+    const failed = [];
     updates.forEach((update) => {
       const ref = update.character_id;
-      const token = ownToken(ref);
-      if (token) applyTokenUpdate(token, fighterCharacter(ref), update.attributes);
-      else Object.keys(update.attributes).forEach((name) => writeAttribute(ref, name, update.attributes[name]));
+      if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes }); return; }
+      try {
+        const token = ownToken(ref);
+        if (token) applyTokenUpdate(token, fighterCharacter(ref), update.attributes);
+        else Object.keys(update.attributes).forEach((name) => writeAttribute(ref, name, update.attributes[name]));
+      } catch (err) {
+        log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
+        failed.push({ ref, gone: false, attributes: update.attributes });
+        return;
+      }
       Object.keys(update.attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
     });
-    return written;
+    return { written, failed };
   };
 
   // `whose` names the fighter a die was rolled for, where several fighters roll alike.
@@ -1758,7 +1871,7 @@ var Mindscape = Mindscape || (() => {
         return whisperGM(box('encounter', `The companion created encounter <b>${chatSafe(result.id)}</b> after all; `
           + `<b>${chatSafe(current.id)}</b> stays the current one here.`));
       }
-      store().encounter = { id: String(result.id), system: job.system, name: job.name, revision: result.revision, combatants: {} };
+      store().encounter = { id: String(result.id), system: job.system, name: job.name, revision: result.revision, combatants: {}, held: [] };
       return whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
     },
     'encounter.declare': (job, result) => {
@@ -1790,8 +1903,11 @@ var Mindscape = Mindscape || (() => {
       const closing = Object.keys(offers).filter((c) => isObject(offers[c]) && offers[c].payable === true)
         .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
+      const held = heldOf(enc);
+      const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; bring them in line, `
+        + `then <code>!psi encounter refresh</code>): ${namesOf(held)}` : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
-        + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}`);
+        + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
     'encounter.undo': (job, result) => {
       if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;
@@ -1941,8 +2057,11 @@ var Mindscape = Mindscape || (() => {
     if (job.batch) return handleBatch(job, answer);
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);
-    const written = applyUpdates(outcome.updates);
+    const { written, failed } = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
+    // Before the handler, so that a hold is kept even should the card fail.
+    if (STEP_KINDS.includes(job.kind) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
+    if (failed.length) reportMissedWrites(job, failed, written.length > 0);
     sheetWarnings(job, answer.result);
     return HANDLERS[job.kind](job, answer.result);
   };
@@ -1994,6 +2113,7 @@ var Mindscape = Mindscape || (() => {
     if (!isObject(result) && !Array.isArray(result)) return problem('the result is not an object');
     if (job.kind === 'encounter.create' && (result.id === undefined || result.id === null)) return problem('the result lacks the encounter id');
     if (job.kind === 'encounter.refresh' && !Array.isArray(result.changed)) return problem('the result lacks the list of changed fields');
+    if (result.updates_failed !== undefined && !isObject(result.updates_failed)) return problem('updates_failed is not an object');
     const updates = collectUpdates(result);
     const wrong = updatesProblem(updates, job.involved || []);
     if (wrong) return problem(wrong);

@@ -1831,3 +1831,182 @@ test('the help handout lists !psi rest and the encounter\'s refresh', () => {
   assert.match(notes, /<code>!psi rest --hours N<\/code> \(GM\).*power-pool: one long rest, no <code>--hours<\/code>\. combat-strength has no rest\./);
   assert.match(notes, /<code>!psi encounter create\|add\|declare\|refresh\|resolve\|get\|undo\|end<\/code>.*<code>resolve<\/code> does it first by itself \(<code>--no-refresh<\/code> skips it\)/);
 });
+
+// --------------------------------------- write-backs that miss the sheets (held)
+
+// An encounter.resolve answer: the exchange of exchangeResult as the step's one result,
+// its updates beside it (API.md), `extra` over them (updates_failed).
+const stepAnswer = (ctx, req, revision, extra = {}) => {
+  const { updates, ...step } = exchangeResult(ctx, req.id).result;
+  return { jsonrpc: '2.0', id: req.id, result: { round: 1, results: [step], summary: 'Round 1.', rolls: step.rolls, revision, updates, ...extra } };
+};
+
+const UNMADE = { updates: [], updates_failed: { error_id: 'e-42' } };
+
+const resolveNow = (ctx) => {
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  return lastRequest(ctx.sb);
+};
+
+// Fenka's HP cannot be written (as a sheet deleted or locked meanwhile would throw).
+const lockFenkaHp = (ctx) => {
+  ctx.sb.attribute(ctx.fenka.id, 'HP').setWithWorker = () => { throw new Error('sheet locked'); };
+};
+
+const held = (ctx) => plain(ctx.sb.state.Mindscape.encounter.held);
+
+test('a step the companion stored but could not write back (updates_failed) is told to the GM, and every combatant is held', () => {
+  const ctx = encounterWithTwo();
+  const resolve = resolveNow(ctx);
+  // The answer is checked whole first: a malformed updates_failed is refused.
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 3, { updates: [], updates_failed: 'e-42' }));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused.*updates_failed is not an object/);
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 3, UNMADE));
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, /The step is stored in the companion, but the companion could not write it to the sheets \(error id <b>e-42<\/b>; the companion's log has the cause\)\. The sheets still show the state before it\./);
+  assert.match(told, /The encounter keeps its own copy of every combatant \(Ulcen of Tyr, Fenka\) until you have brought the sheets in line by hand \(from the card, or <code>!psi encounter status<\/code>\) and run <code>!psi encounter refresh<\/code>/);
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  // The step is done all the same: its card, its revision, and nothing written.
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(ctx.sb.chats.at(-1).input, /^&\{template:default\} \{\{name=Encounter: round 1\}\}/);
+});
+
+test('an undo the companion stored but could not write back says the sheets still hold the undone step, and holds every combatant', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [], updates_failed: { error_id: 'e-43' } } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, /The undo is stored in the companion, but the companion could not write it to the sheets \(error id <b>e-43<\/b>.*The sheets still show the state before it, with the undone step's changes\./);
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+});
+
+test('a write that fails for one fighter of a step is reported and holds that fighter; the other fighters are still written', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const resolve = resolveNow(ctx);
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 3));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, /These sheets missed the changes of this answer \(Encounter\); the other changes were written:<br><b>Fenka<\/b> \(writing failed; the API console has the details\): HP 2; psionic-mind-state open<br>The encounter keeps its own copy of Fenka until you have brought the sheet in line by hand and run <code>!psi encounter refresh<\/code>/);
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  assert.ok(ctx.sb.logs.some((line) => /writing the update of .* failed: Error: sheet locked/.test(line)));
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(ctx.sb.chats.at(-1).input, /template:default/);
+});
+
+test('a fighter deleted before its answer is applied misses its write-back; the answer is applied for the others, and nobody is held outside an encounter', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, new RegExp(`<b>${ctx.fenka.id}</b> \\(its character or token is gone\\): HP 2; psionic-mind-state open<br>Put these values on the sheet by hand`));
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused/.test(w)));
+  assert.match(ctx.sb.chats.at(-1).input, /template:default/);
+});
+
+test('the refresh before a resolve keeps the encounter\'s copy of a held combatant and says so', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  const only = lastRequest(ctx.sb);
+  assert.deepEqual([only.body.method, only.body.params.combatant_id], ['encounter.refresh', ctx.ulcen.id]);
+  refreshAnswer(ctx, only, 3);
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Unchanged: Ulcen of Tyr\.<br>Kept the encounter's copy of Fenka \(its sheet missed a write-back\)\./);
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
+  // Everyone held (updates_failed): the resolve goes at once, saying so.
+  const all = encounterWithTwo();
+  const step = resolveNow(all);
+  answer(all, step.id, stepAnswer(all, step, 3, UNMADE));
+  all.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(refreshes(all.sb).length, 0);
+  assert.match(whispersTo(all.sb, 'gm').find((w) => /before resolving/.test(w)), /Kept the encounter's copy of Ulcen of Tyr, Fenka \(their sheets missed a write-back\)\./);
+  assert.deepEqual(lastRequest(all.sb).body.params, { id: 'enc-1', revision: 3 });
+});
+
+test('!psi encounter refresh takes held combatants too and lets go of each it took; status lists who is still held', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(ctx.sb);
+  assert.equal(first.body.params.combatant_id, ctx.ulcen.id);
+  refreshAnswer(ctx, first, 4, ['psp']);
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  const second = lastRequest(ctx.sb);
+  assert.equal(second.body.params.combatant_id, ctx.fenka.id);
+  answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, error: { code: 4004, message: 'Not found', data: { id: 'enc-1' } } });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /No longer held \(the encounter has taken the sheet\): Ulcen of Tyr\./.test(w)));
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; bring them in line, then <code>!psi encounter refresh<\/code>\): Fenka<\/div>$/);
+  // Taken again successfully, Fenka is let go of too, and status lists nobody.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.deepEqual(held(ctx), []);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const again = lastRequest(ctx.sb);
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: { id: 'enc-1', phase: 'declare', revision: 4, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Held/);
+});
+
+test('a refresh does not let go of a combatant held while it ran: the sheet it read predates the step', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(ctx.sb);
+  assert.equal(first.body.method, 'encounter.refresh');
+  // The undo is answered (unwritten) while Ulcen's sheet, read before it, is on its way.
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [], updates_failed: { error_id: 'e-44' } } });
+  refreshAnswer(ctx, first, 2);
+  assert.equal(refreshes(ctx.sb).length, 1, 'Fenka, held meanwhile, is not taken');
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still held, a write-back failed while this refresh ran: Fenka, Ulcen of Tyr\. Bring the sheet in line and run <code>!psi encounter refresh<\/code> again\./);
+  // A refresh the GM starts after the hold takes both and lets go.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('a new encounter starts with nobody held, and ending an encounter forgets its holds', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  assert.deepEqual(held(ctx), []);
+  const other = encounterWithTwo();
+  const unmade = resolveNow(other);
+  answer(other, unmade.id, stepAnswer(other, unmade, 3, UNMADE));
+  other.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  assert.equal(other.sb.state.Mindscape.encounter, null);
+  other.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const again = lastRequest(other.sb);
+  answer(other, again.id, { jsonrpc: '2.0', id: again.id, result: { id: 'enc-3', revision: 0 } });
+  assert.deepEqual(held(other), []);
+});
+
+test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /that combatant is held: <code>resolve<\/code> keeps the encounter's copy of it until you have put the sheet right and run <code>refresh<\/code>.*lists who is held/);
+});

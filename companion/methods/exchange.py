@@ -52,7 +52,6 @@ async def exchange_end_round(ctx: Context, params: dict[str, Any]) -> dict[str, 
     return answer_with_updates(ctx.services, params, system, system.end_round)
 
 
-
 async def exchange_round_end_choices(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``exchange.round_end_choices``: what each combatant may choose at the end of this
     round and on what terms (revised-2e: paying to close a mind), changing nothing."""
@@ -62,6 +61,7 @@ async def exchange_round_end_choices(ctx: Context, params: dict[str, Any]) -> di
     if refs:
         result["warnings"] = warnings_of(refs)
     return result
+
 
 METHODS = [
     MethodSpec("exchange.resolve", EXCHANGE, exchange_resolve,

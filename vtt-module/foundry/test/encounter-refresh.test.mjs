@@ -7,7 +7,7 @@
 // on demand and say what changed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
+import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
@@ -372,4 +372,121 @@ test("a write that fails in Foundry is held with its update, tried again before 
   await ctl.resolve({ force: true });
   assert.deepEqual(calls(t, from).filter((c) => c.method === "encounter.refresh").map((c) => c.params.combatant_id), ["ulcen", "fenka-tokF", "goblin-tokG"]);
   assert.equal(ctl.meta.held, undefined);
+});
+
+/**
+ * `encounter()` with an undo in the fake companion that restores the profiles from before
+ * the last resolve and answers their write-back, as API.md's encounter.undo does.
+ */
+async function encounterWithUndo({ extraTokens, slowRefreshOf } = {}) {
+  const { methods, enc } = encounterMethods();
+  let snapshot = null;
+  const resolve = methods["encounter.resolve"];
+  methods["encounter.resolve"] = (p) => {
+    snapshot = new Map([...enc.combatants].map(([cid, c]) => [cid, structuredClone(c.profile)]));
+    return resolve(p);
+  };
+  methods["encounter.undo"] = () => {
+    const updates = [];
+    for (const [cid, profile] of snapshot) {
+      const c = enc.combatants.get(cid);
+      if (JSON.stringify(c.profile) === JSON.stringify(profile)) continue;
+      c.profile = profile;
+      updates.push({ uuid: actorUuidOfRef(c.ref), update: { "flags.mindscape.revised-2e.psp": profile.psp } });
+    }
+    enc.revision++;
+    return { revision: enc.revision, undone: enc.revision - 1, updates };
+  };
+  const refresh = methods["encounter.refresh"];
+  const slow = { on: false };
+  methods["encounter.refresh"] = async (p) => { if (slow.on && p.combatant_id === slowRefreshOf) await tick(20); return refresh(p); };
+  const t = makeTable({ methods });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid, ...(extraTokens?.(t) ?? [])], "Vault");
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  return { t, gm, ctl: gm.encounters, enc, slow };
+}
+
+/** Make `actor` refuse writes of its PSPs while `lock.on`. */
+function lockPsp(actor) {
+  const update = actor.update.bind(actor);
+  const lock = { on: true };
+  actor.update = async (changes, options) => {
+    if (lock.on && "flags.mindscape.revised-2e.psp" in changes) throw new Error("the document is locked");
+    return update(changes, options);
+  };
+  return lock;
+}
+
+test("an undo that lands on a held sheet ends the hold: the failed write is not tried again over it", async () => {
+  const { t, ctl, enc } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  assert.equal(psp(fenka), 30);
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 19);
+  lock.on = false;
+  await ctl.undo();
+  assert.equal(psp(fenka), 30);
+  assert.equal(ctl.meta.held, undefined, "the undo wrote every field the failed write held");
+  await ctl.refresh();
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 30, "the undo stays undone");
+  assert.equal(psp(fenka), 30);
+});
+
+test("a sheet the GM put right by hand is not written over: Refresh from sheets takes it, and an automatic refresh leaves it alone", async () => {
+  const { t, ctl, enc } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  lock.on = false;
+  // From the card: 19, less 4 spent on a power since.
+  await fenka.update({ "flags.mindscape.revised-2e.psp": 15 });
+  await ctl.refresh();
+  assert.equal(psp(fenka), 15, "the automatic refresh does not write the old value over the GM's");
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The sheet of Fenka changed since a write-back missed it/);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
+  await makeApi(t.clients.gm.svc).refreshEncounter();
+  assert.equal(psp(fenka), 15);
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 15);
+  assert.equal(ctl.meta.held, undefined);
+});
+
+test("a failed write to a world actor holds that actor's combatant only, not an unlinked token made from it", async () => {
+  const { t, ctl, gm } = await encounterWithUndo({
+    extraTokens: (table) => [table.world.token({ id: "tokF2", name: "Fenka Prime", actor: table.actors.fenka, actorLink: true }).uuid],
+  });
+  lockPsp(t.actors.fenka);
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } } });
+  await ctl.resolve();
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka"]);
+});
+
+test("an undo waits for a refresh under way, so its hold is not lost when the refresh ends", async () => {
+  const { t, ctl, enc, slow } = await encounterWithUndo({ slowRefreshOf: "ulcen" });
+  await ctl.resolve();
+  const fenka = t.tokens.fenkaToken.actor;
+  assert.equal(psp(fenka), 19);
+  lockPsp(fenka);
+  slow.on = true;
+  const running = ctl.refresh();
+  await tick(2);
+  await Promise.all([running, ctl.undo()]);
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 30, "the undo is kept in the encounter");
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
+  await ctl.refresh();
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 30, "the held sheet (19) is not taken back");
+});
+
+test("a held combatant whose token is deleted is let go of", async () => {
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": (p) => ({ ...m["encounter.resolve"](p), results: [], updates: [], updates_failed: { error_id: "e-7" } }) }),
+  });
+  await ctl.resolve();
+  assert.equal(Object.keys(ctl.meta.held).length, 3);
+  t.world.docs.delete(t.tokens.goblinToken.uuid);
+  t.world.docs.delete(t.tokens.goblinToken.actor.uuid);
+  await ctl.refresh();
+  assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF"]);
 });

@@ -141,6 +141,36 @@ export function updatesOfStep(answer) {
   return out;
 }
 
+/** The value at a dotted path of a document (`flags.mindscape.revised-2e.psp`), or undefined. */
+function valueAt(doc, path) {
+  return path.split(".").reduce((o, k) => (o === null || o === undefined ? undefined : o[k]), doc);
+}
+
+/** The paths an update sets (its `-=` deletions left out: they hold no value to compare). */
+function setPaths(update) {
+  return Object.keys(update ?? {}).filter((path) => !path.split(".").some((k) => k.startsWith("-=")));
+}
+
+/**
+ * A write that missed a combatant's sheet, to try again: `{uuid, update, expect}`, where
+ * `expect` holds what the sheet showed at those paths when the write failed (a sheet
+ * changed since, by the GM's hand, is not written over). `older` is a write still waiting
+ * for the same document: the newer values win, the older expectations stay.
+ */
+function pendingWrite(doc, uuid, update, older = null) {
+  const expect = Object.fromEntries(setPaths(update).map((path) => [path, doc ? valueAt(doc, path) ?? null : null]));
+  if (!older) return { uuid, update, expect };
+  return { uuid, update: { ...older.update, ...update }, expect: { ...expect, ...older.expect } };
+}
+
+/** `write` without the paths a later successful `update` of its document set, or null when none is left. */
+function withoutWritten(write, update) {
+  const left = Object.fromEntries(Object.entries(write.update).filter(([path]) => !(path in update)));
+  if (!Object.keys(left).length) return null;
+  const expect = Object.fromEntries(Object.entries(write.expect).filter(([path]) => path in left));
+  return { ...write, update: left, expect };
+}
+
 /**
  * GM-side encounter logic. `svc` is the Mindscape service (rpc, docs, relay, dialogs).
  */
@@ -300,7 +330,8 @@ export class EncounterController {
     const meta = this.meta;
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const adapter = await this.svc.adapterId();
-    const held = { ...(meta.held ?? {}) };
+    const seen = structuredClone(meta.held ?? {});
+    const changes = new Map();
     const out = [];
     try {
       for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
@@ -308,18 +339,18 @@ export class EncounterController {
         try {
           docs = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
         } catch {
-          continue; // a deleted token is no longer in the fight
+          // A deleted token is no longer in the fight: it gets no write-back, nor a hold.
+          if (seen[cid]) changes.set(cid, undefined);
+          continue;
         }
         const name = docs.token?.name ?? entry.name ?? docs.actor.name;
-        if (held[cid]?.updates?.length) {
-          const retried = await applyPlan(held[cid].updates, this.svc.env.fromUuid);
-          const still = held[cid].updates.filter((u) => retried.some((r) => r.uuid === u.uuid && !r.ok));
-          if (still.length) held[cid] = { updates: still };
-          else delete held[cid];
-        }
-        if (held[cid] && !takeHeld) {
-          out.push({ combatantId: cid, name, changed: [], dropped: [], held: true, revision: null });
-          continue;
+        if (seen[cid] && !takeHeld) {
+          const kept = await this.retryHeld(seen[cid], name);
+          changes.set(cid, kept ?? undefined);
+          if (kept) {
+            out.push({ combatantId: cid, name, changed: [], dropped: [], held: true, revision: null });
+            continue;
+          }
         }
         let answer;
         try {
@@ -329,23 +360,55 @@ export class EncounterController {
           if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
           throw error;
         }
-        delete held[cid];
+        // The sheet is in the encounter now: whatever it missed is the GM's to judge.
+        if (seen[cid]) changes.set(cid, undefined);
         this.svc.sheetWarnings(answer?.warnings, { "": name });
         out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
       }
     } finally {
-      await this.saveHeld(held);
+      await this.saveHeld(changes, seen);
     }
     return out;
   }
 
-  /** Store `held` in the encounter's meta when it differs from what is stored. */
-  async saveHeld(held) {
+  /**
+   * Try a held combatant's waiting write again, when its sheet still shows what it showed
+   * when the write failed; a sheet changed since (by the GM's hand) is not written over,
+   * and the GM is told. The hold that remains, or null when the write landed.
+   */
+  async retryHeld(hold, name) {
+    const write = hold.write;
+    if (!write) return hold;
+    const doc = await this.svc.env.fromUuid(write.uuid).catch(() => null);
+    const same = doc && Object.entries(write.expect).every(([path, value]) => JSON.stringify(valueAt(doc, path) ?? null) === JSON.stringify(value));
+    if (!same) {
+      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.HeldChanged", { name }));
+      return hold;
+    }
+    const [result] = await applyPlan([{ uuid: write.uuid, update: write.update }], this.svc.env.fromUuid);
+    return result.ok ? null : hold;
+  }
+
+  /**
+   * Store changes of holds (`cid` → the new hold, or undefined to end it) in the
+   * encounter's meta as it is now. With `seen` (the holds a refresh started from), a hold
+   * made or changed meanwhile (an undo's write failing while the refresh ran) is kept as
+   * it is: the refresh read that sheet before it.
+   * @param {Map<string, object|undefined>} changes
+   * @param {object|null} [seen]
+   */
+  async saveHeld(changes, seen = null) {
     const meta = this.meta;
-    if (!meta.id || JSON.stringify(meta.held ?? {}) === JSON.stringify(held)) return;
+    if (!meta.id || !changes.size) return;
+    const held = { ...(meta.held ?? {}) };
+    for (const [cid, hold] of changes) {
+      if (seen && JSON.stringify(held[cid]) !== JSON.stringify(seen[cid])) continue;
+      if (hold === undefined) delete held[cid];
+      else held[cid] = hold;
+    }
     const next = { ...meta, held };
     if (!Object.keys(held).length) delete next.held;
-    await this.saveMeta(next);
+    if (JSON.stringify(next) !== JSON.stringify(meta)) await this.saveMeta(next);
   }
 
   /** The participants of the encounter, for routing updates. */
@@ -376,9 +439,11 @@ export class EncounterController {
    * Write a stored step's (or undo's) updates to the sheets. The companion has stored it
    * whatever happens here, so a sheet it misses must not be taken back into the
    * encounter as it is: when the companion could not make the write-back
-   * (`updates_failed`), every combatant is held; when writing one document fails, the
-   * combatants it belongs to are held with that update, to be tried again before the
-   * next refresh (`refreshNow`). The GM is told whose sheets are behind and why.
+   * (`updates_failed`), every combatant is held; when writing a combatant's document
+   * fails, that combatant is held with the write (`pendingWrite`), tried again before the
+   * next automatic refresh (`refreshNow`). A later write that lands on that document
+   * takes the fields it sets off the waiting write (an undo that restores them ends the
+   * hold). The GM is told whose sheets are behind and why.
    */
   async applyStep(answer, { undo = false } = {}) {
     const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : "MINDSCAPE.Encounter.TheStep");
@@ -386,23 +451,36 @@ export class EncounterController {
     const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);
     const meta = this.meta;
-    const held = { ...(meta.held ?? {}) };
     const names = (ids) => ids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
+    // The combatants whose own actor is this document (an unlinked token's copy is its own).
+    const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
+    const changes = new Map();
+    const held = (cid) => (changes.has(cid) ? changes.get(cid) : meta.held?.[cid]);
+    for (const r of report.filter((x) => x.ok)) {
+      const written = plan.find((u) => u.uuid === r.uuid).update;
+      for (const cid of whose(r.uuid)) {
+        const h = held(cid);
+        if (!h?.write) continue;
+        const left = withoutWritten(h.write, written);
+        changes.set(cid, left ? { write: left } : undefined);
+      }
+    }
     const failed = answer?.updates_failed;
     if (failed) {
       const ids = Object.keys(meta.combatants ?? {});
-      for (const cid of ids) held[cid] = { updates: null };
+      for (const cid of ids) changes.set(cid, { write: null });
       this.svc.env.ui?.notifications?.error(this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }));
     }
     const missed = report.filter((r) => !r.ok);
     if (missed.length) {
       const ids = [];
       for (const m of missed) {
-        const update = plan.find((u) => u.uuid === m.uuid);
-        for (const [cid, p] of byId) {
-          if (![p.actorUuid, p.tokenUuid, p.baseActorUuid].includes(m.uuid)) continue;
-          const before = held[cid];
-          held[cid] = { updates: before && before.updates === null ? null : [...(before?.updates ?? []), update] };
+        const { update } = plan.find((u) => u.uuid === m.uuid);
+        const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
+        for (const cid of whose(m.uuid)) {
+          const h = held(cid);
+          // A hold the companion made (no write to try again) stays as it is.
+          if (!(h && h.write === null)) changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
           ids.push(cid);
         }
       }
@@ -410,7 +488,7 @@ export class EncounterController {
         what, names: names([...new Set(ids)]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
       }));
     }
-    await this.saveHeld(held);
+    await this.saveHeld(changes);
     return plan;
   }
 
@@ -460,9 +538,13 @@ export class EncounterController {
 
   /** Undo the last step; the daemon's answer's updates (if any) restore the sheets. */
   async undo() {
-    const answer = await this.svc.rpc("encounter.undo", { id: this.meta.id });
-    await this.applyStep(answer, { undo: true });
-    return answer;
+    // In the exchange queue, as a resolve: never beside a refresh reading the same sheets.
+    const keys = (await this.participants()).map((p) => p.actorUuid);
+    return this.svc.exchanges.run(keys, async () => {
+      const answer = await this.svc.rpc("encounter.undo", { id: this.meta.id });
+      await this.applyStep(answer, { undo: true });
+      return answer;
+    });
   }
 
   log() { return this.svc.rpc("encounter.log", { id: this.meta.id }); }

@@ -1352,8 +1352,9 @@ var Mindscape = Mindscape || (() => {
 
   const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
 
+  // A fighter whose character or token is gone is never held: it is out of the fight.
   const holdFighters = (enc, refs) => {
-    enc.held = Array.from(new Set(heldOf(enc).concat(refs.filter((ref) => enc.combatants[ref]))));
+    enc.held = Array.from(new Set(heldOf(enc).concat(refs.filter((ref) => enc.combatants[ref] && fighterCharacter(ref)))));
     enc.holds = (Number.isInteger(enc.holds) ? enc.holds : 0) + 1;
   };
 
@@ -1438,11 +1439,14 @@ var Mindscape = Mindscape || (() => {
     const kept = run.kept || [];
     const lines = changed.map((d) => `${chatSafe(fighterName(d.ref))}: ${d.changed.map(chatSafe).join(', ')} taken again from the sheet.`);
     if (same.length) lines.push(`${changed.length || kept.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
-    if (kept.length && run.resolve) lines.push(`Kept the encounter's copy of ${namesOf(kept)} (${kept.length > 1 ? 'their sheets' : 'its sheet'} missed a write-back).`);
+    if (kept.length && run.stepPending) {
+      lines.push(`A step or undo of this encounter is still waiting for its answer, which would write the sheets after they were read: `
+        + `the encounter kept its own copy of ${namesOf(kept)}. Once that answer is in (or its hour is over), run <code>!psi encounter refresh</code>.`);
+    } else if (kept.length && run.resolve) lines.push(`Kept the encounter's copy of ${namesOf(kept)} (${kept.length > 1 ? 'their sheets' : 'its sheet'} missed a write-back).`);
     if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
     const released = run.done.filter((d) => d.held === 'released').map((d) => d.ref);
     if (released.length) lines.push(`No longer held (the encounter has taken the sheet): ${namesOf(released)}.`);
-    const still = (run.resolve ? [] : kept).concat(run.done.filter((d) => d.held === 'still').map((d) => d.ref));
+    const still = (run.resolve || run.stepPending ? [] : kept).concat(run.done.filter((d) => d.held === 'still').map((d) => d.ref));
     if (still.length) {
       lines.push(`Still held, a write-back failed while this refresh ran: ${namesOf(still)}. `
         + 'Bring the sheet in line and run <code>!psi encounter refresh</code> again.');
@@ -1483,9 +1487,13 @@ var Mindscape = Mindscape || (() => {
       const ref = queue.shift();
       // A resync (!psi encounter status) may have dropped it meanwhile.
       if (!enc.combatants[ref]) continue;
+      // Gone: out of the fight, and so out of any hold.
+      if (!fighterCharacter(ref)) { releaseFighter(enc, ref); gone.push(ref); continue; }
+      // A step whose answer has not come yet would write these sheets after they were
+      // read: every combatant keeps the encounter's copy this time.
+      if (run.stepPending) { kept.push(ref); continue; }
       // Its sheet lacks a stored step: taking it would lose that step.
       if (heldOf(enc).includes(ref) && (run.resolve || heldSinceStart(enc, run))) { kept.push(ref); continue; }
-      if (!fighterCharacter(ref)) { gone.push(ref); continue; }
       const params = withRevision(enc, { id: enc.id, combatant_id: enc.combatants[ref], combatant: combatantOf(ref) });
       const step = run.done.length + 1;
       return postRequest(rpcBody(newId(), 'encounter.refresh', params), {
@@ -1501,7 +1509,13 @@ var Mindscape = Mindscape || (() => {
 
   const startRefresh = (requester, enc, resolve) => refreshNext({
     encounter: enc.id, requester, ref: null, queue: Object.keys(enc.combatants), done: [], gone: [], kept: [], holds: enc.holds, resolve,
+    stepPending: stepUnderWay(enc),
   });
+
+  // Whether a resolve or an undo of `enc` still waits for its answer (late ones too: an
+  // answer may still come and write the sheets).
+  const stepUnderWay = (enc) => Object.values(store().pending)
+    .some((job) => STEP_KINDS.includes(job.kind) && (job.encounter === undefined || job.encounter === enc.id));
 
   // Whether anyone was held since the run began (a run kept from before holds existed
   // counts as such when anyone is held: the cautious answer).

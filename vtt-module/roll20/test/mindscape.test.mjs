@@ -1964,24 +1964,41 @@ test('!psi encounter refresh takes held combatants too and lets go of each it to
   assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Held/);
 });
 
-test('a refresh does not let go of a combatant held while it ran: the sheet it read predates the step', () => {
+test('while a step or undo waits for its answer, a refresh keeps the encounter\'s copies: the answer would write the sheets after they were read', () => {
   const ctx = encounterWithTwo();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
   const undo = lastRequest(ctx.sb);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
-  const first = lastRequest(ctx.sb);
-  assert.equal(first.body.method, 'encounter.refresh');
-  // The undo is answered (unwritten) while Ulcen's sheet, read before it, is on its way.
+  assert.equal(refreshes(ctx.sb).length, 0, 'no sheet is taken while the undo is on its way');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /A step or undo of this encounter is still waiting for its answer.*kept its own copy of Ulcen of Tyr, Fenka/);
+  // The same before a resolve: the step goes on with the encounter's copies.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  assert.equal(refreshes(ctx.sb).length, 0);
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
+  // The undo is answered (unwritten): both are held; a refresh the GM starts now takes
+  // both and lets go.
   answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [], updates_failed: { error_id: 'e-44' } } });
-  refreshAnswer(ctx, first, 2);
-  assert.equal(refreshes(ctx.sb).length, 1, 'Fenka, held meanwhile, is not taken');
   assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still held, a write-back failed while this refresh ran: Fenka, Ulcen of Tyr\. Bring the sheet in line and run <code>!psi encounter refresh<\/code> again\./);
-  // A refresh the GM starts after the hold takes both and lets go.
+  const resolve = lastRequest(ctx.sb);
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, error: { code: 4009, message: 'Stale revision', data: { revision: 3 } } });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 3, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 3);
   refreshAnswer(ctx, lastRequest(ctx.sb), 3);
   assert.deepEqual(held(ctx), []);
+});
+
+test('a held fighter whose character is deleted is let go of at the next refresh', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
+  assert.deepEqual(held(ctx), [ctx.ulcen.id], 'Fenka is gone: no longer held');
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Kept the encounter's copy of Ulcen of Tyr/.test(w)));
 });
 
 test('a new encounter starts with nobody held, and ending an encounter forgets its holds', () => {

@@ -18,7 +18,17 @@ from companion.settings import Limits, Settings
 from .combatants import FENKA, ULCEN, duelist
 from .conftest import SAMPLE, ClientFactory, Rpc, with_plugins
 
+JSON = dict[str, Any]
+
 STUNNED = {**ULCEN, "conditions": ["stunned"], "condition_rounds": {"stunned": 0}}
+
+
+async def refused_naming(rpc: Rpc, method: str, cases: list[tuple[JSON, str]]) -> None:
+    """Each params of ``cases`` is -32602 naming its path among the errors."""
+    for params, path in cases:
+        error = await rpc.error(method, params)
+        assert error["code"] == -32602, params
+        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
 
 
 async def test_end_round_ends_a_stun_so_the_next_exchange_takes_the_attacker(
@@ -59,7 +69,7 @@ async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
     cannot = await rpc.error("exchange.end_round", {
         "system": "revised-2e", "combatants": [FENKA], "choices": {"fenka": {"close": True}}})
     assert cannot["code"] == 4001 and cannot["data"]["rule"] == "cannot-close"
-    for params, path in [
+    await refused_naming(rpc, "exchange.end_round", [
         ({"system": "revised-2e"}, ""),
         ({"system": "revised-2e", "combatants": []}, "/combatants"),
         ({"system": "revised-2e", "combatants": [FENKA], "attack": {}}, ""),
@@ -74,10 +84,7 @@ async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
         ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
         ({"system": "revised-2e", "combatants": [{"adapter": "nope", "data": {}}]},
          "/combatants/0/adapter"),
-    ]:
-        error = await rpc.error("exchange.end_round", params)
-        assert error["code"] == -32602, params
-        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
+    ])
 
 
 async def test_round_end_choices_price_closing_as_the_end_of_round_charges_it(
@@ -107,7 +114,7 @@ async def test_round_end_choices_price_closing_as_the_end_of_round_charges_it(
 
 
 async def test_round_end_choices_refusals_name_the_field(rpc: Rpc) -> None:
-    for params, path in [
+    await refused_naming(rpc, "exchange.round_end_choices", [
         ({"system": "revised-2e"}, ""),
         ({"system": "revised-2e", "combatants": []}, "/combatants"),
         ({"system": "revised-2e", "combatants": [FENKA], "choices": {}}, ""),
@@ -118,10 +125,7 @@ async def test_round_end_choices_refusals_name_the_field(rpc: Rpc) -> None:
         ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
         ({"system": "revised-2e", "combatants": [{"adapter": "nope", "data": {}}]},
          "/combatants/0/adapter"),
-    ]:
-        error = await rpc.error("exchange.round_end_choices", params)
-        assert error["code"] == -32602, params
-        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
+    ])
 
 
 async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> None:
@@ -164,7 +168,7 @@ async def test_rest_gives_back_psps_and_pool_dice_with_write_backs(rpc: Rpc) -> 
 
 
 async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
-    for params, path in [
+    await refused_naming(rpc, "combatants.rest", [
         ({"system": "revised-2e", "combatants": [FENKA]}, ""),
         ({"system": "revised-2e", "combatants": [FENKA], "hours": 0}, "/hours"),
         ({"system": "revised-2e", "combatants": [FENKA], "hours": 1.5}, "/hours"),
@@ -174,10 +178,7 @@ async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
           "hours": 8}, ""),
         ({"system": "combat-strength", "combatants": [{"id": "a"}]}, "/system"),
         ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
-    ]:
-        error = await rpc.error("combatants.rest", params)
-        assert error["code"] == -32602, params
-        assert path in [e["path"] for e in error["data"]["errors"]], (params, error)
+    ])
 
 
 async def test_more_combatants_than_the_limit_are_refused_naming_it(rpc: Rpc) -> None:

@@ -490,3 +490,25 @@ test("a held combatant whose token is deleted is let go of", async () => {
   await ctl.refresh();
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF"]);
 });
+
+test("a resolve whose answer is lost after the sheets were taken holds everyone: the companion may have stored it", async () => {
+  const { t, ctl } = await encounter();
+  const gm = t.clients.gm.svc;
+  const fetch = gm.env.fetch;
+  // The refreshes reach the companion; the resolve's connection breaks.
+  gm.env.fetch = async (url, init) => {
+    if (JSON.parse(init.body).method === "encounter.resolve") throw new TypeError("Failed to fetch");
+    return fetch(url, init);
+  };
+  await assert.rejects(ctl.resolve());
+  assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost: it may have stored it all the same.*look at the Log/);
+});
+
+test("an undo with the companion not running holds nobody: nothing can have been undone", async () => {
+  const { t, ctl } = await encounter();
+  const gm = t.clients.gm.svc;
+  gm.env.fetch = async () => { throw new TypeError("Failed to fetch"); };
+  await assert.rejects(ctl.undo());
+  assert.equal(ctl.meta.held, undefined);
+});

@@ -4,7 +4,9 @@
  * watcher for `encounter.changed`, and the panel that shows it all.
  */
 import { MODULE_ID } from "./consts.js";
-import { PermissionDeniedError, RefreshRefusedError, RpcError, UsageError, describeError } from "./errors.js";
+import {
+  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, UsageError, describeError,
+} from "./errors.js";
 import { attackFromForm, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
@@ -517,9 +519,9 @@ export class EncounterController {
     if (force) params.force = true;
     const call = (m, p) => this.svc.rpc(m, p);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const answer = usePhysical
+    const answer = await this.stepCall(false, async () => (usePhysical
       ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
-      : await call("encounter.resolve", params);
+      : call("encounter.resolve", params)));
     const plan = await this.applyStep(answer);
     const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
     const name = (id) => meta.combatants?.[id]?.name ?? id;
@@ -541,10 +543,37 @@ export class EncounterController {
     // In the exchange queue, as a resolve: never beside a refresh reading the same sheets.
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
-      const answer = await this.svc.rpc("encounter.undo", { id: this.meta.id });
+      // Reached first: a companion that is not running refuses this, and then nothing
+      // can have been undone (see stepCall).
+      await this.svc.rpc("encounter.get", { id: this.meta.id });
+      const answer = await this.stepCall(true, () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
       await this.applyStep(answer, { undo: true });
       return answer;
     });
+  }
+
+  /**
+   * A resolve or undo call whose answer may be lost after the companion stored it (the
+   * connection broke, or something between answered instead of it: the companion was
+   * reached just before, by the refresh or the check before it). Then the sheets may lack
+   * a stored step, and the next refresh would undo it: every combatant is held (as for
+   * `updates_failed`) and the GM is told to look at the log before going on.
+   */
+  async stepCall(undo, call) {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
+        const meta = this.meta;
+        const ids = Object.keys(meta.combatants ?? {});
+        await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])));
+        const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : "MINDSCAPE.Encounter.TheStep");
+        this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
+          what, names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
+        }));
+      }
+      throw error;
+    }
   }
 
   log() { return this.svc.rpc("encounter.log", { id: this.meta.id }); }

@@ -1918,8 +1918,10 @@ var Mindscape = Mindscape || (() => {
         .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
       const held = heldOf(enc);
-      const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; bring them in line, `
-        + `then <code>!psi encounter refresh</code>): ${namesOf(held)}` : '';
+      // What to put on a held sheet: the encounter's copy of what the sheets hold.
+      const copies = held.map((ref) => `${chatSafe(fighterName(ref))}: ${chatSafe(copyLine(viewCombatant(result, enc.combatants[ref])) || 'no values in the view')}`);
+      const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values on `
+        + `them, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}` : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
@@ -1927,6 +1929,30 @@ var Mindscape = Mindscape || (() => {
       if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;
       whisperGM(box('encounter', 'The last step was undone.'));
     },
+  };
+
+  // One combatant of an encounter.get view (a map by id, or a list), or null.
+  const viewCombatant = (view, cid) => {
+    if (Array.isArray(view.combatants)) return view.combatants.find((c) => isObject(c) && String(c.id) === String(cid)) || null;
+    return isObject(view.combatants) && isObject(view.combatants[cid]) ? view.combatants[cid] : null;
+  };
+
+  // The values of a combatant a sheet holds, in a line: "psp 19/30, hp 11, conditions
+  // stunned (1 more round), mind open".
+  const copyLine = (c) => {
+    if (!isObject(c)) return '';
+    const pair = (now, most) => (c[most] !== undefined && c[most] !== null ? `${c[now]}/${c[most]}` : `${c[now]}`);
+    const parts = [];
+    if (c.psp !== undefined) parts.push(`psp ${pair('psp', 'psp_max')}`);
+    if (c.attack_strength !== undefined) parts.push(`attack strength ${pair('attack_strength', 'attack_strength_max')}`);
+    if (c.defense_strength !== undefined) parts.push(`defense strength ${pair('defense_strength', 'defense_strength_max')}`);
+    if (c.pool !== undefined) parts.push(`pool ${pair('pool', 'hit_dice')}`);
+    if (c.hp !== undefined && c.hp !== null) parts.push(`hp ${c.hp}`);
+    const conditions = Array.isArray(c.conditions) ? c.conditions : [];
+    const rounds = isObject(c.condition_rounds) ? c.condition_rounds : {};
+    if (conditions.length) parts.push(`conditions ${conditions.map((x) => (rounds[x] ? `${x} (${rounds[x]} more)` : x)).join(', ')}`);
+    if (isObject(c.mind) && c.mind.state) parts.push(`mind ${c.mind.state}`);
+    return parts.join(', ');
   };
 
   // The combatant ids in an encounter.get view (a map by id, or a list), or null.

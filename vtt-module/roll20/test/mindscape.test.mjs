@@ -1951,8 +1951,10 @@ test('!psi encounter refresh takes held combatants too and lets go of each it to
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
   const get = lastRequest(ctx.sb);
-  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; bring them in line, then <code>!psi encounter refresh<\/code>\): Fenka<\/div>$/);
+  // The view gives the encounter's copy: the values to put on the held sheet.
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: {
+    [ctx.ulcen.id]: {}, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11, conditions: ['stunned'], condition_rounds: { stunned: 1 }, mind: { state: 'open' } } } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Fenka: psp 19\/30, hp 11, conditions stunned \(1 more\), mind open<\/div>$/);
   // Taken again successfully, Fenka is let go of too, and status lists nobody.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);

@@ -170,9 +170,13 @@ test("choices are asked against the sheets as they are now; a refusal asks nobod
   assert.deepEqual(calls(t, again).map((c) => c.method), ["encounter.refresh", "encounter.refresh"]);
 });
 
-test("a resolve waits for a single exchange on one of its actors, then takes what that exchange wrote", async () => {
+/**
+ * `encounter()` whose single exchanges take a while and log their start and end, and
+ * whose refreshes log whom they take (`order`), the GM answering defenses with none.
+ */
+async function encounterBesideAnExchange() {
   const order = [];
-  const { t, ctl } = await encounter({
+  const made = await encounter({
     methods: (m) => ({
       ...m,
       "exchange.resolve": async (params) => { order.push("exchange start"); await tick(30); order.push("exchange end"); return revisedResult(params); },
@@ -180,6 +184,11 @@ test("a resolve waits for a single exchange on one of its actors, then takes wha
     }),
     dialogs: { gm: { defenseDialog: { mode: null } } },
   });
+  return { ...made, order };
+}
+
+test("a resolve waits for a single exchange on one of its actors, then takes what that exchange wrote", async () => {
+  const { t, ctl, order } = await encounterBesideAnExchange();
   // Fenka (an unlinked token of her own) is attacked outside the encounter by the goblin.
   const single = t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
   while (!order.length) await tick(1);
@@ -197,15 +206,7 @@ for (const [entry, run] of [
   ["api.refreshEncounter", (t) => makeApi(t.clients.gm.svc).refreshEncounter()],
 ]) {
   test(`${entry} waits for a single exchange on one of the encounter's actors, then takes what that exchange wrote`, async () => {
-    const order = [];
-    const { t, enc } = await encounter({
-      methods: (m) => ({
-        ...m,
-        "exchange.resolve": async (params) => { order.push("exchange start"); await tick(30); order.push("exchange end"); return revisedResult(params); },
-        "encounter.refresh": (p) => { order.push(`refresh ${p.combatant_id}`); return m["encounter.refresh"](p); },
-      }),
-      dialogs: { gm: { defenseDialog: { mode: null } } },
-    });
+    const { t, enc, order } = await encounterBesideAnExchange();
     // The goblin attacks Fenka outside the encounter while the GM refreshes it.
     const single = t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
     while (!order.length) await tick(1);

@@ -579,6 +579,17 @@ var Mindscape = Mindscape || (() => {
     return out;
   };
 
+  // What a fighter's sheet shows, as [{name, current, max}]: its character's attributes
+  // (those `wanted` names, or all), and an unlinked token's own values over them.
+  const sheetAttribs = (ref, wanted = () => true) => {
+    const charId = fighterCharacter(ref);
+    const token = ownToken(ref);
+    const sheet = attributesOf(charId)
+      .filter((attr) => wanted(attr.get('name')))
+      .map((attr) => ({ name: attr.get('name'), current: attr.get('current'), max: attr.get('max') }));
+    return token ? tokenAttribs(charId, token, sheet) : sheet;
+  };
+
   /**
    * The `{adapter, data}` combatant the companion imports for one fighter:
    * `{id, name, controlledby, attribs}` for the AD&D 2E Revised adapter, and
@@ -597,14 +608,11 @@ var Mindscape = Mindscape || (() => {
       if (mapped.has(lower) || STATE_ATTRIBUTE.test(lower)) return true;
       return adapter === 'roll20.adnd2e-revised' && ADND2E_RELEVANT.test(lower);
     };
-    const sheet = attributesOf(charId)
-      .filter((attr) => wanted(attr.get('name')))
-      .map((attr) => ({ name: attr.get('name'), current: attr.get('current'), max: attr.get('max') }));
     const data = {
       id: ref,
       name: token ? fighterName(ref) : character.get('name'),
       controlledby: token ? ownersOf(ref).join(',') : character.get('controlledby'),
-      attribs: token ? tokenAttribs(charId, token, sheet) : sheet,
+      attribs: sheetAttribs(ref, wanted),
     };
     if (adapter === 'roll20.generic') return { adapter, data: { mapping: { version: 1, fields: mapping }, character: data } };
     return { adapter, data };
@@ -1349,8 +1357,21 @@ var Mindscape = Mindscape || (() => {
   // the holds made, so that a refresh run that sees it change knows a sheet it read may
   // lack the step (the GM cannot have put it right yet). An encounter saved before holds
   // existed has neither: nobody is held.
+  //
+  // A fighter held because writing its sheet failed here keeps that write in
+  // `enc.writes[ref]`: {attributes (as in an update), expect: {name: {part: what the
+  // sheet showed when it failed}}}. The refresh before a resolve tries it again while the
+  // sheet still shows exactly that (never over the GM's hand), and a write that lands
+  // ends the hold. A later step that writes the same values takes them off the waiting
+  // write, and one that leaves nothing waiting ends the hold. A fighter held because the
+  // companion could not make the write-back has no waiting write: nothing to try again.
 
   const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
+
+  const writesOf = (enc) => {
+    if (!isObject(enc.writes)) enc.writes = {};
+    return enc.writes;
+  };
 
   // A fighter whose character or token is gone is never held: it is out of the fight.
   const holdFighters = (enc, refs) => {
@@ -1358,7 +1379,86 @@ var Mindscape = Mindscape || (() => {
     enc.holds = (Number.isInteger(enc.holds) ? enc.holds : 0) + 1;
   };
 
-  const releaseFighter = (enc, ref) => { enc.held = heldOf(enc).filter((held) => held !== ref); };
+  const releaseFighter = (enc, ref) => {
+    enc.held = heldOf(enc).filter((held) => held !== ref);
+    delete writesOf(enc)[ref];
+  };
+
+  // How a value shows on a sheet, for comparing: a missing attribute shows as empty.
+  const shown = (value) => (value === undefined || value === null ? '' : String(value));
+
+  // What a fighter's sheet shows now for each attribute part an update sets.
+  const shownFor = (ref, attributes) => {
+    const sheet = sheetAttribs(ref);
+    const out = {};
+    Object.keys(attributes).forEach((name) => {
+      const attr = sheet.find((a) => sameName(a.name, name));
+      out[name] = {};
+      Object.keys(attributes[name]).forEach((part) => { out[name][part] = shown(attr && attr[part]); });
+    });
+    return out;
+  };
+
+  // Each attribute part of `b` over `a` ({name: {part: value}}).
+  const mergeParts = (a, b) => {
+    const out = {};
+    [a, b].forEach((parts) => Object.keys(parts).forEach((name) => {
+      out[name] = Object.assign({}, out[name] || {}, parts[name]);
+    }));
+    return out;
+  };
+
+  // `parts` without the attribute parts `written` set.
+  const partsLeft = (parts, written) => {
+    const out = {};
+    Object.keys(parts).forEach((name) => {
+      const setName = Object.keys(written).find((w) => sameName(w, name));
+      const left = Object.keys(parts[name]).filter((part) => !(setName && part in written[setName]));
+      if (left.length) out[name] = Object.fromEntries(left.map((part) => [part, parts[name][part]]));
+    });
+    return out;
+  };
+
+  // After a step's (or undo's) updates were applied, in their order: an update that
+  // landed takes what it wrote off the fighter's waiting write (all of it: the hold ends);
+  // one that failed joins the waiting write (its newer values win, the older expectations
+  // stay), unless the fighter is held with no write to try (the companion's failure).
+  const settleWrites = (enc, updates, failedAt) => {
+    const writes = writesOf(enc);
+    updates.forEach((update, i) => {
+      const ref = update.character_id;
+      if (!enc.combatants[ref]) return;
+      const waiting = writes[ref];
+      if (!failedAt.has(i)) {
+        if (!waiting) return;
+        const attributes = partsLeft(waiting.attributes, update.attributes);
+        if (Object.keys(attributes).length) writes[ref] = { attributes, expect: partsLeft(waiting.expect, update.attributes) };
+        else releaseFighter(enc, ref);
+        return;
+      }
+      if (!fighterCharacter(ref) || (heldOf(enc).includes(ref) && !waiting)) return;
+      const expect = shownFor(ref, update.attributes);
+      writes[ref] = waiting
+        ? { attributes: mergeParts(waiting.attributes, update.attributes), expect: mergeParts(expect, waiting.expect) }
+        : { attributes: update.attributes, expect };
+    });
+  };
+
+  // Tries a held fighter's waiting write again (the refresh before a resolve): 'written'
+  // (the hold is over), 'changed' (its sheet no longer shows what it showed when the
+  // write failed: the GM's hand is not written over), 'failed' (again), or null (no
+  // waiting write).
+  const retryWrite = (enc, ref) => {
+    const waiting = writesOf(enc)[ref];
+    if (!waiting) return null;
+    const now = shownFor(ref, waiting.expect);
+    const same = Object.keys(waiting.expect).every((name) => Object.keys(waiting.expect[name])
+      .every((part) => now[name][part] === shown(waiting.expect[name][part])));
+    if (!same) return 'changed';
+    if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) return 'failed';
+    releaseFighter(enc, ref);
+    return 'written';
+  };
 
   // The current encounter when a request was made for it (a job from before requests
   // recorded their encounter counts as the current one's), else null.
@@ -1368,6 +1468,8 @@ var Mindscape = Mindscape || (() => {
   };
 
   const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];
+
+  const RETRY_NOTE = 'Before the next resolve, the write it missed is tried again (the hold ends when it lands) as long as the sheet still shows what it showed when writing failed:';
 
   const REFRESH_TO_RELEASE = 'run <code>!psi encounter refresh</code> (until then, the refresh before a resolve leaves them out).';
 
@@ -1384,6 +1486,8 @@ var Mindscape = Mindscape || (() => {
     if (enc) {
       const all = Object.keys(enc.combatants);
       holdFighters(enc, all);
+      // Nothing to try again: the companion never made the write.
+      all.forEach((ref) => { delete writesOf(enc)[ref]; });
       lines.push(`The encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''} until you have brought `
         + `the sheets in line by hand (from the card, or <code>!psi encounter status</code>) and ${REFRESH_TO_RELEASE}`);
     } else {
@@ -1401,8 +1505,10 @@ var Mindscape = Mindscape || (() => {
     const lines = failed.map((f) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
       + `${Object.keys(f.attributes).map((name) => `${chatSafe(name)} ${['current', 'max'].filter((part) => part in f.attributes[name])
         .map((part) => `${part === 'max' ? 'max ' : ''}${chatSafe(f.attributes[name][part])}`).join(', ')}`).join('; ')}`);
+    const retrying = inEncounter.filter((ref) => writesOf(enc)[ref]);
     const next = inEncounter.length
       ? `The encounter keeps its own copy of ${namesOf(inEncounter)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`
+        + (retrying.length ? `<br>${RETRY_NOTE} ${namesOf(retrying)}.` : '')
       : 'Put these values on the sheet by hand if it is still needed.';
     whisperGM(box('sheets not updated', `These sheets missed the changes of this answer (${chatSafe(job.title || job.description || job.kind)}); `
       + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next}`));
@@ -1443,6 +1549,13 @@ var Mindscape = Mindscape || (() => {
       lines.push(`A step or undo of this encounter is still waiting for its answer, which would write the sheets after they were read: `
         + `the encounter kept its own copy of ${namesOf(kept)}. Once that answer is in (or its hour is over), run <code>!psi encounter refresh</code>.`);
     } else if (kept.length && run.resolve) lines.push(`Kept the encounter's copy of ${namesOf(kept)} (${kept.length > 1 ? 'their sheets' : 'its sheet'} missed a write-back).`);
+    const retried = (how) => Object.keys(run.retried || {}).filter((ref) => run.retried[ref] === how);
+    if (retried('written').length) lines.push(`Wrote again what ${namesOf(retried('written'))} missed (the sheet still showed what it showed when writing failed): no longer held.`);
+    if (retried('failed').length) lines.push(`Writing what ${namesOf(retried('failed'))} missed failed again (the API console has the details).`);
+    if (retried('changed').length) {
+      lines.push(`Not written again, the sheet has changed since writing failed: ${namesOf(retried('changed'))}. `
+        + 'Bring it in line (<code>!psi encounter status</code> gives the encounter\'s copy) and run <code>!psi encounter refresh</code>.');
+    }
     if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
     const released = run.done.filter((d) => d.held === 'released').map((d) => d.ref);
     if (released.length) lines.push(`No longer held (the encounter has taken the sheet): ${namesOf(released)}.`);
@@ -1483,6 +1596,7 @@ var Mindscape = Mindscape || (() => {
     const queue = run.queue.slice();
     const gone = run.gone.slice();
     const kept = (run.kept || []).slice();
+    const retried = Object.assign({}, run.retried || {});
     while (queue.length) {
       const ref = queue.shift();
       // A resync (!psi encounter status) may have dropped it meanwhile.
@@ -1492,8 +1606,13 @@ var Mindscape = Mindscape || (() => {
       // A step whose answer has not come yet would write these sheets after they were
       // read: every combatant keeps the encounter's copy this time.
       if (run.stepPending) { kept.push(ref); continue; }
-      // Its sheet lacks a stored step: taking it would lose that step.
-      if (heldOf(enc).includes(ref) && (run.resolve || heldSinceStart(enc, run))) { kept.push(ref); continue; }
+      // Its sheet lacks a stored step: taking it would lose that step. Before a resolve,
+      // the write it missed is tried again first; taken when it lands.
+      if (heldOf(enc).includes(ref) && (run.resolve || heldSinceStart(enc, run))) {
+        const retry = run.resolve ? retryWrite(enc, ref) : null;
+        if (retry) retried[ref] = retry;
+        if (retry !== 'written') { kept.push(ref); continue; }
+      }
       const params = withRevision(enc, { id: enc.id, combatant_id: enc.combatants[ref], combatant: combatantOf(ref) });
       const step = run.done.length + 1;
       return postRequest(rpcBody(newId(), 'encounter.refresh', params), {
@@ -1501,10 +1620,10 @@ var Mindscape = Mindscape || (() => {
         requester: run.requester,
         involved: [],
         title: `Refresh of ${fighterName(ref)}`,
-        run: Object.assign({}, run, { ref, queue, gone, kept }),
+        run: Object.assign({}, run, { ref, queue, gone, kept, retried }),
       }, `take ${fighterName(ref)} again from the sheet (${step} of ${step + queue.length})`);
     }
-    return finishRefresh(Object.assign({}, run, { ref: null, queue, gone, kept }));
+    return finishRefresh(Object.assign({}, run, { ref: null, queue, gone, kept, retried }));
   };
 
   const startRefresh = (requester, enc, resolve) => refreshNext({
@@ -1655,7 +1774,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code>. <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
@@ -1761,22 +1880,22 @@ var Mindscape = Mindscape || (() => {
   /**
    * Writes the updates: a character's attributes, or an unlinked token's bars and values.
    * Each fighter is written on its own: one whose character or token is gone, or whose
-   * write throws, is listed in `failed` ({ref, gone, attributes}) and the others are
-   * still written. Returns {written: ["name: attribute"], failed}.
+   * write throws, is listed in `failed` ({ref, gone, attributes, at: its index}) and the
+   * others are still written. Returns {written: ["name: attribute"], failed}.
    */
   const applyUpdates = (updates) => {
     const written = [];
     const failed = [];
-    updates.forEach((update) => {
+    updates.forEach((update, at) => {
       const ref = update.character_id;
-      if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes }); return; }
+      if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return; }
       try {
         const token = ownToken(ref);
         if (token) applyTokenUpdate(token, fighterCharacter(ref), update.attributes);
         else Object.keys(update.attributes).forEach((name) => writeAttribute(ref, name, update.attributes[name]));
       } catch (err) {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
-        failed.push({ ref, gone: false, attributes: update.attributes });
+        failed.push({ ref, gone: false, attributes: update.attributes, at });
         return;
       }
       Object.keys(update.attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
@@ -1920,8 +2039,10 @@ var Mindscape = Mindscape || (() => {
       const held = heldOf(enc);
       // What to put on a held sheet: the encounter's copy of what the sheets hold.
       const copies = held.map((ref) => `${chatSafe(fighterName(ref))}: ${chatSafe(copyLine(viewCombatant(result, enc.combatants[ref])) || 'no values in the view')}`);
+      const retrying = held.filter((ref) => writesOf(enc)[ref]);
       const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values on `
-        + `them, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}` : '';
+        + `them, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
+        + (retrying.length ? `<br>${RETRY_NOTE} ${namesOf(retrying)}.` : '') : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
@@ -2100,6 +2221,8 @@ var Mindscape = Mindscape || (() => {
     const { written, failed } = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
+    const stepOf = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
+    if (stepOf) settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));
     if (STEP_KINDS.includes(job.kind) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
     if (failed.length) reportMissedWrites(job, failed, written.length > 0);
     sheetWarnings(job, answer.result);

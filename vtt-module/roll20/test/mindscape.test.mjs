@@ -2023,6 +2023,141 @@ test('a new encounter starts with nobody held, and ending an encounter forgets i
   assert.deepEqual(held(other), []);
 });
 
+// Fenka's HP writes again (the lock of lockFenkaHp lifted).
+const unlockFenkaHp = (ctx) => { delete ctx.sb.attribute(ctx.fenka.id, 'HP').setWithWorker; };
+
+const writes = (ctx) => plain(ctx.sb.state.Mindscape.encounter.writes || {});
+
+test('the refresh before a resolve writes a held fighter\'s missed write again while its sheet shows what it showed, then takes the sheet and lets go', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  // The write waits with what the sheet showed when it failed.
+  assert.deepEqual(writes(ctx), { [ctx.fenka.id]: {
+    attributes: { HP: { current: 2 }, 'psionic-mind-state': { current: 'open' } },
+    expect: { HP: { current: '11' }, 'psionic-mind-state': { current: '' } },
+  } });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /Before the next resolve, the write it missed is tried again \(the hold ends when it lands\) as long as the sheet still shows what it showed when writing failed: Fenka\./);
+  // Still locked: the retry fails, Fenka keeps the encounter's copy and stays held.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Kept the encounter's copy of Fenka \(its sheet missed a write-back\)\.<br>Writing what Fenka missed failed again \(the API console has the details\)\./);
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  const second = lastRequest(ctx.sb);
+  assert.equal(second.body.method, 'encounter.resolve');
+  answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  // Unlocked: the next resolve writes it, then takes Fenka's sheet like Ulcen's.
+  unlockFenkaHp(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'open');
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+  const fenka = lastRequest(ctx.sb);
+  assert.deepEqual([fenka.body.method, fenka.body.params.combatant_id], ['encounter.refresh', ctx.fenka.id]);
+  assert.equal(attribOf(fenka.body.params.combatant, 'HP').current, 2);
+  refreshAnswer(ctx, fenka, 4);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /before resolving/.test(w)).at(-1),
+    /Wrote again what Fenka missed \(the sheet still showed what it showed when writing failed\): no longer held\./);
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
+});
+
+test('a held fighter\'s missed write is not written over a sheet the GM changed since: it stays held and the GM is told', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  unlockFenkaHp(ctx);
+  ctx.sb.attribute(ctx.fenka.id, 'HP').set({ current: '5' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '5');
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), undefined);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Not written again, the sheet has changed since writing failed: Fenka\. Bring it in line \(<code>!psi encounter status<\/code> gives the encounter's copy\) and run <code>!psi encounter refresh<\/code>\./);
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  // The GM's own refresh takes the sheet as it is, writes nothing and forgets the write.
+  const resolve = lastRequest(ctx.sb);
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '5');
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+});
+
+test('a later step that writes what a held fighter missed ends its hold; one that writes part of it leaves the rest waiting', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  unlockFenkaHp(ctx);
+  // An undo writes Fenka's mind back only: HP still waits.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 4, undone: 3, updates: [
+    { character_id: ctx.fenka.id, attributes: { 'psionic-mind-state': { current: 'closed' } } }] } });
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { HP: { current: 2 } }, expect: { HP: { current: '11' } } });
+  // The next step writes HP too: nothing waits any more, and Fenka is let go of.
+  const next = resolveNow(ctx);
+  answer(ctx, next.id, stepAnswer(ctx, next, 5));
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+});
+
+test('a fighter held because the companion could not write the step has no write to try again, even when a later write fails too', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  assert.ok(writes(ctx)[ctx.fenka.id]);
+  // The companion's failure: every combatant held, nothing to try again.
+  const second = resolveNow(ctx);
+  answer(ctx, second.id, stepAnswer(ctx, second, 4, UNMADE));
+  assert.deepEqual(writes(ctx), {});
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-2) + whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
+  const third = resolveNow(ctx);
+  answer(ctx, third.id, stepAnswer(ctx, third, 5));
+  assert.deepEqual(writes(ctx), {});
+  assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+  // Its status names nobody whose write is tried again.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 5, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Held, the encounter keeps its own copy/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
+});
+
+test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id, ctx.gob[1].id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  const set = ctx.gob[1].set;
+  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const step = resolveNow(ctx);
+  const update = { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } };
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  assert.deepEqual(writes(ctx)[ctx.gob[1].id].expect, { HP: { current: '3' }, psi_mind: { current: '{"state":"closed"}' } });
+  ctx.gob[1].set = set;
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7', 'the character keeps its own HP');
+  assert.deepEqual(held(ctx), []);
+  const second = lastRequest(ctx.sb);
+  assert.equal(second.body.params.combatant_id, ctx.gob[1].id);
+  assert.equal(attribOf(second.body.params.combatant, 'psi_mind').current, '{"state":"open"}');
+});
+
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });

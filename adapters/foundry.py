@@ -352,7 +352,10 @@ class Dnd5e(FoundryAdapter):
         if npc:
             level, die = self._npc_dice(draft, system_data, hp_data, hp_path, base)
         else:
-            level, die, hp_max = self._classes(actor, draft, system_data, base, hp_max)
+            # The maximum stands in only for missing current hit points: dnd5e stores a
+            # character's as null, so it is computed only then.
+            level, die, hp_max = self._classes(actor, draft, system_data, base,
+                                               hp_max, need_max=hp is None)
             if hp is None and hp_max is not None:
                 hp = hp_max
                 draft.warn(f"no current hit points; taken as the maximum {hp_max}")
@@ -383,7 +386,8 @@ class Dnd5e(FoundryAdapter):
         return count, die
 
     def _classes(self, actor: FoundryActor, draft: Draft, system_data: Mapping[str, Any],
-                 base: str, hp_max: int | None) -> tuple[int, int, int | None]:
+                 base: str, hp_max: int | None, *,
+                 need_max: bool) -> tuple[int, int, int | None]:
         classes: list[_Class] = []
         items_path = pointer(actor.path, "items")
         for i, item in enumerate(_items(actor)):  # one pass: actors may hold thousands
@@ -419,7 +423,7 @@ class Dnd5e(FoundryAdapter):
             group = class_group(main.name)
             if group is not None:
                 draft.put("class_group", group)
-        if hp_max is None and classes and "hp" in FIELDS[draft.system]:
+        if need_max and hp_max is None and classes and "hp" in FIELDS[draft.system]:
             hp_max = self._hp_max(draft, system_data, base, classes)
         return level, die, hp_max
 

@@ -55,6 +55,16 @@ def test_dnd5e_pc_hit_point_maximum_is_computed_as_dnd5e_does_with_a_warning() -
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 10)
 
 
+def test_dnd5e_pc_with_current_hit_points_gets_no_warning_about_the_maximum() -> None:
+    """The stored maximum is null for every dnd5e character; with current hit points the
+    maximum is not needed, so nothing is computed and nothing is said about it."""
+    for data in (zanna(), load("foundry/dnd5e/randal-human-fighter.json")):
+        assert data["system"]["attributes"]["hp"]["max"] is None
+        got = DND5E.import_(data, "revised-2e")
+        assert got.combatant["hp"] == data["system"]["attributes"]["hp"]["value"]
+        assert not [w for w in got.warnings if "maximum" in w], got.warnings
+
+
 def test_dnd5e_hit_point_maximum_adds_average_dice_for_later_levels() -> None:
     """Level 3 wizard with Con 15: 6 + 4 + 4 + 3 × 2 = 20."""
     data = zanna()

@@ -486,17 +486,22 @@ test('unknown verbs are answered with a pointer to the help', () => {
 const PAIRED = 'TestPairingCode0123456789';
 const ADAPTER = 'roll20.adnd2e-revised';
 
-// Creates an encounter "enc-1" and adds Ulcen and Fenka (combatant ids = character ids,
-// as the Roll20 adapters make them); returns the context.
-const encounterWithTwo = (options = {}) => {
-  const ctx = campaign(options);
+// Creates an encounter "enc-1" and adds the fighters of `tokens` (combatant ids = the
+// fighters' refs, as the Roll20 adapters make them); returns the context.
+const encounterOf = (ctx, tokens) => {
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
   const create = lastRequest(ctx.sb);
   answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi encounter add' });
   const add = lastRequest(ctx.sb);
   answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
   return ctx;
+};
+
+// The encounter of Ulcen and Fenka.
+const encounterWithTwo = (options = {}) => {
+  const ctx = campaign(options);
+  return encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka]);
 };
 
 test('a new campaign gets a random pairing code that only a GM sees with !psi pair, and --new renews it', () => {
@@ -1806,12 +1811,7 @@ test('a second refresh or resolve is refused while a refresh runs', () => {
 
 test('a combatant whose token is gone is not taken again (and said so); an unlinked token is refreshed from its own bars', () => {
   const ctx = goblins();
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
-  const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id, ctx.gob[1].id], content: '!psi encounter add' });
-  const add = lastRequest(ctx.sb);
-  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   ctx.gob[0].remove();
   ctx.gob[1].set({ bar1_value: '1' });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
@@ -2028,11 +2028,23 @@ const unlockFenkaHp = (ctx) => { delete ctx.sb.attribute(ctx.fenka.id, 'HP').set
 
 const writes = (ctx) => plain(ctx.sb.state.Mindscape.encounter.writes || {});
 
-test('the refresh before a resolve writes a held fighter\'s missed write again while its sheet shows what it showed, then takes the sheet and lets go', () => {
+// An encounter of Ulcen and Fenka whose first step (revision 3) missed Fenka's sheet:
+// her HP is locked (lockFenkaHp), so she is held with that write waiting.
+const fenkaMissedAStep = () => {
   const ctx = encounterWithTwo();
   lockFenkaHp(ctx);
   const step = resolveNow(ctx);
   answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  return ctx;
+};
+
+// A step's answer that changes nothing: no exchange, no update.
+const emptyStep = (ctx, req, revision) => answer(ctx, req.id, {
+  jsonrpc: '2.0', id: req.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision, updates: [] },
+});
+
+test('the refresh before a resolve writes a held fighter\'s missed write again while its sheet shows what it showed, then takes the sheet and lets go', () => {
+  const ctx = fenkaMissedAStep();
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   // The write waits with what the sheet showed when it failed.
   assert.deepEqual(writes(ctx), { [ctx.fenka.id]: {
@@ -2047,7 +2059,7 @@ test('the refresh before a resolve writes a held fighter\'s missed write again w
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   const second = lastRequest(ctx.sb);
   assert.equal(second.body.method, 'encounter.resolve');
-  answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  emptyStep(ctx, second, 4);
   // Unlocked: the next resolve writes it, then takes Fenka's sheet like Ulcen's.
   unlockFenkaHp(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
@@ -2066,10 +2078,7 @@ test('the refresh before a resolve writes a held fighter\'s missed write again w
 });
 
 test('a held fighter\'s missed write is not written over a sheet the GM changed since: it stays held and the GM is told', () => {
-  const ctx = encounterWithTwo();
-  lockFenkaHp(ctx);
-  const step = resolveNow(ctx);
-  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  const ctx = fenkaMissedAStep();
   unlockFenkaHp(ctx);
   ctx.sb.attribute(ctx.fenka.id, 'HP').set({ current: '5' });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
@@ -2080,7 +2089,7 @@ test('a held fighter\'s missed write is not written over a sheet the GM changed 
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   // The GM's own refresh takes the sheet as it is, writes nothing and forgets the write.
   const resolve = lastRequest(ctx.sb);
-  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  emptyStep(ctx, resolve, 4);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
@@ -2090,10 +2099,7 @@ test('a held fighter\'s missed write is not written over a sheet the GM changed 
 });
 
 test('a later step that writes what a held fighter missed ends its hold; one that writes part of it leaves the rest waiting', () => {
-  const ctx = encounterWithTwo();
-  lockFenkaHp(ctx);
-  const step = resolveNow(ctx);
-  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  const ctx = fenkaMissedAStep();
   unlockFenkaHp(ctx);
   // An undo writes Fenka's mind back only: HP still waits.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
@@ -2110,10 +2116,7 @@ test('a later step that writes what a held fighter missed ends its hold; one tha
 });
 
 test('a fighter held because the companion could not write the step has no write to try again, even when a later write fails too', () => {
-  const ctx = encounterWithTwo();
-  lockFenkaHp(ctx);
-  const first = resolveNow(ctx);
-  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  const ctx = fenkaMissedAStep();
   assert.ok(writes(ctx)[ctx.fenka.id]);
   // The companion's failure: every combatant held, nothing to try again.
   const second = resolveNow(ctx);
@@ -2134,12 +2137,7 @@ test('a fighter held because the companion could not write the step has no write
 
 test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again', () => {
   const ctx = goblins();
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
-  const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id, ctx.gob[1].id], content: '!psi encounter add' });
-  const add = lastRequest(ctx.sb);
-  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   const set = ctx.gob[1].set;
   ctx.gob[1].set = () => { throw new Error('token locked'); };
   const step = resolveNow(ctx);

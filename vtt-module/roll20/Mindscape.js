@@ -1423,38 +1423,49 @@ var Mindscape = Mindscape || (() => {
   // landed takes what it wrote off the fighter's waiting write (all of it: the hold ends);
   // one that failed joins the waiting write (its newer values win, the older expectations
   // stay), unless the fighter is held with no write to try (the companion's failure).
+  // Returns the refs whose sheets this answer left behind: a failed update that a later
+  // one of the same answer wrote over in full leaves nothing behind.
   const settleWrites = (enc, updates, failedAt) => {
     const writes = writesOf(enc);
+    const missed = {};
     updates.forEach((update, i) => {
       const ref = update.character_id;
       if (!enc.combatants[ref]) return;
       const waiting = writes[ref];
       if (!failedAt.has(i)) {
+        if (missed[ref]) missed[ref] = partsLeft(missed[ref], update.attributes);
+        if (missed[ref] && !Object.keys(missed[ref]).length) delete missed[ref];
         if (!waiting) return;
         const attributes = partsLeft(waiting.attributes, update.attributes);
         if (Object.keys(attributes).length) writes[ref] = { attributes, expect: partsLeft(waiting.expect, update.attributes) };
         else releaseFighter(enc, ref);
         return;
       }
-      if (!fighterCharacter(ref) || (heldOf(enc).includes(ref) && !waiting)) return;
+      if (!fighterCharacter(ref)) return;
+      missed[ref] = mergeParts(missed[ref] || {}, update.attributes);
+      if (heldOf(enc).includes(ref) && !waiting) return;
       const expect = shownFor(ref, update.attributes);
       writes[ref] = waiting
         ? { attributes: mergeParts(waiting.attributes, update.attributes), expect: mergeParts(expect, waiting.expect) }
         : { attributes: update.attributes, expect };
     });
+    return new Set(Object.keys(missed));
   };
 
   // Tries a held fighter's waiting write again (the refresh before a resolve): 'written'
   // (the hold is over), 'changed' (its sheet no longer shows what it showed when the
-  // write failed: the GM's hand is not written over), 'failed' (again), or null (no
-  // waiting write).
+  // write failed, nor what is to be written: the GM's hand is not written over; marked
+  // `changed` for status), 'failed' (again), or null (no waiting write). A part that
+  // already shows the value to be written counts as unchanged (a failed update may have
+  // written some attributes before it threw, or the GM put one right).
   const retryWrite = (enc, ref) => {
     const waiting = writesOf(enc)[ref];
     if (!waiting) return null;
     const now = shownFor(ref, waiting.expect);
     const same = Object.keys(waiting.expect).every((name) => Object.keys(waiting.expect[name])
-      .every((part) => now[name][part] === shown(waiting.expect[name][part])));
-    if (!same) return 'changed';
+      .every((part) => [waiting.expect[name][part], (waiting.attributes[name] || {})[part]].map(shown).includes(now[name][part])));
+    if (!same) { waiting.changed = true; return 'changed'; }
+    delete waiting.changed;
     if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) return 'failed';
     releaseFighter(enc, ref);
     return 'written';
@@ -1470,6 +1481,8 @@ var Mindscape = Mindscape || (() => {
   const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];
 
   const RETRY_NOTE = 'Before the next resolve, the write it missed is tried again (the hold ends when it lands) as long as the sheet still shows what it showed when writing failed:';
+
+  const CHANGED_NOTE = 'Not written again, the sheet has changed since writing failed:';
 
   const REFRESH_TO_RELEASE = 'run <code>!psi encounter refresh</code> (until then, the refresh before a resolve leaves them out).';
 
@@ -1497,19 +1510,26 @@ var Mindscape = Mindscape || (() => {
   };
 
   // The fighters whose write-back failed here (applyUpdates): the GM learns whose sheet
-  // lacks what; after an encounter's step, those in the encounter are held.
-  const reportMissedWrites = (job, failed, othersWritten) => {
+  // lacks what; after an encounter's step, those in the encounter it left behind
+  // (`behind`, settleWrites) are held.
+  const reportMissedWrites = (job, failed, othersWritten, behind) => {
     const enc = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
-    const inEncounter = enc ? failed.map((f) => f.ref).filter((ref) => enc.combatants[ref]) : [];
+    const inEncounter = enc ? Array.from(new Set(failed.map((f) => f.ref))).filter((ref) => enc.combatants[ref] && behind.has(ref)) : [];
     if (inEncounter.length) holdFighters(enc, inEncounter);
     const lines = failed.map((f) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
       + `${Object.keys(f.attributes).map((name) => `${chatSafe(name)} ${['current', 'max'].filter((part) => part in f.attributes[name])
         .map((part) => `${part === 'max' ? 'max ' : ''}${chatSafe(f.attributes[name][part])}`).join(', ')}`).join('; ')}`);
     const retrying = inEncounter.filter((ref) => writesOf(enc)[ref]);
-    const next = inEncounter.length
-      ? `The encounter keeps its own copy of ${namesOf(inEncounter)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`
-        + (retrying.length ? `<br>${RETRY_NOTE} ${namesOf(retrying)}.` : '')
-      : 'Put these values on the sheet by hand if it is still needed.';
+    const byHand = inEncounter.filter((ref) => !retrying.includes(ref));
+    const notes = [];
+    if (byHand.length) notes.push(`The encounter keeps its own copy of ${namesOf(byHand)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`);
+    if (retrying.length) {
+      notes.push(`The encounter keeps its own copy of ${namesOf(retrying)} until the write lands or you have brought the sheet in line by hand and `
+        + `run <code>!psi encounter refresh</code>. ${RETRY_NOTE} ${namesOf(retrying)}.`);
+    }
+    const left = enc && failed.some((f) => enc.combatants[f.ref] && !f.gone) && !inEncounter.length
+      ? ['A later change of the same answer wrote over what was missed: nobody is held.'] : [];
+    const next = notes.concat(left).join('<br>') || 'Put these values on the sheet by hand if it is still needed.';
     whisperGM(box('sheets not updated', `These sheets missed the changes of this answer (${chatSafe(job.title || job.description || job.kind)}); `
       + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next}`));
   };
@@ -1553,7 +1573,7 @@ var Mindscape = Mindscape || (() => {
     if (retried('written').length) lines.push(`Wrote again what ${namesOf(retried('written'))} missed (the sheet still showed what it showed when writing failed): no longer held.`);
     if (retried('failed').length) lines.push(`Writing what ${namesOf(retried('failed'))} missed failed again (the API console has the details).`);
     if (retried('changed').length) {
-      lines.push(`Not written again, the sheet has changed since writing failed: ${namesOf(retried('changed'))}. `
+      lines.push(`${CHANGED_NOTE} ${namesOf(retried('changed'))}. `
         + 'Bring it in line (<code>!psi encounter status</code> gives the encounter\'s copy) and run <code>!psi encounter refresh</code>.');
     }
     if (run.gone.length) lines.push(`Not taken again, their token or character is gone: ${namesOf(run.gone)}.`);
@@ -2039,10 +2059,11 @@ var Mindscape = Mindscape || (() => {
       const held = heldOf(enc);
       // What to put on a held sheet: the encounter's copy of what the sheets hold.
       const copies = held.map((ref) => `${chatSafe(fighterName(ref))}: ${chatSafe(copyLine(viewCombatant(result, enc.combatants[ref])) || 'no values in the view')}`);
-      const retrying = held.filter((ref) => writesOf(enc)[ref]);
+      const retrying = (changed) => held.filter((ref) => writesOf(enc)[ref] && Boolean(writesOf(enc)[ref].changed) === changed);
       const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values on `
         + `them, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
-        + (retrying.length ? `<br>${RETRY_NOTE} ${namesOf(retrying)}.` : '') : '';
+        + (retrying(false).length ? `<br>${RETRY_NOTE} ${namesOf(retrying(false))}.` : '')
+        + (retrying(true).length ? `<br>${CHANGED_NOTE} ${namesOf(retrying(true))}.` : '') : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
@@ -2097,6 +2118,9 @@ var Mindscape = Mindscape || (() => {
     });
     const known = Object.values(fresh);
     ids.forEach((cid) => { if (!known.includes(cid) && fighterCharacter(cid)) fresh[cid] = cid; });
+    // A fighter the companion no longer has is out of any hold: should it join again,
+    // it comes with its sheet as it is then, and nothing from before is written over it.
+    Object.keys(enc.combatants).filter((ref) => !fresh[ref]).forEach((ref) => releaseFighter(enc, ref));
     enc.combatants = fresh;
   };
 
@@ -2222,9 +2246,15 @@ var Mindscape = Mindscape || (() => {
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
     const stepOf = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
-    if (stepOf) settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));
+    let behind = new Set(failed.map((f) => f.ref));
+    try {
+      if (stepOf) behind = settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));
+    } catch (err) {
+      // Only the writes to try again are lost: the holds below are still made.
+      log(`${scriptName}: keeping the missed writes of ${id} failed: ${err && err.stack ? err.stack : err}`);
+    }
     if (STEP_KINDS.includes(job.kind) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
-    if (failed.length) reportMissedWrites(job, failed, written.length > 0);
+    if (failed.length) reportMissedWrites(job, failed, written.length > 0, behind);
     sheetWarnings(job, answer.result);
     return HANDLERS[job.kind](job, answer.result);
   };

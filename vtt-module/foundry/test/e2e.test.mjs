@@ -336,9 +336,11 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   const { page, problems } = await openPage(13);
   // Zanna's mind was opened by a critical hit last round, after she raised thought
   // shield (2 PSPs): the last end of round announced she may pay 2 × 2 to close it now.
+  // Her sheet has lost its current hit points, which the companion's adapter has to
+  // assume (and says so).
   await page.evaluate(async () => {
     const zanna = window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV");
-    await zanna.update({ "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "thought-shield", used_power: false, may_pay_to_close: true, rounds_open: 1 } });
+    await zanna.update({ "system.attributes.hp.value": null, "flags.mindscape.revised-2e.mind": { state: "open", opened_by: "critical", locked_rounds: 0, last_defense: "thought-shield", used_power: false, may_pay_to_close: true, rounds_open: 1 } });
     await window.harness.combat.startCombat();
     window.harness.combat.nextRound();
   });
@@ -371,6 +373,7 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   // the GM once, by name (the only notice that is not information).
   const notes = await page.evaluate(() => window.harness.notes.filter(([kind]) => kind !== "info"));
   assert.deepEqual(notes.map(([kind, text]) => [kind, text.startsWith("The companion reading the sheets: Zanna: ")]), [["warn", true]]);
+  assert.match(notes[0][1], /no current hit points; taken as the maximum 8/);
   assert.deepEqual(problems, []);
   await page.close();
 });

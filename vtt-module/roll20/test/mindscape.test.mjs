@@ -1891,7 +1891,7 @@ test('a write that fails for one fighter of a step is reported and holds that fi
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
   assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
   const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
-  assert.match(told, /These sheets missed the changes of this answer \(Encounter\); the other changes were written:<br><b>Fenka<\/b> \(writing failed; the API console has the details\): HP 2; psionic-mind-state open<br>The encounter keeps its own copy of Fenka until you have brought the sheet in line by hand and run <code>!psi encounter refresh<\/code>/);
+  assert.match(told, /These sheets missed the changes of this answer \(Encounter\); the other changes were written:<br><b>Fenka<\/b> \(writing failed; the API console has the details\): HP 2; psionic-mind-state open<br>The encounter keeps its own copy of Fenka until the write lands or you have brought the sheet in line by hand and run <code>!psi encounter refresh<\/code>\. Before the next resolve, the write it missed is tried again/);
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   assert.ok(ctx.sb.logs.some((line) => /writing the update of .* failed: Error: sheet locked/.test(line)));
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
@@ -2087,9 +2087,15 @@ test('a held fighter\'s missed write is not written over a sheet the GM changed 
   assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), undefined);
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Not written again, the sheet has changed since writing failed: Fenka\. Bring it in line \(<code>!psi encounter status<\/code> gives the encounter's copy\) and run <code>!psi encounter refresh<\/code>\./);
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
-  // The GM's own refresh takes the sheet as it is, writes nothing and forgets the write.
   const resolve = lastRequest(ctx.sb);
   emptyStep(ctx, resolve, 4);
+  // Status says so too, rather than promising a write.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Not written again, the sheet has changed since writing failed: Fenka\.<\/div>$/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
+  // The GM's own refresh takes the sheet as it is, writes nothing and forgets the write.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
@@ -2122,10 +2128,15 @@ test('a fighter held because the companion could not write the step has no write
   const second = resolveNow(ctx);
   answer(ctx, second.id, stepAnswer(ctx, second, 4, UNMADE));
   assert.deepEqual(writes(ctx), {});
-  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-2) + whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
+  // A write that fails now (HP still locked) is not kept to try again either, and the
+  // GM is not promised one.
+  const told = whispersTo(ctx.sb, 'gm').length;
   const third = resolveNow(ctx);
   answer(ctx, third.id, stepAnswer(ctx, third, 5));
   assert.deepEqual(writes(ctx), {});
+  const missed = whispersTo(ctx.sb, 'gm').slice(told).find((w) => /sheets not updated/.test(w));
+  assert.match(missed, /The encounter keeps its own copy of Fenka until you have brought the sheet in line by hand/);
+  assert.doesNotMatch(missed, /tried again|until the write lands/);
   assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
   // Its status names nobody whose write is tried again.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
@@ -2133,6 +2144,85 @@ test('a fighter held because the companion could not write the step has no write
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 5, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Held, the encounter keeps its own copy/);
   assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
+});
+
+test('two failed steps merge their writes: what the second wrote before it failed does not count as a change by the GM', () => {
+  const ctx = fenkaMissedAStep();
+  // The second step writes Fenka's mind (it lands) and then her HP (locked: it fails).
+  const second = resolveNow(ctx);
+  answer(ctx, second.id, stepAnswer(ctx, second, 4, { updates: [
+    { character_id: ctx.fenka.id, attributes: { 'psionic-mind-state': { current: 'closed' }, HP: { current: 1 } } }] }));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'closed');
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], {
+    attributes: { HP: { current: 1 }, 'psionic-mind-state': { current: 'closed' } },
+    expect: { HP: { current: '11' }, 'psionic-mind-state': { current: '' } },
+  });
+  unlockFenkaHp(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 1);
+  assert.deepEqual(held(ctx), []);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /before resolving/.test(w)).at(-1), /Wrote again what Fenka missed/);
+});
+
+test('a held fighter\'s waiting write matches attribute names in any case, as Roll20 does', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { hp: { current: 3 } } }] }));
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { hp: { current: 3 } }, expect: { hp: { current: '11' } } });
+  unlockFenkaHp(ctx);
+  // A later step writing HP (as the sheet spells it) takes hp off: nothing waits, the hold ends.
+  const next = resolveNow(ctx);
+  answer(ctx, next.id, stepAnswer(ctx, next, 4, { updates: [{ character_id: ctx.fenka.id, attributes: { HP: { current: 4 } } }] }));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 4);
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+});
+
+test('a failed update that a later one of the same answer writes over in full leaves nobody held', () => {
+  const ctx = encounterWithTwo();
+  const hp = ctx.sb.attribute(ctx.fenka.id, 'HP');
+  hp.setWithWorker = () => { delete hp.setWithWorker; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [
+    { character_id: ctx.fenka.id, attributes: { HP: { current: 2 } } },
+    { character_id: ctx.fenka.id, attributes: { HP: { current: 3 } } }] }));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 3);
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /A later change of the same answer wrote over what was missed: nobody is held\./);
+});
+
+test('the GM\'s own refresh writes nothing: it takes a held sheet as it is and forgets the waiting write', () => {
+  const ctx = fenkaMissedAStep();
+  unlockFenkaHp(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  const fenka = lastRequest(ctx.sb);
+  assert.equal(fenka.body.params.combatant_id, ctx.fenka.id);
+  assert.equal(attribOf(fenka.body.params.combatant, 'HP').current, '11');
+  refreshAnswer(ctx, fenka, 4, ['hp']);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+});
+
+test('a held fighter the companion no longer has (a resync) is out of its hold: joining again, nothing from before is written over its sheet', () => {
+  const ctx = fenkaMissedAStep();
+  unlockFenkaHp(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: { [ctx.ulcen.id]: {} } } });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.held), []);
+  assert.deepEqual(writes(ctx), {});
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 5 } })));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 5);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
 });
 
 test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again', () => {

@@ -454,6 +454,24 @@ test("a sheet the GM put right by hand is not written over: Refresh from sheets 
   assert.equal(ctl.meta.held, undefined);
 });
 
+test("a sheet the GM put right by hand with the very values the write held lets the write land: the hold ends", async () => {
+  const { t, ctl, enc } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  const waiting = ctl.meta.held["fenka-tokF"].write;
+  assert.equal(waiting.update["flags.mindscape.revised-2e.psp"], 19);
+  lock.on = false;
+  // From the card: the GM types 19, what the failed write held.
+  await fenka.update({ "flags.mindscape.revised-2e.psp": 19 });
+  const warned = t.clients.gm.notes.warn.length;
+  await ctl.refresh();
+  assert.equal(psp(fenka), 19);
+  assert.equal(ctl.meta.held, undefined, "the write landed: nothing is held");
+  assert.equal(t.clients.gm.notes.warn.length, warned, "no warning that the sheet changed");
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 19);
+});
+
 test("a failed write to a world actor holds that actor's combatant only, not an unlinked token made from it", async () => {
   const { t, ctl, gm } = await encounterWithUndo({
     extraTokens: (table) => [table.world.token({ id: "tokF2", name: "Fenka Prime", actor: table.actors.fenka, actorLink: true }).uuid],

@@ -375,14 +375,18 @@ export class EncounterController {
 
   /**
    * Try a held combatant's waiting write again, when its sheet still shows what it showed
-   * when the write failed; a sheet changed since (by the GM's hand) is not written over,
-   * and the GM is told. The hold that remains, or null when the write landed.
+   * when the write failed (or, field by field, already what is to be written: the GM put
+   * that one right); a sheet changed otherwise since (by the GM's hand) is not written
+   * over, and the GM is told. The hold that remains, or null when the write landed.
    */
   async retryHeld(hold, name) {
     const write = hold.write;
     if (!write) return hold;
     const doc = await this.svc.env.fromUuid(write.uuid).catch(() => null);
-    const same = doc && Object.entries(write.expect).every(([path, value]) => JSON.stringify(valueAt(doc, path) ?? null) === JSON.stringify(value));
+    const same = doc && Object.entries(write.expect).every(([path, value]) => {
+      const now = JSON.stringify(valueAt(doc, path) ?? null);
+      return now === JSON.stringify(value) || now === JSON.stringify(write.update[path] ?? null);
+    });
     if (!same) {
       this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.HeldChanged", { name }));
       return hold;

@@ -40,6 +40,13 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
     return cached
 
 
+async def systems_house_rules(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """``systems.house_rules``: only the house rules of ``systems.describe``, for a caller
+    that relays every answer through a narrow channel (the Roll20 chat)."""
+    system = ctx.services.system(params["system"])
+    return {"system": system.id, "house_rules": [r.to_json() for r in system.house_rules()]}
+
+
 METHODS = [
     MethodSpec("systems.list", NO_PARAMS, systems_list,
                "Every rule system: [{id, name, source, plugin, encounters, round_end, rest}] "
@@ -58,4 +65,11 @@ METHODS = [
                "the system's own schemas of exchange.end_round and combatants.rest params "
                "(without system, dice, seed), for a system that takes them.",
                result={"type": "object"}),
+    MethodSpec("systems.house_rules",
+               {"type": "object", "required": ["system"], "additionalProperties": False,
+                "properties": {"system": SYSTEM_ID}},
+               systems_house_rules,
+               "A system's house rules alone, as in systems.describe: {system, house_rules: "
+               "[{id, text, default, choices}]}; the values a call's options may give each.",
+               result={"type": "object", "required": ["system", "house_rules"]}),
 ]

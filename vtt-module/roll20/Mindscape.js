@@ -681,7 +681,7 @@ var Mindscape = Mindscape || (() => {
     const question = entry.kind === 'round-choices'
       ? ' To end the round without the question, run <code>!psi round --pay-none</code> (or <code>--close TOKEN</code>). '
         + 'A Mindscape Bridge userscript older than this script does not relay the question: update it.'
-      : '';
+      : entry.kind === 'house' ? ' A Mindscape Bridge userscript older than this script does not relay <code>!psi house</code>: update it. Nothing was changed.' : '';
     whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}${question}${refreshStopped(entry.run)}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
@@ -778,7 +778,7 @@ var Mindscape = Mindscape || (() => {
       defense,
     };
     const id = newId();
-    postRequest(rpcBody(id, 'exchange.resolve', params), {
+    postRequest(rpcBody(id, 'exchange.resolve', withHouse(exchange.system, params)), {
       kind: 'exchange',
       requester,
       chooser,
@@ -841,7 +841,7 @@ var Mindscape = Mindscape || (() => {
       defense: chosen.defense,
     };
     const id = newId();
-    return postRequest(rpcBody(id, 'exchange.odds', params), {
+    return postRequest(rpcBody(id, 'exchange.odds', withHouse(who.system, params)), {
       kind: 'odds',
       requester: msg.playerid,
       involved: [],
@@ -1004,7 +1004,7 @@ var Mindscape = Mindscape || (() => {
     if (!asked.length) return postEndRound(requester, fighters, system, {});
     supersedeQuestions(fighters);
     const id = newId();
-    return postRequest(rpcBody(id, 'exchange.round_end_choices', { system, combatants: asked.map(combatantOf) }), {
+    return postRequest(rpcBody(id, 'exchange.round_end_choices', withHouse(system, { system, combatants: asked.map(combatantOf) })), {
       kind: 'round-choices', requester, involved: fighters, sent: asked, system, title: 'Before the round ends',
     }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
   };
@@ -1034,7 +1034,7 @@ var Mindscape = Mindscape || (() => {
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
     const id = newId();
-    return postRequest(rpcBody(id, 'exchange.end_round', params), {
+    return postRequest(rpcBody(id, 'exchange.end_round', withHouse(system, params)), {
       kind: 'round', requester, involved: fighters, title: 'End of the round',
     }, `end the round for ${fighters.map(fighterName).join(', ')}`);
   };
@@ -1196,9 +1196,133 @@ var Mindscape = Mindscape || (() => {
     }
     const span = params.hours ? `${params.hours} hour${params.hours === 1 ? '' : 's'}` : '';
     const id = newId();
-    return postRequest(rpcBody(id, 'combatants.rest', params), {
+    return postRequest(rpcBody(id, 'combatants.rest', withHouse(system, params)), {
       kind: 'rest', requester: msg.playerid, involved: fighters, title: span ? `Rest: ${span}` : 'Long rest',
     }, `${span ? `rest ${span}` : 'a long rest'} for ${fighters.map(fighterName).join(', ')}`);
+  };
+
+  // ------------------------------------------------------------ !psi house
+
+  // The house rules (RULES.md's H-… defaults) the campaign switched, by system:
+  // state.Mindscape.config.house = {system: {rule id: value}}, only values other than
+  // the default. Every request of that system carries them as its `options`; an
+  // encounter takes them when it is created and keeps them. Only the companion knows the
+  // rules: !psi house asks it (systems.house_rules), and a change is checked against its
+  // answer before anything is stored.
+
+  const HOUSE_OPTIONS = ['system', 'set', 'default'];
+
+  const houseOf = (system) => {
+    const house = store().config.house;
+    return isObject(house) && isObject(house[system]) ? house[system] : {};
+  };
+
+  // `params` with the campaign's house rules of `system` as its options, when it has any.
+  const withHouse = (system, params) => {
+    const options = houseOf(system);
+    return Object.keys(options).length ? Object.assign(params, { options: Object.assign({}, options) }) : params;
+  };
+
+  const houseValueText = (value) => (value === true ? 'on' : value === false ? 'off' : String(value));
+
+  // The choice of `rule` that `text` names (on/off, true/false, yes/no for a switch; a
+  // choice's own text in any case), or undefined.
+  const houseValue = (rule, text) => {
+    const wanted = String(text).trim().toLowerCase();
+    return rule.choices.find((choice) => {
+      if (choice === true) return ['on', 'true', 'yes'].includes(wanted);
+      if (choice === false) return ['off', 'false', 'no'].includes(wanted);
+      return String(choice).toLowerCase() === wanted;
+    });
+  };
+
+  const commandHouse = (msg, args) => {
+    if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the house rules.');
+    const unknown = args.options.map(([key]) => key).filter((key) => !HOUSE_OPTIONS.includes(key));
+    if (unknown.length) {
+      return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; house takes --${HOUSE_OPTIONS.join(', --')}. Nothing was changed.`);
+    }
+    const system = args.get('system') || store().config.system;
+    if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+    const set = [];
+    for (const pair of args.all('set')) {
+      const match = /^([A-Za-z0-9-]{1,64})\s*=\s*(\S+)$/.exec(pair);
+      if (!match) return refuse(msg.playerid, `--set wants RULE=VALUE, as H-2E-STUN=off (got "${chatSafe(pair)}"). Nothing was changed.`);
+      set.push([match[1].toUpperCase(), match[2]]);
+    }
+    const defaults = args.all('default').map((text) => text.trim().toUpperCase());
+    if (defaults.some((text) => !/^[A-Z0-9-]{1,64}$/.test(text))) {
+      return refuse(msg.playerid, '--default wants a rule id, as H-2E-STUN, or ALL. Nothing was changed.');
+    }
+    const id = newId();
+    return postRequest(rpcBody(id, 'systems.house_rules', { system }), {
+      kind: 'house', requester: msg.playerid, involved: [], system, set, defaults, title: `House rules of ${system}`,
+    }, `${set.length || defaults.length ? 'change' : 'read'} the house rules of ${system}`);
+  };
+
+  // The companion's house rules of a system, checked: [{id, text, default, choices}].
+  const houseRulesIn = (result) => (Array.isArray(result.house_rules) ? result.house_rules : [])
+    .filter((r) => isObject(r) && typeof r.id === 'string' && Array.isArray(r.choices) && r.choices.length);
+
+  // The rules and the campaign's values, with a button for every other choice.
+  const houseList = (system, rules, values) => {
+    const lines = rules.map((rule) => {
+      const value = rule.id in values ? values[rule.id] : rule.default;
+      const buttons = rule.choices.filter((choice) => choice !== value)
+        .map((choice) => `[${chatSafe(houseValueText(choice))}](!psi house --system ${system} --set ${rule.id}=${chatSafe(houseValueText(choice))})`);
+      const state = rule.id in values ? `<b>${chatSafe(houseValueText(value))}</b> (default ${chatSafe(houseValueText(rule.default))})` : `${chatSafe(houseValueText(value))} (default)`;
+      return `<b>${chatSafe(rule.id)}</b>: ${state} ${buttons.join(' ')}<br>${chatSafe(rule.text)}`;
+    });
+    const known = new Set(rules.map((rule) => rule.id));
+    const stale = Object.keys(values).filter((rid) => !known.has(rid));
+    if (stale.length) {
+      lines.push(`Set here but unknown to this companion (its requests are refused until you clear them): ${stale.map((rid) => `${chatSafe(rid)} `
+        + `[clear](!psi house --system ${system} --default ${chatSafe(rid)})`).join(', ')}`);
+    }
+    return lines.join('<br>');
+  };
+
+  const handleHouse = (job, result) => {
+    const rules = houseRulesIn(result);
+    const byId = new Map(rules.map((rule) => [rule.id.toUpperCase(), rule]));
+    const before = houseOf(job.system);
+    const values = Object.assign({}, before);
+    const problems = [];
+    job.defaults.forEach((text) => {
+      if (text === 'ALL') { Object.keys(values).forEach((rid) => { delete values[rid]; }); return; }
+      const rule = byId.get(text);
+      const stored = Object.keys(values).find((rid) => rid.toUpperCase() === text);
+      if (rule) delete values[rule.id];
+      else if (stored) delete values[stored];
+      else problems.push(`${chatSafe(text)} is not a house rule of ${job.system}`);
+    });
+    job.set.forEach(([text, valueText]) => {
+      const rule = byId.get(text);
+      if (!rule) { problems.push(`${chatSafe(text)} is not a house rule of ${job.system}`); return; }
+      const value = houseValue(rule, valueText);
+      if (value === undefined) {
+        problems.push(`${rule.id} takes ${rule.choices.map(houseValueText).map(chatSafe).join(' or ')}, not "${chatSafe(valueText)}"`);
+        return;
+      }
+      if (value === rule.default) delete values[rule.id];
+      else values[rule.id] = value;
+    });
+    const title = `house rules: ${job.system}`;
+    if (problems.length) {
+      return whisperGM(box(title, `Nothing was changed: ${problems.join('; ')}.<br>${houseList(job.system, rules, before)}`));
+    }
+    const changed = JSON.stringify(values) !== JSON.stringify(before);
+    if (changed) {
+      const house = Object.assign({}, isObject(store().config.house) ? store().config.house : {});
+      if (Object.keys(values).length) house[job.system] = values;
+      else delete house[job.system];
+      store().config.house = house;
+    }
+    const enc = store().encounter;
+    const kept = changed && enc && enc.system === job.system
+      ? '<br>The current encounter keeps the house rules it was created with; a new one takes these.' : '';
+    return whisperGM(box(title, `${changed ? 'Changed. ' : ''}Every ${chatSafe(job.system)} request of this campaign is resolved with these `
+      + `(the buttons switch a rule):<br>${houseList(job.system, rules, values)}${kept}`));
   };
 
   // ------------------------------------------------------------ !psi config
@@ -1214,6 +1338,11 @@ var Mindscape = Mindscape || (() => {
       `Request timeout: <b>${s.config.timeout} s</b>; chunk: <b>${s.config.chunk}</b> characters`,
       `Unlinked tokens: HP on bar <b>${s.config.hpBar || 'none'}</b>, PSP on bar <b>${s.config.pspBar || 'none'}</b>`,
     ];
+    Object.keys(SYSTEMS).forEach((system) => {
+      const values = houseOf(system);
+      const set = Object.keys(values).map((rid) => `${chatSafe(rid)}=${chatSafe(houseValueText(values[rid]))}`);
+      if (set.length) lines.push(`House rules of ${system} (<code>!psi house</code>): ${set.join(', ')}`);
+    });
     Object.keys(s.characters).forEach((charId) => {
       const cfg = s.characters[charId];
       const attrs = Object.keys(cfg.attributes || {}).map((f) => `${f}=${chatSafe(cfg.attributes[f])}`).join(', ');
@@ -1700,7 +1829,7 @@ var Mindscape = Mindscape || (() => {
     if (action === 'create') {
       const system = args.get('system') || s.config.system;
       if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
-      const params = { system };
+      const params = withHouse(system, { system });
       if (args.get('name')) params.name = args.get('name');
       return encounterRequest(msg, 'encounter.create', params, { kind: 'encounter.create', system, name: params.name || '' }, `create a ${system} encounter`);
     }
@@ -1795,6 +1924,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
@@ -2000,6 +2130,7 @@ var Mindscape = Mindscape || (() => {
 
   // What each kind of request does with a successful result.
   const HANDLERS = {
+    house: handleHouse,
     exchange: (job, result) => {
       postCard(resultCard(job.title, result), job.involved);
     },
@@ -2177,7 +2308,11 @@ var Mindscape = Mindscape || (() => {
       return undefined;
     }
     const text = `The companion refused: ${errorText(error)}`;
-    whisperGM(box(title, text));
+    // A house rule this campaign set that the companion no longer takes.
+    const house = isObject(error.data) && Array.isArray(error.data.errors)
+      && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
+      ? '<br>The campaign\'s house rules are sent as <code>options</code>: <code>!psi house</code> shows them, and <code>--default RULE</code> clears one.' : '';
+    whisperGM(box(title, text + house));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
       if (chooser) tell(chooser, title, text);
@@ -2306,6 +2441,7 @@ var Mindscape = Mindscape || (() => {
     if (!isObject(result) && !Array.isArray(result)) return problem('the result is not an object');
     if (job.kind === 'encounter.create' && (result.id === undefined || result.id === null)) return problem('the result lacks the encounter id');
     if (job.kind === 'encounter.refresh' && !Array.isArray(result.changed)) return problem('the result lacks the list of changed fields');
+    if (job.kind === 'house' && !Array.isArray(result.house_rules)) return problem('the result lacks the house rules');
     if (result.updates_failed !== undefined && !isObject(result.updates_failed)) return problem('updates_failed is not an object');
     const updates = collectUpdates(result);
     const wrong = updatesProblem(updates, job.involved || []);
@@ -2322,6 +2458,7 @@ var Mindscape = Mindscape || (() => {
     round: commandRound,
     rest: commandRest,
     config: commandConfig,
+    house: commandHouse,
     encounter: commandEncounter,
     help: commandHelp,
     pair: commandPair,

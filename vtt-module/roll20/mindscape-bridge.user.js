@@ -34,12 +34,12 @@
   // exchange.end_round and combatants.rest change nothing in the companion (the sheets
   // carry the state, and the Mod script applies one answer only), and
   // exchange.round_end_choices changes nothing at all, so like the other exchange.* calls
-  // they may be retried. encounter.refresh stores a step: it is a
-  // changing call below.
+  // they may be retried, as may systems.house_rules (it only reads). encounter.refresh
+  // stores a step: it is a changing call below.
   const ALLOWED_METHODS = new Set([
     'exchange.resolve', 'exchange.odds', 'exchange.end_round', 'exchange.round_end_choices',
     'combatants.rest', 'encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare',
-    'encounter.resolve', 'encounter.get', 'encounter.undo',
+    'encounter.resolve', 'encounter.get', 'encounter.undo', 'systems.house_rules',
   ]);
   // Calls that change an encounter: one that may have run must never run again.
   const CHANGING_METHODS = new Set([

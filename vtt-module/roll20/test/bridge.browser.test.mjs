@@ -353,6 +353,26 @@ test('!psi round asks the real companion what closing a mind costs, and the GM\'
   assert.equal(JSON.parse(ctx.sb.attribute(ctx.fenka.id, 'psi_mind').get('current')).state, 'closed');
 });
 
+test('!psi house switches a real house rule through the relay, and the next request is resolved under it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  const [rules] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-CLOSE-LAST-PSP=off' }));
+  assert.ok(rules.result, `the daemon answered an error: ${JSON.stringify(rules.error)}\n${daemonLog}`);
+  assert.ok(rules.result.house_rules.length >= 10);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>H-2E-CLOSE-LAST-PSP<\/b>: <b>off<\/b> \(default on\) \[on\]/);
+  // Fenka holds exactly the 10 PSPs closing costs: under the default she could not pay
+  // her last PSPs (RULES.md §1.5 errata); with the rule off she may.
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '10' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'critical', locked_rounds: 0, last_defense: 'mental-barrier', used_power: false, may_pay_to_close: true, rounds_open: 1 }), max: '' });
+  const [offered] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' }));
+  assert.ok(offered.result, JSON.stringify(offered.error));
+  assert.deepEqual(offered.result.combatants.map((c) => [c.id, c.choices.close.cost, c.choices.close.payable]), [[ctx.fenka.id, 10, true]]);
+  // A rule the companion does not know changes nothing.
+  await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-CLOSE-LAST-PSP=on --set H-2E-NOT-A-RULE=on' }));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Nothing was changed: H-2E-NOT-A-RULE is not a house rule of revised-2e/);
+  assert.deepEqual(JSON.parse(JSON.stringify(ctx.sb.state.Mindscape.config.house)), { 'revised-2e': { 'H-2E-CLOSE-LAST-PSP': false } });
+});
+
 test('!psi rest goes through the relay to combatants.rest: 2 hours give back ceil(40/8) PSPs an hour on the sheet', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = campaign({ pairing: PAIRED });

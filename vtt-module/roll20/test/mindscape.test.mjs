@@ -2252,3 +2252,124 @@ test('the help handout says a combatant whose sheet missed a step is held until 
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   assert.match(handout.get('notes'), /that combatant is held: <code>resolve<\/code> keeps the encounter's copy of it until you have put the sheet right and run <code>refresh<\/code>.*lists who is held/);
 });
+
+// ------------------------------------------------------------ !psi house
+
+// The companion's house rules of revised-2e, two of them (systems.house_rules).
+const HOUSE_RULES = [
+  { id: 'H-2E-STUN', text: 'A mind forced open is stunned for the rest of that round.', default: true, choices: [true, false] },
+  { id: 'H-2E-ORDER', text: 'Order of attacks in an encounter round.', default: 'listed', choices: ['listed', 'initiative'] },
+];
+
+// Sends `!psi house<options>` as the GM and answers it with HOUSE_RULES (or `rules`).
+const house = (ctx, options = '', rules = HOUSE_RULES) => {
+  ctx.sb.chat({ playerid: GM, content: `!psi house${options}` });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { system: req.body.params.system, house_rules: rules } });
+  return req;
+};
+
+const houseState = (ctx) => plain(ctx.sb.state.Mindscape.config.house || {});
+
+test('!psi house is for GMs and asks the companion for the house rules of the campaign\'s system', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi house' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM may see or change the house rules/);
+  assert.equal(requests(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: GM, content: '!psi house --sett H-2E-STUN=off' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --sett; house takes --system, --set, --default\. Nothing was changed\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi house --system gurps' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--system must be one of revised-2e, combat-strength, power-pool/);
+  ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-STUN' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--set wants RULE=VALUE, as H-2E-STUN=off \(got "H-2E-STUN"\)\. Nothing was changed\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  const req = house(ctx);
+  assert.deepEqual(plain(req.body), { jsonrpc: '2.0', id: req.id, method: 'systems.house_rules', params: { system: 'revised-2e' } });
+  const list = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(list, /<b>H-2E-STUN<\/b>: on \(default\) \[off\]\(!psi house --system revised-2e --set H-2E-STUN=off\)<br>A mind forced open is stunned/);
+  assert.match(list, /<b>H-2E-ORDER<\/b>: listed \(default\) \[initiative\]\(!psi house --system revised-2e --set H-2E-ORDER=initiative\)/);
+  assert.doesNotMatch(list, /Changed/);
+  assert.deepEqual(houseState(ctx), {});
+  // A malformed answer is refused.
+  ctx.sb.chat({ playerid: GM, content: '!psi house' });
+  const bad = lastRequest(ctx.sb);
+  answer(ctx, bad.id, { jsonrpc: '2.0', id: bad.id, result: { system: 'revised-2e' } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused.*the result lacks the house rules/);
+});
+
+test('a house rule the companion accepts is stored and sent as options by every request of that system', () => {
+  const ctx = campaign();
+  house(ctx, ' --set h-2e-stun=OFF --set H-2E-ORDER=initiative');
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-STUN': false, 'H-2E-ORDER': 'initiative' } });
+  const list = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(list, /Changed\. Every revised-2e request of this campaign is resolved with these/);
+  assert.match(list, /<b>H-2E-STUN<\/b>: <b>off<\/b> \(default on\) \[on\]\(!psi house --system revised-2e --set H-2E-STUN=on\)/);
+  const options = { 'H-2E-STUN': false, 'H-2E-ORDER': 'initiative' };
+  assert.deepEqual(plain(attackAndDefend(ctx).body.params.options), options);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.options), options);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round --pay-none' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.options), options);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.options), options);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { system: 'revised-2e', options });
+  // Another system's requests carry none of them.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --system power-pool' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { system: 'power-pool' });
+  ctx.sb.chat({ playerid: GM, content: '!psi config' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /House rules of revised-2e \(<code>!psi house<\/code>\): H-2E-STUN=off, H-2E-ORDER=initiative/);
+});
+
+test('a house rule or value the companion does not know changes nothing, and says what it takes', () => {
+  const ctx = campaign();
+  house(ctx, ' --set H-2E-STUN=off');
+  house(ctx, ' --set H-2E-ORDER=random --set H-2E-STUN=on');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Nothing was changed: H-2E-ORDER takes listed or initiative, not "random"\./);
+  house(ctx, ' --set H-2E-NOPE=on --default H-2E-STUN');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Nothing was changed: H-2E-NOPE is not a house rule of revised-2e\./);
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-STUN': false } });
+});
+
+test('--default puts a rule back (ALL: every rule), and a value equal to the default is not kept', () => {
+  const ctx = campaign();
+  house(ctx, ' --set H-2E-STUN=off --set H-2E-ORDER=initiative');
+  house(ctx, ' --default H-2E-STUN');
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-ORDER': 'initiative' } });
+  house(ctx, ' --set H-2E-ORDER=listed');
+  assert.deepEqual(houseState(ctx), {});
+  assert.equal(attackAndDefend(ctx).body.params.options, undefined);
+  house(ctx, ' --set H-2E-STUN=no --set H-2E-ORDER=initiative');
+  house(ctx, ' --default all');
+  assert.deepEqual(houseState(ctx), {});
+});
+
+test('a stored rule this companion no longer knows is listed with a button to clear it, and its refusal points to !psi house', () => {
+  const ctx = campaign();
+  house(ctx, ' --set H-2E-STUN=off --set H-2E-ORDER=initiative');
+  // A companion without H-2E-ORDER.
+  house(ctx, '', [HOUSE_RULES[0]]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Set here but unknown to this companion \(its requests are refused until you clear them\): H-2E-ORDER \[clear\]\(!psi house --system revised-2e --default H-2E-ORDER\)/);
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/options/H-2E-ORDER', message: 'unknown house rule; known: ["H-2E-STUN"]' }] } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /\/options\/H-2E-ORDER: unknown house rule.*<br>The campaign's house rules are sent as <code>options<\/code>: <code>!psi house<\/code> shows them, and <code>--default RULE<\/code> clears one\./);
+  house(ctx, ' --default H-2E-ORDER', [HOUSE_RULES[0]]);
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-STUN': false } });
+});
+
+test('a change of the house rules leaves the current encounter as it was created, and says so', () => {
+  const ctx = encounterWithTwo();
+  house(ctx, ' --set H-2E-STUN=off');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The current encounter keeps the house rules it was created with; a new one takes these\./);
+  house(ctx, ' --system power-pool', [{ id: 'H-PP-NO-POOL', text: 'No pool.', default: true, choices: [true, false] }]);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /current encounter/);
+  assert.equal(requests(ctx.sb).at(-1).body.params.system, 'power-pool');
+});
+
+test('the help handout lists !psi house', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /<code>!psi house<\/code> \(GM\): the house rules of the campaign's system.*<code>--set H-2E-STUN=off<\/code> switches one/);
+});

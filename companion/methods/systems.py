@@ -1,4 +1,4 @@
-"""``systems.list`` and ``systems.describe``."""
+"""``systems.list``, ``systems.describe`` and ``systems.house_rules``."""
 
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ async def systems_describe(ctx: Context, params: dict[str, Any]) -> PreparedJSON
 
 
 async def systems_house_rules(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``systems.house_rules``: only the house rules of ``systems.describe``, for a caller
-    that relays every answer through a narrow channel (the Roll20 chat)."""
+    """``systems.house_rules``: the house rules a system checks ``options`` against (the
+    list ``systems.describe`` holds), alone, for a caller that relays every answer
+    through a narrow channel (the Roll20 chat)."""
     system = ctx.services.system(params["system"])
     return {"system": system.id, "house_rules": [r.to_json() for r in system.house_rules()]}
 
@@ -71,5 +72,14 @@ METHODS = [
                systems_house_rules,
                "A system's house rules alone, as in systems.describe: {system, house_rules: "
                "[{id, text, default, choices}]}; the values a call's options may give each.",
-               result={"type": "object", "required": ["system", "house_rules"]}),
+               result={"type": "object", "required": ["system", "house_rules"],
+                       "properties": {
+                           "system": {"type": "string"},
+                           "house_rules": {"type": "array", "items": {
+                               "type": "object",
+                               "required": ["id", "text", "default", "choices"],
+                               "properties": {
+                                   "id": {"type": "string"}, "text": {"type": "string"},
+                                   "default": {"type": ["boolean", "string", "integer"]},
+                                   "choices": {"type": "array", "minItems": 1}}}}}}),
 ]

@@ -301,10 +301,12 @@ var Mindscape = Mindscape || (() => {
     });
     const changing = ids.some((id) => CHANGING_KINDS.includes(jobs[id].kind));
     const question = ids.some((id) => jobs[id].kind === 'round-choices');
+    const house = ids.some((id) => jobs[id].kind === 'house');
     whisperGM(box('requests in flight', `These requests were waiting for an answer when the Mod sandbox restarted:<br>${lines.join('<br>')}<br>`
       + 'An answer that still comes within the hour is applied, and you are told so.'
       + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')
-      + (question ? ' A question before a round\'s end only reports when answered late: run <code>!psi round</code> again to end that round.' : '')));
+      + (question ? ' A question before a round\'s end only reports when answered late: run <code>!psi round</code> again to end that round.' : '')
+      + (house ? ' A change of the house rules answered late is not made: run <code>!psi house</code> again.' : '')));
   };
 
   /**
@@ -681,7 +683,8 @@ var Mindscape = Mindscape || (() => {
     const question = entry.kind === 'round-choices'
       ? ' To end the round without the question, run <code>!psi round --pay-none</code> (or <code>--close TOKEN</code>). '
         + 'A Mindscape Bridge userscript older than this script does not relay the question: update it.'
-      : entry.kind === 'house' ? ' A Mindscape Bridge userscript older than this script does not relay <code>!psi house</code>: update it. Nothing was changed.' : '';
+      : entry.kind === 'house' ? ' A Mindscape Bridge userscript older than this script does not relay <code>!psi house</code>: update it. '
+        + 'A late answer only shows the house rules: any change it carried is not made.' : '';
     whisperGM(box('no answer', `Request <b>${id}</b> got no answer from the companion in ${seconds} s. ${relay}${next}${late}${question}${refreshStopped(entry.run)}`));
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
@@ -1225,6 +1228,27 @@ var Mindscape = Mindscape || (() => {
 
   const houseValueText = (value) => (value === true ? 'on' : value === false ? 'off' : String(value));
 
+  // A rule id or value that may stand in a button's command as it is (a ')' or a
+  // bracket would end the button early; anything else is listed without a button).
+  const BUTTON_SAFE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+  // Whether a rule takes a run of whole numbers (H-CS-PEN-CAP: 0 to 100): too many for a
+  // button each.
+  const numberRange = (rule) => {
+    const numbers = rule.choices.filter((c) => Number.isInteger(c));
+    if (numbers.length !== rule.choices.length || numbers.length <= 6) return null;
+    const min = Math.min(...numbers);
+    const max = Math.max(...numbers);
+    return max - min + 1 === numbers.length ? { min, max } : null;
+  };
+
+  // What a rule takes, in words: "on or off", "listed or initiative", "a whole number
+  // from 0 to 100".
+  const choicesText = (rule) => {
+    const range = numberRange(rule);
+    return range ? `a whole number from ${range.min} to ${range.max}` : rule.choices.map(houseValueText).join(' or ');
+  };
+
   // The choice of `rule` that `text` names (on/off, true/false, yes/no for a switch; a
   // choice's own text in any case), or undefined.
   const houseValue = (rule, text) => {
@@ -1236,6 +1260,8 @@ var Mindscape = Mindscape || (() => {
     });
   };
 
+  const RULE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
   const commandHouse = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the house rules.');
     const unknown = args.options.map(([key]) => key).filter((key) => !HOUSE_OPTIONS.includes(key));
@@ -1246,14 +1272,16 @@ var Mindscape = Mindscape || (() => {
     if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
     const set = [];
     for (const pair of args.all('set')) {
-      const match = /^([A-Za-z0-9-]{1,64})\s*=\s*(\S+)$/.exec(pair);
-      if (!match) return refuse(msg.playerid, `--set wants RULE=VALUE, as H-2E-STUN=off (got "${chatSafe(pair)}"). Nothing was changed.`);
+      const match = /^([^=\s]+)\s*=\s*(.*\S)\s*$/.exec(pair);
+      if (!match || !RULE_ID.test(match[1])) return refuse(msg.playerid, `--set wants RULE=VALUE, as H-2E-STUN=off (got "${chatSafe(pair)}"). Nothing was changed.`);
       set.push([match[1].toUpperCase(), match[2]]);
     }
     const defaults = args.all('default').map((text) => text.trim().toUpperCase());
-    if (defaults.some((text) => !/^[A-Z0-9-]{1,64}$/.test(text))) {
+    if (defaults.some((text) => !RULE_ID.test(text))) {
       return refuse(msg.playerid, '--default wants a rule id, as H-2E-STUN, or ALL. Nothing was changed.');
     }
+    const both = set.map(([rid]) => rid).filter((rid) => defaults.includes(rid));
+    if (both.length) return refuse(msg.playerid, `${chatSafe(both[0])} is both --set and --default: say one. Nothing was changed.`);
     const id = newId();
     return postRequest(rpcBody(id, 'systems.house_rules', { system }), {
       kind: 'house', requester: msg.playerid, involved: [], system, set, defaults, title: `House rules of ${system}`,
@@ -1264,28 +1292,54 @@ var Mindscape = Mindscape || (() => {
   const houseRulesIn = (result) => (Array.isArray(result.house_rules) ? result.house_rules : [])
     .filter((r) => isObject(r) && typeof r.id === 'string' && Array.isArray(r.choices) && r.choices.length);
 
-  // The rules and the campaign's values, with a button for every other choice.
+  // A button that sets `rule` to `value` (a Roll20 query for a number range), or ''
+  // when the id or the value cannot stand in a command.
+  const houseButton = (system, rule, value) => {
+    if (!BUTTON_SAFE.test(rule.id)) return '';
+    const range = numberRange(rule);
+    if (range) return `[set](!psi house --system ${system} --set ${rule.id}=?{${rule.id}: ${range.min} to ${range.max}|${value}})`;
+    const text = houseValueText(value);
+    return BUTTON_SAFE.test(text) ? `[${text}](!psi house --system ${system} --set ${rule.id}=${text})` : '';
+  };
+
+  // The rules and the campaign's values, with a button for every other choice (one that
+  // asks for the number, for a number range).
   const houseList = (system, rules, values) => {
+    if (!rules.length) return `The companion lists no house rules for ${chatSafe(system)}.`;
     const lines = rules.map((rule) => {
       const value = rule.id in values ? values[rule.id] : rule.default;
-      const buttons = rule.choices.filter((choice) => choice !== value)
-        .map((choice) => `[${chatSafe(houseValueText(choice))}](!psi house --system ${system} --set ${rule.id}=${chatSafe(houseValueText(choice))})`);
-      const state = rule.id in values ? `<b>${chatSafe(houseValueText(value))}</b> (default ${chatSafe(houseValueText(rule.default))})` : `${chatSafe(houseValueText(value))} (default)`;
-      return `<b>${chatSafe(rule.id)}</b>: ${state} ${buttons.join(' ')}<br>${chatSafe(rule.text)}`;
+      const buttons = numberRange(rule) ? [houseButton(system, rule, value)]
+        : rule.choices.filter((choice) => choice !== value).map((choice) => houseButton(system, rule, choice));
+      const taken = rule.choices.includes(value) ? '' : `, which this companion does not take (it takes ${chatSafe(choicesText(rule))})`;
+      const state = rule.id in values ? `<b>${chatSafe(houseValueText(value))}</b> (default ${chatSafe(houseValueText(rule.default))}${taken})`
+        : `${chatSafe(houseValueText(value))} (default)`;
+      return `<b>${chatSafe(rule.id)}</b>: ${state} ${buttons.filter(Boolean).join(' ')}<br>${chatSafe(rule.text)}`;
     });
     const known = new Set(rules.map((rule) => rule.id));
     const stale = Object.keys(values).filter((rid) => !known.has(rid));
     if (stale.length) {
-      lines.push(`Set here but unknown to this companion (its requests are refused until you clear them): ${stale.map((rid) => `${chatSafe(rid)} `
-        + `[clear](!psi house --system ${system} --default ${chatSafe(rid)})`).join(', ')}`);
+      lines.push(`Set here but unknown to this companion (its requests are refused until you clear them): ${stale.map((rid) => `${chatSafe(rid)}`
+        + (BUTTON_SAFE.test(rid) ? ` [clear](!psi house --system ${system} --default ${rid})` : '')).join(', ')}`);
     }
     return lines.join('<br>');
   };
 
+  // Whether two sets of values hold the same rules at the same values.
+  const sameHouse = (a, b) => Object.keys(a).length === Object.keys(b).length
+    && Object.keys(a).every((rid) => rid in b && a[rid] === b[rid]);
+
+  // The companion's answer: the changes asked for are checked against its rules and made
+  // all together, or none is. An answer that comes late (after the timeout or a restart)
+  // only shows the rules: the GM may have gone on meanwhile.
   const handleHouse = (job, result) => {
     const rules = houseRulesIn(result);
     const byId = new Map(rules.map((rule) => [rule.id.toUpperCase(), rule]));
     const before = houseOf(job.system);
+    const title = `house rules: ${job.system}`;
+    if (job.late && (job.set.length || job.defaults.length)) {
+      return whisperGM(box(title, 'This answer came late, so the changes were not made: repeat them if you still want them.<br>'
+        + `${houseList(job.system, rules, before)}`));
+    }
     const values = Object.assign({}, before);
     const problems = [];
     job.defaults.forEach((text) => {
@@ -1301,17 +1355,16 @@ var Mindscape = Mindscape || (() => {
       if (!rule) { problems.push(`${chatSafe(text)} is not a house rule of ${job.system}`); return; }
       const value = houseValue(rule, valueText);
       if (value === undefined) {
-        problems.push(`${rule.id} takes ${rule.choices.map(houseValueText).map(chatSafe).join(' or ')}, not "${chatSafe(valueText)}"`);
+        problems.push(`${chatSafe(rule.id)} takes ${chatSafe(choicesText(rule))}, not "${chatSafe(valueText)}"`);
         return;
       }
       if (value === rule.default) delete values[rule.id];
       else values[rule.id] = value;
     });
-    const title = `house rules: ${job.system}`;
     if (problems.length) {
       return whisperGM(box(title, `Nothing was changed: ${problems.join('; ')}.<br>${houseList(job.system, rules, before)}`));
     }
-    const changed = JSON.stringify(values) !== JSON.stringify(before);
+    const changed = !sameHouse(values, before);
     if (changed) {
       const house = Object.assign({}, isObject(store().config.house) ? store().config.house : {});
       if (Object.keys(values).length) house[job.system] = values;
@@ -2373,7 +2426,8 @@ var Mindscape = Mindscape || (() => {
     // From here on the answer is accepted: it can no longer be replayed.
     forgetRequest(id);
     rememberAnswered(id, 'answered');
-    if (job.late) whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+    // A late answer about the house rules says itself what it does (it changes nothing).
+    if (job.late && job.kind !== 'house') whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
     if (job.batch) return handleBatch(job, answer);
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);

@@ -2311,6 +2311,12 @@ test('a house rule the companion accepts is stored and sent as options by every 
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round --pay-none' });
   assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
   assert.deepEqual(plain(lastRequest(ctx.sb).body.params.options), options);
+  // The question before a round's end, and the round its button ends, carry them too.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx);
+  assert.deepEqual(plain(requests(ctx.sb).filter((r) => r.body.method === 'exchange.round_end_choices').at(-1).body.params.options), options);
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { system: 'revised-2e', combatants: lastRequest(ctx.sb).body.params.combatants, choices: { [ctx.fenka.id]: { close: true } }, options });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
   assert.deepEqual(plain(lastRequest(ctx.sb).body.params.options), options);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
@@ -2372,4 +2378,47 @@ test('the help handout lists !psi house', () => {
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   assert.match(handout.get('notes'), /<code>!psi house<\/code> \(GM\): the house rules of the campaign's system.*<code>--set H-2E-STUN=off<\/code> switches one/);
+});
+
+test('a rule that takes a run of numbers gets one button that asks for the number, and is checked against the range', () => {
+  const ctx = campaign();
+  const cap = { id: 'H-CS-PEN-CAP', text: 'Penetration stops after this many extra dice.', default: 20, choices: Array.from({ length: 101 }, (_, i) => i) };
+  const rules = [{ id: 'H-CS-WAVE-ROUND', text: 'Waves.', default: true, choices: [true, false] }, cap];
+  house(ctx, ' --system combat-strength', rules);
+  const list = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(list, /<b>H-CS-PEN-CAP<\/b>: 20 \(default\) \[set\]\(!psi house --system combat-strength --set H-CS-PEN-CAP=\?\{H-CS-PEN-CAP: 0 to 100\|20\}\)<br>/);
+  assert.ok(list.length < 1000, `one button, not a hundred (${list.length} characters)`);
+  house(ctx, ' --system combat-strength --set H-CS-PEN-CAP=101', rules);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Nothing was changed: H-CS-PEN-CAP takes a whole number from 0 to 100, not "101"\./);
+  house(ctx, ' --system combat-strength --set H-CS-PEN-CAP=5', rules);
+  assert.deepEqual(houseState(ctx), { 'combat-strength': { 'H-CS-PEN-CAP': 5 } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>H-CS-PEN-CAP<\/b>: <b>5<\/b> \(default 20\) \[set\]\(!psi house --system combat-strength --set H-CS-PEN-CAP=\?\{H-CS-PEN-CAP: 0 to 100\|5\}\)/);
+  // A stored value the companion no longer takes is named as such.
+  house(ctx, ' --system combat-strength', [rules[0], { ...cap, choices: Array.from({ length: 4 }, (_, i) => i) }]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>H-CS-PEN-CAP<\/b>: <b>5<\/b> \(default 20, which this companion does not take \(it takes 0 or 1 or 2 or 3\)\)/);
+});
+
+test('a late answer about the house rules changes nothing and says so; a rule both set and put back is refused', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-STUN=off' });
+  const req = lastRequest(ctx.sb);
+  ctx.sb.advance(31000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /A late answer only shows the house rules: any change it carried is not made\./);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { system: 'revised-2e', house_rules: HOUSE_RULES } });
+  assert.deepEqual(houseState(ctx), {});
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /This answer came late, so the changes were not made: repeat them if you still want them\.<br><b>H-2E-STUN<\/b>: on \(default\)/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/was applied/.test(w)));
+  ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-STUN=off --default h-2e-stun' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /H-2E-STUN is both --set and --default: say one\. Nothing was changed\./);
+  assert.equal(requests(ctx.sb).length, 1);
+  // Putting back a rule and setting it again to the value it has is no change.
+  house(ctx, ' --set H-2E-STUN=off');
+  house(ctx, ' --default H-2E-ORDER --set H-2E-STUN=off');
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Changed/);
+});
+
+test('the companion listing no house rules is said in words', () => {
+  const ctx = campaign();
+  house(ctx, '', []);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion lists no house rules for revised-2e\./);
 });

@@ -770,9 +770,49 @@ var Mindscape = Mindscape || (() => {
     return { attacker, defender, system };
   };
 
-  // `requester` made the attack; `chooser` picked the defense (the same player when the
-  // attacker also controls the defender).
-  const resolveExchange = (exchange, defense, requester, chooser) => {
+  // ------------------------------------------ power-pool: psionic control (§3.4)
+
+  // The value a fighter's sheet keeps for a combatant field that the companion's adapters
+  // keep in a psi_* attribute (or in the attribute a generic mapping names for it), as
+  // the companion sent it; undefined when there is none.
+  const sheetState = (ref, field) => {
+    const { adapter, data } = combatantOf(ref);
+    const generic = adapter === 'roll20.generic';
+    const attribs = generic ? data.character.attribs : data.attribs;
+    const mapped = generic && isObject(data.mapping.fields) ? data.mapping.fields[field] : undefined;
+    const [name, part] = mapped ? String(mapped).split('|') : [`psi_${field}`, 'current'];
+    const attr = attribs.find((a) => sameName(a.name, name));
+    return attr ? attr[/^max$/i.test(part || '') ? 'max' : 'current'] : undefined;
+  };
+
+  // power-pool control as the companion wrote it on the sheets: the ref of a fighter's
+  // controller (psi_controlled_by), or null.
+  const controllerOf = (ref) => {
+    const value = sheetState(ref, 'controlled_by');
+    return filled(value) ? String(value).trim() : null;
+  };
+
+  // The refs of the creatures a fighter controls (psi_controlling: [{id, kept_by, wave}]).
+  const puppetsOf = (ref) => {
+    let links;
+    try {
+      links = JSON.parse(String(sheetState(ref, 'controlling') || '[]'));
+    } catch (err) {
+      return [];
+    }
+    return Array.isArray(links) ? links.filter((link) => isObject(link) && typeof link.id === 'string').map((link) => link.id) : [];
+  };
+
+  // Who answers an attack on `defender` (power-pool, seed 001: "Psionically attacking a
+  // creature under psionic control automatically attacks the controller"): its
+  // controller, or null when it answers for itself. What the rules then say (an attack on
+  // one's own puppet, a controller itself controlled) is the companion's to judge.
+  const struckFor = (system, defender) => (system === 'power-pool' ? controllerOf(defender) : null);
+
+  // An exchange's params and the fighters it involves (whose sheets its answer may
+  // write). power-pool: the controller a controlled defender's attack strikes, and every
+  // creature a participant controls (control may end, and their sheets with it).
+  const exchangeRequest = (exchange, defense) => {
     const params = {
       system: exchange.system,
       attacker: combatantOf(exchange.attacker),
@@ -780,12 +820,39 @@ var Mindscape = Mindscape || (() => {
       attack: exchange.attack,
       defense,
     };
+    const involved = [exchange.attacker, exchange.defender];
+    const struck = struckFor(exchange.system, exchange.defender);
+    if (struck && fighterCharacter(struck) && !involved.includes(struck)) {
+      params.controller = combatantOf(struck);
+      involved.push(struck);
+    }
+    if (exchange.system === 'power-pool') {
+      const puppets = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref) && fighterCharacter(ref));
+      if (puppets.length) params.puppets = puppets.map(combatantOf);
+      involved.push(...puppets);
+    }
+    return { params: withHouse(exchange.system, params), involved };
+  };
+
+  // Why an attack on a controlled creature cannot go to the companion: its controller is
+  // not here. Null when nothing stops it.
+  const strikeProblem = (system, defender) => {
+    const struck = struckFor(system, defender);
+    if (!struck || fighterCharacter(struck)) return null;
+    return `${chatSafe(fighterName(defender))} is under the psionic control of "${chatSafe(struck)}", which is no character or token here: `
+      + 'an attack on it strikes its controller (power-pool). Put the controller\'s ref right in its psi_controlled_by, or clear it. Nothing was sent.';
+  };
+
+  // `requester` made the attack; `chooser` picked the defense (the same player when the
+  // attacker also controls the defender).
+  const resolveExchange = (exchange, defense, requester, chooser) => {
+    const { params, involved } = exchangeRequest(exchange, defense);
     const id = newId();
-    postRequest(rpcBody(id, 'exchange.resolve', withHouse(exchange.system, params)), {
+    postRequest(rpcBody(id, 'exchange.resolve', params), {
       kind: 'exchange',
       requester,
       chooser,
-      involved: [exchange.attacker, exchange.defender],
+      involved,
       title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${fighterName(exchange.defender)}`,
     }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${fighterName(exchange.defender)}`);
   };
@@ -795,35 +862,57 @@ var Mindscape = Mindscape || (() => {
     if (who.error) return refuse(msg.playerid, who.error);
     const built = attackFromOptions(args, who.system);
     if (built.error) return refuse(msg.playerid, built.error);
+    const stopped = strikeProblem(who.system, who.defender);
+    if (stopped) return refuse(msg.playerid, stopped);
+    // power-pool: the controller of a controlled defender answers in its place.
+    const struck = struckFor(who.system, who.defender);
     const exchange = { system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack, by: msg.playerid, at: Date.now() };
+    if (struck) exchange.struck = struck;
+    // An attack on one's own puppet: the companion says what the rules make of it.
+    if (struck === who.attacker) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
+    const chooser = struck || who.defender;
     // Whoever controls the defender (or the GM) may fix the defense at once.
-    if (args.has('defense') && mayControl(msg.playerid, who.defender)) {
+    if (args.has('defense') && mayControl(msg.playerid, chooser)) {
       const chosen = defenseFromOptions(args, who.system, 'defense');
       if (chosen.error) return refuse(msg.playerid, chosen.error);
       return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
     const xid = newId();
     store().exchanges[xid] = exchange;
-    const buttons = knownDefenses(who.defender, who.system)
+    const buttons = knownDefenses(chooser, who.system)
       .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --mode ${mode})`)
       .concat([`[No defense](!psi defend --req ${xid} --mode none)`]).join(' ');
-    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of `
-      + `<b>${chatSafe(fighterName(who.defender))}</b>. Choose a defense:<br>${buttons}`);
-    const controllers = controllersOf(who.defender).filter((pid) => !playerIsGM(pid));
+    const target = struck
+      ? `<b>${chatSafe(fighterName(who.defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
+        + `${chatSafe(fighterName(struck))}, who chooses the defense`
+      : `<b>${chatSafe(fighterName(who.defender))}</b>. Choose a defense`;
+    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of ${target}:<br>${buttons}`);
+    const controllers = controllersOf(chooser).filter((pid) => !playerIsGM(pid));
     if (controllers.length) controllers.forEach((pid) => whisperPlayer(pid, text));
     whisperGM(text);
-    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(fighterName(who.defender))} to choose a defense.`);
+    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(fighterName(chooser))} to choose a defense.`);
   };
 
   const commandDefend = (msg, args) => {
     const xid = String(args.get('req') || '');
     const exchange = store().exchanges[xid];
     if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
-    if (!mayControl(msg.playerid, exchange.defender)) {
-      return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(exchange.defender))} or the GM may choose this defense.`);
+    const chooser = exchange.struck || exchange.defender;
+    if (!mayControl(msg.playerid, chooser)) {
+      return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(chooser))} or the GM may choose this defense.`);
     }
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
+    // Control changed hands since the attack: the defense came from the wrong side.
+    const now = struckFor(exchange.system, exchange.defender);
+    if ((now || null) !== (exchange.struck || null)) {
+      delete store().exchanges[xid];
+      const attacker = exchange.by && exchange.by !== msg.playerid && !playerIsGM(exchange.by) ? [exchange.by] : [];
+      const why = `the psionic control of ${chatSafe(fighterName(exchange.defender))} changed since the attack was declared, so another `
+        + 'mind answers it now. Nothing was sent: attack again.';
+      attacker.forEach((pid) => refuse(pid, why));
+      return refuse(msg.playerid, why);
+    }
     delete store().exchanges[xid];
     tell(msg.playerid, 'defense chosen', chosen.defense ? label(chosen.defense.mode) : 'No defense');
     return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
@@ -836,15 +925,11 @@ var Mindscape = Mindscape || (() => {
     if (built.error) return refuse(msg.playerid, built.error);
     const chosen = defenseFromOptions(args, who.system, 'defense');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
-    const params = {
-      system: who.system,
-      attacker: combatantOf(who.attacker),
-      defender: combatantOf(who.defender),
-      attack: built.attack,
-      defense: chosen.defense,
-    };
+    const stopped = strikeProblem(who.system, who.defender);
+    if (stopped) return refuse(msg.playerid, stopped);
+    const { params } = exchangeRequest({ system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack }, chosen.defense);
     const id = newId();
-    return postRequest(rpcBody(id, 'exchange.odds', withHouse(who.system, params)), {
+    return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
       requester: msg.playerid,
       involved: [],

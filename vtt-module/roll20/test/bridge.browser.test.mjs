@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { campaign, decode, MARKER, whispersTo, GM, BOB, ALICE } from './campaign.mjs';
+import { campaign, psionicControl, decode, MARKER, whispersTo, GM, BOB, ALICE } from './campaign.mjs';
 
 const USERSCRIPT = fileURLToPath(new URL('../mindscape-bridge.user.js', import.meta.url));
 // The pairing code the GM pastes into the bridge; every campaign below uses it.
@@ -351,6 +351,28 @@ test('!psi round asks the real companion what closing a mind costs, and the GM\'
   assert.deepEqual(ended.result.events.filter((e) => e.combatant === ctx.fenka.id).map((e) => e.type), ['psp-spent', 'mind-closed']);
   assert.equal(Number(ctx.sb.attribute(ctx.fenka.id, 'PSP').get('current')), 20);
   assert.equal(JSON.parse(ctx.sb.attribute(ctx.fenka.id, 'psi_mind').get('current')).state, 'closed');
+});
+
+test('power-pool through the relay: an attack on a puppet strikes its controller in the real companion, and the sheets follow whoever wins', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense pinnacle-of-will` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  const result = resolved.result;
+  // Seed 001: the attack on Fenka strikes Ulcen, who controls her.
+  assert.deepEqual(result.redirected, [{ from: ctx.fenka.id, to: ctx.ulcen.id }]);
+  const state = (charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
+  if (result.winner === 'attacker') {
+    // Ulcen falls under the ogre's control, and the control he held ends: his puppets are free.
+    assert.equal(state(ctx.ulcen.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+    assert.equal(state(ctx.fenka.id, 'psi_controlled_by'), '');
+    assert.equal(state(ctx.thrall.id, 'psi_controlled_by'), '');
+  } else {
+    // The ogre is rebuffed: Ulcen keeps both.
+    assert.equal(state(ctx.fenka.id, 'psi_controlled_by'), ctx.ulcen.id);
+    assert.equal(state(ctx.thrall.id, 'psi_controlled_by'), ctx.ulcen.id);
+  }
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
 test('!psi house switches a real house rule through the relay, and the next request is resolved under it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {

@@ -63,6 +63,27 @@ export function campaign({ start = true, before, pairing } = {}) {
   return { sb, ulcen, fenka, ogre, tokens };
 }
 
+/**
+ * Makes `ctx` a power-pool campaign in which Ulcen (Alice's) holds Fenka (Bob's) and a
+ * thrall under psionic control, as the companion writes it on the sheets
+ * (psi_controlled_by, psi_controlling: RULES.md §3.4), and the ogre (the GM's, an
+ * unlinked token) may attack. Returns `ctx` with `thrall`.
+ */
+export function psionicControl(ctx) {
+  const { sb } = ctx;
+  sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  const thrall = sb.add('character', { name: 'Thrall', controlledby: '' });
+  const attrs = (charId, list) => list.forEach(([name, current, max = '']) => sb.add('attribute', { _characterid: charId, name, current, max }));
+  attrs(ctx.ogre.id, [['psi_pool', '3', '3'], ['psi_die', '8'], ['HP', '30', '30'], ['psi_psionic', '1'], ['psi_attacks', 'Mental Stab']]);
+  attrs(ctx.ulcen.id, [['psi_pool', '3', '4'], ['psi_die', '6'], ['psi_psionic', '1'], ['psi_defenses', 'Pinnacle of Will'],
+    ['repeating_psionic-defenses_-Md4_psionic-defense-name', 'Pinnacle of Will'],
+    ['psi_dedicated', JSON.stringify([{ purpose: 'control', target: ctx.fenka.id }])],
+    ['psi_controlling', JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die' }, { id: thrall.id, kept_by: 'action' }])]]);
+  attrs(ctx.fenka.id, [['psi_pool', '0', '3'], ['psi_die', '6'], ['psi_controlled_by', ctx.ulcen.id]]);
+  attrs(thrall.id, [['psi_pool', '0', '2'], ['psi_die', '4'], ['psi_controlled_by', ctx.ulcen.id]]);
+  return Object.assign(ctx, { thrall });
+}
+
 /** Decodes base64url as the userscript and the companion see it. */
 export const decode = (code) => JSON.parse(Buffer.from(code, 'base64url').toString('utf8'));
 export const encode = (value) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');

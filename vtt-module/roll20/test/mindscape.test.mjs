@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  campaign, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
+  campaign, psionicControl, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
 } from './campaign.mjs';
 
 const attack = (ctx, extra = '') => ctx.sb.chat({
@@ -2421,4 +2421,89 @@ test('the companion listing no house rules is said in words', () => {
   const ctx = campaign();
   house(ctx, '', []);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion lists no house rules for revised-2e\./);
+});
+
+// ------------------------------------------------ power-pool: psionic control
+
+const underControl = () => psionicControl(campaign());
+
+const refOf = (combatant) => combatant.data.id;
+
+test('power-pool: an attack on a creature under psionic control strikes its controller, whose owner chooses the defense; its puppets go along', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const asked = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(asked, /Ogre attacks the mind of <b>Fenka<\/b>, whom <b>Ulcen of Tyr<\/b> controls: the attack strikes Ulcen of Tyr, who chooses the defense:/);
+  assert.ok(whispersTo(ctx.sb, 'Bob').every((w) => !/defend!/.test(w)), 'the puppet does not choose');
+  const xid = /--req ([A-Za-z0-9]+)/.exec(asked)[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /only the controller of Ulcen of Tyr or the GM may choose this defense/);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode pinnacle-of-will` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const p = req.body.params;
+  assert.deepEqual([refOf(p.attacker), refOf(p.defender), refOf(p.controller)], [ctx.tokens.ogre.id, ctx.fenka.id, ctx.ulcen.id]);
+  assert.deepEqual(p.puppets.map(refOf), [ctx.thrall.id], 'Fenka is in already; the thrall goes along');
+  assert.deepEqual(plain(p.defense), { mode: 'pinnacle-of-will' });
+  // The ogre won: Ulcen is controlled and his control ends; the answer frees both.
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', outcome: 'attacker', summary: 'Ogre overwhelms Ulcen of Tyr.', rolls: [], events: [],
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_controlled_by: { current: ctx.tokens.ogre.id }, psi_controlling: { current: '[]' } } },
+      { character_id: ctx.fenka.id, attributes: { psi_controlled_by: { current: '' } } },
+      { character_id: ctx.thrall.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), '');
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused/.test(w)));
+});
+
+test('power-pool: odds of an attack on a puppet are the odds against its controller; the GM may fix the controller\'s defense at once', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  const odds = lastRequest(ctx.sb);
+  assert.equal(odds.body.method, 'exchange.odds');
+  assert.equal(refOf(odds.body.params.controller), ctx.ulcen.id);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  assert.equal(refOf(req.body.params.controller), ctx.ulcen.id);
+});
+
+test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '-Mnobody' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody", which is no character or token here: an attack on it strikes its controller \(power-pool\)\. Put the controller's ref right in its psi_controlled_by, or clear it\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  // Ulcen attacks Fenka, whom he controls: the companion answers with its rule.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: ctx.ulcen.id });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_attacks', current: 'mental-stab', max: '' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  assert.equal(req.body.params.defense, null);
+  assert.equal(req.body.params.controller, undefined, 'the controller is the attacker itself');
+});
+
+test('power-pool: when the control of the target changes before the defense, nothing is sent and both sides are told to attack again', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
+  const sent = requests(ctx.sb).length;
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the psionic control of Fenka changed since the attack was declared, so another mind answers it now\. Nothing was sent: attack again\./);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /there is no attack waiting/);
+});
+
+test('outside power-pool a psi_controlled_by on a sheet changes nothing: the defender answers for itself', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_controlled_by', current: ctx.ulcen.id, max: '' });
+  const req = attackAndDefend(ctx);
+  assert.equal(req.body.params.controller, undefined);
+  assert.equal(req.body.params.puppets, undefined);
 });

@@ -232,7 +232,10 @@ def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
 
 
 async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``encounter.declare``: record a secret choice; answer only who is still awaited."""
+    """``encounter.declare``: record a secret choice; answer only who is still awaited.
+    A public action (a system's choice that applies when declared: power-pool's release,
+    keep, rest ...) changes combatants at once, so its answer carries their write-backs,
+    as a step's does; a secret choice's answer carries none."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -255,9 +258,13 @@ async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, A
             record.id, expected_revision=record.revision, kind="declare",
             params={"combatant_id": combatant_id, "choice": choice}, rolls=[],
             result={"waiting_for": waiting_for}, state=state)
+        updates: dict[str, Any] = {"updates": []}
+        if system.encounter_choice_is_public(choice):
+            updates = await _stored_updates(ctx, record, system, record.state, state,
+                                            new.revision)
     await services.hub.encounter_changed(new.id, new.revision)
-    # The choice itself is never echoed: the answer is the same whatever was chosen.
-    return {"revision": new.revision, "waiting_for": waiting_for}
+    # A secret choice is never echoed: its answer is the same whatever was chosen.
+    return {"revision": new.revision, "waiting_for": waiting_for, **updates}
 
 
 async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -576,9 +583,14 @@ METHODS = [
                        combatant_id=COMBATANT_ID, choice=CHOICE, revision=REVISION),
                encounter_declare,
                "Record a combatant's secret choice for the current step: {revision, "
-               "waiting_for}. The choice stays hidden until the step is resolved; a "
-               "system's public actions apply, and show in encounter.log, at once.",
-               result={"type": "object", "required": ["revision", "waiting_for"]},
+               "waiting_for, updates}. The choice stays hidden until the step is "
+               "resolved (updates is then empty); a system's public actions (power-pool: "
+               "pass, release, keep, cannot_perceive, rest) apply, and show in "
+               "encounter.log, at once, and updates holds the write-backs of the "
+               "combatants they changed (with updates_failed {error_id} when those cannot "
+               "be made), as a resolve's does.",
+               result={"type": "object", "required": ["revision", "waiting_for",
+                                                      "updates"]},
                errors=WRITE_ERRORS),
     MethodSpec("encounter.resolve",
                _params(["id"], id=ENCOUNTER_ID, dice=DICE, seed=SEED,

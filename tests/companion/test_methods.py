@@ -34,7 +34,8 @@ async def test_rpc_discover_is_a_valid_openrpc_1_3_document(rpc: Rpc) -> None:
     plugin_methods = {m for p in info["plugins"] for m in p["methods"]}
     assert plugin_methods <= set(names)
     assert {"rpc.discover", "companion.info", "systems.list", "systems.describe",
-            "systems.house_rules", "adapters.list", "adapters.import", "exchange.resolve", "exchange.odds",
+            "systems.house_rules", "adapters.list", "adapters.import", "exchange.resolve",
+            "exchange.odds",
             "encounter.create", "encounter.add", "encounter.declare", "encounter.resolve",
             "encounter.get", "encounter.log", "encounter.undo", "encounter.list",
             "encounter.delete", "encounter.watch", "dice.roll", "sample.echo"} <= set(names)
@@ -89,7 +90,8 @@ async def test_systems_house_rules_are_those_of_systems_describe(rpc: Rpc) -> No
         described = await rpc.ok("systems.describe", {"system": system})
         lean = await rpc.ok("systems.house_rules", {"system": system})
         assert lean == {"system": system, "house_rules": described["house_rules"]}
-        assert lean["house_rules"] and all(r["default"] in r["choices"] for r in lean["house_rules"])
+        rules = lean["house_rules"]
+        assert rules and all(r["default"] in r["choices"] for r in rules)
     error = await rpc.error("systems.house_rules", {"system": "gurps"})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
     error = await rpc.error("systems.house_rules", {"system": "revised-2e", "all": True})

@@ -1747,6 +1747,10 @@ var Mindscape = Mindscape || (() => {
 
   const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];
 
+  // Whether a request stores something in an encounter before its write-back reaches the
+  // sheets: a resolve, an undo, or a public action (power-pool: release, rest ...).
+  const isStep = (job) => STEP_KINDS.includes(job.kind) || (job.kind === 'encounter.declare' && job.public === true);
+
   const RETRY_NOTE = 'Before the next resolve, the write it missed is tried again (the hold ends when it lands) as long as the sheet still shows what it showed when writing failed:';
 
   const CHANGED_NOTE = 'Not written again, the sheet has changed since writing failed:';
@@ -1760,7 +1764,8 @@ var Mindscape = Mindscape || (() => {
     const errorId = ['string', 'number'].includes(typeof failure.error_id) ? chatSafe(failure.error_id) : 'none given';
     const undo = job.kind === 'encounter.undo';
     const enc = jobEncounter(job);
-    const lines = [`${undo ? 'The undo' : 'The step'} is stored in the companion, but the companion could not write it to the sheets `
+    const what = undo ? 'The undo' : job.kind === 'encounter.declare' ? 'The action' : 'The step';
+    const lines = [`${what} is stored in the companion, but the companion could not write it to the sheets `
       + `(error id <b>${errorId}</b>; the companion's log has the cause). The sheets still show the state before it`
       + `${undo ? ', with the undone step\'s changes' : ''}.`];
     if (enc) {
@@ -1780,7 +1785,7 @@ var Mindscape = Mindscape || (() => {
   // lacks what; after an encounter's step, those in the encounter it left behind
   // (`behind`, settleWrites) are held.
   const reportMissedWrites = (job, failed, othersWritten, behind) => {
-    const enc = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
+    const enc = isStep(job) ? jobEncounter(job) : null;
     const inEncounter = enc ? Array.from(new Set(failed.map((f) => f.ref))).filter((ref) => enc.combatants[ref] && behind.has(ref)) : [];
     if (inEncounter.length) holdFighters(enc, inEncounter);
     const lines = failed.map((f) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
@@ -1921,7 +1926,7 @@ var Mindscape = Mindscape || (() => {
   // Whether a resolve or an undo of `enc` still waits for its answer (late ones too: an
   // answer may still come and write the sheets).
   const stepUnderWay = (enc) => Object.values(store().pending)
-    .some((job) => STEP_KINDS.includes(job.kind) && (job.encounter === undefined || job.encounter === enc.id));
+    .some((job) => isStep(job) && (job.encounter === undefined || job.encounter === enc.id));
 
   // Whether anyone was held since the run began (a run kept from before holds existed
   // counts as such when anyone is held: the cautious answer).
@@ -1959,6 +1964,88 @@ var Mindscape = Mindscape || (() => {
     return refreshNext(done);
   };
 
+  // power-pool's public actions (they apply when declared, in everyone's sight) and the
+  // options that only power-pool's choices take.
+  const PUBLIC_ACTIONS = ['pass', 'release', 'keep', 'cannot_perceive', 'rest'];
+  const POOL_OPTIONS = ['pass', 'rest', 'release', 'keep', 'by', 'cannot-perceive', 'keep-by', 'ally'];
+
+  // A public action in words: "releases Fenka", "passes this round".
+  const publicActionText = (enc, choice) => {
+    const name = (cid) => {
+      const ref = Object.keys(enc.combatants).find((r) => enc.combatants[r] === cid);
+      return ref ? fighterName(ref) : cid;
+    };
+    if (choice.pass) return 'passes this round';
+    if (choice.rest) return 'takes a long rest';
+    if (choice.release) return `lets ${name(choice.release)} go`;
+    if (choice.cannot_perceive) return `can no longer perceive ${name(choice.cannot_perceive)}`;
+    if (choice.keep) return `keeps ${name(choice.keep.target)} under control by ${choice.keep.by === 'die' ? 'a pool die' : 'an action each round'}`;
+    return 'acts';
+  };
+
+  // The combatant id of the fighter an option names, when it is in the encounter.
+  const encounterMember = (enc, text) => {
+    const ref = resolveFighter(text);
+    return ref && enc.combatants[ref] ? enc.combatants[ref] : null;
+  };
+
+  // The choice `!psi encounter declare` asks for, as encounter.declare takes it, or
+  // {error}. Which choices go together, and when, is the companion's to judge.
+  const declaredChoice = (args, enc) => {
+    const pool = enc.system === 'power-pool';
+    const poolOnly = POOL_OPTIONS.filter((key) => args.has(key));
+    if (!pool && poolOnly.length) return { error: `--${poolOnly[0]} is a power-pool choice; this encounter plays ${enc.system}.` };
+    const notMember = (key) => ({ error: `--${key} must be a token of a combatant in the current encounter.` });
+    const choice = {};
+    if (args.has('attack')) {
+      const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);
+      if (built.error) return built;
+      // power-pool: a psionic wave names several --target (the first is struck first).
+      const targets = (pool ? args.all('target') : [args.get('target')]).map((text) => encounterMember(enc, text));
+      if (!targets.length || targets.some((t) => !t)) return notMember('target');
+      choice.attack = Object.assign(built.attack, { target: targets[0] });
+      if (targets.length > 1) choice.attack.targets = targets.slice(1);
+      if (args.has('keep-by')) {
+        const by = String(args.get('keep-by')).trim().toLowerCase();
+        if (!['die', 'action'].includes(by)) return { error: '--keep-by must be die (a pool die kept for the control) or action (an action each round).' };
+        choice.attack.keep_by = by;
+      }
+    }
+    if (args.has('defense')) {
+      const chosen = defenseFromOptions(args, enc.system, 'defense');
+      if (chosen.error) return chosen;
+      // No defense mode: null, but an object without a mode in power-pool (which still
+      // rolls its pool).
+      choice.defense = chosen.defense || (pool ? {} : null);
+      const allies = args.all('ally').map((text) => encounterMember(enc, text));
+      if (allies.some((a) => !a)) return notMember('ally');
+      if (allies.length) choice.defense.allies = allies;
+    } else if (args.has('ally')) {
+      return { error: '--ally goes with --defense (imagination-swarm draws allies in).' };
+    }
+    if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
+    if (args.has('close')) choice.close = true;
+    if (args.has('pass')) choice.pass = true;
+    if (args.has('rest')) choice.rest = true;
+    for (const [key, field] of [['release', 'release'], ['cannot-perceive', 'cannot_perceive']]) {
+      if (!args.has(key)) continue;
+      const member = encounterMember(enc, args.get(key));
+      if (!member) return notMember(key);
+      choice[field] = member;
+    }
+    if (args.has('keep')) {
+      const member = encounterMember(enc, args.get('keep'));
+      if (!member) return notMember('keep');
+      const by = String(args.get('by') || '').trim().toLowerCase();
+      if (!['die', 'action'].includes(by)) return { error: '--keep wants --by die or --by action: how the control goes on being kept.' };
+      choice.keep = { target: member, by };
+    } else if (args.has('by')) {
+      return { error: '--by goes with --keep.' };
+    }
+    if (!Object.keys(choice).length) return { error: 'declare what? --attack, --defense, --stance, --close, or in power-pool --pass, --release, --keep, --cannot-perceive, --rest.' };
+    return { choice };
+  };
+
   const commandEncounter = (msg, args) => {
     const s = store();
     const action = (args.words[0] || '').toLowerCase();
@@ -1994,23 +2081,14 @@ var Mindscape = Mindscape || (() => {
       if (mine.length !== 1) return refuse(msg.playerid, 'select exactly one token of a combatant in the current encounter.');
       const charId = mine[0];
       if (!mayControl(msg.playerid, charId)) return refuse(msg.playerid, `you do not control ${chatSafe(fighterName(charId))}.`);
-      const choice = {};
-      if (args.has('attack')) {
-        const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);
-        if (built.error) return refuse(msg.playerid, built.error);
-        const target = resolveFighter(args.get('target'));
-        if (!target || !enc.combatants[target]) return refuse(msg.playerid, '--target must be a token of a combatant in the current encounter.');
-        choice.attack = Object.assign(built.attack, { target: enc.combatants[target] });
-      }
-      if (args.has('defense')) {
-        const chosen = defenseFromOptions(args, enc.system, 'defense');
-        if (chosen.error) return refuse(msg.playerid, chosen.error);
-        choice.defense = chosen.defense;
-      }
-      if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
-      if (args.has('close')) choice.close = true;
+      const built = declaredChoice(args, enc);
+      if (built.error) return refuse(msg.playerid, built.error);
+      const { choice } = built;
+      // A public action (power-pool) applies at once and may write any combatant's sheet.
+      const open = PUBLIC_ACTIONS.some((key) => key in choice);
+      const said = open ? `${fighterName(charId)} ${publicActionText(enc, choice)}` : `${fighterName(charId)} declares a choice (hidden)`;
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
-        { kind: 'encounter.declare', involved: [charId] }, `${fighterName(charId)} declares a choice (hidden)`);
+        { kind: 'encounter.declare', involved: open ? Object.keys(enc.combatants) : [charId], public: open, encounter: enc.id, actor: charId, said }, said);
     }
     if (action === 'refresh' || action === 'resolve') {
       if (refreshUnderWay(enc)) {
@@ -2061,7 +2139,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
@@ -2299,6 +2377,12 @@ var Mindscape = Mindscape || (() => {
     'encounter.declare': (job, result) => {
       if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
+      if (job.public) {
+        const text = `${chatSafe(job.said)}: done at once (everyone may know it). Still to choose: ${waiting}.`;
+        tell(job.requester, 'declared', text);
+        if (!playerIsGM(job.requester)) whisperGM(box('encounter', text));
+        return;
+      }
       tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
       if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(fighterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
     },
@@ -2519,7 +2603,7 @@ var Mindscape = Mindscape || (() => {
     const { written, failed } = applyUpdates(outcome.updates);
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
-    const stepOf = STEP_KINDS.includes(job.kind) ? jobEncounter(job) : null;
+    const stepOf = isStep(job) ? jobEncounter(job) : null;
     let behind = new Set(failed.map((f) => f.ref));
     try {
       if (stepOf) behind = settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));
@@ -2527,7 +2611,7 @@ var Mindscape = Mindscape || (() => {
       // Only the writes to try again are lost: the holds below are still made.
       log(`${scriptName}: keeping the missed writes of ${id} failed: ${err && err.stack ? err.stack : err}`);
     }
-    if (STEP_KINDS.includes(job.kind) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
+    if (isStep(job) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
     if (failed.length) reportMissedWrites(job, failed, written.length > 0, behind);
     sheetWarnings(job, answer.result);
     return HANDLERS[job.kind](job, answer.result);

@@ -375,6 +375,27 @@ test('power-pool through the relay: an attack on a puppet strikes its controller
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
+test('a power-pool encounter through the relay: a release declared by the controller is written to both sheets at once, and the next resolve keeps it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Thrall pit' }));
+  assert.ok(created.result, JSON.stringify(created.error));
+  const [added] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi encounter add' }));
+  assert.ok(added.every((r) => r.result), JSON.stringify(added));
+  const [released] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --release ${ctx.tokens.fenka.id}` }));
+  assert.ok(released.result, `the daemon answered an error: ${JSON.stringify(released.error)}\n${daemonLog}`);
+  assert.ok(released.result.updates.length > 0);
+  assert.equal(ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').get('current'), '');
+  assert.deepEqual(JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current')).map((l) => l.id), [ctx.thrall.id]);
+  // The refresh before the next resolve takes the sheets as they now are: nothing differs.
+  const answers = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' }));
+  const refreshed = answers.filter((a) => a.result && Array.isArray(a.result.changed));
+  assert.equal(refreshed.length, 3, JSON.stringify(answers));
+  assert.deepEqual(refreshed.map((a) => a.result.changed), [[], [], []]);
+  const [status] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter status' }));
+  assert.equal(status.result.combatants[ctx.fenka.id].controlled_by, null);
+});
+
 test('!psi house switches a real house rule through the relay, and the next request is resolved under it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = campaign({ pairing: PAIRED });

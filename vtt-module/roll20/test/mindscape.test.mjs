@@ -2507,3 +2507,95 @@ test('outside power-pool a psi_controlled_by on a sheet changes nothing: the def
   assert.equal(req.body.params.controller, undefined);
   assert.equal(req.body.params.puppets, undefined);
 });
+
+// ------------------------------------- power-pool encounter choices (declare)
+
+// A power-pool encounter of Ulcen, Fenka and the ogre (control as in psionicControl).
+const poolEncounter = () => {
+  const ctx = psionicControl(campaign());
+  return encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka, ctx.tokens.ogre]);
+};
+
+const declare = (ctx, playerid, token, options) => {
+  ctx.sb.chat({ playerid, selected: [token.id], content: `!psi encounter declare${options}` });
+  return lastRequest(ctx.sb);
+};
+
+test('power-pool declare: a psionic wave names several --target, --keep-by says how control is kept, --ally draws allies into a swarm', () => {
+  const ctx = poolEncounter();
+  const wave = declare(ctx, GM, ctx.tokens.ogre, ` --attack psionic-wave --target ${ctx.tokens.ulcen.id} --target ${ctx.tokens.fenka.id} --keep-by die`);
+  assert.equal(wave.body.method, 'encounter.declare');
+  assert.deepEqual(plain(wave.body.params.choice), { attack: { mode: 'psionic-wave', target: ctx.ulcen.id, targets: [ctx.fenka.id], keep_by: 'die' } });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w) && /declares a choice \(hidden\)/.test(w)) || '', /Ogre declares a choice \(hidden\)/);
+  const swarm = declare(ctx, ALICE, ctx.tokens.ulcen, ` --defense imagination-swarm --ally ${ctx.tokens.fenka.id}`);
+  assert.deepEqual(plain(swarm.body.params.choice), { defense: { mode: 'imagination-swarm', allies: [ctx.fenka.id] } });
+  // No defense mode is an object without a mode in power-pool: the pool is still rolled.
+  const none = declare(ctx, BOB, ctx.tokens.fenka, ' --defense none');
+  assert.deepEqual(plain(none.body.params.choice), { defense: {} });
+  const sent = requests(ctx.sb).length;
+  declare(ctx, GM, ctx.tokens.ogre, ` --attack mental-stab --target ${ctx.tokens.ulcen.id} --keep-by forever`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--keep-by must be die \(a pool die kept for the control\) or action \(an action each round\)\./);
+  declare(ctx, ALICE, ctx.tokens.ulcen, ` --ally ${ctx.tokens.fenka.id}`);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--ally goes with --defense/);
+  declare(ctx, ALICE, ctx.tokens.ulcen, ' --defense imagination-swarm --ally -Mnobody');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--ally must be a token of a combatant in the current encounter\./);
+  declare(ctx, ALICE, ctx.tokens.ulcen, '');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /declare what\? --attack, --defense, --stance, --close, or in power-pool --pass, --release, --keep, --cannot-perceive, --rest\./);
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('power-pool public actions: --pass, --release, --keep --by, --cannot-perceive and --rest apply at once; their write-backs are made', () => {
+  const ctx = poolEncounter();
+  const cases = [
+    [` --release ${ctx.tokens.fenka.id}`, { release: ctx.fenka.id }, 'Ulcen of Tyr lets Fenka go'],
+    [` --keep ${ctx.tokens.fenka.id} --by action`, { keep: { target: ctx.fenka.id, by: 'action' } }, 'Ulcen of Tyr keeps Fenka under control by an action each round'],
+    [` --cannot-perceive ${ctx.tokens.fenka.id}`, { cannot_perceive: ctx.fenka.id }, 'Ulcen of Tyr can no longer perceive Fenka'],
+    [' --pass', { pass: true }, 'Ulcen of Tyr passes this round'],
+    [' --rest', { rest: true }, 'Ulcen of Tyr takes a long rest'],
+  ];
+  let revision = 4;
+  for (const [options, choice, said] of cases) {
+    const req = declare(ctx, ALICE, ctx.tokens.ulcen, options);
+    assert.deepEqual(plain(req.body.params.choice), choice, options);
+    assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /Mindscape request/.test(w)).at(-1), new RegExp(said));
+    revision += 1;
+    answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { revision, waiting_for: [ctx.ulcen.id], updates: [] } });
+    assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`${said}: done at once \\(everyone may know it\\)\\. Still to choose: 1\\.`));
+  }
+  // A release writes both sheets: the puppet is free, the controller holds nobody.
+  const release = declare(ctx, ALICE, ctx.tokens.ulcen, ` --release ${ctx.tokens.fenka.id}`);
+  answer(ctx, release.id, { jsonrpc: '2.0', id: release.id, result: { revision: 10, waiting_for: [], updates: [
+    { character_id: ctx.fenka.id, attributes: { psi_controlled_by: { current: '' } } },
+    { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) } } },
+  ] } });
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
+  assert.equal(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).length, 1);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused/.test(w)));
+  // Refusals: --keep without --by, --by alone, a non-member.
+  const sent = requests(ctx.sb).length;
+  declare(ctx, ALICE, ctx.tokens.ulcen, ` --keep ${ctx.tokens.fenka.id}`);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--keep wants --by die or --by action/);
+  declare(ctx, ALICE, ctx.tokens.ulcen, ' --by die');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--by goes with --keep\./);
+  declare(ctx, ALICE, ctx.tokens.ulcen, ' --release -Mnobody');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--release must be a token of a combatant in the current encounter\./);
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('a public action is stored before its write-back: one that misses a sheet holds it, and no refresh takes a sheet while it is on its way', () => {
+  const ctx = poolEncounter();
+  const release = declare(ctx, ALICE, ctx.tokens.ulcen, ` --release ${ctx.tokens.fenka.id}`);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 0, 'the release would write the sheets after they were read');
+  answer(ctx, release.id, { jsonrpc: '2.0', id: release.id, result: { revision: 5, waiting_for: [], updates: [], updates_failed: { error_id: 'e-7' } } });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /The action is stored in the companion, but the companion could not write it to the sheets \(error id <b>e-7<\/b>/);
+  assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id, ctx.tokens.ogre.id].sort());
+});
+
+test('power-pool choices are refused in another system\'s encounter; there --defense none stays null', () => {
+  const ctx = encounterWithTwo();
+  declare(ctx, ALICE, ctx.tokens.ulcen, ' --pass');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--pass is a power-pool choice; this encounter plays revised-2e\./);
+  const none = declare(ctx, BOB, ctx.tokens.fenka, ' --defense none');
+  assert.deepEqual(plain(none.body.params.choice), { defense: null });
+});

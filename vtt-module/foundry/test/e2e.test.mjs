@@ -552,6 +552,50 @@ test("a psionic rest with the real companion: the sheet's header control, the ho
   await page.close();
 });
 
+test("power-pool control with the real companion: an attack on a puppet strikes its controller, the sheets follow whoever wins, and a wave is one exchange", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  // Every call goes to this run's real daemon.
+  const real = new Proxy({}, { get: (_t, method) => async (params) => {
+    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const answer = await r.json();
+    if (answer.error) throw answer.error;
+    return answer.result;
+  } });
+  const t = makeTable({ methods: real, dialogs: { gm: { defenseDialog: { mode: "pinnacle-of-will" } }, p2: { defenseDialog: { mode: null } } }, token: daemon.token });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const profile = (actor, p) => { actor.flags.mindscape["power-pool"] = { psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will"], ...p }; };
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  profile(t.actors.ulcen, { hit_dice: 4, die: 8, pool: 4 });
+  // The goblin holds Fenka by a pool die.
+  profile(goblinToken.actor, { hit_dice: 3, die: 8, pool: 2, dedicated: [{ purpose: "control", target: "fenka-tokF" }], controlling: [{ id: "fenka-tokF", kept_by: "die" }] });
+  profile(fenkaToken.actor, { hit_dice: 3, die: 6, pool: 0, controlled_by: "goblin-tokG" });
+  const gm = t.clients.gm.svc;
+  const [outcome] = await gm.attack({ attackerUuid: ulcenToken.uuid, targetUuids: [fenkaToken.uuid], attack: { mode: "mental-stab" }, physical: false }, t.clients.gm.game.user);
+  const resolved = t.daemon.calls.filter((c) => c.method === "exchange.resolve");
+  assert.equal(resolved.length, 1);
+  assert.deepEqual(resolved[0].params.controllers.map((c) => c.data.token.uuid), [goblinToken.uuid]);
+  const pp = (token) => token.actor.flags.mindscape["power-pool"];
+  if (outcome.outcome === "attacker") {
+    // The goblin falls under Ulcen's control, and lets Fenka go.
+    assert.equal(pp(goblinToken).controlled_by, "ulcen");
+    assert.ok(!pp(fenkaToken).controlled_by, JSON.stringify(pp(fenkaToken)));
+  } else {
+    assert.equal(outcome.outcome, "defender");
+    assert.equal(pp(fenkaToken).controlled_by, "goblin-tokG");
+  }
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), []);
+
+  // A wave at Ulcen's two foes, neither under control now or both: one exchange.
+  profile(fenkaToken.actor, { hit_dice: 3, die: 6, pool: 3 });
+  profile(goblinToken.actor, { hit_dice: 3, die: 8, pool: 3 });
+  profile(t.actors.ulcen, { hit_dice: 4, die: 8, pool: 4 });
+  const waves = await gm.attack({ attackerUuid: ulcenToken.uuid, targetUuids: [fenkaToken.uuid, goblinToken.uuid], attack: { mode: "psionic-wave" }, physical: false }, t.clients.gm.game.user);
+  assert.equal(waves.length, 1);
+  const wave = t.daemon.calls.filter((c) => c.method === "exchange.resolve").at(-1);
+  assert.deepEqual(wave.params.defenders.map((c) => c.data.token.uuid), [goblinToken.uuid]);
+  assert.deepEqual(Object.keys(wave.params.defenses), ["goblin-tokG"]);
+});
+
 test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable, restResult } = await import("../test-support/scenario.mjs");
   const call = (params) => daemonCall("combatants.rest", params);

@@ -237,6 +237,11 @@ export class Mindscape {
       defense: defenseFromChoice(system, assumeDefense ? { mode: assumeDefense } : null),
       options: houseRulesFor(this.game, system),
     });
+    // power-pool: the odds against a puppet are the odds against its controller.
+    if (system === "power-pool") {
+      const { controllers } = await this.controlAround(a, [d]);
+      if (controllers.length) params.controllers = controllers.map((c) => this.ref(c.actor, c.token, adapter));
+    }
     const odds = await this.rpc("exchange.odds", oddsParams(params));
     return oddsView(odds, this.t.label);
   }
@@ -255,15 +260,137 @@ export class Mindscape {
     const system = this.system;
     const attackObj = attackFromForm(system, attack);
     const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid)));
-    // Ask every defender at once: they choose in parallel, secretly.
     const attackerName = first.token?.name ?? first.actor.name;
-    const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
     const requesterRollMode = sender?.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
+    const common = { attacker: first, attack: attackObj, physical, requesterRollMode };
+    if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
+    // Ask every defender at once: they choose in parallel, secretly.
+    const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
-      outcomes.push(await this.resolveExchange({ attacker: first, defender: defenders[i], attack: attackObj, defenseChoice: defenses[i], physical, requesterRollMode }));
+      outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i] }));
     }
     return outcomes;
+  }
+
+  /**
+   * GM: a power-pool attack (RULES.md §3.2-3.4). An attack on a creature under psionic
+   * control strikes its controller (seed 001), whose owner chooses the defense and who
+   * goes with the request (`controllers`); every creature a participant controls goes
+   * along (`puppets`), so that its sheet follows when that control ends. A mode that
+   * attacks several targets (psionic-wave) makes one exchange against all of them
+   * (`defenders`), each struck creature choosing its own defense (`defenses`); any other
+   * mode makes one exchange per target, as in the other systems.
+   */
+  async poolAttack(common, defenders, attackerName) {
+    const system = this.system;
+    const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
+    const around = await this.controlAround(common.attacker, defenders);
+    const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
+    if (mode?.several_targets && defenders.length > 1) {
+      // One group: each struck creature once, in the order of the targets.
+      const members = [];
+      around.struck.forEach((m, i) => { if (!members.some((x) => x.id === around.struckIds[i])) members.push({ id: around.struckIds[i], docs: m, aimedAt: aimedAt(i) }); });
+      const choices = await Promise.all(members.map((m) => this.askDefense(m.docs, attackerName, common.attack, m.aimedAt)));
+      const group = {
+        defenders: defenders.slice(1),
+        controllers: around.controllers,
+        puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers]),
+        defenses: members.slice(1).map((m, i) => [m.id, choices[i + 1]]),
+      };
+      return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: choices[0], group })];
+    }
+    const defenses = await Promise.all(around.struck.map((d, i) => this.askDefense(d, attackerName, common.attack, aimedAt(i))));
+    const outcomes = [];
+    for (let i = 0; i < defenders.length; i++) {
+      const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
+      const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers]);
+      const group = { defenders: [], controllers, puppets, defenses: [] };
+      outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i], group }));
+    }
+    return outcomes;
+  }
+
+  /** What the companion reads of an actor for the world's system (`adapters.import`), or null. */
+  async importedOf(docs) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    try {
+      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(docs.actor, docs.token, adapter).data, options: houseRulesFor(this.game, system) });
+      return imported?.combatant ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The token and actor of a combatant id the companion gave (`roundCombatantId`: the
+   * actor's id, `<actor id>-<token id>` for an unlinked token), or null when it is not
+   * in this world or on the scene.
+   */
+  async docsOfCombatant(cid) {
+    const [actorId, tokenId] = String(cid).split("-");
+    const actor = await this.env.fromUuid(`Actor.${actorId}`).catch(() => null);
+    if (!actor) return null;
+    if (!tokenId) return this.docs(actor.uuid);
+    const token = (actor.getActiveTokens?.(false, true) ?? []).find((t) => t.id === tokenId && !t.actorLink);
+    return token ? { token, actor: token.actor } : null;
+  }
+
+  /**
+   * power-pool control around an attack, as the companion reads the sheets: for each
+   * target, who is struck (its controller when it is under control; `struckIds`, their
+   * combatant ids) and the controllers among them; `puppetsOf(participants)` gives the
+   * creatures those participants control that are not among them. A controller that is
+   * not here stops the attack (the companion could not resolve it); a puppet that is not
+   * here is left out, and the GM is told its sheet will not follow.
+   */
+  async controlAround(attacker, targets) {
+    const byId = new Map();
+    // What each participant controls (combatant ids), by its documents.
+    const links = new Map();
+    const read = async (docs) => {
+      const c = await this.importedOf(docs);
+      if (c?.id) byId.set(c.id, docs);
+      links.set(docs, (c?.controlling ?? []).map((link) => link?.id).filter(Boolean));
+      return c;
+    };
+    await read(attacker);
+    const targetCombatants = [];
+    for (const target of targets) targetCombatants.push(await read(target));
+    const struck = [];
+    const struckIds = [];
+    const controllers = [];
+    for (const [i, c] of targetCombatants.entries()) {
+      const cid = c?.controlled_by;
+      if (!cid || byId.get(cid) === attacker) { struck.push(targets[i]); struckIds.push(c?.id ?? null); continue; }
+      let docs = byId.get(cid);
+      if (!docs) {
+        docs = await this.docsOfCombatant(cid);
+        if (!docs) throw new UsageError("MINDSCAPE.Error.ControllerMissing", { name: targets[i].token?.name ?? targets[i].actor.name, id: cid });
+        byId.set(cid, docs);
+        await read(docs);
+      }
+      // The companion finds a controller among `controllers` only (also one that is a target).
+      if (!controllers.includes(docs)) controllers.push(docs);
+      struck.push(docs);
+      struckIds.push(cid);
+    }
+    const found = new Map();
+    const puppetsOf = async (participants) => {
+      const puppets = [];
+      const missing = [];
+      for (const pid of new Set(participants.flatMap((d) => links.get(d) ?? []))) {
+        const own = byId.get(pid);
+        if (own && participants.includes(own)) continue;
+        if (!found.has(pid)) found.set(pid, own ?? await this.docsOfCombatant(pid));
+        const docs = found.get(pid);
+        if (docs) puppets.push(docs); else missing.push(pid);
+      }
+      if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
+      return puppets;
+    };
+    return { struck, struckIds, controllers, puppetsOf };
   }
 
   /**
@@ -273,7 +400,7 @@ export class Mindscape {
    * non-psionic mind) is not asked and raises none. Only a defense it knows is
    * remembered as its default.
    */
-  async askDefense(defender, attackerName, attack) {
+  async askDefense(defender, attackerName, attack, aimedAt = null) {
     const system = this.system;
     const actor = defender.actor;
     const stored = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
@@ -298,6 +425,8 @@ export class Mindscape {
       // revised-2e (and combat-strength) raise defenses without knowing the attack
       // (RULES.md §1.4); in power-pool the defender answers a declared attack.
       attackLabel: system === "power-pool" ? this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode) : null,
+      // power-pool: the attack was aimed at this creature's puppet, and strikes it instead.
+      aimedAt,
       defenses: offered.map((m) => ({ id: m.id, label: this.t.label(`MINDSCAPE.Mode.${m.id}`, m.id), cost: m.cost, selected: m.id === remembered })),
       noneSelected: !remembered,
       sacrifice: system === "power-pool",
@@ -345,11 +474,18 @@ export class Mindscape {
    * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}}} exchange
    *   the documents at the time the attack was made; read again when its turn comes
    */
-  resolveExchange({ attacker, defender, ...rest }) {
-    const keys = [participantOf(attacker.token, attacker.actor).actorUuid, participantOf(defender.token, defender.actor).actorUuid];
+  resolveExchange({ attacker, defender, group = null, ...rest }) {
+    const others = group ? [...group.defenders, ...group.controllers, ...group.puppets] : [];
+    const keys = [attacker, defender, ...others].map((d) => participantOf(d.token, d.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
       const [a, d] = [await this.current(attacker), await this.current(defender)];
-      return this.resolveNow({ attacker: a, defender: d, ...rest });
+      const now = group && {
+        ...group,
+        defenders: await Promise.all(group.defenders.map((x) => this.current(x))),
+        controllers: await Promise.all(group.controllers.map((x) => this.current(x))),
+        puppets: await Promise.all(group.puppets.map((x) => this.current(x))),
+      };
+      return this.resolveNow({ attacker: a, defender: d, group: now, ...rest });
     });
   }
 
@@ -360,24 +496,39 @@ export class Mindscape {
   }
 
   /** GM: resolve one exchange with the given documents' data; call only through `resolveExchange`. */
-  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode }) {
+  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode, group = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const defense = defenseFromChoice(system, defenseChoice);
+    const ref = (d) => this.ref(d.actor, d.token, adapter);
     const params = exchangeParams({
       system,
-      attacker: this.ref(attacker.actor, attacker.token, adapter),
-      defender: this.ref(defender.actor, defender.token, adapter),
+      attacker: ref(attacker),
+      defender: ref(defender),
       attack,
       defense,
       options: houseRulesFor(this.game, system),
     });
+    const nameOf = (d) => d.token?.name ?? d.actor.name;
+    const whoAt = { "/attacker": nameOf(attacker), "/defender": nameOf(defender) };
+    const everyone = [attacker, defender];
+    // power-pool: the other targets of a wave, the controllers struck, the puppets.
+    for (const key of ["defenders", "controllers", "puppets"]) {
+      const list = group?.[key] ?? [];
+      if (!list.length) continue;
+      params[key] = list.map(ref);
+      list.forEach((d, i) => { whoAt[`/${key}/${i}`] = nameOf(d); });
+      everyone.push(...list);
+    }
+    if (group?.defenses?.length) {
+      params.defenses = Object.fromEntries(group.defenses.map(([id, choice]) => [id, defenseFromChoice(system, choice) ?? {}]));
+    }
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const result = await this.callDice("exchange.resolve", params, usePhysical);
-    const plan = await this.writeBack(result.updates, [participantOf(attacker.token, attacker.actor), participantOf(defender.token, defender.actor)]);
-    const attackerName = attacker.token?.name ?? attacker.actor.name;
-    const defenderName = defender.token?.name ?? defender.actor.name;
-    this.sheetWarnings(result.warnings, { "/attacker": attackerName, "/defender": defenderName });
+    const plan = await this.writeBack(result.updates, everyone.map((d) => participantOf(d.token, d.actor)));
+    const attackerName = nameOf(attacker);
+    const defenderName = [defender, ...(group?.defenders ?? [])].map(nameOf).join(", ");
+    this.sheetWarnings(result.warnings, whoAt);
     const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);

@@ -1,0 +1,147 @@
+// power-pool psionic control in single attacks (RULES.md §3.2-3.4) over the fakes: an
+// attack on a creature under control strikes its controller, whose owner is asked for
+// the defense; the controller and every creature a participant controls go with the
+// request, and their sheets take the companion's write-back; a psionic wave at several
+// targets is one exchange against all of them.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { combatantIdOfRef, defaultMethods, makeTable } from "../test-support/scenario.mjs";
+
+const POOL = "power-pool";
+
+// The companion's power-pool as far as these tests need it: the modes (psionic-wave
+// attacks several targets), and an import that reads the profile in the flags with the
+// id the foundry.* adapters give.
+const poolMethods = (resolve) => defaultMethods({
+  "systems.describe": ({ system }) => ({
+    id: system,
+    modes: {
+      attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true }],
+      defenses: [{ id: "pinnacle-of-will" }, { id: "blank-mind" }],
+    },
+    combatant_schema: { type: "object", properties: {} },
+    house_rules: [],
+  }),
+  "adapters.import": ({ data }) => ({
+    combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) },
+    warnings: [],
+  }),
+  "exchange.odds": () => ({ outcomes: { attacker: 0.4, defender: 0.6 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } }),
+  "exchange.resolve": resolve,
+});
+
+const pool = (extra = {}) => ({ hit_dice: 3, die: 8, pool: 3, psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will"], ...extra });
+
+// Ulcen (Ann's) attacks; Fenka (Bo's, an unlinked token) and the goblin are the targets.
+// `control`: who controls whom, as the flags hold it.
+async function poolTable({ resolve, dialogs = {}, control = () => {} } = {}) {
+  const calls = [];
+  const t = makeTable({
+    methods: poolMethods((params) => { calls.push(params); return resolve ? resolve(params) : { system: POOL, winner: "defender", outcome: "defender", summary: "Rebuffed.", rolls: [], events: [], updates: [] }; }),
+    dialogs,
+  });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  const set = (actor, profile) => { actor.flags.mindscape[POOL] = pool(profile); };
+  set(t.actors.ulcen, {});
+  set(t.tokens.fenkaToken.actor, {});
+  set(t.tokens.goblinToken.actor, {});
+  const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { [POOL]: pool({ pool: 0, controlled_by: "goblin-tokG" }) } } });
+  control(t, thrall);
+  return { t, calls, thrall };
+}
+
+const refId = (ref) => combatantIdOfRef(ref);
+
+test("an attack on a creature under control strikes its controller: the controller's owner chooses, and controller and puppets go with the request", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } }, gm: { defenseDialog: { mode: "pinnacle-of-will" } } },
+    // The goblin holds Fenka (kept by a die) and the thrall (by an action).
+    control: (table) => {
+      table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin-tokG";
+      table.tokens.fenkaToken.actor.flags.mindscape[POOL].pool = 0;
+      table.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "fenka-tokF", kept_by: "die" }, { id: "thrall", kept_by: "action" }];
+    },
+    resolve: (params) => ({
+      system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen overwhelms the goblin.", rolls: [], events: [],
+      redirected: [{ from: "fenka-tokF", to: "goblin-tokG" }],
+      updates: [
+        { uuid: `${params.controllers[0].data.token.uuid}.Actor.goblin`, update: { "flags.mindscape.power-pool.controlled_by": "ulcen", "flags.mindscape.power-pool.controlling": [] } },
+        { uuid: `${params.defender.data.token.uuid}.Actor.fenka`, update: { "flags.mindscape.power-pool.controlled_by": null } },
+        { uuid: "Actor.thrall", update: { "flags.mindscape.power-pool.controlled_by": null } },
+      ],
+    }),
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  // The goblin is the GM's: the GM chose, not Fenka's owner, and was told why.
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  const asked = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.equal(asked.defenderName, "Goblin");
+  assert.equal(asked.aimedAt, "Fenka");
+  const [params] = calls;
+  assert.equal(refId(params.defender), "fenka-tokF");
+  assert.deepEqual(params.controllers.map(refId), ["goblin-tokG"]);
+  assert.deepEqual(params.puppets.map(refId), ["thrall"]);
+  assert.deepEqual(params.defense, { mode: "pinnacle-of-will" });
+  // The write-back reached the controller, the target and the puppet.
+  assert.equal(t.tokens.goblinToken.actor.flags.mindscape[POOL].controlled_by, "ulcen");
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by, null);
+  assert.equal(t.world.docs.get("Actor.thrall").flags.mindscape[POOL].controlled_by, null);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+});
+
+test("the odds against a creature under control are the odds against its controller", async () => {
+  const { t } = await poolTable({
+    control: (table) => { table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin-tokG"; },
+  });
+  await t.clients.gm.svc.odds({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
+  const odds = t.daemon.calls.find((c) => c.method === "exchange.odds");
+  assert.deepEqual(odds.params.controllers.map(refId), ["goblin-tokG"]);
+});
+
+test("a controller that is neither in the world nor on the scene stops the attack before anything is resolved, saying whose control", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    control: (table) => { table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "nobody"; },
+  });
+  await assert.rejects(
+    t.clients.gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, t.clients.gm.game.user),
+    (error) => error.key === "MINDSCAPE.Error.ControllerMissing" && error.data.id === "nobody" && error.data.name === "Fenka",
+  );
+  assert.equal(calls.length, 0);
+});
+
+test("a psionic wave at several targets is one exchange: each struck mind chooses its defense, the others go as defenders and defenses", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "psionic-wave", physical: false } }, p2: { defenseDialog: { mode: "pinnacle-of-will" } }, gm: { defenseDialog: { mode: null } } },
+    resolve: (params) => ({ system: POOL, winner: "defender", outcome: "defender", summary: "The wave breaks.", rolls: [], events: [], updates: [
+      { uuid: "Actor.ulcen", update: { "flags.mindscape.power-pool.pool": 2 } }] }),
+  });
+  const outcome = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid] });
+  assert.equal(outcome.length, 1, "one exchange for the whole wave");
+  assert.equal(calls.length, 1);
+  const [params] = calls;
+  assert.equal(refId(params.defender), "fenka-tokF");
+  assert.deepEqual(params.defenders.map(refId), ["goblin-tokG"]);
+  assert.deepEqual(params.defense, { mode: "pinnacle-of-will" });
+  assert.deepEqual(params.defenses, { "goblin-tokG": {} });
+  assert.equal(t.actors.ulcen.flags.mindscape[POOL].pool, 2);
+  // Both were asked, each secretly by its own owner.
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+});
+
+test("a mode that strikes one target makes one exchange per target, and other systems send no control at all", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    control: (table) => { table.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "thrall", kept_by: "action" }]; },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid] });
+  assert.equal(calls.length, 2);
+  assert.ok(calls.every((p) => !p.defenders && !p.controllers && !p.defenses));
+  // The thrall is under the goblin's control: it goes along in the goblin's exchange only.
+  assert.deepEqual(calls.map((p) => (p.puppets ?? []).map(refId)), [[], ["thrall"]]);
+  const plain = makeTable({ dialogs: { p1: { attackDialog: { mode: "mind-thrust", multiplier: "1", range: "short", physical: false } } } });
+  await plain.clients.p1.svc.startAttack({ attackerUuid: plain.tokens.ulcenToken.uuid, targetUuids: [plain.tokens.fenkaToken.uuid] });
+  const resolve = plain.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.ok(!("controllers" in resolve.params) && !("puppets" in resolve.params));
+});

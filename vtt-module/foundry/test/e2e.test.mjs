@@ -119,6 +119,15 @@ async function daemonCall(method, params) {
   return answer.error ?? answer.result;
 }
 
+/** Methods for the scenario's fake table that all go to this run's real daemon. */
+function realCompanion() {
+  return new Proxy({}, { get: (_t, method) => async (params) => {
+    const answer = await daemonCall(method, params);
+    if (answer && typeof answer.code === "number" && typeof answer.message === "string") throw answer;
+    return answer;
+  } });
+}
+
 /**
  * A `ref(profile)` for the fake-versus-real comparisons: sets `token`'s revised-2e profile
  * (with `base` under it) on the scenario's table `t` and gives the GM's ref of it.
@@ -554,14 +563,7 @@ test("a psionic rest with the real companion: the sheet's header control, the ho
 
 test("power-pool control with the real companion: an attack on a puppet strikes its controller, the sheets follow whoever wins, and a wave is one exchange", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable } = await import("../test-support/scenario.mjs");
-  // Every call goes to this run's real daemon.
-  const real = new Proxy({}, { get: (_t, method) => async (params) => {
-    const r = await fetch(`http://127.0.0.1:${ports.daemon}/rpc`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${daemon.token}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-    const answer = await r.json();
-    if (answer.error) throw answer.error;
-    return answer.result;
-  } });
-  const t = makeTable({ methods: real, dialogs: { gm: { defenseDialog: { mode: "pinnacle-of-will" } }, p2: { defenseDialog: { mode: null } } }, token: daemon.token });
+  const t = makeTable({ methods: realCompanion(), dialogs: { gm: { defenseDialog: { mode: "pinnacle-of-will" } }, p2: { defenseDialog: { mode: null } } }, token: daemon.token });
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
   const profile = (actor, p) => { actor.flags.mindscape["power-pool"] = { psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will"], ...p }; };
   const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
@@ -594,6 +596,27 @@ test("power-pool control with the real companion: an attack on a puppet strikes 
   const wave = t.daemon.calls.filter((c) => c.method === "exchange.resolve").at(-1);
   assert.deepEqual(wave.params.defenders.map((c) => c.data.token.uuid), [goblinToken.uuid]);
   assert.deepEqual(Object.keys(wave.params.defenses), ["goblin-tokG"]);
+});
+
+test("a power-pool release declared in an encounter with the real companion is written to both profiles at once, and the next refresh finds nothing changed", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const profile = (actor, p) => { actor.flags.mindscape["power-pool"] = { psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], ...p }; };
+  profile(t.actors.ulcen, { hit_dice: 4, die: 8, pool: 4 });
+  profile(goblinToken.actor, { hit_dice: 3, die: 8, pool: 2, dedicated: [{ purpose: "control", target: "fenka-tokF" }], controlling: [{ id: "fenka-tokF", kept_by: "die" }] });
+  profile(fenkaToken.actor, { hit_dice: 3, die: 6, pool: 0, controlled_by: "goblin-tokG" });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid], "Pit");
+  const answer = await ctl.declareFor({ combatantId: "goblin-tokG", form: { action: "release", controlTarget: "fenka-tokF" } }, t.clients.gm.game.user);
+  assert.ok(answer.updates.length > 0, JSON.stringify(answer));
+  const pp = (token) => token.actor.flags.mindscape["power-pool"];
+  assert.ok(!pp(fenkaToken).controlled_by, JSON.stringify(pp(fenkaToken)));
+  assert.deepEqual(pp(goblinToken).controlling ?? [], []);
+  assert.equal(ctl.meta.held, undefined);
+  const refreshed = await ctl.refresh();
+  assert.deepEqual(refreshed.map((r) => r.changed), [[], [], []]);
 });
 
 test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes", { skip: SKIP, timeout: 30000 }, async () => {

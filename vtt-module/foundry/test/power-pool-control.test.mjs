@@ -5,7 +5,7 @@
 // targets is one exchange against all of them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { combatantIdOfRef, defaultMethods, makeTable } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
 
 const POOL = "power-pool";
 
@@ -144,4 +144,53 @@ test("a mode that strikes one target makes one exchange per target, and other sy
   await plain.clients.p1.svc.startAttack({ attackerUuid: plain.tokens.ulcenToken.uuid, targetUuids: [plain.tokens.fenkaToken.uuid] });
   const resolve = plain.daemon.calls.find((c) => c.method === "exchange.resolve");
   assert.ok(!("controllers" in resolve.params) && !("puppets" in resolve.params));
+});
+
+// ------------------------------------------------------- power-pool encounters
+
+// A power-pool encounter of Ulcen, Fenka and the goblin over the fake encounter, whose
+// declare answers `declared(params)` (a public action's write-backs).
+async function poolEncounter(declared) {
+  const { methods } = encounterMethods({ "encounter.declare": (params) => declared(params) });
+  const t = makeTable({ methods });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  const gm = t.clients.gm.svc;
+  await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], "Pit");
+  return { t, gm, ctl: gm.encounters };
+}
+
+test("a public action declared in an encounter is written to the sheets at once; one the companion could not write holds everyone", async () => {
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => {
+    sent.push(params);
+    if (params.choice.rest) return { revision: 9, waiting_for: [], updates: [], updates_failed: { error_id: "e-9" } };
+    return { revision: 8, waiting_for: [], updates: [
+      { uuid: t.tokens.fenkaToken.actor.uuid, update: { "flags.mindscape.power-pool.controlled_by": null } },
+      { uuid: "Actor.ulcen", update: { "flags.mindscape.power-pool.controlling": [] } },
+    ] };
+  });
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL] = pool({ controlled_by: "ulcen" });
+  const answer = await ctl.declareFor({ combatantId: "ulcen", form: { action: "release", controlTarget: "fenka-tokF" } }, t.clients.gm.game.user);
+  assert.equal(answer.revision, 8);
+  assert.deepEqual(sent[0].choice, { release: "fenka-tokF" });
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by, null);
+  assert.deepEqual(t.actors.ulcen.flags.mindscape[POOL].controlling, []);
+  assert.equal(ctl.meta.held, undefined);
+  // The companion stored the rest but could not write it: every combatant is held.
+  await ctl.declareFor({ combatantId: "goblin-tokG", form: { action: "rest" } }, t.clients.gm.game.user);
+  assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);
+  assert.match(t.clients.gm.notes.error.at(-1), /the action/);
+});
+
+test("the encounter's choice dialog offers power-pool's actions: the creatures this one controls, the others for a wave or a swarm", async () => {
+  const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  const state = { phase: "attack", combatants: { ulcen: { controlling: [{ id: "fenka-tokF", kept_by: "die" }] }, "fenka-tokF": {}, "goblin-tokG": {} } };
+  const context = await ctl.choiceContext("ulcen", state);
+  assert.deepEqual(context.pool, {
+    defensePhase: false,
+    controlled: [{ id: "fenka-tokF", name: "Fenka" }],
+    others: [{ id: "fenka-tokF", name: "Fenka" }, { id: "goblin-tokG", name: "Goblin" }],
+  });
+  assert.equal((await ctl.choiceContext("goblin-tokG", { ...state, phase: "defense" })).pool.defensePhase, true);
+  assert.equal(t.clients.gm.notes.warn.length, 0);
 });

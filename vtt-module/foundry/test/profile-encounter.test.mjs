@@ -77,7 +77,27 @@ test("encounter choices: stance in combat-strength's intent phase, attack with t
   assert.deepEqual(choiceFromForm("combat-strength", { phase: "intent" }, { stance: "trance" }), { stance: "trance" });
   assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", multiplier: "2", range: "medium", defenseMode: "mind-blank" }),
     { attack: { mode: "ego-whip", multiplier: 2, range: "medium", target: "fenka" }, defense: { mode: "mind-blank" } });
-  assert.deepEqual(choiceFromForm("power-pool", {}, { attackMode: "", defenseMode: "pinnacle-of-will", sacrifice: "2" }), { defense: { mode: "pinnacle-of-will", sacrifice: 2 } });
+  assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "pinnacle-of-will", sacrifice: "2" }), { defense: { mode: "pinnacle-of-will", sacrifice: 2 } });
+});
+
+test("power-pool choices: one thing at a time, by phase; no attack is a pass; public actions instead", () => {
+  const attack = { phase: "attack" };
+  const defense = { phase: "defense" };
+  // Attack phase: the attack (a wave's further targets, how control is kept), else a pass.
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "psionic-wave", target: "b", waveTargets: ["c", "b", "d"], attackKeepBy: "die", pool_dice: "3", defenseMode: "blank-mind" }),
+    { attack: { mode: "psionic-wave", pool_dice: 3, target: "b", targets: ["c", "d"], keep_by: "die" } });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "mental-stab", target: "b", waveTargets: [], attackKeepBy: "" }), { attack: { mode: "mental-stab", target: "b" } });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "", target: "b" }), { pass: true });
+  // Defense phase: the defense (no mode still rolls the pool; allies of a swarm).
+  assert.deepEqual(choiceFromForm("power-pool", defense, { attackMode: "mental-stab", target: "b", defenseMode: "" }), { defense: {} });
+  assert.deepEqual(choiceFromForm("power-pool", defense, { defenseMode: "imagination-swarm", allies: ["guard", "seer"] }), { defense: { mode: "imagination-swarm", allies: ["guard", "seer"] } });
+  // Instead: the public actions, in either phase.
+  assert.deepEqual(choiceFromForm("power-pool", attack, { action: "pass", attackMode: "mental-stab", target: "b" }), { pass: true });
+  assert.deepEqual(choiceFromForm("power-pool", defense, { action: "rest" }), { rest: true });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { action: "release", controlTarget: "thrall" }), { release: "thrall" });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { action: "cannot_perceive", controlTarget: "thrall" }), { cannot_perceive: "thrall" });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { action: "keep", controlTarget: "thrall", keepBy: "action" }), { keep: { target: "thrall", by: "action" } });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { action: "keep", controlTarget: "thrall" }), { keep: { target: "thrall", by: "die" } });
 });
 
 test("the panel shows phase, each combatant's state and who must still choose", () => {

@@ -68,6 +68,21 @@ test("every template renders with a plausible context", () => {
   assert.match(close, /Pay 6 PSPs to close the mind of Fenka/);
   assert.match(close, /twice the cost of Mind blank, the last defense it used/);
   assert.match(renderModuleTemplate("close-dialog", { ...contexts["close-dialog.hbs"], lastDefense: false }), /twice the cost of Mind blank, the cheapest defense it knows/);
+  // power-pool's choice: the attack with a wave's further targets and how control is
+  // kept, or in the defense phase the defense with a swarm's allies; the public actions
+  // instead, those on a controlled creature only when it controls one.
+  const pool = { ...contexts["encounter-choice.hbs"], system: "power-pool", poolDice: [{ value: 3, selected: true }], pool: { defensePhase: false, controlled: [], others: [{ id: "b", name: "B" }, { id: "c", name: "C" }] } };
+  const attackPhase = renderModuleTemplate("encounter-choice", pool);
+  assert.match(attackPhase, /name="attackMode"><option value="">No attack \(pass this round\)/);
+  assert.match(attackPhase, /Also strike \(psionic wave\)[\s\S]*name="waveTargets" value="b" data-list> B[\s\S]*name="waveTargets" value="c" data-list> C/);
+  assert.match(attackPhase, /name="attackKeepBy"/);
+  assert.doesNotMatch(attackPhase, /name="defenseMode"|name="multiplier"|name="range"|name="controlTarget"|value="release"/);
+  assert.match(attackPhase, /<option value="pass">Pass: no attack this round<\/option>\s*<option value="rest">A long rest<\/option>\s*<\/select>/);
+  const controlling = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, defensePhase: true, controlled: [{ id: "t", name: "Thrall" }] } });
+  assert.match(controlling, /name="defenseMode"/);
+  assert.match(controlling, /Draw in \(imagination swarm\)[\s\S]*name="allies" value="b" data-list/);
+  assert.doesNotMatch(controlling, /name="attackMode"|name="waveTargets"/);
+  assert.match(controlling, /value="release">Release a controlled creature[\s\S]*name="controlTarget"><option value="t">Thrall/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);

@@ -22,6 +22,7 @@ export const STANCES = ["trance", "discipline", "wave", "normal"];
  * @param {object} form  fields: stance, attackMode, target, multiplier, range, pool_dice, defenseMode, sacrifice
  */
 export function choiceFromForm(system, state, form) {
+  if (system === "power-pool") return poolChoiceFromForm(state, form);
   const choice = {};
   if (form.stance) choice.stance = form.stance;
   // revised-2e: pay to close a mind a critical hit opened last round (the companion's
@@ -33,6 +34,36 @@ export function choiceFromForm(system, state, form) {
   const defense = defenseFromChoice(system, form.defenseMode ? { mode: form.defenseMode, sacrifice: form.sacrifice } : null);
   if (defense) choice.defense = defense;
   return choice;
+}
+
+/**
+ * power-pool's choice from the dialog (RULES.md §3, the companion's `encounter.choice`):
+ * one thing at a time. A public action chosen under *Instead* (pass, rest; release,
+ * keep or cannot-perceive for a creature this one controls); else, in the defense phase,
+ * the defense (no mode still rolls the pool; `allies` drawn into an imagination swarm);
+ * else the attack (`targets`: the further targets of a psionic wave; `keep_by`), or a
+ * pass when no attack was chosen.
+ */
+function poolChoiceFromForm(state, form) {
+  const target = form.controlTarget || null;
+  if (form.action === "pass") return { pass: true };
+  if (form.action === "rest") return { rest: true };
+  if (form.action === "release" && target) return { release: target };
+  if (form.action === "cannot_perceive" && target) return { cannot_perceive: target };
+  if (form.action === "keep" && target) return { keep: { target, by: form.keepBy === "action" ? "action" : "die" } };
+  const list = (value) => [].concat(value ?? []).filter(Boolean);
+  if (state?.phase === "defense") {
+    const defense = defenseFromChoice("power-pool", form.defenseMode ? { mode: form.defenseMode, sacrifice: form.sacrifice } : null) ?? {};
+    const allies = list(form.allies);
+    if (allies.length) defense.allies = allies;
+    return { defense };
+  }
+  if (!form.attackMode || !form.target) return { pass: true };
+  const attack = { ...attackFromForm("power-pool", { ...form, mode: form.attackMode }), target: form.target };
+  const more = list(form.waveTargets).filter((id) => id !== form.target);
+  if (more.length) attack.targets = more;
+  if (form.attackKeepBy === "die" || form.attackKeepBy === "action") attack.keep_by = form.attackKeepBy;
+  return { attack };
 }
 
 /** Short state line of a combatant for the panel, in the system's own terms. */
@@ -244,6 +275,22 @@ export class EncounterController {
       poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
       sacrifice: system === "power-pool",
       close: intent ? null : this.closeOffer(state.close_offers?.[cid]),
+      pool: system === "power-pool" ? this.poolContext(cid, me, state) : null,
+    };
+  }
+
+  /**
+   * power-pool's part of the choice dialog: the phase (attack or defense), the creatures
+   * this one controls (for release, keep, cannot-perceive), the others (further targets
+   * of a psionic wave, allies of an imagination swarm).
+   */
+  poolContext(cid, me, state) {
+    const meta = this.meta;
+    const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
+    return {
+      defensePhase: state.phase === "defense",
+      controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
+      others: Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) })),
     };
   }
 
@@ -280,9 +327,26 @@ export class EncounterController {
         ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
         : await this.svc.env.dialogs.encounterChoiceDialog({ context });
       if (!form) return null;
-      return this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice: choiceFromForm(meta.system, state, form) });
+      return this.declare(cid, choiceFromForm(meta.system, state, form));
     });
     return Promise.all(asks);
+  }
+
+  /**
+   * Declare a combatant's choice. A public action (power-pool's pass, release, keep,
+   * rest ...) changes combatants when it is declared, and the answer carries their
+   * write-backs, made here as a step's are (`applyStep`: a sheet that misses it is
+   * held). So a declaration runs in the exchange queue, keyed by the encounter's actors:
+   * no refresh reads a sheet between the companion storing an action and its write-back.
+   */
+  async declare(cid, choice) {
+    const meta = this.meta;
+    const keys = (await this.participants()).map((p) => p.actorUuid);
+    return this.svc.exchanges.run(keys, async () => {
+      const answer = await this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
+      if (answer?.updates?.length || answer?.updates_failed) await this.applyStep(answer, { action: true });
+      return answer;
+    });
   }
 
   /** A player's own declaration relayed to the GM: only for a combatant the sender owns. */
@@ -293,7 +357,7 @@ export class EncounterController {
     const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
     if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
     const state = await this.state();
-    return this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: combatantId, choice: choiceFromForm(meta.system, state, form) });
+    return this.declare(combatantId, choiceFromForm(meta.system, state, form));
   }
 
   /**
@@ -451,8 +515,8 @@ export class EncounterController {
    * takes the fields it sets off the waiting write (an undo that restores them ends the
    * hold). The GM is told whose sheets are behind and why.
    */
-  async applyStep(answer, { undo = false } = {}) {
-    const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : "MINDSCAPE.Encounter.TheStep");
+  async applyStep(answer, { undo = false, action = false } = {}) {
+    const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : action ? "MINDSCAPE.Encounter.TheAction" : "MINDSCAPE.Encounter.TheStep");
     const byId = await this.participantsById();
     const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);

@@ -476,6 +476,66 @@ test("an encounter round in the panel: create from the selected tokens, secret c
   await page.close();
 });
 
+test("a power-pool encounter in the panel: the attack phase's dialog, a pass instead, the defense phase's dialog, resolve", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.evaluate(async () => {
+    await game.settings.set("mindscape", "ruleSystem", "power-pool");
+    const profile = { psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will", "imagination-swarm"] };
+    for (const t of window.harness.tokens) {
+      await t.actor.update({ "flags.mindscape.power-pool": { ...profile, hit_dice: 3, die: 6 } });
+    }
+    game.modules.get("mindscape").api.openEncounter();
+  });
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  const names = await panel.locator(".mindscape-combatants .name").allTextContents();
+  // Attack phase: both may attack; each dialog offers the attack, a wave's other targets
+  // and how control is kept, and Instead (pass, rest).
+  await panel.locator('[data-action="ask"]').click();
+  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  await choices.nth(1).waitFor();
+  const byName = async (name) => {
+    for (let i = 0; i < await choices.count(); i++) {
+      if ((await choices.nth(i).locator(".mindscape-lead strong").textContent()).trim() === name) return choices.nth(i);
+    }
+    throw new Error(`no dialog for ${name}`);
+  };
+  const [first, second] = names;
+  const passing = await byName(second);
+  assert.equal(await passing.locator("select[name=defenseMode]").count(), 0, "no defense in the attack phase");
+  assert.equal(await passing.locator("input[name=waveTargets]").count(), 1);
+  await passing.locator("select[name=action]").selectOption("pass");
+  await passing.locator('button[data-action="ok"]').click();
+  const attacking = await byName(first);
+  await attacking.locator("select[name=attackMode]").selectOption("mental-stab");
+  await attacking.locator("select[name=target]").selectOption({ label: second });
+  await attacking.locator("select[name=attackKeepBy]").selectOption("die");
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-attack-choice.png") });
+  await attacking.locator('button[data-action="ok"]').click();
+  // Defense phase: the one struck is asked for its defense, with allies it may draw in.
+  await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").length === 2, null, { timeout: 15000 });
+  await panel.locator('[data-action="ask"]').click();
+  const defending = choices.last();
+  await defending.locator("select[name=defenseMode]").waitFor();
+  assert.equal(await defending.locator("select[name=attackMode]").count(), 0, "no attack in the defense phase");
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-defense-choice.png") });
+  await defending.locator("select[name=defenseMode]").selectOption("pinnacle-of-will");
+  await defending.locator('button[data-action="ok"]').click();
+  await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });
+  const declares = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").map((f) => ({ choice: f.request.params.choice, error: f.response.error ?? null, updates: f.response.result?.updates })));
+  assert.deepEqual(declares.map((d) => d.error), [null, null, null], JSON.stringify(declares));
+  assert.deepEqual(declares.map((d) => Object.keys(d.choice)[0]), ["pass", "attack", "defense"]);
+  assert.equal(declares[1].choice.attack.keep_by, "die");
+  await panel.locator('[data-action="resolve"]').click();
+  await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
+  const resolved = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve").pop().response);
+  assert.ok(resolved.result, JSON.stringify(resolved.error));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("an encounter offers closing a mind a critical hit opened at the real companion's price, and a tick pays it", { skip: SKIP, timeout: 90000 }, async () => {
   const { page, problems } = await openPage(13);
   // Zanna's mind was opened by a critical hit last round through her thought shield

@@ -78,11 +78,14 @@ test("every template renders with a plausible context", () => {
   assert.match(attackPhase, /name="attackKeepBy"/);
   assert.doesNotMatch(attackPhase, /name="defenseMode"|name="multiplier"|name="range"|name="controlTarget"|value="release"/);
   assert.match(attackPhase, /<option value="pass">Pass: no attack this round<\/option>\s*<option value="rest">A long rest<\/option>\s*<\/select>/);
-  const controlling = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, defensePhase: true, controlled: [{ id: "t", name: "Thrall" }] } });
-  assert.match(controlling, /name="defenseMode"/);
-  assert.match(controlling, /Draw in \(imagination swarm\)[\s\S]*name="allies" value="b" data-list/);
-  assert.doesNotMatch(controlling, /name="attackMode"|name="waveTargets"/);
+  const controlling = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, controlled: [{ id: "t", name: "Thrall" }] } });
   assert.match(controlling, /value="release">Release a controlled creature[\s\S]*name="controlTarget"><option value="t">Thrall/);
+  // The defense phase: the defense and the allies, and nothing public (those wait
+  // until the exchange is resolved).
+  const defending = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, defensePhase: true, controlled: [{ id: "t", name: "Thrall" }] } });
+  assert.match(defending, /name="defenseMode"/);
+  assert.match(defending, /Draw in \(imagination swarm\)[\s\S]*name="allies" value="b" data-list/);
+  assert.doesNotMatch(defending, /name="attackMode"|name="waveTargets"|name="action"|name="controlTarget"/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);

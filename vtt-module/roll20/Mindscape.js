@@ -821,17 +821,24 @@ var Mindscape = Mindscape || (() => {
       defense,
     };
     const involved = [exchange.attacker, exchange.defender];
+    // Where each fighter beyond the two sides was sent, for the companion's warnings.
+    const paths = {};
+    const missing = [];
     const struck = struckFor(exchange.system, exchange.defender);
     if (struck && fighterCharacter(struck) && !involved.includes(struck)) {
       params.controller = combatantOf(struck);
+      paths['/controller'] = struck;
       involved.push(struck);
     }
     if (exchange.system === 'power-pool') {
-      const puppets = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref) && fighterCharacter(ref));
+      const named = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref));
+      const puppets = named.filter((ref) => fighterCharacter(ref));
+      missing.push(...named.filter((ref) => !fighterCharacter(ref)));
       if (puppets.length) params.puppets = puppets.map(combatantOf);
+      puppets.forEach((ref, i) => { paths[`/puppets/${i}`] = ref; });
       involved.push(...puppets);
     }
-    return { params: withHouse(exchange.system, params), involved };
+    return { params: withHouse(exchange.system, params), involved, paths, missing };
   };
 
   // Why an attack on a controlled creature cannot go to the companion: its controller is
@@ -846,13 +853,19 @@ var Mindscape = Mindscape || (() => {
   // `requester` made the attack; `chooser` picked the defense (the same player when the
   // attacker also controls the defender).
   const resolveExchange = (exchange, defense, requester, chooser) => {
-    const { params, involved } = exchangeRequest(exchange, defense);
+    const { params, involved, paths, missing } = exchangeRequest(exchange, defense);
+    // A puppet that is no fighter here cannot be sent: its sheet will not follow.
+    if (missing.length) {
+      whisperGM(box('psionic control', `Under psionic control in this exchange but no character or token here: ${missing.map(chatSafe).join(', ')}. `
+        + 'If the control ends, their sheets will not show it.'));
+    }
     const id = newId();
     postRequest(rpcBody(id, 'exchange.resolve', params), {
       kind: 'exchange',
       requester,
       chooser,
       involved,
+      paths,
       title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${fighterName(exchange.defender)}`,
     }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${fighterName(exchange.defender)}`);
   };
@@ -2084,8 +2097,12 @@ var Mindscape = Mindscape || (() => {
       const built = declaredChoice(args, enc);
       if (built.error) return refuse(msg.playerid, built.error);
       const { choice } = built;
-      // A public action (power-pool) applies at once and may write any combatant's sheet.
+      // A public action (power-pool) applies at once and may write any combatant's sheet:
+      // not while a refresh reads them.
       const open = PUBLIC_ACTIONS.some((key) => key in choice);
+      if (open && refreshUnderWay(enc)) {
+        return refuse(msg.playerid, 'the sheets of the encounter are being taken again (encounter.refresh) right now; declare this once that is over.');
+      }
       const said = open ? `${fighterName(charId)} ${publicActionText(enc, choice)}` : `${fighterName(charId)} declares a choice (hidden)`;
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
         { kind: 'encounter.declare', involved: open ? Object.keys(enc.combatants) : [charId], public: open, encounter: enc.id, actor: charId, said }, said);
@@ -2629,7 +2646,8 @@ var Mindscape = Mindscape || (() => {
   const sheetWarnings = (job, result) => {
     if (!isObject(result) || !Array.isArray(result.warnings)) return;
     const involved = job.sent || job.involved || [];
-    const at = { '/attacker': involved[0], '/defender': involved[1] };
+    // power-pool's controller and puppets, where the exchange sent them (job.paths).
+    const at = Object.assign({ '/attacker': involved[0], '/defender': involved[1] }, isObject(job.paths) ? job.paths : {});
     const lines = result.warnings.map(String).map((text) => {
       const placed = /^(\/[^:\s]*): (.*)$/.exec(text);
       if (!placed) return text;

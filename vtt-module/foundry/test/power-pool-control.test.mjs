@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
+import { DaemonUnreachableError } from "../mindscape/scripts/errors.js";
 
 const POOL = "power-pool";
 
@@ -149,10 +150,11 @@ test("a mode that strikes one target makes one exchange per target, and other sy
 // ------------------------------------------------------- power-pool encounters
 
 // A power-pool encounter of Ulcen, Fenka and the goblin over the fake encounter, whose
-// declare answers `declared(params)` (a public action's write-backs).
-async function poolEncounter(declared) {
-  const { methods } = encounterMethods({ "encounter.declare": (params) => declared(params) });
-  const t = makeTable({ methods });
+// declare answers `declared(params)` (a public action's write-backs); `view` stands for
+// encounter.get when given.
+async function poolEncounter(declared, { view, dialogs } = {}) {
+  const { methods } = encounterMethods({ "encounter.declare": (params) => declared(params), ...(view ? { "encounter.get": () => view() } : {}) });
+  const t = makeTable({ methods, dialogs });
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
   const gm = t.clients.gm.svc;
   await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], "Pit");
@@ -184,13 +186,132 @@ test("a public action declared in an encounter is written to the sheets at once;
 
 test("the encounter's choice dialog offers power-pool's actions: the creatures this one controls, the others for a wave or a swarm", async () => {
   const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
-  const state = { phase: "attack", combatants: { ulcen: { controlling: [{ id: "fenka-tokF", kept_by: "die" }] }, "fenka-tokF": {}, "goblin-tokG": {} } };
+  const state = { phase: "attack", combatants: { ulcen: { controlling: [{ id: "fenka-tokF", kept_by: "die" }] }, "fenka-tokF": { controlled_by: "ulcen" }, "goblin-tokG": {} } };
   const context = await ctl.choiceContext("ulcen", state);
   assert.deepEqual(context.pool, {
     defensePhase: false,
     controlled: [{ id: "fenka-tokF", name: "Fenka" }],
     others: [{ id: "fenka-tokF", name: "Fenka" }, { id: "goblin-tokG", name: "Goblin" }],
+    // Fenka is under control: no ally to draw in.
+    allies: [{ id: "goblin-tokG", name: "Goblin" }],
+    // The fake companion's modes strike one target each.
+    waveModes: "",
   });
   assert.equal((await ctl.choiceContext("goblin-tokG", { ...state, phase: "defense" })).pool.defensePhase, true);
   assert.equal(t.clients.gm.notes.warn.length, 0);
+});
+
+test("a controller that is a world actor is that actor, never one of its unlinked copies on the scene", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    control: (table) => {
+      table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin";
+      table.actors.goblin.flags.mindscape[POOL] = pool({ controlling: [{ id: "fenka-tokF", kept_by: "die" }] });
+    },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  const [params] = calls;
+  assert.deepEqual(params.controllers.map(refId), ["goblin"]);
+  assert.equal(params.controllers[0].data.token, null);
+});
+
+test("an attack on the attacker's own puppet asks nobody: the companion refuses it by its rule", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    control: (table) => { table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "ulcen"; },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].defense, null);
+  assert.equal(calls[0].controllers, undefined);
+});
+
+test("each exchange of a multi-target attack reads control again in its turn: one an earlier exchange changed is not resolved", async () => {
+  // The first exchange wins Fenka for Ulcen; the goblin's exchange, read in its turn,
+  // finds Ulcen controlling Fenka: a puppet to send along.
+  let n = 0;
+  const { t, calls } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    resolve: (params) => {
+      n += 1;
+      const updates = n === 1 ? [
+        { uuid: "Actor.ulcen", update: { "flags.mindscape.power-pool.controlling": [{ id: "fenka-tokF", kept_by: "action" }] } },
+        { uuid: `${params.defender.data.token.uuid}.Actor.fenka`, update: { "flags.mindscape.power-pool.controlled_by": "ulcen" } },
+      ] : [];
+      return { system: POOL, winner: "attacker", outcome: "attacker", summary: "Won.", rolls: [], events: [], updates };
+    },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid] });
+  assert.equal(calls.length, 2);
+  assert.deepEqual((calls[0].puppets ?? []).map(refId), []);
+  assert.deepEqual(calls[1].puppets.map(refId), ["fenka-tokF"], "the puppet won in the first exchange goes along in the second");
+
+  // The goblin's controller (Fenka, who chose its defense) loses it in the first exchange.
+  const { t: t2, calls: calls2 } = await poolTable({
+    dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
+    control: (table) => { table.tokens.goblinToken.actor.flags.mindscape[POOL].controlled_by = "fenka-tokF"; table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlling = [{ id: "goblin-tokG", kept_by: "die" }]; },
+    resolve: (params) => ({ system: POOL, winner: "attacker", outcome: "attacker", summary: "Won.", rolls: [], events: [], updates: [
+      // Fenka falls under Ulcen's control, and lets the goblin go.
+      { uuid: `${params.defender.data.token.uuid}.Actor.fenka`, update: { "flags.mindscape.power-pool.controlled_by": "ulcen", "flags.mindscape.power-pool.controlling": [] } },
+      { uuid: `${params.puppets[0].data.token.uuid}.Actor.goblin`, update: { "flags.mindscape.power-pool.controlled_by": null } },
+    ] }),
+  });
+  await assert.rejects(
+    t2.clients.gm.svc.attack({ attackerUuid: t2.tokens.ulcenToken.uuid, targetUuids: [t2.tokens.fenkaToken.uuid, t2.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, t2.clients.gm.game.user),
+    (error) => error.key === "MINDSCAPE.Error.ControlChanged" && error.data.name === "Goblin",
+  );
+  assert.equal(calls2.length, 1, "the goblin's exchange was not resolved: Fenka, who chose its defense, no longer controls it");
+});
+
+test("power-pool's attack phase asks one combatant at a time until one attacks; a refused choice is told and the others go on", async () => {
+  // The attack phase as the companion keeps it: a pass leaves the waiting list, an attack
+  // starts the defense phase; a rest is refused.
+  const view = { phase: "attack", waiting_for: ["ulcen", "fenka-tokF", "goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 3 };
+  const sent = [];
+  const { t, ctl } = await poolEncounter(({ combatant_id, choice }) => {
+    sent.push([combatant_id, Object.keys(choice)[0]]);
+    if (choice.rest) throw { code: 4001, message: "The rules forbid it", data: { rule: "exchange-pending", detail: "rest waits" } };
+    view.waiting_for = view.waiting_for.filter((c) => c !== combatant_id);
+    if (choice.attack) Object.assign(view, { phase: "defense", waiting_for: [choice.attack.target] });
+    return { revision: 4, waiting_for: view.waiting_for, updates: [] };
+  }, {
+    view: () => structuredClone(view),
+    dialogs: {
+      p1: { encounterChoiceDialog: { action: "rest", phase: "attack" } },
+      p2: { encounterChoiceDialog: { attackMode: "mental-stab", target: "goblin-tokG", phase: "attack" } },
+      gm: { encounterChoiceDialog: { action: "pass", phase: "attack" } },
+    },
+  });
+  await ctl.collectChoices();
+  assert.deepEqual(sent, [["ulcen", "rest"], ["fenka-tokF", "attack"]], "asked in turn; after the attack nobody else is asked to attack");
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "encounterChoiceDialog").length, 0);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Ulcen of Tyr's choice was not recorded: /);
+});
+
+test("a choice made for a phase the encounter has left is refused, not read as another choice", async () => {
+  const view = { phase: "defense", waiting_for: ["goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 5 };
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => { sent.push(params); return { revision: 6, waiting_for: [], updates: [] }; }, { view: () => structuredClone(view) });
+  await assert.rejects(
+    ctl.declareFor({ combatantId: "goblin-tokG", form: { attackMode: "mental-stab", target: "ulcen", phase: "attack" } }, t.clients.gm.game.user),
+    (error) => error.key === "MINDSCAPE.Error.PhaseChanged" && error.data.name === "Goblin",
+  );
+  assert.equal(sent.length, 0);
+  await ctl.declareFor({ combatantId: "goblin-tokG", form: { defenseMode: "", phase: "defense" } }, t.clients.gm.game.user);
+  assert.deepEqual(sent[0].choice, { defense: {} });
+});
+
+test("a public action whose answer is lost after the companion was reached holds everyone; a secret choice's holds nobody", async () => {
+  const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  const rpc = ctl.svc.rpc.bind(ctl.svc);
+  ctl.svc.rpc = async (method, params) => {
+    if (method === "encounter.declare") throw new DaemonUnreachableError({ url: "http://127.0.0.1:39393" });
+    return rpc(method, params);
+  };
+  await assert.rejects(ctl.declare("ulcen", { attack: { mode: "mental-stab", target: "goblin-tokG" } }));
+  assert.equal(ctl.meta.held, undefined);
+  await assert.rejects(ctl.declare("ulcen", { release: "fenka-tokF" }));
+  assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /the action/);
 });

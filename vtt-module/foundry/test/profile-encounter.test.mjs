@@ -84,9 +84,10 @@ test("power-pool choices: one thing at a time, by phase; no attack is a pass; pu
   const attack = { phase: "attack" };
   const defense = { phase: "defense" };
   // Attack phase: the attack (a wave's further targets, how control is kept), else a pass.
-  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "psionic-wave", target: "b", waveTargets: ["c", "b", "d"], attackKeepBy: "die", pool_dice: "3", defenseMode: "blank-mind" }),
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "psionic-wave", target: "b", waveTargets: ["c", "b", "d"], waveModes: "psionic-wave", attackKeepBy: "die", pool_dice: "3", defenseMode: "blank-mind" }),
     { attack: { mode: "psionic-wave", pool_dice: 3, target: "b", targets: ["c", "d"], keep_by: "die" } });
-  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "mental-stab", target: "b", waveTargets: [], attackKeepBy: "" }), { attack: { mode: "mental-stab", target: "b" } });
+  // Further targets go only with a mode that strikes several.
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "mental-stab", target: "b", waveTargets: ["c"], waveModes: "psionic-wave", attackKeepBy: "" }), { attack: { mode: "mental-stab", target: "b" } });
   assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "", target: "b" }), { pass: true });
   // Defense phase: the defense (no mode still rolls the pool; allies of a swarm).
   assert.deepEqual(choiceFromForm("power-pool", defense, { attackMode: "mental-stab", target: "b", defenseMode: "" }), { defense: {} });

@@ -71,11 +71,15 @@ test("every template renders with a plausible context", () => {
   // power-pool's choice: the attack with a wave's further targets and how control is
   // kept, or in the defense phase the defense with a swarm's allies; the public actions
   // instead, those on a controlled creature only when it controls one.
-  const pool = { ...contexts["encounter-choice.hbs"], system: "power-pool", poolDice: [{ value: 3, selected: true }], pool: { defensePhase: false, controlled: [], others: [{ id: "b", name: "B" }, { id: "c", name: "C" }] } };
+  const others = [{ id: "b", name: "B" }, { id: "c", name: "C" }];
+  const pool = { ...contexts["encounter-choice.hbs"], system: "power-pool", phase: "attack", poolDice: [{ value: 3, selected: true }], pool: { defensePhase: false, controlled: [], others, allies: others.slice(0, 1), waveModes: "psionic-wave" } };
   const attackPhase = renderModuleTemplate("encounter-choice", pool);
   assert.match(attackPhase, /name="attackMode"><option value="">No attack \(pass this round\)/);
   assert.match(attackPhase, /Also strike \(psionic wave\)[\s\S]*name="waveTargets" value="b" data-list> B[\s\S]*name="waveTargets" value="c" data-list> C/);
   assert.match(attackPhase, /name="attackKeepBy"/);
+  // The phase the dialog was made for, and the modes that strike several targets.
+  assert.match(attackPhase, /<input type="hidden" name="phase" value="attack">/);
+  assert.match(attackPhase, /<input type="hidden" name="waveModes" value="psionic-wave">/);
   assert.doesNotMatch(attackPhase, /name="defenseMode"|name="multiplier"|name="range"|name="controlTarget"|value="release"/);
   assert.match(attackPhase, /<option value="pass">Pass: no attack this round<\/option>\s*<option value="rest">A long rest<\/option>\s*<\/select>/);
   const controlling = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, controlled: [{ id: "t", name: "Thrall" }] } });
@@ -85,6 +89,7 @@ test("every template renders with a plausible context", () => {
   const defending = renderModuleTemplate("encounter-choice", { ...pool, pool: { ...pool.pool, defensePhase: true, controlled: [{ id: "t", name: "Thrall" }] } });
   assert.match(defending, /name="defenseMode"/);
   assert.match(defending, /Draw in \(imagination swarm\)[\s\S]*name="allies" value="b" data-list/);
+  assert.doesNotMatch(defending, /name="allies" value="c"/);
   assert.doesNotMatch(defending, /name="attackMode"|name="waveTargets"|name="action"|name="controlTarget"/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);

@@ -2599,3 +2599,30 @@ test('power-pool choices are refused in another system\'s encounter; there --def
   const none = declare(ctx, BOB, ctx.tokens.fenka, ' --defense none');
   assert.deepEqual(plain(none.body.params.choice), { defense: null });
 });
+
+test('power-pool: the companion\'s warnings about the controller and the puppets name them; a puppet that is no fighter here is told to the GM', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: ctx.ulcen.id });
+  const links = JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current'));
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links.concat([{ id: '-Mgone', kept_by: 'action' }])) });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /psionic control/.test(w)), /Under psionic control in this exchange but no character or token here: -Mgone\. If the control ends, their sheets will not show it\./);
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { system: 'power-pool', outcome: 'defender', summary: 'Rebuffed.', rolls: [], events: [], updates: [],
+    warnings: ['/controller: no class level (level-class1..); taken as 1', '/puppets/0: no psi_die attribute; the pool\'s die assumed d8'] } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w));
+  assert.match(told, /Ulcen of Tyr: no class level/);
+  assert.match(told, /Thrall: no psi_die attribute/);
+});
+
+test('a public action waits while the sheets of the encounter are being taken again', () => {
+  const ctx = poolEncounter();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const sent = requests(ctx.sb).length;
+  declare(ctx, ALICE, ctx.tokens.ulcen, ` --release ${ctx.tokens.fenka.id}`);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the sheets of the encounter are being taken again \(encounter\.refresh\) right now; declare this once that is over\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  // A secret choice goes on: it writes nothing.
+  declare(ctx, ALICE, ctx.tokens.ulcen, ` --attack mental-stab --target ${ctx.tokens.fenka.id}`);
+  assert.equal(requests(ctx.sb).length, sent + 1);
+});

@@ -13,6 +13,15 @@ import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 
 /** Stances of combat-strength's intent phase (RULES.md §2.3). */
+/**
+ * power-pool's public actions: the companion applies them when they are declared
+ * (`encounter.choice_is_public`), so their answer may carry write-backs.
+ */
+const POOL_PUBLIC_ACTIONS = ["pass", "release", "keep", "cannot_perceive", "rest"];
+
+/** How a notice names what was stored before its write-back. */
+const STEP_WORDS = { step: "MINDSCAPE.Encounter.TheStep", undo: "MINDSCAPE.Encounter.TheUndo", action: "MINDSCAPE.Encounter.TheAction" };
+
 export const STANCES = ["trance", "discipline", "wave", "normal"];
 
 /**
@@ -60,8 +69,11 @@ function poolChoiceFromForm(state, form) {
   }
   if (!form.attackMode || !form.target) return { pass: true };
   const attack = { ...attackFromForm("power-pool", { ...form, mode: form.attackMode }), target: form.target };
+  // Further targets only for a mode that strikes several (psionic-wave): the dialog
+  // names those modes (`waveModes`), and any other refuses `targets`.
+  const waves = String(form.waveModes ?? "").split(",");
   const more = list(form.waveTargets).filter((id) => id !== form.target);
-  if (more.length) attack.targets = more;
+  if (more.length && waves.includes(form.attackMode)) attack.targets = more;
   if (form.attackKeepBy === "die" || form.attackKeepBy === "action") attack.keep_by = form.attackKeepBy;
   return { attack };
 }
@@ -275,7 +287,7 @@ export class EncounterController {
       poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
       sacrifice: system === "power-pool",
       close: intent ? null : this.closeOffer(state.close_offers?.[cid]),
-      pool: system === "power-pool" ? this.poolContext(cid, me, state) : null,
+      pool: system === "power-pool" ? this.poolContext(cid, me, state, modes) : null,
     };
   }
 
@@ -284,13 +296,18 @@ export class EncounterController {
    * this one controls (for release, keep, cannot-perceive), the others (further targets
    * of a psionic wave, allies of an imagination swarm).
    */
-  poolContext(cid, me, state) {
+  poolContext(cid, me, state, modes) {
     const meta = this.meta;
     const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
+    const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? {};
+    const others = Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) }));
     return {
       defensePhase: state.phase === "defense",
       controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
-      others: Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) })),
+      others,
+      // A creature under control cannot be drawn in (the companion refuses it).
+      allies: others.filter((o) => !viewOf(o.id).controlled_by),
+      waveModes: modes.attacks.filter((m) => m.several_targets).map((m) => m.id).join(","),
     };
   }
 
@@ -315,35 +332,86 @@ export class EncounterController {
     // Each choice is asked against the combatants as their sheets are now.
     this.svc.reportRefresh(await this.refresh(), { quiet: true });
     const meta = this.meta;
+    let state = await this.state();
+    if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    // power-pool's attack phase takes one attack at a time (the exchange is resolved
+    // before anyone else may attack, RULES.md §3.2): its combatants are asked one after
+    // another until one attacks. Everywhere else, everyone at once.
+    if (meta.system === "power-pool" && state.phase === "attack") {
+      const out = [];
+      const asked = new Set();
+      for (;;) {
+        const cid = (state.waiting_for ?? []).find((c) => !asked.has(c));
+        if (!cid) break;
+        asked.add(cid);
+        out.push(await this.askOne(cid, state));
+        state = await this.state();
+        if (!state || state.phase !== "attack") break;
+      }
+      return out;
+    }
+    return Promise.all((state.waiting_for ?? []).map((cid) => this.askOne(cid, state)));
+  }
+
+  /**
+   * Ask one combatant (its owner secretly, through the relay; the GM for an NPC) and
+   * declare the answer. A choice made for a phase the encounter has left, or one the
+   * companion refuses, is told to the GM and the others go on; null when nothing was
+   * declared.
+   */
+  async askOne(cid, state) {
+    const meta = this.meta;
+    const entry = meta.combatants?.[cid];
+    if (!entry) return null;
+    const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+    const context = await this.choiceContext(cid, state);
+    const owner = this.svc.ownerOf(actor);
+    const form = owner
+      ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
+      : await this.svc.env.dialogs.encounterChoiceDialog({ context });
+    if (!form) return null;
+    const name = entry.name ?? cid;
+    try {
+      return await this.declareForm(cid, form);
+    } catch (error) {
+      if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
+      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
+      return null;
+    }
+  }
+
+  /**
+   * Declare a submitted choice form against the encounter as it is now: a form made
+   * for another phase than the current one (the dialog showed an attack, and meanwhile
+   * an attack was declared against this combatant) is refused, not read as something
+   * else.
+   */
+  async declareForm(cid, form) {
+    const meta = this.meta;
     const state = await this.state();
     if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
-    const asks = (state.waiting_for ?? []).map(async (cid) => {
-      const entry = meta.combatants?.[cid];
-      if (!entry) return null;
-      const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-      const context = await this.choiceContext(cid, state);
-      const owner = this.svc.ownerOf(actor);
-      const form = owner
-        ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
-        : await this.svc.env.dialogs.encounterChoiceDialog({ context });
-      if (!form) return null;
-      return this.declare(cid, choiceFromForm(meta.system, state, form));
-    });
-    return Promise.all(asks);
+    if (typeof form.phase === "string" && form.phase !== String(state.phase ?? "")) {
+      throw new UsageError("MINDSCAPE.Error.PhaseChanged", { name: meta.combatants?.[cid]?.name ?? cid });
+    }
+    return this.declare(cid, choiceFromForm(meta.system, state, form));
   }
 
   /**
    * Declare a combatant's choice. A public action (power-pool's pass, release, keep,
    * rest ...) changes combatants when it is declared, and the answer carries their
    * write-backs, made here as a step's are (`applyStep`: a sheet that misses it is
-   * held). So a declaration runs in the exchange queue, keyed by the encounter's actors:
-   * no refresh reads a sheet between the companion storing an action and its write-back.
+   * held; an answer lost after the companion may have stored it holds everyone, as
+   * `stepCall` does for a step). So a declaration runs in the exchange queue, keyed by
+   * the encounter's actors: no refresh reads a sheet between the companion storing an
+   * action and its write-back.
    */
   async declare(cid, choice) {
     const meta = this.meta;
     const keys = (await this.participants()).map((p) => p.actorUuid);
+    const open = meta.system === "power-pool" && POOL_PUBLIC_ACTIONS.some((key) => key in choice);
     return this.svc.exchanges.run(keys, async () => {
-      const answer = await this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
+      const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
+      const answer = open ? await this.stepCall("action", call) : await call();
       if (answer?.updates?.length || answer?.updates_failed) await this.applyStep(answer, { action: true });
       return answer;
     });
@@ -356,8 +424,7 @@ export class EncounterController {
     if (!entry) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
     if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
-    const state = await this.state();
-    return this.declare(combatantId, choiceFromForm(meta.system, state, form));
+    return this.declareForm(combatantId, form);
   }
 
   /**
@@ -516,7 +583,7 @@ export class EncounterController {
    * hold). The GM is told whose sheets are behind and why.
    */
   async applyStep(answer, { undo = false, action = false } = {}) {
-    const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : action ? "MINDSCAPE.Encounter.TheAction" : "MINDSCAPE.Encounter.TheStep");
+    const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
     const byId = await this.participantsById();
     const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);
@@ -587,7 +654,7 @@ export class EncounterController {
     if (force) params.force = true;
     const call = (m, p) => this.svc.rpc(m, p);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const answer = await this.stepCall(false, async () => (usePhysical
+    const answer = await this.stepCall("step", async () => (usePhysical
       ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
       : call("encounter.resolve", params)));
     const plan = await this.applyStep(answer);
@@ -614,20 +681,21 @@ export class EncounterController {
       // Reached first: a companion that is not running refuses this, and then nothing
       // can have been undone (see stepCall).
       await this.svc.rpc("encounter.get", { id: this.meta.id });
-      const answer = await this.stepCall(true, () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
+      const answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
       await this.applyStep(answer, { undo: true });
       return answer;
     });
   }
 
   /**
-   * A resolve or undo call whose answer may be lost after the companion stored it (the
-   * connection broke, or something between answered instead of it: the companion was
-   * reached just before, by the refresh or the check before it). Then the sheets may lack
-   * a stored step, and the next refresh would undo it: every combatant is held (as for
-   * `updates_failed`) and the GM is told to look at the log before going on.
+   * A resolve, undo or public action (`what`: "step", "undo", "action") whose answer may
+   * be lost after the companion stored it (the connection broke, or something between
+   * answered instead of it: the companion was reached just before, by the refresh or the
+   * check before it). Then the sheets may lack a stored step, and the next refresh would
+   * undo it: every combatant is held (as for `updates_failed`) and the GM is told to look
+   * at the log before going on.
    */
-  async stepCall(undo, call) {
+  async stepCall(what, call) {
     try {
       return await call();
     } catch (error) {
@@ -635,9 +703,8 @@ export class EncounterController {
         const meta = this.meta;
         const ids = Object.keys(meta.combatants ?? {});
         await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])));
-        const what = this.svc.t.localize(undo ? "MINDSCAPE.Encounter.TheUndo" : "MINDSCAPE.Encounter.TheStep");
         this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
-          what, names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
+          what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
         }));
       }
       throw error;

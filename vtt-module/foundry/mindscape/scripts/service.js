@@ -25,6 +25,11 @@ import {
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
 
+/** The uuid of the actor a token or actor document pair writes to (`participantOf`). */
+function actorUuidOf(docs) {
+  return participantOf(docs.token, docs.actor).actorUuid;
+}
+
 /**
  * @typedef {object} Env
  * @property {any} game
@@ -287,28 +292,52 @@ export class Mindscape {
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
+    // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
+    const ask = (i) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i)));
+    const asked = around.struck.map(actorUuidOf);
     if (mode?.several_targets && defenders.length > 1) {
       // One group: each struck creature once, in the order of the targets.
-      const members = [];
-      around.struck.forEach((m, i) => { if (!members.some((x) => x.id === around.struckIds[i])) members.push({ id: around.struckIds[i], docs: m, aimedAt: aimedAt(i) }); });
-      const choices = await Promise.all(members.map((m) => this.askDefense(m.docs, attackerName, common.attack, m.aimedAt)));
+      const first = around.struckIds.map((id, i) => around.struckIds.indexOf(id) === i);
+      const choices = await Promise.all(defenders.map((_d, i) => (first[i] ? ask(i) : null)));
+      const members = around.struckIds.map((id, i) => [id, choices[i]]).filter((_m, i) => first[i]);
       const group = {
+        targets: defenders,
+        asked,
         defenders: defenders.slice(1),
         controllers: around.controllers,
         puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers]),
-        defenses: members.slice(1).map((m, i) => [m.id, choices[i + 1]]),
+        defenses: members.slice(1),
       };
-      return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: choices[0], group })];
+      return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: members[0][1], group })];
     }
-    const defenses = await Promise.all(around.struck.map((d, i) => this.askDefense(d, attackerName, common.attack, aimedAt(i))));
+    const defenses = await Promise.all(defenders.map((_d, i) => ask(i)));
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
       const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers]);
-      const group = { defenders: [], controllers, puppets, defenses: [] };
+      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, puppets, defenses: [] };
       outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i], group }));
     }
     return outcomes;
+  }
+
+  /**
+   * power-pool, in an exchange's turn in the queue (`resolveExchange`): the control
+   * around it read again from the sheets as they are now, since an earlier exchange may
+   * have won or ended control. A target now struck through another mind than the one
+   * asked for the defense stops the exchange (that mind did not choose); otherwise the
+   * controllers and puppets are the current ones.
+   */
+  async controlNow(attacker, group) {
+    const around = await this.controlAround(attacker, group.targets);
+    const changed = around.struck.findIndex((d, i) => actorUuidOf(d) !== group.asked[i]);
+    if (changed >= 0) {
+      const t = group.targets[changed];
+      throw new UsageError("MINDSCAPE.Error.ControlChanged", { name: t.token?.name ?? t.actor.name });
+    }
+    const controllers = around.controllers;
+    const puppets = await around.puppetsOf([attacker, ...group.targets, ...controllers]);
+    return { ...group, controllers, puppets };
   }
 
   /** What the companion reads of an actor for the world's system (`adapters.import`), or null. */
@@ -332,7 +361,8 @@ export class Mindscape {
     const [actorId, tokenId] = String(cid).split("-");
     const actor = await this.env.fromUuid(`Actor.${actorId}`).catch(() => null);
     if (!actor) return null;
-    if (!tokenId) return this.docs(actor.uuid);
+    // A world actor is itself (with its linked token, if any), never one of its copies.
+    if (!tokenId) return this.docs(actor.uuid, { worldActor: true });
     const token = (actor.getActiveTokens?.(false, true) ?? []).find((t) => t.id === tokenId && !t.actorLink);
     return token ? { token, actor: token.actor } : null;
   }
@@ -360,10 +390,12 @@ export class Mindscape {
     for (const target of targets) targetCombatants.push(await read(target));
     const struck = [];
     const struckIds = [];
+    const ownPuppet = [];
     const controllers = [];
     for (const [i, c] of targetCombatants.entries()) {
       const cid = c?.controlled_by;
-      if (!cid || byId.get(cid) === attacker) { struck.push(targets[i]); struckIds.push(c?.id ?? null); continue; }
+      ownPuppet.push(Boolean(cid) && byId.get(cid) === attacker);
+      if (!cid || ownPuppet[i]) { struck.push(targets[i]); struckIds.push(c?.id ?? null); continue; }
       let docs = byId.get(cid);
       if (!docs) {
         docs = await this.docsOfCombatant(cid);
@@ -390,7 +422,7 @@ export class Mindscape {
       if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
       return puppets;
     };
-    return { struck, struckIds, controllers, puppetsOf };
+    return { struck, struckIds, ownPuppet, controllers, puppetsOf };
   }
 
   /**
@@ -479,12 +511,12 @@ export class Mindscape {
     const keys = [attacker, defender, ...others].map((d) => participantOf(d.token, d.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
       const [a, d] = [await this.current(attacker), await this.current(defender)];
-      const now = group && {
-        ...group,
-        defenders: await Promise.all(group.defenders.map((x) => this.current(x))),
-        controllers: await Promise.all(group.controllers.map((x) => this.current(x))),
-        puppets: await Promise.all(group.puppets.map((x) => this.current(x))),
-      };
+      let now = null;
+      if (group) {
+        const targets = await Promise.all(group.targets.map((x) => this.current(x)));
+        // The first target is the defender; a wave's others go as defenders.
+        now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1) });
+      }
       return this.resolveNow({ attacker: a, defender: d, group: now, ...rest });
     });
   }

@@ -489,27 +489,28 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   const panel = page.locator(".application.mindscape-encounter");
   await panel.locator('[data-action="create"]').click();
   await panel.locator(".mindscape-combatants li").nth(1).waitFor();
-  const names = await panel.locator(".mindscape-combatants .name").allTextContents();
-  // Attack phase: both may attack; each dialog offers the attack, a wave's other targets
-  // and how control is kept, and Instead (pass, rest).
+  // Attack phase: both may attack, but only one attack waits for its exchange, so they
+  // are asked one at a time, in the companion's order. Each dialog offers the attack, a
+  // wave's other targets and how control is kept, and Instead (pass, rest).
   await panel.locator('[data-action="ask"]').click();
   const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
-  await choices.nth(1).waitFor();
-  const byName = async (name) => {
-    for (let i = 0; i < await choices.count(); i++) {
-      if ((await choices.nth(i).locator(".mindscape-lead strong").textContent()).trim() === name) return choices.nth(i);
-    }
-    throw new Error(`no dialog for ${name}`);
+  const asked = async () => {
+    await choices.first().waitFor();
+    return (await choices.first().locator(".mindscape-lead strong").textContent()).trim();
   };
-  const [first, second] = names;
-  const passing = await byName(second);
+  const first = await asked();
+  assert.equal(await choices.count(), 1, "one at a time");
+  const passing = choices.first();
   assert.equal(await passing.locator("select[name=defenseMode]").count(), 0, "no defense in the attack phase");
   assert.equal(await passing.locator("input[name=waveTargets]").count(), 1);
   await passing.locator("select[name=action]").selectOption("pass");
   await passing.locator('button[data-action="ok"]').click();
-  const attacking = await byName(first);
+  await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").length === 1, null, { timeout: 15000 });
+  const second = await asked();
+  assert.notEqual(second, first);
+  const attacking = choices.first();
   await attacking.locator("select[name=attackMode]").selectOption("mental-stab");
-  await attacking.locator("select[name=target]").selectOption({ label: second });
+  await attacking.locator("select[name=target]").selectOption({ label: first });
   await attacking.locator("select[name=attackKeepBy]").selectOption("die");
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-attack-choice.png") });

@@ -586,9 +586,11 @@ def finish(draft: Draft, npc: bool) -> None:
             if strengths == 0:
                 draft.warn("no attack or defense strength recorded; taken as non-psionic")
     elif draft.system == "power-pool" and "psionic" not in f:
-        f["psionic"] = False
-        draft.warn("not recorded as psionic; it defends with its Hit Dice only "
-                   "(H-PP-NO-POOL)")
+        # As the engine's own default: a creature that knows a psionic mode is psionic.
+        f["psionic"] = bool(f.get("attacks") or f.get("defenses"))
+        if not f["psionic"]:
+            draft.warn("not recorded as psionic; it defends with its Hit Dice only "
+                       "(H-PP-NO-POOL)")
 
 
 def diff_fields(system: str, before: Mapping[str, Any], after: Mapping[str, Any],

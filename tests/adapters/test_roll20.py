@@ -160,6 +160,24 @@ def test_combat_strength_and_power_pool_read_default_psi_attributes() -> None:
         "psi_attack_strength": {"current": 40}, "psi_conditions": {"current": "dazed"}}}]
 
 
+def test_power_pool_creature_knowing_a_mode_is_psionic_as_the_engine_defaults() -> None:
+    """COMBATANTS.md: psionic defaults to knowing any mode. Modes in psi_attacks make a
+    power-pool creature psionic without psi_psionic; one with none is not, with a warning
+    (H-PP-NO-POOL); psi_psionic still wins over both."""
+    def sheet(*attribs: tuple[str, str]) -> dict[str, Any]:
+        base = [("psi_pool", "3"), ("psi_die", "8"), ("level-class1", "3")]
+        return {"id": "-MzOgre0000000001", "name": "Ogre", "controlledby": "",
+                "attribs": [{"name": n, "current": c, "max": ""} for n, c in [*base, *attribs]]}
+    knows = SHEET.import_(sheet(("psi_attacks", "Mental Stab")), "power-pool")
+    assert knows.combatant["psionic"] is True
+    assert not [w for w in knows.warnings if "psionic" in w]
+    blank = SHEET.import_(sheet(), "power-pool")
+    assert blank.combatant["psionic"] is False
+    assert any("H-PP-NO-POOL" in w for w in blank.warnings)
+    told = SHEET.import_(sheet(("psi_attacks", "Mental Stab"), ("psi_psionic", "0")), "power-pool")
+    assert told.combatant["psionic"] is False
+
+
 def test_round_trip_through_attribute_writes() -> None:
     data = ulcen()
     before = SHEET.import_(data, "power-pool").combatant

@@ -760,14 +760,18 @@ var Mindscape = Mindscape || (() => {
     if (attackers.length !== 1) return { error: 'select exactly one token that represents the attacking character.' };
     const attacker = attackers[0];
     if (!mayControl(msg.playerid, attacker)) return { error: `you do not control ${chatSafe(fighterName(attacker))}.` };
-    const defender = resolveFighter(args.get('target'));
-    if (!defender) return { error: '--target must name a token that represents a character (use @{target|token_id}).' };
-    if (defender === attacker) return { error: 'a mind cannot attack itself.' };
+    // power-pool: a psionic wave names several --target (the first is struck first).
+    const targets = args.all('target').map(resolveFighter);
+    if (!targets.length || targets.some((t) => !t)) return { error: '--target must name a token that represents a character (use @{target|token_id}).' };
+    if (targets.includes(attacker)) return { error: 'a mind cannot attack itself.' };
+    if (new Set(targets).size !== targets.length) return { error: 'name each --target once.' };
     const system = systemOf(attacker);
-    if (systemOf(defender) !== system) {
-      return { error: `${chatSafe(fighterName(attacker))} uses ${system} but ${chatSafe(fighterName(defender))} uses ${systemOf(defender)}; configure both alike with !psi config.` };
+    if (targets.length > 1 && system !== 'power-pool') return { error: `${system} attacks one --target at a time (only power-pool's psionic wave strikes several).` };
+    const other = targets.find((t) => systemOf(t) !== system);
+    if (other) {
+      return { error: `${chatSafe(fighterName(attacker))} uses ${system} but ${chatSafe(fighterName(other))} uses ${systemOf(other)}; configure both alike with !psi config.` };
     }
-    return { attacker, defender, system };
+    return { attacker, defender: targets[0], targets, system };
   };
 
   // ------------------------------------------ power-pool: psionic control (§3.4)
@@ -812,24 +816,36 @@ var Mindscape = Mindscape || (() => {
   // An exchange's params and the fighters it involves (whose sheets its answer may
   // write). power-pool: the controller a controlled defender's attack strikes, and every
   // creature a participant controls (control may end, and their sheets with it).
-  const exchangeRequest = (exchange, defense) => {
+  const exchangeRequest = (exchange, defense, defenses = {}) => {
+    const targets = exchange.targets || [exchange.defender];
     const params = {
       system: exchange.system,
       attacker: combatantOf(exchange.attacker),
-      defender: combatantOf(exchange.defender),
+      defender: combatantOf(targets[0]),
       attack: exchange.attack,
       defense,
     };
-    const involved = [exchange.attacker, exchange.defender];
+    const involved = [exchange.attacker, ...targets];
     // Where each fighter beyond the two sides was sent, for the companion's warnings.
     const paths = {};
     const missing = [];
-    const struck = struckFor(exchange.system, exchange.defender);
-    if (struck && fighterCharacter(struck) && !involved.includes(struck)) {
-      params.controller = combatantOf(struck);
-      paths['/controller'] = struck;
-      involved.push(struck);
+    if (targets.length > 1) {
+      params.defenders = targets.slice(1).map(combatantOf);
+      targets.slice(1).forEach((ref, i) => { paths[`/defenders/${i}`] = ref; });
     }
+    // The controllers the targets' attack strikes (one that is itself a target too: the
+    // companion looks for a controller among them only); not the attacker's own.
+    const controllers = Array.from(new Set(targets.map((t) => struckFor(exchange.system, t))))
+      .filter((ref) => ref && ref !== exchange.attacker && fighterCharacter(ref));
+    if (controllers.length === 1) {
+      params.controller = combatantOf(controllers[0]);
+      paths['/controller'] = controllers[0];
+    } else if (controllers.length > 1) {
+      params.controllers = controllers.map(combatantOf);
+      controllers.forEach((ref, i) => { paths[`/controllers/${i}`] = ref; });
+    }
+    involved.push(...controllers.filter((ref) => !involved.includes(ref)));
+    if (Object.keys(defenses).length) params.defenses = defenses;
     if (exchange.system === 'power-pool') {
       const named = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref));
       const puppets = named.filter((ref) => fighterCharacter(ref));
@@ -852,8 +868,8 @@ var Mindscape = Mindscape || (() => {
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
   // attacker also controls the defender).
-  const resolveExchange = (exchange, defense, requester, chooser) => {
-    const { params, involved, paths, missing } = exchangeRequest(exchange, defense);
+  const resolveExchange = (exchange, defense, requester, chooser, defenses = {}) => {
+    const { params, involved, paths, missing } = exchangeRequest(exchange, defense, defenses);
     // A puppet that is no fighter here cannot be sent: its sheet will not follow.
     if (missing.length) {
       whisperGM(box('psionic control', `Under psionic control in this exchange but no character or token here: ${missing.map(chatSafe).join(', ')}. `
@@ -866,15 +882,77 @@ var Mindscape = Mindscape || (() => {
       chooser,
       involved,
       paths,
-      title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${fighterName(exchange.defender)}`,
-    }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${fighterName(exchange.defender)}`);
+      title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`,
+    }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
   };
+
+  // The minds that choose a defense against an attack on `targets`: each target, or its
+  // controller in its place (power-pool), once each, in the order of the targets; not an
+  // attacker's own puppet (the companion refuses that attack by its rule).
+  const choosersOf = (system, attacker, targets) => Array.from(new Set(targets.map((t) => struckFor(system, t) || t)))
+    .filter((ref) => ref !== attacker);
+
+  // power-pool: a psionic wave at several targets (`!psi attack --target A --target B`) is
+  // one exchange; every mind it strikes (a controller in its puppet's place) chooses its own
+  // defense with buttons of its own (`--for`), and the exchange goes to the companion once
+  // all have chosen: the first as `defense`, the others as `defenses`. The companion
+  // refuses several targets for a mode that strikes one.
+  const declareWave = (msg, args, who, built) => {
+    for (const t of who.targets) {
+      const stopped = strikeProblem(who.system, t);
+      if (stopped) return refuse(msg.playerid, stopped);
+    }
+    if (args.has('defense')) return refuse(msg.playerid, 'with several targets each mind struck chooses its own defense: leave out --defense. Nothing was sent.');
+    const members = choosersOf(who.system, who.attacker, who.targets);
+    const exchange = { system: who.system, attacker: who.attacker, defender: who.targets[0], targets: who.targets, attack: built.attack, members, choices: {}, by: msg.playerid, at: Date.now() };
+    if (!members.length) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
+    const xid = newId();
+    store().exchanges[xid] = exchange;
+    const names = who.targets.map(fighterName).map(chatSafe).join(', ');
+    members.forEach((member) => {
+      const buttons = knownDefenses(member, who.system)
+        .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --for ${member} --mode ${mode})`)
+        .concat([`[No defense](!psi defend --req ${xid} --for ${member} --mode none)`]).join(' ');
+      const text = box('defend!', `${chatSafe(fighterName(who.attacker))} strikes the minds of <b>${names}</b> at once. `
+        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${buttons}`);
+      controllersOf(member).filter((pid) => !playerIsGM(pid)).forEach((pid) => whisperPlayer(pid, text));
+      whisperGM(text);
+    });
+    return tell(msg.playerid, 'attack declared', `Waiting for ${members.map(fighterName).map(chatSafe).join(', ')} to choose a defense.`);
+  };
+
+  // One mind's defense against a wave; the exchange goes once every mind has chosen.
+  const defendWave = (msg, args, xid, exchange) => {
+    const named = args.has('for') ? resolveFighter(args.get('for')) : (exchange.members.length === 1 ? exchange.members[0] : null);
+    const member = exchange.members.find((ref) => ref === named);
+    if (!member) return refuse(msg.playerid, `--for must name the mind whose defense this is: one of ${exchange.members.map(fighterName).map(chatSafe).join(', ')}.`);
+    if (!mayControl(msg.playerid, member)) return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(member))} or the GM may choose this defense.`);
+    if (member in exchange.choices) return refuse(msg.playerid, `${chatSafe(fighterName(member))} has chosen its defense already.`);
+    const chosen = defenseFromOptions(args, exchange.system, 'mode');
+    if (chosen.error) return refuse(msg.playerid, chosen.error);
+    if (JSON.stringify(choosersOf(exchange.system, exchange.attacker, exchange.targets)) !== JSON.stringify(exchange.members)) {
+      delete store().exchanges[xid];
+      const why = 'the psionic control of a target changed since the attack was declared, so other minds answer it now. Nothing was sent: attack again.';
+      if (exchange.by && exchange.by !== msg.playerid && !playerIsGM(exchange.by)) refuse(exchange.by, why);
+      return refuse(msg.playerid, why);
+    }
+    // No defense mode is a defense without one: the pool is still rolled.
+    exchange.choices[member] = chosen.defense || {};
+    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${chosen.defense ? label(chosen.defense.mode) : 'No defense'}`);
+    const left = exchange.members.filter((ref) => !(ref in exchange.choices));
+    if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
+    delete store().exchanges[xid];
+    const [first, ...rest] = exchange.members;
+    return resolveExchange(exchange, exchange.choices[first], exchange.by, msg.playerid, Object.fromEntries(rest.map((ref) => [ref, exchange.choices[ref]])));
+  };
+
 
   const commandAttack = (msg, args) => {
     const who = sides(msg, args);
     if (who.error) return refuse(msg.playerid, who.error);
     const built = attackFromOptions(args, who.system);
     if (built.error) return refuse(msg.playerid, built.error);
+    if (who.targets.length > 1) return declareWave(msg, args, who, built);
     const stopped = strikeProblem(who.system, who.defender);
     if (stopped) return refuse(msg.playerid, stopped);
     // power-pool: the controller of a controlled defender answers in its place.
@@ -910,6 +988,7 @@ var Mindscape = Mindscape || (() => {
     const xid = String(args.get('req') || '');
     const exchange = store().exchanges[xid];
     if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
+    if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
     const chooser = exchange.struck || exchange.defender;
     if (!mayControl(msg.playerid, chooser)) {
       return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(chooser))} or the GM may choose this defense.`);
@@ -938,9 +1017,9 @@ var Mindscape = Mindscape || (() => {
     if (built.error) return refuse(msg.playerid, built.error);
     const chosen = defenseFromOptions(args, who.system, 'defense');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
-    const stopped = strikeProblem(who.system, who.defender);
+    const stopped = who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
     if (stopped) return refuse(msg.playerid, stopped);
-    const { params } = exchangeRequest({ system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack }, chosen.defense);
+    const { params } = exchangeRequest({ system: who.system, attacker: who.attacker, defender: who.defender, targets: who.targets, attack: built.attack }, chosen.defense);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
@@ -2150,7 +2229,7 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',

@@ -375,6 +375,31 @@ test('power-pool through the relay: an attack on a puppet strikes its controller
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
+test('a power-pool psionic wave through the relay: two minds choose their defenses and the real companion resolves one exchange against both', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  // Nobody under control: Fenka and Ulcen each answer for themselves.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_pool').set({ current: '3' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_pool').set({ current: '4' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  const members = resolved.result.defense.members.map((m) => m.id).sort();
+  assert.deepEqual(members, [ctx.fenka.id, ctx.ulcen.id].sort());
+  if (resolved.result.winner === 'attacker') {
+    // A wave's targets fall together, under one link of the ogre's.
+    assert.equal(ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').get('current'), ctx.tokens.ogre.id);
+    assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlled_by').get('current'), ctx.tokens.ogre.id);
+  }
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Psionic Wave: Ogre vs\. Fenka, Ulcen of Tyr\}\}/);
+});
+
 test('a power-pool encounter through the relay: a release declared by the controller is written to both sheets at once, and the next resolve keeps it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = psionicControl(campaign({ pairing: PAIRED }));

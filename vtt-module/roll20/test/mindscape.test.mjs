@@ -2626,3 +2626,65 @@ test('a public action waits while the sheets of the encounter are being taken ag
   declare(ctx, ALICE, ctx.tokens.ulcen, ` --attack mental-stab --target ${ctx.tokens.fenka.id}`);
   assert.equal(requests(ctx.sb).length, sent + 1);
 });
+
+// ------------------------------------------------ power-pool: psionic waves
+
+test('power-pool: a psionic wave at several --target is one exchange; each mind struck chooses its defense with buttons of its own', () => {
+  const ctx = underControl();
+  // Nobody under control here: Fenka and Ulcen each answer for themselves.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const toBob = whispersTo(ctx.sb, 'Bob').at(-1);
+  const toAlice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(toBob, /Ogre strikes the minds of <b>Fenka, Ulcen of Tyr<\/b> at once\. <b>Fenka<\/b>, choose a defense:/);
+  assert.match(toAlice, /<b>Ulcen of Tyr<\/b>, choose a defense:.*--for [^ ]+ --mode pinnacle-of-will/);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(toBob)[1];
+  const sent = requests(ctx.sb).length;
+  // Alice may not answer for Fenka; Bob answers for her, and the wave waits for Ulcen.
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only the controller of Fenka or the GM may choose this defense/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /--for must name the mind whose defense this is: one of Fenka, Ulcen of Tyr\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still to choose a defense: Ulcen of Tyr\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka has chosen its defense already\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const p = req.body.params;
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id]]);
+  assert.deepEqual(plain(p.defense), {});
+  assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } });
+  assert.equal(p.attack.mode, 'psionic-wave');
+});
+
+test('power-pool: a wave at two creatures one mind controls asks that mind once and sends it as their controller', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.thrall.id} --mode psionic-wave` });
+  assert.equal(whispersTo(ctx.sb, 'Alice').filter((w) => /defend!/.test(w)).length, 1);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
+  // With one mind to ask, --for may be left out.
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), refOf(p.controller)], [ctx.fenka.id, [ctx.thrall.id], ctx.ulcen.id]);
+  assert.deepEqual(plain(p.defense), { mode: 'pinnacle-of-will' });
+  assert.equal(p.defenses, undefined);
+});
+
+test('several --target: refused outside power-pool and with --defense; odds of a wave send every target', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ogre.id} --mode ego-whip` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revised-2e attacks one --target at a time \(only power-pool's psionic wave strikes several\)\./);
+  const pool = underControl();
+  pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi attack --target ${pool.tokens.fenka.id} --target ${pool.tokens.ulcen.id} --mode psionic-wave --defense none` });
+  assert.match(whispersTo(pool.sb, 'gm').at(-1), /with several targets each mind struck chooses its own defense: leave out --defense\. Nothing was sent\./);
+  pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi attack --target ${pool.tokens.fenka.id} --target ${pool.tokens.fenka.id} --mode psionic-wave` });
+  assert.match(whispersTo(pool.sb, 'gm').at(-1), /name each --target once\./);
+  assert.equal(requests(pool.sb).length, 0);
+  pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi odds --target ${pool.tokens.fenka.id} --target ${pool.thrall.id} --mode psionic-wave` });
+  const odds = lastRequest(pool.sb).body.params;
+  assert.deepEqual([refOf(odds.defender), odds.defenders.map(refOf), refOf(odds.controller)], [pool.fenka.id, [pool.thrall.id], pool.ulcen.id]);
+});

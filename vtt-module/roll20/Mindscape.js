@@ -69,6 +69,8 @@ var Mindscape = Mindscape || (() => {
     },
     'power-pool': {
       attacks: ['mental-stab', 'personality-invasion', 'psionic-wave', 'subconscious-subversion', 'synaptic-overload'],
+      // The modes that strike several targets at once (RULES.md 3.3).
+      waves: ['psionic-wave'],
       defenses: ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will'],
       ranges: [],
     },
@@ -275,6 +277,15 @@ var Mindscape = Mindscape || (() => {
   const store = () => state[scriptName];
 
   // Forgets a request (and its timer): answered, too old, or beyond PENDING_MEMORY.
+  // Attacks still waiting for a defense are kept an hour: one older is forgotten (at a
+  // restart, and whenever an attack is stored or answered), and its buttons do nothing.
+  const pruneExchanges = (now) => {
+    const exchanges = store().exchanges;
+    Object.keys(exchanges).forEach((xid) => {
+      if (!(now - exchanges[xid].at < EXCHANGE_LIFETIME_MS)) delete exchanges[xid];
+    });
+  };
+
   const forgetRequest = (id) => {
     delete store().pending[id];
     if (timers.has(id)) { clearTimeout(timers.get(id)); timers.delete(id); }
@@ -328,10 +339,7 @@ var Mindscape = Mindscape || (() => {
     }
     if (!PAIRING_CODE.test(String(store().pairing || ''))) store().pairing = newPairingCode();
     const now = Date.now();
-    const exchanges = store().exchanges;
-    Object.keys(exchanges).forEach((xid) => {
-      if (!(now - exchanges[xid].at < EXCHANGE_LIFETIME_MS)) delete exchanges[xid];
-    });
+    pruneExchanges(now);
     if (!isObject(store().pending)) store().pending = {};
     if (!isObject(store().tokens)) store().tokens = {};
     // The questions before a round's end (!psi round): a state saved before there were
@@ -861,14 +869,21 @@ var Mindscape = Mindscape || (() => {
   // not here. Null when nothing stops it.
   const strikeProblem = (system, defender) => {
     const struck = struckFor(system, defender);
-    if (!struck || fighterCharacter(struck)) return null;
+    if (!struck) return null;
+    const ref = resolveFighter(struck);
+    if (ref && ref === struck) return null;
+    // The companion knows each fighter by its ref only (a linked token's is its character's).
+    if (ref) {
+      return `${chatSafe(fighterName(defender))}'s psi_controlled_by names its controller ${chatSafe(fighterName(ref))} as "${chatSafe(struck)}", `
+        + `but the companion knows that fighter as "${chatSafe(ref)}": put that in psi_controlled_by. Nothing was sent.`;
+    }
     return `${chatSafe(fighterName(defender))} is under the psionic control of "${chatSafe(struck)}", which is no character or token here: `
       + 'an attack on it strikes its controller (power-pool). Put the controller\'s ref right in its psi_controlled_by, or clear it. Nothing was sent.';
   };
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
   // attacker also controls the defender).
-  const resolveExchange = (exchange, defense, requester, chooser, defenses = {}) => {
+  const resolveExchange = (exchange, defense, requester, chooser, defenses = {}, told = []) => {
     const { params, involved, paths, missing } = exchangeRequest(exchange, defense, defenses);
     // A puppet that is no fighter here cannot be sent: its sheet will not follow.
     if (missing.length) {
@@ -880,10 +895,18 @@ var Mindscape = Mindscape || (() => {
       kind: 'exchange',
       requester,
       chooser,
+      told,
       involved,
       paths,
       title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`,
     }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
+  };
+
+  // Why several --target cannot go with this attack mode, or null.
+  const severalProblem = (who, built) => {
+    const waves = SYSTEMS[who.system].waves || [];
+    if (who.targets.length < 2 || waves.includes(built.attack.mode)) return null;
+    return `${label(built.attack.mode)} strikes one --target (only ${waves.map(label).join(', ') || 'a wave'} strikes several). Nothing was sent.`;
   };
 
   // The minds that choose a defense against an attack on `targets`: each target, or its
@@ -905,8 +928,11 @@ var Mindscape = Mindscape || (() => {
     if (args.has('defense')) return refuse(msg.playerid, 'with several targets each mind struck chooses its own defense: leave out --defense. Nothing was sent.');
     const members = choosersOf(who.system, who.attacker, who.targets);
     const exchange = { system: who.system, attacker: who.attacker, defender: who.targets[0], targets: who.targets, attack: built.attack, members, choices: {}, by: msg.playerid, at: Date.now() };
-    if (!members.length) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
+    // A wave at the attacker's own puppet: the companion says what the rules make of it,
+    // before anyone is asked.
+    if (!members.length || who.targets.some((t) => struckFor(who.system, t) === who.attacker)) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
     const xid = newId();
+    pruneExchanges(Date.now());
     store().exchanges[xid] = exchange;
     const names = who.targets.map(fighterName).map(chatSafe).join(', ');
     members.forEach((member) => {
@@ -943,7 +969,10 @@ var Mindscape = Mindscape || (() => {
     if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
     delete store().exchanges[xid];
     const [first, ...rest] = exchange.members;
-    return resolveExchange(exchange, exchange.choices[first], exchange.by, msg.playerid, Object.fromEntries(rest.map((ref) => [ref, exchange.choices[ref]])));
+    // A refusal's detail may be about any of the minds: the GM gets it, each chooser only
+    // that the exchange failed.
+    return resolveExchange(exchange, exchange.choices[first], exchange.by, null, Object.fromEntries(rest.map((ref) => [ref, exchange.choices[ref]])),
+      Array.from(new Set(exchange.members.flatMap(controllersOf))).filter((pid) => !playerIsGM(pid)));
   };
 
 
@@ -952,6 +981,8 @@ var Mindscape = Mindscape || (() => {
     if (who.error) return refuse(msg.playerid, who.error);
     const built = attackFromOptions(args, who.system);
     if (built.error) return refuse(msg.playerid, built.error);
+    const several = severalProblem(who, built);
+    if (several) return refuse(msg.playerid, several);
     if (who.targets.length > 1) return declareWave(msg, args, who, built);
     const stopped = strikeProblem(who.system, who.defender);
     if (stopped) return refuse(msg.playerid, stopped);
@@ -969,6 +1000,7 @@ var Mindscape = Mindscape || (() => {
       return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
     const xid = newId();
+    pruneExchanges(Date.now());
     store().exchanges[xid] = exchange;
     const buttons = knownDefenses(chooser, who.system)
       .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --mode ${mode})`)
@@ -986,6 +1018,7 @@ var Mindscape = Mindscape || (() => {
 
   const commandDefend = (msg, args) => {
     const xid = String(args.get('req') || '');
+    pruneExchanges(Date.now());
     const exchange = store().exchanges[xid];
     if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
     if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
@@ -1017,7 +1050,7 @@ var Mindscape = Mindscape || (() => {
     if (built.error) return refuse(msg.playerid, built.error);
     const chosen = defenseFromOptions(args, who.system, 'defense');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
-    const stopped = who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
+    const stopped = severalProblem(who, built) || who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
     if (stopped) return refuse(msg.playerid, stopped);
     const { params } = exchangeRequest({ system: who.system, attacker: who.attacker, defender: who.defender, targets: who.targets, attack: built.attack }, chosen.defense);
     const id = newId();
@@ -2229,7 +2262,7 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom).</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
@@ -2634,7 +2667,9 @@ var Mindscape = Mindscape || (() => {
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
       if (chooser) tell(chooser, title, text);
-      if (requester && requester !== chooser) tell(requester, title, 'The exchange failed; the GM has been told why.');
+      // A wave's choosers (job.told) learn only that it failed.
+      const others = [requester].concat(Array.isArray(job.told) ? job.told : []).filter((pid, i, all) => pid && pid !== chooser && all.indexOf(pid) === i);
+      others.forEach((pid) => tell(pid, title, 'The exchange failed; the GM has been told why.'));
       return undefined;
     }
     if (requester) tell(requester, title, text);

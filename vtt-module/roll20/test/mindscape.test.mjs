@@ -2688,3 +2688,74 @@ test('several --target: refused outside power-pool and with --defense; odds of a
   const odds = lastRequest(pool.sb).body.params;
   assert.deepEqual([refOf(odds.defender), odds.defenders.map(refOf), refOf(odds.controller)], [pool.fenka.id, [pool.thrall.id], pool.ulcen.id]);
 });
+
+test('power-pool waves: a mode that strikes one target is refused with several; an own puppet among the targets goes to the companion at once; a wave refused tells every chooser', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode mental-stab` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Mental Stab strikes one --target \(only Psionic Wave strikes several\)\. Nothing was sent\./);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode mental-stab` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Mental Stab strikes one --target/);
+  assert.equal(requests(ctx.sb).length, 0);
+  // Ulcen's wave at Fenka (his own puppet) and the ogre: nobody is asked.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ogre.id} --mode psionic-wave` });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/defend!/.test(w)));
+  // A wave the companion refuses: the GM gets the detail, each chooser that it failed.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'mode-not-known', detail: 'Fenka does not know blank-mind' } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka does not know blank-mind/);
+  for (const player of ['Alice', 'Bob']) {
+    assert.match(whispersTo(ctx.sb, player).at(-1), /The exchange failed; the GM has been told why\./, player);
+    assert.ok(whispersTo(ctx.sb, player).every((w) => !/does not know/.test(w)), player);
+  }
+});
+
+test('power-pool waves: control that changes before the last choice stops the wave; two controllers go as controllers; an attack older than an hour is forgotten', () => {
+  const ctx = underControl();
+  // The thrall is Ulcen's; a goblin is the ogre's: two controllers.
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_pool', current: '0', max: '2' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_controlled_by', current: ctx.tokens.ogre.id, max: '' });
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: '!psi config --system power-pool' });
+  // Fenka (Bob's), free now, attacks both puppets with a wave.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '1', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attacks', current: 'Psionic Wave', max: '' });
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.thrall.id} --target ${goblin.id} --mode psionic-wave` });
+  const ask = whispersTo(ctx.sb, 'Alice').at(-1);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(ask)[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode none` });
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${xid} --for ${ctx.tokens.ogre.id} --mode none` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual(p.controllers.map(refOf), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.deepEqual(plain(p.defenses), { [ctx.tokens.ogre.id]: {} });
+  // Again, but the thrall is let go of before the last choice: nothing is sent.
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.thrall.id} --target ${goblin.id} --mode psionic-wave` });
+  const again = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${again} --for ${ctx.ulcen.id} --mode none` });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${again} --for ${ctx.tokens.ogre.id} --mode none` });
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the psionic control of a target changed since the attack was declared, so other minds answer it now\. Nothing was sent: attack again\./);
+  // An attack whose defense does not come within the hour is forgotten.
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const old = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
+  ctx.sb.state.Mindscape.exchanges[old].at -= 61 * 60 * 1000;
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${old} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /there is no attack waiting with id .* \(already defended, or too old\)\./);
+});
+
+test('power-pool: a psi_controlled_by naming a linked token instead of its character is refused with the ref to write', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: ctx.tokens.ulcen.id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Fenka's psi_controlled_by names its controller Ulcen of Tyr as "${ctx.tokens.ulcen.id}", but the companion knows that fighter as "${ctx.ulcen.id}": put that in psi_controlled_by\\. Nothing was sent\\.`));
+  assert.equal(requests(ctx.sb).length, 0);
+});

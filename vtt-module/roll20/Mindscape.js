@@ -841,8 +841,8 @@ var Mindscape = Mindscape || (() => {
       params.defenders = targets.slice(1).map(combatantOf);
       targets.slice(1).forEach((ref, i) => { paths[`/defenders/${i}`] = ref; });
     }
-    // The controllers the targets' attack strikes (one that is itself a target too: the
-    // companion looks for a controller among them only); not the attacker's own.
+    // The controllers the attack strikes in their puppets' place, also one that is itself a
+    // target (the companion finds a controller among these only); never the attacker.
     const controllers = Array.from(new Set(targets.map((t) => struckFor(exchange.system, t))))
       .filter((ref) => ref && ref !== exchange.attacker && fighterCharacter(ref));
     if (controllers.length === 1) {

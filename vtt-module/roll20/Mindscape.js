@@ -1101,11 +1101,10 @@ var Mindscape = Mindscape || (() => {
   const mayPayToClose = (ref) => {
     const { adapter, data } = combatantOf(ref);
     if (adapter === 'roll20.generic' && isObject(data.mapping.fields) && data.mapping.fields.mind) return true;
-    const attribs = adapter === 'roll20.generic' ? data.character.attribs : data.attribs;
-    const attr = attribs.find((a) => String(a.name).toLowerCase() === 'psi_mind');
+    const value = sheetState(ref, 'mind');
     let mind;
     try {
-      mind = JSON.parse(attr ? String(attr.current) : 'null');
+      mind = JSON.parse(value === undefined ? 'null' : String(value));
     } catch (err) {
       return false;
     }

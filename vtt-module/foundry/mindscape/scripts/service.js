@@ -438,12 +438,7 @@ export class Mindscape {
     const stored = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
     const description = await this.describe(system);
     const modes = modesFromDescription(system, description).defenses;
-    let known = null;
-    try {
-      const adapter = await this.adapterId();
-      const imported = await this.rpc("adapters.import", { adapter, system, data: this.ref(actor, defender.token, adapter).data, options: houseRulesFor(this.game, system) });
-      known = knownModeIds(system, imported?.combatant ?? null, "defenses");
-    } catch { known = null; }
+    const known = knownModeIds(system, await this.importedOf(defender), "defenses");
     const offered = knownModes(modes, known);
     const offeredIds = new Set(offered.map((m) => m.id));
     // A remembered default the defender cannot use is no default.

@@ -77,7 +77,14 @@ END_ROUND: JSON = {
                     "description": "what a combatant chooses at the round's end, by id "
                                    "(systems.describe round_end_schema; revised-2e: "
                                    "{\"close\": true} pays to close a mind a critical hit "
-                                   "opened)"},
+                                   "opened; power-pool: {\"release\": [id], \"keep\": "
+                                   "[{\"target\": id, \"by\": \"die\"}], "
+                                   "\"cannot_perceive\": [id]} for a controller's "
+                                   "control)"},
+        "puppets": {"type": "array", "items": COMBATANT,
+                    "description": "power-pool: creatures the combatants control whose "
+                                   "round does not end here, written back (others) when "
+                                   "the control over them ends"},
         "options": OPTIONS,
         "dice": DICE,
         "seed": SEED,

@@ -229,6 +229,21 @@ class System(ABC):
         refused (``ends_rounds``)."""
         raise NotImplementedError(f"{self.id} has no end of round outside an encounter")
 
+    def round_end_members(self) -> JSON:
+        """JSON Schemas of the members an ``end_round`` request has besides
+        ``combatants``, ``choices`` and ``options``, by name (power-pool: ``puppets``)."""
+        return {}
+
+    def round_end_between(self, combatants: dict[str, JSON], choices: Mapping[str, Any],
+                          request: Mapping[str, Any], options: Mapping[str, Any]
+                          ) -> tuple[list[Event], list[str], list[JSON]]:
+        """What the end of a round does between combatants, before each one's own
+        ``round_end``: ``combatants`` are copies by id, which it may replace; the events,
+        the summary's sentences and the changes of others the checked ``request`` names
+        (``round_end_members``), as ``{id, before, after}``. A system whose choices reach
+        another creature (power-pool: a controller releases one it controls) defines this."""
+        return [], [], []
+
     def round_end_choice_schema(self) -> JSON | None:
         """JSON Schema of what one combatant may choose at the end of a round
         (``end_round``'s ``choices``), or ``None`` when there is nothing to choose."""
@@ -241,7 +256,7 @@ class System(ABC):
 
     def end_round_schema(self) -> JSON:
         """JSON Schema of an ``end_round`` request."""
-        props = self._combatants_members()
+        props = self._combatants_members() | self.round_end_members()
         choice = self.round_end_choice_schema()
         if choice is not None:
             props["choices"] = {"type": "object", "maxProperties": MAX_ROUND_COMBATANTS,
@@ -255,9 +270,10 @@ class System(ABC):
 
     def end_round(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
         """The end of a round for combatants fighting single exchanges (no encounter):
-        ``{combatants: [combatant], choices?: {id: choice}, options?}`` to ``{system,
-        combatants: [{id, before, after}], events, rolls, summary, unused_dice}``, one
-        entry per combatant in the order given. Timed conditions count down and open
+        ``{combatants: [combatant], choices?: {id: choice}, options?, ...}`` to ``{system,
+        combatants: [{id, before, after}], events, rolls, summary, unused_dice, others?}``,
+        one entry per combatant in the order given (``others``: other creatures the
+        round's end changed, ``round_end_between``). Timed conditions count down and open
         minds are checked as an encounter does at its round's end; dice come from
         ``dice`` as in ``resolve``."""
         if not self.ends_rounds:
@@ -271,8 +287,12 @@ class System(ABC):
         if problems:
             raise InvalidInput(problems)
         start = dice.mark()
+        now = {c["id"]: copy_json(c) for c in combatants}
+        events, lines, others = self.round_end_between(now, choices, request, options)
         result = self._each(combatants, "End of the round", lambda c: self.round_end(
-            c, choices.get(c["id"], {}), dice, options))
+            now[c["id"]], choices.get(c["id"], {}), dice, options), (events, lines))
+        if others:
+            result["others"] = others
         return self._with_dice(result, dice, start)
 
     def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
@@ -397,12 +417,13 @@ class System(ABC):
         return result
 
     def _each(self, combatants: Sequence[JSON], title: str,
-              step: Callable[[JSON], tuple[JSON, list[Event], list[str]]]) -> JSON:
+              step: Callable[[JSON], tuple[JSON, list[Event], list[str]]],
+              first: tuple[list[Event], list[str]] = ([], [])) -> JSON:
         """``step`` on a copy of each combatant: ``{system, combatants: [{id, before,
-        after}], events, summary}``."""
+        after}], events, summary}``, after the events and sentences ``first``."""
         changes: list[JSON] = []
-        events: list[JSON] = []
-        lines: list[str] = []
+        events: list[JSON] = [e.to_json() for e in first[0]]
+        lines: list[str] = list(first[1])
         for c in combatants:
             after, happened, said = step(copy_json(c))
             changes.append({"id": c["id"], "before": c, "after": after})

@@ -81,9 +81,10 @@ METHODS = [
     MethodSpec("exchange.end_round", END_ROUND, exchange_end_round,
                "End a round for combatants fighting single exchanges (no encounter): "
                "timed conditions count down and open minds are checked as an encounter "
-               "does at its round's end. The result: {system, combatants: [{id, before, "
-               "after}], events, rolls, summary, unused_dice} and updates for {adapter, "
-               "data} combatants.",
+               "does at its round's end; power-pool controllers keep or release their "
+               "control as they choose. The result: {system, combatants: [{id, before, "
+               "after}], events, rolls, summary, unused_dice, others?} (others: power-pool "
+               "puppets set free) and updates for {adapter, data} combatants and puppets.",
                result={"type": "object", "required": ["system", "combatants", "events",
                                                       "rolls", "summary", "updates"],
                        "properties": {"updates": UPDATES}},
@@ -96,7 +97,8 @@ METHODS = [
                "Changes nothing and rolls no die. The result: {system, combatants: [{id, "
                "name, choices}], summary}; choices by name (systems.describe "
                "round_end_schema), revised-2e close: {cost, defense, basis, psp, payable, "
-               "reason}.",
+               "reason}; power-pool release, keep (with by) and cannot_perceive: lists "
+               "of control links {targets, kept_by, wave}.",
                result={"type": "object", "required": ["system", "combatants", "summary"],
                        "properties": {"combatants": {"type": "array", "items": {
                            "type": "object", "required": ["id", "name", "choices"]}}}},

@@ -235,6 +235,46 @@ def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives:
                          f"{controller['name']} does not control {json_text(target_id)}")
 
 
+def upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any],
+           puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
+           ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """A round's end outside an encounter, as the controller chooses (the power-pool
+    ``round_end`` choice): the links of ``cannot_perceive`` kept by an action end, those
+    of ``release`` end, and those of ``keep`` change how they are kept, in that order.
+    Any creature of a link names it. Puppets given are set free as in ``release_links``.
+    Without a choice every link simply holds: kept by an action, the controller spent
+    this round's action on it."""
+    out: JSON = copy_json(dict(controller))
+    freed: dict[str, JSON] = {}
+    events: list[Event] = []
+    for target in choice.get("cannot_perceive", []):
+        out, more, happened = maintain_by_action(out, target, False, puppets, ending)
+        freed.update(more)
+        events += happened
+    for target in choice.get("release", []):
+        out, more, happened = release(out, target, puppets, ending)
+        freed.update(more)
+        events += happened
+    for keep in choice.get("keep", []):
+        was = out
+        out = keep_by(was, keep["target"], keep["by"])
+        if out["controlling"] != was["controlling"]:
+            events.append(Event("control-kept", keep["target"], {
+                "controller": out["id"], "by": keep["by"]}))
+    return out, freed, events
+
+
+def links(controller: Mapping[str, Any]) -> list[JSON]:
+    """The control links ``controller`` holds, in the order taken: ``{targets: [id],
+    kept_by, wave}`` (a Psionic Wave's targets form one link)."""
+    found: dict[str, JSON] = {}
+    for entry in controller["controlling"]:
+        link = found.setdefault(link_key(entry), {
+            "targets": [], "kept_by": entry["kept_by"], "wave": entry.get("wave")})
+        link["targets"].append(entry["id"])
+    return list(found.values())
+
+
 def fall_under_control(puppet: Mapping[str, Any], controller_id: str,
                        its_puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
                        ) -> tuple[JSON, dict[str, JSON], list[Event]]:

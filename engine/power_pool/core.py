@@ -7,13 +7,15 @@ from functools import cached_property
 from typing import Any
 
 from ..dice import DiceSource
+from ..errors import InvalidInput, Problem, RulesViolation, json_text
 from ..options import HouseRule
 from ..results import Event, Resolution, copy_json
 from ..schemacheck import QuickValidator
-from ..system import JSON, System
+from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
-from .combatant import CONDITIONS, combatant_schema, normalize
+from .combatant import CONDITIONS, combatant_schema, link_key, normalize
+from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
 
@@ -194,9 +196,99 @@ class PowerPoolSystem(System):
 
     def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
                   options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
-        """A round ends: timed conditions (an attacker's daze, a loser's stun) count down."""
+        """A round ends: timed conditions (an attacker's daze, a loser's stun) count down.
+        What a controller chose for its control is done before (``round_end_between``)."""
         after, events = control.round_passes(combatant)
         return after, events, [condition_ended(after["name"], e) for e in events]
+
+    def round_end_choice_schema(self) -> JSON:
+        """A controller's upkeep of its psionic control (§3.4): creatures to let go,
+        links to keep another way, creatures it can no longer perceive. Any creature of
+        a Psionic Wave's link names the whole link."""
+        ids = {"type": "array", "maxItems": MAX_ROUND_COMBATANTS, "uniqueItems": True,
+               "items": ID_SCHEMA}
+        return {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "release": {**ids, "description": "creatures it lets go (a wave: all)"},
+                "keep": {"type": "array", "maxItems": MAX_ROUND_COMBATANTS, "items": {
+                    "type": "object", "required": ["target", "by"],
+                    "additionalProperties": False,
+                    "properties": {"target": ID_SCHEMA, "by": {"enum": ["die", "action"]}}},
+                    "description": "links kept another way from now on: die (one die of "
+                                   "the pool dedicated, kept until released) or action "
+                                   "(an action every round; the die returns)"},
+                "cannot_perceive": {**ids, "description": "creatures it can no longer "
+                                                          "perceive: a link kept by an "
+                                                          "action ends"},
+            },
+        }
+
+    def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
+                        ) -> tuple[JSON, list[str]]:
+        """A controller may release each link (``release: [link]``), keep it the other
+        way (``keep: [{...link, by}]``, by a die only with one in its pool) and, for a
+        link kept by an action, lose sight of it (``cannot_perceive: [link]``); a link is
+        ``{targets, kept_by, wave}``."""
+        held = control.links(combatant)
+        if not held:
+            return {}, []
+        switches = [{**link, "by": "action" if link["kept_by"] == "die" else "die"}
+                    for link in held]
+        offer: JSON = {
+            "release": held,
+            "keep": [s for s in switches if s["by"] == "action" or combatant["pool"] >= 1],
+            "cannot_perceive": [link for link in held if link["kept_by"] == "action"],
+        }
+        return offer, [control_held_line(combatant, link) for link in held]
+
+    def round_end_members(self) -> JSON:
+        """``puppets``: creatures the combatants control whose round does not end here."""
+        combatant = {k: v for k, v in self.combatant_schema().items() if k != "$schema"}
+        return {"puppets": {"type": "array", "maxItems": MAX_ROUND_COMBATANTS,
+                            "items": combatant,
+                            "description": "creatures these combatants control whose round "
+                                           "does not end here: set free (in others) when "
+                                           "the control over them ends"}}
+
+    def round_end_between(self, combatants: dict[str, JSON], choices: Mapping[str, Any],
+                          request: Mapping[str, Any], options: Mapping[str, Any]
+                          ) -> tuple[list[Event], list[str], list[JSON]]:
+        """Each controller's choice for its control (``control.upkeep``); a creature it
+        lets go is set free when it is among the combatants or the ``puppets``."""
+        puppets = self.puppets_of(request, combatants)
+        before = dict(puppets)  # the control functions return new objects
+        ending = control.ending_with_control(self.tables)
+        events: list[Event] = []
+        lines: list[str] = []
+        for cid, choice in choices.items():
+            if not choice:
+                continue
+            check_upkeep(combatants[cid], choice, f"/choices/{cid}")
+            after, freed, happened = control.upkeep(combatants[cid], choice,
+                                                    puppets | combatants, ending)
+            combatants[cid] = after
+            for pid, puppet in freed.items():
+                (combatants if pid in combatants else puppets)[pid] = puppet
+            events += happened
+            lines += upkeep_lines(after, choice, happened, puppets | combatants)
+        others = [{"id": pid, "before": before[pid], "after": p}
+                  for pid, p in puppets.items() if p != before[pid]]
+        return events, lines, others
+
+    def puppets_of(self, request: Mapping[str, Any], combatants: Mapping[str, Any]
+                   ) -> dict[str, JSON]:
+        """The full ``puppets`` of an ``end_round`` request by id, none of them one of
+        ``combatants`` (``InvalidInput`` naming it)."""
+        out: dict[str, JSON] = {}
+        for i, raw in enumerate(request.get("puppets") or []):
+            p = self.combatant(raw, f"/puppets/{i}")
+            if p["id"] in combatants or p["id"] in out:
+                raise InvalidInput.at(f"/puppets/{i}/id", (
+                    f"{json_text(p['id'])} is given already: a creature whose round ends "
+                    "here is not among the puppets, and each puppet is given once"))
+            out[p["id"]] = p
+        return out
 
     def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
@@ -234,6 +326,79 @@ class PowerPoolSystem(System):
 
     def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return encounter.pending_choices(state)
+
+
+def check_upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any], path: str) -> None:
+    """Each creature named in ``choice`` is one ``controller`` controls, and no link is
+    named twice (``not-controlling`` / ``InvalidInput``)."""
+    key_of = {e["id"]: link_key(e) for e in controller["controlling"]}
+    named: dict[str, str] = {}
+    problems = []
+    for member in ("cannot_perceive", "release", "keep"):
+        for i, item in enumerate(choice.get(member, [])):
+            target = item["target"] if member == "keep" else item
+            where = f"{path}/{member}/{i}" + ("/target" if member == "keep" else "")
+            if target not in key_of:
+                raise RulesViolation("not-controlling", (
+                    f"{controller['name']} does not control {json_text(target)} ({where})"))
+            key = key_of[target]
+            if key in named:
+                problems.append(Problem(where, (
+                    f"{json_text(target)} is held by the control {named[key]} already "
+                    "chooses for (a psionic wave's creatures share one): one choice each")))
+            named.setdefault(key, where)
+    if problems:
+        raise InvalidInput(problems)
+
+
+def name_of(combatants: Mapping[str, Mapping[str, Any]], cid: str) -> str:
+    """The name of ``cid`` when it is among ``combatants``, else its id in quotes."""
+    c = combatants.get(cid)
+    return str(c["name"]) if c is not None else json_text(cid)
+
+
+def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) -> str:
+    """"Ix controls one creature by an action each round; it may release it, keep it by
+    a die instead or lose sight of it." for a round's end offer (the creatures are ids
+    here, which only the VTT can name)."""
+    count = len(link["targets"])
+    held, it = (("one creature", "it") if count == 1 else
+                (f"{count} creatures of one psionic wave", "them"))
+    name = controller["name"]
+    if link["kept_by"] == "die":
+        return (f"{name} controls {held} by a die from its pool; it may release {it} or "
+                f"keep {it} by an action instead (the die returns).")
+    other = f", keep {it} by a die instead" if controller["pool"] >= 1 else ""
+    return (f"{name} controls {held} by an action each round; it may release {it}{other} "
+            f"or lose sight of {it}.")
+
+
+def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
+                 events: Sequence[Event], creatures: Mapping[str, Mapping[str, Any]]
+                 ) -> list[str]:
+    """The summary's sentences of a controller's upkeep at a round's end (``creatures``:
+    those given, after it)."""
+    name = controller["name"]
+    lines = []
+    for e in events:
+        target = name_of(creatures, str(e.combatant))
+        if e.type == "control-ended":
+            lines.append(f"{name} loses sight of {target}: the control ends."
+                         if e.data["reason"] == "not-perceived" else
+                         f"{name} releases {target}.")
+            if str(e.combatant) not in creatures:
+                lines.append(f"{target} was not given: its sheet still shows it under "
+                             f"{name}'s control until it is changed.")
+        elif e.type == "control-kept":
+            lines.append(f"{name} keeps control of {target} by a die from its pool from now "
+                         f"on ({controller['pool']} left)." if e.data["by"] == "die" else
+                         f"{name} keeps control of {target} by an action each round from now "
+                         f"on; the die returns ({controller['pool']} in the pool).")
+    ended = {e.combatant for e in events}
+    lines += [f"{name} cannot perceive {name_of(creatures, t)}, but keeps control of it by a "
+              "die, which needs no sight." for t in choice.get("cannot_perceive", [])
+              if t not in ended]
+    return lines
 
 
 def dice_count(n: int) -> str:

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 MAX_COMBATANTS = 64
 
-_ID = {"type": "string", "minLength": 1, "maxLength": 64}
+#: a combatant id in a choice
+ID_SCHEMA: JSON = {"type": "string", "minLength": 1, "maxLength": 64}
 CHOICE_SCHEMA: JSON = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -61,8 +62,9 @@ CHOICE_SCHEMA: JSON = {
             "type": "object", "required": ["mode", "target"], "additionalProperties": False,
             "properties": {
                 "mode": {"type": "string"},
-                "target": _ID,
-                "targets": {"type": "array", "maxItems": 63, "uniqueItems": True, "items": _ID},
+                "target": ID_SCHEMA,
+                "targets": {"type": "array", "maxItems": 63, "uniqueItems": True,
+                            "items": ID_SCHEMA},
                 "pool_dice": {"type": "integer", "minimum": 0},
                 "keep_by": {"enum": ["action", "die"]},
                 "perceives": {"type": "boolean"},
@@ -79,14 +81,15 @@ CHOICE_SCHEMA: JSON = {
                     {"type": "integer", "minimum": 1, "maximum": 9},
                     {"type": "array", "maxItems": 200,
                      "items": {"type": "integer", "minimum": 1, "maximum": 9}}]},
-                "allies": {"type": "array", "maxItems": 63, "uniqueItems": True, "items": _ID},
+                "allies": {"type": "array", "maxItems": 63, "uniqueItems": True,
+                           "items": ID_SCHEMA},
             },
         },
         "pass": {"const": True},
-        "release": _ID,
+        "release": ID_SCHEMA,
         "keep": {"type": "object", "required": ["target", "by"], "additionalProperties": False,
-                 "properties": {"target": _ID, "by": {"enum": ["die", "action"]}}},
-        "cannot_perceive": _ID,
+                 "properties": {"target": ID_SCHEMA, "by": {"enum": ["die", "action"]}}},
+        "cannot_perceive": ID_SCHEMA,
         "rest": {"const": True},
         "stance": {"type": "null", "description": "not used by power-pool"},
     },

@@ -25,3 +25,19 @@ EXCHANGE: dict[str, Any] = {
 def duelist(cid: str, focus: int = 3) -> dict[str, Any]:
     """A sample-duel combatant (tests/sample_plugin)."""
     return {"id": cid, "name": cid.title(), "focus": focus}
+
+
+def pool_sheet(ref: str, name: str, **attrs: tuple[str, str]) -> dict[str, Any]:
+    """A Roll20 character in power-pool: its psi_* attributes by name (current, max)."""
+    base = {"psi_pool": ("3", "3"), "psi_die": ("8", ""), "psi_psionic": ("1", ""),
+            "psi_attacks": ("Mental Stab", ""), "HP": ("20", "20"), "level-class1": ("3", "")}
+    base.update(attrs)
+    return {"adapter": "roll20.adnd2e-revised", "data": {
+        "id": ref, "name": name, "controlledby": "",
+        "attribs": [{"name": k, "current": c, "max": m} for k, (c, m) in base.items()]}}
+
+
+def written_attributes(updates: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    """Roll20 write-backs as {(character id, attribute): current}."""
+    return {(u["character_id"], name): value.get("current")
+            for u in updates for name, value in u["attributes"].items()}

@@ -11,7 +11,7 @@ import pytest
 
 from companion.keys import SERVICES
 
-from .combatants import FENKA, ULCEN, duelist
+from .combatants import FENKA, ULCEN, duelist, pool_sheet, written_attributes
 from .conftest import Rpc
 
 
@@ -650,28 +650,13 @@ async def test_an_undo_whose_write_back_fails_is_still_answered_as_done(
     assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == undone["revision"]
 
 
-def _pool_sheet(ref: str, name: str, **attrs: tuple[str, str]) -> dict[str, Any]:
-    """A Roll20 character in power-pool: its psi_* attributes by name (current, max)."""
-    base = {"psi_pool": ("3", "3"), "psi_die": ("8", ""), "psi_psionic": ("1", ""),
-            "psi_attacks": ("Mental Stab", ""), "HP": ("20", "20"), "level-class1": ("3", "")}
-    base.update(attrs)
-    return {"adapter": "roll20.adnd2e-revised", "data": {
-        "id": ref, "name": name, "controlledby": "",
-        "attribs": [{"name": k, "current": c, "max": m} for k, (c, m) in base.items()]}}
-
-
-def _written(updates: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
-    return {(u["character_id"], name): value.get("current")
-            for u in updates for name, value in u["attributes"].items()}
-
-
 async def test_a_public_action_answers_with_the_write_backs_it_makes(rpc: Rpc) -> None:
     """A release frees the puppet and gives the controller its die back at once: the
     answer writes that to both sheets (else the refresh before the next resolve would
     take the stale sheets back and lose it). A secret choice's answer writes nothing."""
     eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
     for ref, name in (("-Ma", "Athas"), ("-Mb", "Borys")):
-        await rpc.ok("encounter.add", {"id": eid, "combatant": _pool_sheet(ref, name)})
+        await rpc.ok("encounter.add", {"id": eid, "combatant": pool_sheet(ref, name)})
     secret = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "-Ma", "choice": {
         "attack": {"mode": "mental-stab", "target": "-Mb", "keep_by": "die"}}})
     assert secret["updates"] == []
@@ -680,11 +665,11 @@ async def test_a_public_action_answers_with_the_write_backs_it_makes(rpc: Rpc) -
     assert passed["updates"] == []
     won = await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [8, 8, 8],
                                                                  "defense": [1, 1, 1]}})
-    assert _written(won["updates"])[("-Mb", "psi_controlled_by")] == "-Ma"
+    assert written_attributes(won["updates"])[("-Mb", "psi_controlled_by")] == "-Ma"
     released = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "-Ma",
                                                   "choice": {"release": "-Mb"}})
     assert set(released) == {"revision", "waiting_for", "updates"}
-    written = _written(released["updates"])
+    written = written_attributes(released["updates"])
     assert written[("-Mb", "psi_controlled_by")] == ""
     assert written[("-Ma", "psi_controlling")] == "[]"
     view = await rpc.ok("encounter.get", {"id": eid})
@@ -692,4 +677,4 @@ async def test_a_public_action_answers_with_the_write_backs_it_makes(rpc: Rpc) -
     # A rest (H-PP-RECOVERY) fills Borys's pool, emptied while he was controlled.
     rested = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "-Mb",
                                                 "choice": {"rest": True}})
-    assert _written(rested["updates"])[("-Mb", "psi_pool")] == 3
+    assert written_attributes(rested["updates"])[("-Mb", "psi_pool")] == 3

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from companion.app import create_app
 from companion.settings import Limits, Settings
 
-from .combatants import FENKA, ULCEN, duelist
+from .combatants import FENKA, ULCEN, duelist, pool_sheet, written_attributes
 from .conftest import SAMPLE, ClientFactory, Rpc, with_plugins
 
 JSON = dict[str, Any]
@@ -78,8 +78,13 @@ async def test_end_round_refusals_carry_their_codes(rpc: Rpc) -> None:
          "/combatants/0/psp"),
         ({"system": "revised-2e", "combatants": [FENKA], "choices": {"x": {"close": True}}},
          "/choices/x"),
-        ({"system": "power-pool", "combatants": [{"id": "a", "hit_dice": 2, "die": 6}],
+        ({"system": "combat-strength", "combatants": [{"id": "a", "attack_strength": 40,
+                                                       "defense_strength": 40}],
           "choices": {"a": {}}}, ""),
+        ({"system": "power-pool", "combatants": [{"id": "a", "hit_dice": 2, "die": 6}],
+          "choices": {"a": {"release": [7]}}}, "/choices/a/release/0"),
+        ({"system": "power-pool", "combatants": [{"id": "a", "hit_dice": 2, "die": 6}],
+          "puppets": [{"id": "a", "hit_dice": 2, "die": 6}]}, "/puppets/0/id"),
         ({"system": "nope", "combatants": [FENKA]}, "/system"),
         ({"system": "sample-duel", "combatants": [duelist("a")]}, "/system"),
         ({"system": "revised-2e", "combatants": [{"adapter": "nope", "data": {}}]},
@@ -128,6 +133,42 @@ async def test_round_end_choices_refusals_name_the_field(rpc: Rpc) -> None:
     ])
 
 
+async def test_a_controller_releases_at_the_round_s_end_and_both_sheets_are_written(
+        rpc: Rpc) -> None:
+    """power-pool outside encounters (RULES.md §3.4): the controller is offered its
+    control before the round ends; releasing sets the puppet free on its sheet, given
+    in ``puppets`` when its own round does not end here (answered in ``others``)."""
+    controlling = '[{"id": "-Mb", "kept_by": "die", "wave": null}]'
+    ix = pool_sheet("-Ma", "Ix", psi_pool=("2", "3"), psi_controlling=(controlling, ""),
+                    psi_dedicated=('[{"purpose": "control", "target": "-Mb"}]', ""))
+    zed = pool_sheet("-Mb", "Zed", psi_pool=("0", "3"), psi_controlled_by=("-Ma", ""))
+    offers = await rpc.ok("exchange.round_end_choices", {"system": "power-pool",
+                                                         "combatants": [ix]})
+    link = {"targets": ["-Mb"], "kept_by": "die", "wave": None}
+    assert offers["combatants"][0]["choices"] == {
+        "release": [link], "keep": [{**link, "by": "action"}], "cannot_perceive": []}
+    assert offers["summary"] == ("Ix controls one creature by a die from its pool; it may "
+                                 "release it or keep it by an action instead (the die "
+                                 "returns).")
+    ended = await rpc.ok("exchange.end_round", {
+        "system": "power-pool", "combatants": [ix], "puppets": [zed],
+        "choices": {"-Ma": {"release": ["-Mb"]}}})
+    assert ended["summary"] == "End of the round: Ix releases Zed."
+    assert [o["id"] for o in ended["others"]] == ["-Mb"]
+    written = written_attributes(ended["updates"])
+    assert written[("-Mb", "psi_controlled_by")] == ""
+    assert (written[("-Ma", "psi_controlling")], written[("-Ma", "psi_pool")]) == ("[]", 3)
+    kept = await rpc.ok("exchange.end_round", {
+        "system": "power-pool", "combatants": [ix, zed],
+        "choices": {"-Ma": {"keep": [{"target": "-Mb", "by": "action"}]}}})
+    assert "others" not in kept
+    assert written_attributes(kept["updates"])[("-Ma", "psi_pool")] == 3
+    assert ("-Mb", "psi_controlled_by") not in written_attributes(kept["updates"])
+    refused = await rpc.error("exchange.end_round", {
+        "system": "power-pool", "combatants": [zed], "choices": {"-Mb": {"release": ["-Ma"]}}})
+    assert refused["code"] == 4001 and refused["data"]["rule"] == "not-controlling"
+
+
 async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> None:
     systems = {s["id"]: s for s in await rpc.ok("systems.list")}
     assert {k: (systems[k]["round_end"], systems[k]["rest"]) for k in
@@ -141,7 +182,10 @@ async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> 
                                                               "choices"}
     assert revised["rest_schema"]["required"] == ["combatants", "hours"]
     pool = await rpc.ok("systems.describe", {"system": "power-pool"})
-    assert "choices" not in pool["round_end_schema"]["properties"]
+    assert set(pool["round_end_schema"]["properties"]) == {"combatants", "options",
+                                                           "choices", "puppets"}
+    assert set(pool["round_end_schema"]["properties"]["choices"]["additionalProperties"][
+        "properties"]) == {"release", "keep", "cannot_perceive"}
     assert set(pool["rest_schema"]["properties"]) == {"combatants", "options"}
     strength = await rpc.ok("systems.describe", {"system": "combat-strength"})
     assert "rest_schema" not in strength and "round_end_schema" in strength
@@ -232,7 +276,15 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
         (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
                                            "choices": {"fenka": {}}, "seed": 1}, True),
         (end_round, "exchange.end_round", {"system": "power-pool", "combatants": [ix],
+                                           "choices": {"ix": {"pass": True}}}, False),
+        (end_round, "exchange.end_round", {"system": "combat-strength",
+                                           "combatants": [{"id": "a", "attack_strength": 4,
+                                                           "defense_strength": 4}],
                                            "choices": {}}, False),
+        (end_round, "exchange.end_round", {"system": "power-pool", "combatants": [ix],
+                                           "puppets": [{**ix, "id": "zed"}]}, True),
+        (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
+                                           "puppets": []}, False),
         (end_round, "exchange.end_round", {"system": "revised-2e", "combatants": [FENKA],
                                            "choices": {"fenka": {"shut": True}}}, False),
         (offers, "exchange.round_end_choices", {"system": "power-pool",

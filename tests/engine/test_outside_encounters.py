@@ -252,6 +252,129 @@ def test_an_end_of_round_that_changes_nothing_says_so() -> None:
     assert result["events"] == [] and result["rolls"] == []
 
 
+def controller(**more: Any) -> JSON:
+    """Ix, holding Zed by an action and the wave of Ay and Bo by a die (RULES.md §3.4)."""
+    c: JSON = {"id": "ix", "name": "Ix", "hit_dice": 4, "die": 8, "pool": 2, "psionic": True,
+               "controlling": [{"id": "zed", "kept_by": "action"},
+                               {"id": "ay", "kept_by": "die", "wave": "w"},
+                               {"id": "bo", "kept_by": "die", "wave": "w"}],
+               "dedicated": [{"purpose": "control", "target": "w"}]}
+    c.update(more)
+    return c
+
+
+def puppet(cid: str, **more: Any) -> JSON:
+    c: JSON = {"id": cid, "name": cid.title(), "hit_dice": 2, "die": 6, "pool": 0,
+               "controlled_by": "ix"}
+    c.update(more)
+    return c
+
+
+def test_power_pool_offers_a_controller_each_way_to_keep_or_end_its_control() -> None:
+    """Seed 001: control is kept by a die dedicated from the pool (until released) or by
+    an action each round, the controller perceiving the creature; a Psionic Wave's
+    creatures are one link. Only the links kept by an action can be lost from sight, and
+    a die is offered only from a pool that has one."""
+    offers = POOL.round_end_choices({"combatants": [controller(), puppet("zed")]})
+    ix, zed = offers["combatants"]
+    zed_link = {"targets": ["zed"], "kept_by": "action", "wave": None}
+    wave = {"targets": ["ay", "bo"], "kept_by": "die", "wave": "w"}
+    assert ix["choices"] == {"release": [zed_link, wave],
+                             "keep": [{**zed_link, "by": "die"}, {**wave, "by": "action"}],
+                             "cannot_perceive": [zed_link]}
+    assert zed["choices"] == {}
+    assert offers["summary"] == (
+        "Ix controls one creature by an action each round; it may release it, keep it by a "
+        "die instead or lose sight of it. Ix controls 2 creatures of one psionic wave by a "
+        "die from its pool; it may release them or keep them by an action instead (the die "
+        "returns).")
+    empty = POOL.round_end_choices({"combatants": [controller(pool=0)]})
+    assert empty["combatants"][0]["choices"]["keep"] == [{**wave, "by": "action"}]
+
+
+def test_power_pool_release_frees_the_puppets_given_and_returns_the_die() -> None:
+    """Naming one creature of a wave releases the wave (seed: "all defenders must be
+    released simultaneously"); a puppet given is set free and its possession ends, one
+    not given is named; the round's own countdown still follows."""
+    ix = controller(conditions=["dazed"], condition_rounds={"dazed": 1})
+    result = POOL.end_round({"combatants": [ix], "puppets": [puppet("ay", conditions=[
+        "possessed"])], "choices": {"ix": {"release": ["bo"]}}}, SuppliedDice({}))
+    freed = after(result, "ix")
+    assert freed["controlling"] == [{"id": "zed", "kept_by": "action", "wave": None}]
+    assert (freed["pool"], freed["dedicated"], freed["conditions"]) == (3, [], [])
+    assert result["others"] == [{"id": "ay", "before": POOL.combatant(
+        puppet("ay", conditions=["possessed"])), "after": POOL.combatant(puppet(
+            "ay", controlled_by=None))}]
+    assert result["summary"] == (
+        "End of the round: Ix releases Ay. Ix releases \"bo\". \"bo\" was not given: its "
+        "sheet still shows it under Ix's control until it is changed. Ix is no longer dazed.")
+    assert [e["type"] for e in result["events"]] == ["control-ended", "control-ended",
+                                                     "condition-ended"]
+
+
+def test_power_pool_lost_sight_ends_only_a_link_kept_by_an_action() -> None:
+    result = POOL.end_round({"combatants": [controller(), puppet("zed")],
+                             "choices": {"ix": {"cannot_perceive": ["zed", "ay"]}}},
+                            SuppliedDice({}))
+    assert after(result, "zed")["controlled_by"] is None
+    assert [e["id"] for e in after(result, "ix")["controlling"]] == ["ay", "bo"]
+    assert result["events"] == [{"type": "control-ended", "combatant": "zed",
+                                 "controller": "ix", "reason": "not-perceived"}]
+    assert result["summary"] == (
+        "End of the round: Ix loses sight of Zed: the control ends. Ix cannot perceive "
+        "\"ay\", but keeps control of it by a die, which needs no sight.")
+
+
+def test_power_pool_keep_switches_between_a_die_and_an_action() -> None:
+    result = POOL.end_round({"combatants": [controller()], "choices": {"ix": {"keep": [
+        {"target": "zed", "by": "die"}, {"target": "ay", "by": "action"}]}}}, SuppliedDice({}))
+    ix = after(result, "ix")
+    assert [(e["id"], e["kept_by"]) for e in ix["controlling"]] == [
+        ("zed", "die"), ("ay", "action"), ("bo", "action")]
+    assert ix["dedicated"] == [{"purpose": "control", "target": "zed"}] and ix["pool"] == 2
+    assert [e["type"] for e in result["events"]] == ["control-kept", "control-kept"]
+    same = POOL.end_round({"combatants": [controller()], "choices": {"ix": {"keep": [
+        {"target": "zed", "by": "action"}]}}}, SuppliedDice({}))
+    assert same["events"] == [] and same["summary"] == "End of the round: nothing changes."
+
+
+def test_power_pool_upkeep_refusals_name_the_rule_or_the_field() -> None:
+    def refused(choice: JSON, puppets: list[JSON] | None = None,
+                combatant: JSON | None = None) -> Exception:
+        request: JSON = {"combatants": [combatant or controller()], "choices": {"ix": choice}}
+        if puppets is not None:
+            request["puppets"] = puppets
+        with pytest.raises((InvalidInput, RulesViolation)) as bad:
+            POOL.end_round(request, SuppliedDice({}))
+        return bad.value
+
+    def path(error: Exception) -> str:
+        assert isinstance(error, InvalidInput)
+        return error.problems[0].path
+
+    def rule(error: Exception) -> str:
+        assert isinstance(error, RulesViolation)
+        return error.rule
+
+    assert rule(refused({"release": ["kara"]})) == "not-controlling"
+    assert rule(refused({"keep": [{"target": "zed", "by": "die"}]},
+                        combatant=controller(pool=0))) == "no-die-to-dedicate"
+    assert path(refused({"release": ["ay", "bo"]})) == "/choices/ix/release/1"
+    assert path(refused({"release": ["zed"], "keep": [{"target": "zed", "by": "die"}]})) \
+        == "/choices/ix/keep/0/target"
+    assert path(refused({"release": ["zed"]}, [puppet("ix", controlled_by=None)])) \
+        == "/puppets/0/id"
+    assert path(refused({"release": ["zed"]}, [puppet("zed"), puppet("zed")])) \
+        == "/puppets/1/id"
+    assert path(refused({"release": ["zed"]}, [{"id": "zed", "hit_dice": 0}])) \
+        .startswith("/puppets/0")
+    assert path(refused({"pass": True})) == "/choices/ix"
+    request = {"combatants": [controller()], "puppets": [puppet("zed")],
+               "choices": {"ix": {"release": ["zed"]}}}
+    POOL.end_round(request, SuppliedDice({}))
+    assert request["puppets"] == [puppet("zed")] and request["combatants"] == [controller()]
+
+
 # -- the request ------------------------------------------------------------------------
 def test_every_combatant_is_answered_in_the_order_given() -> None:
     cs = [psionicist("b"), psionicist("a"), psionicist("c")]
@@ -280,8 +403,10 @@ def test_bad_requests_name_the_field(request_: JSON, path: str) -> None:
 
 def test_a_system_without_choices_refuses_them() -> None:
     with pytest.raises(InvalidInput) as bad:
-        POOL.end_round({"combatants": [{"id": "ix", "hit_dice": 4, "die": 8}],
-                        "choices": {"ix": {}}}, SuppliedDice({}))
+        STRENGTH.end_round({"combatants": [{"id": "orm", "attack_strength": 40,
+                                            "defense_strength": 40}],
+                            "choices": {"orm": {}}},
+                           SuppliedDice({}))
     assert "choices" in bad.value.problems[0].message
 
 

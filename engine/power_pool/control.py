@@ -259,8 +259,10 @@ def upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any],
         was = out
         out = keep_by(was, keep["target"], keep["by"])
         if out["controlling"] != was["controlling"]:
+            key = next(link_key(e) for e in out["controlling"] if e["id"] == keep["target"])
             events.append(Event("control-kept", keep["target"], {
-                "controller": out["id"], "by": keep["by"]}))
+                "controller": out["id"], "by": keep["by"], "pool": out["pool"],
+                "targets": [e["id"] for e in out["controlling"] if link_key(e) == key]}))
     return out, freed, events
 
 

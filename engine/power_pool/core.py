@@ -390,10 +390,11 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
                 lines.append(f"{target} was not given: its sheet still shows it under "
                              f"{name}'s control until it is changed.")
         elif e.type == "control-kept":
+            target = " and ".join(name_of(creatures, str(t)) for t in e.data["targets"])
             lines.append(f"{name} keeps control of {target} by a die from its pool from now "
-                         f"on ({controller['pool']} left)." if e.data["by"] == "die" else
+                         f"on ({e.data['pool']} left)." if e.data["by"] == "die" else
                          f"{name} keeps control of {target} by an action each round from now "
-                         f"on; the die returns ({controller['pool']} in the pool).")
+                         f"on; the die returns ({e.data['pool']} in the pool).")
     ended = {e.combatant for e in events}
     lines += [f"{name} cannot perceive {name_of(creatures, t)}, but keeps control of it by a "
               "die, which needs no sight." for t in choice.get("cannot_perceive", [])

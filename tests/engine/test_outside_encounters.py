@@ -332,7 +332,12 @@ def test_power_pool_keep_switches_between_a_die_and_an_action() -> None:
     assert [(e["id"], e["kept_by"]) for e in ix["controlling"]] == [
         ("zed", "die"), ("ay", "action"), ("bo", "action")]
     assert ix["dedicated"] == [{"purpose": "control", "target": "zed"}] and ix["pool"] == 2
-    assert [e["type"] for e in result["events"]] == ["control-kept", "control-kept"]
+    assert [(e["type"], e["targets"]) for e in result["events"]] == [
+        ("control-kept", ["zed"]), ("control-kept", ["ay", "bo"])]
+    assert result["summary"] == (
+        "End of the round: Ix keeps control of \"zed\" by a die from its pool from now on "
+        "(1 left). Ix keeps control of \"ay\" and \"bo\" by an action each round from now "
+        "on; the die returns (2 in the pool).")
     same = POOL.end_round({"combatants": [controller()], "choices": {"ix": {"keep": [
         {"target": "zed", "by": "action"}]}}}, SuppliedDice({}))
     assert same["events"] == [] and same["summary"] == "End of the round: nothing changes."

@@ -688,8 +688,11 @@ var Mindscape = Mindscape || (() => {
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');
     // The question before a round's end is new: a bridge userscript older than it does
     // not relay it, and repeating the command would only time out again.
+    const without = entry.system === 'power-pool'
+      ? '<code>!psi round --keep-all</code> (or name the changes: <code>--release TOKEN</code>, <code>--keep TOKEN --by die</code>, <code>--cannot-perceive TOKEN</code>)'
+      : '<code>!psi round --pay-none</code> (or <code>--close TOKEN</code>)';
     const question = entry.kind === 'round-choices'
-      ? ' To end the round without the question, run <code>!psi round --pay-none</code> (or <code>--close TOKEN</code>). '
+      ? ` To end the round without the question, run ${without}. `
         + 'A Mindscape Bridge userscript older than this script does not relay the question: update it.'
       : entry.kind === 'house' ? ' A Mindscape Bridge userscript older than this script does not relay <code>!psi house</code>: update it. '
         + 'A late answer only shows the house rules: any change it carried is not made.' : '';
@@ -804,15 +807,32 @@ var Mindscape = Mindscape || (() => {
     return filled(value) ? String(value).trim() : null;
   };
 
-  // The refs of the creatures a fighter controls (psi_controlling: [{id, kept_by, wave}]).
-  const puppetsOf = (ref) => {
-    let links;
+  // The entries of a fighter's psi_controlling ([{id, kept_by, wave}]) that name a
+  // creature; none when the attribute is empty or not JSON.
+  const controlEntries = (ref) => {
+    let entries;
     try {
-      links = JSON.parse(String(sheetState(ref, 'controlling') || '[]'));
+      entries = JSON.parse(String(sheetState(ref, 'controlling') || '[]'));
     } catch (err) {
       return [];
     }
-    return Array.isArray(links) ? links.filter((link) => isObject(link) && typeof link.id === 'string').map((link) => link.id) : [];
+    return Array.isArray(entries) ? entries.filter((entry) => isObject(entry) && typeof entry.id === 'string') : [];
+  };
+
+  // The refs of the creatures a fighter controls.
+  const puppetsOf = (ref) => controlEntries(ref).map((entry) => entry.id);
+
+  // A fighter's control links as the companion counts them (RULES.md §3.4: a psionic
+  // wave's creatures are one link, kept one way and released together): [{targets: [id],
+  // kept_by, wave}], in the order taken.
+  const controlLinks = (ref) => {
+    const found = new Map();
+    controlEntries(ref).forEach((entry) => {
+      const key = entry.wave ? `wave:${entry.wave}` : `id:${entry.id}`;
+      if (!found.has(key)) found.set(key, { targets: [], kept_by: entry.kept_by, wave: entry.wave || null });
+      found.get(key).targets.push(entry.id);
+    });
+    return Array.from(found.values());
   };
 
   // Who answers an attack on `defender` (power-pool, seed 001: "Psionically attacking a
@@ -1066,7 +1086,12 @@ var Mindscape = Mindscape || (() => {
 
   // The companion's limit on one exchange.end_round (max_combatants, API.md).
   const MAX_ROUND_FIGHTERS = 64;
-  const ROUND_OPTIONS = ['close', 'answer', 'pay-none'];
+  // power-pool's choices for a controller's psionic control at a round's end (RULES.md
+  // §3.4), the encounter's --release, --keep --by and --cannot-perceive, and --keep-all.
+  const CONTROL_OPTIONS = ['release', 'keep', 'by', 'cannot-perceive', 'keep-all'];
+  const ROUND_OPTIONS = ['close', 'answer', 'pay-none'].concat(CONTROL_OPTIONS);
+  // Each option that names a control, as the member of exchange.end_round's choices.
+  const CONTROL_CHOICES = { release: 'release', keep: 'keep', 'cannot-perceive': 'cannot_perceive' };
   // Fields of a generic mapping that every character has, psionic or not.
   const COMMON_FIELDS = ['hp', 'int', 'wis', 'con', 'level', 'hit_dice'];
 
@@ -1162,7 +1187,8 @@ var Mindscape = Mindscape || (() => {
   };
 
   /**
-   * `!psi round [--close TOKEN] [--pay-none]` (GM only): the end of a psionic round for
+   * `!psi round [--close TOKEN] [--pay-none] [--release TOKEN] [--keep TOKEN --by die|action]
+   * [--cannot-perceive TOKEN] [--keep-all]` (GM only): the end of a psionic round for
    * fighters of single exchanges, by exchange.end_round. It takes the selected tokens, or
    * else every token in the Turn Tracker on the player page, once per fighter (linked
    * tokens of one character are one; an unlinked token is itself), and leaves out those
@@ -1177,6 +1203,13 @@ var Mindscape = Mindscape || (() => {
    * what closing costs (exchange.round_end_choices) and the GM gets buttons for each that
    * can pay, all of them, and nobody (`--answer QUESTION`, good once); the round ends when
    * one is pressed. When nobody can pay, the round ends at once, saying why.
+   *
+   * power-pool: when a fighter controls creatures (psi_controlling) and the GM chose
+   * nothing for that control (neither --release, --keep, --cannot-perceive nor
+   * --keep-all), the companion is asked first what each control may do and the GM gets
+   * a line per control link with a button for each offer and one to keep everything as
+   * it is, in the same way. Creatures set free whose own round does not end here go
+   * along as `puppets`, so that their sheets are freed too.
    */
   const commandRound = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may end the psionic round.');
@@ -1196,29 +1229,129 @@ var Mindscape = Mindscape || (() => {
     const shared = sharedSystem(fighters);
     if (shared.error) return refuse(msg.playerid, `${shared.error}; select the tokens of one system and run !psi round for each.`);
     const { system } = shared;
-    const closing = closeChoices(args, system, fighters);
-    if (closing.error) return refuse(msg.playerid, closing.error);
-    if (args.has('close') || args.has('pay-none')) return postEndRound(msg.playerid, fighters, system, closing.choices);
+    const decided = roundChoices(args, system, fighters);
+    if (decided.error) return refuse(msg.playerid, decided.error);
+    if (decided.decided) return postEndRound(msg.playerid, fighters, system, decided.choices);
     return askOrEndRound(msg.playerid, fighters, system);
   };
 
-  // revised-2e: ask the companion first when a fighter's mind may pay to close
-  // (handleRoundChoices takes its answer); else end the round now.
-  // `paying`: the fighters the GM chose to pay when a button led here (their sheets
-  // changed since the question); when none of them may pay any more, the GM is told.
-  const askOrEndRound = (requester, fighters, system, paying = []) => {
-    const asked = system === 'revised-2e' ? fighters.filter(mayPayToClose) : [];
-    const gone = paying.filter((ref) => !asked.includes(ref));
-    if (gone.length) {
-      whisperGM(box('before the round ends', `The mind of ${gone.map(fighterName).map(chatSafe).join(', ')} may no longer pay to close`
-        + (asked.length ? '.' : ': the round ends without anyone paying.')));
-    }
+  // Whom the companion is asked about before a round's end, and what: revised-2e, the
+  // minds that may pay to close; power-pool, the fighters that control creatures. `gone`
+  // tells the GM that fighters chosen by a button may no longer choose (`more`: others
+  // still may).
+  const ROUND_QUESTIONS = {
+    'revised-2e': {
+      about: (ref) => mayPayToClose(ref),
+      what: 'what closing a mind costs',
+      gone: (names, more) => `The mind of ${names} may no longer pay to close${more ? '.' : ': the round ends without anyone paying.'}`,
+    },
+    'power-pool': {
+      about: (ref) => controlEntries(ref).length > 0,
+      what: 'what control may be kept or let go',
+      gone: (names, more) => `The sheet of ${names} shows no creature under control any more${more ? '.' : ': the round ends with no change of control.'}`,
+    },
+  };
+
+  // Ask the companion first when a fighter has something to choose at the round's end
+  // (ROUND_QUESTIONS; handleRoundChoices takes its answer); else end the round now.
+  // `chosen`: the fighters a button chose for when it led here (their sheets changed
+  // since the question); when none of them has anything to choose any more, the GM is told.
+  const askOrEndRound = (requester, fighters, system, chosen = []) => {
+    const question = ROUND_QUESTIONS[system];
+    const asked = question ? fighters.filter(question.about) : [];
+    const gone = chosen.filter((ref) => !asked.includes(ref));
+    if (gone.length) whisperGM(box('before the round ends', question.gone(gone.map(fighterName).map(chatSafe).join(', '), asked.length > 0)));
     if (!asked.length) return postEndRound(requester, fighters, system, {});
     supersedeQuestions(fighters);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.round_end_choices', withHouse(system, { system, combatants: asked.map(combatantOf) })), {
       kind: 'round-choices', requester, involved: fighters, sent: asked, system, title: 'Before the round ends',
-    }, `ask what closing a mind costs before the round ends for ${fighters.map(fighterName).join(', ')}`);
+    }, `ask ${question.what} before the round ends for ${fighters.map(fighterName).join(', ')}`);
+  };
+
+  // What the GM decided in the options of a round's end, as exchange.end_round's
+  // `choices`: {choices, decided (an option said it: nobody is asked), named (power-pool:
+  // each control chosen for, as controlChoices gives it)}, or {error}. `heldBy` finds the
+  // control an option names (controlChoices).
+  const roundChoices = (args, system, fighters, heldBy) => {
+    const closing = closeChoices(args, system, fighters);
+    if (closing.error) return closing;
+    const control = controlChoices(args, system, fighters, heldBy);
+    if (control.error) return control;
+    const decided = ['close', 'pay-none'].concat(CONTROL_OPTIONS).some((key) => args.has(key));
+    return { choices: Object.assign({}, closing.choices, control.choices), named: control.named, decided };
+  };
+
+  // The control one of `fighters` holds over the creature `text` names (its token or
+  // character, or the id its controller's psi_controlling gives, for one that is no
+  // character or token here): {controller, link, target (that id)}, or {error}.
+  const controlHeldBy = (text, fighters) => {
+    const raw = String(text || '').trim();
+    if (!raw) return { error: 'name the token or character of a creature under psionic control.' };
+    const wanted = Array.from(new Set([resolveFighter(raw), raw].filter(Boolean)));
+    const found = [];
+    fighters.forEach((controller) => controlLinks(controller).forEach((link) => {
+      const target = wanted.find((ref) => link.targets.includes(ref));
+      if (target) found.push({ controller, link, target });
+    }));
+    const name = chatSafe(fighterName(wanted[0]));
+    if (found.length > 1) {
+      return { error: `${found.map((f) => chatSafe(fighterName(f.controller))).join(' and ')} each name ${name} in psi_controlling: put their sheets right first.` };
+    }
+    return found[0] || {
+      error: `none of those whose round ends here controls ${name} (no psi_controlling of theirs names it): select the controller's token too (or none, for the Turn Tracker's).`,
+    };
+  };
+
+  // power-pool: the options for a controller's control at a round's end (`--release
+  // TOKEN`, `--keep TOKEN --by die|action`, `--cannot-perceive TOKEN`, each repeatable, or
+  // `--keep-all`), as exchange.end_round's choices by controller: {choices, named:
+  // [{controller, member, target, targets, by?}]} or {error}. Each names a creature, and so
+  // its whole control link (a psionic wave's creatures are one): once each. A --by belongs
+  // to the --keep right before it, so several --keep in one command cannot be mixed up.
+  // `heldBy(text)` finds the control a creature is under (controlHeldBy, by default).
+  const controlChoices = (args, system, fighters, heldBy = (text) => controlHeldBy(text, fighters)) => {
+    const used = CONTROL_OPTIONS.filter((key) => args.has(key));
+    if (!used.length) return { choices: {}, named: [] };
+    if (system !== 'power-pool') return { error: `--${used[0]} is a power-pool option (psionic control). Nothing was sent.` };
+    if (args.has('keep-all') && used.length > 1) {
+      return { error: `--keep-all keeps every control as it is, and --${used.find((key) => key !== 'keep-all')} changes one: give one or the other. Nothing was sent.` };
+    }
+    const choices = {};
+    const named = [];
+    const seen = new Map();
+    const { options } = args;
+    for (let i = 0; i < options.length; i += 1) {
+      const [key, text] = options[i];
+      if (key === 'by' && !(i > 0 && options[i - 1][0] === 'keep')) {
+        return { error: '--by goes right after the --keep it belongs to: --keep TOKEN --by die|action. Nothing was sent.' };
+      }
+      if (!CONTROL_CHOICES[key]) continue;
+      let by;
+      if (key === 'keep') {
+        const next = options[i + 1];
+        by = next && next[0] === 'by' ? String(next[1]).trim().toLowerCase() : '';
+        if (!['die', 'action'].includes(by)) {
+          return { error: '--keep TOKEN wants --by die (a die of the pool kept for the control) or --by action (an action each round) right after it. Nothing was sent.' };
+        }
+      }
+      const held = heldBy(text);
+      if (held.error) return { error: `--${key}: ${held.error} Nothing was sent.` };
+      const linkKey = `${held.controller} ${held.link.targets[0]}`;
+      if (seen.has(linkKey)) {
+        const earlier = seen.get(linkKey);
+        const who = earlier === held.target ? `${chatSafe(fighterName(held.target))} is named twice`
+          : `${chatSafe(fighterName(earlier))} and ${chatSafe(fighterName(held.target))} are creatures of one psionic wave, held by one control`;
+        return { error: `${who}: each control takes one choice at a round's end. Nothing was sent.` };
+      }
+      seen.set(linkKey, held.target);
+      const member = CONTROL_CHOICES[key];
+      const mine = choices[held.controller] || {};
+      mine[member] = (mine[member] || []).concat([key === 'keep' ? { target: held.target, by } : held.target]);
+      choices[held.controller] = mine;
+      named.push(Object.assign({ controller: held.controller, member, target: held.target, targets: held.link.targets }, by ? { by } : {}));
+    }
+    return { choices, named };
   };
 
   // The `--close TOKEN` choices of a round's end (revised-2e; a token or character id of
@@ -1227,6 +1360,10 @@ var Mindscape = Mindscape || (() => {
     const choices = {};
     const named = args.all('close');
     if (named.length && args.has('pay-none')) return { error: '--close and --pay-none contradict each other. Nothing was sent.' };
+    if (args.has('pay-none') && system !== 'revised-2e') {
+      return { error: `--pay-none is a revised-2e option: no mind pays to close in ${system}`
+        + `${system === 'power-pool' ? ' (--keep-all ends the round keeping every control as it is)' : ''}. Nothing was sent.` };
+    }
     for (const text of named) {
       if (system !== 'revised-2e') return { error: '--close is a revised-2e option.' };
       const ref = resolveFighter(text);
@@ -1239,16 +1376,60 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Ends the round: a question still open for any of these fighters is answered by it
-  // (its buttons must not end the round again).
+  // (its buttons must not end the round again). power-pool: the creatures its choices
+  // set free whose own round does not end here go along as `puppets` (their updates are
+  // checked and written as the fighters' are); one that is no character or token here
+  // cannot, and the companion's summary says its sheet still shows the control.
   const postEndRound = (requester, fighters, system, choices) => {
     dropQuestionsFor(fighters);
     supersedeQuestions(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
+    const puppets = system === 'power-pool' ? freedPuppets(choices, fighters) : [];
+    // Where each puppet was sent, for the companion's sheet warnings.
+    const paths = {};
+    if (puppets.length) params.puppets = puppets.map(combatantOf);
+    puppets.forEach((ref, i) => { paths[`/puppets/${i}`] = ref; });
+    const said = controlSaid(choices);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.end_round', withHouse(system, params)), {
-      kind: 'round', requester, involved: fighters, title: 'End of the round',
-    }, `end the round for ${fighters.map(fighterName).join(', ')}`);
+      kind: 'round', requester, involved: fighters.concat(puppets), paths, said, title: 'End of the round',
+    }, `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`);
+  };
+
+  // The names of the creatures of the control link `controller` holds over `target` (a
+  // psionic wave's all), or of `target` alone when its sheet names no such link.
+  const linkNames = (controller, target) => {
+    const link = controlLinks(controller).find((l) => l.targets.includes(target));
+    return (link ? link.targets : [target]).map(fighterName).join(', ');
+  };
+
+  // power-pool choices in words (plain text): "Ulcen of Tyr releases Fenka; Ulcen of Tyr
+  // keeps Thrall by a die".
+  const controlSaid = (choices) => Object.keys(choices).flatMap((controller) => {
+    const choice = choices[controller];
+    const who = fighterName(controller);
+    return (choice.release || []).map((t) => `${who} releases ${linkNames(controller, t)}`)
+      .concat((choice.keep || []).map((k) => `${who} keeps ${linkNames(controller, k.target)} by ${k.by === 'die' ? 'a die' : 'an action each round'}`))
+      .concat((choice.cannot_perceive || []).map((t) => `${who} loses sight of ${linkNames(controller, t)}`));
+  }).join('; ');
+
+  // The creatures a round's choices set free (released, or lost from sight while kept by
+  // an action; a psionic wave's all together) that are not among `fighters`, once each,
+  // whose character or token is here.
+  const freedPuppets = (choices, fighters) => {
+    const freed = [];
+    Object.keys(choices).forEach((controller) => {
+      const links = controlLinks(controller);
+      const ending = (choices[controller].release || []).map((target) => [target, false])
+        .concat((choices[controller].cannot_perceive || []).map((target) => [target, true]));
+      ending.forEach(([target, bySight]) => {
+        const link = links.find((l) => l.targets.includes(target));
+        // A control kept by a die needs no sight: losing sight of it ends nothing.
+        if (link && !(bySight && link.kept_by !== 'action')) freed.push(...link.targets);
+      });
+    });
+    return Array.from(new Set(freed)).filter((ref) => !fighters.includes(ref) && fighterCharacter(ref));
   };
 
   // The most questions before a round's end kept at once (older ones are dropped).
@@ -1289,9 +1470,12 @@ var Mindscape = Mindscape || (() => {
     while (ids.length > MAX_QUESTIONS) delete questions[ids.shift()];
   };
 
-  // A button of the question before a round's end: `!psi round --answer QID` with the
-  // fighters who pay (none: --pay-none).
-  const roundButton = (text, qid, payers) => `[${text}](!psi round --answer ${qid}${payers.length ? payers.map((ref) => ` --close ${ref}`).join('') : ' --pay-none'})`;
+  // A button of the question before a round's end: `!psi round --answer QID` and the
+  // options it answers with.
+  const answerButton = (text, qid, options) => `[${text}](!psi round --answer ${qid}${options})`;
+
+  // revised-2e: the button for the fighters who pay (none: --pay-none).
+  const roundButton = (text, qid, payers) => answerButton(text, qid, payers.length ? payers.map((ref) => ` --close ${ref}`).join('') : ' --pay-none');
 
   // The answer to exchange.round_end_choices: the GM chooses who pays to close (buttons),
   // or, when nobody can, the round ends at once and the GM is told why. A late answer
@@ -1307,6 +1491,7 @@ var Mindscape = Mindscape || (() => {
     const { fighters, left } = fightersOutside(job.involved, 'joined the encounter since, which ends its own rounds');
     if (left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
     if (!fighters.length) return whisperGM(box('before the round ends', `${summary} None of these fighters is left outside the current encounter; nothing was sent.`));
+    if (job.system === 'power-pool') return askAboutControl(job, result, fighters, summary);
     const sent = job.sent || job.involved;
     const offers = (Array.isArray(result.combatants) ? result.combatants : [])
       .filter((c) => isObject(c) && sent.includes(String(c.id)) && fighters.includes(String(c.id)) && isObject(c.choices) && isObject(c.choices.close));
@@ -1331,32 +1516,140 @@ var Mindscape = Mindscape || (() => {
     return whisperGM(box('before the round ends', `${summary}<br>Ask the player if you like; the round ends when you choose:<br>${buttons.join(' ')}`));
   };
 
-  // `!psi round --answer QID [--close REF ...] [--pay-none]`: a button of the question
-  // before a round's end, good once and for an hour. The round ends for the fighters it
-  // was asked for that are still outside the encounter; when the sheet of one who pays
-  // changed since (its price may have too), the companion is asked again instead.
+  // A control link of the companion's offer, checked: {targets: [id, ...], kept_by, wave}.
+  const isLink = (link) => isObject(link) && Array.isArray(link.targets) && link.targets.length > 0
+    && link.targets.every((t) => typeof t === 'string' && t !== '') && ['die', 'action'].includes(link.kept_by);
+
+  // Whether two links of one controller are the same (a creature is in one link only).
+  const sameLink = (a, b) => a.targets.includes(b.targets[0]);
+
+  // One line of the power-pool question: a control link, its creatures and how it is
+  // kept, with a button for each thing the companion offers it (`keep`, `lost`: those
+  // offers, or undefined). Any creature of a link names it in a command.
+  const controlLine = (qid, controller, link, keep, lost) => {
+    const several = link.targets.length > 1;
+    const it = several ? 'them' : 'it';
+    const how = link.kept_by === 'die' ? 'by a die from its pool' : 'by an action each round';
+    const wave = several || link.wave ? ', one psionic wave (kept and let go together)' : '';
+    const text = `<b>${chatSafe(fighterName(controller))}</b> controls <b>${link.targets.map(fighterName).map(chatSafe).join(', ')}</b> ${how}${wave}:`;
+    const target = link.targets[0];
+    if (!BUTTON_SAFE.test(target)) return `${text} (no buttons: its id cannot stand in a command)`;
+    const buttons = [answerButton(several ? 'Release them' : 'Release', qid, ` --release ${target}`)];
+    if (keep) buttons.push(answerButton(`Keep ${it} by ${keep.by === 'die' ? 'a die' : 'an action'} instead`, qid, ` --keep ${target} --by ${keep.by}`));
+    if (lost) buttons.push(answerButton('Lost sight', qid, ` --cannot-perceive ${target}`));
+    return `${text} ${buttons.join(' ')}`;
+  };
+
+  // power-pool: the answer to exchange.round_end_choices for the controllers among the
+  // fighters. The GM gets a line per control link with a button for each offer, and one
+  // to keep everything as it is; a button ends the round with that one change, and
+  // several changes go in one typed command. The question keeps what was offered, for
+  // whom, and each controller's sheet as it was. When nobody holds any control now, the
+  // round ends at once.
+  const askAboutControl = (job, result, fighters, summary) => {
+    const sent = job.sent || job.involved;
+    const offers = (Array.isArray(result.combatants) ? result.combatants : [])
+      .filter((c) => isObject(c) && sent.includes(String(c.id)) && fighters.includes(String(c.id)) && isObject(c.choices)
+        && Array.isArray(c.choices.release) && c.choices.release.some(isLink));
+    if (!offers.length) {
+      whisperGM(box('before the round ends', `${summary} Nobody holds a control to keep or let go: the round ends with none chosen.`));
+      return postEndRound(job.requester, fighters, job.system, {});
+    }
+    const now = Date.now();
+    dropQuestionsFor(fighters);
+    pruneQuestions(now);
+    const qid = newId();
+    const offered = {};
+    const lines = [];
+    offers.forEach((c) => {
+      const ref = String(c.id);
+      const list = (member) => (Array.isArray(c.choices[member]) ? c.choices[member].filter(isLink) : []);
+      const release = list('release');
+      const keep = list('keep').filter((link) => ['die', 'action'].includes(link.by));
+      const lost = list('cannot_perceive');
+      offered[ref] = {
+        release: release.map((l) => l.targets), keep: keep.map((l) => ({ targets: l.targets, by: l.by })), cannot_perceive: lost.map((l) => l.targets),
+      };
+      release.forEach((link) => lines.push(controlLine(qid, ref, link, keep.find((k) => sameLink(k, link)), lost.find((l) => sameLink(l, link)))));
+    });
+    const controllers = Object.keys(offered);
+    store().questions[qid] = {
+      fighters, system: job.system, controllers, offered, at: now,
+      sheets: Object.fromEntries(controllers.map((ref) => [ref, sheetPrint(ref)])),
+    };
+    pruneQuestions(now);
+    return whisperGM(box('before the round ends', 'Psionic control at the end of this round (ask the players if you like). '
+      + `Each button ends the round with that one change, every other control holding as it is:<br>${lines.join('<br>')}<br>`
+      + `${answerButton('Keep everything as it is', qid, ' --keep-all')}<br>`
+      + `For several changes at once, type them in one command: <code>!psi round --answer ${qid} --release TOKEN --keep TOKEN --by die `
+      + '--cannot-perceive TOKEN</code> (each repeatable).'));
+  };
+
+  // power-pool: the control `text` names among those a question offered (any creature of
+  // a link names it), for controlChoices: the controller it was offered to, as the
+  // question has it (its sheet may have changed since: answerRoundQuestion asks again).
+  const offeredControl = (question) => (text) => {
+    const raw = String(text || '').trim();
+    const wanted = Array.from(new Set([resolveFighter(raw), raw].filter(Boolean)));
+    const offered = isObject(question.offered) ? question.offered : {};
+    for (const controller of Object.keys(offered)) {
+      const mine = isObject(offered[controller]) ? offered[controller] : {};
+      const links = Array.isArray(mine.release) ? mine.release : [];
+      for (const targets of links) {
+        const target = wanted.find((ref) => Array.isArray(targets) && targets.includes(ref));
+        if (target) return { controller, link: { targets }, target };
+      }
+    }
+    return { error: `${chatSafe(fighterName(wanted[0] || raw))} is under none of the controls this question offered.` };
+  };
+
+  // Why an answer to a power-pool question chooses what it did not offer, or null.
+  const strayControl = (question, named) => {
+    const miss = named.find((n) => {
+      const mine = isObject(question.offered[n.controller]) ? question.offered[n.controller] : {};
+      const entries = Array.isArray(mine[n.member]) ? mine[n.member] : [];
+      return !entries.some((entry) => (n.member === 'keep'
+        ? isObject(entry) && Array.isArray(entry.targets) && entry.targets.includes(n.target) && entry.by === n.by
+        : Array.isArray(entry) && entry.includes(n.target)));
+    });
+    if (!miss) return null;
+    const whom = chatSafe(fighterName(miss.target));
+    const what = { release: `releasing ${whom}`, keep: `keeping ${whom} by ${miss.by === 'die' ? 'a die' : 'an action'}`, cannot_perceive: `losing sight of ${whom}` }[miss.member];
+    return `${chatSafe(fighterName(miss.controller))} was not offered ${what} this round.`;
+  };
+
+  // `!psi round --answer QID [--close REF ...] [--pay-none]` (revised-2e) or `[--release
+  // REF] [--keep REF --by die|action] [--cannot-perceive REF] [--keep-all]` (power-pool): a
+  // button of the question before a round's end (or several of its offers typed), good
+  // once and for an hour, and only for what it offered. The round ends for the fighters
+  // it was asked for that are still outside the encounter; when the sheet of one it
+  // chooses for changed since (its price, or its control, may have too), the companion
+  // is asked again instead.
   const answerRoundQuestion = (msg, args) => {
     const qid = String(args.get('answer') || '');
     const questions = store().questions;
     const question = REQUEST_ID.test(qid) && Object.prototype.hasOwnProperty.call(questions, qid) ? questions[qid] : null;
     if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
     if (!question || !questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
-    const closing = closeChoices(args, question.system, question.fighters);
-    if (closing.error) return refuse(msg.playerid, closing.error);
-    const paying = Object.keys(closing.choices);
-    const stray = paying.filter((ref) => !question.payers.includes(ref));
-    if (stray.length) return refuse(msg.playerid, `${chatSafe(fighterName(stray[0]))} was not offered closing its mind this round.`);
+    const pool = question.system === 'power-pool';
+    if (pool && !isObject(question.offered)) question.offered = {};
+    const decided = roundChoices(args, question.system, question.fighters, pool ? offeredControl(question) : undefined);
+    if (decided.error) return refuse(msg.playerid, decided.error);
+    const chosen = pool ? Array.from(new Set(decided.named.map((n) => n.controller))) : Object.keys(decided.choices);
+    const stray = pool ? strayControl(question, decided.named)
+      : chosen.filter((ref) => !(question.payers || []).includes(ref)).map((ref) => `${chatSafe(fighterName(ref))} was not offered closing its mind this round.`)[0];
+    if (stray) return refuse(msg.playerid, stray);
     delete store().questions[qid];
     const { fighters, left } = fightersOutside(question.fighters, 'joined the encounter since, which ends its own rounds');
     if (left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
     if (!fighters.length) return refuse(msg.playerid, 'none of the fighters of that question is left outside the current encounter; nothing was sent.');
-    const changed = paying.filter((ref) => fighters.includes(ref) && question.sheets && question.sheets[ref] !== sheetPrint(ref));
+    const changed = chosen.filter((ref) => fighters.includes(ref) && question.sheets && question.sheets[ref] !== sheetPrint(ref));
     if (changed.length) {
       whisperGM(box('before the round ends', `The sheet of ${changed.map(fighterName).map(chatSafe).join(', ')} changed since the question, `
-        + 'and so may the price: asking the companion again.'));
+        + `and so may ${pool ? 'the control it holds' : 'the price'}: asking the companion again.`));
       return askOrEndRound(msg.playerid, fighters, question.system, changed);
     }
-    const kept = Object.fromEntries(paying.filter((ref) => fighters.includes(ref)).map((ref) => [ref, { close: true }]));
+    const kept = Object.fromEntries(chosen.filter((ref) => fighters.includes(ref)).map((ref) => [ref, decided.choices[ref]]));
     return postEndRound(msg.playerid, fighters, question.system, kept);
   };
 
@@ -2264,7 +2557,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom).</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
-    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once.</li>',
+    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
@@ -2662,7 +2955,7 @@ var Mindscape = Mindscape || (() => {
     const house = isObject(error.data) && Array.isArray(error.data.errors)
       && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
       ? '<br>The campaign\'s house rules are sent as <code>options</code>: <code>!psi house</code> shows them, and <code>--default RULE</code> clears one.' : '';
-    whisperGM(box(title, text + house));
+    whisperGM(box(title, text + house + (job.kind === 'round' ? roundRefusal(job, error) : '')));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
       if (chooser) tell(chooser, title, text);
@@ -2673,6 +2966,20 @@ var Mindscape = Mindscape || (() => {
     }
     if (requester) tell(requester, title, text);
     return undefined;
+  };
+
+  // What a refused round's end means: nothing changed, the choices sent (power-pool's,
+  // in words), and what to do about the companion's reason.
+  const roundRefusal = (job, error) => {
+    const data = isObject(error.data) ? error.data : {};
+    const atChoices = Array.isArray(data.errors) && data.errors.some((e) => isObject(e) && /^\/choices\//.test(String(e.path)));
+    const why = {
+      'not-controlling': ' A sheet changed since the choice was made (that control may have ended, or passed to another mind): '
+        + 'run <code>!psi round</code> again to be asked what each controller holds now.',
+      'no-die-to-dedicate': ' Keeping control by a die needs a die in the controller\'s pool: keep it by an action, or release it.',
+    }[data.rule] || (atChoices ? ' Each control takes one choice (a psionic wave\'s creatures share one): name it once.' : '');
+    const said = job.said ? ` The choices sent: ${chatSafe(job.said)}.` : '';
+    return `<br>Nothing was changed: the round has not ended.${said}${why}`;
   };
 
   const refuseAnswer = (id, why) => {

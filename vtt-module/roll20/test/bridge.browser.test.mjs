@@ -399,6 +399,39 @@ test('a power-pool psionic wave through the relay: two minds choose their defens
   assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Psionic Wave: Ogre vs\. Fenka, Ulcen of Tyr\}\}/);
 });
 
+test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  const [offered] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' }));
+  assert.ok(offered.result, `the daemon answered an error: ${JSON.stringify(offered.error)}\n${daemonLog}`);
+  const fenka = { targets: [ctx.fenka.id], kept_by: 'die', wave: null };
+  const thrall = { targets: [ctx.thrall.id], kept_by: 'action', wave: null };
+  assert.deepEqual(offered.result.combatants.map((c) => [c.id, c.choices]), [[ctx.ulcen.id, {
+    release: [fenka, thrall], keep: [{ ...fenka, by: 'action' }, { ...thrall, by: 'die' }], cannot_perceive: [thrall] }]]);
+  const question = whispersTo(ctx.sb, 'gm').at(-1);
+  const release = question.match(/<b>Fenka<\/b> by a die from its pool: \[Release\]\((![^)]+)\)/);
+  assert.ok(release, question);
+  // Fenka's round does not end here (only Ulcen's token is chosen): her sheet goes along.
+  const [ended] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: release[1] }));
+  assert.ok(ended.result, `the daemon answered an error: ${JSON.stringify(ended.error)}\n${daemonLog}`);
+  assert.deepEqual(ended.result.others.map((o) => o.id), [ctx.fenka.id]);
+  assert.deepEqual(ended.result.events.map((e) => [e.type, e.combatant, e.reason]), [['control-ended', ctx.fenka.id, 'released']]);
+  const state = (charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
+  assert.equal(state(ctx.fenka.id, 'psi_controlled_by'), '');
+  assert.deepEqual(JSON.parse(state(ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.thrall.id]);
+  assert.equal(Number(state(ctx.ulcen.id, 'psi_pool')), 4, 'the die kept for Fenka returns');
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr releases Fenka\.\}\}/);
+  // With no die left in his pool, keeping the thrall by a die is refused: nothing is written.
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_pool').set({ current: '0' });
+  const writes = ctx.sb.workerWrites.length;
+  const [refused] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --keep ${ctx.thrall.id} --by die` }));
+  assert.equal(refused.error && refused.error.data.rule, 'no-die-to-dedicate', JSON.stringify(refused));
+  assert.equal(ctx.sb.workerWrites.length, writes);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no-die-to-dedicate: .*Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\./);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
 test('a power-pool encounter through the relay: a release declared by the controller is written to both sheets at once, and the next resolve keeps it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = psionicControl(campaign({ pairing: PAIRED }));

@@ -2759,3 +2759,289 @@ test('power-pool: a psi_controlled_by naming a linked token instead of its chara
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Fenka's psi_controlled_by names its controller Ulcen of Tyr as "${ctx.tokens.ulcen.id}", but the companion knows that fighter as "${ctx.ulcen.id}": put that in psi_controlled_by\\. Nothing was sent\\.`));
   assert.equal(requests(ctx.sb).length, 0);
 });
+
+// ------------------------------- power-pool: control at a round's end (!psi round)
+
+// The GM ends the round with `options` for the selected tokens (Ulcen's, by default);
+// returns the request it made.
+const poolRound = (ctx, options, selected = [ctx.tokens.ulcen.id]) => {
+  ctx.sb.chat({ playerid: GM, selected, content: `!psi round${options}` });
+  return lastRequest(ctx.sb);
+};
+
+const controlLink = (targets, keptBy, wave = null) => ({ targets, kept_by: keptBy, wave });
+
+// The answer exchange.round_end_choices gives for Ulcen as psionicControl leaves him (API.md;
+// the real companion's shape): Fenka kept by a die, the thrall by an action; keeping the
+// thrall by a die only while his pool has one.
+const controlOffer = (ctx, id, { die = true } = {}) => {
+  const fenka = controlLink([ctx.fenka.id], 'die');
+  const thrall = controlLink([ctx.thrall.id], 'action');
+  return { jsonrpc: '2.0', id, result: { system: 'power-pool', summary: 'Ulcen of Tyr controls one creature by a die from its pool; it may release it or keep it by an action instead (the die returns).',
+    combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: {
+      release: [fenka, thrall], keep: [{ ...fenka, by: 'action' }].concat(die ? [{ ...thrall, by: 'die' }] : []), cannot_perceive: [thrall] } }] } };
+};
+
+// Asks the question for Ulcen and answers it with `offer` (controlOffer's, by default);
+// returns the buttons of the GM's question as [label, command].
+const askedAboutControl = (ctx, offer = (id) => controlOffer(ctx, id)) => {
+  const asked = poolRound(ctx, '');
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  answer(ctx, asked.id, offer(asked.id));
+  return buttonsIn(whispersTo(ctx.sb, 'gm').at(-1));
+};
+
+const sentDescription = (ctx) => whispersTo(ctx.sb, 'gm').filter((w) => /Mindscape request/.test(w)).at(-1);
+
+test('power-pool !psi round: --release, --keep --by and --cannot-perceive name creatures by token or character, several in one command; those set free outside the round go as puppets', () => {
+  const ctx = underControl();
+  const req = poolRound(ctx, ` --keep ${ctx.tokens.fenka.id} --by action --cannot-perceive ${ctx.thrall.id}`);
+  assert.equal(req.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id]);
+  assert.deepEqual(plain(req.body.params.choices), { [ctx.ulcen.id]: { keep: [{ target: ctx.fenka.id, by: 'action' }], cannot_perceive: [ctx.thrall.id] } });
+  // The thrall, kept by an action and out of sight now, goes free: its sheet goes along.
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  assert.match(sentDescription(ctx), /end the round for Ulcen of Tyr \(Ulcen of Tyr keeps Fenka by an action each round; Ulcen of Tyr loses sight of Thrall\)/);
+  // Each --keep takes the --by right after it.
+  const two = poolRound(ctx, ` --keep ${ctx.fenka.id} --by action --keep ${ctx.thrall.id} --by die`);
+  assert.deepEqual(plain(two.body.params.choices), { [ctx.ulcen.id]: { keep: [{ target: ctx.fenka.id, by: 'action' }, { target: ctx.thrall.id, by: 'die' }] } });
+  assert.equal(two.body.params.puppets, undefined, 'keeping frees nobody');
+  // Fenka's round ends here too: released, she is answered among the combatants.
+  const both = poolRound(ctx, ` --release ${ctx.tokens.fenka.id}`, [ctx.tokens.ulcen.id, ctx.tokens.fenka.id]);
+  assert.deepEqual(roundRefs(both), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.deepEqual(plain(both.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
+  assert.equal(both.body.params.puppets, undefined);
+  // Losing sight of Fenka, kept by a die, ends nothing: no sheet goes along.
+  assert.equal(poolRound(ctx, ` --cannot-perceive ${ctx.tokens.fenka.id}`).body.params.puppets, undefined);
+  // A creature that is no character or token here is named by the id its controller's
+  // sheet gives; it cannot go along (the companion's summary says its sheet was not given).
+  const links = JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current'));
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links.concat([{ id: '-Mgone', kept_by: 'action' }])) });
+  const gone = poolRound(ctx, ' --release -Mgone');
+  assert.deepEqual(plain(gone.body.params.choices), { [ctx.ulcen.id]: { release: ['-Mgone'] } });
+  assert.equal(gone.body.params.puppets, undefined);
+  // --keep-all ends the round at once, keeping every control as it is.
+  const all = poolRound(ctx, ' --keep-all');
+  assert.equal(all.body.method, 'exchange.end_round');
+  assert.deepEqual(Object.keys(all.body.params).sort(), ['combatants', 'system']);
+});
+
+test('power-pool !psi round: options that pair up wrongly, name a control twice or a creature nobody here controls are refused before anything is sent; other systems refuse them', () => {
+  const ctx = underControl();
+  const refused = [
+    [` --keep ${ctx.fenka.id}`, /--keep TOKEN wants --by die \(a die of the pool kept for the control\) or --by action \(an action each round\) right after it\. Nothing was sent\./],
+    [` --keep ${ctx.fenka.id} --release ${ctx.thrall.id} --by die`, /--keep TOKEN wants --by die/],
+    [` --keep ${ctx.fenka.id} --by sometimes`, /--keep TOKEN wants --by die/],
+    [` --by die --keep ${ctx.fenka.id}`, /--by goes right after the --keep it belongs to: --keep TOKEN --by die\|action\. Nothing was sent\./],
+    [` --release ${ctx.tokens.fenka.id} --cannot-perceive ${ctx.fenka.id}`, /Fenka is named twice: each control takes one choice at a round's end\. Nothing was sent\./],
+    [` --release ${ctx.tokens.ogre.id}`, /--release: none of those whose round ends here controls Ogre \(no psi_controlling of theirs names it\): select the controller's token too/],
+    [' --release', /--release: name the token or character of a creature under psionic control\./],
+    [` --keep-all --release ${ctx.fenka.id}`, /--keep-all keeps every control as it is, and --release changes one: give one or the other\./],
+    [' --pay-none', /--pay-none is a revised-2e option: no mind pays to close in power-pool \(--keep-all ends the round keeping every control as it is\)\./],
+    [` --close ${ctx.tokens.ulcen.id}`, /--close is a revised-2e option/],
+  ];
+  for (const [options, why] of refused) {
+    poolRound(ctx, options);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), why, options);
+  }
+  // Fenka alone ends her round: the control over her is Ulcen's, who is not in it.
+  poolRound(ctx, ` --release ${ctx.tokens.fenka.id}`, [ctx.tokens.fenka.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of those whose round ends here controls Fenka/);
+  assert.equal(requests(ctx.sb).length, 0);
+  const other = campaign();
+  for (const options of [` --release ${other.tokens.fenka.id}`, ' --keep-all', ` --cannot-perceive ${other.tokens.fenka.id}`]) {
+    poolRound(other, options);
+    assert.match(whispersTo(other.sb, 'gm').at(-1), /--(release|keep-all|cannot-perceive) is a power-pool option \(psionic control\)\. Nothing was sent\./, options);
+  }
+  assert.equal(requests(other.sb).length, 0);
+});
+
+test('power-pool: a controller\'s control is offered before the round ends; a button ends it with that one change, once, and the creature set free has its sheet freed', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  // Only the controller is asked about; nothing ends yet.
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  assert.deepEqual(roundRefs(asked), [ctx.ulcen.id]);
+  assert.match(sentDescription(ctx), /ask what control may be kept or let go before the round ends for Ulcen of Tyr, Ogre/);
+  answer(ctx, asked.id, controlOffer(ctx, asked.id));
+  assert.equal(requests(ctx.sb).length, 1, 'the round waits for the GM');
+  const question = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(question, /<b>Ulcen of Tyr<\/b> controls <b>Fenka<\/b> by a die from its pool: \[Release\]/);
+  assert.match(question, /<b>Ulcen of Tyr<\/b> controls <b>Thrall<\/b> by an action each round: \[Release\]/);
+  assert.match(question, /Each button ends the round with that one change, every other control holding as it is/);
+  assert.match(question, /For several changes at once, type them in one command: <code>!psi round --answer [A-Za-z0-9]+ --release TOKEN --keep TOKEN --by die --cannot-perceive TOKEN<\/code>/);
+  const buttons = buttonsIn(question);
+  const qid = /--answer (\S+)/.exec(buttons[0][1])[1];
+  assert.deepEqual(buttons, [
+    ['Release', `!psi round --answer ${qid} --release ${ctx.fenka.id}`],
+    ['Keep it by an action instead', `!psi round --answer ${qid} --keep ${ctx.fenka.id} --by action`],
+    ['Release', `!psi round --answer ${qid} --release ${ctx.thrall.id}`],
+    ['Keep it by a die instead', `!psi round --answer ${qid} --keep ${ctx.thrall.id} --by die`],
+    ['Lost sight', `!psi round --answer ${qid} --cannot-perceive ${ctx.thrall.id}`],
+    ['Keep everything as it is', `!psi round --answer ${qid} --keep-all`],
+  ]);
+  // A player cannot press it; the GM releases Fenka with nothing selected: the round ends
+  // for both fighters of the question, and Fenka's sheet goes along.
+  ctx.sb.chat({ playerid: ALICE, content: buttons[0][1] });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM may end the psionic round/);
+  ctx.sb.chat({ playerid: GM, content: buttons[0][1] });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(ended), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.deepEqual(plain(ended.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
+  assert.deepEqual(ended.body.params.puppets.map(refOf), [ctx.fenka.id]);
+  // A second press ends nothing more.
+  ctx.sb.chat({ playerid: GM, content: buttons[5][1] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  assert.equal(requests(ctx.sb).length, 2);
+  // The answer writes both sheets, the puppet's as a fighter's.
+  answer(ctx, ended.id, { jsonrpc: '2.0', id: ended.id, result: {
+    system: 'power-pool', combatants: [], others: [{ id: ctx.fenka.id, before: {}, after: {} }], rolls: [], unused_dice: {},
+    events: [{ type: 'control-ended', combatant: ctx.fenka.id, controller: ctx.ulcen.id, reason: 'released' }],
+    summary: 'End of the round: Ulcen of Tyr releases Fenka.',
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_pool: { current: 4 }, psi_dedicated: { current: '[]' }, psi_controlling: { current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action', wave: null }]) } } },
+      { character_id: ctx.fenka.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_pool'), 4);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr releases Fenka\.\}\}/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
+});
+
+test('power-pool question: a wave is one line; what was not offered, a wave named twice and an uncontrolled creature are refused; several offers typed in one answer; keep everything', () => {
+  const ctx = underControl();
+  // The thrall and a goblin are one psionic wave's, kept by an action; the pool has no die left.
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_controlled_by', current: ctx.ulcen.id, max: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_pool').set({ current: '0' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([
+    { id: ctx.fenka.id, kept_by: 'die' }, { id: ctx.thrall.id, kept_by: 'action', wave: 'w1' }, { id: goblin.id, kept_by: 'action', wave: 'w1' }]) });
+  const fenka = controlLink([ctx.fenka.id], 'die');
+  const wave = controlLink([ctx.thrall.id, goblin.id], 'action', 'w1');
+  const offer = (id) => ({ jsonrpc: '2.0', id, result: { system: 'power-pool', summary: 'S.', combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: {
+    release: [fenka, wave], keep: [{ ...fenka, by: 'action' }], cannot_perceive: [wave] } }] } });
+  const buttons = askedAboutControl(ctx, offer);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>Ulcen of Tyr<\/b> controls <b>Thrall, Goblin<\/b> by an action each round, one psionic wave \(kept and let go together\): \[Release them\]/);
+  assert.deepEqual(buttons.map(([label]) => label), ['Release', 'Keep it by an action instead', 'Release them', 'Lost sight', 'Keep everything as it is']);
+  const qid = /--answer (\S+)/.exec(buttons[0][1])[1];
+  const sent = requests(ctx.sb).length;
+  const typed = (options) => ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${qid}${options}` });
+  typed(` --keep ${goblin.id} --by die`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr was not offered keeping Goblin by a die this round\./);
+  typed(` --release ${ctx.thrall.id} --cannot-perceive ${goblin.id}`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Thrall and Goblin are creatures of one psionic wave, held by one control: each control takes one choice/);
+  typed(` --release ${ctx.tokens.ogre.id}`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--release: Ogre is under none of the controls this question offered\./);
+  typed(` --close ${ctx.ulcen.id}`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--close is a revised-2e option/);
+  assert.equal(requests(ctx.sb).length, sent, 'a refused answer sends nothing and leaves the question open');
+  // Two offers at once: Fenka released and the wave out of sight free all three.
+  typed(` --release ${ctx.tokens.fenka.id} --cannot-perceive ${goblin.id}`);
+  const ended = lastRequest(ctx.sb);
+  assert.deepEqual(plain(ended.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id], cannot_perceive: [goblin.id] } });
+  assert.deepEqual(ended.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id, goblin.id]);
+  assert.match(sentDescription(ctx), /Ulcen of Tyr releases Fenka; Ulcen of Tyr loses sight of Thrall, Goblin/);
+  // Keep everything as it is: the round ends with no choice and nobody goes along.
+  const again = askedAboutControl(ctx, offer);
+  ctx.sb.chat({ playerid: GM, content: again.at(-1)[1] });
+  const kept = lastRequest(ctx.sb);
+  assert.equal(kept.body.method, 'exchange.end_round');
+  assert.deepEqual(Object.keys(kept.body.params).sort(), ['combatants', 'system']);
+});
+
+test('power-pool question: a controller whose sheet changed since is asked about again; one that holds no control any more, or is offered nothing, ends the round with none chosen', () => {
+  const ctx = underControl();
+  let buttons = askedAboutControl(ctx);
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_pool').set({ current: '2' });
+  ctx.sb.chat({ playerid: GM, content: buttons[0][1] });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The sheet of Ulcen of Tyr changed since the question, and so may the control it holds: asking the companion again\./.test(w)));
+  const again = lastRequest(ctx.sb);
+  assert.equal(again.body.method, 'exchange.round_end_choices');
+  answer(ctx, again.id, controlOffer(ctx, again.id));
+  buttons = buttonsIn(whispersTo(ctx.sb, 'gm').at(-1));
+  // The control ends elsewhere before the button is pressed.
+  const links = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current');
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, content: buttons[0][1] });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The sheet of Ulcen of Tyr shows no creature under control any more: the round ends with no change of control\./.test(w)));
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.equal(ended.body.params.choices, undefined);
+  // The companion offers nothing (its reading of the sheet): the round ends at once.
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: links });
+  const asked = poolRound(ctx, '');
+  answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { system: 'power-pool', summary: 'Nobody has anything to choose.', combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: {} }] } });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Nobody has anything to choose\. Nobody holds a control to keep or let go: the round ends with none chosen\./.test(w)));
+});
+
+test('power-pool question: --keep-all while it is on its way answers it; one that times out says how to end the round without it', () => {
+  const ctx = underControl();
+  const asked = poolRound(ctx, '');
+  ctx.sb.advance(30000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /To end the round without the question, run <code>!psi round --keep-all<\/code> \(or name the changes: <code>--release TOKEN<\/code>/);
+  const second = poolRound(ctx, '');
+  poolRound(ctx, ' --keep-all');
+  answer(ctx, second.id, controlOffer(ctx, second.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The round was ended, or asked about again, before this answer came/);
+  answer(ctx, asked.id, controlOffer(ctx, asked.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /This answer came late, so the round was not ended from it/);
+  assert.equal(endRoundsSent(ctx).length, 1);
+});
+
+test('power-pool: a puppet\'s write-back is made as a fighter\'s (an unlinked token keeps its own), its sheet warnings name it, and a write it misses is reported', () => {
+  const ctx = underControl();
+  // The ogre's unlinked token is Ulcen's too, kept by an action: its psi_* state is its own.
+  const ogre = ctx.tokens.ogre.id;
+  ctx.sb.state.Mindscape.tokens[ogre] = { psi_controlled_by: { name: 'psi_controlled_by', current: ctx.ulcen.id, max: '' } };
+  const links = JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current'));
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links.concat([{ id: ogre, kept_by: 'action' }])) });
+  const req = poolRound(ctx, ` --release ${ogre} --cannot-perceive ${ctx.thrall.id}`);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ogre, ctx.thrall.id]);
+  assert.equal(attribOf(req.body.params.puppets[0], 'psi_controlled_by').current, ctx.ulcen.id);
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').setWithWorker = () => { throw new Error('sheet locked'); };
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', combatants: [], rolls: [], unused_dice: {}, summary: 'End of the round: Ulcen of Tyr releases Ogre. Ulcen of Tyr loses sight of Thrall: the control ends.',
+    events: [{ type: 'control-ended', combatant: ogre, controller: ctx.ulcen.id, reason: 'released' }, { type: 'control-ended', combatant: ctx.thrall.id, controller: ctx.ulcen.id, reason: 'not-perceived' }],
+    warnings: ['/puppets/1: no psi_die attribute; the pool\'s die assumed d8'],
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die', wave: null }]) } } },
+      { character_id: ogre, attributes: { psi_controlled_by: { current: '' } } },
+      { character_id: ctx.thrall.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.tokens[ogre].psi_controlled_by), { name: 'psi_controlled_by', current: '', max: '' });
+  assert.equal(ctx.sb.attribute(ctx.ogre.id, 'psi_controlled_by'), null, 'the copies of the ogre share nothing of it');
+  assert.equal(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).length, 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)), /Thrall: no psi_die attribute/);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /<b>Thrall<\/b> \(writing failed; the API console has the details\): psi_controlled_by .*the other changes were written|the other changes were written.*<b>Thrall<\/b>/);
+  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), ctx.ulcen.id);
+});
+
+test('power-pool: a round\'s end the companion refuses (a control ended meanwhile, no die to dedicate, a control chosen twice) changes nothing and tells the GM why', () => {
+  const ctx = underControl();
+  const cases = [
+    [` --release ${ctx.tokens.fenka.id}`, { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: `Ulcen of Tyr does not control "${ctx.fenka.id}" (/choices/${ctx.ulcen.id}/release/0)` } },
+      /not-controlling: Ulcen of Tyr does not control .*<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Fenka\. A sheet changed since the choice was made .*run <code>!psi round<\/code> again/],
+    [` --keep ${ctx.thrall.id} --by die`, { code: 4001, message: 'The rules forbid it', data: { rule: 'no-die-to-dedicate', detail: 'Ulcen of Tyr has no die in its pool to keep control with' } },
+      /no-die-to-dedicate: Ulcen of Tyr has no die in its pool to keep control with<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\. Keeping control by a die needs a die in the controller's pool: keep it by an action, or release it\./],
+    [` --release ${ctx.thrall.id}`, { code: -32602, message: 'Invalid params', data: { errors: [{ path: `/choices/${ctx.ulcen.id}/release/1`, message: 'held by the control /choices/x/release/0 already chooses for' }] } },
+      /Invalid params \(-32602\)<br>\/choices\/.*Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Thrall\. Each control takes one choice/],
+  ];
+  for (const [options, error, told] of cases) {
+    const req = poolRound(ctx, options);
+    answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), told, options);
+  }
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.ok(ctx.sb.chats.every((c) => c.input.startsWith('/w ')), 'nothing is posted to the table');
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('the help handout lists power-pool control at the round\'s end', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /power-pool: when a fighter controls creatures.*<code>--release TOKEN<\/code>, <code>--keep TOKEN --by die\|action<\/code>, <code>--cannot-perceive TOKEN<\/code>.*<code>--keep-all<\/code>/);
+});

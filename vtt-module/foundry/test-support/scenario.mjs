@@ -220,6 +220,166 @@ export function roundEndChoicesResult(params) {
   return { system: "revised-2e", combatants, summary: summary || "Nobody has anything to choose at the end of this round." };
 }
 
+/**
+ * A power-pool controller's control links, as the engine groups its `controlling`
+ * entries: a psionic wave's creatures (one `wave` label) are one link, the others one
+ * each, in the order of their first entry.
+ */
+function poolLinks(profile) {
+  const links = [];
+  for (const entry of profile.controlling ?? []) {
+    const wave = entry.wave ?? null;
+    const same = wave ? links.find((l) => l.wave === wave) : null;
+    if (same) same.targets.push(entry.id);
+    else links.push({ targets: [entry.id], kept_by: entry.kept_by, wave });
+  }
+  return links;
+}
+
+/**
+ * `exchange.round_end_choices` for power-pool as the daemon answers it (API.md), over the
+ * profiles in the refs: a controller (`controlling` non-empty) may release every link,
+ * keep it the other way (by a die only from a pool that has one) and lose sight of a
+ * link kept by an action (RULES.md §3.4); everyone else has `choices: {}`. The summary is
+ * shorter than the engine's.
+ */
+export function poolRoundEndChoicesResult(params) {
+  const combatants = params.combatants.map((ref) => {
+    const id = combatantIdOfRef(ref);
+    const name = ref.data.actor.name;
+    const profile = ref.data.actor.flags?.mindscape?.["power-pool"] ?? {};
+    const links = poolLinks(profile);
+    if (!links.length) return { id, name, choices: {} };
+    const other = (l) => (l.kept_by === "die" ? "action" : (profile.pool ?? 0) > 0 ? "die" : null);
+    return { id, name, choices: {
+      release: links,
+      keep: links.filter(other).map((l) => ({ ...l, by: other(l) })),
+      cannot_perceive: links.filter((l) => l.kept_by === "action"),
+    } };
+  });
+  const controllers = combatants.filter((c) => c.choices.release);
+  const summary = controllers.map((c) => `${c.name} controls ${c.choices.release.length === 1 ? "one link" : `${c.choices.release.length} links`}.`).join(" ");
+  return { system: "power-pool", combatants, summary: summary || "Nobody has anything to choose at the end of this round." };
+}
+
+/**
+ * `exchange.end_round` for power-pool as the daemon answers it (API.md), for psionic
+ * control only (no timed conditions): each controller's choice `{release?, keep?,
+ * cannot_perceive?}` is done as the engine does it, the links lost from sight (only
+ * those kept by an action end), then those released, then those kept the other way
+ * (`control-kept` with the link's `targets` and the `pool` left), each list in order;
+ * any creature of a link names the whole link, each link once (−32602 at the second:
+ * the path of a `keep` entry ends in `/target`); a creature it does not control is 4001
+ * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate`. A link kept by a
+ * die gives the die back when it ends or is kept by an action. A creature set free that
+ * is given (`combatants`, or `puppets`, answered in `others`) loses `controlled_by` and a
+ * possession; one not given is only named. Updates as the adapters address them.
+ */
+export function poolRoundEndResult(params) {
+  const P = "flags.mindscape.power-pool";
+  const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
+  const refuse = (rule, detail) => ({ code: 4001, message: "The rules forbid it", data: { rule, detail } });
+  const ids = params.combatants.map(combatantIdOfRef);
+  const given = new Map(params.combatants.map((ref, i) => [ids[i], ref]));
+  (params.puppets ?? []).forEach((ref, i) => {
+    const id = combatantIdOfRef(ref);
+    if (given.has(id)) throw invalid(`/puppets/${i}/id`, `${id} is given twice`);
+    given.set(id, ref);
+  });
+  for (const id of Object.keys(params.choices ?? {})) {
+    if (!ids.includes(id)) throw invalid(`/choices/${id}`, `no combatant has the id "${id}"`);
+  }
+  const now = new Map([...given].map(([id, ref]) => [id, structuredClone(ref.data.actor.flags?.mindscape?.["power-pool"] ?? {})]));
+  const nameOf = (id) => (given.has(id) ? given.get(id).data.actor.name : `"${id}"`);
+  const events = [];
+  const said = [];
+  for (const [cid, choice] of Object.entries(params.choices ?? {})) {
+    const c = now.get(cid);
+    const C = nameOf(cid);
+    let links = poolLinks(c);
+    const linkOf = (id) => links.find((l) => l.targets.includes(id));
+    // As the engine checks a choice: every creature one it controls, each link named once.
+    const named = new Map();
+    const problems = [];
+    for (const list of ["cannot_perceive", "release", "keep"]) {
+      (choice[list] ?? []).forEach((item, i) => {
+        const id = list === "keep" ? item.target : item;
+        const where = `/choices/${cid}/${list}/${i}${list === "keep" ? "/target" : ""}`;
+        const link = linkOf(id);
+        if (!link) throw refuse("not-controlling", `${C} does not control "${id}" (${where})`);
+        if (named.has(link)) problems.push({ path: where, message: `"${id}" is held by the control ${named.get(link)} already chooses for (a psionic wave's creatures share one): one choice each` });
+        else named.set(link, where);
+      });
+    }
+    if (problems.length) throw { code: -32602, message: "Invalid params", data: { errors: problems } };
+    const key = (l) => l.wave ?? l.targets[0];
+    const giveBack = (l) => {
+      c.pool = (c.pool ?? 0) + 1;
+      c.dedicated = (c.dedicated ?? []).filter((d) => !(d.purpose === "control" && d.target === key(l)));
+    };
+    const end = (link, reason) => {
+      if (link.kept_by === "die") giveBack(link);
+      links = links.filter((l) => l !== link);
+      for (const id of link.targets) {
+        events.push({ type: "control-ended", combatant: id, controller: cid, reason });
+        said.push(reason === "released" ? `${C} releases ${nameOf(id)}.` : `${C} loses sight of ${nameOf(id)}: the control ends.`);
+        const p = now.get(id);
+        if (p) {
+          p.controlled_by = null;
+          p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
+        } else said.push(`${nameOf(id)} was not given: its sheet still shows it under ${C}'s control until it is changed.`);
+      }
+    };
+    // In the engine's order: lost sight, released, then kept the other way, each list in turn.
+    for (const id of choice.cannot_perceive ?? []) {
+      const link = linkOf(id);
+      if (link.kept_by === "action") end(link, "not-perceived");
+      else said.push(`${C} cannot perceive ${nameOf(id)}, but keeps control of it by a die, which needs no sight.`);
+    }
+    for (const id of choice.release ?? []) end(linkOf(id), "released");
+    for (const { target, by } of choice.keep ?? []) {
+      const link = linkOf(target);
+      if (link.kept_by === by) continue;
+      if (by === "die") {
+        if ((c.pool ?? 0) < 1) throw refuse("no-die-to-dedicate", `${C} has no die in its pool to keep control with`);
+        c.pool -= 1;
+        c.dedicated = [...(c.dedicated ?? []), { purpose: "control", target: key(link) }];
+      } else giveBack(link);
+      link.kept_by = by;
+      events.push({ type: "control-kept", combatant: target, controller: cid, by, pool: c.pool, targets: [...link.targets] });
+      said.push(`${C} keeps control of ${link.targets.map(nameOf).join(" and ")} by ${by === "die" ? `a die from its pool from now on (${c.pool} left)` : `an action each round from now on; the die returns (${c.pool} in the pool)`}.`);
+    }
+    c.controlling = links.flatMap((l) => l.targets.map((id) => ({ id, kept_by: l.kept_by, wave: l.wave })));
+  }
+  const updates = [];
+  const changed = (id) => {
+    const before = given.get(id).data.actor.flags?.mindscape?.["power-pool"] ?? {};
+    const after = now.get(id);
+    const update = {};
+    const norm = (v, f) => (f === "controlling" ? (v ?? []).map((e) => ({ id: e.id, kept_by: e.kept_by, wave: e.wave ?? null })) : v ?? (f === "controlled_by" ? null : []));
+    for (const f of ["pool", "dedicated", "controlling", "conditions", "controlled_by"]) {
+      if (!(f in after)) continue;
+      if (JSON.stringify(norm(before[f], f)) !== JSON.stringify(norm(after[f], f))) update[`${P}.${f}`] = after[f];
+    }
+    return update;
+  };
+  const entry = (id) => ({ id, before: { id, name: given.get(id).data.actor.name, ...(given.get(id).data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, after: { id, name: given.get(id).data.actor.name, ...now.get(id) } });
+  const others = [];
+  for (const [id, ref] of given) {
+    const update = changed(id);
+    if (!Object.keys(update).length) continue;
+    updates.push({ uuid: actorUuidOfRef(ref), update });
+    if (!ids.includes(id)) others.push(entry(id));
+  }
+  const result = {
+    system: "power-pool", combatants: ids.map(entry), events, rolls: [],
+    summary: said.length ? `End of the round: ${said.join(" ")}` : "End of the round: nothing changes.",
+    unused_dice: {}, updates,
+  };
+  if (others.length) result.others = others;
+  return result;
+}
+
 /** revised-2e's PSPs a round for each defense mode (the engine's tables.json). */
 const REVISED_DEFENSE_COST = { "intellect-fortress": 4, "mental-barrier": 5, "mind-blank": 3, "thought-shield": 2, "tower-of-iron-will": 6 };
 
@@ -440,8 +600,8 @@ export function defaultMethods(overrides = {}) {
     "adapters.import": ({ data }) => ({ combatant: { name: data.actor.name, level: 4, ...(data.actor.flags?.mindscape?.["revised-2e"] ?? {}) }, warnings: [] }),
     "exchange.odds": () => ({ outcomes: { hit: 0.55, miss: 0.45 }, critical: 0.1, mind_opened: 0.05, damage: { mean: 6.2, distribution: [[0, 0.45], [4, 0.3], [8, 0.25]], truncated_mass: 0 } }),
     "exchange.resolve": (params) => revisedResult(params),
-    "exchange.end_round": (params) => roundEndResult(params),
-    "exchange.round_end_choices": (params) => roundEndChoicesResult(params),
+    "exchange.end_round": (params) => (params.system === "power-pool" ? poolRoundEndResult(params) : roundEndResult(params)),
+    "exchange.round_end_choices": (params) => (params.system === "power-pool" ? poolRoundEndChoicesResult(params) : roundEndChoicesResult(params)),
     "combatants.rest": (params) => restResult(params),
     // An encounter whose sheets did not change since they were added: nothing to take again.
     "encounter.refresh": ({ combatant_id }) => ({ combatant_id, revision: 1, changed: [], dropped_choices: [], warnings: [] }),
@@ -553,6 +713,7 @@ export function scriptedDialogs(script = {}) {
     houseRulesDialog: (arg) => answer("houseRulesDialog", arg),
     encounterChoiceDialog: (arg) => answer("encounterChoiceDialog", arg),
     closeDialog: (arg) => answer("closeDialog", arg),
+    controlDialog: (arg) => answer("controlDialog", arg),
     restDialog: (arg) => answer("restDialog", arg),
     pairingDialog: (arg) => answer("pairingDialog", arg),
   };

@@ -301,6 +301,14 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     roundsEnded: [],
     rested: [],
     combat: new Combat(tokens),
+    // A combat of some of the tokens only (by token id), for a test to put in `combat`.
+    combatOf: (tokenIds) => new Combat(tokens.filter((t) => tokenIds.includes(t.id))),
+    // An actor of the world with no token on the scene.
+    addWorldActor: (data) => {
+      const actor = new Actor(data, `Actor.${data._id}`);
+      docs.set(actor.uuid, actor);
+      return actor;
+    },
     actor: (uuid) => docs.get(uuid)?.toObject(),
   };
   Hooks.on("mindscape.resolved", (payload) => window.harness.resolved.push(JSON.parse(JSON.stringify({ result: payload.result, updates: payload.updates }))));

@@ -680,6 +680,170 @@ test("a power-pool release declared in an encounter with the real companion is w
   assert.deepEqual(refreshed.map((r) => r.changed), [[], [], []]);
 });
 
+test("power-pool control at the tracker's round end with the real companion: the GM chooses for each link, a released aboleth's own sheet is freed", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB-tokAboleth", randal: "2Pdtnswo8Nj2nafY" };
+  // Zanna holds the aboleth token by an action each round, and Randal (in the world, not
+  // on the scene) by a die from her pool. Only Zanna is in the combat.
+  await page.evaluate(async (ids) => {
+    await game.settings.set("mindscape", "ruleSystem", "power-pool");
+    const randal = await (await fetch("/fixtures/randal-human-fighter.json")).json();
+    randal.flags = { mindscape: { "power-pool": { hit_dice: 2, die: 6, pool: 0, controlled_by: ids.zanna } } };
+    window.harness.addWorldActor(randal);
+    await window.harness.docs.get(`Actor.${ids.zanna}`).update({ "flags.mindscape.power-pool": {
+      hit_dice: 4, die: 8, pool: 2, psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"],
+      controlling: [{ id: ids.aboleth, kept_by: "action" }, { id: ids.randal, kept_by: "die" }],
+      dedicated: [{ purpose: "control", target: ids.randal }],
+    } });
+    await window.harness.docs.get("Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB").update({ "flags.mindscape.power-pool": { hit_dice: 5, die: 8, pool: 0, psionic: true, controlled_by: ids.zanna } });
+    window.harness.combat = window.harness.combatOf(["tokZanna"]);
+    await window.harness.combat.startCombat();
+    window.harness.combat.nextRound();
+  }, ids);
+  // Nobody else answers for Zanna here, so the GM is asked.
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-control") });
+  await dialog.waitFor({ timeout: 15000 });
+  const text = await dialog.textContent();
+  assert.match(text, /The round ends\. What becomes of the creatures under Zanna's control\?/);
+  const legends = await dialog.locator("legend").allTextContents();
+  assert.deepEqual(legends.map((l) => l.trim()), ["Aboleth", "Randal (Human Fighter)"]);
+  const offered = (link) => dialog.locator(`input[name="link-${link}"]`).evaluateAll((inputs) => inputs.map((i) => [i.value, i.checked]));
+  assert.deepEqual(await offered(0), [["hold", true], ["release", false], ["keep", false], ["cannot_perceive", false]]);
+  assert.deepEqual(await offered(1), [["hold", true], ["release", false], ["keep", false]]);
+  const offer = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.round_end_choices").pop());
+  assert.ok(offer.response.result, JSON.stringify(offer.response));
+  assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round").length), 0, "the round waits for the answer");
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await dialog.locator('input[name="link-0"][value="release"]').check();
+  await dialog.locator('input[name="link-1"][value="keep"]').check();
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-control-choice.png") });
+  await dialog.locator('button[data-action="ok"]').click();
+
+  await page.waitForFunction(() => window.harness.roundsEnded.length === 1, null, { timeout: 15000 });
+  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
+  assert.equal(calls.length, 1);
+  const { request, response } = calls[0];
+  assert.ok(response.result, JSON.stringify(response));
+  assert.deepEqual(request.params.choices, { [ids.zanna]: { release: [ids.aboleth], keep: [{ target: ids.randal, by: "action" }] } });
+  // Neither is in the round: both go as puppets, the aboleth through its own token, Randal
+  // as the world actor; only the aboleth, set free, is changed and written.
+  assert.deepEqual(request.params.puppets.map((c) => [c.data.actor._id, c.data.token]), [
+    ["shhHtE7b92PefCWB", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false }],
+    [ids.randal, null],
+  ]);
+  assert.deepEqual(response.result.others.map((o) => o.id), [ids.aboleth]);
+  assert.match(response.result.summary, /releases Aboleth\. .* keeps control of Randal \(Human Fighter\) by an action each round/);
+  assert.deepEqual(response.result.events.map((e) => [e.type, e.combatant]), [["control-ended", ids.aboleth], ["control-kept", ids.randal]]);
+  const sheets = await page.evaluate(() => ({
+    zanna: window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["power-pool"],
+    abolethToken: window.harness.actor("Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB").flags.mindscape["power-pool"],
+    abolethBase: window.harness.actor("Actor.shhHtE7b92PefCWB").flags.mindscape["power-pool"] ?? null,
+    randal: window.harness.actor("Actor.2Pdtnswo8Nj2nafY").flags.mindscape["power-pool"],
+  }));
+  assert.equal(sheets.abolethToken.controlled_by, null);
+  assert.equal(sheets.abolethBase, null, "the aboleth's base actor is not written");
+  assert.deepEqual(sheets.zanna.controlling, [{ id: ids.randal, kept_by: "action", wave: null }]);
+  assert.deepEqual([sheets.zanna.pool, sheets.zanna.dedicated], [3, []]);
+  assert.equal(sheets.randal.controlled_by, ids.zanna);
+  for (const u of response.result.updates) {
+    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
+    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
+  }
+  const card = page.locator("#chat-log .mindscape-round-card");
+  await card.waitFor({ timeout: 15000 });
+  assert.ok((await card.textContent()).includes(response.result.summary), response.result.summary);
+  const ended = await page.evaluate(() => window.harness.roundsEnded[0]);
+  assert.deepEqual(ended.updates.map((u) => u.uuid).sort(), ["Actor.4Jsv5vYaJ1atUEDV", "Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB"]);
+  await card.locator("[data-mindscape-toggle]").click();
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-control-round-end.png") });
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("power-pool control with the real companion: a world actor released is freed; a choice a sheet no longer allows is refused and the round still ends", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const { registerUiHooks } = await import("../mindscape/scripts/hooks.js");
+  let spend = false;
+  const t = makeTable({ methods: realCompanion(), token: daemon.token, dialogs: { gm: { controlDialog: async (arg) => {
+    // The second time, the goblin spends its last dice on a power while the GM chooses.
+    if (spend) await t.tokens.goblinToken.actor.update({ "flags.mindscape.power-pool.pool": 0 });
+    return { answers: arg.context.links.map(() => (spend ? "keep" : "release")), timedOut: false };
+  } } } });
+  for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], ...p });
+  const { goblinToken } = t.tokens;
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 8, pool: 2, dedicated: [{ purpose: "control", target: "thrall" }], controlling: [{ id: "thrall", kept_by: "die" }] });
+  const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { "power-pool": profile({ hit_dice: 2, die: 6, pool: 0, controlled_by: "goblin-tokG" }) } } });
+  const combat = t.world.combat({ id: "cmb1", server: t.server, combatants: [{ token: goblinToken }] });
+  await combat.startCombat();
+  const settled = () => Promise.all(t.clients.gm.Hooks.called.filter((h) => h.name === "updateCombat").flatMap((h) => h.results));
+  await combat.nextRound();
+  await settled();
+  const ends = () => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
+  assert.deepEqual(ends()[0].params.choices, { "goblin-tokG": { release: ["thrall"] } });
+  assert.equal(thrall.flags.mindscape["power-pool"].controlled_by, null);
+  assert.deepEqual(goblinToken.actor.flags.mindscape["power-pool"].controlling, []);
+  assert.equal(goblinToken.actor.flags.mindscape["power-pool"].pool, 3);
+
+  // It takes the thrall again, by an action; at the next round's end the GM keeps it by a
+  // die, but meanwhile the pool was spent: the companion refuses, the round still ends.
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 8, pool: 1, controlling: [{ id: "thrall", kept_by: "action" }] });
+  thrall.flags.mindscape["power-pool"].controlled_by = "goblin-tokG";
+  spend = true;
+  await combat.nextRound();
+  await settled();
+  assert.deepEqual(ends().slice(1).map((c) => c.params.choices ?? null), [{ "goblin-tokG": { keep: [{ target: "thrall", by: "die" }] } }, null]);
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), ["The companion refused the control choices of Goblin (no-die-to-dedicate: Goblin has no die in its pool to keep control with), so the round ended with every control held as it was."]);
+  assert.equal(thrall.flags.mindscape["power-pool"].controlled_by, "goblin-tokG");
+  assert.equal(combat.getFlag("mindscape", "roundEnded"), 2);
+});
+
+test("the fake companion's power-pool round end (test-support) offers and does control as the real one", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable, poolRoundEndChoicesResult, poolRoundEndResult } = await import("../test-support/scenario.mjs");
+  const t = makeTable();
+  const gm = t.clients.gm.svc;
+  // Each ref is a copy of the sheet as it is when made.
+  const ref = (token, actor, p) => {
+    actor.flags.mindscape["power-pool"] = { psionic: true, hit_dice: 3, die: 8, pool: 0, ...p };
+    return gm.ref(actor, token, "foundry.dnd5e");
+  };
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const wave = [{ id: "fenka-tokF", kept_by: "die", wave: "w" }, { id: "goblin-tokG", kept_by: "die", wave: "w" }];
+  const ulcen = (p) => ref(ulcenToken, t.actors.ulcen, { pool: 2, ...p });
+  const byAction = ulcen({ controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  const both = ulcen({ controlling: [{ id: "thrall", kept_by: "action" }, ...wave], dedicated: [{ purpose: "control", target: "w" }] });
+  const empty = ulcen({ pool: 0, controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  const fenka = ref(fenkaToken, fenkaToken.actor, { controlled_by: "ulcen", conditions: ["possessed"] });
+  const goblin = ref(goblinToken, goblinToken.actor, { controlled_by: "ulcen" });
+  for (const combatants of [[byAction, fenka], [both], [empty], [goblin]]) {
+    const real = await daemonCall("exchange.round_end_choices", { system: "power-pool", combatants });
+    assert.ok(real.combatants, JSON.stringify(real));
+    assert.deepEqual(poolRoundEndChoicesResult({ system: "power-pool", combatants }).combatants, real.combatants);
+  }
+  const cases = [
+    { combatants: [byAction, fenka], choices: { ulcen: { release: ["fenka-tokF"] } } },
+    { combatants: [byAction], puppets: [fenka], choices: { ulcen: { cannot_perceive: ["fenka-tokF"] } } },
+    { combatants: [byAction], choices: { ulcen: { keep: [{ target: "fenka-tokF", by: "die" }] } } },
+    { combatants: [both], puppets: [goblin], choices: { ulcen: { release: ["fenka-tokF"], keep: [{ target: "thrall", by: "die" }] } } },
+    { combatants: [both], choices: { ulcen: { keep: [{ target: "goblin-tokG", by: "action" }], cannot_perceive: ["thrall"] } } },
+    { combatants: [both], choices: { ulcen: { cannot_perceive: ["goblin-tokG"] } } },
+    { combatants: [empty], choices: { ulcen: { keep: [{ target: "fenka-tokF", by: "die" }] } } },
+    { combatants: [byAction], choices: { ulcen: { release: ["goblin-tokG"] } } },
+    { combatants: [both], choices: { ulcen: { release: ["fenka-tokF", "goblin-tokG"] } } },
+    { combatants: [both], choices: { ulcen: { release: ["thrall"], keep: [{ target: "thrall", by: "die" }] } } },
+    { combatants: [byAction], puppets: [byAction], choices: { ulcen: { release: ["fenka-tokF"] } } },
+  ];
+  const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule ?? null, paths: (r.data?.errors ?? []).map((e) => e.path) } : { events: r.events, updates: r.updates, others: (r.others ?? []).map((o) => o.id) });
+  for (const c of cases) {
+    const params = { system: "power-pool", ...c };
+    let fake;
+    try { fake = poolRoundEndResult(params); } catch (error) { fake = error; }
+    assert.deepEqual(shown(fake), shown(await daemonCall("exchange.end_round", params)), JSON.stringify(c.choices));
+  }
+});
+
 test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable, restResult } = await import("../test-support/scenario.mjs");
   const call = (params) => daemonCall("combatants.rest", params);

@@ -48,6 +48,14 @@ test("every template renders with a plausible context", () => {
     "encounter-choice.hbs": { combatantName: "A", attacks: [{ id: "ego-whip", label: "Ego whip" }], targets: [{ id: "b", name: "B" }], defenses: [], multipliers: [{ value: 1 }], ranges: [], poolDice: [] },
     "chat-card.hbs": { outcome: "hit", outcomeLabel: "Hit", attackerName: "A", defenderName: "B", facts: [], changes: [], dice: [] },
     "close-dialog.hbs": { name: "Fenka", cost: 6, psp: 30, defenseLabel: "Mind blank", lastDefense: true, seconds: 30 },
+    "control-dialog.hbs": {
+      name: "Goblin",
+      links: [
+        { index: 0, names: "Fenka", kept: "Goblin holds it by an action each round, and must perceive it.", together: false, choices: [{ value: "hold", label: "Keep it as it is", checked: true }, { value: "release", label: "Release it" }, { value: "cannot_perceive", label: "Lost sight of it: the control ends" }] },
+        { index: 1, names: "Thrall, Ox", kept: "Goblin holds it by a die from its pool, until released; no action, no sight needed.", together: true, choices: [{ value: "hold", label: "Keep it as it is", checked: true }, { value: "keep", label: "Keep it by an action each round instead (the die returns to the pool)" }] },
+      ],
+      seconds: 30,
+    },
     "rest-dialog.hbs": { askHours: true, names: "Ulcen, Fenka", min: 1, max: 1000, value: 8, systemLabel: "S", problem: "Type a whole number." },
     "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ name: "A", type: "Condition ended", text: "condition: stunned" }], systemLabel: "S" },
   };
@@ -68,6 +76,14 @@ test("every template renders with a plausible context", () => {
   assert.match(close, /Pay 6 PSPs to close the mind of Fenka/);
   assert.match(close, /twice the cost of Mind blank, the last defense it used/);
   assert.match(renderModuleTemplate("close-dialog", { ...contexts["close-dialog.hbs"], lastDefense: false }), /twice the cost of Mind blank, the cheapest defense it knows/);
+  // The control question: one group of choices per link, named by its creatures, the
+  // first (keep it as it is) checked; a wave's creatures are one link, said to go together.
+  const control = renderModuleTemplate("control-dialog", contexts["control-dialog.hbs"]);
+  assert.match(control, /What becomes of the creatures under Goblin&#x27;s control\?/);
+  assert.match(control, /<legend>Fenka<\/legend>[\s\S]*name="link-0" value="hold" checked> Keep it as it is[\s\S]*name="link-0" value="release"> Release it[\s\S]*name="link-0" value="cannot_perceive"> Lost sight/);
+  assert.match(control, /<legend>Thrall, Ox<\/legend>[\s\S]*One psionic wave[\s\S]*name="link-1" value="keep"> Keep it by an action/);
+  assert.equal(control.match(/One psionic wave/g).length, 1);
+  assert.match(control, /every control holds as it is, in <span class="mindscape-countdown">30<\/span> s/);
   // power-pool's choice: the attack with a wave's further targets and how control is
   // kept, or in the defense phase the defense with a swarm's allies; the public actions
   // instead, those on a controlled creature only when it controls one.

@@ -7,6 +7,7 @@
  *   api.openEncounter();
  *   api.configureActor(actor);
  *   await api.endRound({ tokenUuids: [t1, t2], choices: { "<combatant id>": { close: true } } });
+ *   await api.endRound({ tokenUuids: [ix], choices: { "<ix id>": { release: ["<creature id>"] } } }); // power-pool
  *   await api.rest({ tokenUuids: [t1], hours: 8 });
  *   await api.refreshEncounter();
  */
@@ -36,10 +37,14 @@ export function makeApi(svc, { openEncounter } = {}) {
     /**
      * GM: end the psionic round for chosen tokens (by default the controlled ones), without
      * the combat tracker. `choices` go to `exchange.end_round` as given, keyed by combatant
-     * id (the actor's id; `<actor id>-<token id>` for an unlinked token). Tokens of the
-     * current encounter's combatants are left out (the encounter ends their rounds) and
-     * named to the GM. Resolves to `{summary, updates, messageId, leftOut}` (`leftOut`:
-     * the names left out), or null after showing the error (a player's call is refused).
+     * id (the actor's id; `<actor id>-<token id>` for an unlinked token): revised-2e
+     * `{close: true}`, power-pool `{release?: [id], keep?: [{target, by}], cannot_perceive?:
+     * [id]}` for a controller. In power-pool the creatures those choices set free that are
+     * not among the tokens go along as `puppets` when they are on the scene or in the world,
+     * so that their sheets are freed too. Nobody is asked. Tokens of the current
+     * encounter's combatants are left out (the encounter ends their rounds) and named to
+     * the GM. Resolves to `{summary, updates, messageId, leftOut}` (`leftOut`: the names
+     * left out), or null after showing the error (a player's call is refused).
      */
     endRound({ tokenUuids, choices, physical } = {}) {
       const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];

@@ -109,13 +109,14 @@ export function chatCardContext(result, info) {
  * @param {object} result  `exchange.end_round`'s (or `combatants.rest`'s) result
  * @param {{names:Map<string,string>, round?:number|null, title?:string, icon?:string, cardClass?:string,
  *          localize:(key:string, fallback:string)=>string, physical?:boolean}} info
- *   `names`: the table's name of each combatant id (the token's name)
+ *   `names`: the table's name of each combatant id (the token's name), puppets' included
  */
 export function roundCardContext(result, info) {
   const L = info.localize;
   const nameOf = (id) => (typeof id === "string" && info.names?.has(id) ? info.names.get(id) : id);
   const changes = [];
-  for (const side of result.combatants ?? []) {
+  // power-pool: `others` are the creatures a controller set free whose own round did not end.
+  for (const side of [...(result.combatants ?? []), ...(result.others ?? [])]) {
     const name = nameOf(side?.id ?? side?.after?.id);
     for (const c of changesOf(side)) changes.push({ ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")) });
   }
@@ -134,7 +135,11 @@ export function roundCardContext(result, info) {
     events: (result.events ?? []).map((e) => ({
       name: nameOf(e.combatant),
       type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
-      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "object" ? JSON.stringify(v) : nameOf(v)}`).join(", "),
+      // A list of ids (power-pool's `targets`) reads as their names too.
+      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => {
+        const shown = Array.isArray(v) && v.every((x) => typeof x === "string") ? v.map(nameOf).join(", ") : typeof v === "object" ? JSON.stringify(v) : nameOf(v);
+        return `${k.replace(/_/g, " ")}: ${shown}`;
+      }).join(", "),
     })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),

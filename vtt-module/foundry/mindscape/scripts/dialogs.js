@@ -223,6 +223,31 @@ export async function closeDialog({ context, timeoutMs }) {
 }
 
 /**
+ * How a controller keeps or ends each of its psionic control links at this round's end
+ * (power-pool); closes itself after `timeoutMs`. Each link is a group of radio buttons
+ * (`link-<index>`) whose first choice, keeping it as it is, is checked: Change nothing,
+ * closing the window and the timeout keep every link as it is.
+ * @param {{context:{links:{index:number}[]}, timeoutMs:number}} opts
+ * @returns {Promise<{answers:string[], timedOut:boolean, cancelled?:boolean}>}
+ *   `answers`: the value chosen for each link in order ("hold" for none); `[]` unless confirmed
+ */
+export async function controlDialog({ context, timeoutMs }) {
+  const answer = await timedWait({
+    title: "MINDSCAPE.Control.Title",
+    icon: "fas fa-link",
+    template: "control-dialog",
+    context,
+    ok: "MINDSCAPE.Control.Confirm",
+    okIcon: "fas fa-check",
+    cancel: "MINDSCAPE.Control.ChangeNothing",
+    width: 480,
+  }, timeoutMs);
+  if (answer === TIMED_OUT) return { answers: [], timedOut: true };
+  if (!answer) return { answers: [], timedOut: false, cancelled: true };
+  return { answers: (context.links ?? []).map((link) => answer[`link-${link.index}`] || "hold"), timedOut: false };
+}
+
+/**
  * Physical dice: ask for exactly the dice the daemon needs.
  * @param {{purpose:string, sides:number, needed:number, purposeLabel:string}} need
  * @returns {Promise<number[]|null>}

@@ -1,6 +1,7 @@
 /**
  * The end of a psionic round between single exchanges (`exchange.end_round`): which
- * change of the combat tracker ends a round, and who takes part in it. Pure functions;
+ * change of the combat tracker ends a round, who takes part in it, and what a power-pool
+ * controller may choose for its control at its end. Pure functions;
  * the service (service.js) calls the companion, writes back and posts the card.
  */
 import { MODULE_ID } from "./consts.js";
@@ -102,12 +103,15 @@ export function splitByEncounter(participants, meta) {
 
 /**
  * Params of `exchange.end_round`. `choices` (revised-2e: `{"<combatant id>": {close:
- * true}}`) and `options` are sent only when they hold something: the daemon checks its
- * params strictly.
+ * true}}`; power-pool: `{"<controller id>": {release?, keep?, cannot_perceive?}}`),
+ * `puppets` (power-pool: creatures the choices are about whose own round does not end
+ * here) and
+ * `options` are sent only when they hold something: the daemon checks its params strictly.
  */
-export function endRoundParams({ system, combatants, choices, options, dice, seed }) {
+export function endRoundParams({ system, combatants, choices, puppets, options, dice, seed }) {
   const params = { system, combatants };
   if (choices && typeof choices === "object" && Object.keys(choices).length) params.choices = choices;
+  if (Array.isArray(puppets) && puppets.length) params.puppets = puppets;
   if (options && Object.keys(options).length) params.options = options;
   if (dice) params.dice = dice;
   if (seed !== undefined && seed !== null) params.seed = seed;
@@ -132,4 +136,74 @@ export function mayPayToClose(profile) {
  */
 export function roundCombatantId(token, actor) {
   return token && !token.actorLink ? `${actor.id}-${token.id}` : actor.id;
+}
+
+/**
+ * Whether a power-pool profile shows the creature controlling someone (`controlling`
+ * non-empty): the tracker offers such a participant its control at the round's end.
+ * @param {{controlling?:unknown[]}|null|undefined} profile
+ */
+export function controlsSomeone(profile) {
+  return Array.isArray(profile?.controlling) && profile.controlling.length > 0;
+}
+
+/**
+ * The control links the companion offers one controller at the round's end
+ * (`exchange.round_end_choices`, power-pool `choices`: `release` lists every link;
+ * `keep` the other way to keep it, a die only from a pool that has one; `cannot_perceive`
+ * the links kept by an action), each with what may be chosen for it. A psionic wave's
+ * creatures are one link (`targets`). `answers` are the control dialog's values for it:
+ * "hold" (nothing is sent) or the `exchange.end_round` choice list the link goes in.
+ * @param {{release?:object[], keep?:object[], cannot_perceive?:object[]}|null|undefined} offer
+ * @returns {{targets:string[], keptBy:string, wave:string|null, keepBy:"die"|"action"|null, mayLoseSight:boolean, answers:string[]}[]}
+ */
+export function controlLinks(offer) {
+  const same = (a, b) => JSON.stringify(a?.targets ?? []) === JSON.stringify(b?.targets ?? []);
+  return (Array.isArray(offer?.release) ? offer.release : [])
+    .filter((link) => Array.isArray(link?.targets) && link.targets.length)
+    .map((link) => {
+      const keep = (offer.keep ?? []).find((k) => same(k, link));
+      const keepBy = keep?.by === "die" || keep?.by === "action" ? keep.by : null;
+      const mayLoseSight = (offer.cannot_perceive ?? []).some((k) => same(k, link));
+      const answers = ["hold", "release", ...(keepBy ? ["keep"] : []), ...(mayLoseSight ? ["cannot_perceive"] : [])];
+      return { targets: [...link.targets], keptBy: link.kept_by, wave: link.wave ?? null, keepBy, mayLoseSight, answers };
+    });
+}
+
+/**
+ * One controller's `exchange.end_round` choice from the answer for each of its links
+ * (`controlLinks`, in order): `release` and `cannot_perceive` name the link's first
+ * creature (any creature names the whole link), `keep` keeps it the other way. An
+ * answer the link was not offered (a stale or forged one), or none, holds it. Null when
+ * every link holds.
+ * @param {ReturnType<typeof controlLinks>} links
+ * @param {string[]} answers
+ * @returns {{release?:string[], keep?:{target:string, by:string}[], cannot_perceive?:string[]}|null}
+ */
+export function controlChoice(links, answers) {
+  const choice = {};
+  links.forEach((link, i) => {
+    const answer = answers?.[i];
+    if (answer === "hold" || !link.answers.includes(answer)) return;
+    const target = link.targets[0];
+    (choice[answer] ??= []).push(answer === "keep" ? { target, by: link.keepBy } : target);
+  });
+  return Object.keys(choice).length ? choice : null;
+}
+
+/**
+ * The creatures a controller's choice is about: every creature of each link it names
+ * (`release`, `keep`, `cannot_perceive`; any creature names its whole link), in the
+ * order named. A creature id that names no link adds nobody (the companion refuses it).
+ * @param {ReturnType<typeof controlLinks>} links
+ * @param {{release?:string[], keep?:{target:string}[], cannot_perceive?:string[]}|null|undefined} choice
+ * @returns {string[]}
+ */
+export function namedBy(links, choice) {
+  const ids = [
+    ...[].concat(choice?.cannot_perceive ?? []),
+    ...[].concat(choice?.release ?? []),
+    ...[].concat(choice?.keep ?? []).map((k) => k?.target),
+  ];
+  return [...new Set(ids.flatMap((id) => links.find((l) => l.targets.includes(id))?.targets ?? []))];
 }

@@ -7,7 +7,7 @@ import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTime
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
-  CancelledError, MindscapeError, PermissionDeniedError, RulesError, UsageError, describeError,
+  CancelledError, InvalidParamsError, MindscapeError, PermissionDeniedError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import {
   adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
@@ -19,8 +19,8 @@ import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 import {
-  ROUND_ENDED_FLAG, combatEntries,
-  endRoundParams, mayPayToClose, roundCombatantId, roundParticipants, splitByEncounter,
+  ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams,
+  mayPayToClose, namedBy, roundCombatantId, roundParticipants, splitByEncounter,
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
@@ -192,6 +192,7 @@ export class Mindscape {
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
       chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
       chooseClose: { runsOn: "player", fn: (p) => this.chooseCloseHere(p) },
+      chooseControl: { runsOn: "player", fn: (p) => this.chooseControlHere(p) },
     };
   }
 
@@ -622,8 +623,10 @@ export class Mindscape {
    * rounds with the combat tracker" is on, and once per round of a combat: the round
    * ended is recorded in the combat's `flags.mindscape.roundEnded`, so going back a round
    * and forward again does not count a stun down twice (a round whose end failed is not
-   * recorded, and going back and forward again retries it). In revised-2e a mind a
-   * critical hit opened is asked whether it pays to close (`askToClose`). Never rejects:
+   * recorded, and going back and forward again retries it). Whoever has something to
+   * choose at the round's end is asked first (`askRoundEnd`): in revised-2e a mind a
+   * critical hit opened, whether it pays to close; in power-pool a controller, how it
+   * keeps or ends its psionic control. Never rejects:
    * a failure (the companion not running, a refused profile) is shown to the GM.
    * @returns {Promise<{summary:string, updates:object[], messageId:string|null}|null>}
    *   null when no round was ended
@@ -640,7 +643,7 @@ export class Mindscape {
       this.roundsEnded.set(id, round);
       let outcome;
       try {
-        outcome = await this.endRound({ participants, round, combat, askToClose: true });
+        outcome = await this.endRound({ participants, round, combat, ask: true });
       } catch (error) {
         if (this.roundsEnded.get(id) === round) this.roundsEnded.set(id, done);
         throw error;
@@ -687,44 +690,66 @@ export class Mindscape {
    * comes (an earlier write-back may have changed them). Those deleted meanwhile are left
    * out; when none is left, nothing is called and the answer is null.
    *
-   * With `askToClose` (the combat tracker's rounds), the minds that may pay to close are
-   * asked first (`askToClose`), holding the queue meanwhile: the cost they are shown is
-   * what the sheets hold when the round ends, and an exchange on one of them waits for
-   * the round it belongs after. The yes answers go to the companion as `choices`
-   * (`endRoundPaying`). Explicit `choices` (the macro API) are sent as given.
+   * With `ask` (the combat tracker's rounds), those with something to choose are asked
+   * first (`askRoundEnd`), holding the queue meanwhile: what they are offered is what
+   * the sheets hold when the round ends, and an exchange on one of them waits for the
+   * round it belongs after. Their answers go to the companion as `choices`
+   * (`endRoundChoosing`). Explicit `choices` (the macro API) are sent as given. Either
+   * way, in power-pool the creatures the choices are about that are not participants go
+   * along as `puppets` when the module finds their sheets (`puppetsNamed`), so that one
+   * set free has its sheet written.
    */
-  endRound({ participants, askToClose = false, ...rest }) {
+  endRound({ participants, ask = false, choices, ...rest }) {
     const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
       const now = await this.rereadAll(participants);
       if (!now.length) return null;
-      if (!askToClose) return this.endRoundNow({ participants: now, ...rest });
-      const choices = await this.askToClose(now);
+      if (!ask) {
+        const puppets = await this.puppetsOfChoices(now, choices);
+        return this.endRoundNow({ participants: now, choices, puppets, ...rest });
+      }
+      const asked = await this.askRoundEnd(now);
       // The questions took time: take the sheets again, and drop the choice of a token deleted meanwhile.
       const after = await this.rereadAll(now);
       if (!after.length) return null;
       const ids = new Set(after.map((p) => roundCombatantId(p.token, p.actor)));
-      const kept = Object.fromEntries(Object.entries(choices).filter(([id]) => ids.has(id)));
-      return this.endRoundPaying({ ...rest, participants: after, choices: kept });
+      const kept = Object.fromEntries(Object.entries(asked.choices).filter(([id]) => ids.has(id)));
+      const puppets = await this.puppetsNamed(after, kept, asked.links);
+      return this.endRoundChoosing({ ...rest, participants: after, choices: kept, puppets });
     });
   }
 
   /**
-   * GM: `endRoundNow` with the choices the tracker asked for. The companion refuses the
-   * whole call when a choice is not allowed (4001 `cannot-close`, or `cannot-act` for a
-   * stunned mind: nothing happened for anyone), so then the round is ended again without
-   * choices, with any physical dice already typed, and the GM is told once: a choice
-   * never leaves the round un-ended.
+   * GM: what the participants chose for the end of this round, by the world's system:
+   * revised-2e's minds that may pay to close (`askToClose`), power-pool's controllers
+   * (`askControl`, which also gives each controller's links, for `puppetsNamed`).
+   * @returns {Promise<{choices:object, links:Map<string, ReturnType<typeof controlLinks>>}>}
    */
-  async endRoundPaying({ participants, choices, ...rest }) {
+  async askRoundEnd(participants) {
+    if (this.system === "power-pool") return this.askControl(participants);
+    return { choices: await this.askToClose(participants), links: new Map() };
+  }
+
+  /**
+   * GM: `endRoundNow` with the choices the tracker asked for. The companion refuses the
+   * whole call when a choice is not allowed (nothing happened for anyone): 4001
+   * `cannot-close`, or `cannot-act` for a stunned mind (revised-2e); `not-controlling` or
+   * `no-die-to-dedicate` (power-pool: a sheet changed since the offer); or −32602 at
+   * `/choices/…` or `/puppets/…`. Then the round is ended again without choices and
+   * puppets, with any physical dice already typed, and the GM is told once who and why:
+   * a choice never leaves the round un-ended.
+   */
+  async endRoundChoosing({ participants, choices, puppets = [], ...rest }) {
     if (!Object.keys(choices).length) return this.endRoundNow({ participants, ...rest });
     const typed = {};
     try {
-      return await this.endRoundNow({ participants, choices, typed, ...rest });
+      return await this.endRoundNow({ participants, choices, puppets, typed, ...rest });
     } catch (error) {
-      if (!(error instanceof RulesError) || !["cannot-close", "cannot-act"].includes(error.data?.rule)) throw error;
+      const refusal = choiceRefusal(error);
+      if (!refusal) throw error;
       const names = participants.filter((p) => choices[roundCombatantId(p.token, p.actor)]).map((p) => p.token?.name ?? p.actor.name);
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Close.Refused", { names: names.join(", "), rule: error.data.rule, detail: error.data.detail ?? "" }));
+      const key = this.system === "power-pool" ? "MINDSCAPE.Control.Refused" : "MINDSCAPE.Close.Refused";
+      this.env.ui?.notifications?.warn(this.t.format(key, { names: names.join(", "), ...refusal }));
       return this.endRoundNow({ participants, typed, dice: Object.keys(typed).length ? typed : undefined, ...rest });
     }
   }
@@ -750,7 +775,7 @@ export class Mindscape {
     const generic = (await this.adapterId()) === "foundry.generic";
     const candidates = generic ? participants : participants.filter((p) => mayPayToClose(p.actor.flags?.[MODULE_ID]?.[system]));
     if (!candidates.length) return {};
-    const offers = await this.closeOffers(candidates, system);
+    const offers = await this.closeOffers(candidates);
     const unable = offers.filter((o) => !o.offer.payable);
     if (unable.length) {
       const key = { psp: "TooFewPsp", "last-psp": "LastPsp", "no-last-defense": "NoLastDefense", "no-defense": "NoDefense", "cannot-act": "CannotAct" };
@@ -769,25 +794,37 @@ export class Mindscape {
    * is told why and `[]` is the answer: nobody is asked, and the round ends without
    * anyone paying.
    */
-  async closeOffers(candidates, system) {
-    const adapter = await this.adapterId();
-    let answer;
+  async closeOffers(candidates) {
+    let offers;
     try {
-      answer = await this.rpc("exchange.round_end_choices", {
-        system,
-        combatants: candidates.map((p) => this.ref(p.actor, p.token, adapter)),
-        options: houseRulesFor(this.game, system),
-      });
+      offers = await this.roundEndOffers(candidates);
     } catch (error) {
       this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Close.Unpriced", { problem: describeError(error, this.t) }));
       return [];
     }
-    this.sheetWarnings(answer?.warnings, Mindscape.combatantPaths(candidates));
-    const byId = new Map((answer?.combatants ?? []).map((c) => [c.id, c.choices?.close]));
     return candidates
       .map((p) => ({ p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name }))
-      .map((o) => ({ ...o, offer: byId.get(o.id) }))
+      .map((o) => ({ ...o, offer: offers.get(o.id)?.close }))
       .filter((o) => o.offer);
+  }
+
+  /**
+   * What the companion offers each of `candidates` at the end of this round
+   * (`exchange.round_end_choices`, from the sheets as they are and the world's house
+   * rules): each one's `choices` by combatant id. Its warnings about the sheets are shown
+   * to the GM. Rejects when the companion cannot answer.
+   * @returns {Promise<Map<string, object>>}
+   */
+  async roundEndOffers(candidates) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const answer = await this.rpc("exchange.round_end_choices", {
+      system,
+      combatants: candidates.map((p) => this.ref(p.actor, p.token, adapter)),
+      options: houseRulesFor(this.game, system),
+    });
+    this.sheetWarnings(answer?.warnings, Mindscape.combatantPaths(candidates));
+    return new Map((answer?.combatants ?? []).map((c) => [c.id, c.choices ?? {}]));
   }
 
   /** GM: ask one participant's owner (or the GM) whether it pays `offer.cost` to close; true for a yes only. */
@@ -817,6 +854,154 @@ export class Mindscape {
   /** Any client: show the close question and answer the GM. */
   chooseCloseHere(context) {
     return this.env.dialogs.closeDialog({ context, timeoutMs: context.timeoutMs });
+  }
+
+  /**
+   * GM: ask whoever answers for each participant that controls creatures (power-pool,
+   * RULES.md §3.4: control is kept by a die dedicated from the pool, or by an action each
+   * round while the controller perceives the creature) how it keeps or ends that control
+   * at this round's end: its owner on their own client, the GM for an NPC or when no
+   * owner is connected, all at once, each within the world's defense timeout. Each
+   * link and what may be chosen for it are the companion's (`exchange.round_end_choices`);
+   * the participants asked about are those whose profile shows them controlling someone
+   * (in a world read through a generic mapping, every participant: the companion says
+   * who). Keeping a link as it is is the default: a timeout, a closed dialog or a failure
+   * hold every link. When the companion cannot say, the GM is told why, nobody is asked
+   * and every link holds.
+   * @param {{token:any, actor:any}[]} participants  as they are now
+   * @returns {Promise<{choices:object, links:Map<string, ReturnType<typeof controlLinks>>}>}
+   *   `exchange.end_round` choices, and each controller's links (for `puppetsNamed`)
+   */
+  async askControl(participants) {
+    const none = { choices: {}, links: new Map() };
+    const generic = (await this.adapterId()) === "foundry.generic";
+    const candidates = generic ? participants : participants.filter((p) => controlsSomeone(p.actor.flags?.[MODULE_ID]?.["power-pool"]));
+    if (!candidates.length) return none;
+    let offers;
+    try {
+      offers = await this.roundEndOffers(candidates);
+    } catch (error) {
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Control.Unoffered", { problem: describeError(error, this.t) }));
+      return none;
+    }
+    const controllers = candidates
+      .map((p) => ({ p, id: roundCombatantId(p.token, p.actor), name: p.token?.name ?? p.actor.name }))
+      .map((c) => ({ ...c, links: controlLinks(offers.get(c.id)) }))
+      .filter((c) => c.links.length);
+    if (!controllers.length) return none;
+    const names = await this.creatureNames(controllers.flatMap((c) => c.links.flatMap((l) => l.targets)), participants);
+    const answers = await Promise.all(controllers.map((c) => this.askControlOf(c, names)));
+    const choices = {};
+    controllers.forEach((c, i) => {
+      const choice = controlChoice(c.links, answers[i]);
+      if (choice) choices[c.id] = choice;
+    });
+    return { choices, links: new Map(controllers.map((c) => [c.id, c.links])) };
+  }
+
+  /**
+   * The table's name of each creature id the companion gave (`roundCombatantId`): a
+   * participant's, else the token or actor the id names on the scene or in the world
+   * (`docsOfCombatant`, as single attacks find controllers and puppets), else the id.
+   * @returns {Promise<Map<string, string>>}
+   */
+  async creatureNames(ids, participants) {
+    const names = new Map(participants.map((p) => [roundCombatantId(p.token, p.actor), p.token?.name ?? p.actor.name]));
+    for (const id of new Set(ids)) {
+      if (names.has(id)) continue;
+      const docs = await this.docsOfCombatant(id).catch(() => null);
+      names.set(id, docs ? docs.token?.name ?? docs.actor.name : id);
+    }
+    return names;
+  }
+
+  /**
+   * GM: ask one controller's owner (or the GM) what becomes of each of its links; the
+   * answer for each link in order ("hold", "release", "keep", "cannot_perceive"), `[]`
+   * (every link holds) without an answer in time, a closed dialog or a failure.
+   */
+  async askControlOf({ p, name, links }, names) {
+    const timeoutMs = this.defenseTimeoutS() * 1000;
+    const label = (value, link) => {
+      if (value === "keep") return this.t.localize(link.keepBy === "die" ? "MINDSCAPE.Control.KeepByDie" : "MINDSCAPE.Control.KeepByAction");
+      return this.t.localize({ hold: "MINDSCAPE.Control.Hold", release: "MINDSCAPE.Control.Release", cannot_perceive: "MINDSCAPE.Control.LostSight" }[value]);
+    };
+    const context = {
+      name,
+      links: links.map((link, index) => ({
+        index,
+        names: link.targets.map((id) => names.get(id) ?? id).join(", "),
+        kept: this.t.format(link.keptBy === "die" ? "MINDSCAPE.Control.KeptByDie" : "MINDSCAPE.Control.KeptByAction", { name }),
+        together: link.targets.length > 1,
+        choices: link.answers.map((value) => ({ value, label: label(value, link), checked: value === "hold" })),
+      })),
+      seconds: Math.round(timeoutMs / 1000),
+      timeoutMs,
+    };
+    const owner = this.ownerOf(p.actor);
+    try {
+      const answer = await withDeadline(
+        owner ? this.relay.toUser(owner.id, "chooseControl", context, timeoutMs + this.defenseGraceMs) : this.chooseControlHere(context),
+        timeoutMs + this.defenseGraceMs, null,
+      );
+      return Array.isArray(answer?.answers) ? answer.answers : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** Any client: show the control question and answer the GM. */
+  chooseControlHere(context) {
+    return this.env.dialogs.controlDialog({ context, timeoutMs: context.timeoutMs });
+  }
+
+  /**
+   * power-pool: the creatures `choices` are about (`namedBy`: every creature of a link
+   * released, kept the other way or lost from sight) that are not among the
+   * participants, as `{token, actor}` to send as `puppets`: a world actor, or an unlinked
+   * token of its actor on the scene (`docsOfCombatant`). The companion writes back those
+   * it sets free, so that their sheets show the end of the control, and names them all
+   * in its summary; one the module cannot find is left out, and the summary gives its id
+   * and says its sheet was not changed. Each document once. `[]` in other systems.
+   * @param {{token:any, actor:any}[]} participants
+   * @param {object|undefined} choices  `exchange.end_round` choices by controller id
+   * @param {Map<string, ReturnType<typeof controlLinks>>} links  each controller's links
+   */
+  async puppetsNamed(participants, choices, links) {
+    if (this.system !== "power-pool" || !choices || typeof choices !== "object") return [];
+    const ids = new Set(participants.map((p) => roundCombatantId(p.token, p.actor)));
+    const taken = new Set(participants.map((p) => participantOf(p.token, p.actor).actorUuid));
+    const puppets = [];
+    for (const [cid, choice] of Object.entries(choices)) {
+      for (const id of namedBy(links.get(cid) ?? [], choice)) {
+        if (ids.has(id)) continue;
+        ids.add(id);
+        const docs = await this.docsOfCombatant(id).catch(() => null);
+        const key = docs && participantOf(docs.token, docs.actor).actorUuid;
+        if (!docs || taken.has(key)) continue;
+        taken.add(key);
+        puppets.push(docs);
+      }
+    }
+    return puppets;
+  }
+
+  /**
+   * power-pool, for explicit choices (the macro API): the puppets they are about
+   * (`puppetsNamed`), each controller's links read from the companion
+   * (`exchange.round_end_choices`, only when a choice names a creature). Rejects when the
+   * companion cannot say, as the end of the round would.
+   */
+  async puppetsOfChoices(participants, choices) {
+    if (this.system !== "power-pool" || !choices || typeof choices !== "object") return [];
+    const choosing = participants.filter((p) => {
+      const choice = choices[roundCombatantId(p.token, p.actor)];
+      return [].concat(choice?.release ?? [], choice?.keep ?? [], choice?.cannot_perceive ?? []).length > 0;
+    });
+    if (!choosing.length) return [];
+    const offers = await this.roundEndOffers(choosing);
+    const links = new Map([...offers].map(([id, offer]) => [id, controlLinks(offer)]));
+    return this.puppetsNamed(participants, choices, links);
   }
 
   /**
@@ -885,17 +1070,19 @@ export class Mindscape {
 
   /**
    * GM: `exchange.end_round` for the participants' current data; call only through
-   * `endRound`. The write-back goes to those tokens' actors only; a card is posted only
+   * `endRound`. `puppets` (power-pool: creatures the choices are about whose own round
+   * does not end here) go along; those set free are written back like the participants,
+   * answered in the result's `others`. The write-back goes to those tokens' actors only; a card is posted only
    * when something happened (the result has events), never for a round where nothing
    * changes (a countdown alone is written back without a card). Fires
    * `mindscape.roundEnded` after every call that succeeded.
    * `dice` start the physical dice (those typed for a call refused before), and every die
    * typed is added to `typed` (`callDice`).
-   * @param {{participants:{token:any, actor:any}[], choices?:object, physical?:boolean,
-   *          requesterRollMode?:string|null, round?:number|null, combat?:any,
-   *          dice?:object, typed?:object}} request
+   * @param {{participants:{token:any, actor:any}[], puppets?:{token:any, actor:any}[],
+   *          choices?:object, physical?:boolean, requesterRollMode?:string|null,
+   *          round?:number|null, combat?:any, dice?:object, typed?:object}} request
    */
-  async endRoundNow({ participants, choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
+  async endRoundNow({ participants, puppets = [], choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const usePhysical = physical ?? setting(this.game, "physicalDice");
@@ -903,17 +1090,24 @@ export class Mindscape {
       system,
       combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
       choices,
+      puppets: puppets.map((p) => this.ref(p.actor, p.token, adapter)),
       options: houseRulesFor(this.game, system),
       dice: usePhysical ? dice : undefined,
     });
     const result = await this.callDice("exchange.end_round", params, usePhysical, typed);
-    const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
-    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants));
+    const plan = await this.writeBack(result.updates, [...participants, ...puppets].map((p) => participantOf(p.token, p.actor)));
+    const nameOf = (p) => p.token?.name ?? p.actor.name;
+    this.sheetWarnings(result.warnings, { ...Mindscape.combatantPaths(participants), ...Object.fromEntries(puppets.map((p, i) => [`/puppets/${i}`, nameOf(p)])) });
     let message = null;
     if (result.events?.length) {
-      message = await this.postRoundCard(result, { names: this.namesOf(result, participants), round, physical: usePhysical, requesterRollMode });
+      const names = this.namesOf(result, participants);
+      for (const p of puppets) names.set(roundCombatantId(p.token, p.actor), nameOf(p));
+      message = await this.postRoundCard(result, { names, round, physical: usePhysical, requesterRollMode });
     }
-    const payload = { system, result, round, combat, actors: participants.map((p) => p.actor), updates: plan, message };
+    const payload = {
+      system, result, round, combat, actors: participants.map((p) => p.actor), puppets: puppets.map((p) => p.actor),
+      choices: params.choices ?? null, updates: plan, message,
+    };
     this.env.Hooks.callAll("mindscape.roundEnded", payload);
     return { summary: result.summary, updates: plan, messageId: message?.id ?? null };
   }
@@ -1306,6 +1500,30 @@ export class Mindscape {
       return null;
     }
   }
+}
+
+/** The rules a choice at the end of a round may break (4001 `data.rule`): revised-2e's closing, power-pool's control. */
+const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "no-die-to-dedicate"]);
+
+/**
+ * Whether the companion refused an `exchange.end_round` for its choices (or the puppets
+ * they free) rather than for the combatants: a 4001 of a choice's rule, or a −32602 whose
+ * every problem is at `/choices/…` or `/puppets/…`. `{rule, detail, reason}` to tell
+ * the GM, or null for any other error.
+ */
+function choiceRefusal(error) {
+  if (error instanceof RulesError && CHOICE_RULES.has(error.data?.rule)) {
+    const detail = error.data.detail ?? "";
+    return { rule: error.data.rule, detail, reason: `${error.data.rule}: ${detail}` };
+  }
+  if (error instanceof InvalidParamsError) {
+    const problems = error.data?.errors ?? [];
+    if (problems.length && problems.every((e) => /^\/(choices|puppets)(\/|$)/.test(String(e?.path ?? "")))) {
+      const detail = problems.map((e) => `${e.path}: ${e.message}`).join("; ");
+      return { rule: "invalid-params", detail, reason: detail };
+    }
+  }
+  return null;
 }
 
 /** `promise`'s value, or `fallback` when it has not settled after `ms`. */

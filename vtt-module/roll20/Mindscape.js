@@ -72,6 +72,8 @@ var Mindscape = Mindscape || (() => {
       // The modes that strike several targets at once (RULES.md 3.3).
       waves: ['psionic-wave'],
       defenses: ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will'],
+      // The defenses that draw allies in (RULES.md 3.3: the tables' draws_allies).
+      swarms: ['imagination-swarm'],
       ranges: [],
     },
   };
@@ -715,6 +717,7 @@ var Mindscape = Mindscape || (() => {
     // with a plain message rather than a schema error from the companion.
     if (args.has('mult') && system !== 'revised-2e') return { error: '--mult is a revised-2e option.' };
     if (args.has('dice') && system !== 'power-pool') return { error: '--dice is a power-pool option.' };
+    if (args.has('keep-by') && system !== 'power-pool') return { error: '--keep-by is a power-pool option.' };
     if (args.has('mult')) {
       const mult = Number(args.get('mult'));
       if (!Number.isInteger(mult) || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
@@ -731,6 +734,12 @@ var Mindscape = Mindscape || (() => {
       const dice = Number(args.get('dice'));
       if (!Number.isInteger(dice) || dice < 0) return { error: '--dice must be a whole number of pool dice.' };
       attack.pool_dice = dice;
+    }
+    // power-pool: how control is kept if the attack wins (the companion's default: action).
+    if (args.has('keep-by')) {
+      const by = String(args.get('keep-by')).trim().toLowerCase();
+      if (!['die', 'action'].includes(by)) return { error: '--keep-by must be die (a pool die kept for the control) or action (an action each round).' };
+      attack.keep_by = by;
     }
     return { attack };
   };
@@ -764,6 +773,13 @@ var Mindscape = Mindscape || (() => {
     }
     return { defense };
   };
+
+  // What the one choosing a defense is told it chose.
+  const defenseText = (defense, allies = []) => (defense ? label(defense.mode) : 'No defense')
+    + (allies.length ? `, drawing in ${allies.map(fighterName).map(chatSafe).join(', ')}` : '');
+
+  const ALLY_WITHOUT_DEFENSE = '--ally goes with --defense imagination-swarm, which settles the defense at once '
+    + '(without --defense the defender\'s controllers name the allies when they choose the defense). Nothing was sent.';
 
   // The two sides of an attack or odds question: the selected token attacks the target.
   const sides = (msg, args) => {
@@ -841,6 +857,54 @@ var Mindscape = Mindscape || (() => {
   // one's own puppet, a controller itself controlled) is the companion's to judge.
   const struckFor = (system, defender) => (system === 'power-pool' ? controllerOf(defender) : null);
 
+  // power-pool: the creatures a defense that draws allies in (imagination-swarm) brings
+  // into the defending group, from the --ally options (token or character ids), or
+  // {error} naming the creature. `key` is the option naming the defense (--mode in !psi
+  // defend, --defense elsewhere). Refused here, before anything is sent: the attacker,
+  // a creature the attack strikes already (a target, or a controller in its puppet's
+  // place), one named twice, one of another system and one under psionic control (the
+  // companion's ally-controlled). Whether the others may join (a mindless one, a psionic
+  // one that does not know imagination-swarm) is the companion's to judge.
+  const alliesFromOptions = (args, exchange, defense, key) => {
+    const named = args.all('ally');
+    if (!named.length) return { allies: [] };
+    const { system } = exchange;
+    const swarms = SYSTEMS[system].swarms || [];
+    if (!swarms.length) return { error: '--ally is a power-pool option.' };
+    if (!defense || !swarms.includes(defense.mode)) {
+      return { error: `--ally goes with --${key} ${swarms.join(' or ')}: only ${swarms.map(label).join(' or ')} draws allies into the defense, `
+        + `not ${defense ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
+    }
+    const targets = exchange.targets || [exchange.defender];
+    const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
+    const allies = [];
+    for (const text of named) {
+      const ref = resolveFighter(text);
+      if (!ref) return { error: '--ally must name a token that represents a character (use &#64;&#123;target&#124;token_id&#125;). Nothing was sent.' };
+      const name = chatSafe(fighterName(ref));
+      let why = null;
+      if (ref === exchange.attacker) why = 'makes this attack';
+      else if (struck.has(ref)) why = 'is struck by this attack already';
+      else if (allies.includes(ref)) why = 'is named twice';
+      else if (systemOf(ref) !== system) why = `uses ${systemOf(ref)}, not ${system}`;
+      else if (controllerOf(ref)) why = `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
+      if (why) return { error: `${name} ${why}: it cannot be drawn into the defense as an ally. Nothing was sent.` };
+      allies.push(ref);
+    }
+    return { allies };
+  };
+
+  // The line under the defense buttons that says how to draw allies in: a button cannot
+  // pick tokens, so it shows the command to type (Roll20 asks for the token when a typed
+  // command holds @{target|...}). Empty when the chooser knows no defense that draws allies.
+  const allyHint = (system, chooser, command) => {
+    const swarm = (SYSTEMS[system].swarms || []).find((mode) => knownDefenses(chooser, system).includes(mode));
+    if (!swarm) return '';
+    return `<br>${label(swarm)} may draw allies into the defense: type <code>${command} --mode ${swarm} --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> `
+      + '(for each further ally add <code>--ally &#64;&#123;target&#124;Ally 2&#124;token_id&#125;</code> and so on). '
+      + `A non-psionic ally adds a die and is dazed; a psionic one defends with ${label(swarm)} itself, with its whole pool.`;
+  };
+
   // An exchange's params and the fighters it involves (whose sheets its answer may
   // write). power-pool: the controller a controlled defender's attack strikes, and every
   // creature a participant controls (control may end, and their sheets with it).
@@ -860,6 +924,14 @@ var Mindscape = Mindscape || (() => {
     if (targets.length > 1) {
       params.defenders = targets.slice(1).map(combatantOf);
       targets.slice(1).forEach((ref, i) => { paths[`/defenders/${i}`] = ref; });
+    }
+    // power-pool: the allies an imagination swarm draws in defend and fall with the group,
+    // so their sheets are written too (and their own puppets go along, below).
+    const allies = exchange.allies || [];
+    if (allies.length) {
+      params.allies = allies.map(combatantOf);
+      allies.forEach((ref, i) => { paths[`/allies/${i}`] = ref; });
+      involved.push(...allies);
     }
     // The controllers the attack strikes in their puppets' place, also one that is itself a
     // target (the companion finds a controller among these only); never the attacker.
@@ -955,12 +1027,15 @@ var Mindscape = Mindscape || (() => {
     pruneExchanges(Date.now());
     store().exchanges[xid] = exchange;
     const names = who.targets.map(fighterName).map(chatSafe).join(', ');
-    members.forEach((member) => {
+    members.forEach((member, i) => {
       const buttons = knownDefenses(member, who.system)
         .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --for ${member} --mode ${mode})`)
         .concat([`[No defense](!psi defend --req ${xid} --for ${member} --mode none)`]).join(' ');
+      // The mind struck first leads the group: only its defense draws allies in (as in an
+      // encounter, whose exchange takes the allies of that mind's defense only).
+      const hint = i === 0 ? allyHint(who.system, member, `!psi defend --req ${xid} --for ${member}`) : '';
       const text = box('defend!', `${chatSafe(fighterName(who.attacker))} strikes the minds of <b>${names}</b> at once. `
-        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${buttons}`);
+        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${buttons}${hint}`);
       controllersOf(member).filter((pid) => !playerIsGM(pid)).forEach((pid) => whisperPlayer(pid, text));
       whisperGM(text);
     });
@@ -976,6 +1051,11 @@ var Mindscape = Mindscape || (() => {
     if (member in exchange.choices) return refuse(msg.playerid, `${chatSafe(fighterName(member))} has chosen its defense already.`);
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
+    if (args.has('ally') && member !== exchange.members[0]) {
+      return refuse(msg.playerid, `in a psionic wave only the mind struck first, ${chatSafe(fighterName(exchange.members[0]))}, draws allies into the group's defense. Nothing was sent.`);
+    }
+    const drawn = alliesFromOptions(args, exchange, chosen.defense, 'mode');
+    if (drawn.error) return refuse(msg.playerid, drawn.error);
     if (JSON.stringify(choosersOf(exchange.system, exchange.attacker, exchange.targets)) !== JSON.stringify(exchange.members)) {
       delete store().exchanges[xid];
       const why = 'the psionic control of a target changed since the attack was declared, so other minds answer it now. Nothing was sent: attack again.';
@@ -984,7 +1064,8 @@ var Mindscape = Mindscape || (() => {
     }
     // No defense mode is a defense without one: the pool is still rolled.
     exchange.choices[member] = chosen.defense || {};
-    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${chosen.defense ? label(chosen.defense.mode) : 'No defense'}`);
+    if (drawn.allies.length) exchange.allies = drawn.allies;
+    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies)}`);
     const left = exchange.members.filter((ref) => !(ref in exchange.choices));
     if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
     delete store().exchanges[xid];
@@ -1003,6 +1084,7 @@ var Mindscape = Mindscape || (() => {
     if (built.error) return refuse(msg.playerid, built.error);
     const several = severalProblem(who, built);
     if (several) return refuse(msg.playerid, several);
+    if (args.has('ally') && !args.has('defense')) return refuse(msg.playerid, ALLY_WITHOUT_DEFENSE);
     if (who.targets.length > 1) return declareWave(msg, args, who, built);
     const stopped = strikeProblem(who.system, who.defender);
     if (stopped) return refuse(msg.playerid, stopped);
@@ -1017,6 +1099,9 @@ var Mindscape = Mindscape || (() => {
     if (args.has('defense') && mayControl(msg.playerid, chooser)) {
       const chosen = defenseFromOptions(args, who.system, 'defense');
       if (chosen.error) return refuse(msg.playerid, chosen.error);
+      const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
+      if (drawn.error) return refuse(msg.playerid, drawn.error);
+      if (drawn.allies.length) exchange.allies = drawn.allies;
       return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
     const xid = newId();
@@ -1029,7 +1114,8 @@ var Mindscape = Mindscape || (() => {
       ? `<b>${chatSafe(fighterName(who.defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
         + `${chatSafe(fighterName(struck))}, who chooses the defense`
       : `<b>${chatSafe(fighterName(who.defender))}</b>. Choose a defense`;
-    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of ${target}:<br>${buttons}`);
+    const hint = allyHint(who.system, chooser, `!psi defend --req ${xid}`);
+    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of ${target}:<br>${buttons}${hint}`);
     const controllers = controllersOf(chooser).filter((pid) => !playerIsGM(pid));
     if (controllers.length) controllers.forEach((pid) => whisperPlayer(pid, text));
     whisperGM(text);
@@ -1048,6 +1134,8 @@ var Mindscape = Mindscape || (() => {
     }
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
+    const drawn = alliesFromOptions(args, exchange, chosen.defense, 'mode');
+    if (drawn.error) return refuse(msg.playerid, drawn.error);
     // Control changed hands since the attack: the defense came from the wrong side.
     const now = struckFor(exchange.system, exchange.defender);
     if ((now || null) !== (exchange.struck || null)) {
@@ -1059,7 +1147,8 @@ var Mindscape = Mindscape || (() => {
       return refuse(msg.playerid, why);
     }
     delete store().exchanges[xid];
-    tell(msg.playerid, 'defense chosen', chosen.defense ? label(chosen.defense.mode) : 'No defense');
+    if (drawn.allies.length) exchange.allies = drawn.allies;
+    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies));
     return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
   };
 
@@ -1072,7 +1161,11 @@ var Mindscape = Mindscape || (() => {
     if (chosen.error) return refuse(msg.playerid, chosen.error);
     const stopped = severalProblem(who, built) || who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
     if (stopped) return refuse(msg.playerid, stopped);
-    const { params } = exchangeRequest({ system: who.system, attacker: who.attacker, defender: who.defender, targets: who.targets, attack: built.attack }, chosen.defense);
+    const exchange = { system: who.system, attacker: who.attacker, defender: who.defender, targets: who.targets, attack: built.attack };
+    const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
+    if (drawn.error) return refuse(msg.playerid, drawn.error);
+    if (drawn.allies.length) exchange.allies = drawn.allies;
+    const { params } = exchangeRequest(exchange, chosen.defense);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
@@ -2422,11 +2515,6 @@ var Mindscape = Mindscape || (() => {
       if (!targets.length || targets.some((t) => !t)) return notMember('target');
       choice.attack = Object.assign(built.attack, { target: targets[0] });
       if (targets.length > 1) choice.attack.targets = targets.slice(1);
-      if (args.has('keep-by')) {
-        const by = String(args.get('keep-by')).trim().toLowerCase();
-        if (!['die', 'action'].includes(by)) return { error: '--keep-by must be die (a pool die kept for the control) or action (an action each round).' };
-        choice.attack.keep_by = by;
-      }
     }
     if (args.has('defense')) {
       const chosen = defenseFromOptions(args, enc.system, 'defense');
@@ -2554,9 +2642,9 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom).</li>',
-    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send.</li>',
-    '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allies into the defense.</li>',
+    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allies into the defense, typed, since a button cannot pick tokens: a non-psionic ally adds a die and is dazed, a psionic one defends with Imagination Swarm itself; allies fall with the group. In a psionic wave only the mind struck first draws allies in.</li>',
+    '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
@@ -2711,6 +2799,13 @@ var Mindscape = Mindscape || (() => {
     if (typeof result.psp_spent === 'number') field('PSP spent', result.psp_spent);
     if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
     if (result.winner) field('Winner', result.winner);
+    // power-pool: who an imagination swarm drew in, and how each defended (a psionic ally
+    // with its own mode, the companion's default imagination-swarm; a non-psionic one with
+    // a die, and dazed).
+    const allies = isObject(result.defense) && Array.isArray(result.defense.members)
+      ? result.defense.members.filter((m) => isObject(m) && m.role === 'ally') : [];
+    field('Allies', allies.map((m) => `${fighterName(String(m.id))} (${m.mode ? `defends with ${label(m.mode)}` : 'drawn in, dazed'}, `
+      + `${m.rolls === false ? 'rolls nothing' : `${m.dice}d${m.sides}`})`).join(', '));
     field('Summary', result.summary);
     field('Dice', diceText(result.rolls, whose));
     return `&{template:default} ${fields.join(' ')}`;

@@ -399,6 +399,40 @@ test('a power-pool psionic wave through the relay: two minds choose their defens
   assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Psionic Wave: Ogre vs\. Fenka, Ulcen of Tyr\}\}/);
 });
 
+test('a power-pool imagination swarm through the relay: Fenka draws in a non-psionic ally, the group loses to the real companion, and both sheets are written', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  // Fenka is free and knows the swarm: 1d4 of her own and 1d4 of Porter's, at most 8,
+  // against the ogre's ten dice (d8 raised to d12 by Mental Stab), at least 10: she loses.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_pool').set({ current: '1', max: '1' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_die').set({ current: '4' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '1', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Imagination Swarm', max: '' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_pool').set({ current: '10', max: '10' });
+  const porter = ctx.sb.add('character', { name: 'Porter', controlledby: BOB });
+  for (const [name, current, max] of [['psi_pool', '1', '1'], ['psi_die', '4', ''], ['HP', '6', '6'], ['level-class1', '1', '']]) {
+    ctx.sb.add('attribute', { _characterid: porter.id, name, current, max });
+  }
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by die` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${porter.id}` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  const result = resolved.result;
+  assert.equal(result.winner, 'attacker');
+  assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode]), [[ctx.fenka.id, 'defender', 'imagination-swarm'], [porter.id, 'ally', null]]);
+  assert.equal(result.attack.keep_by, 'die');
+  const state = (charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
+  // Both fall under the ogre's control (an unlinked token: its ref is the token's id), kept by a die each.
+  assert.equal(state(ctx.fenka.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.equal(state(porter.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.match(state(porter.id, 'psi_conditions'), /dazed/);
+  const held = JSON.parse(ctx.sb.state.Mindscape.tokens[ctx.tokens.ogre.id].psi_controlling.current);
+  assert.deepEqual(held.map((l) => [l.id, l.kept_by]), [[ctx.fenka.id, 'die'], [porter.id, 'die']]);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, 1d4\)\}\}/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
 test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).

@@ -2760,6 +2760,174 @@ test('power-pool: a psi_controlled_by naming a linked token instead of its chara
   assert.equal(requests(ctx.sb).length, 0);
 });
 
+// ------------------------- power-pool: single attacks, --keep-by and allies (swarm)
+
+// underControl, but Fenka is free (Ulcen holds only the thrall) and Bob also plays
+// Porter, a non-psionic ally with a token of its own.
+const swarmCampaign = () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) });
+  const porter = ctx.sb.add('character', { name: 'Porter', controlledby: BOB });
+  ctx.sb.add('attribute', { _characterid: porter.id, name: 'psi_pool', current: '1', max: '1' });
+  ctx.sb.add('attribute', { _characterid: porter.id, name: 'HP', current: '6', max: '6' });
+  const token = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: porter.id, name: 'Porter', bar1_link: ctx.sb.attribute(porter.id, 'HP').id });
+  return Object.assign(ctx, { porter, tokens: Object.assign(ctx.tokens, { porter: token }) });
+};
+
+// The ogre (the GM's) attacks Fenka; returns the id of the attack waiting for her defense.
+const ogreAttacksFenka = (ctx, extra = '') => {
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab${extra}` });
+  return /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+};
+
+test('power-pool: --keep-by die|action says how control is kept if the attack wins, on !psi attack and !psi odds; other systems refuse it', () => {
+  const ctx = swarmCampaign();
+  const xid = ogreAttacksFenka(ctx, ' --keep-by die');
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.attack), { mode: 'mental-stab', keep_by: 'die' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by Action --defense none` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.attack), { mode: 'mental-stab', keep_by: 'action' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by die` });
+  const odds = lastRequest(ctx.sb);
+  assert.equal(odds.body.method, 'exchange.odds');
+  assert.equal(odds.body.params.attack.keep_by, 'die');
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by forever` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--keep-by must be die \(a pool die kept for the control\) or action \(an action each round\)\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  const other = campaign();
+  attack(other, ' --keep-by die');
+  assert.match(whispersTo(other.sb, 'Alice').at(-1), /--keep-by is a power-pool option\./);
+  assert.equal(requests(other.sb).length, 0);
+});
+
+test('power-pool: the defender choosing imagination-swarm draws allies in with --ally; they go as allies, their sheets are written and the card names them', () => {
+  const ctx = swarmCampaign();
+  const xid = ogreAttacksFenka(ctx, ' --keep-by die');
+  // A button cannot pick tokens: the whisper shows the command to type.
+  const asked = whispersTo(ctx.sb, 'Bob').at(-1);
+  assert.match(asked, new RegExp(`Imagination Swarm may draw allies into the defense: type <code>!psi defend --req ${xid} --mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code>`));
+  assert.match(asked, /A non-psionic ally adds a die and is dazed; a psionic one defends with Imagination Swarm itself, with its whole pool\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen<\/b><br>Imagination Swarm, drawing in Porter/);
+  const req = lastRequest(ctx.sb);
+  const p = req.body.params;
+  assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
+  assert.deepEqual(p.allies.map(refOf), [ctx.porter.id], 'a linked token goes as its character');
+  assert.equal(p.defenses, undefined, 'the ally defends as the companion decides: a psionic one with imagination-swarm');
+  assert.deepEqual(p.puppets, undefined);
+  // The ogre wins: Fenka and Porter fall under its control, Porter dazed; both sheets follow.
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', outcome: 'attacker', winner: 'attacker', attack_total: 66, defense_total: 8, rolls: [], events: [],
+    summary: 'Ogre wins: Fenka and Porter fall under its psionic control (kept by a dedicated die).',
+    defense: { mode: 'imagination-swarm', members: [
+      { id: ctx.fenka.id, role: 'defender', mode: 'imagination-swarm', dice: 1, sides: 4, rolls: true },
+      { id: ctx.porter.id, role: 'ally', mode: null, dice: 1, sides: 4, rolls: true }] },
+    warnings: ['/allies/0: not recorded as psionic; it defends with its Hit Dice only (H-PP-NO-POOL)'],
+    updates: [
+      { character_id: ctx.tokens.ogre.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die' }, { id: ctx.porter.id, kept_by: 'die' }]) } } },
+      { character_id: ctx.fenka.id, attributes: { psi_controlled_by: { current: ctx.tokens.ogre.id } } },
+      { character_id: ctx.porter.id, attributes: { psi_pool: { current: 0 }, psi_conditions: { current: 'dazed' }, psi_controlled_by: { current: ctx.tokens.ogre.id } } },
+    ] } });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
+  assert.equal(valueOf(ctx, ctx.porter.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.equal(valueOf(ctx, ctx.porter.id, 'psi_conditions'), 'dazed');
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, 1d4\)\}\}/);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)), /Porter: not recorded as psionic/);
+});
+
+test('power-pool: a psionic ally is named on the card with its mode; the GM settles a swarm at once with --defense and --ally, and odds take allies too', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.porter.id} --ally ${ctx.tokens.ulcen.id}` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.porter.id, ctx.ulcen.id]);
+  // Ulcen's puppet goes along: should Ulcen fall with the group, his control ends.
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', outcome: 'defender', winner: 'defender', rolls: [], events: [], summary: 'Fenka holds.',
+    defense: { mode: 'imagination-swarm', members: [
+      { id: ctx.fenka.id, role: 'defender', mode: 'imagination-swarm', dice: 1, sides: 4, rolls: true },
+      { id: ctx.porter.id, role: 'ally', mode: null, dice: 0, sides: 4, rolls: false },
+      { id: ctx.ulcen.id, role: 'ally', mode: 'imagination-swarm', dice: 3, sides: 6, rolls: true }] },
+    updates: [{ character_id: ctx.thrall.id, attributes: { psi_controlled_by: { current: '' } } }] } });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, rolls nothing\), Ulcen of Tyr \(defends with Imagination Swarm, 3d6\)\}\}/);
+  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), '');
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  const odds = lastRequest(ctx.sb).body;
+  assert.equal(odds.method, 'exchange.odds');
+  assert.deepEqual(odds.params.allies.map(refOf), [ctx.porter.id]);
+});
+
+test('power-pool: --ally is refused before anything is sent for another defense, another system, the attacker, a creature already struck, one named twice or one under control', () => {
+  const ctx = swarmCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  const sent = requests(ctx.sb).length;
+  const defend = (options) => {
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid}${options}` });
+    return whispersTo(ctx.sb, 'Bob').at(-1);
+  };
+  assert.match(defend(` --mode pinnacle-of-will --ally ${ctx.porter.id}`), /--ally goes with --mode imagination-swarm: only Imagination Swarm draws allies into the defense, not Pinnacle Of Will\. Nothing was sent\./);
+  assert.match(defend(` --mode none --ally ${ctx.porter.id}`), /only Imagination Swarm draws allies into the defense, not no defense\./);
+  assert.match(defend(` --mode imagination-swarm --ally ${ctx.tokens.ogre.id}`), /Ogre makes this attack: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
+  assert.match(defend(` --mode imagination-swarm --ally ${ctx.tokens.fenka.id}`), /Fenka is struck by this attack already: it cannot be drawn into the defense as an ally\./);
+  assert.match(defend(` --mode imagination-swarm --ally ${ctx.porter.id} --ally ${ctx.tokens.porter.id}`), /Porter is named twice: it cannot be drawn into the defense as an ally\./);
+  assert.match(defend(` --mode imagination-swarm --ally ${ctx.thrall.id}`), /Thrall is under the psionic control of Ulcen of Tyr: it cannot be drawn into the defense as an ally\./);
+  assert.match(defend(' --mode imagination-swarm --ally -Mnobody'), /--ally must name a token that represents a character/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.porter.id], content: '!psi config --system revised-2e' });
+  assert.match(defend(` --mode imagination-swarm --ally ${ctx.porter.id}`), /Porter uses revised-2e, not power-pool: it cannot be drawn into the defense as an ally\./);
+  assert.equal(requests(ctx.sb).length, sent, 'nothing was sent');
+  // The attack still waits: a good choice goes through.
+  defend(' --mode imagination-swarm');
+  assert.equal(requests(ctx.sb).length, sent + 1);
+  // The GM's --ally needs --defense; a controller struck in its puppet's place is in the exchange.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --ally ${ctx.porter.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--ally goes with --defense imagination-swarm, which settles the defense at once/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.tokens.ulcen.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr is struck by this attack already/);
+  assert.equal(requests(ctx.sb).length, sent + 1);
+  // Another system refuses --ally.
+  const other = campaign();
+  attack(other);
+  const req = /--req ([A-Za-z0-9]+)/.exec(whispersTo(other.sb, 'Bob').at(-1))[1];
+  other.sb.chat({ playerid: BOB, content: `!psi defend --req ${req} --mode mental-barrier --ally ${other.tokens.ogre.id}` });
+  assert.match(whispersTo(other.sb, 'Bob').at(-1), /--ally is a power-pool option\./);
+  assert.ok(whispersTo(other.sb, 'Bob').every((w) => !/may draw allies/.test(w)), 'no hint outside power-pool');
+  assert.equal(requests(other.sb).length, 0);
+});
+
+test('power-pool waves: only the mind struck first draws allies in (its whisper says how); a chooser who knows no swarm gets no hint', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`type <code>!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally `));
+  assert.ok(!/may draw allies/.test(whispersTo(ctx.sb, 'Alice').at(-1)), 'Ulcen knows only Pinnacle of Will');
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will --ally ${ctx.thrall.id}` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /in a psionic wave only the mind struck first, Fenka, draws allies into the group's defense\. Nothing was sent\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.ulcen.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Ulcen of Tyr is struck by this attack already/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka: Imagination Swarm, drawing in Porter/);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id], [ctx.porter.id]]);
+  assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
+  assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } });
+});
+
+test('the help handout lists --keep-by and --ally for single attacks', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
+  const notes = ctx.sb.objects.find((o) => o.get('_type') === 'handout').get('notes');
+  assert.match(notes, /<code>--keep-by die\|action<\/code>: how control is kept if the attack wins/);
+  assert.match(notes, /<code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;<\/code> \(repeatable\) draws allies into the defense/);
+});
+
 // ------------------------------- power-pool: control at a round's end (!psi round)
 
 // The GM ends the round with `options` for the selected tokens (Ulcen's, by default);

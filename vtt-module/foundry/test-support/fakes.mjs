@@ -139,6 +139,8 @@ export class FakeTokenDocument {
     }
   }
   get object() { return { document: this, actor: this.actor, id: this.id }; }
+  /** The Scene it is on (Foundry's `TokenDocument#parent`), with the tokens still there. */
+  get parent() { return this.world.scene(this.uuid.split(".")[1]); }
 }
 
 /** A combatant of the tracker: Foundry's `Combatant#token` and `Combatant#actor` getters. */
@@ -219,6 +221,11 @@ export class FakeWorld {
     return t;
   }
   tokensOf(actor) { return this.tokens.filter((t) => t.baseActor === actor); }
+  /** A Scene as far as the module reads it: its id and its TokenDocuments (those not deleted). */
+  scene(id) {
+    const list = () => this.tokens.filter((t) => t.uuid.split(".")[1] === id && this.docs.has(t.uuid));
+    return { id, uuid: `Scene.${id}`, documentName: "Scene", tokens: { get contents() { return list(); }, [Symbol.iterator]: () => list()[Symbol.iterator]() } };
+  }
   fromUuid = async (uuid) => this.docs.get(uuid) ?? null;
 }
 

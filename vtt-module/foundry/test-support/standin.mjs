@@ -59,7 +59,11 @@ class Actor {
   }
 }
 
+// The harness's one scene, as Foundry's `TokenDocument#parent`: its token documents.
+const scene = { id: "harness", uuid: "Scene.harness", documentName: "Scene", tokens: { get contents() { return window.harness.tokens.map((t) => t.document); }, [Symbol.iterator]() { return this.contents[Symbol.iterator](); } } };
+
 class TokenDocument {
+  get parent() { return scene; }
   constructor({ id, name, actor, actorLink, img }) {
     Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, img, documentName: "Token" });
     this.uuid = `Scene.harness.Token.${id}`;
@@ -274,14 +278,17 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   });
   // Documents and placeables from the actor data.
   const tokens = [];
-  for (const spec of actors) {
-    const actor = new Actor(spec.data, `Actor.${spec.data._id}`);
+  const placeToken = (spec) => {
+    const actor = docs.get(`Actor.${spec.data._id}`) ?? new Actor(spec.data, `Actor.${spec.data._id}`);
     docs.set(actor.uuid, actor);
     const doc = new TokenDocument({ id: spec.tokenId, name: spec.name ?? actor.name, actor, actorLink: spec.actorLink, img: spec.img });
     docs.set(doc.uuid, doc);
     docs.set(doc.actor.uuid, doc.actor);
-    tokens.push({ id: doc.id, document: doc, actor: doc.actor });
-  }
+    const token = { id: doc.id, document: doc, actor: doc.actor };
+    tokens.push(token);
+    return token;
+  };
+  for (const spec of actors) placeToken(spec);
   // The canvas, as far as "selected tokens" go (the encounter panel adds those).
   window.canvas = { tokens: { controlled: [...tokens] } };
   const fetches = [];
@@ -303,6 +310,19 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     combat: new Combat(tokens),
     // A combat of some of the tokens only (by token id), for a test to put in `combat`.
     combatOf: (tokenIds) => new Combat(tokens.filter((t) => tokenIds.includes(t.id))),
+    // A further token on the scene (`{data, tokenId, name, actorLink}`, as `setUp`'s actors),
+    // drawn on the board at `left`, `top`; not selected.
+    addToken: (spec, { left = 560, top = 340 } = {}) => {
+      const token = placeToken(spec);
+      const el = document.createElement("div");
+      el.className = "token";
+      el.dataset.tokenId = token.id;
+      el.style.left = `${left}px`;
+      el.style.top = `${top}px`;
+      el.innerHTML = `<span class="portrait">${token.document.name[0]}</span><span class="nameplate">${token.document.name}</span>`;
+      document.querySelector("#board")?.append(el);
+      return token;
+    },
     // An actor of the world with no token on the scene.
     addWorldActor: (data) => {
       const actor = new Actor(data, `Actor.${data._id}`);

@@ -100,3 +100,52 @@ for (const [rollMode, whisper, blind] of [["gmroll", ["gm0000"], false], ["blind
     assert.equal(message.data.blind, blind);
   });
 }
+
+test("power-pool: the card names the allies drawn into an imagination swarm and how each defended, and what changed for them (seed 001)", () => {
+  const swarm = {
+    system: "power-pool", outcome: "defender", winner: "defender", summary: "The group holds.", rolls: [], events: [],
+    attacker: { id: "ulcen", before: { pool: 3 }, after: { pool: 2 } },
+    defender: { id: "fenka-tokF", before: { pool: 3 }, after: { pool: 3 } },
+    defense: { mode: "imagination-swarm", members: [
+      { id: "fenka-tokF", role: "defender", mode: "imagination-swarm", dice: 3, sides: 6, rolls: true },
+      { id: "porter", role: "ally", mode: null, dice: 1, sides: 4, rolls: true },
+      { id: "seer-tokS", role: "ally", mode: "imagination-swarm", dice: 2, sides: 6, rolls: true },
+      { id: "sleeper", role: "ally", mode: null, dice: 0, sides: 6, rolls: false },
+    ] },
+    others: [
+      { id: "porter", before: { name: "Porter", conditions: [] }, after: { name: "Porter", conditions: ["dazed"] } },
+      { id: "sleeper", before: { name: "Sleeper (actor)", conditions: ["asleep"] }, after: { name: "Sleeper (actor)", conditions: ["asleep", "dazed"] } },
+    ],
+  };
+  // The table's names (tokens) win over the names the companion read (actors).
+  const names = new Map([["seer-tokS", "Seer"], ["sleeper", "Sleeper"]]);
+  const ctx = chatCardContext(swarm, { attackerName: "Ulcen", defenderName: "Fenka", attack: { mode: "mental-stab" }, defense: { mode: "imagination-swarm" }, names, localize: label });
+  assert.deepEqual(ctx.allies, [
+    { name: "Porter", how: "drawn in, dazed, 1d4" },
+    { name: "Seer", how: "Imagination swarm, 2d6" },
+    { name: "Sleeper", how: "drawn in, dazed, rolls nothing" },
+  ]);
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Ulcen", "pool", 2], ["Porter", "conditions", "dazed"], ["Sleeper", "conditions", "asleep, dazed"]]);
+  // Other systems' results have no members: no line.
+  assert.deepEqual(chatCardContext(result, { attackerName: "U", defenderName: "F", attack: { mode: "mind-thrust" }, defense: null, localize: label }).allies, []);
+});
+
+test("power-pool: the card's effects name each creature as the table does, not by its id", () => {
+  const won = {
+    system: "power-pool", outcome: "attacker", winner: "attacker", summary: "Zanna wins.", rolls: [], events: [],
+    attacker: { id: "zanna", before: { pool: 4 }, after: { pool: 3 } },
+    defender: { id: "scene-tokAboleth", before: { pool: 3 }, after: { pool: 0 } },
+    others: [{ id: "randal", before: { name: "Randal (Human Fighter)", pool: 1 }, after: { name: "Randal (Human Fighter)", pool: 1 } }],
+    effects: [
+      { effect: "controlled", combatant: "scene-tokAboleth", controller: "zanna" },
+      { effect: "possessed", combatant: "scene-tokAboleth", outlasts_control: false },
+      { effect: "stunned", combatant: "randal", round_ends: 2, instead_of_control: true },
+      { effect: "damage", combatant: "randal", amount: 7 },
+    ],
+  };
+  const ctx = chatCardContext(won, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label });
+  assert.equal(ctx.facts.find((f) => f.field === "effects").value,
+    "Aboleth: under Zanna's control; Aboleth: possessed; Randal (Human Fighter): stunned (instead of control); Randal (Human Fighter): 7 damage");
+  const none = chatCardContext({ ...won, effects: [] }, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label });
+  assert.equal(none.facts.some((f) => f.field === "effects"), false);
+});

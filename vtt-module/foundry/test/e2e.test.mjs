@@ -521,6 +521,8 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   const defending = choices.last();
   await defending.locator("select[name=defenseMode]").waitFor();
   assert.equal(await defending.locator("select[name=attackMode]").count(), 0, "no attack in the defense phase");
+  // The only other combatant is the attacker (the view's `declared`): nobody to draw in.
+  assert.equal(await defending.locator("input[name=allies]").count(), 0, "the attacker is not offered as an ally");
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-defense-choice.png") });
   await defending.locator("select[name=defenseMode]").selectOption("pinnacle-of-will");
   await defending.locator('button[data-action="ok"]').click();
@@ -533,6 +535,88 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
   const resolved = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve").pop().response);
   assert.ok(resolved.result, JSON.stringify(resolved.error));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws a psionic spawn and a fighter into its imagination swarm, both are written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB", randal: "2Pdtnswo8Nj2nafY" };
+  // Zanna attacks the aboleth token; on the scene too: an unlinked copy of the aboleth
+  // (the spawn, psionic, knows the swarm), Randal (a fighter without a psionic profile)
+  // and a thrall under Zanna's control (a copy of the aboleth, not offered).
+  await page.evaluate(async (ids) => {
+    await game.settings.set("mindscape", "ruleSystem", "power-pool");
+    const h = window.harness;
+    const base = h.docs.get(`Actor.${ids.aboleth}`).toObject();
+    const randal = await (await fetch("/fixtures/randal-human-fighter.json")).json();
+    h.addToken({ data: randal, tokenId: "tokRandal", name: "Randal", actorLink: true }, { left: 460, top: 560 });
+    const spawn = h.addToken({ data: base, tokenId: "tokSpawn", name: "Aboleth Spawn", actorLink: false }, { left: 60, top: 300 });
+    const thrall = h.addToken({ data: base, tokenId: "tokThrall", name: "Thrall", actorLink: false }, { left: 300, top: 40 });
+    const swarm = { psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will", "imagination-swarm"] };
+    await h.docs.get(`Actor.${ids.zanna}`).update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 4, die: 8, pool: 4, controlling: [{ id: `${ids.aboleth}-tokThrall`, kept_by: "action" }] } });
+    await h.docs.get(`Scene.harness.Token.tokAboleth.Actor.${ids.aboleth}`).update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 3, die: 6, pool: 3 } });
+    await spawn.actor.update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 2, die: 6, pool: 2 } });
+    await thrall.actor.update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 2, die: 6, pool: 0, controlled_by: ids.zanna } });
+    h.openTokenHUD("tokZanna");
+  }, ids);
+  await page.locator('#token-hud .col.right [data-action="mindscape-attack"]').click();
+  const attack = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  await attack.locator(".mindscape-odds table").waitFor();
+  await attack.locator("select[name=keep_by]").selectOption("die");
+  await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().request.params.attack.keep_by === "die");
+  await attack.locator('button[data-action="ok"]').click();
+
+  // The aboleth is an NPC: the GM chooses, and may draw in the spawn and Randal only while
+  // a defense that draws allies in is chosen.
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  const allies = defense.locator("fieldset.mindscape-defense-allies");
+  await allies.waitFor({ timeout: 15000 });
+  assert.deepEqual((await allies.locator("label").allTextContents()).map((l) => l.trim()), ["Aboleth Spawn psionic: joins with Imagination Swarm", "Randal"]);
+  const pickable = () => allies.locator("input[name=allies]").evaluateAll((inputs) => inputs.map((i) => !i.disabled && !i.closest("fieldset:disabled")));
+  assert.deepEqual(await pickable(), [false, false], "no defense chosen yet");
+  await defense.locator('input[name=mode][value="imagination-swarm"]').check();
+  assert.deepEqual(await pickable(), [true, true]);
+  await allies.locator("input[name=allies]").nth(0).check();
+  await allies.locator("input[name=allies]").nth(1).check();
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies.png") });
+  await defense.locator('button[data-action="ok"]').click();
+
+  const card = page.locator("#chat-log .mindscape-card");
+  await card.waitFor({ timeout: 15000 });
+  const { request, response } = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").pop());
+  assert.ok(response.result, JSON.stringify(response.error));
+  const result = response.result;
+  assert.deepEqual(request.params.attack, { mode: "mental-stab", pool_dice: 4, keep_by: "die" });
+  assert.deepEqual(request.params.defense, { mode: "imagination-swarm" });
+  assert.deepEqual(request.params.allies.map((c) => [c.data.actor._id, c.data.token]), [
+    [ids.aboleth, { uuid: "Scene.harness.Token.tokSpawn", actorLink: false }],
+    [ids.randal, { uuid: "Scene.harness.Token.tokRandal", actorLink: true }],
+  ]);
+  assert.equal(request.params.defenses, undefined, "the spawn defends with the companion's default");
+  assert.deepEqual(request.params.puppets.map((c) => c.data.token.uuid), ["Scene.harness.Token.tokThrall"]);
+  assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode]), [
+    [`${ids.aboleth}-tokAboleth`, "defender", "imagination-swarm"],
+    [`${ids.aboleth}-tokSpawn`, "ally", "imagination-swarm"],
+    [ids.randal, "ally", null],
+  ]);
+  assert.equal(result.attack.keep_by, "die");
+  // Every write-back landed where the companion addressed it: the allies' too.
+  for (const u of result.updates) {
+    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
+    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
+  }
+  const randal = await page.evaluate(() => window.harness.actor("Actor.2Pdtnswo8Nj2nafY").flags.mindscape["power-pool"]);
+  assert.ok(randal.conditions.includes("dazed"), JSON.stringify(randal));
+  const spawn = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSpawn.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
+  assert.equal(spawn.controlled_by ?? null, result.outcome === "attacker" ? ids.zanna : null);
+  const text = (await card.locator(".mindscape-allies").textContent()).replace(/\s+/g, " ");
+  assert.equal(text, "Drawn in: Aboleth Spawn (Imagination swarm, 2d6), Randal (drawn in, dazed, 1d10)");
+  assert.ok((await card.textContent()).includes(result.summary), result.summary);
+  await card.locator("[data-mindscape-toggle]").click();
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies-card.png") });
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -18,15 +18,15 @@ const poolMethods = (resolve) => defaultMethods({
     id: system,
     modes: {
       attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true }],
-      defenses: [{ id: "pinnacle-of-will" }, { id: "blank-mind" }],
+      defenses: [{ id: "pinnacle-of-will" }, { id: "blank-mind" }, { id: "imagination-swarm", draws_allies: true }],
     },
     combatant_schema: { type: "object", properties: {} },
     house_rules: [],
   }),
-  "adapters.import": ({ data }) => ({
-    combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) },
-    warnings: [],
-  }),
+  "adapters.import": ({ data }) => {
+    if (data.actor.flags?.mindscape?.unreadable) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor", message: "not a sheet this adapter reads" }] } };
+    return { combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) }, warnings: [] };
+  },
   "exchange.odds": () => ({ outcomes: { attacker: 0.4, defender: 0.6 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } }),
   "exchange.resolve": resolve,
 });
@@ -314,4 +314,157 @@ test("a public action whose answer is lost after the companion was reached holds
   await assert.rejects(ctl.declare("ulcen", { release: "fenka-tokF" }));
   assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);
   assert.match(t.clients.gm.notes.warn.at(-1), /the action/);
+});
+
+// ------------------------------------------------------- allies of an imagination swarm
+
+// Creatures on the scene besides the three (RULES.md §3.3, seed 001: the defender "draws
+// allied non-psionic creatures in"; "Psionically active creatures may also use this
+// defence mode to participate"): Porter (no power-pool profile: a non-psionic hireling,
+// linked, with two tokens), the Seer (psionic, knows the swarm, holds the Serf, a world
+// actor), the Sage (psionic, does not know it), a Statue (mindless), a Bondsman under the
+// goblin's control, a hidden Scout, and a sheet the companion cannot read.
+function addCreatures(t) {
+  const w = t.world;
+  const place = (id, name, flags, { linked = true, hidden = false, copies = 1 } = {}) => {
+    const actor = w.actor({ id, name, type: "npc", flags: { mindscape: flags } });
+    const tokens = Array.from({ length: copies }, (_, i) => w.token({ id: `tok${name}${i || ""}`, name, actor, actorLink: linked }));
+    for (const token of tokens) token.hidden = hidden;
+    return tokens[0];
+  };
+  const porter = place("porter", "Porter", {}, { copies: 2 });
+  const seer = place("seer", "Seer", { [POOL]: pool({ hit_dice: 2, die: 6, pool: 2, defenses: ["imagination-swarm"], controlling: [{ id: "serf", kept_by: "action" }] }) }, { linked: false });
+  const serf = w.actor({ id: "serf", name: "Serf", type: "npc", flags: { mindscape: { [POOL]: pool({ psionic: false, pool: 0, controlled_by: "seer-tokSeer" }) } } });
+  place("sage", "Sage", { [POOL]: pool({ defenses: ["pinnacle-of-will"] }) });
+  place("statue", "Statue", { [POOL]: { hit_dice: 4, die: 8, mindless: true } });
+  place("bondsman", "Bondsman", { [POOL]: { hit_dice: 1, die: 6, pool: 0, controlled_by: "goblin-tokG" } });
+  const scout = place("scout", "Scout", {}, { hidden: true });
+  place("golem", "Golem", { unreadable: true });
+  return { porter, seer, serf, scout };
+}
+
+// What the companion answers when the group loses: every member falls under the
+// attacker's control, a non-psionic ally is dazed, the Seer lets the Serf go.
+const swarmLost = (params) => ({
+  system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen wins: Fenka, Porter and Seer fall under its psionic control.", events: [],
+  rolls: [{ purpose: "defense", sides: 4, value: 3, by: "porter", follows: null }],
+  attack: { mode: "mental-stab", dice: 3, sides: 12, keep_by: params.attack.keep_by ?? "action" },
+  defense: { mode: "imagination-swarm", members: [
+    { id: "fenka-tokF", role: "defender", mode: "imagination-swarm", dice: 3, sides: 8, rolled: 12, rolls: true },
+    { id: "porter", role: "ally", mode: null, dice: 1, sides: 4, rolled: 3, rolls: true },
+    { id: "seer-tokSeer", role: "ally", mode: "imagination-swarm", dice: 2, sides: 6, rolled: 7, rolls: true },
+  ] },
+  others: [
+    { id: "porter", before: { id: "porter", name: "Porter", conditions: [] }, after: { id: "porter", name: "Porter", conditions: ["dazed"] } },
+    { id: "seer-tokSeer", before: { id: "seer-tokSeer", name: "Seer", pool: 2 }, after: { id: "seer-tokSeer", name: "Seer", pool: 0 } },
+    { id: "serf", before: { id: "serf", name: "Serf" }, after: { id: "serf", name: "Serf" } },
+  ],
+  updates: [
+    { uuid: "Actor.porter", update: { "flags.mindscape.power-pool.conditions": ["dazed"], "flags.mindscape.power-pool.controlled_by": "ulcen" } },
+    { uuid: `${params.allies[1].data.token.uuid}.Actor.seer`, update: { "flags.mindscape.power-pool.pool": 0, "flags.mindscape.power-pool.controlled_by": "ulcen", "flags.mindscape.power-pool.controlling": [] } },
+    { uuid: "Actor.serf", update: { "flags.mindscape.power-pool.controlled_by": null } },
+  ],
+});
+
+test("a struck mind that knows Imagination Swarm draws in allies from the scene: they go as allies with their puppets, are written back, and the card says how each defended", async () => {
+  let offered = null;
+  const { t, calls } = await poolTable({
+    dialogs: {
+      p1: { attackDialog: { mode: "mental-stab", keep_by: "die", physical: false } },
+      // Bo ticks Porter and the Seer, and a forged answer adds the Sage, twice Porter and a stranger.
+      p2: { defenseDialog: (arg) => {
+        offered = arg.context;
+        const uuid = (name) => arg.context.allies.find((a) => a.name === name)?.uuid;
+        return { mode: "imagination-swarm", allies: [uuid("Porter"), uuid("Seer"), "Scene.scene1.Token.tokSage", uuid("Porter"), "Actor.nobody"], timedOut: false };
+      } },
+    },
+    resolve: swarmLost,
+  });
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL].defenses = ["pinnacle-of-will", "imagination-swarm"];
+  const { porter, seer, serf } = addCreatures(t);
+  const gm = t.clients.gm;
+  const keys = [];
+  const run = gm.svc.exchanges.run.bind(gm.svc.exchanges);
+  gm.svc.exchanges.run = (k, task) => { keys.push(k); return run(k, task); };
+  const resolved = [];
+  gm.Hooks.on("mindscape.resolved", (payload) => resolved.push(payload));
+
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  // The attack dialog asked how control is kept if it wins (RULES.md §3.4).
+  assert.equal(t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg.context.keepBy, true);
+  // Offered: those that may join, each once, by name; not the attacker, the target, one
+  // under control, a mindless one, a psionic one without the swarm, a hidden token (Bo is
+  // a player), nor a sheet the companion cannot read.
+  assert.deepEqual(offered.allies, [{ uuid: porter.uuid, name: "Porter", psionic: false }, { uuid: seer.uuid, name: "Seer", psionic: true }]);
+  assert.equal(offered.allyModes, "imagination-swarm");
+  const [params] = calls;
+  assert.deepEqual(params.attack, { mode: "mental-stab", keep_by: "die" });
+  assert.deepEqual(params.defense, { mode: "imagination-swarm" });
+  assert.deepEqual(params.allies.map(refId), ["porter", "seer-tokSeer"]);
+  // The Seer defends with the companion's default (Imagination Swarm): nothing is sent for it.
+  assert.equal(params.defenses, undefined);
+  assert.deepEqual(params.puppets.map(refId), ["serf"], "the creature an ally controls goes along");
+  // Allies are written back as the defender is: Porter's world actor, the Seer's own token.
+  assert.deepEqual(porter.actor.flags.mindscape[POOL], { conditions: ["dazed"], controlled_by: "ulcen" });
+  assert.equal(seer.actor.flags.mindscape[POOL].controlled_by, "ulcen");
+  assert.equal(t.world.docs.get("Actor.seer").flags.mindscape[POOL].controlled_by, undefined, "the Seer's base actor is not written");
+  assert.equal(serf.flags.mindscape[POOL].controlled_by, null);
+  assert.deepEqual(gm.notes.warn, []);
+  // The exchange waits for any other touching an ally or its puppet.
+  assert.ok(keys.some((k) => k.includes("Actor.porter") && k.includes(seer.actor.uuid) && k.includes("Actor.serf")), JSON.stringify(keys));
+  const card = gm.ChatMessage.created.at(-1).data.content;
+  assert.match(card, /Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span>, <span class="ally">Seer \(Imagination swarm, 2d6\)<\/span>/);
+  assert.match(card, /<th>Porter<\/th><td>Conditions<\/td><td>— <i class="fas fa-long-arrow-alt-right"><\/i> <strong>dazed<\/strong>/);
+  assert.deepEqual(resolved[0].allies, [porter.actor, seer.actor]);
+});
+
+test("nobody is drawn in without a mode that draws allies or without an answer; a mind that does not know the swarm is offered none and the scene is not read", async () => {
+  const answers = [{ mode: "pinnacle-of-will", allies: ["Scene.scene1.Token.tokPorter"], timedOut: false }, { mode: "imagination-swarm", timedOut: true }];
+  const { t, calls } = await poolTable({ dialogs: { p2: { defenseDialog: answers } } });
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL].defenses = ["pinnacle-of-will", "imagination-swarm"];
+  addCreatures(t);
+  const gm = t.clients.gm.svc;
+  for (let i = 0; i < 2; i++) await gm.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
+  assert.deepEqual(calls.map((p) => p.allies), [undefined, undefined]);
+  // The goblin (the GM's) knows no swarm: no list, and no sheet of the scene read for one.
+  t.daemon.calls.length = 0;
+  await gm.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
+  assert.deepEqual(t.clients.gm.dialogs.seen.at(-1).arg.context.allies, []);
+  const read = t.daemon.calls.filter((c) => c.method === "adapters.import").map((c) => c.params.data.actor.name);
+  assert.ok(!read.includes("Porter"), read.join(", "));
+});
+
+test("in a psionic wave only the mind struck first draws allies; the GM choosing for an NPC sees hidden tokens; an ally's sheet that cannot be written is told to the GM", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: {
+      gm: { defenseDialog: (arg) => ({ mode: "imagination-swarm", allies: arg.context.allies.filter((a) => a.name === "Scout" || a.name === "Porter").map((a) => a.uuid), timedOut: false }) },
+      p2: { defenseDialog: { mode: "imagination-swarm", allies: ["Scene.scene1.Token.tokPorter"], timedOut: false } },
+    },
+    resolve: (params) => ({ system: POOL, winner: "defender", outcome: "defender", summary: "The wave breaks.", rolls: [], events: [], others: [], updates: [
+      { uuid: "Actor.scout", update: { "flags.mindscape.power-pool.conditions": ["dazed"] } },
+      { uuid: "Actor.porter", update: { "flags.mindscape.power-pool.conditions": ["dazed"] } },
+    ] }),
+  });
+  for (const token of [t.tokens.fenkaToken, t.tokens.goblinToken]) token.actor.flags.mindscape[POOL].defenses = ["imagination-swarm"];
+  const { porter, scout } = addCreatures(t);
+  porter.actor.update = async () => { throw new Error("the sheet is locked"); };
+  await t.clients.gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid], attack: { mode: "psionic-wave" } }, t.clients.gm.game.user);
+  const gmAsked = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.deepEqual(gmAsked.allies.map((a) => a.name), ["Porter", "Scout", "Seer"]);
+  assert.deepEqual(t.clients.p2.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context.allies, [], "Fenka is struck second");
+  const [params] = calls;
+  assert.deepEqual(params.allies.map(refId), ["porter", "scout"]);
+  assert.deepEqual(params.defenses, { "fenka-tokF": { mode: "imagination-swarm" } });
+  assert.deepEqual(scout.actor.flags.mindscape[POOL].conditions, ["dazed"]);
+  assert.match(t.clients.gm.notes.warn.join("\n"), /Some sheets could not be updated: Actor\.porter: the sheet is locked/);
+});
+
+test("power-pool's defense phase offers as allies only those not in the exchange: not the attacker, those struck, those who joined, nor the chooser", async () => {
+  const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  // Ulcen attacked Fenka; Fenka is still to defend.
+  const state = { phase: "defense", declared: ["ulcen"], waiting_for: ["fenka-tokF"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} } };
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", state)).pool.allies, [{ id: "goblin-tokG", name: "Goblin" }]);
+  // The goblin joined the defense meanwhile: nobody is left to draw in.
+  const joined = { ...state, declared: ["goblin-tokG", "ulcen"] };
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", joined)).pool.allies, []);
 });

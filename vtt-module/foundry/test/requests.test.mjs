@@ -3,8 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
-  knownModes, modesFromDescription, oddsParams, oddsView,
+  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
+  knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
 } from "../mindscape/scripts/requests.js";
 
 test("each Foundry system is read by its adapter, others by foundry.generic", () => {
@@ -64,8 +64,9 @@ test("modes are read from systems.describe in list or map form, else the fixed i
 });
 
 test("the multiplier is offered up to the attacker's level (RULES.md §1.4: 1 ≤ m ≤ level)", () => {
-  assert.deepEqual(attackFieldsFor("revised-2e", { level: 4 }), { multiplier: true, maxMultiplier: 4, range: true, poolDice: false, maxPool: 0 });
+  assert.deepEqual(attackFieldsFor("revised-2e", { level: 4 }), { multiplier: true, maxMultiplier: 4, range: true, poolDice: false, maxPool: 0, keepBy: false });
   assert.equal(attackFieldsFor("power-pool", { pool: 5 }).maxPool, 5);
+  assert.equal(attackFieldsFor("power-pool", { pool: 5 }).keepBy, true);
   assert.equal(attackFieldsFor("combat-strength", {}).multiplier, false);
 });
 
@@ -92,4 +93,24 @@ test("foundry.generic combatants carry the world's mapping file; the others do n
   const mapping = { version: 1, fields: { int: "system.abilities.int.value" } };
   assert.deepEqual(combatantRef(actor, null, "foundry.generic", mapping).data.mapping, mapping);
   assert.equal("mapping" in combatantRef(actor, null, "foundry.dnd5e", mapping).data, false);
+});
+
+test("power-pool: how control is kept if the attack wins goes as attack.keep_by, a die or an action (RULES.md §3.4); the default is left to the companion", () => {
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", pool_dice: "2", keep_by: "die" }), { mode: "mental-stab", pool_dice: 2, keep_by: "die" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", keep_by: "action" }), { mode: "mental-stab", keep_by: "action" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", keep_by: "" }), { mode: "mental-stab" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", keep_by: "forever" }), { mode: "mental-stab" });
+  // Other systems have no control to keep.
+  assert.equal("keep_by" in attackFromForm("revised-2e", { mode: "mind-thrust", keep_by: "die" }), false);
+});
+
+test("power-pool: who may be drawn into an imagination swarm (seed 001: a mind, not under control; a psionic one joins with the mode)", () => {
+  assert.deepEqual(allyDrawingModeIds([{ id: "pinnacle-of-will" }, { id: "imagination-swarm", draws_allies: true }]), ["imagination-swarm"]);
+  assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4 }), true, "a non-psionic creature adds a die");
+  assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4, mindless: true }), false);
+  assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4, controlled_by: "ulcen" }), false);
+  assert.equal(mayJoinAsAlly({ psionic: true, defenses: ["imagination-swarm"] }), true);
+  assert.equal(mayJoinAsAlly({ psionic: true, defenses: ["pinnacle-of-will"] }), false, "it would defend with a mode it does not know");
+  assert.equal(mayJoinAsAlly({ psionic: true }), false, "power-pool knows no mode its profile does not list");
+  assert.equal(mayJoinAsAlly(null), false, "a sheet the companion cannot read");
 });

@@ -107,6 +107,21 @@ test("every template renders with a plausible context", () => {
   assert.match(defending, /Draw in \(imagination swarm\)[\s\S]*name="allies" value="b" data-list/);
   assert.doesNotMatch(defending, /name="allies" value="c"/);
   assert.doesNotMatch(defending, /name="attackMode"|name="waveTargets"|name="action"|name="controlTarget"/);
+  // power-pool's single attack: how control is kept if it wins; the defense dialog's
+  // allies of an imagination swarm (enabled only with a mode that draws them in); the
+  // card's line of the allies drawn in and how each defended.
+  const keepBy = renderModuleTemplate("attack-dialog", { ...contexts["attack-dialog.hbs"], keepBy: true });
+  assert.match(keepBy, /If it wins, keep control by[\s\S]*name="keep_by">\s*<option value="action" selected>An action each round<\/option>\s*<option value="die">A pool die \(until released\)<\/option>\s*<\/select>/);
+  assert.doesNotMatch(renderModuleTemplate("attack-dialog", contexts["attack-dialog.hbs"]), /name="keep_by"/);
+  const swarm = renderModuleTemplate("defense-dialog", { ...contexts["defense-dialog.hbs"], allies: [{ uuid: "Scene.s.Token.p", name: "Porter", psionic: false }, { uuid: "Scene.s.Token.s", name: "Seer", psionic: true }], allyModes: "imagination-swarm", allyModeLabels: "Imagination swarm" });
+  assert.match(swarm, /<fieldset class="mindscape-pool-list mindscape-defense-allies" data-ally-modes="imagination-swarm">\s*<legend>Draw in allies \(with Imagination swarm\)<\/legend>/);
+  assert.match(swarm, /name="allies" value="Scene.s.Token.p" data-list> Porter<\/label><label><input type="checkbox" name="allies" value="Scene.s.Token.s" data-list> Seer <span class="hint">psionic: joins with Imagination Swarm<\/span>/);
+  assert.doesNotMatch(renderModuleTemplate("defense-dialog", contexts["defense-dialog.hbs"]), /name="allies"/);
+  const allied = renderModuleTemplate("chat-card", { ...contexts["chat-card.hbs"], allies: [{ name: "Porter", how: "drawn in, dazed, 1d4" }] });
+  assert.match(allied, /<p class="modes mindscape-allies">Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
+  const two = renderModuleTemplate("chat-card", { ...contexts["chat-card.hbs"], allies: [{ name: "Porter", how: "drawn in, dazed, 1d4" }, { name: "Seer", how: "Imagination swarm, 2d6" }] });
+  assert.match(two, /Porter \(drawn in, dazed, 1d4\)<\/span>, <span class="ally">Seer/);
+  assert.doesNotMatch(renderModuleTemplate("chat-card", contexts["chat-card.hbs"]), /mindscape-allies/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);

@@ -3,6 +3,7 @@
  *
  *   const api = game.modules.get("mindscape").api;
  *   await api.resolve({ attacker: token, targets: [t1], attack: { mode: "mind-thrust", multiplier: 2, range: "short" } });
+ *   await api.resolve({ attacker: token, targets: [t1], attack: { mode: "mental-stab", pool_dice: 3, keep_by: "die" } }); // power-pool
  *   const odds = await api.odds({ attacker: token, target: t1, attack: { mode: "ego-whip" }, assumeDefense: "mind-blank" });
  *   api.openEncounter();
  *   api.configureActor(actor);
@@ -23,7 +24,12 @@ export function uuidOf(thing) {
 /** Build the API object for a service. */
 export function makeApi(svc, { openEncounter } = {}) {
   return {
-    /** Resolve an attack; without `attack` the attack dialog opens. Resolves to the outcomes. */
+    /**
+     * Resolve an attack; without `attack` the attack dialog opens. Resolves to the
+     * outcomes. `attack` holds the system's fields (power-pool: `mode`, `pool_dice`,
+     * `keep_by` "die" | "action"); the defenders still choose in secret (a power-pool mind
+     * that knows Imagination Swarm may draw in allies).
+     */
     async resolve({ attacker, targets, attack, physical } = {}) {
       const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
       if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");

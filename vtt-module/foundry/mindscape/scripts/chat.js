@@ -27,6 +27,26 @@ function show(value, yesNo) {
 }
 
 /**
+ * power-pool's `effects` (`[{effect, combatant, controller?, amount?, ...}]`) in words,
+ * each creature by the table's name: "Aboleth: under Zanna's control; Randal: possessed".
+ * Null when there are none.
+ */
+function effectsText(effects, nameOf, L) {
+  if (!Array.isArray(effects) || !effects.length) return null;
+  return effects.map((e) => {
+    const data = { name: nameOf(e?.combatant), controller: nameOf(e?.controller), amount: e?.amount, effect: String(e?.effect ?? "").replace(/-/g, " ") };
+    const key = e?.effect === "controlled" || e?.effect === "damage" ? e.effect : "other";
+    const fallback = { controlled: "{name}: under {controller}'s control", damage: "{name}: {amount} damage", other: "{name}: {effect}" }[key];
+    return fill(L(`MINDSCAPE.Effect.${key}`, fallback), data) + (e?.instead_of_control ? ` ${L("MINDSCAPE.Effect.InsteadOfControl", "(instead of control)")}` : "");
+  }).join("; ");
+}
+
+/** `text` with each `{name}` replaced by `data[name]`, as Foundry's `i18n.format` does. */
+function fill(text, data) {
+  return String(text).replace(/{([^}]+)}/g, (whole, key) => (key in data ? String(data[key]) : whole));
+}
+
+/**
  * Numbers and mind state that changed between a combatant's before and after.
  * @returns {{field:string, before:any, after:any}[]}
  */
@@ -47,38 +67,55 @@ export function changesOf(side) {
 }
 
 /**
- * Everything the chat card template shows, from one exchange result.
+ * Everything the chat card template shows, from one exchange result: the outcome, the
+ * system's figures, what changed for each combatant (power-pool's `others` too: a
+ * wave's further targets, allies, creatures set free), the allies drawn into the
+ * defense and how each defended (power-pool `defense.members` of role "ally"), the dice.
  * @param {object} result  `exchange.resolve`'s result
  * @param {{attackerName:string, defenderName:string, attack:object, defense:object|null,
- *          localize:(key:string, fallback:string)=>string, physical?:boolean}} info
+ *          names?:Map<string,string>, localize:(key:string, fallback:string)=>string,
+ *          physical?:boolean}} info
+ *   `names`: the table's name of each combatant id the companion may give (the token's name)
  */
 export function chatCardContext(result, info) {
   const L = info.localize;
   const yesNo = (b) => L(b ? "MINDSCAPE.Yes" : "MINDSCAPE.No", b ? "yes" : "no");
   const system = result.system;
-  const facts = [];
-  for (const field of FACT_FIELDS[system] ?? []) {
-    const value = show(result[field], yesNo);
-    if (value !== null && value !== "") facts.push({ field, label: L(`MINDSCAPE.Field.${field}`, field.replace(/_/g, " ")), value });
-  }
   const sideChanges = (side, name) => changesOf(side).map((c) => ({
     ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")),
   }));
-  const changes = [
-    ...sideChanges(result.attacker, info.attackerName),
-    ...sideChanges(result.defender, info.defenderName),
-  ];
   // Combatant ids (actor ids, generated ids) read as the names the table knows.
-  const names = new Map();
+  const names = new Map(info.names ?? []);
+  for (const other of result.others ?? []) {
+    const id = other?.id ?? other?.after?.id;
+    if (id && !names.has(id) && (other?.after?.name ?? other?.name)) names.set(id, other.after?.name ?? other.name);
+  }
   for (const [side, name] of [[result.attacker, info.attackerName], [result.defender, info.defenderName]]) {
     for (const id of [side?.id, side?.before?.id, side?.after?.id]) if (id) names.set(id, name);
   }
-  for (const other of result.others ?? []) {
-    const id = other?.id ?? other?.after?.id;
-    if (id && (other?.after?.name ?? other?.name)) names.set(id, other.after?.name ?? other.name);
-  }
   const nameOf = (v) => (typeof v === "string" && names.has(v) ? names.get(v) : v);
+  const facts = [];
+  for (const field of FACT_FIELDS[system] ?? []) {
+    const value = field === "effects" ? effectsText(result.effects, nameOf, L) : show(result[field], yesNo);
+    if (value !== null && value !== "") facts.push({ field, label: L(`MINDSCAPE.Field.${field}`, field.replace(/_/g, " ")), value });
+  }
+  const changes = [
+    ...sideChanges(result.attacker, info.attackerName),
+    ...sideChanges(result.defender, info.defenderName),
+    ...(result.others ?? []).flatMap((o) => sideChanges(o, nameOf(o?.id ?? o?.after?.id))),
+  ];
   const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
+  // power-pool: who the struck mind drew into its defense, and how each defended: a
+  // psionic ally with its mode, a non-psionic one drawn in (and dazed) with its die.
+  const allies = (result.defense?.members ?? []).filter((m) => m?.role === "ally").map((m) => {
+    const dice = m.rolls === false ? L("MINDSCAPE.Card.RollsNothing", "rolls nothing") : `${m.dice}d${m.sides}`;
+    return {
+      name: nameOf(m.id),
+      how: m.mode
+        ? fill(L("MINDSCAPE.Card.AllyDefends", "{mode}, {dice}"), { mode: modeLabel(m.mode), dice })
+        : fill(L("MINDSCAPE.Card.AllyDrawnIn", "drawn in, {dice}"), { dice }),
+    };
+  });
   return {
     system,
     systemLabel: L(`MINDSCAPE.System.${system}`, system),
@@ -89,6 +126,7 @@ export function chatCardContext(result, info) {
     defenderName: info.defenderName,
     attackLabel: modeLabel(info.attack?.mode),
     defenseLabel: modeLabel(info.defense?.mode ?? null),
+    allies,
     summary: result.summary ?? "",
     facts,
     changes,

@@ -143,7 +143,7 @@ const TIMED_OUT = Symbol("timed out");
  * down in its `.mindscape-countdown`. Resolves to the form, null (Cancel or closed), or
  * TIMED_OUT; it never waits longer than the timeout, even where the dialog cannot be
  * closed from code (at the timeout the application is closed when it can be found, else
- * its element hidden).
+ * its element hidden). The options' own `render` runs after the countdown is set up.
  */
 async function timedWait(options, timeoutMs) {
   let timer = null;
@@ -167,6 +167,7 @@ async function timedWait(options, timeoutMs) {
           expire(TIMED_OUT);
         }
       }, 250);
+      options.render?.(root, target);
     },
   });
   const answer = await Promise.race([shown, expired]);
@@ -184,8 +185,10 @@ async function timedWait(options, timeoutMs) {
 /**
  * A secret defense choice; closes itself after `timeoutMs` and then answers `fallback`.
  * Cancel (or closing the window) is no answer: the fallback (the remembered default, or
- * no defense) is used and nothing is remembered.
- * @returns {Promise<{mode:string|null, remember:boolean, timedOut:boolean, cancelled?:boolean}>}
+ * no defense) is used, nothing is remembered and nobody is drawn in. power-pool: `allies`
+ * are the uuids of the tokens ticked among `context.allies` (the GM's client keeps them
+ * only with a mode that draws allies in).
+ * @returns {Promise<{mode:string|null, sacrifice?:string, allies?:string[], remember:boolean, timedOut:boolean, cancelled?:boolean}>}
  */
 export async function defenseDialog({ context, timeoutMs, fallback }) {
   const answer = await timedWait({
@@ -195,10 +198,30 @@ export async function defenseDialog({ context, timeoutMs, fallback }) {
     context,
     ok: "MINDSCAPE.Defense.Raise",
     okIcon: "fas fa-shield-alt",
+    width: context.allies?.length ? 480 : 440,
+    render: context.allies?.length ? (root) => followAllyModes(root) : undefined,
   }, timeoutMs);
   if (answer === TIMED_OUT) return { mode: fallback ?? null, remember: false, timedOut: true };
   if (!answer) return { mode: fallback ?? null, remember: false, timedOut: false, cancelled: true };
-  return { mode: answer.mode || null, sacrifice: answer.sacrifice, remember: Boolean(answer.remember), timedOut: false };
+  const allies = [].concat(answer.allies ?? []).filter(Boolean);
+  return { mode: answer.mode || null, sacrifice: answer.sacrifice, allies, remember: Boolean(answer.remember), timedOut: false };
+}
+
+/**
+ * power-pool: the defense dialog's allies may be picked only while a defense that draws
+ * allies in is chosen (the fieldset's `data-ally-modes`); the GM's client keeps them only
+ * with such a mode in any case.
+ */
+function followAllyModes(root) {
+  const fieldset = root?.querySelector?.(".mindscape-defense-allies");
+  if (!fieldset) return;
+  const modes = String(fieldset.dataset.allyModes ?? "").split(",");
+  const update = () => {
+    const chosen = root.querySelector("input[name=mode]:checked")?.value ?? "";
+    fieldset.disabled = !modes.includes(chosen);
+  };
+  root.addEventListener("change", update);
+  update();
 }
 
 /**

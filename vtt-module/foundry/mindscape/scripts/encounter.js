@@ -294,19 +294,22 @@ export class EncounterController {
   /**
    * power-pool's part of the choice dialog: the phase (attack or defense), the creatures
    * this one controls (for release, keep, cannot-perceive), the others (further targets
-   * of a psionic wave, allies of an imagination swarm).
+   * of a psionic wave, allies of an imagination swarm). An ally is none of those already
+   * in the exchange (the view's `declared`: in the defense phase the attacker and those
+   * who declared a defense or joined; `waiting_for`: those still to defend, the struck
+   * ones) nor one under control (the companion refuses both).
    */
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
     const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
     const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? {};
     const others = Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) }));
+    const inExchange = new Set([...(state.declared ?? []), ...(state.waiting_for ?? [])]);
     return {
       defensePhase: state.phase === "defense",
       controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
       others,
-      // A creature under control cannot be drawn in (the companion refuses it).
-      allies: others.filter((o) => !viewOf(o.id).controlled_by),
+      allies: others.filter((o) => !inExchange.has(o.id) && !viewOf(o.id).controlled_by),
       waveModes: modes.attacks.filter((m) => m.several_targets).map((m) => m.id).join(","),
     };
   }

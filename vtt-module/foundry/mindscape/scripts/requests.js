@@ -31,6 +31,16 @@ export const FALLBACK_MODES = {
 /** Range bands of the systems that have them. */
 export const RANGES = ["short", "medium", "long"];
 
+/** power-pool: how a controller keeps the control an attack wins (`attack.keep_by`). */
+export const KEEP_BY = ["die", "action"];
+
+/**
+ * power-pool: the defense a psionic ally drawn into a group defends with when the request
+ * names none for it (the companion's default for `allies`, seed 001: "Psionically active
+ * creatures may also use this defence mode to participate").
+ */
+export const PSIONIC_ALLY_DEFENSE = "imagination-swarm";
+
 /**
  * The adapter for a Foundry game system: a known one, else the first daemon adapter for
  * Foundry named after the system, else `foundry.generic`.
@@ -81,6 +91,9 @@ export function attackFromForm(system, form) {
   } else if (system === "power-pool") {
     const n = parseInt(form.pool_dice, 10);
     if (Number.isInteger(n) && n > 0) attack.pool_dice = n;
+    // How control is kept if the attack wins (RULES.md §3.4); left out, the companion's
+    // default (an action each round).
+    if (KEEP_BY.includes(form.keep_by)) attack.keep_by = form.keep_by;
   } else {
     for (const [k, v] of Object.entries(form)) if (k !== "mode" && v !== "" && v != null) attack[k] = v;
   }
@@ -213,7 +226,7 @@ export function knownModeIds(system, combatant, field) {
 
 /**
  * What the attack dialog lets the attacker set, from the attacker's combatant.
- * @returns {{multiplier:boolean, maxMultiplier:number, range:boolean, poolDice:boolean, maxPool:number}}
+ * @returns {{multiplier:boolean, maxMultiplier:number, range:boolean, poolDice:boolean, maxPool:number, keepBy:boolean}}
  */
 export function attackFieldsFor(system, combatant = {}) {
   return {
@@ -222,7 +235,34 @@ export function attackFieldsFor(system, combatant = {}) {
     range: system === "revised-2e" || system === "combat-strength",
     poolDice: system === "power-pool",
     maxPool: Math.max(0, Number(combatant.pool ?? combatant.hit_dice) || 0),
+    keepBy: system === "power-pool",
   };
+}
+
+/**
+ * power-pool: the ids of the defense modes that draw allies into a group defense
+ * (`draws_allies` in `systems.describe`: imagination-swarm).
+ * @param {{id:string, draws_allies?:boolean}[]} defenses  `modesFromDescription(...).defenses`
+ */
+export function allyDrawingModeIds(defenses) {
+  return (defenses ?? []).filter((m) => m.draws_allies === true).map((m) => m.id);
+}
+
+/**
+ * power-pool: whether a creature may be drawn into a group defense as an ally (RULES.md
+ * §3.3, seed 001), as `adapters.import` reads it: one with a mind (the companion refuses
+ * a mindless one, `ally-mindless`) that is not under psionic control (`ally-controlled`);
+ * a psionic one defends with `PSIONIC_ALLY_DEFENSE`, so it must know that mode
+ * (`mode-not-known`; a list nobody can tell lets the companion decide). A non-psionic
+ * one adds a die and is dazed.
+ * @param {object|null} combatant  `adapters.import`'s combatant, null when it could not be read
+ */
+export function mayJoinAsAlly(combatant) {
+  if (!combatant || typeof combatant !== "object") return false;
+  if (combatant.mindless === true || combatant.controlled_by) return false;
+  if (!isPsionic("power-pool", combatant)) return true;
+  const known = knownModeIds("power-pool", combatant, "defenses");
+  return known === null || known.includes(PSIONIC_ALLY_DEFENSE);
 }
 
 /** Chance fields the systems name beside `outcomes` (API.md: critical, mind opened, control). */

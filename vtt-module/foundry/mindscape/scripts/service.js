@@ -10,8 +10,8 @@ import {
   CancelledError, InvalidParamsError, MindscapeError, PermissionDeniedError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import {
-  adapterFor, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
-  exchangeParams, knownModeIds, knownModes, modesFromDescription, oddsParams, oddsView, RANGES,
+  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
+  exchangeParams, isPsionic, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
@@ -287,39 +287,92 @@ export class Mindscape {
    * attacks several targets (psionic-wave) makes one exchange against all of them
    * (`defenders`), each struck creature choosing its own defense (`defenses`); any other
    * mode makes one exchange per target, as in the other systems.
+   *
+   * The mind struck may draw allies into its defense (imagination-swarm, RULES.md §3.3):
+   * whoever chooses its defense picks them among the creatures on the scene that may join
+   * (`allyCandidates`), and they go as `allies`, with the creatures they control as
+   * puppets. In a wave only the mind struck first draws allies in: its defense leads the
+   * group, as in an encounter.
    */
   async poolAttack(common, defenders, attackerName) {
     const system = this.system;
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
+    // Looked for once, and only when a mind asked may draw allies in.
+    let candidates = null;
+    const allies = () => (candidates ??= this.allyCandidates([common.attacker, ...defenders, ...around.struck]));
     // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
-    const ask = (i) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i)));
+    const ask = (i, drawsAllies) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null));
     const asked = around.struck.map(actorUuidOf);
+    // The allies a choice drew in, read for what they control (their puppets go along).
+    const drawnBy = async (choice) => {
+      const drawn = choice?.allies ?? [];
+      for (const ally of drawn) await around.read(ally);
+      return drawn;
+    };
     if (mode?.several_targets && defenders.length > 1) {
       // One group: each struck creature once, in the order of the targets.
       const first = around.struckIds.map((id, i) => around.struckIds.indexOf(id) === i);
-      const choices = await Promise.all(defenders.map((_d, i) => (first[i] ? ask(i) : null)));
+      const choices = await Promise.all(defenders.map((_d, i) => (first[i] ? ask(i, i === 0) : null)));
       const members = around.struckIds.map((id, i) => [id, choices[i]]).filter((_m, i) => first[i]);
+      const drawn = await drawnBy(choices[0]);
       const group = {
         targets: defenders,
         asked,
         defenders: defenders.slice(1),
         controllers: around.controllers,
-        puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers]),
+        allies: drawn,
+        puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn]),
         defenses: members.slice(1),
       };
       return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: members[0][1], group })];
     }
-    const defenses = await Promise.all(defenders.map((_d, i) => ask(i)));
+    const defenses = await Promise.all(defenders.map((_d, i) => ask(i, true)));
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
-      const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers]);
-      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, puppets, defenses: [] };
+      const drawn = await drawnBy(defenses[i]);
+      const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn]);
+      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: [] };
       outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i], group }));
     }
     return outcomes;
+  }
+
+  /**
+   * power-pool: the creatures on the scene that a struck mind may draw into an
+   * imagination swarm (RULES.md §3.3), as `[{uuid, name, psionic, hidden, docs}]` by the
+   * token's name: every token on the scene of the attack (the attacker's token's, else a
+   * target's) whose actor, as seen through the token, is none of `taken` (the attacker,
+   * the targets, the minds struck in their place), each once (two tokens of a linked
+   * actor are one creature), that the companion reads for the world's system
+   * (`adapters.import`, as for an attack) and that may join (`mayJoinAsAlly`: a mind,
+   * not under psionic control, a psionic one knowing Imagination Swarm).
+   * @param {{token:any, actor:any}[]} taken
+   */
+  async allyCandidates(taken) {
+    const keys = new Set(taken.map(actorUuidOf));
+    const scene = taken.map((d) => d.token?.parent).find((p) => p?.tokens) ?? null;
+    const tokens = scene ? scene.tokens.contents ?? [...scene.tokens] : [];
+    const creatures = [];
+    for (const token of tokens) {
+      if (!token?.actor) continue;
+      const docs = { token, actor: token.actor };
+      const key = actorUuidOf(docs);
+      if (keys.has(key)) continue;
+      keys.add(key);
+      creatures.push(docs);
+    }
+    const read = await Promise.all(creatures.map((docs) => this.importedOf(docs)));
+    return creatures
+      .map((docs, i) => ({ docs, combatant: read[i] }))
+      .filter(({ combatant }) => mayJoinAsAlly(combatant))
+      .map(({ docs, combatant }) => ({
+        uuid: docs.token.uuid, name: docs.token.name ?? docs.actor.name,
+        psionic: isPsionic("power-pool", combatant), hidden: Boolean(docs.token.hidden), docs,
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /**
@@ -337,8 +390,10 @@ export class Mindscape {
       throw new UsageError("MINDSCAPE.Error.ControlChanged", { name: t.token?.name ?? t.actor.name });
     }
     const controllers = around.controllers;
-    const puppets = await around.puppetsOf([attacker, ...group.targets, ...controllers]);
-    return { ...group, controllers, puppets };
+    const allies = group.allies ?? [];
+    for (const ally of allies) await around.read(ally);
+    const puppets = await around.puppetsOf([attacker, ...group.targets, ...controllers, ...allies]);
+    return { ...group, controllers, allies, puppets };
   }
 
   /** What the companion reads of an actor for the world's system (`adapters.import`), or null. */
@@ -372,9 +427,10 @@ export class Mindscape {
    * power-pool control around an attack, as the companion reads the sheets: for each
    * target, who is struck (its controller when it is under control; `struckIds`, their
    * combatant ids) and the controllers among them; `puppetsOf(participants)` gives the
-   * creatures those participants control that are not among them. A controller that is
-   * not here stops the attack (the companion could not resolve it); a puppet that is not
-   * here is left out, and the GM is told its sheet will not follow.
+   * creatures those participants control that are not among them, once `read(docs)` has
+   * read each further participant (an ally). A controller that is not here stops the
+   * attack (the companion could not resolve it); a puppet that is not here is left out,
+   * and the GM is told its sheet will not follow.
    */
   async controlAround(attacker, targets) {
     const byId = new Map();
@@ -423,7 +479,7 @@ export class Mindscape {
       if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
       return puppets;
     };
-    return { struck, struckIds, ownPuppet, controllers, puppetsOf };
+    return { struck, struckIds, ownPuppet, controllers, puppetsOf, read };
   }
 
   /**
@@ -432,8 +488,15 @@ export class Mindscape {
    * rule for its system, requests.js `knownModeIds`); a defender that knows none (a
    * non-psionic mind) is not asked and raises none. Only a defense it knows is
    * remembered as its default.
+   *
+   * power-pool: with `allies` (a function giving `allyCandidates`), a defender that knows
+   * a mode drawing allies in (imagination-swarm) is offered the creatures it may draw in
+   * (a player is not shown hidden tokens); the answer's `allies` are the documents of
+   * those picked, kept only with such a mode, and only among those offered. Without an
+   * answer (a timeout, Cancel) nobody is drawn in, and allies are never remembered.
+   * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean}>}
    */
-  async askDefense(defender, attackerName, attack, aimedAt = null) {
+  async askDefense(defender, attackerName, attack, aimedAt = null, allies = null) {
     const system = this.system;
     const actor = defender.actor;
     const stored = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
@@ -444,7 +507,11 @@ export class Mindscape {
     const offeredIds = new Set(offered.map((m) => m.id));
     // A remembered default the defender cannot use is no default.
     const remembered = stored && offeredIds.has(stored) ? stored : null;
-    if (offered.length === 0) return { mode: null, timedOut: false, notAsked: true };
+    if (offered.length === 0) return { mode: null, allies: [], timedOut: false, notAsked: true };
+    const owner = this.ownerOf(actor);
+    const drawing = new Set(allies ? allyDrawingModeIds(offered) : []);
+    // A player sees only the tokens the scene shows players.
+    const candidates = drawing.size ? (await allies()).filter((c) => !(owner && c.hidden)) : [];
     const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       system,
@@ -458,11 +525,14 @@ export class Mindscape {
       defenses: offered.map((m) => ({ id: m.id, label: this.t.label(`MINDSCAPE.Mode.${m.id}`, m.id), cost: m.cost, selected: m.id === remembered })),
       noneSelected: !remembered,
       sacrifice: system === "power-pool",
+      // power-pool: the creatures it may draw in with a mode that draws allies (`allyModes`).
+      allies: candidates.map((c) => ({ uuid: c.uuid, name: c.name, psionic: c.psionic })),
+      allyModes: [...drawing].join(","),
+      allyModeLabels: [...drawing].map((id) => this.t.label(`MINDSCAPE.Mode.${id}`, id)).join(", "),
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
       fallback: remembered,
     };
-    const owner = this.ownerOf(actor);
     const fallback = { mode: remembered, timedOut: true };
     let answer;
     try {
@@ -481,7 +551,9 @@ export class Mindscape {
       // Remember the choice as this actor's default for the next time it is attacked.
       await actor.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: answer.mode ?? null });
     }
-    return answer;
+    // Only those offered, each once, and only with a mode that draws allies in.
+    const picked = drawing.has(answer.mode) ? new Set([].concat(answer.allies ?? [])) : new Set();
+    return { ...answer, allies: candidates.filter((c) => picked.has(c.uuid)).map((c) => c.docs) };
   }
 
   /** Any client: show the secret defense dialog and answer the GM. */
@@ -503,15 +575,16 @@ export class Mindscape {
    *   the documents at the time the attack was made; read again when its turn comes
    */
   resolveExchange({ attacker, defender, group = null, ...rest }) {
-    const others = group ? [...group.defenders, ...group.controllers, ...group.puppets] : [];
+    const others = group ? [...group.defenders, ...group.controllers, ...(group.allies ?? []), ...group.puppets] : [];
     const keys = [attacker, defender, ...others].map((d) => participantOf(d.token, d.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
       const [a, d] = [await this.current(attacker), await this.current(defender)];
       let now = null;
       if (group) {
         const targets = await Promise.all(group.targets.map((x) => this.current(x)));
+        const allies = await Promise.all((group.allies ?? []).map((x) => this.current(x)));
         // The first target is the defender; a wave's others go as defenders.
-        now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1) });
+        now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1), allies });
       }
       return this.resolveNow({ attacker: a, defender: d, group: now, ...rest });
     });
@@ -540,8 +613,9 @@ export class Mindscape {
     const nameOf = (d) => d.token?.name ?? d.actor.name;
     const whoAt = { "/attacker": nameOf(attacker), "/defender": nameOf(defender) };
     const everyone = [attacker, defender];
-    // power-pool: the other targets of a wave, the controllers struck, the puppets.
-    for (const key of ["defenders", "controllers", "puppets"]) {
+    // power-pool: the other targets of a wave, the controllers struck, the allies drawn
+    // into an imagination swarm, the puppets.
+    for (const key of ["defenders", "controllers", "allies", "puppets"]) {
       const list = group?.[key] ?? [];
       if (!list.length) continue;
       params[key] = list.map(ref);
@@ -557,8 +631,11 @@ export class Mindscape {
     const attackerName = nameOf(attacker);
     const defenderName = [defender, ...(group?.defenders ?? [])].map(nameOf).join(", ");
     this.sheetWarnings(result.warnings, whoAt);
-    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
-    const payload = { system, result, attacker: attacker.actor, defender: defender.actor, attack, defense, updates: plan, message };
+    // The card names the companion's ids (allies, puppets) as the table does.
+    const names = new Map(everyone.map((d) => [roundCombatantId(d.token, d.actor), nameOf(d)]));
+    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, names, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
+    const allies = (group?.allies ?? []).map((d) => d.actor);
+    const payload = { system, result, attacker: attacker.actor, defender: defender.actor, allies, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
     return { outcome: result.outcome, summary: result.summary, messageId: message?.id ?? null, updates: plan };
   }
@@ -1345,6 +1422,7 @@ export class Mindscape {
       multipliers: f.multiplier ? Array.from({ length: f.maxMultiplier }, (_, i) => ({ value: i + 1, selected: i === 0 })) : [],
       ranges: f.range ? RANGES.map((r, i) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r), selected: i === 0 })) : [],
       poolDice: f.poolDice ? Array.from({ length: f.maxPool }, (_, i) => ({ value: i + 1, selected: i === f.maxPool - 1 })) : [],
+      keepBy: Boolean(f.keepBy),
       physical: Boolean(setting(this.game, "physicalDice")),
       systemLabel: label(`MINDSCAPE.System.${prep.system}`, prep.system),
     };

@@ -265,8 +265,12 @@ class PowerPoolSystem(System):
             if not choice:
                 continue
             check_upkeep(combatants[cid], choice, f"/choices/{cid}")
-            after, freed, happened = control.upkeep(combatants[cid], choice,
-                                                    puppets | combatants, ending)
+            try:
+                after, freed, happened = control.upkeep(combatants[cid], choice,
+                                                        puppets | combatants, ending)
+            except RulesViolation as exc:
+                # say whose choice it was (a die switch the pool cannot pay for)
+                raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})") from None
             combatants[cid] = after
             for pid, puppet in freed.items():
                 (combatants if pid in combatants else puppets)[pid] = puppet

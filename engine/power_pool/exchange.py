@@ -320,8 +320,15 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                                  f"{ally['name']} is under psionic control and cannot join")
         if ally["psionic"]:
             # "Psionically active creatures may also use this defence mode to participate
-            # in a psionic combat that is targeting an ally they can see."
-            d = dict(defenses.get(ally["id"]) or {"mode": "imagination-swarm"})
+            # in a psionic combat that is targeting an ally they can see": they join by
+            # their own choice, which is their own defense; the defender "may choose to
+            # draw allied non-psionic creatures" only.
+            if ally["id"] not in defenses:
+                raise RulesViolation("ally-psionic", (
+                    f"{ally['name']} is psionic: it joins by its own choice, with its own "
+                    f"defense in /defenses/{ally['id']} (imagination-swarm); a defender "
+                    "draws in only non-psionic creatures"))
+            d = dict(defenses[ally["id"]])
             mode_ally = tables["modes"].get(d.get("mode") or "", {})
             if not mode_ally.get("draws_allies"):
                 raise RulesViolation("ally-needs-imagination-swarm", (

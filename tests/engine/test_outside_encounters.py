@@ -362,8 +362,8 @@ def test_power_pool_upkeep_refusals_name_the_rule_or_the_field() -> None:
         return error.rule
 
     assert rule(refused({"release": ["kara"]})) == "not-controlling"
-    assert rule(refused({"keep": [{"target": "zed", "by": "die"}]},
-                        combatant=controller(pool=0))) == "no-die-to-dedicate"
+    no_die = refused({"keep": [{"target": "zed", "by": "die"}]}, combatant=controller(pool=0))
+    assert rule(no_die) == "no-die-to-dedicate" and "(/choices/ix)" in str(no_die)
     assert path(refused({"release": ["ay", "bo"]})) == "/choices/ix/release/1"
     assert path(refused({"release": ["zed"], "keep": [{"target": "zed", "by": "die"}]})) \
         == "/choices/ix/keep/0/target"

@@ -381,13 +381,20 @@ def test_group_rule_switched_to_all_dice() -> None:
 
 def test_psionic_ally_joins_with_imagination_swarm() -> None:
     """Seed: "Psionically active creatures may also use this defence mode to participate in
-    a psionic combat that is targeting an ally they can see." It rolls its own pool."""
+    a psionic combat that is targeting an ally they can see." It rolls its own pool, and
+    joins by its own choice: its defense is given, it is not drafted by the defender
+    ("The defender may choose draw allied non-psionic creatures")."""
     res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "mental-stab"}, None,
                    allies=[psionic("Seer", 2, 6)],
+                   defenses={"seer": {"mode": "imagination-swarm"}},
                    dice={"attack": [1, 1], "defense": [1, 3, 3]})
     out = res.to_json()
     assert out["defense_total"] == 7
     assert out["defense"]["members"][1]["mode"] == "imagination-swarm"
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[psionic("Seer", 2, 6)])
+    assert err.value.rule == "ally-psionic" and "/defenses/seer" in err.value.detail
 
 
 def test_non_psionic_allies_need_imagination_swarm() -> None:

@@ -100,8 +100,10 @@ export class FakeUser {
 }
 
 export class FakeActor {
-  constructor({ id, name, type = "character", system = {}, flags = {}, ownership = {}, uuid, world }) {
+  /** `disposition`: the prototype token's (Foundry's default, hostile, unless given). */
+  constructor({ id, name, type = "character", system = {}, flags = {}, ownership = {}, uuid, world, disposition = -1 }) {
     Object.assign(this, { id, name, type, system, flags, ownership, world, documentName: "Actor" });
+    this.prototypeToken = { disposition };
     this.uuid = uuid ?? `Actor.${id}`;
     this.updates = [];
     this.isToken = false;
@@ -126,14 +128,18 @@ export class FakeActor {
 }
 
 export class FakeTokenDocument {
-  /** An unlinked token gets its own synthetic actor, a copy of the base actor. */
-  constructor({ id, sceneId = "scene1", name, actor, actorLink, world }) {
+  /**
+   * An unlinked token gets its own synthetic actor, a copy of the base actor. Its
+   * `disposition` is the actor's prototype token's unless given, as when Foundry places one.
+   */
+  constructor({ id, sceneId = "scene1", name, actor, actorLink, world, disposition }) {
     Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, world, documentName: "Token" });
+    this.disposition = disposition ?? actor.prototypeToken?.disposition ?? -1;
     this.uuid = `Scene.${sceneId}.Token.${id}`;
     if (actorLink) {
       this.actor = actor;
     } else {
-      this.actor = new FakeActor({ id: actor.id, name, type: actor.type, system: structuredClone(actor.system), flags: structuredClone(actor.flags), ownership: actor.ownership, uuid: `${this.uuid}.Actor.${actor.id}`, world });
+      this.actor = new FakeActor({ id: actor.id, name, type: actor.type, system: structuredClone(actor.system), flags: structuredClone(actor.flags), ownership: actor.ownership, uuid: `${this.uuid}.Actor.${actor.id}`, world, disposition: actor.prototypeToken?.disposition });
       this.actor.isToken = true;
       this.actor.token = this;
     }

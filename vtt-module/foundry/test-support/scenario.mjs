@@ -733,8 +733,9 @@ export function makeTable({ generation = 12, passQuerySender = false, methods = 
   const worldSettings = new Map();
   // revised-2e: a psionic mind knows only the modes its profile lists (COMBATANTS.md).
   const modes = { attacks: ["mind-thrust", "ego-whip"], defenses: ["thought-shield", "mind-blank"] };
-  const ulcen = world.actor({ id: "ulcen", name: "Ulcen of Tyr", ownership: { pl0001: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 40, psp_max: 40, ...modes } } } });
-  const fenka = world.actor({ id: "fenka", name: "Fenka", ownership: { pl0002: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 30, psp_max: 40, ...modes } } } });
+  // The players' characters are placed friendly, the goblin hostile (token disposition).
+  const ulcen = world.actor({ id: "ulcen", name: "Ulcen of Tyr", disposition: 1, ownership: { pl0001: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 40, psp_max: 40, ...modes } } } });
+  const fenka = world.actor({ id: "fenka", name: "Fenka", disposition: 1, ownership: { pl0002: 3 }, flags: { mindscape: { "revised-2e": { kind: "psionicist", psp: 30, psp_max: 40, ...modes } } } });
   const goblin = world.actor({ id: "goblin", name: "Goblin", type: "npc", flags: { mindscape: { "revised-2e": { psp: 20, psp_max: 20, ...modes } } } });
   const ulcenToken = world.token({ id: "tokU", name: "Ulcen of Tyr", actor: ulcen, actorLink: true });
   const fenkaToken = world.token({ id: "tokF", name: "Fenka", actor: fenka, actorLink: false });

@@ -42,6 +42,8 @@ class Actor {
   get id() { return this.data._id; }
   get name() { return this.data.name; }
   get flags() { return this.data.flags; }
+  // The token a new token of this actor is placed from (Foundry's default disposition: hostile).
+  get prototypeToken() { return { disposition: -1, ...(this.data.prototypeToken ?? {}) }; }
   get isOwner() { return true; }
   toObject() { return structuredClone(this.data); }
   testUserPermission(user) { return Boolean(user.isGM); }
@@ -64,8 +66,10 @@ const scene = { id: "harness", uuid: "Scene.harness", documentName: "Scene", tok
 
 class TokenDocument {
   get parent() { return scene; }
-  constructor({ id, name, actor, actorLink, img }) {
+  // Placed as Foundry places a token: with its actor's prototype disposition unless given.
+  constructor({ id, name, actor, actorLink, img, disposition }) {
     Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, img, documentName: "Token" });
+    this.disposition = disposition ?? actor.prototypeToken.disposition;
     this.uuid = `Scene.harness.Token.${id}`;
     if (actorLink) this.actor = actor;
     else {
@@ -281,7 +285,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   const placeToken = (spec) => {
     const actor = docs.get(`Actor.${spec.data._id}`) ?? new Actor(spec.data, `Actor.${spec.data._id}`);
     docs.set(actor.uuid, actor);
-    const doc = new TokenDocument({ id: spec.tokenId, name: spec.name ?? actor.name, actor, actorLink: spec.actorLink, img: spec.img });
+    const doc = new TokenDocument({ id: spec.tokenId, name: spec.name ?? actor.name, actor, actorLink: spec.actorLink, img: spec.img, disposition: spec.disposition });
     docs.set(doc.uuid, doc);
     docs.set(doc.actor.uuid, doc.actor);
     const token = { id: doc.id, document: doc, actor: doc.actor };
@@ -310,8 +314,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     combat: new Combat(tokens),
     // A combat of some of the tokens only (by token id), for a test to put in `combat`.
     combatOf: (tokenIds) => new Combat(tokens.filter((t) => tokenIds.includes(t.id))),
-    // A further token on the scene (`{data, tokenId, name, actorLink}`, as `setUp`'s actors),
-    // drawn on the board at `left`, `top`; not selected.
+    // A further token on the scene (`{data, tokenId, name, actorLink, disposition?}`, as
+    // `setUp`'s actors), drawn on the board at `left`, `top`; not selected.
     addToken: (spec, { left = 560, top = 340 } = {}) => {
       const token = placeToken(spec);
       const el = document.createElement("div");

@@ -149,3 +149,95 @@ test("power-pool: the card's effects name each creature as the table does, not b
   const none = chatCardContext({ ...won, effects: [] }, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label });
   assert.equal(none.facts.some((f) => f.field === "effects"), false);
 });
+
+// The companion's answers (engine/power_pool, as `exchange.resolve` gives them; the
+// creatures' fields cut to those the card reads). Seed 001: "Psionically attacking a
+// creature under psionic control automatically attacks the controller": Zanna aims at
+// Bravo, whom Ix controls, and strikes Ix (`redirected`).
+const side = (id, name, before, after) => ({
+  id,
+  before: { id, name, conditions: [], controlled_by: null, controlling: [], ...before },
+  after: { id, name, conditions: [], controlled_by: null, controlling: [], ...after },
+});
+const redirected = {
+  system: "power-pool", outcome: "attacker",
+  attacker: side("zanna", "Zanna (Gnome Wizard)", { pool: 3 }, { pool: 3, conditions: ["dazed"], controlling: [{ id: "ix", kept_by: "action", wave: null }] }),
+  defender: side("ix", "Ix (Aboleth)", { pool: 2, controlling: [{ id: "bravo-tokB", kept_by: "action", wave: null }] }, { pool: 0, controlled_by: "zanna" }),
+  rolls: [
+    ...[6, 6, 6].map((value) => ({ purpose: "attack", sides: 10, value, by: "zanna", follows: null })),
+    ...[1, 1].map((value) => ({ purpose: "defense", sides: 6, value, by: "ix", follows: null })),
+  ],
+  events: [
+    { type: "dazed", combatant: "zanna", round_ends: 1, reason: "attacked in psionic combat" },
+    { type: "control-ended", combatant: "bravo-tokB", controller: "ix", reason: "controller-overcome" },
+    { type: "control-established", combatant: "ix", controller: "zanna" },
+  ],
+  summary: "Zanna (Gnome Wizard) strikes at Bravo (Fighter) with Mental Stab. Bravo (Fighter) is under Ix (Aboleth)'s control, so the attack strikes Ix (Aboleth) instead.",
+  unused_dice: {},
+  others: [side("bravo-tokB", "Bravo (Fighter)", { pool: 0, controlled_by: "ix" }, { pool: 0 })],
+  attack_total: 18, defense_total: 2, winner: "attacker", controlled: true, outcome_detail: "control",
+  effects: [{ effect: "controlled", combatant: "ix", controller: "zanna" }],
+  attack: { mode: "mental-stab", dice: 3, sides: 10, keep_by: "action" },
+  defense: { mode: null, members: [{ id: "ix", role: "defender", mode: null, dice: 2, sides: 6, rolled: 2, sacrifice: [], bonus: 0, rolls: true }] },
+  tie: false, blank_mind: null, redirected: [{ from: "bravo-tokB", to: "ix" }], damage: 0, updates: [],
+};
+// A psionic wave at Alpha and Bravo: one exchange, Alpha the defender, Bravo in `others`.
+const wave = {
+  system: "power-pool", outcome: "attacker",
+  attacker: side("zanna", "Zanna (Gnome Wizard)", { pool: 3 }, { pool: 3, conditions: ["dazed"] }),
+  defender: side("orc-tokA", "Alpha (Orc)", { pool: 2 }, { pool: 0, controlled_by: "zanna" }),
+  rolls: [
+    ...[6, 6, 6].map((value) => ({ purpose: "attack", sides: 6, value, by: "zanna", follows: null })),
+    ...["orc-tokA", "orc-tokA", "bravo-tokB", "bravo-tokB"].map((by) => ({ purpose: "defense", sides: 6, value: 1, by, follows: null })),
+  ],
+  events: [
+    { type: "control-established", combatant: "orc-tokA", controller: "zanna" },
+    { type: "control-established", combatant: "bravo-tokB", controller: "zanna" },
+  ],
+  summary: "Zanna (Gnome Wizard) strikes at Alpha (Orc) and Bravo (Fighter) with Psionic Wave.",
+  unused_dice: {},
+  others: [side("bravo-tokB", "Bravo (Fighter)", { pool: 2 }, { pool: 0, controlled_by: "zanna" })],
+  winner: "attacker", controlled: true,
+  effects: [{ effect: "controlled", combatant: "orc-tokA", controller: "zanna" }, { effect: "controlled", combatant: "bravo-tokB", controller: "zanna" }],
+  attack: { mode: "psionic-wave", dice: 3, sides: 6, keep_by: "action" },
+  defense: { mode: null, members: [
+    { id: "orc-tokA", role: "defender", mode: null, dice: 2, sides: 6, rolled: 2, rolls: true },
+    { id: "bravo-tokB", role: "wave-target", mode: null, dice: 2, sides: 6, rolled: 2, rolls: true },
+  ] },
+  redirected: [], damage: 0, updates: [],
+};
+const tableNames = new Map([["zanna", "Zanna"], ["ix", "Ix"], ["bravo-tokB", "Bravo"], ["orc-tokA", "Alpha"]]);
+const cardOf = (res, defenderName, names) => chatCardContext(res, { attackerName: "Zanna", defenderName, attack: { mode: res.attack.mode }, defense: null, names, localize: label });
+
+test("power-pool: an attack aimed at a puppet strikes its controller, and the card names the controller for what happened to it (seed 001)", () => {
+  const ctx = cardOf(redirected, "Bravo", tableNames);
+  // The header says what was aimed at; the summary says who was struck instead.
+  assert.equal(ctx.defenderName, "Bravo");
+  // Everything else is the controller's, by its token's name.
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Zanna", "conditions", "—", "dazed"], ["Ix", "pool", 2, 0]]);
+  assert.equal(ctx.facts.find((f) => f.field === "effects").value, "Ix: under Zanna's control");
+  assert.deepEqual(ctx.dice.map((d) => d.by), ["Zanna", "Zanna", "Zanna", "Ix", "Ix"]);
+  assert.deepEqual(ctx.events.map((e) => e.text), [
+    "combatant: Zanna, round ends: 1, reason: attacked in psionic combat",
+    "combatant: Bravo, controller: Ix, reason: controller-overcome",
+    "combatant: Ix, controller: Zanna",
+  ]);
+  const html = renderModuleTemplate("chat-card", ctx);
+  assert.match(html, /<th>Ix<\/th><td>Pool<\/td>/);
+  assert.doesNotMatch(html, /<th>Bravo<\/th>/);
+  // Without the table's names the struck controller keeps the companion's name, never the header's.
+  const bare = cardOf(redirected, "Bravo", undefined);
+  assert.deepEqual(bare.changes.map((c) => c.name), ["Zanna", "Ix (Aboleth)"]);
+  assert.equal(bare.facts.find((f) => f.field === "effects").value, "Ix (Aboleth): under Zanna's control");
+});
+
+test("power-pool: a psionic wave's card names each target by itself, the header all of them", () => {
+  const ctx = cardOf(wave, "Alpha, Bravo", tableNames);
+  assert.equal(ctx.defenderName, "Alpha, Bravo");
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Zanna", "conditions", "dazed"], ["Alpha", "pool", 0], ["Bravo", "pool", 0]]);
+  assert.equal(ctx.facts.find((f) => f.field === "effects").value, "Alpha: under Zanna's control; Bravo: under Zanna's control");
+  assert.deepEqual(ctx.dice.map((d) => d.by), ["Zanna", "Zanna", "Zanna", "Alpha", "Alpha", "Bravo", "Bravo"]);
+  assert.deepEqual(ctx.events.map((e) => e.text), ["combatant: Alpha, controller: Zanna", "combatant: Bravo, controller: Zanna"]);
+  const bare = cardOf(wave, "Alpha, Bravo", undefined);
+  assert.deepEqual(bare.changes.map((c) => c.name), ["Zanna", "Alpha (Orc)", "Bravo (Fighter)"]);
+});

@@ -294,6 +294,76 @@ for (const [what, error, reason] of refusals) {
   });
 }
 
+// The companion names whose choice it refused (4001: "(/choices/<id>)" at the end of
+// the detail, or "(/choices/<id>/release/0)"; −32602: each problem's path): the round is
+// ended once more without only that controller's choice, the others' kept with their
+// puppets, and the GM is told whose and why.
+const refusedGoblin = [
+  ["4001 naming the controller", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with (/choices/goblin-tokG)" } }), /\(no-die-to-dedicate: Goblin has no die in its pool to keep control with \(\/choices\/goblin-tokG\)\)/],
+  ["4001 naming a creature of its choice", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Goblin does not control \"ox\" (/choices/goblin-tokG/release/0)" } }), /\(not-controlling: Goblin does not control "ox" \(\/choices\/goblin-tokG\/release\/0\)\)/],
+  ["−32602 at its choice", () => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices/goblin-tokG/release/0", message: "one choice each" }] } }), /\(\/choices\/goblin-tokG\/release\/0: one choice each\)/],
+];
+const twoControllers = (table) => {
+  holds(table.actors.ulcen, "ulcen", [{ ids: ["thrall"], by: "die" }], { thrall: table.thrall });
+  holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["ox"], by: "action" }], { ox: table.ox });
+};
+for (const [what, error, reason] of refusedGoblin) {
+  test(`a ${what}: the round is ended without that controller's choice only, the others' kept with their puppets, and the GM told whose and why`, async () => {
+    const methods = defaultMethods({ "exchange.end_round": (params) => { if (params.choices?.["goblin-tokG"]) throw error(); return poolRoundEndResult(params); } });
+    const t = await poolTracker({ methods, control: twoControllers, dialogs: { gm: { controlDialog: { answers: ["release"], timedOut: false } } } });
+    t.p1.active = false;
+    await nextRound(t);
+    assert.deepEqual(endRounds(t).map((c) => [c.params.choices ?? null, refIds(c.params.puppets)]), [
+      [{ ulcen: { release: ["thrall"] }, "goblin-tokG": { release: ["ox"] } }, ["thrall", "ox"]],
+      [{ ulcen: { release: ["thrall"] } }, ["thrall"]],
+    ]);
+    // Ulcen's release happened; the goblin's control holds.
+    assert.equal(pp(t.thrall).controlled_by, null);
+    assert.deepEqual(pp(t.actors.ulcen).controlling, []);
+    assert.equal(pp(t.ox).controlled_by, "goblin-tokG");
+    assert.equal(t.clients.gm.notes.warn.length, 1);
+    assert.match(t.clients.gm.notes.warn[0], /^The companion refused the control choices of Goblin /);
+    assert.match(t.clients.gm.notes.warn[0], reason);
+    assert.match(t.clients.gm.notes.warn[0], /so the round ended with the control of Goblin held as it was; the choices of Ulcen of Tyr were kept\.$/);
+    assert.deepEqual(t.clients.gm.notes.error, []);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+    const ended = t.clients.gm.Hooks.called.filter((h) => h.name === "mindscape.roundEnded");
+    assert.equal(ended.length, 1);
+    assert.deepEqual(ended[0].args[0].choices, { ulcen: { release: ["thrall"] } });
+  });
+}
+
+test("the round ended without the refused controller's choice is refused too (or names nobody): it ends without any choices, as before", async () => {
+  const cases = [
+    // The others' choices are refused as well.
+    [() => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with (/choices/goblin-tokG)" } }),
+      (params) => params.choices?.ulcen && { code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Ulcen of Tyr does not control \"thrall\" (/choices/ulcen/release/0)" } }, 3,
+      /^The companion refused the control choices of Ulcen of Tyr, Goblin \(no-die-to-dedicate: .*\(\/choices\/goblin-tokG\); not-controlling: .*\(\/choices\/ulcen\/release\/0\)\), so the round ended with every control held as it was\.$/],
+    // A refusal that names no controller (a puppet's problem): nobody's choice is kept.
+    [() => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/puppets/1/data/actor", message: "not a sheet" }] } }), () => null, 2,
+      /^The companion refused the control choices of Ulcen of Tyr, Goblin \(\/puppets\/1\/data\/actor: not a sheet\), so the round ended with every control held as it was\.$/],
+  ];
+  for (const [first, second, calls, warning] of cases) {
+    const methods = defaultMethods({ "exchange.end_round": (params) => {
+      if (params.choices?.["goblin-tokG"]) throw first();
+      const again = params.choices && second(params);
+      if (again) throw again;
+      return poolRoundEndResult(params);
+    } });
+    const t = await poolTracker({ methods, control: twoControllers, dialogs: { gm: { controlDialog: { answers: ["release"], timedOut: false } } } });
+    t.p1.active = false;
+    await nextRound(t);
+    assert.equal(endRounds(t).length, calls);
+    assert.equal(endRounds(t).at(-1).params.choices, undefined);
+    assert.equal(endRounds(t).at(-1).params.puppets, undefined);
+    assert.equal(pp(t.thrall).controlled_by, "ulcen");
+    assert.equal(pp(t.ox).controlled_by, "goblin-tokG");
+    assert.deepEqual(t.clients.gm.notes.warn.length, 1);
+    assert.match(t.clients.gm.notes.warn[0], warning);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+  }
+});
+
 test("a sheet changed while the controller chose (its last die spent): the companion refuses, the round still ends", async () => {
   const t = await poolTracker({
     control: (table) => holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["ox"], by: "action" }], { ox: table.ox }),

@@ -539,23 +539,28 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   await page.close();
 });
 
-test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws a psionic spawn and a fighter into its imagination swarm, both are written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
+test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws its non-psionic skum into its imagination swarm, written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB", randal: "2Pdtnswo8Nj2nafY" };
-  // Zanna attacks the aboleth token; on the scene too: an unlinked copy of the aboleth
-  // (the spawn, psionic, knows the swarm), Randal (a fighter without a psionic profile)
-  // and a thrall under Zanna's control (a copy of the aboleth, not offered).
+  // Zanna attacks the aboleth token. On the scene too, each placed with its actor's
+  // prototype disposition (the fixtures': Zanna and Randal friendly, the aboleth
+  // hostile): Randal (a fighter without a psionic profile: Zanna's side, not the
+  // aboleth's), unlinked copies of the aboleth: the skum (its non-psionic servant), the
+  // spawn (psionic: it joins a defense by its own choice, never drafted, seed 001) and a
+  // thrall under Zanna's control.
   await page.evaluate(async (ids) => {
     await game.settings.set("mindscape", "ruleSystem", "power-pool");
     const h = window.harness;
     const base = h.docs.get(`Actor.${ids.aboleth}`).toObject();
     const randal = await (await fetch("/fixtures/randal-human-fighter.json")).json();
     h.addToken({ data: randal, tokenId: "tokRandal", name: "Randal", actorLink: true }, { left: 460, top: 560 });
+    const skum = h.addToken({ data: base, tokenId: "tokSkum", name: "Skum", actorLink: false }, { left: 680, top: 560 });
     const spawn = h.addToken({ data: base, tokenId: "tokSpawn", name: "Aboleth Spawn", actorLink: false }, { left: 60, top: 300 });
     const thrall = h.addToken({ data: base, tokenId: "tokThrall", name: "Thrall", actorLink: false }, { left: 300, top: 40 });
     const swarm = { psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will", "imagination-swarm"] };
     await h.docs.get(`Actor.${ids.zanna}`).update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 4, die: 8, pool: 4, controlling: [{ id: `${ids.aboleth}-tokThrall`, kept_by: "action" }] } });
     await h.docs.get(`Scene.harness.Token.tokAboleth.Actor.${ids.aboleth}`).update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 3, die: 6, pool: 3 } });
+    await skum.actor.update({ "flags.mindscape.power-pool": { psionic: false, hit_dice: 2, die: 8 } });
     await spawn.actor.update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 2, die: 6, pool: 2 } });
     await thrall.actor.update({ "flags.mindscape.power-pool": { ...swarm, hit_dice: 2, die: 6, pool: 0, controlled_by: ids.zanna } });
     h.openTokenHUD("tokZanna");
@@ -567,18 +572,20 @@ test("a power-pool single attack with the real companion: control kept by a die,
   await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().request.params.attack.keep_by === "die");
   await attack.locator('button[data-action="ok"]').click();
 
-  // The aboleth is an NPC: the GM chooses, and may draw in the spawn and Randal only while
-  // a defense that draws allies in is chosen.
+  // The aboleth is an NPC: the GM chooses, and may draw in the skum only while a defense
+  // that draws allies in is chosen. Not Randal (another side), nor the spawn (psionic),
+  // nor the thrall (under control).
   const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
   const allies = defense.locator("fieldset.mindscape-defense-allies");
   await allies.waitFor({ timeout: 15000 });
-  assert.deepEqual((await allies.locator("label").allTextContents()).map((l) => l.trim()), ["Aboleth Spawn psionic: joins with Imagination Swarm", "Randal"]);
+  assert.deepEqual((await allies.locator("label").allTextContents()).map((l) => l.trim()), ["Skum"]);
+  assert.match(await allies.locator("legend").textContent(), /^Draw in non-psionic allies \(with Imagination swarm\)$/);
+  assert.match(await allies.locator(".hint").textContent(), /A psionic creature is never drawn in: it joins only by its own choice\./);
   const pickable = () => allies.locator("input[name=allies]").evaluateAll((inputs) => inputs.map((i) => !i.disabled && !i.closest("fieldset:disabled")));
-  assert.deepEqual(await pickable(), [false, false], "no defense chosen yet");
+  assert.deepEqual(await pickable(), [false], "no defense chosen yet");
   await defense.locator('input[name=mode][value="imagination-swarm"]').check();
-  assert.deepEqual(await pickable(), [true, true]);
+  assert.deepEqual(await pickable(), [true]);
   await allies.locator("input[name=allies]").nth(0).check();
-  await allies.locator("input[name=allies]").nth(1).check();
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies.png") });
   await defense.locator('button[data-action="ok"]').click();
@@ -591,28 +598,27 @@ test("a power-pool single attack with the real companion: control kept by a die,
   assert.deepEqual(request.params.attack, { mode: "mental-stab", pool_dice: 4, keep_by: "die" });
   assert.deepEqual(request.params.defense, { mode: "imagination-swarm" });
   assert.deepEqual(request.params.allies.map((c) => [c.data.actor._id, c.data.token]), [
-    [ids.aboleth, { uuid: "Scene.harness.Token.tokSpawn", actorLink: false }],
-    [ids.randal, { uuid: "Scene.harness.Token.tokRandal", actorLink: true }],
+    [ids.aboleth, { uuid: "Scene.harness.Token.tokSkum", actorLink: false }],
   ]);
-  assert.equal(request.params.defenses, undefined, "the spawn defends with the companion's default");
+  assert.equal(request.params.defenses, undefined);
   assert.deepEqual(request.params.puppets.map((c) => c.data.token.uuid), ["Scene.harness.Token.tokThrall"]);
   assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode]), [
     [`${ids.aboleth}-tokAboleth`, "defender", "imagination-swarm"],
-    [`${ids.aboleth}-tokSpawn`, "ally", "imagination-swarm"],
-    [ids.randal, "ally", null],
+    [`${ids.aboleth}-tokSkum`, "ally", null],
   ]);
   assert.equal(result.attack.keep_by, "die");
-  // Every write-back landed where the companion addressed it: the allies' too.
+  // Every write-back landed where the companion addressed it: the ally's too, on the
+  // skum's own token, not on the aboleth it copies.
   for (const u of result.updates) {
     const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
     for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
   }
-  const randal = await page.evaluate(() => window.harness.actor("Actor.2Pdtnswo8Nj2nafY").flags.mindscape["power-pool"]);
-  assert.ok(randal.conditions.includes("dazed"), JSON.stringify(randal));
-  const spawn = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSpawn.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
-  assert.equal(spawn.controlled_by ?? null, result.outcome === "attacker" ? ids.zanna : null);
+  const skum = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSkum.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
+  assert.ok(skum.conditions.includes("dazed"), JSON.stringify(skum));
+  assert.equal(skum.controlled_by ?? null, result.outcome === "attacker" ? ids.zanna : null);
+  assert.equal(await page.evaluate((id) => window.harness.actor(`Actor.${id}`).flags?.mindscape?.["power-pool"] ?? null, ids.aboleth), null, "the aboleth's base actor is not written");
   const text = (await card.locator(".mindscape-allies").textContent()).replace(/\s+/g, " ");
-  assert.equal(text, "Drawn in: Aboleth Spawn (Imagination swarm, 2d6), Randal (drawn in, dazed, 1d10)");
+  assert.equal(text, "Drawn in: Skum (drawn in, dazed, 1d8)");
   assert.ok((await card.textContent()).includes(result.summary), result.summary);
   await card.locator("[data-mindscape-toggle]").click();
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies-card.png") });
@@ -731,6 +737,19 @@ test("power-pool control with the real companion: an attack on a puppet strikes 
     assert.equal(pp(fenkaToken).controlled_by, "goblin-tokG");
   }
   assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), []);
+  // The card's header is what was aimed at (Fenka); the defense dice, what changed and
+  // what was won are the goblin's, named as the table names it.
+  const { result } = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.resolved").args[0];
+  assert.equal(result.defender.id, "goblin-tokG");
+  assert.deepEqual(result.redirected, [{ from: "fenka-tokF", to: "goblin-tokG" }]);
+  const card = t.clients.gm.ChatMessage.created.at(-1).data.content;
+  assert.match(card, /<h3>Ulcen of Tyr <i class="fas fa-arrow-right"><\/i> Fenka<\/h3>/);
+  assert.match(card, /Defense<\/span> d\d+: <strong>\d+<\/strong> <span class="by">\(Goblin\)/);
+  assert.doesNotMatch(card, /\(Fenka\)|Fenka: under|<th>Fenka<\/th><td>Pool/);
+  if (outcome.outcome === "attacker") {
+    assert.match(card, /Goblin: under Ulcen of Tyr(&#x27;|&#39;|')s control/);
+    assert.match(card, /<th>Goblin<\/th><td>Pool<\/td>/);
+  }
 
   // A wave at Ulcen's two foes, neither under control now or both: one exchange.
   profile(fenkaToken.actor, { hit_dice: 3, die: 6, pool: 3 });
@@ -845,22 +864,26 @@ test("power-pool control at the tracker's round end with the real companion: the
   await page.close();
 });
 
-test("power-pool control with the real companion: a world actor released is freed; a choice a sheet no longer allows is refused and the round still ends", { skip: SKIP, timeout: 30000 }, async () => {
+test("power-pool control with the real companion: a world actor released is freed; a choice a sheet no longer allows is refused alone, the other controller's kept, and the round still ends", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable } = await import("../test-support/scenario.mjs");
   const { registerUiHooks } = await import("../mindscape/scripts/hooks.js");
   let spend = false;
   const t = makeTable({ methods: realCompanion(), token: daemon.token, dialogs: { gm: { controlDialog: async (arg) => {
-    // The second time, the goblin spends its last dice on a power while the GM chooses.
-    if (spend) await t.tokens.goblinToken.actor.update({ "flags.mindscape.power-pool.pool": 0 });
-    return { answers: arg.context.links.map(() => (spend ? "keep" : "release")), timedOut: false };
+    // The second time, the goblin spends its last dice on a power while the GM chooses
+    // to keep its thrall by a die; Ulcen lets the ox go.
+    if (spend && arg.context.name === "Goblin") await t.tokens.goblinToken.actor.update({ "flags.mindscape.power-pool.pool": 0 });
+    return { answers: arg.context.links.map(() => (spend && arg.context.name === "Goblin" ? "keep" : "release")), timedOut: false };
   } } } });
   for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
   const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], ...p });
-  const { goblinToken } = t.tokens;
+  const { goblinToken, ulcenToken } = t.tokens;
   goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 8, pool: 2, dedicated: [{ purpose: "control", target: "thrall" }], controlling: [{ id: "thrall", kept_by: "die" }] });
   const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { "power-pool": profile({ hit_dice: 2, die: 6, pool: 0, controlled_by: "goblin-tokG" }) } } });
-  const combat = t.world.combat({ id: "cmb1", server: t.server, combatants: [{ token: goblinToken }] });
+  const ox = t.world.actor({ id: "ox", name: "Ox", type: "npc", flags: { mindscape: { "power-pool": profile({ hit_dice: 2, die: 6, pool: 0 }) } } });
+  const combat = t.world.combat({ id: "cmb1", server: t.server, combatants: [{ token: goblinToken }, { token: ulcenToken }] });
+  // Ulcen is Ann's, who is not connected: the GM answers for both.
+  t.p1.active = false;
   await combat.startCombat();
   const settled = () => Promise.all(t.clients.gm.Hooks.called.filter((h) => h.name === "updateCombat").flatMap((h) => h.results));
   await combat.nextRound();
@@ -871,16 +894,28 @@ test("power-pool control with the real companion: a world actor released is free
   assert.deepEqual(goblinToken.actor.flags.mindscape["power-pool"].controlling, []);
   assert.equal(goblinToken.actor.flags.mindscape["power-pool"].pool, 3);
 
-  // It takes the thrall again, by an action; at the next round's end the GM keeps it by a
-  // die, but meanwhile the pool was spent: the companion refuses, the round still ends.
+  // It takes the thrall again, by an action, and Ulcen holds the ox; at the next round's
+  // end the GM keeps the thrall by a die, but meanwhile the goblin's pool was spent: the
+  // companion refuses the goblin's choice and says whose it was, so the round ends with
+  // Ulcen's release alone.
   goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 8, pool: 1, controlling: [{ id: "thrall", kept_by: "action" }] });
   thrall.flags.mindscape["power-pool"].controlled_by = "goblin-tokG";
+  t.actors.ulcen.flags.mindscape["power-pool"] = profile({ hit_dice: 4, die: 8, pool: 4, controlling: [{ id: "ox", kept_by: "action" }] });
+  ox.flags.mindscape["power-pool"].controlled_by = "ulcen";
   spend = true;
   await combat.nextRound();
   await settled();
-  assert.deepEqual(ends().slice(1).map((c) => c.params.choices ?? null), [{ "goblin-tokG": { keep: [{ target: "thrall", by: "die" }] } }, null]);
-  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), ["The companion refused the control choices of Goblin (no-die-to-dedicate: Goblin has no die in its pool to keep control with), so the round ended with every control held as it was."]);
+  assert.deepEqual(ends().slice(1).map((c) => c.params.choices ?? null), [
+    { "goblin-tokG": { keep: [{ target: "thrall", by: "die" }] }, ulcen: { release: ["ox"] } },
+    { ulcen: { release: ["ox"] } },
+  ]);
+  assert.deepEqual(ends().slice(1).map((c) => (c.params.puppets ?? []).map((p) => p.data.actor._id)), [["thrall", "ox"], ["ox"]]);
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), [
+    "The companion refused the control choices of Goblin (no-die-to-dedicate: Goblin has no die in its pool to keep control with (/choices/goblin-tokG)), so the round ended with the control of Goblin held as it was; the choices of Ulcen of Tyr were kept.",
+  ]);
   assert.equal(thrall.flags.mindscape["power-pool"].controlled_by, "goblin-tokG");
+  assert.equal(ox.flags.mindscape["power-pool"].controlled_by, null);
+  assert.deepEqual(t.actors.ulcen.flags.mindscape["power-pool"].controlling, []);
   assert.equal(combat.getFlag("mindscape", "roundEnded"), 2);
 });
 

@@ -62,8 +62,15 @@ test("an attack on a creature under control strikes its controller: the controll
       table.tokens.fenkaToken.actor.flags.mindscape[POOL].pool = 0;
       table.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "fenka-tokF", kept_by: "die" }, { id: "thrall", kept_by: "action" }];
     },
+    // The companion's answer (engine/power_pool): the defender is the goblin struck.
     resolve: (params) => ({
-      system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen overwhelms the goblin.", rolls: [], events: [],
+      system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen overwhelms the goblin.",
+      attacker: { id: "ulcen", before: { id: "ulcen", name: "Ulcen of Tyr", pool: 3 }, after: { id: "ulcen", name: "Ulcen of Tyr", pool: 3 } },
+      defender: { id: "goblin-tokG", before: { id: "goblin-tokG", name: "Goblin", pool: 3 }, after: { id: "goblin-tokG", name: "Goblin", pool: 0 } },
+      others: [{ id: "fenka-tokF", before: { id: "fenka-tokF", name: "Fenka", pool: 0 }, after: { id: "fenka-tokF", name: "Fenka", pool: 0 } }],
+      rolls: [{ purpose: "attack", sides: 8, value: 8, by: "ulcen", follows: null }, { purpose: "defense", sides: 8, value: 1, by: "goblin-tokG", follows: null }],
+      events: [{ type: "control-ended", combatant: "fenka-tokF", controller: "goblin-tokG", reason: "controller-overcome" }],
+      effects: [{ effect: "controlled", combatant: "goblin-tokG", controller: "ulcen" }],
       redirected: [{ from: "fenka-tokF", to: "goblin-tokG" }],
       updates: [
         { uuid: `${params.controllers[0].data.token.uuid}.Actor.goblin`, update: { "flags.mindscape.power-pool.controlled_by": "ulcen", "flags.mindscape.power-pool.controlling": [] } },
@@ -88,6 +95,14 @@ test("an attack on a creature under control strikes its controller: the controll
   assert.equal(t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by, null);
   assert.equal(t.world.docs.get("Actor.thrall").flags.mindscape[POOL].controlled_by, null);
   assert.deepEqual(t.clients.gm.notes.warn, []);
+  // The card: aimed at Fenka, but what happened, happened to the goblin, named as such.
+  const card = t.clients.gm.ChatMessage.created.at(-1).data.content;
+  assert.match(card, /<h3>Ulcen of Tyr <i class="fas fa-arrow-right"><\/i> Fenka<\/h3>/);
+  assert.match(card, /<th>Goblin<\/th><td>Pool<\/td><td>3 <i class="fas fa-long-arrow-alt-right"><\/i> <strong>0<\/strong>/);
+  assert.match(card, /Goblin: under Ulcen of Tyr(&#x27;|&#39;|')s control/);
+  assert.match(card, /Defense<\/span> d8: <strong>1<\/strong> <span class="by">\(Goblin\)/);
+  assert.match(card, /combatant: Fenka, controller: Goblin/);
+  assert.doesNotMatch(card, /<th>Fenka<\/th>|\(Fenka\)|Fenka: under/);
 });
 
 test("the odds against a creature under control are the odds against its controller", async () => {
@@ -318,70 +333,70 @@ test("a public action whose answer is lost after the companion was reached holds
 
 // ------------------------------------------------------- allies of an imagination swarm
 
-// Creatures on the scene besides the three (RULES.md §3.3, seed 001: the defender "draws
-// allied non-psionic creatures in"; "Psionically active creatures may also use this
-// defence mode to participate"): Porter (no power-pool profile: a non-psionic hireling,
-// linked, with two tokens), the Seer (psionic, knows the swarm, holds the Serf, a world
-// actor), the Sage (psionic, does not know it), a Statue (mindless), a Bondsman under the
-// goblin's control, a hidden Scout, and a sheet the companion cannot read.
+// Creatures on the scene besides the three (RULES.md §3.3, seed 001: "The defender may
+// choose [to] draw allied non-psionic creatures into the psionic combat"; "Psionically
+// active creatures may also use this defence mode to participate": they join by their
+// own choice, never drafted). Ulcen and Fenka are friendly tokens, the goblin hostile.
+// Friendly: Porter (no power-pool profile: a non-psionic hireling, linked, two tokens),
+// a hidden Lookout, the Seer (psionic, knows the swarm), the Sage (psionic), a Statue
+// (mindless), a Bondsman under the goblin's control, and a sheet the companion cannot
+// read. Hostile: a Wolf and a hidden Scout. Neutral: a Bystander.
 function addCreatures(t) {
   const w = t.world;
-  const place = (id, name, flags, { linked = true, hidden = false, copies = 1 } = {}) => {
-    const actor = w.actor({ id, name, type: "npc", flags: { mindscape: flags } });
+  const place = (id, name, flags, { linked = true, hidden = false, copies = 1, disposition = 1 } = {}) => {
+    const actor = w.actor({ id, name, type: "npc", disposition, flags: { mindscape: flags } });
     const tokens = Array.from({ length: copies }, (_, i) => w.token({ id: `tok${name}${i || ""}`, name, actor, actorLink: linked }));
     for (const token of tokens) token.hidden = hidden;
     return tokens[0];
   };
   const porter = place("porter", "Porter", {}, { copies: 2 });
-  const seer = place("seer", "Seer", { [POOL]: pool({ hit_dice: 2, die: 6, pool: 2, defenses: ["imagination-swarm"], controlling: [{ id: "serf", kept_by: "action" }] }) }, { linked: false });
-  const serf = w.actor({ id: "serf", name: "Serf", type: "npc", flags: { mindscape: { [POOL]: pool({ psionic: false, pool: 0, controlled_by: "seer-tokSeer" }) } } });
+  place("lookout", "Lookout", {}, { hidden: true });
+  place("seer", "Seer", { [POOL]: pool({ hit_dice: 2, die: 6, pool: 2, defenses: ["imagination-swarm"] }) }, { linked: false });
   place("sage", "Sage", { [POOL]: pool({ defenses: ["pinnacle-of-will"] }) });
   place("statue", "Statue", { [POOL]: { hit_dice: 4, die: 8, mindless: true } });
   place("bondsman", "Bondsman", { [POOL]: { hit_dice: 1, die: 6, pool: 0, controlled_by: "goblin-tokG" } });
-  const scout = place("scout", "Scout", {}, { hidden: true });
   place("golem", "Golem", { unreadable: true });
-  return { porter, seer, serf, scout };
+  const wolf = place("wolf", "Wolf", {}, { disposition: -1 });
+  const scout = place("scout", "Scout", {}, { hidden: true, disposition: -1 });
+  place("bystander", "Bystander", {}, { disposition: 0 });
+  return { porter, wolf, scout };
 }
 
 // What the companion answers when the group loses: every member falls under the
-// attacker's control, a non-psionic ally is dazed, the Seer lets the Serf go.
+// attacker's control, the non-psionic ally is dazed.
 const swarmLost = (params) => ({
-  system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen wins: Fenka, Porter and Seer fall under its psionic control.", events: [],
+  system: POOL, winner: "attacker", outcome: "attacker", summary: "Ulcen wins: Fenka and Porter fall under its psionic control.", events: [],
   rolls: [{ purpose: "defense", sides: 4, value: 3, by: "porter", follows: null }],
   attack: { mode: "mental-stab", dice: 3, sides: 12, keep_by: params.attack.keep_by ?? "action" },
   defense: { mode: "imagination-swarm", members: [
     { id: "fenka-tokF", role: "defender", mode: "imagination-swarm", dice: 3, sides: 8, rolled: 12, rolls: true },
     { id: "porter", role: "ally", mode: null, dice: 1, sides: 4, rolled: 3, rolls: true },
-    { id: "seer-tokSeer", role: "ally", mode: "imagination-swarm", dice: 2, sides: 6, rolled: 7, rolls: true },
   ] },
   others: [
     { id: "porter", before: { id: "porter", name: "Porter", conditions: [] }, after: { id: "porter", name: "Porter", conditions: ["dazed"] } },
-    { id: "seer-tokSeer", before: { id: "seer-tokSeer", name: "Seer", pool: 2 }, after: { id: "seer-tokSeer", name: "Seer", pool: 0 } },
-    { id: "serf", before: { id: "serf", name: "Serf" }, after: { id: "serf", name: "Serf" } },
   ],
   updates: [
     { uuid: "Actor.porter", update: { "flags.mindscape.power-pool.conditions": ["dazed"], "flags.mindscape.power-pool.controlled_by": "ulcen" } },
-    { uuid: `${params.allies[1].data.token.uuid}.Actor.seer`, update: { "flags.mindscape.power-pool.pool": 0, "flags.mindscape.power-pool.controlled_by": "ulcen", "flags.mindscape.power-pool.controlling": [] } },
-    { uuid: "Actor.serf", update: { "flags.mindscape.power-pool.controlled_by": null } },
   ],
 });
 
-test("a struck mind that knows Imagination Swarm draws in allies from the scene: they go as allies with their puppets, are written back, and the card says how each defended", async () => {
+test("a struck mind that knows Imagination Swarm draws in its non-psionic allies from the scene: they go as allies, are written back, and the card says how each defended", async () => {
   let offered = null;
   const { t, calls } = await poolTable({
     dialogs: {
       p1: { attackDialog: { mode: "mental-stab", keep_by: "die", physical: false } },
-      // Bo ticks Porter and the Seer, and a forged answer adds the Sage, twice Porter and a stranger.
+      // Bo ticks Porter, and a forged answer adds the Seer (psionic), the Wolf (hostile),
+      // the Sage, twice Porter and a stranger.
       p2: { defenseDialog: (arg) => {
         offered = arg.context;
         const uuid = (name) => arg.context.allies.find((a) => a.name === name)?.uuid;
-        return { mode: "imagination-swarm", allies: [uuid("Porter"), uuid("Seer"), "Scene.scene1.Token.tokSage", uuid("Porter"), "Actor.nobody"], timedOut: false };
+        return { mode: "imagination-swarm", allies: [uuid("Porter"), "Scene.scene1.Token.tokSeer", "Scene.scene1.Token.tokWolf", "Scene.scene1.Token.tokSage", uuid("Porter"), "Actor.nobody"], timedOut: false };
       } },
     },
     resolve: swarmLost,
   });
   t.tokens.fenkaToken.actor.flags.mindscape[POOL].defenses = ["pinnacle-of-will", "imagination-swarm"];
-  const { porter, seer, serf } = addCreatures(t);
+  const { porter } = addCreatures(t);
   const gm = t.clients.gm;
   const keys = [];
   const run = gm.svc.exchanges.run.bind(gm.svc.exchanges);
@@ -392,30 +407,61 @@ test("a struck mind that knows Imagination Swarm draws in allies from the scene:
   await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
   // The attack dialog asked how control is kept if it wins (RULES.md §3.4).
   assert.equal(t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg.context.keepBy, true);
-  // Offered: those that may join, each once, by name; not the attacker, the target, one
-  // under control, a mindless one, a psionic one without the swarm, a hidden token (Bo is
-  // a player), nor a sheet the companion cannot read.
-  assert.deepEqual(offered.allies, [{ uuid: porter.uuid, name: "Porter", psionic: false }, { uuid: seer.uuid, name: "Seer", psionic: true }]);
+  // Offered: the non-psionic creatures on Fenka's side (friendly tokens) that may join,
+  // each once, by name. Not the attacker nor the target; not the Seer or the Sage
+  // (psionic: they join by their own choice), one under control, a mindless one, a
+  // sheet the companion cannot read; not the Wolf, the Scout or the Bystander (hostile
+  // or neutral tokens); not the Lookout (hidden: Bo is a player).
+  assert.deepEqual(offered.allies, [{ uuid: porter.uuid, name: "Porter" }]);
   assert.equal(offered.allyModes, "imagination-swarm");
   const [params] = calls;
   assert.deepEqual(params.attack, { mode: "mental-stab", keep_by: "die" });
   assert.deepEqual(params.defense, { mode: "imagination-swarm" });
-  assert.deepEqual(params.allies.map(refId), ["porter", "seer-tokSeer"]);
-  // The Seer defends with the companion's default (Imagination Swarm): nothing is sent for it.
+  assert.deepEqual(params.allies.map(refId), ["porter"], "only those offered, each once");
   assert.equal(params.defenses, undefined);
-  assert.deepEqual(params.puppets.map(refId), ["serf"], "the creature an ally controls goes along");
-  // Allies are written back as the defender is: Porter's world actor, the Seer's own token.
+  assert.equal(params.puppets, undefined);
+  // The ally is written back as the defender is: Porter's world actor.
   assert.deepEqual(porter.actor.flags.mindscape[POOL], { conditions: ["dazed"], controlled_by: "ulcen" });
-  assert.equal(seer.actor.flags.mindscape[POOL].controlled_by, "ulcen");
-  assert.equal(t.world.docs.get("Actor.seer").flags.mindscape[POOL].controlled_by, undefined, "the Seer's base actor is not written");
-  assert.equal(serf.flags.mindscape[POOL].controlled_by, null);
   assert.deepEqual(gm.notes.warn, []);
-  // The exchange waits for any other touching an ally or its puppet.
-  assert.ok(keys.some((k) => k.includes("Actor.porter") && k.includes(seer.actor.uuid) && k.includes("Actor.serf")), JSON.stringify(keys));
+  // The exchange waits for any other touching the ally.
+  assert.ok(keys.some((k) => k.includes("Actor.porter")), JSON.stringify(keys));
   const card = gm.ChatMessage.created.at(-1).data.content;
-  assert.match(card, /Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span>, <span class="ally">Seer \(Imagination swarm, 2d6\)<\/span>/);
+  assert.match(card, /Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
   assert.match(card, /<th>Porter<\/th><td>Conditions<\/td><td>— <i class="fas fa-long-arrow-alt-right"><\/i> <strong>dazed<\/strong>/);
-  assert.deepEqual(resolved[0].allies, [porter.actor, seer.actor]);
+  assert.deepEqual(resolved[0].allies, [porter.actor]);
+});
+
+test("a struck mind's allies are those on its own side: the controller struck in a puppet's place draws in its allies, a world actor by its prototype token, an unknown side nobody", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: {
+      p1: { attackDialog: { mode: "mental-stab", physical: false } },
+      gm: { defenseDialog: (arg) => ({ mode: "imagination-swarm", allies: arg.context.allies.map((a) => a.uuid), timedOut: false }) },
+    },
+  });
+  addCreatures(t);
+  // Fenka (friendly) is under the goblin's control: the goblin (hostile) is struck and
+  // is offered the hostile creatures, the GM seeing the hidden Scout.
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin-tokG";
+  t.tokens.goblinToken.actor.flags.mindscape[POOL] = pool({ defenses: ["imagination-swarm"], controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  const gm = t.clients.gm;
+  const attack = () => gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  const lastOffer = () => gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").at(-1).arg.context;
+  await attack();
+  assert.equal(lastOffer().defenderName, "Goblin");
+  assert.deepEqual(lastOffer().allies.map((a) => a.name), ["Scout", "Wolf"]);
+  assert.deepEqual(calls.at(-1).allies.map(refId), ["scout", "wolf"]);
+  // A controller that is a world actor without a token on the scene: the side its
+  // tokens are placed with (a neutral overseer draws in the Bystander).
+  const overseer = t.world.actor({ id: "overseer", name: "Overseer", type: "npc", disposition: 0, flags: { mindscape: { [POOL]: pool({ defenses: ["imagination-swarm"], controlling: [{ id: "fenka-tokF", kept_by: "action" }] }) } } });
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "overseer";
+  await attack();
+  assert.equal(lastOffer().defenderName, "Overseer");
+  assert.deepEqual(lastOffer().allies.map((a) => a.name), ["Bystander"]);
+  // Nobody can tell its side: nobody is offered.
+  overseer.prototypeToken = {};
+  await attack();
+  assert.deepEqual(lastOffer().allies, []);
+  assert.equal(calls.at(-1).allies, undefined);
 });
 
 test("nobody is drawn in without a mode that draws allies or without an answer; a mind that does not know the swarm is offered none and the scene is not read", async () => {
@@ -437,29 +483,29 @@ test("nobody is drawn in without a mode that draws allies or without an answer; 
 test("in a psionic wave only the mind struck first draws allies; the GM choosing for an NPC sees hidden tokens; an ally's sheet that cannot be written is told to the GM", async () => {
   const { t, calls } = await poolTable({
     dialogs: {
-      gm: { defenseDialog: (arg) => ({ mode: "imagination-swarm", allies: arg.context.allies.filter((a) => a.name === "Scout" || a.name === "Porter").map((a) => a.uuid), timedOut: false }) },
+      gm: { defenseDialog: (arg) => ({ mode: "imagination-swarm", allies: arg.context.allies.map((a) => a.uuid), timedOut: false }) },
       p2: { defenseDialog: { mode: "imagination-swarm", allies: ["Scene.scene1.Token.tokPorter"], timedOut: false } },
     },
     resolve: (params) => ({ system: POOL, winner: "defender", outcome: "defender", summary: "The wave breaks.", rolls: [], events: [], others: [], updates: [
       { uuid: "Actor.scout", update: { "flags.mindscape.power-pool.conditions": ["dazed"] } },
-      { uuid: "Actor.porter", update: { "flags.mindscape.power-pool.conditions": ["dazed"] } },
+      { uuid: "Actor.wolf", update: { "flags.mindscape.power-pool.conditions": ["dazed"] } },
     ] }),
   });
   for (const token of [t.tokens.fenkaToken, t.tokens.goblinToken]) token.actor.flags.mindscape[POOL].defenses = ["imagination-swarm"];
-  const { porter, scout } = addCreatures(t);
-  porter.actor.update = async () => { throw new Error("the sheet is locked"); };
+  const { wolf, scout } = addCreatures(t);
+  wolf.actor.update = async () => { throw new Error("the sheet is locked"); };
   await t.clients.gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid], attack: { mode: "psionic-wave" } }, t.clients.gm.game.user);
   const gmAsked = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
-  assert.deepEqual(gmAsked.allies.map((a) => a.name), ["Porter", "Scout", "Seer"]);
+  assert.deepEqual(gmAsked.allies.map((a) => a.name), ["Scout", "Wolf"]);
   assert.deepEqual(t.clients.p2.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context.allies, [], "Fenka is struck second");
   const [params] = calls;
-  assert.deepEqual(params.allies.map(refId), ["porter", "scout"]);
+  assert.deepEqual(params.allies.map(refId), ["scout", "wolf"]);
   assert.deepEqual(params.defenses, { "fenka-tokF": { mode: "imagination-swarm" } });
   assert.deepEqual(scout.actor.flags.mindscape[POOL].conditions, ["dazed"]);
-  assert.match(t.clients.gm.notes.warn.join("\n"), /Some sheets could not be updated: Actor\.porter: the sheet is locked/);
+  assert.match(t.clients.gm.notes.warn.join("\n"), /Some sheets could not be updated: Actor\.wolf: the sheet is locked/);
 });
 
-test("power-pool's defense phase offers as allies only those not in the exchange: not the attacker, those struck, those who joined, nor the chooser", async () => {
+test("power-pool's defense phase offers as allies only non-psionic creatures not in the exchange: not the attacker, those struck, those who joined, nor the chooser", async () => {
   const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
   // Ulcen attacked Fenka; Fenka is still to defend.
   const state = { phase: "defense", declared: ["ulcen"], waiting_for: ["fenka-tokF"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} } };
@@ -467,4 +513,13 @@ test("power-pool's defense phase offers as allies only those not in the exchange
   // The goblin joined the defense meanwhile: nobody is left to draw in.
   const joined = { ...state, declared: ["goblin-tokG", "ulcen"] };
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", joined)).pool.allies, []);
+  // Seed 001: the defender "may choose [to] draw allied non-psionic creatures" in; a
+  // psionic one joins by its own choice (its own defense), and a mindless one has no
+  // mind to draw: the companion refuses both, so neither is offered.
+  for (const goblin of [{ psionic: true }, { psionic: false, mindless: true }]) {
+    const view = { ...state, combatants: { ...state.combatants, "goblin-tokG": goblin } };
+    assert.deepEqual((await ctl.choiceContext("fenka-tokF", view)).pool.allies, [], JSON.stringify(goblin));
+  }
+  const mundane = { ...state, combatants: { ...state.combatants, "goblin-tokG": { psionic: false, mindless: false } } };
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", mundane)).pool.allies, [{ id: "goblin-tokG", name: "Goblin" }]);
 });

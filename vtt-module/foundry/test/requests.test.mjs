@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
-  knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  dispositionOf, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
 } from "../mindscape/scripts/requests.js";
 
 test("each Foundry system is read by its adapter, others by foundry.generic", () => {
@@ -104,13 +104,24 @@ test("power-pool: how control is kept if the attack wins goes as attack.keep_by,
   assert.equal("keep_by" in attackFromForm("revised-2e", { mode: "mind-thrust", keep_by: "die" }), false);
 });
 
-test("power-pool: who may be drawn into an imagination swarm (seed 001: a mind, not under control; a psionic one joins with the mode)", () => {
+test("power-pool: who a defender may draw into an imagination swarm (seed 001: \"allied non-psionic creatures\"; a psionic one joins by its own choice)", () => {
   assert.deepEqual(allyDrawingModeIds([{ id: "pinnacle-of-will" }, { id: "imagination-swarm", draws_allies: true }]), ["imagination-swarm"]);
   assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4 }), true, "a non-psionic creature adds a die");
+  assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4, psionic: false }), true);
   assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4, mindless: true }), false);
   assert.equal(mayJoinAsAlly({ hit_dice: 2, die: 4, controlled_by: "ulcen" }), false);
-  assert.equal(mayJoinAsAlly({ psionic: true, defenses: ["imagination-swarm"] }), true);
-  assert.equal(mayJoinAsAlly({ psionic: true, defenses: ["pinnacle-of-will"] }), false, "it would defend with a mode it does not know");
-  assert.equal(mayJoinAsAlly({ psionic: true }), false, "power-pool knows no mode its profile does not list");
+  // The companion refuses a psionic creature drafted as an ally (rule ally-psionic).
+  assert.equal(mayJoinAsAlly({ psionic: true, defenses: ["imagination-swarm"] }), false);
+  assert.equal(mayJoinAsAlly({ attacks: ["mental-stab"] }), false, "a profile listing modes is psionic");
   assert.equal(mayJoinAsAlly(null), false, "a sheet the companion cannot read");
+});
+
+test("which side a creature is on: its token's disposition, a world actor's prototype token's, else unknown", () => {
+  const actor = { prototypeToken: { disposition: 1 } };
+  assert.equal(dispositionOf({ token: { disposition: -1 }, actor }), -1, "the token placed wins over the prototype");
+  assert.equal(dispositionOf({ token: { disposition: -2 }, actor }), -2);
+  assert.equal(dispositionOf({ token: null, actor }), 1);
+  assert.equal(dispositionOf({ token: null, actor: { prototypeToken: { disposition: 0 } } }), 0);
+  assert.equal(dispositionOf({ token: null, actor: {} }), null);
+  assert.equal(dispositionOf({ token: {}, actor }), null, "a token that does not say");
 });

@@ -113,9 +113,11 @@ test("every template renders with a plausible context", () => {
   const keepBy = renderModuleTemplate("attack-dialog", { ...contexts["attack-dialog.hbs"], keepBy: true });
   assert.match(keepBy, /If it wins, keep control by[\s\S]*name="keep_by">\s*<option value="action" selected>An action each round<\/option>\s*<option value="die">A pool die \(until released\)<\/option>\s*<\/select>/);
   assert.doesNotMatch(renderModuleTemplate("attack-dialog", contexts["attack-dialog.hbs"]), /name="keep_by"/);
-  const swarm = renderModuleTemplate("defense-dialog", { ...contexts["defense-dialog.hbs"], allies: [{ uuid: "Scene.s.Token.p", name: "Porter", psionic: false }, { uuid: "Scene.s.Token.s", name: "Seer", psionic: true }], allyModes: "imagination-swarm", allyModeLabels: "Imagination swarm" });
-  assert.match(swarm, /<fieldset class="mindscape-pool-list mindscape-defense-allies" data-ally-modes="imagination-swarm">\s*<legend>Draw in allies \(with Imagination swarm\)<\/legend>/);
-  assert.match(swarm, /name="allies" value="Scene.s.Token.p" data-list> Porter<\/label><label><input type="checkbox" name="allies" value="Scene.s.Token.s" data-list> Seer <span class="hint">psionic: joins with Imagination Swarm<\/span>/);
+  const swarm = renderModuleTemplate("defense-dialog", { ...contexts["defense-dialog.hbs"], allies: [{ uuid: "Scene.s.Token.p", name: "Porter" }, { uuid: "Scene.s.Token.h", name: "Hound" }], allyModes: "imagination-swarm", allyModeLabels: "Imagination swarm" });
+  assert.match(swarm, /<fieldset class="mindscape-pool-list mindscape-defense-allies" data-ally-modes="imagination-swarm">\s*<legend>Draw in non-psionic allies \(with Imagination swarm\)<\/legend>/);
+  assert.match(swarm, /name="allies" value="Scene.s.Token.p" data-list> Porter<\/label><label><input type="checkbox" name="allies" value="Scene.s.Token.h" data-list> Hound<\/label>/);
+  // Seed 001: a psionic creature joins by its own choice; the dialog says why none is listed.
+  assert.match(swarm, /A psionic creature is never drawn in: it joins only by its own choice\./);
   assert.doesNotMatch(renderModuleTemplate("defense-dialog", contexts["defense-dialog.hbs"]), /name="allies"/);
   const allied = renderModuleTemplate("chat-card", { ...contexts["chat-card.hbs"], allies: [{ name: "Porter", how: "drawn in, dazed, 1d4" }] });
   assert.match(allied, /<p class="modes mindscape-allies">Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);

@@ -71,11 +71,19 @@ export function changesOf(side) {
  * system's figures, what changed for each combatant (power-pool's `others` too: a
  * wave's further targets, allies, creatures set free), the allies drawn into the
  * defense and how each defended (power-pool `defense.members` of role "ally"), the dice.
+ *
+ * The header names what was aimed at (`attackerName` → `defenderName`: in power-pool a
+ * puppet whose controller the attack struck instead, a wave's targets joined); every
+ * creature the card names by its id (what changed, effects, dice, events, allies) is
+ * named as the table knows that creature, from `names`. An id `names` lacks is named by
+ * the header for the attacker, and for the defender only when the header names it alone
+ * (no mind struck in its place, no wave); else by the companion's own name for it.
  * @param {object} result  `exchange.resolve`'s result
  * @param {{attackerName:string, defenderName:string, attack:object, defense:object|null,
  *          names?:Map<string,string>, localize:(key:string, fallback:string)=>string,
  *          physical?:boolean}} info
- *   `names`: the table's name of each combatant id the companion may give (the token's name)
+ *   `names`: the table's name of each combatant id the companion may give (the token's
+ *   name), every creature sent with the exchange
  */
 export function chatCardContext(result, info) {
   const L = info.localize;
@@ -86,23 +94,32 @@ export function chatCardContext(result, info) {
   }));
   // Combatant ids (actor ids, generated ids) read as the names the table knows.
   const names = new Map(info.names ?? []);
-  for (const other of result.others ?? []) {
-    const id = other?.id ?? other?.after?.id;
-    if (id && !names.has(id) && (other?.after?.name ?? other?.name)) names.set(id, other.after?.name ?? other.name);
+  const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
+  // power-pool: the mind struck is not what was aimed at when it controls the target
+  // (`redirected`), and a wave's header names all its targets.
+  const struckInstead = (result.redirected ?? []).some((r) => r?.to === idOf(result.defender));
+  const wave = (result.defense?.members ?? []).some((m) => m?.role === "wave-target");
+  const headerNames = [[result.attacker, info.attackerName], [result.defender, struckInstead || wave ? null : info.defenderName]];
+  for (const [side, header] of headerNames) {
+    const id = idOf(side);
+    if (id && !names.has(id) && header) names.set(id, header);
   }
-  for (const [side, name] of [[result.attacker, info.attackerName], [result.defender, info.defenderName]]) {
-    for (const id of [side?.id, side?.before?.id, side?.after?.id]) if (id) names.set(id, name);
+  for (const side of [result.attacker, result.defender, ...(result.others ?? [])]) {
+    const id = idOf(side);
+    const own = side?.after?.name ?? side?.before?.name ?? side?.name;
+    if (id && !names.has(id) && own) names.set(id, own);
   }
   const nameOf = (v) => (typeof v === "string" && names.has(v) ? names.get(v) : v);
+  const sideName = (side, header) => nameOf(idOf(side)) ?? header;
   const facts = [];
   for (const field of FACT_FIELDS[system] ?? []) {
     const value = field === "effects" ? effectsText(result.effects, nameOf, L) : show(result[field], yesNo);
     if (value !== null && value !== "") facts.push({ field, label: L(`MINDSCAPE.Field.${field}`, field.replace(/_/g, " ")), value });
   }
   const changes = [
-    ...sideChanges(result.attacker, info.attackerName),
-    ...sideChanges(result.defender, info.defenderName),
-    ...(result.others ?? []).flatMap((o) => sideChanges(o, nameOf(o?.id ?? o?.after?.id))),
+    ...sideChanges(result.attacker, sideName(result.attacker, info.attackerName)),
+    ...sideChanges(result.defender, sideName(result.defender, info.defenderName)),
+    ...(result.others ?? []).flatMap((o) => sideChanges(o, nameOf(idOf(o)))),
   ];
   const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
   // power-pool: who the struck mind drew into its defense, and how each defended: a
@@ -134,11 +151,17 @@ export function chatCardContext(result, info) {
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
     events: (result.events ?? []).map((e) => ({
       type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
-      text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "object" ? JSON.stringify(v) : nameOf(v)}`).join(", "),
+      text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k.replace(/_/g, " ")}: ${shownValue(v, nameOf)}`).join(", "),
     })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),
   };
+}
+
+/** An event's value on a card: an id (or a list of ids, power-pool's `targets`) by its name, an object as JSON. */
+function shownValue(v, nameOf) {
+  if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.map(nameOf).join(", ");
+  return v !== null && typeof v === "object" ? JSON.stringify(v) : nameOf(v);
 }
 
 /**
@@ -174,10 +197,7 @@ export function roundCardContext(result, info) {
       name: nameOf(e.combatant),
       type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
       // A list of ids (power-pool's `targets`) reads as their names too.
-      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => {
-        const shown = Array.isArray(v) && v.every((x) => typeof x === "string") ? v.map(nameOf).join(", ") : typeof v === "object" ? JSON.stringify(v) : nameOf(v);
-        return `${k.replace(/_/g, " ")}: ${shown}`;
-      }).join(", "),
+      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => `${k.replace(/_/g, " ")}: ${shownValue(v, nameOf)}`).join(", "),
     })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),

@@ -297,7 +297,9 @@ export class EncounterController {
    * of a psionic wave, allies of an imagination swarm). An ally is none of those already
    * in the exchange (the view's `declared`: in the defense phase the attacker and those
    * who declared a defense or joined; `waiting_for`: those still to defend, the struck
-   * ones) nor one under control (the companion refuses both).
+   * ones), nor one under control, a mindless one or a psionic one (seed 001: the
+   * defender "may choose [to] draw allied non-psionic creatures" in; a psionic creature
+   * joins only by its own choice): the companion refuses each of them.
    */
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
@@ -309,7 +311,10 @@ export class EncounterController {
       defensePhase: state.phase === "defense",
       controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
       others,
-      allies: others.filter((o) => !inExchange.has(o.id) && !viewOf(o.id).controlled_by),
+      allies: others.filter((o) => {
+        const view = viewOf(o.id);
+        return !inExchange.has(o.id) && !view.controlled_by && view.mindless !== true && view.psionic !== true;
+      }),
       waveModes: modes.attacks.filter((m) => m.several_targets).map((m) => m.id).join(","),
     };
   }
@@ -663,12 +668,14 @@ export class EncounterController {
     const plan = await this.applyStep(answer);
     const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
     const name = (id) => meta.combatants?.[id]?.name ?? id;
+    // Every id on a card (allies, puppets, a wave's targets) by the token's name.
+    const names = new Map(Object.entries(meta.combatants ?? {}).map(([id, c]) => [id, c?.name ?? id]));
     for (const result of resultsOfStep(answer)) {
       const attackerId = idOf(result.attacker);
       const entry = meta.combatants?.[attackerId];
       const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
       const message = await this.svc.postCard(result, {
-        attackerName: name(attackerId), defenderName: name(idOf(result.defender)), ...modesOfResult(result),
+        attackerName: name(attackerId), defenderName: name(idOf(result.defender)), names, ...modesOfResult(result),
         physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
       });
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });

@@ -35,13 +35,6 @@ export const RANGES = ["short", "medium", "long"];
 export const KEEP_BY = ["die", "action"];
 
 /**
- * power-pool: the defense a psionic ally drawn into a group defends with when the request
- * names none for it (the companion's default for `allies`, seed 001: "Psionically active
- * creatures may also use this defence mode to participate").
- */
-export const PSIONIC_ALLY_DEFENSE = "imagination-swarm";
-
-/**
  * The adapter for a Foundry game system: a known one, else the first daemon adapter for
  * Foundry named after the system, else `foundry.generic`.
  * @param {string} foundrySystemId  `game.system.id`
@@ -250,19 +243,31 @@ export function allyDrawingModeIds(defenses) {
 
 /**
  * power-pool: whether a creature may be drawn into a group defense as an ally (RULES.md
- * §3.3, seed 001), as `adapters.import` reads it: one with a mind (the companion refuses
- * a mindless one, `ally-mindless`) that is not under psionic control (`ally-controlled`);
- * a psionic one defends with `PSIONIC_ALLY_DEFENSE`, so it must know that mode
- * (`mode-not-known`; a list nobody can tell lets the companion decide). A non-psionic
- * one adds a die and is dazed.
+ * §3.3, seed 001: the defender "may choose [to] draw allied non-psionic creatures into
+ * the psionic combat"), as `adapters.import` reads it: a non-psionic one (a psionic
+ * creature joins by its own choice, with its own defense, never drafted: the companion
+ * refuses it, `ally-psionic`) with a mind (`ally-mindless`) that is not under psionic
+ * control (`ally-controlled`). It adds a die and is dazed. Whether it is the defender's
+ * ally is the table's to say (`dispositionOf`).
  * @param {object|null} combatant  `adapters.import`'s combatant, null when it could not be read
  */
 export function mayJoinAsAlly(combatant) {
   if (!combatant || typeof combatant !== "object") return false;
   if (combatant.mindless === true || combatant.controlled_by) return false;
-  if (!isPsionic("power-pool", combatant)) return true;
-  const known = knownModeIds("power-pool", combatant, "defenses");
-  return known === null || known.includes(PSIONIC_ALLY_DEFENSE);
+  return !isPsionic("power-pool", combatant);
+}
+
+/**
+ * Which side a creature is on at the table: its token's `disposition` (Foundry's
+ * `CONST.TOKEN_DISPOSITIONS`: -2 secret, -1 hostile, 0 neutral, 1 friendly), or for a
+ * world actor without a token on the scene, the one its tokens are placed with (the
+ * actor's `prototypeToken.disposition`). Null when neither says.
+ * @param {{token:any, actor:any}} docs
+ * @returns {number|null}
+ */
+export function dispositionOf({ token, actor }) {
+  const d = token ? token.disposition : actor?.prototypeToken?.disposition;
+  return Number.isInteger(d) ? d : null;
 }
 
 /** Chance fields the systems name beside `outcomes` (API.md: critical, mind opened, control). */

@@ -11,7 +11,7 @@ import {
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
-  exchangeParams, isPsionic, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
+  dispositionOf, exchangeParams, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
@@ -288,20 +288,21 @@ export class Mindscape {
    * (`defenders`), each struck creature choosing its own defense (`defenses`); any other
    * mode makes one exchange per target, as in the other systems.
    *
-   * The mind struck may draw allies into its defense (imagination-swarm, RULES.md §3.3):
-   * whoever chooses its defense picks them among the creatures on the scene that may join
-   * (`allyCandidates`), and they go as `allies`, with the creatures they control as
-   * puppets. In a wave only the mind struck first draws allies in: its defense leads the
-   * group, as in an encounter.
+   * The mind struck may draw its non-psionic allies into its defense (imagination-swarm,
+   * RULES.md §3.3): whoever chooses its defense picks them among the creatures on the
+   * scene that may join (`allyCandidates`), and they go as `allies`, with the creatures
+   * they control as puppets. In a wave only the mind struck first draws allies in: its
+   * defense leads the group, as in an encounter.
    */
   async poolAttack(common, defenders, attackerName) {
     const system = this.system;
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
-    // Looked for once, and only when a mind asked may draw allies in.
-    let candidates = null;
-    const allies = () => (candidates ??= this.allyCandidates([common.attacker, ...defenders, ...around.struck]));
+    // The scene is read once, and only when a mind asked may draw allies in; each mind
+    // is offered its own allies.
+    let creatures = null;
+    const allies = async (struck) => this.allyCandidates(struck, await (creatures ??= this.sceneCreatures([common.attacker, ...defenders, ...around.struck])));
     // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
     const ask = (i, drawsAllies) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null));
     const asked = around.struck.map(actorUuidOf);
@@ -341,17 +342,15 @@ export class Mindscape {
   }
 
   /**
-   * power-pool: the creatures on the scene that a struck mind may draw into an
-   * imagination swarm (RULES.md §3.3), as `[{uuid, name, psionic, hidden, docs}]` by the
-   * token's name: every token on the scene of the attack (the attacker's token's, else a
-   * target's) whose actor, as seen through the token, is none of `taken` (the attacker,
-   * the targets, the minds struck in their place), each once (two tokens of a linked
-   * actor are one creature), that the companion reads for the world's system
-   * (`adapters.import`, as for an attack) and that may join (`mayJoinAsAlly`: a mind,
-   * not under psionic control, a psionic one knowing Imagination Swarm).
+   * power-pool: the creatures on the scene that might be drawn into an imagination swarm
+   * (RULES.md §3.3), as `[{docs, combatant}]`: every token on the scene of the attack
+   * (the attacker's token's, else a target's) whose actor, as seen through the token, is
+   * none of `taken` (the attacker, the targets, the minds struck in their place), each
+   * once (two tokens of a linked actor are one creature), as the companion reads it for
+   * the world's system (`adapters.import`, as for an attack; null when it cannot).
    * @param {{token:any, actor:any}[]} taken
    */
-  async allyCandidates(taken) {
+  async sceneCreatures(taken) {
     const keys = new Set(taken.map(actorUuidOf));
     const scene = taken.map((d) => d.token?.parent).find((p) => p?.tokens) ?? null;
     const tokens = scene ? scene.tokens.contents ?? [...scene.tokens] : [];
@@ -365,13 +364,26 @@ export class Mindscape {
       creatures.push(docs);
     }
     const read = await Promise.all(creatures.map((docs) => this.importedOf(docs)));
+    return creatures.map((docs, i) => ({ docs, combatant: read[i] }));
+  }
+
+  /**
+   * power-pool: the creatures `struck` may draw into an imagination swarm, as
+   * `[{uuid, name, hidden, docs}]` by the token's name: among `creatures`
+   * (`sceneCreatures`), those that may join (`mayJoinAsAlly`: non-psionic, with a mind,
+   * not under psionic control; a psionic creature joins by its own choice, in an
+   * encounter's defense phase) and are its allies at the table: the same disposition
+   * as the struck mind's token (`dispositionOf`; a world actor without a token on the
+   * scene, its prototype token's). None when the struck mind's side is unknown.
+   * @param {{token:any, actor:any}} struck
+   * @param {{docs:{token:any, actor:any}, combatant:object|null}[]} creatures
+   */
+  allyCandidates(struck, creatures) {
+    const side = dispositionOf(struck);
+    if (side === null) return [];
     return creatures
-      .map((docs, i) => ({ docs, combatant: read[i] }))
-      .filter(({ combatant }) => mayJoinAsAlly(combatant))
-      .map(({ docs, combatant }) => ({
-        uuid: docs.token.uuid, name: docs.token.name ?? docs.actor.name,
-        psionic: isPsionic("power-pool", combatant), hidden: Boolean(docs.token.hidden), docs,
-      }))
+      .filter(({ docs, combatant }) => mayJoinAsAlly(combatant) && dispositionOf(docs) === side)
+      .map(({ docs }) => ({ uuid: docs.token.uuid, name: docs.token.name ?? docs.actor.name, hidden: Boolean(docs.token.hidden), docs }))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -489,11 +501,12 @@ export class Mindscape {
    * non-psionic mind) is not asked and raises none. Only a defense it knows is
    * remembered as its default.
    *
-   * power-pool: with `allies` (a function giving `allyCandidates`), a defender that knows
-   * a mode drawing allies in (imagination-swarm) is offered the creatures it may draw in
-   * (a player is not shown hidden tokens); the answer's `allies` are the documents of
-   * those picked, kept only with such a mode, and only among those offered. Without an
-   * answer (a timeout, Cancel) nobody is drawn in, and allies are never remembered.
+   * power-pool: with `allies` (a function giving a defender's `allyCandidates`), a
+   * defender that knows a mode drawing allies in (imagination-swarm) is offered the
+   * creatures it may draw in (a player is not shown hidden tokens); the answer's
+   * `allies` are the documents of those picked, kept only with such a mode, and only
+   * among those offered. Without an answer (a timeout, Cancel) nobody is drawn in, and
+   * allies are never remembered.
    * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean}>}
    */
   async askDefense(defender, attackerName, attack, aimedAt = null, allies = null) {
@@ -511,7 +524,7 @@ export class Mindscape {
     const owner = this.ownerOf(actor);
     const drawing = new Set(allies ? allyDrawingModeIds(offered) : []);
     // A player sees only the tokens the scene shows players.
-    const candidates = drawing.size ? (await allies()).filter((c) => !(owner && c.hidden)) : [];
+    const candidates = drawing.size ? (await allies(defender)).filter((c) => !(owner && c.hidden)) : [];
     const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       system,
@@ -526,7 +539,7 @@ export class Mindscape {
       noneSelected: !remembered,
       sacrifice: system === "power-pool",
       // power-pool: the creatures it may draw in with a mode that draws allies (`allyModes`).
-      allies: candidates.map((c) => ({ uuid: c.uuid, name: c.name, psionic: c.psionic })),
+      allies: candidates.map((c) => ({ uuid: c.uuid, name: c.name })),
       allyModes: [...drawing].join(","),
       allyModeLabels: [...drawing].map((id) => this.t.label(`MINDSCAPE.Mode.${id}`, id)).join(", "),
       seconds: Math.round(timeoutMs / 1000),
@@ -628,10 +641,12 @@ export class Mindscape {
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const result = await this.callDice("exchange.resolve", params, usePhysical);
     const plan = await this.writeBack(result.updates, everyone.map((d) => participantOf(d.token, d.actor)));
+    // The card's header names what was aimed at: the targets, a puppet whose controller
+    // was struck instead. Every id the companion gives (the mind struck, a wave's other
+    // targets, controllers, allies, puppets) is named by its own token.
     const attackerName = nameOf(attacker);
     const defenderName = [defender, ...(group?.defenders ?? [])].map(nameOf).join(", ");
     this.sheetWarnings(result.warnings, whoAt);
-    // The card names the companion's ids (allies, puppets) as the table does.
     const names = new Map(everyone.map((d) => [roundCombatantId(d.token, d.actor), nameOf(d)]));
     const message = await this.postCard(result, { attackerName, defenderName, attack, defense, names, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
     const allies = (group?.allies ?? []).map((d) => d.actor);
@@ -792,7 +807,7 @@ export class Mindscape {
       const ids = new Set(after.map((p) => roundCombatantId(p.token, p.actor)));
       const kept = Object.fromEntries(Object.entries(asked.choices).filter(([id]) => ids.has(id)));
       const puppets = await this.puppetsNamed(after, kept, asked.links);
-      return this.endRoundChoosing({ ...rest, participants: after, choices: kept, puppets });
+      return this.endRoundChoosing({ ...rest, participants: after, choices: kept, puppets, links: asked.links });
     });
   }
 
@@ -812,23 +827,46 @@ export class Mindscape {
    * whole call when a choice is not allowed (nothing happened for anyone): 4001
    * `cannot-close`, or `cannot-act` for a stunned mind (revised-2e); `not-controlling` or
    * `no-die-to-dedicate` (power-pool: a sheet changed since the offer); or −32602 at
-   * `/choices/…` or `/puppets/…`. Then the round is ended again without choices and
-   * puppets, with any physical dice already typed, and the GM is told once who and why:
-   * a choice never leaves the round un-ended.
+   * `/choices/…` or `/puppets/…`. When the refusal names whose choices they were
+   * (`choiceRefusal`), the round is ended once more without only those, keeping the
+   * others' (and the puppets those name); when it does not, or that is refused too, the
+   * round is ended without any choices or puppets. Either way with any physical dice
+   * already typed, and the GM is told who and why: a choice never leaves the round
+   * un-ended.
+   * @param {{participants:{token:any, actor:any}[], choices:object, puppets?:{token:any, actor:any}[],
+   *          links?:Map<string, ReturnType<typeof controlLinks>>}} request
+   *   `links`: each controller's links (power-pool, for the puppets of the choices kept)
    */
-  async endRoundChoosing({ participants, choices, puppets = [], ...rest }) {
+  async endRoundChoosing({ participants, choices, puppets = [], links = new Map(), ...rest }) {
     if (!Object.keys(choices).length) return this.endRoundNow({ participants, ...rest });
     const typed = {};
+    const retry = () => ({ typed, dice: Object.keys(typed).length ? structuredClone(typed) : undefined });
+    const namesOf = (ids) => participants.filter((p) => ids.includes(roundCombatantId(p.token, p.actor))).map((p) => p.token?.name ?? p.actor.name).join(", ");
+    const pool = this.system === "power-pool";
+    let refusal;
     try {
       return await this.endRoundNow({ participants, choices, puppets, typed, ...rest });
     } catch (error) {
-      const refusal = choiceRefusal(error);
+      refusal = choiceRefusal(error, choices);
       if (!refusal) throw error;
-      const names = participants.filter((p) => choices[roundCombatantId(p.token, p.actor)]).map((p) => p.token?.name ?? p.actor.name);
-      const key = this.system === "power-pool" ? "MINDSCAPE.Control.Refused" : "MINDSCAPE.Close.Refused";
-      this.env.ui?.notifications?.warn(this.t.format(key, { names: names.join(", "), ...refusal }));
-      return this.endRoundNow({ participants, typed, dice: Object.keys(typed).length ? typed : undefined, ...rest });
     }
+    const others = Object.keys(choices).filter((id) => !refusal.whose.includes(id));
+    if (refusal.whose.length && others.length) {
+      const kept = Object.fromEntries(others.map((id) => [id, choices[id]]));
+      try {
+        const done = await this.endRoundNow({ participants, choices: kept, puppets: await this.puppetsNamed(participants, kept, links), ...retry(), ...rest });
+        const key = pool ? "MINDSCAPE.Control.RefusedOne" : "MINDSCAPE.Close.RefusedOne";
+        this.env.ui?.notifications?.warn(this.t.format(key, { names: namesOf(refusal.whose), kept: namesOf(others), ...refusal }));
+        return done;
+      } catch (error) {
+        const again = choiceRefusal(error, kept);
+        if (!again) throw error;
+        refusal = { ...refusal, detail: `${refusal.detail}; ${again.detail}`, reason: `${refusal.reason}; ${again.reason}` };
+      }
+    }
+    const key = pool ? "MINDSCAPE.Control.Refused" : "MINDSCAPE.Close.Refused";
+    this.env.ui?.notifications?.warn(this.t.format(key, { names: namesOf(Object.keys(choices)), ...refusal }));
+    return this.endRoundNow({ participants, ...retry(), ...rest });
   }
 
   /**
@@ -1586,19 +1624,27 @@ const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "
 /**
  * Whether the companion refused an `exchange.end_round` for its choices (or the puppets
  * they free) rather than for the combatants: a 4001 of a choice's rule, or a −32602 whose
- * every problem is at `/choices/…` or `/puppets/…`. `{rule, detail, reason}` to tell
- * the GM, or null for any other error.
+ * every problem is at `/choices/…` or `/puppets/…`. `{rule, detail, reason, whose}` to
+ * tell the GM, or null for any other error. `whose`: the ids among `choices`' keys whose
+ * choices were refused, when the refusal names them all (a 4001's detail ends with
+ * "(/choices/<id>)" or names "(/choices/<id>/release/0)"; every −32602 problem is at
+ * "/choices/<id>/…"); else `[]` (a puppet's problem, a detail that names nobody).
  */
-function choiceRefusal(error) {
+function choiceRefusal(error, choices = {}) {
+  const ids = Object.keys(choices);
   if (error instanceof RulesError && CHOICE_RULES.has(error.data?.rule)) {
     const detail = error.data.detail ?? "";
-    return { rule: error.data.rule, detail, reason: `${error.data.rule}: ${detail}` };
+    const whose = ids.filter((id) => detail.includes(`(/choices/${id})`) || detail.includes(`(/choices/${id}/`));
+    return { rule: error.data.rule, detail, reason: `${error.data.rule}: ${detail}`, whose };
   }
   if (error instanceof InvalidParamsError) {
     const problems = error.data?.errors ?? [];
-    if (problems.length && problems.every((e) => /^\/(choices|puppets)(\/|$)/.test(String(e?.path ?? "")))) {
+    const paths = problems.map((e) => String(e?.path ?? ""));
+    if (problems.length && paths.every((p) => /^\/(choices|puppets)(\/|$)/.test(p))) {
       const detail = problems.map((e) => `${e.path}: ${e.message}`).join("; ");
-      return { rule: "invalid-params", detail, reason: detail };
+      const owner = (p) => ids.find((id) => p === `/choices/${id}` || p.startsWith(`/choices/${id}/`));
+      const whose = paths.every(owner) ? [...new Set(paths.map(owner))] : [];
+      return { rule: "invalid-params", detail, reason: detail, whose };
     }
   }
   return null;

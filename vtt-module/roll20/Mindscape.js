@@ -51,6 +51,7 @@ var Mindscape = Mindscape || (() => {
   // them, so the GM is sent to !psi encounter status rather than told to repeat them.
   const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
   const STALE_REVISION = 4009;
+  const RULES_VIOLATION = 4001;
   // What the bridge answers when it cannot tell whether the companion ran a changing
   // call (a timeout or a lost connection after sending): JSON-RPC's server-error range.
   const BRIDGE_UNCERTAIN = -32001;
@@ -863,8 +864,10 @@ var Mindscape = Mindscape || (() => {
   // defend, --defense elsewhere). Refused here, before anything is sent: the attacker,
   // a creature the attack strikes already (a target, or a controller in its puppet's
   // place), one named twice, one of another system and one under psionic control (the
-  // companion's ally-controlled). Whether the others may join (a mindless one, a psionic
-  // one that does not know imagination-swarm) is the companion's to judge.
+  // companion's ally-controlled). Whether the others may join is the companion's to judge:
+  // a defender draws in non-psionic creatures only (seed 001), and which creature counts
+  // as psionic is its adapter's reading of the sheet, so a psionic one (ally-psionic) or a
+  // mindless one is refused there, and the attack waits for another choice (chooseAgain).
   const alliesFromOptions = (args, exchange, defense, key) => {
     const named = args.all('ally');
     if (!named.length) return { allies: [] };
@@ -897,12 +900,15 @@ var Mindscape = Mindscape || (() => {
   // The line under the defense buttons that says how to draw allies in: a button cannot
   // pick tokens, so it shows the command to type (Roll20 asks for the token when a typed
   // command holds @{target|...}). Empty when the chooser knows no defense that draws allies.
+  // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic
+  // combat"; a psionic creature joins by its own choice, which a single attack does not ask.
   const allyHint = (system, chooser, command) => {
     const swarm = (SYSTEMS[system].swarms || []).find((mode) => knownDefenses(chooser, system).includes(mode));
     if (!swarm) return '';
-    return `<br>${label(swarm)} may draw allies into the defense: type <code>${command} --mode ${swarm} --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> `
+    return `<br>${label(swarm)} may draw allied non-psionic creatures into the defense: type <code>${command} --mode ${swarm} --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> `
       + '(for each further ally add <code>--ally &#64;&#123;target&#124;Ally 2&#124;token_id&#125;</code> and so on). '
-      + `A non-psionic ally adds a die and is dazed; a psionic one defends with ${label(swarm)} itself, with its whole pool.`;
+      + 'Each adds a die and is dazed, and falls with the group. A psionic creature is not drawn in: it joins a defense by its own choice, '
+      + `in an encounter (<code>!psi encounter declare --defense ${swarm}</code>), not in a single attack.`;
   };
 
   // An exchange's params and the fighters it involves (whose sheets its answer may
@@ -973,8 +979,61 @@ var Mindscape = Mindscape || (() => {
       + 'an attack on it strikes its controller (power-pool). Put the controller\'s ref right in its psi_controlled_by, or clear it. Nothing was sent.';
   };
 
+  // Keeps an attack waiting for a defense, under a new id: its buttons work once (the
+  // exchange is taken out of the store when a defense is chosen) and for an hour from the
+  // attack (pruneExchanges).
+  const waitForDefense = (exchange) => {
+    const xid = newId();
+    pruneExchanges(Date.now());
+    store().exchanges[xid] = exchange;
+    return xid;
+  };
+
+  // What the mind choosing a defense against the attack waiting as `xid` clicks: a button
+  // per defense it knows and No defense (`--for` it in a psionic wave) and, for the mind
+  // that leads the defending group, how to draw allies in.
+  const defenseButtons = (xid, exchange, chooser) => {
+    const wave = Array.isArray(exchange.members);
+    const command = `!psi defend --req ${xid}${wave ? ` --for ${chooser}` : ''}`;
+    const buttons = knownDefenses(chooser, exchange.system)
+      .map((mode) => `[${label(mode)}](${command} --mode ${mode})`)
+      .concat([`[No defense](${command} --mode none)`]).join(' ');
+    // The mind struck first leads the group: only its defense draws allies in (as in an
+    // encounter, whose exchange takes the allies of that mind's defense only).
+    const leads = !wave || chooser === exchange.members[0];
+    return `${buttons}${leads ? allyHint(exchange.system, chooser, command) : ''}`;
+  };
+
+  // Whispers `text` to a mind's controllers and the GM (who always sees a secret choice).
+  const whisperSide = (ref, text) => {
+    controllersOf(ref).filter((pid) => !playerIsGM(pid)).forEach((pid) => whisperPlayer(pid, text));
+    whisperGM(text);
+  };
+
+  // Asks for the defense against a single attack waiting as `xid` (a controlled defender's
+  // controller chooses in its place).
+  const askSingle = (xid, exchange) => {
+    const { struck, defender } = exchange;
+    const target = struck
+      ? `<b>${chatSafe(fighterName(defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
+        + `${chatSafe(fighterName(struck))}, who chooses the defense`
+      : `<b>${chatSafe(fighterName(defender))}</b>. Choose a defense`;
+    whisperSide(struck || defender, box('defend!', `${chatSafe(fighterName(exchange.attacker))} attacks the mind of ${target}:<br>`
+      + `${defenseButtons(xid, exchange, struck || defender)}`));
+  };
+
+  // Asks every mind a psionic wave waiting as `xid` strikes for its defense.
+  const askWave = (xid, exchange) => {
+    const names = exchange.targets.map(fighterName).map(chatSafe).join(', ');
+    exchange.members.forEach((member) => {
+      whisperSide(member, box('defend!', `${chatSafe(fighterName(exchange.attacker))} strikes the minds of <b>${names}</b> at once. `
+        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, member)}`));
+    });
+  };
+
   // `requester` made the attack; `chooser` picked the defense (the same player when the
-  // attacker also controls the defender).
+  // attacker also controls the defender). The job keeps the exchange, so that a defense
+  // the companion refuses can be chosen again (chooseAgain).
   const resolveExchange = (exchange, defense, requester, chooser, defenses = {}, told = []) => {
     const { params, involved, paths, missing } = exchangeRequest(exchange, defense, defenses);
     // A puppet that is no fighter here cannot be sent: its sheet will not follow.
@@ -990,6 +1049,7 @@ var Mindscape = Mindscape || (() => {
       told,
       involved,
       paths,
+      exchange,
       title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`,
     }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
   };
@@ -1023,22 +1083,7 @@ var Mindscape = Mindscape || (() => {
     // A wave at the attacker's own puppet: the companion says what the rules make of it,
     // before anyone is asked.
     if (!members.length || who.targets.some((t) => struckFor(who.system, t) === who.attacker)) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
-    const xid = newId();
-    pruneExchanges(Date.now());
-    store().exchanges[xid] = exchange;
-    const names = who.targets.map(fighterName).map(chatSafe).join(', ');
-    members.forEach((member, i) => {
-      const buttons = knownDefenses(member, who.system)
-        .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --for ${member} --mode ${mode})`)
-        .concat([`[No defense](!psi defend --req ${xid} --for ${member} --mode none)`]).join(' ');
-      // The mind struck first leads the group: only its defense draws allies in (as in an
-      // encounter, whose exchange takes the allies of that mind's defense only).
-      const hint = i === 0 ? allyHint(who.system, member, `!psi defend --req ${xid} --for ${member}`) : '';
-      const text = box('defend!', `${chatSafe(fighterName(who.attacker))} strikes the minds of <b>${names}</b> at once. `
-        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${buttons}${hint}`);
-      controllersOf(member).filter((pid) => !playerIsGM(pid)).forEach((pid) => whisperPlayer(pid, text));
-      whisperGM(text);
-    });
+    askWave(waitForDefense(exchange), exchange);
     return tell(msg.playerid, 'attack declared', `Waiting for ${members.map(fighterName).map(chatSafe).join(', ')} to choose a defense.`);
   };
 
@@ -1068,6 +1113,7 @@ var Mindscape = Mindscape || (() => {
     tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies)}`);
     const left = exchange.members.filter((ref) => !(ref in exchange.choices));
     if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
+    // Good once: should the companion refuse a defense, chooseAgain stores the wave anew.
     delete store().exchanges[xid];
     const [first, ...rest] = exchange.members;
     // A refusal's detail may be about any of the minds: the GM gets it, each chooser only
@@ -1104,21 +1150,7 @@ var Mindscape = Mindscape || (() => {
       if (drawn.allies.length) exchange.allies = drawn.allies;
       return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
-    const xid = newId();
-    pruneExchanges(Date.now());
-    store().exchanges[xid] = exchange;
-    const buttons = knownDefenses(chooser, who.system)
-      .map((mode) => `[${label(mode)}](!psi defend --req ${xid} --mode ${mode})`)
-      .concat([`[No defense](!psi defend --req ${xid} --mode none)`]).join(' ');
-    const target = struck
-      ? `<b>${chatSafe(fighterName(who.defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
-        + `${chatSafe(fighterName(struck))}, who chooses the defense`
-      : `<b>${chatSafe(fighterName(who.defender))}</b>. Choose a defense`;
-    const hint = allyHint(who.system, chooser, `!psi defend --req ${xid}`);
-    const text = box('defend!', `${chatSafe(fighterName(who.attacker))} attacks the mind of ${target}:<br>${buttons}${hint}`);
-    const controllers = controllersOf(chooser).filter((pid) => !playerIsGM(pid));
-    if (controllers.length) controllers.forEach((pid) => whisperPlayer(pid, text));
-    whisperGM(text);
+    askSingle(waitForDefense(exchange), exchange);
     return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(fighterName(chooser))} to choose a defense.`);
   };
 
@@ -1146,6 +1178,7 @@ var Mindscape = Mindscape || (() => {
       attacker.forEach((pid) => refuse(pid, why));
       return refuse(msg.playerid, why);
     }
+    // Good once: should the companion refuse this defense, chooseAgain stores the attack anew.
     delete store().exchanges[xid];
     if (drawn.allies.length) exchange.allies = drawn.allies;
     tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies));
@@ -2642,8 +2675,8 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allies into the defense.</li>',
-    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allies into the defense, typed, since a button cannot pick tokens: a non-psionic ally adds a die and is dazed, a psionic one defends with Imagination Swarm itself; allies fall with the group. In a psionic wave only the mind struck first draws allies in.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
+    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter (<code>!psi encounter declare --defense imagination-swarm</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
@@ -2799,9 +2832,9 @@ var Mindscape = Mindscape || (() => {
     if (typeof result.psp_spent === 'number') field('PSP spent', result.psp_spent);
     if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
     if (result.winner) field('Winner', result.winner);
-    // power-pool: who an imagination swarm drew in, and how each defended (a psionic ally
-    // with its own mode, the companion's default imagination-swarm; a non-psionic one with
-    // a die, and dazed).
+    // power-pool: who an imagination swarm drew in, and how each defended (a non-psionic
+    // one with a die, and dazed; a psionic creature that joined by its own choice, in an
+    // encounter, with its own mode).
     const allies = isObject(result.defense) && Array.isArray(result.defense.members)
       ? result.defense.members.filter((m) => isObject(m) && m.role === 'ally') : [];
     field('Allies', allies.map((m) => `${fighterName(String(m.id))} (${m.mode ? `defends with ${label(m.mode)}` : 'drawn in, dazed'}, `
@@ -3050,6 +3083,7 @@ var Mindscape = Mindscape || (() => {
     const house = isObject(error.data) && Array.isArray(error.data.errors)
       && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
       ? '<br>The campaign\'s house rules are sent as <code>options</code>: <code>!psi house</code> shows them, and <code>--default RULE</code> clears one.' : '';
+    if (job.kind === 'exchange' && refusesTheDefense(job, error)) return chooseAgain(job, error);
     whisperGM(box(title, text + house + (job.kind === 'round' ? roundRefusal(job, error) : '')));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
@@ -3061,6 +3095,92 @@ var Mindscape = Mindscape || (() => {
     }
     if (requester) tell(requester, title, text);
     return undefined;
+  };
+
+  // Whether the companion refused an exchange for the defense chosen, which may be chosen
+  // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
+  // under control) or a defense mode a mind does not know. mode-not-known also refuses an
+  // attack mode the attacker does not know, which no other defense mends; the companion
+  // gives no path for a rule, so that one is told apart by the attack mode its detail names
+  // (attack and defense modes have different ids). Not an attack an hour old: that one
+  // would be forgotten at once.
+  const refusesTheDefense = (job, error) => {
+    const exchange = job.exchange;
+    if (!isObject(exchange) || error.code !== RULES_VIOLATION || !isObject(error.data)) return false;
+    if (!(Date.now() - exchange.at < EXCHANGE_LIFETIME_MS)) return false;
+    // A wave at the attacker's own puppet, or an attack on it, had nobody to choose.
+    const choosers = Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender];
+    if (!choosers.length || choosers.includes(exchange.attacker)) return false;
+    const rule = String(error.data.rule || '');
+    if (rule.startsWith('ally-')) return true;
+    const attackMode = isObject(exchange.attack) ? String(exchange.attack.mode) : '';
+    return rule === 'mode-not-known' && !String(error.data.detail || '').split(/\s+/).includes(attackMode);
+  };
+
+  // The fighter a refusal's detail is about: the ally at the /allies/N it starts with, or
+  // the one of the exchange whose name it starts with (the companion names creatures as
+  // they were sent: fighterName); the longest name wins (Goblin 2 before Goblin). Null when
+  // none fits (renamed since).
+  const refusedFighter = (job, detail) => {
+    const at = /^(\/allies\/\d+)\b/.exec(detail);
+    if (at && isObject(job.paths) && job.paths[at[1]]) return job.paths[at[1]];
+    return (job.involved || []).filter((ref) => detail.startsWith(fighterName(ref)))
+      .sort((a, b) => fighterName(b).length - fighterName(a).length)[0] || null;
+  };
+
+  // Why the companion refused a defense, in the table's words, naming the creature.
+  const defenseRefusalText = (rule, detail, ref) => {
+    const name = ref ? `<b>${chatSafe(fighterName(ref))}</b>` : null;
+    if (!name) return `The companion refused the defense: ${chatSafe(detail)}.`;
+    if (rule === 'ally-psionic') {
+      return `${name} is psionic: a defender draws in only allied non-psionic creatures. A psionic creature joins a defense by its own `
+        + 'choice, in an encounter (<code>!psi encounter declare --defense imagination-swarm</code>), not in a single attack.';
+    }
+    if (rule === 'ally-mindless') return `${name} has no mind, so it cannot be drawn into the defense.`;
+    if (rule === 'ally-controlled') return `${name} is under psionic control, so it cannot be drawn into the defense.`;
+    if (rule === 'ally-needs-imagination-swarm') return `${name} can be drawn into the defense only by Imagination Swarm.`;
+    if (rule === 'mode-not-known') {
+      if (/\bis not psionic\b/.test(detail)) return `${name} is not psionic and uses no defense mode: it may choose No defense only.`;
+      const mode = /does not know ([a-z-]+)/.exec(detail);
+      return `${name} does not know ${mode ? label(mode[1]) : 'the defense chosen'}.`;
+    }
+    return `${name} cannot be drawn into the defense: ${chatSafe(detail)}.`;
+  };
+
+  // The companion refused the defense chosen (refusesTheDefense): nothing was written, and
+  // instead of being lost the attack waits again, under a new id, for a defense chosen
+  // anew; allies named before are dropped, and in a psionic wave every mind chooses again
+  // (its choices went to the companion together, and the refusal may concern any of them).
+  // Why goes to the GM and to the side whose choice it was (the chooser's, or in a wave the
+  // controllers of the mind it is about, the first mind for allies); the others learn only
+  // that a defense could not be used, the attacker only that it is chosen again.
+  const chooseAgain = (job, error) => {
+    const exchange = Object.assign({}, job.exchange);
+    delete exchange.allies;
+    const wave = Array.isArray(exchange.members);
+    if (wave) exchange.choices = {};
+    const rule = String(error.data.rule || '');
+    const detail = String(error.data.detail || '');
+    const about = refusedFighter(job, detail);
+    const why = defenseRefusalText(rule, detail, about);
+    const choosers = wave ? exchange.members : [exchange.struck || exchange.defender];
+    // Whose choice it was: the mind the refusal names, or the one that drew the allies in.
+    const owner = choosers.includes(about) ? about : (rule.startsWith('ally-') ? choosers[0] : null);
+    const xid = waitForDefense(exchange);
+    const again = wave ? 'every mind it strikes chooses its defense again' : `${chatSafe(fighterName(choosers[0]))} chooses the defense again`;
+    const waits = `Nothing was written to any sheet, and the attack of ${chatSafe(fighterName(exchange.attacker))} still waits: ${again}.`;
+    whisperGM(box('defense refused', `${why}<br>${waits}<br>The companion said: ${errorText(error)}`));
+    const players = (refs) => refs.flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
+    const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : []));
+    toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
+    const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));
+    others.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits}`));
+    const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
+    if (requester && !toldWhy.has(requester) && !others.has(requester)) {
+      tell(requester, 'defense refused', `The defense chosen against your attack could not be used, so ${wave ? 'every mind it strikes' : chatSafe(fighterName(choosers[0]))} `
+        + 'chooses again. Nothing was written to any sheet.');
+    }
+    return wave ? askWave(xid, exchange) : askSingle(xid, exchange);
   };
 
   // What a refused round's end means: nothing changed, the choices sent (power-pool's,

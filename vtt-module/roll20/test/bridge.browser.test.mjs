@@ -433,6 +433,34 @@ test('a power-pool imagination swarm through the relay: Fenka draws in a non-psi
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
+test('a power-pool swarm through the relay: the real companion refuses a psionic ally (ally-psionic), nothing is written, and the attack waiting again is answered', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  // Fenka and Ulcen are free; Ulcen is psionic (psi_psionic), so Fenka may not draft him.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_pool').set({ current: '1', max: '1' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '1', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Imagination Swarm', max: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const sheets = JSON.stringify(ctx.sb.objects.filter((o) => o.get('_type') === 'attribute').map((o) => [o.get('name'), o.get('current'), o.get('max')]));
+  const [refused] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.ulcen.id}` }));
+  assert.equal(refused.error?.data?.rule, 'ally-psionic', JSON.stringify(refused));
+  assert.equal(JSON.stringify(ctx.sb.objects.filter((o) => o.get('_type') === 'attribute').map((o) => [o.get('name'), o.get('current'), o.get('max')])), sheets, 'nothing was written');
+  const bob = whispersTo(ctx.sb, 'Bob');
+  assert.match(bob.at(-2), /<b>Ulcen of Tyr<\/b> is psionic: a defender draws in only allied non-psionic creatures\..*Fenka chooses the defense again\./);
+  const again = /--req ([A-Za-z0-9]+)/.exec(bob.at(-1))[1];
+  assert.notEqual(again, xid);
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode imagination-swarm` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  assert.deepEqual(resolved.result.defense.members.map((m) => [m.id, m.role]), [[ctx.fenka.id, 'defender']]);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Mental Stab: Ogre vs\. Fenka\}\}/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
 test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).

@@ -2700,7 +2700,8 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ogre.id} --mode psionic-wave` });
   assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/defend!/.test(w)));
-  // A wave the companion refuses: the GM gets the detail, each chooser that it failed.
+  // A wave the companion refuses for something other than a defense chosen (allies, a mode
+  // not known: chooseAgain): the GM gets the detail, each chooser that it failed.
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
@@ -2708,12 +2709,14 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
   const req = lastRequest(ctx.sb);
-  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'mode-not-known', detail: 'Fenka does not know blank-mind' } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka does not know blank-mind/);
+  const unaware = 'Ulcen of Tyr is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing';
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'defender-unaware', detail: unaware } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr is asleep/);
   for (const player of ['Alice', 'Bob']) {
     assert.match(whispersTo(ctx.sb, player).at(-1), /The exchange failed; the GM has been told why\./, player);
-    assert.ok(whispersTo(ctx.sb, player).every((w) => !/does not know/.test(w)), player);
+    assert.ok(whispersTo(ctx.sb, player).every((w) => !/asleep/.test(w)), player);
   }
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
 });
 
 test('power-pool waves: control that changes before the last choice stops the wave; two controllers go as controllers; an attack older than an hour is forgotten', () => {
@@ -2807,15 +2810,18 @@ test('power-pool: the defender choosing imagination-swarm draws allies in with -
   const xid = ogreAttacksFenka(ctx, ' --keep-by die');
   // A button cannot pick tokens: the whisper shows the command to type.
   const asked = whispersTo(ctx.sb, 'Bob').at(-1);
-  assert.match(asked, new RegExp(`Imagination Swarm may draw allies into the defense: type <code>!psi defend --req ${xid} --mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code>`));
-  assert.match(asked, /A non-psionic ally adds a die and is dazed; a psionic one defends with Imagination Swarm itself, with its whole pool\./);
+  assert.match(asked, new RegExp(`Imagination Swarm may draw allied non-psionic creatures into the defense: type <code>!psi defend --req ${xid} --mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code>`));
+  // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic
+  // combat"; a psionic creature joins by its own choice, which only an encounter asks.
+  assert.match(asked, /Each adds a die and is dazed, and falls with the group\. A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\), not in a single attack\./);
+  assert.doesNotMatch(asked, /defends with Imagination Swarm itself/);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen<\/b><br>Imagination Swarm, drawing in Porter/);
   const req = lastRequest(ctx.sb);
   const p = req.body.params;
   assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
   assert.deepEqual(p.allies.map(refOf), [ctx.porter.id], 'a linked token goes as its character');
-  assert.equal(p.defenses, undefined, 'the ally defends as the companion decides: a psionic one with imagination-swarm');
+  assert.equal(p.defenses, undefined, 'an ally drawn in has no defense of its own');
   assert.deepEqual(p.puppets, undefined);
   // The ogre wins: Fenka and Porter fall under its control, Porter dazed; both sheets follow.
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
@@ -2838,23 +2844,32 @@ test('power-pool: the defender choosing imagination-swarm draws allies in with -
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)), /Porter: not recorded as psionic/);
 });
 
-test('power-pool: a psionic ally is named on the card with its mode; the GM settles a swarm at once with --defense and --ally, and odds take allies too', () => {
+test('power-pool: the GM settles a swarm at once with --defense and --ally, and odds take allies too; a psionic creature that joined in an encounter is named on the card with its mode', () => {
   const ctx = swarmCampaign();
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.porter.id} --ally ${ctx.tokens.ulcen.id}` });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.porter.id}` });
   const req = lastRequest(ctx.sb);
   assert.equal(req.body.method, 'exchange.resolve');
-  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.porter.id, ctx.ulcen.id]);
-  // Ulcen's puppet goes along: should Ulcen fall with the group, his control ends.
-  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.porter.id]);
+  assert.equal(req.body.params.defenses, undefined);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
     system: 'power-pool', outcome: 'defender', winner: 'defender', rolls: [], events: [], summary: 'Fenka holds.',
     defense: { mode: 'imagination-swarm', members: [
       { id: ctx.fenka.id, role: 'defender', mode: 'imagination-swarm', dice: 1, sides: 4, rolls: true },
-      { id: ctx.porter.id, role: 'ally', mode: null, dice: 0, sides: 4, rolls: false },
-      { id: ctx.ulcen.id, role: 'ally', mode: 'imagination-swarm', dice: 3, sides: 6, rolls: true }] },
-    updates: [{ character_id: ctx.thrall.id, attributes: { psi_controlled_by: { current: '' } } }] } });
-  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, rolls nothing\), Ulcen of Tyr \(defends with Imagination Swarm, 3d6\)\}\}/);
-  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), '');
+      { id: ctx.porter.id, role: 'ally', mode: null, dice: 0, sides: 4, rolls: false }] },
+    updates: [] } });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, rolls nothing\)\}\}/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  // Seed 001: "Psionically active creatures may also use this defence mode to participate";
+  // in an encounter Ulcen joins by his own declaration, and its step's card says so.
+  const enc = encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka, ctx.tokens.ogre]);
+  enc.sb.chat({ playerid: GM, content: '!psi encounter resolve --force --no-refresh' });
+  const step = lastRequest(enc.sb);
+  answer(enc, step.id, { jsonrpc: '2.0', id: step.id, result: { revision: 9, exchange: 1, exchanges: [{
+    system: 'power-pool', outcome: 'defender', winner: 'defender', rolls: [], events: [], summary: 'Fenka holds.',
+    defense: { mode: 'imagination-swarm', members: [
+      { id: ctx.fenka.id, role: 'defender', mode: 'imagination-swarm', dice: 1, sides: 4, rolls: true },
+      { id: ctx.ulcen.id, role: 'ally', mode: 'imagination-swarm', dice: 3, sides: 6, rolls: true }] } }], updates: [] } });
+  assert.match(enc.sb.chats.at(-1).input, /\{\{Allies=Ulcen of Tyr \(defends with Imagination Swarm, 3d6\)\}\}/);
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.tokens.porter.id}` });
   const odds = lastRequest(ctx.sb).body;
   assert.equal(odds.method, 'exchange.odds');
@@ -2920,12 +2935,154 @@ test('power-pool waves: only the mind struck first draws allies in (its whisper 
   assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } });
 });
 
+// The companion's refusal of the request `req` (4001, its rule and detail).
+const refusal = (ctx, req, rule, detail) => answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule, detail } } });
+const reqOf = (whisper) => /--req ([A-Za-z0-9]+)/.exec(whisper)[1];
+
+test('power-pool: a psionic ally the companion refuses (ally-psionic) does not lose the attack: nothing is written, the chooser is told why, and the defense is chosen again under a new id', () => {
+  const ctx = swarmCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id} --ally ${ctx.tokens.ulcen.id}` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.porter.id, ctx.ulcen.id], 'the script leaves it to the companion whom it counts psionic');
+  const at = ctx.sb.state.Mindscape.pending[req.id].exchange.at;
+  const before = plain(ctx.sb.state.Mindscape.characters);
+  const chats = ctx.sb.chats.length;
+  // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic combat".
+  refusal(ctx, req, 'ally-psionic', `Ulcen of Tyr is psionic: it joins by its own choice, with its own defense in /defenses/${ctx.ulcen.id} (imagination-swarm); a defender draws in only non-psionic creatures`);
+  const bob = whispersTo(ctx.sb, 'Bob');
+  const told = bob.at(-2);
+  assert.match(told, /defense refused<\/b><br><b>Ulcen of Tyr<\/b> is psionic: a defender draws in only allied non-psionic creatures\. A psionic creature joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\), not in a single attack\./);
+  assert.match(told, /Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\./);
+  // The defense buttons again, under a new id; the old ones are spent.
+  const again = reqOf(bob.at(-1));
+  assert.notEqual(again, xid);
+  assert.match(bob.at(-1), new RegExp(`Ogre attacks the mind of <b>Fenka</b>\\. Choose a defense:<br>\\[Barrier Mantra\\]\\(!psi defend --req ${again} --mode barrier-mantra\\)`));
+  assert.match(bob.at(-1), new RegExp(`type <code>!psi defend --req ${again} --mode imagination-swarm --ally `));
+  const gm = whispersTo(ctx.sb, 'gm');
+  assert.match(gm.at(-2), /<b>Ulcen of Tyr<\/b> is psionic.*The companion said: The rules forbid it \(4001\)<br>ally-psionic: Ulcen of Tyr is psionic/);
+  assert.match(gm.at(-1), new RegExp(`--req ${again} --mode none`));
+  assert.ok(gm.every((w) => !/answer refused|The companion refused/.test(w)));
+  assert.equal(whispersTo(ctx.sb, 'Alice').length, 0, 'the creature named as an ally is not its player\'s choice: Alice is told nothing');
+  assert.ok(ctx.sb.chats.slice(chats).every((c) => !/&\{template/.test(c.input)), 'no card');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), before);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
+  // The attack waits once, as it was (its hour runs from the attack), without the allies.
+  const waiting = plain(ctx.sb.state.Mindscape.exchanges);
+  assert.deepEqual(Object.keys(waiting), [again]);
+  assert.equal(waiting[again].at, at);
+  assert.equal(waiting[again].allies, undefined);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`there is no attack waiting with id ${xid}`));
+  // Chosen again with a non-psionic ally only: it goes, and is good once.
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  assert.equal(requests(ctx.sb).length, sent + 1);
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([plain(p.defense), p.allies.map(refOf), p.attack.mode], [{ mode: 'imagination-swarm' }, [ctx.porter.id], 'mental-stab']);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /there is no attack waiting with id/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: a refused defense is chosen again also when the GM settled it at once; the attacking player learns only that it is chosen again; a mode not known names the mode', () => {
+  const ctx = swarmCampaign();
+  // The GM's --defense with a mindless ally: Fenka's player gets the buttons, as for any attack.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.porter.id}` });
+  refusal(ctx, lastRequest(ctx.sb), 'ally-mindless', 'Porter has no mind to draw in');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-2), /<b>Porter<\/b> has no mind, so it cannot be drawn into the defense\./);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /<b>Porter<\/b> has no mind, so it cannot be drawn into the defense\.<br>Nothing was written to any sheet/);
+  const first = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)), [first]);
+  // Alice's Ulcen attacks Fenka: Alice is told it is chosen again, never why.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode blank-mind` });
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])");
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /<b>Fenka<\/b> does not know Blank Mind\.<br>Nothing was written to any sheet, and the attack of Ulcen of Tyr still waits: Fenka chooses the defense again\./);
+  const alice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(alice, /The defense chosen against your attack could not be used, so Fenka chooses again\. Nothing was written to any sheet\./);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Blank Mind|blank-mind/.test(w)));
+  // A mind without a pool uses no mode.
+  const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode pinnacle-of-will` });
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', 'Fenka is not psionic: a creature without a power pool uses no defense modes (H-PP-NO-POOL)');
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /<b>Fenka<\/b> is not psionic and uses no defense mode: it may choose No defense only\./);
+  assert.equal(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)).length, 2);
+});
+
+test('power-pool: other refusals still lose the attack: the attacker\'s own mode not known, any other rule, and an attack an hour old', () => {
+  const ctx = swarmCampaign();
+  const defendWith = (mode) => {
+    const xid = ogreAttacksFenka(ctx);
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode ${mode}` });
+    return lastRequest(ctx.sb);
+  };
+  // mode-not-known about the attack mode: no other defense mends it.
+  refusal(ctx, defendWith('imagination-swarm'), 'mode-not-known', "Ogre does not know mental-stab (knows ['psionic-wave'])");
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>mode-not-known: Ogre does not know mental-stab/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  refusal(ctx, defendWith('none'), 'no-die-to-dedicate', 'Ogre has no die left in its pool to keep control by');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  // The attack's hour runs from the attack: one older is not brought back.
+  const old = defendWith('imagination-swarm');
+  ctx.sb.state.Mindscape.pending[old.id].exchange.at -= 61 * 60 * 1000;
+  refusal(ctx, old, 'ally-mindless', 'Porter has no mind to draw in');
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool waves: a defense the companion refuses starts every mind\'s choice over under a new id; the side it is about learns why, the others only that a defense could not be used', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  refusal(ctx, lastRequest(ctx.sb), 'ally-mindless', 'Porter has no mind to draw in');
+  // Fenka drew Porter in: Bob learns why; Alice only that a defense could not be used.
+  const bob = whispersTo(ctx.sb, 'Bob');
+  assert.match(bob.at(-2), /<b>Porter<\/b> has no mind, so it cannot be drawn into the defense\.<br>Nothing was written to any sheet, and the attack of Ogre still waits: every mind it strikes chooses its defense again\./);
+  const again = reqOf(bob.at(-1));
+  assert.notEqual(again, xid);
+  assert.match(bob.at(-1), new RegExp(`<b>Fenka</b>, choose a defense:.*--req ${again} --for ${ctx.fenka.id} --mode none.*type <code>!psi defend --req ${again} --for ${ctx.fenka.id} --mode imagination-swarm --ally `));
+  const alice = whispersTo(ctx.sb, 'Alice');
+  assert.match(alice.at(-2), /A defense chosen against this attack could not be used \(the GM has been told why\)\. Nothing was written to any sheet/);
+  assert.match(alice.at(-1), new RegExp(`<b>Ulcen of Tyr</b>, choose a defense:<br>\\[Pinnacle Of Will\\]\\(!psi defend --req ${again} --for ${ctx.ulcen.id} --mode pinnacle-of-will\\)`));
+  assert.ok(alice.every((w) => !/Porter|no mind/.test(w)));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-3), /<b>Porter<\/b> has no mind.*ally-mindless/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].choices), {}, 'the choices start over');
+  // Alice's own choice counts no more: she chooses again too. A mode Ulcen does not know
+  // is Alice's to hear about.
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${again} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still to choose a defense: Fenka\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --for ${ctx.fenka.id} --mode none` });
+  const second = lastRequest(ctx.sb);
+  assert.equal(second.body.params.allies, undefined);
+  refusal(ctx, second, 'mode-not-known', "Ulcen of Tyr does not know pinnacle-of-will (knows ['blank-mind'])");
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-2), /<b>Ulcen of Tyr<\/b> does not know Pinnacle Of Will\./);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /A defense chosen against this attack could not be used/);
+  const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${third} --for ${ctx.ulcen.id} --mode none` });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${third} --for ${ctx.fenka.id} --mode none` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([plain(p.defense), plain(p.defenses)], [{}, { [ctx.ulcen.id]: {} }]);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
 test('the help handout lists --keep-by and --ally for single attacks', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
   const notes = ctx.sb.objects.find((o) => o.get('_type') === 'handout').get('notes');
   assert.match(notes, /<code>--keep-by die\|action<\/code>: how control is kept if the attack wins/);
-  assert.match(notes, /<code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;<\/code> \(repeatable\) draws allies into the defense/);
+  assert.match(notes, /<code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;<\/code> \(repeatable\) draws allied non-psionic creatures into the defense/);
+  assert.match(notes, /A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\)\./);
+  assert.match(notes, /When the companion refuses the allies or the defense \(a psionic or mindless ally, a mode not known\), nothing is written and the attack still waits: the defense buttons come again/);
+  assert.doesNotMatch(notes, /a psionic one defends with Imagination Swarm itself/);
 });
 
 // ------------------------------- power-pool: control at a round's end (!psi round)

@@ -337,6 +337,11 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             sides.append(defend_side(tables, options, ally, d, f"/defenses/{ally['id']}",
                                      "ally"))
         else:
+            if ally["id"] in defenses:
+                raise RulesViolation("ally-not-psionic", (
+                    f"{ally['name']} is not psionic: it joins no psionic combat by its own "
+                    "choice and has no defense mode; only a defender using "
+                    f"imagination-swarm draws it in (without /defenses/{ally['id']})"))
             if not principal_mode.get("draws_allies"):
                 raise RulesViolation("ally-needs-imagination-swarm", (
                     f"{path}: non-psionic allies are drawn in only by a defender using "

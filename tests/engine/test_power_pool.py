@@ -404,6 +404,16 @@ def test_non_psionic_allies_need_imagination_swarm() -> None:
     assert err.value.rule == "ally-needs-imagination-swarm"
 
 
+def test_a_non_psionic_ally_gives_no_defense_of_its_own() -> None:
+    """Only "Psionically active creatures" join by their own choice: a non-psionic one is
+    drawn in, and a defense given for it is refused rather than ignored."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[mundane("Guard")],
+                 defenses={"guard": {"mode": "imagination-swarm"}})
+    assert err.value.rule == "ally-not-psionic" and "/defenses/guard" in err.value.detail
+
+
 # -- who may fight ------------------------------------------------------------------------------
 
 def test_mindless_target_is_immune() -> None:

@@ -775,9 +775,10 @@ var Mindscape = Mindscape || (() => {
     return { defense };
   };
 
-  // What the one choosing a defense is told it chose.
-  const defenseText = (defense, allies = []) => (defense ? label(defense.mode) : 'No defense')
-    + (allies.length ? `, drawing in ${allies.map(fighterName).map(chatSafe).join(', ')}` : '');
+  // What the one choosing a defense is told it chose, with the creatures that joined it.
+  const defenseText = (defense, allies = [], joined = []) => (defense ? label(defense.mode) : 'No defense')
+    + (allies.length ? `, drawing in ${allies.map(fighterName).map(chatSafe).join(', ')}` : '')
+    + (joined.length ? `; joined by ${joined.map((j) => fighterName(j.ref)).map(chatSafe).join(', ')}` : '');
 
   const ALLY_WITHOUT_DEFENSE = '--ally goes with --defense imagination-swarm, which settles the defense at once '
     + '(without --defense the defender\'s controllers name the allies when they choose the defense). Nothing was sent.';
@@ -889,6 +890,7 @@ var Mindscape = Mindscape || (() => {
       if (ref === exchange.attacker) why = 'makes this attack';
       else if (struck.has(ref)) why = 'is struck by this attack already';
       else if (allies.includes(ref)) why = 'is named twice';
+      else if (joinedRefs(exchange).includes(ref)) why = 'has joined this defense by its own choice already';
       else if (systemOf(ref) !== system) why = `uses ${systemOf(ref)}, not ${system}`;
       else if (controllerOf(ref)) why = `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
       if (why) return { error: `${name} ${why}: it cannot be drawn into the defense as an ally. Nothing was sent.` };
@@ -901,14 +903,36 @@ var Mindscape = Mindscape || (() => {
   // pick tokens, so it shows the command to type (Roll20 asks for the token when a typed
   // command holds @{target|...}). Empty when the chooser knows no defense that draws allies.
   // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic
-  // combat"; a psionic creature joins by its own choice, which a single attack does not ask.
+  // combat"; a psionic creature joins by its own choice (joinHint, commandJoin).
   const allyHint = (system, chooser, command) => {
     const swarm = (SYSTEMS[system].swarms || []).find((mode) => knownDefenses(chooser, system).includes(mode));
     if (!swarm) return '';
     return `<br>${label(swarm)} may draw allied non-psionic creatures into the defense: type <code>${command} --mode ${swarm} --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> `
       + '(for each further ally add <code>--ally &#64;&#123;target&#124;Ally 2&#124;token_id&#125;</code> and so on). '
-      + 'Each adds a die and is dazed, and falls with the group. A psionic creature is not drawn in: it joins a defense by its own choice, '
-      + `in an encounter (<code>!psi encounter declare --defense ${swarm}</code>), not in a single attack.`;
+      + 'Each adds a die and is dazed, and falls with the group. A psionic creature is not drawn in: it joins by its own choice.';
+  };
+
+  // power-pool: the creatures that joined a defense by their own choice (commandJoin), as
+  // [{ref, mode}], and their refs.
+  const joinedOf = (exchange) => (Array.isArray(exchange.joined) ? exchange.joined : []);
+  const joinedRefs = (exchange) => joinedOf(exchange).map((j) => j.ref);
+
+  // The line under an attack's defense buttons that says how a psionic creature joins the
+  // defense (seed 001: "Psionically active creatures may also use this defence mode to
+  // participate in a psionic combat that is targeting an ally they can see"): its own
+  // choice, so it is its controller's command, not the defender's. The players of other
+  // creatures do not see this whisper: the GM (or the defender's player) passes it on.
+  // Empty outside power-pool.
+  const joinHint = (xid, exchange) => {
+    const swarm = (SYSTEMS[exchange.system].swarms || [])[0];
+    if (!swarm) return '';
+    const wave = Array.isArray(exchange.members);
+    const seen = wave ? 'a mind this wave strikes' : chatSafe(fighterName(exchange.defender));
+    const group = wave ? ` (it joins the group of ${chatSafe(fighterName(exchange.members[0]))}, struck first)` : '';
+    const joined = joinedRefs(exchange);
+    return `<br>A psionic creature that can see ${seen} may join the defense by its own choice, with ${label(swarm)}${group}: `
+      + `its controller or the GM selects its token and sends [Join the defense](!psi join --req ${xid}) (<code>!psi join --req ${xid}</code>) `
+      + `before the defense is chosen.${joined.length ? ` Joined: ${joined.map(fighterName).map(chatSafe).join(', ')}.` : ''}`;
   };
 
   // An exchange's params and the fighters it involves (whose sheets its answer may
@@ -932,8 +956,10 @@ var Mindscape = Mindscape || (() => {
       targets.slice(1).forEach((ref, i) => { paths[`/defenders/${i}`] = ref; });
     }
     // power-pool: the allies an imagination swarm draws in defend and fall with the group,
-    // so their sheets are written too (and their own puppets go along, below).
-    const allies = exchange.allies || [];
+    // so their sheets are written too (and their own puppets go along, below); so do the
+    // psionic creatures that joined by their own choice, each with its own defense.
+    const joined = joinedOf(exchange);
+    const allies = (exchange.allies || []).concat(joined.map((j) => j.ref));
     if (allies.length) {
       params.allies = allies.map(combatantOf);
       allies.forEach((ref, i) => { paths[`/allies/${i}`] = ref; });
@@ -951,7 +977,8 @@ var Mindscape = Mindscape || (() => {
       controllers.forEach((ref, i) => { paths[`/controllers/${i}`] = ref; });
     }
     involved.push(...controllers.filter((ref) => !involved.includes(ref)));
-    if (Object.keys(defenses).length) params.defenses = defenses;
+    const allDefenses = Object.assign({}, defenses, Object.fromEntries(joined.map((j) => [j.ref, { mode: j.mode }])));
+    if (Object.keys(allDefenses).length) params.defenses = allDefenses;
     if (exchange.system === 'power-pool') {
       const named = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref));
       const puppets = named.filter((ref) => fighterCharacter(ref));
@@ -1019,7 +1046,7 @@ var Mindscape = Mindscape || (() => {
         + `${chatSafe(fighterName(struck))}, who chooses the defense`
       : `<b>${chatSafe(fighterName(defender))}</b>. Choose a defense`;
     whisperSide(struck || defender, box('defend!', `${chatSafe(fighterName(exchange.attacker))} attacks the mind of ${target}:<br>`
-      + `${defenseButtons(xid, exchange, struck || defender)}`));
+      + `${defenseButtons(xid, exchange, struck || defender)}${joinHint(xid, exchange)}`));
   };
 
   // Asks every mind a psionic wave waiting as `xid` strikes for its defense.
@@ -1027,15 +1054,17 @@ var Mindscape = Mindscape || (() => {
     const names = exchange.targets.map(fighterName).map(chatSafe).join(', ');
     exchange.members.forEach((member) => {
       whisperSide(member, box('defend!', `${chatSafe(fighterName(exchange.attacker))} strikes the minds of <b>${names}</b> at once. `
-        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, member)}`));
+        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, member)}${joinHint(xid, exchange)}`));
     });
   };
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
   // attacker also controls the defender). The job keeps the exchange, so that a defense
-  // the companion refuses can be chosen again (chooseAgain).
+  // the companion refuses can be chosen again (chooseAgain). `told` learn only that it
+  // failed, should it fail: a wave's choosers, and the players of creatures that joined.
   const resolveExchange = (exchange, defense, requester, chooser, defenses = {}, told = []) => {
     const { params, involved, paths, missing } = exchangeRequest(exchange, defense, defenses);
+    const joiners = joinedRefs(exchange).flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
     // A puppet that is no fighter here cannot be sent: its sheet will not follow.
     if (missing.length) {
       whisperGM(box('psionic control', `Under psionic control in this exchange but no character or token here: ${missing.map(chatSafe).join(', ')}. `
@@ -1046,7 +1075,7 @@ var Mindscape = Mindscape || (() => {
       kind: 'exchange',
       requester,
       chooser,
-      told,
+      told: Array.from(new Set(told.concat(joiners))),
       involved,
       paths,
       exchange,
@@ -1110,7 +1139,7 @@ var Mindscape = Mindscape || (() => {
     // No defense mode is a defense without one: the pool is still rolled.
     exchange.choices[member] = chosen.defense || {};
     if (drawn.allies.length) exchange.allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies)}`);
+    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`);
     const left = exchange.members.filter((ref) => !(ref in exchange.choices));
     if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
     // Good once: should the companion refuse a defense, chooseAgain stores the wave anew.
@@ -1181,8 +1210,69 @@ var Mindscape = Mindscape || (() => {
     // Good once: should the companion refuse this defense, chooseAgain stores the attack anew.
     delete store().exchanges[xid];
     if (drawn.allies.length) exchange.allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies));
+    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies, joinedOf(exchange)));
     return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
+  };
+
+  // Why the creature `ref` cannot join the defense against the attack `exchange`, or null.
+  // The rest is the companion's to judge: whether it is psionic at all, mindless, awake.
+  const joinProblem = (exchange, ref) => {
+    const { system } = exchange;
+    const swarms = SYSTEMS[system].swarms;
+    const targets = exchange.targets || [exchange.defender];
+    if (ref === exchange.attacker) return 'makes this attack';
+    if (targets.includes(ref)) return 'is a target of this attack';
+    if (targets.some((t) => struckFor(system, t) === ref)) return 'is struck by this attack already, in its puppet\'s place';
+    if (joinedRefs(exchange).includes(ref)) return 'has joined this defense already';
+    if ((exchange.allies || []).includes(ref)) return 'is drawn into this defense already, as an ally';
+    if (systemOf(ref) !== system) return `uses ${systemOf(ref)}, not ${system}`;
+    if (controllerOf(ref)) return `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
+    if (!swarms.some((mode) => knownDefenses(ref, system).includes(mode))) {
+      return `does not know ${swarms.map(label).join(' or ')}, the defense by which a psionic creature joins`;
+    }
+    return null;
+  };
+
+  // power-pool, seed 001: "Psionically active creatures may also use this defence mode to
+  // participate in a psionic combat that is targeting an ally they can see". `!psi join
+  // --req ID` with the creature's token selected, by its controller or the GM, while the
+  // defense against the attack waiting as ID is being chosen: when it is chosen, the
+  // creature goes to the companion as an ally with its own defense (defenses), and its
+  // sheet is written as an ally's. Whether it can see the ally is the table's call. In a
+  // psionic wave it joins the group of the mind struck first (the companion's allies).
+  // The defending side and the GM are told; the attacker is not (it is part of the
+  // defense, which stays secret until the card).
+  const commandJoin = (msg, args) => {
+    const fighters = selectedFighters(msg);
+    if (fighters.length !== 1) {
+      return refuse(msg.playerid, 'select the token of the one psionic creature that joins the defense (it must represent a character). Nothing was changed.');
+    }
+    const ref = fighters[0];
+    const name = chatSafe(fighterName(ref));
+    if (!mayControl(msg.playerid, ref)) return refuse(msg.playerid, `you do not control ${name}: only its controller or the GM may make it join a defense. Nothing was changed.`);
+    const xid = String(args.get('req') || '');
+    pruneExchanges(Date.now());
+    const exchange = store().exchanges[xid];
+    if (!exchange) {
+      return refuse(msg.playerid, `${name} cannot join: there is no attack waiting for a defense with id ${chatSafe(xid)} (already defended, or too old). Nothing was changed.`);
+    }
+    if (!SYSTEMS[exchange.system].swarms) {
+      return refuse(msg.playerid, `${name} cannot join: this attack is ${exchange.system}'s, and only power-pool lets a psionic creature join a defense `
+        + '(with Imagination Swarm). Nothing was changed.');
+    }
+    const why = joinProblem(exchange, ref);
+    if (why) return refuse(msg.playerid, `${name} ${why}: it cannot join this defense. Nothing was changed.`);
+    const mode = SYSTEMS[exchange.system].swarms.find((m) => knownDefenses(ref, exchange.system).includes(m));
+    exchange.joined = joinedOf(exchange).concat([{ ref, mode }]);
+    const choosers = Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender];
+    const whose = Array.isArray(exchange.members)
+      ? `the group of ${chatSafe(fighterName(choosers[0]))} (struck first by the psionic wave of ${chatSafe(fighterName(exchange.attacker))})`
+      : `${chatSafe(fighterName(exchange.defender))} against the attack of ${chatSafe(fighterName(exchange.attacker))}`;
+    const text = `<b>${name}</b> joins the defense of ${whose} by its own choice, with ${label(mode)}: it rolls its own pool with the defending group, `
+      + 'and falls with the group should the attack win. It goes to the companion when the defense is chosen.';
+    const players = new Set(choosers.concat([ref]).flatMap(controllersOf).concat([msg.playerid]).filter((pid) => !playerIsGM(pid)));
+    players.forEach((pid) => tell(pid, 'joined', text));
+    return whisperGM(box('joined', text));
   };
 
   const commandOdds = (msg, args) => {
@@ -2676,7 +2766,8 @@ var Mindscape = Mindscape || (() => {
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
-    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter (<code>!psi encounter declare --defense imagination-swarm</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
+    '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
+    '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already, one under psionic control, one that does not know Imagination Swarm, or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out.</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
@@ -2833,8 +2924,8 @@ var Mindscape = Mindscape || (() => {
     if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
     if (result.winner) field('Winner', result.winner);
     // power-pool: who an imagination swarm drew in, and how each defended (a non-psionic
-    // one with a die, and dazed; a psionic creature that joined by its own choice, in an
-    // encounter, with its own mode).
+    // one with a die, and dazed; a psionic creature that joined by its own choice, with its
+    // own mode).
     const allies = isObject(result.defense) && Array.isArray(result.defense.members)
       ? result.defense.members.filter((m) => isObject(m) && m.role === 'ally') : [];
     field('Allies', allies.map((m) => `${fighterName(String(m.id))} (${m.mode ? `defends with ${label(m.mode)}` : 'drawn in, dazed'}, `
@@ -3099,7 +3190,8 @@ var Mindscape = Mindscape || (() => {
 
   // Whether the companion refused an exchange for the defense chosen, which may be chosen
   // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
-  // under control) or a defense mode a mind does not know. mode-not-known also refuses an
+  // under control), any rule about a creature that joined by its own choice (asleep, say:
+  // it is left out) or a defense mode a mind does not know. mode-not-known also refuses an
   // attack mode the attacker does not know, which no other defense mends; the companion
   // gives no path for a rule, so that one is told apart by the attack mode its detail names
   // (attack and defense modes have different ids). Not an attack an hour old: that one
@@ -3113,6 +3205,7 @@ var Mindscape = Mindscape || (() => {
     if (!choosers.length || choosers.includes(exchange.attacker)) return false;
     const rule = String(error.data.rule || '');
     if (rule.startsWith('ally-')) return true;
+    if (joinedRefs(exchange).includes(refusedFighter(job, String(error.data.detail || '')))) return true;
     const attackMode = isObject(exchange.attack) ? String(exchange.attack.mode) : '';
     return rule === 'mode-not-known' && !String(error.data.detail || '').split(/\s+/).includes(attackMode);
   };
@@ -3128,13 +3221,28 @@ var Mindscape = Mindscape || (() => {
       .sort((a, b) => fighterName(b).length - fighterName(a).length)[0] || null;
   };
 
-  // Why the companion refused a defense, in the table's words, naming the creature.
-  const defenseRefusalText = (rule, detail, ref) => {
+  // Why the companion refused a defense, in the table's words, naming the creature; `xid`
+  // is the id the attack waits under again, `joined` whether the creature had joined by
+  // its own choice (and is left out now).
+  const defenseRefusalText = (rule, detail, ref, xid, joined) => {
     const name = ref ? `<b>${chatSafe(fighterName(ref))}</b>` : null;
     if (!name) return `The companion refused the defense: ${chatSafe(detail)}.`;
+    const join = `<code>!psi join --req ${xid}</code> with its token selected`;
+    if (joined) {
+      const mode = /does not know ([a-z-]+)/.exec(detail);
+      const why = {
+        'ally-mindless': `${name} has no mind, so it cannot join the defense.`,
+        'ally-controlled': `${name} is under psionic control, so it cannot join the defense.`,
+        // A creature the companion reads as non-psionic: it has no defense of its own to join with.
+        'ally-not-psionic': `The companion reads ${name} as non-psionic: it cannot join a defense by its own choice `
+          + '(only a defender\'s Imagination Swarm draws in non-psionic allies).',
+        'mode-not-known': `${name} does not know ${mode ? label(mode[1]) : 'Imagination Swarm'}, so it cannot join the defense.`,
+      }[rule] || `${name} cannot join the defense: ${chatSafe(detail)}.`;
+      return `${why} It is left out (should that change, it may join again: ${join}).`;
+    }
     if (rule === 'ally-psionic') {
       return `${name} is psionic: a defender draws in only allied non-psionic creatures. A psionic creature joins a defense by its own `
-        + 'choice, in an encounter (<code>!psi encounter declare --defense imagination-swarm</code>), not in a single attack.';
+        + `choice: its controller or the GM sends ${join}.`;
     }
     if (rule === 'ally-mindless') return `${name} has no mind, so it cannot be drawn into the defense.`;
     if (rule === 'ally-controlled') return `${name} is under psionic control, so it cannot be drawn into the defense.`;
@@ -3151,9 +3259,12 @@ var Mindscape = Mindscape || (() => {
   // instead of being lost the attack waits again, under a new id, for a defense chosen
   // anew; allies named before are dropped, and in a psionic wave every mind chooses again
   // (its choices went to the companion together, and the refusal may concern any of them).
-  // Why goes to the GM and to the side whose choice it was (the chooser's, or in a wave the
-  // controllers of the mind it is about, the first mind for allies); the others learn only
-  // that a defense could not be used, the attacker only that it is chosen again.
+  // The creatures that joined by their own choice stay joined (their choice was their own,
+  // not the one refused), but for one the refusal is about: that one is left out, or it
+  // would be refused again. Why goes to the GM and to the side whose choice it was (the
+  // chooser's, in a wave the controllers of the mind it is about, the first mind for
+  // allies; a joiner's controllers); the others learn only that a defense could not be
+  // used, the attacker only that it is chosen again.
   const chooseAgain = (job, error) => {
     const exchange = Object.assign({}, job.exchange);
     delete exchange.allies;
@@ -3162,11 +3273,14 @@ var Mindscape = Mindscape || (() => {
     const rule = String(error.data.rule || '');
     const detail = String(error.data.detail || '');
     const about = refusedFighter(job, detail);
-    const why = defenseRefusalText(rule, detail, about);
-    const choosers = wave ? exchange.members : [exchange.struck || exchange.defender];
-    // Whose choice it was: the mind the refusal names, or the one that drew the allies in.
-    const owner = choosers.includes(about) ? about : (rule.startsWith('ally-') ? choosers[0] : null);
+    const joiner = joinedRefs(exchange).includes(about) ? about : null;
+    if (joiner) exchange.joined = joinedOf(exchange).filter((j) => j.ref !== joiner);
     const xid = waitForDefense(exchange);
+    const why = defenseRefusalText(rule, detail, about, xid, Boolean(joiner));
+    const choosers = wave ? exchange.members : [exchange.struck || exchange.defender];
+    // Whose choice it was: the creature that joined, the mind the refusal names, or the one
+    // that drew the allies in.
+    const owner = joiner || (choosers.includes(about) ? about : (rule.startsWith('ally-') ? choosers[0] : null));
     const again = wave ? 'every mind it strikes chooses its defense again' : `${chatSafe(fighterName(choosers[0]))} chooses the defense again`;
     const waits = `Nothing was written to any sheet, and the attack of ${chatSafe(fighterName(exchange.attacker))} still waits: ${again}.`;
     whisperGM(box('defense refused', `${why}<br>${waits}<br>The companion said: ${errorText(error)}`));
@@ -3175,8 +3289,12 @@ var Mindscape = Mindscape || (() => {
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
     const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));
     others.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits}`));
+    const kept = joinedRefs(exchange);
+    const keptPlayers = new Set(players(kept).filter((pid) => !toldWhy.has(pid) && !others.has(pid)));
+    keptPlayers.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits} `
+      + `Still joined: ${namesOf(kept)}.`));
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
-    if (requester && !toldWhy.has(requester) && !others.has(requester)) {
+    if (requester && !toldWhy.has(requester) && !others.has(requester) && !keptPlayers.has(requester)) {
       tell(requester, 'defense refused', `The defense chosen against your attack could not be used, so ${wave ? 'every mind it strikes' : chatSafe(fighterName(choosers[0]))} `
         + 'chooses again. Nothing was written to any sheet.');
     }
@@ -3330,6 +3448,7 @@ var Mindscape = Mindscape || (() => {
   const VERBS = {
     attack: commandAttack,
     defend: commandDefend,
+    join: commandJoin,
     odds: commandOdds,
     round: commandRound,
     rest: commandRest,

@@ -461,6 +461,47 @@ test('a power-pool swarm through the relay: the real companion refuses a psionic
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
+test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s defense by its own choice, the real companion takes it as an ally with its own Imagination Swarm, and its sheet is written', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  // Fenka is free, 1d4; Seer (psionic, 2d6) knows Imagination Swarm. The ogre's twenty
+  // dice (d8 raised to d12 by Mental Stab), at least 20, beat the group's 16 at most.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_pool').set({ current: '1', max: '1' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_die').set({ current: '4' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_pool').set({ current: '20', max: '20' });
+  const seer = ctx.sb.add('character', { name: 'Seer', controlledby: ALICE });
+  // The companion reads a power-pool creature's modes from psi_defenses; the Mod script's
+  // check (knownDefenses) from the sheet's rows, or all modes when it lists none.
+  for (const [name, current, max] of [['psi_pool', '2', '2'], ['psi_die', '6', ''], ['psi_psionic', '1', ''], ['HP', '9', '9'], ['level-class1', '2', ''],
+    ['psi_defenses', 'Imagination Swarm', ''], ['repeating_psionic-defenses_-Md9_psionic-defense-name', 'Imagination Swarm', '']]) {
+    ctx.sb.add('attribute', { _characterid: seer.id, name, current, max });
+  }
+  const seerToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: seer.id, name: 'Seer', bar1_link: ctx.sb.attribute(seer.id, 'HP').id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1), new RegExp(`\\[Join the defense\\]\\(!psi join --req ${xid}\\)`));
+  // The GM passes the id on; Alice joins with Seer's token selected.
+  ctx.sb.chat({ playerid: ALICE, selected: [seerToken.id], content: `!psi join --req ${xid}` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Seer<\/b> joins the defense of Fenka/);
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  const result = resolved.result;
+  assert.equal(result.winner, 'attacker');
+  // Seed 001: "Psionically active creatures may also use this defence mode to participate in
+  // a psionic combat that is targeting an ally they can see": its own mode and pool.
+  assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode, m.dice, m.sides]),
+    [[ctx.fenka.id, 'defender', null, 1, 4], [seer.id, 'ally', 'imagination-swarm', 2, 6]]);
+  const state = (charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
+  assert.equal(state(seer.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.equal(String(state(seer.id, 'psi_pool')), '0');
+  assert.equal(state(ctx.fenka.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  const held = JSON.parse(ctx.sb.state.Mindscape.tokens[ctx.tokens.ogre.id].psi_controlling.current);
+  assert.deepEqual(held.map((l) => l.id), [ctx.fenka.id, seer.id]);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Seer \(defends with Imagination Swarm, 2d6\)\}\}/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
 test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).

@@ -2812,8 +2812,8 @@ test('power-pool: the defender choosing imagination-swarm draws allies in with -
   const asked = whispersTo(ctx.sb, 'Bob').at(-1);
   assert.match(asked, new RegExp(`Imagination Swarm may draw allied non-psionic creatures into the defense: type <code>!psi defend --req ${xid} --mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code>`));
   // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic
-  // combat"; a psionic creature joins by its own choice, which only an encounter asks.
-  assert.match(asked, /Each adds a die and is dazed, and falls with the group\. A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\), not in a single attack\./);
+  // combat"; a psionic creature joins by its own choice, with !psi join.
+  assert.match(asked, /Each adds a die and is dazed, and falls with the group\. A psionic creature is not drawn in: it joins by its own choice\.<br>A psionic creature that can see Fenka may join/);
   assert.doesNotMatch(asked, /defends with Imagination Swarm itself/);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen<\/b><br>Imagination Swarm, drawing in Porter/);
@@ -2952,10 +2952,10 @@ test('power-pool: a psionic ally the companion refuses (ally-psionic) does not l
   refusal(ctx, req, 'ally-psionic', `Ulcen of Tyr is psionic: it joins by its own choice, with its own defense in /defenses/${ctx.ulcen.id} (imagination-swarm); a defender draws in only non-psionic creatures`);
   const bob = whispersTo(ctx.sb, 'Bob');
   const told = bob.at(-2);
-  assert.match(told, /defense refused<\/b><br><b>Ulcen of Tyr<\/b> is psionic: a defender draws in only allied non-psionic creatures\. A psionic creature joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\), not in a single attack\./);
+  const again = reqOf(bob.at(-1));
+  assert.match(told, new RegExp(`defense refused</b><br><b>Ulcen of Tyr</b> is psionic: a defender draws in only allied non-psionic creatures\\. A psionic creature joins a defense by its own choice: its controller or the GM sends <code>!psi join --req ${again}</code> with its token selected\\.`));
   assert.match(told, /Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\./);
   // The defense buttons again, under a new id; the old ones are spent.
-  const again = reqOf(bob.at(-1));
   assert.notEqual(again, xid);
   assert.match(bob.at(-1), new RegExp(`Ogre attacks the mind of <b>Fenka</b>\\. Choose a defense:<br>\\[Barrier Mantra\\]\\(!psi defend --req ${again} --mode barrier-mantra\\)`));
   assert.match(bob.at(-1), new RegExp(`type <code>!psi defend --req ${again} --mode imagination-swarm --ally `));
@@ -3074,15 +3074,182 @@ test('power-pool waves: a defense the companion refuses starts every mind\'s cho
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
+// ------------------ power-pool: a psionic creature joins a defense (!psi join)
+
+// swarmCampaign, and Alice's Seer: psionic, knows Imagination Swarm, holds a hound under
+// its control; both have tokens linked to their sheets.
+const seerCampaign = () => {
+  const ctx = swarmCampaign();
+  const attrs = (charId, list) => list.forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: charId, name, current, max }));
+  const seer = ctx.sb.add('character', { name: 'Seer', controlledby: ALICE });
+  const hound = ctx.sb.add('character', { name: 'Hound', controlledby: '' });
+  attrs(seer.id, [['psi_pool', '2', '2'], ['psi_die', '6'], ['psi_psionic', '1'], ['HP', '9', '9'],
+    ['repeating_psionic-defenses_-Md9_psionic-defense-name', 'Imagination Swarm'],
+    ['psi_controlling', JSON.stringify([{ id: hound.id, kept_by: 'action' }])]]);
+  attrs(hound.id, [['psi_pool', '0', '1'], ['psi_die', '4'], ['HP', '5', '5'], ['psi_controlled_by', seer.id]]);
+  const tokenOf = (c) => ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: c.id, name: c.get('name'), bar1_link: ctx.sb.attribute(c.id, 'HP').id });
+  return Object.assign(ctx, { seer, hound, tokens: Object.assign(ctx.tokens, { seer: tokenOf(seer), hound: tokenOf(hound) }) });
+};
+
+// `playerid` sends !psi join for the attack waiting as `xid` with `token` selected; the
+// whisper that answers it (to the GM for the GM).
+const join = (ctx, playerid, token, xid) => {
+  ctx.sb.chat({ playerid, selected: token ? [token.id] : [], content: `!psi join --req ${xid}` });
+  return whispersTo(ctx.sb, { [GM]: 'gm', [ALICE]: 'Alice', [BOB]: 'Bob' }[playerid]).at(-1);
+};
+
+test('power-pool !psi join: a psionic creature joins a single attack\'s defense by its own choice (seed 001); it goes as an ally with its own defense, its puppets along, its sheet written, the card says how it defended', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  // Seed 001: "Psionically active creatures may also use this defence mode to participate in
+  // a psionic combat that is targeting an ally they can see". The defender's whisper (Bob's
+  // and the GM's) says how; Alice, Seer's player, does not see it: the GM passes it on.
+  const line = new RegExp(`A psionic creature that can see Fenka may join the defense by its own choice, with Imagination Swarm: its controller or the GM selects its token and sends \\[Join the defense\\]\\(!psi join --req ${xid}\\) \\(<code>!psi join --req ${xid}</code>\\) before the defense is chosen\\.`);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), line);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1), line);
+  assert.equal(whispersTo(ctx.sb, 'Alice').length, 0);
+  const sent = requests(ctx.sb).length;
+  const told = join(ctx, ALICE, ctx.tokens.seer, xid);
+  assert.match(told, /joined<\/b><br><b>Seer<\/b> joins the defense of Fenka against the attack of Ogre by its own choice, with Imagination Swarm: it rolls its own pool with the defending group, and falls with the group should the attack win\. It goes to the companion when the defense is chosen\./);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Seer<\/b> joins the defense of Fenka/, 'the defender\'s side learns who joined');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>Seer<\/b> joins the defense of Fenka/);
+  assert.equal(requests(ctx.sb).length, sent, 'nothing is sent before the defense is chosen');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[xid].joined), [{ ref: ctx.seer.id, mode: 'imagination-swarm' }]);
+  // Bob may not draw in a creature that joined of itself; he draws in Porter.
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.seer.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Seer has joined this defense by its own choice already: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen<\/b><br>Imagination Swarm, drawing in Porter; joined by Seer/);
+  const req = lastRequest(ctx.sb);
+  const p = req.body.params;
+  assert.deepEqual(p.allies.map(refOf), [ctx.porter.id, ctx.seer.id]);
+  assert.deepEqual(plain(p.defenses), { [ctx.seer.id]: { mode: 'imagination-swarm' } });
+  assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
+  assert.deepEqual(p.puppets.map(refOf), [ctx.hound.id], 'the creatures Seer controls go along');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), new RegExp(`Seer cannot join: there is no attack waiting for a defense with id ${xid}`));
+  // The ogre wins: the group falls, Seer's hound goes free; every sheet follows.
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', outcome: 'attacker', winner: 'attacker', attack_total: 20, defense_total: 9, rolls: [], events: [],
+    summary: 'Ogre wins: Fenka, Porter and Seer fall under its psionic control.',
+    defense: { mode: 'imagination-swarm', members: [
+      { id: ctx.fenka.id, role: 'defender', mode: 'imagination-swarm', dice: 1, sides: 4, rolls: true },
+      { id: ctx.porter.id, role: 'ally', mode: null, dice: 1, sides: 4, rolls: true },
+      { id: ctx.seer.id, role: 'ally', mode: 'imagination-swarm', dice: 2, sides: 6, rolls: true }] },
+    updates: [
+      { character_id: ctx.seer.id, attributes: { psi_pool: { current: 0 }, psi_controlled_by: { current: ctx.tokens.ogre.id }, psi_controlling: { current: '[]' } } },
+      { character_id: ctx.hound.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
+  assert.equal(valueOf(ctx, ctx.seer.id, 'psi_controlled_by'), ctx.tokens.ogre.id);
+  assert.equal(valueOf(ctx, ctx.seer.id, 'psi_pool'), 0);
+  assert.equal(valueOf(ctx, ctx.hound.id, 'psi_controlled_by'), '');
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, 1d4\), Seer \(defends with Imagination Swarm, 2d6\)\}\}/);
+});
+
+test('power-pool !psi join is refused, naming the creature and changing nothing: another system, no such attack, the attacker, a target, a controller struck in its puppet\'s place, one joined or drawn in already, one under control, one that does not know the swarm, another system\'s creature, a creature the sender does not control', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+  const sent = requests(ctx.sb).length;
+  const refused = (playerid, token, why, id = xid) => assert.match(join(ctx, playerid, token, id), why);
+  refused(ALICE, null, /refused<\/b><br>select the token of the one psionic creature that joins the defense/);
+  refused(BOB, ctx.tokens.seer, /you do not control Seer: only its controller or the GM may make it join a defense\. Nothing was changed\./);
+  refused(ALICE, ctx.tokens.seer, /Seer cannot join: there is no attack waiting for a defense with id nope \(already defended, or too old\)\. Nothing was changed\./, 'nope');
+  refused(GM, ctx.tokens.ogre, /Ogre makes this attack: it cannot join this defense\. Nothing was changed\./);
+  refused(BOB, ctx.tokens.fenka, /Fenka is a target of this attack: it cannot join this defense\./);
+  refused(GM, ctx.tokens.hound, /Hound is under the psionic control of Seer: it cannot join this defense\./);
+  refused(ALICE, ctx.tokens.ulcen, /Ulcen of Tyr does not know Imagination Swarm, the defense by which a psionic creature joins: it cannot join this defense\./);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.porter.id], content: '!psi config --system revised-2e' });
+  refused(BOB, ctx.tokens.porter, /Porter uses revised-2e, not power-pool: it cannot join this defense\./);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  refused(GM, ctx.tokens.seer, /Seer has joined this defense already: it cannot join this defense\./);
+  assert.equal(ctx.sb.state.Mindscape.exchanges[xid].joined.length, 1);
+  // A controller struck in its puppet's place: the ogre attacks the thrall, Ulcen answers.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --mode mental-stab` });
+  const onThrall = reqOf(whispersTo(ctx.sb, 'Alice').at(-1));
+  refused(ALICE, ctx.tokens.ulcen, /Ulcen of Tyr is struck by this attack already, in its puppet's place: it cannot join this defense\./, onThrall);
+  assert.equal(requests(ctx.sb).length, sent);
+  // Another system has no joining, and no line about it.
+  const other = campaign();
+  attack(other);
+  const otherXid = reqOf(whispersTo(other.sb, 'Bob').at(-1));
+  assert.doesNotMatch(whispersTo(other.sb, 'Bob').at(-1), /join/);
+  other.sb.chat({ playerid: GM, selected: [other.tokens.ogre.id], content: `!psi join --req ${otherXid}` });
+  assert.match(whispersTo(other.sb, 'gm').at(-1), /Ogre cannot join: this attack is revised-2e's, and only power-pool lets a psionic creature join a defense \(with Imagination Swarm\)\. Nothing was changed\./);
+  assert.equal(other.sb.state.Mindscape.exchanges[otherXid].joined, undefined);
+});
+
+test('power-pool !psi join in a psionic wave: the creature joins the group of the mind struck first; one drawn in already cannot join', () => {
+  const ctx = seerCampaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /A psionic creature that can see a mind this wave strikes may join the defense by its own choice, with Imagination Swarm \(it joins the group of Fenka, struck first\)/);
+  // Ulcen is struck: his player may not make him join.
+  assert.match(join(ctx, ALICE, ctx.tokens.ulcen, xid), /Ulcen of Tyr is a target of this attack/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  assert.match(join(ctx, GM, ctx.tokens.porter, xid), /Porter is drawn into this defense already, as an ally: it cannot join this defense\./);
+  // Between two minds' choices Seer still joins.
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of the group of Fenka \(struck first by the psionic wave of Ogre\)/);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id], [ctx.porter.id, ctx.seer.id]]);
+  assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' }, [ctx.seer.id]: { mode: 'imagination-swarm' } });
+});
+
+test('power-pool !psi join and a refused defense: a refusal about the creature that joined leaves it out (it may join again under the new id); any other keeps it joined; a failure tells its player only that', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode pinnacle-of-will` });
+  // Asleep, Seer rolls nothing with Imagination Swarm: the companion refuses it.
+  refusal(ctx, lastRequest(ctx.sb), 'defender-unaware', 'Seer is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing');
+  const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.notEqual(again, xid);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`defense refused</b><br><b>Seer</b> cannot join the defense: Seer is asleep: it may defend only with a mode that works while unaware \\(cognitive-labyrinth\\), otherwise it rolls nothing\\. It is left out \\(should that change, it may join again: <code>!psi join --req ${again}</code> with its token selected\\)\\.<br>Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\\.`));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-2), /<b>Seer<\/b> cannot join the defense.*The companion said: The rules forbid it \(4001\)<br>defender-unaware/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /Joined:/);
+  assert.equal(ctx.sb.state.Mindscape.exchanges[again].joined.length, 0);
+  // Awake again, Seer joins under the new id; a defense the companion refuses for the
+  // defender keeps it joined, and its player is told that it is still in.
+  join(ctx, ALICE, ctx.tokens.seer, again);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode blank-mind` });
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])");
+  const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /before the defense is chosen\. Joined: Seer\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /A defense chosen against this attack could not be used \(the GM has been told why\)\. Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\. Still joined: Seer\./);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Blank Mind|blank-mind/.test(w)), 'the defender\'s choice stays secret');
+  // The GM settles it: Seer goes along.
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${third} --mode none` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([p.allies.map(refOf), plain(p.defenses)], [[ctx.seer.id], { [ctx.seer.id]: { mode: 'imagination-swarm' } }]);
+  // A creature the companion reads as non-psionic cannot join by itself: left out too.
+  refusal(ctx, lastRequest(ctx.sb), 'ally-not-psionic', 'Seer is not psionic: it joins no psionic combat by its own choice and has no defense mode; only a defender using imagination-swarm draws it in (without /defenses/seer)');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion reads <b>Seer<\/b> as non-psionic: it cannot join a defense by its own choice \(only a defender's Imagination Swarm draws in non-psionic allies\)\. It is left out/);
+  // Any other refusal loses the attack as before: Seer's player learns that it failed.
+  const fourth = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  join(ctx, ALICE, ctx.tokens.seer, fourth);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${fourth} --mode none` });
+  refusal(ctx, lastRequest(ctx.sb), 'no-die-to-dedicate', 'Ogre has no die left in its pool to keep control by');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told why\./);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
 test('the help handout lists --keep-by and --ally for single attacks', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
   const notes = ctx.sb.objects.find((o) => o.get('_type') === 'handout').get('notes');
   assert.match(notes, /<code>--keep-by die\|action<\/code>: how control is kept if the attack wins/);
   assert.match(notes, /<code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;<\/code> \(repeatable\) draws allied non-psionic creatures into the defense/);
-  assert.match(notes, /A psionic creature is not drawn in: it joins a defense by its own choice, in an encounter \(<code>!psi encounter declare --defense imagination-swarm<\/code>\)\./);
+  assert.match(notes, /A psionic creature is not drawn in: it joins by its own choice \(<code>!psi join<\/code>\)\./);
   assert.match(notes, /When the companion refuses the allies or the defense \(a psionic or mindless ally, a mode not known\), nothing is written and the attack still waits: the defense buttons come again/);
   assert.doesNotMatch(notes, /a psionic one defends with Imagination Swarm itself/);
+  assert.match(notes, /<li><code>!psi join --req ID<\/code> with a psionic creature's token selected \(its controller or the GM; power-pool\)/);
+  assert.doesNotMatch(notes, /in an encounter \(<code>!psi encounter declare/);
 });
 
 // ------------------------------- power-pool: control at a round's end (!psi round)

@@ -631,15 +631,35 @@ var Mindscape = Mindscape || (() => {
     return { adapter, data };
   };
 
-  // Defense modes a character lists on the AD&D sheet, as mode ids; all of the
-  // system's defenses when the sheet names none we know.
+  // The names in a stored list of modes: a JSON array of strings, or text separated by
+  // commas, semicolons or lines (as the companion's adapters read it).
+  const storedNames = (value) => {
+    const text = String(value === undefined || value === null ? '' : value).trim();
+    if (text.startsWith('[')) {
+      try {
+        const list = JSON.parse(text);
+        return Array.isArray(list) ? list.filter((x) => typeof x === 'string') : [];
+      } catch (err) {
+        return [];
+      }
+    }
+    return text.split(/[,;\n]/);
+  };
+
+  // Defense modes a character knows, as mode ids, where the companion reads them: the
+  // AD&D sheet's psionic-defense rows in revised-2e, else psi_defenses (or the attribute
+  // a generic mapping names), the other way round when the first names none we know; all
+  // of the system's defenses when neither does.
   const knownDefenses = (ref, system) => {
     const all = SYSTEMS[system].defenses;
-    const named = attributesOf(fighterCharacter(ref))
+    const known = (names) => Array.from(new Set(names.map(normaliseMode).filter((mode) => all.includes(mode))));
+    const rows = known(attributesOf(fighterCharacter(ref))
       .filter((attr) => /^repeating_psionic-defenses_.+_psionic-defense-name$/i.test(attr.get('name')))
-      .map((attr) => normaliseMode(attr.get('current')))
-      .filter((mode) => all.includes(mode));
-    return named.length ? Array.from(new Set(named)) : all.slice();
+      .map((attr) => attr.get('current')));
+    const stored = known(storedNames(sheetState(ref, 'defenses')));
+    const [first, second] = system === 'revised-2e' ? [rows, stored] : [stored, rows];
+    if (first.length) return first;
+    return second.length ? second : all.slice();
   };
 
   // --------------------------------------------------------- requests out

@@ -395,6 +395,21 @@ test('options of another system are refused in plain words (API.md: attack objec
   assert.deepEqual([odds.attack, odds.defense], [{ mode: 'mental-stab', pool_dice: 3 }, { mode: 'blank-mind', pool_dice: 1 }]);
 });
 
+test('power-pool defense buttons list the modes the companion reads (psi_defenses), not the AD&D sheet\'s revised-2e rows', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  const buttons = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+  };
+  // Fenka's rows name revised-2e modes only: every power-pool defense is offered.
+  assert.deepEqual(buttons(), ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will', 'none']);
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Blank Mind; Imagination Swarm, Tower of Iron Will' });
+  assert.deepEqual(buttons(), ['blank-mind', 'imagination-swarm', 'none']);
+  ctx.sb.attribute(ctx.fenka.id, 'psi_defenses').set('current', '["Pinnacle of Will"]');
+  assert.deepEqual(buttons(), ['pinnacle-of-will', 'none']);
+});
+
 test('attacker and defender must use the same system', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });

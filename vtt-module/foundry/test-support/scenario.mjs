@@ -714,6 +714,7 @@ export function scriptedDialogs(script = {}) {
     encounterChoiceDialog: (arg) => answer("encounterChoiceDialog", arg),
     closeDialog: (arg) => answer("closeDialog", arg),
     controlDialog: (arg) => answer("controlDialog", arg),
+    joinDialog: (arg) => answer("joinDialog", arg),
     restDialog: (arg) => answer("restDialog", arg),
     pairingDialog: (arg) => answer("pairingDialog", arg),
   };

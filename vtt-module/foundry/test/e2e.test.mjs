@@ -539,7 +539,7 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   await page.close();
 });
 
-test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws its non-psionic skum into its imagination swarm, written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
+test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws its non-psionic skum into its imagination swarm, its psionic spawn joins by its own choice, all written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB", randal: "2Pdtnswo8Nj2nafY" };
   // Zanna attacks the aboleth token. On the scene too, each placed with its actor's
@@ -547,7 +547,8 @@ test("a power-pool single attack with the real companion: control kept by a die,
   // hostile): Randal (a fighter without a psionic profile: Zanna's side, not the
   // aboleth's), unlinked copies of the aboleth: the skum (its non-psionic servant), the
   // spawn (psionic: it joins a defense by its own choice, never drafted, seed 001) and a
-  // thrall under Zanna's control.
+  // thrall under Zanna's control. The dice are typed: Zanna's all highest, the
+  // defenders' all 1, so the attack wins and every sheet of the group changes.
   await page.evaluate(async (ids) => {
     await game.settings.set("mindscape", "ruleSystem", "power-pool");
     const h = window.harness;
@@ -570,7 +571,18 @@ test("a power-pool single attack with the real companion: control kept by a die,
   await attack.locator(".mindscape-odds table").waitFor();
   await attack.locator("select[name=keep_by]").selectOption("die");
   await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().request.params.attack.keep_by === "die");
+  await attack.locator("input[name=physical]").check();
   await attack.locator('button[data-action="ok"]').click();
+
+  // While the aboleth's defense is chosen, the spawn (an NPC: the GM answers) is asked
+  // whether it joins the aboleth's defense with its own Imagination Swarm. Not the
+  // thrall (under control), nor the skum (not psionic: it may only be drawn in).
+  const join = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-join") });
+  await join.waitFor({ timeout: 15000 });
+  assert.equal(await join.count(), 1);
+  const question = (await join.locator(".mindscape-form").textContent()).replace(/\s+/g, " ");
+  assert.match(question, /Zanna attacks Aboleth with Mental stab\. Does Aboleth Spawn join the defense with Imagination swarm, by its own choice\?/);
+  assert.match(question, /Without an answer, Aboleth Spawn stays out, in \d+ s/);
 
   // The aboleth is an NPC: the GM chooses, and may draw in the skum only while a defense
   // that draws allies in is chosen. Not Randal (another side), nor the spawn (psionic),
@@ -589,24 +601,45 @@ test("a power-pool single attack with the real companion: control kept by a die,
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies.png") });
   await defense.locator('button[data-action="ok"]').click();
+  // The exchange waits for the spawn's answer too; the GM answers yes.
+  await defense.waitFor({ state: "detached" });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-join.png") });
+  await join.locator('button[data-action="ok"]').click();
 
+  // Physical dice: the attacker's highest, every defender's 1.
   const card = page.locator("#chat-log .mindscape-card");
+  for (let i = 0; i < 10 && !(await card.count()); i++) {
+    const prompt = page.locator("dialog.mindscape-dialog .mindscape-dice");
+    await Promise.race([prompt.waitFor({ timeout: 15000 }), card.waitFor({ timeout: 15000 })]);
+    if (await card.count()) break;
+    const purpose = await prompt.getAttribute("data-purpose");
+    const sides = Number(await prompt.getAttribute("data-sides"));
+    const inputs = prompt.locator("input[type=number]");
+    for (let n = 0; n < await inputs.count(); n++) await inputs.nth(n).fill(String(purpose === "attack" ? sides : 1));
+    const previous = await page.evaluate(() => window.harness.fetches.length);
+    await page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-dice") }).locator('button[data-action="ok"]').click();
+    await page.waitForFunction((n) => window.harness.fetches.length > n, previous);
+  }
   await card.waitFor({ timeout: 15000 });
   const { request, response } = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").pop());
   assert.ok(response.result, JSON.stringify(response.error));
   const result = response.result;
   assert.deepEqual(request.params.attack, { mode: "mental-stab", pool_dice: 4, keep_by: "die" });
   assert.deepEqual(request.params.defense, { mode: "imagination-swarm" });
+  // The skum drawn in, and the spawn with its own defense.
   assert.deepEqual(request.params.allies.map((c) => [c.data.actor._id, c.data.token]), [
     [ids.aboleth, { uuid: "Scene.harness.Token.tokSkum", actorLink: false }],
+    [ids.aboleth, { uuid: "Scene.harness.Token.tokSpawn", actorLink: false }],
   ]);
-  assert.equal(request.params.defenses, undefined);
+  assert.deepEqual(request.params.defenses, { [`${ids.aboleth}-tokSpawn`]: { mode: "imagination-swarm" } });
   assert.deepEqual(request.params.puppets.map((c) => c.data.token.uuid), ["Scene.harness.Token.tokThrall"]);
   assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode]), [
     [`${ids.aboleth}-tokAboleth`, "defender", "imagination-swarm"],
     [`${ids.aboleth}-tokSkum`, "ally", null],
+    [`${ids.aboleth}-tokSpawn`, "ally", "imagination-swarm"],
   ]);
   assert.equal(result.attack.keep_by, "die");
+  assert.equal(result.outcome, "attacker");
   // Every write-back landed where the companion addressed it: the ally's too, on the
   // skum's own token, not on the aboleth it copies.
   for (const u of result.updates) {
@@ -615,10 +648,15 @@ test("a power-pool single attack with the real companion: control kept by a die,
   }
   const skum = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSkum.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
   assert.ok(skum.conditions.includes("dazed"), JSON.stringify(skum));
-  assert.equal(skum.controlled_by ?? null, result.outcome === "attacker" ? ids.zanna : null);
+  assert.equal(skum.controlled_by, ids.zanna);
+  // The group lost as one: the spawn that joined falls under Zanna's control too, on
+  // its own token's sheet.
+  const spawn = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSpawn.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
+  assert.equal(spawn.controlled_by, ids.zanna, JSON.stringify(spawn));
+  assert.ok(result.updates.some((u) => u.uuid === `Scene.harness.Token.tokSpawn.Actor.${ids.aboleth}`), JSON.stringify(result.updates.map((u) => u.uuid)));
   assert.equal(await page.evaluate((id) => window.harness.actor(`Actor.${id}`).flags?.mindscape?.["power-pool"] ?? null, ids.aboleth), null, "the aboleth's base actor is not written");
   const text = (await card.locator(".mindscape-allies").textContent()).replace(/\s+/g, " ");
-  assert.equal(text, "Drawn in: Skum (drawn in, dazed, 1d8)");
+  assert.equal(text, "Allies: Skum (drawn in, dazed, 1d8), Aboleth Spawn (Imagination swarm, 2d6)");
   assert.ok((await card.textContent()).includes(result.summary), result.summary);
   await card.locator("[data-mindscape-toggle]").click();
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies-card.png") });
@@ -781,6 +819,53 @@ test("a power-pool release declared in an encounter with the real companion is w
   assert.equal(ctl.meta.held, undefined);
   const refreshed = await ctl.refresh();
   assert.deepEqual(refreshed.map((r) => r.changed), [[], [], []]);
+});
+
+test("a power-pool encounter with the real companion: a psionic ally not struck is asked with the struck mind, its join is declared and taken, and the group's loss is written to its sheet", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  // The goblin attacks Fenka (Bo's). The Seer, an NPC on Fenka's side, knows the swarm
+  // and is asked (by the GM) whether it joins; Ulcen, on her side too, does not know it.
+  // The dice are typed: the goblin's all highest, the defenders' all 1.
+  const t = makeTable({
+    methods: realCompanion(),
+    token: daemon.token,
+    dialogs: {
+      p2: { encounterChoiceDialog: { defenseMode: "pinnacle-of-will", phase: "defense" } },
+      gm: {
+        joinDialog: { join: "0", timedOut: false },
+        diceDialog: (need) => Array.from({ length: need.needed }, () => (need.purpose === "attack" ? need.sides : 1)),
+      },
+    },
+  });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], ...p });
+  t.actors.ulcen.flags.mindscape["power-pool"] = profile({ hit_dice: 4, die: 8, pool: 4 });
+  fenkaToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 6, pool: 3 });
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 8, pool: 3 });
+  const seer = t.world.actor({ id: "seer", name: "Seer", type: "npc", disposition: 1, flags: { mindscape: { "power-pool": profile({ hit_dice: 2, die: 6, pool: 2, defenses: ["imagination-swarm"] }) } } });
+  const seerToken = t.world.token({ id: "tokSeer", name: "Seer", actor: seer, actorLink: true });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid, seerToken.uuid], "Pit");
+  await ctl.declare("goblin-tokG", { attack: { mode: "mental-stab", target: "fenka-tokF" } });
+  await ctl.collectChoices();
+  const questions = t.clients.gm.dialogs.seen.filter((s) => s.kind === "joinDialog").map((s) => s.arg.context);
+  assert.deepEqual(questions.map((q) => [q.name, q.groups.map((g) => g.names)]), [["Seer", ["Fenka"]]]);
+  assert.deepEqual(t.clients.p1.dialogs.seen, [], "Ulcen knows no swarm: not asked");
+  const declared = t.daemon.calls.filter((c) => c.method === "encounter.declare").map((c) => [c.params.combatant_id, c.params.choice]);
+  assert.deepEqual(declared.slice(1).sort(), [["fenka-tokF", { defense: { mode: "pinnacle-of-will" } }], ["seer", { defense: { mode: "imagination-swarm" } }]]);
+  const view = await ctl.state();
+  assert.deepEqual(view.declared, ["fenka-tokF", "goblin-tokG", "seer"]);
+  assert.deepEqual(view.waiting_for, []);
+  await ctl.resolve({ physical: true });
+  const { result } = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.resolved").args[0];
+  assert.equal(result.outcome, "attacker");
+  assert.deepEqual(result.defense.members.map((m) => [m.id, m.role, m.mode]), [["fenka-tokF", "defender", "pinnacle-of-will"], ["seer", "ally", "imagination-swarm"]]);
+  assert.equal(seer.flags.mindscape["power-pool"].controlled_by, "goblin-tokG");
+  assert.equal(fenkaToken.actor.flags.mindscape["power-pool"].controlled_by, "goblin-tokG");
+  const card = t.clients.gm.ChatMessage.created.at(-1).data.content;
+  assert.match(card, /Allies: <span class="ally">Seer \(Imagination swarm, 2d6\)<\/span>/);
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), []);
 });
 
 test("power-pool control at the tracker's round end with the real companion: the GM chooses for each link, a released aboleth's own sheet is freed", { skip: SKIP, timeout: 60000 }, async () => {

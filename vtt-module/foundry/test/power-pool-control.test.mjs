@@ -167,9 +167,10 @@ test("a mode that strikes one target makes one exchange per target, and other sy
 // A power-pool encounter of Ulcen, Fenka and the goblin over the fake encounter, whose
 // declare answers `declared(params)` (a public action's write-backs); `view` stands for
 // encounter.get when given.
-async function poolEncounter(declared, { view, dialogs } = {}) {
+async function poolEncounter(declared, { view, dialogs, before } = {}) {
   const { methods } = encounterMethods({ "encounter.declare": (params) => declared(params), ...(view ? { "encounter.get": () => view() } : {}) });
   const t = makeTable({ methods, dialogs });
+  before?.(t);
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
   const gm = t.clients.gm.svc;
   await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], "Pit");
@@ -207,8 +208,9 @@ test("the encounter's choice dialog offers power-pool's actions: the creatures t
     defensePhase: false,
     controlled: [{ id: "fenka-tokF", name: "Fenka" }],
     others: [{ id: "fenka-tokF", name: "Fenka" }, { id: "goblin-tokG", name: "Goblin" }],
-    // Fenka is under control: no ally to draw in.
-    allies: [{ id: "goblin-tokG", name: "Goblin" }],
+    // Fenka is under control, and the goblin's token is hostile where Ulcen's is friendly:
+    // no ally to draw in.
+    allies: [],
     // The fake companion's modes strike one target each.
     waveModes: "",
   });
@@ -426,7 +428,7 @@ test("a struck mind that knows Imagination Swarm draws in its non-psionic allies
   // The exchange waits for any other touching the ally.
   assert.ok(keys.some((k) => k.includes("Actor.porter")), JSON.stringify(keys));
   const card = gm.ChatMessage.created.at(-1).data.content;
-  assert.match(card, /Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
+  assert.match(card, /Allies: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
   assert.match(card, /<th>Porter<\/th><td>Conditions<\/td><td>— <i class="fas fa-long-arrow-alt-right"><\/i> <strong>dazed<\/strong>/);
   assert.deepEqual(resolved[0].allies, [porter.actor]);
 });
@@ -506,7 +508,8 @@ test("in a psionic wave only the mind struck first draws allies; the GM choosing
 });
 
 test("power-pool's defense phase offers as allies only non-psionic creatures not in the exchange: not the attacker, those struck, those who joined, nor the chooser", async () => {
-  const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  // The goblin is on Fenka's side here (its token friendly, as hers is).
+  const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }), { before: (t) => { t.tokens.goblinToken.disposition = 1; } });
   // Ulcen attacked Fenka; Fenka is still to defend.
   const state = { phase: "defense", declared: ["ulcen"], waiting_for: ["fenka-tokF"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} } };
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", state)).pool.allies, [{ id: "goblin-tokG", name: "Goblin" }]);
@@ -522,4 +525,10 @@ test("power-pool's defense phase offers as allies only non-psionic creatures not
   }
   const mundane = { ...state, combatants: { ...state.combatants, "goblin-tokG": { psionic: false, mindless: false } } };
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", mundane)).pool.allies, [{ id: "goblin-tokG", name: "Goblin" }]);
+  // "allied" creatures only: one on the other side (its token's disposition, recorded when
+  // it was added) is not offered.
+  const meta = structuredClone(ctl.meta);
+  meta.combatants["goblin-tokG"].disposition = -1;
+  await ctl.saveMeta(meta);
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", mundane)).pool.allies, []);
 });

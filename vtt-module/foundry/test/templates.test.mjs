@@ -56,6 +56,7 @@ test("every template renders with a plausible context", () => {
       ],
       seconds: 30,
     },
+    "join-dialog.hbs": { name: "Seer", attackerName: "Ulcen", attackLabel: "Mental stab", allies: "Fenka", modeLabel: "Imagination swarm", groups: [{ value: "0", names: "Fenka", checked: true }], several: false, seconds: 30 },
     "rest-dialog.hbs": { askHours: true, names: "Ulcen, Fenka", min: 1, max: 1000, value: 8, systemLabel: "S", problem: "Type a whole number." },
     "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ name: "A", type: "Condition ended", text: "condition: stunned" }], systemLabel: "S" },
   };
@@ -120,10 +121,24 @@ test("every template renders with a plausible context", () => {
   assert.match(swarm, /A psionic creature is never drawn in: it joins only by its own choice\./);
   assert.doesNotMatch(renderModuleTemplate("defense-dialog", contexts["defense-dialog.hbs"]), /name="allies"/);
   const allied = renderModuleTemplate("chat-card", { ...contexts["chat-card.hbs"], allies: [{ name: "Porter", how: "drawn in, dazed, 1d4" }] });
-  assert.match(allied, /<p class="modes mindscape-allies">Drawn in: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
+  assert.match(allied, /<p class="modes mindscape-allies">Allies: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
   const two = renderModuleTemplate("chat-card", { ...contexts["chat-card.hbs"], allies: [{ name: "Porter", how: "drawn in, dazed, 1d4" }, { name: "Seer", how: "Imagination swarm, 2d6" }] });
   assert.match(two, /Porter \(drawn in, dazed, 1d4\)<\/span>, <span class="ally">Seer/);
   assert.doesNotMatch(renderModuleTemplate("chat-card", contexts["chat-card.hbs"]), /mindscape-allies/);
+  // Seed 001: a psionic creature joins an ally's defense by its own choice. The question
+  // says who is attacked (and, in a single attack, by whom and how); with one defense to
+  // join it goes with the form, with several the creature picks one.
+  const join = renderModuleTemplate("join-dialog", contexts["join-dialog.hbs"]);
+  assert.match(join, /Ulcen attacks Fenka with Mental stab\./);
+  assert.match(join, /Does Seer join the defense with Imagination swarm, by its own choice\?/);
+  assert.match(join, /<input type="hidden" name="join" value="0">/);
+  assert.match(join, /Without an answer, Seer stays out, in <span class="mindscape-countdown">30<\/span> s/);
+  assert.doesNotMatch(join, /type="radio"/);
+  const unseen = renderModuleTemplate("join-dialog", { ...contexts["join-dialog.hbs"], attackerName: null, attackLabel: null });
+  assert.match(unseen, /A psionic attack strikes Fenka\./);
+  assert.doesNotMatch(unseen, /Ulcen|Mental stab/);
+  const several = renderModuleTemplate("join-dialog", { ...contexts["join-dialog.hbs"], allies: "Fenka, Bravo", several: true, groups: [{ value: "0", names: "Fenka", checked: true }, { value: "1", names: "Bravo" }] });
+  assert.match(several, /<legend>Join the defense of<\/legend>[\s\S]*name="join" value="0" checked> Fenka[\s\S]*name="join" value="1"> Bravo/);
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);

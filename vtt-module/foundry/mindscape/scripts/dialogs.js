@@ -271,6 +271,29 @@ export async function controlDialog({ context, timeoutMs }) {
 }
 
 /**
+ * Whether a psionic creature joins, by its own choice, the defense of an ally under
+ * psionic attack (power-pool's Imagination Swarm, RULES.md §3.3); closes itself after
+ * `timeoutMs`. Only Join is a yes, for the defense picked among `context.groups` (the
+ * only one when there is one): Stay out, closing the window and the timeout all stay out.
+ * @param {{context:{groups:{value:string}[]}, timeoutMs:number}} opts
+ * @returns {Promise<{join:string|null, timedOut:boolean, cancelled?:boolean}>}
+ */
+export async function joinDialog({ context, timeoutMs }) {
+  const answer = await timedWait({
+    title: "MINDSCAPE.Join.Title",
+    icon: "fas fa-users",
+    template: "join-dialog",
+    context,
+    ok: "MINDSCAPE.Join.Join",
+    okIcon: "fas fa-users",
+    cancel: "MINDSCAPE.Join.StayOut",
+  }, timeoutMs);
+  if (answer === TIMED_OUT) return { join: null, timedOut: true };
+  if (!answer) return { join: null, timedOut: false, cancelled: true };
+  return { join: typeof answer.join === "string" && answer.join ? answer.join : null, timedOut: false };
+}
+
+/**
  * Physical dice: ask for exactly the dice the daemon needs.
  * @param {{purpose:string, sides:number, needed:number, purposeLabel:string}} need
  * @returns {Promise<number[]|null>}

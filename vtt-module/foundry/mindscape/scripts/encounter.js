@@ -7,7 +7,7 @@ import { MODULE_ID } from "./consts.js";
 import {
   DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, UsageError, describeError,
 } from "./errors.js";
-import { attackFromForm, defenseFromChoice, knownModes, modesFromDescription, RANGES } from "./requests.js";
+import { attackFromForm, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
@@ -222,6 +222,10 @@ function withoutWritten(write, update) {
 export class EncounterController {
   constructor(svc) {
     this.svc = svc;
+    // power-pool: the questions whether a creature joins a defense still open (a
+    // resolve waits for them), and the combatants they ask.
+    this.joining = null;
+    this.askingJoin = new Set();
   }
 
   get game() { return this.svc.game; }
@@ -249,7 +253,8 @@ export class EncounterController {
       const { token, actor } = await this.svc.docs(uuid);
       const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
-      meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name };
+      // The side its token is on (disposition), for the allies a defense may draw in.
+      meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
     await this.saveMeta(meta);
     return meta;
@@ -299,7 +304,9 @@ export class EncounterController {
    * who declared a defense or joined; `waiting_for`: those still to defend, the struck
    * ones), nor one under control, a mindless one or a psionic one (seed 001: the
    * defender "may choose [to] draw allied non-psionic creatures" in; a psionic creature
-   * joins only by its own choice): the companion refuses each of them.
+   * joins only by its own choice): the companion refuses each of them. It is on the
+   * chooser's side: its token's disposition (as recorded when it was added) is the
+   * chooser's, when both are known.
    */
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
@@ -313,7 +320,10 @@ export class EncounterController {
       others,
       allies: others.filter((o) => {
         const view = viewOf(o.id);
-        return !inExchange.has(o.id) && !view.controlled_by && view.mindless !== true && view.psionic !== true;
+        const mine = meta.combatants?.[cid]?.disposition;
+        const theirs = meta.combatants?.[o.id]?.disposition;
+        const sameSide = !Number.isInteger(mine) || !Number.isInteger(theirs) || mine === theirs;
+        return sameSide && !inExchange.has(o.id) && !view.controlled_by && view.mindless !== true && view.psionic !== true;
       }),
       waveModes: modes.attacks.filter((m) => m.several_targets).map((m) => m.id).join(","),
     };
@@ -334,7 +344,9 @@ export class EncounterController {
    * for NPCs; each answer is declared at once, so hidden choices never rest in Foundry.
    * The combatants are first taken again from their sheets (`refresh`, in the exchange
    * queue); when the companion refuses one, nobody is asked. The asking itself waits for
-   * people and runs outside the queue.
+   * people and runs outside the queue. In power-pool's defense phase, whoever may join
+   * the defense by its own choice is asked at the same time (`askJoins`).
+   * @returns {Promise<(object|null)[]>}  the answers of the declarations of those still to choose
    */
   async collectChoices() {
     // Each choice is asked against the combatants as their sheets are now.
@@ -358,7 +370,86 @@ export class EncounterController {
       }
       return out;
     }
-    return Promise.all((state.waiting_for ?? []).map((cid) => this.askOne(cid, state)));
+    const asks = Promise.all((state.waiting_for ?? []).map((cid) => this.askOne(cid, state)));
+    if (meta.system !== "power-pool" || state.phase !== "defense") return asks;
+    // The defense phase: whoever may join a defense by its own choice is asked with the
+    // minds struck; a resolve waits for those questions (`resolve`).
+    const joins = this.askJoins(state);
+    const joining = joins.catch(() => null);
+    this.joining = joining;
+    joining.then(() => { if (this.joining === joining) this.joining = null; });
+    const [out] = await Promise.all([asks, joins]);
+    return out;
+  }
+
+  /**
+   * power-pool's defense phase: ask whoever answers for each combatant that may join the
+   * defense of a mind struck by its own choice (RULES.md §3.3, seed 001: "Psionically
+   * active creatures may also use this defence mode to participate in a psionic combat
+   * that is targeting an ally they can see") whether it does, all at once and beside the
+   * minds struck still to choose (the view's `waiting_for`), each within the world's
+   * defense timeout (`svc.askJoin`: its owner, the GM for an NPC or when no owner is
+   * connected; the attacker's side is told nothing). May join: a combatant not in the
+   * exchange (the view's `declared`: the attacker and those who defended or joined;
+   * `waiting_for`), not being asked already, that could defend with a mode drawing
+   * allies in (`joiningModeId`, from the view: psionic, knowing it, with a mind, not
+   * under control, aware), whose token has the same disposition as a mind struck still
+   * to choose (`svc.joinCandidates`). The view keeps the attack secret, so the question
+   * names only those minds. A yes is declared as the creature's own defense,
+   * `{defense: {mode}}`, while the same exchange still waits for its defenses (else the
+   * GM is told it came too late); no answer, Stay out or a failure is no join.
+   * @returns {Promise<(object|null)[]>}  the declarations' answers, null for no join
+   */
+  async askJoins(state) {
+    const meta = this.meta;
+    const struck = state.waiting_for ?? [];
+    if (!struck.length) return [];
+    const description = await this.svc.describe(meta.system);
+    const defenses = modesFromDescription(meta.system, description).defenses;
+    const awareness = description?.tables?.awareness_conditions ?? [];
+    const docsOf = (cid) => {
+      const entry = meta.combatants?.[cid];
+      return entry ? this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : Promise.resolve(null);
+    };
+    const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? null;
+    const inExchange = new Set([...(state.declared ?? []), ...struck, ...this.askingJoin]);
+    const others = Object.keys(meta.combatants ?? {}).filter((cid) => !inExchange.has(cid));
+    const minds = (await Promise.all(struck.map(docsOf))).filter(Boolean);
+    const creatures = (await Promise.all(others.map(async (cid) => {
+      const view = viewOf(cid);
+      const docs = view ? await docsOf(cid) : null;
+      return docs && { docs, combatant: { ...view, id: cid } };
+    }))).filter(Boolean);
+    const candidates = this.svc.joinCandidates([minds], creatures, defenses, awareness);
+    for (const c of candidates) this.askingJoin.add(c.id);
+    return Promise.all(candidates.map(async (c) => {
+      try {
+        const yes = await this.svc.askJoin(c.docs, { mode: c.mode, groups: c.offers });
+        return yes === null ? null : await this.declareJoin(c.id, c.mode, state);
+      } finally {
+        this.askingJoin.delete(c.id);
+      }
+    }));
+  }
+
+  /**
+   * Declare that `cid` joins the defense with `mode`, if the exchange `asked` (the view
+   * the question was made from) still waits for its defenses when the declaration's turn
+   * comes in the queue; else, or when the companion refuses it, the GM is told and null
+   * is the answer.
+   */
+  async declareJoin(cid, mode, asked) {
+    const name = this.meta.combatants?.[cid]?.name ?? cid;
+    const same = (now) => now?.phase === "defense" && now.round === asked.round && now.exchange === asked.exchange;
+    try {
+      const answer = await this.declare(cid, { defense: { mode } }, { when: async () => same(await this.state()) });
+      if (answer === null) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
+      return answer;
+    } catch (error) {
+      if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
+      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
+      return null;
+    }
   }
 
   /**
@@ -411,13 +502,16 @@ export class EncounterController {
    * held; an answer lost after the companion may have stored it holds everyone, as
    * `stepCall` does for a step). So a declaration runs in the exchange queue, keyed by
    * the encounter's actors: no refresh reads a sheet between the companion storing an
-   * action and its write-back.
+   * action and its write-back. With `when`, the choice is declared only if `when()`
+   * still holds when its turn in the queue comes; else nothing is declared and the
+   * answer is null.
    */
-  async declare(cid, choice) {
+  async declare(cid, choice, { when = null } = {}) {
     const meta = this.meta;
     const keys = (await this.participants()).map((p) => p.actorUuid);
     const open = meta.system === "power-pool" && POOL_PUBLIC_ACTIONS.some((key) => key in choice);
     return this.svc.exchanges.run(keys, async () => {
+      if (when && !(await when())) return null;
       const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
       const answer = open ? await this.stepCall("action", call) : await call();
       if (answer?.updates?.length || answer?.updates_failed) await this.applyStep(answer, { action: true });
@@ -642,9 +736,17 @@ export class EncounterController {
    * The step waits in the exchange queue for any single exchange (or end of round) on one
    * of the encounter's actors, then takes every combatant again from its sheet
    * (`refreshNow`, already inside the queue) and resolves: the write-back starts from the
-   * sheets as they are. When the companion refuses a sheet, nothing is resolved.
+   * sheets as they are. When the companion refuses a sheet, nothing is resolved. Without
+   * `force`, it first waits for the power-pool questions still open whether a creature
+   * joins a defense (`askJoins`, at most the world's defense timeout and its grace).
    */
   async resolve({ force = false, physical } = {}) {
+    // power-pool: a creature asked whether it joins a defense may still answer; the
+    // question closes itself at the timeout. Resolve anyway does not wait.
+    if (!force && this.joining) {
+      this.svc.env.ui?.notifications?.info(this.svc.t.format("MINDSCAPE.Join.Waiting", { seconds: Math.round(this.svc.defenseTimeoutS()) }));
+      await this.joining;
+    }
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
       const refreshed = await this.refreshNow();

@@ -245,16 +245,43 @@ export function allyDrawingModeIds(defenses) {
  * power-pool: whether a creature may be drawn into a group defense as an ally (RULES.md
  * §3.3, seed 001: the defender "may choose [to] draw allied non-psionic creatures into
  * the psionic combat"), as `adapters.import` reads it: a non-psionic one (a psionic
- * creature joins by its own choice, with its own defense, never drafted: the companion
- * refuses it, `ally-psionic`) with a mind (`ally-mindless`) that is not under psionic
- * control (`ally-controlled`). It adds a die and is dazed. Whether it is the defender's
- * ally is the table's to say (`dispositionOf`).
+ * creature joins by its own choice, with its own defense (`joiningModeId`), never
+ * drafted: the companion refuses it, `ally-psionic`) with a mind (`ally-mindless`) that
+ * is not under psionic control (`ally-controlled`). It adds a die and is dazed. Whether
+ * it is the defender's ally is the table's to say (`dispositionOf`).
  * @param {object|null} combatant  `adapters.import`'s combatant, null when it could not be read
  */
 export function mayJoinAsAlly(combatant) {
   if (!combatant || typeof combatant !== "object") return false;
   if (combatant.mindless === true || combatant.controlled_by) return false;
   return !isPsionic("power-pool", combatant);
+}
+
+/**
+ * power-pool: the mode with which a creature may join, by its own choice, the defense of
+ * an ally under psionic attack (RULES.md §3.3, seed 001: "Psionically active creatures
+ * may also use this defence mode to participate in a psionic combat that is targeting an
+ * ally they can see"), or null: a mode that draws allies in (`draws_allies`:
+ * imagination-swarm) that it knows (`knownModeIds`: a profile without a list knows
+ * none), and it is psionic, has a mind (`ally-mindless`), is not under psionic control
+ * (`ally-controlled`) and can defend with that mode: unaware (`awareness`, the
+ * companion's `tables.awareness_conditions`) or down (0 hit points or fewer), only a mode
+ * that works while unaware would do (`defender-unaware`). The companion refuses each of
+ * the others. Whether the one attacked is its ally is the table's to say (`dispositionOf`).
+ * @param {object|null} combatant  `adapters.import`'s combatant, or the encounter view's
+ * @param {{id:string, draws_allies?:boolean, defends_while_unaware?:boolean}[]} defenses
+ *   `modesFromDescription(...).defenses`
+ * @param {string[]} [awareness]
+ * @returns {string|null}
+ */
+export function joiningModeId(combatant, defenses, awareness = []) {
+  if (!combatant || typeof combatant !== "object") return null;
+  if (combatant.mindless === true || combatant.controlled_by) return null;
+  const known = new Set(knownModeIds("power-pool", combatant, "defenses") ?? []);
+  const down = typeof combatant.hp === "number" && combatant.hp <= 0;
+  const unaware = down || (combatant.conditions ?? []).some((c) => awareness.includes(c));
+  const mode = (defenses ?? []).find((m) => m.draws_allies === true && known.has(m.id) && (!unaware || m.defends_while_unaware === true));
+  return mode?.id ?? null;
 }
 
 /**

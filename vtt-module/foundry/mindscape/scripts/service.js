@@ -11,7 +11,7 @@ import {
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
-  dispositionOf, exchangeParams, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
+  dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
@@ -19,7 +19,7 @@ import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 import {
-  ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams,
+  ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams, hasProfile,
   mayPayToClose, namedBy, roundCombatantId, roundParticipants, splitByEncounter,
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
@@ -193,6 +193,7 @@ export class Mindscape {
       chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
       chooseClose: { runsOn: "player", fn: (p) => this.chooseCloseHere(p) },
       chooseControl: { runsOn: "player", fn: (p) => this.chooseControlHere(p) },
+      chooseJoin: { runsOn: "player", fn: (p) => this.chooseJoinHere(p) },
     };
   }
 
@@ -293,31 +294,53 @@ export class Mindscape {
    * scene that may join (`allyCandidates`), and they go as `allies`, with the creatures
    * they control as puppets. In a wave only the mind struck first draws allies in: its
    * defense leads the group, as in an encounter.
+   *
+   * A psionic creature on the scene that is a struck mind's ally may join that defense
+   * by its own choice, with its own Imagination Swarm (seed 001: "Psionically active
+   * creatures may also use this defence mode to participate in a psionic combat that is
+   * targeting an ally they can see"): whoever answers for it is asked while the minds
+   * struck choose (`poolJoiners`), and one that joins goes as an ally with its own
+   * defense (`defenses[<its id>]`). In a wave it joins the group, led by the mind struck
+   * first.
    */
   async poolAttack(common, defenders, attackerName) {
     const system = this.system;
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
-    // The scene is read once, and only when a mind asked may draw allies in; each mind
-    // is offered its own allies.
+    // The scene is read once for the whole attack: each creature at most once, whether
+    // for the allies a mind may draw in or for those that may join by their own choice.
+    const taken = [common.attacker, ...defenders, ...around.struck];
+    const readings = new Map();
+    const read = (docs) => {
+      const key = actorUuidOf(docs);
+      if (!readings.has(key)) readings.set(key, this.importedOf(docs));
+      return readings.get(key);
+    };
+    // Only when a mind asked may draw allies in; each mind is offered its own allies.
     let creatures = null;
-    const allies = async (struck) => this.allyCandidates(struck, await (creatures ??= this.sceneCreatures([common.attacker, ...defenders, ...around.struck])));
+    const allies = async (struck) => this.allyCandidates(struck, await (creatures ??= this.sceneCreatures(taken, { read })));
     // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
     const ask = (i, drawsAllies) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null));
     const asked = around.struck.map(actorUuidOf);
-    // The allies a choice drew in, read for what they control (their puppets go along).
-    const drawnBy = async (choice) => {
-      const drawn = choice?.allies ?? [];
+    // The allies a choice drew in and those who joined, read for what they control
+    // (their puppets go along).
+    const alliesOf = async (choice, joined) => {
+      const drawn = [...(choice?.allies ?? []), ...joined.map((j) => j.docs)];
       for (const ally of drawn) await around.read(ally);
       return drawn;
     };
+    const joinedDefenses = (joined) => joined.map((j) => [j.id, { mode: j.mode }]);
     if (mode?.several_targets && defenders.length > 1) {
       // One group: each struck creature once, in the order of the targets.
       const first = around.struckIds.map((id, i) => around.struckIds.indexOf(id) === i);
-      const choices = await Promise.all(defenders.map((_d, i) => (first[i] ? ask(i, i === 0) : null)));
+      const minds = around.struck.filter((_d, i) => first[i] && !around.ownPuppet[i]);
+      const [choices, [joined]] = await Promise.all([
+        Promise.all(defenders.map((_d, i) => (first[i] ? ask(i, i === 0) : null))),
+        this.poolJoiners({ taken, groups: [minds], attackerName, attack: common.attack, read }),
+      ]);
       const members = around.struckIds.map((id, i) => [id, choices[i]]).filter((_m, i) => first[i]);
-      const drawn = await drawnBy(choices[0]);
+      const drawn = await alliesOf(choices[0], joined);
       const group = {
         targets: defenders,
         asked,
@@ -325,32 +348,147 @@ export class Mindscape {
         controllers: around.controllers,
         allies: drawn,
         puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn]),
-        defenses: members.slice(1),
+        defenses: [...members.slice(1), ...joinedDefenses(joined)],
       };
       return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: members[0][1], group })];
     }
-    const defenses = await Promise.all(defenders.map((_d, i) => ask(i, true)));
+    const minds = around.struck.map((d, i) => (around.ownPuppet[i] ? [] : [d]));
+    const [defenses, joiners] = await Promise.all([
+      Promise.all(defenders.map((_d, i) => ask(i, true))),
+      this.poolJoiners({ taken, groups: minds, attackerName, attack: common.attack, read }),
+    ]);
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
-      const drawn = await drawnBy(defenses[i]);
+      const drawn = await alliesOf(defenses[i], joiners[i]);
       const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn]);
-      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: [] };
+      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: joinedDefenses(joiners[i]) };
       outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i], group }));
     }
     return outcomes;
   }
 
   /**
-   * power-pool: the creatures on the scene that might be drawn into an imagination swarm
-   * (RULES.md §3.3), as `[{docs, combatant}]`: every token on the scene of the attack
-   * (the attacker's token's, else a target's) whose actor, as seen through the token, is
-   * none of `taken` (the attacker, the targets, the minds struck in their place), each
-   * once (two tokens of a linked actor are one creature), as the companion reads it for
-   * the world's system (`adapters.import`, as for an attack; null when it cannot).
-   * @param {{token:any, actor:any}[]} taken
+   * power-pool, a single attack: ask the psionic creatures on the scene that may join a
+   * defense by their own choice (RULES.md §3.3) whether they do, each once and all at
+   * once (`askJoin`, in parallel with the minds struck). `groups` are the defenses of the
+   * attack's exchanges (one per exchange: a wave's is one, led by the mind struck first),
+   * each given as the minds struck in it that choose; a creature is asked about those
+   * where one of them is its ally (`joinCandidates`). Only the scene's creatures with a
+   * power-pool profile are read for it (every one in a world read through a mapping,
+   * which may keep the profile anywhere). Who joins each group, by group:
+   * `[[{docs, id, mode}]]`; nobody is asked when nobody may join.
+   * @param {{taken:{token:any, actor:any}[], groups:{token:any, actor:any}[][], attackerName:string,
+   *          attack:{mode:string}, read?:(docs:{token:any, actor:any})=>Promise<object|null>}} request
+   *   `taken`: the attacker, the targets and the minds struck, who never join
    */
-  async sceneCreatures(taken) {
+  async poolJoiners({ taken, groups, attackerName, attack, read }) {
+    const joined = groups.map(() => []);
+    if (!groups.some((g) => g.length)) return joined;
+    const description = await this.describe("power-pool");
+    const defenses = modesFromDescription("power-pool", description).defenses;
+    if (!allyDrawingModeIds(defenses).length) return joined;
+    const generic = (await this.adapterId()) === "foundry.generic";
+    const creatures = await this.sceneCreatures(taken, { read, only: (docs) => generic || hasProfile(docs.actor, "power-pool") });
+    const candidates = this.joinCandidates(groups, creatures, defenses, description?.tables?.awareness_conditions ?? []);
+    if (!candidates.length) return joined;
+    const attackLabel = this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode);
+    const answers = await Promise.all(candidates.map((c) => this.askJoin(c.docs, { mode: c.mode, groups: c.offers, attackerName, attackLabel })));
+    candidates.forEach((c, i) => {
+      if (answers[i] !== null) joined[c.offers[answers[i]].group].push({ docs: c.docs, id: c.id, mode: c.mode });
+    });
+    return joined;
+  }
+
+  /**
+   * power-pool: who among `creatures` (`sceneCreatures`) may join, by its own choice, a
+   * defense of `groups` (each the minds struck in one exchange): one that could defend
+   * with a mode drawing allies in (`joiningModeId`: psionic, knowing it, with a mind, not
+   * under control, able to defend with it) whose token has the same disposition as a
+   * mind struck in that group (`dispositionOf`; none when the mind's side is unknown).
+   * As `[{docs, id, mode, offers}]`, `offers` being the groups it may join with the
+   * allies struck there (`{group, minds:[{name, hidden}]}`).
+   * @param {{token:any, actor:any}[][]} groups
+   * @param {{docs:{token:any, actor:any}, combatant:object|null}[]} creatures
+   * @param {{id:string, draws_allies?:boolean, defends_while_unaware?:boolean}[]} defenses
+   * @param {string[]} awareness  the companion's `tables.awareness_conditions`
+   */
+  joinCandidates(groups, creatures, defenses, awareness) {
+    const out = [];
+    for (const { docs, combatant } of creatures) {
+      const mode = joiningModeId(combatant, defenses, awareness);
+      const side = dispositionOf(docs);
+      if (!mode || side === null) continue;
+      const offers = groups
+        .map((minds, group) => ({ group, minds: minds.filter((m) => dispositionOf(m) === side).map((m) => ({ name: m.token?.name ?? m.actor.name, hidden: Boolean(m.token?.hidden) })) }))
+        .filter((o) => o.minds.length);
+      if (offers.length) out.push({ docs, id: combatant.id ?? roundCombatantId(docs.token, docs.actor), mode, offers });
+    }
+    return out;
+  }
+
+  /**
+   * GM: ask whoever answers for a psionic creature (its owner on their own client, the GM
+   * for an NPC or when no owner is connected) whether it joins, by its own choice, the
+   * defense of an ally under psionic attack with `mode` (RULES.md §3.3), within the
+   * world's defense timeout. `groups` are the defenses it may join, each named by the
+   * allies struck there; a player is not told of a mind whose token is hidden, and is not
+   * asked about a defense with none left (nor at all when none is left). `attackerName`
+   * and `attackLabel` say who attacks and how, when the asker may say it (a single
+   * attack; an encounter's view keeps the attack secret). The index in `groups` of the
+   * defense it joins, or null: Stay out, a closed dialog, no answer in time, an answer
+   * it was not offered, or a failure.
+   * @param {{token:any, actor:any}} docs
+   * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:string|null, attackLabel?:string|null}} question
+   * @returns {Promise<number|null>}
+   */
+  async askJoin(docs, { mode, groups, attackerName = null, attackLabel = null }) {
+    const owner = this.ownerOf(docs.actor);
+    const offered = groups
+      .map((g, i) => ({ value: String(i), names: g.minds.filter((m) => !(owner && m.hidden)).map((m) => m.name).join(", ") }))
+      .filter((g) => g.names);
+    if (!offered.length) return null;
+    const timeoutMs = this.defenseTimeoutS() * 1000;
+    const context = {
+      name: docs.token?.name ?? docs.actor.name,
+      attackerName,
+      attackLabel,
+      allies: offered.map((g) => g.names).join(", "),
+      modeLabel: this.t.label(`MINDSCAPE.Mode.${mode}`, mode),
+      groups: offered.map((g, i) => ({ ...g, checked: i === 0 })),
+      several: offered.length > 1,
+      seconds: Math.round(timeoutMs / 1000),
+      timeoutMs,
+    };
+    try {
+      const answer = await withDeadline(
+        owner ? this.relay.toUser(owner.id, "chooseJoin", context, timeoutMs + this.defenseGraceMs) : this.chooseJoinHere(context),
+        timeoutMs + this.defenseGraceMs, null,
+      );
+      const picked = offered.find((g) => g.value === answer?.join);
+      return picked ? Number(picked.value) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Any client: show the question whether a psionic creature joins a defense, and answer the GM. */
+  chooseJoinHere(context) {
+    return this.env.dialogs.joinDialog({ context, timeoutMs: context.timeoutMs });
+  }
+
+  /**
+   * power-pool: the creatures on the scene that might be drawn into an imagination swarm
+   * or join one (RULES.md §3.3), as `[{docs, combatant}]`: every token on the scene of
+   * the attack (the attacker's token's, else a target's) whose actor, as seen through the
+   * token, is none of `taken` (the attacker, the targets, the minds struck in their
+   * place), each once (two tokens of a linked actor are one creature), with `only`
+   * those it keeps, as the companion reads it for the world's system (`read`, by default
+   * `adapters.import` as for an attack; null when it cannot).
+   * @param {{token:any, actor:any}[]} taken
+   * @param {{only?:(docs:{token:any, actor:any})=>boolean, read?:(docs:{token:any, actor:any})=>Promise<object|null>}} [options]
+   */
+  async sceneCreatures(taken, { only = null, read = (docs) => this.importedOf(docs) } = {}) {
     const keys = new Set(taken.map(actorUuidOf));
     const scene = taken.map((d) => d.token?.parent).find((p) => p?.tokens) ?? null;
     const tokens = scene ? scene.tokens.contents ?? [...scene.tokens] : [];
@@ -361,18 +499,18 @@ export class Mindscape {
       const key = actorUuidOf(docs);
       if (keys.has(key)) continue;
       keys.add(key);
-      creatures.push(docs);
+      if (!only || only(docs)) creatures.push(docs);
     }
-    const read = await Promise.all(creatures.map((docs) => this.importedOf(docs)));
-    return creatures.map((docs, i) => ({ docs, combatant: read[i] }));
+    const combatants = await Promise.all(creatures.map((docs) => read(docs)));
+    return creatures.map((docs, i) => ({ docs, combatant: combatants[i] }));
   }
 
   /**
    * power-pool: the creatures `struck` may draw into an imagination swarm, as
    * `[{uuid, name, hidden, docs}]` by the token's name: among `creatures`
    * (`sceneCreatures`), those that may join (`mayJoinAsAlly`: non-psionic, with a mind,
-   * not under psionic control; a psionic creature joins by its own choice, in an
-   * encounter's defense phase) and are its allies at the table: the same disposition
+   * not under psionic control; a psionic creature joins by its own choice, when asked
+   * itself: `poolJoiners`) and are its allies at the table: the same disposition
    * as the struck mind's token (`dispositionOf`; a world actor without a token on the
    * scene, its prototype token's). None when the struck mind's side is unknown.
    * @param {{token:any, actor:any}} struck

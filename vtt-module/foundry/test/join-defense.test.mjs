@@ -1,0 +1,345 @@
+// power-pool: a psionic creature joins, by its own choice, the defense of an ally under
+// psionic attack (RULES.md §3.3, seed 001 Imagination Swarm: "Psionically active creatures
+// may also use this defence mode to participate in a psionic combat that is targeting an
+// ally they can see"). Over the fakes: who is asked (eligibility, the ally's side by
+// token disposition), by whom (the owner, the GM for an NPC), what no answer means, and
+// what goes to the companion: in a single attack the creature in `allies` with its own
+// defense in `defenses`, in an encounter its own `{defense: {mode}}` declared.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { joiningModeId } from "../mindscape/scripts/requests.js";
+import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
+
+const POOL = "power-pool";
+const SWARM = "imagination-swarm";
+
+// The companion's power-pool modes and tables as far as these tests need them.
+const DEFENSES = [{ id: "pinnacle-of-will" }, { id: "cognitive-labyrinth", defends_while_unaware: true }, { id: SWARM, draws_allies: true }];
+const AWARE = ["unaware", "surprised", "stunned", "asleep", "unconscious"];
+const describe = ({ system }) => ({
+  id: system,
+  modes: { attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true }], defenses: DEFENSES },
+  tables: { awareness_conditions: AWARE },
+  combatant_schema: { type: "object", properties: {} },
+  house_rules: [],
+});
+
+const pool = (extra = {}) => ({ hit_dice: 3, die: 8, pool: 3, psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will"], ...extra });
+
+test("who may join a defense by its own choice: psionic, knowing a mode that draws allies in, with a mind, free, and able to defend with it", () => {
+  const may = (c) => joiningModeId(c, DEFENSES, AWARE);
+  assert.equal(may(pool({ defenses: [SWARM] })), SWARM);
+  assert.equal(may(pool()), null, "it does not know the swarm");
+  assert.equal(may({ hit_dice: 3, die: 8, psionic: true }), null, "a profile without a list knows no mode (power-pool)");
+  assert.equal(may(pool({ psionic: false, defenses: [SWARM] })), null, "not psionic: the defender may draw it in instead");
+  assert.equal(may(pool({ defenses: [SWARM], mindless: true })), null);
+  assert.equal(may(pool({ defenses: [SWARM], controlled_by: "goblin" })), null);
+  assert.equal(may(pool({ defenses: [SWARM], conditions: ["asleep"] })), null, "unaware: only cognitive-labyrinth would defend");
+  assert.equal(may(pool({ defenses: [SWARM], hp: 0 })), null, "down");
+  assert.equal(may(pool({ defenses: [SWARM], conditions: ["dazed"], hp: 3 })), SWARM, "dazed is not unaware");
+  assert.equal(may(null), null, "a sheet the companion could not read");
+  assert.equal(joiningModeId(pool({ defenses: [SWARM] }), [{ id: SWARM }], AWARE), null, "a companion whose modes draw nobody in");
+});
+
+// ------------------------------------------------------- single attacks
+
+// Ulcen (Ann's, friendly) attacks; Fenka (Bo's, friendly) and the goblin (the GM's NPC,
+// hostile) are the possible targets. Around them on the scene, each its own actor:
+// `spec` of each creature `{name, profile, disposition, linked, hidden, owner}`.
+async function attackTable({ resolve, dialogs = {}, creatures = [] } = {}) {
+  const calls = [];
+  const methods = defaultMethods({
+    "systems.describe": describe,
+    "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) }, warnings: [] }),
+    "exchange.resolve": (params) => { calls.push(params); return resolve ? resolve(params) : { system: POOL, winner: "defender", outcome: "defender", summary: "Rebuffed.", rolls: [], events: [], updates: [] }; },
+  });
+  const t = makeTable({ methods, dialogs });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  t.actors.ulcen.flags.mindscape[POOL] = pool();
+  t.tokens.fenkaToken.actor.flags.mindscape[POOL] = pool();
+  t.tokens.goblinToken.actor.flags.mindscape[POOL] = pool();
+  const placed = {};
+  for (const c of creatures) {
+    const id = c.name.toLowerCase().replace(/\W/g, "");
+    const ownership = c.owner ? { [t[c.owner].id]: 3 } : {};
+    const actor = t.world.actor({ id, name: c.name, type: "npc", disposition: c.disposition ?? -1, ownership, flags: { mindscape: c.profile ? { [POOL]: c.profile } : {} } });
+    const token = t.world.token({ id: `tok${id}`, name: c.name, actor, actorLink: c.linked ?? true });
+    token.hidden = Boolean(c.hidden);
+    placed[c.name] = token;
+  }
+  return { t, calls, placed };
+}
+
+const seer = (extra = {}) => pool({ hit_dice: 2, die: 6, pool: 2, defenses: [SWARM], ...extra });
+const refIds = (refs) => (refs ?? []).map(combatantIdOfRef);
+const asked = (client) => client.dialogs.seen.filter((s) => s.kind === "joinDialog").map((s) => s.arg.context);
+
+test("a single attack asks each psionic creature on the struck mind's side that may join, in parallel with the defense; a yes goes in allies with its own defense", async () => {
+  const { t, calls, placed } = await attackTable({
+    dialogs: { gm: { joinDialog: { join: "0", timedOut: false } } },
+    creatures: [
+      { name: "Hobgoblin Seer", profile: seer(), linked: false },
+      { name: "Kobold Mystic", profile: pool() },
+      { name: "Wolf" },
+      { name: "Imp", profile: seer({ controlled_by: "ulcen" }) },
+      { name: "Shaman", profile: seer({ conditions: ["asleep"] }) },
+      { name: "Corpse", profile: seer({ hp: 0 }) },
+      { name: "Golem", profile: seer({ mindless: true }) },
+      { name: "Fenka's Friend", profile: seer(), disposition: 1 },
+      { name: "Onlooker", profile: seer(), disposition: 0 },
+    ],
+    resolve: (params) => ({
+      system: POOL, winner: "defender", outcome: "defender", summary: "The goblin and the seer rebuff Ulcen.", rolls: [], events: [],
+      defense: { mode: "pinnacle-of-will", members: [
+        { id: "goblin-tokG", role: "defender", mode: "pinnacle-of-will", dice: 3, sides: 10, rolled: 14, rolls: true },
+        { id: refIds(params.allies)[0], role: "ally", mode: SWARM, dice: 2, sides: 6, rolled: 7, rolls: true },
+      ] },
+      updates: [{ uuid: `${params.allies[0].data.token.uuid}.Actor.hobgoblinseer`, update: { "flags.mindscape.power-pool.conditions": [] } }],
+    }),
+  });
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  // Only the seer: the mystic knows no swarm, the wolf is not psionic, the imp is under
+  // control, the shaman asleep, the corpse down, the golem mindless; the friend and the
+  // onlooker are not on the goblin's side. The NPC is the GM's to answer.
+  const [question] = asked(gm);
+  assert.equal(asked(gm).length, 1);
+  assert.equal(question.name, "Hobgoblin Seer");
+  assert.equal(question.attackerName, "Ulcen of Tyr");
+  assert.equal(question.attackLabel, "Mental stab");
+  assert.equal(question.modeLabel, "Imagination swarm");
+  assert.deepEqual(question.groups, [{ value: "0", names: "Goblin", checked: true }]);
+  assert.equal(question.several, false);
+  // The attacker's side is asked nothing.
+  assert.deepEqual([...asked(t.clients.p1), ...asked(t.clients.p2)], []);
+  const [params] = calls;
+  const seerId = `hobgoblinseer-tokhobgoblinseer`;
+  assert.deepEqual(refIds(params.allies), [seerId]);
+  assert.deepEqual(params.defenses, { [seerId]: { mode: SWARM } });
+  // A creature without a power-pool profile is not read for this (the goblin draws nobody in).
+  const read = t.daemon.calls.filter((c) => c.method === "adapters.import").map((c) => c.params.data.actor.name);
+  assert.ok(!read.includes("Wolf"), read.join(", "));
+  // Written back like any ally, to the seer's own token; named on the card with its mode.
+  assert.deepEqual(placed["Hobgoblin Seer"].actor.flags.mindscape[POOL].conditions, []);
+  const card = gm.ChatMessage.created.at(-1).data.content;
+  assert.match(card, /Allies: <span class="ally">Hobgoblin Seer \(Imagination swarm, 2d6\)<\/span>/);
+  assert.deepEqual(gm.notes.warn, []);
+});
+
+test("a creature a player owns is asked on that player's client; one whose struck ally is hidden from players is not asked", async () => {
+  const { t, calls } = await attackTable({
+    dialogs: { p2: { joinDialog: { join: "0", timedOut: false } } },
+    creatures: [{ name: "Turncoat", profile: seer(), owner: "p2" }],
+  });
+  const gm = t.clients.gm;
+  const attack = () => gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  await attack();
+  assert.deepEqual(asked(gm), []);
+  assert.deepEqual(asked(t.clients.p2).map((q) => q.groups[0].names), ["Goblin"]);
+  assert.deepEqual(refIds(calls[0].allies), ["turncoat"]);
+  // Bo's client does not see the hidden goblin: it is not told of it, so not asked.
+  t.tokens.goblinToken.hidden = true;
+  await attack();
+  assert.equal(asked(t.clients.p2).length, 1);
+  assert.equal(calls[1].allies, undefined);
+  assert.equal(calls[1].defenses, undefined);
+  // Bo away: the GM answers for the creature, and sees the hidden goblin.
+  t.p2.active = false;
+  await attack();
+  assert.deepEqual(asked(gm).map((q) => q.groups[0].names), ["Goblin"]);
+});
+
+test("no answer in time, Stay out, a closed dialog or an answer not offered is no join; nobody eligible means nobody asked", async () => {
+  // The GM's dialog never answers (closed where it cannot be), then Stay out, then a forged answer.
+  const answers = [new Promise(() => {}), { join: null, cancelled: true }, { join: "3" }];
+  const { t, calls } = await attackTable({
+    dialogs: { gm: { joinDialog: () => answers.shift() } },
+    creatures: [{ name: "Hobgoblin Seer", profile: seer() }],
+  });
+  const gm = t.clients.gm;
+  await gm.game.settings.set("mindscape", "defenseTimeout", 0);
+  gm.svc.defenseGraceMs = 20;
+  for (let i = 0; i < 3; i++) {
+    await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  }
+  assert.equal(asked(gm).length, 3);
+  assert.deepEqual(calls.map((p) => [p.allies, p.defenses]), [[undefined, undefined], [undefined, undefined], [undefined, undefined]]);
+  // Fenka (friendly) is struck: the hostile seer is not her ally, and nobody is asked.
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.equal(asked(gm).length, 3);
+  assert.equal(calls.length, 4);
+});
+
+test("in a psionic wave a creature joins the one group, led by the mind struck first, even when its ally is struck second", async () => {
+  const { t, calls } = await attackTable({
+    dialogs: { gm: { joinDialog: { join: "0" } }, p2: { defenseDialog: { mode: "pinnacle-of-will" } } },
+    creatures: [{ name: "Hobgoblin Seer", profile: seer() }],
+  });
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: { mode: "psionic-wave" } }, gm.game.user);
+  assert.deepEqual(asked(gm).map((q) => q.groups), [[{ value: "0", names: "Goblin", checked: true }]]);
+  assert.equal(calls.length, 1);
+  const [params] = calls;
+  assert.equal(combatantIdOfRef(params.defender), "fenka-tokF");
+  assert.deepEqual(refIds(params.allies), ["hobgoblinseer"]);
+  assert.deepEqual(params.defenses, { "goblin-tokG": {}, hobgoblinseer: { mode: SWARM } });
+});
+
+test("at several targets one at a time, a creature allied to more than one is asked once and joins the defense it picks", async () => {
+  const { t, calls } = await attackTable({
+    dialogs: { gm: { joinDialog: { join: "1" } } },
+    creatures: [{ name: "Orc", profile: pool() }, { name: "Hobgoblin Seer", profile: seer() }],
+  });
+  const gm = t.clients.gm;
+  const orc = t.world.docs.get("Scene.scene1.Token.tokorc");
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid, orc.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  const questions = asked(gm);
+  assert.equal(questions.length, 1);
+  assert.equal(questions[0].several, true);
+  assert.deepEqual(questions[0].groups.map((g) => g.names), ["Goblin", "Orc"]);
+  assert.equal(calls.length, 2);
+  assert.equal(calls[0].allies, undefined);
+  assert.deepEqual(refIds(calls[1].allies), ["hobgoblinseer"]);
+  assert.deepEqual(calls[1].defenses, { hobgoblinseer: { mode: SWARM } });
+});
+
+test("a joiner and the non-psionic allies the struck mind draws in go together, each once, and a joiner's puppets go along", async () => {
+  const { t, calls } = await attackTable({
+    dialogs: {
+      gm: {
+        joinDialog: { join: "0" },
+        defenseDialog: (arg) => ({ mode: SWARM, allies: arg.context.allies.map((a) => a.uuid), timedOut: false }),
+      },
+    },
+    creatures: [
+      { name: "Hobgoblin Seer", profile: seer({ controlling: [{ id: "thrall", kept_by: "action" }] }) },
+      { name: "Skum", profile: { psionic: false, hit_dice: 2, die: 8 } },
+      { name: "Thrall", profile: seer({ controlled_by: "hobgoblinseer" }), disposition: 1 },
+    ],
+  });
+  t.tokens.goblinToken.actor.flags.mindscape[POOL].defenses = [SWARM];
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  const drawing = gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.deepEqual(drawing.allies.map((a) => a.name), ["Skum"], "the psionic seer is never offered to be drawn in");
+  const [params] = calls;
+  assert.deepEqual(refIds(params.allies), ["skum", "hobgoblinseer"]);
+  assert.deepEqual(params.defenses, { hobgoblinseer: { mode: SWARM } });
+  assert.deepEqual(refIds(params.puppets), ["thrall"]);
+  // The scene is read once for both lists: the thrall, in neither, was read once.
+  const read = t.daemon.calls.filter((c) => c.method === "adapters.import").map((c) => c.params.data.actor.name);
+  assert.equal(read.filter((n) => n === "Thrall").length, 1, read.join(", "));
+});
+
+// ------------------------------------------------------- encounters
+
+// A power-pool encounter of Ulcen, Fenka, the goblin and `creatures` (each placed as in
+// `attackTable`), whose view is `view` (encounter.get) and whose declare and resolve are
+// recorded in `sent`.
+async function encounterTable({ view, creatures = [], dialogs = {} }) {
+  const sent = [];
+  const { methods } = encounterMethods({
+    "systems.describe": describe,
+    "encounter.get": () => structuredClone(view),
+    "encounter.declare": ({ combatant_id, choice }) => { sent.push(["declare", combatant_id, choice]); return { revision: 9, waiting_for: [], updates: [] }; },
+    "encounter.resolve": () => { sent.push(["resolve"]); return { revision: 10, results: [], updates: [] }; },
+  });
+  const t = makeTable({ methods, dialogs });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  const uuids = [t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid];
+  for (const c of creatures) {
+    const id = c.name.toLowerCase().replace(/\W/g, "");
+    const ownership = c.owner ? { [t[c.owner].id]: 3 } : {};
+    const actor = t.world.actor({ id, name: c.name, type: "npc", disposition: c.disposition ?? -1, ownership, flags: { mindscape: {} } });
+    uuids.push(t.world.token({ id: `tok${id}`, name: c.name, actor, actorLink: true }).uuid);
+  }
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create(uuids, "Pit");
+  return { t, ctl, sent };
+}
+
+// The goblin attacked Fenka; she is still to defend. Ulcen (Ann's) and the Seer (an NPC)
+// are on her side and know the swarm; the Kobold knows it but is the goblin's ally.
+const defensePhase = (combatants = {}) => ({
+  phase: "defense", round: 1, exchange: 0, declared: ["goblin-tokG"], waiting_for: ["fenka-tokF"], revision: 5,
+  combatants: { ulcen: seer(), "fenka-tokF": pool(), "goblin-tokG": pool(), seer: seer(), kobold: seer(), ...combatants },
+});
+const ENCOUNTER_CREATURES = [{ name: "Seer", disposition: 1 }, { name: "Kobold" }];
+
+test("Ask for choices in an encounter's defense phase asks, with the struck mind, each combatant on its side that may join; a yes is declared as its own defense", async () => {
+  const { t, ctl, sent } = await encounterTable({
+    view: defensePhase(),
+    creatures: ENCOUNTER_CREATURES,
+    dialogs: {
+      p1: { joinDialog: { join: "0", timedOut: false } },
+      p2: { encounterChoiceDialog: { defenseMode: "pinnacle-of-will", phase: "defense" } },
+      gm: { joinDialog: { join: null, timedOut: true } },
+    },
+  });
+  await ctl.collectChoices();
+  // Ulcen's owner and the GM (for the Seer) were asked; the view keeps the attack
+  // secret, so the question names only the mind struck.
+  const [ann] = asked(t.clients.p1);
+  assert.equal(ann.name, "Ulcen of Tyr");
+  assert.equal(ann.attackerName, null);
+  assert.deepEqual(ann.groups, [{ value: "0", names: "Fenka", checked: true }]);
+  assert.deepEqual(asked(t.clients.gm).map((q) => q.name), ["Seer"]);
+  assert.deepEqual(asked(t.clients.p2), []);
+  // Fenka's defense and Ulcen's join are declared; the Seer gave no answer in time.
+  assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid, choice]) => [cid, choice]).sort(), [
+    ["fenka-tokF", { defense: { mode: "pinnacle-of-will" } }],
+    ["ulcen", { defense: { mode: SWARM } }],
+  ]);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+});
+
+test("an encounter asks nobody to join who is in the exchange already, under control, mindless, unaware or ignorant of the swarm, or when no struck mind is left to choose", async () => {
+  const { t, ctl } = await encounterTable({
+    view: defensePhase({ ulcen: seer({ controlled_by: "goblin-tokG" }), seer: seer({ conditions: ["stunned"] }) }),
+    creatures: [...ENCOUNTER_CREATURES, { name: "Statue", disposition: 1 }, { name: "Sage", disposition: 1 }, { name: "Helper", disposition: 1 }],
+  });
+  const view = defensePhase({ ulcen: seer({ controlled_by: "goblin-tokG" }), seer: seer({ conditions: ["stunned"] }), statue: seer({ mindless: true }), sage: pool(), helper: seer() });
+  // The Helper joined already (it is among those who declared).
+  view.declared = ["goblin-tokG", "helper"];
+  await ctl.askJoins(view);
+  assert.deepEqual([...asked(t.clients.gm), ...asked(t.clients.p1)], []);
+  // Everyone struck has chosen: nobody is asked.
+  const chosen = { ...defensePhase(), waiting_for: [], declared: ["goblin-tokG", "fenka-tokF"] };
+  assert.deepEqual(await ctl.askJoins(chosen), []);
+  assert.deepEqual([...asked(t.clients.gm), ...asked(t.clients.p1)], []);
+});
+
+test("a resolve waits for the join questions still open, Resolve anyway does not, and a yes after the exchange was resolved is not declared", async () => {
+  let answer;
+  const view = defensePhase();
+  const { t, ctl, sent } = await encounterTable({
+    view,
+    creatures: ENCOUNTER_CREATURES,
+    dialogs: {
+      gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
+      p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
+    },
+  });
+  const asking = ctl.collectChoices();
+  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  const resolving = ctl.resolve();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok(!sent.some(([kind]) => kind === "resolve"), "the resolve waits for the Seer");
+  assert.match(t.clients.gm.notes.info.at(-1), /Waiting for the answers whether others join the defense/);
+  answer({ join: "0" });
+  await Promise.all([asking, resolving]);
+  assert.deepEqual(sent.map(([kind, cid]) => [kind, cid ?? null]).slice(-2), [["declare", "seer"], ["resolve", null]]);
+
+  // Resolve anyway goes on at once; the Seer's late yes finds the exchange resolved.
+  sent.length = 0;
+  answer = null;
+  const again = ctl.collectChoices();
+  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  await ctl.resolve({ force: true });
+  view.exchange = 1;
+  view.phase = "attack";
+  answer({ join: "0" });
+  await again;
+  assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense after that exchange was resolved: it did not join\.$/);
+});

@@ -92,8 +92,10 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
     if isinstance(exc, InvalidInput):
         return invalid_params(list(exc.problems))
     if isinstance(exc, RulesViolation):
-        return RpcError(RULES_VIOLATION, MESSAGES[RULES_VIOLATION],
-                        {"rule": exc.rule, "detail": exc.detail})
+        data: dict[str, Any] = {"rule": exc.rule, "detail": exc.detail}
+        if exc.combatant is not None:
+            data["combatant"] = exc.combatant
+        return RpcError(RULES_VIOLATION, MESSAGES[RULES_VIOLATION], data)
     if isinstance(exc, DiceNeeded):
         return RpcError(DICE_NEEDED, MESSAGES[DICE_NEEDED],
                         {"purpose": exc.purpose, "sides": exc.sides, "needed": exc.needed})

@@ -71,11 +71,14 @@ class DiceSyntaxError(InvalidInput):
 
 
 class RulesViolation(EngineError):
-    """The rules forbid the request (not enough PSPs, mode not known, ...)."""
+    """The rules forbid the request (not enough PSPs, mode not known, ...); ``combatant``
+    is the id of the creature the refusal is about, when it is about one (a VTT then
+    knows whom to tell, or to leave out, without reading the text)."""
 
-    def __init__(self, rule: str, detail: str) -> None:
+    def __init__(self, rule: str, detail: str, combatant: str | None = None) -> None:
         self.rule = rule
         self.detail = detail
+        self.combatant = combatant
         super().__init__(f"{rule}: {detail}")
 
 

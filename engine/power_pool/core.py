@@ -270,7 +270,8 @@ class PowerPoolSystem(System):
                                                         puppets | combatants, ending)
             except RulesViolation as exc:
                 # say whose choice it was (a die switch the pool cannot pay for)
-                raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})") from None
+                raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})",
+                                     combatant=cid) from None
             combatants[cid] = after
             for pid, puppet in freed.items():
                 (combatants if pid in combatants else puppets)[pid] = puppet
@@ -344,7 +345,8 @@ def check_upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any], path:
             where = f"{path}/{member}/{i}" + ("/target" if member == "keep" else "")
             if target not in key_of:
                 raise RulesViolation("not-controlling", (
-                    f"{controller['name']} does not control {json_text(target)} ({where})"))
+                    f"{controller['name']} does not control {json_text(target)} ({where})"),
+                    combatant=str(controller["id"]))
             key = key_of[target]
             if key in named:
                 problems.append(Problem(where, (

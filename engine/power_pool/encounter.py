@@ -208,7 +208,10 @@ def waiting_for(system: PowerPoolSystem, state: Mapping[str, Any]) -> list[str]:
 
 
 def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
-    """The public state: no pending attack mode, target or defense in it."""
+    """The public state: no pending attack mode or defense in it. In the defense phase
+    ``struck`` names the minds that defend (each target, or its controller in its place;
+    the first leads the group), as ``waiting_for`` does for those still to choose, so
+    that a creature may join their defense by its own choice; ``[]`` otherwise."""
     pending = state["pending"]
     return {
         "system": SYSTEM_ID,
@@ -220,6 +223,7 @@ def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
         "combatants": copy_json(thaw(state["combatants"])),
         "acted": list(state["acted"]),
         "waiting_for": waiting_for(system, state),
+        "struck": [] if pending is None else _struck(state, pending),
         "declared": [] if pending is None else sorted(
             [pending["attacker"], *pending["defenses"], *pending["joins"]]),
     }
@@ -310,7 +314,13 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
             raise RulesViolation("no-attack-pending", "nobody has attacked yet")
         _check_ids(out, defense.get("allies", []), "/choice/defense/allies")
         candidate = copy_json(pending)
-        if cid in _struck(out, pending):
+        struck = _struck(out, pending)
+        if cid in struck:
+            if defense.get("allies") and cid != struck[0]:
+                # _request takes the allies of the group's leader only: refuse, never ignore
+                raise RulesViolation("allies-first-mind-only", (
+                    f"only {cs[struck[0]]['name']}, struck first, draws allies into the "
+                    "defending group of this psionic wave"), combatant=cid)
             candidate["defenses"][cid] = defense
         elif cid == pending["attacker"]:
             raise RulesViolation("not-defending", "the attacker does not defend")

@@ -163,11 +163,11 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         if not c["psionic"]:
             raise RulesViolation("mode-not-known", (
                 f"{c['name']} is not psionic: a creature without a power pool uses no "
-                "defense modes (H-PP-NO-POOL)"))
+                "defense modes (H-PP-NO-POOL)"), combatant=c["id"])
         if mode_id not in c["defenses"]:
             raise RulesViolation("mode-not-known",
                                  f"{c['name']} does not know {mode_id} "
-                                 f"(knows {c['defenses']})")
+                                 f"(knows {c['defenses']})", combatant=c["id"])
     # At 0 hit points or fewer a creature is as unconscious (slain or dying): it rolls
     # nothing unless its mode works while unaware.
     unaware = unaware_of(tables, c) + (["down"] if is_down(c) else [])
@@ -177,18 +177,20 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
             if c["controlled_by"]:
                 raise RulesViolation("labyrinth-while-controlled", (
                     f"{c['name']} is under psionic control: {mode_id} works while "
-                    f"{unaware[0]} only for a mind not already controlled"))
+                    f"{unaware[0]} only for a mind not already controlled"), combatant=c["id"])
         elif mode_id is not None:
             raise RulesViolation("defender-unaware", (
                 f"{c['name']} is {unaware[0]}: it may defend only with a mode that works "
-                "while unaware (cognitive-labyrinth), otherwise it rolls nothing"))
+                "while unaware (cognitive-labyrinth), otherwise it rolls nothing"),
+                combatant=c["id"])
         else:
             rolls = False
     sacrifice = _sacrifice(c, defense.get("sacrifice"), f"{path}/sacrifice")
     pool_dice = defense.get("pool_dice")
     if not rolls and (sacrifice or pool_dice):
         raise RulesViolation("defender-unaware", (
-            f"{c['name']} is {unaware[0]}: it rolls nothing and cannot sacrifice spells"))
+            f"{c['name']} is {unaware[0]}: it rolls nothing and cannot sacrifice spells"),
+            combatant=c["id"])
     # H-PP-NO-POOL: a mind without a power pool still defends with its hit dice
     available = c["pool"] if c["psionic"] or options["H-PP-NO-POOL"] else 0
     if not rolls:
@@ -200,7 +202,7 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         _check_dice(pool_dice, f"{path}/pool_dice")
         if pool_dice > available:
             raise RulesViolation("pool-dice-exceed-pool", (
-                f"{c['name']} has {available} dice to roll, not {pool_dice}"))
+                f"{c['name']} has {available} dice to roll, not {pool_dice}"), combatant=c["id"])
         dice = pool_dice
     sides = step(tables["ladder"], c["die"], int(mode.get("die_steps", 0)))
     return Side(c["id"], c, role, mode_id, dice, sides, sum(sacrifice), sacrifice, rolls)
@@ -241,13 +243,16 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     # seed 001: "Any psionically active creature may engage in psionic combat"
     if not attacker["psionic"]:
         raise RulesViolation("attacker-not-psionic",
-                             f"{attacker['name']} is not psionically active")
+                             f"{attacker['name']} is not psionically active",
+                             combatant=attacker["id"])
     if mode_id not in attacker["attacks"]:
         raise RulesViolation("mode-not-known", f"{attacker['name']} does not know {mode_id} "
-                                               f"(knows {attacker['attacks']})")
+                                               f"(knows {attacker['attacks']})",
+                                               combatant=attacker["id"])
     why = unable_to_attack(tables, attacker, round_conditions=False)
     if why:
-        raise RulesViolation("attacker-cannot-act", f"{attacker['name']} {why}")
+        raise RulesViolation("attacker-cannot-act", f"{attacker['name']} {why}",
+                             combatant=attacker["id"])
     # seed 001, Subconscious Subversion: "the attacker may choose to frighten the opponent"
     optional = {e["condition"] for e in mode.get("on_success", []) if e.get("optional")}
     declined = attack.get("decline", [])
@@ -262,7 +267,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     # seed 001: "must have line of sight, or must be able to perceive the creature"
     if attack.get("perceives", True) is False:
         raise RulesViolation("target-not-perceived",
-                             f"{attacker['name']} must perceive {target['name']} to attack it")
+                             f"{attacker['name']} must perceive {target['name']} to attack it",
+                             combatant=target["id"])
 
     members: list[JSON] = []
     roles: list[str] = []
@@ -270,30 +276,32 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     bystanders: dict[str, JSON] = {}
     for t in [target, *extra]:
         if t["id"] == attacker["id"]:
-            raise RulesViolation("target-self", f"{attacker['name']} cannot attack itself")
+            raise RulesViolation("target-self", f"{attacker['name']} cannot attack itself",
+                                 combatant=attacker["id"])
         # seed 001: "Creatures must have minds ... Constructs, unintelligent undead,
         # and most plants are immune to psionic combat."
         if t["mindless"]:
             raise RulesViolation("target-mindless",
-                                 f"{t['name']} has no mind and is immune to psionic combat")
+                                 f"{t['name']} has no mind and is immune to psionic combat",
+                                 combatant=t["id"])
         struck = t
         if t["controlled_by"]:
             cid = t["controlled_by"]
             if cid == attacker["id"]:
                 raise RulesViolation("target-own-puppet", (
                     f"{t['name']} is under {attacker['name']}'s own control; an attack on "
-                    "it would strike its controller"))
+                    "it would strike its controller"), combatant=t["id"])
             # seed 001: "Psionically attacking a creature under psionic control
             # automatically attacks the controller"
             ctrl = controllers.get(cid)
             if ctrl is None:
                 raise RulesViolation("controller-required", (
                     f"{t['name']} is under the psionic control of {json_text(cid)}, so the attack "
-                    "strikes the controller; give it in /controller"))
+                    "strikes the controller; give it in /controller"), combatant=t["id"])
             if ctrl["controlled_by"]:
                 raise RulesViolation("controller-required", (
                     f"the controller {ctrl['name']} is itself under control and cannot "
-                    "hold control"))
+                    "hold control"), combatant=ctrl["id"])
             redirected.append((t["id"], cid))
             bystanders[t["id"]] = t
             struck = ctrl
@@ -314,10 +322,12 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     for i, ally in enumerate(allies):
         path = f"/allies/{i}"
         if ally["mindless"]:
-            raise RulesViolation("ally-mindless", f"{ally['name']} has no mind to draw in")
+            raise RulesViolation("ally-mindless", f"{ally['name']} has no mind to draw in",
+                                 combatant=ally["id"])
         if ally["controlled_by"]:
             raise RulesViolation("ally-controlled",
-                                 f"{ally['name']} is under psionic control and cannot join")
+                                 f"{ally['name']} is under psionic control and cannot join",
+                                 combatant=ally["id"])
         if ally["psionic"]:
             # "Psionically active creatures may also use this defence mode to participate
             # in a psionic combat that is targeting an ally they can see": they join by
@@ -327,13 +337,13 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                 raise RulesViolation("ally-psionic", (
                     f"{ally['name']} is psionic: it joins by its own choice, with its own "
                     f"defense in /defenses/{ally['id']} (imagination-swarm); a defender "
-                    "draws in only non-psionic creatures"))
+                    "draws in only non-psionic creatures"), combatant=ally["id"])
             d = dict(defenses[ally["id"]])
             mode_ally = tables["modes"].get(d.get("mode") or "", {})
             if not mode_ally.get("draws_allies"):
                 raise RulesViolation("ally-needs-imagination-swarm", (
                     f"{ally['name']} joins the combat only with a mode that draws allies in "
-                    "(imagination-swarm)"))
+                    "(imagination-swarm)"), combatant=ally["id"])
             sides.append(defend_side(tables, options, ally, d, f"/defenses/{ally['id']}",
                                      "ally"))
         else:
@@ -341,11 +351,12 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                 raise RulesViolation("ally-not-psionic", (
                     f"{ally['name']} is not psionic: it joins no psionic combat by its own "
                     "choice and has no defense mode; only a defender using "
-                    f"imagination-swarm draws it in (without /defenses/{ally['id']})"))
+                    f"imagination-swarm draws it in (without /defenses/{ally['id']})"),
+                    combatant=ally["id"])
             if not principal_mode.get("draws_allies"):
                 raise RulesViolation("ally-needs-imagination-swarm", (
                     f"{path}: non-psionic allies are drawn in only by a defender using "
-                    "imagination-swarm"))
+                    "imagination-swarm"), combatant=ally["id"])
             # An ally that is unaware (asleep, unconscious ...) or down is still drawn into
             # the group but rolls nothing, as such a defender would (seed 001: it "may only
             # defend" with cognitive-labyrinth); an emptied pool gives no die either.
@@ -371,12 +382,14 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         _check_dice(pool_dice, "/attack/pool_dice")
         if pool_dice > attacker["pool"]:
             raise RulesViolation("pool-dice-exceed-pool", (
-                f"{attacker['name']} has {attacker['pool']} dice in its pool, not {pool_dice}"))
+                f"{attacker['name']} has {attacker['pool']} dice in its pool, not {pool_dice}"),
+                combatant=attacker["id"])
         attack_dice = pool_dice
     keep_by = attack.get("keep_by", "action")
     if keep_by == "die" and attacker["pool"] < 1:
         raise RulesViolation("no-die-to-dedicate",
-                             f"{attacker['name']} has no die in its pool to keep control with")
+                             f"{attacker['name']} has no die in its pool to keep control with",
+                             combatant=attacker["id"])
     saves = tuple(s.id for s in sides
                   if tables["modes"].get(s.mode or "", {}).get("attacker_save"))
     save_target = attacker["blank_mind_save"] or options["H-PP-BLANK-SAVE"]

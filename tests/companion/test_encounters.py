@@ -287,8 +287,10 @@ async def test_a_declaration_changes_nothing_anyone_can_read_but_who_is_waited_f
                                        "choice": choice})
     after = await rpc.ok("encounter.get", {"id": eid})
     # power-pool: the defender answers an attack (seed 001), so the phase may turn to
-    # "defense"; which mode the attack used stays hidden.
-    public = {"revision", "waiting_for", "declared", "phase"}
+    # "defense" and the view names the minds struck (others may join their defense);
+    # which mode the attack used stays hidden.
+    public = {"revision", "waiting_for", "declared", "phase", "struck"}
+    assert after.get("struck", []) == (["fenka"] if system == "power-pool" else [])
     assert {k: v for k, v in after.items() if k not in public} == \
         {k: v for k, v in before.items() if k not in public}
     log_after = await rpc.ok("encounter.log", {"id": eid})

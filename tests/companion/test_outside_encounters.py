@@ -303,3 +303,24 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
         assert validator.is_valid(params) is valid, (method, params)
         answer = await rpc.call(method, params)
         assert ("result" in answer) is valid, (method, params, answer)
+
+
+async def test_a_refusal_about_one_creature_names_it_in_the_error_data(rpc: Rpc) -> None:
+    """A VTT tells (or leaves out) the creature a refusal is about by its id, not by
+    reading the text: a psionic ally that did not choose to join (seed 001: "The defender
+    may choose draw allied non-psionic creatures")."""
+    seer = {"id": "-Ms", "name": "Goblin", "hit_dice": 2, "die": 6, "psionic": True,
+            "defenses": ["imagination-swarm"]}
+    refused = await rpc.error("exchange.resolve", {
+        "system": "power-pool",
+        "attacker": {"id": "-Ma", "name": "Goblin", "hit_dice": 3, "die": 8,
+                     "psionic": True, "attacks": ["mental-stab"]},
+        "defender": {"id": "-Mb", "name": "Fenka", "hit_dice": 2, "die": 6, "psionic": True,
+                     "defenses": ["imagination-swarm"]},
+        "attack": {"mode": "mental-stab"}, "defense": {"mode": "imagination-swarm"},
+        "allies": [seer]})
+    assert refused["code"] == 4001
+    assert (refused["data"]["rule"], refused["data"]["combatant"]) == ("ally-psionic", "-Ms")
+    plain = await rpc.error("exchange.end_round", {
+        "system": "revised-2e", "combatants": [FENKA], "choices": {"fenka": {"close": True}}})
+    assert "combatant" not in plain["data"]

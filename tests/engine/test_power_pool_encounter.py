@@ -54,8 +54,10 @@ def test_a_step_is_one_exchange_with_hidden_choices() -> None:
                                      {"attack": {"mode": "mental-stab", "target": "fenka"}})
     view = SYSTEM.encounter_view(state)
     assert view["phase"] == "defense" and view["waiting_for"] == ["fenka"]
-    # apart from who must still choose, the view is what it was before the choice
-    public = ("phase", "waiting_for", "declared")
+    assert (idle["struck"], view["struck"]) == ([], ["fenka"])
+    # apart from who must still choose and who is struck (others may join that defense),
+    # the view is what it was before the choice
+    public = ("phase", "waiting_for", "declared", "struck")
     assert {k: v for k, v in view.items() if k not in public} == \
         {k: v for k, v in idle.items() if k not in public}
     with pytest.raises(RulesViolation) as err:
@@ -139,7 +141,13 @@ def test_wave_targets_each_declare_and_fall_together() -> None:
     state = SYSTEM.encounter_declare(state, "a", {"attack": {
         "mode": "psionic-wave", "target": "b", "targets": ["c"]}})
     assert SYSTEM.encounter_waiting_for(state) == ["b", "c"]
+    assert SYSTEM.encounter_view(state)["struck"] == ["b", "c"]
     state = SYSTEM.encounter_declare(state, "b", {"defense": {"mode": "pinnacle-of-will"}})
+    # the group is led by the mind struck first: only its allies are drawn in, so another
+    # mind's are refused rather than dropped
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "c", {"defense": {"allies": ["a"]}})
+    assert (err.value.rule, err.value.combatant) == ("allies-first-mind-only", "c")
     state = SYSTEM.encounter_declare(state, "c", {"defense": {}})
     state, step = SYSTEM.encounter_resolve(
         state, SuppliedDice({"attack": [8, 8, 8, 8], "defense": [1, 1]}))

@@ -270,7 +270,8 @@ export function poolRoundEndChoicesResult(params) {
  * (`control-kept` with the link's `targets` and the `pool` left), each list in order;
  * any creature of a link names the whole link, each link once (−32602 at the second:
  * the path of a `keep` entry ends in `/target`); a creature it does not control is 4001
- * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate`. A link kept by a
+ * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate` (each naming the
+ * controller in `combatant`, and its choice at the end of the detail). A link kept by a
  * die gives the die back when it ends or is kept by an action. A creature set free that
  * is given (`combatants`, or `puppets`, answered in `others`) loses `controlled_by` and a
  * possession; one not given is only named. Updates as the adapters address them.
@@ -278,7 +279,7 @@ export function poolRoundEndChoicesResult(params) {
 export function poolRoundEndResult(params) {
   const P = "flags.mindscape.power-pool";
   const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
-  const refuse = (rule, detail) => ({ code: 4001, message: "The rules forbid it", data: { rule, detail } });
+  const refuse = (rule, detail, combatant) => ({ code: 4001, message: "The rules forbid it", data: { rule, detail, combatant } });
   const ids = params.combatants.map(combatantIdOfRef);
   const given = new Map(params.combatants.map((ref, i) => [ids[i], ref]));
   (params.puppets ?? []).forEach((ref, i) => {
@@ -306,7 +307,7 @@ export function poolRoundEndResult(params) {
         const id = list === "keep" ? item.target : item;
         const where = `/choices/${cid}/${list}/${i}${list === "keep" ? "/target" : ""}`;
         const link = linkOf(id);
-        if (!link) throw refuse("not-controlling", `${C} does not control "${id}" (${where})`);
+        if (!link) throw refuse("not-controlling", `${C} does not control "${id}" (${where})`, cid);
         if (named.has(link)) problems.push({ path: where, message: `"${id}" is held by the control ${named.get(link)} already chooses for (a psionic wave's creatures share one): one choice each` });
         else named.set(link, where);
       });
@@ -341,7 +342,7 @@ export function poolRoundEndResult(params) {
       const link = linkOf(target);
       if (link.kept_by === by) continue;
       if (by === "die") {
-        if ((c.pool ?? 0) < 1) throw refuse("no-die-to-dedicate", `${C} has no die in its pool to keep control with`);
+        if ((c.pool ?? 0) < 1) throw refuse("no-die-to-dedicate", `${C} has no die in its pool to keep control with (/choices/${cid})`, cid);
         c.pool -= 1;
         c.dedicated = [...(c.dedicated ?? []), { purpose: "control", target: key(link) }];
       } else giveBack(link);

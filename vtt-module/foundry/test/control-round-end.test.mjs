@@ -294,11 +294,13 @@ for (const [what, error, reason] of refusals) {
   });
 }
 
-// The companion names whose choice it refused (4001: "(/choices/<id>)" at the end of
-// the detail, or "(/choices/<id>/release/0)"; −32602: each problem's path): the round is
-// ended once more without only that controller's choice, the others' kept with their
-// puppets, and the GM is told whose and why.
+// The companion names whose choice it refused (4001: the controller's id in `combatant`;
+// from a companion without it, "(/choices/<id>)" at the end of the detail, or
+// "(/choices/<id>/release/0)"; −32602: each problem's path): the round is ended once more
+// without only that controller's choice, the others' kept with their puppets, and the GM
+// is told whose and why.
 const refusedGoblin = [
+  ["4001 naming the controller by its id only", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with", combatant: "goblin-tokG" } }), /\(no-die-to-dedicate: Goblin has no die in its pool to keep control with\)/],
   ["4001 naming the controller", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with (/choices/goblin-tokG)" } }), /\(no-die-to-dedicate: Goblin has no die in its pool to keep control with \(\/choices\/goblin-tokG\)\)/],
   ["4001 naming a creature of its choice", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Goblin does not control \"ox\" (/choices/goblin-tokG/release/0)" } }), /\(not-controlling: Goblin does not control "ox" \(\/choices\/goblin-tokG\/release\/0\)\)/],
   ["−32602 at its choice", () => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices/goblin-tokG/release/0", message: "one choice each" }] } }), /\(\/choices\/goblin-tokG\/release\/0: one choice each\)/],
@@ -375,7 +377,7 @@ test("a sheet changed while the controller chose (its last die spent): the compa
   });
   await nextRound(t);
   assert.deepEqual(endRounds(t).map((c) => c.params.choices ?? null), [{ "goblin-tokG": { keep: [{ target: "ox", by: "die" }] } }, null]);
-  assert.match(t.clients.gm.notes.warn[0], /refused the control choices of Goblin \(no-die-to-dedicate: Goblin has no die in its pool to keep control with\)/);
+  assert.match(t.clients.gm.notes.warn[0], /refused the control choices of Goblin \(no-die-to-dedicate: Goblin has no die in its pool to keep control with \(\/choices\/goblin-tokG\)\)/);
   assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, [{ id: "ox", kept_by: "action" }]);
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
 });

@@ -868,6 +868,48 @@ test("a power-pool encounter with the real companion: a psionic ally not struck 
   assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), []);
 });
 
+test("a power-pool encounter with the real companion: only the mind a wave struck first is offered Draw in, and a mind struck asleep still has its defense joined", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token, dialogs: { gm: { joinDialog: { join: "0", timedOut: false } } } });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const profile = (p) => ({ psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will"], ...p });
+  t.actors.ulcen.flags.mindscape["power-pool"] = profile({ hit_dice: 4, die: 8, pool: 4 });
+  fenkaToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 3, die: 6, pool: 3, defenses: ["imagination-swarm"] });
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ hit_dice: 4, die: 8, pool: 4 });
+  // On Fenka's side: the Seer (psionic, knows the swarm) and a wolf (not psionic).
+  const seer = t.world.actor({ id: "seer", name: "Seer", type: "npc", disposition: 1, flags: { mindscape: { "power-pool": profile({ hit_dice: 2, die: 6, pool: 2, defenses: ["imagination-swarm"] }) } } });
+  const wolf = t.world.actor({ id: "wolf", name: "Wolf", type: "npc", disposition: 1, flags: { mindscape: { "power-pool": { psionic: false, hit_dice: 2, die: 8 } } } });
+  const tokens = [ulcenToken, fenkaToken, goblinToken, t.world.token({ id: "tokSeer", name: "Seer", actor: seer, actorLink: true }), t.world.token({ id: "tokWolf", name: "Wolf", actor: wolf, actorLink: true })];
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create(tokens.map((tok) => tok.uuid), "Pit");
+
+  // A wave at Fenka, then Ulcen: the companion names both struck, Fenka leading.
+  await ctl.declare("goblin-tokG", { attack: { mode: "psionic-wave", target: "fenka-tokF", targets: ["ulcen"] } });
+  let view = await ctl.state();
+  assert.deepEqual(view.struck, ["fenka-tokF", "ulcen"]);
+  const drawIn = async (cid) => (await ctl.choiceContext(cid, view)).pool.allies.map((a) => a.name);
+  assert.deepEqual(await drawIn("fenka-tokF"), ["Wolf"]);
+  assert.deepEqual(await drawIn("ulcen"), []);
+  // The companion refuses Ulcen's allies, naming him: so the dialog does not offer them.
+  await assert.rejects(ctl.declare("ulcen", { defense: { allies: ["wolf"] } }), (e) => e.data.rule === "allies-first-mind-only" && e.data.combatant === "ulcen");
+  await ctl.end();
+
+  // The goblin strikes Fenka asleep: she is not waited for, the Seer is still asked.
+  fenkaToken.actor.flags.mindscape["power-pool"].conditions = ["asleep"];
+  await ctl.create(tokens.map((tok) => tok.uuid), "Pit");
+  await ctl.declare("goblin-tokG", { attack: { mode: "mental-stab", target: "fenka-tokF" } });
+  view = await ctl.state();
+  assert.deepEqual([view.waiting_for, view.struck], [[], ["fenka-tokF"]]);
+  await ctl.collectChoices();
+  const questions = t.clients.gm.dialogs.seen.filter((s) => s.kind === "joinDialog").map((s) => s.arg.context);
+  assert.deepEqual(questions.map((q) => [q.name, q.groups.map((g) => g.names)]), [["Seer", ["Fenka"]]]);
+  assert.deepEqual((await ctl.state()).declared, ["goblin-tokG", "seer"]);
+  await ctl.resolve();
+  const { result } = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.resolved").args[0];
+  assert.ok(result.defense.members.some((m) => m.id === "seer" && m.role === "ally" && m.mode === "imagination-swarm"), JSON.stringify(result.defense));
+});
+
 test("power-pool control at the tracker's round end with the real companion: the GM chooses for each link, a released aboleth's own sheet is freed", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB-tokAboleth", randal: "2Pdtnswo8Nj2nafY" };
@@ -1039,7 +1081,8 @@ test("the fake companion's power-pool round end (test-support) offers and does c
     { combatants: [both], choices: { ulcen: { release: ["thrall"], keep: [{ target: "thrall", by: "die" }] } } },
     { combatants: [byAction], puppets: [byAction], choices: { ulcen: { release: ["fenka-tokF"] } } },
   ];
-  const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule ?? null, paths: (r.data?.errors ?? []).map((e) => e.path) } : { events: r.events, updates: r.updates, others: (r.others ?? []).map((o) => o.id) });
+  // A refusal names whose choice it was (`combatant`) as the real one does.
+  const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule ?? null, combatant: r.data?.combatant ?? null, paths: (r.data?.errors ?? []).map((e) => e.path) } : { events: r.events, updates: r.updates, others: (r.others ?? []).map((o) => o.id) });
   for (const c of cases) {
     const params = { system: "power-pool", ...c };
     let fake;

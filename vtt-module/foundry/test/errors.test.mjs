@@ -68,6 +68,14 @@ test("the rule that forbids an attack is named", () => {
   assert.equal(E.describeError(err, i18n), "The rules forbid this (psp): Ulcen has 3 PSPs, needs 8");
 });
 
+test("a refusal about one creature keeps its id (API.md: 4001 data `combatant`), and one about nobody has none", () => {
+  const about = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die", combatant: "goblin-tokG" } });
+  assert.equal(about.data.combatant, "goblin-tokG");
+  assert.equal(E.describeError(about, i18n), "The rules forbid this (no-die-to-dedicate): Goblin has no die");
+  assert.equal(E.errorFromJSON(JSON.parse(JSON.stringify(about))).data.combatant, "goblin-tokG", "across the relay too");
+  assert.ok(!("combatant" in E.errorFromRpc({ code: 4001, data: { rule: "psp", detail: "d" } }).data));
+});
+
 test("every error class has a message in en.json and none prints 'undefined'", () => {
   const samples = [
     new E.DaemonUnreachableError({ url: "u" }), new E.DaemonAuthError({ url: "u" }), new E.DaemonForbiddenError({ url: "u" }),

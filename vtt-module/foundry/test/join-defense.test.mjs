@@ -261,7 +261,7 @@ async function encounterTable({ view, creatures = [], dialogs = {} }) {
 // The goblin attacked Fenka; she is still to defend. Ulcen (Ann's) and the Seer (an NPC)
 // are on her side and know the swarm; the Kobold knows it but is the goblin's ally.
 const defensePhase = (combatants = {}) => ({
-  phase: "defense", round: 1, exchange: 0, declared: ["goblin-tokG"], waiting_for: ["fenka-tokF"], revision: 5,
+  phase: "defense", round: 1, exchange: 0, declared: ["goblin-tokG"], waiting_for: ["fenka-tokF"], struck: ["fenka-tokF"], revision: 5,
   combatants: { ulcen: seer(), "fenka-tokF": pool(), "goblin-tokG": pool(), seer: seer(), kobold: seer(), ...combatants },
 });
 const ENCOUNTER_CREATURES = [{ name: "Seer", disposition: 1 }, { name: "Kobold" }];
@@ -293,7 +293,7 @@ test("Ask for choices in an encounter's defense phase asks, with the struck mind
   assert.deepEqual(t.clients.gm.notes.warn, []);
 });
 
-test("an encounter asks nobody to join who is in the exchange already, under control, mindless, unaware or ignorant of the swarm, or when no struck mind is left to choose", async () => {
+test("an encounter asks nobody to join who is in the exchange already, under control, mindless, unaware or ignorant of the swarm, or when nobody is struck", async () => {
   const { t, ctl } = await encounterTable({
     view: defensePhase({ ulcen: seer({ controlled_by: "goblin-tokG" }), seer: seer({ conditions: ["stunned"] }) }),
     creatures: [...ENCOUNTER_CREATURES, { name: "Statue", disposition: 1 }, { name: "Sage", disposition: 1 }, { name: "Helper", disposition: 1 }],
@@ -303,10 +303,45 @@ test("an encounter asks nobody to join who is in the exchange already, under con
   view.declared = ["goblin-tokG", "helper"];
   await ctl.askJoins(view);
   assert.deepEqual([...asked(t.clients.gm), ...asked(t.clients.p1)], []);
-  // Everyone struck has chosen: nobody is asked.
-  const chosen = { ...defensePhase(), waiting_for: [], declared: ["goblin-tokG", "fenka-tokF"] };
-  assert.deepEqual(await ctl.askJoins(chosen), []);
+  // The attack phase: nobody is struck, nobody is asked.
+  const idle = { ...defensePhase(), phase: "attack", waiting_for: ["goblin-tokG"], struck: [], declared: [] };
+  assert.deepEqual(await ctl.askJoins(idle), []);
   assert.deepEqual([...asked(t.clients.gm), ...asked(t.clients.p1)], []);
+});
+
+test("the defense of a struck mind that cannot choose (asleep) or has chosen is still joined: the view's struck names it, waiting_for does not", async () => {
+  // Fenka is asleep: she rolls nothing and is not waited for, yet she is struck.
+  const asleep = { ...defensePhase({ "fenka-tokF": pool({ conditions: ["asleep"] }) }), waiting_for: [] };
+  const { t, ctl, sent } = await encounterTable({
+    view: asleep,
+    creatures: ENCOUNTER_CREATURES,
+    dialogs: { p1: { joinDialog: { join: "0" } }, gm: { joinDialog: { join: null } } },
+  });
+  await ctl.collectChoices();
+  assert.deepEqual(asked(t.clients.p1).map((q) => [q.name, q.groups.map((g) => g.names)]), [["Ulcen of Tyr", ["Fenka"]]]);
+  assert.deepEqual(asked(t.clients.gm).map((q) => q.name), ["Seer"]);
+  assert.deepEqual(asked(t.clients.p2), [], "Fenka has nothing to choose");
+  assert.deepEqual(sent.map(([kind, cid, choice]) => [kind, cid, choice]), [["declare", "ulcen", { defense: { mode: SWARM } }]]);
+  // Fenka declared her defense already: a later ask still offers to join it.
+  const chosen = { ...defensePhase(), waiting_for: [], declared: ["fenka-tokF", "goblin-tokG"] };
+  assert.equal((await ctl.askJoins(chosen)).length, 2);
+  assert.equal(asked(t.clients.p1).length, 2);
+});
+
+test("a player is not asked about a struck mind without a token on the scene (a world actor); the GM is", async () => {
+  const { t, ctl } = await encounterTable({
+    view: defensePhase(),
+    creatures: ENCOUNTER_CREATURES,
+    dialogs: { p1: { joinDialog: { join: "0" } }, gm: { joinDialog: { join: null } } },
+  });
+  // The warlock, on Fenka's side, is an actor of the world with no token placed.
+  const warlock = t.world.actor({ id: "warlock", name: "Warlock", type: "npc", disposition: 1, flags: { mindscape: {} } });
+  await ctl.add([warlock.uuid]);
+  assert.equal(ctl.meta.combatants.warlock.tokenUuid, null);
+  const view = { ...defensePhase({ warlock: pool() }), waiting_for: ["warlock"], struck: ["warlock"] };
+  await ctl.askJoins(view);
+  assert.deepEqual(asked(t.clients.p1), [], "Ann cannot see the warlock");
+  assert.deepEqual(asked(t.clients.gm).map((q) => [q.name, q.groups.map((g) => g.names)]), [["Seer", ["Warlock"]]]);
 });
 
 test("a resolve waits for the join questions still open, Resolve anyway does not, and a yes after the exchange was resolved is not declared", async () => {
@@ -341,5 +376,72 @@ test("a resolve waits for the join questions still open, Resolve anyway does not
   answer({ join: "0" });
   await again;
   assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"]);
-  assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense after that exchange was resolved: it did not join\.$/);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late \(that attack was resolved, or declared again, meanwhile\): it did not join\.$/);
+});
+
+test("a second Ask for choices neither asks again a creature whose join question is open nor lets Resolve go on before it is answered", async () => {
+  let answer;
+  const { t, ctl, sent } = await encounterTable({
+    view: defensePhase(),
+    creatures: ENCOUNTER_CREATURES,
+    dialogs: {
+      gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
+      p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
+    },
+  });
+  const first = ctl.collectChoices();
+  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  // Fenka is asked again (her dialog answers at once); the Seer's question is open.
+  await ctl.collectChoices();
+  assert.equal(asked(t.clients.gm).length, 1, "the Seer is not asked twice");
+  const resolving = ctl.resolve();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok(!sent.some(([kind]) => kind === "resolve"), "the resolve waits for the Seer's open question");
+  answer({ join: "0" });
+  await Promise.all([first, resolving]);
+  assert.deepEqual(sent.map(([kind, cid]) => [kind, cid ?? null]).slice(-2), [["declare", "seer"], ["resolve", null]]);
+  assert.equal(ctl.joinQuestions.size, 0);
+});
+
+test("a yes is not declared against another attack declared within the same exchange: one striking others, or the joiner itself", async () => {
+  for (const struck of [["ulcen"], ["seer"]]) {
+    let answer;
+    const view = defensePhase();
+    const { t, ctl, sent } = await encounterTable({
+      view,
+      creatures: ENCOUNTER_CREATURES,
+      dialogs: {
+        gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
+        p1: { joinDialog: { join: null } },
+        p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
+      },
+    });
+    const asking = ctl.collectChoices();
+    while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+    // The attack was declared again (the goblin's first was dropped by a refresh):
+    // the same round, exchange and phase, other minds struck.
+    Object.assign(view, { struck, waiting_for: struck, declared: ["goblin-tokG"] });
+    answer({ join: "0" });
+    await asking;
+    assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"], struck.join());
+    assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late \(that attack was resolved, or declared again, meanwhile\): it did not join\.$/);
+  }
+});
+
+test("Draw in is offered only to the mind struck first (the companion refuses another's allies), and never a struck mind that cannot choose", async () => {
+  const { ctl } = await encounterTable({
+    view: defensePhase(),
+    creatures: [{ name: "Wolf", disposition: 1 }, { name: "Hound", disposition: 1 }],
+  });
+  const beast = (extra = {}) => ({ psionic: false, hit_dice: 2, die: 8, pool: 0, ...extra });
+  // A wave struck Fenka first, then Ulcen and the hound (asleep: it cannot choose).
+  const wave = {
+    ...defensePhase({ wolf: beast(), hound: beast({ conditions: ["asleep"] }) }),
+    waiting_for: ["fenka-tokF", "ulcen"], struck: ["fenka-tokF", "ulcen", "hound"],
+  };
+  const drawIn = async (cid) => (await ctl.choiceContext(cid, wave)).pool.allies.map((a) => a.name);
+  assert.deepEqual(await drawIn("fenka-tokF"), ["Wolf"]);
+  assert.deepEqual(await drawIn("ulcen"), []);
+  // A single target leads its own defense.
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", defensePhase({ wolf: beast(), hound: beast() }))).pool.allies.map((a) => a.name), ["Wolf", "Hound"]);
 });

@@ -78,6 +78,15 @@ function poolChoiceFromForm(state, form) {
   return { attack };
 }
 
+/**
+ * power-pool's defense phase: the minds struck, which defend (the view's `struck`: each
+ * target, or its controller in its place, the group's leader first), whether or not
+ * they may still choose; from a companion without `struck`, those still to choose.
+ */
+function struckOf(state) {
+  return state?.struck ?? state?.waiting_for ?? [];
+}
+
 /** Short state line of a combatant for the panel, in the system's own terms. */
 export function combatantSummary(system, c = {}) {
   if (system === "revised-2e") return `PSP ${c.psp ?? "?"}/${c.psp_max ?? "?"}`;
@@ -222,9 +231,10 @@ function withoutWritten(write, update) {
 export class EncounterController {
   constructor(svc) {
     this.svc = svc;
-    // power-pool: the questions whether a creature joins a defense still open (a
-    // resolve waits for them), and the combatants they ask.
-    this.joining = null;
+    // power-pool: the questions whether a creature joins a defense still open, whichever
+    // *Ask for choices* made them (a resolve waits for every one), and the combatants
+    // they ask (not asked again while their question is open).
+    this.joinQuestions = new Set();
     this.askingJoin = new Set();
   }
 
@@ -299,26 +309,30 @@ export class EncounterController {
   /**
    * power-pool's part of the choice dialog: the phase (attack or defense), the creatures
    * this one controls (for release, keep, cannot-perceive), the others (further targets
-   * of a psionic wave, allies of an imagination swarm). An ally is none of those already
+   * of a psionic wave, allies of an imagination swarm). Allies are offered only to the
+   * mind that leads the defending group (the view's `struck[0]`): the companion refuses
+   * another struck mind's (`allies-first-mind-only`). An ally is none of those already
    * in the exchange (the view's `declared`: in the defense phase the attacker and those
-   * who declared a defense or joined; `waiting_for`: those still to defend, the struck
-   * ones), nor one under control, a mindless one or a psionic one (seed 001: the
-   * defender "may choose [to] draw allied non-psionic creatures" in; a psionic creature
-   * joins only by its own choice): the companion refuses each of them. It is on the
-   * chooser's side: its token's disposition (as recorded when it was added) is the
-   * chooser's, when both are known.
+   * who declared a defense or joined; `struck` and `waiting_for`: the minds struck, also
+   * those that cannot choose), nor one under control, a mindless one or a psionic one
+   * (seed 001: the defender "may choose [to] draw allied non-psionic creatures" in; a
+   * psionic creature joins only by its own choice): the companion refuses each of them.
+   * It is on the chooser's side: its token's disposition (as recorded when it was added)
+   * is the chooser's, when both are known.
    */
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
     const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
     const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? {};
     const others = Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) }));
-    const inExchange = new Set([...(state.declared ?? []), ...(state.waiting_for ?? [])]);
+    const inExchange = new Set([...(state.declared ?? []), ...(state.waiting_for ?? []), ...(state.struck ?? [])]);
+    // A companion without `struck` cannot say who leads: every struck mind is offered.
+    const leads = state.phase !== "defense" || !state.struck?.length || state.struck[0] === cid;
     return {
       defensePhase: state.phase === "defense",
       controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
       others,
-      allies: others.filter((o) => {
+      allies: !leads ? [] : others.filter((o) => {
         const view = viewOf(o.id);
         const mine = meta.combatants?.[cid]?.disposition;
         const theirs = meta.combatants?.[o.id]?.disposition;
@@ -373,11 +387,12 @@ export class EncounterController {
     const asks = Promise.all((state.waiting_for ?? []).map((cid) => this.askOne(cid, state)));
     if (meta.system !== "power-pool" || state.phase !== "defense") return asks;
     // The defense phase: whoever may join a defense by its own choice is asked with the
-    // minds struck; a resolve waits for those questions (`resolve`).
+    // minds struck; a resolve waits for those questions, and for those an earlier ask
+    // left open (`resolve`).
     const joins = this.askJoins(state);
-    const joining = joins.catch(() => null);
-    this.joining = joining;
-    joining.then(() => { if (this.joining === joining) this.joining = null; });
+    const open = joins.catch(() => null);
+    this.joinQuestions.add(open);
+    open.then(() => this.joinQuestions.delete(open));
     const [out] = await Promise.all([asks, joins]);
     return out;
   }
@@ -387,22 +402,25 @@ export class EncounterController {
    * defense of a mind struck by its own choice (RULES.md §3.3, seed 001: "Psionically
    * active creatures may also use this defence mode to participate in a psionic combat
    * that is targeting an ally they can see") whether it does, all at once and beside the
-   * minds struck still to choose (the view's `waiting_for`), each within the world's
-   * defense timeout (`svc.askJoin`: its owner, the GM for an NPC or when no owner is
-   * connected; the attacker's side is told nothing). May join: a combatant not in the
-   * exchange (the view's `declared`: the attacker and those who defended or joined;
-   * `waiting_for`), not being asked already, that could defend with a mode drawing
-   * allies in (`joiningModeId`, from the view: psionic, knowing it, with a mind, not
-   * under control, aware), whose token has the same disposition as a mind struck still
-   * to choose (`svc.joinCandidates`). The view keeps the attack secret, so the question
-   * names only those minds. A yes is declared as the creature's own defense,
-   * `{defense: {mode}}`, while the same exchange still waits for its defenses (else the
-   * GM is told it came too late); no answer, Stay out or a failure is no join.
+   * minds struck still to choose, each within the world's defense timeout
+   * (`svc.askJoin`: its owner, the GM for an NPC or when no owner is connected; the
+   * attacker's side is told nothing). The minds struck are all of them (the view's
+   * `struck`), also those that have chosen and those that cannot (asleep, down): a
+   * friend matters most to a mind that cannot defend itself. May join: a combatant not
+   * in the exchange (the view's `declared`: the attacker and those who defended or
+   * joined; the minds struck), not being asked already (by this ask or an earlier one
+   * still open), that could defend with a mode drawing allies in (`joiningModeId`, from
+   * the view: psionic, knowing it, with a mind, not under control, aware), whose token
+   * has the same disposition as a mind struck (`svc.joinCandidates`). The view keeps the
+   * attack secret, so the question names only those minds. A yes is declared as the
+   * creature's own defense, `{defense: {mode}}`, while the same attack still waits for
+   * its defenses (`declareJoin`; else the GM is told it came too late); no answer, Stay
+   * out or a failure is no join.
    * @returns {Promise<(object|null)[]>}  the declarations' answers, null for no join
    */
   async askJoins(state) {
     const meta = this.meta;
-    const struck = state.waiting_for ?? [];
+    const struck = struckOf(state);
     if (!struck.length) return [];
     const description = await this.svc.describe(meta.system);
     const defenses = modesFromDescription(meta.system, description).defenses;
@@ -420,7 +438,8 @@ export class EncounterController {
       const docs = view ? await docsOf(cid) : null;
       return docs && { docs, combatant: { ...view, id: cid } };
     }))).filter(Boolean);
-    const candidates = this.svc.joinCandidates([minds], creatures, defenses, awareness);
+    // Another ask may have started asking one of them while this one read the sheets.
+    const candidates = this.svc.joinCandidates([minds], creatures, defenses, awareness).filter((c) => !this.askingJoin.has(c.id));
     for (const c of candidates) this.askingJoin.add(c.id);
     return Promise.all(candidates.map(async (c) => {
       try {
@@ -433,14 +452,18 @@ export class EncounterController {
   }
 
   /**
-   * Declare that `cid` joins the defense with `mode`, if the exchange `asked` (the view
+   * Declare that `cid` joins the defense with `mode`, if the attack of `asked` (the view
    * the question was made from) still waits for its defenses when the declaration's turn
-   * comes in the queue; else, or when the companion refuses it, the GM is told and null
-   * is the answer.
+   * comes in the queue: the same round and exchange, the same minds struck (an attack
+   * declared again within the exchange may strike others, or the joiner itself, and
+   * then a join would be filed as its own defense), and `cid` not among them; else, or
+   * when the companion refuses it, the GM is told and null is the answer.
    */
   async declareJoin(cid, mode, asked) {
     const name = this.meta.combatants?.[cid]?.name ?? cid;
-    const same = (now) => now?.phase === "defense" && now.round === asked.round && now.exchange === asked.exchange;
+    const struck = (view) => JSON.stringify(view?.struck ?? null);
+    const same = (now) => now?.phase === "defense" && now.round === asked.round && now.exchange === asked.exchange
+      && struck(now) === struck(asked) && !struckOf(now).includes(cid);
     try {
       const answer = await this.declare(cid, { defense: { mode } }, { when: async () => same(await this.state()) });
       if (answer === null) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
@@ -737,15 +760,17 @@ export class EncounterController {
    * of the encounter's actors, then takes every combatant again from its sheet
    * (`refreshNow`, already inside the queue) and resolves: the write-back starts from the
    * sheets as they are. When the companion refuses a sheet, nothing is resolved. Without
-   * `force`, it first waits for the power-pool questions still open whether a creature
-   * joins a defense (`askJoins`, at most the world's defense timeout and its grace).
+   * `force`, it first waits for every power-pool question still open whether a creature
+   * joins a defense (`askJoins`, whichever *Ask for choices* asked it; each closes itself
+   * at the world's defense timeout and its grace).
    */
   async resolve({ force = false, physical } = {}) {
     // power-pool: a creature asked whether it joins a defense may still answer; the
     // question closes itself at the timeout. Resolve anyway does not wait.
-    if (!force && this.joining) {
+    if (!force && this.joinQuestions.size) {
       this.svc.env.ui?.notifications?.info(this.svc.t.format("MINDSCAPE.Join.Waiting", { seconds: Math.round(this.svc.defenseTimeoutS()) }));
-      await this.joining;
+      // An ask made while this one waits is waited for too.
+      while (this.joinQuestions.size) await Promise.all([...this.joinQuestions]);
     }
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {

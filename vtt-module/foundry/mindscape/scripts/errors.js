@@ -146,7 +146,11 @@ export function errorFromRpc(error) {
   const base = { code, message: error?.message ?? "" };
   switch (code) {
     case -32602: return new InvalidParamsError({ ...base, errors: data.errors ?? [] });
-    case 4001: return new RulesError({ ...base, rule: data.rule ?? "", detail: data.detail ?? base.message });
+    case 4001: {
+      // `combatant`: the id of the creature the refusal is about, when it is about one.
+      const about = typeof data.combatant === "string" ? { combatant: data.combatant } : {};
+      return new RulesError({ ...base, rule: data.rule ?? "", detail: data.detail ?? base.message, ...about });
+    }
     case 4002: return new DiceNeededError({ ...base, purpose: data.purpose, sides: data.sides, needed: data.needed });
     case 4004: return new NotFoundError({ ...base, id: data.id ?? "" });
     case 4009: return new StaleRevisionError({ ...base, revision: data.revision });

@@ -407,7 +407,8 @@ export class Mindscape {
    * under control, able to defend with it) whose token has the same disposition as a
    * mind struck in that group (`dispositionOf`; none when the mind's side is unknown).
    * As `[{docs, id, mode, offers}]`, `offers` being the groups it may join with the
-   * allies struck there (`{group, minds:[{name, hidden}]}`).
+   * allies struck there (`{group, minds:[{name, hidden}]}`; `hidden` for players: a mind
+   * without a visible token on the scene, its token hidden or none there, a world actor).
    * @param {{token:any, actor:any}[][]} groups
    * @param {{docs:{token:any, actor:any}, combatant:object|null}[]} creatures
    * @param {{id:string, draws_allies?:boolean, defends_while_unaware?:boolean}[]} defenses
@@ -420,7 +421,7 @@ export class Mindscape {
       const side = dispositionOf(docs);
       if (!mode || side === null) continue;
       const offers = groups
-        .map((minds, group) => ({ group, minds: minds.filter((m) => dispositionOf(m) === side).map((m) => ({ name: m.token?.name ?? m.actor.name, hidden: Boolean(m.token?.hidden) })) }))
+        .map((minds, group) => ({ group, minds: minds.filter((m) => dispositionOf(m) === side).map((m) => ({ name: m.token?.name ?? m.actor.name, hidden: !m.token || Boolean(m.token.hidden) })) }))
         .filter((o) => o.minds.length);
       if (offers.length) out.push({ docs, id: combatant.id ?? roundCombatantId(docs.token, docs.actor), mode, offers });
     }
@@ -432,12 +433,13 @@ export class Mindscape {
    * for an NPC or when no owner is connected) whether it joins, by its own choice, the
    * defense of an ally under psionic attack with `mode` (RULES.md §3.3), within the
    * world's defense timeout. `groups` are the defenses it may join, each named by the
-   * allies struck there; a player is not told of a mind whose token is hidden, and is not
-   * asked about a defense with none left (nor at all when none is left). `attackerName`
-   * and `attackLabel` say who attacks and how, when the asker may say it (a single
-   * attack; an encounter's view keeps the attack secret). The index in `groups` of the
-   * defense it joins, or null: Stay out, a closed dialog, no answer in time, an answer
-   * it was not offered, or a failure.
+   * allies struck there; a player is not told of a mind they cannot see (`hidden`: its
+   * token hidden, or no token on the scene), and is not asked about a defense with none
+   * left (nor at all when none is left). `attackerName` and `attackLabel` say who
+   * attacks and how, when the asker may say it (a single attack; an encounter's view
+   * keeps the attack secret). The index in `groups` of the defense it joins, or null:
+   * Stay out, a closed dialog, no answer in time, an answer it was not offered, or a
+   * failure.
    * @param {{token:any, actor:any}} docs
    * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:string|null, attackLabel?:string|null}} question
    * @returns {Promise<number|null>}
@@ -966,8 +968,9 @@ export class Mindscape {
    * `cannot-close`, or `cannot-act` for a stunned mind (revised-2e); `not-controlling` or
    * `no-die-to-dedicate` (power-pool: a sheet changed since the offer); or −32602 at
    * `/choices/…` or `/puppets/…`. When the refusal names whose choices they were
-   * (`choiceRefusal`), the round is ended once more without only those, keeping the
-   * others' (and the puppets those name); when it does not, or that is refused too, the
+   * (`choiceRefusal`: the 4001's `combatant`, else its text or the −32602's paths), the
+   * round is ended once more without only those, keeping the others' (and the puppets
+   * those name); when it does not, or that is refused too, the
    * round is ended without any choices or puppets. Either way with any physical dice
    * already typed, and the GM is told who and why: a choice never leaves the round
    * un-ended.
@@ -1764,15 +1767,18 @@ const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "
  * they free) rather than for the combatants: a 4001 of a choice's rule, or a −32602 whose
  * every problem is at `/choices/…` or `/puppets/…`. `{rule, detail, reason, whose}` to
  * tell the GM, or null for any other error. `whose`: the ids among `choices`' keys whose
- * choices were refused, when the refusal names them all (a 4001's detail ends with
- * "(/choices/<id>)" or names "(/choices/<id>/release/0)"; every −32602 problem is at
- * "/choices/<id>/…"); else `[]` (a puppet's problem, a detail that names nobody).
+ * choices were refused, when the refusal names them all (a 4001's `combatant`, the
+ * controller whose choice it was; from a companion that does not give it, a detail that
+ * ends with "(/choices/<id>)" or names "(/choices/<id>/release/0)"; every −32602 problem
+ * at "/choices/<id>/…"); else `[]` (a puppet's problem, a refusal that names nobody).
  */
 function choiceRefusal(error, choices = {}) {
   const ids = Object.keys(choices);
   if (error instanceof RulesError && CHOICE_RULES.has(error.data?.rule)) {
     const detail = error.data.detail ?? "";
-    const whose = ids.filter((id) => detail.includes(`(/choices/${id})`) || detail.includes(`(/choices/${id}/`));
+    const about = error.data.combatant;
+    const whose = ids.includes(about) ? [about]
+      : ids.filter((id) => detail.includes(`(/choices/${id})`) || detail.includes(`(/choices/${id}/`));
     return { rule: error.data.rule, detail, reason: `${error.data.rule}: ${detail}`, whose };
   }
   if (error instanceof InvalidParamsError) {

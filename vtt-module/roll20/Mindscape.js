@@ -646,20 +646,90 @@ var Mindscape = Mindscape || (() => {
     return text.split(/[,;\n]/);
   };
 
-  // Defense modes a character knows, as mode ids, where the companion reads them: the
-  // AD&D sheet's psionic-defense rows in revised-2e, else psi_defenses (or the attribute
-  // a generic mapping names), the other way round when the first names none we know; all
-  // of the system's defenses when neither does.
+  // A sheet's mode names as the companion's adapters take them (adapters/core.py ALIASES):
+  // "Shield Thoughts" is revised-2e's thought-shield, "Thought Shield" combat-strength's
+  // shield-thoughts.
+  const MODE_ALIASES = {
+    'revised-2e': { 'shield-thoughts': 'thought-shield', thoughtshield: 'thought-shield' },
+    'combat-strength': { 'psionic-blast': 'psionic-wave', 'thought-shield': 'shield-thoughts', 'psychic-crush': 'psychic-implosion' },
+  };
+
+  // Whether an attribute's value counts for the companion's adapters, which take only an
+  // empty one as absent (adapters/roll20.py: spaces are a value, and name no mode).
+  const holds = (value) => value !== undefined && value !== null && value !== '';
+
+  // The psi_* attribute (and part) that keeps a combatant field, as adapters/roll20.py
+  // state_attribute has it: current and maximum pairs share one attribute.
+  const STATE_PAIRS = {
+    psp: ['psi_psp', 'current'],
+    psp_max: ['psi_psp', 'max'],
+    attack_strength: ['psi_attack_strength', 'current'],
+    attack_strength_max: ['psi_attack_strength', 'max'],
+    defense_strength: ['psi_defense_strength', 'current'],
+    defense_strength_max: ['psi_defense_strength', 'max'],
+    pool: ['psi_pool', 'current'],
+    hit_dice: ['psi_pool', 'max'],
+  };
+
+  // What the companion reads for a combatant field from `sent` (combatantOf): its psi_*
+  // attribute when that holds anything, else the attribute a generic mapping names for it
+  // (the adapters read the mapping, then the psi_* store over it); undefined when neither
+  // holds anything. Names match in any case, and of attributes sharing a name the first
+  // counts, as there.
+  const storedField = (sent, field) => {
+    const generic = sent.adapter === 'roll20.generic';
+    const attribs = generic ? sent.data.character.attribs : sent.data.attribs;
+    const read = ([name, part]) => {
+      const attr = attribs.find((a) => sameName(a.name, name));
+      const value = attr ? attr[/^max$/i.test(part || '') ? 'max' : 'current'] : undefined;
+      return holds(value) ? value : undefined;
+    };
+    const own = read(STATE_PAIRS[field] || [`psi_${field}`, 'current']);
+    if (own !== undefined) return own;
+    const mapped = generic && isObject(sent.data.mapping.fields) ? sent.data.mapping.fields[field] : undefined;
+    return mapped ? read(String(mapped).split('|')) : undefined;
+  };
+
+  // combat-strength: whether the companion counts a fighter psionic: psi_psionic (or its
+  // mapped attribute) when it says so, else any attack or defense strength (adapters/core.py
+  // finish: the maxima, else the current values).
+  const psionicStrength = (sent) => {
+    const said = storedField(sent, 'psionic');
+    const flag = said === undefined ? '' : String(said).trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(flag)) return true;
+    if (['0', 'false', 'no', 'off'].includes(flag)) return false;
+    const strength = (field) => {
+      const most = storedField(sent, `${field}_max`);
+      return Number(most === undefined ? storedField(sent, field) || 0 : most) || 0;
+    };
+    return strength('attack_strength') + strength('defense_strength') > 0;
+  };
+
+  /**
+   * The defense modes a fighter knows, as mode ids, read as the companion's adapters read
+   * them (adapters/roll20.py): `psi_defenses` whenever it holds anything; else, with the
+   * generic adapter, the attribute its mapping names for `defenses`; else, with the AD&D
+   * 2E Revised adapter and in revised-2e only, the sheet's psionic-defense rows when any
+   * is filled. A list naming no mode of the system knows none. Where nothing lists modes,
+   * the companion's defaults hold: none in revised-2e and power-pool, all five for a
+   * psionic combat-strength mind (engine/combat_strength/combatant.py). So a button never
+   * offers a mode the companion would refuse as not known.
+   */
   const knownDefenses = (ref, system) => {
     const all = SYSTEMS[system].defenses;
-    const known = (names) => Array.from(new Set(names.map(normaliseMode).filter((mode) => all.includes(mode))));
-    const rows = known(attributesOf(fighterCharacter(ref))
-      .filter((attr) => /^repeating_psionic-defenses_.+_psionic-defense-name$/i.test(attr.get('name')))
-      .map((attr) => attr.get('current')));
-    const stored = known(storedNames(sheetState(ref, 'defenses')));
-    const [first, second] = system === 'revised-2e' ? [rows, stored] : [stored, rows];
-    if (first.length) return first;
-    return second.length ? second : all.slice();
+    const aliases = MODE_ALIASES[system] || {};
+    const known = (names) => Array.from(new Set(names.map(normaliseMode).map((mode) => aliases[mode] || mode).filter((mode) => all.includes(mode))));
+    const sent = combatantOf(ref);
+    const listed = storedField(sent, 'defenses');
+    if (listed !== undefined) return known(storedNames(listed));
+    if (system === 'revised-2e' && sent.adapter === 'roll20.adnd2e-revised') {
+      const attribs = sent.data.attribs;
+      // Of attributes sharing a name the first counts, as for any other.
+      const rows = attribs.filter((a, i) => /^(repeating_psionic-defenses_(.*_)?)?psionic-defense-name$/i.test(a.name)
+        && attribs.findIndex((b) => sameName(a.name, b.name)) === i && holds(a.current));
+      if (rows.length) return known(rows.map((a) => String(a.current)));
+    }
+    return system === 'combat-strength' && psionicStrength(sent) ? all.slice() : [];
   };
 
   // --------------------------------------------------------- requests out
@@ -1037,14 +1107,17 @@ var Mindscape = Mindscape || (() => {
   };
 
   // What the mind choosing a defense against the attack waiting as `xid` clicks: a button
-  // per defense it knows and No defense (`--for` it in a psionic wave) and, for the mind
-  // that leads the defending group, how to draw allies in.
+  // per defense it knows (as the companion reads them: knownDefenses) and No defense
+  // (`--for` it in a psionic wave) and, for the mind that leads the defending group, how to
+  // draw allies in. A mind that knows none is told so, for the GM to put its sheet right.
   const defenseButtons = (xid, exchange, chooser) => {
     const wave = Array.isArray(exchange.members);
     const command = `!psi defend --req ${xid}${wave ? ` --for ${chooser}` : ''}`;
-    const buttons = knownDefenses(chooser, exchange.system)
+    const modes = knownDefenses(chooser, exchange.system);
+    const buttons = modes
       .map((mode) => `[${label(mode)}](${command} --mode ${mode})`)
-      .concat([`[No defense](${command} --mode none)`]).join(' ');
+      .concat([`[No defense](${command} --mode none)`]).join(' ')
+      + (modes.length ? '' : `<br>The companion knows no defense mode of ${chatSafe(fighterName(chooser))} (the help handout says where it reads them): No defense only.`);
     // The mind struck first leads the group: only its defense draws allies in (as in an
     // encounter, whose exchange takes the allies of that mind's defense only).
     const leads = !wave || chooser === exchange.members[0];
@@ -1236,6 +1309,8 @@ var Mindscape = Mindscape || (() => {
 
   // Why the creature `ref` cannot join the defense against the attack `exchange`, or null.
   // The rest is the companion's to judge: whether it is psionic at all, mindless, awake.
+  // One the first mind of a wave drew in as an ally is not named here: that is that mind's
+  // secret choice until the card (commandJoin).
   const joinProblem = (exchange, ref) => {
     const { system } = exchange;
     const swarms = SYSTEMS[system].swarms;
@@ -1244,13 +1319,20 @@ var Mindscape = Mindscape || (() => {
     if (targets.includes(ref)) return 'is a target of this attack';
     if (targets.some((t) => struckFor(system, t) === ref)) return 'is struck by this attack already, in its puppet\'s place';
     if (joinedRefs(exchange).includes(ref)) return 'has joined this defense already';
-    if ((exchange.allies || []).includes(ref)) return 'is drawn into this defense already, as an ally';
     if (systemOf(ref) !== system) return `uses ${systemOf(ref)}, not ${system}`;
     if (controllerOf(ref)) return `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
     if (!swarms.some((mode) => knownDefenses(ref, system).includes(mode))) {
       return `does not know ${swarms.map(label).join(' or ')}, the defense by which a psionic creature joins`;
     }
     return null;
+  };
+
+  // The players told that a creature joins or leaves the defense against `exchange`: the
+  // controllers of the minds choosing it and of the creature, and the sender (the GM is
+  // whispered apart).
+  const joinAudience = (exchange, ref, sender) => {
+    const choosers = Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender];
+    return new Set(choosers.concat([ref]).flatMap(controllersOf).concat([sender]).filter((pid) => !playerIsGM(pid)));
   };
 
   // power-pool, seed 001: "Psionically active creatures may also use this defence mode to
@@ -1261,37 +1343,58 @@ var Mindscape = Mindscape || (() => {
   // sheet is written as an ally's. Whether it can see the ally is the table's call. In a
   // psionic wave it joins the group of the mind struck first (the companion's allies).
   // The defending side and the GM are told; the attacker is not (it is part of the
-  // defense, which stays secret until the card).
+  // defense, which stays secret until the card). `--leave` takes it out again: its own
+  // choice, and the way out should the companion keep refusing the defense over it.
   const commandJoin = (msg, args) => {
+    const leave = args.has('leave');
     const fighters = selectedFighters(msg);
     if (fighters.length !== 1) {
-      return refuse(msg.playerid, 'select the token of the one psionic creature that joins the defense (it must represent a character). Nothing was changed.');
+      return refuse(msg.playerid, `select the token of the one psionic creature that ${leave ? 'leaves' : 'joins'} the defense (it must represent a character). Nothing was changed.`);
     }
     const ref = fighters[0];
     const name = chatSafe(fighterName(ref));
-    if (!mayControl(msg.playerid, ref)) return refuse(msg.playerid, `you do not control ${name}: only its controller or the GM may make it join a defense. Nothing was changed.`);
+    if (!mayControl(msg.playerid, ref)) {
+      return refuse(msg.playerid, `you do not control ${name}: only its controller or the GM may make it ${leave ? 'leave' : 'join'} a defense. Nothing was changed.`);
+    }
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
     const exchange = store().exchanges[xid];
     if (!exchange) {
-      return refuse(msg.playerid, `${name} cannot join: there is no attack waiting for a defense with id ${chatSafe(xid)} (already defended, or too old). Nothing was changed.`);
+      return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${chatSafe(xid)} (already defended, or too old). Nothing was changed.`);
     }
     if (!SYSTEMS[exchange.system].swarms) {
       return refuse(msg.playerid, `${name} cannot join: this attack is ${exchange.system}'s, and only power-pool lets a psionic creature join a defense `
         + '(with Imagination Swarm). Nothing was changed.');
     }
-    const why = joinProblem(exchange, ref);
-    if (why) return refuse(msg.playerid, `${name} ${why}: it cannot join this defense. Nothing was changed.`);
-    const mode = SYSTEMS[exchange.system].swarms.find((m) => knownDefenses(ref, exchange.system).includes(m));
-    exchange.joined = joinedOf(exchange).concat([{ ref, mode }]);
     const choosers = Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender];
     const whose = Array.isArray(exchange.members)
       ? `the group of ${chatSafe(fighterName(choosers[0]))} (struck first by the psionic wave of ${chatSafe(fighterName(exchange.attacker))})`
       : `${chatSafe(fighterName(exchange.defender))} against the attack of ${chatSafe(fighterName(exchange.attacker))}`;
+    if (leave) {
+      if (!joinedRefs(exchange).includes(ref)) return refuse(msg.playerid, `${name} has not joined this defense: there is nothing to leave. Nothing was changed.`);
+      exchange.joined = joinedOf(exchange).filter((j) => j.ref !== ref);
+      const gone = `<b>${name}</b> leaves the defense of ${whose}: it no longer goes with the defending group (it may join again before the defense is chosen: `
+        + `<code>!psi join --req ${xid}</code>).`;
+      joinAudience(exchange, ref, msg.playerid).forEach((pid) => tell(pid, 'left', gone));
+      return whisperGM(box('left', gone));
+    }
+    const why = joinProblem(exchange, ref);
+    if (why) return refuse(msg.playerid, `${name} ${why}: it cannot join this defense. Nothing was changed.`);
+    // In a wave the first mind's allies are its secret choice until the card: its side and
+    // the GM know them; anyone else learns only that the creature cannot join.
+    if ((exchange.allies || []).includes(ref)) {
+      const drawnWhy = `${name} is drawn into this defense already, as an ally`;
+      if (playerIsGM(msg.playerid) || controllersOf(choosers[0]).includes(msg.playerid)) {
+        return refuse(msg.playerid, `${drawnWhy}: it cannot join this defense. Nothing was changed.`);
+      }
+      whisperGM(box('join refused', `${drawnWhy}, so it cannot join this defense; its player was told only that it cannot join (the drawing in stays secret until the card).`));
+      return refuse(msg.playerid, `${name} cannot join this defense. Nothing was changed.`);
+    }
+    const mode = SYSTEMS[exchange.system].swarms.find((m) => knownDefenses(ref, exchange.system).includes(m));
+    exchange.joined = joinedOf(exchange).concat([{ ref, mode }]);
     const text = `<b>${name}</b> joins the defense of ${whose} by its own choice, with ${label(mode)}: it rolls its own pool with the defending group, `
       + 'and falls with the group should the attack win. It goes to the companion when the defense is chosen.';
-    const players = new Set(choosers.concat([ref]).flatMap(controllersOf).concat([msg.playerid]).filter((pid) => !playerIsGM(pid)));
-    players.forEach((pid) => tell(pid, 'joined', text));
+    joinAudience(exchange, ref, msg.playerid).forEach((pid) => tell(pid, 'joined', text));
     return whisperGM(box('joined', text));
   };
 
@@ -2642,6 +2745,18 @@ var Mindscape = Mindscape || (() => {
     return ref && enc.combatants[ref] ? enc.combatants[ref] : null;
   };
 
+  // power-pool: the name of the mind struck first when `choice` draws allies in for another
+  // mind the wave strikes (the companion refuses that: allies-first-mind-only), else null.
+  // Known only from a view of the encounter (!psi encounter status) still current: else the
+  // companion judges, and its refusal says the same (declareRefusal).
+  const firstMindInstead = (enc, cid, choice) => {
+    const allies = isObject(choice.defense) && Array.isArray(choice.defense.allies) ? choice.defense.allies : [];
+    const struck = isObject(enc.struck) && enc.struck.revision === enc.revision && Array.isArray(enc.struck.ids) ? enc.struck.ids : [];
+    if (!allies.length || !struck.includes(String(cid)) || struck[0] === String(cid)) return null;
+    const ref = Object.keys(enc.combatants).find((r) => enc.combatants[r] === struck[0]);
+    return ref ? fighterName(ref) : struck[0];
+  };
+
   // The choice `!psi encounter declare` asks for, as encounter.declare takes it, or
   // {error}. Which choices go together, and when, is the companion's to judge.
   const declaredChoice = (args, enc) => {
@@ -2732,6 +2847,9 @@ var Mindscape = Mindscape || (() => {
       const built = declaredChoice(args, enc);
       if (built.error) return refuse(msg.playerid, built.error);
       const { choice } = built;
+      const drawn = firstMindInstead(enc, enc.combatants[charId], choice);
+      if (drawn) return refuse(msg.playerid, `in this psionic wave only the mind struck first, ${chatSafe(drawn)}, draws allies into the group's defense: `
+        + `declare the defense of ${chatSafe(fighterName(charId))} without --ally. Nothing was sent.`);
       // A public action (power-pool) applies at once and may write any combatant's sheet:
       // not while a refresh reads them.
       const open = PUBLIC_ACTIONS.some((key) => key in choice);
@@ -2787,12 +2905,13 @@ var Mindscape = Mindscape || (() => {
     '<ul>',
     '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. A GM may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
-    '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already, one under psionic control, one that does not know Imagination Swarm, or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out.</li>',
+    '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
+    '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
@@ -3123,6 +3242,9 @@ var Mindscape = Mindscape || (() => {
   // after an unlinked token, is that fighter.
   const refreshEncounter = (enc, view) => {
     if (Number.isInteger(view.revision)) enc.revision = view.revision;
+    // power-pool: the minds struck in the defense phase, the one leading the group first, as
+    // of this revision: a declaration checks its allies against them while nothing moved.
+    enc.struck = Array.isArray(view.struck) && Number.isInteger(view.revision) ? { revision: view.revision, ids: view.struck.map(String) } : null;
     const ids = viewCombatantIds(view);
     if (!ids) return;
     const fresh = {};
@@ -3195,7 +3317,8 @@ var Mindscape = Mindscape || (() => {
       && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
       ? '<br>The campaign\'s house rules are sent as <code>options</code>: <code>!psi house</code> shows them, and <code>--default RULE</code> clears one.' : '';
     if (job.kind === 'exchange' && refusesTheDefense(job, error)) return chooseAgain(job, error);
-    whisperGM(box(title, text + house + (job.kind === 'round' ? roundRefusal(job, error) : '')));
+    const declared = job.kind === 'encounter.declare' ? declareRefusal(error) : '';
+    whisperGM(box(title, text + house + declared + (job.kind === 'round' ? roundRefusal(job, error) : '')));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
       if (chooser) tell(chooser, title, text);
@@ -3204,18 +3327,26 @@ var Mindscape = Mindscape || (() => {
       others.forEach((pid) => tell(pid, title, 'The exchange failed; the GM has been told why.'));
       return undefined;
     }
-    if (requester) tell(requester, title, text);
+    if (requester) tell(requester, title, text + declared);
     return undefined;
+  };
+
+  // What a refused declaration means, in the table's words, beyond the companion's.
+  const declareRefusal = (error) => {
+    const rule = isObject(error.data) ? String(error.data.rule || '') : '';
+    if (rule !== 'allies-first-mind-only') return '';
+    return '<br>Nothing was recorded. In a psionic wave only the mind struck first draws allies into the group\'s defense: '
+      + 'declare this defense again without <code>--ally</code> (that mind\'s controller names the allies).';
   };
 
   // Whether the companion refused an exchange for the defense chosen, which may be chosen
   // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
   // under control), any rule about a creature that joined by its own choice (asleep, say:
   // it is left out) or a defense mode a mind does not know. mode-not-known also refuses an
-  // attack mode the attacker does not know, which no other defense mends; the companion
-  // gives no path for a rule, so that one is told apart by the attack mode its detail names
-  // (attack and defense modes have different ids). Not an attack an hour old: that one
-  // would be forgotten at once.
+  // attack mode the attacker does not know, which no other defense mends: the companion
+  // names the creature a refusal is about (refusedFighter); one older than that is told
+  // apart by the attack mode its detail names (attack and defense modes have different
+  // ids). Not an attack an hour old: that one would be forgotten at once.
   const refusesTheDefense = (job, error) => {
     const exchange = job.exchange;
     if (!isObject(exchange) || error.code !== RULES_VIOLATION || !isObject(error.data)) return false;
@@ -3225,20 +3356,32 @@ var Mindscape = Mindscape || (() => {
     if (!choosers.length || choosers.includes(exchange.attacker)) return false;
     const rule = String(error.data.rule || '');
     if (rule.startsWith('ally-')) return true;
-    if (joinedRefs(exchange).includes(refusedFighter(job, String(error.data.detail || '')))) return true;
+    const about = refusedFighter(job, error);
+    if (about && joinedRefs(exchange).includes(about)) return true;
+    if (rule !== 'mode-not-known') return false;
+    if (typeof error.data.combatant === 'string') return Boolean(about) && about !== exchange.attacker;
     const attackMode = isObject(exchange.attack) ? String(exchange.attack.mode) : '';
-    return rule === 'mode-not-known' && !String(error.data.detail || '').split(/\s+/).includes(attackMode);
+    return !String(error.data.detail || '').split(/\s+/).includes(attackMode);
   };
 
-  // The fighter a refusal's detail is about: the ally at the /allies/N it starts with, or
-  // the one of the exchange whose name it starts with (the companion names creatures as
-  // they were sent: fighterName); the longest name wins (Goblin 2 before Goblin). Null when
-  // none fits (renamed since).
-  const refusedFighter = (job, detail) => {
+  // The fighter a refusal is about: the one the companion names in its error data
+  // (`combatant`, the id it was sent: the fighter's ref) when it is one of this request's.
+  // A companion older than that names it only in its detail: then the ally at the
+  // /allies/N the detail starts with, or the one fighter of the request whose name it
+  // starts with (the companion names creatures as they were sent: fighterName; the
+  // longest name wins, Goblin 2 before Goblin). Null when none fits (renamed since) or
+  // when several fighters share that name (five Goblins): better nobody than the wrong one.
+  const refusedFighter = (job, error) => {
+    const data = isObject(error.data) ? error.data : {};
+    const involved = Array.isArray(job.involved) ? job.involved : [];
+    if (typeof data.combatant === 'string') return involved.includes(data.combatant) ? data.combatant : null;
+    const detail = String(data.detail || '');
     const at = /^(\/allies\/\d+)\b/.exec(detail);
     if (at && isObject(job.paths) && job.paths[at[1]]) return job.paths[at[1]];
-    return (job.involved || []).filter((ref) => detail.startsWith(fighterName(ref)))
-      .sort((a, b) => fighterName(b).length - fighterName(a).length)[0] || null;
+    const fits = Array.from(new Set(involved.filter((ref) => detail.startsWith(fighterName(ref)))));
+    const longest = Math.max(0, ...fits.map((ref) => fighterName(ref).length));
+    const best = fits.filter((ref) => fighterName(ref).length === longest);
+    return best.length === 1 ? best[0] : null;
   };
 
   // Why the companion refused a defense, in the table's words, naming the creature; `xid`
@@ -3292,8 +3435,8 @@ var Mindscape = Mindscape || (() => {
     if (wave) exchange.choices = {};
     const rule = String(error.data.rule || '');
     const detail = String(error.data.detail || '');
-    const about = refusedFighter(job, detail);
-    const joiner = joinedRefs(exchange).includes(about) ? about : null;
+    const about = refusedFighter(job, error);
+    const joiner = about && joinedRefs(exchange).includes(about) ? about : null;
     if (joiner) exchange.joined = joinedOf(exchange).filter((j) => j.ref !== joiner);
     const xid = waitForDefense(exchange);
     const why = defenseRefusalText(rule, detail, about, xid, Boolean(joiner));
@@ -3303,16 +3446,22 @@ var Mindscape = Mindscape || (() => {
     const owner = joiner || (choosers.includes(about) ? about : (rule.startsWith('ally-') ? choosers[0] : null));
     const again = wave ? 'every mind it strikes chooses its defense again' : `${chatSafe(fighterName(choosers[0]))} chooses the defense again`;
     const waits = `Nothing was written to any sheet, and the attack of ${chatSafe(fighterName(exchange.attacker))} still waits: ${again}.`;
-    whisperGM(box('defense refused', `${why}<br>${waits}<br>The companion said: ${errorText(error)}`));
+    const kept = joinedRefs(exchange);
+    const leave = `<code>!psi join --req ${xid} --leave</code> with its token selected`;
+    // A refusal the script cannot pin on a creature (an older companion's, naming one of
+    // several Goblins) may be about one still joined: it would come again, so say how to
+    // leave it out.
+    const unsure = !about && kept.length
+      ? `<br>Should the refusal be about ${namesOf(kept)}, which joined by its own choice, leave it out (its controller or the GM): ${leave}.` : '';
+    whisperGM(box('defense refused', `${why}<br>${waits}${unsure}<br>The companion said: ${errorText(error)}`));
     const players = (refs) => refs.flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
     const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : []));
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
     const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));
     others.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits}`));
-    const kept = joinedRefs(exchange);
     const keptPlayers = new Set(players(kept).filter((pid) => !toldWhy.has(pid) && !others.has(pid)));
     keptPlayers.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits} `
-      + `Still joined: ${namesOf(kept)}.`));
+      + `Still joined: ${namesOf(kept)} (to leave the defense: ${leave}).`));
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
     if (requester && !toldWhy.has(requester) && !others.has(requester) && !keptPlayers.has(requester)) {
       tell(requester, 'defense refused', `The defense chosen against your attack could not be used, so ${wave ? 'every mind it strikes' : chatSafe(fighterName(choosers[0]))} `

@@ -471,10 +471,10 @@ test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s 
   ctx.sb.attribute(ctx.fenka.id, 'psi_die').set({ current: '4' });
   ctx.sb.attribute(ctx.ogre.id, 'psi_pool').set({ current: '20', max: '20' });
   const seer = ctx.sb.add('character', { name: 'Seer', controlledby: ALICE });
-  // The companion reads a power-pool creature's modes from psi_defenses; the Mod script's
-  // check (knownDefenses) from the sheet's rows, or all modes when it lists none.
+  // The companion reads a power-pool creature's modes from psi_defenses, and so does the
+  // Mod script's check (knownDefenses).
   for (const [name, current, max] of [['psi_pool', '2', '2'], ['psi_die', '6', ''], ['psi_psionic', '1', ''], ['HP', '9', '9'], ['level-class1', '2', ''],
-    ['psi_defenses', 'Imagination Swarm', ''], ['repeating_psionic-defenses_-Md9_psionic-defense-name', 'Imagination Swarm', '']]) {
+    ['psi_defenses', 'Imagination Swarm', '']]) {
     ctx.sb.add('attribute', { _characterid: seer.id, name, current, max });
   }
   const seerToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: seer.id, name: 'Seer', bar1_link: ctx.sb.attribute(seer.id, 'HP').id });
@@ -500,6 +500,69 @@ test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s 
   assert.deepEqual(held.map((l) => l.id), [ctx.fenka.id, seer.id]);
   assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Seer \(defends with Imagination Swarm, 2d6\)\}\}/);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
+test('a power-pool refusal through the relay names its creature: of three tokens all named Goblin, the real companion\'s defender-unaware is about the sleeping one that joined, which is left out, and the defense chosen again is resolved', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = campaign({ pairing: PAIRED });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  for (const [name, current, max] of [['psi_psionic', '1', ''], ['psi_pool', '2', '2'], ['psi_die', '6', ''], ['HP', '7', '7'],
+    ['psi_attacks', 'Mental Stab', ''], ['psi_defenses', 'Imagination Swarm', '']]) {
+    ctx.sb.add('attribute', { _characterid: goblin.id, name, current, max });
+  }
+  // Three unlinked tokens, as Roll20 names copies; Alice controls the third, which sleeps.
+  const token = (controlledby = '') => ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: goblin.id, name: 'Goblin', controlledby,
+    bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '7', bar1_max: '7' });
+  const [g1, g2, g3] = [token(), token(), token(ALICE)];
+  ctx.sb.state.Mindscape.tokens[g3.id] = { conditions: { name: 'psi_conditions', current: 'asleep', max: '' } };
+  ctx.sb.chat({ playerid: GM, selected: [g1.id], content: `!psi attack --target ${g2.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1))[1];
+  ctx.sb.chat({ playerid: ALICE, selected: [g3.id], content: `!psi join --req ${xid}` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Goblin<\/b> joins the defense of Goblin/);
+  const [refused] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${xid} --mode none` }));
+  assert.deepEqual([refused.error?.data?.rule, refused.error?.data?.combatant], ['defender-unaware', g3.id], JSON.stringify(refused));
+  const again = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'gm').at(-1))[1];
+  assert.notEqual(again, xid);
+  assert.deepEqual(JSON.parse(JSON.stringify(ctx.sb.state.Mindscape.exchanges[again].joined)), []);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Goblin<\/b> cannot join the defense: Goblin is asleep.* It is left out/);
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${again} --mode none` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  assert.deepEqual(resolved.result.defense.members.map((m) => [m.id, m.role]), [[g2.id, 'defender']]);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
+test('a power-pool encounter through the relay: allies declared by a wave\'s second mind are refused by the real companion (allies-first-mind-only) and nothing is recorded; once the view names the minds struck, the Mod script refuses it itself', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = psionicControl(campaign({ pairing: PAIRED }));
+  // Everyone free; the ogre knows the wave; the thrall (no pool) could be drawn in.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_pool').set({ current: '1', max: '1' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Wave' }));
+  assert.ok(created.result, JSON.stringify(created.error));
+  const members = [ctx.tokens.fenka.id, ctx.tokens.ulcen.id, ctx.tokens.ogre.id, ctx.thrall.id];
+  const [added] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: `!psi encounter add ${members.map((id) => `--token ${id}`).join(' ')}` }));
+  assert.ok(added.every((r) => r.result), JSON.stringify(added));
+  const [wave] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi encounter declare --attack psionic-wave --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id}` }));
+  assert.ok(wave.result, `the daemon answered an error: ${JSON.stringify(wave.error)}\n${daemonLog}`);
+  const ulcenDraws = () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --defense pinnacle-of-will --ally ${ctx.thrall.id}` });
+  const revision = ctx.sb.state.Mindscape.encounter.revision;
+  const [refused] = await roundTrip(ctx, ulcenDraws);
+  assert.deepEqual([refused.error?.data?.rule, refused.error?.data?.combatant], ['allies-first-mind-only', ctx.ulcen.id], JSON.stringify(refused));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Nothing was recorded\. In a psionic wave only the mind struck first draws allies into the group's defense: declare this defense again without <code>--ally<\/code>/);
+  const [status] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter status' }));
+  assert.deepEqual(status.result.struck, [ctx.fenka.id, ctx.ulcen.id]);
+  assert.equal(status.result.revision, revision, 'nothing was recorded');
+  const sent = ctx.sb.chats.filter((c) => /MINDSCAPE-REQ/.test(c.input)).length;
+  ulcenDraws();
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /in this psionic wave only the mind struck first, Fenka, draws allies into the group's defense: declare the defense of Ulcen of Tyr without --ally\. Nothing was sent\./);
+  assert.equal(ctx.sb.chats.filter((c) => /MINDSCAPE-REQ/.test(c.input)).length, sent);
+  const [declared] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense pinnacle-of-will' }));
+  assert.ok(declared.result, `the daemon answered an error: ${JSON.stringify(declared.error)}\n${daemonLog}`);
 });
 
 test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {

@@ -395,19 +395,60 @@ test('options of another system are refused in plain words (API.md: attack objec
   assert.deepEqual([odds.attack, odds.defense], [{ mode: 'mental-stab', pool_dice: 3 }, { mode: 'blank-mind', pool_dice: 1 }]);
 });
 
-test('power-pool defense buttons list the modes the companion reads (psi_defenses), not the AD&D sheet\'s revised-2e rows', () => {
+test('the defense buttons offer the modes the companion knows, read in its order for each system (adapters/roll20.py): psi_defenses over the AD&D rows, the rows in revised-2e only, else its defaults', () => {
   const ctx = campaign();
-  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
-  const buttons = () => {
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const buttons = (mode) => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ${mode}` });
     return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
   };
-  // Fenka's rows name revised-2e modes only: every power-pool defense is offered.
-  assert.deepEqual(buttons(), ['barrier-mantra', 'blank-mind', 'cognitive-labyrinth', 'imagination-swarm', 'pinnacle-of-will', 'none']);
-  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Blank Mind; Imagination Swarm, Tower of Iron Will' });
-  assert.deepEqual(buttons(), ['blank-mind', 'imagination-swarm', 'none']);
-  ctx.sb.attribute(ctx.fenka.id, 'psi_defenses').set('current', '["Pinnacle of Will"]');
-  assert.deepEqual(buttons(), ['pinnacle-of-will', 'none']);
+  const set = (name, current, max = '') => {
+    const attr = ctx.sb.attribute(ctx.fenka.id, name);
+    if (attr) attr.set({ current, max });
+    else ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max });
+  };
+  const system = (id) => ctx.sb.chat({ playerid: GM, content: `!psi config --system ${id}` });
+  // revised-2e: Fenka's psionic-defense rows (Mental Barrier, Mind Blank) ...
+  assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'none']);
+  // ... unless psi_defenses lists modes: the companion reads it over the rows.
+  set('psi_defenses', 'thought-shield, tower-of-iron-will');
+  assert.deepEqual(buttons('ego-whip'), ['thought-shield', 'tower-of-iron-will', 'none']);
+  // A list naming no mode of the system knows none (the rows do not come back).
+  set('psi_defenses', 'Mental Stab');
+  assert.deepEqual(buttons('ego-whip'), ['none']);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion knows no defense mode of Fenka \(the help handout says where it reads them\): No defense only\./);
+  set('psi_defenses', '');
+  assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'none']);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /knows no defense mode/);
+  // power-pool reads psi_defenses only: the rows are not its modes, and the companion's
+  // default is none (only No defense), never all of them.
+  system('power-pool');
+  assert.deepEqual(buttons('mental-stab'), ['none']);
+  set('psi_defenses', 'Blank Mind; Imagination Swarm, Tower of Iron Will');
+  assert.deepEqual(buttons('mental-stab'), ['blank-mind', 'imagination-swarm', 'none']);
+  set('psi_defenses', '["Pinnacle of Will"]');
+  assert.deepEqual(buttons('mental-stab'), ['pinnacle-of-will', 'none']);
+  // combat-strength: nothing listed is all five for a psionic mind (psi_psionic, else one
+  // with a strength), none for another; a sheet's "Thought Shield" is its Shield Thoughts.
+  set('psi_defenses', '');
+  system('combat-strength');
+  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  assert.deepEqual(buttons('mind-thrust'), ['none']);
+  set('psi_psionic', 'yes');
+  assert.deepEqual(buttons('mind-thrust'), five);
+  set('psi_psionic', '');
+  set('psi_defense_strength', '0', '30');
+  assert.deepEqual(buttons('mind-thrust'), five);
+  set('psi_defenses', 'Thought Shield');
+  assert.deepEqual(buttons('mind-thrust'), ['shield-thoughts', 'none']);
+  // The generic adapter: psi_defenses over the attribute its mapping names; never the rows.
+  set('psi_defenses', '');
+  system('revised-2e');
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --attr defenses=Wards --attr psp=PSP` });
+  assert.deepEqual(buttons('ego-whip'), ['none']);
+  set('Wards', 'Intellect Fortress');
+  assert.deepEqual(buttons('ego-whip'), ['intellect-fortress', 'none']);
+  set('psi_defenses', 'Mind Blank');
+  assert.deepEqual(buttons('ego-whip'), ['mind-blank', 'none']);
 });
 
 test('attacker and defender must use the same system', () => {
@@ -2559,6 +2600,41 @@ test('power-pool declare: a psionic wave names several --target, --keep-by says 
   assert.equal(requests(ctx.sb).length, sent);
 });
 
+test('power-pool encounter: --ally from a wave\'s mind other than the first is refused (allies-first-mind-only): before anything is sent when the view is current, else in the companion\'s words; nothing changes', () => {
+  const ctx = swarmCampaign();
+  encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka, ctx.tokens.ogre, ctx.tokens.porter]);
+  const wave = declare(ctx, GM, ctx.tokens.ogre, ` --attack psionic-wave --target ${ctx.tokens.ulcen.id} --target ${ctx.tokens.fenka.id}`);
+  answer(ctx, wave.id, { jsonrpc: '2.0', id: wave.id, result: { revision: 5, waiting_for: [ctx.ulcen.id, ctx.fenka.id], updates: [] } });
+  // Without a view the companion judges: its refusal says what to do, and nothing is recorded.
+  const swarm = declare(ctx, BOB, ctx.tokens.fenka, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`);
+  assert.deepEqual(plain(swarm.body.params.choice), { defense: { mode: 'imagination-swarm', allies: [ctx.porter.id] } });
+  const before = JSON.stringify(ctx.sb.state.Mindscape.encounter);
+  refusal(ctx, swarm, 'allies-first-mind-only', 'only Ulcen of Tyr, struck first, draws allies into the defending group of this psionic wave', ctx.fenka.id);
+  const said = /allies-first-mind-only: only Ulcen of Tyr, struck first, draws allies into the defending group of this psionic wave<br>Nothing was recorded\. In a psionic wave only the mind struck first draws allies into the group's defense: declare this defense again without <code>--ally<\/code>/;
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), said);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), said);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.encounter), before);
+  // With the current view (!psi encounter status: struck, the first leading) it is refused here.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  const view = (revision) => ({ id: 'enc-1', phase: 'defense', revision, waiting_for: [ctx.ulcen.id, ctx.fenka.id], struck: [ctx.ulcen.id, ctx.fenka.id],
+    combatants: Object.fromEntries([ctx.ulcen.id, ctx.fenka.id, ctx.tokens.ogre.id, ctx.porter.id].map((id) => [id, { id }])) });
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: view(5) });
+  const sent = requests(ctx.sb).length;
+  declare(ctx, BOB, ctx.tokens.fenka, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /in this psionic wave only the mind struck first, Ulcen of Tyr, draws allies into the group's defense: declare the defense of Fenka without --ally\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  // The first mind draws allies in; the others declare without.
+  assert.deepEqual(plain(declare(ctx, ALICE, ctx.tokens.ulcen, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`).body.params.choice.defense.allies), [ctx.porter.id]);
+  const none = declare(ctx, BOB, ctx.tokens.fenka, ' --defense none');
+  assert.deepEqual(plain(none.body.params.choice), { defense: {} });
+  // A view the encounter has moved on from checks nothing: the companion judges again.
+  answer(ctx, none.id, { jsonrpc: '2.0', id: none.id, result: { revision: 6, waiting_for: [ctx.ulcen.id], updates: [] } });
+  const count = requests(ctx.sb).length;
+  declare(ctx, BOB, ctx.tokens.fenka, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`);
+  assert.equal(requests(ctx.sb).length, count + 1);
+});
+
 test('power-pool public actions: --pass, --release, --keep --by, --cannot-perceive and --rest apply at once; their write-backs are made', () => {
   const ctx = poolEncounter();
   const cases = [
@@ -2785,6 +2861,8 @@ test('power-pool: a psi_controlled_by naming a linked token instead of its chara
 const swarmCampaign = () => {
   const ctx = underControl();
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  // Fenka knows the swarm where the companion reads a power-pool creature's modes.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Imagination Swarm' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) });
   const porter = ctx.sb.add('character', { name: 'Porter', controlledby: BOB });
   ctx.sb.add('attribute', { _characterid: porter.id, name: 'psi_pool', current: '1', max: '1' });
@@ -2950,8 +3028,11 @@ test('power-pool waves: only the mind struck first draws allies in (its whisper 
   assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } });
 });
 
-// The companion's refusal of the request `req` (4001, its rule and detail).
-const refusal = (ctx, req, rule, detail) => answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule, detail } } });
+// The companion's refusal of the request `req` (4001, its rule and detail, and the id of
+// the creature it is about when given: API.md's `combatant`).
+const refusal = (ctx, req, rule, detail, combatant) => answer(ctx, req.id, {
+  jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: Object.assign({ rule, detail }, combatant ? { combatant } : {}) },
+});
 const reqOf = (whisper) => /--req ([A-Za-z0-9]+)/.exec(whisper)[1];
 
 test('power-pool: a psionic ally the companion refuses (ally-psionic) does not lose the attack: nothing is written, the chooser is told why, and the defense is chosen again under a new id', () => {
@@ -2972,7 +3053,7 @@ test('power-pool: a psionic ally the companion refuses (ally-psionic) does not l
   assert.match(told, /Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\./);
   // The defense buttons again, under a new id; the old ones are spent.
   assert.notEqual(again, xid);
-  assert.match(bob.at(-1), new RegExp(`Ogre attacks the mind of <b>Fenka</b>\\. Choose a defense:<br>\\[Barrier Mantra\\]\\(!psi defend --req ${again} --mode barrier-mantra\\)`));
+  assert.match(bob.at(-1), new RegExp(`Ogre attacks the mind of <b>Fenka</b>\\. Choose a defense:<br>\\[Imagination Swarm\\]\\(!psi defend --req ${again} --mode imagination-swarm\\) \\[No defense\\]`));
   assert.match(bob.at(-1), new RegExp(`type <code>!psi defend --req ${again} --mode imagination-swarm --ally `));
   const gm = whispersTo(ctx.sb, 'gm');
   assert.match(gm.at(-2), /<b>Ulcen of Tyr<\/b> is psionic.*The companion said: The rules forbid it \(4001\)<br>ally-psionic: Ulcen of Tyr is psionic/);
@@ -3091,16 +3172,16 @@ test('power-pool waves: a defense the companion refuses starts every mind\'s cho
 
 // ------------------ power-pool: a psionic creature joins a defense (!psi join)
 
-// swarmCampaign, and Alice's Seer: psionic, knows Imagination Swarm, holds a hound under
-// its control; both have tokens linked to their sheets.
+// swarmCampaign, and Alice's Seer: psionic, knows Imagination Swarm (in psi_defenses, where
+// the companion reads a power-pool creature's modes), holds a hound under its control; both
+// have tokens linked to their sheets.
 const seerCampaign = () => {
   const ctx = swarmCampaign();
   const attrs = (charId, list) => list.forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: charId, name, current, max }));
   const seer = ctx.sb.add('character', { name: 'Seer', controlledby: ALICE });
   const hound = ctx.sb.add('character', { name: 'Hound', controlledby: '' });
   attrs(seer.id, [['psi_pool', '2', '2'], ['psi_die', '6'], ['psi_psionic', '1'], ['HP', '9', '9'],
-    ['repeating_psionic-defenses_-Md9_psionic-defense-name', 'Imagination Swarm'],
-    ['psi_controlling', JSON.stringify([{ id: hound.id, kept_by: 'action' }])]]);
+    ['psi_defenses', 'Imagination Swarm'], ['psi_controlling', JSON.stringify([{ id: hound.id, kept_by: 'action' }])]]);
   attrs(hound.id, [['psi_pool', '0', '1'], ['psi_die', '4'], ['HP', '5', '5'], ['psi_controlled_by', seer.id]]);
   const tokenOf = (c) => ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: c.id, name: c.get('name'), bar1_link: ctx.sb.attribute(c.id, 'HP').id });
   return Object.assign(ctx, { seer, hound, tokens: Object.assign(ctx.tokens, { seer: tokenOf(seer), hound: tokenOf(hound) }) });
@@ -3175,6 +3256,8 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   refused(BOB, ctx.tokens.fenka, /Fenka is a target of this attack: it cannot join this defense\./);
   refused(GM, ctx.tokens.hound, /Hound is under the psionic control of Seer: it cannot join this defense\./);
   refused(ALICE, ctx.tokens.ulcen, /Ulcen of Tyr does not know Imagination Swarm, the defense by which a psionic creature joins: it cannot join this defense\./);
+  // Only a mode the companion reads counts: Porter's sheet lists none (it would know none).
+  refused(BOB, ctx.tokens.porter, /Porter does not know Imagination Swarm, the defense by which a psionic creature joins: it cannot join this defense\./);
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.porter.id], content: '!psi config --system revised-2e' });
   refused(BOB, ctx.tokens.porter, /Porter uses revised-2e, not power-pool: it cannot join this defense\./);
   assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
@@ -3196,24 +3279,46 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   assert.equal(other.sb.state.Mindscape.exchanges[otherXid].joined, undefined);
 });
 
-test('power-pool !psi join in a psionic wave: the creature joins the group of the mind struck first; one drawn in already cannot join', () => {
-  const ctx = seerCampaign();
+// seerCampaign, and the ogre's psionic wave at Fenka (struck first) and Ulcen; returns the
+// id of the attack waiting for their defenses.
+const waveAtFenkaAndUlcen = (ctx) => {
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
   ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
-  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  return reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+};
+
+test('power-pool !psi join in a psionic wave: the creature joins the group of the mind struck first', () => {
+  const ctx = seerCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /A psionic creature that can see a mind this wave strikes may join the defense by its own choice, with Imagination Swarm \(it joins the group of Fenka, struck first\)/);
   // Ulcen is struck: his player may not make him join.
   assert.match(join(ctx, ALICE, ctx.tokens.ulcen, xid), /Ulcen of Tyr is a target of this attack/);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
-  assert.match(join(ctx, GM, ctx.tokens.porter, xid), /Porter is drawn into this defense already, as an ally: it cannot join this defense\./);
   // Between two minds' choices Seer still joins.
   assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of the group of Fenka \(struck first by the psionic wave of Ogre\)/);
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
   const p = lastRequest(ctx.sb).body.params;
   assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id], [ctx.porter.id, ctx.seer.id]]);
   assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' }, [ctx.seer.id]: { mode: 'imagination-swarm' } });
+});
+
+test('power-pool !psi join in a psionic wave: a creature the first mind drew in cannot join, and its player is not told that it was drawn in (a secret until the card); the first mind\'s side and the GM are', () => {
+  const ctx = seerCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
+  // Bob names Alice's Seer as Fenka's ally (the companion will judge it): Fenka's choice.
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.seer.id}` });
+  const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+  const told = join(ctx, ALICE, ctx.tokens.seer, xid);
+  assert.match(told, /refused<\/b><br>Seer cannot join this defense\. Nothing was changed\./);
+  assert.doesNotMatch(told, /drawn|ally|Fenka|Imagination/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Seer is drawn into this defense already, as an ally, so it cannot join this defense; its player was told only that it cannot join/);
+  assert.match(join(ctx, GM, ctx.tokens.seer, xid), /Seer is drawn into this defense already, as an ally: it cannot join this defense\. Nothing was changed\./);
+  // Fenka's player made that choice: he hears why.
+  ctx.sb.objects.find((o) => o.id === ctx.seer.id).set({ controlledby: `${ALICE},${BOB}` });
+  assert.match(join(ctx, BOB, ctx.tokens.seer, xid), /Seer is drawn into this defense already, as an ally: it cannot join this defense\./);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
 });
 
 test('power-pool !psi join and a refused defense: a refusal about the creature that joined leaves it out (it may join again under the new id); any other keeps it joined; a failure tells its player only that', () => {
@@ -3236,7 +3341,8 @@ test('power-pool !psi join and a refused defense: a refusal about the creature t
   refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])");
   const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /before the defense is chosen\. Joined: Seer\./);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /A defense chosen against this attack could not be used \(the GM has been told why\)\. Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\. Still joined: Seer\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp('A defense chosen against this attack could not be used \\(the GM has been told why\\)\\. Nothing was written to any sheet, and the attack of Ogre still waits: '
+    + `Fenka chooses the defense again\\. Still joined: Seer \\(to leave the defense: <code>!psi join --req ${third} --leave</code> with its token selected\\)\\.`));
   assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Blank Mind|blank-mind/.test(w)), 'the defender\'s choice stays secret');
   // The GM settles it: Seer goes along.
   ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${third} --mode none` });
@@ -3254,6 +3360,82 @@ test('power-pool !psi join and a refused defense: a refusal about the creature t
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
+// swarmCampaign, and three unlinked Goblin tokens of one psionic Goblin character, all named
+// "Goblin" (as Roll20 names copies): the GM's first attacks the second, Alice's third
+// (its token's own controller) may join. Returns ctx with `gob`.
+const goblinBand = () => {
+  const ctx = swarmCampaign();
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  [['psi_psionic', '1'], ['psi_pool', '2', '2'], ['psi_die', '6'], ['HP', '7', '7'], ['psi_attacks', 'Mental Stab'], ['psi_defenses', 'Imagination Swarm']]
+    .forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: goblin.id, name, current, max }));
+  const token = (controlledby = '') => ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: goblin.id, name: 'Goblin', controlledby, bar1_link: '', bar2_link: '', bar3_link: '' });
+  return Object.assign(ctx, { gob: [token(), token(), token(ALICE)] });
+};
+
+// The first goblin attacks the second; the third joins; the GM chooses `mode` for the
+// second. Returns the request sent.
+const goblinJoinsAndGmDefends = (ctx, xid, mode = 'imagination-swarm') => {
+  join(ctx, ALICE, ctx.gob[2], xid);
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${xid} --mode ${mode}` });
+  return lastRequest(ctx.sb);
+};
+
+test('power-pool: a refusal about one of several creatures of one name (five Goblins) is pinned on the one the companion names (API.md 4001 combatant): the Goblin that joined is left out, never refused over and over', () => {
+  const ctx = goblinBand();
+  const [g1, g2, g3] = ctx.gob;
+  ctx.sb.chat({ playerid: GM, selected: [g1.id], content: `!psi attack --target ${g2.id} --mode mental-stab` });
+  const xid = reqOf(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1));
+  const req = goblinJoinsAndGmDefends(ctx, xid);
+  assert.deepEqual(req.body.params.allies.map(refOf), [g3.id]);
+  // Asleep, the Goblin that joined rolls nothing: the companion names it, not the attacker.
+  refusal(ctx, req, 'defender-unaware', 'Goblin is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing', g3.id);
+  const again = reqOf(whispersTo(ctx.sb, 'gm').at(-1));
+  assert.notEqual(again, xid);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].joined), [], 'left out');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`<b>Goblin</b> cannot join the defense: Goblin is asleep: .* It is left out \\(should that change, it may join again: <code>!psi join --req ${again}</code>`));
+  // The companion reads it as non-psionic (ally-not-psionic): left out again, not kept to be refused again.
+  const second = goblinJoinsAndGmDefends(ctx, again, 'none');
+  refusal(ctx, second, 'ally-not-psionic', 'Goblin is not psionic: it joins no psionic combat by its own choice and has no defense mode; only a defender using imagination-swarm draws it in', g3.id);
+  const third = reqOf(whispersTo(ctx.sb, 'gm').at(-1));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[third].joined), []);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion reads <b>Goblin<\/b> as non-psionic: it cannot join a defense by its own choice .* It is left out/);
+  // A mode the attacking Goblin does not know is no defense's fault, whatever the names.
+  const fourth = goblinJoinsAndGmDefends(ctx, third, 'none');
+  refusal(ctx, fourth, 'mode-not-known', "Goblin does not know mental-stab (knows ['mind-thrust'])", g1.id);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>mode-not-known/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: an older companion\'s refusal naming one of several creatures of one name keeps the joiner, and says how to leave it out: !psi join --req ID --leave (its controller or the GM), which changes nothing else', () => {
+  const ctx = goblinBand();
+  const [g1, g2, g3] = ctx.gob;
+  ctx.sb.chat({ playerid: GM, selected: [g1.id], content: `!psi attack --target ${g2.id} --mode mental-stab` });
+  const xid = reqOf(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1));
+  // No combatant in the error data: the name fits all three Goblins, so none is guessed.
+  refusal(ctx, goblinJoinsAndGmDefends(ctx, xid), 'ally-not-psionic', 'Goblin is not psionic: it joins no psionic combat by its own choice and has no defense mode; only a defender using imagination-swarm draws it in');
+  const gm = whispersTo(ctx.sb, 'gm');
+  const again = reqOf(gm.at(-1));
+  assert.match(gm.at(-2), new RegExp(`Should the refusal be about Goblin, which joined by its own choice, leave it out \\(its controller or the GM\\): <code>!psi join --req ${again} --leave</code> with its token selected\\.`));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].joined), [{ ref: g3.id, mode: 'imagination-swarm' }]);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`Still joined: Goblin \\(to leave the defense: <code>!psi join --req ${again} --leave</code> with its token selected\\)\\.`));
+  // Only its controller or the GM takes it out; Bob controls no Goblin.
+  const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+  ctx.sb.chat({ playerid: BOB, selected: [g3.id], content: `!psi join --req ${again} --leave` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /you do not control Goblin: only its controller or the GM may make it leave a defense\. Nothing was changed\./);
+  ctx.sb.chat({ playerid: GM, selected: [g1.id], content: `!psi join --req ${again} --leave` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Goblin has not joined this defense: there is nothing to leave\. Nothing was changed\./);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before);
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: ALICE, selected: [g3.id], content: `!psi join --req ${again} --leave` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`left</b><br><b>Goblin</b> leaves the defense of Goblin against the attack of Goblin: it no longer goes with the defending group \\(it may join again before the defense is chosen: <code>!psi join --req ${again}</code>\\)\\.`));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>Goblin<\/b> leaves the defense/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].joined), []);
+  assert.equal(requests(ctx.sb).length, sent, 'nothing is sent');
+  // The defense goes without it.
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${again} --mode none` });
+  assert.equal(lastRequest(ctx.sb).body.params.allies, undefined);
+});
+
 test('the help handout lists --keep-by and --ally for single attacks', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
@@ -3265,6 +3447,10 @@ test('the help handout lists --keep-by and --ally for single attacks', () => {
   assert.doesNotMatch(notes, /a psionic one defends with Imagination Swarm itself/);
   assert.match(notes, /<li><code>!psi join --req ID<\/code> with a psionic creature's token selected \(its controller or the GM; power-pool\)/);
   assert.doesNotMatch(notes, /in an encounter \(<code>!psi encounter declare/);
+  assert.match(notes, /The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses<\/code> when it holds anything \(in every system\).*in revised-2e only, the psionic-defense rows\..*revised-2e and power-pool know none \(only No defense is offered\)/);
+  assert.match(notes, /<code>!psi join --req ID --leave<\/code> takes a creature that joined out again \(its controller or the GM\)/);
+  assert.match(notes, /its player learns only that it cannot join: the drawing in stays secret/);
+  assert.match(notes, /in a wave only the mind struck first draws allies in, and another mind's <code>--ally<\/code> is refused with nothing recorded/);
 });
 
 // ------------------------------- power-pool: control at a round's end (!psi round)

@@ -438,9 +438,10 @@ async def test_no_method_tells_two_different_hidden_choices_apart_before_resolut
         for notice in notices[0]:
             assert set(notice["params"]) <= {"id", "revision"}, notice
         # Only the public bookkeeping moved: the revision, who is waited for, who declared
-        # (and, in power-pool, whose turn it is: an attack is answered by a defense).
+        # (and, in power-pool, whose turn it is: an attack is answered by a defense, and
+        # the minds it strikes, whose defense others may join).
         for key in set(after[0]["get"]) | set(before[0]["get"]):
-            if key not in ("revision", "waiting_for", "declared", "phase", "acted"):
+            if key not in ("revision", "waiting_for", "declared", "phase", "acted", "struck"):
                 assert after[0]["get"].get(key) == before[0]["get"].get(key), key
         for entry in after[0]["log"]["steps"]:
             if entry["kind"] == "declare":

@@ -194,6 +194,7 @@ export class Mindscape {
       chooseClose: { runsOn: "player", fn: (p) => this.chooseCloseHere(p) },
       chooseControl: { runsOn: "player", fn: (p) => this.chooseControlHere(p) },
       chooseJoin: { runsOn: "player", fn: (p) => this.chooseJoinHere(p) },
+      joinLeftOut: { runsOn: "player", fn: (p) => this.joinLeftOutHere(p) },
     };
   }
 
@@ -479,6 +480,12 @@ export class Mindscape {
     return this.env.dialogs.joinDialog({ context, timeoutMs: context.timeoutMs });
   }
 
+  /** A player's client: say that the creature they joined to a defense was left out (`resolveExchange`). */
+  joinLeftOutHere({ name, defender, rule, detail }) {
+    this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Join.LeftOut", { name, defender, rule, detail }));
+    return true;
+  }
+
   /**
    * power-pool: the creatures on the scene that might be drawn into an imagination swarm
    * or join one (RULES.md §3.3), as `[{docs, combatant}]`: every token on the scene of
@@ -724,6 +731,14 @@ export class Mindscape {
    * actor with one queued earlier waits for it, then reads the actors again and sends
    * their data as the earlier write-back left it. Exchanges between other actors run side
    * by side. The defenders' choices are collected before (attack), outside the queue.
+   *
+   * power-pool: when the companion refuses the exchange because of one ally (a 4001
+   * whose `combatant` is that ally's id: `ally-psionic`, `ally-mindless`, a joiner now
+   * asleep, …), nothing was written, and the exchange is resolved once more without that
+   * ally (nor its defense, nor the puppets only it brought along), with any physical dice
+   * already typed; the GM is told who was left out and why, and so is the owner of a
+   * creature that joined by its own choice. A refusal about anyone else, without a
+   * `combatant`, or of that second try fails the exchange as before.
    * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}}} exchange
    *   the documents at the time the attack was made; read again when its turn comes
    */
@@ -739,7 +754,28 @@ export class Mindscape {
         // The first target is the defender; a wave's others go as defenders.
         now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1), allies });
       }
-      return this.resolveNow({ attacker: a, defender: d, group: now, ...rest });
+      const typed = {};
+      let refused;
+      try {
+        return await this.resolveNow({ attacker: a, defender: d, group: now, typed, ...rest });
+      } catch (error) {
+        refused = allyRefused(error, now);
+        if (!refused) throw error;
+      }
+      const { docs, joined } = refused;
+      const without = await this.controlNow(a, {
+        ...now,
+        allies: now.allies.filter((x) => x !== docs),
+        defenses: (now.defenses ?? []).filter(([id]) => id !== refused.id),
+      });
+      const dice = Object.keys(typed).length ? structuredClone(typed) : undefined;
+      const done = await this.resolveNow({ attacker: a, defender: d, group: without, dice, ...rest });
+      const told = { name: docs.token?.name ?? docs.actor.name, defender: d.token?.name ?? d.actor.name, rule: refused.rule, detail: refused.detail };
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Attack.AllyLeftOut", told));
+      const owner = joined ? this.ownerOf(docs.actor) : null;
+      // Told, not asked: the exchange does not wait for the player's client.
+      if (owner) this.relay.toUser(owner.id, "joinLeftOut", told).catch(() => null);
+      return done;
     });
   }
 
@@ -749,12 +785,17 @@ export class Mindscape {
     return uuid ? this.docs(uuid) : docs;
   }
 
-  /** GM: resolve one exchange with the given documents' data; call only through `resolveExchange`. */
-  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode, group = null }) {
+  /**
+   * GM: resolve one exchange with the given documents' data; call only through
+   * `resolveExchange`. `dice` start the physical dice (those typed for a call refused
+   * before), and every die typed is added to `typed` (`callDice`).
+   */
+  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode, group = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const defense = defenseFromChoice(system, defenseChoice);
     const ref = (d) => this.ref(d.actor, d.token, adapter);
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
     const params = exchangeParams({
       system,
       attacker: ref(attacker),
@@ -762,6 +803,7 @@ export class Mindscape {
       attack,
       defense,
       options: houseRulesFor(this.game, system),
+      dice: usePhysical ? dice : undefined,
     });
     const nameOf = (d) => d.token?.name ?? d.actor.name;
     const whoAt = { "/attacker": nameOf(attacker), "/defender": nameOf(defender) };
@@ -778,8 +820,7 @@ export class Mindscape {
     if (group?.defenses?.length) {
       params.defenses = Object.fromEntries(group.defenses.map(([id, choice]) => [id, defenseFromChoice(system, choice) ?? {}]));
     }
-    const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const result = await this.callDice("exchange.resolve", params, usePhysical);
+    const result = await this.callDice("exchange.resolve", params, usePhysical, typed);
     const plan = await this.writeBack(result.updates, everyone.map((d) => participantOf(d.token, d.actor)));
     // The card's header names what was aimed at: the targets, a puppet whose controller
     // was struck instead. Every id the companion gives (the mind struck, a wave's other
@@ -1761,6 +1802,21 @@ export class Mindscape {
 
 /** The rules a choice at the end of a round may break (4001 `data.rule`): revised-2e's closing, power-pool's control. */
 const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "no-die-to-dedicate"]);
+
+/**
+ * power-pool: the ally of `group` (`resolveExchange`) a refusal of `exchange.resolve` is
+ * about, as `{docs, id, joined, rule, detail}` (`joined`: it came by its own choice, with
+ * its own defense), or null: not a 4001, no `combatant`, or one that names no ally (the
+ * attacker, a mind struck, a controller, a puppet).
+ */
+function allyRefused(error, group) {
+  const id = error instanceof RulesError ? error.data?.combatant : undefined;
+  if (!group?.allies?.length || typeof id !== "string") return null;
+  const docs = group.allies.find((d) => roundCombatantId(d.token, d.actor) === id);
+  if (!docs) return null;
+  const joined = (group.defenses ?? []).some(([who]) => who === id);
+  return { docs, id, joined, rule: error.data.rule ?? "", detail: error.data.detail ?? "" };
+}
 
 /**
  * Whether the companion refused an `exchange.end_round` for its choices (or the puppets

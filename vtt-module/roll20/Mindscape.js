@@ -3294,9 +3294,9 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Who hears of a refused request: the GM always, with the detail. A refused exchange
-  // can name the defender's secret choice and resources (e.g. "needs 5 PSPs for
-  // mental-barrier but holds 1"), so its detail goes to the player who chose the
-  // defense, and the attacker learns only that it failed.
+  // can name the defender's secret choice and resources, so its detail goes to the player
+  // who chose the defense, and the attacker learns only that it failed (a defense refused
+  // for the defender's own choice is chosen again instead: chooseAgain).
   const reportError = (job, error) => {
     const title = chatSafe(job.title || job.kind);
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
@@ -3339,14 +3339,28 @@ var Mindscape = Mindscape || (() => {
       + 'declare this defense again without <code>--ally</code> (that mind\'s controller names the allies).';
   };
 
+  // Rules that refuse only the defense a single attack's defender chose, where the rule's
+  // id alone tells it from the attack's: revised-2e's (a mode not known, a mind that has no
+  // psionic mind or cannot act, too few PSPs to raise it: RULES.md 1.2, 1.4) and
+  // combat-strength's (a mode not known; Shield Thoughts only, which its exchanges do not
+  // check today). No defense is never refused by them, so another choice always does.
+  const DEFENSE_RULES = ['defense-not-known', 'nonpsionic-cannot-defend', 'defender-cannot-act', 'not-enough-psp-for-defense',
+    'defense-mode-not-known', 'defense-shield-thoughts-only'];
+  // power-pool's rules about a defending mind's choice (a mode that does not work while it
+  // is unaware, pool dice beyond its pool, the labyrinth for a controlled mind). They may
+  // be about another creature (pool-dice-exceed-pool also refuses the attacker's dice), so
+  // another choice mends them only when the mind they are about is one that chose.
+  const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'labyrinth-while-controlled'];
+
   // Whether the companion refused an exchange for the defense chosen, which may be chosen
   // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
   // under control), any rule about a creature that joined by its own choice (asleep, say:
-  // it is left out) or a defense mode a mind does not know. mode-not-known also refuses an
-  // attack mode the attacker does not know, which no other defense mends: the companion
-  // names the creature a refusal is about (refusedFighter); one older than that is told
-  // apart by the attack mode its detail names (attack and defense modes have different
-  // ids). Not an attack an hour old: that one would be forgotten at once.
+  // it is left out), a defense mode a mind does not know, a rule of DEFENSE_RULES, or one
+  // of CHOOSER_RULES about a mind that chose. mode-not-known also refuses an attack mode
+  // the attacker does not know, which no other defense mends: the companion names the
+  // creature a refusal is about (refusedFighter); one older than that is told apart by the
+  // attack mode its detail names (attack and defense modes have different ids). Not an
+  // attack an hour old: that one would be forgotten at once.
   const refusesTheDefense = (job, error) => {
     const exchange = job.exchange;
     if (!isObject(exchange) || error.code !== RULES_VIOLATION || !isObject(error.data)) return false;
@@ -3358,6 +3372,8 @@ var Mindscape = Mindscape || (() => {
     if (rule.startsWith('ally-')) return true;
     const about = refusedFighter(job, error);
     if (about && joinedRefs(exchange).includes(about)) return true;
+    if (DEFENSE_RULES.includes(rule)) return true;
+    if (CHOOSER_RULES.includes(rule)) return choosers.includes(about);
     if (rule !== 'mode-not-known') return false;
     if (typeof error.data.combatant === 'string') return Boolean(about) && about !== exchange.attacker;
     const attackMode = isObject(exchange.attack) ? String(exchange.attack.mode) : '';
@@ -3415,7 +3431,34 @@ var Mindscape = Mindscape || (() => {
       const mode = /does not know ([a-z-]+)/.exec(detail);
       return `${name} does not know ${mode ? label(mode[1]) : 'the defense chosen'}.`;
     }
+    if (DEFENSE_RULES.includes(rule) || CHOOSER_RULES.includes(rule)) return chosenRefusalText(rule, detail, name);
     return `${name} cannot be drawn into the defense: ${chatSafe(detail)}.`;
+  };
+
+  // Why the defense a mind chose was refused (DEFENSE_RULES, CHOOSER_RULES), naming it
+  // (`name`, ready for the chat) and what will do instead; a detail not worded as the
+  // companion words it is passed on as it is.
+  const chosenRefusalText = (rule, detail, name) => {
+    const known = /does not know (.+)$/.exec(detail);
+    const unaware = /\bis ([a-z ,-]+): it /.exec(detail);
+    const psp = /needs (\d+) PSPs for ([a-z-]+) but holds (\d+)/.exec(detail);
+    const dice = /has (\d+) dice to roll/.exec(detail);
+    if ((rule === 'defense-not-known' || rule === 'defense-mode-not-known') && known) return `${name} does not know ${chatSafe(label(known[1]))}.`;
+    if (rule === 'nonpsionic-cannot-defend') return `${name} has no psionic mind and raises no defense mode: it may choose No defense only.`;
+    if (rule === 'defender-cannot-act') return `${name} cannot act, so it cannot raise a defense now: it may choose No defense only.`;
+    if (rule === 'not-enough-psp-for-defense' && psp) {
+      return `${name} needs ${psp[1]} PSPs for ${label(psp[2])} but holds ${psp[3]}: a defense it can pay for, or No defense, will do.`;
+    }
+    // (Its other wording, pool dice or spells with No defense, is not sent from here: No
+    // defense drops them.)
+    if (rule === 'defender-unaware' && unaware && /may defend only/.test(detail)) {
+      return `${name} is ${unaware[1]}: it may defend only with a mode that works while unaware (Cognitive Labyrinth); with No defense it rolls nothing.`;
+    }
+    if (rule === 'pool-dice-exceed-pool' && dice) return `${name} has only ${dice[1]} dice to roll: choose ${dice[1]} or fewer (or leave the dice out: the whole pool).`;
+    if (rule === 'labyrinth-while-controlled') {
+      return `${name} is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it.`;
+    }
+    return `The companion refused the defense of ${name}: ${chatSafe(detail)}.`;
   };
 
   // The companion refused the defense chosen (refusesTheDefense): nothing was written, and
@@ -3441,9 +3484,10 @@ var Mindscape = Mindscape || (() => {
     const xid = waitForDefense(exchange);
     const why = defenseRefusalText(rule, detail, about, xid, Boolean(joiner));
     const choosers = wave ? exchange.members : [exchange.struck || exchange.defender];
-    // Whose choice it was: the creature that joined, the mind the refusal names, or the one
-    // that drew the allies in.
-    const owner = joiner || (choosers.includes(about) ? about : (rule.startsWith('ally-') ? choosers[0] : null));
+    // Whose choice it was: the creature that joined, the mind the refusal names, the one
+    // that drew the allies in, or the one defender of a revised-2e or combat-strength attack.
+    const owner = joiner || (choosers.includes(about) ? about
+      : (rule.startsWith('ally-') || DEFENSE_RULES.includes(rule) ? choosers[0] : null));
     const again = wave ? 'every mind it strikes chooses its defense again' : `${chatSafe(fighterName(choosers[0]))} chooses the defense again`;
     const waits = `Nothing was written to any sheet, and the attack of ${chatSafe(fighterName(exchange.attacker))} still waits: ${again}.`;
     const kept = joinedRefs(exchange);

@@ -322,13 +322,16 @@ test('a JSON-RPC error answer is reported and writes nothing', () => {
 test('a refused exchange tells the defense\'s details to the GM and the defender\'s player, never to the attacker', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx, 'mental-barrier');
-  const detail = 'Fenka needs 5 PSPs for mental-barrier but holds 1';
-  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'not-enough-psp-for-defense', detail } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not-enough-psp-for-defense: Fenka needs 5 PSPs for mental-barrier but holds 1/);
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka needs 5 PSPs for mental-barrier but holds 1/);
+  // An attacker-side refusal (not-enough-psp: RULES.md 1.4, the attacker's declared PSPs)
+  // loses the attack: the chooser gets the companion's reason, the attacker that it failed.
+  const detail = 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4';
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'not-enough-psp', detail } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: the rules forbid it \(4001\)<br>not-enough-psp: Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused: .*holds 4/);
   const toAlice = whispersTo(ctx.sb, 'Alice');
   assert.match(toAlice.at(-1), /The exchange failed; the GM has been told why/);
-  assert.ok(toAlice.every((w) => !/mental-barrier|holds 1|needs 5/i.test(w)), toAlice.join('\n'));
+  assert.ok(toAlice.every((w) => !/mental-barrier|holds 4|declares 9/i.test(w)), toAlice.join('\n'));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
 });
 
 test('a GM may settle the defense at once; odds are whispered to whoever asked', () => {
@@ -2792,7 +2795,7 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/defend!/.test(w)));
   // A wave the companion refuses for something other than a defense chosen (allies, a mode
-  // not known: chooseAgain): the GM gets the detail, each chooser that it failed.
+  // not known, a mind unaware: chooseAgain): the GM gets the detail, each chooser that it failed.
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
@@ -2800,12 +2803,11 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
   const req = lastRequest(ctx.sb);
-  const unaware = 'Ulcen of Tyr is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing';
-  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'defender-unaware', detail: unaware } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr is asleep/);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'no-die-to-dedicate', detail: 'Ogre has no die in its pool to keep control with' } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ogre has no die in its pool/);
   for (const player of ['Alice', 'Bob']) {
     assert.match(whispersTo(ctx.sb, player).at(-1), /The exchange failed; the GM has been told why\./, player);
-    assert.ok(whispersTo(ctx.sb, player).every((w) => !/asleep/.test(w)), player);
+    assert.ok(whispersTo(ctx.sb, player).every((w) => !/no die/.test(w)), player);
   }
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
 });
@@ -3128,6 +3130,115 @@ test('power-pool: other refusals still lose the attack: the attacker\'s own mode
   refusal(ctx, old, 'ally-mindless', 'Porter has no mind to draw in');
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('revised-2e: a defense refused for the defender (RULES.md 1.2, 1.4: too few PSPs, a mode not known, no psionic mind, unable to act) is chosen again under a new id; nothing is written and the attacker learns only that', () => {
+  const ctx = campaign();
+  const before = plain(ctx.sb.state.Mindscape.characters);
+  const cases = [
+    ['not-enough-psp-for-defense', 'Fenka needs 5 PSPs for mental-barrier but holds 1', /<b>Fenka<\/b> needs 5 PSPs for Mental Barrier but holds 1: a defense it can pay for, or No defense, will do\./],
+    ['defense-not-known', 'Fenka does not know tower-of-iron-will', /<b>Fenka<\/b> does not know Tower Of Iron Will\./],
+    ['nonpsionic-cannot-defend', 'Fenka has no psionic mind and cannot raise mind-blank', /<b>Fenka<\/b> has no psionic mind and raises no defense mode: it may choose No defense only\./],
+    ['defender-cannot-act', 'Fenka cannot raise a defense now', /<b>Fenka<\/b> cannot act, so it cannot raise a defense now: it may choose No defense only\./],
+  ];
+  let req = attackAndDefend(ctx);
+  let xid = null;
+  for (const [rule, detail, why] of cases) {
+    refusal(ctx, req, rule, detail);
+    const bob = whispersTo(ctx.sb, 'Bob');
+    assert.match(bob.at(-2), why, rule);
+    assert.match(bob.at(-2), /Nothing was written to any sheet, and the attack of Ulcen of Tyr still waits: Fenka chooses the defense again\./, rule);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: The rules forbid it \\(4001\\)<br>${rule}: `), rule);
+    assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The defense chosen against your attack could not be used, so Fenka chooses again\. Nothing was written to any sheet\./, rule);
+    const again = reqOf(bob.at(-1));
+    assert.notEqual(again, xid, rule);
+    assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)), [again], rule);
+    xid = again;
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode mind-blank` });
+    req = lastRequest(ctx.sb);
+    assert.deepEqual([req.body.params.defense.mode, req.body.params.attack.mode], ['mind-blank', 'ego-whip'], rule);
+  }
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/PSPs|Mental Barrier|Tower|psionic mind|cannot act/.test(w)), 'the attacker learns nothing of the defense');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), before);
+  // The attacker's own mode not known (attack-not-known) is no defense's fault: lost as before.
+  refusal(ctx, req, 'attack-not-known', 'Ulcen of Tyr does not know ego-whip');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>attack-not-known/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told why\./);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('combat-strength: a defense mode the defender does not know (defense-mode-not-known) is chosen again; the attacker\'s own mode not known (attack-mode-not-known) still loses the attack', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${reqOf(whispersTo(ctx.sb, 'Bob').at(-1))} --mode mind-blank` });
+  refusal(ctx, lastRequest(ctx.sb), 'defense-mode-not-known', 'Fenka does not know Mind Blank');
+  const bob = whispersTo(ctx.sb, 'Bob');
+  assert.match(bob.at(-2), /<b>Fenka<\/b> does not know Mind Blank\.<br>Nothing was written to any sheet, and the attack of Ulcen of Tyr still waits: Fenka chooses the defense again\./);
+  const again = reqOf(bob.at(-1));
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)), [again]);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Mind Blank/.test(w)));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode shield-thoughts` });
+  refusal(ctx, lastRequest(ctx.sb), 'attack-mode-not-known', 'Ulcen of Tyr does not know Mind Thrust');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>attack-mode-not-known/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: a defense refused for the mind that chose it (defender-unaware, pool-dice-exceed-pool, labyrinth-while-controlled, its combatant the defender) is chosen again; pool-dice-exceed-pool about the attacker loses the attack', () => {
+  const ctx = swarmCampaign();
+  const before = plain(ctx.sb.state.Mindscape.characters);
+  let xid = ogreAttacksFenka(ctx);
+  const fenka = ctx.fenka.id;
+  const cases = [
+    ['imagination-swarm --dice 3', 'pool-dice-exceed-pool', 'Fenka has 1 dice to roll, not 3',
+      /<b>Fenka<\/b> has only 1 dice to roll: choose 1 or fewer \(or leave the dice out: the whole pool\)\./],
+    ['imagination-swarm', 'defender-unaware', 'Fenka is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing',
+      /<b>Fenka<\/b> is asleep: it may defend only with a mode that works while unaware \(Cognitive Labyrinth\); with No defense it rolls nothing\./],
+    ['cognitive-labyrinth', 'labyrinth-while-controlled', 'Fenka is under psionic control: cognitive-labyrinth works while asleep only for a mind not already controlled',
+      /<b>Fenka<\/b> is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it\./],
+  ];
+  for (const [mode, rule, detail, why] of cases) {
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode ${mode}` });
+    const req = lastRequest(ctx.sb);
+    assert.equal(refOf(req.body.params.defender), fenka, rule);
+    refusal(ctx, req, rule, detail, fenka);
+    const bob = whispersTo(ctx.sb, 'Bob');
+    assert.match(bob.at(-2), why, rule);
+    assert.match(bob.at(-2), /Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\./, rule);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: The rules forbid it \\(4001\\)<br>${rule}: `), rule);
+    const again = reqOf(bob.at(-1));
+    assert.notEqual(again, xid, rule);
+    assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)), [again], rule);
+    xid = again;
+  }
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), before);
+  // The attacker's pool dice beyond its pool: no defense mends that.
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  const req = lastRequest(ctx.sb);
+  refusal(ctx, req, 'pool-dice-exceed-pool', 'Ogre has 2 dice in its pool, not 4', refOf(req.body.params.attacker));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>pool-dice-exceed-pool: Ogre has 2 dice/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool waves: a mind struck that is asleep (defender-unaware, the companion naming it) starts every choice over; its controller learns why, the other chooser only that a defense could not be used', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  refusal(ctx, lastRequest(ctx.sb), 'defender-unaware',
+    'Ulcen of Tyr is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing', ctx.ulcen.id);
+  const alice = whispersTo(ctx.sb, 'Alice');
+  assert.match(alice.at(-2), /<b>Ulcen of Tyr<\/b> is asleep: it may defend only with a mode that works while unaware \(Cognitive Labyrinth\); with No defense it rolls nothing\.<br>Nothing was written to any sheet, and the attack of Ogre still waits: every mind it strikes chooses its defense again\./);
+  const bob = whispersTo(ctx.sb, 'Bob');
+  assert.match(bob.at(-2), /A defense chosen against this attack could not be used \(the GM has been told why\)\./);
+  assert.ok(bob.every((w) => !/asleep/.test(w)));
+  const again = reqOf(bob.at(-1));
+  assert.notEqual(again, xid);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].choices), {}, 'every mind chooses again');
 });
 
 test('power-pool waves: a defense the companion refuses starts every mind\'s choice over under a new id; the side it is about learns why, the others only that a defense could not be used', () => {

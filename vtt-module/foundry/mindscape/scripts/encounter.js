@@ -469,10 +469,18 @@ export class EncounterController {
       if (answer === null) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
       return answer;
     } catch (error) {
-      if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
-      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
-      return null;
+      return this.declarationRefused(name, error);
     }
+  }
+
+  /**
+   * A declaration the companion refused (or the module stopped): the GM is told whose
+   * and why, and null is the answer; any other error is thrown on.
+   */
+  declarationRefused(name, error) {
+    if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
+    this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
+    return null;
   }
 
   /**
@@ -496,9 +504,7 @@ export class EncounterController {
     try {
       return await this.declareForm(cid, form);
     } catch (error) {
-      if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
-      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
-      return null;
+      return this.declarationRefused(name, error);
     }
   }
 

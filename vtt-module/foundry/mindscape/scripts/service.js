@@ -463,15 +463,22 @@ export class Mindscape {
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
     };
+    const answer = await this.askWithin(owner, "chooseJoin", (c) => this.chooseJoinHere(c), context, timeoutMs);
+    const picked = offered.find((g) => g.value === answer?.join);
+    return picked ? Number(picked.value) : null;
+  }
+
+  /**
+   * GM: ask `owner` on their own client through the relay (`handler`), or, without an
+   * owner, here (`here`), never waiting longer than `timeoutMs` and the grace: the
+   * answer, or `fallback` when none came in time or the asking failed.
+   */
+  async askWithin(owner, handler, here, context, timeoutMs, fallback = null) {
+    const wait = timeoutMs + this.defenseGraceMs;
     try {
-      const answer = await withDeadline(
-        owner ? this.relay.toUser(owner.id, "chooseJoin", context, timeoutMs + this.defenseGraceMs) : this.chooseJoinHere(context),
-        timeoutMs + this.defenseGraceMs, null,
-      );
-      const picked = offered.find((g) => g.value === answer?.join);
-      return picked ? Number(picked.value) : null;
+      return await withDeadline(owner ? this.relay.toUser(owner.id, handler, context, wait) : here(context), wait, fallback);
     } catch {
-      return null;
+      return fallback;
     }
   }
 
@@ -694,16 +701,8 @@ export class Mindscape {
       fallback: remembered,
     };
     const fallback = { mode: remembered, timedOut: true };
-    let answer;
-    try {
-      // Whoever is asked, the attack never waits longer than the timeout and the grace.
-      answer = await withDeadline(
-        owner ? this.relay.toUser(owner.id, "chooseDefense", context, timeoutMs + this.defenseGraceMs) : this.chooseDefenseHere(context),
-        timeoutMs + this.defenseGraceMs, fallback,
-      );
-    } catch {
-      answer = fallback;
-    }
+    // Whoever is asked, the attack never waits longer than the timeout and the grace.
+    let answer = await this.askWithin(owner, "chooseDefense", (c) => this.chooseDefenseHere(c), context, timeoutMs, fallback);
     if (!answer || typeof answer !== "object") answer = fallback;
     // A defense the defender does not know (a stale or forged answer) counts as none.
     if (answer.mode && !offeredIds.has(answer.mode)) answer = { ...answer, mode: null, refused: true };
@@ -1136,16 +1135,8 @@ export class Mindscape {
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
     };
-    const owner = this.ownerOf(p.actor);
-    try {
-      const answer = await withDeadline(
-        owner ? this.relay.toUser(owner.id, "chooseClose", context, timeoutMs + this.defenseGraceMs) : this.chooseCloseHere(context),
-        timeoutMs + this.defenseGraceMs, null,
-      );
-      return answer?.close === true;
-    } catch {
-      return false;
-    }
+    const answer = await this.askWithin(this.ownerOf(p.actor), "chooseClose", (c) => this.chooseCloseHere(c), context, timeoutMs);
+    return answer?.close === true;
   }
 
   /** Any client: show the close question and answer the GM. */
@@ -1235,16 +1226,8 @@ export class Mindscape {
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
     };
-    const owner = this.ownerOf(p.actor);
-    try {
-      const answer = await withDeadline(
-        owner ? this.relay.toUser(owner.id, "chooseControl", context, timeoutMs + this.defenseGraceMs) : this.chooseControlHere(context),
-        timeoutMs + this.defenseGraceMs, null,
-      );
-      return Array.isArray(answer?.answers) ? answer.answers : [];
-    } catch {
-      return [];
-    }
+    const answer = await this.askWithin(this.ownerOf(p.actor), "chooseControl", (c) => this.chooseControlHere(c), context, timeoutMs);
+    return Array.isArray(answer?.answers) ? answer.answers : [];
   }
 
   /** Any client: show the control question and answer the GM. */

@@ -125,7 +125,8 @@ def _sacrifice(c: Mapping[str, Any], given: Any, path: str) -> tuple[int, ...]:
         raise RulesViolation(
             "spell-not-memorised",
             f"{path}: {c['name']} has no memorised spell of level "
-            f"{sorted(missing.elements())} to sacrifice (memorised: {sorted(c['spell_levels'])})")
+            f"{sorted(missing.elements())} to sacrifice (memorised: {sorted(c['spell_levels'])})",
+            combatant=c["id"])
     return levels
 
 

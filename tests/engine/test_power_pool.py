@@ -491,6 +491,8 @@ def test_only_memorised_spells_can_be_sacrificed() -> None:
         exchange(psionic("A"), mundane("Mage", spell_levels=[1]), {"mode": "mental-stab"},
                  {"sacrifice": [1, 1]})
     assert err.value.rule == "spell-not-memorised"
+    # The defender's own choice: a VTT asks it again, knowing whom to ask.
+    assert err.value.combatant == "mage"
 
 
 # -- limits, dice, combatants -------------------------------------------------------------------

@@ -3347,10 +3347,11 @@ var Mindscape = Mindscape || (() => {
   const DEFENSE_RULES = ['defense-not-known', 'nonpsionic-cannot-defend', 'defender-cannot-act', 'not-enough-psp-for-defense',
     'defense-mode-not-known', 'defense-shield-thoughts-only'];
   // power-pool's rules about a defending mind's choice (a mode that does not work while it
-  // is unaware, pool dice beyond its pool, the labyrinth for a controlled mind). They may
-  // be about another creature (pool-dice-exceed-pool also refuses the attacker's dice), so
-  // another choice mends them only when the mind they are about is one that chose.
-  const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'labyrinth-while-controlled'];
+  // is unaware, pool dice beyond its pool, the labyrinth for a controlled mind, a spell to
+  // sacrifice it has not memorised). They may be about another creature
+  // (pool-dice-exceed-pool also refuses the attacker's dice), so another choice mends them
+  // only when the mind they are about is one that chose.
+  const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'labyrinth-while-controlled', 'spell-not-memorised'];
 
   // Whether the companion refused an exchange for the defense chosen, which may be chosen
   // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
@@ -3455,6 +3456,11 @@ var Mindscape = Mindscape || (() => {
       return `${name} is ${unaware[1]}: it may defend only with a mode that works while unaware (Cognitive Labyrinth); with No defense it rolls nothing.`;
     }
     if (rule === 'pool-dice-exceed-pool' && dice) return `${name} has only ${dice[1]} dice to roll: choose ${dice[1]} or fewer (or leave the dice out: the whole pool).`;
+    const spells = /no memorised spell of level \[([\d, ]+)\] to sacrifice \(memorised: \[([\d, ]*)\]\)/.exec(detail);
+    if (rule === 'spell-not-memorised' && spells) {
+      const held = spells[2].trim() ? `memorised: level ${spells[2]}` : 'no spell memorised';
+      return `${name} cannot sacrifice a spell of level ${spells[1]} (${held}): sacrifice spells it holds, or none.`;
+    }
     if (rule === 'labyrinth-while-controlled') {
       return `${name} is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it.`;
     }

@@ -3184,7 +3184,7 @@ test('combat-strength: a defense mode the defender does not know (defense-mode-n
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
-test('power-pool: a defense refused for the mind that chose it (defender-unaware, pool-dice-exceed-pool, labyrinth-while-controlled, its combatant the defender) is chosen again; pool-dice-exceed-pool about the attacker loses the attack', () => {
+test('power-pool: a defense refused for the mind that chose it (defender-unaware, pool-dice-exceed-pool, labyrinth-while-controlled, spell-not-memorised, its combatant the defender) is chosen again; pool-dice-exceed-pool about the attacker loses the attack', () => {
   const ctx = swarmCampaign();
   const before = plain(ctx.sb.state.Mindscape.characters);
   let xid = ogreAttacksFenka(ctx);
@@ -3196,6 +3196,8 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
       /<b>Fenka<\/b> is asleep: it may defend only with a mode that works while unaware \(Cognitive Labyrinth\); with No defense it rolls nothing\./],
     ['cognitive-labyrinth', 'labyrinth-while-controlled', 'Fenka is under psionic control: cognitive-labyrinth works while asleep only for a mind not already controlled',
       /<b>Fenka<\/b> is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it\./],
+    ['imagination-swarm --sacrifice 2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka has no memorised spell of level [2] to sacrifice (memorised: [1, 2])',
+      /<b>Fenka<\/b> cannot sacrifice a spell of level 2 \(memorised: level 1, 2\): sacrifice spells it holds, or none\./],
   ];
   for (const [mode, rule, detail, why] of cases) {
     ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode ${mode}` });

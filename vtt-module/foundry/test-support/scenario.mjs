@@ -692,14 +692,17 @@ export function encounterMethods(overrides = {}) {
   return { methods, enc };
 }
 
-/** Scripted dialogs: each kind answers from a queue (or a function), and records its context. */
+/** Scripted dialogs: each kind answers from a queue (of answers or functions) or a function, and records its context. */
 export function scriptedDialogs(script = {}) {
   const seen = [];
   const answer = async (kind, arg) => {
     seen.push({ kind, arg });
     const a = script[kind];
     if (typeof a === "function") return a(arg);
-    if (Array.isArray(a)) return a.shift() ?? null;
+    if (Array.isArray(a)) {
+      const next = a.shift();
+      return typeof next === "function" ? next(arg) : next ?? null;
+    }
     return a ?? null;
   };
   return {

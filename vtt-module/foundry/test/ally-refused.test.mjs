@@ -128,3 +128,20 @@ test("a refusal naming the attacker, the mind struck, or nobody fails the attack
     assert.deepEqual(gm.notes.warn, []);
   }
 });
+
+test("a joiner left out stays out when the defender then chooses again (a refusal of its own choice)", async () => {
+  const { gm, calls, attack } = await table((params) => {
+    if (refIds(params.allies).includes("turncoat")) throw refuse("defender-unaware", "turncoat");
+    if (!params.defense?.pool_dice && calls.length === 2) throw refuse("pool-dice-exceed-pool", "goblin-tokG");
+    return resolved;
+  });
+  await attack();
+  assert.equal(calls.length, 3);
+  // The goblin was asked again after the joiner was left out; Turncoat did not come back.
+  assert.equal(gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 2);
+  assert.deepEqual(calls.map((p) => refIds(p.allies)), [["skum", "turncoat"], ["skum"], ["skum"]]);
+  assert.equal(calls[2].defenses, undefined);
+  assert.equal(calls[2].puppets, undefined);
+  assert.equal(gm.ChatMessage.created.length, 1);
+  assert.deepEqual(gm.notes.warn.map((w) => w.split(" (")[0]), ["The companion refused the defense chosen for Goblin", "The companion refused Turncoat as an ally of Goblin"]);
+});

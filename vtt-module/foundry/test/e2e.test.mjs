@@ -247,6 +247,36 @@ test("Foundry v13: HUD button → attack dialog with exact odds → secret defen
   await page.close();
 });
 
+test("a defense the real companion refuses (too few PSPs for it) is chosen again with the reason shown; the attack then resolves", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // The aboleth token holds 1 PSP: not enough to raise Mind Blank.
+  await page.evaluate(() => window.harness.docs.get("Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB").update({ "flags.mindscape.revised-2e.psp": 1 }));
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  await page.locator('#token-hud .col.right [data-action="mindscape-attack"]').click();
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  await dialog.locator(".mindscape-odds table").waitFor();
+  await dialog.locator('button[data-action="ok"]').click();
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  await defense.locator('input[name=mode][value="mind-blank"]').check();
+  await defense.locator('button[data-action="ok"]').click();
+  // Asked again, told why, with nothing preselected.
+  const warning = defense.locator(".mindscape-warning");
+  await warning.waitFor({ timeout: 15000 });
+  const refused = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").map((f) => f.response.error?.data?.rule ?? null));
+  assert.deepEqual(refused, ["not-enough-psp-for-defense"]);
+  assert.match(await warning.textContent(), /could not use the defense chosen for Aboleth: .*PSPs.*choose again/);
+  assert.equal(await defense.locator("input[name=mode]:checked").getAttribute("value"), "");
+  assert.match(await defense.locator(".hint").last().textContent(), /no defense is raised/);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-defense-refused.png") });
+  await defense.locator('button[data-action="ok"]').click();
+  await page.locator("#chat-log .mindscape-card").waitFor({ timeout: 15000 });
+  const resolves = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").map((f) => ({ defense: f.request.params.defense, ok: Boolean(f.response.result) })));
+  assert.deepEqual(resolves, [{ defense: { mode: "mind-blank" }, ok: false }, { defense: null, ok: true }]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("Foundry v12: the HUD button is added to the jQuery HUD and opens the attack dialog with odds", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(12);
   await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));

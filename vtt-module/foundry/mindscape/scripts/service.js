@@ -276,7 +276,14 @@ export class Mindscape {
     const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
-      outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i] }));
+      const exchange = (defenseChoice) => ({ ...common, defender: defenders[i], defenseChoice });
+      // The one defender's choice: a refusal of DEFENSE_RULES is about it.
+      const again = async (error) => {
+        const refused = defenseRefusal(error, [null]);
+        if (!refused) return null;
+        return exchange(await this.askDefense(defenders[i], attackerName, attackObj, null, null, this.refusedText(defenders[i], refused)));
+      };
+      outcomes.push(await this.resolveChoosing(exchange(defenses[i]), again));
     }
     return outcomes;
   }
@@ -322,12 +329,13 @@ export class Mindscape {
     let creatures = null;
     const allies = async (struck) => this.allyCandidates(struck, await (creatures ??= this.sceneCreatures(taken, { read })));
     // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
-    const ask = (i, drawsAllies) => (around.ownPuppet[i] ? Promise.resolve(null) : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null));
+    const ask = (i, drawsAllies, refused = null) => (around.ownPuppet[i] ? Promise.resolve(null)
+      : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null, refused));
     const asked = around.struck.map(actorUuidOf);
-    // The allies a choice drew in and those who joined, read for what they control
-    // (their puppets go along).
-    const alliesOf = async (choice, joined) => {
-      const drawn = [...(choice?.allies ?? []), ...joined.map((j) => j.docs)];
+    // The allies a choice drew in and those who joined, but those the companion refused
+    // (`leftOut`, their actors' uuids), read for what they control (their puppets go along).
+    const alliesOf = async (choice, joined, leftOut) => {
+      const drawn = [...(choice?.allies ?? []), ...joined.map((j) => j.docs)].filter((d) => !leftOut.has(actorUuidOf(d)));
       for (const ally of drawn) await around.read(ally);
       return drawn;
     };
@@ -340,18 +348,31 @@ export class Mindscape {
         Promise.all(defenders.map((_d, i) => (first[i] ? ask(i, i === 0) : null))),
         this.poolJoiners({ taken, groups: [minds], attackerName, attack: common.attack, read }),
       ]);
-      const members = around.struckIds.map((id, i) => [id, choices[i]]).filter((_m, i) => first[i]);
-      const drawn = await alliesOf(choices[0], joined);
-      const group = {
-        targets: defenders,
-        asked,
-        defenders: defenders.slice(1),
-        controllers: around.controllers,
-        allies: drawn,
-        puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn]),
-        defenses: [...members.slice(1), ...joinedDefenses(joined)],
+      const leftOut = new Map();
+      const exchange = async () => {
+        const members = around.struckIds.map((id, i) => [id, choices[i]]).filter((_m, i) => first[i]);
+        const drawn = await alliesOf(choices[0], joined, leftOut);
+        const group = {
+          targets: defenders,
+          asked,
+          defenders: defenders.slice(1),
+          controllers: around.controllers,
+          allies: drawn,
+          puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn]),
+          defenses: [...members.slice(1), ...joinedDefenses(joined.filter((j) => !leftOut.has(actorUuidOf(j.docs))))],
+        };
+        return { ...common, defender: defenders[0], defenseChoice: members[0][1], group, leftOut };
       };
-      return [await this.resolveExchange({ ...common, defender: defenders[0], defenseChoice: members[0][1], group })];
+      // The mind the companion names chooses again; the others' choices stand.
+      const choosers = around.struckIds.map((id, i) => (first[i] && !around.ownPuppet[i] ? id : undefined));
+      const again = async (error) => {
+        const refused = defenseRefusal(error, choosers.filter(Boolean));
+        if (!refused) return null;
+        const i = choosers.indexOf(refused.id);
+        choices[i] = await ask(i, i === 0, this.refusedText(around.struck[i], refused));
+        return exchange();
+      };
+      return [await this.resolveChoosing(await exchange(), again)];
     }
     const minds = around.struck.map((d, i) => (around.ownPuppet[i] ? [] : [d]));
     const [defenses, joiners] = await Promise.all([
@@ -361,10 +382,21 @@ export class Mindscape {
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
-      const drawn = await alliesOf(defenses[i], joiners[i]);
-      const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn]);
-      const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: joinedDefenses(joiners[i]) };
-      outcomes.push(await this.resolveExchange({ ...common, defender: defenders[i], defenseChoice: defenses[i], group }));
+      const leftOut = new Map();
+      const exchange = async (choice) => {
+        const drawn = await alliesOf(choice, joiners[i], leftOut);
+        const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn]);
+        const joined = joinedDefenses(joiners[i].filter((j) => !leftOut.has(actorUuidOf(j.docs))));
+        const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: joined };
+        return { ...common, defender: defenders[i], defenseChoice: choice, group, leftOut };
+      };
+      // The mind struck chooses again when the companion names it (not the attacker's own puppet).
+      const again = async (error) => {
+        const refused = around.ownPuppet[i] ? null : defenseRefusal(error, [around.struckIds[i]]);
+        if (!refused) return null;
+        return exchange(await ask(i, true, this.refusedText(around.struck[i], refused)));
+      };
+      outcomes.push(await this.resolveChoosing(await exchange(defenses[i]), again));
     }
     return outcomes;
   }
@@ -661,12 +693,18 @@ export class Mindscape {
    * `allies` are the documents of those picked, kept only with such a mode, and only
    * among those offered. Without an answer (a timeout, Cancel) nobody is drawn in, and
    * allies are never remembered.
+   *
+   * `refused` (the companion refused the defense chosen before, `refusedText`): the
+   * defender is asked again and told why; nothing is preselected, without an answer no
+   * defense is raised, and the answer is not remembered.
    * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean}>}
    */
-  async askDefense(defender, attackerName, attack, aimedAt = null, allies = null) {
+  async askDefense(defender, attackerName, attack, aimedAt = null, allies = null, refused = null) {
     const system = this.system;
     const actor = defender.actor;
-    const stored = actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
+    // Asked again, the defense refused may be the default: nothing is preselected, and
+    // without an answer no defense is raised.
+    const stored = refused ? null : actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
     const description = await this.describe(system);
     const modes = modesFromDescription(system, description).defenses;
     const known = knownModeIds(system, await this.importedOf(defender), "defenses");
@@ -696,6 +734,8 @@ export class Mindscape {
       allies: candidates.map((c) => ({ uuid: c.uuid, name: c.name })),
       allyModes: [...drawing].join(","),
       allyModeLabels: [...drawing].map((id) => this.t.label(`MINDSCAPE.Mode.${id}`, id)).join(", "),
+      // Asked again: why the companion refused the defense chosen before.
+      refused,
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
       fallback: remembered,
@@ -706,7 +746,7 @@ export class Mindscape {
     if (!answer || typeof answer !== "object") answer = fallback;
     // A defense the defender does not know (a stale or forged answer) counts as none.
     if (answer.mode && !offeredIds.has(answer.mode)) answer = { ...answer, mode: null, refused: true };
-    if (!answer.timedOut && !answer.cancelled && !answer.refused && answer.mode !== remembered) {
+    if (!refused && !answer.timedOut && !answer.cancelled && !answer.refused && answer.mode !== remembered) {
       // Remember the choice as this actor's default for the next time it is attacked.
       await actor.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: answer.mode ?? null });
     }
@@ -736,12 +776,15 @@ export class Mindscape {
    * asleep, …), nothing was written, and the exchange is resolved once more without that
    * ally (nor its defense, nor the puppets only it brought along), with any physical dice
    * already typed; the GM is told who was left out and why, and so is the owner of a
-   * creature that joined by its own choice. A refusal about anyone else, without a
-   * `combatant`, or of that second try fails the exchange as before.
-   * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}}} exchange
-   *   the documents at the time the attack was made; read again when its turn comes
+   * creature that joined by its own choice, once the exchange is resolved
+   * (`tellLeftOut`). A refusal about anyone else, without a `combatant`, or of that
+   * second try fails the exchange as before (one of the defender's own choice is chosen
+   * again: `resolveChoosing`, whose next try leaves out the allies in `leftOut`).
+   * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}, leftOut?:Map<string, object>}} exchange
+   *   the documents at the time the attack was made; read again when its turn comes.
+   *   `leftOut`: the allies left out, by actor uuid, filled here
    */
-  resolveExchange({ attacker, defender, group = null, ...rest }) {
+  resolveExchange({ attacker, defender, group = null, leftOut = new Map(), ...rest }) {
     const others = group ? [...group.defenders, ...group.controllers, ...(group.allies ?? []), ...group.puppets] : [];
     const keys = [attacker, defender, ...others].map((d) => participantOf(d.token, d.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
@@ -756,26 +799,70 @@ export class Mindscape {
       const typed = {};
       let refused;
       try {
-        return await this.resolveNow({ attacker: a, defender: d, group: now, typed, ...rest });
+        return this.tellLeftOut(leftOut, await this.resolveNow({ attacker: a, defender: d, group: now, typed, ...rest }));
       } catch (error) {
         refused = allyRefused(error, now);
         if (!refused) throw error;
       }
       const { docs, joined } = refused;
+      const told = { name: docs.token?.name ?? docs.actor.name, defender: d.token?.name ?? d.actor.name, rule: refused.rule, detail: refused.detail };
+      leftOut.set(actorUuidOf(docs), { told, owner: joined ? this.ownerOf(docs.actor) : null });
       const without = await this.controlNow(a, {
         ...now,
         allies: now.allies.filter((x) => x !== docs),
         defenses: (now.defenses ?? []).filter(([id]) => id !== refused.id),
       });
       const dice = Object.keys(typed).length ? structuredClone(typed) : undefined;
-      const done = await this.resolveNow({ attacker: a, defender: d, group: without, dice, ...rest });
-      const told = { name: docs.token?.name ?? docs.actor.name, defender: d.token?.name ?? d.actor.name, rule: refused.rule, detail: refused.detail };
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Attack.AllyLeftOut", told));
-      const owner = joined ? this.ownerOf(docs.actor) : null;
-      // Told, not asked: the exchange does not wait for the player's client.
-      if (owner) this.relay.toUser(owner.id, "joinLeftOut", told).catch(() => null);
-      return done;
+      return this.tellLeftOut(leftOut, await this.resolveNow({ attacker: a, defender: d, group: without, dice, ...rest }));
     });
+  }
+
+  /**
+   * Once the exchange is resolved, the GM (and the owner of a creature that joined by its
+   * own choice) learns of each ally left out of it (`leftOut`, by actor uuid: `{told,
+   * owner, said}`), once; a refusal that fails the attack tells nobody. Gives `done`.
+   */
+  tellLeftOut(leftOut, done) {
+    for (const left of leftOut.values()) {
+      if (left.said) continue;
+      left.said = true;
+      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Attack.AllyLeftOut", left.told));
+      // Told, not asked: the exchange does not wait for the player's client.
+      if (left.owner) this.relay.toUser(left.owner.id, "joinLeftOut", left.told).catch(() => null);
+    }
+    return done;
+  }
+
+  /**
+   * GM: `resolveExchange(exchange)`; when the companion refuses it for a defending mind's
+   * own choice, `again(error)` gives the exchange with that mind's new choice (it is asked
+   * again, told why), or null when the refusal is about anything else. Nothing was
+   * written, so the attack does not fail for a defense it cannot use: its defender
+   * chooses again, at most REASKS times (a refusal after that fails the attack as before).
+   * Dice typed for a refused call are asked again: the companion refuses a choice before
+   * it rolls.
+   */
+  async resolveChoosing(exchange, again) {
+    for (let asked = 0; ; asked++) {
+      try {
+        return await this.resolveExchange(exchange);
+      } catch (error) {
+        const next = asked < REASKS ? await again(error) : null;
+        if (!next) throw error;
+        exchange = next;
+      }
+    }
+  }
+
+  /**
+   * What the one asked again is told, and the GM warned of, about a defense the companion
+   * refused (`defenseRefusal`): the companion's own words (the chooser's resources, which
+   * its owner and the GM may know; the attacker is told nothing).
+   */
+  refusedText(docs, { rule, detail }) {
+    const told = { name: docs.token?.name ?? docs.actor.name, rule, detail };
+    this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Defense.RefusedGM", told));
+    return this.t.format("MINDSCAPE.Defense.Refused", told);
   }
 
   /** The token and actor of `docs` as they are now (an update may have replaced the synthetic actor). */
@@ -1781,6 +1868,37 @@ export class Mindscape {
       return null;
     }
   }
+}
+
+/** How many times a defender is asked again after the companion refused its defense (`resolveChoosing`). */
+const REASKS = 2;
+
+/**
+ * The rules a defending mind's own choice may break, which another choice mends (4001
+ * `data.rule`): revised-2e's and combat-strength's, whose one defender they are about
+ * (a defense not known, too few PSPs for it, a mind that cannot act); power-pool's
+ * (CHOOSER_RULES), about the mind the companion names (`combatant`): a mode it does not
+ * know, one that does not work while it is unaware, pool dice beyond its pool, the
+ * labyrinth for a controlled mind, a spell it has not memorised. The attacker's own
+ * refusals (pool-dice-exceed-pool and mode-not-known also name attackers) are not mended
+ * by a defense.
+ */
+const DEFENSE_RULES = new Set(["defense-not-known", "nonpsionic-cannot-defend", "defender-cannot-act", "not-enough-psp-for-defense",
+  "defense-mode-not-known", "defense-shield-thoughts-only"]);
+const CHOOSER_RULES = new Set(["mode-not-known", "defender-unaware", "pool-dice-exceed-pool", "labyrinth-while-controlled", "spell-not-memorised"]);
+
+/**
+ * Whose defense the companion refused (`resolveChoosing`): `{id, rule, detail}`, `id`
+ * one of `choosers` (the combatant ids of the minds that chose; `[null]` for the one
+ * defender of revised-2e and combat-strength, whose refusals name nobody), or null.
+ */
+function defenseRefusal(error, choosers) {
+  if (!(error instanceof RulesError)) return null;
+  const { rule = "", detail = "", combatant } = error.data ?? {};
+  const about = typeof combatant === "string" ? combatant : null;
+  if (DEFENSE_RULES.has(rule) && choosers.length === 1 && (about === null || about === choosers[0])) return { id: choosers[0], rule, detail };
+  if (CHOOSER_RULES.has(rule) && about !== null && choosers.includes(about)) return { id: about, rule, detail };
+  return null;
 }
 
 /** The rules a choice at the end of a round may break (4001 `data.rule`): revised-2e's closing, power-pool's control. */

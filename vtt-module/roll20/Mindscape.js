@@ -896,17 +896,10 @@ var Mindscape = Mindscape || (() => {
   // ------------------------------------------ power-pool: psionic control (§3.4)
 
   // The value a fighter's sheet keeps for a combatant field that the companion's adapters
-  // keep in a psi_* attribute (or in the attribute a generic mapping names for it), as
-  // the companion sent it; undefined when there is none.
-  const sheetState = (ref, field) => {
-    const { adapter, data } = combatantOf(ref);
-    const generic = adapter === 'roll20.generic';
-    const attribs = generic ? data.character.attribs : data.attribs;
-    const mapped = generic && isObject(data.mapping.fields) ? data.mapping.fields[field] : undefined;
-    const [name, part] = mapped ? String(mapped).split('|') : [`psi_${field}`, 'current'];
-    const attr = attribs.find((a) => sameName(a.name, name));
-    return attr ? attr[/^max$/i.test(part || '') ? 'max' : 'current'] : undefined;
-  };
+  // keep in a psi_* attribute (or in the attribute a generic mapping names for it), read
+  // as the companion reads it (storedField: a psi_* attribute holding anything wins);
+  // undefined when there is none.
+  const sheetState = (ref, field) => storedField(combatantOf(ref), field);
 
   // power-pool control as the companion wrote it on the sheets: the ref of a fighter's
   // controller (psi_controlled_by), or null.

@@ -2530,6 +2530,29 @@ test('power-pool: odds of an attack on a puppet are the odds against its control
   assert.equal(refOf(req.body.params.controller), ctx.ulcen.id);
 });
 
+test('power-pool: with a generic mapping, control is read as the companion reads it: a filled psi_controlled_by wins over the mapped attribute, which counts when it is empty', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr controlled_by=Puppeteer --attr hp=HP' });
+  // Fenka's mapped attribute names nobody here; her psi_controlled_by (Ulcen) is what the companion reads.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'Puppeteer', current: '-Mnobody', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  let req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.defender.adapter, 'roll20.generic');
+  assert.equal(req.body.params.controller.data.character.id, ctx.ulcen.id);
+  // Emptied, psi_controlled_by gives way to the mapped attribute.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'Puppeteer').set({ current: ctx.ulcen.id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.controller.data.character.id, ctx.ulcen.id);
+  // The mapped attribute naming nobody here, with psi_controlled_by empty: the attack stops.
+  ctx.sb.attribute(ctx.fenka.id, 'Puppeteer').set({ current: '-Mnobody' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody"/);
+});
+
 test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {
   const ctx = underControl();
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '-Mnobody' });

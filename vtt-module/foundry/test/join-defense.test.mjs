@@ -322,9 +322,27 @@ test("the defense of a struck mind that cannot choose (asleep) or has chosen is 
   assert.deepEqual(asked(t.clients.gm).map((q) => q.name), ["Seer"]);
   assert.deepEqual(asked(t.clients.p2), [], "Fenka has nothing to choose");
   assert.deepEqual(sent.map(([kind, cid, choice]) => [kind, cid, choice]), [["declare", "ulcen", { defense: { mode: SWARM } }]]);
-  // Fenka declared her defense already: a later ask still offers to join it.
+  // Fenka declared her defense already: a later ask still offers to join it (not to
+  // the Seer, whose owner said Stay out to this attack).
   const chosen = { ...defensePhase(), waiting_for: [], declared: ["fenka-tokF", "goblin-tokG"] };
-  assert.equal((await ctl.askJoins(chosen)).length, 2);
+  assert.equal((await ctl.askJoins(chosen)).length, 1);
+  assert.equal(asked(t.clients.p1).length, 2);
+  assert.equal(asked(t.clients.gm).length, 1);
+});
+
+test("a creature that said Stay out is not asked again about the same attack; one that did not answer in time is, and a new attack asks everyone", async () => {
+  const { t, ctl } = await encounterTable({
+    view: defensePhase(),
+    creatures: ENCOUNTER_CREATURES,
+    // Ann closes the question (Stay out); the GM lets the Seer's run out.
+    dialogs: { p1: { joinDialog: { join: null, timedOut: false, cancelled: true } }, gm: { joinDialog: { join: null, timedOut: true } } },
+  });
+  await ctl.askJoins(defensePhase());
+  await ctl.askJoins(defensePhase());
+  assert.equal(asked(t.clients.p1).length, 1, "Ulcen said Stay out");
+  assert.equal(asked(t.clients.gm).length, 2, "the Seer gave no answer in time");
+  // The next exchange's attack: asked again.
+  await ctl.askJoins({ ...defensePhase(), exchange: defensePhase().exchange + 1 });
   assert.equal(asked(t.clients.p1).length, 2);
 });
 

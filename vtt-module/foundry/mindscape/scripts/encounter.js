@@ -236,6 +236,9 @@ export class EncounterController {
     // they ask (not asked again while their question is open).
     this.joinQuestions = new Set();
     this.askingJoin = new Set();
+    // power-pool: the combatants that answered Stay out to joining the defense against
+    // the attack `attack` (its round, exchange and minds struck): a later ask leaves them be.
+    this.declinedJoin = { attack: null, ids: new Set() };
   }
 
   get game() { return this.svc.game; }
@@ -409,7 +412,8 @@ export class EncounterController {
    * friend matters most to a mind that cannot defend itself. May join: a combatant not
    * in the exchange (the view's `declared`: the attacker and those who defended or
    * joined; the minds struck), not being asked already (by this ask or an earlier one
-   * still open), that could defend with a mode drawing allies in (`joiningModeId`, from
+   * still open), not having answered Stay out to this attack (`declinedJoin`; one that
+   * did not answer in time is asked again), that could defend with a mode drawing allies in (`joiningModeId`, from
    * the view: psionic, knowing it, with a mind, not under control, aware), whose token
    * has the same disposition as a mind struck (`svc.joinCandidates`). The view keeps the
    * attack secret, so the question names only those minds. A yes is declared as the
@@ -430,7 +434,10 @@ export class EncounterController {
       return entry ? this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : Promise.resolve(null);
     };
     const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? null;
-    const inExchange = new Set([...(state.declared ?? []), ...struck, ...this.askingJoin]);
+    const attack = JSON.stringify([state.round, state.exchange, state.struck ?? null]);
+    if (this.declinedJoin.attack !== attack) this.declinedJoin = { attack, ids: new Set() };
+    const declined = this.declinedJoin.ids;
+    const inExchange = new Set([...(state.declared ?? []), ...struck, ...this.askingJoin, ...declined]);
     const others = Object.keys(meta.combatants ?? {}).filter((cid) => !inExchange.has(cid));
     const minds = (await Promise.all(struck.map(docsOf))).filter(Boolean);
     const creatures = (await Promise.all(others.map(async (cid) => {
@@ -443,8 +450,9 @@ export class EncounterController {
     for (const c of candidates) this.askingJoin.add(c.id);
     return Promise.all(candidates.map(async (c) => {
       try {
-        const yes = await this.svc.askJoin(c.docs, { mode: c.mode, groups: c.offers });
-        return yes === null ? null : await this.declareJoin(c.id, c.mode, state);
+        const { group, declined: no } = await this.svc.askJoin(c.docs, { mode: c.mode, groups: c.offers });
+        if (no) declined.add(c.id);
+        return group === null ? null : await this.declareJoin(c.id, c.mode, state);
       } finally {
         this.askingJoin.delete(c.id);
       }

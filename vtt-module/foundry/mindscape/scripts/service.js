@@ -428,7 +428,7 @@ export class Mindscape {
     const attackLabel = this.t.label(`MINDSCAPE.Mode.${attack.mode}`, attack.mode);
     const answers = await Promise.all(candidates.map((c) => this.askJoin(c.docs, { mode: c.mode, groups: c.offers, attackerName, attackLabel })));
     candidates.forEach((c, i) => {
-      if (answers[i] !== null) joined[c.offers[answers[i]].group].push({ docs: c.docs, id: c.id, mode: c.mode });
+      if (answers[i].group !== null) joined[c.offers[answers[i].group].group].push({ docs: c.docs, id: c.id, mode: c.mode });
     });
     return joined;
   }
@@ -470,19 +470,20 @@ export class Mindscape {
    * token hidden, or no token on the scene), and is not asked about a defense with none
    * left (nor at all when none is left). `attackerName` and `attackLabel` say who
    * attacks and how, when the asker may say it (a single attack; an encounter's view
-   * keeps the attack secret). The index in `groups` of the defense it joins, or null:
-   * Stay out, a closed dialog, no answer in time, an answer it was not offered, or a
-   * failure.
+   * keeps the attack secret). `group`: the index in `groups` of the defense it joins, or
+   * null: Stay out, a closed dialog, no answer in time, an answer it was not offered, or
+   * a failure; `declined`: it answered Stay out (or closed the question), which an
+   * encounter does not ask again (no answer in time may be asked again).
    * @param {{token:any, actor:any}} docs
    * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:string|null, attackLabel?:string|null}} question
-   * @returns {Promise<number|null>}
+   * @returns {Promise<{group:number|null, declined:boolean}>}
    */
   async askJoin(docs, { mode, groups, attackerName = null, attackLabel = null }) {
     const owner = this.ownerOf(docs.actor);
     const offered = groups
       .map((g, i) => ({ value: String(i), names: g.minds.filter((m) => !(owner && m.hidden)).map((m) => m.name).join(", ") }))
       .filter((g) => g.names);
-    if (!offered.length) return null;
+    if (!offered.length) return { group: null, declined: false };
     const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       name: docs.token?.name ?? docs.actor.name,
@@ -497,7 +498,8 @@ export class Mindscape {
     };
     const answer = await this.askWithin(owner, "chooseJoin", (c) => this.chooseJoinHere(c), context, timeoutMs);
     const picked = offered.find((g) => g.value === answer?.join);
-    return picked ? Number(picked.value) : null;
+    if (picked) return { group: Number(picked.value), declined: false };
+    return { group: null, declined: Boolean(answer && !answer.timedOut && (answer.cancelled || answer.join === null)) };
   }
 
   /**

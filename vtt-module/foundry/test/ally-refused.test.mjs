@@ -145,3 +145,16 @@ test("a joiner left out stays out when the defender then chooses again (a refusa
   assert.equal(gm.ChatMessage.created.length, 1);
   assert.deepEqual(gm.notes.warn.map((w) => w.split(" (")[0]), ["The companion refused the defense chosen for Goblin", "The companion refused Turncoat as an ally of Goblin"]);
 });
+
+test("a mind asked again is not offered the ally the companion refused", async () => {
+  const { gm, calls, attack } = await table((params) => {
+    if (refIds(params.allies).includes("skum")) throw refuse("ally-mindless", "skum");
+    if (calls.length === 2) throw refuse("pool-dice-exceed-pool", "goblin-tokG");
+    return resolved;
+  });
+  await attack();
+  assert.deepEqual(calls.map((p) => refIds(p.allies)), [["skum", "turncoat"], ["turncoat"], ["turncoat"]]);
+  const asked = gm.dialogs.seen.filter((s) => s.kind === "defenseDialog");
+  assert.deepEqual(asked.map((s) => s.arg.context.allies.map((a) => a.name)), [["Skum"], []]);
+  assert.equal(gm.ChatMessage.created.length, 1);
+});

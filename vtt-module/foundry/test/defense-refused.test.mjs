@@ -87,6 +87,19 @@ test("revised-2e: without an answer the second time, no defense is raised; a def
   assert.equal(t2.clients.gm.ChatMessage.created.length, 0);
 });
 
+test("revised-2e: the questions asked again are counted for the whole attack, not per target, so that the attacker's wait stays bounded", async () => {
+  const calls = [];
+  const methods = defaultMethods({ "exchange.resolve": (params) => { calls.push(params); throw refuse("defender-cannot-act", "cannot act"); } });
+  const t = makeTable({ methods, dialogs: { p2: { defenseDialog: { mode: "thought-shield" } }, gm: { defenseDialog: { mode: "thought-shield" } } } });
+  const gm = t.clients.gm;
+  const attack = gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } }, gm.game.user);
+  await assert.rejects(attack, (e) => e instanceof RulesError);
+  // Fenka is asked again twice and the attack fails there: the goblin's exchange is never tried.
+  assert.equal(calls.length, 3);
+  assert.equal(defenseDialogs(t.clients.p2).length, 3);
+  assert.equal(defenseDialogs(t.clients.gm).length, 1);
+});
+
 test("revised-2e: a refusal about the attacker (not-enough-psp) or naming another creature fails the attack at once, as before", async () => {
   for (const [rule, combatant] of [["not-enough-psp", undefined], ["not-enough-psp-for-defense", "somebody-else"]]) {
     const calls = [];
@@ -149,7 +162,7 @@ test("power-pool: a defense refused for the mind struck (the companion naming it
   assert.deepEqual(calls.map((c) => c.defense), [{ mode: SWARM, sacrifice: 3 }, { mode: SWARM }]);
   assert.deepEqual(calls.map((c) => refIds(c.allies)), [["skum"], ["skum"]]);
   const again = defenseDialogs(t.clients.p2)[1].arg.context;
-  assert.match(again.refused, /Fenka has no memorised spell of level \[3\] to sacrifice/);
+  assert.match(again.refused, /^The companion could not use the defense chosen for Fenka: Fenka has no memorised spell of level \[3\] to sacrifice/);
   assert.deepEqual(again.allies.map((a) => a.name), ["Skum"], "the allies are offered again");
 
   // pool-dice-exceed-pool about the attacker: no defense mends it.

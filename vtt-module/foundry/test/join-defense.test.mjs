@@ -344,6 +344,12 @@ test("a creature that said Stay out is not asked again about the same attack; on
   // The next exchange's attack: asked again.
   await ctl.askJoins({ ...defensePhase(), exchange: defensePhase().exchange + 1 });
   assert.equal(asked(t.clients.p1).length, 2);
+  // Another encounter with the same tokens starts at round 1, exchange 0 again: asked again.
+  await ctl.askJoins({ ...defensePhase(), exchange: defensePhase().exchange + 1 });
+  assert.equal(asked(t.clients.p1).length, 2, "said Stay out to that attack");
+  await t.clients.gm.game.settings.set("mindscape", "encounter", { ...ctl.meta, id: "enc-next" });
+  await ctl.askJoins(defensePhase());
+  assert.equal(asked(t.clients.p1).length, 3);
 });
 
 test("a player is not asked about a struck mind without a token on the scene (a world actor); the GM is", async () => {

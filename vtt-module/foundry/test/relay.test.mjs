@@ -135,10 +135,11 @@ test("v13: a player's client answers no question whose sender the core does not 
   assert.ok(t.server.log.some((l) => l.message?.type === "request" && l.message.to === "pl0001"));
 });
 
-test("the relay waits at least as long as the longest attack flow (defense timeout + grace + margin)", async () => {
-  const { RELAY_TIMEOUT_MS, relayTimeoutMs, DEFENSE_TIMEOUT_MAX_S, DEFENSE_GRACE_MS } = await import("../mindscape/scripts/consts.js");
-  assert.ok(RELAY_TIMEOUT_MS > DEFENSE_TIMEOUT_MAX_S * 1000 + DEFENSE_GRACE_MS);
-  assert.ok(relayTimeoutMs(30) > 30000 + DEFENSE_GRACE_MS);
+test("the relay waits at least as long as the longest attack flow (the defense questions, each asked again after a refusal, with their grace, + margin)", async () => {
+  const { RELAY_TIMEOUT_MS, relayTimeoutMs, DEFENSE_TIMEOUT_MAX_S, DEFENSE_GRACE_MS, DEFENSE_REASKS } = await import("../mindscape/scripts/consts.js");
+  assert.equal(DEFENSE_REASKS, 2);
+  assert.ok(RELAY_TIMEOUT_MS > (DEFENSE_TIMEOUT_MAX_S * 1000 + DEFENSE_GRACE_MS) * 3);
+  assert.ok(relayTimeoutMs(30) > (30000 + DEFENSE_GRACE_MS) * 3);
   const { makeTable } = await import("../test-support/scenario.mjs");
   const tbl = makeTable();
   await tbl.clients.gm.game.settings.set("mindscape", "defenseTimeout", 300);

@@ -35,15 +35,23 @@ export const DEFENSE_GRACE_MS = 5000;
 export const RELAY_MARGIN_MS = 120000;
 
 /**
+ * How many times, in one attack, a defender is asked again after the companion refused
+ * the defense chosen (service.js `resolveChoosing`): the attack's defense questions
+ * then take at most this many more timeouts.
+ */
+export const DEFENSE_REASKS = 2;
+
+/**
  * How long a player's client waits for the GM to answer a relayed request. An attack
- * includes the defenders' secret choice, so the wait is the world's defense timeout
- * plus the grace and a margin; it is never shorter than the longest attack flow.
+ * includes the defenders' secret choice, asked at once and then at most DEFENSE_REASKS
+ * times again, so the wait is that many defense timeouts with their grace, and a
+ * margin; it is never shorter than the longest attack flow.
  * @param {number} [defenseTimeoutS]  the world's "Seconds to choose a defense"
  */
 export function relayTimeoutMs(defenseTimeoutS = DEFENSE_TIMEOUT_MS / 1000) {
   const s = Number(defenseTimeoutS);
   const seconds = Number.isFinite(s) && s >= 0 ? s : DEFENSE_TIMEOUT_MAX_S;
-  return seconds * 1000 + DEFENSE_GRACE_MS + RELAY_MARGIN_MS;
+  return (seconds * 1000 + DEFENSE_GRACE_MS) * (1 + DEFENSE_REASKS) + RELAY_MARGIN_MS;
 }
 
 /** The relay timeout with the longest defense timeout the setting allows. */

@@ -237,7 +237,9 @@ export class EncounterController {
     this.joinQuestions = new Set();
     this.askingJoin = new Set();
     // power-pool: the combatants that answered Stay out to joining the defense against
-    // the attack `attack` (its round, exchange and minds struck): a later ask leaves them be.
+    // the attack `attack` (its encounter, round, exchange and minds struck): a later ask
+    // leaves them be. An attack declared again at the same minds in the same exchange
+    // cannot be told apart from the first (the view keeps attacks secret): the answer stands.
     this.declinedJoin = { attack: null, ids: new Set() };
   }
 
@@ -434,7 +436,7 @@ export class EncounterController {
       return entry ? this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : Promise.resolve(null);
     };
     const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? null;
-    const attack = JSON.stringify([state.round, state.exchange, state.struck ?? null]);
+    const attack = JSON.stringify([meta.id, state.round, state.exchange, state.struck ?? null]);
     if (this.declinedJoin.attack !== attack) this.declinedJoin = { attack, ids: new Set() };
     const declined = this.declinedJoin.ids;
     const inExchange = new Set([...(state.declared ?? []), ...struck, ...this.askingJoin, ...declined]);

@@ -3,7 +3,7 @@
  * can hand in fakes. Requests from any client go through the relay to the active GM's
  * client, which alone holds the daemon token and calls the daemon.
  */
-import { DEFENSE_GRACE_MS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
+import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
@@ -274,6 +274,7 @@ export class Mindscape {
     if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
     // Ask every defender at once: they choose in parallel, secretly.
     const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
+    const reasks = { left: DEFENSE_REASKS };
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const exchange = (defenseChoice) => ({ ...common, defender: defenders[i], defenseChoice });
@@ -283,7 +284,7 @@ export class Mindscape {
         if (!refused) return null;
         return exchange(await this.askDefense(defenders[i], attackerName, attackObj, null, null, this.refusedText(defenders[i], refused)));
       };
-      outcomes.push(await this.resolveChoosing(exchange(defenses[i]), again));
+      outcomes.push(await this.resolveChoosing(exchange(defenses[i]), again, reasks));
     }
     return outcomes;
   }
@@ -329,8 +330,12 @@ export class Mindscape {
     let creatures = null;
     const allies = async (struck) => this.allyCandidates(struck, await (creatures ??= this.sceneCreatures(taken, { read })));
     // An attack on the attacker's own puppet: nobody is asked, the companion refuses it.
-    const ask = (i, drawsAllies, refused = null) => (around.ownPuppet[i] ? Promise.resolve(null)
-      : this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? allies : null, refused));
+    // Asked again (`refused`), a mind is not offered the allies the companion refused (`leftOut`).
+    const ask = (i, drawsAllies, refused = null, leftOut = new Map()) => {
+      if (around.ownPuppet[i]) return Promise.resolve(null);
+      const offered = async (struck) => (await allies(struck)).filter((c) => !leftOut.has(actorUuidOf(c.docs)));
+      return this.askDefense(around.struck[i], attackerName, common.attack, aimedAt(i), drawsAllies ? offered : null, refused);
+    };
     const asked = around.struck.map(actorUuidOf);
     // The allies a choice drew in and those who joined, but those the companion refused
     // (`leftOut`, their actors' uuids), read for what they control (their puppets go along).
@@ -369,16 +374,17 @@ export class Mindscape {
         const refused = defenseRefusal(error, choosers.filter(Boolean));
         if (!refused) return null;
         const i = choosers.indexOf(refused.id);
-        choices[i] = await ask(i, i === 0, this.refusedText(around.struck[i], refused));
+        choices[i] = await ask(i, i === 0, this.refusedText(around.struck[i], refused), leftOut);
         return exchange();
       };
-      return [await this.resolveChoosing(await exchange(), again)];
+      return [await this.resolveChoosing(await exchange(), again, { left: DEFENSE_REASKS })];
     }
     const minds = around.struck.map((d, i) => (around.ownPuppet[i] ? [] : [d]));
     const [defenses, joiners] = await Promise.all([
       Promise.all(defenders.map((_d, i) => ask(i, true))),
       this.poolJoiners({ taken, groups: minds, attackerName, attack: common.attack, read }),
     ]);
+    const reasks = { left: DEFENSE_REASKS };
     const outcomes = [];
     for (let i = 0; i < defenders.length; i++) {
       const controllers = around.struck[i] === defenders[i] ? [] : [around.struck[i]];
@@ -394,9 +400,9 @@ export class Mindscape {
       const again = async (error) => {
         const refused = around.ownPuppet[i] ? null : defenseRefusal(error, [around.struckIds[i]]);
         if (!refused) return null;
-        return exchange(await ask(i, true, this.refusedText(around.struck[i], refused)));
+        return exchange(await ask(i, true, this.refusedText(around.struck[i], refused), leftOut));
       };
-      outcomes.push(await this.resolveChoosing(await exchange(defenses[i]), again));
+      outcomes.push(await this.resolveChoosing(await exchange(defenses[i]), again, reasks));
     }
     return outcomes;
   }
@@ -840,17 +846,20 @@ export class Mindscape {
    * own choice, `again(error)` gives the exchange with that mind's new choice (it is asked
    * again, told why), or null when the refusal is about anything else. Nothing was
    * written, so the attack does not fail for a defense it cannot use: its defender
-   * chooses again, at most REASKS times (a refusal after that fails the attack as before).
-   * Dice typed for a refused call are asked again: the companion refuses a choice before
-   * it rolls.
+   * chooses again. `reasks.left` counts the questions asked again that the attack has
+   * left, shared by its exchanges (DEFENSE_REASKS at first, which the player's wait for
+   * the attack allows for, consts.js `relayTimeoutMs`); a refusal after the last fails
+   * the attack as before. No die is asked twice: the companion refuses a choice before
+   * it needs dice.
    */
-  async resolveChoosing(exchange, again) {
-    for (let asked = 0; ; asked++) {
+  async resolveChoosing(exchange, again, reasks) {
+    for (;;) {
       try {
         return await this.resolveExchange(exchange);
       } catch (error) {
-        const next = asked < REASKS ? await again(error) : null;
+        const next = reasks.left > 0 ? await again(error) : null;
         if (!next) throw error;
+        reasks.left -= 1;
         exchange = next;
       }
     }
@@ -862,7 +871,8 @@ export class Mindscape {
    * its owner and the GM may know; the attacker is told nothing).
    */
   refusedText(docs, { rule, detail }) {
-    const told = { name: docs.token?.name ?? docs.actor.name, rule, detail };
+    // The companion may start with where in the request it looked ("/defense/sacrifice: …").
+    const told = { name: docs.token?.name ?? docs.actor.name, rule, detail: String(detail).replace(/^\/[^\s:]*: /, "") };
     this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Defense.RefusedGM", told));
     return this.t.format("MINDSCAPE.Defense.Refused", told);
   }
@@ -1871,9 +1881,6 @@ export class Mindscape {
     }
   }
 }
-
-/** How many times a defender is asked again after the companion refused its defense (`resolveChoosing`). */
-const REASKS = 2;
 
 /**
  * The rules a defending mind's own choice may break, which another choice mends (4001

@@ -165,6 +165,45 @@ test("a round: create, secret choices from owners through the relay (the GM for 
   assert.deepEqual(await ctl.log(), [{ summary: "step 1" }]);
 });
 
+test("a choice the rules refuse is told to the GM and its owner is asked again, told why, while the encounter waits for it; at most twice", async () => {
+  const declared = [];
+  const encounter = { combatants: {}, waiting: [] };
+  const methods = defaultMethods({
+    "encounter.create": () => ({ id: "enc1", revision: 0 }),
+    "encounter.add": ({ combatant }) => { const id = combatant.data.actor._id; encounter.combatants[id] = { psp: 10 }; encounter.waiting.push(id); return { combatant_id: id, revision: 1 }; },
+    "encounter.get": () => ({ phase: "round", round: 1, waiting_for: [...encounter.waiting], combatants: encounter.combatants, revision: 2 }),
+    "encounter.declare": ({ combatant_id, choice }) => {
+      declared.push([combatant_id, choice]);
+      if (choice.attack?.multiplier > 2) throw { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp", detail: "Ulcen needs 16 PSPs but holds 10" } };
+      encounter.waiting = encounter.waiting.filter((w) => w !== combatant_id);
+      return { revision: 3, waiting_for: encounter.waiting };
+    },
+  });
+  const form = (multiplier) => ({ attackMode: "ego-whip", target: "fenka", multiplier, range: "short", defenseMode: "" });
+  const t = makeTable({ methods, dialogs: { p1: { encounterChoiceDialog: [form("4"), form("2")] } } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Test");
+  await ctl.askOne("ulcen", await ctl.state());
+  assert.deepEqual(declared.map(([, c]) => c.attack.multiplier), [4, 2]);
+  const asked = t.clients.p1.dialogs.seen.map((x) => x.arg.context);
+  assert.equal(asked.length, 2);
+  assert.equal(asked[0].refused, null);
+  assert.match(asked[1].refused, /^The companion did not record the choice of Ulcen of Tyr: The rules forbid this \(not-enough-psp\): Ulcen needs 16 PSPs but holds 10\. Choose again\.$/);
+  assert.match(t.clients.gm.notes.warn[0], /Ulcen of Tyr's choice was not recorded: The rules forbid this \(not-enough-psp\)/);
+  assert.deepEqual(encounter.waiting, ["fenka"]);
+
+  // Refused every time: asked twice more, then the GM is told and nothing is recorded.
+  declared.length = 0;
+  encounter.waiting = ["ulcen", "fenka"];
+  t.clients.p1.dialogs.seen.length = 0;
+  const stubborn = t.clients.p1.svc.env.dialogs;
+  stubborn.encounterChoiceDialog = async (arg) => { t.clients.p1.dialogs.seen.push({ kind: "encounterChoiceDialog", arg }); return form("4"); };
+  assert.equal(await ctl.askOne("ulcen", await ctl.state()), null);
+  assert.equal(declared.length, 3);
+  assert.equal(t.clients.p1.dialogs.seen.length, 3);
+  assert.deepEqual(encounter.waiting, ["ulcen", "fenka"]);
+});
+
 test("revised-2e: a mind a critical hit opened last round is offered closing at the companion's price, and a tick declares close", async () => {
   const declared = [];
   const offer = { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null };

@@ -3,9 +3,9 @@
  * controller that asks each owner for a secret choice through the relay, a WebSocket
  * watcher for `encounter.changed`, and the panel that shows it all.
  */
-import { MODULE_ID } from "./consts.js";
+import { DEFENSE_REASKS, MODULE_ID } from "./consts.js";
 import {
-  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, UsageError, describeError,
+  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import { attackFromForm, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
@@ -495,26 +495,36 @@ export class EncounterController {
 
   /**
    * Ask one combatant (its owner secretly, through the relay; the GM for an NPC) and
-   * declare the answer. A choice made for a phase the encounter has left, or one the
-   * companion refuses, is told to the GM and the others go on; null when nothing was
-   * declared.
+   * declare the answer. A choice made for a phase the encounter has left is told to the
+   * GM and the others go on. A choice the rules refuse (4001: too few PSPs, a target
+   * that cannot be attacked, a defense not known, …) is told to the GM, and the same
+   * owner is asked again, told why, while the encounter still waits for that combatant
+   * (at most DEFENSE_REASKS times; a refusal after that is only told). Null when nothing
+   * was declared.
    */
   async askOne(cid, state) {
     const meta = this.meta;
     const entry = meta.combatants?.[cid];
     if (!entry) return null;
     const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-    const context = await this.choiceContext(cid, state);
     const owner = this.svc.ownerOf(actor);
-    const form = owner
-      ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
-      : await this.svc.env.dialogs.encounterChoiceDialog({ context });
-    if (!form) return null;
     const name = entry.name ?? cid;
-    try {
-      return await this.declareForm(cid, form);
-    } catch (error) {
-      return this.declarationRefused(name, error);
+    let refused = null;
+    for (let reasks = DEFENSE_REASKS; ; reasks--) {
+      const context = { ...(await this.choiceContext(cid, state)), refused };
+      const form = owner
+        ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
+        : await this.svc.env.dialogs.encounterChoiceDialog({ context });
+      if (!form) return null;
+      try {
+        return await this.declareForm(cid, form);
+      } catch (error) {
+        const answer = this.declarationRefused(name, error);
+        if (!(error instanceof RulesError) || reasks <= 0) return answer;
+        state = await this.state().catch(() => null);
+        if (!(state?.waiting_for ?? []).includes(cid)) return answer;
+        refused = this.svc.t.format("MINDSCAPE.Encounter.RefusedAgain", { name, problem: describeError(error, this.svc.t) });
+      }
     }
   }
 

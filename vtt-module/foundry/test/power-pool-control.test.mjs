@@ -281,7 +281,7 @@ test("each exchange of a multi-target attack reads control again in its turn: on
   assert.equal(calls2.length, 1, "the goblin's exchange was not resolved: Fenka, who chose its defense, no longer controls it");
 });
 
-test("power-pool's attack phase asks one combatant at a time until one attacks; a refused choice is told and the others go on", async () => {
+test("power-pool's attack phase asks one combatant at a time until one attacks; a refused choice is told and asked again, and the others go on", async () => {
   // The attack phase as the companion keeps it: a pass leaves the waiting list, an attack
   // starts the defense phase; a rest is refused.
   const view = { phase: "attack", waiting_for: ["ulcen", "fenka-tokF", "goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 3 };
@@ -295,15 +295,16 @@ test("power-pool's attack phase asks one combatant at a time until one attacks; 
   }, {
     view: () => structuredClone(view),
     dialogs: {
-      p1: { encounterChoiceDialog: { action: "rest", phase: "attack" } },
+      p1: { encounterChoiceDialog: [{ action: "rest", phase: "attack" }, { action: "pass", phase: "attack" }] },
       p2: { encounterChoiceDialog: { attackMode: "mental-stab", target: "goblin-tokG", phase: "attack" } },
       gm: { encounterChoiceDialog: { action: "pass", phase: "attack" } },
     },
   });
   await ctl.collectChoices();
-  assert.deepEqual(sent, [["ulcen", "rest"], ["fenka-tokF", "attack"]], "asked in turn; after the attack nobody else is asked to attack");
+  assert.deepEqual(sent, [["ulcen", "rest"], ["ulcen", "pass"], ["fenka-tokF", "attack"]], "asked in turn; after the attack nobody else is asked to attack");
   assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "encounterChoiceDialog").length, 0);
   assert.match(t.clients.gm.notes.warn.at(-1), /^Ulcen of Tyr's choice was not recorded: /);
+  assert.match(t.clients.p1.dialogs.seen.at(-1).arg.context.refused, /rest waits\. Choose again\.$/);
 });
 
 test("a choice made for a phase the encounter has left is refused, not read as another choice", async () => {

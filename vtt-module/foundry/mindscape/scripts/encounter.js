@@ -415,13 +415,13 @@ export class EncounterController {
    * in the exchange (the view's `declared`: the attacker and those who defended or
    * joined; the minds struck), not being asked already (by this ask or an earlier one
    * still open), not having answered Stay out to this attack (`declinedJoin`; one that
-   * did not answer in time is asked again), that could defend with a mode drawing allies in (`joiningModeId`, from
-   * the view: psionic, knowing it, with a mind, not under control, aware), whose token
-   * has the same disposition as a mind struck (`svc.joinCandidates`). The view keeps the
-   * attack secret, so the question names only those minds. A yes is declared as the
-   * creature's own defense, `{defense: {mode}}`, while the same attack still waits for
-   * its defenses (`declareJoin`; else the GM is told it came too late); no answer, Stay
-   * out or a failure is no join.
+   * did not answer in time is asked again), that could defend with a mode drawing allies
+   * in (`joiningModeId`, from the view: psionic, knowing it, with a mind, not under
+   * control, aware), whose token has the same disposition as a mind struck
+   * (`svc.joinCandidates`). The view keeps the attack secret, so the question names
+   * only those minds. A yes is declared as the creature's own defense, `{defense:
+   * {mode}}`, while the same attack still waits for its defenses (`declareJoin`; else
+   * the GM is told it came too late); no answer, Stay out or a failure is no join.
    * @returns {Promise<(object|null)[]>}  the declarations' answers, null for no join
    */
   async askJoins(state) {

@@ -676,18 +676,23 @@ var Mindscape = Mindscape || (() => {
   // (the adapters read the mapping, then the psi_* store over it); undefined when neither
   // holds anything. Names match in any case, and of attributes sharing a name the first
   // counts, as there.
-  const storedField = (sent, field) => {
+  const storedField = (sent, field) => storedSource(sent, field).value;
+
+  // storedField's value with the attribute it was read from: `{value, name}`, `name` the
+  // psi_* attribute when neither holds anything (where the companion would write it).
+  const storedSource = (sent, field) => {
     const generic = sent.adapter === 'roll20.generic';
     const attribs = generic ? sent.data.character.attribs : sent.data.attribs;
     const read = ([name, part]) => {
       const attr = attribs.find((a) => sameName(a.name, name));
       const value = attr ? attr[/^max$/i.test(part || '') ? 'max' : 'current'] : undefined;
-      return holds(value) ? value : undefined;
+      return holds(value) ? { value, name } : undefined;
     };
-    const own = read(STATE_PAIRS[field] || [`psi_${field}`, 'current']);
+    const pair = STATE_PAIRS[field] || [`psi_${field}`, 'current'];
+    const own = read(pair);
     if (own !== undefined) return own;
     const mapped = generic && isObject(sent.data.mapping.fields) ? sent.data.mapping.fields[field] : undefined;
-    return mapped ? read(String(mapped).split('|')) : undefined;
+    return (mapped && read(String(mapped).split('|'))) || { value: undefined, name: pair[0] };
   };
 
   // combat-strength: whether the companion counts a fighter psionic: psi_psionic (or its
@@ -1080,13 +1085,15 @@ var Mindscape = Mindscape || (() => {
     if (!struck) return null;
     const ref = resolveFighter(struck);
     if (ref && ref === struck) return null;
+    // Where the sheet keeps it: psi_controlled_by, or the attribute a generic mapping names.
+    const attr = chatSafe(storedSource(combatantOf(defender), 'controlled_by').name);
     // The companion knows each fighter by its ref only (a linked token's is its character's).
     if (ref) {
-      return `${chatSafe(fighterName(defender))}'s psi_controlled_by names its controller ${chatSafe(fighterName(ref))} as "${chatSafe(struck)}", `
-        + `but the companion knows that fighter as "${chatSafe(ref)}": put that in psi_controlled_by. Nothing was sent.`;
+      return `${chatSafe(fighterName(defender))}'s ${attr} names its controller ${chatSafe(fighterName(ref))} as "${chatSafe(struck)}", `
+        + `but the companion knows that fighter as "${chatSafe(ref)}": put that in ${attr}. Nothing was sent.`;
     }
     return `${chatSafe(fighterName(defender))} is under the psionic control of "${chatSafe(struck)}", which is no character or token here: `
-      + 'an attack on it strikes its controller (power-pool). Put the controller\'s ref right in its psi_controlled_by, or clear it. Nothing was sent.';
+      + `an attack on it strikes its controller (power-pool). Put the controller's ref right in its ${attr}, or clear it. Nothing was sent.`;
   };
 
   // Keeps an attack waiting for a defense, under a new id: its buttons work once (the

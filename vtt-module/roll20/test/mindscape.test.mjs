@@ -2550,7 +2550,7 @@ test('power-pool: with a generic mapping, control is read as the companion reads
   const sent = requests(ctx.sb).length;
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
   assert.equal(requests(ctx.sb).length, sent);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody"/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody".*Put the controller's ref right in its Puppeteer, or clear it\./);
 });
 
 test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {

@@ -144,7 +144,8 @@ export class FakeTokenDocument {
       this.actor.token = this;
     }
   }
-  get object() { return { document: this, actor: this.actor, id: this.id }; }
+  /** The placeable drawn on the canvas; with `center` ({x, y}) when a test places it. */
+  get object() { return { document: this, actor: this.actor, id: this.id, ...(this.center ? { center: this.center } : {}) }; }
   /** The Scene it is on (Foundry's `TokenDocument#parent`), with the tokens still there. */
   get parent() { return this.world.scene(this.uuid.split(".")[1]); }
 }

@@ -8,6 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { joiningModeId } from "../mindscape/scripts/requests.js";
+import { sightBlocked } from "../mindscape/scripts/foundry.js";
 import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
 
 const POOL = "power-pool";
@@ -73,6 +74,44 @@ async function attackTable({ resolve, dialogs = {}, creatures = [] } = {}) {
 const seer = (extra = {}) => pool({ hit_dice: 2, die: 6, pool: 2, defenses: [SWARM], ...extra });
 const refIds = (refs) => (refs ?? []).map(combatantIdOfRef);
 const asked = (client) => client.dialogs.seen.filter((s) => s.kind === "joinDialog").map((s) => s.arg.context);
+
+test("sight between two tokens is Foundry's sight backend's answer, and unknown without drawn tokens, across scenes, or when the backend fails", () => {
+  const token = (x, scene = "s1") => ({ parent: { id: scene }, object: { center: { x, y: 0 } } });
+  const CONFIG = { Canvas: { polygonBackends: { sight: { testCollision: (a, b) => a.x < 5 && b.x > 5 } } } };
+  assert.equal(sightBlocked(CONFIG, token(0), token(10)), true);
+  assert.equal(sightBlocked(CONFIG, token(6), token(10)), false);
+  assert.equal(sightBlocked(CONFIG, token(0), token(10, "s2")), null);
+  assert.equal(sightBlocked(CONFIG, { parent: { id: "s1" }, object: {} }, token(10)), null);
+  assert.equal(sightBlocked({}, token(0), token(10)), null);
+  const failing = { Canvas: { polygonBackends: { sight: { testCollision: () => { throw new Error("no canvas"); } } } } };
+  assert.equal(sightBlocked(failing, token(0), token(10)), null);
+});
+
+test("a creature behind a wall that blocks sight to the mind struck is not asked to join; where sight cannot be told (no token drawn), disposition decides", async () => {
+  const { t, calls, placed } = await attackTable({
+    dialogs: { gm: { joinDialog: { join: "0", timedOut: false } } },
+    creatures: [
+      { name: "Seer Behind", profile: seer() },
+      { name: "Seer Near", profile: seer() },
+      { name: "Seer Elsewhere", profile: seer() },
+    ],
+  });
+  const gm = t.clients.gm;
+  // The tokens drawn on the GM's canvas, and one wall at x = 500 that blocks sight.
+  const at = (token, x) => { token.center = { x, y: 100 }; };
+  at(t.tokens.goblinToken, 100);
+  at(placed["Seer Near"], 300);
+  at(placed["Seer Behind"], 900);
+  const tested = [];
+  gm.CONFIG.Canvas = { polygonBackends: { sight: { testCollision: (a, b, options) => {
+    tested.push(options);
+    return (a.x - 500) * (b.x - 500) < 0;
+  } } } };
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.deepEqual(asked(gm).map((q) => q.name).sort(), ["Seer Elsewhere", "Seer Near"]);
+  assert.ok(tested.every((o) => o.type === "sight" && o.mode === "any"));
+  assert.deepEqual(refIds(calls[0].allies).sort(), ["seerelsewhere", "seernear"]);
+});
 
 test("a single attack asks each psionic creature on the struck mind's side that may join, in parallel with the defense; a yes goes in allies with its own defense", async () => {
   const { t, calls, placed } = await attackTable({

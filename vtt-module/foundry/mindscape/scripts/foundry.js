@@ -78,3 +78,26 @@ export function readForm(form) {
   }
   return out;
 }
+
+/**
+ * Whether a wall blocks the sight between two tokens (their centres), as Foundry's sight
+ * backend judges it (`CONFIG.Canvas.polygonBackends.sight.testCollision`): true when one
+ * does, false when none does, null when it cannot be told here (a token not drawn on the
+ * scene this browser shows, no canvas, a backend that fails).
+ * @param {any} CONFIG  this client's CONFIG
+ * @param {any} a  a TokenDocument
+ * @param {any} b  a TokenDocument
+ * @returns {boolean|null}
+ */
+export function sightBlocked(CONFIG, a, b) {
+  const from = a?.object?.center;
+  const to = b?.object?.center;
+  const backend = CONFIG?.Canvas?.polygonBackends?.sight;
+  if (!from || !to || typeof backend?.testCollision !== "function") return null;
+  if (a.parent?.id !== b.parent?.id) return null;
+  try {
+    return Boolean(backend.testCollision({ x: from.x, y: from.y }, { x: to.x, y: to.y }, { type: "sight", mode: "any" }));
+  } catch {
+    return null;
+  }
+}

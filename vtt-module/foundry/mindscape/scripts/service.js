@@ -17,6 +17,7 @@ import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
+import { sightBlocked } from "./foundry.js";
 import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
 import {
   ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams, hasProfile,
@@ -444,7 +445,10 @@ export class Mindscape {
    * defense of `groups` (each the minds struck in one exchange): one that could defend
    * with a mode drawing allies in (`joiningModeId`: psionic, knowing it, with a mind, not
    * under control, able to defend with it) whose token has the same disposition as a
-   * mind struck in that group (`dispositionOf`; none when the mind's side is unknown).
+   * mind struck in that group (`dispositionOf`; none when the mind's side is unknown)
+   * and can see it: no wall blocks the sight between their tokens (`sightBlocked`; when
+   * that cannot be told here, as for a token not on the scene shown, the GM's answer
+   * for the creature decides).
    * As `[{docs, id, mode, offers}]`, `offers` being the groups it may join with the
    * allies struck there (`{group, minds:[{name, hidden}]}`; `hidden` for players: a mind
    * without a visible token on the scene, its token hidden or none there, a world actor).
@@ -460,7 +464,11 @@ export class Mindscape {
       const side = dispositionOf(docs);
       if (!mode || side === null) continue;
       const offers = groups
-        .map((minds, group) => ({ group, minds: minds.filter((m) => dispositionOf(m) === side).map((m) => ({ name: m.token?.name ?? m.actor.name, hidden: !m.token || Boolean(m.token.hidden) })) }))
+        .map((minds, group) => ({
+          group,
+          minds: minds.filter((m) => dispositionOf(m) === side && sightBlocked(this.env.CONFIG, docs.token, m.token) !== true)
+            .map((m) => ({ name: m.token?.name ?? m.actor.name, hidden: !m.token || Boolean(m.token.hidden) })),
+        }))
         .filter((o) => o.minds.length);
       if (offers.length) out.push({ docs, id: combatant.id ?? roundCombatantId(docs.token, docs.actor), mode, offers });
     }

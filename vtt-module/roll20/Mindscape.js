@@ -679,14 +679,16 @@ var Mindscape = Mindscape || (() => {
   const storedField = (sent, field) => storedSource(sent, field).value;
 
   // storedField's value with the attribute it was read from: `{value, name}`, `name` the
-  // psi_* attribute when neither holds anything (where the companion would write it).
+  // psi_* attribute when neither holds anything (where the companion would write it), and
+  // "NAME (max)" for an attribute's maximum.
   const storedSource = (sent, field) => {
     const generic = sent.adapter === 'roll20.generic';
     const attribs = generic ? sent.data.character.attribs : sent.data.attribs;
     const read = ([name, part]) => {
+      const max = /^max$/i.test(part || '');
       const attr = attribs.find((a) => sameName(a.name, name));
-      const value = attr ? attr[/^max$/i.test(part || '') ? 'max' : 'current'] : undefined;
-      return holds(value) ? { value, name } : undefined;
+      const value = attr ? attr[max ? 'max' : 'current'] : undefined;
+      return holds(value) ? { value, name: max ? `${name} (max)` : name } : undefined;
     };
     const pair = STATE_PAIRS[field] || [`psi_${field}`, 'current'];
     const own = read(pair);

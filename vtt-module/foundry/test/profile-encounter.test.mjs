@@ -202,6 +202,31 @@ test("a choice the rules refuse is told to the GM and its owner is asked again, 
   assert.equal(declared.length, 3);
   assert.equal(t.clients.p1.dialogs.seen.length, 3);
   assert.deepEqual(encounter.waiting, ["ulcen", "fenka"]);
+  assert.match(t.clients.gm.notes.warn.at(-2), /Its owner is asked again\.$/);
+  assert.doesNotMatch(t.clients.gm.notes.warn.at(-1), /asked again/);
+
+  // The encounter moved on (another round) when the refusal came: nobody is asked again.
+  declared.length = 0;
+  t.clients.p1.dialogs.seen.length = 0;
+  const state = await ctl.state();
+  const get = methods["encounter.get"];
+  methods["encounter.get"] = () => ({ ...get(), round: 2 });
+  assert.equal(await ctl.askOne("ulcen", state), null);
+  assert.equal(t.clients.p1.dialogs.seen.length, 1);
+  assert.doesNotMatch(t.clients.gm.notes.warn.at(-1), /asked again/);
+  methods["encounter.get"] = get;
+
+  // A second ask while the question is open does not ask again.
+  let answer;
+  stubborn.encounterChoiceDialog = (arg) => { t.clients.p1.dialogs.seen.push({ kind: "encounterChoiceDialog", arg }); return new Promise((r) => { answer = r; }); };
+  t.clients.p1.dialogs.seen.length = 0;
+  const first = ctl.askOne("ulcen", await ctl.state());
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(await ctl.askOne("ulcen", await ctl.state()), null);
+  assert.equal(t.clients.p1.dialogs.seen.length, 1);
+  answer(form("2"));
+  await first;
+  assert.deepEqual(encounter.waiting, ["fenka"]);
 });
 
 test("revised-2e: a mind a critical hit opened last round is offered closing at the companion's price, and a tick declares close", async () => {

@@ -2551,6 +2551,12 @@ test('power-pool: with a generic mapping, control is read as the companion reads
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
   assert.equal(requests(ctx.sb).length, sent);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody".*Put the controller's ref right in its Puppeteer, or clear it\./);
+  // Kept in the attribute's maximum: the message says so.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr controlled_by=Puppeteer|max --attr hp=HP' });
+  ctx.sb.attribute(ctx.fenka.id, 'Puppeteer').set({ current: '', max: '-Mnobody' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Put the controller's ref right in its Puppeteer \(max\), or clear it\./);
 });
 
 test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {

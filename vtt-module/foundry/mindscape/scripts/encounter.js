@@ -236,6 +236,9 @@ export class EncounterController {
     // they ask (not asked again while their question is open).
     this.joinQuestions = new Set();
     this.askingJoin = new Set();
+    // The combatants whose choice is being asked (`askOne`): a second *Ask for choices*
+    // while the question is open does not ask it again.
+    this.askingChoice = new Set();
     // power-pool: the combatants that answered Stay out to joining the defense against
     // the attack `attack` (its encounter, round, exchange and minds struck): a later ask
     // leaves them be. An attack declared again at the same minds in the same exchange
@@ -485,46 +488,56 @@ export class EncounterController {
 
   /**
    * A declaration the companion refused (or the module stopped): the GM is told whose
-   * and why, and null is the answer; any other error is thrown on.
+   * and why (`again`: and that its owner is asked again), and null is the answer; any
+   * other error is thrown on.
    */
-  declarationRefused(name, error) {
+  declarationRefused(name, error, { again = false } = {}) {
     if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
-    this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.DeclareRefused", { name, problem: describeError(error, this.svc.t) }));
+    const key = again ? "MINDSCAPE.Encounter.DeclareRefusedAskedAgain" : "MINDSCAPE.Encounter.DeclareRefused";
+    this.svc.env.ui?.notifications?.warn(this.svc.t.format(key, { name, problem: describeError(error, this.svc.t) }));
     return null;
   }
 
   /**
    * Ask one combatant (its owner secretly, through the relay; the GM for an NPC) and
-   * declare the answer. A choice made for a phase the encounter has left is told to the
-   * GM and the others go on. A choice the rules refuse (4001: too few PSPs, a target
-   * that cannot be attacked, a defense not known, …) is told to the GM, and the same
-   * owner is asked again, told why, while the encounter still waits for that combatant
-   * (at most DEFENSE_REASKS times; a refusal after that is only told). Null when nothing
-   * was declared.
+   * declare the answer; not while an earlier ask of it is still open. A choice made for a
+   * phase the encounter has left is told to the GM and the others go on. A choice the
+   * rules refuse (4001: too few PSPs, a target that cannot be attacked, a defense not
+   * known, …) is told to the GM, and the same owner is asked again, told why, while the
+   * encounter still waits for that combatant in the same round, exchange and phase (at
+   * most DEFENSE_REASKS times; a refusal after that is only told). Null when nothing was
+   * declared.
    */
   async askOne(cid, state) {
     const meta = this.meta;
     const entry = meta.combatants?.[cid];
-    if (!entry) return null;
-    const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-    const owner = this.svc.ownerOf(actor);
-    const name = entry.name ?? cid;
-    let refused = null;
-    for (let reasks = DEFENSE_REASKS; ; reasks--) {
-      const context = { ...(await this.choiceContext(cid, state)), refused };
-      const form = owner
-        ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
-        : await this.svc.env.dialogs.encounterChoiceDialog({ context });
-      if (!form) return null;
-      try {
-        return await this.declareForm(cid, form);
-      } catch (error) {
-        const answer = this.declarationRefused(name, error);
-        if (!(error instanceof RulesError) || reasks <= 0) return answer;
-        state = await this.state().catch(() => null);
-        if (!(state?.waiting_for ?? []).includes(cid)) return answer;
-        refused = this.svc.t.format("MINDSCAPE.Encounter.RefusedAgain", { name, problem: describeError(error, this.svc.t) });
+    if (!entry || this.askingChoice.has(cid)) return null;
+    this.askingChoice.add(cid);
+    try {
+      const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+      const owner = this.svc.ownerOf(actor);
+      const name = entry.name ?? cid;
+      const when = (view) => JSON.stringify([view?.round, view?.exchange, view?.phase]);
+      let refused = null;
+      for (let reasks = DEFENSE_REASKS; ; reasks--) {
+        const context = { ...(await this.choiceContext(cid, state)), refused };
+        const form = owner
+          ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
+          : await this.svc.env.dialogs.encounterChoiceDialog({ context });
+        if (!form) return null;
+        try {
+          return await this.declareForm(cid, form);
+        } catch (error) {
+          const now = error instanceof RulesError && reasks > 0 ? await this.state().catch(() => null) : null;
+          const again = Boolean(now) && when(now) === when(state) && (now.waiting_for ?? []).includes(cid);
+          const answer = this.declarationRefused(name, error, { again });
+          if (!again) return answer;
+          state = now;
+          refused = this.svc.t.format("MINDSCAPE.Encounter.RefusedAgain", { name, problem: describeError(error, this.svc.t) });
+        }
       }
+    } finally {
+      this.askingChoice.delete(cid);
     }
   }
 

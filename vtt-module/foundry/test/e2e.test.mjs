@@ -506,6 +506,46 @@ test("an encounter round in the panel: create from the selected tokens, secret c
   await page.close();
 });
 
+test("an encounter choice the real companion refuses (an attack Zanna cannot pay for) is asked again with the reason, and the round resolves", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna holds 3 PSPs: a mind thrust ×1 costs 2, and with a thought shield (2) 4 in all.
+  await page.evaluate(() => window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.psp": 3 }));
+  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  await panel.locator('[data-action="ask"]').click();
+  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  const of = (name) => choices.filter({ has: page.locator(".mindscape-lead strong", { hasText: name }) });
+  await of("Aboleth").waitFor();
+  await of("Aboleth").locator('button[data-action="ok"]').click();
+  const zanna = of("Zanna");
+  await zanna.locator("select[name=attackMode]").selectOption("mind-thrust");
+  await zanna.locator("select[name=target]").selectOption({ label: "Aboleth" });
+  await zanna.locator("select[name=defenseMode]").selectOption("thought-shield");
+  await zanna.locator('button[data-action="ok"]').click();
+  // Refused by the companion: Zanna is asked again, told why.
+  const again = zanna.filter({ has: page.locator(".mindscape-warning") });
+  await again.waitFor({ timeout: 15000 });
+  assert.match(await again.locator(".mindscape-warning").textContent(), /did not record the choice of Zanna: .*not-enough-psp.*holds 3.*Choose again\./);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-refused.png") });
+  await again.locator("select[name=attackMode]").selectOption("mind-thrust");
+  await again.locator("select[name=target]").selectOption({ label: "Aboleth" });
+  await again.locator("select[name=defenseMode]").selectOption("");
+  await again.locator('button[data-action="ok"]').click();
+  await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });
+  const declares = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare")
+    .map((f) => ({ who: f.request.params.combatant_id, defense: f.request.params.choice.defense?.mode ?? null, rule: f.response.error?.data?.rule ?? null })));
+  assert.deepEqual(declares.filter((d) => d.who === "4Jsv5vYaJ1atUEDV").map((d) => [d.defense, d.rule]), [["thought-shield", "not-enough-psp"], [null, null]]);
+  const warned = await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "warn").map(([, text]) => text));
+  assert.ok(warned.some((w) => /Zanna's choice was not recorded: .*Its owner is asked again\./.test(w)), JSON.stringify(warned));
+  await panel.locator('[data-action="resolve"]').click();
+  await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("a power-pool encounter in the panel: the attack phase's dialog, a pass instead, the defense phase's dialog, resolve", { skip: SKIP, timeout: 90000 }, async () => {
   const { page, problems } = await openPage(13);
   await page.evaluate(async () => {

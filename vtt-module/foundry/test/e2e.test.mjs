@@ -530,8 +530,9 @@ test("an encounter choice the real companion refuses (an attack Zanna cannot pay
   assert.match(await again.locator(".mindscape-warning").textContent(), /did not record the choice of Zanna: .*not-enough-psp.*holds 3.*Choose again\./);
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-refused.png") });
-  await again.locator("select[name=attackMode]").selectOption("mind-thrust");
-  await again.locator("select[name=target]").selectOption({ label: "Aboleth" });
+  // The choice refused is filled in: only the shield needs taking out.
+  assert.equal(await again.locator("select[name=attackMode]").inputValue(), "mind-thrust");
+  assert.equal(await again.locator("select[name=defenseMode]").inputValue(), "thought-shield");
   await again.locator("select[name=defenseMode]").selectOption("");
   await again.locator('button[data-action="ok"]').click();
   await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });

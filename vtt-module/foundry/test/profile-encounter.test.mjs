@@ -188,6 +188,8 @@ test("a choice the rules refuse is told to the GM and its owner is asked again, 
   const asked = t.clients.p1.dialogs.seen.map((x) => x.arg.context);
   assert.equal(asked.length, 2);
   assert.equal(asked[0].refused, null);
+  assert.equal(asked[0].previous, null);
+  assert.deepEqual(asked[1].previous, form("4"), "the choice refused, to fill in");
   assert.match(asked[1].refused, /^The companion did not record the choice of Ulcen of Tyr: The rules forbid this \(not-enough-psp\): Ulcen needs 16 PSPs but holds 10\. Choose again\.$/);
   assert.match(t.clients.gm.notes.warn[0], /Ulcen of Tyr's choice was not recorded: The rules forbid this \(not-enough-psp\)/);
   assert.deepEqual(encounter.waiting, ["fenka"]);

@@ -330,7 +330,27 @@ export function houseRulesDialog({ context }) {
 
 /** One combatant's secret choice for an encounter step. */
 export function encounterChoiceDialog({ context }) {
-  return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare" });
+  // Asked again after a refusal: the choice refused is filled in, to be put right.
+  const render = context.previous ? (root) => fillForm(root, context.previous) : undefined;
+  return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare", render });
+}
+
+/**
+ * Put `values` (a form as `readForm` read it) back into the fields under `root`: a
+ * select takes a value only when it offers it, checkboxes and radios are checked by
+ * their values; hidden fields keep their own (the phase the dialog was made for).
+ */
+export function fillForm(root, values) {
+  if (!root?.querySelectorAll || !values || typeof values !== "object") return;
+  for (const el of root.querySelectorAll("input, select, textarea")) {
+    if (!el.name || !Object.hasOwn(values, el.name) || el.type === "hidden") continue;
+    const value = values[el.name];
+    if (el.type === "checkbox") el.checked = Array.isArray(value) ? value.includes(el.value) : Boolean(value);
+    else if (el.type === "radio") el.checked = el.value === String(value);
+    else if (el.tagName === "SELECT") {
+      if ([...el.options].some((o) => o.value === String(value))) el.value = String(value);
+    } else el.value = String(value ?? "");
+  }
 }
 
 /**

@@ -503,9 +503,10 @@ export class EncounterController {
    * declare the answer; not while an earlier ask of it is still open. A choice made for a
    * phase the encounter has left is told to the GM and the others go on. A choice the
    * rules refuse (4001: too few PSPs, a target that cannot be attacked, a defense not
-   * known, …) is told to the GM, and the same owner is asked again, told why, while the
-   * encounter still waits for that combatant in the same round, exchange and phase (at
-   * most DEFENSE_REASKS times; a refusal after that is only told). Null when nothing was
+   * known, …) is told to the GM, and the same owner is asked again, told why and shown
+   * the choice refused (`previous`, filled into the dialog), while the encounter still
+   * waits for that combatant in the same round, exchange and phase (at most
+   * DEFENSE_REASKS times; a refusal after that is only told). Null when nothing was
    * declared.
    */
   async askOne(cid, state) {
@@ -519,8 +520,9 @@ export class EncounterController {
       const name = entry.name ?? cid;
       const when = (view) => JSON.stringify([view?.round, view?.exchange, view?.phase]);
       let refused = null;
+      let previous = null;
       for (let reasks = DEFENSE_REASKS; ; reasks--) {
-        const context = { ...(await this.choiceContext(cid, state)), refused };
+        const context = { ...(await this.choiceContext(cid, state)), refused, previous };
         const form = owner
           ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
           : await this.svc.env.dialogs.encounterChoiceDialog({ context });
@@ -533,6 +535,7 @@ export class EncounterController {
           const answer = this.declarationRefused(name, error, { again });
           if (!again) return answer;
           state = now;
+          previous = form;
           refused = this.svc.t.format("MINDSCAPE.Encounter.RefusedAgain", { name, problem: describeError(error, this.svc.t) });
         }
       }

@@ -82,12 +82,16 @@
 
   // ----------------------------------------------------------- transport
 
+  // How long one call to the companion may take before the bridge gives up on it.
+  const TRANSPORT_TIMEOUT_MS = 15000;
+
   /**
    * POSTs a JSON text to the companion; resolves {status, text}, rejects on a network
-   * failure. GM_xmlhttpRequest (no CORS) when the manager grants it, else fetch (the
-   * companion must then allow this page's origin with --allow-origin).
+   * failure or after `timeoutMs`. GM_xmlhttpRequest (no CORS) when the manager grants
+   * it, else fetch (the companion must then allow this page's origin with
+   * --allow-origin).
    */
-  const defaultTransport = (url, token, bodyText) => {
+  const defaultTransport = (url, token, bodyText, timeoutMs = TRANSPORT_TIMEOUT_MS) => {
     const headers = { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` };
     if (typeof GM_xmlhttpRequest === 'function') { // eslint-disable-line no-undef
       return new Promise((resolve, reject) => {
@@ -96,15 +100,20 @@
           url,
           headers,
           data: bodyText,
-          timeout: 15000,
+          timeout: timeoutMs,
           onload: (res) => resolve({ status: res.status, text: res.responseText }),
           onerror: () => reject(new Error('network error')),
           ontimeout: () => reject(new Error('timed out')),
         });
       });
     }
-    return root.fetch(url, { method: 'POST', headers, body: bodyText, credentials: 'omit' })
-      .then((res) => res.text().then((text) => ({ status: res.status, text })));
+    // Without GM_xmlhttpRequest, fetch gives up after the same time.
+    const abort = typeof root.AbortController === 'function' ? new root.AbortController() : null;
+    const timer = abort ? root.setTimeout(() => abort.abort(), timeoutMs) : null;
+    return root.fetch(url, { method: 'POST', headers, body: bodyText, credentials: 'omit', ...(abort ? { signal: abort.signal } : {}) })
+      .then((res) => res.text().then((text) => ({ status: res.status, text })))
+      .catch((err) => { throw abort && abort.signal.aborted ? new Error('timed out') : err; })
+      .finally(() => { if (timer !== null) root.clearTimeout(timer); });
   };
 
   // ---------------------------------------------------------- pure parts
@@ -500,7 +509,7 @@
   const api = {
     VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands,
     encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, createBridge,
-    storage: defaultStorage,
+    storage: defaultStorage, transport: defaultTransport,
   };
   if (root.__mindscapeBridgeTest) root.__mindscapeBridge = api;
 

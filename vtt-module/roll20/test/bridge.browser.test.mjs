@@ -792,6 +792,31 @@ const inIsolatedPage = async (run, arg) => {
   }
 };
 
+test('without a userscript manager a call that hangs gives up after the timeout, as GM_xmlhttpRequest does', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  // A server that takes the request and never answers.
+  const held = [];
+  const server = createServer((req) => { held.push(req); });
+  await new Promise((r) => { server.listen(0, '127.0.0.1', r); });
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/rpc`;
+    const out = await inIsolatedPage(async (target) => {
+      const started = Date.now();
+      try {
+        await window.__mindscapeBridge.transport(target, 't', '{}', 300);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, message: String(err.message), ms: Date.now() - started };
+      }
+    }, url);
+    assert.equal(out.ok, false);
+    assert.equal(out.message, 'timed out');
+    assert.ok(out.ms >= 250 && out.ms < 5000, String(out.ms));
+  } finally {
+    held.forEach((req) => req.socket.destroy());
+    await new Promise((r) => { server.close(r); });
+  }
+});
+
 const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const createCall = (id) => b64({ jsonrpc: '2.0', id, method: 'encounter.create', params: { system: 'revised-2e', name: `forged ${id}` } });
 

@@ -120,14 +120,32 @@ test("a resolved step's exchange results and updates are found in list or single
   assert.deepEqual(updatesOfStep({ results: [r1, r2], updates: [{ uuid: "Actor.b", update: {} }] }).map((u) => u.uuid), ["Actor.b", "Actor.a"]);
 });
 
-test("a round: create, secret choices from owners through the relay (the GM for NPCs), resolve, undo", async () => {
+/**
+ * A one-round encounter as the daemon keeps it, far enough for these tests: each
+ * combatant added waits until it declares; `refuse(choice)` gives a 4001 to throw for a
+ * choice the rules refuse, or nothing. `declared` records every declaration sent.
+ */
+function roundEncounter({ refuse = () => null, ...overrides } = {}) {
   const declared = [];
   const encounter = { combatants: {}, waiting: [] };
   const methods = defaultMethods({
     "encounter.create": () => ({ id: "enc1", revision: 0 }),
     "encounter.add": ({ combatant }) => { const id = combatant.data.actor._id; encounter.combatants[id] = { psp: 10 }; encounter.waiting.push(id); return { combatant_id: id, revision: 1 }; },
     "encounter.get": () => ({ phase: "round", round: 1, waiting_for: [...encounter.waiting], combatants: encounter.combatants, revision: 2 }),
-    "encounter.declare": ({ combatant_id, choice }) => { declared.push([combatant_id, choice]); encounter.waiting = encounter.waiting.filter((w) => w !== combatant_id); return { revision: 3, waiting_for: encounter.waiting }; },
+    "encounter.declare": ({ combatant_id, choice }) => {
+      declared.push([combatant_id, choice]);
+      const refusal = refuse(choice);
+      if (refusal) throw refusal;
+      encounter.waiting = encounter.waiting.filter((w) => w !== combatant_id);
+      return { revision: 3, waiting_for: encounter.waiting };
+    },
+    ...overrides,
+  });
+  return { declared, encounter, methods };
+}
+
+test("a round: create, secret choices from owners through the relay (the GM for NPCs), resolve, undo", async () => {
+  const { declared, methods } = roundEncounter({
     "encounter.resolve": () => ({ revision: 4, results: [{ ...revisedResult({ attacker: { data: { actor: { _id: "ulcen", name: "Ulcen", flags: { mindscape: { "revised-2e": { psp: 40 } } } }, token: { uuid: "Scene.scene1.Token.tokU", actorLink: true } } }, defender: { data: { actor: { _id: "fenka", name: "Fenka", flags: { mindscape: { "revised-2e": { psp: 30 } } } }, token: { uuid: "Scene.scene1.Token.tokF", actorLink: false } } }, attack: { mode: "ego-whip" } }) }] }),
     "encounter.undo": () => ({ revision: 5, updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.psp": 40 } }] }),
     "encounter.log": () => [{ summary: "step 1" }],
@@ -166,18 +184,9 @@ test("a round: create, secret choices from owners through the relay (the GM for 
 });
 
 test("a choice the rules refuse is told to the GM and its owner is asked again, told why, while the encounter waits for it; at most twice", async () => {
-  const declared = [];
-  const encounter = { combatants: {}, waiting: [] };
-  const methods = defaultMethods({
-    "encounter.create": () => ({ id: "enc1", revision: 0 }),
-    "encounter.add": ({ combatant }) => { const id = combatant.data.actor._id; encounter.combatants[id] = { psp: 10 }; encounter.waiting.push(id); return { combatant_id: id, revision: 1 }; },
-    "encounter.get": () => ({ phase: "round", round: 1, waiting_for: [...encounter.waiting], combatants: encounter.combatants, revision: 2 }),
-    "encounter.declare": ({ combatant_id, choice }) => {
-      declared.push([combatant_id, choice]);
-      if (choice.attack?.multiplier > 2) throw { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp", detail: "Ulcen needs 16 PSPs but holds 10" } };
-      encounter.waiting = encounter.waiting.filter((w) => w !== combatant_id);
-      return { revision: 3, waiting_for: encounter.waiting };
-    },
+  const { declared, encounter, methods } = roundEncounter({
+    refuse: (choice) => (choice.attack?.multiplier > 2
+      ? { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp", detail: "Ulcen needs 16 PSPs but holds 10" } } : null),
   });
   const form = (multiplier) => ({ attackMode: "ego-whip", target: "fenka", multiplier, range: "short", defenseMode: "" });
   const t = makeTable({ methods, dialogs: { p1: { encounterChoiceDialog: [form("4"), form("2")] } } });

@@ -128,6 +128,14 @@ function realCompanion() {
   } });
 }
 
+/** Every field of the companion's `updates` holds, on its document in the page, the value it wrote. */
+async function assertWritten(page, updates) {
+  for (const u of updates) {
+    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
+    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
+  }
+}
+
 /**
  * A `ref(profile)` for the fake-versus-real comparisons: sets `token`'s revised-2e profile
  * (with `base` under it) on the scenario's table `t` and gives the GM's ref of it.
@@ -221,10 +229,7 @@ test("Foundry v13: HUD button → attack dialog with exact odds → secret defen
   assert.notEqual(result.attacker.after.psp, result.attacker.before.psp);
   assert.equal(psp(after.abolethToken), result.defender.after.psp);
   assert.equal(psp(after.abolethBase), 30);
-  for (const u of result.updates) {
-    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
-    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
-  }
+  await assertWritten(page, result.updates);
   assert.equal(after.resolved.length, 1, "mindscape.resolved fired once");
 
   // The card's details toggle works (renderChatMessageHTML listener), also when v13
@@ -713,10 +718,7 @@ test("a power-pool single attack with the real companion: control kept by a die,
   assert.equal(result.outcome, "attacker");
   // Every write-back landed where the companion addressed it: the ally's too, on the
   // skum's own token, not on the aboleth it copies.
-  for (const u of result.updates) {
-    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
-    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
-  }
+  await assertWritten(page, result.updates);
   const skum = await page.evaluate((id) => window.harness.actor(`Scene.harness.Token.tokSkum.Actor.${id}`).flags.mindscape["power-pool"], ids.aboleth);
   assert.ok(skum.conditions.includes("dazed"), JSON.stringify(skum));
   assert.equal(skum.controlled_by, ids.zanna);
@@ -1046,10 +1048,7 @@ test("power-pool control at the tracker's round end with the real companion: the
   assert.deepEqual(sheets.zanna.controlling, [{ id: ids.randal, kept_by: "action", wave: null }]);
   assert.deepEqual([sheets.zanna.pool, sheets.zanna.dedicated], [3, []]);
   assert.equal(sheets.randal.controlled_by, ids.zanna);
-  for (const u of response.result.updates) {
-    const doc = await page.evaluate((uuid) => window.harness.actor(uuid), u.uuid);
-    for (const [key, value] of Object.entries(u.update)) assert.deepEqual(key.split(".").reduce((o, k) => o?.[k], doc), value, `${u.uuid} ${key}`);
-  }
+  await assertWritten(page, response.result.updates);
   const card = page.locator("#chat-log .mindscape-round-card");
   await card.waitFor({ timeout: 15000 });
   assert.ok((await card.textContent()).includes(response.result.summary), response.result.summary);

@@ -407,60 +407,65 @@ test("a player is not asked about a struck mind without a token on the scene (a 
   assert.deepEqual(asked(t.clients.gm).map((q) => [q.name, q.groups.map((g) => g.names)]), [["Seer", ["Warlock"]]]);
 });
 
-test("a resolve waits for the join questions still open, Resolve anyway does not, and a yes after the exchange was resolved is not declared", async () => {
-  let answer;
-  const view = defensePhase();
-  const { t, ctl, sent } = await encounterTable({
+/**
+ * An encounter in its defense phase (`view`) whose Seer (the GM's) is asked to join and
+ * answers only when the test calls `held.reply(answer)`; Fenka (Bo's) declares no defense
+ * at once. `held.asked()` waits until the Seer's question is open and something was
+ * declared; `held.reply = null` before asking again.
+ */
+async function heldJoin(view = defensePhase(), dialogs = {}) {
+  const held = { reply: null };
+  const table = await encounterTable({
     view,
     creatures: ENCOUNTER_CREATURES,
     dialogs: {
-      gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
+      gm: { joinDialog: () => new Promise((resolve) => { held.reply = resolve; }) },
       p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
+      ...dialogs,
     },
   });
+  held.asked = async () => { while (!held.reply || !table.sent.length) await new Promise((r) => setTimeout(r, 5)); };
+  return { ...table, held };
+}
+
+test("a resolve waits for the join questions still open, Resolve anyway does not, and a yes after the exchange was resolved is not declared", async () => {
+  const view = defensePhase();
+  const { t, ctl, sent, held } = await heldJoin(view);
   const asking = ctl.collectChoices();
-  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  await held.asked();
   const resolving = ctl.resolve();
   await new Promise((r) => setTimeout(r, 20));
   assert.ok(!sent.some(([kind]) => kind === "resolve"), "the resolve waits for the Seer");
   assert.match(t.clients.gm.notes.info.at(-1), /Waiting for the answers whether others join the defense/);
-  answer({ join: "0" });
+  held.reply({ join: "0" });
   await Promise.all([asking, resolving]);
   assert.deepEqual(sent.map(([kind, cid]) => [kind, cid ?? null]).slice(-2), [["declare", "seer"], ["resolve", null]]);
 
   // Resolve anyway goes on at once; the Seer's late yes finds the exchange resolved.
   sent.length = 0;
-  answer = null;
+  held.reply = null;
   const again = ctl.collectChoices();
-  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  await held.asked();
   await ctl.resolve({ force: true });
   view.exchange = 1;
   view.phase = "attack";
-  answer({ join: "0" });
+  held.reply({ join: "0" });
   await again;
   assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"]);
   assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late \(that attack was resolved, or declared again, meanwhile\): it did not join\.$/);
 });
 
 test("a second Ask for choices neither asks again a creature whose join question is open nor lets Resolve go on before it is answered", async () => {
-  let answer;
-  const { t, ctl, sent } = await encounterTable({
-    view: defensePhase(),
-    creatures: ENCOUNTER_CREATURES,
-    dialogs: {
-      gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
-      p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
-    },
-  });
+  const { t, ctl, sent, held } = await heldJoin();
   const first = ctl.collectChoices();
-  while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+  await held.asked();
   // Fenka is asked again (her dialog answers at once); the Seer's question is open.
   await ctl.collectChoices();
   assert.equal(asked(t.clients.gm).length, 1, "the Seer is not asked twice");
   const resolving = ctl.resolve();
   await new Promise((r) => setTimeout(r, 20));
   assert.ok(!sent.some(([kind]) => kind === "resolve"), "the resolve waits for the Seer's open question");
-  answer({ join: "0" });
+  held.reply({ join: "0" });
   await Promise.all([first, resolving]);
   assert.deepEqual(sent.map(([kind, cid]) => [kind, cid ?? null]).slice(-2), [["declare", "seer"], ["resolve", null]]);
   assert.equal(ctl.joinQuestions.size, 0);
@@ -468,23 +473,14 @@ test("a second Ask for choices neither asks again a creature whose join question
 
 test("a yes is not declared against another attack declared within the same exchange: one striking others, or the joiner itself", async () => {
   for (const struck of [["ulcen"], ["seer"]]) {
-    let answer;
     const view = defensePhase();
-    const { t, ctl, sent } = await encounterTable({
-      view,
-      creatures: ENCOUNTER_CREATURES,
-      dialogs: {
-        gm: { joinDialog: () => new Promise((resolve) => { answer = resolve; }) },
-        p1: { joinDialog: { join: null } },
-        p2: { encounterChoiceDialog: { defenseMode: "", phase: "defense" } },
-      },
-    });
+    const { t, ctl, sent, held } = await heldJoin(view, { p1: { joinDialog: { join: null } } });
     const asking = ctl.collectChoices();
-    while (!answer || !sent.length) await new Promise((r) => setTimeout(r, 5));
+    await held.asked();
     // The attack was declared again (the goblin's first was dropped by a refresh):
     // the same round, exchange and phase, other minds struck.
     Object.assign(view, { struck, waiting_for: struck, declared: ["goblin-tokG"] });
-    answer({ join: "0" });
+    held.reply({ join: "0" });
     await asking;
     assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"], struck.join());
     assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late \(that attack was resolved, or declared again, meanwhile\): it did not join\.$/);

@@ -3039,11 +3039,7 @@ test('power-pool: --ally is refused before anything is sent for another defense,
 
 test('power-pool waves: only the mind struck first draws allies in (its whisper says how); a chooser who knows no swarm gets no hint', () => {
   const ctx = swarmCampaign();
-  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
-  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
-  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
-  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const xid = waveAtFenkaAndUlcen(ctx);
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`type <code>!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally `));
   assert.ok(!/may draw allies/.test(whispersTo(ctx.sb, 'Alice').at(-1)), 'Ulcen knows only Pinnacle of Will');
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will --ally ${ctx.thrall.id}` });
@@ -3274,11 +3270,7 @@ test('power-pool waves: a mind struck that is asleep (defender-unaware, the comp
 
 test('power-pool waves: a defense the companion refuses starts every mind\'s choice over under a new id; the side it is about learns why, the others only that a defense could not be used', () => {
   const ctx = swarmCampaign();
-  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
-  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
-  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
-  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  const xid = waveAtFenkaAndUlcen(ctx);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
   refusal(ctx, lastRequest(ctx.sb), 'ally-mindless', 'Porter has no mind to draw in');
@@ -3421,8 +3413,8 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   assert.equal(other.sb.state.Mindscape.exchanges[otherXid].joined, undefined);
 });
 
-// seerCampaign, and the ogre's psionic wave at Fenka (struck first) and Ulcen; returns the
-// id of the attack waiting for their defenses.
+// A swarm or seer campaign (swarmCampaign, seerCampaign), and the ogre's psionic wave at
+// Fenka (struck first) and Ulcen; returns the id of the attack waiting for their defenses.
 const waveAtFenkaAndUlcen = (ctx) => {
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });

@@ -1,6 +1,6 @@
 /**
- * The few places where v12 and v13 differ, behind one small surface, so the rest of the
- * module reads the same on both.
+ * Foundry's own API behind one small surface: the few places where v12 and v13 differ,
+ * so the rest of the module reads the same on both, and the canvas queries it makes.
  */
 import { MODULE_ID } from "./consts.js";
 

@@ -283,7 +283,7 @@ export class Mindscape {
       const again = async (error) => {
         const refused = defenseRefusal(error, [null]);
         if (!refused) return null;
-        return exchange(await this.askDefense(defenders[i], attackerName, attackObj, null, null, this.refusedText(defenders[i], refused)));
+        return exchange(await this.askDefense(defenders[i], attackerName, attackObj, null, null, this.tellDefenseRefused(defenders[i], refused)));
       };
       outcomes.push(await this.resolveChoosing(exchange(defenses[i]), again, reasks));
     }
@@ -375,7 +375,7 @@ export class Mindscape {
         const refused = defenseRefusal(error, choosers.filter(Boolean));
         if (!refused) return null;
         const i = choosers.indexOf(refused.id);
-        choices[i] = await ask(i, i === 0, this.refusedText(around.struck[i], refused), leftOut);
+        choices[i] = await ask(i, i === 0, this.tellDefenseRefused(around.struck[i], refused), leftOut);
         return exchange();
       };
       return [await this.resolveChoosing(await exchange(), again, { left: DEFENSE_REASKS })];
@@ -401,7 +401,7 @@ export class Mindscape {
       const again = async (error) => {
         const refused = around.ownPuppet[i] ? null : defenseRefusal(error, [around.struckIds[i]]);
         if (!refused) return null;
-        return exchange(await ask(i, true, this.refusedText(around.struck[i], refused), leftOut));
+        return exchange(await ask(i, true, this.tellDefenseRefused(around.struck[i], refused), leftOut));
       };
       outcomes.push(await this.resolveChoosing(await exchange(defenses[i]), again, reasks));
     }
@@ -710,7 +710,7 @@ export class Mindscape {
    * among those offered. Without an answer (a timeout, Cancel) nobody is drawn in, and
    * allies are never remembered.
    *
-   * `refused` (the companion refused the defense chosen before, `refusedText`): the
+   * `refused` (the companion refused the defense chosen before, `tellDefenseRefused`): the
    * defender is asked again and told why; nothing is preselected, without an answer no
    * defense is raised, and the answer is not remembered.
    * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean}>}
@@ -874,11 +874,11 @@ export class Mindscape {
   }
 
   /**
-   * What the one asked again is told, and the GM warned of, about a defense the companion
-   * refused (`defenseRefusal`): the companion's own words (the chooser's resources, which
-   * its owner and the GM may know; the attacker is told nothing).
+   * GM: warn the GM of a defense the companion refused (`defenseRefusal`) and give what
+   * the one asked again is told: the companion's own words (the chooser's resources,
+   * which its owner and the GM may know; the attacker is told nothing).
    */
-  refusedText(docs, { rule, detail }) {
+  tellDefenseRefused(docs, { rule, detail }) {
     // The companion may start with where in the request it looked ("/defense/sacrifice: …").
     const told = { name: docs.token?.name ?? docs.actor.name, rule, detail: String(detail).replace(/^\/[^\s:]*: /, "") };
     this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Defense.RefusedGM", told));

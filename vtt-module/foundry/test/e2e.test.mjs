@@ -128,6 +128,47 @@ function realCompanion() {
   } });
 }
 
+/**
+ * Once the tracker's round has ended in the page: its one `exchange.end_round` call,
+ * `{request, response}`, which the companion answered.
+ */
+async function theRoundEnded(page) {
+  await page.waitForFunction(() => window.harness.roundsEnded.length === 1, null, { timeout: 15000 });
+  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
+  assert.equal(calls.length, 1);
+  assert.ok(calls[0].response.result, JSON.stringify(calls[0].response));
+  return calls[0];
+}
+
+/**
+ * Physical dice: until `card` is in the chat (at most ten prompts), `fill(prompt)` types
+ * the dice of each prompt the companion's 4002 opens, which is then sent, and the next
+ * call to the companion awaited.
+ */
+async function answerDicePrompts(page, card, fill) {
+  for (let i = 0; i < 10 && !(await card.count()); i++) {
+    const prompt = page.locator("dialog.mindscape-dialog .mindscape-dice");
+    await Promise.race([prompt.waitFor({ timeout: 15000 }), card.waitFor({ timeout: 15000 })]);
+    if (await card.count()) break;
+    await fill(prompt);
+    const previous = await page.evaluate(() => window.harness.fetches.length);
+    await page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-dice") }).locator('button[data-action="ok"]').click();
+    await page.waitForFunction((n) => window.harness.fetches.length > n, previous);
+  }
+}
+
+/**
+ * A test's end: the card opened and photographed (tests/artifacts/`file`), no error told
+ * to the GM and none in the page, and the page closed.
+ */
+async function endWithCardPicture(page, card, file, problems) {
+  await card.locator("[data-mindscape-toggle]").click();
+  await page.screenshot({ path: path.join(ARTIFACTS, file) });
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+}
+
 /** Every field of the companion's `updates` holds, on its document in the page, the value it wrote. */
 async function assertWritten(page, updates) {
   for (const u of updates) {
@@ -176,10 +217,7 @@ test("Foundry v13: HUD button → attack dialog with exact odds → secret defen
   const typed = {};
   const wanted = { attack: 20, damage: 1, save: 1 };
   const card = page.locator("#chat-log .mindscape-card");
-  for (let i = 0; i < 10 && !(await card.count()); i++) {
-    const prompt = page.locator("dialog.mindscape-dialog .mindscape-dice");
-    await Promise.race([prompt.waitFor({ timeout: 15000 }), card.waitFor({ timeout: 15000 })]);
-    if (await card.count()) break;
+  await answerDicePrompts(page, card, async (prompt) => {
     const purpose = await prompt.getAttribute("data-purpose");
     const sides = Number(await prompt.getAttribute("data-sides"));
     const needed = Number(await prompt.getAttribute("data-needed"));
@@ -190,10 +228,7 @@ test("Foundry v13: HUD button → attack dialog with exact odds → secret defen
       await inputs.nth(n).fill(String(value));
       (typed[purpose] ??= []).push(value);
     }
-    const previous = await page.evaluate(() => window.harness.fetches.length);
-    await page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-dice") }).locator('button[data-action="ok"]').click();
-    await page.waitForFunction((n) => window.harness.fetches.length > n, previous);
-  }
+  });
   await card.waitFor();
   assert.deepEqual(problems, []);
 
@@ -399,11 +434,7 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round").length), 0, "the round waits for the answer");
   await dialog.locator('button[data-action="ok"]').click();
 
-  await page.waitForFunction(() => window.harness.roundsEnded.length === 1, null, { timeout: 15000 });
-  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
-  assert.equal(calls.length, 1);
-  const { request, response } = calls[0];
-  assert.ok(response.result, JSON.stringify(response));
+  const { request, response } = await theRoundEnded(page);
   assert.deepEqual(request.params.choices, { "4Jsv5vYaJ1atUEDV": { close: true } });
   assert.deepEqual(response.result.events.filter((e) => e.combatant === "4Jsv5vYaJ1atUEDV").map((e) => e.type), ["psp-spent", "mind-closed"]);
   const zanna = await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"]);
@@ -684,18 +715,12 @@ test("a power-pool single attack with the real companion: control kept by a die,
 
   // Physical dice: the attacker's highest, every defender's 1.
   const card = page.locator("#chat-log .mindscape-card");
-  for (let i = 0; i < 10 && !(await card.count()); i++) {
-    const prompt = page.locator("dialog.mindscape-dialog .mindscape-dice");
-    await Promise.race([prompt.waitFor({ timeout: 15000 }), card.waitFor({ timeout: 15000 })]);
-    if (await card.count()) break;
+  await answerDicePrompts(page, card, async (prompt) => {
     const purpose = await prompt.getAttribute("data-purpose");
     const sides = Number(await prompt.getAttribute("data-sides"));
     const inputs = prompt.locator("input[type=number]");
     for (let n = 0; n < await inputs.count(); n++) await inputs.nth(n).fill(String(purpose === "attack" ? sides : 1));
-    const previous = await page.evaluate(() => window.harness.fetches.length);
-    await page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-dice") }).locator('button[data-action="ok"]').click();
-    await page.waitForFunction((n) => window.harness.fetches.length > n, previous);
-  }
+  });
   await card.waitFor({ timeout: 15000 });
   const { request, response } = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").pop());
   assert.ok(response.result, JSON.stringify(response.error));
@@ -731,11 +756,7 @@ test("a power-pool single attack with the real companion: control kept by a die,
   const text = (await card.locator(".mindscape-allies").textContent()).replace(/\s+/g, " ");
   assert.equal(text, "Allies: Skum (drawn in, dazed, 1d8), Aboleth Spawn (Imagination swarm, 2d6)");
   assert.ok((await card.textContent()).includes(result.summary), result.summary);
-  await card.locator("[data-mindscape-toggle]").click();
-  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-allies-card.png") });
-  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
-  assert.deepEqual(problems, []);
-  await page.close();
+  await endWithCardPicture(page, card, "foundry-power-pool-allies-card.png", problems);
 });
 
 test("an encounter offers closing a mind a critical hit opened at the real companion's price, and a tick pays it", { skip: SKIP, timeout: 90000 }, async () => {
@@ -1022,11 +1043,7 @@ test("power-pool control at the tracker's round end with the real companion: the
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-control-choice.png") });
   await dialog.locator('button[data-action="ok"]').click();
 
-  await page.waitForFunction(() => window.harness.roundsEnded.length === 1, null, { timeout: 15000 });
-  const calls = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.end_round"));
-  assert.equal(calls.length, 1);
-  const { request, response } = calls[0];
-  assert.ok(response.result, JSON.stringify(response));
+  const { request, response } = await theRoundEnded(page);
   assert.deepEqual(request.params.choices, { [ids.zanna]: { release: [ids.aboleth], keep: [{ target: ids.randal, by: "action" }] } });
   // Neither is in the round: both go as puppets, the aboleth through its own token, Randal
   // as the world actor; only the aboleth, set free, is changed and written.
@@ -1054,11 +1071,7 @@ test("power-pool control at the tracker's round end with the real companion: the
   assert.ok((await card.textContent()).includes(response.result.summary), response.result.summary);
   const ended = await page.evaluate(() => window.harness.roundsEnded[0]);
   assert.deepEqual(ended.updates.map((u) => u.uuid).sort(), ["Actor.4Jsv5vYaJ1atUEDV", "Scene.harness.Token.tokAboleth.Actor.shhHtE7b92PefCWB"]);
-  await card.locator("[data-mindscape-toggle]").click();
-  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-control-round-end.png") });
-  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
-  assert.deepEqual(problems, []);
-  await page.close();
+  await endWithCardPicture(page, card, "foundry-control-round-end.png", problems);
 });
 
 test("power-pool control with the real companion: a world actor released is freed; a choice a sheet no longer allows is refused alone, the other controller's kept, and the round still ends", { skip: SKIP, timeout: 30000 }, async () => {

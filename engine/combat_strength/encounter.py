@@ -313,7 +313,8 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     events: list[JSON] = []
     changes = []
     afters = {cid: apply_effects(start[cid], effects[cid]) for cid in s["order"]}
-    timed_events = _count_down(s, start, afters, s["segment"])
+    applied = {cid: _applied(effects[cid]) for cid in s["order"]}
+    timed_events = _count_down(s, start, afters, applied, s["segment"])
     for cid in s["order"]:
         after = afters[cid]
         if after != start[cid]:
@@ -347,13 +348,26 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     return s, step
 
 
-def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON], segment: int
-                ) -> list[JSON]:
+def _applied(effects: list[Effect]) -> dict[str, int]:
+    """The timed conditions ``effects`` give, with the most rounds each."""
+    out: dict[str, int] = {}
+    for effect in effects:
+        for condition, rounds in effect.conditions:
+            if rounds is not None:
+                out[condition] = max(rounds, out.get(condition, 0))
+    return out
+
+
+def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON],
+                applied: Mapping[str, Mapping[str, int]], segment: int) -> list[JSON]:
     """Timed conditions last whole rounds of ten segments from the segment they began in
     (research tables B: "dazed 1d4 rounds"): each loses a round when that segment comes
     round again, and ends when none is left. One that began outside the encounter counts
-    at the end of each round. Changes ``afters`` (fresh copies) and the state's record of
-    when each condition began (``condition_segments``)."""
+    at the end of each round. A condition given again (``applied``: this segment's, by
+    combatant) for at least the rounds it still had lasts from now, which ends later than
+    the old one; for fewer rounds the old one ends later and stands. Changes ``afters``
+    (fresh copies) and the state's record of when each condition began
+    (``condition_segments``)."""
     began = s.setdefault("condition_segments", {})
     events = []
     for cid in s["order"]:
@@ -362,7 +376,8 @@ def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON], segm
         had = start[cid]["condition_rounds"]
         mine = {k: v for k, v in began.get(cid, {}).items() if k in timed}
         for condition in list(timed):
-            if condition not in had or timed[condition] > had[condition]:
+            again = applied[cid].get(condition, 0)
+            if condition not in had or again >= had[condition]:
                 mine[condition] = segment  # (re)applied in this segment
                 continue
             if mine.get(condition, SEGMENTS_PER_ROUND) != segment:

@@ -243,6 +243,45 @@ def test_a_condition_lasts_whole_rounds_from_the_segment_it_began_in(segment: in
     assert len(segment_steps) - 1 == 10
 
 
+def _wave_dazes_bo(state: JSON) -> tuple[JSON, JSON]:
+    """Ann's psionic wave dazes Bo for one round (letter D, duration die 1)."""
+    state = SYSTEM.encounter_declare(state, "ann", {"attack": {
+        "mode": "psionic-wave", "target": "bo"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"condition-duration": [1]}),
+                                           force=True)
+    assert (step["results"][0]["condition"]["id"], step["results"][0]["condition"]["rounds"]) \
+        == ("dazed", 1)
+    return state, step
+
+
+def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -> None:
+    """Research tables B: 'D dazed 1d4 rounds', counted from the segment it began in. A
+    daze of one round given again in segment 5 of round 2, the segment the first one
+    runs out in, lasts to segment 5 of round 3; the first one's end does not cut it
+    short. Ann's attack strength stays in band 26-50 for both waves (50, then 30)."""
+    state = encounter(psionic("ann", 50, 10), psionic("bo", 40, 40))
+    state = through_intent(state, {"ann": "trance", "bo": "normal"})
+    for _ in range(4):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state, _step = _wave_dazes_bo(state)  # round 1, segment 5
+    while (state["round"], state["segment"]) != (2, 5):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, {"ann": "trance", "bo": "normal"})
+    state, step = _wave_dazes_bo(state)
+    assert state["combatants"]["bo"]["conditions"] == ["dazed"]
+    assert not any(e["type"] == "condition-ended" for e in step["events"])
+    ended = None
+    while ended is None:
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, {"ann": "trance", "bo": "normal"})
+        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+                step["events"]:
+            ended = (step["round"], step["segment"])
+    assert ended == (3, 5)
+
+
 def test_incapacitated_combatant_makes_no_choices() -> None:
     """Table B letters (H-CS-DEFENSELESS): K, I, P, R, W, S take a mind out of combat."""
     state = encounter(psionic("ann", 30, 30, conditions=["asleep"]), psionic("bo", 30, 30))

@@ -297,17 +297,19 @@ def fall_under_control(puppet: Mapping[str, Any], controller_id: str,
 def recover(c: Mapping[str, Any], rule: str) -> JSON:
     """A long rest (H-PP-RECOVERY): maintained powers end (seed: "Powers can't be
     maintained when a creature rests") and dice return: ``all`` of them, or ``half``
-    the hit dice (rounded up). Control kept by a die is not a power and stays; a
+    the hit dice (rounded up) on top of the pool and the dice the ended powers held (they
+    were set aside, not spent). Control kept by a die is not a power and stays; a
     creature under control recovers nothing."""
     out = copy_json(dict(c))
     out["dedicated"] = [d for d in out["dedicated"] if d["purpose"] == CONTROL_PURPOSE]
     if out["controlled_by"]:
         return out
     room = out["hit_dice"] - len(out["dedicated"])
+    freed = len(c["dedicated"]) - len(out["dedicated"])
     if rule == RECOVERY_ALL:
         out["pool"] = room
     elif rule == RECOVERY_HALF:
-        out["pool"] = min(room, out["pool"] + (out["hit_dice"] + 1) // 2)
+        out["pool"] = min(room, out["pool"] + freed + (out["hit_dice"] + 1) // 2)
     else:
         raise InvalidInput.at("/options/H-PP-RECOVERY", f"unknown recovery rule {json_text(rule)}")
     return out

@@ -359,7 +359,7 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         cs.update(freed)
     elif "rest" in choice:
         rule = system.options(out["options"])["H-PP-RECOVERY"]
-        cs[cid] = control.recover(cs[cid], rule)
+        cs[cid], _ = control.long_rest(cs[cid], rule)
     return out
 
 

@@ -491,8 +491,9 @@ def test_revised_2e_rest_rolls_at_most_100_rounds_of_mind_checks_and_says_so() -
 
 
 def test_power_pool_long_rest_by_the_house_rule() -> None:
-    """H-PP-RECOVERY: all dice return (maintained powers end), or half the hit dice
-    rounded up; a die that keeps control stays dedicated; timed conditions end."""
+    """H-PP-RECOVERY: all dice return (maintained powers end), or the dice of the ended
+    powers and half the hit dice rounded up; a die that keeps control stays dedicated;
+    timed conditions end."""
     c = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8, "pool": 0,
          "dedicated": [{"purpose": "power", "target": None}],
          "conditions": ["stunned"], "condition_rounds": {"stunned": 2}}
@@ -503,7 +504,7 @@ def test_power_pool_long_rest_by_the_house_rule() -> None:
                                  "dice (5 in the pool). Ix is no longer stunned.")
     half = after(POOL.rest({"combatants": [c], "options": {"H-PP-RECOVERY": "half"}},
                               SuppliedDice({})), "ix")
-    assert half["pool"] == 3
+    assert half["pool"] == 1 + 3
 
 
 def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:

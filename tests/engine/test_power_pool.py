@@ -617,11 +617,14 @@ def test_action_kept_control_ends_when_the_target_is_not_perceived() -> None:
 
 
 def test_recovery_returns_all_dice_after_a_long_rest() -> None:
-    """H-PP-RECOVERY: all dice back after a long rest; seed: "Powers can't be maintained
-    when a creature rests"."""
+    """H-PP-RECOVERY: all dice back after a long rest, or half the hit dice (rounded up);
+    seed: "Powers can't be maintained when a creature rests", and their dice were only
+    "dedicated (removed from the pool temporarily)", so they come back under either rule."""
     c = SYSTEM.combatant(psionic("A", 6, 6, pool=1, dedicated=[{"purpose": "levitation"}]))
     assert ctl.recover(c, "all")["pool"] == 6
-    assert ctl.recover(c, "half")["pool"] == 4
+    assert ctl.recover(c, "half")["pool"] == 1 + 1 + 3
+    busy = SYSTEM.combatant(psionic("A", 6, 6, pool=1, dedicated=[{"purpose": "power"}] * 5))
+    assert ctl.recover(busy, "half")["pool"] == 6
     puppet = SYSTEM.combatant(psionic("P", 4, 6, controlled_by="a"))
     assert ctl.recover(puppet, "all")["pool"] == 0
 

@@ -232,14 +232,17 @@ def test_one_attack_per_round() -> None:
 
 
 def test_keep_and_rest_apply_at_once() -> None:
-    """H-PP-RECOVERY: all dice back after a long rest."""
+    """H-PP-RECOVERY: all dice back after a long rest, which outlasts every timed
+    condition (as ``combatants.rest``: docs/API.md)."""
     state = encounter(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]),
                       psionic("B", 2, 6, controlled_by="a"),
-                      psionic("C", 4, 6, pool=1))
+                      psionic("C", 4, 6, pool=1, conditions=["dazed", "stunned"],
+                              condition_rounds={"dazed": 1, "stunned": 2}))
     state = SYSTEM.encounter_declare(state, "a", {"keep": {"target": "b", "by": "die"}})
     assert state["combatants"]["a"]["pool"] == 2
     state = SYSTEM.encounter_declare(state, "c", {"rest": True})
-    assert state["combatants"]["c"]["pool"] == 4
+    c = state["combatants"]["c"]
+    assert (c["pool"], c["conditions"], c["condition_rounds"]) == (4, [], {})
 
 
 def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> None:

@@ -89,8 +89,9 @@ def combatant_schema(tables: Tables) -> JSON:
                     "state": {"enum": ["closed", "open"]},
                     "opened_by": {"enum": ["critical", "zero-psp", "attack", None]},
                     "locked_rounds": {"type": "integer", "minimum": 0, "maximum": 1000,
-                                      "description": "rounds it stays open before Wisdom "
-                                                     "checks (or saves) begin"},
+                                      "description": "round ends it stays locked open "
+                                                     "for; the Wisdom checks begin as "
+                                                     "the last of them ends"},
                     "last_defense": {"enum": [*defense_ids, None]},
                     "used_power": {"type": "boolean",
                                    "description": "a power was used on this open mind "

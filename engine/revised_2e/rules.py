@@ -308,8 +308,8 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
       rounds (purpose ``open-duration``).
     - Opened by a critical hit: the next round it may pay to close; if it has not, it
       stays open 1d4+1 rounds from then.
-    - After the locked rounds, a Wisdom check at −3 each round closes it (d20 ≤ wis − 3,
-      purpose ``wisdom-check``).
+    - At the end of the last locked round, and of each round after it, a Wisdom check at
+      −3 closes it (d20 ≤ wis − 3, purpose ``wisdom-check``).
     - A nonpsionic mind saves vs. paralyzation each round from the round after it
       opened (purpose ``save``), at −4 if a power was used on it successfully.
     """
@@ -340,9 +340,13 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
             mind["may_pay_to_close"] = False
             mind["locked_rounds"] = roll_open_duration(tables, dice, out["id"])
             events.append(Event("mind-locked", out["id"], {"rounds": mind["locked_rounds"]}))
-        elif mind["locked_rounds"] > 0:
+        elif mind["locked_rounds"] > 1:
             mind["locked_rounds"] -= 1
         else:
+            # the last locked round (or one after it) ends: the seed's "after that, a
+            # successful Wisdom check ... closes the mind. One check per round", so a mind
+            # locked open for 1d4+1 rounds may close as they end, not a round later
+            mind["locked_rounds"] = 0
             check = tables.open_mind["wisdom_check"]
             target = out["wis"] - int(check["penalty"])
             roll = dice.roll("wisdom-check", int(check["sides"]), out["id"])

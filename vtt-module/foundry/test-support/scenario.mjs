@@ -405,8 +405,9 @@ function conditionEnded(name, condition) {
  * One revised-2e round of an open mind and of the timed conditions, as the engine's
  * `end_of_round` takes it (RULES.md §1.5), changing `c` in place: a mind opened at 0 PSPs
  * (or after a critical hit's round to pay, `mind-may-close {cost}`, has gone) is locked
- * 1d4+1 rounds (`open-duration`, `mind-locked {rounds}`), those rounds pass, then each
- * round a Wisdom check d20 ≤ wis − 3 (`wisdom-check`) closes it (`mind-closed {how}`);
+ * 1d4+1 rounds (`open-duration`, `mind-locked {rounds}`), those rounds pass, and as the
+ * last of them ends and each round after, a Wisdom check d20 ≤ wis − 3 (`wisdom-check`)
+ * closes it (`mind-closed {how}`);
  * a nonpsionic mind opened by an attack saves from its second round, d20 ≥
  * save_paralyzation (+4 after a power was used on it; `save`, `mind-save`). Then each
  * condition with no rounds left ends (`condition-ended`), the others lose a round.
@@ -434,9 +435,10 @@ function restMindRound(c, roll, events, options) {
       mind.may_pay_to_close = false;
       mind.locked_rounds = roll("open-duration", 4, c.id) + 1;
       events.push({ type: "mind-locked", combatant: c.id, rounds: mind.locked_rounds });
-    } else if (mind.locked_rounds > 0) {
+    } else if (mind.locked_rounds > 1) {
       mind.locked_rounds -= 1;
     } else {
+      mind.locked_rounds = 0;
       const target = (c.wis ?? 10) - 3;
       const r = roll("wisdom-check", 20, c.id);
       events.push({ type: "wisdom-check", combatant: c.id, target, roll: r, success: r <= target });

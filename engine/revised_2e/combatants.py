@@ -210,7 +210,7 @@ class Normaliser:
             raise InvalidCombatant(problems)
         if not mac_given:
             c["mac"] = None if quick else derive_mac(
-                self.tables, c["wis"], c["int"], c["mental_armor"], psionic)
+                self.tables, c["wis"], c["int"], c["mental_armor"], kind)
         if "mthac0" not in c or (c["mthac0"] is None and psionic):
             c["mthac0"] = mthac0_for(self.tables, kind, c["level"], options[house.WT_MTHAC0])
         if not psionic:

@@ -23,12 +23,15 @@ JSON = dict[str, Any]
 
 # -- derivations ----------------------------------------------------------------------
 def derive_mac(tables: Tables, wis: int, intelligence: int, mental_armor: int,
-               psionic: bool) -> int:
-    """MAC = base by Wisdom + Int modifier − Mental Armor slots (1 each for a nonpsionic,
-    2 each for a psionic mind), kept within the MAC limits (§1.1, Table 74)."""
+               kind: str) -> int:
+    """MAC = base by Wisdom + Int modifier − Mental Armor slots (2 each for a
+    psionicist, 1 each for anyone else, a wild talent too), kept within the MAC limits
+    (§1.1, Table 74). The seed puts wild talents with nonpsionic beings where it tells
+    psionicists apart (the monsters' low MAC modifier table)."""
     base = int(tables.ability_row(wis, "/wis")["base_mac"])
     modifier = int(tables.ability_row(intelligence, "/int")["mac_modifier"])
-    per_slot = int(tables.raw["mental_armor"]["psionic" if psionic else "nonpsionic"])
+    per_slot = int(tables.raw["mental_armor"]["psionicist" if kind == "psionicist"
+                                              else "other"])
     return tables.clamp_mac(base + modifier - per_slot * mental_armor)
 
 

@@ -92,10 +92,13 @@ def test_mac_and_psp_bonus_table_1_6(score: int) -> None:
 
 
 def test_mac_derivation_wis_base_plus_int_modifier_minus_mental_armor() -> None:
-    # Wis 18 (base 7), Int 20 (−3), 1 Mental Armor slot: −2 for a psionic mind, −1 otherwise
-    assert derive_mac(T, 18, 20, 1, psionic=True) == 7 - 3 - 2
-    assert derive_mac(T, 18, 20, 1, psionic=False) == 7 - 3 - 1
-    assert derive_mac(T, 25, 25, 20, psionic=True) == -10  # never better than −10
+    """RULES.md 1.1: "minus Mental Armor slots (1 each for nonpsionics, 2 each for
+    psionicists)". Wis 18 (base 7), Int 20 (−3), 1 slot; a wild talent is no
+    psionicist (seed 004 ranks it with nonpsionic beings for monsters' MACs)."""
+    assert derive_mac(T, 18, 20, 1, kind="psionicist") == 7 - 3 - 2
+    assert derive_mac(T, 18, 20, 1, kind="wild-talent") == 7 - 3 - 1
+    assert derive_mac(T, 18, 20, 1, kind="nonpsionic") == 7 - 3 - 1
+    assert derive_mac(T, 25, 25, 20, kind="psionicist") == -10  # never better than −10
 
 
 # Seed 004 "Quick MACs for Monsters": Intelligence -> base MAC range

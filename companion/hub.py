@@ -81,6 +81,8 @@ class Hub:
 
     def __init__(self) -> None:
         self.peers: set[Peer] = set()
+        #: sockets upgraded but not yet authenticated (closed too at shutdown)
+        self.arriving: set[web.WebSocketResponse] = set()
         self._watchers: dict[str, set[Peer]] = {}
         self._numbers = itertools.count(1)
         #: (time, remote, origin, user agent, method) of the last HTTP calls
@@ -173,8 +175,9 @@ class Hub:
         for task in list(self._sending):
             task.cancel()
         peers = list(self.peers)
-        await asyncio.gather(*(p.ws.close(code=WSCloseCode.GOING_AWAY,
-                                          message=b"server shutting down")
-                               for p in peers), return_exceptions=True)
+        sockets = [p.ws for p in peers] + list(self.arriving)
+        await asyncio.gather(*(ws.close(code=WSCloseCode.GOING_AWAY,
+                                        message=b"server shutting down")
+                               for ws in sockets), return_exceptions=True)
         for peer in peers:
             self.disconnect(peer)

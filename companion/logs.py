@@ -39,9 +39,9 @@ FLUSH_LINES = 100
 HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]] | None]
 
 
-#: what follows "Bearer " or "token.", or a word of a token's length (secrets.token_urlsafe(32))
-_SECRET = re.compile(r"(?i)(bearer\s+|token\.)[^\s\"',\\]+|(?<![\w-])[\w-]{43}(?![\w-])",
-                     re.ASCII)
+#: what follows "Bearer " or "token.", or a run of a token's alphabet at least a token's
+#: length (secrets.token_urlsafe(32)): a token glued to other such characters too
+_SECRET = re.compile(r"(?i)(bearer\s+|token\.)[^\s\"',\\]+|[\w-]{43,}", re.ASCII)
 #: a token is 43 characters: a shorter text cannot hold one
 _TOKEN_LENGTH = 43
 

@@ -131,6 +131,15 @@ class Guard:
 
         return guarded
 
+    def _refusal(self, status: int, path: str) -> str:
+        """What to say for an ``HTTPException`` aiohttp raised in a handler."""
+        if status == 413:
+            return f"the request body exceeds {self.max_body} bytes"
+        if path == "/ws" and status in (400, 405):
+            return ("not a WebSocket handshake: connect to /ws with a WebSocket client "
+                    "(GET with Upgrade: websocket)")
+        return f"the request was refused ({status})"
+
     def tokens(self) -> TokenKeeper:
         """The app's token keeper."""
         keeper = self._tokens
@@ -187,9 +196,15 @@ class Guard:
             status = response.status
             return response
         except web.HTTPException as exc:
-            status = exc.status
-            _finish(exc.headers, origin)
-            raise
+            # aiohttp's own refusals inside a handler (a body without a length over the
+            # limit, a WebSocket handshake that is none): our JSON and wording, never
+            # aiohttp's text
+            response = _refuse(exc.status, self._refusal(exc.status, request.path))
+            response.headers.update({k: v for k, v in exc.headers.items()
+                                     if k in ("Allow", "Connection")})
+            _finish(response.headers, origin)
+            status = response.status
+            return response
         except ConnectionResetError:
             # The client hung up (mid-body, say): nobody is left to answer, and it is no
             # fault of ours. 499 is the request line's way of saying so (nginx's code).

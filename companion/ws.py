@@ -100,13 +100,19 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     if by_protocol and not any(same_token(t, tokens.current()) for t in given):
         return web.json_response({"error": "wrong token in the WebSocket subprotocol"},
                                  status=401)
+    # aiohttp refuses a message of max_msg_size bytes or more; the limit allows max_body
     ws = web.WebSocketResponse(protocols=(PROTOCOL,), heartbeat=30.0,
-                               max_msg_size=services.settings.limits.max_body)
+                               max_msg_size=services.settings.limits.max_body + 1)
     ws.headers["Server"] = SERVER
     await ws.prepare(request)
-    if not by_protocol and not await _authenticate(
-            ws, tokens, services.settings.limits.ws_auth_timeout):
-        return ws
+    if not by_protocol:
+        # a shutdown closes a socket still authenticating too
+        services.hub.arriving.add(ws)
+        try:
+            if not await _authenticate(ws, tokens, services.settings.limits.ws_auth_timeout):
+                return ws
+        finally:
+            services.hub.arriving.discard(ws)
     dispatcher = app[DISPATCHER]
     access = app[ACCESS_LOG]
     epoch = tokens.generation()

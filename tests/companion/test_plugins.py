@@ -24,7 +24,7 @@ from companion.methods import CORE
 from companion.plugins import Plugin, load_plugins
 from companion.registry import MethodRegistry, MethodSpec, RegistryError
 from companion.services import Context
-from companion.settings import Settings
+from companion.settings import Limits, Settings
 from tests.sample_plugin import GOOD_SCHEMAS, WRONG_SCHEMAS, with_result_schema, with_schema
 
 from .conftest import GROUP, SAMPLE, Rpc, with_plugins
@@ -129,6 +129,21 @@ async def test_shutdown_closes_websockets_with_going_away(aiohttp_client: Any,
     assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
     assert ws.close_code == 1001
     await closing
+
+
+async def test_shutdown_closes_a_websocket_still_authenticating(aiohttp_client: Any,
+                                                                 tmp_path: Any) -> None:
+    """docs/API.md: a shutdown closes every WebSocket (1001), one that has not sent its
+    auth message yet too, at once rather than at its authentication timeout."""
+    settings = Settings(home=tmp_path / "home", limits=Limits(ws_auth_timeout=60.0),
+                        log_stream=io.StringIO())
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    ws = await client.ws_connect("/ws", protocols=("mindscape.v1",))
+    closing = asyncio.create_task(client.server.close())
+    message = await asyncio.wait_for(ws.receive(), 5)
+    assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    assert ws.close_code == 1001
+    await asyncio.wait_for(closing, 5)
 
 
 # -- wrongly built plugins (issue text: "A broken plugin is reported and skipped, never

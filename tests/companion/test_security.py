@@ -199,6 +199,21 @@ async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
 
     response = await rpc.client.post("/rpc", data=chunks(), headers=rpc.auth)
     assert response.status == 413
+    # our JSON and wording, not aiohttp's text (issue: no exception text reaches a client)
+    assert await response.json() == {"error": "the request body exceeds 1048576 bytes"}
+    assert response.headers["Server"] == "mindscape"
+
+
+async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc: Rpc) -> None:
+    """aiohttp's handshake refusals quote its own messages; the daemon answers JSON."""
+    plain = await rpc.client.get("/ws")
+    assert plain.status == 400 and plain.headers["Server"] == "mindscape"
+    assert "WebSocket client" in (await plain.json())["error"]
+    broken = await rpc.client.get("/ws", headers={
+        "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "bad"})
+    assert broken.status == 400
+    assert "bad" not in (await broken.json())["error"]
 
 
 async def test_healthz_needs_no_token_and_says_nothing_more(rpc: Rpc) -> None:
@@ -371,7 +386,8 @@ async def test_a_token_offered_only_as_a_websocket_subprotocol_stays_out_of_the_
 
 @pytest.mark.parametrize("text", [
     "b'Authorization: Bearer {t}\\x0b'", "Got more than 8190 bytes: b'bearer {t} aaaa'",
-    "Client protocols ['token.{t}'] don't overlap", "POST /rpc/{t}", '["{t}"]'])
+    "Client protocols ['token.{t}'] don't overlap", "POST /rpc/{t}", '["{t}"]',
+    "GET /rpc/x{t}", '"method": "A{t}_b"'])
 def test_anything_shaped_like_the_token_is_redacted_from_log_lines(text: str) -> None:
     token = secrets.token_urlsafe(32)
     redacted = redact(text.format(t=token))
@@ -387,10 +403,11 @@ async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(
         rpc: Rpc, settings: Settings) -> None:
     await rpc.client.post(f"/rpc/{rpc.token}", json=INFO, headers=rpc.auth)
     await rpc.error(rpc.token)
+    await rpc.client.post(f"/rpc/x{rpc.token}", json=INFO, headers=rpc.auth)
     rpc.client.server.app[ACCESS_LOG].flush()
     assert isinstance(settings.log_stream, io.StringIO)
     log = settings.log_stream.getvalue()
-    assert rpc.token not in log and log.count("[redacted]") == 2
+    assert rpc.token not in log and log.count("[redacted]") == 3
 
 
 async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(

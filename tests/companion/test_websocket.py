@@ -63,6 +63,19 @@ async def test_first_message_with_a_wrong_token_closes_the_socket(rpc: Rpc) -> N
     assert ws.close_code == 1008
 
 
+async def test_a_message_of_exactly_1_mib_is_taken_as_a_request_body_is(rpc: Rpc) -> None:
+    """API.md "Limits": 1 MiB per request; docs/API.md: per WebSocket message too."""
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    head = '{"jsonrpc": "2.0", "method": "companion.info", "id": 1}'
+    await ws.send_str(head + " " * (1024 * 1024 - len(head)))
+    answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+    assert answer["result"]["name"] == "mindscape"
+    await ws.send_str(head + " " * (1024 * 1024 + 1 - len(head)))
+    message = await asyncio.wait_for(ws.receive(), 5)
+    assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    assert ws.close_code == 1009
+
+
 async def test_a_call_before_auth_is_refused(rpc: Rpc) -> None:
     ws = await _connect(rpc)
     answer = await _call(ws, "companion.info", request_id=1)

@@ -59,6 +59,15 @@ def _as_called(system: System, which: str = "request_schema") -> dict[str, Any]:
     suffix = "request" if which == "request_schema" else which.removesuffix("_schema")
     schema["$id"] = f"urn:mindscape:system:{system.id}:{suffix}"
     properties = schema.setdefault("properties", {})
+    listed = properties.get("combatants")
+    if isinstance(listed, dict) and listed.get("items") == {"type": "object"}:
+        # the round's and the rest's schemas leave each combatant to the system's own
+        # check (under the call's house rules): the document gives that schema
+        combatant = copy.deepcopy(dict(system.combatant_schema()))
+        combatant.pop("$schema", None)
+        # its own base, so references inside a plugin's combatant schema resolve in it
+        combatant["$id"] = f"urn:mindscape:system:{system.id}:combatant"
+        listed["items"] = {"anyOf": [ADAPTER_REF, combatant]}
     for name, member in properties.items():
         if name in NOT_COMBATANTS or not isinstance(member, dict):
             continue

@@ -298,6 +298,16 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
         (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix]}, True),
         (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix],
                                    "hours": 8}, False),
+        # each combatant by the system's own combatant schema (audit: the document took
+        # any object)
+        (end_round, "exchange.end_round", {"system": "revised-2e",
+                                           "combatants": [{**FENKA, "psp": "lots"}]}, False),
+        (offers, "exchange.round_end_choices", {"system": "power-pool",
+                                                "combatants": [{**ix, "die": 7}]}, False),
+        (rest, "combatants.rest", {"system": "power-pool",
+                                   "combatants": [{**ix, "pool": -1}]}, False),
+        (rest, "combatants.rest", {"system": "power-pool",
+                                   "combatants": [pool_sheet("-Mix", "Ix")]}, True),
     ]
     for validator, method, params, valid in cases:
         assert validator.is_valid(params) is valid, (method, params)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import DiceNeeded, InvalidInput, LimitExceeded, Problem
+from .errors import DiceNeeded, EngineError, InvalidInput, LimitExceeded, Problem
 
 #: The die-type ladder shared by the systems (power-pool upgrades climb it).
 LADDER: tuple[int, ...] = (4, 6, 8, 10, 12, 20)
@@ -204,6 +204,30 @@ class SuppliedDice(DiceSource):
 
     def unused(self) -> dict[str, list[int]]:
         return {p: q[self._next[p]:] for p, q in self._queues.items() if self._next[p] < len(q)}
+
+
+class LowestDice(DiceSource):
+    """Every die shows 1 (so none penetrates): run through steps to count the dice they
+    ask for at least (``still_needed``)."""
+
+    def _value(self, purpose: str, sides: int) -> int:
+        return 1
+
+
+def still_needed(short: DiceNeeded, later: Iterable[Callable[[DiceSource], object]]
+                 ) -> DiceNeeded:
+    """``short`` (one step's missing dice) with the dice of its purpose and sides that the
+    ``later`` steps of the same call ask for at least, so a caller supplying physical
+    dice is asked for all of them at once. A later step the rules refuse ends the count:
+    that refusal comes once the dice are there."""
+    counter = LowestDice()
+    for step in later:
+        try:
+            step(counter)
+        except EngineError:
+            break
+    extra = sum(1 for r in counter.rolls if (r.purpose, r.sides) == (short.purpose, short.sides))
+    return DiceNeeded(short.purpose, short.sides, short.needed + extra)
 
 
 def dice_source(dice: Mapping[str, Sequence[int]] | None, seed: int | None) -> DiceSource:

@@ -12,10 +12,12 @@ under ``pending`` and are never shown by ``view``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..dice import DiceSource
+from ..dice import DiceSource, still_needed
 from ..errors import (
+    DiceNeeded,
     InvalidInput,
     LimitExceeded,
     Problem,
@@ -28,6 +30,7 @@ from ..system import swap_combatant
 from .combatant import combat_strength, incapacitated
 from .exchange import (
     Effect,
+    Outcome,
     apply_effects,
     check_attack,
     check_defense,
@@ -290,21 +293,28 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     start = {cid: s["combatants"][cid] for cid in s["order"]}
     effects: dict[str, list[Effect]] = {cid: [] for cid in s["order"]}
     results: list[Resolution] = []
-    for cid in s["order"]:
-        choice = s["pending"].get(cid)
-        attack = None if choice is None else choice.get("attack")
-        if attack is None:
-            continue
-        attacker = start[cid]
-        target_id = attack["target"]
-        defender = start[target_id]
-        target_choice = s["pending"].get(target_id) or {}
-        defense_obj = target_choice.get("defense")
+    attacking = [cid for cid in s["order"]
+                 if (s["pending"].get(cid) or {}).get("attack") is not None]
+
+    def attack_of(cid: str, dice: DiceSource) -> tuple[Resolution, Outcome]:
+        attack = s["pending"][cid]["attack"]
+        attacker, defender = start[cid], start[attack["target"]]
+        defense_obj = (s["pending"].get(attack["target"]) or {}).get("defense")
         defense = None if defense_obj is None else defense_obj["mode"]
         # every lookup uses the states at the start of the segment (seed step iii)
         check_attack(t, attacker, defender, attack["mode"], _stance(s, cid))
         resolution, out, _ = system.attack(opts, attacker, defender, attack["mode"],
                                            attack["range"], defense, dice)
+        return resolution, out
+
+    for i, cid in enumerate(attacking):
+        try:
+            resolution, out = attack_of(cid, dice)
+        except DiceNeeded as short:
+            # the segment's later attacks need dice too: ask for them all at once
+            raise still_needed(short, [partial(attack_of, later)
+                                       for later in attacking[i + 1:]]) from None
+        target_id = s["pending"][cid]["attack"]["target"]
         results.append(resolution)
         effects[cid].append(out.on_attacker)
         effects[target_id].append(out.on_defender)

@@ -446,11 +446,18 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         attack_total = sum(attack_rolls)
         left = dice.available("defense")
         if left is not None:
-            # Dice are used member by member: name the first member's dice that are
-            # missing (a group may mix d6 and d8 pools); the next call asks for the rest.
-            for member in plan.members:
+            # Dice are used member by member, in one queue: name the dice missing from
+            # the first member short of them through the members after it that roll the
+            # same die; a group may mix d6 and d8 pools, and the next call asks for the
+            # other die.
+            for i, member in enumerate(plan.members):
                 if member.dice > left:
-                    raise DiceNeeded("defense", member.sides, member.dice - left)
+                    needed = member.dice - left
+                    for later in plan.members[i + 1:]:
+                        if later.sides != member.sides:
+                            break
+                        needed += later.dice
+                    raise DiceNeeded("defense", member.sides, needed)
                 left -= member.dice
         for side in plan.members:
             sums[side.id] = sum(dice.roll_many("defense", side.sides, side.dice, by=side.id))

@@ -9,7 +9,13 @@ import pytest
 from engine.combat_strength import SYSTEM
 from engine.combat_strength.encounter import MAX_COMBATANTS
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
+from engine.errors import (
+    DiceNeeded,
+    InvalidInput,
+    LimitExceeded,
+    RulesViolation,
+    UnknownCombatant,
+)
 
 JSON = dict[str, Any]
 
@@ -280,6 +286,29 @@ def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -
                 step["events"]:
             ended = (step["round"], step["segment"])
     assert ended == (3, 5)
+
+
+def test_dice_needed_in_a_segment_counts_every_attack_of_it() -> None:
+    """RULES.md 4: "too few supplied dice is the 'dice needed' error naming the purpose,
+    sides and count still needed". Two attacks of Combat Strength 60 (two bonus d6 each,
+    RULES.md 2.4) in one segment need four d6, not the first attack's two; once some are
+    given, what is left."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30),
+                                     psionic("cy", 30, 30)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("ann", "bo"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": "cy", "range": "short"},
+            "defense": {"mode": "mind-blank"}})
+    state = SYSTEM.encounter_declare(state, "cy", {"attack": None,
+                                                   "defense": {"mode": "mind-blank"}})
+    for given, needed in (([], 4), ([1, 1], 2), ([1, 1, 1], 1)):
+        with pytest.raises(DiceNeeded) as short:
+            SYSTEM.encounter_resolve(state, SuppliedDice({"damage": given}))
+        assert (short.value.purpose, short.value.sides, short.value.needed) == (
+            "damage", 6, needed)
+    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 1, 1, 1]}))
+    assert len(step["results"]) == 2
 
 
 def test_incapacitated_combatant_makes_no_choices() -> None:

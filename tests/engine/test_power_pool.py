@@ -528,6 +528,17 @@ def test_missing_defense_dice_of_a_group_name_the_member_die_that_is_short() -> 
     assert (err.value.sides, err.value.needed) == (4, 1)
 
 
+def test_missing_defense_dice_of_a_wave_count_every_member_with_that_die() -> None:
+    """RULES.md 4: "too few supplied dice is the 'dice needed' error naming the purpose,
+    sides and count still needed": a psionic wave at three 2d6 minds with one d6 given
+    still needs five, not the first mind's one."""
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 4), psionic("B", 2, 6), {"mode": "psionic-wave"},
+                 defenders=[psionic("C", 2, 6), psionic("D", 2, 6)],
+                 dice={"attack": [1, 1], "defense": [1]})
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("defense", 6, 5)
+
+
 def test_combatant_defaults() -> None:
     """docs/COMBATANTS.md: pool defaults to hit_dice − dedicated; id from the name."""
     c = SYSTEM.combatant({"name": "Mind Flayer of Ur", "hit_dice": 8, "die": 10,

@@ -11,6 +11,7 @@ under ``pending`` and are never shown by ``view``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from ..errors import (
     UnknownCombatant,
     json_text,
 )
-from ..results import Event, Resolution, thaw
+from ..results import Change, Event, Resolution, thaw
 from ..system import swap_combatant
 from .combatant import combat_strength, incapacitated
 from .exchange import (
@@ -323,6 +324,9 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     events: list[JSON] = []
     changes = []
     afters = {cid: apply_effects(start[cid], effects[cid]) for cid in s["order"]}
+    # the segment's summary tells each attack's own share, then where all left them
+    lines = [r.summary for r in results] or ["No attacks this segment."]
+    results = [_as_in_segment(r, afters) for r in results]
     applied = {cid: _applied(effects[cid]) for cid in s["order"]}
     timed_events = _count_down(s, start, afters, applied, s["segment"])
     for cid in s["order"]:
@@ -334,7 +338,6 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
         s["combatants"][cid] = after
     events += timed_events
     round_no, segment = s["round"], s["segment"]
-    lines = [r.summary for r in results] or ["No attacks this segment."]
     standing = "; ".join(
         f"{s['combatants'][cid]['name']} attack {s['combatants'][cid]['attack_strength']}, "
         f"defense {s['combatants'][cid]['defense_strength']}"
@@ -356,6 +359,24 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     if unused:
         step["unused_dice"] = unused
     return s, step
+
+
+def _as_in_segment(result: Resolution, afters: Mapping[str, JSON]) -> Resolution:
+    """An attack's record with the states its two sides end the segment in: the
+    segment's attacks land together (seed step iii), so where another one struck either
+    side too, its ``after`` shows that as well, and its summary, which tells this
+    attack's own share, says where the segment left them."""
+    ends = [c for c in (result.attacker, result.defender) if thaw(c.after) != afters[c.id]]
+    if not ends:
+        return result
+    left = "; ".join(
+        f"{afters[c.id]['name']} attack strength {afters[c.id]['attack_strength']}, "
+        f"defense strength {afters[c.id]['defense_strength']}" for c in ends)
+    return dataclasses.replace(
+        result,
+        attacker=Change(result.attacker.id, result.attacker.before, afters[result.attacker.id]),
+        defender=Change(result.defender.id, result.defender.before, afters[result.defender.id]),
+        summary=f"{result.summary} With the segment's other attacks: {left}.")
 
 
 def _applied(effects: list[Effect]) -> dict[str, int]:

@@ -288,6 +288,31 @@ def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -
     assert ended == (3, 5)
 
 
+def test_an_attack_s_record_shows_where_the_segment_left_both_sides() -> None:
+    """RULES.md 4: a resolution gives each combatant's state before and after; RULES.md
+    2.3.3: a segment's attacks land together. Two Mind Thrusts at Cy's Mind Blank (table
+    A 01-25: 12 each) take its defense strength from 30 to 6: each attack's record says
+    so, after telling its own 12."""
+    state = through_intent(encounter(psionic("ann", 20, 0), psionic("bo", 20, 0),
+                                     psionic("cy", 20, 30)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("ann", "bo"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": "cy", "range": "short"},
+            "defense": None})
+    state = SYSTEM.encounter_declare(state, "cy", {"attack": None,
+                                                   "defense": {"mode": "mind-blank"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    for result in step["results"]:
+        assert result["defender"]["before"]["defense_strength"] == 30
+        assert result["defender"]["after"]["defense_strength"] == 6
+        assert result["summary"].endswith(
+            "Cy's defense strength 30 → 18. With the segment's other attacks: Cy attack "
+            "strength 20, defense strength 6.")
+    assert state["combatants"]["cy"]["defense_strength"] == 6
+    assert "With the segment's other attacks" not in step["summary"]
+
+
 def test_dice_needed_in_a_segment_counts_every_attack_of_it() -> None:
     """RULES.md 4: "too few supplied dice is the 'dice needed' error naming the purpose,
     sides and count still needed". Two attacks of Combat Strength 60 (two bonus d6 each,

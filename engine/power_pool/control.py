@@ -15,12 +15,12 @@ is one entry of ``controlling`` or, for a Psionic Wave, all entries sharing a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidInput, RulesViolation, json_text
 from ..results import Event, copy_json
-from ..system import JSON
+from ..system import JSON, is_down
 from .combatant import CONTROL_PURPOSE, link_key
 
 #: H-PP-RECOVERY choices: what a long rest gives back.
@@ -219,6 +219,28 @@ def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     return out
 
 
+def unable_to_act(tables: Mapping[str, Any], c: Mapping[str, Any]) -> str | None:
+    """Why ``c`` cannot act (a condition of ``cannot_act_conditions``, or ``down`` at 0
+    hit points or fewer), or ``None``."""
+    if is_down(c):
+        return "down"
+    return next((x for x in c["conditions"] if x in tables["cannot_act_conditions"]), None)
+
+
+def action_upkeep(tables: Mapping[str, Any], controller: Mapping[str, Any],
+                  puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
+                  ) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """A round ends. Control kept "by the controller using an action each round" (seed
+    001) needs an action: a controller that cannot act (``unable_to_act``: asleep,
+    unconscious, stunned, down) spent none, so its links kept by an action end
+    (``control-ended``, reason ``controller-cannot-act``; puppets given are set free as
+    in ``release_links``). Links kept by a die hold."""
+    keys = {link_key(e) for e in controller["controlling"] if e["kept_by"] == "action"}
+    if not keys or unable_to_act(tables, controller) is None:
+        return copy_json(dict(controller)), {}, []
+    return release_links(controller, keys, puppets, ending, "controller-cannot-act")
+
+
 def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives: bool,
                        puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
                        ) -> tuple[JSON, dict[str, JSON], list[Event]]:
@@ -313,3 +335,28 @@ def recover(c: Mapping[str, Any], rule: str) -> JSON:
     else:
         raise InvalidInput.at("/options/H-PP-RECOVERY", f"unknown recovery rule {json_text(rule)}")
     return out
+
+
+def name_of(combatants: Mapping[str, Mapping[str, Any]], cid: str) -> str:
+    """The name of ``cid`` when it is among ``combatants``, else its id in quotes."""
+    c = combatants.get(cid)
+    return str(c["name"]) if c is not None else json_text(cid)
+
+
+def action_upkeep_lines(tables: Mapping[str, Any], controller: Mapping[str, Any],
+                        events: Sequence[Event], creatures: Mapping[str, Mapping[str, Any]]
+                        ) -> list[str]:
+    """The summary's sentences of ``action_upkeep`` (``creatures``: those given,
+    after it)."""
+    if not events:
+        return []
+    name = controller["name"]
+    why = unable_to_act(tables, controller)
+    state = "at 0 hit points or fewer" if why == "down" else str(why)
+    targets = " and ".join(name_of(creatures, str(e.combatant)) for e in events)
+    lines = [f"{name} is {state} and cannot spend the action that keeps its control of "
+             f"{targets}: the control ends."]
+    lines += [f"{name_of(creatures, str(e.combatant))} was not given: its sheet still shows "
+              f"it under {name}'s control until it is changed."
+              for e in events if str(e.combatant) not in creatures]
+    return lines

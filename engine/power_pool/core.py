@@ -15,6 +15,7 @@ from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
 from .combatant import CONDITIONS, combatant_schema, link_key, normalize
+from .control import action_upkeep_lines, name_of
 from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
@@ -254,8 +255,10 @@ class PowerPoolSystem(System):
     def round_end_between(self, combatants: dict[str, JSON], choices: Mapping[str, Any],
                           request: Mapping[str, Any], options: Mapping[str, Any]
                           ) -> tuple[list[Event], list[str], list[JSON]]:
-        """Each controller's choice for its control (``control.upkeep``); a creature it
-        lets go is set free when it is among the combatants or the ``puppets``."""
+        """Each controller's choice for its control (``control.upkeep``), then control
+        kept by an action ends for a controller that cannot act (``control.
+        action_upkeep``); a creature let go is set free when it is among the combatants
+        or the ``puppets``."""
         puppets = self.puppets_of(request, combatants)
         before = dict(puppets)  # the control functions return new objects
         ending = control.ending_with_control(self.tables)
@@ -277,6 +280,14 @@ class PowerPoolSystem(System):
                 (combatants if pid in combatants else puppets)[pid] = puppet
             events += happened
             lines += upkeep_lines(after, choice, happened, puppets | combatants)
+        for cid in list(combatants):
+            after, freed, happened = control.action_upkeep(
+                self.tables, combatants[cid], puppets | combatants, ending)
+            combatants[cid] = after
+            for pid, puppet in freed.items():
+                (combatants if pid in combatants else puppets)[pid] = puppet
+            events += happened
+            lines += action_upkeep_lines(self.tables, after, happened, puppets | combatants)
         others = [{"id": pid, "before": before[pid], "after": p}
                   for pid, p in puppets.items() if p != before[pid]]
         return events, lines, others
@@ -355,12 +366,6 @@ def check_upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any], path:
             named.setdefault(key, where)
     if problems:
         raise InvalidInput(problems)
-
-
-def name_of(combatants: Mapping[str, Mapping[str, Any]], cid: str) -> str:
-    """The name of ``cid`` when it is among ``combatants``, else its id in quotes."""
-    c = combatants.get(cid)
-    return str(c["name"]) if c is not None else json_text(cid)
 
 
 def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) -> str:

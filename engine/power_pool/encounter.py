@@ -363,14 +363,25 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     return out
 
 
-def _end_round(state: JSON) -> list[Event]:
+def _end_round(system: PowerPoolSystem, state: JSON) -> tuple[list[Event], list[str]]:
+    """The round ends (in place): a controller that cannot act loses its control kept by
+    an action (``control.action_upkeep``), then timed conditions count down. The events,
+    and sentences for the summary."""
     events = [Event("round-ended", None, {"round": state["round"]})]
+    cs = state["combatants"]
+    ending = control.ending_with_control(system.tables)
+    lines: list[str] = []
     for cid in state["order"]:
-        state["combatants"][cid], ended = control.round_passes(state["combatants"][cid])
+        cs[cid], freed, ended = control.action_upkeep(system.tables, cs[cid], cs, ending)
+        cs.update(freed)
+        events += ended
+        lines += control.action_upkeep_lines(system.tables, cs[cid], ended, cs)
+    for cid in state["order"]:
+        cs[cid], ended = control.round_passes(cs[cid])
         events += ended
     state["round"] += 1
     state["acted"] = []
-    return events
+    return events, lines
 
 
 def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
@@ -407,8 +418,9 @@ def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
         summary.append(res.summary)
     if pending is None or not waiting_for(system, out):
         ended = out["round"]
-        events.extend(_end_round(out))
-        summary.append(f"Round {ended} ends.")
+        happened, lines = _end_round(system, out)
+        events.extend(happened)
+        summary += [*lines, f"Round {ended} ends."]
     step = {"exchange": number, "round": round_at, "results": results,
             "events": [e.to_json() for e in events], "summary": " ".join(summary)}
     return out, step

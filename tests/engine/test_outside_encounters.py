@@ -312,6 +312,28 @@ def test_power_pool_release_frees_the_puppets_given_and_returns_the_die() -> Non
                                                      "condition-ended"]
 
 
+@pytest.mark.parametrize(("state", "said"), [
+    ({"conditions": ["unconscious"]}, "unconscious"),
+    ({"conditions": ["stunned"], "condition_rounds": {"stunned": 2}}, "stunned"),
+    ({"hp": 0}, "at 0 hit points or fewer"),
+])
+def test_power_pool_a_controller_that_cannot_act_keeps_only_control_kept_by_a_die(
+        state: JSON, said: str) -> None:
+    """Seed 001: control "maintained ... by the controller using an action each round";
+    one that cannot act spends no action and the link ends at the round's end, its
+    puppet given set free. A die dedicated keeps the wave "until the controller chooses
+    to relinquish it". The daze of its own attack is no bar (test above)."""
+    result = POOL.end_round({"combatants": [controller(**state)], "puppets": [
+        puppet("zed")]}, SuppliedDice({}))
+    assert [e["id"] for e in after(result, "ix")["controlling"]] == ["ay", "bo"]
+    assert result["others"][0]["after"]["controlled_by"] is None
+    assert result["events"][0] == {"type": "control-ended", "combatant": "zed",
+                                   "controller": "ix", "reason": "controller-cannot-act"}
+    assert result["summary"].startswith(
+        f"End of the round: Ix is {said} and cannot spend the action that keeps its "
+        "control of Zed: the control ends.")
+
+
 def test_power_pool_lost_sight_ends_only_a_link_kept_by_an_action() -> None:
     result = POOL.end_round({"combatants": [controller(), puppet("zed")],
                              "choices": {"ix": {"cannot_perceive": ["zed", "ay"]}}},

@@ -268,6 +268,32 @@ def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> 
     assert json.dumps(state, sort_keys=True) == before
 
 
+def _sleeping_controller() -> dict[str, Any]:
+    """A asleep, holding B by an action and C by a die."""
+    return psionic("A", 3, 6, pool=2, conditions=["asleep"],
+                   controlling=[{"id": "b", "kept_by": "action"},
+                                {"id": "c", "kept_by": "die"}],
+                   dedicated=[{"purpose": "control", "target": "c"}])
+
+
+def test_a_controller_that_cannot_act_loses_control_kept_by_an_action() -> None:
+    """Seed 001: control is "maintained ... by the controller using an action each
+    round"; a sleeping controller spends none, so at the round's end that link ends.
+    "If a die is dedicated to it, the link will be maintained until the controller
+    chooses to relinquish it": C stays controlled."""
+    state = encounter(_sleeping_controller(), psionic("B", 2, 6, controlled_by="a"),
+                      psionic("C", 2, 6, controlled_by="a"))
+    assert SYSTEM.encounter_waiting_for(state) == []
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    cs = state["combatants"]
+    assert cs["b"]["controlled_by"] is None and cs["c"]["controlled_by"] == "a"
+    assert [e["id"] for e in cs["a"]["controlling"]] == ["c"]
+    assert {"type": "control-ended", "combatant": "b",
+            "controller": "a", "reason": "controller-cannot-act"} in step["events"]
+    assert ("A is asleep and cannot spend the action that keeps its control of B: the "
+            "control ends. Round 1 ends.") in step["summary"]
+
+
 def test_only_actions_that_apply_at_once_are_public() -> None:
     """Public actions change the state when declared; attacks and defenses are secret
     until the exchange resolves (API.md: choices stay hidden until resolution)."""

@@ -274,7 +274,9 @@ export function poolRoundEndChoicesResult(params) {
  * controller in `combatant`, and its choice at the end of the detail). A link kept by a
  * die gives the die back when it ends or is kept by an action. A creature set free that
  * is given (`combatants`, or `puppets`, answered in `others`) loses `controlled_by` and a
- * possession; one not given is only named. Updates as the adapters address them.
+ * possession; one not given is only named. Then a controller that cannot act (asleep,
+ * unconscious, stunned) loses its links kept by an action (`controller-cannot-act`).
+ * Updates as the adapters address them.
  */
 export function poolRoundEndResult(params) {
   const P = "flags.mindscape.power-pool";
@@ -294,6 +296,14 @@ export function poolRoundEndResult(params) {
   const nameOf = (id) => (given.has(id) ? given.get(id).data.actor.name : `"${id}"`);
   const events = [];
   const said = [];
+  // A creature whose control ends: set free when given, else only named.
+  const setFree = (id, C) => {
+    const p = now.get(id);
+    if (p) {
+      p.controlled_by = null;
+      p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
+    } else said.push(`${nameOf(id)} was not given: its sheet still shows it under ${C}'s control until it is changed.`);
+  };
   for (const [cid, choice] of Object.entries(params.choices ?? {})) {
     const c = now.get(cid);
     const C = nameOf(cid);
@@ -324,11 +334,7 @@ export function poolRoundEndResult(params) {
       for (const id of link.targets) {
         events.push({ type: "control-ended", combatant: id, controller: cid, reason });
         said.push(reason === "released" ? `${C} releases ${nameOf(id)}.` : `${C} loses sight of ${nameOf(id)}: the control ends.`);
-        const p = now.get(id);
-        if (p) {
-          p.controlled_by = null;
-          p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
-        } else said.push(`${nameOf(id)} was not given: its sheet still shows it under ${C}'s control until it is changed.`);
+        setFree(id, C);
       }
     };
     // In the engine's order: lost sight, released, then kept the other way, each list in turn.
@@ -351,6 +357,21 @@ export function poolRoundEndResult(params) {
       said.push(`${C} keeps control of ${link.targets.map(nameOf).join(" and ")} by ${by === "die" ? `a die from its pool from now on (${c.pool} left)` : `an action each round from now on; the die returns (${c.pool} in the pool)`}.`);
     }
     c.controlling = links.flatMap((l) => l.targets.map((id) => ({ id, kept_by: l.kept_by, wave: l.wave })));
+  }
+  // Then, as the engine: a controller that cannot act (asleep, unconscious, stunned; the
+  // fake reads no hit points) spends no action, so its links kept by an action end.
+  for (const cid of ids) {
+    const c = now.get(cid);
+    const why = ["stunned", "asleep", "unconscious"].find((x) => (c.conditions ?? []).includes(x));
+    const held = poolLinks(c).filter((l) => l.kept_by === "action").flatMap((l) => l.targets);
+    if (!why || !held.length) continue;
+    const C = nameOf(cid);
+    said.push(`${C} is ${why} and cannot spend the action that keeps its control of ${held.map(nameOf).join(" and ")}: the control ends.`);
+    for (const id of held) {
+      events.push({ type: "control-ended", combatant: id, controller: cid, reason: "controller-cannot-act" });
+      setFree(id, C);
+    }
+    c.controlling = (c.controlling ?? []).filter((e) => e.kept_by !== "action");
   }
   const updates = [];
   const changed = (id) => {

@@ -288,20 +288,29 @@ def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -
     assert ended == (3, 5)
 
 
+def _two_mind_thrusts_at_cy(strength: int, defense: int,
+                            ann_bo_defense: JSON | None) -> JSON:
+    """Ann and Bo (``strength`` attack strength and ``defense``) each aim a short-range
+    Mind Thrust at Cy (the same attack strength, defense 30), who raises Mind Blank; each
+    of them raises ``ann_bo_defense``."""
+    state = through_intent(encounter(psionic("ann", strength, defense),
+                                     psionic("bo", strength, defense),
+                                     psionic("cy", strength, 30)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("ann", "bo"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": "cy", "range": "short"},
+            "defense": ann_bo_defense})
+    return SYSTEM.encounter_declare(state, "cy", {"attack": None,
+                                                  "defense": {"mode": "mind-blank"}})
+
+
 def test_an_attack_s_record_shows_where_the_segment_left_both_sides() -> None:
     """RULES.md 4: a resolution gives each combatant's state before and after; RULES.md
     2.3.3: a segment's attacks land together. Two Mind Thrusts at Cy's Mind Blank (table
     A 01-25: 12 each) take its defense strength from 30 to 6: each attack's record says
     so, after telling its own 12."""
-    state = through_intent(encounter(psionic("ann", 20, 0), psionic("bo", 20, 0),
-                                     psionic("cy", 20, 30)),
-                           {"ann": "trance", "bo": "trance", "cy": "trance"})
-    for me in ("ann", "bo"):
-        state = SYSTEM.encounter_declare(state, me, {
-            "attack": {"mode": "mind-thrust", "target": "cy", "range": "short"},
-            "defense": None})
-    state = SYSTEM.encounter_declare(state, "cy", {"attack": None,
-                                                   "defense": {"mode": "mind-blank"}})
+    state = _two_mind_thrusts_at_cy(20, 0, None)
     state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
     for result in step["results"]:
         assert result["defender"]["before"]["defense_strength"] == 30
@@ -318,15 +327,7 @@ def test_dice_needed_in_a_segment_counts_every_attack_of_it() -> None:
     sides and count still needed". Two attacks of Combat Strength 60 (two bonus d6 each,
     RULES.md 2.4) in one segment need four d6, not the first attack's two; once some are
     given, what is left."""
-    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30),
-                                     psionic("cy", 30, 30)),
-                           {"ann": "trance", "bo": "trance", "cy": "trance"})
-    for me in ("ann", "bo"):
-        state = SYSTEM.encounter_declare(state, me, {
-            "attack": {"mode": "mind-thrust", "target": "cy", "range": "short"},
-            "defense": {"mode": "mind-blank"}})
-    state = SYSTEM.encounter_declare(state, "cy", {"attack": None,
-                                                   "defense": {"mode": "mind-blank"}})
+    state = _two_mind_thrusts_at_cy(30, 30, {"mode": "mind-blank"})
     for given, needed in (([], 4), ([1, 1], 2), ([1, 1, 1], 1)):
         with pytest.raises(DiceNeeded) as short:
             SYSTEM.encounter_resolve(state, SuppliedDice({"damage": given}))

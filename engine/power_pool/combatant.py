@@ -190,15 +190,17 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
         if link_kept.setdefault(key, entry["kept_by"]) != entry["kept_by"]:
             problems.append(Problem(f"{path}/controlling/{i}/kept_by",
                                     "a Psionic Wave's control is kept one way for all"))
-    # every link kept by a die has exactly one die dedicated to it, and back
-    die_links = Counter(k for k, by in link_kept.items() if by == "die")
+    # every creature held by a die has exactly one die dedicated to its link (a Psionic
+    # Wave's link one for each of its creatures), and back
+    die_links = Counter(link_key(e) for e in c["controlling"] if e["kept_by"] == "die")
     dice_for = Counter(d["target"] for d in c["dedicated"] if d["purpose"] == CONTROL_PURPOSE)
     for key in sorted(set(die_links) | set(dice_for), key=str):
         if die_links[key] != dice_for[key]:
             problems.append(Problem(
                 f"{path}/dedicated",
                 f"control of {json_text(key)}: {dice_for[key]} die dedicated with purpose "
-                f"'control', {die_links[key]} needed (kept_by 'die' needs one die per link)"))
+                f"'control', {die_links[key]} needed (kept_by 'die' needs one die per "
+                "creature held)"))
     return problems
 
 

@@ -159,24 +159,25 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
     """Record control over ``puppet_ids``, kept by an action each round or by a die
     dedicated from the pool.
 
-    A Psionic Wave's targets (``wave`` given) form one link: one action or one die keeps
-    them all. Otherwise each creature is its own link (an Imagination Swarm group that
-    lost together); kept by dice, each takes one while the pool lasts and the rest are
-    kept by action.
+    A Psionic Wave's targets (``wave`` given) form one link, kept one way for all: one
+    action keeps them all (seed 001), or a die dedicated to each (the pool must hold one
+    for each: ``no-die-to-dedicate``). Otherwise each creature is its own link (an
+    Imagination Swarm group that lost together); kept by dice, each takes one while the
+    pool lasts and the rest are kept by action.
     """
     out = copy_json(dict(controller))
     ids = list(puppet_ids)
     if not ids:
         return out
-    if kept_by == "die" and out["pool"] < 1:
+    if kept_by == "die" and out["pool"] < (len(ids) if wave is not None else 1):
         raise RulesViolation("no-die-to-dedicate",
-                             f"{out['name']} has no die in its pool to keep control with")
+                             f"{out['name']} has too few dice in its pool to keep control with")
     if wave is not None:
         for pid in ids:
             out["controlling"].append({"id": pid, "kept_by": kept_by, "wave": wave})
-        if kept_by == "die":
-            out["pool"] -= 1
-            out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": wave})
+            if kept_by == "die":
+                out["pool"] -= 1
+                out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": wave})
         return out
     for pid in ids:
         by = kept_by if kept_by == "action" or out["pool"] >= 1 else "action"
@@ -189,7 +190,8 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
 
 def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     """Switch how the link holding ``target_id`` is kept: ``die`` dedicates one die from
-    the pool (kept until released), ``action`` returns it (an action every round)."""
+    the pool for each creature of it (kept until released), ``action`` returns them (an
+    action every round keeps them all)."""
     if by not in ("die", "action"):
         raise InvalidInput.at("/keep/by", "must be 'die' or 'action'")
     out = copy_json(dict(controller))
@@ -201,21 +203,24 @@ def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     current = entries[0]["kept_by"]
     if current == by:
         return out
+    held = 0
     for e in out["controlling"]:
         if link_key(e) == key:
             e["kept_by"] = by
+            held += 1
     if by == "die":
-        if out["pool"] < 1:
-            raise RulesViolation("no-die-to-dedicate",
-                                 f"{out['name']} has no die in its pool to keep control with")
-        out["pool"] -= 1
-        out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": key})
+        if out["pool"] < held:
+            raise RulesViolation("no-die-to-dedicate", (
+                f"{out['name']} has {out['pool']} dice in its pool, too few to keep control "
+                f"of {held} creatures by a die each" if held > 1 else
+                f"{out['name']} has no die in its pool to keep control with"))
+        out["pool"] -= held
+        out["dedicated"] += [{"purpose": CONTROL_PURPOSE, "target": key}] * held
     else:
-        for i, d in enumerate(out["dedicated"]):
-            if d["purpose"] == CONTROL_PURPOSE and d["target"] == key:
-                del out["dedicated"][i]
-                out["pool"] += 1
-                break
+        kept = [d for d in out["dedicated"]
+                if not (d["purpose"] == CONTROL_PURPOSE and d["target"] == key)]
+        out["pool"] += len(out["dedicated"]) - len(kept)
+        out["dedicated"] = kept
     return out
 
 

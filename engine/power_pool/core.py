@@ -238,7 +238,8 @@ class PowerPoolSystem(System):
                     for link in held]
         offer: JSON = {
             "release": held,
-            "keep": [s for s in switches if s["by"] == "action" or combatant["pool"] >= 1],
+            "keep": [s for s in switches
+                     if s["by"] == "action" or combatant["pool"] >= len(s["targets"])],
             "cannot_perceive": [link for link in held if link["kept_by"] == "action"],
         }
         return offer, [control_held_line(combatant, link) for link in held]
@@ -376,10 +377,11 @@ def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) ->
     held, it = (("one creature", "it") if count == 1 else
                 (f"{count} creatures of one psionic wave", "them"))
     name = controller["name"]
+    die, dice = ("a die", "the die returns") if count == 1 else ("a die each", "the dice return")
     if link["kept_by"] == "die":
-        return (f"{name} controls {held} by a die from its pool; it may release {it} or "
-                f"keep {it} by an action instead (the die returns).")
-    other = f", keep {it} by a die instead" if controller["pool"] >= 1 else ""
+        return (f"{name} controls {held} by {die} from its pool; it may release {it} or "
+                f"keep {it} by an action instead ({dice}).")
+    other = f", keep {it} by {die} instead" if controller["pool"] >= count else ""
     return (f"{name} controls {held} by an action each round; it may release {it}{other} "
             f"or lose sight of {it}.")
 
@@ -402,10 +404,12 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
                              f"{name}'s control until it is changed.")
         elif e.type == "control-kept":
             target = " and ".join(name_of(creatures, str(t)) for t in e.data["targets"])
-            lines.append(f"{name} keeps control of {target} by a die from its pool from now "
+            one = len(e.data["targets"]) == 1
+            die, dice = ("a die", "the die returns") if one else ("a die each", "the dice return")
+            lines.append(f"{name} keeps control of {target} by {die} from its pool from now "
                          f"on ({e.data['pool']} left)." if e.data["by"] == "die" else
                          f"{name} keeps control of {target} by an action each round from now "
-                         f"on; the die returns ({e.data['pool']} in the pool).")
+                         f"on; {dice} ({e.data['pool']} in the pool).")
     ended = {e.combatant for e in events}
     lines += [f"{name} cannot perceive {name_of(creatures, t)}, but keeps control of it by a "
               "die, which needs no sight." for t in choice.get("cannot_perceive", [])

@@ -391,6 +391,16 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         raise RulesViolation("no-die-to-dedicate",
                              f"{attacker['name']} has no die in its pool to keep control with",
                              combatant=attacker["id"])
+    if keep_by == "die" and mode.get("several_targets"):
+        # a die "dedicated ... to it" for each creature; only the action is shared
+        # (seed 001; RULES.md 3.4: "Psionic Wave control is kept by one action for all")
+        held = sum(1 for s in sides
+                   if tables["modes"].get(s.mode or "", {}).get("instead_of_control") is None)
+        if held > attacker["pool"]:
+            raise RulesViolation("no-die-to-dedicate", (
+                f"{attacker['name']} would keep {held} creatures of the wave by a die each "
+                f"but has {attacker['pool']} in its pool: keep them by an action"),
+                combatant=attacker["id"])
     saves = tuple(s.id for s in sides
                   if tables["modes"].get(s.mode or "", {}).get("attacker_save"))
     save_target = attacker["blank_mind_save"] or options["H-PP-BLANK-SAVE"]
@@ -655,7 +665,8 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
         parts.append(f"A tie goes to the {winner}.")
     if winner == "attacker":
         if controlled:
-            kept = "a dedicated die" if plan.keep_by == "die" else "an action each round"
+            kept = ("a dedicated die" + (" each" if len(controlled) > 1 else "")
+                    if plan.keep_by == "die" else "an action each round")
             verb = "falls" if len(controlled) == 1 else "fall"
             parts.append(f"{a} wins: {_names([names[c] for c in controlled])} {verb} under "
                          f"its psionic control (kept by {kept}).")

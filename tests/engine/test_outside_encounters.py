@@ -253,12 +253,13 @@ def test_an_end_of_round_that_changes_nothing_says_so() -> None:
 
 
 def controller(**more: Any) -> JSON:
-    """Ix, holding Zed by an action and the wave of Ay and Bo by a die (RULES.md §3.4)."""
-    c: JSON = {"id": "ix", "name": "Ix", "hit_dice": 4, "die": 8, "pool": 2, "psionic": True,
+    """Ix, holding Zed by an action and the wave of Ay and Bo by a die each (RULES.md
+    §3.4: only the action is one for all)."""
+    c: JSON = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8, "pool": 2, "psionic": True,
                "controlling": [{"id": "zed", "kept_by": "action"},
                                {"id": "ay", "kept_by": "die", "wave": "w"},
                                {"id": "bo", "kept_by": "die", "wave": "w"}],
-               "dedicated": [{"purpose": "control", "target": "w"}]}
+               "dedicated": [{"purpose": "control", "target": "w"}] * 2}
     c.update(more)
     return c
 
@@ -286,8 +287,8 @@ def test_power_pool_offers_a_controller_each_way_to_keep_or_end_its_control() ->
     assert offers["summary"] == (
         "Ix controls one creature by an action each round; it may release it, keep it by a "
         "die instead or lose sight of it. Ix controls 2 creatures of one psionic wave by a "
-        "die from its pool; it may release them or keep them by an action instead (the die "
-        "returns).")
+        "die each from its pool; it may release them or keep them by an action instead (the "
+        "dice return).")
     empty = POOL.round_end_choices({"combatants": [controller(pool=0)]})
     assert empty["combatants"][0]["choices"]["keep"] == [{**wave, "by": "action"}]
 
@@ -301,7 +302,7 @@ def test_power_pool_release_frees_the_puppets_given_and_returns_the_die() -> Non
         "possessed"])], "choices": {"ix": {"release": ["bo"]}}}, SuppliedDice({}))
     freed = after(result, "ix")
     assert freed["controlling"] == [{"id": "zed", "kept_by": "action", "wave": None}]
-    assert (freed["pool"], freed["dedicated"], freed["conditions"]) == (3, [], [])
+    assert (freed["pool"], freed["dedicated"], freed["conditions"]) == (4, [], [])
     assert result["others"] == [{"id": "ay", "before": POOL.combatant(
         puppet("ay", conditions=["possessed"])), "after": POOL.combatant(puppet(
             "ay", controlled_by=None))}]
@@ -353,13 +354,13 @@ def test_power_pool_keep_switches_between_a_die_and_an_action() -> None:
     ix = after(result, "ix")
     assert [(e["id"], e["kept_by"]) for e in ix["controlling"]] == [
         ("zed", "die"), ("ay", "action"), ("bo", "action")]
-    assert ix["dedicated"] == [{"purpose": "control", "target": "zed"}] and ix["pool"] == 2
+    assert ix["dedicated"] == [{"purpose": "control", "target": "zed"}] and ix["pool"] == 3
     assert [(e["type"], e["targets"]) for e in result["events"]] == [
         ("control-kept", ["zed"]), ("control-kept", ["ay", "bo"])]
     assert result["summary"] == (
         "End of the round: Ix keeps control of \"zed\" by a die from its pool from now on "
         "(1 left). Ix keeps control of \"ay\" and \"bo\" by an action each round from now "
-        "on; the die returns (2 in the pool).")
+        "on; the dice return (3 in the pool).")
     same = POOL.end_round({"combatants": [controller()], "choices": {"ix": {"keep": [
         {"target": "zed", "by": "action"}]}}}, SuppliedDice({}))
     assert same["events"] == [] and same["summary"] == "End of the round: nothing changes."

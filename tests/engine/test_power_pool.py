@@ -240,6 +240,35 @@ def test_psionic_wave_attacks_several_as_one_group() -> None:
     assert set(freed) == {"b", "c", "d"}
 
 
+def test_psionic_wave_kept_by_dice_takes_a_die_for_each_creature() -> None:
+    """Seed 001: control is kept "by dedicating a die from the controller's current power
+    pool to it"; for a wave only the action is shared ("a single action to maintain
+    psionic control of all of the defenders"; RULES.md 3.4: "kept by one action for
+    all"). Three creatures held by dice take three; a pool of two cannot hold three, so
+    the attack is refused before any die is rolled."""
+    wave = {"mode": "psionic-wave", "keep_by": "die"}
+    res = exchange(psionic("A", 4, 8), psionic("B", 1, 4), wave,
+                   defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
+                   dice={"attack": [8, 8, 8, 8], "defense": [4, 4, 6]})
+    a = after(res, "a")
+    key = a["controlling"][0]["wave"]
+    assert {e["kept_by"] for e in a["controlling"]} == {"die"}
+    assert a["pool"] == 1 and a["dedicated"] == [{"purpose": "control", "target": key}] * 3
+    assert "(kept by a dedicated die each)" in res.summary
+    freed, _, _ = ctl.release(a, "d", {}, ENDING)
+    assert (freed["pool"], freed["dedicated"]) == (4, [])
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 8), psionic("B", 1, 4), wave,
+                 defenders=[psionic("C", 1, 4), mundane("D", 1, 6)])
+    assert err.value.rule == "no-die-to-dedicate" and err.value.combatant == "a"
+    with pytest.raises(InvalidCombatant) as bad:
+        SYSTEM.combatant(psionic("A", 4, 8, pool=3, controlling=[
+            {"id": "b", "kept_by": "die", "wave": "w"},
+            {"id": "c", "kept_by": "die", "wave": "w"}],
+            dedicated=[{"purpose": "control", "target": "w"}]))
+    assert "1 die dedicated with purpose 'control', 2 needed" in str(bad.value)
+
+
 def test_psionic_wave_group_loses_together() -> None:
     res = exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "psionic-wave"},
                    defenders=[psionic("C", 1, 4)], dice={"attack": [2, 2], "defense": [3, 2]})

@@ -1870,13 +1870,15 @@ var Mindscape = Mindscape || (() => {
   const controlLine = (qid, controller, link, keep, lost) => {
     const several = link.targets.length > 1;
     const it = several ? 'them' : 'it';
-    const how = link.kept_by === 'die' ? 'by a die from its pool' : 'by an action each round';
+    // a wave held by dice takes one for each creature; one action holds it all
+    const die = several ? 'a die each' : 'a die';
+    const how = link.kept_by === 'die' ? `by ${die} from its pool` : 'by an action each round';
     const wave = several || link.wave ? ', one psionic wave (kept and let go together)' : '';
     const text = `<b>${chatSafe(fighterName(controller))}</b> controls <b>${link.targets.map(fighterName).map(chatSafe).join(', ')}</b> ${how}${wave}:`;
     const target = link.targets[0];
     if (!BUTTON_SAFE.test(target)) return `${text} (no buttons: its id cannot stand in a command)`;
     const buttons = [answerButton(several ? 'Release them' : 'Release', qid, ` --release ${target}`)];
-    if (keep) buttons.push(answerButton(`Keep ${it} by ${keep.by === 'die' ? 'a die' : 'an action'} instead`, qid, ` --keep ${target} --by ${keep.by}`));
+    if (keep) buttons.push(answerButton(`Keep ${it} by ${keep.by === 'die' ? die : 'an action'} instead`, qid, ` --keep ${target} --by ${keep.by}`));
     if (lost) buttons.push(answerButton('Lost sight', qid, ` --cannot-perceive ${target}`));
     return `${text} ${buttons.join(' ')}`;
   };
@@ -3530,7 +3532,7 @@ var Mindscape = Mindscape || (() => {
     const why = {
       'not-controlling': ' A sheet changed since the choice was made (that control may have ended, or passed to another mind): '
         + 'run <code>!psi round</code> again to be asked what each controller holds now.',
-      'no-die-to-dedicate': ' Keeping control by a die needs a die in the controller\'s pool: keep it by an action, or release it.',
+      'no-die-to-dedicate': ' Keeping control by a die needs a die in the controller\'s pool for each creature held (a psionic wave: one each): keep it by an action, or release it.',
     }[data.rule] || (atChoices ? ' Each control takes one choice (a psionic wave\'s creatures share one): name it once.' : '');
     const said = job.said ? ` The choices sent: ${chatSafe(job.said)}.` : '';
     return `<br>Nothing was changed: the round has not ended.${said}${why}`;

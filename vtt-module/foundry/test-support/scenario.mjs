@@ -239,7 +239,8 @@ function poolLinks(profile) {
 /**
  * `exchange.round_end_choices` for power-pool as the daemon answers it (API.md), over the
  * profiles in the refs: a controller (`controlling` non-empty) may release every link,
- * keep it the other way (by a die only from a pool that has one) and lose sight of a
+ * keep it the other way (by dice only from a pool that has one for each creature of the
+ * link) and lose sight of a
  * link kept by an action (RULES.md §3.4); everyone else has `choices: {}`. The summary is
  * shorter than the engine's.
  */
@@ -250,7 +251,7 @@ export function poolRoundEndChoicesResult(params) {
     const profile = ref.data.actor.flags?.mindscape?.["power-pool"] ?? {};
     const links = poolLinks(profile);
     if (!links.length) return { id, name, choices: {} };
-    const other = (l) => (l.kept_by === "die" ? "action" : (profile.pool ?? 0) > 0 ? "die" : null);
+    const other = (l) => (l.kept_by === "die" ? "action" : (profile.pool ?? 0) >= l.targets.length ? "die" : null);
     return { id, name, choices: {
       release: links,
       keep: links.filter(other).map((l) => ({ ...l, by: other(l) })),
@@ -324,9 +325,11 @@ export function poolRoundEndResult(params) {
     }
     if (problems.length) throw { code: -32602, message: "Invalid params", data: { errors: problems } };
     const key = (l) => l.wave ?? l.targets[0];
+    // A link kept by dice holds one for each of its creatures (a psionic wave: several).
     const giveBack = (l) => {
-      c.pool = (c.pool ?? 0) + 1;
-      c.dedicated = (c.dedicated ?? []).filter((d) => !(d.purpose === "control" && d.target === key(l)));
+      const kept = (c.dedicated ?? []).filter((d) => !(d.purpose === "control" && d.target === key(l)));
+      c.pool = (c.pool ?? 0) + (c.dedicated ?? []).length - kept.length;
+      c.dedicated = kept;
     };
     const end = (link, reason) => {
       if (link.kept_by === "die") giveBack(link);
@@ -348,13 +351,16 @@ export function poolRoundEndResult(params) {
       const link = linkOf(target);
       if (link.kept_by === by) continue;
       if (by === "die") {
-        if ((c.pool ?? 0) < 1) throw refuse("no-die-to-dedicate", `${C} has no die in its pool to keep control with (/choices/${cid})`, cid);
-        c.pool -= 1;
-        c.dedicated = [...(c.dedicated ?? []), { purpose: "control", target: key(link) }];
+        const held = link.targets.length;
+        const why = held > 1 ? `has ${c.pool ?? 0} dice in its pool, too few to keep control of ${held} creatures by a die each` : "has no die in its pool to keep control with";
+        if ((c.pool ?? 0) < held) throw refuse("no-die-to-dedicate", `${C} ${why} (/choices/${cid})`, cid);
+        c.pool -= held;
+        c.dedicated = [...(c.dedicated ?? []), ...link.targets.map(() => ({ purpose: "control", target: key(link) }))];
       } else giveBack(link);
       link.kept_by = by;
       events.push({ type: "control-kept", combatant: target, controller: cid, by, pool: c.pool, targets: [...link.targets] });
-      said.push(`${C} keeps control of ${link.targets.map(nameOf).join(" and ")} by ${by === "die" ? `a die from its pool from now on (${c.pool} left)` : `an action each round from now on; the die returns (${c.pool} in the pool)`}.`);
+      const one = link.targets.length === 1;
+      said.push(`${C} keeps control of ${link.targets.map(nameOf).join(" and ")} by ${by === "die" ? `${one ? "a die" : "a die each"} from its pool from now on (${c.pool} left)` : `an action each round from now on; ${one ? "the die returns" : "the dice return"} (${c.pool} in the pool)`}.`);
     }
     c.controlling = links.flatMap((l) => l.targets.map((id) => ({ id, kept_by: l.kept_by, wave: l.wave })));
   }

@@ -109,11 +109,11 @@ test("the question lists each link by its creatures' names with how it is kept; 
   ]);
   assert.deepEqual(context.links.map((l) => l.kept), [
     "Goblin holds it by an action each round, and must perceive it.",
-    "Goblin holds it by a die from its pool, until released; no action, no sight needed.",
+    "Goblin holds it by a die from its pool (a psionic wave: one for each creature), until released; no action, no sight needed.",
   ]);
   assert.deepEqual(context.links.map((l) => l.choices.find((c) => c.value === "keep").label), [
-    "Keep it by a die from the pool instead (no action needed)",
-    "Keep it by an action each round instead (the die returns to the pool)",
+    "Keep it by a die from the pool instead (a psionic wave: one for each creature; no action needed)",
+    "Keep it by an action each round instead (its dice return to the pool)",
   ]);
   // Nothing chosen (the dialog closed): every link holds, and the round still ends.
   assert.equal(endRounds(t).length, 1);

@@ -52,7 +52,7 @@ test("every template renders with a plausible context", () => {
       name: "Goblin",
       links: [
         { index: 0, names: "Fenka", kept: "Goblin holds it by an action each round, and must perceive it.", together: false, choices: [{ value: "hold", label: "Keep it as it is", checked: true }, { value: "release", label: "Release it" }, { value: "cannot_perceive", label: "Lost sight of it: the control ends" }] },
-        { index: 1, names: "Thrall, Ox", kept: "Goblin holds it by a die from its pool, until released; no action, no sight needed.", together: true, choices: [{ value: "hold", label: "Keep it as it is", checked: true }, { value: "keep", label: "Keep it by an action each round instead (the die returns to the pool)" }] },
+        { index: 1, names: "Thrall, Ox", kept: "Goblin holds it by a die from its pool (a psionic wave: one for each creature), until released; no action, no sight needed.", together: true, choices: [{ value: "hold", label: "Keep it as it is", checked: true }, { value: "keep", label: "Keep it by an action each round instead (its dice return to the pool)" }] },
       ],
       seconds: 30,
     },
@@ -112,7 +112,7 @@ test("every template renders with a plausible context", () => {
   // allies of an imagination swarm (enabled only with a mode that draws them in); the
   // card's line of the allies drawn in and how each defended.
   const keepBy = renderModuleTemplate("attack-dialog", { ...contexts["attack-dialog.hbs"], keepBy: true });
-  assert.match(keepBy, /If it wins, keep control by[\s\S]*name="keep_by">\s*<option value="action" selected>An action each round<\/option>\s*<option value="die">A pool die \(until released\)<\/option>\s*<\/select>/);
+  assert.match(keepBy, /If it wins, keep control by[\s\S]*name="keep_by">\s*<option value="action" selected>An action each round<\/option>\s*<option value="die">A pool die \(a psionic wave: one for each creature held; until released\)<\/option>\s*<\/select>/);
   assert.doesNotMatch(renderModuleTemplate("attack-dialog", contexts["attack-dialog.hbs"]), /name="keep_by"/);
   const swarm = renderModuleTemplate("defense-dialog", { ...contexts["defense-dialog.hbs"], allies: [{ uuid: "Scene.s.Token.p", name: "Porter" }, { uuid: "Scene.s.Token.h", name: "Hound" }], allyModes: "imagination-swarm", allyModeLabels: "Imagination swarm" });
   assert.match(swarm, /<fieldset class="mindscape-pool-list mindscape-defense-allies" data-ally-modes="imagination-swarm">\s*<legend>Draw in non-psionic allies \(with Imagination swarm\)<\/legend>/);

@@ -1142,8 +1142,11 @@ test("the fake companion's power-pool round end (test-support) offers and does c
   const wave = [{ id: "fenka-tokF", kept_by: "die", wave: "w" }, { id: "goblin-tokG", kept_by: "die", wave: "w" }];
   const ulcen = (p) => ref(ulcenToken, t.actors.ulcen, { pool: 2, ...p });
   const byAction = ulcen({ controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
-  const both = ulcen({ controlling: [{ id: "thrall", kept_by: "action" }, ...wave], dedicated: [{ purpose: "control", target: "w" }] });
+  // a psionic wave held by dice takes one for each creature
+  const both = ulcen({ pool: 1, controlling: [{ id: "thrall", kept_by: "action" }, ...wave], dedicated: [{ purpose: "control", target: "w" }, { purpose: "control", target: "w" }] });
   const empty = ulcen({ pool: 0, controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  const asleep = ulcen({ conditions: ["asleep"], controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  const waveByAction = ulcen({ pool: 1, controlling: wave.map((w) => ({ ...w, kept_by: "action" })) });
   const fenka = ref(fenkaToken, fenkaToken.actor, { controlled_by: "ulcen", conditions: ["possessed"] });
   const goblin = ref(goblinToken, goblinToken.actor, { controlled_by: "ulcen" });
   for (const combatants of [[byAction, fenka], [both], [empty], [goblin]]) {
@@ -1163,6 +1166,9 @@ test("the fake companion's power-pool round end (test-support) offers and does c
     { combatants: [both], choices: { ulcen: { release: ["fenka-tokF", "goblin-tokG"] } } },
     { combatants: [both], choices: { ulcen: { release: ["thrall"], keep: [{ target: "thrall", by: "die" }] } } },
     { combatants: [byAction], puppets: [byAction], choices: { ulcen: { release: ["fenka-tokF"] } } },
+    // a controller that cannot act keeps no control by an action; a wave needs a die each
+    { combatants: [asleep], puppets: [fenka] },
+    { combatants: [waveByAction], choices: { ulcen: { keep: [{ target: "goblin-tokG", by: "die" }] } } },
   ];
   // A refusal names whose choice it was (`combatant`) as the real one does.
   const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule ?? null, combatant: r.data?.combatant ?? null, paths: (r.data?.errors ?? []).map((e) => e.path) } : { events: r.events, updates: r.updates, others: (r.others ?? []).map((o) => o.id) });

@@ -216,9 +216,10 @@ class PowerPoolSystem(System):
                     "type": "object", "required": ["target", "by"],
                     "additionalProperties": False,
                     "properties": {"target": ID_SCHEMA, "by": {"enum": ["die", "action"]}}},
-                    "description": "links kept another way from now on: die (one die of "
-                                   "the pool dedicated, kept until released) or action "
-                                   "(an action every round; the die returns)"},
+                    "description": "links kept another way from now on: die (a die of "
+                                   "the pool dedicated to each creature of the link, "
+                                   "kept until released) or action (an action every "
+                                   "round; the dice return)"},
                 "cannot_perceive": {**ids, "description": "creatures it can no longer "
                                                           "perceive: a link kept by an "
                                                           "action ends"},

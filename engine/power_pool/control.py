@@ -348,6 +348,18 @@ def name_of(combatants: Mapping[str, Mapping[str, Any]], cid: str) -> str:
     return str(c["name"]) if c is not None else json_text(cid)
 
 
+def not_given_line(target: str, controller: str) -> str:
+    """The summary's sentence for a creature set free whose sheet was not given."""
+    return (f"{target} was not given: its sheet still shows it under {controller}'s "
+            "control until it is changed.")
+
+
+def die_words(count: int) -> tuple[str, str]:
+    """How a link of ``count`` creatures is kept by dice, and how they come back: a
+    Psionic Wave's takes a die for each."""
+    return ("a die", "the die returns") if count == 1 else ("a die each", "the dice return")
+
+
 def action_upkeep_lines(tables: Mapping[str, Any], controller: Mapping[str, Any],
                         events: Sequence[Event], creatures: Mapping[str, Mapping[str, Any]]
                         ) -> list[str]:
@@ -361,7 +373,6 @@ def action_upkeep_lines(tables: Mapping[str, Any], controller: Mapping[str, Any]
     targets = " and ".join(name_of(creatures, str(e.combatant)) for e in events)
     lines = [f"{name} is {state} and cannot spend the action that keeps its control of "
              f"{targets}: the control ends."]
-    lines += [f"{name_of(creatures, str(e.combatant))} was not given: its sheet still shows "
-              f"it under {name}'s control until it is changed."
+    lines += [not_given_line(name_of(creatures, str(e.combatant)), name)
               for e in events if str(e.combatant) not in creatures]
     return lines

@@ -15,7 +15,7 @@ from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
 from .combatant import CONDITIONS, combatant_schema, link_key, normalize
-from .control import action_upkeep_lines, name_of
+from .control import action_upkeep_lines, die_words, name_of, not_given_line
 from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
@@ -378,7 +378,7 @@ def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) ->
     held, it = (("one creature", "it") if count == 1 else
                 (f"{count} creatures of one psionic wave", "them"))
     name = controller["name"]
-    die, dice = ("a die", "the die returns") if count == 1 else ("a die each", "the dice return")
+    die, dice = die_words(count)
     if link["kept_by"] == "die":
         return (f"{name} controls {held} by {die} from its pool; it may release {it} or "
                 f"keep {it} by an action instead ({dice}).")
@@ -401,12 +401,10 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
                          if e.data["reason"] == "not-perceived" else
                          f"{name} releases {target}.")
             if str(e.combatant) not in creatures:
-                lines.append(f"{target} was not given: its sheet still shows it under "
-                             f"{name}'s control until it is changed.")
+                lines.append(not_given_line(target, name))
         elif e.type == "control-kept":
             target = " and ".join(name_of(creatures, str(t)) for t in e.data["targets"])
-            one = len(e.data["targets"]) == 1
-            die, dice = ("a die", "the die returns") if one else ("a die each", "the dice return")
+            die, dice = die_words(len(e.data["targets"]))
             lines.append(f"{name} keeps control of {target} by {die} from its pool from now "
                          f"on ({e.data['pool']} left)." if e.data["by"] == "die" else
                          f"{name} keeps control of {target} by an action each round from now "

@@ -109,6 +109,10 @@ REST: JSON = {
         "options": OPTIONS,
         "hours": {"type": "integer", "description": "revised-2e: full hours of sleep or "
                                                     "meditation (1 to 1000)"},
+        "puppets": {"type": "array", "items": COMBATANT,
+                    "description": "power-pool: creatures the combatants control that do "
+                                   "not rest with them, written back (others) when the "
+                                   "control over them ends"},
         "dice": DICE,
         "seed": SEED,
     },

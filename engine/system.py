@@ -287,12 +287,10 @@ class System(ABC):
         if problems:
             raise InvalidInput(problems)
         start = dice.mark()
-        now = {c["id"]: copy_json(c) for c in combatants}
-        events, lines, others = self.round_end_between(now, choices, request, options)
-        result = self._each(combatants, "End of the round", lambda c: self.round_end(
-            now[c["id"]], choices.get(c["id"], {}), dice, options), (events, lines))
-        if others:
-            result["others"] = others
+        result = self._each(
+            combatants, "End of the round",
+            lambda now: self.round_end_between(now, choices, request, options),
+            lambda c: self.round_end(c, choices.get(c["id"], {}), dice, options))
         return self._with_dice(result, dice, start)
 
     def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
@@ -347,6 +345,15 @@ class System(ABC):
         ``required``."""
         return {}
 
+    def rest_between(self, combatants: dict[str, JSON], request: Mapping[str, Any],
+                     options: Mapping[str, Any]) -> tuple[list[Event], list[str], list[JSON]]:
+        """What a rest does between combatants as it starts, before each one's own
+        ``combatant_rest``: as ``round_end_between`` (copies by id it may replace; the
+        events, the summary's sentences and the changes of others the checked
+        ``request`` names, ``rest_members``). A system whose rest reaches another
+        creature (power-pool: control kept by an action ends) defines this."""
+        return [], [], []
+
     @property
     def rests(self) -> bool:
         """Whether ``rest`` works: the system defines ``combatant_rest``."""
@@ -366,15 +373,18 @@ class System(ABC):
     def rest(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
         """Rest for combatants outside any encounter: ``{combatants: [combatant], options?,
         ...rest_members}`` to ``{system, combatants: [{id, before, after}], events, rolls,
-        summary, unused_dice}``, one entry per combatant in the order given. Recovery is
+        summary, unused_dice, others?}``, one entry per combatant in the order given
+        (``others``: other creatures the rest changed, ``rest_between``). Recovery is
         fixed by the rules; dice are rolled only for what happens round by round meanwhile
         (revised-2e: an open mind's checks)."""
         if not self.rests:
             raise InvalidInput.at("/system", f"system {self.id} has no rule for resting")
         combatants, options = self._combatants_of(request, self._rest_validator)
         start = dice.mark()
-        result = self._each(combatants, "After the rest",
-                            lambda c: self.combatant_rest(c, request, dice, options))
+        result = self._each(
+            combatants, "After the rest",
+            lambda now: self.rest_between(now, request, options),
+            lambda c: self.combatant_rest(c, request, dice, options))
         return self._with_dice(result, dice, start)
 
     # -- what end_round and rest share ----------------------------------------------------
@@ -417,23 +427,29 @@ class System(ABC):
         return result
 
     def _each(self, combatants: Sequence[JSON], title: str,
-              step: Callable[[JSON], tuple[JSON, list[Event], list[str]]],
-              first: tuple[list[Event], list[str]] = ([], [])) -> JSON:
-        """``step`` on a copy of each combatant: ``{system, combatants: [{id, before,
-        after}], events, summary}``, after the events and sentences ``first``."""
+              between: Callable[[dict[str, JSON]], tuple[list[Event], list[str], list[JSON]]],
+              step: Callable[[JSON], tuple[JSON, list[Event], list[str]]]) -> JSON:
+        """``between`` on copies of the combatants by id (it may replace them; its
+        events, sentences and others' changes come first), then ``step`` on each copy:
+        ``{system, combatants: [{id, before, after}], events, summary, others?}``."""
+        now = {c["id"]: copy_json(c) for c in combatants}
+        first_events, first_lines, others = between(now)
         changes: list[JSON] = []
-        events: list[JSON] = [e.to_json() for e in first[0]]
-        lines: list[str] = list(first[1])
+        events: list[JSON] = [e.to_json() for e in first_events]
+        lines: list[str] = list(first_lines)
         for c in combatants:
-            after, happened, said = step(copy_json(c))
+            after, happened, said = step(now[c["id"]])
             changes.append({"id": c["id"], "before": c, "after": after})
             events += [e.to_json() for e in happened]
             lines += said
         if not lines:
             counted = any(c["before"] != c["after"] for c in changes)
             lines = ["what still lasts counts down." if counted else "nothing changes."]
-        return {"system": self.id, "combatants": changes, "events": events,
-                "summary": f"{title}: " + " ".join(lines)}
+        result: JSON = {"system": self.id, "combatants": changes, "events": events,
+                        "summary": f"{title}: " + " ".join(lines)}
+        if others:
+            result["others"] = others
+        return result
 
     # -- encounters (pure round logic) ----------------------------------------------
     #: the system's round logic (its ``encounter`` module); the methods below delegate

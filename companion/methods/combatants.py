@@ -22,10 +22,12 @@ METHODS = [
                "Rest for combatants outside any encounter, as the system's source says "
                "strength comes back (revised-2e: hours of sleep or meditation give PSPs; "
                "power-pool: a long rest gives back pool dice by H-PP-RECOVERY and ends "
-               "maintained powers). Conditions timed in rounds run out; a revised-2e open "
-               "mind goes through its rounds until it closes (dice as in exchange.resolve). "
-               "The result: {system, combatants: [{id, before, after}], events, rolls, "
-               "summary, unused_dice} and updates for {adapter, data} combatants.",
+               "maintained powers and control kept by an action). Conditions timed in "
+               "rounds run out; a revised-2e open mind goes through its rounds until it "
+               "closes (dice as in exchange.resolve). The result: {system, combatants: "
+               "[{id, before, after}], events, rolls, summary, unused_dice, others?} "
+               "(others: power-pool puppets set free) and updates for {adapter, data} "
+               "combatants and puppets.",
                result={"type": "object", "required": ["system", "combatants", "events",
                                                       "rolls", "summary", "updates"],
                        "properties": {"updates": UPDATES}},

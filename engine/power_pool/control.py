@@ -76,9 +76,10 @@ def round_passes(c: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
 
 
 def long_rest(c: Mapping[str, Any], rule: str) -> tuple[JSON, list[Event]]:
-    """``c`` after a long rest outside any encounter: ``recover`` (maintained powers end,
-    dice return by H-PP-RECOVERY) and every timed condition runs out (its timer counts
-    round ends, and a long rest outlasts them all)."""
+    """``c`` after a long rest: ``recover`` (maintained powers end, dice return by
+    H-PP-RECOVERY) and every timed condition runs out (its timer counts round ends, and
+    a long rest outlasts them all). Its control kept by an action has ended as the rest
+    began (``rest_upkeep``, which needs the puppets)."""
     out = recover(c, rule)
     cid = str(out["id"])
     events = []
@@ -232,6 +233,17 @@ def unable_to_act(tables: Mapping[str, Any], c: Mapping[str, Any]) -> str | None
     return next((x for x in c["conditions"] if x in tables["cannot_act_conditions"]), None)
 
 
+def release_kept_by_action(controller: Mapping[str, Any],
+                           puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str],
+                           reason: str) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """End every link ``controller`` keeps by an action (``release_links`` with
+    ``reason``); links kept by a die hold."""
+    keys = {link_key(e) for e in controller["controlling"] if e["kept_by"] == "action"}
+    if not keys:
+        return copy_json(dict(controller)), {}, []
+    return release_links(controller, keys, puppets, ending, reason)
+
+
 def action_upkeep(tables: Mapping[str, Any], controller: Mapping[str, Any],
                   puppets: Mapping[str, Mapping[str, Any]], ending: Iterable[str]
                   ) -> tuple[JSON, dict[str, JSON], list[Event]]:
@@ -240,10 +252,19 @@ def action_upkeep(tables: Mapping[str, Any], controller: Mapping[str, Any],
     unconscious, stunned, down) spent none, so its links kept by an action end
     (``control-ended``, reason ``controller-cannot-act``; puppets given are set free as
     in ``release_links``). Links kept by a die hold."""
-    keys = {link_key(e) for e in controller["controlling"] if e["kept_by"] == "action"}
-    if not keys or unable_to_act(tables, controller) is None:
+    if unable_to_act(tables, controller) is None:
         return copy_json(dict(controller)), {}, []
-    return release_links(controller, keys, puppets, ending, "controller-cannot-act")
+    return release_kept_by_action(controller, puppets, ending, "controller-cannot-act")
+
+
+def rest_upkeep(controller: Mapping[str, Any], puppets: Mapping[str, Mapping[str, Any]],
+                ending: Iterable[str]) -> tuple[JSON, dict[str, JSON], list[Event]]:
+    """A controller starts a long rest. Seed 001: "Powers can't be maintained when a
+    creature rests", and a resting creature spends no action each round, so its links
+    kept by an action end (``control-ended``, reason ``rest``; puppets given are set
+    free as in ``release_links``). A link kept by a die is not a power and holds, as in
+    ``recover``."""
+    return release_kept_by_action(controller, puppets, ending, "rest")
 
 
 def maintain_by_action(controller: Mapping[str, Any], target_id: str, perceives: bool,
@@ -365,14 +386,29 @@ def action_upkeep_lines(tables: Mapping[str, Any], controller: Mapping[str, Any]
                         ) -> list[str]:
     """The summary's sentences of ``action_upkeep`` (``creatures``: those given,
     after it)."""
+    why = unable_to_act(tables, controller)
+    state = "at 0 hit points or fewer" if why == "down" else str(why)
+    return _action_ended_lines(controller, events, creatures, f"is {state} and cannot spend "
+                                                              "the action that keeps")
+
+
+def rest_upkeep_lines(controller: Mapping[str, Any], events: Sequence[Event],
+                      creatures: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The summary's sentences of ``rest_upkeep`` (``creatures``: those given, after
+    it)."""
+    return _action_ended_lines(controller, events, creatures,
+                               "rests and spends no action to keep")
+
+
+def _action_ended_lines(controller: Mapping[str, Any], events: Sequence[Event],
+                        creatures: Mapping[str, Mapping[str, Any]], doing: str) -> list[str]:
+    """"<controller> <doing> its control of <targets>: the control ends.", and a sentence
+    for each creature set free whose sheet was not given; nothing without ``events``."""
     if not events:
         return []
     name = controller["name"]
-    why = unable_to_act(tables, controller)
-    state = "at 0 hit points or fewer" if why == "down" else str(why)
     targets = " and ".join(name_of(creatures, str(e.combatant)) for e in events)
-    lines = [f"{name} is {state} and cannot spend the action that keeps its control of "
-             f"{targets}: the control ends."]
+    lines = [f"{name} {doing} its control of {targets}: the control ends."]
     lines += [not_given_line(name_of(creatures, str(e.combatant)), name)
               for e in events if str(e.combatant) not in creatures]
     return lines

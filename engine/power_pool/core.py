@@ -247,12 +247,19 @@ class PowerPoolSystem(System):
 
     def round_end_members(self) -> JSON:
         """``puppets``: creatures the combatants control whose round does not end here."""
+        return self._puppets_member("whose round does not end here")
+
+    def rest_members(self) -> JSON:
+        """``puppets``: creatures the combatants control that do not rest with them."""
+        return self._puppets_member("that do not rest with them")
+
+    def _puppets_member(self, which: str) -> JSON:
         combatant = {k: v for k, v in self.combatant_schema().items() if k != "$schema"}
         return {"puppets": {"type": "array", "maxItems": MAX_ROUND_COMBATANTS,
                             "items": combatant,
-                            "description": "creatures these combatants control whose round "
-                                           "does not end here: set free (in others) when "
-                                           "the control over them ends"}}
+                            "description": f"creatures these combatants control {which}: "
+                                           "set free (in others) when the control over "
+                                           "them ends"}}
 
     def round_end_between(self, combatants: dict[str, JSON], choices: Mapping[str, Any],
                           request: Mapping[str, Any], options: Mapping[str, Any]
@@ -261,7 +268,7 @@ class PowerPoolSystem(System):
         kept by an action ends for a controller that cannot act (``control.
         action_upkeep``); a creature let go is set free when it is among the combatants
         or the ``puppets``."""
-        puppets = self.puppets_of(request, combatants)
+        puppets = self.puppets_of(request, combatants, "whose round ends")
         before = dict(puppets)  # the control functions return new objects
         ending = control.ending_with_control(self.tables)
         events: list[Event] = []
@@ -277,34 +284,47 @@ class PowerPoolSystem(System):
                 # say whose choice it was (a die switch the pool cannot pay for)
                 raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})",
                                      combatant=cid) from None
-            combatants[cid] = after
-            for pid, puppet in freed.items():
-                (combatants if pid in combatants else puppets)[pid] = puppet
+            _settle(combatants, puppets, cid, after, freed)
             events += happened
             lines += upkeep_lines(after, choice, happened, puppets | combatants)
         for cid in list(combatants):
             after, freed, happened = control.action_upkeep(
                 self.tables, combatants[cid], puppets | combatants, ending)
-            combatants[cid] = after
-            for pid, puppet in freed.items():
-                (combatants if pid in combatants else puppets)[pid] = puppet
+            _settle(combatants, puppets, cid, after, freed)
             events += happened
             lines += action_upkeep_lines(self.tables, after, happened, puppets | combatants)
-        others = [{"id": pid, "before": before[pid], "after": p}
-                  for pid, p in puppets.items() if p != before[pid]]
-        return events, lines, others
+        return events, lines, changed(before, puppets)
 
-    def puppets_of(self, request: Mapping[str, Any], combatants: Mapping[str, Any]
-                   ) -> dict[str, JSON]:
-        """The full ``puppets`` of an ``end_round`` request by id, none of them one of
-        ``combatants`` (``InvalidInput`` naming it)."""
+    def rest_between(self, combatants: dict[str, JSON], request: Mapping[str, Any],
+                     options: Mapping[str, Any]) -> tuple[list[Event], list[str], list[JSON]]:
+        """A resting controller keeps no control by an action (``control.rest_upkeep``);
+        a creature let go is set free when it is among the combatants or the
+        ``puppets``, before anyone's own rest (one set free rests free)."""
+        puppets = self.puppets_of(request, combatants, "that rests")
+        before = dict(puppets)
+        ending = control.ending_with_control(self.tables)
+        events: list[Event] = []
+        lines: list[str] = []
+        for cid in list(combatants):
+            after, freed, happened = control.rest_upkeep(combatants[cid],
+                                                         puppets | combatants, ending)
+            _settle(combatants, puppets, cid, after, freed)
+            events += happened
+            lines += control.rest_upkeep_lines(after, happened, puppets | combatants)
+        return events, lines, changed(before, puppets)
+
+    def puppets_of(self, request: Mapping[str, Any], combatants: Mapping[str, Any],
+                   which: str) -> dict[str, JSON]:
+        """The full ``puppets`` of an ``end_round`` or ``rest`` request by id, none of
+        them one of ``combatants`` (``InvalidInput`` naming it; ``which``: what those
+        do, for the message)."""
         out: dict[str, JSON] = {}
         for i, raw in enumerate(request.get("puppets") or []):
             p = self.combatant(raw, f"/puppets/{i}")
             if p["id"] in combatants or p["id"] in out:
                 raise InvalidInput.at(f"/puppets/{i}/id", (
-                    f"{json_text(p['id'])} is given already: a creature whose round ends "
-                    "here is not among the puppets, and each puppet is given once"))
+                    f"{json_text(p['id'])} is given already: a creature {which} here is "
+                    "not among the puppets, and each puppet is given once"))
             out[p["id"]] = p
         return out
 
@@ -424,3 +444,18 @@ def dice_count(n: int) -> str:
 def condition_ended(name: str, event: Event) -> str:
     """"Ix is no longer dazed." for a ``condition-ended`` event."""
     return f"{name} is no longer {event.data['condition']}."
+
+
+def _settle(combatants: dict[str, JSON], puppets: dict[str, JSON], cid: str, after: JSON,
+            freed: Mapping[str, JSON]) -> None:
+    """Put controller ``cid`` ``after`` its upkeep, and each creature it ``freed``, where
+    it was given (among ``combatants`` or ``puppets``)."""
+    combatants[cid] = after
+    for pid, puppet in freed.items():
+        (combatants if pid in combatants else puppets)[pid] = puppet
+
+
+def changed(before: Mapping[str, JSON], now: Mapping[str, JSON]) -> list[JSON]:
+    """``{id, before, after}`` of each creature of ``now`` that differs from ``before``."""
+    return [{"id": pid, "before": before[pid], "after": c}
+            for pid, c in now.items() if c != before[pid]]

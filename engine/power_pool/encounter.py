@@ -9,8 +9,9 @@ creature that is not struck may join with ``{"defense": {"mode": "imagination-sw
 Public actions apply at once, between exchanges: ``{"pass": true}``, ``{"release": id}``,
 ``{"keep": {target, by}}``, ``{"cannot_perceive": id}`` (the controller can no longer
 perceive that creature: a link kept by action ends, one kept by a die holds),
-``{"rest": true}``. The attacker may declare again to change
-its attack before resolution (the defenses then start over).
+``{"rest": true}`` (a long rest: its control kept by an action ends, then
+``control.long_rest``). The attacker may declare again to change its attack before
+resolution (the defenses then start over).
 
 Seed 001: "Psionic combat occurs in normal initiative order"; a round ends when
 nobody is left who can attack this round, and timed conditions (``condition_rounds``:
@@ -359,7 +360,10 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         cs.update(freed)
     elif "rest" in choice:
         rule = system.options(out["options"])["H-PP-RECOVERY"]
-        cs[cid], _ = control.long_rest(cs[cid], rule)
+        c, freed, _ = control.rest_upkeep(cs[cid], cs,
+                                          control.ending_with_control(system.tables))
+        cs.update(freed)
+        cs[cid], _ = control.long_rest(c, rule)
     return out
 
 

@@ -186,7 +186,7 @@ async def test_systems_say_which_end_rounds_and_rest_and_with_what(rpc: Rpc) -> 
                                                            "choices", "puppets"}
     assert set(pool["round_end_schema"]["properties"]["choices"]["additionalProperties"][
         "properties"]) == {"release", "keep", "cannot_perceive"}
-    assert set(pool["rest_schema"]["properties"]) == {"combatants", "options"}
+    assert set(pool["rest_schema"]["properties"]) == {"combatants", "options", "puppets"}
     strength = await rpc.ok("systems.describe", {"system": "combat-strength"})
     assert "rest_schema" not in strength and "round_end_schema" in strength
     duel = await rpc.ok("systems.describe", {"system": "sample-duel"})
@@ -209,6 +209,26 @@ async def test_rest_gives_back_psps_and_pool_dice_with_write_backs(rpc: Rpc) -> 
                                             "options": {"H-PP-RECOVERY": "half"}})
     assert half["combatants"][0]["after"]["pool"] == 4
     assert half["events"] == [{"type": "pool-regained", "combatant": "ix", "amount": 3}]
+
+
+async def test_a_long_rest_ends_control_kept_by_an_action_on_both_sheets(rpc: Rpc) -> None:
+    """Seed 001: "Powers can't be maintained when a creature rests": the controller's
+    link kept by an action ends, and the puppet given in ``puppets`` (it does not rest)
+    is set free on its sheet too (``others``, ``updates``)."""
+    controlling = '[{"id": "-Mb", "kept_by": "action", "wave": null}]'
+    ix = pool_sheet("-Ma", "Ix", psi_pool=("1", "3"), psi_controlling=(controlling, ""))
+    zed = pool_sheet("-Mb", "Zed", psi_pool=("0", "3"), psi_controlled_by=("-Ma", ""))
+    rested = await rpc.ok("combatants.rest", {"system": "power-pool", "combatants": [ix],
+                                              "puppets": [zed]})
+    assert rested["summary"] == ("After the rest: Ix rests and spends no action to keep its "
+                                 "control of Zed: the control ends. Ix regains 2 dice (3 in "
+                                 "the pool).")
+    assert [o["id"] for o in rested["others"]] == ["-Mb"]
+    assert rested["events"][0] == {"type": "control-ended", "combatant": "-Mb",
+                                   "controller": "-Ma", "reason": "rest"}
+    written = written_attributes(rested["updates"])
+    assert written[("-Mb", "psi_controlled_by")] == ""
+    assert (written[("-Ma", "psi_controlling")], written[("-Ma", "psi_pool")]) == ("[]", 3)
 
 
 async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
@@ -298,6 +318,10 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
         (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix]}, True),
         (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix],
                                    "hours": 8}, False),
+        (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix],
+                                   "puppets": [{**ix, "id": "zed"}]}, True),
+        (rest, "combatants.rest", {"system": "revised-2e", "combatants": [FENKA],
+                                   "hours": 2, "puppets": []}, False),
         # each combatant by the system's own combatant schema (audit: the document took
         # any object)
         (end_round, "exchange.end_round", {"system": "revised-2e",

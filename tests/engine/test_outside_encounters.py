@@ -530,6 +530,46 @@ def test_power_pool_long_rest_by_the_house_rule() -> None:
     assert half["pool"] == 1 + 3
 
 
+@pytest.mark.parametrize("puppet_rests", [False, True])
+def test_power_pool_long_rest_ends_control_kept_by_an_action_only(puppet_rests: bool) -> None:
+    """Seed 001: "Powers can't be maintained when a creature rests", and a resting
+    controller spends no action each round: its link kept by an action ends as the rest
+    begins, the puppet set free wherever it is given (and, resting too, it rests free:
+    its pool comes back). The wave kept by a die each holds, its dice still dedicated."""
+    zed = puppet("zed", conditions=["possessed"])
+    request: JSON = ({"combatants": [controller(), zed]} if puppet_rests
+                     else {"combatants": [controller()], "puppets": [zed]})
+    result = POOL.rest(request, SuppliedDice({}))
+    ix = after(result, "ix")
+    assert [e["id"] for e in ix["controlling"]] == ["ay", "bo"]
+    assert ix["dedicated"] == [{"purpose": "control", "target": "w"}] * 2
+    assert ix["pool"] == 3
+    freed = after(result, "zed") if puppet_rests else result["others"][0]["after"]
+    assert (freed["controlled_by"], freed["conditions"]) == (None, [])
+    assert freed["pool"] == (2 if puppet_rests else 0)
+    assert "others" not in result if puppet_rests else len(result["others"]) == 1
+    assert result["events"][0] == {"type": "control-ended", "combatant": "zed",
+                                   "controller": "ix", "reason": "rest"}
+    assert result["summary"].startswith(
+        "After the rest: Ix rests and spends no action to keep its control of Zed: the "
+        "control ends. Ix regains 1 die (3 in the pool).")
+
+
+def test_power_pool_long_rest_names_a_puppet_not_given_and_refuses_one_given_twice() -> None:
+    result = POOL.rest({"combatants": [controller()]}, SuppliedDice({}))
+    assert "others" not in result
+    assert after(result, "ix")["controlling"][0]["id"] == "ay"
+    assert (
+        "\"zed\" was not given: its sheet still shows it under Ix's control until it is "
+        "changed.") in result["summary"]
+    with pytest.raises(InvalidInput) as twice:
+        POOL.rest({"combatants": [controller(), puppet("zed")], "puppets": [puppet("zed")]},
+                  SuppliedDice({}))
+    assert twice.value.problems[0].path == "/puppets/0/id"
+    assert "a creature that rests here is not among the puppets" in \
+        twice.value.problems[0].message
+
+
 def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:
     """combat-strength's seed says nothing of how strength comes back."""
     assert not STRENGTH.rests and REVISED.rests and POOL.rests

@@ -245,6 +245,23 @@ def test_keep_and_rest_apply_at_once() -> None:
     assert (c["pool"], c["conditions"], c["condition_rounds"]) == (4, [], {})
 
 
+def test_a_controller_that_rests_loses_its_control_kept_by_an_action() -> None:
+    """Seed 001: "Powers can't be maintained when a creature rests": the link kept by an
+    action ends and its puppet is free; the one kept by a die holds, as in
+    ``combatants.rest``."""
+    state = encounter(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"},
+                                                      {"id": "c", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="a", conditions=["possessed"]),
+                      psionic("C", 2, 6, controlled_by="a"))
+    state = SYSTEM.encounter_declare(state, "a", {"keep": {"target": "c", "by": "die"}})
+    state = SYSTEM.encounter_declare(state, "a", {"rest": True})
+    cs = state["combatants"]
+    assert (cs["b"]["controlled_by"], cs["b"]["conditions"]) == (None, [])
+    assert cs["c"]["controlled_by"] == "a"
+    assert cs["a"]["controlling"] == [{"id": "c", "kept_by": "die", "wave": None}]
+    assert (cs["a"]["pool"], len(cs["a"]["dedicated"])) == (2, 1)
+
+
 def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> None:
     """Seed 001: "If the controller is dedicating an action to maintain the control,
     they must remain able to perceive the creature each round, but if a die is

@@ -930,6 +930,31 @@ var Mindscape = Mindscape || (() => {
   // The refs of the creatures a fighter controls.
   const puppetsOf = (ref) => controlEntries(ref).map((entry) => entry.id);
 
+  // The creatures `fighters` hold by an action (a psionic wave's all), as their sheets
+  // say or as a round's `choices` keep them from now on: a controller that spends no
+  // action (seed 001: a resting one, or one that cannot act at the round's end) loses
+  // them, and only the companion judges which of them that is.
+  const heldByAction = (fighters, choices = {}) => fighters.flatMap((ref) => {
+    const switched = ((choices[ref] || {}).keep || []).filter((k) => k.by === 'action').map((k) => k.target);
+    return controlLinks(ref)
+      .filter((link) => link.kept_by === 'action' || link.targets.some((t) => switched.includes(t)))
+      .flatMap((link) => link.targets);
+  });
+
+  // The creatures of `refs` that can go along with `fighters` as `puppets`: once each,
+  // none of the fighters, and only those whose character or token is here (for one that
+  // is not, the companion's summary says its sheet still shows the control).
+  const puppetsHere = (refs, fighters) => Array.from(new Set(refs))
+    .filter((ref) => !fighters.includes(ref) && fighterCharacter(ref));
+
+  // Puts `puppets` in the request's `params`, and where each was sent in `paths` (for the
+  // companion's sheet warnings); returns `paths`.
+  const sendPuppets = (params, paths, puppets) => {
+    if (puppets.length) params.puppets = puppets.map(combatantOf);
+    puppets.forEach((ref, i) => { paths[`/puppets/${i}`] = ref; });
+    return paths;
+  };
+
   // A fighter's control links as the companion counts them (RULES.md §3.4: a psionic
   // wave's creatures are one link, kept one way and released together): [{targets: [id],
   // kept_by, wave}], in the order taken.
@@ -1073,8 +1098,7 @@ var Mindscape = Mindscape || (() => {
       const named = Array.from(new Set(involved.flatMap(puppetsOf))).filter((ref) => !involved.includes(ref));
       const puppets = named.filter((ref) => fighterCharacter(ref));
       missing.push(...named.filter((ref) => !fighterCharacter(ref)));
-      if (puppets.length) params.puppets = puppets.map(combatantOf);
-      puppets.forEach((ref, i) => { paths[`/puppets/${i}`] = ref; });
+      sendPuppets(params, paths, puppets);
       involved.push(...puppets);
     }
     return { params: withHouse(exchange.system, params), involved, paths, missing };
@@ -1718,23 +1742,23 @@ var Mindscape = Mindscape || (() => {
 
   // Ends the round: a question still open for any of these fighters is answered by it
   // (its buttons must not end the round again). power-pool: the creatures its choices
-  // set free whose own round does not end here go along as `puppets` (their updates are
-  // checked and written as the fighters' are); one that is no character or token here
-  // cannot, and the companion's summary says its sheet still shows the control.
+  // set free, and those held by an action (a controller that cannot act loses them
+  // without a choice: controller-cannot-act), whose own round does not end here go
+  // along as `puppets` (their updates are checked and written as the fighters' are);
+  // one that is no character or token here cannot, and the companion's summary says its
+  // sheet still shows the control.
   const postEndRound = (requester, fighters, system, choices) => {
     dropQuestionsFor(fighters);
     supersedeQuestions(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
-    const puppets = system === 'power-pool' ? freedPuppets(choices, fighters) : [];
-    // Where each puppet was sent, for the companion's sheet warnings.
-    const paths = {};
-    if (puppets.length) params.puppets = puppets.map(combatantOf);
-    puppets.forEach((ref, i) => { paths[`/puppets/${i}`] = ref; });
+    const puppets = system === 'power-pool'
+      ? puppetsHere(freedPuppets(choices).concat(heldByAction(fighters, choices)), fighters) : [];
+    const paths = sendPuppets(params, {}, puppets);
     const said = controlSaid(choices);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.end_round', withHouse(system, params)), {
-      kind: 'round', requester, involved: fighters.concat(puppets), paths, said, title: 'End of the round',
+      kind: 'round', requester, involved: fighters.concat(puppets), sent: fighters, paths, said, title: 'End of the round',
     }, `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`);
   };
 
@@ -1756,9 +1780,8 @@ var Mindscape = Mindscape || (() => {
   }).join('; ');
 
   // The creatures a round's choices set free (released, or lost from sight while kept by
-  // an action; a psionic wave's all together) that are not among `fighters`, once each,
-  // whose character or token is here.
-  const freedPuppets = (choices, fighters) => {
+  // an action; a psionic wave's all together).
+  const freedPuppets = (choices) => {
     const freed = [];
     Object.keys(choices).forEach((controller) => {
       const links = controlLinks(controller);
@@ -1770,7 +1793,7 @@ var Mindscape = Mindscape || (() => {
         if (link && !(bySight && link.kept_by !== 'action')) freed.push(...link.targets);
       });
     });
-    return Array.from(new Set(freed)).filter((ref) => !fighters.includes(ref) && fighterCharacter(ref));
+    return freed;
   };
 
   // The most questions before a round's end kept at once (older ones are dropped).
@@ -2008,7 +2031,10 @@ var Mindscape = Mindscape || (() => {
    * (once each, psionic, not in the current encounter: it holds its own copy) and must
    * share one system. revised-2e needs --hours (RULES.md 1.8: PSPs by the hour of sleep
    * or meditation); power-pool is one long rest and takes none; combat-strength's source
-   * has no rest at all. Each is checked here, before anything is sent.
+   * has no rest at all. Each is checked here, before anything is sent. power-pool: a
+   * resting controller keeps no control by an action (seed 001: "Powers can't be
+   * maintained when a creature rests"), so the creatures it holds by an action that do
+   * not rest with it go along as `puppets`, their sheets written as the fighters' are.
    */
   const commandRest = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may let characters rest.');
@@ -2042,10 +2068,12 @@ var Mindscape = Mindscape || (() => {
     } else if (args.has('hours')) {
       return refuse(msg.playerid, `${system} has one long rest, not hours: leave out --hours. Nothing was sent.`);
     }
+    const puppets = system === 'power-pool' ? puppetsHere(heldByAction(fighters), fighters) : [];
+    const paths = sendPuppets(params, {}, puppets);
     const span = params.hours ? `${params.hours} hour${params.hours === 1 ? '' : 's'}` : '';
     const id = newId();
     return postRequest(rpcBody(id, 'combatants.rest', withHouse(system, params)), {
-      kind: 'rest', requester: msg.playerid, involved: fighters, title: span ? `Rest: ${span}` : 'Long rest',
+      kind: 'rest', requester: msg.playerid, involved: fighters.concat(puppets), sent: fighters, paths, title: span ? `Rest: ${span}` : 'Long rest',
     }, `${span ? `rest ${span}` : 'a long rest'} for ${fighters.map(fighterName).join(', ')}`);
   };
 
@@ -2912,9 +2940,9 @@ var Mindscape = Mindscape || (() => {
     '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
-    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A creature set free whose own round does not end there has its sheet freed too.</li>',
+    '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A controller that cannot act (asleep, unconscious, stunned, at 0 HP or fewer) loses the control it keeps by an action. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
-    '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>. combat-strength has no rest.</li>',
+    '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
@@ -3116,15 +3144,21 @@ var Mindscape = Mindscape || (() => {
   const rollerOf = (job) => (ref) => (job.involved.includes(ref) ? fighterName(ref) : ref);
 
   // The handler of a request that changes sheets outside any encounter and need not be
-  // announced when nothing happened (`exchange.end_round`, `combatants.rest`).
+  // announced when nothing happened (`exchange.end_round`, `combatants.rest`). It speaks
+  // of those whose round ended or who rested (`sent`), and of the power-pool puppets that
+  // went along only when the answer changed them (`others`): one whose control held is
+  // none of its players' business.
   const shownWhenSomethingHappened = (heading, nothing) => (job, result) => {
     const rolls = Array.isArray(result.rolls) ? result.rolls : [];
     const events = Array.isArray(result.events) ? result.events : [];
+    const sent = job.sent || job.involved;
     if (!rolls.length && !events.length) {
       return whisperGM(box(heading, `${chatSafe(result.summary || nothing)} `
-        + `(${job.involved.map(fighterName).map(chatSafe).join(', ')})`));
+        + `(${sent.map(fighterName).map(chatSafe).join(', ')})`));
     }
-    return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), job.involved);
+    const changed = (Array.isArray(result.others) ? result.others : [])
+      .map((other) => (isObject(other) ? String(other.id) : '')).filter((ref) => job.involved.includes(ref));
+    return postCard(resultCard(job.title, { summary: result.summary, rolls }, rollerOf(job)), sent.concat(changed));
   };
 
   // What each kind of request does with a successful result.

@@ -653,6 +653,30 @@ test('!psi rest goes through the relay to combatants.rest: 2 hours give back cei
   assert.equal(ctx.sb.chats.at(-1).input, '&{template:default} {{name=Rest: 2 hours}} {{Summary=After the rest: Ulcen of Tyr regains 10 PSPs (15 of 40).}}');
 });
 
+test('power-pool control kept by an action through the relay: a long rest ends it in the real companion (seed 001: "Powers can\'t be maintained when a creature rests"), and so does a round\'s end the controller sleeps through; the thrall\'s sheet is freed each time, Fenka held by a die stays', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const state = (ctx, charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
+  const freed = (ctx, answer, reason, summary) => {
+    assert.ok(answer.result, `the daemon answered an error: ${JSON.stringify(answer.error)}\n${daemonLog}`);
+    assert.deepEqual(answer.result.others.map((o) => o.id), [ctx.thrall.id]);
+    assert.deepEqual(answer.result.events.filter((e) => e.type === 'control-ended').map((e) => [e.combatant, e.reason]), [[ctx.thrall.id, reason]]);
+    assert.equal(state(ctx, ctx.thrall.id, 'psi_controlled_by'), '');
+    assert.equal(state(ctx, ctx.fenka.id, 'psi_controlled_by'), ctx.ulcen.id);
+    assert.deepEqual(JSON.parse(state(ctx, ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.fenka.id]);
+    assert.match(ctx.sb.chats.at(-1).input, summary);
+    assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+  };
+  // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).
+  const resting = psionicControl(campaign({ pairing: PAIRED }));
+  const [rested] = await roundTrip(resting, () => resting.sb.chat({ playerid: GM, selected: [resting.tokens.ulcen.id], content: '!psi rest' }));
+  freed(resting, rested, 'rest', /\{\{name=Long rest\}\} \{\{Summary=After the rest: Ulcen of Tyr rests and spends no action to keep its control of Thrall: the control ends\./);
+  // Asleep at the round's end, Ulcen spends no action: no choice is needed.
+  const sleeping = psionicControl(campaign({ pairing: PAIRED }));
+  sleeping.sb.add('attribute', { _characterid: sleeping.ulcen.id, name: 'psi_conditions', current: 'asleep', max: '' });
+  const [ended] = await roundTrip(sleeping, () => sleeping.sb.chat({ playerid: GM, selected: [sleeping.tokens.ulcen.id], content: '!psi round --keep-all' }));
+  freed(sleeping, ended, 'controller-cannot-act', /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr is asleep and cannot spend the action that keeps its control of Thrall: the control ends\./);
+});
+
 test('!psi encounter refresh takes a sheet changed outside the encounter, so the next write-back starts from it', { skip: missing && 'MINDSCAPE_BIN missing' }, async () => {
   await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
   const ctx = campaign({ pairing: PAIRED });

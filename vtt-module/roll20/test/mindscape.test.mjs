@@ -1523,8 +1523,8 @@ test('the help handout lists !psi round', () => {
 // combatants.rest answers as exchange.end_round does (API.md), with the dice a revised-2e
 // open mind rolled during the rest; the summary and events below are the companion's for
 // Ulcen at 5 of 40 PSPs resting 2 hours.
-const restResult = (id, { events = [], rolls = [], summary = 'After the rest: nothing changes.', updates = [] } = {}) => ({
-  jsonrpc: '2.0', id, result: { system: 'revised-2e', combatants: [], events, rolls, summary, unused_dice: {}, updates, warnings: [] },
+const restResult = (id, { system = 'revised-2e', events = [], rolls = [], summary = 'After the rest: nothing changes.', updates = [] } = {}) => ({
+  jsonrpc: '2.0', id, result: { system, combatants: [], events, rolls, summary, unused_dice: {}, updates, warnings: [] },
 });
 
 const restRefs = (req) => req.body.params.combatants.map((c) => (c.adapter === 'roll20.generic' ? c.data.character.id : c.data.id));
@@ -1590,6 +1590,63 @@ test('power-pool is one long rest: --hours is refused, and the request carries n
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w)), /a long rest for Ulcen of Tyr, Fenka/);
 });
 
+// The real companion's answer (power-pool; recorded from it) when Ulcen, as psionicControl
+// leaves him, loses the thrall he holds by an action (`reason`: rest or
+// controller-cannot-act), the thrall sent as the request's only puppet: the thrall in
+// `others`, both sheets written, and the adapter's warnings about the thrall's sheet.
+const thrallFreed = (ctx, id, summary, reason) => ({ jsonrpc: '2.0', id, result: {
+  system: 'power-pool', combatants: [{ id: ctx.ulcen.id, before: {}, after: {} }], others: [{ id: ctx.thrall.id, before: {}, after: {} }],
+  rolls: [], unused_dice: {}, summary,
+  events: [{ type: 'control-ended', combatant: ctx.thrall.id, controller: ctx.ulcen.id, reason }],
+  updates: [
+    { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die', wave: null }]) } } },
+    { character_id: ctx.thrall.id, attributes: { psi_controlled_by: { current: '' } } },
+  ],
+  warnings: ['/puppets/0: no class level (level-class1..); taken as 1', '/puppets/0: not recorded as psionic; it defends with its Hit Dice only (H-PP-NO-POOL)'],
+} });
+
+// After thrallFreed's answer: the thrall's sheet is freed as Ulcen's is written, Fenka
+// (held by a die) stays his, and the warnings about the thrall's sheet name it.
+const assertThrallFreed = (ctx) => {
+  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), '');
+  assert.deepEqual(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.fenka.id]);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), ctx.ulcen.id);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)), /Thrall: no class level/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
+};
+
+test('power-pool: a long rest ends the control a resting controller keeps by an action (seed 001: "Powers can\'t be maintained when a creature rests"): the creatures it holds so go along as puppets, and their sheets are freed', () => {
+  const ctx = psionicControl(campaign());
+  const puppetRefs = (req) => (req.body.params.puppets || []).map((c) => c.data.id);
+  // Fenka, held by a die, stays under control: only the thrall goes along. A creature
+  // that is no character or token here cannot (the companion's summary says so).
+  const links = JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current'));
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links.concat([{ id: '-Mgone', kept_by: 'action' }])) });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'combatants.rest');
+  assert.deepEqual(restRefs(req), [ctx.ulcen.id]);
+  assert.deepEqual(puppetRefs(req), [ctx.thrall.id]);
+  assert.equal(attribOf(req.body.params.puppets[0], 'psi_controlled_by').current, ctx.ulcen.id);
+  // A thrall that rests too is a combatant, not a puppet: the companion frees it before its rest.
+  const thrallToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: ctx.thrall.id, name: 'Thrall', bar1_link: ctx.sb.attribute(ctx.thrall.id, 'psi_pool').id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, thrallToken.id], content: '!psi rest' });
+  const both = lastRequest(ctx.sb);
+  assert.deepEqual(restRefs(both), [ctx.ulcen.id, ctx.thrall.id]);
+  assert.deepEqual(puppetRefs(both), []);
+  // The answer frees the thrall's sheet as it writes Ulcen's; its warnings name it.
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links) });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const rested = lastRequest(ctx.sb);
+  answer(ctx, rested.id, thrallFreed(ctx, rested.id, 'After the rest: Ulcen of Tyr rests and spends no action to keep its control of Thrall: the control ends.', 'rest'));
+  assertThrallFreed(ctx);
+  assert.equal(ctx.sb.chats.at(-1).input, '&{template:default} {{name=Long rest}} {{Summary=After the rest: Ulcen of Tyr rests and spends no action to keep its control of Thrall: the control ends.}}');
+  // Outside power-pool a psi_controlling changes nothing: nobody goes along.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system revised-2e' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  assert.deepEqual(Object.keys(lastRequest(ctx.sb).body.params).sort(), ['combatants', 'hours', 'system']);
+});
+
 test('combat-strength has no rest rule: the script refuses it itself, with or without --hours', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
@@ -1646,6 +1703,7 @@ test('the rest\'s updates are written (PSPs back, a stun run out) and its summar
   const second = lastRequest(ctx.sb);
   const from = ctx.sb.chats.length;
   answer(ctx, second.id, restResult(second.id, {
+    system: 'power-pool',
     events: [{ type: 'pool-regained', combatant: ctx.ulcen.id, amount: 3 }],
     summary: 'After the rest: Ulcen of Tyr gets 3 pool dice back.',
     updates: [{ character_id: ctx.ulcen.id, attributes: { psi_pool: { current: 7 } } }],
@@ -1887,7 +1945,7 @@ test('the help handout lists !psi rest and the encounter\'s refresh', () => {
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   const notes = handout.get('notes');
-  assert.match(notes, /<code>!psi rest --hours N<\/code> \(GM\).*power-pool: one long rest, no <code>--hours<\/code>\. combat-strength has no rest\./);
+  assert.match(notes, /<code>!psi rest --hours N<\/code> \(GM\).*power-pool: one long rest, no <code>--hours<\/code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too\. combat-strength has no rest\./);
   assert.match(notes, /<code>!psi encounter create\|add\|declare\|refresh\|resolve\|get\|undo\|end<\/code>.*<code>resolve<\/code> does it first by itself \(<code>--no-refresh<\/code> skips it\)/);
 });
 
@@ -3627,30 +3685,34 @@ test('power-pool !psi round: --release, --keep --by and --cannot-perceive name c
   assert.deepEqual(roundRefs(req), [ctx.ulcen.id]);
   assert.deepEqual(plain(req.body.params.choices), { [ctx.ulcen.id]: { keep: [{ target: ctx.fenka.id, by: 'action' }], cannot_perceive: [ctx.thrall.id] } });
   // The thrall, kept by an action and out of sight now, goes free: its sheet goes along.
-  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  // So does Fenka's, kept by an action from now on: a controller that cannot act loses
+  // such a control at the round's end (controller-cannot-act), which the companion judges.
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id, ctx.fenka.id]);
   assert.match(sentDescription(ctx), /end the round for Ulcen of Tyr \(Ulcen of Tyr keeps Fenka by an action each round; Ulcen of Tyr loses sight of Thrall\)/);
   // Each --keep takes the --by right after it.
   const two = poolRound(ctx, ` --keep ${ctx.fenka.id} --by action --keep ${ctx.thrall.id} --by die`);
   assert.deepEqual(plain(two.body.params.choices), { [ctx.ulcen.id]: { keep: [{ target: ctx.fenka.id, by: 'action' }, { target: ctx.thrall.id, by: 'die' }] } });
-  assert.equal(two.body.params.puppets, undefined, 'keeping frees nobody');
+  assert.deepEqual(two.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id], 'each held by an action, on the sheet or from now on');
   // Fenka's round ends here too: released, she is answered among the combatants.
   const both = poolRound(ctx, ` --release ${ctx.tokens.fenka.id}`, [ctx.tokens.ulcen.id, ctx.tokens.fenka.id]);
   assert.deepEqual(roundRefs(both), [ctx.ulcen.id, ctx.fenka.id]);
   assert.deepEqual(plain(both.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
-  assert.equal(both.body.params.puppets, undefined);
-  // Losing sight of Fenka, kept by a die, ends nothing: no sheet goes along.
-  assert.equal(poolRound(ctx, ` --cannot-perceive ${ctx.tokens.fenka.id}`).body.params.puppets, undefined);
+  assert.deepEqual(both.body.params.puppets.map(refOf), [ctx.thrall.id], 'the thrall, held by an action, goes along; Fenka is a fighter');
+  // Losing sight of Fenka, kept by a die, ends nothing: her sheet does not go along.
+  assert.deepEqual(poolRound(ctx, ` --cannot-perceive ${ctx.tokens.fenka.id}`).body.params.puppets.map(refOf), [ctx.thrall.id]);
   // A creature that is no character or token here is named by the id its controller's
   // sheet gives; it cannot go along (the companion's summary says its sheet was not given).
   const links = JSON.parse(ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current'));
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify(links.concat([{ id: '-Mgone', kept_by: 'action' }])) });
   const gone = poolRound(ctx, ' --release -Mgone');
   assert.deepEqual(plain(gone.body.params.choices), { [ctx.ulcen.id]: { release: ['-Mgone'] } });
-  assert.equal(gone.body.params.puppets, undefined);
-  // --keep-all ends the round at once, keeping every control as it is.
+  assert.deepEqual(gone.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  // --keep-all ends the round at once, keeping every control as it is; the creature held
+  // by an action goes along all the same.
   const all = poolRound(ctx, ' --keep-all');
   assert.equal(all.body.method, 'exchange.end_round');
-  assert.deepEqual(Object.keys(all.body.params).sort(), ['combatants', 'system']);
+  assert.deepEqual(Object.keys(all.body.params).sort(), ['combatants', 'puppets', 'system']);
+  assert.deepEqual(all.body.params.puppets.map(refOf), [ctx.thrall.id]);
 });
 
 test('power-pool !psi round: options that pair up wrongly, name a control twice or a creature nobody here controls are refused before anything is sent; other systems refuse them', () => {
@@ -3717,7 +3779,8 @@ test('power-pool: a controller\'s control is offered before the round ends; a bu
   assert.equal(ended.body.method, 'exchange.end_round');
   assert.deepEqual(roundRefs(ended), [ctx.ulcen.id, ctx.tokens.ogre.id]);
   assert.deepEqual(plain(ended.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
-  assert.deepEqual(ended.body.params.puppets.map(refOf), [ctx.fenka.id]);
+  // Fenka set free, and the thrall Ulcen holds by an action.
+  assert.deepEqual(ended.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id]);
   // A second press ends nothing more.
   ctx.sb.chat({ playerid: GM, content: buttons[5][1] });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
@@ -3770,12 +3833,14 @@ test('power-pool question: a wave is one line; what was not offered, a wave name
   assert.deepEqual(plain(ended.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id], cannot_perceive: [goblin.id] } });
   assert.deepEqual(ended.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id, goblin.id]);
   assert.match(sentDescription(ctx), /Ulcen of Tyr releases Fenka; Ulcen of Tyr loses sight of Thrall, Goblin/);
-  // Keep everything as it is: the round ends with no choice and nobody goes along.
+  // Keep everything as it is: the round ends with no choice; only the wave held by an
+  // action goes along (its controller might not act), not Fenka, held by a die.
   const again = askedAboutControl(ctx, offer);
   ctx.sb.chat({ playerid: GM, content: again.at(-1)[1] });
   const kept = lastRequest(ctx.sb);
   assert.equal(kept.body.method, 'exchange.end_round');
-  assert.deepEqual(Object.keys(kept.body.params).sort(), ['combatants', 'system']);
+  assert.deepEqual(Object.keys(kept.body.params).sort(), ['combatants', 'puppets', 'system']);
+  assert.deepEqual(kept.body.params.puppets.map(refOf), [ctx.thrall.id, goblin.id]);
 });
 
 test('power-pool question: a controller whose sheet changed since is asked about again; one that holds no control any more, or is offered nothing, ends the round with none chosen', () => {
@@ -3846,6 +3911,44 @@ test('power-pool: a puppet\'s write-back is made as a fighter\'s (an unlinked to
   assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), ctx.ulcen.id);
 });
 
+test('power-pool: a controller that cannot act loses the control it keeps by an action at the round\'s end without any choice (controller-cannot-act): the creatures it holds so go along, and their sheets are freed', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private' });
+  ctx.thrall.set({ controlledby: BOB });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'asleep', max: '' });
+  // Fenka, held by a die, holds: only the thrall goes along; nobody needs to choose anything.
+  const from = ctx.sb.chats.length;
+  const req = poolRound(ctx, ' --keep-all');
+  assert.equal(req.body.params.choices, undefined);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  answer(ctx, req.id, thrallFreed(ctx, req.id, 'End of the round: Ulcen of Tyr is asleep and cannot spend the action that keeps its control of Thrall: the control ends.', 'controller-cannot-act'));
+  assertThrallFreed(ctx);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr is asleep and cannot spend the action that keeps its control of Thrall: the control ends\.\}\}/);
+  // The private card goes to the controllers of Ulcen and of the thrall set free.
+  const cardsTo = (start) => ctx.sb.chats.slice(start).map((c) => c.input).filter((t) => t.includes('{{name=End of the round}}')).map((t) => t.split(' &{')[0]);
+  assert.deepEqual(cardsTo(from), ['/w gm', '/w "Alice"', '/w "Bob"']);
+  // Where nothing changes, the GM is told whose round ended, not the puppets sent along.
+  const quiet = poolRound(ctx, ' --keep-all', [ctx.tokens.fenka.id]);
+  assert.equal(quiet.body.params.puppets, undefined, 'Fenka controls nobody');
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_conditions').set({ current: '' });
+  const kept = poolRound(ctx, ' --keep-all');
+  assert.equal(kept.body.params.puppets, undefined, 'the thrall is free now');
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: ctx.ulcen.id });
+  const held = poolRound(ctx, ' --keep-all');
+  answer(ctx, held.id, { jsonrpc: '2.0', id: held.id, result: { system: 'power-pool', combatants: [], rolls: [], unused_dice: {}, events: [], summary: 'End of the round: nothing changes.', updates: [] } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /End of the round: nothing changes\. \(Ulcen of Tyr\)<\/div>$/);
+  // A thrall whose control held learns nothing of Ulcen's round.
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_conditions').set({ current: 'dazed' });
+  const dazed = poolRound(ctx, ' --keep-all');
+  assert.deepEqual(dazed.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  const later = ctx.sb.chats.length;
+  answer(ctx, dazed.id, { jsonrpc: '2.0', id: dazed.id, result: { system: 'power-pool', combatants: [{ id: ctx.ulcen.id, before: {}, after: {} }], rolls: [], unused_dice: {},
+    events: [{ type: 'condition-ended', combatant: ctx.ulcen.id, condition: 'dazed' }], summary: 'End of the round: Ulcen of Tyr is no longer dazed.',
+    updates: [{ character_id: ctx.ulcen.id, attributes: { psi_conditions: { current: '' } } }] } });
+  assert.deepEqual(cardsTo(later), ['/w gm', '/w "Alice"']);
+});
+
 test('power-pool: a round\'s end the companion refuses (a control ended meanwhile, no die to dedicate, a control chosen twice) changes nothing and tells the GM why', () => {
   const ctx = underControl();
   const cases = [
@@ -3871,4 +3974,5 @@ test('the help handout lists power-pool control at the round\'s end', () => {
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   assert.match(handout.get('notes'), /power-pool: when a fighter controls creatures.*<code>--release TOKEN<\/code>, <code>--keep TOKEN --by die\|action<\/code>, <code>--cannot-perceive TOKEN<\/code>.*<code>--keep-all<\/code>/);
+  assert.match(handout.get('notes'), /A controller that cannot act \(asleep, unconscious, stunned, at 0 HP or fewer\) loses the control it keeps by an action\. A creature set free whose own round does not end there has its sheet freed too\./);
 });

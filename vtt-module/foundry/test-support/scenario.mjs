@@ -263,6 +263,116 @@ export function poolRoundEndChoicesResult(params) {
   return { system: "power-pool", combatants, summary: summary || "Nobody has anything to choose at the end of this round." };
 }
 
+/** A −32602 answer with one problem at `path`. */
+function invalidParams(path, message) {
+  return { code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } };
+}
+
+/**
+ * The creatures of a power-pool end of round or rest as the daemon takes them: the
+ * combatants' ids (`ids`), each combatant's and puppet's ref by id (`given`; a puppet
+ * among the combatants or given twice is −32602 at `/puppets/<i>/id`, `which` saying
+ * what the combatants do there), a copy of each profile to change (`now`), each one's
+ * name (`nameOf`: a creature not given by its id in quotes, as the engine's), and the
+ * `events` and summary sentences (`said`) so far.
+ */
+function poolCreatures(params, which) {
+  const ids = params.combatants.map(combatantIdOfRef);
+  const given = new Map(params.combatants.map((ref, i) => [ids[i], ref]));
+  (params.puppets ?? []).forEach((ref, i) => {
+    const id = combatantIdOfRef(ref);
+    if (given.has(id)) throw invalidParams(`/puppets/${i}/id`, `"${id}" is given already: a creature ${which} here is not among the puppets, and each puppet is given once`);
+    given.set(id, ref);
+  });
+  const now = new Map([...given].map(([id, ref]) => [id, structuredClone(ref.data.actor.flags?.mindscape?.["power-pool"] ?? {})]));
+  const nameOf = (id) => (given.has(id) ? given.get(id).data.actor.name : `"${id}"`);
+  return { ids, given, now, nameOf, events: [], said: [] };
+}
+
+/**
+ * A creature whose control by `cid` ends, as the engine's `release_links` sets it free:
+ * given and under that control, it loses `controlled_by` and a possession; not given,
+ * the summary says its sheet still shows the control.
+ */
+function setFree({ now, nameOf, said }, id, cid) {
+  const p = now.get(id);
+  if (!p) said.push(`${nameOf(id)} was not given: its sheet still shows it under ${nameOf(cid)}'s control until it is changed.`);
+  else if (p.controlled_by === cid) {
+    p.controlled_by = null;
+    p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
+  }
+}
+
+/**
+ * Every link controller `cid` keeps by an action ends (the engine's
+ * `release_kept_by_action`, `control-ended` with `reason`), its creatures set free
+ * (`setFree`); links kept by a die hold. The summary's sentence: "<controller> <doing>
+ * its control of <creatures>: the control ends."
+ */
+function endKeptByAction(state, cid, reason, doing) {
+  const c = state.now.get(cid);
+  const held = (c.controlling ?? []).filter((e) => e.kept_by === "action").map((e) => e.id);
+  if (!held.length) return;
+  state.said.push(`${state.nameOf(cid)} ${doing} its control of ${held.map(state.nameOf).join(" and ")}: the control ends.`);
+  c.controlling = (c.controlling ?? []).filter((e) => e.kept_by !== "action").map((e) => ({ id: e.id, kept_by: e.kept_by, wave: e.wave ?? null }));
+  for (const id of held) {
+    state.events.push({ type: "control-ended", combatant: id, controller: cid, reason });
+    setFree(state, id, cid);
+  }
+}
+
+/**
+ * The daemon's answer once `poolCreatures`' profiles have changed: every combatant
+ * `{id, before, after}` in the order given, each creature that changed written back as
+ * the adapters address it (only the fields that changed; a timed condition that ended
+ * also as `condition_rounds.-=<name>`), the puppets that changed in `others`, and the
+ * summary "<title>: <sentences>" (with none, "what still lasts counts down." when a
+ * combatant changed, else "nothing changes.").
+ */
+function poolAnswer({ ids, given, now, events, said }, title) {
+  const P = "flags.mindscape.power-pool";
+  const sheet = (id) => given.get(id).data.actor.flags?.mindscape?.["power-pool"] ?? {};
+  const norm = (v, f) => {
+    if (f === "controlling") return (v ?? []).map((e) => ({ id: e.id, kept_by: e.kept_by, wave: e.wave ?? null }));
+    return v ?? { controlled_by: null, condition_rounds: {} }[f] ?? [];
+  };
+  const changed = (id) => {
+    const before = sheet(id);
+    const after = now.get(id);
+    const update = {};
+    for (const f of ["pool", "dedicated", "controlling", "conditions", "condition_rounds", "controlled_by"]) {
+      if (!(f in after)) continue;
+      if (JSON.stringify(norm(before[f], f)) !== JSON.stringify(norm(after[f], f))) update[`${P}.${f}`] = after[f];
+    }
+    if (`${P}.condition_rounds` in update) {
+      for (const c of Object.keys(before.condition_rounds ?? {})) if (!(c in after.condition_rounds)) update[`${P}.condition_rounds.-=${c}`] = null;
+    }
+    return update;
+  };
+  const entry = (id) => {
+    const name = given.get(id).data.actor.name;
+    return { id, before: { id, name, ...sheet(id) }, after: { id, name, ...now.get(id) } };
+  };
+  const updates = [];
+  const others = [];
+  for (const [id, ref] of given) {
+    const update = changed(id);
+    if (!Object.keys(update).length) continue;
+    updates.push({ uuid: actorUuidOfRef(ref), update });
+    if (!ids.includes(id)) others.push(entry(id));
+  }
+  const combatants = ids.map(entry);
+  const result = { system: "power-pool", combatants, events, rolls: [], summary: summaryOf(title, said, combatants), unused_dice: {}, updates };
+  if (others.length) result.others = others;
+  return result;
+}
+
+/** The engine's summary of an end of round or a rest: "<title>: <sentences>", or what it says without any. */
+function summaryOf(title, said, combatants) {
+  const counted = combatants.some((c) => JSON.stringify(c.before) !== JSON.stringify(c.after));
+  return `${title}: ${said.length ? said.join(" ") : counted ? "what still lasts counts down." : "nothing changes."}`;
+}
+
 /**
  * `exchange.end_round` for power-pool as the daemon answers it (API.md), for psionic
  * control only (no timed conditions): each controller's choice `{release?, keep?,
@@ -274,37 +384,18 @@ export function poolRoundEndChoicesResult(params) {
  * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate` (each naming the
  * controller in `combatant`, and its choice at the end of the detail). A link kept by a
  * die gives the die back when it ends or is kept by an action. A creature set free that
- * is given (`combatants`, or `puppets`, answered in `others`) loses `controlled_by` and a
- * possession; one not given is only named. Then a controller that cannot act (asleep,
- * unconscious, stunned) loses its links kept by an action (`controller-cannot-act`).
- * Updates as the adapters address them.
+ * is given (`combatants`, or `puppets`, answered in `others`) and under that control
+ * loses `controlled_by` and a possession; one not given is only named (`setFree`). Then
+ * a controller that cannot act (asleep, unconscious, stunned) loses its links kept by
+ * an action (`controller-cannot-act`). Updates as the adapters address them.
  */
 export function poolRoundEndResult(params) {
-  const P = "flags.mindscape.power-pool";
-  const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
   const refuse = (rule, detail, combatant) => ({ code: 4001, message: "The rules forbid it", data: { rule, detail, combatant } });
-  const ids = params.combatants.map(combatantIdOfRef);
-  const given = new Map(params.combatants.map((ref, i) => [ids[i], ref]));
-  (params.puppets ?? []).forEach((ref, i) => {
-    const id = combatantIdOfRef(ref);
-    if (given.has(id)) throw invalid(`/puppets/${i}/id`, `${id} is given twice`);
-    given.set(id, ref);
-  });
+  const state = poolCreatures(params, "whose round ends");
+  const { ids, now, nameOf, events, said } = state;
   for (const id of Object.keys(params.choices ?? {})) {
-    if (!ids.includes(id)) throw invalid(`/choices/${id}`, `no combatant has the id "${id}"`);
+    if (!ids.includes(id)) throw invalidParams(`/choices/${id}`, `no combatant has the id "${id}"`);
   }
-  const now = new Map([...given].map(([id, ref]) => [id, structuredClone(ref.data.actor.flags?.mindscape?.["power-pool"] ?? {})]));
-  const nameOf = (id) => (given.has(id) ? given.get(id).data.actor.name : `"${id}"`);
-  const events = [];
-  const said = [];
-  // A creature whose control ends: set free when given, else only named.
-  const setFree = (id, C) => {
-    const p = now.get(id);
-    if (p) {
-      p.controlled_by = null;
-      p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
-    } else said.push(`${nameOf(id)} was not given: its sheet still shows it under ${C}'s control until it is changed.`);
-  };
   for (const [cid, choice] of Object.entries(params.choices ?? {})) {
     const c = now.get(cid);
     const C = nameOf(cid);
@@ -337,7 +428,7 @@ export function poolRoundEndResult(params) {
       for (const id of link.targets) {
         events.push({ type: "control-ended", combatant: id, controller: cid, reason });
         said.push(reason === "released" ? `${C} releases ${nameOf(id)}.` : `${C} loses sight of ${nameOf(id)}: the control ends.`);
-        setFree(id, C);
+        setFree(state, id, cid);
       }
     };
     // In the engine's order: lost sight, released, then kept the other way, each list in turn.
@@ -367,45 +458,54 @@ export function poolRoundEndResult(params) {
   // Then, as the engine: a controller that cannot act (asleep, unconscious, stunned; the
   // fake reads no hit points) spends no action, so its links kept by an action end.
   for (const cid of ids) {
-    const c = now.get(cid);
-    const why = ["stunned", "asleep", "unconscious"].find((x) => (c.conditions ?? []).includes(x));
-    const held = poolLinks(c).filter((l) => l.kept_by === "action").flatMap((l) => l.targets);
-    if (!why || !held.length) continue;
-    const C = nameOf(cid);
-    said.push(`${C} is ${why} and cannot spend the action that keeps its control of ${held.map(nameOf).join(" and ")}: the control ends.`);
-    for (const id of held) {
-      events.push({ type: "control-ended", combatant: id, controller: cid, reason: "controller-cannot-act" });
-      setFree(id, C);
-    }
-    c.controlling = (c.controlling ?? []).filter((e) => e.kept_by !== "action");
+    const why = ["stunned", "asleep", "unconscious"].find((x) => (now.get(cid).conditions ?? []).includes(x));
+    if (why) endKeptByAction(state, cid, "controller-cannot-act", `is ${why} and cannot spend the action that keeps`);
   }
-  const updates = [];
-  const changed = (id) => {
-    const before = given.get(id).data.actor.flags?.mindscape?.["power-pool"] ?? {};
-    const after = now.get(id);
-    const update = {};
-    const norm = (v, f) => (f === "controlling" ? (v ?? []).map((e) => ({ id: e.id, kept_by: e.kept_by, wave: e.wave ?? null })) : v ?? (f === "controlled_by" ? null : []));
-    for (const f of ["pool", "dedicated", "controlling", "conditions", "controlled_by"]) {
-      if (!(f in after)) continue;
-      if (JSON.stringify(norm(before[f], f)) !== JSON.stringify(norm(after[f], f))) update[`${P}.${f}`] = after[f];
+  return poolAnswer(state, "End of the round");
+}
+
+/**
+ * `combatants.rest` for power-pool as the daemon answers it (API.md): one long rest, no
+ * `hours` (−32602), no dice. As the rest begins, each resting controller's control kept
+ * by an action ends (seed 001: "Powers can't be maintained when a creature rests";
+ * `control-ended`, reason `rest`), its creatures set free where given (among the
+ * combatants, where they then rest free, or in `puppets`, answered in `others`) or
+ * named in the summary (`endKeptByAction`); a link kept by a die holds. Then each
+ * combatant rests: maintained powers end (`powers-ended`), the pool comes back to the
+ * Hit Dice less the dice kept for control (`pool-regained`; H-PP-RECOVERY `all`, the
+ * fake's only rule), but not for a creature under control, and every timed condition
+ * ends (`condition-ended`).
+ */
+function poolRestResult(params) {
+  if ("hours" in params) throw invalidParams("", 'unexpected member(s) ["hours"]: not allowed here');
+  const state = poolCreatures(params, "that rests");
+  const { ids, now, nameOf, events, said } = state;
+  for (const cid of ids) endKeptByAction(state, cid, "rest", "rests and spends no action to keep");
+  for (const id of ids) {
+    const c = now.get(id);
+    const name = nameOf(id);
+    const control = (c.dedicated ?? []).filter((d) => d.purpose === "control");
+    const powers = (c.dedicated ?? []).length - control.length;
+    if (powers) {
+      c.dedicated = control;
+      events.push({ type: "powers-ended", combatant: id, dice: powers, reason: "rest" });
+      said.push(`${name}'s maintained powers end.`);
     }
-    return update;
-  };
-  const entry = (id) => ({ id, before: { id, name: given.get(id).data.actor.name, ...(given.get(id).data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, after: { id, name: given.get(id).data.actor.name, ...now.get(id) } });
-  const others = [];
-  for (const [id, ref] of given) {
-    const update = changed(id);
-    if (!Object.keys(update).length) continue;
-    updates.push({ uuid: actorUuidOfRef(ref), update });
-    if (!ids.includes(id)) others.push(entry(id));
+    const pool = c.controlled_by ? c.pool ?? 0 : (c.hit_dice ?? c.pool ?? 0) - control.length;
+    if (pool !== (c.pool ?? 0)) {
+      const amount = pool - (c.pool ?? 0);
+      c.pool = pool;
+      events.push({ type: "pool-regained", combatant: id, amount });
+      said.push(`${name} regains ${amount === 1 ? "1 die" : `${amount} dice`} (${pool} in the pool).`);
+    }
+    for (const condition of Object.keys(c.condition_rounds ?? {})) {
+      c.conditions = (c.conditions ?? []).filter((x) => x !== condition);
+      delete c.condition_rounds[condition];
+      events.push({ type: "condition-ended", combatant: id, condition });
+      said.push(conditionEnded(name, condition));
+    }
   }
-  const result = {
-    system: "power-pool", combatants: ids.map(entry), events, rolls: [],
-    summary: said.length ? `End of the round: ${said.join(" ")}` : "End of the round: nothing changes.",
-    unused_dice: {}, updates,
-  };
-  if (others.length) result.others = others;
-  return result;
+  return poolAnswer(state, "After the rest");
 }
 
 /** revised-2e's PSPs a round for each defense mode (the engine's tables.json). */
@@ -494,19 +594,16 @@ function restMindRound(c, roll, events, options) {
  * condition not timed in rounds stays. Dice come from `dice` (by purpose, in order; 4002
  * `{purpose, sides, needed: 1}` when one runs out, the rest listed in `unused_dice`) or
  * else from the fake's own (`REST_DEFAULT_DICE`, whatever the `seed`); every die is in
- * `rolls`. power-pool takes no `hours` (−32602) and rolls nothing: one long rest, the
- * pool back to the Hit Dice (`pool-regained {amount}`) and every timed condition ended
- * (maintained powers are not modelled here). combat-strength has no rest (−32602 at
+ * `rolls`. power-pool is `poolRestResult`. combat-strength has no rest (−32602 at
  * /system). Updates use the adapters' addresses and dotted paths (the whole `mind` when
  * it changed), only for combatants that changed; the summary's lines are the engine's.
  */
 export function restResult(params) {
-  const invalid = (path, message) => ({ code: -32602, message: "Invalid params", data: { errors: [{ path, message }] } });
   const { system } = params;
-  if (system === "combat-strength") throw invalid("/system", "system combat-strength has no rule for resting (systems.list: rest false)");
-  if (system === "revised-2e" && !Number.isInteger(params.hours)) throw invalid("", "'hours' is a required property");
-  if (system === "revised-2e" && (params.hours < 1 || params.hours > 1000)) throw invalid("/hours", `${params.hours} is not within 1..1000`);
-  if (system === "power-pool" && "hours" in params) throw invalid("", 'unexpected member(s) ["hours"]: not allowed here');
+  if (system === "power-pool") return poolRestResult(params);
+  if (system === "combat-strength") throw invalidParams("/system", "system combat-strength has no rule for resting (systems.list: rest false)");
+  if (!Number.isInteger(params.hours)) throw invalidParams("", "'hours' is a required property");
+  if (params.hours < 1 || params.hours > 1000) throw invalidParams("/hours", `${params.hours} is not within 1..1000`);
   const supplied = params.dice ? structuredClone(params.dice) : null;
   const rolls = [];
   const roll = (purpose, sides, by) => {
@@ -530,54 +627,38 @@ export function restResult(params) {
     const name = ref.data.actor.name;
     const profile = ref.data.actor.flags?.mindscape?.[system] ?? {};
     const before = { id, name, ...structuredClone(profile), conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) } };
-    if (system === "revised-2e") {
-      before.mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
-    }
+    before.mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
     const after = structuredClone(before);
     const update = {};
     const mine = [];
-    if (system === "revised-2e") {
-      const max = before.psp_max ?? before.psp ?? 0;
-      const psp = Math.min(max, (before.psp ?? 0) + Math.ceil(max / 8) * params.hours);
-      if (psp > (before.psp ?? 0)) {
-        after.psp = psp;
-        update[`${P}.psp`] = psp;
-        mine.push({ type: "psp-regained", combatant: id, amount: psp - (before.psp ?? 0), hours: params.hours });
-      }
-      const rounds = params.hours * 60;
-      let mindRounds = 0;
-      while (after.mind.state === "open" && mindRounds < Math.min(rounds, REST_MIND_ROUNDS_CAP)) {
-        restMindRound(after, roll, mine, params.options);
-        mindRounds++;
-      }
-      if (after.mind.state === "open" && mindRounds === REST_MIND_ROUNDS_CAP && mindRounds < rounds) {
-        mine.push({ type: "mind-checks-capped", combatant: id, rounds: mindRounds });
-      }
-      const passed = rounds - mindRounds;
-      for (const c of [...after.conditions]) {
-        const left = after.condition_rounds[c];
-        if (left === undefined) continue; // not timed in rounds: the rest does not end it
-        if (left + 1 - passed > 0) after.condition_rounds[c] = left - passed;
-        else {
-          after.conditions = after.conditions.filter((x) => x !== c);
-          delete after.condition_rounds[c];
-          mine.push({ type: "condition-ended", combatant: id, condition: c });
-        }
-      }
-      if (JSON.stringify(after.mind) !== JSON.stringify(before.mind)) update[`${P}.mind`] = after.mind;
-    } else {
-      const pool = before.hit_dice ?? before.pool ?? 0;
-      if (pool > (before.pool ?? 0)) {
-        after.pool = pool;
-        update[`${P}.pool`] = pool;
-        mine.push({ type: "pool-regained", combatant: id, amount: pool - (before.pool ?? 0) });
-      }
-      for (const c of before.conditions.filter((x) => x in before.condition_rounds)) {
+    const max = before.psp_max ?? before.psp ?? 0;
+    const psp = Math.min(max, (before.psp ?? 0) + Math.ceil(max / 8) * params.hours);
+    if (psp > (before.psp ?? 0)) {
+      after.psp = psp;
+      update[`${P}.psp`] = psp;
+      mine.push({ type: "psp-regained", combatant: id, amount: psp - (before.psp ?? 0), hours: params.hours });
+    }
+    const rounds = params.hours * 60;
+    let mindRounds = 0;
+    while (after.mind.state === "open" && mindRounds < Math.min(rounds, REST_MIND_ROUNDS_CAP)) {
+      restMindRound(after, roll, mine, params.options);
+      mindRounds++;
+    }
+    if (after.mind.state === "open" && mindRounds === REST_MIND_ROUNDS_CAP && mindRounds < rounds) {
+      mine.push({ type: "mind-checks-capped", combatant: id, rounds: mindRounds });
+    }
+    const passed = rounds - mindRounds;
+    for (const c of [...after.conditions]) {
+      const left = after.condition_rounds[c];
+      if (left === undefined) continue; // not timed in rounds: the rest does not end it
+      if (left + 1 - passed > 0) after.condition_rounds[c] = left - passed;
+      else {
         after.conditions = after.conditions.filter((x) => x !== c);
         delete after.condition_rounds[c];
         mine.push({ type: "condition-ended", combatant: id, condition: c });
       }
     }
+    if (JSON.stringify(after.mind) !== JSON.stringify(before.mind)) update[`${P}.mind`] = after.mind;
     const ended = before.conditions.filter((c) => !after.conditions.includes(c));
     if (ended.length) update[`${P}.conditions`] = after.conditions;
     if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
@@ -585,7 +666,6 @@ export function restResult(params) {
     const checks = mine.filter((e) => e.type === "wisdom-check" || e.type === "mind-save");
     for (const e of mine) {
       if (e.type === "psp-regained") said.push(`${name} regains ${e.amount} PSP${e.amount === 1 ? "" : "s"} (${after.psp} of ${after.psp_max ?? after.psp}).`);
-      else if (e.type === "pool-regained") said.push(`${name} regains ${e.amount} dice (${after.pool} in the pool).`);
       else if (e.type === "condition-ended") said.push(conditionEnded(name, e.condition));
       else if (e.type === "mind-closed") {
         const last = checks.at(-1);
@@ -593,7 +673,7 @@ export function restResult(params) {
         said.push(`${name}'s mind closes during the rest${how}.`);
       }
     }
-    if (system === "revised-2e" && before.mind.state === "open" && after.mind.state === "open") {
+    if (before.mind.state === "open" && after.mind.state === "open") {
       said.push(mine.some((e) => e.type === "mind-checks-capped")
         ? `${name}'s mind is still open after the rest: ${REST_MIND_ROUNDS_CAP} rounds of checks are the most a rest rolls; end rounds to go on.`
         : `${name}'s mind is still open after the rest.`);
@@ -603,17 +683,23 @@ export function restResult(params) {
     if (Object.keys(update).length) updates.push({ uuid: actorUuidOfRef(ref), update });
   });
   const unused = Object.fromEntries(Object.entries(supplied ?? {}).filter(([, v]) => v.length));
-  // With nothing to say, the engine still tells a countdown from nothing at all.
-  const counted = combatants.some((c) => JSON.stringify(c.before) !== JSON.stringify(c.after));
-  const summary = `After the rest: ${said.length ? said.join(" ") : counted ? "what still lasts counts down." : "nothing changes."}`;
-  return { system, combatants, events, rolls, summary, unused_dice: unused, updates };
+  return { system, combatants, events, rolls, summary: summaryOf("After the rest", said, combatants), unused_dice: unused, updates };
 }
 
 /** Each system's `rest_schema` as `systems.describe` gives it (combat-strength: none). */
 export const REST_SCHEMAS = {
   "revised-2e": { type: "object", required: ["combatants", "hours"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" }, hours: { type: "integer", minimum: 1, maximum: 1000 } } },
-  "power-pool": { type: "object", required: ["combatants"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" } } },
+  "power-pool": { type: "object", required: ["combatants"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" }, puppets: { type: "array", maxItems: 64, items: { type: "object" } } } },
 };
+
+/**
+ * `adapters.import` of a power-pool sheet as the daemon reads it, for the tests that need
+ * the control it shows (`defaultMethods` reads the revised-2e profile): the combatant's
+ * id and name, and its power-pool profile as it stands.
+ */
+export function poolImport({ data }) {
+  return { combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, warnings: [] };
+}
 
 /** Default fake daemon methods for a revised-2e world. */
 export function defaultMethods(overrides = {}) {

@@ -8,7 +8,7 @@
 // set free that are not in the round go as `puppets` and take the write-back (API.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { combatantIdOfRef, defaultMethods, makeTable, poolRoundEndResult } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, makeTable, poolImport, poolRoundEndResult } from "../test-support/scenario.mjs";
 import { tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -269,6 +269,85 @@ test("a creature kept the other way goes along, so the summary names it, but its
   assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, [{ id: "thrall", kept_by: "action", wave: null }]);
   assert.equal(t.clients.gm.notes.warn.length, 1);
   assert.match(t.clients.gm.notes.warn[0], /Actor\.ox: the ox's sheet is locked/);
+});
+
+// ------------------------------------------------------------------ control kept by an action, without a choice
+
+// A controller that cannot act (asleep, unconscious, stunned, at 0 hit points or fewer)
+// spends no action and loses its links kept by an action at the round's end, whatever it
+// chose (API.md: `controller-cannot-act`). The module cannot know who can act (the hit
+// points are read by the adapter), so the creatures any participant holds by an action
+// go along whenever the round ends, read as the companion reads the sheets.
+
+/** The goblin, asleep, holds the thrall (a world actor), Fenka (in the round) and "ghost" (nowhere) by an action, the ox by a die. */
+const goblinAsleep = (t) => {
+  holds(t.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall"], by: "action" }, { ids: ["fenka-tokF"], by: "action" }, { ids: ["ghost"], by: "action" }, { ids: ["ox"], by: "die" }],
+    { thrall: t.thrall, "fenka-tokF": t.tokens.fenkaToken.actor, ox: t.ox });
+  pp(t.tokens.goblinToken.actor).conditions = ["asleep"];
+};
+const reading = (extra = {}) => defaultMethods({ "adapters.import": poolImport, ...extra });
+const read = (t) => t.daemon.calls.filter((c) => c.method === "adapters.import").map((c) => c.params.data.actor.name);
+
+test("a controller asleep at the round's end loses what it holds by an action: those creatures go as puppets though nobody chose, and their sheets are freed", async () => {
+  const t = await poolTracker({ methods: reading(), control: goblinAsleep });
+  await nextRound(t);
+  const [call] = endRounds(t);
+  // The GM's dialog closed: nothing chosen, but the thrall goes along (Fenka is in the
+  // round; the ox is kept by a die; "ghost" is found nowhere).
+  assert.equal(call.params.choices, undefined);
+  assert.deepEqual(refIds(call.params.puppets), ["thrall"]);
+  assert.equal(call.params.puppets[0].data.token, null);
+  // Only the controller's sheet was read for it.
+  assert.deepEqual(read(t), ["Goblin"]);
+  assert.equal(pp(t.thrall).controlled_by, null);
+  assert.equal(pp(t.tokens.fenkaToken.actor).controlled_by, null);
+  assert.equal(pp(t.ox).controlled_by, "goblin-tokG");
+  assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, [{ id: "ox", kept_by: "die", wave: null }]);
+  assert.equal(t.thrall.updates.length, 1);
+  // The card names them; "ghost" is named by its id, as the summary says, without a warning every round.
+  const [card] = t.clients.gm.ChatMessage.created;
+  assert.match(card.data.content, /Goblin is asleep and cannot spend the action that keeps its control of Thrall and Fenka and &quot;ghost&quot;: the control ends\. &quot;ghost&quot; was not given/);
+  assert.match(card.data.content, /<strong>Thrall<\/strong> <code>Control ended<\/code> controller: Goblin, reason: controller-cannot-act/);
+  const payload = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
+  assert.deepEqual(payload.puppets, [t.thrall]);
+  assert.deepEqual(payload.result.others.map((o) => o.id), ["thrall"]);
+  assert.ok(payload.updates.some((u) => u.uuid === "Actor.thrall" && u.update["flags.mindscape.power-pool.controlled_by"] === null));
+  assert.deepEqual([t.clients.gm.notes.warn, t.clients.gm.notes.error], [[], []]);
+});
+
+test("a creature held by an action goes along once, after those the choices name, and still goes when the choices are refused", async () => {
+  const methods = reading({ "exchange.end_round": (params) => {
+    if (params.choices) throw { code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Goblin does not control \"ox\"" } };
+    return poolRoundEndResult(params);
+  } });
+  // Awake, the goblin holds the thrall and Fenka by an action and the ox by a die; the GM releases the ox and the thrall.
+  const t = await poolTracker({
+    methods,
+    control: (table) => holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["ox"], by: "die" }, { ids: ["thrall"], by: "action" }, { ids: ["fenka-tokF"], by: "action" }], { ox: table.ox, thrall: table.thrall, "fenka-tokF": table.tokens.fenkaToken.actor }),
+    dialogs: { gm: { controlDialog: { answers: ["release", "release", "hold"], timedOut: false } } },
+  });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => [c.params.choices ?? null, refIds(c.params.puppets)]), [
+    [{ "goblin-tokG": { release: ["ox", "thrall"] } }, ["ox", "thrall"]],
+    [null, ["thrall"]],
+  ]);
+  // Refused, the round ended with every control held; the goblin is awake, so the thrall stays held.
+  assert.equal(pp(t.thrall).controlled_by, "goblin-tokG");
+  assert.equal(t.thrall.updates.length, 0);
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+});
+
+test("api.endRound without choices: a controller that cannot act loses what it holds by an action, and those creatures' sheets are freed", async () => {
+  const t = await poolTracker({ methods: reading(), control: goblinAsleep });
+  const done = await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken] });
+  assert.equal(offered(t).length, 0, "nobody is asked");
+  // Fenka is not among the tokens here: she goes along too, as her token's own actor.
+  assert.deepEqual(refIds(endRounds(t)[0].params.puppets), ["thrall", "fenka-tokF"]);
+  assert.equal(pp(t.thrall).controlled_by, null);
+  assert.equal(pp(t.tokens.fenkaToken.actor).controlled_by, null);
+  assert.equal(t.actors.fenka.updates.length, 0, "Fenka's base actor is not written");
+  assert.deepEqual(done.updates.map((u) => u.uuid), [t.tokens.goblinToken.actor.uuid, "Actor.thrall", t.tokens.fenkaToken.actor.uuid]);
 });
 
 // ------------------------------------------------------------------ the companion refuses

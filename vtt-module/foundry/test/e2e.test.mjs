@@ -178,12 +178,12 @@ async function assertWritten(page, updates) {
 }
 
 /**
- * A `ref(profile)` for the fake-versus-real comparisons: sets `token`'s revised-2e profile
- * (with `base` under it) on the scenario's table `t` and gives the GM's ref of it.
+ * A `ref(profile)` for the fake-versus-real comparisons: sets `token`'s profile for
+ * `system` (with `base` under it) on the scenario's table `t` and gives the GM's ref of it.
  */
-function profileRef(t, token, base = {}) {
+function profileRef(t, token, base = {}, system = "revised-2e") {
   return async (profile) => {
-    await token.actor.update(Object.fromEntries(Object.entries({ ...base, ...profile }).map(([k, v]) => [`flags.mindscape.revised-2e.${k}`, v])));
+    await token.actor.update(Object.fromEntries(Object.entries({ ...base, ...profile }).map(([k, v]) => [`flags.mindscape.${system}.${k}`, v])));
     return t.clients.gm.svc.ref(token.actor, token, "foundry.dnd5e");
   };
 }
@@ -1119,7 +1119,9 @@ test("power-pool control with the real companion: a world actor released is free
     { "goblin-tokG": { keep: [{ target: "thrall", by: "die" }] }, ulcen: { release: ["ox"] } },
     { ulcen: { release: ["ox"] } },
   ]);
-  assert.deepEqual(ends().slice(1).map((c) => (c.params.puppets ?? []).map((p) => p.data.actor._id)), [["thrall", "ox"], ["ox"]]);
+  // The thrall, held by an action, goes along without its choice too (a controller that
+  // cannot act would lose it); the goblin is awake, so its sheet stays held.
+  assert.deepEqual(ends().slice(1).map((c) => (c.params.puppets ?? []).map((p) => p.data.actor._id)), [["thrall", "ox"], ["ox", "thrall"]]);
   assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), [
     "The companion refused the control choices of Goblin (no-die-to-dedicate: Goblin has no die in its pool to keep control with (/choices/goblin-tokG)), so the round ended with the control of Goblin held as it was; the choices of Ulcen of Tyr were kept.",
   ]);
@@ -1127,6 +1129,31 @@ test("power-pool control with the real companion: a world actor released is free
   assert.equal(ox.flags.mindscape["power-pool"].controlled_by, null);
   assert.deepEqual(t.actors.ulcen.flags.mindscape["power-pool"].controlling, []);
   assert.equal(combat.getFlag("mindscape", "roundEnded"), 2);
+});
+
+test("a power-pool rest with the real companion: the control the resting goblin keeps by an action ends and Fenka's own sheet is freed; the thrall kept by a die stays held", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const { makeApi } = await import("../mindscape/scripts/api.js");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], hit_dice: 3, die: 8, pool: 0, ...p });
+  const { goblinToken, fenkaToken } = t.tokens;
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ dedicated: [{ purpose: "control", target: "thrall" }], controlling: [{ id: "fenka-tokF", kept_by: "action" }, { id: "thrall", kept_by: "die" }] });
+  fenkaToken.actor.flags.mindscape["power-pool"] = profile({ controlled_by: "goblin-tokG", conditions: ["possessed"] });
+  const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { "power-pool": profile({ hit_dice: 2, controlled_by: "goblin-tokG" }) } } });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], dialog: false });
+  const [call] = t.daemon.calls.filter((c) => c.method === "combatants.rest");
+  assert.deepEqual(call.params.puppets.map((p) => p.data.token?.uuid), [fenkaToken.uuid]);
+  assert.equal(done.summary, "After the rest: Goblin rests and spends no action to keep its control of Fenka: the control ends. Goblin regains 2 dice (2 in the pool).");
+  const pp = (actor) => actor.flags.mindscape["power-pool"];
+  assert.deepEqual([pp(fenkaToken.actor).controlled_by, pp(fenkaToken.actor).conditions], [null, []]);
+  assert.equal(t.actors.fenka.flags.mindscape["power-pool"], undefined, "Fenka's base actor is not written");
+  assert.deepEqual(pp(goblinToken.actor).controlling, [{ id: "thrall", kept_by: "die", wave: null }]);
+  assert.equal(pp(thrall).controlled_by, "goblin-tokG");
+  // The companion's warnings about the puppet's sheet name it by its token.
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), []);
+  assert.match(t.clients.gm.notes.warn.join(" "), /; Fenka: /);
+  assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
 test("the fake companion's power-pool round end (test-support) offers and does control as the real one", { skip: SKIP, timeout: 30000 }, async () => {
@@ -1180,7 +1207,7 @@ test("the fake companion's power-pool round end (test-support) offers and does c
   }
 });
 
-test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes", { skip: SKIP, timeout: 30000 }, async () => {
+test("the fake companion's combatants.rest (test-support) answers as the real one: an open mind's rounds, its dice, what it writes; a long rest ends control kept by an action", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable, restResult } = await import("../test-support/scenario.mjs");
   const call = (params) => daemonCall("combatants.rest", params);
   const fake = (params) => { try { return restResult(params); } catch (error) { return error; } };
@@ -1195,10 +1222,33 @@ test("the fake companion's combatants.rest (test-support) answers as the real on
     { hours: 3, dice: { "open-duration": [1], "wisdom-check": Array(120).fill(20) }, combatants: [zeroPsp] },
     { hours: 1, dice: { "open-duration": [2] }, combatants: [zeroPsp] },
   ];
-  const shown = (r) => (r.code ? { code: r.code, data: r.data } : { events: r.events, rolls: r.rolls, summary: r.summary, unused_dice: r.unused_dice, updates: r.updates });
+  const shown = (r) => (r.code ? { code: r.code, data: r.data } : { events: r.events, rolls: r.rolls, summary: r.summary, unused_dice: r.unused_dice, updates: r.updates, others: (r.others ?? []).map((o) => o.id) });
   for (const c of cases) {
     const params = { system: "revised-2e", ...c };
     assert.deepEqual(shown(fake(params)), shown(await call(params)), JSON.stringify(c.dice));
+  }
+  // power-pool, one long rest (seed 001: "Powers can't be maintained when a creature
+  // rests"): Ulcen keeps Fenka by an action, which ends, and the goblin by a die, which
+  // holds; a maintained power ends and its die comes back.
+  const { fenkaToken } = t.tokens;
+  const pool = (token) => profileRef(t, token, { psionic: true, hit_dice: 3, die: 8, pool: 0, dedicated: [], controlling: [], controlled_by: null, conditions: [], condition_rounds: {} }, "power-pool");
+  const ulcen = await pool(ulcenToken)({ pool: 0, controlling: [{ id: "fenka-tokF", kept_by: "action" }, { id: "goblin-tokG", kept_by: "die" }], dedicated: [{ purpose: "control", target: "goblin-tokG" }, { purpose: "power", target: "ulcen" }] });
+  const fenka = await pool(fenkaToken)({ controlled_by: "ulcen", conditions: ["possessed"] });
+  const goblin = await pool(goblinToken)({ controlled_by: "ulcen", conditions: ["dazed"], condition_rounds: { dazed: 2 } });
+  const poolCases = [
+    // the puppet given is set free on its sheet (others); the goblin's link kept by a die holds
+    { combatants: [ulcen], puppets: [fenka, goblin] },
+    // a puppet not given is named in the summary, its sheet unchanged
+    { combatants: [ulcen] },
+    // a puppet resting too is set free first and rests free; one kept by a die rests under control and gets nothing back
+    { combatants: [ulcen, fenka, goblin] },
+    { combatants: [ulcen, fenka], puppets: [fenka] },
+    { combatants: [fenka, goblin] },
+    { combatants: [ulcen], hours: 8 },
+  ];
+  for (const c of poolCases) {
+    const params = { system: "power-pool", ...c };
+    assert.deepEqual(shown(fake(params)), shown(await call(params)), JSON.stringify({ combatants: c.combatants.map((x) => x.data.actor.name), puppets: (c.puppets ?? []).map((x) => x.data.actor.name) }));
   }
 });
 

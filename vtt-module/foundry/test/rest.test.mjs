@@ -6,7 +6,7 @@
 // when something happened.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable, poolImport, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
 import { FakeRoll, makeI18n, tick } from "../test-support/fakes.mjs";
 import { hookTable, ATTACK_ACTION, PROFILE_ACTION, REST_ACTION } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -14,6 +14,7 @@ import { restDialog } from "../mindscape/scripts/dialogs.js";
 import { restHours, restParams, restSpec, restsIn } from "../mindscape/scripts/rest.js";
 
 const profile = (actor, system = "revised-2e") => actor.flags.mindscape[system];
+const pp = (actor) => profile(actor, "power-pool");
 const rests = (t) => t.daemon.calls.filter((c) => c.method === "combatants.rest");
 
 /** The table with a second token of Ulcen's linked actor and a guard without a psionic profile. */
@@ -43,6 +44,9 @@ test("what a rest asks comes from the system's rest_schema: hours in its range, 
   assert.deepEqual(["", "0", "1001", "2.5", "8h", null, undefined, true, -3].map((v) => restHours(v, range)), Array(9).fill(null));
   assert.deepEqual(restParams({ system: "power-pool", combatants: [1], options: {}, hours: null }), { system: "power-pool", combatants: [1] });
   assert.deepEqual(restParams({ system: "revised-2e", combatants: [1], options: { "H-X": false }, hours: 2 }), { system: "revised-2e", combatants: [1], options: { "H-X": false }, hours: 2 });
+  // power-pool's puppets only when there are some: the companion refuses them elsewhere.
+  assert.deepEqual(restParams({ system: "power-pool", combatants: [1], puppets: [2] }), { system: "power-pool", combatants: [1], puppets: [2] });
+  assert.deepEqual(restParams({ system: "power-pool", combatants: [1], puppets: [] }), { system: "power-pool", combatants: [1] });
 });
 
 // ------------------------------------------------------------------ the sheet header
@@ -126,9 +130,10 @@ test("revised-2e: the dialog's hours go to combatants.rest; PSPs and timed condi
   assert.deepEqual(message.data.rolls, []);
 
   const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
-  assert.deepEqual(Object.keys(hook).sort(), ["actors", "message", "result", "system", "updates"]);
+  assert.deepEqual(Object.keys(hook).sort(), ["actors", "message", "puppets", "result", "system", "updates"]);
   assert.equal(hook.system, "revised-2e");
   assert.deepEqual(hook.actors, [t.actors.ulcen, fenkaToken.actor]);
+  assert.deepEqual(hook.puppets, []);
   assert.equal(hook.message, message);
   assert.equal(hook.result.summary, summary);
   assert.deepEqual(hook.updates.map((u) => u.uuid), ["Actor.ulcen", fenkaToken.actor.uuid]);
@@ -308,6 +313,75 @@ test("power-pool: the dialog confirms one long rest, no hours are sent, the pool
   const [message] = t.clients.gm.ChatMessage.created;
   assert.ok(message.data.content.includes("After the rest: Goblin regains 3 dice (4 in the pool). Goblin is no longer dazed."));
   assert.deepEqual(message.data.flags.mindscape, { card: "rest", system: "power-pool", hours: null });
+});
+
+/**
+ * power-pool with the sheets read as the companion reads them (`poolImport`): the goblin
+ * token keeps Fenka's token and a creature found nowhere ("ghost") by an action, and the
+ * thrall (a world actor) by a die; Fenka is possessed.
+ */
+async function goblinControls(t) {
+  await powerPool(t);
+  const { goblinToken, fenkaToken } = t.tokens;
+  const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { "power-pool": { hit_dice: 2, die: 8, pool: 0, controlled_by: "goblin-tokG" } } } });
+  await goblinToken.actor.update({
+    "flags.mindscape.power-pool.controlling": [{ id: "fenka-tokF", kept_by: "action" }, { id: "thrall", kept_by: "die" }, { id: "ghost", kept_by: "action" }],
+    "flags.mindscape.power-pool.dedicated": [{ purpose: "control", target: "thrall" }],
+  });
+  await fenkaToken.actor.update({ "flags.mindscape.power-pool": { hit_dice: 3, die: 8, pool: 0, controlled_by: "goblin-tokG", conditions: ["possessed"] } });
+  return thrall;
+}
+
+test("power-pool: a resting controller's control kept by an action ends; the creature it holds so goes as a puppet and its own sheet is freed, a link kept by a die holds", async () => {
+  // Seed 001: "Powers can't be maintained when a creature rests".
+  const t = table({ methods: defaultMethods({ "adapters.import": poolImport }) });
+  const thrall = await goblinControls(t);
+  const { goblinToken, fenkaToken } = t.tokens;
+  const gm = t.clients.gm.svc;
+  const fenka = gm.ref(fenkaToken.actor, fenkaToken, "foundry.dnd5e");
+  const done = await makeApi(gm).rest({ tokenUuids: [goblinToken], dialog: false });
+
+  // Only Fenka goes along, as an attack sends it: the thrall is kept by a die, and "ghost" is found nowhere.
+  const [call] = rests(t);
+  assert.deepEqual(call.params.puppets, [fenka]);
+  assert.deepEqual(call.params.combatants.map(combatantIdOfRef), ["goblin-tokG"]);
+  assert.deepEqual(t.clients.gm.notes.warn, ["Creatures under psionic control here are not on this scene or in this world (ghost): if that control ends, their sheets will not show it."]);
+
+  // Fenka's token's own actor is freed (its possession ends with the control); the goblin keeps the thrall and its die.
+  assert.deepEqual([pp(fenkaToken.actor).controlled_by, pp(fenkaToken.actor).conditions, pp(fenkaToken.actor).pool], [null, [], 0]);
+  assert.equal(t.actors.fenka.updates.length, 0, "Fenka's base actor is not written");
+  assert.deepEqual(pp(goblinToken.actor).controlling, [{ id: "thrall", kept_by: "die", wave: null }]);
+  assert.deepEqual([pp(goblinToken.actor).pool, pp(goblinToken.actor).dedicated], [3, [{ purpose: "control", target: "thrall" }]]);
+  assert.equal(pp(thrall).controlled_by, "goblin-tokG");
+  assert.equal(thrall.updates.length, 0);
+  assert.deepEqual(done.updates.map((u) => u.uuid), [goblinToken.actor.uuid, fenkaToken.actor.uuid]);
+  assert.deepEqual(done.updates[1].update, { "flags.mindscape.power-pool.conditions": [], "flags.mindscape.power-pool.controlled_by": null });
+
+  // The card says so, naming Fenka by its token; the hook names the puppets sent.
+  const summary = "After the rest: Goblin rests and spends no action to keep its control of Fenka and \"ghost\": the control ends. \"ghost\" was not given: its sheet still shows it under Goblin's control until it is changed. Goblin regains 2 dice (3 in the pool). Goblin is no longer dazed.";
+  assert.equal(done.summary, summary);
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.match(message.data.content, /<strong>Fenka<\/strong> <code>Control ended<\/code> controller: Goblin, reason: rest/);
+  assert.match(message.data.content, /<th>Fenka<\/th><td>Conditions<\/td><td>possessed <i class="fas fa-long-arrow-alt-right"><\/i> <strong>—<\/strong>/);
+  const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
+  assert.deepEqual(hook.puppets, [fenkaToken.actor]);
+  assert.deepEqual(hook.actors, [goblinToken.actor]);
+  assert.deepEqual(hook.result.others.map((o) => o.id), ["fenka-tokF"]);
+});
+
+test("power-pool: a creature that rests with its controller is not sent as a puppet: it is set free first and rests free; a controller's own sheet says whom to read", async () => {
+  const t = table({ methods: defaultMethods({ "adapters.import": poolImport }) });
+  await goblinControls(t);
+  const { goblinToken, fenkaToken } = t.tokens;
+  await goblinToken.actor.update({ "flags.mindscape.power-pool.controlling": [{ id: "fenka-tokF", kept_by: "action" }] });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken, fenkaToken], dialog: false });
+  assert.equal(rests(t)[0].params.puppets, undefined);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+  assert.deepEqual([pp(fenkaToken.actor).controlled_by, pp(fenkaToken.actor).pool], [null, 3]);
+  assert.match(done.summary, /^After the rest: Goblin rests and spends no action to keep its control of Fenka: the control ends\. .* Fenka regains 3 dice \(3 in the pool\)\.$/);
+  // Fenka controls nobody: only the goblin's sheet was read for its control.
+  const read = t.daemon.calls.filter((c) => c.method === "adapters.import").map((c) => c.params.data.actor.name);
+  assert.deepEqual(read, ["Goblin"]);
 });
 
 test("power-pool: hours from a macro are refused, as the companion would", async () => {

@@ -102,6 +102,8 @@ for (const generation of [12, 13]) {
     // Exactly the psionic combatants, as {adapter, data} refs built as for an exchange,
     // with the world's house rules; no choices when nobody chose.
     assert.deepEqual(calls[0].params, { system: "revised-2e", combatants: expected, options: { "H-2E-CRIT-MODS": false } });
+    // No psionic control outside power-pool: no sheet is read for it, no puppets go along.
+    assert.deepEqual(t.daemon.calls.filter((c) => c.method === "adapters.import"), []);
 
     // The stun ended on the goblin token's own actor only, as the companion said.
     assert.deepEqual(profile(goblinToken.actor).conditions, []);

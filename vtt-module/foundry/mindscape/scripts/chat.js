@@ -176,7 +176,7 @@ export function roundCardContext(result, info) {
   const L = info.localize;
   const nameOf = (id) => (typeof id === "string" && info.names?.has(id) ? info.names.get(id) : id);
   const changes = [];
-  // power-pool: `others` are the creatures a controller set free whose own round did not end.
+  // power-pool: `others` are the creatures a controller set free whose own round did not end (or that did not rest).
   for (const side of [...(result.combatants ?? []), ...(result.others ?? [])]) {
     const name = nameOf(side?.id ?? side?.after?.id);
     for (const c of changesOf(side)) changes.push({ ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")) });

@@ -51,12 +51,14 @@ export function restHours(value, range) {
 }
 
 /**
- * Params of `combatants.rest`. `options` is sent only when it holds something, and
- * `hours` only when given: the companion checks its params strictly (a system whose rest
- * takes no hours refuses them).
+ * Params of `combatants.rest`. `puppets` (power-pool: creatures the resting controllers
+ * hold by an action that do not rest with them) and `options` are sent only when they
+ * hold something, and `hours` only when given: the companion checks its params strictly
+ * (a system whose rest takes no hours refuses them, and one without control any puppets).
  */
-export function restParams({ system, combatants, options, hours }) {
+export function restParams({ system, combatants, puppets, options, hours }) {
   const params = { system, combatants };
+  if (Array.isArray(puppets) && puppets.length) params.puppets = puppets;
   if (options && Object.keys(options).length) params.options = options;
   if (hours !== undefined && hours !== null) params.hours = hours;
   return params;

@@ -690,7 +690,7 @@ export class Mindscape {
         const docs = found.get(pid);
         if (docs) puppets.push(docs); else missing.push(pid);
       }
-      if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
+      this.tellPuppetsMissing(missing);
       return puppets;
     };
     return { struck, struckIds, ownPuppet, controllers, puppetsOf, read };
@@ -1075,8 +1075,9 @@ export class Mindscape {
    * round it belongs after. Their answers go to the companion as `choices`
    * (`endRoundChoosing`). Explicit `choices` (the macro API) are sent as given. Either
    * way, in power-pool the creatures the choices are about that are not participants go
-   * along as `puppets` when the module finds their sheets (`puppetsNamed`), so that one
-   * set free has its sheet written.
+   * along as `puppets` when the module finds their sheets (`puppetsNamed`), and so do
+   * those a participant holds by an action (`endRoundNow`), so that one set free has its
+   * sheet written.
    */
   endRound({ participants, ask = false, choices, ...rest }) {
     const keys = participants.map((p) => participantOf(p.token, p.actor).actorUuid);
@@ -1269,8 +1270,7 @@ export class Mindscape {
    */
   async askControl(participants) {
     const none = { choices: {}, links: new Map() };
-    const generic = (await this.adapterId()) === "foundry.generic";
-    const candidates = generic ? participants : participants.filter((p) => controlsSomeone(p.actor.flags?.[MODULE_ID]?.["power-pool"]));
+    const candidates = await this.controllersAmong(participants);
     if (!candidates.length) return none;
     let offers;
     try {
@@ -1343,34 +1343,85 @@ export class Mindscape {
   }
 
   /**
+   * power-pool: whom of `participants` to read for their control (the round's end, a
+   * rest): those whose profile shows them controlling someone (`controlling` not empty);
+   * in a world read through a generic mapping, which may keep the profile anywhere,
+   * every one (the companion says who controls whom).
+   * @param {{token:any, actor:any}[]} participants
+   */
+  async controllersAmong(participants) {
+    if ((await this.adapterId()) === "foundry.generic") return participants;
+    return participants.filter((p) => controlsSomeone(p.actor.flags?.[MODULE_ID]?.["power-pool"]));
+  }
+
+  /**
    * power-pool: the creatures `choices` are about (`namedBy`: every creature of a link
    * released, kept the other way or lost from sight) that are not among the
-   * participants, as `{token, actor}` to send as `puppets`: a world actor, or an unlinked
-   * token of its actor on the scene (`docsOfCombatant`). The companion writes back those
-   * it sets free, so that their sheets show the end of the control, and names them all
-   * in its summary; one the module cannot find is left out, and the summary gives its id
-   * and says its sheet was not changed. Each document once. `[]` in other systems.
+   * participants, to send as `puppets` (`creaturesBeside`). The companion writes back
+   * those it sets free, so that their sheets show the end of the control, and names them
+   * all in its summary; one the module cannot find is left out, and the summary gives its
+   * id and says its sheet was not changed. `[]` in other systems.
    * @param {{token:any, actor:any}[]} participants
    * @param {object|undefined} choices  `exchange.end_round` choices by controller id
    * @param {Map<string, ReturnType<typeof controlLinks>>} links  each controller's links
    */
   async puppetsNamed(participants, choices, links) {
     if (this.system !== "power-pool" || !choices || typeof choices !== "object") return [];
-    const ids = new Set(participants.map((p) => roundCombatantId(p.token, p.actor)));
+    const ids = Object.entries(choices).flatMap(([cid, choice]) => namedBy(links.get(cid) ?? [], choice));
+    return (await this.creaturesBeside(participants, ids)).puppets;
+  }
+
+  /**
+   * power-pool: `puppets` and, after them, the creatures `participants` control by an
+   * action (each controller's `controlling` as the companion reads its sheet,
+   * `importedOf`; `controllersAmong`) that are neither participants nor among `puppets`
+   * (`creaturesBeside`). Such control ends without anyone choosing it: when its
+   * controller rests (seed 001: "Powers can't be maintained when a creature rests") or
+   * cannot act at the round's end (`controller-cannot-act`); sent along, the creature set
+   * free has its own sheet freed. `missing`: the ids the module finds nowhere. Other
+   * systems: `puppets` alone.
+   * @param {{token:any, actor:any}[]} participants
+   * @param {{token:any, actor:any}[]} [puppets]
+   * @returns {Promise<{puppets:{token:any, actor:any}[], missing:string[]}>}
+   */
+  async withHeldByAction(participants, puppets = []) {
+    if (this.system !== "power-pool") return { puppets, missing: [] };
+    const read = await Promise.all((await this.controllersAmong(participants)).map((p) => this.importedOf(p)));
+    const ids = read.flatMap((c) => (c?.controlling ?? []).filter((link) => link?.kept_by === "action").map((link) => link.id));
+    const held = await this.creaturesBeside([...participants, ...puppets], ids.filter(Boolean));
+    return { puppets: [...puppets, ...held.puppets], missing: held.missing };
+  }
+
+  /**
+   * The documents of the creatures `ids` (combatant ids the companion gave,
+   * `roundCombatantId`) that are not among `participants`, as `{token, actor}` to send as
+   * `puppets`: a world actor, or an unlinked token of its actor on the scene
+   * (`docsOfCombatant`), each document once. `missing`: the ids found in neither.
+   * @param {{token:any, actor:any}[]} participants
+   * @param {string[]} ids
+   * @returns {Promise<{puppets:{token:any, actor:any}[], missing:string[]}>}
+   */
+  async creaturesBeside(participants, ids) {
+    const seen = new Set(participants.map((p) => roundCombatantId(p.token, p.actor)));
     const taken = new Set(participants.map((p) => participantOf(p.token, p.actor).actorUuid));
     const puppets = [];
-    for (const [cid, choice] of Object.entries(choices)) {
-      for (const id of namedBy(links.get(cid) ?? [], choice)) {
-        if (ids.has(id)) continue;
-        ids.add(id);
-        const docs = await this.docsOfCombatant(id).catch(() => null);
-        const key = docs && participantOf(docs.token, docs.actor).actorUuid;
-        if (!docs || taken.has(key)) continue;
-        taken.add(key);
-        puppets.push(docs);
-      }
+    const missing = [];
+    for (const id of ids) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const docs = await this.docsOfCombatant(id).catch(() => null);
+      if (!docs) { missing.push(id); continue; }
+      const key = participantOf(docs.token, docs.actor).actorUuid;
+      if (taken.has(key)) continue;
+      taken.add(key);
+      puppets.push(docs);
     }
-    return puppets;
+    return { puppets, missing };
+  }
+
+  /** Warn the GM that the sheets of creatures under control found nowhere (`missing`, their ids) will not show the end of it. */
+  tellPuppetsMissing(missing) {
+    if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
   }
 
   /**
@@ -1435,30 +1486,35 @@ export class Mindscape {
     if (lines.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.SheetWarning", { line: lines.join("; ") }));
   }
 
-  /** `sheetWarnings`' names of a list of participants sent as `combatants`. */
-  static combatantPaths(participants) {
-    return Object.fromEntries(participants.map((p, i) => [`/combatants/${i}`, p.token?.name ?? p.actor.name]));
+  /** `sheetWarnings`' names of a list of participants sent as `combatants`, and of those sent as `puppets`. */
+  static combatantPaths(participants, puppets = []) {
+    const at = (list, key) => list.map((p, i) => [`/${key}/${i}`, p.token?.name ?? p.actor.name]);
+    return Object.fromEntries([...at(participants, "combatants"), ...at(puppets, "puppets")]);
   }
 
   /**
    * The table's name (the token's name, else the actor's) of each combatant id of a
    * result that answers every combatant in the order sent (`exchange.end_round`,
-   * `combatants.rest`).
+   * `combatants.rest`), and of each of the `puppets` sent (power-pool), by its id.
    * @returns {Map<string, string>}
    */
-  namesOf(result, participants) {
+  namesOf(result, participants, puppets = []) {
     const names = new Map();
     (result.combatants ?? []).forEach((c, i) => {
       const p = participants[i];
       if (c?.id && p) names.set(c.id, p.token?.name ?? p.actor.name);
     });
+    for (const p of puppets) names.set(roundCombatantId(p.token, p.actor), p.token?.name ?? p.actor.name);
     return names;
   }
 
   /**
    * GM: `exchange.end_round` for the participants' current data; call only through
    * `endRound`. `puppets` (power-pool: creatures the choices are about whose own round
-   * does not end here) go along; those set free are written back like the participants,
+   * does not end here) go along, and so do the creatures a participant holds by an
+   * action (`withHeldByAction`: a controller that cannot act loses them at the round's
+   * end, whatever it chose; one the module cannot find is named by the summary, without
+   * a warning each round); those set free are written back like the participants,
    * answered in the result's `others`. The write-back goes to those tokens' actors only; a card is posted only
    * when something happened (the result has events), never for a round where nothing
    * changes (a countdown alone is written back without a card). Fires
@@ -1469,9 +1525,10 @@ export class Mindscape {
    *          choices?:object, physical?:boolean, requesterRollMode?:string|null,
    *          round?:number|null, combat?:any, dice?:object, typed?:object}} request
    */
-  async endRoundNow({ participants, puppets = [], choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
+  async endRoundNow({ participants, puppets: named = [], choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
+    const { puppets } = await this.withHeldByAction(participants, named);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const params = endRoundParams({
       system,
@@ -1483,13 +1540,10 @@ export class Mindscape {
     });
     const result = await this.callDice("exchange.end_round", params, usePhysical, typed);
     const plan = await this.writeBack(result.updates, [...participants, ...puppets].map((p) => participantOf(p.token, p.actor)));
-    const nameOf = (p) => p.token?.name ?? p.actor.name;
-    this.sheetWarnings(result.warnings, { ...Mindscape.combatantPaths(participants), ...Object.fromEntries(puppets.map((p, i) => [`/puppets/${i}`, nameOf(p)])) });
+    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants, puppets));
     let message = null;
     if (result.events?.length) {
-      const names = this.namesOf(result, participants);
-      for (const p of puppets) names.set(roundCombatantId(p.token, p.actor), nameOf(p));
-      message = await this.postRoundCard(result, { names, round, physical: usePhysical, requesterRollMode });
+      message = await this.postRoundCard(result, { names: this.namesOf(result, participants, puppets), round, physical: usePhysical, requesterRollMode });
     }
     const payload = {
       system, result, round, combat, actors: participants.map((p) => p.actor), puppets: puppets.map((p) => p.actor),
@@ -1591,31 +1645,38 @@ export class Mindscape {
    * GM: `combatants.rest` for the participants' current data; call only through `rest`.
    * A revised-2e open mind goes through its rounds during the rest, so the rest may roll
    * dice: physical ones are asked for as at the end of a round (`physical`, else the
-   * setting). The write-back goes to those actors only; a card is posted only when
-   * something happened (the result has events: PSPs or pool dice regained, powers or
-   * conditions ended, a mind locked, checked or closed), with its dice; a countdown of
-   * conditions alone is written back without one. Fires `mindscape.rested` after every
-   * call that succeeded.
+   * setting). In power-pool a resting controller keeps no control by an action (seed
+   * 001: "Powers can't be maintained when a creature rests"): the creatures it holds so
+   * that do not rest with it go along as `puppets` (`withHeldByAction`), and the GM is
+   * warned about any the module cannot find. The write-back goes to those actors and
+   * puppets only; a card is posted only when something happened (the result has events:
+   * PSPs or pool dice regained, powers, control or conditions ended, a mind locked,
+   * checked or closed), with its dice; a countdown of conditions alone is written back
+   * without one. Fires `mindscape.rested` after every call that succeeded.
    * @param {{participants:{token:any, actor:any}[], hours:number|null, physical?:boolean,
    *          requesterRollMode?:string|null}} request
    */
   async restNow({ participants, hours, physical, requesterRollMode = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
+    const { puppets, missing } = await this.withHeldByAction(participants);
+    this.tellPuppetsMissing(missing);
+    const ref = (p) => this.ref(p.actor, p.token, adapter);
     const params = restParams({
       system,
-      combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
+      combatants: participants.map(ref),
+      puppets: puppets.map(ref),
       options: houseRulesFor(this.game, system),
       hours,
     });
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const result = await this.callDice("combatants.rest", params, usePhysical);
-    const plan = await this.writeBack(result.updates, participants.map((p) => participantOf(p.token, p.actor)));
-    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants));
+    const plan = await this.writeBack(result.updates, [...participants, ...puppets].map((p) => participantOf(p.token, p.actor)));
+    this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants, puppets));
     let message = null;
     if (result.events?.length) {
       message = await this.postRoundCard(result, {
-        names: this.namesOf(result, participants),
+        names: this.namesOf(result, participants, puppets),
         physical: usePhysical,
         title: this.t.localize("MINDSCAPE.Rest.Title"),
         icon: "fa-bed",
@@ -1624,7 +1685,7 @@ export class Mindscape {
         requesterRollMode,
       });
     }
-    this.env.Hooks.callAll("mindscape.rested", { system, result, actors: participants.map((p) => p.actor), updates: plan, message });
+    this.env.Hooks.callAll("mindscape.rested", { system, result, actors: participants.map((p) => p.actor), puppets: puppets.map((p) => p.actor), updates: plan, message });
     return { summary: result.summary, updates: plan, messageId: message?.id ?? null };
   }
 

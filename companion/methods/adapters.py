@@ -54,7 +54,7 @@ def _source_of(ref: ImportedRef, path: str) -> str:
 
 METHODS = [
     MethodSpec("adapters.list", NO_PARAMS, adapters_list,
-               "Every adapter: [{id, vtt, system, description}].",
+               "Every adapter: [{id, vtt, system, default_system, description}].",
                result={"type": "array"}),
     MethodSpec("adapters.import",
                {"type": "object", "required": ["adapter", "data"],

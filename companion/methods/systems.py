@@ -62,7 +62,7 @@ METHODS = [
                 "properties": {"system": SYSTEM_ID}},
                systems_describe,
                "A system's modes with costs, tables, combatant JSON Schema, dice purposes "
-               "and house rules [{id, text, default}]; round_end_schema and rest_schema: "
+               "and house rules [{id, text, default, choices}]; round_end_schema and rest_schema: "
                "the system's own schemas of exchange.end_round and combatants.rest params "
                "(without system, dice, seed), for a system that takes them.",
                result={"type": "object"}),

@@ -246,8 +246,18 @@ def serve(args: argparse.Namespace) -> int:
 # -- call -------------------------------------------------------------------------------
 def rpc_url(url: str) -> str:
     """The JSON-RPC endpoint for ``url``: as given, or with ``/rpc`` added when it names
-    only the daemon (``http://127.0.0.1:39393``, as ``serve`` prints it)."""
+    only the daemon (``http://127.0.0.1:39393``, as ``serve`` prints it). ``ValueError``
+    saying why for an address that is not one: not ``http://`` or ``https://`` (urllib
+    would take ``ftp://`` elsewhere), no host, or a port that is not a number."""
     parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("it does not start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError("it names no host")
+    try:
+        parts.port  # noqa: B018 -- urllib checks the port only when it is read
+    except ValueError:
+        raise ValueError("its port is not a number from 0 to 65535") from None
     if parts.path in ("", "/"):
         return urllib.parse.urlunsplit(parts._replace(path="/rpc"))
     return url
@@ -281,7 +291,11 @@ def call(args: argparse.Namespace) -> int:
                                "id": int(time.time() * 1000)}
     if params is not None:
         message["params"] = params
-    url = rpc_url(args.url)
+    try:
+        url = rpc_url(args.url)
+    except ValueError as exc:
+        return _fail(f"--url {args.url} is not the companion's address: {exc}; give one "
+                     "such as http://127.0.0.1:39393", 1)
     try:
         request = urllib.request.Request(
             url, data=json.dumps(message).encode(), method="POST",
@@ -306,7 +320,7 @@ def call(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"cannot reach {url}: {exc.strerror or exc}", 1)
     except ValueError as exc:
-        # an address urllib cannot use (no http://, a port that is not a number ...)
+        # an address urllib still cannot use (a host name it cannot encode ...)
         return _fail(f"--url {args.url} is not the companion's address ({exc}); give one "
                      "such as http://127.0.0.1:39393", 1)
     try:

@@ -228,14 +228,23 @@ def test_call_says_what_went_wrong_with_the_answer(
     assert said in _one_line(err) and out == ""
 
 
-@pytest.mark.parametrize("url", ["127.0.0.1:39393", "http://127.0.0.1:port/rpc",
-                                 "ftp://127.0.0.1/rpc"])
-def test_call_with_an_address_it_cannot_use(url: str, tmp_path: Path,
+@pytest.mark.parametrize(("url", "why"), [
+    ("127.0.0.1:39393", "it does not start with http:// or https://"),
+    ("ftp://127.0.0.1/rpc", "it does not start with http:// or https://"),
+    ("http://127.0.0.1:port/rpc", "its port is not a number from 0 to 65535"),
+    ("http://127.0.0.1:99999", "its port is not a number from 0 to 65535"),
+    ("http://:39393", "it names no host"),
+])
+def test_call_with_an_address_it_cannot_use(url: str, why: str, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Said as such before anything is sent (urllib would call an ftp:// address with FTP,
+    and takes the others for a companion that is not running)."""
     main(["token", "--home", str(tmp_path)])
     capsys.readouterr()
     assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 1
-    _one_line(capsys.readouterr().err)
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: --url {url} is not the companion's address: {why}; give one such as "
+        "http://127.0.0.1:39393")
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "0", ""])

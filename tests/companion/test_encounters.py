@@ -167,11 +167,24 @@ async def test_a_stale_revision_is_4009_and_changes_nothing(rpc: Rpc) -> None:
     ok = await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("cy"),
                                         "revision": 2})
     assert ok["revision"] == 3
-    for method, extra in (("encounter.declare", {"combatant_id": "ann", "choice": {}}),
+    # a resolved step (for undo) and a declared choice (for resolve) that a stale call
+    # would change
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": {"mode": "jab", "target": "bob"}}})
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 3})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "bob", "choice": {
+        "attack": {"mode": "jab", "target": "ann"}}})
+    view = await rpc.ok("encounter.get", {"id": eid})
+    log = await rpc.ok("encounter.log", {"id": eid})
+    for method, extra in (("encounter.declare", {"combatant_id": "ann", "choice": {
+                              "attack": {"mode": "jab", "target": "cy"}}}),
                           ("encounter.resolve", {"force": True}),
                           ("encounter.undo", {}), ("encounter.delete", {})):
         error = await rpc.error(method, {"id": eid, "revision": 0, **extra})
-        assert error["code"] == 4009, method
+        assert error["code"] == 4009 and error["data"] == {"revision": view["revision"]}, \
+            method
+        assert await rpc.ok("encounter.get", {"id": eid}) == view, method
+        assert await rpc.ok("encounter.log", {"id": eid}) == log, method
 
 
 async def test_invalid_combatant_names_its_field_and_changes_nothing(rpc: Rpc) -> None:

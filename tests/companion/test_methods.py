@@ -190,6 +190,9 @@ async def test_exchange_seed_makes_random_dice_reproducible(rpc: Rpc) -> None:
     first = await rpc.ok("exchange.resolve", params)
     second = await rpc.ok("exchange.resolve", params)
     assert first["rolls"] == second["rolls"]
+    others = [(await rpc.ok("exchange.resolve", {**params, "seed": seed}))["rolls"]
+              for seed in range(5)]
+    assert any(rolls != first["rolls"] for rolls in others), "the seed must matter"
 
 
 async def test_exchange_odds(rpc: Rpc) -> None:
@@ -207,6 +210,8 @@ async def test_dice_roll(rpc: Rpc) -> None:
     assert len(result["rolls"]) == 3
     assert result["total"] == sum(r["value"] for r in result["rolls"]) + 2
     assert await rpc.ok("dice.roll", {"expr": "3d6+2", "seed": 7}) == result
+    others = [await rpc.ok("dice.roll", {"expr": "3d6+2", "seed": seed}) for seed in range(5)]
+    assert len({tuple(r["value"] for r in o["rolls"]) for o in [result, *others]}) > 1
 
 
 async def test_dice_roll_limit_is_32602_naming_the_limit(rpc: Rpc) -> None:

@@ -360,6 +360,18 @@ def test_wave_stance_attacks_non_psionics_once_per_round() -> None:
     assert err.value.rule == "one-wave-per-round"
 
 
+def test_wave_stance_attacks_non_psionics_every_segment_when_the_house_rule_is_off() -> None:
+    """H-CS-WAVE-ROUND false: one Psionic Wave per segment rather than per round."""
+    ogre = {"id": "ogre", "int": 3, "wis": 3}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre,
+                                     options={"H-CS-WAVE-ROUND": False}), {"ann": "wave"})
+    for _ in range(2):
+        state = SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "psionic-wave", "target": "ogre"}})
+        state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20]}))
+        assert step["results"][0]["outcome"] == "saved"
+
+
 def test_at_most_64_combatants() -> None:
     """API.md limits: 64 combatants per encounter."""
     state = encounter(*[psionic(f"c{i}", 10, 10) for i in range(MAX_COMBATANTS)])

@@ -328,6 +328,17 @@ def test_blank_mind_passed_save_lets_the_contest_go_on() -> None:
     assert out["winner"] == "attacker"
 
 
+def test_blank_mind_save_target_is_the_attacker_s_own_before_the_house_default() -> None:
+    """blank_mind_save 12 (the attacker's own save) makes 13 a success, where the house
+    default (H-PP-BLANK-SAVE 15) would fail it."""
+    res = exchange(psionic("A", 3, 6, blank_mind_save=12), psionic("B", 1, 4),
+                   {"mode": "mental-stab"}, {"mode": "blank-mind"},
+                   dice={"save": [13], "attack": [6, 6, 6], "defense": [1]})
+    out = res.to_json()
+    assert out["blank_mind"] == [{"against": "b", "target": 12, "roll": 13, "success": True}]
+    assert out["winner"] == "attacker"
+
+
 def test_blank_mind_save_target_house_default() -> None:
     """H-PP-BLANK-SAVE: with no blank_mind_save the target is the option (default 15)."""
     res = exchange(psionic("A", 1, 6), psionic("B", 1, 4), {"mode": "mental-stab"},

@@ -341,6 +341,19 @@ def test_three_attacks_per_two_rounds_at_level_7() -> None:
     assert len(step["results"]) == 2
 
 
+def test_three_attacks_per_two_rounds_two_first_when_the_house_rule_is_off() -> None:
+    """H-2E-THREE-PER-TWO false: the extra attack comes in odd rounds (2, 1, 2 ...)."""
+    veteran = psionicist("vet", "Veteran", level=7, psp_max=80)
+    state = encounter(veteran, FENKA, options={"H-2E-THREE-PER-TWO": False})
+    two = {"attacks": [{"mode": "mind-thrust", "target": "fenka"}] * 2}
+    state = SYSTEM.encounter_declare(state, "vet", two)
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [2, 2]}), force=True)
+    assert len(step["results"]) == 2
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "vet", two)
+    assert err.value.rule == "too-many-attacks"
+
+
 def test_ids_are_unique_and_the_encounter_holds_at_most_64() -> None:
     state = SYSTEM.encounter_new(None)
     state, first = SYSTEM.encounter_add(state, {"name": "Gith Raider"})

@@ -50,6 +50,17 @@ def test_combatant_defaults_nonpsionic_without_psp_max() -> None:
     assert c["mind"]["state"] == "closed"
 
 
+@pytest.mark.parametrize(("save_0", "target"), [(True, 16), (False, 14)])
+def test_level_0_save_by_house_rule_h_2e_save_0(save_0: bool, target: int) -> None:
+    """H-2E-SAVE-0: level 0 saves at 16; false, as level 1 of its class group (warrior
+    1–2: 14). A level-1 warrior is the same either way."""
+    options = {"H-2E-SAVE-0": save_0}
+    guard = SYSTEM.combatant_under({"name": "Templar Guard"}, "", options)
+    assert guard["level"] == 0 and guard["save_paralyzation"] == target
+    veteran = SYSTEM.combatant_under({"name": "Veteran", "level": 1}, "", options)
+    assert veteran["save_paralyzation"] == 14
+
+
 def test_combatant_derivations_for_a_psionicist() -> None:
     # psionicist 21 − level; MAC: Wis 17 base 8, Int 18 −2, one Mental Armor slot −2
     c = SYSTEM.combatant({"id": "p", "psp_max": 60, "level": 6, "int": 18, "wis": 17,

@@ -27,6 +27,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export MINDSCAPE_CHROMIUM=${MINDSCAPE_CHROMIUM:-$(command -v chromium)}
 export MINDSCAPE_BIN="$ROOT/.venv/bin/mindscape"
+# Here the browser tests must run: without the daemon or Chromium they fail, not skip.
+export MINDSCAPE_REQUIRE_E2E=1
 
 echo "== ruff"
 .venv/bin/ruff check engine adapters companion tests bench

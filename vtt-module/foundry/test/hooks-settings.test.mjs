@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
-import { ATTACK_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
+import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
 
 function client(generation = 12) {
   const world = new FakeWorld();
@@ -109,3 +109,79 @@ test("sheets of actors the user does not own get no Mindscape buttons", () => {
   hookTable(fakeSvc()).getActorSheetHeaderButtons({ actor }, buttons);
   assert.equal(buttons.length, 0);
 });
+
+/** A player's client (Ann), with Ann's actor and one owned by Bo, each with a linked token. */
+function playerClient(generation) {
+  const world = new FakeWorld();
+  const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
+  const ann = new FakeUser({ id: "pl0001", name: "Ann" });
+  const bo = new FakeUser({ id: "pl0002", name: "Bo" });
+  const c = makeClient({ server: new FakeServer(), world, users: makeUsers([gm, ann, bo]), user: ann, generation, worldSettings: new Map() });
+  world.game = c.game;
+  const own = world.actor({ id: "ulcen", name: "Ulcen", ownership: { pl0001: 3 } });
+  const other = world.actor({ id: "fenka", name: "Fenka", ownership: { pl0002: 3 } });
+  world.token({ id: "tokU", name: "Ulcen", actor: own, actorLink: true });
+  world.token({ id: "tokF", name: "Fenka", actor: other, actorLink: true });
+  return { own, other, svc: { ...fakeSvc(), game: c.game } };
+}
+
+test("v13 sheets (AppV2) of actors the user does not own get no Mindscape controls, by either hook name", () => {
+  const { own, other, svc } = playerClient(13);
+  assert.equal(other.isOwner, false);
+  const table = hookTable(svc);
+  for (const hook of ["getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2"]) {
+    for (const app of [{ document: other, options: { actions: {} } }, { actor: other, document: other, options: { actions: {} } }]) {
+      const controls = [];
+      table[hook](app, controls);
+      assert.deepEqual(controls, [], hook);
+      assert.deepEqual(app.options.actions, {}, hook);
+    }
+    // The player's own actor's sheet gets them.
+    const controls = [];
+    table[hook]({ document: own }, controls);
+    assert.deepEqual(controls.map((c) => c.action), [ATTACK_ACTION, PROFILE_ACTION], hook);
+  }
+});
+
+/** Just enough of a DOM element for the token HUD hook: children, dataset, queries by data-action. */
+class FakeElement {
+  constructor(className = "") { this.className = className; this.dataset = {}; this.children = []; this.attributes = {}; this.innerHTML = ""; }
+  append(...nodes) { this.children.push(...nodes); }
+  setAttribute(name, value) { this.attributes[name] = value; }
+  addEventListener(type, fn) { this.listener = fn; }
+  all() { return this.children.flatMap((n) => [n, ...n.all()]); }
+  querySelector(selector) {
+    const cls = /^\.col\.(\w+)$/.exec(selector);
+    const action = /^\[data-action="([^"]+)"\]$/.exec(selector);
+    return this.all().find((n) => (cls && n.className === `col ${cls[1]}`) || (action && n.dataset.action === action[1])) ?? null;
+  }
+}
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: the token HUD of a token whose actor the user does not own gets no Mindscape button`, (t) => {
+    const saved = globalThis.document;
+    globalThis.document = { createElement: () => new FakeElement() };
+    t.after(() => { if (saved === undefined) delete globalThis.document; else globalThis.document = saved; });
+    const { own, other, svc } = playerClient(generation);
+    const hud = () => {
+      const root = new FakeElement("placeable-hud");
+      root.append(new FakeElement("col left"), new FakeElement("col right"));
+      // v12 hands the hook jQuery, v13 the element.
+      return { root, html: generation >= 13 ? root : { 0: root, length: 1, jquery: "3.7.1" } };
+    };
+    const table = hookTable(svc);
+    const theirs = hud();
+    table.renderTokenHUD({ object: { document: other.getActiveTokens()[0], actor: other } }, theirs.html);
+    assert.equal(theirs.root.querySelector(".col.right").children.length, 0);
+    assert.equal(theirs.root.all().length, 2);
+    // Ann's own token gets the attack button, which attacks with that token.
+    const mine = hud();
+    const token = own.getActiveTokens()[0];
+    table.renderTokenHUD({ object: { document: token, actor: own } }, mine.html);
+    const button = mine.root.querySelector(`[data-action="${ATTACK_ACTION}"]`);
+    assert.ok(button);
+    assert.equal(mine.root.querySelector(`[data-action="${ENCOUNTER_ACTION}"]`), null, "the encounter panel is the GM's");
+    button.listener({ preventDefault() {}, stopPropagation() {} });
+    assert.deepEqual(svc.calls, [["attack", { attackerUuid: token.uuid }]]);
+  });
+}

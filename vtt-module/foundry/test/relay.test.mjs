@@ -147,22 +147,24 @@ test("the relay waits at least as long as the longest attack flow (the defense q
   assert.ok(tbl.clients.p1.svc.relay.timeoutMs > 300000 + DEFENSE_GRACE_MS);
 });
 
-function twoGMs() {
-  const server = new FakeServer({});
+/** Two GMs and a player; `ran` records which client ran a request (its user id). */
+function twoGMs({ generation = 12, passQuerySender = false } = {}) {
+  const server = new FakeServer({ passQuerySender });
   const world = new FakeWorld();
   const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
   const assistant = new FakeUser({ id: "gm0001", name: "Assistant", isGM: true });
   const p1 = new FakeUser({ id: "pl0001", name: "Ann" });
   const users = makeUsers([gm, assistant, p1]);
+  const ran = [];
   const make = (user) => {
-    const c = makeClient({ server, world, users, user, worldSettings: new Map() });
+    const c = makeClient({ server, world, users, user, generation, worldSettings: new Map() });
     c.relay = new Relay({ game: c.game, CONFIG: c.CONFIG, timeoutMs: 200, handlers: {
-      whoAnswers: { runsOn: "gm", fn: async () => c.game.user.id },
+      whoAnswers: { runsOn: "gm", fn: async () => { ran.push(c.game.user.id); return c.game.user.id; } },
     } });
     c.relay.register();
     return c;
   };
-  return { users: { gm, assistant }, gm: make(gm), assistant: make(assistant), p1: make(p1) };
+  return { users: { gm, assistant }, gm: make(gm), assistant: make(assistant), p1: make(p1), ran };
 }
 
 test("requests go to a connected GM whose browser is paired when Foundry's active GM is not", async () => {
@@ -186,4 +188,17 @@ test("a paired GM who is not connected is passed over; with no paired GM Foundry
   Object.getPrototypeOf(t.p1.game.users.get("gm0001")).active = true;
   await t.users.gm.setFlag("mindscape", "paired", true);
   assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
+});
+
+test("v13: a GM's request sent straight to a GM's client that does not talk to the companion is refused there, not run", async () => {
+  const t = twoGMs({ generation: 13, passQuerySender: true });
+  assert.equal(t.assistant.relay.isActiveGM, false);
+  // Any client may query any user: Ann asks the assistant GM, whose client is not the active GM's.
+  const envelope = await t.p1.game.users.get("gm0001").query("mindscape.whoAnswers", { payload: {} }, {});
+  assert.equal(envelope.ok, false);
+  assert.equal(envelope.error.name, "PermissionDeniedError");
+  assert.deepEqual(t.ran, []);
+  // The same request through the relay reaches the active GM, who runs it.
+  assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
+  assert.deepEqual(t.ran, ["gm0000"]);
 });

@@ -459,6 +459,18 @@ test('attacker and defender must use the same system', () => {
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
   attack(ctx);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /uses revised-2e but Fenka uses power-pool/);
+  // Nothing was sent or left waiting: no defense buttons, no attack stored, no request.
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), []);
+  assert.equal(ctx.sb.chats.filter((c) => /defend --req/.test(c.input)).length, 0);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.equal(requests(ctx.sb).length, 0);
+  // The same refusal where a request would go to the companion at once: the GM fixing
+  // the defense in the command, and the odds.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --defense none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /uses revised-2e but Fenka uses power-pool/);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /uses revised-2e but Fenka uses power-pool/);
+  assert.equal(requests(ctx.sb).length, 0);
 });
 
 test('an encounter is created, joined by a batch, declared in secret and resolved step by step', () => {

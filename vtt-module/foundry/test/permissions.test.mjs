@@ -1,0 +1,130 @@
+// Who may ask for what (docs/FOUNDRY.md, "How players reach the companion"; SECURITY.md
+// §4: the GM's client relays a choice only for combatants the sender controls, the
+// sender being the one the server names, never the payload). A player who asks the GM's
+// client, through the relay, about an actor someone else owns is refused before anything
+// is read from the companion or written to the world; the GM-only requests are refused
+// on the player's own client, before anything leaves it; only the client that talks to
+// the companion calls it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { encounterMethods, makeTable } from "../test-support/scenario.mjs";
+
+const VARIANTS = [
+  { generation: 12, passQuerySender: false, name: "v12 (module socket)" },
+  { generation: 13, passQuerySender: true, name: "v13 (queries naming the sender)" },
+  { generation: 13, passQuerySender: false, name: "v13 (queries without the sender: socket fallback)" },
+];
+
+/** The rejection of `promise` (the test fails when it resolves). */
+async function refusal(promise) {
+  const outcome = await promise.then((value) => ({ value }), (error) => ({ error }));
+  assert.ok(outcome.error, `expected a refusal, got ${JSON.stringify(outcome.value)}`);
+  return outcome.error;
+}
+
+for (const { generation, passQuerySender, name } of VARIANTS) {
+  test(`${name}: a player cannot declare the secret encounter choice of a combatant they do not own, whatever the payload claims`, async () => {
+    const { methods, enc } = encounterMethods();
+    const t = makeTable({ generation, passQuerySender, methods });
+    const ctl = t.clients.gm.svc.encounters;
+    await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+    assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+    const meta = structuredClone(ctl.meta);
+    const revision = enc.revision;
+    const from = t.daemon.calls.length;
+    // p2 (Fenka's owner) declares an attack for Ulcen (p1's), claiming to be p1.
+    const form = { attackMode: "ego-whip", target: "fenka-tokF", multiplier: "1", range: "short", defenseMode: "" };
+    const err = await refusal(t.clients.p2.svc.relay.toGM("encounterDeclare", { combatantId: "ulcen", form, sender: "pl0001", user: "pl0001" }));
+    assert.equal(err.name, "PermissionDeniedError");
+    assert.match(err.data.who, /Ulcen of Tyr/);
+    assert.deepEqual(t.daemon.calls.slice(from), [], "the companion is not asked anything");
+    assert.equal(enc.choices.size, 0);
+    assert.equal(enc.revision, revision);
+    assert.deepEqual(ctl.meta, meta);
+    // Her own combatant's choice goes through, the same way.
+    await t.clients.p2.svc.relay.toGM("encounterDeclare", { combatantId: "fenka-tokF", form: { attackMode: "", defenseMode: "mind-blank" } });
+    assert.deepEqual([...enc.choices], [["fenka-tokF", { defense: { mode: "mind-blank" } }]]);
+  });
+
+  test(`${name}: a player can neither read nor rewrite the Mindscape profile of an actor they do not own`, async () => {
+    const t = makeTable({ generation, passQuerySender, dialogs: { p2: { profileDialog: { kind: "psionicist", psp: "99", attacks: ["ego-whip"] } } } });
+    const ulcen = t.actors.ulcen;
+    const flags = structuredClone(ulcen.flags);
+    // From her own client: refused before the editor opens on Ulcen's profile.
+    assert.equal(await t.clients.p2.svc.configureActor(ulcen.uuid), null);
+    assert.match(t.clients.p2.notes.error[0], /You may not do this \(Ulcen of Tyr\)/);
+    assert.equal(t.clients.p2.dialogs.seen.length, 0);
+    // Forged requests straight to the GM's client, naming p1 in the payload.
+    const read = await refusal(t.clients.p2.svc.relay.toGM("profileForm", { actorUuid: ulcen.uuid, sender: "pl0001" }));
+    assert.equal(read.name, "PermissionDeniedError");
+    const write = await refusal(t.clients.p2.svc.relay.toGM("saveProfile", { actorUuid: ulcen.uuid, form: { kind: "psionicist", psp: "99" }, sender: "pl0001" }));
+    assert.equal(write.name, "PermissionDeniedError");
+    assert.deepEqual(t.daemon.calls, [], "the companion is not asked anything");
+    assert.deepEqual(ulcen.flags, flags);
+    assert.deepEqual(ulcen.updates, []);
+    // Her own actor's profile she may edit.
+    const saved = await t.clients.p2.svc.configureActor(t.actors.fenka.uuid);
+    assert.deepEqual(saved.profile, { kind: "psionicist", psp: 99, attacks: ["ego-whip"] });
+  });
+
+  test(`${name}: a player cannot read the modes or the odds of an actor they do not own`, async () => {
+    const t = makeTable({ generation, passQuerySender, dialogs: { p2: { attackDialog: { mode: "mind-thrust" } } } });
+    const attackerUuid = t.tokens.ulcenToken.uuid;
+    const targetUuid = t.tokens.goblinToken.uuid;
+    // From her own client: refused before the attack dialog shows Ulcen's modes.
+    assert.equal(await t.clients.p2.svc.startAttack({ attackerUuid, targetUuids: [targetUuid] }), null);
+    assert.match(t.clients.p2.notes.error[0], /You may not do this \(Ulcen of Tyr\)/);
+    assert.equal(t.clients.p2.dialogs.seen.length, 0);
+    // Forged requests straight to the GM's client.
+    const prep = await refusal(t.clients.p2.svc.relay.toGM("prepare", { attackerUuid, targetUuids: [targetUuid], sender: "pl0001" }));
+    assert.equal(prep.name, "PermissionDeniedError");
+    const odds = await refusal(t.clients.p2.svc.relay.toGM("odds", { attackerUuid, targetUuid, attack: { mode: "mind-thrust", multiplier: "1", range: "short" }, assumeDefense: null, sender: "pl0001" }));
+    assert.equal(odds.name, "PermissionDeniedError");
+    assert.deepEqual(t.daemon.calls, [], "the companion is not asked anything");
+    // Her own Fenka's odds she may read.
+    const own = await t.clients.p2.svc.relay.toGM("odds", { attackerUuid: t.tokens.fenkaToken.uuid, targetUuid, attack: { mode: "mind-thrust", multiplier: "1", range: "short" }, assumeDefense: null });
+    assert.ok(own.outcomes.length);
+  });
+
+  test(`${name}: a player's client refuses the GM-only requests itself: nothing is sent to the GM`, async () => {
+    const t = makeTable({ generation, passQuerySender, dialogs: { p1: { restDialog: { hours: 8 } } } });
+    const p1 = t.clients.p1;
+    const tokenUuids = [t.tokens.ulcenToken.uuid];
+    assert.equal(await p1.svc.startEndRound({ tokenUuids }), null);
+    assert.equal(await p1.svc.startRest({ tokenUuids }), null);
+    assert.equal(await p1.svc.startRest({ tokenUuids, hours: 8 }), null);
+    assert.equal(await p1.svc.startRefreshEncounter(), null);
+    assert.deepEqual(p1.notes.error.map((m) => m.split(".")[0]), [
+      "Only a GM may end a psionic round",
+      "Only a GM may give actors a psionic rest",
+      "Only a GM may give actors a psionic rest",
+      "Only a GM may take the encounter's combatants again from their sheets",
+    ]);
+    assert.deepEqual(t.server.log, [], "no request left the player's client");
+    assert.equal(p1.dialogs.seen.length, 0);
+    assert.deepEqual(t.daemon.calls, []);
+  });
+}
+
+test("only the client that talks to the companion calls it: another GM's client, even holding the token, goes through the relay", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  // Ann becomes a second GM; gm0000 stays the one that talks to the companion.
+  Object.getPrototypeOf(t.clients.p1.game.user).isGM = true;
+  const assistant = t.clients.p1.svc;
+  assert.equal(assistant.relay.isActiveGM, false);
+  assert.equal(t.clients.gm.svc.relay.isActiveGM, true);
+  // Her browser holds the companion's address and token too.
+  await t.clients.p1.game.settings.set("mindscape", "daemonToken", "secret-token");
+  const direct = [];
+  assistant.env.fetch = async (...args) => { direct.push(JSON.parse(args[1].body).method); return t.daemon.fetch(...args); };
+  const err = await refusal(assistant.describe("revised-2e"));
+  assert.equal(err.name, "PermissionDeniedError");
+  assert.equal(err.data.who, "systems.describe");
+  assert.deepEqual(direct, []);
+  assert.deepEqual(t.daemon.calls, []);
+  // Her attack is resolved by gm0000's client.
+  const outcome = await assistant.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(outcome[0].outcome, "hit");
+  assert.deepEqual(direct, []);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 1);
+});

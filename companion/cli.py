@@ -367,3 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         # Ctrl+C before the daemon took SIGINT over, or while `call` waits: no traceback.
         return 130
+    except BrokenPipeError:
+        # The reader went away (`mindscape call companion.info | head`): what it read was
+        # all it wanted. Point stdout at nothing so that the interpreter's own flush at
+        # exit does not fail again, and exit as a program killed by SIGPIPE would (141;
+        # Windows has no SIGPIPE to name).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141

@@ -4,7 +4,10 @@ resolution (API.md "Running it")."""
 from __future__ import annotations
 
 import http.server
+import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -280,3 +283,22 @@ def test_an_extension_origin_without_a_plain_id_is_refused(
     with pytest.raises(SystemExit) as done:
         main(["serve", "--home", str(tmp_path), "--allow-origin", given])
     assert done.value.code == 2 and "is not an extension origin" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
+    """`mindscape token | head -c 0`, `mindscape call ... | head`: the output's reader
+    closed the pipe, so the write fails; the command stops quietly with SIGPIPE's status
+    (141), stderr empty."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from companion.cli import main; "
+                                   "sys.exit(main(sys.argv[1:]))",
+             "token", "--home", str(tmp_path / "home")],
+            stdout=write_end, stderr=subprocess.PIPE, timeout=60, check=False)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
+    assert (tmp_path / "home" / "token").exists()
+

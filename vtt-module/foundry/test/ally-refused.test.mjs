@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RulesError } from "../mindscape/scripts/errors.js";
-import { combatantIdOfRef, defaultMethods, makeTable } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, makeTable, poolImport } from "../test-support/scenario.mjs";
 
 const POOL = "power-pool";
 const SWARM = "imagination-swarm";
@@ -31,7 +31,7 @@ async function table(resolve) {
   const calls = [];
   const methods = defaultMethods({
     "systems.describe": describe,
-    "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) }, warnings: [] }),
+    "adapters.import": poolImport,
     "exchange.resolve": (params) => { calls.push(structuredClone(params)); return resolve(params, calls.length); },
   });
   const t = makeTable({

@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RulesError } from "../mindscape/scripts/errors.js";
-import { combatantIdOfRef, defaultMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, makeTable, poolImport, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 
 const refuse = (rule, detail, combatant) => ({ code: 4001, message: "The rules forbid it", data: { rule, detail, ...(combatant ? { combatant } : {}) } });
 const defenseDialogs = (client) => client.dialogs.seen.filter((s) => s.kind === "defenseDialog");
@@ -130,7 +130,7 @@ async function poolTable(resolve, dialogs) {
       combatant_schema: { type: "object", properties: {} },
       house_rules: [],
     }),
-    "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) }, warnings: [] }),
+    "adapters.import": poolImport,
     "exchange.resolve": (params) => { calls.push(structuredClone(params)); return resolve(params, calls.length); },
   });
   const t = makeTable({ methods, dialogs });

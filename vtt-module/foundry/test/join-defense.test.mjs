@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { joiningModeId } from "../mindscape/scripts/requests.js";
 import { sightBlocked } from "../mindscape/scripts/foundry.js";
-import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable, poolImport } from "../test-support/scenario.mjs";
 
 const POOL = "power-pool";
 const SWARM = "imagination-swarm";
@@ -51,7 +51,7 @@ async function attackTable({ resolve, dialogs = {}, creatures = [] } = {}) {
   const calls = [];
   const methods = defaultMethods({
     "systems.describe": describe,
-    "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.[POOL] ?? {}) }, warnings: [] }),
+    "adapters.import": poolImport,
     "exchange.resolve": (params) => { calls.push(params); return resolve ? resolve(params) : { system: POOL, winner: "defender", outcome: "defender", summary: "Rebuffed.", rolls: [], events: [], updates: [] }; },
   });
   const t = makeTable({ methods, dialogs });

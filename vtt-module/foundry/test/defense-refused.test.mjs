@@ -112,6 +112,38 @@ test("revised-2e: a refusal about the attacker (not-enough-psp) or naming anothe
   }
 });
 
+test("a player's attack that the struck mind's defense stops: the GM sees the companion's reason, the attacker's player only that a mind struck stopped it", async () => {
+  const cases = [
+    // A defense's rule: the detail tells Fenka's PSPs, which Ulcen's player may not know.
+    { error: refuse("not-enough-psp-for-defense", "Fenka needs 3 PSPs for mind-blank but holds 2"), hidden: true },
+    // Naming the mind struck (whatever the rule).
+    { error: refuse("target-mindless", "Fenka has no mind", "fenka-tokF"), hidden: true },
+    // The defender's sheet refused.
+    { error: { code: -32602, message: "Invalid params", data: { errors: [{ path: "/defender/psp", message: "9 is more than psp_max 2" }] } }, hidden: true },
+    // About the attacker: its own player may know it.
+    { error: refuse("not-enough-psp", "Ulcen needs 8 PSPs but holds 5"), hidden: false },
+    { error: { code: -32602, message: "Invalid params", data: { errors: [{ path: "/attack/multiplier", message: "4 is above the level" }] } }, hidden: false },
+  ];
+  for (const { error, hidden } of cases) {
+    const methods = defaultMethods({ "exchange.resolve": () => { throw error; } });
+    const t = makeTable({ methods, dialogs: { p2: { defenseDialog: { mode: "mind-blank" } } } });
+    const done = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+    assert.equal(done, null);
+    const detail = error.data.detail ?? error.data.errors[0].message;
+    const label = JSON.stringify(error.data.rule ?? error.data.errors[0].path);
+    // The GM runs the table: it sees the whole refusal, once.
+    assert.equal(t.clients.gm.notes.error.length, 1, label);
+    assert.ok(t.clients.gm.notes.error[0].includes(detail), label);
+    assert.equal(t.clients.p1.notes.error.length, 1, label);
+    if (hidden) {
+      assert.equal(t.clients.p1.notes.error[0], "The companion could not resolve this attack because of a mind it struck (its defense, its sheet or its state). Nothing was written; the GM has been told why.", label);
+    } else {
+      assert.ok(t.clients.p1.notes.error[0].includes(detail), label);
+    }
+    assert.equal(t.clients.gm.ChatMessage.created.length, 0, label);
+  }
+});
+
 // power-pool: Ulcen (Ann's) attacks; Fenka (Bo's, an unlinked token) and the goblin (the
 // GM's) are the minds struck.
 const POOL = "power-pool";

@@ -182,7 +182,7 @@ export class Mindscape {
     return {
       prepare: { runsOn: "gm", fn: (p, c) => this.prepare(p, c.sender) },
       odds: { runsOn: "gm", fn: (p, c) => this.odds(p, c.sender) },
-      attack: { runsOn: "gm", fn: (p, c) => this.attack(p, c.sender) },
+      attack: { runsOn: "gm", fn: (p, c) => this.attackAsked(p, c.sender) },
       profileForm: { runsOn: "gm", fn: (p, c) => this.profileForm(p, c.sender) },
       saveProfile: { runsOn: "gm", fn: (p, c) => this.saveProfile(p, c.sender) },
       endRound: { runsOn: "gm", fn: (p, c) => this.endRoundFor(p, c.sender) },
@@ -288,6 +288,28 @@ export class Mindscape {
       outcomes.push(await this.resolveChoosing(exchange(defenses[i]), again, reasks));
     }
     return outcomes;
+  }
+
+  /**
+   * GM: `attack` as a client asks for it through the relay. The GM runs the table, so an
+   * attack a player asked for that fails is shown here too (the player's client shows
+   * what it is told). A failure that speaks of a mind the attack struck (a companion
+   * refusal of a defense, or naming a combatant other than the attacker, or params
+   * refused outside the attacker's own) may tell of that mind's secrets, its PSPs or its
+   * defense: the player is told only that the minds it struck stopped the attack and
+   * that the GM has the reason.
+   */
+  async attackAsked(payload, sender) {
+    try {
+      return await this.attack(payload, sender);
+    } catch (error) {
+      if (!sender || sender.id === this.game.user?.id) throw error;
+      this.notifyError(error);
+      const first = await this.docs(payload.attackerUuid).catch(() => null);
+      const attackerId = first ? roundCombatantId(first.token, first.actor) : null;
+      if (speaksOfTheStruck(error, attackerId)) throw new UsageError("MINDSCAPE.Error.StoppedByTheStruck");
+      throw error;
+    }
   }
 
   /**
@@ -1964,6 +1986,23 @@ export class Mindscape {
 const DEFENSE_RULES = new Set(["defense-not-known", "nonpsionic-cannot-defend", "defender-cannot-act", "not-enough-psp-for-defense",
   "defense-mode-not-known", "defense-shield-thoughts-only"]);
 const CHOOSER_RULES = new Set(["mode-not-known", "defender-unaware", "pool-dice-exceed-pool", "labyrinth-while-controlled", "spell-not-memorised"]);
+
+/**
+ * Whether a failed attack's `error` speaks of the minds it struck rather than of the
+ * attacker (combatant id `attackerId`): a 4001 of a defense's rules, or naming another
+ * combatant; a −32602 with a problem outside the attacker and its attack.
+ */
+function speaksOfTheStruck(error, attackerId) {
+  if (error instanceof RulesError) {
+    const { rule = "", combatant } = error.data ?? {};
+    return DEFENSE_RULES.has(rule) || (typeof combatant === "string" && combatant !== attackerId);
+  }
+  if (error instanceof InvalidParamsError) {
+    const paths = (error.data?.errors ?? []).map((e) => String(e?.path ?? ""));
+    return paths.some((path) => !/^\/(attacker|attack)(\/|$)/.test(path));
+  }
+  return false;
+}
 
 /**
  * Whose defense the companion refused (`resolveChoosing`): `{id, rule, detail}`, `id`

@@ -3,7 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DaemonClient, callWithPhysicalDice, checkDieValues } from "../mindscape/scripts/rpc.js";
-import { CancelledError } from "../mindscape/scripts/errors.js";
+import { CancelledError, UsageError } from "../mindscape/scripts/errors.js";
+import { MAX_DICE_PROMPTS } from "../mindscape/scripts/consts.js";
 import { fakeDaemon } from "../test-support/fakes.mjs";
 import { makeTable } from "../test-support/scenario.mjs";
 
@@ -38,6 +39,23 @@ test("closing the dice prompt cancels the resolution", async () => {
   const daemon = needy();
   const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: daemon.fetch });
   await assert.rejects(callWithPhysicalDice((m, p) => client.call(m, p), "exchange.resolve", {}, async () => null), CancelledError);
+});
+
+test("at most MAX_DICE_PROMPTS prompts: the next need stops the call with a reason, before asking once more", async () => {
+  // A rest whose open mind needs a Wisdom check a round, for ever.
+  const endless = fakeDaemon({
+    "combatants.rest": () => {
+      throw { code: 4002, message: "dice needed", data: { purpose: "wisdom-check", sides: 20, needed: 1 } };
+    },
+  });
+  const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: endless.fetch });
+  let prompts = 0;
+  const stopped = await callWithPhysicalDice((m, p) => client.call(m, p), "combatants.rest", {}, async (need) => { prompts += 1; return Array(need.needed).fill(20); })
+    .then(() => null, (error) => error);
+  assert.ok(stopped instanceof UsageError, String(stopped));
+  assert.equal(stopped.key, "MINDSCAPE.Error.TooManyDicePrompts");
+  assert.equal(prompts, MAX_DICE_PROMPTS, "every die typed was sent: none asked for and thrown away");
+  assert.equal(endless.calls.length, MAX_DICE_PROMPTS + 1);
 });
 
 test("typed values are checked against the die's faces and the count needed", () => {

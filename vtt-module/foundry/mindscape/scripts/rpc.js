@@ -6,7 +6,7 @@
 import { MAX_DICE_PROMPTS } from "./consts.js";
 import {
   CancelledError, DaemonAuthError, DaemonForbiddenError, DaemonHttpError,
-  DaemonUnreachableError, DiceNeededError, NotPairedError, errorFromRpc,
+  DaemonUnreachableError, DiceNeededError, NotPairedError, UsageError, errorFromRpc,
 } from "./errors.js";
 
 /** Strip trailing slashes so `${url}/rpc` is always one slash. */
@@ -79,19 +79,20 @@ export class DaemonClient {
  */
 export async function callWithPhysicalDice(call, method, params, promptDice) {
   const dice = structuredClone(params.dice ?? {});
-  for (let round = 0; round <= MAX_DICE_PROMPTS; round++) {
+  for (let prompts = 0; ; prompts++) {
     try {
       const result = await call(method, { ...params, dice });
       return { result, dice };
     } catch (error) {
       if (!(error instanceof DiceNeededError)) throw error;
+      // Stop before asking once more than the limit, not after: no typed die is thrown away.
+      if (prompts === MAX_DICE_PROMPTS) throw new UsageError("MINDSCAPE.Error.TooManyDicePrompts", { count: MAX_DICE_PROMPTS });
       const { purpose, sides, needed } = error.data;
       const values = await promptDice({ purpose, sides, needed, supplied: structuredClone(dice) });
       if (!values) throw new CancelledError({ purpose });
       dice[purpose] = [...(dice[purpose] ?? []), ...values.map(Number)];
     }
   }
-  throw new CancelledError({ reason: "too-many-prompts" });
 }
 
 /**

@@ -83,6 +83,23 @@ test("AppV1 sheets get attack and profile header buttons that act on the sheet's
   assert.ok(c);
 });
 
+test("a world actor's sheet attacks through its linked token, else its first unlinked one", () => {
+  const { world } = client();
+  const actor = world.actor({ id: "ogre", name: "Ogre", ownership: { gm0000: 3 } });
+  const copy = world.token({ id: "t1", name: "Ogre (copy)", actor, actorLink: false });
+  const svc = fakeSvc();
+  const attack = () => {
+    const buttons = [];
+    hookTable(svc).getActorSheetHeaderButtons({ actor }, buttons);
+    buttons.find((b) => b.class === ATTACK_ACTION).onclick();
+    return svc.calls.at(-1)[1].attackerUuid;
+  };
+  assert.equal(attack(), copy.uuid);
+  // A linked token placed after the copy is still the one it fights through.
+  const linked = world.token({ id: "t2", name: "Ogre", actor, actorLink: true });
+  assert.equal(attack(), linked.uuid);
+});
+
 test("AppV2 sheets get the controls once, even when both hook names fire", () => {
   const { world } = client(13);
   const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });

@@ -22,10 +22,15 @@ export function restOffered(svc) {
   return Boolean(svc.game?.user?.isGM) && restsIn(svc.system);
 }
 
-/** The token (document) uuid an actor sheet attacks with: its token, else its first active token. */
+/**
+ * The token (document) uuid an actor sheet attacks with: a token's own actor, its token;
+ * a world actor, its linked token on the scene, else the first of its unlinked ones (as
+ * `Mindscape.docs` picks), else the actor itself.
+ */
 export function sheetAttackerUuid(actor) {
   if (actor?.isToken && actor.token) return actor.token.uuid;
-  const token = actor?.getActiveTokens?.(false, true)?.[0];
+  const tokens = actor?.getActiveTokens?.(false, true) ?? [];
+  const token = tokens.find((t) => t.actorLink) ?? tokens[0];
   return token?.uuid ?? actor?.uuid;
 }
 

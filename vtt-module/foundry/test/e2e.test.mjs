@@ -569,13 +569,17 @@ test("an encounter choice the real companion refuses (an attack Zanna cannot pay
   await panel.locator('[data-action="ask"]').click();
   const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
   const of = (name) => choices.filter({ has: page.locator(".mindscape-lead strong", { hasText: name }) });
+  // Both are asked at once, and the two dialogs open where they like: whichever opened
+  // last may lie over the other's OK button, so it is pressed as the keyboard would,
+  // not by a pointer at its place on the page.
+  const press = (button) => button.evaluate((b) => b.click());
   await of("Aboleth").waitFor();
-  await of("Aboleth").locator('button[data-action="ok"]').click();
+  await press(of("Aboleth").locator('button[data-action="ok"]'));
   const zanna = of("Zanna");
   await zanna.locator("select[name=attackMode]").selectOption("mind-thrust");
   await zanna.locator("select[name=target]").selectOption({ label: "Aboleth" });
   await zanna.locator("select[name=defenseMode]").selectOption("thought-shield");
-  await zanna.locator('button[data-action="ok"]').click();
+  await press(zanna.locator('button[data-action="ok"]'));
   // Refused by the companion: Zanna is asked again, told why.
   const again = zanna.filter({ has: page.locator(".mindscape-warning") });
   await again.waitFor({ timeout: 15000 });

@@ -105,6 +105,8 @@ test("a player cannot attack with an actor they do not own, whatever the payload
   const err = await t.clients.p2.svc.relay.toGM("attack", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust" }, sender: "pl0001", user: "pl0001" }).catch((e) => e);
   assert.equal(err.name, "PermissionDeniedError");
   assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
+  // The refusal is the player's to hear of: the GM's browser shows nothing of it.
+  assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
 test("the GM's attack on several targets resolves them in turn with the attacker's current PSPs", async () => {

@@ -292,8 +292,8 @@ export class Mindscape {
 
   /**
    * GM: `attack` as a client asks for it through the relay. The GM runs the table, so an
-   * attack a player asked for that fails is shown here too (the player's client shows
-   * what it is told). A failure that speaks of a mind the attack struck (a companion
+   * attack a player asked for that fails is shown here too, unless the player was refused
+   * an actor it does not own (the player's client shows what it is told). A failure that speaks of a mind the attack struck (a companion
    * refusal of a defense, or naming a combatant other than the attacker, or params
    * refused outside the attacker's own) may tell of that mind's secrets, its PSPs or its
    * defense: the player is told only that the minds it struck stopped the attack and
@@ -304,7 +304,9 @@ export class Mindscape {
       return await this.attack(payload, sender);
     } catch (error) {
       if (!sender || sender.id === this.game.user?.id) throw error;
-      this.notifyError(error);
+      // A player's own overreach (an actor it does not own) is the player's to hear of:
+      // shown here it would read as if the GM may not.
+      if (!(error instanceof PermissionDeniedError)) this.notifyError(error);
       const first = await this.docs(payload.attackerUuid).catch(() => null);
       const attackerId = first ? roundCombatantId(first.token, first.actor) : null;
       if (speaksOfTheStruck(error, attackerId)) throw new UsageError("MINDSCAPE.Error.StoppedByTheStruck");

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -287,13 +287,12 @@ class PowerPoolSystem(System):
             _settle(combatants, puppets, cid, after, freed)
             events += happened
             lines += upkeep_lines(after, choice, happened, puppets | combatants)
-        for cid in list(combatants):
-            after, freed, happened = control.action_upkeep(
-                self.tables, combatants[cid], puppets | combatants, ending)
-            _settle(combatants, puppets, cid, after, freed)
-            events += happened
-            lines += action_upkeep_lines(self.tables, after, happened, puppets | combatants)
-        return events, lines, changed(before, puppets)
+        more_events, more_lines = _each_upkeep(
+            combatants, puppets,
+            lambda c, creatures: control.action_upkeep(self.tables, c, creatures, ending),
+            lambda c, happened, creatures: action_upkeep_lines(self.tables, c, happened,
+                                                               creatures))
+        return events + more_events, lines + more_lines, _changed(before, puppets)
 
     def rest_between(self, combatants: dict[str, JSON], request: Mapping[str, Any],
                      options: Mapping[str, Any]) -> tuple[list[Event], list[str], list[JSON]]:
@@ -303,15 +302,11 @@ class PowerPoolSystem(System):
         puppets = self.puppets_of(request, combatants, "that rests")
         before = dict(puppets)
         ending = control.ending_with_control(self.tables)
-        events: list[Event] = []
-        lines: list[str] = []
-        for cid in list(combatants):
-            after, freed, happened = control.rest_upkeep(combatants[cid],
-                                                         puppets | combatants, ending)
-            _settle(combatants, puppets, cid, after, freed)
-            events += happened
-            lines += control.rest_upkeep_lines(after, happened, puppets | combatants)
-        return events, lines, changed(before, puppets)
+        events, lines = _each_upkeep(
+            combatants, puppets,
+            lambda c, creatures: control.rest_upkeep(c, creatures, ending),
+            control.rest_upkeep_lines)
+        return events, lines, _changed(before, puppets)
 
     def puppets_of(self, request: Mapping[str, Any], combatants: Mapping[str, Any],
                    which: str) -> dict[str, JSON]:
@@ -455,7 +450,25 @@ def _settle(combatants: dict[str, JSON], puppets: dict[str, JSON], cid: str, aft
         (combatants if pid in combatants else puppets)[pid] = puppet
 
 
-def changed(before: Mapping[str, JSON], now: Mapping[str, JSON]) -> list[JSON]:
+def _each_upkeep(combatants: dict[str, JSON], puppets: dict[str, JSON],
+                 upkeep: Callable[[JSON, dict[str, JSON]],
+                                  tuple[JSON, dict[str, JSON], list[Event]]],
+                 said: Callable[[JSON, list[Event], dict[str, JSON]], list[str]]
+                 ) -> tuple[list[Event], list[str]]:
+    """``upkeep`` for each of ``combatants`` in turn (given it and every creature given,
+    ``_settle`` putting back what it changed), and its events and the sentences
+    ``said`` of them."""
+    events: list[Event] = []
+    lines: list[str] = []
+    for cid in list(combatants):
+        after, freed, happened = upkeep(combatants[cid], puppets | combatants)
+        _settle(combatants, puppets, cid, after, freed)
+        events += happened
+        lines += said(after, happened, puppets | combatants)
+    return events, lines
+
+
+def _changed(before: Mapping[str, JSON], now: Mapping[str, JSON]) -> list[JSON]:
     """``{id, before, after}`` of each creature of ``now`` that differs from ``before``."""
     return [{"id": pid, "before": before[pid], "after": c}
             for pid, c in now.items() if c != before[pid]]

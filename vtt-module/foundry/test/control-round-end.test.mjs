@@ -420,9 +420,12 @@ test("the round ended without the refused controller's choice is refused too (or
     [() => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with (/choices/goblin-tokG)" } }),
       (params) => params.choices?.ulcen && { code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Ulcen of Tyr does not control \"thrall\" (/choices/ulcen/release/0)" } }, 3,
       /^The companion refused the control choices of Ulcen of Tyr, Goblin \(no-die-to-dedicate: .*\(\/choices\/goblin-tokG\); not-controlling: .*\(\/choices\/ulcen\/release\/0\)\), so the round ended with every control held as it was\.$/],
-    // A refusal that names no controller (a puppet's problem): nobody's choice is kept.
-    [() => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/puppets/1/data/actor", message: "not a sheet" }] } }), () => null, 2,
-      /^The companion refused the control choices of Ulcen of Tyr, Goblin \(\/puppets\/1\/data\/actor: not a sheet\), so the round ended with every control held as it was\.$/],
+    // A refusal that names no controller (all the choices at once, or a puppet's problem
+    // beside a choice's): nobody's choice is kept.
+    [() => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices", message: "too many" }] } }), () => null, 2,
+      /^The companion refused the control choices of Ulcen of Tyr, Goblin \(\/choices: too many\), so the round ended with every control held as it was\.$/],
+    [() => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices/goblin-tokG/release/0", message: "one choice each" }, { path: "/puppets/1/data/actor", message: "not a sheet" }] } }), () => null, 2,
+      /^The companion refused the control choices of Ulcen of Tyr, Goblin \(\/choices\/goblin-tokG\/release\/0: one choice each; \/puppets\/1\/data\/actor: not a sheet\), so the round ended with every control held as it was\.$/],
   ];
   for (const [first, second, calls, warning] of cases) {
     const methods = defaultMethods({ "exchange.end_round": (params) => {
@@ -459,6 +462,70 @@ test("a sheet changed while the controller chose (its last die spent): the compa
   assert.match(t.clients.gm.notes.warn[0], /refused the control choices of Goblin \(no-die-to-dedicate: Goblin has no die in its pool to keep control with \(\/choices\/goblin-tokG\)\)/);
   assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, [{ id: "ox", kept_by: "action" }]);
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+});
+
+// A creature under control whose sheet the companion refuses (−32602 at
+// `/puppets/<i>…`: a profile mended by hand, say) is left out, so that one broken sheet
+// never keeps a round from ending; its control ends all the same, and the GM is told
+// whose sheet and why.
+const sleepsHoldingTwo = (t) => {
+  holds(t.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall"], by: "action" }, { ids: ["ox"], by: "action" }], { thrall: t.thrall, ox: t.ox });
+  pp(t.tokens.goblinToken.actor).conditions = ["asleep"];
+};
+const refusingSheetsOf = (names) => reading({ "exchange.end_round": (params) => {
+  const errors = (params.puppets ?? []).flatMap((ref, i) => (names.includes(ref.data.actor.name)
+    ? [{ path: `/puppets/${i}/data/actor/flags/mindscape/power-pool/hit_dice`, message: "-2 is less than the minimum of 0" }] : []));
+  // As the engine's own checks do, only the first sheet it refuses is named.
+  if (errors.length) throw { code: -32602, message: "Invalid params", data: { errors: errors.slice(0, 1) } };
+  return poolRoundEndResult(params);
+} });
+
+test("a creature under control whose sheet the companion refuses is left out: the round still ends, the others' sheets are freed, and the GM is told whose and why", async () => {
+  const t = await poolTracker({ methods: refusingSheetsOf(["Thrall"]), control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"]]);
+  assert.equal(pp(t.ox).controlled_by, null);
+  assert.equal(pp(t.thrall).controlled_by, "goblin-tokG", "the refused sheet is not written");
+  assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, []);
+  assert.deepEqual(t.clients.gm.notes.warn, ["The companion refused the sheets of creatures under psionic control that went along (Thrall "
+    + "(/data/actor/flags/mindscape/power-pool/hit_dice: -2 is less than the minimum of 0)), so they were left out: if that control ends, "
+    + "their sheets will not show it. Mend their psionic profiles (sheet header › Psionic profile)."]);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+  const payload = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
+  assert.deepEqual(payload.puppets, [t.ox]);
+});
+
+test("every refused sheet of a creature under control is left out in turn, down to none", async () => {
+  const t = await poolTracker({ methods: refusingSheetsOf(["Thrall", "Ox"]), control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"], []]);
+  assert.equal(endRounds(t)[2].params.puppets, undefined);
+  assert.deepEqual(t.clients.gm.notes.warn.map((w) => /\((\w+) \(/.exec(w)[1]), ["Thrall", "Ox"]);
+  assert.deepEqual([pp(t.thrall).controlled_by, pp(t.ox).controlled_by], ["goblin-tokG", "goblin-tokG"]);
+  assert.deepEqual(pp(t.tokens.goblinToken.actor).controlling, []);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+});
+
+test("a refusal naming a puppet's sheet and a participant's is not spared: the round's end fails as before", async () => {
+  const methods = reading({ "exchange.end_round": () => { throw { code: -32602, message: "Invalid params", data: { errors: [
+    { path: "/puppets/0/data/actor", message: "not a sheet" }, { path: "/combatants/2/data/actor", message: "not a sheet" }] } }; } });
+  const t = await poolTracker({ methods, control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(t.clients.gm.notes.error.length, 1);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+});
+
+test("at most 64 creatures under control go along, those the choices name first", async () => {
+  const t = await poolTracker({ methods: reading() });
+  const many = Array.from({ length: 70 }, (_, i) => t.world.actor({ id: `m${i}`, name: `Mote ${i}`, type: "npc", flags: { mindscape: { [POOL]: t.profile({ pool: 0 }) } } }));
+  holds(t.tokens.goblinToken.actor, "goblin-tokG", many.map((a) => ({ ids: [a.id], by: "action" })), Object.fromEntries(many.map((a) => [a.id, a])));
+  pp(t.tokens.goblinToken.actor).conditions = ["asleep"];
+  await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken], choices: { "goblin-tokG": { release: ["m69"] } } });
+  const [call] = endRounds(t);
+  assert.equal(call.params.puppets.length, 64);
+  assert.deepEqual(refIds(call.params.puppets).slice(0, 2), ["m69", "m0"]);
 });
 
 test("any other refusal still fails the round's end: the GM sees the error and the round is not recorded", async () => {

@@ -369,6 +369,29 @@ test("power-pool: a resting controller's control kept by an action ends; the cre
   assert.deepEqual(hook.result.others.map((o) => o.id), ["fenka-tokF"]);
 });
 
+test("power-pool: a creature held by an action whose sheet the companion refuses is left out of its controller's rest, and the GM is told whose and why", async () => {
+  const methods = defaultMethods({
+    "adapters.import": poolImport,
+    "combatants.rest": (params) => {
+      if (params.puppets) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/puppets/0/data/actor/flags/mindscape/power-pool/die", message: "7 is not one of [4, 6, 8, 10, 12, 20]" }] } };
+      return restResult(params);
+    },
+  });
+  const t = table({ methods });
+  await goblinControls(t);
+  const { goblinToken, fenkaToken } = t.tokens;
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], dialog: false });
+  assert.deepEqual(rests(t).map((c) => (c.params.puppets ?? []).map(combatantIdOfRef)), [["fenka-tokF"], []]);
+  // The rest happened: the goblin's control by an action ends, Fenka's sheet is as it was.
+  assert.match(done.summary, /^After the rest: Goblin rests and spends no action to keep its control of "fenka-tokF" and "ghost": the control ends\. "fenka-tokF" was not given/);
+  assert.deepEqual(pp(goblinToken.actor).controlling, [{ id: "thrall", kept_by: "die", wave: null }]);
+  assert.equal(pp(fenkaToken.actor).controlled_by, "goblin-tokG");
+  assert.equal(t.clients.gm.notes.warn[1], "The companion refused the sheets of creatures under psionic control that went along (Fenka "
+    + "(/data/actor/flags/mindscape/power-pool/die: 7 is not one of [4, 6, 8, 10, 12, 20])), so they were left out: if that control ends, "
+    + "their sheets will not show it. Mend their psionic profiles (sheet header › Psionic profile).");
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
 test("power-pool: a creature that rests with its controller is not sent as a puppet: it is set free first and rests free; a controller's own sheet says whom to read", async () => {
   const t = table({ methods: defaultMethods({ "adapters.import": poolImport }) });
   await goblinControls(t);

@@ -59,3 +59,10 @@ export const RELAY_TIMEOUT_MS = relayTimeoutMs(DEFENSE_TIMEOUT_MAX_S);
 
 /** At most this many dice-needed rounds before giving up (each round asks for one purpose). */
 export const MAX_DICE_PROMPTS = 40;
+
+/**
+ * The most creatures under control that go along with an end of round or a rest as
+ * `puppets` (the companion's limit, as for `combatants`); one more is left out, and the
+ * companion's summary says its sheet still shows the control.
+ */
+export const MAX_PUPPETS = 64;

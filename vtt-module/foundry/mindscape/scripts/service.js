@@ -3,7 +3,7 @@
  * can hand in fakes. Requests from any client go through the relay to the active GM's
  * client, which alone holds the daemon token and calls the daemon.
  */
-import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
+import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
@@ -1139,7 +1139,8 @@ export class Mindscape {
    * whole call when a choice is not allowed (nothing happened for anyone): 4001
    * `cannot-close`, or `cannot-act` for a stunned mind (revised-2e); `not-controlling` or
    * `no-die-to-dedicate` (power-pool: a sheet changed since the offer); or −32602 at
-   * `/choices/…` or `/puppets/…`. When the refusal names whose choices they were
+   * `/choices/…` (a puppet's sheet refused alone is left out by `endRoundNow`, not
+   * here; beside a choice's problem it is one of these). When the refusal names whose choices they were
    * (`choiceRefusal`: the 4001's `combatant`, else its text or the −32602's paths), the
    * round is ended once more without only those, keeping the others' (and the puppets
    * those name); when it does not, or that is refused too, the
@@ -1443,6 +1444,34 @@ export class Mindscape {
     return { puppets, missing };
   }
 
+  /**
+   * power-pool: `call(sent)` with at most MAX_PUPPETS of `puppets` (those first in the
+   * list), and, while the companion refuses it for puppets' sheets alone
+   * (`refusedPuppets`: −32602 with every problem at `/puppets/<i>…`), once more without
+   * those: a broken sheet of a creature under control must not keep a round from ending
+   * or a controller from resting. Each call leaves out at least one more, so it ends.
+   * The companion checks every sheet before it rolls or asks for a die, so a refused call
+   * rolled nothing. The control over one left out ends all the same when the rules end
+   * it, and the summary then says its sheet still shows it; the GM is told whose sheets
+   * were refused and why. Answers the result and the puppets sent with it.
+   * @param {{token:any, actor:any}[]} puppets
+   * @param {(sent:{token:any, actor:any}[]) => Promise<object>} call
+   */
+  async sparingPuppets(puppets, call) {
+    let sent = puppets.slice(0, MAX_PUPPETS);
+    for (;;) {
+      try {
+        return { result: await call(sent), puppets: sent };
+      } catch (error) {
+        const refused = refusedPuppets(error, sent.length);
+        if (!refused) throw error;
+        const list = [...refused].map(([i, problems]) => `${sent[i].token?.name ?? sent[i].actor.name} (${problems.join("; ")})`);
+        this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsRefused", { list: list.join(", ") }));
+        sent = sent.filter((_, i) => !refused.has(i));
+      }
+    }
+  }
+
   /** Warn the GM that the sheets of creatures under control found nowhere (`missing`, their ids) will not show the end of it. */
   tellPuppetsMissing(missing) {
     if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
@@ -1538,9 +1567,10 @@ export class Mindscape {
    * does not end here) go along, and so do the creatures a participant holds by an
    * action (`withHeldByAction`: a controller that cannot act loses them at the round's
    * end, whatever it chose; one the module cannot find is named by the summary, without
-   * a warning each round); those set free are written back like the participants,
-   * answered in the result's `others`. The write-back goes to those tokens' actors only; a card is posted only
-   * when something happened (the result has events), never for a round where nothing
+   * a warning each round; one whose sheet the companion refuses is left out,
+   * `sparingPuppets`); those set free are written back like the participants, answered
+   * in the result's `others`. The write-back goes to those tokens' actors only; a card
+   * is posted only when something happened (the result has events), never for a round where nothing
    * changes (a countdown alone is written back without a card). Fires
    * `mindscape.roundEnded` after every call that succeeded.
    * `dice` start the physical dice (those typed for a call refused before), and every die
@@ -1552,17 +1582,21 @@ export class Mindscape {
   async endRoundNow({ participants, puppets: named = [], choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
-    const { puppets } = await this.withHeldByAction(participants, named);
+    const { puppets: going } = await this.withHeldByAction(participants, named);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const params = endRoundParams({
-      system,
-      combatants: participants.map((p) => this.ref(p.actor, p.token, adapter)),
-      choices,
-      puppets: puppets.map((p) => this.ref(p.actor, p.token, adapter)),
-      options: houseRulesFor(this.game, system),
-      dice: usePhysical ? dice : undefined,
+    const ref = (p) => this.ref(p.actor, p.token, adapter);
+    let params;
+    const { result, puppets } = await this.sparingPuppets(going, (sent) => {
+      params = endRoundParams({
+        system,
+        combatants: participants.map(ref),
+        choices,
+        puppets: sent.map(ref),
+        options: houseRulesFor(this.game, system),
+        dice: usePhysical ? dice : undefined,
+      });
+      return this.callDice("exchange.end_round", params, usePhysical, typed);
     });
-    const result = await this.callDice("exchange.end_round", params, usePhysical, typed);
     const plan = await this.writeBack(result.updates, [...participants, ...puppets].map((p) => participantOf(p.token, p.actor)));
     this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants, puppets));
     let message = null;
@@ -1671,8 +1705,9 @@ export class Mindscape {
    * dice: physical ones are asked for as at the end of a round (`physical`, else the
    * setting). In power-pool a resting controller keeps no control by an action (seed
    * 001: "Powers can't be maintained when a creature rests"): the creatures it holds so
-   * that do not rest with it go along as `puppets` (`withHeldByAction`), and the GM is
-   * warned about any the module cannot find. The write-back goes to those actors and
+   * that do not rest with it go along as `puppets` (`withHeldByAction`; one whose sheet
+   * the companion refuses is left out, `sparingPuppets`), and the GM is warned about any
+   * the module cannot find. The write-back goes to those actors and
    * puppets only; a card is posted only when something happened (the result has events:
    * PSPs or pool dice regained, powers, control or conditions ended, a mind locked,
    * checked or closed), with its dice; a countdown of conditions alone is written back
@@ -1683,18 +1718,17 @@ export class Mindscape {
   async restNow({ participants, hours, physical, requesterRollMode = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
-    const { puppets, missing } = await this.withHeldByAction(participants);
+    const { puppets: going, missing } = await this.withHeldByAction(participants);
     this.tellPuppetsMissing(missing);
     const ref = (p) => this.ref(p.actor, p.token, adapter);
-    const params = restParams({
+    const usePhysical = physical ?? setting(this.game, "physicalDice");
+    const { result, puppets } = await this.sparingPuppets(going, (sent) => this.callDice("combatants.rest", restParams({
       system,
       combatants: participants.map(ref),
-      puppets: puppets.map(ref),
+      puppets: sent.map(ref),
       options: houseRulesFor(this.game, system),
       hours,
-    });
-    const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const result = await this.callDice("combatants.rest", params, usePhysical);
+    }), usePhysical));
     const plan = await this.writeBack(result.updates, [...participants, ...puppets].map((p) => participantOf(p.token, p.actor)));
     this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants, puppets));
     let message = null;
@@ -2046,7 +2080,8 @@ function allyRefused(error, group) {
  * choices were refused, when the refusal names them all (a 4001's `combatant`, the
  * controller whose choice it was; from a companion that does not give it, a detail that
  * ends with "(/choices/<id>)" or names "(/choices/<id>/release/0)"; every −32602 problem
- * at "/choices/<id>/…"); else `[]` (a puppet's problem, a refusal that names nobody).
+ * at "/choices/<id>/…"); else `[]` (a puppet's problem beside a choice's, a refusal
+ * that names nobody). A puppet's problem alone never comes here (`sparingPuppets`).
  */
 function choiceRefusal(error, choices = {}) {
   const ids = Object.keys(choices);
@@ -2068,6 +2103,26 @@ function choiceRefusal(error, choices = {}) {
     }
   }
   return null;
+}
+
+/**
+ * Whether the companion refused a call for the sheets of `puppets` alone (a −32602 whose
+ * every problem is at `/puppets/<i>` or below, `i` one of the `count` sent): the problems
+ * of each puppet refused by its index (each problem's path below the puppet, then its
+ * message), or null for any other error.
+ * @returns {Map<number, string[]>|null}
+ */
+function refusedPuppets(error, count) {
+  if (!(error instanceof InvalidParamsError)) return null;
+  const problems = error.data?.errors ?? [];
+  const refused = new Map();
+  for (const problem of problems) {
+    const at = /^\/puppets\/(\d+)(\/.*)?$/.exec(String(problem?.path ?? ""));
+    if (!at || Number(at[1]) >= count) return null;
+    const i = Number(at[1]);
+    refused.set(i, [...(refused.get(i) ?? []), `${at[2] ?? "/"}: ${problem.message}`]);
+  }
+  return refused.size ? refused : null;
 }
 
 /** `promise`'s value, or `fallback` when it has not settled after `ms`. */

@@ -51,6 +51,8 @@ var Mindscape = Mindscape || (() => {
   // them, so the GM is sent to !psi encounter status rather than told to repeat them.
   const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
   const STALE_REVISION = 4009;
+  // JSON-RPC's invalid params: the companion's schema refused a field (error.data.errors).
+  const INVALID_PARAMS = -32602;
   const RULES_VIOLATION = 4001;
   // What the bridge answers when it cannot tell whether the companion ran a changing
   // call (a timeout or a lost connection after sending): JSON-RPC's server-error range.
@@ -947,6 +949,18 @@ var Mindscape = Mindscape || (() => {
   const puppetsHere = (refs, fighters) => Array.from(new Set(refs))
     .filter((ref) => !fighters.includes(ref) && fighterCharacter(ref));
 
+  // The most puppets the companion takes in a round's end or a rest (its schema's maxItems,
+  // engine/system.py MAX_ROUND_COMBATANTS): one more and it refuses the whole request.
+  // Fixed in its schema, unlike MAX_ROUND_FIGHTERS (its max_combatants setting).
+  const MAX_PUPPETS = 64;
+
+  // The puppets a round's end or a rest sends: puppetsHere of `refs` (most needed first),
+  // none the companion refused before (`refused`: sendWithoutPuppets), and at most
+  // MAX_PUPPETS. One left out is safe: the companion still ends the control the rules
+  // end, and its summary says that the puppet's sheet still shows it.
+  const puppetsToSend = (refs, fighters, refused = []) => puppetsHere(refs, fighters)
+    .filter((ref) => !refused.includes(ref)).slice(0, MAX_PUPPETS);
+
   // Puts `puppets` in the request's `params`, and where each was sent in `paths` (for the
   // companion's sheet warnings); returns `paths`.
   const sendPuppets = (params, paths, puppets) => {
@@ -1746,21 +1760,32 @@ var Mindscape = Mindscape || (() => {
   // without a choice: controller-cannot-act), whose own round does not end here go
   // along as `puppets` (their updates are checked and written as the fighters' are);
   // one that is no character or token here cannot, and the companion's summary says its
-  // sheet still shows the control.
-  const postEndRound = (requester, fighters, system, choices) => {
+  // sheet still shows the control. Those set free go first should there be more than
+  // MAX_PUPPETS. `again`: a request sent again without puppets (sendWithoutPuppets).
+  const postEndRound = (requester, fighters, system, choices, again = {}) => {
     dropQuestionsFor(fighters);
     supersedeQuestions(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
+    const refused = again.refused || [];
     const puppets = system === 'power-pool'
-      ? puppetsHere(freedPuppets(choices).concat(heldByAction(fighters, choices)), fighters) : [];
+      ? puppetsToSend(freedPuppets(choices).concat(heldByAction(fighters, choices)), fighters, refused) : [];
     const paths = sendPuppets(params, {}, puppets);
+    withHouse(system, params, again.options);
     const said = controlSaid(choices);
     const id = newId();
-    return postRequest(rpcBody(id, 'exchange.end_round', withHouse(system, params)), {
+    return postRequest(rpcBody(id, 'exchange.end_round', params), Object.assign({
       kind: 'round', requester, involved: fighters.concat(puppets), sent: fighters, paths, said, title: 'End of the round',
-    }, `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`);
+    }, resendable(params, refused)), `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`);
   };
+
+  // What the job of a round's end or a rest keeps to send it again without puppets the
+  // companion refuses (sendWithoutPuppets): the choices, hours and house options sent,
+  // and the puppets refused so far; refs and small values only, no sheet, for the job
+  // is kept in state (also across a restart) and the sheets are read again.
+  const resendable = (params, refused) => ({
+    system: params.system, choices: params.choices || {}, hours: params.hours, options: params.options || {}, refused,
+  });
 
   // The names of the creatures of the control link `controller` holds over `target` (a
   // psionic wave's all), or of `target` alone when its sheet names no such link.
@@ -2054,27 +2079,36 @@ var Mindscape = Mindscape || (() => {
     if (system === 'combat-strength') {
       return refuse(msg.playerid, 'combat-strength has no rest: its rules say nothing of what a rest gives back, so there is nothing to apply. Nothing was sent.');
     }
-    const params = { system, combatants: fighters.map(combatantOf) };
-    if (system === 'revised-2e') {
-      if (!args.has('hours')) {
-        return refuse(msg.playerid, `revised-2e regains PSPs by the hour of sleep or meditation: give --hours N (a whole number from 1 to ${MAX_REST_HOURS}). Nothing was sent.`);
-      }
-      const text = String(args.get('hours')).trim();
-      const hours = Number(text);
-      if (!/^\d+$/.test(text) || hours < 1 || hours > MAX_REST_HOURS) {
-        return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(text)}"). Nothing was sent.`);
-      }
-      params.hours = hours;
-    } else if (args.has('hours')) {
-      return refuse(msg.playerid, `${system} has one long rest, not hours: leave out --hours. Nothing was sent.`);
+    if (system !== 'revised-2e') {
+      if (args.has('hours')) return refuse(msg.playerid, `${system} has one long rest, not hours: leave out --hours. Nothing was sent.`);
+      return postRest(msg.playerid, fighters, system);
     }
-    const puppets = system === 'power-pool' ? puppetsHere(heldByAction(fighters), fighters) : [];
+    if (!args.has('hours')) {
+      return refuse(msg.playerid, `revised-2e regains PSPs by the hour of sleep or meditation: give --hours N (a whole number from 1 to ${MAX_REST_HOURS}). Nothing was sent.`);
+    }
+    const text = String(args.get('hours')).trim();
+    const hours = Number(text);
+    if (!/^\d+$/.test(text) || hours < 1 || hours > MAX_REST_HOURS) {
+      return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(text)}"). Nothing was sent.`);
+    }
+    return postRest(msg.playerid, fighters, system, hours);
+  };
+
+  // Sends combatants.rest for `fighters`, their sheets as they are now, for `hours`
+  // (revised-2e; none: power-pool's long rest); in power-pool the creatures they hold by
+  // an action go along (at most MAX_PUPPETS). `again` as for postEndRound.
+  const postRest = (requester, fighters, system, hours, again = {}) => {
+    const params = { system, combatants: fighters.map(combatantOf) };
+    if (hours) params.hours = hours;
+    const refused = again.refused || [];
+    const puppets = system === 'power-pool' ? puppetsToSend(heldByAction(fighters), fighters, refused) : [];
     const paths = sendPuppets(params, {}, puppets);
-    const span = params.hours ? `${params.hours} hour${params.hours === 1 ? '' : 's'}` : '';
+    withHouse(system, params, again.options);
+    const span = hours ? `${hours} hour${hours === 1 ? '' : 's'}` : '';
     const id = newId();
-    return postRequest(rpcBody(id, 'combatants.rest', withHouse(system, params)), {
-      kind: 'rest', requester: msg.playerid, involved: fighters.concat(puppets), sent: fighters, paths, title: span ? `Rest: ${span}` : 'Long rest',
-    }, `${span ? `rest ${span}` : 'a long rest'} for ${fighters.map(fighterName).join(', ')}`);
+    return postRequest(rpcBody(id, 'combatants.rest', params), Object.assign({
+      kind: 'rest', requester, involved: fighters.concat(puppets), sent: fighters, paths, title: span ? `Rest: ${span}` : 'Long rest',
+    }, resendable(params, refused)), `${span ? `rest ${span}` : 'a long rest'} for ${fighters.map(fighterName).join(', ')}`);
   };
 
   // ------------------------------------------------------------ !psi house
@@ -2093,11 +2127,10 @@ var Mindscape = Mindscape || (() => {
     return isObject(house) && isObject(house[system]) ? house[system] : {};
   };
 
-  // `params` with the campaign's house rules of `system` as its options, when it has any.
-  const withHouse = (system, params) => {
-    const options = houseOf(system);
-    return Object.keys(options).length ? Object.assign(params, { options: Object.assign({}, options) }) : params;
-  };
+  // `params` with the campaign's house rules of `system` as its options, when it has any
+  // (`options`: those a refused request carried, to send it again as it was).
+  const withHouse = (system, params, options = houseOf(system)) => (Object.keys(options).length
+    ? Object.assign(params, { options: Object.assign({}, options) }) : params);
 
   const houseValueText = (value) => (value === true ? 'on' : value === false ? 'off' : String(value));
 
@@ -3298,7 +3331,7 @@ var Mindscape = Mindscape || (() => {
   };
 
   // The companion refuses a second add of the same combatant; its id is the character's.
-  const alreadyJoined = (error) => isObject(error) && error.code === -32602 && isObject(error.data)
+  const alreadyJoined = (error) => isObject(error) && error.code === INVALID_PARAMS && isObject(error.data)
     && Array.isArray(error.data.errors)
     && error.data.errors.some((e) => isObject(e) && e.path === '/combatant/id' && /already in the encounter/.test(String(e.message)));
 
@@ -3355,6 +3388,8 @@ var Mindscape = Mindscape || (() => {
       && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
       ? '<br>The campaign\'s house rules are sent as <code>options</code>: <code>!psi house</code> shows them, and <code>--default RULE</code> clears one.' : '';
     if (job.kind === 'exchange' && refusesTheDefense(job, error)) return chooseAgain(job, error);
+    const puppets = refusedPuppets(job, error);
+    if (puppets.length) return sendWithoutPuppets(job, puppets, error);
     const declared = job.kind === 'encounter.declare' ? declareRefusal(error) : '';
     whisperGM(box(title, text + house + declared + (job.kind === 'round' ? roundRefusal(job, error) : '')));
     if (job.kind === 'exchange') {
@@ -3570,6 +3605,46 @@ var Mindscape = Mindscape || (() => {
     }[data.rule] || (atChoices ? ' Each control takes one choice (a psionic wave\'s creatures share one): name it once.' : '');
     const said = job.said ? ` The choices sent: ${chatSafe(job.said)}.` : '';
     return `<br>Nothing was changed: the round has not ended.${said}${why}`;
+  };
+
+  // The puppets a round's end or a rest was refused for, when every error of the refusal
+  // is about a puppet's sheet (/puppets/N, or a field below it): their refs, by where the
+  // request sent them (job.paths). None for any other refusal, which is reported.
+  const refusedPuppets = (job, error) => {
+    const errors = isObject(error.data) && Array.isArray(error.data.errors) ? error.data.errors : [];
+    if (!['round', 'rest'].includes(job.kind) || error.code !== INVALID_PARAMS || !errors.length || !isObject(job.paths)) return [];
+    const refs = errors.map((e) => {
+      const at = isObject(e) ? /^(\/puppets\/\d+)(\/|$)/.exec(String(e.path)) : null;
+      return at ? job.paths[at[1]] : undefined;
+    });
+    return refs.every(Boolean) ? Array.from(new Set(refs)) : [];
+  };
+
+  // One bad puppet sheet (a hand-edited attribute) would otherwise stop a round's end or a
+  // rest altogether: the companion refused the whole request and changed nothing, so it
+  // is sent again as it was (the fighters' sheets read again), without `refused` and the
+  // puppets refused before it, and the GM is told to put those sheets right. Each time one
+  // more is left out, so it ends. A late answer is not sent again: the GM may have
+  // repeated the command meanwhile, and the round would end (or the rest count) twice.
+  const sendWithoutPuppets = (job, refused, error) => {
+    const title = chatSafe(job.title || job.kind);
+    const several = refused.length > 1;
+    const sheets = `the sheet${several ? 's' : ''} of ${refused.map(fighterName).map(chatSafe).join(', ')}`;
+    const said = `The companion refused ${sheets} (under psionic control, sent along as puppets): ${errorText(error)}<br>`;
+    if (job.late) {
+      const [undone, command] = job.kind === 'round' ? ['the round has not ended', 'round'] : ['the rest has not been taken', 'rest'];
+      return whisperGM(box(title, `${said}Nothing was changed. This answer came late, so the request is not sent again (the command may have been repeated meanwhile): `
+        + `if ${undone}, run <code>!psi ${command}</code> again (a puppet sheet refused again is then left out).`));
+    }
+    const { fighters, left } = fightersOutside(job.sent, 'joined the encounter since, which keeps its own copy');
+    if (left.length) whisperGM(box(title, `Left out: ${left.join(', ')}.`));
+    if (!fighters.length) return whisperGM(box(title, `${said}Nothing was changed, and none of its fighters is left outside the current encounter: nothing was sent again.`));
+    whisperGM(box(title, `${said}Nothing was changed: the request is sent again without ${several ? 'them' : 'it'}. `
+      + `The control over ${several ? 'them' : 'it'} may end while ${sheets} still show${several ? '' : 's'} it: put ${several ? 'those sheets' : 'that sheet'} right.`));
+    const again = { options: isObject(job.options) ? job.options : {}, refused: (job.refused || []).concat(refused) };
+    if (job.kind === 'rest') return postRest(job.requester, fighters, job.system, job.hours, again);
+    const choices = Object.fromEntries(Object.entries(job.choices || {}).filter(([ref]) => fighters.includes(ref)));
+    return postEndRound(job.requester, fighters, job.system, choices, again);
   };
 
   const refuseAnswer = (id, why) => {

@@ -3981,6 +3981,167 @@ test('power-pool: a round\'s end the companion refuses (a control ended meanwhil
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
 });
 
+// ------------------------ power-pool: a puppet's sheet the companion refuses
+
+// The companion's refusal of a request for fields its schema refuses (-32602), given as
+// [path, message] (API.md: error.data.errors).
+const schemaRefusal = (id, errors) => ({ jsonrpc: '2.0', id, error: { code: -32602, message: 'Invalid params',
+  data: { errors: errors.map(([path, message]) => ({ path, message })) } } });
+
+// Adds creatures under Ulcen's control, kept `keptBy`, after those psionicControl gives
+// him (their sheets and his psi_controlling say so, as the companion writes it).
+const heldByUlcen = (ctx, names, keptBy = 'action') => {
+  const added = names.map((name) => ctx.sb.add('character', { name, controlledby: '' }));
+  added.forEach((c) => ctx.sb.add('attribute', { _characterid: c.id, name: 'psi_controlled_by', current: ctx.ulcen.id, max: '' }));
+  const controlling = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling');
+  controlling.set({ current: JSON.stringify(JSON.parse(controlling.get('current')).concat(added.map((c) => ({ id: c.id, kept_by: keptBy })))) });
+  return added;
+};
+
+const refusedTold = (ctx) => whispersTo(ctx.sb, 'gm').filter((w) => /The companion refused the sheet/.test(w));
+
+test('power-pool: a round\'s end the companion refuses for a puppet\'s sheet alone is sent again without it, as it was (sheets read again), the GM told to put that sheet right; the answer is applied', () => {
+  const ctx = underControl();
+  ctx.sb.state.Mindscape.config.house = { 'power-pool': { 'H-PP-NO-POOL': false } };
+  const req = poolRound(ctx, ` --release ${ctx.tokens.fenka.id}`);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id]);
+  // Meanwhile Ulcen's sheet changes, and so do the campaign's house rules: the request is
+  // sent again with the sheets as they are now and the house rules it carried.
+  ctx.sb.attribute(ctx.ulcen.id, 'HP').set({ current: '17' });
+  ctx.sb.state.Mindscape.config.house = {};
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/1/data/attribs/0/current', 'psi_pool: 99 is above its maximum <2> [[1d4]]']]));
+  const again = lastRequest(ctx.sb);
+  assert.notEqual(again.id, req.id);
+  assert.equal(again.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(again), [ctx.ulcen.id]);
+  assert.equal(attribOf(again.body.params.combatants[0], 'HP').current, '17');
+  assert.deepEqual(plain(again.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
+  assert.deepEqual(again.body.params.puppets.map(refOf), [ctx.fenka.id]);
+  assert.deepEqual(plain(again.body.params.options), { 'H-PP-NO-POOL': false });
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [again.id]);
+  // The job kept in state (also across a restart) holds refs and choices, not sheets.
+  const job = plain(ctx.sb.state.Mindscape.pending[again.id]);
+  assert.deepEqual(job.refused, [ctx.thrall.id]);
+  assert.doesNotMatch(JSON.stringify(job), /attribs/);
+  const told = refusedTold(ctx);
+  assert.equal(told.length, 1);
+  assert.match(told[0], /End of the round.*The companion refused the sheet of Thrall \(under psionic control, sent along as puppets\): Invalid params \(-32602\)<br>\/puppets\/1\/data\/attribs\/0\/current: psi_pool: 99 is above its maximum /);
+  assert.match(told[0], /Nothing was changed: the request is sent again without it\. The control over it may end while the sheet of Thrall still shows it: put that sheet right\./);
+  assert.doesNotMatch(told[0], /<2>|\[\[/, 'the companion\'s text is escaped');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  // The answer to the request sent again is applied as any round's end.
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: {
+    system: 'power-pool', combatants: [{ id: ctx.ulcen.id, before: {}, after: {} }], others: [{ id: ctx.fenka.id, before: {}, after: {} }], rolls: [], unused_dice: {},
+    summary: `End of the round: Ulcen of Tyr releases Fenka. "${ctx.thrall.id}" was not given: its sheet still shows it under Ulcen of Tyr's control until it is changed.`,
+    events: [{ type: 'control-ended', combatant: ctx.fenka.id, controller: ctx.ulcen.id, reason: 'released' }],
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action', wave: null }]) } } },
+      { character_id: ctx.fenka.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
+  assert.deepEqual(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.thrall.id]);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr releases Fenka\./);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('power-pool: a rest the companion refuses for a puppet\'s sheet alone is sent again without it; the answer frees the sheets of the others', () => {
+  const ctx = underControl();
+  const [porter] = heldByUlcen(ctx, ['Porter']);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id, porter.id]);
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/0/data/attribs/2/current', 'psi_die: must be one of 4, 6, 8, 10, 12']]));
+  const again = lastRequest(ctx.sb);
+  assert.notEqual(again.id, req.id);
+  assert.equal(again.body.method, 'combatants.rest');
+  assert.deepEqual(restRefs(again), [ctx.ulcen.id]);
+  assert.deepEqual(Object.keys(again.body.params).sort(), ['combatants', 'puppets', 'system']);
+  assert.deepEqual(again.body.params.puppets.map(refOf), [porter.id]);
+  assert.match(refusedTold(ctx).at(-1), /Long rest.*The companion refused the sheet of Thrall .*psi_die: must be one of 4, 6, 8, 10, 12<br>Nothing was changed: the request is sent again without it\..*put that sheet right/);
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: {
+    system: 'power-pool', combatants: [{ id: ctx.ulcen.id, before: {}, after: {} }], others: [{ id: porter.id, before: {}, after: {} }], rolls: [], unused_dice: {}, warnings: [],
+    summary: 'After the rest: Ulcen of Tyr rests and spends no action to keep its control: the control of Porter and Thrall ends.',
+    events: [{ type: 'control-ended', combatant: porter.id, controller: ctx.ulcen.id, reason: 'rest' }, { type: 'control-ended', combatant: ctx.thrall.id, controller: ctx.ulcen.id, reason: 'rest' }],
+    updates: [
+      { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die', wave: null }]) } } },
+      { character_id: porter.id, attributes: { psi_controlled_by: { current: '' } } },
+    ] } });
+  assert.equal(valueOf(ctx, porter.id, 'psi_controlled_by'), '');
+  assert.deepEqual(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.fenka.id]);
+  assert.equal(valueOf(ctx, ctx.thrall.id, 'psi_controlled_by'), ctx.ulcen.id, 'the refused sheet is not written');
+  assert.equal(ctx.sb.chats.at(-1).input, '&{template:default} {{name=Long rest}} {{Summary=After the rest: Ulcen of Tyr rests and spends no action to keep its control: the control of Porter and Thrall ends.}}');
+});
+
+test('power-pool: a second refusal of another puppet\'s sheet leaves that one out too, with the first', () => {
+  const ctx = underControl();
+  const [porter, mule] = heldByUlcen(ctx, ['Porter', 'Mule']);
+  const req = poolRound(ctx, ' --keep-all');
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id, porter.id, mule.id]);
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/2/data/attribs/0/current', 'psi_pool: not a number']]));
+  const second = lastRequest(ctx.sb);
+  assert.deepEqual(second.body.params.puppets.map(refOf), [ctx.thrall.id, porter.id]);
+  // Two errors about one sheet (the thrall's, now at /puppets/0) are one puppet refused.
+  answer(ctx, second.id, schemaRefusal(second.id, [['/puppets/0/data/attribs/0/current', 'psi_pool: not a number'], ['/puppets/0/data/attribs/1/max', 'psi_die: not a die']]));
+  const third = lastRequest(ctx.sb);
+  assert.notEqual(third.id, second.id);
+  assert.deepEqual(third.body.params.puppets.map(refOf), [porter.id]);
+  assert.equal(third.body.params.choices, undefined);
+  const told = refusedTold(ctx);
+  assert.equal(told.length, 2);
+  assert.match(told[0], /refused the sheet of Mule /);
+  assert.match(told[1], /refused the sheet of Thrall .*psi_pool: not a number<br>\/puppets\/0\/data\/attribs\/1\/max: psi_die: not a die/);
+  // When every puppet is refused, the round still ends, with none.
+  answer(ctx, third.id, schemaRefusal(third.id, [['/puppets/0', 'must be an object']]));
+  const fourth = lastRequest(ctx.sb);
+  assert.equal(fourth.body.params.puppets, undefined);
+  assert.deepEqual(roundRefs(fourth), [ctx.ulcen.id]);
+  answer(ctx, fourth.id, { jsonrpc: '2.0', id: fourth.id, result: { system: 'power-pool', combatants: [], rolls: [], unused_dice: {}, events: [], summary: 'End of the round: nothing changes.', updates: [] } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /End of the round: nothing changes\. \(Ulcen of Tyr\)/);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('power-pool: a refusal that names more than puppet sheets (a fighter\'s field, a puppet not sent, a rule) is reported as before and not sent again; nor is a late one', () => {
+  const ctx = underControl();
+  const cases = [
+    [schemaRefusal('ID', [['/puppets/0/data/attribs/0/current', 'psi_pool: not a number'], ['/combatants/0/data/attribs/0/current', 'psp must be a whole number']]),
+      /The companion refused: Invalid params \(-32602\)<br>\/puppets\/0\/data\/attribs\/0\/current: psi_pool: not a number<br>\/combatants\/0\/data\/attribs\/0\/current: psp must be a whole number<br>Nothing was changed: the round has not ended\./],
+    [schemaRefusal('ID', [['/puppets/7/data', 'must be an object']]), /The companion refused: Invalid params \(-32602\)<br>\/puppets\/7\/data: must be an object<br>Nothing was changed/],
+    [schemaRefusal('ID', [['/puppetsx/0', 'unknown']]), /The companion refused: Invalid params/],
+    [{ jsonrpc: '2.0', id: 'ID', error: { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: 'Ulcen of Tyr does not control /puppets/0' } } }, /not-controlling: Ulcen of Tyr does not control/],
+  ];
+  for (const [response, told] of cases) {
+    const req = poolRound(ctx, ' --keep-all');
+    const before = requests(ctx.sb).length;
+    answer(ctx, req.id, Object.assign(response, { id: req.id }));
+    assert.equal(requests(ctx.sb).length, before, 'nothing is sent again');
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), told);
+  }
+  assert.equal(refusedTold(ctx).length, 0);
+  // An answer that comes after the timeout is not sent again: the GM may have ended the
+  // round meanwhile. The GM is told what the companion refused and what to do.
+  const late = poolRound(ctx, ' --keep-all');
+  ctx.sb.advance(30000);
+  const before = requests(ctx.sb).length;
+  answer(ctx, late.id, schemaRefusal(late.id, [['/puppets/0/data/attribs/0/current', 'psi_pool: not a number']]));
+  assert.equal(requests(ctx.sb).length, before);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused the sheet of Thrall .*Nothing was changed\. This answer came late, so the request is not sent again \(the command may have been repeated meanwhile\): if the round has not ended, run <code>!psi round<\/code> again/);
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
+test('power-pool: at most 64 puppets go along with a round\'s end or a rest (the companion takes no more), those set free first; the others are left out', () => {
+  const ctx = underControl();
+  const many = heldByUlcen(ctx, Array.from({ length: 70 }, (_, i) => `Thrall ${i + 2}`));
+  const [freed] = heldByUlcen(ctx, ['Freed'], 'die');
+  const round = poolRound(ctx, ` --release ${freed.id}`);
+  assert.equal(round.body.method, 'exchange.end_round');
+  assert.deepEqual(round.body.params.puppets.map(refOf), [freed.id, ctx.thrall.id].concat(many.slice(0, 62).map((c) => c.id)));
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const rest = lastRequest(ctx.sb);
+  assert.equal(rest.body.method, 'combatants.rest');
+  assert.deepEqual(rest.body.params.puppets.map(refOf), [ctx.thrall.id].concat(many.slice(0, 63).map((c) => c.id)));
+});
+
 test('the help handout lists power-pool control at the round\'s end', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });

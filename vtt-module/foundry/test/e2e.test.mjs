@@ -1176,6 +1176,31 @@ test("a power-pool rest with the real companion: the control the resting goblin 
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
+test("a power-pool rest with the real companion: a puppet's sheet it refuses is left out, the rest goes on and the GM is told whose sheet and why", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const { makeApi } = await import("../mindscape/scripts/api.js");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], hit_dice: 3, die: 8, pool: 0, ...p });
+  const { goblinToken, fenkaToken } = t.tokens;
+  goblinToken.actor.flags.mindscape["power-pool"] = profile({ controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
+  // Fenka's profile was mended by hand: a d7 is no hit die.
+  fenkaToken.actor.flags.mindscape["power-pool"] = profile({ die: 7, controlled_by: "goblin-tokG", conditions: ["possessed"] });
+  const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], dialog: false });
+  const calls = t.daemon.calls.filter((c) => c.method === "combatants.rest");
+  assert.deepEqual(calls.map((c) => (c.params.puppets ?? []).map((p) => p.data.token?.uuid)), [[fenkaToken.uuid], []]);
+  assert.equal(done.summary, "After the rest: Goblin rests and spends no action to keep its control of \"fenka-tokF\": the control ends. \"fenka-tokF\" was not given: its sheet still shows it under Goblin's control until it is changed. Goblin regains 3 dice (3 in the pool).");
+  const pp = (actor) => actor.flags.mindscape["power-pool"];
+  assert.deepEqual(pp(goblinToken.actor).controlling, []);
+  assert.equal(pp(fenkaToken.actor).controlled_by, "goblin-tokG");
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => !/companion reading the sheets/.test(w)), [
+    "The companion refused the sheets of creatures under psionic control that went along (Fenka (/data/actor/flags/mindscape/power-pool/die: "
+    + "expected one of [4, 6, 8, 10, 12, 20], got 7)), so they were left out: if that control ends, their sheets will not show it. "
+    + "Mend their psionic profiles (sheet header › Psionic profile).",
+  ]);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
 test("the fake companion's power-pool round end (test-support) offers and does control as the real one", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable, poolRoundEndChoicesResult, poolRoundEndResult } = await import("../test-support/scenario.mjs");
   const t = makeTable();

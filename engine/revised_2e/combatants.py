@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import InvalidCombatant, Problem
+from engine.errors import InvalidCombatant, Problem, json_text
 from engine.schemacheck import QuickValidator
 from engine.system import is_down, schema_problems
 
@@ -206,6 +206,16 @@ class Normaliser:
         c["wis"] = c.get("wis", default)
         c["con"] = c.get("con", default)
         c["mental_armor"] = c.get("mental_armor", 0)
+        given_mind = c.get("mind") or {}
+        opened_by = given_mind.get("opened_by")
+        # §1.1/§1.4: a nonpsionic mind opens on a hit, a psionic one by a critical hit or at
+        # 0 PSPs; each closes by its own procedure (§1.5), so a cause of the other kind
+        # would close it the wrong way.
+        causes = ("critical", "zero-psp") if psionic else ("attack",)
+        if given_mind.get("state") == "open" and opened_by is not None \
+                and opened_by not in causes:
+            bad("mind/opened_by", f"a {kind} mind is not opened by {json_text(opened_by)}: "
+                                  f"it opens by {' or '.join(causes)} (RULES.md §1.1)")
         if problems:
             raise InvalidCombatant(problems)
         if not mac_given:

@@ -367,7 +367,7 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid in s["order"]:
         cs[cid], more = end_of_round(t, cs[cid], dice, options)
         events += more
-        lines += round_end_lines(cs[cid]["name"], more)
+        lines += round_end_lines(cs[cid]["name"], more, close_offer(t, cs[cid], options))
     number = s["round"]
     s["round"] = number + 1
     s["pending"] = {}

@@ -278,7 +278,8 @@ class Revised2e(System):
             events += close_by_paying(c, offer["cost"])
             lines.append(closes_by_paying(c["name"], offer["cost"]))
         after, more = end_of_round(self.tables, c, dice, options)
-        return after, events + more, lines + round_end_lines(after["name"], more)
+        offer = close_offer(self.tables, after, options)
+        return after, events + more, lines + round_end_lines(after["name"], more, offer)
 
     # -- rest outside any encounter ---------------------------------------------------------
     def rest_members(self) -> JSON:
@@ -343,7 +344,7 @@ class Revised2e(System):
             defender=Change(defender["id"], defender, outcome.defender),
             rolls=dice.rolls_since(start),
             events=(*before_events, *outcome.events),
-            summary=attack_summary(self.tables, attacker, defender, fields),
+            summary=attack_summary(self.tables, attacker, defender, fields, outcome.attacker),
             fields=fields,
             unused_dice={k: tuple(v) for k, v in unused.items()},
         )

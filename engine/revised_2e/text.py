@@ -30,9 +30,14 @@ def psp(n: int) -> str:
 
 
 def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],
-                   fields: Mapping[str, Any]) -> str:
-    """One paragraph: what was attempted, the roll, what it cost and what it did."""
+                   fields: Mapping[str, Any], attacker_after: Mapping[str, Any]) -> str:
+    """One paragraph: what was attempted, the roll, what it cost and what it did
+    (``attacker_after``: the attacker after paying, whose last PSPs open its own mind)."""
     a, d = attacker["name"], defender["name"]
+    paid = f"{a} pays {psp(fields['psp_spent'])}."
+    if attacker["mind"]["state"] != "open" and attacker_after["mind"]["state"] == "open":
+        # errata: "A mind with 0 PSPs is open"
+        paid += f" That was {a}'s last PSPs: {a}'s mind is open."
     mode = tables.mode_name(fields["mode"])
     m = fields["multiplier"]
     steps = f" ×{m}" if m > 1 else ""
@@ -53,7 +58,7 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
                    f"{tables.mode_name(defense)} {numbers}{auto}."
         else:
             text = f"{a}'s {mode}{steps}{rng} misses {d} {numbers}{auto}."
-        return f"{opened}{text} {a} pays {psp(fields['psp_spent'])}."
+        return f"{opened}{text} {paid}"
     parts = [f"{opened}{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
     if fields["critical"]:
         parts.append("A critical mental hit!")
@@ -81,7 +86,7 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
         else:
             parts.append(f"{d}'s open mind takes {count(effect['amount'], 'hit point')} of "
                          "damage.")
-    parts.append(f"{a} pays {psp(fields['psp_spent'])}.")
+    parts.append(paid)
     return " ".join(parts)
 
 
@@ -117,9 +122,12 @@ def close_offer_line(tables: Tables, name: str, offer: Mapping[str, Any] | None,
     return f"{name} may pay {price} to close its mind."
 
 
-def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
+def round_end_lines(name: str, events: Sequence[Event],
+                    offer: Mapping[str, Any] | None = None) -> list[str]:
     """The summary's sentences for ``name``'s end-of-round events (§1.5): a mind's
-    checks and lock, and conditions that ended."""
+    checks and lock, and conditions that ended. ``offer``: what closing the mind by paying
+    costs (``rules.close_offer`` of the combatant after its round), for a mind a critical
+    hit opened this round, so that one that cannot pay is not told it may."""
     lines = []
     for e in events:
         if e.type in ("mind-save", "wisdom-check"):
@@ -130,13 +138,28 @@ def round_end_lines(name: str, events: Sequence[Event]) -> list[str]:
         elif e.type == "mind-locked":
             lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
         elif e.type == "mind-may-close":
-            lines.append(f"{name} may pay {psp(e.data['cost'])} to close its mind in the "
-                         "next round." if e.data["cost"] is not None else
-                         f"{name}'s mind cannot close by paying: it has no defense to "
-                         "price it.")
+            lines.append(may_close_line(name, e.data["cost"], offer))
         elif e.type == "condition-ended":
             lines.append(condition_ended(name, e.data["condition"]))
     return lines
+
+
+def may_close_line(name: str, cost: int | None, offer: Mapping[str, Any] | None) -> str:
+    """What the end of the round a critical hit opened ``name``'s mind says of closing it
+    by paying in the next round (``offer``: ``rules.price_closing``'s, when known)."""
+    reason = offer["reason"] if offer else None
+    if cost is None:
+        if reason == "no-last-defense":
+            return f"{name}'s mind cannot close by paying: it has used no defense to price " \
+                   "it (H-2E-NO-LAST-DEF is off)."
+        return f"{name}'s mind cannot close by paying: it has no defense to price it."
+    if offer is not None and reason == "psp":
+        return f"Closing {name}'s mind in the next round would cost {psp(cost)}, more than " \
+               f"the {psp(offer['psp'])} it holds."
+    if offer is not None and reason == "last-psp":
+        return f"Closing {name}'s mind in the next round would cost {psp(cost)}, its last " \
+               "PSPs: a mind with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."
+    return f"{name} may pay {psp(cost)} to close its mind in the next round."
 
 
 def condition_ended(name: str, condition: str) -> str:

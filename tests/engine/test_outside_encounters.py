@@ -604,6 +604,34 @@ def test_a_mind_with_no_defense_to_price_its_closing_is_told_it_cannot_pay() -> 
                                  "has no defense to price it.")
 
 
+@pytest.mark.parametrize(("psp", "options", "said"), [
+    (3, {}, "Closing Kara's mind in the next round would cost 10 PSPs, more than the 3 PSPs "
+            "it holds."),
+    (10, {}, "Closing Kara's mind in the next round would cost 10 PSPs, its last PSPs: a "
+             "mind with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."),
+    (10, {"H-2E-CLOSE-LAST-PSP": False}, "Kara may pay 10 PSPs to close its mind in the "
+                                         "next round."),
+])
+def test_the_round_a_mind_opens_says_when_it_cannot_pay_to_close(
+        psp: int, options: JSON, said: str) -> None:
+    """§1.5: "If it cannot or will not pay, it stays open 1d4+1 rounds": a mind that holds
+    too few PSPs (or only its last ones, H-2E-CLOSE-LAST-PSP) is not told it may pay; the
+    event still gives the price."""
+    result = REVISED.end_round({"combatants": [psionicist("kara", psp=psp, mind=open_mind())],
+                                "options": options}, SuppliedDice({}))
+    assert result["events"] == [{"type": "mind-may-close", "combatant": "kara", "cost": 10}]
+    assert result["summary"] == f"End of the round: {said}"
+
+
+def test_a_mind_that_used_no_defense_is_told_why_it_cannot_pay_when_h_2e_no_last_def_is_off(
+        ) -> None:
+    bare = psionicist("kara", mind=open_mind(last_defense=None))
+    result = REVISED.end_round({"combatants": [bare], "options": {"H-2E-NO-LAST-DEF": False}},
+                               SuppliedDice({}))
+    assert result["summary"] == ("End of the round: Kara's mind cannot close by paying: it "
+                                 "has used no defense to price it (H-2E-NO-LAST-DEF is off).")
+
+
 def test_a_round_that_only_counts_down_does_not_say_nothing_changes() -> None:
     c = {"id": "orm", "name": "Orm", "attack_strength": 40, "defense_strength": 40,
          "conditions": ["confused"], "condition_rounds": {"confused": 3}}

@@ -127,6 +127,16 @@ def test_declare_checks_rules_and_input_paths_now() -> None:
     assert rule.value.rule == "not-enough-psp"
 
 
+def test_a_round_whose_mind_a_critical_hit_opened_says_it_cannot_pay_to_close_it() -> None:
+    """§1.5: "If it cannot or will not pay, it stays open 1d4+1 rounds": Fenka, opened
+    while 3 PSPs were left, is not told she may pay 10."""
+    mind = {"state": "open", "opened_by": "critical", "last_defense": "mental-barrier"}
+    state = encounter(ULCEN, {**FENKA, "psp": 3, "mind": mind})
+    _, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert step["summary"].endswith("Closing Fenka of Raam's mind in the next round would cost "
+                                    "10 PSPs, more than the 3 PSPs it holds.")
+
+
 def test_critical_opening_stuns_and_closing_costs_twice_the_last_defense() -> None:
     # Seed 004: "if a mind was opened in the round it used the mental barrier defense
     # (costs 5 PSPs), it can close its mind in the next round by spending 10 PSPs"

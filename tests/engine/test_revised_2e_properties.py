@@ -43,8 +43,9 @@ def combatants(draw: st.DrawFn, cid: str) -> dict[str, Any]:
         c["quick_mac"] = {"intelligence": draw(st.integers(0, 25)),
                           "psionic": draw(st.sampled_from(["high", "low"]))}
     if draw(st.booleans()):
-        c["mind"] = {"state": "open", "opened_by": draw(st.sampled_from(
-            ["critical", "zero-psp", "attack"]))}
+        # each kind's own causes (§1.1): another would close it by the wrong procedure
+        causes = ["attack"] if kind == "nonpsionic" else ["critical", "zero-psp"]
+        c["mind"] = {"state": "open", "opened_by": draw(st.sampled_from([*causes, None]))}
     if draw(st.booleans()):
         c["hp"] = draw(st.integers(-5, 60))
     return c

@@ -87,6 +87,28 @@ def test_invalid_combatant_names_every_field_under_the_prefix() -> None:
     assert {p.path for p in err.value.problems} == {"/defender/mac", "/defender/attacks/0"}
 
 
+@pytest.mark.parametrize(("raw", "cause", "causes"), [
+    ({"id": "guard"}, "zero-psp", "attack"),
+    ({"id": "guard"}, "critical", "attack"),
+    (psionicist("p"), "attack", "critical or zero-psp"),
+])
+def test_a_mind_opened_by_a_cause_of_another_kind_is_refused(
+        raw: JSON, cause: str, causes: str) -> None:
+    """§1.1: nonpsionic minds open by an attack and save to close; psionic ones open by a
+    critical hit or at 0 PSPs and are locked, then check Wisdom (§1.5). A cause of the
+    other kind would close the mind by the wrong procedure."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({**raw, "mind": {"state": "open", "opened_by": cause}}, "/defender")
+    [problem] = err.value.problems
+    assert problem.path == "/defender/mind/opened_by"
+    assert problem.message.endswith(f"it opens by {causes} (RULES.md §1.1)")
+    # its own kind's cause, none, or a closed mind's stale one are taken
+    own = "attack" if causes == "attack" else "critical"
+    for mind in ({"state": "open", "opened_by": own}, {"state": "open", "opened_by": None},
+                 {"state": "closed", "opened_by": cause}):
+        assert SYSTEM.combatant({**raw, "mind": mind})["mind"]["state"] == mind["state"]
+
+
 def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     raw = psionicist("p", level=2)
     with pytest.raises(InvalidCombatant) as err:
@@ -244,6 +266,19 @@ def test_the_summary_counts_in_the_singular_and_tells_a_defense_that_opened_the_
     assert result["summary"].startswith(
         "Raising the thought shield takes Fenka's last PSPs and opens Fenka's mind. ")
     assert "is dazed for 1 round." in result["summary"]
+
+
+def test_the_summary_says_when_the_attacker_s_last_psps_open_its_own_mind() -> None:
+    """Errata (seed 004): "A mind with 0 PSPs is open": the attacker's too."""
+    attack = {"mode": "mind-thrust", "multiplier": 2}
+    result = resolve(psionicist("a", name="Ulcen", psp=4), psionicist("d", name="Fenka"),
+                     attack, attack=[15], damage=[1, 1])
+    assert result["attacker"]["after"]["mind"]["state"] == "open"
+    assert result["summary"].endswith("Fenka loses 2 PSPs. Ulcen pays 4 PSPs. That was "
+                                      "Ulcen's last PSPs: Ulcen's mind is open.")
+    rich = resolve(psionicist("a", name="Ulcen"), psionicist("d", name="Fenka"), attack,
+                   attack=[15], damage=[1, 1])
+    assert rich["summary"].endswith("Fenka loses 2 PSPs. Ulcen pays 4 PSPs.")
 
 
 def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:

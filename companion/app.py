@@ -273,8 +273,11 @@ def create_app(settings: Settings) -> web.Application:
     """The daemon's aiohttp application for ``settings``."""
     # debug=False: aiohttp's own error pages would otherwise show tracebacks whenever
     # the event loop runs in debug mode (``python -X dev``, PYTHONASYNCIODEBUG).
+    # auto_decompress=False: aiohttp would inflate a gzip or deflate body on the event
+    # loop as it arrives, before any check and even after a refusal (a small bomb stalls
+    # every client for seconds); the Guard refuses compressed bodies instead.
     app = web.Application(client_max_size=settings.limits.max_body,
-                          handler_args={"debug": False})
+                          handler_args={"debug": False, "auto_decompress": False})
     app[SETTINGS] = settings
     access = AccessLog(settings.log_stream,
                        enabled=settings.log_level.lower() in ("debug", "info"))

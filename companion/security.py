@@ -186,6 +186,9 @@ class Guard:
                 response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
             elif (length := request.content_length) is not None and length > self.max_body:
                 response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
+            elif headers.get("Content-Encoding", "").lower() not in ("", "identity"):
+                response = _refuse(415, "compressed request bodies are not accepted (Content-"
+                                        "Encoding): send plain JSON")
             elif outcome is None:
                 response = await handler(request)
             else:

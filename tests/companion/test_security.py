@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import json
 import logging
 import os
 import secrets
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +204,27 @@ async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
     # our JSON and wording, not aiohttp's text (issue: no exception text reaches a client)
     assert await response.json() == {"error": "the request body exceeds 1048576 bytes"}
     assert response.headers["Server"] == "mindscape"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP"])
+async def test_a_compressed_body_is_415_and_never_inflated(rpc: Rpc, encoding: str) -> None:
+    """A compressed body is refused as it is: inflating it on the event loop (aiohttp's
+    default) lets a small bomb stall every client, token or no token. A valid call
+    compressed is refused too, so it is not inflated first and run."""
+    body = (gzip.compress(json.dumps(INFO).encode()) if encoding.lower() == "gzip"
+            else zlib.compress(json.dumps(INFO).encode()))
+    response = await rpc.client.post("/rpc", data=body, headers={
+        **rpc.auth, "Content-Encoding": encoding, "Content-Type": "application/json"})
+    assert response.status == 415
+    assert await response.json() == {
+        "error": "compressed request bodies are not accepted (Content-Encoding): send plain JSON"}
+    assert response.headers["Server"] == "mindscape"
+    # without the token it is 401, as any call
+    anonymous = await rpc.client.post("/rpc", data=body, headers={"Content-Encoding": encoding})
+    assert anonymous.status == 401
+    plain = await rpc.client.post("/rpc", json=INFO, headers={
+        **rpc.auth, "Content-Encoding": "identity"})
+    assert (await plain.json())["result"]["name"] == "mindscape"
 
 
 async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc: Rpc) -> None:

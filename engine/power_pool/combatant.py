@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidCombatant, Problem, json_text
@@ -172,6 +172,16 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
         if c["pool"] != 0:
             problems.append(Problem(f"{path}/pool",
                                     "a creature under psionic control has a pool of 0"))
+        # seed 001: "Any powers being maintained by the controlled creature end and the
+        # power dice used to maintain them are expended" (control kept by a die included)
+        if c["dedicated"]:
+            problems.append(Problem(f"{path}/dedicated", (
+                "a creature under psionic control keeps no dice dedicated: its maintained "
+                "powers ended and their dice were expended")))
+        if c["controlling"]:
+            problems.append(Problem(f"{path}/controlling", (
+                "a creature under psionic control holds no control of its own: it ended "
+                "when the creature fell under control")))
     for cond in c["condition_rounds"]:
         if cond not in c["conditions"]:
             problems.append(Problem(f"{path}/condition_rounds/{cond}",
@@ -201,6 +211,32 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
                 f"control of {json_text(key)}: {dice_for[key]} die dedicated with purpose "
                 f"'control', {die_links[key]} needed (kept_by 'die' needs one die per "
                 "creature held)"))
+    return problems
+
+
+def link_problems(given: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Problem]:
+    """Control links that the creatures given together (each with the path it came
+    from) tell two ways: a controller's ``controlling`` names a creature given whose
+    ``controlled_by`` is someone else, or a creature's ``controlled_by`` names a
+    controller given that does not list it. Either way one of the two sheets is stale,
+    and acting on it would free or redirect the wrong creature."""
+    by_id: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for path, c in given:
+        by_id.setdefault(c["id"], (path, c))
+    problems: list[Problem] = []
+    for path, c in by_id.values():
+        for i, entry in enumerate(c["controlling"]):
+            held = by_id.get(entry["id"])
+            if held is not None and held[1]["controlled_by"] != c["id"]:
+                problems.append(Problem(f"{path}/controlling/{i}/id", (
+                    f"{c['name']} controls {held[1]['name']} here, but {held[1]['name']}'s "
+                    f"controlled_by ({held[0]}) is {json_text(held[1]['controlled_by'])}")))
+        controller = by_id.get(c["controlled_by"]) if c["controlled_by"] else None
+        if controller is not None and all(e["id"] != c["id"]
+                                           for e in controller[1]["controlling"]):
+            problems.append(Problem(f"{path}/controlled_by", (
+                f"{c['name']} is under {controller[1]['name']}'s control here, but "
+                f"{controller[1]['name']}'s controlling ({controller[0]}) does not list it")))
     return problems
 
 

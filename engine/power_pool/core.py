@@ -14,7 +14,7 @@ from ..schemacheck import QuickValidator
 from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
-from .combatant import CONDITIONS, combatant_schema, link_key, normalize
+from .combatant import CONDITIONS, combatant_schema, link_key, link_problems, normalize
 from .control import action_upkeep_lines, die_words, name_of, not_given_line
 from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
@@ -92,8 +92,6 @@ class PowerPoolSystem(System):
                                     "description": "effects of the mode the attacker may "
                                                    "choose not to use (subconscious-"
                                                    "subversion: frightened)"},
-                        "target": {"type": "string"},
-                        "targets": {"type": "array", "items": {"type": "string"}},
                     },
                 },
                 "defense": {"$ref": "#/$defs/defense"},
@@ -321,6 +319,12 @@ class PowerPoolSystem(System):
                     f"{json_text(p['id'])} is given already: a creature {which} here is "
                     "not among the puppets, and each puppet is given once"))
             out[p["id"]] = p
+        # RULES.md §3.4: whom a controller holds, as both sheets say it
+        problems = link_problems(
+            [(f"/combatants/{i}", c) for i, c in enumerate(combatants.values())]
+            + [(f"/puppets/{i}", p) for i, p in enumerate(out.values())])
+        if problems:
+            raise InvalidInput(problems)
         return out
 
     def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
@@ -331,7 +335,7 @@ class PowerPoolSystem(System):
         lines = []
         for e in events:
             if e.type == "pool-regained":
-                lines.append(f"{name} regains {dice_count(e.data['amount'])} "
+                lines.append(f"{name} regains {control.dice_count(e.data['amount'])} "
                              f"({after['pool']} in the pool).")
             elif e.type == "powers-ended":
                 lines.append(f"{name}'s maintained powers end.")
@@ -429,11 +433,6 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
               "die, which needs no sight." for t in choice.get("cannot_perceive", [])
               if t not in ended]
     return lines
-
-
-def dice_count(n: int) -> str:
-    """"1 die", "3 dice"."""
-    return "1 die" if n == 1 else f"{n} dice"
 
 
 def condition_ended(name: str, event: Event) -> str:

@@ -18,7 +18,7 @@ from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
 from ..system import JSON, is_down
 from . import control
-from .combatant import link_key
+from .combatant import link_key, link_problems
 
 SYSTEM_ID = "power-pool"
 
@@ -217,26 +217,28 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     target = normalize(request["defender"], "/defender")
     extra = [normalize(r, f"/defenders/{i}") for i, r in enumerate(request.get("defenders") or [])]
     allies = [normalize(r, f"/allies/{i}") for i, r in enumerate(request.get("allies") or [])]
-    controllers: dict[str, JSON] = {}
-    if request.get("controller") is not None:
-        c = normalize(request["controller"], "/controller")
-        controllers[c["id"]] = c
-    for i, r in enumerate(request.get("controllers") or []):
-        c = normalize(r, f"/controllers/{i}")
-        controllers[c["id"]] = c
-    puppets: dict[str, JSON] = {}
-    for i, r in enumerate(request.get("puppets") or []):
-        c = normalize(r, f"/puppets/{i}")
-        puppets[c["id"]] = c
+    raw = [("/controller", request["controller"])] if request.get("controller") is not None \
+        else []
+    raw += [(f"/controllers/{i}", r) for i, r in enumerate(request.get("controllers") or [])]
+    raw += [(f"/puppets/{i}", r) for i, r in enumerate(request.get("puppets") or [])]
+    # the controllers an attack may strike instead of their puppets, and the puppets
+    bystanding = [(path, normalize(r, path)) for path, r in raw]
+    controllers = {c["id"]: c for path, c in bystanding if not path.startswith("/puppets/")}
+    puppets = {c["id"]: c for path, c in bystanding if path.startswith("/puppets/")}
 
     seen: dict[str, str] = {}
-    for path, c in ([("/attacker", attacker), ("/defender", target)]
-                    + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
-                    + [(f"/allies/{i}", c) for i, c in enumerate(allies)]):
+    taking_part = ([("/attacker", attacker), ("/defender", target)]
+                   + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
+                   + [(f"/allies/{i}", c) for i, c in enumerate(allies)])
+    for path, c in taking_part:
         if c["id"] in seen:
             raise InvalidInput.at(f"{path}/id", f"id {json_text(c['id'])} is already used at "
                                                 f"{seen[c['id']]}")
         seen[c["id"]] = path
+    # RULES.md §3.4: whom a controller holds, as both sheets say it
+    problems = link_problems(taking_part + bystanding)
+    if problems:
+        raise InvalidInput(problems)
 
     attack = request["attack"]
     mode_id = attack["mode"]
@@ -320,8 +322,16 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         sides.append(defend_side(tables, options, m, defense, path, roles[i]))
 
     principal_mode = tables["modes"].get(sides[0].mode or "", {})
+    struck_ids = {m["id"] for m in members}
     for i, ally in enumerate(allies):
         path = f"/allies/{i}"
+        if ally["id"] in struck_ids:
+            # a controller struck in its puppet's place is in the group already: drawn in
+            # again it would roll its pool twice ("every member's dice", RULES.md §3.3)
+            raise RulesViolation("ally-struck", (
+                f"{ally['name']} is struck by this attack (in the place of a creature it "
+                "controls) and defends with its own pool; it cannot also be drawn in as an "
+                "ally"), combatant=ally["id"])
         if ally["mindless"]:
             raise RulesViolation("ally-mindless", f"{ally['name']} has no mind to draw in",
                                  combatant=ally["id"])
@@ -614,7 +624,7 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         "damage": sum(e["amount"] for e in effects if e["effect"] == "damage"),
     }
     summary = _summary(tables, plan, attack_total, defense_total, winner, failed,
-                       controlled, effects, freed)
+                       controlled, effects, events)
     return Resolution(
         # the outcome is the winner, as exchange.odds names its outcomes (API.md)
         system=SYSTEM_ID, outcome=winner,
@@ -631,8 +641,9 @@ def _names(names: Sequence[str]) -> str:
 
 def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
              defense_total: int | None, winner: str, failed: bool, controlled: list[str],
-             effects: list[JSON], freed: Mapping[str, JSON]) -> str:
-    """One paragraph for the table: who struck whom with what, the rolls, what came of it."""
+             effects: list[JSON], events: Sequence[Event]) -> str:
+    """One paragraph for the table: who struck whom with what, the rolls, what came of it
+    (``events``: the exchange's, for the dice and the control it took)."""
     a = plan.attacker["name"]
     names = {s.id: s.combatant["name"] for s in plan.members}
     names.update({k: v["name"] for k, v in plan.puppets.items()})
@@ -640,9 +651,12 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
     for t, c in plan.redirected:
         parts.append(f"{plan.bystanders[t]['name']} is under {names.get(c, c)}'s control, so "
                      f"the attack strikes {names.get(c, c)} instead.")
+    # a pool already spent (its dice maintain powers) has no die to lose
+    lost = sum(int(e.data["dice"]) for e in events if e.type == "pool-die-lost")
     if failed:
+        loss = "a die of the pool is lost" if lost else "its pool has no die to lose"
         parts.append(f"{a} fails the save against Blank Mind (needed {plan.save_target}): "
-                     "the attack fails outright and a die of the pool is lost.")
+                     f"the attack fails outright and {loss}.")
         return " ".join(parts)
     p = plan.principal
     pname = p.combatant["name"]
@@ -673,6 +687,7 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
         else:
             parts.append(f"{a} wins, but Barrier Mantra leaves {pname} stunned instead "
                          "of controlled.")
+        parts += _taken_from_the_controlled(plan, controlled, events, names)
         for e in effects:
             if e.get("instead_of_control") and controlled:
                 parts.append(f"{names[e['combatant']]} is {e['effect']} instead of "
@@ -684,8 +699,44 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
             else:
                 parts.append(f"{names[e['combatant']]} is {e['effect']}.")
     else:
-        parts.append(f"{pname} holds: {a} loses a die from its pool and is stunned for a "
-                     "round.")
-        if freed or plan.attacker["controlling"]:
+        loss = "loses a die from its pool" if lost else "has no die in its pool to lose"
+        parts.append(f"{pname} holds: {a} {loss} and is stunned for a round.")
+        if plan.attacker["controlling"]:
             parts.append(f"Every psionic control {a} held ends.")
+            parts += _not_given(plan, plan.attacker, events, names)
     return " ".join(parts)
+
+
+def _not_given(plan: Plan, controller: Mapping[str, Any], events: Sequence[Event],
+               names: Mapping[str, str]) -> list[str]:
+    """A sentence for each creature ``controller``'s control of ended whose sheet was
+    not given (not in the exchange, nor among its puppets)."""
+    given = {*names, plan.attacker["id"]}
+    return [control.not_given_line(json_text(e.combatant), controller["name"])
+            for e in events if e.type == "control-ended"
+            and e.data["controller"] == controller["id"] and e.combatant not in given]
+
+
+def _taken_from_the_controlled(plan: Plan, controlled: Sequence[str], events: Sequence[Event],
+                               names: Mapping[str, str]) -> list[str]:
+    """What falling under control took from each creature now controlled (seed 001: "Any
+    powers being maintained by the controlled creature end and the power dice used to
+    maintain them are expended"; the control it held ends too)."""
+    lines: list[str] = []
+    for side in plan.members:
+        if side.id not in controlled:
+            continue
+        c = side.combatant
+        ended = [e for e in events if e.type == "control-ended"
+                 and e.data["controller"] == side.id]
+        if ended:
+            held = _names([names.get(str(e.combatant), json_text(e.combatant)) for e in ended])
+            lines.append(f"{c['name']}'s own psionic control of {held} ends.")
+            lines += _not_given(plan, c, events, names)
+        spent = sum(int(e.data["dice"]) for e in events
+                    if e.type == "dice-expended" and e.combatant == side.id)
+        if spent:
+            dice = "the die it kept for them is" if spent == 1 else \
+                f"the {spent} dice it kept for them are"
+            lines.append(f"{c['name']}'s maintained powers end and {dice} expended.")
+    return lines

@@ -753,3 +753,88 @@ def test_the_attacker_may_choose_not_to_frighten() -> None:
                  {"mode": "mental-stab", "decline": ["frightened"]},
                  dice={"attack": [6, 6], "defense": [1]})
     assert err.value.problems[0].path == "/attack/decline/0"
+
+
+# -- input that tells two stories ---------------------------------------------------------
+def test_a_controller_struck_in_its_puppet_s_place_is_not_also_drawn_in_as_an_ally() -> None:
+    """RULES.md §3.3 (H-PP-GROUP): "every member's dice are rolled and summed": X, struck
+    in B's place, defends with its own pool once; drawn in again it would roll it twice."""
+    x = psionic("X", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="x", pool=0)
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"}, {"mode": "imagination-swarm"},
+                 controller=x, allies=[x], defenses={"x": {"mode": "imagination-swarm"}},
+                 dice={"attack": [1, 1, 1], "defense": [6, 6, 6, 6]})
+    assert (err.value.rule, err.value.combatant) == ("ally-struck", "x")
+
+
+@pytest.mark.parametrize("attack", [{"mode": "psionic-wave", "target": "b"},
+                                    {"mode": "psionic-wave", "targets": ["c", "d"]}])
+def test_an_exchange_names_its_targets_by_defender_and_defenders_only(
+        attack: dict[str, Any]) -> None:
+    """attack.target(s) belong to an encounter's declaration; an exchange given them
+    would strike its defender alone, so they are refused, not ignored."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6), psionic("B", 1, 4), attack,
+                 dice={"attack": [6, 6, 6], "defense": [1]})
+    assert err.value.problems[0].path == "/attack"
+
+
+def test_control_links_the_two_sheets_tell_differently_are_refused() -> None:
+    """RULES.md §3.4: a controller's `controlling` and its puppet's `controlled_by` name
+    each other; when one sheet is stale, acting on it would control a creature twice or
+    free the wrong one."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                 psionic("B", 1, 4), {"mode": "mental-stab"},
+                 dice={"attack": [6, 6, 6], "defense": [1]})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/attacker/controlling/0/id",
+        "A controls B here, but B's controlled_by (/defender) is null")]
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("C", 3, 6), psionic("B", 3, 6, controlled_by="a", pool=0),
+                 {"mode": "mental-stab"}, controller=psionic("A", 2, 6),
+                 dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/defender/controlled_by",
+        "B is under A's control here, but A's controlling (/controller) does not list it")]
+    # the end of a round checks its puppets the same way
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.end_round({"combatants": [psionic("A", 2, 6, controlling=[
+            {"id": "b", "kept_by": "action"}])], "puppets": [psionic("B", 1, 4)]},
+            SuppliedDice({}))
+    assert err.value.problems[0].path == "/combatants/0/controlling/0/id"
+
+
+@pytest.mark.parametrize(("more", "paths"), [
+    ({"controlling": [{"id": "q", "kept_by": "action"}]}, ["/controlling"]),
+    ({"dedicated": [{"purpose": "levitation"}]}, ["/dedicated"]),
+])
+def test_a_creature_under_control_holds_no_control_and_no_powers(
+        more: dict[str, Any], paths: list[str]) -> None:
+    """Seed 001: "Any powers being maintained by the controlled creature end and the power
+    dice used to maintain them are expended"; any control it held ended with them."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(psionic("P", 3, 6, pool=0, controlled_by="x", **more))
+    assert [p.path for p in err.value.problems] == paths
+
+
+def test_the_summary_says_what_falling_under_control_takes_and_no_die_lost_that_is_not(
+        ) -> None:
+    """RULES.md §4: the summary tells what the events do. B, overcome, loses its own
+    control of P (whose sheet was not given) and the die its power kept; A, rebuffed with
+    every die maintaining a power, has no die to lose."""
+    b = psionic("B", 2, 6, controlling=[{"id": "p", "kept_by": "action"}],
+                dedicated=[{"purpose": "levitation"}], pool=1)
+    won = exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1]}).to_json()
+    assert won["summary"].endswith(
+        "B's own psionic control of \"p\" ends. \"p\" was not given: its sheet still shows "
+        "it under B's control until it is changed. B's maintained powers end and the die it "
+        "kept for them is expended.")
+    spent = psionic("A", 2, 6, pool=0,
+                    dedicated=[{"purpose": "levitation"}, {"purpose": "clairvoyance"}])
+    lost = exchange(spent, psionic("B", 1, 4), {"mode": "mental-stab"},
+                    dice={"attack": [], "defense": [3]}).to_json()
+    assert lost["summary"].endswith("B holds: A has no die in its pool to lose and is "
+                                    "stunned for a round.")

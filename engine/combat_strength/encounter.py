@@ -26,7 +26,7 @@ from ..errors import (
     UnknownCombatant,
     json_text,
 )
-from ..results import Change, Event, Resolution, thaw
+from ..results import Change, Event, Resolution, copy_json, thaw
 from ..system import swap_combatant
 from .combatant import combat_strength, incapacitated
 from .exchange import (
@@ -324,11 +324,15 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     events: list[JSON] = []
     changes = []
     afters = {cid: apply_effects(start[cid], effects[cid]) for cid in s["order"]}
-    # the segment's summary tells each attack's own share, then where all left them
-    lines = [r.summary for r in results] or ["No attacks this segment."]
-    results = [_as_in_segment(r, afters) for r in results]
+    landed: dict[str, JSON] = copy_json(afters)
     applied = {cid: _applied(effects[cid]) for cid in s["order"]}
-    timed_events = _count_down(s, start, afters, applied, s["segment"])
+    ended = _count_down(s, start, afters, applied, s["segment"])
+    # the segment's summary tells each attack's own share, the conditions that ran out
+    # (as end_round does), then where all left them
+    lines = [r.summary for r in results] or ["No attacks this segment."]
+    lines += [t.condition_ended(afters[str(e.combatant)]["name"], e.data["condition"])
+              for e in ended]
+    results = [_as_in_segment(r, landed, afters) for r in results]
     for cid in s["order"]:
         after = afters[cid]
         if after != start[cid]:
@@ -336,7 +340,7 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
             cost = sum(e.attack_cost for e in effects[cid])
             events += [e.to_json() for e in strength_events(start[cid], after, cost)]
         s["combatants"][cid] = after
-    events += timed_events
+    events += [e.to_json() for e in ended]
     round_no, segment = s["round"], s["segment"]
     standing = "; ".join(
         f"{s['combatants'][cid]['name']} attack {s['combatants'][cid]['attack_strength']}, "
@@ -361,22 +365,29 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     return s, step
 
 
-def _as_in_segment(result: Resolution, afters: Mapping[str, JSON]) -> Resolution:
-    """An attack's record with the states its two sides end the segment in: the
-    segment's attacks land together (seed step iii), so where another one struck either
-    side too, its ``after`` shows that as well, and its summary, which tells this
-    attack's own share, says where the segment left them."""
-    ends = [c for c in (result.attacker, result.defender) if thaw(c.after) != afters[c.id]]
-    if not ends:
+def _as_in_segment(result: Resolution, landed: Mapping[str, JSON],
+                   afters: Mapping[str, JSON]) -> Resolution:
+    """An attack's record with the states its two sides end the segment in (``afters``,
+    its timed conditions counted down too): the segment's attacks land together (seed
+    step iii), so where another one struck either side too (``landed``: where the
+    attacks alone left each), its ``after`` shows that as well, and its summary, which
+    tells this attack's own share, says where the segment left them. A condition that
+    ran out is told once, in the step's summary."""
+    sides = (result.attacker, result.defender)
+    if all(thaw(c.after) == afters[c.id] for c in sides):
         return result
-    left = "; ".join(
-        f"{afters[c.id]['name']} attack strength {afters[c.id]['attack_strength']}, "
-        f"defense strength {afters[c.id]['defense_strength']}" for c in ends)
+    summary = result.summary
+    ends = [c for c in sides if thaw(c.after) != landed[c.id]]
+    if ends:
+        left = "; ".join(
+            f"{afters[c.id]['name']} attack strength {afters[c.id]['attack_strength']}, "
+            f"defense strength {afters[c.id]['defense_strength']}" for c in ends)
+        summary = f"{summary} With the segment's other attacks: {left}."
     return dataclasses.replace(
         result,
         attacker=Change(result.attacker.id, result.attacker.before, afters[result.attacker.id]),
         defender=Change(result.defender.id, result.defender.before, afters[result.defender.id]),
-        summary=f"{result.summary} With the segment's other attacks: {left}.")
+        summary=summary)
 
 
 def _applied(effects: list[Effect]) -> dict[str, int]:
@@ -390,7 +401,7 @@ def _applied(effects: list[Effect]) -> dict[str, int]:
 
 
 def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON],
-                applied: Mapping[str, Mapping[str, int]], segment: int) -> list[JSON]:
+                applied: Mapping[str, Mapping[str, int]], segment: int) -> list[Event]:
     """Timed conditions last whole rounds of ten segments from the segment they began in
     (research tables B: "dazed 1d4 rounds"): each loses a round when that segment comes
     round again, and ends when none is left. One that began outside the encounter counts
@@ -398,7 +409,7 @@ def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON],
     combatant) for at least the rounds it still had lasts from now, which ends later than
     the old one; for fewer rounds the old one ends later and stands. Changes ``afters``
     (fresh copies) and the state's record of when each condition began
-    (``condition_segments``)."""
+    (``condition_segments``); returns the ``condition-ended`` events."""
     began = s.setdefault("condition_segments", {})
     events = []
     for cid in s["order"]:
@@ -416,7 +427,7 @@ def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON],
             ended = tick(c, condition)
             if ended is not None:
                 mine.pop(condition, None)
-                events.append(ended.to_json())
+                events.append(ended)
         if mine:
             began[cid] = mine
         else:

@@ -8,7 +8,7 @@ a GM's replacement table fails at load with a path instead of mid-combat.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +119,13 @@ def _band_problems(bands: Sequence[Mapping[str, Any]], path: str) -> list[Proble
     return problems
 
 
+def _percent_problems(path: str, cells: Iterable[tuple[int | str, Any]]) -> list[Problem]:
+    """A percent row's cells (``(key, cell)`` under ``path``) that are not percentages: a
+    d100 chance above 100 would always succeed, so table A and table B refuse it alike."""
+    return [Problem(f"{path}/{key}", "a percentage is at most 100")
+            for key, cell in cells if isinstance(cell, int) and cell > 100]
+
+
 def find_band(bands: Sequence[Mapping[str, Any]], value: int) -> int:
     """Index of the band holding ``value``: the first whose max is ≥ it (or open).
 
@@ -189,8 +196,12 @@ class Tables:
                 for i, cell in enumerate(row):
                     if isinstance(cell, str) and cell not in self.letters:
                         p.append(Problem(f"{path}/{i}", f"letter {json_text(cell)} has no reading"))
-                    if mode in percent and isinstance(cell, int) and cell > 100:
-                        p.append(Problem(f"{path}/{i}", "a percentage is at most 100"))
+                if mode in percent:
+                    p += _percent_problems(path, enumerate(row))
+        for band, rows in self.combat["matrix"].items():
+            for mode in self.combat["percent_modes"]:
+                p += _percent_problems(f"/tables/combat/matrix/{band}/{mode}",
+                                       rows.get(mode, {}).items())
         for mode, letter in percent.items():
             if letter not in self.letters:
                 p.append(Problem(f"/tables/defenseless/percent_modes/{mode}",

@@ -322,6 +322,68 @@ def test_an_attack_s_record_shows_where_the_segment_left_both_sides() -> None:
     assert "With the segment's other attacks" not in step["summary"]
 
 
+def test_an_attack_s_record_shows_the_condition_its_segment_ended() -> None:
+    """RULES.md 4: a resolution gives "the state of each combatant before and after" and
+    "a one-paragraph plain-language summary". Bo brings a daze of one round into the
+    encounter; it runs out at the end of round 1, in segment 10, the segment Ann's Mind
+    Thrust hits Bo's Shield Thoughts (table A 01-25: 4, plus 1d6 rolled 2). The attack's
+    record shows Bo no longer dazed, as the step and the state do, and the step's summary
+    says so in end_round's words; the countdown is no other attack."""
+    state = encounter(psionic("ann", 30, 10), psionic("bo", 40, 40, conditions=["dazed"],
+                                                      condition_rounds={"dazed": 1}))
+    state = through_intent(state, {"ann": "trance", "bo": "normal"})
+    for _ in range(9):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state = SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
+                                                               "target": "bo"}})
+    state = SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "shield-thoughts"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [2]}))
+    assert step["segment"] == 10
+    (result,) = step["results"]
+    (bo,) = [c["after"] for c in step["combatants"] if c["id"] == "bo"]
+    assert result["defender"]["after"] == bo == state["combatants"]["bo"]
+    assert (bo["conditions"], bo["condition_rounds"], bo["defense_strength"]) == ([], {}, 34)
+    assert {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+        step["events"]
+    assert "Bo's defense strength 40 → 34. Bo is no longer dazed. Now: " in step["summary"]
+    assert "With the segment's other attacks" not in result["summary"]
+
+
+def test_an_attack_s_record_counts_down_the_longer_condition_it_gives_again() -> None:
+    """Research tables B: 'D dazed 1d4 rounds', counted from the segment it began in.
+    Ann's psionic wave dazes Bo for two rounds in segment 5 of round 1; her second, in
+    segment 5 of round 2, dazes Bo for one round, fewer than the first still has, so the
+    first stands and loses a round there: the second attack's record shows one round
+    left, as the state does. In segment 5 of round 3, with no attack, the step's summary
+    says the daze ended. Ann's attack strength stays in band 26-50 (50, then 30)."""
+    def to_segment(state: JSON, round_no: int) -> JSON:
+        while (state["round"], state["segment"]) != (round_no, 5):
+            state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+            if state["phase"] == "intent":
+                state = through_intent(state, {"ann": "trance", "bo": "normal"})
+        return state
+
+    def wave(state: JSON, roll: int) -> tuple[JSON, JSON]:
+        state = SYSTEM.encounter_declare(state, "ann", {"attack": {
+            "mode": "psionic-wave", "target": "bo"}})
+        return SYSTEM.encounter_resolve(state, SuppliedDice({"condition-duration": [roll]}),
+                                        force=True)
+
+    state = through_intent(encounter(psionic("ann", 50, 10), psionic("bo", 40, 40)),
+                           {"ann": "trance", "bo": "normal"})
+    state, _step = wave(to_segment(state, 1), 2)
+    state, step = wave(to_segment(state, 2), 1)
+    (result,) = step["results"]
+    assert (result["condition"]["id"], result["condition"]["rounds"]) == ("dazed", 1)
+    assert result["defender"]["after"]["condition_rounds"] == {"dazed": 1}
+    assert result["defender"]["after"] == state["combatants"]["bo"]
+    state = to_segment(state, 3)
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    assert step["summary"] == ("Round 3, segment 5: No attacks this segment. Bo is no "
+                               "longer dazed. Now: Ann attack 10, defense 10; Bo attack 40, "
+                               "defense 40.")
+
+
 def test_dice_needed_in_a_segment_counts_every_attack_of_it() -> None:
     """RULES.md 4: "too few supplied dice is the 'dice needed' error naming the purpose,
     sides and count still needed". Two attacks of Combat Strength 60 (two bonus d6 each,

@@ -191,6 +191,10 @@ def test_a_gm_replacement_table_changes_the_lookup() -> None:
     (lambda d: d["combat"]["matrix"]["01-25"]["ego-whip"].__setitem__("mind-blank", "x"),
      "/tables/combat/matrix/01-25/ego-whip/mind-blank"),
     (lambda d: d["bands"][2].__setitem__("max", 10), "/tables/bands/2/max"),
+    (lambda d: d["defenseless"]["matrix"]["01-25"]["psychic-implosion"].__setitem__(0, 101),
+     "/tables/defenseless/matrix/01-25/psychic-implosion/0"),
+    (lambda d: d["combat"]["matrix"]["01-25"]["psychic-implosion"].__setitem__(
+        "mind-blank", 101), "/tables/combat/matrix/01-25/psychic-implosion/mind-blank"),
 ])
 def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
     """Tables are checked at load: a bad file names where it is wrong."""
@@ -199,3 +203,30 @@ def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path
     with pytest.raises(InvalidInput) as err:
         CombatStrength(data)
     assert path in [p.path for p in err.value.problems]
+
+
+@pytest.mark.parametrize("table", ["combat", "defenseless"])
+def test_a_psychic_implosion_percentage_above_100_is_refused_in_either_table(
+        table: str) -> None:
+    """research-tables.md A and B: Psychic Crush's cells are a percentage chance (d100),
+    in the combat table (``combat.percent_modes``) as in the defenseless one
+    (``defenseless.percent_modes``); a replacement file cannot give one above 100."""
+    data = copy.deepcopy(DATA)
+    row = data[table]["matrix"]["126+"]["psychic-implosion"]
+    key = "tower-of-iron-will" if table == "combat" else 6
+    row[key] = 150
+    with pytest.raises(InvalidInput) as err:
+        CombatStrength(data)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (f"/tables/{table}/matrix/126+/psychic-implosion/{key}", "a percentage is at most 100")]
+    row[key] = 100
+    assert CombatStrength(data).tables.data[table]["matrix"]["126+"]["psychic-implosion"][
+        key] == 100
+
+
+def test_a_points_cell_above_100_is_not_a_percentage() -> None:
+    """Only the percent modes' rows are percentages: Mind Thrust's table A cells are
+    points, and a replacement file may make one 150."""
+    data = copy.deepcopy(DATA)
+    data["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] = 150
+    assert CombatStrength(data).tables.combat_value("01-25", "mind-thrust", "mind-blank") == 150

@@ -236,9 +236,18 @@ export class FakeWorld {
   fromUuid = async (uuid) => this.docs.get(uuid) ?? null;
 }
 
-/** One server: delivers socket messages to other clients with the sender id, and runs user queries. */
+/**
+ * One server: delivers socket messages to other clients with the sender id, and runs user
+ * queries as Foundry v13 does. The target client's core listener of the `userQuery` socket
+ * event calls the query handler with `{timeout}` only; the module's own listeners of that
+ * event get the sender's id from the server, in the same dispatch, with the same data
+ * object. `passQuerySender`: a core that also names the sender in the handler's options;
+ * `userQueryEvent: false`: one whose event modules cannot read (nothing names the sender).
+ */
 export class FakeServer {
-  constructor({ passQuerySender = false } = {}) { this.clients = []; this.passQuerySender = passQuerySender; this.log = []; }
+  constructor({ passQuerySender = false, userQueryEvent = true } = {}) {
+    this.clients = []; this.passQuerySender = passQuerySender; this.userQueryEvent = userQueryEvent; this.log = []; this.queries = 0;
+  }
   connect(client) { this.clients.push(client); }
   emit(fromUserId, channel, message) {
     this.log.push({ fromUserId, channel, message: structuredClone(message) });
@@ -253,10 +262,18 @@ export class FakeServer {
     const c = this.clients.find((x) => x.user.id === toUserId);
     const handler = c?.CONFIG.queries?.[name];
     if (!handler) throw new Error(`no query ${name}`);
-    const opts = { ...options };
-    if (this.passQuerySender) opts.user = c.game.users.get(fromUserId);
     this.log.push({ query: name, fromUserId, toUserId });
-    return JSON.parse(JSON.stringify(await handler(JSON.parse(JSON.stringify(data)), opts)));
+    // JSON round trip: what crosses the wire is data only; one object for every listener.
+    const queryData = JSON.parse(JSON.stringify(data));
+    const queryOptions = { timeout: options?.timeout };
+    const queryId = `q${++this.queries}`;
+    const opts = this.passQuerySender ? { ...queryOptions, user: c.game.users.get(fromUserId) } : { ...queryOptions };
+    // The core's listener first (registered when the game starts), then the module's.
+    const result = handler(queryData, opts);
+    if (this.userQueryEvent) {
+      for (const fn of c.listeners.get("userQuery") ?? []) fn(fromUserId, queryId, name, queryData, queryOptions, () => {});
+    }
+    return JSON.parse(JSON.stringify(await result));
   }
 }
 
@@ -273,11 +290,23 @@ export function makeUsers(list) {
   };
 }
 
+/** Foundry's ApplicationV2 as far as a settings menu's type needs it: a class to extend. */
+export class FakeApplicationV2 {
+  constructor(options = {}) { this.options = options; }
+  render() { return this; }
+}
+
 /** Settings with registration records (scope, config, default) and values per client. */
 export class FakeSettings {
   constructor(shared) { this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; }
   register(ns, key, spec) { this.registered.set(`${ns}.${key}`, spec); }
-  registerMenu(ns, key, spec) { this.menus.set(`${ns}.${key}`, spec); }
+  registerMenu(ns, key, spec) {
+    // As Foundry v12 and v13 do: a menu type must be a FormApplication or ApplicationV2 subclass.
+    if (!(spec.type?.prototype instanceof FakeApplicationV2)) {
+      throw new Error("You must provide a menu type that is a FormApplication or ApplicationV2 instance or subclass");
+    }
+    this.menus.set(`${ns}.${key}`, spec);
+  }
   get(ns, key) {
     const id = `${ns}.${key}`;
     if (id === "core.rollMode") return this.values.get(id) ?? "publicroll";
@@ -394,6 +423,7 @@ export function installGlobals(client) {
   Object.assign(globalThis, {
     game: client.game, Hooks: client.Hooks, CONFIG: client.CONFIG, ui: client.ui,
     ChatMessage: client.ChatMessage, Roll: client.Roll, fromUuid: client.fromUuid,
+    foundry: { applications: { api: { ApplicationV2: FakeApplicationV2 } } },
   });
 }
 

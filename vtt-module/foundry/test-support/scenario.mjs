@@ -843,8 +843,8 @@ export function scriptedDialogs(script = {}) {
  * Build the table. Ulcen (owned by p1, linked), Fenka (owned by p2, unlinked token),
  * a Goblin NPC (unlinked token, nobody owns it).
  */
-export function makeTable({ generation = 12, passQuerySender = false, methods = defaultMethods(), dialogs = {}, token = "secret-token" } = {}) {
-  const server = new FakeServer({ passQuerySender });
+export function makeTable({ generation = 12, passQuerySender = false, userQueryEvent = true, methods = defaultMethods(), dialogs = {}, token = "secret-token" } = {}) {
+  const server = new FakeServer({ passQuerySender, userQueryEvent });
   const world = new FakeWorld();
   const gm = new FakeUser({ id: "gm0000", name: "Gamemaster", isGM: true });
   const p1 = new FakeUser({ id: "pl0001", name: "Ann" });

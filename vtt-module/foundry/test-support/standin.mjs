@@ -229,7 +229,10 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     i18n,
     settings: {
       register: (ns, key, spec) => registered.set(`${ns}.${key}`, spec),
-      registerMenu: () => {},
+      // As Foundry does: a menu type must be a FormApplication or ApplicationV2 subclass.
+      registerMenu: (ns, key, spec) => {
+        if (!(spec.type?.prototype instanceof ApplicationV2)) throw new Error("You must provide a menu type that is a FormApplication or ApplicationV2 instance or subclass");
+      },
       get: (ns, key) => { const id = `${ns}.${key}`; if (id === "core.rollMode") return "publicroll"; return values.has(id) ? structuredClone(values.get(id)) : structuredClone(registered.get(id)?.default); },
       set: async (ns, key, v) => { values.set(`${ns}.${key}`, structuredClone(v)); return v; },
     },

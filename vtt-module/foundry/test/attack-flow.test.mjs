@@ -9,14 +9,16 @@ import { FakeRoll, tick } from "../test-support/fakes.mjs";
 const VARIANTS = [
   { generation: 12, passQuerySender: false, name: "v12 (module socket)" },
   { generation: 13, passQuerySender: true, name: "v13 (queries naming the sender)" },
-  { generation: 13, passQuerySender: false, name: "v13 (queries without the sender: socket fallback)" },
+  { generation: 13, passQuerySender: false, name: "v13 (queries, the sender named by the server's userQuery event)" },
+  { generation: 13, passQuerySender: false, userQueryEvent: false, name: "v13 (queries whose sender nothing names: socket fallback)" },
 ];
 
-for (const { generation, passQuerySender, name } of VARIANTS) {
+for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
   test(`${name}: a player's attack is resolved by the GM's client and written back to linked and unlinked actors`, async () => {
     const t = makeTable({
       generation,
       passQuerySender,
+      userQueryEvent,
       dialogs: {
         p1: { attackDialog: { mode: "mind-thrust", multiplier: "4", range: "short", physical: false } },
         p2: { defenseDialog: { mode: "thought-shield", remember: true } },

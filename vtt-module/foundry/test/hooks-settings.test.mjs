@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
 import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
+import { boot } from "../mindscape/scripts/boot.js";
 
 function client(generation = 12) {
   const world = new FakeWorld();
@@ -51,6 +52,18 @@ for (const generation of [12, 13]) {
     assert.equal(c.game.settings.registered.get("mindscape.daemonToken").config, false);
     assert.deepEqual(Object.keys(c.game.settings.registered.get("mindscape.rollMode").choices), ["default", "publicroll", "gmroll", "blindroll", "selfroll"]);
     assert.ok(c.game.settings.menus.get("mindscape.pairing").restricted);
+    // Foundry refuses (throws at "init") a menu type that is no FormApplication or
+    // ApplicationV2 subclass; it constructs the type and renders it when the GM presses
+    // the menu's button, which opens the module's own dialog.
+    const opened = [];
+    Object.assign(boot.svc, { openPairing: () => opened.push("pairing"), openHouseRules: () => opened.push("house rules") });
+    for (const key of ["pairing", "houseRulesMenu"]) {
+      const { type } = c.game.settings.menus.get(`mindscape.${key}`);
+      assert.ok(type.prototype instanceof globalThis.foundry.applications.api.ApplicationV2, key);
+      const app = new type();
+      assert.equal(app.render(true), app);
+    }
+    assert.deepEqual(opened, ["pairing", "house rules"]);
     for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML", "updateCombat"]) {
       assert.equal(c.Hooks.events.get(name)?.length, 1, name);
     }
@@ -116,6 +129,39 @@ test("AppV2 sheets get the controls once, even when both hook names fire", () =>
   const other = [];
   table.getHeaderControlsApplicationV2({ document: { documentName: "JournalEntry" } }, other);
   assert.equal(other.length, 0);
+});
+
+test("v13: one click on a header control runs it once, though core runs its onClick and then the sheet's action of that name", () => {
+  const { world } = client(13);
+  const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const svc = { ...fakeSvc(), game: world.game };
+  const app = { document: actor, options: { actions: {} } };
+  const controls = [];
+  hookTable(svc).getHeaderControlsApplicationV2(app, controls);
+  for (const control of controls) {
+    const click = { type: "click", button: 0 };
+    // ApplicationV2#_renderHeaderControl: the button's listener calls onClick; the click
+    // bubbles to the window, whose listener runs options.actions[li.dataset.action].
+    control.onClick(click);
+    app.options.actions[control.action].call(app, click, { dataset: { action: control.action } });
+  }
+  assert.deepEqual(svc.calls.map(([what]) => what), ["attack", "profile"]);
+  // A core without onClick runs the action alone, once per click.
+  app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
+  app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
+  assert.equal(svc.calls.filter(([what]) => what === "attack").length, 3);
+});
+
+test("v13: an owned item's sheet or a token's window (which have an actor too) get no Mindscape controls", () => {
+  const { world } = client(13);
+  const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const table = hookTable(fakeSvc());
+  for (const document of [{ documentName: "Item", actor, isOwner: true }, { documentName: "Token", actor, isOwner: true }]) {
+    const controls = [];
+    const app = { document, actor, options: { actions: {} } };
+    table.getHeaderControlsApplicationV2(app, controls);
+    assert.deepEqual([controls, app.options.actions], [[], {}], document.documentName);
+  }
 });
 
 test("sheets of actors the user does not own get no Mindscape buttons", () => {

@@ -12,7 +12,8 @@ import { encounterMethods, makeTable } from "../test-support/scenario.mjs";
 const VARIANTS = [
   { generation: 12, passQuerySender: false, name: "v12 (module socket)" },
   { generation: 13, passQuerySender: true, name: "v13 (queries naming the sender)" },
-  { generation: 13, passQuerySender: false, name: "v13 (queries without the sender: socket fallback)" },
+  { generation: 13, passQuerySender: false, name: "v13 (queries, the sender named by the server's userQuery event)" },
+  { generation: 13, passQuerySender: false, userQueryEvent: false, name: "v13 (queries whose sender nothing names: socket fallback)" },
 ];
 
 /** The rejection of `promise` (the test fails when it resolves). */
@@ -22,10 +23,10 @@ async function refusal(promise) {
   return outcome.error;
 }
 
-for (const { generation, passQuerySender, name } of VARIANTS) {
+for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
   test(`${name}: a player cannot declare the secret encounter choice of a combatant they do not own, whatever the payload claims`, async () => {
     const { methods, enc } = encounterMethods();
-    const t = makeTable({ generation, passQuerySender, methods });
+    const t = makeTable({ generation, passQuerySender, userQueryEvent, methods });
     const ctl = t.clients.gm.svc.encounters;
     await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
     assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
@@ -47,7 +48,7 @@ for (const { generation, passQuerySender, name } of VARIANTS) {
   });
 
   test(`${name}: a player can neither read nor rewrite the Mindscape profile of an actor they do not own`, async () => {
-    const t = makeTable({ generation, passQuerySender, dialogs: { p2: { profileDialog: { kind: "psionicist", psp: "99", attacks: ["ego-whip"] } } } });
+    const t = makeTable({ generation, passQuerySender, userQueryEvent, dialogs: { p2: { profileDialog: { kind: "psionicist", psp: "99", attacks: ["ego-whip"] } } } });
     const ulcen = t.actors.ulcen;
     const flags = structuredClone(ulcen.flags);
     // From her own client: refused before the editor opens on Ulcen's profile.
@@ -68,7 +69,7 @@ for (const { generation, passQuerySender, name } of VARIANTS) {
   });
 
   test(`${name}: a player cannot read the modes or the odds of an actor they do not own`, async () => {
-    const t = makeTable({ generation, passQuerySender, dialogs: { p2: { attackDialog: { mode: "mind-thrust" } } } });
+    const t = makeTable({ generation, passQuerySender, userQueryEvent, dialogs: { p2: { attackDialog: { mode: "mind-thrust" } } } });
     const attackerUuid = t.tokens.ulcenToken.uuid;
     const targetUuid = t.tokens.goblinToken.uuid;
     // From her own client: refused before the attack dialog shows Ulcen's modes.
@@ -87,7 +88,7 @@ for (const { generation, passQuerySender, name } of VARIANTS) {
   });
 
   test(`${name}: a player's client refuses the GM-only requests itself: nothing is sent to the GM`, async () => {
-    const t = makeTable({ generation, passQuerySender, dialogs: { p1: { restDialog: { hours: 8 } } } });
+    const t = makeTable({ generation, passQuerySender, userQueryEvent, dialogs: { p1: { restDialog: { hours: 8 } } } });
     const p1 = t.clients.p1;
     const tokenUuids = [t.tokens.ulcenToken.uuid];
     assert.equal(await p1.svc.startEndRound({ tokenUuids }), null);

@@ -6,8 +6,8 @@ import { Relay, unwrap } from "../mindscape/scripts/relay.js";
 import { FakeServer, FakeUser, FakeWorld, makeClient, makeUsers, tick } from "../test-support/fakes.mjs";
 import { RulesError } from "../mindscape/scripts/errors.js";
 
-function table({ generation = 12, passQuerySender = false } = {}) {
-  const server = new FakeServer({ passQuerySender });
+function table({ generation = 12, passQuerySender = false, userQueryEvent = true } = {}) {
+  const server = new FakeServer({ passQuerySender, userQueryEvent });
   const world = new FakeWorld();
   const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
   const p1 = new FakeUser({ id: "pl0001", name: "Ann" });
@@ -85,8 +85,29 @@ test("v13: requests go by CONFIG.queries and User#query when the core names the 
   assert.ok(!t.server.log.some((l) => l.message?.type === "request"));
 });
 
-test("v13: when a query handler is not told the sender, the player's client resends over the socket", async () => {
+test("v13: the core calls a query handler with {timeout} only; the relay takes the sender from the server's userQuery event, and nothing goes over the socket", async () => {
   const t = table({ generation: 13, passQuerySender: false });
+  const answer = await t.p1.relay.toGM("whoAmI", { x: 1 });
+  assert.deepEqual(answer, { sender: "pl0001", echo: { x: 1 } });
+  const question = await t.gm.relay.toUser("pl0001", "pick", { options: ["mind-blank"] });
+  assert.deepEqual(question, { picked: "mind-blank", by: "pl0001" });
+  assert.deepEqual(t.server.log.map((l) => l.query ?? l.message?.type), ["mindscape.whoAmI", "mindscape.pick"]);
+  // A player's question dressed as the GM's is refused: the event names its real sender.
+  const forged = await t.p1.game.users.get("gm0000").query("mindscape.whoAmI", { payload: {} }, {});
+  assert.deepEqual(forged, { ok: true, value: { sender: "pl0001", echo: {} } });
+  const asPlayer = await t.server.query("pl0001", "pl0001", "mindscape.pick", { payload: { options: ["x"] } }, {});
+  assert.equal(asPlayer.error.name, "PermissionDeniedError");
+});
+
+test("v13: a handler called outside a userQuery event (or for other data) learns no sender from an earlier one", async () => {
+  const t = table({ generation: 13, passQuerySender: false });
+  await t.p1.relay.toGM("whoAmI", {});
+  const direct = await t.gm.CONFIG.queries["mindscape.whoAmI"]({ payload: {} }, { timeout: 100 });
+  assert.deepEqual(direct, { relay: "sender-unknown" });
+});
+
+test("v13: when nothing names a query's sender, the player's client resends over the socket", async () => {
+  const t = table({ generation: 13, passQuerySender: false, userQueryEvent: false });
   const answer = await t.p1.relay.toGM("whoAmI", {});
   assert.equal(answer.sender, "pl0001");
   assert.ok(t.server.log.some((l) => l.query === "mindscape.whoAmI"));
@@ -120,8 +141,8 @@ test("unwrap rejects a malformed envelope", () => {
   assert.throws(() => unwrap({ nonsense: true }), /MINDSCAPE.Error.Remote/);
 });
 
-test("v13: a player's client answers no question whose sender the core does not name", async () => {
-  const t = table({ generation: 13, passQuerySender: false });
+test("v13: a player's client answers no question whose sender nothing names", async () => {
+  const t = table({ generation: 13, passQuerySender: false, userQueryEvent: false });
   // A query straight to the player's handler, as any client could send it: not answered.
   const direct = await t.p1.CONFIG.queries["mindscape.pick"]({ payload: { options: ["x"] } }, {});
   assert.deepEqual(direct, { relay: "sender-unknown" });

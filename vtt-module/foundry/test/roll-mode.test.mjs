@@ -8,13 +8,14 @@ import { makeTable } from "../test-support/scenario.mjs";
 const VARIANTS = [
   { generation: 12, passQuerySender: false, name: "v12 (module socket)" },
   { generation: 13, passQuerySender: true, name: "v13 (queries naming the sender)" },
-  { generation: 13, passQuerySender: false, name: "v13 (queries without the sender: socket fallback)" },
+  { generation: 13, passQuerySender: false, name: "v13 (queries, the sender named by the server's userQuery event)" },
+  { generation: 13, passQuerySender: false, userQueryEvent: false, name: "v13 (queries whose sender nothing names: socket fallback)" },
 ];
 const attack = { mode: "mind-thrust", multiplier: 1, range: "short" };
 
-for (const { generation, passQuerySender, name } of VARIANTS) {
+for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
   test(`${name}: with roll mode 'default', a player's attack card uses the player's chat roll mode, not the GM's`, async () => {
-    const t = makeTable({ generation, passQuerySender, dialogs: { gm: { defenseDialog: { mode: null } }, p1: { attackDialog: { mode: "mind-thrust", multiplier: "1", range: "short" } } } });
+    const t = makeTable({ generation, passQuerySender, userQueryEvent, dialogs: { gm: { defenseDialog: { mode: null } }, p1: { attackDialog: { mode: "mind-thrust", multiplier: "1", range: "short" } } } });
     assert.equal(t.clients.gm.game.settings.get("mindscape", "rollMode"), "default");
     await t.clients.gm.game.settings.set("core", "rollMode", "publicroll");
     await t.clients.p1.game.settings.set("core", "rollMode", "gmroll");

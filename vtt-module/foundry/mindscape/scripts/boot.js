@@ -32,15 +32,34 @@ function buildService() {
   return svc;
 }
 
+/**
+ * A settings menu's class for `game.settings.registerMenu`, which refuses (throws at
+ * "init", and the rest of "init" never runs) a type that is not a FormApplication or
+ * ApplicationV2 subclass: Foundry constructs it and renders it when the GM presses the
+ * menu's button, and rendering opens the module's own dialog (`open`) instead of a window.
+ * @param {Function} Base  Foundry's ApplicationV2 (v12 and v13)
+ * @param {() => unknown} open
+ */
+export function menuOpening(Base, open) {
+  return class MindscapeMenu extends Base {
+    render() {
+      open();
+      return this;
+    }
+  };
+}
+
 export const boot = {
   svc: null,
 
   init() {
     const svc = buildService();
     this.svc = svc;
-    class PairingMenu { render() { svc.openPairing(); return this; } }
-    class HouseRulesMenu { render() { svc.openHouseRules(); return this; } }
-    registerSettings(globalThis.game, { PairingMenu, HouseRulesMenu });
+    const Base = globalThis.foundry.applications.api.ApplicationV2;
+    registerSettings(globalThis.game, {
+      PairingMenu: menuOpening(Base, () => svc.openPairing()),
+      HouseRulesMenu: menuOpening(Base, () => svc.openHouseRules()),
+    });
     registerUiHooks(globalThis.Hooks, svc);
     preloadTemplates(TEMPLATES);
   },

@@ -81,21 +81,38 @@ export function onGetActorSheetHeaderButtons(svc, sheet, buttons) {
   buttons.unshift(...ours);
 }
 
+/**
+ * One click, one call: v13 runs a header control's `onClick` from its button and then,
+ * as the click bubbles to the window, the application's action of the same name; a core
+ * without `onClick` runs the action only. Both get the same click event.
+ */
+function oncePerClick(fn) {
+  let last = null;
+  return (event) => {
+    if (event && event === last) return undefined;
+    last = event ?? null;
+    return fn();
+  };
+}
+
 /** AppV2 sheets (v13 core, dnd5e 5.x): header controls, added once per sheet. */
 export function onGetHeaderControls(svc, app, controls) {
-  const actor = app.actor ?? (app.document?.documentName === "Actor" ? app.document : null);
+  // An actor's own sheet only: an owned item's sheet or a token's window has an `actor`
+  // too (the one it belongs to), and its header is no place to act as that actor.
+  const actor = app.document?.documentName === "Actor" ? app.document : null;
   if (!actor?.isOwner) return;
   if (controls.some((c) => c.action === ATTACK_ACTION)) return;
-  const attack = () => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) });
-  const profile = () => svc.configureActor(actor.uuid);
-  const rest = restOffered(svc) ? () => svc.startRest({ tokenUuids: [actor.uuid] }) : null;
+  const attack = oncePerClick(() => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }));
+  const profile = oncePerClick(() => svc.configureActor(actor.uuid));
+  const rest = restOffered(svc) ? oncePerClick(() => svc.startRest({ tokenUuids: [actor.uuid] })) : null;
   controls.push(
     { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: attack },
     { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: profile },
   );
   if (rest) controls.push({ action: REST_ACTION, icon: "fas fa-bed", label: "MINDSCAPE.Rest.Button", onClick: rest });
   // A header control runs the application's action of the same name; register ours on
-  // this sheet too, for cores that dispatch by action rather than by `onClick`.
+  // this sheet too, for cores that dispatch by action rather than by `onClick`
+  // (`oncePerClick` keeps a core that does both from running them twice).
   if (app.options?.actions && typeof app.options.actions === "object") {
     app.options.actions[ATTACK_ACTION] ??= attack;
     app.options.actions[PROFILE_ACTION] ??= profile;

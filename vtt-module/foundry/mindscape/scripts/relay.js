@@ -4,14 +4,19 @@
  * and the GM asks a player (secret choices: a defense, an encounter choice).
  *
  * Transports:
- * - v13: `CONFIG.queries["mindscape.<name>"]` and `User#query`.
- * - v12 (and v13 when a query handler is not told who asked): the module socket
+ * - v13: `CONFIG.queries["mindscape.<name>"]` and `User#query`, between two clients only.
+ * - v12 (and v13 when the sender of a query cannot be told): the module socket
  *   `module.mindscape` with request ids and replies; Foundry's server names the sender
  *   of every socket message, so that id is the one trusted.
- * A handler that must know its sender never trusts an id written in the payload. If a
- * v13 core does not pass the sender to query handlers, the answering client (the GM for
- * requests, a player for the GM's questions) answers `{relay: "sender-unknown"}` without
- * running the handler, and the asking client resends over the socket.
+ * A handler that must know its sender never trusts an id written in the payload. v13's
+ * core calls a query handler with `{timeout}` only, but the server names the querying
+ * user in the `userQuery` socket event that carries the query, and every listener of
+ * that event runs in the same dispatch as the core's, which calls the handler: the
+ * relay listens to it too and takes the sender from there (`#noteQuerySender`). If
+ * neither the handler's options nor that event name the sender, the answering client
+ * (the GM for requests, a player for the GM's questions) answers
+ * `{relay: "sender-unknown"}` without running the handler, and the asking client
+ * resends over the socket.
  *
  * Every answer is an envelope `{ok:true, value}` / `{ok:false, error}` so typed errors
  * (errors.js) reach the asking client intact.
@@ -43,6 +48,8 @@ export class Relay {
     this.pending = new Map();
     this.useSocketForGM = false;
     this.useSocketForUsers = false;
+    /** The sender and data of the last query of this module the server delivered (v13). */
+    this.lastQuery = null;
   }
 
   /** How long to wait for an answer, in ms. */
@@ -83,6 +90,7 @@ export class Relay {
       for (const name of Object.keys(this.handlers)) {
         this.CONFIG.queries[`${MODULE_ID}.${name}`] = (data, options) => this.#onQuery(name, data, options);
       }
+      this.game.socket?.on("userQuery", (userId, _queryId, queryName, queryData) => this.#noteQuerySender(userId, queryName, queryData));
     }
     this.game.socket?.on(SOCKET_NAME, (message, senderId) => this.#onSocket(message, senderId));
   }
@@ -145,12 +153,30 @@ export class Relay {
     }
   }
 
+  /**
+   * The `userQuery` socket event (v13): the server's id of the user who sent a query,
+   * with the very data object the core hands to the query handler.
+   */
+  #noteQuerySender(userId, queryName, queryData) {
+    if (typeof queryName === "string" && queryName.startsWith(`${MODULE_ID}.`)) this.lastQuery = { userId, queryData };
+  }
+
   async #onQuery(name, data, options) {
     const handler = this.handlers[name];
-    // Only the core may tell us who asked; without that answer every handler (a request
-    // for the GM, a secret question for a player) falls back to the socket, where the
-    // server names the sender. Nothing is answered to an unknown sender.
-    const senderRef = options?.user ?? options?.sender ?? options?.userId ?? null;
+    // Only the core or the server may tell us who asked: the handler's options (a core
+    // that names the sender), else the `userQuery` event that carried this query. Its
+    // listeners run in the same dispatch as the core's, which called this handler: one
+    // microtask later the event has been seen, and its data is this very object. Without
+    // either, every handler (a request for the GM, a secret question for a player) falls
+    // back to the socket, where the server names the sender. Nothing is answered to an
+    // unknown sender.
+    let senderRef = options?.user ?? options?.sender ?? options?.userId ?? null;
+    if (!senderRef) {
+      await null;
+      const noted = this.lastQuery;
+      this.lastQuery = null;
+      if (noted && data !== null && typeof data === "object" && noted.queryData === data) senderRef = noted.userId;
+    }
     const sender = typeof senderRef === "string" ? this.game.users?.get(senderRef) : senderRef;
     if (handler && !sender) return { relay: SENDER_UNKNOWN };
     return this.#answer(name, data?.payload, sender ?? null);

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.base import Adapter
 from engine.errors import InvalidInput, json_text
@@ -22,6 +23,9 @@ from .hub import Hub, Peer
 from .plugins import LoadedPlugins
 from .settings import Settings
 from .store import EncounterStore
+
+if TYPE_CHECKING:
+    from .methods.encounter import PendingMemo
 
 
 @dataclass
@@ -41,6 +45,9 @@ class Services:
     #: encounter id -> combatant id -> (adapter id, raw data) of ``{adapter, data}``
     #: combatants, for their write-back after a step (filled from the log once)
     adapter_refs: dict[str, dict[str, tuple[str, Any]]] = field(default_factory=dict)
+    #: encounter id -> the pending choices ``encounter.log`` masks with, worked out from
+    #: the stored states once; the most recently read last, a few encounters at most
+    pending_memos: OrderedDict[str, PendingMemo] = field(default_factory=OrderedDict)
 
     @cached_property
     def http_context(self) -> Context:

@@ -11,8 +11,10 @@ action (one that changes the state when declared).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.dice import dice_source
@@ -47,6 +49,9 @@ from ..store import EncounterRecord, StaleRevision, StepRecord
 log = logging.getLogger("mindscape.encounters")
 
 WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION, STORE_UNAVAILABLE)
+#: How many encounters' pending choices ``encounter.log`` keeps (``PendingMemo``); the
+#: least recently read goes first. One of 2 000 steps and 64 combatants takes 1 to 2 MiB.
+PENDING_MEMO_ENCOUNTERS = 16
 
 
 def _expect(record: EncounterRecord, params: Mapping[str, Any]) -> None:
@@ -355,9 +360,77 @@ def _voided(steps: list[StepRecord]) -> set[int]:
     return out
 
 
+@dataclass(eq=False)
+class PendingMemo:
+    """What ``_Secrets`` compares of one encounter's stored states, kept between
+    ``encounter.log`` calls: the pending choices (``encounter_pending_choices``) after
+    each declaration, for its combatant, and before each resolve. A stored state never
+    changes (an undo appends a step and only marks earlier ones ``undone_by``), and a
+    system's pending choices depend on the state alone, so what the system made of a
+    state holds for good: each call reads only the states of the steps logged since the
+    last one, and no state is kept.
+    """
+
+    system: System
+    #: the encounter's ``created_at``: an id used again never gets another's memo
+    created_at: str
+    #: whether the system gives pending choices (of the first state); ``None``: not read
+    gives: bool | None = None
+    #: declare revision -> its combatant's pending choice after it (``None``: none)
+    declared: dict[int, Any] = field(default_factory=dict)
+    #: resolve revision -> the pending choices after the step before it
+    found: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    #: one call reads the states at a time; another waits, then finds them known
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def pending(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pending choices ``state`` holds (none when the system does not say)."""
+        known = self.system.encounter_pending_choices(state) if state else None
+        return known if known is not None else {}
+
+
+async def _pending_memo(services: Services, record: EncounterRecord, system: System,
+                        steps: list[StepRecord]) -> PendingMemo:
+    """The encounter's ``PendingMemo``, brought up to ``steps`` (the whole log)."""
+    memos = services.pending_memos
+    memo = memos.pop(record.id, None)
+    if memo is None or memo.system is not system or memo.created_at != record.created_at:
+        memo = PendingMemo(system, record.created_at)
+    memos[record.id] = memo
+    while len(memos) > PENDING_MEMO_ENCOUNTERS:
+        memos.popitem(last=False)
+    store = services.store
+    async with memo.lock:
+        if memo.gives is None and steps:
+            async for _, first in store.step_states(record.id, [steps[0].revision]):
+                memo.gives = system.encounter_pending_choices(first) is not None
+        if not memo.gives:
+            return memo
+        by_revision = {s.revision: s for s in steps}
+        # Only the states masking reads: after a declaration still in effect (an undone
+        # one is hidden for good) and before a resolve.
+        wanted = {s.revision for s in steps if s.kind == "declare" and s.undone_by is None
+                  and s.revision not in memo.declared}
+        for step in steps:
+            if step.kind == "resolve" and step.revision not in memo.found:
+                if step.revision - 1 in by_revision:
+                    wanted.add(step.revision - 1)
+                else:
+                    memo.found[step.revision] = {}
+        async for revision, state in store.step_states(record.id, wanted):
+            pending = memo.pending(state)
+            step = by_revision[revision]
+            if step.kind == "declare":
+                memo.declared[revision] = pending.get(str(step.params.get("combatant_id")))
+            after = by_revision.get(revision + 1)
+            if after is not None and after.kind == "resolve":
+                memo.found[after.revision] = pending
+    return memo
+
+
 class _Secrets:
     """Which declarations and undone resolves ``encounter.log`` may show, worked out from
-    the stored states with the system's ``encounter_pending_choices``.
+    the pending choices of the stored states (``PendingMemo``).
 
     A declaration is shown once a resolve still in effect used it: walking on from it,
     the first such resolve found the same choice pending for that combatant (an undone
@@ -368,30 +441,24 @@ class _Secrets:
     once every one of those choices is.
     """
 
-    def __init__(self, steps: list[StepRecord], system: System) -> None:
+    def __init__(self, steps: list[StepRecord], memo: PendingMemo) -> None:
         self.steps = {s.revision: s for s in steps}
-        self.system = system
-        self._pending: dict[int, Mapping[str, Any]] = {}
+        self.system = memo.system
+        self.memo = memo
         #: undone resolve revision -> {combatant id: the declaration it used, if shown}
         self._used: dict[int, dict[str, bool]] = {}
         self.shown = {s.revision for s in steps
                       if s.kind == "declare" and self._declaration_shown(s)}
 
-    def pending(self, revision: int) -> Mapping[str, Any]:
-        """The pending choices after ``revision`` (none before the first step)."""
-        known = self._pending.get(revision)
-        if known is None:
-            step = self.steps.get(revision)
-            state = step.state if step is not None else None
-            known = self.system.encounter_pending_choices(state) if state else None
-            self._pending[revision] = known = known if known is not None else {}
-        return known
+    def found(self, resolve: int) -> Mapping[str, Any]:
+        """The pending choices the resolve at revision ``resolve`` found."""
+        return self.memo.found.get(resolve, {})
 
     def _declaration_shown(self, declare: StepRecord) -> bool:
         if declare.undone_by is not None:
             return False  # taken away by an undo before any resolve used it
         combatant_id = declare.params.get("combatant_id")
-        choice = self.pending(declare.revision).get(str(combatant_id))
+        choice = self.memo.declared.get(declare.revision)
         if choice is None:
             # Nothing pending came of it: a public action, or a choice the rules dropped.
             return self.system.encounter_choice_is_public(declare.params.get("choice") or {})
@@ -402,7 +469,7 @@ class _Secrets:
                 shown = False  # replaced before any resolve in effect used it
                 break
             if step.kind == "resolve":
-                used = self.pending(revision - 1).get(str(combatant_id)) == choice
+                used = self.found(revision).get(str(combatant_id)) == choice
                 if step.undone_by is None:
                     shown = used
                     break
@@ -419,21 +486,21 @@ class _Secrets:
     def resolve_shown(self, resolve: StepRecord) -> bool:
         """Whether an undone resolve's dice and result may be shown."""
         used = self._used.get(resolve.revision, {})
-        return all(used.get(cid, False) for cid in self.pending(resolve.revision - 1))
+        return all(used.get(cid, False) for cid in self.found(resolve.revision))
 
 
-def masked_log(steps: list[StepRecord], system: System | None) -> list[dict[str, Any]]:
+def masked_log(steps: list[StepRecord], system: System | None,
+               memo: PendingMemo | None) -> list[dict[str, Any]]:
     """The log as a player may see it: no stored state, no declaration's choice before a
-    resolve still in effect used it (``_Secrets``), and no undone resolve's dice and
-    result while they would show a choice that is hidden. A system that does not give
-    its pending choices (``encounter_pending_choices`` is ``None``), or one no longer
-    installed, gets a coarser rule: a declaration is shown once any resolve in effect
-    followed it, unless voided; an undone resolve's dice and result never are."""
-    first = next((s.state for s in steps if s.state is not None), None)
+    resolve still in effect used it (``_Secrets``, from ``memo`` brought up to
+    ``steps``), and no undone resolve's dice and result while they would show a choice
+    that is hidden. A system that does not give its pending choices
+    (``encounter_pending_choices`` is ``None``), or one no longer installed, gets a
+    coarser rule: a declaration is shown once any resolve in effect followed it, unless
+    voided; an undone resolve's dice and result never are."""
     secrets = None
-    if system is not None and first is not None \
-            and system.encounter_pending_choices(first) is not None:
-        secrets = _Secrets(steps, system)
+    if system is not None and memo is not None and memo.gives:
+        secrets = _Secrets(steps, memo)
     voided = _voided(steps)
     last_resolve = max((s.revision for s in steps
                         if s.kind == "resolve" and s.undone_by is None
@@ -475,13 +542,16 @@ async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     record = await ctx.services.store.get(params["id"])
     # The log stays readable when the encounter's system is no longer installed.
     system = ctx.services.systems.get(record.system)
-    # Masking compares the pending choices of the stored states (``_Secrets``).
-    steps = await ctx.services.store.steps(record.id, states=system is not None)
+    steps = await ctx.services.store.steps(record.id, states=False)
+    # Masking compares the pending choices of the stored states (``_Secrets``), read
+    # once per step and remembered: a long log's states are far larger than the log.
+    memo = None if system is None else await _pending_memo(ctx.services, record, system,
+                                                           steps)
     # Masking needs the whole log (a later resolve reveals an earlier declaration), so
     # ``since`` only trims the answer. A client that keeps a copy must re-read a masked
     # step once it is resolved: it then asks from the oldest step still masked.
     since = params.get("since", 0)
-    logged = [s for s in masked_log(steps, system) if s["revision"] > since]
+    logged = [s for s in masked_log(steps, system, memo) if s["revision"] > since]
     return {"id": record.id, "revision": record.revision, "steps": logged}
 
 
@@ -500,6 +570,7 @@ async def encounter_delete(ctx: Context, params: dict[str, Any]) -> dict[str, An
         _expect(record, params)
         await services.store.delete(record.id)
         services.adapter_refs.pop(record.id, None)
+        services.pending_memos.pop(record.id, None)
     await services.hub.encounter_changed(record.id, None, deleted=True)
     return {"id": record.id, "deleted": True}
 

@@ -22,10 +22,12 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
 
 import pytest
 
+from companion import store as store_module
 from companion.settings import Settings
 from companion.store import (
     APPLICATION_ID,
@@ -125,6 +127,53 @@ async def test_the_log_can_be_read_without_the_state_snapshots(store: SQLiteStor
     light = await store.steps(record.id, states=False)
     assert [s.state for s in light] == [None, None]
     assert [dataclasses.replace(s, state=None) for s in full] == light
+
+
+async def states_of(store: SQLiteStore, id: str, revisions: Iterable[int]
+                    ) -> list[tuple[int, dict[str, Any]]]:
+    return [item async for item in store.step_states(id, revisions)]
+
+
+async def test_the_states_asked_for_come_in_revision_order_a_few_reads_at_a_time(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``encounter.log`` reads only the states it compares: each revision asked for
+    once, in order, one the log does not hold left out, however many reads it takes."""
+    monkeypatch.setattr(store_module, "STATES_PER_READ", 2)
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 8):
+        await step(store, record.id, "declare", n)
+    assert await states_of(store, record.id, [7, 2, 3, 3, 5, 99, 1]) == [
+        (1, {"n": 1}), (2, {"n": 2}), (3, {"n": 3}), (5, {"n": 5}), (7, {"n": 7})]
+    assert await states_of(store, record.id, []) == []
+    with pytest.raises(UnknownEncounter):
+        await states_of(store, "nope", [1])
+
+
+async def test_states_of_an_encounter_deleted_while_they_are_read_are_unknown(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No transaction is open between two states a reader takes, so a delete may come
+    in between: the next read says the encounter is gone."""
+    monkeypatch.setattr(store_module, "STATES_PER_READ", 2)
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 6):
+        await step(store, record.id, "declare", n)
+    states = store.step_states(record.id, range(1, 6))
+    assert await anext(states) == (1, {"n": 1})
+    await asyncio.wait_for(store.delete(record.id), 5)
+    rest = []
+    with pytest.raises(UnknownEncounter):
+        async for item in states:
+            rest.append(item)
+    assert rest == [(2, {"n": 2})]  # read with 1, before the delete
+
+
+async def test_a_stored_state_that_is_not_an_object_is_corrupt(store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1)
+    assert store._db is not None
+    await store._db.execute("UPDATE steps SET state = '[1]'")
+    with pytest.raises(StoreCorrupt, match="step 1: column state is not a JSON object"):
+        await states_of(store, record.id, [1])
 
 
 async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:
@@ -556,7 +605,7 @@ async def _not_utf_8(path: pathlib.Path, sql: str, *args: object) -> None:
         db.commit()
 
 
-@pytest.mark.parametrize("read", ["get", "steps", "list", "undo"])
+@pytest.mark.parametrize("read", ["get", "steps", "step_states", "list", "undo"])
 async def test_stored_text_that_is_not_utf_8_is_corrupt_and_never_quoted(
         store: SQLiteStore, read: str) -> None:
     """Python's sqlite3 error for such text quotes it, and a state snapshot holds the
@@ -569,6 +618,7 @@ async def test_stored_text_that_is_not_utf_8_is_corrupt_and_never_quoted(
     await _not_utf_8(store.path, "UPDATE encounters SET state = CAST(? AS TEXT)")
     await _not_utf_8(store.path, "UPDATE steps SET state = CAST(? AS TEXT)")
     calls = {"get": lambda: store.get(record.id), "steps": lambda: store.steps(record.id),
+             "step_states": lambda: states_of(store, record.id, [1, 2]),
              "list": store.list, "undo": lambda: store.undo(record.id,
                                                            expected_revision=None)}
     with pytest.raises(StoreCorrupt) as caught:

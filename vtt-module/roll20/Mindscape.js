@@ -775,8 +775,12 @@ var Mindscape = Mindscape || (() => {
     if (!entry || entry.late) return;
     entry.late = true;
     const seconds = store().config.timeout || 30;
+    // With no badge at all, the browser is not running userscripts (Chrome 138+ asks for
+    // "Allow User Scripts" on the manager's details page): a companion already running is
+    // then not the problem.
     const relay = 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
-      + 'with the Mindscape Bridge userscript enabled (its badge must say connected)';
+      + 'with the Mindscape Bridge userscript enabled (its badge must say connected; no badge at all: turn on '
+      + '<i>Allow User Scripts</i> for your userscript manager in <code>chrome://extensions</code>, or Developer mode before Chrome 138)';
     // A changing call may have reached the companion and only its answer be missing:
     // repeating it blindly could add, declare, resolve or undo twice.
     const next = CHANGING_KINDS.includes(entry.kind)

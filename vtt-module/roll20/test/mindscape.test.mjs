@@ -297,6 +297,8 @@ test('a request nobody answers times out with a message telling the GM to start 
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)));
   ctx.sb.advance(1000);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s\. Start the relay/);
+  // A browser that runs no userscript shows no badge: the whisper says what to switch on.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no badge at all: turn on <i>Allow User Scripts<\/i> for your userscript manager/);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /did not answer in time/);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Should its answer still arrive \(within the hour\), it is applied/);
   // The companion did the step: its answer, though late, is applied once and the GM told.

@@ -76,8 +76,9 @@ def combatant_schema(tables: Tables) -> JSON:
                                "psionic": {"enum": ["high", "low"]}},
             },
             "mental_armor": {"type": "integer", "minimum": 0, "maximum": 20,
-                             "description": "Mental Armor slots: −1 MAC each (nonpsionic), "
-                                            "−2 each (psionic)"},
+                             "description": "Mental Armor slots: −2 MAC each for a "
+                                            "psionicist, −1 each for anyone else (a wild "
+                                            "talent too)"},
             "save_paralyzation": {"type": "integer", "minimum": 1, "maximum": 20},
             "attacks": {"type": "array", "uniqueItems": True, "maxItems": len(attack_ids),
                         "items": {"enum": attack_ids}},

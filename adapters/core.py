@@ -84,7 +84,7 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "int": _SCORE, "wis": _SCORE, "con": _SCORE,
         "mac": FieldType("int", -10, 10),
         "mental_armor": FieldType("int", 0, 100),
-        "save_paralyzation": FieldType("int", 2, 20),
+        "save_paralyzation": FieldType("int", 1, 20),
         "attacks": _MODES_A, "defenses": _MODES_D,
         "mind": FieldType("object"),
         "conditions": _STRINGS,
@@ -134,6 +134,10 @@ _HD_TEXT = re.compile(
     r"|(?P<dec>0?\.\d{1,3}))(?:[dD](?P<die>\d{1,3}))?(?P<extra>[+-]\d{1,6})?"
     r"(?P<plus>\+)?(?P<stars>\*{1,3})?")
 _DIE_TEXT = re.compile(r"\d{0,4}[dD](\d{1,3})(?:[+-]\d{1,6})?")
+# One term of a roll formula as Foundry stores one (``(18d10) + 36``, ``2d8 + 1d6``,
+# ``4d8 + @abilities.con.mod``), matched one at a time from the left: linear in the text.
+_ROLL_TERM = re.compile(r"(?P<count>\d{0,4})[dD](?P<sides>\d{1,3})(?![0-9])"
+                        r"|\d{1,9}(?:\.\d{1,3})?|@[A-Za-z0-9_.-]{1,100}|[-+*/()]")
 _FRACTIONS: Final = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4),
                      "⅓": Fraction(1, 3), "⅔": Fraction(2, 3), "⅛": Fraction(1, 8)}
 _SPACE = re.compile(r"\s+")
@@ -268,18 +272,50 @@ def _hit_dice_text(value: Any, path: str) -> tuple[str, re.Match[str]] | None:
     return text.strip(), match
 
 
+def roll_dice(text: str) -> list[tuple[int, int]] | None:
+    """The dice terms (count, sides) of a roll formula as a VTT stores one (``(18d10) +
+    36``, ``2d8 + 1d6``, ``4d8 + @abilities.con.mod``); ``None`` when the text is not
+    such a formula or rolls no die. Only numbers, dice, ``@`` references, ``+ - * /``
+    and parentheses are read."""
+    compact = _SPACE.sub("", text)
+    dice: list[tuple[int, int]] = []
+    pos, operand = 0, False  # operand: the last term was a value (two in a row: not read)
+    while pos < len(compact):
+        match = _ROLL_TERM.match(compact, pos)
+        if match is None:
+            return None
+        term = match.group()
+        is_operand = term not in ("+", "-", "*", "/", "(")
+        if is_operand and term != ")" and operand:
+            return None
+        if match["sides"] is not None:
+            dice.append((int(match["count"] or 1), int(match["sides"])))
+        operand = is_operand
+        pos = match.end()
+    return dice or None
+
+
 def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = None,
                    ) -> int | None:
     """The number of Hit Dice in a formula such as ``18d10 + 36``, ``4+1`` or ``3``.
 
     Less than one die (``1/2``, ``½``, ``0.5``) counts as 1; marks after the count
-    (``11+``, ``11+3``, ``3*``) are ignored. Each assumption goes to ``warn``."""
+    (``11+``, ``11+3``, ``3*``) are ignored. A roll formula (``(18d10) + 36``,
+    ``2d8 + 1d6``) counts every die it rolls. Each assumption goes to ``warn``."""
     note = warn if warn is not None else (lambda _text: None)
     if isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and 0 < value < 1:
             note(f"Hit Dice {json_text(value)} are less than one die; counted as 1")
             return 1
         return to_int(value, path, 0, 1000)
+    text = to_text(value, path) or ""
+    dice = None if _HD_TEXT.fullmatch(_SPACE.sub("", text)) else roll_dice(text)
+    if dice is not None:
+        count = sum(n for n, _ in dice)
+        if len({sides for _, sides in dice}) > 1:
+            note(f"Hit Dice {json_text(text.strip(), 40)} roll dice of several sizes; "
+                 f"counted as {count}, of d{_main_die(dice)}")
+        return count
     found = _hit_dice_text(value, path)
     if found is None:
         return None
@@ -312,17 +348,32 @@ def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = N
     return count
 
 
+def _main_die(dice: list[tuple[int, int]]) -> int:
+    """The size of the die a formula rolls most of (the first such on a tie)."""
+    counts: dict[int, int] = {}
+    for count, sides in dice:
+        counts[sides] = counts.get(sides, 0) + count
+    return max(counts, key=lambda sides: counts[sides])
+
+
 def hit_die(value: Any, path: str) -> int | None:
-    """The die size in ``d6``, ``1d8`` or ``18d10 + 36``; ``None`` when the text names no
-    die (``4+1``, ``3*``, ``1/2``). Sizes outside d4..d20 of the ladder are invalid."""
+    """The die size in ``d6``, ``1d8`` or ``18d10 + 36`` (in a roll formula such as
+    ``2d8 + 1d6``, the die it rolls most of); ``None`` when the text names no die
+    (``4+1``, ``3*``, ``1/2``). Sizes outside d4..d20 of the ladder are invalid."""
     text = to_text(value, path)
     if text is None or not text.strip():
         return None
     compact = _SPACE.sub("", text)
     match = _DIE_TEXT.fullmatch(compact) or _HD_TEXT.fullmatch(compact)
-    if not match:
-        raise InvalidInput.at(path, f"expected a hit die like 'd8', got {json_text(text, 40)}")
-    named = match.group(1) if match.re is _DIE_TEXT else match["die"]
+    named: str | None
+    if match:
+        named = match.group(1) if match.re is _DIE_TEXT else match["die"]
+    else:
+        dice = roll_dice(compact)
+        if dice is None:
+            raise InvalidInput.at(path, "expected a hit die like 'd8', got "
+                                  f"{json_text(text, 40)}")
+        named = str(_main_die(dice))
     if named is None:
         return None
     sides = int(named)
@@ -410,9 +461,15 @@ class Draft:
     fields: dict[str, Any] = field(default_factory=dict)
     bindings: dict[str, Binding] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: JSON Pointer (inside the data) of a value that came from somewhere other than
+    #: its binding's place (a mapping's ``default``), so a refusal points at it
+    origins: dict[str, str] = field(default_factory=dict)
 
-    def put(self, name: str, value: Any, binding: Binding | None = None) -> None:
-        """Set ``name`` (ignored when the system has no such field or value is None)."""
+    def put(self, name: str, value: Any, binding: Binding | None = None, *,
+            origin: str | None = None) -> None:
+        """Set ``name`` (ignored when the system has no such field or value is None);
+        ``origin`` is where the value was taken from when that is not ``binding``'s
+        place."""
         if value is None or name not in FIELDS[self.system]:
             return
         self.fields[name] = value
@@ -420,6 +477,10 @@ class Draft:
             self.bindings[name] = binding
         else:
             self.bindings.pop(name, None)
+        if origin is not None:
+            self.origins[name] = origin
+        else:
+            self.origins.pop(name, None)
 
     def bind(self, name: str, binding: Binding) -> None:
         """Record where the sheet keeps ``name`` although it is empty there (a PSP

@@ -43,13 +43,15 @@ from .core import (
     to_text,
 )
 from .mapping import Mapping as FieldMapping
-from .mapping import parse_mapping
+from .mapping import parse_mapping, read_mapped
 
 _MAX_ID = 64
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64})"
                          r"(?:\.Actor\.([A-Za-z0-9_-]{1,64}))?")
 FLAGS: Final = "flags.mindscape"
+_HP_VALUE: Final = "system.attributes.hp.value"
+_HP_TEMP: Final = "system.attributes.hp.temp"
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,14 @@ class FoundryAdapter(Adapter):
         actor, draft = self.read(data, system)
         sources = {name: _pointer_of(actor.path, binding.target)
                    for name, binding in draft.bindings.items() if binding.target}
+        sources.update(draft.origins)
         return draft.imported(actor.id, actor.name, sources)
+
+    def places(self, actor: FoundryActor, draft: Draft, name: str, target: str,
+               value: Any) -> dict[str, Any]:
+        """Where a changed field read from ``target`` is written: ``{dotted path:
+        value}`` (that one place, unless the game system keeps the field in parts)."""
+        return {target: value}
 
     def updates(self, data: Any, system: str, before: Mapping[str, Any],
                 after: Mapping[str, Any], *, normalise: Normalise | None = None,
@@ -279,10 +288,12 @@ class FoundryAdapter(Adapter):
                 target = binding.target
             else:
                 return False
-            if target in values and values[target][1] == value:
-                return False
-            values[target] = (name, value)
-            return True
+            changed = False
+            for place, part in self.places(actor, draft, name, target, value).items():
+                if place not in values or values[place][1] != part:
+                    values[place] = (name, part)
+                    changed = True
+            return changed
 
         def update() -> dict[str, Any]:
             out: dict[str, Any] = {}
@@ -348,6 +359,7 @@ class Dnd5e(FoundryAdapter):
         hp_data = {} if hp_data is None else need_object(hp_data, hp_path)
         hp = to_int(hp_data.get("value"), pointer(hp_path, "value"), -10_000, 1_000_000)
         hp_max = to_int(hp_data.get("max"), pointer(hp_path, "max"), 0, 1_000_000)
+        temp = to_int(hp_data.get("temp"), pointer(hp_path, "temp"), 0, 1_000_000)
         npc = bool(kind == "npc")
         if npc:
             level, die = self._npc_dice(draft, system_data, hp_data, hp_path, base)
@@ -359,25 +371,68 @@ class Dnd5e(FoundryAdapter):
             if hp is None and hp_max is not None:
                 hp = hp_max
                 draft.warn(f"no current hit points; taken as the maximum {hp_max}")
-        draft.put("hp", hp, Binding("system.attributes.hp.value"))
+        if hp is not None and temp:
+            # Temporary hit points are lost first (dnd5e: "applied on top of value"), so
+            # the creature has both; ``places`` takes a loss off hp.temp first.
+            hp += temp
+        draft.put("hp", hp, Binding(_HP_VALUE))
         draft.put("level", level, Binding("", writable=False))
         draft.put("hit_dice", level, Binding("", writable=False))
         draft.put("die", die, Binding("", writable=False))
         return npc
 
+    def places(self, actor: FoundryActor, draft: Draft, name: str, target: str,
+               value: Any) -> dict[str, Any]:
+        """Hit points lost come off ``hp.temp`` first, then ``hp.value`` (the imported
+        ``hp`` is their sum); each is written only when it changes. A gain goes to
+        ``hp.value``."""
+        total = draft.fields.get("hp")
+        if name != "hp" or target != _HP_VALUE or not isinstance(total, int):
+            return {target: value}
+        temp = to_int(stored(actor.raw, _HP_TEMP), _pointer_of(actor.path, _HP_TEMP), 0,
+                      1_000_000)
+        if not temp:
+            return {target: value}
+        sheet_value = total - temp
+        lost = total - value
+        if lost <= 0:
+            return {target: sheet_value - lost}
+        out: dict[str, Any] = {_HP_TEMP: max(0, temp - lost)}
+        if lost > temp:
+            out[target] = sheet_value - (lost - temp)
+        return out
+
     def _npc_dice(self, draft: Draft, system_data: Mapping[str, Any],
                   hp_data: Mapping[str, Any], hp_path: str, base: str) -> tuple[int, int]:
         formula = hp_data.get("formula")
         path = pointer(hp_path, "formula")
-        count = hit_dice_count(formula, path, draft.warn)
-        die = hit_die(formula, path) if count is not None else None
+        # dnd5e rolls any formula: one this adapter cannot read (a function, a die size
+        # off the ladder) gives its Hit Dice from the challenge rating instead, as a
+        # missing formula does, rather than refusing the monster.
+        unread = f"hit-point formula {json_text(formula, 40)} not read"
+        count: int | None = None
+        try:
+            count = hit_dice_count(formula, path, draft.warn)
+        except InvalidInput:
+            if not isinstance(formula, str):
+                raise
+        die = None
+        if count is not None:
+            try:
+                die = hit_die(formula, path)
+            except InvalidInput:
+                if not isinstance(formula, str):
+                    raise
+                draft.warn(f"{unread} for its die; assumed d8")
+                die = 8
         if count is None:
             cr, cr_path = dig(system_data, "details.cr", base)
             if isinstance(cr, float) and math.isfinite(cr):
                 cr = int(cr)  # fractional challenge ratings (0.5) round down
             count = max(1, to_int(cr, cr_path, 0, 100) or 1)
-            draft.warn(f"no hit-point formula; Hit Dice taken as {count} from the "
-                       "challenge rating")
+            what = unread if isinstance(formula, str) and formula.strip() \
+                else "no hit-point formula"
+            draft.warn(f"{what}; Hit Dice taken as {count} from the challenge rating")
         if die is None:
             die = 8
             draft.warn("no hit die in the hit-point formula; assumed d8")
@@ -402,8 +457,11 @@ class Dnd5e(FoundryAdapter):
             if die_text is None:  # dnd5e 5.x moved it to hd.denomination
                 die_text, die_path = dig(item_system, "hd.denomination", sys_path)
             die = hit_die(die_text, die_path)
-            name = to_text(item_system.get("identifier") or item.get("name"),
-                           pointer(item_path, "name"), 200) or ""
+            identifier = item_system.get("identifier")
+            if identifier is not None and identifier != "":
+                name = to_text(identifier, pointer(sys_path, "identifier"), 200) or ""
+            else:
+                name = to_text(item.get("name"), pointer(item_path, "name"), 200) or ""
             item_id = item.get("_id") if isinstance(item.get("_id"), str) else None
             classes.append(_Class(name, levels or 0, die, item_id))
         level = sum(c.levels for c in classes)
@@ -493,7 +551,7 @@ class Ose(FoundryAdapter):
         draft.put("die", die, Binding("", writable=False))
         save, save_path = dig(system_data, "saves.paralysis.value", base)
         save_value = to_int(save, save_path, 0, 100)
-        if save_value is not None and 2 <= save_value <= 20:
+        if save_value is not None and 1 <= save_value <= 20:
             draft.put("save_paralyzation", save_value, Binding("", writable=False))
         if draft.system == "revised-2e":
             if npc:
@@ -550,7 +608,7 @@ class Ars(FoundryAdapter):
             draft.warn("no hit die recorded; assumed d8 (AD&D monsters and the "
                        "commonest class die)")
         save, save_path = dig(system_data, "saves.paralyzation.value", base)
-        draft.put("save_paralyzation", to_int(save, save_path, 2, 20),
+        draft.put("save_paralyzation", to_int(save, save_path, 1, 20),
                   Binding("", writable=False))
         hp, hp_path = dig(system_data, "attributes.hp.value", base)
         draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000),
@@ -588,12 +646,8 @@ class FoundryGeneric(FoundryAdapter):
         mapping: FieldMapping = parse_mapping(actor.envelope["mapping"], "/mapping")
         for name, source in mapping.for_system(draft.system).items():
             value, path = dig(actor.raw, source.path, actor.path)
-            if value is None:
-                value, path = source.default, source.default_path()
-            if value is None:
-                continue
-            decoded = source.decode(draft.system, name, value, path, draft)
-            draft.put(name, decoded, Binding(source.path, writable=source.write))
+            binding = Binding(source.path, writable=source.write)
+            read_mapped(draft, name, source, value, path, binding)
         npc = mapping.npc_types and actor.raw.get("type") in mapping.npc_types
         return bool(npc)
 

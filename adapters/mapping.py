@@ -18,11 +18,13 @@ from .core import (
     DICE,
     FIELDS,
     SCORES,
+    Binding,
     Draft,
     decode,
     hit_dice_count,
     hit_die,
     pointer,
+    score,
     score_value,
     to_int,
 )
@@ -105,6 +107,28 @@ class Mapping:
         merged.update({k: v for k, v in self.systems.get(system, {}).items()
                        if k in FIELDS[system]})
         return merged
+
+
+def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
+                binding: Binding) -> None:
+    """Read one mapped field into ``draft``: the ``value`` found at its ``path``, else
+    (absent, null or ``""``) the mapping's default; an ability score still missing is
+    10, with a warning. A field left out is still bound to its mapped place, so a value
+    assumed for it later (by the engine or this adapter) is written back there (when
+    the source may be written), not to the psionic state store, where it would hide
+    the GM's later entry for good (the store wins)."""
+    origin = None
+    if value is None or value == "":
+        value, path = source.default, source.default_path()
+        origin = path
+    decoded = None if value is None else source.decode(draft.system, name, value, path,
+                                                       draft)
+    if decoded is not None:
+        draft.put(name, decoded, binding, origin=origin)
+    elif name in SCORES:
+        score(draft, name, None, path, default=10)
+    else:
+        draft.bind(name, binding)
 
 
 def _source(raw: Any, where: str) -> Source:

@@ -43,9 +43,13 @@ from .core import (
     to_int,
     to_text,
 )
-from .mapping import parse_mapping
+from .mapping import parse_mapping, read_mapped
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# A Roll20 formula a number box may hold ("21-@{level-class1}",
+# "21-ceil(@{level-class1}/2)"): attribute references, numbers, arithmetic, the
+# rounding functions. One term at a time from the left, so linear in the text.
+_FORMULA_TERM = re.compile(r"@\{[^{}]{1,100}\}|\d{1,9}|floor|ceil|round|abs|[-+*/().\s]")
 _LEVEL = re.compile(r"level-class(\d{1,2})")
 
 # Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
@@ -228,6 +232,7 @@ class Roll20Adapter(Adapter):
             found = char.get(binding.target, binding.part) if binding.target else None
             if found is not None:
                 sources[name] = found[1]
+        sources.update(draft.origins)
         return draft.imported(char.id, char.name, sources)
 
     def updates(self, data: Any, system: str, before: Mapping[str, Any],
@@ -268,6 +273,19 @@ class Roll20Adapter(Adapter):
         return [{"character_id": char.id, "attributes": attributes}] if attributes else []
 
 
+def _is_formula(value: Any) -> bool:
+    """Whether ``value`` is Roll20 formula text naming an attribute (``21-@{level}``)."""
+    if not isinstance(value, str) or "@{" not in value or len(value) > 200:
+        return False
+    pos = 0
+    while pos < len(value):
+        match = _FORMULA_TERM.match(value, pos)
+        if match is None:
+            return False
+        pos = match.end()
+    return True
+
+
 def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "current",
             writable: bool = False) -> int | None:
     found = char.get(attr, part)
@@ -282,6 +300,23 @@ def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "c
         # field goes back there
         draft.bind(field, Binding(attr, part, writable))
     return None
+
+
+def _full(char: Character, draft: Draft, field: str, attr: str) -> None:
+    """A current box left empty whose maximum (``<attr>`` max, or a separate
+    ``<attr>_max``) is filled in is taken as full, with a warning; it stays bound to the
+    current box, so the write-back fills that in."""
+    if field not in FIELDS[draft.system] or field in draft.fields:
+        return
+    for name, part in ((attr, "max"), (f"{attr}_max", "current")):
+        found = char.get(name, part)
+        if found is not None and found[0] is not None and found[0] != "":
+            value = decode(draft.system, field, found[0], found[1], draft)
+            if isinstance(value, int):
+                draft.put(field, value, Binding(attr, "current", True))
+                draft.warn(f"{char.spelled(attr)} current is empty; taken as its maximum "
+                           f"{value}")
+            return
 
 
 class Adnd2eRevised(Roll20Adapter):
@@ -320,23 +355,37 @@ class Adnd2eRevised(Roll20Adapter):
             level = 1
         draft.put("level", level, Binding("", writable=False))
         draft.put("hit_dice", level, Binding("", writable=False))
-        _number(char, draft, "hp", "HP", writable=True)
-        _number(char, draft, "psp", "PSP", writable=True)
+        if _number(char, draft, "hp", "HP", writable=True) is None:
+            _full(char, draft, "hp", "HP")
+        psp = _number(char, draft, "psp", "PSP", writable=True)
         if _number(char, draft, "psp_max", "PSP", "max", writable=True) is None \
                 and char.get("PSP_max") is not None:
             _number(char, draft, "psp_max", "PSP_max", writable=True)
+        if psp is None:
+            _full(char, draft, "psp", "PSP")
         if draft.system == "revised-2e":
             self._revised(char, draft)
-        elif draft.system == "power-pool" and char.get("psi_die") is None:
-            draft.put("die", 8)
-            draft.warn("no psi_die attribute; the pool's die assumed d8")
+        elif draft.system == "power-pool":
+            die = char.get("psi_die")
+            if die is None or die[0] is None or die[0] == "":
+                draft.put("die", 8)
+                draft.warn(f"{'no psi_die attribute' if die is None else 'psi_die is empty'}"
+                           "; the pool's die assumed d8")
         return False
 
     def _revised(self, char: Character, draft: Draft) -> None:
         found = char.get("MThAC0")
-        mthac0 = to_int(found[0], found[1], -100, 100) if found else None
+        formula = found is not None and _is_formula(found[0])
+        mthac0 = to_int(found[0], found[1], -100, 100) if found and not formula else None
         adj_found = char.get("mthac0adj")
         adj = to_int(adj_found[0], adj_found[1], -100, 100) if adj_found else None
+        if formula and found is not None:
+            # The sheet's own help offers "21-@{level-class1}" (a psion) and
+            # "21-ceil(@{level-class1}/2)" (a wild talent): the engine derives the same
+            # from the level and kind.
+            draft.warn(f"MThAC0 holds a formula ({json_text(found[0], 60)}); MTHAC0 is "
+                       "derived from the level"
+                       + (f" and the adjustment {adj:+d} is not applied" if adj else ""))
         if mthac0 is not None:
             if adj:
                 draft.warn(f"MThAC0 {mthac0} with adjustment {adj:+d} (added to the roll) "
@@ -389,12 +438,7 @@ class Roll20Generic(Roll20Adapter):
             found = char.get(attr, part)
             value, path = (found if found is not None
                            else (None, pointer(char.path, "attribs")))
-            if value is None or value == "":
-                value, path = source.default, source.default_path()
-            if value is None:
-                continue
-            decoded = source.decode(draft.system, name, value, path, draft)
-            draft.put(name, decoded, Binding(attr, part, source.write))
+            read_mapped(draft, name, source, value, path, Binding(attr, part, source.write))
         npc = False
         if mapping.npc_attribute is not None:
             found = char.get(mapping.npc_attribute)

@@ -344,3 +344,74 @@ def test_the_foundry_modules_envelope_with_no_token_updates_the_base_actor() -> 
     assert got == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
                     "update": {"system.attributes.hp.value": 7}}]
     assert apply_foundry(data, got)["actor"]["system"]["attributes"]["hp"]["value"] == 7
+
+
+# -- audit fixes ----------------------------------------------------------------------
+def test_dnd5e_temporary_hit_points_are_lost_first() -> None:
+    """dnd5e's hp.temp is "Temporary HP applied on top of value": the combatant has both
+    (Zanna 8 + 10), and damage (power-pool Synaptic Overload lowers hp) comes off
+    hp.temp first, then hp.value; each is written when it changes."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["temp"] = 10
+    before = DND5E.import_(data, "power-pool").combatant
+    assert before["hp"] == 18
+    small = DND5E.updates(data, "power-pool", before, {**before, "hp": 15})
+    assert small == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
+                      "update": {"system.attributes.hp.temp": 7}}]
+    big = DND5E.updates(data, "power-pool", before, {**before, "hp": 5})
+    assert big == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
+                    "update": {"system.attributes.hp.temp": 0,
+                               "system.attributes.hp.value": 5}}]
+    for got, left in ((small, 15), (big, 5)):
+        assert DND5E.import_(apply_foundry(data, got), "power-pool").combatant["hp"] == left
+    healed = DND5E.updates(data, "power-pool", before, {**before, "hp": 20})
+    assert healed[0]["update"] == {"system.attributes.hp.value": 10}
+
+
+@pytest.mark.parametrize(("formula", "hit_dice", "die"), [
+    ("2d8 + 1d6", 3, 8), ("3d8+2+1", 3, 8), ("(18d10) + 36", 18, 10),
+    ("4d8 + @abilities.con.mod", 4, 8)])
+def test_dnd5e_npc_hit_point_formulas_dnd5e_rolls_give_their_dice(
+        formula: str, hit_dice: int, die: int) -> None:
+    """dnd5e's hp.formula is a roll formula: every one it rolls that names dice gives
+    those dice as the Hit Dice (several sizes: the die rolled most, with a warning)."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = formula
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (hit_dice, die)
+    assert any("several sizes" in w for w in got.warnings) == (formula == "2d8 + 1d6")
+
+
+def test_dnd5e_npc_formula_the_adapter_cannot_read_falls_back_to_the_challenge_rating(
+        ) -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e): as with no formula, the challenge rating gives
+    the Hit Dice, with a warning, instead of refusing the monster."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = "max(18d10, 100)"
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
+    assert 'hit-point formula "max(18d10, 100)" not read; Hit Dice taken as 10 from the ' \
+        "challenge rating" in got.warnings
+    data["system"]["attributes"]["hp"]["formula"] = "3d7 + 2"
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    assert any("for its die; assumed d8" in w for w in got.warnings)
+
+
+def test_a_save_vs_paralyzation_of_1_is_read_from_ars_and_ose() -> None:
+    """COMBATANTS.md: save_paralyzation is 1-20 (a high-level character's 1)."""
+    ars = template_actor("foundry/ars/template.json", "character", "arsChar000000001", "D")
+    ars["system"]["saves"]["paralyzation"]["value"] = 1
+    assert ARS.import_(ars, "revised-2e").combatant["save_paralyzation"] == 1
+    ose = template_actor("foundry/ose/template.json", "character", "oseChar000000001", "A")
+    ose["system"]["saves"]["paralysis"]["value"] = 1
+    assert OSE.import_(ose, "revised-2e").combatant["save_paralyzation"] == 1
+
+
+def test_a_bad_class_identifier_is_reported_where_it_is() -> None:
+    data = zanna()
+    index = next(i for i, item in enumerate(data["items"]) if item["type"] == "class")
+    data["items"][index]["system"]["identifier"] = ["wizard"]
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "revised-2e")
+    assert err.value.problems[0].path == f"/items/{index}/system/identifier"

@@ -143,12 +143,20 @@ def test_deeply_nested_flag_values_are_refused_with_their_path() -> None:
 
 
 def test_hit_dice_text_with_long_runs_of_spaces_is_refused() -> None:
-    """A formula of a thousand spaces must not make the parser backtrack."""
-    data = load("foundry/dnd5e/aboleth.json")
-    data["system"]["attributes"]["hp"]["formula"] = "1" + " " * 990 + "x"
+    """A formula of a thousand spaces (or of 250 dice terms) must not make the parser
+    backtrack. ARS Hit Dice text that means nothing is refused; a dnd5e hit-point
+    formula the adapter cannot read gives the Hit Dice of the challenge rating."""
+    junk = "1" + " " * 990 + "x"
+    actor = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    actor["system"]["hitdice"] = junk
     with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "power-pool")
-    assert err.value.problems[0].path == "/system/attributes/hp/formula"
+        adapters.get("foundry.ars").import_(actor, "power-pool")
+    assert err.value.problems[0].path == "/system/hitdice"
+    data = load("foundry/dnd5e/aboleth.json")
+    for formula, hit_dice in ((junk, 10), ("1d8 +" * 199 + "1d8", 200)):
+        data["system"]["attributes"]["hp"]["formula"] = formula
+        got = adapters.get("foundry.dnd5e").import_(data, "power-pool")
+        assert got.combatant["hit_dice"] == hit_dice
 
 
 def test_unknown_adapter_names_the_known_ones() -> None:

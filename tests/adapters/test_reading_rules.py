@@ -11,15 +11,17 @@ import pytest
 
 import adapters
 from adapters.core import MAX_WARNINGS
+from engine import builtin_systems
 from engine.errors import InvalidInput
 
-from .support import load, template_actor
+from .support import apply_foundry, load, template_actor
 
 OSE = adapters.get("foundry.ose")
 ARS = adapters.get("foundry.ars")
 FOUNDRY_GENERIC = adapters.get("foundry.generic")
 ROLL20_GENERIC = adapters.get("roll20.generic")
 SHEET = adapters.get("roll20.adnd2e-revised")
+REVISED = builtin_systems()["revised-2e"]
 
 
 def ars_npc(hitdice: Any) -> dict[str, Any]:
@@ -152,3 +154,78 @@ def test_warnings_are_given_once_each_and_at_most_fifty_then_counted() -> None:
     assert many.warnings[-1].startswith("… and ")
     assert many.warnings[-1].endswith(" more warnings")
     assert len(json.dumps(many.warnings)) < 10_000
+
+
+def test_a_mapping_default_is_used_when_the_path_holds_empty_text_on_both_vtts() -> None:
+    """docs/ADAPTERS.md: a default is "used when the path holds nothing"; `""` counts as
+    nothing on Foundry as on Roll20."""
+    mapping = {"version": 1, "fields": {
+        "level": {"path": "system.details.level", "default": 3},
+        "psp": {"path": "system.resources.primary.value", "default": 20}}}
+    data = generic_actor(mapping)
+    data["actor"]["system"]["details"]["level"] = ""
+    data["actor"]["system"]["resources"] = {"primary": {"value": "", "max": None}}
+    got = FOUNDRY_GENERIC.import_(data, "revised-2e").combatant
+    assert (got["level"], got["psp"]) == (3, 20)
+    roll20 = {"mapping": {"version": 1, "fields": {"level": {"path": "lvl", "default": 3},
+                                                   "psp": {"path": "pp", "default": 20}}},
+              "character": {"id": "c1", "name": "C", "attribs": [
+                  {"name": "lvl", "current": ""}, {"name": "pp", "current": ""}]}}
+    got = ROLL20_GENERIC.import_(roll20, "revised-2e").combatant
+    assert (got["level"], got["psp"]) == (3, 20)
+
+
+def test_an_empty_mapped_place_receives_the_value_assumed_for_it() -> None:
+    """docs/ADAPTERS.md: a value the engine or the adapter assumed (a PSP maximum left
+    blank) is written back to the mapped place the sheet left empty, not to the store:
+    the store wins over the sheet, so it would hide the GM's later entry for good."""
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
+                                        "wis": "system.abilities.wis.value",
+                                        "psp": "system.resources.primary.value",
+                                        "psp_max": "system.resources.primary.max"}}
+    data = generic_actor(mapping)
+    data["actor"]["system"]["resources"] = {"primary": {"value": 40, "max": None}}
+    data["actor"]["flags"]["mindscape"] = {"revised-2e": {"kind": "psionicist",
+                                                          "level": 3}}
+    before = REVISED.combatant(FOUNDRY_GENERIC.import_(data, "revised-2e").combatant)
+    after = {**before, "psp": 33}
+    got = FOUNDRY_GENERIC.updates(data, "revised-2e", before, after,
+                                  normalise=REVISED.combatant)
+    assert got[0]["update"] == {"system.resources.primary.value": 33,
+                                "system.resources.primary.max": 40}
+    written = apply_foundry(data, got)
+    written["actor"]["system"]["resources"]["primary"]["max"] = 60  # the GM's entry
+    assert FOUNDRY_GENERIC.import_(written, "revised-2e").combatant["psp_max"] == 60
+
+    roll20 = {"mapping": {"version": 1, "fields": {"psp": "Power", "psp_max": "Power|max"},
+                          "systems": {"revised-2e": {"kind": {"path": "psi_kind",
+                                                              "default": "psionicist"}}}},
+              "character": {"id": "c1", "name": "C", "attribs": [
+                  {"name": "power", "current": "", "max": "20"},
+                  {"name": "level-class1", "current": "3"}]}}
+    before = ROLL20_GENERIC.import_(roll20, "revised-2e").combatant
+    assert "psp" not in before  # the engine takes the maximum
+    got = ROLL20_GENERIC.updates(roll20, "revised-2e", before, {**before, "psp": 12})
+    assert got == [{"character_id": "c1", "attributes": {"power": {"current": 12}}}]
+    # write: false keeps the place unwritten (and the value out of the store)
+    roll20["mapping"]["fields"]["psp"] = {"path": "Power", "write": False}
+    assert ROLL20_GENERIC.updates(roll20, "revised-2e", before, {**before, "psp": 12}) == []
+
+
+def test_missing_mapped_ability_scores_are_10_with_a_warning() -> None:
+    """docs/ADAPTERS.md "Defaults, with a warning each": missing ability scores are 10,
+    mapped ones too."""
+    roll20 = {"mapping": {"version": 1, "fields": {"int": "Intelligence", "wis": "Wisdom"}},
+              "character": {"id": "c1", "name": "Kel", "attribs": [
+                  {"name": "psi_attack_strength", "current": "30"},
+                  {"name": "Wisdom", "current": ""}]}}
+    got = ROLL20_GENERIC.import_(roll20, "combat-strength")
+    assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
+    assert {"no int score; assumed 10", "no wis score; assumed 10"} <= set(got.warnings)
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
+                                        "wis": "system.nowhere"}}
+    data = generic_actor(mapping)
+    data["actor"]["system"]["abilities"]["int"]["value"] = None
+    got = FOUNDRY_GENERIC.import_(data, "combat-strength")
+    assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
+    assert {"no int score; assumed 10", "no wis score; assumed 10"} <= set(got.warnings)

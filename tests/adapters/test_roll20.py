@@ -206,3 +206,69 @@ def test_roll20_generic_reads_mapped_attributes_and_maxima() -> None:
 
 def test_fixture_paths_exist() -> None:
     assert Path(FIXTURES / "roll20/vttes-export-ilaris-empty.json").is_file()
+
+
+def test_an_empty_hp_box_with_a_maximum_is_taken_as_full_and_written_back() -> None:
+    """docs/ADAPTERS.md "Defaults, with a warning each": an HP box left blank with its
+    maximum filled in is the maximum, as dnd5e's missing current hit points are; without
+    it Synaptic Overload's damage (power-pool) would have no hit points to lower. The
+    write-back fills in the current box."""
+    data = ulcen()
+    attr(data, "HP")["current"] = ""
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["hp"] == 22
+    assert "HP current is empty; taken as its maximum 22" in got.warnings
+    before = got.combatant
+    assert SHEET.updates(data, "power-pool", before, {**before, "hp": 15}) == [
+        {"character_id": "-MzUlcen0000000001", "attributes": {"HP": {"current": 15}}}]
+    separate = ulcen()  # VTT.md: "HP / HP_max"
+    attr(separate, "HP").update(current="", max="")
+    separate["attribs"].append({"name": "HP_max", "current": "19", "max": ""})
+    assert SHEET.import_(separate, "revised-2e").combatant["hp"] == 19
+
+
+def test_an_empty_psp_box_with_a_maximum_is_taken_as_full_with_a_warning() -> None:
+    """COMBATANTS.md: psp defaults to psp_max; a sheet's blank PSP box is said to be
+    taken so, and spent PSPs go back to that box."""
+    data = ulcen()
+    attr(data, "PSP")["current"] = ""
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["psp"], got.combatant["psp_max"]) == (40, 40)
+    assert "PSP current is empty; taken as its maximum 40" in got.warnings
+    before = got.combatant
+    assert SHEET.updates(data, "revised-2e", before, {**before, "psp": 31}) == [
+        {"character_id": "-MzUlcen0000000001", "attributes": {"PSP": {"current": 31}}}]
+
+
+def test_an_empty_psi_die_is_a_d8_with_a_warning() -> None:
+    """docs/ADAPTERS.md: `""` counts as empty; the pool's die is then d8, with a
+    warning (the Mod script creates psi_* attributes with empty values)."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_die", "current": "", "max": ""})
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["die"] == 8
+    assert "psi_die is empty; the pool's die assumed d8" in got.warnings
+
+
+@pytest.mark.parametrize("formula", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
+                                     "21 - @{Level-Class1}"])
+def test_an_mthac0_formula_leaves_mthac0_to_the_engine_with_a_warning(formula: str) -> None:
+    """The sheet's own help (adnd2e-revised-psionics-tab.html) suggests "Psion -
+    21-@{level-class#} | Wild Talent - 21-ceil(@{level-class#}/2)" in place of the
+    MThAC0 number: the engine derives the same from the level (RULES.md §1.1)."""
+    data = ulcen()
+    attr(data, "MThAC0")["current"] = formula
+    got = SHEET.import_(data, "revised-2e")
+    assert "mthac0" not in got.combatant
+    assert any(w.startswith("MThAC0 holds a formula") for w in got.warnings)
+    attr(data, "MThAC0")["current"] = "twenty"
+    with pytest.raises(InvalidInput) as err:  # text that is no formula is still refused
+        SHEET.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/attribs/8/current"
+
+
+def test_a_save_vs_paralyzation_of_1_is_read() -> None:
+    """COMBATANTS.md: save_paralyzation is 1-20, as the engine takes it."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_save_paralyzation", "current": "1", "max": ""})
+    assert SHEET.import_(data, "revised-2e").combatant["save_paralyzation"] == 1

@@ -234,3 +234,70 @@ async def test_end_round_write_backs_clear_ended_conditions_on_both_vtts(rpc: Rp
     again = await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
                                              "data": sheet})
     assert again["combatant"].get("conditions", []) == []
+
+
+async def test_adapters_import_points_inside_an_object_read_from_the_flags(
+        rpc: Rpc) -> None:
+    """docs/ADAPTERS.md "Errors": a refused value is reported at the place the adapter
+    read it; inside an object taken as it stands in the flags, at the key itself
+    (COMBATANTS.md: condition_rounds 1-1000 in power-pool; kept_by "die"/"action")."""
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    flags = "/data/flags/mindscape/power-pool"
+    for state, path in (
+            ({"conditions": ["dazed", "stunned"],
+              "condition_rounds": {"dazed": 2, "stunned": 5000}},
+             f"{flags}/condition_rounds/stunned"),
+            ({"controlling": [{"id": "a", "kept_by": "die"}, {"id": "b", "kept_by": "sword"}]},
+             f"{flags}/controlling/1/kept_by")):
+        aboleth["flags"]["mindscape"] = {"power-pool": {"psionic": True, **state}}
+        error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e",
+                                                    "system": "power-pool", "data": aboleth})
+        assert [p["path"] for p in error["data"]["errors"]] == [path]
+    # Roll20 keeps the object as JSON text: the attribute is the place
+    sheet = roll20_psionicist("30", "30")
+    sheet["attribs"] += [{"name": "psi_conditions", "current": "stunned"},
+                         {"name": "psi_condition_rounds", "current": '{"stunned": 5000}'}]
+    error = await rpc.error("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                "system": "power-pool", "data": sheet})
+    assert [p["path"] for p in error["data"]["errors"]] == ["/data/attribs/6/current"]
+
+
+async def test_adapters_import_points_at_the_mapping_default_a_refused_value_came_from(
+        rpc: Rpc) -> None:
+    """A value taken from a mapping's default is reported there, not at the empty sheet
+    path (COMBATANTS.md: psp may not exceed psp_max)."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {"kind": "psionicist", "psp_max": 40,
+                                                  "level": 3}}
+    mapping = {"version": 1, "fields": {
+        "int": "system.abilities.int.value", "wis": "system.abilities.wis.value",
+        "psp": {"path": "system.resources.primary.value", "default": 50}}}
+    error = await rpc.error("adapters.import", {
+        "adapter": "foundry.generic", "system": "revised-2e",
+        "data": {"mapping": mapping, "actor": zanna}})
+    assert [p["path"] for p in error["data"]["errors"]] == \
+        ["/data/mapping/fields/psp/default"]
+
+
+async def test_synaptic_overload_lowers_the_hit_points_of_a_blank_roll20_hp_box(
+        rpc: Rpc) -> None:
+    """RULES.md §3 (Synaptic Overload lowers hp): an HP box left blank is taken as its
+    maximum, so the damage is written back to the box instead of being lost."""
+    sheet = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(sheet, "HP")["current"] = ""
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    aboleth["flags"]["mindscape"] = {"power-pool": {"psionic": True,
+                                                    "attacks": ["synaptic-overload"]}}
+    for seed in range(40):
+        result = await rpc.ok("exchange.resolve", {
+            "system": "power-pool",
+            "attacker": {"adapter": "foundry.dnd5e", "data": aboleth},
+            "defender": {"adapter": "roll20.adnd2e-revised", "data": sheet},
+            "attack": {"mode": "synaptic-overload"}, "seed": seed})
+        left = result["defender"]["after"].get("hp")
+        if left is not None and left < 22:
+            break
+    else:
+        raise AssertionError("no seed dealt damage: the scenario checked nothing")
+    [update] = [u for u in result["updates"] if "character_id" in u]
+    assert update["attributes"]["HP"] == {"current": left}

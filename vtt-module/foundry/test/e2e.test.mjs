@@ -1151,13 +1151,19 @@ test("power-pool control with the real companion: a world actor released is free
   assert.equal(combat.getFlag("mindscape", "roundEnded"), 2);
 });
 
-test("a power-pool rest with the real companion: the control the resting goblin keeps by an action ends and Fenka's own sheet is freed; the thrall kept by a die stays held", { skip: SKIP, timeout: 30000 }, async () => {
+/** A power-pool table against the real companion, for a rest, with a profile maker. */
+async function powerPoolRestTable() {
   const { makeTable } = await import("../test-support/scenario.mjs");
   const { makeApi } = await import("../mindscape/scripts/api.js");
   const t = makeTable({ methods: realCompanion(), token: daemon.token });
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
   const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], hit_dice: 3, die: 8, pool: 0, ...p });
   const { goblinToken, fenkaToken } = t.tokens;
+  return { t, makeApi, profile, goblinToken, fenkaToken };
+}
+
+test("a power-pool rest with the real companion: the control the resting goblin keeps by an action ends and Fenka's own sheet is freed; the thrall kept by a die stays held", { skip: SKIP, timeout: 30000 }, async () => {
+  const { t, makeApi, profile, goblinToken, fenkaToken } = await powerPoolRestTable();
   goblinToken.actor.flags.mindscape["power-pool"] = profile({ dedicated: [{ purpose: "control", target: "thrall" }], controlling: [{ id: "fenka-tokF", kept_by: "action" }, { id: "thrall", kept_by: "die" }] });
   fenkaToken.actor.flags.mindscape["power-pool"] = profile({ controlled_by: "goblin-tokG", conditions: ["possessed"] });
   const thrall = t.world.actor({ id: "thrall", name: "Thrall", type: "npc", flags: { mindscape: { "power-pool": profile({ hit_dice: 2, controlled_by: "goblin-tokG" }) } } });
@@ -1177,12 +1183,7 @@ test("a power-pool rest with the real companion: the control the resting goblin 
 });
 
 test("a power-pool rest with the real companion: a puppet's sheet it refuses is left out, the rest goes on and the GM is told whose sheet and why", { skip: SKIP, timeout: 30000 }, async () => {
-  const { makeTable } = await import("../test-support/scenario.mjs");
-  const { makeApi } = await import("../mindscape/scripts/api.js");
-  const t = makeTable({ methods: realCompanion(), token: daemon.token });
-  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
-  const profile = (p) => ({ psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], hit_dice: 3, die: 8, pool: 0, ...p });
-  const { goblinToken, fenkaToken } = t.tokens;
+  const { t, makeApi, profile, goblinToken, fenkaToken } = await powerPoolRestTable();
   goblinToken.actor.flags.mindscape["power-pool"] = profile({ controlling: [{ id: "fenka-tokF", kept_by: "action" }] });
   // Fenka's profile was mended by hand: a d7 is no hit die.
   fenkaToken.actor.flags.mindscape["power-pool"] = profile({ die: 7, controlled_by: "goblin-tokG", conditions: ["possessed"] });

@@ -15,14 +15,15 @@ already paid, and (5) does the end-of-round bookkeeping (open minds, conditions)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from engine.dice import DiceSource
+from engine.dice import DiceSource, still_needed
 from engine.errors import (
+    DiceNeeded,
     InvalidInput,
     LimitExceeded,
     Problem,
@@ -37,6 +38,7 @@ from ..results import copy_json
 from . import house
 from .combatants import can_act, slug, stopping_conditions
 from .exchange import (
+    AttackOutcome,
     attack,
     check_attack,
     check_defense,
@@ -342,22 +344,41 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     attacks, order_events = _order(system, s, dice, options)
     events += order_events
     results = []
-    for cid, a in attacks:
-        attacker, target = cs[cid], cs[a["target"]]
-        reason = None
-        # dazed and confused always stop an attack; a stun only under H-2E-STUN
+
+    def lost(attacker: Mapping[str, Any], a: Mapping[str, Any]) -> str | None:
+        """Why ``attacker``'s declared attack ``a`` is lost, if it is: dazed and confused
+        always stop an attack, a stun only under H-2E-STUN; PSPs spent since."""
         stopped = stopping_conditions(attacker, options[house.STUN])
         if stopped:
-            reason = f"{attacker['name']} is {', '.join(stopped)}"
-        elif attacker["psp"] < declared_cost(t, a):
-            reason = f"{attacker['name']} no longer holds the {declared_cost(t, a)} PSPs declared"
+            return f"{attacker['name']} is {', '.join(stopped)}"
+        if attacker["psp"] < declared_cost(t, a):
+            return f"{attacker['name']} no longer holds the {declared_cost(t, a)} PSPs declared"
+        return None
+
+    def attack_of(cid: str, a: Mapping[str, Any], dice: DiceSource) -> AttackOutcome:
+        request = {k: v for k, v in a.items() if k != "target"}
+        return attack(t, options, cs[cid], cs[a["target"]], request, raised.get(a["target"]),
+                      dice)
+
+    def counting(cid: str, a: Mapping[str, Any]) -> Callable[[DiceSource], object]:
+        """A later attack's dice, as ``still_needed`` counts them (none when it is lost)."""
+        return lambda dice: None if lost(cs[cid], a) else attack_of(cid, a, dice)
+
+    for i, (cid, a) in enumerate(attacks):
+        attacker, target = cs[cid], cs[a["target"]]
+        reason = lost(attacker, a)
         if reason is not None:
             events.append(Event("attack-lost", cid, {"target": a["target"], "reason": reason}))
             lines.append(f"{attacker['name']}'s {t.mode_name(a['mode'])} is lost: {reason}.")
             continue
         mark = dice.mark()
-        request = {k: v for k, v in a.items() if k != "target"}
-        outcome = attack(t, options, attacker, target, request, raised.get(a["target"]), dice)
+        try:
+            outcome = attack_of(cid, a, dice)
+        except DiceNeeded as short:
+            # the round's later attacks need dice too: ask for them all at once (RULES.md
+            # 4: the count still needed), counted from the states as they are now
+            raise still_needed(short, [counting(c, later) for c, later in attacks[i + 1:]]
+                               ) from None
         # the target's defense was paid when raised at the start of the round
         result = system.resolution(attacker, target, outcome, (), dice, mark, {},
                                    {"defense_psp": 0})

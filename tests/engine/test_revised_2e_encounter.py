@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
+from engine.errors import (
+    DiceNeeded,
+    InvalidInput,
+    LimitExceeded,
+    RulesViolation,
+    UnknownCombatant,
+)
 from engine.revised_2e import SYSTEM
 
 JSON = dict[str, Any]
@@ -419,3 +425,28 @@ def test_a_blow_that_takes_the_last_hit_points_says_the_combatant_is_down() -> N
                             ).to_json()
     assert result["defender"]["after"]["hp"] == -2
     assert {"type": "down", "combatant": "fenka", "hp": -2} in result["events"]
+
+
+def test_a_round_short_of_supplied_dice_asks_for_every_attack_s_die_at_once() -> None:
+    """RULES.md 4: "too few supplied dice is the 'dice needed' error naming the purpose,
+    sides and count still needed": both attacks of the round need their d20, so a GM
+    typing physical dice is asked for two at once; an attack the rules will drop (its
+    attacker dazed) asks for none. Nothing changes."""
+    def round_with(fenka: JSON) -> JSON:
+        state = encounter(ULCEN, fenka)
+        state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "target": "fenka"}})
+        return SYSTEM.encounter_declare(state, "fenka", {"attack": {
+            "mode": "mind-thrust", "target": "ulcen"}})
+
+    state = round_with(FENKA)
+    with pytest.raises(DiceNeeded) as short:
+        SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert (short.value.purpose, short.value.sides, short.value.needed) == ("attack", 20, 2)
+    assert state == round_with(FENKA)
+    # Dazed since she declared (as an ego whip on an open mind leaves one): hers is lost.
+    dazed = round_with(FENKA)
+    dazed["combatants"]["fenka"] |= {"conditions": ["dazed"], "condition_rounds": {"dazed": 2}}
+    with pytest.raises(DiceNeeded) as short:
+        SYSTEM.encounter_resolve(dazed, SuppliedDice({}))
+    assert short.value.needed == 1

@@ -369,11 +369,6 @@ def name_of(combatants: Mapping[str, Mapping[str, Any]], cid: str) -> str:
     return str(c["name"]) if c is not None else json_text(cid)
 
 
-def dice_count(n: int) -> str:
-    """"1 die", "3 dice"."""
-    return "1 die" if n == 1 else f"{n} dice"
-
-
 def not_given_line(target: str, controller: str) -> str:
     """The summary's sentence for a creature set free whose sheet was not given."""
     return (f"{target} was not given: its sheet still shows it under {controller}'s "

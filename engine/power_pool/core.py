@@ -335,7 +335,7 @@ class PowerPoolSystem(System):
         lines = []
         for e in events:
             if e.type == "pool-regained":
-                lines.append(f"{name} regains {control.dice_count(e.data['amount'])} "
+                lines.append(f"{name} regains {dice_count(e.data['amount'])} "
                              f"({after['pool']} in the pool).")
             elif e.type == "powers-ended":
                 lines.append(f"{name}'s maintained powers end.")
@@ -433,6 +433,11 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
               "die, which needs no sight." for t in choice.get("cannot_perceive", [])
               if t not in ended]
     return lines
+
+
+def dice_count(n: int) -> str:
+    """"1 die", "3 dice"."""
+    return "1 die" if n == 1 else f"{n} dice"
 
 
 def condition_ended(name: str, event: Event) -> str:

@@ -217,14 +217,15 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     target = normalize(request["defender"], "/defender")
     extra = [normalize(r, f"/defenders/{i}") for i, r in enumerate(request.get("defenders") or [])]
     allies = [normalize(r, f"/allies/{i}") for i, r in enumerate(request.get("allies") or [])]
+    # the controllers an attack may strike instead of their puppets, and the puppets
     raw = [("/controller", request["controller"])] if request.get("controller") is not None \
         else []
     raw += [(f"/controllers/{i}", r) for i, r in enumerate(request.get("controllers") or [])]
-    raw += [(f"/puppets/{i}", r) for i, r in enumerate(request.get("puppets") or [])]
-    # the controllers an attack may strike instead of their puppets, and the puppets
-    bystanding = [(path, normalize(r, path)) for path, r in raw]
-    controllers = {c["id"]: c for path, c in bystanding if not path.startswith("/puppets/")}
-    puppets = {c["id"]: c for path, c in bystanding if path.startswith("/puppets/")}
+    controlling = [(path, normalize(r, path)) for path, r in raw]
+    given_puppets = [(f"/puppets/{i}", normalize(r, f"/puppets/{i}"))
+                     for i, r in enumerate(request.get("puppets") or [])]
+    controllers = {c["id"]: c for _, c in controlling}
+    puppets = {c["id"]: c for _, c in given_puppets}
 
     seen: dict[str, str] = {}
     taking_part = ([("/attacker", attacker), ("/defender", target)]
@@ -236,7 +237,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                                                 f"{seen[c['id']]}")
         seen[c["id"]] = path
     # RULES.md §3.4: whom a controller holds, as both sheets say it
-    problems = link_problems(taking_part + bystanding)
+    problems = link_problems(taking_part + controlling + given_puppets)
     if problems:
         raise InvalidInput(problems)
 

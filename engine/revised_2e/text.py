@@ -106,10 +106,7 @@ def close_offer_line(tables: Tables, name: str, offer: Mapping[str, Any] | None,
     if stopped:
         return f"{name} cannot close its mind ({', '.join(stopped)})."
     if cost is None:
-        if offer["reason"] == "no-last-defense":
-            return f"{name}'s mind cannot close by paying: it has used no defense to price " \
-                   "it (H-2E-NO-LAST-DEF is off)."
-        return f"{name}'s mind cannot close by paying: it has no defense to price it."
+        return unpriced_line(name, offer["reason"])
     basis = "the last defense it used" if offer["basis"] == "last" else \
         "its cheapest defense"
     price = f"{psp(cost)} (twice the {tables.mode_name(defense)}, {basis})"
@@ -120,6 +117,15 @@ def close_offer_line(tables: Tables, name: str, offer: Mapping[str, Any] | None,
         return f"Closing {name}'s mind would cost {price}, its last PSPs: a mind with none " \
                "is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."
     return f"{name} may pay {price} to close its mind."
+
+
+def unpriced_line(name: str, reason: str | None) -> str:
+    """Why ``name``'s mind has no price to close by paying (``reason``:
+    ``rules.price_closing``'s, ``no-last-defense`` or ``no-defense``)."""
+    if reason == "no-last-defense":
+        return f"{name}'s mind cannot close by paying: it has used no defense to price it " \
+               "(H-2E-NO-LAST-DEF is off)."
+    return f"{name}'s mind cannot close by paying: it has no defense to price it."
 
 
 def round_end_lines(name: str, events: Sequence[Event],
@@ -149,10 +155,7 @@ def may_close_line(name: str, cost: int | None, offer: Mapping[str, Any] | None)
     by paying in the next round (``offer``: ``rules.price_closing``'s, when known)."""
     reason = offer["reason"] if offer else None
     if cost is None:
-        if reason == "no-last-defense":
-            return f"{name}'s mind cannot close by paying: it has used no defense to price " \
-                   "it (H-2E-NO-LAST-DEF is off)."
-        return f"{name}'s mind cannot close by paying: it has no defense to price it."
+        return unpriced_line(name, reason)
     if offer is not None and reason == "psp":
         return f"Closing {name}'s mind in the next round would cost {psp(cost)}, more than " \
                f"the {psp(offer['psp'])} it holds."

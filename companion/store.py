@@ -675,8 +675,7 @@ class SQLiteStore(EncounterStore):
     async def _state_rows(self, id: str, revisions: builtins.list[int]
                           ) -> builtins.list[sqlite3.Row]:
         async def body(db: aiosqlite.Connection) -> builtins.list[sqlite3.Row]:
-            if await _one(db, "SELECT 1 FROM encounters WHERE id = ?", (id,)) is None:
-                raise UnknownEncounter(id)
+            await self._encounter_row(db, id)
             marks = ", ".join("?" * len(revisions))
             return await _all(db, "SELECT revision, state FROM steps WHERE encounter_id = ? "
                                   f"AND revision IN ({marks}) ORDER BY revision",

@@ -99,8 +99,9 @@ def same_token(given: str, token: str) -> bool:
 
 
 class TokenKeeper:
-    """The current token, re-read when the file changes (checked at most once a second),
-    so ``mindscape token --rotate`` needs no restart."""
+    """The current token, re-read when the file changes (checked at most once a second,
+    and again whenever a token given does not match), so ``mindscape token --rotate``
+    needs no restart and the new token works at once."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -116,9 +117,9 @@ class TokenKeeper:
         except FileNotFoundError:
             return 0.0
 
-    def _refresh(self) -> None:
+    def _refresh(self, force: bool = False) -> None:
         now = time.monotonic()
-        if now - self._checked >= 1.0:
+        if force or now - self._checked >= 1.0:
             self._checked = now
             mtime = self._stat()
             if mtime != self._mtime:
@@ -151,9 +152,21 @@ class TokenKeeper:
         self._refresh()
         return self._bytes
 
+    def accepts(self, given: object) -> bool:
+        """True when ``given`` is the token in force. A token that does not match has
+        the file looked at again first: one just rotated works at once, not a second
+        later (a stat, and a read only when the file changed)."""
+        if not isinstance(given, str):
+            return False
+        raw = given.encode("utf-8", "replace")
+        if hmac.compare_digest(raw, self.current_bytes()):
+            return True
+        before = self._generation
+        self._refresh(force=True)
+        return self._generation != before and hmac.compare_digest(raw, self._bytes)
+
     def accepts_bearer(self, header: str | None) -> bool:
         """True when ``header`` is ``Bearer <the token>`` (the scheme in any case)."""
         if not header or header[:7].lower() != "bearer ":
             return False
-        return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"),
-                                   self.current_bytes())
+        return self.accepts(header[7:].strip())

@@ -30,7 +30,7 @@ from .keys import ACCESS_LOG, DISPATCHER, SERVICES, TOKENS
 from .rpc import Outcome
 from .security import SERVER
 from .services import Context
-from .tokens import TokenKeeper, same_token
+from .tokens import TokenKeeper
 
 PROTOCOL = "mindscape.v1"
 TOKEN_PREFIX = "token."
@@ -59,7 +59,7 @@ def _auth_message(text: str, tokens: TokenKeeper) -> tuple[bool, Any]:
         return False, request_id
     params = message.get("params")
     token = params.get("token") if isinstance(params, dict) else None
-    ok = isinstance(token, str) and same_token(token, tokens.current())
+    ok = tokens.accepts(token)
     return ok, request_id
 
 
@@ -97,7 +97,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     offered = _offered(request)
     given = [p[len(TOKEN_PREFIX):] for p in offered if p.startswith(TOKEN_PREFIX)]
     by_protocol = bool(given)
-    if by_protocol and not any(same_token(t, tokens.current()) for t in given):
+    if by_protocol and not any(tokens.accepts(t) for t in given):
         return web.json_response({"error": "wrong token in the WebSocket subprotocol"},
                                  status=401)
     # aiohttp refuses a message of max_msg_size bytes or more; the limit allows max_body

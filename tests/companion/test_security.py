@@ -279,6 +279,22 @@ def test_rotated_token_is_picked_up_without_restart(tmp_path: Path) -> None:
         f"Bearer {old}")
 
 
+def test_a_rotated_token_works_at_once_and_the_old_one_stops(tmp_path: Path) -> None:
+    """The keeper looks at the file again when a token does not match: right after
+    `mindscape token --rotate` the new token is accepted (it was refused for up to a
+    second), and the old one is refused from then on."""
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    old = keeper.current()
+    assert keeper.accepts(old)
+    new = rotate_token(path)
+    os.utime(path, (1, 1))
+    assert keeper.accepts(new) and keeper.accepts_bearer(f"Bearer {new}")
+    assert not keeper.accepts(old) and not keeper.accepts_bearer(f"Bearer {old}")
+    assert not keeper.accepts(None) and not keeper.accepts("")
+    assert keeper.generation() == 1
+
+
 @pytest.mark.parametrize("content", [b"one\ntwo\n", b"\xff\xfe\n", "t\u00f6ken".encode()])
 async def test_a_token_file_rewritten_with_no_usable_token_is_not_adopted(
         rpc: Rpc, settings: Settings, caplog: pytest.LogCaptureFixture,
@@ -448,6 +464,30 @@ async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(
         message = await asyncio.wait_for(ws.receive(), 5)
         assert message.type == aiohttp.WSMsgType.CLOSE and message.data == 1008
         assert message.extra == "token rotated"
+
+
+async def test_a_token_just_rotated_opens_every_door_at_once(
+        rpc: Rpc, settings: Settings) -> None:
+    """Right after ``mindscape token --rotate`` (well within the keeper's second), the
+    new token is taken by POST /rpc, a WebSocket subprotocol and an ``auth`` message."""
+    new = rotate_token(settings.token_path)
+    os.utime(settings.token_path, (1, 1))
+    response = await rpc.client.post("/rpc", json=INFO,
+                                     headers={"Authorization": f"Bearer {new}"})
+    assert response.status == 200 and "result" in await response.json()
+    new = rotate_token(settings.token_path)
+    os.utime(settings.token_path, (2, 2))
+    by_protocol = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1",
+                                                                f"token.{new}"))
+    assert by_protocol.protocol == "mindscape.v1"
+    await by_protocol.close()
+    new = rotate_token(settings.token_path)
+    os.utime(settings.token_path, (3, 3))
+    by_message = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1",))
+    await by_message.send_json({"jsonrpc": "2.0", "method": "auth", "id": 1,
+                                "params": {"token": new}})
+    assert (await asyncio.wait_for(by_message.receive_json(), 5))["result"]
+    await by_message.close()
 
 
 async def test_a_user_agent_that_is_not_utf_8_does_not_break_the_status_page(

@@ -157,8 +157,9 @@ def test_a_token_file_readable_by_others_is_narrowed_at_start(
 
 def test_a_rotated_token_replaces_the_old_one_without_a_restart(
         start_daemon: DaemonFactory) -> None:
-    """`mindscape token --rotate`: the old token stops working within a few seconds
-    (the daemon re-reads the file at most once a second), the new one works, the file
+    """`mindscape token --rotate`: the new token works at once (a token that does not
+    match has the daemon look at the file again), the old one stops working within a
+    few seconds (the daemon re-reads the file at most once a second otherwise), the file
     stays 0600."""
     started = start_daemon()
     old = started.token
@@ -170,6 +171,8 @@ def test_a_rotated_token_replaces_the_old_one_without_a_restart(
     new = rotated.stdout.strip().splitlines()[0]
     assert new != old and new == started.token
     assert stat.S_IMODE((started.home / "token").stat().st_mode) == 0o600
+    assert request(started, "POST", "/rpc", body,
+                   {"Authorization": f"Bearer {new}"}).status == 200
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         if request(started, "POST", "/rpc", body, {"Authorization": f"Bearer {old}"}

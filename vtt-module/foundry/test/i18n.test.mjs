@@ -66,3 +66,24 @@ test("every key written in the scripts and templates exists, and no key is left 
   const unused = Object.entries(EN.MINDSCAPE).filter(([, v]) => typeof v === "string").map(([k]) => `MINDSCAPE.${k}`).filter((k) => !used.has(k));
   assert.deepEqual(unused, []);
 });
+
+test("texts that send the GM to a settings menu name its button as Foundry shows it", () => {
+  // Foundry lists a module's menus under Configure Settings › <module title> by their
+  // `label` (the button); a text naming a menu that does not exist leaves the GM looking.
+  const labels = new Set([EN.MINDSCAPE.Pairing.MenuLabel, EN.MINDSCAPE.HouseRules.MenuLabel]);
+  const texts = [];
+  const walk = (node) => {
+    for (const value of Object.values(node)) {
+      if (typeof value === "string") texts.push(value);
+      else walk(value);
+    }
+  };
+  walk(EN);
+  const routes = texts.flatMap((text) => text.split("Mindscape › ").slice(1));
+  assert.ok(routes.length >= 6, "the pairing notices name the menu");
+  for (const route of routes) {
+    assert.ok([...labels].some((label) => route.startsWith(label)), `no settings menu is labelled as in "${route}"`);
+  }
+  const paths = texts.flatMap((text) => [...text.matchAll(/Game Settings › ([^›]+) › Mindscape/g)].map((m) => m[1]));
+  for (const tab of paths) assert.equal(tab, "Configure Settings");
+});

@@ -5,7 +5,9 @@ still attack this round may declare ``{"attack": {mode, target, targets?, pool_d
 keep_by?, perceives?}}`` or ``{"pass": true}``; once an attack is declared the phase is
 ``defense`` and the struck creatures (a controlled target's controller in its place)
 declare ``{"defense": {mode?, pool_dice?, sacrifice?, allies?: [id]}}``. A psionic
-creature that is not struck may join with ``{"defense": {"mode": "imagination-swarm"}}``.
+creature that is not struck may join with ``{"defense": {"mode": "imagination-swarm"}}``,
+or say it stays out with ``{"defense": {"mode": null}}`` (``{"defense": {}}``): both are
+secret, so that having declared tells nobody which.
 Public actions apply at once, between exchanges: ``{"pass": true}``, ``{"release": id}``,
 ``{"keep": {target, by}}``, ``{"cannot_perceive": id}`` (the controller can no longer
 perceive that creature: a link kept by action ends, one kept by a die holds),
@@ -19,11 +21,16 @@ the number of round ends they still last) tick down then.
 
 State: ``{system, options, round, exchange, order, combatants: {id: combatant},
 acted: [id], pending: null | {attacker, attack, defenses: {id: defense},
-joins: {id: defense}}}``.
+joins: {id: defense}, stayed_out?: [id]}}`` (``stayed_out`` is absent from states stored
+before a creature could say it stays out).
+
+Refusals name places in the choice (``/choice/attack/mode``, ``/choice/defense/allies/0``),
+not in the exchange request the choices make (``_in_choice_terms``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -100,6 +107,9 @@ CHOICE_SCHEMA: JSON = {
 #: choices that apply at once when declared, in everyone's sight
 PUBLIC_ACTIONS = frozenset({"pass", "release", "keep", "cannot_perceive", "rest"})
 
+#: what a creature that stays out of a defense has pending (``pending_choices``)
+STAYS_OUT: JSON = {"stays_out": True}
+
 
 @cache
 def _choice_validator() -> QuickValidator:
@@ -156,7 +166,11 @@ def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str
     choices = [(pending["attacker"], {"attack": pending["attack"]})]
     choices += [(cid, {"defense": d}) for cid, d in pending["defenses"].items()]
     choices += [(cid, {"defense": d}) for cid, d in pending["joins"].items()]
+    choices += [(cid, {"defense": {}}) for cid in pending.get("stayed_out", [])]
     for cid, choice in choices:
+        if choice == {"defense": {}} and out["pending"] is not None and \
+                cid in _struck(out, out["pending"]):
+            continue  # struck now: "stays out" would read as its own defense; it declares again
         try:
             out = declare(system, out, cid, choice)
         except (RulesViolation, InvalidInput, UnknownCombatant):
@@ -175,11 +189,15 @@ def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> 
     return unable_to_attack(system.tables, c)
 
 
+def _targets(pending: Mapping[str, Any]) -> list[str]:
+    """The creatures the pending attack names."""
+    return [pending["attack"]["target"], *pending["attack"].get("targets", [])]
+
+
 def _struck(state: Mapping[str, Any], pending: Mapping[str, Any]) -> list[str]:
     """Who defends against the pending attack: each target, or its controller."""
-    attack = pending["attack"]
     out: list[str] = []
-    for tid in [attack["target"], *attack.get("targets", [])]:
+    for tid in _targets(pending):
         c = state["combatants"][tid]
         cid = c["controlled_by"] if c["controlled_by"] in state["combatants"] else tid
         if cid not in out:
@@ -226,7 +244,8 @@ def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
         "waiting_for": waiting_for(system, state),
         "struck": [] if pending is None else _struck(state, pending),
         "declared": [] if pending is None else sorted(
-            [pending["attacker"], *pending["defenses"], *pending["joins"]]),
+            [pending["attacker"], *pending["defenses"], *pending["joins"],
+             *pending.get("stayed_out", [])]),
     }
 
 
@@ -273,7 +292,72 @@ def pending_choices(state: Mapping[str, Any]) -> JSON:
     if pending is None:
         return {}
     return {pending["attacker"]: pending["attack"], **pending["defenses"],
-            **pending["joins"]}
+            **pending["joins"], **{cid: STAYS_OUT for cid in pending.get("stayed_out", [])}}
+
+
+def _choice_places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: str,
+                   kind: str) -> list[tuple[str, str]]:
+    """Where the places of the exchange request ``_request`` makes of ``pending`` are in
+    ``cid``'s ``kind`` choice (``attack`` or ``defense``): ``(request place, choice
+    place)``, the longer first."""
+    if kind == "attack":
+        targets = pending["attack"].get("targets", [])
+        return [*[(f"/defenders/{i}", f"/choice/attack/targets/{i}")
+                  for i in range(len(targets))],
+                ("/defenders", "/choice/attack/targets"), ("/defender", "/choice/attack/target"),
+                ("/attack", "/choice/attack")]
+    struck = _struck(state, pending)
+    places: list[tuple[str, str]] = []
+    if struck and cid == struck[0]:
+        allies = pending["defenses"].get(cid, {}).get("allies", [])
+        places += [(f"/allies/{i}", f"/choice/defense/allies/{i}") for i in range(len(allies))]
+        places.append(("/defense", "/choice/defense"))
+    else:
+        leader = pending["defenses"].get(struck[0], {}) if struck else {}
+        allies = list(leader.get("allies", []))
+        allies += [j for j in pending["joins"] if j not in allies]
+        if cid in allies:
+            places.append((f"/allies/{allies.index(cid)}", "/choice/defense"))
+        places.append((f"/defenses/{cid}", "/choice/defense"))
+    return places
+
+
+def _in_choice_terms(places: list[tuple[str, str]], text: str) -> str:
+    """``text`` (a path, or a sentence naming paths) with each request place in
+    ``places`` given as the choice's place. A creature's ``/id`` in the request is the
+    id the choice names."""
+    def moved(match: re.Match[str]) -> str:
+        path = match.group(0)
+        for old, new in places:
+            if path == old or path.startswith(old + "/"):
+                rest = path[len(old):]
+                return new + ("" if rest == "/id" and _A_CREATURE.fullmatch(old) else rest)
+        return path
+    return _PATH.sub(moved, text)
+
+
+#: a JSON Pointer in a message (not part of a longer word or path)
+_PATH = re.compile(r"(?<![\w/])/[a-z_]+(?:/[\w-]+)*")
+#: request places that hold a creature, named in a choice by its id
+_A_CREATURE = re.compile(r"/(?:defender|defenders/\d+|allies/\d+)")
+
+
+def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
+                          candidate: Mapping[str, Any], cid: str, kind: str) -> None:
+    """``system.plan`` of the exchange ``candidate`` makes; a refusal names the places
+    in ``cid``'s choice (an encounter's caller never wrote ``/defenses/x`` or
+    ``/allies/0/id``)."""
+    try:
+        system.plan(_request(state, candidate))
+    except InvalidInput as exc:
+        places = _choice_places(state, candidate, cid, kind)
+        moved = [Problem(_in_choice_terms(places, p.path), _in_choice_terms(places, p.message))
+                 for p in exc.problems]
+        raise type(exc)(moved) from None
+    except RulesViolation as exc:
+        places = _choice_places(state, candidate, cid, kind)
+        raise RulesViolation(exc.rule, _in_choice_terms(places, exc.detail),
+                             exc.combatant) from None
 
 
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
@@ -306,8 +390,9 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         _check_ids(out, attack.get("targets", []), "/choice/attack/targets")
         if cid == attack["target"] or cid in attack.get("targets", []):
             raise RulesViolation("target-self", f"{cs[cid]['name']} cannot attack itself")
-        candidate: JSON = {"attacker": cid, "attack": attack, "defenses": {}, "joins": {}}
-        system.plan(_request(out, candidate))
+        candidate: JSON = {"attacker": cid, "attack": attack, "defenses": {}, "joins": {},
+                           "stayed_out": []}
+        _plan_in_choice_terms(system, out, candidate, cid, "attack")
         out["pending"] = candidate
     elif "defense" in choice:
         defense = copy_json(dict(choice["defense"]))
@@ -315,6 +400,9 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
             raise RulesViolation("no-attack-pending", "nobody has attacked yet")
         _check_ids(out, defense.get("allies", []), "/choice/defense/allies")
         candidate = copy_json(pending)
+        stayed_out: list[str] = candidate.setdefault("stayed_out", [])
+        if cid in stayed_out:
+            stayed_out.remove(cid)
         struck = _struck(out, pending)
         if cid in struck:
             if defense.get("allies") and cid != struck[0]:
@@ -331,11 +419,21 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
                 raise RulesViolation("not-defending", (
                     "only a struck defender draws allies in"))
             candidate["joins"][cid] = defense
+        elif not defense.get("mode") and cs[cid]["psionic"] and not cs[cid]["controlled_by"] \
+                and cid not in _targets(pending):
+            if set(defense) - {"mode"}:
+                raise RulesViolation("not-defending", (
+                    f"{cs[cid]['name']} is not struck by this attack: staying out of its "
+                    "defense takes nothing but {\"mode\": null}"), combatant=cid)
+            candidate["joins"].pop(cid, None)
+            stayed_out.append(cid)
+            out["pending"] = candidate
+            return out
         else:
             raise RulesViolation("not-defending", (
                 f"{cs[cid]['name']} is not struck by this attack (a psionic creature may "
-                "join with imagination-swarm)"))
-        system.plan(_request(out, candidate))
+                "join with imagination-swarm, or stay out with no mode)"))
+        _plan_in_choice_terms(system, out, candidate, cid, "defense")
         out["pending"] = candidate
     elif pending is not None:
         raise RulesViolation("exchange-pending", (

@@ -312,6 +312,38 @@ async def test_a_declaration_changes_nothing_anyone_can_read_but_who_is_waited_f
                                                 "hidden": True}
 
 
+@pytest.mark.parametrize("joins", [True, False])
+async def test_a_bystander_joining_or_staying_out_reads_the_same_until_resolved(
+        rpc: Rpc, joins: bool) -> None:
+    """power-pool: a psionic bystander may join a defense by its own choice. Its answer,
+    either way, is a declaration that get and log show only as "declared" until the
+    exchange is resolved: joining was the only thing it could declare, so seeing it
+    declare told the attacker it joined."""
+    ulcen, fenka, attack = HIDDEN_CASES["power-pool"]
+    seer = {**fenka, "id": "seer", "name": "Seer", "defenses": ["imagination-swarm"]}
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for combatant in (ulcen, fenka, seer):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": attack})
+    answer = {"mode": "imagination-swarm"} if joins else {"mode": None}
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "seer",
+                                       "choice": {"defense": answer}})
+    view = await rpc.ok("encounter.get", {"id": eid})
+    assert view["declared"] == ["seer", "ulcen"] and view["waiting_for"] == ["fenka"]
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert log["steps"][-1]["params"] == {"combatant_id": "seer", "choice": None,
+                                          "hidden": True}
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                       "choice": {"defense": {}}})
+    done = await rpc.ok("encounter.resolve", {"id": eid, "seed": 7})
+    members = {m["id"] for m in done["results"][0]["defense"]["members"]}
+    assert ("seer" in members) is joins
+    log = await rpc.ok("encounter.log", {"id": eid})
+    shown = [s["params"] for s in log["steps"]
+             if s["kind"] == "declare" and s["params"]["combatant_id"] == "seer"]
+    assert shown == [{"combatant_id": "seer", "choice": {"defense": answer}}]
+
+
 async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
         rpc: Rpc) -> None:
     """power-pool's release, keep, cannot_perceive, pass and rest apply when declared

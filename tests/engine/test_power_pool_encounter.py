@@ -179,6 +179,124 @@ def test_swarm_allies_and_a_joining_psionic() -> None:
     assert {m["id"] for m in result["defense"]["members"]} == {"b", "guard", "seer"}
 
 
+def test_a_psionic_bystander_may_say_it_stays_out_as_secretly_as_joining() -> None:
+    """API.md: no method shows a hidden choice before it is resolved. Joining was the
+    only thing a bystander could declare, so `declared` (and the log) told the attacker
+    who joined. Staying out (`{"defense": {}}` or a null mode) is declared the same way,
+    held as a pending choice, and changes nothing in the exchange."""
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("Seer", 1, 6),
+                      psionic("Sage", 1, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    joined = SYSTEM.encounter_declare(state, "seer", {"defense": {
+        "mode": "imagination-swarm"}})
+    out = SYSTEM.encounter_declare(state, "seer", {"defense": {}})
+    out = SYSTEM.encounter_declare(out, "sage", {"defense": {"mode": None}})
+    assert SYSTEM.encounter_view(joined)["declared"] == ["a", "seer"]
+    view = SYSTEM.encounter_view(out)
+    assert view["declared"] == ["a", "sage", "seer"] and view["waiting_for"] == ["b"]
+    assert SYSTEM.encounter_pending_choices(out) == {
+        "a": {"mode": "mental-stab", "target": "b"},
+        "seer": {"stays_out": True}, "sage": {"stays_out": True}}
+    # joining after staying out, and staying out after joining, replace each other
+    back = SYSTEM.encounter_declare(out, "seer", {"defense": {"mode": "imagination-swarm"}})
+    assert SYSTEM.encounter_pending_choices(back)["seer"] == {"mode": "imagination-swarm"}
+    again = SYSTEM.encounter_declare(joined, "seer", {"defense": {}})
+    assert SYSTEM.encounter_pending_choices(again)["seer"] == {"stays_out": True}
+    dice = {"attack": [2, 2], "defense": [3]}
+    _, alone = SYSTEM.encounter_resolve(SYSTEM.encounter_declare(state, "b", {"defense": {}}),
+                                        SuppliedDice(dice))
+    _, stayed = SYSTEM.encounter_resolve(SYSTEM.encounter_declare(again, "b", {"defense": {}}),
+                                         SuppliedDice(dice))
+    assert stayed == alone
+    # a new attack starts the defenses over, stay-outs too
+    redeclared = SYSTEM.encounter_declare(out, "a", {"attack": {"mode": "mental-stab",
+                                                                "target": "b"}})
+    assert SYSTEM.encounter_view(redeclared)["declared"] == ["a"]
+
+
+@pytest.mark.parametrize(("who", "defense"), [
+    ("guard", {}),                              # not psionic: it has nothing to join with
+    ("puppet", {}),                             # a target: its controller defends for it
+    ("seer", {"mode": None, "pool_dice": 1}),   # staying out takes nothing else
+])
+def test_staying_out_is_for_a_free_psionic_bystander_and_takes_nothing_else(
+        who: str, defense: dict[str, Any]) -> None:
+    state = encounter(psionic("A", 2, 8), psionic("B", 2, 6, controlling=[
+        {"id": "puppet", "kept_by": "action"}]), psionic("Puppet", 1, 4, controlled_by="b"),
+        mundane("Guard", 2, 8), psionic("Seer", 1, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "puppet"}})
+    before = json.dumps(state, sort_keys=True)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, who, {"defense": defense})
+    assert err.value.rule == "not-defending"
+    assert json.dumps(state, sort_keys=True) == before
+
+
+def test_a_stay_out_survives_a_refresh_unless_the_creature_is_struck_now() -> None:
+    """A refresh declares the pending choices again (API.md encounter.refresh): a
+    bystander's stay-out stays; one held by a creature that now defends (it controls a
+    target) is dropped, as "no mode" would read as its own defense: it declares again."""
+    seer = psionic("Seer", 1, 6)
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), seer)
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "seer", {"defense": {}})
+    kept = SYSTEM.encounter_replace(state, "seer", {**seer, "pool": 0})
+    assert SYSTEM.encounter_view(kept)["declared"] == ["a", "seer"]
+    # Both sheets of a control link change one refresh at a time, so a stay-out held by
+    # a creature struck now is made here by hand.
+    held = encounter(psionic("A", 2, 8), psionic("B", 1, 4, controlled_by="seer", pool=0),
+                     psionic("Seer", 1, 6, controlling=[{"id": "b", "kept_by": "action"}]))
+    held = SYSTEM.encounter_declare(held, "a", {"attack": {"mode": "mental-stab",
+                                                           "target": "b"}})
+    held["pending"]["stayed_out"] = ["seer"]
+    view = SYSTEM.encounter_view(SYSTEM.encounter_replace(held, "a", held["combatants"]["a"]))
+    assert view["struck"] == ["seer"] and view["declared"] == ["a"]
+    assert view["waiting_for"] == ["seer"]
+
+
+@pytest.mark.parametrize(("who", "choice", "path"), [
+    ("a", {"attack": {"mode": "zap", "target": "b"}}, "/choice/attack/mode"),
+    ("a", {"attack": {"mode": "pinnacle-of-will", "target": "b"}}, "/choice/attack/mode"),
+    ("b", {"defense": {"mode": "warp"}}, "/choice/defense/mode"),
+    ("b", {"defense": {"mode": "imagination-swarm", "allies": ["guard", "a"]}},
+     "/choice/defense/allies/1"),
+])
+def test_a_refused_choice_names_its_place_in_the_choice(
+        who: str, choice: dict[str, Any], path: str) -> None:
+    """API.md "Errors": a path is a JSON Pointer into the params. The exchange request an
+    encounter's choices make (`/attack`, `/defenses/seer`, `/allies/0/id`) is not what the
+    caller sent."""
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), mundane("Guard", 2, 8),
+                      psionic("Seer", 1, 6))
+    if who != "a":
+        state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                                 "target": "b"}})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, who, choice)
+    assert [p.path for p in err.value.problems] == [path]
+
+
+def test_a_refusal_in_words_names_the_choices_places() -> None:
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("C", 1, 4))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "b", "targets": ["c"]}})
+    assert "/choice/attack/targets" in err.value.detail and "/defenders" not in err.value.detail
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "b", {"defense": {"mode": "pinnacle-of-will",
+                                                          "sacrifice": 3}})
+    assert err.value.detail.startswith("/choice/defense/sacrifice: ")
+    with pytest.raises(RulesViolation) as err:  # one joining: /defenses/c in the request
+        SYSTEM.encounter_declare(state, "c", {"defense": {"mode": "imagination-swarm",
+                                                          "sacrifice": 3}})
+    assert err.value.detail.startswith("/choice/defense/sacrifice: ")
+
+
 def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:
     state = encounter(psionic("A"), mundane("Golem", mindless=True))
     before = json.dumps(state, sort_keys=True)

@@ -23,7 +23,7 @@ test("a wrong token (HTTP 401) says to run `mindscape token` and pair again", as
   const { fetch } = fakeDaemon({}, { token: "right" });
   const err = await client(fetch, "wrong").call("companion.info").catch((e) => e);
   assert.ok(err instanceof E.DaemonAuthError);
-  assert.match(E.describeError(err, i18n), /`mindscape token`.*Pairing/);
+  assert.match(E.describeError(err, i18n), /`mindscape token`.*Pair with the companion/);
 });
 
 test("no token at all says the module is not paired, without calling the daemon", async () => {

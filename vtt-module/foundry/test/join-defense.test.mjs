@@ -275,12 +275,17 @@ test("a joiner and the non-psionic allies the struck mind draws in go together, 
 // A power-pool encounter of Ulcen, Fenka, the goblin and `creatures` (each placed as in
 // `attackTable`), whose view is `view` (encounter.get) and whose declare and resolve are
 // recorded in `sent`.
-async function encounterTable({ view, creatures = [], dialogs = {} }) {
+async function encounterTable({ view, creatures = [], dialogs = {}, refuse = () => null }) {
   const sent = [];
   const { methods } = encounterMethods({
     "systems.describe": describe,
     "encounter.get": () => structuredClone(view),
-    "encounter.declare": ({ combatant_id, choice }) => { sent.push(["declare", combatant_id, choice]); return { revision: 9, waiting_for: [], updates: [] }; },
+    "encounter.declare": (params) => {
+      const refused = refuse(params);
+      if (refused) throw refused;
+      sent.push(["declare", params.combatant_id, params.choice]);
+      return { revision: 9, waiting_for: [], updates: [] };
+    },
     "encounter.resolve": () => { sent.push(["resolve"]); return { revision: 10, results: [], updates: [] }; },
   });
   const t = makeTable({ methods, dialogs });
@@ -360,7 +365,10 @@ test("the defense of a struck mind that cannot choose (asleep) or has chosen is 
   assert.deepEqual(asked(t.clients.p1).map((q) => [q.name, q.groups.map((g) => g.names)]), [["Ulcen of Tyr", ["Fenka"]]]);
   assert.deepEqual(asked(t.clients.gm).map((q) => q.name), ["Seer"]);
   assert.deepEqual(asked(t.clients.p2), [], "Fenka has nothing to choose");
-  assert.deepEqual(sent.map(([kind, cid, choice]) => [kind, cid, choice]), [["declare", "ulcen", { defense: { mode: SWARM } }]]);
+  // The Seer's Stay out is declared too (as secret as a yes), so that who declared does
+  // not tell the attacker's side who joined.
+  assert.deepEqual(sent.map(([kind, cid, choice]) => [kind, cid, choice]).sort(), [
+    ["declare", "seer", { defense: { mode: null } }], ["declare", "ulcen", { defense: { mode: SWARM } }]]);
   // Fenka declared her defense already: a later ask still offers to join it (not to
   // the Seer, whose owner said Stay out to this attack).
   const chosen = { ...defensePhase(), waiting_for: [], declared: ["fenka-tokF", "goblin-tokG"] };
@@ -389,6 +397,26 @@ test("a creature that said Stay out is not asked again about the same attack; on
   await t.clients.gm.game.settings.set("mindscape", "encounter", { ...ctl.meta, id: "enc-next" });
   await ctl.askJoins(defensePhase());
   assert.equal(asked(t.clients.p1).length, 3);
+});
+
+test("a Stay out the companion refuses, or one that comes after the attack was resolved, is not told to the GM: it changes nothing", async () => {
+  const view = defensePhase();
+  const dialogs = { p1: { joinDialog: { join: null } }, gm: { joinDialog: { join: null } } };
+  const { t, ctl, sent } = await encounterTable({
+    view,
+    creatures: ENCOUNTER_CREATURES,
+    dialogs,
+    refuse: ({ combatant_id }) => combatant_id === "ulcen" && { code: 4001, message: "The rules forbid it", data: { rule: "not-defending", detail: "Ulcen is not struck" } },
+  });
+  await ctl.askJoins(view);
+  assert.deepEqual(sent, [["declare", "seer", { defense: { mode: null } }]]);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+  // The exchange was resolved before the answers came: nothing is declared.
+  const late = await encounterTable({ view: { ...view, phase: "attack", exchange: 1, struck: [] }, creatures: ENCOUNTER_CREATURES, dialogs });
+  await late.ctl.askJoins(view);
+  assert.equal(asked(late.t.clients.gm).length, 1);
+  assert.deepEqual(late.sent, []);
+  assert.deepEqual(late.t.clients.gm.notes.warn, []);
 });
 
 test("a player is not asked about a struck mind without a token on the scene (a world actor); the GM is", async () => {
@@ -474,7 +502,8 @@ test("a second Ask for choices neither asks again a creature whose join question
 test("a yes is not declared against another attack declared within the same exchange: one striking others, or the joiner itself", async () => {
   for (const struck of [["ulcen"], ["seer"]]) {
     const view = defensePhase();
-    const { t, ctl, sent, held } = await heldJoin(view, { p1: { joinDialog: { join: null } } });
+    // Ulcen lets its question run out (a Stay out would be declared, whenever it came).
+    const { t, ctl, sent, held } = await heldJoin(view, { p1: { joinDialog: { join: null, timedOut: true } } });
     const asking = ctl.collectChoices();
     await held.asked();
     // The attack was declared again (the goblin's first was dropped by a refresh):

@@ -424,7 +424,9 @@ export class EncounterController {
    * (`svc.joinCandidates`). The view keeps the attack secret, so the question names
    * only those minds. A yes is declared as the creature's own defense, `{defense:
    * {mode}}`, while the same attack still waits for its defenses (`declareJoin`; else
-   * the GM is told it came too late); no answer, Stay out or a failure is no join.
+   * the GM is told it came too late); no answer, Stay out or a failure is no join. Stay
+   * out is declared as well (`{defense: {mode: null}}`), as secret as a yes, so that who
+   * declared does not tell who joined.
    * @returns {Promise<(object|null)[]>}  the declarations' answers, null for no join
    */
   async askJoins(state) {
@@ -456,8 +458,14 @@ export class EncounterController {
     return Promise.all(candidates.map(async (c) => {
       try {
         const { group, declined: no } = await this.svc.askJoin(c.docs, { mode: c.mode, groups: c.offers });
-        if (no) declined.add(c.id);
-        return group === null ? null : await this.declareJoin(c.id, c.mode, state);
+        if (group !== null) return await this.declareJoin(c.id, c.mode, state);
+        if (no) {
+          declined.add(c.id);
+          // Declared too: were joining the only answer the companion hears, the view's
+          // `declared` would tell the attacker's side who joined.
+          await this.declareJoin(c.id, null, state);
+        }
+        return null;
       } finally {
         this.askingJoin.delete(c.id);
       }
@@ -470,18 +478,23 @@ export class EncounterController {
    * comes in the queue: the same round and exchange, the same minds struck (an attack
    * declared again within the exchange may strike others, or the joiner itself, and
    * then a join would be filed as its own defense), and `cid` not among them; else, or
-   * when the companion refuses it, the GM is told and null is the answer.
+   * when the companion refuses it, the GM is told and null is the answer. `mode` null
+   * declares that `cid` stays out: too late or refused, that changes nothing in the
+   * exchange, so the GM is not told, and the answer is null.
    */
   async declareJoin(cid, mode, asked) {
     const name = this.meta.combatants?.[cid]?.name ?? cid;
+    const staysOut = mode === null;
     const struck = (view) => JSON.stringify(view?.struck ?? null);
     const same = (now) => now?.phase === "defense" && now.round === asked.round && now.exchange === asked.exchange
       && struck(now) === struck(asked) && !struckOf(now).includes(cid);
     try {
       const answer = await this.declare(cid, { defense: { mode } }, { when: async () => same(await this.state()) });
+      if (staysOut) return null;
       if (answer === null) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
       return answer;
     } catch (error) {
+      if (staysOut && (error instanceof RpcError || error instanceof UsageError)) return null;
       return this.declarationRefused(name, error);
     }
   }

@@ -26,6 +26,7 @@ from typing import Any
 
 from .settings import (
     DEFAULT_HOST,
+    DEFAULT_ORIGINS,
     DEFAULT_PORT,
     Settings,
     browser_origin,
@@ -103,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        type=_origin,
                        help="another browser origin allowed to call (repeatable); "
-                            "http://localhost:30000 is always allowed")
+                            f"{' and '.join(DEFAULT_ORIGINS)} are always allowed")
     serve.add_argument("--log-level", default="info",
                        choices=["debug", "info", "warning", "error"])
 

@@ -302,3 +302,12 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (141, b"")
     assert (tmp_path / "home" / "token").exists()
 
+
+
+def test_serve_help_names_every_origin_always_allowed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for origin in DEFAULT_ORIGINS:
+        assert origin in text

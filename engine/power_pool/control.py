@@ -75,6 +75,11 @@ def round_passes(c: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
     return out, events
 
 
+def condition_ended(name: str, event: Event) -> str:
+    """"Ix is no longer dazed." for a ``condition-ended`` event."""
+    return f"{name} is no longer {event.data['condition']}."
+
+
 def long_rest(c: Mapping[str, Any], rule: str) -> tuple[JSON, list[Event]]:
     """``c`` after a long rest: ``recover`` (maintained powers end, dice return by
     H-PP-RECOVERY) and every timed condition runs out (its timer counts round ends, and

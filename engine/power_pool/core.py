@@ -15,7 +15,13 @@ from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
 from .combatant import CONDITIONS, combatant_schema, link_key, link_problems, normalize
-from .control import action_upkeep_lines, die_words, name_of, not_given_line
+from .control import (
+    action_upkeep_lines,
+    condition_ended,
+    die_words,
+    name_of,
+    not_given_line,
+)
 from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
 from .probability import exact_odds, odds_json
@@ -438,11 +444,6 @@ def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
 def dice_count(n: int) -> str:
     """"1 die", "3 dice"."""
     return "1 die" if n == 1 else f"{n} dice"
-
-
-def condition_ended(name: str, event: Event) -> str:
-    """"Ix is no longer dazed." for a ``condition-ended`` event."""
-    return f"{name} is no longer {event.data['condition']}."
 
 
 def _settle(combatants: dict[str, JSON], puppets: dict[str, JSON], cid: str, after: JSON,

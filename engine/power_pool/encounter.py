@@ -481,6 +481,7 @@ def _end_round(system: PowerPoolSystem, state: JSON) -> tuple[list[Event], list[
     for cid in state["order"]:
         cs[cid], ended = control.round_passes(cs[cid])
         events += ended
+        lines += [control.condition_ended(cs[cid]["name"], e) for e in ended]
     state["round"] += 1
     state["acted"] = []
     return events, lines

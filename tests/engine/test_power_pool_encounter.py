@@ -99,10 +99,13 @@ def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
     # A was the only one able to attack, so round 1 ended: dazed gone, stunned left
     assert step["round"] == 1 and state["round"] == 2
     assert a["conditions"] == ["stunned"] and a["condition_rounds"] == {"stunned": 1}
+    # the summary says what ran out, as the other systems' do
+    assert step["summary"].endswith("A is no longer dazed. Round 1 ends."), step["summary"]
     assert SYSTEM.encounter_waiting_for(state) == []  # A is stunned: nobody can attack
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
     assert step["results"] == [] and state["round"] == 3
     assert state["combatants"]["a"]["conditions"] == []
+    assert step["summary"] == "A is no longer stunned. Round 2 ends."
 
 
 def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:

@@ -237,7 +237,7 @@ def view(system: PowerPoolSystem, state: Mapping[str, Any]) -> JSON:
         "phase": "attack" if pending is None else "defense",
         "round": state["round"],
         "exchange": state["exchange"],
-        "options": copy_json(thaw(state["options"])),
+        "options": system.options(state["options"]),
         "order": list(state["order"]),
         "combatants": copy_json(thaw(state["combatants"])),
         "acted": list(state["acted"]),

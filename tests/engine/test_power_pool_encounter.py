@@ -108,6 +108,16 @@ def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
     assert step["summary"] == "A is no longer stunned. Round 2 ends."
 
 
+def test_the_view_shows_every_house_rule_in_force_as_the_other_systems_do() -> None:
+    """encounter.get's `options` is every house rule's value, defaults included, as
+    revised-2e's and combat-strength's are (it held only those set at creation)."""
+    defaults = SYSTEM.options(None)
+    assert len(defaults) > 1
+    assert SYSTEM.encounter_view(encounter(psionic("A")))["options"] == defaults
+    half = SYSTEM.encounter_view(encounter(psionic("A"), options={"H-PP-RECOVERY": "half"}))
+    assert half["options"] == {**defaults, "H-PP-RECOVERY": "half"}
+
+
 def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
     state = encounter(psionic("A"), psionic("B"))
     assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]

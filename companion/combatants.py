@@ -140,14 +140,16 @@ def combatants_request(services: Services, params: Mapping[str, Any], system: Sy
 
 
 def answer_with_updates(services: Services, params: Mapping[str, Any], system: System,
-                        run: Callable[[dict[str, Any], DiceSource], dict[str, Any]]
-                        ) -> dict[str, Any]:
+                        run: Callable[[dict[str, Any], DiceSource], dict[str, Any]],
+                        schema: str) -> dict[str, Any]:
     """A method on a list of ``combatants`` that changes them (``exchange.end_round``,
     ``combatants.rest``): ``run`` with the request (``combatants_request`` without
-    ``dice`` and ``seed``) and the dice they ask for, and the answer given ``updates``
-    (and ``warnings`` for imports)."""
+    ``dice`` and ``seed``, checked against the system's ``schema`` when the daemon
+    checks its requests: ``Services.check_request``) and the dice they ask for, and the
+    answer given ``updates`` (and ``warnings`` for imports)."""
     request, refs = combatants_request(services, params, system)
     dice = dice_source(request.pop("dice", None), request.pop("seed", None))
+    services.check_request(system, schema, request)
     result = run(request, dice)
     result["updates"] = exchange_updates(refs, system.id, result)
     if refs:

@@ -4,7 +4,9 @@ API.md "Errors": invalid params -32602 ``{errors: [{path, message}]}``, rules 40
 ``{rule, detail}``, dice needed 4002 ``{purpose, sides, needed}``, unknown encounter or
 combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; ours: the store could not
 write (disk full, read-only home) 5003 ``{error_id, retry: true}``, nothing changed;
-anything else is -32603 with an error id only. Exception text never reaches a client:
+anything else is -32603 with an error id only. A plugin method's ``MethodError`` is
+answered with its own code, message and data when the method declares that code and
+the rest is within bounds (``plugin_error``). Exception text never reaches a client:
 every ``data`` below is built from structured fields, and unexpected faults are logged
 with their traceback under the id the client sees.
 """
@@ -13,11 +15,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation, UnknownCombatant
 
+from .jsontext import encode, parse
+from .registry import DeclaredError, MethodError
 from .store import NothingToUndo, StaleRevision, StoreUnavailable, UnknownEncounter
 
 log = logging.getLogger("mindscape.rpc")
@@ -32,6 +37,12 @@ DICE_NEEDED = 4002
 NOT_FOUND = 4004
 STALE_REVISION = 4009
 STORE_UNAVAILABLE = 5003
+#: The codes JSON-RPC 2.0 reserves for itself: a plugin's ``MethodError`` cannot use them.
+JSONRPC_RESERVED = range(-32768, -32000 + 1)
+#: Most characters of a plugin's ``MethodError`` message, and most bytes of its
+#: ``data`` as JSON: an error is a short answer, not a channel for bulk data.
+MAX_PLUGIN_ERROR_MESSAGE = 500
+MAX_PLUGIN_ERROR_DATA = 4096
 
 #: code -> message, for the OpenRPC document and the docs.
 MESSAGES: dict[int, str] = {
@@ -87,6 +98,41 @@ def internal_error(method: str | None = None) -> RpcError:
     return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
 
 
+def _plugin_error_problem(error: MethodError) -> str | None:
+    """Why a declared ``MethodError`` cannot be answered as it is, or ``None``."""
+    if error.code in MESSAGES or error.code in JSONRPC_RESERVED:
+        return "the code is one of the daemon's own or reserved by JSON-RPC"
+    if not isinstance(error.message, str) or not 0 < len(error.message) \
+            <= MAX_PLUGIN_ERROR_MESSAGE:
+        return f"the message is not text of 1 to {MAX_PLUGIN_ERROR_MESSAGE} characters"
+    return None
+
+
+def plugin_error(error: MethodError, method: str | None = None) -> RpcError:
+    """The answer to a ``MethodError`` whose code the plugin method declares: that code,
+    message and data (a plain copy), or -32603 with an error id when the code is a
+    reserved or core one, the message is not short text, or the data is not a JSON
+    object within ``MAX_PLUGIN_ERROR_DATA`` bytes (the log says which)."""
+    problem = _plugin_error_problem(error)
+    data = error.data
+    if problem is None and data is not None:
+        try:
+            text = encode(data) if isinstance(data, Mapping) else None
+        except (TypeError, ValueError):
+            text = None
+        if text is None:
+            problem = "the data is not a JSON object"
+        elif len(text) > MAX_PLUGIN_ERROR_DATA:
+            problem = f"the data is over {MAX_PLUGIN_ERROR_DATA} bytes as JSON"
+        else:
+            data = parse(text)
+    if problem is not None:
+        error_id = logged_error_id(log, "plugin method error %s not answered: %s",
+                                   error.code, problem, method=method)
+        return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
+    return RpcError(error.code, error.message, data)
+
+
 def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
     """Map any exception raised by a method to the error a client may see."""
     if isinstance(exc, InvalidInput):
@@ -116,4 +162,13 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
                                    method=method)
         return RpcError(STORE_UNAVAILABLE, MESSAGES[STORE_UNAVAILABLE],
                         {"error_id": error_id, "retry": True})
+    if isinstance(exc, DeclaredError):
+        return plugin_error(exc.error, method)
+    if isinstance(exc, MethodError):
+        # A code the method does not declare, or raised where no method declares any
+        # (a plugin system's resolve): a fault of the plugin's.
+        error_id = logged_error_id(log, "plugin method error %r not answered: the "
+                                        "method does not declare it (MethodSpec.errors)",
+                                   exc.code, method=method)
+        return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
     return internal_error(method)

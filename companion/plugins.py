@@ -7,24 +7,44 @@ that fails in any way (import error or ``SystemExit``, wrong type, a member of t
 type, a schema that cannot be used, a method that is not namespaced or collides) is
 reported with a message we wrote, logged with its traceback, and skipped; it never takes
 the daemon down. Everything shared endpoints show of it (names, versions, descriptions,
-a system's ``name`` and ``source``) is checked here, so ``rpc.discover``,
+a system's ``name``, ``source`` and schemas) is checked here, so ``rpc.discover``,
 ``systems.list`` and the status page cannot fail because of one plugin.
+
+Load order decides every clash, so it does not depend on the file system: the built-in
+systems first, then the others sorted by distribution name and entry point name. The
+first plugin to load keeps its plugin name, each of its system ids and each namespace
+of its methods; a later plugin that wants any of them is skipped whole.
+
+The daemon trusts only its own systems to check their requests: a third-party system's
+schemas are compiled here (``LoadedPlugins.request_schemas``) and the methods that call
+it check each request first (``Services.check_request``), as the built-in systems'
+``validate_request`` does.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from typing import Any
 
 from engine.system import System
 
-from .registry import MethodRegistry, MethodSpec, RegistryError
+from .registry import (
+    CompiledSchema,
+    MethodError,
+    MethodRegistry,
+    MethodSpec,
+    RegistryError,
+    SchemaUnusable,
+    compile_schema,
+)
 
 __all__ = [
     "LoadedPlugins",
+    "MethodError",
     "MethodSpec",
     "Plugin",
     "PluginReport",
@@ -85,6 +105,12 @@ class LoadedPlugins:
     rest_systems: set[str] = field(default_factory=set)
     methods: MethodRegistry = field(default_factory=MethodRegistry)
     reports: list[PluginReport] = field(default_factory=list)
+    #: the namespace of each plugin method -> the plugin (its ``name``) that owns it
+    namespaces: dict[str, str] = field(default_factory=dict)
+    #: a third-party system's id -> its schemas by the ``System`` method that gives them
+    #: (``request_schema``, ``end_round_schema`` ...), compiled: the daemon checks its
+    #: requests (``Services.check_request``); the built-in systems check their own
+    request_schemas: dict[str, dict[str, CompiledSchema]] = field(default_factory=dict)
 
 
 class PluginError(Exception):
@@ -96,6 +122,15 @@ def _distribution(ep: EntryPoint) -> tuple[str | None, str | None]:
     if dist is None:
         return None, None
     return str(dist.name), str(dist.version)
+
+
+def load_order(ep: EntryPoint) -> tuple[bool, str, str, str]:
+    """Where ``ep`` loads: the built-in systems first, then by distribution name
+    (normalised as pip compares them: ``My_Plugin`` is ``my-plugin``; an entry point
+    without a distribution first), entry point name and target."""
+    dist = _distribution(ep)[0]
+    normalised = re.sub(r"[-_.]+", "-", dist).lower() if dist is not None else ""
+    return dist != BUILTIN_DISTRIBUTION, normalised, ep.name, ep.value
 
 
 def _as_plugin(ep: EntryPoint, obj: Any, version: str | None) -> Plugin:
@@ -135,10 +170,14 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _check_plugin(plugin: Plugin) -> None:
-    """The ``Plugin`` itself: its name, version and the types of its two lists."""
+def _check_plugin(plugin: Plugin, loaded: LoadedPlugins) -> None:
+    """The ``Plugin`` itself: its name (not taken), version and the types of its two
+    lists."""
     if not _text(plugin.name):
         raise PluginError("its Plugin name must be a non-empty string")
+    if any(r.error is None and r.name == plugin.name for r in loaded.reports):
+        raise PluginError(f"its Plugin name {plugin.name} is already taken by a plugin "
+                          "loaded before it")
     if not _text(plugin.version):
         raise PluginError("its Plugin version must be a non-empty string")
     for what in ("systems", "methods"):
@@ -165,6 +204,34 @@ def _check_systems(plugin: Plugin, loaded: LoadedPlugins) -> None:
         seen.add(system_id)
 
 
+def _system_schemas(system: System) -> dict[str, CompiledSchema]:
+    """Every schema of a third-party ``system`` that ``rpc.discover`` shows or the
+    daemon checks requests against, checked (as a plugin method's are) and compiled, by
+    the ``System`` method that gives it; ``PluginError`` naming the first that cannot
+    be used. (The built-in systems' tests check theirs: ``System.schemas_tested``.)"""
+    which = ["combatant_schema", "request_schema"]
+    if ends_rounds(system):
+        which += ["end_round_schema", "round_end_choices_schema"]
+    if rests(system):
+        which.append("rest_schema")
+    compiled: dict[str, CompiledSchema] = {}
+    for name in which:
+        try:
+            schema = getattr(system, name)()
+        except _PLUGIN_FAULTS as exc:
+            log.warning("plugin system %s: %s() failed", system.id, name, exc_info=True)
+            raise PluginError(f"system {system.id}: its {name}() failed "
+                              f"({type(exc).__name__}); see the daemon log") from None
+        if not isinstance(schema, Mapping):
+            raise PluginError(f"system {system.id}: its {name}() must return a JSON "
+                              f"object, not a {type(schema).__name__}")
+        try:
+            compiled[name] = compile_schema(schema)
+        except SchemaUnusable as exc:
+            raise PluginError(f"system {system.id}: its {name}() {exc}") from None
+    return compiled
+
+
 def _with_methods(plugin: Plugin, core: MethodRegistry, loaded: LoadedPlugins
                   ) -> MethodRegistry:
     """The method table with ``plugin``'s methods added (each checked and compiled)."""
@@ -178,6 +245,10 @@ def _with_methods(plugin: Plugin, core: MethodRegistry, loaded: LoadedPlugins
         if spec.name in core or namespace in reserved:
             raise PluginError(f"method {spec.name} collides with the core namespace "
                               f"{namespace}")
+        owner = loaded.namespaces.get(namespace, plugin.name)
+        if owner != plugin.name:
+            raise PluginError(f"method {spec.name}: the namespace {namespace} belongs to "
+                              f"the plugin {owner}, loaded before it")
     methods = loaded.methods.copy()
     try:
         methods.add_all(plugin.methods, plugin=True)
@@ -214,20 +285,20 @@ def rests(system: System) -> bool:
 
 
 def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> LoadedPlugins:
-    """Load every entry point (built-ins first), skipping and reporting broken ones."""
+    """Load every entry point in ``load_order``, skipping and reporting broken ones and
+    ones that clash with a plugin loaded before them."""
     loaded = LoadedPlugins(methods=core.copy())
-
-    def order(ep: EntryPoint) -> int:
-        # Stable: built-ins first, the others in the order the environment lists them.
-        return 0 if _distribution(ep)[0] == BUILTIN_DISTRIBUTION else 1
-
-    for ep in sorted(entry_points, key=order):
+    for ep in sorted(entry_points, key=load_order):
         dist, version = _distribution(ep)
         builtin = dist == BUILTIN_DISTRIBUTION
         try:
             plugin = _load(ep, version)
-            _check_plugin(plugin)
+            _check_plugin(plugin, loaded)
             _check_systems(plugin, loaded)
+            # The built-in systems' tests check their schemas, and they check their
+            # own requests (validate_request): no second check on the hot path.
+            third_party = () if builtin else plugin.systems
+            schemas = {s.id: _system_schemas(s) for s in third_party}
             methods = _with_methods(plugin, core, loaded)
             encounters = {s.id for s in plugin.systems if runs_encounters(s)}
             round_ends = {s.id for s in plugin.systems if ends_rounds(s)}
@@ -246,6 +317,9 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
                 error=f"could not be checked ({type(exc).__name__}); see the daemon log"))
             continue
         loaded.methods = methods
+        for spec in plugin.methods:
+            loaded.namespaces[spec.name.split(".", 1)[0]] = plugin.name
+        loaded.request_schemas.update(schemas)
         for system in plugin.systems:
             loaded.systems[system.id] = system
             loaded.system_plugin[system.id] = plugin.name

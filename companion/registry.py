@@ -10,6 +10,12 @@ every call that reaches the fault: a ``$ref`` that resolves nowhere (a remote on
 never fetched: validators get a registry without retrieval), a loop of ``$ref`` (or
 ``allOf``/``anyOf``/... ) that never reaches a keyword of the value itself (validation
 would recurse without end), or nesting so deep that checking it runs out of stack.
+``compile_schema`` makes these checks; the plugin loader uses it for a plugin system's
+schemas too.
+
+A plugin method's handler answers with an error code of its own by raising
+``MethodError``; only a code the method declares (``MethodSpec.errors``) is passed on
+(``DeclaredError``), and ``errors.to_rpc_error`` decides the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -39,8 +45,9 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 Handler = Callable[["Context", JSON], Awaitable[Any]]
 
-#: ``namespace.verb``: lower-case namespace, then a dot, then the verb.
-METHOD_NAME = re.compile(r"^[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*$")
+#: ``namespace.verb``: lower-case namespace, then a dot, then the verb. Matched whole
+#: (``fullmatch``): ``$`` would let a name end in a newline.
+METHOD_NAME = re.compile(r"[a-z][a-z0-9-]*\.[a-z][a-zA-Z0-9_.-]*")
 #: Where validators look up a ``$ref``: no retrieval, so a remote ``$ref`` is never
 #: fetched (jsonschema's default registry would fetch it over the network).
 NO_RETRIEVAL: Registry[Any] = Registry()
@@ -68,6 +75,40 @@ class RegistryError(Exception):
     """A method that cannot be registered; the message is written by us, safe to show."""
 
 
+class SchemaUnusable(Exception):
+    """A schema that cannot be used; the message (written by us) says why, in words
+    that follow "the schema": "does not compile", "has a $ref that resolves nowhere ..."."""
+
+
+class MethodError(Exception):
+    """Raised by a plugin method's handler to answer the call with an error of its own.
+
+    The call is answered ``{code, message, data}`` as given (``data`` ``{}`` when it is
+    ``None``) when ``code`` is one the method declares in ``MethodSpec.errors`` and not a
+    JSON-RPC or core code of the daemon, ``message`` is text of 1 to
+    ``errors.MAX_PLUGIN_ERROR_MESSAGE`` characters and ``data`` is ``None`` or a JSON
+    object of at most ``errors.MAX_PLUGIN_ERROR_DATA`` bytes as JSON; otherwise it is
+    -32603 with an error id, and the log says why. Raised anywhere else (by a plugin
+    system's ``resolve``, say), it is -32603 too."""
+
+    def __init__(self, code: int, message: str, data: Mapping[str, Any] | None = None
+                 ) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class DeclaredError(Exception):
+    """A ``MethodError`` whose code the method that raised it declares: raised in its
+    place by the plugin method's wrapper (``compile_method``), for ``errors.py`` to
+    answer with that code."""
+
+    def __init__(self, error: MethodError) -> None:
+        super().__init__(error.code)
+        self.error = error
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """One JSON-RPC method: ``name`` (``namespace.verb``), the JSON Schema of its params
@@ -79,7 +120,8 @@ class MethodSpec:
     handler: Handler
     description: str
     result: Mapping[str, Any] | None = None
-    #: JSON-RPC error codes the method may answer with besides -32602/-32603.
+    #: JSON-RPC error codes the method may answer with besides -32602/-32603 (a
+    #: plugin's handler answers with a code of its own by raising ``MethodError``).
     errors: tuple[int, ...] = field(default_factory=tuple)
     #: True when the handler also checks the params (its ``{adapter, data}`` combatants
     #: imported) against the named system's ``request_schema``: the OpenRPC document
@@ -125,7 +167,7 @@ def _shape_problem(spec: Any) -> str | None:
     """Why ``spec`` is not a ``MethodSpec`` of the declared member types, or ``None``."""
     if not isinstance(spec, MethodSpec):
         return f"lists a {type(spec).__name__} among its methods, not a MethodSpec"
-    if not isinstance(spec.name, str) or not METHOD_NAME.match(spec.name):
+    if not isinstance(spec.name, str) or not METHOD_NAME.fullmatch(spec.name):
         return f"method name {spec.name!r} is not of the form namespace.verb"
     name = spec.name
     if not inspect.iscoroutinefunction(spec.handler):
@@ -209,6 +251,74 @@ def _reference_problem(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class CompiledSchema:
+    """A schema ready to check values: jsonschema's validator (no retrieval), whether
+    ``{}`` is valid, and the quick yes compiled from it when it can be."""
+
+    validator: jsonschema.protocols.Validator
+    accepts_empty: bool
+    fast: Check | None
+
+    def problems(self, value: Any) -> list[Problem]:
+        """Every way ``value`` fails the schema (JSON Pointer paths)."""
+        if self.fast is not None and self.fast(value):
+            return []
+        return schema_problems(self.validator, value)
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` cannot be used (``SchemaUnusable``'s words), or ``None``: it fails
+    the meta-schema, has a ``$ref`` that resolves nowhere or a loop of them, or is
+    nested too deeply to check."""
+    try:
+        Draft202012Validator.check_schema(schema)
+        return _reference_problem(schema)
+    except jsonschema.SchemaError:
+        return "does not compile"
+    except RecursionError:
+        return "is nested too deeply to check"
+    except Exception as exc:
+        # (a fault of the checking libraries on some odd schema: still the plugin's)
+        return f"cannot be checked ({type(exc).__name__})"
+
+
+def compile_schema(schema: Mapping[str, Any], check: bool = True) -> CompiledSchema:
+    """``schema`` compiled, or ``SchemaUnusable`` saying why it cannot be used.
+    ``check=False`` skips ``schema_problem``: for schemas the tests check."""
+    problem = schema_problem(schema) if check else None
+    if problem is not None:
+        raise SchemaUnusable(problem)
+    try:
+        validator = Draft202012Validator(schema, registry=NO_RETRIEVAL)
+        # Exercised once now, so a schema that fails every call fails here instead.
+        accepts_empty = validator.is_valid({})
+        fast = compile_check(schema)
+    except RecursionError:
+        raise SchemaUnusable("is nested too deeply to check") from None
+    except Exception as exc:
+        raise SchemaUnusable(f"cannot be used ({type(exc).__name__})") from None
+    return CompiledSchema(validator, accepts_empty, fast)
+
+
+def _answering_declared(spec: MethodSpec) -> MethodSpec:
+    """``spec`` with a handler that turns a ``MethodError`` whose code ``spec`` declares
+    into a ``DeclaredError`` (any other exception goes on as it is)."""
+    handler, declared = spec.handler, frozenset(spec.errors)
+
+    async def answering(context: Context, params: JSON) -> Any:
+        try:
+            return await handler(context, params)
+        except MethodError as exc:
+            if type(exc.code) is int and exc.code in declared:
+                raise DeclaredError(exc) from exc
+            raise
+
+    answering.__name__ = getattr(handler, "__name__", spec.name)
+    answering.__doc__ = getattr(handler, "__doc__", None)
+    return replace(spec, handler=answering)
+
+
 def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
                    plugin: bool = False) -> Registered:
     """Check ``spec`` and compile its validator; ``RegistryError`` when it cannot be used.
@@ -216,37 +326,24 @@ def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
     ``check_schemas=False`` skips checking the params and result schemas against the
     meta-schema and for references that cannot work: for the core methods, whose
     schemas the tests check (the OpenRPC document test), so that a start does not pay
-    for it again. ``plugin`` marks a plugin's method (``Registered.plugin``)."""
+    for it again. ``plugin`` marks a plugin's method (``Registered.plugin``); a plugin
+    method that declares error codes gets a handler that passes on a ``MethodError`` of
+    those codes (``DeclaredError``)."""
     problem = _shape_problem(spec)
     if problem is not None:
         raise RegistryError(problem)
-    for what, schema in (("params", spec.params), ("result", spec.result)):
-        if schema is None or not check_schemas:
-            continue
-        try:
-            Draft202012Validator.check_schema(schema)
-            problem = _reference_problem(schema)
-        except jsonschema.SchemaError:
-            problem = "does not compile"
-        except RecursionError:
-            problem = "is nested too deeply to check"
-        except Exception as exc:
-            # (a fault of the checking libraries on some odd schema: still the plugin's)
-            problem = f"cannot be checked ({type(exc).__name__})"
-        if problem is not None:
-            raise RegistryError(f"method {spec.name}: the {what} schema {problem}")
     try:
-        validator = Draft202012Validator(spec.params, registry=NO_RETRIEVAL)
-        # Exercised once now, so a schema that fails every call fails here instead.
-        accepts_empty = validator.is_valid({})
-        fast = compile_check(spec.params)
-    except RecursionError:
-        raise RegistryError(f"method {spec.name}: the params schema is nested too deeply "
-                            "to check") from None
-    except Exception as exc:
-        raise RegistryError(f"method {spec.name}: the params schema cannot be used "
-                            f"({type(exc).__name__})") from None
-    return Registered(spec, validator, accepts_empty, fast, plugin)
+        compiled = compile_schema(spec.params, check_schemas)
+    except SchemaUnusable as exc:
+        raise RegistryError(f"method {spec.name}: the params schema {exc}") from None
+    if spec.result is not None and check_schemas:
+        problem = schema_problem(spec.result)
+        if problem is not None:
+            raise RegistryError(f"method {spec.name}: the result schema {problem}")
+    if plugin and spec.errors:
+        spec = _answering_declared(spec)
+    return Registered(spec, compiled.validator, compiled.accepts_empty, compiled.fast,
+                      plugin)
 
 
 class MethodRegistry:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -90,6 +90,17 @@ class Services:
             raise InvalidInput.at(path, f"unknown system {json_text(system_id)}; known: "
                                         f"{json_text(sorted(self.plugins.systems), 200)}")
         return system
+
+    def check_request(self, system: System, schema: str, request: Mapping[str, Any]) -> None:
+        """Invalid params naming every problem when ``request`` fails a third-party
+        ``system``'s ``schema`` (the ``System`` method that gives it: ``request_schema``,
+        ``end_round_schema`` ...), before the system sees it. The built-in systems check
+        their own requests (``validate_request``): nothing is checked twice for them."""
+        compiled = self.plugins.request_schemas.get(system.id, {}).get(schema)
+        if compiled is not None:
+            problems = compiled.problems(request)
+            if problems:
+                raise InvalidInput(problems)
 
     def adapter(self, adapter_id: Any, path: str = "/adapter") -> Adapter:
         """The adapter called ``adapter_id``, or invalid params naming ``path``."""

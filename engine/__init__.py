@@ -17,9 +17,11 @@ from .errors import (
     LimitExceeded,
     Problem,
     RulesViolation,
+    UnknownCombatant,
 )
+from .options import HouseRule
 from .results import Change, Event, Resolution
-from .system import System
+from .system import System, schema_problems
 
 __all__ = [
     "Change",
@@ -28,6 +30,7 @@ __all__ = [
     "DiceSyntaxError",
     "EngineError",
     "Event",
+    "HouseRule",
     "InvalidCombatant",
     "InvalidInput",
     "LimitExceeded",
@@ -38,8 +41,10 @@ __all__ = [
     "RulesViolation",
     "SuppliedDice",
     "System",
+    "UnknownCombatant",
     "builtin_systems",
     "dice_source",
+    "schema_problems",
 ]
 
 _BUILTIN = ("revised_2e", "combat_strength", "power_pool")

@@ -154,8 +154,9 @@ class System(ABC):
     source: str
     #: True when the system's tests check every schema it builds against the JSON
     #: Schema meta-schema (the built-in systems: ``tests/engine/test_schemas.py``), so
-    #: they are not checked again each time the daemon starts or first uses them; a
-    #: plugin's system keeps the default and its schemas are checked when first used.
+    #: the engine does not check them again when it first uses them. A plugin's system
+    #: keeps the default; the daemon checks a third-party system's schemas when it
+    #: loads the plugin, whatever this says (docs/PLUGINS.md).
     schemas_tested: ClassVar[bool] = False
 
     # -- description --------------------------------------------------------------
@@ -170,7 +171,10 @@ class System(ABC):
     @abstractmethod
     def request_schema(self) -> JSON:
         """JSON Schema of an exchange request: attacker, defender, attack, defense,
-        options and any system-specific members (not ``dice``/``seed``)."""
+        options and any system-specific members (not ``system``/``dice``/``seed``).
+        The built-in systems' ``resolve`` and ``odds`` check their request against it
+        (``validate_request``); the daemon does it for a third-party system before
+        calling them (docs/PLUGINS.md)."""
 
     @abstractmethod
     def describe(self) -> JSON:

@@ -14,7 +14,7 @@ from ..services import Context
 async def combatants_rest(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``combatants.rest``: what a rest gives back (PSPs, pool dice), plus write-backs."""
     system = ctx.services.rest_system(params["system"])
-    return answer_with_updates(ctx.services, params, system, system.rest)
+    return answer_with_updates(ctx.services, params, system, system.rest, "rest_schema")
 
 
 METHODS = [

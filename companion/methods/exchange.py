@@ -25,6 +25,7 @@ async def exchange_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, An
     request, refs = import_combatants(ctx.services, params, system.id)
     dice = dice_source(request.pop("dice", None), request.pop("seed", None))
     request.pop("system")
+    ctx.services.check_request(system, "request_schema", request)
     result = system.resolve(request, dice).to_json()
     result["updates"] = exchange_updates(refs, system.id, result)
     if refs:
@@ -37,6 +38,7 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     system = ctx.services.system(params["system"])
     request, refs = import_combatants(ctx.services, params, system.id)
     request.pop("system")
+    ctx.services.check_request(system, "request_schema", request)
     result = dict(system.odds(request))
     # Odds change nothing: there is never anything to write back.
     result["updates"] = []
@@ -49,7 +51,8 @@ async def exchange_end_round(ctx: Context, params: dict[str, Any]) -> dict[str, 
     """``exchange.end_round``: the end of a round for combatants of single exchanges
     (timed conditions, open minds), plus write-backs."""
     system = ctx.services.round_end_system(params["system"])
-    return answer_with_updates(ctx.services, params, system, system.end_round)
+    return answer_with_updates(ctx.services, params, system, system.end_round,
+                               "end_round_schema")
 
 
 async def exchange_round_end_choices(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +60,7 @@ async def exchange_round_end_choices(ctx: Context, params: dict[str, Any]) -> di
     round and on what terms (revised-2e: paying to close a mind), changing nothing."""
     system = ctx.services.round_end_system(params["system"])
     request, refs = combatants_request(ctx.services, params, system)
+    ctx.services.check_request(system, "round_end_choices_schema", request)
     result = system.round_end_choices(request)
     if refs:
         result["warnings"] = warnings_of(refs)

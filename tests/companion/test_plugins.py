@@ -9,23 +9,29 @@ import io
 import json
 import logging
 import threading
-from importlib.metadata import EntryPoint
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint, PathDistribution
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
+from jsonschema import Draft202012Validator
 
+import companion.plugins as plugins_module
 import companion.rpc as rpc_module
 import tests.sample_plugin as sample_plugin
 from companion.app import create_app
 from companion.methods import CORE
-from companion.plugins import Plugin, load_plugins
+from companion.plugins import MethodError, Plugin, load_plugins
 from companion.registry import MethodRegistry, MethodSpec, RegistryError
 from companion.services import Context
-from companion.settings import Limits, Settings
+from companion.settings import Limits, Settings, installed_plugins
+from engine import DiceSource, Event
+from engine.system import JSON
 from tests.sample_plugin import GOOD_SCHEMAS, WRONG_SCHEMAS, with_result_schema, with_schema
+from tests.sample_plugin.coin_duel import CoinDuel
 
 from .conftest import GROUP, SAMPLE, Rpc, with_plugins
 
@@ -42,7 +48,8 @@ BROKEN = {
     "failing": ep("failing", "tests.sample_plugin:failing_factory"),
     "missing": ep("missing", "tests.no_such_module:PLUGIN"),
     "missing-attr": ep("missing-attr", "tests.sample_plugin:NOPE"),
-    "duplicate-system": ep("duplicate-system", "tests.sample_plugin:SYSTEM"),
+    # (named to load after "sample": plugins load sorted by name, the first one wins)
+    "twin-system": ep("twin-system", "tests.sample_plugin:SYSTEM"),
 }
 
 
@@ -68,7 +75,7 @@ def test_every_broken_plugin_is_reported_and_skipped() -> None:
     assert "does not compile" in str(reports["bad-schema"].error)
     assert "core namespace" in str(reports["colliding"].error)
     assert "namespace.verb" in str(reports["flat"].error)
-    assert "already provided" in str(reports["duplicate-system"].error)
+    assert "already provided" in str(reports["twin-system"].error)
     # the plugin's own exception text never becomes part of a report
     assert "secret" not in json.dumps([r.to_json() for r in loaded.reports])
     assert "bad.method" not in loaded.methods and "encounter.steal" not in loaded.methods
@@ -366,3 +373,267 @@ def rpc_with(aiohttp_client: Any, tmp_path: Path) -> Any:
         return Rpc(client, settings.token_path.read_text().strip())
 
     return make
+
+
+# -- a plugin system's requests and schemas (docs/PLUGINS.md "Requests") -----------------
+COIN = ep("coin-duel", "tests.sample_plugin.coin_duel:PLUGIN")
+COIN_REQUEST = {"system": "coin-duel", "attacker": {"id": "a", "name": "A"},
+                "defender": {"id": "b", "name": "B"}, "attack": {"call": "heads"}}
+
+
+@pytest.mark.parametrize("method", ["exchange.resolve", "exchange.odds"])
+async def test_a_plugin_systems_request_is_checked_against_its_request_schema(
+        rpc_with: Any, method: str) -> None:
+    """API.md "Plugins": the params of exchange.resolve and exchange.odds are checked
+    against the named system's request schema, for a plugin system that does not check
+    them itself (the coin duel leaves it to the daemon) as for the built-in ones."""
+    rpc = await rpc_with(COIN)
+    assert {"outcome", "outcomes"} & set(await rpc.ok(method, COIN_REQUEST))
+    error = await rpc.error(method, {**COIN_REQUEST, "bogus": 1})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [
+        {"path": "", "message": 'unexpected member(s) ["bogus"]: not allowed here'}]
+    error = await rpc.error(method, {**COIN_REQUEST, "attack": {"call": "edge"}})
+    assert error["data"]["errors"] == [
+        {"path": "/attack/call", "message": '"edge" is not one of ["heads", "tails"]'}]
+
+
+class OwnEndOfRound(CoinDuel):
+    """A system that ends rounds with an ``end_round`` of its own, checking nothing."""
+
+    id = "own-end-of-round"
+
+    def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
+                  options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        return combatant, [], []
+
+    def end_round(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
+        return {"system": self.id, "combatants": [], "events": [], "rolls": [],
+                "summary": "nothing", "unused_dice": {}}
+
+
+async def test_a_plugin_systems_own_end_round_gets_a_checked_request(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every method the daemon routes to a system's request checks it against the
+    schema rpc.discover gives: exchange.end_round against end_round_schema, also when
+    the system's end_round is its own (System's checks it)."""
+    plugin = Plugin(name="own", version="1", systems=(OwnEndOfRound(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    params = {"system": "own-end-of-round", "combatants": [{"id": "a", "name": "A"}]}
+    assert (await rpc.ok("exchange.end_round", params))["summary"] == "nothing"
+    error = await rpc.error("exchange.end_round", {**params, "puppets": []})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [
+        {"path": "", "message": 'unexpected member(s) ["puppets"]: not allowed here'}]
+
+
+def test_the_daemon_checks_only_third_party_systems_requests() -> None:
+    """The built-in systems check their own requests (validate_request; exchange.resolve
+    is benchmarked): the daemon keeps no schema to check them again. A plugin system's
+    schemas are compiled at load for the daemon's checks (Services.check_request)."""
+    loaded = load_plugins([*installed_plugins(), COIN], CORE)
+    assert set(loaded.request_schemas) == {"coin-duel"}
+    assert {"combatant_schema", "request_schema"} <= set(loaded.request_schemas["coin-duel"])
+
+
+def _system_with(which: str, schema: Any) -> Plugin:
+    """A plugin whose coin duel's ``which`` (a System method) returns ``schema``."""
+    system = CoinDuel()
+    object.__setattr__(system, which, lambda: schema)
+    return Plugin(name="schemas", version="1", systems=(system,), methods=(
+        MethodSpec("schemas.x", {"type": "object"}, _noop, "x"),))
+
+
+UNUSABLE_SYSTEM_SCHEMAS: dict[str, Any] = {
+    "does-not-compile": {"type": "object", "properties": {"x": {"type": 12}}},
+    "not-an-object": [{"type": "object"}],
+    **WRONG_SCHEMAS,
+}
+
+
+@pytest.mark.parametrize("which", ["request_schema", "combatant_schema"])
+@pytest.mark.parametrize("name", sorted(UNUSABLE_SYSTEM_SCHEMAS))
+def test_a_plugin_system_whose_schema_cannot_be_used_is_skipped_at_load(
+        which: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin system's request or combatant schema that fails the meta-schema, has a
+    $ref to nothing or a loop of them, or nests too deeply is checked as a plugin
+    method's schemas are: the plugin is skipped whole, its report says why."""
+    plugin = _system_with(which, UNUSABLE_SYSTEM_SCHEMAS[name])
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    [report] = loaded.reports
+    assert report.error and report.error.startswith(f"system coin-duel: its {which}() ")
+    assert "coin-duel" not in loaded.systems and "schemas.x" not in loaded.methods
+
+
+async def test_rpc_discover_stays_a_valid_schema_with_a_broken_plugin_system(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rpc.discover embeds each system's request schema in x-params-schema: with a
+    plugin system whose request schema does not compile, the plugin is skipped (listed
+    with its error in companion.info) and every x-params-schema is still a schema."""
+    plugin = _system_with("request_schema", UNUSABLE_SYSTEM_SCHEMAS["does-not-compile"])
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    reports = {p["name"]: p for p in (await rpc.ok("companion.info"))["plugins"]}
+    assert reports["schema"]["error"] == \
+        "system coin-duel: its request_schema() does not compile"
+    for method in (await rpc.ok("rpc.discover"))["methods"]:
+        Draft202012Validator.check_schema(method["x-params-schema"])
+    assert "coin-duel" not in {s["id"] for s in await rpc.ok("systems.list")}
+
+
+def test_the_built_in_systems_schemas_are_not_checked_again_at_load(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up stays fast: the built-in systems' schemas are checked by their tests
+    (System.schemas_tested), not each time the daemon loads them."""
+    def refuse(schema: Any, check: bool = True) -> None:
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(plugins_module, "compile_schema", refuse)
+    loaded = load_plugins(installed_plugins(), CORE)
+    assert [r.error for r in loaded.reports] == [None, None, None]
+
+
+# -- a plugin method's own error codes (MethodError) --------------------------------------
+#: ``data`` the params name, as the params themselves cannot carry it
+_DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": object()}}
+
+
+async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
+    """Raise the MethodError the params describe."""
+    data = params.get("data")
+    if isinstance(data, str):
+        data = _DATA[data]
+    raise MethodError(params["code"], params.get("message", "Out of coins"), data)
+
+
+RAISES = Plugin(name="raises", version="1", methods=(
+    MethodSpec("raises.error", {"type": "object"}, _raises, "raises a MethodError",
+               errors=(4777, 4001, -32000)),
+    MethodSpec("raises.undeclared", {"type": "object"}, _raises, "declares nothing"),
+))
+
+
+async def test_a_declared_method_error_is_answered_with_its_code_message_and_data(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md "Plugins": a handler raising MethodError(code, message, data) with a code
+    its MethodSpec declares is answered with that code, message and data."""
+    rpc = await rpc_with(_entry_point_to(RAISES, monkeypatch))
+    error = await rpc.error("raises.error", {"code": 4777, "data": {"left": [0, None]}})
+    assert error == {"code": 4777, "message": "Out of coins", "data": {"left": [0, None]}}
+    # without data, as every error the daemon answers: an empty object
+    assert await rpc.error("raises.error", {"code": 4777}) == {
+        "code": 4777, "message": "Out of coins", "data": {}}
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("raises.error", {"code": 4778}),  # not declared
+    ("raises.undeclared", {"code": 4777}),  # declared by another method only
+    ("raises.error", {"code": 4001}),  # declared, but a core code
+    ("raises.error", {"code": -32000}),  # declared, but reserved by JSON-RPC
+    ("raises.error", {"code": 4777, "data": "big"}),
+    ("raises.error", {"code": 4777, "data": "not-json"}),
+    ("raises.error", {"code": 4777, "data": ["a", "list"]}),
+    ("raises.error", {"code": 4777, "message": ""}),
+    ("raises.error", {"code": 4777, "message": "secret " * 100}),
+])
+async def test_a_method_error_out_of_bounds_is_minus_32603_with_a_logged_error_id(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        method: str, params: dict[str, Any]) -> None:
+    """A MethodError whose code the method does not declare (or is the daemon's own or
+    JSON-RPC's), whose message is not short text or whose data is not a JSON object of
+    at most 4096 bytes: -32603 with an error id, the reason and traceback logged under
+    it, nothing of the plugin's text sent."""
+    rpc = await rpc_with(_entry_point_to(RAISES, monkeypatch))
+    with caplog.at_level(logging.ERROR, logger="mindscape.rpc"):
+        error = await rpc.error(method, params)
+    assert error["code"] == -32603 and error["message"] == "Internal error"
+    assert set(error["data"]) == {"error_id"}
+    [record] = [r for r in caplog.records if r.name == "mindscape.rpc"]
+    assert record.fields["error_id"] == error["data"]["error_id"]  # type: ignore[attr-defined]
+    assert record.exc_info is not None
+
+
+class RaisingCoin(CoinDuel):
+    id = "raising-coin"
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        raise MethodError(4777, "not from a method of the plugin's own")
+
+
+async def test_a_method_error_from_a_plugin_system_is_minus_32603(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """exchange.odds declares no plugin code: a plugin system raising MethodError in it
+    is a fault, -32603."""
+    rpc = await rpc_with(_entry_point_to(
+        Plugin(name="raising", version="1", systems=(RaisingCoin(),)), monkeypatch))
+    error = await rpc.error("exchange.odds", {**COIN_REQUEST, "system": "raising-coin"})
+    assert error["code"] == -32603 and set(error["data"]) == {"error_id"}
+
+
+# -- load order and clashes ---------------------------------------------------------------
+def _distribution(tmp_path: Path, name: str, entry_points: dict[str, str]
+                  ) -> list[EntryPoint]:
+    """The entry points of an installed distribution ``name`` (a .dist-info in
+    ``tmp_path``), each knowing its distribution as importlib.metadata gives them."""
+    info = tmp_path / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{GROUP}]\n" + "".join(f"{n} = {t}\n" for n, t in entry_points.items()))
+    return list(PathDistribution(info).entry_points)
+
+
+TWIN = Plugin(name="twin", version="1", systems=(CoinDuel(),))
+
+
+def test_third_party_plugins_load_sorted_by_distribution_then_entry_point_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which of two plugins with the same system id loads does not depend on the order
+    the environment lists them: built-ins first, then by distribution name (as pip
+    compares them), then by entry point name; the first keeps the id."""
+    monkeypatch.setattr(sample_plugin, "TWIN", TWIN, raising=False)
+    zeta = _distribution(tmp_path, "Zeta_Coins", {"a-coin": COIN.value})
+    alpha = _distribution(tmp_path, "alpha-coins", {"z-twin": "tests.sample_plugin:TWIN"})
+    for entry_points in ([*zeta, *alpha, *installed_plugins()],
+                         [*installed_plugins(), *alpha, *zeta]):
+        loaded = load_plugins(entry_points, CORE)
+        assert [r.entry_point for r in loaded.reports][3:] == [
+            "tests.sample_plugin:TWIN", COIN.value]
+        assert [r.builtin for r in loaded.reports] == [True] * 3 + [False] * 2
+        assert loaded.system_plugin["coin-duel"] == "twin"
+        assert loaded.reports[4].error == "system coin-duel is already provided by twin"
+    same_dist = _distribution(tmp_path, "both", {"b": COIN.value,
+                                                 "a": "tests.sample_plugin:TWIN"})
+    assert load_plugins(same_dist, CORE).system_plugin["coin-duel"] == "twin"
+
+
+def test_a_second_plugin_with_the_same_name_is_skipped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sample_plugin, "SAME_NAME", Plugin(name="sample", version="2"),
+                        raising=False)
+    loaded = load_plugins([ep("z-same", "tests.sample_plugin:SAME_NAME"), SAMPLE], CORE)
+    reports = {r.entry_point: r for r in loaded.reports}
+    assert reports[SAMPLE.value].error is None
+    assert reports["tests.sample_plugin:SAME_NAME"].error == \
+        "its Plugin name sample is already taken by a plugin loaded before it"
+
+
+def test_a_method_namespace_belongs_to_the_first_plugin_that_uses_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another plugin's method in a namespace already used is a clash: that plugin is
+    skipped whole (its other methods too)."""
+    later = Plugin(name="later", version="1", methods=(
+        MethodSpec("later.own", {"type": "object"}, _noop, "x"),
+        MethodSpec("sample.more", {"type": "object"}, _noop, "x")))
+    monkeypatch.setattr(sample_plugin, "LATER", later, raising=False)
+    loaded = load_plugins([ep("z-later", "tests.sample_plugin:LATER"), SAMPLE], CORE)
+    [_, report] = loaded.reports
+    assert report.error == ("method sample.more: the namespace sample belongs to the "
+                            "plugin sample, loaded before it")
+    assert "later.own" not in loaded.methods and "sample.more" not in loaded.methods
+    assert loaded.namespaces == {"sample": "sample"}
+
+
+@pytest.mark.parametrize("name", ["x.y\n", "x.y\r", "\nx.y", "X.y", "x", "x.Y"])
+def test_a_method_name_is_namespace_verb_exactly(name: str) -> None:
+    with pytest.raises(RegistryError, match=r"namespace\.verb"):
+        MethodRegistry([MethodSpec(name, {"type": "object"}, _noop, "x")])

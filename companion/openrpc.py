@@ -50,10 +50,16 @@ _TAKES: dict[str, Callable[[System], bool]] = {
 }
 
 
-def _as_called(system: System, which: str = "request_schema") -> dict[str, Any]:
+#: Members a method's params take besides the system's request: its own schema checks them.
+_METHOD_MEMBERS = ("system", "dice", "seed")
+
+
+def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[str, Any]:
     """``system``'s schema ``which`` (``MethodSpec.system_schema``) as a caller may meet
     it: each combatant member (or item of a list of them) may also be ``{adapter,
-    data}``, and ``system``, ``dice`` and ``seed`` are left to the method's own schema."""
+    data}``, and ``system``, ``dice`` and ``seed`` are left to the ``method``'s own
+    params schema: allowed here when it has them, refused here as there when it does not
+    (``exchange.round_end_choices`` rolls no die, ``exchange.odds`` takes none)."""
     schema = copy.deepcopy(dict(getattr(system, which)()))
     schema.pop("$schema", None)
     suffix = "request" if which == "request_schema" else which.removesuffix("_schema")
@@ -75,7 +81,12 @@ def _as_called(system: System, which: str = "request_schema") -> dict[str, Any]:
             member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}
         else:
             properties[name] = {"anyOf": [ADAPTER_REF, member]}
-    properties["system"] = properties["dice"] = properties["seed"] = {}
+    own = method.get("properties") or {}
+    for name in _METHOD_MEMBERS:
+        if name in own:
+            properties[name] = {}
+        else:
+            properties.pop(name, None)
     return schema
 
 
@@ -87,7 +98,7 @@ def _params_schema(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str,
         if not _TAKES[spec.system_schema](system):
             continue
         try:
-            then = _as_called(system, spec.system_schema)
+            then = _as_called(system, spec.system_schema, spec.params)
         except Exception:
             # a plugin's broken schema: its calls fail too, and say so
             log.warning("request schema of system %s not documented", system_id,
@@ -131,7 +142,9 @@ def document(methods: MethodRegistry, version: str,
             "version": version,
             "description": "Psionic-combat companion for virtual tabletops (JSON-RPC 2.0 "
                            f"over POST /rpc and GET /ws; API version {API_VERSION}). "
-                           "Every call needs Authorization: Bearer <token>.",
+                           "Every call needs the token of `mindscape token`: "
+                           "Authorization: Bearer <token> on POST /rpc; on GET /ws the "
+                           "subprotocol token.<token> or a first auth message.",
             "license": {"name": "MIT"},
         },
         "methods": [_method(r.spec, systems or {}) for r in methods],

@@ -12,7 +12,7 @@ import jsonschema
 
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
-from .combatants import EXCHANGE, ULCEN
+from .combatants import EXCHANGE, FENKA, ULCEN
 from .conftest import Rpc
 
 HERE = Path(__file__).resolve().parent
@@ -30,6 +30,9 @@ async def test_rpc_discover_is_a_valid_openrpc_1_3_document(rpc: Rpc) -> None:
     jsonschema.Draft202012Validator(structure).validate(document)
     names = [m["name"] for m in document["methods"]]
     assert len(names) == len(set(names))
+    # both ways of giving the token (a WebSocket sends no Authorization header)
+    assert "Bearer" in document["info"]["description"]
+    assert "token.<token>" in document["info"]["description"]
     info = await rpc.ok("companion.info")
     plugin_methods = {m for p in info["plugins"] for m in p["methods"]}
     assert plugin_methods <= set(names)
@@ -320,6 +323,33 @@ async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_metho
     for params in bad:
         assert not resolve.is_valid(params), params
         assert (await rpc.error("exchange.resolve", params))["code"] == -32602, params
+
+
+async def test_openrpc_round_end_choices_schema_takes_no_dice_or_seed_as_the_daemon(
+        rpc: Rpc) -> None:
+    """API.md: exchange.round_end_choices takes {combatants, options?} (it rolls no die).
+    Audit: each system's branch of its x-params-schema listed dice and seed, which the
+    method's own schema and the daemon refuse (-32602 "unexpected member(s)")."""
+    document = await rpc.ok("rpc.discover")
+    method = next(m for m in document["methods"] if m["name"] == "exchange.round_end_choices")
+    schema = method["x-params-schema"]
+    whole = jsonschema.Draft202012Validator(schema)
+    branches = {b["if"]["properties"]["system"]["const"]: jsonschema.Draft202012Validator(
+        b["then"]) for b in schema["allOf"][1:]}
+    assert set(branches) >= BUILTIN
+    combatants = {"revised-2e": [FENKA], "power-pool": [{"id": "ix", "hit_dice": 4, "die": 8}],
+                  "combat-strength": [{"id": "a", "attack_strength": 4,
+                                       "defense_strength": 4}]}
+    for system, listed in combatants.items():
+        params: dict[str, Any] = {"system": system, "combatants": listed}
+        assert whole.is_valid(params) and branches[system].is_valid(params), system
+        assert "result" in await rpc.call("exchange.round_end_choices", params), system
+        for extra in ({"seed": 1}, {"dice": {"save": [5]}}):
+            refused = {**params, **extra}
+            assert not whole.is_valid(refused), (system, extra)
+            assert not branches[system].is_valid(refused), (system, extra)
+            error = await rpc.error("exchange.round_end_choices", refused)
+            assert error["code"] == -32602, (system, extra)
 
 
 async def test_two_combatants_with_one_id_are_invalid_params_not_a_self_attack(

@@ -140,6 +140,14 @@ class DiceSource(ABC):
         """Supplied values the resolution did not need, by purpose."""
         return {}
 
+    def check_faces(self, largest: Mapping[str, int]) -> None:
+        """Refuse, before any die is rolled, every supplied value that no die of its
+        purpose has as a face: below 1, or above ``largest[purpose]`` (the largest die the
+        system rolls for it; ``MAX_SIDES`` for a purpose not in ``largest``), whether the
+        resolution would use it or not. A value used is checked again against the
+        faces of the very die it is used for."""
+        return  # a source that rolls its own dice has no values to check
+
 
 @dataclass(frozen=True)
 class PenetratingDie:
@@ -163,30 +171,33 @@ class RandomDice(DiceSource):
 class SuppliedDice(DiceSource):
     """Values rolled at the table, handed out per purpose in the order given.
 
-    A value is checked against the faces of the die it is used for; running out
-    raises ``DiceNeeded``. What was not used is reported by ``unused()``.
+    Every value must be a face of some die (1 to ``MAX_SIDES``) from the start, and
+    ``check_faces`` holds each purpose to the largest die a system rolls for it, so a
+    value no resolution could use is refused rather than reported as unused. A value
+    used is checked against the faces of the die it is used for; running out raises
+    ``DiceNeeded``. What was not used is reported by ``unused()``.
     """
 
     def __init__(self, supplied: Mapping[str, Sequence[int]]) -> None:
         super().__init__()
-        total = 0
-        queues: dict[str, list[int]] = {}
         for purpose, values in supplied.items():
             if not isinstance(purpose, str) or not isinstance(values, Sequence) or isinstance(
                     values, str):
                 raise InvalidInput.at(f"/dice/{purpose}", "must be a list of die values")
-            queue: list[int] = []
-            for i, v in enumerate(values):
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise InvalidInput.at(f"/dice/{purpose}/{i}", "a die value must be an integer")
-                queue.append(v)
-            total += len(queue)
-            queues[purpose] = queue
+        total = sum(len(values) for values in supplied.values())
         if total > MAX_SUPPLIED_DICE:
             raise LimitExceeded(
                 Problem("/dice", f"{total} supplied dice exceed the limit of {MAX_SUPPLIED_DICE}"))
+        queues = {purpose: list(values) for purpose, values in supplied.items()}
+        problems = [Problem(f"/dice/{p}/{i}", "a die value must be an integer")
+                    for p, q in queues.items() for i, v in enumerate(q)
+                    if isinstance(v, bool) or not isinstance(v, int)]
+        if problems:
+            raise InvalidInput(problems)
         self._queues = queues
         self._next: dict[str, int] = {p: 0 for p in queues}
+        # a value no die has as a face is refused now, used or not (RULES.md §4)
+        self.check_faces({})
 
     def available(self, purpose: str) -> int:
         return len(self._queues.get(purpose, ())) - self._next.get(purpose, 0)
@@ -204,6 +215,19 @@ class SuppliedDice(DiceSource):
 
     def unused(self) -> dict[str, list[int]]:
         return {p: q[self._next[p]:] for p, q in self._queues.items() if self._next[p] < len(q)}
+
+    def check_faces(self, largest: Mapping[str, int]) -> None:
+        problems = []
+        for purpose, queue in self._queues.items():
+            top = min(largest.get(purpose, MAX_SIDES), MAX_SIDES)
+            for i, value in enumerate(queue):
+                if not 1 <= value <= top:
+                    problems.append(Problem(f"/dice/{purpose}/{i}", (
+                        f"{value} is not a face of a d{top} (1 to {top}), the largest die "
+                        f"rolled for {purpose}" if purpose in largest
+                        else f"{value} is not a face of any die (1 to {MAX_SIDES})")))
+        if problems:
+            raise InvalidInput(problems)
 
 
 class LowestDice(DiceSource):
@@ -228,6 +252,26 @@ def still_needed(short: DiceNeeded, later: Iterable[Callable[[DiceSource], objec
             break
     extra = sum(1 for r in counter.rolls if (r.purpose, r.sides) == (short.purpose, short.sides))
     return DiceNeeded(short.purpose, short.sides, short.needed + extra)
+
+
+def largest_faces(purposes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The largest die each purpose is rolled on, from a system's ``dice_purposes`` (as
+    ``systems.describe`` lists them): the largest of ``sides`` (a number or a list),
+    ``sides_by_mode`` and ``sides_by_range``. A purpose given no size is left out."""
+    largest: dict[str, int] = {}
+    for entry in purposes:
+        sizes: list[int] = []
+        for key in ("sides", "sides_by_mode", "sides_by_range"):
+            value = entry.get(key)
+            if isinstance(value, Mapping):
+                sizes += value.values()
+            elif isinstance(value, list | tuple):
+                sizes += value
+            elif isinstance(value, int):
+                sizes.append(value)
+        if sizes:
+            largest[str(entry["purpose"])] = max(sizes)
+    return largest
 
 
 def dice_source(dice: Mapping[str, Sequence[int]] | None, seed: int | None) -> DiceSource:

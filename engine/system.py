@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 
 import jsonschema
 
-from .dice import DiceSource
+from .dice import DiceSource, largest_faces
 from .errors import InvalidInput, Problem, UnknownCombatant, json_text
 from .options import HouseRule, resolve_options
 from .results import Event, Resolution, copy_json
@@ -283,6 +283,7 @@ class System(ABC):
         if not self.ends_rounds:
             raise InvalidInput.at("/system", f"system {self.id} has no end of round "
                                              "outside an encounter")
+        self.check_dice(dice)
         combatants, options = self._combatants_of(request, self._end_round_validator)
         choices: Mapping[str, Any] = request.get("choices") or {}
         ids = {c["id"] for c in combatants}
@@ -383,6 +384,7 @@ class System(ABC):
         (revised-2e: an open mind's checks)."""
         if not self.rests:
             raise InvalidInput.at("/system", f"system {self.id} has no rule for resting")
+        self.check_dice(dice)
         combatants, options = self._combatants_of(request, self._rest_validator)
         start = dice.mark()
         result = self._each(
@@ -515,6 +517,20 @@ class System(ABC):
         return self.rounds.resolve(self, state, dice, force)
 
     # -- helpers for implementations ---------------------------------------------------
+    @cached_property
+    def _largest_faces(self) -> dict[str, int]:
+        purposes = self.describe().get("dice_purposes")
+        return largest_faces(purposes if isinstance(purposes, list) else [])
+
+    def check_dice(self, dice: DiceSource) -> None:
+        """Refuse, before any die is rolled, every supplied value that no die of its
+        purpose shows (RULES.md §4: "A supplied value outside the die's faces is invalid
+        params"), used or not: below 1, above the engine's largest die, or above the
+        largest die ``describe()``'s ``dice_purposes`` gives its purpose (an ``attack``
+        of 25 where attacks roll d20s). ``resolve``, an encounter's resolve, ``end_round``
+        and ``rest`` call it first."""
+        dice.check_faces(self._largest_faces)
+
     @cached_property
     def _request_validator(self) -> QuickValidator:
         return QuickValidator(self.request_schema(), check_schema=not self.schemas_tested)

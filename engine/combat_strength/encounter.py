@@ -195,7 +195,8 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
     c = s["combatants"][cid]
     why = incapacitated(t, c)
     if why is not None:
-        raise RulesViolation("incapacitated", f"{c['name']} is {why} and makes no choices")
+        raise RulesViolation("incapacitated",
+                             f"{t.condition_clause(c['name'], why)} and makes no choices")
     if s["phase"] == "intent":
         if "attack" in choice or "defense" in choice:
             raise RulesViolation(
@@ -248,6 +249,7 @@ def resolve(system: CombatStrength, state: Mapping[str, Any], dice: DiceSource,
             force: bool = False) -> tuple[JSON, JSON]:
     """Resolve the current step; with ``force`` missing choices are no attack and no
     defense (and the stance ``normal`` at intent)."""
+    system.check_dice(dice)
     s = _copy(state)
     missing = waiting_for(system, s)
     if missing and not force:

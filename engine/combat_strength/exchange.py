@@ -42,7 +42,7 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
     why = incapacitated(t, attacker)
     if why is not None:
         raise RulesViolation("attacker-incapacitated",
-                             f"{attacker['name']} is {why} and cannot attack")
+                             f"{t.condition_clause(attacker['name'], why)} and cannot attack")
     if mode not in attacker["attacks"]:
         raise RulesViolation("attack-mode-not-known",
                              f"{attacker['name']} does not know {t.attacks[mode].name}")

@@ -276,15 +276,24 @@ class Tables:
         info = self.conditions.get(condition)
         return bool(info and info["incapacitates"])
 
+    def condition_clause(self, name: str, condition: str) -> str:
+        """``name`` with ``condition``, in the table's words (its ``predicate``): "Vora
+        suffers permanent insanity", "Orm is in a coma"; one the tables do not know
+        (another system's) reads "Orm is stunned"."""
+        return f"{name} {self._predicate(condition)}"
+
     def condition_ended(self, name: str, condition: str) -> str:
         """The summary's sentence for ``condition`` ending, in the table's words: "Orm is
         no longer dazed.", "Orm is no longer in a coma.", "Orm's temporary insanity
         ends."."""
+        predicate = self._predicate(condition)
+        if predicate.startswith("is "):
+            return f"{name} is no longer {predicate.removeprefix('is ')}."
+        return f"{name}'s {self.conditions[condition]['text']} ends."
+
+    def _predicate(self, condition: str) -> str:
         info = self.conditions.get(condition)
-        text = str(info["text"]) if info else condition
-        if " " not in text or text.startswith("in "):
-            return f"{name} is no longer {text}."
-        return f"{name}'s {text} ends."
+        return str(info["predicate"]) if info else f"is {condition}"
 
     def unit_rounds(self, unit: str) -> int | None:
         return self.duration_units.get(unit)

@@ -36,7 +36,8 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
         parts.append(f"; {d} (not psionic) saves at {save['target']}+ on d20, rolls "
                      f"{save['roll']} {verdict}")
         if f["condition"] is not None:
-            parts.append(f": {f['condition']['text']} (d100 {f['condition']['roll']})")
+            parts.append(f": {t.condition_clause(d, f['condition']['id'])} "
+                         f"(d100 {f['condition']['roll']})")
     elif plan.table == "defenseless":
         parts.append(f"; {d} is defenseless (defenseless table, attacker band {plan.band}, "
                      f"defender band {plan.defender_band})")
@@ -48,7 +49,8 @@ def attack_summary(t: Tables, plan: Plan, out: Outcome, attacker: Combatant,
             sum_text = f"{plan.table_value} + {dice} = " if dice else ""
             parts.append(f": {sum_text}{f['damage']} points")
         if f["condition"] is not None:
-            parts.append(f" - {d} is {f['condition']['text']}{_duration(f['condition'])}")
+            parts.append(f" - {t.condition_clause(d, f['condition']['id'])}"
+                         f"{_duration(f['condition'])}")
     else:
         assert plan.defense is not None
         parts.append(f" against {t.defenses[plan.defense].name} (band {plan.band})")
@@ -82,7 +84,9 @@ def _duration(condition: Mapping[str, Any]) -> str:
     duration = condition.get("duration")
     if not duration:
         return ""
-    return f" for {duration['amount']} {duration['unit']}"
+    amount, unit = duration["amount"], str(duration["unit"])
+    # the tables name units in the plural ("rounds", "turns", "weeks")
+    return f" for {amount} {unit.removesuffix('s') if amount == 1 else unit}"
 
 
 def _change(before: int, after: int) -> str:

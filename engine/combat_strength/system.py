@@ -262,13 +262,15 @@ class CombatStrength(System):
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
         """One exchange (RULES.md 2.4): the attack is looked up, rolled and applied."""
+        self.check_dice(dice)
         attacker, defender, opts, mode, range_, defense, unusable = self._prepare(request)
         resolution, _, _ = self.attack(opts, attacker, defender, mode, range_, defense, dice)
         unused = {k: tuple(v) for k, v in dice.unused().items()}
         events, summary = resolution.events, resolution.summary
         if unusable is not None:
             events = (unusable, *events)
-            summary = (f"{defender['name']} is {unusable.data['condition']} and cannot use "
+            who = self.tables.condition_clause(defender["name"], unusable.data["condition"])
+            summary = (f"{who} and cannot use "
                        f"{self.tables.defenses[unusable.data['mode']].name}: "
                        f"defenseless. {summary}")
         return Resolution(

@@ -357,6 +357,7 @@ class PowerPoolSystem(System):
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
         """One exchange: saves, pools rolled, control and mode effects applied."""
+        self.check_dice(dice)
         return resolve_plan(self.tables, self.plan(request), dice)
 
     def odds(self, request: Mapping[str, Any]) -> JSON:

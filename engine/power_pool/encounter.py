@@ -495,6 +495,7 @@ def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
     missing defense is no defense mode (the whole pool rolled) and, with no attack
     declared, the round simply ends.
     """
+    system.check_dice(dice)
     out = _copy(state)
     waiting = waiting_for(system, out)
     pending = out["pending"]

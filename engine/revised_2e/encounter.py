@@ -312,6 +312,7 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     defense. Returns the new state and the step ``{round, results, events, summary, rolls,
     changes, unused_dice}``; ``events`` are the round's own (defenses, closing, lost attacks,
     end-of-round checks), each result carries its attack's events."""
+    system.check_dice(dice)
     s = _state(state)
     missing = waiting_for(system, s)
     if missing and not force:

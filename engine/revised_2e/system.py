@@ -319,6 +319,7 @@ class Revised2e(System):
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
         """One attack (RULES.md §1.4): checks, the defense's cost unless ``paid``, the d20,
         costs, damage, critical hits, saves, opening and open-mind effects."""
+        self.check_dice(dice)
         options, attacker, defender, mode, paid = self._prepare(request)
         start = dice.mark()
         events: list[Event] = []

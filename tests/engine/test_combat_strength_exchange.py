@@ -367,8 +367,9 @@ def test_an_incapacitated_defender_cannot_use_its_defense_and_is_defenseless(
     unusable = [e for e in res.events if e.type == "defense-unusable"]
     assert [(e.combatant, dict(e.data)) for e in unusable] == [
         ("bo", {"mode": "intellect-fortress", "condition": condition})]
-    assert res.summary.startswith(f"Bo is {condition} and cannot use Intellect Fortress: "
-                                  "defenseless.")
+    # in the table's words (test_combat_strength_summary: every condition's sentence)
+    assert res.summary.startswith(f"{SYSTEM.tables.condition_clause('Bo', condition)} and "
+                                  "cannot use Intellect Fortress: defenseless.")
     odds = SYSTEM.odds(req)
     assert odds["table"] == "defenseless"
     assert odds["outcomes"] == SYSTEM.odds({**req, "defense": None})["outcomes"]

@@ -129,9 +129,10 @@ JSON_VALUES = st.recursive(
 def test_any_input_resolves_or_raises_an_engine_error(req: JSON,
                                                       dice: dict[str, list[int]] | None
                                                       ) -> None:
-    """Bad input gets a clear error (an EngineError subclass), never a crash."""
-    source = RandomDice(1) if dice is None else SuppliedDice(dice)
+    """Bad input gets a clear error (an EngineError subclass), never a crash. Supplied
+    dice are checked as they are given (a value below 1 is no die's face)."""
     try:
+        source = RandomDice(1) if dice is None else SuppliedDice(dice)
         res = SYSTEM.resolve(req, source)
         assert res.system == "combat-strength"
     except EngineError as err:

@@ -95,7 +95,9 @@ class CoinDuel(System):
         return loss
 
     def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
-        # The daemon has checked the request against request_schema.
+        # The daemon has checked the request against request_schema; supplied dice
+        # are checked here, used or not (a "heads" of 3 is refused).
+        self.check_dice(dice)
         attacker, defender = self._sides(request)
         mark = dice.mark()
         face = "heads" if dice.roll("attack", 2, attacker["id"]) == 1 else "tails"

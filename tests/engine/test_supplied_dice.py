@@ -39,6 +39,14 @@ THRUST_AT_BO: JSON = {"attacker": ANN, "defender": BO, "attack": {"mode": "mind-
                       "defense": {"mode": "mind-blank"}}
 
 
+def encounter(system: Any, *combatants: JSON) -> JSON:
+    """A new encounter of ``system`` with ``combatants`` in it."""
+    state: JSON = system.encounter_new(None)
+    for c in combatants:
+        state, _ = system.encounter_add(state, c)
+    return state
+
+
 def paths(err: pytest.ExceptionInfo[InvalidInput]) -> list[str]:
     return [p.path for p in err.value.problems]
 
@@ -109,9 +117,7 @@ def test_revised_2e_exchange_refuses_unused_values_above_their_d20() -> None:
 def test_revised_2e_encounter_refuses_them_and_changes_nothing() -> None:
     """Audit: encounter.resolve {force: true, dice: {attack: [0, 21], save: [-5]}} was
     stored. A refused resolve leaves the state it was given as it was."""
-    state = REVISED.encounter_new(None)
-    for c in (ULCEN, FENKA):
-        state, _ = REVISED.encounter_add(state, c)
+    state = encounter(REVISED, ULCEN, FENKA)
     before = copy.deepcopy(state)
     with pytest.raises(InvalidInput) as err:
         REVISED.encounter_resolve(state, SuppliedDice({"attack": [21], "save": [5]}), True)
@@ -144,9 +150,7 @@ def test_combat_strength_exchange_refuses_unused_values_above_their_die() -> Non
 
 
 def test_combat_strength_encounter_and_end_round_refuse_them_and_change_nothing() -> None:
-    state = STRENGTH.encounter_new(None)
-    for c in (ANN, BO):
-        state, _ = STRENGTH.encounter_add(state, c)
+    state = encounter(STRENGTH, ANN, BO)
     before = copy.deepcopy(state)
     with pytest.raises(InvalidInput) as err:
         STRENGTH.encounter_resolve(state, SuppliedDice({"condition-duration": [5]}), True)
@@ -167,9 +171,7 @@ def test_power_pool_exchange_and_encounter_refuse_them_and_change_nothing() -> N
         pool.resolve(stab, SuppliedDice({"attack": [1, 1, 25], "defense": [1, 1],
                                          "save": [21]}))
     assert paths(err) == ["/dice/attack/2", "/dice/save/0"]
-    state = pool.encounter_new(None)
-    for c in (ix, yo):
-        state, _ = pool.encounter_add(state, c)
+    state = encounter(pool, ix, yo)
     before = copy.deepcopy(state)
     with pytest.raises(InvalidInput) as err:
         pool.encounter_resolve(state, SuppliedDice({"defense": [21]}), True)

@@ -180,13 +180,21 @@ def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str
 
 
 def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> str | None:
-    """Why ``cid`` cannot attack now, or ``None`` if it can."""
+    """Why ``cid`` cannot attack now, or ``None`` if it can. A creature with no die in
+    its pool (a puppet set free, one whose every die is dedicated) has nothing to roll
+    and could only lose: it is not waited for, and the round does not stop for it each
+    time (``exchange.resolve`` on its own still takes such an attack)."""
     c = state["combatants"][cid]
     if cid in state["acted"]:
         return "has already attacked or passed this round"
     if not c["psionic"] or not c["attacks"]:
         return "knows no attack mode"
-    return unable_to_attack(system.tables, c)
+    why = unable_to_attack(system.tables, c)
+    if why is None and c["pool"] < 1:
+        why = ("has no die left in its power pool (a long rest gives dice back)"
+               if not c["dedicated"] else
+               "has no die left in its power pool: every one is dedicated")
+    return why
 
 
 def _targets(pending: Mapping[str, Any]) -> list[str]:

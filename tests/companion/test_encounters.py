@@ -351,7 +351,8 @@ async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
     stays hidden until its exchange resolves."""
     ulcen, fenka, attack = HIDDEN_CASES["power-pool"]
     eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
-    for combatant in (ulcen, fenka, {**fenka, "id": "kank", "name": "Kank"}):
+    for combatant in (ulcen, fenka, {**fenka, "id": "kank", "name": "Kank"},
+                      {**fenka, "id": "sab", "name": "Sab"}):
         await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
     await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": attack})
     await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
@@ -369,12 +370,13 @@ async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
         await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid, "choice": choice})
     assert (await rpc.ok("encounter.get", {"id": eid}))["combatants"]["fenka"][
         "controlled_by"] is None
-    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
+    # (Fenka, set free, has no die in its pool to attack with: Sab attacks)
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "sab",
                                        "choice": {"attack": {"mode": "mental-stab",
                                                              "target": "kank"}}})
     steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
     assert [s["params"].get("choice") for s in steps[-6:-1]] == [c for _, c in public]
-    assert steps[-1]["params"] == {"combatant_id": "fenka", "choice": None, "hidden": True}
+    assert steps[-1]["params"] == {"combatant_id": "sab", "choice": None, "hidden": True}
     assert "mental-stab" not in json.dumps(steps[-1])
 
 

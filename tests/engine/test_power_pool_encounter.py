@@ -118,6 +118,25 @@ def test_the_view_shows_every_house_rule_in_force_as_the_other_systems_do() -> N
     assert half["options"] == {**defaults, "H-PP-RECOVERY": "half"}
 
 
+def test_a_creature_with_no_die_in_its_pool_is_not_waited_for() -> None:
+    """A puppet set free keeps pool 0 until it rests (seed 001: control expends its
+    pool); with no die to roll it could only lose. The round did not end until it
+    passed, every round; now it is not waited for, and an attack by it is refused with
+    the reason."""
+    state = encounter(psionic("A", 2, 6), psionic("B", 2, 6), psionic("Freed", 2, 6, pool=0),
+                      psionic("Keeper", 1, 6, pool=0, dedicated=[{"purpose": "levitation"}]))
+    assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]
+    for cid, why in (("freed", "a long rest gives dice back"), ("keeper", "dedicated")):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, cid, {"attack": {"mode": "mental-stab",
+                                                             "target": "a"}})
+        assert err.value.rule == "cannot-attack" and why in err.value.detail
+    state = SYSTEM.encounter_declare(state, "a", {"pass": True})
+    state = SYSTEM.encounter_declare(state, "b", {"pass": True})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert state["round"] == 2 and step["summary"] == "Round 1 ends."
+
+
 def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
     state = encounter(psionic("A"), psionic("B"))
     assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]

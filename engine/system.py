@@ -503,6 +503,15 @@ class System(ABC):
         choice is secret unless a system says otherwise."""
         return False
 
+    def encounter_action(self, state: Mapping[str, Any], combatant_id: str,
+                         choice: Mapping[str, Any]) -> tuple[JSON, JSON]:
+        """A public action declared (``encounter_choice_is_public``): the new state, as
+        ``encounter_declare`` gives it, and what the action did, ``{events, summary}``
+        (events as JSON), which the daemon stores with the step and answers. A system
+        that says nothing more keeps this one: no events, an empty summary."""
+        return (self.encounter_declare(state, combatant_id, choice),
+                {"events": [], "summary": ""})
+
     def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The secret choices ``state`` holds, by combatant id, exactly as the next
         ``encounter_resolve`` would use them (a choice the rules threw away is not in

@@ -239,8 +239,9 @@ def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
 async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``encounter.declare``: record a secret choice; answer only who is still awaited.
     A public action (a system's choice that applies when declared: power-pool's release,
-    keep, rest ...) changes combatants at once, so its answer carries their write-backs,
-    as a step's does; a secret choice's answer carries none."""
+    keep, rest ...) changes combatants at once, so its answer carries what it did
+    (``System.encounter_action``: events and a summary, stored in the step's result too)
+    and their write-backs, as a step's does; a secret choice's answer carries none."""
     services = ctx.services
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
@@ -257,19 +258,25 @@ async def encounter_declare(ctx: Context, params: dict[str, Any]) -> dict[str, A
             if isinstance(attack, Mapping) and attack.get("target") is not None \
                     and str(attack["target"]) not in ids:
                 raise UnknownCombatant(str(attack["target"]))
-        state = system.encounter_declare(record.state, combatant_id, choice)
+        public = system.encounter_choice_is_public(choice)
+        said: dict[str, Any] = {}
+        if public:
+            state, said = system.encounter_action(record.state, combatant_id, choice)
+        else:
+            state = system.encounter_declare(record.state, combatant_id, choice)
         waiting_for = system.encounter_waiting_for(state)
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="declare",
             params={"combatant_id": combatant_id, "choice": choice}, rolls=[],
-            result={"waiting_for": waiting_for}, state=state)
+            result={"waiting_for": waiting_for, **said}, state=state)
         updates: dict[str, Any] = {"updates": []}
-        if system.encounter_choice_is_public(choice):
+        if public:
             updates = await _stored_updates(ctx, record, system, record.state, state,
                                             new.revision)
     await services.hub.encounter_changed(new.id, new.revision)
-    # A secret choice is never echoed: its answer is the same whatever was chosen.
-    return {"revision": new.revision, "waiting_for": waiting_for, **updates}
+    # A secret choice is never echoed: its answer is the same whatever was chosen. A
+    # public action's says what it did (its events and summary).
+    return {"revision": new.revision, "waiting_for": waiting_for, **said, **updates}
 
 
 async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -657,9 +664,10 @@ METHODS = [
                "waiting_for, updates}. The choice stays hidden until the step is "
                "resolved (updates is then empty); a system's public actions (power-pool: "
                "pass, release, keep, cannot_perceive, rest) apply, and show in "
-               "encounter.log, at once, and updates holds the write-backs of the "
-               "combatants they changed (with updates_failed {error_id} when those cannot "
-               "be made), as a resolve's does.",
+               "encounter.log, at once; the answer then also says what the action did "
+               "(events, summary; stored in the step's result too), and updates holds the "
+               "write-backs of the combatants they changed (with updates_failed "
+               "{error_id} when those cannot be made), as a resolve's does.",
                result={"type": "object", "required": ["revision", "waiting_for",
                                                       "updates"]},
                errors=WRITE_ERRORS),

@@ -80,6 +80,26 @@ def condition_ended(name: str, event: Event) -> str:
     return f"{name} is no longer {event.data['condition']}."
 
 
+def dice_count(n: int) -> str:
+    """"1 die", "3 dice"."""
+    return "1 die" if n == 1 else f"{n} dice"
+
+
+def long_rest_lines(after: Mapping[str, Any], events: Sequence[Event]) -> list[str]:
+    """The summary's sentences of ``long_rest`` (``after``: the creature after it)."""
+    name = after["name"]
+    lines = []
+    for e in events:
+        if e.type == "pool-regained":
+            lines.append(f"{name} regains {dice_count(e.data['amount'])} "
+                         f"({after['pool']} in the pool).")
+        elif e.type == "powers-ended":
+            lines.append(f"{name}'s maintained powers end.")
+        else:
+            lines.append(condition_ended(name, e))
+    return lines
+
+
 def long_rest(c: Mapping[str, Any], rule: str) -> tuple[JSON, list[Event]]:
     """``c`` after a long rest: ``recover`` (maintained powers end, dice return by
     H-PP-RECOVERY) and every timed condition runs out (its timer counts round ends, and
@@ -416,4 +436,33 @@ def _action_ended_lines(controller: Mapping[str, Any], events: Sequence[Event],
     lines = [f"{name} {doing} its control of {targets}: the control ends."]
     lines += [not_given_line(name_of(creatures, str(e.combatant)), name)
               for e in events if str(e.combatant) not in creatures]
+    return lines
+
+
+def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
+                 events: Sequence[Event], creatures: Mapping[str, Mapping[str, Any]]
+                 ) -> list[str]:
+    """The summary's sentences of a controller's upkeep at a round's end (``creatures``:
+    those given, after it)."""
+    name = controller["name"]
+    lines = []
+    for e in events:
+        target = name_of(creatures, str(e.combatant))
+        if e.type == "control-ended":
+            lines.append(f"{name} loses sight of {target}: the control ends."
+                         if e.data["reason"] == "not-perceived" else
+                         f"{name} releases {target}.")
+            if str(e.combatant) not in creatures:
+                lines.append(not_given_line(target, name))
+        elif e.type == "control-kept":
+            target = " and ".join(name_of(creatures, str(t)) for t in e.data["targets"])
+            die, dice = die_words(len(e.data["targets"]))
+            lines.append(f"{name} keeps control of {target} by {die} from its pool from now "
+                         f"on ({e.data['pool']} left)." if e.data["by"] == "die" else
+                         f"{name} keeps control of {target} by an action each round from now "
+                         f"on; {dice} ({e.data['pool']} in the pool).")
+    ended = {e.combatant for e in events}
+    lines += [f"{name} cannot perceive {name_of(creatures, t)}, but keeps control of it by a "
+              "die, which needs no sight." for t in choice.get("cannot_perceive", [])
+              if t not in ended]
     return lines

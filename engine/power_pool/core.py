@@ -19,8 +19,6 @@ from .control import (
     action_upkeep_lines,
     condition_ended,
     die_words,
-    name_of,
-    not_given_line,
 )
 from .encounter import ID_SCHEMA
 from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
@@ -194,6 +192,13 @@ class PowerPoolSystem(System):
         declared; an attack or a defense stays secret until the exchange resolves."""
         return bool(choice) and encounter.PUBLIC_ACTIONS.issuperset(choice)
 
+    def encounter_action(self, state: Mapping[str, Any], combatant_id: str,
+                         choice: Mapping[str, Any]) -> tuple[JSON, JSON]:
+        """A public action and what it did: a release, a change of how control is kept,
+        sight lost, a pass or a long rest, with its events and summary
+        (``encounter.act``)."""
+        return encounter.act(self, state, combatant_id, choice)
+
     # -- combatants -------------------------------------------------------------------
     def combatant(self, raw: Mapping[str, Any], path: str = "") -> JSON:
         """The full combatant with defaults (docs/COMBATANTS.md), or InvalidCombatant."""
@@ -290,7 +295,7 @@ class PowerPoolSystem(System):
                                      combatant=cid) from None
             _settle(combatants, puppets, cid, after, freed)
             events += happened
-            lines += upkeep_lines(after, choice, happened, puppets | combatants)
+            lines += control.upkeep_lines(after, choice, happened, puppets | combatants)
         more_events, more_lines = _each_upkeep(
             combatants, puppets,
             lambda c, creatures: control.action_upkeep(self.tables, c, creatures, ending),
@@ -337,17 +342,7 @@ class PowerPoolSystem(System):
                        options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
         """A long rest (seed 001; H-PP-RECOVERY): ``control.long_rest`` (no dice)."""
         after, events = control.long_rest(combatant, options["H-PP-RECOVERY"])
-        name = after["name"]
-        lines = []
-        for e in events:
-            if e.type == "pool-regained":
-                lines.append(f"{name} regains {dice_count(e.data['amount'])} "
-                             f"({after['pool']} in the pool).")
-            elif e.type == "powers-ended":
-                lines.append(f"{name}'s maintained powers end.")
-            else:
-                lines.append(condition_ended(name, e))
-        return after, events, lines
+        return after, events, control.long_rest_lines(after, events)
 
     # -- one exchange -------------------------------------------------------------------
     def plan(self, request: Mapping[str, Any]) -> Plan:
@@ -411,40 +406,6 @@ def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) ->
     other = f", keep {it} by {die} instead" if controller["pool"] >= count else ""
     return (f"{name} controls {held} by an action each round; it may release {it}{other} "
             f"or lose sight of {it}.")
-
-
-def upkeep_lines(controller: Mapping[str, Any], choice: Mapping[str, Any],
-                 events: Sequence[Event], creatures: Mapping[str, Mapping[str, Any]]
-                 ) -> list[str]:
-    """The summary's sentences of a controller's upkeep at a round's end (``creatures``:
-    those given, after it)."""
-    name = controller["name"]
-    lines = []
-    for e in events:
-        target = name_of(creatures, str(e.combatant))
-        if e.type == "control-ended":
-            lines.append(f"{name} loses sight of {target}: the control ends."
-                         if e.data["reason"] == "not-perceived" else
-                         f"{name} releases {target}.")
-            if str(e.combatant) not in creatures:
-                lines.append(not_given_line(target, name))
-        elif e.type == "control-kept":
-            target = " and ".join(name_of(creatures, str(t)) for t in e.data["targets"])
-            die, dice = die_words(len(e.data["targets"]))
-            lines.append(f"{name} keeps control of {target} by {die} from its pool from now "
-                         f"on ({e.data['pool']} left)." if e.data["by"] == "die" else
-                         f"{name} keeps control of {target} by an action each round from now "
-                         f"on; {dice} ({e.data['pool']} in the pool).")
-    ended = {e.combatant for e in events}
-    lines += [f"{name} cannot perceive {name_of(creatures, t)}, but keeps control of it by a "
-              "die, which needs no sight." for t in choice.get("cannot_perceive", [])
-              if t not in ended]
-    return lines
-
-
-def dice_count(n: int) -> str:
-    """"1 die", "3 dice"."""
-    return "1 die" if n == 1 else f"{n} dice"
 
 
 def _settle(combatants: dict[str, JSON], puppets: dict[str, JSON], cid: str, after: JSON,

@@ -371,6 +371,13 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
             choice: Mapping[str, Any]) -> JSON:
     """The state with ``cid``'s choice recorded (checked against the rules now)."""
+    return _declare(system, state, cid, choice)[0]
+
+
+def _declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
+             choice: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+    """``declare``, with what a public action did: its events and the summary's
+    sentences (``_act``; none for a secret choice)."""
     out = _copy(state)
     if cid not in out["combatants"]:
         raise UnknownCombatant(cid, "/combatant_id")
@@ -436,7 +443,7 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
             candidate["joins"].pop(cid, None)
             stayed_out.append(cid)
             out["pending"] = candidate
-            return out
+            return out, [], []
         else:
             raise RulesViolation("not-defending", (
                 f"{cs[cid]['name']} is not struck by this attack (a psionic creature may "
@@ -446,31 +453,47 @@ def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
     elif pending is not None:
         raise RulesViolation("exchange-pending", (
             f"{json_text(next(iter(choice)))} waits until the declared exchange is resolved"))
-    elif "pass" in choice:
+    else:
+        return out, *_act(system, out, cid, choice)
+    return out, [], []
+
+
+def _act(system: PowerPoolSystem, out: JSON, cid: str, choice: Mapping[str, Any]
+         ) -> tuple[list[Event], list[str]]:
+    """Apply ``cid``'s public action ``choice`` to ``out`` (in place): its events and
+    the summary's sentences. ``release``, ``keep`` and
+    ``cannot_perceive`` are a round's end upkeep of that one link (``control.upkeep``);
+    ``rest`` ends the control kept by an action (``control.rest_upkeep``), then
+    ``control.long_rest``."""
+    cs = out["combatants"]
+    name = cs[cid]["name"]
+    ending = control.ending_with_control(system.tables)
+    if "pass" in choice:
         if cid not in out["acted"]:
             out["acted"].append(cid)
-    elif "release" in choice:
-        c, freed, _ = control.release(cs[cid], choice["release"], cs,
-                                      control.ending_with_control(system.tables))
-        cs[cid] = c
-        cs.update(freed)
-    elif "keep" in choice:
-        cs[cid] = control.keep_by(cs[cid], choice["keep"]["target"], choice["keep"]["by"])
-    elif "cannot_perceive" in choice:
-        # seed 001: kept by an action, "they must remain able to perceive the creature
-        # each round"
-        c, freed, _ = control.maintain_by_action(
-            cs[cid], choice["cannot_perceive"], False, cs,
-            control.ending_with_control(system.tables))
-        cs[cid] = c
-        cs.update(freed)
-    elif "rest" in choice:
+        return [], [f"{name} passes this round."]
+    if "rest" in choice:
         rule = system.options(out["options"])["H-PP-RECOVERY"]
-        c, freed, _ = control.rest_upkeep(cs[cid], cs,
-                                          control.ending_with_control(system.tables))
+        c, freed, ended = control.rest_upkeep(cs[cid], cs, ending)
         cs.update(freed)
-        cs[cid], _ = control.long_rest(c, rule)
-    return out
+        cs[cid], rested = control.long_rest(c, rule)
+        return [*ended, *rested], [f"{name} takes a long rest.",
+                                   *control.rest_upkeep_lines(c, ended, cs),
+                                   *control.long_rest_lines(cs[cid], rested)]
+    link = next(k for k in ("release", "keep", "cannot_perceive") if k in choice)
+    upkeep = {link: [choice[link]]}
+    c, freed, events = control.upkeep(cs[cid], upkeep, cs, ending)
+    cs[cid] = c
+    cs.update(freed)
+    return events, control.upkeep_lines(c, upkeep, events, cs)
+
+
+def act(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
+        choice: Mapping[str, Any]) -> tuple[JSON, JSON]:
+    """``declare`` of a public action, and what it did: ``{events, summary}``
+    (``System.encounter_action``)."""
+    out, events, lines = _declare(system, state, cid, choice)
+    return out, {"events": [e.to_json() for e in events], "summary": " ".join(lines)}
 
 
 def _end_round(system: PowerPoolSystem, state: JSON) -> tuple[list[Event], list[str]]:

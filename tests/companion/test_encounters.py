@@ -366,10 +366,20 @@ async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
               ("ulcen", {"cannot_perceive": "fenka"}),
               ("kank", {"pass": True}),
               ("kank", {"rest": True})]
-    for cid, choice in public:
-        await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid, "choice": choice})
+    said = [await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid,
+                                               "choice": choice}) for cid, choice in public]
     assert (await rpc.ok("encounter.get", {"id": eid}))["combatants"]["fenka"][
         "controlled_by"] is None
+    # each answer says what the action did, and its logged step keeps it
+    assert [a["summary"] for a in said] == [
+        "Ulcen keeps control of Fenka by a die from its pool from now on (7 left).",
+        "Ulcen keeps control of Fenka by an action each round from now on; the die "
+        "returns (8 in the pool).",
+        "Ulcen loses sight of Fenka: the control ends.",
+        "Kank passes this round.", "Kank takes a long rest."]
+    assert [e["type"] for e in said[2]["events"]] == ["control-ended"]
+    logged = (await rpc.ok("encounter.log", {"id": eid}))["steps"][-5:]
+    assert [s["result"]["summary"] for s in logged] == [a["summary"] for a in said]
     # (Fenka, set free, has no die in its pool to attack with: Sab attacks)
     await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "sab",
                                        "choice": {"attack": {"mode": "mental-stab",
@@ -717,7 +727,7 @@ async def test_a_public_action_answers_with_the_write_backs_it_makes(rpc: Rpc) -
     assert written_attributes(won["updates"])[("-Mb", "psi_controlled_by")] == "-Ma"
     released = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "-Ma",
                                                   "choice": {"release": "-Mb"}})
-    assert set(released) == {"revision", "waiting_for", "updates"}
+    assert set(released) == {"revision", "waiting_for", "updates", "events", "summary"}
     written = written_attributes(released["updates"])
     assert written[("-Mb", "psi_controlled_by")] == ""
     assert written[("-Ma", "psi_controlling")] == "[]"

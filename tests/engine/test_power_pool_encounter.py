@@ -137,6 +137,36 @@ def test_a_creature_with_no_die_in_its_pool_is_not_waited_for() -> None:
     assert state["round"] == 2 and step["summary"] == "Round 1 ends."
 
 
+def test_a_public_action_says_what_it_did() -> None:
+    """A public action changes the encounter when declared; encounter_action gives the
+    same state as encounter_declare and its events and summary, for the GM's log."""
+    state = encounter(psionic("Ix", 3, 6, controlling=[{"id": "p", "kept_by": "action"},
+                                                       {"id": "q", "kept_by": "action"}]),
+                      psionic("P", 1, 4, controlled_by="ix", pool=0),
+                      psionic("Q", 1, 4, controlled_by="ix", pool=0),
+                      psionic("Tired", 4, 6, pool=1))
+    cases = [
+        ("ix", {"keep": {"target": "p", "by": "die"}}, ["control-kept"],
+         "Ix keeps control of P by a die from its pool from now on (2 left)."),
+        ("ix", {"release": "p"}, ["control-ended"], "Ix releases P."),
+        ("ix", {"cannot_perceive": "q"}, ["control-ended"],
+         "Ix loses sight of Q: the control ends."),
+        ("tired", {"pass": True}, [], "Tired passes this round."),
+        ("tired", {"rest": True}, ["pool-regained"],
+         "Tired takes a long rest. Tired regains 3 dice (4 in the pool)."),
+    ]
+    for cid, choice, types, summary in cases:
+        after, said = SYSTEM.encounter_action(state, cid, choice)
+        assert after == SYSTEM.encounter_declare(state, cid, choice)
+        assert [e["type"] for e in said["events"]] == types, choice
+        assert said["summary"] == summary
+    resting = encounter(psionic("Ix", 3, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                        psionic("P", 1, 4, controlled_by="ix", pool=0))
+    _, said = SYSTEM.encounter_action(resting, "ix", {"rest": True})
+    assert said["summary"].startswith("Ix takes a long rest. Ix rests and spends no action")
+    assert [e["type"] for e in said["events"]] == ["control-ended"]
+
+
 def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
     state = encounter(psionic("A"), psionic("B"))
     assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]

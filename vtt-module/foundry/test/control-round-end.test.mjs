@@ -472,15 +472,31 @@ const sleepsHoldingTwo = (t) => {
   holds(t.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall"], by: "action" }, { ids: ["ox"], by: "action" }], { thrall: t.thrall, ox: t.ox });
   pp(t.tokens.goblinToken.actor).conditions = ["asleep"];
 };
-const refusingSheetsOf = (names) => reading({ "exchange.end_round": (params) => {
+/**
+ * A fake companion's method that fails otherwise (−32603) once called more than a few
+ * times: a module that resent a refused call forever fails its test at once, where it
+ * would hang the run (its calls never wait for a timer, so no timeout could fire). The
+ * tests of these refusals have a timeout too, for a resend that waits for one.
+ */
+function patient(method) {
+  let calls = 0;
+  return (params) => {
+    calls += 1;
+    if (calls > 5) throw { code: -32603, message: "Internal error", data: { detail: "resent too often" } };
+    return method(params);
+  };
+}
+const RESENDS = { timeout: 10000 };
+
+/** Refuses the sheets of the puppets `names` names: the first only (as the engine's own checks do), or `all` at once. */
+const refusingSheetsOf = (names, { all = false, answer = poolRoundEndResult } = {}) => reading({ "exchange.end_round": patient((params) => {
   const errors = (params.puppets ?? []).flatMap((ref, i) => (names.includes(ref.data.actor.name)
     ? [{ path: `/puppets/${i}/data/actor/flags/mindscape/power-pool/hit_dice`, message: "-2 is less than the minimum of 0" }] : []));
-  // As the engine's own checks do, only the first sheet it refuses is named.
-  if (errors.length) throw { code: -32602, message: "Invalid params", data: { errors: errors.slice(0, 1) } };
-  return poolRoundEndResult(params);
-} });
+  if (errors.length) throw { code: -32602, message: "Invalid params", data: { errors: all ? errors : errors.slice(0, 1) } };
+  return answer(params);
+}) });
 
-test("a creature under control whose sheet the companion refuses is left out: the round still ends, the others' sheets are freed, and the GM is told whose and why", async () => {
+test("a creature under control whose sheet the companion refuses is left out: the round still ends, the others' sheets are freed, and the GM is told whose and why", RESENDS, async () => {
   const t = await poolTracker({ methods: refusingSheetsOf(["Thrall"]), control: sleepsHoldingTwo });
   await nextRound(t);
   assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"]]);
@@ -496,7 +512,7 @@ test("a creature under control whose sheet the companion refuses is left out: th
   assert.deepEqual(payload.puppets, [t.ox]);
 });
 
-test("every refused sheet of a creature under control is left out in turn, down to none", async () => {
+test("every refused sheet of a creature under control is left out in turn, down to none", RESENDS, async () => {
   const t = await poolTracker({ methods: refusingSheetsOf(["Thrall", "Ox"]), control: sleepsHoldingTwo });
   await nextRound(t);
   assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"], []]);
@@ -507,14 +523,68 @@ test("every refused sheet of a creature under control is left out in turn, down 
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
 });
 
-test("a refusal naming a puppet's sheet and a participant's is not spared: the round's end fails as before", async () => {
-  const methods = reading({ "exchange.end_round": () => { throw { code: -32602, message: "Invalid params", data: { errors: [
-    { path: "/puppets/0/data/actor", message: "not a sheet" }, { path: "/combatants/2/data/actor", message: "not a sheet" }] } }; } });
+test("a refusal naming a puppet's sheet and a participant's is not spared: the round's end fails as before", RESENDS, async () => {
+  const methods = reading({ "exchange.end_round": patient(() => { throw { code: -32602, message: "Invalid params", data: { errors: [
+    { path: "/puppets/0/data/actor", message: "not a sheet" }, { path: "/combatants/2/data/actor", message: "not a sheet" }] } }; }) });
   const t = await poolTracker({ methods, control: sleepsHoldingTwo });
   await nextRound(t);
   assert.equal(endRounds(t).length, 1);
   assert.equal(t.clients.gm.notes.error.length, 1);
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+});
+
+test("one refusal naming several creatures' sheets leaves them all out at once: one call more, one warning naming each", RESENDS, async () => {
+  const t = await poolTracker({ methods: refusingSheetsOf(["Thrall", "Ox"], { all: true }), control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], []]);
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.match(t.clients.gm.notes.warn[0], /\(Thrall \(\/data\/actor\/flags\/mindscape\/power-pool\/hit_dice: -2 is less than the minimum of 0\), Ox \(\/data\/actor\/flags\/mindscape\/power-pool\/hit_dice: -2 is less than the minimum of 0\)\), so they were left out/);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+});
+
+test("a −32602 that names no problem (errors [], or none given) is no refusal of puppets' sheets: one call, and the GM sees the error", RESENDS, async () => {
+  for (const data of [{ errors: [] }, {}, undefined]) {
+    const methods = reading({ "exchange.end_round": patient(() => { throw { code: -32602, message: "Invalid params", ...(data ? { data } : {}) }; }) });
+    const t = await poolTracker({ methods, control: sleepsHoldingTwo });
+    await nextRound(t);
+    assert.equal(endRounds(t).length, 1, JSON.stringify(data));
+    assert.deepEqual(t.clients.gm.notes.warn, []);
+    assert.equal(t.clients.gm.notes.error.length, 1);
+    assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+  }
+});
+
+test("a problem at /puppets/<n> when only n creatures went along is no puppet of ours: the companion's error is shown, nothing is left out", RESENDS, async () => {
+  const methods = reading({ "exchange.end_round": patient((params) => {
+    throw { code: -32602, message: "Invalid params", data: { errors: [{ path: `/puppets/${params.puppets.length}/data/actor`, message: "not a sheet" }] } };
+  }) });
+  const t = await poolTracker({ methods, control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"]]);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+  assert.equal(t.clients.gm.notes.error.length, 1);
+  assert.match(t.clients.gm.notes.error[0], /\/puppets\/2\/data\/actor: not a sheet/);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+});
+
+test("after a creature is left out, the companion's warnings and write-back are about those sent: /puppets/0 is the creature sent first", RESENDS, async () => {
+  // The thrall (sent first) is refused; the ox goes alone, at /puppets/0.
+  const answer = (params) => ({
+    ...poolRoundEndResult(params),
+    warnings: ["/puppets/0: no psionic profile; treated as non-psionic"],
+    // An answer that also wrote the creature left out is not taken for it.
+    updates: [...poolRoundEndResult(params).updates, { uuid: "Actor.thrall", update: { "flags.mindscape.power-pool.controlled_by": null } }],
+  });
+  const t = await poolTracker({ methods: refusingSheetsOf(["Thrall"], { answer }), control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"]]);
+  assert.equal(t.clients.gm.notes.warn.length, 2);
+  assert.match(t.clients.gm.notes.warn[1], /Ox: no psionic profile; treated as non-psionic/);
+  assert.doesNotMatch(t.clients.gm.notes.warn[1], /Thrall/);
+  assert.equal(pp(t.ox).controlled_by, null);
+  assert.equal(pp(t.thrall).controlled_by, "goblin-tokG", "the sheet left out is not written");
+  assert.equal(t.thrall.updates.length, 0);
 });
 
 test("at most 64 creatures under control go along, those the choices name first", async () => {

@@ -488,6 +488,28 @@ test("the real companion's purposes, outcomes and combatant fields all have labe
   assert.deepEqual(missing, []);
 });
 
+test("the stand-in (test-support) refuses a menu type as Foundry does: no FormApplication or ApplicationV2 subclass, no menu", { skip: SKIP, timeout: 30000 }, async () => {
+  for (const generation of [12, 13]) {
+    const { page, problems } = await openPage(generation);
+    const outcomes = await page.evaluate(() => {
+      const { ApplicationV2 } = foundry.applications.api;
+      const register = (type) => {
+        try {
+          game.settings.registerMenu("mindscape", "selfTest", { name: "x", restricted: true, type });
+          return "accepted";
+        } catch (error) {
+          return error.message;
+        }
+      };
+      return [class Plain {}, undefined, {}, class extends ApplicationV2 {}].map(register);
+    });
+    const refusal = "You must provide a menu type that is a FormApplication or ApplicationV2 instance or subclass";
+    assert.deepEqual(outcomes, [refusal, refusal, refusal, "accepted"], `v${generation}`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
 test("the pairing dialog tests the connection with companion.info and says what to do on a wrong token", { skip: SKIP, timeout: 30000 }, async () => {
   const { page, problems } = await openPage(13);
   await page.evaluate(() => { window.pairing = game.modules.get("mindscape").api.service.openPairing(); });

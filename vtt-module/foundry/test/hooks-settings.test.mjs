@@ -4,8 +4,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { FakeServer, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
-import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
+import { FakeApplicationV2, FakeServer, FakeSettings, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
+import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, REST_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
 import { boot } from "../mindscape/scripts/boot.js";
 
 function client(generation = 12) {
@@ -76,6 +76,18 @@ for (const generation of [12, 13]) {
     assert.ok(c.Hooks.called.some((h) => h.name === "mindscape.ready"));
   });
 }
+
+test("the fake settings (test-support) refuse a menu type as Foundry does: no FormApplication or ApplicationV2 subclass, no menu", () => {
+  const settings = new FakeSettings(new Map());
+  const refusal = { message: "You must provide a menu type that is a FormApplication or ApplicationV2 instance or subclass" };
+  for (const type of [class Plain {}, undefined, {}, () => {}]) {
+    assert.throws(() => settings.registerMenu("mindscape", "pairing", { name: "x", restricted: true, type }), refusal, String(type?.name));
+  }
+  assert.equal(settings.menus.size, 0);
+  const Menu = class extends FakeApplicationV2 {};
+  settings.registerMenu("mindscape", "pairing", { name: "x", restricted: true, type: Menu });
+  assert.equal(settings.menus.get("mindscape.pairing").type, Menu);
+});
 
 function fakeSvc() {
   const calls = [];
@@ -150,6 +162,23 @@ test("v13: one click on a header control runs it once, though core runs its onCl
   app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
   app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
   assert.equal(svc.calls.filter(([what]) => what === "attack").length, 3);
+});
+
+test("v13: one click on the GM's Rest header control rests once (power-pool), like attack and profile", () => {
+  const { world } = client(13);
+  const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const svc = { ...fakeSvc(), game: world.game, system: "power-pool", startRest: (a) => svc.calls.push(["rest", a]) };
+  const app = { document: actor, options: { actions: {} } };
+  const controls = [];
+  hookTable(svc).getHeaderControlsApplicationV2(app, controls);
+  assert.deepEqual(controls.map((c) => c.action), [ATTACK_ACTION, PROFILE_ACTION, REST_ACTION]);
+  for (const control of controls) {
+    const click = { type: "click", button: 0 };
+    control.onClick(click);
+    app.options.actions[control.action].call(app, click, { dataset: { action: control.action } });
+  }
+  assert.deepEqual(svc.calls.map(([what]) => what), ["attack", "profile", "rest"]);
+  assert.deepEqual(svc.calls[2][1], { tokenUuids: ["Actor.fenka"] });
 });
 
 test("v13: an owned item's sheet or a token's window (which have an actor too) get no Mindscape controls", () => {

@@ -106,6 +106,43 @@ test("v13: a handler called outside a userQuery event (or for other data) learns
   assert.deepEqual(direct, { relay: "sender-unknown" });
 });
 
+test("v13: a query's own options never name its sender: a player who claims to be the GM is answered as the player", async () => {
+  // The core hands a handler {timeout} only (fakes.mjs FakeServer#query), whatever the
+  // caller passed: were the caller's options forwarded, a player could forge the GM.
+  for (const passQuerySender of [false, true]) {
+    const t = table({ generation: 13, passQuerySender });
+    const gmUser = t.p1.game.users.get("gm0000");
+    for (const claim of [{ user: "gm0000" }, { sender: "gm0000" }, { userId: "gm0000" }, { user: gmUser }]) {
+      const answer = await gmUser.query("mindscape.whoAmI", { payload: {} }, { ...claim, timeout: 100 });
+      assert.deepEqual(answer, { ok: true, value: { sender: "pl0001", echo: {} } }, `${JSON.stringify(Object.keys(claim))} passQuerySender ${passQuerySender}`);
+    }
+    assert.deepEqual(t.seen.map((s) => s.sender), ["pl0001", "pl0001", "pl0001", "pl0001"]);
+  }
+});
+
+test("v13: a core that names the sender in the handler's options, with no userQuery event to read: queries go through, nothing over the socket", async () => {
+  const t = table({ generation: 13, passQuerySender: true, userQueryEvent: false });
+  assert.deepEqual(await t.p1.relay.toGM("whoAmI", { x: 1 }), { sender: "pl0001", echo: { x: 1 } });
+  assert.deepEqual(await t.gm.relay.toUser("pl0001", "pick", { options: ["mind-blank"] }), { picked: "mind-blank", by: "pl0001" });
+  assert.deepEqual(t.server.log.map((l) => l.query ?? l.message?.type), ["mindscape.whoAmI", "mindscape.pick"]);
+  assert.equal(t.p1.relay.useSocketForGM, false);
+  assert.equal(t.gm.relay.useSocketForUsers, false);
+  // A player's question dressed as the GM's is still refused: the core names its real sender.
+  const asPlayer = await t.server.query("pl0001", "pl0001", "mindscape.pick", { payload: { options: ["x"] } }, {});
+  assert.equal(asPlayer.error.name, "PermissionDeniedError");
+});
+
+test("v13: a userQuery event is the sender only of the query whose data it carries: a handler called with other data after it learns none", async () => {
+  const t = table({ generation: 13, passQuerySender: false });
+  // The server delivers the event of a query of this module no handler answers (its
+  // name unknown here), and nothing consumes it ...
+  for (const fn of t.gm.listeners.get("userQuery")) fn("pl0001", "q1", "mindscape.nosuch", { payload: {} }, { timeout: 100 }, () => {});
+  // ... then a handler is called with other data, outside any event.
+  const direct = await t.gm.CONFIG.queries["mindscape.whoAmI"]({ payload: {} }, { timeout: 100 });
+  assert.deepEqual(direct, { relay: "sender-unknown" });
+  assert.deepEqual(t.seen, []);
+});
+
 test("v13: when nothing names a query's sender, the player's client resends over the socket", async () => {
   const t = table({ generation: 13, passQuerySender: false, userQueryEvent: false });
   const answer = await t.p1.relay.toGM("whoAmI", {});

@@ -369,14 +369,34 @@ test("power-pool: a resting controller's control kept by an action ends; the cre
   assert.deepEqual(hook.result.others.map((o) => o.id), ["fenka-tokF"]);
 });
 
-test("power-pool: a creature held by an action whose sheet the companion refuses is left out of its controller's rest, and the GM is told whose and why", async () => {
-  const methods = defaultMethods({
-    "adapters.import": poolImport,
-    "combatants.rest": (params) => {
-      if (params.puppets) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/puppets/0/data/actor/flags/mindscape/power-pool/die", message: "7 is not one of [4, 6, 8, 10, 12, 20]" }] } };
-      return restResult(params);
-    },
-  });
+/**
+ * A fake companion's method that fails otherwise (−32603) once called more than a few
+ * times: a module that resent a refused rest forever fails its test at once, where it
+ * would hang the run (its calls never wait for a timer, so no timeout could fire). The
+ * tests of these refusals have a timeout too, for a resend that waits for one.
+ */
+function patient(method) {
+  let calls = 0;
+  return (params) => {
+    calls += 1;
+    if (calls > 5) throw { code: -32603, message: "Internal error", data: { detail: "resent too often" } };
+    return method(params);
+  };
+}
+const RESENDS = { timeout: 10000 };
+
+/** The companion's rest refusing Fenka's sheet (its die a 7) while Fenka goes as a puppet. */
+const refusingFenka = (answer = restResult) => defaultMethods({
+  "adapters.import": poolImport,
+  "combatants.rest": patient((params) => {
+    const i = (params.puppets ?? []).findIndex((ref) => ref.data.actor.name === "Fenka");
+    if (i >= 0) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: `/puppets/${i}/data/actor/flags/mindscape/power-pool/die`, message: "7 is not one of [4, 6, 8, 10, 12, 20]" }] } };
+    return answer(params);
+  }),
+});
+
+test("power-pool: a creature held by an action whose sheet the companion refuses is left out of its controller's rest, and the GM is told whose and why", RESENDS, async () => {
+  const methods = refusingFenka();
   const t = table({ methods });
   await goblinControls(t);
   const { goblinToken, fenkaToken } = t.tokens;
@@ -390,6 +410,53 @@ test("power-pool: a creature held by an action whose sheet the companion refuses
     + "(/data/actor/flags/mindscape/power-pool/die: 7 is not one of [4, 6, 8, 10, 12, 20])), so they were left out: if that control ends, "
     + "their sheets will not show it. Mend their psionic profiles (sheet header › Psionic profile).");
   assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("power-pool: the GM is told of a refused creature's sheet by its token's name, where the token was renamed", RESENDS, async () => {
+  const t = table({ methods: refusingFenka() });
+  await goblinControls(t);
+  const { goblinToken, fenkaToken } = t.tokens;
+  fenkaToken.name = "Masked Stranger";
+  assert.equal(fenkaToken.actor.name, "Fenka");
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], dialog: false });
+  assert.equal(rests(t).length, 2);
+  assert.match(t.clients.gm.notes.warn[1], /went along \(Masked Stranger \(\/data\/actor\/flags\/mindscape\/power-pool\/die: 7 is not one of/);
+  assert.doesNotMatch(t.clients.gm.notes.warn[1], /Fenka/);
+});
+
+test("power-pool: a rest refused with −32602 that names no problem (errors [], or none given) is sent once, and the GM sees the error", RESENDS, async () => {
+  for (const data of [{ errors: [] }, {}, undefined]) {
+    const methods = defaultMethods({
+      "adapters.import": poolImport,
+      "combatants.rest": patient(() => { throw { code: -32602, message: "Invalid params", ...(data ? { data } : {}) }; }),
+    });
+    const t = table({ methods });
+    await goblinControls(t);
+    const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.goblinToken], dialog: false });
+    assert.equal(done, null);
+    assert.equal(rests(t).length, 1, JSON.stringify(data));
+    assert.equal(t.clients.gm.notes.error.length, 1);
+    // Only the warning that "ghost" is found nowhere.
+    assert.equal(t.clients.gm.notes.warn.length, 1);
+    assert.equal(pp(t.tokens.fenkaToken.actor).controlled_by, "goblin-tokG");
+  }
+});
+
+test("power-pool: after a creature is left out of a rest, the companion's warnings at /puppets/0 name the creature sent there", RESENDS, async () => {
+  const answer = (params) => ({ ...restResult(params), warnings: ["/puppets/0: no psionic profile; treated as non-psionic"] });
+  const t = table({ methods: refusingFenka(answer) });
+  const thrall = await goblinControls(t);
+  const { goblinToken } = t.tokens;
+  // The goblin holds the thrall by an action too: Fenka goes first and is refused, the thrall then goes alone.
+  await goblinToken.actor.update({ "flags.mindscape.power-pool.controlling": [{ id: "fenka-tokF", kept_by: "action" }, { id: "thrall", kept_by: "action" }], "flags.mindscape.power-pool.dedicated": [] });
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblinToken], dialog: false });
+  assert.deepEqual(rests(t).map((c) => (c.params.puppets ?? []).map(combatantIdOfRef)), [["fenka-tokF", "thrall"], ["thrall"]]);
+  assert.equal(pp(thrall).controlled_by, null);
+  assert.equal(pp(t.tokens.fenkaToken.actor).controlled_by, "goblin-tokG");
+  const sheet = t.clients.gm.notes.warn.filter((w) => /treated as non-psionic/.test(w));
+  assert.equal(sheet.length, 1);
+  assert.match(sheet[0], /Thrall: no psionic profile; treated as non-psionic/);
+  assert.doesNotMatch(sheet[0], /Fenka/);
 });
 
 test("power-pool: a creature that rests with its controller is not sent as a puppet: it is set free first and rests free; a controller's own sheet says whom to read", async () => {

@@ -4102,6 +4102,88 @@ test('power-pool: a second refusal of another puppet\'s sheet leaves that one ou
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
 });
 
+test('power-pool: the names of the puppets refused are made chat-safe: markup and inline rolls in a sheet\'s name are shown as text', () => {
+  const ctx = underControl();
+  const [odd] = heldByUlcen(ctx, ['<b>X</b>[[1d4]]']);
+  const req = poolRound(ctx, ' --keep-all');
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id, odd.id]);
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/1/data/attribs/0/current', 'psi_pool: not a number']]));
+  assert.deepEqual(lastRequest(ctx.sb).body.params.puppets.map(refOf), [ctx.thrall.id]);
+  const [told] = refusedTold(ctx);
+  assert.match(told, /The companion refused the sheet of &#60;b&#62;X&#60;\/b&#62;&#91;&#91;1d4&#93;&#93; \(under psionic control/);
+  assert.match(told, /while the sheet of &#60;b&#62;X&#60;\/b&#62;&#91;&#91;1d4&#93;&#93; still shows it/);
+  assert.doesNotMatch(told, /<b>X|\[\[1d4/);
+});
+
+// A fighter of the refused request that joined an encounter before the refusal came
+// keeps the encounter's own copy: the request sent again leaves it out, with its choices.
+const joinsEncounter = (ctx, ref) => {
+  ctx.sb.state.Mindscape.encounter = { id: 'enc-1', system: 'power-pool', name: 'x', revision: 1, combatants: { [ref]: ref } };
+};
+
+test('power-pool: a round\'s end sent again without a refused puppet leaves out a fighter that joined the encounter meanwhile, and its choices with it', () => {
+  const ctx = underControl();
+  const req = poolRound(ctx, ` --release ${ctx.tokens.fenka.id}`, [ctx.tokens.ulcen.id, ctx.tokens.ogre.id]);
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.fenka.id, ctx.thrall.id]);
+  // The ogre joins the encounter: the round is ended again for Ulcen alone, with his choice.
+  joinsEncounter(ctx, ctx.tokens.ogre.id);
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/1/data/attribs/0/current', 'psi_pool: not a number']]));
+  const again = lastRequest(ctx.sb);
+  assert.notEqual(again.id, req.id);
+  assert.deepEqual(roundRefs(again), [ctx.ulcen.id]);
+  assert.deepEqual(plain(again.body.params.choices), { [ctx.ulcen.id]: { release: [ctx.fenka.id] } });
+  assert.deepEqual(again.body.params.puppets.map(refOf), [ctx.fenka.id]);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ogre \(joined the encounter since, which keeps its own copy\)/.test(w)));
+  // Ulcen joins it instead: the round is ended again for the ogre alone, without Ulcen's choice
+  // (nor the puppets it freed).
+  const other = underControl();
+  const first = poolRound(other, ` --release ${other.tokens.fenka.id}`, [other.tokens.ulcen.id, other.tokens.ogre.id]);
+  joinsEncounter(other, other.ulcen.id);
+  answer(other, first.id, schemaRefusal(first.id, [['/puppets/1/data/attribs/0/current', 'psi_pool: not a number']]));
+  const resent = lastRequest(other.sb);
+  assert.notEqual(resent.id, first.id);
+  assert.deepEqual(roundRefs(resent), [other.tokens.ogre.id]);
+  assert.equal(resent.body.params.choices, undefined);
+  assert.equal(resent.body.params.puppets, undefined);
+  assert.ok(whispersTo(other.sb, 'gm').some((w) => /Left out: Ulcen of Tyr \(joined the encounter since, which keeps its own copy\)/.test(w)));
+});
+
+test('power-pool: a rest sent again without a refused puppet leaves out a fighter that joined the encounter meanwhile', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id], content: '!psi rest' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(restRefs(req), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+  joinsEncounter(ctx, ctx.tokens.ogre.id);
+  answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/0/data/attribs/2/current', 'psi_die: must be one of 4, 6, 8, 10, 12']]));
+  const again = lastRequest(ctx.sb);
+  assert.notEqual(again.id, req.id);
+  assert.equal(again.body.method, 'combatants.rest');
+  assert.deepEqual(restRefs(again), [ctx.ulcen.id]);
+  assert.equal(again.body.params.puppets, undefined);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Ogre \(joined the encounter since, which keeps its own copy\)/.test(w)));
+});
+
+test('power-pool: when every fighter of a refused round\'s end or rest joined the encounter meanwhile, nothing is sent again and the GM is told so', () => {
+  for (const command of [' --keep-all', 'rest']) {
+    const ctx = underControl();
+    const req = command === 'rest'
+      ? (ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' }), lastRequest(ctx.sb))
+      : poolRound(ctx, command);
+    assert.deepEqual(req.body.params.puppets.map(refOf), [ctx.thrall.id]);
+    joinsEncounter(ctx, ctx.ulcen.id);
+    const before = requests(ctx.sb).length;
+    answer(ctx, req.id, schemaRefusal(req.id, [['/puppets/0/data/attribs/0/current', 'psi_pool: not a number']]));
+    assert.equal(requests(ctx.sb).length, before, command);
+    const told = whispersTo(ctx.sb, 'gm');
+    assert.ok(told.some((w) => /Left out: Ulcen of Tyr \(joined the encounter since, which keeps its own copy\)/.test(w)), command);
+    assert.match(told.at(-1), /The companion refused the sheet of Thrall .*Nothing was changed, and none of its fighters is left outside the current encounter: nothing was sent again\./);
+    assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [], command);
+    assert.equal(ctx.sb.workerWrites.length, 0);
+  }
+});
+
 test('power-pool: a refusal that names more than puppet sheets (a fighter\'s field, a puppet not sent, a rule) is reported as before and not sent again; nor is a late one', () => {
   const ctx = underControl();
   const cases = [

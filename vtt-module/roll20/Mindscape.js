@@ -3232,7 +3232,9 @@ var Mindscape = Mindscape || (() => {
       if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       if (job.public) {
-        const text = `${chatSafe(job.said)}: done at once (everyone may know it). Still to choose: ${waiting}.`;
+        // The companion says what the action did ("Ix regains 3 dice (5 in the pool).").
+        const did = typeof result.summary === 'string' && result.summary ? `${chatSafe(result.summary)} ` : '';
+        const text = `${chatSafe(job.said)}: done at once (everyone may know it). ${did}Still to choose: ${waiting}.`;
         tell(job.requester, 'declared', text);
         if (!playerIsGM(job.requester)) whisperGM(box('encounter', text));
         return;

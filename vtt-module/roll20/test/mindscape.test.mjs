@@ -2757,6 +2757,14 @@ test('power-pool public actions: --pass, --release, --keep --by, --cannot-percei
     answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { revision, waiting_for: [ctx.ulcen.id], updates: [] } });
     assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`${said}: done at once \\(everyone may know it\\)\\. Still to choose: 1\\.`));
   }
+  // What the action did, as the companion says it, is told too (made chat-safe).
+  const rest = declare(ctx, ALICE, ctx.tokens.ulcen, ' --rest');
+  answer(ctx, rest.id, { jsonrpc: '2.0', id: rest.id, result: { revision: 10, waiting_for: [ctx.ulcen.id], updates: [],
+    events: [{ type: 'pool-regained', combatant: ctx.ulcen.id, amount: 3 }], summary: 'Ulcen of Tyr takes a long rest. Ulcen of Tyr regains 3 dice (5 in the pool) <b>[[1]]</b>.' } });
+  const told = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(told, /takes a long rest: done at once \(everyone may know it\)\. Ulcen of Tyr takes a long rest\. Ulcen of Tyr regains 3 dice \(5 in the pool\)/);
+  assert.ok(!told.includes('<b>[[1]]</b>'), told);
+  assert.match(told, /Still to choose: 1\.<\/div>$/);
   // A release writes both sheets: the puppet is free, the controller holds nobody.
   const release = declare(ctx, ALICE, ctx.tokens.ulcen, ` --release ${ctx.tokens.fenka.id}`);
   answer(ctx, release.id, { jsonrpc: '2.0', id: release.id, result: { revision: 10, waiting_for: [], updates: [

@@ -182,7 +182,7 @@ test("a public action declared in an encounter is written to the sheets at once;
   const { t, ctl } = await poolEncounter((params) => {
     sent.push(params);
     if (params.choice.rest) return { revision: 9, waiting_for: [], updates: [], updates_failed: { error_id: "e-9" } };
-    return { revision: 8, waiting_for: [], updates: [
+    return { revision: 8, waiting_for: [], summary: "Ulcen of Tyr releases Fenka.", events: [{ type: "control-ended", combatant: "fenka-tokF" }], updates: [
       { uuid: t.tokens.fenkaToken.actor.uuid, update: { "flags.mindscape.power-pool.controlled_by": null } },
       { uuid: "Actor.ulcen", update: { "flags.mindscape.power-pool.controlling": [] } },
     ] };
@@ -194,6 +194,8 @@ test("a public action declared in an encounter is written to the sheets at once;
   assert.equal(t.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by, null);
   assert.deepEqual(t.actors.ulcen.flags.mindscape[POOL].controlling, []);
   assert.equal(ctl.meta.held, undefined);
+  // The GM is shown what the action did, in the companion's words.
+  assert.equal(t.clients.gm.notes.info.at(-1), "Ulcen of Tyr releases Fenka.");
   // The companion stored the rest but could not write it: every combatant is held.
   await ctl.declareFor({ combatantId: "goblin-tokG", form: { action: "rest" } }, t.clients.gm.game.user);
   assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);

@@ -578,7 +578,8 @@ export class EncounterController {
    * rest ...) changes combatants when it is declared, and the answer carries their
    * write-backs, made here as a step's are (`applyStep`: a sheet that misses it is
    * held; an answer lost after the companion may have stored it holds everyone, as
-   * `stepCall` does for a step). So a declaration runs in the exchange queue, keyed by
+   * `stepCall` does for a step), and the GM is shown what it did (the answer's
+   * `summary`). So a declaration runs in the exchange queue, keyed by
    * the encounter's actors: no refresh reads a sheet between the companion storing an
    * action and its write-back. With `when`, the choice is declared only if `when()`
    * still holds when its turn in the queue comes; else nothing is declared and the
@@ -593,6 +594,8 @@ export class EncounterController {
       const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
       const answer = open ? await this.stepCall("action", call) : await call();
       if (answer?.updates?.length || answer?.updates_failed) await this.applyStep(answer, { action: true });
+      // What the action did, in the companion's words ("Ulcen releases Fenka.").
+      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.env.ui?.notifications?.info(answer.summary);
       return answer;
     });
   }

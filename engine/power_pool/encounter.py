@@ -165,17 +165,29 @@ def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str
         return out
     choices = [(pending["attacker"], {"attack": pending["attack"]})]
     choices += [(cid, {"defense": d}) for cid, d in pending["defenses"].items()]
-    choices += [(cid, {"defense": d}) for cid, d in pending["joins"].items()]
-    choices += [(cid, {"defense": {}}) for cid in pending.get("stayed_out", [])]
     for cid, choice in choices:
-        if choice == {"defense": {}} and out["pending"] is not None and \
-                cid in _struck(out, out["pending"]):
-            continue  # struck now: "stays out" would read as its own defense; it declares again
         try:
             out = declare(system, out, cid, choice)
         except (RulesViolation, InvalidInput, UnknownCombatant):
             if "attack" in choice:
+                return out
+    # A bystander's answer, join or stay out, is secret: a join the sheets no longer
+    # allow becomes a stay-out rather than being dropped, so that what is dropped never
+    # tells the two apart. One struck now (it took control of a target) answers again:
+    # "no mode" would read as its own defense.
+    stay_out: JSON = {"defense": {}}
+    answers: list[tuple[str, JSON]] = [(cid, {"defense": d})
+                                       for cid, d in pending["joins"].items()]
+    answers += [(cid, stay_out) for cid in pending.get("stayed_out", [])]
+    for cid, choice in answers:
+        if out["pending"] is None or cid in _struck(out, out["pending"]):
+            continue
+        for answer in (choice, stay_out):
+            try:
+                out = declare(system, out, cid, answer)
                 break
+            except (RulesViolation, InvalidInput, UnknownCombatant):
+                continue
     return out
 
 
@@ -357,15 +369,19 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
     ``/allies/0/id``)."""
     try:
         system.plan(_request(state, candidate))
+    except RulesViolation as exc:
+        if kind == "defense" and exc.rule == "no-die-to-dedicate":
+            # The attacker's secret keep_by against the members so far: refusing a
+            # defense or a join for it would tell them both. The resolve refuses it.
+            return
+        places = _choice_places(state, candidate, cid, kind)
+        raise RulesViolation(exc.rule, _in_choice_terms(places, exc.detail),
+                             exc.combatant) from None
     except InvalidInput as exc:
         places = _choice_places(state, candidate, cid, kind)
         moved = [Problem(_in_choice_terms(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
         raise type(exc)(moved) from None
-    except RulesViolation as exc:
-        places = _choice_places(state, candidate, cid, kind)
-        raise RulesViolation(exc.rule, _in_choice_terms(places, exc.detail),
-                             exc.combatant) from None
 
 
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
@@ -425,6 +441,14 @@ def _declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
                 raise RulesViolation("allies-first-mind-only", (
                     f"only {cs[struck[0]]['name']}, struck first, draws allies into the "
                     "defending group of this psionic wave"), combatant=cid)
+            for i, ally in enumerate(defense.get("allies", [])):
+                # Decided on what everyone knows: were it judged with the joins, naming
+                # a psionic bystander would tell whether it had joined in secret.
+                if cs[ally]["psionic"] and ally != pending["attacker"] and ally not in struck:
+                    raise RulesViolation("ally-psionic", (
+                        f"/choice/defense/allies/{i}: {cs[ally]['name']} is psionic: it is "
+                        "not drawn in, it joins the defense by its own choice "
+                        "(imagination-swarm)"), combatant=ally)
             candidate["defenses"][cid] = defense
         elif cid == pending["attacker"]:
             raise RulesViolation("not-defending", "the attacker does not defend")

@@ -319,6 +319,71 @@ def test_a_stay_out_survives_a_refresh_unless_the_creature_is_struck_now() -> No
     assert view["waiting_for"] == ["seer"]
 
 
+def test_a_refresh_keeps_a_struck_defenders_defense_of_no_mode() -> None:
+    """`{"defense": {}}` from a struck defender is its own defense (the whole pool, no
+    mode), which both VTTs send: a refresh must keep it (it was dropped, and the log's
+    dropped_choices told the attacker the defender chose no mode)."""
+    c = psionic("C", 1, 6)
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), c)
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    before = SYSTEM.encounter_pending_choices(state)
+    after = SYSTEM.encounter_replace(state, "c", {**c, "hit_dice": 2})
+    assert SYSTEM.encounter_pending_choices(after) == before
+    assert SYSTEM.encounter_waiting_for(after) == []
+
+
+@pytest.mark.parametrize("answer", [{"mode": "imagination-swarm"}, {"mode": None}])
+@pytest.mark.parametrize("change", [{"conditions": ["asleep"]},
+                                    {"defenses": ["pinnacle-of-will"]}])
+def test_a_refresh_that_rules_a_join_out_does_not_tell_it_from_a_stay_out(
+        answer: dict[str, Any], change: dict[str, Any]) -> None:
+    """A join the sheets no longer allow becomes a stay-out, so the refresh drops
+    nothing either way (a dropped join told the attacker who had joined)."""
+    seer = psionic("Seer", 1, 6)
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), seer)
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "seer", {"defense": answer})
+    after = SYSTEM.encounter_replace(state, "seer", {**seer, **change})
+    assert SYSTEM.encounter_view(after)["declared"] == ["a", "seer"]
+    assert SYSTEM.encounter_pending_choices(after)["seer"] == {"stays_out": True}
+
+
+def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
+    """Accepting or refusing one declaration must not tell another's secret answer, nor
+    the attacker's hidden choice: a struck mind naming a psionic creature among its
+    allies is refused the same whether that creature joined, stayed out or said nothing;
+    a join the attacker's dice could not keep under control (keep_by die in a wave) is
+    accepted all the same, and the resolve refuses the attack."""
+    def start() -> dict[str, Any]:
+        state = encounter(psionic("A", 3, 8), psionic("B", 1, 4), psionic("C", 1, 4),
+                          psionic("Seer", 1, 6), psionic("Sage", 1, 6))
+        return SYSTEM.encounter_declare(state, "a", {"attack": {
+            "mode": "psionic-wave", "target": "b", "targets": ["c"], "keep_by": "die"}})
+    told = []
+    for answer in (None, {"mode": "imagination-swarm"}, {"mode": None}):
+        state = start()
+        if answer is not None:
+            state = SYSTEM.encounter_declare(state, "seer", {"defense": answer})
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, "b", {"defense": {
+                "mode": "imagination-swarm", "allies": ["seer"]}})
+        told.append((err.value.rule, err.value.detail, err.value.combatant))
+        # Sage joins: 4 creatures for A's 3 dice when Seer joined, 3 otherwise
+        state = SYSTEM.encounter_declare(state, "sage", {"defense": {
+            "mode": "imagination-swarm"}})
+        assert "sage" in SYSTEM.encounter_view(state)["declared"]
+    assert told[0] == told[1] == told[2] and told[0][0] == "ally-psionic"
+    assert told[0][1].startswith("/choice/defense/allies/0: Seer is psionic")
+    state = SYSTEM.encounter_declare(start(), "seer", {"defense": {"mode": "imagination-swarm"}})
+    state = SYSTEM.encounter_declare(state, "sage", {"defense": {"mode": "imagination-swarm"}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(3), force=True)
+    assert err.value.rule == "no-die-to-dedicate"
+
+
 @pytest.mark.parametrize(("who", "choice", "path"), [
     ("a", {"attack": {"mode": "zap", "target": "b"}}, "/choice/attack/mode"),
     ("a", {"attack": {"mode": "pinnacle-of-will", "target": "b"}}, "/choice/attack/mode"),

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import adapters
+from adapters.core import roll_dice
 from engine.errors import InvalidInput
 
 from .support import apply_foundry, load, template_actor
@@ -415,3 +416,28 @@ def test_a_bad_class_identifier_is_reported_where_it_is() -> None:
     with pytest.raises(InvalidInput) as err:
         DND5E.import_(data, "revised-2e")
     assert err.value.problems[0].path == f"/items/{index}/system/identifier"
+
+
+def test_a_class_with_an_empty_identifier_takes_its_name() -> None:
+    """dnd5e fills a class's identifier from its name; one left as `""` (items made
+    before identifiers, or cleared by hand) is read by the item's name instead, so
+    Zanna's Wizard still gives the wizard class group (RULES.md §1.1)."""
+    data = zanna()
+    for item in data["items"]:
+        if item["type"] == "class":
+            item["system"]["identifier"] = ""
+    assert DND5E.import_(data, "revised-2e").combatant["class_group"] == "wizard"
+
+
+def test_a_formula_with_two_values_in_a_row_is_not_read() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e): "text the adapter cannot read" gives the Hit
+    Dice from the challenge rating. "2d8 @abilities.con.mod" lacks the operator between
+    its terms, so it is not taken for 2d8."""
+    assert roll_dice("2d8 @x") is None
+    assert roll_dice("2d8 + @x") == [(2, 8)]
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = "2d8 @abilities.con.mod"
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
+    assert 'hit-point formula "2d8 @abilities.con.mod" not read; Hit Dice taken as 10 ' \
+        "from the challenge rating" in got.warnings

@@ -66,6 +66,15 @@ def test_a_hit_dice_formula_with_a_die_ignores_nothing() -> None:
     assert not any(w.startswith("Hit Dice") for w in got.warnings)
 
 
+def test_a_formula_of_several_die_sizes_uses_the_size_it_rolls_most_of() -> None:
+    """docs/ADAPTERS.md: a roll formula's "die the size it rolls most of (`2d8 + 1d6` →
+    3 of d8, with a warning that the sizes differ)", wherever that size comes in it."""
+    got = OSE.import_(ose_monster("1d6 + 2d8"), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    assert 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, of d8' \
+        in got.warnings
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("abc", "expected Hit Dice like '3', '4+1', '11+', '3*', '1/2' or a formula like "
             "'18d10 + 36', got \"abc\""),

@@ -267,6 +267,18 @@ def test_an_mthac0_formula_leaves_mthac0_to_the_engine_with_a_warning(formula: s
     assert err.value.problems[0].path == "/attribs/8/current"
 
 
+def test_an_mthac0_formula_says_the_adjustment_is_not_applied() -> None:
+    """docs/ADAPTERS.md: a formula leaves MTHAC0 to the engine "with a warning (also
+    when `mthac0adj` is not 0: it is then not applied)"."""
+    data = ulcen()
+    attr(data, "MThAC0")["current"] = "21-@{level-class1}"
+    attr(data, "mthac0adj")["current"] = "2"
+    got = SHEET.import_(data, "revised-2e")
+    assert "mthac0" not in got.combatant
+    assert 'MThAC0 holds a formula ("21-@{level-class1}"); MTHAC0 is derived from the ' \
+        "level and the adjustment +2 is not applied" in got.warnings
+
+
 def test_a_save_vs_paralyzation_of_1_is_read() -> None:
     """COMBATANTS.md: save_paralyzation is 1-20, as the engine takes it."""
     data = ulcen()

@@ -279,6 +279,20 @@ async def test_adapters_import_points_at_the_mapping_default_a_refused_value_cam
         ["/data/mapping/fields/psp/default"]
 
 
+async def test_roll20_adapters_import_points_at_the_mapping_default_a_refused_value_came_from(
+        rpc: Rpc) -> None:
+    """The same on Roll20 (roll20.generic): the PSP box is empty, so the mapping's
+    default 50 is the value, and above the maximum 40 it is refused there."""
+    mapping = {"version": 1, "fields": {
+        "int": "Intelligence", "wis": "Wisdom", "level": "level-class1",
+        "psp": {"path": "PSP", "default": 50}, "psp_max": "PSP|max"}}
+    error = await rpc.error("adapters.import", {
+        "adapter": "roll20.generic", "system": "revised-2e",
+        "data": {"mapping": mapping, "character": roll20_psionicist("", "40")}})
+    assert error["data"]["errors"] == [{"path": "/data/mapping/fields/psp/default",
+                                        "message": "current PSPs 50 exceed the maximum 40"}]
+
+
 async def test_synaptic_overload_lowers_the_hit_points_of_a_blank_roll20_hp_box(
         rpc: Rpc) -> None:
     """RULES.md §3 (Synaptic Overload lowers hp): an HP box left blank is taken as its

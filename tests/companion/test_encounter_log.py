@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from companion import store as store_module
 from companion.keys import SERVICES
 from companion.methods import encounter as encounter_methods
 from companion.methods.encounter import masked_log
@@ -236,6 +237,56 @@ async def test_at_most_a_few_encounters_are_remembered_and_a_deleted_one_is_forg
         assert len(memos) <= 2 and next(reversed(memos)) == eid
     await rpc.ok("encounter.delete", {"id": eids[-1]})
     assert list(memos) == [eids[1]]
+
+
+async def _duel_with_a_declaration(rpc: Rpc) -> str:
+    eid: str = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(cid)})
+    await rpc.ok("encounter.declare", _declare(eid, "ann", {
+        "attack": {"mode": "jab", "target": "bob"}}))
+    return eid
+
+
+async def test_the_encounter_read_last_is_forgotten_last(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The least recently read goes first (``PENDING_MEMO_ENCOUNTERS``): an encounter
+    read again outlives one read once after it."""
+    monkeypatch.setattr(encounter_methods, "PENDING_MEMO_ENCOUNTERS", 2)
+    memos = _services(rpc).pending_memos
+    first, second = await _duel_with_a_declaration(rpc), await _duel_with_a_declaration(rpc)
+    for eid in (first, second, first):
+        await _agrees_with_the_old_path(rpc, eid)
+    third = await _duel_with_a_declaration(rpc)
+    await _agrees_with_the_old_path(rpc, third)
+    assert list(memos) == [first, third]
+
+
+async def test_an_id_used_again_gets_a_memo_of_its_own(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An encounter deleted behind the method's back (its memo kept) and made again
+    under the same id is another encounter (``created_at``): what the memo made of
+    the old one's states says nothing of the new one's. Here the old revision 3 was
+    Ann's jab and 4 its resolve; the new 3 is Ann's guard, 4 Bob's, 5 their resolve,
+    which shows Ann's guard, as the old path does."""
+    services = _services(rpc)
+    eid = await _duel_with_a_declaration(rpc)
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    await _agrees_with_the_old_path(rpc, eid)
+    await services.store.delete(eid)
+    assert eid in services.pending_memos
+    monkeypatch.setattr(store_module, "_new_id", lambda: eid)
+    monkeypatch.setattr(store_module, "_now", lambda: "2001-01-01T00:00:00.000Z")
+    again = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    assert again == eid
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(cid)})
+    guard = {"defense": {"mode": "guard"}}
+    await rpc.ok("encounter.declare", _declare(eid, "ann", guard))
+    await rpc.ok("encounter.declare", _declare(eid, "bob", guard))
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 2})
+    steps = (await _agrees_with_the_old_path(rpc, eid))["steps"]
+    assert steps[2]["params"]["choice"] == guard
 
 
 # -- a plugin whose pending choices are elsewhere in the state ----------------------------

@@ -222,9 +222,22 @@ async def test_a_compressed_body_is_415_and_never_inflated(rpc: Rpc, encoding: s
     # without the token it is 401, as any call
     anonymous = await rpc.client.post("/rpc", data=body, headers={"Content-Encoding": encoding})
     assert anonymous.status == 401
-    plain = await rpc.client.post("/rpc", json=INFO, headers={
-        **rpc.auth, "Content-Encoding": "identity"})
-    assert (await plain.json())["result"]["name"] == "mindscape"
+    for identity in ("identity", "IDENTITY", "Identity"):  # any case (RFC 9110 8.4.1)
+        plain = await rpc.client.post("/rpc", json=INFO, headers={
+            **rpc.auth, "Content-Encoding": identity})
+        assert (await plain.json())["result"]["name"] == "mindscape"
+
+
+async def test_a_compressed_body_without_a_length_is_415_too(rpc: Rpc) -> None:
+    """As above, sent in chunks (no Content-Length): the encoding alone refuses it."""
+    async def chunks() -> Any:
+        yield gzip.compress(json.dumps(INFO).encode())
+
+    response = await rpc.client.post("/rpc", data=chunks(), headers={
+        **rpc.auth, "Content-Encoding": "gzip", "Content-Type": "application/json"})
+    assert response.status == 415
+    assert await response.json() == {
+        "error": "compressed request bodies are not accepted (Content-Encoding): send plain JSON"}
 
 
 async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc: Rpc) -> None:

@@ -838,3 +838,65 @@ def test_the_summary_says_what_falling_under_control_takes_and_no_die_lost_that_
                     dice={"attack": [], "defense": [3]}).to_json()
     assert lost["summary"].endswith("B holds: A has no die in its pool to lose and is "
                                     "stunned for a round.")
+
+
+# -- audit: the puppets given are checked too; each summary line is about its own creature --
+
+def test_a_puppet_given_whose_sheet_names_no_controller_is_refused() -> None:
+    """RULES.md §3.4: the puppets given are sheets too; A's `controlling` names P, P's
+    `controlled_by` (given in /puppets) is null: one of the two is stale."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                 psionic("B", 1, 4), {"mode": "mental-stab"},
+                 dice={"attack": [6, 6, 6], "defense": [1]}, puppets=[psionic("P", 1, 4)])
+    assert [p.path for p in err.value.problems] == ["/attacker/controlling/0/id"]
+    assert "/puppets/0" in err.value.problems[0].message
+
+
+def test_a_failed_blank_mind_save_with_an_empty_pool_loses_no_die() -> None:
+    """Seed: a failed save against Blank Mind costs "a die from their current power pool";
+    a pool whose every die maintains a power has none to lose, and the summary says so."""
+    spent = psionic("A", 2, 6, pool=0, blank_mind_save=12,
+                    dedicated=[{"purpose": "levitation"}, {"purpose": "clairvoyance"}])
+    res = exchange(spent, psionic("B", 1, 4), {"mode": "mental-stab"}, {"mode": "blank-mind"},
+                   dice={"save": [11], "defense": [1]})
+    assert res.summary.endswith("A fails the save against Blank Mind (needed 12): the attack "
+                                "fails outright and its pool has no die to lose.")
+    assert [e.data["dice"] for e in res.events if e.type == "pool-die-lost"] == [0]
+    assert after(res, "a")["pool"] == 0
+
+
+def test_a_rebuffed_attacker_s_summary_names_the_puppets_not_given() -> None:
+    """Seed: "Any psionic control the attacker is exerting over other creatures ceases
+    immediately." P's sheet was not given, so the summary says it still shows control."""
+    attacker = psionic("A", 3, 6, controlling=[{"id": "p", "kept_by": "action"}])
+    res = exchange(attacker, psionic("B", 3, 6), {"mode": "mental-stab"},
+                   dice={"attack": [1, 1, 1], "defense": [2, 2, 2]})
+    assert res.summary.endswith(
+        "Every psionic control A held ends. \"p\" was not given: its sheet still shows it "
+        "under A's control until it is changed.")
+
+
+def test_a_rebuffed_attacker_s_summary_is_silent_about_the_puppets_given() -> None:
+    """As above with P given among the puppets: its freed sheet is in the result."""
+    attacker = psionic("A", 3, 6, controlling=[{"id": "p", "kept_by": "action"}])
+    res = exchange(attacker, psionic("B", 3, 6), {"mode": "mental-stab"},
+                   dice={"attack": [1, 1, 1], "defense": [2, 2, 2]},
+                   puppets=[psionic("P", 1, 4, controlled_by="a", pool=0)])
+    assert res.summary.endswith("Every psionic control A held ends.")
+    assert "was not given" not in res.summary
+
+
+def test_a_wave_s_summary_names_each_creature_s_own_expended_dice() -> None:
+    """Seed: "Any psionic powers the creature is maintaining cease when psionic control is
+    established over it, and dice used to maintain them are expended": B kept one die,
+    C two, and each sentence counts its own."""
+    b = psionic("B", 2, 4, pool=1, dedicated=[{"purpose": "levitation"}])
+    c = psionic("C", 3, 4, pool=1, dedicated=[{"purpose": "levitation"},
+                                              {"purpose": "clairvoyance"}])
+    res = exchange(psionic("A", 4, 8), b, {"mode": "psionic-wave"}, defenders=[c],
+                   dice={"attack": [8, 8, 8, 8], "defense": [1, 1]})
+    assert "B's maintained powers end and the die it kept for them is expended." \
+        in res.summary
+    assert "C's maintained powers end and the 2 dice it kept for them are expended." \
+        in res.summary

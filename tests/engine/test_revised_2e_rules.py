@@ -281,6 +281,19 @@ def test_the_summary_says_when_the_attacker_s_last_psps_open_its_own_mind() -> N
     assert rich["summary"].endswith("Fenka loses 2 PSPs. Ulcen pays 4 PSPs.")
 
 
+def test_the_summary_tells_no_last_psps_of_an_attacker_whose_mind_was_already_open(
+        ) -> None:
+    """Errata (seed 004): "A mind with 0 PSPs is open": a mind a critical hit opened
+    before the attack, with PSPs left after paying, was not opened by paying."""
+    opened = psionicist("a", name="Ulcen", psp=20,
+                        mind={"state": "open", "opened_by": "critical"})
+    result = resolve(opened, psionicist("d", name="Fenka"),
+                     {"mode": "mind-thrust", "multiplier": 2}, attack=[15], damage=[1, 1])
+    assert result["attacker"]["after"]["psp"] == 16
+    assert result["summary"].endswith("Fenka loses 2 PSPs. Ulcen pays 4 PSPs.")
+    assert "last PSPs" not in result["summary"]
+
+
 def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
     beast = {"id": "beast", "quick_mac": {"intelligence": 3, "psionic": "low"}}
     assert SYSTEM.combatant(beast)["mac"] is None

@@ -118,7 +118,7 @@ def plugin_error(error: MethodError, method: str | None = None) -> RpcError:
     if problem is None and data is not None:
         try:
             text = encode(data) if isinstance(data, Mapping) else None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             text = None
         if text is None:
             problem = "the data is not a JSON object"

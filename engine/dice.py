@@ -254,23 +254,28 @@ def still_needed(short: DiceNeeded, later: Iterable[Callable[[DiceSource], objec
     return DiceNeeded(short.purpose, short.sides, short.needed + extra)
 
 
-def largest_faces(purposes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def largest_faces(purposes: Iterable[Any]) -> dict[str, int]:
     """The largest die each purpose is rolled on, from a system's ``dice_purposes`` (as
     ``systems.describe`` lists them): the largest of ``sides`` (a number or a list),
-    ``sides_by_mode`` and ``sides_by_range``. A purpose given no size is left out."""
+    ``sides_by_mode`` and ``sides_by_range``. A purpose given no size is left out, and so
+    is anything that is not such an entry (a plugin's ``describe()`` is not checked):
+    its values are then held to the engine's largest die only."""
     largest: dict[str, int] = {}
     for entry in purposes:
-        sizes: list[int] = []
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("purpose"), str):
+            continue
+        sizes: list[Any] = []
         for key in ("sides", "sides_by_mode", "sides_by_range"):
             value = entry.get(key)
             if isinstance(value, Mapping):
                 sizes += value.values()
             elif isinstance(value, list | tuple):
                 sizes += value
-            elif isinstance(value, int):
+            else:
                 sizes.append(value)
-        if sizes:
-            largest[str(entry["purpose"])] = max(sizes)
+        sides = [n for n in sizes if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+        if sides:
+            largest[entry["purpose"]] = max(sides)
     return largest
 
 

@@ -293,7 +293,10 @@ class Tables:
 
     def _predicate(self, condition: str) -> str:
         info = self.conditions.get(condition)
-        return str(info["predicate"]) if info else f"is {condition}"
+        if not info:
+            return f"is {condition}"
+        # a replacement file written before predicates: "is" and the condition's text
+        return str(info.get("predicate") or f"is {info['text']}")
 
     def unit_rounds(self, unit: str) -> int | None:
         return self.duration_units.get(unit)

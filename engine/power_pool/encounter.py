@@ -342,22 +342,29 @@ def _choice_places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: st
     return places
 
 
+def _moved(places: list[tuple[str, str]], path: str) -> str:
+    """The request place ``path`` as the choice's place (``places``, the longer first);
+    a creature's ``/id`` in the request is the id the choice names. Unchanged when no
+    place holds it."""
+    for old, new in places:
+        if path == old or path.startswith(old + "/"):
+            rest = path[len(old):]
+            return new + ("" if rest == "/id" and _A_CREATURE.fullmatch(old) else rest)
+    return path
+
+
 def _in_choice_terms(places: list[tuple[str, str]], text: str) -> str:
-    """``text`` (a path, or a sentence naming paths) with each request place in
-    ``places`` given as the choice's place. A creature's ``/id`` in the request is the
-    id the choice names."""
-    def moved(match: re.Match[str]) -> str:
-        path = match.group(0)
-        for old, new in places:
-            if path == old or path.startswith(old + "/"):
-                rest = path[len(old):]
-                return new + ("" if rest == "/id" and _A_CREATURE.fullmatch(old) else rest)
-        return path
-    return _PATH.sub(moved, text)
+    """``text``, a sentence, with each request place of ``places`` it names given as
+    the choice's place. A place ends where the text goes on with something that cannot
+    be in one (``:``, a blank, ``;``, ``,``, ``)``): ids are free text, so a place found
+    as a word would match the start of a longer id."""
+    if not places:
+        return text
+    named = "|".join(re.escape(old) for old, _ in sorted(places, key=lambda p: -len(p[0])))
+    pattern = re.compile(rf"(?<![\w/])(?:{named})(?:/[^\s:;,)]*)?(?=[\s:;,)]|$)")
+    return pattern.sub(lambda m: _moved(places, m.group(0)), text)
 
 
-#: a JSON Pointer in a message (not part of a longer word or path)
-_PATH = re.compile(r"(?<![\w/])/[a-z_]+(?:/[\w-]+)*")
 #: request places that hold a creature, named in a choice by its id
 _A_CREATURE = re.compile(r"/(?:defender|defenders/\d+|allies/\d+)")
 
@@ -375,11 +382,13 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
             # defense or a join for it would tell them both. The resolve refuses it.
             return
         places = _choice_places(state, candidate, cid, kind)
-        raise RulesViolation(exc.rule, _in_choice_terms(places, exc.detail),
+        # an encounter's exchange takes its controllers from the encounter
+        detail = exc.detail.replace("give it in /controller", "add it to the encounter")
+        raise RulesViolation(exc.rule, _in_choice_terms(places, detail),
                              exc.combatant) from None
     except InvalidInput as exc:
         places = _choice_places(state, candidate, cid, kind)
-        moved = [Problem(_in_choice_terms(places, p.path), _in_choice_terms(places, p.message))
+        moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
         raise type(exc)(moved) from None
 

@@ -494,7 +494,15 @@ def test_the_built_in_systems_schemas_are_not_checked_again_at_load(
 
 # -- a plugin method's own error codes (MethodError) --------------------------------------
 #: ``data`` the params name, as the params themselves cannot carry it
-_DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": object()}}
+def _nested(depth: int) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for _ in range(depth):
+        data = {"d": data}
+    return data
+
+
+_DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": object()},
+                         "deep": _nested(5000)}
 
 
 async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
@@ -531,6 +539,7 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     ("raises.error", {"code": -32000}),  # declared, but reserved by JSON-RPC
     ("raises.error", {"code": 4777, "data": "big"}),
     ("raises.error", {"code": 4777, "data": "not-json"}),
+    ("raises.error", {"code": 4777, "data": "deep"}),  # too deep to encode
     ("raises.error", {"code": 4777, "data": ["a", "list"]}),
     ("raises.error", {"code": 4777, "message": ""}),
     ("raises.error", {"code": 4777, "message": "secret " * 100}),

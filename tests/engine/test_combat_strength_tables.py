@@ -181,6 +181,17 @@ def test_a_gm_replacement_table_changes_the_lookup() -> None:
     assert SYSTEM.tables.combat_value("01-25", "ego-whip", "shield-thoughts") == 3
 
 
+def test_a_replacement_table_written_before_predicates_still_loads() -> None:
+    """A GM's file from before conditions had a `predicate` loads, and its sentences
+    read "is" and the condition's text."""
+    data = copy.deepcopy(DATA)
+    for condition in data["conditions"].values():
+        del condition["predicate"]
+    tables = CombatStrength(data).tables
+    assert tables.condition_clause("Orm", "coma") == "Orm is in a coma"
+    assert tables.condition_ended("Orm", "stunned") == "Orm is no longer stunned."
+
+
 @pytest.mark.parametrize("breakage,path", [
     (lambda d: d["combat"]["matrix"].pop("26-50"), "/tables/combat/matrix"),
     (lambda d: d["defenseless"]["matrix"]["01-25"]["ego-whip"].pop(),

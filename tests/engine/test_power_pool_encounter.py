@@ -406,6 +406,32 @@ def test_a_refused_choice_names_its_place_in_the_choice(
     assert [p.path for p in err.value.problems] == [path]
 
 
+def test_places_are_translated_for_ids_of_any_text() -> None:
+    """Ids are free text (a dot, a colon): the refusal's place is the choice's all the
+    same, and a creature "t" never takes the place of "t.2" in the words."""
+    state = encounter(psionic("A", 4, 8), {**psionic("T"), "id": "t"},
+                      {**psionic("T1"), "id": "t.1"}, {**psionic("T2"), "id": "t.2"})
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {
+        "mode": "psionic-wave", "target": "t", "targets": ["t.1", "t.2"]}})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "t.2", {"defense": {"mode": "warp"}})
+    assert [p.path for p in err.value.problems] == ["/choice/defense/mode"]
+    with pytest.raises(RulesViolation) as rules:
+        SYSTEM.encounter_declare(state, "t.1", {"defense": {"mode": "pinnacle-of-will",
+                                                            "sacrifice": [1]}})
+    assert rules.value.detail.startswith("/choice/defense/sacrifice: ")
+
+
+def test_a_puppet_whose_controller_is_not_in_the_encounter_says_to_add_it() -> None:
+    state = encounter(psionic("A", 2, 8), psionic("P", 1, 4, controlled_by="far", pool=0))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "p"}})
+    assert err.value.rule == "controller-required"
+    assert err.value.detail.endswith("add it to the encounter")
+    assert "/controller" not in err.value.detail
+
+
 def test_a_refusal_in_words_names_the_choices_places() -> None:
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("C", 1, 4))
     with pytest.raises(RulesViolation) as err:

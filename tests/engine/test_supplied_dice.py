@@ -100,6 +100,16 @@ def test_largest_faces_reads_every_form_of_systems_describe_dice_purposes() -> N
         "condition-duration": 4}
 
 
+def test_largest_faces_skips_what_is_not_a_dice_purpose() -> None:
+    """A plugin's describe() is not checked: entries that are not objects, lack a
+    purpose, or give sizes that are not whole numbers are left out (their values are
+    held to the engine's largest die), rather than failing every resolve."""
+    assert largest_faces(["attack", None, {"sides": 20}, {"purpose": 7, "sides": 6},
+                          {"purpose": "a", "sides": [None, "6", 8, True, -2]},
+                          {"purpose": "b", "sides_by_mode": {"x": None}},
+                          {"purpose": "c", "sides": 12.5}]) == {"a": 8}
+
+
 # -- revised-2e ---------------------------------------------------------------------------
 def test_revised_2e_exchange_refuses_unused_values_above_their_d20() -> None:
     """Audit: a natural 1 missed and {attack: [1, 25], save: [99]} came back as unused

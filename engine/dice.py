@@ -189,15 +189,13 @@ class SuppliedDice(DiceSource):
             raise LimitExceeded(
                 Problem("/dice", f"{total} supplied dice exceed the limit of {MAX_SUPPLIED_DICE}"))
         queues = {purpose: list(values) for purpose, values in supplied.items()}
-        problems = [Problem(f"/dice/{p}/{i}", "a die value must be an integer")
-                    for p, q in queues.items() for i, v in enumerate(q)
-                    if isinstance(v, bool) or not isinstance(v, int)]
+        # a value no die has as a face is refused now, used or not (RULES.md §4)
+        problems = [p for purpose, queue in queues.items()
+                    for p in _face_problems(purpose, queue, MAX_SIDES, None)]
         if problems:
             raise InvalidInput(problems)
         self._queues = queues
         self._next: dict[str, int] = {p: 0 for p in queues}
-        # a value no die has as a face is refused now, used or not (RULES.md §4)
-        self.check_faces({})
 
     def available(self, purpose: str) -> int:
         return len(self._queues.get(purpose, ())) - self._next.get(purpose, 0)
@@ -217,17 +215,32 @@ class SuppliedDice(DiceSource):
         return {p: q[self._next[p]:] for p, q in self._queues.items() if self._next[p] < len(q)}
 
     def check_faces(self, largest: Mapping[str, int]) -> None:
-        problems = []
-        for purpose, queue in self._queues.items():
-            top = min(largest.get(purpose, MAX_SIDES), MAX_SIDES)
-            for i, value in enumerate(queue):
-                if not 1 <= value <= top:
-                    problems.append(Problem(f"/dice/{purpose}/{i}", (
-                        f"{value} is not a face of a d{top} (1 to {top}), the largest die "
-                        f"rolled for {purpose}" if purpose in largest
-                        else f"{value} is not a face of any die (1 to {MAX_SIDES})")))
+        # every value is a face of some die already (``__init__``)
+        problems = [p for purpose, queue in self._queues.items() if purpose in largest
+                    for p in _face_problems(purpose, queue, largest[purpose], purpose)]
         if problems:
             raise InvalidInput(problems)
+
+
+def _face_problems(purpose: str, queue: Sequence[Any], top: int, rolled_for: str | None
+                   ) -> list[Problem]:
+    """A problem for each value of ``queue`` that is not a whole number from 1 to
+    ``top`` (``rolled_for``: the purpose whose largest die ``top`` is, or ``None`` for
+    the engine's largest); none, quickly, when every value is one."""
+    top = min(top, MAX_SIDES)
+    if not queue or (all(type(v) is int for v in queue)
+                     and min(queue) >= 1 and max(queue) <= top):
+        return []
+    problems = []
+    for i, v in enumerate(queue):
+        if isinstance(v, bool) or not isinstance(v, int):
+            problems.append(Problem(f"/dice/{purpose}/{i}", "a die value must be an integer"))
+        elif not 1 <= v <= top:
+            problems.append(Problem(f"/dice/{purpose}/{i}", (
+                f"{v} is not a face of a d{top} (1 to {top}), the largest die rolled for "
+                f"{rolled_for}" if rolled_for is not None
+                else f"{v} is not a face of any die (1 to {MAX_SIDES})")))
+    return problems
 
 
 class LowestDice(DiceSource):

@@ -383,18 +383,28 @@ def test_dnd5e_npc_hit_point_formulas_dnd5e_rolls_give_their_dice(
     assert any("several sizes" in w for w in got.warnings) == (formula == "2d8 + 1d6")
 
 
+def aboleth_with_hp_formula(formula: str) -> Any:
+    """The dnd5e aboleth, its hit-point formula ``formula``, read for power-pool."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = formula
+    return DND5E.import_(data, "power-pool")
+
+
+def assert_challenge_rating_taken_for(formula: str) -> None:
+    """The aboleth's ``formula`` is not read: its challenge rating gives 10 Hit Dice of
+    d8, with the warning that says so."""
+    got = aboleth_with_hp_formula(formula)
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
+    assert f'hit-point formula "{formula}" not read; Hit Dice taken as 10 from the ' \
+        "challenge rating" in got.warnings
+
+
 def test_dnd5e_npc_formula_the_adapter_cannot_read_falls_back_to_the_challenge_rating(
         ) -> None:
     """docs/ADAPTERS.md (foundry.dnd5e): as with no formula, the challenge rating gives
     the Hit Dice, with a warning, instead of refusing the monster."""
-    data = load("foundry/dnd5e/aboleth.json")
-    data["system"]["attributes"]["hp"]["formula"] = "max(18d10, 100)"
-    got = DND5E.import_(data, "power-pool")
-    assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
-    assert 'hit-point formula "max(18d10, 100)" not read; Hit Dice taken as 10 from the ' \
-        "challenge rating" in got.warnings
-    data["system"]["attributes"]["hp"]["formula"] = "3d7 + 2"
-    got = DND5E.import_(data, "power-pool")
+    assert_challenge_rating_taken_for("max(18d10, 100)")
+    got = aboleth_with_hp_formula("3d7 + 2")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
     assert any("for its die; assumed d8" in w for w in got.warnings)
 
@@ -435,9 +445,4 @@ def test_a_formula_with_two_values_in_a_row_is_not_read() -> None:
     its terms, so it is not taken for 2d8."""
     assert roll_dice("2d8 @x") is None
     assert roll_dice("2d8 + @x") == [(2, 8)]
-    data = load("foundry/dnd5e/aboleth.json")
-    data["system"]["attributes"]["hp"]["formula"] = "2d8 @abilities.con.mod"
-    got = DND5E.import_(data, "power-pool")
-    assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
-    assert 'hit-point formula "2d8 @abilities.con.mod" not read; Hit Dice taken as 10 ' \
-        "from the challenge rating" in got.warnings
+    assert_challenge_rating_taken_for("2d8 @abilities.con.mod")

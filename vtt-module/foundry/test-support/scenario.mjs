@@ -880,3 +880,19 @@ export function makeTable({ generation = 12, passQuerySender = false, userQueryE
   clients.gm.game.settings.values.set("mindscape.daemonToken", token);
   return { server, world, users, gm, p1, p2, clients, daemon, actors: { ulcen, fenka, goblin }, tokens: { ulcenToken, fenkaToken, goblinToken } };
 }
+
+/**
+ * A fake companion's method that fails otherwise (−32603) once called more than a few
+ * times: a module that resent a refused call forever fails its test at once, where it
+ * would hang the run (its calls never wait for a timer, so no timeout could fire). The
+ * tests of these refusals have a timeout too (`RESENDS`), for a resend that waits for one.
+ */
+export function patient(method) {
+  let calls = 0;
+  return (params) => {
+    calls += 1;
+    if (calls > 5) throw { code: -32603, message: "Internal error", data: { detail: "resent too often" } };
+    return method(params);
+  };
+}
+export const RESENDS = { timeout: 10000 };

@@ -8,7 +8,7 @@
 // set free that are not in the round go as `puppets` and take the write-back (API.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { combatantIdOfRef, defaultMethods, makeTable, poolImport, poolRoundEndResult } from "../test-support/scenario.mjs";
+import { RESENDS, combatantIdOfRef, defaultMethods, makeTable, patient, poolImport, poolRoundEndResult } from "../test-support/scenario.mjs";
 import { tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -472,21 +472,6 @@ const sleepsHoldingTwo = (t) => {
   holds(t.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall"], by: "action" }, { ids: ["ox"], by: "action" }], { thrall: t.thrall, ox: t.ox });
   pp(t.tokens.goblinToken.actor).conditions = ["asleep"];
 };
-/**
- * A fake companion's method that fails otherwise (−32603) once called more than a few
- * times: a module that resent a refused call forever fails its test at once, where it
- * would hang the run (its calls never wait for a timer, so no timeout could fire). The
- * tests of these refusals have a timeout too, for a resend that waits for one.
- */
-function patient(method) {
-  let calls = 0;
-  return (params) => {
-    calls += 1;
-    if (calls > 5) throw { code: -32603, message: "Internal error", data: { detail: "resent too often" } };
-    return method(params);
-  };
-}
-const RESENDS = { timeout: 10000 };
 
 /** Refuses the sheets of the puppets `names` names: the first only (as the engine's own checks do), or `all` at once. */
 const refusingSheetsOf = (names, { all = false, answer = poolRoundEndResult } = {}) => reading({ "exchange.end_round": patient((params) => {

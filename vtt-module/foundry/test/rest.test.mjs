@@ -6,7 +6,7 @@
 // when something happened.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable, poolImport, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
+import { RESENDS, combatantIdOfRef, defaultMethods, encounterMethods, makeTable, patient, poolImport, renderModuleTemplate, restResult, revisedResult } from "../test-support/scenario.mjs";
 import { FakeRoll, makeI18n, tick } from "../test-support/fakes.mjs";
 import { hookTable, ATTACK_ACTION, PROFILE_ACTION, REST_ACTION } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
@@ -369,21 +369,6 @@ test("power-pool: a resting controller's control kept by an action ends; the cre
   assert.deepEqual(hook.result.others.map((o) => o.id), ["fenka-tokF"]);
 });
 
-/**
- * A fake companion's method that fails otherwise (−32603) once called more than a few
- * times: a module that resent a refused rest forever fails its test at once, where it
- * would hang the run (its calls never wait for a timer, so no timeout could fire). The
- * tests of these refusals have a timeout too, for a resend that waits for one.
- */
-function patient(method) {
-  let calls = 0;
-  return (params) => {
-    calls += 1;
-    if (calls > 5) throw { code: -32603, message: "Internal error", data: { detail: "resent too often" } };
-    return method(params);
-  };
-}
-const RESENDS = { timeout: 10000 };
 
 /** The companion's rest refusing Fenka's sheet (its die a 7) while Fenka goes as a puppet. */
 const refusingFenka = (answer = restResult) => defaultMethods({

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import DiceNeeded, InvalidInput, Problem, RulesViolation, UnknownCombatant
 
 from .jsontext import encode, parse
-from .registry import DeclaredError, MethodError
+from .registry import MethodError
 from .store import NothingToUndo, StaleRevision, StoreUnavailable, UnknownEncounter
 
 log = logging.getLogger("mindscape.rpc")
@@ -92,9 +92,11 @@ def logged_error_id(logger: logging.Logger, message: str, *args: Any, exc_info: 
     return error_id
 
 
-def internal_error(method: str | None = None) -> RpcError:
-    """-32603 with a fresh error id; the traceback is logged under that id."""
-    error_id = logged_error_id(log, "internal error", method=method)
+def internal_error(method: str | None = None, message: str = "internal error",
+                   *args: Any) -> RpcError:
+    """-32603 with a fresh error id; ``message`` (with ``args``) and the traceback are
+    logged under that id."""
+    error_id = logged_error_id(log, message, *args, method=method)
     return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
 
 
@@ -127,14 +129,16 @@ def plugin_error(error: MethodError, method: str | None = None) -> RpcError:
         else:
             data = parse(text)
     if problem is not None:
-        error_id = logged_error_id(log, "plugin method error %s not answered: %s",
-                                   error.code, problem, method=method)
-        return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
+        return internal_error(method, "plugin method error %s not answered: %s",
+                              error.code, problem)
     return RpcError(error.code, error.message, data)
 
 
-def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
-    """Map any exception raised by a method to the error a client may see."""
+def to_rpc_error(exc: BaseException, method: str | None = None,
+                 declared: Collection[int] = ()) -> RpcError:
+    """Map any exception raised by a method to the error a client may see; ``declared``:
+    the codes of a plugin's own that the method (a plugin's) may answer with
+    (``MethodSpec.errors``), for a ``MethodError``."""
     if isinstance(exc, InvalidInput):
         return invalid_params(list(exc.problems))
     if isinstance(exc, RulesViolation):
@@ -162,13 +166,11 @@ def to_rpc_error(exc: BaseException, method: str | None = None) -> RpcError:
                                    method=method)
         return RpcError(STORE_UNAVAILABLE, MESSAGES[STORE_UNAVAILABLE],
                         {"error_id": error_id, "retry": True})
-    if isinstance(exc, DeclaredError):
-        return plugin_error(exc.error, method)
+    if isinstance(exc, MethodError) and type(exc.code) is int and exc.code in declared:
+        return plugin_error(exc, method)
     if isinstance(exc, MethodError):
         # A code the method does not declare, or raised where no method declares any
         # (a plugin system's resolve): a fault of the plugin's.
-        error_id = logged_error_id(log, "plugin method error %r not answered: the "
-                                        "method does not declare it (MethodSpec.errors)",
-                                   exc.code, method=method)
-        return RpcError(INTERNAL_ERROR, MESSAGES[INTERNAL_ERROR], {"error_id": error_id})
+        return internal_error(method, "plugin method error %r not answered: the method "
+                                      "does not declare it (MethodSpec.errors)", exc.code)
     return internal_error(method)

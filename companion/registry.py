@@ -14,8 +14,8 @@ would recurse without end), or nesting so deep that checking it runs out of stac
 schemas too.
 
 A plugin method's handler answers with an error code of its own by raising
-``MethodError``; only a code the method declares (``MethodSpec.errors``) is passed on
-(``DeclaredError``), and ``errors.to_rpc_error`` decides the rest.
+``MethodError``; ``errors.to_rpc_error`` passes on only a code the method declares
+(``MethodSpec.errors``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -97,16 +97,6 @@ class MethodError(Exception):
         self.code = code
         self.message = message
         self.data = data
-
-
-class DeclaredError(Exception):
-    """A ``MethodError`` whose code the method that raised it declares: raised in its
-    place by the plugin method's wrapper (``compile_method``), for ``errors.py`` to
-    answer with that code."""
-
-    def __init__(self, error: MethodError) -> None:
-        super().__init__(error.code)
-        self.error = error
 
 
 @dataclass(frozen=True)
@@ -301,24 +291,6 @@ def compile_schema(schema: Mapping[str, Any], check: bool = True) -> CompiledSch
     return CompiledSchema(validator, accepts_empty, fast)
 
 
-def _answering_declared(spec: MethodSpec) -> MethodSpec:
-    """``spec`` with a handler that turns a ``MethodError`` whose code ``spec`` declares
-    into a ``DeclaredError`` (any other exception goes on as it is)."""
-    handler, declared = spec.handler, frozenset(spec.errors)
-
-    async def answering(context: Context, params: JSON) -> Any:
-        try:
-            return await handler(context, params)
-        except MethodError as exc:
-            if type(exc.code) is int and exc.code in declared:
-                raise DeclaredError(exc) from exc
-            raise
-
-    answering.__name__ = getattr(handler, "__name__", spec.name)
-    answering.__doc__ = getattr(handler, "__doc__", None)
-    return replace(spec, handler=answering)
-
-
 def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
                    plugin: bool = False) -> Registered:
     """Check ``spec`` and compile its validator; ``RegistryError`` when it cannot be used.
@@ -326,9 +298,7 @@ def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
     ``check_schemas=False`` skips checking the params and result schemas against the
     meta-schema and for references that cannot work: for the core methods, whose
     schemas the tests check (the OpenRPC document test), so that a start does not pay
-    for it again. ``plugin`` marks a plugin's method (``Registered.plugin``); a plugin
-    method that declares error codes gets a handler that passes on a ``MethodError`` of
-    those codes (``DeclaredError``)."""
+    for it again. ``plugin`` marks a plugin's method (``Registered.plugin``)."""
     problem = _shape_problem(spec)
     if problem is not None:
         raise RegistryError(problem)
@@ -340,8 +310,6 @@ def compile_method(spec: MethodSpec, check_schemas: bool = True, *,
         problem = schema_problem(spec.result)
         if problem is not None:
             raise RegistryError(f"method {spec.name}: the result schema {problem}")
-    if plugin and spec.errors:
-        spec = _answering_declared(spec)
     return Registered(spec, compiled.validator, compiled.accepts_empty, compiled.fast,
                       plugin)
 

@@ -132,6 +132,8 @@ class Dispatcher:
     def _bind(registered: Registered) -> Callable[..., Any]:
         spec = registered.spec
         limit = PLUGIN_METHOD_TIMEOUT if registered.plugin else None
+        # a plugin's MethodError is answered with its code when its method declares it
+        declared = frozenset(spec.errors) if registered.plugin else frozenset()
 
         async def call(context: Context, /, **params: Any) -> Any:
             # (positional params never get here: ``_one`` answers them)
@@ -152,7 +154,7 @@ class Dispatcher:
                             raise  # the handler's own (a network call of its own, say)
                         return _as_result(_timed_out(spec.name, limit))
             except Exception as exc:
-                return _as_result(to_rpc_error(exc, spec.name))
+                return _as_result(to_rpc_error(exc, spec.name, declared))
             except (SystemExit, KeyboardInterrupt):
                 # A handler (a plugin's) that calls exit() must not stop the daemon; a
                 # real Ctrl+C never arrives here (the CLI takes SIGINT with a handler).

@@ -502,8 +502,11 @@ def _act(system: PowerPoolSystem, out: JSON, cid: str, choice: Mapping[str, Any]
     name = cs[cid]["name"]
     ending = control.ending_with_control(system.tables)
     if "pass" in choice:
-        if cid not in out["acted"]:
-            out["acted"].append(cid)
+        if cid in out["acted"]:
+            # logged once: a second pass would say again what changed nothing
+            raise RulesViolation("already-acted",
+                                 f"{name} has already attacked or passed this round")
+        out["acted"].append(cid)
         return [], [f"{name} passes this round."]
     if "rest" in choice:
         rule = system.options(out["options"])["H-PP-RECOVERY"]

@@ -174,9 +174,26 @@ def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
         SYSTEM.encounter_resolve(state, RandomDice(1))
     assert err.value.rule == "choices-missing"
     state = SYSTEM.encounter_declare(state, "a", {"pass": True})
+    with pytest.raises(RulesViolation) as again:
+        SYSTEM.encounter_declare(state, "a", {"pass": True})
+    assert again.value.rule == "already-acted"
+    assert again.value.detail == "A has already attacked or passed this round"
     state = SYSTEM.encounter_declare(state, "b", {"pass": True})
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
     assert state["round"] == 2 and step["exchange"] is None
+
+
+def test_one_who_attacked_this_round_cannot_pass_as_well() -> None:
+    """A pass is logged once: after its attack a creature has acted this round."""
+    state = encounter(psionic("A", 3, 6), psionic("B", 3, 6), psionic("C", 3, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    state, _ = SYSTEM.encounter_resolve(state, RandomDice(4))
+    assert state["acted"] == ["a"] and state["round"] == 1
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"pass": True})
+    assert err.value.rule == "already-acted"
 
 
 def test_attacking_a_puppet_waits_for_its_controller() -> None:

@@ -387,10 +387,32 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
         raise RulesViolation(exc.rule, _in_choice_terms(places, detail),
                              exc.combatant) from None
     except InvalidInput as exc:
+        if kind == "defense" and isinstance(exc, LimitExceeded) and \
+                not _over_limit_alone(system, state, candidate, cid):
+            # The group's dice count others' secret choices (joins, the first mind's
+            # allies): a total named to this mind would tell of them. The resolve
+            # refuses it.
+            return
         places = _choice_places(state, candidate, cid, kind)
         moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
         raise type(exc)(moved) from None
+
+
+def _over_limit_alone(system: PowerPoolSystem, state: Mapping[str, Any],
+                      candidate: Mapping[str, Any], cid: str) -> bool:
+    """Whether the defending group is over a dice limit with what ``cid`` knows alone: it
+    leads the group (struck first, its allies its own choice) and no joins are counted."""
+    struck = _struck(state, candidate)
+    if not struck or struck[0] != cid:
+        return False
+    try:
+        system.plan(_request(state, {**candidate, "joins": {}}))
+    except LimitExceeded:
+        return True
+    except (RulesViolation, InvalidInput):
+        return False
+    return False
 
 
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,

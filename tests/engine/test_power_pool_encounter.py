@@ -401,6 +401,34 @@ def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
     assert err.value.rule == "no-die-to-dedicate"
 
 
+def test_the_group_dice_limit_names_no_total_of_secret_choices() -> None:
+    """API.md limits: at most 100 dice in a pool. A defending group over it because of
+    others' secret joins is refused at resolve, not to the mind declaring (the total
+    would tell it who joined); the first mind, over it with its own allies alone, is
+    refused at once, at its choice's place."""
+    state = encounter(psionic("A", 40, 6), psionic("L", 40, 6), psionic("J", 35, 6),
+                      psionic("K", 35, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    for cid in ("j", "k", "l"):
+        state = SYSTEM.encounter_declare(state, cid, {"defense": {
+            "mode": "imagination-swarm"}})
+    assert SYSTEM.encounter_view(state)["declared"] == ["a", "j", "k", "l"]
+    with pytest.raises(LimitExceeded) as err:
+        SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert err.value.problems[0].message == (
+        "the defending group would roll 110 dice; the limit is 100")
+    crowd = encounter(psionic("A", 40, 6), psionic("L", 60, 6), mundane("M", 30, 6),
+                      mundane("N", 30, 6), options={"H-PP-GROUP": "all-dice"})
+    crowd = SYSTEM.encounter_declare(crowd, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    with pytest.raises(LimitExceeded) as err:
+        SYSTEM.encounter_declare(crowd, "l", {"defense": {
+            "mode": "imagination-swarm", "allies": ["m", "n"]}})
+    assert err.value.problems[0].path == "/choice/defense"
+    assert "120 dice" in err.value.problems[0].message
+
+
 @pytest.mark.parametrize(("who", "choice", "path"), [
     ("a", {"attack": {"mode": "zap", "target": "b"}}, "/choice/attack/mode"),
     ("a", {"attack": {"mode": "pinnacle-of-will", "target": "b"}}, "/choice/attack/mode"),

@@ -150,3 +150,12 @@ def incapacitated(tables: Tables, combatant: Mapping[str, Any]) -> str | None:
         if tables.incapacitates(condition):
             return str(condition)
     return None
+
+
+def dead(tables: Tables, combatant: Mapping[str, Any]) -> str | None:
+    """The condition that killed the combatant (one the tables mark ``kills``), if any:
+    a dead creature has no mind left to attack, and nothing it could do is worth telling."""
+    for condition in combatant["conditions"]:
+        if tables.kills(condition):
+            return str(condition)
+    return None

@@ -28,7 +28,7 @@ from ..errors import (
 )
 from ..results import Change, Event, Resolution, copy_json, thaw
 from ..system import swap_combatant
-from .combatant import combat_strength, incapacitated
+from .combatant import combat_strength, dead, incapacitated
 from .exchange import (
     Effect,
     Outcome,
@@ -38,7 +38,7 @@ from .exchange import (
     strength_events,
     tick,
 )
-from .rules import H_WAVE_ROUND, STANCES, WAVE_MODE
+from .rules import H_WAVE_ROUND, STANCES, WAVE_MODE, Tables
 
 if TYPE_CHECKING:
     from .system import CombatStrength
@@ -47,6 +47,8 @@ JSON = dict[str, Any]
 
 MAX_COMBATANTS = 64
 SEGMENTS_PER_ROUND = 10
+#: where a segment's choice names the combatant it attacks
+TARGET_AT = "/choice/attack/target"
 
 
 def new(system: CombatStrength, options: Mapping[str, Any] | None) -> JSON:
@@ -128,7 +130,9 @@ def _can_attack(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
     t = system.tables
     c = s["combatants"][cid]
     stance = _stance(s, cid)
-    others = [s["combatants"][o] for o in s["order"] if o != cid]
+    # a dead creature cannot be attacked (target-dead): foes all dead leave no attack
+    others = [s["combatants"][o] for o in s["order"]
+              if o != cid and dead(t, s["combatants"][o]) is None]
     if stance == "trance":
         affordable = any(t.attacks[m].cost <= c["attack_strength"] for m in c["attacks"])
         return affordable and any(o["psionic"] for o in others)
@@ -230,9 +234,9 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
     if attack is not None:
         target_id = str(attack["target"])
         if target_id not in s["combatants"]:
-            raise UnknownCombatant(target_id, "/choice/attack/target")
+            raise UnknownCombatant(target_id, TARGET_AT)
         mode = str(attack["mode"])
-        check_attack(t, c, s["combatants"][target_id], mode, stance)
+        check_attack(t, c, s["combatants"][target_id], mode, stance, TARGET_AT)
         if stance == "wave" and not _wave_left(system, s, cid):
             raise RulesViolation(
                 "one-wave-per-round",
@@ -268,6 +272,23 @@ _STANCE_TEXT = {
 }
 
 
+def _intent_line(t: Tables, c: Mapping[str, Any], stance: str) -> str:
+    """What the intent step's summary says of ``c``. One a condition stops declared
+    nothing, so its stance (``normal``) is no choice of its own: the condition is told
+    instead, and of a dead one nothing more. A creature that is not psionic has no
+    Combat Strength and no stance to take, only a Psionic Wave to suffer."""
+    gone = dead(t, c)
+    if gone is not None:
+        return t.condition_clause(c["name"], gone)
+    strength = f" (Combat Strength {combat_strength(c)})" if c["psionic"] else ""
+    why = incapacitated(t, c)
+    if why is not None:
+        return f"{t.condition_clause(c['name'], why)} and cannot act{strength}"
+    if not c["psionic"]:
+        return f"{c['name']} is not psionic"
+    return f"{c['name']} {_STANCE_TEXT.get(stance, stance)}{strength}"
+
+
 def _resolve_intent(system: CombatStrength, s: JSON) -> tuple[JSON, JSON]:
     events: list[JSON] = []
     stances: dict[str, str] = {}
@@ -280,8 +301,7 @@ def _resolve_intent(system: CombatStrength, s: JSON) -> tuple[JSON, JSON]:
         recorded[cid] = combat_strength(c)
         events.append(Event("stance", cid, {"stance": stance,
                                             "combat_strength": recorded[cid]}).to_json())
-        lines.append(f"{c['name']} {_STANCE_TEXT.get(stance, stance)} "
-                     f"(Combat Strength {recorded[cid]})")
+        lines.append(_intent_line(system.tables, c, stance))
     s.update(phase="segment", segment=1, stances=stances,
              recorded_combat_strength=recorded, wave_used=[], pending={})
     summary = f"Round {s['round']}, intent: " + ("; ".join(lines) or "no combatants") + "."
@@ -305,7 +325,7 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
         defense_obj = (s["pending"].get(attack["target"]) or {}).get("defense")
         defense = None if defense_obj is None else defense_obj["mode"]
         # every lookup uses the states at the start of the segment (seed step iii)
-        check_attack(t, attacker, defender, attack["mode"], _stance(s, cid))
+        check_attack(t, attacker, defender, attack["mode"], _stance(s, cid), TARGET_AT)
         resolution, out, _ = system.attack(opts, attacker, defender, attack["mode"],
                                            attack["range"], defense, dice)
         return resolution, out

@@ -17,7 +17,7 @@ from typing import Any
 from ..dice import DiceSource
 from ..errors import DiceNeeded, RulesViolation, json_text
 from ..results import Event
-from .combatant import combat_strength, incapacitated
+from .combatant import combat_strength, dead, incapacitated
 from .rules import (
     H_DEFENSELESS,
     H_IMPLOSION,
@@ -35,10 +35,19 @@ Combatant = Mapping[str, Any]
 
 # -- legality -------------------------------------------------------------------------
 def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
-                 stance: str) -> None:
-    """Refuse an attack the rules forbid (RulesViolation naming the rule)."""
+                 stance: str, target_at: str) -> None:
+    """Refuse an attack the rules forbid (RulesViolation naming the rule); ``target_at``
+    is where the request names the defender, for a refusal that is about it."""
     if attacker["id"] == defender["id"]:
         raise RulesViolation("target-is-self", "a combatant cannot attack its own mind")
+    gone = dead(t, defender)
+    if gone is not None:
+        # a killed mind would otherwise go on collecting conditions ("is dead", then
+        # "suffers a psionic wound")
+        raise RulesViolation(
+            "target-dead",
+            f"{t.condition_clause(defender['name'], gone)}: there is no mind left to attack "
+            f"({target_at})", combatant=str(defender["id"]))
     why = incapacitated(t, attacker)
     if why is not None:
         raise RulesViolation("attacker-incapacitated",

@@ -276,6 +276,13 @@ class Tables:
         info = self.conditions.get(condition)
         return bool(info and info["incapacitates"])
 
+    def kills(self, condition: str) -> bool:
+        """Whether ``condition`` means the creature is dead (its ``kills`` flag): a
+        replacement file written before the flag, or a condition the tables do not know,
+        kills nobody."""
+        info = self.conditions.get(condition)
+        return bool(info and info.get("kills", False))
+
     def condition_clause(self, name: str, condition: str) -> str:
         """``name`` with ``condition``, in the table's words (its ``predicate``): "Vora
         suffers permanent insanity", "Orm is in a coma"; one the tables do not know

@@ -176,7 +176,8 @@ class CombatStrength(System):
                 "order": "intent: every combatant declares a stance and its Combat Strength "
                          "is recorded; each segment: secret defenses and attacks, then all "
                          "attacks at once, each looked up from the states at the start of "
-                         "the segment",
+                         "the segment; supplied dice go to the attacks in the order their "
+                         "attackers joined the encounter",
                 "choice": {"stance": "at intent: trance (psionic combat: attacks in the "
                                      "segments), discipline (using a psionic discipline), "
                                      "wave (Psionic Wave against non-psionics) or normal "
@@ -210,7 +211,7 @@ class CombatStrength(System):
         defense_obj = request.get("defense")
         defense = None if defense_obj is None else defense_obj.get("mode")
         stance = request.get("stance") or ("trance" if defender["psionic"] else "wave")
-        check_attack(self.tables, attacker, defender, mode, stance)
+        check_attack(self.tables, attacker, defender, mode, stance, "/defender")
         # the defender's own stance is not part of an exchange request; only whether
         # it knows the mode is checked (encounters check the stance as well)
         check_defense(self.tables, defender, defense, "trance", None)

@@ -737,3 +737,35 @@ async def test_a_public_action_answers_with_the_write_backs_it_makes(rpc: Rpc) -
     rested = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "-Mb",
                                                 "choice": {"rest": True}})
     assert written_attributes(rested["updates"])[("-Mb", "psi_pool")] == 3
+
+
+async def test_an_attack_on_a_dead_mind_is_4001_target_dead_and_stores_nothing(
+        rpc: Rpc) -> None:
+    """API.md 4001: "target dead (combat-strength `target-dead`)", with `combatant` the
+    creature the refusal is about; a refused write changes nothing. Table B letter K: the
+    condition `dead`, marked `kills`."""
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 60, "defense_strength": 60}
+    bo = {"id": "bo", "name": "Bo", "attack_strength": 30, "defense_strength": 30,
+          "conditions": ["dead"]}
+    error = await rpc.error("exchange.resolve", {
+        "system": "combat-strength", "attacker": ann, "defender": bo,
+        "attack": {"mode": "mind-thrust"}, "seed": 1})
+    assert error["code"] == 4001 and error["data"] == {
+        "rule": "target-dead", "combatant": "bo",
+        "detail": "Bo is dead: there is no mind left to attack (/defender)"}
+    eid = (await rpc.ok("encounter.create", {"system": "combat-strength"}))["id"]
+    for combatant in (ann, bo):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann",
+                                       "choice": {"stance": "trance"}})
+    intent = await rpc.ok("encounter.resolve", {"id": eid})
+    assert intent["summary"] == ("Round 1, intent: Ann enters a psychic trance "
+                                 "(Combat Strength 120); Bo is dead.")
+    log_before = await rpc.ok("encounter.log", {"id": eid})
+    error = await rpc.error("encounter.declare", {
+        "id": eid, "combatant_id": "ann",
+        "choice": {"attack": {"mode": "mind-thrust", "target": "bo"}}})
+    assert error["code"] == 4001 and error["data"] == {
+        "rule": "target-dead", "combatant": "bo",
+        "detail": "Bo is dead: there is no mind left to attack (/choice/attack/target)"}
+    assert await rpc.ok("encounter.log", {"id": eid}) == log_before

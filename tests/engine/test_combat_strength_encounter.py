@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -484,3 +485,111 @@ def test_joining_mid_round_acts_normally_until_the_next_intent() -> None:
         SYSTEM.encounter_declare(state, cid, {"attack": {"mode": "mind-thrust",
                                                          "target": "ann"}})
     assert err.value.rule == "attack-requires-trance"
+
+
+def test_the_intent_summary_tells_what_stops_a_combatant_and_who_is_not_psionic() -> None:
+    """Seed step 1: 'combatants should record their current Combat Strength'. Audit: the
+    intent summary said "Ann acts normally (Combat Strength 105)" of a dead Ann and "Orc
+    acts normally (Combat Strength 0)" of a non-psionic. One a condition stops (table B's
+    K and S, table C's coma) is told by that condition, a dead one by it alone; a
+    creature that is not psionic has no Combat Strength to record."""
+    state = encounter(psionic("ann", 60, 45, conditions=["dead"]), psionic("bo", 30, 30),
+                      psionic("cy", 25, 25, conditions=["dazed", "asleep"]),
+                      {"id": "orc", "name": "Orc"},
+                      {"id": "ogre", "name": "Ogre", "conditions": ["coma"]},
+                      psionic("dee", 10, 10))
+    assert SYSTEM.encounter_waiting_for(state) == ["bo", "dee"]
+    state = SYSTEM.encounter_declare(state, "bo", {"stance": "trance"})
+    state = SYSTEM.encounter_declare(state, "dee", {"stance": "normal"})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert step["summary"] == (
+        "Round 1, intent: Ann is dead; Bo enters a psychic trance (Combat Strength 60); "
+        "Cy is asleep and cannot act (Combat Strength 50); Orc is not psionic; Ogre is in "
+        "a coma and cannot act; Dee acts normally (Combat Strength 20).")
+    # what is recorded is unchanged: the summary alone told it wrong
+    assert step["stances"] == {"ann": "normal", "bo": "trance", "cy": "normal",
+                               "orc": "normal", "ogre": "normal", "dee": "normal"}
+    assert step["combat_strength"] == {"ann": 105, "bo": 60, "cy": 50, "orc": 0, "ogre": 0,
+                                       "dee": 20}
+
+
+def test_a_mind_killed_in_a_segment_cannot_be_attacked_again() -> None:
+    """Table B: the psychic-implosion row is a chance of death (letter K, the condition
+    `dead`, marked `kills`); band 26-50 against an original total up to 59 is 75%. Audit:
+    Bo, killed, was attacked again and "suffers a psionic wound ... for 4 weeks" on top.
+    The attack on Bo is refused where the choice names Bo, and changes nothing; Ann, with
+    no defense strength and no living foe, is no longer waited for; the next intent says
+    that Bo is dead."""
+    state = through_intent(encounter(psionic("ann", 40, 0), psionic("bo", 10, 10)),
+                           {"ann": "trance", "bo": "trance"})
+    implode = {"attack": {"mode": "psychic-implosion", "target": "bo"}}
+    state = SYSTEM.encounter_declare(state, "ann", implode)
+    state = SYSTEM.encounter_declare(state, "bo", {"defense": None})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"implosion": [75]}))
+    assert step["results"][0]["condition"]["id"] == "dead"
+    assert state["combatants"]["bo"]["conditions"] == ["dead"]
+    assert SYSTEM.encounter_waiting_for(state) == []
+    before = json.dumps(state, sort_keys=True)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", implode)
+    assert (err.value.rule, err.value.combatant) == ("target-dead", "bo")
+    assert err.value.detail == ("Bo is dead: there is no mind left to attack "
+                                "(/choice/attack/target)")
+    assert json.dumps(state, sort_keys=True) == before
+    for _ in range(9):
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert SYSTEM.encounter_waiting_for(state) == ["ann"]
+    state = SYSTEM.encounter_declare(state, "ann", {"stance": "trance"})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert step["summary"] == ("Round 2, intent: Ann enters a psychic trance "
+                               "(Combat Strength 26); Bo is dead.")
+
+
+def test_a_dead_non_psionic_is_no_target_for_a_psionic_wave() -> None:
+    """Table C: a Psionic Wave may kill a non-psionic (Int + Wis up to 5: death on 85 or
+    less); the dead ogre is not attacked again."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 2}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre,
+                                     options={"H-CS-WAVE-ROUND": False}), {"ann": "wave"})
+    wave = {"attack": {"mode": "psionic-wave", "target": "ogre"}}
+    state = SYSTEM.encounter_declare(state, "ann", wave)
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [1],
+                                                                "wave-effect": [85]}))
+    assert step["results"][0]["condition"]["id"] == "dead"
+    assert state["combatants"]["ogre"]["conditions"] == ["dead"]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", wave)
+    assert err.value.rule == "target-dead"
+    assert err.value.detail == ("Ogre is dead: there is no mind left to attack "
+                                "(/choice/attack/target)")
+
+
+def test_refreshing_a_target_as_dead_drops_the_attack_declared_on_it() -> None:
+    """API.md encounter.refresh: a declared choice the rules no longer allow is dropped
+    and its combatant must declare again; an attack on a creature now dead is one."""
+    state = through_intent(encounter(psionic("ann", 40, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "mind-thrust", "target": "bo"}, "defense": None})
+    state = SYSTEM.encounter_replace(state, "bo", psionic("bo", 30, 30, conditions=["dead"]))
+    assert "ann" not in state["pending"]
+    assert SYSTEM.encounter_waiting_for(state) == ["ann"]
+
+
+def test_a_segment_s_attacks_take_supplied_dice_in_the_order_their_attackers_joined(
+        ) -> None:
+    """RULES.md 2.4: +1d6 per full 25 points of Combat Strength. Ann (Combat Strength 50:
+    two dice) joined before Bo (25: one die) and declares after him; the damage dice
+    1, 2, 3 go to Ann's attack first (1 and 2), then Bo's (3). systems.describe says so."""
+    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 20, 5),
+                                     psionic("cy", 10, 100)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("bo", "ann"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "ego-whip", "target": "cy"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "cy", {"defense": {"mode": "mind-blank"}})
+    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 2, 3]}))
+    assert [(r["attacker"]["id"], r["bonus_rolls"]) for r in step["results"]] == [
+        ("ann", [1, 2]), ("bo", [3])]
+    assert SYSTEM.describe()["encounter"]["order"].endswith(
+        "supplied dice go to the attacks in the order their attackers joined the encounter")

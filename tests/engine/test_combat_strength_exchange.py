@@ -215,6 +215,27 @@ def test_psionic_wave_against_a_non_psionic_saves_then_effect_table() -> None:
     assert list(failed.defender.after["conditions"]) == ["coma"]
 
 
+@pytest.mark.parametrize("defender,mode,defense", [
+    (psionic("bo", 30, 30, conditions=["dead"]), "mind-thrust", "mind-blank"),
+    ({"id": "bo", "name": "Bo", "int": 5, "wis": 6, "conditions": ["dazed", "dead"]},
+     "psionic-wave", None),
+])
+def test_a_dead_mind_cannot_be_attacked_again(defender: dict[str, Any], mode: str,
+                                              defense: str | None) -> None:
+    """Table B letter K and table C's death (H-CS-DEFENSELESS: the condition `dead`, marked
+    `kills` in the tables) leave no mind: audit, a killed Bo attacked again "is dead", then
+    "suffers a psionic wound ... for 4 weeks". The attack is refused, naming Bo and where
+    the request names it; its odds too."""
+    req = request(psionic("ann", 60, 30), defender, mode, defense)
+    before = copy.deepcopy(req)
+    for call in (lambda: SYSTEM.resolve(req, RandomDice(1)), lambda: SYSTEM.odds(req)):
+        with pytest.raises(RulesViolation) as err:
+            call()
+        assert (err.value.rule, err.value.combatant) == ("target-dead", "bo")
+        assert err.value.detail == "Bo is dead: there is no mind left to attack (/defender)"
+    assert req == before
+
+
 def test_only_psionic_wave_affects_a_non_psionic_and_only_from_the_wave_stance() -> None:
     """Seed step 2: Psionic Wave against non-psionic opponents is its own stance."""
     ogre = {"id": "ogre", "int": 5, "wis": 6}
@@ -353,12 +374,13 @@ def test_an_incapacitated_mind_cannot_attack() -> None:
     assert err.value.rule == "attacker-incapacitated"
 
 
-@pytest.mark.parametrize("condition", ["asleep", "psionic-wound", "controlled", "dead"])
+@pytest.mark.parametrize("condition", ["asleep", "psionic-wound", "controlled"])
 def test_an_incapacitated_defender_cannot_use_its_defense_and_is_defenseless(
         condition: str) -> None:
     """Seed 000 iii: 'Those with no remaining Psionic Defense Strength (or who were unable
     to use a Defense Mode for any reason) are attacked according to the Psionic Attacks vs.
-    Defenseless Psionic Targets table'. Table B, band 26-50, EW vs 60-109 is 30."""
+    Defenseless Psionic Targets table'. Table B, band 26-50, EW vs 60-109 is 30. (A dead
+    defender is not attacked at all: test_a_dead_mind_cannot_be_attacked_again.)"""
     defender = psionic("bo", 40, 10, attack_strength_max=50, defense_strength_max=50,
                        conditions=[condition])
     req = request(psionic("ann", 30, 100), defender, "ego-whip", "intellect-fortress")

@@ -150,15 +150,23 @@ def test_a_condition_ending_reads_as_a_sentence(condition: str) -> None:
 @pytest.mark.parametrize("condition", sorted(c for c in T.conditions if T.incapacitates(c)))
 def test_an_incapacitating_condition_reads_as_a_sentence_where_it_stops_an_attack(
         condition: str) -> None:
-    """The defender that cannot use its defense (the summary) and the attacker that
-    cannot attack (the refusal) are told with the same words."""
+    """The defender that cannot use its defense (the summary), or a dead one that
+    cannot be attacked (the refusal), and the attacker that cannot attack (the refusal)
+    are told with the same words."""
     quo = {"id": "quo", "name": "Quo", "attack_strength": 50, "defense_strength": 50,
            "conditions": [condition]}
     ann = {"id": "ann", "name": "Ann", "attack_strength": 50, "defense_strength": 50}
-    res = SYSTEM.resolve({"attacker": ann, "defender": quo, "attack": {"mode": "ego-whip"},
-                          "defense": {"mode": "mind-blank"}}, SuppliedDice({}))
-    assert res.summary.startswith(f"{STRUCK[condition]} and cannot use Mind Blank: "
-                                  "defenseless. ")
+    on_quo = {"attacker": ann, "defender": quo, "attack": {"mode": "ego-whip"},
+              "defense": {"mode": "mind-blank"}}
+    if T.kills(condition):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.resolve(on_quo, SuppliedDice({}))
+        assert err.value.detail == (f"{STRUCK[condition]}: there is no mind left to attack "
+                                    "(/defender)")
+    else:
+        res = SYSTEM.resolve(on_quo, SuppliedDice({}))
+        assert res.summary.startswith(f"{STRUCK[condition]} and cannot use Mind Blank: "
+                                      "defenseless. ")
     with pytest.raises(RulesViolation) as err:
         SYSTEM.resolve({"attacker": quo, "defender": ann, "attack": {"mode": "ego-whip"}},
                        SuppliedDice({}))

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from engine.combat_strength import SYSTEM, CombatStrength
-from engine.errors import InvalidInput
+from engine.dice import RandomDice, SuppliedDice
+from engine.errors import InvalidInput, RulesViolation
 
 DEFENSES = ["mind-blank", "shield-thoughts", "mental-barrier", "intellect-fortress",
             "tower-of-iron-will"]
@@ -190,6 +191,35 @@ def test_a_replacement_table_written_before_predicates_still_loads() -> None:
     tables = CombatStrength(data).tables
     assert tables.condition_clause("Orm", "coma") == "Orm is in a coma"
     assert tables.condition_ended("Orm", "stunned") == "Orm is no longer stunned."
+
+
+def test_only_death_is_marked_kills() -> None:
+    """research-tables.md B and C: K is "killed" and table C's first effect "death"; no
+    other letter or effect (idiocy, insanity, a coma, a psionic wound) leaves no mind."""
+    assert [c for c in SYSTEM.tables.conditions if SYSTEM.tables.kills(c)] == ["dead"]
+    assert SYSTEM.tables.letters["K"].condition == "dead"
+
+
+def test_kills_is_read_from_a_replacement_table_not_from_a_condition_s_name() -> None:
+    """A GM's file marks which condition kills (`kills`), whatever it calls it; one from
+    before the flag loads, and without it nothing kills: its dead can be attacked as
+    before."""
+    data = copy.deepcopy(DATA)
+    data["conditions"]["slain"] = {"text": "slain", "predicate": "lies slain",
+                                   "incapacitates": True, "kills": True}
+    del data["conditions"]["dead"]["kills"]
+    system = CombatStrength(data)
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 50, "defense_strength": 50}
+    quo = {"id": "quo", "name": "Quo", "attack_strength": 50, "defense_strength": 50}
+    request = {"attacker": ann, "attack": {"mode": "mind-thrust"}}
+    with pytest.raises(RulesViolation) as err:
+        system.resolve({**request, "defender": {**quo, "conditions": ["slain"]}},
+                       SuppliedDice({}))
+    assert (err.value.rule, err.value.detail) == (
+        "target-dead", "Quo lies slain: there is no mind left to attack (/defender)")
+    res = system.resolve({**request, "defender": {**quo, "conditions": ["dead"]}},
+                         RandomDice(1))
+    assert res.fields["table"] == "defenseless"
 
 
 @pytest.mark.parametrize("breakage,path", [

@@ -11,6 +11,7 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 from __future__ import annotations
 
 import inspect
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache, cached_property
@@ -29,6 +30,10 @@ JSON = dict[str, Any]
 #: Most combatants one ``end_round`` takes (as many as an encounter holds).
 MAX_ROUND_COMBATANTS = 64
 
+#: The longest combatant id, in every system.
+MAX_ID_LENGTH = 64
+
+
 class Validates(Protocol):
     """What ``schema_problems`` needs of a validator (jsonschema's or ``QuickValidator``)."""
 
@@ -40,6 +45,30 @@ def is_down(combatant: Mapping[str, Any]) -> bool:
     AD&D's optional rule; either way it acts no more (every system with ``hp``)."""
     hp = combatant.get("hp")
     return hp is not None and hp <= 0
+
+
+def slug(name: str) -> str:
+    """The id made from a combatant's name when it gives none: lower case, its letters,
+    marks and digits kept in whatever script they are, every other run of characters
+    one hyphen, at most ``MAX_ID_LENGTH`` characters and no hyphen at either end; ""
+    for a name with no letter or digit. The name is NFKC-normalised first, so one name
+    typed two ways (a precomposed "ë" or "e" and a combining diaeresis) gives one id,
+    but accents are kept: "Zoë" and "Zoé", or "影" and "霧", are different creatures. An
+    ASCII name gives the id it always gave ("Korr the Red" → "korr-the-red"), which
+    sheets and stored encounters hold."""
+    text = unicodedata.normalize("NFKC", name).lower()
+    words = "".join(ch if unicodedata.category(ch)[0] in "LMN" else " " for ch in text)
+    return "-".join(words.split())[:MAX_ID_LENGTH].strip("-")
+
+
+def id_source(raw: Any, path: str, cid: str) -> tuple[str, str]:
+    """Where a refusal about the id ``cid`` of the combatant given at ``path`` (as
+    ``raw``) points, and how it names that id: ``path/id`` and 'id "x"' when the caller
+    gave the id, else ``path/name`` and 'the id made from this name, "x",': a refusal
+    names a field the caller wrote."""
+    if isinstance(raw, Mapping) and raw.get("id"):
+        return f"{path}/id", f"id {json_text(cid)}"
+    return f"{path}/name", f"the id made from this name, {json_text(cid)},"
 
 
 @cache
@@ -417,9 +446,9 @@ class System(ABC):
         for i, c in enumerate(combatants):
             cid = str(c["id"])
             if cid in seen:
-                problems.append(Problem(f"/combatants/{i}/id", (
-                    f"combatant {seen[cid]} has the id {json_text(cid)} too: give each "
-                    "combatant its own")))
+                field, ident = id_source(request["combatants"][i], f"/combatants/{i}", cid)
+                problems.append(Problem(field, (
+                    f"{ident} is combatant {seen[cid]}'s too: give each combatant its own")))
             seen.setdefault(cid, i)
         if problems:
             raise InvalidInput(problems)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidCombatant, Problem
 from ..schemacheck import QuickValidator
-from ..system import schema_problems
+from ..system import MAX_ID_LENGTH, schema_problems, slug
 from .rules import Tables
 
 #: A ceiling far above any published creature; keeps arithmetic and JSON small.
 MAX_STRENGTH = 100_000
-MAX_ID = 64
+MAX_ID = MAX_ID_LENGTH
 
 
 def combatant_schema(tables: Tables) -> dict[str, Any]:
@@ -58,8 +57,9 @@ def combatant_schema(tables: Tables) -> dict[str, Any]:
 
 
 def make_id(name: str) -> str:
-    """A kebab-case id from a display name ("Korr the Red" → "korr-the-red")."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_ID]
+    """A kebab-case id from a display name ("Korr the Red" → "korr-the-red", "Zoë" →
+    "zoë": ``engine.system.slug``); "" for a name with no letter or digit."""
+    return slug(name)
 
 
 class CombatantFactory:

@@ -27,7 +27,7 @@ from ..errors import (
     json_text,
 )
 from ..results import Change, Event, Resolution, copy_json, thaw
-from ..system import swap_combatant
+from ..system import id_source, swap_combatant
 from .combatant import combat_strength, dead, incapacitated
 from .exchange import (
     Effect,
@@ -86,7 +86,9 @@ def add(system: CombatStrength, state: Mapping[str, Any], raw: Mapping[str, Any]
     c = system.combatant(raw, "/combatant")
     cid = str(c["id"])
     if cid in s["combatants"]:
-        raise InvalidInput.at("/combatant/id", f"{json_text(cid)} is already in this encounter")
+        # refused at the field the caller wrote: the id, or the name it was made from
+        field, ident = id_source(raw, "/combatant", cid)
+        raise InvalidInput.at(field, f"{ident} is already in the encounter")
     s["order"].append(cid)
     s["combatants"][cid] = c
     if s["phase"] == "segment":

@@ -12,7 +12,7 @@ from ..dice import DiceSource
 from ..errors import InvalidInput, Problem
 from ..options import HouseRule
 from ..results import Change, Event, Resolution, copy_json
-from ..system import JSON, System, schema_problems
+from ..system import JSON, System, id_source, schema_problems
 from . import encounter
 from .combatant import CombatantFactory, incapacitated
 from .exchange import (
@@ -203,7 +203,9 @@ class CombatStrength(System):
         attacker = self.combatant(request["attacker"], "/attacker")
         defender = self.combatant(request["defender"], "/defender")
         if attacker["id"] == defender["id"]:
-            raise InvalidInput(Problem("/defender/id", "must differ from the attacker's id"))
+            field, ident = id_source(request["defender"], "/defender", defender["id"])
+            raise InvalidInput(Problem(field, f"{ident} is the attacker's too: give each "
+                                              "combatant its own"))
         opts = self.options(request.get("options"))
         attack = request["attack"]
         mode = str(attack["mode"])

@@ -9,13 +9,13 @@ exceeds ``hit_dice``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidCombatant, Problem, json_text
-from ..system import JSON, Validates, schema_problems
+from ..system import JSON, MAX_ID_LENGTH, Validates, schema_problems
+from ..system import slug as name_slug
 
 CONDITIONS: tuple[str, ...] = (
     "unaware", "surprised", "stunned", "asleep", "unconscious", "dazed", "frightened",
@@ -25,13 +25,13 @@ CONDITIONS: tuple[str, ...] = (
 #: The purpose of a die dedicated to keeping psionic control (RULES.md §3.4).
 CONTROL_PURPOSE = "control"
 
-MAX_ID_LENGTH = 64
 
 
 def slug(name: str) -> str:
-    """A combatant id made from its name: lower case, words joined by hyphens."""
-    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return text[:MAX_ID_LENGTH].strip("-") or "combatant"
+    """A combatant id made from its name (``engine.system.slug``: lower case, letters
+    and digits of any script, words joined by hyphens), "combatant" for a name with
+    no letter or digit."""
+    return name_slug(name) or "combatant"
 
 
 def combatant_schema(tables: Mapping[str, Any]) -> JSON:

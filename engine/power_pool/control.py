@@ -237,8 +237,8 @@ def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:
     if by == "die":
         if out["pool"] < held:
             raise RulesViolation("no-die-to-dedicate", (
-                f"{out['name']} has {out['pool']} dice in its pool, too few to keep control "
-                f"of {held} creatures by a die each" if held > 1 else
+                f"{out['name']} has {dice_count(out['pool'])} in its pool, too few to keep "
+                f"control of {held} creatures by a die each" if held > 1 else
                 f"{out['name']} has no die in its pool to keep control with"))
         out["pool"] -= held
         out["dedicated"] += [{"purpose": CONTROL_PURPOSE, "target": key}] * held

@@ -11,7 +11,7 @@ from ..errors import InvalidInput, Problem, RulesViolation, json_text
 from ..options import HouseRule
 from ..results import Event, Resolution, copy_json
 from ..schemacheck import QuickValidator
-from ..system import JSON, MAX_ROUND_COMBATANTS, System
+from ..system import JSON, MAX_ROUND_COMBATANTS, System, id_source
 from ..tables import load_tables
 from . import control, encounter
 from .combatant import CONDITIONS, combatant_schema, link_key, link_problems, normalize
@@ -159,9 +159,12 @@ class PowerPoolSystem(System):
                 "controlled": "whether any defender came under psionic control",
                 "outcome_detail": "control, won-without-control (Barrier Mantra), rebuffed "
                                   "or blank-mind-save-failed",
-                "effects": "[{effect, combatant, ...}]: controlled, possessed, frightened, "
-                           "stunned (instead of control), damage",
-                "attack": "{mode, dice, sides, keep_by}",
+                "effects": "[{effect, combatant, ...}]: controlled (with controller and "
+                           "kept_by: die or action, how that creature's control is kept), "
+                           "possessed, frightened, stunned (instead of control), damage",
+                "attack": "{mode, dice, sides, keep_by}: keep_by as asked; an Imagination "
+                          "Swarm group's dice may run out, and each controlled effect's "
+                          "kept_by says how that creature is kept",
                 "defense": "{mode, members: [{id, role, mode, dice, sides, rolled, "
                            "sacrifice, bonus, rolls}]}",
                 "tie": "the totals were equal (H-PP-TIE decided)",
@@ -326,9 +329,10 @@ class PowerPoolSystem(System):
         for i, raw in enumerate(request.get("puppets") or []):
             p = self.combatant(raw, f"/puppets/{i}")
             if p["id"] in combatants or p["id"] in out:
-                raise InvalidInput.at(f"/puppets/{i}/id", (
-                    f"{json_text(p['id'])} is given already: a creature {which} here is "
-                    "not among the puppets, and each puppet is given once"))
+                field, ident = id_source(raw, f"/puppets/{i}", p["id"])
+                raise InvalidInput.at(field, (
+                    f"{ident} is given already: a creature {which} here is not among the "
+                    "puppets, and each puppet is given once"))
             out[p["id"]] = p
         # RULES.md §3.4: whom a controller holds, as both sheets say it
         problems = link_problems(

@@ -16,7 +16,7 @@ from ..dice import MAX_DICE_PER_POOL, DiceSource
 from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
 from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
-from ..system import JSON, is_down
+from ..system import JSON, id_source, is_down
 from . import control
 from .combatant import link_key, link_problems
 
@@ -120,14 +120,23 @@ def _sacrifice(c: Mapping[str, Any], given: Any, path: str) -> tuple[int, ...]:
     if given is None:
         return ()
     levels = (given,) if isinstance(given, int) else tuple(given)
-    missing = Counter(levels) - Counter(c["spell_levels"])
-    if missing:
+    wanted, memorised = Counter(levels), Counter(c["spell_levels"])
+    short = [_too_few_spells(level, wanted[level], memorised[level])
+             for level in sorted(wanted) if wanted[level] > memorised[level]]
+    if short:
         raise RulesViolation(
             "spell-not-memorised",
-            f"{path}: {c['name']} has no memorised spell of level "
-            f"{sorted(missing.elements())} to sacrifice (memorised: {sorted(c['spell_levels'])})",
-            combatant=c["id"])
+            f"{path}: {c['name']} {', and '.join(short)} "
+            f"(memorised: {sorted(c['spell_levels'])})", combatant=c["id"])
     return levels
+
+
+def _too_few_spells(level: int, wanted: int, memorised: int) -> str:
+    """Why ``wanted`` spells of ``level`` cannot be sacrificed: "sacrifices 3 level-3
+    spells but has only 2 memorised" (the count is short, not the level)."""
+    spells = f"a level-{level} spell" if wanted == 1 else f"{wanted} level-{level} spells"
+    had = "has none memorised" if memorised == 0 else f"has only {memorised} memorised"
+    return f"sacrifices {spells} but {had}"
 
 
 def unaware_of(tables: Mapping[str, Any], c: Mapping[str, Any]) -> list[str]:
@@ -203,10 +212,31 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         _check_dice(pool_dice, f"{path}/pool_dice")
         if pool_dice > available:
             raise RulesViolation("pool-dice-exceed-pool", (
-                f"{c['name']} has {available} dice to roll, not {pool_dice}"), combatant=c["id"])
+                f"{c['name']} has {control.dice_count(available)} to roll, not {pool_dice}"),
+                combatant=c["id"])
         dice = pool_dice
     sides = step(tables["ladder"], c["die"], int(mode.get("die_steps", 0)))
     return Side(c["id"], c, role, mode_id, dice, sides, sum(sacrifice), sacrifice, rolls)
+
+
+def _check_ids_unique(request: Mapping[str, Any],
+                      taking_part: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Each creature taking part has an id of its own. A clash is refused at a field the
+    caller wrote: the id, or the name the id was made from (``id_source``)."""
+    seen: dict[str, str] = {}
+    for path, c in taking_part:
+        if c["id"] in seen:
+            field, ident = id_source(_raw_at(request, path), path, c["id"])
+            raise InvalidInput.at(field, f"{ident} is already used at {seen[c['id']]}: "
+                                         "give each creature an id of its own")
+        seen[c["id"]] = path
+
+
+def _raw_at(request: Mapping[str, Any], path: str) -> Any:
+    """The member of ``request`` at ``path`` ("/defender", "/allies/2") as given."""
+    key, _, index = path[1:].partition("/")
+    given = request[key]
+    return given[int(index)] if index else given
 
 
 def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
@@ -227,15 +257,10 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     controllers = {c["id"]: c for _, c in controlling}
     puppets = {c["id"]: c for _, c in given_puppets}
 
-    seen: dict[str, str] = {}
     taking_part = ([("/attacker", attacker), ("/defender", target)]
                    + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
                    + [(f"/allies/{i}", c) for i, c in enumerate(allies)])
-    for path, c in taking_part:
-        if c["id"] in seen:
-            raise InvalidInput.at(f"{path}/id", f"id {json_text(c['id'])} is already used at "
-                                                f"{seen[c['id']]}")
-        seen[c["id"]] = path
+    _check_ids_unique(request, taking_part)
     # RULES.md §3.4: whom a controller holds, as both sheets say it
     problems = link_problems(taking_part + controlling + given_puppets)
     if problems:
@@ -394,7 +419,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         _check_dice(pool_dice, "/attack/pool_dice")
         if pool_dice > attacker["pool"]:
             raise RulesViolation("pool-dice-exceed-pool", (
-                f"{attacker['name']} has {attacker['pool']} dice in its pool, not {pool_dice}"),
+                f"{attacker['name']} has {control.dice_count(attacker['pool'])} in its pool, "
+                f"not {pool_dice}"),
                 combatant=attacker["id"])
         attack_dice = pool_dice
     keep_by = attack.get("keep_by", "action")
@@ -410,7 +436,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         if held > attacker["pool"]:
             raise RulesViolation("no-die-to-dedicate", (
                 f"{attacker['name']} would keep {held} creatures of the wave by a die each "
-                f"but has {attacker['pool']} in its pool: keep them by an action"),
+                f"but has {control.dice_count(attacker['pool'])} in its pool: keep them by an "
+                "action"),
                 combatant=attacker["id"])
     saves = tuple(s.id for s in sides
                   if tables["modes"].get(s.mode or "", {}).get("attacker_save"))
@@ -570,6 +597,7 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
                 while wave in keys:
                     wave, n = f"wave-{controlled[0]}-{n}", n + 1
             now[aid] = control.establish(now[aid], controlled, plan.keep_by, wave)
+            _say_how_kept(effects, now[aid])
             outcome = OUTCOME_CONTROL if controlled else OUTCOME_NO_CONTROL
         else:
             outcome = OUTCOME_REBUFFED
@@ -636,6 +664,16 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         unused_dice={k: tuple(v) for k, v in dice.unused().items()})
 
 
+def _say_how_kept(effects: list[JSON], controller: Mapping[str, Any]) -> None:
+    """Add to each ``controlled`` effect how ``controller`` (after ``control.establish``)
+    keeps that creature: ``kept_by`` die or action. An Imagination Swarm group's dice
+    can run out part way (``attack.keep_by`` is what was asked), so each says its own."""
+    kept = {e["id"]: e["kept_by"] for e in controller["controlling"]}
+    for effect in effects:
+        if effect["effect"] == "controlled":
+            effect["kept_by"] = kept[effect["combatant"]]
+
+
 def _names(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -644,7 +682,9 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
              defense_total: int | None, winner: str, failed: bool, controlled: list[str],
              effects: list[JSON], events: Sequence[Event]) -> str:
     """One paragraph for the table: who struck whom with what, the rolls, what came of it
-    (``events``: the exchange's, for the dice and the control it took)."""
+    (``events``: the exchange's, for the saves, the dice and the control it took).
+    Numbers and names come from the tables and the events, so a GM's replacement tables
+    are told as they were played."""
     a = plan.attacker["name"]
     names = {s.id: s.combatant["name"] for s in plan.members}
     names.update({k: v["name"] for k, v in plan.puppets.items()})
@@ -652,60 +692,183 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
     for t, c in plan.redirected:
         parts.append(f"{plan.bystanders[t]['name']} is under {names.get(c, c)}'s control, so "
                      f"the attack strikes {names.get(c, c)} instead.")
-    # a pool already spent (its dice maintain powers) has no die to lose
-    lost = sum(int(e.data["dice"]) for e in events if e.type == "pool-die-lost")
+    parts += _save_lines(tables, plan, events, names)
     if failed:
-        loss = "a die of the pool is lost" if lost else "its pool has no die to lose"
-        parts.append(f"{a} fails the save against Blank Mind (needed {plan.save_target}): "
-                     f"the attack fails outright and {loss}.")
         return " ".join(parts)
-    p = plan.principal
-    pname = p.combatant["name"]
-    parts.append(f"{a} rolls {plan.attack_dice}d{plan.attack_sides} for {attack_total}.")
-    if p.rolls:
-        defends = f"{pname} defends with {_name(tables, p.mode)} ({p.dice}d{p.sides})"
+    if plan.attack_dice:
+        parts.append(f"{a} rolls {plan.attack_dice}d{plan.attack_sides} for {attack_total}.")
     else:
-        why = next((x for x in p.combatant["conditions"]
-                    if x in tables["awareness_conditions"]), "down")
-        defends = f"{pname}, {why}, rolls nothing"
-    if p.bonus:
-        defends += f" plus {p.bonus} for sacrificed spells"
-    if len(plan.members) > 1:
-        others = [s.combatant["name"] for s in plan.members[1:]]
-        defends += f"; with {_names(others)} the group totals {defense_total}."
-    else:
-        defends += f", a total of {defense_total}."
-    parts.append(defends)
+        parts.append(f"{a} rolls nothing.")
+    parts.append(_defense_line(tables, plan, defense_total))
     if attack_total == defense_total:
         parts.append(f"A tie goes to the {winner}.")
     if winner == "attacker":
-        if controlled:
-            kept = ("a dedicated die" + (" each" if len(controlled) > 1 else "")
-                    if plan.keep_by == "die" else "an action each round")
-            verb = "falls" if len(controlled) == 1 else "fall"
-            parts.append(f"{a} wins: {_names([names[c] for c in controlled])} {verb} under "
-                         f"its psionic control (kept by {kept}).")
-        else:
-            parts.append(f"{a} wins, but Barrier Mantra leaves {pname} stunned instead "
-                         "of controlled.")
-        parts += _taken_from_the_controlled(plan, controlled, events, names)
-        for e in effects:
-            if e.get("instead_of_control") and controlled:
-                parts.append(f"{names[e['combatant']]} is {e['effect']} instead of "
-                             "controlled (Barrier Mantra).")
-            if e["effect"] == "controlled" or e.get("instead_of_control"):
-                continue
-            if e["effect"] == "damage":
-                parts.append(f"{names[e['combatant']]} takes {e['amount']} damage.")
-            else:
-                parts.append(f"{names[e['combatant']]} is {e['effect']}.")
+        parts += _won_lines(tables, plan, controlled, effects, events, names)
     else:
-        loss = "loses a die from its pool" if lost else "has no die in its pool to lose"
-        parts.append(f"{pname} holds: {a} {loss} and is stunned for a round.")
+        parts.append(f"{plan.principal.combatant['name']} holds: {a} "
+                     f"{_rebuffed_cost(events, plan.attacker['id'])}.")
         if plan.attacker["controlling"]:
             parts.append(f"Every psionic control {a} held ends.")
             parts += _not_given(plan, plan.attacker, events, names)
     return " ".join(parts)
+
+
+def _for_rounds(round_ends: int) -> str:
+    """How long a condition lasting ``round_ends`` round ends is, counted as the seed
+    counts it: the round end now coming is this round's, so 2 is "for a round" (seed:
+    "stunned for one round"), 1 "until this round ends"."""
+    if round_ends <= 1:
+        return "until this round ends"
+    return "for a round" if round_ends == 2 else f"for {round_ends - 1} rounds"
+
+
+def _some_dice(n: int) -> str:
+    """"a die", "2 dice"."""
+    return "a die" if n == 1 else control.dice_count(n)
+
+
+def _dice_lost(events: Sequence[Event]) -> int:
+    """The pool dice the attacker lost (a pool already spent, its dice maintaining
+    powers, has none to lose)."""
+    return sum(int(e.data["dice"]) for e in events if e.type == "pool-die-lost")
+
+
+def _pool_loss(lost: int) -> str:
+    """"a die of the pool is lost", "2 dice of the pool are lost" or, for a pool whose
+    every die is spent (maintaining powers), "its pool has no die to lose"."""
+    if not lost:
+        return "its pool has no die to lose"
+    return f"{_some_dice(lost)} of the pool {'is' if lost == 1 else 'are'} lost"
+
+
+def _save_lines(tables: Mapping[str, Any], plan: Plan, events: Sequence[Event],
+                names: Mapping[str, str]) -> list[str]:
+    """A sentence for each save the attacker made against Blank Mind, passed or failed,
+    with the target and the roll; a failure ends the attack and says what it cost."""
+    a = plan.attacker["name"]
+    modes = {s.id: s.mode for s in plan.members}
+    lines = []
+    for e in events:
+        if e.type != "blank-mind-save":
+            continue
+        against = f"{names[e.data['against']]}'s {_name(tables, modes[e.data['against']])}"
+        numbers = f"(needed {e.data['target']}, rolled {e.data['roll']})"
+        if e.data["success"]:
+            lines.append(f"{a} saves against {against} {numbers}.")
+        else:
+            lines.append(f"{a} fails the save against {against} {numbers}: the attack fails "
+                         f"outright and {_pool_loss(_dice_lost(events))}.")
+    return lines
+
+
+def _defense_line(tables: Mapping[str, Any], plan: Plan, defense_total: int | None) -> str:
+    """What the struck defender rolls (nothing, when unaware, down or without dice),
+    the spells each member sacrificed, and the total."""
+    p = plan.principal
+    pname = p.combatant["name"]
+    if not p.rolls:
+        why = next((x for x in p.combatant["conditions"]
+                    if x in tables["awareness_conditions"]), "down")
+        defends = f"{pname}, {why}, rolls nothing"
+    elif not p.dice:
+        defends = f"{pname} defends with {_name(tables, p.mode)} but rolls nothing" \
+            if p.mode else f"{pname} rolls nothing"
+    else:
+        defends = f"{pname} defends with {_name(tables, p.mode)} ({p.dice}d{p.sides})"
+    if p.bonus:
+        defends += f" {_sacrificed(p)}"
+    if len(plan.members) == 1:
+        return f"{defends}, a total of {defense_total}."
+    others = [s.combatant["name"] + (f" ({_sacrificed(s)})" if s.bonus else "")
+              for s in plan.members[1:]]
+    return f"{defends}; with {_names(others)} the group totals {defense_total}."
+
+
+def _sacrificed(side: Side) -> str:
+    """"plus 4 for sacrificed spells": what a member's sacrificed spells add."""
+    return f"plus {side.bonus} for sacrificed spells"
+
+
+def _rebuffed_cost(events: Sequence[Event], attacker_id: str) -> str:
+    """What a rebuffed attacker pays, as the events say: "loses a die from its pool and
+    is stunned for a round"."""
+    lost = _dice_lost(events)
+    loss = f"loses {_some_dice(lost)} from its pool" if lost else \
+        "has no die in its pool to lose"
+    stun = next(e for e in events if e.type == "stunned" and e.combatant == attacker_id)
+    return f"{loss} and is stunned {_for_rounds(int(stun.data['round_ends']))}"
+
+
+def _won_lines(tables: Mapping[str, Any], plan: Plan, controlled: Sequence[str],
+               effects: Sequence[JSON], events: Sequence[Event],
+               names: Mapping[str, str]) -> list[str]:
+    """The sentences of an attack that won: who falls under control and how each link
+    is kept, what Barrier Mantra gives instead, what falling under control takes, and
+    the mode's effects (damage, and who that brings down)."""
+    a = plan.attacker["name"]
+    instead = _instead_of_control(tables, plan, effects, names)
+    if controlled:
+        lines = [_control_line(tables, plan, controlled, effects, names)]
+        lines += [f"{x}." for x in instead]
+    else:
+        lines = [f"{a} wins, but {' and '.join(instead)}."]
+    lines += _taken_from_the_controlled(plan, controlled, events, names)
+    down = {e.combatant for e in events if e.type == "down"}
+    for e in effects:
+        name = names[e["combatant"]]
+        if e["effect"] == "controlled" or e.get("instead_of_control"):
+            continue
+        if e["effect"] == "damage":
+            lines.append(f"{name} takes {e['amount']} damage." if e["amount"] else
+                         f"{name} takes no damage.")
+            if e["combatant"] in down:
+                lines.append(f"{name} is down (0 hit points or fewer).")
+        else:
+            lines.append(f"{name} is {e['effect']}.")
+    return lines
+
+
+#: How a single creature's control is kept, for the summary.
+_KEPT_BY = {"die": "a dedicated die", "action": "an action each round"}
+
+
+def _control_line(tables: Mapping[str, Any], plan: Plan, controlled: Sequence[str],
+                  effects: Sequence[JSON], names: Mapping[str, str]) -> str:
+    """"Ix wins: B falls under its psionic control (kept by a dedicated die).", saying
+    how each link is kept: a Psionic Wave's creatures are one link; an Imagination Swarm
+    group's are a link each, kept by dice while the pool lasts and by actions after."""
+    kept = {e["combatant"]: e["kept_by"] for e in effects if e["effect"] == "controlled"}
+    held = f"{_names([names[c] for c in controlled])} " \
+           f"{'falls' if len(controlled) == 1 else 'fall'} under its psionic control"
+    head = f"{plan.attacker['name']} wins: {held}"
+    by = {how: [names[c] for c in controlled if kept[c] == how] for how in ("die", "action")}
+    if len(controlled) == 1:
+        return f"{head} (kept by {_KEPT_BY[kept[controlled[0]]]})."
+    if tables["modes"][plan.mode].get("several_targets"):
+        how = "a dedicated die each" if by["die"] else "one action each round for them all"
+        return f"{head} as one link (kept by {how})."
+    if not by["action"]:
+        return f"{head}, each a link of its own kept by a dedicated die."
+    if not by["die"]:
+        return f"{head}, each a link of its own kept by an action each round."
+    return (f"{head}, each a link of its own: {_names(by['die'])} kept by a dedicated die"
+            f"{' each' if len(by['die']) > 1 else ''}, and {_names(by['action'])} by an "
+            "action each round (the pool has no die left for them).")
+
+
+def _instead_of_control(tables: Mapping[str, Any], plan: Plan, effects: Sequence[JSON],
+                        names: Mapping[str, str]) -> list[str]:
+    """"Barrier Mantra leaves B and C stunned for a round instead of controlled", one
+    clause for each mode and effect that stood in for control (names and timers from
+    the tables)."""
+    modes = {s.id: s.mode for s in plan.members}
+    groups: dict[tuple[str | None, str, int], list[str]] = {}
+    for e in effects:
+        if e.get("instead_of_control"):
+            key = (modes[e["combatant"]], str(e["effect"]), int(e["round_ends"]))
+            groups.setdefault(key, []).append(names[e["combatant"]])
+    return [f"{_name(tables, mode)} leaves {_names(who)} {effect} {_for_rounds(ends)} "
+            "instead of controlled" for (mode, effect, ends), who in groups.items()]
 
 
 def _not_given(plan: Plan, controller: Mapping[str, Any], events: Sequence[Event],

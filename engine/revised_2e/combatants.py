@@ -6,13 +6,13 @@ full combatant the rules work on: kind, MTHAC0, MAC, save vs. paralyzation, mind
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import InvalidCombatant, Problem, json_text
 from engine.schemacheck import QuickValidator
 from engine.system import is_down, schema_problems
+from engine.system import slug as name_slug
 
 from ..results import FrozenDict, FrozenList
 from . import house
@@ -122,9 +122,10 @@ def combatant_schema(tables: Tables) -> JSON:
 
 
 def slug(name: str) -> str:
-    """An id made from a name: lower case, runs of other characters become '-'."""
-    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64].strip("-")
-    return text or "combatant"
+    """An id made from a name (``engine.system.slug``: lower case, letters and digits of
+    any script, runs of other characters become '-'), "combatant" for a name with no
+    letter or digit."""
+    return name_slug(name) or "combatant"
 
 
 def closed_mind() -> JSON:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.dice import DiceSource
-from engine.errors import InvalidInput, RulesViolation
+from engine.errors import RulesViolation
 from engine.results import Event
 from engine.system import is_down
 
@@ -48,9 +48,6 @@ def check_attack(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[
         raise RulesViolation("nonpsionic-cannot-attack",
                              f"{name} has no psionic mind and cannot make psionic attacks")
     if attacker["id"] == defender["id"]:
-        if attacker != defender:
-            raise InvalidInput.at("/defender/id", "the attacker has this id too: give each "
-                                                  "combatant its own")
         raise RulesViolation("target-is-attacker", f"{name} cannot attack its own mind")
     stopped = stopping_conditions(attacker, stun_stops)
     if stopped:

@@ -9,7 +9,7 @@ from engine.dice import DiceSource
 from engine.errors import InvalidInput, RulesViolation
 from engine.options import HouseRule
 from engine.results import Change, Event, Resolution
-from engine.system import System
+from engine.system import System, id_source
 
 from ..results import copy_json
 from . import encounter, house
@@ -307,6 +307,11 @@ class Revised2e(System):
                                              frozen=True)
         defender = self.normaliser.normalise(request["defender"], "/defender", options, True,
                                              frozen=True)
+        if attacker["id"] == defender["id"] and attacker != defender:
+            # two creatures given one id: a mistake in the params, not a self-attack
+            field, ident = id_source(request["defender"], "/defender", defender["id"])
+            raise InvalidInput.at(field, f"{ident} is the attacker's too: give each "
+                                         "combatant its own")
         check_attack(self.tables, attacker, defender, request["attack"],
                      options[house.STUN])
         defense = request.get("defense")

@@ -5,6 +5,7 @@ Each test names the rule it checks and quotes the seed sentence it comes from.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -860,8 +861,9 @@ def test_a_failed_blank_mind_save_with_an_empty_pool_loses_no_die() -> None:
                     dedicated=[{"purpose": "levitation"}, {"purpose": "clairvoyance"}])
     res = exchange(spent, psionic("B", 1, 4), {"mode": "mental-stab"}, {"mode": "blank-mind"},
                    dice={"save": [11], "defense": [1]})
-    assert res.summary.endswith("A fails the save against Blank Mind (needed 12): the attack "
-                                "fails outright and its pool has no die to lose.")
+    assert res.summary.endswith("A fails the save against B's Blank Mind (needed 12, rolled "
+                                "11): the attack fails outright and its pool has no die to "
+                                "lose.")
     assert [e.data["dice"] for e in res.events if e.type == "pool-die-lost"] == [0]
     assert after(res, "a")["pool"] == 0
 
@@ -900,3 +902,166 @@ def test_a_wave_s_summary_names_each_creature_s_own_expended_dice() -> None:
         in res.summary
     assert "C's maintained powers end and the 2 dice it kept for them are expended." \
         in res.summary
+
+
+# -- audit: the summary says per creature how control is kept, from the tables' numbers ----
+
+def test_a_swarm_group_whose_dice_run_out_is_told_how_each_link_is_kept() -> None:
+    """Seed 001: control is kept "by dedicating a die from the controller's current power
+    pool to it, or by the controller using an action each round"; an Imagination Swarm
+    group's creatures are a link each (README: "dedicates dice while the pool lasts, the
+    rest by action"). One die for three: Bob by the die, Al and Cal by an action, and the
+    summary and each `controlled` effect say so (`attack.keep_by` stays as asked)."""
+    res = exchange(psionic("Ix", 1, 20), psionic("Bob", 1, 4), {
+        "mode": "mental-stab", "keep_by": "die"}, {"mode": "imagination-swarm"},
+        allies=[mundane("Al", 1, 4), mundane("Cal", 1, 4)],
+        dice={"attack": [20], "defense": [1, 1, 1]})
+    out = res.to_json()
+    assert "Ix wins: Bob, Al and Cal fall under its psionic control, each a link of its own: " \
+        "Bob kept by a dedicated die, and Al and Cal by an action each round (the pool has " \
+        "no die left for them)." in res.summary
+    assert [(e["combatant"], e["kept_by"]) for e in out["effects"]] == [
+        ("bob", "die"), ("al", "action"), ("cal", "action")]
+    assert out["attack"]["keep_by"] == "die"
+    assert [(e["id"], e["kept_by"]) for e in after(res, "ix")["controlling"]] == [
+        ("bob", "die"), ("al", "action"), ("cal", "action")]
+
+
+def test_a_group_kept_by_actions_is_told_as_one_link_per_creature() -> None:
+    """An Imagination Swarm group that lost: each creature its own link (released one by
+    one); a Psionic Wave's creatures are one link, which one action keeps (seed 001: "a
+    single action to maintain psionic control of all of the defenders")."""
+    swarm = exchange(psionic("Ix", 2, 8), psionic("Bob", 1, 4), {"mode": "mental-stab"},
+                     {"mode": "imagination-swarm"}, allies=[mundane("Al", 1, 4)],
+                     dice={"attack": [8, 8], "defense": [1, 1]})
+    assert "Ix wins: Bob and Al fall under its psionic control, each a link of its own " \
+        "kept by an action each round." in swarm.summary
+    wave = exchange(psionic("Ix", 2, 8), psionic("Bob", 1, 4), {"mode": "psionic-wave"},
+                    defenders=[psionic("Cy", 1, 4)], dice={"attack": [8, 8], "defense": [1, 1]})
+    assert "Ix wins: Bob and Cy fall under its psionic control as one link (kept by one " \
+        "action each round for them all)." in wave.summary
+    assert [e["kept_by"] for e in wave.to_json()["effects"]] == ["action", "action"]
+
+
+def test_refusals_count_one_die_as_a_die() -> None:
+    """A refusal a player reads says "1 die", not "1 dice"."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("B", 1, 6), psionic("C"), {"mode": "mental-stab", "pool_dice": 2})
+    assert err.value.detail == "B has 1 die in its pool, not 2"
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", 1, 6), {"mode": "mental-stab"}, {"pool_dice": 2})
+    assert err.value.detail == "B has 1 die to roll, not 2"
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 1, 6), psionic("B", 1, 4), {"mode": "psionic-wave",
+                                                          "keep_by": "die"},
+                 defenders=[psionic("C", 1, 4)])
+    assert err.value.detail == ("A would keep 2 creatures of the wave by a die each but has "
+                                "1 die in its pool: keep them by an action")
+    a = SYSTEM.combatant(psionic("A", 3, 6, pool=1, controlling=[
+        {"id": "v", "kept_by": "action", "wave": "w"},
+        {"id": "x", "kept_by": "action", "wave": "w"}]))
+    with pytest.raises(RulesViolation) as err:
+        ctl.keep_by(a, "v", "die")
+    assert err.value.detail == ("A has 1 die in its pool, too few to keep control of 2 "
+                                "creatures by a die each")
+
+
+def test_a_sacrifice_short_of_spells_says_the_count_not_the_level() -> None:
+    """Seed: spellcasters "may choose to sacrifice memorised spells": with [1, 3, 3]
+    memorised, three level-3 spells are one too many, though level 3 is memorised."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("B", spell_levels=[1, 3, 3]), {"mode": "mental-stab"},
+                 {"sacrifice": [3, 3, 3]})
+    assert err.value.detail == ("/defense/sacrifice: B sacrifices 3 level-3 spells but has "
+                                "only 2 memorised (memorised: [1, 3, 3])")
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("B", spell_levels=[1, 3, 3]), {"mode": "mental-stab"},
+                 {"sacrifice": [3, 2, 3, 3]})
+    assert err.value.detail == ("/defense/sacrifice: B sacrifices a level-2 spell but has "
+                                "none memorised, and sacrifices 3 level-3 spells but has only "
+                                "2 memorised (memorised: [1, 3, 3])")
+
+
+def test_the_summary_takes_its_numbers_and_names_from_replacement_tables() -> None:
+    """RULES.md: a GM may load replacement tables. The loser loses 2 dice and is stunned
+    for 3 round ends (2 rounds after this one), and Barrier Mantra is renamed: the
+    summary says what the events and state say."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["exchange"].update(loser_pool_dice_lost=2, loser_stunned_round_ends=3)
+    tables["modes"]["barrier-mantra"]["name"] = "Mantra Wall"
+    tables["modes"]["barrier-mantra"]["instead_of_control"]["round_ends"] = 1
+    system = PowerPoolSystem(tables)
+    lost = system.resolve({"attacker": psionic("Ix", 3, 6), "defender": psionic("B", 3, 6),
+                           "attack": {"mode": "mental-stab"}},
+                          SuppliedDice({"attack": [1, 1, 1], "defense": [6, 6, 6]}))
+    assert lost.summary.endswith("B holds: Ix loses 2 dice from its pool and is stunned for "
+                                 "2 rounds.")
+    assert after(lost, "ix")["pool"] == 1
+    won = system.resolve({"attacker": psionic("Ix", 3, 6), "defender": psionic("B", 3, 6),
+                          "attack": {"mode": "mental-stab"},
+                          "defense": {"mode": "barrier-mantra"}},
+                         SuppliedDice({"attack": [6, 6, 6], "defense": [1, 1, 1]}))
+    assert won.summary.endswith("B defends with Mantra Wall (3d6), a total of 3. Ix wins, "
+                                "but Mantra Wall leaves B stunned until this round ends "
+                                "instead of controlled.")
+
+
+def test_a_wave_s_barrier_mantras_are_each_told() -> None:
+    """Seed: Barrier Mantra: "stunned for one round instead of falling under the psionic
+    control"; in a wave every member using it is named, whether or not another fell."""
+    res = exchange(psionic("Ix", 3, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   {"mode": "barrier-mantra"}, defenders=[psionic("C", 1, 4)],
+                   defenses={"c": {"mode": "barrier-mantra"}},
+                   dice={"attack": [8, 8, 8], "defense": [1, 1]})
+    assert res.summary.endswith("Ix wins, but Barrier Mantra leaves B and C stunned for a "
+                                "round instead of controlled.")
+
+
+def test_a_passed_blank_mind_save_is_told_with_its_roll() -> None:
+    """Seed: against Blank Mind "The attacker must make a saving throw": passed, the
+    contest goes on, and the summary says so with the target and the roll."""
+    res = exchange(psionic("Ix", 3, 6), psionic("Bel", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "blank-mind"}, dice={"save": [17], "attack": [6, 6, 6],
+                                                 "defense": [1]})
+    assert res.summary.startswith("Ix strikes at Bel with Mental Stab. Ix saves against "
+                                  "Bel's Blank Mind (needed 15, rolled 17). Ix rolls 3d10 "
+                                  "for 18.")
+
+
+def test_no_dice_is_told_as_rolling_nothing() -> None:
+    """An attacker with no die in its pool, and a mind without a pool under H-PP-NO-POOL
+    false: each rolls nothing (not "0d10 for 0", "no defense mode (0d8)")."""
+    res = exchange(psionic("Ix", 2, 6, pool=0, dedicated=[{"purpose": "levitation"}] * 2),
+                   psionic("B", 1, 4), {"mode": "mental-stab"}, dice={"defense": [1]})
+    assert "Ix rolls nothing. B defends with no defense mode (1d4), a total of 1." \
+        in res.summary
+    res = exchange(psionic("Ix", 1, 6), mundane("Ogre", 4, 8), {"mode": "mental-stab"},
+                   dice={"attack": [1]}, options={"H-PP-NO-POOL": False})
+    assert "Ix rolls 1d10 for 1. Ogre rolls nothing, a total of 0." in res.summary
+    res = exchange(psionic("Ix", 1, 6), psionic("B", 2, 4), {"mode": "mental-stab"},
+                   {"mode": "pinnacle-of-will", "pool_dice": 0}, dice={"attack": [1]})
+    assert "B defends with Pinnacle of Will but rolls nothing, a total of 0." in res.summary
+
+
+def test_synaptic_overload_says_no_damage_and_who_it_brings_down() -> None:
+    """Seed: Synaptic Overload: "damage equal to the sum of their own defense dice". A
+    member that rolled nothing takes no damage; one brought to 0 hit points or fewer is
+    down (the `down` event)."""
+    res = exchange(psionic("Ix", 2, 6), psionic("B", 2, 4, hp=3), {"mode": "synaptic-overload"},
+                   {"mode": "imagination-swarm"},
+                   allies=[mundane("Al", 2, 4, conditions=["asleep"])],
+                   dice={"attack": [6, 6], "defense": [1, 3]})
+    assert res.summary.endswith("B takes 4 damage. B is down (0 hit points or fewer). Al "
+                                "takes no damage.")
+    assert [e.combatant for e in res.events if e.type == "down"] == ["b"]
+
+
+def test_spells_sacrificed_by_other_members_of_the_group_are_told() -> None:
+    """Seed: spellcasters "may choose to sacrifice memorised spells to add a bonus to their
+    defense roll": a wave target's sacrifice counts in the group's total and is named."""
+    res = exchange(psionic("Ix", 2, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[mundane("Mage", 1, 4, spell_levels=[3])],
+                   defenses={"mage": {"sacrifice": 3}},
+                   dice={"attack": [8, 8], "defense": [1, 1]})
+    assert "B defends with no defense mode (1d4); with Mage (plus 3 for sacrificed spells) " \
+        "the group totals 5." in res.summary

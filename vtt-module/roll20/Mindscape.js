@@ -3522,7 +3522,7 @@ var Mindscape = Mindscape || (() => {
     const known = /does not know (.+)$/.exec(detail);
     const unaware = /\bis ([a-z ,-]+): it /.exec(detail);
     const psp = /needs (\d+) PSPs for ([a-z-]+) but holds (\d+)/.exec(detail);
-    const dice = /has (\d+) dice to roll/.exec(detail);
+    const dice = /has (\d+) (?:die|dice) to roll/.exec(detail);
     if ((rule === 'defense-not-known' || rule === 'defense-mode-not-known') && known) return `${name} does not know ${chatSafe(label(known[1]))}.`;
     if (rule === 'nonpsionic-cannot-defend') return `${name} has no psionic mind and raises no defense mode: it may choose No defense only.`;
     if (rule === 'defender-cannot-act') return `${name} cannot act, so it cannot raise a defense now: it may choose No defense only.`;
@@ -3534,11 +3534,15 @@ var Mindscape = Mindscape || (() => {
     if (rule === 'defender-unaware' && unaware && /may defend only/.test(detail)) {
       return `${name} is ${unaware[1]}: it may defend only with a mode that works while unaware (Cognitive Labyrinth); with No defense it rolls nothing.`;
     }
-    if (rule === 'pool-dice-exceed-pool' && dice) return `${name} has only ${dice[1]} dice to roll: choose ${dice[1]} or fewer (or leave the dice out: the whole pool).`;
-    const spells = /no memorised spell of level \[([\d, ]+)\] to sacrifice \(memorised: \[([\d, ]*)\]\)/.exec(detail);
+    if (rule === 'pool-dice-exceed-pool' && dice) {
+      return `${name} has only ${dice[1] === '1' ? '1 die' : `${dice[1]} dice`} to roll: choose ${dice[1]} or fewer (or leave the dice out: the whole pool).`;
+    }
+    // "sacrifices 3 level-3 spells but has only 2 memorised" for each level short, and
+    // what is memorised: the count may be short where the level is memorised.
+    const spells = /: \S.*? ((?:sacrifices (?:a level-\d spell|\d+ level-\d spells) but has (?:none|only \d+) memorised(?:, and )?)+) \(memorised: \[([\d, ]*)\]\)$/.exec(detail);
     if (rule === 'spell-not-memorised' && spells) {
       const held = spells[2].trim() ? `memorised: level ${spells[2]}` : 'no spell memorised';
-      return `${name} cannot sacrifice a spell of level ${spells[1]} (${held}): sacrifice spells it holds, or none.`;
+      return `${name} ${spells[1]} (${held}): sacrifice spells it holds, or none.`;
     }
     if (rule === 'labyrinth-while-controlled') {
       return `${name} is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it.`;

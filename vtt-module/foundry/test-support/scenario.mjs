@@ -443,7 +443,7 @@ export function poolRoundEndResult(params) {
       if (link.kept_by === by) continue;
       if (by === "die") {
         const held = link.targets.length;
-        const why = held > 1 ? `has ${c.pool ?? 0} dice in its pool, too few to keep control of ${held} creatures by a die each` : "has no die in its pool to keep control with";
+        const why = held > 1 ? `has ${(c.pool ?? 0) === 1 ? "1 die" : `${c.pool ?? 0} dice`} in its pool, too few to keep control of ${held} creatures by a die each` : "has no die in its pool to keep control with";
         if ((c.pool ?? 0) < held) throw refuse("no-die-to-dedicate", `${C} ${why} (/choices/${cid})`, cid);
         c.pool -= held;
         c.dedicated = [...(c.dedicated ?? []), ...link.targets.map(() => ({ purpose: "control", target: key(link) }))];

@@ -179,7 +179,7 @@ async function poolTable(resolve, dialogs) {
 test("power-pool: a defense refused for the mind struck (the companion naming it) is chosen again, allies drawn in anew; one about the attacker fails the attack", async () => {
   const fenka = "fenka-tokF";
   const { t, calls } = await poolTable((params, n) => {
-    if (n === 1) throw refuse("spell-not-memorised", "/defense/sacrifice: Fenka has no memorised spell of level [3] to sacrifice (memorised: [1])", fenka);
+    if (n === 1) throw refuse("spell-not-memorised", "/defense/sacrifice: Fenka sacrifices a level-3 spell but has none memorised (memorised: [1])", fenka);
     return resolved;
   }, {
     p2: {
@@ -194,7 +194,7 @@ test("power-pool: a defense refused for the mind struck (the companion naming it
   assert.deepEqual(calls.map((c) => c.defense), [{ mode: SWARM, sacrifice: 3 }, { mode: SWARM }]);
   assert.deepEqual(calls.map((c) => refIds(c.allies)), [["skum"], ["skum"]]);
   const again = defenseDialogs(t.clients.p2)[1].arg.context;
-  assert.match(again.refused, /^The companion could not use the defense chosen for Fenka: Fenka has no memorised spell of level \[3\] to sacrifice/);
+  assert.match(again.refused, /^The companion could not use the defense chosen for Fenka: Fenka sacrifices a level-3 spell but has none memorised \(memorised: \[1\]\)/);
   assert.deepEqual(again.allies.map((a) => a.name), ["Skum"], "the allies are offered again");
 
   // pool-dice-exceed-pool about the attacker: no defense mends it.

@@ -3295,14 +3295,18 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
   let xid = ogreAttacksFenka(ctx);
   const fenka = ctx.fenka.id;
   const cases = [
-    ['imagination-swarm --dice 3', 'pool-dice-exceed-pool', 'Fenka has 1 dice to roll, not 3',
-      /<b>Fenka<\/b> has only 1 dice to roll: choose 1 or fewer \(or leave the dice out: the whole pool\)\./],
+    ['imagination-swarm --dice 3', 'pool-dice-exceed-pool', 'Fenka has 1 die to roll, not 3',
+      /<b>Fenka<\/b> has only 1 die to roll: choose 1 or fewer \(or leave the dice out: the whole pool\)\./],
     ['imagination-swarm', 'defender-unaware', 'Fenka is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing',
       /<b>Fenka<\/b> is asleep: it may defend only with a mode that works while unaware \(Cognitive Labyrinth\); with No defense it rolls nothing\./],
     ['cognitive-labyrinth', 'labyrinth-while-controlled', 'Fenka is under psionic control: cognitive-labyrinth works while asleep only for a mind not already controlled',
       /<b>Fenka<\/b> is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it\./],
-    ['imagination-swarm --sacrifice 2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka has no memorised spell of level [2] to sacrifice (memorised: [1, 2])',
-      /<b>Fenka<\/b> cannot sacrifice a spell of level 2 \(memorised: level 1, 2\): sacrifice spells it holds, or none\./],
+    ['imagination-swarm --sacrifice 2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka sacrifices 2 level-2 spells but has only 1 memorised (memorised: [1, 2])',
+      /<b>Fenka<\/b> sacrifices 2 level-2 spells but has only 1 memorised \(memorised: level 1, 2\): sacrifice spells it holds, or none\./],
+    ['imagination-swarm --sacrifice 3,2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka sacrifices 2 level-2 spells but has only 1 memorised, and sacrifices a level-3 spell but has none memorised (memorised: [1, 2])',
+      /<b>Fenka<\/b> sacrifices 2 level-2 spells but has only 1 memorised, and sacrifices a level-3 spell but has none memorised \(memorised: level 1, 2\): sacrifice spells it holds, or none\./],
+    ['imagination-swarm --dice 3', 'pool-dice-exceed-pool', 'Fenka has 2 dice to roll, not 3',
+      /<b>Fenka<\/b> has only 2 dice to roll: choose 2 or fewer \(or leave the dice out: the whole pool\)\./],
   ];
   for (const [mode, rule, detail, why] of cases) {
     ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode ${mode}` });

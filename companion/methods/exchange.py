@@ -96,8 +96,9 @@ METHODS = [
                system_schema="end_round_schema"),
     MethodSpec("exchange.round_end_choices", ROUND_END_CHOICES, exchange_round_end_choices,
                "What each combatant may choose at the end of this round, asked before "
-               "exchange.end_round (revised-2e: whether a mind a critical hit opened last "
-               "round may pay to close, and the cost the end of round will charge). "
+               "exchange.end_round (revised-2e: whether a mind a critical hit opened this "
+               "round, or one told at the last round's end that it still may, may pay to "
+               "close, and the cost the end of round will charge). "
                "Changes nothing and rolls no die. The result: {system, combatants: [{id, "
                "name, choices}], summary}; choices by name (systems.describe "
                "round_end_schema), revised-2e close: {cost, defense, basis, psp, payable, "

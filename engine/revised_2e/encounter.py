@@ -48,7 +48,13 @@ from .exchange import (
     raise_defense,
 )
 from .rules import attacks_allowed, close_offer, end_of_round, may_close_by_paying, settle_mac
-from .text import close_offer_line, closes_by_paying, round_end_lines
+from .text import (
+    IN_ENCOUNTERS,
+    close_offer_line,
+    closes_by_paying,
+    defense_line,
+    round_end_lines,
+)
 
 if TYPE_CHECKING:
     from .system import Revised2e
@@ -272,7 +278,8 @@ def declare(system: Revised2e, state: Mapping[str, Any], combatant_id: str,
     if choice.get("close"):
         offer = close_offer(t, c, options)
         if offer is None or not offer["payable"]:
-            raise RulesViolation("cannot-close", close_offer_line(t, c["name"], offer))
+            raise RulesViolation("cannot-close", close_offer_line(t, c["name"], offer,
+                                                                  IN_ENCOUNTERS))
         total += offer["cost"]
     if choice.get("defense"):
         check_defense(t, c, choice["defense"]["mode"], paid=False)
@@ -338,10 +345,15 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid in s["order"]:
         defense = s["pending"].get(cid, {}).get("defense")
         c = cs[cid]
-        if defense and is_psionic(c) and c["psp"] >= t.defense_cost(defense["mode"]):
+        cost = t.defense_cost(defense["mode"]) if defense else 0
+        if defense and is_psionic(c) and c["psp"] >= cost:
             raised[cid] = defense["mode"]
-            events += raise_defense(t, c, defense["mode"], paid=False)
-            lines.append(f"{c['name']} raises {t.mode_name(defense['mode'])}.")
+            paying = raise_defense(t, c, defense["mode"], paid=False)
+            events += paying
+            # said here, once: the attacks see a mind already open (errata: "A mind
+            # with 0 PSPs is open")
+            opened = any(e.type == "mind-opened" for e in paying)
+            lines.append(defense_line(t, c["name"], defense["mode"], cost, opened))
     attacks, order_events = _order(system, s, dice, options)
     events += order_events
     results = []
@@ -389,7 +401,8 @@ def resolve(system: Revised2e, state: Mapping[str, Any], dice: DiceSource,
     for cid in s["order"]:
         cs[cid], more = end_of_round(t, cs[cid], dice, options)
         events += more
-        lines += round_end_lines(cs[cid]["name"], more, close_offer(t, cs[cid], options))
+        lines += round_end_lines(cs[cid]["name"], more, IN_ENCOUNTERS,
+                                 close_offer(t, cs[cid], options))
     number = s["round"]
     s["round"] = number + 1
     s["pending"] = {}

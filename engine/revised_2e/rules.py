@@ -226,7 +226,7 @@ def add_condition(c: JSON, condition: str, rounds: int) -> None:
 def open_mind(c: JSON, opened_by: str, forced: bool) -> Event:
     """Open ``c``'s mind (in place). A mind forced open by an attack is stunned for the
     rest of this round and takes +2 on initiative next round (§1.5); one opened by a
-    critical hit may pay to close next round."""
+    critical hit may pay to close "in the following round" (``end_of_round``)."""
     mind = c["mind"]
     mind.update({"state": "open", "opened_by": opened_by, "locked_rounds": 0,
                  "may_pay_to_close": False, "rounds_open": 0, "used_power": False})
@@ -246,9 +246,10 @@ def close_mind(c: JSON, how: str) -> Event:
 
 def close_offer(tables: Tables, c: Mapping[str, Any], options: Mapping[str, Any]
                 ) -> JSON | None:
-    """What closing ``c``'s mind by paying costs now (§1.5), or ``None`` when its mind is
-    not one a critical hit opened the round before (nothing to choose):
-    ``{cost, defense, basis, psp, payable, reason}`` as ``price_closing`` gives it."""
+    """What closing ``c``'s mind by paying costs now (§1.5): ``{cost, defense, basis, psp,
+    payable, reason}`` as ``price_closing`` gives it; ``None`` (nothing to choose) unless
+    a critical hit opened the mind and the end of that round told it it may pay
+    (``may_pay_to_close``)."""
     mind = c["mind"]
     if mind["state"] != "open" or mind["opened_by"] != "critical" or \
             not mind["may_pay_to_close"]:
@@ -293,6 +294,34 @@ def may_close_by_paying(tables: Tables, c: Mapping[str, Any],
     return offer["cost"] if offer and offer["payable"] else None
 
 
+def opened_by_critical_this_round(c: Mapping[str, Any]) -> bool:
+    """Whether a critical hit opened ``c``'s mind this round: open, its first round not
+    yet counted by ``end_of_round``, which will tell it it may pay to close (§1.5, "in
+    the following round"). Outside encounters that payment is taken at the end of this
+    round, after its bookkeeping (``Revised2e.round_end``), so that the mind starts the
+    next round closed, as an encounter's ``close`` choice paid at the start of that
+    round leaves it."""
+    mind = c["mind"]
+    return mind["state"] == "open" and mind["opened_by"] == "critical" and \
+        mind["rounds_open"] == 0 and not mind["may_pay_to_close"]
+
+
+def count_down_conditions(c: JSON) -> list[Event]:
+    """Count ``c``'s timed conditions down at the end of a round (in place): one with 0
+    rounds left ends now (``stunned`` lasts the round it was given,
+    ``initiative-penalty`` one round more), the others lose a round."""
+    events = []
+    for condition in list(c["conditions"]):
+        left = c["condition_rounds"].get(condition, 0)
+        if left <= 0:
+            c["conditions"].remove(condition)
+            c["condition_rounds"].pop(condition, None)
+            events.append(Event("condition-ended", c["id"], {"condition": condition}))
+        else:
+            c["condition_rounds"][condition] = left - 1
+    return events
+
+
 def roll_open_duration(tables: Tables, dice: DiceSource, by: str) -> int:
     """1d4+1 rounds (purpose ``open-duration``)."""
     d = tables.open_mind["duration"]
@@ -305,12 +334,12 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
     """Bookkeeping for ``c`` at the end of an encounter round (§1.5); returns the new
     combatant and what happened.
 
-    - Conditions count down; one with 0 rounds left ends now (``stunned`` lasts the
-      round it was given, ``initiative-penalty`` one round more).
+    - Conditions count down (``count_down_conditions``).
     - Opened by reaching 0 PSPs: at the end of the opening round it is locked open 1d4+1
       rounds (purpose ``open-duration``).
-    - Opened by a critical hit: the next round it may pay to close; if it has not, it
-      stays open 1d4+1 rounds from then.
+    - Opened by a critical hit: at the end of the opening round it is told it may pay to
+      close (``may_pay_to_close``, event ``mind-may-close``); if it has not paid by the
+      end of the next round, it stays open 1d4+1 rounds from then.
     - At the end of the last locked round, and of each round after it, a Wisdom check at
       −3 closes it (d20 ≤ wis − 3, purpose ``wisdom-check``).
     - A nonpsionic mind saves vs. paralyzation each round from the round after it
@@ -360,12 +389,5 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                 events.append(close_mind(out, "wisdom-check"))
         if out["mind"]["state"] == "open":
             out["mind"]["rounds_open"] += 1
-    for condition in list(out["conditions"]):
-        left = out["condition_rounds"].get(condition, 0)
-        if left <= 0:
-            out["conditions"].remove(condition)
-            out["condition_rounds"].pop(condition, None)
-            events.append(Event("condition-ended", out["id"], {"condition": condition}))
-        else:
-            out["condition_rounds"][condition] = left - 1
+    events += count_down_conditions(out)
     return out, events

@@ -27,7 +27,11 @@ from .rules import (
     MAX_REST_MIND_ROUNDS,
     attacks_allowed,
     close_offer,
+    count_down_conditions,
+    editable,
     end_of_round,
+    opened_by_critical_this_round,
+    price_closing,
     recover,
     rest,
     roll_quick_mac,
@@ -35,6 +39,7 @@ from .rules import (
 )
 from .tables import Tables
 from .text import (
+    OUTSIDE_ENCOUNTERS,
     attack_summary,
     close_offer_line,
     closes_by_paying,
@@ -239,47 +244,89 @@ class Revised2e(System):
 
     # -- the end of a round outside any encounter ------------------------------------------
     def round_end_choice_schema(self) -> JSON:
-        """At a round's end a mind a critical hit opened the round before may pay to close
-        (§1.5), as an encounter's ``close`` choice lets it at the start of the round."""
+        """At the end of the round a critical hit opened a mind in, it may pay to close
+        (§1.5, "in the following round"), so that it starts that round closed, as an
+        encounter's ``close`` choice paid at the start of the round leaves it."""
         return {"type": "object", "additionalProperties": False, "properties": {
             "close": {"type": "boolean",
-                      "description": "pay to close a mind a critical hit opened last "
-                                     "round, before this round's end is counted"}}}
+                      "description": "pay to close a mind a critical hit opened: one "
+                                     "it opened this round pays once this round's end "
+                                     "is counted, and starts the next round closed; "
+                                     "one the last round's end told it may pay "
+                                     "(may_pay_to_close) pays before it"}}}
+
+    def _closing_terms(self, c: Mapping[str, Any], options: Mapping[str, Any]
+                       ) -> tuple[JSON, list[str], bool] | None:
+        """What closing ``c``'s mind by paying at this round's end costs (§1.5), the
+        conditions that stop it then, and whether it pays after this round's
+        bookkeeping; ``None`` when it has no such choice.
+
+        A mind a critical hit opened this round pays after the bookkeeping, so it is
+        priced and checked on the mind as that leaves it: a stun of this round has
+        ended, a daze that lasts still stops it. A mind the last round's end already told
+        it may pay (``may_pay_to_close``: one that did not pay then, a state saved by an
+        older companion, or one taken from an encounter) still may, before the
+        bookkeeping that would lock it open."""
+        offer = close_offer(self.tables, c, options)
+        if offer is not None:
+            return offer, stopping_conditions(c, stun_stops=True), False
+        if not opened_by_critical_this_round(c):
+            return None
+        # the bookkeeping of the opening round changes only the conditions that matter
+        # here (not the PSPs or defenses that price it): no need to roll it
+        later = editable(c)
+        count_down_conditions(later)
+        return price_closing(self.tables, later, options), \
+            stopping_conditions(later, stun_stops=True), True
 
     def round_end_offer(self, combatant: JSON, options: Mapping[str, Any]
                         ) -> tuple[JSON, list[str]]:
-        """A mind a critical hit opened the round before may pay to close (§1.5): ``close``
-        is ``{cost, defense, basis, psp, payable, reason}`` (``rules.price_closing``;
+        """A mind a critical hit opened this round (or one told at the last round's end
+        that it may pay) may pay to close (§1.5, ``_closing_terms``): ``close`` is
+        ``{cost, defense, basis, psp, payable, reason}`` (``rules.price_closing``;
         ``reason`` ``cannot-act`` when a condition stops it)."""
-        offer = close_offer(self.tables, combatant, options)
-        if offer is None:
+        terms = self._closing_terms(combatant, options)
+        if terms is None:
             return {}, []
-        stopped = stopping_conditions(combatant, stun_stops=True)
+        offer, stopped, _ = terms
         if stopped:
             offer |= {"payable": False, "reason": "cannot-act"}
         return {"close": offer}, [close_offer_line(self.tables, combatant["name"], offer,
-                                                   stopped)]
+                                                   OUTSIDE_ENCOUNTERS, stopped)]
 
     def round_end(self, combatant: JSON, choice: Mapping[str, Any], dice: DiceSource,
                   options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
-        """Closing by paying when chosen, then ``end_of_round`` (§1.5)."""
+        """``end_of_round`` (§1.5), with closing by paying when chosen: after the
+        bookkeeping for a mind a critical hit opened this round, so that it starts the
+        next round closed; before it for one told at the last round's end that it may
+        pay (``_closing_terms``). A choice the rules refuse raises and changes nothing."""
         c = combatant
-        events: list[Event] = []
-        lines: list[str] = []
-        if choice.get("close"):
-            stopped = stopping_conditions(c, stun_stops=True)
-            if stopped:
-                raise RulesViolation("cannot-act", f"{c['name']} cannot close its mind "
-                                                   f"({', '.join(stopped)})")
-            offer = close_offer(self.tables, c, options)
-            if offer is None or not offer["payable"]:
-                raise RulesViolation("cannot-close", close_offer_line(self.tables, c["name"],
-                                                                      offer))
-            events += close_by_paying(c, offer["cost"])
-            lines.append(closes_by_paying(c["name"], offer["cost"]))
-        after, more = end_of_round(self.tables, c, dice, options)
-        offer = close_offer(self.tables, after, options)
-        return after, events + more, lines + round_end_lines(after["name"], more, offer)
+        if not choice.get("close"):
+            after, events = end_of_round(self.tables, c, dice, options)
+            return after, events, round_end_lines(after["name"], events, OUTSIDE_ENCOUNTERS,
+                                                  close_offer(self.tables, after, options))
+        terms = self._closing_terms(c, options)
+        if terms is None:
+            raise RulesViolation("cannot-close", close_offer_line(
+                self.tables, c["name"], None, OUTSIDE_ENCOUNTERS))
+        offer, stopped, after_bookkeeping = terms
+        if stopped:
+            raise RulesViolation("cannot-act", f"{c['name']} cannot close its mind "
+                                               f"({', '.join(stopped)})")
+        if not offer["payable"]:
+            raise RulesViolation("cannot-close", close_offer_line(
+                self.tables, c["name"], offer, OUTSIDE_ENCOUNTERS))
+        paid = closes_by_paying(c["name"], offer["cost"])
+        if not after_bookkeeping:
+            events = close_by_paying(c, offer["cost"])
+            after, more = end_of_round(self.tables, c, dice, options)
+            return after, events + more, [paid, *round_end_lines(after["name"], more,
+                                                                 OUTSIDE_ENCOUNTERS)]
+        after, events = end_of_round(self.tables, c, dice, options)
+        # it pays now: the summary does not also tell it it may pay later
+        said = [e for e in events if e.type != "mind-may-close"]
+        events += close_by_paying(after, offer["cost"])
+        return after, events, [*round_end_lines(after["name"], said, OUTSIDE_ENCOUNTERS), paid]
 
     # -- rest outside any encounter ---------------------------------------------------------
     def rest_members(self) -> JSON:
@@ -350,7 +397,8 @@ class Revised2e(System):
             defender=Change(defender["id"], defender, outcome.defender),
             rolls=dice.rolls_since(start),
             events=(*before_events, *outcome.events),
-            summary=attack_summary(self.tables, attacker, defender, fields, outcome.attacker),
+            summary=attack_summary(self.tables, attacker, defender, fields, outcome.attacker,
+                                   outcome.defender),
             fields=fields,
             unused_dice={k: tuple(v) for k, v in unused.items()},
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engine.results import Event
+from engine.system import is_down
 
 from .tables import Tables
 
@@ -29,10 +31,31 @@ def psp(n: int) -> str:
     return count(n, "PSP")
 
 
+def defense_line(tables: Tables, name: str, mode: str, cost: int, opened: bool) -> str:
+    """"Fenka raises the mental barrier (5 PSPs).", so the PSPs a defense costs are
+    accounted for where it is paid; when paying took ``name``'s last PSPs it says the
+    mind opened (``opened``; errata: "A mind with 0 PSPs is open")."""
+    shield = f"the {tables.mode_name(mode)} ({psp(cost)})"
+    if opened:
+        return f"Raising {shield} takes {name}'s last PSPs and opens {name}'s mind."
+    return f"{name} raises {shield}."
+
+
+def down_line(name: str, hp: int) -> str:
+    """"Fenka is down (−2 hit points).": at 0 hit points or fewer a combatant acts no
+    more (slain, or dying under AD&D's optional rule)."""
+    number = f"−{-hp}" if hp < 0 else str(hp)
+    return f"{name} is down ({number} hit points)."
+
+
 def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mapping[str, Any],
-                   fields: Mapping[str, Any], attacker_after: Mapping[str, Any]) -> str:
-    """One paragraph: what was attempted, the roll, what it cost and what it did
-    (``attacker_after``: the attacker after paying, whose last PSPs open its own mind)."""
+                   fields: Mapping[str, Any], attacker_after: Mapping[str, Any],
+                   defender_after: Mapping[str, Any]) -> str:
+    """One paragraph: the defense raised and its cost when this exchange pays it
+    (``defense_psp``), what was attempted, the roll, what it cost and what it did
+    (``attacker_after``, ``defender_after``: the two after the attack; the attacker's
+    last PSPs open its own mind, and a blow that takes the defender to 0 hit points or
+    fewer leaves it down)."""
     a, d = attacker["name"], defender["name"]
     paid = f"{a} pays {psp(fields['psp_spent'])}."
     if attacker["mind"]["state"] != "open" and attacker_after["mind"]["state"] == "open":
@@ -46,11 +69,11 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
     defense = fields["defense"]
     shield = f" through the {tables.mode_name(defense)}" if defense else ""
     natural = fields["roll"]["natural"]
-    opened = ""
-    if defense and fields["target_was_open"] and defender["mind"]["state"] != "open":
+    raised = ""
+    if defense and fields["defense_psp"]:
         # Paying for the defense took the last PSPs and opened the mind before the roll.
-        opened = f"Raising the {tables.mode_name(defense)} takes {d}'s last PSPs and " \
-                 f"opens {d}'s mind. "
+        opened = fields["target_was_open"] and defender["mind"]["state"] != "open"
+        raised = defense_line(tables, d, defense, fields["defense_psp"], opened) + " "
     if not fields["hit"]:
         auto = " — a natural 1" if natural == int(tables.attack_roll["always_miss"]) else ""
         if defense:
@@ -58,8 +81,8 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
                    f"{tables.mode_name(defense)} {numbers}{auto}."
         else:
             text = f"{a}'s {mode}{steps}{rng} misses {d} {numbers}{auto}."
-        return f"{opened}{text} {paid}"
-    parts = [f"{opened}{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
+        return f"{raised}{text} {paid}"
+    parts = [f"{raised}{a}'s {mode}{steps}{rng} strikes {d}{shield} {numbers}."]
     if fields["critical"]:
         parts.append("A critical mental hit!")
     if fields["damage"]:
@@ -86,6 +109,8 @@ def attack_summary(tables: Tables, attacker: Mapping[str, Any], defender: Mappin
         else:
             parts.append(f"{d}'s open mind takes {count(effect['amount'], 'hit point')} of "
                          "damage.")
+            if is_down(defender_after) and not is_down(defender):
+                parts.append(down_line(d, defender_after["hp"]))
     parts.append(paid)
     return " ".join(parts)
 
@@ -95,12 +120,34 @@ def closes_by_paying(name: str, cost: int) -> str:
     return f"{name} pays {psp(cost)} and closes its mind."
 
 
+@dataclass(frozen=True)
+class CloseWhen:
+    """When a mind a critical hit opened may pay to close (§1.5, "in the following
+    round"), in the words of one way of running rounds: ``opened``, when the hit must
+    have opened it for it to pay now; ``pays``, when a mind the end of the opening round
+    told it may pay can do so."""
+
+    opened: str
+    pays: str
+
+
+#: An encounter: the ``close`` choice is declared in the round after the opening one and
+#: paid at its start.
+IN_ENCOUNTERS = CloseWhen(opened="last round", pays="in the next round")
+#: Outside encounters (``exchange.end_round``): at the end of the opening round, after its
+#: bookkeeping; a mind that did not pay then (``may_pay_to_close``) still may at the end of
+#: the next round, before its bookkeeping.
+OUTSIDE_ENCOUNTERS = CloseWhen(opened="this round or the last",
+                               pays="at the end of the next round")
+
+
 def close_offer_line(tables: Tables, name: str, offer: Mapping[str, Any] | None,
-                     stopped: Sequence[str] = ()) -> str:
-    """Whether ``name`` may pay to close its mind and for how much (``rules.close_offer``;
-    ``stopped``: the conditions that stop it acting)."""
+                     when: CloseWhen, stopped: Sequence[str] = ()) -> str:
+    """Whether ``name`` may pay to close its mind and for how much (``rules.close_offer``,
+    ``None`` when it may not; ``when``: how these rounds are run; ``stopped``: the
+    conditions that stop it acting)."""
     if offer is None:
-        return f"{name}'s mind is not one a critical hit opened last round: it cannot " \
+        return f"{name}'s mind is not one a critical hit opened {when.opened}: it cannot " \
                "pay to close it now."
     cost, defense = offer["cost"], offer["defense"]
     if stopped:
@@ -128,12 +175,13 @@ def unpriced_line(name: str, reason: str | None) -> str:
     return f"{name}'s mind cannot close by paying: it has no defense to price it."
 
 
-def round_end_lines(name: str, events: Sequence[Event],
+def round_end_lines(name: str, events: Sequence[Event], when: CloseWhen,
                     offer: Mapping[str, Any] | None = None) -> list[str]:
     """The summary's sentences for ``name``'s end-of-round events (§1.5): a mind's
     checks and lock, and conditions that ended. ``offer``: what closing the mind by paying
     costs (``rules.close_offer`` of the combatant after its round), for a mind a critical
-    hit opened this round, so that one that cannot pay is not told it may."""
+    hit opened this round, so that one that cannot pay is not told it may, nor told the
+    wrong time (``when``)."""
     lines = []
     for e in events:
         if e.type in ("mind-save", "wisdom-check"):
@@ -144,25 +192,27 @@ def round_end_lines(name: str, events: Sequence[Event],
         elif e.type == "mind-locked":
             lines.append(f"{name}'s mind is locked open for {e.data['rounds']} rounds.")
         elif e.type == "mind-may-close":
-            lines.append(may_close_line(name, e.data["cost"], offer))
+            lines.append(may_close_line(name, e.data["cost"], offer, when))
         elif e.type == "condition-ended":
             lines.append(condition_ended(name, e.data["condition"]))
     return lines
 
 
-def may_close_line(name: str, cost: int | None, offer: Mapping[str, Any] | None) -> str:
+def may_close_line(name: str, cost: int | None, offer: Mapping[str, Any] | None,
+                   when: CloseWhen) -> str:
     """What the end of the round a critical hit opened ``name``'s mind says of closing it
-    by paying in the next round (``offer``: ``rules.price_closing``'s, when known)."""
+    by paying later (``offer``: ``rules.price_closing``'s, when known; ``when.pays``:
+    when it can)."""
     reason = offer["reason"] if offer else None
     if cost is None:
         return unpriced_line(name, reason)
     if offer is not None and reason == "psp":
-        return f"Closing {name}'s mind in the next round would cost {psp(cost)}, more than " \
+        return f"Closing {name}'s mind {when.pays} would cost {psp(cost)}, more than " \
                f"the {psp(offer['psp'])} it holds."
     if offer is not None and reason == "last-psp":
-        return f"Closing {name}'s mind in the next round would cost {psp(cost)}, its last " \
+        return f"Closing {name}'s mind {when.pays} would cost {psp(cost)}, its last " \
                "PSPs: a mind with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."
-    return f"{name} may pay {psp(cost)} to close its mind in the next round."
+    return f"{name} may pay {psp(cost)} to close its mind {when.pays}."
 
 
 def condition_ended(name: str, condition: str) -> str:

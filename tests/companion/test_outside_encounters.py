@@ -118,6 +118,28 @@ async def test_round_end_choices_price_closing_as_the_end_of_round_charges_it(
     assert poor["combatants"][0]["choices"]["close"]["payable"] is True
 
 
+async def test_a_mind_a_critical_hit_opened_this_round_pays_to_close_at_its_end(
+        rpc: Rpc) -> None:
+    """Seed 004: it "can close its mind in the following round": at the end of the round
+    the hit opened it in (stunned for that round), closing is offered and paid once the
+    round's end has counted the stun out, so it starts the next round closed."""
+    opened = {**FENKA, "conditions": ["stunned", "initiative-penalty"],
+              "condition_rounds": {"stunned": 0, "initiative-penalty": 1},
+              "mind": {"state": "open", "opened_by": "critical", "rounds_open": 0,
+                       "last_defense": "mental-barrier"}}
+    params = {"system": "revised-2e", "combatants": [opened]}
+    offers = await rpc.ok("exchange.round_end_choices", params)
+    assert offers["combatants"][0]["choices"]["close"] == {
+        "cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 30,
+        "payable": True, "reason": None}
+    ended = await rpc.ok("exchange.end_round", {**params, "choices": {"fenka": {"close": True}}})
+    fenka = ended["combatants"][0]["after"]
+    assert fenka["mind"]["state"] == "closed" and fenka["psp"] == 30 - 10
+    assert fenka["conditions"] == ["initiative-penalty"]
+    assert ended["summary"] == ("End of the round: Fenka is no longer stunned. Fenka pays 10 "
+                                "PSPs and closes its mind.")
+
+
 async def test_round_end_choices_refusals_name_the_field(rpc: Rpc) -> None:
     await refused_naming(rpc, "exchange.round_end_choices", [
         ({"system": "revised-2e"}, ""),

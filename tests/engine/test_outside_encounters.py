@@ -5,6 +5,7 @@ each system's encounter does at its round's end) and a rest (``System.rest``, of
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -72,8 +73,8 @@ def test_revised_2e_initiative_penalty_lasts_one_round_more() -> None:
 
 
 def test_revised_2e_mind_opened_by_a_critical_may_pay_then_locks_open() -> None:
-    """Opened by a critical hit: at the end of that round it may pay to close next
-    round; if it has not paid by the next round's end, it stays open 1d4+1 rounds."""
+    """Opened by a critical hit: the end of that round tells it it may pay to close; if
+    it has not paid by the next round's end, it stays open 1d4+1 rounds."""
     c = psionicist("kara", mind=open_mind())
     first = REVISED.end_round({"combatants": [c]}, SuppliedDice({}))
     kara = after(first, "kara")
@@ -99,17 +100,116 @@ def test_revised_2e_close_choice_pays_twice_the_last_defense() -> None:
 
 
 def test_revised_2e_close_is_refused_when_the_mind_may_not_pay() -> None:
-    c = psionicist("kara", mind=open_mind())  # may pay only from the next round
+    # locked open: the chance to pay ended with the round after the one it opened in
+    c = psionicist("kara", mind=open_mind(rounds_open=2, locked_rounds=3))
     with pytest.raises(RulesViolation) as refused:
         REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
                           SuppliedDice({}))
     assert refused.value.rule == "cannot-close"
+    assert refused.value.detail == ("Kara's mind is not one a critical hit opened this "
+                                    "round or the last: it cannot pay to close it now.")
     stunned = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True),
                          conditions=["stunned"], condition_rounds={"stunned": 0})
     with pytest.raises(RulesViolation) as refused:
         REVISED.end_round({"combatants": [stunned], "choices": {"kara": {"close": True}}},
                           SuppliedDice({}))
     assert refused.value.rule == "cannot-act"
+
+
+def critical_hit_on_kara() -> JSON:
+    """An exchange in which Ulcen's mind thrust ×2 (natural 20 − 2 = 18 against 6) is a
+    critical mental hit through Kara's mental barrier, and Kara fails her save (3
+    against 12): her mind is forced open and she is stunned for the rest of the round."""
+    request = {"attacker": psionicist("ulcen", attacks=["mind-thrust", "ego-whip"]),
+               "defender": psionicist("kara"),
+               "attack": {"mode": "mind-thrust", "multiplier": 2},
+               "defense": {"mode": "mental-barrier"}}
+    hit = REVISED.resolve(request, SuppliedDice({"attack": [20], "damage": [1, 1],
+                                                 "save": [3]})).to_json()
+    assert hit["critical"] and hit["opened_by"] == "critical"
+    assert hit["defender"]["after"]["conditions"] == ["stunned", "initiative-penalty"]
+    return hit
+
+
+def test_revised_2e_a_mind_a_critical_hit_opened_pays_to_close_at_that_round_s_end(
+        ) -> None:
+    """Seed 004: a mind opened by a critical mental hit "can close its mind in the
+    following round by spending PSPs equal to double the cost of the last defense it
+    used" (mental barrier 5 → 10). An encounter takes that payment at the start of the
+    following round, before any attack; outside encounters it is offered and taken at the
+    end of the round the hit opened the mind in, once that round's end has counted the
+    stun out, so the mind meets the next round's attacks closed."""
+    hit = critical_hit_on_kara()
+    kara = hit["defender"]["after"]
+    offers = REVISED.round_end_choices({"combatants": [kara]})
+    assert offers["combatants"][0]["choices"] == {"close": {
+        "cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 50 - 5 - 2,
+        "payable": True, "reason": None}}
+    assert offers["summary"] == ("Kara may pay 10 PSPs (twice the mental barrier, the last "
+                                 "defense it used) to close its mind.")
+    ended = REVISED.end_round({"combatants": [kara], "choices": {"kara": {"close": True}}},
+                              SuppliedDice({}))
+    closed = after(ended, "kara")
+    assert closed["psp"] == 43 - 10
+    assert closed["mind"] == {"state": "closed", "opened_by": None, "locked_rounds": 0,
+                              "last_defense": "mental-barrier", "used_power": False,
+                              "may_pay_to_close": False, "rounds_open": 0}
+    # the +2 on initiative lasts into the next round; the stun has ended
+    assert closed["conditions"] == ["initiative-penalty"]
+    assert [e["type"] for e in ended["events"]] == [
+        "mind-may-close", "condition-ended", "psp-spent", "mind-closed"]
+    assert ended["summary"] == ("End of the round: Kara is no longer stunned. Kara pays 10 "
+                                "PSPs and closes its mind.")
+    # The next round's ego whip meets a closed mind: no +2 and no daze.
+    whip = REVISED.resolve({"attacker": hit["attacker"]["after"], "defender": closed,
+                            "attack": {"mode": "ego-whip"}},
+                           SuppliedDice({"attack": [15], "damage": [2]})).to_json()
+    assert whip["hit"] and not whip["target_was_open"] and whip["effect"] is None
+    assert whip["roll"]["modifier"] == 0
+
+
+def test_revised_2e_a_mind_that_did_not_pay_at_once_still_may_at_the_next_round_s_end(
+        ) -> None:
+    """§1.5 "in the following round": a mind a critical hit opened that did not pay at
+    the end of that round (or whose state comes from an encounter, or was saved before
+    closing was offered then) is still offered it at the end of the next round, and pays
+    before that round's end would lock it open."""
+    kara = after(REVISED.end_round({"combatants": [critical_hit_on_kara()["defender"][
+        "after"]]}, SuppliedDice({})), "kara")
+    assert kara["mind"]["may_pay_to_close"] and kara["conditions"] == ["initiative-penalty"]
+    offers = REVISED.round_end_choices({"combatants": [kara]})
+    assert offers["combatants"][0]["choices"]["close"]["payable"] is True
+    ended = REVISED.end_round({"combatants": [kara], "choices": {"kara": {"close": True}}},
+                              SuppliedDice({}))
+    assert after(ended, "kara")["mind"]["state"] == "closed"
+    assert after(ended, "kara")["psp"] == 43 - 10
+    assert ended["summary"] == ("End of the round: Kara pays 10 PSPs and closes its mind. "
+                                "Kara's initiative penalty ends.")
+
+
+def test_revised_2e_a_daze_that_outlasts_the_opening_round_stops_closing_at_its_end(
+        ) -> None:
+    """A stun lasts the round it was given, so it no longer stops a mind paying to close
+    at that round's end; a daze that lasts into the next round still does: the offer says
+    ``cannot-act``, and end_round refuses the choice and changes nothing."""
+    dazed = psionicist("kara", mind=open_mind(), conditions=["stunned", "dazed"],
+                       condition_rounds={"stunned": 0, "dazed": 1})
+    offers = REVISED.round_end_choices({"combatants": [dazed]})
+    close = offers["combatants"][0]["choices"]["close"]
+    assert (close["cost"], close["payable"], close["reason"]) == (10, False, "cannot-act")
+    assert offers["summary"] == "Kara cannot close its mind (dazed)."
+    request = {"combatants": [dazed], "choices": {"kara": {"close": True}}}
+    kept = copy.deepcopy(request)
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round(request, SuppliedDice({}))
+    assert (refused.value.rule, refused.value.detail) == (
+        "cannot-act", "Kara cannot close its mind (dazed)")
+    assert request == kept
+    poor = psionicist("kara", psp=10, mind=open_mind())
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [poor], "choices": {"kara": {"close": True}}},
+                          SuppliedDice({}))
+    assert refused.value.rule == "cannot-close" and "its last PSPs" in refused.value.detail
 
 
 def test_revised_2e_round_end_choices_price_closing_before_the_round_ends() -> None:
@@ -584,14 +684,15 @@ def test_rest_is_refused_where_the_source_has_no_rule_for_it() -> None:
 
 # -- what the summary says ----------------------------------------------------------------
 def test_the_round_a_mind_may_pay_to_close_is_announced_with_its_cost() -> None:
-    """§1.5: the round after a critical hit opened it, the mind may pay to close (twice
-    the mental barrier's 5 PSPs): the event and the summary say so, so a VTT's card tells
-    the player when."""
+    """§1.5: a mind a critical hit opened may pay to close "in the following round"
+    (twice the mental barrier's 5 PSPs). One that did not pay at the end of the round it
+    opened in still may at the end of the next: the event and the summary say so, so a
+    VTT's card tells the player when."""
     result = REVISED.end_round({"combatants": [psionicist("kara", mind=open_mind())]},
                                SuppliedDice({}))
     assert result["events"] == [{"type": "mind-may-close", "combatant": "kara", "cost": 10}]
     assert result["summary"] == ("End of the round: Kara may pay 10 PSPs to close its mind "
-                                 "in the next round.")
+                                 "at the end of the next round.")
 
 
 def test_a_mind_with_no_defense_to_price_its_closing_is_told_it_cannot_pay() -> None:
@@ -605,12 +706,12 @@ def test_a_mind_with_no_defense_to_price_its_closing_is_told_it_cannot_pay() -> 
 
 
 @pytest.mark.parametrize(("psp", "options", "said"), [
-    (3, {}, "Closing Kara's mind in the next round would cost 10 PSPs, more than the 3 PSPs "
-            "it holds."),
-    (10, {}, "Closing Kara's mind in the next round would cost 10 PSPs, its last PSPs: a "
-             "mind with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."),
-    (10, {"H-2E-CLOSE-LAST-PSP": False}, "Kara may pay 10 PSPs to close its mind in the "
-                                         "next round."),
+    (3, {}, "Closing Kara's mind at the end of the next round would cost 10 PSPs, more "
+            "than the 3 PSPs it holds."),
+    (10, {}, "Closing Kara's mind at the end of the next round would cost 10 PSPs, its last "
+             "PSPs: a mind with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP)."),
+    (10, {"H-2E-CLOSE-LAST-PSP": False}, "Kara may pay 10 PSPs to close its mind at the end "
+                                         "of the next round."),
 ])
 def test_the_round_a_mind_opens_says_when_it_cannot_pay_to_close(
         psp: int, options: JSON, said: str) -> None:

@@ -59,7 +59,8 @@ def test_declare_then_resolve_one_round() -> None:
     assert fenka["psp"] == 40 - 2 - 10 and fenka["mind"]["last_defense"] == "thought-shield"
     assert state["combatants"]["ulcen"]["psp"] == 40 - 8
     assert state["pending"] == {}
-    assert step["summary"].startswith("Round 1: Fenka of Raam raises thought shield.")
+    assert step["summary"].startswith("Round 1: Fenka of Raam raises the thought shield "
+                                      "(2 PSPs).")
     assert {c["id"] for c in step["changes"]} == {"ulcen", "fenka"}
     json.dumps(step)  # the step is plain JSON
 
@@ -93,6 +94,66 @@ def test_defense_is_paid_once_per_round_against_every_attack() -> None:
     raised = [e for e in step["events"] if e["type"] == "defense-raised"]
     assert len(raised) == 1
     assert state["combatants"]["fenka"]["psp"] == 40 - 5
+
+
+def test_the_round_says_what_each_defense_costs_where_it_is_paid() -> None:
+    """RULES.md §1.4 step 1: a defense is paid once per round, at its start. The round's
+    text says the cost there, so the PSPs add up: Fenka's 40 less the barrier's 5 and
+    the 16 she loses is 19."""
+    state = encounter(ULCEN, FENKA)
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "multiplier": 4, "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "mental-barrier"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [18],
+                                                                "damage": [4, 4, 4, 4]}))
+    assert state["combatants"]["fenka"]["psp"] == 40 - 5 - 16
+    assert step["summary"] == (
+        "Round 1: Fenka of Raam raises the mental barrier (5 PSPs). Ulcen of Tyr's mind "
+        "thrust ×4 strikes Fenka of Raam through the mental barrier (needed 12, rolled 18 − "
+        "2 = 16). Fenka of Raam loses 16 PSPs. Ulcen of Tyr pays 8 PSPs.")
+
+
+def test_a_defense_that_takes_the_last_psps_opens_the_mind_and_the_round_says_so_once(
+        ) -> None:
+    """Errata (seed 004): "A mind with 0 PSPs is open". Fenka's 2 PSPs pay for the
+    thought shield at the start of the round, which opens her mind there: the round's text
+    says so at that point, once, and Ulcen's attack then meets an open mind (+2)."""
+    state = encounter(ULCEN, {**FENKA, "psp": 2})
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "thought-shield"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({
+        "attack": [12], "damage": [3], "lost-power": [4], "open-duration": [2]}))
+    [result] = step["results"]
+    assert result["target_was_open"] and result["roll"]["modifier"] == 3 + 2
+    assert [e["type"] for e in step["events"]] == [
+        "defense-raised", "psp-spent", "mind-opened", "mind-locked"]
+    assert step["summary"] == (
+        "Round 1: Raising the thought shield (2 PSPs) takes Fenka of Raam's last PSPs and "
+        "opens Fenka of Raam's mind. Ulcen of Tyr's mind thrust strikes Fenka of Raam "
+        "through the thought shield (needed 12, rolled 12 + 5 = 17). Fenka of Raam loses 0 "
+        "PSPs (of 3 damage). Fenka of Raam loses one psionic power for 4 days. Ulcen of "
+        "Tyr pays 2 PSPs. Fenka of Raam's mind is locked open for 3 rounds.")
+
+
+def test_the_round_says_when_a_blow_on_an_open_mind_takes_its_target_down() -> None:
+    """Dark Sun revised (RULES.md §1.5): psychic crush on an open mind costs 1d6 hit
+    points a step. Fenka, at 5, takes 6: the round's text says she is down, and her
+    attack, not yet made, is lost."""
+    mind = {"state": "open", "opened_by": "zero-psp", "rounds_open": 2, "locked_rounds": 3}
+    state = encounter(ULCEN, {**FENKA, "hp": 5, "mind": mind})
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "psychic-crush", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({
+        "attack": [12], "damage": [3], "hp-damage": [6]}))
+    assert state["combatants"]["fenka"]["hp"] == -1
+    assert step["summary"] == (
+        "Round 1: Ulcen of Tyr's psychic crush strikes Fenka of Raam (needed 12, rolled 12 + "
+        "2 = 14). Fenka of Raam loses 6 PSPs. Fenka of Raam's open mind takes 6 hit points "
+        "of damage. Fenka of Raam is down (−1 hit points). Ulcen of Tyr pays 8 PSPs. Fenka "
+        "of Raam's mind thrust is lost: Fenka of Raam is down (0 hit points or fewer).")
 
 
 def test_force_resolves_missing_choices_as_no_attack_no_defense() -> None:

@@ -134,9 +134,10 @@ def test_psychic_crush_vs_thought_shield_fenka_needs_14_rolls_16_gets_12() -> No
     assert result["needed"] == 14
     assert result["roll"] == {"natural": 16, "modifier": -4, "modified": 12}
     assert result["hit"] is False
-    assert result["summary"].startswith(
-        "Fenka of Raam's psychic crush breaks against Ulcen of Tyr's thought shield "
-        "(needed 14, rolled 16 − 4 = 12).")
+    assert result["summary"] == (
+        "Ulcen of Tyr raises the thought shield (2 PSPs). Fenka of Raam's psychic crush "
+        "breaks against Ulcen of Tyr's thought shield (needed 14, rolled 16 − 4 = 12). "
+        "Fenka of Raam pays 4 PSPs.")
     # half of the declared 8 PSPs for the failed attack, 2 for the shield
     assert result["attacker"]["after"]["psp"] == 40 - 4
     assert result["defender"]["after"]["psp"] == 40 - 2 and result["defense_psp"] == 2

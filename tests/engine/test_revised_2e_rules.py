@@ -264,8 +264,50 @@ def test_the_summary_counts_in_the_singular_and_tells_a_defense_that_opened_the_
                      **{"effect-duration": [1]})
     assert result["target_was_open"] and result["effect"] == {"type": "dazed", "rounds": 1}
     assert result["summary"].startswith(
-        "Raising the thought shield takes Fenka's last PSPs and opens Fenka's mind. ")
+        "Raising the thought shield (2 PSPs) takes Fenka's last PSPs and opens Fenka's "
+        "mind. ")
     assert "is dazed for 1 round." in result["summary"]
+
+
+def test_the_summary_says_what_the_defense_costs_so_the_psps_add_up() -> None:
+    """RULES.md §1.4 step 1: the defender pays for its defense unless it paid this round
+    already (``paid``). Fenka's 50 less the barrier's 5 and the 16 she loses is 29; the
+    summary says both, and says no cost for a defense paid before."""
+    fenka = psionicist("d", name="Fenka")
+    attack = {"mode": "mind-thrust", "multiplier": 4}
+    dice = {"attack": [12], "damage": [4, 4, 4, 4]}
+    result = resolve(psionicist("a", name="Ulcen"), fenka, attack, {"mode": "mental-barrier"},
+                     **dice)
+    assert result["defender"]["after"]["psp"] == 50 - 5 - 16 and result["defense_psp"] == 5
+    assert result["summary"] == (
+        "Fenka raises the mental barrier (5 PSPs). Ulcen's mind thrust ×4 strikes Fenka "
+        "through the mental barrier (needed 6, rolled 12 − 2 = 10). Fenka loses 16 PSPs. "
+        "Ulcen pays 8 PSPs.")
+    paid = resolve(psionicist("a", name="Ulcen"), fenka, attack,
+                   {"mode": "mental-barrier", "paid": True}, **dice)
+    assert paid["defender"]["after"]["psp"] == 50 - 16 and paid["defense_psp"] == 0
+    assert paid["summary"].startswith("Ulcen's mind thrust ×4 strikes Fenka through")
+
+
+@pytest.mark.parametrize(("hp", "said"), [
+    (4, "Fenka is down (−2 hit points)."), (6, "Fenka is down (0 hit points)."),
+    (7, None), (-1, None)])
+def test_the_summary_says_when_hit_point_damage_takes_the_target_down(
+        hp: int, said: str | None) -> None:
+    """Dark Sun revised (RULES.md §1.5): psychic crush on an open mind costs 1d6 hit
+    points a step; at 0 or fewer the target is down (the ``down`` event), and the summary
+    says so once, when the blow takes it there (not for one down already)."""
+    fenka = psionicist("d", name="Fenka", hp=hp, mind={"state": "open",
+                                                        "opened_by": "critical"})
+    result = resolve(psionicist("a", name="Ulcen"), fenka, {"mode": "psychic-crush"},
+                     attack=[12], damage=[2], **{"hp-damage": [6]})
+    assert result["defender"]["after"]["hp"] == hp - 6
+    down = [e for e in result["events"] if e["type"] == "down"]
+    assert result["summary"] == (
+        "Ulcen's psychic crush strikes Fenka (needed 6, rolled 12 + 2 = 14). Fenka loses 5 "
+        "PSPs. Fenka's open mind takes 6 hit points of damage. "
+        + (f"{said} " if said else "") + "Ulcen pays 8 PSPs.")
+    assert len(down) == (1 if said else 0)
 
 
 def test_the_summary_says_when_the_attacker_s_last_psps_open_its_own_mind() -> None:

@@ -1502,10 +1502,11 @@ var Mindscape = Mindscape || (() => {
 
   // Whether the companion is asked, before a round's end, whether a fighter's mind may
   // pay to close (revised-2e, RULES.md §1.5): its psi_mind holds a mind a critical hit
-  // opened, which the round before announced (may_pay_to_close); or a generic mapping
-  // keeps its mind in an attribute of its own, which only the companion reads. What
-  // closing costs and whether it can pay are the companion's to say
-  // (exchange.round_end_choices).
+  // opened, either this round (rounds_open 0: it pays once this round's end is counted,
+  // and starts the next round closed) or earlier with the previous round's end's word
+  // that it still may (may_pay_to_close); or a generic mapping keeps its mind in an
+  // attribute of its own, which only the companion reads. What closing costs and
+  // whether it can pay are the companion's to say (exchange.round_end_choices).
   const mayPayToClose = (ref) => {
     const { adapter, data } = combatantOf(ref);
     if (adapter === 'roll20.generic' && isObject(data.mapping.fields) && data.mapping.fields.mind) return true;
@@ -1516,7 +1517,8 @@ var Mindscape = Mindscape || (() => {
     } catch (err) {
       return false;
     }
-    return isObject(mind) && mind.state === 'open' && mind.opened_by === 'critical' && mind.may_pay_to_close === true;
+    if (!isObject(mind) || mind.state !== 'open' || mind.opened_by !== 'critical') return false;
+    return mind.may_pay_to_close === true || !(Number(mind.rounds_open) > 0);
   };
 
   // The tokens of the Turn Tracker on the player page, in turn order. Custom entries

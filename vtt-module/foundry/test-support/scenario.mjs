@@ -69,9 +69,10 @@ export function combatantIdOfRef(ref) {
  * `exchange.end_round` for revised-2e as the daemon answers it (API.md), over the
  * profiles in the refs: each condition without rounds left ends (`condition-ended`), the
  * others count down. A mind a critical hit opened (RULES.md §1.5) is announced at the
- * end of its first round (`mind-may-close {cost}`, `may_pay_to_close` set); the next
- * round `choices[id].close` pays `closeCost` PSPs to close it (4001 `cannot-act` when
- * stunned, dazed or confused; `cannot-close` when it may not pay, or the PSPs do not
+ * end of its first round (`mind-may-close {cost}`, `may_pay_to_close` set), where
+ * `choices[id].close` pays `closeCost` PSPs to close it once the countdown is done; at
+ * the next round's end, still unpaid, it may pay before the countdown (either way 4001
+ * `cannot-act` when stunned, dazed or confused then; `cannot-close` when the PSPs do not
  * suffice, leaving at least 1 under H-2E-CLOSE-LAST-PSP), and without that choice it is
  * locked open 1d4+1 rounds (`open-duration`, `mind-locked {rounds}`). Any other open mind
  * gets a Wisdom check (d20 ≤ wis closes it), and `choices[id].close` pays 1 PSP to close
@@ -115,6 +116,7 @@ export function roundEndResult(params) {
     const choice = params.choices?.[id];
     const mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
     const critical = mind.state === "open" && mind.opened_by === "critical";
+    const firstRound = critical && !mind.may_pay_to_close && mind.rounds_open === 0;
     const refuse = (rule, detail) => { throw { code: 4001, message: "The rules forbid it", data: { rule, detail } }; };
     const die = (purpose, sides, otherwise) => {
       let roll = otherwise;
@@ -128,13 +130,15 @@ export function roundEndResult(params) {
       return roll;
     };
     if (choice?.close && critical) {
-      const stopped = before.conditions.filter((c) => ["stunned", "dazed", "confused"].includes(c));
+      // the first round's end pays once its countdown is done: a stun of that round no longer stops it
+      const stopped = (firstRound ? after : before).conditions.filter((c) => ["stunned", "dazed", "confused"].includes(c));
       if (stopped.length) refuse("cannot-act", `${name} cannot close its mind (${stopped.join(", ")})`);
-      const cost = mind.may_pay_to_close ? closeCost({ mind, defenses: profile.defenses }, params.options) : null;
+      const cost = mind.may_pay_to_close || firstRound ? closeCost({ mind, defenses: profile.defenses }, params.options) : null;
       const keepOne = params.options?.["H-2E-CLOSE-LAST-PSP"] ?? true;
       if (cost === null || cost > before.psp || (cost === before.psp && keepOne)) refuse("cannot-close", `${name} cannot pay to close its mind this round`);
       after.psp = before.psp - cost;
       after.mind = { ...mind, state: "closed", opened_by: null, may_pay_to_close: false, rounds_open: 0, locked_rounds: 0 };
+      if (firstRound) events.push({ type: "mind-may-close", combatant: id, cost });
       events.push({ type: "psp-spent", combatant: id, amount: cost, for: "close" }, { type: "mind-closed", combatant: id, how: "paid" });
       said.push(`${name} pays ${cost} PSPs and closes its mind`);
       update[`${P}.psp`] = after.psp;
@@ -143,7 +147,7 @@ export function roundEndResult(params) {
       const cost = closeCost({ mind, defenses: profile.defenses }, params.options);
       after.mind = { ...mind, may_pay_to_close: true, rounds_open: 1 };
       events.push({ type: "mind-may-close", combatant: id, cost });
-      said.push(`${name} may pay to close its mind next round`);
+      said.push(`${name} may pay to close its mind at the end of the next round`);
       update[`${P}.mind`] = after.mind;
     } else if (critical && mind.may_pay_to_close) {
       const rounds = die("open-duration", 4, 1) + 1;
@@ -190,10 +194,12 @@ const REST_DEFAULT_DICE = { "open-duration": 1, "wisdom-check": 8, save: 10 };
 
 /**
  * `exchange.round_end_choices` for revised-2e as the daemon answers it (API.md), over the
- * profiles in the refs: a mind a critical hit opened the round before (`may_pay_to_close`)
- * is offered `close: {cost, defense, basis, psp, payable, reason}` (RULES.md §1.5, the
+ * profiles in the refs: a mind a critical hit opened this round (`rounds_open` 0), or
+ * earlier and told at the last round's end it may still pay (`may_pay_to_close`), is
+ * offered `close: {cost, defense, basis, psp, payable, reason}` (RULES.md §1.5, the
  * house rules H-2E-NO-LAST-DEF and H-2E-CLOSE-LAST-PSP; `cannot-act` when stunned, dazed
- * or confused); everyone else has `choices: {}`.
+ * or confused when it would pay: for this round's mind, after the round's countdown);
+ * everyone else has `choices: {}`.
  */
 export function roundEndChoicesResult(params) {
   const combatants = params.combatants.map((ref) => {
@@ -201,7 +207,8 @@ export function roundEndChoicesResult(params) {
     const name = ref.data.actor.name;
     const profile = ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
     const mind = profile.mind ?? {};
-    if (!(mind.state === "open" && mind.opened_by === "critical" && mind.may_pay_to_close)) return { id, name, choices: {} };
+    const firstRound = !mind.may_pay_to_close && !(mind.rounds_open > 0);
+    if (!(mind.state === "open" && mind.opened_by === "critical" && (mind.may_pay_to_close || firstRound))) return { id, name, choices: {} };
     const psp = profile.psp ?? profile.psp_max ?? 0;
     const known = (profile.defenses ?? []).filter((d) => d in REVISED_DEFENSE_COST);
     const cost = closeCost({ mind, defenses: known }, params.options);
@@ -212,7 +219,8 @@ export function roundEndChoicesResult(params) {
     if (cost === null) reason = known.length ? "no-last-defense" : "no-defense";
     else if (cost > psp) reason = "psp";
     else if (cost === psp && (params.options?.["H-2E-CLOSE-LAST-PSP"] ?? true)) reason = "last-psp";
-    if ((profile.conditions ?? []).some((c) => ["stunned", "dazed", "confused"].includes(c))) reason = "cannot-act";
+    const lasting = (c) => !firstRound || (profile.condition_rounds?.[c] ?? 0) > 0;
+    if ((profile.conditions ?? []).some((c) => ["stunned", "dazed", "confused"].includes(c) && lasting(c))) reason = "cannot-act";
     return { id, name, choices: { close: { cost, defense, basis, psp, payable: reason === null, reason } } };
   });
   const offered = combatants.filter((c) => c.choices.close);

@@ -4,9 +4,10 @@
 // of the last defense it used (mental barrier 5 → 10). If it cannot or will not pay, it
 // stays open 1d4+1 rounds." House default H-2E-NO-LAST-DEF: a mind that used no defense
 // pays 2 × its cheapest known defense; H-2E-CLOSE-LAST-PSP: paying must leave at least
-// 1 PSP. The round after the mind opened, the GM's client asks whoever answers for it
-// (its owner through the relay, the GM for an NPC) whether it pays, and sends the yes
-// answers as `exchange.end_round`'s `choices` (API.md).
+// 1 PSP. At the end of the round the mind opened in (and, when it did not pay then, at
+// the end of the next), the GM's client asks whoever answers for it (its owner through
+// the relay, the GM for an NPC) whether it pays, and sends the yes answers as
+// `exchange.end_round`'s `choices` (API.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { combatantIdOfRef, defaultMethods, makeTable, revisedResult, roundEndChoicesResult, roundEndResult } from "../test-support/scenario.mjs";
@@ -105,9 +106,11 @@ test("a mind a condition stops is not asked; the GM is told", async () => {
   assert.equal(endRounds(t)[0].params.choices, undefined);
 });
 
-test("who may pay: a mind open by a critical hit whose last round's end announced it; ids as the adapters give them", () => {
+test("who may pay: a mind a critical hit opened this round, or before with the last round's end's word that it still may; ids as the adapters give them", () => {
   assert.equal(mayPayToClose({ mind: mayClose() }), true);
-  assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 0 }) }), false, "the round it opened");
+  assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 0 }) }), true, "the round it opened");
+  assert.equal(mayPayToClose({ mind: { state: "open", opened_by: "critical" } }), true, "no rounds_open is 0, as the companion reads it");
+  assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 2, locked_rounds: 3 }) }), false, "locked open");
   assert.equal(mayPayToClose({ mind: mayClose({ opened_by: "zero-psp" }) }), false);
   assert.equal(mayPayToClose({ mind: { ...mayClose(), state: "closed" } }), false);
   assert.equal(mayPayToClose({}), false);
@@ -196,24 +199,38 @@ test("PSPs that do not suffice under H-2E-CLOSE-LAST-PSP: not asked, the GM is t
   assert.equal(profile(u.tokens.fenkaToken.actor).mind.state, "closed");
 });
 
-test("only a mind that may pay this round is asked: the round it opened only announces it, the next round asks", async () => {
+test("a mind a critical hit opened this round is asked at its end, the round's stun over: a yes closes it before the next round", async () => {
+  // Seed 004: it "can close its mind in the following round", as an encounter's close is paid at that round's start.
   const t = tracker({ dialogs: { p1: { closeDialog: { close: true, timedOut: false } } } });
   const { ulcenToken, goblinToken } = t.tokens;
-  await setMind(t.actors.ulcen, mayClose({ may_pay_to_close: false, rounds_open: 0, last_defense: "thought-shield" }));
+  await setMind(t.actors.ulcen, mayClose({ may_pay_to_close: false, rounds_open: 0, last_defense: "thought-shield" }), { "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
   await setMind(goblinToken.actor, mayClose({ opened_by: "zero-psp", may_pay_to_close: false }));
   await nextRound(t);
-  assert.equal(asked(t.clients.p1).length + asked(t.clients.gm).length, 0);
+  assert.equal(asked(t.clients.gm).length, 0, "the goblin's mind, opened by its last PSPs, is not asked");
+  assert.equal(asked(t.clients.p1).length, 1);
+  assert.equal(asked(t.clients.p1)[0].arg.context.cost, 4);
+  assert.deepEqual(endRounds(t)[0].params.choices, { ulcen: { close: true } });
+  assert.equal(profile(t.actors.ulcen).psp, 36);
+  assert.deepEqual(profile(t.actors.ulcen).conditions, []);
+  assert.equal(ulcenToken.actor.flags.mindscape["revised-2e"].mind.state, "closed");
+});
+
+test("a mind that does not pay at the end of the round it opened in is asked again at the next round's end", async () => {
+  const answers = [{ close: false, timedOut: false }, { close: true, timedOut: false }];
+  const t = tracker({ dialogs: { p1: { closeDialog: () => answers.shift() } } });
+  await setMind(t.actors.ulcen, mayClose({ may_pay_to_close: false, rounds_open: 0, last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.p1).length, 1);
   assert.equal(endRounds(t)[0].params.choices, undefined);
   assert.equal(profile(t.actors.ulcen).mind.may_pay_to_close, true);
   assert.match(t.clients.gm.ChatMessage.created[0].data.content, /May pay to close the mind/);
 
   await t.combat.nextRound();
   await settled(t);
-  assert.equal(asked(t.clients.p1).length, 1);
-  assert.equal(asked(t.clients.p1)[0].arg.context.cost, 4);
+  assert.equal(asked(t.clients.p1).length, 2);
   assert.deepEqual(endRounds(t)[1].params.choices, { ulcen: { close: true } });
   assert.equal(profile(t.actors.ulcen).psp, 36);
-  assert.equal(ulcenToken.actor.flags.mindscape["revised-2e"].mind.state, "closed");
+  assert.equal(profile(t.actors.ulcen).mind.state, "closed");
 });
 
 test("a no, a closed dialog or no answer in time sends no choice: the round still ends and the mind is locked open", async () => {

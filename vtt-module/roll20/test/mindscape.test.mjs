@@ -1132,7 +1132,7 @@ test('--close (revised-2e) becomes the pay-to-close choice under the combatant i
   assert.equal(requests(ctx.sb).length, 1);
 });
 
-// A mind a critical hit opened last round, announced as one that may pay to close now (RULES.md §1.5).
+// A mind a critical hit opened before this round, announced as one that still may pay to close now (RULES.md §1.5).
 const MAY_CLOSE = JSON.stringify({ state: 'open', opened_by: 'critical', locked_rounds: 0, last_defense: 'mental-barrier', used_power: false, may_pay_to_close: true, rounds_open: 1 });
 
 // The answer exchange.round_end_choices gives (API.md) for Fenka, whose mind may pay to close.
@@ -1171,6 +1171,18 @@ test('a mind that may pay to close is priced by the companion before the round e
   ctx.sb.chat({ playerid: GM, content: buttons[1][1] });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
   assert.equal(requests(ctx.sb).length, 2);
+});
+
+test('a mind a critical hit opened this round is priced before the round ends; one locked open, or opened by its last PSPs, is not', () => {
+  // Seed 004: it "can close its mind in the following round": paid at this round's end, it starts that round closed.
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'critical', locked_rounds: 0, last_defense: 'mental-barrier', used_power: false, may_pay_to_close: false, rounds_open: 0 }), max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'critical', may_pay_to_close: false, rounds_open: 2, locked_rounds: 3 }), max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'zero-psp', may_pay_to_close: false, rounds_open: 0 }), max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const asked = lastRequest(ctx.sb);
+  assert.equal(asked.body.method, 'exchange.round_end_choices');
+  assert.deepEqual(roundRefs(asked), [ctx.fenka.id]);
 });
 
 test('nobody pays: the button ends the round without choices; a player cannot press it', () => {

@@ -120,13 +120,17 @@ export function endRoundParams({ system, combatants, choices, puppets, options, 
 
 /**
  * Whether a revised-2e profile's mind may pay to close at this round's end (RULES.md
- * §1.5): open, opened by a critical hit, and announced by the previous end of round
- * (`may_pay_to_close`, which the companion sets then).
- * @param {{mind?:{state?:string, opened_by?:string|null, may_pay_to_close?:boolean}}|null|undefined} profile
+ * §1.5), so that the companion is asked its price: open and opened by a critical hit,
+ * either this round (`rounds_open` 0: it pays once this round's end is counted and
+ * starts the next round closed) or earlier with the previous end of round's word that
+ * it still may (`may_pay_to_close`, which the companion sets then). Whether it can pay,
+ * and for how much, is the companion's to say.
+ * @param {{mind?:{state?:string, opened_by?:string|null, may_pay_to_close?:boolean, rounds_open?:number}}|null|undefined} profile
  */
 export function mayPayToClose(profile) {
   const mind = profile?.mind;
-  return mind?.state === "open" && mind.opened_by === "critical" && Boolean(mind.may_pay_to_close);
+  if (mind?.state !== "open" || mind.opened_by !== "critical") return false;
+  return Boolean(mind.may_pay_to_close) || !(Number(mind.rounds_open) > 0);
 }
 
 /**

@@ -342,7 +342,12 @@ export function makeChatMessage({ gmIds = ["gm0000"], selfId = "gm0000" } = {}) 
     async create(data, options) {
       const stored = { ...data };
       if (data.rolls?.length && options?.rollMode) this.applyRollMode(stored, options.rollMode);
-      const m = { id: `msg${this.created.length + 1}`, data: stored, options };
+      // As a ChatMessage document: its flags, and `update` with dotted paths (recorded).
+      const m = {
+        id: `msg${this.created.length + 1}`, data: stored, options, updates: [],
+        get flags() { return stored.flags; },
+        async update(changes) { this.updates.push(changes); applyDotted(stored, changes); return this; },
+      };
       this.created.push(m);
       return m;
     },
@@ -392,6 +397,8 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
     notes,
     fromUuid: world.fromUuid,
   });
+  // The world's messages as this client's collection (`game.messages.filter`): those it created.
+  game.messages = client.ChatMessage.created;
   server.connect(client);
   return client;
 }

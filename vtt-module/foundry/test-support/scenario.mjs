@@ -289,7 +289,7 @@ function poolCreatures(params, which) {
   const given = new Map(params.combatants.map((ref, i) => [ids[i], ref]));
   (params.puppets ?? []).forEach((ref, i) => {
     const id = combatantIdOfRef(ref);
-    if (given.has(id)) throw invalidParams(`/puppets/${i}/id`, `"${id}" is given already: a creature ${which} here is not among the puppets, and each puppet is given once`);
+    if (given.has(id)) throw invalidParams(`/puppets/${i}/id`, `id "${id}" is given already: a creature ${which} here is not among the puppets, and each puppet is given once`);
     given.set(id, ref);
   });
   const now = new Map([...given].map(([id, ref]) => [id, structuredClone(ref.data.actor.flags?.mindscape?.["power-pool"] ?? {})]));

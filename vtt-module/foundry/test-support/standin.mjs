@@ -250,6 +250,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   };
   const docs = new Map();
   const messages = [];
+  // The world's messages, as `game.messages.filter` finds them.
+  game.messages = messages;
   const ChatMessage = {
     // Foundry's static ChatMessage.applyRollMode(chatData, rollMode) (v12 and v13).
     applyRollMode: (chatData, rollMode) => {
@@ -261,20 +263,33 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     },
     getSpeaker: ({ actor, token, alias } = {}) => ({ alias: alias ?? token?.name ?? actor?.name }),
     create: async (data, options) => {
-      const message = { id: `m${messages.length + 1}`, data, options };
+      // As a ChatMessage document: its flags, and `update` (dotted paths), after which
+      // Foundry renders the message again in the chat log (the hooks run again).
+      const message = {
+        id: `m${messages.length + 1}`, data, options, element: null,
+        get flags() { return data.flags; },
+        async update(changes) { applyDotted(data, changes); renderMessage(message); return message; },
+      };
       messages.push(message);
-      const li = document.createElement("li");
-      li.className = "chat-message message";
-      li.dataset.rollMode = options?.rollMode ?? "";
-      li.dataset.whisper = (data.whisper ?? []).join(",");
-      li.dataset.blind = String(Boolean(data.blind));
-      li.innerHTML = `<header class="message-header"><h4 class="message-sender">${data.speaker?.alias ?? ""}</h4><span class="roll-mode">${options?.rollMode ?? ""}</span></header>
-        <div class="message-content">${data.content}${(data.rolls ?? []).map((r) => `<div class="dice-roll"><span class="dice-flavor">${r.options?.flavor ?? ""}</span><span class="dice-formula">${r.formula}</span><span class="dice-faces">${r.terms.filter((t) => t.results).flatMap((t) => t.results.map((x) => `<b class="die d${t.faces}">${x.result}</b>`)).join("")}</span><span class="dice-total">${r.total}</span></div>`).join("")}</div>`;
-      document.querySelector("#chat-log").append(li);
-      Hooks.callAll(generation >= 13 ? "renderChatMessageHTML" : "renderChatMessage", message, generation >= 13 ? li : { 0: li, length: 1, jquery: "3.7.1" });
+      renderMessage(message);
       return message;
     },
   };
+  /** Show a message in the chat log (in place of its earlier element) and run the render hook. */
+  function renderMessage(message) {
+    const { data, options } = message;
+    const li = document.createElement("li");
+    li.className = "chat-message message";
+    li.dataset.rollMode = options?.rollMode ?? "";
+    li.dataset.whisper = (data.whisper ?? []).join(",");
+    li.dataset.blind = String(Boolean(data.blind));
+    li.innerHTML = `<header class="message-header"><h4 class="message-sender">${data.speaker?.alias ?? ""}</h4><span class="roll-mode">${options?.rollMode ?? ""}</span></header>
+      <div class="message-content">${data.content}${(data.rolls ?? []).map((r) => `<div class="dice-roll"><span class="dice-flavor">${r.options?.flavor ?? ""}</span><span class="dice-formula">${r.formula}</span><span class="dice-faces">${r.terms.filter((t) => t.results).flatMap((t) => t.results.map((x) => `<b class="die d${t.faces}">${x.result}</b>`)).join("")}</span><span class="dice-total">${r.total}</span></div>`).join("")}</div>`;
+    if (message.element) message.element.replaceWith(li);
+    else document.querySelector("#chat-log").append(li);
+    message.element = li;
+    Hooks.callAll(generation >= 13 ? "renderChatMessageHTML" : "renderChatMessage", message, generation >= 13 ? li : { 0: li, length: 1, jquery: "3.7.1" });
+  }
   const Roll = { fromData: (data) => ({ ...data, toJSON: () => data }) };
   const notes = [];
   Object.assign(window, {

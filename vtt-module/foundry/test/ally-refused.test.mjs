@@ -86,9 +86,10 @@ test("an ally the companion refuses (4001 naming it) is left out, and the exchan
   assert.deepEqual(resolvedHooks(gm)[0].args[0].allies.map((a) => a.name), ["Skum"]);
   assert.equal(gm.ChatMessage.created.length, 1);
   assert.deepEqual(gm.notes.warn, ["The companion refused Turncoat as an ally of Goblin (defender-unaware: refused turncoat), so the exchange was resolved without Turncoat."]);
-  // Bo, whose creature joined by its own choice, is told on his own client.
+  // Bo, whose creature joined by its own choice, is told on his own client: the
+  // companion's reason, not its rule's id (that is for the GM).
   await settle();
-  assert.deepEqual(t.clients.p2.notes.warn, ["The companion refused Turncoat in the defense of Goblin (defender-unaware: refused turncoat), so Turncoat did not join: the exchange was resolved without it."]);
+  assert.deepEqual(t.clients.p2.notes.warn, ["The companion refused Turncoat in the defense of Goblin (refused turncoat), so Turncoat did not join: the exchange was resolved without it."]);
   assert.deepEqual(t.clients.p1.notes.warn, []);
 });
 

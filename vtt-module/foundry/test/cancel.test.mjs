@@ -55,6 +55,27 @@ test("Cancel in the house rules keeps the world's house rules", async () => {
   assert.deepEqual(t.clients.gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": { "H-2E-CRIT-MODS": false } });
 });
 
+test("Save in the house rules says what was saved: the rules switched from the defaults, or that all are at them", async () => {
+  const t = makeTable({ dialogs: { gm: { houseRulesDialog: [{ "H-2E-CRIT-MODS": false }, { "H-2E-CRIT-MODS": true }] } } });
+  assert.deepEqual(await t.clients.gm.svc.openHouseRules(), { "H-2E-CRIT-MODS": false });
+  assert.deepEqual(await t.clients.gm.svc.openHouseRules(), {});
+  assert.deepEqual(t.clients.gm.notes.info, [
+    "House rules of AD&D 2e revised psionics (MTHAC0/MAC) saved; changed from its defaults: H-2E-CRIT-MODS.",
+    "House rules of AD&D 2e revised psionics (MTHAC0/MAC) saved: all at their defaults.",
+  ]);
+});
+
+test("Test the connection with no token says to paste one, not to open the dialog it is in", async () => {
+  const t = makeTable({ dialogs: { gm: { pairingDialog: async ({ test: check }) => {
+    const error = await check("http://127.0.0.1:39393", "  ").catch((e) => e);
+    t.tested = error.userMessage;
+    return null;
+  } } } });
+  await t.clients.gm.svc.openPairing();
+  assert.equal(t.tested, "Paste the companion's token in Token first: run mindscape token on the GM's computer and copy what it prints.");
+  assert.equal(t.daemon.calls.length, 0);
+});
+
 test("Cancel in the pairing dialog keeps the address and the token", async () => {
   const { t } = cancellingTable();
   assert.equal(await t.clients.gm.svc.openPairing(), null);

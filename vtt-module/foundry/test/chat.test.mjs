@@ -28,7 +28,8 @@ test("the card context names both sides, the modes, the outcome and every system
   assert.equal(ctx.attackLabel, "Mind thrust");
   assert.equal(ctx.defenseLabel, "Mental barrier");
   assert.deepEqual(ctx.facts.map((f) => [f.field, f.value]), [["needed", "12"], ["roll", "20 → 23"], ["psp_spent", "8"], ["damage", "12"], ["critical", "yes"], ["mind_opened", "yes"]]);
-  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Ulcen of Tyr", "psp", 40, 32], ["Fenka", "psp", 40, 28], ["Fenka", "mind", "closed", "open"]]);
+  // The mind's state by its label (MINDSCAPE.Mind), not the companion's id.
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Ulcen of Tyr", "psp", 40, 32], ["Fenka", "psp", 40, 28], ["Fenka", "mind", "Closed", "Open"]]);
   assert.equal(ctx.unusedDice, "save: 7");
   assert.equal(ctx.good, true);
 });
@@ -40,7 +41,10 @@ test("the rendered card escapes the summary and shows the dice", () => {
   assert.match(html, /lashes out with a mind thrust &lt;b&gt;and&lt;\/b&gt; hits/);
   assert.match(html, /No defense/);
   assert.match(html, /Attack<\/span> d20: <strong>20<\/strong>/);
-  assert.match(html, /<th>Fenka<\/th><td>Mind<\/td><td>closed/);
+  assert.match(html, /<th>Fenka<\/th><td>Mind<\/td><td>Closed/);
+  // The event as a sentence, without the raw fields ("combatant: ulcen, amount: 8").
+  assert.match(html, /<ul class="mindscape-events"><li data-event="psp-spent">Ulcen of Tyr spends PSPs: 8<\/li><\/ul>/);
+  assert.doesNotMatch(html, /<code>|combatant:/);
 });
 
 test("changes ignore unchanged numbers and list new conditions", () => {
@@ -125,7 +129,7 @@ test("power-pool: the card names the allies drawn into an imagination swarm and 
     { name: "Seer", how: "Imagination swarm, 2d6" },
     { name: "Sleeper", how: "drawn in, dazed, rolls nothing" },
   ]);
-  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Ulcen", "pool", 2], ["Porter", "conditions", "dazed"], ["Sleeper", "conditions", "asleep, dazed"]]);
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Ulcen", "pool", 2], ["Porter", "conditions", "Dazed"], ["Sleeper", "conditions", "Asleep, Dazed"]]);
   // Other systems' results have no members: no line.
   assert.deepEqual(chatCardContext(result, { attackerName: "U", defenderName: "F", attack: { mode: "mind-thrust" }, defense: null, localize: label }).allies, []);
 });
@@ -145,7 +149,7 @@ test("power-pool: the card's effects name each creature as the table does, not b
   };
   const ctx = chatCardContext(won, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label });
   assert.equal(ctx.facts.find((f) => f.field === "effects").value,
-    "Aboleth: under Zanna's control; Aboleth: possessed; Randal (Human Fighter): stunned (instead of control); Randal (Human Fighter): 7 damage");
+    "Aboleth: under Zanna's control; Aboleth: Possessed; Randal (Human Fighter): Stunned (instead of control); Randal (Human Fighter): 7 damage");
   const none = chatCardContext({ ...won, effects: [] }, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label });
   assert.equal(none.facts.some((f) => f.field === "effects"), false);
 });
@@ -214,13 +218,13 @@ test("power-pool: an attack aimed at a puppet strikes its controller, and the ca
   // The header says what was aimed at; the summary says who was struck instead.
   assert.equal(ctx.defenderName, "Bravo");
   // Everything else is the controller's, by its token's name.
-  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Zanna", "conditions", "—", "dazed"], ["Ix", "pool", 2, 0]]);
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Zanna", "conditions", "—", "Dazed"], ["Ix", "pool", 2, 0]]);
   assert.equal(ctx.facts.find((f) => f.field === "effects").value, "Ix: under Zanna's control");
   assert.deepEqual(ctx.dice.map((d) => d.by), ["Zanna", "Zanna", "Zanna", "Ix", "Ix"]);
   assert.deepEqual(ctx.events.map((e) => e.text), [
-    "combatant: Zanna, round ends: 1, reason: attacked in psionic combat",
-    "combatant: Bravo, controller: Ix, reason: controller-overcome",
-    "combatant: Ix, controller: Zanna",
+    "Zanna is dazed",
+    "Bravo is free of Ix's control",
+    "Ix falls under Zanna's control",
   ]);
   const html = renderModuleTemplate("chat-card", ctx);
   assert.match(html, /<th>Ix<\/th><td>Pool<\/td>/);
@@ -234,10 +238,20 @@ test("power-pool: an attack aimed at a puppet strikes its controller, and the ca
 test("power-pool: a psionic wave's card names each target by itself, the header all of them", () => {
   const ctx = cardOf(wave, "Alpha, Bravo", tableNames);
   assert.equal(ctx.defenderName, "Alpha, Bravo");
-  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Zanna", "conditions", "dazed"], ["Alpha", "pool", 0], ["Bravo", "pool", 0]]);
+  assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.after]), [["Zanna", "conditions", "Dazed"], ["Alpha", "pool", 0], ["Bravo", "pool", 0]]);
   assert.equal(ctx.facts.find((f) => f.field === "effects").value, "Alpha: under Zanna's control; Bravo: under Zanna's control");
   assert.deepEqual(ctx.dice.map((d) => d.by), ["Zanna", "Zanna", "Zanna", "Alpha", "Alpha", "Bravo", "Bravo"]);
-  assert.deepEqual(ctx.events.map((e) => e.text), ["combatant: Alpha, controller: Zanna", "combatant: Bravo, controller: Zanna"]);
+  assert.deepEqual(ctx.events.map((e) => e.text), ["Alpha falls under Zanna's control", "Bravo falls under Zanna's control"]);
   const bare = cardOf(wave, "Alpha, Bravo", undefined);
   assert.deepEqual(bare.changes.map((c) => c.name), ["Zanna", "Alpha (Orc)", "Bravo (Fighter)"]);
+});
+
+test("facts that are ids read by their labels: power-pool's winner, combat-strength's table (a plugin's id as words)", () => {
+  const pool = { system: "power-pool", outcome: "attacker", winner: "attacker", attack_total: 14, defense_total: 12, controlled: true, rolls: [], events: [], summary: "" };
+  const facts = (res) => Object.fromEntries(chatCardContext(res, { attackerName: "Zanna", defenderName: "Aboleth", attack: { mode: "mental-stab" }, defense: null, localize: label }).facts.map((f) => [f.label, f.value]));
+  assert.deepEqual(facts(pool), { "Attack total": "14", "Defense total": "12", Winner: "The attacker", Controlled: "yes" });
+  const cs = { system: "combat-strength", outcome: "damage", table: "combat", bonus_dice: 1, damage: 9, attack_cost: 4, rolls: [], events: [], summary: "" };
+  assert.equal(facts(cs).Table, "Psionic combat");
+  assert.equal(facts({ ...cs, table: "wave" }).Table, "Psionic wave on a non-psionic");
+  assert.equal(facts({ ...cs, table: "mind-storm" }).Table, "mind storm");
 });

@@ -223,7 +223,8 @@ test("a mind that does not pay at the end of the round it opened in is asked aga
   assert.equal(asked(t.clients.p1).length, 1);
   assert.equal(endRounds(t)[0].params.choices, undefined);
   assert.equal(profile(t.actors.ulcen).mind.may_pay_to_close, true);
-  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /May pay to close the mind/);
+  // The card's events read as sentences (en.json MINDSCAPE.Event), not as the event's raw fields.
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /Ulcen of Tyr may pay to close its mind, PSPs: 4/);
 
   await t.combat.nextRound();
   await settled(t);

@@ -245,7 +245,8 @@ test("a creature released that is not in the round goes as a puppet and its shee
   // The card, from the summary, names them; the hook tells who was sent and what was chosen.
   const [card] = t.clients.gm.ChatMessage.created;
   assert.match(card.data.content, /Goblin releases Thrall\. Goblin releases &quot;ghost&quot;\. &quot;ghost&quot; was not given/);
-  assert.match(card.data.content, /<strong>Thrall<\/strong> <code>Control ended<\/code> controller: Goblin, reason: released/);
+  // Each event as a sentence (en.json MINDSCAPE.Event): the summary above says why.
+  assert.match(card.data.content, /<li data-event="control-ended">Thrall is free of Goblin&#x27;s control<\/li>/);
   const payload = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
   assert.deepEqual(payload.puppets.map((a) => a.uuid), ["Actor.thrall"]);
   assert.deepEqual(payload.choices, call.params.choices);
@@ -307,7 +308,7 @@ test("a controller asleep at the round's end loses what it holds by an action: t
   // The card names them; "ghost" is named by its id, as the summary says, without a warning every round.
   const [card] = t.clients.gm.ChatMessage.created;
   assert.match(card.data.content, /Goblin is asleep and cannot spend the action that keeps its control of Thrall and Fenka and &quot;ghost&quot;: the control ends\. &quot;ghost&quot; was not given/);
-  assert.match(card.data.content, /<strong>Thrall<\/strong> <code>Control ended<\/code> controller: Goblin, reason: controller-cannot-act/);
+  assert.match(card.data.content, /<li data-event="control-ended">Thrall is free of Goblin&#x27;s control<\/li>/);
   const payload = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.roundEnded").args[0];
   assert.deepEqual(payload.puppets, [t.thrall]);
   assert.deepEqual(payload.result.others.map((o) => o.id), ["thrall"]);
@@ -624,6 +625,7 @@ test("api.endRound: a control choice the companion refuses is shown to the GM an
   const t = await poolTracker({ control: goblinHolds });
   const done = await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken], choices: { "goblin-tokG": { release: ["ox"] } } });
   assert.equal(done, null);
-  assert.match(t.clients.gm.notes.error[0], /not-controlling/);
+  // The companion's words, without its rule's id (that goes to the GM's console).
+  assert.equal(t.clients.gm.notes.error[0], 'The rules forbid this: Goblin does not control "ox" (/choices/goblin-tokG/release/0)');
   assert.equal(t.tokens.goblinToken.actor.updates.length, 0);
 });

@@ -68,6 +68,17 @@ test("a remembered default the defender no longer knows is not preselected nor u
   assert.equal(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, null);
 });
 
+test("the question says who sees it: asked on the GM's own client (an NPC), that players do not; asked on an owner's, that only they and the GM do", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: "mind-blank" } }, p2: { defenseDialog: { mode: "thought-shield" } } } });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  const npc = t.clients.gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  const owned = t.clients.p2.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.equal(npc.askedHere, true);
+  assert.equal(owned.askedHere, undefined);
+  assert.match(renderModuleTemplate("defense-dialog", npc), /The players do not see this\./);
+  assert.match(renderModuleTemplate("defense-dialog", owned), /Only you and the GM see this\./);
+});
+
 test("combat-strength: a psionic defender without a list is offered all five defenses", async () => {
   const methods = defaultMethods({
     "systems.describe": ({ system }) => ({ id: system, modes: {} }),

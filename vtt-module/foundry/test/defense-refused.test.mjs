@@ -36,8 +36,10 @@ test("revised-2e: a defense the defender cannot pay for is chosen again by its o
   const [first, again] = defenseDialogs(t.clients.p2).map((s) => s.arg);
   assert.equal(first.context.refused, null);
   assert.equal(first.fallback, "mind-blank");
+  assert.equal(first.context.fallbackLabel, "Mind blank");
   assert.equal(again.context.refused, "The companion could not use the defense chosen for Fenka: Fenka needs 3 PSPs for mind-blank but holds 2. Nothing was written; choose again.");
   assert.equal(again.fallback, null);
+  assert.equal(again.context.fallbackLabel, null);
   assert.equal(again.context.noneSelected, true);
   assert.ok(again.context.defenses.every((d) => !d.selected));
   // The answer given again is not remembered: the default stays the owner's last free choice.
@@ -53,13 +55,26 @@ test("revised-2e: a defense the defender cannot pay for is chosen again by its o
 test("the dialog asked again shows why and says that no defense is raised without an answer", () => {
   const html = renderModuleTemplate("defense-dialog", {
     attackerName: "Ulcen", defenderName: "Fenka", defenses: [{ id: "thought-shield", label: "Thought Shield" }], noneSelected: true, seconds: 30,
-    refused: "The companion could not use the defense chosen for Fenka: too few PSPs. Nothing was written; choose again.",
+    refused: "The companion could not use the defense chosen for Fenka: too few PSPs. Nothing was written; choose again.", fallbackLabel: null,
   });
   assert.match(html, /<p class="mindscape-warning">The companion could not use the defense chosen for Fenka: too few PSPs\./);
-  assert.match(html, /Without an answer, no defense is raised in/);
+  assert.match(html, /Only you and the GM see this\. Without an answer, no defense is raised in <span class="mindscape-countdown">30<\/span> s/);
   const first = renderModuleTemplate("defense-dialog", { attackerName: "Ulcen", defenderName: "Fenka", defenses: [], noneSelected: true, seconds: 30 });
   assert.doesNotMatch(first, /mindscape-warning/);
-  assert.match(first, /Without an answer, the last defense is used in/);
+});
+
+test("the countdown says what happens without an answer: the defense remembered, by name, or none; to the GM answering for an NPC, that players do not see it", () => {
+  const base = { attackerName: "Ulcen", defenderName: "Fenka", defenses: [{ id: "mind-blank", label: "Mind blank", selected: true }], seconds: 30 };
+  const remembered = renderModuleTemplate("defense-dialog", { ...base, fallbackLabel: "Mind blank" });
+  assert.match(remembered, /Only you and the GM see this\. Without an answer, Mind blank \(its last choice\) is raised in <span class="mindscape-countdown">30<\/span> s/);
+  // Nothing remembered (a first attack on it): no "last defense" to speak of.
+  const none = renderModuleTemplate("defense-dialog", { ...base, fallbackLabel: null });
+  assert.match(none, /Without an answer, no defense is raised in/);
+  assert.doesNotMatch(none, /last/);
+  // The GM's own client asks for an NPC: nobody but the GM sees it.
+  const npc = renderModuleTemplate("defense-dialog", { ...base, fallbackLabel: null, askedHere: true });
+  assert.match(npc, /The players do not see this\. Without an answer, no defense is raised in/);
+  assert.doesNotMatch(npc, /Only you/);
 });
 
 test("revised-2e: without an answer the second time, no defense is raised; a defense refused every time fails the attack after two more choices", async () => {

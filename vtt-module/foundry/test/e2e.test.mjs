@@ -517,7 +517,10 @@ test("the pairing dialog tests the connection with companion.info and says what 
   await dialog.locator("input[name=token]").fill("not-the-token");
   await dialog.locator("[data-mindscape-action=test]").click();
   await dialog.locator(".mindscape-status.error").waitFor();
-  assert.match(await dialog.locator(".mindscape-status").textContent(), /`mindscape token`/);
+  // The status line is plain text; the dialog's own instructions show the commands as code.
+  assert.match(await dialog.locator(".mindscape-status").textContent(), /Run mindscape token on the GM's computer/);
+  assert.deepEqual(await dialog.locator(".mindscape-pairing > p").first().locator("code").allTextContents(), ["mindscape serve", "mindscape token"]);
+  assert.doesNotMatch(await dialog.locator(".mindscape-pairing").textContent(), /`/);
   await dialog.locator("input[name=token]").fill(daemon.token);
   await dialog.locator("[data-mindscape-action=test]").click();
   await dialog.locator(".mindscape-status.ok").waitFor();
@@ -571,11 +574,47 @@ test("an encounter round in the panel: create from the selected tokens, secret c
   await panel.locator('[data-action="log"]').click();
   await panel.locator(".mindscape-log li").first().waitFor();
   assert.ok((await panel.locator(".mindscape-log").textContent()).includes("Zanna"));
+  // The panel's figures and mind states through en.json.
+  assert.match(await panel.locator(".mindscape-combatants li").first().textContent(), /PSP \d+\/40\s+Closed/);
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter.png") });
 
   await panel.locator('[data-action="undo"]').click();
   await page.waitForFunction(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp === 40, null, { timeout: 15000 });
+  // The step's card stays, marked undone; the log shown marks the step at once.
+  const card = page.locator("#chat-log .mindscape-card").first();
+  await card.locator(".mindscape-undone").waitFor({ timeout: 15000 });
+  assert.equal(await card.locator(".mindscape-undone").textContent(), "Undone: the GM took this step back (Undo step).");
+  await panel.locator(".mindscape-log li", { hasText: "(undone)" }).first().waitFor({ timeout: 15000 });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-undone.png") });
+  // Log pressed again hides it.
+  await panel.locator('[data-action="log"]').click();
+  await panel.locator(".mindscape-log").waitFor({ state: "detached", timeout: 15000 });
+  // Undo again: the companion has no resolved step left, and the GM is told so.
+  await panel.locator('[data-action="undo"]').click();
+  await page.waitForFunction(() => window.harness.notes.some(([, text]) => text.startsWith("Nothing to undo")), null, { timeout: 15000 });
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("the house rules scroll inside their dialog, and Save says what it saved", { skip: SKIP, timeout: 30000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.evaluate(() => { window.saved = game.modules.get("mindscape").api.service.openHouseRules(); });
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-house-rules") });
+  const rules = dialog.locator(".mindscape-house-rules");
+  await rules.locator(".form-group").nth(9).waitFor();
+  // revised-2e's ten rules are taller than the window: they scroll, the buttons stay in sight.
+  const sizes = await rules.evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
+  assert.ok(sizes.scroll > sizes.client, JSON.stringify(sizes));
+  const save = await dialog.locator('button[data-action="ok"]').boundingBox();
+  assert.ok(save.y + save.height <= 720, JSON.stringify(save));
+  await rules.locator('input[name="H-2E-STUN"]').uncheck();
+  await dialog.locator('button[data-action="ok"]').click();
+  assert.deepEqual(await page.evaluate(() => window.saved), { "H-2E-STUN": false });
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "info").map(([, text]) => text).filter((text) => text.startsWith("House rules"))),
+    ["House rules of AD&D 2e revised psionics (MTHAC0/MAC) saved; changed from its defaults: H-2E-STUN."]);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -605,7 +644,9 @@ test("an encounter choice the real companion refuses (an attack Zanna cannot pay
   // Refused by the companion: Zanna is asked again, told why.
   const again = zanna.filter({ has: page.locator(".mindscape-warning") });
   await again.waitFor({ timeout: 15000 });
-  assert.match(await again.locator(".mindscape-warning").textContent(), /did not record the choice of Zanna: .*not-enough-psp.*holds 3.*Choose again\./);
+  // The companion's reason, without its rule's id (the declaration's answer still has it, below).
+  assert.match(await again.locator(".mindscape-warning").textContent(), /did not record the choice of Zanna: The rules forbid this: .*holds 3.*Choose again\./);
+  assert.doesNotMatch(await again.locator(".mindscape-warning").textContent(), /not-enough-psp/);
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-refused.png") });
   // The choice refused is filled in: only the shield needs taking out.
@@ -661,6 +702,16 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   await attacking.locator("select[name=attackMode]").selectOption("mental-stab");
   await attacking.locator("select[name=target]").selectOption({ label: first });
   await attacking.locator("select[name=attackKeepBy]").selectOption("die");
+  // A long option (a pool die …) does not widen a select past its dialog.
+  const box = await attacking.boundingBox();
+  for (const select of await attacking.locator("select").all()) {
+    const b = await select.boundingBox();
+    assert.ok(b.x + b.width <= box.x + box.width, `${await select.getAttribute("name")} runs out of the dialog`);
+  }
+  // The phase by its label; a wave's further targets leave out the target (the only other).
+  assert.equal(await attacking.locator(".mindscape-lead .mindscape-system").textContent(), "Attack");
+  assert.equal(await attacking.locator(".mindscape-wave-targets").isVisible(), false);
+  assert.match(await panel.locator(".mindscape-phase").textContent(), /^Attack · Round 1$/);
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-attack-choice.png") });
   await attacking.locator('button[data-action="ok"]').click();

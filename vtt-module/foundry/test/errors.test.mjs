@@ -14,7 +14,9 @@ test("a refused connection says to start the daemon, check the address, allow lo
   assert.ok(err instanceof E.DaemonUnreachableError);
   const text = E.describeError(err, i18n);
   assert.match(text, /at http:\/\/127\.0\.0\.1:39393\./);
-  assert.match(text, /`mindscape serve`/);
+  // A notice is plain text: the language file's code marks are dropped, the command stays.
+  assert.match(text, /Start it on the GM's computer with mindscape serve \(/);
+  assert.doesNotMatch(text, /`/);
   assert.match(text, /local network access/);
   assert.match(text, /--allow-origin http:\/\/localhost:30000/);
 });
@@ -23,7 +25,7 @@ test("a wrong token (HTTP 401) says to run `mindscape token` and pair again", as
   const { fetch } = fakeDaemon({}, { token: "right" });
   const err = await client(fetch, "wrong").call("companion.info").catch((e) => e);
   assert.ok(err instanceof E.DaemonAuthError);
-  assert.match(E.describeError(err, i18n), /`mindscape token`.*Pair with the companion/);
+  assert.match(E.describeError(err, i18n), /Run mindscape token on the GM's computer.*Pair with the companion/);
 });
 
 test("no token at all says the module is not paired, without calling the daemon", async () => {
@@ -63,15 +65,16 @@ test("invalid params name the JSON Pointer path of each problem", () => {
   assert.match(E.describeError(err, i18n), /\/attack\/multiplier: 5 is above level 4/);
 });
 
-test("the rule that forbids an attack is named", () => {
+test("a refusal by the rules says why in the companion's words, without the rule's id (kept for the GM's console)", () => {
   const err = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "psp", detail: "Ulcen has 3 PSPs, needs 8" } });
-  assert.equal(E.describeError(err, i18n), "The rules forbid this (psp): Ulcen has 3 PSPs, needs 8");
+  assert.equal(E.describeError(err, i18n), "The rules forbid this: Ulcen has 3 PSPs, needs 8");
+  assert.equal(err.data.rule, "psp");
 });
 
 test("a refusal about one creature keeps its id (API.md: 4001 data `combatant`), and one about nobody has none", () => {
   const about = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die", combatant: "goblin-tokG" } });
   assert.equal(about.data.combatant, "goblin-tokG");
-  assert.equal(E.describeError(about, i18n), "The rules forbid this (no-die-to-dedicate): Goblin has no die");
+  assert.equal(E.describeError(about, i18n), "The rules forbid this: Goblin has no die");
   assert.equal(E.errorFromJSON(JSON.parse(JSON.stringify(about))).data.combatant, "goblin-tokG", "across the relay too");
   assert.ok(!("combatant" in E.errorFromRpc({ code: 4001, data: { rule: "psp", detail: "d" } }).data));
 });

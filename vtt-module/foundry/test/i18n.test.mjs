@@ -87,3 +87,136 @@ test("texts that send the GM to a settings menu name its button as Foundry shows
   const paths = texts.flatMap((text) => [...text.matchAll(/Game Settings › ([^›]+) › Mindscape/g)].map((m) => m[1]));
   for (const tab of paths) assert.equal(tab, "Configure Settings");
 });
+
+// ------------------------------------------------------------------ the companion's ids shown to people
+
+const ENGINE = path.resolve(MODULE_DIR, "../../../engine");
+const engineFiles = (dir = ENGINE) => readdirSync(dir, { withFileTypes: true })
+  .flatMap((e) => (e.isDirectory() ? engineFiles(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+const tables = (system) => JSON.parse(readFileSync(path.join(ENGINE, system, "data/tables.json"), "utf8"));
+
+/**
+ * Every event type the three systems emit: each `Event("<type>"` in engine/, and the
+ * types a table names (revised-2e's open-mind effects, power-pool's conditions won
+ * instead of control or on success).
+ */
+function engineEventTypes() {
+  const types = new Set();
+  for (const file of engineFiles().filter((f) => f.endsWith(".py"))) {
+    for (const m of readFileSync(file, "utf8").matchAll(/Event\("([a-z-]+)"/g)) types.add(m[1]);
+  }
+  for (const effect of Object.values(tables("revised_2e").open_mind.effects)) types.add(effect.type);
+  for (const mode of Object.values(tables("power_pool").modes)) {
+    if (mode.instead_of_control) types.add(mode.instead_of_control.condition);
+    for (const e of mode.on_success ?? []) types.add(e.condition);
+  }
+  return types;
+}
+
+/**
+ * One event of each type as the engine gives it (its data fields: engine/*), to check
+ * that each reads as a whole sentence.
+ */
+const SAMPLE_EVENTS = [
+  { type: "psp-spent", combatant: "a", amount: 2, for: "attack" },
+  { type: "psp-regained", combatant: "a", amount: 10, hours: 2 },
+  { type: "defense-raised", combatant: "b", mode: "mind-blank", paid_before: false },
+  { type: "damage", combatant: "b", amount: 4, psp_lost: 4 },
+  { type: "hp-damage", combatant: "b", amount: 6 },
+  { type: "critical-hit", combatant: "b", by: "a" },
+  { type: "save", combatant: "b", target: 13, roll: 3, success: false },
+  { type: "down", combatant: "b", hp: -2 },
+  { type: "mind-opened", combatant: "b", by: "critical", forced: true },
+  { type: "mind-closed", combatant: "b", how: "paid" },
+  { type: "mind-locked", combatant: "b", rounds: 3 },
+  { type: "mind-may-close", combatant: "b", cost: 6 },
+  { type: "mind-save", combatant: "b", target: 13, roll: 15, success: true },
+  { type: "wisdom-check", combatant: "b", target: 9, roll: 12, success: false },
+  { type: "mind-checks-capped", combatant: "b", rounds: 1000 },
+  { type: "powers-return", combatant: "b", count: 2, days: 3 },
+  { type: "lost-power", combatant: "b", days: 4 },
+  { type: "dazed", combatant: "b", rounds: 2 },
+  { type: "confused", combatant: "b", rounds: 3 },
+  { type: "stunned", combatant: "a", round_ends: 1, reason: "rebuffed" },
+  { type: "possessed", combatant: "b", by: "a" },
+  { type: "frightened", combatant: "b", by: "a" },
+  { type: "condition", combatant: "b", id: "mild-insanity", letter: "C", roll: 40, duration: null, rounds: null, text: "mild insanity" },
+  { type: "condition-ended", combatant: "b", condition: "initiative-penalty" },
+  { type: "initiative", combatant: "a", roll: 4, total: 6 },
+  { type: "mac-rolled", combatant: "b", mac: 7 },
+  { type: "attack-lost", combatant: "a", target: "b", reason: "stunned" },
+  { type: "attack", combatant: "a", target: "b", mode: "ego-whip", range: "short", defense: null, table: "combat" },
+  { type: "defense-unusable", combatant: "b", mode: "mind-blank", condition: "stunned" },
+  { type: "stance", combatant: "a", stance: "trance", combat_strength: 110 },
+  { type: "round-ended", combatant: null, round: 2 },
+  { type: "attack-strength-spent", combatant: "a", amount: 7 },
+  { type: "attack-strength-lost", combatant: "a", amount: 3 },
+  { type: "defense-strength-lost", combatant: "b", amount: 12 },
+  { type: "defenses-down", combatant: "b" },
+  { type: "penetration-capped", combatant: "a", cap: 100 },
+  { type: "mind-crushed", combatant: "b", chance: 25, roll: 12 },
+  { type: "blank-mind-save", combatant: "a", against: "b", roll: 12, target: 15, success: false },
+  { type: "spells-sacrificed", combatant: "b", levels: [3, 2], bonus: 5 },
+  { type: "pool-die-lost", combatant: "a", dice: 1, reason: "rebuffed" },
+  { type: "pool-regained", combatant: "a", amount: 2 },
+  { type: "control-established", combatant: "b", controller: "a" },
+  { type: "control-ended", combatant: "c", controller: "b", reason: "controller-overcome" },
+  { type: "control-kept", combatant: "c", controller: "a", by: "die", pool: 2, targets: ["c"] },
+  { type: "powers-ended", combatant: "a", dice: 2, reason: "rest" },
+  { type: "dice-expended", combatant: "b", dice: 1, reason: "fell under control" },
+];
+
+test("every event the three systems emit reads as a sentence on the cards, with no raw field or id left", async () => {
+  const { eventText } = await import("../mindscape/scripts/chat.js");
+  const label = (k, f) => (has(k) ? k.split(".").reduce((o, x) => o[x], EN) : f);
+  const names = new Map([["a", "Zanna"], ["b", "Aboleth"], ["c", "Randal"]]);
+  const nameOf = (id) => (names.has(id) ? names.get(id) : id);
+  const types = engineEventTypes();
+  assert.ok(types.size >= 45, `found ${types.size} event types in engine/`);
+  assert.deepEqual([...types].filter((type) => !has(`MINDSCAPE.Event.${type}`)).sort(), []);
+  assert.deepEqual([...types].filter((type) => !SAMPLE_EVENTS.some((e) => e.type === type)).sort(), [], "a sample of each");
+  for (const event of SAMPLE_EVENTS) {
+    const text = eventText(event, nameOf, label);
+    assert.doesNotMatch(text, /[{}?]|undefined|null|\b[a-z]+-[a-z]+\b|_/, `${event.type}: ${text}`);
+  }
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "defense-raised"), nameOf, label), "Aboleth raises Mind blank");
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "save"), nameOf, label), "Aboleth's save (3 against 13) fails");
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "condition-ended"), nameOf, label), "Aboleth: Initiative penalty ends");
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "condition"), nameOf, label), "Aboleth: Mild insanity");
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "control-kept"), nameOf, label), "Zanna keeps control of Randal");
+  assert.equal(eventText(SAMPLE_EVENTS.find((e) => e.type === "blank-mind-save"), nameOf, label), "Zanna's save against Aboleth's Blank Mind (12 against 15) fails");
+});
+
+test("an event a plugin system adds reads as its name and whom it is about, without its raw fields", async () => {
+  const { eventText } = await import("../mindscape/scripts/chat.js");
+  const label = (k, f) => (has(k) ? k.split(".").reduce((o, x) => o[x], EN) : f);
+  assert.equal(eventText({ type: "mind-frozen", combatant: "b", rounds: 2, by: "a" }, (id) => ({ a: "Zanna", b: "Aboleth" })[id] ?? id, label), "Aboleth: mind frozen");
+  assert.equal(eventText({ type: "storm-passes", combatant: null }, (id) => id, label), "storm passes");
+});
+
+test("every condition, mind state, encounter phase and fact value the systems give has a label", () => {
+  const conditions = new Set(["stunned", "dazed", "confused", "initiative-penalty"]); // revised-2e (engine/revised_2e/rules.py, exchange.py)
+  for (const c of Object.keys(tables("combat_strength").conditions)) conditions.add(c);
+  const pool = readFileSync(path.join(ENGINE, "power_pool/combatant.py"), "utf8");
+  for (const m of /CONDITIONS: tuple\[str, \.\.\.\] = \(([^)]*)\)/.exec(pool)[1].matchAll(/"([a-z-]+)"/g)) conditions.add(m[1]);
+  assert.ok(conditions.size >= 21, `found ${conditions.size} conditions`);
+  const keys = [
+    ...[...conditions].map((c) => `MINDSCAPE.Condition.${c}`),
+    ...["open", "closed"].map((s) => `MINDSCAPE.Mind.${s}`),
+    // encounter.get's `phase`: revised-2e round, combat-strength intent and segment, power-pool attack and defense.
+    ...["round", "intent", "segment", "attack", "defense"].map((p) => `MINDSCAPE.Phase.${p}`),
+    // The card's facts that are ids: power-pool's winner, combat-strength's table (API.md).
+    ...["attacker", "defender"].map((w) => `MINDSCAPE.Value.winner.${w}`),
+    ...["combat", "defenseless", "wave"].map((t) => `MINDSCAPE.Value.table.${t}`),
+    // exchange.odds chances beside the outcomes: power-pool's tie and Blank Mind save, combat-strength's save.
+    ...["tie", "blank_mind_save", "save"].map((c) => `MINDSCAPE.Chance.${c}`),
+    // The panel's figures of each shipped system.
+    ...["revised-2e", "combat-strength", "power-pool"].map((s) => `MINDSCAPE.Encounter.Summary.${s}`),
+  ];
+  assert.deepEqual(keys.filter((k) => !has(k)), []);
+});
+
+test("texts shown as they are (settings' hints, Foundry renders them) carry no code marks", () => {
+  const plain = [EN.MINDSCAPE.Pairing.MenuHint, EN.MINDSCAPE.HouseRules.MenuHint, ...Object.values(EN.MINDSCAPE.Setting).flatMap((s) => [s.Name, s.Hint])];
+  assert.deepEqual(plain.filter((text) => text.includes("`")), []);
+});

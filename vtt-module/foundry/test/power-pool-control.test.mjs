@@ -101,7 +101,7 @@ test("an attack on a creature under control strikes its controller: the controll
   assert.match(card, /<th>Goblin<\/th><td>Pool<\/td><td>3 <i class="fas fa-long-arrow-alt-right"><\/i> <strong>0<\/strong>/);
   assert.match(card, /Goblin: under Ulcen of Tyr(&#x27;|&#39;|')s control/);
   assert.match(card, /Defense<\/span> d8: <strong>1<\/strong> <span class="by">\(Goblin\)/);
-  assert.match(card, /combatant: Fenka, controller: Goblin/);
+  assert.match(card, /<li data-event="control-ended">Fenka is free of Goblin&#x27;s control<\/li>/);
   assert.doesNotMatch(card, /<th>Fenka<\/th>|\(Fenka\)|Fenka: under/);
 });
 
@@ -206,16 +206,20 @@ test("the encounter's choice dialog offers power-pool's actions: the creatures t
   const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
   const state = { phase: "attack", combatants: { ulcen: { controlling: [{ id: "fenka-tokF", kept_by: "die" }] }, "fenka-tokF": { controlled_by: "ulcen" }, "goblin-tokG": {} } };
   const context = await ctl.choiceContext("ulcen", state);
+  // Fenka is under Ulcen's own control: the companion refuses it as a target
+  // (target-own-puppet), so it is offered neither as the target nor as a wave's.
+  assert.deepEqual(context.targets, [{ id: "goblin-tokG", name: "Goblin" }]);
   assert.deepEqual(context.pool, {
     defensePhase: false,
     controlled: [{ id: "fenka-tokF", name: "Fenka" }],
-    others: [{ id: "fenka-tokF", name: "Fenka" }, { id: "goblin-tokG", name: "Goblin" }],
-    // Fenka is under control, and the goblin's token is hostile where Ulcen's is friendly:
-    // no ally to draw in.
+    others: [{ id: "goblin-tokG", name: "Goblin" }],
+    // The goblin's token is hostile where Ulcen's is friendly: no ally to draw in.
     allies: [],
     // The fake companion's modes strike one target each.
     waveModes: "",
   });
+  // Another's puppet may be attacked (the attack strikes its controller).
+  assert.deepEqual((await ctl.choiceContext("goblin-tokG", state)).targets.map((x) => x.id), ["ulcen", "fenka-tokF"]);
   assert.equal((await ctl.choiceContext("goblin-tokG", { ...state, phase: "defense" })).pool.defensePhase, true);
   assert.equal(t.clients.gm.notes.warn.length, 0);
 });
@@ -432,7 +436,7 @@ test("a struck mind that knows Imagination Swarm draws in its non-psionic allies
   assert.ok(keys.some((k) => k.includes("Actor.porter")), JSON.stringify(keys));
   const card = gm.ChatMessage.created.at(-1).data.content;
   assert.match(card, /Allies: <span class="ally">Porter \(drawn in, dazed, 1d4\)<\/span><\/p>/);
-  assert.match(card, /<th>Porter<\/th><td>Conditions<\/td><td>— <i class="fas fa-long-arrow-alt-right"><\/i> <strong>dazed<\/strong>/);
+  assert.match(card, /<th>Porter<\/th><td>Conditions<\/td><td>— <i class="fas fa-long-arrow-alt-right"><\/i> <strong>Dazed<\/strong>/);
   assert.deepEqual(resolved[0].allies, [porter.actor]);
 });
 

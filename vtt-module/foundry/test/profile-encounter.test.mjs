@@ -5,6 +5,11 @@ import assert from "node:assert/strict";
 import { actorDataWithProfile, profileFields, profileFromForm } from "../mindscape/scripts/profile.js";
 import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
 import { defaultMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
+import { makeI18n } from "../test-support/fakes.mjs";
+
+const i18n = makeI18n();
+/** `svc.t.label` over the module's language file. */
+const enLabel = (k, f) => (i18n.has(k) ? i18n.localize(k) : f);
 
 const schema = {
   type: "object",
@@ -25,6 +30,17 @@ test("profile fields follow the combatant schema; objects go to the advanced JSO
   assert.equal(fields.find((f) => f.key === "psp").value, 12);
   assert.deepEqual(fields.find((f) => f.key === "attacks").options.map((o) => o.checked), [true, false]);
   assert.deepEqual(JSON.parse(advanced), { mind: { state: "open" }, custom: 1 });
+});
+
+test("the profile's choices read by their labels: conditions as conditions, modes as modes, a kind by its name; a plugin's id as words", () => {
+  const withConditions = { ...schema, properties: { ...schema.properties, conditions: { type: "array", items: { enum: ["stunned", "asleep", "mind-frozen"] } } } };
+  const { fields } = profileFields(withConditions, { conditions: ["asleep"] }, enLabel);
+  const labels = (key) => fields.find((f) => f.key === key).options.map((o) => o.label);
+  assert.deepEqual(labels("conditions"), ["Stunned", "Asleep", "mind frozen"]);
+  assert.deepEqual(labels("attacks"), ["Ego whip", "Mind thrust"]);
+  assert.deepEqual(labels("kind"), ["—", "Psionicist", "Wild talent", "Non-psionic"]);
+  // The values sent stay the companion's ids.
+  assert.deepEqual(fields.find((f) => f.key === "kind").options.map((o) => o.value), ["", "psionicist", "wild-talent", "nonpsionic"]);
 });
 
 test("a submitted profile keeps only filled fields, as numbers where the schema says so", () => {
@@ -105,8 +121,11 @@ test("the panel shows phase, each combatant's state and who must still choose", 
   const view = encounterView(
     { phase: "segment", round: 1, segment: 3, revision: 7, waiting_for: ["b"], combatants: { a: { attack_strength: 50, defense_strength: 40 }, b: { attack_strength: 10, defense_strength: 0, conditions: ["dazed"] } } },
     { id: "e1", system: "combat-strength", combatants: { a: { name: "Ann" }, b: { name: "Bo" } } },
+    enLabel,
   );
-  assert.deepEqual(view.combatants.map((c) => [c.name, c.summary, c.waiting]), [["Ann", "A 50 / D 40", false], ["Bo", "A 10 / D 0", true]]);
+  // Figures and conditions through en.json (MINDSCAPE.Encounter.Summary, MINDSCAPE.Condition).
+  assert.deepEqual(view.combatants.map((c) => [c.name, c.summary, c.conditions, c.waiting]), [["Ann", "Attack 50 / Defense 40", "", false], ["Bo", "Attack 10 / Defense 0", "Dazed", true]]);
+  assert.equal(view.phaseLabel, "Segment");
   assert.equal(view.waitingNames, "Bo");
   assert.equal(view.ready, false);
   assert.equal(view.segment, 3);
@@ -199,8 +218,8 @@ test("a choice the rules refuse is told to the GM and its owner is asked again, 
   assert.equal(asked[0].refused, null);
   assert.equal(asked[0].previous, null);
   assert.deepEqual(asked[1].previous, form("4"), "the choice refused, to fill in");
-  assert.match(asked[1].refused, /^The companion did not record the choice of Ulcen of Tyr: The rules forbid this \(not-enough-psp\): Ulcen needs 16 PSPs but holds 10\. Choose again\.$/);
-  assert.match(t.clients.gm.notes.warn[0], /Ulcen of Tyr's choice was not recorded: The rules forbid this \(not-enough-psp\)/);
+  assert.match(asked[1].refused, /^The companion did not record the choice of Ulcen of Tyr: The rules forbid this: Ulcen needs 16 PSPs but holds 10\. Choose again\.$/);
+  assert.match(t.clients.gm.notes.warn[0], /Ulcen of Tyr's choice was not recorded: The rules forbid this: Ulcen needs 16 PSPs/);
   assert.deepEqual(encounter.waiting, ["fenka"]);
 
   // Refused every time: asked twice more, then the GM is told and nothing is recorded.
@@ -307,7 +326,7 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   class FakeWS { constructor(url) { this.url = url; sockets.push(this); } send() {} close() { this.closed = true; } }
   const svc = {
     env: { WebSocket: FakeWS },
-    game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: (_k, f) => f },
+    game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: enLabel },
     notifyError: (e) => calls.push(["error", e.message]),
     encounters: {
       meta: { id: "enc1", system: "revised-2e", name: "Vault", combatants: { a: { name: "Ann" } } },
@@ -315,7 +334,7 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
       collectChoices: async () => calls.push(["ask"]),
       resolve: async (o) => calls.push(["resolve", o ?? {}]),
       undo: async () => calls.push(["undo"]),
-      log: async () => ({ steps: [{ revision: 3, kind: "resolve", result: { results: [{ outcome: "hit", rolls: [], summary: "Ann hits." }] } }] }),
+      log: async () => { calls.push(["log"]); return { steps: [{ revision: 3, kind: "resolve", result: { results: [{ outcome: "hit", rolls: [], summary: "Ann hits." }] } }] }; },
     },
   };
   const Panel = makeEncounterPanel(fakeFoundry, svc);
@@ -330,8 +349,18 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   await panel.options.actions.force.call(panel);
   await panel.options.actions.undo.call(panel);
   await panel.options.actions.log.call(panel);
-  assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"]]);
-  assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolve: Ann hits." }]);
+  assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"], ["log"]]);
+  assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolved: Ann hits." }]);
+  assert.equal(panel.context.showLog, true);
+  // While shown, every render (a step resolved or undone: encounter.changed) fetches it again.
+  await panel.render();
+  assert.equal(calls.filter(([c]) => c === "log").length, 2);
+  // Log pressed again hides it, and it is no longer fetched.
+  await panel.options.actions.log.call(panel);
+  assert.equal(panel.context.showLog, false);
+  assert.deepEqual(panel.context.log, []);
+  await panel.render();
+  assert.equal(calls.filter(([c]) => c === "log").length, 2);
   assert.deepEqual(sockets.map((ws) => ws.url), ["ws://127.0.0.1:9/ws"]);
   await panel.close();
   assert.equal(sockets[0].closed, true);

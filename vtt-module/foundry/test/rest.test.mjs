@@ -102,8 +102,8 @@ test("revised-2e: the dialog's hours go to combatants.rest; PSPs and timed condi
   const [asked] = t.clients.gm.dialogs.seen;
   assert.equal(asked.kind, "restDialog");
   assert.deepEqual(
-    (({ askHours, min, max, value, names, system, systemLabel }) => ({ askHours, min, max, value, names, system, systemLabel }))(asked.arg.context),
-    { askHours: true, min: 1, max: 1000, value: 8, names: "Ulcen of Tyr, Fenka", system: "revised-2e", systemLabel: "AD&D 2e revised psionics (MTHAC0/MAC)" },
+    (({ askHours, min, max, value, names, several, system, systemLabel }) => ({ askHours, min, max, value, names, several, system, systemLabel }))(asked.arg.context),
+    { askHours: true, min: 1, max: 1000, value: 8, names: "Ulcen of Tyr, Fenka", several: true, system: "revised-2e", systemLabel: "AD&D 2e revised psionics (MTHAC0/MAC)" },
   );
   // Ulcen's two linked tokens are one combatant; no options when the world has no house rules.
   assert.equal(rests(t).length, 1);
@@ -123,8 +123,9 @@ test("revised-2e: the dialog's hours go to combatants.rest; PSPs and timed condi
   assert.match(message.data.content, /<i class="fas fa-bed"><\/i>\s*<div>\s*<h3>Psionic rest<\/h3>/);
   assert.ok(message.data.content.includes(summary));
   assert.match(message.data.content, /<th>Fenka<\/th><td>PSPs<\/td><td>5 <i class="fas fa-long-arrow-alt-right"><\/i> <strong>20<\/strong>/);
-  assert.match(message.data.content, /<strong>Fenka<\/strong> <code>Condition ended<\/code> condition: stunned/);
-  assert.match(message.data.content, /<strong>Ulcen of Tyr<\/strong> <code>PSPs regained<\/code> amount: 15, hours: 3/);
+  // Each event as a sentence (en.json MINDSCAPE.Event), the creature by its token's name.
+  assert.match(message.data.content, /<li data-event="condition-ended">Fenka: Stunned ends<\/li>/);
+  assert.match(message.data.content, /<li data-event="psp-regained">Ulcen of Tyr regains PSPs: 15<\/li>/);
   assert.deepEqual(message.data.flags.mindscape, { card: "rest", system: "revised-2e", hours: 3 });
   assert.equal(message.data.speaker.alias, "Psionic rest");
   assert.deepEqual(message.data.rolls, []);
@@ -160,7 +161,7 @@ test("revised-2e: hours that are not whole hours from 1 to 1000 are refused befo
   const api = makeApi(t.clients.gm.svc);
   for (const hours of [0, 2.5, 1001, "8h"]) assert.equal(await api.rest({ tokenUuids: [t.tokens.ulcenToken], hours }), null);
   assert.equal(t.clients.gm.notes.error.length, 4);
-  for (const e of t.clients.gm.notes.error) assert.equal(e, "A rest in AD&D 2e revised psionics (MTHAC0/MAC) takes whole hours from 1 to 1000: pass `hours` as a whole number (for example 8).");
+  for (const e of t.clients.gm.notes.error) assert.equal(e, "A rest in AD&D 2e revised psionics (MTHAC0/MAC) takes whole hours from 1 to 1000: pass hours as a whole number (for example 8).");
   // Without the dialog, no hours at all is refused too.
   assert.equal(await api.rest({ tokenUuids: [t.tokens.ulcenToken], dialog: false }), null);
   assert.equal(rests(t).length, 0);
@@ -188,8 +189,8 @@ test("revised-2e: an open mind goes through its rounds during the rest; the card
   const [message] = t.clients.gm.ChatMessage.created;
   assert.match(message.data.content, /<span class="purpose">Open duration<\/span> d4: <strong>1<\/strong> <span class="by">\(Goblin\)<\/span>/);
   assert.match(message.data.content, /<span class="purpose">Wisdom check<\/span> d20: <strong>8<\/strong> <span class="by">\(Goblin\)<\/span>/);
-  assert.match(message.data.content, /<strong>Goblin<\/strong> <code>Mind locked open<\/code> rounds: 2/);
-  assert.match(message.data.content, /<th>Goblin<\/th><td>Mind<\/td><td>open <i class="fas fa-long-arrow-alt-right"><\/i> <strong>closed<\/strong>/);
+  assert.match(message.data.content, /<li data-event="mind-locked">Goblin&#x27;s mind stays open, rounds: 2<\/li>/);
+  assert.match(message.data.content, /<th>Goblin<\/th><td>Mind<\/td><td>Open <i class="fas fa-long-arrow-alt-right"><\/i> <strong>Closed<\/strong>/);
   assert.doesNotMatch(message.data.content, /Resolved with physical dice/);
   assert.equal(message.data.rolls.length, 2);
   const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
@@ -305,7 +306,7 @@ test("power-pool: the dialog confirms one long rest, no hours are sent, the pool
     delete globalThis.canvas;
   }
   const asked = t.clients.gm.dialogs.seen[0].arg.context;
-  assert.deepEqual([asked.askHours, asked.hours, asked.value, asked.names], [false, null, null, "Goblin"], "Ulcen has no power-pool profile");
+  assert.deepEqual([asked.askHours, asked.hours, asked.value, asked.names, asked.several], [false, null, null, "Goblin", false], "Ulcen has no power-pool profile");
   assert.deepEqual(rests(t)[0].params, { system: "power-pool", combatants: [expected] });
   assert.equal(profile(goblinToken.actor, "power-pool").pool, 4);
   assert.deepEqual(profile(goblinToken.actor, "power-pool").conditions, []);
@@ -361,8 +362,8 @@ test("power-pool: a resting controller's control kept by an action ends; the cre
   const summary = "After the rest: Goblin rests and spends no action to keep its control of Fenka and \"ghost\": the control ends. \"ghost\" was not given: its sheet still shows it under Goblin's control until it is changed. Goblin regains 2 dice (3 in the pool). Goblin is no longer dazed.";
   assert.equal(done.summary, summary);
   const [message] = t.clients.gm.ChatMessage.created;
-  assert.match(message.data.content, /<strong>Fenka<\/strong> <code>Control ended<\/code> controller: Goblin, reason: rest/);
-  assert.match(message.data.content, /<th>Fenka<\/th><td>Conditions<\/td><td>possessed <i class="fas fa-long-arrow-alt-right"><\/i> <strong>—<\/strong>/);
+  assert.match(message.data.content, /<li data-event="control-ended">Fenka is free of Goblin&#x27;s control<\/li>/);
+  assert.match(message.data.content, /<th>Fenka<\/th><td>Conditions<\/td><td>Possessed <i class="fas fa-long-arrow-alt-right"><\/i> <strong>—<\/strong>/);
   const hook = t.clients.gm.Hooks.called.find((h) => h.name === "mindscape.rested").args[0];
   assert.deepEqual(hook.puppets, [fenkaToken.actor]);
   assert.deepEqual(hook.actors, [goblinToken.actor]);
@@ -463,7 +464,7 @@ test("power-pool: hours from a macro are refused, as the companion would", async
   const t = table();
   await powerPool(t);
   assert.equal(await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.goblinToken], hours: 8 }), null);
-  assert.equal(t.clients.gm.notes.error[0], "A rest in Power pool dice contests is one long rest and takes no hours: leave `hours` out.");
+  assert.equal(t.clients.gm.notes.error[0], "A rest in Power pool dice contests is one long rest and takes no hours: leave hours out.");
   assert.equal(rests(t).length, 0);
   // The fake companion refuses them too (API.md): the module never sends them.
   assert.throws(() => restResult({ system: "power-pool", combatants: [], hours: 8 }), (e) => e.code === -32602);
@@ -570,14 +571,20 @@ test("the rest dialog asks again until the hours are whole hours in range; a lon
     const context = { askHours: true, min: 1, max: 1000, value: 8, names: "Ulcen of Tyr", systemLabel: "AD&D 2e revised psionics (MTHAC0/MAC)" };
     assert.deepEqual(await restDialog({ context }), { hours: 5 });
     assert.equal(shown.length, 3);
-    assert.match(shown[0], /How many full hours do Ulcen of Tyr sleep or meditate\?/);
+    // One creature: "does"; several (restDialogContext's `several`): "do".
+    assert.match(shown[0], /How many full hours does Ulcen of Tyr sleep or meditate\?/);
     assert.match(shown[0], /name="hours" min="1" max="1000" step="1" value="8"/);
     assert.doesNotMatch(shown[0], /mindscape-status error/);
     assert.match(shown[1], /value="0"[\s\S]*Type a whole number of hours from 1 to 1000\./);
     assert.match(shown[2], /value="2\.5"/);
     assert.deepEqual(await restDialog({ context: { askHours: false, names: "Goblin", systemLabel: "Power pool dice contests" } }), {});
-    assert.match(shown[3], /Goblin take one long rest\./);
+    assert.match(shown[3], /Goblin takes one long rest\./);
     assert.doesNotMatch(shown[3], /name="hours"/);
+    forms.push({ hours: "8" }, {});
+    await restDialog({ context: { ...context, names: "Ulcen of Tyr, Fenka", several: true } });
+    assert.match(shown[4], /How many full hours do Ulcen of Tyr, Fenka sleep or meditate\?/);
+    await restDialog({ context: { askHours: false, names: "Goblin, Fenka", several: true, systemLabel: "Power pool dice contests" } });
+    assert.match(shown[5], /Goblin, Fenka take one long rest\./);
   } finally {
     delete globalThis.foundry;
     delete globalThis.game;

@@ -117,7 +117,7 @@ for (const generation of [12, 13]) {
     assert.equal(t.clients.gm.ChatMessage.created.length, 1);
     assert.match(message.data.content, /End of psionic round 1/);
     assert.match(message.data.content, /End of the round: Goblin is no longer stunned\./);
-    assert.match(message.data.content, /<strong>Goblin<\/strong> <code>Condition ended<\/code> condition: stunned/);
+    assert.match(message.data.content, /<li data-event="condition-ended">Goblin: Stunned ends<\/li>/);
     assert.deepEqual(message.data.flags.mindscape, { card: "round-end", system: "revised-2e", round: 1 });
     assert.equal(message.data.speaker.alias, "End of the psionic round");
     assert.equal(message.options.rollMode, "publicroll");
@@ -417,7 +417,7 @@ test("API endRound: a choice the rules refuse is shown to the GM and changes not
   const api = makeApi(t.clients.gm.svc);
   const done = await api.endRound({ tokenUuids: [t.tokens.goblinToken], choices: { "goblin-tokG": { close: true } } });
   assert.equal(done, null);
-  assert.match(t.clients.gm.notes.error[0], /The rules forbid this \(cannot-close\)/);
+  assert.equal(t.clients.gm.notes.error[0], "The rules forbid this: Goblin cannot pay to close its mind this round");
   assert.equal(t.tokens.goblinToken.actor.updates.length, 0);
 });
 

@@ -5,6 +5,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { EN, MODULE_DIR, makeI18n } from "../test-support/fakes.mjs";
 import { renderModuleTemplate } from "../test-support/scenario.mjs";
+import { pairingTexts } from "../mindscape/scripts/dialogs.js";
 
 const i18n = makeI18n();
 const scripts = readdirSync(path.join(MODULE_DIR, "scripts")).map((f) => readFileSync(path.join(MODULE_DIR, "scripts", f), "utf8")).join("\n");
@@ -41,7 +42,7 @@ test("every template renders with a plausible context", () => {
     "odds.hbs": { outcomes: [{ name: "hit", label: "Hit", percent: "50.00%" }], extras: [], damage: { mean: 2, max: 4 } },
     "defense-dialog.hbs": { attackerName: "A", defenderName: "B", attackLabel: "Ego whip", defenses: [{ id: "mind-blank", label: "Mind blank", cost: 3 }], noneSelected: true, seconds: 30 },
     "dice-prompt.hbs": { needed: 2, sides: 4, purposeLabel: "Damage", slots: [{ index: 1 }, { index: 2 }] },
-    "pairing.hbs": { url: "http://127.0.0.1:39393", token: "", origin: "https://x.example", hosted: true },
+    "pairing.hbs": { url: "http://127.0.0.1:39393", token: "", origin: "https://x.example", hosted: true, ...pairingTexts("https://x.example", makeI18n()) },
     "profile.hbs": { actorName: "A", systemLabel: "S", fields: [{ key: "psp", label: "PSPs", isNumber: true, value: 3 }, { key: "attacks", label: "Attacks", isMulti: true, options: [{ value: "ego-whip", label: "Ego whip", checked: true }] }], advanced: "" },
     "house-rules.hbs": { systemLabel: "S", rules: [{ id: "H-1", text: "t", isBoolean: true, checked: true }] },
     "encounter.hbs": { active: true, name: "E", combatants: [{ id: "a", name: "A", summary: "PSP 1/2", waiting: true }], waitingNames: "A" },
@@ -58,7 +59,7 @@ test("every template renders with a plausible context", () => {
     },
     "join-dialog.hbs": { name: "Seer", attackerName: "Ulcen", attackLabel: "Mental stab", allies: "Fenka", modeLabel: "Imagination swarm", groups: [{ value: "0", names: "Fenka", checked: true }], several: false, seconds: 30 },
     "rest-dialog.hbs": { askHours: true, names: "Ulcen, Fenka", min: 1, max: 1000, value: 8, systemLabel: "S", problem: "Type a whole number." },
-    "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ name: "A", type: "Condition ended", text: "condition: stunned" }], systemLabel: "S" },
+    "round-card.hbs": { round: 3, icon: "fa-hourglass-end", summary: "End of the round: A is no longer stunned.", changes: [{ name: "A", label: "Conditions", before: "Stunned", after: "—" }], hasChanges: true, dice: [{ purposeLabel: "Save", sides: 20, value: 12, by: "A" }], events: [{ type: "condition-ended", text: "A: Stunned ends" }], systemLabel: "S" },
   };
   for (const name of Object.keys(templates)) {
     assert.ok(contexts[name], `a context for ${name}`);
@@ -66,7 +67,11 @@ test("every template renders with a plausible context", () => {
     assert.doesNotMatch(html, /MINDSCAPE\./, `${name} has an unknown key`);
   }
   assert.match(renderModuleTemplate("dice-prompt", contexts["dice-prompt.hbs"]), /name="die-2" min="1" max="4"/);
-  assert.match(renderModuleTemplate("pairing", contexts["pairing.hbs"]), /mindscape serve --allow-origin https:\/\/x\.example/);
+  // The commands to type show as code, never as backticks.
+  const pairing = renderModuleTemplate("pairing", contexts["pairing.hbs"]);
+  assert.match(pairing, /<code>mindscape serve --allow-origin https:\/\/x\.example<\/code>/);
+  assert.match(pairing, /Start the companion on this computer with <code>mindscape serve<\/code>, print its token with <code>mindscape token<\/code>/);
+  assert.doesNotMatch(pairing, /`|&#x60;/);
   // The end-of-round card names the round the tracker left, or none for a macro's round.
   assert.match(renderModuleTemplate("round-card", contexts["round-card.hbs"]), /<h3>End of psionic round 3<\/h3>/);
   assert.match(renderModuleTemplate("round-card", { ...contexts["round-card.hbs"], round: null }), /<h3>End of the psionic round<\/h3>/);
@@ -77,6 +82,13 @@ test("every template renders with a plausible context", () => {
   assert.match(close, /Pay 6 PSPs to close the mind of Fenka/);
   assert.match(close, /twice the cost of Mind blank, the last defense it used/);
   assert.match(renderModuleTemplate("close-dialog", { ...contexts["close-dialog.hbs"], lastDefense: false }), /twice the cost of Mind blank, the cheapest defense it knows/);
+  // Who sees the question: the owner and the GM, or, asked on the GM's own client for an
+  // NPC (`askedHere`), nobody else.
+  assert.match(close, /Only you and the GM see this\. Without an answer, it does not pay, in <span class="mindscape-countdown">30<\/span> s/);
+  assert.match(renderModuleTemplate("close-dialog", { ...contexts["close-dialog.hbs"], askedHere: true }), /The players do not see this\. Without an answer, it does not pay, in/);
+  const joinQuestion = renderModuleTemplate("join-dialog", contexts["join-dialog.hbs"]);
+  assert.match(joinQuestion, /Only you and the GM see this\. Without an answer, Seer stays out, in <span class="mindscape-countdown">30<\/span> s/);
+  assert.match(renderModuleTemplate("join-dialog", { ...contexts["join-dialog.hbs"], askedHere: true }), /The players do not see this\. Without an answer, Seer stays out, in/);
   // The control question: one group of choices per link, named by its creatures, the
   // first (keep it as it is) checked; a wave's creatures are one link, said to go together.
   const control = renderModuleTemplate("control-dialog", contexts["control-dialog.hbs"]);
@@ -89,11 +101,14 @@ test("every template renders with a plausible context", () => {
   // kept, or in the defense phase the defense with a swarm's allies; the public actions
   // instead, those on a controlled creature only when it controls one.
   const others = [{ id: "b", name: "B" }, { id: "c", name: "C" }];
-  const pool = { ...contexts["encounter-choice.hbs"], system: "power-pool", phase: "attack", poolDice: [{ value: 3, selected: true }], pool: { defensePhase: false, controlled: [], others, allies: others.slice(0, 1), waveModes: "psionic-wave" } };
+  const pool = { ...contexts["encounter-choice.hbs"], system: "power-pool", phase: "attack", phaseLabel: "Attack", poolDice: [{ value: 3, selected: true }], pool: { defensePhase: false, controlled: [], others, allies: others.slice(0, 1), waveModes: "psionic-wave" } };
   const attackPhase = renderModuleTemplate("encounter-choice", pool);
   assert.match(attackPhase, /name="attackMode"><option value="">No attack \(pass this round\)/);
   assert.match(attackPhase, /Also strike \(psionic wave\)[\s\S]*name="waveTargets" value="b" data-list> B[\s\S]*name="waveTargets" value="c" data-list> C/);
-  assert.match(attackPhase, /name="attackKeepBy"/);
+  // How control is kept reads, is ordered and defaults as in the attack dialog (below).
+  assert.match(attackPhase, /If it wins, keep control by[\s\S]*name="attackKeepBy"><option value="action" selected>An action each round<\/option><option value="die">A pool die \(a psionic wave: one for each creature held; until released\)<\/option><\/select>/);
+  // The phase by its label, not its id.
+  assert.match(attackPhase, /<strong>A<\/strong> <span class="mindscape-system">Attack<\/span>/);
   // The phase the dialog was made for, and the modes that strike several targets.
   assert.match(attackPhase, /<input type="hidden" name="phase" value="attack">/);
   assert.match(attackPhase, /<input type="hidden" name="waveModes" value="psionic-wave">/);

@@ -5,6 +5,7 @@
  */
 import { CHAT_ROLL_MODES, MODULE_ID } from "./consts.js";
 import { rollDataFromDaemon } from "./rolls.js";
+import { conditionsText, fill, filled, idLabel, spaced } from "./labels.js";
 
 /** Per-system result fields shown as facts on the card, in this order (API.md). */
 export const FACT_FIELDS = {
@@ -28,42 +29,75 @@ function show(value, yesNo) {
 
 /**
  * power-pool's `effects` (`[{effect, combatant, controller?, amount?, ...}]`) in words,
- * each creature by the table's name: "Aboleth: under Zanna's control; Randal: possessed".
- * Null when there are none.
+ * each creature by the table's name, a condition by its label: "Aboleth: under Zanna's
+ * control; Randal: Possessed". Null when there are none.
  */
 function effectsText(effects, nameOf, L) {
   if (!Array.isArray(effects) || !effects.length) return null;
   return effects.map((e) => {
-    const data = { name: nameOf(e?.combatant), controller: nameOf(e?.controller), amount: e?.amount, effect: String(e?.effect ?? "").replace(/-/g, " ") };
+    // Every effect but control and damage is a condition the creature now has.
+    const data = { name: nameOf(e?.combatant), controller: nameOf(e?.controller), amount: e?.amount, effect: idLabel(L, "Condition", e?.effect ?? "") };
     const key = e?.effect === "controlled" || e?.effect === "damage" ? e.effect : "other";
     const fallback = { controlled: "{name}: under {controller}'s control", damage: "{name}: {amount} damage", other: "{name}: {effect}" }[key];
     return fill(L(`MINDSCAPE.Effect.${key}`, fallback), data) + (e?.instead_of_control ? ` ${L("MINDSCAPE.Effect.InsteadOfControl", "(instead of control)")}` : "");
   }).join("; ");
 }
 
-/** `text` with each `{name}` replaced by `data[name]`, as Foundry's `i18n.format` does. */
-function fill(text, data) {
-  return String(text).replace(/{([^}]+)}/g, (whole, key) => (key in data ? String(data[key]) : whole));
-}
-
 /**
- * Numbers and mind state that changed between a combatant's before and after.
+ * Numbers and mind state that changed between a combatant's before and after; the mind's
+ * state and the conditions by their labels (`label`: `svc.t.label`; without it, the ids
+ * as words).
  * @returns {{field:string, before:any, after:any}[]}
  */
-export function changesOf(side) {
+export function changesOf(side, label = (_k, fallback) => fallback) {
   const before = side?.before ?? {};
   const after = side?.after ?? {};
+  const mind = (state) => (state ? idLabel(label, "Mind", state) : "—");
+  const conditions = (list) => conditionsText(list, label) || "—";
   const out = [];
   for (const field of Object.keys(after)) {
     const b = before[field];
     const a = after[field];
     if (typeof a === "number" && a !== b) out.push({ field, before: b ?? "—", after: a });
-    else if (field === "mind" && a?.state && a.state !== b?.state) out.push({ field: "mind", before: b?.state ?? "—", after: a.state });
+    else if (field === "mind" && a?.state && a.state !== b?.state) out.push({ field: "mind", before: mind(b?.state), after: mind(a.state) });
     else if (field === "conditions" && Array.isArray(a) && JSON.stringify(a) !== JSON.stringify(b ?? [])) {
-      out.push({ field, before: (b ?? []).join(", ") || "—", after: a.join(", ") || "—" });
+      out.push({ field, before: conditions(b), after: conditions(a) });
     }
   }
   return out;
+}
+
+/**
+ * What an event's values say in its sentence: the creatures it names (`combatant`,
+ * `target`, `controller`, a Blank Mind's `against`, power-pool's `targets`) by their
+ * names, its modes, conditions and stances by their labels (combat-strength's
+ * `condition` event names its condition `id`), a roll's `success` as `result`.
+ */
+const EVENT_VALUE_GROUPS = { mode: "Mode", defense: "Mode", condition: "Condition", id: "Condition", stance: "Stance" };
+
+/**
+ * An event as one sentence of the card (`MINDSCAPE.Event.<type>`: "Aboleth raises Mind
+ * blank", "Zanna loses pool dice: 1"). The card's summary tells the story and its table what
+ * changed; the events list the steps in between, for the GM who wants them, without the
+ * companion's raw fields. An event a plugin system adds reads as its name and whom it is
+ * about ("Aboleth: mind frozen").
+ * @param {{type:string, combatant?:string|null}} event
+ * @param {(id:any)=>any} nameOf  a creature's name by its combatant id
+ * @param {(key:string, fallback:string)=>string} label
+ */
+export function eventText(event, nameOf, label) {
+  const data = {};
+  for (const [key, value] of Object.entries(event)) {
+    if (EVENT_VALUE_GROUPS[key] && typeof value === "string") data[key] = idLabel(label, EVENT_VALUE_GROUPS[key], value);
+    else if (Array.isArray(value)) data[key] = value.map(nameOf).join(", ");
+    else data[key] = nameOf(value);
+  }
+  data.name = nameOf(event.combatant) ?? "";
+  if (typeof event.success === "boolean") data.result = label(event.success ? "MINDSCAPE.Card.Succeeds" : "MINDSCAPE.Card.Fails", event.success ? "succeeds" : "fails");
+  const text = filled(label, `MINDSCAPE.Event.${event.type}`, data, "?");
+  if (text !== null) return text;
+  const kind = spaced(event.type);
+  return data.name ? fill(label("MINDSCAPE.Card.EventOf", "{name}: {event}"), { name: data.name, event: kind }) : kind;
 }
 
 /**
@@ -89,7 +123,7 @@ export function chatCardContext(result, info) {
   const L = info.localize;
   const yesNo = (b) => L(b ? "MINDSCAPE.Yes" : "MINDSCAPE.No", b ? "yes" : "no");
   const system = result.system;
-  const sideChanges = (side, name) => changesOf(side).map((c) => ({
+  const sideChanges = (side, name) => changesOf(side, L).map((c) => ({
     ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")),
   }));
   // Combatant ids (actor ids, generated ids) read as the names the table knows.
@@ -113,7 +147,7 @@ export function chatCardContext(result, info) {
   const sideName = (side, header) => nameOf(idOf(side)) ?? header;
   const facts = [];
   for (const field of FACT_FIELDS[system] ?? []) {
-    const value = field === "effects" ? effectsText(result.effects, nameOf, L) : show(result[field], yesNo);
+    const value = field === "effects" ? effectsText(result.effects, nameOf, L) : factValue(field, result[field], yesNo, L);
     if (value !== null && value !== "") facts.push({ field, label: L(`MINDSCAPE.Field.${field}`, field.replace(/_/g, " ")), value });
   }
   const changes = [
@@ -149,19 +183,15 @@ export function chatCardContext(result, info) {
     changes,
     hasChanges: changes.length > 0,
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
-    events: (result.events ?? []).map((e) => ({
-      type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
-      text: Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k.replace(/_/g, " ")}: ${shownValue(v, nameOf)}`).join(", "),
-    })),
+    events: (result.events ?? []).map((e) => ({ type: e.type, text: eventText(e, nameOf, L) })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),
   };
 }
 
-/** An event's value on a card: an id (or a list of ids, power-pool's `targets`) by its name, an object as JSON. */
-function shownValue(v, nameOf) {
-  if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.map(nameOf).join(", ");
-  return v !== null && typeof v === "object" ? JSON.stringify(v) : nameOf(v);
+/** A fact's value on the card: an id (power-pool's `winner`, combat-strength's `table`) by its label (`MINDSCAPE.Value.<field>.<id>`). */
+function factValue(field, value, yesNo, L) {
+  return typeof value === "string" ? idLabel(L, `Value.${field}`, value) : show(value, yesNo);
 }
 
 /**
@@ -179,7 +209,7 @@ export function roundCardContext(result, info) {
   // power-pool: `others` are the creatures a controller set free whose own round did not end (or that did not rest).
   for (const side of [...(result.combatants ?? []), ...(result.others ?? [])]) {
     const name = nameOf(side?.id ?? side?.after?.id);
-    for (const c of changesOf(side)) changes.push({ ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")) });
+    for (const c of changesOf(side, L)) changes.push({ ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")) });
   }
   const round = Number.isInteger(info.round) ? info.round : null;
   return {
@@ -193,12 +223,7 @@ export function roundCardContext(result, info) {
     changes,
     hasChanges: changes.length > 0,
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
-    events: (result.events ?? []).map((e) => ({
-      name: nameOf(e.combatant),
-      type: L(`MINDSCAPE.Event.${e.type}`, String(e.type).replace(/-/g, " ")),
-      // A list of ids (power-pool's `targets`) reads as their names too.
-      text: Object.entries(e).filter(([k]) => k !== "type" && k !== "combatant").map(([k, v]) => `${k.replace(/_/g, " ")}: ${shownValue(v, nameOf)}`).join(", "),
-    })),
+    events: (result.events ?? []).map((e) => ({ type: e.type, text: eventText(e, nameOf, L) })),
     unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
     physical: Boolean(info.physical),
   };

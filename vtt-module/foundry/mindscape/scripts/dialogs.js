@@ -5,6 +5,7 @@
 import { checkDieValues } from "./rpc.js";
 import { i18n, readForm, renderTemplate } from "./foundry.js";
 import { restHours } from "./rest.js";
+import { codeHtml } from "./labels.js";
 
 function DialogV2() {
   return globalThis.foundry.applications.api.DialogV2;
@@ -69,7 +70,7 @@ export function pairingDialog({ url, token, test, context = {} }) {
     title: "MINDSCAPE.Pairing.Title",
     icon: "fas fa-plug",
     template: "pairing",
-    context: { url, token, ...context },
+    context: { url, token, ...context, ...pairingTexts(context.origin ?? "") },
     ok: "MINDSCAPE.Pairing.Save",
     width: 520,
     render: (root) => {
@@ -90,6 +91,23 @@ export function pairingDialog({ url, token, test, context = {} }) {
       });
     },
   });
+}
+
+/**
+ * The pairing dialog's instructions as HTML, each command to type (`mindscape serve`)
+ * shown as code.
+ * @param {string} origin  this page's origin, for `--allow-origin`
+ */
+export function pairingTexts(origin, t = i18n()) {
+  return {
+    intro: codeHtml(t.localize("MINDSCAPE.Pairing.Intro")),
+    help: {
+      notRunning: codeHtml(t.localize("MINDSCAPE.Pairing.HelpNotRunning")),
+      token: codeHtml(t.localize("MINDSCAPE.Pairing.HelpToken")),
+      origin: codeHtml(t.format("MINDSCAPE.Pairing.HelpOrigin", { origin })),
+      hosted: codeHtml(t.localize("MINDSCAPE.Pairing.HelpHosted")),
+    },
+  };
 }
 
 /**
@@ -330,9 +348,34 @@ export function houseRulesDialog({ context }) {
 
 /** One combatant's secret choice for an encounter step. */
 export function encounterChoiceDialog({ context }) {
-  // Asked again after a refusal: the choice refused is filled in, to be put right.
-  const render = context.previous ? (root) => fillForm(root, context.previous) : undefined;
+  const render = (root) => {
+    // Asked again after a refusal: the choice refused is filled in, to be put right.
+    if (context.previous) fillForm(root, context.previous);
+    followTarget(root);
+  };
   return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare", render });
+}
+
+/**
+ * power-pool's choice dialog: a psionic wave's further targets are the creatures beside
+ * the one chosen as its target, so that one is not offered among them: hidden and
+ * unticked while it is the target (the list itself hidden when nobody else is left).
+ */
+export function followTarget(root) {
+  const target = root?.querySelector?.("select[name=target]");
+  const list = root?.querySelector?.(".mindscape-wave-targets");
+  const boxes = [...(list?.querySelectorAll?.("input[name=waveTargets]") ?? [])];
+  if (!target || !boxes.length) return;
+  const update = () => {
+    for (const box of boxes) {
+      const isTarget = box.value === target.value;
+      if (isTarget) box.checked = false;
+      (box.closest?.("label") ?? box).hidden = isTarget;
+    }
+    list.hidden = boxes.every((box) => box.value === target.value);
+  };
+  target.addEventListener("change", update);
+  update();
 }
 
 /**

@@ -11,6 +11,7 @@ import { attackFromForm, defenseFromChoice, dispositionOf, knownModes, modesFrom
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
+import { conditionsText, filled, idLabel } from "./labels.js";
 
 /** Stances of combat-strength's intent phase (RULES.md §2.3). */
 /**
@@ -21,6 +22,9 @@ const POOL_PUBLIC_ACTIONS = ["pass", "release", "keep", "cannot_perceive", "rest
 
 /** How a notice names what was stored before its write-back. */
 const STEP_WORDS = { step: "MINDSCAPE.Encounter.TheStep", undo: "MINDSCAPE.Encounter.TheUndo", action: "MINDSCAPE.Encounter.TheAction" };
+
+/** The companion's refusal of an undo when no resolved step is left (4001 `data.rule`). */
+const NOTHING_TO_UNDO = "undo-needs-a-resolved-step";
 
 export const STANCES = ["trance", "discipline", "wave", "normal"];
 
@@ -87,12 +91,19 @@ function struckOf(state) {
   return state?.struck ?? state?.waiting_for ?? [];
 }
 
-/** Short state line of a combatant for the panel, in the system's own terms. */
-export function combatantSummary(system, c = {}) {
-  if (system === "revised-2e") return `PSP ${c.psp ?? "?"}/${c.psp_max ?? "?"}`;
-  if (system === "combat-strength") return `A ${c.attack_strength ?? "?"} / D ${c.defense_strength ?? "?"}`;
-  if (system === "power-pool") return `pool ${c.pool ?? "?"}/${c.hit_dice ?? "?"}d${c.die ?? "?"}`;
-  return "";
+/** One combatant of `encounter.get`'s view (its `combatants` as a map or a list), or null. */
+function combatantView(state, id) {
+  const list = state?.combatants;
+  return (Array.isArray(list) ? list.find((c) => c?.id === id) : list?.[id]) ?? null;
+}
+
+/**
+ * Short state line of a combatant for the panel, in the system's own terms
+ * (`MINDSCAPE.Encounter.Summary.<system>`, filled with the combatant's fields: "PSP
+ * 38/40"); "" for a system the language file has no line for (a plugin's).
+ */
+export function combatantSummary(system, c = {}, label = (_k, f) => f) {
+  return filled(label, `MINDSCAPE.Encounter.Summary.${system}`, c, "?") ?? "";
 }
 
 /**
@@ -109,10 +120,10 @@ export function encounterView(state, meta, label = (_k, f) => f) {
   const combatants = list.map(([id, c]) => ({
     id,
     name: meta.combatants?.[id]?.name ?? c?.name ?? id,
-    summary: combatantSummary(system, c),
-    mind: c?.mind?.state ?? null,
+    summary: combatantSummary(system, c, label),
+    mind: c?.mind?.state ? idLabel(label, "Mind", c.mind.state) : null,
     mindOpen: c?.mind?.state === "open",
-    conditions: (c?.conditions ?? []).join(", "),
+    conditions: conditionsText(c?.conditions, label),
     waiting: waiting.has(id),
     // A write-back missed this sheet: the encounter keeps its own copy (EncounterController#applyStep).
     held: Boolean(meta.held?.[id]),
@@ -125,7 +136,7 @@ export function encounterView(state, meta, label = (_k, f) => f) {
     systemLabel: label(`MINDSCAPE.System.${system}`, system),
     phase: state.phase ?? "",
     // "round 2" already says it for systems whose only phase is the round.
-    phaseLabel: state.phase && state.phase !== "round" ? label(`MINDSCAPE.Phase.${state.phase}`, state.phase) : "",
+    phaseLabel: state.phase && state.phase !== "round" ? idLabel(label, "Phase", state.phase) : "",
     round: state.round ?? null,
     segment: state.segment ?? null,
     revision: state.revision ?? null,
@@ -262,19 +273,33 @@ export class EncounterController {
     return made;
   }
 
-  /** Add tokens to the current encounter. */
+  /**
+   * Add tokens to the current encounter. A creature already in it (by its actor as seen
+   * through the token: a linked actor's other token is the same creature) is not sent
+   * again, which the companion would refuse; the GM is told whom, and told to select
+   * tokens when none are.
+   */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const notes = this.svc.env.ui?.notifications;
+    if (!tokenUuids?.length) notes?.info(this.svc.t.localize("MINDSCAPE.Encounter.NoneSelected"));
     const adapter = await this.svc.adapterId();
+    const already = [];
     for (const uuid of tokenUuids ?? []) {
       const { token, actor } = await this.svc.docs(uuid);
+      const key = participantOf(token, actor).actorUuid;
+      if (Object.values(meta.combatants ?? {}).some((c) => c?.actorUuid === key)) {
+        already.push(token?.name ?? actor.name);
+        continue;
+      }
       const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
     await this.saveMeta(meta);
+    if (already.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
   }
 
@@ -292,19 +317,20 @@ export class EncounterController {
     const label = this.svc.t.label;
     const description = await this.svc.describe(system);
     const modes = modesFromDescription(system, description);
-    const me = (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === cid) : state.combatants?.[cid]) ?? {};
-    const named = (m) => ({ ...m, label: label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " ")) });
+    const me = combatantView(state, cid) ?? {};
+    const named = (m) => ({ ...m, label: idLabel(label, "Mode", m.id) });
     const intent = system === "combat-strength" && state.phase === "intent";
     return {
       combatantId: cid,
       combatantName: meta.combatants?.[cid]?.name ?? cid,
       system,
       phase: state.phase ?? "",
+      phaseLabel: state.phase ? idLabel(label, "Phase", state.phase) : "",
       stances: intent ? STANCES.map((s) => ({ value: s, label: label(`MINDSCAPE.Stance.${s}`, s) })) : [],
       intent,
       attacks: intent ? [] : knownModes(modes.attacks, me.attacks).map(named),
       defenses: intent ? [] : knownModes(modes.defenses, me.defenses).map(named),
-      targets: Object.entries(meta.combatants ?? {}).filter(([id]) => id !== cid).map(([id, c]) => ({ id, name: c.name })),
+      targets: this.targetsOf(cid, state),
       multipliers: system === "revised-2e" ? Array.from({ length: Math.max(1, me.level ?? 1) }, (_, i) => ({ value: i + 1 })) : [],
       ranges: ["revised-2e", "combat-strength"].includes(system) ? RANGES.map((r) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r) })) : [],
       poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
@@ -312,6 +338,18 @@ export class EncounterController {
       close: intent ? null : this.closeOffer(state.close_offers?.[cid]),
       pool: system === "power-pool" ? this.poolContext(cid, me, state, modes) : null,
     };
+  }
+
+  /**
+   * Whom `cid` may attack, by name: every other combatant but a creature under its own
+   * psionic control (power-pool: the companion refuses it, `target-own-puppet`; the view
+   * names each one's `controlled_by`).
+   * @returns {{id:string, name:string}[]}
+   */
+  targetsOf(cid, state) {
+    return Object.entries(this.meta.combatants ?? {})
+      .filter(([id]) => id !== cid && combatantView(state, id)?.controlled_by !== cid)
+      .map(([id, c]) => ({ id, name: c?.name ?? id }));
   }
 
   /**
@@ -331,8 +369,9 @@ export class EncounterController {
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
     const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
-    const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? {};
-    const others = Object.keys(meta.combatants ?? {}).filter((id) => id !== cid).map((id) => ({ id, name: nameOf(id) }));
+    const viewOf = (id) => combatantView(state, id) ?? {};
+    // A wave's further targets, the allies: neither this one nor a creature it controls.
+    const others = this.targetsOf(cid, state);
     const inExchange = new Set([...(state.declared ?? []), ...(state.waiting_for ?? []), ...(state.struck ?? [])]);
     // A companion without `struck` cannot say who leads: every struck mind is offered.
     const leads = state.phase !== "defense" || !state.struck?.length || state.struck[0] === cid;
@@ -440,7 +479,7 @@ export class EncounterController {
       const entry = meta.combatants?.[cid];
       return entry ? this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : Promise.resolve(null);
     };
-    const viewOf = (id) => (Array.isArray(state.combatants) ? state.combatants.find((c) => c.id === id) : state.combatants?.[id]) ?? null;
+    const viewOf = (id) => combatantView(state, id);
     const attack = JSON.stringify([meta.id, state.round, state.exchange, state.struck ?? null]);
     if (this.declinedJoin.attack !== attack) this.declinedJoin = { attack, ids: new Set() };
     const declined = this.declinedJoin.ids;
@@ -840,11 +879,17 @@ export class EncounterController {
     });
   }
 
-  /** Resolve with the encounter's current copies; call only through `resolve`. */
+  /**
+   * Resolve with the encounter's current copies; call only through `resolve`. Each
+   * exchange's card names the encounter and the step's revision in its flags (an undo
+   * marks it, `markUndone`). The GM is told whom a forced resolve went without, and what
+   * a step without exchanges did (it posts no card): the companion's summary.
+   */
   async resolveNow({ force, physical }) {
     const meta = this.meta;
     const params = { id: meta.id };
     if (force) params.force = true;
+    const waiting = force ? (await this.state())?.waiting_for ?? [] : [];
     const call = (m, p) => this.svc.rpc(m, p);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const answer = await this.stepCall("step", async () => (usePhysical
@@ -855,20 +900,29 @@ export class EncounterController {
     const name = (id) => meta.combatants?.[id]?.name ?? id;
     // Every id on a card (allies, puppets, a wave's targets) by the token's name.
     const names = new Map(Object.entries(meta.combatants ?? {}).map(([id, c]) => [id, c?.name ?? id]));
-    for (const result of resultsOfStep(answer)) {
+    const results = resultsOfStep(answer);
+    for (const result of results) {
       const attackerId = idOf(result.attacker);
       const entry = meta.combatants?.[attackerId];
       const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
       const message = await this.svc.postCard(result, {
         attackerName: name(attackerId), defenderName: name(idOf(result.defender)), names, ...modesOfResult(result),
         physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
+        card: { card: "exchange", system: result.system, outcome: result.outcome, encounter: meta.id, revision: answer?.revision ?? null },
       });
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
     }
+    const notes = this.svc.env.ui?.notifications;
+    if (waiting.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
+    if (!results.length && answer?.summary) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: answer.summary }));
     return answer;
   }
 
-  /** Undo the last step; the daemon's answer's updates (if any) restore the sheets. */
+  /**
+   * Undo the last step; the daemon's answer's updates (if any) restore the sheets, and
+   * the step's chat cards are marked undone (`markUndone`). With no resolved step left,
+   * the GM is told there is nothing to undo, and the answer is null.
+   */
   async undo() {
     // In the exchange queue, as a resolve: never beside a refresh reading the same sheets.
     const keys = (await this.participants()).map((p) => p.actorUuid);
@@ -876,10 +930,36 @@ export class EncounterController {
       // Reached first: a companion that is not running refuses this, and then nothing
       // can have been undone (see stepCall).
       await this.svc.rpc("encounter.get", { id: this.meta.id });
-      const answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
+      let answer;
+      try {
+        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
+      } catch (error) {
+        if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
+        this.svc.env.ui?.notifications?.info(this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
+        return null;
+      }
       await this.applyStep(answer, { undo: true });
+      await this.markUndone(answer?.undone);
       return answer;
     });
+  }
+
+  /**
+   * Mark the chat cards of the step an undo took back (`revision`, the answer's
+   * `undone`): every client then shows them as undone (hooks.js `onRenderChatMessage`).
+   * A card that cannot be marked (deleted meanwhile) does not fail the undo.
+   */
+  async markUndone(revision) {
+    const id = this.meta.id;
+    if (!id || !Number.isInteger(revision)) return;
+    const ours = (m) => m?.flags?.[MODULE_ID]?.encounter === id && m.flags[MODULE_ID].revision === revision;
+    for (const message of this.game.messages?.filter?.(ours) ?? []) {
+      try {
+        await message.update({ [`flags.${MODULE_ID}.undone`]: true });
+      } catch (error) {
+        console.warn(`${MODULE_ID} | could not mark an undone step's card`, error);
+      }
+    }
   }
 
   /**
@@ -975,7 +1055,7 @@ export function makeEncounterPanel(foundry, svc) {
         resolve: EncounterPanel.#run((c) => c.resolve()),
         force: EncounterPanel.#run((c) => c.resolve({ force: true })),
         undo: EncounterPanel.#run((c) => c.undo()),
-        log: EncounterPanel.#showLog,
+        log: EncounterPanel.#toggleLog,
         end: EncounterPanel.#run((c) => c.end()),
       },
     };
@@ -993,12 +1073,9 @@ export function makeEncounterPanel(foundry, svc) {
       };
     }
 
-    static async #showLog() {
-      try {
-        this.logEntries = await svc.encounters.log();
-      } catch (error) {
-        svc.notifyError(error);
-      }
+    /** *Log* shows the log, and pressed again hides it. */
+    static async #toggleLog() {
+      this.showLog = !this.showLog;
       return this.render();
     }
 
@@ -1010,9 +1087,25 @@ export function makeEncounterPanel(foundry, svc) {
         svc.notifyError(error);
         view = { active: false };
       }
-      const log = this.logEntries;
-      const entries = Array.isArray(log) ? log : (log?.steps ?? log?.entries ?? []);
-      return { ...view, log: entries.map((e, i) => ({ n: e.revision ?? i + 1, text: logLine(e, svc.t.label) })), showLog: Boolean(log) };
+      const log = this.showLog && view.active ? await this.logEntries() : [];
+      return { ...view, log, showLog: Boolean(this.showLog && view.active) };
+    }
+
+    /**
+     * The log's lines, fetched at every render while it is shown: a step resolved or
+     * undone meanwhile (the panel renders on each `encounter.changed`) shows at once.
+     * When the companion cannot give it, the GM is told and the log is hidden.
+     */
+    async logEntries() {
+      try {
+        const log = await svc.encounters.log();
+        const entries = Array.isArray(log) ? log : (log?.steps ?? log?.entries ?? []);
+        return entries.map((e, i) => ({ n: e.revision ?? i + 1, text: logLine(e, svc.t.label) }));
+      } catch (error) {
+        svc.notifyError(error);
+        this.showLog = false;
+        return [];
+      }
     }
 
     _onRender() {

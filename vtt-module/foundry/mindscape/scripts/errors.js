@@ -4,6 +4,7 @@
  * cross the GM relay as plain JSON (`toJSON` / `errorFromJSON`) so a player sees the same
  * message the GM's client would have shown.
  */
+import { plainText } from "./labels.js";
 
 /** Root of every error this module raises on purpose. */
 export class MindscapeError extends Error {
@@ -186,7 +187,8 @@ export function withPlaceholders(template, data) {
 }
 
 /**
- * The sentence to show a user for any error, localized.
+ * The sentence to show a user for any error, localized, as plain text (a notice, a
+ * status line): the language file's code marks around commands are dropped.
  * @param {unknown} error
  * @param {{localize:(k:string)=>string, format:(k:string, d:object)=>string}} i18n
  * @returns {string}
@@ -197,7 +199,7 @@ export function describeError(error, i18n) {
     if (error instanceof InvalidParamsError) {
       data.problems = (error.data.errors ?? []).map((p) => `${p.path || "/"}: ${p.message}`).join("; ") || error.data.message;
     }
-    return i18n.format(error.key, withPlaceholders(i18n.localize(error.key), data));
+    return plainText(i18n.format(error.key, withPlaceholders(i18n.localize(error.key), data)));
   }
   return i18n.format("MINDSCAPE.Error.Unexpected", { message: String(error?.message ?? error) });
 }

@@ -120,7 +120,11 @@ export function onGetHeaderControls(svc, app, controls) {
   }
 }
 
-/** Chat card behaviour: the details toggle. Works on jQuery (v12) and HTMLElement (v13). */
+/**
+ * Chat card behaviour: the details toggle, and the mark of a card whose encounter step
+ * the GM undid (its `flags.mindscape.undone`, encounter.js `markUndone`). Works on
+ * jQuery (v12) and HTMLElement (v13).
+ */
 export function onRenderChatMessage(svc, message, html) {
   const root = elementOf(html);
   const card = root?.querySelector?.(".mindscape-card");
@@ -128,6 +132,13 @@ export function onRenderChatMessage(svc, message, html) {
   // bind once, or the toggle would flip twice per click.
   if (!card || card.dataset.mindscapeBound) return;
   card.dataset.mindscapeBound = "1";
+  if (message?.flags?.[MODULE_ID]?.undone) {
+    card.classList.add("undone");
+    const mark = document.createElement("p");
+    mark.className = "mindscape-undone";
+    mark.textContent = svc.t.localize("MINDSCAPE.Card.Undone");
+    card.prepend(mark);
+  }
   for (const toggle of card.querySelectorAll("[data-mindscape-toggle]")) {
     toggle.addEventListener("click", (event) => {
       event.preventDefault();

@@ -5,6 +5,7 @@
  * what the game system itself stores (abilities, level, hit points).
  */
 import { UsageError } from "./errors.js";
+import { idLabel } from "./labels.js";
 
 /**
  * Fields the actor already names, and those the game system's sheet owns: hit points
@@ -12,6 +13,12 @@ import { UsageError } from "./errors.js";
  * ignored by the companion's adapters (SHEET_ONLY in adapters/core.py).
  */
 export const SKIP = new Set(["id", "name", "hp"]);
+
+/**
+ * Where the language file labels the values of a list field: the conditions a creature
+ * has (`MINDSCAPE.Condition`); any other list (attack and defense modes) holds modes.
+ */
+const LIST_LABELS = { conditions: "Condition" };
 
 function typesOf(prop) {
   const t = prop?.type;
@@ -41,9 +48,11 @@ export function profileFields(schema, profile = {}, label = (_k, f) => f) {
     const enumValues = prop.enum ?? prop.items?.enum;
     if (types.includes("array") && Array.isArray(prop.items?.enum)) {
       const chosen = new Set(Array.isArray(value) ? value : []);
-      fields.push({ ...base, kind: "multi", options: prop.items.enum.map((v) => ({ value: v, label: label(`MINDSCAPE.Mode.${v}`, String(v).replace(/-/g, " ")), checked: chosen.has(v) })) });
+      fields.push({ ...base, kind: "multi", options: prop.items.enum.map((v) => ({ value: v, label: idLabel(label, LIST_LABELS[key] ?? "Mode", v), checked: chosen.has(v) })) });
     } else if (Array.isArray(enumValues) && !types.includes("array")) {
-      fields.push({ ...base, kind: "select", options: [{ value: "", label: "—", selected: value === undefined }, ...enumValues.filter((v) => v !== null).map((v) => ({ value: String(v), label: String(v), selected: String(value) === String(v) }))], numeric: types.includes("integer") || types.includes("number") });
+      // A choice by its label (`MINDSCAPE.Value.<field>.<value>`: a kind, a class group), a number as it is.
+      const option = (v) => ({ value: String(v), label: idLabel(label, `Value.${key}`, v), selected: String(value) === String(v) });
+      fields.push({ ...base, kind: "select", options: [{ value: "", label: "—", selected: value === undefined }, ...enumValues.filter((v) => v !== null).map(option)], numeric: types.includes("integer") || types.includes("number") });
     } else if (types.includes("integer") || types.includes("number")) {
       fields.push({ ...base, kind: "number", value: value ?? "", min: prop.minimum ?? "", max: prop.maximum ?? "", step: types.includes("integer") ? 1 : "any", placeholder: prop.default ?? "" });
     } else if (types.includes("boolean")) {

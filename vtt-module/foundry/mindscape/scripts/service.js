@@ -7,7 +7,7 @@ import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODU
 import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
-  CancelledError, InvalidParamsError, MindscapeError, PermissionDeniedError, RulesError, UsageError, describeError,
+  CancelledError, InvalidParamsError, MindscapeError, NotPairedError, PermissionDeniedError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
@@ -25,6 +25,7 @@ import {
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
+import { codeHtml, idLabel, plainText } from "./labels.js";
 
 /** The uuid of the actor a token or actor document pair writes to (`participantOf`). */
 function actorUuidOf(docs) {
@@ -102,10 +103,17 @@ export class Mindscape {
     });
   }
 
-  /** Call the daemon from the active GM's client. */
+  /**
+   * Call the daemon from the active GM's client. A refusal by the rules is told to the
+   * user in the companion's words only; the rule's id (`not-enough-psp`) goes to this
+   * (the GM's) console, for whoever looks into it.
+   */
   rpc(method, params) {
     if (!this.relay.isActiveGM) throw new PermissionDeniedError({ who: method });
-    return this.client().call(method, params);
+    return this.client().call(method, params).catch((error) => {
+      if (error instanceof RulesError) console.info(`${MODULE_ID} | ${method} refused by the rule ${error.data.rule}: ${error.data.detail}`);
+      throw error;
+    });
   }
 
   async describe(system = this.system) {
@@ -542,13 +550,14 @@ export class Mindscape {
 
   /**
    * GM: ask `owner` on their own client through the relay (`handler`), or, without an
-   * owner, here (`here`), never waiting longer than `timeoutMs` and the grace: the
-   * answer, or `fallback` when none came in time or the asking failed.
+   * owner, here (`here`, with `askedHere` in its context: the question then tells the
+   * GM that the players do not see it), never waiting longer than `timeoutMs` and the
+   * grace: the answer, or `fallback` when none came in time or the asking failed.
    */
   async askWithin(owner, handler, here, context, timeoutMs, fallback = null) {
     const wait = timeoutMs + this.defenseGraceMs;
     try {
-      return await withDeadline(owner ? this.relay.toUser(owner.id, handler, context, wait) : here(context), wait, fallback);
+      return await withDeadline(owner ? this.relay.toUser(owner.id, handler, context, wait) : here({ ...context, askedHere: true }), wait, fallback);
     } catch {
       return fallback;
     }
@@ -779,6 +788,8 @@ export class Mindscape {
       seconds: Math.round(timeoutMs / 1000),
       timeoutMs,
       fallback: remembered,
+      // What happens without an answer: its last defense raised again, or none.
+      fallbackLabel: remembered ? idLabel(this.t.label, "Mode", remembered) : null,
     };
     const fallback = { mode: remembered, timedOut: true };
     // Whoever is asked, the attack never waits longer than the timeout and the grace.
@@ -1007,7 +1018,7 @@ export class Mindscape {
     const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
     const speaker = this.env.ChatMessage.getSpeaker?.({ actor: info.speakerActor, token: info.speakerToken }) ?? { alias: info.attackerName };
     return postChatCard({
-      result, context, rollMode, speaker,
+      result, context, rollMode, speaker, card: info.card,
       renderTemplate: (_name, ctx) => this.env.render("chat-card", ctx),
       template: "chat-card",
       Roll: this.env.Roll,
@@ -1759,17 +1770,20 @@ export class Mindscape {
 
   /**
    * Tell this user which combatants a refresh took again from their sheets, and which
-   * fields (nothing when all matched; `quiet`: not at all, for the refresh a step does by
-   * itself), whose declared choice was dropped, and whose sheet was left out because a
-   * write-back missed it.
+   * fields (that every sheet matched, when nothing else is to be told; `quiet`: neither,
+   * for the refresh a step does by itself), whose declared choice was dropped, and whose
+   * sheet was left out because a write-back missed it.
    */
   reportRefresh(refreshed, { quiet = false } = {}) {
+    const notes = this.env.ui?.notifications;
     const list = refreshReport(refreshed, this.t.label);
-    if (list && !quiet) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
     const again = droppedReport(refreshed);
-    if (again) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
     const held = heldReport(refreshed);
-    if (held) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Encounter.KeptHeld", { list: held }));
+    if (list && !quiet) notes?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
+    // Asked for and nothing to report: say so, or the button seems to do nothing.
+    if (!list && !again && !held && !quiet) notes?.info(this.t.localize("MINDSCAPE.Encounter.NothingChanged"));
+    if (again) notes?.warn(this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
+    if (held) notes?.warn(this.t.format("MINDSCAPE.Encounter.KeptHeld", { list: held }));
     return refreshed;
   }
 
@@ -1908,7 +1922,8 @@ export class Mindscape {
   restDialogContext(prep, hours = null) {
     const range = prep.hours;
     const first = range ? Math.min(range.max, Math.max(range.min, Number.isInteger(hours) ? hours : DEFAULT_REST_HOURS)) : null;
-    return { ...prep, names: prep.names.join(", "), askHours: Boolean(range), min: range?.min ?? null, max: range?.max ?? null, value: first };
+    // "does Zanna", "do Zanna, Ulcen": the sentence follows how many rest.
+    return { ...prep, names: prep.names.join(", "), several: prep.names.length > 1, askHours: Boolean(range), min: range?.min ?? null, max: range?.max ?? null, value: first };
   }
 
   /**
@@ -1963,7 +1978,8 @@ export class Mindscape {
         const info = await this.client({ url: u, token: tk }).info();
         return this.t.format("MINDSCAPE.Pairing.Ok", { name: info?.name ?? "mindscape", version: info?.version ?? "?", systems: (info?.systems ?? []).join(", ") });
       } catch (error) {
-        error.userMessage = describeError(error, this.t);
+        // No token yet: the notice would send the GM to this very dialog.
+        error.userMessage = error instanceof NotPairedError ? plainText(this.t.localize("MINDSCAPE.Pairing.NoToken")) : describeError(error, this.t);
         throw error;
       }
     };
@@ -2001,6 +2017,11 @@ export class Mindscape {
       }
       const all = { ...(setting(this.game, "houseRules") ?? {}), [system]: chosen };
       await setSetting(this.game, "houseRules", all);
+      const changed = Object.keys(chosen).join(", ");
+      const systemLabel = this.t.label(`MINDSCAPE.System.${system}`, system);
+      this.env.ui?.notifications?.info(changed
+        ? this.t.format("MINDSCAPE.HouseRules.Saved", { system: systemLabel, list: changed })
+        : this.t.format("MINDSCAPE.HouseRules.SavedDefaults", { system: systemLabel }));
       return chosen;
     } catch (error) {
       this.notifyError(error);

@@ -1,0 +1,142 @@
+// The encounter panel's buttons say what they did when nothing visible happens (Add
+// selected with creatures already in, Resolve anyway with no choices, Undo step with
+// nothing to undo), and an undo marks the chat cards of the step it took back.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { encounterMethods, makeTable } from "../test-support/scenario.mjs";
+import { onRenderChatMessage } from "../mindscape/scripts/hooks.js";
+import { followTarget } from "../mindscape/scripts/dialogs.js";
+
+async function encounter(overrides = {}) {
+  const { methods, enc } = encounterMethods(overrides);
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+  return { t, ctl, enc };
+}
+
+const adds = (t) => t.daemon.calls.filter((c) => c.method === "encounter.add");
+
+test("Add selected: a creature already in the encounter is not sent again (the companion refuses it); the GM is told whom", async () => {
+  const { t, ctl } = await encounter();
+  assert.equal(adds(t).length, 2);
+  // Another token of Ulcen's linked actor is Ulcen himself.
+  const ulcenAgain = t.world.token({ id: "tokU2", name: "Ulcen of Tyr", actor: t.actors.ulcen, actorLink: true });
+  await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, ulcenAgain.uuid]);
+  assert.deepEqual(adds(t).slice(2).map((c) => c.params.combatant.data.actor.name), ["Goblin"]);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Already in the encounter, so not added again: Ulcen of Tyr, Fenka, Ulcen of Tyr."]);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("Add selected with no token selected says to select them", async () => {
+  const { t, ctl } = await encounter();
+  await ctl.add([]);
+  assert.equal(adds(t).length, 2);
+  assert.deepEqual(t.clients.gm.notes.info, ["Select the tokens to add first."]);
+});
+
+test("Resolve anyway says whom it went without, and a step with no exchange (no card) what the companion did", async () => {
+  const { t, ctl } = await encounter({
+    "encounter.resolve": () => ({ round: 1, results: [], events: [], summary: "Round 1: nothing happens.", rolls: [], updates: [], revision: 3 }),
+  });
+  await ctl.resolve({ force: true });
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.deepEqual(t.clients.gm.notes.info, [
+    "Resolved without waiting for Ulcen of Tyr, Fenka: a missing choice counts as no attack and no defense.",
+    "No exchange to post: Round 1: nothing happens.",
+  ]);
+});
+
+test("a resolve with every choice made and an exchange to post says nothing more: the card says it", async () => {
+  const { t, ctl } = await encounter();
+  await ctl.declare("ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } });
+  await ctl.declare("fenka-tokF", {});
+  await ctl.resolve();
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1);
+  assert.deepEqual(t.clients.gm.notes.info, []);
+});
+
+test("Undo step with nothing to undo says so, not that the rules forbid it", async () => {
+  const { t, ctl } = await encounter({
+    "encounter.undo": () => { throw { code: 4001, message: "The rules forbid it", data: { rule: "undo-needs-a-resolved-step", detail: "the encounter has no resolved step left to undo" } }; },
+  });
+  // The rule's id is kept for the GM's console (never shown in a notice).
+  const logged = [];
+  const info = console.info;
+  console.info = (...args) => logged.push(args.join(" "));
+  try {
+    assert.equal(await ctl.undo(), null);
+  } finally {
+    console.info = info;
+  }
+  assert.deepEqual(t.clients.gm.notes.info, ["Nothing to undo: no resolved step is left to take back."]);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  assert.deepEqual(logged, ["mindscape | encounter.undo refused by the rule undo-needs-a-resolved-step: the encounter has no resolved step left to undo"]);
+});
+
+test("an undo marks the cards of the step it took back, and only those; the card then shows it is undone", async () => {
+  const { t, ctl, enc } = await encounter({ "encounter.undo": () => ({ revision: 9, undone: 5, updates: [] }) });
+  const step = async () => {
+    await ctl.declare("ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } });
+    await ctl.declare("fenka-tokF", {});
+    await ctl.resolve();
+  };
+  await step();
+  await step();
+  const [first, second] = t.clients.gm.ChatMessage.created;
+  // Each card names its encounter and the revision of its step.
+  assert.deepEqual(first.flags.mindscape, { card: "exchange", system: "revised-2e", outcome: "hit", encounter: "enc1", revision: 5 });
+  assert.equal(second.flags.mindscape.revision, enc.revision);
+  await ctl.undo();
+  assert.deepEqual(first.updates, [{ "flags.mindscape.undone": true }]);
+  assert.deepEqual(second.updates, []);
+  assert.equal(first.flags.mindscape.undone, true);
+
+  // Rendered (on every client), the marked card says it was undone; the other does not.
+  const shown = (message) => {
+    const card = fakeCard();
+    onRenderChatMessage(t.clients.gm.svc, message, { querySelector: (s) => (s === ".mindscape-card" ? card : null) });
+    return card;
+  };
+  const marked = shown(first);
+  assert.ok(marked.classList.has("undone"));
+  assert.deepEqual(marked.prepended.map((p) => [p.className, p.textContent]), [["mindscape-undone", "Undone: the GM took this step back (Undo step)."]]);
+  const kept = shown(second);
+  assert.equal(kept.classList.has("undone"), false);
+  assert.deepEqual(kept.prepended, []);
+});
+
+/** Just enough of a card element for the chat hook (and `document.createElement` for its mark). */
+function fakeCard() {
+  globalThis.document ??= { createElement: () => ({ className: "", textContent: "" }) };
+  const classes = new Set();
+  return {
+    dataset: {}, prepended: [],
+    classList: { add: (c) => classes.add(c), has: (c) => classes.has(c), toggle: (c) => (classes.has(c) ? classes.delete(c) : classes.add(c)) },
+    querySelectorAll: () => [],
+    prepend(el) { this.prepended.push(el); },
+  };
+}
+
+test("a psionic wave's further targets leave out the creature chosen as its target, following the target select", () => {
+  const listeners = [];
+  const target = { value: "b", addEventListener: (type, fn) => listeners.push([type, fn]) };
+  const boxes = ["b", "c"].map((value) => {
+    const label = { hidden: false };
+    return { value, checked: value === "b", label, closest: () => label };
+  });
+  const list = { hidden: false, querySelectorAll: () => boxes };
+  const root = { querySelector: (s) => ({ "select[name=target]": target, ".mindscape-wave-targets": list })[s] ?? null };
+  followTarget(root);
+  assert.deepEqual(boxes.map((b) => [b.value, b.label.hidden, b.checked]), [["b", true, false], ["c", false, false]]);
+  assert.equal(list.hidden, false);
+  target.value = "c";
+  for (const [type, fn] of listeners) if (type === "change") fn();
+  assert.deepEqual(boxes.map((b) => [b.value, b.label.hidden]), [["b", false], ["c", true]]);
+  // Only two others, the target one of them: nobody else is left to strike, no list.
+  boxes.pop();
+  target.value = "b";
+  followTarget(root);
+  assert.equal(list.hidden, true);
+});

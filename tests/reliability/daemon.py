@@ -98,8 +98,16 @@ class Daemon:
             err.close()
         return self.process
 
+    def listening(self) -> bool:
+        """Whether this start's process printed that it listens: it does once it holds
+        the port, so a ``/healthz`` answered before that came from another process that
+        took the port between ``free_port`` and the bind."""
+        log = self.logs / f"stdout.{self.starts}.log"
+        return "listening on" in log.read_text(encoding="utf-8", errors="replace")
+
     def start(self, timeout: float = 20.0) -> Daemon:
-        """Start and wait until ``/healthz`` answers; ``DaemonExited`` when it stops."""
+        """Start and wait until it says it listens and ``/healthz`` answers;
+        ``DaemonExited`` when it stops."""
         process = self.launch()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -107,7 +115,8 @@ class Daemon:
                 raise DaemonExited(f"mindscape serve exited with {process.returncode}:\n"
                                    + self.output())
             try:
-                if request(self, "GET", "/healthz", timeout=1.0).status == 200:
+                if self.listening() and \
+                        request(self, "GET", "/healthz", timeout=1.0).status == 200:
                     return self
             except OSError:
                 pass

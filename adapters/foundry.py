@@ -75,7 +75,10 @@ def _actor_of(top: Mapping[str, Any]) -> bool:
 
 def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
     """The actor in ``data``: a bare actor object, or ``{"actor": {...}, "token":
-    {"uuid": "Scene.<s>.Token.<t>", "actorLink": false}}`` (``mapping`` allowed too)."""
+    {"uuid": "Scene.<s>.Token.<t>", "actorLink": false, "name"?: "..."}}`` (``mapping``
+    allowed too). The token's ``name``, when given, names the combatant: the table knows
+    a creature by its token ("Skum"), and an unlinked token's synthetic actor keeps its
+    base actor's name ("Aboleth")."""
     top = need_object(data, "")
     envelope: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] = top
@@ -96,6 +99,9 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
     token = envelope.get("token") if envelope is not None else None
     if token is not None:
         token = need_object(token, "/token")
+        shown = to_text(token.get("name"), "/token/name", limit=200)
+        if shown and shown.strip():
+            name = shown
         linked = to_bool(token.get("actorLink"), "/token/actorLink")
         if not linked:
             text = to_text(token.get("uuid"), "/token/uuid", limit=300)

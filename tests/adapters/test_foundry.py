@@ -187,6 +187,28 @@ def test_unlinked_copies_of_one_actor_are_different_combatants() -> None:
     assert linked.combatant["id"] == "shhHtE7b92PefCWB"
 
 
+def test_a_token_name_names_the_combatant() -> None:
+    """docs/ADAPTERS.md: the token's name, when given, names the combatant: an unlinked
+    token's synthetic actor keeps its base actor's name, and the table knows each copy
+    by its token ("Skum", not "Aboleth"); the write-back still goes to the copy."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False, "name": "Skum"}
+    data = {"actor": actor, "token": token}
+    got = DND5E.import_(data, "power-pool").combatant
+    assert (got["id"], got["name"]) == ("shhHtE7b92PefCWB-tk1", "Skum")
+    assert DND5E.updates(data, "power-pool", got, {**got, "pool": 1})[0]["uuid"] == \
+        "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB"
+    linked = {"actor": actor, "token": {**token, "actorLink": True, "name": "Old One"}}
+    assert DND5E.import_(linked, "power-pool").combatant["name"] == "Old One"
+    # No name, or a blank one: the actor's.
+    for shown in (None, "  "):
+        plain = {"actor": actor, "token": {**token, "name": shown}}
+        assert DND5E.import_(plain, "power-pool").combatant["name"] == actor["name"]
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_({"actor": actor, "token": {**token, "name": ["Skum"]}}, "power-pool")
+    assert err.value.problems[0].path == "/token/name"
+
+
 def test_token_uuid_must_name_scene_and_token() -> None:
     data = {"actor": zanna(), "token": {"uuid": "Actor.x", "actorLink": False}}
     with pytest.raises(InvalidInput) as err:

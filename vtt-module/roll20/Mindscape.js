@@ -1455,12 +1455,15 @@ var Mindscape = Mindscape || (() => {
     const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
     if (drawn.error) return refuse(msg.playerid, drawn.error);
     if (drawn.allies.length) exchange.allies = drawn.allies;
-    const { params } = exchangeRequest(exchange, chosen.defense);
+    const { params, involved } = exchangeRequest(exchange, chosen.defense);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
       requester: msg.playerid,
       involved: [],
+      // Whose secrets a refusal may tell (oddsHiddenFrom): every mind but the attacker's.
+      attacker: who.attacker,
+      struck: involved.filter((ref) => ref !== who.attacker),
       title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
     }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };
@@ -3408,8 +3411,30 @@ var Mindscape = Mindscape || (() => {
       others.forEach((pid) => tell(pid, title, 'The exchange failed; the GM has been told why.'));
       return undefined;
     }
+    if (job.kind === 'odds' && oddsHiddenFrom(requester, job, error)) return tell(requester, title, ODDS_HIDDEN);
     if (requester) tell(requester, title, text + declared);
     return undefined;
+  };
+
+  const ODDS_HIDDEN = 'No odds for this choice: the companion refused it because of a mind the attack would strike '
+    + '(its defense, its sheet or its state), which only its controllers and the GM may see. The GM has been told why; '
+    + 'the attack itself may still be made, and the defender chooses its own defense.';
+
+  // Whether the refusal of an odds question is to be kept from the player who asked: it
+  // speaks of a mind the attack would strike (a defense's rule, another fighter named, a
+  // sheet or choice refused outside the attacker and its attack), whose PSPs or known
+  // defenses its detail may tell, and the player does not control every such mind. An
+  // attack refused so tells its player only that it failed (reportError); so do its odds.
+  const oddsHiddenFrom = (requester, job, error) => {
+    if (!requester || !Array.isArray(job.struck) || job.struck.every((ref) => mayControl(requester, ref))) return false;
+    const data = isObject(error.data) ? error.data : {};
+    if (error.code === RULES_VIOLATION) {
+      return DEFENSE_RULES.includes(String(data.rule || '')) || (typeof data.combatant === 'string' && data.combatant !== job.attacker);
+    }
+    if (error.code === INVALID_PARAMS && Array.isArray(data.errors)) {
+      return data.errors.some((e) => !/^\/(attacker|attack)(\/|$)/.test(String(isObject(e) ? e.path : '')));
+    }
+    return false;
   };
 
   // What a refused declaration means, in the table's words, beyond the companion's.

@@ -129,7 +129,8 @@ export class FakeActor {
 
 export class FakeTokenDocument {
   /**
-   * An unlinked token gets its own synthetic actor, a copy of the base actor. Its
+   * An unlinked token gets its own synthetic actor, a copy of the base actor that keeps
+   * the base actor's name, as Foundry's does (the token's own name is the token's). Its
    * `disposition` is the actor's prototype token's unless given, as when Foundry places one.
    */
   constructor({ id, sceneId = "scene1", name, actor, actorLink, world, disposition }) {
@@ -139,7 +140,7 @@ export class FakeTokenDocument {
     if (actorLink) {
       this.actor = actor;
     } else {
-      this.actor = new FakeActor({ id: actor.id, name, type: actor.type, system: structuredClone(actor.system), flags: structuredClone(actor.flags), ownership: actor.ownership, uuid: `${this.uuid}.Actor.${actor.id}`, world, disposition: actor.prototypeToken?.disposition });
+      this.actor = new FakeActor({ id: actor.id, name: actor.name, type: actor.type, system: structuredClone(actor.system), flags: structuredClone(actor.flags), ownership: actor.ownership, uuid: `${this.uuid}.Actor.${actor.id}`, world, disposition: actor.prototypeToken?.disposition });
       this.actor.isToken = true;
       this.actor.token = this;
     }

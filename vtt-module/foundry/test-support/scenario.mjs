@@ -50,13 +50,18 @@ export function revisedResult(params, { hit = true, spent = 8, damage = 11, roll
       { purpose: "damage", sides: 4, value: 3, by: "a", follows: null },
     ],
     events: [{ type: "psp-spent", combatant: "a", amount: spent }],
-    summary: `${params.attacker.data.actor.name} lashes out with a ${params.attack.mode}.`,
+    summary: `${combatantNameOfRef(params.attacker)} lashes out with a ${params.attack.mode}.`,
     hit, critical: false, needed: 12, roll: { natural: 17, modified: 20 }, psp_spent: spent, damage: hit ? damage : 0, mind_opened: false, save: null,
     updates: [
       { uuid: actorUuidOfRef(params.attacker), update: { "flags.mindscape.revised-2e.psp": aAfter } },
       { uuid: actorUuidOfRef(params.defender), update: { "flags.mindscape.revised-2e.psp": dAfter } },
     ],
   };
+}
+
+/** The name the `foundry.*` adapters give a ref's combatant: its token's, else its actor's (docs/ADAPTERS.md). */
+export function combatantNameOfRef(ref) {
+  return ref.data.token?.name?.trim() ? ref.data.token.name : ref.data.actor.name;
 }
 
 /** The combatant id the `foundry.*` adapters give a ref: the actor's id, `<actor id>-<token id>` for an unlinked token. */
@@ -94,7 +99,7 @@ export function roundEndResult(params) {
   const said = [];
   params.combatants.forEach((ref, i) => {
     const id = ids[i];
-    const name = ref.data.actor.name;
+    const name = combatantNameOfRef(ref);
     const profile = ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
     const before = { id, name, psp: profile.psp ?? 0, conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) }, mind: { state: profile.mind?.state ?? "closed" } };
     const after = structuredClone(before);
@@ -204,7 +209,7 @@ const REST_DEFAULT_DICE = { "open-duration": 1, "wisdom-check": 8, save: 10 };
 export function roundEndChoicesResult(params) {
   const combatants = params.combatants.map((ref) => {
     const id = combatantIdOfRef(ref);
-    const name = ref.data.actor.name;
+    const name = combatantNameOfRef(ref);
     const profile = ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
     const mind = profile.mind ?? {};
     const firstRound = !mind.may_pay_to_close && !(mind.rounds_open > 0);
@@ -255,7 +260,7 @@ function poolLinks(profile) {
 export function poolRoundEndChoicesResult(params) {
   const combatants = params.combatants.map((ref) => {
     const id = combatantIdOfRef(ref);
-    const name = ref.data.actor.name;
+    const name = combatantNameOfRef(ref);
     const profile = ref.data.actor.flags?.mindscape?.["power-pool"] ?? {};
     const links = poolLinks(profile);
     if (!links.length) return { id, name, choices: {} };
@@ -293,7 +298,7 @@ function poolCreatures(params, which) {
     given.set(id, ref);
   });
   const now = new Map([...given].map(([id, ref]) => [id, structuredClone(ref.data.actor.flags?.mindscape?.["power-pool"] ?? {})]));
-  const nameOf = (id) => (given.has(id) ? given.get(id).data.actor.name : `"${id}"`);
+  const nameOf = (id) => (given.has(id) ? combatantNameOfRef(given.get(id)) : `"${id}"`);
   return { ids, given, now, nameOf, events: [], said: [] };
 }
 
@@ -358,7 +363,7 @@ function poolAnswer({ ids, given, now, events, said }, title) {
     return update;
   };
   const entry = (id) => {
-    const name = given.get(id).data.actor.name;
+    const name = combatantNameOfRef(given.get(id));
     return { id, before: { id, name, ...sheet(id) }, after: { id, name, ...now.get(id) } };
   };
   const updates = [];
@@ -632,7 +637,7 @@ export function restResult(params) {
   const said = [];
   params.combatants.forEach((ref) => {
     const id = combatantIdOfRef(ref);
-    const name = ref.data.actor.name;
+    const name = combatantNameOfRef(ref);
     const profile = ref.data.actor.flags?.mindscape?.[system] ?? {};
     const before = { id, name, ...structuredClone(profile), conditions: [...(profile.conditions ?? [])], condition_rounds: { ...(profile.condition_rounds ?? {}) } };
     before.mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
@@ -706,7 +711,7 @@ export const REST_SCHEMAS = {
  * id and name, and its power-pool profile as it stands.
  */
 export function poolImport({ data }) {
-  return { combatant: { id: combatantIdOfRef({ data }), name: data.actor.name, ...(data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, warnings: [] };
+  return { combatant: { id: combatantIdOfRef({ data }), name: combatantNameOfRef({ data }), ...(data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, warnings: [] };
 }
 
 /** Default fake daemon methods for a revised-2e world. */
@@ -721,7 +726,7 @@ export function defaultMethods(overrides = {}) {
       house_rules: [{ id: "H-2E-CRIT-MODS", text: "the roll is the modified roll", default: true }],
       ...(REST_SCHEMAS[system] ? { rest_schema: REST_SCHEMAS[system] } : {}),
     }),
-    "adapters.import": ({ data }) => ({ combatant: { name: data.actor.name, level: 4, ...(data.actor.flags?.mindscape?.["revised-2e"] ?? {}) }, warnings: [] }),
+    "adapters.import": ({ data }) => ({ combatant: { name: combatantNameOfRef({ data }), level: 4, ...(data.actor.flags?.mindscape?.["revised-2e"] ?? {}) }, warnings: [] }),
     "exchange.odds": () => ({ outcomes: { hit: 0.55, miss: 0.45 }, critical: 0.1, mind_opened: 0.05, damage: { mean: 6.2, distribution: [[0, 0.45], [4, 0.3], [8, 0.25]], truncated_mass: 0 } }),
     "exchange.resolve": (params) => revisedResult(params),
     "exchange.end_round": (params) => (params.system === "power-pool" ? poolRoundEndResult(params) : roundEndResult(params)),
@@ -755,7 +760,7 @@ export function encounterMethods(overrides = {}) {
     "encounter.add": ({ id, combatant }) => {
       known(id);
       const cid = combatantIdOfRef(combatant);
-      enc.combatants.set(cid, { ref: structuredClone(combatant), name: combatant.data.actor.name, profile: profileOf(combatant) });
+      enc.combatants.set(cid, { ref: structuredClone(combatant), name: combatantNameOfRef(combatant), profile: profileOf(combatant) });
       enc.revision++;
       return { combatant_id: cid, revision: enc.revision, warnings: [], updates: [] };
     },

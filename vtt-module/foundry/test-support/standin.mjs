@@ -75,8 +75,8 @@ class TokenDocument {
     else {
       this.actor = new Actor(actor.toObject(), `${this.uuid}.Actor.${actor.id}`);
       this.actor.isToken = true;
+      // The copy keeps its base actor's name, as Foundry's synthetic actor does.
       this.actor.token = this;
-      this.actor.data.name = name;
     }
   }
 }

@@ -41,7 +41,8 @@ for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIA
     assert.deepEqual(resolve.params.attack, { mode: "mind-thrust", multiplier: 4, range: "short" });
     assert.deepEqual(resolve.params.defense, { mode: "thought-shield" });
     assert.equal(resolve.params.attacker.adapter, "foundry.dnd5e");
-    assert.deepEqual(resolve.params.defender.data.token, { uuid: t.tokens.fenkaToken.uuid, actorLink: false });
+    // The token's uuid and link address the write-back; its name names the combatant.
+    assert.deepEqual(resolve.params.defender.data.token, { uuid: t.tokens.fenkaToken.uuid, actorLink: false, name: "Fenka" });
 
     // Linked attacker: the world actor changed. Unlinked defender: its synthetic actor
     // changed and the base actor (every other copy) did not.
@@ -79,6 +80,24 @@ test("an NPC defender is asked on the GM's client, and the world's roll mode is 
   const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
   assert.deepEqual(resolve.params.attack, { mode: "ego-whip", multiplier: 2, range: "medium" });
   assert.deepEqual(resolve.params.defense, { mode: "mind-blank" });
+});
+
+test("each combatant goes to the companion with its token's name, which an unlinked copy's own actor does not carry", async () => {
+  // Foundry's synthetic actor of an unlinked token keeps its base actor's name: the
+  // "Skum" on the scene is an actor named "Goblin". The companion names the combatant by
+  // the token's name sent beside it (docs/ADAPTERS.md), so its summary names the Skum.
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  const skum = t.world.token({ id: "tokS", name: "Skum", actor: t.actors.goblin, actorLink: false });
+  assert.equal(skum.actor.name, "Goblin");
+  await t.clients.gm.svc.odds({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: skum.uuid, attack: { mode: "mind-thrust" } }, t.clients.gm.game.user);
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [skum.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  for (const method of ["exchange.odds", "exchange.resolve"]) {
+    const { params } = t.daemon.calls.find((c) => c.method === method);
+    assert.deepEqual(params.defender.data.token, { uuid: skum.uuid, actorLink: false, name: "Skum" }, method);
+    assert.equal(params.defender.data.actor.name, "Goblin");
+    assert.equal(params.attacker.data.token.name, "Ulcen of Tyr");
+  }
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /Skum/);
 });
 
 test("a defender who does not answer in time gets the remembered default", async () => {

@@ -120,3 +120,45 @@ for (const generation of [12, 13]) {
     assert.equal(opened[0].closed, true);
   });
 }
+
+test("the attack dialog disables Attack while the odds are refused for the attacker's own sake, and follows a wave's odds of all targets", async () => {
+  const made = [];
+  globalThis.document = { createElement: (tag) => { const el = { tag, className: "", textContent: "" }; made.push(el); return el; } };
+  const ok = { disabled: false };
+  const target = { disabled: false };
+  const panel = { classList: { add() {}, remove() {} }, innerHTML: "", shown: [], append(el) { this.shown.push(el); } };
+  const form = { elements: Object.assign([], { namedItem: (name) => (name === "target" ? target : null) }) };
+  const listeners = [];
+  const root = {
+    querySelector: (selector) => ({ "[name=mode]": { form }, ".mindscape-odds": panel, 'button[data-action="ok"]': ok })[selector] ?? null,
+    addEventListener: (_type, fn) => listeners.push(fn),
+  };
+  globalThis.foundry = { applications: { instances: new Map(), api: { DialogV2: { wait: ({ render }) => { render({}, { element: root }); return new Promise(() => {}); } } }, handlebars: { renderTemplate: async () => "<table></table>" } } };
+  const answers = [
+    Promise.reject(Object.assign(new Error("refused"), { userMessage: "The rules forbid this (not-enough-psp): Ulcen needs 8 PSPs", blocksAttack: true })),
+    Promise.resolve({ outcomes: [], group: "Fenka, Goblin" }),
+    Promise.reject(Object.assign(new Error("hidden"), { userMessage: "No odds for this choice", blocksAttack: false })),
+  ];
+  answers[0].catch(() => {});
+  answers[2].catch(() => {});
+  dialogs.attackDialog({ context: {}, oddsFor: () => answers.shift() });
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+  await settle();
+  assert.equal(ok.disabled, true);
+  assert.deepEqual(panel.shown.map((el) => [el.className, el.textContent]), [
+    ["mindscape-status error", "The rules forbid this (not-enough-psp): Ulcen needs 8 PSPs"],
+    ["hint mindscape-attack-blocked", "Attack stays unavailable until the attack is changed: the companion refuses it for the attacker's own sake, whatever the defender does."],
+  ]);
+  // Changed, the attack gets its odds again: a psionic wave's, of every target at once.
+  listeners[0]();
+  await settle();
+  assert.equal(ok.disabled, false);
+  assert.equal(target.disabled, true);
+  // A refusal that is not the attacker's (a mind struck, hidden or not) leaves Attack alone.
+  panel.shown = [];
+  listeners[0]();
+  await settle();
+  assert.equal(ok.disabled, false);
+  assert.deepEqual(panel.shown.map((el) => el.className), ["mindscape-status error"]);
+  delete globalThis.document;
+});

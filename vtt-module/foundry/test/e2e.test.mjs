@@ -333,6 +333,86 @@ test("a defense the real companion refuses (too few PSPs for it) is chosen again
   await page.close();
 });
 
+test("an attack the real companion refuses for the attacker's own PSPs: the odds say why, Attack is disabled, and no defender is asked", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna holds 1 PSP: a mind thrust costs 2 (RULES.md §1.4).
+  await page.evaluate(() => window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.psp": 1 }));
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  await page.locator('#token-hud .col.right [data-action="mindscape-attack"]').click();
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  await dialog.locator(".mindscape-attack-blocked").waitFor({ timeout: 15000 });
+  const refused = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().response.error);
+  assert.equal(refused.data.rule, "not-enough-psp");
+  assert.match(await dialog.locator(".mindscape-odds .mindscape-status.error").textContent(), /The rules forbid this: Zanna declares 2 PSPs of mind-thrust but holds 1/);
+  const attack = dialog.locator('button[data-action="ok"]');
+  assert.equal(await attack.isDisabled(), true);
+  // A defense assumed for the odds changes nothing of it: the refusal is the attacker's.
+  await dialog.locator("select[name=assumeDefense]").selectOption("mind-blank");
+  await page.waitForFunction(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().request.params.defense?.mode === "mind-blank");
+  await dialog.locator(".mindscape-attack-blocked").waitFor();
+  assert.equal(await attack.isDisabled(), true);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-attack-blocked.png") });
+  await page.keyboard.press("Enter");
+  await dialog.locator('button[data-action="cancel"]').click();
+  assert.equal(await page.locator("dialog.mindscape-dialog").count(), 0, "no defense dialog was opened");
+  assert.equal(await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").length), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("combat-strength with the real companion: the odds are a few readable rows, the summary names the token attacked, the damage roll totals the card's damage", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // Zanna attacks the skum, an unlinked copy of the aboleth whose own actor is still
+  // named "Aboleth", as Foundry's synthetic actors are.
+  await page.evaluate(async () => {
+    await game.settings.set("mindscape", "ruleSystem", "combat-strength");
+    const h = window.harness;
+    const skum = h.addToken({ data: h.docs.get("Actor.shhHtE7b92PefCWB").toObject(), tokenId: "tokSkum", name: "Skum", actorLink: false }, { left: 680, top: 560 });
+    const strength = { psionic: true, attack_strength: 60, attack_strength_max: 60, defense_strength: 50, defense_strength_max: 50 };
+    await h.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.combat-strength": strength });
+    await skum.actor.update({ "flags.mindscape.combat-strength": strength });
+    game.user.targets.clear();
+    game.user.targets.add(skum);
+    h.openTokenHUD("tokZanna");
+  });
+  await page.locator('#token-hud .col.right [data-action="mindscape-attack"]').click();
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  // No defense: the psionic wave leaves the skum dazed (table B), as the companion says.
+  await dialog.locator(".mindscape-odds tr.condition-dazed").waitFor({ timeout: 15000 });
+  const odds = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().response.result);
+  assert.deepEqual(odds.conditions, { dazed: 1 });
+  assert.deepEqual(await dialog.locator(".mindscape-odds tr th").allTextContents(), ["Condition", "Dazed"]);
+  // Against Mind Blank the companion answers thousands of damage values: a few rows and one line.
+  await dialog.locator("select[name=assumeDefense]").selectOption("mind-blank");
+  await dialog.locator(".mindscape-odds .mindscape-spread").waitFor({ timeout: 30000 });
+  const against = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.odds").pop().response.result);
+  assert.ok(Object.keys(against.outcomes).length > 1000, "the companion's answer is one outcome per damage value");
+  assert.ok(await dialog.locator(".mindscape-odds tr").count() <= 4);
+  assert.match(await dialog.locator(".mindscape-spread").textContent(), /^When it deals damage \(100\.00%\): \d+(\.\d+)? on average, median \d+, 8 times in 10 from \d+ to \d+\.$/);
+  const box = await dialog.boundingBox();
+  assert.ok(box.height < 600, `the dialog is ${box.height}px tall`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-strength-odds.png") });
+  await dialog.locator('button[data-action="ok"]').click();
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  await defense.locator('input[name=mode][value="mind-blank"]').check();
+  await defense.locator('button[data-action="ok"]').click();
+  const card = page.locator("#chat-log .mindscape-card");
+  await card.waitFor({ timeout: 15000 });
+  const resolve = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "exchange.resolve").pop());
+  const result = resolve.response.result;
+  assert.ok(result, JSON.stringify(resolve.response));
+  assert.equal(resolve.request.params.defender.data.actor.name, "Aboleth");
+  assert.match(result.summary, /^Zanna attacks Skum with Psionic Wave against Mind Blank/);
+  assert.match(await card.locator(".modes").textContent(), /Psionic wave · Mind blank/);
+  // The roll's total is the card's damage: the table's points and the penetration's −1 are terms of it.
+  assert.equal(Number(await page.locator("#chat-log .dice-roll .dice-total").first().textContent()), result.damage);
+  assert.match(await page.locator("#chat-log .dice-roll .dice-formula").first().textContent(), /^\d+d6( - \d+\[penetration\])? \+ \d+\[table value\]$/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("Foundry v12: the HUD button is added to the jQuery HUD and opens the attack dialog with odds", { skip: SKIP, timeout: 60000 }, async () => {
   const { page, problems } = await openPage(12);
   await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
@@ -399,8 +479,8 @@ test("the combat tracker's next round ends the psionic round with the real compa
   const { request, response } = calls[0];
   assert.ok(response.result, JSON.stringify(response));
   assert.deepEqual(request.params.combatants.map((c) => [c.adapter, c.data.token]), [
-    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true }],
-    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false }],
+    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true, name: "Zanna" }],
+    ["foundry.dnd5e", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false, name: "Aboleth" }],
   ]);
   assert.deepEqual(response.result.combatants.map((c) => c.id), ["4Jsv5vYaJ1atUEDV", "shhHtE7b92PefCWB-tokAboleth"]);
   assert.deepEqual(response.result.events, [{ type: "condition-ended", combatant: "4Jsv5vYaJ1atUEDV", condition: "stunned" }]);
@@ -469,7 +549,7 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   await page.close();
 });
 
-test("the real companion's purposes, outcomes and combatant fields all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
+test("the real companion's purposes, outcomes, combatant fields and combat-strength conditions all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
   const { EN } = await import("../test-support/fakes.mjs");
   const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
   const call = daemonCall;
@@ -482,7 +562,10 @@ test("the real companion's purposes, outcomes and combatant fields all have labe
       ...(d.dice_purposes ?? []).map((p) => `MINDSCAPE.Purpose.${p.purpose}`),
       ...outcomes.map((o) => `MINDSCAPE.Outcome.${o}`),
       ...Object.keys(d.combatant_schema?.properties ?? {}).filter((k) => k !== "id" && k !== "name").map((k) => `MINDSCAPE.Field.${k}`),
+      // combat-strength's odds name the conditions an attack may leave (requests.js `strengthOddsView`).
+      ...(system === "combat-strength" ? Object.keys(d.tables?.conditions ?? {}).map((c) => `MINDSCAPE.Condition.${c}`) : []),
     ];
+    if (system === "combat-strength") assert.ok(Object.keys(d.tables?.conditions ?? {}).includes("dazed"), "the conditions are in the description's tables");
     missing.push(...keys.filter((k) => !has(k)).map((k) => `${system}: ${k}`));
   }
   assert.deepEqual(missing, []);
@@ -822,8 +905,8 @@ test("a power-pool single attack with the real companion: control kept by a die,
   assert.deepEqual(request.params.defense, { mode: "imagination-swarm" });
   // The skum drawn in, and the spawn with its own defense.
   assert.deepEqual(request.params.allies.map((c) => [c.data.actor._id, c.data.token]), [
-    [ids.aboleth, { uuid: "Scene.harness.Token.tokSkum", actorLink: false }],
-    [ids.aboleth, { uuid: "Scene.harness.Token.tokSpawn", actorLink: false }],
+    [ids.aboleth, { uuid: "Scene.harness.Token.tokSkum", actorLink: false, name: "Skum" }],
+    [ids.aboleth, { uuid: "Scene.harness.Token.tokSpawn", actorLink: false, name: "Aboleth Spawn" }],
   ]);
   assert.deepEqual(request.params.defenses, { [`${ids.aboleth}-tokSpawn`]: { mode: "imagination-swarm" } });
   assert.deepEqual(request.params.puppets.map((c) => c.data.token.uuid), ["Scene.harness.Token.tokThrall"]);
@@ -849,6 +932,10 @@ test("a power-pool single attack with the real companion: control kept by a die,
   const text = (await card.locator(".mindscape-allies").textContent()).replace(/\s+/g, " ");
   assert.equal(text, "Allies: Skum (drawn in, dazed, 1d8), Aboleth Spawn (Imagination swarm, 2d6)");
   assert.ok((await card.textContent()).includes(result.summary), result.summary);
+  // The companion's summary names the copies by their tokens, as the card does, though
+  // each copy's own actor is named "Aboleth".
+  assert.match(result.summary, /with Skum and Aboleth Spawn/);
+  assert.doesNotMatch(result.summary, /Aboleth and Aboleth/);
   await endWithCardPicture(page, card, "foundry-power-pool-allies-card.png", problems);
 });
 
@@ -917,7 +1004,7 @@ test("a psionic rest with the real companion: the sheet's header control, the ho
   const { request, response } = calls[0];
   assert.ok(response.result, JSON.stringify(response));
   assert.equal(request.params.hours, 2);
-  assert.deepEqual(request.params.combatants.map((c) => [c.adapter, c.data.token]), [["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true }]]);
+  assert.deepEqual(request.params.combatants.map((c) => [c.adapter, c.data.token]), [["foundry.dnd5e", { uuid: "Scene.harness.Token.tokZanna", actorLink: true, name: "Zanna" }]]);
   // ceil(40 / 8) = 5 PSPs an hour (RULES.md §1.8): 12 + 10.
   assert.deepEqual(response.result.events, [{ type: "psp-regained", combatant: "4Jsv5vYaJ1atUEDV", amount: 10, hours: 2 }]);
   assert.equal(await page.evaluate(() => window.harness.actor("Actor.4Jsv5vYaJ1atUEDV").flags.mindscape["revised-2e"].psp), 22);
@@ -1141,7 +1228,7 @@ test("power-pool control at the tracker's round end with the real companion: the
   // Neither is in the round: both go as puppets, the aboleth through its own token, Randal
   // as the world actor; only the aboleth, set free, is changed and written.
   assert.deepEqual(request.params.puppets.map((c) => [c.data.actor._id, c.data.token]), [
-    ["shhHtE7b92PefCWB", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false }],
+    ["shhHtE7b92PefCWB", { uuid: "Scene.harness.Token.tokAboleth", actorLink: false, name: "Aboleth" }],
     [ids.randal, null],
   ]);
   assert.deepEqual(response.result.others.map((o) => o.id), [ids.aboleth]);

@@ -5,7 +5,7 @@
 // targets is one exchange against all of them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable } from "../test-support/scenario.mjs";
+import { combatantIdOfRef, defaultMethods, encounterMethods, makeTable, renderModuleTemplate } from "../test-support/scenario.mjs";
 import { DaemonUnreachableError } from "../mindscape/scripts/errors.js";
 
 const POOL = "power-pool";
@@ -112,6 +112,26 @@ test("the odds against a creature under control are the odds against its control
   await t.clients.gm.svc.odds({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
   const odds = t.daemon.calls.find((c) => c.method === "exchange.odds");
   assert.deepEqual(odds.params.controllers.map(refId), ["goblin-tokG"]);
+});
+
+test("a psionic wave's odds are those of its one exchange against every target together; another mode's, of the target chosen", async () => {
+  const { t } = await poolTable({
+    control: (table) => { table.tokens.goblinToken.actor.flags.mindscape[POOL].controlled_by = "fenka-tokF"; },
+  });
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  const targetUuids = [fenkaToken.uuid, goblinToken.uuid];
+  const view = await t.clients.gm.svc.odds({ attackerUuid: ulcenToken.uuid, targetUuid: goblinToken.uuid, targetUuids, attack: { mode: "psionic-wave" } }, t.clients.gm.game.user);
+  const wave = t.daemon.calls.filter((c) => c.method === "exchange.odds").pop().params;
+  assert.deepEqual([refId(wave.defender), wave.defenders.map(refId)], ["fenka-tokF", ["goblin-tokG"]]);
+  // The goblin is Fenka's puppet: Fenka, a target herself, is its controller.
+  assert.deepEqual(wave.controllers.map(refId), ["fenka-tokF"]);
+  assert.equal(view.group, "Fenka, Goblin");
+  assert.match(renderModuleTemplate("odds", view), /Against Fenka, Goblin together: a psionic wave strikes every target in one exchange\./);
+  const stab = await t.clients.gm.svc.odds({ attackerUuid: ulcenToken.uuid, targetUuid: goblinToken.uuid, targetUuids, attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
+  const one = t.daemon.calls.filter((c) => c.method === "exchange.odds").pop().params;
+  assert.equal(refId(one.defender), "goblin-tokG");
+  assert.equal(one.defenders, undefined);
+  assert.equal(stab.group, undefined);
 });
 
 test("a controller that is neither in the world nor on the scene stops the attack before anything is resolved, saying whose control", async () => {

@@ -2,9 +2,10 @@
 // encounter rounds (encounter.* with secret choices through the GM relay).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { actorDataWithProfile, profileFields, profileFromForm } from "../mindscape/scripts/profile.js";
+import { actorDataWithProfile, profileFields, profileFromForm, profileProblems } from "../mindscape/scripts/profile.js";
+import { InvalidParamsError } from "../mindscape/scripts/errors.js";
 import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
-import { defaultMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
+import { defaultMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { makeI18n } from "../test-support/fakes.mjs";
 
 const i18n = makeI18n();
@@ -78,15 +79,58 @@ test("the profile editor opened on a world actor edits that actor, not one of it
   assert.equal(tokenActor.updates.length, 2);
 });
 
-test("a profile the adapter rejects is not saved and the problem is shown", async () => {
+test("a profile the companion refuses is not saved, and the form opens again with what was typed and the problem beside its field", async () => {
   const t = makeTable({
-    methods: defaultMethods({ "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor/flags/mindscape/revised-2e/psp", message: "-1 is less than the minimum of 0" }] } }; } }),
-    dialogs: { gm: { profileDialog: { psp: "-1" } } },
+    methods: defaultMethods({ "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor/flags/mindscape/revised-2e/psp", message: "must be at least 0, got -1" }] } }; } }),
+    dialogs: { gm: { profileDialog: [{ kind: "psionicist", psp: "-1", attacks: ["ego-whip"], advanced: "" }, null] } },
   });
   const before = structuredClone(t.actors.goblin.flags);
   assert.equal(await t.clients.gm.svc.configureActor(t.actors.goblin.uuid), null);
   assert.deepEqual(t.actors.goblin.flags, before);
-  assert.match(t.clients.gm.notes.error[0], /psp: -1 is less than the minimum of 0/);
+  const [first, again] = t.clients.gm.dialogs.seen.filter((s) => s.kind === "profileDialog").map((s) => s.arg.context);
+  assert.equal(first.problems, undefined);
+  // Asked again with the values typed, the field named in the form's own words, and no
+  // notification instead (the problem is in the form).
+  assert.deepEqual(again.previous, { kind: "psionicist", psp: "-1", attacks: ["ego-whip"], advanced: "" });
+  assert.deepEqual(again.problems, [{ key: "psp", label: "PSPs", message: "must be at least 0, got -1" }]);
+  assert.deepEqual(again.fields.filter((f) => f.invalid).map((f) => f.key), ["psp"]);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  const html = renderModuleTemplate("profile", again);
+  assert.match(html, /This profile was not saved: correct what is marked and save again\./);
+  assert.match(html, /<li><strong>PSPs<\/strong>: must be at least 0, got -1<\/li>/);
+  assert.match(html, /<div class="form-group mindscape-invalid" title="[^"]*">\s*<label>PSPs<\/label>/);
+});
+
+test("advanced JSON that does not parse is shown in the form, kept as typed, and a corrected form is saved", async () => {
+  const t = makeTable({ dialogs: { gm: { profileDialog: [{ psp: "18", advanced: "{ not json" }, { psp: "18", advanced: '{"mindless": false}' }] } } });
+  const saved = await t.clients.gm.svc.configureActor(t.actors.goblin.uuid);
+  assert.deepEqual(saved.profile, { psp: 18, mindless: false });
+  const again = t.clients.gm.dialogs.seen.filter((s) => s.kind === "profileDialog")[1].arg.context;
+  assert.equal(again.advanced, "{ not json");
+  assert.equal(again.advancedInvalid, true);
+  assert.deepEqual(again.problems.map((p) => [p.key, p.label]), [["advanced", "Advanced (JSON)"]]);
+  assert.match(again.problems[0].message, /^The advanced profile is not a JSON object \(/);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
+test("a refused profile's problems in the form's words: a typed field, a key of the advanced JSON, a derived field, the sheet; other errors are not the form's", () => {
+  const spec = { system: "revised-2e", fields: [{ key: "level", label: "Level" }] };
+  const words = { label: (k, f) => ({ "MINDSCAPE.Field.mthac0": "MTHAC0", "MINDSCAPE.Profile.Advanced": "Advanced (JSON)", "MINDSCAPE.Profile.Sheet": "The sheet" })[k] ?? f, message: (e) => e.key };
+  const refused = (...errors) => new InvalidParamsError({ code: -32602, message: "Invalid params", errors });
+  assert.deepEqual(profileProblems(refused(
+    { path: "/data/actor/flags/mindscape/revised-2e/level", message: "must be at least 0, got -7" },
+    { path: "/data/actor/flags/mindscape/revised-2e/mind/state", message: "must be one of closed, open" },
+    { path: "/combatant/mthac0", message: "must be at most 20" },
+    { path: "/data/actor/system/abilities/int/value", message: "must be a whole number" },
+  ), spec, words, "mindscape"), [
+    { key: "level", label: "Level", message: "must be at least 0, got -7" },
+    { key: "advanced", label: "Advanced (JSON) › mind", message: "must be one of closed, open" },
+    { key: null, label: "MTHAC0", message: "must be at most 20" },
+    { key: null, label: "The sheet", message: "must be a whole number (/data/actor/system/abilities/int/value)" },
+  ]);
+  // A house rule refused, the companion not answering: nothing in the form mends them.
+  assert.equal(profileProblems(refused({ path: "/options/H-2E-X", message: "unknown" }), spec, words, "mindscape"), null);
+  assert.equal(profileProblems(new Error("down"), spec, words, "mindscape"), null);
 });
 
 test("encounter choices: stance in combat-strength's intent phase, attack with target, defense", () => {
@@ -364,6 +408,74 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   assert.deepEqual(sockets.map((ws) => ws.url), ["ws://127.0.0.1:9/ws"]);
   await panel.close();
   assert.equal(sockets[0].closed, true);
+});
+
+test("End stops watching the encounter before deleting it: its deletion notice asks nothing of the companion and shows no error", async () => {
+  const { makeEncounterPanel } = await import("../mindscape/scripts/encounter.js");
+  class ApplicationV2 {
+    constructor() { this.options = { ...this.constructor.DEFAULT_OPTIONS, actions: { ...this.constructor.DEFAULT_OPTIONS.actions } }; }
+    async render() { this.context = await this._prepareContext(); this._onRender?.(); return this; }
+    async close() { this.closed = true; }
+  }
+  const fakeFoundry = { applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } };
+  const sockets = [];
+  class FakeWS { constructor(url) { this.url = url; sockets.push(this); } send() {} close() { this.closed = true; } }
+  // The companion's notice reaches every socket still watching, as `encounter.delete` is
+  // stored and before its answer arrives (the module forgets the encounter only then).
+  const notify = (params) => {
+    for (const ws of sockets) if (!ws.closed) ws.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "encounter.changed", params }) });
+  };
+  const errors = [];
+  const asked = [];
+  const encounters = {
+    meta: { id: "enc1", system: "revised-2e", name: "Vault", combatants: { a: { name: "Ann" } } },
+    state: async () => {
+      asked.push(encounters.meta.id ?? null);
+      if (!encounters.meta.id) return null;
+      if (encounters.deleted) throw new Error(`The companion does not know "${encounters.meta.id}"`);
+      return { phase: "round", round: 1, waiting_for: [], combatants: { a: { psp: 5, psp_max: 10 } }, revision: 3 };
+    },
+    log: async () => ({ steps: [{ revision: 1, kind: "add" }] }),
+    end: async () => {
+      encounters.deleted = true;
+      notify({ id: "enc1", revision: null, deleted: true });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      encounters.meta = {};
+    },
+  };
+  const svc = {
+    env: { WebSocket: FakeWS },
+    game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: (_k, f) => f },
+    notifyError: (e) => errors.push(e.message), encounters,
+  };
+  const Panel = makeEncounterPanel(fakeFoundry, svc);
+  const panel = new Panel();
+  await panel.render();
+  await panel.options.actions.log.call(panel);
+  assert.equal(sockets.length, 1);
+  asked.length = 0;
+  await panel.options.actions.end.call(panel);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(errors, []);
+  assert.equal(sockets[0].closed, true);
+  assert.deepEqual(asked, [null], "the panel asks only after the encounter is forgotten");
+  assert.equal(panel.context.active, false);
+  assert.equal(panel.context.showLog, false, "the ended encounter's log is not shown");
+  assert.equal(sockets.length, 1, "nothing is watched any more");
+});
+
+test("a watcher told its encounter was deleted closes itself and does not ask for it again", () => {
+  const sockets = [];
+  class FakeWS { constructor(url) { this.url = url; sockets.push(this); } send() {} close() { this.closed = true; } }
+  const changes = [];
+  const w = new EncounterWatcher({ url: "http://127.0.0.1:39393", token: "tok", id: "enc1", onChange: (p) => changes.push(p), WebSocketImpl: FakeWS });
+  w.open();
+  sockets[0].onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "encounter.changed", params: { id: "enc1", revision: null, deleted: true } }) });
+  assert.deepEqual(changes, []);
+  assert.equal(sockets[0].closed, true);
+  // A notice still in flight after the close is not acted on either.
+  sockets[0].onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "encounter.changed", params: { id: "enc1", revision: 9 } }) });
+  assert.deepEqual(changes, []);
 });
 
 test("a GM's client records whether its browser is paired, on start and when pairing changes", async () => {

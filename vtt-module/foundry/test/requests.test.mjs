@@ -4,8 +4,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
-  dispositionOf, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  damageSpread, dispositionOf, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
 } from "../mindscape/scripts/requests.js";
+import { renderModuleTemplate } from "../test-support/scenario.mjs";
+import { makeI18n } from "../test-support/fakes.mjs";
 
 test("each Foundry system is read by its adapter, others by foundry.generic", () => {
   assert.equal(adapterFor("dnd5e"), "foundry.dnd5e");
@@ -86,6 +88,79 @@ test("the daemon's revised-2e odds: counts beside the chances (needed, modifier,
   assert.deepEqual(view.damage, { mean: 1.25, max: 4, truncated: false });
   // A known chance of exactly 0 is still a chance.
   assert.deepEqual(oddsView({ outcomes: {}, critical: 0 }).extras.map((e) => e.percent), ["0.00%"]);
+});
+
+/**
+ * combat-strength's damage as `exchange.odds` answers it (engine/combat_strength/odds.py
+ * `bonus_damage(count, 6, cap).shift(points)`): `count` penetrating d6 (a 6 adds a die
+ * counting its value − 1, at most `cap` follow-ups) plus the table's points, as
+ * `[[value, p]]` and as the `outcomes` keyed by the damage.
+ */
+function strengthDamage(count, points, cap = 100) {
+  let die = new Map([1, 2, 3, 4, 5, 6].map((v) => [v, 1 / 6]));
+  for (let k = 0; k < cap; k++) {
+    const next = new Map([1, 2, 3, 4, 5].map((v) => [v, 1 / 6]));
+    for (const [v, p] of die) next.set(6 + v - 1, (next.get(6 + v - 1) ?? 0) + p / 6);
+    die = next;
+  }
+  let sum = new Map([[points, 1]]);
+  for (let i = 0; i < count; i++) {
+    const next = new Map();
+    for (const [a, pa] of sum) for (const [b, pb] of die) next.set(a + b, (next.get(a + b) ?? 0) + pa * pb);
+    sum = next;
+  }
+  const distribution = [...sum].sort((x, y) => x[0] - y[0]);
+  return { distribution, outcomes: Object.fromEntries(distribution.map(([v, p]) => [String(v), p])) };
+}
+
+test("combat-strength odds are a few rows, not one per damage value: its results, conditions and a line on the damage", () => {
+  // A psionic wave against Mind Blank (table A, 3 points + 4 penetrating d6): the
+  // companion's outcomes hold 2,021 damage values.
+  const { distribution, outcomes } = strengthDamage(4, 3);
+  assert.equal(Object.keys(outcomes).length, 2021);
+  const odds = { outcomes, damage: { mean: 19, distribution, truncated_mass: 0 }, crushed: 0, defense_zero: 0.00022570056356796897, conditions: {}, save: null, outcome: { damage: 1 }, table: "combat", band: "01-25", defender_band: null, table_value: 3, bonus_dice: 4, attack_cost: 20 };
+  const i18n = makeI18n();
+  const label = (k, f) => (i18n.has(k) ? i18n.localize(k) : f);
+  const view = oddsView(odds, label, "combat-strength");
+  assert.deepEqual(view.outcomes.map((o) => [o.label, o.percent]), [["Damage", "100.00%"]]);
+  assert.deepEqual(view.conditions, []);
+  assert.deepEqual(view.extras.map((e) => [e.label, e.percent]), [["Defense strength falls to 0", "0.02%"]]);
+  // Mean 3 + 4 × 4 = 19; the 10th, 50th and 90th percentiles as the companion's Python computes them.
+  assert.deepEqual(view.spread, { chance: "100.00%", mean: 19, median: 18, low: 13, high: 27, fixed: false });
+  const html = renderModuleTemplate("odds", view);
+  assert.equal(html.match(/<tr /g).length, 2);
+  assert.match(html, /When it deals damage \(100\.00%\): 19 on average, median 18, 8 times in 10 from 13 to 27\./);
+  assert.doesNotMatch(html, /defense zero|MINDSCAPE\./);
+});
+
+test("combat-strength odds without a defense show the condition the companion names, not a damage of 0", () => {
+  // The companion's answer to a psionic wave at a defenseless psionic mind (table B, letter D).
+  const odds = { outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0, defense_zero: 0, conditions: { dazed: 1 }, save: null, outcome: { condition: 1 }, table: "defenseless", band: "51-75", defender_band: "110-159", table_value: "D", bonus_dice: 0, attack_cost: 20 };
+  const i18n = makeI18n();
+  const view = oddsView(odds, (k, f) => (i18n.has(k) ? i18n.localize(k) : f), "combat-strength");
+  assert.deepEqual(view.outcomes.map((o) => [o.label, o.percent]), [["Condition", "100.00%"]]);
+  assert.deepEqual(view.conditions.map((c) => [c.name, c.label, c.percent]), [["dazed", "Dazed", "100.00%"]]);
+  assert.deepEqual(view.extras, []);
+  assert.equal(view.spread, null);
+  const html = renderModuleTemplate("odds", view);
+  assert.match(html, /<tr class="condition condition-dazed"><th>Dazed<\/th>/);
+  assert.doesNotMatch(html, /<th>0<\/th>|Mean damage/);
+  // A non-psionic mind's save against the wave, and the condition when it fails.
+  const wave = oddsView({ outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0, defense_zero: 1, conditions: { asleep: 0.0055, stunned: 0.077, confused: 0.4125, enraged: 0.0495, panicked: 0.0055 }, save: 0.45, outcome: { saved: 0.45, condition: 0.55 } }, (k, f) => (i18n.has(k) ? i18n.localize(k) : f), "combat-strength");
+  assert.deepEqual(wave.outcomes.map((o) => [o.label, o.percent]), [["Saved", "45.00%"], ["Condition", "55.00%"]]);
+  assert.deepEqual(wave.conditions.map((c) => c.label), ["Asleep", "Stunned", "Confused", "Enraged", "Panicked"]);
+  // A psychic implosion's crush, with the death it brings.
+  const crush = oddsView({ outcomes: { 0: 1, crushed: 0.55 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0.55, defense_zero: 0.55, conditions: { dead: 0.55 }, outcome: { crushed: 0.55, "no-effect": 0.45 } }, (k, f) => (i18n.has(k) ? i18n.localize(k) : f), "combat-strength");
+  assert.deepEqual([...crush.outcomes, ...crush.conditions, ...crush.extras].map((r) => [r.label, r.percent]),
+    [["Mind crushed", "55.00%"], ["No effect", "45.00%"], ["Dead", "55.00%"], ["Defense strength falls to 0", "55.00%"]]);
+});
+
+test("a damage spread is of the damaging attacks only, and a single value reads as itself", () => {
+  assert.equal(damageSpread([[0, 1]]), null);
+  assert.deepEqual(damageSpread([[0, 0.5], [4, 0.25], [8, 0.25]]), { chance: "50.00%", mean: 6, median: 4, low: 4, high: 8, fixed: false });
+  const fixed = damageSpread([[12, 1]]);
+  assert.deepEqual(fixed, { chance: "100.00%", mean: 12, median: 12, low: 12, high: 12, fixed: true });
+  assert.match(renderModuleTemplate("odds", { outcomes: [], conditions: [], extras: [], spread: fixed }), /When it deals damage \(100\.00%\): 12\./);
 });
 
 test("foundry.generic combatants carry the world's mapping file; the others do not", () => {

@@ -83,7 +83,7 @@ test("the header's rest on an unlinked token's sheet asks the hours and rests th
   assert.equal(done.summary, "After the rest: Fenka regains 10 PSPs (15 of 40).");
   assert.equal(profile(fenkaToken.actor).psp, 15);
   assert.equal(profile(t.actors.fenka).psp, 30, "the base actor (every other copy) is not written");
-  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [{ uuid: fenkaToken.uuid, actorLink: false }]);
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [{ uuid: fenkaToken.uuid, actorLink: false, name: fenkaToken.name }]);
 });
 
 // ------------------------------------------------------------------ revised-2e
@@ -228,7 +228,7 @@ test("a world actor and its unlinked token rest side by side: each rest is writt
   // The world goblin (every copy's prototype) has spent PSPs; its token's own goblin is full.
   await goblin.update({ "flags.mindscape.revised-2e.psp": 2, "flags.mindscape.revised-2e.psp_max": 40 });
   const done = await makeApi(t.clients.gm.svc).rest({ tokenUuids: [goblin.uuid, goblinToken.uuid], hours: 1 });
-  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [null, { uuid: goblinToken.uuid, actorLink: false }]);
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token), [null, { uuid: goblinToken.uuid, actorLink: false, name: goblinToken.name }]);
   assert.deepEqual(done.updates, [{ uuid: "Actor.goblin", update: { "flags.mindscape.revised-2e.psp": 7 } }]);
   assert.equal(profile(goblin).psp, 7);
   assert.equal(profile(goblinToken.actor).psp, 20);

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { groupRolls, rollDataForGroup, rollDataFromDaemon } from "../mindscape/scripts/rolls.js";
+import { rollAdditions } from "../mindscape/scripts/chat.js";
 
 const rolls = [
   { purpose: "attack", sides: 20, value: 20, by: "ulcen", follows: null },
@@ -45,8 +46,34 @@ test("penetrating follow-ups stay beside the die they follow (API.md: [6, 6, 1, 
     { purpose: "damage", sides: 6, value: 3, by: "a", follows: null },
   ];
   const [roll] = rollDataFromDaemon(pen);
-  assert.equal(roll.formula, "4d6");
+  // Each follow-up counts its value − 1 (engine/dice.py): the roll says so, and its total
+  // is what the dice are worth (6 + 5 + 0 + 3), not the faces' sum.
+  assert.equal(roll.formula, "4d6 - 2");
   assert.deepEqual(roll.terms[0].results.map((r) => r.result), [6, 6, 1, 3]);
+  assert.deepEqual(roll.terms.slice(1).map((t) => t.class), ["OperatorTerm", "NumericTerm"]);
+  assert.equal(roll.total, 14);
+});
+
+test("combat-strength: the damage roll adds the table's points and the penetration's −1, so its total is the card's damage", () => {
+  // A mind thrust on table A: 12 points + 4 penetrating d6 (6 → 4, 2, 1, 5): 12 + 9 + 2 + 1 + 5 = 29.
+  const result = {
+    system: "combat-strength", damage: 29, bonus_rolls: [9, 2, 1, 5],
+    rolls: [
+      { purpose: "damage", sides: 6, value: 6, by: "a", follows: null },
+      { purpose: "damage", sides: 6, value: 4, by: "a", follows: 0 },
+      { purpose: "damage", sides: 6, value: 2, by: "a", follows: null },
+      { purpose: "damage", sides: 6, value: 1, by: "a", follows: null },
+      { purpose: "damage", sides: 6, value: 5, by: "a", follows: null },
+    ],
+  };
+  const additions = rollAdditions(result, (key, fallback) => (key === "MINDSCAPE.Roll.TableValue" ? "table A" : fallback));
+  assert.deepEqual(additions.addedTo, { damage: 12 });
+  const [roll] = rollDataFromDaemon(result.rolls, (p) => p, additions);
+  assert.equal(roll.formula, "5d6 - 1[penetration] + 12[table A]");
+  assert.equal(roll.total, result.damage);
+  assert.deepEqual(roll.terms.filter((t) => t.class === "NumericTerm").map((t) => [t.number, t.options.flavor]), [[1, "penetration"], [12, "table A"]]);
+  // Other systems' dice are shown as rolled: their arithmetic is in the summary.
+  assert.deepEqual(rollAdditions({ system: "revised-2e", damage: 8, rolls: [] }).addedTo, {});
 });
 
 test("mixed faces in one group become Die terms joined by +", () => {

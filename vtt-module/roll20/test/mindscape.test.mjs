@@ -350,6 +350,30 @@ test('a GM may settle the defense at once; odds are whispered to whoever asked',
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
 });
 
+test('odds refused for a mind the attack would strike tell a player who does not control it nothing of that mind; the GM reads why', () => {
+  const ctx = campaign();
+  const oddsRefused = (playerid, data) => {
+    ctx.sb.chat({ playerid, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense mind-blank` });
+    const odds = lastRequest(ctx.sb);
+    assert.equal(odds.body.method, 'exchange.odds');
+    answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, error: { code: 4001, message: 'the rules forbid it', data } });
+  };
+  // Fenka's PSPs (Bob's) are not Alice's to read.
+  oddsRefused(ALICE, { rule: 'not-enough-psp-for-defense', detail: 'Fenka needs 3 PSPs for mind-blank but holds 1' });
+  const toAlice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(toAlice, /No odds for this choice: the companion refused it because of a mind the attack would strike/);
+  assert.doesNotMatch(toAlice, /holds 1|3 PSPs|not-enough/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not-enough-psp-for-defense: Fenka needs 3 PSPs for mind-blank but holds 1/);
+  // A refusal naming Fenka (power-pool's list of the defenses it knows) is hidden alike.
+  oddsRefused(ALICE, { rule: 'mode-not-known', detail: "Fenka does not know blank-mind (knows ['pinnacle-of-will'])", combatant: ctx.fenka.id });
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Alice').at(-1), /pinnacle|knows/);
+  // Her own attacker's refusal is hers to read, and the GM's asking reads everything.
+  oddsRefused(ALICE, { rule: 'not-enough-psp', detail: 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /not-enough-psp: Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4/);
+  oddsRefused(GM, { rule: 'not-enough-psp-for-defense', detail: 'Fenka needs 3 PSPs for mind-blank but holds 1' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka needs 3 PSPs for mind-blank but holds 1/);
+});
+
 test('config is for GMs; it stores the system and attribute names per character', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, content: '!psi config --system power-pool' });

@@ -115,17 +115,28 @@ export function eventText(event, nameOf, label) {
  * @param {object} result  `exchange.resolve`'s result
  * @param {{attackerName:string, defenderName:string, attack:object, defense:object|null,
  *          names?:Map<string,string>, localize:(key:string, fallback:string)=>string,
- *          physical?:boolean}} info
+ *          physical?:boolean, paidBefore?:Map<string,{amount:number, mode:string|null}>}} info
  *   `names`: the table's name of each combatant id the companion may give (the token's
- *   name), every creature sent with the exchange
+ *   name), every creature sent with the exchange. `paidBefore`: revised-2e, the PSPs a
+ *   side (by id) paid for its defense at the start of an encounter's round, before its
+ *   `before` (encounter.js `defensePayments`), shown as the first of its changes
  */
 export function chatCardContext(result, info) {
   const L = info.localize;
   const yesNo = (b) => L(b ? "MINDSCAPE.Yes" : "MINDSCAPE.No", b ? "yes" : "no");
   const system = result.system;
-  const sideChanges = (side, name) => changesOf(side, L).map((c) => ({
+  const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
+  const sideChanges = (side, name) => [...paidRows(side, name), ...changesOf(side, L).map((c) => ({
     ...c, name, label: L(`MINDSCAPE.Field.${c.field}`, c.field.replace(/_/g, " ")),
-  }));
+  }))];
+  // The defense's PSPs, from the figure before it was paid to the exchange's `before`.
+  function paidRows(side, name) {
+    const paid = info.paidBefore?.get(side?.id ?? side?.before?.id);
+    const psp = side?.before?.psp;
+    if (!paid || typeof psp !== "number") return [];
+    const label = fill(L("MINDSCAPE.Card.DefensePaid", "PSPs for {mode}, raised at the round's start"), { mode: modeLabel(paid.mode) });
+    return [{ field: "psp", name, label, before: psp + paid.amount, after: psp }];
+  }
   // Combatant ids (actor ids, generated ids) read as the names the table knows.
   const names = new Map(info.names ?? []);
   const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
@@ -155,7 +166,6 @@ export function chatCardContext(result, info) {
     ...sideChanges(result.defender, sideName(result.defender, info.defenderName)),
     ...(result.others ?? []).flatMap((o) => sideChanges(o, nameOf(idOf(o)))),
   ];
-  const modeLabel = (id) => (id ? L(`MINDSCAPE.Mode.${id}`, id.replace(/-/g, " ")) : L("MINDSCAPE.NoDefense", "no defense"));
   // power-pool: who the struck mind drew into its defense, and how each defended: a
   // psionic ally with its mode, a non-psionic one drawn in (and dazed) with its die.
   const allies = (result.defense?.members ?? []).filter((m) => m?.role === "ally").map((m) => {
@@ -245,6 +255,27 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
 }
 
 /**
+ * What the rules add to a result's dice without another die, by purpose, so that a
+ * roll's total is the card's figure (rolls.js `rollDataForGroup`): combat-strength's
+ * damage is its table value plus its penetrating bonus dice (engine/combat_strength,
+ * `execute`), the points being the damage less the bonus dice's totals (`bonus_rolls`).
+ * @param {object} result  an exchange's result
+ * @param {(key:string, fallback:string)=>string} L
+ * @returns {{addedTo:Record<string, number>, labels:{penetration:string, added:string}}}
+ */
+export function rollAdditions(result, L = (_k, f) => f) {
+  const addedTo = {};
+  const bonus = result?.bonus_rolls;
+  if (result?.system === "combat-strength" && Array.isArray(bonus) && typeof result.damage === "number") {
+    addedTo.damage = result.damage - bonus.reduce((sum, v) => sum + Number(v), 0);
+  }
+  return {
+    addedTo,
+    labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added: L("MINDSCAPE.Roll.TableValue", "table value") },
+  };
+}
+
+/**
  * Render and post a chat card for one result. Dependencies are passed in so tests can
  * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create,
  * getSpeaker and applyRollMode). `card` is the message's `flags.mindscape` (an
@@ -254,11 +285,12 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
  * so a card without dice would ignore a blind or GM-only mode. The static
  * `ChatMessage.applyRollMode(chatData, rollMode)` (v12 and v13) sets `whisper` and
  * `blind` on the data itself, for every card; the option is still passed for rolls.
+ * `localize` (a label function) names the terms the rules add to the dice (`rollAdditions`).
  * @returns {Promise<any>} the created message
  */
-export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, card }) {
+export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card }) {
   const content = await renderTemplate(template, context);
-  const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose)).map((data) => Roll.fromData(data));
+  const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose), rollAdditions(result, localize)).map((data) => Roll.fromData(data));
   const data = {
     speaker,
     content,

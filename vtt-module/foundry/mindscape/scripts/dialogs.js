@@ -112,6 +112,11 @@ export function pairingTexts(origin, t = i18n()) {
 
 /**
  * The attack dialog: mode and the system's options; the exact odds refresh on change.
+ * When the companion refuses the odds for the attacker's own sake (`error.blocksAttack`:
+ * its PSPs, its mode, its multiplier), Attack is disabled with the reason shown, so that
+ * no defender is asked a secret question for an attack that cannot be made; changing
+ * the attack asks again. A power-pool wave's odds are those of all the targets together
+ * (`view.group`), so the target chosen for the odds does not count then.
  * @param {object} context  attack-dialog.hbs context
  * @param {(form:object)=>Promise<object>} oddsFor  odds-view context for the current form
  */
@@ -128,6 +133,8 @@ export function attackDialog({ context, oddsFor }) {
       // DialogV2 wraps the content in its own <form>; the fields belong to it.
       const form = root.querySelector("[name=mode]")?.form ?? root.querySelector("form") ?? root;
       const panel = root.querySelector(".mindscape-odds");
+      const attack = root.querySelector('button[data-action="ok"]');
+      const target = form.elements?.namedItem?.("target") ?? null;
       let ticket = 0;
       const refresh = async () => {
         const mine = ++ticket;
@@ -136,6 +143,8 @@ export function attackDialog({ context, oddsFor }) {
           const view = await oddsFor(readForm(form));
           if (mine !== ticket) return;
           panel.innerHTML = await renderTemplate("odds", view);
+          if (target) target.disabled = Boolean(view?.group);
+          if (attack) attack.disabled = false;
         } catch (error) {
           if (mine !== ticket) return;
           panel.innerHTML = "";
@@ -143,6 +152,13 @@ export function attackDialog({ context, oddsFor }) {
           p.className = "mindscape-status error";
           p.textContent = error.userMessage ?? String(error.message ?? error);
           panel.append(p);
+          if (attack) attack.disabled = Boolean(error.blocksAttack);
+          if (error.blocksAttack) {
+            const hint = document.createElement("p");
+            hint.className = "hint mindscape-attack-blocked";
+            hint.textContent = i18n().localize("MINDSCAPE.Attack.Blocked");
+            panel.append(hint);
+          }
         } finally {
           if (mine === ticket) panel.classList.remove("loading");
         }
@@ -336,9 +352,13 @@ export async function diceDialog(need) {
   }
 }
 
-/** The psionic profile editor (fields from the system's combatant schema). */
+/**
+ * The psionic profile editor (fields from the system's combatant schema). Asked again
+ * after a refusal (`context.previous`), the form is filled in as it was submitted.
+ */
 export function profileDialog({ context }) {
-  return wait({ title: "MINDSCAPE.Profile.Title", icon: "fas fa-brain", template: "profile", context, ok: "MINDSCAPE.Profile.Save", width: 520 });
+  const render = context.previous ? (root) => fillForm(root, context.previous) : undefined;
+  return wait({ title: "MINDSCAPE.Profile.Title", icon: "fas fa-brain", template: "profile", context, ok: "MINDSCAPE.Profile.Save", width: 520, render });
 }
 
 /** House rules of the world's system. */

@@ -156,10 +156,13 @@ export function resultsOfStep(step) {
   return step.outcome !== undefined || step.rolls ? [step] : [];
 }
 
-/** The attack and defense a result names (`mode` and `defense` as ids, or as objects). */
+/**
+ * The attack and defense a result names (`mode` and `defense` as ids, or as objects;
+ * combat-strength names its defense `defense_mode`).
+ */
 export function modesOfResult(result) {
   const attack = result.attack && typeof result.attack === "object" ? result.attack : (result.mode ? { mode: result.mode } : {});
-  const d = result.defense;
+  const d = result.defense ?? result.defense_mode;
   const defense = typeof d === "string" ? { mode: d } : (d && typeof d === "object" && d.mode ? d : null);
   return { attack, defense };
 }
@@ -197,6 +200,23 @@ export function droppedReport(refreshed) {
   const names = new Map((refreshed ?? []).map((r) => [r.combatantId, r.name]));
   const ids = [...new Set((refreshed ?? []).flatMap((r) => r.dropped ?? []))];
   return ids.map((id) => names.get(id) ?? id).join(", ");
+}
+
+/**
+ * revised-2e: the PSPs each combatant paid for the defense it raised at the start of a
+ * round, before any exchange (the step's `defense-raised` and `psp-spent` "defense"
+ * events), by combatant id: `{amount, mode}`. The exchanges' `before` come after it.
+ * @returns {Map<string, {amount:number, mode:string|null}>}
+ */
+export function defensePayments(step) {
+  const paid = new Map();
+  const modes = new Map((step?.events ?? []).filter((e) => e?.type === "defense-raised").map((e) => [e.combatant, e.mode ?? null]));
+  for (const e of step?.events ?? []) {
+    if (e?.type !== "psp-spent" || e.for !== "defense" || !(Number(e.amount) > 0)) continue;
+    const amount = (paid.get(e.combatant)?.amount ?? 0) + Number(e.amount);
+    paid.set(e.combatant, { amount, mode: modes.get(e.combatant) ?? null });
+  }
+  return paid;
 }
 
 /** Every write-back update in a step's answer, wherever the daemon put it. */
@@ -900,14 +920,22 @@ export class EncounterController {
     const name = (id) => meta.combatants?.[id]?.name ?? id;
     // Every id on a card (allies, puppets, a wave's targets) by the token's name.
     const names = new Map(Object.entries(meta.combatants ?? {}).map(([id, c]) => [id, c?.name ?? id]));
+    // A defense paid at the round's start shows on the first card that shows its payer,
+    // so that its PSPs read from the sheet's figure before the round.
+    const unshown = defensePayments(answer);
     const results = resultsOfStep(answer);
     for (const result of results) {
       const attackerId = idOf(result.attacker);
       const entry = meta.combatants?.[attackerId];
       const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
+      const paidBefore = new Map();
+      for (const id of [attackerId, idOf(result.defender)]) {
+        if (unshown.has(id)) paidBefore.set(id, unshown.get(id));
+        unshown.delete(id);
+      }
       const message = await this.svc.postCard(result, {
         attackerName: name(attackerId), defenderName: name(idOf(result.defender)), names, ...modesOfResult(result),
-        physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
+        paidBefore, physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
         card: { card: "exchange", system: result.system, outcome: result.outcome, encounter: meta.id, revision: answer?.revision ?? null },
       });
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
@@ -999,7 +1027,9 @@ export class EncounterController {
 /**
  * Watches one encounter over the daemon's WebSocket: authenticate with the first message,
  * `encounter.watch`, then call `onChange` for each `encounter.changed` notification.
- * Reconnects with a growing delay while `close()` was not called.
+ * Reconnects with a growing delay while `close()` was not called. The notice of the
+ * encounter's deletion (`deleted: true`) closes the watcher instead: there is nothing
+ * left to fetch, and asking the companion for it would only be refused.
  */
 export class EncounterWatcher {
   constructor({ url, token, id, onChange, WebSocketImpl = globalThis.WebSocket, retryMs = 2000 }) {
@@ -1019,7 +1049,9 @@ export class EncounterWatcher {
     ws.onmessage = (event) => {
       let msg;
       try { msg = JSON.parse(event.data); } catch { return; }
-      if (msg?.method === "encounter.changed" && msg.params?.id === this.id) this.onChange(msg.params);
+      if (this.closed || msg?.method !== "encounter.changed" || msg.params?.id !== this.id) return;
+      if (msg.params.deleted) this.close();
+      else this.onChange(msg.params);
     };
     ws.onclose = () => {
       if (this.closed) return;
@@ -1056,7 +1088,7 @@ export function makeEncounterPanel(foundry, svc) {
         force: EncounterPanel.#run((c) => c.resolve({ force: true })),
         undo: EncounterPanel.#run((c) => c.undo()),
         log: EncounterPanel.#toggleLog,
-        end: EncounterPanel.#run((c) => c.end()),
+        end: EncounterPanel.#end,
       },
     };
 
@@ -1071,6 +1103,22 @@ export function makeEncounterPanel(foundry, svc) {
         }
         return this.render();
       };
+    }
+
+    /**
+     * End the encounter: stop watching it first, so that the companion's notice of its
+     * deletion does not redraw the panel with an encounter it no longer knows; the log
+     * shown was that encounter's.
+     */
+    static async #end() {
+      this.watch(null);
+      this.showLog = false;
+      try {
+        await svc.encounters.end();
+      } catch (error) {
+        svc.notifyError(error);
+      }
+      return this.render();
     }
 
     /** *Log* shows the log, and pressed again hides it. */
@@ -1109,20 +1157,24 @@ export function makeEncounterPanel(foundry, svc) {
     }
 
     _onRender() {
-      const meta = svc.encounters.meta;
-      if (meta.id && this.watcher?.id !== meta.id) {
-        this.watcher?.close();
-        this.watcher = new EncounterWatcher({
-          url: setting(svc.game, "daemonUrl"), token: setting(svc.game, "daemonToken"), id: meta.id,
-          onChange: () => this.render(), WebSocketImpl: svc.env?.WebSocket ?? globalThis.WebSocket,
-        });
-        this.watcher.open();
-      }
+      this.watch(svc.encounters.meta.id ?? null);
+    }
+
+    /** Watch encounter `id` (the current one), or nothing when `id` is null. */
+    watch(id) {
+      if (id && this.watcher?.id === id) return;
+      this.watcher?.close();
+      this.watcher = null;
+      if (!id) return;
+      this.watcher = new EncounterWatcher({
+        url: setting(svc.game, "daemonUrl"), token: setting(svc.game, "daemonToken"), id,
+        onChange: () => this.render(), WebSocketImpl: svc.env?.WebSocket ?? globalThis.WebSocket,
+      });
+      this.watcher.open();
     }
 
     async close(options) {
-      this.watcher?.close();
-      this.watcher = null;
+      this.watch(null);
       return super.close(options);
     }
   };

@@ -4,7 +4,7 @@
  * The profile is stored in `flags.mindscape.<system>`; the daemon's adapter merges it with
  * what the game system itself stores (abilities, level, hit points).
  */
-import { UsageError } from "./errors.js";
+import { InvalidParamsError, UsageError } from "./errors.js";
 import { idLabel } from "./labels.js";
 
 /**
@@ -121,4 +121,64 @@ export function actorDataWithProfile(actorData, moduleId, system, profile) {
   copy.flags = copy.flags ?? {};
   copy.flags[moduleId] = { ...(copy.flags[moduleId] ?? {}), [system]: profile };
   return copy;
+}
+
+/**
+ * A refused profile's problems in the form's own words, to show in the form (kept open
+ * with what was typed): `[{key, label, message}]`, `key` the form's field the problem is
+ * in ("advanced" for the JSON, null for the sheet's own data) and `label` what the form
+ * calls it. A JSON that does not parse is the advanced field's; the companion's −32602
+ * names each problem by where `adapters.import` read it (API.md): the profile's field
+ * (`/data/actor/flags/<module>/<system>/<field>/…`), a field it derived or defaulted
+ * (`/combatant/<field>`), or the sheet. Null for any other error (the companion not
+ * answering, a refusal of the house rules): nothing in the form can mend it.
+ * @param {unknown} error  what saving the profile threw
+ * @param {{fields:{key:string, label:string}[], system:string}} spec  `profileForm`'s answer
+ * @param {{label:(key:string, fallback:string)=>string, message:(error:unknown)=>string}} words
+ *   `message`: an error's sentence (errors.js `describeError`)
+ * @param {string} moduleId
+ * @returns {{key:string|null, label:string, message:string}[]|null}
+ */
+export function profileProblems(error, spec, words, moduleId) {
+  const advanced = words.label("MINDSCAPE.Profile.Advanced", "Advanced (JSON)");
+  if (error instanceof UsageError && error.key === "MINDSCAPE.Error.AdvancedJson") return [{ key: "advanced", label: advanced, message: words.message(error) }];
+  if (!(error instanceof InvalidParamsError)) return null;
+  const found = (error.data?.errors ?? []).map((p) => ({ path: String(p?.path ?? ""), message: String(p?.message ?? "") }));
+  if (!found.length || !found.every((p) => /^\/(data|combatant)(\/|$)/.test(p.path))) return null;
+  const profile = `/flags/${moduleId}/${spec.system}/`;
+  // A JSON Pointer's first segment after `prefix`, unescaped (RFC 6901), or null.
+  const segment = (path, prefix) => {
+    const at = path.indexOf(prefix);
+    return at < 0 ? null : path.slice(at + prefix.length).split("/")[0].replace(/~1/g, "/").replace(/~0/g, "~");
+  };
+  return found.map(({ path, message }) => {
+    const typed = segment(path, profile);
+    const key = typed ?? (path.startsWith("/combatant/") ? segment(path, "/combatant/") : null);
+    const shown = spec.fields.find((f) => f.key === key);
+    if (shown) return { key, label: shown.label, message };
+    // Typed in the advanced JSON, or derived from the sheet and the profile.
+    if (typed !== null) return { key: "advanced", label: `${advanced} › ${typed}`, message };
+    if (key !== null) return { key: null, label: words.label(`MINDSCAPE.Field.${key}`, key.replace(/_/g, " ")), message };
+    return { key: null, label: words.label("MINDSCAPE.Profile.Sheet", "The sheet"), message: `${message} (${path})` };
+  });
+}
+
+/**
+ * The profile form's context to ask again after `problems` (`profileProblems`): the
+ * form as it was (`previous`, put back into the fields by the dialog), the advanced JSON
+ * as typed (open when it has a problem), each field with a problem marked.
+ * @param {object} spec  `profileForm`'s answer
+ * @param {object} form  the form as submitted (`readForm`)
+ * @param {{key:string|null}[]} problems
+ */
+export function profileAgainContext(spec, form, problems) {
+  const keys = new Set(problems.map((p) => p.key));
+  return {
+    ...spec,
+    previous: form,
+    advanced: String(form.advanced ?? spec.advanced ?? ""),
+    advancedInvalid: keys.has("advanced"),
+    fields: spec.fields.map((f) => ({ ...f, invalid: keys.has(f.key) })),
+    problems,
+  };
 }

@@ -52,9 +52,11 @@ export function adapterFor(foundrySystemId, adapters = []) {
 /**
  * A combatant given to the daemon as raw Foundry data: the actor seen through the token
  * used (an unlinked token's synthetic actor), plus the token's uuid and link so the
- * adapter can address its write-back to the right document.
+ * adapter can address its write-back to the right document, and the token's name, which
+ * names the combatant: the companion's summaries then name each creature as the card's
+ * header and the table do ("Skum", not its base actor "Aboleth"; docs/ADAPTERS.md).
  * @param {{toObject:()=>object}} actor
- * @param {{uuid:string, actorLink:boolean}|null} tokenDocument
+ * @param {{uuid:string, actorLink:boolean, name?:string}|null} tokenDocument
  * @param {string} adapter
  * @param {object|null} [mapping]  the world's mapping for `foundry.generic`
  */
@@ -63,6 +65,7 @@ export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
     actor: actor.toObject(),
     token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
   };
+  if (data.token && typeof tokenDocument.name === "string" && tokenDocument.name.trim()) data.token.name = tokenDocument.name;
   // foundry.generic reads the sheet through the world's mapping file (docs/ADAPTERS.md).
   if (adapter === "foundry.generic" && mapping) data.mapping = mapping;
   return { adapter, data };
@@ -307,10 +310,13 @@ const pct = (p) => `${(Math.round(Number(p) * 10000) / 100).toFixed(2)}%`;
 /**
  * Turn `exchange.odds` into rows a template shows: each outcome with its exact chance,
  * the expected damage, and the system's own extra chances (critical, mind opened, ...).
+ * combat-strength has its own summary (`strengthOddsView`): its `outcomes` are damage values.
  * @param {object} odds
  * @param {(key:string, fallback:string)=>string} label  localize an outcome/chance name
+ * @param {string} [system]  the rule system that answered
  */
-export function oddsView(odds, label = (_k, f) => f) {
+export function oddsView(odds, label = (_k, f) => f, system = null) {
+  if (system === "combat-strength") return strengthOddsView(odds, label);
   const outcomes = Object.entries(odds?.outcomes ?? {})
     .map(([name, p]) => ({ name, label: label(`MINDSCAPE.Outcome.${name}`, name), p: Number(p), percent: pct(p) }));
   const extras = [];
@@ -325,10 +331,58 @@ export function oddsView(odds, label = (_k, f) => f) {
   }
   const damage = odds?.damage ?? null;
   const damageView = damage ? {
-    mean: Math.round(Number(damage.mean ?? 0) * 100) / 100,
+    mean: round2(damage.mean),
     max: Array.isArray(damage.distribution) && damage.distribution.length
       ? Math.max(...damage.distribution.map(([v]) => Number(v))) : 0,
     truncated: Number(damage.truncated_mass ?? 0) > 0,
   } : null;
   return { outcomes, extras, damage: damageView };
+}
+
+const round2 = (n) => Math.round(Number(n ?? 0) * 100) / 100;
+
+/**
+ * combat-strength's odds in a few lines (engine/combat_strength/README.md, "Odds"): its
+ * `outcomes` are the damage values, thousands of them once penetrating dice can chain, so
+ * the rows are its mutually exclusive results (`outcome`: damage, crushed, condition,
+ * saved, no effect), then each condition it may leave (`conditions`), then the chance
+ * the defense strength falls to 0 (`defense_zero`); the damage is summed up in one line
+ * (`damageSpread`).
+ * @param {object} odds  `exchange.odds`' answer for combat-strength
+ * @param {(key:string, fallback:string)=>string} label
+ */
+export function strengthOddsView(odds, label = (_k, f) => f) {
+  const row = (prefix, name, p) => ({ name, label: label(`MINDSCAPE.${prefix}.${name}`, name.replace(/[-_]/g, " ")), p: Number(p), percent: pct(p) });
+  const outcomes = Object.entries(odds?.outcome ?? {}).filter(([, p]) => Number(p) > 0).map(([name, p]) => row("Outcome", name, p));
+  const conditions = Object.entries(odds?.conditions ?? {}).filter(([, p]) => Number(p) > 0).map(([name, p]) => row("Condition", name, p));
+  const zero = Number(odds?.defense_zero ?? 0);
+  const extras = zero > 0 ? [row("Chance", "defense_zero", zero)] : [];
+  return { outcomes, conditions, extras, damage: null, spread: damageSpread(odds?.damage?.distribution) };
+}
+
+/**
+ * What a damage distribution (`[[value, p]]`) says when the attack deals damage: its
+ * chance, mean and median, and the values between which it falls 8 times in 10 (its
+ * 10th and 90th percentiles; `fixed` when it can deal only one), or null when it never
+ * deals any.
+ * @returns {{chance:string, mean:number, median:number, low:number, high:number, fixed:boolean}|null}
+ */
+export function damageSpread(distribution) {
+  const hits = (distribution ?? []).map(([v, p]) => [Number(v), Number(p)]).filter(([v, p]) => v > 0 && p > 0).sort((a, b) => a[0] - b[0]);
+  const chance = hits.reduce((sum, [, p]) => sum + p, 0);
+  if (!(chance > 0)) return null;
+  const mean = hits.reduce((sum, [v, p]) => sum + v * p, 0) / chance;
+  // The smallest value reached with at least share `q` of the damaging attacks (a
+  // hair below q, so that sums of floats that should reach it do).
+  const at = (q) => {
+    let seen = 0;
+    for (const [v, p] of hits) {
+      seen += p / chance;
+      if (seen >= q - 1e-9) return v;
+    }
+    return hits[hits.length - 1][0];
+  };
+  const [low, high] = [at(0.1), at(0.9)];
+  // Without dice (points alone) there is one value: it reads as itself.
+  return { chance: pct(chance), mean: round2(mean), median: at(0.5), low, high, fixed: hits.length === 1 };
 }

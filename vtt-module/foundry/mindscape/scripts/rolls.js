@@ -39,13 +39,18 @@ function dieTerm(sides, values, flavor) {
 
 /**
  * Serialized Roll data (for `Roll.fromData`) for one group: a Die term per run of dice
- * with the same faces, joined by "+". The total is the sum of the faces shown; rule
- * arithmetic (penetration's −1, multipliers, modifiers) is the daemon's and appears in
+ * with the same faces, joined by "+", then what the rules make of those dice without
+ * another die, so that the total is the figure the card shows: less 1 for each follow-up
+ * of a penetrating die (each counts its value − 1, engine/dice.py `roll_penetrating`),
+ * and `added`, points the rules add to them (combat-strength's table value added to its
+ * damage dice). Other arithmetic (multipliers, modifiers) is the daemon's and appears in
  * the card's summary, not here.
- * @param {{purpose:string, by:string|null, dice:{sides:number, value:number}[]}} group
+ * @param {{purpose:string, by:string|null, dice:{sides:number, value:number, follows?:any}[]}} group
  * @param {string} flavor  the label shown beside the roll
+ * @param {{added?:number, labels?:{penetration?:string, added?:string}}} [more]
+ *   `labels`: the flavors of the penetration's and the added points' terms
  */
-export function rollDataForGroup(group, flavor) {
+export function rollDataForGroup(group, flavor, { added = 0, labels = {} } = {}) {
   const runs = [];
   for (const d of group.dice) {
     const last = runs[runs.length - 1];
@@ -53,20 +58,35 @@ export function rollDataForGroup(group, flavor) {
     else runs.push({ sides: d.sides, values: [d.value] });
   }
   const terms = [];
+  const parts = [];
   runs.forEach((run, i) => {
-    if (i > 0) terms.push({ class: "OperatorTerm", options: {}, evaluated: true, operator: "+" });
+    if (i > 0) terms.push(operator("+"));
     terms.push(dieTerm(run.sides, run.values, flavor));
+    parts.push(`${i > 0 ? " + " : ""}${run.values.length}d${run.sides}`);
   });
-  const formula = runs.map((r) => `${r.values.length}d${r.sides}`).join(" + ");
-  const total = group.dice.reduce((s, d) => s + d.value, 0);
-  return { class: "Roll", options: { flavor }, dice: [], formula, terms, total, evaluated: true };
+  const followUps = group.dice.filter((d) => d.follows !== null && d.follows !== undefined).length;
+  const constant = (sign, n, label) => {
+    terms.push(operator(sign), { class: "NumericTerm", options: label ? { flavor: label } : {}, evaluated: true, number: n });
+    parts.push(` ${sign} ${n}${label ? `[${label}]` : ""}`);
+  };
+  if (followUps) constant("-", followUps, labels.penetration);
+  if (added > 0) constant("+", added, labels.added);
+  if (added < 0) constant("-", -added, labels.added);
+  const total = group.dice.reduce((s, d) => s + d.value, 0) - followUps + added;
+  return { class: "Roll", options: { flavor }, dice: [], formula: parts.join(""), terms, total, evaluated: true };
+}
+
+function operator(op) {
+  return { class: "OperatorTerm", options: {}, evaluated: true, operator: op };
 }
 
 /**
  * Roll data for every group of a result's rolls.
  * @param {object[]} rolls  the result's `rolls`
  * @param {(purpose:string, by:string|null)=>string} flavorOf
+ * @param {{addedTo?:Record<string, number>, labels?:{penetration?:string, added?:string}}} [more]
+ *   `addedTo`: the points the rules add to the dice of a purpose (`rollDataForGroup`)
  */
-export function rollDataFromDaemon(rolls, flavorOf = (p) => p) {
-  return groupRolls(rolls).map((g) => rollDataForGroup(g, flavorOf(g.purpose, g.by)));
+export function rollDataFromDaemon(rolls, flavorOf = (p) => p, { addedTo = {}, labels = {} } = {}) {
+  return groupRolls(rolls).map((g) => rollDataForGroup(g, flavorOf(g.purpose, g.by), { added: Number(addedTo[g.purpose] ?? 0), labels }));
 }

@@ -18,7 +18,7 @@ import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } fr
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { sightBlocked } from "./foundry.js";
-import { actorDataWithProfile, profileFields, profileFromForm } from "./profile.js";
+import { actorDataWithProfile, profileAgainContext, profileFields, profileFromForm, profileProblems } from "./profile.js";
 import {
   ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams, hasProfile,
   mayPayToClose, namedBy, roundCombatantId, roundParticipants, splitByEncounter,
@@ -239,28 +239,65 @@ export class Mindscape {
     };
   }
 
-  /** GM: exact odds of the attack against the first target, assuming a defense. */
-  async odds({ attackerUuid, targetUuid, attack, assumeDefense }, sender) {
+  /**
+   * GM: exact odds of the attack against one target (`targetUuid`), assuming a defense.
+   * power-pool: a mode that strikes several targets (a psionic wave) is one exchange
+   * against all of them (`targetUuids`), so its odds are the group's. A refusal that
+   * speaks of a mind struck reaches only those who may see that mind (`oddsRefusal`).
+   */
+  async odds({ attackerUuid, targetUuid, targetUuids = [], attack, assumeDefense }, sender) {
     const a = await this.docs(attackerUuid);
     if (!this.mayAttackWith(sender, a.actor)) throw new PermissionDeniedError({ who: a.actor.name });
-    const d = await this.docs(targetUuid);
     const system = this.system;
+    const attackObj = attackFromForm(system, attack);
+    const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);
+    const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid)));
     const adapter = await this.adapterId();
+    const ref = (d) => this.ref(d.actor, d.token, adapter);
     const params = exchangeParams({
       system,
-      attacker: this.ref(a.actor, a.token, adapter),
-      defender: this.ref(d.actor, d.token, adapter),
-      attack: attackFromForm(system, attack),
+      attacker: ref(a),
+      defender: ref(targets[0]),
+      attack: attackObj,
       defense: defenseFromChoice(system, assumeDefense ? { mode: assumeDefense } : null),
       options: houseRulesFor(this.game, system),
     });
+    if (targets.length > 1) params.defenders = targets.slice(1).map(ref);
     // power-pool: the odds against a puppet are the odds against its controller.
-    if (system === "power-pool") {
-      const { controllers } = await this.controlAround(a, [d]);
-      if (controllers.length) params.controllers = controllers.map((c) => this.ref(c.actor, c.token, adapter));
+    const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
+    if (controllers.length) params.controllers = controllers.map(ref);
+    let odds;
+    try {
+      odds = await this.rpc("exchange.odds", oddsParams(params));
+    } catch (error) {
+      throw this.oddsRefusal(error, { attacker: a, struck: [...targets, ...controllers], sender });
     }
-    const odds = await this.rpc("exchange.odds", oddsParams(params));
-    return oddsView(odds, this.t.label);
+    const view = oddsView(odds, this.t.label, system);
+    if (group) view.group = targets.map((d) => d.token?.name ?? d.actor.name).join(", ");
+    return view;
+  }
+
+  /** Whether attack `mode` of `system` strikes several targets in one exchange (power-pool's psionic wave). */
+  async strikesSeveral(system, mode) {
+    if (system !== "power-pool") return false;
+    const modes = modesFromDescription(system, await this.describe(system));
+    return Boolean(modes.attacks.find((m) => m.id === mode)?.several_targets);
+  }
+
+  /**
+   * GM: what the attack dialog of `sender` is told of the companion's refusal of the odds.
+   * One that speaks of a mind struck (its defense, its PSPs, its sheet: `speaksOfTheStruck`)
+   * may tell that mind's secrets, so a player who may not see every mind struck (owns
+   * it) is told only that the odds cannot be shown, as an attack refused that way tells
+   * only that the minds struck stopped it. Any other refusal goes as it is, marked
+   * (`attackRefused`) when it is about the attacker or its attack, which no defense mends.
+   */
+  oddsRefusal(error, { attacker, struck, sender }) {
+    const attackerId = roundCombatantId(attacker.token, attacker.actor);
+    const mayKnow = (d) => sender?.isGM || d.actor?.testUserPermission?.(sender, "OWNER");
+    if (speaksOfTheStruck(error, attackerId) && !struck.every(mayKnow)) return new UsageError("MINDSCAPE.Error.OddsHiddenByTheStruck");
+    if (refusesTheAttacker(error, attackerId) && error?.data) error.data.attackRefused = true;
+    return error;
   }
 
   /**
@@ -1024,6 +1061,7 @@ export class Mindscape {
       Roll: this.env.Roll,
       ChatMessage: this.env.ChatMessage,
       localizePurpose: (p) => this.t.label(`MINDSCAPE.Purpose.${p}`, p),
+      localize: this.t.label,
     });
   }
 
@@ -1638,6 +1676,7 @@ export class Mindscape {
       Roll: this.env.Roll,
       ChatMessage: this.env.ChatMessage,
       localizePurpose: (p) => this.t.label(`MINDSCAPE.Purpose.${p}`, p),
+      localize: this.t.label,
       card: info.card ?? { card: "round-end", system: result.system, round: info.round ?? null },
     });
   }
@@ -1842,8 +1881,13 @@ export class Mindscape {
       const context = this.attackDialogContext(prep);
       const form = await this.env.dialogs.attackDialog({
         context,
-        oddsFor: (f) => this.relay.toGM("odds", { attackerUuid, targetUuid: f.target || targets[0], attack: f, assumeDefense: f.assumeDefense || null })
-          .catch((error) => { error.userMessage = describeError(error, this.t); throw error; }),
+        oddsFor: (f) => this.relay.toGM("odds", { attackerUuid, targetUuid: f.target || targets[0], targetUuids: targets, attack: f, assumeDefense: f.assumeDefense || null })
+          .catch((error) => {
+            error.userMessage = describeError(error, this.t);
+            // Refused for the attacker's own sake (the GM's `oddsRefusal`): no defense mends it.
+            error.blocksAttack = Boolean(error.data?.attackRefused);
+            throw error;
+          }),
       });
       if (!form) return null;
       return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: form, physical: Boolean(form.physical), rollMode: this.game.settings.get("core", "rollMode") });
@@ -1942,16 +1986,32 @@ export class Mindscape {
     }
   }
 
-  /** Open the profile editor for an actor (any owner; the GM validates and saves). */
+  /**
+   * Open the profile editor for an actor (any owner; the GM validates and saves). A
+   * profile the companion refuses (or advanced JSON that does not parse) is not lost: the
+   * form opens again with what was typed and the problems beside the fields they concern
+   * (profile.js `profileProblems`), until it is saved or cancelled.
+   */
   async configureActor(actorUuid) {
     try {
       const spec = await this.relay.toGM("profileForm", { actorUuid });
-      const form = await this.env.dialogs.profileDialog({ context: spec });
-      if (!form) return null;
-      const saved = await this.relay.toGM("saveProfile", { actorUuid, form });
-      this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Profile.Saved", { name: spec.actorName }));
-      for (const w of saved.warnings ?? []) this.env.ui?.notifications?.warn(w);
-      return saved;
+      let context = spec;
+      for (;;) {
+        const form = await this.env.dialogs.profileDialog({ context });
+        if (!form) return null;
+        let saved;
+        try {
+          saved = await this.relay.toGM("saveProfile", { actorUuid, form });
+        } catch (error) {
+          const problems = profileProblems(error, spec, { label: this.t.label, message: (e) => describeError(e, this.t) }, MODULE_ID);
+          if (!problems) throw error;
+          context = profileAgainContext(spec, form, problems);
+          continue;
+        }
+        this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Profile.Saved", { name: spec.actorName }));
+        for (const w of saved.warnings ?? []) this.env.ui?.notifications?.warn(w);
+        return saved;
+      }
     } catch (error) {
       this.notifyError(error);
       return null;
@@ -2057,6 +2117,34 @@ function speaksOfTheStruck(error, attackerId) {
   if (error instanceof InvalidParamsError) {
     const paths = (error.data?.errors ?? []).map((e) => String(e?.path ?? ""));
     return paths.some((path) => !/^\/(attacker|attack)(\/|$)/.test(path));
+  }
+  return false;
+}
+
+/**
+ * The rules that refuse an attack for the attacker's own sake, whatever the defender does,
+ * in the systems whose refusals name nobody: revised-2e's (engine/revised_2e/exchange.py:
+ * a mind that cannot attack, a mode it does not know, a multiplier above its level, a
+ * range beyond the mode, too few PSPs) and combat-strength's (exchange.py: the same, in
+ * attack strength). power-pool's refusals name the attacker (`combatant`).
+ */
+const ATTACKER_RULES = new Set(["nonpsionic-cannot-attack", "target-is-attacker", "attacker-cannot-act", "attack-not-known",
+  "multiplier-above-level", "range-beyond-mode", "not-enough-psp",
+  "target-is-self", "attacker-incapacitated", "attack-mode-not-known", "attack-strength-too-low"]);
+
+/**
+ * Whether `error` refuses an attack for the attacker (combatant id `attackerId`) or its
+ * attack, which no defense mends: a 4001 naming the attacker, or of ATTACKER_RULES when
+ * it names nobody; a −32602 whose every problem is in the attacker or its attack.
+ */
+function refusesTheAttacker(error, attackerId) {
+  if (error instanceof RulesError) {
+    const { rule = "", combatant } = error.data ?? {};
+    return typeof combatant === "string" ? combatant === attackerId : ATTACKER_RULES.has(rule);
+  }
+  if (error instanceof InvalidParamsError) {
+    const paths = (error.data?.errors ?? []).map((e) => String(e?.path ?? ""));
+    return paths.length > 0 && paths.every((path) => /^\/(attacker|attack)(\/|$)/.test(path));
   }
   return false;
 }

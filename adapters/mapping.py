@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 
 from engine.errors import InvalidInput, Problem, json_text
+from engine.schemacheck import Validator, first_errors
 
 from .core import (
     DICE,
@@ -41,8 +42,8 @@ def schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.protocols.Validator:
-    jsonschema.Draft202012Validator.check_schema(schema())
-    return jsonschema.Draft202012Validator(schema())
+    Validator.check_schema(schema())
+    return Validator(schema())
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,10 @@ def _source(raw: Any, where: str) -> Source:
 def parse_mapping(raw: Any, path: str) -> Mapping:
     """A ``Mapping`` from the mapping file's JSON; InvalidInput at ``path`` + the
     schema error's location otherwise."""
-    errors = sorted(_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
+    errors = first_errors(_validator().iter_errors(raw))
     if errors:
         problems = []
-        for error in errors[:20]:
+        for error in errors:
             where = path
             for key in error.absolute_path:
                 where = pointer(where, key)

@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.log import server_logger
 
 import adapters as adapters_package
 from adapters.base import Adapter
@@ -34,7 +35,7 @@ from .keys import (
     STORE,
     TOKENS,
 )
-from .logs import AccessLog
+from .logs import AccessLog, ServerLog
 from .methods import CORE
 from .plugins import load_plugins
 from .rpc import Dispatcher, Outcome
@@ -202,7 +203,11 @@ async def _home(app: web.Application) -> AsyncIterator[None]:
     _make_private(settings)
     lock = HomeLock(settings.home)
     try:
-        app[TOKENS] = TokenKeeper(settings.token_path)
+        keeper = TokenKeeper(settings.token_path)
+        warning = keeper.opened.warning(settings.token_command)
+        if warning is not None:
+            log.warning("%s", warning)
+        app[TOKENS] = keeper
         yield
     finally:
         lock.release()
@@ -276,8 +281,10 @@ def create_app(settings: Settings) -> web.Application:
     # auto_decompress=False: aiohttp would inflate a gzip or deflate body on the event
     # loop as it arrives, before any check and even after a refusal (a small bomb stalls
     # every client for seconds); the Guard refuses compressed bodies instead.
+    # logger: a malformed request is one line, not an error with a traceback (ServerLog)
     app = web.Application(client_max_size=settings.limits.max_body,
-                          handler_args={"debug": False, "auto_decompress": False})
+                          handler_args={"debug": False, "auto_decompress": False,
+                                        "logger": ServerLog(server_logger)})
     app[SETTINGS] = settings
     access = AccessLog(settings.log_stream,
                        enabled=settings.log_level.lower() in ("debug", "info"))

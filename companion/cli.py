@@ -144,6 +144,7 @@ async def _serve(settings: Settings, token_command: str) -> int:
     from aiohttp import web
 
     from .app import HomeInUse, create_app
+    from .keys import TOKENS
     from .store import StoreError
 
     runner = web.AppRunner(create_app(settings), access_log=None, shutdown_timeout=5.0,
@@ -171,6 +172,10 @@ async def _serve(settings: Settings, token_command: str) -> int:
         await runner.cleanup()
         return _fail(f"cannot listen on {settings.host}:{settings.port}: "
                      f"{exc.strerror or exc}", 2)
+    # what was found wrong with the token file and done about it (the log has it too)
+    warning = runner.app[TOKENS].opened.warning(token_command)
+    if warning is not None:
+        print(f"mindscape: warning: {warning}", file=sys.stderr, flush=True)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     # the port bound, which --port 0 leaves to the system
     port = next((a[1] for a in runner.addresses if isinstance(a, tuple)), settings.port)
@@ -346,8 +351,13 @@ def token(args: argparse.Namespace) -> int:
     if problem is not None:
         return _fail(problem, 1)
     path = home / "token"
+    warning = None
     try:
-        value = rotate_token(path) if args.rotate else ensure_token(path)
+        if args.rotate:
+            value = rotate_token(path)
+        else:
+            opened = ensure_token(path)
+            value, warning = opened.token, opened.warning(_token_command(args, home))
     except TokenFileError as exc:
         return _fail(_bad_token(exc, _token_command(args, home)), 1)
     except OSError as exc:
@@ -356,6 +366,8 @@ def token(args: argparse.Namespace) -> int:
     if args.rotate:
         print(f"(new token written to {path}; paste it into every paired VTT)",
               file=sys.stderr)
+    if warning is not None:
+        print(f"mindscape: warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The daemon's own exceptions and the one place where exceptions become JSON-RPC errors.
 
-API.md "Errors": invalid params -32602 ``{errors: [{path, message}]}``, rules 4001
+API.md "Errors": invalid params -32602 ``{errors: [{path, message}], left_off?}``, rules 4001
 ``{rule, detail}``, dice needed 4002 ``{purpose, sides, needed}``, unknown encounter or
 combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; ours: the store could not
 write (disk full, read-only home) 5003 ``{error_id, retry: true}``, nothing changed;
@@ -43,6 +43,10 @@ JSONRPC_RESERVED = range(-32768, -32000 + 1)
 #: ``data`` as JSON: an error is a short answer, not a channel for bulk data.
 MAX_PLUGIN_ERROR_MESSAGE = 500
 MAX_PLUGIN_ERROR_DATA = 4096
+#: Most problems one -32602 answer lists: a request with fifty thousand bad values got
+#: an answer of 9.5 MB. (The schema check itself stops looking after
+#: ``engine.schemacheck.MAX_ERRORS``.)
+MAX_LISTED_PROBLEMS = 50
 
 #: code -> message, for the OpenRPC document and the docs.
 MESSAGES: dict[int, str] = {
@@ -76,10 +80,14 @@ class RpcError:
 
 
 def invalid_params(problems: list[Problem], **data: Any) -> RpcError:
-    """-32602 listing every problem by JSON Pointer path (``data`` adds members, such as
-    the limit a batch exceeded)."""
-    return RpcError(INVALID_PARAMS, MESSAGES[INVALID_PARAMS],
-                    {"errors": [p.to_json() for p in problems], **data})
+    """-32602 listing the problems by JSON Pointer path, at most ``MAX_LISTED_PROBLEMS``
+    of them: ``left_off`` then counts the others (``data`` adds members, such as the
+    limit a batch exceeded)."""
+    listed = problems[:MAX_LISTED_PROBLEMS]
+    answer: dict[str, Any] = {"errors": [p.to_json() for p in listed], **data}
+    if len(problems) > len(listed):
+        answer["left_off"] = len(problems) - len(listed)
+    return RpcError(INVALID_PARAMS, MESSAGES[INVALID_PARAMS], answer)
 
 
 def logged_error_id(logger: logging.Logger, message: str, *args: Any, exc_info: bool = True,

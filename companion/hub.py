@@ -18,8 +18,14 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_websocket import WSCloseCode
 
+from .logs import shortened
+
 RECENT_CLIENTS = 20
 RECENT_CALLS = 1000
+#: Most characters kept of what a client names itself (user agent) or calls (a method
+#: name, which may be unknown): a thousand calls each naming a 1 MiB method must not be
+#: held in memory. Longer ones are redacted and cut when they arrive.
+MAX_KEPT = 200
 #: A socket that cannot take a notice within this many seconds is closed.
 NOTIFY_TIMEOUT = 5.0
 
@@ -76,6 +82,12 @@ class Client:
                 "calls": self.calls}
 
 
+def _kept(text: str | None) -> str | None:
+    """``text`` as kept for the status page: at most ``MAX_KEPT`` characters (the
+    length compared first: this is on every call's path)."""
+    return text if text is None or len(text) <= MAX_KEPT else shortened(text, MAX_KEPT)
+
+
 class Hub:
     """Peers, watches and recent clients for one app."""
 
@@ -94,7 +106,7 @@ class Hub:
                 epoch: int = 0) -> Peer:
         """Register an authenticated socket."""
         peer = Peer(ws, next(self._numbers), request.remote,
-                    request.headers.get("Origin"), request.headers.get("User-Agent"),
+                    request.headers.get("Origin"), _kept(request.headers.get("User-Agent")),
                     epoch)
         self.peers.add(peer)
         return peer
@@ -156,7 +168,7 @@ class Hub:
         on every call's path; the status page does the counting)."""
         headers = request.headers
         self._calls.append((time.time(), request.remote, headers.get("Origin"),
-                            headers.get("User-Agent"), method))
+                            _kept(headers.get("User-Agent")), _kept(method)))
 
     def recent_clients(self) -> list[Client]:
         """The last callers (by address, origin, user agent), most recent first."""

@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from aiohttp.http_exceptions import HttpProcessingError
+
 FLUSH_AFTER = 0.2
 #: Formatting a batch holds the event loop up for 1 to 2 µs a line. At thousands of
 #: requests a second, a batch of 0.2 s held it up for milliseconds: the p99 latency at
@@ -51,6 +53,35 @@ def redact(text: str) -> str:
     if len(text) < _TOKEN_LENGTH:
         return text
     return _SECRET.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` redacted, then cut to ``limit`` characters (``…`` marks a cut). In that
+    order: a cut could leave part of a token, and ``redact`` finds whole ones only."""
+    text = redact(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class ServerLog(logging.LoggerAdapter[logging.Logger]):
+    """aiohttp's server logger, for the daemon's connections (``create_app`` hands it to
+    aiohttp). A request aiohttp's parser refuses (malformed HTTP, a line over 8190 bytes:
+    answered 400 before any handler runs) is the client's doing: one info line saying
+    what was wrong, instead of an error with aiohttp's whole traceback, which anyone
+    could have fill the log. Any other exception keeps its traceback."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True,
+                  **kwargs: Any) -> None:
+        """As ``Logger.exception``, but one line for a malformed request (see above)."""
+        if isinstance(exc_info, HttpProcessingError):
+            problem = shortened(" ".join(str(exc_info.message).split()), 200)
+            self.info(f"{msg} (refused with {exc_info.code}: %s)", *args, problem,
+                      **kwargs)
+        else:
+            super().exception(msg, *args, exc_info=exc_info, **kwargs)
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        """``msg`` and ``kwargs`` as given (the adapter adds no context)."""
+        return msg, kwargs
 
 
 class JsonLines(logging.Formatter):

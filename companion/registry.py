@@ -34,7 +34,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from engine.errors import Problem
-from engine.schemacheck import Check, compile_check
+from engine.schemacheck import Check, Validator, compile_check
 from engine.system import schema_problems
 
 from .jsontext import encode
@@ -144,12 +144,13 @@ class Registered:
     plugin: bool = False
 
     def problems(self, params: JSON) -> list[Problem]:
-        """Every way ``params`` fails the method's schema (JSON Pointer paths)."""
+        """The ways ``params`` fails the method's schema (JSON Pointer paths; the first
+        ``MAX_ERRORS``, ``schema_problems``)."""
         if not params and self.accepts_empty:
             return []
         if self.fast is not None and self.fast(params):
             return []
-        # jsonschema has the last word, and names every problem.
+        # jsonschema has the last word, and names the problems (``schema_problems``).
         return schema_problems(self.validator, params)
 
 
@@ -243,7 +244,7 @@ def _reference_problem(schema: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class CompiledSchema:
-    """A schema ready to check values: jsonschema's validator (no retrieval), whether
+    """A schema ready to check values: its ``Validator`` (no retrieval), whether
     ``{}`` is valid, and the quick yes compiled from it when it can be."""
 
     validator: jsonschema.protocols.Validator
@@ -251,7 +252,8 @@ class CompiledSchema:
     fast: Check | None
 
     def problems(self, value: Any) -> list[Problem]:
-        """Every way ``value`` fails the schema (JSON Pointer paths)."""
+        """The ways ``value`` fails the schema (JSON Pointer paths; the first
+        ``MAX_ERRORS``, ``schema_problems``)."""
         if self.fast is not None and self.fast(value):
             return []
         return schema_problems(self.validator, value)
@@ -280,7 +282,7 @@ def compile_schema(schema: Mapping[str, Any], check: bool = True) -> CompiledSch
     if problem is not None:
         raise SchemaUnusable(problem)
     try:
-        validator = Draft202012Validator(schema, registry=NO_RETRIEVAL)
+        validator = Validator(schema, registry=NO_RETRIEVAL)
         # Exercised once now, so a schema that fails every call fails here instead.
         accepts_empty = validator.is_valid({})
         fast = compile_check(schema)

@@ -71,7 +71,8 @@ def host_name(header: str) -> str | None:
     else:
         name, sep, port = value.partition(":")
         rest = sep + port
-    if rest and not (rest[0] == ":" and rest[1:].isdigit()):
+    # (ASCII digits only: str.isdigit takes "١٢" too)
+    if rest and not (rest[0] == ":" and rest[1:].isascii() and rest[1:].isdigit()):
         return None
     return name
 

@@ -9,11 +9,22 @@ from aiohttp import web
 
 from . import API_VERSION
 from .keys import SERVICES
+from .logs import shortened
+
+#: Most characters shown of what a client sent (its user agent, the method it called)
+SHOWN = 120
 
 
 def _ago(when: float) -> str:
     seconds = max(0, int(time.time() - when))
     return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
+
+
+def _sent(text: str | None) -> str:
+    """What a client sent, for the page: redacted as the log is (a client may put the
+    token in a user agent or a method name, and this page needs no token), cut short,
+    escaped."""
+    return escape(shortened(text or "?", SHOWN))
 
 
 def _list(items: list[str]) -> str:
@@ -40,10 +51,10 @@ async def status_page(request: web.Request) -> web.Response:
             line += " — methods " + ", ".join(escape(m) for m in report.methods)
         plugins.append(line)
     sockets = [f"#{p.number} from {escape(p.origin or p.remote or '?')} "
-               f"({escape(p.user_agent or '?')}), connected {_ago(p.connected_at)}, "
+               f"({_sent(p.user_agent)}), connected {_ago(p.connected_at)}, "
                f"watching {len(p.watching)} encounter(s)" for p in services.hub.peers]
-    clients = [f"{escape(c.origin or c.remote or '?')} ({escape(c.user_agent or '?')}): "
-               f"{c.calls} call(s), last {escape(c.last_method or '?')} {_ago(c.last_seen)}"
+    clients = [f"{escape(c.origin or c.remote or '?')} ({_sent(c.user_agent)}): "
+               f"{c.calls} call(s), last {_sent(c.last_method)} {_ago(c.last_seen)}"
                for c in services.hub.recent_clients()]
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Mindscape companion</title>

@@ -2,10 +2,18 @@
 
 Lean on purpose (no aiohttp): ``mindscape token`` and ``mindscape call`` import it.
 
-A token file holds one line of printable ASCII (``secrets.token_urlsafe`` writes
-URL-safe characters): anything else (a second line, a byte that is not ASCII, a
-control character) could not be sent in an ``Authorization`` header or a WebSocket
-subprotocol, so it is refused with ``TokenFileError`` rather than shown or adopted.
+A token is what ``mindscape token --rotate`` writes: one line of at least 43 letters,
+digits, ``-`` and ``_`` (``secrets.token_urlsafe(32)``). A token file holding anything
+else (a short word, a second line, a byte that is not ASCII) is refused with
+``TokenFileError`` rather than shown or adopted: a short token could be guessed, and the
+logs' redaction (``logs.redact``) recognises a token by that alphabet and length.
+
+The file itself must be a regular file of the user's own, read without following a
+symbolic link (another local user could point one at a file of their choosing, or at
+``/dev/zero``) and at most 4 KiB of it; a FIFO is refused instead of waited on. At
+start (``ensure_token``) a file that other users could write holds a token one of them
+may have chosen: a new one is written in its place. One they could only read is made
+private and kept, with a warning that the token may be known (``TokenFile.warning``).
 """
 
 from __future__ import annotations
@@ -15,12 +23,20 @@ import logging
 import os
 import re
 import secrets
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 TOKEN_BYTES = 32
-#: one line of printable ASCII, without leading or trailing blanks
-_TOKEN = re.compile(rb"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+#: what ``secrets.token_urlsafe(TOKEN_BYTES)`` writes: 43 characters of this alphabet
+_TOKEN = re.compile(rb"[A-Za-z0-9_-]{43,}")
+#: most bytes read from a token file (a token is 43, a line feed 1)
+MAX_TOKEN_FILE = 4096
+#: not following a symbolic link in the last step of the path, and not waiting for a
+#: writer to a FIFO; Windows has neither flag (``_open`` checks for a link first there)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 log = logging.getLogger("mindscape.tokens")
 
@@ -35,6 +51,32 @@ class TokenFileError(Exception):
         self.path = path
         self.problem = problem
         self.rewritable = rewritable
+
+
+@dataclass(frozen=True)
+class TokenFile:
+    """The token ``ensure_token`` found or wrote, and what it found wrong with the file's
+    permissions: ``problem`` completes a sentence that starts with the file's path
+    (``None`` when nothing was wrong); ``rotated`` when a new token replaced the one the
+    file held."""
+
+    token: str
+    path: Path
+    problem: str | None = None
+    rotated: bool = False
+
+    def warning(self, token_command: str) -> str | None:
+        """What to tell the user about ``problem`` and what to do (``token_command``:
+        the command that shows the token, as the banner names it), or ``None``."""
+        if self.problem is None:
+            return None
+        if self.rotated:
+            return (f"the token file {self.path} {self.problem}: another user may have "
+                    f"chosen its token, so a new one was written (mode 0600); paste it "
+                    f"into every paired VTT (`{token_command}` shows it)")
+        return (f"the token file {self.path} {self.problem}; it is private now (0600), "
+                f"but the token may have been read: run `{token_command} --rotate` and "
+                "paste the new token into every paired VTT")
 
 
 def _write_token(path: Path, token: str) -> None:
@@ -54,36 +96,106 @@ def _write_token(path: Path, token: str) -> None:
         raise
 
 
-def read_token(path: Path) -> str | None:
-    """The token in ``path``, or ``None`` when the file is missing or empty;
-    ``TokenFileError`` when it cannot be read or is not one line of printable ASCII."""
+def _link_error(path: Path) -> TokenFileError:
+    return TokenFileError(path, "is a symbolic link; the token must be in a regular file "
+                                "of your own, not behind a link", rewritable=True)
+
+
+def _open(path: Path) -> int | None:
+    """A descriptor for reading the token file, or ``None`` when there is none;
+    ``TokenFileError`` for a link, a folder, or a file that cannot be opened."""
     try:
-        data = path.read_bytes().strip()
+        if path.is_symlink():
+            raise _link_error(path)
+        return os.open(path, os.O_RDONLY | _NO_FOLLOW | _NO_WAIT)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise TokenFileError(path, "is a folder, not a file") from None
     except OSError as exc:
+        if path.is_symlink():
+            # (made a link between the check and the open: O_NOFOLLOW refused it)
+            raise _link_error(path) from None
         raise TokenFileError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _regular_file_of_ours(path: Path, fd: int) -> os.stat_result:
+    """The open file's status, or ``TokenFileError`` when it is not a regular file (a
+    FIFO, a device) or belongs to another user."""
+    status = os.fstat(fd)
+    if stat.S_ISDIR(status.st_mode):
+        raise TokenFileError(path, "is a folder, not a file")
+    if not stat.S_ISREG(status.st_mode):
+        raise TokenFileError(path, "is not a regular file (a FIFO or a device, say)",
+                             rewritable=True)
+    if hasattr(os, "geteuid") and status.st_uid != os.geteuid():
+        raise TokenFileError(path, f"belongs to another user (uid {status.st_uid}); the "
+                                   "token must be in a file of your own", rewritable=True)
+    return status
+
+
+def _token_in(path: Path, fd: int) -> str | None:
+    """The token the open file holds, ``None`` when it is empty (or blank), or
+    ``TokenFileError`` when it holds something else."""
+    data = b""
+    while len(data) <= MAX_TOKEN_FILE:
+        chunk = os.read(fd, MAX_TOKEN_FILE + 1 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    if len(data) > MAX_TOKEN_FILE:
+        raise TokenFileError(path, f"is larger than {MAX_TOKEN_FILE} bytes: it holds no "
+                                   "token", rewritable=True)
+    data = data.strip()
     if not data:
         return None
     if not _TOKEN.fullmatch(data):
-        raise TokenFileError(path, "does not hold one line of printable ASCII",
-                             rewritable=True)
+        raise TokenFileError(path, "does not hold a token (one line of 43 or more "
+                                   "letters, digits, - and _, as `mindscape token "
+                                   "--rotate` writes)", rewritable=True)
     return data.decode("ascii")
 
 
-def ensure_token(path: Path) -> str:
+def read_token(path: Path) -> str | None:
+    """The token in ``path``, or ``None`` when the file is missing or empty;
+    ``TokenFileError`` when it is not a regular file of the user's own, or holds no
+    token (see the module)."""
+    fd = _open(path)
+    if fd is None:
+        return None
+    try:
+        _regular_file_of_ours(path, fd)
+        return _token_in(path, fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_token(path: Path) -> TokenFile:
     """The token in ``path``; created (``secrets.token_urlsafe(32)``, mode 0600) when
-    missing. A token file readable by others is narrowed to 0600. ``TokenFileError``
-    (from ``read_token``) when the file holds no usable token."""
-    token = read_token(path)
-    if token is None:
-        token = secrets.token_urlsafe(TOKEN_BYTES)
-        _write_token(path, token)
-    elif os.name == "posix" and path.stat().st_mode & 0o077:
-        path.chmod(0o600)
-    return token
+    missing or empty. On POSIX, a token file others could write is replaced by a new
+    token (its token may be another user's choice); one they could read is narrowed to
+    0600 and kept; either is named in ``TokenFile.problem``. ``TokenFileError`` (as
+    ``read_token``) when the file cannot be used."""
+    fd = _open(path)
+    if fd is None:
+        return TokenFile(rotate_token(path), path)
+    try:
+        mode = stat.S_IMODE(_regular_file_of_ours(path, fd).st_mode)
+        if os.name == "posix" and mode & 0o022:
+            return TokenFile(rotate_token(path), path,
+                             f"was writable by other users (mode {mode:04o})", rotated=True)
+        token = _token_in(path, fd)
+        if token is None:
+            return TokenFile(rotate_token(path), path)
+        if os.name == "posix" and mode & 0o077:
+            # (by the descriptor: the file read, never what a link might point at)
+            os.fchmod(fd, 0o600)
+            if mode & 0o044:
+                return TokenFile(token, path,
+                                 f"was readable by other users (mode {mode:04o})")
+        return TokenFile(token, path)
+    finally:
+        os.close(fd)
 
 
 def rotate_token(path: Path) -> str:
@@ -98,32 +210,42 @@ def same_token(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
+#: what tells one version of the token file from another: a rotation writes a new file
+#: (another inode) and changes the times and usually nothing else, and two rotations
+#: within one tick of the file system's clock share their modification time
+FileVersion = tuple[int, int, int, int]
+
+
 class TokenKeeper:
     """The current token, re-read when the file changes (checked at most once a second,
     and again whenever a token given does not match), so ``mindscape token --rotate``
-    needs no restart and the new token works at once."""
+    needs no restart and the new token works at once. ``opened`` is what
+    ``ensure_token`` found at start."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._token = ensure_token(path)
+        self.opened = ensure_token(path)
+        self._token = self.opened.token
         self._bytes = self._token.encode()
-        self._mtime = self._stat()
+        self._version = self._stat()
         self._checked = time.monotonic()
         self._generation = 0
 
-    def _stat(self) -> float:
+    def _stat(self) -> FileVersion | None:
         try:
-            return self.path.stat().st_mtime
+            # lstat: a link put in the file's place is a change (and then refused)
+            status = self.path.lstat()
         except FileNotFoundError:
-            return 0.0
+            return None
+        return (status.st_ino, status.st_mtime_ns, status.st_ctime_ns, status.st_size)
 
     def _refresh(self, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self._checked >= 1.0:
             self._checked = now
-            mtime = self._stat()
-            if mtime != self._mtime:
-                self._mtime = mtime
+            version = self._stat()
+            if version != self._version:
+                self._version = version
                 try:
                     token = read_token(self.path) or self._token
                 except TokenFileError as exc:

@@ -5,7 +5,7 @@ sub-schema it enters; for a params object with a few dozen values that is tens o
 microseconds per call, a large share of a small call. Most calls are valid, so each
 method also gets a plain Python predicate written as source for its schema and compiled
 once (``_Context`` below): when it says "valid" the call goes on; otherwise jsonschema
-runs as before and reports every problem with its path (and has the last word: nothing
+runs as before and reports the problems with their paths (and has the last word: nothing
 it accepts is refused).
 
 The engine uses the same predicates for exchange requests and combatants, the daemon
@@ -22,15 +22,29 @@ specification's semantics exactly (a keyword applies only to instances of its ty
 ``pattern`` is Python's ``re.search``, as in jsonschema);
 ``tests/engine/test_schemacheck.py`` checks the predicates against jsonschema on
 generated values.
+
+``Validator`` is the jsonschema class every check uses (the engine's, the daemon's for
+method params and plugin schemas, the adapters' for mapping files): jsonschema's own
+2020-12 validator, changed so that describing a refused request (anyone with the token
+can send one of 1 MiB) costs time in proportion to its size, and little of it:
+``uniqueItems`` by hashing (jsonschema compares every pair of items it cannot sort:
+2000 objects took 10 s, 8000 over four minutes); an array over its ``maxItems`` (an object
+over its ``maxProperties``) reported by its size alone, without the keywords that look
+at each item (member); ``items`` and ``additionalProperties`` entering only the items
+(members) that the quick yes of their subschema does not pass. ``first_errors`` takes
+at most ``MAX_ERRORS`` of its errors.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import jsonschema
+import jsonschema.validators
 
 Check = Callable[[Any], bool]
 
@@ -306,11 +320,157 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
         return None
 
 
+# -- jsonschema, bounded ---------------------------------------------------------------
+#: Most errors ``first_errors`` takes. jsonschema builds each one (some tens of
+#: microseconds apiece), and a 1 MiB request can hold hundreds of thousands of bad
+#: values: describing them all took half a minute. A thousand take milliseconds.
+MAX_ERRORS = 1000
+
+_Keyword = Callable[[Any, Any, Any, Any], Iterable[jsonschema.ValidationError] | None]
+_DRAFT: Mapping[str, _Keyword] = jsonschema.Draft202012Validator.VALIDATORS
+#: keywords that look at every item of an array, and at every member of an object
+_EACH_ITEM = ("items", "prefixItems", "contains", "unevaluatedItems")
+_EACH_MEMBER = ("additionalProperties", "patternProperties", "propertyNames",
+                "unevaluatedProperties")
+
+
+def _oversized(instance: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether ``instance`` is an array over the schema's ``maxItems`` or an object over
+    its ``maxProperties``: refused by that keyword already, whatever its items hold."""
+    if isinstance(instance, list):
+        limit = schema.get("maxItems")
+    elif isinstance(instance, dict):
+        limit = schema.get("maxProperties")
+    else:
+        return False
+    return isinstance(limit, int | float) and not isinstance(limit, bool) \
+        and len(instance) > limit
+
+
+def _unless_oversized(keyword: _Keyword) -> _Keyword:
+    """``keyword``, skipped for an oversized value (``_oversized``): the value is
+    refused either way, and checking each of its items (members) would cost time in
+    proportion to a size the schema does not allow."""
+
+    def check(validator: Any, value: Any, instance: Any, schema: Any
+              ) -> Iterable[jsonschema.ValidationError] | None:
+        if isinstance(schema, Mapping) and _oversized(instance, schema):
+            return None
+        return keyword(validator, value, instance, schema)
+
+    return check
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any
+                  ) -> Iterator[jsonschema.ValidationError]:
+    """``uniqueItems`` by hashing (``_unique``): jsonschema compares every pair of items
+    it cannot sort (objects, mixed types), which is quadratic."""
+    if unique is True and isinstance(instance, list) and not _unique(instance):
+        yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+
+
+class _Identity:
+    """A schema as a cache key: the same object, not an equal one (a dict cannot be a
+    key, and two equal schemas may sit where a ``$ref`` resolves differently)."""
+
+    __slots__ = ("schema",)
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+
+    def __hash__(self) -> int:
+        return id(self.schema)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.schema is self.schema
+
+
+#: what makes a subschema mean something else on its own than where it sits (a ``$ref``
+#: resolves against the whole document, ``$schema`` picks the draft)
+_CONTEXTUAL = frozenset({"$ref", "$dynamicRef", "$id", "$anchor", "$dynamicAnchor",
+                         "$schema"})
+
+
+def _self_contained(schema: Any) -> bool:
+    """Whether no object inside ``schema`` has a ``_CONTEXTUAL`` key."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if not _CONTEXTUAL.isdisjoint(node):
+                return False
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _alone(key: _Identity) -> Check | None:
+    """The quick yes of one self-contained subschema, or ``None`` (compiled once per
+    schema object: the cache holds the object, so its id is not reused meanwhile)."""
+    if not isinstance(key.schema, Mapping) or not _self_contained(key.schema):
+        return None
+    try:
+        return compile_check(key.schema)
+    except Exception:
+        # (nesting beyond what Python compiles, say: jsonschema alone decides)
+        return None
+
+
+def _items(validator: Any, items: Any, instance: Any, schema: Any
+           ) -> Iterable[jsonschema.ValidationError] | None:
+    """2020-12 ``items``, descending only into the items the subschema's quick yes does
+    not pass: jsonschema builds a validator for each item it enters (about 13 µs), so
+    describing a refused request walked every good item of a long array (330 000
+    combatants ``{}`` took 5 s)."""
+    quick = _alone(_Identity(items))
+    if quick is None or not isinstance(instance, list):
+        return _DRAFT["items"](validator, items, instance, schema)
+    prefix = len(schema.get("prefixItems", ()))
+    return (error for index in range(prefix, len(instance)) if not quick(instance[index])
+            for error in validator.descend(instance[index], items, path=index))
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any
+                           ) -> Iterable[jsonschema.ValidationError] | None:
+    """``additionalProperties``, descending only into the members its subschema's quick
+    yes does not pass (as ``_items``)."""
+    quick = _alone(_Identity(extra))
+    if quick is not None and isinstance(instance, dict):
+        instance = {name: value for name, value in instance.items() if not quick(value)}
+    return _DRAFT["additionalProperties"](validator, extra, instance, schema)
+
+
+def _bounded_keywords() -> dict[str, _Keyword]:
+    keywords = {name: _unless_oversized(_DRAFT[name]) for name in _EACH_ITEM + _EACH_MEMBER}
+    keywords["items"] = _unless_oversized(_items)
+    keywords["additionalProperties"] = _unless_oversized(_additional_properties)
+    keywords["uniqueItems"] = _unless_oversized(_unique_items)
+    return keywords
+
+
+#: jsonschema's 2020-12 validator, bounded (see the module). Registered for the 2020-12
+#: ``$schema``: jsonschema picks a subschema's class by its ``$schema`` (a plugin's
+#: subschema may name it, and the meta-schema does), which would otherwise go back to
+#: the unbounded class below that subschema. (The stubs leave ``extend`` untyped.)
+Validator: type[jsonschema.protocols.Validator] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, _bounded_keywords(), version="draft2020-12")
+
+
+def first_errors(errors: Iterable[jsonschema.ValidationError], limit: int = MAX_ERRORS
+                 ) -> list[jsonschema.ValidationError]:
+    """At most ``limit`` of ``errors`` (a validator's ``iter_errors``, which finds them
+    one by one), sorted by where they are in the value."""
+    found = list(itertools.islice(errors, limit))
+    return sorted(found, key=lambda e: list(e.absolute_path))
+
+
 class QuickValidator:
-    """jsonschema's 2020-12 validator with the compiled quick yes in front of it.
+    """``Validator`` with the compiled quick yes in front of it.
 
     ``iter_errors`` of a value the quick check accepts yields nothing without asking
-    jsonschema; anything else goes to jsonschema, which reports every problem.
+    jsonschema; anything else goes to jsonschema, which reports the problems.
 
     ``schema`` is checked against the meta-schema first (``SchemaError`` if it is not a
     schema) unless ``check_schema`` is false: for the engine's own schemas, which its
@@ -322,7 +482,7 @@ class QuickValidator:
         if check_schema:
             jsonschema.Draft202012Validator.check_schema(schema)
         self.schema = schema
-        self.full = jsonschema.Draft202012Validator(schema)
+        self.full = Validator(schema)
         self.quick = compile_check(schema)
 
     def is_valid(self, value: Any) -> bool:

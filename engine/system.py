@@ -23,7 +23,7 @@ from .dice import DiceSource, largest_faces
 from .errors import InvalidInput, Problem, UnknownCombatant, json_text
 from .options import HouseRule, resolve_options
 from .results import Event, Resolution, copy_json
-from .schemacheck import QuickValidator
+from .schemacheck import QuickValidator, first_errors
 
 JSON = dict[str, Any]
 
@@ -87,9 +87,10 @@ def swap_combatant(state: JSON, combatant_id: str, combatant: JSON) -> None:
 
 
 def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[Problem]:
-    """Every schema error in ``data`` as a ``Problem`` with a JSON Pointer path."""
+    """The schema errors in ``data`` as ``Problem``s with JSON Pointer paths: every one,
+    up to ``MAX_ERRORS`` (``first_errors``: a value with more is described by those)."""
     problems = []
-    for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+    for error in first_errors(validator.iter_errors(data)):
         path = prefix + "".join(f"/{p}" for p in error.absolute_path)
         forbidden = _forbidden_members(error)
         if forbidden:
@@ -113,6 +114,8 @@ def _forbidden_members(error: jsonschema.ValidationError) -> list[str]:
 
 
 _REQUIRED = " is a required property"
+#: longest message of one problem
+_MAX_MESSAGE = 300
 
 
 def schema_message(error: jsonschema.ValidationError) -> str:
@@ -139,11 +142,16 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         return f"unexpected member(s) {json_text(extra, 200)}: not allowed here"
     if error.validator == "not":
         return f"must not match the schema {json_text(value, 200)}"
+    if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
+        kind = "items" if isinstance(instance, list) else "members"
+        return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \
+               f"({error.validator})"
     message: str = error.message
     head = repr(instance)
     if message.startswith(head):
         message = json_text(instance) + message[len(head):]
-    return message
+    # (jsonschema's messages list every extra member of some keywords' objects)
+    return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 1] + "…"
 
 
 class RoundLogic(Protocol):

@@ -38,10 +38,13 @@ def combatant_schema(tables: Tables) -> dict[str, Any]:
                         "description": "defaults to true when either maximum is above 0"},
             "int": ability,
             "wis": ability,
-            "attacks": {"type": "array", "uniqueItems": True,
+            # maxItems: as many as there are modes (unique), so a longer list is
+            # refused by its length alone (engine/schemacheck.py, Validator)
+            "attacks": {"type": "array", "uniqueItems": True, "maxItems": len(tables.attacks),
                         "items": {"enum": list(tables.attacks)},
                         "description": "known attack modes; all five for a psionic if absent"},
             "defenses": {"type": "array", "uniqueItems": True,
+                         "maxItems": len(tables.defenses),
                          "items": {"enum": list(tables.defenses)},
                          "description": "known defense modes; all five for a psionic if absent"},
             "conditions": {"type": "array", "uniqueItems": True, "maxItems": 64,

@@ -6,12 +6,11 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-import jsonschema
-
 from ..dice import DiceSource
 from ..errors import InvalidInput, Problem
 from ..options import HouseRule
 from ..results import Change, Event, Resolution, copy_json
+from ..schemacheck import QuickValidator
 from ..system import JSON, System, id_source, schema_problems
 from . import encounter
 from .combatant import CombatantFactory, incapacitated
@@ -114,8 +113,8 @@ class CombatStrength(System):
         }
 
     @cached_property
-    def _choice_validator(self) -> jsonschema.protocols.Validator:
-        return jsonschema.Draft202012Validator(self.choice_schema())
+    def _choice_validator(self) -> QuickValidator:
+        return QuickValidator(self.choice_schema(), check_schema=False)
 
     def validate_choice(self, choice: Any) -> None:
         """Raise ``InvalidInput`` (paths under ``/choice``) if ``choice`` is malformed."""

@@ -69,10 +69,14 @@ def combatant_schema(tables: Mapping[str, Any]) -> JSON:
             "psionic": {"type": "boolean",
                         "description": "psionically active; default: knows any mode"},
             "mindless": {"type": "boolean", "default": False},
-            "attacks": {"type": "array", "uniqueItems": True, "items": {"enum": attacks}},
-            "defenses": {"type": "array", "uniqueItems": True, "items": {"enum": defenses}},
+            # maxItems: as many as there are modes (conditions), each once, so a longer
+            # list is refused by its length alone (engine/schemacheck.py, Validator)
+            "attacks": {"type": "array", "uniqueItems": True, "maxItems": len(attacks),
+                        "items": {"enum": attacks}},
+            "defenses": {"type": "array", "uniqueItems": True, "maxItems": len(defenses),
+                         "items": {"enum": defenses}},
             "conditions": {"type": "array", "uniqueItems": True,
-                           "items": {"enum": list(CONDITIONS)}},
+                           "maxItems": len(CONDITIONS), "items": {"enum": list(CONDITIONS)}},
             "condition_rounds": {
                 "type": "object",
                 "description": "for timed conditions: how many more round ends they last",

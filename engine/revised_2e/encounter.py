@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from engine.dice import DiceSource, still_needed
 from engine.errors import (
     DiceNeeded,
@@ -32,6 +30,7 @@ from engine.errors import (
     json_text,
 )
 from engine.results import Event
+from engine.schemacheck import QuickValidator
 from engine.system import schema_problems, swap_combatant
 
 from ..results import copy_json
@@ -92,8 +91,8 @@ def choice_schema(system: Revised2e) -> JSON:
 
 
 @cache
-def _choice_validator(system: Revised2e) -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(choice_schema(system))
+def _choice_validator(system: Revised2e) -> QuickValidator:
+    return QuickValidator(choice_schema(system), check_schema=False)
 
 
 def _state(state: Mapping[str, Any]) -> JSON:

@@ -106,6 +106,7 @@ BAD_TOKENS = {
     "two-lines": b"first-line\nsecond-line\n",
     "not-latin-1": "t\u00f6ken\u2603".encode(),
     "control-character": b"tok\x07en\n",
+    "too-short": b"s3cret\n",
 }
 
 
@@ -119,12 +120,13 @@ def _one_line(err: str) -> str:
 @pytest.mark.parametrize("content", BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
 @pytest.mark.parametrize("command", [["token"], ["call", "companion.info", "--url",
                                                  "http://127.0.0.1:9/rpc"]])
-def test_a_token_file_that_is_not_one_line_of_ascii_is_refused_with_the_remedy(
+def test_a_token_file_that_holds_no_token_is_refused_with_the_remedy(
         content: bytes, command: list[str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """A token file with bytes that are not UTF-8, two lines, characters outside ASCII
-    or a control character is not shown (`token`) or sent (`call`: a header cannot carry
-    it): one line saying so and how to write a new one, exit 1."""
+    """A token file with bytes that are not UTF-8, two lines, characters outside ASCII,
+    a control character or a short word is not shown (`token`) or sent (`call`: a header
+    cannot carry the others, and a short word could be guessed): one line saying so and
+    how to write a new one, exit 1."""
     home = tmp_path / "home"
     home.mkdir()
     (home / "token").write_bytes(content)
@@ -132,7 +134,7 @@ def test_a_token_file_that_is_not_one_line_of_ascii_is_refused_with_the_remedy(
     out, err = capsys.readouterr()
     line = _one_line(err)
     assert out == ""
-    assert str(home / "token") in line and "printable ASCII" in line
+    assert str(home / "token") in line and "does not hold a token" in line
     assert f"mindscape token --home {home} --rotate" in line
     assert main(["token", "--rotate", "--home", str(home)]) == 0
     assert main(["token", "--home", str(home)]) == 0

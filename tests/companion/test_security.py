@@ -19,9 +19,11 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-from companion.keys import ACCESS_LOG
-from companion.logs import JsonLines, redact
+from companion.hub import MAX_KEPT
+from companion.keys import ACCESS_LOG, HUB
+from companion.logs import JsonLines, ServerLog, redact
 from companion.settings import Settings
+from companion.status import SHOWN
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
 
 from .conftest import Rpc
@@ -81,7 +83,8 @@ async def test_token_is_accepted_in_any_case_of_bearer(rpc: Rpc) -> None:
 
 
 @pytest.mark.parametrize("host", ["evil.example:39393", "evil.example", "127.0.0.1.nip.io",
-                                  "localhost.evil", "127.0.0.1:x", ""])
+                                  "localhost.evil", "127.0.0.1:x", "",
+                                  "localhost:\u0661\u0662", "127.0.0.1:\uff18"])
 async def test_foreign_host_is_403(rpc: Rpc, host: str) -> None:
     """API.md: requests whose Host is not a loopback name ... get HTTP 403."""
     response = await rpc.post(INFO, headers={"Host": host})
@@ -272,8 +275,8 @@ async def test_status_page_shows_pairing_help_but_never_the_token(rpc: Rpc,
 
 def test_token_file_is_created_once_with_mode_0600(tmp_path: Path) -> None:
     path = tmp_path / "home" / "token"
-    token = ensure_token(path)
-    assert len(token) >= 43 and ensure_token(path) == token
+    token = ensure_token(path).token
+    assert len(token) >= 43 and ensure_token(path).token == token
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     path.chmod(0o644)
     ensure_token(path)
@@ -321,7 +324,7 @@ async def test_a_token_file_rewritten_with_no_usable_token_is_not_adopted(
     with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
         assert await rpc.ok("companion.info")
     [record] = [r for r in caplog.records if r.name == "mindscape.tokens"]
-    assert "printable ASCII" in record.getMessage() and "kept" in record.getMessage()
+    assert "does not hold a token" in record.getMessage() and "kept" in record.getMessage()
     first_line = content.splitlines()[0].decode("latin-1")
     response = await rpc.client.post("/rpc", json=INFO, headers={
         "Authorization": f"Bearer {first_line}"})
@@ -518,6 +521,60 @@ async def test_a_user_agent_that_is_not_utf_8_does_not_break_the_status_page(
     response = await rpc.client.get("/")
     assert response.status == 200
     assert "(caf? ?)" in await response.text()  # shown, the bytes that are not UTF-8 as ?
+
+
+async def test_what_a_client_sends_is_redacted_and_cut_short_on_the_status_page(
+        rpc: Rpc) -> None:
+    """GET / needs no token: a method name or a user agent carrying the token (a client
+    may put it anywhere) is shown as the log shows it, and a long one cut short (and
+    kept short: a thousand calls naming a 1 MiB method were all held)."""
+    long_agent, long_method = "agent " * 1000, "y." * 50_000
+    for method, headers in ((f"x.{rpc.token}", {"User-Agent": f"ua/{rpc.token}"}),
+                            (long_method, {"User-Agent": long_agent})):
+        response = await rpc.post({"jsonrpc": "2.0", "method": method, "id": 1}, headers)
+        assert (await response.json())["error"]["code"] == -32601
+    page = await (await rpc.client.get("/")).text()
+    assert rpc.token not in page
+    assert "(ua/[redacted]): 1 call(s), last x.[redacted] " in page
+    assert long_agent[:200] not in page and long_method[:200] not in page
+    assert f"({long_agent[:SHOWN - 1]}…): 1 call(s), last {long_method[:SHOWN - 1]}… " in page
+    hub = rpc.client.server.app[HUB]
+    assert all(len(text or "") <= MAX_KEPT for call in hub._calls for text in call[1:])
+
+
+async def test_a_malformed_request_is_one_line_in_the_log_without_a_traceback(
+        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    """aiohttp logged each one as an error with its whole traceback: anyone could fill
+    the log. (aiohttp's parser answers 400 before any handler runs; its message quotes
+    the line, which may hold the token: the log line is redacted.)"""
+    server = rpc.client.server
+    with caplog.at_level(logging.DEBUG, logger="aiohttp.server"):
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBearer "
+                     + rpc.token.encode() + b"\r\n\r\n")
+        await writer.drain()
+        assert (await reader.read()).startswith(b"HTTP/1.0 400 ")
+        writer.close()
+    [record] = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert record.levelno == logging.INFO and record.exc_info is None
+    line = JsonLines().format(record)
+    assert "refused with 400: Invalid header token" in line
+    assert rpc.token not in line and "\n" not in line
+
+
+async def test_a_fault_in_aiohttp_keeps_its_traceback(caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    """Only the parser's refusals are shortened: any other exception aiohttp logs is
+    still an error with its traceback."""
+    log = ServerLog(logging.getLogger("aiohttp.server"))
+    with caplog.at_level(logging.DEBUG, logger="aiohttp.server"):
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError as exc:
+            log.exception("Error handling request from %s", "127.0.0.1", exc_info=exc)
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR and record.exc_info is not None
+    assert record.getMessage() == "Error handling request from 127.0.0.1"
 
 
 async def test_a_client_that_hangs_up_mid_body_is_no_fault(

@@ -224,7 +224,8 @@ def test_the_status_page_names_the_token_command_of_the_banner(daemon: Daemon) -
     assert daemon.stop() == 0
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe\n", b"one\ntwo\n", "t\u00f6ken".encode()])
+@pytest.mark.parametrize("content", [b"\xff\xfe\n", b"one\ntwo\n", "t\u00f6ken".encode(),
+                                     b"a\n"])
 def test_a_token_file_the_daemon_cannot_use_stops_the_start_with_the_remedy(
         content: bytes, tmp_path: Path) -> None:
     home = tmp_path / "home"
@@ -233,9 +234,34 @@ def test_a_token_file_the_daemon_cannot_use_stops_the_start_with_the_remedy(
     done = _serve(home)
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
-    assert str(home / "token") in line and "printable ASCII" in line
+    assert str(home / "token") in line and "does not hold a token" in line
     assert f"`mindscape token --home {home} --rotate`" in line
     assert (home / "token").read_bytes() == content
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links and FIFOs")
+@pytest.mark.parametrize(("kind", "problem"), [("link", "is a symbolic link"),
+                                               ("fifo", "is not a regular file")])
+def test_a_token_file_that_is_a_link_or_a_fifo_stops_the_start_with_the_remedy(
+        kind: str, problem: str, tmp_path: Path) -> None:
+    """A link was followed (the target's token adopted, the target made 0600), a FIFO
+    hung the start: both stop it at once, saying what to run."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    if kind == "link":
+        target = tmp_path / "elsewhere"
+        target.write_text("a-token-in-a-file-somebody-else-points-us-at-0123456789\n")
+        target.chmod(0o644)
+        (home / "token").symlink_to(target)
+    else:
+        os.mkfifo(home / "token", 0o600)
+    done = _serve(home)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert f"the token file {home / 'token'} {problem}" in line
+    assert f"`mindscape token --home {home} --rotate`" in line
+    if kind == "link":
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644
 
 
 def test_a_host_that_is_not_loopback_is_warned_about(tmp_path: Path) -> None:

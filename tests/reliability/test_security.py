@@ -145,6 +145,7 @@ def test_the_store_is_private_even_in_a_home_others_can_enter(
 
 def test_a_token_file_readable_by_others_is_narrowed_at_start(
         tmp_path: Path, start_daemon: DaemonFactory) -> None:
+    """Kept, but the start says the token may have been read, and how to replace it."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     token = home / "token"
@@ -152,7 +153,32 @@ def test_a_token_file_readable_by_others_is_narrowed_at_start(
     token.chmod(0o644)
     started = start_daemon(home)
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert started.token == "a-token-that-was-left-readable-by-everyone-0123456789"
     assert rpc(started, "dice.roll", {"expr": "1d6"})["total"] >= 1
+    assert (f"mindscape: warning: the token file {token} was readable by other users "
+            f"(mode 0644); it is private now (0600), but the token may have been read: run "
+            f"`mindscape token --home {home} --rotate`") in started.output()
+
+
+def test_a_token_file_others_could_write_is_replaced_at_start(
+        tmp_path: Path, start_daemon: DaemonFactory) -> None:
+    """Its token may be one another user chose: a new one is written, and the start
+    says so."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    token = home / "token"
+    chosen = "a-token-another-user-chose-for-this-daemon-0123456789"
+    token.write_text(chosen + "\n")
+    token.chmod(0o666)
+    started = start_daemon(home)
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and started.token != chosen
+    assert request(started, "POST", "/rpc", json.dumps(
+        {"jsonrpc": "2.0", "method": "companion.info", "id": 1}).encode(),
+        {"Authorization": f"Bearer {chosen}"}).status == 401
+    assert rpc(started, "dice.roll", {"expr": "1d6"})["total"] >= 1
+    assert (f"mindscape: warning: the token file {token} was writable by other users "
+            "(mode 0666): another user may have chosen its token, so a new one was "
+            "written") in started.output()
 
 
 def test_a_rotated_token_replaces_the_old_one_without_a_restart(

@@ -1,0 +1,226 @@
+"""The token file is trusted only as far as it deserves (companion/tokens.py;
+SECURITY.md, threat 3 "Other users and programs on the same computer").
+
+The auditor found: a token file others could write kept (another user may have chosen
+its token), one they could read narrowed to 0600 without a word; a symbolic link
+followed (the daemon adopted the target's contents and made the target 0600); a FIFO
+waited on for ever at start; a link to /dev/zero read until memory ran out; any word,
+even ``a``, taken as the token; and two rotations within one tick of the file system's
+clock missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from companion.app import create_app
+from companion.keys import TOKENS
+from companion.settings import Settings
+from companion.tokens import (
+    MAX_TOKEN_FILE,
+    TokenFileError,
+    TokenKeeper,
+    ensure_token,
+    read_token,
+    rotate_token,
+)
+
+from .conftest import ClientFactory
+
+#: a token as `mindscape token --rotate` writes it
+TOKEN = "Qx3vN0c8mRk2T6yWb1LdZs9EoPj5HhUaFi4Kg7Ce-_w"
+POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and FIFOs")
+
+
+def token_file(folder: Path, content: str = TOKEN + "\n", mode: int = 0o600) -> Path:
+    path = folder / "token"
+    path.write_text(content)
+    path.chmod(mode)
+    return path
+
+
+def test_a_new_token_is_what_rotate_writes(tmp_path: Path) -> None:
+    opened = ensure_token(tmp_path / "home" / "token")
+    assert read_token(tmp_path / "home" / "token") == opened.token
+    assert len(opened.token) == len(TOKEN) == 43 and opened.problem is None
+
+
+@pytest.mark.parametrize("content", ["a", "s3cret", TOKEN[:42], TOKEN + " x", TOKEN + ".",
+                                     f"{TOKEN}\n{TOKEN}"])
+def test_a_token_file_holding_something_else_than_a_token_is_refused(
+        tmp_path: Path, content: str) -> None:
+    """At least 43 letters, digits, - and _: a short word could be guessed, and the
+    logs' redaction knows a token by that alphabet and length."""
+    path = token_file(tmp_path, content)
+    with pytest.raises(TokenFileError, match="does not hold a token") as refused:
+        ensure_token(path)
+    assert refused.value.rewritable and str(path) in str(refused.value)
+    assert path.read_text() == content
+
+
+def test_a_longer_token_of_the_same_alphabet_is_accepted(tmp_path: Path) -> None:
+    assert read_token(token_file(tmp_path, TOKEN + "abc\n")) == TOKEN + "abc"
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("target", ["a token file elsewhere", "/dev/zero"])
+def test_a_symbolic_link_in_the_token_files_place_is_not_followed(
+        tmp_path: Path, target: str) -> None:
+    """Neither adopted nor made private: the target is someone else's business (and
+    /dev/zero, read whole, ran the daemon out of memory)."""
+    if target == "/dev/zero":
+        elsewhere = Path(target)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        elsewhere = token_file(tmp_path / "elsewhere", mode=0o644)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "token").symlink_to(elsewhere)
+    mode = elsewhere.stat().st_mode
+    for read in (ensure_token, read_token):
+        with pytest.raises(TokenFileError, match="symbolic link") as refused:
+            read(home / "token")
+        assert refused.value.rewritable
+    assert elsewhere.stat().st_mode == mode
+    rotate_token(home / "token")  # the remedy replaces the link itself
+    assert not (home / "token").is_symlink() and elsewhere.stat().st_mode == mode
+
+
+def _write_into(fifo: Path, text: str) -> None:
+    try:
+        with fifo.open("w") as pipe:  # waits for a reader
+            pipe.write(text)
+    except BrokenPipeError:
+        pass  # the reader came and went
+
+
+@POSIX_ONLY
+def test_a_fifo_in_the_token_files_place_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Reading a FIFO waits for a writer: the start hung. Here a writer does come (so
+    the old reading returned, and adopted what it wrote); the FIFO is refused first."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo, 0o600)
+    writer = threading.Thread(target=_write_into, args=(fifo, TOKEN + "\n"), daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(TokenFileError, match="not a regular file"):
+            ensure_token(fifo)
+    finally:
+        # a reader lets the writer go if ours came before it
+        release = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join()
+        os.close(release)
+
+
+def test_a_token_file_over_4_kib_is_refused_unread(tmp_path: Path) -> None:
+    path = token_file(tmp_path, "A" * (MAX_TOKEN_FILE + 1))
+    with pytest.raises(TokenFileError, match=f"larger than {MAX_TOKEN_FILE} bytes"):
+        read_token(path)
+
+
+@POSIX_ONLY
+def test_a_token_file_of_another_user_is_refused(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = token_file(tmp_path)
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    with pytest.raises(TokenFileError, match=f"belongs to another user \\(uid {owner}\\)"):
+        ensure_token(path)
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("mode", [0o666, 0o620, 0o602], ids=oct)
+def test_a_token_file_others_could_write_gets_a_new_token(tmp_path: Path, mode: int) -> None:
+    """Its token may be one another user chose: it is not kept."""
+    path = token_file(tmp_path, mode=mode)
+    opened = ensure_token(path)
+    assert opened.token != TOKEN and opened.rotated
+    assert read_token(path) == opened.token
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert opened.warning("mindscape token") == (
+        f"the token file {path} was writable by other users (mode {mode:04o}): another "
+        "user may have chosen its token, so a new one was written (mode 0600); paste it "
+        "into every paired VTT (`mindscape token` shows it)")
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604], ids=oct)
+def test_a_token_file_others_could_read_is_made_private_with_a_warning(
+        tmp_path: Path, mode: int) -> None:
+    path = token_file(tmp_path, mode=mode)
+    opened = ensure_token(path)
+    assert opened.token == TOKEN and not opened.rotated
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert opened.warning("mindscape token --home H") == (
+        f"the token file {path} was readable by other users (mode {mode:04o}); it is "
+        "private now (0600), but the token may have been read: run `mindscape token "
+        "--home H --rotate` and paste the new token into every paired VTT")
+    assert ensure_token(path).warning("mindscape token") is None
+
+
+@POSIX_ONLY
+async def test_the_daemon_logs_what_it_found_wrong_with_the_token_file(
+        aiohttp_client: ClientFactory, settings: Settings,
+        caplog: pytest.LogCaptureFixture) -> None:
+    settings.home.mkdir(mode=0o700)
+    token_file(settings.home, mode=0o644)
+    with caplog.at_level(logging.WARNING, logger="mindscape.app"):
+        client = await aiohttp_client(create_app(settings))
+    keeper: TokenKeeper = client.server.app[TOKENS]
+    assert keeper.current() == TOKEN
+    [record] = [r for r in caplog.records if r.name == "mindscape.app"]
+    assert record.getMessage() == keeper.opened.warning("mindscape token")
+    assert "was readable by other users (mode 0644)" in record.getMessage()
+
+
+def test_the_checks_need_no_posix_only_flag(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows has no O_NOFOLLOW, O_NONBLOCK or geteuid: the token is read all the same
+    (and a link is still refused, by a look before the open)."""
+    monkeypatch.setattr("companion.tokens._NO_FOLLOW", 0)
+    monkeypatch.setattr("companion.tokens._NO_WAIT", 0)
+    monkeypatch.delattr(os, "geteuid", raising=False)
+    assert ensure_token(token_file(tmp_path)).token == TOKEN
+    if hasattr(os, "symlink") and os.name == "posix":
+        (tmp_path / "link").symlink_to(tmp_path / "token")
+        with pytest.raises(TokenFileError, match="symbolic link"):
+            read_token(tmp_path / "link")
+
+
+def _same_times_as(path: Path, before: os.stat_result) -> None:
+    """``path`` given ``before``'s modification time, as a file system whose clock
+    ticks coarsely gives two writes within one tick."""
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_two_rotations_within_one_clock_tick_are_both_seen(tmp_path: Path) -> None:
+    """/tmp/sec/rot2.py: the second token was refused and the first kept working while
+    the file's modification time stayed that of the first rotation."""
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    first = rotate_token(path)
+    assert keeper.accepts(first)
+    written = path.stat()
+    second = rotate_token(path)
+    _same_times_as(path, written)
+    assert path.stat().st_mtime_ns == written.st_mtime_ns
+    assert keeper.accepts(second) and not keeper.accepts(first)
+    assert keeper.generation() == 2
+
+
+def test_a_link_put_in_the_token_files_place_while_running_is_not_adopted(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    keeper = TokenKeeper(tmp_path / "home" / "token")
+    old = keeper.current()
+    elsewhere = token_file(tmp_path)
+    (tmp_path / "home" / "token").unlink()
+    (tmp_path / "home" / "token").symlink_to(elsewhere)
+    with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
+        assert not keeper.accepts(TOKEN) and keeper.accepts(old)
+    assert any("symbolic link" in r.getMessage() for r in caplog.records)

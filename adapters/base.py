@@ -60,6 +60,15 @@ class Adapter(ABC):
         value then differs from ``after`` (a maximum the engine defaulted) is added, so
         that importing the written data gives ``after`` again."""
 
+    def trimmed(self, data: Any, system: str) -> Any:
+        """``data`` cut down to what ``import_`` and ``updates`` read of it for
+        ``system``: for data ``import_`` accepts, both give on the result what they give
+        on ``data`` (but for the JSON Pointers a warning may quote). An encounter
+        keeps this instead of the whole sheet, which may hold far more (a Foundry
+        actor's items and other modules' flags). ``data`` itself is not changed; the
+        result may share parts with it. This default keeps everything."""
+        return data
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "vtt": self.vtt, "system": self.system,
                 "default_system": self.default_system, "description": self.description}

@@ -201,6 +201,39 @@ def dig(root: Mapping[str, Any], dotted: str, path: str = "") -> tuple[Any, str]
     return value, path
 
 
+_ABSENT: Final = object()
+
+
+def project(root: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """What ``dig`` reads of ``root`` at each of the dotted ``paths``: a copy holding the
+    objects along each path (with only the keys on a path) and the value at its end,
+    whole. A path stops where a step is missing; a step that is not an object (null,
+    or a value ``dig`` refuses) is kept as it is, so ``dig`` finds the same there.
+    ``root`` is not changed; the values at the ends are shared with it."""
+    out: dict[str, Any] = {}
+    for dotted in paths:
+        source: Mapping[str, Any] = root
+        target = out
+        *steps, last = dotted.split(".")
+        for key in steps:
+            if key not in source:
+                break
+            value = source[key]
+            held = target.get(key, _ABSENT)
+            if held is value:
+                break  # kept whole by another path already
+            if not isinstance(value, Mapping):
+                target[key] = value
+                break
+            if not isinstance(held, dict):
+                held = target[key] = {}
+            source, target = value, held
+        else:
+            if last in source:
+                target[last] = source[last]
+    return out
+
+
 def to_int(value: Any, path: str, lo: int | None = None, hi: int | None = None) -> int | None:
     """A whole number from a JSON number or numeric text; ``None`` for null or empty
     text. Booleans, fractions and other text are invalid."""

@@ -35,6 +35,7 @@ from .core import (
     need_object,
     plain_json,
     pointer,
+    project,
     read_state,
     score,
     settle,
@@ -52,6 +53,11 @@ _TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64}
 FLAGS: Final = "flags.mindscape"
 _HP_VALUE: Final = "system.attributes.hp.value"
 _HP_TEMP: Final = "system.attributes.hp.temp"
+#: what every Foundry adapter reads of an actor besides its sheet and psionic state
+_ACTOR_PATHS: Final = ("_id", "name", "type")
+#: what the dnd5e and ARS adapters read of an item of type ``class`` (``_classes``, ``Ars``)
+_CLASS_ITEM_PATHS: Final = ("_id", "name", "type", "system.levels", "system.hitDice",
+                            "system.hd.denomination", "system.identifier")
 
 
 @dataclass(frozen=True)
@@ -217,10 +223,56 @@ class FoundryAdapter(Adapter):
 
     vtt = "foundry"
     system = None
+    #: the dotted paths of the actor ``sheet`` reads (``trimmed`` keeps only these)
+    sheet_paths: tuple[str, ...] = ()
+    #: whether ``sheet`` reads the actor's class items
+    reads_class_items = False
 
     @abstractmethod
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """Read the game system's own data into ``draft``; true for a monster/NPC."""
+
+    def actor_paths(self, envelope: Mapping[str, Any] | None, system: str) -> list[str]:
+        """Every dotted path of the actor that ``read`` may look at for ``system``
+        (items aside): the actor's id, name and type, the sheet's paths and the psionic
+        state's fields (``flags.mindscape.<system>.<field>``)."""
+        return [*_ACTOR_PATHS, *self.sheet_paths,
+                *(f"{FLAGS}.{system}.{name}" for name in FIELDS.get(system, ()))]
+
+    def trimmed(self, data: Any, system: str) -> Any:
+        """The actor with only the paths ``actor_paths`` names and, for an adapter that
+        reads them, its class items with only what is read of them; of the envelope,
+        the token's ``uuid``, ``actorLink`` and ``name`` (it names the combatant) and the
+        mapping. A Foundry actor is mostly items (spell and feature texts) and flags that
+        other modules, and players, may fill with anything: none of that is read."""
+        if not isinstance(data, Mapping) or system not in FIELDS:
+            return data
+        envelope = data if _actor_of(data) else None
+        raw = data["actor"] if envelope is not None else data
+        if not isinstance(raw, Mapping):
+            return data
+        try:
+            paths = self.actor_paths(envelope, system)
+        except InvalidInput:
+            return data
+        actor = project(raw, paths)
+        items = raw.get("items")
+        if self.reads_class_items and isinstance(items, list):
+            actor["items"] = [project(item, _CLASS_ITEM_PATHS) for item in items
+                              if isinstance(item, Mapping) and item.get("type") == "class"]
+        elif self.reads_class_items and "items" in raw:
+            actor["items"] = items
+        if envelope is None:
+            return actor
+        out: dict[str, Any] = {"actor": actor}
+        token = envelope.get("token")
+        if isinstance(token, Mapping):
+            out["token"] = project(token, ("uuid", "actorLink", "name"))
+        elif "token" in envelope:
+            out["token"] = token
+        if "mapping" in envelope:
+            out["mapping"] = envelope["mapping"]
+        return out
 
     def read(self, data: Any, system: str) -> tuple[FoundryActor, Draft]:
         """The actor and the assembled draft (shared by import and updates)."""
@@ -349,6 +401,12 @@ class Dnd5e(FoundryAdapter):
     description = ("Foundry dnd5e 4.x/5.x actors: abilities, level and hit dice from class "
                    "items (NPCs: the hit-point formula), hit points; psionic state in "
                    "flags.mindscape.<system>")
+    sheet_paths = (*(f"system.abilities.{key}.value" for key in ("int", "wis", "con")),
+                   *(f"system.attributes.hp.{key}" for key in ("value", "max", "temp",
+                                                               "formula")),
+                   "system.details.cr", "system.details.level",
+                   "system.details.originalClass")
+    reads_class_items = True
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """dnd5e: ``system.abilities.*.value``, class items, ``attributes.hp``."""
@@ -519,6 +577,9 @@ class Ose(FoundryAdapter):
     id = "foundry.ose"
     description = ("Foundry OSE actors: scores, level, hp.hd and hit points (monsters: "
                    "Int/Wis/Con 10); psionic state in flags.mindscape.<system>")
+    sheet_paths = (*(f"system.scores.{key}.value" for key in ("int", "wis", "con")),
+                   "system.hp.hd", "system.hp.value", "system.details.level",
+                   "system.details.class", "system.saves.paralysis.value")
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """OSE: ``system.scores.*.value``, ``details.level``, ``hp.{hd,value}``."""
@@ -585,6 +646,10 @@ class Ars(FoundryAdapter):
     id = "foundry.ars"
     description = ("Foundry ARS (AD&D-style) actors: abilities, save vs. paralyzation, "
                    "level or Hit Dice, hit points; psionic state in flags.mindscape.<system>")
+    sheet_paths = (*(f"system.abilities.{key}.value" for key in ("int", "wis", "con")),
+                   "system.hitdice", "system.attributes.level.value",
+                   "system.saves.paralyzation.value", "system.attributes.hp.value")
+    reads_class_items = True
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """ARS: ``system.abilities.*.value``, ``saves.paralyzation.value``,
@@ -643,6 +708,15 @@ class FoundryGeneric(FoundryAdapter):
     id = "foundry.generic"
     description = ("Any Foundry system: {mapping, actor, token?} where mapping names the "
                    "dotted path of each combatant field (adapters/data/mapping.schema.json)")
+
+    def actor_paths(self, envelope: Mapping[str, Any] | None, system: str) -> list[str]:
+        """The common paths and each mapped field's (``InvalidInput`` for a mapping
+        ``sheet`` would refuse)."""
+        paths = super().actor_paths(envelope, system)
+        if envelope is None or "mapping" not in envelope:
+            return paths
+        mapping: FieldMapping = parse_mapping(envelope["mapping"], "/mapping")
+        return [*paths, *(source.path for source in mapping.for_system(system).values())]
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """Read each mapped field from its dotted path."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -51,6 +51,14 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # rounding functions. One term at a time from the left, so linear in the text.
 _FORMULA_TERM = re.compile(r"@\{[^{}]{1,100}\}|\d{1,9}|floor|ceil|round|abs|[-+*/().\s]")
 _LEVEL = re.compile(r"level-class(\d{1,2})")
+#: what is read of a character besides its attributes (``unwrap``)
+_CHARACTER_KEYS: Final = ("schema_version", "type", "id", "_id", "oldId", "name")
+#: the parts of an attribute that are read and written
+_ATTRIBUTE_KEYS: Final = ("name", "current", "max")
+#: the sections of the AD&D 2E Revised sheet's psionic attack and defense rows, and the
+#: attribute of a row's name in each (``Adnd2eRevised._revised``)
+_SECTIONS: Final = (("attacks", "repeating_psionic-attacks_", "_psionic-attack-name"),
+                    ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name"))
 
 # Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
 _PAIRS: Final[dict[str, tuple[str, str]]] = {
@@ -149,6 +157,36 @@ def _in_mapping_envelope(top: Mapping[str, Any]) -> bool:
     return "mapping" in top and "character" in top
 
 
+def _attribute_key(attr: Any) -> str | None:
+    """The lower-case name ``unwrap`` files an attribute under, if it has one."""
+    name = attr.get("name") if isinstance(attr, Mapping) else None
+    if isinstance(name, bool) or not isinstance(name, str | int | float):
+        return None
+    return str(name).lower()
+
+
+def _trimmed_character(raw: Any, read: Callable[[str], bool], *, inner: bool) -> Any:
+    """``raw`` (a character, or an export holding one) with only what ``unwrap`` reads:
+    its id, name and format keys, and the first attribute of each name that ``read``
+    accepts, with only its name, current and max."""
+    if not isinstance(raw, Mapping):
+        return raw
+    out = {key: raw[key] for key in _CHARACTER_KEYS if key in raw}
+    if not inner and raw.get("type") == "character" and "character" in raw:
+        out["character"] = _trimmed_character(raw["character"], read, inner=True)
+    attribs = raw.get("attribs")
+    if isinstance(attribs, list):
+        kept: dict[str, dict[str, Any]] = {}
+        for attr in attribs:
+            key = _attribute_key(attr)
+            if key is not None and key not in kept and read(key):
+                kept[key] = {part: attr[part] for part in _ATTRIBUTE_KEYS if part in attr}
+        out["attribs"] = list(kept.values())
+    elif "attribs" in raw:
+        out["attribs"] = attribs
+    return out
+
+
 def apply_attributes(data: Any, attributes: Mapping[str, Mapping[str, Any]]) -> Any:
     """``data`` (in any accepted envelope) as the Mod script leaves the character after
     setting ``attributes`` (``{name: {current?, max?}}``): the first attribute of that
@@ -200,6 +238,29 @@ class Roll20Adapter(Adapter):
     @abstractmethod
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read the sheet's own attributes into ``draft``; true for a monster."""
+
+    def attributes_read(self, envelope: Mapping[str, Any], system: str
+                        ) -> Callable[[str], bool]:
+        """Whether ``read`` may look at an attribute, by its lower-case name: this base
+        reads the psionic state's ``psi_*`` attributes (``state_attribute``)."""
+        names = {state_attribute(name)[0].lower() for name in FIELDS[system]}
+        return names.__contains__
+
+    def trimmed(self, data: Any, system: str) -> Any:
+        """The character with only its id, name, format keys and the attributes
+        ``attributes_read`` names (the first of each name, as ``unwrap`` reads it; each
+        with only name, current and max), and the mapping of a mapping's envelope. A
+        sheet holds hundreds of attributes the adapter never reads."""
+        if not isinstance(data, Mapping) or system not in FIELDS:
+            return data
+        try:
+            read = self.attributes_read(data, system)
+        except InvalidInput:
+            return data
+        if _in_mapping_envelope(data):
+            return {"mapping": data["mapping"],
+                    "character": _trimmed_character(data["character"], read, inner=False)}
+        return _trimmed_character(data, read, inner=False)
 
     def read(self, data: Any, system: str) -> tuple[Character, Draft]:
         """The character and the assembled draft (shared by import and updates)."""
@@ -319,6 +380,15 @@ def _full(char: Character, draft: Draft, field: str, attr: str) -> None:
             return
 
 
+#: the AD&D 2E Revised sheet's attributes ``Adnd2eRevised.sheet`` reads by name,
+#: lower-case (``_full`` reads ``HP_max`` and ``PSP_max`` too); its class levels and
+#: the attributes of its rows (``_SECTIONS``) are matched by pattern
+_SHEET_ATTRIBUTES: Final = frozenset({
+    "intelligence", "wisdom", "constitution", "hp", "hp_max", "psp", "psp_max", "mthac0",
+    "mthac0adj", "temp-selfmac", "selfmac", "psi_die",
+    *(column[1:] for _, _, column in _SECTIONS)})
+
+
 class Adnd2eRevised(Roll20Adapter):
     """The Roll20 "AD&D 2E Revised" sheet (Skills & Powers / Dark Sun psionics tab)."""
 
@@ -331,6 +401,19 @@ class Adnd2eRevised(Roll20Adapter):
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
                    "Wisdom, Constitution, HP, level-class1.., psionic attack and defense "
                    "rows; other state in psi_* attributes (any of the three systems)")
+
+    def attributes_read(self, envelope: Mapping[str, Any], system: str
+                        ) -> Callable[[str], bool]:
+        """The ``psi_*`` attributes, the sheet's own (``_SHEET_ATTRIBUTES``), its class
+        levels and its psionic attack and defense rows."""
+        state = super().attributes_read(envelope, system)
+
+        def read(key: str) -> bool:
+            return (key in _SHEET_ATTRIBUTES or state(key) or _LEVEL.fullmatch(key) is not None
+                    or any(key.startswith(section) and key.endswith(column)
+                           for _, section, column in _SECTIONS))
+
+        return read
 
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read the sheet's attributes (documented in docs/ADAPTERS.md)."""
@@ -398,9 +481,7 @@ class Adnd2eRevised(Roll20Adapter):
             draft.warn("temporary MAC (temp-selfMAC) used instead of selfMAC")
         else:
             _number(char, draft, "mac", "selfMAC")
-        for field, section, column in (
-                ("attacks", "repeating_psionic-attacks_", "_psionic-attack-name"),
-                ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name")):
+        for field, section, column in _SECTIONS:
             names: list[tuple[str, str]] = []
             single = char.get(column[1:])
             if single is not None:
@@ -425,6 +506,20 @@ class Roll20Generic(Roll20Adapter):
     system = None
     description = ("Any Roll20 sheet: {mapping, character} where mapping names the "
                    "attribute of each combatant field ('PSP|max' for a maximum)")
+
+    def attributes_read(self, envelope: Mapping[str, Any], system: str
+                        ) -> Callable[[str], bool]:
+        """The ``psi_*`` attributes and the mapped ones (``InvalidInput`` for a mapping
+        ``sheet`` would refuse)."""
+        state = super().attributes_read(envelope, system)
+        if "mapping" not in envelope:
+            return state
+        mapping = parse_mapping(envelope["mapping"], "/mapping")
+        names = {source.path.partition("|")[0].lower()
+                 for source in mapping.for_system(system).values()}
+        if mapping.npc_attribute is not None:
+            names.add(mapping.npc_attribute.lower())
+        return lambda key: key in names or state(key)
 
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read each mapped attribute."""

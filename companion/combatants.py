@@ -3,17 +3,20 @@ their before/after into the adapter's write-back ``updates``."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from adapters.base import Adapter, Normalise
+from adapters.base import Adapter, Imported, Normalise
 from engine.dice import DiceSource, dice_source
 from engine.errors import InvalidInput, LimitExceeded, Problem
 from engine.system import System
 
 from .services import Services
+
+log = logging.getLogger("mindscape.combatants")
 
 #: Params members that never hold combatants (every other top-level member, or list
 #: of them, may be given as ``{adapter, data}``).
@@ -67,6 +70,33 @@ def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path:
     return ImportedRef(path, role, adapter, ref["data"], dict(imported.combatant),
                        tuple(imported.warnings), dict(imported.sources),
                        normaliser(services.system(system_id), options))
+
+
+def kept_data(adapter: Adapter, data: Any, system_id: str,
+              imported: Imported | None = None) -> Any:
+    """What an encounter keeps of an ``{adapter, data}`` combatant's ``data`` (in its log
+    and for its write-backs): ``adapter.trimmed(data)``, only what the adapter reads,
+    when importing that gives the combatant ``data`` gives (``imported``, when known
+    already); else ``data`` whole. The log's replay reads the kept data as it would the
+    whole: the check makes that hold even if an adapter's ``trimmed`` were wrong, at the
+    cost of the memory it saves. (Warnings are not compared: one may quote a JSON
+    Pointer, and a Roll20 attribute's index is another in the trimmed list.)"""
+    try:
+        cut = adapter.trimmed(data, system_id)
+        if cut is data or cut == data:
+            return data
+        whole = imported if imported is not None else adapter.import_(data, system_id)
+        again = adapter.import_(cut, system_id)
+    except Exception:
+        # Only stored data comes here, which this adapter imported once already.
+        log.exception("adapter %s: trimming its data failed; the whole data is kept",
+                      adapter.id)
+        return data
+    if dict(again.combatant) == dict(whole.combatant):
+        return cut
+    log.warning("adapter %s: its trimmed data imports differently; the whole data is kept",
+                adapter.id)
+    return data
 
 
 def import_combatants(services: Services, params: Mapping[str, Any], system_id: str

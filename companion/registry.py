@@ -62,13 +62,24 @@ _IN_PLACE_ONES = ("not", "if", "then", "else")
 
 class PreparedJSON:
     """A method result serialised once (``text`` is UTF-8 JSON), for answers that never
-    change while the daemon runs; the RPC layer splices it into the response."""
+    change while the daemon runs, or written piece by piece (``written``); the RPC
+    layer splices it into the response."""
 
     __slots__ = ("text", "value")
 
     def __init__(self, value: Any) -> None:
+        #: the result (``None`` when it was ``written`` as text)
         self.value = value
         self.text = encode(value)
+
+    @classmethod
+    def written(cls, text: bytes) -> PreparedJSON:
+        """A result its method wrote as JSON text itself (``encounter.log`` writes each
+        step as it reads it, so a long log's steps are never all held parsed)."""
+        prepared = cls.__new__(cls)
+        prepared.value = None
+        prepared.text = text
+        return prepared
 
 
 class RegistryError(Exception):

@@ -42,9 +42,11 @@ class Services:
     _locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     #: answers that never change while the daemon runs (``companion.info`` ...)
     cache: dict[str, Any] = field(default_factory=dict)
-    #: encounter id -> combatant id -> (adapter id, raw data) of ``{adapter, data}``
-    #: combatants, for their write-back after a step (filled from the log once)
-    adapter_refs: dict[str, dict[str, tuple[str, Any]]] = field(default_factory=dict)
+    #: encounter id -> combatant id -> (adapter id, data as stored: what the adapter
+    #: reads) of ``{adapter, data}`` combatants, for their write-back after a step
+    #: (filled from the log once); the most recently used last, a few encounters at most
+    adapter_refs: OrderedDict[str, dict[str, tuple[str, Any]]] = field(
+        default_factory=OrderedDict)
     #: encounter id -> the pending choices ``encounter.log`` masks with, worked out from
     #: the stored states once; the most recently read last, a few encounters at most
     pending_memos: OrderedDict[str, PendingMemo] = field(default_factory=OrderedDict)

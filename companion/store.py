@@ -23,7 +23,11 @@ the second one wait instead of failing at once. Each transaction runs in its own
 shielded from the caller's cancellation: a write is either wholly committed or wholly
 rolled back, never left open on the shared connection. ``step_states`` reads state
 snapshots a few per transaction and parses one per turn of the event loop, so a long
-log's states never hold the lock or the other clients up for long.
+log's states never hold the lock or the other clients up for long; ``steps`` parses the
+rows it read after its transaction, giving the other clients a turn after every
+``PARSE_SLICE`` characters, and ``step_details`` parses (or first reads, a few per
+transaction) the steps a reader of an outline of the log needs in full, the same way,
+one at a time, so that reader never holds them all parsed.
 
 Errors: everything raised on purpose derives from ``StoreError``. A file that is not a
 valid store is ``StoreCorrupt`` and is never touched, deleted or recreated; so is damage
@@ -45,8 +49,15 @@ import re
 import secrets
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Sequence,
+)
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, NoReturn, Self, TypeVar
@@ -77,6 +88,14 @@ _NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '(.*?)' with text", re
 _DAMAGED = re.compile(r"database disk image is malformed|file is not a database")
 #: How many state snapshots ``SQLiteStore.step_states`` reads in one transaction.
 STATES_PER_READ = 64
+#: How many steps ``SQLiteStore.step_details`` reads in one transaction.
+STEPS_PER_READ = 64
+#: How many characters of stored JSON are parsed in one turn of the event loop (a
+#: single row longer than that is still parsed in one go): about a millisecond's work.
+PARSE_SLICE = 64 * 1024
+#: What making a step of a row costs besides its JSON, in characters of JSON parsed in
+#: the same time (about 40 µs: a short log of a large encounter is many small rows)
+ROW_COST = 2048
 #: The kind of step ``undo`` reverts, and the kind of step it appends.
 RESOLVE = "resolve"
 UNDO = "undo"
@@ -186,7 +205,10 @@ class EncounterRecord:
 @dataclass(frozen=True)
 class StepRecord:
     """One step of an encounter's log; ``state`` is the encounter's state after it
-    (``None`` when the log was read with ``states=False``).
+    (``None`` when the log was read with ``states=False``). In an outline of the log
+    (``steps`` with ``details``) ``rolls`` is ``[]`` and ``result`` ``None``, and a step
+    of another kind than those asked for has ``params`` ``{}`` (``step_details`` reads
+    the step in full).
 
     ``undone_by`` is the revision of the ``undo`` step that reverted this step, if any
     (the resolve it undid, or a step logged after that resolve).
@@ -201,6 +223,10 @@ class StepRecord:
     state: dict[str, Any] | None
     created_at: str
     undone_by: int | None
+    #: the stored JSON text of params, rolls and result, when an outline read with
+    #: ``texts_after`` kept it for ``step_details`` to parse
+    texts: tuple[str, str, str | None] | None = field(default=None, compare=False,
+                                                      repr=False)
 
 
 # -- the interface -----------------------------------------------------------------------
@@ -247,9 +273,36 @@ class EncounterStore(ABC):
         """
 
     @abstractmethod
-    async def steps(self, id: str, *, states: bool = True) -> builtins.list[StepRecord]:
+    async def steps(self, id: str, *, states: bool = True,
+                    details: Collection[str] | None = None,
+                    texts_after: int | None = None) -> builtins.list[StepRecord]:
         """The whole log in order (revision 1..n); with ``states=False`` without each
-        step's state snapshot (the largest column, which readers of the log rarely need)."""
+        step's state snapshot (the largest column, which readers of the log rarely need).
+
+        With ``details``, an outline of the log: every step without its rolls and
+        result (``[]`` and ``None``), and with its params only when it is of one of those
+        kinds (else ``{}``); ``step_details`` gives in full the steps a reader needs.
+        With ``texts_after`` too, the steps after that revision keep their params, rolls
+        and result as stored text (``StepRecord.texts``), which ``step_details`` parses
+        instead of reading the steps again: a reader that needs those steps in full then
+        reads the log once (a row of a long encounter holds a large state, and reading
+        it costs even when the state is not asked for).
+        """
+
+    @abstractmethod
+    def step_details(self, id: str, steps: Iterable[StepRecord]
+                     ) -> AsyncIterator[StepRecord]:
+        """Each of ``steps`` (of an outline: ``steps`` with ``details``) with its params,
+        rolls and result, parsed from its ``texts`` or else read, in the order given,
+        each revision once; the rest of each is the outline's, ``undone_by`` included,
+        so a reader sees them as it decided on them (a step's params, rolls and result
+        never change once written). A step the log does not hold is left out.
+        ``UnknownEncounter`` when there is no such encounter, also when it is deleted
+        while this runs.
+
+        They come a few at a time, as ``step_states`` gives states, for a reader that
+        keeps little of each (``encounter.log`` writes each as JSON text at once).
+        """
 
     @abstractmethod
     def step_states(self, id: str, revisions: Iterable[int]
@@ -358,7 +411,6 @@ _ENCOUNTER_COLUMNS = ("id, system, name, options, state, revision, created_at, "
                       "updated_at, initial_state")
 _STEP_COLUMNS = ("encounter_id, revision, kind, params, rolls, result, state, created_at, "
                  "undone_by")
-_STEP_COLUMNS_NO_STATE = _STEP_COLUMNS.replace(" state,", " NULL AS state,")
 
 
 # -- SQLite -------------------------------------------------------------------------------
@@ -573,6 +625,13 @@ class SQLiteStore(EncounterStore):
         return row
 
     @staticmethod
+    async def _check_encounter(db: aiosqlite.Connection, id: str) -> None:
+        """``UnknownEncounter`` unless there is an encounter ``id``. A read of steps
+        needs nothing of its row, whose state may be large: it is not read."""
+        if await _one(db, "SELECT 1 FROM encounters WHERE id = ?", (id,)) is None:
+            raise UnknownEncounter(id)
+
+    @staticmethod
     def _check_revision(id: str, row: sqlite3.Row, expected: int | None) -> int:
         current = int(row["revision"])
         if expected is not None and expected != current:
@@ -641,18 +700,119 @@ class SQLiteStore(EncounterStore):
         return await self._transaction(f"appending a step to encounter {id!r}", "IMMEDIATE",
                                        body)
 
-    async def steps(self, id: str, *, states: bool = True) -> builtins.list[StepRecord]:
-        """The whole log in order (revision 1..n); ``UnknownEncounter``."""
-        columns = _STEP_COLUMNS if states else _STEP_COLUMNS_NO_STATE
+    async def steps(self, id: str, *, states: bool = True,
+                    details: Collection[str] | None = None,
+                    texts_after: int | None = None) -> builtins.list[StepRecord]:
+        """The whole log in order (revision 1..n), or its outline (``details``: see
+        ``EncounterStore.steps``); ``UnknownEncounter``.
 
-        async def body(db: aiosqlite.Connection) -> builtins.list[StepRecord]:
-            await self._encounter_row(db, id)
-            rows = await _all(db, f"SELECT {columns} FROM steps "
-                                  "WHERE encounter_id = ? ORDER BY revision", (id,))
-            return [self._step(row) for row in rows]
+        The rows are read in one transaction and parsed after it, a slice at a time
+        (``PARSE_SLICE``): a long log took seconds to parse, and every other client
+        waited that long.
+        """
+        state = "state" if states else "NULL AS state"
+        bound: tuple[Any, ...] = ()
+        if details is None:
+            columns = "params, rolls, result"
+        else:
+            kinds = tuple(sorted(set(details)))
+            test = f"kind IN ({', '.join('?' * len(kinds))})" if kinds else "0"
+            columns = f"CASE WHEN {test} THEN params ELSE '{{}}' END AS params, " \
+                      "'[]' AS rolls, NULL AS result"
+            bound = kinds
+            if texts_after is not None:
+                columns += ", " + ", ".join(
+                    f"CASE WHEN revision > ? THEN {column} END AS {column}_text"
+                    for column in ("params", "rolls", "result"))
+                bound += (texts_after,) * 3
 
-        return await self._transaction(f"reading the log of encounter {id!r}", "DEFERRED",
+        async def body(db: aiosqlite.Connection) -> builtins.list[sqlite3.Row]:
+            await self._check_encounter(db, id)
+            return await _all(db, f"SELECT encounter_id, revision, kind, {columns}, {state}, "
+                                  "created_at, undone_by FROM steps WHERE encounter_id = ? "
+                                  "ORDER BY revision", (*bound, id))
+
+        rows = await self._transaction(f"reading the log of encounter {id!r}", "DEFERRED",
                                        body)
+        parse = self._step if texts_after is None or details is None else self._outlined
+        return [step async for step in self._sliced(rows, parse, lambda row: sum(
+            len(row[column] or "") for column in ("params", "rolls", "result", "state")))]
+
+    def _outlined(self, row: sqlite3.Row) -> StepRecord:
+        """A step of an outline, keeping the texts read with it (``texts_after``)."""
+        step = self._step(row)
+        if row["params_text"] is None:
+            return step
+        return replace(step, texts=(row["params_text"], row["rolls_text"],
+                                    row["result_text"]))
+
+    async def step_details(self, id: str, steps: Iterable[StepRecord]
+                           ) -> AsyncIterator[StepRecord]:
+        """``steps`` in full (see ``EncounterStore.step_details``): those without their
+        texts read ``STEPS_PER_READ`` at a time, in one short read transaction each; all
+        parsed a slice at a time as the caller takes them."""
+        wanted: dict[int, StepRecord] = {}
+        for step in steps:
+            wanted.setdefault(step.revision, step)
+        order = builtins.list(wanted)
+        for start in range(0, len(order), STEPS_PER_READ):
+            chunk = order[start:start + STEPS_PER_READ]
+            unread = [revision for revision in chunk if wanted[revision].texts is None]
+            rows = {int(row["revision"]): row
+                    for row in (await self._detail_rows(id, unread) if unread else [])}
+            found: builtins.list[tuple[StepRecord, tuple[str, str, str | None]]] = []
+            for revision in chunk:
+                step = wanted[revision]
+                if step.texts is not None:
+                    found.append((step, step.texts))
+                elif revision in rows:
+                    row = rows[revision]
+                    found.append((step, (row["params"], row["rolls"], row["result"])))
+            async for detailed in self._sliced(
+                    found, self._detailed,
+                    lambda pair: sum(len(text or "") for text in pair[1])):
+                yield detailed
+
+    async def _detail_rows(self, id: str, revisions: builtins.list[int]
+                           ) -> builtins.list[sqlite3.Row]:
+        low, high = min(revisions), max(revisions)
+        if high - low + 1 == len(revisions):
+            # a run of revisions: a range reads each row once, an IN list looks each up
+            # (about twice the cost)
+            which, bound = "BETWEEN ? AND ?", [low, high]
+        else:
+            which, bound = f"IN ({', '.join('?' * len(revisions))})", revisions
+
+        async def body(db: aiosqlite.Connection) -> builtins.list[sqlite3.Row]:
+            await self._check_encounter(db, id)
+            return await _all(db, "SELECT revision, params, rolls, result FROM steps "
+                                  f"WHERE encounter_id = ? AND revision {which}",
+                              (id, *bound))
+
+        return await self._transaction(f"reading steps of encounter {id!r}", "DEFERRED",
+                                       body)
+
+    def _detailed(self, pair: tuple[StepRecord, tuple[str, str, str | None]]
+                  ) -> StepRecord:
+        """A step of an outline with its params, rolls and result parsed from ``texts``."""
+        step, (params, rolls, result) = pair
+        where = f"encounter {step.encounter_id!r} step {step.revision}"
+        return replace(step, params=self._parse(params, "params", where),
+                       rolls=self._parse(rolls, "rolls", where),
+                       result=self._parse(result, "result", where), texts=None)
+
+    @staticmethod
+    async def _sliced(items: Iterable[T], parse: Callable[[T], StepRecord],
+                      size: Callable[[T], int]) -> AsyncIterator[StepRecord]:
+        """``parse`` of each item, with a turn of the event loop for the other clients
+        after every ``PARSE_SLICE`` characters of JSON (``size``; ``ROW_COST`` each)."""
+        parsed = 0
+        for item in items:
+            if parsed >= PARSE_SLICE:
+                parsed = 0
+                await asyncio.sleep(0)
+            parsed += ROW_COST + size(item)
+            yield parse(item)
 
     async def step_states(self, id: str, revisions: Iterable[int]
                           ) -> AsyncIterator[tuple[int, dict[str, Any]]]:
@@ -675,7 +835,7 @@ class SQLiteStore(EncounterStore):
     async def _state_rows(self, id: str, revisions: builtins.list[int]
                           ) -> builtins.list[sqlite3.Row]:
         async def body(db: aiosqlite.Connection) -> builtins.list[sqlite3.Row]:
-            await self._encounter_row(db, id)
+            await self._check_encounter(db, id)
             marks = ", ".join("?" * len(revisions))
             return await _all(db, "SELECT revision, state FROM steps WHERE encounter_id = ? "
                                   f"AND revision IN ({marks}) ORDER BY revision",

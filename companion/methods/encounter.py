@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.base import Imported
 from engine.dice import dice_source
 from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant
 from engine.system import System
 
-from ..combatants import ImportedRef, import_ref, is_adapter_ref, normaliser
+from ..combatants import ImportedRef, import_ref, is_adapter_ref, kept_data, normaliser
 from ..errors import (
     DICE_NEEDED,
     NOT_FOUND,
@@ -30,7 +31,8 @@ from ..errors import (
     STORE_UNAVAILABLE,
     logged_error_id,
 )
-from ..registry import MethodSpec
+from ..jsontext import encode
+from ..registry import MethodSpec, PreparedJSON
 from ..schemas import (
     COMBATANT,
     COMBATANT_ID,
@@ -52,6 +54,10 @@ WRITE_ERRORS = (NOT_FOUND, STALE_REVISION, RULES_VIOLATION, STORE_UNAVAILABLE)
 #: How many encounters' pending choices ``encounter.log`` keeps (``PendingMemo``); the
 #: least recently read goes first. One of 2 000 steps and 64 combatants takes 1 to 2 MiB.
 PENDING_MEMO_ENCOUNTERS = 16
+#: How many encounters' ``{adapter, data}`` combatants the write-backs keep
+#: (``_adapter_refs``); the least recently used goes first. What an adapter reads of a
+#: sheet is kept (``kept_data``): one of 64 real Foundry actors takes about 1 MiB.
+ADAPTER_REF_ENCOUNTERS = 16
 
 
 def _expect(record: EncounterRecord, params: Mapping[str, Any]) -> None:
@@ -82,40 +88,61 @@ async def _load(ctx: Context, params: Mapping[str, Any]) -> tuple[EncounterRecor
     return record, ctx.services.encounter_system(record.system, "/id")
 
 
-async def _adapter_refs(ctx: Context, record: EncounterRecord) -> dict[str, ImportedRef]:
-    """The combatants of ``record`` that were added as ``{adapter, data}``, by id.
+async def _adapter_refs(ctx: Context, record: EncounterRecord, system: System
+                        ) -> dict[str, ImportedRef]:
+    """The combatants of ``record`` that were added as ``{adapter, data}`` of an
+    installed adapter, by id.
 
-    Read from the log once per encounter and then kept up to date by ``encounter.add``:
-    reading the whole log at every resolve would make a long fight slower step by step.
+    Read from the log once and then kept up to date by ``encounter.add`` and
+    ``encounter.refresh`` (reading the log at every resolve would make a long fight
+    slower step by step), for the ``ADAPTER_REF_ENCOUNTERS`` encounters used last.
     """
     services = ctx.services
-    known = services.adapter_refs.get(record.id)
+    cache = services.adapter_refs
+    known = cache.pop(record.id, None)
     if known is None:
-        known = {}
-        for step in await services.store.steps(record.id, states=False):
-            # a step an undo took away gave the encounter nothing (undone_by)
-            if step.kind not in ("add", "refresh") or not step.result or step.undone_by:
-                continue
-            raw = step.params.get("combatant")
-            combatant_id = str(step.result.get("combatant_id"))
-            if isinstance(raw, dict) and is_adapter_ref(raw):
-                known[combatant_id] = (str(raw["adapter"]), raw["data"])
-            else:
-                # the id was given again to a plain combatant (after an undo)
-                known.pop(combatant_id, None)
-        services.adapter_refs[record.id] = known
-    refs: dict[str, ImportedRef] = {}
-    for combatant_id, (adapter_id, data) in known.items():
-        adapter = services.adapters.get(adapter_id)
-        if adapter is not None:
-            refs[combatant_id] = ImportedRef("/combatant", "combatant", adapter, data, {}, ())
-    return refs
+        known = await _read_adapter_refs(services, record, system)
+    cache[record.id] = known
+    while len(cache) > ADAPTER_REF_ENCOUNTERS:
+        cache.popitem(last=False)
+    return {combatant_id: ImportedRef("/combatant", "combatant",
+                                      services.adapters[adapter_id], data, {}, ())
+            for combatant_id, (adapter_id, data) in known.items()
+            if adapter_id in services.adapters}
+
+
+async def _read_adapter_refs(services: Services, record: EncounterRecord, system: System
+                             ) -> dict[str, tuple[str, Any]]:
+    """``_adapter_refs`` from the log: the latest ``add`` or ``refresh`` in effect of
+    each combatant (a step an undo took away gave the encounter nothing), read newest
+    first, and only those in full. A step stored before encounters kept only what an
+    adapter reads holds the whole sheet: only that part of it is kept (``kept_data``)."""
+    store = services.store
+    outline = await store.steps(record.id, states=False, details=())
+    taken = [s for s in reversed(outline)
+             if s.kind in ("add", "refresh") and s.undone_by is None]
+    known: dict[str, tuple[str, Any]] = {}
+    seen: set[str] = set()
+    async for step in store.step_details(record.id, taken):
+        if not step.result:
+            continue
+        combatant_id = str(step.result.get("combatant_id"))
+        if combatant_id in seen:
+            continue  # an earlier step of a combatant whose latest was read already
+        seen.add(combatant_id)
+        raw = step.params.get("combatant")
+        # else the id was given (again, after an undo) to a plain combatant
+        if isinstance(raw, dict) and is_adapter_ref(raw) \
+                and str(raw["adapter"]) in services.adapters:
+            adapter = services.adapters[str(raw["adapter"])]
+            known[combatant_id] = (adapter.id, kept_data(adapter, raw["data"], system.id))
+    return known
 
 
 async def _updates(ctx: Context, record: EncounterRecord, system: System,
                    before_state: Mapping[str, Any], after_state: Mapping[str, Any]
                    ) -> list[dict[str, Any]]:
-    refs = await _adapter_refs(ctx, record)
+    refs = await _adapter_refs(ctx, record, system)
     if not refs:
         return []
     before = system.encounter_view(before_state)
@@ -141,13 +168,36 @@ async def encounter_create(ctx: Context, params: dict[str, Any]) -> dict[str, An
             "name": record.name}
 
 
-def _given(services: Services, raw: Any, system: System) -> tuple[Any, list[str]]:
+@dataclass(frozen=True)
+class _Given:
     """The combatant ``params["combatant"]`` gives, imported when it is ``{adapter,
-    data}``, and the adapter's warnings."""
+    data}`` (``ref``), and the adapter's warnings."""
+
+    raw: Any
+    combatant: Any
+    warnings: list[str]
+    ref: ImportedRef | None = None
+
+    def stored(self, system: System) -> Any:
+        """``raw`` as the step stores it: an ``{adapter, data}``'s data cut down to what
+        the adapter reads (``kept_data``). A whole actor is mostly what no import or
+        write-back reads (a Foundry actor's items, other modules' flags: 100 to 160
+        KB, or whatever a player puts in its flags), and every refresh stored it again,
+        read it back for each write-back cache and ``encounter.log`` answer, and kept
+        it in memory."""
+        if self.ref is None:
+            return self.raw
+        whole = Imported(self.ref.combatant, self.ref.warnings)
+        return {"adapter": self.raw["adapter"],
+                "data": kept_data(self.ref.adapter, self.ref.data, system.id, whole)}
+
+
+def _given(services: Services, raw: Any, system: System) -> _Given:
+    """The combatant ``params["combatant"]`` gives (``_Given``)."""
     if not is_adapter_ref(raw):
-        return raw, []
+        return _Given(raw, raw, [])
     ref = import_ref(services, raw, system.id, "/combatant", "combatant")
-    return ref.combatant, list(ref.warnings)
+    return _Given(raw, ref.combatant, list(ref.warnings), ref)
 
 
 async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -156,19 +206,20 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
         _expect(record, params)
-        raw = params["combatant"]
-        combatant, warnings = _given(services, raw, system)
+        given = _given(services, params["combatant"], system)
+        warnings = given.warnings
         limit = services.settings.limits.max_combatants
         if len(_combatant_ids(system.encounter_view(record.state))) >= limit:
             raise LimitExceeded(Problem(
                 "/combatant", f"an encounter holds at most {limit} combatants (limit "
                               "max_combatants)"))
-        state, combatant_id = system.encounter_add(record.state, combatant)
+        state, combatant_id = system.encounter_add(record.state, given.combatant)
+        stored = given.stored(system)
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="add",
-            params={"combatant": raw}, rolls=[],
+            params={"combatant": stored}, rolls=[],
             result={"combatant_id": combatant_id, "warnings": warnings}, state=state)
-        _remember_ref(services, record.id, combatant_id, raw)
+        _remember_ref(services, record.id, combatant_id, stored)
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "warnings": warnings,
             "updates": []}
@@ -182,9 +233,9 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
         _expect(record, params)
-        raw = params["combatant"]
-        combatant, warnings = _given(services, raw, system)
-        state = system.encounter_replace(record.state, combatant_id, combatant)
+        given = _given(services, params["combatant"], system)
+        warnings = given.warnings
+        state = system.encounter_replace(record.state, combatant_id, given.combatant)
         before = _combatant(system.encounter_view(record.state), combatant_id)
         after = _combatant(system.encounter_view(state), combatant_id)
         changed = _changed_fields(before, after)
@@ -193,12 +244,13 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
             # the sheet says what the encounter holds: nothing to store or announce
             return {"combatant_id": combatant_id, "revision": record.revision,
                     "changed": [], "dropped_choices": [], "warnings": warnings}
+        stored = given.stored(system)
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="refresh",
-            params={"combatant_id": combatant_id, "combatant": raw}, rolls=[],
+            params={"combatant_id": combatant_id, "combatant": stored}, rolls=[],
             result={"combatant_id": combatant_id, "changed": changed,
                     "dropped_choices": dropped, "warnings": warnings}, state=state)
-        _remember_ref(services, record.id, combatant_id, raw)
+        _remember_ref(services, record.id, combatant_id, stored)
     await services.hub.encounter_changed(new.id, new.revision)
     return {"combatant_id": combatant_id, "revision": new.revision, "changed": changed,
             "dropped_choices": dropped, "warnings": warnings}
@@ -224,14 +276,14 @@ def _dropped_choices(system: System, before: Mapping[str, Any],
 
 
 def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
-                  raw: Any) -> None:
+                  stored: Any) -> None:
     """Keep the cached ``{adapter, data}`` of the encounter's combatants up to date
-    (``_adapter_refs``) after ``raw`` was stored for ``combatant_id``."""
+    (``_adapter_refs``) after ``stored`` was stored for ``combatant_id``."""
     known = services.adapter_refs.get(encounter_id)
     if known is None:
         return
-    if is_adapter_ref(raw):
-        known[combatant_id] = (str(raw["adapter"]), raw["data"])
+    if is_adapter_ref(stored) and str(stored["adapter"]) in services.adapters:
+        known[combatant_id] = (str(stored["adapter"]), stored["data"])
     else:
         known.pop(combatant_id, None)
 
@@ -496,70 +548,97 @@ class _Secrets:
         return all(used.get(cid, False) for cid in self.found(resolve.revision))
 
 
-def masked_log(steps: list[StepRecord], system: System | None,
-               memo: PendingMemo | None) -> list[dict[str, Any]]:
-    """The log as a player may see it: no stored state, no declaration's choice before a
-    resolve still in effect used it (``_Secrets``, from ``memo`` brought up to
+#: The kinds of step whose params masking reads (``_Secrets``, ``_voided``,
+#: ``PendingMemo``): an outline of the log with only their params is enough to mask.
+MASKING_DETAILS = ("declare", "undo")
+
+
+class _Masking:
+    """What ``encounter.log`` hides of each step, decided on the whole log (or its
+    outline with ``MASKING_DETAILS``): no stored state, no declaration's choice before
+    a resolve still in effect used it (``_Secrets``, from ``memo`` brought up to
     ``steps``), and no undone resolve's dice and result while they would show a choice
     that is hidden. A system that does not give its pending choices
     (``encounter_pending_choices`` is ``None``), or one no longer installed, gets a
     coarser rule: a declaration is shown once any resolve in effect followed it, unless
     voided; an undone resolve's dice and result never are."""
-    secrets = None
-    if system is not None and memo is not None and memo.gives:
-        secrets = _Secrets(steps, memo)
-    voided = _voided(steps)
-    last_resolve = max((s.revision for s in steps
-                        if s.kind == "resolve" and s.undone_by is None
-                        and s.revision not in voided), default=0)
 
-    def hidden(step: StepRecord) -> bool:
+    def __init__(self, steps: list[StepRecord], system: System | None,
+                 memo: PendingMemo | None) -> None:
+        self.system = system
+        self.secrets = None
+        if system is not None and memo is not None and memo.gives:
+            self.secrets = _Secrets(steps, memo)
+        self.voided = _voided(steps)
+        self.last_resolve = max((s.revision for s in steps
+                                 if s.kind == "resolve" and s.undone_by is None
+                                 and s.revision not in self.voided), default=0)
+
+    def hidden(self, step: StepRecord) -> bool:
+        """Whether ``step`` (of the log masking was decided on) is masked."""
         if step.kind == "resolve":
             return step.undone_by is not None and (
-                secrets is None or not secrets.resolve_shown(step))
+                self.secrets is None or not self.secrets.resolve_shown(step))
         if step.kind != "declare":
             return False
-        if secrets is not None:
-            return step.revision not in secrets.shown
-        if step.revision <= last_resolve and step.revision not in voided:
+        if self.secrets is not None:
+            return step.revision not in self.secrets.shown
+        if step.revision <= self.last_resolve and step.revision not in self.voided:
             return False
-        return system is None or not system.encounter_choice_is_public(
+        return self.system is None or not self.system.encounter_choice_is_public(
             step.params.get("choice") or {})
 
-    out = []
-    for step in steps:
+    def entry(self, step: StepRecord) -> dict[str, Any]:
+        """``step`` (in full) as the log shows it."""
         params: dict[str, Any] = dict(step.params)
         entry: dict[str, Any] = {"revision": step.revision, "kind": step.kind,
                                  "params": params, "rolls": step.rolls,
                                  "result": step.result, "created_at": step.created_at,
                                  "undone_by": step.undone_by}
-        if hidden(step):
+        if self.hidden(step):
             if step.kind == "declare":
                 entry["params"] = {"combatant_id": params.get("combatant_id"),
                                    "choice": None, "hidden": True}
             else:
                 entry.update(rolls=None, result=None, hidden=True)
-        out.append(entry)
-    return out
+        return entry
 
 
-async def encounter_log(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+def masked_log(steps: list[StepRecord], system: System | None,
+               memo: PendingMemo | None) -> list[dict[str, Any]]:
+    """The whole log ``steps`` as a player may see it (``_Masking``)."""
+    masking = _Masking(steps, system, memo)
+    return [masking.entry(step) for step in steps]
+
+
+async def encounter_log(ctx: Context, params: dict[str, Any]) -> PreparedJSON:
     """``encounter.log``: every step (or those after ``since``), secret declarations
-    masked until resolved."""
-    record = await ctx.services.store.get(params["id"])
+    masked until resolved.
+
+    Masking needs the whole log (a later resolve reveals an earlier declaration), but
+    only its outline (``MASKING_DETAILS``), read with the stored text of the steps to
+    answer; each of those is then parsed and written as JSON text at once, so the
+    answer's steps are never all held parsed (a long log of whole VTT sheets took a
+    gigabyte)."""
+    store = ctx.services.store
+    record = await store.get(params["id"])
     # The log stays readable when the encounter's system is no longer installed.
     system = ctx.services.systems.get(record.system)
-    steps = await ctx.services.store.steps(record.id, states=False)
-    # Masking compares the pending choices of the stored states (``_Secrets``), read
-    # once per step and remembered: a long log's states are far larger than the log.
-    memo = None if system is None else await _pending_memo(ctx.services, record, system,
-                                                           steps)
-    # Masking needs the whole log (a later resolve reveals an earlier declaration), so
     # ``since`` only trims the answer. A client that keeps a copy must re-read a masked
     # step once it is resolved: it then asks from the oldest step still masked.
     since = params.get("since", 0)
-    logged = [s for s in masked_log(steps, system, memo) if s["revision"] > since]
-    return {"id": record.id, "revision": record.revision, "steps": logged}
+    outline = await store.steps(record.id, states=False, details=MASKING_DETAILS,
+                                texts_after=since)
+    # Masking compares the pending choices of the stored states (``_Secrets``), read
+    # once per step and remembered: a long log's states are far larger than the log.
+    memo = None if system is None else await _pending_memo(ctx.services, record, system,
+                                                           outline)
+    masking = _Masking(outline, system, memo)
+    # each step as masking saw it (an undo stored meanwhile is not in this answer)
+    parts = [encode(masking.entry(step)) async for step in store.step_details(
+        record.id, (step for step in outline if step.revision > since))]
+    return PreparedJSON.written(b'{"id":%s,"revision":%d,"steps":[%s]}' % (
+        encode(record.id), record.revision, b",".join(parts)))
 
 
 async def encounter_list(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:

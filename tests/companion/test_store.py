@@ -167,6 +167,122 @@ async def test_states_of_an_encounter_deleted_while_they_are_read_are_unknown(
     assert rest == [(2, {"n": 2})]  # read with 1, before the delete
 
 
+async def test_an_outline_of_the_log_has_only_the_params_of_the_kinds_asked_for(
+        store: SQLiteStore) -> None:
+    """``steps(details=...)``: masking needs the params of declarations and undos only;
+    no step comes with its rolls and result, no other step with its params."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for kind, n in (("add", 1), ("declare", 2), ("resolve", 3)):
+        await store.append(record.id, expected_revision=None, kind=kind,
+                           params={"n": n}, rolls=[n], result={"n": n}, state={"n": n})
+    await store.undo(record.id, expected_revision=None)
+    full = await store.steps(record.id, states=False)
+    outline = await store.steps(record.id, states=False, details=("declare", "undo"))
+    assert [(s.kind, s.params, s.rolls, s.result) for s in outline] == [
+        ("add", {}, [], None), ("declare", {"n": 2}, [], None),
+        ("resolve", {}, [], None), ("undo", {"undoes": 3}, [], None)]
+    assert [dataclasses.replace(s, params={}, rolls=[], result=None) for s in full] == [
+        dataclasses.replace(s, params={}, rolls=[], result=None) for s in outline]
+    assert [s.params for s in await store.steps(record.id, details=())] == [{}] * 4
+
+
+async def test_step_details_come_in_the_order_asked_a_few_reads_at_a_time(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step asked for once, in the order asked, one the log does not hold left
+    out; each read transaction takes ``STEPS_PER_READ`` of them; the rest of each step
+    (``undone_by``) is the outline's."""
+    monkeypatch.setattr(store_module, "STEPS_PER_READ", 2)
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 8):
+        await step(store, record.id, "declare", n)
+    reads: list[list[int]] = []
+    rows = store._detail_rows
+
+    async def counting(id: str, revisions: list[int]) -> Any:
+        reads.append(revisions)
+        return await rows(id, revisions)
+
+    monkeypatch.setattr(store, "_detail_rows", counting)
+    full = {s.revision: s for s in await store.steps(record.id, states=False)}
+    outline = {s.revision: s for s in await store.steps(record.id, states=False,
+                                                        details=())}
+    outline[2] = dataclasses.replace(outline[2], undone_by=42)
+    asked = [outline[r] for r in (7, 2, 3, 3)] + [
+        dataclasses.replace(outline[1], revision=99), outline[1]]
+    got = [s async for s in store.step_details(record.id, asked)]
+    assert got == [full[7], dataclasses.replace(full[2], undone_by=42), full[3], full[1]]
+    assert reads == [[7, 2], [3, 99], [1]]
+    assert [s async for s in store.step_details(record.id, [])] == []
+    with pytest.raises(UnknownEncounter):
+        [s async for s in store.step_details("nope", [outline[1]])]
+
+
+async def test_an_outline_with_texts_needs_no_second_read(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``texts_after``: the steps after that revision come with their stored text, and
+    ``step_details`` parses it instead of reading them again."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 6):
+        await step(store, record.id, "resolve" if n % 2 else "declare", n)
+    full = await store.steps(record.id, states=False)
+    outline = await store.steps(record.id, states=False, details=("declare",),
+                                texts_after=3)
+    assert [s.texts is not None for s in outline] == [False, False, False, True, True]
+    assert outline == await store.steps(record.id, states=False, details=("declare",))
+    reads: list[list[int]] = []
+    rows = store._detail_rows
+
+    async def counting(id: str, revisions: list[int]) -> Any:
+        reads.append(revisions)
+        return await rows(id, revisions)
+
+    monkeypatch.setattr(store, "_detail_rows", counting)
+    assert [s async for s in store.step_details(record.id, outline)] == full
+    assert reads == [[1, 2, 3]]
+
+
+@pytest.mark.parametrize("read", ["steps", "step_details"])
+async def test_a_long_log_is_parsed_a_slice_at_a_time(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
+    """Other clients get a turn of the event loop after every ``PARSE_SLICE``
+    characters of JSON parsed: steps of 0.4 slices are parsed three at a time at most
+    (the third crosses the slice), never the whole log in one go."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    size = int(store_module.PARSE_SLICE * 0.4)
+    for n in range(1, 13):
+        await store.append(record.id, expected_revision=None, kind="add",
+                           params={"text": "x" * size}, rolls=[], result=None,
+                           state={"n": n})
+    outline = await store.steps(record.id, states=False, details=())
+    events: list[str] = []
+
+    def noting(parse: Any) -> Any:
+        def parsing(item: Any) -> Any:
+            events.append("parse")
+            return parse(item)
+        return parsing
+
+    monkeypatch.setattr(store, "_step", noting(store._step))
+    monkeypatch.setattr(store, "_detailed", noting(store._detailed))
+    done = asyncio.Event()
+
+    async def other_client() -> None:
+        while not done.is_set():
+            events.append("turn")
+            await asyncio.sleep(0)
+
+    other = asyncio.ensure_future(other_client())
+    await asyncio.sleep(0)
+    if read == "steps":
+        assert len(await store.steps(record.id, states=False)) == 12
+    else:
+        assert len([s async for s in store.step_details(record.id, outline)]) == 12
+    done.set()
+    await other
+    runs = "".join("p" if e == "parse" else " " for e in events).split()
+    assert runs == ["ppp"] * 4
+
+
 async def test_a_stored_state_that_is_not_an_object_is_corrupt(store: SQLiteStore) -> None:
     record = await store.create("revised-2e", None, {}, {"n": 0})
     await step(store, record.id, "declare", 1)

@@ -1,0 +1,239 @@
+"""``Adapter.trimmed``: an encounter keeps only what an adapter reads of a sheet
+(docs/ADAPTERS.md "What an encounter keeps"), and importing or writing back from that
+gives exactly what the whole sheet gives.
+
+The loops play real exchanges on the public fixtures (tests/fixtures/README.md), the
+hand-made Roll20 character and mapped sheets in the three systems, with the write-backs
+applied as Foundry and the Roll20 Mod script do, and compare at every step the import
+(combatant and warnings) and the write-back made from the whole data and from the
+trimmed data. The junk tests fill every place a player or another module can write
+with what the adapters never read, and check that none of it is kept."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import pytest
+
+import adapters
+from adapters.core import FIELDS, project
+from engine.errors import InvalidInput
+
+from .support import apply_foundry, apply_roll20, attribs_of, load
+from .test_foundry import MAPPING
+from .test_write_back_round_trip import (
+    STATE,
+    SYSTEMS,
+    Sheet,
+    exchange,
+    foundry_sheets,
+    roll20_sheets,
+)
+
+JUNK: list[Any] = [{}] * 2000  # what a player may put in a flag: [{},{},...]
+
+
+def generic_sheets(system: str, state: dict[str, Any]) -> list[Sheet]:
+    """The mapped sheets: a Foundry actor through ``MAPPING``, a Roll20 character
+    through a mapping of its own, both with the psionic state."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    actor["flags"] = {"mindscape": {system: copy.deepcopy(state)}}
+    roll20 = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    mapping = {"fields": {"int": "Intelligence", "wis": "Wisdom", "hp": "HP",
+                          "level": "level-class1", "hit_dice": "level-class1",
+                          "die": {"path": "psi_die", "default": 8}, "psp": "PSP",
+                          "psp_max": "PSP|max"},
+               "npc_attribute": "npc"}
+    plain = next(s for s in roll20_sheets(system, state))
+    rows = [r for r in attribs_of(plain.data) if r["name"].startswith("psi_")]
+    roll20["attribs"].extend(rows)
+    return [Sheet("foundry.generic", {"mapping": MAPPING, "actor": actor}, apply_foundry),
+            Sheet("roll20.generic", {"mapping": mapping, "character": roll20},
+                  apply_roll20)]
+
+
+def every_sheet(system: str) -> list[Sheet]:
+    out = []
+    for state in STATE[system]:
+        out += [*foundry_sheets(system, state), *roll20_sheets(system, state),
+                *generic_sheets(system, state)]
+    return out
+
+
+def same_either_way(sheet: Sheet, system: str, before: Any = None,
+                    after: Any = None) -> list[dict[str, Any]]:
+    """The import and (given a before and after) the write-back of ``sheet``, checked to
+    be the same from its trimmed data; the write-back."""
+    adapter = sheet.adapter
+    cut = adapter.trimmed(sheet.data, system)
+    whole, again = adapter.import_(sheet.data, system), adapter.import_(cut, system)
+    assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
+    if before is None:
+        return []
+    normalise = SYSTEMS[system].combatant
+    updates = adapter.updates(sheet.data, system, before, after, normalise=normalise)
+    assert adapter.updates(cut, system, before, after, normalise=normalise) == updates
+    return updates
+
+
+@pytest.mark.parametrize("system", sorted(STATE))
+@pytest.mark.parametrize("seed", range(4))
+def test_the_trimmed_sheet_imports_and_writes_back_as_the_whole_one(
+        system: str, seed: int) -> None:
+    rng = random.Random(f"trimmed-{system}-{seed}")
+    sheets = every_sheet(system)
+    for i, sheet in enumerate(sheets):  # different combatants
+        holder = sheet.data.get("actor") or sheet.data.get("character") or sheet.data
+        key = "_id" if "_id" in holder else "id"
+        holder[key] = f"{holder[key][:12]}{i:04d}"
+        same_either_way(sheet, system)
+    played = 0
+    for _ in range(24):
+        a, d = rng.sample(sheets, 2)
+        result = exchange(system, a.adapter.import_(a.data, system).combatant,
+                          d.adapter.import_(d.data, system).combatant, rng)
+        if result is None:
+            continue
+        played += 1
+        for sheet, side in ((a, result["attacker"]), (d, result["defender"])):
+            updates = same_either_way(sheet, system, side["before"], side["after"])
+            sheet.data = sheet.apply(sheet.data, updates)
+            same_either_way(sheet, system)
+    assert played >= 4, "the exchanges were refused: the loop checked too little"
+
+
+def test_of_a_real_dnd5e_actor_only_what_is_read_is_kept() -> None:
+    """zanna-gnome-wizard.json (162 KB: 36 items, skills, spells ...) keeps its id,
+    name, type, the sheet's values read, its one class item's level and hit die, and its
+    psionic state."""
+    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    actor["flags"]["mindscape"] = {"revised-2e": {"psp": 30, "kind": "psionicist"}}
+    data = {"actor": actor, "token": {"uuid": "Scene.s1.Token.t1", "actorLink": False,
+                                      "name": "Zanna on the map"}}
+    cut = adapters.get("foundry.dnd5e").trimmed(data, "revised-2e")
+    system = actor["system"]
+    assert cut == {
+        "actor": {
+            "_id": actor["_id"], "name": actor["name"], "type": "character",
+            "system": {
+                "abilities": {k: {"value": system["abilities"][k]["value"]}
+                              for k in ("int", "wis", "con")},
+                "attributes": {"hp": {k: system["attributes"]["hp"][k]
+                                      for k in ("value", "max", "temp")
+                                      if k in system["attributes"]["hp"]}},
+                "details": {k: system["details"][k] for k in ("level", "originalClass")
+                            if k in system["details"]}},
+            "items": [{"_id": item["_id"], "name": item["name"], "type": "class",
+                       "system": {k: item["system"][k]
+                                  for k in ("levels", "hitDice", "hd", "identifier")
+                                  if k in item["system"]}}
+                      for item in actor["items"] if item["type"] == "class"],
+            "flags": {"mindscape": {"revised-2e": {"psp": 30, "kind": "psionicist"}}}},
+        "token": {"uuid": "Scene.s1.Token.t1", "actorLink": False,
+                  "name": "Zanna on the map"}}
+    # the token's name names the combatant: kept, the trimmed sheet imports the same
+    assert adapters.get("foundry.dnd5e").import_(cut, "revised-2e").combatant["name"] == \
+        "Zanna on the map"
+    assert len(cut["actor"]["items"]) == 1 and len(actor["items"]) == 36
+    assert len(json.dumps(cut)) * 50 < len(json.dumps(data))
+
+
+def test_junk_anywhere_a_foundry_adapter_does_not_read_is_not_kept() -> None:
+    """Other modules' flags, another system's state, unknown keys in the state, items
+    that are not classes, long texts on the sheet, extra envelope and token keys."""
+    for adapter_id, actor in (("foundry.dnd5e", load("foundry/dnd5e/randal-human-fighter.json")),
+                              ("foundry.dnd5e", load("foundry/dnd5e/aboleth.json")),
+                              ("foundry.generic", load("foundry/dnd5e/aboleth.json"))):
+        adapter = adapters.get(adapter_id)
+        actor["flags"] = {"mindscape": {"power-pool": {"psionic": True}}}
+        clean = {"actor": actor, "token": {"uuid": "Scene.s1.Token.t1", "actorLink": False},
+                 **({"mapping": MAPPING} if adapter_id == "foundry.generic" else {})}
+        junky = copy.deepcopy(clean)
+        a = junky["actor"]
+        a["flags"]["junk"] = JUNK
+        a["flags"]["mindscape"]["revised-2e"] = {"psp": JUNK}
+        a["flags"]["mindscape"]["power-pool"]["junk"] = JUNK
+        a["items"].append({"_id": "junkItem00000001", "type": "spell", "name": "x",
+                           "system": {"description": {"value": "x" * 100_000}}})
+        a["system"]["details"]["biography"] = {"value": "y" * 100_000}
+        a["system"]["junk"] = JUNK
+        a["prototypeToken"] = {"junk": JUNK}
+        junky["token"]["junk"] = JUNK
+        junky["junk"] = JUNK
+        assert adapter.trimmed(junky, "power-pool") == adapter.trimmed(clean, "power-pool")
+        assert adapter.import_(junky, "power-pool") == adapter.import_(clean, "power-pool")
+        assert len(json.dumps(adapter.trimmed(junky, "power-pool"))) < 2500
+
+
+def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
+    """Attributes the sheet never reads, a second attribute of a name read (``unwrap``
+    reads the first), attributes' ids and extra keys, the character's other keys."""
+    adapter = adapters.get("roll20.adnd2e-revised")
+    clean = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    junky = copy.deepcopy(clean)
+    junky["attribs"] += [{"name": f"junk{i}", "current": "x" * 1000, "max": ""}
+                         for i in range(200)]
+    junky["attribs"].append({"name": "psp", "current": "99", "max": "99"})
+    junky["attribs"][0]["junk"] = JUNK
+    junky["bio"] = "z" * 100_000
+    cut = adapter.trimmed(junky, "revised-2e")
+    assert cut == adapter.trimmed(clean, "revised-2e")
+    assert adapter.import_(junky, "revised-2e") == adapter.import_(clean, "revised-2e")
+    assert set(cut) == {"id", "name", "attribs"}
+    # every attribute the sheet reads, first of its name, with name, current and max
+    assert [row["name"] for row in cut["attribs"]] == [
+        row["name"] for row in clean["attribs"]
+        if row["name"] not in ("tempPSP", "PSP-cost", "PSP-cost2")
+        and not row["name"].endswith(("_PSP-cost", "_PSP-cost2", "_MThAC0", "_mthac0adj"))]
+    assert all(set(row) == {"name", "current", "max"} for row in cut["attribs"])
+
+
+def test_a_vttes_export_keeps_its_envelope() -> None:
+    """schema_version 3 wraps the character: the envelope's keys ``unwrap`` reads stay."""
+    inner = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    data = {"schema_version": 3, "type": "character", "character": inner,
+            "junk": JUNK}
+    adapter = adapters.get("roll20.adnd2e-revised")
+    cut = adapter.trimmed(data, "power-pool")
+    assert set(cut) == {"schema_version", "type", "character"}
+    assert adapter.import_(cut, "power-pool") == adapter.import_(data, "power-pool")
+
+
+def test_data_an_adapter_cannot_read_is_kept_whole() -> None:
+    """Nothing is guessed for data import refuses (not an object, an unusable
+    mapping, a system the adapters do not build for)."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    bad_mapping = {"mapping": {"fields": {"psp": {"path": "a..b"}}}, "actor": zanna}
+    cases = [(adapters.get("foundry.dnd5e"), [1, 2], "revised-2e"),
+             (adapters.get("foundry.dnd5e"), zanna, "a-plugin-system"),
+             (adapters.get("foundry.generic"), bad_mapping, "revised-2e"),
+             (adapters.get("roll20.generic"), {"mapping": 1, "character": {}}, "power-pool")]
+    for adapter, data, system in cases:
+        assert adapter.trimmed(data, system) is data
+    with pytest.raises(InvalidInput):
+        adapters.get("foundry.generic").import_(bad_mapping, "revised-2e")
+
+
+def test_project_keeps_what_dig_reads_at_each_path() -> None:
+    root = {"a": {"b": {"c": 1, "d": 2}, "e": None, "f": [1, 2], "g": 3},
+            "h": {"i": {}}}
+    before = copy.deepcopy(root)
+    assert project(root, ["a.b.c", "a.e.x", "a.f.0", "a.g.x", "a.missing.x", "h.i.j",
+                          "zz"]) == {
+        "a": {"b": {"c": 1}, "e": None, "f": [1, 2], "g": 3}, "h": {"i": {}}}
+    # a path kept whole and a longer one inside it, either way round
+    assert project(root, ["a.b", "a.b.c"]) == {"a": {"b": {"c": 1, "d": 2}}}
+    assert project(root, ["a.b.c", "a.b"]) == {"a": {"b": {"c": 1, "d": 2}}}
+    assert root == before
+
+
+def test_every_combatant_field_of_the_psionic_state_is_kept() -> None:
+    """``flags.mindscape.<system>`` keeps each field the adapters read there."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    for system, fields in FIELDS.items():
+        actor["flags"] = {"mindscape": {system: {name: None for name in fields}}}
+        cut = adapters.get("foundry.dnd5e").trimmed(actor, system)
+        assert cut["flags"]["mindscape"][system] == {name: None for name in fields}

@@ -28,8 +28,8 @@ from .test_write_back_round_trip import (
     STATE,
     SYSTEMS,
     Sheet,
-    exchange,
     foundry_sheets,
+    play,
     roll20_sheets,
 )
 
@@ -91,14 +91,9 @@ def test_the_trimmed_sheet_imports_and_writes_back_as_the_whole_one(
         holder[key] = f"{holder[key][:12]}{i:04d}"
         same_either_way(sheet, system)
     played = 0
-    for _ in range(24):
-        a, d = rng.sample(sheets, 2)
-        result = exchange(system, a.adapter.import_(a.data, system).combatant,
-                          d.adapter.import_(d.data, system).combatant, rng)
-        if result is None:
-            continue
+    for pair in play(system, sheets, rng, 24):
         played += 1
-        for sheet, side in ((a, result["attacker"]), (d, result["defender"])):
+        for sheet, side in pair:
             updates = same_either_way(sheet, system, side["before"], side["after"])
             sheet.data = sheet.apply(sheet.data, updates)
             same_either_way(sheet, system)

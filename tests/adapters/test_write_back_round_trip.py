@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +176,19 @@ def writable(adapter: adapters.Adapter, sheet: Sheet, system: str, name: str) ->
     return binding.writable if binding is not None else name != "hp"
 
 
+def play(system: str, sheets: list[Sheet], rng: random.Random, tries: int
+         ) -> Iterator[tuple[tuple[Sheet, dict[str, Any]], ...]]:
+    """``tries`` exchanges between two of ``sheets`` drawn by ``rng``, each imported as
+    its sheet stands then: for each the rules allowed, its two sheets with their sides
+    of the result (the caller writes them back before the next)."""
+    for _ in range(tries):
+        a, d = rng.sample(sheets, 2)
+        result = exchange(system, a.adapter.import_(a.data, system).combatant,
+                          d.adapter.import_(d.data, system).combatant, rng)
+        if result is not None:
+            yield (a, result["attacker"]), (d, result["defender"])
+
+
 @pytest.mark.parametrize("system", sorted(STATE))
 @pytest.mark.parametrize("seed", range(12))
 def test_applying_a_write_back_and_importing_again_gives_the_after_state(
@@ -184,14 +197,9 @@ def test_applying_a_write_back_and_importing_again_gives_the_after_state(
     sheets = sheets_for(system, rng)
     normalise = SYSTEMS[system].combatant
     played = 0
-    for _ in range(6):
-        a, d = rng.sample(sheets, 2)
-        result = exchange(system, a.adapter.import_(a.data, system).combatant,
-                          d.adapter.import_(d.data, system).combatant, rng)
-        if result is None:
-            continue
+    for pair in play(system, sheets, rng, 6):
         played += 1
-        for sheet, side in ((a, result["attacker"]), (d, result["defender"])):
+        for sheet, side in pair:
             adapter = sheet.adapter
             updates = adapter.updates(sheet.data, system, side["before"], side["after"],
                                       normalise=normalise)

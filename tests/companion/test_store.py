@@ -186,6 +186,20 @@ async def test_an_outline_of_the_log_has_only_the_params_of_the_kinds_asked_for(
     assert [s.params for s in await store.steps(record.id, details=())] == [{}] * 4
 
 
+def count_detail_reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+                       ) -> list[list[int]]:
+    """The revisions of each read ``step_details`` makes from now on, in order."""
+    reads: list[list[int]] = []
+    rows = store._detail_rows
+
+    async def counting(id: str, revisions: list[int]) -> Any:
+        reads.append(revisions)
+        return await rows(id, revisions)
+
+    monkeypatch.setattr(store, "_detail_rows", counting)
+    return reads
+
+
 async def test_step_details_come_in_the_order_asked_a_few_reads_at_a_time(
         store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each step asked for once, in the order asked, one the log does not hold left
@@ -195,14 +209,7 @@ async def test_step_details_come_in_the_order_asked_a_few_reads_at_a_time(
     record = await store.create("revised-2e", None, {}, {"n": 0})
     for n in range(1, 8):
         await step(store, record.id, "declare", n)
-    reads: list[list[int]] = []
-    rows = store._detail_rows
-
-    async def counting(id: str, revisions: list[int]) -> Any:
-        reads.append(revisions)
-        return await rows(id, revisions)
-
-    monkeypatch.setattr(store, "_detail_rows", counting)
+    reads = count_detail_reads(store, monkeypatch)
     full = {s.revision: s for s in await store.steps(record.id, states=False)}
     outline = {s.revision: s for s in await store.steps(record.id, states=False,
                                                         details=())}
@@ -229,14 +236,7 @@ async def test_an_outline_with_texts_needs_no_second_read(
                                 texts_after=3)
     assert [s.texts is not None for s in outline] == [False, False, False, True, True]
     assert outline == await store.steps(record.id, states=False, details=("declare",))
-    reads: list[list[int]] = []
-    rows = store._detail_rows
-
-    async def counting(id: str, revisions: list[int]) -> Any:
-        reads.append(revisions)
-        return await rows(id, revisions)
-
-    monkeypatch.setattr(store, "_detail_rows", counting)
+    reads = count_detail_reads(store, monkeypatch)
     assert [s async for s in store.step_details(record.id, outline)] == full
     assert reads == [[1, 2, 3]]
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.base import Imported
 from engine.dice import dice_source
@@ -88,6 +89,18 @@ async def _load(ctx: Context, params: Mapping[str, Any]) -> tuple[EncounterRecor
     return record, ctx.services.encounter_system(record.system, "/id")
 
 
+_T = TypeVar("_T")
+
+
+def _remember(cache: OrderedDict[str, _T], key: str, value: _T, limit: int) -> None:
+    """``value`` as the most recently used entry of ``cache`` for ``key``; the least
+    recently used dropped beyond ``limit`` entries."""
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > limit:
+        cache.popitem(last=False)
+
+
 async def _adapter_refs(ctx: Context, record: EncounterRecord, system: System
                         ) -> dict[str, ImportedRef]:
     """The combatants of ``record`` that were added as ``{adapter, data}`` of an
@@ -99,12 +112,10 @@ async def _adapter_refs(ctx: Context, record: EncounterRecord, system: System
     """
     services = ctx.services
     cache = services.adapter_refs
-    known = cache.pop(record.id, None)
+    known = cache.get(record.id)
     if known is None:
         known = await _read_adapter_refs(services, record, system)
-    cache[record.id] = known
-    while len(cache) > ADAPTER_REF_ENCOUNTERS:
-        cache.popitem(last=False)
+    _remember(cache, record.id, known, ADAPTER_REF_ENCOUNTERS)
     return {combatant_id: ImportedRef("/combatant", "combatant",
                                       services.adapters[adapter_id], data, {}, ())
             for combatant_id, (adapter_id, data) in known.items()
@@ -452,12 +463,10 @@ async def _pending_memo(services: Services, record: EncounterRecord, system: Sys
                         steps: list[StepRecord]) -> PendingMemo:
     """The encounter's ``PendingMemo``, brought up to ``steps`` (the whole log)."""
     memos = services.pending_memos
-    memo = memos.pop(record.id, None)
+    memo = memos.get(record.id)
     if memo is None or memo.system is not system or memo.created_at != record.created_at:
         memo = PendingMemo(system, record.created_at)
-    memos[record.id] = memo
-    while len(memos) > PENDING_MEMO_ENCOUNTERS:
-        memos.popitem(last=False)
+    _remember(memos, record.id, memo, PENDING_MEMO_ENCOUNTERS)
     store = services.store
     async with memo.lock:
         if memo.gives is None and steps:

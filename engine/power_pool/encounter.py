@@ -411,7 +411,7 @@ def _over_limit_alone(system: PowerPoolSystem, state: Mapping[str, Any],
     except LimitExceeded:
         return True
     except (RulesViolation, InvalidInput):
-        return False
+        pass  # another refusal: not this one's to give here
     return False
 
 

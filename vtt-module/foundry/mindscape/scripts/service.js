@@ -2105,13 +2105,21 @@ const DEFENSE_RULES = new Set(["defense-not-known", "nonpsionic-cannot-defend", 
 const CHOOSER_RULES = new Set(["mode-not-known", "defender-unaware", "pool-dice-exceed-pool", "labyrinth-while-controlled", "spell-not-memorised"]);
 
 /**
+ * The refusals that name the mind struck but tell only what everyone at the table sees:
+ * combat-strength's `target-dead` (the creature lies dead; the detail says so and no more).
+ */
+const PUBLIC_TARGET_RULES = new Set(["target-dead"]);
+
+/**
  * Whether a failed attack's `error` speaks of the minds it struck rather than of the
  * attacker (combatant id `attackerId`): a 4001 of a defense's rules, or naming another
- * combatant; a −32602 with a problem outside the attacker and its attack.
+ * combatant, unless it is one of PUBLIC_TARGET_RULES; a −32602 with a problem outside the
+ * attacker and its attack.
  */
 function speaksOfTheStruck(error, attackerId) {
   if (error instanceof RulesError) {
     const { rule = "", combatant } = error.data ?? {};
+    if (PUBLIC_TARGET_RULES.has(rule)) return false;
     return DEFENSE_RULES.has(rule) || (typeof combatant === "string" && combatant !== attackerId);
   }
   if (error instanceof InvalidParamsError) {

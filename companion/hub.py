@@ -146,6 +146,12 @@ class Hub:
             if not watchers:
                 del self._watchers[encounter_id]
 
+    def forget(self, encounter_id: str) -> None:
+        """No socket watches ``encounter_id`` any more (it was deleted: its notice is
+        the last one, and a socket that lives on must not hold it for ever)."""
+        for peer in self._watchers.pop(encounter_id, ()):
+            peer.watching.discard(encounter_id)
+
     def watchers(self, encounter_id: str) -> list[Peer]:
         """The sockets watching ``encounter_id``."""
         return list(self._watchers.get(encounter_id, ()))

@@ -287,6 +287,13 @@ class TokenKeeper:
         self._refresh(force=True)
         return self._generation != before and hmac.compare_digest(raw, self._bytes)
 
+    def generation_accepting(self, given: object) -> int | None:
+        """The generation (``generation``) whose token ``given`` is, when it is the token
+        in force, else ``None``. Read with the check itself: a WebSocket that keeps it
+        is closed after any rotation that follows the check, also one made while the
+        socket is still being opened."""
+        return self._generation if self.accepts(given) else None
+
     def accepts_bearer(self, header: str | None) -> bool:
         """True when ``header`` is ``Bearer <the token>`` (the scheme in any case)."""
         if not header or header[:7].lower() != "bearer ":

@@ -42,51 +42,53 @@ def _offered(request: web.Request) -> list[str]:
     return [p.strip() for p in header.split(",") if p.strip()]
 
 
-def _auth_message(text: str, tokens: TokenKeeper) -> tuple[bool, Any]:
-    """Whether ``text`` is a valid ``auth`` request (JSON-RPC 2.0, with an id to answer),
-    and the id to answer with (``None`` when it has no valid one)."""
+def _auth_message(text: str, tokens: TokenKeeper) -> tuple[int | None, Any]:
+    """The token generation a valid ``auth`` request (JSON-RPC 2.0, with an id to
+    answer) authenticates under (``TokenKeeper.generation_accepting``; ``None`` when it
+    is not one), and the id to answer with (``None`` when it has no valid one)."""
     try:
         message = parse(text)
     except (ValueError, RecursionError):
-        return False, None
+        return None, None
     if not isinstance(message, dict):
-        return False, None
+        return None, None
     request_id = message.get("id")
-    if not (isinstance(request_id, str | int) and not isinstance(request_id, bool)):
-        # a notification, or an id JSON-RPC does not allow: nothing to echo back
-        return False, None
+    if not (isinstance(request_id, str | int | float) and not isinstance(request_id, bool)):
+        # a notification, a null id or one JSON-RPC does not allow: nothing to echo back
+        return None, None
     if message.get("jsonrpc") != "2.0" or message.get("method") != "auth":
-        return False, request_id
+        return None, request_id
     params = message.get("params")
     token = params.get("token") if isinstance(params, dict) else None
-    ok = tokens.accepts(token)
-    return ok, request_id
+    return tokens.generation_accepting(token), request_id
 
 
 async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,
-                        timeout: float) -> bool:
+                        timeout: float) -> int | None:
+    """The token generation the socket's first message authenticated under, or ``None``
+    (the socket is then closed)."""
     try:
         message = await asyncio.wait_for(ws.receive(), timeout)
     except TimeoutError:
         await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"authentication timeout")
-        return False
+        return None
     if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
         # closed or broken before a word: nothing to answer
         await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
-        return False
-    ok, request_id = (_auth_message(message.data, tokens) if message.type == WSMsgType.TEXT
-                      else (False, None))
-    if ok:
+        return None
+    epoch, request_id = (_auth_message(message.data, tokens)
+                         if message.type == WSMsgType.TEXT else (None, None))
+    if epoch is not None:
         await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id,
                                       "result": {"authenticated": True,
                                                  "protocol": PROTOCOL}}))
-        return True
+        return epoch
     if not ws.closed:
         await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
             "code": UNAUTHORIZED, "message": "Unauthorized",
             "data": {"detail": "send auth with the token of `mindscape token` first"}}}))
         await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
-    return False
+    return None
 
 
 async def websocket(request: web.Request) -> web.StreamResponse:
@@ -97,7 +99,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     offered = _offered(request)
     given = [p[len(TOKEN_PREFIX):] for p in offered if p.startswith(TOKEN_PREFIX)]
     by_protocol = bool(given)
-    if by_protocol and not any(tokens.accepts(t) for t in given):
+    # The generation of the token the socket authenticated with, taken with the check:
+    # a rotation while the socket is upgraded or answered must close it too.
+    epoch = next((e for e in map(tokens.generation_accepting, given) if e is not None),
+                 None)
+    if by_protocol and epoch is None:
         return web.json_response({"error": "wrong token in the WebSocket subprotocol"},
                                  status=401)
     # aiohttp refuses a message of max_msg_size bytes or more; the limit allows max_body
@@ -109,13 +115,13 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         # a shutdown closes a socket still authenticating too
         services.hub.arriving.add(ws)
         try:
-            if not await _authenticate(ws, tokens, services.settings.limits.ws_auth_timeout):
-                return ws
+            epoch = await _authenticate(ws, tokens, services.settings.limits.ws_auth_timeout)
         finally:
             services.hub.arriving.discard(ws)
+    if epoch is None:
+        return ws  # refused by its first message (a wrong subprotocol token got 401)
     dispatcher = app[DISPATCHER]
     access = app[ACCESS_LOG]
-    epoch = tokens.generation()
     peer = services.hub.connect(ws, request, epoch)
     context = Context(services, peer)
     try:

@@ -667,6 +667,7 @@ async def encounter_delete(ctx: Context, params: dict[str, Any]) -> dict[str, An
         services.adapter_refs.pop(record.id, None)
         services.pending_memos.pop(record.id, None)
     await services.hub.encounter_changed(record.id, None, deleted=True)
+    services.hub.forget(record.id)
     return {"id": record.id, "deleted": True}
 
 

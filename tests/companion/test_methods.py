@@ -367,3 +367,57 @@ async def test_two_combatants_with_one_id_are_invalid_params_not_a_self_attack(
     for defender in ({**one, "int": 5}, one):
         error = await rpc.error("exchange.resolve", {**cs, "defender": defender})
         assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/defender/id"
+
+
+async def test_every_method_answers_what_its_openrpc_result_schema_says(rpc: Rpc) -> None:
+    """API.md: rpc.discover documents every method; what it says a method answers (its
+    `result` schema) must hold for a real answer of each, built-in and plugin alike."""
+    document = await rpc.ok("rpc.discover")
+    schemas = {m["name"]: m["result"]["schema"] for m in document["methods"]}
+    answers: dict[str, Any] = {}
+
+    async def sample(method: str, params: Any = None) -> Any:
+        answers[method] = result = await rpc.ok(method, params)
+        return result
+
+    for method in ("rpc.discover", "companion.info", "systems.list", "adapters.list",
+                   "encounter.list"):
+        await sample(method)
+    await sample("systems.describe", {"system": "revised-2e"})
+    await sample("systems.house_rules", {"system": "revised-2e"})
+    await sample("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                     "data": ULCEN_ROLL20})
+    await sample("exchange.resolve", EXCHANGE)
+    await sample("exchange.odds", {k: v for k, v in EXCHANGE.items() if k != "dice"})
+    await sample("exchange.end_round", {"system": "revised-2e", "combatants": [FENKA]})
+    await sample("exchange.round_end_choices", {"system": "revised-2e",
+                                                "combatants": [FENKA]})
+    await sample("combatants.rest", {"system": "revised-2e", "combatants": [FENKA],
+                                     "hours": 1})
+    await sample("dice.roll", {"expr": "2d6p+1", "seed": 1})
+    await sample("sample.echo", {"text": "hi"})
+    eid = (await sample("encounter.create", {"system": "revised-2e"}))["id"]
+    for combatant in (ULCEN, FENKA):
+        await sample("encounter.add", {"id": eid, "combatant": combatant})
+    await sample("encounter.refresh", {"id": eid, "combatant_id": "fenka",
+                                       "combatant": {**FENKA, "psp": 29}})
+    await sample("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "mind-thrust", "multiplier": 1, "range": "short",
+                   "target": "fenka"}}})
+    await sample("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    await sample("encounter.get", {"id": eid})
+    await sample("encounter.log", {"id": eid})
+    await sample("encounter.undo", {"id": eid})
+    ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
+    for number, method in enumerate(("encounter.watch", "encounter.unwatch"), 1):
+        await ws.send_json({"jsonrpc": "2.0", "method": method, "params": {"id": eid},
+                            "id": number})
+        answers[method] = (await ws.receive_json(timeout=5))["result"]
+    await ws.close()
+    await sample("encounter.delete", {"id": eid})
+    # (the faulty plugin's methods fail on purpose: tests/sample_plugin)
+    assert set(answers) == {m for m in schemas if not m.startswith("faulty.")}
+    for method, answer in answers.items():
+        errors = [e.message for e in
+                  jsonschema.Draft202012Validator(schemas[method]).iter_errors(answer)]
+        assert errors == [], method

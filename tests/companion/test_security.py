@@ -20,7 +20,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from companion.hub import MAX_KEPT
-from companion.keys import ACCESS_LOG, HUB
+from companion.keys import ACCESS_LOG, HUB, TOKENS
 from companion.logs import JsonLines, ServerLog, redact
 from companion.settings import Settings
 from companion.status import SHOWN
@@ -262,11 +262,13 @@ async def test_healthz_needs_no_token_and_says_nothing_more(rpc: Rpc) -> None:
 
 async def test_status_page_shows_pairing_help_but_never_the_token(rpc: Rpc,
                                                                   settings: Settings) -> None:
-    await rpc.ok("companion.info")
+    info = await rpc.ok("companion.info")
     response = await rpc.client.get("/")
     assert response.status == 200 and response.content_type == "text/html"
     page = await response.text()
     assert rpc.token not in page
+    # API.md "Running it": the status page gives the version, systems and pairing help
+    assert f"Version {info['version']}, API {info['api_version']}" in page
     assert "mindscape token" in page and str(settings.token_path) in page
     for system in ("revised-2e", "combat-strength", "power-pool", "sample-duel"):
         assert system in page
@@ -480,6 +482,49 @@ async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(
         message = await asyncio.wait_for(ws.receive(), 5)
         assert message.type == aiohttp.WSMsgType.CLOSE and message.data == 1008
         assert message.extra == "token rotated"
+
+
+@pytest.mark.parametrize("by", ["protocol", "message"])
+async def test_a_socket_whose_old_token_is_rotated_away_while_it_opens_is_closed_too(
+        rpc: Rpc, settings: Settings, monkeypatch: pytest.MonkeyPatch, by: str) -> None:
+    """docs/SECURITY.md: a socket opened with a token that was rotated away is closed.
+    The token may be rotated, and taken by another client, between the check of this
+    socket's token and the socket joining the hub (the upgrade and the auth answer
+    are written in between): it still authenticated with the old one."""
+    keeper = rpc.client.server.app[TOKENS]
+    old = rpc.token
+
+    def rotated_meanwhile() -> None:
+        new = rotate_token(settings.token_path)
+        assert keeper.accepts(new)  # another client, already with the new token
+
+    if by == "protocol":
+        prepare = aiohttp.web.WebSocketResponse.prepare
+
+        async def prepare_while_rotating(ws: Any, request: Any) -> Any:
+            rotated_meanwhile()
+            return await prepare(ws, request)
+
+        monkeypatch.setattr(aiohttp.web.WebSocketResponse, "prepare",
+                            prepare_while_rotating)
+        ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{old}"))
+    else:
+        send_str = aiohttp.web.WebSocketResponse.send_str
+
+        async def answer_while_rotating(ws: Any, data: str, *args: Any) -> None:
+            if '"authenticated"' in data:
+                rotated_meanwhile()
+            await send_str(ws, data, *args)
+
+        monkeypatch.setattr(aiohttp.web.WebSocketResponse, "send_str",
+                            answer_while_rotating)
+        ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1",))
+        await ws.send_json({"jsonrpc": "2.0", "method": "auth", "id": 1,
+                            "params": {"token": old}})
+        assert (await asyncio.wait_for(ws.receive_json(), 5))["result"]["authenticated"]
+    message = await asyncio.wait_for(ws.receive(), 5)
+    assert message.type == aiohttp.WSMsgType.CLOSE and message.data == 1008
+    assert message.extra == "token rotated"
 
 
 async def test_a_token_just_rotated_opens_every_door_at_once(

@@ -10,6 +10,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from companion.keys import HUB
+
 from .combatants import duelist
 from .conftest import Rpc
 
@@ -46,10 +48,16 @@ async def test_wrong_subprotocol_token_is_401_before_the_upgrade(rpc: Rpc) -> No
     assert caught.value.status == 401
 
 
-async def test_first_message_auth(rpc: Rpc) -> None:
+@pytest.mark.parametrize("request_id", [7, "seven", 7.5])
+async def test_first_message_auth(rpc: Rpc, request_id: Any) -> None:
+    """docs/API.md: the auth message needs an id, a string or a number (any number, as
+    JSON-RPC allows and POST /rpc answers: 7.5 was refused as a wrong token)."""
     ws = await _connect(rpc, protocols=("mindscape.v1",))
-    answer = await _call(ws, "auth", {"token": rpc.token}, request_id=7)
-    assert answer["result"]["authenticated"] is True
+    await ws.send_json({"jsonrpc": "2.0", "method": "auth", "params": {"token": rpc.token},
+                        "id": request_id})
+    answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+    assert answer == {"jsonrpc": "2.0", "id": request_id,
+                      "result": {"authenticated": True, "protocol": "mindscape.v1"}}
     assert (await _call(ws, "systems.list", request_id=8))["result"]
     await ws.close()
 
@@ -128,6 +136,28 @@ async def test_watch_sends_encounter_changed_to_the_watching_sockets(rpc: Rpc) -
         await asyncio.wait_for(watcher.receive_str(), 0.2)
     await watcher.close()
     await bystander.close()
+
+
+async def test_an_encounter_deleted_while_watched_is_announced_once_and_forgotten(
+        rpc: Rpc) -> None:
+    """docs/API.md: after encounter.delete the watchers get `"revision": null,
+    "deleted": true`. That is the last notice of it: the socket no longer counts as
+    watching it (the status page said "watching 1 encounter(s)" of a deleted one for as
+    long as the socket lived, and the hub kept every deleted id a socket had watched)."""
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    eid = created["id"]
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"] is True
+    assert await rpc.ok("encounter.delete", {"id": eid}) == {"id": eid, "deleted": True}
+    notice = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
+    assert notice == {"jsonrpc": "2.0", "method": "encounter.changed",
+                      "params": {"id": eid, "revision": None, "deleted": True}}
+    hub = rpc.client.server.app[HUB]
+    assert hub.watchers(eid) == [] and [p.watching for p in hub.peers] == [set()]
+    assert "watching 0 encounter(s)" in await (await rpc.client.get("/")).text()
+    assert (await _call(ws, "encounter.watch", {"id": eid}, 2))["error"] == {
+        "code": 4004, "message": "Not found", "data": {"id": eid}}
+    await ws.close()
 
 
 async def test_watching_an_unknown_encounter_is_4004(rpc: Rpc) -> None:

@@ -98,6 +98,41 @@ def test_every_acknowledged_step_survives_sigkill(daemon: Daemon) -> None:
     assert daemon.stop() == 0
 
 
+def test_an_acknowledged_undo_delete_refresh_and_create_survive_sigkill_at_once(
+        daemon: Daemon) -> None:
+    """API.md: 'Every step is stored before the call answers', and every write is one
+    (docs/RELIABILITY.md: create, add, refresh, declare, resolve, undo, delete): the
+    process is killed the moment the last answer arrives, with nothing after it."""
+    kept = daemon.ok("encounter.create", {"system": "revised-2e"})["id"]
+    for combatant in (ULCEN, FENKA):
+        daemon.ok("encounter.add", {"id": kept, "combatant": combatant})
+    daemon.ok("encounter.declare", {"id": kept, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "mind-thrust", "target": "fenka"}}})
+    before = daemon.ok("encounter.get", {"id": kept})
+    daemon.ok("encounter.resolve", {"id": kept, "force": True, "seed": 4})
+    undone = daemon.ok("encounter.undo", {"id": kept})
+    refreshed = daemon.ok("encounter.refresh", {"id": kept, "combatant_id": "fenka",
+                                                "combatant": {**FENKA, "psp": 12}})
+    gone = daemon.ok("encounter.create", {"system": "sample-duel"})["id"]
+    daemon.ok("encounter.delete", {"id": gone})
+    last = daemon.ok("encounter.create", {"system": "power-pool", "name": "last"})["id"]
+    daemon.kill()
+    daemon.start()
+    view = daemon.ok("encounter.get", {"id": kept})
+    assert view["revision"] == refreshed["revision"] == undone["revision"] + 1
+    assert view["combatants"]["fenka"]["psp"] == 12
+    assert {k: v for k, v in view.items() if k not in ("revision", "combatants")} == \
+        {k: v for k, v in before.items() if k not in ("revision", "combatants")}
+    log = daemon.ok("encounter.log", {"id": kept})["steps"]
+    assert [(s["kind"], s["undone_by"]) for s in log] == [
+        ("add", None), ("add", None), ("declare", None), ("resolve", undone["revision"]),
+        ("undo", None), ("refresh", None)]
+    assert daemon.call("encounter.get", {"id": gone})["error"]["code"] == 4004
+    assert [(e["id"], e["name"]) for e in daemon.ok("encounter.list")] == [
+        (kept, None), (last, "last")]
+    assert daemon.stop() == 0
+
+
 def test_mindscape_call_and_token_commands(daemon: Daemon) -> None:
     base = [*mindscape_command()]
     home = ["--home", str(daemon.home)]

@@ -69,6 +69,8 @@ var Mindscape = Mindscape || (() => {
       attacks: ['psionic-wave', 'mind-thrust', 'ego-whip', 'id-insinuation', 'psychic-implosion'],
       defenses: ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will'],
       ranges: ['short', 'medium', 'long'],
+      // What a combatant declares at a round's intent (RULES.md 2.3); no other system has stances.
+      stances: ['trance', 'discipline', 'wave', 'normal'],
     },
     'power-pool': {
       attacks: ['mental-stab', 'personality-invasion', 'psionic-wave', 'subconscious-subversion', 'synaptic-overload'],
@@ -213,7 +215,14 @@ var Mindscape = Mindscape || (() => {
 
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-  const label = (modeId) => String(modeId || '').split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(' ');
+  // A mode's or a field's id in the game's words: "tower-of-iron-will" reads "Tower of Iron
+  // Will", "mind_opened" "Mind opened" (its first word only capitalised, as a phrase).
+  const SMALL_WORDS = ['of', 'the', 'a', 'an', 'to', 'by'];
+  const label = (modeId) => {
+    const text = String(modeId || '');
+    if (text.includes('_')) return text.charAt(0).toUpperCase() + text.slice(1).replace(/_/g, ' ');
+    return text.split('-').map((w, i) => (i > 0 && SMALL_WORDS.includes(w) ? w : w.charAt(0).toUpperCase() + w.slice(1))).join(' ');
+  };
 
   const normaliseMode = (text) => String(text || '').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
 
@@ -1307,6 +1316,13 @@ var Mindscape = Mindscape || (() => {
     // An attack on one's own puppet: the companion says what the rules make of it.
     if (struck === who.attacker) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
     const chooser = struck || who.defender;
+    // The defender's options settle its defense: they are not the attacker's to give.
+    const defenseOnly = ['defense-dice', 'sacrifice'].find((key) => args.has(key) && !args.has('defense'));
+    if (defenseOnly) return refuse(msg.playerid, `--${defenseOnly} goes with --defense (the defender's choice). Nothing was sent.`);
+    if (args.has('defense') && !mayControl(msg.playerid, chooser)) {
+      return refuse(msg.playerid, `--defense settles the defense of ${chatSafe(fighterName(chooser))}, which only its controllers or the GM choose: `
+        + 'attack without it, and they choose in secret. Nothing was sent.');
+    }
     // Whoever controls the defender (or the GM) may fix the defense at once.
     if (args.has('defense') && mayControl(msg.playerid, chooser)) {
       const chosen = defenseFromOptions(args, who.system, 'defense');
@@ -1455,12 +1471,15 @@ var Mindscape = Mindscape || (() => {
     const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
     if (drawn.error) return refuse(msg.playerid, drawn.error);
     if (drawn.allies.length) exchange.allies = drawn.allies;
-    const { params, involved } = exchangeRequest(exchange, chosen.defense);
+    const { params, involved, paths } = exchangeRequest(exchange, chosen.defense);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
+      system: who.system,
       requester: msg.playerid,
       involved: [],
+      // Where each fighter was sent, so that the companion's sheet warnings name it.
+      paths: Object.assign({ '/attacker': who.attacker, '/defender': who.defender }, paths),
       // Whose secrets a refusal may tell (oddsHiddenFrom): every mind but the attacker's.
       attacker: who.attacker,
       struck: involved.filter((ref) => ref !== who.attacker),
@@ -2860,7 +2879,12 @@ var Mindscape = Mindscape || (() => {
     } else if (args.has('ally')) {
       return { error: '--ally goes with --defense (imagination-swarm draws allies in).' };
     }
-    if (args.has('stance')) choice.stance = normaliseMode(args.get('stance'));
+    if (args.has('stance')) {
+      const stances = SYSTEMS[enc.system].stances || [];
+      if (!stances.length) return { error: `--stance is a combat-strength choice; this encounter plays ${enc.system}.` };
+      choice.stance = normaliseMode(args.get('stance'));
+      if (!stances.includes(choice.stance)) return { error: `--stance must be one of ${stances.join(', ')} (got "${chatSafe(args.get('stance'))}").` };
+    }
     if (args.has('close')) choice.close = true;
     if (args.has('pass')) choice.pass = true;
     if (args.has('rest')) choice.rest = true;
@@ -2880,7 +2904,35 @@ var Mindscape = Mindscape || (() => {
       return { error: '--by goes with --keep.' };
     }
     if (!Object.keys(choice).length) return { error: 'declare what? --attack, --defense, --stance, --close, or in power-pool --pass, --release, --keep, --cannot-perceive, --rest.' };
+    // A power-pool step is one exchange: the attacker declares its attack, the minds it
+    // strikes their defenses, and an action stands alone (engine/power_pool: one choice).
+    if (pool && Object.keys(choice).length > 1) {
+      return { error: 'in power-pool a declaration is one choice: --attack when you attack, --defense when you are struck (or join a defense), '
+        + 'or one action (--pass, --release, --keep, --cannot-perceive, --rest). Declare them one at a time. Nothing was sent.' };
+    }
     return { choice };
+  };
+
+  // A secret choice in words, for the one who declared it: "Ego Whip ×2 at Fenka, short
+  // range; defense Mind Blank".
+  const choiceText = (enc, choice) => {
+    const name = (cid) => {
+      const ref = Object.keys(enc.combatants).find((r) => enc.combatants[r] === cid);
+      return ref ? fighterName(ref) : cid;
+    };
+    const parts = [];
+    if (choice.stance) parts.push(`stance ${choice.stance}`);
+    if (isObject(choice.attack)) {
+      const a = choice.attack;
+      parts.push(`${label(a.mode)}${a.multiplier > 1 ? ` ×${a.multiplier}` : ''} at ${[a.target].concat(a.targets || []).map(name).join(', ')}`
+        + `${a.range ? `, ${a.range} range` : ''}${Number.isInteger(a.pool_dice) ? `, ${a.pool_dice} pool dice` : ''}`);
+    }
+    if ('defense' in choice) {
+      const d = choice.defense;
+      parts.push(`defense ${d && d.mode ? label(d.mode) : 'none'}${d && Array.isArray(d.allies) && d.allies.length ? `, drawing in ${d.allies.map(name).join(', ')}` : ''}`);
+    }
+    if (choice.close) parts.push('pay to close the mind');
+    return parts.join('; ');
   };
 
   const commandEncounter = (msg, args) => {
@@ -2932,7 +2984,7 @@ var Mindscape = Mindscape || (() => {
       }
       const said = open ? `${fighterName(charId)} ${publicActionText(enc, choice)}` : `${fighterName(charId)} declares a choice (hidden)`;
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
-        { kind: 'encounter.declare', involved: open ? Object.keys(enc.combatants) : [charId], public: open, encounter: enc.id, actor: charId, said }, said);
+        { kind: 'encounter.declare', involved: open ? Object.keys(enc.combatants) : [charId], public: open, encounter: enc.id, actor: charId, said, chose: open ? '' : choiceText(enc, choice), system: enc.system }, said);
     }
     if (action === 'refresh' || action === 'resolve') {
       if (refreshUnderWay(enc)) {
@@ -2981,11 +3033,11 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
     '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
-    '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--keep-by</code> and <code>--ally</code>).</li>',
+    '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--dice</code>, <code>--defense-dice</code>, <code>--sacrifice</code>, <code>--keep-by</code> and <code>--ally</code>; combat-strength sums its damage up: mean, median and the range 8 times in 10 fall in).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A controller that cannot act (asleep, unconscious, stunned, at 0 HP or fewer) loses the control it keeps by an action. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected; power-pool also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
@@ -3124,18 +3176,68 @@ var Mindscape = Mindscape || (() => {
 
   const percent = (p) => `${(Number(p) * 100).toFixed(1)}%`;
 
+  // What a damage distribution (`[[value, p]]`) says of the attacks that deal damage: their
+  // mean and median, and the values between which 8 in 10 fall (the 10th and 90th
+  // percentiles); null when the attack never deals any.
+  const damageSpread = (distribution) => {
+    const hits = (Array.isArray(distribution) ? distribution : [])
+      .filter((pair) => Array.isArray(pair)).map(([v, p]) => [Number(v), Number(p)])
+      .filter(([v, p]) => v > 0 && p > 0).sort((a, b) => a[0] - b[0]);
+    const chance = hits.reduce((sum, [, p]) => sum + p, 0);
+    if (!(chance > 0)) return null;
+    const mean = hits.reduce((sum, [v, p]) => sum + v * p, 0) / chance;
+    // The least value reached by share q of the damaging attacks; a hair below q, so that
+    // float sums meant to reach it do.
+    const at = (q) => {
+      let seen = 0;
+      for (const [v, p] of hits) {
+        seen += p / chance;
+        if (seen >= q - 1e-9) return v;
+      }
+      return hits[hits.length - 1][0];
+    };
+    return { mean, median: at(0.5), low: at(0.1), high: at(0.9), fixed: hits.length === 1 };
+  };
+
+  // combat-strength's odds in a few lines. Its `outcomes` are the damage values, hundreds
+  // of them once penetrating dice chain, so these lines show its exclusive results
+  // (`outcome`: damage, a crushed mind, a condition, a save, no effect), the conditions it
+  // may leave, the chance the defense strength falls to 0, and the damage summed up.
+  const STRENGTH_OUTCOMES = { damage: 'Damage', crushed: 'Mind crushed', condition: 'A condition', saved: 'Saved', 'no-effect': 'No effect' };
+  const strengthOdds = (result) => {
+    const chances = (map, words) => (isObject(map) ? Object.keys(map) : [])
+      .filter((k) => Number(map[k]) > 0).map((k) => `${words[k] || label(k)} ${percent(map[k])}`);
+    const lines = [chances(result.outcome, STRENGTH_OUTCOMES).join(', ')];
+    const conditions = chances(result.conditions, {});
+    if (conditions.length) lines.push(`Conditions: ${conditions.join(', ')}`);
+    if (Number(result.defense_zero) > 0) lines.push(`Defense strength falls to 0: ${percent(result.defense_zero)}`);
+    const spread = damageSpread(isObject(result.damage) ? result.damage.distribution : null);
+    // How often it is dealt is the Damage chance above (a crushed mind takes none).
+    if (spread && spread.fixed) lines.push(`Damage when dealt: ${spread.median}.`);
+    else if (spread) {
+      lines.push(`Damage when dealt: ${spread.mean.toFixed(1)} on average, median ${spread.median}, `
+        + `8 times in 10 from ${spread.low} to ${spread.high}.`);
+    }
+    return lines.filter(Boolean);
+  };
+
+  // power-pool's outcomes name the side that won the contest.
+  const OUTCOME_WORDS = { attacker: 'The attacker wins', defender: 'The defender holds' };
+
   const resultCard = (title, result, whose) => {
     const fields = [`{{name=${chatSafe(title)}}}`];
     const field = (name, value) => {
       if (value === undefined || value === null || value === '') return;
       fields.push(`{{${chatSafe(name)}=${chatSafe(value)}}}`);
     };
-    field('Outcome', label(result.outcome));
+    field('Outcome', OUTCOME_WORDS[result.outcome] || label(result.outcome));
     if (isObject(result.roll)) field('Roll', `${result.roll.natural} + ${result.roll.modifier} = ${result.roll.modified} (needed ${result.needed})`);
     if (typeof result.damage === 'number') field('Damage', result.damage);
     if (typeof result.psp_spent === 'number') field('PSP spent', result.psp_spent);
-    if (result.attack_total !== undefined) field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
-    if (result.winner) field('Winner', result.winner);
+    // power-pool: an attack that fails outright (a failed save against Blank Mind) rolls
+    // no contest, so it has no totals; the winner is the outcome already.
+    if (typeof result.attack_total === 'number' && typeof result.defense_total === 'number') field('Totals', `${result.attack_total} vs. ${result.defense_total}`);
+    if (result.winner && result.winner !== result.outcome) field('Winner', label(result.winner));
     // power-pool: who an imagination swarm drew in, and how each defended (a non-psionic
     // one with a die, and dazed; a psionic creature that joined by its own choice, with its
     // own mode).
@@ -3210,11 +3312,14 @@ var Mindscape = Mindscape || (() => {
       postCard(resultCard(job.title, result), job.involved);
     },
     odds: (job, result) => {
+      if (job.system === 'combat-strength') return tell(job.requester, chatSafe(job.title), strengthOdds(result).map(chatSafe).join('<br>'));
       const outcomes = isObject(result.outcomes) ? Object.keys(result.outcomes).map((k) => `${label(k)} ${percent(result.outcomes[k])}`) : [];
       const extra = ['critical', 'mind_opened', 'control']
         .filter((k) => typeof result[k] === 'number').map((k) => `${label(k)} ${percent(result[k])}`);
-      const mean = isObject(result.damage) && typeof result.damage.mean === 'number' ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
-      tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
+      // power-pool's contests deal no damage but synaptic overload's: a mean of 0 says nothing.
+      const mean = isObject(result.damage) && typeof result.damage.mean === 'number' && result.damage.mean > 0
+        ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
+      return tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
     },
     // A round's end or a rest is shown to the table only when it did something (a
     // condition ended, a mind opened, closed or was checked, PSPs or pool dice came back,
@@ -3244,7 +3349,11 @@ var Mindscape = Mindscape || (() => {
         if (!playerIsGM(job.requester)) whisperGM(box('encounter', text));
         return;
       }
-      tell(job.requester, 'declared', `Your choice is recorded in secret. Still to choose: ${waiting}.`);
+      // Declaring again replaces the whole choice (the companion keeps the last one): an
+      // attack declared alone and then a defense alone would lose the attack.
+      const together = job.system === 'power-pool' ? '' : ', so declare your attack and your defense together';
+      const chose = job.chose ? `: ${chatSafe(job.chose)}. A new declaration replaces all of it${together}` : '';
+      tell(job.requester, 'declared', `Your choice is recorded in secret${chose}. Still to choose: ${waiting}.`);
       if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(fighterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
     },
     // A step holds its exchanges under `results` and its own summary (a round, a
@@ -3253,6 +3362,13 @@ var Mindscape = Mindscape || (() => {
       const when = ['round', 'segment', 'exchange'].filter((k) => result[k] !== undefined).map((k) => `${k} ${result[k]}`).join(', ');
       const title = when ? `${job.title}: ${when}` : job.title;
       const exchanges = stepResults(result).filter(isObject);
+      // What the step did beside its exchanges (defenses raised and paid at the round's
+      // start, minds closed, conditions run out) is in its own summary only: without it the
+      // cards would not add up to the PSPs written. It goes first, the exchanges' own
+      // summaries taken out of it.
+      const own = exchanges.reduce((text, step) => (typeof step.summary === 'string' && step.summary ? text.replace(step.summary, '') : text),
+        typeof result.summary === 'string' ? result.summary : '').replace(/\s+/g, ' ').trim();
+      if (exchanges.length && own && !/^[^.]*:$/.test(own)) postCard(resultCard(title, { summary: own }), job.involved);
       if (exchanges.length) exchanges.forEach((step) => postCard(resultCard(title, step), job.involved));
       else postCard(resultCard(title, { summary: result.summary, rolls: result.rolls }), job.involved);
       if (store().encounter && result.revision !== undefined) store().encounter.revision = result.revision;
@@ -3405,15 +3521,47 @@ var Mindscape = Mindscape || (() => {
     whisperGM(box(title, text + house + declared + (job.kind === 'round' ? roundRefusal(job, error) : '')));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
-      if (chooser) tell(chooser, title, text);
+      // A refusal of the attacker's own attack (its PSPs, its pool, the modes it knows) is
+      // its player's to read, not the defender's; any other, the chooser's (it may tell the
+      // defense and the defender's resources). Everyone else learns only that it failed,
+      // under a title without the attack mode, which the defense was chosen without.
+      const reader = aboutTheAttacker(job, error) ? requester : chooser;
+      if (reader) tell(reader, reader === requester ? title : sidesTitle(job), text);
       // A wave's choosers (job.told) learn only that it failed.
-      const others = [requester].concat(Array.isArray(job.told) ? job.told : []).filter((pid, i, all) => pid && pid !== chooser && all.indexOf(pid) === i);
-      others.forEach((pid) => tell(pid, title, 'The exchange failed; the GM has been told why.'));
+      const others = [requester, chooser].concat(Array.isArray(job.told) ? job.told : [])
+        .filter((pid, i, all) => pid && pid !== reader && all.indexOf(pid) === i);
+      others.forEach((pid) => tell(pid, pid === requester ? title : sidesTitle(job), 'The exchange failed; the GM has been told why.'));
       return undefined;
     }
     if (job.kind === 'odds' && oddsHiddenFrom(requester, job, error)) return tell(requester, title, ODDS_HIDDEN);
     if (requester) tell(requester, title, text + declared);
     return undefined;
+  };
+
+  // Rules that refuse the attacker's own attack in a single exchange, whatever the defense:
+  // revised-2e's (RULES.md 1.4: the PSPs declared, the multiplier, a mode not known, a mind
+  // that cannot attack) and combat-strength's (its modes, its attack strength, its range).
+  const ATTACKER_RULES = ['not-enough-psp', 'attack-not-known', 'multiplier-above-level', 'nonpsionic-cannot-attack',
+    'attacker-cannot-act', 'attack-mode-not-known', 'attack-strength-too-low', 'attacker-incapacitated', 'range-beyond-mode'];
+
+  // Whether the companion refused an exchange for the attacker's own sake: the creature
+  // it names (power-pool) is the attacker, or the rule is one of ATTACKER_RULES.
+  const aboutTheAttacker = (job, error) => {
+    const attacker = isObject(job.exchange) ? job.exchange.attacker : null;
+    if (!attacker || error.code !== RULES_VIOLATION || !isObject(error.data)) return false;
+    if (typeof error.data.combatant === 'string') return error.data.combatant === attacker;
+    // A companion that names no creature: power-pool's mode-not-known about the attack mode
+    // names that mode in its detail (attack and defense modes have different ids).
+    const attackMode = isObject(job.exchange.attack) ? String(job.exchange.attack.mode) : '';
+    if (error.data.rule === 'mode-not-known') return String(error.data.detail || '').split(/\s+/).includes(attackMode);
+    return ATTACKER_RULES.includes(String(error.data.rule || ''));
+  };
+
+  // An exchange's title without its attack mode: "Ulcen of Tyr vs. Fenka".
+  const sidesTitle = (job) => {
+    const exchange = isObject(job.exchange) ? job.exchange : null;
+    if (!exchange) return chatSafe(job.title || job.kind);
+    return chatSafe(`${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
   };
 
   const ODDS_HIDDEN = 'No odds for this choice: the companion refused it because of a mind the attack would strike '
@@ -3828,6 +3976,40 @@ var Mindscape = Mindscape || (() => {
     pair: commandPair,
   };
 
+  // The options each command takes that checks none itself (round, rest, house and config
+  // list theirs): a typo such as --mul, dropped, would make the attack with its default.
+  const ATTACK_OPTIONS = ['target', 'mode', 'mult', 'range', 'dice', 'keep-by', 'defense', 'defense-dice', 'sacrifice', 'ally'];
+  const VERB_OPTIONS = {
+    attack: ATTACK_OPTIONS,
+    odds: ATTACK_OPTIONS,
+    defend: ['req', 'for', 'mode', 'dice', 'sacrifice', 'ally'],
+    join: ['req', 'leave'],
+    pair: ['new'],
+  };
+  const ENCOUNTER_OPTIONS = {
+    create: ['system', 'name'],
+    add: ['token'],
+    declare: ['attack', 'target', 'mult', 'range', 'dice', 'keep-by', 'defense', 'defense-dice', 'sacrifice', 'ally', 'stance', 'close']
+      .concat(POOL_OPTIONS.filter((key) => !['keep-by', 'ally'].includes(key))),
+    refresh: [],
+    resolve: ['force', 'no-refresh'],
+    get: [],
+    status: [],
+    undo: [],
+    end: [],
+  };
+
+  // Why the command's options are not all its own, or null.
+  const unknownOption = (args) => {
+    const action = (args.words[0] || '').toLowerCase();
+    const known = args.verb === 'encounter' ? ENCOUNTER_OPTIONS[action] : VERB_OPTIONS[args.verb];
+    if (!known) return null;
+    const unknown = args.options.map(([key]) => key).find((key) => !known.includes(key));
+    if (unknown === undefined) return null;
+    const verb = args.verb === 'encounter' ? `encounter ${action}` : args.verb;
+    return `unknown option --${chatSafe(unknown)}; ${verb} takes ${known.length ? `--${known.join(', --')}` : 'no options'}. Nothing was done.`;
+  };
+
   // Roll20 hands a command its inline rolls as $[[0]], $[[1]], … and their results in
   // msg.inlinerolls: `--mult [[1d4]]` means the total rolled (as TokenMod does it).
   const expandInlineRolls = (content, rolls) => {
@@ -3862,6 +4044,11 @@ var Mindscape = Mindscape || (() => {
       const handler = VERBS[args.verb];
       if (!handler) {
         refuse(msg.playerid, `unknown command "${chatSafe(args.verb)}"; try !psi --help.`);
+        return;
+      }
+      const unknown = unknownOption(args);
+      if (unknown) {
+        refuse(msg.playerid, unknown);
         return;
       }
       handler(msg, args);

@@ -140,6 +140,64 @@ test('attacking with a token one does not control is refused', () => {
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--mode must be one of/);
 });
 
+test('an option a command does not take is refused, naming it and what the command takes; nothing is sent (ROLL20.md: !psi <verb> --option value)', () => {
+  const ctx = campaign();
+  // A typo of --mult would otherwise make the attack at its default multiplier of 1.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mul 3` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /unknown option --mul; attack takes --target, --mode, --mult, .*Nothing was done\./);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defence mind-blank` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /unknown option --defence; odds takes/);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --sytem power-pool' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --sytem; encounter create takes --system, --name\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --forced' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --forced; encounter resolve takes --force, --no-refresh\./);
+  ctx.sb.chat({ playerid: BOB, content: '!psi defend --req abcdefgh --mode none --dise 2' });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /unknown option --dise; defend takes --req, --for, --mode, --dice, --sacrifice, --ally\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.equal(ctx.sb.state.Mindscape.encounter, null);
+});
+
+test('the attacker cannot settle a defense it does not control: --defense and the defender\'s options are refused, nothing is sent', () => {
+  const ctx = campaign();
+  attack(ctx, ' --defense none');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--defense settles the defense of Fenka, which only its controllers or the GM choose: attack without it/);
+  assert.equal(whispersTo(ctx.sb, 'Bob').length, 0, 'no buttons: the attack was not made');
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --sacrifice 2` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--sacrifice goes with --defense \(the defender's choice\)\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: the card says who won in words, and an attack that fails outright (a failed save against Blank Mind: no contest) shows no totals', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  const req = lastRequest(ctx.sb);
+  // The companion's answer when the save fails (engine/power_pool: attack_total and
+  // defense_total null, as the real daemon answers).
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
+    system: 'power-pool', outcome: 'defender', winner: 'defender', attack_total: null, defense_total: null, controlled: false,
+    rolls: [{ purpose: 'save', sides: 20, value: 7, by: ctx.ulcen.id, follows: null }], events: [],
+    summary: 'Ulcen of Tyr fails the save against Fenka\'s Blank Mind: the attack fails outright.', updates: [],
+  } });
+  const card = ctx.sb.chats.at(-1).input;
+  assert.match(card, /\{\{Outcome=The defender holds\}\}/);
+  assert.doesNotMatch(card, /null|Totals|Winner/);
+  // A contest rolled shows its totals.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const again = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode none` });
+  const won = lastRequest(ctx.sb);
+  answer(ctx, won.id, { jsonrpc: '2.0', id: won.id, result: {
+    system: 'power-pool', outcome: 'attacker', winner: 'attacker', attack_total: 9, defense_total: 4, controlled: true, rolls: [], events: [],
+    summary: 'Ulcen of Tyr takes control of Fenka.', updates: [],
+  } });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Outcome=The attacker wins\}\} \{\{Totals=9 vs\. 4\}\} \{\{Summary=/);
+});
+
 test('the defense choice becomes one exchange.resolve request whispered to the GM with a marker', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);
@@ -321,18 +379,26 @@ test('a JSON-RPC error answer is reported and writes nothing', () => {
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told/);
 });
 
-test('a refused exchange tells the defense\'s details to the GM and the defender\'s player, never to the attacker', () => {
+test('a refused exchange tells each side only its own secrets: the attacker\'s PSPs to its player, the defense\'s to the defender\'s, all to the GM', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx, 'mental-barrier');
   // An attacker-side refusal (not-enough-psp: RULES.md 1.4, the attacker's declared PSPs)
-  // loses the attack: the chooser gets the companion's reason, the attacker that it failed.
+  // loses the attack: the attacker's player reads why, the chooser only that it failed,
+  // under a title that does not name the attack mode it chose its defense without.
   const detail = 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4';
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'not-enough-psp', detail } } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: the rules forbid it \(4001\)<br>not-enough-psp: Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4/);
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused: .*holds 4/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion refused: .*holds 4/);
+  const toBob = whispersTo(ctx.sb, 'Bob');
+  assert.match(toBob.at(-1), /The exchange failed; the GM has been told why/);
+  assert.ok(toBob.every((w) => !/ego.whip|holds 4|declares 9/i.test(w)), toBob.join('\n'));
+  // A refusal of anything else (here the defender's state) is the chooser's to read.
+  const again = attackAndDefend(ctx, 'mental-barrier');
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'target-dead', detail: 'Fenka is dead' } } });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka is dead/);
   const toAlice = whispersTo(ctx.sb, 'Alice');
   assert.match(toAlice.at(-1), /The exchange failed; the GM has been told why/);
-  assert.ok(toAlice.every((w) => !/mental-barrier|holds 4|declares 9/i.test(w)), toAlice.join('\n'));
+  assert.ok(toAlice.every((w) => !/mental-barrier/i.test(w)), toAlice.join('\n'));
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
 });
 
@@ -348,6 +414,34 @@ test('a GM may settle the defense at once; odds are whispered to whoever asked',
   assert.deepEqual(odds.body.params.defense, { mode: 'thought-shield' });
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.45, miss: 0.55 }, critical: 0.05, damage: { mean: 4.5, distribution: [], truncated_mass: 0 } } });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
+});
+
+test('combat-strength odds come in a few lines, not one per damage value: outcomes, conditions, defense strength at 0, the damage summed up (RULES.md 2.4: penetrating dice chain)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psychic-implosion --defense mind-blank` });
+  const odds = lastRequest(ctx.sb);
+  // The companion's shape (engine/combat_strength/README.md, "Odds"): a long tail of
+  // values 31..130 at 0.1% each after 10, 20 and 30 (mean 22.05, median 10, 80% within 10..30).
+  const distribution = [[10, 0.5], [20, 0.3], [30, 0.1]];
+  for (let v = 31; v <= 130; v += 1) distribution.push([v, 0.001]);
+  const outcomes = Object.fromEntries(distribution.map(([v, p]) => [String(v), p * 0.98]));
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: {
+    outcomes: { ...outcomes, crushed: 0.02 }, damage: { mean: 22.05, distribution, truncated_mass: 0 }, crushed: 0.02,
+    defense_zero: 0.0216, conditions: {}, save: null, outcome: { crushed: 0.02, damage: 0.98 }, table: 'combat', bonus_dice: 4, attack_cost: 14,
+  } });
+  const card = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.equal(card.split('<br>').length, 4, card);
+  assert.match(card, /Mind crushed 2\.0%, Damage 98\.0%<br>Defense strength falls to 0: 2\.2%<br>Damage when dealt: 22\.1 on average, median 10, 8 times in 10 from 10 to 30\./);
+  assert.doesNotMatch(card, /\b(31|77|130) 0\.\d%/);
+  // A psionic wave on a defenseless mind deals no damage but leaves a condition: it says so.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
+  const wave = lastRequest(ctx.sb);
+  answer(ctx, wave.id, { jsonrpc: '2.0', id: wave.id, result: {
+    outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0, defense_zero: 0,
+    conditions: { asleep: 0.75, stunned: 0.25 }, save: null, outcome: { condition: 1 },
+  } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /A condition 100\.0%<br>Conditions: Asleep 75\.0%, Stunned 25\.0%<\/div>$/);
 });
 
 test('odds refused for a mind the attack would strike tell a player who does not control it nothing of that mind; the GM reads why', () => {
@@ -385,7 +479,7 @@ test('config is for GMs; it stores the system and attribute names per character'
   assert.equal(stored[ctx.fenka.id].adapter, 'roll20.generic');
   ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '60' });
   ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'dazed' });
-  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode psionic-wave --defense none` });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode shield-thoughts` });
   const { params } = lastRequest(ctx.sb).body;
@@ -526,7 +620,10 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
     choice: { attack: { mode: 'mind-thrust', multiplier: 2, target: 'c1' }, defense: { mode: 'thought-shield' } },
   });
   answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, result: { revision: 4, waiting_for: ['c1'] } });
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /recorded in secret\. Still to choose: 1/);
+  // The player reads back what was recorded, and that declaring again replaces all of it
+  // (engine/revised_2e/encounter.py: "Declaring again replaces the earlier choice").
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /recorded in secret: Mind Thrust ×2 at Fenka; defense Thought Shield\. A new declaration replaces all of it, so declare your attack and your defense together\. Still to choose: 1/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Mind Thrust|Thought Shield/.test(w)), 'the GM\'s notice keeps the choice hidden');
 
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
   // Every combatant is taken again from its sheet first, one after the other (API.md
@@ -560,6 +657,63 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   const undo = lastRequest(ctx.sb);
   assert.equal(undo.body.method, 'encounter.undo');
   assert.deepEqual(undo.body.params, { id: 'enc-1', revision: 5 });
+});
+
+test('declare checks what the companion would refuse in raw words: a stance outside combat-strength\'s four (RULES.md 2.3), a stance in another system, two choices at once in power-pool', () => {
+  const encounterOf = (system) => {
+    const ctx = campaign();
+    ctx.sb.chat({ playerid: GM, content: `!psi encounter create --system ${system}` });
+    const create = lastRequest(ctx.sb);
+    answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+    const add = lastRequest(ctx.sb);
+    answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: [ctx.ulcen.id, ctx.fenka.id][i], revision: i + 1 } })));
+    return ctx;
+  };
+  const declare = (ctx, options) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare ${options}` });
+    return requests(ctx.sb).length > before ? lastRequest(ctx.sb) : whispersTo(ctx.sb, 'Alice').at(-1);
+  };
+  const strength = encounterOf('combat-strength');
+  assert.match(declare(strength, '--stance psychic-trance'), /--stance must be one of trance, discipline, wave, normal \(got "psychic-trance"\)/);
+  assert.deepEqual(declare(strength, '--stance Trance').body.params.choice, { stance: 'trance' });
+  assert.match(declare(encounterOf('revised-2e'), '--stance trance'), /--stance is a combat-strength choice; this encounter plays revised-2e\./);
+  const pool = encounterOf('power-pool');
+  assert.match(declare(pool, `--attack mental-stab --target ${pool.tokens.fenka.id} --defense blank-mind`),
+    /in power-pool a declaration is one choice: --attack when you attack, --defense when you are struck .*Nothing was sent\./);
+  assert.deepEqual(declare(pool, `--attack mental-stab --target ${pool.tokens.fenka.id}`).body.params.choice, { attack: { mode: 'mental-stab', target: pool.fenka.id } });
+});
+
+test('a resolved round shows what it did beside its exchanges (RULES.md 1.4: defenses are raised and paid at the round\'s start), so the cards add up to the PSPs written', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Arena' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: [ctx.ulcen.id, ctx.fenka.id][i], revision: i + 1 } })));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  const resolve = lastRequest(ctx.sb);
+  // The companion's round (engine/revised_2e): its summary tells the defenses paid, then
+  // each exchange's own summary; 40 - 2 - 16 = 22 and 30 - 3 - 15 = 12 are written.
+  const { updates, ...step } = exchangeResult(ctx, resolve.id).result;
+  const hit = { ...step, summary: 'Ulcen of Tyr\'s ego whip ×4 strikes Fenka through the mind blank. Fenka loses 15 PSPs. Ulcen of Tyr pays 16 PSPs.' };
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: {
+    round: 1, results: [hit], revision: 3, rolls: step.rolls,
+    summary: `Round 1: Ulcen of Tyr raises the thought shield (2 PSPs). Fenka raises the mind blank (3 PSPs). ${hit.summary}`,
+    updates: [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 22 } } }, { character_id: ctx.fenka.id, attributes: { PSP: { current: 12 } } }],
+  } });
+  const cards = ctx.sb.chats.filter((c) => c.input.startsWith('&{template:default}')).map((c) => c.input);
+  assert.equal(cards.length, 2, cards.join('\n'));
+  assert.equal(cards[0], '&{template:default} {{name=Arena: round 1}} {{Summary=Round 1: Ulcen of Tyr raises the thought shield (2 PSPs). Fenka raises the mind blank (3 PSPs).}}');
+  assert.match(cards[1], /\{\{Outcome=Hit\}\}.*\{\{Summary=Ulcen of Tyr&#39;s ego whip ×4 strikes Fenka/);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'PSP'), 12);
+  // A round with nothing beside its exchange adds no card of its own.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  const next = lastRequest(ctx.sb);
+  answer(ctx, next.id, { jsonrpc: '2.0', id: next.id, result: { round: 2, results: [hit], revision: 4, summary: `Round 2: ${hit.summary}`, updates: [] } });
+  assert.equal(ctx.sb.chats.filter((c) => c.input.startsWith('&{template:default}')).length, 3);
 });
 
 test('!psi --help creates the help handout once and updates it afterwards', () => {
@@ -1496,6 +1650,12 @@ test('what the companion warns about a sheet is whispered to the GM with the fig
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
   answerWarned(lastRequest(ctx.sb).id);
   assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => w.includes('sheet warnings')).length, 1, 'not again at the next round');
+  // Odds read the same sheets: their warnings name the fighters too, never /attacker.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const odds = lastRequest(ctx.sb);
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 1, miss: 0 }, warnings: ['/attacker: kind not recorded; a mind with PSPs is taken as a psionicist', '/defender: no con score; assumed 10'] } });
+  const oddsTold = whispersTo(ctx.sb, 'gm').filter((w) => w.includes('sheet warnings')).at(-1);
+  assert.match(oddsTold, /Ulcen of Tyr: kind not recorded; a mind with PSPs is taken as a psionicist<br>Fenka: no con score; assumed 10/);
 });
 
 test('a refused round\'s end is reported to the GM as an attack\'s refusal is, and writes nothing', () => {
@@ -3124,7 +3284,7 @@ test('power-pool: --ally is refused before anything is sent for another defense,
     ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid}${options}` });
     return whispersTo(ctx.sb, 'Bob').at(-1);
   };
-  assert.match(defend(` --mode pinnacle-of-will --ally ${ctx.porter.id}`), /--ally goes with --mode imagination-swarm: only Imagination Swarm draws allies into the defense, not Pinnacle Of Will\. Nothing was sent\./);
+  assert.match(defend(` --mode pinnacle-of-will --ally ${ctx.porter.id}`), /--ally goes with --mode imagination-swarm: only Imagination Swarm draws allies into the defense, not Pinnacle of Will\. Nothing was sent\./);
   assert.match(defend(` --mode none --ally ${ctx.porter.id}`), /only Imagination Swarm draws allies into the defense, not no defense\./);
   assert.match(defend(` --mode imagination-swarm --ally ${ctx.tokens.ogre.id}`), /Ogre makes this attack: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
   assert.match(defend(` --mode imagination-swarm --ally ${ctx.tokens.fenka.id}`), /Fenka is struck by this attack already: it cannot be drawn into the defense as an ally\./);
@@ -3260,7 +3420,8 @@ test('power-pool: other refusals still lose the attack: the attacker\'s own mode
   // mode-not-known about the attack mode: no other defense mends it.
   refusal(ctx, defendWith('imagination-swarm'), 'mode-not-known', "Ogre does not know mental-stab (knows ['psionic-wave'])");
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>mode-not-known: Ogre does not know mental-stab/);
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  // The modes Ogre knows are the GM's secret: Bob learns only that the exchange failed.
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why\./);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
   refusal(ctx, defendWith('none'), 'no-die-to-dedicate', 'Ogre has no die left in its pool to keep control by');
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused/);
@@ -3278,7 +3439,7 @@ test('revised-2e: a defense refused for the defender (RULES.md 1.2, 1.4: too few
   const before = plain(ctx.sb.state.Mindscape.characters);
   const cases = [
     ['not-enough-psp-for-defense', 'Fenka needs 5 PSPs for mental-barrier but holds 1', /<b>Fenka<\/b> needs 5 PSPs for Mental Barrier but holds 1: a defense it can pay for, or No defense, will do\./],
-    ['defense-not-known', 'Fenka does not know tower-of-iron-will', /<b>Fenka<\/b> does not know Tower Of Iron Will\./],
+    ['defense-not-known', 'Fenka does not know tower-of-iron-will', /<b>Fenka<\/b> does not know Tower of Iron Will\./],
     ['nonpsionic-cannot-defend', 'Fenka has no psionic mind and cannot raise mind-blank', /<b>Fenka<\/b> has no psionic mind and raises no defense mode: it may choose No defense only\./],
     ['defender-cannot-act', 'Fenka cannot raise a defense now', /<b>Fenka<\/b> cannot act, so it cannot raise a defense now: it may choose No defense only\./],
   ];
@@ -3301,10 +3462,12 @@ test('revised-2e: a defense refused for the defender (RULES.md 1.2, 1.4: too few
   }
   assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/PSPs|Mental Barrier|Tower|psionic mind|cannot act/.test(w)), 'the attacker learns nothing of the defense');
   assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), before);
-  // The attacker's own mode not known (attack-not-known) is no defense's fault: lost as before.
+  // The attacker's own mode not known (attack-not-known) is no defense's fault: lost as
+  // before, and its player's to read; the defender's only that it failed.
   refusal(ctx, req, 'attack-not-known', 'Ulcen of Tyr does not know ego-whip');
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>attack-not-known/);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told why\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Ulcen of Tyr does not know ego-whip/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Mindscape: Ulcen of Tyr vs\. Fenka<\/b><br>The exchange failed; the GM has been told why\./);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -3364,7 +3527,9 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
   const req = lastRequest(ctx.sb);
   refusal(ctx, req, 'pool-dice-exceed-pool', 'Ogre has 2 dice in its pool, not 4', refOf(req.body.params.attacker));
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>pool-dice-exceed-pool: Ogre has 2 dice/);
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  // Ogre's pool is the GM's secret: Bob, who chose the defense, learns only that it failed.
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why\./);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /2 dice|Mental Stab/);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -3402,7 +3567,7 @@ test('power-pool waves: a defense the companion refuses starts every mind\'s cho
   assert.match(bob.at(-1), new RegExp(`<b>Fenka</b>, choose a defense:.*--req ${again} --for ${ctx.fenka.id} --mode none.*type <code>!psi defend --req ${again} --for ${ctx.fenka.id} --mode imagination-swarm --ally `));
   const alice = whispersTo(ctx.sb, 'Alice');
   assert.match(alice.at(-2), /A defense chosen against this attack could not be used \(the GM has been told why\)\. Nothing was written to any sheet/);
-  assert.match(alice.at(-1), new RegExp(`<b>Ulcen of Tyr</b>, choose a defense:<br>\\[Pinnacle Of Will\\]\\(!psi defend --req ${again} --for ${ctx.ulcen.id} --mode pinnacle-of-will\\)`));
+  assert.match(alice.at(-1), new RegExp(`<b>Ulcen of Tyr</b>, choose a defense:<br>\\[Pinnacle of Will\\]\\(!psi defend --req ${again} --for ${ctx.ulcen.id} --mode pinnacle-of-will\\)`));
   assert.ok(alice.every((w) => !/Porter|no mind/.test(w)));
   assert.match(whispersTo(ctx.sb, 'gm').at(-3), /<b>Porter<\/b> has no mind.*ally-mindless/);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[again].choices), {}, 'the choices start over');
@@ -3414,7 +3579,7 @@ test('power-pool waves: a defense the companion refuses starts every mind\'s cho
   const second = lastRequest(ctx.sb);
   assert.equal(second.body.params.allies, undefined);
   refusal(ctx, second, 'mode-not-known', "Ulcen of Tyr does not know pinnacle-of-will (knows ['blank-mind'])");
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-2), /<b>Ulcen of Tyr<\/b> does not know Pinnacle Of Will\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-2), /<b>Ulcen of Tyr<\/b> does not know Pinnacle of Will\./);
   assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /A defense chosen against this attack could not be used/);
   const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${third} --for ${ctx.ulcen.id} --mode none` });

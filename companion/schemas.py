@@ -117,3 +117,50 @@ REST: JSON = {
         "seed": SEED,
     },
 }
+
+
+# -- results ---------------------------------------------------------------------------
+# What the encounter methods answer, for the OpenRPC document (and checked against real
+# answers by the tests). Members a system adds to a view or a step are left open.
+def answer(required: list[str], **members: JSON) -> JSON:
+    """An object result schema: ``members`` described, those named in ``required`` always
+    present, others allowed."""
+    return {"type": "object", "required": required, "properties": members}
+
+
+REVISION_NOW: JSON = {"type": "integer", "minimum": 0,
+                      "description": "the encounter's revision after the call"}
+WARNINGS: JSON = {"type": "array", "items": {"type": "string"},
+                  "description": "what an adapter could not read from the sheet"}
+COMBATANT_IDS: JSON = {"type": "array", "items": COMBATANT_ID}
+ENCOUNTER_NAME: JSON = {"type": ["string", "null"], "description": "as given at creation"}
+UPDATES_FAILED: JSON = {"type": "object", "required": ["error_id"],
+                        "properties": {"error_id": {"type": "string"}},
+                        "description": "the write-backs could not be made; the daemon's "
+                                       "log has the error id's cause (the step is stored)"}
+ROLLS: JSON = {"type": "array", "items": {
+    "type": "object", "required": ["purpose", "sides", "value"],
+    "properties": {"purpose": {"type": "string"}, "sides": {"type": "integer"},
+                   "value": {"type": "integer"},
+                   "by": {"type": ["string", "null"]},
+                   "follows": {"type": ["integer", "null"]}}},
+    "description": "every die rolled or supplied, in rolling order"}
+ENCOUNTER_SUMMARY: JSON = answer(
+    ["id", "system", "name", "revision", "created_at", "updated_at"],
+    id=ENCOUNTER_ID, system=SYSTEM_ID, name=ENCOUNTER_NAME, revision=REVISION_NOW,
+    created_at={"type": "string", "description": "ISO 8601, UTC"},
+    updated_at={"type": "string", "description": "ISO 8601, UTC"})
+LOGGED_STEP: JSON = answer(
+    ["revision", "kind", "params", "rolls", "result", "created_at", "undone_by"],
+    revision={"type": "integer", "minimum": 1},
+    kind={"enum": ["add", "refresh", "declare", "resolve", "undo"]},
+    params={"type": "object", "description": "the call's params as stored (a hidden "
+                                             "declaration's: combatant_id, choice null, "
+                                             "hidden true)"},
+    rolls={"type": ["array", "null"], "description": "null while hidden"},
+    result={"description": "what the call answered, as stored (null while hidden)"},
+    created_at={"type": "string", "description": "ISO 8601, UTC"},
+    undone_by={"type": ["integer", "null"],
+               "description": "the revision of the undo that reverted this step"},
+    hidden={"const": True, "description": "present on a step that tells a choice not yet "
+                                          "resolved"})

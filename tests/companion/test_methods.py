@@ -415,6 +415,18 @@ async def test_every_method_answers_what_its_openrpc_result_schema_says(rpc: Rpc
         answers[method] = (await ws.receive_json(timeout=5))["result"]
     await ws.close()
     await sample("encounter.delete", {"id": eid})
+    # The views and steps of the other systems, the sample plugin's among them, are theirs
+    # to shape: what the document promises of them must hold too.
+    for system in ("combat-strength", "power-pool", "sample-duel"):
+        other = (await rpc.ok("encounter.create", {"system": system}))["id"]
+        checked = {"encounter.resolve": await rpc.ok("encounter.resolve", {
+                       "id": other, "force": True, "seed": 1}),
+                   "encounter.get": await rpc.ok("encounter.get", {"id": other}),
+                   "encounter.log": await rpc.ok("encounter.log", {"id": other})}
+        for method, answer in checked.items():
+            errors = [e.message for e in
+                      jsonschema.Draft202012Validator(schemas[method]).iter_errors(answer)]
+            assert errors == [], (system, method)
     # (the faulty plugin's methods fail on purpose: tests/sample_plugin)
     assert set(answers) == {m for m in schemas if not m.startswith("faulty.")}
     for method, answer in answers.items():

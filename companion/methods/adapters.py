@@ -8,7 +8,7 @@ from engine.errors import InvalidInput, Problem
 
 from ..combatants import ImportedRef, import_ref, normaliser
 from ..registry import MethodSpec
-from ..schemas import NO_PARAMS, OPTIONS, SYSTEM_ID
+from ..schemas import NO_PARAMS, OPTIONS, SYSTEM_ID, WARNINGS, answer
 from ..services import Context
 
 
@@ -78,7 +78,13 @@ def _at(data: Any, path: str) -> Any:
 METHODS = [
     MethodSpec("adapters.list", NO_PARAMS, adapters_list,
                "Every adapter: [{id, vtt, system, default_system, description}].",
-               result={"type": "array"}),
+               result={"type": "array", "items": answer(
+                   ["id", "vtt", "system", "description"], id={"type": "string"},
+                   vtt={"type": "string", "description": "foundry or roll20"},
+                   system={"type": ["string", "null"],
+                           "description": "the one system it reads, or null for any"},
+                   default_system={"type": ["string", "null"]},
+                   description={"type": "string"})}),
     MethodSpec("adapters.import",
                {"type": "object", "required": ["adapter", "data"],
                 "additionalProperties": False,
@@ -89,5 +95,7 @@ METHODS = [
                adapters_import,
                "Turn raw VTT data into a combatant the system accepts (under the house "
                "rules options): {combatant, warnings, system}.",
-               result={"type": "object", "required": ["combatant", "warnings"]}),
+               result=answer(["combatant", "warnings", "system"],
+                             combatant={"type": "object"}, warnings=WARNINGS,
+                             system=SYSTEM_ID)),
 ]

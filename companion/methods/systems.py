@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import MethodSpec, PreparedJSON
-from ..schemas import NO_PARAMS, SYSTEM_ID
+from ..schemas import JSON, NO_PARAMS, SYSTEM_ID, answer
 from ..services import Context
 
 
@@ -48,6 +48,13 @@ async def systems_house_rules(ctx: Context, params: dict[str, Any]) -> dict[str,
     return {"system": system.id, "house_rules": [r.to_json() for r in system.house_rules()]}
 
 
+#: ``house_rules`` as systems.describe and systems.house_rules give them.
+HOUSE_RULES: JSON = {"type": "array", "items": answer(
+    ["id", "text", "default", "choices"],
+    id={"type": "string"}, text={"type": "string"},
+    default={"type": ["boolean", "string", "integer"]},
+    choices={"type": "array", "minItems": 1})}
+
 METHODS = [
     MethodSpec("systems.list", NO_PARAMS, systems_list,
                "Every rule system: [{id, name, source, plugin, encounters, round_end, rest}] "
@@ -65,21 +72,27 @@ METHODS = [
                "and house rules [{id, text, default, choices}]; round_end_schema and rest_schema: "
                "the system's own schemas of exchange.end_round and combatants.rest params "
                "(without system, dice, seed), for a system that takes them.",
-               result={"type": "object"}),
+               result=answer(["id", "name", "source", "modes", "tables", "combatant_schema",
+                              "dice_purposes", "house_rules"],
+                             id=SYSTEM_ID, name={"type": "string"},
+                             source={"type": "string", "description": "the text it is "
+                                                                      "read from"},
+                             modes={"type": "object", "description": "the system's attack "
+                                    "and defense modes (built-in systems: {attacks, "
+                                    "defenses}, each a list of {id, name, ...})"},
+                             tables={"type": "object"},
+                             combatant_schema={"type": "object",
+                                               "description": "a JSON Schema"},
+                             dice_purposes={"type": ["array", "object"]},
+                             house_rules=HOUSE_RULES,
+                             round_end_schema={"type": "object"},
+                             rest_schema={"type": "object"})),
     MethodSpec("systems.house_rules",
                {"type": "object", "required": ["system"], "additionalProperties": False,
                 "properties": {"system": SYSTEM_ID}},
                systems_house_rules,
                "A system's house rules alone, as in systems.describe: {system, house_rules: "
                "[{id, text, default, choices}]}; the values a call's options may give each.",
-               result={"type": "object", "required": ["system", "house_rules"],
-                       "properties": {
-                           "system": {"type": "string"},
-                           "house_rules": {"type": "array", "items": {
-                               "type": "object",
-                               "required": ["id", "text", "default", "choices"],
-                               "properties": {
-                                   "id": {"type": "string"}, "text": {"type": "string"},
-                                   "default": {"type": ["boolean", "string", "integer"]},
-                                   "choices": {"type": "array", "minItems": 1}}}}}}),
+               result=answer(["system", "house_rules"], system=SYSTEM_ID,
+                             house_rules=HOUSE_RULES)),
 ]

@@ -419,7 +419,8 @@ async def test_every_method_answers_what_its_openrpc_result_schema_says(rpc: Rpc
     # to shape: what the document promises of them must hold too.
     for system in ("combat-strength", "power-pool", "sample-duel"):
         other = (await rpc.ok("encounter.create", {"system": system}))["id"]
-        checked = {"encounter.resolve": await rpc.ok("encounter.resolve", {
+        checked = {"systems.describe": await rpc.ok("systems.describe", {"system": system}),
+                   "encounter.resolve": await rpc.ok("encounter.resolve", {
                        "id": other, "force": True, "seed": 1}),
                    "encounter.get": await rpc.ok("encounter.get", {"id": other}),
                    "encounter.log": await rpc.ok("encounter.log", {"id": other})}

@@ -54,6 +54,33 @@ CLASS_GROUPS: Final = ("warrior", "priest", "rogue", "wizard", "psionicist", "mo
 DICE: Final = (4, 6, 8, 10, 12, 20)
 
 
+_GROUPS: Final = (
+    ("psion", "psionicist"),
+    ("fighter", "warrior"), ("barbarian", "warrior"), ("paladin", "warrior"),
+    ("ranger", "warrior"), ("warrior", "warrior"), ("dwarf", "warrior"), ("elf", "warrior"),
+    ("halfling", "warrior"), ("cleric", "priest"), ("druid", "priest"), ("priest", "priest"),
+    ("rogue", "rogue"), ("thief", "rogue"), ("bard", "rogue"), ("monk", "rogue"),
+    ("assassin", "rogue"), ("wizard", "wizard"), ("magic-user", "wizard"),
+    ("mage", "wizard"), ("sorcerer", "wizard"), ("warlock", "wizard"),
+    ("illusionist", "wizard"), ("artificer", "wizard"),
+    # the specialist wizards of the AD&D 2E Revised sheet's class list, and the Dark Sun
+    # classes (the setting revised-2e comes from)
+    ("abjurer", "wizard"), ("conjurer", "wizard"), ("diviner", "wizard"),
+    ("enchanter", "wizard"), ("invoker", "wizard"), ("necromancer", "wizard"),
+    ("transmuter", "wizard"), ("defiler", "wizard"), ("preserver", "wizard"),
+    ("gladiator", "warrior"), ("templar", "priest"), ("trader", "rogue"),
+)
+
+
+def class_group(name: str) -> str | None:
+    """The 2e class group (saving throw table 1.7) a class name belongs to, if known."""
+    lowered = name.lower()
+    for word, group in _GROUPS:
+        if word in lowered:
+            return group
+    return None
+
+
 @dataclass(frozen=True)
 class FieldType:
     """How a combatant field is decoded from VTT data and encoded back."""
@@ -497,6 +524,9 @@ class Draft:
     #: JSON Pointer (inside the data) of a value that came from somewhere other than
     #: its binding's place (a mapping's ``default``), so a refusal points at it
     origins: dict[str, str] = field(default_factory=dict)
+    #: where the VTT's psionic state store keeps a field (``flags.mindscape.<system>.
+    #: <field>``, ``psi_<field>``), for warnings that tell the GM what to fill in
+    store: Callable[[str], str] = str
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -525,6 +555,12 @@ class Draft:
         """Record an assumption the caller should see."""
         self.warnings.append(text)
 
+    def warn_for(self, name: str, text: str) -> None:
+        """Record an assumption about field ``name`` when the system has that field (a
+        hit die assumed says nothing to a system that rolls none)."""
+        if name in FIELDS[self.system]:
+            self.warnings.append(text)
+
     def imported(self, combatant_id: str, name: str,
                  sources: Mapping[str, str] | None = None) -> Imported:
         """The finished ``Imported``: id and name first, then the fields; the warnings
@@ -548,16 +584,17 @@ def tidy_warnings(warnings: Iterable[str]) -> tuple[str, ...]:
 
 
 def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None = None,
-          unset_zero: bool = False) -> None:
+          unset_zero: bool = False, where: str = "") -> None:
     """An ability score from the sheet (read-only), kept within 1..25 as the combatant
-    allows; a missing score (or OSE's unset 0) takes ``default`` with a warning."""
+    allows; a missing score (or OSE's unset 0) takes ``default`` with a warning naming
+    ``where`` the sheet keeps it (a dotted path, an attribute), so the GM can fill it."""
     number = score_value(draft, name, value, path, unset_zero=unset_zero)
     if name not in FIELDS[draft.system]:
         return  # checked, but this system has no use for it
     if number is None or number == 0:
         if default is None:
             return
-        draft.warn(f"no {name} score; assumed {default}")
+        draft.warn(f"no {name} score{f' in {where}' if where else ''}; assumed {default}")
         number = default
     draft.put(name, number, Binding("", writable=False))
 
@@ -672,6 +709,12 @@ def finish(draft: Draft, npc: bool) -> None:
                 draft.warn("no psionic state recorded; taken as nonpsionic")
         if "class_group" not in f and npc:
             f["class_group"] = "monster"
+        elif "class_group" not in f:
+            # The engine then takes psionicist for a psionicist, else warrior: say so, as
+            # the group sets the saving throw (and so the open mind's save) it uses.
+            draft.warn("no class group read from the sheet (no class name it knows); the "
+                       "engine takes psionicist for a psionicist, else warrior (for its "
+                       f"save vs. paralyzation); {draft.store('class_group')} sets it")
     elif draft.system == "combat-strength":
         if "psionic" not in f:
             strengths = (f.get("attack_strength_max", f.get("attack_strength", 0))

@@ -25,6 +25,7 @@ from .core import (
     Draft,
     check_states,
     check_system,
+    class_group,
     decode,
     diff_fields,
     dig,
@@ -54,7 +55,11 @@ FLAGS: Final = "flags.mindscape"
 _HP_VALUE: Final = "system.attributes.hp.value"
 _HP_TEMP: Final = "system.attributes.hp.temp"
 #: what every Foundry adapter reads of an actor besides its sheet and psionic state
-_ACTOR_PATHS: Final = ("_id", "name", "type")
+_ACTOR_PATHS: Final = ("_id", "name", "type", "_stats.systemId")
+#: the adapter made for each Foundry game system (its id, as ``_stats.systemId`` of an
+#: actor's data names it)
+_FOR_SYSTEM: Final = {"dnd5e": "foundry.dnd5e", "ose": "foundry.ose", "ars": "foundry.ars",
+                      "acks2-arsbase": "foundry.ars"}
 #: what the dnd5e and ARS adapters read of an item of type ``class`` (``_classes``, ``Ars``)
 _CLASS_ITEM_PATHS: Final = ("_id", "name", "type", "system.levels", "system.hitDice",
                             "system.hd.denomination", "system.identifier")
@@ -197,27 +202,6 @@ def apply_update(data: Any, update: Mapping[str, Any]) -> Any:
     return merged(top, expand(update))
 
 
-_GROUPS: Final = (
-    ("psion", "psionicist"),
-    ("fighter", "warrior"), ("barbarian", "warrior"), ("paladin", "warrior"),
-    ("ranger", "warrior"), ("warrior", "warrior"), ("dwarf", "warrior"), ("elf", "warrior"),
-    ("halfling", "warrior"), ("cleric", "priest"), ("druid", "priest"), ("priest", "priest"),
-    ("rogue", "rogue"), ("thief", "rogue"), ("bard", "rogue"), ("monk", "rogue"),
-    ("assassin", "rogue"), ("wizard", "wizard"), ("magic-user", "wizard"),
-    ("mage", "wizard"), ("sorcerer", "wizard"), ("warlock", "wizard"),
-    ("illusionist", "wizard"), ("artificer", "wizard"),
-)
-
-
-def class_group(name: str) -> str | None:
-    """The 2e class group (saving throw table 1.7) a class name belongs to, if known."""
-    lowered = name.lower()
-    for word, group in _GROUPS:
-        if word in lowered:
-            return group
-    return None
-
-
 class FoundryAdapter(Adapter):
     """Shared envelope, flags and write-back logic of the Foundry adapters."""
 
@@ -227,6 +211,9 @@ class FoundryAdapter(Adapter):
     sheet_paths: tuple[str, ...] = ()
     #: whether ``sheet`` reads the actor's class items
     reads_class_items = False
+    #: the game systems (``_stats.systemId``) whose actors ``sheet`` reads; ``None``:
+    #: any but those another adapter is made for (``_FOR_SYSTEM``)
+    game_systems: frozenset[str] | None = None
 
     @abstractmethod
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
@@ -277,12 +264,14 @@ class FoundryAdapter(Adapter):
     def read(self, data: Any, system: str) -> tuple[FoundryActor, Draft]:
         """The actor and the assembled draft (shared by import and updates)."""
         draft = Draft(check_system(system, self.id))
+        draft.store = f"{FLAGS}.{draft.system}.{{}}".format
         actor = unwrap(data, draft.warnings)
         system_data = actor.raw.get("system")
         if system_data is None:
             raise InvalidInput.at(pointer(actor.path, "system"), "the actor has no system "
                                   "data")
         need_object(system_data, pointer(actor.path, "system"))
+        self._check_game_system(actor)
         npc = self.sheet(actor, draft, data)
         flags, flags_path = dig(actor.raw, FLAGS, actor.path)
         state_path = pointer(flags_path, draft.system)
@@ -307,6 +296,23 @@ class FoundryAdapter(Adapter):
             read_state(draft, lookup)
         finish(draft, npc)
         return actor, draft
+
+    def _check_game_system(self, actor: FoundryActor) -> None:
+        """InvalidInput at ``_stats.systemId`` for an actor of a game system this adapter
+        does not read (its data would be read from the wrong places). Data without the
+        id (older exports, hand-made actors) is read as it is."""
+        game = stored(actor.raw, "_stats.systemId")
+        path = _pointer_of(actor.path, "_stats.systemId")
+        if not isinstance(game, str) or not game:
+            return
+        made_for = _FOR_SYSTEM.get(game)
+        fits = game in self.game_systems if self.game_systems is not None \
+            else made_for in (None, self.id)
+        if not fits:
+            use = made_for or "foundry.generic, with a mapping"
+            raise InvalidInput.at(path, f"this is an actor of the Foundry system "
+                                  f"{json_text(game, 40)}, which {self.id} does not read; "
+                                  f"use {use}")
 
     def import_(self, data: Any, system: str) -> Imported:
         """The combatant for ``system`` from a Foundry actor (or its envelope)."""
@@ -398,6 +404,7 @@ class Dnd5e(FoundryAdapter):
     """dnd5e 4.x (Foundry v12) and 5.x (v13) characters and NPCs."""
 
     id = "foundry.dnd5e"
+    game_systems = frozenset({"dnd5e"})
     description = ("Foundry dnd5e 4.x/5.x actors: abilities, level and hit dice from class "
                    "items (NPCs: the hit-point formula), hit points; psionic state in "
                    "flags.mindscape.<system>")
@@ -418,7 +425,8 @@ class Dnd5e(FoundryAdapter):
         system_data = actor.raw["system"]
         for key in ("int", "wis", "con"):
             value, path = dig(system_data, f"abilities.{key}.value", base)
-            score(draft, key, value, path, default=10)
+            score(draft, key, value, path, default=10,
+                  where=f"system.abilities.{key}.value")
         hp_data, hp_path = dig(system_data, "attributes.hp", base)
         hp_data = {} if hp_data is None else need_object(hp_data, hp_path)
         hp = to_int(hp_data.get("value"), pointer(hp_path, "value"), -10_000, 1_000_000)
@@ -449,21 +457,22 @@ class Dnd5e(FoundryAdapter):
                value: Any) -> dict[str, Any]:
         """Hit points lost come off ``hp.temp`` first, then ``hp.value`` (the imported
         ``hp`` is their sum); each is written only when it changes. A gain goes to
-        ``hp.value``."""
+        ``hp.value``. Neither goes below 0: dnd5e's data model has 0 as their minimum
+        (Foundry would store 0 for less), so a creature taken below 0 is written at 0."""
         total = draft.fields.get("hp")
-        if name != "hp" or target != _HP_VALUE or not isinstance(total, int):
+        if name != "hp" or target != _HP_VALUE:
             return {target: value}
         temp = to_int(stored(actor.raw, _HP_TEMP), _pointer_of(actor.path, _HP_TEMP), 0,
                       1_000_000)
-        if not temp:
-            return {target: value}
+        if not temp or not isinstance(total, int):
+            return {target: max(0, value)}
         sheet_value = total - temp
         lost = total - value
         if lost <= 0:
-            return {target: sheet_value - lost}
+            return {target: max(0, sheet_value - lost)}
         out: dict[str, Any] = {_HP_TEMP: max(0, temp - lost)}
         if lost > temp:
-            out[target] = sheet_value - (lost - temp)
+            out[target] = max(0, sheet_value - (lost - temp))
         return out
 
     def _npc_dice(self, draft: Draft, system_data: Mapping[str, Any],
@@ -487,7 +496,7 @@ class Dnd5e(FoundryAdapter):
             except InvalidInput:
                 if not isinstance(formula, str):
                     raise
-                draft.warn(f"{unread} for its die; assumed d8")
+                draft.warn_for("die", f"{unread} for its die; assumed d8")
                 die = 8
         if count is None:
             cr, cr_path = dig(system_data, "details.cr", base)
@@ -499,7 +508,7 @@ class Dnd5e(FoundryAdapter):
             draft.warn(f"{what}; Hit Dice taken as {count} from the challenge rating")
         if die is None:
             die = 8
-            draft.warn("no hit die in the hit-point formula; assumed d8")
+            draft.warn_for("die", "no hit die in the hit-point formula; assumed d8")
         if draft.system == "revised-2e":
             draft.put("class_group", "monster")
         return count, die
@@ -536,11 +545,11 @@ class Dnd5e(FoundryAdapter):
         main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
         die = main.die if main is not None else None
         if len({c.die for c in classes if c.levels}) > 1 and main is not None:
-            draft.warn(f"classes with different hit dice; the pool uses d{die} of "
-                       f"{main.name or 'the main class'}")
+            draft.warn_for("die", f"classes with different hit dice; the pool uses d{die} "
+                           f"of {main.name or 'the main class'}")
         if die is None:
             die = 8
-            draft.warn("no class hit die; assumed d8")
+            draft.warn_for("die", "no class hit die; assumed d8")
         if draft.system == "revised-2e" and main is not None:
             group = class_group(main.name)
             if group is not None:
@@ -575,6 +584,7 @@ class Ose(FoundryAdapter):
     """Old-School Essentials (vttred/ose) characters and monsters."""
 
     id = "foundry.ose"
+    game_systems = frozenset({"ose"})
     description = ("Foundry OSE actors: scores, level, hp.hd and hit points (monsters: "
                    "Int/Wis/Con 10); psionic state in flags.mindscape.<system>")
     sheet_paths = (*(f"system.scores.{key}.value" for key in ("int", "wis", "con")),
@@ -598,7 +608,8 @@ class Ose(FoundryAdapter):
         else:
             for key in ("int", "wis", "con"):
                 value, path = dig(system_data, f"scores.{key}.value", base)
-                score(draft, key, value, path, default=10, unset_zero=True)
+                score(draft, key, value, path, default=10, unset_zero=True,
+                      where=f"system.scores.{key}.value")
         hd, hd_path = dig(system_data, "hp.hd", base)
         die = hit_die(hd, hd_path)
         if npc:
@@ -610,7 +621,7 @@ class Ose(FoundryAdapter):
             level = _class_level(system_data, "details.level", base, draft)
         if die is None:
             die = 8
-            draft.warn("no hit die in hp.hd; assumed d8 (B/X)")
+            draft.warn_for("die", "no hit die in hp.hd; assumed d8 (B/X)")
         hp, hp_path = dig(system_data, "hp.value", base)
         draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000), Binding("system.hp.value"))
         draft.put("level", level, Binding("", writable=False))
@@ -663,7 +674,8 @@ class Ars(FoundryAdapter):
         npc = bool(kind == "npc")
         for key in ("int", "wis", "con"):
             value, path = dig(system_data, f"abilities.{key}.value", base)
-            score(draft, key, value, path, default=10)
+            score(draft, key, value, path, default=10,
+                  where=f"system.abilities.{key}.value")
         die: int | None = None
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
@@ -676,8 +688,9 @@ class Ars(FoundryAdapter):
             level = _class_level(system_data, "attributes.level.value", base, draft)
         if die is None:
             die = 8
-            draft.warn("no hit die recorded; assumed d8 (AD&D monsters and the "
-                       "commonest class die)")
+            draft.warn_for("die", "no hit die recorded (an NPC's system.hitdice names "
+                           "none; a character's is not read); assumed d8, AD&D monsters' and "
+                           "the commonest class die (flags.mindscape.power-pool.die sets it)")
         save, save_path = dig(system_data, "saves.paralyzation.value", base)
         draft.put("save_paralyzation", to_int(save, save_path, 1, 20),
                   Binding("", writable=False))
@@ -708,6 +721,9 @@ class FoundryGeneric(FoundryAdapter):
     id = "foundry.generic"
     description = ("Any Foundry system: {mapping, actor, token?} where mapping names the "
                    "dotted path of each combatant field (adapters/data/mapping.schema.json)")
+
+    def _check_game_system(self, actor: FoundryActor) -> None:
+        """A mapping may read the actors of any game system."""
 
     def actor_paths(self, envelope: Mapping[str, Any] | None, system: str) -> list[str]:
         """The common paths and each mapped field's (``InvalidInput`` for a mapping

@@ -127,7 +127,7 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
     if decoded is not None:
         draft.put(name, decoded, binding, origin=origin)
     elif name in SCORES:
-        score(draft, name, None, path, default=10)
+        score(draft, name, None, path, default=10, where=source.path)
     else:
         draft.bind(name, binding)
 

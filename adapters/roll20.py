@@ -27,9 +27,11 @@ from .core import (
     Draft,
     check_states,
     check_system,
+    class_group,
     decode,
     diff_fields,
     finish,
+    hit_dice_count,
     mode_id,
     modes,
     need_list,
@@ -51,14 +53,30 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # rounding functions. One term at a time from the left, so linear in the text.
 _FORMULA_TERM = re.compile(r"@\{[^{}]{1,100}\}|\d{1,9}|floor|ceil|round|abs|[-+*/().\s]")
 _LEVEL = re.compile(r"level-class(\d{1,2})")
+_CLASS = re.compile(r"class\d{1,2}")
 #: what is read of a character besides its attributes (``unwrap``)
 _CHARACTER_KEYS: Final = ("schema_version", "type", "id", "_id", "oldId", "name")
 #: the parts of an attribute that are read and written
 _ATTRIBUTE_KEYS: Final = ("name", "current", "max")
-#: the sections of the AD&D 2E Revised sheet's psionic attack and defense rows, and the
-#: attribute of a row's name in each (``Adnd2eRevised._revised``)
-_SECTIONS: Final = (("attacks", "repeating_psionic-attacks_", "_psionic-attack-name"),
-                    ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name"))
+#: the sections of the AD&D 2E Revised sheet's psionic attack and defense rows, the
+#: attribute of a row's name in each and the section's first row outside the repeating
+#: rows, if it has one (``Adnd2eRevised._revised``). The "Psionics Revised" tab (Skills &
+#: Powers, Dark Sun) has the first two; the "Psionics Core" tab (Complete Psionics
+#: Handbook) lists its Attack Modes and Defense Modes as power rows of sections
+#: ``repeating_psion-psion-attack5`` and ``repeating_psion-psion-defense5``.
+_SECTIONS: Final = (
+    ("attacks", "repeating_psionic-attacks_", "_psionic-attack-name", "psionic-attack-name"),
+    ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name",
+     "psionic-defense-name"),
+    ("attacks", "repeating_psion-psion-attack5_", "_psionattacking", None),
+    ("defenses", "repeating_psion-psion-defense5_", "_psiondefending", None),
+)
+#: the sheet's boxes of points kept beside HP and PSP (temporary hit points, temporary
+#: and stored PSPs), which the engine has no place for: the field each stands beside
+_EXTRA: Final = (("tempHP", "hp"), ("tempPSP", "psp"), ("storedPSP", "psp"))
+#: the radio button choosing the sheet's page: "2" shows the Monster Sheet
+_PAGE: Final = "tab11"
+_MONSTER_PAGE: Final = "2"
 
 # Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
 _PAIRS: Final[dict[str, tuple[str, str]]] = {
@@ -265,6 +283,7 @@ class Roll20Adapter(Adapter):
     def read(self, data: Any, system: str) -> tuple[Character, Draft]:
         """The character and the assembled draft (shared by import and updates)."""
         draft = Draft(check_system(system, self.id))
+        draft.store = lambda name: state_attribute(name)[0]
         char = unwrap(data, draft.warnings)
         npc = self.sheet(char, draft)
 
@@ -385,8 +404,9 @@ def _full(char: Character, draft: Draft, field: str, attr: str) -> None:
 #: the attributes of its rows (``_SECTIONS``) are matched by pattern
 _SHEET_ATTRIBUTES: Final = frozenset({
     "intelligence", "wisdom", "constitution", "hp", "hp_max", "psp", "psp_max", "mthac0",
-    "mthac0adj", "temp-selfmac", "selfmac", "psi_die",
-    *(column[1:] for _, _, column in _SECTIONS)})
+    "mthac0adj", "temp-selfmac", "selfmac", "psi_die", "hitdice", _PAGE,
+    *(name.lower() for name, _ in _EXTRA),
+    *(single for *_, single in _SECTIONS if single is not None)})
 
 
 class Adnd2eRevised(Roll20Adapter):
@@ -399,19 +419,21 @@ class Adnd2eRevised(Roll20Adapter):
     #: the sheet is AD&D 2nd edition's, whose psionics revised-2e plays
     default_system = "revised-2e"
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
-                   "Wisdom, Constitution, HP, level-class1.., psionic attack and defense "
-                   "rows; other state in psi_* attributes (any of the three systems)")
+                   "Wisdom, Constitution, HP, level-class1.. and class1.. (the Monster "
+                   "Sheet: hitdice), psionic attack and defense rows of both psionics "
+                   "tabs; other state in psi_* attributes (any of the three systems)")
 
     def attributes_read(self, envelope: Mapping[str, Any], system: str
                         ) -> Callable[[str], bool]:
-        """The ``psi_*`` attributes, the sheet's own (``_SHEET_ATTRIBUTES``), its class
-        levels and its psionic attack and defense rows."""
+        """The ``psi_*`` attributes, the sheet's own (``_SHEET_ATTRIBUTES``), its classes
+        and class levels and its psionic attack and defense rows."""
         state = super().attributes_read(envelope, system)
 
         def read(key: str) -> bool:
             return (key in _SHEET_ATTRIBUTES or state(key) or _LEVEL.fullmatch(key) is not None
+                    or _CLASS.fullmatch(key) is not None
                     or any(key.startswith(section) and key.endswith(column)
-                           for _, section, column in _SECTIONS))
+                           for _, section, column, _ in _SECTIONS))
 
         return read
 
@@ -422,21 +444,14 @@ class Adnd2eRevised(Roll20Adapter):
             if field in FIELDS[draft.system]:
                 found = char.get(attr_name)
                 value, path = found if found is not None else (None, char.path)
-                score(draft, field, value, path, default=10)
-        levels: list[tuple[int, str]] = []
-        for key, (path, attr) in char.attrs.items():  # one pass over the attributes
-            if _LEVEL.fullmatch(key):
-                level = to_int(attr.get("current"), pointer(path, "current"), 0, 100)
-                if level:
-                    levels.append((level, key))
-        level = max(levels)[0] if levels else None
-        if len(levels) > 1:
-            draft.warn(f"several class levels ({', '.join(f'{k}={n}' for n, k in levels)}); "
-                       f"level taken as the highest, {level}")
-        if level is None:
-            draft.warn("no class level (level-class1..); taken as 1")
-            level = 1
+                score(draft, field, value, path, default=10, where=attr_name)
+        level, monster, level_key = self._level(char, draft)
         draft.put("level", level, Binding("", writable=False))
+        if level_key is not None and not monster and draft.system == "revised-2e":
+            # The class named beside the level taken (class1 for level-class1).
+            named = char.get(f"class{level_key.removeprefix('level-class')}")
+            text = to_text(named[0], named[1], 200) if named else None
+            draft.put("class_group", class_group(text or ""), Binding("", writable=False))
         draft.put("hit_dice", level, Binding("", writable=False))
         if _number(char, draft, "hp", "HP", writable=True) is None:
             _full(char, draft, "hp", "HP")
@@ -446,6 +461,17 @@ class Adnd2eRevised(Roll20Adapter):
             _number(char, draft, "psp_max", "PSP_max", writable=True)
         if psp is None:
             _full(char, draft, "psp", "PSP")
+        for extra, field in _EXTRA:
+            found = char.get(extra)
+            try:
+                points = to_int(found[0], found[1]) if found else None
+            except InvalidInput:
+                points = None  # a box this adapter does not read is not a reason to refuse
+            if points and field in draft.fields:
+                # Said, not guessed at: whether they are lost or spent first is the GM's call.
+                box = "HP" if field == "hp" else "PSP"
+                draft.warn(f"{char.spelled(extra)} holds {points}: not counted (only {box} is "
+                           f"read and written back); add them to {box} to count them")
         if draft.system == "revised-2e":
             self._revised(char, draft)
         elif draft.system == "power-pool":
@@ -454,7 +480,41 @@ class Adnd2eRevised(Roll20Adapter):
                 draft.put("die", 8)
                 draft.warn(f"{'no psi_die attribute' if die is None else 'psi_die is empty'}"
                            "; the pool's die assumed d8")
-        return False
+        return monster
+
+    @staticmethod
+    def _level(char: Character, draft: Draft) -> tuple[int, bool, str | None]:
+        """The level (or Hit Dice), whether the sheet is a monster's and the
+        ``level-classN`` the level was taken from. A character's level is the highest
+        ``level-classN``; the Monster Sheet page has no class levels but ``hitdice``
+        (its "Hit Dice" box). A sheet is a monster's when that page is the one shown
+        (``tab11`` is 2) or when it has Hit Dice and no class level."""
+        levels: list[tuple[int, str]] = []
+        for key, (path, attr) in char.attrs.items():  # one pass over the attributes
+            if _LEVEL.fullmatch(key):
+                level = to_int(attr.get("current"), pointer(path, "current"), 0, 100)
+                if level:
+                    levels.append((level, key))
+        page = char.get(_PAGE)
+        shown = page is not None and str(page[0]).strip() == _MONSTER_PAGE
+        found = char.get("hitdice")
+        hit_dice = hit_dice_count(found[0], found[1], draft.warn) if found else None
+        if hit_dice and (shown or not levels):
+            if levels:
+                draft.warn(f"the Monster Sheet is shown ({char.spelled(_PAGE)} = 2): Hit Dice "
+                           f"taken from {char.spelled('hitdice')}, {hit_dice}; class levels "
+                           "ignored")
+            return hit_dice, True, None
+        if not levels:
+            where = "no Hit Dice (hitdice) on the Monster Sheet" if shown \
+                else "no class level (level-class1..) nor Hit Dice (hitdice)"
+            draft.warn(f"{where}; taken as 1")
+            return 1, shown, None
+        level, key = max(levels)
+        if len(levels) > 1:
+            draft.warn(f"several class levels ({', '.join(f'{k}={n}' for n, k in levels)}); "
+                       f"level taken as the highest, {level}")
+        return level, shown, key
 
     def _revised(self, char: Character, draft: Draft) -> None:
         found = char.get("MThAC0")
@@ -481,9 +541,10 @@ class Adnd2eRevised(Roll20Adapter):
             draft.warn("temporary MAC (temp-selfMAC) used instead of selfMAC")
         else:
             _number(char, draft, "mac", "selfMAC")
-        for field, section, column in _SECTIONS:
-            names: list[tuple[str, str]] = []
-            single = char.get(column[1:])
+        rows: dict[str, list[tuple[str, str]]] = {"attacks": [], "defenses": []}
+        for field, section, column, first in _SECTIONS:
+            names = rows[field]
+            single = char.get(first) if first is not None else None
             if single is not None:
                 text = to_text(single[0], single[1], 200)
                 if text:
@@ -493,6 +554,7 @@ class Adnd2eRevised(Roll20Adapter):
                     text = to_text(attr.get("current"), pointer(path, "current"), 200)
                     if text:
                         names.append((text, pointer(path, "current")))
+        for field, names in rows.items():
             known = ATTACKS[draft.system] if field == "attacks" else DEFENSES[draft.system]
             found_modes = modes(draft.system, known, names, draft, field)
             if names:

@@ -468,3 +468,60 @@ def test_a_formula_with_two_values_in_a_row_is_not_read() -> None:
     assert roll_dice("2d8 @x") is None
     assert roll_dice("2d8 + @x") == [(2, 8)]
     assert_challenge_rating_taken_for("2d8 @abilities.con.mod")
+
+
+def test_an_actor_of_another_game_system_is_refused_where_it_says_so() -> None:
+    """Foundry's data names the actor's game system in ``_stats.systemId``: an adapter
+    made for one system refuses another's actor (its data would be read from the wrong
+    places) and names the adapter to use; foundry.generic reads any system's."""
+    data = zanna()
+    data["_stats"]["systemId"] = "ose"
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/_stats/systemId"
+    assert "foundry.ose" in err.value.problems[0].message
+    data["_stats"]["systemId"] = "pf2e"
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_({"actor": data, "token": None}, "revised-2e")
+    assert err.value.problems[0].path == "/actor/_stats/systemId"
+    assert "foundry.generic" in err.value.problems[0].message
+    ose = template_actor("foundry/ose/template.json", "character", "ose1", "Rolf")
+    ose["_stats"] = {"systemId": "dnd5e"}
+    with pytest.raises(InvalidInput, match=r"foundry\.dnd5e"):
+        ARS.import_(ose, "revised-2e")
+    ose["_stats"] = {"systemId": "ars"}
+    ARS.import_(ose, "revised-2e")
+    ose["_stats"] = {"systemId": "some-ars-kin"}
+    ARS.import_(ose, "revised-2e")
+    GENERIC.import_({"mapping": {"version": 1, "fields": {"hp": "system.hp.value"}},
+                     "actor": ose}, "power-pool")
+
+
+def test_a_hit_die_assumed_is_said_only_to_the_system_that_rolls_it() -> None:
+    """Only power-pool has a hit die (the pool's); a die assumed for revised-2e or
+    combat-strength would be a warning about nothing the GM sees."""
+    npc = template_actor("foundry/ars/template.json", "npc", "ars1", "Ghoul")
+    for system, said in (("revised-2e", False), ("combat-strength", False),
+                         ("power-pool", True)):
+        got = ARS.import_(npc, system)
+        assert any("assumed d8" in w for w in got.warnings) is said, system
+    data = zanna()
+    data["items"] = [item for item in data["items"] if item["type"] != "class"]
+    for system, said in (("revised-2e", False), ("power-pool", True)):
+        got = DND5E.import_(data, system)
+        assert any("assumed d8" in w for w in got.warnings) is said, system
+
+
+def test_a_class_the_adapter_does_not_know_is_said_with_the_flag_that_sets_it() -> None:
+    """The engine takes a missing class group as psionicist for a psionicist, else
+    warrior; a character whose class gives none is told so, with the flag to set."""
+    ose = template_actor("foundry/ose/template.json", "character", "ose1", "Rolf")
+    ose["system"]["details"]["class"] = "Mystic"
+    got = OSE.import_(ose, "revised-2e")
+    assert "class_group" not in got.combatant
+    assert any("no class group" in w and "flags.mindscape.revised-2e.class_group" in w
+               for w in got.warnings)
+    ose["system"]["details"]["class"] = "Templar"
+    got = OSE.import_(ose, "revised-2e")
+    assert got.combatant["class_group"] == "priest"
+    assert not any("no class group" in w for w in got.warnings)

@@ -223,18 +223,20 @@ def test_an_empty_mapped_place_receives_the_value_assumed_for_it() -> None:
 
 def test_missing_mapped_ability_scores_are_10_with_a_warning() -> None:
     """docs/ADAPTERS.md "Defaults, with a warning each": missing ability scores are 10,
-    mapped ones too."""
+    mapped ones too; the warning names the place the GM fills in."""
     roll20 = {"mapping": {"version": 1, "fields": {"int": "Intelligence", "wis": "Wisdom"}},
               "character": {"id": "c1", "name": "Kel", "attribs": [
                   {"name": "psi_attack_strength", "current": "30"},
                   {"name": "Wisdom", "current": ""}]}}
     got = ROLL20_GENERIC.import_(roll20, "combat-strength")
     assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
-    assert {"no int score; assumed 10", "no wis score; assumed 10"} <= set(got.warnings)
+    assert {"no int score in Intelligence; assumed 10",
+            "no wis score in Wisdom; assumed 10"} <= set(got.warnings)
     mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
                                         "wis": "system.nowhere"}}
     data = generic_actor(mapping)
     data["actor"]["system"]["abilities"]["int"]["value"] = None
     got = FOUNDRY_GENERIC.import_(data, "combat-strength")
     assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
-    assert {"no int score; assumed 10", "no wis score; assumed 10"} <= set(got.warnings)
+    assert {"no int score in system.abilities.int.value; assumed 10",
+            "no wis score in system.nowhere; assumed 10"} <= set(got.warnings)

@@ -284,3 +284,125 @@ def test_a_save_vs_paralyzation_of_1_is_read() -> None:
     data = ulcen()
     data["attribs"].append({"name": "psi_save_paralyzation", "current": "1", "max": ""})
     assert SHEET.import_(data, "revised-2e").combatant["save_paralyzation"] == 1
+
+
+def core_tab_mode_rows() -> dict[str, tuple[str, str]]:
+    """The Attack Modes and Defense Modes sections of the sheet's "Psionics Core" tab and
+    the attribute naming each row, as the tab's include lines fill in the partial's
+    ``repeating_psion-#REPLACE1#`` and ``attr_#REPLACE2#`` (tests/fixtures/README.md)."""
+    tab = (FIXTURES / "roll20/adnd2e-revised-psionic-core-tab.html").read_text(encoding="utf-8")
+    part = (FIXTURES / "roll20/adnd2e-revised-psionic-core-discipline.html") \
+        .read_text(encoding="utf-8")
+    assert 'name="repeating_psion-#REPLACE1#"' in part and 'name="attr_#REPLACE2#"' in part
+    rows = {}
+    for title, section, name in re.findall(
+            r"insert_psionic-core-discipline\.html_\((Attack Modes|Defense Modes),([^,]+),"
+            r"([^,]+),", tab):
+        rows[title] = (f"repeating_psion-{section}", name)
+    return rows
+
+
+def test_the_core_tabs_attack_and_defense_mode_rows_are_read() -> None:
+    """The sheet's "Psionics Core" tab (Complete Psionics Handbook) lists the modes as power
+    rows of its Attack Modes and Defense Modes sections, not in the Psionics Revised tab's
+    attack and defense rows; a character kept there knows its modes too."""
+    rows = core_tab_mode_rows()
+    attack_section, attack_name = rows["Attack Modes"]
+    defense_section, defense_name = rows["Defense Modes"]
+    data = ulcen()
+    data["attribs"] = [row for row in data["attribs"]
+                       if "psionic-attack" not in row["name"]
+                       and "psionic-defense" not in row["name"]]
+    data["attribs"] += [
+        {"name": f"{attack_section}_-MzCore0001_{attack_name}", "current": "Psychic Crush"},
+        {"name": f"{attack_section}_-MzCore0002_{attack_name}", "current": "Id Insinuation"},
+        {"name": f"{defense_section}_-MzCore0003_{defense_name}", "current": "Mind Blank"},
+        {"name": f"{defense_section}_-MzCore0004_{defense_name}", "current": "Tower of Iron Will"}]
+    c = SHEET.import_(data, "revised-2e").combatant
+    assert c["attacks"] == ["psychic-crush", "id-insinuation"]
+    assert c["defenses"] == ["mind-blank", "tower-of-iron-will"]
+    # kept by an encounter, and never written: they are the sheet's own rows
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e").combatant == c
+    assert SHEET.updates(data, "revised-2e", c, {**c, "attacks": ["psychic-crush"]}) == []
+
+
+def monster(**extra: str) -> dict[str, Any]:
+    """A character of the sheet's Monster Sheet page (its "Hit Dice" box ``hitdice``,
+    ``HP`` / ``HP_max``; ADnD_2E_Revised/html/tabs/monster-tab.html): no class level."""
+    attribs = [{"name": "hitdice", "current": "8", "max": ""},
+               {"name": "HP", "current": "41", "max": "52"},
+               {"name": "Intelligence", "current": "18", "max": ""},
+               *({"name": k, "current": v, "max": ""} for k, v in extra.items())]
+    return {"id": "-MzMind0000000001", "name": "Mind flayer", "attribs": attribs}
+
+
+def test_a_monster_sheet_gives_its_hit_dice_and_is_a_monster() -> None:
+    """The Monster Sheet page has no class levels but a "Hit Dice" box (``hitdice``): its
+    Hit Dice are the level (revised-2e) and the pool's dice (power-pool), and the
+    creature is a monster (class group "monster"), not a 1st-level character."""
+    got = SHEET.import_(monster(), "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["hp"], c["int"]) == (8, "monster", 41, 18)
+    assert not any("taken as 1" in w for w in got.warnings)
+    assert SHEET.import_(monster(), "power-pool").combatant["hit_dice"] == 8
+    # hit points still go back to HP
+    assert SHEET.updates(monster(), "revised-2e", c, {**c, "hp": 30}) == [
+        {"character_id": "-MzMind0000000001", "attributes": {"HP": {"current": 30}}}]
+
+
+def test_the_monster_page_shown_wins_over_class_levels() -> None:
+    """``tab11`` is the sheet's page switch (2: Monster Sheet). A sheet showing it is a
+    monster's even with class levels filled in; one showing the character page with
+    class levels is a character's, its Hit Dice box ignored."""
+    got = SHEET.import_(monster(**{"level-class1": "3", "tab11": "2"}), "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (8, "monster")
+    assert any("Monster Sheet is shown" in w for w in got.warnings)
+    c = SHEET.import_(monster(**{"level-class1": "3", "class1": "Psionicist"}),
+                      "revised-2e").combatant
+    assert (c["level"], c["class_group"]) == (3, "psionicist")
+
+
+def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
+    """The sheet names each class beside its level (``class1`` by ``level-class1``, from
+    its list Warrior/Wizard/Priest/Rogue/Psion, Fighter, Mage, Thief ...); the class of
+    the highest level gives the 2e class group. An unknown class is said, with the
+    attribute that sets it."""
+    data = ulcen()
+    data["attribs"] += [{"name": "class1", "current": "Psion", "max": ""},
+                        {"name": "class2", "current": "Thief", "max": ""}]
+    attr(data, "level-class2")["current"] = "6"
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (6, "rogue")
+    attr(data, "class2")["current"] = "Mystic"
+    got = SHEET.import_(data, "revised-2e")
+    assert "class_group" not in got.combatant
+    assert any("no class group" in w and "psi_class_group" in w for w in got.warnings)
+    # psi_class_group overrides
+    data["attribs"].append({"name": "psi_class_group", "current": "wizard", "max": ""})
+    assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "wizard"
+
+
+def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() -> None:
+    """The sheet keeps Temp HP, Temp PSP and Stored PSP beside HP and PSP; the engine has
+    no place for them, so a box holding points is named in a warning, not ignored in
+    silence (and not guessed into HP or PSP)."""
+    data = ulcen()
+    attr(data, "tempPSP")["current"] = "6"
+    data["attribs"] += [{"name": "storedPSP", "current": "12", "max": "20"},
+                        {"name": "tempHP", "current": "4", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["psp"], got.combatant["hp"]) == (40, 22)
+    for text in ("tempPSP holds 6", "storedPSP holds 12", "tempHP holds 4"):
+        assert any(text in w for w in got.warnings), text
+    # combat-strength has neither hit points nor PSPs: nothing to say there
+    got = SHEET.import_(data, "combat-strength")
+    assert not any("holds" in w for w in got.warnings)
+
+
+def test_a_monster_with_class_levels_is_still_a_monster() -> None:
+    """The Monster Sheet shown with no Hit Dice filled in but a class level (a drow
+    fighter written up as a monster): the level counts, the class group is monster's."""
+    data = monster(**{"level-class1": "5", "class1": "Fighter", "tab11": "2"})
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
+    c = SHEET.import_(data, "revised-2e").combatant
+    assert (c["level"], c["class_group"]) == (5, "monster")

@@ -113,6 +113,7 @@ def test_of_a_real_dnd5e_actor_only_what_is_read_is_kept() -> None:
     assert cut == {
         "actor": {
             "_id": actor["_id"], "name": actor["name"], "type": "character",
+            "_stats": {"systemId": "dnd5e"},
             "system": {
                 "abilities": {k: {"value": system["abilities"][k]["value"]}
                               for k in ("int", "wis", "con")},
@@ -181,7 +182,7 @@ def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
     # every attribute the sheet reads, first of its name, with name, current and max
     assert [row["name"] for row in cut["attribs"]] == [
         row["name"] for row in clean["attribs"]
-        if row["name"] not in ("tempPSP", "PSP-cost", "PSP-cost2")
+        if row["name"] not in ("PSP-cost", "PSP-cost2")
         and not row["name"].endswith(("_PSP-cost", "_PSP-cost2", "_MThAC0", "_mthac0adj"))]
     assert all(set(row) == {"name", "current", "max"} for row in cut["attribs"])
 

@@ -183,3 +183,25 @@ def test_roll20_ignores_a_psi_hp_attribute_with_a_warning() -> None:
     got = SHEET.import_(data, "power-pool")
     assert got.combatant["hp"] == 22
     assert "psi_hp is ignored: hp is read from HP" in got.warnings
+
+
+def test_dnd5e_hit_points_are_written_no_lower_than_0() -> None:
+    """dnd5e's data model gives hp.value and hp.temp a minimum of 0 (Foundry would store 0
+    for less): a creature taken below 0 (the engine counts down to −10) is written at 0,
+    temporary hit points first, and a second round trip writes nothing."""
+    system = "power-pool"
+    data = aboleth(system, {"psionic": True, "attacks": ["mental-stab"]})
+    before = normalised(DND5E, data, system)
+    got = DND5E.updates(data, system, before, {**before, "hp": -7},
+                        normalise=SYSTEMS[system].combatant)
+    assert got == [{"uuid": "Actor.shhHtE7b92PefCWB",
+                    "update": {"system.attributes.hp.value": 0}}]
+    again = apply_foundry(data, got)
+    assert normalised(DND5E, again, system)["hp"] == 0
+    down = normalised(DND5E, again, system)
+    assert DND5E.updates(again, system, down, down, normalise=SYSTEMS[system].combatant) == []
+    data["system"]["attributes"]["hp"]["temp"] = 5
+    before = normalised(DND5E, data, system)
+    got = DND5E.updates(data, system, before, {**before, "hp": before["hp"] - 150})
+    assert got[0]["update"] == {"system.attributes.hp.temp": 0,
+                                "system.attributes.hp.value": 0}

@@ -94,7 +94,8 @@ var Mindscape = Mindscape || (() => {
     '^psi_',
     '^(psp|psp_max|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
     '^(intelligence|wisdom|constitution)(-psi)?$',
-    '^(hp|level-class\\d+|class\\d*|race|hitdice|hd|level)$',
+    // tab11 is the page shown (2: the Monster Sheet, whose Hit Dice are hitdice)
+    '^(hp|hp_max|temphp|level-class\\d+|class\\d*|race|hitdice|hd|level|tab11)$',
     '^(psion|psionic|psp-|powerscore)',
     '^repeating_psi',
     'paralyz',
@@ -727,7 +728,8 @@ var Mindscape = Mindscape || (() => {
    * The defense modes a fighter knows, as mode ids, read as the companion's adapters read
    * them (adapters/roll20.py): `psi_defenses` whenever it holds anything; else, with the
    * generic adapter, the attribute its mapping names for `defenses`; else, with the AD&D
-   * 2E Revised adapter and in revised-2e only, the sheet's psionic-defense rows when any
+   * 2E Revised adapter and in revised-2e only, the sheet's psionic-defense rows (those of
+   * its Psionics Revised tab and the Defense Modes rows of its Psionics Core tab) when any
    * is filled. A list naming no mode of the system knows none. Where nothing lists modes,
    * the companion's defaults hold: none in revised-2e and power-pool, all five for a
    * psionic combat-strength mind (engine/combat_strength/combatant.py). So a button never
@@ -743,7 +745,7 @@ var Mindscape = Mindscape || (() => {
     if (system === 'revised-2e' && sent.adapter === 'roll20.adnd2e-revised') {
       const attribs = sent.data.attribs;
       // Of attributes sharing a name the first counts, as for any other.
-      const rows = attribs.filter((a, i) => /^(repeating_psionic-defenses_(.*_)?)?psionic-defense-name$/i.test(a.name)
+      const rows = attribs.filter((a, i) => /^((repeating_psionic-defenses_(.*_)?)?psionic-defense-name|repeating_psion-psion-defense5_.*_psiondefending)$/i.test(a.name)
         && attribs.findIndex((b) => sameName(a.name, b.name)) === i && holds(a.current));
       if (rows.length) return known(rows.map((a) => String(a.current)));
     }

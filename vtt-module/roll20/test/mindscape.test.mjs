@@ -217,6 +217,12 @@ test('the defense choice becomes one exchange.resolve request whispered to the G
   assert.ok(params.attacker.data.attribs.find((a) => a.name === 'PSP').max === '40');
   // Weapons and spells are not psionics: they stay home and keep the request short.
   assert.ok(!names.includes('weaponname1') && !names.includes('spellname1'));
+  // What the adapter reads beside them is sent: the page shown, Hit Dice, Temp HP.
+  for (const [name, current] of [['tab11', '2'], ['hitdice', '6'], ['tempHP', '3']]) {
+    ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name, current, max: '' });
+  }
+  const again = attackAndDefend(ctx).body.params.attacker.data.attribs.map((a) => a.name);
+  assert.ok(['tab11', 'hitdice', 'tempHP'].every((name) => again.includes(name)), again.join());
   // The adapter keeps state the sheet has no field for in psi_* attributes.
   assert.ok(names.includes('psi_mind'));
   assert.equal(params.defender.data.id, ctx.fenka.id);
@@ -542,6 +548,10 @@ test('the defense buttons offer the modes the companion knows, read in its order
   set('psi_defenses', '');
   assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'none']);
   assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /knows no defense mode/);
+  // The sheet's Psionics Core tab keeps its Defense Modes as power rows: read too.
+  set('repeating_psion-psion-defense5_-Mc1_psiondefending', 'Intellect Fortress');
+  assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'intellect-fortress', 'none']);
+  set('repeating_psion-psion-defense5_-Mc1_psiondefending', '');
   // power-pool reads psi_defenses only: the rows are not its modes, and the companion's
   // default is none (only No defense), never all of them.
   system('power-pool');

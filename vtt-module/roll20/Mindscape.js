@@ -325,12 +325,15 @@ var Mindscape = Mindscape || (() => {
       job.late = true;
       return `<b>${id}</b>: ${chatSafe(job.description || job.kind)}`;
     });
-    const changing = ids.some((id) => CHANGING_KINDS.includes(jobs[id].kind));
+    const changing = ids.some((id) => CHANGING_KINDS.includes(jobs[id].kind) && jobs[id].kind !== 'encounter.create');
+    const creating = ids.some((id) => jobs[id].kind === 'encounter.create');
     const question = ids.some((id) => jobs[id].kind === 'round-choices');
     const house = ids.some((id) => jobs[id].kind === 'house');
     whisperGM(box('requests in flight', `These requests were waiting for an answer when the Mod sandbox restarted:<br>${lines.join('<br>')}<br>`
       + 'An answer that still comes within the hour is applied, and you are told so.'
       + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')
+      + (creating ? ' A late answer to <code>encounter create</code> makes that encounter the current one here, unless another was created meanwhile; '
+        + 'if none comes, run <code>!psi encounter create</code> again (an encounter the companion made without its answer reaching here is only left unused).' : '')
       + (question ? ' A question before a round\'s end only reports when answered late: run <code>!psi round</code> again to end that round.' : '')
       + (house ? ' A change of the house rules answered late is not made: run <code>!psi house</code> again.' : '')));
   };
@@ -794,14 +797,17 @@ var Mindscape = Mindscape || (() => {
       + '<i>Allow User Scripts</i> for your userscript manager in <code>chrome://extensions</code>, or Developer mode before Chrome 138)';
     // A changing call may have reached the companion and only its answer be missing:
     // repeating it blindly could add, declare, resolve or undo twice.
-    const next = CHANGING_KINDS.includes(entry.kind)
-      ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
-      : ', then repeat the command.';
+    // A create has no encounter here yet for status to show (it would say "no current
+    // encounter"): what its late answer does is what helps.
+    const next = entry.kind === 'encounter.create' ? `. ${CREATE_LATE}`
+      : CHANGING_KINDS.includes(entry.kind)
+        ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
+        : ', then repeat the command.';
     // A relay that was only slow may still deliver: that answer is applied then.
     // An exchange, a round's end or a rest repeated as well as answered late would be
     // applied twice.
     const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
-    const late = ' Should its answer still arrive (within the hour), it is applied and you are told so'
+    const late = entry.kind === 'encounter.create' ? '' : ' Should its answer still arrive (within the hour), it is applied and you are told so'
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');
     // The question before a round's end is new: a bridge userscript older than it does
     // not relay it, and repeating the command would only time out again.
@@ -3039,7 +3045,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A controller that cannot act (asleep, unconscious, stunned, at 0 HP or fewer) loses the control it keeps by an action. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs.</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs; in revised-2e it also lists who may pay to close its mind this round (<code>declare --close</code>) and for how many PSPs: the GM reads every offer, a player only those of the minds it controls (an offer tells that a mind holds at least that many PSPs).</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
@@ -3274,15 +3280,159 @@ var Mindscape = Mindscape || (() => {
     return result.outcome !== undefined ? [result] : [];
   };
 
-  const errorText = (error) => {
-    const details = [];
-    if (isObject(error.data)) {
-      if (Array.isArray(error.data.errors)) error.data.errors.forEach((e) => details.push(`${e.path}: ${e.message}`));
-      if (error.data.rule) details.push(`${error.data.rule}: ${error.data.detail || ''}`);
-      if (error.data.purpose) details.push(`needs ${error.data.needed} d${error.data.sides} for ${error.data.purpose}`);
-      if (!error.data.rule && typeof error.data.detail === 'string') details.push(error.data.detail);
+  // ------------------------------------------------- refusals in the table's words
+
+  // The companion words a refusal for programs: an error code, a rule id, JSON paths into
+  // the request, mode ids, combatant ids and the source it follows ("(seed step 3.i)").
+  // Players, and the GM at the table, read it in the game's words: fighters by name,
+  // modes by label, a field of the request as the field in words. The GM gets the code
+  // and the rule id apart, in small print (refusalNote), to report a bug with.
+  const NOT_FOUND = 4004;
+  const DICE_NEEDED = 4002;
+  const STORE_UNAVAILABLE = 5003;
+  const INTERNAL_ERROR = -32603;
+  const MODE_IDS = Array.from(new Set(Object.values(SYSTEMS).flatMap((s) => s.attacks.concat(s.defenses))));
+  // The parts of a path that only hold others (the choice, a list, a sheet's value).
+  const PATH_HOLDERS = ['choice', 'choices', 'data', 'current', 'params', 'combatant', 'id'];
+  const PATH_WORDS = { attribs: 'sheet', options: 'house rule', max: 'maximum', pool_dice: 'pool dice', puppets: 'puppet', combatants: 'fighter' };
+
+  const escapeRegExp = (text) => String(text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  // Replaces each whole `word` of `text` (not inside another id: ids hold "-" and "_")
+  // that `map` names, the longest first, also one in double quotes.
+  const replaceIds = (text, map) => Object.keys(map).filter(Boolean).sort((a, b) => b.length - a.length)
+    .reduce((out, id) => out.replace(new RegExp(`(^|[^A-Za-z0-9_-])"?${escapeRegExp(id)}"?(?![A-Za-z0-9_-])`, 'g'),
+      (whole, before) => `${before}${map[id]}`), text);
+
+  // What a refusal of `job` may name, for plainWords: `names`, each combatant id of the
+  // current encounter and each fighter of the request by the fighter's name; `places`,
+  // where in the request a fighter was sent (/attacker, /combatants/2, /puppets/0 …).
+  const refusalContext = (job) => {
+    const names = {};
+    const enc = store().encounter;
+    if (enc && isObject(enc.combatants)) {
+      Object.keys(enc.combatants).forEach((ref) => { names[ref] = fighterName(ref); names[enc.combatants[ref]] = fighterName(ref); });
     }
-    return `${chatSafe(error.message)} (${error.code})${details.length ? `<br>${details.map(chatSafe).join('<br>')}` : ''}`;
+    const involved = isObject(job) && Array.isArray(job.involved) ? job.involved : [];
+    involved.forEach((ref) => { names[ref] = fighterName(ref); });
+    const places = {};
+    if (isObject(job) && isObject(job.exchange)) Object.assign(places, { '/attacker': involved[0], '/defender': involved[1] });
+    // A round's end or a rest sends its fighters as /combatants/N, in order (sheetWarnings).
+    if (isObject(job) && ['round', 'rest', 'round-choices'].includes(job.kind)) (job.sent || involved).forEach((ref, i) => { places[`/combatants/${i}`] = ref; });
+    if (isObject(job) && isObject(job.run) && job.run.ref) places['/combatant'] = job.run.ref;
+    if (isObject(job) && job.actor) places['/combatant'] = job.actor;
+    if (isObject(job) && isObject(job.paths)) Object.assign(places, job.paths);
+    return { names, places };
+  };
+
+  // A JSON path of the request as the field in words: "/choice/attack/multiplier" is
+  // "attack multiplier", "/puppets/1/data/attribs/0/current" "Thrall's sheet", "/puppets/1"
+  // "Thrall"; `lead` puts "the" before a field of nobody's ("the attack multiplier").
+  const fieldWords = (path, context, lead = '') => {
+    const segments = String(path).split('/').filter(Boolean);
+    let who = null;
+    let rest = segments;
+    for (let n = segments.length; n > 0 && !who; n -= 1) {
+      const ref = context.places[`/${segments.slice(0, n).join('/')}`];
+      if (ref) { who = fighterName(ref); rest = segments.slice(n); }
+    }
+    const words = [];
+    rest.forEach((segment) => {
+      if (context.names[segment]) { who = context.names[segment]; return; }
+      if (fighterCharacter(segment)) { who = fighterName(segment); return; }
+      if (/^\d+$/.test(segment) || PATH_HOLDERS.includes(segment)) return;
+      words.push(PATH_WORDS[segment] || (/^H-/.test(segment) ? segment : segment.replace(/[_-]+/g, ' ')));
+    });
+    const what = words.join(' ');
+    if (who) return what ? `${who}'s ${what}` : who;
+    return what ? `${lead}${what}` : 'request';
+  };
+
+  // The companion's words in the game's (plain text, not yet chatSafe): a path that
+  // opens the text goes (the text names what is wrong), one in brackets or after "in"
+  // too (it tells a program where to put a value), any other becomes the field in
+  // words; the source a rule follows goes, a
+  // house rule's id is said to be one; combatant ids become fighters' names, mode ids
+  // their labels, a list its items.
+  const plainWords = (text, context) => {
+    let out = String(text === undefined || text === null ? '' : text)
+      .replace(/^\/[^\s:]*:\s*/, '')
+      .replace(/\s*\((?:[a-z]+ )?\/[^\s()]*\)/g, '')
+      .replace(/\s+in\s+\/[^\s,;:()]*/g, '')
+      .replace(/\s*\((?:seed|RULES\.md)\b[^)]*\)/g, '')
+      .replace(/\((H-[A-Z0-9-]+)\)/g, '(a house rule)')
+      .replace(/(^|[\s(])(\/[A-Za-z_][^\s,;:()]*)/g, (whole, before, path) => `${before}${fieldWords(path, context, 'the ')}`);
+    out = replaceIds(out, context.names);
+    out = replaceIds(out, Object.fromEntries(MODE_IDS.map((id) => [id, label(id)])));
+    out = out.replace(/\[([^[\]]*)\]/g, (whole, items) => items.replace(/["']/g, '').trim() || 'none');
+    return out.replace(/\s+/g, ' ').trim();
+  };
+
+  // A reason as a sentence: its first letter capital, a full stop at its end.
+  const sentence = (text) => {
+    const t = String(text).trim();
+    if (!t) return '';
+    return `${t.charAt(0).toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}`;
+  };
+
+  // Why the companion refused a request of `job`, in the game's words, ready for the chat
+  // (no error code, rule id or path: refusalNote has those for the GM).
+  const refusalReason = (job, error) => {
+    const context = refusalContext(job);
+    const data = isObject(error.data) ? error.data : {};
+    const say = (text) => chatSafe(sentence(plainWords(text, context)));
+    if (error.code === RULES_VIOLATION && (data.detail || data.rule)) return say(data.detail || label(String(data.rule)));
+    if (error.code === INVALID_PARAMS && Array.isArray(data.errors) && data.errors.some(isObject)) {
+      return data.errors.filter(isObject).map((e) => {
+        const message = plainWords(e.message, context);
+        const field = e.path ? fieldWords(e.path, context) : '';
+        // A message that already names its field ("multiplier 9 is above …") needs no more.
+        const last = field.split(/\s+/).pop();
+        const named = !field || field === 'request' || (last && new RegExp(`\\b${escapeRegExp(last)}\\b`, 'i').test(message));
+        return chatSafe(sentence(named ? message : `${field}: ${message}`));
+      }).join('<br>');
+    }
+    if (error.code === DICE_NEEDED) {
+      return chatSafe(`The companion needs ${data.needed || 'more'} more d${data.sides || '?'} for ${plainWords(data.purpose || 'a roll', context)}.`);
+    }
+    if (error.code === NOT_FOUND) {
+      const id = String(data.id || '');
+      const enc = store().encounter;
+      if ((enc && id === enc.id) || (isObject(job) && id === job.encounter)) return 'The companion does not know this encounter (it may have been deleted): a GM starts a new one with <code>!psi encounter create</code>.';
+      const who = context.names[id] || (fighterCharacter(id) ? fighterName(id) : '');
+      if (who) return `The companion does not know ${chatSafe(who)} as a combatant of this encounter: a GM adds it with <code>!psi encounter add</code>.`;
+      return 'The companion does not know the encounter or a combatant this names (it may have been deleted or never added).';
+    }
+    if (error.code === BRIDGE_UNCERTAIN) return say(data.detail || 'the bridge lost the answer');
+    if (error.code === STORE_UNAVAILABLE) return 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
+    if (error.code === INTERNAL_ERROR) return 'The companion failed unexpectedly; its log on the GM\'s computer says why.';
+    return 'The companion could not carry this out.';
+  };
+
+  // The companion's own words for the GM, in small print apart from the reason: the code,
+  // the rule id, the paths, an error id (companion: 4001 attack-not-known).
+  const refusalNote = (error) => {
+    const data = isObject(error.data) ? error.data : {};
+    const parts = [String(error.code)];
+    if (data.rule) parts.push(String(data.rule));
+    if (Array.isArray(data.errors)) parts.push(...data.errors.filter(isObject).map((e) => String(e.path || '/')));
+    if (error.code === NOT_FOUND && data.id) parts.push(String(data.id));
+    if (data.error_id || (error.code === INTERNAL_ERROR && data.id)) parts.push(`error id ${data.error_id || data.id}`);
+    if (![RULES_VIOLATION, INVALID_PARAMS, NOT_FOUND, DICE_NEEDED, BRIDGE_UNCERTAIN].includes(error.code) && error.message) parts.push(String(error.message));
+    const by = error.code === BRIDGE_UNCERTAIN ? 'bridge' : 'companion';
+    return `<br><span style="font-size:9px;color:#888;">${by}: ${chatSafe(parts.join(' '))}</span>`;
+  };
+
+  // A request's title in words, for its boxes: "Ulcen of Tyr's declaration", not the method.
+  const JOB_TITLES = {
+    'encounter.create': 'new encounter', 'encounter.add': 'joining the encounter', 'encounter.get': 'encounter status',
+    'encounter.declare': 'declaration', 'encounter.undo': 'undoing the last step', 'encounter.resolve': 'encounter step',
+    'encounter.refresh': 'refresh', exchange: 'attack', odds: 'odds', round: 'end of the round', rest: 'rest', house: 'house rules',
+  };
+  const titleOf = (job) => {
+    if (job.title) return chatSafe(job.title);
+    if (job.kind === 'encounter.declare' && job.actor) return chatSafe(`${fighterName(job.actor)}'s declaration`);
+    return chatSafe(JOB_TITLES[job.kind] || 'request');
   };
 
   // Who rolled a die of a round's end or a rest: the fighter's name when it is one of the
@@ -3379,13 +3529,18 @@ var Mindscape = Mindscape || (() => {
       const enc = store().encounter;
       if (enc && (result.id === undefined || String(result.id) === enc.id)) refreshEncounter(enc, result);
       const names = {};
-      if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = fighterName(c); });
+      const refs = {};
+      if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = fighterName(c); refs[enc.combatants[c]] = c; });
       const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
       const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
       const joined = enc ? Object.keys(enc.combatants).map(fighterName) : [];
-      // revised-2e: who may declare --close this round, at the companion's price.
+      // revised-2e: who may declare --close this round, at the companion's price. An offer
+      // tells that mind's PSPs (it holds at least the price): only the GM and the mind's
+      // controllers read it.
       const offers = isObject(result.close_offers) ? result.close_offers : {};
+      const reader = job.requester && !playerIsGM(job.requester) ? job.requester : null;
       const closing = Object.keys(offers).filter((c) => isObject(offers[c]) && offers[c].payable === true)
+        .filter((c) => !reader || (refs[c] !== undefined && mayControl(reader, refs[c])))
         .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
       const held = heldOf(enc);
@@ -3466,6 +3621,20 @@ var Mindscape = Mindscape || (() => {
 
   const STATUS_HINT = 'Run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.';
 
+  // After a create that got no answer in time there is no current encounter here for
+  // status to show (it only says so); its answer, should it still come, is applied
+  // (HANDLERS['encounter.create']).
+  const CREATE_LATE = 'The companion may have created it all the same: should its answer still arrive (within the hour), '
+    + 'that encounter becomes the current one here, unless you have created another meanwhile, and you are told so. If no answer comes, '
+    + 'run <code>!psi encounter create</code> again once the bridge relays (an encounter the companion made without its answer reaching here is only left unused).';
+
+  // What to do after the bridge answered that it cannot tell whether the companion did a
+  // changing request (BRIDGE_UNCERTAIN): that answer is the last, so for a create no late
+  // one will make the encounter current; for the others status shows where it stands.
+  const uncertainHint = (kind) => (kind === 'encounter.create'
+    ? 'No other answer will come for it: run <code>!psi encounter create</code> again (an encounter the companion may have made meanwhile is only left unused).'
+    : STATUS_HINT);
+
   // encounter.add answers a batch: one response per token, each may fail alone.
   const handleBatch = (job, responses) => {
     const enc = store().encounter;
@@ -3480,7 +3649,8 @@ var Mindscape = Mindscape || (() => {
         lines.push(`${name} was already in the encounter: joined.`);
       } else if (response.error) {
         if (response.error.code === BRIDGE_UNCERTAIN) uncertain = true;
-        lines.push(`${name}: ${errorText(response.error)}`);
+        const one = Object.assign({}, job, { involved: [charId], actor: charId });
+        lines.push(`${name} did not join: ${refusalReason(one, response.error)}${refusalNote(response.error)}`);
       } else {
         if (enc) {
           enc.combatants[charId] = String(response.result.combatant_id);
@@ -3498,7 +3668,7 @@ var Mindscape = Mindscape || (() => {
   // who chose the defense, and the attacker learns only that it failed (a defense refused
   // for the defender's own choice is chosen again instead: chooseAgain).
   const reportError = (job, error) => {
-    const title = chatSafe(job.title || job.kind);
+    const title = titleOf(job);
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
     if (error.code === STALE_REVISION && store().encounter) {
       const now = isObject(error.data) && error.data.revision !== undefined ? ` (now at revision ${chatSafe(error.data.revision)})` : '';
@@ -3507,11 +3677,14 @@ var Mindscape = Mindscape || (() => {
       return resync(requester || job.requester);
     }
     if (error.code === BRIDGE_UNCERTAIN) {
-      whisperGM(box(title, `The bridge could not tell whether the companion carried this out: ${errorText(error)}<br>${STATUS_HINT}`));
+      whisperGM(box(title, `The bridge could not tell whether the companion carried this out: ${refusalReason(job, error)}<br>${uncertainHint(job.kind)}${refusalNote(error)}`));
       if (requester) tell(requester, title, 'Your request may not have arrived; the GM has been told.');
       return undefined;
     }
-    const text = `The companion refused: ${errorText(error)}`;
+    // The title says it was refused; the reason is the companion's, in the game's words.
+    // A step is titled with the encounter's name: say that it is its next step.
+    const refused = job.kind === 'encounter.resolve' ? `Refused: the next step of ${title}` : `Refused: ${title}`;
+    const text = refusalReason(job, error);
     // A house rule this campaign set that the companion no longer takes.
     const house = isObject(error.data) && Array.isArray(error.data.errors)
       && error.data.errors.some((e) => isObject(e) && /^\/options\//.test(String(e.path)))
@@ -3520,7 +3693,7 @@ var Mindscape = Mindscape || (() => {
     const puppets = refusedPuppets(job, error);
     if (puppets.length) return sendWithoutPuppets(job, puppets, error);
     const declared = job.kind === 'encounter.declare' ? declareRefusal(error) : '';
-    whisperGM(box(title, text + house + declared + (job.kind === 'round' ? roundRefusal(job, error) : '')));
+    whisperGM(box(refused, text + house + declared + (job.kind === 'round' ? roundRefusal(job, error) : '') + refusalNote(error)));
     if (job.kind === 'exchange') {
       const chooser = job.chooser && !playerIsGM(job.chooser) ? job.chooser : null;
       // A refusal of the attacker's own attack (its PSPs, its pool, the modes it knows) is
@@ -3528,15 +3701,15 @@ var Mindscape = Mindscape || (() => {
       // defense and the defender's resources). Everyone else learns only that it failed,
       // under a title without the attack mode, which the defense was chosen without.
       const reader = aboutTheAttacker(job, error) ? requester : chooser;
-      if (reader) tell(reader, reader === requester ? title : sidesTitle(job), text);
+      if (reader) tell(reader, reader === requester ? refused : `Refused: ${sidesTitle(job)}`, text);
       // A wave's choosers (job.told) learn only that it failed.
       const others = [requester, chooser].concat(Array.isArray(job.told) ? job.told : [])
         .filter((pid, i, all) => pid && pid !== reader && all.indexOf(pid) === i);
-      others.forEach((pid) => tell(pid, pid === requester ? title : sidesTitle(job), 'The exchange failed; the GM has been told why.'));
+      others.forEach((pid) => tell(pid, pid === requester ? refused : `Refused: ${sidesTitle(job)}`, 'The exchange failed; the GM has been told why.'));
       return undefined;
     }
     if (job.kind === 'odds' && oddsHiddenFrom(requester, job, error)) return tell(requester, title, ODDS_HIDDEN);
-    if (requester) tell(requester, title, text + declared);
+    if (requester) tell(requester, refused, text + declared);
     return undefined;
   };
 
@@ -3562,7 +3735,7 @@ var Mindscape = Mindscape || (() => {
   // An exchange's title without its attack mode: "Ulcen of Tyr vs. Fenka".
   const sidesTitle = (job) => {
     const exchange = isObject(job.exchange) ? job.exchange : null;
-    if (!exchange) return chatSafe(job.title || job.kind);
+    if (!exchange) return titleOf(job);
     return chatSafe(`${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
   };
 
@@ -3659,10 +3832,11 @@ var Mindscape = Mindscape || (() => {
 
   // Why the companion refused a defense, in the table's words, naming the creature; `xid`
   // is the id the attack waits under again, `joined` whether the creature had joined by
-  // its own choice (and is left out now).
-  const defenseRefusalText = (rule, detail, ref, xid, joined) => {
+  // its own choice (and is left out now); `said`, the companion's detail in the game's
+  // words (plainWords, chatSafe), for a refusal not worded here.
+  const defenseRefusalText = (rule, detail, ref, xid, joined, said) => {
     const name = ref ? `<b>${chatSafe(fighterName(ref))}</b>` : null;
-    if (!name) return `The companion refused the defense: ${chatSafe(detail)}.`;
+    if (!name) return `The companion refused the defense: ${said}.`;
     const join = `<code>!psi join --req ${xid}</code> with its token selected`;
     if (joined) {
       const mode = /does not know ([a-z-]+)/.exec(detail);
@@ -3673,7 +3847,7 @@ var Mindscape = Mindscape || (() => {
         'ally-not-psionic': `The companion reads ${name} as non-psionic: it cannot join a defense by its own choice `
           + '(only a defender\'s Imagination Swarm draws in non-psionic allies).',
         'mode-not-known': `${name} does not know ${mode ? label(mode[1]) : 'Imagination Swarm'}, so it cannot join the defense.`,
-      }[rule] || `${name} cannot join the defense: ${chatSafe(detail)}.`;
+      }[rule] || `${name} cannot join the defense: ${said}.`;
       return `${why} It is left out (should that change, it may join again: ${join}).`;
     }
     if (rule === 'ally-psionic') {
@@ -3688,14 +3862,14 @@ var Mindscape = Mindscape || (() => {
       const mode = /does not know ([a-z-]+)/.exec(detail);
       return `${name} does not know ${mode ? label(mode[1]) : 'the defense chosen'}.`;
     }
-    if (DEFENSE_RULES.includes(rule) || CHOOSER_RULES.includes(rule)) return chosenRefusalText(rule, detail, name);
-    return `${name} cannot be drawn into the defense: ${chatSafe(detail)}.`;
+    if (DEFENSE_RULES.includes(rule) || CHOOSER_RULES.includes(rule)) return chosenRefusalText(rule, detail, name, said);
+    return `${name} cannot be drawn into the defense: ${said}.`;
   };
 
   // Why the defense a mind chose was refused (DEFENSE_RULES, CHOOSER_RULES), naming it
   // (`name`, ready for the chat) and what will do instead; a detail not worded as the
-  // companion words it is passed on as it is.
-  const chosenRefusalText = (rule, detail, name) => {
+  // companion words it is passed on in the game's words (`said`).
+  const chosenRefusalText = (rule, detail, name, said) => {
     const known = /does not know (.+)$/.exec(detail);
     const unaware = /\bis ([a-z ,-]+): it /.exec(detail);
     const psp = /needs (\d+) PSPs for ([a-z-]+) but holds (\d+)/.exec(detail);
@@ -3724,7 +3898,7 @@ var Mindscape = Mindscape || (() => {
     if (rule === 'labyrinth-while-controlled') {
       return `${name} is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it.`;
     }
-    return `The companion refused the defense of ${name}: ${chatSafe(detail)}.`;
+    return `The companion refused the defense of ${name}: ${said}.`;
   };
 
   // The companion refused the defense chosen (refusesTheDefense): nothing was written, and
@@ -3748,7 +3922,7 @@ var Mindscape = Mindscape || (() => {
     const joiner = about && joinedRefs(exchange).includes(about) ? about : null;
     if (joiner) exchange.joined = joinedOf(exchange).filter((j) => j.ref !== joiner);
     const xid = waitForDefense(exchange);
-    const why = defenseRefusalText(rule, detail, about, xid, Boolean(joiner));
+    const why = defenseRefusalText(rule, detail, about, xid, Boolean(joiner), chatSafe(plainWords(detail, refusalContext(job))));
     const choosers = wave ? exchange.members : [exchange.struck || exchange.defender];
     // Whose choice it was: the creature that joined, the mind the refusal names, the one
     // that drew the allies in, or the one defender of a revised-2e or combat-strength attack.
@@ -3763,7 +3937,7 @@ var Mindscape = Mindscape || (() => {
     // leave it out.
     const unsure = !about && kept.length
       ? `<br>Should the refusal be about ${namesOf(kept)}, which joined by its own choice, leave it out (its controller or the GM): ${leave}.` : '';
-    whisperGM(box('defense refused', `${why}<br>${waits}${unsure}<br>The companion said: ${errorText(error)}`));
+    whisperGM(box('defense refused', `${why}<br>${waits}${unsure}<br>The companion said: ${refusalReason(job, error)}${refusalNote(error)}`));
     const players = (refs) => refs.flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
     const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : []));
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
@@ -3814,10 +3988,10 @@ var Mindscape = Mindscape || (() => {
   // more is left out, so it ends. A late answer is not sent again: the GM may have
   // repeated the command meanwhile, and the round would end (or the rest count) twice.
   const sendWithoutPuppets = (job, refused, error) => {
-    const title = chatSafe(job.title || job.kind);
+    const title = titleOf(job);
     const several = refused.length > 1;
     const sheets = `the sheet${several ? 's' : ''} of ${refused.map(fighterName).map(chatSafe).join(', ')}`;
-    const said = `The companion refused ${sheets} (under psionic control, sent along as puppets): ${errorText(error)}<br>`;
+    const said = `The companion refused ${sheets} (under psionic control, sent along as puppets): ${refusalReason(job, error)}${refusalNote(error)}<br>`;
     if (job.late) {
       const [undone, command] = job.kind === 'round' ? ['the round has not ended', 'round'] : ['the rest has not been taken', 'rest'];
       return whisperGM(box(title, `${said}Nothing was changed. This answer came late, so the request is not sent again (the command may have been repeated meanwhile): `

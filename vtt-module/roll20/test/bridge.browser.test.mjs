@@ -608,7 +608,8 @@ test('power-pool control at a round\'s end through the relay: the real companion
   const [refused] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi round --keep ${ctx.thrall.id} --by die` }));
   assert.equal(refused.error && refused.error.data.rule, 'no-die-to-dedicate', JSON.stringify(refused));
   assert.equal(ctx.sb.workerWrites.length, writes);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no-die-to-dedicate: .*Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\./);
+  // The companion's reason in words; its code and rule only in the GM's small print.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: End of the round<\/b><br>Ulcen of Tyr has no die in its pool to keep control with\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\..*<span[^>]*>companion: 4001 no-die-to-dedicate<\/span><\/div>$/);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
 });
 
@@ -913,7 +914,8 @@ test('a call that changes an encounter is never retried: after a timeout the Mod
   assert.deepEqual(out.received, ['encounter.resolve']);
   assert.equal(out.sent.length, 1);
   assert.equal(out.status.state, 'uncertain');
-  // The typed answer is an error the Mod script turns into "run !psi encounter status".
+  // The typed answer is an error the Mod script reports as uncertain; for a create, which
+  // has no encounter for status to show yet, it says to create it again.
   const ctx = campaign({ pairing: PAIRED });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
   const create = [...ctx.sb.chats.at(-1).input.matchAll(MARKER)][0][1];
@@ -921,7 +923,7 @@ test('a call that changes an encounter is never retried: after a timeout the Mod
   assert.deepEqual(decode(typed).error.code, -32001);
   assert.match(decode(typed).error.data.detail, /timed out/);
   ctx.sb.chat({ playerid: GM, content: `!psi-result ${create} ${Buffer.from(JSON.stringify({ ...decode(typed), id: create })).toString('base64url')}` });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out.*!psi encounter status/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out: .*timed out.*No other answer will come for it: run <code>!psi encounter create<\/code> again/);
 });
 
 test('encounter.refresh is a changing call and is never retried; combatants.rest changes nothing and is retried once', { skip: SKIP }, async () => {

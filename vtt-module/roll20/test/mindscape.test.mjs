@@ -47,6 +47,18 @@ const answer = (ctx, id, response, playerid = GM) => ctx.sb.chat({
   playerid, content: `!psi-result ${id} ${encode(response)}`,
 });
 
+// What a player never reads in a refusal: the companion's error code, a rule id (the
+// given ones, and any "rule-id:" as the raw wording opened its detail with), a JSON path
+// into the request, a combatant id, the GM's small print.
+const assertPlainRefusal = (whisper, ruleIds = []) => {
+  const text = whisper.replace(/^\/w ("[^"]*"|gm) /, '');
+  assert.doesNotMatch(text, /\(-?\d{4,5}\)|(^|[^\d-])(4001|4002|4004|4009|-32602|-32603|-32001)\b/, text);
+  assert.doesNotMatch(text, /(^|[\s(>;])\/[A-Za-z_]+(\/|\b)/, text);
+  assert.doesNotMatch(text, /\b[a-z]+(-[a-z]+)+: /, text);
+  assert.doesNotMatch(text, /-Mfake\d+|companion: /, text);
+  ruleIds.forEach((rule) => assert.ok(!text.includes(rule), `${rule} in ${text}`));
+};
+
 const valueOf = (ctx, charId, name) => {
   const attr = ctx.sb.attribute(charId, name);
   return attr ? attr.get('current') : undefined;
@@ -381,7 +393,8 @@ test('a JSON-RPC error answer is reported and writes nothing', () => {
   const req = attackAndDefend(ctx);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'psp', detail: 'not enough PSPs' } } });
   assert.equal(ctx.sb.workerWrites.length, 0);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the rules forbid it \(4001\).*psp: not enough PSPs/);
+  // The GM reads the reason in words, the code and rule apart in small print.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Not enough PSPs\.<br><span style="font-size:9px;color:#888;">companion: 4001 psp<\/span>/);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The exchange failed; the GM has been told/);
 });
 
@@ -393,15 +406,18 @@ test('a refused exchange tells each side only its own secrets: the attacker\'s P
   // under a title that does not name the attack mode it chose its defense without.
   const detail = 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4';
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'not-enough-psp', detail } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: the rules forbid it \(4001\)<br>not-enough-psp: Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4/);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion refused: .*holds 4/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr declares 9 PSPs of Ego Whip but holds 4\.<br>.*companion: 4001 not-enough-psp</);
+  const toAttacker = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(toAttacker, /Mindscape: Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr declares 9 PSPs of Ego Whip but holds 4\.<\/div>$/);
+  assertPlainRefusal(toAttacker, ['not-enough-psp', 'ego-whip']);
   const toBob = whispersTo(ctx.sb, 'Bob');
   assert.match(toBob.at(-1), /The exchange failed; the GM has been told why/);
   assert.ok(toBob.every((w) => !/ego.whip|holds 4|declares 9/i.test(w)), toBob.join('\n'));
   // A refusal of anything else (here the defender's state) is the chooser's to read.
   const again = attackAndDefend(ctx, 'mental-barrier');
   answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, error: { code: 4001, message: 'the rules forbid it', data: { rule: 'target-dead', detail: 'Fenka is dead' } } });
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Fenka is dead/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Refused: Ulcen of Tyr vs\. Fenka<\/b><br>Fenka is dead\./);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Bob').at(-1), ['target-dead']);
   const toAlice = whispersTo(ctx.sb, 'Alice');
   assert.match(toAlice.at(-1), /The exchange failed; the GM has been told why/);
   assert.ok(toAlice.every((w) => !/mental-barrier/i.test(w)), toAlice.join('\n'));
@@ -463,15 +479,16 @@ test('odds refused for a mind the attack would strike tell a player who does not
   const toAlice = whispersTo(ctx.sb, 'Alice').at(-1);
   assert.match(toAlice, /No odds for this choice: the companion refused it because of a mind the attack would strike/);
   assert.doesNotMatch(toAlice, /holds 1|3 PSPs|not-enough/);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not-enough-psp-for-defense: Fenka needs 3 PSPs for mind-blank but holds 1/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka needs 3 PSPs for Mind Blank but holds 1\..*companion: 4001 not-enough-psp-for-defense/);
   // A refusal naming Fenka (power-pool's list of the defenses it knows) is hidden alike.
   oddsRefused(ALICE, { rule: 'mode-not-known', detail: "Fenka does not know blank-mind (knows ['pinnacle-of-will'])", combatant: ctx.fenka.id });
   assert.doesNotMatch(whispersTo(ctx.sb, 'Alice').at(-1), /pinnacle|knows/);
   // Her own attacker's refusal is hers to read, and the GM's asking reads everything.
   oddsRefused(ALICE, { rule: 'not-enough-psp', detail: 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4' });
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /not-enough-psp: Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Refused: Ego Whip odds: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr declares 9 PSPs of Ego Whip but holds 4\./);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Alice').at(-1), ['not-enough-psp']);
   oddsRefused(GM, { rule: 'not-enough-psp-for-defense', detail: 'Fenka needs 3 PSPs for mind-blank but holds 1' });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka needs 3 PSPs for mind-blank but holds 1/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka needs 3 PSPs for Mind Blank but holds 1\./);
 });
 
 test('config is for GMs; it stores the system and attribute names per character', () => {
@@ -849,6 +866,79 @@ test('changing encounter calls name the revision they expect; a stale answer (40
   assert.equal(lastRequest(ctx.sb).body.params.revision, 3);
 });
 
+test('revised-2e close offers in !psi encounter status (RULES.md 1.5) are read only by the GM and the controllers of that mind: an offer tells that its PSPs reach its price', () => {
+  const ctx = encounterWithTwo();
+  const status = (playerid) => {
+    ctx.sb.chat({ playerid, content: '!psi encounter status' });
+    const get = lastRequest(ctx.sb);
+    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 2, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [ctx.fenka.id],
+      close_offers: { [ctx.fenka.id]: { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, [ctx.ulcen.id]: { cost: 4, defense: 'thought-shield', basis: 'last', psp: 9, payable: true, reason: null } } } });
+  };
+  status(GM);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /May pay to close their minds \(declare --close\): Fenka \(10 PSPs\), Ulcen of Tyr \(4 PSPs\)<\/div>$/);
+  // Alice controls Ulcen: she reads his offer, not Fenka's (Bob's), the rest of the status alike.
+  status(ALICE);
+  const alice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(alice, /Combatants: Ulcen of Tyr, Fenka<br>Still to choose: Fenka<br>May pay to close their minds \(declare --close\): Ulcen of Tyr \(4 PSPs\)<\/div>$/);
+  assert.doesNotMatch(alice, /10 PSPs/);
+  status(BOB);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Still to choose: Fenka<br>May pay to close their minds \(declare --close\): Fenka \(10 PSPs\)<\/div>$/);
+  // A player who controls neither reads no offer at all.
+  ctx.sb.objects.find((o) => o.id === ctx.fenka.id).set({ controlledby: '' });
+  status(BOB);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Still to choose: Fenka<\/div>$/);
+});
+
+test('a refusal names fighters, not combatant ids: a resolve still waiting for choices, a declaration\'s target unknown to the companion', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  const resolve = lastRequest(ctx.sb);
+  // As revised-2e's engine words it (encounter.py: choices-missing).
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'choices-missing', detail: `still waiting for ${ctx.ulcen.id}, ${ctx.fenka.id}` } } });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /Refused: the next step of Encounter<\/b><br>Still waiting for Ulcen of Tyr, Fenka\.<br><span style="font-size:9px;color:#888;">companion: 4001 choices-missing<\/span><\/div>$/);
+  assert.doesNotMatch(told, /-Mfake/);
+  // The companion no longer knows the target (4004 names the id it was sent): this
+  // script's view lagged behind (a combatant removed in the companion).
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 2` });
+  const declare = lastRequest(ctx.sb);
+  answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: 4004, message: 'Not found', data: { id: ctx.fenka.id } } });
+  const alice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(alice, /<b>Mindscape: Refused: Ulcen of Tyr&#39;s declaration<\/b><br>The companion does not know Fenka as a combatant of this encounter: a GM adds it with <code>!psi encounter add<\/code>\.<\/div>$/);
+  assertPlainRefusal(alice);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`companion: 4004 ${ctx.fenka.id}<`));
+});
+
+test('a declaration refused reads in the table\'s words: no error code, rule id, JSON path, mode id or source reference; the GM keeps the code and rule in small print', () => {
+  const ctx = encounterWithTwo();
+  const refused = (error) => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 2 --defense thought-shield` });
+    const declare = lastRequest(ctx.sb);
+    answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error });
+    return [whispersTo(ctx.sb, 'Alice').at(-1), whispersTo(ctx.sb, 'gm').at(-1)];
+  };
+  // As the companion answers them (checked against the daemon): a rule with its source, a
+  // schema refusal at a path with a list of ids, a house rule named by its id.
+  const cases = [
+    [{ code: 4001, message: 'The rules forbid it', data: { rule: 'attack-requires-trance', detail: 'Ulcen of Tyr is in the "normal" stance: only combatants in a psychic trance make attacks in the segments (seed steps 2 and 3.ii)' } },
+      'Ulcen of Tyr is in the &#34;normal&#34; stance: only combatants in a psychic trance make attacks in the segments.', '4001 attack-requires-trance'],
+    [{ code: -32602, message: 'Invalid params', data: { errors: [{ path: '/choice/attack/mode', message: '"ego-lash" is not one of ["ego-whip", "id-insinuation", "mind-thrust"]' }] } },
+      'Attack mode: &#34;ego-lash&#34; is not one of Ego Whip, Id Insinuation, Mind Thrust.', '-32602 /choice/attack/mode'],
+    [{ code: -32602, message: 'Invalid params', data: { errors: [{ path: '/choice/attack/multiplier', message: '0 is less than the minimum of 1' }] } },
+      'Attack multiplier: 0 is less than the minimum of 1.', '-32602 /choice/attack/multiplier'],
+    [{ code: 4001, message: 'The rules forbid it', data: { rule: 'one-wave-per-round', detail: 'Ulcen of Tyr has already used Psionic Wave this round (H-CS-WAVE-ROUND)' } },
+      'Ulcen of Tyr has already used Psionic Wave this round (a house rule).', '4001 one-wave-per-round'],
+    [{ code: 4002, message: 'Dice needed', data: { purpose: 'attack', sides: 20, needed: 1 } }, 'The companion needs 1 more d20 for attack.', '4002'],
+    [{ code: -32603, message: 'Internal error', data: { error_id: 'e-42' } }, "The companion failed unexpectedly; its log on the GM's computer says why.", '-32603 error id e-42 Internal error'],
+  ];
+  for (const [error, reason, note] of cases) {
+    const [alice, gm] = refused(error);
+    assert.ok(alice.endsWith(`<b>Mindscape: Refused: Ulcen of Tyr&#39;s declaration</b><br>${reason}</div>`), alice);
+    assertPlainRefusal(alice, [error.data.rule || '/choice/', 'H-CS-WAVE-ROUND', 'seed', 'ego-whip']);
+    assert.ok(gm.endsWith(`<br>${reason}<br><span style="font-size:9px;color:#888;">companion: ${note}</span></div>`), gm);
+  }
+});
+
 test('a player whose declaration arrives after the encounter moved on is told nothing was recorded', () => {
   const ctx = encounterWithTwo();
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense thought-shield' });
@@ -865,9 +955,40 @@ test('when the bridge cannot tell whether a changing call ran, the GM is sent to
   answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
   const told = whispersTo(ctx.sb, 'gm').at(-1);
   assert.match(told, /could not tell whether the companion carried this out/);
-  assert.match(told, /timed out/);
+  assert.match(told, /timed out/i);
   assert.match(told, /!psi encounter status/);
   assert.equal(ctx.sb.workerWrites.length, 0);
+});
+
+test('a create that times out, or that the bridge cannot vouch for, says what its late answer does, not to run status (there is no encounter yet)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Duel' });
+  const create = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /no answer from the companion in 30 s/);
+  assert.match(told, /should its answer still arrive \(within the hour\), that encounter becomes the current one here, unless you have created another meanwhile/);
+  assert.match(told, /If no answer comes, run <code>!psi encounter create<\/code> again/);
+  assert.doesNotMatch(told, /encounter status/);
+  // Status would only say there is none; the late answer does what the advice says.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no current encounter/);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-late', revision: 0 } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, 'enc-late');
+  // An uncertain answer is the last one: no late answer will make the encounter current.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const again = lastRequest(ctx.sb);
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'the connection was lost after sending' } } });
+  const uncertain = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(uncertain, /Mindscape: new encounter<\/b><br>The bridge could not tell whether the companion carried this out: The connection was lost after sending\.<br>No other answer will come for it: run <code>!psi encounter create<\/code> again/);
+  assert.doesNotMatch(uncertain, /encounter status/);
+  // After a sandbox restart, a create in flight gets the same advice.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  ctx.sb.fire('ready');
+  const restarted = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(restarted, /requests in flight.*A late answer to <code>encounter create<\/code> makes that encounter the current one here/);
+  assert.doesNotMatch(restarted, /encounter status/);
 });
 
 test('an add the companion answers "already in the encounter" counts as joined', () => {
@@ -1674,7 +1795,7 @@ test('a refused round\'s end is reported to the GM as an attack\'s refusal is, a
   const req = lastRequest(ctx.sb);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'Rules violation', data: { rule: 'cannot-close', detail: 'Ulcen of Tyr cannot pay to close its mind this round' } } });
   assert.equal(ctx.sb.workerWrites.length, 0);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /End of the round.*The companion refused: Rules violation \(4001\)<br>cannot-close: Ulcen of Tyr cannot pay to close its mind this round/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: End of the round<\/b><br>Ulcen of Tyr cannot pay to close its mind this round\.<br>Nothing was changed: the round has not ended\.<br>.*companion: 4001 cannot-close</);
   assert.ok(ctx.sb.chats.every((c) => c.input.startsWith('/w ')), 'nothing is posted to the table');
 });
 
@@ -1982,7 +2103,8 @@ test('a refused rest is reported to the GM and writes nothing; one that times ou
   const req = lastRequest(ctx.sb);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatants/0/data/attribs/0/current', message: 'psp must be a whole number' }] } } });
   assert.equal(ctx.sb.workerWrites.length, 0);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Rest: 8 hours.*The companion refused: Invalid params \(-32602\)<br>\/combatants\/0\/data\/attribs\/0\/current: psp must be a whole number/);
+  // The path the companion names is the fighter's sheet, in words; the GM's small print keeps it.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Rest: 8 hours<\/b><br>Ulcen of Tyr&#39;s sheet: psp must be a whole number\.<br>.*companion: -32602 \/combatants\/0\/data\/attribs\/0\/current</);
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
   ctx.sb.advance(30000);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s.*then repeat the command.*wait for it rather than run the rest again/);
@@ -2115,7 +2237,7 @@ test('a refresh that fails before a resolve sends no resolve: a refused sheet (4
     assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.resolve'), `no resolve after ${error.code}`);
     const told = whispersTo(ctx.sb, 'gm');
     assert.ok(told.some((w) => /Unchanged: Ulcen of Tyr\.<br>The refresh stopped at Fenka\. The step was not resolved: run <code>!psi encounter resolve<\/code> again/.test(w)), String(error.code));
-    if (error.code === 4004) assert.match(told.at(-1), /Refresh of Fenka.*The companion refused: Not found \(4004\)/);
+    if (error.code === 4004) assert.match(told.at(-1), /Refused: Refresh of Fenka<\/b><br>The companion does not know this encounter \(it may have been deleted\).*companion: 4004 enc-1</);
     else assert.match(told.at(-1), /could not tell whether the companion carried this out.*!psi encounter status/);
   }
 });
@@ -2696,7 +2818,7 @@ test('a stored rule this companion no longer knows is listed with a button to cl
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Set here but unknown to this companion \(its requests are refused until you clear them\): H-2E-ORDER \[clear\]\(!psi house --system revised-2e --default H-2E-ORDER\)/);
   const req = attackAndDefend(ctx);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/options/H-2E-ORDER', message: 'unknown house rule; known: ["H-2E-STUN"]' }] } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /\/options\/H-2E-ORDER: unknown house rule.*<br>The campaign's house rules are sent as <code>options<\/code>: <code>!psi house<\/code> shows them, and <code>--default RULE<\/code> clears one\./);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /House rule H-2E-ORDER: unknown house rule; known: H-2E-STUN\.<br>The campaign's house rules are sent as <code>options<\/code>: <code>!psi house<\/code> shows them, and <code>--default RULE<\/code> clears one\./);
   house(ctx, ' --default H-2E-ORDER', [HOUSE_RULES[0]]);
   assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-STUN': false } });
 });
@@ -2920,9 +3042,11 @@ test('power-pool encounter: --ally from a wave\'s mind other than the first is r
   assert.deepEqual(plain(swarm.body.params.choice), { defense: { mode: 'imagination-swarm', allies: [ctx.porter.id] } });
   const before = JSON.stringify(ctx.sb.state.Mindscape.encounter);
   refusal(ctx, swarm, 'allies-first-mind-only', 'only Ulcen of Tyr, struck first, draws allies into the defending group of this psionic wave', ctx.fenka.id);
-  const said = /allies-first-mind-only: only Ulcen of Tyr, struck first, draws allies into the defending group of this psionic wave<br>Nothing was recorded\. In a psionic wave only the mind struck first draws allies into the group's defense: declare this defense again without <code>--ally<\/code>/;
+  const said = /Refused: Fenka&#39;s declaration<\/b><br>Only Ulcen of Tyr, struck first, draws allies into the defending group of this psionic wave\.<br>Nothing was recorded\. In a psionic wave only the mind struck first draws allies into the group's defense: declare this defense again without <code>--ally<\/code>/;
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), said);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Bob').at(-1), ['allies-first-mind-only']);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), said);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /companion: 4001 allies-first-mind-only<\/span><\/div>$/);
   assert.equal(JSON.stringify(ctx.sb.state.Mindscape.encounter), before);
   // With the current view (!psi encounter status: struck, the first leading) it is refused here.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
@@ -3369,9 +3493,11 @@ test('power-pool: a psionic ally the companion refuses (ally-psionic) does not l
   assert.match(bob.at(-1), new RegExp(`Ogre attacks the mind of <b>Fenka</b>\\. Choose a defense:<br>\\[Imagination Swarm\\]\\(!psi defend --req ${again} --mode imagination-swarm\\) \\[No defense\\]`));
   assert.match(bob.at(-1), new RegExp(`type <code>!psi defend --req ${again} --mode imagination-swarm --ally `));
   const gm = whispersTo(ctx.sb, 'gm');
-  assert.match(gm.at(-2), /<b>Ulcen of Tyr<\/b> is psionic.*The companion said: The rules forbid it \(4001\)<br>ally-psionic: Ulcen of Tyr is psionic/);
+  // The GM reads the companion's reason in words (no path, no id), its rule in small print.
+  assert.match(gm.at(-2), /<b>Ulcen of Tyr<\/b> is psionic.*The companion said: Ulcen of Tyr is psionic: it joins by its own choice, with its own defense \(Imagination Swarm\); a defender draws in only non-psionic creatures\.<br><span[^>]*>companion: 4001 ally-psionic<\/span>/);
+  assertPlainRefusal(told, ['ally-psionic']);
   assert.match(gm.at(-1), new RegExp(`--req ${again} --mode none`));
-  assert.ok(gm.every((w) => !/answer refused|The companion refused/.test(w)));
+  assert.ok(gm.every((w) => !/answer refused|Refused: /.test(w)));
   assert.equal(whispersTo(ctx.sb, 'Alice').length, 0, 'the creature named as an ally is not its player\'s choice: Alice is told nothing');
   assert.ok(ctx.sb.chats.slice(chats).every((c) => !/&\{template/.test(c.input)), 'no card');
   assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), before);
@@ -3429,18 +3555,20 @@ test('power-pool: other refusals still lose the attack: the attacker\'s own mode
   };
   // mode-not-known about the attack mode: no other defense mends it.
   refusal(ctx, defendWith('imagination-swarm'), 'mode-not-known', "Ogre does not know mental-stab (knows ['psionic-wave'])");
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>mode-not-known: Ogre does not know mental-stab/);
+  // Modes by their labels, the list the companion gives as one: no ids, no brackets.
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Mental Stab: Ogre vs\. Fenka<\/b><br>Ogre does not know Mental Stab \(knows Psionic Wave\)\.<br>.*companion: 4001 mode-not-known</);
   // The modes Ogre knows are the GM's secret: Bob learns only that the exchange failed.
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why\./);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
   refusal(ctx, defendWith('none'), 'no-die-to-dedicate', 'Ogre has no die left in its pool to keep control by');
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: .*Ogre has no die left in its pool to keep control by\./);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
   // The attack's hour runs from the attack: one older is not brought back.
   const old = defendWith('imagination-swarm');
   ctx.sb.state.Mindscape.pending[old.id].exchange.at -= 61 * 60 * 1000;
   refusal(ctx, old, 'ally-mindless', 'Porter has no mind to draw in');
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The companion refused/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Refused: Ogre vs\. Fenka<\/b><br>Porter has no mind to draw in\./);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Bob').at(-1), ['ally-mindless']);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -3460,7 +3588,8 @@ test('revised-2e: a defense refused for the defender (RULES.md 1.2, 1.4: too few
     const bob = whispersTo(ctx.sb, 'Bob');
     assert.match(bob.at(-2), why, rule);
     assert.match(bob.at(-2), /Nothing was written to any sheet, and the attack of Ulcen of Tyr still waits: Fenka chooses the defense again\./, rule);
-    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: The rules forbid it \\(4001\\)<br>${rule}: `), rule);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: Fenka [^<]*\\.<br><span[^>]*>companion: 4001 ${rule}<`), rule);
+    assertPlainRefusal(bob.at(-2), [rule]);
     assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The defense chosen against your attack could not be used, so Fenka chooses again\. Nothing was written to any sheet\./, rule);
     const again = reqOf(bob.at(-1));
     assert.notEqual(again, xid, rule);
@@ -3475,9 +3604,10 @@ test('revised-2e: a defense refused for the defender (RULES.md 1.2, 1.4: too few
   // The attacker's own mode not known (attack-not-known) is no defense's fault: lost as
   // before, and its player's to read; the defender's only that it failed.
   refusal(ctx, req, 'attack-not-known', 'Ulcen of Tyr does not know ego-whip');
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>attack-not-known/);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Ulcen of Tyr does not know ego-whip/);
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Mindscape: Ulcen of Tyr vs\. Fenka<\/b><br>The exchange failed; the GM has been told why\./);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr does not know Ego Whip\.<br>.*companion: 4001 attack-not-known</);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Mindscape: Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr does not know Ego Whip\.<\/div>$/);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Alice').at(-1), ['attack-not-known', 'ego-whip']);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Mindscape: Refused: Ulcen of Tyr vs\. Fenka<\/b><br>The exchange failed; the GM has been told why\./);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -3494,7 +3624,7 @@ test('combat-strength: a defense mode the defender does not know (defense-mode-n
   assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Mind Blank/.test(w)));
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode shield-thoughts` });
   refusal(ctx, lastRequest(ctx.sb), 'attack-mode-not-known', 'Ulcen of Tyr does not know Mind Thrust');
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>attack-mode-not-known/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Mind Thrust: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr does not know Mind Thrust\.<br>.*companion: 4001 attack-mode-not-known</);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -3525,7 +3655,8 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
     const bob = whispersTo(ctx.sb, 'Bob');
     assert.match(bob.at(-2), why, rule);
     assert.match(bob.at(-2), /Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\./, rule);
-    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: The rules forbid it \\(4001\\)<br>${rule}: `), rule);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`The companion said: Fenka [^<]*\\.<br><span[^>]*>companion: 4001 ${rule}<`), rule);
+    assertPlainRefusal(bob.at(-2), [rule]);
     const again = reqOf(bob.at(-1));
     assert.notEqual(again, xid, rule);
     assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges)), [again], rule);
@@ -3536,7 +3667,7 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
   const req = lastRequest(ctx.sb);
   refusal(ctx, req, 'pool-dice-exceed-pool', 'Ogre has 2 dice in its pool, not 4', refOf(req.body.params.attacker));
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>pool-dice-exceed-pool: Ogre has 2 dice/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: .*<br>Ogre has 2 dice in its pool, not 4\.<br>.*companion: 4001 pool-dice-exceed-pool</);
   // Ogre's pool is the GM's secret: Bob, who chose the defense, learns only that it failed.
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why\./);
   assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /2 dice|Mental Stab/);
@@ -3759,8 +3890,9 @@ test('power-pool !psi join and a refused defense: a refusal about the creature t
   refusal(ctx, lastRequest(ctx.sb), 'defender-unaware', 'Seer is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing');
   const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.notEqual(again, xid);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`defense refused</b><br><b>Seer</b> cannot join the defense: Seer is asleep: it may defend only with a mode that works while unaware \\(cognitive-labyrinth\\), otherwise it rolls nothing\\. It is left out \\(should that change, it may join again: <code>!psi join --req ${again}</code> with its token selected\\)\\.<br>Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\\.`));
-  assert.match(whispersTo(ctx.sb, 'gm').at(-2), /<b>Seer<\/b> cannot join the defense.*The companion said: The rules forbid it \(4001\)<br>defender-unaware/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`defense refused</b><br><b>Seer</b> cannot join the defense: Seer is asleep: it may defend only with a mode that works while unaware \\(Cognitive Labyrinth\\), otherwise it rolls nothing\\. It is left out \\(should that change, it may join again: <code>!psi join --req ${again}</code> with its token selected\\)\\.<br>Nothing was written to any sheet, and the attack of Ogre still waits: Fenka chooses the defense again\\.`));
+  assertPlainRefusal(whispersTo(ctx.sb, 'Alice').at(-1), ['defender-unaware', 'cognitive-labyrinth']);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-2), /<b>Seer<\/b> cannot join the defense.*The companion said: Seer is asleep: .*companion: 4001 defender-unaware</);
   assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /Joined:/);
   assert.equal(ctx.sb.state.Mindscape.exchanges[again].joined.length, 0);
   // Awake again, Seer joins under the new id; a defense the companion refuses for the
@@ -3831,7 +3963,7 @@ test('power-pool: a refusal about one of several creatures of one name (five Gob
   // A mode the attacking Goblin does not know is no defense's fault, whatever the names.
   const fourth = goblinJoinsAndGmDefends(ctx, third, 'none');
   refusal(ctx, fourth, 'mode-not-known', "Goblin does not know mental-stab (knows ['mind-thrust'])", g1.id);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The companion refused: The rules forbid it \(4001\)<br>mode-not-known/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Mental Stab: Goblin vs\. Goblin<\/b><br>Goblin does not know Mental Stab \(knows Mind Thrust\)\.<br>.*companion: 4001 mode-not-known</);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
@@ -4190,16 +4322,18 @@ test('power-pool: a round\'s end the companion refuses (a control ended meanwhil
   const ctx = underControl();
   const cases = [
     [` --release ${ctx.tokens.fenka.id}`, { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: `Ulcen of Tyr does not control "${ctx.fenka.id}" (/choices/${ctx.ulcen.id}/release/0)` } },
-      /not-controlling: Ulcen of Tyr does not control .*<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Fenka\. A sheet changed since the choice was made .*run <code>!psi round<\/code> again/],
+      /Refused: End of the round<\/b><br>Ulcen of Tyr does not control Fenka\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Fenka\. A sheet changed since the choice was made .*run <code>!psi round<\/code> again/],
     [` --keep ${ctx.thrall.id} --by die`, { code: 4001, message: 'The rules forbid it', data: { rule: 'no-die-to-dedicate', detail: 'Ulcen of Tyr has no die in its pool to keep control with' } },
-      /no-die-to-dedicate: Ulcen of Tyr has no die in its pool to keep control with<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\. Keeping control by a die needs a die in the controller's pool for each creature held \(a psionic wave: one each\): keep it by an action, or release it\./],
-    [` --release ${ctx.thrall.id}`, { code: -32602, message: 'Invalid params', data: { errors: [{ path: `/choices/${ctx.ulcen.id}/release/1`, message: 'held by the control /choices/x/release/0 already chooses for' }] } },
-      /Invalid params \(-32602\)<br>\/choices\/.*Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Thrall\. Each control takes one choice/],
+      /<br>Ulcen of Tyr has no die in its pool to keep control with\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\. Keeping control by a die needs a die in the controller's pool for each creature held \(a psionic wave: one each\): keep it by an action, or release it\./],
+    [` --release ${ctx.thrall.id}`, { code: -32602, message: 'Invalid params', data: { errors: [{ path: `/choices/${ctx.ulcen.id}/release/1`, message: `"${ctx.thrall.id}" is held by the control /choices/${ctx.ulcen.id}/release/0 already chooses for (a psionic wave's creatures share one): one choice each` }] } },
+      /Refused: End of the round<\/b><br>Thrall is held by the control Ulcen of Tyr&#39;s release already chooses for \(a psionic wave&#39;s creatures share one\): one choice each\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Thrall\. Each control takes one choice/],
   ];
   for (const [options, error, told] of cases) {
     const req = poolRound(ctx, options);
     answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error });
     assert.match(whispersTo(ctx.sb, 'gm').at(-1), told, options);
+    // The words are the table's; the companion's code and rule stay in the GM's small print.
+    assertPlainRefusal(whispersTo(ctx.sb, 'gm').at(-1).replace(/<span style="font-size:9px[^>]*>[^<]*<\/span>/, ''), [error.data.rule || '/choices/']);
   }
   assert.equal(ctx.sb.workerWrites.length, 0);
   assert.ok(ctx.sb.chats.every((c) => c.input.startsWith('/w ')), 'nothing is posted to the table');
@@ -4250,7 +4384,7 @@ test('power-pool: a round\'s end the companion refuses for a puppet\'s sheet alo
   assert.doesNotMatch(JSON.stringify(job), /attribs/);
   const told = refusedTold(ctx);
   assert.equal(told.length, 1);
-  assert.match(told[0], /End of the round.*The companion refused the sheet of Thrall \(under psionic control, sent along as puppets\): Invalid params \(-32602\)<br>\/puppets\/1\/data\/attribs\/0\/current: psi_pool: 99 is above its maximum /);
+  assert.match(told[0], /End of the round.*The companion refused the sheet of Thrall \(under psionic control, sent along as puppets\): Thrall&#39;s sheet: psi_pool: 99 is above its maximum .*companion: -32602 \/puppets\/1\/data\/attribs\/0\/current<\/span><br>/);
   assert.match(told[0], /Nothing was changed: the request is sent again without it\. The control over it may end while the sheet of Thrall still shows it: put that sheet right\./);
   assert.doesNotMatch(told[0], /<2>|\[\[/, 'the companion\'s text is escaped');
   assert.equal(ctx.sb.workerWrites.length, 0);
@@ -4282,7 +4416,7 @@ test('power-pool: a rest the companion refuses for a puppet\'s sheet alone is se
   assert.deepEqual(restRefs(again), [ctx.ulcen.id]);
   assert.deepEqual(Object.keys(again.body.params).sort(), ['combatants', 'puppets', 'system']);
   assert.deepEqual(again.body.params.puppets.map(refOf), [porter.id]);
-  assert.match(refusedTold(ctx).at(-1), /Long rest.*The companion refused the sheet of Thrall .*psi_die: must be one of 4, 6, 8, 10, 12<br>Nothing was changed: the request is sent again without it\..*put that sheet right/);
+  assert.match(refusedTold(ctx).at(-1), /Long rest.*The companion refused the sheet of Thrall .*psi_die: must be one of 4, 6, 8, 10, 12\.<br><span[^>]*>companion: -32602 \/puppets\/0\/data\/attribs\/2\/current<\/span><br>Nothing was changed: the request is sent again without it\..*put that sheet right/);
   answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: {
     system: 'power-pool', combatants: [{ id: ctx.ulcen.id, before: {}, after: {} }], others: [{ id: porter.id, before: {}, after: {} }], rolls: [], unused_dice: {}, warnings: [],
     summary: 'After the rest: Ulcen of Tyr rests and spends no action to keep its control: the control of Porter and Thrall ends.',
@@ -4314,7 +4448,7 @@ test('power-pool: a second refusal of another puppet\'s sheet leaves that one ou
   const told = refusedTold(ctx);
   assert.equal(told.length, 2);
   assert.match(told[0], /refused the sheet of Mule /);
-  assert.match(told[1], /refused the sheet of Thrall .*psi_pool: not a number<br>\/puppets\/0\/data\/attribs\/1\/max: psi_die: not a die/);
+  assert.match(told[1], /refused the sheet of Thrall .*: Thrall&#39;s sheet: psi_pool: not a number\.<br>Thrall&#39;s sheet maximum: psi_die: not a die\.<br><span[^>]*>companion: -32602 \/puppets\/0\/data\/attribs\/0\/current \/puppets\/0\/data\/attribs\/1\/max</);
   // When every puppet is refused, the round still ends, with none.
   answer(ctx, third.id, schemaRefusal(third.id, [['/puppets/0', 'must be an object']]));
   const fourth = lastRequest(ctx.sb);
@@ -4411,10 +4545,10 @@ test('power-pool: a refusal that names more than puppet sheets (a fighter\'s fie
   const ctx = underControl();
   const cases = [
     [schemaRefusal('ID', [['/puppets/0/data/attribs/0/current', 'psi_pool: not a number'], ['/combatants/0/data/attribs/0/current', 'psp must be a whole number']]),
-      /The companion refused: Invalid params \(-32602\)<br>\/puppets\/0\/data\/attribs\/0\/current: psi_pool: not a number<br>\/combatants\/0\/data\/attribs\/0\/current: psp must be a whole number<br>Nothing was changed: the round has not ended\./],
-    [schemaRefusal('ID', [['/puppets/7/data', 'must be an object']]), /The companion refused: Invalid params \(-32602\)<br>\/puppets\/7\/data: must be an object<br>Nothing was changed/],
-    [schemaRefusal('ID', [['/puppetsx/0', 'unknown']]), /The companion refused: Invalid params/],
-    [{ jsonrpc: '2.0', id: 'ID', error: { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: 'Ulcen of Tyr does not control /puppets/0' } } }, /not-controlling: Ulcen of Tyr does not control/],
+      /Refused: End of the round<\/b><br>Thrall&#39;s sheet: psi_pool: not a number\.<br>Ulcen of Tyr&#39;s sheet: psp must be a whole number\.<br>Nothing was changed: the round has not ended\./],
+    [schemaRefusal('ID', [['/puppets/7/data', 'must be an object']]), /Refused: End of the round<\/b><br>Puppet: must be an object\.<br>Nothing was changed/],
+    [schemaRefusal('ID', [['/puppetsx/0', 'unknown']]), /Refused: End of the round<\/b><br>Puppetsx: unknown\./],
+    [{ jsonrpc: '2.0', id: 'ID', error: { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: 'Ulcen of Tyr does not control /puppets/0' } } }, /<br>Ulcen of Tyr does not control Thrall\./],
   ];
   for (const [response, told] of cases) {
     const req = poolRound(ctx, ' --keep-all');

@@ -3543,8 +3543,10 @@ var Mindscape = Mindscape || (() => {
         .filter((c) => !reader || (refs[c] !== undefined && mayControl(reader, refs[c])))
         .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
-      const held = heldOf(enc);
-      // What to put on a held sheet: the encounter's copy of what the sheets hold.
+      // What to put on a held sheet: the encounter's copy of what the sheets hold. It
+      // tells that fighter's PSPs, hit points and conditions: only the GM and its
+      // controllers read it, as the sheet itself.
+      const held = heldOf(enc).filter((ref) => !reader || mayControl(reader, ref));
       const copies = held.map((ref) => `${chatSafe(fighterName(ref))}: ${chatSafe(copyLine(viewCombatant(result, enc.combatants[ref])) || 'no values in the view')}`);
       const retrying = (changed) => held.filter((ref) => writesOf(enc)[ref] && Boolean(writesOf(enc)[ref].changed) === changed);
       const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values on `

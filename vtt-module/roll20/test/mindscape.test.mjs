@@ -2414,6 +2414,16 @@ test('!psi encounter refresh takes held combatants too and lets go of each it to
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: {
     [ctx.ulcen.id]: {}, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11, conditions: ['stunned'], condition_rounds: { stunned: 1 }, mind: { state: 'open' } } } } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Fenka: psp 19\/30, hp 11, conditions stunned \(1 more\), mind open<\/div>$/);
+  // The copy tells Fenka's PSPs and hit points: her controller (Bob) reads it, Alice not.
+  for (const [playerid, whose, reads] of [[ALICE, 'Alice', false], [BOB, 'Bob', true]]) {
+    ctx.sb.chat({ playerid, content: '!psi encounter status' });
+    const asked = lastRequest(ctx.sb);
+    answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: {
+      [ctx.ulcen.id]: {}, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11 } } } });
+    const told = whispersTo(ctx.sb, whose).at(-1);
+    assert.equal(/Held, the encounter keeps its own copy[^]*Fenka: psp 19\/30, hp 11/.test(told), reads, whose);
+    assert.match(told, /Combatants: Ulcen of Tyr, Fenka/);
+  }
   // Taken again successfully, Fenka is let go of too, and status lists nobody.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);

@@ -535,6 +535,16 @@ var Mindscape = Mindscape || (() => {
     return charId ? characterName(charId) : ref;
   };
 
+  // The companion's summary in the table's words: a creature it was not given names it by
+  // its combatant id, in quotes ("-Mx1" was not given: ...), which is this campaign's
+  // character or token id, or an encounter's combatant id: the fighter's name instead.
+  const namedSummary = (text) => String(text || '').replace(/"([A-Za-z0-9_-]{1,64})"/g, (whole, id) => {
+    const enc = store().encounter;
+    const ref = enc && isObject(enc.combatants) ? Object.keys(enc.combatants).find((r) => enc.combatants[r] === id) : undefined;
+    if (ref !== undefined) return fighterName(ref);
+    return fighterCharacter(id) ? fighterName(id) : whole;
+  });
+
   const characterConfig = (charId) => store().characters[charId] || {};
 
   const systemOf = (ref) => characterConfig(fighterCharacter(ref)).system || store().config.system;
@@ -3253,7 +3263,7 @@ var Mindscape = Mindscape || (() => {
       ? result.defense.members.filter((m) => isObject(m) && m.role === 'ally') : [];
     field('Allies', allies.map((m) => `${fighterName(String(m.id))} (${m.mode ? `defends with ${label(m.mode)}` : 'drawn in, dazed'}, `
       + `${m.rolls === false ? 'rolls nothing' : `${m.dice}d${m.sides}`})`).join(', '));
-    field('Summary', result.summary);
+    field('Summary', namedSummary(result.summary));
     field('Dice', diceText(result.rolls, whose));
     return `&{template:default} ${fields.join(' ')}`;
   };
@@ -3449,7 +3459,7 @@ var Mindscape = Mindscape || (() => {
     const events = Array.isArray(result.events) ? result.events : [];
     const sent = job.sent || job.involved;
     if (!rolls.length && !events.length) {
-      return whisperGM(box(heading, `${chatSafe(result.summary || nothing)} `
+      return whisperGM(box(heading, `${chatSafe(namedSummary(result.summary) || nothing)} `
         + `(${sent.map(fighterName).map(chatSafe).join(', ')})`));
     }
     const changed = (Array.isArray(result.others) ? result.others : [])
@@ -3495,7 +3505,7 @@ var Mindscape = Mindscape || (() => {
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       if (job.public) {
         // The companion says what the action did ("Ix regains 3 dice (5 in the pool).").
-        const did = typeof result.summary === 'string' && result.summary ? `${chatSafe(result.summary)} ` : '';
+        const did = typeof result.summary === 'string' && result.summary ? `${chatSafe(namedSummary(result.summary))} ` : '';
         const text = `${chatSafe(job.said)}: done at once (everyone may know it). ${did}Still to choose: ${waiting}.`;
         tell(job.requester, 'declared', text);
         if (!playerIsGM(job.requester)) whisperGM(box('encounter', text));

@@ -4410,6 +4410,9 @@ test('power-pool: a round\'s end the companion refuses for a puppet\'s sheet alo
   assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_controlled_by'), '');
   assert.deepEqual(JSON.parse(valueOf(ctx, ctx.ulcen.id, 'psi_controlling')).map((l) => l.id), [ctx.thrall.id]);
   assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: Ulcen of Tyr releases Fenka\./);
+  // The creature the companion was not given is named, not shown by its id.
+  assert.match(ctx.sb.chats.at(-1).input, /Thrall was not given: its sheet still shows it/);
+  assert.doesNotMatch(ctx.sb.chats.at(-1).input, new RegExp(ctx.thrall.id));
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
 });
 

@@ -2,7 +2,7 @@
 // options world-scope), hooks for both v12 and v13 names, the macro API at "ready".
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { FakeApplicationV2, FakeServer, FakeSettings, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
 import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, REST_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
@@ -24,7 +24,42 @@ test("module.json declares id, compatibility 12–13, esmodules, styles, English
   assert.deepEqual(manifest.styles, ["styles/mindscape.css"]);
   assert.deepEqual(manifest.languages, [{ lang: "en", name: "English", path: "lang/en.json" }]);
   assert.equal(manifest.socket, true);
-  assert.ok(manifest.manifest && manifest.download && manifest.version);
+  assert.match(manifest.version, /^\d+\.\d+\.\d+$/);
+  assert.ok(manifest.title && Array.isArray(manifest.authors) && manifest.authors.every((a) => a.name));
+});
+
+test("module.json names only files the module folder has, and only fields Foundry v12 and v13 read", () => {
+  const manifest = JSON.parse(readFileSync(path.join(MODULE_DIR, "module.json"), "utf8"));
+  const named = [...manifest.esmodules, ...manifest.styles, ...manifest.languages.map((l) => l.path)];
+  assert.deepEqual(named.filter((file) => !existsSync(path.join(MODULE_DIR, file))), []);
+  // Foundry's PackageManifestData (v12 and v13) for a module, nothing invented.
+  const known = new Set(["id", "title", "description", "version", "authors", "compatibility", "esmodules", "scripts", "styles", "languages", "socket", "url", "manifest", "download", "license", "readme", "bugs", "changelog", "relationships", "flags", "media", "packs", "packFolders", "documentTypes", "library", "exclusive", "persistentStorage", "protected", "coreTranslation"]);
+  assert.deepEqual(Object.keys(manifest).filter((k) => !known.has(k)), []);
+  // Nothing is published (docs/FOUNDRY.md, Install): no address of a release that does
+  // not exist. A build that is published adds both, the manifest's own address and its zip.
+  assert.equal(Boolean(manifest.manifest), Boolean(manifest.download));
+  if (manifest.manifest) {
+    assert.match(manifest.manifest, /^https:\/\/.+\/module\.json$/);
+    assert.match(manifest.download, /^https:\/\/.+\.zip$/);
+  }
+  // Every module the entry point imports, and every template boot.js preloads, is there;
+  // no template is left out of the preload.
+  const scripts = readdirSync(path.join(MODULE_DIR, "scripts"));
+  for (const file of scripts) {
+    const text = readFileSync(path.join(MODULE_DIR, "scripts", file), "utf8");
+    for (const m of text.matchAll(/from "\.\/([^"]+)"/g)) assert.ok(scripts.includes(m[1]), `${file} imports ${m[1]}`);
+  }
+  const boot = readFileSync(path.join(MODULE_DIR, "scripts/boot.js"), "utf8");
+  const preloaded = JSON.parse(/const TEMPLATES = (\[[^\]]*\])/.exec(boot)[1]);
+  const templates = readdirSync(path.join(MODULE_DIR, "templates")).map((f) => f.replace(/\.hbs$/, ""));
+  assert.deepEqual([...preloaded].sort(), templates.sort());
+});
+
+test("docs/FOUNDRY.md says honestly that no release is published, and how to install without one", () => {
+  const docs = readFileSync(path.resolve(MODULE_DIR, "../../../docs/FOUNDRY.md"), "utf8");
+  const install = docs.slice(docs.indexOf("## Install"), docs.indexOf("\n## ", docs.indexOf("## Install") + 5));
+  assert.match(install, /No release is published/);
+  assert.match(install, /Data\/modules\/mindscape\//);
 });
 
 for (const generation of [12, 13]) {

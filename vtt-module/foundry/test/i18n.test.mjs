@@ -220,3 +220,81 @@ test("texts shown as they are (settings' hints, Foundry renders them) carry no c
   const plain = [EN.MINDSCAPE.Pairing.MenuHint, EN.MINDSCAPE.HouseRules.MenuHint, ...Object.values(EN.MINDSCAPE.Setting).flatMap((s) => [s.Name, s.Hint])];
   assert.deepEqual(plain.filter((text) => text.includes("`")), []);
 });
+
+// ------------------------------------------------------------------ both directions, placeholders
+
+const SOURCES = () => [
+  ...readdirSync(path.join(MODULE_DIR, "scripts")).map((f) => path.join(MODULE_DIR, "scripts", f)),
+  ...readdirSync(path.join(MODULE_DIR, "templates")).map((f) => path.join(MODULE_DIR, "templates", f)),
+].map((file) => ({ file: path.basename(file), text: readFileSync(file, "utf8") }));
+
+/** Every string key of en.json, dotted. */
+function leafKeys(node = EN, prefix = "") {
+  return Object.entries(node).flatMap(([k, v]) => (typeof v === "string" ? [`${prefix}${k}`] : leafKeys(v, `${prefix}${k}.`)));
+}
+
+test("every key in en.json is used: written out in a script or template, or under a group the code builds keys in", () => {
+  const text = SOURCES().map((s) => s.text).join("\n");
+  // Groups the code builds keys in from a name: `MINDSCAPE.Mode.${id}`, idLabel(label, "Condition", id).
+  const groups = new Set();
+  for (const m of text.matchAll(/MINDSCAPE\.([A-Za-z0-9_.-]+\.)\$\{/g)) groups.add(`MINDSCAPE.${m[1]}`);
+  for (const m of text.matchAll(/idLabel\([^,()]+,\s*["`]([A-Za-z]+)(\.)?/g)) groups.add(`MINDSCAPE.${m[1]}.`);
+  const unused = leafKeys().filter((k) => !text.includes(k) && ![...groups].some((g) => k.startsWith(g)));
+  assert.deepEqual(unused, []);
+});
+
+test("the keys of groups built from the module's own lists are exactly those lists (no dead or missing key)", async () => {
+  const { SETTINGS } = await import("../mindscape/scripts/settings.js");
+  const { ROLL_MODES, RULE_SYSTEMS } = await import("../mindscape/scripts/consts.js");
+  const { RANGES, attackProblem } = await import("../mindscape/scripts/requests.js");
+  const M = EN.MINDSCAPE;
+  assert.deepEqual(Object.keys(M.Setting).sort(), Object.keys(SETTINGS).sort());
+  for (const key of Object.keys(SETTINGS)) assert.ok(M.Setting[key].Name && M.Setting[key].Hint, key);
+  assert.deepEqual(Object.keys(M.RollMode).sort(), [...ROLL_MODES].sort());
+  assert.deepEqual(Object.keys(M.System).sort(), [...RULE_SYSTEMS].sort());
+  assert.deepEqual(Object.keys(M.Range).sort(), [...RANGES].sort());
+  // Every rule attackProblem names has its text, and every text is a rule it names.
+  const bad = [
+    ["revised-2e", null], ["revised-2e", {}], ["revised-2e", { mode: "m", multiplier: 0 }], ["revised-2e", { mode: "m", range: "x" }],
+    ["power-pool", { mode: "m", pool_dice: -1 }], ["power-pool", { mode: "m", keep_by: "x" }],
+  ];
+  const rules = new Set(bad.map(([system, attack]) => attackProblem(system, attack).rule));
+  assert.deepEqual([...rules].sort(), Object.keys(M.Error.AttackRule).map((k) => `MINDSCAPE.Error.AttackRule.${k}`).sort());
+});
+
+test("every {placeholder} of a message the code formats with a key written out is filled by the data it passes", () => {
+  const problems = [];
+  for (const { file, text } of SOURCES()) {
+    if (file.endsWith(".js")) {
+      for (const m of text.matchAll(/format\(\s*"(MINDSCAPE\.[^"$]+)"\s*,\s*\{/g)) {
+        // The object literal's top-level keys (shorthand or key: value); a spread fills anything.
+        let depth = 0;
+        let end = m.index + m[0].length - 1;
+        for (; end < text.length; end++) {
+          if ("{[(".includes(text[end])) depth++;
+          else if ("}])".includes(text[end]) && --depth === 0) break;
+        }
+        const body = text.slice(m.index + m[0].length, end);
+        if (body.includes("...")) continue;
+        const given = new Set();
+        let d = 0;
+        let part = "";
+        for (const ch of `${body},`) {
+          if ("{[(".includes(ch)) d++;
+          if ("}])".includes(ch)) d--;
+          if (ch === "," && d === 0) { const k = /^\s*([A-Za-z_$][\w$]*)/.exec(part); if (k) given.add(k[1]); part = ""; } else part += ch;
+        }
+        const message = m[1].split(".").reduce((o, k) => o?.[k], EN);
+        if (typeof message !== "string") { problems.push(`${file}: ${m[1]} has no text`); continue; }
+        for (const p of message.matchAll(/\{([^}]+)\}/g)) if (!given.has(p[1])) problems.push(`${file}: ${m[1]} leaves {${p[1]}} unfilled`);
+      }
+    } else {
+      for (const m of text.matchAll(/\{\{\s*localize\s+"(MINDSCAPE\.[^"]+)"([^}]*)\}\}/g)) {
+        const message = m[1].split(".").reduce((o, k) => o?.[k], EN);
+        const given = new Set([...m[2].matchAll(/(\w+)=/g)].map((x) => x[1]));
+        for (const p of String(message).matchAll(/\{([^}]+)\}/g)) if (!given.has(p[1])) problems.push(`${file}: ${m[1]} leaves {${p[1]}} unfilled`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+});

@@ -21,8 +21,24 @@ export function uuidOf(thing) {
   return thing.document?.uuid ?? thing.uuid ?? null;
 }
 
+/**
+ * A list from one thing or many: an array, or any other iterable but a string
+ * (`game.user.targets` is a Set, `canvas.tokens.controlled` an array).
+ */
+export function listOf(things) {
+  if (things === undefined || things === null) return [];
+  if (typeof things !== "string" && typeof things[Symbol.iterator] === "function") return [...things];
+  return [things];
+}
+
 /** Build the API object for a service. */
 export function makeApi(svc, { openEncounter } = {}) {
+  // Every call shows its failure to the user in words that say how to fix it and
+  // resolves to null, as the service's entry points do.
+  const shown = (error) => {
+    svc.notifyError(error);
+    return null;
+  };
   return {
     /**
      * Resolve an attack; without `attack` the attack dialog opens. Resolves to the
@@ -32,13 +48,26 @@ export function makeApi(svc, { openEncounter } = {}) {
      */
     async resolve({ attacker, targets, attack, physical } = {}) {
       const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
-      if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");
-      const targetUuids = targets ? [].concat(targets).map(uuidOf) : undefined;
+      if (!attackerUuid) return shown(new UsageError("MINDSCAPE.Error.NoAttacker"));
+      const targetUuids = targets === undefined || targets === null ? undefined : listOf(targets).map(uuidOf);
       return svc.startAttack({ attackerUuid, targetUuids, attack, physical });
     },
-    /** Exact odds of an attack (through the GM's client) as shown in the dialog. */
-    odds({ attacker, target, attack, assumeDefense = null }) {
-      return svc.relay.toGM("odds", { attackerUuid: uuidOf(attacker), targetUuid: uuidOf(target), attack, assumeDefense });
+    /**
+     * Exact odds of an attack (through the GM's client) as shown in the dialog:
+     * `{outcomes: [{name, label, p, percent}], extras, damage}`. Resolves to null after
+     * showing the error (no attacker or target, an attack the dialog would not send, a
+     * refusal by the companion).
+     */
+    async odds({ attacker, target, attack, assumeDefense = null } = {}) {
+      try {
+        const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
+        if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");
+        const targetUuid = uuidOf(target) ?? uuidOf(listOf(svc.game?.user?.targets)[0]);
+        if (!targetUuid) throw new UsageError("MINDSCAPE.Error.NoTarget");
+        return await svc.relay.toGM("odds", { attackerUuid, targetUuid, attack, assumeDefense });
+      } catch (error) {
+        return shown(error);
+      }
     },
     /**
      * GM: end the psionic round for chosen tokens (by default the controlled ones), without
@@ -53,7 +82,7 @@ export function makeApi(svc, { openEncounter } = {}) {
      * left out), or null after showing the error (a player's call is refused).
      */
     endRound({ tokenUuids, choices, physical } = {}) {
-      const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
+      const chosen = tokenUuids ? listOf(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
       return svc.startEndRound({ tokenUuids: chosen.map(uuidOf).filter(Boolean), choices, physical });
     },
     /**
@@ -66,7 +95,7 @@ export function makeApi(svc, { openEncounter } = {}) {
      * or when the dialog is cancelled.
      */
     rest({ tokenUuids, hours, dialog, physical } = {}) {
-      const chosen = tokenUuids ? [].concat(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
+      const chosen = tokenUuids ? listOf(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
       return svc.startRest({ tokenUuids: chosen.map(uuidOf).filter(Boolean), hours: hours ?? null, dialog, physical });
     },
     /**
@@ -77,13 +106,20 @@ export function makeApi(svc, { openEncounter } = {}) {
     refreshEncounter() {
       return svc.startRefreshEncounter();
     },
-    /** Open the encounter panel (GM). */
+    /** Open the encounter panel (GM; a player is told so, and gets null). */
     openEncounter() {
-      return openEncounter?.();
+      if (!svc.game?.user?.isGM) return shown(new UsageError("MINDSCAPE.Error.EncounterGMOnly"));
+      return openEncounter?.() ?? null;
     },
-    /** Open the psionic profile editor of an actor. */
-    configureActor(actor) {
-      return svc.configureActor(uuidOf(actor));
+    /**
+     * Open the psionic profile editor of an actor (an owner or the GM). Resolves to
+     * `{profile, combatant, warnings}` once saved, or null when cancelled or after
+     * showing the error.
+     */
+    async configureActor(actor) {
+      const actorUuid = uuidOf(actor);
+      if (!actorUuid) return shown(new UsageError("MINDSCAPE.Error.NoActorGiven"));
+      return svc.configureActor(actorUuid);
     },
     /** The service itself, for integrations that need more. */
     service: svc,

@@ -652,7 +652,10 @@ export class EncounterController {
       if (when && !(await when())) return null;
       const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
       const answer = open ? await this.stepCall("action", call) : await call();
-      if (answer?.updates?.length || answer?.updates_failed) await this.applyStep(answer, { action: true });
+      const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true }) : [];
+      // A public action changed combatants: other modules hear of it as of a step. A
+      // hidden choice is not told (nothing changed yet, and it is secret).
+      if (open && answer) this.announce("action", answer, plan, [], { combatant: cid });
       // What the action did, in the companion's words ("Ulcen releases Fenka.").
       if (open && typeof answer?.summary === "string" && answer.summary) this.svc.env.ui?.notifications?.info(answer.summary);
       return answer;
@@ -924,6 +927,7 @@ export class EncounterController {
     // so that its PSPs read from the sheet's figure before the round.
     const unshown = defensePayments(answer);
     const results = resultsOfStep(answer);
+    const messages = [];
     for (const result of results) {
       const attackerId = idOf(result.attacker);
       const entry = meta.combatants?.[attackerId];
@@ -938,8 +942,11 @@ export class EncounterController {
         paidBefore, physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
         card: { card: "exchange", system: result.system, outcome: result.outcome, encounter: meta.id, revision: answer?.revision ?? null },
       });
+      messages.push(message);
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
     }
+    // Once per step, also a step without an exchange (a round that only paid defenses).
+    this.announce("step", answer, plan, messages);
     const notes = this.svc.env.ui?.notifications;
     if (waiting.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
     if (!results.length && answer?.summary) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: answer.summary }));
@@ -966,9 +973,24 @@ export class EncounterController {
         this.svc.env.ui?.notifications?.info(this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
         return null;
       }
-      await this.applyStep(answer, { undo: true });
+      const plan = await this.applyStep(answer, { undo: true });
       await this.markUndone(answer?.undone);
+      this.announce("undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
       return answer;
+    });
+  }
+
+  /**
+   * Tell other modules and macros (`mindscape.encounterUpdated`, on this GM's browser)
+   * that the encounter changed the combatants' sheets, once its write-back is applied:
+   * a resolved step (`kind` "step", its cards in `messages`), an undo ("undo", `undone`:
+   * the revision taken back) or a power-pool public action ("action", `combatant`: who
+   * declared it).
+   */
+  announce(kind, answer, updates, messages, extra = {}) {
+    const meta = this.meta;
+    this.svc.env.Hooks.callAll("mindscape.encounterUpdated", {
+      system: meta.system, encounter: meta.id, kind, revision: answer?.revision ?? null, result: answer, updates, messages, ...extra,
     });
   }
 

@@ -50,6 +50,14 @@ export class NotPairedError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.NotPaired", data); }
 }
 
+/**
+ * The "Companion address" setting is no absolute http(s) address of the companion
+ * (rpc.js `checkDaemonUrl`); nothing was sent. `data.url`: the address as set.
+ */
+export class BadDaemonUrlError extends MindscapeError {
+  constructor(data) { super("MINDSCAPE.Error.BadUrl", data); }
+}
+
 /** A JSON-RPC error the daemon answered; subclasses below name the codes API.md defines. */
 export class RpcError extends MindscapeError {
   constructor(key, data) { super(key, data); }
@@ -131,7 +139,7 @@ export class UsageError extends MindscapeError {
 
 const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
-  DaemonHttpError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
+  DaemonHttpError, BadDaemonUrlError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
   NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError,
   PermissionDeniedError, RefreshRefusedError, CancelledError, UsageError,
 };

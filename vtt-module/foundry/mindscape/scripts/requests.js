@@ -72,6 +72,31 @@ export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
 }
 
 /**
+ * What is wrong with an attack as a macro (or any client) sends it, before it is turned
+ * into the companion's attack object: `attackFromForm` reads the dialog's fields and
+ * would quietly take a range it does not know as "short" or an unreadable multiplier as
+ * 1, which from a macro resolves another attack than the one asked. The dialog never
+ * sends such values. Answers the first problem, `{field, rule, got}` (`rule`: the
+ * MINDSCAPE.Error.AttackRule key), or null.
+ * @param {string} system
+ * @param {unknown} attack
+ * @returns {{field:string, rule:string, got:string}|null}
+ */
+export function attackProblem(system, attack) {
+  const shown = (v) => (v === undefined ? "nothing" : JSON.stringify(v) ?? String(v));
+  const problem = (field, got) => ({ field: `attack.${field}`, rule: `MINDSCAPE.Error.AttackRule.${field}`, got: shown(got) });
+  if (!attack || typeof attack !== "object" || Array.isArray(attack)) return { field: "attack", rule: "MINDSCAPE.Error.AttackRule.attack", got: shown(attack) };
+  if (typeof attack.mode !== "string" || !attack.mode.trim()) return problem("mode", attack.mode);
+  const given = (k) => attack[k] !== undefined && attack[k] !== null && attack[k] !== "";
+  const wholeAtLeastOne = (v) => /^\s*\d+\s*$/.test(String(v)) && Number(v) >= 1;
+  if (system === "revised-2e" && given("multiplier") && !wholeAtLeastOne(attack.multiplier)) return problem("multiplier", attack.multiplier);
+  if ((system === "revised-2e" || system === "combat-strength") && given("range") && !RANGES.includes(attack.range)) return problem("range", attack.range);
+  if (system === "power-pool" && given("pool_dice") && !wholeAtLeastOne(attack.pool_dice)) return problem("pool_dice", attack.pool_dice);
+  if (system === "power-pool" && given("keep_by") && !KEEP_BY.includes(attack.keep_by)) return problem("keep_by", attack.keep_by);
+  return null;
+}
+
+/**
  * The attack object of `exchange.resolve` for a rule system, from the dialog's fields.
  * Only the fields that system reads are sent: the daemon's schema rejects the others.
  * @param {string} system

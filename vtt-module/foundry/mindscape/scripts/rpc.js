@@ -5,13 +5,37 @@
  */
 import { MAX_DICE_PROMPTS } from "./consts.js";
 import {
-  CancelledError, DaemonAuthError, DaemonForbiddenError, DaemonHttpError,
+  BadDaemonUrlError, CancelledError, DaemonAuthError, DaemonForbiddenError, DaemonHttpError,
   DaemonUnreachableError, DiceNeededError, NotPairedError, UsageError, errorFromRpc,
 } from "./errors.js";
 
 /** Strip trailing slashes so `${url}/rpc` is always one slash. */
 export function normalizeUrl(url) {
   return String(url ?? "").trim().replace(/\/+$/, "");
+}
+
+/**
+ * The companion address setting checked: an absolute `http://` or `https://` address
+ * with a host and nothing after it (no path, query, fragment or user name), normalized.
+ * Anything else is refused before a request is made: a browser resolves an address
+ * without a scheme (`127.0.0.1:39393`) or an empty one against the Foundry page, and
+ * would send the companion's token to the Foundry server.
+ * @param {unknown} url
+ * @returns {string}
+ * @throws {BadDaemonUrlError}
+ */
+export function checkDaemonUrl(url) {
+  const text = normalizeUrl(url);
+  let parsed = null;
+  try {
+    parsed = /^https?:\/\//i.test(text) ? new URL(text) : null;
+  } catch {
+    parsed = null;
+  }
+  const clean = parsed && parsed.hostname && !parsed.username && !parsed.password
+    && (parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.hash;
+  if (!clean) throw new BadDaemonUrlError({ url: text });
+  return text;
 }
 
 export class DaemonClient {
@@ -21,6 +45,7 @@ export class DaemonClient {
    */
   constructor({ url, token, fetch: fetchImpl, origin }) {
     this.url = normalizeUrl(url);
+    this.rawUrl = url;
     this.token = String(token ?? "").trim();
     this.fetch = fetchImpl ?? globalThis.fetch.bind(globalThis);
     this.origin = origin ?? globalThis.location?.origin ?? "";
@@ -34,6 +59,7 @@ export class DaemonClient {
    */
   async call(method, params) {
     if (!this.token) throw new NotPairedError({ url: this.url });
+    checkDaemonUrl(this.rawUrl);
     const body = { jsonrpc: "2.0", method, id: this.nextId++ };
     if (params !== undefined) body.params = params;
     const hint = { url: this.url, origin: this.origin };

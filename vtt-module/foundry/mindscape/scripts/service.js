@@ -4,13 +4,13 @@
  * client, which alone holds the daemon token and calls the daemon.
  */
 import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
-import { DaemonClient, callWithPhysicalDice } from "./rpc.js";
+import { DaemonClient, callWithPhysicalDice, checkDaemonUrl } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
   CancelledError, InvalidParamsError, MindscapeError, NotPairedError, PermissionDeniedError, RulesError, UsageError, describeError,
 } from "./errors.js";
 import {
-  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice,
+  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
   dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
@@ -153,7 +153,9 @@ export class Mindscape {
    * @returns {Promise<{token:any, actor:any}>}
    */
   async docs(uuid, { worldActor = false } = {}) {
-    const doc = await this.env.fromUuid(uuid);
+    if (typeof uuid !== "string" || !uuid) throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid: String(uuid ?? "") });
+    // Foundry's fromUuid throws on some malformed uuids rather than answering null.
+    const doc = await Promise.resolve().then(() => this.env.fromUuid(uuid)).catch(() => null);
     if (!doc) throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid });
     if (doc.documentName === "Token") return { token: doc, actor: doc.actor };
     if (doc.documentName === "Actor") {
@@ -248,8 +250,9 @@ export class Mindscape {
   async odds({ attackerUuid, targetUuid, targetUuids = [], attack, assumeDefense }, sender) {
     const a = await this.docs(attackerUuid);
     if (!this.mayAttackWith(sender, a.actor)) throw new PermissionDeniedError({ who: a.actor.name });
+    if (!targetUuid && !targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
-    const attackObj = attackFromForm(system, attack);
+    const attackObj = this.checkedAttack(system, attack);
     const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);
     const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid)));
     const adapter = await this.adapterId();
@@ -275,6 +278,17 @@ export class Mindscape {
     const view = oddsView(odds, this.t.label, system);
     if (group) view.group = targets.map((d) => d.token?.name ?? d.actor.name).join(", ");
     return view;
+  }
+
+  /**
+   * The companion's attack object from what a client sent, refused with the field and
+   * its rule when a macro sent what the dialog never does (requests.js `attackProblem`).
+   * @throws {UsageError} MINDSCAPE.Error.BadAttack
+   */
+  checkedAttack(system, attack) {
+    const problem = attackProblem(system, attack);
+    if (problem) throw new UsageError("MINDSCAPE.Error.BadAttack", { field: problem.field, rule: this.t.localize(problem.rule), got: problem.got });
+    return attackFromForm(system, attack);
   }
 
   /** Whether attack `mode` of `system` strikes several targets in one exchange (power-pool's psionic wave). */
@@ -312,7 +326,7 @@ export class Mindscape {
     if (!this.mayAttackWith(sender, first.actor)) throw new PermissionDeniedError({ who: first.actor.name });
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
-    const attackObj = attackFromForm(system, attack);
+    const attackObj = this.checkedAttack(system, attack);
     const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid)));
     const attackerName = first.token?.name ?? first.actor.name;
     const requesterRollMode = sender?.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
@@ -1860,7 +1874,7 @@ export class Mindscape {
   notifyError(error) {
     if (error instanceof CancelledError) return;
     const text = describeError(error, this.t);
-    this.env.ui?.notifications?.error(text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden/.test(error.name) });
+    this.env.ui?.notifications?.error(text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden|BadDaemonUrl/.test(error.name) });
     if (!(error instanceof MindscapeError)) console.error(error);
   }
 
@@ -2044,9 +2058,23 @@ export class Mindscape {
       }
     };
     const origin = globalThis.location?.origin ?? "";
-    const form = await this.env.dialogs.pairingDialog({ url, token, test, context: { origin, hosted: /^https:/.test(origin) } });
-    if (!form) return null;
-    await setSetting(this.game, "daemonUrl", String(form.url ?? url).trim());
+    let typed = { url, token };
+    let form;
+    let address;
+    // An address the module cannot call is not saved (nor the token with it): the GM is
+    // told why and the dialog opens again with what was typed.
+    for (;;) {
+      form = await this.env.dialogs.pairingDialog({ ...typed, test, context: { origin, hosted: /^https:/.test(origin) } });
+      if (!form) return null;
+      try {
+        address = checkDaemonUrl(form.url ?? url);
+        break;
+      } catch (error) {
+        this.notifyError(error);
+        typed = { url: String(form.url ?? ""), token: String(form.token ?? "") };
+      }
+    }
+    await setSetting(this.game, "daemonUrl", address);
     await setSetting(this.game, "daemonToken", String(form.token ?? "").trim());
     this.describeCache.clear();
     this.adaptersCache = null;

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from adapters.base import Imported
 from engine.dice import dice_source
-from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant
+from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant, json_text
 from engine.system import System
 
 from ..combatants import ImportedRef, import_ref, is_adapter_ref, kept_data, normaliser
@@ -255,6 +255,14 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
         _expect(record, params)
         given = _given(services, params["combatant"], system)
         warnings = given.warnings
+        named = given.raw.get("id") if isinstance(given.raw, Mapping) and given.ref is None \
+            else None
+        if isinstance(named, str) and named != combatant_id:
+            # Its id stays, as a refresh promises; but a combatant object written with
+            # another's id is most often the wrong one sent: say so to the caller.
+            warnings = [*warnings, f"the combatant given names the id {json_text(named, 60)}; "
+                                   f"it was taken as {json_text(combatant_id, 60)}, whose id "
+                                   "stays"]
         state = system.encounter_replace(record.state, combatant_id, given.combatant)
         before = _combatant(system.encounter_view(record.state), combatant_id)
         after = _combatant(system.encounter_view(state), combatant_id)

@@ -170,3 +170,20 @@ async def test_an_undone_refresh_gives_the_sheet_back_its_write_backs(rpc: Rpc) 
     undone = await rpc.ok("encounter.undo", {"id": eid})
     [update] = undone["updates"]
     assert update["attributes"]["PSP"]["current"] == 40
+
+
+async def test_a_combatant_object_naming_another_id_is_taken_with_a_warning(
+        rpc: Rpc) -> None:
+    """API.md: refresh keeps the combatant's id. A combatant object whose own id names
+    someone else (Ulcen's sheet sent for Fenka) is most often the wrong one sent: it is
+    taken, under Fenka's id, and the caller is told; the same id says nothing."""
+    eid, _ = await _encounter(rpc)
+    other = {**FENKA, "id": "ulcen", "psp": 12}
+    refreshed = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": "fenka",
+                                                   "combatant": other})
+    assert refreshed["combatant_id"] == "fenka" and refreshed["changed"] == ["psp"]
+    assert refreshed["warnings"] == [
+        'the combatant given names the id "ulcen"; it was taken as "fenka", whose id stays']
+    same = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": "fenka",
+                                              "combatant": {**FENKA, "psp": 11}})
+    assert same["warnings"] == []

@@ -101,6 +101,30 @@ export function eventText(event, nameOf, label) {
 }
 
 /**
+ * A combatant id the companion quotes in a summary: a creature it was not given
+ * (engine/power_pool/control.py `name_of`: `Goblin releases "fenka-tokF".`) is named by
+ * its id in quotes, the adapters' id (`roundCombatantId`: an actor's id, `<actor id>-<token id>`).
+ */
+const QUOTED_ID = /"([A-Za-z0-9_-]{1,64})"/g;
+
+/** The combatant ids `summary` names in quotes (`namedSummary`), each once. */
+export function quotedIds(summary) {
+  return [...new Set([...String(summary ?? "").matchAll(QUOTED_ID)].map((m) => m[1]))];
+}
+
+/**
+ * The companion's summary in the table's words: each combatant id it quotes (a creature
+ * it was not given) by the name `names` has for it, the quotes dropped; an id `names`
+ * lacks (nobody at the table is that creature) stays as the companion wrote it.
+ * @param {string|null|undefined} summary
+ * @param {Map<string,string>} names  the table's name of each combatant id
+ * @returns {string}
+ */
+export function namedSummary(summary, names) {
+  return String(summary ?? "").replace(QUOTED_ID, (whole, id) => (names?.has(id) ? names.get(id) : whole));
+}
+
+/**
  * Everything the chat card template shows, from one exchange result: the outcome, the
  * system's figures, what changed for each combatant (power-pool's `others` too: a
  * wave's further targets, allies, creatures set free), the allies drawn into the
@@ -108,8 +132,9 @@ export function eventText(event, nameOf, label) {
  *
  * The header names what was aimed at (`attackerName` → `defenderName`: in power-pool a
  * puppet whose controller the attack struck instead, a wave's targets joined); every
- * creature the card names by its id (what changed, effects, dice, events, allies) is
- * named as the table knows that creature, from `names`. An id `names` lacks is named by
+ * creature the card names by its id (what changed, effects, dice, events, allies, an id
+ * the summary quotes: `namedSummary`) is named as the table knows that creature, from
+ * `names`. An id `names` lacks is named by
  * the header for the attacker, and for the defender only when the header names it alone
  * (no mind struck in its place, no wave); else by the companion's own name for it.
  * @param {object} result  `exchange.resolve`'s result
@@ -188,7 +213,7 @@ export function chatCardContext(result, info) {
     attackLabel: modeLabel(info.attack?.mode),
     defenseLabel: modeLabel(info.defense?.mode ?? null),
     allies,
-    summary: result.summary ?? "",
+    summary: namedSummary(result.summary, names),
     facts,
     changes,
     hasChanges: changes.length > 0,
@@ -210,7 +235,8 @@ function factValue(field, value, yesNo, L) {
  * @param {object} result  `exchange.end_round`'s (or `combatants.rest`'s) result
  * @param {{names:Map<string,string>, round?:number|null, title?:string, icon?:string, cardClass?:string,
  *          localize:(key:string, fallback:string)=>string, physical?:boolean}} info
- *   `names`: the table's name of each combatant id (the token's name), puppets' included
+ *   `names`: the table's name of each combatant id (the token's name), puppets' included;
+ *   the summary's quoted ids read by it too (`namedSummary`)
  */
 export function roundCardContext(result, info) {
   const L = info.localize;
@@ -229,7 +255,7 @@ export function roundCardContext(result, info) {
     title: info.title ?? null,
     icon: info.icon ?? "fa-hourglass-end",
     cardClass: info.cardClass ?? null,
-    summary: result.summary ?? "",
+    summary: namedSummary(result.summary, info.names),
     changes,
     hasChanges: changes.length > 0,
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),

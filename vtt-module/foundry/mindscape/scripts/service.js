@@ -14,7 +14,7 @@ import {
   dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
-import { chatCardContext, effectiveRollMode, postChatCard, roundCardContext } from "./chat.js";
+import { chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { sightBlocked } from "./foundry.js";
@@ -255,29 +255,76 @@ export class Mindscape {
     const attackObj = this.checkedAttack(system, attack);
     const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);
     const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid)));
-    const adapter = await this.adapterId();
-    const ref = (d) => this.ref(d.actor, d.token, adapter);
-    const params = exchangeParams({
-      system,
-      attacker: ref(a),
-      defender: ref(targets[0]),
-      attack: attackObj,
-      defense: defenseFromChoice(system, assumeDefense ? { mode: assumeDefense } : null),
-      options: houseRulesFor(this.game, system),
-    });
-    if (targets.length > 1) params.defenders = targets.slice(1).map(ref);
     // power-pool: the odds against a puppet are the odds against its controller.
     const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
-    if (controllers.length) params.controllers = controllers.map(ref);
+    const params = await this.oddsRequest(a, targets, attackObj, assumeDefense ? { mode: assumeDefense } : null, controllers);
     let odds;
     try {
-      odds = await this.rpc("exchange.odds", oddsParams(params));
+      odds = await this.rpc("exchange.odds", params);
     } catch (error) {
       throw this.oddsRefusal(error, { attacker: a, struck: [...targets, ...controllers], sender });
     }
     const view = oddsView(odds, this.t.label, system);
     if (group) view.group = targets.map((d) => d.token?.name ?? d.actor.name).join(", ");
     return view;
+  }
+
+  /**
+   * The params of `exchange.odds` for `attacker` against `targets`, built as the
+   * exchange's own (`resolveNow`): the first target is the defender, assuming the defense
+   * `defenseChoice` (null: none); a psionic wave's others go as `defenders`, and
+   * (power-pool) the `controllers` struck in their puppets' place (`controlAround`) go along.
+   * @param {{token:any, actor:any}} attacker
+   * @param {{token:any, actor:any}[]} targets
+   * @param {object} attack  the companion's attack object (`checkedAttack`)
+   * @param {{mode:string}|null} defenseChoice
+   * @param {{token:any, actor:any}[]} [controllers]
+   */
+  async oddsRequest(attacker, targets, attack, defenseChoice, controllers = []) {
+    const system = this.system;
+    const adapter = await this.adapterId();
+    const ref = (d) => this.ref(d.actor, d.token, adapter);
+    const params = exchangeParams({
+      system,
+      attacker: ref(attacker),
+      defender: ref(targets[0]),
+      attack,
+      defense: defenseFromChoice(system, defenseChoice),
+      options: houseRulesFor(this.game, system),
+    });
+    if (targets.length > 1) params.defenders = targets.slice(1).map(ref);
+    if (controllers.length) params.controllers = controllers.map(ref);
+    return oddsParams(params);
+  }
+
+  /**
+   * GM: fail the attack of `attacker` on `targets` when the companion refuses it for the
+   * attacker's own sake (`refusesTheAttacker`: too few PSPs, a multiplier above its level,
+   * a mode it does not know, a mind that cannot attack, pool dice beyond its pool), before
+   * any defender is asked. The defenders choose in secret, on their owners' clients:
+   * asked for an attack that cannot be made, they would choose for nothing and learn that
+   * an attack was coming. The attack dialog's odds keep a player from sending such an
+   * attack, but a macro's attack skips the dialog, and Attack may be clicked before the
+   * odds came back. So the attack is checked by one `exchange.odds` call, with no defense
+   * assumed: the companion checks it as `exchange.resolve` does, and refuses it before
+   * computing anything. Allowed, the call computes exact odds, at the cost the dialog's
+   * odds have for the same attack (a psionic wave's against all its targets at once,
+   * combat-strength's damage distribution): small at a table's sizes, once per attack.
+   * Any other refusal (one about a defender, its sheet or its defense, which may be
+   * secret) or failure is not decided here: the exchange's own call meets it, as before,
+   * with its own secrecy. The check itself shows nothing to anyone.
+   * @param {{token:any, actor:any}} attacker
+   * @param {{token:any, actor:any}[]} targets  the first target; a psionic wave's every target
+   * @param {object} attack  the companion's attack object (`checkedAttack`)
+   * @param {{token:any, actor:any}[]} [controllers]  power-pool: the controllers struck instead
+   * @throws the companion's refusal, when it is for the attacker's own sake
+   */
+  async checkTheAttacker(attacker, targets, attack, controllers = []) {
+    try {
+      await this.rpc("exchange.odds", await this.oddsRequest(attacker, targets, attack, null, controllers));
+    } catch (error) {
+      if (refusesTheAttacker(error, roundCombatantId(attacker.token, attacker.actor))) throw error;
+    }
   }
 
   /**
@@ -332,6 +379,7 @@ export class Mindscape {
     const requesterRollMode = sender?.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
     const common = { attacker: first, attack: attackObj, physical, requesterRollMode };
     if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
+    await this.checkTheAttacker(first, [defenders[0]], attackObj);
     // Ask every defender at once: they choose in parallel, secretly.
     const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
     const reasks = { left: DEFENSE_REASKS };
@@ -400,6 +448,12 @@ export class Mindscape {
     const system = this.system;
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
+    // A wave is one exchange against all its targets; any other mode's first exchange
+    // strikes the first target, or its controller in its place.
+    const wave = Boolean(mode?.several_targets) && defenders.length > 1;
+    const checked = wave ? defenders : [defenders[0]];
+    const struckInstead = wave ? around.controllers : around.struck[0] === defenders[0] ? [] : [around.struck[0]];
+    await this.checkTheAttacker(common.attacker, checked, common.attack, struckInstead);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
     // The scene is read once for the whole attack: each creature at most once, whether
     // for the allies a mind may draw in or for those that may join by their own choice.
@@ -429,7 +483,7 @@ export class Mindscape {
       return drawn;
     };
     const joinedDefenses = (joined) => joined.map((j) => [j.id, { mode: j.mode }]);
-    if (mode?.several_targets && defenders.length > 1) {
+    if (wave) {
       // One group: each struck creature once, in the order of the targets.
       const first = around.struckIds.map((id, i) => around.struckIds.indexOf(id) === i);
       const minds = around.struck.filter((_d, i) => first[i] && !around.ownPuppet[i]);
@@ -719,6 +773,28 @@ export class Mindscape {
     if (!tokenId) return this.docs(actor.uuid, { worldActor: true });
     const token = (actor.getActiveTokens?.(false, true) ?? []).find((t) => t.id === tokenId && !t.actorLink);
     return token ? { token, actor: token.actor } : null;
+  }
+
+  /**
+   * `names` (combatant id → the table's name) and the names of the combatant ids that
+   * `summary` quotes and `names` lacks: the companion names a creature it was not given
+   * by its id in quotes (chat.js `namedSummary`), which the card shows as the table knows
+   * that creature, its token on the scene or else its actor in the world
+   * (`docsOfCombatant`). An id this client finds nobody for is left out, and stays quoted.
+   * @param {string|null|undefined} summary
+   * @param {Map<string,string>|undefined} names
+   * @returns {Promise<Map<string,string>>}
+   */
+  async withQuotedNames(summary, names) {
+    const out = new Map(names ?? []);
+    for (const id of quotedIds(summary)) {
+      if (out.has(id)) continue;
+      // Foundry's fromUuid throws on some malformed uuids rather than answering null.
+      const docs = await Promise.resolve().then(() => this.docsOfCombatant(id)).catch(() => null);
+      // "a-b-c" reads as actor a's token b: only the creature whose id it is, exactly.
+      if (docs && roundCombatantId(docs.token, docs.actor) === id) out.set(id, docs.token?.name ?? docs.actor.name);
+    }
+    return out;
   }
 
   /**
@@ -1065,7 +1141,8 @@ export class Mindscape {
    * requesting player's chat mode (`info.requesterRollMode`) or else this client's.
    */
   async postCard(result, info) {
-    const context = chatCardContext(result, { ...info, localize: this.t.label });
+    const names = await this.withQuotedNames(result.summary, info.names);
+    const context = chatCardContext(result, { ...info, names, localize: this.t.label });
     const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
     const speaker = this.env.ChatMessage.getSpeaker?.({ actor: info.speakerActor, token: info.speakerToken }) ?? { alias: info.attackerName };
     return postChatCard({
@@ -1679,7 +1756,8 @@ export class Mindscape {
    * the same template), in the roll mode an exchange's card would use.
    */
   async postRoundCard(result, info) {
-    const context = roundCardContext(result, { ...info, localize: this.t.label });
+    const names = await this.withQuotedNames(result.summary, info.names);
+    const context = roundCardContext(result, { ...info, names, localize: this.t.label });
     const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
     const alias = info.title ?? this.t.localize("MINDSCAPE.RoundEnd.Title");
     return postChatCard({

@@ -40,14 +40,6 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
     is where the request names the defender, for a refusal that is about it."""
     if attacker["id"] == defender["id"]:
         raise RulesViolation("target-is-self", "a combatant cannot attack its own mind")
-    gone = dead(t, defender)
-    if gone is not None:
-        # a killed mind would otherwise go on collecting conditions ("is dead", then
-        # "suffers a psionic wound")
-        raise RulesViolation(
-            "target-dead",
-            f"{t.condition_clause(defender['name'], gone)}: there is no mind left to attack "
-            f"({target_at})", combatant=str(defender["id"]))
     why = incapacitated(t, attacker)
     if why is not None:
         raise RulesViolation("attacker-incapacitated",
@@ -61,6 +53,15 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
             "attack-strength-too-low",
             f"{t.attacks[mode].name} costs {cost} attack strength; {attacker['name']} has "
             f"{attacker['attack_strength']} (RULES.md 2.3 step 3.ii)")
+    # after the attacker's own means: a refusal the attacker alone causes is told as such
+    gone = dead(t, defender)
+    if gone is not None:
+        # a killed mind would otherwise go on collecting conditions ("is dead", then
+        # "suffers a psionic wound")
+        raise RulesViolation(
+            "target-dead",
+            f"{t.condition_clause(defender['name'], gone)}: there is no mind left to attack "
+            f"({target_at})", combatant=str(defender["id"]))
     if not defender["psionic"]:
         if mode != WAVE_MODE:
             raise RulesViolation(

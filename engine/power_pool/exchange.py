@@ -282,6 +282,26 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     if why:
         raise RulesViolation("attacker-cannot-act", f"{attacker['name']} {why}",
                              combatant=attacker["id"])
+    # The attacker's own means are checked before anything about its targets: a refusal
+    # the attacker alone causes is told as such whatever the targets are (a VTT checks an
+    # attack this way before asking any defender for a secret choice).
+    pool_dice = attack.get("pool_dice")
+    if pool_dice is None:
+        _check_dice(attacker["pool"], "/attack/pool_dice", whole_pool=True)
+        attack_dice = attacker["pool"]
+    else:
+        _check_dice(pool_dice, "/attack/pool_dice")
+        if pool_dice > attacker["pool"]:
+            raise RulesViolation("pool-dice-exceed-pool", (
+                f"{attacker['name']} has {control.dice_count(attacker['pool'])} in its pool, "
+                f"not {pool_dice}"),
+                combatant=attacker["id"])
+        attack_dice = pool_dice
+    keep_by = attack.get("keep_by", "action")
+    if keep_by == "die" and attacker["pool"] < 1:
+        raise RulesViolation("no-die-to-dedicate",
+                             f"{attacker['name']} has no die in its pool to keep control with",
+                             combatant=attacker["id"])
     # seed 001, Subconscious Subversion: "the attacker may choose to frighten the opponent"
     optional = {e["condition"] for e in mode.get("on_success", []) if e.get("optional")}
     declined = attack.get("decline", [])
@@ -411,23 +431,6 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         raise LimitExceeded(Problem("/defense", (
             f"the defending group would roll {total} dice; the limit is {MAX_DICE_PER_POOL}")))
 
-    pool_dice = attack.get("pool_dice")
-    if pool_dice is None:
-        _check_dice(attacker["pool"], "/attack/pool_dice", whole_pool=True)
-        attack_dice = attacker["pool"]
-    else:
-        _check_dice(pool_dice, "/attack/pool_dice")
-        if pool_dice > attacker["pool"]:
-            raise RulesViolation("pool-dice-exceed-pool", (
-                f"{attacker['name']} has {control.dice_count(attacker['pool'])} in its pool, "
-                f"not {pool_dice}"),
-                combatant=attacker["id"])
-        attack_dice = pool_dice
-    keep_by = attack.get("keep_by", "action")
-    if keep_by == "die" and attacker["pool"] < 1:
-        raise RulesViolation("no-die-to-dedicate",
-                             f"{attacker['name']} has no die in its pool to keep control with",
-                             combatant=attacker["id"])
     if keep_by == "die" and mode.get("several_targets"):
         # a die "dedicated ... to it" for each creature; only the action is shared
         # (seed 001; RULES.md 3.4: "Psionic Wave control is kept by one action for all")

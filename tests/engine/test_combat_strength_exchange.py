@@ -236,6 +236,18 @@ def test_a_dead_mind_cannot_be_attacked_again(defender: dict[str, Any], mode: st
     assert req == before
 
 
+def test_the_attackers_own_strength_is_refused_before_a_dead_target() -> None:
+    """An attack refused for the attacker's sake says so whatever it aims at (a VTT checks
+    the attack this way before asking the defender for a secret choice): too little
+    attack strength for Mind Thrust (RULES.md 2.3 step 3.ii) at a dead Bo is refused for
+    the strength."""
+    req = request(psionic("ann", 1, 30), psionic("bo", 30, 30, conditions=["dead"]),
+                  "mind-thrust", "mind-blank")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert err.value.rule == "attack-strength-too-low"
+
+
 def test_only_psionic_wave_affects_a_non_psionic_and_only_from_the_wave_stance() -> None:
     """Seed step 2: Psionic Wave against non-psionic opponents is its own stance."""
     ogre = {"id": "ogre", "int": 5, "wis": 6}

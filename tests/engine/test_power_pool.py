@@ -465,6 +465,20 @@ def test_mindless_target_is_immune() -> None:
     assert err.value.rule == "target-mindless"
 
 
+def test_the_attackers_own_means_are_refused_before_anything_about_its_target() -> None:
+    """An attack refused for the attacker's sake says so whatever it aims at: a VTT checks
+    the attack this way before asking the defender for a secret choice (docs/FOUNDRY.md,
+    docs/ROLL20.md). Pool dice beyond the pool, at a mindless target, is the attacker's
+    refusal, naming it; so is keeping control by a die with none in the pool."""
+    golem = mundane("Golem", mindless=True)
+    for pool, attack, rule in (
+            (3, {"mode": "mental-stab", "pool_dice": 9}, "pool-dice-exceed-pool"),
+            (0, {"mode": "mental-stab", "keep_by": "die"}, "no-die-to-dedicate")):
+        with pytest.raises(RulesViolation) as err:
+            exchange(psionic("A", pool=pool), golem, attack)
+        assert (err.value.rule, err.value.combatant) == (rule, "a")
+
+
 def test_attacker_must_be_psionic_know_the_mode_and_perceive() -> None:
     """Seed: "a psionically active creature must have line of sight, or must be able to
     perceive the creature through some other means"."""

@@ -202,7 +202,7 @@ test("a public action declared in an encounter is written to the sheets at once;
   const { t, ctl } = await poolEncounter((params) => {
     sent.push(params);
     if (params.choice.rest) return { revision: 9, waiting_for: [], updates: [], updates_failed: { error_id: "e-9" } };
-    return { revision: 8, waiting_for: [], summary: "Ulcen of Tyr releases Fenka.", events: [{ type: "control-ended", combatant: "fenka-tokF" }], updates: [
+    return { revision: 8, waiting_for: [], summary: 'Ulcen of Tyr releases Fenka. "goblin-tokG" stays under control; "ghost" was not given.', events: [{ type: "control-ended", combatant: "fenka-tokF" }], updates: [
       { uuid: t.tokens.fenkaToken.actor.uuid, update: { "flags.mindscape.power-pool.controlled_by": null } },
       { uuid: "Actor.ulcen", update: { "flags.mindscape.power-pool.controlling": [] } },
     ] };
@@ -215,7 +215,9 @@ test("a public action declared in an encounter is written to the sheets at once;
   assert.deepEqual(t.actors.ulcen.flags.mindscape[POOL].controlling, []);
   assert.equal(ctl.meta.held, undefined);
   // The GM is shown what the action did, in the companion's words.
-  assert.equal(t.clients.gm.notes.info.at(-1), "Ulcen of Tyr releases Fenka.");
+  // A creature it names by its id in quotes reads as the encounter names it; an id of
+  // nobody at the table stays quoted.
+  assert.equal(t.clients.gm.notes.info.at(-1), 'Ulcen of Tyr releases Fenka. Goblin stays under control; "ghost" was not given.');
   // The companion stored the rest but could not write it: every combatant is held.
   await ctl.declareFor({ combatantId: "goblin-tokG", form: { action: "rest" } }, t.clients.gm.game.user);
   assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);

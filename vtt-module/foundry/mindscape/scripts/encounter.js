@@ -12,6 +12,7 @@ import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { conditionsText, filled, idLabel } from "./labels.js";
+import { namedSummary } from "./chat.js";
 
 /** Stances of combat-strength's intent phase (RULES.md §2.3). */
 /**
@@ -657,7 +658,7 @@ export class EncounterController {
       // hidden choice is not told (nothing changed yet, and it is secret).
       if (open && answer) this.announce("action", answer, plan, [], { combatant: cid });
       // What the action did, in the companion's words ("Ulcen releases Fenka.").
-      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.env.ui?.notifications?.info(answer.summary);
+      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.env.ui?.notifications?.info(await this.namedSummary(answer.summary));
       return answer;
     });
   }
@@ -949,7 +950,7 @@ export class EncounterController {
     this.announce("step", answer, plan, messages);
     const notes = this.svc.env.ui?.notifications;
     if (waiting.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
-    if (!results.length && answer?.summary) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: answer.summary }));
+    if (!results.length && answer?.summary) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
     return answer;
   }
 
@@ -978,6 +979,16 @@ export class EncounterController {
       this.announce("undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
       return answer;
     });
+  }
+
+  /**
+   * The companion's `summary` of a step or an action as the GM's notices show it: a
+   * creature it quotes by its combatant id (one it was not given) by the encounter's
+   * name for it, else as the table knows it (`withQuotedNames`), as the cards do.
+   */
+  async namedSummary(summary) {
+    const names = new Map(Object.entries(this.meta.combatants ?? {}).map(([cid, entry]) => [cid, entry?.name ?? cid]));
+    return namedSummary(summary, await this.svc.withQuotedNames(summary, names));
   }
 
   /**

@@ -50,6 +50,9 @@ var Mindscape = Mindscape || (() => {
   // Requests that change an encounter: after a timeout the companion may still have done
   // them, so the GM is sent to !psi encounter status rather than told to repeat them.
   const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
+  // The request that checks an attack with the companion before any defender is asked
+  // (checkTheAttacker).
+  const CHECK_KIND = 'attack-check';
   const STALE_REVISION = 4009;
   // JSON-RPC's invalid params: the companion's schema refused a field (error.data.errors).
   const INVALID_PARAMS = -32602;
@@ -329,13 +332,21 @@ var Mindscape = Mindscape || (() => {
     const creating = ids.some((id) => jobs[id].kind === 'encounter.create');
     const question = ids.some((id) => jobs[id].kind === 'round-choices');
     const house = ids.some((id) => jobs[id].kind === 'house');
+    const checks = ids.filter((id) => jobs[id].kind === CHECK_KIND);
     whisperGM(box('requests in flight', `These requests were waiting for an answer when the Mod sandbox restarted:<br>${lines.join('<br>')}<br>`
       + 'An answer that still comes within the hour is applied, and you are told so.'
       + (changing ? ' Run <code>!psi encounter status</code> before you repeat an encounter command.' : '')
       + (creating ? ' A late answer to <code>encounter create</code> makes that encounter the current one here, unless another was created meanwhile; '
         + 'if none comes, run <code>!psi encounter create</code> again (an encounter the companion made without its answer reaching here is only left unused).' : '')
       + (question ? ' A question before a round\'s end only reports when answered late: run <code>!psi round</code> again to end that round.' : '')
-      + (house ? ' A change of the house rules answered late is not made: run <code>!psi house</code> again.' : '')));
+      + (house ? ' A change of the house rules answered late is not made: run <code>!psi house</code> again.' : '')
+      + (checks.length ? ' An attack that was being checked before anyone was asked for a defense was not made, and its answer changes nothing: '
+        + 'nobody was asked, and its player attacks again.' : '')));
+    // Their attackers' players would wait for a defense nobody will be asked for.
+    checks.map((id) => jobs[id]).filter((job) => job.requester && !playerIsGM(job.requester)).forEach((job) => {
+      tell(job.requester, 'attack not made', `The Mod sandbox restarted while your attack was being checked (${chatSafe(job.title)}): `
+        + 'nobody was asked for a defense. Attack again.');
+    });
   };
 
   /**
@@ -805,6 +816,7 @@ var Mindscape = Mindscape || (() => {
     const relay = 'Start the relay: run <code>mindscape serve</code> on this computer and keep this Roll20 tab open '
       + 'with the Mindscape Bridge userscript enabled (its badge must say connected; no badge at all: turn on '
       + '<i>Allow User Scripts</i> for your userscript manager in <code>chrome://extensions</code>, or Developer mode before Chrome 138)';
+    if (entry.kind === CHECK_KIND) return checkUnanswered(id, entry, seconds, relay);
     // A changing call may have reached the companion and only its answer be missing:
     // repeating it blindly could add, declare, resolve or undo twice.
     // A create has no encounter here yet for status to show (it would say "no current
@@ -833,6 +845,19 @@ var Mindscape = Mindscape || (() => {
     if (entry.requester && !playerIsGM(entry.requester)) {
       tell(entry.requester, 'no answer', 'The companion did not answer in time; the GM has been told.');
     }
+  };
+
+  // A check of an attack (checkTheAttacker) that got no answer in time: the defenders are
+  // asked all the same. A bridge that is down fails the exchange itself as surely (its
+  // resolve gets no answer either, and the GM is told then), and one that was only slow
+  // must not cost the attack: the check only spares a defender a choice made for nothing,
+  // it is no rule of the game. Its answer, should it still come, changes nothing
+  // (checkAnswered), so the defenders are never asked twice.
+  const checkUnanswered = (id, entry, seconds, relay) => {
+    entry.wentOn = true;
+    whisperGM(box('no answer', `Request <b>${id}</b> (${chatSafe(entry.description)}) got no answer from the companion in ${seconds} s, `
+      + `so the defense is asked without it. ${relay}, or the exchange gets no answer either.`));
+    return askDefenders(entry.exchange, entry.requester);
   };
 
   // ------------------------------------------------------------ !psi attack
@@ -1247,6 +1272,89 @@ var Mindscape = Mindscape || (() => {
     }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
   };
 
+  // The minds asked for a defense against `exchange`: a wave's members, else the defender
+  // (or its controller in its place).
+  const asked = (exchange) => (Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender]);
+
+  // Asks for the defense against an attack the companion's check let through (or could not
+  // judge): the buttons go to the minds struck, secretly, and the attacker waits.
+  const askDefenders = (exchange, requester) => {
+    const xid = waitForDefense(exchange);
+    if (Array.isArray(exchange.members)) askWave(xid, exchange);
+    else askSingle(xid, exchange);
+    return tell(requester, 'attack declared', `Waiting for ${asked(exchange).map(fighterName).map(chatSafe).join(', ')} to choose a defense.`);
+  };
+
+  // What the GM reads of an attack being checked (the request's description, and the
+  // requests in flight after a restart).
+  const checkDescription = (exchange) => `check of ${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against `
+    + `${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}, before ${asked(exchange).map(fighterName).join(', ')} `
+    + `${asked(exchange).length > 1 ? 'are' : 'is'} asked for a defense`;
+
+  // An attack the attacker cannot make (too few PSPs, a multiplier above its level, a mode
+  // it does not know, no psionic mind, pool dice beyond its pool, too little attack
+  // strength) would have its defender choose for nothing, and learn that an attack was
+  // coming. So before anyone is asked the attack goes to the companion as exchange.odds,
+  // built as its exchange.resolve will be (exchangeRequest: every target of a wave, the
+  // controllers struck, the puppets, the house rules) with no defense assumed. Its answer
+  // (checkAnswered) asks the defenders, or tells the attacker's player why the attack
+  // cannot be made; a check that gets no answer in time asks them all the same (expire).
+  // The check is whispered to the GM only, as every request is: no defender sees it.
+  const checkTheAttacker = (exchange, requester) => {
+    const { params, involved, paths } = exchangeRequest(exchange, null);
+    const id = newId();
+    return postRequest(rpcBody(id, 'exchange.odds', params), {
+      kind: CHECK_KIND,
+      requester,
+      // The exchange's fighters and where they were sent, so that a refusal names them
+      // as the exchange's own would (refusalContext); the odds write no sheet.
+      involved,
+      paths,
+      exchange,
+      title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`,
+    }, checkDescription(exchange));
+  };
+
+  // Whether the companion refused an exchange (or its check) for the attacker's own sake,
+  // which no defense mends and which its player may read, not the defender's: a rule about
+  // the attacker (aboutTheAttacker), or params refused in the attacker's sheet or its
+  // attack only.
+  const refusesTheAttacker = (job, error) => {
+    if (aboutTheAttacker(job, error)) return true;
+    const errors = error.code === INVALID_PARAMS && isObject(error.data) && Array.isArray(error.data.errors) ? error.data.errors : [];
+    return errors.length > 0 && errors.every((e) => isObject(e) && /^\/(attacker|attack)(\/|$)/.test(String(e.path)));
+  };
+
+  // The companion's answer to the check of an attack. Allowed: the defenders are asked.
+  // Refused for the attacker's sake: nobody is asked, and the attacker's player (and the
+  // GM) read why. Any other refusal may be about a defender (a mindless one, its sheet,
+  // its state), which is that defender's secret and may not stop the exchange it will
+  // choose for: the defenders are asked as if there had been no check, and the exchange's
+  // own answer says what the companion makes of it. So is an answer the bridge could not
+  // get (BRIDGE_UNCERTAIN): exchange.odds changes nothing, so the resolve simply tries
+  // again, and fails as it would have, should the bridge still be down. A late answer
+  // (after the attack went on without it, or after a restart) does nothing.
+  const checkAnswered = (job, answer) => {
+    if (job.late) {
+      const why = job.wentOn ? 'the defense was asked without it, when it got no answer in time' : 'the Mod sandbox restarted meanwhile, so the attack was not made';
+      return whisperGM(box('late answer', `The answer to request <b>${chatSafe(job.id)}</b> (${chatSafe(job.description)}) came after ${why}: it changes nothing.`));
+    }
+    if (isObject(answer.result)) sheetWarnings(job, answer.result);
+    const error = answer.error;
+    if (!error) return askDefenders(job.exchange, job.requester);
+    if (refusesTheAttacker(job, error)) {
+      const refused = `Refused: ${titleOf(job)}`;
+      const text = `${refusalReason(job, error)} The attack was not made: nobody was asked for a defense.`;
+      whisperGM(box(refused, text + refusalNote(error)));
+      if (job.requester && !playerIsGM(job.requester)) tell(job.requester, refused, text);
+      return undefined;
+    }
+    const how = error.code === BRIDGE_UNCERTAIN ? 'The bridge could not get the companion\'s check of this attack'
+      : 'The companion\'s check of this attack refused it for a reason not the attacker\'s own (it may be a defender\'s secret)';
+    whisperGM(box(titleOf(job), `${how}: ${refusalReason(job, error)} The defense is asked all the same; the exchange's own answer will say what comes of it.${refusalNote(error)}`));
+    return askDefenders(job.exchange, job.requester);
+  };
+
   // Why several --target cannot go with this attack mode, or null.
   const severalProblem = (who, built) => {
     const waves = SYSTEMS[who.system].waves || [];
@@ -1276,8 +1384,7 @@ var Mindscape = Mindscape || (() => {
     // A wave at the attacker's own puppet: the companion says what the rules make of it,
     // before anyone is asked.
     if (!members.length || who.targets.some((t) => struckFor(who.system, t) === who.attacker)) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
-    askWave(waitForDefense(exchange), exchange);
-    return tell(msg.playerid, 'attack declared', `Waiting for ${members.map(fighterName).map(chatSafe).join(', ')} to choose a defense.`);
+    return checkTheAttacker(exchange, msg.playerid);
   };
 
   // One mind's defense against a wave; the exchange goes once every mind has chosen.
@@ -1350,8 +1457,7 @@ var Mindscape = Mindscape || (() => {
       if (drawn.allies.length) exchange.allies = drawn.allies;
       return resolveExchange(exchange, chosen.defense, msg.playerid, msg.playerid);
     }
-    askSingle(waitForDefense(exchange), exchange);
-    return tell(msg.playerid, 'attack declared', `Waiting for ${chatSafe(fighterName(chooser))} to choose a defense.`);
+    return checkTheAttacker(exchange, msg.playerid);
   };
 
   const commandDefend = (msg, args) => {
@@ -3047,7 +3153,7 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks; the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret. Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks. The companion checks the attack first: one the attacker cannot make (too few PSPs, a multiplier above its level, a mode it does not know, pool dice beyond its pool, too little attack strength) is refused to you with the reason, and nobody is asked. Otherwise the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret (also when the check gets no answer in time). Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
     '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
@@ -3437,7 +3543,7 @@ var Mindscape = Mindscape || (() => {
   const JOB_TITLES = {
     'encounter.create': 'new encounter', 'encounter.add': 'joining the encounter', 'encounter.get': 'encounter status',
     'encounter.declare': 'declaration', 'encounter.undo': 'undoing the last step', 'encounter.resolve': 'encounter step',
-    'encounter.refresh': 'refresh', exchange: 'attack', odds: 'odds', round: 'end of the round', rest: 'rest', house: 'house rules',
+    'encounter.refresh': 'refresh', exchange: 'attack', [CHECK_KIND]: 'attack', odds: 'odds', round: 'end of the round', rest: 'rest', house: 'house rules',
   };
   const titleOf = (job) => {
     if (job.title) return chatSafe(job.title);
@@ -3712,7 +3818,7 @@ var Mindscape = Mindscape || (() => {
       // its player's to read, not the defender's; any other, the chooser's (it may tell the
       // defense and the defender's resources). Everyone else learns only that it failed,
       // under a title without the attack mode, which the defense was chosen without.
-      const reader = aboutTheAttacker(job, error) ? requester : chooser;
+      const reader = refusesTheAttacker(job, error) ? requester : chooser;
       if (reader) tell(reader, reader === requester ? refused : `Refused: ${sidesTitle(job)}`, text);
       // A wave's choosers (job.told) learn only that it failed.
       const others = [requester, chooser].concat(Array.isArray(job.told) ? job.told : [])
@@ -4070,6 +4176,8 @@ var Mindscape = Mindscape || (() => {
     // From here on the answer is accepted: it can no longer be replayed.
     forgetRequest(id);
     rememberAnswered(id, 'answered');
+    // The check of an attack writes nothing and says itself what a late answer does.
+    if (job.kind === CHECK_KIND) return checkAnswered(job, answer);
     // A late answer about the house rules says itself what it does (it changes nothing).
     if (job.late && job.kind !== 'house') whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
     if (job.batch) return handleBatch(job, answer);

@@ -198,6 +198,15 @@ const roundTrip = async (ctx, act) => {
   return answers;
 };
 
+// Makes an attack (`message`, a `!psi attack` without --defense) and relays its check
+// through the userscript and the real companion (exchange.odds, with no defense): its
+// answer, the check allowing the attack, whispers the defense buttons. Returns that answer.
+const checkedAttack = async (ctx, message) => {
+  const [check] = await roundTrip(ctx, () => ctx.sb.chat(message));
+  assert.ok(check.result, `the companion refused the check: ${JSON.stringify(check.error)}\n${daemonLog}`);
+  return check;
+};
+
 test('the settings box stores URL and token and the badge shows the connection', { skip: SKIP }, async () => {
   assert.match(await page.textContent('#mindscape-bridge-badge'), /no token/);
   await page.click('#mindscape-bridge-badge');
@@ -223,8 +232,9 @@ test('a Mod script request travels through the chat, the userscript and the daem
   // Small answer chunks, so that the Mod script reassembles a real multi-part answer.
   await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
   const ctx = campaign({ pairing: PAIRED });
+  await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
   const start = ctx.sb.chats.length;
-  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
+  const sentBefore = (await sentCommands()).length;
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
   const requestChats = ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input));
@@ -242,7 +252,7 @@ test('a Mod script request travels through the chat, the userscript and the daem
     return mine.length && mine.length === Number(parts) ? mine : null;
   });
   assert.ok(commands.length > 1, `a multi-part answer: ${JSON.stringify(decode(commands.map((c) => c.split(' ').at(-1)).join('')))}`);
-  assert.deepEqual((await sentCommands()).filter((c) => !c.startsWith(`!psi-result ${id} `)), [], 'nothing but the answer is sent');
+  assert.deepEqual((await sentCommands()).slice(sentBefore).filter((c) => !c.startsWith(`!psi-result ${id} `)), [], 'nothing but the answer is sent');
 
   const answer = decode(commands.map((c) => c.split(' ').at(-1)).join(''));
   assert.equal(answer.id, id);
@@ -274,6 +284,17 @@ test('a Mod script request travels through the chat, the userscript and the daem
   const handled = await page.evaluate(() => window.__mindscapeBridge.bridge.handled());
   assert.ok(handled.includes(id));
   assert.ok(!handled.includes('Forged000001'));
+});
+
+test('the real companion\'s check refuses an attack its attacker cannot make (multiplier-above-level): no defender is asked, the attacker\'s player reads why', { skip: SKIP }, async () => {
+  const ctx = campaign({ pairing: PAIRED });
+  // Ulcen is level 4 (RULES.md 1.4: the multiplier is at most the attacker's level).
+  const [check] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 9 --range short` }));
+  assert.equal(check.error?.data?.rule, 'multiplier-above-level', JSON.stringify(check));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Multiplier 9 is above Ulcen of Tyr&#39;s level 4\. The attack was not made: nobody was asked for a defense\./);
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), []);
+  assert.ok(ctx.sb.chats.every((c) => !/!psi defend --req/.test(c.input)), 'no defense buttons');
+  assert.deepEqual(JSON.parse(JSON.stringify(ctx.sb.state.Mindscape.exchanges)), {});
 });
 
 test('when the daemon is unreachable the userscript retries once, shows it, and sends nothing', { skip: SKIP }, async () => {
@@ -399,7 +420,7 @@ test('a power-pool psionic wave through the relay: two minds choose their defens
   ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_pool').set({ current: '4' });
   ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  await checkedAttack(ctx, { playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
   const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` }));
@@ -428,7 +449,7 @@ test('a power-pool imagination swarm through the relay: Fenka draws in a non-psi
   for (const [name, current, max] of [['psi_pool', '1', '1'], ['psi_die', '4', ''], ['HP', '6', '6'], ['level-class1', '1', '']]) {
     ctx.sb.add('attribute', { _characterid: porter.id, name, current, max });
   }
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by die` });
+  await checkedAttack(ctx, { playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --keep-by die` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${porter.id}` }));
   assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
@@ -458,7 +479,7 @@ test('a power-pool swarm through the relay: the real companion refuses a psionic
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
   ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  await checkedAttack(ctx, { playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   const sheets = JSON.stringify(ctx.sb.objects.filter((o) => o.get('_type') === 'attribute').map((o) => [o.get('name'), o.get('current'), o.get('max')]));
   const [refused] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.ulcen.id}` }));
@@ -492,7 +513,7 @@ test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s 
     ctx.sb.add('attribute', { _characterid: seer.id, name, current, max });
   }
   const seerToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: seer.id, name: 'Seer', bar1_link: ctx.sb.attribute(seer.id, 'HP').id });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  await checkedAttack(ctx, { playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
   assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1), new RegExp(`\\[Join the defense\\]\\(!psi join --req ${xid}\\)`));
   // The GM passes the id on; Alice joins with Seer's token selected.
@@ -530,7 +551,7 @@ test('a power-pool refusal through the relay names its creature: of three tokens
     bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '7', bar1_max: '7' });
   const [g1, g2, g3] = [token(), token(), token(ALICE)];
   ctx.sb.state.Mindscape.tokens[g3.id] = { conditions: { name: 'psi_conditions', current: 'asleep', max: '' } };
-  ctx.sb.chat({ playerid: GM, selected: [g1.id], content: `!psi attack --target ${g2.id} --mode mental-stab` });
+  await checkedAttack(ctx, { playerid: GM, selected: [g1.id], content: `!psi attack --target ${g2.id} --mode mental-stab` });
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).at(-1))[1];
   ctx.sb.chat({ playerid: ALICE, selected: [g3.id], content: `!psi join --req ${xid}` });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Goblin<\/b> joins the defense of Goblin/);

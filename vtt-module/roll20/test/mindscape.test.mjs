@@ -5,8 +5,40 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  campaign, psionicControl, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
+  campaign as newCampaign, psionicControl, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
 } from './campaign.mjs';
+
+// The attacks still waiting for the companion's check (Mindscape.js checkTheAttacker),
+// as [request id, job], the oldest first.
+const checksWaiting = (sb) => Object.entries(sb.state.Mindscape.pending)
+  .filter(([, job]) => job.kind === 'attack-check' && !job.late)
+  .sort(([, a], [, b]) => a.at - b.at);
+
+// The companion's answer that lets a checked attack through: the odds of its exchange
+// with no defense (API.md exchange.odds; the check reads none of it).
+const checkAllowed = (id) => ({
+  jsonrpc: '2.0', id, result: { outcomes: { hit: 0.55, miss: 0.45 }, damage: { mean: 4.95, distribution: [[0, 0.45], [9, 0.55]], truncated_mass: 0 } },
+});
+
+// The requests whispered so far but the checks of attacks (each announced to the GM as
+// "Mindscape request ID: check of …").
+const requestsBeyondChecks = (sb) => requests(sb)
+  .filter((r) => !whispersTo(sb, 'gm').some((w) => w.includes(`Mindscape request <b>${r.id}</b>: check of `)));
+
+// Every attack is checked with the companion before any defender is asked. In the tests
+// of anything else the companion allows it at once: after each chat message, each check
+// still waiting gets checkAllowed's answer. `campaign({ checkByHand: true })` leaves
+// the checks to the test (the tests of the check itself).
+const campaign = (options = {}) => {
+  const ctx = newCampaign(options);
+  const { chat } = ctx.sb;
+  ctx.sb.chat = (message) => {
+    chat(message);
+    if (options.checkByHand) return;
+    checksWaiting(ctx.sb).forEach(([id]) => chat({ playerid: GM, content: `!psi-result ${id} ${encode(checkAllowed(id))}` }));
+  };
+  return ctx;
+};
 
 const attack = (ctx, extra = '') => ctx.sb.chat({
   playerid: ALICE,
@@ -124,8 +156,9 @@ test('an attack whispers the defense buttons to the defender\'s controller and t
   assert.doesNotMatch(toBob[0], /thought-shield/);
   assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => /defend --req/.test(w)).length, 1);
   assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/defend --req/.test(w)));
-  // Nothing goes to the companion until the defense is chosen.
-  assert.equal(requests(ctx.sb).length, 0);
+  // Nothing but the check of the attack goes to the companion until the defense is chosen.
+  assert.deepEqual(requests(ctx.sb).map((r) => r.body.method), ['exchange.odds']);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
 });
 
 test('an NPC defender\'s choice goes to the GM', () => {
@@ -141,7 +174,7 @@ test('only the defender\'s controller or the GM may answer the defense buttons',
   const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob')[0])[1];
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only the controller of Fenka/);
-  assert.equal(requests(ctx.sb).length, 0);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
 });
 
 test('attacking with a token one does not control is refused', () => {
@@ -422,6 +455,144 @@ test('a refused exchange tells each side only its own secrets: the attacker\'s P
   assert.match(toAlice.at(-1), /The exchange failed; the GM has been told why/);
   assert.ok(toAlice.every((w) => !/mental-barrier/i.test(w)), toAlice.join('\n'));
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
+  // The attacker's sheet refused by the companion's schema (it may tell the attacker's
+  // PSPs): its player reads it, the defender's only that the exchange failed.
+  const third = attackAndDefend(ctx, 'mental-barrier');
+  answer(ctx, third.id, { jsonrpc: '2.0', id: third.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/attacker/data/attribs/3/current', message: 'PSP 41 is above its maximum 40' }] } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /PSP 41 is above its maximum 40/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why/);
+  assert.ok(whispersTo(ctx.sb, 'Bob').every((w) => !/PSP 41/.test(w)));
+});
+
+// The companion's refusal of a request `req` under `rule`, saying `detail` (API.md 4001).
+const rulesRefusal = (req, rule, detail, more = {}) => ({
+  jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'the rules forbid it', data: { rule, detail, ...more } },
+});
+
+// The whispers that carry defense buttons, to anyone.
+const buttonsSent = (sb) => sb.chats.filter((c) => /!psi defend --req/.test(c.input));
+
+test('an attack is checked with the companion before any defender is asked: exchange.odds as its exchange will be sent, with no defense, shown to nobody but the GM', () => {
+  const ctx = campaign({ checkByHand: true });
+  attack(ctx);
+  const check = lastRequest(ctx.sb);
+  assert.equal(check.body.method, 'exchange.odds');
+  assert.equal(check.body.params.defense, null);
+  assert.deepEqual(buttonsSent(ctx.sb), [], 'nobody is asked before the check answers');
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), [], 'the defender learns nothing of the check');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(check.id)), /check of Ego Whip by Ulcen of Tyr against Fenka, before Fenka is asked for a defense/);
+  answer(ctx, check.id, checkAllowed(check.id));
+  const toBob = whispersTo(ctx.sb, 'Bob');
+  assert.equal(toBob.length, 1);
+  assert.match(toBob[0], /Ulcen of Tyr attacks the mind of <b>Fenka<\/b>\. Choose a defense:<br>\[Mental Barrier\]/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /attack declared<\/b><br>Waiting for Fenka to choose a defense\./);
+  // The exchange is the request checked, with the defense chosen.
+  const xid = /--req ([A-Za-z0-9]+)/.exec(toBob[0])[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  const resolve = lastRequest(ctx.sb);
+  assert.equal(resolve.body.method, 'exchange.resolve');
+  assert.deepEqual({ ...resolve.body.params, defense: null }, check.body.params);
+  // A defense settled at once asks nobody: the exchange itself answers at once.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust --defense none` });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.equal(requests(ctx.sb).length, 3);
+});
+
+test('an attack the companion refuses for the attacker\'s own sake (RULES.md 1.4: not-enough-psp, multiplier-above-level) asks no defender; the attacker\'s player reads why in plain words, the GM with the rule', () => {
+  const ctx = campaign({ checkByHand: true });
+  attack(ctx);
+  const check = lastRequest(ctx.sb);
+  answer(ctx, check.id, rulesRefusal(check, 'not-enough-psp', 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4'));
+  const toAlice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(toAlice, /Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr declares 9 PSPs of Ego Whip but holds 4\. The attack was not made: nobody was asked for a defense\.<\/div>$/);
+  assertPlainRefusal(toAlice, ['not-enough-psp', 'ego-whip']);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /holds 4\. The attack was not made.*companion: 4001 not-enough-psp/);
+  // A multiplier above the attacker's level, named as the companion names the attacker.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 9` });
+  const high = lastRequest(ctx.sb);
+  assert.equal(high.body.params.attack.multiplier, 9);
+  answer(ctx, high.id, rulesRefusal(high, 'multiplier-above-level', `multiplier 9 is above ${ctx.ulcen.id}'s level 4`));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Multiplier 9 is above Ulcen of Tyr&#39;s level 4\. The attack was not made/);
+  assertPlainRefusal(whispersTo(ctx.sb, 'Alice').at(-1), ['multiplier-above-level']);
+  // The attacker's own sheet refused by the companion's schema: no defense mends it either.
+  attack(ctx);
+  const sheet = lastRequest(ctx.sb);
+  answer(ctx, sheet.id, { jsonrpc: '2.0', id: sheet.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/attacker/data/attribs/0/current', message: 'not a number' }] } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Refused: Ego Whip: Ulcen of Tyr vs\. Fenka<\/b><br>Ulcen of Tyr&#39;s sheet: not a number\. The attack was not made/);
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), [], 'the defender never learns an attack was coming');
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'no attack waits for a defense');
+  assert.deepEqual(requests(ctx.sb).map((r) => r.body.method), ['exchange.odds', 'exchange.odds', 'exchange.odds']);
+});
+
+test('a check refused for anything but the attacker (a defender\'s secret) or lost by the bridge still asks the defender; the attacker\'s player learns nothing of why', () => {
+  const ctx = campaign({ checkByHand: true });
+  const answered = (response) => {
+    attack(ctx);
+    const check = lastRequest(ctx.sb);
+    answer(ctx, check.id, response(check));
+    return /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1) || '');
+  };
+  // The defender's state: the exchange will say what the companion makes of it.
+  assert.ok(answered((check) => rulesRefusal(check, 'target-dead', 'Fenka is dead')));
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /not the attacker's own/.test(w)), /Fenka is dead\. The defense is asked all the same.*companion: 4001 target-dead/);
+  // The defender's sheet refused by the schema.
+  assert.ok(answered((check) => ({ jsonrpc: '2.0', id: check.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/defender/data/attribs/3/current', message: 'not a number' }] } } })));
+  // The bridge lost the answer.
+  assert.ok(answered((check) => ({ jsonrpc: '2.0', id: check.id, error: { code: -32001, message: 'uncertain', data: { detail: 'the connection to the companion was lost' } } })));
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /bridge could not get/.test(w)), /The defense is asked all the same/);
+  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /defend!/.test(w)).length, 3);
+  assert.equal(Object.keys(ctx.sb.state.Mindscape.exchanges).length, 3);
+  const toAlice = whispersTo(ctx.sb, 'Alice');
+  assert.equal(toAlice.length, 3);
+  toAlice.forEach((w) => assert.match(w, /attack declared<\/b><br>Waiting for Fenka to choose a defense\.<\/div>$/));
+});
+
+test('a check with no answer in time still asks the defender (the bridge down fails the exchange too); its late answer changes nothing', () => {
+  const ctx = campaign({ checkByHand: true });
+  attack(ctx);
+  const check = lastRequest(ctx.sb);
+  ctx.sb.advance(29000);
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  ctx.sb.advance(1000);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /no answer/.test(w)), new RegExp(`Request <b>${check.id}</b> \\(check of Ego Whip .*\\) got no answer from the companion in 30 s, so the defense is asked without it\\. Start the relay`));
+  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /defend!/.test(w)).length, 1);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Waiting for Fenka to choose a defense/);
+  const waiting = plain(ctx.sb.state.Mindscape.exchanges);
+  const chats = ctx.sb.chats.length;
+  // Refused for the attacker's sake, but too late: the attack went on, and stays as it is.
+  answer(ctx, check.id, rulesRefusal(check, 'not-enough-psp', 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4'));
+  assert.equal(ctx.sb.chats.length, chats + 1);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`The answer to request <b>${check.id}</b> .* came after the defense was asked without it, when it got no answer in time: it changes nothing\\.`));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), waiting);
+  // An allowing one would not ask twice either (and the answer is taken once only).
+  answer(ctx, check.id, checkAllowed(check.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /that request was already answered/);
+  assert.equal(buttonsSent(ctx.sb).length, 2, 'one whisper to Bob, one to the GM');
+});
+
+test('an attack being checked at a sandbox restart was not made: the GM and the attacker\'s player are told, and the check\'s late answer asks nobody', () => {
+  const first = campaign({ checkByHand: true });
+  attack(first);
+  const check = lastRequest(first.sb);
+  const saved = plain(first.sb.state.Mindscape);
+  const ctx = campaign({ checkByHand: true, before: (s) => { s.state.Mindscape = saved; } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w));
+  assert.match(told, new RegExp(`<b>${check.id}</b>: check of Ego Whip by Ulcen of Tyr against Fenka, before Fenka is asked for a defense`));
+  assert.match(told, /An attack that was being checked before anyone was asked for a defense was not made, and its answer changes nothing/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /attack not made<\/b><br>The Mod sandbox restarted while your attack was being checked \(Ego Whip: Ulcen of Tyr vs\. Fenka\): nobody was asked for a defense\. Attack again\./);
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), []);
+  answer(ctx, check.id, checkAllowed(check.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /came after the Mod sandbox restarted meanwhile, so the attack was not made: it changes nothing\./);
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('the help handout says an attack is checked before anyone is asked, and one the attacker cannot make asks nobody', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /the selected token attacks\. The companion checks the attack first: one the attacker cannot make .* is refused to you with the reason, and nobody is asked\./);
 });
 
 test('a GM may settle the defense at once; odds are whispered to whoever asked', () => {
@@ -534,7 +705,7 @@ test('options of another system are refused in plain words (API.md: attack objec
   const { params } = lastRequest(ctx.sb).body;
   assert.deepEqual(params.attack, { mode: 'mental-stab', pool_dice: 2 });
   assert.deepEqual(params.defense, { mode: 'pinnacle-of-will', sacrifice: [3, 1], pool_dice: 2 });
-  assert.equal(requests(ctx.sb).length, 1);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 1);
   // Where both sides' options stand in one command, the defender's dice are --defense-dice.
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --dice 3 --defense blank-mind --defense-dice 1` });
   const odds = lastRequest(ctx.sb).body.params;
@@ -818,10 +989,14 @@ test('every request marker carries the pairing code and is a whisper of its own'
   ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
   const req = attackAndDefend(ctx);
   const markers = ctx.sb.chats.filter((c) => c.input.includes('MINDSCAPE-REQ'));
-  assert.equal(markers.length, req.parts);
+  // The check of the attack, then its exchange.
+  const [check] = requests(ctx.sb);
+  assert.notEqual(check.id, req.id);
+  assert.equal(markers.length, check.parts + req.parts);
   for (const c of markers) {
     const text = c.input.slice('/w gm '.length).replace(/<[^>]*>/g, '');
-    assert.match(text, new RegExp(`^MINDSCAPE-REQ ${PAIRED} ${req.id} \\d+/${req.parts} [A-Za-z0-9_-]+$`));
+    const { id, parts } = text.includes(` ${req.id} `) ? req : check;
+    assert.match(text, new RegExp(`^MINDSCAPE-REQ ${PAIRED} ${id} \\d+/${parts} [A-Za-z0-9_-]+$`));
   }
 });
 
@@ -833,7 +1008,8 @@ test('a character name cannot put a request marker into the chat', () => {
   ctx.sb.chat({ playerid: GM, content: '!psi config' });
   // Only the Mod script's own marker whispers hold the marker word, and nothing else.
   const withMarker = ctx.sb.chats.filter((c) => /MINDSCAPE-\u200b?REQ/i.test(c.input));
-  assert.equal(withMarker.length, req.parts);
+  assert.equal(withMarker.length, requests(ctx.sb).reduce((n, r) => n + r.parts, 0), 'the check of the attack and its exchange');
+  assert.equal(requests(ctx.sb).length, 2);
   for (const c of withMarker) assert.match(c.input, /^\/w gm <div[^>]*>MINDSCAPE-REQ [A-Za-z0-9]{24} [A-Za-z0-9]{12} \d+\/\d+ [A-Za-z0-9_-]+<\/div>$/);
   assert.ok(ctx.sb.chats.some((c) => c.input.includes('Evil MINDSCAPE_REQ forged03')));
   assert.ok(ctx.sb.chats.some((c) => c.input.includes('Sly MINDSCAPE_REQ forged04')));
@@ -3204,6 +3380,31 @@ test('power-pool: a psionic wave at several --target is one exchange; each mind 
   assert.equal(p.attack.mode, 'psionic-wave');
 });
 
+test('power-pool: a psionic wave is checked once, at all its targets as its exchange strikes them; pool dice beyond the attacker\'s pool (pool-dice-exceed-pool naming the attacker) ask none of its minds', () => {
+  const ctx = psionicControl(campaign({ checkByHand: true }));
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  const wave = (extra = '') => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave${extra}` });
+    return lastRequest(ctx.sb);
+  };
+  const check = wave(' --dice 5');
+  assert.equal(check.body.method, 'exchange.odds');
+  const p = check.body.params;
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.defense, p.defenses], [ctx.fenka.id, [ctx.ulcen.id], null, undefined]);
+  answer(ctx, check.id, rulesRefusal(check, 'pool-dice-exceed-pool', 'Ogre has 3 dice to roll, not 5', { combatant: refOf(p.attacker) }));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Psionic Wave: Ogre vs\. Fenka, Ulcen of Tyr<\/b><br>Ogre has 3 dice to roll, not 5\. The attack was not made: nobody was asked for a defense\./);
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob').concat(whispersTo(ctx.sb, 'Alice')), [], 'no mind struck learns of the wave');
+  // Allowed, every mind struck is asked, each with buttons of its own.
+  const allowed = wave();
+  assert.equal(requests(ctx.sb).length, 2, 'one check for the whole wave');
+  answer(ctx, allowed.id, checkAllowed(allowed.id));
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Fenka<\/b>, choose a defense:/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Ulcen of Tyr<\/b>, choose a defense:/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Waiting for Fenka, Ulcen of Tyr to choose a defense\./);
+});
+
 test('power-pool: a wave at two creatures one mind controls asks that mind once and sends it as their controller', () => {
   const ctx = underControl();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.thrall.id} --mode psionic-wave` });
@@ -3423,7 +3624,7 @@ test('power-pool: the GM settles a swarm at once with --defense and --ally, and 
 test('power-pool: --ally is refused before anything is sent for another defense, another system, the attacker, a creature already struck, one named twice or one under control', () => {
   const ctx = swarmCampaign();
   const xid = ogreAttacksFenka(ctx);
-  const sent = requests(ctx.sb).length;
+  const sent = requestsBeyondChecks(ctx.sb).length;
   const defend = (options) => {
     ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid}${options}` });
     return whispersTo(ctx.sb, 'Bob').at(-1);
@@ -3437,16 +3638,16 @@ test('power-pool: --ally is refused before anything is sent for another defense,
   assert.match(defend(' --mode imagination-swarm --ally -Mnobody'), /--ally must name a token that represents a character/);
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.porter.id], content: '!psi config --system revised-2e' });
   assert.match(defend(` --mode imagination-swarm --ally ${ctx.porter.id}`), /Porter uses revised-2e, not power-pool: it cannot be drawn into the defense as an ally\./);
-  assert.equal(requests(ctx.sb).length, sent, 'nothing was sent');
+  assert.equal(requestsBeyondChecks(ctx.sb).length, sent, 'nothing was sent');
   // The attack still waits: a good choice goes through.
   defend(' --mode imagination-swarm');
-  assert.equal(requests(ctx.sb).length, sent + 1);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, sent + 1);
   // The GM's --ally needs --defense; a controller struck in its puppet's place is in the exchange.
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --ally ${ctx.porter.id}` });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--ally goes with --defense imagination-swarm, which settles the defense at once/);
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.tokens.ulcen.id}` });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr is struck by this attack already/);
-  assert.equal(requests(ctx.sb).length, sent + 1);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, sent + 1);
   // Another system refuses --ally.
   const other = campaign();
   attack(other);
@@ -3454,7 +3655,7 @@ test('power-pool: --ally is refused before anything is sent for another defense,
   other.sb.chat({ playerid: BOB, content: `!psi defend --req ${req} --mode mental-barrier --ally ${other.tokens.ogre.id}` });
   assert.match(whispersTo(other.sb, 'Bob').at(-1), /--ally is a power-pool option\./);
   assert.ok(whispersTo(other.sb, 'Bob').every((w) => !/may draw allies/.test(w)), 'no hint outside power-pool');
-  assert.equal(requests(other.sb).length, 0);
+  assert.equal(requestsBeyondChecks(other.sb).length, 0);
 });
 
 test('power-pool waves: only the mind struck first draws allies in (its whisper says how); a chooser who knows no swarm gets no hint', () => {
@@ -3817,7 +4018,7 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   const ctx = seerCampaign();
   const xid = ogreAttacksFenka(ctx);
   const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
-  const sent = requests(ctx.sb).length;
+  const sent = requestsBeyondChecks(ctx.sb).length;
   const refused = (playerid, token, why, id = xid) => assert.match(join(ctx, playerid, token, id), why);
   refused(ALICE, null, /refused<\/b><br>select the token of the one psionic creature that joins the defense/);
   refused(BOB, ctx.tokens.seer, /you do not control Seer: only its controller or the GM may make it join a defense\. Nothing was changed\./);
@@ -3838,7 +4039,7 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --mode mental-stab` });
   const onThrall = reqOf(whispersTo(ctx.sb, 'Alice').at(-1));
   refused(ALICE, ctx.tokens.ulcen, /Ulcen of Tyr is struck by this attack already, in its puppet's place: it cannot join this defense\./, onThrall);
-  assert.equal(requests(ctx.sb).length, sent);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, sent);
   // Another system has no joining, and no line about it.
   const other = campaign();
   attack(other);

@@ -36,8 +36,10 @@ from .settings import (
 from .tokens import TokenFileError, ensure_token, read_token, rotate_token
 
 FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
-#: seconds ``mindscape call`` waits for an answer
-CALL_TIMEOUT = 30
+#: seconds ``mindscape call`` waits for an answer: longer than the daemon gives a
+#: plugin's method (``rpc.PLUGIN_METHOD_TIMEOUT``, 30 s), so the daemon's own answer to
+#: one that hangs ("did not answer within 30 s", with its error id) is what it prints
+CALL_TIMEOUT = 40
 
 
 def _port(text: str) -> int:

@@ -27,7 +27,7 @@ from engine.system import System
 
 from . import API_VERSION
 from .combatants import NOT_COMBATANTS
-from .errors import INVALID_PARAMS, MESSAGES
+from .errors import INVALID_PARAMS, JSONRPC_RESERVED, MESSAGES
 from .plugins import ends_rounds, rests
 from .registry import MethodRegistry, MethodSpec
 from .schemas import ADAPTER_REF
@@ -116,8 +116,13 @@ def _method(spec: MethodSpec, systems: Mapping[str, System]) -> dict[str, Any]:
         {"name": name, "schema": schema, "required": name in required}
         for name, schema in (spec.params.get("properties") or {}).items()
     ]
+    # Each code once; of JSON-RPC's own, only -32602: a plugin's MethodError with
+    # another (-32000 ...) is never answered as such (it is -32603, which every method
+    # may answer and none lists).
+    codes = dict.fromkeys(c for c in (INVALID_PARAMS, *spec.errors)
+                          if c == INVALID_PARAMS or c not in JSONRPC_RESERVED)
     errors = [{"code": code, "message": MESSAGES.get(code, PLUGIN_ERROR_MESSAGE)}
-              for code in (INVALID_PARAMS, *spec.errors)]
+              for code in codes]
     return {
         "name": spec.name,
         "summary": spec.description.split(". ")[0].rstrip("."),

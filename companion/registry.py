@@ -270,6 +270,15 @@ class CompiledSchema:
         return schema_problems(self.validator, value)
 
 
+def _schema_place(path: Iterable[Any]) -> str:
+    """Where in a schema a meta-schema error is, as a JSON Pointer (at most 100
+    characters)."""
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+    if not pointer:
+        return "the schema itself"
+    return "the value at " + (pointer if len(pointer) <= 100 else pointer[:99] + "…")
+
+
 def schema_problem(schema: Any) -> str | None:
     """Why ``schema`` cannot be used (``SchemaUnusable``'s words), or ``None``: it fails
     the meta-schema, has a ``$ref`` that resolves nowhere or a loop of them, or is
@@ -277,8 +286,10 @@ def schema_problem(schema: Any) -> str | None:
     try:
         Draft202012Validator.check_schema(schema)
         return _reference_problem(schema)
-    except jsonschema.SchemaError:
-        return "does not compile"
+    except jsonschema.SchemaError as exc:
+        # Where, so its author can find it; the meta-schema's own words quote the
+        # plugin's values, so only the place is said.
+        return f"does not compile (the meta-schema refuses {_schema_place(exc.path)})"
     except RecursionError:
         return "is nested too deeply to check"
     except Exception as exc:

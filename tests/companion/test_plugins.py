@@ -25,7 +25,7 @@ import tests.sample_plugin as sample_plugin
 from companion.app import create_app
 from companion.methods import CORE
 from companion.plugins import MethodError, Plugin, load_plugins
-from companion.registry import MethodRegistry, MethodSpec, RegistryError
+from companion.registry import MethodRegistry, MethodSpec, RegistryError, schema_problem
 from companion.services import Context
 from companion.settings import Limits, Settings, installed_plugins
 from engine import DiceSource, Event
@@ -72,7 +72,9 @@ def test_every_broken_plugin_is_reported_and_skipped() -> None:
         assert reports[name].error, name
     assert "not a System" in str(reports["not-a-plugin"].error) or \
         "not an engine.System" in str(reports["not-a-plugin"].error)
-    assert "does not compile" in str(reports["bad-schema"].error)
+    assert reports["bad-schema"].error == ("method bad.method: the params schema does not "
+                                           "compile (the meta-schema refuses the value at "
+                                           "/properties/x/type)")
     assert "core namespace" in str(reports["colliding"].error)
     assert "namespace.verb" in str(reports["flat"].error)
     assert "already provided" in str(reports["twin-system"].error)
@@ -341,6 +343,22 @@ async def test_a_plugin_error_code_of_its_own_is_documented_generically(rpc_with
     assert {"code": 4100, "message": "Error defined by the plugin"} in method["errors"]
 
 
+async def test_rpc_discover_lists_only_the_codes_a_plugin_method_can_answer_with(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md "Errors": a MethodError with a code JSON-RPC reserves is -32603
+    even when the method lists it, so rpc.discover does not promise it; and -32602,
+    which every method answers, is listed once even when the method lists it too."""
+    listing = Plugin(name="listing", version="1", methods=(
+        MethodSpec("listing.x", {"type": "object"}, _raises, "lists reserved codes",
+                   errors=(4777, -32000, -32602, 4001, -32603, 4777)),))
+    rpc = await rpc_with(_entry_point_to(listing, monkeypatch))
+    document = await rpc.ok("rpc.discover")
+    [method] = [m for m in document["methods"] if m["name"] == "listing.x"]
+    assert [e["code"] for e in method["errors"]] == [-32602, 4777, 4001]
+    assert await rpc.error("listing.x", {"code": 4777}) == {
+        "code": 4777, "message": "Out of coins", "data": {}}
+
+
 async def test_a_system_without_round_logic_refuses_encounters_with_invalid_params(
         rpc_with: Any) -> None:
     """A plugin system that has neither ``rounds`` nor encounter hooks of its own:
@@ -451,6 +469,15 @@ UNUSABLE_SYSTEM_SCHEMAS: dict[str, Any] = {
 }
 
 
+def test_a_schema_that_does_not_compile_is_reported_with_the_place_it_fails() -> None:
+    """docs/PLUGINS.md "Schemas": the report names where the meta-schema refuses the
+    schema, as a JSON Pointer into it (``~`` and ``/`` in a key escaped), so its author
+    can find it; not the meta-schema's words, which quote the plugin's values."""
+    schema = {"type": "object", "properties": {"a/b~": {"minimum": "secret"}}}
+    assert schema_problem(schema) == ("does not compile (the meta-schema refuses the "
+                                      "value at /properties/a~1b~0/minimum)")
+
+
 @pytest.mark.parametrize("which", ["request_schema", "combatant_schema"])
 @pytest.mark.parametrize("name", sorted(UNUSABLE_SYSTEM_SCHEMAS))
 def test_a_plugin_system_whose_schema_cannot_be_used_is_skipped_at_load(
@@ -473,8 +500,10 @@ async def test_rpc_discover_stays_a_valid_schema_with_a_broken_plugin_system(
     plugin = _system_with("request_schema", UNUSABLE_SYSTEM_SCHEMAS["does-not-compile"])
     rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
     reports = {p["name"]: p for p in (await rpc.ok("companion.info"))["plugins"]}
-    assert reports["schema"]["error"] == \
-        "system coin-duel: its request_schema() does not compile"
+    # where, so the plugin's author can find it (docs/PLUGINS.md "Schemas")
+    assert reports["schema"]["error"] == (
+        "system coin-duel: its request_schema() does not compile (the meta-schema "
+        "refuses the value at /properties/x/type)")
     for method in (await rpc.ok("rpc.discover"))["methods"]:
         Draft202012Validator.check_schema(method["x-params-schema"])
     assert "coin-duel" not in {s["id"] for s in await rpc.ok("systems.list")}

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from adapters.base import Adapter, Imported, Normalise
+from adapters.core import SYSTEMS as ADAPTED_SYSTEMS
 from engine.dice import DiceSource, dice_source
 from engine.errors import InvalidInput, LimitExceeded, Problem
 from engine.system import System
@@ -62,6 +63,12 @@ def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path:
     if adapter.system is not None and adapter.system != system_id:
         raise InvalidInput.at(f"{path}/adapter", f"adapter {adapter.id} is made for "
                                                  f"{adapter.system}, not {system_id}")
+    if system_id not in ADAPTED_SYSTEMS:
+        # a plugin's system: no adapter knows its combatants (the adapter's own refusal
+        # would point inside the VTT data, where nothing is wrong)
+        raise InvalidInput.at(f"{path}/adapter", (
+            f"adapter {adapter.id} builds combatants for {', '.join(ADAPTED_SYSTEMS)}, not "
+            f"{system_id}: give this system's combatant object instead"))
     try:
         imported = adapter.import_(ref["data"], system_id)
     except InvalidInput as exc:

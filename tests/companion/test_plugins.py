@@ -33,6 +33,7 @@ from engine.system import JSON
 from tests.sample_plugin import GOOD_SCHEMAS, WRONG_SCHEMAS, with_result_schema, with_schema
 from tests.sample_plugin.coin_duel import CoinDuel
 
+from .combatants import duelist
 from .conftest import GROUP, SAMPLE, Rpc, with_plugins
 
 
@@ -675,3 +676,19 @@ def test_a_method_namespace_belongs_to_the_first_plugin_that_uses_it(
 def test_a_method_name_is_namespace_verb_exactly(name: str) -> None:
     with pytest.raises(RegistryError, match=r"namespace\.verb"):
         MethodRegistry([MethodSpec(name, {"type": "object"}, _noop, "x")])
+
+
+async def test_a_vtt_sheet_for_a_plugins_system_is_refused_at_its_adapter(rpc: Rpc) -> None:
+    """No adapter builds combatants for a plugin's system (docs/PLUGINS.md): a sheet given
+    as {adapter, data} is refused at the adapter the caller chose, not somewhere inside
+    the VTT data, where nothing is wrong."""
+    sheet = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "roll20" /
+                        "adnd2e-revised-ulcen.handmade.json").read_text())
+    error = await rpc.error("exchange.resolve", {
+        "system": "sample-duel",
+        "attacker": {"adapter": "roll20.adnd2e-revised", "data": sheet},
+        "defender": duelist("bo"), "attack": {"mode": "jab"}})
+    assert error["code"] == -32602
+    [problem] = error["data"]["errors"]
+    assert problem["path"] == "/attacker/adapter"
+    assert "not sample-duel" in problem["message"]

@@ -2,27 +2,27 @@
 
 This is the only place that reads the environment (``$MINDSCAPE_HOME``) and the command
 line; everything below gets a ``Settings`` value. Imports stay lean: ``call`` and
-``token`` never import aiohttp, and ``serve`` imports the app only once it runs.
+``token`` never import aiohttp, ``serve`` imports the app only once it runs, and the
+heavier standard modules (asyncio, urllib) are imported by the command that uses them,
+so that ``main`` is catching Ctrl+C soon after the command is typed.
+
+Exit statuses (docs/API.md "Running it"): 0 done; 1 the daemon answered ``call`` with a
+JSON-RPC error (printed on stdout); 2 the command could not do its job, or was given
+wrongly (one line on stderr says why); 130 interrupted (Ctrl+C); 141 the reader of the
+output went away.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import http.client
-import ipaddress
-import json
+import difflib
+import errno
 import os
 import shlex
 import signal
-import socket
 import sys
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .settings import (
     DEFAULT_HOST,
@@ -35,11 +35,20 @@ from .settings import (
 )
 from .tokens import TokenFileError, ensure_token, read_token, rotate_token
 
+if TYPE_CHECKING:
+    import ipaddress
+
 FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
 #: seconds ``mindscape call`` waits for an answer: longer than the daemon gives a
 #: plugin's method (``rpc.PLUGIN_METHOD_TIMEOUT``, 30 s), so the daemon's own answer to
 #: one that hangs ("did not answer within 30 s", with its error id) is what it prints
 CALL_TIMEOUT = 40
+#: exit status of ``call`` when the daemon answered with a JSON-RPC error
+REFUSED = 1
+#: exit status of a command that could not do its job, or was given wrongly (as argparse)
+FAILED = 2
+#: what ``call``'s messages give as an example of params
+PARAMS_EXAMPLE = """mindscape call dice.roll '{"expr": "2d6"}'"""
 
 
 def _port(text: str) -> int:
@@ -77,10 +86,15 @@ def _fail(message: str, status: int) -> int:
 
 
 def _not_a_folder(home: Path) -> str | None:
-    """Why ``home`` cannot be the home folder (a file is in the way), or ``None``."""
+    """Why ``home`` cannot be the home folder (a file is in the way: itself, or one of the
+    folders it would be made in), or ``None``."""
     if home.exists() and not home.is_dir():
         return f"the home folder {home} is a file, not a folder; give --home a folder " \
                "(it is made when missing)"
+    blocker = next((p for p in home.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        return f"the home folder {home} cannot be made: {blocker} is a file, not a " \
+               "folder; give --home a folder (it is made when missing)"
     return None
 
 
@@ -90,39 +104,73 @@ def _bad_token(exc: TokenFileError, token_command: str) -> str:
     return f"{exc}; move it aside, then `{token_command}` writes a new one"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mindscape", description=(
-        "Mindscape psionic-combat companion: a local JSON-RPC daemon for virtual "
-        "tabletops."))
-    sub = parser.add_subparsers(dest="command", required=True)
+HOME_HELP = ("folder of the store and the token (default: $MINDSCAPE_HOME, else the "
+             "user data folder, such as ~/.local/share/mindscape)")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
-    serve = sub.add_parser("serve", help="run the daemon")
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``mindscape`` parser and its commands' parsers by name. Options are never
+    taken by a prefix (``--rot`` is no ``--rotate``): a typo is an error that names the
+    option meant (``main``)."""
+    parser = argparse.ArgumentParser(prog="mindscape", allow_abbrev=False, description=(
+        "Mindscape psionic-combat companion: a local JSON-RPC daemon for virtual "
+        "tabletops. Start it with `mindscape serve`, paste the output of `mindscape "
+        "token` into the VTT."), epilog="`mindscape COMMAND --help` says more of each.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve", help="run the daemon until Ctrl+C", allow_abbrev=False,
+        description="Run the daemon: it prints where it listens and how to pair a VTT, "
+                    "and runs until Ctrl+C or SIGTERM. When it cannot start it says why "
+                    "on stderr and exits with status 2.")
     serve.add_argument("--host", default=DEFAULT_HOST,
-                       help="address to listen on (default 127.0.0.1: this computer only)")
+                       help="the address to listen on (default: 127.0.0.1, this computer "
+                            "only; another address puts the daemon on the network, with "
+                            "a warning)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
-                       help="default 39393; 0: any free port (the banner says which)")
-    serve.add_argument("--home", help="folder of the store and the token "
-                                      "(default $MINDSCAPE_HOME or the user data folder)")
+                       help=f"the port to listen on (default: {DEFAULT_PORT}; 0: any free "
+                            "port, which the banner names)")
+    serve.add_argument("--home", metavar="DIR",
+                       help=HOME_HELP + "; one daemon at a time may use it")
     serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        type=_origin,
-                       help="another browser origin allowed to call (repeatable); "
+                       help="another browser origin allowed to call, such as "
+                            "https://foundry.example.com (repeatable); "
                             f"{' and '.join(DEFAULT_ORIGINS)} are always allowed")
-    serve.add_argument("--log-level", default="info",
-                       choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-level", default="info", choices=LOG_LEVELS, type=str.lower,
+                       metavar="LEVEL",
+                       help=f"{', '.join(LOG_LEVELS)}: the least severe log lines written "
+                            "to stderr (default: info, one line per request; warning "
+                            "drops those)")
 
-    call = sub.add_parser("call", help="call one method and print its result as JSON")
-    call.add_argument("method")
-    call.add_argument("params", nargs="?", default=None, help="params as a JSON object")
-    call.add_argument("--home")
-    call.add_argument("--url", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/rpc",
-                      help="the daemon's JSON-RPC endpoint; the address `serve` prints "
-                           "(without /rpc) works too")
+    call = sub.add_parser(
+        "call", help="call one method and print its result as JSON", allow_abbrev=False,
+        description="Call one method of the running daemon with the token of the home "
+                    "folder and print the result as JSON on stdout (exit status 0). A "
+                    "JSON-RPC error is printed on stdout as well, with exit status 1; "
+                    "anything else that goes wrong is one line on stderr, exit status 2.",
+        epilog=f"Example: {PARAMS_EXAMPLE}")
+    call.add_argument("method", metavar="METHOD",
+                      help="the method's name, such as companion.info")
+    call.add_argument("params", nargs="?", default=None, metavar="PARAMS",
+                      help="the params: one JSON object, in single quotes")
+    call.add_argument("--home", metavar="DIR", help=HOME_HELP)
+    call.add_argument("--url", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}",
+                      help="the daemon's address as `serve` prints it (default: "
+                           f"http://{DEFAULT_HOST}:{DEFAULT_PORT}; /rpc is added), or its "
+                           "JSON-RPC endpoint")
 
-    token = sub.add_parser("token", help="print the access token (created when missing)")
+    token = sub.add_parser(
+        "token", help="print the access token (created when missing)", allow_abbrev=False,
+        description="Print the access token to paste into a VTT, alone on stdout; it is "
+                    "created (mode 0600) when the home folder has none yet.")
     token.add_argument("--rotate", action="store_true",
-                       help="replace it with a new one (paired VTTs must be updated)")
-    token.add_argument("--home")
-    return parser
+                       help="replace it with a new one: a running daemon takes it at once "
+                            "and refuses the old one, so every paired VTT must be given "
+                            "the new one")
+    token.add_argument("--home", metavar="DIR", help=HOME_HELP)
+    return parser, {"serve": serve, "call": call, "token": token}
 
 
 # -- serve ------------------------------------------------------------------------------
@@ -142,7 +190,63 @@ def _banner(settings: Settings, url: str, token_command: str) -> str:
     ])
 
 
+def _url_host(host: str) -> str:
+    """``host`` as it stands in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _answers_as_mindscape(host: str, port: int) -> bool:
+    """Whether a mindscape daemon answers ``GET /healthz`` at ``host:port``."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{_url_host(host)}:{port}/healthz",
+                                    timeout=1) as response:
+            return bool(json.loads(response.read(200)) == {"status": "ok"})
+    except (OSError, ValueError):
+        return False
+
+
+def _cannot_listen(settings: Settings, exc: OSError) -> str:
+    """Why ``serve`` cannot listen on its ``--host`` and ``--port``, and what to do."""
+    import socket
+
+    where, port = f"{settings.host}:{settings.port}", settings.port
+    if isinstance(exc, socket.gaierror):
+        return (f"cannot listen on {where}: --host {settings.host} is not a name this "
+                f"computer can look up ({exc.strerror or exc}); give an address, such as "
+                "the default 127.0.0.1")
+    if exc.errno == errno.EADDRINUSE:
+        holder = ("another mindscape daemon (of another home folder)"
+                  if _answers_as_mindscape(settings.host, port) else "another program")
+        return (f"cannot listen on {where}: port {port} is in use by {holder}; stop it, or "
+                "give this one another --port (0: any free port)")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return (f"cannot listen on {where}: {settings.host} is not an address of this "
+                "computer; give --host one of its own (the default 127.0.0.1: this "
+                "computer only)")
+    if exc.errno == errno.EACCES:
+        return (f"cannot listen on {where}: this user may not open port {port} (ports "
+                f"below 1024 need administrator rights); give --port another, such as the "
+                f"default {DEFAULT_PORT}")
+    return f"cannot listen on {where}: {exc.strerror or exc}"
+
+
 async def _serve(settings: Settings, token_command: str) -> int:
+    import asyncio
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # First of all: Ctrl+C or SIGTERM during the start is then a graceful stop once the
+    # start is done, never a KeyboardInterrupt that leaves the store's thread running
+    # behind a closed event loop (a traceback on stderr).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+
     from aiohttp import web
 
     from .app import HomeInUse, create_app
@@ -156,40 +260,38 @@ async def _serve(settings: Settings, token_command: str) -> int:
         await runner.setup()
     except HomeInUse as exc:
         await runner.cleanup()
-        return _fail(f"{exc}; stop it first, or give this one another --home", 2)
+        return _fail(f"{exc}; stop it first, or give this one another --home", FAILED)
     except TokenFileError as exc:
         await runner.cleanup()
-        return _fail(_bad_token(exc, token_command), 2)
+        return _fail(_bad_token(exc, token_command), FAILED)
     except StoreError as exc:
         await runner.cleanup()
-        return _fail(f"cannot open the store: {exc}", 2)
+        return _fail(f"cannot open the store: {exc}", FAILED)
     except OSError as exc:
         # the home folder cannot be made or written (a typo, a read-only disk)
         await runner.cleanup()
-        return _fail(f"cannot use the home folder {settings.home}: {exc.strerror or exc}", 2)
+        return _fail(f"cannot use the home folder {settings.home}: {exc.strerror or exc}; "
+                     "give --home a folder this user can write (it is made when missing)",
+                     FAILED)
     site = web.TCPSite(runner, settings.host, settings.port)
     try:
-        await site.start()
+        if not stop.is_set():
+            await site.start()
     except OSError as exc:
         await runner.cleanup()
-        return _fail(f"cannot listen on {settings.host}:{settings.port}: "
-                     f"{exc.strerror or exc}", 2)
+        return _fail(_cannot_listen(settings, exc), FAILED)
+    if stop.is_set():
+        # stopped while starting: nothing was announced, so nothing more is said
+        await runner.cleanup()
+        return 0
     # what was found wrong with the token file and done about it (the log has it too)
     warning = runner.app[TOKENS].opened.warning(token_command)
     if warning is not None:
         print(f"mindscape: warning: {warning}", file=sys.stderr, flush=True)
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
     # the port bound, which --port 0 leaves to the system
     port = next((a[1] for a in runner.addresses if isinstance(a, tuple)), settings.port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    # before the banner: whoever reads it may stop the daemon at once, gracefully
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
-            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
-    print(_banner(settings, f"http://{host}:{port}", token_command), flush=True)
+    print(_banner(settings, f"http://{_url_host(settings.host)}:{port}", token_command),
+          flush=True)
     await stop.wait()
     await runner.cleanup()
     return 0
@@ -198,6 +300,9 @@ async def _serve(settings: Settings, token_command: str) -> int:
 def _addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address] | None:
     """The addresses ``host`` is as a number (``0`` and ``127.1`` too, as the socket
     layer reads them), or ``None`` when it is a name."""
+    import ipaddress
+    import socket
+
     try:
         found = socket.getaddrinfo(host.strip("[]"), None, flags=socket.AI_NUMERICHOST)
     except (socket.gaierror, UnicodeError):
@@ -232,11 +337,11 @@ def serve(args: argparse.Namespace) -> int:
 
     refusal, warning = _host_problem(args.host)
     if refusal is not None:
-        return _fail(refusal, 2)
+        return _fail(refusal, FAILED)
     home = _home(args)
     problem = _not_a_folder(home)
     if problem is not None:
-        return _fail(problem, 2)
+        return _fail(problem, FAILED)
     if warning is not None:
         print(f"mindscape: {warning}", file=sys.stderr, flush=True)
     # Files the daemon creates (store, write-ahead log, token) are the user's alone.
@@ -248,6 +353,8 @@ def serve(args: argparse.Namespace) -> int:
                         log_level=args.log_level, log_stream=stream,
                         token_command=token_command)
     logs.configure(settings.log_level, stream)
+    import asyncio
+
     return asyncio.run(_serve(settings, token_command))
 
 
@@ -257,6 +364,8 @@ def rpc_url(url: str) -> str:
     only the daemon (``http://127.0.0.1:39393``, as ``serve`` prints it). ``ValueError``
     saying why for an address that is not one: not ``http://`` or ``https://`` (urllib
     would take ``ftp://`` elsewhere), no host, or a port that is not a number."""
+    import urllib.parse
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ValueError("it does not start with http:// or https://")
@@ -271,39 +380,79 @@ def rpc_url(url: str) -> str:
     return url
 
 
-def call(args: argparse.Namespace) -> int:
-    """``mindscape call``: one request with the home's token; the result or the error.
-    Every failure is one line on stderr and exit status 1."""
+def _params(text: str) -> dict[str, Any] | str:
+    """``call``'s params argument as a JSON object, or why it is not one."""
     from .jsontext import parse
 
-    home = _home(args)
-    problem = _not_a_folder(home)
-    if problem is not None:
-        return _fail(problem, 1)
-    token_path = home / "token"
     try:
-        token = read_token(token_path)
-    except TokenFileError as exc:
-        return _fail(_bad_token(exc, _token_command(args, home)), 1)
-    if token is None:
-        return _fail(f"no token in {token_path}; start `mindscape serve` once (or run "
-                     f"`{_token_command(args, home)}`)", 1)
-    params: Any = None
-    if args.params is not None:
-        try:
-            # The daemon's own strict parser: NaN, Infinity, 1e999 are refused here.
-            params = parse(args.params)
-        except (ValueError, RecursionError) as exc:
-            return _fail(f"the params are not JSON: {exc}", 1)
+        # The daemon's own strict parser: NaN, Infinity, 1e999 are refused here.
+        params = parse(text)
+    except (ValueError, RecursionError) as exc:
+        return (f"the params are not JSON ({exc}); give one JSON object in single quotes, "
+                f"as in {PARAMS_EXAMPLE}")
+    if not isinstance(params, dict):
+        kind = {list: "an array", str: "a string", bool: "true or false",
+                type(None): "null"}.get(type(params), "a number")
+        return (f"the params must be a JSON object (the daemon takes them by name), not "
+                f"{kind}; as in {PARAMS_EXAMPLE}")
+    return params
+
+
+def _unreachable(url: str, reason: object) -> str:
+    """Why nothing answered at ``url`` (``URLError.reason``), and what to do."""
+    import socket
+    import ssl
+    import urllib.parse
+
+    host = urllib.parse.urlsplit(url).hostname
+    if isinstance(reason, TimeoutError):
+        return f"no answer from {url} within {CALL_TIMEOUT} s"
+    if isinstance(reason, socket.gaierror):
+        return (f"cannot find the host {host} of --url {url} ({reason.strerror or reason}); "
+                "give the address `mindscape serve` printed, such as "
+                f"http://{DEFAULT_HOST}:{DEFAULT_PORT}")
+    if isinstance(reason, ssl.SSLError):
+        return (f"no HTTPS at {url} ({reason.reason or reason}); the companion itself "
+                "speaks plain http://, as `mindscape serve` prints its address")
+    shown = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
+    return (f"the companion is not running at {url} ({shown}); start it with `mindscape "
+            "serve`, or give --url the address it printed")
+
+
+def call(args: argparse.Namespace) -> int:
+    """``mindscape call``: one request with the home's token; the result (exit status 0)
+    or the JSON-RPC error (1) on stdout. Every other failure is one line on stderr and
+    exit status 2."""
+    import http.client
+    import json
+    import time
+    import urllib.error
+    import urllib.request
+
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": args.method,
                                "id": int(time.time() * 1000)}
-    if params is not None:
+    if args.params is not None:
+        params = _params(args.params)
+        if isinstance(params, str):
+            return _fail(params, FAILED)
         message["params"] = params
     try:
         url = rpc_url(args.url)
     except ValueError as exc:
         return _fail(f"--url {args.url} is not the companion's address: {exc}; give one "
-                     "such as http://127.0.0.1:39393", 1)
+                     "such as http://127.0.0.1:39393", FAILED)
+    home = _home(args)
+    problem = _not_a_folder(home)
+    if problem is not None:
+        return _fail(problem, FAILED)
+    token_path = home / "token"
+    try:
+        token = read_token(token_path)
+    except TokenFileError as exc:
+        return _fail(_bad_token(exc, _token_command(args, home)), FAILED)
+    if token is None:
+        return _fail(f"no token in {token_path}; start `mindscape serve` once (or run "
+                     f"`{_token_command(args, home)}`)", FAILED)
     try:
         request = urllib.request.Request(
             url, data=json.dumps(message).encode(), method="POST",
@@ -312,33 +461,34 @@ def call(args: argparse.Namespace) -> int:
         with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            return _fail(f"{url} refused the token of {token_path} (HTTP 401): a companion "
+                         "there was started with another home folder; give call the "
+                         "--home it uses", FAILED)
         text = " ".join(exc.read().decode(errors="replace").split())
-        return _fail(f"HTTP {exc.code} from {url}: {text[:300]}", 1)
+        return _fail(f"HTTP {exc.code} from {url}: {text[:300]}", FAILED)
     except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", 1)
-        return _fail(f"the companion is not running at {url} ({exc.reason}); start it "
-                     "with `mindscape serve`", 1)
+        return _fail(_unreachable(url, exc.reason), FAILED)
     except TimeoutError:
-        return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", 1)
+        return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", FAILED)
     except (http.client.HTTPException, ConnectionError) as exc:
         # (the server hung up without a word: RemoteDisconnected is both)
         return _fail(f"{url} closed the connection without an answer "
-                     f"({type(exc).__name__}); is the companion running there?", 1)
+                     f"({type(exc).__name__}); is the companion running there?", FAILED)
     except OSError as exc:
-        return _fail(f"cannot reach {url}: {exc.strerror or exc}", 1)
+        return _fail(f"cannot reach {url}: {exc.strerror or exc}", FAILED)
     except ValueError as exc:
         # an address urllib still cannot use (a host name it cannot encode ...)
         return _fail(f"--url {args.url} is not the companion's address ({exc}); give one "
-                     "such as http://127.0.0.1:39393", 1)
+                     "such as http://127.0.0.1:39393", FAILED)
     try:
         answer = json.loads(body or b"null")
     except ValueError:
         return _fail(f"the answer from {url} is not JSON; is the companion running "
-                     "there?", 1)
+                     "there?", FAILED)
     if isinstance(answer, dict) and "error" in answer:
         print(json.dumps(answer["error"], indent=2, ensure_ascii=False))
-        return 1
+        return REFUSED
     result = answer.get("result") if isinstance(answer, dict) else answer
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
@@ -347,11 +497,11 @@ def call(args: argparse.Namespace) -> int:
 # -- token ------------------------------------------------------------------------------
 def token(args: argparse.Namespace) -> int:
     """``mindscape token``: print the token (made when missing), or a new one. Every
-    failure is one line on stderr and exit status 1."""
+    failure is one line on stderr and exit status 2."""
     home = _home(args)
     problem = _not_a_folder(home)
     if problem is not None:
-        return _fail(problem, 1)
+        return _fail(problem, FAILED)
     path = home / "token"
     warning = None
     try:
@@ -361,9 +511,9 @@ def token(args: argparse.Namespace) -> int:
             opened = ensure_token(path)
             value, warning = opened.token, opened.warning(_token_command(args, home))
     except TokenFileError as exc:
-        return _fail(_bad_token(exc, _token_command(args, home)), 1)
+        return _fail(_bad_token(exc, _token_command(args, home)), FAILED)
     except OSError as exc:
-        return _fail(f"cannot write the token to {path}: {exc.strerror or exc}", 1)
+        return _fail(f"cannot write the token to {path}: {exc.strerror or exc}", FAILED)
     print(value)
     if args.rotate:
         print(f"(new token written to {path}; paste it into every paired VTT)",
@@ -373,11 +523,46 @@ def token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unrecognized(extra: list[str], command: argparse.ArgumentParser) -> str:
+    """argparse's complaint about ``extra``, with the option meant by a typo in it."""
+    options = [o for action in command._actions for o in action.option_strings]
+    meant = [f"{given} (did you mean {close[0]}?)" if close else given
+             for given in extra
+             for close in [difflib.get_close_matches(given.partition("=")[0], options, 1)
+                           if given.startswith("--") else []]]
+    return f"unrecognized arguments: {' '.join(meant)}"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or a usage error (exit status 2) that the command's own usage
+    explains. ``call``'s params may come after its options; params the shell split in
+    two (the JSON not in single quotes) are said to be so."""
+    parser, commands = _parsers()
+    given = sys.argv[1:] if argv is None else argv
+    if not given:
+        parser.print_help(sys.stderr)
+        raise SystemExit(FAILED)
+    args, extra = parser.parse_known_args(given)
+    if not extra:
+        return args
+    command = commands[args.command]
+    words = [e for e in extra if not e.startswith("-")]
+    if args.command == "call" and words == extra:
+        if args.params is None and len(words) == 1:
+            args.params = words[0]
+            return args
+        parts = [args.params, *words] if args.params is not None else words
+        command.error(f"call takes the params as one argument, but got {len(parts)} "
+                      f"({' '.join(parts)}): put the whole JSON in single quotes, as in "
+                      f"{PARAMS_EXAMPLE}")
+    command.error(_unrecognized(extra, command))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mindscape`` console script."""
-    args = _parser().parse_args(argv)
     commands = {"serve": serve, "call": call, "token": token}
     try:
+        args = _parse(argv)
         return commands[args.command](args)
     except KeyboardInterrupt:
         # Ctrl+C before the daemon took SIGINT over, or while `call` waits: no traceback.

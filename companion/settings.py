@@ -9,9 +9,11 @@ import sys
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 39393
@@ -41,6 +43,9 @@ class Limits:
 
 def installed_plugins() -> Iterable[EntryPoint]:
     """Every entry point of the ``mindscape.plugins`` group in the running environment."""
+    # imported here: the CLI imports this module, and importlib.metadata is slow to load
+    from importlib.metadata import entry_points
+
     return entry_points(group=PLUGIN_GROUP)
 
 

@@ -3,8 +3,10 @@ resolution (API.md "Running it")."""
 
 from __future__ import annotations
 
+import errno
 import http.server
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import pytest
 
 import companion.cli as cli_module
 from companion.cli import main, rpc_url
-from companion.settings import DEFAULT_ORIGINS, default_home, merge_origins
+from companion.settings import DEFAULT_ORIGINS, Settings, default_home, merge_origins
 
 
 def test_token_is_created_printed_and_rotated(tmp_path: Path,
@@ -37,7 +39,7 @@ def test_token_is_created_printed_and_rotated(tmp_path: Path,
 
 def test_call_without_a_token_file_says_how_to_get_one(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 1
+    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 2
     assert "mindscape serve" in capsys.readouterr().err
 
 
@@ -47,14 +49,14 @@ def test_call_without_a_daemon_says_it_is_not_running(
     capsys.readouterr()
     code = main(["call", "companion.info", "--home", str(tmp_path), "--url",
                  "http://127.0.0.1:9/rpc"])
-    assert code == 1
+    assert code == 2
     assert "not running" in capsys.readouterr().err
 
 
 def test_call_with_params_that_are_not_json(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     main(["token", "--home", str(tmp_path)])
-    assert main(["call", "dice.roll", "{expr", "--home", str(tmp_path)]) == 1
+    assert main(["call", "dice.roll", "{expr", "--home", str(tmp_path)]) == 2
     assert "not JSON" in capsys.readouterr().err
 
 
@@ -126,11 +128,11 @@ def test_a_token_file_that_holds_no_token_is_refused_with_the_remedy(
     """A token file with bytes that are not UTF-8, two lines, characters outside ASCII,
     a control character or a short word is not shown (`token`) or sent (`call`: a header
     cannot carry the others, and a short word could be guessed): one line saying so and
-    how to write a new one, exit 1."""
+    how to write a new one, exit 2."""
     home = tmp_path / "home"
     home.mkdir()
     (home / "token").write_bytes(content)
-    assert main([*command, "--home", str(home)]) == 1
+    assert main([*command, "--home", str(home)]) == 2
     out, err = capsys.readouterr()
     line = _one_line(err)
     assert out == ""
@@ -145,14 +147,14 @@ def test_a_token_file_that_holds_no_token_is_refused_with_the_remedy(
 def test_a_token_path_that_is_a_folder_is_reported(
         command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "token").mkdir()
-    assert main([*command, "--home", str(tmp_path)]) == 1
+    assert main([*command, "--home", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err)
     assert str(tmp_path / "token") in line
     assert [p.name for p in tmp_path.iterdir()] == ["token"]  # no stray temporary copy
 
 
 @pytest.mark.parametrize(("command", "status"), [
-    (["token"], 1), (["token", "--rotate"], 1), (["call", "companion.info"], 1),
+    (["token"], 2), (["token", "--rotate"], 2), (["call", "companion.info"], 2),
     (["serve", "--port", "0"], 2)])
 def test_a_home_that_is_a_file_is_reported(command: list[str], status: int, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,7 +174,7 @@ def test_call_refuses_params_the_daemon_would_refuse_before_sending(
     main(["token", "--home", str(tmp_path)])
     capsys.readouterr()
     assert main(["call", "dice.roll", params, "--home", str(tmp_path), "--url",
-                 "http://127.0.0.1:9/rpc"]) == 1
+                 "http://127.0.0.1:9/rpc"]) == 2
     assert "the params are not JSON" in _one_line(capsys.readouterr().err)
 
 
@@ -192,6 +194,13 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
         elif self.mode == "slow":
             time.sleep(1.5)
+        elif self.mode == "401":  # as the companion answers a token not its own
+            body = b'{"error": "missing or wrong token"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         # "close": no answer at all, the connection is closed
 
     def log_message(self, *args: Any) -> None:
@@ -223,12 +232,12 @@ def test_call_says_what_went_wrong_with_the_answer(
         mode: str, said: str, misbehaving: Callable[[str], str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that hangs up without answering, answers 200 with something that is not
-    JSON, or takes longer than `call` waits (40 s; 0.5 s here): one line, exit 1."""
+    JSON, or takes longer than `call` waits (40 s; 0.5 s here): one line, exit 2."""
     monkeypatch.setattr(cli_module, "CALL_TIMEOUT", 0.5, raising=False)
     url = misbehaving(mode)
     main(["token", "--home", str(tmp_path)])
     capsys.readouterr()
-    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 1
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 2
     out, err = capsys.readouterr()
     assert said in _one_line(err) and out == ""
 
@@ -257,7 +266,7 @@ def test_call_with_an_address_it_cannot_use(url: str, why: str, tmp_path: Path,
     and takes the others for a companion that is not running)."""
     main(["token", "--home", str(tmp_path)])
     capsys.readouterr()
-    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 1
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 2
     assert _one_line(capsys.readouterr().err) == (
         f"mindscape: --url {url} is not the companion's address: {why}; give one such as "
         "http://127.0.0.1:39393")
@@ -324,3 +333,158 @@ def test_serve_help_names_every_origin_always_allowed(
     text = " ".join(capsys.readouterr().out.split())
     for origin in DEFAULT_ORIGINS:
         assert origin in text
+
+
+# -- the GM at the terminal: typos, usage and what each failure says -------------------
+def test_a_mistyped_option_is_refused_with_the_one_meant_and_never_taken_as_a_prefix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mindscape token --rotat` rotated the token (argparse took the prefix) and paired
+    VTTs lost the connection; `serve --prot 1` was refused with the usage of `mindscape`
+    rather than of `serve`. Now both are usage errors (exit 2) of their own command that
+    name the option meant, and nothing is done."""
+    home = tmp_path / "home"
+    with pytest.raises(SystemExit) as done:
+        main(["token", "--rotat", "--home", str(home)])
+    assert done.value.code == 2 and not home.exists()
+    err = capsys.readouterr().err
+    assert "usage: mindscape token" in err
+    assert "unrecognized arguments: --rotat (did you mean --rotate?)" in err
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--prot", "1", "--home", str(home)])
+    assert done.value.code == 2 and not home.exists()
+    err = capsys.readouterr().err
+    assert "usage: mindscape serve" in err and "--prot (did you mean --port?)" in err
+
+
+def test_mindscape_alone_prints_its_help_on_stderr(capsys: pytest.CaptureFixture[str]
+                                                  ) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([])
+    out, err = capsys.readouterr()
+    assert done.value.code == 2 and out == ""
+    for command in ("serve", "call", "token"):
+        assert f"    {command} " in err
+
+
+def test_the_log_level_may_be_given_in_capitals() -> None:
+    parser, _ = cli_module._parsers()
+    assert parser.parse_args(["serve", "--log-level", "DEBUG"]).log_level == "debug"
+
+
+@pytest.mark.parametrize("option", ["--home", "--url"])
+def test_call_takes_its_params_after_its_options(
+        option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mindscape call dice.roll --url URL '{...}'` was refused as an unrecognised
+    argument; the params are read wherever they stand (here: refused as not an object,
+    which shows they were read)."""
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    value = {"--home": str(tmp_path), "--url": "http://127.0.0.1:9"}[option]
+    argv = ["call", "dice.roll", option, value, "[1]"]
+    if option == "--url":
+        argv += ["--home", str(tmp_path)]
+    assert main(argv) == 2
+    assert "the params must be a JSON object" in _one_line(capsys.readouterr().err)
+
+
+def test_params_the_shell_split_say_to_use_single_quotes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mindscape call dice.roll {"expr": "2d6"}` without quotes reaches the command as
+    two words, `{expr:` and `2d6}`."""
+    with pytest.raises(SystemExit) as done:
+        main(["call", "dice.roll", "{expr:", "2d6}", "--home", str(tmp_path)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: mindscape call" in err
+    assert ("call takes the params as one argument, but got 2 ({expr: 2d6}): put the "
+            "whole JSON in single quotes, as in mindscape call dice.roll "
+            """'{"expr": "2d6"}'""") in err
+
+
+@pytest.mark.parametrize(("params", "kind"), [
+    ("[1]", "an array"), ("5", "a number"), ('"2d6"', "a string"), ("null", "null"),
+    ("true", "true or false")])
+def test_params_that_are_not_an_object_are_refused_before_sending(
+        params: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every method takes its params by name: anything but an object is said here, in
+    the GM's words, rather than as the daemon's -32600 or -32602."""
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "dice.roll", params, "--home", str(tmp_path), "--url",
+                 "http://127.0.0.1:9"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and _one_line(err) == (
+        "mindscape: the params must be a JSON object (the daemon takes them by name), not "
+        f"""{kind}; as in mindscape call dice.roll '{{"expr": "2d6"}}'""")
+
+
+def test_a_home_that_cannot_be_made_under_a_file_says_which_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`token --home FILE/sub` said the token file could not be read and to move it
+    aside: there is no token file, a file stands where a folder must be made."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["token", "--home", str(blocker / "home")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: the home folder {blocker / 'home'} cannot be made: {blocker} is a "
+        "file, not a folder; give --home a folder (it is made when missing)")
+
+
+def test_a_daemon_that_refuses_the_token_is_said_to_use_another_home(
+        misbehaving: Callable[[str], str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = misbehaving("401")
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and _one_line(err) == (
+        f"mindscape: {url} refused the token of {tmp_path / 'token'} (HTTP 401): a "
+        "companion there was started with another home folder; give call the --home it "
+        "uses")
+
+
+def test_https_to_the_companion_says_it_speaks_plain_http(
+        misbehaving: Callable[[str], str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "the companion is not running" with an SSL error number."""
+    url = misbehaving("close").replace("http://", "https://")
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", url]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"mindscape: no HTTPS at {url}")
+    assert line.endswith("the companion itself speaks plain http://, as `mindscape serve` "
+                         "prints its address")
+
+
+def test_a_daemon_not_running_there_says_to_start_it_or_give_the_address_it_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url",
+                 "http://127.0.0.1:9"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "mindscape: the companion is not running at http://127.0.0.1:9/rpc (Connection "
+        "refused); start it with `mindscape serve`, or give --url the address it printed")
+
+
+def _settings(tmp_path: Path, host: str = "127.0.0.1", port: int = 80) -> Settings:
+    return Settings(home=tmp_path, host=host, port=port)
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (OSError(errno.EACCES, "Permission denied"),
+     "this user may not open port 80 (ports below 1024 need administrator rights); give "
+     "--port another, such as the default 39393"),
+    (OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address"),
+     "127.0.0.1 is not an address of this computer; give --host one of its own (the "
+     "default 127.0.0.1: this computer only)"),
+    (socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+     "--host 127.0.0.1 is not a name this computer can look up (Name or service not "
+     "known); give an address, such as the default 127.0.0.1")])
+def test_what_serve_says_when_it_cannot_listen(error: OSError, said: str,
+                                               tmp_path: Path) -> None:
+    """(A port below 1024 cannot be refused to root, the test's user, for real.)"""
+    assert cli_module._cannot_listen(_settings(tmp_path), error) == (
+        f"cannot listen on 127.0.0.1:80: {said}")

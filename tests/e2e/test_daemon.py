@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -179,7 +180,56 @@ def test_a_port_in_use_is_reported(tmp_path: Path) -> None:
         done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path),
                                "--port", str(port)], capture_output=True, text=True,
                               timeout=30)
-    assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert done.returncode == 2
+    assert done.stderr == (f"mindscape: cannot listen on 127.0.0.1:{port}: port {port} is "
+                           "in use by another program; stop it, or give this one another "
+                           "--port (0: any free port)\n")
+
+
+def test_a_port_another_mindscape_listens_on_is_reported_as_such(daemon: Daemon,
+                                                                tmp_path: Path) -> None:
+    """A second daemon of another home on the first one's port: said to be another
+    mindscape daemon (it answers /healthz), not some other program."""
+    done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path / "other"),
+                           "--port", str(daemon.port)], capture_output=True, text=True,
+                          timeout=30, env=daemon.env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"mindscape: cannot listen on 127.0.0.1:{daemon.port}: port "
+                           f"{daemon.port} is in use by another mindscape daemon (of "
+                           "another home folder); stop it, or give this one another --port "
+                           "(0: any free port)\n")
+    assert daemon.ok("companion.info")["name"] == "mindscape"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_during_the_start_stops_it_quietly(sig: str, tmp_path: Path
+                                                             ) -> None:
+    """A signal while the daemon starts (here: while its plugins load) was a
+    KeyboardInterrupt that could leave the store's thread behind a closed event loop, a
+    traceback on stderr (Ctrl+C), or killed it without closing the store (SIGTERM). Now
+    the start finishes, the daemon closes what it opened and exits 0 without a banner,
+    and the home can be used again at once."""
+    site = tmp_path / "site"
+    dist = site / "mindscape_interrupting-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mindscape-interrupting\nVersion: 1.0\n",
+        encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[mindscape.plugins]\ninterrupting = tests.e2e.interrupting_plugin:PLUGIN\n",
+        encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
+           "MINDSCAPE_TEST_SIGNAL": sig}
+    # a SIGINT that the shell running the tests ignores stays ignored in its children
+    done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path / "home"),
+                           "--port", str(free_port())], capture_output=True, text=True,
+                          timeout=30, env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    again = _serve(tmp_path / "home", "--port", "70000")  # refused at once, but not locked
+    assert "is not a port" in again.stderr
+    assert (tmp_path / "home" / "token").exists()
 
 
 def test_a_home_folder_that_cannot_be_made_is_reported(tmp_path: Path) -> None:
@@ -188,8 +238,22 @@ def test_a_home_folder_that_cannot_be_made_is_reported(tmp_path: Path) -> None:
     done = subprocess.run([*mindscape_command(), "serve", "--home", str(blocker / "home"),
                            "--port", str(free_port())], capture_output=True, text=True,
                           timeout=30)
-    assert done.returncode == 2 and "cannot use the home folder" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert done.stderr == (f"mindscape: the home folder {blocker / 'home'} cannot be made: "
+                           f"{blocker} is a file, not a folder; give --home a folder (it is "
+                           "made when missing)\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_home_folder_the_system_refuses_is_reported_with_the_remedy(tmp_path: Path
+                                                                      ) -> None:
+    """No folder can be made in /proc, whoever asks (root too, which a read-only folder
+    would not stop)."""
+    done = _serve(Path("/proc/mindscape-home"))
+    assert done.returncode == 2
+    assert done.stderr == ("mindscape: cannot use the home folder /proc/mindscape-home: No "
+                           "such file or directory; give --home a folder this user can "
+                           "write (it is made when missing)\n")
 
 
 def test_port_0_listens_on_a_free_port_and_the_banner_says_which(tmp_path: Path) -> None:
@@ -310,3 +374,5 @@ def test_a_host_that_is_not_loopback_is_warned_about(tmp_path: Path) -> None:
                               "to the network")
     assert "the access token is the only guard" in warning
     assert failure.startswith("mindscape: cannot listen on 198.51.100.7:")
+    assert failure.endswith(": 198.51.100.7 is not an address of this computer; give --host "
+                            "one of its own (the default 127.0.0.1: this computer only)")

@@ -33,7 +33,7 @@ from .settings import (
     default_home,
     merge_origins,
 )
-from .tokens import TokenFileError, ensure_token, read_token, rotate_token
+from .tokens import NO_FOLLOW, NO_WAIT, TokenFileError, ensure_token, read_token, rotate_token
 
 if TYPE_CHECKING:
     import ipaddress
@@ -156,10 +156,11 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     call.add_argument("params", nargs="?", default=None, metavar="PARAMS",
                       help="the params: one JSON object, in single quotes")
     call.add_argument("--home", metavar="DIR", help=HOME_HELP)
-    call.add_argument("--url", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}",
-                      help="the daemon's address as `serve` prints it (default: "
-                           f"http://{DEFAULT_HOST}:{DEFAULT_PORT}; /rpc is added), or its "
-                           "JSON-RPC endpoint")
+    call.add_argument("--url", default=None,
+                      help="the daemon's address as `serve` prints it (/rpc is added), or "
+                           "its JSON-RPC endpoint (default: the address the daemon of the "
+                           f"home folder listens on, else http://{DEFAULT_HOST}:"
+                           f"{DEFAULT_PORT})")
 
     token = sub.add_parser(
         "token", help="print the access token (created when missing)", allow_abbrev=False,
@@ -233,6 +234,49 @@ def _cannot_listen(settings: Settings, exc: OSError) -> str:
     return f"cannot listen on {where}: {exc.strerror or exc}"
 
 
+#: the file in the home folder that holds the address the running daemon listens on, so
+#: that ``call`` finds a daemon started with another ``--port`` (or ``--port 0``)
+ADDRESS_FILE = "daemon.address"
+
+
+def _write_address(home: Path, url: str) -> None:
+    """Record ``url`` in ``home/daemon.address`` (mode 0600, replaced whole). A home that
+    cannot take it only costs ``call`` its default: nothing is said."""
+    part = home / f".{ADDRESS_FILE}.{os.getpid()}"
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(url + "\n")
+        os.replace(part, home / ADDRESS_FILE)
+    except OSError:
+        part.unlink(missing_ok=True)
+
+
+def _forget_address(home: Path, url: str) -> None:
+    """Remove ``home/daemon.address`` when it still holds ``url`` (this daemon's)."""
+    if _recorded_address(home) == url:
+        (home / ADDRESS_FILE).unlink(missing_ok=True)
+
+
+def _recorded_address(home: Path) -> str | None:
+    """The address ``home/daemon.address`` holds, when it is the user's small regular
+    file holding one ``http://`` address; else ``None``."""
+    import stat
+
+    path = home / ADDRESS_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | NO_FOLLOW | NO_WAIT)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        owner = getattr(os, "getuid", lambda: info.st_uid)()
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != owner or info.st_size > 200:
+            return None
+        text = file.read(200).decode("ascii", errors="replace").strip()
+    return text if text.startswith("http://") and " " not in text else None
+
+
 async def _serve(settings: Settings, token_command: str) -> int:
     import asyncio
 
@@ -290,9 +334,12 @@ async def _serve(settings: Settings, token_command: str) -> int:
         print(f"mindscape: warning: {warning}", file=sys.stderr, flush=True)
     # the port bound, which --port 0 leaves to the system
     port = next((a[1] for a in runner.addresses if isinstance(a, tuple)), settings.port)
-    print(_banner(settings, f"http://{_url_host(settings.host)}:{port}", token_command),
-          flush=True)
+    address = f"http://{_url_host(settings.host)}:{port}"
+    # written before the banner: whoever read the banner finds it
+    _write_address(settings.home, address)
+    print(_banner(settings, address, token_command), flush=True)
     await stop.wait()
+    _forget_address(settings.home, address)
     await runner.cleanup()
     return 0
 
@@ -436,15 +483,21 @@ def call(args: argparse.Namespace) -> int:
         if isinstance(params, str):
             return _fail(params, FAILED)
         message["params"] = params
-    try:
-        url = rpc_url(args.url)
-    except ValueError as exc:
-        return _fail(f"--url {args.url} is not the companion's address: {exc}; give one "
-                     "such as http://127.0.0.1:39393", FAILED)
     home = _home(args)
     problem = _not_a_folder(home)
     if problem is not None:
         return _fail(problem, FAILED)
+    # Without --url: where the daemon of this home folder said it listens, else the default.
+    recorded = None if args.url is not None else _recorded_address(home)
+    given = args.url or recorded or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+    try:
+        url = rpc_url(given)
+    except ValueError as exc:
+        return _fail(f"--url {given} is not the companion's address: {exc}; give one "
+                     "such as http://127.0.0.1:39393", FAILED)
+    # a daemon killed without its clean stop leaves its address behind
+    source = (f" (the address the last `mindscape serve` of this home folder wrote in "
+              f"{home / ADDRESS_FILE})") if recorded else ""
     token_path = home / "token"
     try:
         token = read_token(token_path)
@@ -468,7 +521,7 @@ def call(args: argparse.Namespace) -> int:
         text = " ".join(exc.read().decode(errors="replace").split())
         return _fail(f"HTTP {exc.code} from {url}: {text[:300]}", FAILED)
     except urllib.error.URLError as exc:
-        return _fail(_unreachable(url, exc.reason), FAILED)
+        return _fail(_unreachable(url, exc.reason) + source, FAILED)
     except TimeoutError:
         return _fail(f"no answer from {url} within {CALL_TIMEOUT} s", FAILED)
     except (http.client.HTTPException, ConnectionError) as exc:
@@ -479,7 +532,7 @@ def call(args: argparse.Namespace) -> int:
         return _fail(f"cannot reach {url}: {exc.strerror or exc}", FAILED)
     except ValueError as exc:
         # an address urllib still cannot use (a host name it cannot encode ...)
-        return _fail(f"--url {args.url} is not the companion's address ({exc}); give one "
+        return _fail(f"--url {given} is not the companion's address ({exc}); give one "
                      "such as http://127.0.0.1:39393", FAILED)
     try:
         answer = json.loads(body or b"null")

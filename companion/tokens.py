@@ -35,8 +35,8 @@ _TOKEN = re.compile(rb"[A-Za-z0-9_-]{43,}")
 MAX_TOKEN_FILE = 4096
 #: not following a symbolic link in the last step of the path, and not waiting for a
 #: writer to a FIFO; Windows has neither flag (``_open`` checks for a link first there)
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 log = logging.getLogger("mindscape.tokens")
 
@@ -107,7 +107,7 @@ def _open(path: Path) -> int | None:
     try:
         if path.is_symlink():
             raise _link_error(path)
-        return os.open(path, os.O_RDONLY | _NO_FOLLOW | _NO_WAIT)
+        return os.open(path, os.O_RDONLY | NO_FOLLOW | NO_WAIT)
     except FileNotFoundError:
         return None
     except IsADirectoryError:

@@ -376,3 +376,38 @@ def test_a_host_that_is_not_loopback_is_warned_about(tmp_path: Path) -> None:
     assert failure.startswith("mindscape: cannot listen on 198.51.100.7:")
     assert failure.endswith(": 198.51.100.7 is not an address of this computer; give --host "
                             "one of its own (the default 127.0.0.1: this computer only)")
+
+
+def test_call_finds_the_daemon_of_its_home_on_whatever_port_it_listens(
+        tmp_path: Path) -> None:
+    """docs/API.md "Running it": `serve --port 0` writes the address it listens on to the
+    home folder's `daemon.address`, which `call` without --url goes to; the clean stop
+    removes it, and a daemon killed leaves it, which `call` then names as the source of
+    the address it could not reach."""
+    home = tmp_path / "home"
+    serve = [*mindscape_command(), "serve", "--home", str(home), "--port", "0"]
+    call = [*mindscape_command(), "call", "companion.info", "--home", str(home)]
+    for stop in (signal.SIGTERM, signal.SIGKILL):
+        process = subprocess.Popen(serve, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert process.stdout is not None
+            port = int(process.stdout.readline().split("http://127.0.0.1:", 1)[1]
+                       .split(" ", 1)[0])
+            while not process.stdout.readline().startswith("Stop with"):
+                pass
+            address = home / "daemon.address"
+            assert address.read_text() == f"http://127.0.0.1:{port}\n"
+            assert address.stat().st_mode & 0o777 == 0o600
+            done = subprocess.run(call, capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0 and json.loads(done.stdout)["name"] == "mindscape"
+        finally:
+            process.send_signal(stop)
+            process.wait(timeout=10)
+        if stop == signal.SIGTERM:
+            assert not address.exists()
+    # killed: the address stays, and call says where it read it
+    assert address.exists()
+    done = subprocess.run(call, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert str(address) in done.stderr and f"127.0.0.1:{port}" in done.stderr

@@ -15,6 +15,7 @@ output went away.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import errno
 import os
@@ -33,7 +34,14 @@ from .settings import (
     default_home,
     merge_origins,
 )
-from .tokens import NO_FOLLOW, NO_WAIT, TokenFileError, ensure_token, read_token, rotate_token
+from .tokens import (
+    TokenFileError,
+    ensure_token,
+    read_own_file,
+    read_token,
+    rotate_token,
+    write_private_file,
+)
 
 if TYPE_CHECKING:
     import ipaddress
@@ -242,14 +250,8 @@ ADDRESS_FILE = "daemon.address"
 def _write_address(home: Path, url: str) -> None:
     """Record ``url`` in ``home/daemon.address`` (mode 0600, replaced whole). A home that
     cannot take it only costs ``call`` its default: nothing is said."""
-    part = home / f".{ADDRESS_FILE}.{os.getpid()}"
-    try:
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(url + "\n")
-        os.replace(part, home / ADDRESS_FILE)
-    except OSError:
-        part.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        write_private_file(home / ADDRESS_FILE, url)
 
 
 def _forget_address(home: Path, url: str) -> None:
@@ -261,19 +263,13 @@ def _forget_address(home: Path, url: str) -> None:
 def _recorded_address(home: Path) -> str | None:
     """The address ``home/daemon.address`` holds, when it is the user's small regular
     file holding one ``http://`` address; else ``None``."""
-    import stat
-
-    path = home / ADDRESS_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | NO_FOLLOW | NO_WAIT)
-    except OSError:
+        data = read_own_file(home / ADDRESS_FILE, 201)
+    except TokenFileError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        owner = getattr(os, "getuid", lambda: info.st_uid)()
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != owner or info.st_size > 200:
-            return None
-        text = file.read(200).decode("ascii", errors="replace").strip()
+    if data is None or len(data) > 200:
+        return None
+    text = data.decode("ascii", errors="replace").strip()
     return text if text.startswith("http://") and " " not in text else None
 
 

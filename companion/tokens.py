@@ -35,8 +35,8 @@ _TOKEN = re.compile(rb"[A-Za-z0-9_-]{43,}")
 MAX_TOKEN_FILE = 4096
 #: not following a symbolic link in the last step of the path, and not waiting for a
 #: writer to a FIFO; Windows has neither flag (``_open`` checks for a link first there)
-NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
-NO_WAIT = getattr(os, "O_NONBLOCK", 0)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 log = logging.getLogger("mindscape.tokens")
 
@@ -79,19 +79,21 @@ class TokenFile:
                 "paste the new token into every paired VTT")
 
 
-def _write_token(path: Path, token: str) -> None:
+def write_private_file(path: Path, text: str) -> None:
+    """Replace ``path`` whole with the line ``text``, mode 0600 (its folder made 0700 when
+    missing); ``OSError`` when it cannot be written, with no stray copy left."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
-            os.write(fd, (token + "\n").encode())
+            os.write(fd, (text + "\n").encode())
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        # (a folder where the token file should be, a full disk: leave no stray copy)
+        # (a folder where the file should be, a full disk: leave no stray copy)
         tmp.unlink(missing_ok=True)
         raise
 
@@ -107,7 +109,7 @@ def _open(path: Path) -> int | None:
     try:
         if path.is_symlink():
             raise _link_error(path)
-        return os.open(path, os.O_RDONLY | NO_FOLLOW | NO_WAIT)
+        return os.open(path, os.O_RDONLY | _NO_FOLLOW | _NO_WAIT)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -156,6 +158,20 @@ def _token_in(path: Path, fd: int) -> str | None:
     return data.decode("ascii")
 
 
+def read_own_file(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path``, ``None`` when it is missing; ``TokenFileError``
+    when it is not a regular file of the user's own (a link is not followed, a FIFO not
+    waited on), as for the token file."""
+    fd = _open(path)
+    if fd is None:
+        return None
+    try:
+        _regular_file_of_ours(path, fd)
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def read_token(path: Path) -> str | None:
     """The token in ``path``, or ``None`` when the file is missing or empty;
     ``TokenFileError`` when it is not a regular file of the user's own, or holds no
@@ -201,7 +217,7 @@ def ensure_token(path: Path) -> TokenFile:
 def rotate_token(path: Path) -> str:
     """Replace the token with a new one; a running daemon notices within a second."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    _write_token(path, token)
+    write_private_file(path, token)
     return token
 
 

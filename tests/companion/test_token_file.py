@@ -183,8 +183,8 @@ def test_the_checks_need_no_posix_only_flag(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Windows has no O_NOFOLLOW, O_NONBLOCK or geteuid: the token is read all the same
     (and a link is still refused, by a look before the open)."""
-    monkeypatch.setattr("companion.tokens.NO_FOLLOW", 0)
-    monkeypatch.setattr("companion.tokens.NO_WAIT", 0)
+    monkeypatch.setattr("companion.tokens._NO_FOLLOW", 0)
+    monkeypatch.setattr("companion.tokens._NO_WAIT", 0)
     monkeypatch.delattr(os, "geteuid", raising=False)
     assert ensure_token(token_file(tmp_path)).token == TOKEN
     if hasattr(os, "symlink") and os.name == "posix":

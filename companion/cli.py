@@ -231,7 +231,11 @@ def _cannot_listen(settings: Settings, exc: OSError) -> str:
                   if _answers_as_mindscape(settings.host, port) else "another program")
         return (f"cannot listen on {where}: port {port} is in use by {holder}; stop it, or "
                 "give this one another --port (0: any free port)")
-    if exc.errno == errno.EADDRNOTAVAIL:
+    # Python 3.13's asyncio drops an address the system cannot assign (EADDRNOTAVAIL,
+    # taken for a family not enabled) and, with none left, raises an OSError without an
+    # errno: "could not bind on any address out of [...]".
+    if exc.errno == errno.EADDRNOTAVAIL or (
+            exc.errno is None and "could not bind on any address" in str(exc)):
         return (f"cannot listen on {where}: {settings.host} is not an address of this "
                 "computer; give --host one of its own (the default 127.0.0.1: this "
                 "computer only)")

@@ -578,7 +578,13 @@ class SQLiteStore(EncounterStore):
         task.add_done_callback(self._finished)
         # The caller may be cancelled (a client hung up); the transaction still ends
         # with COMMIT or ROLLBACK, never half done on the shared connection.
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        finally:
+            # A failed task holds its exception, whose traceback holds this frame: kept,
+            # ``task`` made every refused call (an unknown id, say) a reference cycle of
+            # a dozen frames, its request's included, left for the garbage collector.
+            del task
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._running.discard(task)

@@ -3,6 +3,7 @@ revisions, undo, limits; with the sample system and the real revised-2e."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,34 @@ async def test_writes_naming_unknown_encounters_leave_no_lock_behind(rpc: Rpc) -
     services = rpc.client.server.app[SERVICES]
     assert services._locks == {}
     assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
+async def test_refused_calls_leave_no_exception_in_a_reference_cycle(rpc: Rpc) -> None:
+    """An exception in a reference cycle keeps its traceback's frames (the request's,
+    its params') until the garbage collector runs: a client naming unknown encounters
+    made the daemon grow between collections. Each refusal below must leave none."""
+    eid = await _duel(rpc)
+    refusals = [
+        ("encounter.resolve", {"id": "nope"}),                        # the store's 4004
+        ("encounter.add", {"id": "nope", "combatant": duelist("x")}),  # under the lock
+        ("encounter.declare", {"id": eid, "combatant_id": "zed", "choice": {}}),
+        ("encounter.add", {"id": eid, "combatant": duelist("cy"), "revision": 0}),
+        ("encounter.add", {"id": eid, "combatant": {"id": "x", "focus": 99}}),
+        ("encounter.resolve", {"id": eid}),  # choices missing
+    ]
+    gc.collect()
+    gc.disable()
+    try:
+        for method, params in refusals:
+            assert "code" in await rpc.error(method, params), method
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage if isinstance(o, BaseException)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert left == []
 
 
 HIDDEN_CASES = {

@@ -109,7 +109,9 @@ class LoadedPlugins:
     namespaces: dict[str, str] = field(default_factory=dict)
     #: a third-party system's id -> its schemas by the ``System`` method that gives them
     #: (``request_schema``, ``end_round_schema`` ...), compiled: the daemon checks its
-    #: requests (``Services.check_request``); the built-in systems check their own
+    #: requests (``Services.check_request``) and that its encounters may resolve
+    #: (``Services.check_resolvable``); the built-in systems check their own. Its keys
+    #: are exactly the third-party systems.
     request_schemas: dict[str, dict[str, CompiledSchema]] = field(default_factory=dict)
 
 

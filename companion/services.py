@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from adapters.base import Adapter
-from engine.errors import InvalidInput, json_text
+from engine.errors import InvalidInput, RulesViolation, json_text
 from engine.system import System
 
 from .hub import Hub, Peer
@@ -103,6 +103,21 @@ class Services:
             problems = compiled.problems(request)
             if problems:
                 raise InvalidInput(problems)
+
+    def check_resolvable(self, system: System, state: Mapping[str, Any],
+                         force: bool) -> None:
+        """RulesViolation ``choices-missing`` while a third-party ``system``'s encounter
+        still waits for choices and the resolve is not forced (API.md: ``resolve`` once
+        ``waiting_for`` is empty, or with ``force``). docs/PLUGINS.md asks such a system
+        to refuse it itself, but one that forgets would take the missing choices as no
+        attack and no defense, which only ``force`` may. The built-in systems refuse it
+        themselves, in words of their own: nothing is checked twice for them."""
+        if force or system.id not in self.plugins.request_schemas:
+            return
+        waiting = system.encounter_waiting_for(state)
+        if waiting:
+            raise RulesViolation("choices-missing", f"still waiting for "
+                                 f"{', '.join(map(str, waiting))} (or resolve with force)")
 
     def adapter(self, adapter_id: Any, path: str = "/adapter") -> Adapter:
         """The adapter called ``adapter_id``, or invalid params naming ``path``."""

@@ -365,9 +365,10 @@ async def encounter_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, A
     async with services.encounter_lock(params["id"]):
         record, system = await _load(ctx, params)
         _expect(record, params)
+        force = bool(params.get("force", False))
+        services.check_resolvable(system, record.state, force)
         dice = dice_source(params.get("dice"), params.get("seed"))
-        state, step = system.encounter_resolve(record.state, dice,
-                                               bool(params.get("force", False)))
+        state, step = system.encounter_resolve(record.state, dice, force)
         rolls = [r.to_json() for r in dice.rolls]
         # The answer is made before the step is stored, and once it is stored nothing
         # turns the call into an error: an error answer always means nothing happened.

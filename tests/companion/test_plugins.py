@@ -383,6 +383,27 @@ async def test_a_system_without_round_logic_refuses_encounters_with_invalid_para
     assert set(result["outcomes"]) == {"hit", "miss"}
 
 
+async def test_a_plugin_encounter_that_still_waits_is_not_resolved_unless_forced(
+        rpc_with: Any) -> None:
+    """API.md: resolve "once waiting_for is empty, or with force". A plugin system whose
+    resolve forgets to refuse is refused by the daemon, as the built-in systems refuse,
+    and nothing is stored."""
+    rpc = await rpc_with(ep("careless", "tests.sample_plugin:CARELESS"))
+    eid = (await rpc.ok("encounter.create", {"system": "careless-duel"}))["id"]
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(cid)})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": {"mode": "jab", "target": "bob"}}})
+    before = await rpc.ok("encounter.get", {"id": eid})
+    error = await rpc.error("encounter.resolve", {"id": eid, "seed": 1})
+    assert error == {"code": 4001, "message": "The rules forbid it", "data": {
+        "rule": "choices-missing",
+        "detail": "still waiting for bob (or resolve with force)"}}
+    assert await rpc.ok("encounter.get", {"id": eid}) == before
+    forced = await rpc.ok("encounter.resolve", {"id": eid, "seed": 1, "force": True})
+    assert forced["revision"] == before["revision"] + 1
+
+
 @pytest.fixture
 def rpc_with(aiohttp_client: Any, tmp_path: Path) -> Any:
     async def make(*entry_points: EntryPoint) -> Rpc:

@@ -292,6 +292,21 @@ for _hook in ("encounter_new", "encounter_add", "encounter_view", "encounter_wai
 NO_ENCOUNTERS = NoEncounters()
 
 
+class Careless(SampleDuel):
+    """A system whose ``encounter_resolve`` forgets to refuse while choices are missing
+    (docs/PLUGINS.md asks it to): the daemon must refuse for it."""
+
+    id = "careless-duel"
+    name = "Careless duel"
+
+    def encounter_resolve(self, state: Mapping[str, Any], dice: DiceSource,
+                          force: bool = False) -> tuple[JSON, JSON]:
+        return super().encounter_resolve(state, dice, force=True)
+
+
+CARELESS = Plugin(name="careless", version="1.0", systems=(Careless(),))
+
+
 class NoSource(SampleDuel):
     id = "no-source"
     source = None  # type: ignore[assignment]

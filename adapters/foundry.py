@@ -44,6 +44,7 @@ from .core import (
     to_int,
     to_text,
 )
+from .intelligence import text_intelligence
 from .mapping import Mapping as FieldMapping
 from .mapping import parse_mapping, read_mapped
 
@@ -54,6 +55,9 @@ _TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64}
 FLAGS: Final = "flags.mindscape"
 _HP_VALUE: Final = "system.attributes.hp.value"
 _HP_TEMP: Final = "system.attributes.hp.temp"
+#: ARS's lowest hit points for an actor (its own damage stops there: 0 as the template
+#: and a placed NPC token have it, −10 where a GM plays death at −10)
+_ARS_HP_MIN: Final = "system.attributes.hp.min"
 #: what every Foundry adapter reads of an actor besides its sheet and psionic state
 _ACTOR_PATHS: Final = ("_id", "name", "type", "_stats.systemId")
 #: the adapter made for each Foundry game system (its id, as ``_stats.systemId`` of an
@@ -658,8 +662,9 @@ class Ars(FoundryAdapter):
     description = ("Foundry ARS (AD&D-style) actors: abilities, save vs. paralyzation, "
                    "level or Hit Dice, hit points; psionic state in flags.mindscape.<system>")
     sheet_paths = (*(f"system.abilities.{key}.value" for key in ("int", "wis", "con")),
-                   "system.hitdice", "system.attributes.level.value",
-                   "system.saves.paralyzation.value", "system.attributes.hp.value")
+                   "system.intelligence", "system.hitdice", "system.attributes.level.value",
+                   "system.saves.paralyzation.value", "system.attributes.hp.value",
+                   _ARS_HP_MIN)
     reads_class_items = True
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
@@ -673,6 +678,12 @@ class Ars(FoundryAdapter):
         system_data = actor.raw["system"]
         npc = bool(kind == "npc")
         for key in ("int", "wis", "con"):
+            if key == "int" and npc:
+                # The stat block's own line, which ARS's stat-block and NPC-text imports
+                # fill; they leave abilities.int at the template's 10.
+                text, text_path = dig(system_data, "intelligence", base)
+                if text_intelligence(draft, text, text_path, "system.intelligence"):
+                    continue
             value, path = dig(system_data, f"abilities.{key}.value", base)
             score(draft, key, value, path, default=10,
                   where=f"system.abilities.{key}.value")
@@ -695,8 +706,9 @@ class Ars(FoundryAdapter):
         draft.put("save_paralyzation", to_int(save, save_path, 1, 20),
                   Binding("", writable=False))
         hp, hp_path = dig(system_data, "attributes.hp.value", base)
-        draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000),
-                  Binding("system.attributes.hp.value"))
+        draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000), Binding(_HP_VALUE))
+        hp_min, hp_min_path = dig(system_data, "attributes.hp.min", base)
+        to_int(hp_min, hp_min_path, -10_000, 1_000_000)  # checked here, used by places
         draft.put("level", level, Binding("", writable=False))
         draft.put("hit_dice", level, Binding("", writable=False))
         draft.put("die", die, Binding("", writable=False))
@@ -713,6 +725,23 @@ class Ars(FoundryAdapter):
                         draft.put("class_group", class_group(name or ""))
                         break
         return npc
+
+    def places(self, actor: FoundryActor, draft: Draft, name: str, target: str,
+               value: Any) -> dict[str, Any]:
+        """Hit points go no lower than the actor's ``hp.min``, where ARS's own damage
+        stops (and marks it dead), so the sheet holds what ARS would: 0 for a template
+        actor or a placed NPC token, −10 where the GM set it so. An actor already below
+        it is not raised to it; one with no ``hp.min`` is written as the engine counts."""
+        if name != "hp" or target != _HP_VALUE:
+            return {target: value}
+        floor = to_int(stored(actor.raw, _ARS_HP_MIN), _pointer_of(actor.path, _ARS_HP_MIN),
+                       -10_000, 1_000_000)
+        current = draft.fields.get("hp")
+        if floor is None or not isinstance(value, int):
+            return {target: value}
+        if isinstance(current, int):
+            floor = min(floor, current)
+        return {target: max(floor, value)}
 
 
 class FoundryGeneric(FoundryAdapter):

@@ -19,6 +19,7 @@ from engine.errors import InvalidInput, json_text
 
 from .base import Adapter, Imported, Normalise
 from .core import (
+    ALIASES,
     ATTACKS,
     DEFENSES,
     FIELDS,
@@ -45,6 +46,7 @@ from .core import (
     to_int,
     to_text,
 )
+from .intelligence import text_intelligence
 from .mapping import parse_mapping, read_mapped
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -77,6 +79,13 @@ _EXTRA: Final = (("tempHP", "hp"), ("tempPSP", "psp"), ("storedPSP", "psp"))
 #: the radio button choosing the sheet's page: "2" shows the Monster Sheet
 _PAGE: Final = "tab11"
 _MONSTER_PAGE: Final = "2"
+#: the Monster Sheet's "Intelligence" box (text: "8-10 (Average)", "Genius")
+_MONSTER_INT: Final = "monsterintelligence"
+#: the Psionics Revised tab's attack rows: a row's own MThAC0 and adjustment (the first,
+#: unrepeated row's are the sheet's ``MThAC0`` and ``mthac0adj``, read as the MTHAC0)
+_ROWS: Final = "repeating_psionic-attacks_"
+_ROW_NAME: Final = "_psionic-attack-name"
+_ROW_MTHAC0: Final = ("_mthac0", "_mthac0adj")
 
 # Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
 _PAIRS: Final[dict[str, tuple[str, str]]] = {
@@ -404,7 +413,7 @@ def _full(char: Character, draft: Draft, field: str, attr: str) -> None:
 #: the attributes of its rows (``_SECTIONS``) are matched by pattern
 _SHEET_ATTRIBUTES: Final = frozenset({
     "intelligence", "wisdom", "constitution", "hp", "hp_max", "psp", "psp_max", "mthac0",
-    "mthac0adj", "temp-selfmac", "selfmac", "psi_die", "hitdice", _PAGE,
+    "mthac0adj", "temp-selfmac", "selfmac", "psi_die", "hitdice", _PAGE, _MONSTER_INT,
     *(name.lower() for name, _ in _EXTRA),
     *(single for *_, single in _SECTIONS if single is not None)})
 
@@ -420,8 +429,9 @@ class Adnd2eRevised(Roll20Adapter):
     default_system = "revised-2e"
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
                    "Wisdom, Constitution, HP, level-class1.. and class1.. (the Monster "
-                   "Sheet: hitdice), psionic attack and defense rows of both psionics "
-                   "tabs; other state in psi_* attributes (any of the three systems)")
+                   "Sheet: hitdice, monsterintelligence), psionic attack and defense rows "
+                   "of both psionics tabs; other state in psi_* attributes (any of the "
+                   "three systems)")
 
     def attributes_read(self, envelope: Mapping[str, Any], system: str
                         ) -> Callable[[str], bool]:
@@ -433,19 +443,28 @@ class Adnd2eRevised(Roll20Adapter):
             return (key in _SHEET_ATTRIBUTES or state(key) or _LEVEL.fullmatch(key) is not None
                     or _CLASS.fullmatch(key) is not None
                     or any(key.startswith(section) and key.endswith(column)
-                           for _, section, column, _ in _SECTIONS))
+                           for _, section, column, _ in _SECTIONS)
+                    or (key.startswith(_ROWS) and key.endswith(_ROW_MTHAC0)))
 
         return read
 
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read the sheet's attributes (documented in docs/ADAPTERS.md)."""
+        level, monster, level_key = self._level(char, draft)
         for field, attr_name in (("int", "Intelligence"), ("wis", "Wisdom"),
                                  ("con", "Constitution")):
-            if field in FIELDS[draft.system]:
-                found = char.get(attr_name)
-                value, path = found if found is not None else (None, char.path)
-                score(draft, field, value, path, default=10, where=attr_name)
-        level, monster, level_key = self._level(char, draft)
+            if field not in FIELDS[draft.system]:
+                continue
+            if field == "int" and monster:
+                # The Monster Sheet's "Intelligence" box: text from the sheet's list
+                # ("8-10 (Average)") or the stat block's words.
+                given = char.get(_MONSTER_INT)
+                if given is not None and text_intelligence(draft, given[0], given[1],
+                                                           char.spelled(_MONSTER_INT)):
+                    continue
+            found = char.get(attr_name)
+            value, path = found if found is not None else (None, char.path)
+            score(draft, field, value, path, default=10, where=attr_name)
         draft.put("level", level, Binding("", writable=False))
         if level_key is not None and not monster and draft.system == "revised-2e":
             # The class named beside the level taken (class1 for level-class1).
@@ -535,6 +554,7 @@ class Adnd2eRevised(Roll20Adapter):
                            f"taken as MTHAC0 {mthac0 - adj}")
                 mthac0 -= adj
             draft.put("mthac0", mthac0, Binding("", writable=False))
+        self._row_mthac0s(char, draft, mthac0)
         temp = char.get("temp-selfMAC")
         if temp is not None and temp[0] not in (None, ""):
             _number(char, draft, "mac", "temp-selfMAC")
@@ -559,6 +579,39 @@ class Adnd2eRevised(Roll20Adapter):
             found_modes = modes(draft.system, known, names, draft, field)
             if names:
                 draft.put(field, found_modes, Binding("", writable=False))
+
+    @staticmethod
+    def _row_mthac0s(char: Character, draft: Draft, mthac0: int | None) -> None:
+        """Warn of each attack row whose own MThAC0 (less its adjustment) is not the
+        MTHAC0 read: the engine gives a combatant one MTHAC0 for every attack mode. Rows
+        naming no attack mode, or whose MThAC0 box holds no whole number (a formula,
+        blank, or the sheet's default 20, which Roll20 does not store), are not
+        compared."""
+        known = ATTACKS[draft.system]
+        for key, (path, attr) in char.attrs.items():
+            if not (key.startswith(_ROWS) and key.endswith(_ROW_NAME)):
+                continue
+            row = key[len(_ROWS):-len(_ROW_NAME)]
+            name = to_text(attr.get("current"), pointer(path, "current"), 200) or ""
+            ident = mode_id(name)
+            if ALIASES[draft.system].get(ident, ident) not in known:
+                continue
+            values = []
+            for suffix in _ROW_MTHAC0:
+                found = char.get(f"{_ROWS}{row}{suffix}")
+                try:
+                    values.append(to_int(found[0], found[1], -100, 100) if found else None)
+                except InvalidInput:
+                    values.append(None)
+            own, adj = values
+            if own is None or own - (adj or 0) == mthac0:
+                continue
+            shown = f"{own} with adjustment {adj:+d}, MTHAC0 {own - adj}" if adj else str(own)
+            used = (f"the one read from MThAC0, {mthac0}" if mthac0 is not None
+                    else "one derived from the level")
+            draft.warn(f"attack row {json_text(name.strip(), 40)} has its own MThAC0 {shown} "
+                       f"({char.spelled(f'{_ROWS}{row}_mthac0')}): not used; every attack "
+                       f"uses {used}")
 
 
 class Roll20Generic(Roll20Adapter):

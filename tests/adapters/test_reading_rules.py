@@ -5,6 +5,7 @@ and warnings without repeats and without end."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,6 +87,130 @@ def test_hit_dice_that_mean_nothing_are_still_refused(text: str, message: str) -
         ARS.import_(ars_npc(text), "power-pool")
     assert [(p.path, p.message) for p in err.value.problems] == [("/system/hitdice",
                                                                   message)]
+
+
+# -- 7. monster Intelligence as words --------------------------------------------------------
+def ars_npc_int(text: Any) -> dict[str, Any]:
+    """An ARS NPC whose stat block line ``system.intelligence`` (the creature template's
+    text field, which ARS's stat-block and NPC-text imports fill) holds ``text``."""
+    actor = ars_npc("4")
+    actor["system"]["intelligence"] = text
+    return actor
+
+
+def roll20_monster_int(text: str) -> dict[str, Any]:
+    """A Monster Sheet character (its "Hit Dice" box) whose "Intelligence" box,
+    ``monsterintelligence`` (ADnD_2E_Revised/html/tabs/monster-tab.html), holds ``text``."""
+    return {"id": "-MzMonster0000001", "name": "Umber hulk", "attribs": [
+        {"name": "hitdice", "current": "8", "max": ""},
+        {"name": "monsterintelligence", "current": text, "max": ""}]}
+
+
+@pytest.mark.parametrize(("text", "score", "how"), [
+    # the AD&D 2nd edition Monstrous Manual's table, as monster entries print it
+    ("Non- (0)", 1, "the stated 0, used as 1: the lowest score a combatant has"),
+    ("Non-", 1, "the band non (0), used as 1: the lowest score a combatant has"),
+    ("Animal (1)", 1, "the stated 1"),
+    ("Semi- (2-4)", 2, "the lowest of the stated 2-4"),
+    ("Semi-", 2, "the lowest of the band semi (2-4)"),
+    ("Low (5-7)", 5, "the lowest of the stated 5-7"),
+    ("Average (8-10)", 8, "the lowest of the stated 8-10"),
+    ("Average", 8, "the lowest of the band average (8-10)"),
+    ("Very (11-12)", 11, "the lowest of the stated 11-12"),
+    ("Highly (13-14)", 13, "the lowest of the stated 13-14"),
+    ("Highly", 13, "the lowest of the band high (13-14)"),
+    ("Exceptional (15–16)", 15, "the lowest of the stated 15-16"),
+    ("Genius (17-18)", 17, "the lowest of the stated 17-18"),
+    ("Supra-genius", 19, "the lowest of the band supra-genius (19-20)"),
+    ("Godlike (21+)", 21, "the lowest of the stated 21+"),
+    ("Low to average (5-10)", 5, "the lowest of the stated 5-10"),
+    ("Low to Average", 5, "the lowest of the bands low (5-7) to average (8-10)"),
+    # the Roll20 sheet's own list for the box: the range first
+    ("8-10 (Average)", 8, "the lowest of the stated 8-10"),
+    ("21+ (Godlike)", 21, "the lowest of the stated 21+"),
+    ("0 (Nonintelligent)", 1, "the stated 0, used as 1: the lowest score a combatant has"),
+    ("14", 14, "the stated 14"),
+])
+def test_monster_intelligence_given_as_words_is_read_as_a_score(text: str, score: int,
+                                                                how: str) -> None:
+    """Monstrous Manual: Intelligence 0 non-, 1 animal, 2-4 semi-, 5-7 low, 8-10 average,
+    11-12 very, 13-14 highly, 15-16 exceptional, 17-18 genius, 19-20 supra-genius, 21+
+    godlike. A number the text states is used (a range's lowest), else the band's lowest
+    (docs/ADAPTERS.md); the warning names the field, the text and what it was read as.
+    ARS NPCs keep it in system.intelligence, the Roll20 Monster Sheet in
+    monsterintelligence."""
+    for adapter, data, where, store in (
+            (ARS, ars_npc_int(text), "system.intelligence",
+             "flags.mindscape.revised-2e.int"),
+            (SHEET, roll20_monster_int(text), "monsterintelligence", "psi_int")):
+        got = adapter.import_(data, "revised-2e")
+        assert got.combatant["int"] == score
+        assert f"Int {score} read from {where} {json.dumps(text, ensure_ascii=False)}: " \
+               f"{how} ({store} sets it)" in got.warnings
+        assert not any("no int score" in w for w in got.warnings)
+        assert adapter.import_(adapter.trimmed(data, "revised-2e"), "revised-2e") == got
+        assert REVISED.combatant(got.combatant)["int"] == score
+        assert adapter.import_(data, "combat-strength").combatant["int"] == score
+
+
+def test_intelligence_text_no_band_has_is_said_and_the_score_is_read_instead() -> None:
+    """Text that names no band (or two numbers, or words beside the band) is not guessed
+    at: a warning names the field, and the sheet's score is read as before (ARS:
+    system.abilities.int.value; Roll20: Intelligence)."""
+    for text in ("Varies", "Average (8-10) but cunning", "8.5", "Low, average or very"):
+        actor = ars_npc_int(text)
+        actor["system"]["abilities"]["int"]["value"] = 12
+        got = ARS.import_(actor, "revised-2e")
+        assert got.combatant["int"] == 12
+        assert any(w.startswith(f"system.intelligence {json.dumps(text)} is not an "
+                                "Intelligence this adapter reads") for w in got.warnings), text
+        data = roll20_monster_int(text)
+        data["attribs"].append({"name": "Intelligence", "current": "6", "max": ""})
+        got = SHEET.import_(data, "revised-2e")
+        assert got.combatant["int"] == 6
+        assert any(w.startswith(f"monsterintelligence {json.dumps(text)} is not")
+                   for w in got.warnings), text
+
+
+def test_intelligence_text_is_a_monsters_and_the_state_store_still_wins() -> None:
+    """A monster's stat block line is its Intelligence, before the sheet's score box
+    (ARS gives every NPC abilities.int 10 and its imports fill only the line). Only a
+    monster's is read so: a character's Roll20 sheet keeps its Intelligence score. The
+    psionic state store's int overrides the text, as it overrides every sheet value."""
+    data = roll20_monster_int("Genius")
+    data["attribs"].append({"name": "Intelligence", "current": "9", "max": ""})
+    assert SHEET.import_(data, "revised-2e").combatant["int"] == 17
+    data["attribs"] += [{"name": "level-class1", "current": "3", "max": ""},
+                        {"name": "tab11", "current": "1", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["int"], got.combatant["level"]) == (9, 3)
+    assert not any("monsterintelligence" in w for w in got.warnings)
+    data = roll20_monster_int("Genius")
+    data["attribs"].append({"name": "psi_int", "current": "16", "max": ""})
+    assert SHEET.import_(data, "revised-2e").combatant["int"] == 16
+    actor = ars_npc_int("Genius")
+    actor["system"]["abilities"]["int"]["value"] = 9
+    assert ARS.import_(actor, "revised-2e").combatant["int"] == 17
+    actor["flags"] = {"mindscape": {"revised-2e": {"int": 16}}}
+    assert ARS.import_(actor, "revised-2e").combatant["int"] == 16
+
+
+def test_intelligence_text_that_is_no_text_is_refused_at_its_place() -> None:
+    """A hostile value in the stat block's field is InvalidInput there, as for every
+    field read."""
+    for value in ({"band": "average"}, ["average"], True, "x" * 1001):
+        with pytest.raises(InvalidInput) as err:
+            ARS.import_(ars_npc_int(value), "revised-2e")
+        assert err.value.problems[0].path == "/system/intelligence"
+
+
+def test_the_intelligence_bands_are_the_quick_mac_tables_bands() -> None:
+    """adapters/data/intelligence.json and RULES.md §1.6's quick MAC table (the engine's
+    tables.json) name the same Monstrous Manual bands, with the same scores."""
+    quick = [(row["min"], row["max"]) for row in REVISED.tables.raw["quick_mac"]["base"]]
+    table = json.loads((Path(adapters.__file__).parent / "data/intelligence.json")
+                       .read_text(encoding="utf-8"))
+    assert [(row["min"], row["max"]) for row in table["bands"]] == quick
 
 
 # -- 8. mapping files -----------------------------------------------------------------------

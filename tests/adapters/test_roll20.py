@@ -406,3 +406,54 @@ def test_a_monster_with_class_levels_is_still_a_monster() -> None:
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
     c = SHEET.import_(data, "revised-2e").combatant
     assert (c["level"], c["class_group"]) == (5, "monster")
+
+
+ROW = "repeating_psionic-attacks_-MzRowAtk00000001"
+
+
+def test_an_attack_rows_own_mthac0_that_differs_is_named_in_a_warning() -> None:
+    """The Psionics Revised tab gives every attack row its own MThAC0 and MThAC0 Adj.
+    boxes (``repeating_psionic-attacks_<row>_MThAC0``, ``_mthac0adj``); the sheet's
+    ``MThAC0`` is its first row's. The engine gives a combatant one MTHAC0 for every mode
+    (RULES.md §1.1), so a row whose own value (less its adjustment) differs is named, and
+    the one read is kept."""
+    data = ulcen()
+    assert not any("MThAC0 1" in w for w in SHEET.import_(data, "revised-2e").warnings)
+    attr(data, f"{ROW}_MThAC0")["current"] = "15"
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["mthac0"] == 17
+    assert (f'attack row "Ego Whip" has its own MThAC0 15 ({ROW}_MThAC0): not used; every '
+            "attack uses the one read from MThAC0, 17") in got.warnings
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+    # the row's adjustment counts as the first row's does: 19 − 2 is 17, the same
+    attr(data, f"{ROW}_MThAC0")["current"] = "19"
+    attr(data, f"{ROW}_mthac0adj")["current"] = "2"
+    assert not any("has its own MThAC0" in w
+                   for w in SHEET.import_(data, "revised-2e").warnings)
+    attr(data, f"{ROW}_mthac0adj")["current"] = "1"
+    assert (f'attack row "Ego Whip" has its own MThAC0 19 with adjustment +1, MTHAC0 18 '
+            f"({ROW}_MThAC0): not used; every attack uses the one read from MThAC0, 17") \
+        in SHEET.import_(data, "revised-2e").warnings
+    # with no MThAC0 of its own the character's is derived: the row's is still not used
+    attr(data, f"{ROW}_mthac0adj")["current"] = "0"
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "MThAC0"]
+    got = SHEET.import_(data, "revised-2e")
+    assert "mthac0" not in got.combatant
+    assert (f'attack row "Ego Whip" has its own MThAC0 19 ({ROW}_MThAC0): not used; every '
+            "attack uses one derived from the level") in got.warnings
+
+
+def test_attack_rows_that_name_no_mode_or_hold_no_number_are_not_compared() -> None:
+    """A row naming no attack mode (a power listed there) is not an attack the engine
+    plays; a formula or blank box is not a number to compare."""
+    data = ulcen()
+    attr(data, f"{ROW}_MThAC0")["current"] = "12"
+    assert any("has its own MThAC0 12" in w for w in SHEET.import_(data, "revised-2e").warnings)
+    for value in ("21-@{level-class1}", "", "abc"):
+        attr(data, f"{ROW}_MThAC0")["current"] = value
+        assert not any("has its own MThAC0" in w
+                       for w in SHEET.import_(data, "revised-2e").warnings), value
+    attr(data, f"{ROW}_MThAC0")["current"] = "12"
+    attr(data, f"{ROW}_psionic-attack-name")["current"] = "Contact"
+    assert not any("has its own MThAC0" in w
+                   for w in SHEET.import_(data, "revised-2e").warnings)

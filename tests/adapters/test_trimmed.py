@@ -183,7 +183,7 @@ def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
     assert [row["name"] for row in cut["attribs"]] == [
         row["name"] for row in clean["attribs"]
         if row["name"] not in ("PSP-cost", "PSP-cost2")
-        and not row["name"].endswith(("_PSP-cost", "_PSP-cost2", "_MThAC0", "_mthac0adj"))]
+        and not row["name"].endswith(("_PSP-cost", "_PSP-cost2"))]
     assert all(set(row) == {"name", "current", "max"} for row in cut["attribs"])
 
 

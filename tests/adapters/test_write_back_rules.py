@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import adapters
 from engine import builtin_systems
+from engine.errors import InvalidInput
 
-from .support import apply_foundry, apply_roll20, attr, load
+from .support import apply_foundry, apply_roll20, attr, load, template_actor
 
 SYSTEMS = builtin_systems()
 DND5E = adapters.get("foundry.dnd5e")
+ARS = adapters.get("foundry.ars")
 GENERIC = adapters.get("foundry.generic")
 SHEET = adapters.get("roll20.adnd2e-revised")
 
@@ -205,3 +209,48 @@ def test_dnd5e_hit_points_are_written_no_lower_than_0() -> None:
     got = DND5E.updates(data, system, before, {**before, "hp": before["hp"] - 150})
     assert got[0]["update"] == {"system.attributes.hp.temp": 0,
                                 "system.attributes.hp.value": 0}
+
+
+def test_ars_hit_points_are_written_no_lower_than_the_actors_hp_min() -> None:
+    """ARS keeps each actor's lowest hit points in attributes.hp.min (0 in its template
+    and on every placed NPC token) and its own damage stops there (utilities.js
+    adjustActorHealth clamps to [min, max]); a GM playing death at −10 sets −10. The
+    write-back stops at the same place, so the sheet holds what ARS would."""
+    system = "power-pool"
+    actor = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    actor["system"]["attributes"]["hp"].update(value=12, max=12)
+    actor["flags"] = {"mindscape": {system: {"psionic": True, "attacks": ["mental-stab"]}}}
+    before = normalised(ARS, actor, system)
+    got = ARS.updates(actor, system, before, {**before, "hp": -7},
+                      normalise=SYSTEMS[system].combatant)
+    assert got == [{"uuid": "Actor.arsNpc0000000001",
+                    "update": {"system.attributes.hp.value": 0}}]
+    assert ARS.updates(ARS.trimmed(actor, system), system, before, {**before, "hp": -7},
+                       normalise=SYSTEMS[system].combatant) == got
+    down = normalised(ARS, apply_foundry(actor, got), system)
+    assert down["hp"] == 0
+    assert ARS.updates(apply_foundry(actor, got), system, down, down,
+                       normalise=SYSTEMS[system].combatant) == []
+    actor["system"]["attributes"]["hp"]["min"] = -10
+    got = ARS.updates(actor, system, before, {**before, "hp": -7})
+    assert got[0]["update"] == {"system.attributes.hp.value": -7}
+    assert ARS.updates(actor, system, before, {**before, "hp": -12})[0]["update"] == \
+        {"system.attributes.hp.value": -10}
+    # an actor the GM already put below its minimum is not raised to it
+    actor["system"]["attributes"]["hp"].update(value=-3, min=0)
+    before = normalised(ARS, actor, system)
+    assert ARS.updates(actor, system, before, {**before, "hp": -5})[0]["update"] == \
+        {"system.attributes.hp.value": -3}
+    # with no hp.min recorded, the engine's count is written as it is
+    del actor["system"]["attributes"]["hp"]["min"]
+    assert ARS.updates(actor, system, before, {**before, "hp": -5})[0]["update"] == \
+        {"system.attributes.hp.value": -5}
+
+
+def test_an_ars_hp_min_that_is_no_number_is_refused_at_its_place() -> None:
+    actor = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
+                           "Dorn")
+    actor["system"]["attributes"]["hp"]["min"] = "dead"
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(actor, "revised-2e")
+    assert err.value.problems[0].path == "/system/attributes/hp/min"

@@ -97,8 +97,10 @@ var Mindscape = Mindscape || (() => {
     '^psi_',
     '^(psp|psp_max|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
     '^(intelligence|wisdom|constitution)(-psi)?$',
-    // tab11 is the page shown (2: the Monster Sheet, whose Hit Dice are hitdice)
+    // tab11 is the page shown (2: the Monster Sheet, whose Hit Dice are hitdice and
+    // whose Intelligence box is monsterintelligence)
     '^(hp|hp_max|temphp|level-class\\d+|class\\d*|race|hitdice|hd|level|tab11)$',
+    '^monsterintelligence$',
     '^(psion|psionic|psp-|powerscore)',
     '^repeating_psi',
     'paralyz',

@@ -262,12 +262,15 @@ test('the defense choice becomes one exchange.resolve request whispered to the G
   assert.ok(params.attacker.data.attribs.find((a) => a.name === 'PSP').max === '40');
   // Weapons and spells are not psionics: they stay home and keep the request short.
   assert.ok(!names.includes('weaponname1') && !names.includes('spellname1'));
-  // What the adapter reads beside them is sent: the page shown, Hit Dice, Temp HP.
-  for (const [name, current] of [['tab11', '2'], ['hitdice', '6'], ['tempHP', '3']]) {
+  // What the adapter reads beside them is sent: the page shown, Hit Dice, the Monster
+  // Sheet's Intelligence, Temp HP.
+  const more = [['tab11', '2'], ['hitdice', '6'], ['monsterintelligence', '8-10 (Average)'],
+    ['tempHP', '3']];
+  for (const [name, current] of more) {
     ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name, current, max: '' });
   }
   const again = attackAndDefend(ctx).body.params.attacker.data.attribs.map((a) => a.name);
-  assert.ok(['tab11', 'hitdice', 'tempHP'].every((name) => again.includes(name)), again.join());
+  assert.ok(more.every(([name]) => again.includes(name)), again.join());
   // The adapter keeps state the sheet has no field for in psi_* attributes.
   assert.ok(names.includes('psi_mind'));
   assert.equal(params.defender.data.id, ctx.fenka.id);

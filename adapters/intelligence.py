@@ -126,15 +126,15 @@ def read_intelligence(text: str) -> tuple[int, str] | None:
     return low.lo, f"the lowest of the bands {bands[0]} to {bands[1]}"
 
 
-def text_intelligence(draft: Draft, value: Any, path: str, where: str) -> bool:
-    """Read a monster's Intelligence text (``value`` at ``path``, kept by the sheet in
-    ``where``) into the draft's ``int``, with a warning saying what it was read as; true
-    when it was read. Empty text is not read; text that is no Intelligence is warned
-    about and not read (the caller falls back to the sheet's score). Text too long for
-    any sheet, or a value that is not text, is ``InvalidInput``."""
+def intelligence_score(draft: Draft, value: Any, path: str, where: str) -> int | None:
+    """The score a monster's Intelligence text gives (``value`` at ``path``, kept by the
+    sheet in ``where``), with a warning saying what it was read as. ``None`` for empty
+    text, and for text that is no Intelligence, which is warned about (the caller falls
+    back to the sheet's score). Text too long for any sheet, or a value that is not
+    text, is ``InvalidInput``."""
     text = to_text(value, path)
-    if text is None or not text.strip() or "int" not in FIELDS[draft.system]:
-        return False
+    if text is None or not text.strip():
+        return None
     shown = json_text(text.strip(), 60)
     found = read_intelligence(text)
     if found is None:
@@ -142,7 +142,7 @@ def text_intelligence(draft: Draft, value: Any, path: str, where: str) -> bool:
                    "a range such as 8-10, or the Monstrous Manual's words non-, animal, "
                    "semi-, low, average, very, high, exceptional, genius, supra-genius, "
                    "godlike); not read")
-        return False
+        return None
     number, how = found
     if number > 25:
         how += ", above the tables' 25: used as 25"
@@ -150,7 +150,18 @@ def text_intelligence(draft: Draft, value: Any, path: str, where: str) -> bool:
     elif number == 0:
         how += ", used as 1: the lowest score a combatant has"
         number = 1
-    draft.put("int", number, Binding("", writable=False))
     draft.warn(f"Int {number} read from {where} {shown}: {how} ({draft.store('int')} "
                "sets it)")
+    return number
+
+
+def text_intelligence(draft: Draft, value: Any, path: str, where: str) -> bool:
+    """Read a monster's Intelligence text into the draft's ``int`` (``intelligence_score``);
+    true when it was read."""
+    if "int" not in FIELDS[draft.system]:
+        return False
+    number = intelligence_score(draft, value, path, where)
+    if number is None:
+        return False
+    draft.put("int", number, Binding("", writable=False))
     return True

@@ -29,6 +29,7 @@ from .core import (
     score_value,
     to_int,
 )
+from .intelligence import intelligence_score
 
 
 @cache
@@ -61,6 +62,8 @@ class Source:
 
     def decode(self, system: str, name: str, value: Any, path: str, draft: Draft) -> Any:
         """The field's value from the raw ``value`` found at ``path``."""
+        if self.parse == "intelligence" and isinstance(value, str):
+            return intelligence_score(draft, value, path, self.path)
         if self.parse == "dice-count":
             value = hit_dice_count(value, path, draft.warn)
         elif self.parse == "hit-die":
@@ -132,10 +135,17 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
         draft.bind(name, binding)
 
 
-def _source(raw: Any, where: str) -> Source:
+#: the fields each ``parse`` other than ``value`` may read (any field: not listed)
+_PARSE_FIELDS = {"intelligence": ("int",)}
+
+
+def _source(name: str, raw: Any, where: str) -> Source:
     if isinstance(raw, str):
         return Source(raw, where=where)
     parse = raw.get("parse", "value")
+    if name not in _PARSE_FIELDS.get(parse, (name,)):
+        raise InvalidInput.at(pointer(where, "parse"), f"{json_text(parse)} reads only "
+                              f"{', '.join(_PARSE_FIELDS[parse])}, not {name}")
     return Source(raw["path"], parse, raw.get("default"),
                   bool(raw.get("write", parse == "value")), where)
 
@@ -154,8 +164,8 @@ def parse_mapping(raw: Any, path: str) -> Mapping:
         raise InvalidInput(problems)
     fields_path, systems_path = pointer(path, "fields"), pointer(path, "systems")
     return Mapping(
-        {k: _source(v, pointer(fields_path, k)) for k, v in raw.get("fields", {}).items()},
-        {s: {k: _source(v, pointer(pointer(systems_path, s), k)) for k, v in f.items()}
+        {k: _source(k, v, pointer(fields_path, k)) for k, v in raw.get("fields", {}).items()},
+        {s: {k: _source(k, v, pointer(pointer(systems_path, s), k)) for k, v in f.items()}
          for s, f in raw.get("systems", {}).items()},
         tuple(raw.get("npc_types", ())),
         raw.get("npc_attribute"),

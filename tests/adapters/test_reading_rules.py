@@ -241,6 +241,30 @@ def test_a_hit_die_source_holding_a_bare_number_reads_it_as_the_die_size() -> No
         in got.warnings
 
 
+def test_a_mapped_intelligence_source_reads_a_stat_blocks_words() -> None:
+    """docs/ADAPTERS.md: `parse: "intelligence"` reads a monster's Intelligence text as
+    the monster adapters do, a number as a score, and text that is none as a missing
+    score; any field but int is refused at its parse."""
+    mapping = {"version": 1, "fields": {"int": {"path": "system.intel",
+                                                "parse": "intelligence"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel="Average (8-10)"),
+                                  "revised-2e")
+    assert got.combatant["int"] == 8
+    assert any(w.startswith('Int 8 read from system.intel "Average (8-10)"')
+               for w in got.warnings), got.warnings
+    assert FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=14),
+                                   "revised-2e").combatant["int"] == 14
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel="Varies"), "revised-2e")
+    assert got.combatant["int"] == 10
+    assert any(w.startswith('system.intel "Varies" is not an Intelligence')
+               for w in got.warnings), got.warnings
+    wis = {"version": 1, "fields": {"wis": {"path": "system.w", "parse": "intelligence"}}}
+    with pytest.raises(InvalidInput) as err:
+        FOUNDRY_GENERIC.import_(generic_actor(wis, w="High"), "revised-2e")
+    assert err.value.problems[0].path == "/mapping/fields/wis/parse"
+    assert err.value.problems[0].message == '"intelligence" reads only int, not wis'
+
+
 def test_a_bad_default_in_a_mapping_is_reported_in_the_mapping() -> None:
     mapping = {"version": 1,
                "systems": {"revised-2e": {"level": {"path": "system.nowhere",

@@ -247,6 +247,10 @@ class FoundryAdapter(Adapter):
         except InvalidInput:
             return data
         actor = project(raw, paths)
+        if "system" in raw and "system" not in actor:
+            # ``read`` refuses an actor without its system data, even when no path read
+            # is in it (a mapping that takes every field from the state store)
+            actor["system"] = {} if isinstance(raw["system"], Mapping) else raw["system"]
         items = raw.get("items")
         if self.reads_class_items and isinstance(items, list):
             actor["items"] = [project(item, _CLASS_ITEM_PATHS) for item in items

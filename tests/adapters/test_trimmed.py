@@ -164,6 +164,23 @@ def test_junk_anywhere_a_foundry_adapter_does_not_read_is_not_kept() -> None:
         assert len(json.dumps(adapter.trimmed(junky, "power-pool"))) < 2500
 
 
+def test_an_actor_whose_mapping_reads_nothing_of_its_system_data_keeps_it_empty() -> None:
+    """An actor must have its system data to be read, also when its mapping takes every
+    field from the psionic state store: the trimmed actor keeps ``system`` as an empty
+    object. Without it the trimmed actor could not be imported, and an encounter kept
+    the whole actor, items and other modules' flags included (API.md: ``encounter.add``
+    stores the data "cut down to what the adapter reads of it")."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    actor["flags"] = {"mindscape": {"power-pool": {"hit_dice": 3, "die": 8, "psionic": True}},
+                      "junk": JUNK}
+    data = {"mapping": {"version": 1, "fields": {}}, "actor": actor}
+    adapter = adapters.get("foundry.generic")
+    cut = adapter.trimmed(data, "power-pool")
+    assert cut["actor"]["system"] == {}
+    assert "items" not in cut["actor"] and set(cut["actor"]["flags"]) == {"mindscape"}
+    assert adapter.import_(cut, "power-pool") == adapter.import_(data, "power-pool")
+
+
 def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
     """Attributes the sheet never reads, a second attribute of a name read (``unwrap``
     reads the first), attributes' ids and extra keys, the character's other keys."""

@@ -93,7 +93,15 @@ export class FakeUser {
     Object.assign(this, { id, name, isGM, active, character: null });
     this.targets = new Set();
     this.flags = {};
+    /** Permissions the GM took from this user (`{QUERY_USER: false}`); every other is the default. */
+    this.permissions = {};
   }
+  /**
+   * As `User#hasPermission`: a GM has every permission; a player the ones its role grants,
+   * by default QUERY_USER (common/constants.mjs USER_PERMISSIONS.QUERY_USER, defaultRole
+   * PLAYER), unless the GM took it away.
+   */
+  hasPermission(permission) { return this.isGM || this.permissions[permission] !== false; }
   getFlag(scope, key) { return getPath(this.flags[scope] ?? {}, key); }
   /** Shared by every client's view of this user, as a user document's flags are. */
   async setFlag(scope, key, value) { (this.flags[scope] ??= {})[key] = value; return this; }
@@ -120,10 +128,17 @@ export class FakeActor {
     this.system = data.system; this.flags = data.flags; this.name = data.name;
     return this;
   }
-  /** As Foundry's: every token of this actor on the scene (linked or not), unless `linked`. */
-  getActiveTokens(linked = false) {
-    if (this.isToken) return [this.token];
-    return (this.world?.tokensOf(this) ?? []).filter((t) => !linked || t.actorLink);
+  /**
+   * As Foundry's `Actor#getActiveTokens(linked, document)` (client/documents/actor.mjs,
+   * v12 and v13): `[]` when the canvas is not ready, else only the tokens on the scene the
+   * canvas shows (`canvas.scene`: here `world.canvas`, the GM's client's view), a
+   * synthetic actor's own token only when it is there; placeables unless `document`.
+   */
+  getActiveTokens(linked = false, document = false) {
+    const canvas = this.world?.canvas;
+    if (!canvas?.ready) return [];
+    const shown = this.isToken ? [this.token] : (this.world?.tokensOf(this) ?? []).filter((t) => !linked || t.actorLink);
+    return shown.filter((t) => t.sceneId === canvas.sceneId && this.world.docs.has(t.uuid)).map((t) => (document ? t : t.object));
   }
 }
 
@@ -134,7 +149,7 @@ export class FakeTokenDocument {
    * `disposition` is the actor's prototype token's unless given, as when Foundry places one.
    */
   constructor({ id, sceneId = "scene1", name, actor, actorLink, world, disposition }) {
-    Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, world, documentName: "Token" });
+    Object.assign(this, { id, name, actorLink, baseActor: actor, actorId: actor.id, world, sceneId, documentName: "Token" });
     this.disposition = disposition ?? actor.prototypeToken?.disposition ?? -1;
     this.uuid = `Scene.${sceneId}.Token.${id}`;
     if (actorLink) {
@@ -148,7 +163,7 @@ export class FakeTokenDocument {
   /** The placeable drawn on the canvas; with `center` ({x, y}) when a test places it. */
   get object() { return { document: this, actor: this.actor, id: this.id, ...(this.center ? { center: this.center } : {}) }; }
   /** The Scene it is on (Foundry's `TokenDocument#parent`), with the tokens still there. */
-  get parent() { return this.world.scene(this.uuid.split(".")[1]); }
+  get parent() { return this.world.scene(this.sceneId); }
 }
 
 /** A combatant of the tracker: Foundry's `Combatant#token` and `Combatant#actor` getters. */
@@ -215,24 +230,61 @@ export class FakeCombat {
   }
 }
 
-/** The world: documents by uuid, and what `fromUuid` resolves. */
+/**
+ * The world: documents by uuid, and what `fromUuid` resolves; its scenes (`game.scenes`:
+ * every scene a token was placed on, or `addScene`), the active one (`activeSceneId`),
+ * and `canvas`, what the GM's client (`game`) shows: `{ready, sceneId, controlled}`
+ * (`ready: false` for a GM playing without the canvas; `controlled`, the tokens it
+ * selected, as `canvas.tokens.controlled`).
+ */
 export class FakeWorld {
-  constructor() { this.docs = new Map(); this.tokens = []; this.game = null; }
+  constructor() {
+    this.docs = new Map(); this.tokens = []; this.game = null;
+    this.sceneIds = ["scene1"]; this.activeSceneId = "scene1"; this.scenesById = new Map();
+    this.canvas = { ready: true, sceneId: "scene1", controlled: [] };
+  }
+  addScene(id) { if (!this.sceneIds.includes(id)) this.sceneIds.push(id); return this.scene(id); }
   /** A combat whose updates reach every client the server connects. */
   combat(spec) { return new FakeCombat({ ...spec, world: this }); }
   actor(spec) { const a = new FakeActor({ ...spec, world: this }); this.docs.set(a.uuid, a); return a; }
   token(spec) {
     const t = new FakeTokenDocument({ ...spec, world: this });
+    this.addScene(t.sceneId);
     this.docs.set(t.uuid, t);
     this.docs.set(t.actor.uuid, t.actor);
     this.tokens.push(t);
     return t;
   }
   tokensOf(actor) { return this.tokens.filter((t) => t.baseActor === actor); }
-  /** A Scene as far as the module reads it: its id and its TokenDocuments (those not deleted). */
+  /**
+   * A Scene as far as the module reads it: its id and its TokenDocuments (those not
+   * deleted), `tokens.get(id)` as Foundry's embedded collection; one object per scene,
+   * as Foundry's documents are.
+   */
   scene(id) {
-    const list = () => this.tokens.filter((t) => t.uuid.split(".")[1] === id && this.docs.has(t.uuid));
-    return { id, uuid: `Scene.${id}`, documentName: "Scene", tokens: { get contents() { return list(); }, [Symbol.iterator]: () => list()[Symbol.iterator]() } };
+    if (!this.scenesById.has(id)) {
+      const list = () => this.tokens.filter((t) => t.sceneId === id && this.docs.has(t.uuid));
+      this.scenesById.set(id, {
+        id, uuid: `Scene.${id}`, documentName: "Scene",
+        get active() { return this.world.activeSceneId === id; },
+        world: this,
+        tokens: { get contents() { return list(); }, get: (tid) => list().find((t) => t.id === tid), filter: (fn) => list().filter(fn), [Symbol.iterator]: () => list()[Symbol.iterator]() },
+      });
+    }
+    return this.scenesById.get(id);
+  }
+  /** `game.scenes`: every scene of the world, `get(id)`, `active`. */
+  get scenes() {
+    const world = this;
+    const list = () => world.sceneIds.map((id) => world.scene(id));
+    return {
+      get: (id) => (world.sceneIds.includes(id) ? world.scene(id) : undefined),
+      get contents() { return list(); },
+      get active() { return world.sceneIds.includes(world.activeSceneId) ? world.scene(world.activeSceneId) : null; },
+      filter: (fn) => list().filter(fn),
+      find: (fn) => list().find(fn),
+      [Symbol.iterator]: () => list()[Symbol.iterator](),
+    };
   }
   fromUuid = async (uuid) => this.docs.get(uuid) ?? null;
 }
@@ -259,22 +311,41 @@ export class FakeServer {
       setTimeout(() => { for (const fn of c.listeners.get(channel) ?? []) fn(copy, fromUserId); }, 0);
     }
   }
+  /**
+   * The receiving side of `User#query` as Foundry v13's (client/documents/collections/
+   * users.mjs `#handleUserQuery`): a client with no handler for the query throws
+   * "Received invalid User query" and never acknowledges, so the query never settles
+   * here (`unanswered` counts them); a handler that throws is acknowledged as rejected
+   * and `User#query` throws a plain Error with its message. `rejectQueries` (a reason):
+   * every query is answered rejected, as a core or server failure would.
+   */
   async query(fromUserId, toUserId, name, data, options) {
     const c = this.clients.find((x) => x.user.id === toUserId);
     const handler = c?.CONFIG.queries?.[name];
-    if (!handler) throw new Error(`no query ${name}`);
     this.log.push({ query: name, fromUserId, toUserId });
+    if (this.rejectQueries) throw new Error(this.rejectQueries);
+    if (!handler) {
+      this.unanswered = (this.unanswered ?? 0) + 1;
+      return new Promise(() => {});
+    }
     // JSON round trip: what crosses the wire is data only; one object for every listener.
     const queryData = JSON.parse(JSON.stringify(data));
     const queryOptions = { timeout: options?.timeout };
     const queryId = `q${++this.queries}`;
     const opts = this.passQuerySender ? { ...queryOptions, user: c.game.users.get(fromUserId) } : { ...queryOptions };
     // The core's listener first (registered when the game starts), then the module's.
-    const result = handler(queryData, opts);
+    let result;
+    try { result = handler(queryData, opts); } catch (error) { result = Promise.reject(error); }
     if (this.userQueryEvent) {
       for (const fn of c.listeners.get("userQuery") ?? []) fn(fromUserId, queryId, name, queryData, queryOptions, () => {});
     }
-    return JSON.parse(JSON.stringify(await result));
+    let value;
+    try {
+      value = await result;
+    } catch (error) {
+      throw new Error(error?.message ?? String(error));
+    }
+    return JSON.parse(JSON.stringify(value ?? null));
   }
 }
 
@@ -332,35 +403,110 @@ export class FakeRoll {
 FakeRoll.made = [];
 
 /**
- * ChatMessage as far as the module uses it. `applyRollMode(chatData, rollMode)` does what
- * Foundry's static method does (v12/v13): whisper to the GMs for gmroll/blindroll, blind
- * for blindroll, whisper to oneself for selfroll. `create` records what it was given; like
- * Foundry's `_preCreate`, it applies `options.rollMode` itself only to roll messages.
+ * ChatMessage as Foundry's client document behaves for the client that posts it (`game`:
+ * its user, its users, its `core.rollMode`, its release), after
+ * client/documents/chat-message.mjs and common/documents/chat-message.mjs of v12 and v13:
+ * - `applyRollMode(chatData, rollMode)` reads the posting client's user: self whispers to
+ *   `[game.user.id]`, private and blind to the GMs (v13: unless a whisper is already
+ *   set), public to nobody; `blind` for blind alone.
+ * - `create(data, options)`: `author` is `game.user.id` unless given (`user` is migrated to
+ *   `author`, deprecated since v12: recorded in `deprecations`); a player may not author
+ *   for another user (BaseChatMessage `#canCreate`, "You cannot impersonate a different
+ *   user"), a GM may. Then `_preCreate` on a message with rolls: v13 applies
+ *   `options.rollMode` when given; v12 applies it, or the posting client's own
+ *   `core.rollMode` when no whisper is set.
+ * - a message's `visibleTo(userId)` and `contentVisibleTo(userId)` are Foundry's
+ *   `visible` and `isContentVisible` read by that user; `seenBy(userId)` says what that
+ *   user's chat log shows: "hidden", "private" (a roll "<author> rolled privately"),
+ *   or "content".
+ * - `getSpeaker({scene, actor, token, alias})`: a token's, an actor's (its active token on
+ *   the scene shown, else the actor), else the posting client's controlled token
+ *   (`world.canvas.controlled`), else its user's character, else the user.
  */
-export function makeChatMessage({ gmIds = ["gm0000"], selfId = "gm0000" } = {}) {
-  return {
+export function makeChatMessage({ game = null, world = null, gmIds = ["gm0000"], selfId = "gm0000", generation = 12 } = {}) {
+  // Without a client's game (unit tests of the poster): a GM list and a posting user.
+  const g = game ?? {
+    user: { id: selfId, isGM: gmIds.includes(selfId), character: null },
+    users: { filter: (fn) => gmIds.map((id) => ({ id, isGM: true })).filter(fn), get: (id) => ({ id, isGM: gmIds.includes(id) }) },
+    settings: { get: () => "publicroll" },
+    release: { generation },
+  };
+  const gen = () => Number(g.release?.generation ?? 12);
+  const isGM = (id) => Boolean(g.users.get(id)?.isGM);
+  const ChatMessage = {
     created: [],
-    async create(data, options) {
-      const stored = { ...data };
-      if (data.rolls?.length && options?.rollMode) this.applyRollMode(stored, options.rollMode);
+    deprecations: [],
+    async create(data, options = {}) {
+      const stored = { ...data, rolls: data.rolls ?? [], ...(data.whisper ? { whisper: [...data.whisper] } : {}) };
+      if ("user" in stored) {
+        ChatMessage.deprecations.push("ChatMessage#user is deprecated in favor of ChatMessage#author");
+        stored.author ??= stored.user;
+        delete stored.user;
+      }
+      stored.author ??= g.user.id;
+      stored.whisper ??= [];
+      stored.blind ??= false;
+      if (!g.user.isGM && stored.author !== g.user.id) throw new Error("You cannot impersonate a different user");
+      // ChatMessage#_preCreate, for messages with rolls only.
+      if (stored.rolls.length) {
+        if (gen() >= 13) { if (options.rollMode) ChatMessage.applyRollMode(stored, options.rollMode); }
+        else if (options.rollMode || !(stored.whisper.length > 0)) ChatMessage.applyRollMode(stored, options.rollMode || "roll");
+      }
       // As a ChatMessage document: its flags, and `update` with dotted paths (recorded).
       const m = {
-        id: `msg${this.created.length + 1}`, data: stored, options, updates: [],
+        id: `msg${ChatMessage.created.length + 1}`, data: stored, options, updates: [],
         get flags() { return stored.flags; },
+        get author() { return stored.author; },
         async update(changes) { this.updates.push(changes); applyDotted(stored, changes); return this; },
+        visibleTo(userId) {
+          if (!stored.whisper.length || stored.rolls.length) return true;
+          return stored.author === userId || stored.whisper.includes(userId);
+        },
+        contentVisibleTo(userId) {
+          if (!stored.rolls.length) return this.visibleTo(userId);
+          if (!stored.whisper.length) return true;
+          return stored.whisper.includes(userId) || (stored.author === userId && !stored.blind);
+        },
+        seenBy(userId) {
+          if (!this.visibleTo(userId)) return "hidden";
+          return this.contentVisibleTo(userId) ? "content" : "private";
+        },
       };
-      this.created.push(m);
+      ChatMessage.created.push(m);
       return m;
     },
     applyRollMode(chatData, rollMode) {
-      if (rollMode === "gmroll" || rollMode === "blindroll") chatData.whisper = [...gmIds];
-      else if (rollMode === "selfroll") chatData.whisper = [selfId];
-      else if (rollMode === "publicroll") chatData.whisper = [];
+      if (rollMode === "roll") rollMode = g.settings.get("core", "rollMode");
+      const gms = g.users.filter((u) => u.isGM).map((u) => u.id);
+      if (rollMode === "publicroll") chatData.whisper = [];
+      else if (rollMode === "selfroll") chatData.whisper = [g.user.id];
+      else if (rollMode === "gmroll" || rollMode === "blindroll") {
+        chatData.whisper = gen() >= 13 && chatData.whisper?.length ? chatData.whisper : gms;
+      }
       chatData.blind = rollMode === "blindroll";
       return chatData;
     },
-    getSpeaker({ actor, token, alias } = {}) { return { actor: actor?.id ?? null, token: token?.id ?? null, alias: alias ?? token?.name ?? actor?.name }; },
+    getSpeaker({ scene, actor, token, alias } = {}) {
+      const fromToken = (t) => ({ scene: t.parent?.id ?? null, token: t.id, actor: t.actor?.id ?? null, alias: alias || t.name });
+      const shown = world?.canvas?.ready ? world.scene(world.canvas.sceneId) : null;
+      const fromActor = (a) => ({ scene: (scene ?? shown)?.id ?? null, actor: a.id, token: null, alias: alias || a.name });
+      if (token) return fromToken(token);
+      if (actor?.isToken) return fromToken(actor.token);
+      if (actor) {
+        const tokens = actor.getActiveTokens?.(false, true) ?? [];
+        return tokens.length ? fromToken(tokens[0]) : fromActor(actor);
+      }
+      const controlled = world?.canvas?.ready ? world.canvas.controlled ?? [] : [];
+      if (controlled.length) return fromToken(controlled[0].document ?? controlled[0]);
+      const char = g.user.character;
+      if (char) {
+        const tokens = char.getActiveTokens?.(false, true) ?? [];
+        return tokens.length ? fromToken(tokens[0]) : fromActor(char);
+      }
+      return { scene: (scene ?? shown)?.id ?? null, actor: null, token: null, alias: alias || g.user.name };
+    },
   };
+  return ChatMessage;
 }
 
 /**
@@ -375,7 +521,17 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
   // Each client sees its own user objects (v13: with `query` sending as this client).
   const views = users.contents.map((u) => {
     const v = Object.create(u);
-    if (generation >= 13) v.query = (name, data, options) => server.query(user.id, u.id, name, data, options);
+    // As Foundry v13's User#query (client/documents/user.mjs): refused before sending a
+    // query this client has not registered, by a user without QUERY_USER, or to a user
+    // who is not active.
+    if (generation >= 13) {
+      v.query = async (name, data, options) => {
+        if (!(name in CONFIG.queries)) throw new Error(`User query '${name}' is not registered`);
+        if (!clientUsers.get(user.id).hasPermission("QUERY_USER")) throw new Error("You do not have permission to query users");
+        if (!v.active) throw new Error(`User [${u.id}] is not active`);
+        return server.query(user.id, u.id, name, data, options);
+      };
+    }
     return v;
   });
   const clientUsers = makeUsers(views);
@@ -391,9 +547,11 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
     },
     modules: new Map([["mindscape", { id: "mindscape", active: true }]]),
     system: { id: "dnd5e" },
+    /** The world's scenes (`game.scenes`), shared by every client. */
+    get scenes() { return world.scenes; },
   };
   Object.assign(client, {
-    game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage({ gmIds: users.contents.filter((u) => u.isGM).map((u) => u.id), selfId: user.id }), Roll: FakeRoll,
+    game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage({ game, world }), Roll: FakeRoll,
     ui: { notifications: { info: (m) => notes.info.push(m), warn: (m) => notes.warn.push(m), error: (m) => notes.error.push(m) } },
     notes,
     fromUuid: world.fromUuid,

@@ -48,11 +48,17 @@ class Actor {
   toObject() { return structuredClone(this.data); }
   testUserPermission(user) { return Boolean(user.isGM); }
   getFlag(scope, key) { return byPath(this.data.flags?.[scope] ?? {}, key); }
-  // As Foundry's: every token of this actor on the scene (linked or not), unless `linked`.
-  getActiveTokens(linked = false) {
-    if (this.isToken) return [this.token];
-    return window.harness.tokens.map((t) => t.document).filter((d) => d.baseActor === this && (!linked || d.actorLink));
+  // As Foundry's Actor#getActiveTokens(linked, document) (client/documents/actor.mjs):
+  // [] without a ready canvas, else the tokens on the scene the canvas shows only;
+  // placeables unless `document`.
+  getActiveTokens(linked = false, document = false) {
+    const canvas = window.canvas;
+    if (!canvas?.ready) return [];
+    const shown = window.harness.tokens.filter((t) => t.document.parent === canvas.scene && this.docsOf(t.document) && (!linked || t.document.actorLink));
+    return shown.map((t) => (document ? t.document : t));
   }
+  // Whether a token document is this actor's: a synthetic actor its own token only.
+  docsOf(doc) { return this.isToken ? doc === this.token : doc.baseActor === this; }
   async update(changes) {
     this.updates.push(structuredClone(changes));
     applyDotted(this.data, changes);
@@ -62,7 +68,7 @@ class Actor {
 }
 
 // The harness's one scene, as Foundry's `TokenDocument#parent`: its token documents.
-const scene = { id: "harness", uuid: "Scene.harness", documentName: "Scene", tokens: { get contents() { return window.harness.tokens.map((t) => t.document); }, [Symbol.iterator]() { return this.contents[Symbol.iterator](); } } };
+const scene = { id: "harness", uuid: "Scene.harness", documentName: "Scene", tokens: { get contents() { return window.harness.tokens.map((t) => t.document); }, get(id) { return this.contents.find((d) => d.id === id); }, [Symbol.iterator]() { return this.contents[Symbol.iterator](); } } };
 
 class TokenDocument {
   get parent() { return scene; }
@@ -239,6 +245,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     socket: { on: () => {}, emit: () => {} },
     modules: new Map([["mindscape", { id: "mindscape", active: true }]]),
     system: { id: "dnd5e" },
+    // The world's scenes (`game.scenes`): the harness's one, active.
+    scenes: { get: (id) => (id === scene.id ? scene : undefined), contents: [scene], active: scene, filter: (f) => [scene].filter(f), find: (f) => [scene].find(f), [Symbol.iterator]: () => [scene][Symbol.iterator]() },
   };
   const templates = new Map();
   const renderTemplate = async (path, ctx) => {
@@ -252,17 +260,48 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   const messages = [];
   // The world's messages, as `game.messages.filter` finds them.
   game.messages = messages;
+  // ChatMessage as Foundry's client document (client/documents/chat-message.mjs, v12 and
+  // v13) for the client that posts it: applyRollMode reads this client's user (self
+  // whispers to `game.user.id`) and, in v13, keeps a whisper already set for private and
+  // blind; `create` makes this user the author unless one is given (a GM may name any
+  // user: BaseChatMessage #canCreate), migrates the deprecated `user` to `author`, and
+  // re-applies the roll mode to a message with rolls as `_preCreate` does (v13: the
+  // `rollMode` option only; v12: it, or this client's own mode when nobody is whispered).
+  const gmIds = () => users.filter((u) => u.isGM).map((u) => u.id);
   const ChatMessage = {
-    // Foundry's static ChatMessage.applyRollMode(chatData, rollMode) (v12 and v13).
     applyRollMode: (chatData, rollMode) => {
-      if (rollMode === "gmroll" || rollMode === "blindroll") chatData.whisper = [gm.id];
+      if (rollMode === "roll") rollMode = game.settings.get("core", "rollMode");
+      if (rollMode === "publicroll") chatData.whisper = [];
       else if (rollMode === "selfroll") chatData.whisper = [game.user.id];
-      else if (rollMode === "publicroll") chatData.whisper = [];
+      else if (rollMode === "gmroll" || rollMode === "blindroll") chatData.whisper = generation >= 13 && chatData.whisper?.length ? chatData.whisper : gmIds();
       chatData.blind = rollMode === "blindroll";
       return chatData;
     },
-    getSpeaker: ({ actor, token, alias } = {}) => ({ alias: alias ?? token?.name ?? actor?.name }),
-    create: async (data, options) => {
+    // Foundry's getSpeaker: a token's, an actor's, else this client's controlled token,
+    // else its user's character, else its user under the alias.
+    getSpeaker: ({ scene, actor, token, alias } = {}) => {
+      const fromToken = (t) => ({ scene: t.parent?.id ?? null, token: t.id, actor: t.actor?.id ?? null, alias: alias || t.name });
+      if (token) return fromToken(token);
+      if (actor?.isToken) return fromToken(actor.token);
+      if (actor) {
+        const tokens = actor.getActiveTokens(false, true);
+        return tokens.length ? fromToken(tokens[0]) : { scene: (scene ?? window.canvas?.scene)?.id ?? null, actor: actor.id, token: null, alias: alias || actor.name };
+      }
+      const controlled = window.canvas?.ready ? window.canvas.tokens.controlled : [];
+      if (controlled.length) return fromToken(controlled[0].document);
+      return { scene: (scene ?? window.canvas?.scene)?.id ?? null, actor: null, token: null, alias: alias || game.user.name };
+    },
+    create: async (input, options = {}) => {
+      const data = { ...input };
+      if ("user" in data) { window.harness.deprecations.push("ChatMessage#user"); data.author ??= data.user; delete data.user; }
+      data.author ??= game.user.id;
+      data.whisper = [...(data.whisper ?? [])];
+      data.blind = Boolean(data.blind);
+      if (!game.user.isGM && data.author !== game.user.id) throw new Error("You cannot impersonate a different user");
+      if (data.rolls?.length) {
+        if (generation >= 13) { if (options.rollMode) ChatMessage.applyRollMode(data, options.rollMode); }
+        else if (options.rollMode || !data.whisper.length) ChatMessage.applyRollMode(data, options.rollMode || "roll");
+      }
       // As a ChatMessage document: its flags, and `update` (dotted paths), after which
       // Foundry renders the message again in the chat log (the hooks run again).
       const message = {
@@ -283,6 +322,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     li.dataset.rollMode = options?.rollMode ?? "";
     li.dataset.whisper = (data.whisper ?? []).join(",");
     li.dataset.blind = String(Boolean(data.blind));
+    li.dataset.author = data.author ?? "";
     li.innerHTML = `<header class="message-header"><h4 class="message-sender">${data.speaker?.alias ?? ""}</h4><span class="roll-mode">${options?.rollMode ?? ""}</span></header>
       <div class="message-content">${data.content}${(data.rolls ?? []).map((r) => `<div class="dice-roll"><span class="dice-flavor">${r.options?.flavor ?? ""}</span><span class="dice-formula">${r.formula}</span><span class="dice-faces">${r.terms.filter((t) => t.results).flatMap((t) => t.results.map((x) => `<b class="die d${t.faces}">${x.result}</b>`)).join("")}</span><span class="dice-total">${r.total}</span></div>`).join("")}</div>`;
     if (message.element) message.element.replaceWith(li);
@@ -312,7 +352,8 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   };
   for (const spec of actors) placeToken(spec);
   // The canvas, as far as "selected tokens" go (the encounter panel adds those).
-  window.canvas = { tokens: { controlled: [...tokens] } };
+  // Foundry's `canvas.ready` and `canvas.scene`, the scene this client shows.
+  window.canvas = { ready: true, scene, tokens: { controlled: [...tokens] } };
   const fetches = [];
   const realFetch = window.fetch.bind(window);
   window.fetch = async (url, init) => {
@@ -324,7 +365,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     return response;
   };
   window.harness = {
-    generation, tokens, docs, messages, notes, fetches, hooksCalled: [], lines: [],
+    generation, tokens, docs, messages, notes, fetches, hooksCalled: [], lines: [], deprecations: [],
     log: (line) => window.harness.lines.push(line),
     resolved: [],
     roundsEnded: [],

@@ -2,7 +2,7 @@
 // the real template, posted with the daemon's dice as rolls in the chosen roll mode.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chatCardContext, changesOf, effectiveRollMode, postChatCard } from "../mindscape/scripts/chat.js";
+import { cardAudience, chatCardContext, changesOf, effectiveRollMode, postChatCard } from "../mindscape/scripts/chat.js";
 import { renderModuleTemplate } from "../test-support/scenario.mjs";
 import { FakeRoll, makeChatMessage, makeI18n } from "../test-support/fakes.mjs";
 
@@ -254,4 +254,16 @@ test("facts that are ids read by their labels: power-pool's winner, combat-stren
   assert.equal(facts(cs).Table, "Psionic combat");
   assert.equal(facts({ ...cs, table: "wave" }).Table, "Psionic wave on a non-psionic");
   assert.equal(facts({ ...cs, table: "mind-storm" }).Table, "mind storm");
+});
+
+test("cardAudience: a card for a roller on another client is that roller's, whispered as Foundry whispers the roller's own roll; the rollMode option only where the posting GM re-applying it changes nothing", () => {
+  const who = { requesterId: "pl0001", gmIds: ["gm0000", "gm0002"], hasRolls: true };
+  assert.equal(cardAudience("gmroll", { gmIds: ["gm0000"] }), null, "no requester: the posting client's own card");
+  assert.deepEqual(cardAudience("publicroll", who), { data: { whisper: [], blind: false, author: "pl0001" }, options: { rollMode: "publicroll" } });
+  assert.deepEqual(cardAudience("gmroll", who), { data: { whisper: ["gm0000", "gm0002"], blind: false, author: "pl0001" }, options: { rollMode: "gmroll" } });
+  assert.deepEqual(cardAudience("blindroll", who), { data: { whisper: ["gm0000", "gm0002"], blind: true, author: "pl0001" }, options: { rollMode: "blindroll" } });
+  // Re-applied by the GM's client, selfroll would whisper to the GM.
+  assert.deepEqual(cardAudience("selfroll", who), { data: { whisper: ["pl0001"], blind: false, author: "pl0001" }, options: {} });
+  // A blind card without dice stays the GM's: its author would read it in full.
+  assert.deepEqual(cardAudience("blindroll", { ...who, hasRolls: false }), { data: { whisper: ["gm0000", "gm0002"], blind: true }, options: { rollMode: "blindroll" } });
 });

@@ -99,9 +99,15 @@ for (const generation of [12, 13]) {
       assert.equal(app.render(true), app);
     }
     assert.deepEqual(opened, ["pairing", "house rules"]);
-    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessage", "renderChatMessageHTML", "updateCombat"]) {
+    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessageHTML", "updateCombat"]) {
       assert.equal(c.Hooks.events.get(name)?.length, 1, name);
     }
+    // v13 fires the deprecated renderChatMessage (with a warning, jQuery for every
+    // listener) as soon as anyone listens to it: only v12 gets a listener.
+    assert.equal(c.Hooks.events.has("renderChatMessage"), generation < 13);
+    // The relay answers from "init" (a query whose handler is missing is never answered).
+    if (generation >= 13) assert.equal(typeof c.CONFIG.queries["mindscape.attack"], "function", "queries registered at init");
+    assert.equal(c.listeners.get("module.mindscape")?.length, 1, "socket listener registered at init");
     for (const fn of c.Hooks.events.get("ready")) fn();
     const api = c.game.modules.get("mindscape").api;
     const calls = ["resolve", "odds", "openEncounter", "configureActor", "endRound", "rest", "refreshEncounter"];
@@ -197,6 +203,44 @@ test("v13: one click on a header control runs it once, though core runs its onCl
   app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
   app.options.actions[ATTACK_ACTION].call(app, { type: "click" }, {});
   assert.equal(svc.calls.filter(([what]) => what === "attack").length, 3);
+});
+
+test("v13: one click after the sheet was rendered again (an actor renamed: new header controls, the first render's action kept) runs each control once", () => {
+  const { world } = client(13);
+  const actor = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const svc = { ...fakeSvc(), game: world.game };
+  const app = { document: actor, options: { actions: {} } };
+  const table = hookTable(svc);
+  // DocumentSheetV2 renders the header again: the hook runs with a fresh controls list.
+  table.getHeaderControlsApplicationV2(app, []);
+  const controls = [];
+  table.getHeaderControlsApplicationV2(app, controls);
+  for (const control of controls) {
+    const click = { type: "click", button: 0 };
+    control.onClick(click);
+    app.options.actions[control.action].call(app, click, { dataset: { action: control.action } });
+  }
+  assert.deepEqual(svc.calls.map(([what]) => what), ["attack", "profile"]);
+});
+
+test("v13: the sheet's action acts on the sheet it is called for", () => {
+  const { world } = client(13);
+  const fenka = world.actor({ id: "fenka", name: "Fenka", ownership: { gm0000: 3 } });
+  const ulcen = world.actor({ id: "ulcen", name: "Ulcen", ownership: { gm0000: 3 } });
+  const svc = { ...fakeSvc(), game: world.game };
+  const actions = {};
+  hookTable(svc).getHeaderControlsApplicationV2({ document: fenka, options: { actions } }, []);
+  actions[PROFILE_ACTION].call({ document: ulcen, options: { actions } }, { type: "click" }, {});
+  assert.deepEqual(svc.calls, [["profile", "Actor.ulcen"]]);
+});
+
+test("hookTable: renderChatMessage on v12 only, both when the generation cannot be read", () => {
+  assert.ok("renderChatMessage" in hookTable({ game: { release: { generation: 12 } } }));
+  assert.ok(!("renderChatMessage" in hookTable({ game: { release: { generation: 13 } } })));
+  for (const game of [undefined, {}, { release: {} }]) {
+    const table = hookTable({ game });
+    assert.ok("renderChatMessage" in table && "renderChatMessageHTML" in table);
+  }
 });
 
 test("v13: one click on the GM's Rest header control rests once (power-pool), like attack and profile", () => {
@@ -298,12 +342,12 @@ for (const generation of [12, 13]) {
     };
     const table = hookTable(svc);
     const theirs = hud();
-    table.renderTokenHUD({ object: { document: other.getActiveTokens()[0], actor: other } }, theirs.html);
+    table.renderTokenHUD({ object: { document: other.getActiveTokens(false, true)[0], actor: other } }, theirs.html);
     assert.equal(theirs.root.querySelector(".col.right").children.length, 0);
     assert.equal(theirs.root.all().length, 2);
     // Ann's own token gets the attack button, which attacks with that token.
     const mine = hud();
-    const token = own.getActiveTokens()[0];
+    const token = own.getActiveTokens(false, true)[0];
     table.renderTokenHUD({ object: { document: token, actor: own } }, mine.html);
     const button = mine.root.querySelector(`[data-action="${ATTACK_ACTION}"]`);
     assert.ok(button);

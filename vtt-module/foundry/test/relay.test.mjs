@@ -260,3 +260,72 @@ test("v13: a GM's request sent straight to a GM's client that does not talk to t
   assert.equal(await t.p1.relay.toGM("whoAnswers", {}), "gm0000");
   assert.deepEqual(t.ran, ["gm0000"]);
 });
+
+// v13's User#query refuses to send (a player without QUERY_USER, an inactive recipient),
+// and its receiving client never answers a query it has no handler for (a GM reloading):
+// the player reads the module's own words, never Foundry's raw error, and never waits
+// forever.
+
+test("v13: a player whose QUERY_USER permission the GM took away sends requests over the module socket, not by query", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  t.p1.game.user.permissions.QUERY_USER = false;
+  const answer = await t.p1.relay.toGM("whoAmI", { x: 1 });
+  assert.deepEqual(answer, { sender: "pl0001", echo: { x: 1 } });
+  assert.equal(t.server.log.filter((l) => l.query).length, 0);
+  assert.ok(t.server.log.some((l) => l.message?.type === "request" && l.channel === "module.mindscape"));
+});
+
+test("v13: a query to a GM's client that has not registered its handlers yet (reloading) ends in RelayTimeoutError, not in a wait without end", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  delete t.gm.CONFIG.queries["mindscape.whoAmI"];
+  const started = Date.now();
+  const error = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(error.name, "RelayTimeoutError");
+  assert.equal(error.key, "MINDSCAPE.Error.RelayTimeout");
+  assert.equal(t.server.unanswered, 1);
+  assert.ok(Date.now() - started < 5000);
+});
+
+test("v13: a query Foundry rejects (a plain Error) reaches the player as the module's RelayTimeoutError; to a GM gone meanwhile as NoGMError", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  t.server.rejectQueries = "Something failed on the server";
+  const error = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(error.name, "RelayTimeoutError");
+  // The GM leaves after the player's client picked it: Foundry's "User [id] is not active".
+  t.server.rejectQueries = null;
+  const gm = t.p1.game.users.get("gm0000");
+  const query = gm.query;
+  gm.query = async (...args) => { Object.getPrototypeOf(gm).active = false; return query(...args); };
+  const gone = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(gone.name, "NoGMError");
+});
+
+test("v13: a question to a player whose client rejects it reaches the GM as RelayTimeoutError naming the player", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  t.server.rejectQueries = "boom";
+  const error = await t.gm.relay.toUser("pl0001", "pick", { options: ["x"] }).catch((e) => e);
+  assert.equal(error.name, "RelayTimeoutError");
+});
+
+test("v13: the handlers registered at init answer a request that arrives before ready with RelayNotReadyError, and run it after ready", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  t.gm.relay.register({ untilReady: true });
+  const early = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(early.name, "RelayNotReadyError");
+  assert.equal(early.key, "MINDSCAPE.Error.NotReady");
+  assert.deepEqual(t.seen, []);
+  t.gm.relay.accept();
+  assert.equal((await t.p1.relay.toGM("whoAmI", {})).sender, "pl0001");
+});
+
+test("the stand-in's User#query is Foundry v13's: refused before sending without QUERY_USER, to an inactive user, or for a query not registered here", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  const gm = t.p1.game.users.get("gm0000");
+  await assert.rejects(gm.query("mindscape.nothing", {}, {}), /is not registered/);
+  t.p1.game.user.permissions.QUERY_USER = false;
+  await assert.rejects(gm.query("mindscape.whoAmI", {}, {}), /do not have permission to query users/);
+  t.p1.game.user.permissions.QUERY_USER = true;
+  Object.getPrototypeOf(gm).active = false;
+  await assert.rejects(gm.query("mindscape.whoAmI", {}, {}), /is not active/);
+  assert.equal(t.server.log.filter((l) => l.query).length, 0);
+});

@@ -57,3 +57,82 @@ for (const sent of ["evilroll", "default", { toString: "gmroll" }, 42]) {
     assert.equal(t.clients.gm.ChatMessage.created[0].options.rollMode, "gmroll");
   });
 }
+
+// Who reads a card, as Foundry's chat log shows it to each user (`visible`,
+// `isContentVisible`): "content", "private" ("<author> rolled privately") or "hidden".
+// The roller of a player's attack is the player, whose client did not post the card.
+const SEEN = {
+  // Foundry's own rolls of that mode by its roller: a private roll's author reads it; a
+  // blind roll's author does not (unless a GM); a self roll only its roller reads.
+  player: {
+    publicroll: { pl0001: "content", gm0000: "content", pl0002: "content" },
+    gmroll: { pl0001: "content", gm0000: "content", pl0002: "private" },
+    blindroll: { pl0001: "private", gm0000: "content", pl0002: "private" },
+    selfroll: { pl0001: "content", gm0000: "private", pl0002: "private" },
+  },
+  gm: {
+    publicroll: { pl0001: "content", gm0000: "content", pl0002: "content" },
+    gmroll: { pl0001: "private", gm0000: "content", pl0002: "private" },
+    blindroll: { pl0001: "private", gm0000: "content", pl0002: "private" },
+    selfroll: { pl0001: "private", gm0000: "content", pl0002: "private" },
+  },
+};
+const seenByAll = (message) => Object.fromEntries(["pl0001", "gm0000", "pl0002"].map((id) => [id, message.seenBy(id)]));
+
+for (const { generation, passQuerySender, name } of VARIANTS.slice(0, 3)) {
+  for (const mode of ["publicroll", "gmroll", "blindroll", "selfroll"]) {
+    test(`${name}: a player's attack in ${mode} is the player's own card: the player is its author and reads it as Foundry shows that player's ${mode}, whatever the GM's own mode`, async () => {
+      const t = makeTable({ generation, passQuerySender, dialogs: { gm: { defenseDialog: { mode: null } } } });
+      // The GM's own chat mode must not leak into the player's card (v12's _preCreate
+      // applies the posting client's mode to a roll whispered to nobody).
+      await t.clients.gm.game.settings.set("core", "rollMode", mode === "selfroll" ? "gmroll" : "selfroll");
+      await t.clients.p1.game.settings.set("core", "rollMode", mode);
+      await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack });
+      const [card] = t.clients.gm.ChatMessage.created;
+      assert.equal(card.author, "pl0001");
+      assert.ok(card.data.rolls.length > 0);
+      assert.deepEqual(seenByAll(card), SEEN.player[mode]);
+      assert.deepEqual(t.clients.gm.ChatMessage.deprecations, [], "no deprecated `user` field");
+    });
+
+    test(`${name}: the GM's own attack in ${mode} stays the GM's card, read as Foundry shows the GM's ${mode}`, async () => {
+      const t = makeTable({ generation, passQuerySender, dialogs: { gm: { defenseDialog: { mode: null } } } });
+      await t.clients.p1.game.settings.set("core", "rollMode", "publicroll");
+      await t.clients.gm.game.settings.set("core", "rollMode", mode);
+      await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack });
+      const [card] = t.clients.gm.ChatMessage.created;
+      assert.equal(card.author, "gm0000");
+      assert.deepEqual(seenByAll(card), SEEN.gm[mode]);
+    });
+  }
+
+  test(`${name}: a player's blind attack whose card has no dice is not shown to the player (Foundry shows a whisper without rolls to its author in full)`, async () => {
+    const t = makeTable({ generation, passQuerySender, dialogs: { gm: { defenseDialog: { mode: null } } } });
+    await t.clients.gm.game.settings.set("mindscape", "rollMode", "blindroll");
+    // The companion answered without dice.
+    const resolveOf = t.clients.gm.svc.callDice.bind(t.clients.gm.svc);
+    t.clients.gm.svc.callDice = async (...args) => ({ ...(await resolveOf(...args)), rolls: [] });
+    await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack });
+    const [card] = t.clients.gm.ChatMessage.created;
+    assert.equal(card.data.rolls.length, 0);
+    assert.deepEqual(seenByAll(card), { pl0001: "hidden", gm0000: "content", pl0002: "hidden" });
+  });
+}
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: an assistant GM's end of round (a macro) in self roll is that GM's card, which only that GM sees`, async () => {
+    const t = makeTable({ generation, passQuerySender: generation >= 13 });
+    // Bo is an assistant GM here; the GM's client (paired) answers Bo's request.
+    Object.getPrototypeOf(t.clients.gm.game.users.get("pl0002")).isGM = true;
+    await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
+    await t.clients.gm.game.settings.set("core", "rollMode", "publicroll");
+    await t.clients.p2.game.settings.set("core", "rollMode", "selfroll");
+    const done = await t.clients.p2.svc.startEndRound({ tokenUuids: [t.tokens.goblinToken.uuid] });
+    assert.ok(done?.messageId, JSON.stringify(t.clients.p2.notes));
+    const [card] = t.clients.gm.ChatMessage.created;
+    assert.equal(card.author, "pl0002");
+    // A card without dice, whispered: only its author and those it is whispered to see it.
+    assert.equal(card.data.rolls.length, 0);
+    assert.deepEqual(seenByAll(card), { pl0001: "hidden", gm0000: "hidden", pl0002: "content" });
+  });
+}

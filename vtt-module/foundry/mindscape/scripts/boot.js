@@ -61,13 +61,17 @@ export const boot = {
       HouseRulesMenu: menuOpening(Base, () => svc.openHouseRules()),
     });
     registerUiHooks(globalThis.Hooks, svc);
+    // v13 answers a query only if its handler is registered when it arrives: from "init",
+    // so that a GM reloading does not leave the players' requests unanswered; what
+    // arrives before "ready" is told to try again (`Relay#accept`).
+    svc.relay.register({ untilReady: true });
     preloadTemplates(TEMPLATES);
   },
 
   ready() {
     const svc = this.svc;
     const game = globalThis.game;
-    svc.relay.register();
+    svc.relay.accept();
     let panel = null;
     const openEncounter = () => {
       if (!game.user.isGM) return null;

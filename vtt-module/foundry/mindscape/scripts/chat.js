@@ -302,19 +302,72 @@ export function rollAdditions(result, L = (_k, f) => f) {
 }
 
 /**
+ * The speaker of a card, as Foundry's `ChatMessage.getSpeaker` builds it from a token
+ * (`#getSpeakerFromToken`: its scene, its id, its actor's id, the alias or its name),
+ * else from an actor (no token, no scene), else the alias alone. Built here rather than by
+ * `getSpeaker`, which, given no token or actor (a round's end, a rest, an encounter
+ * card whose attacker left the scene), falls back to the posting GM's controlled token
+ * or assigned character, and, given a world actor, to one of its tokens on the scene the
+ * GM views: the card would speak as a creature that has nothing to do with it.
+ * @param {{token?:any, actor?:any, alias?:string|null}} who
+ * @returns {{scene:string|null, actor:string|null, token:string|null, alias:string}}
+ */
+export function cardSpeaker({ token = null, actor = null, alias = null } = {}) {
+  if (token) return { scene: token.parent?.id ?? null, token: token.id ?? null, actor: token.actor?.id ?? actor?.id ?? null, alias: alias || token.name || actor?.name || "" };
+  return { scene: null, actor: actor?.id ?? null, token: null, alias: alias || actor?.name || "" };
+}
+
+/**
+ * Who reads a card its roller asked for from another client (a player's attack, an
+ * assistant GM's end of round or rest), as message data: the requester is the message's
+ * `author`, and `whisper` and `blind` are set for that roller, as Foundry sets them for a
+ * roll the roller posts itself (`ChatMessage.applyRollMode`): self, the requester alone;
+ * private, the GMs (the author reads a private roll's content, `isContentVisible`);
+ * blind, the GMs, blind (the author of a blind roll sees only that it was rolled, as in
+ * Foundry); public, everyone. Null without a requester (the posting client's own card).
+ *
+ * `author` is the field in v12 and v13 alike (common/documents/chat-message.mjs: v12's
+ * schema 12.324 already names it `author`, and `user` is the deprecated alias both
+ * migrate), and a GM may create a message authored by any user (`#canCreate`).
+ *
+ * `options.rollMode` is passed only where the posting (GM's) client re-applying it in
+ * `ChatMessage#_preCreate` leaves this data as it is: never for self, which it would
+ * whisper to the GM (`[game.user.id]`). Public needs it in v12, whose `_preCreate`
+ * otherwise applies the posting client's own mode to a roll whispered to nobody.
+ *
+ * A blind card without dice keeps the posting GM as its author: Foundry shows a whisper
+ * without rolls in full to its author, so a requester-authored one would not be blind.
+ * @param {string} rollMode  the card's roll mode (`effectiveRollMode`)
+ * @param {{requesterId?:string|null, gmIds:string[], hasRolls:boolean}} who
+ * @returns {{data:{author?:string, whisper:string[], blind:boolean}, options:{rollMode?:string}}|null}
+ */
+export function cardAudience(rollMode, { requesterId = null, gmIds = [], hasRolls = true } = {}) {
+  if (!requesterId) return null;
+  const mode = CHAT_ROLL_MODES.includes(rollMode) ? rollMode : "publicroll";
+  const whisper = { publicroll: [], selfroll: [requesterId], gmroll: [...gmIds], blindroll: [...gmIds] }[mode];
+  const blind = mode === "blindroll";
+  const data = { whisper, blind };
+  if (!(blind && !hasRolls)) data.author = requesterId;
+  return { data, options: mode === "selfroll" ? {} : { rollMode: mode } };
+}
+
+/**
  * Render and post a chat card for one result. Dependencies are passed in so tests can
- * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create,
- * getSpeaker and applyRollMode). `card` is the message's `flags.mindscape` (an
+ * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create
+ * and applyRollMode); `speaker` is the card's (`cardSpeaker`). `card` is the message's `flags.mindscape` (an
  * exchange's card by default).
  *
  * Foundry applies `options.rollMode` in `ChatMessage#_preCreate` only to roll messages,
  * so a card without dice would ignore a blind or GM-only mode. The static
  * `ChatMessage.applyRollMode(chatData, rollMode)` (v12 and v13) sets `whisper` and
  * `blind` on the data itself, for every card; the option is still passed for rolls.
+ * Both read the posting client's user (`game.user.id` for self), so a card posted for a
+ * roller on another client (`requesterId`, with `gmIds`, the world's GMs) is addressed
+ * by `cardAudience` instead.
  * `localize` (a label function) names the terms the rules add to the dice (`rollAdditions`).
  * @returns {Promise<any>} the created message
  */
-export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card }) {
+export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card, requesterId = null, gmIds = [] }) {
   const content = await renderTemplate(template, context);
   const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose), rollAdditions(result, localize)).map((data) => Roll.fromData(data));
   const data = {
@@ -324,6 +377,8 @@ export async function postChatCard({ result, context, rollMode, speaker, renderT
     sound: rolls.length ? globalThis.CONFIG?.sounds?.dice : undefined,
     flags: { [MODULE_ID]: card ?? { card: "exchange", system: result.system, outcome: result.outcome } },
   };
+  const audience = cardAudience(rollMode, { requesterId, gmIds, hasRolls: rolls.length > 0 });
+  if (audience) return ChatMessage.create({ ...data, ...audience.data }, audience.options);
   if (typeof ChatMessage.applyRollMode === "function") ChatMessage.applyRollMode(data, rollMode);
   return ChatMessage.create(data, { rollMode });
 }

@@ -109,6 +109,11 @@ export class RelayTimeoutError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.RelayTimeout", data); }
 }
 
+/** The other client received the request while it was still loading (before Foundry's "ready"); nothing ran. */
+export class RelayNotReadyError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.NotReady", data); }
+}
+
 /** The GM's client refused a relayed request (not the owner, players may not attack, ...). */
 export class PermissionDeniedError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.Permission", data); }
@@ -140,7 +145,7 @@ export class UsageError extends MindscapeError {
 const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
   DaemonHttpError, BadDaemonUrlError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
-  NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError,
+  NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError, RelayNotReadyError,
   PermissionDeniedError, RefreshRefusedError, CancelledError, UsageError,
 };
 

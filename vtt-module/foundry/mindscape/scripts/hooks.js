@@ -1,7 +1,9 @@
 /**
  * Hook registrations: token HUD button, actor-sheet header controls (AppV1 and AppV2),
  * chat-card listeners (v12 and v13 names), the combat tracker's rounds. Each hook family
- * is registered for both versions; the one the running Foundry does not fire stays silent.
+ * is registered for both versions, the one the running Foundry does not fire staying
+ * silent; but for `renderChatMessage`, which v13 fires only when someone listens
+ * (`hookTable`).
  */
 import { MODULE_ID } from "./consts.js";
 import { elementOf } from "./foundry.js";
@@ -81,18 +83,28 @@ export function onGetActorSheetHeaderButtons(svc, sheet, buttons) {
   buttons.unshift(...ours);
 }
 
+/** The header actions each click event has already run (`oncePerClick`). */
+const clicked = new WeakMap();
+
 /**
  * One click, one call: v13 runs a header control's `onClick` from its button and then,
  * as the click bubbles to the window, the application's action of the same name; a core
- * without `onClick` runs the action only. Both get the same click event.
+ * without `onClick` runs the action only. Both get the same click event, so the guard
+ * is kept on the event, by action: whichever render's closures run for it (v13's
+ * DocumentSheetV2 builds the header controls again, with new `onClick`s, when the actor
+ * is renamed, while the sheet's action stays the first one), `action` runs once per click.
+ * @param {string} action
+ * @param {any} event
+ * @param {() => unknown} fn
  */
-function oncePerClick(fn) {
-  let last = null;
-  return (event) => {
-    if (event && event === last) return undefined;
-    last = event ?? null;
-    return fn();
-  };
+function oncePerClick(action, event, fn) {
+  if (event !== null && typeof event === "object") {
+    const done = clicked.get(event) ?? new Set();
+    clicked.set(event, done);
+    if (done.has(action)) return undefined;
+    done.add(action);
+  }
+  return fn();
 }
 
 /** AppV2 sheets (v13 core, dnd5e 5.x): header controls, added once per sheet. */
@@ -102,21 +114,29 @@ export function onGetHeaderControls(svc, app, controls) {
   const actor = app.document?.documentName === "Actor" ? app.document : null;
   if (!actor?.isOwner) return;
   if (controls.some((c) => c.action === ATTACK_ACTION)) return;
-  const attack = oncePerClick(() => svc.startAttack({ attackerUuid: sheetAttackerUuid(actor) }));
-  const profile = oncePerClick(() => svc.configureActor(actor.uuid));
-  const rest = restOffered(svc) ? oncePerClick(() => svc.startRest({ tokenUuids: [actor.uuid] })) : null;
+  const runs = {
+    [ATTACK_ACTION]: (a) => svc.startAttack({ attackerUuid: sheetAttackerUuid(a) }),
+    [PROFILE_ACTION]: (a) => svc.configureActor(a.uuid),
+  };
+  if (restOffered(svc)) runs[REST_ACTION] = (a) => svc.startRest({ tokenUuids: [a.uuid] });
+  const onClick = (action) => (event) => oncePerClick(action, event, () => runs[action](actor));
   controls.push(
-    { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: attack },
-    { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: profile },
+    { action: ATTACK_ACTION, icon: "fas fa-brain", label: "MINDSCAPE.Attack.Button", onClick: onClick(ATTACK_ACTION) },
+    { action: PROFILE_ACTION, icon: "fas fa-head-side-virus", label: "MINDSCAPE.Profile.Button", onClick: onClick(PROFILE_ACTION) },
   );
-  if (rest) controls.push({ action: REST_ACTION, icon: "fas fa-bed", label: "MINDSCAPE.Rest.Button", onClick: rest });
+  if (runs[REST_ACTION]) controls.push({ action: REST_ACTION, icon: "fas fa-bed", label: "MINDSCAPE.Rest.Button", onClick: onClick(REST_ACTION) });
   // A header control runs the application's action of the same name; register ours on
   // this sheet too, for cores that dispatch by action rather than by `onClick`
-  // (`oncePerClick` keeps a core that does both from running them twice).
+  // (`oncePerClick` keeps a core that does both from running them twice). The action
+  // acts on the sheet it is called for (`this`, as ApplicationV2 calls its actions), so
+  // the one registered at the first render serves every later one.
   if (app.options?.actions && typeof app.options.actions === "object") {
-    app.options.actions[ATTACK_ACTION] ??= attack;
-    app.options.actions[PROFILE_ACTION] ??= profile;
-    if (rest) app.options.actions[REST_ACTION] ??= rest;
+    for (const action of Object.keys(runs)) {
+      app.options.actions[action] ??= function sheetAction(event) {
+        const own = this?.document?.documentName === "Actor" ? this.document : actor;
+        return oncePerClick(action, event, () => runs[action](own));
+      };
+    }
   }
 }
 
@@ -128,8 +148,8 @@ export function onGetHeaderControls(svc, app, controls) {
 export function onRenderChatMessage(svc, message, html) {
   const root = elementOf(html);
   const card = root?.querySelector?.(".mindscape-card");
-  // v13 still fires the deprecated renderChatMessage beside renderChatMessageHTML:
-  // bind once, or the toggle would flip twice per click.
+  // Bind once: a message rendered again (an undo marks its card) may reuse its element,
+  // and a core firing both chat hooks would flip the toggle twice per click.
   if (!card || card.dataset.mindscapeBound) return;
   card.dataset.mindscapeBound = "1";
   if (message?.flags?.[MODULE_ID]?.undone) {
@@ -159,17 +179,27 @@ export function onUpdateCombat(svc, combat, changed, options) {
   return svc.endCombatRound(combat, round);
 }
 
-/** The hook names this module listens to, and their handlers. Exported for tests. */
+/**
+ * The hook names this module listens to, and their handlers. Exported for tests.
+ *
+ * `renderChatMessage` only before v13: v13's `ChatMessage#renderHTML` fires it whenever
+ * any module listens to it (`"renderChatMessage" in Hooks.events`), with a compatibility
+ * warning and every listener handed jQuery; v13 fires `renderChatMessageHTML`, which v12
+ * never fires. `game.release` is set when Foundry builds `game`, before "init"; a core
+ * whose generation cannot be read gets both.
+ */
 export function hookTable(svc) {
-  return {
+  const generation = Number(svc.game?.release?.generation);
+  const table = {
     renderTokenHUD: (hud, html) => onRenderTokenHUD(svc, hud, html),
     getActorSheetHeaderButtons: (sheet, buttons) => onGetActorSheetHeaderButtons(svc, sheet, buttons),
     getHeaderControlsActorSheetV2: (app, controls) => onGetHeaderControls(svc, app, controls),
     getHeaderControlsApplicationV2: (app, controls) => onGetHeaderControls(svc, app, controls),
-    renderChatMessage: (message, html) => onRenderChatMessage(svc, message, html),
     renderChatMessageHTML: (message, html) => onRenderChatMessage(svc, message, html),
     updateCombat: (combat, changed, options) => onUpdateCombat(svc, combat, changed, options),
   };
+  if (!(generation >= 13)) table.renderChatMessage = (message, html) => onRenderChatMessage(svc, message, html);
+  return table;
 }
 
 /** Register every UI hook. */

@@ -22,9 +22,17 @@
  * (errors.js) reach the asking client intact.
  */
 import { MODULE_ID, PAIRED_FLAG, RELAY_TIMEOUT_MS, SOCKET_NAME } from "./consts.js";
-import { MindscapeError, NoGMError, PermissionDeniedError, RelayTimeoutError, errorFromJSON } from "./errors.js";
+import { MindscapeError, NoGMError, PermissionDeniedError, RelayNotReadyError, RelayTimeoutError, errorFromJSON } from "./errors.js";
 
 const SENDER_UNKNOWN = "sender-unknown";
+
+/**
+ * How much longer than the timeout it gave Foundry a query is waited for: Foundry's
+ * receiving client never answers a query it has no handler for (it throws "Received
+ * invalid User query" without acknowledging, client/documents/collections/users.mjs),
+ * so the asking client stops waiting by itself.
+ */
+const QUERY_GRACE_MS = 2000;
 
 /**
  * @typedef {object} Handler
@@ -48,6 +56,8 @@ export class Relay {
     this.pending = new Map();
     this.useSocketForGM = false;
     this.useSocketForUsers = false;
+    /** False from `register({untilReady: true})` until `accept()`: requests are answered "not ready". */
+    this.accepting = true;
     /** The sender and data of the last query of this module the server delivered (v13). */
     this.lastQuery = null;
   }
@@ -84,8 +94,28 @@ export class Relay {
     return Boolean(this.game.user?.isGM && gm && gm.id === this.game.user.id);
   }
 
-  /** Register query handlers (v13) and the socket listener (both). Call once, at "ready". */
-  register() {
+  /**
+   * Whether this client may send queries: Foundry's `User#query` throws before sending
+   * when the sender lacks the QUERY_USER permission (a player's by default, which the GM
+   * may take away in the permission settings; client/documents/user.mjs), and the module
+   * socket is used instead.
+   */
+  get mayQuery() {
+    const user = this.game.user;
+    return typeof user?.hasPermission !== "function" || Boolean(user.hasPermission("QUERY_USER"));
+  }
+
+  /**
+   * Register query handlers (v13) and the socket listener (both). Call once, at "init":
+   * a query that arrives before its handler is registered is never answered (Foundry's
+   * receiving client throws without acknowledging), so a GM reloading would leave the
+   * players' requests hanging. With `untilReady`, requests that arrive before `accept()`
+   * (Foundry's "ready": the users and settings are read then) are answered
+   * `RelayNotReadyError`, not run.
+   * @param {{untilReady?:boolean}} [options]
+   */
+  register({ untilReady = false } = {}) {
+    this.accepting = !untilReady;
     if (this.CONFIG?.queries) {
       for (const name of Object.keys(this.handlers)) {
         this.CONFIG.queries[`${MODULE_ID}.${name}`] = (data, options) => this.#onQuery(name, data, options);
@@ -93,6 +123,11 @@ export class Relay {
       this.game.socket?.on("userQuery", (userId, _queryId, queryName, queryData) => this.#noteQuerySender(userId, queryName, queryData));
     }
     this.game.socket?.on(SOCKET_NAME, (message, senderId) => this.#onSocket(message, senderId));
+  }
+
+  /** Start running the requests that arrive (Foundry's "ready"). */
+  accept() {
+    this.accepting = true;
   }
 
   /**
@@ -103,8 +138,9 @@ export class Relay {
     if (this.isActiveGM) return this.#runLocal(name, payload);
     const gm = this.activeGM;
     if (!gm) throw new NoGMError({ request: name });
-    if (this.hasQueries && !this.useSocketForGM && typeof gm.query === "function") {
-      const envelope = await gm.query(`${MODULE_ID}.${name}`, { payload }, { timeout: this.timeoutMs });
+    if (this.hasQueries && !this.useSocketForGM && typeof gm.query === "function" && this.mayQuery) {
+      const envelope = await this.#query(gm, name, payload, this.timeoutMs, () => new NoGMError({ request: name }));
+      if (envelope === USE_SOCKET) return this.#socketRequest(name, payload, "gm");
       if (envelope?.relay === SENDER_UNKNOWN) {
         this.useSocketForGM = true;
         return this.#socketRequest(name, payload, "gm");
@@ -122,13 +158,43 @@ export class Relay {
     if (userId === this.game.user?.id) return this.#runLocal(name, payload);
     const user = this.game.users?.get(userId);
     if (!user?.active) throw new RelayTimeoutError({ user: user?.name ?? userId });
-    if (this.hasQueries && !this.useSocketForUsers && typeof user.query === "function") {
-      const envelope = await user.query(`${MODULE_ID}.${name}`, { payload }, { timeout: timeoutMs });
-      if (envelope?.relay !== SENDER_UNKNOWN) return unwrap(envelope);
-      // The player's client cannot tell who asked; the socket names the sender.
-      this.useSocketForUsers = true;
+    if (this.hasQueries && !this.useSocketForUsers && typeof user.query === "function" && this.mayQuery) {
+      const envelope = await this.#query(user, name, payload, timeoutMs, () => new RelayTimeoutError({ user: user.name ?? userId }));
+      if (envelope !== USE_SOCKET) {
+        if (envelope?.relay !== SENDER_UNKNOWN) return unwrap(envelope);
+        // The player's client cannot tell who asked; the socket names the sender.
+        this.useSocketForUsers = true;
+      }
     }
     return this.#socketRequest(name, payload, userId, timeoutMs);
+  }
+
+  /**
+   * `user.query` for the module's request `name`, waited for at most `timeoutMs` and a
+   * grace. Foundry's failures are plain Errors whose text the user cannot act on; each
+   * becomes the module's own error, whose message says what to do: the recipient gone
+   * (`User [id] is not active`) `gone()`, no answer in time (or a receiving client that
+   * never answered) RelayTimeoutError, a query Foundry refused before sending because
+   * this user lost QUERY_USER meanwhile `USE_SOCKET` (the caller sends it over the
+   * socket). What Foundry said goes to the console.
+   * @returns {Promise<any>} the envelope answered, or USE_SOCKET
+   */
+  async #query(user, name, payload, timeoutMs, gone) {
+    let timer;
+    const late = new Promise((_resolve, reject) => {
+      timer = setTimeout(() => reject(new RelayTimeoutError({ request: name })), timeoutMs + QUERY_GRACE_MS);
+    });
+    try {
+      return await Promise.race([user.query(`${MODULE_ID}.${name}`, { payload }, { timeout: timeoutMs }), late]);
+    } catch (error) {
+      if (error instanceof MindscapeError) throw error;
+      console.warn(`${MODULE_ID} | the query ${name} to ${user.name ?? user.id} failed`, error);
+      if (!this.mayQuery) return USE_SOCKET;
+      if (!user.active) throw gone();
+      throw new RelayTimeoutError({ request: name });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async #runLocal(name, payload) {
@@ -142,6 +208,7 @@ export class Relay {
     const handler = this.handlers[name];
     try {
       if (!handler) throw new MindscapeError("MINDSCAPE.Error.UnknownRequest", { request: name });
+      if (!this.accepting) throw new RelayNotReadyError({ request: name });
       if (handler.runsOn === "gm" && !this.isActiveGM) throw new PermissionDeniedError({ who: name });
       // A question meant for a player is only accepted from a known GM.
       if (handler.runsOn === "player" && !sender?.isGM) throw new PermissionDeniedError({ who: name });
@@ -162,6 +229,8 @@ export class Relay {
   }
 
   async #onQuery(name, data, options) {
+    // Before "ready" the users may not be read yet: nothing to tell the sender by.
+    if (!this.accepting) return { ok: false, error: new RelayNotReadyError({ request: name }).toJSON() };
     const handler = this.handlers[name];
     // Only the core or the server may tell us who asked: the handler's options (a core
     // that names the sender), else the `userQuery` event that carried this query. Its
@@ -214,6 +283,9 @@ export class Relay {
     }
   }
 }
+
+/** `#query`'s answer when the query could not be sent and the socket should carry it. */
+const USE_SOCKET = Symbol("use the socket");
 
 function isPaired(user) {
   return Boolean(user.getFlag?.(MODULE_ID, PAIRED_FLAG));

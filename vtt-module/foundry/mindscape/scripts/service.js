@@ -14,7 +14,7 @@ import {
   dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
-import { chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
+import { cardSpeaker, chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { sightBlocked } from "./foundry.js";
@@ -26,6 +26,24 @@ import {
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
 import { codeHtml, idLabel, plainText } from "./labels.js";
+
+/**
+ * The id of the user who asked this client for something from another client (the roller
+ * whose card this client posts), or null for this client's own request.
+ */
+function requesterOf(sender, game) {
+  return sender?.id && sender.id !== game.user?.id ? sender.id : null;
+}
+
+/** The ids of the scenes the tokens of `docs` (`{token, actor}`) are on, each once. */
+function sceneIdsOf(docs) {
+  return [...new Set(docs.map((d) => d?.token?.parent?.id).filter(Boolean))];
+}
+
+/** The ids of the scenes token uuids (`Scene.<id>.Token.<id>`, a synthetic actor's too) name, each once. */
+export function sceneIdsOfUuids(uuids) {
+  return [...new Set(uuids.map((uuid) => /^Scene\.([^.]+)\.Token\./.exec(typeof uuid === "string" ? uuid : "")?.[1]).filter(Boolean))];
+}
 
 /** The uuid of the actor a token or actor document pair writes to (`participantOf`). */
 function actorUuidOf(docs) {
@@ -144,15 +162,46 @@ export class Mindscape {
   // ---------------------------------------------------------------- documents
 
   /**
+   * The world's scenes in the order a creature is looked for on them: the scenes `near`
+   * (ids: those of the request's or the round's own tokens) first, then the active scene,
+   * then every other. Never the scene this GM's client happens to show: Foundry's
+   * `Actor#getActiveTokens` reads only that one, and none without a canvas
+   * (client/documents/actor.mjs), so a GM looking at another scene, or playing without
+   * the canvas, would lose the creatures of the scene being played.
+   * @param {(string|null|undefined)[]} [near]
+   */
+  scenesFrom(near = []) {
+    const scenes = this.game.scenes;
+    if (!scenes) return [];
+    const all = scenes.contents ?? [...scenes];
+    const out = [];
+    for (const id of [...near, scenes.active?.id, ...all.map((scene) => scene.id)]) {
+      const scene = id ? scenes.get(id) : null;
+      if (scene && !out.includes(scene)) out.push(scene);
+    }
+    return out;
+  }
+
+  /** A world actor's token documents on the first scene (`scenesFrom(near)`) that holds any, linked or not. */
+  tokensOfActor(actor, near = []) {
+    for (const scene of this.scenesFrom(near)) {
+      const tokens = (scene.tokens?.contents ?? [...(scene.tokens ?? [])]).filter((t) => t.actorId === actor.id);
+      if (tokens.length) return tokens;
+    }
+    return [];
+  }
+
+  /**
    * The token document and actor behind a uuid of a token or an actor. A world actor
-   * fights through its token on the scene (a linked one first); with `worldActor`, a
-   * world actor stays itself (the profile editor edits every copy), and only a linked
-   * token, which shares that actor, is named.
+   * fights through its token (a linked one first) on the first scene that has one
+   * (`tokensOfActor`: the scenes `near` first); with `worldActor`, a world actor stays
+   * itself (the profile editor edits every copy), and only a linked token, which shares
+   * that actor, is named.
    * @param {string} uuid
-   * @param {{worldActor?:boolean}} [options]
+   * @param {{worldActor?:boolean, near?:(string|null)[]}} [options]
    * @returns {Promise<{token:any, actor:any}>}
    */
-  async docs(uuid, { worldActor = false } = {}) {
+  async docs(uuid, { worldActor = false, near = [] } = {}) {
     if (typeof uuid !== "string" || !uuid) throw new UsageError("MINDSCAPE.Error.NoDocument", { uuid: String(uuid ?? "") });
     // Foundry's fromUuid throws on some malformed uuids rather than answering null.
     const doc = await Promise.resolve().then(() => this.env.fromUuid(uuid)).catch(() => null);
@@ -160,9 +209,8 @@ export class Mindscape {
     if (doc.documentName === "Token") return { token: doc, actor: doc.actor };
     if (doc.documentName === "Actor") {
       if (doc.isToken) return { token: doc.token, actor: doc };
-      // Foundry's getActiveTokens(false, true): every token of the actor on the scene,
-      // unlinked ones (each with its own synthetic actor) included.
-      const tokens = doc.getActiveTokens?.(false, true) ?? [];
+      // Unlinked tokens (each with its own synthetic actor) included.
+      const tokens = this.tokensOfActor(doc, near);
       const linked = tokens.find((t) => t.actorLink) ?? null;
       if (worldActor) return { token: linked, actor: doc };
       const token = linked ?? tokens[0] ?? null;
@@ -183,6 +231,11 @@ export class Mindscape {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
       .filter((u) => u.active && !u.isGM && actor?.testUserPermission?.(u, "OWNER"));
     return players.find((u) => u.character?.id === actor.id) ?? players[0] ?? null;
+  }
+
+  /** The ids of the world's GMs, as Foundry whispers a private or blind roll to them. */
+  gmIds() {
+    return (this.game.users?.contents ?? [...(this.game.users ?? [])]).filter((u) => u.isGM).map((u) => u.id);
   }
 
   // ---------------------------------------------------------------- relay handlers
@@ -211,7 +264,8 @@ export class Mindscape {
 
   /** GM: what the attack dialog needs (modes the attacker knows, its options, the targets). */
   async prepare({ attackerUuid, targetUuids }, sender) {
-    const { actor, token } = await this.docs(attackerUuid);
+    const near = sceneIdsOfUuids([attackerUuid, ...(targetUuids ?? [])]);
+    const { actor, token } = await this.docs(attackerUuid, { near });
     if (!this.mayAttackWith(sender, actor)) throw new PermissionDeniedError({ who: actor.name });
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
@@ -224,7 +278,7 @@ export class Mindscape {
     const modes = modesFromDescription(system, description);
     const targets = [];
     for (const uuid of targetUuids) {
-      const d = await this.docs(uuid);
+      const d = await this.docs(uuid, { near });
       targets.push({ uuid, name: d.token?.name ?? d.actor.name });
     }
     const attacks = knownModes(modes.attacks, imported ? knownModeIds(system, combatant, "attacks") : null);
@@ -248,13 +302,14 @@ export class Mindscape {
    * speaks of a mind struck reaches only those who may see that mind (`oddsRefusal`).
    */
   async odds({ attackerUuid, targetUuid, targetUuids = [], attack, assumeDefense }, sender) {
-    const a = await this.docs(attackerUuid);
+    const near = sceneIdsOfUuids([attackerUuid, targetUuid, ...(targetUuids ?? [])]);
+    const a = await this.docs(attackerUuid, { near });
     if (!this.mayAttackWith(sender, a.actor)) throw new PermissionDeniedError({ who: a.actor.name });
     if (!targetUuid && !targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
     const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);
-    const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid)));
+    const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid, { near })));
     // power-pool: the odds against a puppet are the odds against its controller.
     const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
     const params = await this.oddsRequest(a, targets, attackObj, assumeDefense ? { mode: assumeDefense } : null, controllers);
@@ -369,15 +424,17 @@ export class Mindscape {
    * is "default"; the GM's own attack uses the GM's mode at the time the card is posted.
    */
   async attack({ attackerUuid, targetUuids, attack, physical, rollMode }, sender) {
-    const first = await this.docs(attackerUuid);
+    const near = sceneIdsOfUuids([attackerUuid, ...(targetUuids ?? [])]);
+    const first = await this.docs(attackerUuid, { near });
     if (!this.mayAttackWith(sender, first.actor)) throw new PermissionDeniedError({ who: first.actor.name });
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
-    const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid)));
+    const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid, { near })));
     const attackerName = first.token?.name ?? first.actor.name;
-    const requesterRollMode = sender?.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
-    const common = { attacker: first, attack: attackObj, physical, requesterRollMode };
+    const requesterId = requesterOf(sender, this.game);
+    const requesterRollMode = requesterId ? rollMode ?? null : null;
+    const common = { attacker: first, attack: attackObj, physical, requesterRollMode, requesterId };
     if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
     await this.checkTheAttacker(first, [defenders[0]], attackObj);
     // Ask every defender at once: they choose in parallel, secretly.
@@ -763,16 +820,22 @@ export class Mindscape {
   /**
    * The token and actor of a combatant id the companion gave (`roundCombatantId`: the
    * actor's id, `<actor id>-<token id>` for an unlinked token), or null when it is not
-   * in this world or on the scene.
+   * in this world. The token is found by its id on the world's scenes, those `near`
+   * (the exchange's or round's own) first (`scenesFrom`), whichever scene the GM views.
+   * @param {string} cid
+   * @param {(string|null)[]} [near]  scene ids
    */
-  async docsOfCombatant(cid) {
+  async docsOfCombatant(cid, near = []) {
     const [actorId, tokenId] = String(cid).split("-");
     const actor = await this.env.fromUuid(`Actor.${actorId}`).catch(() => null);
     if (!actor) return null;
     // A world actor is itself (with its linked token, if any), never one of its copies.
-    if (!tokenId) return this.docs(actor.uuid, { worldActor: true });
-    const token = (actor.getActiveTokens?.(false, true) ?? []).find((t) => t.id === tokenId && !t.actorLink);
-    return token ? { token, actor: token.actor } : null;
+    if (!tokenId) return this.docs(actor.uuid, { worldActor: true, near });
+    for (const scene of this.scenesFrom(near)) {
+      const token = scene.tokens?.get?.(tokenId);
+      if (token && token.actorId === actorId && !token.actorLink) return { token, actor: token.actor };
+    }
+    return null;
   }
 
   /**
@@ -807,6 +870,7 @@ export class Mindscape {
    * and the GM is told its sheet will not follow.
    */
   async controlAround(attacker, targets) {
+    const near = sceneIdsOf([attacker, ...targets]);
     const byId = new Map();
     // What each participant controls (combatant ids), by its documents.
     const links = new Map();
@@ -829,7 +893,7 @@ export class Mindscape {
       if (!cid || ownPuppet[i]) { struck.push(targets[i]); struckIds.push(c?.id ?? null); continue; }
       let docs = byId.get(cid);
       if (!docs) {
-        docs = await this.docsOfCombatant(cid);
+        docs = await this.docsOfCombatant(cid, near);
         if (!docs) throw new UsageError("MINDSCAPE.Error.ControllerMissing", { name: targets[i].token?.name ?? targets[i].actor.name, id: cid });
         byId.set(cid, docs);
         await read(docs);
@@ -846,7 +910,7 @@ export class Mindscape {
       for (const pid of new Set(participants.flatMap((d) => links.get(d) ?? []))) {
         const own = byId.get(pid);
         if (own && participants.includes(own)) continue;
-        if (!found.has(pid)) found.set(pid, own ?? await this.docsOfCombatant(pid));
+        if (!found.has(pid)) found.set(pid, own ?? await this.docsOfCombatant(pid, near));
         const docs = found.get(pid);
         if (docs) puppets.push(docs); else missing.push(pid);
       }
@@ -1049,8 +1113,9 @@ export class Mindscape {
 
   /** The token and actor of `docs` as they are now (an update may have replaced the synthetic actor). */
   async current(docs) {
-    const uuid = docs.token?.uuid ?? docs.actor?.uuid;
-    return uuid ? this.docs(uuid) : docs;
+    if (docs.token?.uuid) return this.docs(docs.token.uuid);
+    // A world actor that fought as itself (no token found) stays itself.
+    return docs.actor?.uuid ? { token: null, actor: (await this.docs(docs.actor.uuid, { worldActor: true })).actor } : docs;
   }
 
   /**
@@ -1058,7 +1123,7 @@ export class Mindscape {
    * `resolveExchange`. `dice` start the physical dice (those typed for a call refused
    * before), and every die typed is added to `typed` (`callDice`).
    */
-  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode, group = null, dice, typed = null }) {
+  async resolveNow({ attacker, defender, attack, defenseChoice, physical, requesterRollMode, requesterId = null, group = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const defense = defenseFromChoice(system, defenseChoice);
@@ -1097,7 +1162,7 @@ export class Mindscape {
     const defenderName = [defender, ...(group?.defenders ?? [])].map(nameOf).join(", ");
     this.sheetWarnings(result.warnings, whoAt);
     const names = new Map(everyone.map((d) => [roundCombatantId(d.token, d.actor), nameOf(d)]));
-    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, names, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode });
+    const message = await this.postCard(result, { attackerName, defenderName, attack, defense, names, physical: usePhysical, speakerActor: attacker.actor, speakerToken: attacker.token, requesterRollMode, requesterId });
     const allies = (group?.allies ?? []).map((d) => d.actor);
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, allies, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
@@ -1138,15 +1203,17 @@ export class Mindscape {
 
   /**
    * Post the chat card of one result in the world's roll mode; for "default", in the
-   * requesting player's chat mode (`info.requesterRollMode`) or else this client's.
+   * requesting player's chat mode (`info.requesterRollMode`) or else this client's. A
+   * card a player asked for (`info.requesterId`) is that player's message, addressed for
+   * that player (chat.js `cardAudience`), not for this GM.
    */
   async postCard(result, info) {
     const names = await this.withQuotedNames(result.summary, info.names);
     const context = chatCardContext(result, { ...info, names, localize: this.t.label });
     const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
-    const speaker = this.env.ChatMessage.getSpeaker?.({ actor: info.speakerActor, token: info.speakerToken }) ?? { alias: info.attackerName };
+    const speaker = cardSpeaker({ token: info.speakerToken, actor: info.speakerActor, alias: info.speakerToken || info.speakerActor ? null : info.attackerName });
     return postChatCard({
-      result, context, rollMode, speaker, card: info.card,
+      result, context, rollMode, speaker, card: info.card, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),
       renderTemplate: (_name, ctx) => this.env.render("chat-card", ctx),
       template: "chat-card",
       Roll: this.env.Roll,
@@ -1209,14 +1276,16 @@ export class Mindscape {
   async endRoundFor({ tokenUuids, choices, physical, rollMode }, sender) {
     if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
     const system = this.system;
-    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid)));
+    const near = sceneIdsOfUuids([].concat(tokenUuids ?? []));
+    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid, { near })));
     const psionic = roundParticipants(docs, system);
     if (!psionic.length) throw new UsageError("MINDSCAPE.Error.NoRoundCombatants", { system: this.t.label(`MINDSCAPE.System.${system}`, system) });
     const { outside: participants, inEncounter } = splitByEncounter(psionic, this.encounterMeta());
     const leftOut = inEncounter.map((p) => p.token?.name ?? p.actor.name);
     if (!participants.length) throw new UsageError("MINDSCAPE.Error.RoundCombatantsInEncounter", { names: leftOut.join(", ") });
-    const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
-    const done = await this.endRound({ participants, choices, physical, requesterRollMode });
+    const requesterId = requesterOf(sender, this.game);
+    const requesterRollMode = requesterId ? rollMode ?? null : null;
+    const done = await this.endRound({ participants, choices, physical, requesterRollMode, requesterId });
     if (!done) throw new UsageError("MINDSCAPE.Error.TokensGone");
     return { ...done, leftOut };
   }
@@ -1469,7 +1538,7 @@ export class Mindscape {
     const names = new Map(participants.map((p) => [roundCombatantId(p.token, p.actor), p.token?.name ?? p.actor.name]));
     for (const id of new Set(ids)) {
       if (names.has(id)) continue;
-      const docs = await this.docsOfCombatant(id).catch(() => null);
+      const docs = await this.docsOfCombatant(id, sceneIdsOf(participants)).catch(() => null);
       names.set(id, docs ? docs.token?.name ?? docs.actor.name : id);
     }
     return names;
@@ -1574,7 +1643,7 @@ export class Mindscape {
     for (const id of ids) {
       if (seen.has(id)) continue;
       seen.add(id);
-      const docs = await this.docsOfCombatant(id).catch(() => null);
+      const docs = await this.docsOfCombatant(id, sceneIdsOf(participants)).catch(() => null);
       if (!docs) { missing.push(id); continue; }
       const key = participantOf(docs.token, docs.actor).actorUuid;
       if (taken.has(key)) continue;
@@ -1644,7 +1713,7 @@ export class Mindscape {
   async reread(p) {
     const uuid = p.token ? p.token.uuid : p.actor.uuid;
     if (!(await this.env.fromUuid(uuid))) return null;
-    return p.token ? this.docs(uuid) : this.docs(uuid, { worldActor: true });
+    return p.token ? this.docs(uuid) : { token: null, actor: (await this.docs(uuid, { worldActor: true })).actor };
   }
 
   /** The participants read again (`reread`), without those deleted meanwhile, in their order. */
@@ -1716,10 +1785,10 @@ export class Mindscape {
    * `dice` start the physical dice (those typed for a call refused before), and every die
    * typed is added to `typed` (`callDice`).
    * @param {{participants:{token:any, actor:any}[], puppets?:{token:any, actor:any}[],
-   *          choices?:object, physical?:boolean, requesterRollMode?:string|null,
+   *          choices?:object, physical?:boolean, requesterRollMode?:string|null, requesterId?:string|null,
    *          round?:number|null, combat?:any, dice?:object, typed?:object}} request
    */
-  async endRoundNow({ participants, puppets: named = [], choices, physical, requesterRollMode = null, round = null, combat = null, dice, typed = null }) {
+  async endRoundNow({ participants, puppets: named = [], choices, physical, requesterRollMode = null, requesterId = null, round = null, combat = null, dice, typed = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const { puppets: going } = await this.withHeldByAction(participants, named);
@@ -1741,7 +1810,7 @@ export class Mindscape {
     this.sheetWarnings(result.warnings, Mindscape.combatantPaths(participants, puppets));
     let message = null;
     if (result.events?.length) {
-      message = await this.postRoundCard(result, { names: this.namesOf(result, participants, puppets), round, physical: usePhysical, requesterRollMode });
+      message = await this.postRoundCard(result, { names: this.namesOf(result, participants, puppets), round, physical: usePhysical, requesterRollMode, requesterId });
     }
     const payload = {
       system, result, round, combat, actors: participants.map((p) => p.actor), puppets: puppets.map((p) => p.actor),
@@ -1761,8 +1830,8 @@ export class Mindscape {
     const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
     const alias = info.title ?? this.t.localize("MINDSCAPE.RoundEnd.Title");
     return postChatCard({
-      result, context, rollMode,
-      speaker: this.env.ChatMessage.getSpeaker?.({ alias }) ?? { alias },
+      result, context, rollMode, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),
+      speaker: cardSpeaker({ alias }),
       renderTemplate: (_name, ctx) => this.env.render("round-card", ctx),
       template: "round-card",
       Roll: this.env.Roll,
@@ -1790,7 +1859,8 @@ export class Mindscape {
     const systemLabel = this.t.label(`MINDSCAPE.System.${system}`, system);
     const spec = restSpec(await this.describe(system));
     if (!spec) throw new UsageError("MINDSCAPE.Error.NoRest", { system: systemLabel });
-    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid, { worldActor: true })));
+    const near = sceneIdsOfUuids([].concat(tokenUuids ?? []));
+    const docs = await Promise.all([].concat(tokenUuids ?? []).map((uuid) => this.docs(uuid, { worldActor: true, near })));
     const psionic = roundParticipants(docs, system);
     if (!psionic.length) throw new UsageError("MINDSCAPE.Error.NoRestCombatants", { system: systemLabel });
     const { outside: participants, inEncounter } = splitByEncounter(psionic, this.encounterMeta());
@@ -1821,8 +1891,9 @@ export class Mindscape {
     } else if (hours !== undefined && hours !== null) {
       throw new UsageError("MINDSCAPE.Error.RestNoHours", { system: systemLabel });
     }
-    const requesterRollMode = sender.id && sender.id !== this.game.user?.id ? rollMode ?? null : null;
-    const done = await this.rest({ participants, hours: chosen, physical, requesterRollMode });
+    const requesterId = requesterOf(sender, this.game);
+    const requesterRollMode = requesterId ? rollMode ?? null : null;
+    const done = await this.rest({ participants, hours: chosen, physical, requesterRollMode, requesterId });
     if (!done) throw new UsageError("MINDSCAPE.Error.TokensGone");
     return { ...done, leftOut };
   }
@@ -1855,9 +1926,9 @@ export class Mindscape {
    * checked or closed), with its dice; a countdown of conditions alone is written back
    * without one. Fires `mindscape.rested` after every call that succeeded.
    * @param {{participants:{token:any, actor:any}[], hours:number|null, physical?:boolean,
-   *          requesterRollMode?:string|null}} request
+   *          requesterRollMode?:string|null, requesterId?:string|null}} request
    */
-  async restNow({ participants, hours, physical, requesterRollMode = null }) {
+  async restNow({ participants, hours, physical, requesterRollMode = null, requesterId = null }) {
     const system = this.system;
     const adapter = await this.adapterId();
     const { puppets: going, missing } = await this.withHeldByAction(participants);
@@ -1883,6 +1954,7 @@ export class Mindscape {
         cardClass: "mindscape-rest-card",
         card: { card: "rest", system: result.system, hours: hours ?? null },
         requesterRollMode,
+        requesterId,
       });
     }
     this.env.Hooks.callAll("mindscape.rested", { system, result, actors: participants.map((p) => p.actor), puppets: puppets.map((p) => p.actor), updates: plan, message });

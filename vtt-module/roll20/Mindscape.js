@@ -397,24 +397,62 @@ var Mindscape = Mindscape || (() => {
     return player ? String(player.get('_displayname') || '') : '';
   };
 
-  const whisperTo = (name, html) => {
-    const target = name === 'gm' ? 'gm' : `"${String(name).replace(/"/g, '')}"`;
-    sendChat(scriptName, `/w ${target} ${html}`, null, { noarchive: true });
-  };
-
-  const whisperGM = (html) => whisperTo('gm', html);
-
-  // GMs get the answer through /w gm already; whisper players by display name.
-  const whisperPlayer = (playerid, html) => {
-    if (!playerid || playerid === 'API' || playerIsGM(playerid)) return whisperGM(html);
-    const name = playerName(playerid);
-    return name ? whisperTo(name, html) : whisperGM(html);
-  };
-
   const box = (title, body) => `<div style="border:1px solid #6a4c93;border-radius:4px;padding:4px;background:#f4effa;">`
     + `<b>Mindscape: ${title}</b><br>${body}</div>`;
 
-  const tell = (playerid, title, body) => whisperPlayer(playerid, box(title, body));
+  // Roll20 keeps a message in the chat archive, which is all a page reloaded (or a
+  // player joining late) shows, unless it is sent with noarchive. So whatever someone
+  // needs after a reload is kept: a prompt with buttons (the only copy of a secret
+  // choice), a result card, a refusal or an explanation. Only `transient` whispers are
+  // not: the request markers, which a replayed history must never show the bridge again,
+  // and lines worth nothing a moment later (a request announced, a command echoed back).
+  const whisperTo = (name, html, { transient = false } = {}) => {
+    const options = { noarchive: transient };
+    if (name === 'gm') return sendChat(scriptName, `/w gm ${html}`, null, options);
+    const display = String(name);
+    // /w "Name" cannot escape a double quote, so such a name matches no player and the
+    // whisper would vanish without a trace: the GM gets it instead, and why.
+    if (display.includes('"')) {
+      return whisperTo('gm', `<div>Mindscape could not whisper this to <b>${chatSafe(display)}</b>: Roll20 cannot whisper a player `
+        + 'whose display name holds a double quote (&quot;). Ask them to rename themselves without one, and pass this on meanwhile.</div>'
+        + html, { transient });
+    }
+    return sendChat(scriptName, `/w "${display}" ${html}`, null, options);
+  };
+
+  const whisperGM = (html, options) => whisperTo('gm', html, options);
+
+  // GMs get the answer through /w gm already; whisper players by display name.
+  const whisperPlayer = (playerid, html, options) => {
+    if (!playerid || playerid === 'API' || playerIsGM(playerid)) return whisperGM(html, options);
+    const name = playerName(playerid);
+    return name ? whisperTo(name, html, options) : whisperGM(html, options);
+  };
+
+  const tell = (playerid, title, body, options) => whisperPlayer(playerid, box(title, body), options);
+
+  // A whisper that only echoes what its reader just did, or announces what comes next:
+  // worth nothing after a reload, so not kept in the chat archive (whisperTo).
+  const TRANSIENT = { transient: true };
+
+  // An error thrown out of a callback that Roll20 or a timer runs takes the whole Mod
+  // sandbox down: every script of the game stops until the API is restarted. So each such
+  // callback (a timeout, an event handler) runs through here: the error goes to the API
+  // console and the GM is told, and the sandbox goes on.
+  const guarded = (when, callback) => (...args) => {
+    try {
+      return callback(...args);
+    } catch (err) {
+      log(`${scriptName}: internal error ${when}: ${err && err.stack ? err.stack : err}`);
+      try {
+        whisperGM(box('internal error', `An internal error happened ${chatSafe(when)}; the API console has the details. `
+          + 'The Mod sandbox goes on: other requests and commands are not affected.'));
+      } catch (ignored) {
+        // Telling the GM failed too: the console has it.
+      }
+      return undefined;
+    }
+  };
 
   const refuse = (playerid, why) => tell(playerid, 'refused', why);
 
@@ -651,6 +689,9 @@ var Mindscape = Mindscape || (() => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const character = getObj('character', charId);
+    // Callers leave out the fighters deleted since they were named (withoutGone); one that
+    // slips through is refused here in words, not by a TypeError further on.
+    if (!character) throw new Error(`fighter ${ref} is no longer in the game (its token or character was deleted)`);
     const adapter = adapterOf(charId);
     const mapping = mappingOf(charId);
     const mapped = new Set(Object.values(mapping).map((n) => String(n).replace(/\|max$/i, '').toLowerCase()));
@@ -765,6 +806,7 @@ var Mindscape = Mindscape || (() => {
     const all = SYSTEMS[system].defenses;
     const aliases = MODE_ALIASES[system] || {};
     const known = (names) => Array.from(new Set(names.map(normaliseMode).map((mode) => aliases[mode] || mode).filter((mode) => all.includes(mode))));
+    if (!fighterCharacter(ref)) return [];
     const sent = combatantOf(ref);
     const listed = storedField(sent, 'defenses');
     if (listed !== undefined) return known(storedNames(listed));
@@ -795,10 +837,12 @@ var Mindscape = Mindscape || (() => {
     prunePending(now);
     store().pending[id] = Object.assign({}, job, { id, description: String(description), parts: [], partCount: 0, at: now });
     prunePending(now);
-    timers.set(id, setTimeout(() => expire(id), (store().config.timeout || 30) * 1000));
-    whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`);
+    timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
+    whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
+    // Never archived: the bridge relays what shows in the chat, and Roll20 replays the
+    // archive into it (a reload, a reconnect), so an archived marker would be relayed again.
     parts.forEach((piece, i) => {
-      whisperGM(`<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${store().pairing} ${id} ${i + 1}/${parts.length} ${piece}</div>`);
+      whisperGM(`<div style="font-size:9px;color:#888;word-break:break-all;">${REQUEST_MARKER} ${store().pairing} ${id} ${i + 1}/${parts.length} ${piece}</div>`, TRANSIENT);
     });
     return id;
   };
@@ -857,8 +901,10 @@ var Mindscape = Mindscape || (() => {
   // (checkAnswered), so the defenders are never asked twice.
   const checkUnanswered = (id, entry, seconds, relay) => {
     entry.wentOn = true;
-    whisperGM(box('no answer', `Request <b>${id}</b> (${chatSafe(entry.description)}) got no answer from the companion in ${seconds} s, `
-      + `so the defense is asked without it. ${relay}, or the exchange gets no answer either.`));
+    // An attack called off meanwhile (a fighter deleted) asks nobody: askDefenders says why.
+    const goesOn = !withoutGone(entry.exchange).off;
+    whisperGM(box('no answer', `Request <b>${id}</b> (${chatSafe(entry.description)}) got no answer from the companion in ${seconds} s`
+      + `${goesOn ? `, so the defense is asked without it. ${relay}, or the exchange gets no answer either.` : `. ${relay}.`}`));
     return askDefenders(entry.exchange, entry.requester);
   };
 
@@ -966,7 +1012,8 @@ var Mindscape = Mindscape || (() => {
   // keep in a psi_* attribute (or in the attribute a generic mapping names for it), read
   // as the companion reads it (storedField: a psi_* attribute holding anything wins);
   // undefined when there is none.
-  const sheetState = (ref, field) => storedField(combatantOf(ref), field);
+  // A fighter deleted meanwhile keeps nothing: it controls nobody and nobody controls it.
+  const sheetState = (ref, field) => (fighterCharacter(ref) ? storedField(combatantOf(ref), field) : undefined);
 
   // power-pool control as the companion wrote it on the sheets: the ref of a fighter's
   // controller (psi_controlled_by), or null.
@@ -1228,25 +1275,34 @@ var Mindscape = Mindscape || (() => {
     whisperGM(text);
   };
 
-  // Asks for the defense against a single attack waiting as `xid` (a controlled defender's
-  // controller chooses in its place).
-  const askSingle = (xid, exchange) => {
+  // The prompt (with its buttons) of the mind `chooser` asked for its defense against the
+  // attack waiting as `xid`: in a single attack the defender, or the controller that
+  // answers in its place; in a psionic wave each mind it strikes.
+  const defensePrompt = (xid, exchange, chooser) => {
+    const attacker = chatSafe(fighterName(exchange.attacker));
+    if (Array.isArray(exchange.members)) {
+      const names = exchange.targets.map(fighterName).map(chatSafe).join(', ');
+      return box('defend!', `${attacker} strikes the minds of <b>${names}</b> at once. `
+        + `<b>${chatSafe(fighterName(chooser))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange)}`);
+    }
     const { struck, defender } = exchange;
     const target = struck
       ? `<b>${chatSafe(fighterName(defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
         + `${chatSafe(fighterName(struck))}, who chooses the defense`
       : `<b>${chatSafe(fighterName(defender))}</b>. Choose a defense`;
-    whisperSide(struck || defender, box('defend!', `${chatSafe(fighterName(exchange.attacker))} attacks the mind of ${target}:<br>`
-      + `${defenseButtons(xid, exchange, struck || defender)}${joinHint(xid, exchange)}`));
+    return box('defend!', `${attacker} attacks the mind of ${target}:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange)}`);
+  };
+
+  // Asks for the defense against a single attack waiting as `xid` (a controlled defender's
+  // controller chooses in its place).
+  const askSingle = (xid, exchange) => {
+    const chooser = exchange.struck || exchange.defender;
+    whisperSide(chooser, defensePrompt(xid, exchange, chooser));
   };
 
   // Asks every mind a psionic wave waiting as `xid` strikes for its defense.
   const askWave = (xid, exchange) => {
-    const names = exchange.targets.map(fighterName).map(chatSafe).join(', ');
-    exchange.members.forEach((member) => {
-      whisperSide(member, box('defend!', `${chatSafe(fighterName(exchange.attacker))} strikes the minds of <b>${names}</b> at once. `
-        + `<b>${chatSafe(fighterName(member))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, member)}${joinHint(xid, exchange)}`));
-    });
+    exchange.members.forEach((member) => whisperSide(member, defensePrompt(xid, exchange, member)));
   };
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
@@ -1279,12 +1335,158 @@ var Mindscape = Mindscape || (() => {
   const asked = (exchange) => (Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender]);
 
   // Asks for the defense against an attack the companion's check let through (or could not
-  // judge): the buttons go to the minds struck, secretly, and the attacker waits.
-  const askDefenders = (exchange, requester) => {
+  // judge): the buttons go to the minds struck, secretly, and the attacker waits. This
+  // comes a while after the attack (the check's answer, or its timeout), so a fighter may
+  // have been deleted meanwhile: the attack goes on without it, or is called off
+  // (withoutGone).
+  const askDefenders = (given, requester) => {
+    const settled = withoutGone(given);
+    if (settled.off) return callOff(given, settled.off, { requester });
+    const { exchange } = settled;
+    if (settled.gone.length) reportLeftOut(given, settled);
     const xid = waitForDefense(exchange);
     if (Array.isArray(exchange.members)) askWave(xid, exchange);
     else askSingle(xid, exchange);
-    return tell(requester, 'attack declared', `Waiting for ${asked(exchange).map(fighterName).map(chatSafe).join(', ')} to choose a defense.`);
+    return tell(requester, 'attack declared', `Waiting for ${asked(exchange).map(fighterName).map(chatSafe).join(', ')} to choose a defense.`, TRANSIENT);
+  };
+
+  // ------------------------------------------ fighters deleted while an attack waits
+
+  // An attack waits a while (for its check, then for its defense), and the GM may delete a
+  // token or a character meanwhile (a dead monster taken off the map). Every step that
+  // takes a waiting attack up again first takes the fighters gone out of it: building a
+  // request for a fighter that is gone would throw, and an error thrown outside a command
+  // (from a timeout) stops the whole Mod sandbox.
+
+  // The names of an attack's fighters when it was made, kept with it: one deleted since
+  // is still named in words (fighterName has only its id then).
+  const withNames = (exchange, refs) => {
+    const names = isObject(exchange.names) ? exchange.names : {};
+    refs.filter(Boolean).forEach((ref) => { names[ref] = fighterName(ref); });
+    exchange.names = names;
+    return exchange;
+  };
+
+  const nameIn = (exchange, ref) => (isObject(exchange.names) && exchange.names[ref]) || fighterName(ref);
+
+  // Whether a fighter is gone: its character deleted, or the unlinked token that fights as
+  // itself. `destroyed` is the id of an object whose deletion is being handled, which
+  // Roll20 may still return while it tells of it.
+  const isGone = (ref, destroyed) => {
+    const charId = fighterCharacter(ref);
+    return !charId || (destroyed !== undefined && (ref === destroyed || charId === destroyed));
+  };
+
+  const GONE = 'no longer in the game (its token or character was deleted)';
+
+  // An attack as a GM would have it once the fighters gone are taken out of it:
+  // {exchange (a copy), gone (their refs), notes} or {off: why}. It is off when its
+  // attacker is gone, or the one mind it strikes (a single attack's defender, or the
+  // controller answering in its place), or every target of a psionic wave: there is no
+  // exchange left to make. Otherwise it goes on without them: a wave without the targets
+  // gone or whose answering mind is gone (a mind no longer struck drops its choice, and
+  // the allies drawn in by a first mind that is dropped go with its choice), and without
+  // allies or creatures that joined that are gone.
+  const withoutGone = (given, destroyed) => {
+    const gone = (ref) => isGone(ref, destroyed);
+    const name = (ref) => chatSafe(nameIn(given, ref));
+    if (gone(given.attacker)) return { off: `${name(given.attacker)}, the attacker, is ${GONE}` };
+    const exchange = Object.assign({}, given);
+    const lost = [];
+    const notes = [];
+    if (Array.isArray(given.members)) {
+      // A target goes with the mind answering for it: itself, or its controller.
+      const answering = (t) => struckFor(given.system, t) || t;
+      const targets = given.targets.filter((t) => !gone(t) && !gone(answering(t)));
+      given.targets.forEach((t) => [t, answering(t)].filter(gone).forEach((ref) => lost.push(ref)));
+      if (!targets.length) return { off: `every mind it strikes (${Array.from(new Set(lost)).map(name).join(', ')}) is ${GONE}` };
+      // The minds still struck once those targets are out; a control changed meanwhile
+      // is defendWave's to find, as ever.
+      const still = targets.length < given.targets.length ? choosersOf(given.system, given.attacker, targets) : given.members;
+      const members = given.members.filter((m) => still.includes(m));
+      if (!members.length) return { off: `none of the minds asked for a defense is still struck by it (${Array.from(new Set(lost)).map(name).join(', ')}: ${GONE})` };
+      exchange.targets = targets;
+      exchange.defender = targets[0];
+      exchange.members = members;
+      exchange.choices = Object.fromEntries(Object.keys(given.choices || {}).filter((m) => members.includes(m)).map((m) => [m, given.choices[m]]));
+      if (members[0] !== given.members[0] && (given.allies || []).length) {
+        notes.push(`The allies ${name(given.members[0])} drew in (${given.allies.map(name).join(', ')}) go with its choice: `
+          + `${name(members[0])}, now struck first, leads the defending group.`);
+        delete exchange.allies;
+      }
+    } else {
+      const defender = [given.defender, given.struck].filter(Boolean).find(gone);
+      if (defender === given.defender) return { off: `${name(defender)}, the mind attacked, is ${GONE}` };
+      if (defender) return { off: `${name(defender)}, which controls ${name(given.defender)} and answers the attack in its place, is ${GONE}` };
+    }
+    if (exchange.allies) {
+      lost.push(...exchange.allies.filter(gone));
+      exchange.allies = exchange.allies.filter((ref) => !gone(ref));
+    }
+    lost.push(...joinedRefs(exchange).filter(gone));
+    if (Array.isArray(exchange.joined)) exchange.joined = exchange.joined.filter((j) => !gone(j.ref));
+    return { exchange, gone: Array.from(new Set(lost)), notes };
+  };
+
+  // "Ego Whip attack of Ulcen of Tyr on Fenka", or without the mode for the defending
+  // side, who choose a defense without knowing it.
+  const attackTitle = (exchange, withMode) => `${withMode ? `${label(exchange.attack.mode)} ` : ''}attack of `
+    + `${chatSafe(nameIn(exchange, exchange.attacker))} on ${(exchange.targets || [exchange.defender]).map((t) => chatSafe(nameIn(exchange, t))).join(', ')}`;
+
+  // Tells the GM who was left out of a waiting attack (withoutGone) and that it goes on.
+  // Only the GM: the creatures that joined or were drawn in are the defending side's secret.
+  const reportLeftOut = (given, settled) => {
+    const { exchange } = settled;
+    const wave = Array.isArray(exchange.members) ? ` against ${exchange.targets.map((t) => chatSafe(nameIn(exchange, t))).join(', ')}` : '';
+    whisperGM(box('attack goes on', `Left out of the ${attackTitle(given, true)}, as ${GONE}: `
+      + `${settled.gone.map((ref) => chatSafe(nameIn(given, ref))).join(', ')}. ${settled.notes.join(' ')} The attack goes on${wave}.`));
+  };
+
+  // Calls off an attack that cannot go on (withoutGone's `off`): the GM, the attacker's
+  // player (`requester`) and, when the defense buttons were out already (`asked`), the
+  // players of the minds asked that are still here learn why; so does `also`, who
+  // clicked something of it. Nothing was sent to the companion, nothing is written.
+  const callOff = (exchange, why, { requester, asked = false, also } = {}) => {
+    const after = asked ? 'Its defense buttons do nothing now.' : 'Nobody was asked for a defense.';
+    whisperGM(box('attack called off', `The ${attackTitle(exchange, true)} was called off: ${why}. ${after} Nothing was written to any sheet.`));
+    const choosers = asked ? (Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender]) : [];
+    const players = new Set([requester].concat(choosers.filter((ref) => fighterCharacter(ref)).flatMap(controllersOf), [also])
+      .filter((pid) => pid && pid !== 'API' && !playerIsGM(pid)));
+    players.forEach((pid) => tell(pid, 'attack called off', pid === requester
+      ? `Your ${attackTitle(exchange, true)} was called off: ${why}. ${after}`
+      : `The ${attackTitle(exchange, false)} was called off: ${why}. ${after}`));
+    return undefined;
+  };
+
+  // Takes the fighters gone out of the attack waiting as `xid` (withoutGone) and keeps
+  // what is left under the same id, so its buttons still work; `also` clicked something of
+  // it. Returns the attack as it stands now, or null when it was called off (and
+  // forgotten: its buttons answer that no attack waits).
+  const settleWaiting = (xid, destroyed, also) => {
+    const given = store().exchanges[xid];
+    const settled = withoutGone(given, destroyed);
+    if (settled.off) {
+      delete store().exchanges[xid];
+      callOff(given, settled.off, { requester: given.by, asked: true, also });
+      return null;
+    }
+    if (!settled.gone.length) return given;
+    store().exchanges[xid] = settled.exchange;
+    reportLeftOut(given, settled);
+    return settled.exchange;
+  };
+
+  // A fighter deleted while attacks wait for their defense: each goes on without it or is
+  // called off at once, not when someone next clicks (a wave whose other minds have all
+  // chosen would otherwise wait for a choice nobody can make: it is sent now).
+  const fighterDeleted = (obj) => {
+    const exchanges = store().exchanges;
+    if (!obj || !Object.keys(exchanges).length) return;
+    pruneExchanges(Date.now());
+    Object.keys(exchanges).forEach((xid) => {
+      const exchange = settleWaiting(xid, obj.id);
+      if (exchange && Array.isArray(exchange.members) && exchange.members.every((m) => m in exchange.choices)) sendWave(xid, exchange);
+    });
   };
 
   // What the GM reads of an attack being checked (the request's description, and the
@@ -1382,7 +1584,8 @@ var Mindscape = Mindscape || (() => {
     }
     if (args.has('defense')) return refuse(msg.playerid, 'with several targets each mind struck chooses its own defense: leave out --defense. Nothing was sent.');
     const members = choosersOf(who.system, who.attacker, who.targets);
-    const exchange = { system: who.system, attacker: who.attacker, defender: who.targets[0], targets: who.targets, attack: built.attack, members, choices: {}, by: msg.playerid, at: Date.now() };
+    const exchange = withNames({ system: who.system, attacker: who.attacker, defender: who.targets[0], targets: who.targets, attack: built.attack, members, choices: {}, by: msg.playerid, at: Date.now() },
+      [who.attacker].concat(who.targets, members));
     // A wave at the attacker's own puppet: the companion says what the rules make of it,
     // before anyone is asked.
     if (!members.length || who.targets.some((t) => struckFor(who.system, t) === who.attacker)) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
@@ -1411,10 +1614,17 @@ var Mindscape = Mindscape || (() => {
     }
     // No defense mode is a defense without one: the pool is still rolled.
     exchange.choices[member] = chosen.defense || {};
-    if (drawn.allies.length) exchange.allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`);
+    if (drawn.allies.length) withNames(exchange, drawn.allies).allies = drawn.allies;
+    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`,
+      TRANSIENT);
     const left = exchange.members.filter((ref) => !(ref in exchange.choices));
     if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
+    return sendWave(xid, exchange);
+  };
+
+  // Sends the psionic wave waiting as `xid` once every mind it strikes has chosen: the
+  // choice of the mind struck first as `defense`, the others' as `defenses`.
+  const sendWave = (xid, exchange) => {
     // Good once: should the companion refuse a defense, chooseAgain stores the wave anew.
     delete store().exchanges[xid];
     const [first, ...rest] = exchange.members;
@@ -1438,7 +1648,8 @@ var Mindscape = Mindscape || (() => {
     if (stopped) return refuse(msg.playerid, stopped);
     // power-pool: the controller of a controlled defender answers in its place.
     const struck = struckFor(who.system, who.defender);
-    const exchange = { system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack, by: msg.playerid, at: Date.now() };
+    const exchange = withNames({ system: who.system, attacker: who.attacker, defender: who.defender, attack: built.attack, by: msg.playerid, at: Date.now() },
+      [who.attacker, who.defender, struck]);
     if (struck) exchange.struck = struck;
     // An attack on one's own puppet: the companion says what the rules make of it.
     if (struck === who.attacker) return resolveExchange(exchange, null, msg.playerid, msg.playerid);
@@ -1462,11 +1673,41 @@ var Mindscape = Mindscape || (() => {
     return checkTheAttacker(exchange, msg.playerid);
   };
 
+  // `!psi pending`: whispers again the defense prompts still waiting for the caller: for a
+  // player those of the minds it controls (as they were whispered: never to "all"), for
+  // the GM every one, and how many questions before a round's end wait for the GM. The
+  // chat archive keeps them, but a reload may leave them far up the chat.
+  const commandPending = (msg) => {
+    pruneExchanges(Date.now());
+    const gm = playerIsGM(msg.playerid);
+    const prompts = [];
+    Object.keys(store().exchanges).forEach((xid) => {
+      // Not told of an attack called off here: the caller may have nothing to do with it.
+      const exchange = settleWaiting(xid);
+      if (!exchange) return;
+      const chosen = isObject(exchange.choices) ? exchange.choices : {};
+      asked(exchange).filter((ref) => !(ref in chosen) && (gm || controllersOf(ref).includes(msg.playerid)))
+        .forEach((ref) => prompts.push(defensePrompt(xid, exchange, ref)));
+    });
+    prompts.forEach((html) => whisperPlayer(msg.playerid, html));
+    pruneQuestions(Date.now());
+    const questions = gm ? Object.keys(store().questions).length : 0;
+    const rounds = questions ? ` ${questions === 1 ? 'A question' : `${questions} questions`} before a round's end wait${questions === 1 ? 's' : ''} for your answer: `
+      + 'the buttons are in the chat (or run <code>!psi round</code> again to be asked anew).' : '';
+    if (!prompts.length) return tell(msg.playerid, 'pending', `No attack waits for a defense ${gm ? 'now' : 'of yours'}.${rounds}`, TRANSIENT);
+    return rounds ? tell(msg.playerid, 'pending', rounds.trim(), TRANSIENT) : undefined;
+  };
+
+  // What an old defense button (the chat archive keeps them) answers once its attack no
+  // longer waits.
+  const NO_LONGER_WAITING = '(already defended, called off, or more than an hour old)';
+
   const commandDefend = (msg, args) => {
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
-    const exchange = store().exchanges[xid];
-    if (!exchange) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} (already defended, or too old).`);
+    if (!store().exchanges[xid]) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} ${NO_LONGER_WAITING}. Nothing was done.`);
+    const exchange = settleWaiting(xid, undefined, msg.playerid);
+    if (!exchange) return undefined;
     if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
     const chooser = exchange.struck || exchange.defender;
     if (!mayControl(msg.playerid, chooser)) {
@@ -1489,7 +1730,7 @@ var Mindscape = Mindscape || (() => {
     // Good once: should the companion refuse this defense, chooseAgain stores the attack anew.
     delete store().exchanges[xid];
     if (drawn.allies.length) exchange.allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies, joinedOf(exchange)));
+    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies, joinedOf(exchange)), TRANSIENT);
     return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
   };
 
@@ -1544,10 +1785,11 @@ var Mindscape = Mindscape || (() => {
     }
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
-    const exchange = store().exchanges[xid];
-    if (!exchange) {
-      return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${chatSafe(xid)} (already defended, or too old). Nothing was changed.`);
+    if (!store().exchanges[xid]) {
+      return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${chatSafe(xid)} ${NO_LONGER_WAITING}. Nothing was changed.`);
     }
+    const exchange = settleWaiting(xid, undefined, msg.playerid);
+    if (!exchange) return undefined;
     if (!SYSTEMS[exchange.system].swarms) {
       return refuse(msg.playerid, `${name} cannot join: this attack is ${exchange.system}'s, and only power-pool lets a psionic creature join a defense `
         + '(with Imagination Swarm). Nothing was changed.');
@@ -1577,7 +1819,7 @@ var Mindscape = Mindscape || (() => {
       return refuse(msg.playerid, `${name} cannot join this defense. Nothing was changed.`);
     }
     const mode = SYSTEMS[exchange.system].swarms.find((m) => knownDefenses(ref, exchange.system).includes(m));
-    exchange.joined = joinedOf(exchange).concat([{ ref, mode }]);
+    withNames(exchange, [ref]).joined = joinedOf(exchange).concat([{ ref, mode }]);
     const text = `<b>${name}</b> joins the defense of ${whose} by its own choice, with ${label(mode)}: it rolls its own pool with the defending group, `
       + 'and falls with the group should the attack win. It goes to the companion when the defense is chosen.';
     joinAudience(exchange, ref, msg.playerid).forEach((pid) => tell(pid, 'joined', text));
@@ -1669,9 +1911,11 @@ var Mindscape = Mindscape || (() => {
     return mind.may_pay_to_close === true || !(Number(mind.rounds_open) > 0);
   };
 
-  // The tokens of the Turn Tracker on the player page, in turn order. Custom entries
-  // (id "-1") and tokens gone or on another page are left out; with no player page set,
-  // every page counts.
+  // The tokens of the Turn Tracker, in turn order. Roll20's turn order holds the objects
+  // of one page, the campaign's initiativepage (the page the tracker was opened on; false
+  // while it is closed): tokens of other pages are left out, as are custom entries (id
+  // "-1") and tokens gone. With the tracker closed, the player page stands in for it; with
+  // neither set, every page counts.
   const turnOrderTokens = () => {
     const raw = Campaign().get('turnorder');
     let order;
@@ -1681,7 +1925,7 @@ var Mindscape = Mindscape || (() => {
       return [];
     }
     if (!Array.isArray(order)) return [];
-    const page = Campaign().get('playerpageid');
+    const page = Campaign().get('initiativepage') || Campaign().get('playerpageid');
     return order.filter(isObject)
       .map((entry) => getObj('graphic', String(entry.id)))
       .filter((token) => token && (!page || token.get('_pageid') === page))
@@ -1723,7 +1967,7 @@ var Mindscape = Mindscape || (() => {
    * `!psi round [--close TOKEN] [--pay-none] [--release TOKEN] [--keep TOKEN --by die|action]
    * [--cannot-perceive TOKEN] [--keep-all]` (GM only): the end of a psionic round for
    * fighters of single exchanges, by exchange.end_round. It takes the selected tokens, or
-   * else every token in the Turn Tracker on the player page, once per fighter (linked
+   * else every token in the Turn Tracker (on its page), once per fighter (linked
    * tokens of one character are one; an unlinked token is itself), and leaves out those
    * with nothing psionic and those in the current encounter (which ends its own rounds).
    * The rest must share one system: several are refused rather than split, so that one
@@ -1756,7 +2000,7 @@ var Mindscape = Mindscape || (() => {
     if (!fighters.length) {
       return refuse(msg.playerid, fromSelection
         ? 'none of the selected tokens represents a character with psionics outside the current encounter.'
-        : 'no token in the Turn Tracker on the player page represents a character with psionics outside the current encounter; select the tokens instead.');
+        : 'no token in the Turn Tracker (on its page) represents a character with psionics outside the current encounter; select the tokens instead.');
     }
     if (fighters.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `at most ${MAX_ROUND_FIGHTERS} characters end a round together; select fewer tokens.`);
     const shared = sharedSystem(fighters);
@@ -3144,9 +3388,11 @@ var Mindscape = Mindscape || (() => {
     if (fresh) s.pairing = newPairingCode();
     const count = Object.keys(s.pending).length;
     const waiting = fresh && count ? ` The ${count} request(s) still waiting carry the old code and will not be relayed.` : '';
+    // Not archived: a secret is best kept in as few places as possible, and !psi pair
+    // whispers it again.
     return whisperGM(box('pairing', `${fresh ? 'New pairing code' : 'Pairing code'}: <code>${s.pairing}</code><br>`
       + 'Click the Mindscape badge (bottom left, in the GM\'s tab with the bridge userscript), paste it under "Pairing code" and press "Save and test". '
-      + `The bridge relays only requests that carry this code. <code>!psi pair --new</code> makes a new one.${waiting}`));
+      + `The bridge relays only requests that carry this code. <code>!psi pair --new</code> makes a new one.${waiting}`), TRANSIENT);
   };
 
   // --------------------------------------------------------------- !psi help
@@ -3165,6 +3411,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs; in revised-2e it also lists who may pay to close its mind this round (<code>declare --close</code>) and for how many PSPs: the GM reads every offer, a player only those of the minds it controls (an offer tells that a mind holds at least that many PSPs).</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
+    '<li><code>!psi pending</code>: whispers you again the defense buttons still waiting for a mind you control (the GM: every one). The chat archive keeps them too; an old button whose attack no longer waits only says so.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
     '<li><code>!psi --help</code>: this handout.</li>',
     '</ul>',
@@ -3174,7 +3421,7 @@ var Mindscape = Mindscape || (() => {
     let handout = findObjs({ _type: 'handout', name: HELP_HANDOUT })[0];
     if (!handout) handout = createObj('handout', { name: HELP_HANDOUT, inplayerjournals: 'all', archived: false });
     handout.set({ notes: helpHtml() });
-    return tell(msg.playerid, 'help', `[Open the help handout](http://journal.roll20.net/handout/${handout.id})`);
+    return tell(msg.playerid, 'help', `[Open the help handout](http://journal.roll20.net/handout/${handout.id})`, TRANSIENT);
   };
 
   // ------------------------------------------------------------- answers in
@@ -3615,7 +3862,7 @@ var Mindscape = Mindscape || (() => {
         // The companion says what the action did ("Ix regains 3 dice (5 in the pool).").
         const did = typeof result.summary === 'string' && result.summary ? `${chatSafe(namedSummary(result.summary))} ` : '';
         const text = `${chatSafe(job.said)}: done at once (everyone may know it). ${did}Still to choose: ${waiting}.`;
-        tell(job.requester, 'declared', text);
+        tell(job.requester, 'declared', text, TRANSIENT);
         if (!playerIsGM(job.requester)) whisperGM(box('encounter', text));
         return;
       }
@@ -3623,7 +3870,7 @@ var Mindscape = Mindscape || (() => {
       // attack declared alone and then a defense alone would lose the attack.
       const together = job.system === 'power-pool' ? '' : ', so declare your attack and your defense together';
       const chose = job.chose ? `: ${chatSafe(job.chose)}. A new declaration replaces all of it${together}` : '';
-      tell(job.requester, 'declared', `Your choice is recorded in secret${chose}. Still to choose: ${waiting}.`);
+      tell(job.requester, 'declared', `Your choice is recorded in secret${chose}. Still to choose: ${waiting}.`, TRANSIENT);
       if (!playerIsGM(job.requester)) whisperGM(box('encounter', `${chatSafe(fighterName(job.involved[0]))} has declared. Still to choose: ${waiting}.`));
     },
     // A step holds its exchanges under `results` and its own summary (a round, a
@@ -4032,7 +4279,12 @@ var Mindscape = Mindscape || (() => {
   // allies; a joiner's controllers); the others learn only that a defense could not be
   // used, the attacker only that it is chosen again.
   const chooseAgain = (job, error) => {
-    const exchange = Object.assign({}, job.exchange);
+    // A fighter deleted while the companion judged the defense: the attack is chosen again
+    // without it, or called off (withoutGone).
+    const settled = withoutGone(job.exchange);
+    if (settled.off) return callOff(job.exchange, settled.off, { requester: job.requester, asked: true, also: job.chooser });
+    if (settled.gone.length) reportLeftOut(job.exchange, settled);
+    const exchange = Object.assign({}, settled.exchange);
     delete exchange.allies;
     const wave = Array.isArray(exchange.members);
     if (wave) exchange.choices = {};
@@ -4272,6 +4524,7 @@ var Mindscape = Mindscape || (() => {
     encounter: commandEncounter,
     help: commandHelp,
     pair: commandPair,
+    pending: commandPending,
   };
 
   // The options each command takes that checks none itself (round, rest, house and config
@@ -4283,6 +4536,7 @@ var Mindscape = Mindscape || (() => {
     defend: ['req', 'for', 'mode', 'dice', 'sacrifice', 'ally'],
     join: ['req', 'leave'],
     pair: ['new'],
+    pending: [],
   };
   const ENCOUNTER_OPTIONS = {
     create: ['system', 'name'],
@@ -4356,13 +4610,18 @@ var Mindscape = Mindscape || (() => {
     }
   };
 
-  /** Subscribes to chat; called once from on("ready"). */
+  /**
+   * Subscribes to chat and to deletions; called once from on("ready"). Every handler is
+   * guarded: an error thrown out of one would stop the whole Mod sandbox.
+   */
   const registerEventHandlers = () => {
-    on('chat:message', handleInput);
+    on('chat:message', guarded('reading a chat message', handleInput));
+    on('destroy:character', guarded('after a character was deleted', fighterDeleted));
+    on('destroy:graphic', guarded('after a token was deleted', fighterDeleted));
   };
 
   return {
-    checkInstall,
+    checkInstall: guarded('starting (checkInstall)', checkInstall),
     registerEventHandlers,
     version,
     SCHEMA_VERSION,

@@ -321,7 +321,9 @@
     const type = (command) => {
       typing = typing.then(async () => {
         const box = doc.querySelector('#textchat-input textarea');
-        const button = doc.querySelector('#textchat-input button, #textchat-input .btn');
+        // Roll20's send button is #chatSendBtn; the first button of the chat input, which
+        // need not be it, is only the fallback for a page without that id.
+        const button = doc.querySelector('#chatSendBtn') || doc.querySelector('#textchat-input button, #textchat-input .btn');
         if (!box || !button) throw new Error('Roll20 chat input not found');
         const draft = box.value;
         box.value = command;

@@ -45,15 +45,16 @@ if (REQUIRED && unavailable) {
 }
 
 // Roll20's chat as the userscript sees it: #textchat .content with message divs,
-// #textchat-input with a textarea and a send button. The page records every send.
+// #textchat-input with a textarea and the send button, #chatSendBtn. The page records
+// every send.
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8"><title>Roll20 (imitation)</title></head>
 <body>
 <div id="textchat"><div class="content"></div></div>
-<div id="textchat-input"><textarea title="Text Chat Input"></textarea><button class="btn">Send</button></div>
+<div id="textchat-input"><textarea title="Text Chat Input"></textarea><button id="chatSendBtn" class="btn">Send</button></div>
 <script>
   window.__sent = [];
-  document.querySelector('#textchat-input button').addEventListener('click', () => {
+  document.querySelector('#chatSendBtn').addEventListener('click', () => {
     const box = document.querySelector('#textchat-input textarea');
     window.__sent.push(box.value);
     box.value = '';
@@ -1011,4 +1012,32 @@ test('of two tabs of one browser only the one holding the lease relays a request
   assert.deepEqual(out.first, ['TwoTabs00001']);
   assert.deepEqual(out.calls, ['TwoTabs00001', 'TwoTabs00002']);
   assert.notEqual(out.after, out.holder);
+});
+
+test('the userscript presses Roll20\'s send button, #chatSendBtn, also when another button comes first in the chat input; without that id it falls back to the input\'s first button', { skip: SKIP }, async () => {
+  const codes = ['SendButton01', 'SendButton02'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} }));
+  const out = await inIsolatedPage(async ([withId, withoutId]) => {
+    const clicks = [];
+    const input = document.querySelector('#textchat-input');
+    // Records which button was pressed, and with what in the chat box; only a send empties it.
+    const layout = (html) => {
+      input.innerHTML = html;
+      input.querySelectorAll('button').forEach((button) => button.addEventListener('click', () => {
+        const box = input.querySelector('textarea');
+        clicks.push([button.dataset.role, box.value.split(' ').slice(0, 2).join(' ')]);
+        if (button.dataset.role === 'send') box.value = '';
+      }));
+    };
+    const transport = async (url, key, body) => ({ status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) });
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    layout('<textarea></textarea><button class="btn" data-role="other">Roll as</button><button id="chatSendBtn" class="btn" data-role="send">Send</button>');
+    await bridge.relay('SendButton01', withId);
+    await bridge.idle();
+    layout('<textarea></textarea><button class="btn" data-role="send">Send</button>');
+    await bridge.relay('SendButton02', withoutId);
+    await bridge.idle();
+    return { clicks, status: bridge.status().state };
+  }, codes);
+  assert.deepEqual(out.clicks, [['send', '!psi-result SendButton01'], ['send', '!psi-result SendButton02']]);
+  assert.equal(out.status, 'connected');
 });

@@ -127,7 +127,12 @@ export function createSandbox({ players = [] } = {}) {
     clearTimeout: (timer) => { if (timer) timer.cleared = true; },
   };
 
-  const campaign = make('campaign', { _id: 'root', turnorder: '[]', playerpageid: false });
+  // The defaults Roll20 documents (Mod:Objects, Campaign): an empty turn order, the Turn
+  // Tracker closed (initiativepage false: it holds the page the tracker was opened on),
+  // no player page.
+  const campaign = make('campaign', {
+    _id: 'root', turnorder: '', initiativepage: false, playerpageid: false, playerspecificpages: false,
+  });
   for (const p of players) make('player', { _id: p.id, _displayname: p.name, __gm: Boolean(p.gm), _online: true });
 
   const context = vm.createContext({ ...api, console });

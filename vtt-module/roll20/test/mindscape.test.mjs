@@ -1586,7 +1586,7 @@ test('without a selection !psi round takes the Turn Tracker\'s tokens on the pla
 test('!psi round with nobody psionic to end the round for is refused', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi round' });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker on the player page represents a character with psionics/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker \(on its page\) represents a character with psionics/);
   setTurnOrder(ctx, [turn(ctx.tokens.ogre)]);
   ctx.sb.chat({ playerid: GM, content: '!psi round' });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker/);
@@ -3498,7 +3498,7 @@ test('power-pool waves: control that changes before the last choice stops the wa
   const old = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
   ctx.sb.state.Mindscape.exchanges[old].at -= 61 * 60 * 1000;
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${old} --mode none` });
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /there is no attack waiting with id .* \(already defended, or too old\)\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /there is no attack waiting with id .* \(already defended, called off, or more than an hour old\)\. Nothing was done\./);
 });
 
 test('power-pool: a psi_controlled_by naming a linked token instead of its character is refused with the ref to write', () => {
@@ -4025,7 +4025,7 @@ test('power-pool !psi join is refused, naming the creature and changing nothing:
   const refused = (playerid, token, why, id = xid) => assert.match(join(ctx, playerid, token, id), why);
   refused(ALICE, null, /refused<\/b><br>select the token of the one psionic creature that joins the defense/);
   refused(BOB, ctx.tokens.seer, /you do not control Seer: only its controller or the GM may make it join a defense\. Nothing was changed\./);
-  refused(ALICE, ctx.tokens.seer, /Seer cannot join: there is no attack waiting for a defense with id nope \(already defended, or too old\)\. Nothing was changed\./, 'nope');
+  refused(ALICE, ctx.tokens.seer, /Seer cannot join: there is no attack waiting for a defense with id nope \(already defended, called off, or more than an hour old\)\. Nothing was changed\./, 'nope');
   refused(GM, ctx.tokens.ogre, /Ogre makes this attack: it cannot join this defense\. Nothing was changed\./);
   refused(BOB, ctx.tokens.fenka, /Fenka is a target of this attack: it cannot join this defense\./);
   refused(GM, ctx.tokens.hound, /Hound is under the psionic control of Seer: it cannot join this defense\./);
@@ -4806,4 +4806,226 @@ test('the help handout lists power-pool control at the round\'s end', () => {
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   assert.match(handout.get('notes'), /power-pool: when a fighter controls creatures.*<code>--release TOKEN<\/code>, <code>--keep TOKEN --by die\|action<\/code>, <code>--cannot-perceive TOKEN<\/code>.*<code>--keep-all<\/code>/);
   assert.match(handout.get('notes'), /A controller that cannot act \(asleep, unconscious, stunned, at 0 HP or fewer\) loses the control it keeps by an action\. A creature set free whose own round does not end there has its sheet freed too\./);
+});
+
+// -------------------------- fighters deleted while an attack waits; guarded callbacks
+
+const calledOff = (sb, name) => whispersTo(sb, name).filter((w) => /attack called off/.test(w));
+
+test('a defender deleted while its attack\'s check waits: the check\'s timeout calls the attack off, naming it, asks nobody, and the Mod sandbox goes on', () => {
+  const ctx = campaign({ checkByHand: true });
+  attack(ctx);
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  // On Roll20 an error thrown out of a timer stops every Mod script of the game.
+  assert.doesNotThrow(() => ctx.sb.advance(31000));
+  const gm = whispersTo(ctx.sb, 'gm');
+  assert.match(gm.find((w) => /no answer/.test(w)), /got no answer from the companion in 30 s\. Start the relay/);
+  assert.ok(gm.every((w) => !/the defense is asked without it/.test(w)), 'the GM is not told the defense is asked');
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Ego Whip attack of Ulcen of Tyr on Fenka was called off: Fenka, the mind attacked, is no longer in the game \(its token or character was deleted\)\. Nobody was asked for a defense\. Nothing was written to any sheet\./);
+  assert.match(calledOff(ctx.sb, 'Alice').at(-1), /Your Ego Whip attack of Ulcen of Tyr on Fenka was called off: Fenka, the mind attacked, is no longer in the game/);
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.ok(gm.every((w) => !/internal error/.test(w)));
+  // The sandbox still answers.
+  ctx.sb.chat({ playerid: GM, content: '!psi config' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /settings/);
+});
+
+test('an unlinked token deleted while its attack\'s check waits: the check\'s answer calls the attack off, naming the token, and asks nobody', () => {
+  const ctx = campaign({ checkByHand: true });
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'PSP', current: '10', max: '10' });
+  ctx.tokens.ogre.set({ name: 'Ogre the Tall' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode ego-whip --mult 1 --range short` });
+  const check = lastRequest(ctx.sb);
+  ctx.tokens.ogre.remove();
+  answer(ctx, check.id, checkAllowed(check.id));
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Ego Whip attack of Ulcen of Tyr on Ogre the Tall was called off: Ogre the Tall, the mind attacked, is no longer in the game/);
+  assert.match(calledOff(ctx.sb, 'Alice').at(-1), /Your Ego Whip attack of Ulcen of Tyr on Ogre the Tall was called off/);
+  assert.deepEqual(buttonsSent(ctx.sb), []);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});
+
+test('an attacker deleted while its check waits: the attack is called off when the check times out, naming the attacker; its defender is never asked', () => {
+  const ctx = campaign({ checkByHand: true });
+  attack(ctx);
+  ctx.tokens.ulcen.remove();
+  ctx.ulcen.remove();
+  assert.doesNotThrow(() => ctx.sb.advance(31000));
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Ego Whip attack of Ulcen of Tyr on Fenka was called off: Ulcen of Tyr, the attacker, is no longer in the game \(its token or character was deleted\)\. Nobody was asked for a defense\./);
+  assert.match(calledOff(ctx.sb, 'Alice').at(-1), /Your Ego Whip attack/);
+  assert.deepEqual(whispersTo(ctx.sb, 'Bob'), [], 'the defender learns nothing of an attack it was never asked about');
+});
+
+test('an attacker deleted while the defense buttons are out: the attack is called off at once, the defender\'s player is told (without the attack mode), and the old button only says no attack waits', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const sent = requests(ctx.sb).length;
+  ctx.ulcen.remove();
+  assert.match(calledOff(ctx.sb, 'Bob').at(-1), /The attack of Ulcen of Tyr on Fenka was called off: Ulcen of Tyr, the attacker, is no longer in the game \(its token or character was deleted\)\. Its defense buttons do nothing now\./);
+  assert.ok(calledOff(ctx.sb, 'Bob').every((w) => !/Ego Whip/.test(w)), 'the defending side does not learn the attack mode');
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Ego Whip attack of Ulcen of Tyr on Fenka was called off/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`there is no attack waiting with id ${xid} \\(already defended, called off, or more than an hour old\\)\\. Nothing was done\\.`));
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});
+
+test('power-pool: a target of a psionic wave deleted while its minds choose is left out; the wave goes on against the others, and is sent at once when they have all chosen', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  [['psi_pool', '2', '2'], ['psi_die', '4'], ['HP', '5', '5']].forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: goblin.id, name, current, max }));
+  const goblin1 = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: goblin.id, name: 'Goblin 1', bar1_link: '', bar2_link: '', bar3_link: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${goblin1.id} --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Still to choose a defense: Goblin 1\./);
+  const sent = requests(ctx.sb).length;
+  // The goblin falls to a sword; the GM takes its token off the map.
+  goblin1.remove();
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /attack goes on/.test(w)), /Left out of the Psionic Wave attack of Ogre on Goblin 1, Fenka, as no longer in the game \(its token or character was deleted\): Goblin 1\. +The attack goes on against Fenka\./);
+  assert.equal(requests(ctx.sb).length, sent + 1, 'Fenka has chosen: the wave is sent');
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.equal(refOf(p.defender), ctx.fenka.id);
+  assert.equal(p.defenders, undefined);
+  assert.equal(p.defenses, undefined);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: a creature that joined a defense and is deleted before the defense is chosen is left out (the GM is told), and the defense goes to the companion without it', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  ctx.seer.remove();
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Left out of the Mental Stab attack of Ogre on Fenka, as no longer in the game \(its token or character was deleted\): Seer\. +The attack goes on\./);
+  assert.ok(whispersTo(ctx.sb, 'Alice').concat(whispersTo(ctx.sb, 'Bob')).every((w) => !/Left out/.test(w)), 'only the GM is told');
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.equal(p.allies, undefined);
+  assert.equal(p.defenses, undefined);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});
+
+test('power-pool: a defense the companion refuses after its defender was deleted is not asked again: the attack is called off, and the chooser is told', () => {
+  const ctx = swarmCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  const req = lastRequest(ctx.sb);
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  refusal(ctx, req, 'ally-mindless', 'Porter has no mind', ctx.porter.id);
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Mental Stab attack of Ogre on Fenka was called off: Fenka, the mind attacked, is no longer in the game/);
+  assert.match(calledOff(ctx.sb, 'Bob').at(-1), /The attack of Ogre on Fenka was called off/);
+  assert.equal(buttonsSent(ctx.sb).length, 2, 'only the first prompt (to Bob and the GM): nobody is asked again');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});
+
+test('an error inside a request\'s timeout is caught: it goes to the API console, the GM is told, and the Mod sandbox goes on', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const { id } = lastRequest(ctx.sb);
+  const { playerIsGM } = ctx.sb.context;
+  ctx.sb.context.playerIsGM = () => { throw new Error('player list unavailable'); };
+  assert.doesNotThrow(() => ctx.sb.advance(31000));
+  ctx.sb.context.playerIsGM = playerIsGM;
+  assert.ok(ctx.sb.logs.some((line) => line.includes(`internal error when request ${id} timed out: Error: player list unavailable`)), ctx.sb.logs.join('\n'));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`internal error</b><br>An internal error happened when request ${id} timed out; the API console has the details\\. The Mod sandbox goes on`));
+  ctx.sb.chat({ playerid: GM, content: '!psi config' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /settings/);
+});
+
+// --------------------------------------------------------- the chat archive
+
+// Roll20 keeps a message in the chat archive (what a reload shows) unless it is sent noarchive.
+const archived = (chat) => chat.options.noarchive !== true;
+
+test('what a player or the GM needs after a reload is kept in the chat archive (defense buttons, result cards in the private roll mode, refusals); the request markers and echoes of a command are not', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private' });
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  ctx.sb.chat({ playerid: ALICE, content: '!psi round' });
+  const { chats } = ctx.sb;
+  const markers = chats.filter((c) => /MINDSCAPE-REQ/.test(c.input));
+  assert.ok(markers.length >= 2, 'the check and the exchange');
+  assert.ok(markers.every((c) => !archived(c)), 'a marker replayed from the archive must not reach the bridge again');
+  assert.ok(chats.filter((c) => /Mindscape request <b>/.test(c.input)).every((c) => !archived(c)));
+  const prompts = buttonsSent(ctx.sb);
+  assert.deepEqual(prompts.map((c) => c.input.split(' ')[1]), ['"Bob"', 'gm']);
+  assert.ok(prompts.every(archived), 'the only copy of a secret choice survives a reload');
+  const cards = chats.filter((c) => /template:default/.test(c.input));
+  assert.deepEqual(cards.map((c) => c.input.split(' ')[1]).sort(), ['"Alice"', '"Bob"', 'gm']);
+  assert.ok(cards.every(archived));
+  assert.ok(chats.filter((c) => /Mindscape: refused/.test(c.input)).every(archived));
+  assert.ok(chats.filter((c) => /Mindscape: (attack declared|defense chosen)/.test(c.input)).every((c) => !archived(c)));
+  assert.ok(chats.filter((c) => /Mindscape: settings/.test(c.input)).every(archived));
+});
+
+test('an archived defense button clicked again once its attack was answered says no attack waits, and sends nothing', () => {
+  const ctx = campaign();
+  attackAndDefend(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(buttonsSent(ctx.sb).at(-1).input)[1];
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`refused</b><br>there is no attack waiting with id ${xid} \\(already defended, called off, or more than an hour old\\)\\. Nothing was done\\.`));
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('!psi pending whispers the caller again the defense prompts waiting for a mind it controls (the GM: every one); nothing once the defense is chosen', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const prompt = whispersTo(ctx.sb, 'Bob').at(-1);
+  ctx.sb.chat({ playerid: BOB, content: '!psi pending' });
+  assert.equal(whispersTo(ctx.sb, 'Bob').at(-1), prompt, 'the same buttons, the same id');
+  ctx.sb.chat({ playerid: ALICE, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /pending<\/b><br>No attack waits for a defense of yours\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  assert.equal(whispersTo(ctx.sb, 'gm').at(-1), prompt.replace(/^\/w "Bob" /, '/w gm '));
+  const xid = /--req ([A-Za-z0-9]+)/.exec(prompt)[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  ctx.sb.chat({ playerid: BOB, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /No attack waits for a defense of yours\./);
+  ctx.sb.chat({ playerid: BOB, content: '!psi pending --all' });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /unknown option --all; pending takes no options/);
+});
+
+test('a player whose display name holds a double quote cannot be whispered (/w cannot escape it): the GM gets the whisper meant for them, and why', () => {
+  const ctx = campaign();
+  ctx.sb.api.getObj('player', BOB).properties._displayname = 'Bob "the Bold"';
+  attack(ctx);
+  assert.ok(ctx.sb.chats.every((c) => !c.input.startsWith('/w "Bob')), 'no whisper to a name that matches nobody');
+  const redirected = whispersTo(ctx.sb, 'gm').filter((w) => /could not whisper this to/.test(w));
+  assert.equal(redirected.length, 1);
+  assert.match(redirected[0], /^\/w gm <div>Mindscape could not whisper this to <b>Bob &#34;the Bold&#34;<\/b>: Roll20 cannot whisper a player whose display name holds a double quote \(&quot;\)\. Ask them to rename themselves without one, and pass this on meanwhile\.<\/div><div[^>]*><b>Mindscape: defend!<\/b>.*!psi defend --req/);
+  assert.ok(archived(ctx.sb.chats.find((c) => /could not whisper this to/.test(c.input))));
+});
+
+// ------------------------------------------------- !psi round and the Turn Tracker
+
+test('without a selection !psi round takes the Turn Tracker\'s tokens on the page it was opened on (initiativepage), not the player page', () => {
+  const ctx = campaign();
+  // The players are on another page; the GM runs the fight on -Page, where the tracker is.
+  const elsewhere = ctx.sb.add('character', { name: 'Far Away', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: elsewhere.id, name: 'PSP', current: '10', max: '10' });
+  const farToken = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Players', represents: elsewhere.id, name: 'Far Away', bar1_link: 'x' });
+  ctx.sb.api.Campaign().set({
+    turnorder: JSON.stringify([turn(ctx.tokens.fenka), turn(ctx.tokens.ulcen), turn(farToken)]),
+    playerpageid: '-Players',
+    initiativepage: '-Page',
+  });
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(req), [ctx.fenka.id, ctx.ulcen.id]);
+  // With the tracker closed (initiativepage false) the player page stands in for it.
+  ctx.sb.api.Campaign().set({ initiativepage: false });
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [elsewhere.id]);
 });

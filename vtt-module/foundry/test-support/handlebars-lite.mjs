@@ -3,8 +3,10 @@
  * browser harness (Foundry ships real Handlebars; this covers the subset the templates
  * use): {{path}}, {{{raw}}}, {{#if}}/{{else}}, {{#unless}}, {{#each}} with `this`,
  * `@index` and `../`, and helpers called with string/number/path arguments and hash
- * arguments (`{{localize "KEY" name=value}}`). Unknown syntax throws, so a template that
- * strays outside the subset fails a test instead of rendering wrongly.
+ * arguments (`{{localize "KEY" name=value}}`, a value quoted in either kind of quote).
+ * Unknown syntax throws (subexpressions, `./` and `@root` paths, partials, `else if`
+ * chains, block arguments beyond one, `#each` over a Map or a Set), so a template that
+ * strays outside the subset fails a test instead of rendering otherwise than in Foundry.
  */
 
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;", "`": "&#x60;", "=": "&#x3D;" };
@@ -26,6 +28,9 @@ function tokenize(src) {
     else if (body.startsWith("#")) tokens.push({ type: "open", body: body.slice(1) });
     else if (body.startsWith("/")) tokens.push({ type: "close", name: body.slice(1).trim() });
     else if (body === "else") tokens.push({ type: "else" });
+    // Real Handlebars chains `{{else if x}}`; read as an expression here it would render
+    // nothing, silently.
+    else if (/^else\s/.test(body)) throw new Error(`handlebars-lite: unsupported {{${body}}} (an else chain)`);
     else tokens.push({ type: "expr", body, raw });
     last = re.lastIndex;
   }
@@ -58,14 +63,30 @@ function parse(tokens) {
   return root.children;
 }
 
+// What real Handlebars reads differently from this subset, refused rather than rendered
+// wrongly: subexpressions `(helper x)`, `./path`, `@root`, partials, a hash value
+// quoted after its `=` is kept as a string (both quote kinds, as Handlebars takes them).
+const UNSUPPORTED = [
+  [/^\(|^[\w-]+=\(/, "a subexpression"],
+  [/^\.\//, "a ./ path"],
+  [/^@root\b/, "@root"],
+  [/^>/, "a partial"],
+];
+
 function splitArgs(body) {
   const out = [];
-  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
+  const re = /"([^"]*)"|'([^']*)'|([\w-]+=)(?:"([^"]*)"|'([^']*)')|(\S+)/g;
   let m;
   while ((m = re.exec(body))) {
     if (m[1] !== undefined) out.push({ str: m[1] });
     else if (m[2] !== undefined) out.push({ str: m[2] });
-    else out.push(m[3]);
+    else if (m[3] !== undefined) out.push({ key: m[3].slice(0, -1), value: { str: m[4] ?? m[5] } });
+    else {
+      const word = m[6];
+      const refused = UNSUPPORTED.find(([pattern]) => pattern.test(word));
+      if (refused) throw new Error(`handlebars-lite: unsupported ${refused[1]} in {{${body}}}`);
+      out.push(word);
+    }
   }
   return out;
 }
@@ -96,10 +117,9 @@ function evaluate(args, frames, helpers) {
     const positional = [];
     const hash = {};
     for (const a of rest) {
-      if (typeof a === "string" && /^[\w-]+=/.test(a)) {
-        const [k, v] = [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)];
-        hash[k] = lookup(/^"(.*)"$/.test(v) ? { str: v.slice(1, -1) } : v, frames);
-      } else positional.push(lookup(a, frames));
+      if (a?.key !== undefined) hash[a.key] = a.value.str;
+      else if (typeof a === "string" && /^[\w-]+=/.test(a)) hash[a.slice(0, a.indexOf("="))] = lookup(a.slice(a.indexOf("=") + 1), frames);
+      else positional.push(lookup(a, frames));
     }
     return helpers[head](...positional, { hash });
   }
@@ -107,7 +127,18 @@ function evaluate(args, frames, helpers) {
   return lookup(head, frames);
 }
 
-const truthy = (v) => (Array.isArray(v) ? v.length > 0 : Boolean(v));
+// Handlebars' `isEmpty`: what `#with` and `#each` skip, and `#if` too but for 0 (which
+// `#if` takes as false unless `includeZero`, refused below).
+const isEmpty = (v) => (!v && v !== 0) || (Array.isArray(v) && v.length === 0);
+const truthy = (v) => Boolean(v) && !isEmpty(v);
+
+// Block helpers here take one argument and no hash (`includeZero=true`, `as |x|`...).
+function blockValue(n, frames, helpers) {
+  if (n.args.length !== 1 || (typeof n.args[0] === "object" && n.args[0].key !== undefined)) {
+    throw new Error(`handlebars-lite: {{#${n.name}}} takes one argument here`);
+  }
+  return evaluate(n.args, frames, helpers);
+}
 
 function run(nodes, frames, helpers) {
   let out = "";
@@ -117,14 +148,16 @@ function run(nodes, frames, helpers) {
       const v = evaluate(splitArgs(n.body), frames, helpers);
       out += n.raw ? (v ?? "") : escapeHtml(v);
     } else if (n.name === "if" || n.name === "unless") {
-      let v = truthy(evaluate(n.args, frames, helpers));
+      let v = truthy(blockValue(n, frames, helpers));
       if (n.name === "unless") v = !v;
       out += run(v ? n.children : n.inverse, frames, helpers);
     } else if (n.name === "with") {
-      const v = evaluate(n.args, frames, helpers);
-      out += v ? run(n.children, [...frames, { ctx: v, data: {} }], helpers) : run(n.inverse, frames, helpers);
+      const v = blockValue(n, frames, helpers);
+      out += isEmpty(v) ? run(n.inverse, frames, helpers) : run(n.children, [...frames, { ctx: v, data: {} }], helpers);
     } else if (n.name === "each") {
-      const v = evaluate(n.args, frames, helpers);
+      const v = blockValue(n, frames, helpers);
+      // Handlebars 4.6+ walks a Map or a Set (and any iterable); this subset does not.
+      if (v instanceof Map || v instanceof Set) throw new Error("handlebars-lite: {{#each}} over a Map or a Set is unsupported");
       const items = Array.isArray(v) ? v.map((x, i) => [i, x]) : (v && typeof v === "object" ? Object.entries(v) : []);
       if (!items.length) out += run(n.inverse, frames, helpers);
       items.forEach(([key, item], i) => {

@@ -6,6 +6,7 @@ import path from "node:path";
 import { EN, MODULE_DIR, makeI18n } from "../test-support/fakes.mjs";
 import { renderModuleTemplate } from "../test-support/scenario.mjs";
 import { pairingTexts } from "../mindscape/scripts/dialogs.js";
+import { compile as compileLite } from "../test-support/handlebars-lite.mjs";
 
 const i18n = makeI18n();
 const scripts = readdirSync(path.join(MODULE_DIR, "scripts")).map((f) => readFileSync(path.join(MODULE_DIR, "scripts", f), "utf8")).join("\n");
@@ -157,4 +158,31 @@ test("every template renders with a plausible context", () => {
   // The rest dialog asks whole hours in the system's range, or confirms one long rest.
   assert.match(renderModuleTemplate("rest-dialog", contexts["rest-dialog.hbs"]), /name="hours" min="1" max="1000" step="1" value="8"/);
   assert.doesNotMatch(renderModuleTemplate("rest-dialog", { ...contexts["rest-dialog.hbs"], askHours: false }), /name="hours"/);
+});
+
+// The test renderer stands in for Foundry's Handlebars: what it cannot read as
+// Handlebars does must fail a test, not render otherwise (audit of 2026-12-03: a
+// subexpression, `./`, `@root`, a single-quoted hash value, `else if`, `#each` over a
+// Map and `#with 0` all rendered differently, silently).
+test("handlebars-lite refuses what it would render otherwise than Handlebars", () => {
+  const helpers = { localize: (key, { hash }) => `${key}${Object.keys(hash).length ? JSON.stringify(hash) : ""}` };
+  for (const source of [
+    '{{localize (concat "A." x)}}',
+    "{{./name}}",
+    "{{@root.name}}",
+    "{{> part}}",
+    "{{#if x}}a{{else if y}}b{{/if}}",
+    "{{#if x includeZero=true}}a{{/if}}",
+  ]) {
+    assert.throws(() => compileLite(source, helpers)({ x: 1, y: 1, name: "n" }), /handlebars-lite: unsupported|takes one argument/, source);
+  }
+  assert.throws(() => compileLite("{{#each m}}{{this}}{{/each}}")({ m: new Map([["a", 1]]) }), /Map or a Set/);
+});
+
+test("handlebars-lite reads as Handlebars does: quoted hash values of both kinds, #with 0, #if 0 and []", () => {
+  const helpers = { localize: (key, { hash }) => `${key}:${hash.a}` };
+  assert.equal(compileLite("{{localize \"K\" a='q'}}|{{localize 'K' a=\"r\"}}", helpers)({}), "K:q|K:r");
+  assert.equal(compileLite("{{#with n}}[{{this}}]{{else}}none{{/with}}")({ n: 0 }), "[0]");
+  assert.equal(compileLite("{{#with n}}[{{this}}]{{else}}none{{/with}}")({ n: [] }), "none");
+  assert.equal(compileLite("{{#if n}}yes{{else}}no{{/if}}|{{#if l}}yes{{else}}no{{/if}}")({ n: 0, l: [] }), "no|no");
 });

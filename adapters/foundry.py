@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -43,6 +43,7 @@ from .core import (
     to_bool,
     to_int,
     to_text,
+    type_name,
 )
 from .intelligence import text_intelligence
 from .mapping import Mapping as FieldMapping
@@ -64,9 +65,6 @@ _ACTOR_PATHS: Final = ("_id", "name", "type", "_stats.systemId")
 #: actor's data names it)
 _FOR_SYSTEM: Final = {"dnd5e": "foundry.dnd5e", "ose": "foundry.ose", "ars": "foundry.ars",
                       "acks2-arsbase": "foundry.ars"}
-#: what the dnd5e and ARS adapters read of an item of type ``class`` (``_classes``, ``Ars``)
-_CLASS_ITEM_PATHS: Final = ("_id", "name", "type", "system.levels", "system.hitDice",
-                            "system.hd.denomination", "system.identifier")
 
 
 @dataclass(frozen=True)
@@ -215,6 +213,8 @@ class FoundryAdapter(Adapter):
     sheet_paths: tuple[str, ...] = ()
     #: whether ``sheet`` reads the actor's class items
     reads_class_items = False
+    #: what ``class_item`` keeps of an item of type ``class``
+    class_item_paths: tuple[str, ...] = ()
     #: the game systems (``_stats.systemId``) whose actors ``sheet`` reads; ``None``:
     #: any but those another adapter is made for (``_FOR_SYSTEM``)
     game_systems: frozenset[str] | None = None
@@ -222,6 +222,11 @@ class FoundryAdapter(Adapter):
     @abstractmethod
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """Read the game system's own data into ``draft``; true for a monster/NPC."""
+
+    def class_item(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``sheet`` reads of a class item (``trimmed`` keeps only that): the dotted
+        paths ``class_item_paths`` names."""
+        return project(item, self.class_item_paths)
 
     def actor_paths(self, envelope: Mapping[str, Any] | None, system: str) -> list[str]:
         """Every dotted path of the actor that ``read`` may look at for ``system``
@@ -253,7 +258,7 @@ class FoundryAdapter(Adapter):
             actor["system"] = {} if isinstance(raw["system"], Mapping) else raw["system"]
         items = raw.get("items")
         if self.reads_class_items and isinstance(items, list):
-            actor["items"] = [project(item, _CLASS_ITEM_PATHS) for item in items
+            actor["items"] = [self.class_item(item) for item in items
                               if isinstance(item, Mapping) and item.get("type") == "class"]
         elif self.reads_class_items and "items" in raw:
             actor["items"] = items
@@ -400,6 +405,21 @@ def _items(actor: FoundryActor) -> list[Any]:
     return [] if items is None else need_list(items, pointer(actor.path, "items"))
 
 
+def _class_items(actor: FoundryActor
+                 ) -> Iterator[tuple[Mapping[str, Any], str, Mapping[str, Any], str]]:
+    """Each item of type ``class`` of the actor, in order: the item, its JSON Pointer, its
+    ``system`` object (empty when null) and that object's pointer. One pass over the
+    items, as actors may hold thousands; an item that is no object is InvalidInput."""
+    items_path = pointer(actor.path, "items")
+    for i, item in enumerate(_items(actor)):
+        item_path = pointer(items_path, i)
+        item = need_object(item, item_path)
+        if item.get("type") != "class":
+            continue
+        sys_path = pointer(item_path, "system")
+        yield item, item_path, need_object(item.get("system") or {}, sys_path), sys_path
+
+
 @dataclass
 class _Class:
     name: str
@@ -422,6 +442,8 @@ class Dnd5e(FoundryAdapter):
                    "system.details.cr", "system.details.level",
                    "system.details.originalClass")
     reads_class_items = True
+    class_item_paths = ("_id", "name", "type", "system.levels", "system.hitDice",
+                        "system.hd.denomination", "system.identifier")
 
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
         """dnd5e: ``system.abilities.*.value``, class items, ``attributes.hp``."""
@@ -525,14 +547,7 @@ class Dnd5e(FoundryAdapter):
                  base: str, hp_max: int | None, *,
                  need_max: bool) -> tuple[int, int, int | None]:
         classes: list[_Class] = []
-        items_path = pointer(actor.path, "items")
-        for i, item in enumerate(_items(actor)):  # one pass: actors may hold thousands
-            item_path = pointer(items_path, i)
-            item = need_object(item, item_path)
-            if item.get("type") != "class":
-                continue
-            item_system = need_object(item.get("system") or {}, pointer(item_path, "system"))
-            sys_path = pointer(item_path, "system")
+        for item, item_path, item_system, sys_path in _class_items(actor):
             levels = to_int(item_system.get("levels"), pointer(sys_path, "levels"), 0, 30)
             die_text, die_path = item_system.get("hitDice"), pointer(sys_path, "hitDice")
             if die_text is None:  # dnd5e 5.x moved it to hd.denomination
@@ -659,21 +674,87 @@ def _class_level(system_data: Any, dotted: str, base: str, draft: Draft) -> int:
     return level
 
 
+#: the highest level (or Hit Dice) a combatant may have (``FIELDS``)
+_MAX_LEVEL: Final = 100
+#: a key JavaScript orders as an array index (``Object.values`` lists those first)
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+def _js_values(value: Any, path: str) -> list[tuple[str | int, Any]]:
+    """The entries of an array, or of an object in the order JavaScript's
+    ``Object.values`` gives them (array-index keys in ascending order, then the others
+    as stored), each with its key; none for null. ARS reads a class item's
+    ``advancement`` and ``ranks`` so, as its class sheet's form (inputs named
+    ``system.ranks.0.hdformula``) may save either array as an object keyed "0", "1" ..."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return list(enumerate(value))
+    if not isinstance(value, Mapping):
+        raise InvalidInput.at(path, f"expected an array or object, got {type_name(value)}")
+    indexed = sorted((int(key), key) for key in value
+                     if isinstance(key, str) and _ARRAY_INDEX.fullmatch(key)
+                     and int(key) < 2**32 - 1)
+    seen = {key for _, key in indexed}
+    return [*((key, value[key]) for _, key in indexed),
+            *((key, entry) for key, entry in value.items() if key not in seen)]
+
+
+def _hdformula_of(rank: Any) -> Any:
+    """What is read of one of an ARS class's ranks: its ``hdformula`` (a rank that is no
+    object is kept as it is, to be refused as the whole one is)."""
+    return project(rank, ("hdformula",)) if isinstance(rank, Mapping) else rank
+
+
+@dataclass(frozen=True)
+class _ArsClass:
+    """An ARS class item with levels: its name, level (its advancement entries) and
+    ``system`` object with that object's JSON Pointer, whose ranks give its hit die."""
+
+    name: str
+    levels: int
+    system: Mapping[str, Any]
+    path: str
+
+
 class Ars(FoundryAdapter):
     """ARS-derived AD&D systems (acks2-arsbase and its kin): characters and NPCs."""
 
     id = "foundry.ars"
     description = ("Foundry ARS (AD&D-style) actors: abilities, save vs. paralyzation, "
-                   "level or Hit Dice, hit points; psionic state in flags.mindscape.<system>")
+                   "level and hit die from class items (NPCs: Hit Dice), hit points; "
+                   "psionic state in flags.mindscape.<system>")
     sheet_paths = (*(f"system.abilities.{key}.value" for key in ("int", "wis", "con")),
                    "system.intelligence", "system.hitdice", "system.attributes.level.value",
                    "system.saves.paralyzation.value", "system.attributes.hp.value",
                    _ARS_HP_MIN)
     reads_class_items = True
 
+    def class_item(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """Its ``_id``, ``name`` and ``type``, its ``system.advancement`` with each entry
+        emptied (only their number is read) and its ``system.ranks`` with each rank's
+        ``hdformula`` only: a rank holds some thirty more values (saves, spell slots)."""
+        out = project(item, ("_id", "name", "type", "system.advancement", "system.ranks"))
+        system = out.get("system")
+        if not isinstance(system, dict):  # absent, or not an object: kept as it is
+            return out
+        emptied: dict[str, Any] = {}
+        advancement = system.get("advancement")
+        if isinstance(advancement, list):
+            emptied["advancement"] = [{} for _ in advancement]
+        elif isinstance(advancement, Mapping):
+            emptied["advancement"] = {key: {} for key in advancement}
+        ranks = system.get("ranks")
+        if isinstance(ranks, list):
+            emptied["ranks"] = [_hdformula_of(rank) for rank in ranks]
+        elif isinstance(ranks, Mapping):
+            emptied["ranks"] = {key: _hdformula_of(rank) for key, rank in ranks.items()}
+        out["system"] = {**system, **emptied}
+        return out
+
     def sheet(self, actor: FoundryActor, draft: Draft, data: Any) -> bool:
-        """ARS: ``system.abilities.*.value``, ``saves.paralyzation.value``,
-        ``attributes.level.value`` or ``hitdice``, ``attributes.hp.value``."""
+        """ARS: ``system.abilities.*.value``, ``saves.paralyzation.value``, the class
+        items' ``advancement`` and ``ranks`` (NPCs: ``hitdice``), ``attributes.hp.value``."""
         base = pointer(actor.path, "system")
         kind = actor.raw.get("type")
         if kind not in ("character", "npc"):
@@ -692,6 +773,7 @@ class Ars(FoundryAdapter):
             score(draft, key, value, path, default=10,
                   where=f"system.abilities.{key}.value")
         die: int | None = None
+        group_from: str | None = None  # the class name a character's class group is of
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
             level = hit_dice_count(hd, hd_path, draft.warn)
@@ -700,12 +782,13 @@ class Ars(FoundryAdapter):
                 level = 1
                 draft.warn("no Hit Dice (hitdice); taken as 1")
         else:
-            level = _class_level(system_data, "attributes.level.value", base, draft)
+            level, die, group_from = self._classes(actor, draft, system_data, base)
         if die is None:
             die = 8
             draft.warn_for("die", "no hit die recorded (an NPC's system.hitdice names "
-                           "none; a character's is not read); assumed d8, AD&D monsters' and "
-                           "the commonest class die (flags.mindscape.power-pool.die sets it)")
+                           "none; a character's class none in its ranks' hdformula); "
+                           "assumed d8, AD&D monsters' and the commonest class die "
+                           "(flags.mindscape.power-pool.die sets it)")
         save, save_path = dig(system_data, "saves.paralyzation.value", base)
         draft.put("save_paralyzation", to_int(save, save_path, 1, 20),
                   Binding("", writable=False))
@@ -719,16 +802,83 @@ class Ars(FoundryAdapter):
         if draft.system == "revised-2e":
             if npc:
                 draft.put("class_group", "monster")
-            else:
-                items_path = pointer(actor.path, "items")
-                for i, item in enumerate(_items(actor)):
-                    item = need_object(item, pointer(items_path, i))
-                    if item.get("type") == "class":
-                        name = to_text(item.get("name"), pointer(pointer(items_path, i),
-                                                                 "name"), 200)
-                        draft.put("class_group", class_group(name or ""))
-                        break
+            elif group_from is not None:
+                draft.put("class_group", class_group(group_from))
         return npc
+
+    def _classes(self, actor: FoundryActor, draft: Draft, system_data: Mapping[str, Any],
+                 base: str) -> tuple[int, int | None, str | None]:
+        """A character's level, its hit die (``None`` when no rank names one) and the name
+        of the class its class group comes from (the first class item's when no class
+        has a level).
+
+        ARS stores no character level: each class item holds one ``system.advancement``
+        entry per level gained (``_updateForLevelChange`` in actor-sheet.js adds one and
+        never writes ``attributes.level.value``, which stays the template's 1); a class's
+        level is their count (``getClassLevel`` in actor.js), the character's the highest
+        of them (``getMaxLevel``, which ARS fights and saves with). In revised-2e a
+        psionicist class's level is taken instead: that is the level the psionic rules
+        count (PSPs, MTHAC0, modes known). Only with no class levels at all is
+        ``attributes.level.value`` read, with a warning."""
+        classes: list[_ArsClass] = []
+        first: str | None = None
+        for item, item_path, item_system, sys_path in _class_items(actor):
+            name = to_text(item.get("name"), pointer(item_path, "name"), 200) or ""
+            if first is None:
+                first = name
+            path = pointer(sys_path, "advancement")
+            levels = len(_js_values(item_system.get("advancement"), path))
+            if levels > _MAX_LEVEL:
+                raise InvalidInput.at(path, f"a class has at most {_MAX_LEVEL} levels, got "
+                                      f"{levels} advancement entries")
+            if levels:
+                classes.append(_ArsClass(name or "the unnamed class", levels, item_system,
+                                         sys_path))
+        if not classes:
+            value, path = dig(system_data, "attributes.level.value", base)
+            stored_level = to_int(value, path, 0, _MAX_LEVEL)
+            taken = "1" if stored_level is None else \
+                f"{stored_level} from system.attributes.level.value, which ARS does not update"
+            draft.warn(f"no class item with levels (system.advancement); level taken as "
+                       f"{taken}")
+            return (1 if stored_level is None else stored_level), None, first
+        main = max(classes, key=lambda c: c.levels)  # the first of the highest
+        psionicists = [c for c in classes if class_group(c.name) == "psionicist"]
+        psionic = draft.system == "revised-2e" and bool(psionicists)
+        if psionic:
+            main = max(psionicists, key=lambda c: c.levels)
+        if len(classes) > 1:
+            listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
+            why = "the psionicist class's" if psionic else "the highest"
+            draft.warn(f"several classes ({listed}); level {main.levels} taken, "
+                       f"{why} ({main.name})")
+        return main.levels, self._rank_die(draft, main), main.name
+
+    @staticmethod
+    def _rank_die(draft: Draft, cls: _ArsClass) -> int | None:
+        """The die ``cls`` rolls for hit points: ARS rolls the ``hdformula`` of the rank
+        of each level gained (``_configureHealth`` in actor-sheet.js, ``ranks[level -
+        1]``), so the one of its level, else of the nearest lower rank that names a die
+        (past "name level" a rank adds a fixed number, ``"3"``). A formula this adapter
+        cannot read (a function such as ``max(1d10, 5)``, a die off the ladder) is
+        passed over with a warning: the class sheet takes any text there."""
+        ranks_path = pointer(cls.path, "ranks")
+        ranks = _js_values(cls.system.get("ranks"), ranks_path)
+        for level in range(min(cls.levels, len(ranks)), 0, -1):
+            key, rank = ranks[level - 1]
+            rank_path = pointer(ranks_path, key)
+            formula = need_object(rank, rank_path).get("hdformula")
+            try:
+                die = hit_die(formula, pointer(rank_path, "hdformula"))
+            except InvalidInput:
+                if not isinstance(formula, str):
+                    raise
+                draft.warn_for("die", f"{cls.name}'s level {level} hit-dice formula "
+                               f"{json_text(formula, 40)} not read")
+                continue
+            if die is not None:
+                return die
+        return None
 
     def places(self, actor: FoundryActor, draft: Draft, name: str, target: str,
                value: Any) -> dict[str, Any]:

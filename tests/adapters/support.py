@@ -43,6 +43,38 @@ def template_actor(relative: str, actor_type: str, actor_id: str, name: str) -> 
             "items": [], "effects": [], "flags": {}}
 
 
+def template_item(relative: str, item_type: str, item_id: str, name: str) -> dict[str, Any]:
+    """The default item Foundry creates from a system's ``template.json``, as
+    ``template_actor`` builds an actor."""
+    template = load(relative)["Item"]
+    spec = template[item_type]
+    system: dict[str, Any] = {}
+    for part in spec.get("templates", []):
+        _merge(system, template["templates"][part])
+    _merge(system, {k: v for k, v in spec.items() if k != "templates"})
+    return {"_id": item_id, "name": name, "type": item_type, "system": system,
+            "effects": [], "flags": {}}
+
+
+def ars_class(name: str, levels: int, hdformulas: list[str], item_id: str | None = None
+              ) -> dict[str, Any]:
+    """An ARS (acks2-arsbase at 171feb4, tests/fixtures/README.md) class item as the
+    system stores it on a character: the template's ``class`` item, one rank per
+    ``hdformulas`` entry made as the class sheet's "add rank" makes them (a copy of the
+    template's ``rank`` with its level and an id: ``onManage_ClassRanks``,
+    src/module/item/item-sheet.js) with that hit-dice formula, and ``levels``
+    ``advancement`` entries ``{level, hp}`` as a level-up adds them
+    (``_updateForLevelChange`` and ``_configureHealth``, src/module/actor/actor-sheet.js)."""
+    item = template_item("foundry/ars/template.json", "class",
+                         item_id or f"{name.lower()[:8]:x<8}Class0001", name)
+    rank = load("foundry/ars/template.json")["Item"]["rank"]
+    item["system"]["ranks"] = [{**copy.deepcopy(rank), "id": f"rank{n:012d}", "level": n,
+                                "hdformula": formula}
+                               for n, formula in enumerate(hdformulas, start=1)]
+    item["system"]["advancement"] = [{"level": n, "hp": 4} for n in range(1, levels + 1)]
+    return item
+
+
 def apply_foundry(data: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:
     """A copy of ``data`` with Foundry's ``actor.update({dotted: value})`` applied as
     Foundry does it: ``expandObject`` (dotted keys, in order), then ``mergeObject`` with

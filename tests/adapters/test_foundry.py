@@ -9,9 +9,10 @@ import pytest
 
 import adapters
 from adapters.core import roll_dice
+from engine import builtin_systems
 from engine.errors import InvalidInput
 
-from .support import apply_foundry, load, template_actor
+from .support import apply_foundry, ars_class, load, template_actor
 
 DND5E = adapters.get("foundry.dnd5e")
 OSE = adapters.get("foundry.ose")
@@ -278,7 +279,8 @@ def test_ose_hit_points_write_back_to_hp_value() -> None:
 
 # -- ARS ----------------------------------------------------------------------------
 def test_ars_character_reads_abilities_paralyzation_save_and_level() -> None:
-    """ARS template: abilities 10, saves.paralyzation 20, attributes.level 1."""
+    """ARS template: abilities 10, saves.paralyzation 20, attributes.level 1 (read when
+    no class item has levels, as here)."""
     actor = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
                            "Dorn")
     c = ARS.import_(actor, "revised-2e").combatant
@@ -289,6 +291,130 @@ def test_ars_character_reads_abilities_paralyzation_save_and_level() -> None:
     actor["system"]["attributes"]["level"]["value"] = 4
     c = ARS.import_(actor, "revised-2e").combatant
     assert (c["int"], c["save_paralyzation"], c["level"]) == (17, 13, 4)
+
+
+# ARS keeps a character's level in its class items, never in attributes.level.value
+# (acks2-arsbase 171feb4, src/module/actor: actor.js getClassLevel, "the length of the
+# advancement array", and _getLevel('max'); actor-sheet.js _updateForLevelChange adds an
+# advancement entry and writes saves, THAC0, AC, spell slots, never the level).
+FIGHTER_HD = ["1d10"] * 9 + ["3"] * 11  # AD&D: d10 to 9th level, then +3 hit points each
+PSIONICIST_HD = ["1d6"] * 11 + ["2"] * 9
+THIEF_HD = ["1d6"] * 10 + ["2"] * 10
+
+
+def ars_character(*classes: dict[str, Any], level: Any = 1) -> dict[str, Any]:
+    """The template's character with ``classes`` as items (among other items) and the
+    template's ``attributes.level.value``, which no level-up changes."""
+    actor = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
+                           "Dorn")
+    actor["system"]["attributes"]["level"]["value"] = level
+    actor["items"] = [{"_id": "armor00000000001", "type": "armor", "name": "Leather",
+                       "system": {"advancement": "not a class"}}, *classes]
+    return actor
+
+
+def test_an_ars_characters_level_is_the_number_of_its_class_advancement_entries() -> None:
+    """actor.js getClassLevel: a class's level is its advancement entries' count; a
+    7th-level psionicist whose attributes.level.value is the template's 1 is level 7,
+    with the MTHAC0 (21 − level, RULES.md §1.1) and PSP-pool hit dice of level 7, and
+    its hit die the one its rank for level 7 rolls (ranks[6].hdformula "1d6")."""
+    actor = ars_character(ars_class("Psionicist", 7, PSIONICIST_HD))
+    got = ARS.import_(actor, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (7, "psionicist")
+    assert not any("level" in w for w in got.warnings)
+    engine = builtin_systems()["revised-2e"]
+    psionic = engine.combatant({**got.combatant, "kind": "psionicist", "psp_max": 60})
+    assert psionic["mthac0"] == 14
+    pool = ARS.import_(actor, "power-pool").combatant
+    assert (pool["hit_dice"], pool["die"]) == (7, 6)
+
+
+def test_an_ars_character_with_several_classes_takes_the_highest_level_with_a_warning(
+        ) -> None:
+    """actor.js getMaxLevel (_getLevel('max')): the character's level is the highest of
+    its classes' (the level ARS's attack matrix and effective level use). The hit die
+    and class group are that class's: a Fighter 6 / Thief 4 rolls d10 and saves as a
+    warrior."""
+    actor = ars_character(ars_class("Thief", 4, THIEF_HD), ars_class("Fighter", 6, FIGHTER_HD))
+    got = ARS.import_(actor, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (6, "warrior")
+    assert "several classes (Thief 4, Fighter 6); level 6 taken, the highest (Fighter)" \
+        in got.warnings
+    assert ARS.import_(actor, "power-pool").combatant["die"] == 10
+
+
+def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
+    """revised-2e counts PSPs, MTHAC0 and the modes known by the psionicist's level
+    (RULES.md §1.1: psionicist MTHAC0 21 − level): a Fighter 6 / Psionicist 4 is read at
+    level 4, class group psionicist, with a warning. power-pool has no psionicist class:
+    its hit dice are the highest level's, as ARS's own (getMaxLevel)."""
+    actor = ars_character(ars_class("Fighter", 6, FIGHTER_HD),
+                          ars_class("Psionicist", 4, PSIONICIST_HD))
+    got = ARS.import_(actor, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (4, "psionicist")
+    assert "several classes (Fighter 6, Psionicist 4); level 4 taken, the psionicist " \
+        "class's (Psionicist)" in got.warnings
+    pool = ARS.import_(actor, "power-pool")
+    assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (6, 10)
+
+
+def test_an_ars_character_without_class_levels_falls_back_to_its_level_with_a_warning(
+        ) -> None:
+    """No class item, or only one with no advancement entry yet (the template's
+    ``advancement: []``): attributes.level.value is read, saying ARS does not update it;
+    the class group still comes from the class item's name."""
+    got = ARS.import_(ars_character(level=3), "revised-2e")
+    assert got.combatant["level"] == 3
+    assert "no class item with levels (system.advancement); level taken as 3 from " \
+        "system.attributes.level.value, which ARS does not update" in got.warnings
+    actor = ars_character(ars_class("Psionicist", 0, PSIONICIST_HD), level=2)
+    got = ARS.import_(actor, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (2, "psionicist")
+    del actor["system"]["attributes"]["level"]
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["level"] == 1
+    assert "no class item with levels (system.advancement); level taken as 1" in got.warnings
+
+
+def test_an_ars_class_hit_die_is_the_last_one_its_ranks_roll_up_to_its_level() -> None:
+    """_configureHealth rolls ranks[level − 1].hdformula at each level: past 9th level
+    an AD&D fighter's rank adds "3" (no die), so a 12th-level fighter's die is the d10
+    of its 9th rank; a formula the adapter cannot read (Foundry's ``max`` function) is
+    passed over with a warning; no rank naming a die (no ranks at all) is d8 with a warning."""
+    actor = ars_character(ars_class("Fighter", 12, FIGHTER_HD))
+    assert ARS.import_(actor, "power-pool").combatant["die"] == 10
+    ranks = actor["items"][1]["system"]["ranks"]
+    ranks[8]["hdformula"] = "max(1d10, 5)"
+    got = ARS.import_(actor, "power-pool")
+    assert got.combatant["die"] == 10
+    assert "Fighter's level 9 hit-dice formula \"max(1d10, 5)\" not read" in got.warnings
+    del actor["items"][1]["system"]["ranks"]
+    got = ARS.import_(actor, "power-pool")
+    assert got.combatant["die"] == 8 and any("assumed d8" in w for w in got.warnings)
+
+
+def test_ars_class_advancement_and_ranks_saved_as_objects_read_as_arrays() -> None:
+    """The class sheet's form names its inputs ``system.ranks.{{index}}.hdformula`` and
+    ``system.advancement.{{index}}.hp`` (src/templates/item/class-sheet.hbs), so a saved
+    sheet may store either array as an object keyed "0", "1" ...; ARS reads both with
+    ``Object.values``, whose order puts "10" after "9"."""
+    fighter = ars_class("Fighter", 11, ["1d10"] * 9 + ["1d12", "3"] + ["3"] * 9)
+    as_array = ARS.import_(ars_character(fighter), "power-pool").combatant
+    system = fighter["system"]
+    system["advancement"] = {str(n): e for n, e in reversed(list(enumerate(
+        system["advancement"])))}
+    system["ranks"] = {str(n): r for n, r in enumerate(system["ranks"])}
+    as_object = ARS.import_(ars_character(fighter), "power-pool").combatant
+    assert as_object == as_array and (as_object["hit_dice"], as_object["die"]) == (11, 12)
+
+
+def test_ars_class_items_that_are_not_what_ars_stores_are_invalid_input() -> None:
+    for where, junk in (("advancement", 5), ("advancement", [{}] * 101), ("ranks", "1d6")):
+        fighter = ars_class("Fighter", 3, FIGHTER_HD)
+        fighter["system"][where] = junk
+        with pytest.raises(InvalidInput) as err:
+            ARS.import_(ars_character(fighter), "power-pool")
+        assert err.value.problems[0].path == f"/items/1/system/{where}"
 
 
 def test_ars_npc_hit_dice_from_hitdice_text() -> None:

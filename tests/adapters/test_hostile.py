@@ -14,7 +14,7 @@ import adapters
 from adapters.core import SYSTEMS
 from engine.errors import InvalidInput
 
-from .support import load, template_actor
+from .support import ars_class, load, template_actor
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
@@ -61,6 +61,9 @@ def _base_actors() -> list[tuple[str, dict[str, Any]]]:
         ("foundry.ose", template_actor("foundry/ose/template.json", "character", "c1", "C")),
         ("foundry.ars", template_actor("foundry/ars/template.json", "npc", "n1", "N")),
         ("foundry.ars", template_actor("foundry/ars/template.json", "character", "c2", "C")),
+        ("foundry.ars", {**template_actor("foundry/ars/template.json", "character", "c3", "C"),
+                         "items": [ars_class("Fighter", 2, ["1d10"] * 3),
+                                   ars_class("Psionicist", 3, ["1d6"] * 3)]}),
         ("roll20.adnd2e-revised", ulcen),
         ("roll20.generic", {"mapping": {"fields": {"int": "Intelligence",
                                                    "psp": "PSP", "psp_max": "PSP|max"}},

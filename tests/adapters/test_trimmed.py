@@ -22,8 +22,8 @@ import adapters
 from adapters.core import FIELDS, project
 from engine.errors import InvalidInput
 
-from .support import apply_foundry, apply_roll20, attribs_of, load
-from .test_foundry import MAPPING
+from .support import apply_foundry, apply_roll20, ars_class, attribs_of, load
+from .test_foundry import FIGHTER_HD, MAPPING, PSIONICIST_HD, ars_character
 from .test_write_back_round_trip import (
     STATE,
     SYSTEMS,
@@ -34,6 +34,7 @@ from .test_write_back_round_trip import (
 )
 
 JUNK: list[Any] = [{}] * 2000  # what a player may put in a flag: [{},{},...]
+ARS = adapters.get("foundry.ars")
 
 
 def generic_sheets(system: str, state: dict[str, Any]) -> list[Sheet]:
@@ -135,6 +136,44 @@ def test_of_a_real_dnd5e_actor_only_what_is_read_is_kept() -> None:
         "Zanna on the map"
     assert len(cut["actor"]["items"]) == 1 and len(actor["items"]) == 36
     assert len(json.dumps(cut)) * 50 < len(json.dumps(data))
+
+
+def test_of_an_ars_characters_class_items_the_level_count_and_hit_dice_are_kept() -> None:
+    """foundry.ars reads a character's level from the number of its class items'
+    advancement entries and its hit die from their ranks' hdformula (actor.js
+    getClassLevel, actor-sheet.js _configureHealth): each advancement entry is kept
+    emptied, each rank with its hdformula only (a rank holds some thirty other values:
+    saves, THAC0, spell slots), a class sheet's object form as it is. The kept actor
+    imports as the whole one, in the three systems, also when every rank and entry is
+    filled with junk."""
+    psionicist = ars_class("Psionicist", 5, PSIONICIST_HD)
+    fighter = ars_class("Fighter", 10, FIGHTER_HD)
+    fighter["system"]["ranks"] = {str(n): r for n, r in enumerate(fighter["system"]["ranks"])}
+    actor = ars_character(psionicist, fighter)
+    actor["items"][0]["system"]["description"] = "z" * 10_000  # an armor: not kept
+    cut = ARS.trimmed(actor, "revised-2e")
+    assert cut["items"] == [
+        {"_id": psionicist["_id"], "name": "Psionicist", "type": "class",
+         "system": {"advancement": [{}] * 5,
+                    "ranks": [{"hdformula": f} for f in PSIONICIST_HD]}},
+        {"_id": fighter["_id"], "name": "Fighter", "type": "class",
+         "system": {"advancement": [{}] * 10,
+                    "ranks": {str(n): {"hdformula": f} for n, f in enumerate(FIGHTER_HD)}}}]
+    junky = copy.deepcopy(actor)
+    for item in junky["items"][1:]:
+        ranks = item["system"]["ranks"]
+        for rank in ranks.values() if isinstance(ranks, dict) else ranks:
+            rank["junk"] = JUNK
+        for entry in item["system"]["advancement"]:
+            entry["junk"] = JUNK
+        item["system"]["itemList"] = JUNK
+    assert ARS.trimmed(junky, "revised-2e") == cut
+    for system in sorted(STATE):
+        whole, again = ARS.import_(junky, system), ARS.import_(cut, system)
+        assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
+    assert ARS.import_(cut, "revised-2e").combatant["level"] == 5
+    assert ARS.import_(cut, "power-pool").combatant["hit_dice"] == 10
+    assert len(json.dumps(cut)) < 3000 < len(json.dumps(actor)) // 5
 
 
 def test_junk_anywhere_a_foundry_adapter_does_not_read_is_not_kept() -> None:

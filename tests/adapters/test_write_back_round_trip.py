@@ -25,7 +25,7 @@ from engine import builtin_systems
 from engine.dice import dice_source
 from engine.errors import InvalidCombatant, RulesViolation
 
-from .support import apply_foundry, apply_roll20, attr, load, template_actor
+from .support import apply_foundry, apply_roll20, ars_class, attr, load, template_actor
 
 SYSTEMS = builtin_systems()
 Apply = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
@@ -94,6 +94,8 @@ def foundry_sheets(system: str, state: dict[str, Any]) -> list[Sheet]:
     ose[1]["system"]["scores"]["wis"]["value"] = 12
     ars[0]["system"]["hitdice"] = "4+1"
     ars[0]["system"]["attributes"]["hp"]["value"] = 25
+    # a level-6 psionicist: ARS keeps the level in the class item (support.ars_class)
+    ars[1]["items"] = [ars_class("Psionicist", 6, ["1d6"] * 11 + ["2"] * 9)]
     ose[0]["system"]["hp"]["value"] = 7
     sheets = [Sheet("foundry.dnd5e", a, apply_foundry) for a in actors]
     sheets += [Sheet("foundry.ose", a, apply_foundry) for a in ose]

@@ -25,6 +25,7 @@ from companion.methods import encounter as encounter_methods
 from companion.methods.encounter import MASKING_DETAILS, _combatant
 from companion.services import Services
 from companion.store import StepRecord
+from tests.adapters.support import ars_class, template_actor
 from tests.reliability.play import dice_of
 
 from .combatants import FENKA
@@ -46,6 +47,19 @@ def zanna(hp: int | None = None, junk: bool = True) -> dict[str, Any]:
     if hp is not None:
         actor["system"]["attributes"]["hp"]["value"] = hp
     return {"adapter": "foundry.dnd5e", "data": {"actor": actor, "token": None}}
+
+
+def ars_psionicist(hp: int = 30) -> dict[str, Any]:
+    """An ARS (acks2-arsbase) character whose level is only in its class item: seven
+    advancement entries (actor.js getClassLevel); its attributes.level.value stays the
+    template's 1, as ARS's level-ups leave it (actor-sheet.js _updateForLevelChange)."""
+    actor = template_actor("foundry/ars/template.json", "character", "arsPsion00000001",
+                           "Tamar")
+    actor["system"]["attributes"]["hp"]["value"] = hp
+    actor["items"] = [ars_class("Psionicist", 7, ["1d6"] * 11 + ["2"] * 9)]
+    actor["flags"] = {"mindscape": {"revised-2e": {"kind": "psionicist", "psp": 60,
+                                                   "attacks": ["mind-thrust"]}}}
+    return {"adapter": "foundry.ars", "data": {"actor": actor, "token": None}}
 
 
 def ulcen() -> dict[str, Any]:
@@ -120,6 +134,30 @@ async def test_a_step_stores_and_logs_only_what_the_adapter_reads(rpc: Rpc) -> N
     assert len(json.dumps(log)) < 4000 and len(json.dumps(zanna())) > 120_000
     # a junk flag changes nothing kept: the sheet as kept is the same without it
     assert _trimmed(zanna()) == _trimmed(zanna(junk=False))
+
+
+async def test_an_ars_sheet_kept_by_an_encounter_keeps_its_class_level(rpc: Rpc) -> None:
+    """foundry.ars reads a character's level from its class item's advancement entries
+    (docs/ADAPTERS.md): the step keeps that item trimmed (entries emptied, each rank's
+    hdformula only), and the kept sheet still gives level 7 and MTHAC0 14 (RULES.md
+    §1.1: 21 − level): a new encounter fed the logged add has the same combatant, and a
+    refresh that changed only the hit points changes only them."""
+    services = _services(rpc)
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    cid = (await rpc.ok("encounter.add", {"id": eid, "combatant": ars_psionicist()})
+           )["combatant_id"]
+    held = _combatant(await rpc.ok("encounter.get", {"id": eid}), cid)
+    assert (held["level"], held["mthac0"], held["class_group"]) == (7, 14, "psionicist")
+    [stored] = await services.store.steps(eid, states=False)
+    kept = stored.params["combatant"]
+    assert kept == _trimmed(ars_psionicist()) != ars_psionicist()
+    assert kept["data"]["actor"]["items"][0]["system"]["advancement"] == [{}] * 7
+    again = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    await rpc.ok("encounter.add", {"id": again, "combatant": kept})
+    assert _combatant(await rpc.ok("encounter.get", {"id": again}), cid) == held
+    refreshed = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": cid,
+                                                   "combatant": ars_psionicist(hp=12)})
+    assert refreshed["changed"] == ["hp"]
 
 
 async def test_the_write_back_from_the_kept_sheet_is_that_of_the_whole_sheet(

@@ -50,42 +50,68 @@ from .intelligence import text_intelligence
 from .mapping import parse_mapping, read_mapped
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# A Roll20 formula a number box may hold ("21-@{level-class1}",
-# "21-ceil(@{level-class1}/2)"): attribute references, numbers, arithmetic, the
-# rounding functions. One term at a time from the left, so linear in the text.
-_FORMULA_TERM = re.compile(r"@\{[^{}]{1,100}\}|\d{1,9}|floor|ceil|round|abs|[-+*/().\s]")
+# What a number box of the sheet holds when it holds a number (whole or not, in range or
+# not, is ``to_int``'s to say); any other text is a roll expression, which the sheet
+# accepts there: it rolls the box inside [[...]] ("21-@{level-class1}", "[[21-4]]").
+_NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:\.\d*)?\s*")
 _LEVEL = re.compile(r"level-class(\d{1,2})")
 _CLASS = re.compile(r"class\d{1,2}")
 #: what is read of a character besides its attributes (``unwrap``)
 _CHARACTER_KEYS: Final = ("schema_version", "type", "id", "_id", "oldId", "name")
 #: the parts of an attribute that are read and written
 _ATTRIBUTE_KEYS: Final = ("name", "current", "max")
-#: the sections of the AD&D 2E Revised sheet's psionic attack and defense rows, the
-#: attribute of a row's name in each and the section's first row outside the repeating
-#: rows, if it has one (``Adnd2eRevised._revised``). The "Psionics Revised" tab (Skills &
-#: Powers, Dark Sun) has the first two; the "Psionics Core" tab (Complete Psionics
-#: Handbook) lists its Attack Modes and Defense Modes as power rows of sections
-#: ``repeating_psion-psion-attack5`` and ``repeating_psion-psion-defense5``.
+
+
+def _rows(section: str, columns: str) -> re.Pattern[str]:
+    """The attributes of a repeating section's rows, ``<section>_<row id>_<column>`` in
+    lower case, with the row id as group 1 (Roll20's row ids may hold '_' too)."""
+    return re.compile(f"{re.escape(section)}_(.+)_(?:{columns})")
+
+
+#: the sections of the AD&D 2E Revised sheet's psionic attack and defense rows (the
+#: pattern of a row's name attribute in each) and the section's first row outside the
+#: repeating rows, if it has one (``Adnd2eRevised._revised``). The "Psionics Revised" tab
+#: (Skills & Powers, Dark Sun) has the first two. The "Psionics Core" tab (Complete
+#: Psionics Handbook) lists its Attack Modes and Defense Modes as power rows of
+#: ``repeating_psion-attack5`` and ``repeating_psion-defense5``: both revisions of the
+#: sheet found give those names (tests/fixtures/README.md). Earlier versions of this
+#: adapter read ``repeating_psion-psion-attack5`` and ``-defense5``, names got by pairing
+#: the earlier partial with the current tab; no sheet revision found stores rows there,
+#: but rows of that name are still read, as this adapter always did.
 _SECTIONS: Final = (
-    ("attacks", "repeating_psionic-attacks_", "_psionic-attack-name", "psionic-attack-name"),
-    ("defenses", "repeating_psionic-defenses_", "_psionic-defense-name",
+    ("attacks", _rows("repeating_psionic-attacks", "psionic-attack-name"),
+     "psionic-attack-name"),
+    ("defenses", _rows("repeating_psionic-defenses", "psionic-defense-name"),
      "psionic-defense-name"),
-    ("attacks", "repeating_psion-psion-attack5_", "_psionattacking", None),
-    ("defenses", "repeating_psion-psion-defense5_", "_psiondefending", None),
+    ("attacks", _rows("repeating_psion-attack5", "psionattacking"), None),
+    ("defenses", _rows("repeating_psion-defense5", "psiondefending"), None),
+    ("attacks", _rows("repeating_psion-psion-attack5", "psionattacking"), None),
+    ("defenses", _rows("repeating_psion-psion-defense5", "psiondefending"), None),
 )
 #: the sheet's boxes of points kept beside HP and PSP (temporary hit points, temporary
 #: and stored PSPs), which the engine has no place for: the field each stands beside
 _EXTRA: Final = (("tempHP", "hp"), ("tempPSP", "psp"), ("storedPSP", "psp"))
-#: the radio button choosing the sheet's page: "2" shows the Monster Sheet
+#: the radio button choosing the sheet's page (2ESheet-base.html: 1 Character Sheet,
+#: 2 Monster Sheet, 3 DM Screen, 4 Sheet Settings): it records the page last clicked
 _PAGE: Final = "tab11"
 _MONSTER_PAGE: Final = "2"
+#: the Monster Sheet's "Hit Dice" box
+_HIT_DICE: Final = "hitdice"
 #: the Monster Sheet's "Intelligence" box (text: "8-10 (Average)", "Genius")
 _MONSTER_INT: Final = "monsterintelligence"
-#: the Psionics Revised tab's attack rows: a row's own MThAC0 and adjustment (the first,
-#: unrepeated row's are the sheet's ``MThAC0`` and ``mthac0adj``, read as the MTHAC0)
+#: the ability scores read, each with the Psionics Core tab's "Temporary Psionic Ability
+#: Score modifier" box, which a sheet worker adds to the score into ``<Score>-psi``
+#: (sheetWorkers.js: setupStaticCalculateTotal('intelligence-psi', ['intelligence',
+#: 'psion-int-mod']))
+_SCORES: Final = (("int", "Intelligence", "psion-int-mod"),
+                  ("wis", "Wisdom", "psion-wis-mod"),
+                  ("con", "Constitution", "psion-con-mod"))
+#: the Psionics Revised tab's attack rows: a row's name, and its own MThAC0 and
+#: adjustment (the first, unrepeated row's are the sheet's ``MThAC0`` and ``mthac0adj``,
+#: read as the MTHAC0)
+_ROW_NAME: Final = _SECTIONS[0][1]
+_ROW_MTHAC0: Final = _rows("repeating_psionic-attacks", "mthac0|mthac0adj")
 _ROWS: Final = "repeating_psionic-attacks_"
-_ROW_NAME: Final = "_psionic-attack-name"
-_ROW_MTHAC0: Final = ("_mthac0", "_mthac0adj")
 
 # Fields kept as the current and maximum of one attribute, as Roll20 sheets pair them.
 _PAIRS: Final[dict[str, tuple[str, str]]] = {
@@ -266,6 +292,10 @@ class Roll20Adapter(Adapter):
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read the sheet's own attributes into ``draft``; true for a monster."""
 
+    def finished(self, char: Character, draft: Draft) -> None:
+        """Add what can be said only of the finished draft (the state store read, the
+        defaults set): warnings only, never a field. This base says nothing."""
+
     def attributes_read(self, envelope: Mapping[str, Any], system: str
                         ) -> Callable[[str], bool]:
         """Whether ``read`` may look at an attribute, by its lower-case name: this base
@@ -311,6 +341,7 @@ class Roll20Adapter(Adapter):
 
         read_state(draft, lookup)
         finish(draft, npc)
+        self.finished(char, draft)
         return char, draft
 
     def import_(self, data: Any, system: str) -> Imported:
@@ -362,17 +393,17 @@ class Roll20Adapter(Adapter):
         return [{"character_id": char.id, "attributes": attributes}] if attributes else []
 
 
-def _is_formula(value: Any) -> bool:
-    """Whether ``value`` is Roll20 formula text naming an attribute (``21-@{level}``)."""
-    if not isinstance(value, str) or "@{" not in value or len(value) > 200:
-        return False
-    pos = 0
-    while pos < len(value):
-        match = _FORMULA_TERM.match(value, pos)
-        if match is None:
-            return False
-        pos = match.end()
-    return True
+def _box(found: tuple[Any, str] | None) -> int | str | None:
+    """What a number box the sheet rolls inside [[...]] (``MThAC0``, ``mthac0adj``)
+    holds: its whole number (``InvalidInput`` for a number that is not whole or not
+    within -100..100, as any number the adapter reads), its text when that is no number
+    (a roll expression: the sheet rolls anything there), None when absent or empty."""
+    if found is None:
+        return None
+    value, path = found
+    if isinstance(value, str) and value.strip() and not _NUMBER_TEXT.fullmatch(value):
+        return value
+    return to_int(value, path, -100, 100)
 
 
 def _number(char: Character, draft: Draft, field: str, attr: str, part: str = "current",
@@ -412,8 +443,9 @@ def _full(char: Character, draft: Draft, field: str, attr: str) -> None:
 #: lower-case (``_full`` reads ``HP_max`` and ``PSP_max`` too); its class levels and
 #: the attributes of its rows (``_SECTIONS``) are matched by pattern
 _SHEET_ATTRIBUTES: Final = frozenset({
-    "intelligence", "wisdom", "constitution", "hp", "hp_max", "psp", "psp_max", "mthac0",
-    "mthac0adj", "temp-selfmac", "selfmac", "psi_die", "hitdice", _PAGE, _MONSTER_INT,
+    "hp", "hp_max", "psp", "psp_max", "mthac0", "mthac0adj", "temp-selfmac", "selfmac",
+    "psi_die", _HIT_DICE, _PAGE, _MONSTER_INT,
+    *(name.lower() for _, score_name, modifier in _SCORES for name in (score_name, modifier)),
     *(name.lower() for name, _ in _EXTRA),
     *(single for *_, single in _SECTIONS if single is not None)})
 
@@ -428,48 +460,55 @@ class Adnd2eRevised(Roll20Adapter):
     #: the sheet is AD&D 2nd edition's, whose psionics revised-2e plays
     default_system = "revised-2e"
     description = ("Roll20 AD&D 2E Revised sheet: PSP, MThAC0, selfMAC, Intelligence, "
-                   "Wisdom, Constitution, HP, level-class1.. and class1.. (the Monster "
-                   "Sheet: hitdice, monsterintelligence), psionic attack and defense rows "
-                   "of both psionics tabs; other state in psi_* attributes (any of the "
+                   "Wisdom, Constitution (and the Psionics Core tab's temporary psionic "
+                   "modifiers), HP, level-class1.. and class1.. (the Monster Sheet: "
+                   "hitdice, monsterintelligence), psionic attack and defense rows of "
+                   "both psionics tabs; other state in psi_* attributes (any of the "
                    "three systems)")
 
     def attributes_read(self, envelope: Mapping[str, Any], system: str
                         ) -> Callable[[str], bool]:
         """The ``psi_*`` attributes, the sheet's own (``_SHEET_ATTRIBUTES``), its classes
-        and class levels and its psionic attack and defense rows."""
+        and class levels and its psionic attack and defense rows (with the attack rows'
+        own MThAC0 and adjustment). The Mod script sends these and no others
+        (vtt-module/roll20/Mindscape.js ``ADND2E_READ``)."""
         state = super().attributes_read(envelope, system)
 
         def read(key: str) -> bool:
             return (key in _SHEET_ATTRIBUTES or state(key) or _LEVEL.fullmatch(key) is not None
                     or _CLASS.fullmatch(key) is not None
-                    or any(key.startswith(section) and key.endswith(column)
-                           for _, section, column, _ in _SECTIONS)
-                    or (key.startswith(_ROWS) and key.endswith(_ROW_MTHAC0)))
+                    or any(rows.fullmatch(key) for _, rows, _ in _SECTIONS)
+                    or _ROW_MTHAC0.fullmatch(key) is not None)
 
         return read
 
     def sheet(self, char: Character, draft: Draft) -> bool:
         """Read the sheet's attributes (documented in docs/ADAPTERS.md)."""
         level, monster, level_key = self._level(char, draft)
-        for field, attr_name in (("int", "Intelligence"), ("wis", "Wisdom"),
-                                 ("con", "Constitution")):
+        for field, attr_name, modifier in _SCORES:
             if field not in FIELDS[draft.system]:
                 continue
+            mod = _modifier(char, draft, modifier)
             if field == "int" and monster:
                 # The Monster Sheet's "Intelligence" box: text from the sheet's list
                 # ("8-10 (Average)") or the stat block's words.
                 given = char.get(_MONSTER_INT)
                 if given is not None and text_intelligence(draft, given[0], given[1],
                                                            char.spelled(_MONSTER_INT)):
+                    if mod:
+                        draft.warn(f"{char.spelled(modifier)} {mod:+d} is not applied: int "
+                                   f"is read from {char.spelled(_MONSTER_INT)}, not "
+                                   f"{char.spelled(attr_name)}")
                     continue
             found = char.get(attr_name)
             value, path = found if found is not None else (None, char.path)
+            if mod:
+                value = _modified(char, draft, field, attr_name, modifier, mod, value, path)
             score(draft, field, value, path, default=10, where=attr_name)
         draft.put("level", level, Binding("", writable=False))
         if level_key is not None and not monster and draft.system == "revised-2e":
             # The class named beside the level taken (class1 for level-class1).
-            named = char.get(f"class{level_key.removeprefix('level-class')}")
-            text = to_text(named[0], named[1], 200) if named else None
+            text = _class_name(char, level_key)
             draft.put("class_group", class_group(text or ""), Binding("", writable=False))
         draft.put("hit_dice", level, Binding("", writable=False))
         if _number(char, draft, "hp", "HP", writable=True) is None:
@@ -504,10 +543,17 @@ class Adnd2eRevised(Roll20Adapter):
     @staticmethod
     def _level(char: Character, draft: Draft) -> tuple[int, bool, str | None]:
         """The level (or Hit Dice), whether the sheet is a monster's and the
-        ``level-classN`` the level was taken from. A character's level is the highest
-        ``level-classN``; the Monster Sheet page has no class levels but ``hitdice``
-        (its "Hit Dice" box). A sheet is a monster's when that page is the one shown
-        (``tab11`` is 2) or when it has Hit Dice and no class level."""
+        ``level-classN`` the level was taken from.
+
+        A sheet whose Monster Sheet has Hit Dice (``hitdice``) and no class level is a
+        monster's, of those Hit Dice; one with class levels and no Hit Dice a
+        character's. The page radio ``tab11`` only records the page last clicked, so it
+        decides only what the sheet leaves open: a sheet holding both is a monster's when
+        the Monster Sheet page is shown (``tab11`` 2), else a character's; one holding
+        neither is a monster of 1 Hit Die when that page is shown, else a 1st-level
+        character. A character's level is that of the class named a psionicist's
+        (``classN`` holding "psion...": the sheet's MThAC0 help asks for "your relevant
+        class level"), else its highest ``level-classN``."""
         levels: list[tuple[int, str]] = []
         for key, (path, attr) in char.attrs.items():  # one pass over the attributes
             if _LEVEL.fullmatch(key):
@@ -516,45 +562,58 @@ class Adnd2eRevised(Roll20Adapter):
                     levels.append((level, key))
         page = char.get(_PAGE)
         shown = page is not None and str(page[0]).strip() == _MONSTER_PAGE
-        found = char.get("hitdice")
+        found = char.get(_HIT_DICE)
         hit_dice = hit_dice_count(found[0], found[1], draft.warn) if found else None
+        listed = ", ".join(f"{key}={level}" for level, key in levels)
         if hit_dice and (shown or not levels):
             if levels:
                 draft.warn(f"the Monster Sheet is shown ({char.spelled(_PAGE)} = 2): Hit Dice "
-                           f"taken from {char.spelled('hitdice')}, {hit_dice}; class levels "
-                           "ignored")
+                           f"taken from {char.spelled(_HIT_DICE)}, {hit_dice}; class levels "
+                           f"({listed}) ignored")
             return hit_dice, True, None
+        if hit_dice:
+            draft.warn(f"the sheet has both Hit Dice ({char.spelled(_HIT_DICE)} {hit_dice}) "
+                       f"and class levels ({listed}), and the Monster Sheet page is not "
+                       f"the one shown ({_PAGE}): read as a character, the Hit Dice "
+                       "ignored")
         if not levels:
-            where = "no Hit Dice (hitdice) on the Monster Sheet" if shown \
-                else "no class level (level-class1..) nor Hit Dice (hitdice)"
+            where = (f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet" if shown
+                     else f"no class level (level-class1..) nor Hit Dice ({_HIT_DICE})")
             draft.warn(f"{where}; taken as 1")
             return 1, shown, None
-        level, key = max(levels)
+        if shown:
+            # Said, as the page shown is the one hint of a monster the sheet gives.
+            draft.warn(f"the Monster Sheet page is shown ({char.spelled(_PAGE)} = 2) but "
+                       f"holds no Hit Dice ({_HIT_DICE}), and class levels are filled in "
+                       f"({listed}): read as a character ({_PAGE} only records the page "
+                       "last clicked)")
+        psionic = [(level, key) for level, key in levels
+                   if class_group(_class_name(char, key) or "") == "psionicist"]
+        level, key = max(psionic or levels)
         if len(levels) > 1:
-            draft.warn(f"several class levels ({', '.join(f'{k}={n}' for n, k in levels)}); "
-                       f"level taken as the highest, {level}")
-        return level, shown, key
+            used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
+                    f"{key}), {level}" if psionic else
+                    f"the highest, {level} (no class is named a psionicist's: Psion...)")
+            draft.warn(f"several class levels ({listed}); level taken as {used}")
+        return level, False, key
 
     def _revised(self, char: Character, draft: Draft) -> None:
         found = char.get("MThAC0")
-        formula = found is not None and _is_formula(found[0])
-        mthac0 = to_int(found[0], found[1], -100, 100) if found and not formula else None
+        mthac0 = _box(found)
         adj_found = char.get("mthac0adj")
-        adj = to_int(adj_found[0], adj_found[1], -100, 100) if adj_found else None
-        if formula and found is not None:
-            # The sheet's own help offers "21-@{level-class1}" (a psion) and
-            # "21-ceil(@{level-class1}/2)" (a wild talent): the engine derives the same
-            # from the level and kind.
-            draft.warn(f"MThAC0 holds a formula ({json_text(found[0], 60)}); MTHAC0 is "
-                       "derived from the level"
-                       + (f" and the adjustment {adj:+d} is not applied" if adj else ""))
-        if mthac0 is not None:
+        adj = _box(adj_found)
+        if isinstance(adj, str):
+            # The sheet adds the box to its roll as it stands ("@{misc-mod}"); the engine
+            # takes a number: ignored, and said.
+            draft.warn(f"{char.spelled('mthac0adj')} holds {json_text(adj, 60)}, not a "
+                       "whole number; the adjustment is ignored")
+            adj = None
+        if isinstance(mthac0, int):
             if adj:
                 draft.warn(f"MThAC0 {mthac0} with adjustment {adj:+d} (added to the roll) "
                            f"taken as MTHAC0 {mthac0 - adj}")
                 mthac0 -= adj
             draft.put("mthac0", mthac0, Binding("", writable=False))
-        self._row_mthac0s(char, draft, mthac0)
         temp = char.get("temp-selfMAC")
         if temp is not None and temp[0] not in (None, ""):
             _number(char, draft, "mac", "temp-selfMAC")
@@ -562,7 +621,7 @@ class Adnd2eRevised(Roll20Adapter):
         else:
             _number(char, draft, "mac", "selfMAC")
         rows: dict[str, list[tuple[str, str]]] = {"attacks": [], "defenses": []}
-        for field, section, column, first in _SECTIONS:
+        for field, pattern, first in _SECTIONS:
             names = rows[field]
             single = char.get(first) if first is not None else None
             if single is not None:
@@ -570,7 +629,7 @@ class Adnd2eRevised(Roll20Adapter):
                 if text:
                     names.append((text, single[1]))
             for key, (path, attr) in char.attrs.items():
-                if key.startswith(section) and key.endswith(column):
+                if pattern.fullmatch(key):
                     text = to_text(attr.get("current"), pointer(path, "current"), 200)
                     if text:
                         names.append((text, pointer(path, "current")))
@@ -580,24 +639,60 @@ class Adnd2eRevised(Roll20Adapter):
             if names:
                 draft.put(field, found_modes, Binding("", writable=False))
 
+    def finished(self, char: Character, draft: Draft) -> None:
+        """Of a psionic mind in revised-2e, name the attack rows whose own MThAC0 is not
+        the MTHAC0 it fights with (``_row_mthac0s``), and say where that MTHAC0 comes from
+        when neither the sheet's MThAC0 box nor the state store (``psi_mthac0``) gave
+        one: the box never set (the sheet shows and rolls its default 20, which Roll20
+        does not store), left empty, or holding a roll expression; the engine derives it
+        from the level."""
+        kind, level = draft.fields.get("kind"), draft.fields.get("level")
+        if draft.system != "revised-2e" or kind not in ("psionicist", "wild-talent"):
+            return
+        self._row_mthac0s(char, draft)
+        if "mthac0" in draft.fields or not isinstance(level, int):
+            return
+        found = char.get("MThAC0")
+        adj = _box(char.get("mthac0adj"))  # a number it cannot be was refused already
+        held = None if found is None else found[0]
+        if found is None:
+            box = "MThAC0 was never set: the sheet shows and rolls its default 20"
+        elif isinstance(held, str) and held.strip():
+            box = (f"MThAC0 holds {json_text(held, 60)}, not a whole number (the sheet "
+                   "rolls whatever its box holds)")
+        else:
+            box = "MThAC0 is empty"
+        derived = f"21 - {level} = {21 - level}"
+        if kind == "wild-talent":
+            derived = (f"21 - ceil({level}/2) = {21 - (level + 1) // 2}, or {derived} when "
+                       "H-2E-WT-MTHAC0 is off")
+        draft.warn(f"{box}; MTHAC0 derived from the level instead ({kind}, COMBATANTS.md): "
+                   f"{derived}"
+                   + (f"; the adjustment {adj:+d} is not applied" if isinstance(adj, int)
+                      and adj else ""))
+
     @staticmethod
-    def _row_mthac0s(char: Character, draft: Draft, mthac0: int | None) -> None:
+    def _row_mthac0s(char: Character, draft: Draft) -> None:
         """Warn of each attack row whose own MThAC0 (less its adjustment) is not the
-        MTHAC0 read: the engine gives a combatant one MTHAC0 for every attack mode. Rows
-        naming no attack mode, or whose MThAC0 box holds no whole number (a formula,
-        blank, or the sheet's default 20, which Roll20 does not store), are not
-        compared."""
+        MTHAC0 read (from MThAC0, or ``psi_mthac0``): the engine gives a combatant one
+        MTHAC0 for every attack mode. Rows naming no attack mode, or whose MThAC0 box
+        holds no whole number (a formula, blank, or the sheet's default 20, which Roll20
+        does not store), are not compared."""
         known = ATTACKS[draft.system]
+        mthac0 = draft.fields.get("mthac0")
+        binding = draft.bindings.get("mthac0")
+        source = binding.target if binding is not None and binding.target else "MThAC0"
         for key, (path, attr) in char.attrs.items():
-            if not (key.startswith(_ROWS) and key.endswith(_ROW_NAME)):
+            named = _ROW_NAME.fullmatch(key)
+            if named is None:
                 continue
-            row = key[len(_ROWS):-len(_ROW_NAME)]
+            row = named.group(1)
             name = to_text(attr.get("current"), pointer(path, "current"), 200) or ""
             ident = mode_id(name)
             if ALIASES[draft.system].get(ident, ident) not in known:
                 continue
             values = []
-            for suffix in _ROW_MTHAC0:
+            for suffix in ("_mthac0", "_mthac0adj"):
                 found = char.get(f"{_ROWS}{row}{suffix}")
                 try:
                     values.append(to_int(found[0], found[1], -100, 100) if found else None)
@@ -607,11 +702,51 @@ class Adnd2eRevised(Roll20Adapter):
             if own is None or own - (adj or 0) == mthac0:
                 continue
             shown = f"{own} with adjustment {adj:+d}, MTHAC0 {own - adj}" if adj else str(own)
-            used = (f"the one read from MThAC0, {mthac0}" if mthac0 is not None
+            used = (f"the one read from {source}, {mthac0}" if mthac0 is not None
                     else "one derived from the level")
             draft.warn(f"attack row {json_text(name.strip(), 40)} has its own MThAC0 {shown} "
                        f"({char.spelled(f'{_ROWS}{row}_mthac0')}): not used; every attack "
                        f"uses {used}")
+
+
+def _class_name(char: Character, level_key: str) -> str | None:
+    """The class named beside a class level (``class1`` beside ``level-class1``)."""
+    named = char.get(f"class{level_key.removeprefix('level-class')}")
+    return to_text(named[0], named[1], 200) if named else None
+
+
+def _modifier(char: Character, draft: Draft, name: str) -> int:
+    """The Psionics Core tab's temporary psionic modifier box ``name`` (0 when absent or
+    empty; text that is no whole number, which the sheet's worker counts as 0, is
+    ignored with a warning)."""
+    found = char.get(name)
+    if found is None:
+        return 0
+    try:
+        return to_int(found[0], found[1], -100, 100) or 0
+    except InvalidInput:
+        draft.warn(f"{char.spelled(name)} holds {json_text(found[0], 40)}, not a whole "
+                   "number; ignored")
+        return 0
+
+
+def _modified(char: Character, draft: Draft, field: str, attr_name: str, modifier: str,
+              mod: int, value: Any, path: str) -> Any:
+    """The score ``value`` with the temporary psionic modifier ``mod`` added, as the
+    sheet's worker sums them into ``<Score>-psi`` (the score the Psionics Core tab's
+    powers roll against); with a warning. The sum is taken from the two boxes, not from
+    ``<Score>-psi``, which the worker refreshes only when one of them changes. A score
+    the sheet lacks is left to ``score``'s default, the modifier unapplied."""
+    base = to_int(value, path, 0, 1000)
+    if not base:
+        draft.warn(f"{char.spelled(modifier)} {mod:+d} is not applied: no "
+                   f"{char.spelled(attr_name)} score to add it to")
+        return value
+    total = max(base + mod, 1)
+    draft.warn(f"{char.spelled(attr_name)} {base} with the Psionics Core tab's temporary "
+               f"psionic modifier {char.spelled(modifier)} {mod:+d}: {field} {total}"
+               + (" (at least 1, the lowest score)" if base + mod < 1 else ""))
+    return total
 
 
 class Roll20Generic(Roll20Adapter):

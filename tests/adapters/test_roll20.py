@@ -4,6 +4,7 @@ combatants; write-backs are attribute sets with ``max`` only when it changed."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,12 @@ from typing import Any
 import pytest
 
 import adapters
+from engine import builtin_systems
 from engine.errors import InvalidInput
 
 from .support import FIXTURES, apply_roll20, attr, load
 
+REVISED = builtin_systems()["revised-2e"]
 SHEET = adapters.get("roll20.adnd2e-revised")
 GENERIC = adapters.get("roll20.generic")
 VTT_MD_NAMES = {"intelligence", "wisdom", "constitution", "hp", "level-class1",
@@ -250,33 +253,108 @@ def test_an_empty_psi_die_is_a_d8_with_a_warning() -> None:
     assert "psi_die is empty; the pool's die assumed d8" in got.warnings
 
 
-@pytest.mark.parametrize("formula", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
-                                     "21 - @{Level-Class1}"])
-def test_an_mthac0_formula_leaves_mthac0_to_the_engine_with_a_warning(formula: str) -> None:
-    """The sheet's own help (adnd2e-revised-psionics-tab.html) suggests "Psion -
-    21-@{level-class#} | Wild Talent - 21-ceil(@{level-class#}/2)" in place of the
-    MThAC0 number: the engine derives the same from the level (RULES.md §1.1)."""
+@pytest.mark.parametrize("text", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
+                                  "21 - @{Level-Class1}", "[[21-@{level-class1}]]", "21-4",
+                                  "@{misc-mod}", "twenty"])
+def test_mthac0_text_that_is_no_number_is_derived_from_the_level_with_a_warning(
+        text: str) -> None:
+    """The sheet rolls its MThAC0 box inside [[...]] ("[[@{MThAC0}-(1d20+...)]]",
+    adnd2e-revised-psionics-tab.html), so any roll expression is legal there, and its own
+    help suggests "Psion - 21-@{level-class#} | Wild Talent - 21-ceil(@{level-class#}/2)"
+    in place of the number: text that is no number leaves MTHAC0 to the engine, which
+    derives it from the level (COMBATANTS.md: psionicist 21 - level), with a warning
+    naming the text and the MTHAC0 derived."""
     data = ulcen()
-    attr(data, "MThAC0")["current"] = formula
+    attr(data, "MThAC0")["current"] = text
     got = SHEET.import_(data, "revised-2e")
     assert "mthac0" not in got.combatant
-    assert any(w.startswith("MThAC0 holds a formula") for w in got.warnings)
-    attr(data, "MThAC0")["current"] = "twenty"
-    with pytest.raises(InvalidInput) as err:  # text that is no formula is still refused
+    assert REVISED.combatant(got.combatant)["mthac0"] == 17
+    assert (f"MThAC0 holds {json.dumps(text)}, not a whole number (the sheet rolls whatever "
+            "its box holds); MTHAC0 derived from the level instead (psionicist, "
+            "COMBATANTS.md): 21 - 4 = 17") in got.warnings
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+
+
+@pytest.mark.parametrize("number", ["150", "-101", "17.5", 17.5, "12345678901"])
+def test_an_mthac0_number_out_of_range_or_not_whole_is_still_refused(number: Any) -> None:
+    """A number in the box is read as a number: one the adapter cannot take is refused
+    at its place, as before (a roll expression is not)."""
+    data = ulcen()
+    attr(data, "MThAC0")["current"] = number
+    with pytest.raises(InvalidInput) as err:
         SHEET.import_(data, "revised-2e")
     assert err.value.problems[0].path == "/attribs/8/current"
 
 
-def test_an_mthac0_formula_says_the_adjustment_is_not_applied() -> None:
-    """docs/ADAPTERS.md: a formula leaves MTHAC0 to the engine "with a warning (also
-    when `mthac0adj` is not 0: it is then not applied)"."""
+def test_an_mthac0_expression_says_the_adjustment_is_not_applied() -> None:
+    """docs/ADAPTERS.md: MThAC0 text that is no number leaves MTHAC0 to the engine "with
+    a warning (also when `mthac0adj` is not 0: it is then not applied)"."""
     data = ulcen()
     attr(data, "MThAC0")["current"] = "21-@{level-class1}"
     attr(data, "mthac0adj")["current"] = "2"
     got = SHEET.import_(data, "revised-2e")
     assert "mthac0" not in got.combatant
-    assert 'MThAC0 holds a formula ("21-@{level-class1}"); MTHAC0 is derived from the ' \
-        "level and the adjustment +2 is not applied" in got.warnings
+    assert 'MThAC0 holds "21-@{level-class1}", not a whole number (the sheet rolls ' \
+        "whatever its box holds); MTHAC0 derived from the level instead (psionicist, " \
+        "COMBATANTS.md): 21 - 4 = 17; the adjustment +2 is not applied" in got.warnings
+
+
+@pytest.mark.parametrize("text", ["@{misc-mod}", "1d4", "+2 vs undead"])
+def test_an_mthac0_adjustment_that_is_no_number_is_ignored_with_a_warning(text: str) -> None:
+    """The sheet adds mthac0adj to its roll inside [[...]] too ("(@{mthac0adj})"), so
+    any expression is legal there; the engine takes a number, so it is ignored, said.
+    A number out of range is still refused."""
+    data = ulcen()
+    attr(data, "mthac0adj")["current"] = text
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["mthac0"] == 17
+    assert (f"mthac0adj holds {json.dumps(text)}, not a whole number; the adjustment is "
+            "ignored") in got.warnings
+    attr(data, "mthac0adj")["current"] = "101"
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/attribs/9/current"
+
+
+def test_a_never_set_mthac0_is_said_to_show_its_default_20_and_the_derived_one_named() -> None:
+    """adnd2e-revised-psionics-tab.html: the MThAC0 box has value="20", which the sheet
+    shows and rolls but Roll20 does not store, so a character who never set it has no
+    MThAC0 attribute. The engine derives MTHAC0 from the level instead (COMBATANTS.md),
+    which may not be the 20 the sheet shows: said, with the MTHAC0 derived (both readings
+    of a wild talent's, H-2E-WT-MTHAC0). Not said when psi_mthac0 gives it, nor for a
+    nonpsionic mind, which has none."""
+    data = ulcen()
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "MThAC0"]
+    got = SHEET.import_(data, "revised-2e")
+    assert "mthac0" not in got.combatant
+    assert ("MThAC0 was never set: the sheet shows and rolls its default 20; MTHAC0 derived "
+            "from the level instead (psionicist, COMBATANTS.md): 21 - 4 = 17") in got.warnings
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+    wild = copy.deepcopy(data)
+    wild["attribs"].append({"name": "psi_kind", "current": "wild-talent", "max": ""})
+    assert ("MThAC0 was never set: the sheet shows and rolls its default 20; MTHAC0 derived "
+            "from the level instead (wild-talent, COMBATANTS.md): 21 - ceil(4/2) = 19, or "
+            "21 - 4 = 17 when H-2E-WT-MTHAC0 is off") \
+        in SHEET.import_(wild, "revised-2e").warnings
+    cleared = ulcen()
+    attr(cleared, "MThAC0")["current"] = ""
+    assert any(w.startswith("MThAC0 is empty; MTHAC0 derived from the level instead")
+               for w in SHEET.import_(cleared, "revised-2e").warnings)
+    told = copy.deepcopy(data)
+    told["attribs"].append({"name": "psi_mthac0", "current": "15", "max": ""})
+    got = SHEET.import_(told, "revised-2e")
+    assert got.combatant["mthac0"] == 15
+    assert not any(w.startswith("MThAC0") for w in got.warnings)
+    # (the attack row's own 17 is named against the 15 used)
+    assert any(w.endswith("every attack uses the one read from psi_mthac0, 15")
+               for w in got.warnings)
+    mundane = copy.deepcopy(data)
+    mundane["attribs"] = [row for row in mundane["attribs"] if row["name"] != "PSP"]
+    got = SHEET.import_(mundane, "revised-2e")
+    assert got.combatant["kind"] == "nonpsionic"
+    assert not any("MThAC0" in w for w in got.warnings)
+    # the other systems have no MTHAC0
+    assert not any("MThAC0" in w for w in SHEET.import_(data, "power-pool").warnings)
 
 
 def test_a_save_vs_paralyzation_of_1_is_read() -> None:
@@ -286,27 +364,54 @@ def test_a_save_vs_paralyzation_of_1_is_read() -> None:
     assert SHEET.import_(data, "revised-2e").combatant["save_paralyzation"] == 1
 
 
-def core_tab_mode_rows() -> dict[str, tuple[str, str]]:
-    """The Attack Modes and Defense Modes sections of the sheet's "Psionics Core" tab and
-    the attribute naming each row, as the tab's include lines fill in the partial's
-    ``repeating_psion-#REPLACE1#`` and ``attr_#REPLACE2#`` (tests/fixtures/README.md)."""
-    tab = (FIXTURES / "roll20/adnd2e-revised-psionic-core-tab.html").read_text(encoding="utf-8")
-    part = (FIXTURES / "roll20/adnd2e-revised-psionic-core-discipline.html") \
-        .read_text(encoding="utf-8")
-    assert 'name="repeating_psion-#REPLACE1#"' in part and 'name="attr_#REPLACE2#"' in part
+def core_tab_mode_rows(tab: str, partial: str) -> dict[str, tuple[str, str]]:
+    """The Attack Modes and Defense Modes sections of one revision of the sheet's
+    "Psionics Core" tab (its file and the partial it includes) and the attribute naming
+    each row: the partial's fieldset name and first attribute, with its ``#REPLACEn#``
+    filled in from the tab's include line as the sheet's build does
+    (tests/fixtures/README.md)."""
+    tab_text = (FIXTURES / "roll20" / tab).read_text(encoding="utf-8")
+    part = (FIXTURES / "roll20" / partial).read_text(encoding="utf-8")
     rows = {}
-    for title, section, name in re.findall(
-            r"insert_psionic-core-discipline\.html_\((Attack Modes|Defense Modes),([^,]+),"
-            r"([^,]+),", tab):
-        rows[title] = (f"repeating_psion-{section}", name)
+    for args in re.findall(r"insert_psionic-core-discipline\.html_\(((?:Attack|Defense) "
+                           r"Modes,[^)]*)\)", tab_text):
+        values = args.split(",")
+        filled = re.sub(r"#REPLACE(\d+)#", lambda m, v=values: v[int(m.group(1))], part)
+        section = re.search(r'<fieldset name="([^"]+)"', filled)
+        name = re.search(r'name="attr_([^"]+)"', filled)
+        assert section is not None and name is not None
+        rows[values[0]] = (section.group(1), name.group(1))
     return rows
 
 
-def test_the_core_tabs_attack_and_defense_mode_rows_are_read() -> None:
-    """The sheet's "Psionics Core" tab (Complete Psionics Handbook) lists the modes as power
-    rows of its Attack Modes and Defense Modes sections, not in the Psionics Revised tab's
-    attack and defense rows; a character kept there knows its modes too."""
-    rows = core_tab_mode_rows()
+#: the two revisions of the Psionics Core tab found, each with its partial
+CORE_TABS = {
+    "earlier": ("adnd2e-revised-psionic-core-earlier.html",
+                "adnd2e-revised-psionic-core-discipline.html"),
+    "current": ("adnd2e-revised-psionic-core-tab-current.html",
+                "adnd2e-revised-psionic-core-discipline-current.html"),
+}
+
+
+def test_both_revisions_of_the_core_tab_keep_their_mode_rows_in_the_same_sections() -> None:
+    """The earlier partial names its section ``repeating_psion-#REPLACE1#`` and the tab
+    of its time passes ``attack5``; the current one ``repeating_#REPLACE1#`` and its tab
+    ``psion-attack5`` (as sheetWorkers.js's PSIONIC_CORE_SECTIONS has it): the same rows.
+    The name earlier versions of this adapter read, ``repeating_psion-psion-attack5``,
+    is what the earlier partial gives with the current tab, a pair no revision had."""
+    for tab, partial in CORE_TABS.values():
+        assert core_tab_mode_rows(tab, partial) == {
+            "Attack Modes": ("repeating_psion-attack5", "psionattacking"),
+            "Defense Modes": ("repeating_psion-defense5", "psiondefending")}, tab
+    assert core_tab_mode_rows("adnd2e-revised-psionic-core-tab.html",
+                              "adnd2e-revised-psionic-core-discipline.html") == {
+        "Attack Modes": ("repeating_psion-psion-attack5", "psionattacking"),
+        "Defense Modes": ("repeating_psion-psion-defense5", "psiondefending")}
+
+
+def core_tab_character(rows: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Ulcen with the modes kept in the Psionics Core tab's rows ``rows`` (as
+    ``core_tab_mode_rows`` gives them) instead of the Psionics Revised tab's."""
     attack_section, attack_name = rows["Attack Modes"]
     defense_section, defense_name = rows["Defense Modes"]
     data = ulcen()
@@ -315,15 +420,37 @@ def test_the_core_tabs_attack_and_defense_mode_rows_are_read() -> None:
                        and "psionic-defense" not in row["name"]]
     data["attribs"] += [
         {"name": f"{attack_section}_-MzCore0001_{attack_name}", "current": "Psychic Crush"},
-        {"name": f"{attack_section}_-MzCore0002_{attack_name}", "current": "Id Insinuation"},
+        {"name": f"{attack_section}_-MzCore_002_{attack_name}", "current": "Id Insinuation"},
         {"name": f"{defense_section}_-MzCore0003_{defense_name}", "current": "Mind Blank"},
         {"name": f"{defense_section}_-MzCore0004_{defense_name}", "current": "Tower of Iron Will"}]
+    return data
+
+
+@pytest.mark.parametrize("revision", sorted(CORE_TABS))
+def test_the_core_tabs_attack_and_defense_mode_rows_are_read(revision: str) -> None:
+    """The sheet's "Psionics Core" tab (Complete Psionics Handbook) lists the modes as power
+    rows of its Attack Modes and Defense Modes sections, not in the Psionics Revised tab's
+    attack and defense rows; a character kept there knows its modes too (the section
+    names read out of each revision of the tab; a row id may hold '_')."""
+    data = core_tab_character(core_tab_mode_rows(*CORE_TABS[revision]))
     c = SHEET.import_(data, "revised-2e").combatant
     assert c["attacks"] == ["psychic-crush", "id-insinuation"]
     assert c["defenses"] == ["mind-blank", "tower-of-iron-will"]
     # kept by an encounter, and never written: they are the sheet's own rows
     assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e").combatant == c
     assert SHEET.updates(data, "revised-2e", c, {**c, "attacks": ["psychic-crush"]}) == []
+
+
+def test_rows_of_the_name_earlier_versions_read_are_still_read() -> None:
+    """``repeating_psion-psion-attack5`` / ``-defense5`` (the earlier partial with the
+    current tab): no revision found stores rows there, but this adapter read them before,
+    so it still does."""
+    data = core_tab_character({
+        "Attack Modes": ("repeating_psion-psion-attack5", "psionattacking"),
+        "Defense Modes": ("repeating_psion-psion-defense5", "psiondefending")})
+    c = SHEET.import_(data, "revised-2e").combatant
+    assert (c["attacks"], c["defenses"]) == (["psychic-crush", "id-insinuation"],
+                                             ["mind-blank", "tower-of-iron-will"])
 
 
 def monster(**extra: str) -> dict[str, Any]:
@@ -350,29 +477,37 @@ def test_a_monster_sheet_gives_its_hit_dice_and_is_a_monster() -> None:
         {"character_id": "-MzMind0000000001", "attributes": {"HP": {"current": 30}}}]
 
 
-def test_the_monster_page_shown_wins_over_class_levels() -> None:
-    """``tab11`` is the sheet's page switch (2: Monster Sheet). A sheet showing it is a
-    monster's even with class levels filled in; one showing the character page with
-    class levels is a character's, its Hit Dice box ignored."""
+def test_the_page_shown_decides_only_a_sheet_holding_both_hit_dice_and_class_levels() -> None:
+    """``tab11`` is the sheet's page switch (2ESheet-base.html: 1 Character Sheet, 2
+    Monster Sheet, 3 DM Screen, 4 Sheet Settings); it records the page last clicked. A
+    sheet holding both Hit Dice and class levels is read as the page shown: a monster's
+    on the Monster Sheet, else a character's, its Hit Dice box ignored; both said."""
     got = SHEET.import_(monster(**{"level-class1": "3", "tab11": "2"}), "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (8, "monster")
-    assert any("Monster Sheet is shown" in w for w in got.warnings)
-    c = SHEET.import_(monster(**{"level-class1": "3", "class1": "Psionicist"}),
-                      "revised-2e").combatant
-    assert (c["level"], c["class_group"]) == (3, "psionicist")
+    assert "the Monster Sheet is shown (tab11 = 2): Hit Dice taken from hitdice, 8; class " \
+        "levels (level-class1=3) ignored" in got.warnings
+    for page in ({}, {"tab11": "1"}, {"tab11": "3"}):
+        got = SHEET.import_(monster(**{"level-class1": "3", "class1": "Psionicist", **page}),
+                            "revised-2e")
+        assert (got.combatant["level"], got.combatant["class_group"]) == (3, "psionicist")
+        assert "the sheet has both Hit Dice (hitdice 8) and class levels (level-class1=3), " \
+            "and the Monster Sheet page is not the one shown (tab11): read as a " \
+            "character, the Hit Dice ignored" in got.warnings
 
 
 def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     """The sheet names each class beside its level (``class1`` by ``level-class1``, from
-    its list Warrior/Wizard/Priest/Rogue/Psion, Fighter, Mage, Thief ...); the class of
-    the highest level gives the 2e class group. An unknown class is said, with the
-    attribute that sets it."""
+    its list Warrior/Wizard/Priest/Rogue/Psion, Fighter, Mage, Thief ...); with no
+    psionicist among them the class of the highest level gives the level and the 2e
+    class group, said. An unknown class is said, with the attribute that sets it."""
     data = ulcen()
-    data["attribs"] += [{"name": "class1", "current": "Psion", "max": ""},
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
                         {"name": "class2", "current": "Thief", "max": ""}]
     attr(data, "level-class2")["current"] = "6"
     got = SHEET.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (6, "rogue")
+    assert "several class levels (level-class1=4, level-class2=6); level taken as the " \
+        "highest, 6 (no class is named a psionicist's: Psion...)" in got.warnings
     attr(data, "class2")["current"] = "Mystic"
     got = SHEET.import_(data, "revised-2e")
     assert "class_group" not in got.combatant
@@ -380,6 +515,27 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     # psi_class_group overrides
     data["attribs"].append({"name": "psi_class_group", "current": "wizard", "max": ""})
     assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "wizard"
+
+
+@pytest.mark.parametrize("named", ["Psionicist", "Psion", "psionicist (Dark Sun)"])
+def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> None:
+    """The sheet's MThAC0 help: "Be sure to insert your relevant class level" (21 -
+    @{level-class#}): a Fighter 6 / Psionicist 4's psionic level is 4, not 6, and the
+    class group the psionicist's (the sheet's class list spells it Psion). Its derived
+    MTHAC0 is 21 - 4 = 17, and the power pool's Hit Dice are the same level; said."""
+    data = ulcen()
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "MThAC0"]
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
+                        {"name": "class2", "current": named, "max": ""}]
+    attr(data, "level-class1")["current"] = "6"
+    attr(data, "level-class2")["current"] = "4"
+    got = SHEET.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"]) == (4, "psionicist")
+    assert REVISED.combatant(c)["mthac0"] == 17
+    assert (f"several class levels (level-class1=6, level-class2=4); level taken as the "
+            f"psionicist class's ({json.dumps(named)}, level-class2), 4") in got.warnings
+    assert SHEET.import_(data, "power-pool").combatant["hit_dice"] == 4
 
 
 def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() -> None:
@@ -399,13 +555,40 @@ def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() ->
     assert not any("holds" in w for w in got.warnings)
 
 
-def test_a_monster_with_class_levels_is_still_a_monster() -> None:
-    """The Monster Sheet shown with no Hit Dice filled in but a class level (a drow
-    fighter written up as a monster): the level counts, the class group is monster's."""
-    data = monster(**{"level-class1": "5", "class1": "Fighter", "tab11": "2"})
+def test_a_character_left_on_the_monster_page_without_hit_dice_is_still_a_character() -> None:
+    """``tab11`` 2 only says the Monster Sheet page was the last clicked: a character
+    with class levels and no Hit Dice is read as a character (its class group, for its
+    saves, and its Intelligence score, not the Monster Sheet's box), with a warning
+    naming tab11 and why."""
+    data = ulcen()
+    data["attribs"] += [{"name": "class1", "current": "Psion", "max": ""},
+                        {"name": "tab11", "current": "2", "max": ""},
+                        {"name": "monsterintelligence", "current": "Low (5-7)", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["int"]) == (4, "psionicist", 14)
+    assert "the Monster Sheet page is shown (tab11 = 2) but holds no Hit Dice (hitdice), " \
+        "and class levels are filled in (level-class1=4): read as a character (tab11 " \
+        "only records the page last clicked)" in got.warnings
+    assert not any("monsterintelligence" in w for w in got.warnings)
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+
+
+def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a_monster(
+        ) -> None:
+    """With neither Hit Dice nor a class level the page shown is the only hint the sheet
+    gives: on the Monster Sheet it is a monster of 1 Hit Die (its Intelligence from the
+    Monster Sheet's box), said; elsewhere a 1st-level character, said."""
+    data = monster(tab11="2", monsterintelligence="Genius")
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
-    c = SHEET.import_(data, "revised-2e").combatant
-    assert (c["level"], c["class_group"]) == (5, "monster")
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"], got.combatant["int"]) == \
+        (1, "monster", 17)
+    assert "no Hit Dice (hitdice) on the Monster Sheet; taken as 1" in got.warnings
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "tab11"]
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["level"] == 1 and "class_group" not in got.combatant
+    assert "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1" in got.warnings
 
 
 ROW = "repeating_psionic-attacks_-MzRowAtk00000001"
@@ -457,3 +640,57 @@ def test_attack_rows_that_name_no_mode_or_hold_no_number_are_not_compared() -> N
     attr(data, f"{ROW}_psionic-attack-name")["current"] = "Contact"
     assert not any("has its own MThAC0" in w
                    for w in SHEET.import_(data, "revised-2e").warnings)
+
+
+def test_the_core_tabs_temporary_psionic_modifiers_are_added_to_the_scores() -> None:
+    """The Psionics Core tab's "Temporary Psionic Ability Score modifier" boxes
+    (``psion-int-mod``, ``psion-wis-mod``, ``psion-con-mod``) are added to the scores by
+    the sheet's worker (sheetWorkers.js: setupStaticCalculateTotal('intelligence-psi',
+    ['intelligence','psion-int-mod']), and Wisdom and Constitution alike) into the
+    scores its powers roll against; every use the engine makes of a score is psionic
+    (the MAC, the attack's Int bonus, the Wisdom check that closes a mind), so it takes
+    the modified scores, each with a warning."""
+    data = ulcen()
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "selfMAC"]
+    unmodified = SHEET.import_(data, "revised-2e").combatant
+    data["attribs"] += [{"name": "psion-int-mod", "current": "2", "max": ""},
+                        {"name": "psion-wis-mod", "current": "-1", "max": ""},
+                        {"name": "psion-con-mod", "current": "0", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["int"], c["wis"], c["con"]) == (16, 12, 15)
+    assert "Intelligence 14 with the Psionics Core tab's temporary psionic modifier " \
+        "psion-int-mod +2: int 16" in got.warnings
+    assert "Wisdom 13 with the Psionics Core tab's temporary psionic modifier " \
+        "psion-wis-mod -1: wis 12" in got.warnings
+    assert not any("psion-con-mod" in w for w in got.warnings)
+    # the MAC the engine derives is that of the modified scores
+    mac = REVISED.combatant(c)["mac"]
+    assert mac == REVISED.combatant({**unmodified, "int": 16, "wis": 12})["mac"]
+    assert mac != REVISED.combatant(unmodified)["mac"]
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+    assert SHEET.import_(data, "combat-strength").combatant["int"] == 16
+
+
+def test_a_temporary_psionic_modifier_that_cannot_apply_is_said() -> None:
+    """A modifier box holding no whole number (the worker counts it 0) is ignored; one
+    beside no score, or beside a monster's Intelligence read from the Monster Sheet's
+    box, is not applied; a score taken below 1 is 1, the lowest score; each said."""
+    data = ulcen()
+    data["attribs"] += [{"name": "psion-int-mod", "current": "two", "max": ""},
+                        {"name": "psion-con-mod", "current": "-20", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["int"], got.combatant["con"]) == (14, 1)
+    assert 'psion-int-mod holds "two", not a whole number; ignored' in got.warnings
+    assert "Constitution 15 with the Psionics Core tab's temporary psionic modifier " \
+        "psion-con-mod -20: con 1 (at least 1, the lowest score)" in got.warnings
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "Wisdom"]
+    data["attribs"].append({"name": "psion-wis-mod", "current": "3", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["wis"] == 10
+    assert "psion-wis-mod +3 is not applied: no Wisdom score to add it to" in got.warnings
+    flayer = monster(monsterintelligence="Genius", **{"psion-int-mod": "2"})
+    got = SHEET.import_(flayer, "revised-2e")
+    assert got.combatant["int"] == 17
+    assert "psion-int-mod +2 is not applied: int is read from monsterintelligence, not " \
+        "Intelligence" in got.warnings

@@ -91,20 +91,37 @@ var Mindscape = Mindscape || (() => {
   const ADAPTERS = ['roll20.adnd2e-revised', 'roll20.generic'];
   const STATE_ATTRIBUTE = /^psi_/i;
 
-  // The AD&D 2E Revised sheet holds hundreds of attributes (weapons, spells, gear);
-  // only these reach the adapter, so that a request stays a few chat lines long.
-  const ADND2E_RELEVANT = new RegExp([
-    '^psi_',
-    '^(psp|psp_max|temppsp|storedpsp|selfmac|temp-selfmac|mac|mthac0\\d*|mthac0adj\\d*)$',
-    '^(intelligence|wisdom|constitution)(-psi)?$',
-    // tab11 is the page shown (2: the Monster Sheet, whose Hit Dice are hitdice and
-    // whose Intelligence box is monsterintelligence)
-    '^(hp|hp_max|temphp|level-class\\d+|class\\d*|race|hitdice|hd|level|tab11)$',
-    '^monsterintelligence$',
-    '^(psion|psionic|psp-|powerscore)',
-    '^repeating_psi',
-    'paralyz',
-  ].join('|'), 'i');
+  // What the AD&D 2E Revised adapter reads besides psi_* (adapters/roll20.py,
+  // Adnd2eRevised.attributes_read), and nothing more. The sheet holds hundreds of
+  // attributes (weapons, spells, gear, and per psionic power a row whose macro box a
+  // sheet worker fills with the power's whole roll template, about 2 KB), and the
+  // bridge drops a request of more than 500 chat parts. Names match case-insensitively.
+  // tests/fixtures/roll20/adnd2e-revised-attributes.json sorts the sheet's psionics
+  // attributes into those the adapter reads and those it does not: tests/adapters
+  // checks the list against the adapter, test/mindscape.test.mjs this pattern against it.
+  const ADND2E_READ = new RegExp(`^(?:${[
+    // PSP, MThAC0 and its adjustment, MAC; the scores and the Psionics Core tab's
+    // temporary psionic modifiers; hit points; the points kept beside HP and PSP
+    'psp|psp_max|mthac0|mthac0adj|selfmac|temp-selfmac',
+    'intelligence|wisdom|constitution|psion-(?:int|wis|con)-mod',
+    'hp|hp_max|temphp|temppsp|storedpsp',
+    // class levels and the classes named beside them; the Monster Sheet's Hit Dice and
+    // Intelligence, and the page shown (tab11, 2: the Monster Sheet)
+    'level-class\\d{1,2}|class\\d{1,2}|hitdice|monsterintelligence|tab11',
+    // the Psionics Revised tab's attack and defense rows (the first outside the
+    // repeating ones), with an attack row's own MThAC0 and adjustment
+    'psionic-attack-name|psionic-defense-name',
+    'repeating_psionic-attacks_.+_(?:psionic-attack-name|mthac0|mthac0adj)',
+    'repeating_psionic-defenses_.+_psionic-defense-name',
+    // the names of the Psionics Core tab's Attack Modes and Defense Modes rows (with
+    // psion- twice: the name earlier versions read, still read by the adapter)
+    'repeating_psion-(?:psion-)?attack5_.+_psionattacking',
+    'repeating_psion-(?:psion-)?defense5_.+_psiondefending',
+  ].join('|')})$`, 'i');
+
+  // The sheet's defense rows the adapter reads defense modes from (adapters/roll20.py
+  // _SECTIONS): the Psionics Revised tab's, the Psionics Core tab's Defense Modes.
+  const DEFENSE_ROW = /^(?:psionic-defense-name|repeating_psionic-defenses_.+_psionic-defense-name|repeating_psion-(?:psion-)?defense5_.+_psiondefending)$/i;
 
   // The timeout of each request, by id: timers cannot survive a restart, so they are held
   // here while the requests themselves are kept in state (store().pending).
@@ -698,7 +715,7 @@ var Mindscape = Mindscape || (() => {
     const wanted = (name) => {
       const lower = String(name).toLowerCase();
       if (mapped.has(lower) || STATE_ATTRIBUTE.test(lower)) return true;
-      return adapter === 'roll20.adnd2e-revised' && ADND2E_RELEVANT.test(lower);
+      return adapter === 'roll20.adnd2e-revised' && ADND2E_READ.test(lower);
     };
     const data = {
       id: ref,
@@ -813,7 +830,7 @@ var Mindscape = Mindscape || (() => {
     if (system === 'revised-2e' && sent.adapter === 'roll20.adnd2e-revised') {
       const attribs = sent.data.attribs;
       // Of attributes sharing a name the first counts, as for any other.
-      const rows = attribs.filter((a, i) => /^((repeating_psionic-defenses_(.*_)?)?psionic-defense-name|repeating_psion-psion-defense5_.*_psiondefending)$/i.test(a.name)
+      const rows = attribs.filter((a, i) => DEFENSE_ROW.test(a.name)
         && attribs.findIndex((b) => sameName(a.name, b.name)) === i && holds(a.current));
       if (rows.length) return known(rows.map((a) => String(a.current)));
     }

@@ -4,9 +4,15 @@
 // bridge.browser.test.mjs); each answer below follows API.md's result shapes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   campaign as newCampaign, psionicControl, requests, lastRequest, whispersTo, encode, plain, GM, ALICE, BOB,
 } from './campaign.mjs';
+
+// The AD&D 2E Revised sheet's psionics attributes sorted into those the companion's
+// adapter reads and those it does not (checked against the adapter by tests/adapters).
+const ATTRIBUTES = fileURLToPath(new URL('../../../tests/fixtures/roll20/adnd2e-revised-attributes.json', import.meta.url));
 
 // The attacks still waiting for the companion's check (Mindscape.js checkTheAttacker),
 // as [request id, job], the oldest first.
@@ -262,15 +268,20 @@ test('the defense choice becomes one exchange.resolve request whispered to the G
   assert.ok(params.attacker.data.attribs.find((a) => a.name === 'PSP').max === '40');
   // Weapons and spells are not psionics: they stay home and keep the request short.
   assert.ok(!names.includes('weaponname1') && !names.includes('spellname1'));
-  // What the adapter reads beside them is sent: the page shown, Hit Dice, the Monster
-  // Sheet's Intelligence, Temp HP.
-  const more = [['tab11', '2'], ['hitdice', '6'], ['monsterintelligence', '8-10 (Average)'],
-    ['tempHP', '3']];
-  for (const [name, current] of more) {
-    ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name, current, max: '' });
-  }
-  const again = attackAndDefend(ctx).body.params.attacker.data.attribs.map((a) => a.name);
-  assert.ok(more.every(([name]) => again.includes(name)), again.join());
+  // Of the sheet, exactly what the adapter reads is sent: each name of the sheet's
+  // psionics tabs and of the other pages the adapter reads, as the companion's tests sort
+  // them (tests/fixtures/roll20/adnd2e-revised-attributes.json, checked against
+  // adapters/roll20.py there), in any letter case; none of the others, such as a
+  // Psionics Core power row's macro box (a worker fills it with ~2 KB of roll template).
+  const { read, not_read: notRead } = JSON.parse(readFileSync(ATTRIBUTES, 'utf8'));
+  const add = (name, current) => ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name, current, max: '' });
+  const lower = new Set(names.map((name) => name.toLowerCase()));
+  read.filter((name) => !lower.has(name.toLowerCase())).forEach((name, i) => add(i % 2 ? name.toUpperCase() : name, ''));
+  const sent = attackAndDefend(ctx).body.params.attacker.data.attribs;
+  const sentNames = new Set(sent.map((a) => a.name.toLowerCase()));
+  assert.deepEqual(read.filter((name) => !sentNames.has(name.toLowerCase())), []);
+  notRead.forEach((name, i) => add(i % 2 ? name.toUpperCase() : name, 'x'.repeat(2000)));
+  assert.deepEqual(attackAndDefend(ctx).body.params.attacker.data.attribs, sent);
   // The adapter keeps state the sheet has no field for in psi_* attributes.
   assert.ok(names.includes('psi_mind'));
   assert.equal(params.defender.data.id, ctx.fenka.id);
@@ -739,9 +750,14 @@ test('the defense buttons offer the modes the companion knows, read in its order
   set('psi_defenses', '');
   assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'none']);
   assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /knows no defense mode/);
-  // The sheet's Psionics Core tab keeps its Defense Modes as power rows: read too.
-  set('repeating_psion-psion-defense5_-Mc1_psiondefending', 'Intellect Fortress');
+  // The sheet's Psionics Core tab keeps its Defense Modes as power rows of
+  // repeating_psion-defense5 (both revisions of the sheet: tests/fixtures/README.md):
+  // read too, as are rows of the name earlier versions read (psion- twice).
+  set('repeating_psion-defense5_-Mc_1_psiondefending', 'Intellect Fortress');
   assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'intellect-fortress', 'none']);
+  set('repeating_psion-defense5_-Mc_1_psiondefending', '');
+  set('repeating_psion-psion-defense5_-Mc1_psiondefending', 'Tower of Iron Will');
+  assert.deepEqual(buttons('ego-whip'), ['mental-barrier', 'mind-blank', 'tower-of-iron-will', 'none']);
   set('repeating_psion-psion-defense5_-Mc1_psiondefending', '');
   // power-pool reads psi_defenses only: the rows are not its modes, and the companion's
   // default is none (only No defense), never all of them.

@@ -492,6 +492,11 @@ class Dnd5e(FoundryAdapter):
         total = draft.fields.get("hp")
         if name != "hp" or target != _HP_VALUE:
             return {target: value}
+        if not isinstance(value, int):
+            # Other sheets take an emptied box; dnd5e's hp.value is a whole number.
+            raise InvalidInput.at("/after/hp", "dnd5e keeps hit points as a whole number "
+                                  f"(system.attributes.hp.value): {json_text(value, 40)} "
+                                  "cannot be written")
         temp = to_int(stored(actor.raw, _HP_TEMP), _pointer_of(actor.path, _HP_TEMP), 0,
                       1_000_000)
         if not temp or not isinstance(total, int):

@@ -30,30 +30,30 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
             into[key] = copy.deepcopy(value)
 
 
-def template_actor(relative: str, actor_type: str, actor_id: str, name: str) -> dict[str, Any]:
-    """The default actor Foundry creates from a system's ``template.json``: the type's
-    templates merged in order, then the type's own fields."""
-    template = load(relative)["Actor"]
-    spec = template[actor_type]
+def _template_system(relative: str, document: str, kind: str) -> dict[str, Any]:
+    """The ``system`` data Foundry gives a new ``document`` (Actor, Item) of type ``kind``
+    from a system's ``template.json``: the type's templates merged in order, then the
+    type's own fields."""
+    template = load(relative)[document]
+    spec = template[kind]
     system: dict[str, Any] = {}
     for part in spec.get("templates", []):
         _merge(system, template["templates"][part])
     _merge(system, {k: v for k, v in spec.items() if k != "templates"})
-    return {"_id": actor_id, "name": name, "type": actor_type, "system": system,
+    return system
+
+
+def template_actor(relative: str, actor_type: str, actor_id: str, name: str) -> dict[str, Any]:
+    """The default actor Foundry creates from a system's ``template.json``."""
+    return {"_id": actor_id, "name": name, "type": actor_type,
+            "system": _template_system(relative, "Actor", actor_type),
             "items": [], "effects": [], "flags": {}}
 
 
 def template_item(relative: str, item_type: str, item_id: str, name: str) -> dict[str, Any]:
-    """The default item Foundry creates from a system's ``template.json``, as
-    ``template_actor`` builds an actor."""
-    template = load(relative)["Item"]
-    spec = template[item_type]
-    system: dict[str, Any] = {}
-    for part in spec.get("templates", []):
-        _merge(system, template["templates"][part])
-    _merge(system, {k: v for k, v in spec.items() if k != "templates"})
-    return {"_id": item_id, "name": name, "type": item_type, "system": system,
-            "effects": [], "flags": {}}
+    """The default item Foundry creates from a system's ``template.json``."""
+    return {"_id": item_id, "name": name, "type": item_type,
+            "system": _template_system(relative, "Item", item_type), "effects": [], "flags": {}}
 
 
 def ars_class(name: str, levels: int, hdformulas: list[str], item_id: str | None = None

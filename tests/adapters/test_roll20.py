@@ -388,7 +388,7 @@ def core_tab_mode_rows(tab: str, partial: str) -> dict[str, tuple[str, str]]:
 CORE_TABS = {
     "earlier": ("adnd2e-revised-psionic-core-earlier.html",
                 "adnd2e-revised-psionic-core-discipline.html"),
-    "current": ("adnd2e-revised-psionic-core-tab-current.html",
+    "current": ("adnd2e-revised-psionic-core-tab.html",
                 "adnd2e-revised-psionic-core-discipline-current.html"),
 }
 

@@ -40,7 +40,7 @@ ROW = "-Mz_Row000000000001"
 TABS = (
     ("adnd2e-revised-psionics-tab.html", None),
     ("adnd2e-revised-psionic-core-earlier.html", "adnd2e-revised-psionic-core-discipline.html"),
-    ("adnd2e-revised-psionic-core-tab-current.html",
+    ("adnd2e-revised-psionic-core-tab.html",
      "adnd2e-revised-psionic-core-discipline-current.html"),
 )
 #: the Attack Modes and Defense Modes rows as earlier versions of this project read them

@@ -8,6 +8,7 @@ the sheet has no field for lives in ``psi_*`` attributes (see ``state_attribute`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from abc import abstractmethod
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from engine.errors import InvalidInput, json_text
+from engine.revised_2e.house import WT_MTHAC0
+from engine.revised_2e.rules import mthac0_for
+from engine.revised_2e.tables import Tables
 
 from .base import Adapter, Imported, Normalise
 from .core import (
@@ -130,6 +134,13 @@ def state_attribute(name: str) -> tuple[str, str]:
     (``psi_pool`` = pool / hit_dice)."""
     return _PAIRS.get(name, (f"psi_{name}", "current"))
 
+
+
+@functools.cache
+def _shipped_tables() -> Tables:
+    """revised-2e's shipped rules tables, loaded once (warnings quote the MTHAC0 the
+    engine derives from them)."""
+    return Tables.load()
 
 @dataclass(frozen=True)
 class Character:
@@ -662,10 +673,14 @@ class Adnd2eRevised(Roll20Adapter):
                    "rolls whatever its box holds)")
         else:
             box = "MThAC0 is empty"
-        derived = f"21 - {level} = {21 - level}"
+        # The engine's own rule on its shipped tables, so the figure said is the one it
+        # derives (a GM's replacement tables, which only the daemon knows, aside).
+        tables = _shipped_tables()
+        base = int(tables.raw["mthac0"]["base"])
+        derived = f"{base} - {level} = {mthac0_for(tables, 'psionicist', level, False)}"
         if kind == "wild-talent":
-            derived = (f"21 - ceil({level}/2) = {21 - (level + 1) // 2}, or {derived} when "
-                       "H-2E-WT-MTHAC0 is off")
+            derived = (f"{base} - ceil({level}/2) = {mthac0_for(tables, kind, level, True)}, "
+                       f"or {derived} when {WT_MTHAC0} is off")
         draft.warn(f"{box}; MTHAC0 derived from the level instead ({kind}, COMBATANTS.md): "
                    f"{derived}"
                    + (f"; the adjustment {adj:+d} is not applied" if isinstance(adj, int)

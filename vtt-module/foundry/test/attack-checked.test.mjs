@@ -40,11 +40,13 @@ test("not-enough-psp: a player's macro attack the companion refuses for its atta
   // Neither Bo (Fenka's) nor the GM (the goblin's) was asked for a defense.
   assert.deepEqual(defenseDialogs(t), []);
   assert.equal(resolves(t).length, 0);
-  // The check was the attacker against the first target, no defense assumed.
-  const [check] = t.daemon.calls.filter((c) => c.method === "exchange.odds");
-  assert.equal(check.params.defender.data.token.uuid, t.tokens.fenkaToken.uuid);
-  assert.equal(check.params.defense, null);
-  assert.deepEqual(check.params.attack, { mode: "mind-thrust", multiplier: 4, range: "short" });
+  // One check a target, the attacker against it, no defense assumed.
+  const checks = t.daemon.calls.filter((c) => c.method === "exchange.odds");
+  assert.deepEqual(checks.map((c) => c.params.defender.data.token.uuid), [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]);
+  for (const check of checks) {
+    assert.equal(check.params.defense, null);
+    assert.deepEqual(check.params.attack, { mode: "mind-thrust", multiplier: 4, range: "short" });
+  }
   // Ann reads the companion's own words about her own attacker; Bo reads nothing.
   assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr declares 8 PSPs of mind-thrust but holds 3"]);
   assert.deepEqual(t.clients.p2.notes, { info: [], warn: [], error: [] });
@@ -55,6 +57,29 @@ test("not-enough-psp: a player's macro attack the companion refuses for its atta
   assert.equal(made[0].outcome, "hit");
   assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
   assert.deepEqual(resolves(t)[0].params.defense, { mode: "thought-shield" });
+});
+
+test("target-is-attacker: an attack whose later target is the attacker itself is refused before anyone is asked, not after the first exchange", async () => {
+  // revised-2e's check (engine/revised_2e/exchange.py `check_attack`): no mind attacks its own.
+  const selfCheck = (params) => {
+    if (combatantIdOfRef(params.defender) === combatantIdOfRef(params.attacker)) {
+      throw { code: 4001, message: "The rules forbid it", data: { rule: "target-is-attacker", detail: `${combatantNameOfRef(params.attacker)} cannot attack its own mind` } };
+    }
+  };
+  const t = makeTable({
+    methods: defaultMethods({
+      "exchange.odds": (params) => { selfCheck(params); return { outcomes: { hit: 0.5, miss: 0.5 } }; },
+      "exchange.resolve": (params) => { selfCheck(params); return revisedResult(params); },
+    }),
+    dialogs: { p2: { defenseDialog: { mode: "thought-shield" } } },
+  });
+  const api = makeApi(t.clients.p1.svc);
+  const outcome = await api.resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(outcome, null);
+  // Fenka's owner was not asked, and no exchange was made: no card, no sheet changed.
+  assert.deepEqual(defenseDialogs(t), []);
+  assert.equal(resolves(t).length, 0);
+  assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr cannot attack its own mind"]);
 });
 
 test("a refusal about a defender's sheet is not the check's to decide: the defender is asked, and the attacker's player reads only that the mind struck stopped it", async () => {
@@ -140,6 +165,18 @@ test("pool-dice-exceed-pool: a macro attack on a creature under control, with mo
   // The check went as the exchange would: with the controller struck in the thrall's place.
   const [check] = t.daemon.calls.filter((c) => c.method === "exchange.odds");
   assert.deepEqual(check.params.controllers.map(combatantIdOfRef), ["goblin-tokG"]);
+  assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr has 3 dice in its pool, not 5"]);
+});
+
+test("power-pool: a mode striking one target checks each exchange with its own target and the controller struck in its place", async () => {
+  const { t, thrall } = poolTable();
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  const api = makeApi(t.clients.p1.svc);
+  const outcome = await api.resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid, thrall.uuid], attack: { mode: "mental-stab", pool_dice: 5 } });
+  assert.equal(outcome, null);
+  assert.deepEqual(defenseDialogs(t), []);
+  const checks = t.daemon.calls.filter((c) => c.method === "exchange.odds");
+  assert.deepEqual(checks.map((c) => [combatantIdOfRef(c.params.defender), (c.params.controllers ?? []).map(combatantIdOfRef)]), [["fenka-tokF", []], [thrall.id, ["goblin-tokG"]]]);
   assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr has 3 dice in its pool, not 5"]);
 });
 

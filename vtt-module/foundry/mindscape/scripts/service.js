@@ -360,16 +360,16 @@ export class Mindscape {
    * asked for an attack that cannot be made, they would choose for nothing and learn that
    * an attack was coming. The attack dialog's odds keep a player from sending such an
    * attack, but a macro's attack skips the dialog, and Attack may be clicked before the
-   * odds came back. So the attack is checked by one `exchange.odds` call, with no defense
-   * assumed: the companion checks it as `exchange.resolve` does, and refuses it before
-   * computing anything. Allowed, the call computes exact odds, at the cost the dialog's
+   * odds came back. So the attack is checked by one `exchange.odds` call for each
+   * exchange it will make (`checkEachExchange`), with no defense assumed: the companion
+   * checks it as `exchange.resolve` does, and refuses it before computing anything. Allowed, the call computes exact odds, at the cost the dialog's
    * odds have for the same attack (a psionic wave's against all its targets at once,
-   * combat-strength's damage distribution): small at a table's sizes, once per attack.
+   * combat-strength's damage distribution): small at a table's sizes, once per exchange.
    * Any other refusal (one about a defender, its sheet or its defense, which may be
    * secret) or failure is not decided here: the exchange's own call meets it, as before,
    * with its own secrecy. The check itself shows nothing to anyone.
    * @param {{token:any, actor:any}} attacker
-   * @param {{token:any, actor:any}[]} targets  the first target; a psionic wave's every target
+   * @param {{token:any, actor:any}[]} targets  the exchange's target; a psionic wave's every target
    * @param {object} attack  the companion's attack object (`checkedAttack`)
    * @param {{token:any, actor:any}[]} [controllers]  power-pool: the controllers struck instead
    * @throws the companion's refusal, when it is for the attacker's own sake
@@ -380,6 +380,18 @@ export class Mindscape {
     } catch (error) {
       if (refusesTheAttacker(error, roundCombatantId(attacker.token, attacker.actor))) throw error;
     }
+  }
+
+  /**
+   * GM: `checkTheAttacker` for each exchange of an attack at once, `checks` one
+   * `{targets, controllers}` each, in the order of the targets. Each exchange is checked,
+   * not only the first: a refusal that depends on the target (the attacker among its own
+   * targets) is found before anyone is asked. The first refusal in that order is thrown.
+   */
+  async checkEachExchange(attacker, checks, attack) {
+    const settled = await Promise.allSettled(checks.map(({ targets, controllers = [] }) => this.checkTheAttacker(attacker, targets, attack, controllers)));
+    const refused = settled.find((s) => s.status === "rejected");
+    if (refused) throw refused.reason;
   }
 
   /**
@@ -436,7 +448,7 @@ export class Mindscape {
     const requesterRollMode = requesterId ? rollMode ?? null : null;
     const common = { attacker: first, attack: attackObj, physical, requesterRollMode, requesterId };
     if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
-    await this.checkTheAttacker(first, [defenders[0]], attackObj);
+    await this.checkEachExchange(first, defenders.map((d) => ({ targets: [d] })), attackObj);
     // Ask every defender at once: they choose in parallel, secretly.
     const defenses = await Promise.all(defenders.map((d) => this.askDefense(d, attackerName, attackObj)));
     const reasks = { left: DEFENSE_REASKS };
@@ -505,12 +517,13 @@ export class Mindscape {
     const system = this.system;
     const mode = modesFromDescription(system, await this.describe(system)).attacks.find((m) => m.id === common.attack.mode);
     const around = await this.controlAround(common.attacker, defenders);
-    // A wave is one exchange against all its targets; any other mode's first exchange
-    // strikes the first target, or its controller in its place.
+    // A wave is one exchange against all its targets; any other mode's exchanges strike
+    // a target each, or its controller in its place.
     const wave = Boolean(mode?.several_targets) && defenders.length > 1;
-    const checked = wave ? defenders : [defenders[0]];
-    const struckInstead = wave ? around.controllers : around.struck[0] === defenders[0] ? [] : [around.struck[0]];
-    await this.checkTheAttacker(common.attacker, checked, common.attack, struckInstead);
+    const checks = wave
+      ? [{ targets: defenders, controllers: around.controllers }]
+      : defenders.map((d, i) => ({ targets: [d], controllers: around.struck[i] === d ? [] : [around.struck[i]] }));
+    await this.checkEachExchange(common.attacker, checks, common.attack);
     const aimedAt = (i) => (around.struck[i] === defenders[i] ? null : defenders[i].token?.name ?? defenders[i].actor.name);
     // The scene is read once for the whole attack: each creature at most once, whether
     // for the allies a mind may draw in or for those that may join by their own choice.

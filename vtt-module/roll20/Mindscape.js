@@ -966,13 +966,15 @@ var Mindscape = Mindscape || (() => {
   };
 
   // `key` is the option that names the defense: --mode for !psi defend, --defense elsewhere.
+  // No defense mode is null, but power-pool's pool dice and spells sacrificed still go
+  // with it (a mind with no mode still rolls its pool): then an object without a mode.
   const defenseFromOptions = (args, system, key) => {
     const text = normaliseMode(args.get(key));
-    if (text === '' || text === 'none') return { defense: null };
-    if (!SYSTEMS[system].defenses.includes(text)) {
+    const none = text === '' || text === 'none';
+    if (!none && !SYSTEMS[system].defenses.includes(text)) {
       return { error: `the defense must be one of ${SYSTEMS[system].defenses.join(', ')} or none.` };
     }
-    const defense = { mode: text };
+    const defense = none ? {} : { mode: text };
     // In !psi defend --dice is the defender's; where the attacker's --dice may stand
     // beside it (attack, odds, declare) the defender's pool dice are --defense-dice.
     const diceKey = key === 'mode' ? 'dice' : 'defense-dice';
@@ -992,11 +994,11 @@ var Mindscape = Mindscape || (() => {
       if (!Number.isInteger(dice) || dice < 0) return { error: `--${diceKey} must be a whole number of pool dice.` };
       defense.pool_dice = dice;
     }
-    return { defense };
+    return { defense: Object.keys(defense).length ? defense : null };
   };
 
   // What the one choosing a defense is told it chose, with the creatures that joined it.
-  const defenseText = (defense, allies = [], joined = []) => (defense ? label(defense.mode) : 'No defense')
+  const defenseText = (defense, allies = [], joined = []) => (defense?.mode ? label(defense.mode) : 'No defense')
     + (allies.length ? `, drawing in ${allies.map(fighterName).map(chatSafe).join(', ')}` : '')
     + (joined.length ? `; joined by ${joined.map((j) => fighterName(j.ref)).map(chatSafe).join(', ')}` : '');
 
@@ -1128,7 +1130,7 @@ var Mindscape = Mindscape || (() => {
     if (!swarms.length) return { error: '--ally is a power-pool option.' };
     if (!defense || !swarms.includes(defense.mode)) {
       return { error: `--ally goes with --${key} ${swarms.join(' or ')}: only ${swarms.map(label).join(' or ')} draws allies into the defense, `
-        + `not ${defense ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
+        + `not ${defense?.mode ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
     }
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
@@ -1599,7 +1601,9 @@ var Mindscape = Mindscape || (() => {
       const stopped = strikeProblem(who.system, t);
       if (stopped) return refuse(msg.playerid, stopped);
     }
-    if (args.has('defense')) return refuse(msg.playerid, 'with several targets each mind struck chooses its own defense: leave out --defense. Nothing was sent.');
+    // The defense options (--defense, --defense-dice, --sacrifice) are each mind's own.
+    const defenseOption = ['defense', 'defense-dice', 'sacrifice'].find((key) => args.has(key));
+    if (defenseOption) return refuse(msg.playerid, `with several targets each mind struck chooses its own defense: leave out --${defenseOption}. Nothing was sent.`);
     const members = choosersOf(who.system, who.attacker, who.targets);
     const exchange = withNames({ system: who.system, attacker: who.attacker, defender: who.targets[0], targets: who.targets, attack: built.attack, members, choices: {}, by: msg.playerid, at: Date.now() },
       [who.attacker].concat(who.targets, members));

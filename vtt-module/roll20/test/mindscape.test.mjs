@@ -726,6 +726,35 @@ test('options of another system are refused in plain words (API.md: attack objec
   assert.deepEqual([odds.attack, odds.defense], [{ mode: 'mental-stab', pool_dice: 3 }, { mode: 'blank-mind', pool_dice: 1 }]);
 });
 
+test('power-pool: no defense mode still rolls the pool, so its --dice and --sacrifice go along (an object without a mode); elsewhere they are refused, never dropped', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none --dice 1 --sacrifice 3` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.defense), { sacrifice: 3, pool_dice: 1 });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /No defense/);
+  // Without them no defense is null, as before.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(lastRequest(ctx.sb).body.params.defense, null);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none --defense-dice 2` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.defense), { pool_dice: 2 });
+  // --ally still wants a mode that draws allies in.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none --defense-dice 2 --ally ${ctx.tokens.ogre.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not no defense\. Nothing was sent\./);
+
+  const r2e = campaign();
+  const sent = requests(r2e.sb).length;
+  r2e.sb.chat({ playerid: GM, selected: [r2e.tokens.ulcen.id], content: `!psi odds --target ${r2e.tokens.fenka.id} --mode ego-whip --defense none --defense-dice 2` });
+  assert.match(whispersTo(r2e.sb, 'gm').at(-1), /--sacrifice and --defense-dice are power-pool options\./);
+  attack(r2e);
+  const rid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(r2e.sb, 'Bob').at(-1))[1];
+  r2e.sb.chat({ playerid: BOB, content: `!psi defend --req ${rid} --mode none --sacrifice 2` });
+  assert.match(whispersTo(r2e.sb, 'Bob').at(-1), /--sacrifice and --dice are power-pool options\./);
+  assert.equal(requestsBeyondChecks(r2e.sb).length, 0);
+  assert.ok(requests(r2e.sb).length > sent);
+});
+
 test('the defense buttons offer the modes the companion knows, read in its order for each system (adapters/roll20.py): psi_defenses over the AD&D rows, the rows in revised-2e only, else its defaults', () => {
   const ctx = campaign();
   const buttons = (mode) => {
@@ -3444,6 +3473,10 @@ test('several --target: refused outside power-pool and with --defense; odds of a
   const pool = underControl();
   pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi attack --target ${pool.tokens.fenka.id} --target ${pool.tokens.ulcen.id} --mode psionic-wave --defense none` });
   assert.match(whispersTo(pool.sb, 'gm').at(-1), /with several targets each mind struck chooses its own defense: leave out --defense\. Nothing was sent\./);
+  for (const option of ['--defense-dice 2', '--sacrifice 3']) {
+    pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi attack --target ${pool.tokens.fenka.id} --target ${pool.tokens.ulcen.id} --mode psionic-wave ${option}` });
+    assert.match(whispersTo(pool.sb, 'gm').at(-1), new RegExp(`leave out ${option.split(' ')[0]}\\. Nothing was sent\\.`));
+  }
   pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi attack --target ${pool.tokens.fenka.id} --target ${pool.tokens.fenka.id} --mode psionic-wave` });
   assert.match(whispersTo(pool.sb, 'gm').at(-1), /name each --target once\./);
   assert.equal(requests(pool.sb).length, 0);

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encounterMethods, makeTable, renderModuleTemplate } from "../test-support/scenario.mjs";
 import { DaemonUnreachableError } from "../mindscape/scripts/errors.js";
+import { makeApi } from "../mindscape/scripts/api.js";
 import { POOL, pool, poolMethods, poolTable, refId } from "../test-support/pool-table.mjs";
 
 test("an attack on a creature under control strikes its controller: the controller's owner chooses, and controller and puppets go with the request", async () => {
@@ -88,6 +89,19 @@ test("a psionic wave's odds are those of its one exchange against every target t
   assert.equal(refId(one.defender), "goblin-tokG");
   assert.equal(one.defenders, undefined);
   assert.equal(stab.group, undefined);
+
+  // A macro's odds (api.odds) are the dialog's: `targets` for a wave's group, else the
+  // user's targets; a mode that strikes one takes the first of them.
+  const api = makeApi(t.clients.gm.svc);
+  const macroWave = await api.odds({ attacker: ulcenToken, targets: [fenkaToken, goblinToken], attack: { mode: "psionic-wave" } });
+  assert.equal(macroWave.group, "Fenka, Goblin");
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "exchange.odds").pop().params.defenders.map(refId), ["goblin-tokG"]);
+  t.clients.gm.game.user.targets = new Set([goblinToken.object ?? goblinToken, fenkaToken.object ?? fenkaToken]);
+  const targeted = await api.odds({ attacker: ulcenToken, attack: { mode: "mental-stab" } });
+  assert.equal(targeted.group, undefined);
+  assert.equal(refId(t.daemon.calls.filter((c) => c.method === "exchange.odds").pop().params.defender), "goblin-tokG");
+  assert.equal(await api.odds({ attacker: ulcenToken, targets: [], attack: { mode: "mental-stab" } }), null);
+  assert.equal((await api.odds({ attacker: ulcenToken, target: fenkaToken, targets: [goblinToken], attack: { mode: "psionic-wave" } })).group, undefined);
 });
 
 test("a controller that is neither in the world nor on the scene stops the attack before anything is resolved, saying whose control", async () => {

@@ -54,17 +54,20 @@ export function makeApi(svc, { openEncounter } = {}) {
     },
     /**
      * Exact odds of an attack (through the GM's client) as shown in the dialog:
-     * `{outcomes: [{name, label, p, percent}], extras, damage}`. Resolves to null after
-     * showing the error (no attacker or target, an attack the dialog would not send, a
-     * refusal by the companion).
+     * `{outcomes: [{name, label, p, percent}], extras, damage}`. `target` is one target;
+     * `targets` several (a Set, an array, one token or uuids), the first taken unless the
+     * mode strikes them all at once (power-pool's psionic wave: the group's odds); without
+     * either, the user's targets. Resolves to null after showing the error (no attacker or
+     * target, an attack the dialog would not send, a refusal by the companion).
      */
-    async odds({ attacker, target, attack, assumeDefense = null } = {}) {
+    async odds({ attacker, target, targets, attack, assumeDefense = null } = {}) {
       try {
         const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
         if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");
-        const targetUuid = uuidOf(target) ?? uuidOf(listOf(svc.game?.user?.targets)[0]);
-        if (!targetUuid) throw new UsageError("MINDSCAPE.Error.NoTarget");
-        return await svc.relay.toGM("odds", { attackerUuid, targetUuid, attack, assumeDefense });
+        const given = target ?? targets ?? svc.game?.user?.targets;
+        const targetUuids = given === undefined || given === null ? [] : listOf(given).map(uuidOf);
+        if (!targetUuids.length || !targetUuids.every(Boolean)) throw new UsageError("MINDSCAPE.Error.NoTarget");
+        return await svc.relay.toGM("odds", { attackerUuid, targetUuid: targetUuids[0], targetUuids, attack, assumeDefense });
       } catch (error) {
         return shown(error);
       }

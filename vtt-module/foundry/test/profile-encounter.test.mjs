@@ -138,6 +138,9 @@ test("encounter choices: stance in combat-strength's intent phase, attack with t
   assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", multiplier: "2", range: "medium", defenseMode: "mind-blank" }),
     { attack: { mode: "ego-whip", multiplier: 2, range: "medium", target: "fenka" }, defense: { mode: "mind-blank" } });
   assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "pinnacle-of-will", sacrifice: "2" }), { defense: { mode: "pinnacle-of-will", sacrifice: 2 } });
+  // No mode still rolls the pool: a spell sacrificed with it goes along, not dropped.
+  assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "", sacrifice: "2" }), { defense: { sacrifice: 2 } });
+  assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "", sacrifice: "0" }), { defense: {} });
 });
 
 test("power-pool choices: one thing at a time, by phase; no attack is a pass; public actions instead", () => {

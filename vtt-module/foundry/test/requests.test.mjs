@@ -41,6 +41,10 @@ test("no defense is null; power-pool defenses may sacrifice spell levels; revise
   assert.equal(defenseFromChoice("revised-2e", null), null);
   assert.equal(defenseFromChoice("revised-2e", { mode: "" }), null);
   assert.deepEqual(defenseFromChoice("power-pool", { mode: "pinnacle-of-will", sacrifice: "3" }), { mode: "pinnacle-of-will", sacrifice: 3 });
+  // power-pool: no mode still rolls the pool, and a spell sacrificed with it is kept.
+  assert.deepEqual(defenseFromChoice("power-pool", { mode: "", sacrifice: "2" }), { sacrifice: 2 });
+  assert.equal(defenseFromChoice("power-pool", { mode: "", sacrifice: "0" }), null);
+  assert.equal(defenseFromChoice("revised-2e", { mode: "", sacrifice: "2", paid: true }), null);
   assert.deepEqual(defenseFromChoice("revised-2e", { mode: "mental-barrier", paid: true }), { mode: "mental-barrier", paid: true });
 });
 

@@ -45,7 +45,7 @@ export function choiceFromForm(system, state, form) {
   if (form.attackMode && form.target) {
     choice.attack = { ...attackFromForm(system, { ...form, mode: form.attackMode }), target: form.target };
   }
-  const defense = defenseFromChoice(system, form.defenseMode ? { mode: form.defenseMode, sacrifice: form.sacrifice } : null);
+  const defense = defenseFromChoice(system, { mode: form.defenseMode || null, sacrifice: form.sacrifice });
   if (defense) choice.defense = defense;
   return choice;
 }
@@ -67,7 +67,7 @@ function poolChoiceFromForm(state, form) {
   if (form.action === "keep" && target) return { keep: { target, by: form.keepBy === "action" ? "action" : "die" } };
   const list = (value) => [].concat(value ?? []).filter(Boolean);
   if (state?.phase === "defense") {
-    const defense = defenseFromChoice("power-pool", form.defenseMode ? { mode: form.defenseMode, sacrifice: form.sacrifice } : null) ?? {};
+    const defense = defenseFromChoice("power-pool", { mode: form.defenseMode || null, sacrifice: form.sacrifice }) ?? {};
     const allies = list(form.allies);
     if (allies.length) defense.allies = allies;
     return { defense };

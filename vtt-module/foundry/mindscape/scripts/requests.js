@@ -122,17 +122,20 @@ export function attackFromForm(system, form) {
 }
 
 /**
- * The defense object for a rule system, or null for "no defense".
+ * The defense object for a rule system, or null for "no defense". A power-pool mind
+ * with no mode still rolls its pool and may sacrifice a spell (seed 001): a sacrifice
+ * chosen with no mode goes as a defense without a mode.
  * @param {string} system
  * @param {{mode?:string|null, sacrifice?:any, paid?:boolean}|null} choice
  */
 export function defenseFromChoice(system, choice) {
-  if (!choice || !choice.mode) return null;
-  const defense = { mode: String(choice.mode) };
+  if (!choice) return null;
+  const defense = choice.mode ? { mode: String(choice.mode) } : {};
   if (system === "power-pool") {
     const s = parseInt(choice.sacrifice, 10);
     if (Number.isInteger(s) && s > 0) defense.sacrifice = s;
   }
+  if (!defense.mode && !defense.sacrifice) return null;
   if (system === "revised-2e" && choice.paid) defense.paid = true;
   return defense;
 }

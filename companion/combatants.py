@@ -19,10 +19,13 @@ from .services import Services
 
 log = logging.getLogger("mindscape.combatants")
 
-#: Params members that never hold combatants (every other top-level member, or list
-#: of them, may be given as ``{adapter, data}``).
-NOT_COMBATANTS = frozenset({"system", "attack", "defense", "options", "dice", "seed",
-                             "id", "revision", "force", "name", "choices"})
+#: The params members that hold a combatant, or a list of them, each of which may be
+#: given as ``{adapter, data}``: the built-in systems' names for them (a plugin system
+#: takes no ``{adapter, data}``, docs/PLUGINS.md). Named, not left over: a member such
+#: as combat-strength's ``stance``, power-pool's ``defenses`` or a rest's ``hours`` is
+#: never read as a sheet, whatever its value.
+COMBATANT_MEMBERS = frozenset({"attacker", "defender", "defenders", "allies", "controller",
+                               "controllers", "puppets", "combatants"})
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def import_combatants(services: Services, params: Mapping[str, Any], system_id: 
     refs: list[ImportedRef] = []
     options = params.get("options")
     for key, value in params.items():
-        if key in NOT_COMBATANTS:
+        if key not in COMBATANT_MEMBERS:
             continue
         if is_adapter_ref(value):
             ref = import_ref(services, value, system_id, f"/{key}", key, options)

@@ -26,7 +26,7 @@ from typing import Any
 from engine.system import System
 
 from . import API_VERSION
-from .combatants import NOT_COMBATANTS
+from .combatants import COMBATANT_MEMBERS
 from .errors import INVALID_PARAMS, JSONRPC_RESERVED, MESSAGES
 from .plugins import ends_rounds, rests
 from .registry import MethodRegistry, MethodSpec
@@ -75,7 +75,7 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
         combatant["$id"] = f"urn:mindscape:system:{system.id}:combatant"
         listed["items"] = {"anyOf": [ADAPTER_REF, combatant]}
     for name, member in properties.items():
-        if name in NOT_COMBATANTS or not isinstance(member, dict):
+        if name not in COMBATANT_MEMBERS or not isinstance(member, dict):
             continue
         if member.get("type") == "array" and isinstance(member.get("items"), dict):
             member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}

@@ -325,6 +325,43 @@ async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_metho
         assert (await rpc.error("exchange.resolve", params))["code"] == -32602, params
 
 
+async def test_only_combatant_members_are_read_as_sheets(rpc: Rpc) -> None:
+    """API.md: 'every combatant member also allowed as {adapter, data}'. Audit: any member
+    outside a fixed list of others was taken for one, so combat-strength's stance, a
+    power-pool defenses map and a rest's hours given as {adapter, data} went through an
+    adapter (-32602 at /stance/data/mapping) and the document allowed them. Now neither
+    the document nor the daemon reads them as sheets: the system's own schema refuses
+    them where they stand."""
+    document = await rpc.ok("rpc.discover")
+    methods = {m["name"]: m for m in document["methods"]}
+    resolve = jsonschema.Draft202012Validator(methods["exchange.resolve"]["x-params-schema"])
+    rest = jsonschema.Draft202012Validator(methods["combatants.rest"]["x-params-schema"])
+    sheet = {"adapter": "roll20.generic", "data": {}}
+    duel = {"system": "combat-strength",
+            "attacker": {"id": "a", "attack_strength": 100, "defense_strength": 100},
+            "defender": {"id": "b", "attack_strength": 50, "defense_strength": 50},
+            "attack": {"mode": "mind-thrust"}, "seed": 1}
+    assert resolve.is_valid(duel)
+    assert not resolve.is_valid({**duel, "stance": sheet})
+    error = await rpc.error("exchange.resolve", {**duel, "stance": sheet})
+    paths = [e["path"] for e in error["data"]["errors"]]
+    assert error["code"] == -32602 and paths and all(p.startswith("/stance") for p in paths)
+    assert not any(p.startswith("/stance/data") for p in paths), paths
+    resting = {"system": "revised-2e", "combatants": [FENKA]}
+    assert rest.is_valid({**resting, "hours": 8})
+    assert not rest.is_valid({**resting, "hours": sheet})
+    error = await rpc.error("combatants.rest", {**resting, "hours": sheet})
+    assert error["code"] == -32602
+    assert [e["path"] for e in error["data"]["errors"]] == ["/hours"]
+    # Every combatant member still takes a sheet, in the document as in the daemon.
+    sheet_ref = {"adapter": "roll20.adnd2e-revised", "data": json.loads(
+        (FIXTURES / "roll20" / "adnd2e-revised-ulcen.handmade.json").read_text())}
+    assert rest.is_valid({"system": "revised-2e", "combatants": [sheet_ref], "hours": 8})
+    rested = await rpc.ok("combatants.rest", {"system": "revised-2e",
+                                              "combatants": [sheet_ref], "hours": 8})
+    assert "updates" in rested and rested["combatants"][0]["before"]["name"] == "Ulcen of Tyr"
+
+
 async def test_openrpc_round_end_choices_schema_takes_no_dice_or_seed_as_the_daemon(
         rpc: Rpc) -> None:
     """API.md: exchange.round_end_choices takes {combatants, options?} (it rolls no die).

@@ -204,14 +204,27 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _direct_opener() -> Any:
+    """A urllib opener that goes straight to the address it is given: no proxy from the
+    environment (``http_proxy`` would have it carry the token to the proxy, or ask the
+    proxy whether the daemon runs), and no redirect followed (urllib would repeat a POST
+    as a GET elsewhere, with the token): a 3xx answer is an ``HTTPError``."""
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
+
+
 def _answers_as_mindscape(host: str, port: int) -> bool:
     """Whether a mindscape daemon answers ``GET /healthz`` at ``host:port``."""
     import json
-    import urllib.request
 
     try:
-        with urllib.request.urlopen(f"http://{_url_host(host)}:{port}/healthz",
-                                    timeout=1) as response:
+        with _direct_opener().open(f"http://{_url_host(host)}:{port}/healthz",
+                                   timeout=1) as response:
             return bool(json.loads(response.read(200)) == {"status": "ok"})
     except (OSError, ValueError):
         return False
@@ -511,9 +524,17 @@ def call(args: argparse.Namespace) -> int:
             url, data=json.dumps(message).encode(), method="POST",
             headers={"Content-Type": "application/json",
                      "Authorization": f"Bearer {token}"})
-        with urllib.request.urlopen(request, timeout=CALL_TIMEOUT) as response:
+        with _direct_opener().open(request, timeout=CALL_TIMEOUT) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = " ".join(str(exc.headers.get("Location", "")).split())[:200]
+            return _fail(f"{url} answered with a redirect (HTTP {exc.code}"
+                         f"{' to ' + where if where else ''}), which the companion never "
+                         "sends and call does not follow: something else listens there; "
+                         "give --url the companion's address, and rotate the token "
+                         f"(`{_token_command(args, home)} --rotate`) once it runs",
+                         FAILED)
         if exc.code == 401:
             return _fail(f"{url} refused the token of {token_path} (HTTP 401): a companion "
                          "there was started with another home folder; give call the "

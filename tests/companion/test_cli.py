@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -442,6 +443,95 @@ def test_a_daemon_that_refuses_the_token_is_said_to_use_another_home(
         f"mindscape: {url} refused the token of {tmp_path / 'token'} (HTTP 401): a "
         "companion there was started with another home folder; give call the --home it "
         "uses")
+
+
+class _Recording(http.server.BaseHTTPRequestHandler):
+    """Records every request it gets (method, path, Authorization); answers a redirect
+    to ``elsewhere`` when that is set, else 200 with a JSON-RPC result."""
+
+    seen: list[tuple[str, str, str]]
+    elsewhere = ""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.seen.append((self.command, self.path, self.headers.get("Authorization", "")))
+        if self.elsewhere:
+            self.send_response(302)
+            self.send_header("Location", self.elsewhere)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b'{"jsonrpc": "2.0", "id": 1, "result": "from elsewhere"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recording() -> Iterator[Callable[[str], tuple[str, list[tuple[str, str, str]]]]]:
+    servers: list[http.server.HTTPServer] = []
+
+    def start(elsewhere: str = "") -> tuple[str, list[tuple[str, str, str]]]:
+        seen: list[tuple[str, str, str]] = []
+        handler = type("Handler", (_Recording,), {"seen": seen, "elsewhere": elsewhere})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}", seen
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_call_follows_no_redirect_and_sends_the_token_nowhere_else(
+        recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SECURITY.md: `mindscape call` follows no redirect. Audit: urllib turned a 302 to
+    the POST into a GET to the new address, with the Authorization header, and printed
+    what answered there."""
+    other, reached = recording("")
+    listener, asked = recording(f"{other}/x")
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path),
+                 "--url", listener]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and reached == [] and len(asked) == 1
+    assert _one_line(err).startswith(
+        f"mindscape: {listener}/rpc answered with a redirect (HTTP 302 to {other}/x), "
+        "which the companion never sends and call does not follow")
+
+
+def test_call_goes_straight_to_the_companion_whatever_proxy_the_environment_names(
+        recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy in http_proxy (with no no_proxy for loopback) would get the request and
+    its token: call and serve's check of a daemon already running ignore it."""
+    proxy, proxied = recording("")
+    companion, asked = recording("")
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, proxy)
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    # as in a new process: urlopen keeps the opener it first built, proxies and all
+    monkeypatch.setattr(urllib.request, "_opener", None)
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path), "--url", companion]) == 0
+    assert capsys.readouterr().out.strip() == '"from elsewhere"'
+    port = int(companion.rsplit(":", 1)[1])
+    cli_module._answers_as_mindscape("127.0.0.1", port)
+    assert proxied == [] and [a[:2] for a in asked] == [("POST", "/rpc"), ("GET", "/healthz")]
 
 
 def test_https_to_the_companion_says_it_speaks_plain_http(

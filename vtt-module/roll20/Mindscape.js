@@ -3248,6 +3248,11 @@ var Mindscape = Mindscape || (() => {
     const poolOnly = POOL_OPTIONS.filter((key) => args.has(key));
     if (!pool && poolOnly.length) return { error: `--${poolOnly[0]} is a power-pool choice; this encounter plays ${enc.system}.` };
     const notMember = (key) => ({ error: `--${key} must be a token of a combatant in the current encounter.` });
+    // An option of the attack or of the defense without it would be dropped unsaid.
+    const attackOnly = ['target', 'mult', 'range', 'dice', 'keep-by'].find((key) => args.has(key) && !args.has('attack'));
+    if (attackOnly) return { error: `--${attackOnly} goes with --attack MODE (the attack declared). Nothing was sent.` };
+    const defenseOnly = ['defense-dice', 'sacrifice'].find((key) => args.has(key) && !args.has('defense'));
+    if (defenseOnly) return { error: `--${defenseOnly} goes with --defense MODE (or none). Nothing was sent.` };
     const choice = {};
     if (args.has('attack')) {
       const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);

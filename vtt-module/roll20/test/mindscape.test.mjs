@@ -929,6 +929,15 @@ test('declare checks what the companion would refuse in raw words: a stance outs
   assert.match(declare(pool, `--attack mental-stab --target ${pool.tokens.fenka.id} --defense blank-mind`),
     /in power-pool a declaration is one choice: --attack when you attack, --defense when you are struck .*Nothing was sent\./);
   assert.deepEqual(declare(pool, `--attack mental-stab --target ${pool.tokens.fenka.id}`).body.params.choice, { attack: { mode: 'mental-stab', target: pool.fenka.id } });
+  // An option of the attack without --attack, or of the defense without --defense, is
+  // refused, not dropped unsaid.
+  const r2e = encounterOf('revised-2e');
+  assert.match(declare(r2e, '--defense mind-blank --mult 2'), /--mult goes with --attack MODE \(the attack declared\)\. Nothing was sent\./);
+  assert.match(declare(r2e, `--defense mind-blank --target ${r2e.tokens.fenka.id}`), /--target goes with --attack MODE/);
+  assert.match(declare(pool, '--pass --keep-by die'), /--keep-by goes with --attack MODE/);
+  assert.match(declare(pool, '--pass --sacrifice 2'), /--sacrifice goes with --defense MODE \(or none\)\. Nothing was sent\./);
+  // With them, no defense mode in power-pool keeps its dice and spells.
+  assert.deepEqual(declare(pool, '--defense none --defense-dice 1 --sacrifice 2').body.params.choice, { defense: { sacrifice: 2, pool_dice: 1 } });
 });
 
 test('a resolved round shows what it did beside its exchanges (RULES.md 1.4: defenses are raised and paid at the round\'s start), so the cards add up to the PSPs written', () => {

@@ -998,7 +998,7 @@ var Mindscape = Mindscape || (() => {
   };
 
   // What the one choosing a defense is told it chose, with the creatures that joined it.
-  const defenseText = (defense, allies = [], joined = []) => (defense?.mode ? label(defense.mode) : 'No defense')
+  const defenseText = (defense, allies = [], joined = []) => (defense && defense.mode ? label(defense.mode) : 'No defense')
     + (allies.length ? `, drawing in ${allies.map(fighterName).map(chatSafe).join(', ')}` : '')
     + (joined.length ? `; joined by ${joined.map((j) => fighterName(j.ref)).map(chatSafe).join(', ')}` : '');
 
@@ -1130,7 +1130,7 @@ var Mindscape = Mindscape || (() => {
     if (!swarms.length) return { error: '--ally is a power-pool option.' };
     if (!defense || !swarms.includes(defense.mode)) {
       return { error: `--ally goes with --${key} ${swarms.join(' or ')}: only ${swarms.map(label).join(' or ')} draws allies into the defense, `
-        + `not ${defense?.mode ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
+        + `not ${defense && defense.mode ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
     }
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));

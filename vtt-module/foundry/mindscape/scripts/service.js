@@ -362,9 +362,10 @@ export class Mindscape {
    * attack, but a macro's attack skips the dialog, and Attack may be clicked before the
    * odds came back. So the attack is checked by one `exchange.odds` call for each
    * exchange it will make (`checkEachExchange`), with no defense assumed: the companion
-   * checks it as `exchange.resolve` does, and refuses it before computing anything. Allowed, the call computes exact odds, at the cost the dialog's
-   * odds have for the same attack (a psionic wave's against all its targets at once,
-   * combat-strength's damage distribution): small at a table's sizes, once per exchange.
+   * checks it as `exchange.resolve` does, and refuses it before computing anything.
+   * Allowed, the call computes exact odds, at the cost the dialog's odds have for the
+   * same attack (a psionic wave's against all its targets at once, combat-strength's
+   * damage distribution): small at a table's sizes, once per exchange.
    * Any other refusal (one about a defender, its sheet or its defense, which may be
    * secret) or failure is not decided here: the exchange's own call meets it, as before,
    * with its own secrecy. The check itself shows nothing to anyone.

@@ -14,6 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import random
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -289,3 +292,101 @@ def test_every_combatant_field_of_the_psionic_state_is_kept() -> None:
         actor["flags"] = {"mindscape": {system: {name: None for name in fields}}}
         cut = adapters.get("foundry.dnd5e").trimmed(actor, system)
         assert cut["flags"]["mindscape"][system] == {name: None for name in fields}
+
+
+# The Foundry module sends an actor cut down to what the adapters may read
+# (vtt-module/foundry/mindscape/scripts/requests.js `sentActor`): a round's end of a dozen
+# spell-heavy characters would otherwise pass the companion's 1 MiB a request. Run here
+# through node on the same sheets, so that the module and the adapters cannot drift.
+SENT_ACTOR = (Path(__file__).resolve().parents[2] / "vtt-module" / "foundry" / "mindscape"
+              / "scripts" / "requests.js")
+SEND_SCRIPT = """
+import { sentActor } from %s;
+let text = "";
+process.stdin.setEncoding("utf8").on("data", (part) => { text += part; }).on("end", () => {
+  const sheets = JSON.parse(text);
+  const sent = sheets.map(([adapter, data]) =>
+    ({ ...data, actor: sentActor(data.actor, adapter, data.mapping ?? null) }));
+  process.stdout.write(JSON.stringify(sent));
+});
+"""
+
+
+def sent_by_foundry(sheets: list[Sheet]) -> list[dict[str, Any]]:
+    """Each Foundry sheet's data as the module sends it."""
+    node = shutil.which("node")
+    assert node, "node (installed with the VTT module's tests) runs the module's own code"
+    script = SEND_SCRIPT % json.dumps(SENT_ACTOR.as_uri())
+    run = subprocess.run([node, "--input-type=module", "-e", script], check=True,
+                         input=json.dumps([[s.adapter_id, s.data] for s in sheets]),
+                         capture_output=True, text=True, timeout=60)
+    sent: list[dict[str, Any]] = json.loads(run.stdout)
+    return sent
+
+
+def same_as_sent(sheets: list[Sheet], system: str,
+                 sides: list[tuple[Any, Any]] | None = None) -> None:
+    """The import (and with ``sides``, each sheet's write-back) from what the module sends
+    is the import (and write-back) from the whole actor."""
+    normalise = SYSTEMS[system].combatant
+    for i, (sheet, sent) in enumerate(zip(sheets, sent_by_foundry(sheets), strict=True)):
+        adapter = sheet.adapter
+        whole, again = adapter.import_(sheet.data, system), adapter.import_(sent, system)
+        assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
+        if sides is not None:
+            before, after = sides[i]
+            assert adapter.updates(sent, system, before, after, normalise=normalise) == \
+                adapter.updates(sheet.data, system, before, after, normalise=normalise)
+
+
+def with_junk(sheet: Sheet) -> Sheet:
+    """``sheet`` with what another module or a player may add to an actor: flags of its
+    own, effects, items of every other type."""
+    data = copy.deepcopy(sheet.data)
+    actor = data["actor"]
+    actor.setdefault("flags", {})["other-module"] = {"notes": JUNK}
+    actor["effects"] = [{"_id": "e1", "name": "Bless", "changes": JUNK}]
+    actor.setdefault("items", []).append({"_id": "i1", "name": "Scroll", "type": "loot",
+                                          "system": {"description": {"value": "x" * 5000}}})
+    return Sheet(sheet.adapter_id, data, sheet.apply)
+
+
+@pytest.mark.parametrize("system", sorted(STATE))
+def test_what_the_foundry_module_sends_imports_and_writes_back_as_the_whole_actor(
+        system: str) -> None:
+    rng = random.Random(f"sent-{system}")
+    sheets = [s for s in every_sheet(system) if s.adapter_id.startswith("foundry.")]
+    for i, sheet in enumerate(sheets):
+        if "actor" not in sheet.data:  # as the module sends every actor
+            sheet.data = {"actor": sheet.data, "token": None}
+        # different combatants
+        sheet.data["actor"]["_id"] = f"{sheet.data['actor']['_id'][:12]}{i:04d}"
+    sheets = [with_junk(s) if i % 2 else s for i, s in enumerate(sheets)]
+    same_as_sent(sheets, system)
+    played = 0
+    for pair in play(system, sheets, rng, 12):
+        played += 1
+        same_as_sent([sheet for sheet, _side in pair], system,
+                     [(side["before"], side["after"]) for _sheet, side in pair])
+        for sheet, side in pair:
+            updates = sheet.adapter.updates(sheet.data, system, side["before"],
+                                            side["after"],
+                                            normalise=SYSTEMS[system].combatant)
+            sheet.data = sheet.apply(sheet.data, updates)
+    assert played >= 4, "the exchanges were refused: the loop checked too little"
+    same_as_sent(sheets, system)
+
+
+def test_the_foundry_module_sends_a_real_character_in_a_few_kilobytes() -> None:
+    """zanna-gnome-wizard.json (162 KB as exported): what the module sends keeps its
+    system data and its one class item's level and hit die, not its 35 other items."""
+    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    actor["flags"]["mindscape"] = {"revised-2e": {"psp": 30, "kind": "psionicist"}}
+    sheet = Sheet("foundry.dnd5e", {"actor": actor, "token": None}, apply_foundry)
+    [sent] = sent_by_foundry([sheet])
+    assert [item["type"] for item in sent["actor"]["items"]] == ["class"]
+    assert sent["actor"]["system"] == actor["system"]
+    assert set(sent["actor"]["flags"]) == {"mindscape"}
+    assert len(json.dumps(sent)) * 8 < len(json.dumps(sheet.data))
+    # a round's end of the 64 combatants an encounter may hold stays within 1 MiB
+    assert 64 * len(json.dumps(sent)) < 1024 * 1024

@@ -43,6 +43,17 @@ test("HTTP 403 and non-JSON answers are told apart", async () => {
   assert.match(E.describeError(html, i18n), /HTTP 502/);
 });
 
+test("a request the companion refuses before JSON-RPC (413, 415) reads its own words, not an unexpected failure", async () => {
+  // As the companion answers a body over 1 MiB (docs/API.md, Limits).
+  const said = "the request body exceeds 1048576 bytes";
+  const big = await client(async () => ({ status: 413, ok: false, json: async () => ({ error: said }) })).call("exchange.end_round", {}).catch((e) => e);
+  assert.ok(big instanceof E.DaemonHttpError);
+  assert.equal(E.describeError(big, i18n), `The Mindscape companion at http://127.0.0.1:39393 refused the request (HTTP 413: ${said}). Nothing was changed.`);
+  // An HTTP error whose body is no such answer is told as before.
+  const other = await client(async () => ({ status: 404, ok: false, json: async () => ({ error: { nested: true } }) })).call("x").catch((e) => e);
+  assert.match(E.describeError(other, i18n), /answered HTTP 404 instead of a JSON-RPC reply/);
+});
+
 test("JSON-RPC error codes map to their classes (API.md error table)", () => {
   assert.ok(E.errorFromRpc({ code: -32602, message: "bad", data: { errors: [{ path: "/attack/multiplier", message: "above level" }] } }) instanceof E.InvalidParamsError);
   assert.ok(E.errorFromRpc({ code: 4001, data: { rule: "psp", detail: "d" } }) instanceof E.RulesError);

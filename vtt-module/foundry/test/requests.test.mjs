@@ -26,6 +26,29 @@ test("a combatant is sent as {adapter, data: {actor, token: {uuid, actorLink}}} 
   assert.equal(combatantRef(actor, null, "foundry.generic").data.token, null);
 });
 
+test("the actor sent is what an adapter may read: no other items, effects or other modules' flags; a generic mapping's own paths kept", () => {
+  const raw = {
+    _id: "a1", name: "Zanna", type: "character", _stats: { systemId: "dnd5e", createdTime: 1 }, system: { abilities: { int: { value: 17 } } },
+    flags: { mindscape: { "revised-2e": { psp: 30 } }, tracker: { psp: 12, notes: "long" }, other: { x: 1 } },
+    items: [{ _id: "c1", name: "Wizard", type: "class", system: { levels: 5, hd: { denomination: "d6" }, description: { value: "long text" } } }, { _id: "s1", name: "Fireball", type: "spell", system: {} }],
+    effects: [{ _id: "e1" }], prototypeToken: { name: "Zanna" }, ownership: { default: 0 },
+  };
+  const actor = { toObject: () => structuredClone(raw) };
+  const kept = {
+    _id: "a1", name: "Zanna", type: "character", _stats: { systemId: "dnd5e" }, system: raw.system, flags: { mindscape: raw.flags.mindscape },
+    items: [{ _id: "c1", name: "Wizard", type: "class", system: { levels: 5, hd: { denomination: "d6" } } }],
+  };
+  assert.deepEqual(combatantRef(actor, null, "foundry.dnd5e").data.actor, kept);
+  // foundry.generic: every path the mapping names, in `fields` or a system's own.
+  const mapping = { fields: { psp: { path: "flags.tracker.psp", default: 0 }, int: "system.abilities.int.value" }, systems: { "power-pool": { hp: "flags.other.x" } } };
+  const generic = combatantRef(actor, null, "foundry.generic", mapping).data;
+  assert.deepEqual(generic.actor.flags, { mindscape: raw.flags.mindscape, tracker: { psp: 12 }, other: { x: 1 } });
+  assert.deepEqual(generic.mapping, mapping);
+  // A mapping that reads an item gets the items whole.
+  const itemMapped = combatantRef(actor, null, "foundry.generic", { fields: { level: "items.0.system.levels" } }).data.actor;
+  assert.deepEqual(itemMapped.items, raw.items);
+});
+
 test("revised-2e attacks carry mode, multiplier and range (API.md example)", () => {
   assert.deepEqual(attackFromForm("revised-2e", { mode: "mind-thrust", multiplier: "4", range: "short", physical: true }), { mode: "mind-thrust", multiplier: 4, range: "short" });
   assert.deepEqual(attackFromForm("revised-2e", { mode: "ego-whip" }), { mode: "ego-whip", multiplier: 1, range: "short" });

@@ -42,7 +42,8 @@ export class DaemonForbiddenError extends MindscapeError {
 
 /** Any other HTTP failure (413, 5xx, a proxy page instead of JSON). */
 export class DaemonHttpError extends MindscapeError {
-  constructor(data) { super("MINDSCAPE.Error.Http", data); }
+  /** `data.said`: the companion's own words for a request it refused (a 413 or 415), when it gave them. */
+  constructor(data) { super(data?.said ? "MINDSCAPE.Error.HttpRefused" : "MINDSCAPE.Error.Http", data); }
 }
 
 /** No token stored on this client yet. */

@@ -49,6 +49,59 @@ export function adapterFor(foundrySystemId, adapters = []) {
   return "foundry.generic";
 }
 
+/** What of a class item any Foundry adapter reads (adapters/foundry.py `class_item_paths`, ARS's `class_item`). */
+const CLASS_ITEM_PATHS = ["_id", "name", "type", "system.levels", "system.hitDice", "system.hd", "system.identifier", "system.advancement", "system.ranks"];
+
+/** Copy `path` (dotted) of `from` into `to`, when `from` holds it. */
+function copyPath(from, to, path) {
+  const parts = path.split(".");
+  let source = from;
+  for (const part of parts) {
+    if (source === null || typeof source !== "object" || Array.isArray(source) || !Object.hasOwn(source, part)) return;
+    source = source[part];
+  }
+  let target = to;
+  for (const part of parts.slice(0, -1)) target = target[part] ??= {};
+  target[parts.at(-1)] = source;
+}
+
+/** Every dotted path a generic mapping (adapters/data/mapping.schema.json) reads, `|max` aside. */
+function mappedPaths(mapping) {
+  const fieldSets = [mapping?.fields, ...Object.values(mapping?.systems ?? {})];
+  return fieldSets.flatMap((fields) => Object.values(fields ?? {}))
+    .map((source) => (typeof source === "string" ? source : source?.path))
+    .filter((path) => typeof path === "string")
+    .map((path) => path.replace(/\|max$/, ""));
+}
+
+/**
+ * The actor data sent to the companion: what its adapters may read, not the whole of
+ * `actor.toObject()`, which is mostly items (spell and feature texts: 100 to 160 KB for
+ * a dnd5e character) and other modules' flags. A round's end or a rest of a dozen such
+ * actors would pass the companion's 1 MiB a request. Kept: the id, name, type and game
+ * system, the whole `system` data, the psionic state (`flags.mindscape`), the class
+ * items with only what is read of them (a level, a hit die), and for `foundry.generic`
+ * every path its mapping names (the whole `items` when one is under it). The companion
+ * trims what it stores further (docs/ADAPTERS.md, "What an encounter keeps of a sheet").
+ */
+export function sentActor(raw, adapter, mapping = null) {
+  if (!raw || typeof raw !== "object") return raw;
+  const out = {};
+  for (const path of ["_id", "name", "type", "_stats.systemId", "system", "flags.mindscape"]) copyPath(raw, out, path);
+  // (what is under `system` or `flags.mindscape` went whole already)
+  const mapped = adapter === "foundry.generic" ? mappedPaths(mapping).filter((path) => !/^(system|flags\.mindscape)(\.|$)/.test(path)) : [];
+  for (const path of mapped) copyPath(raw, out, path);
+  if (mapped.some((path) => path === "items" || path.startsWith("items."))) out.items = raw.items;
+  else if (Array.isArray(raw.items)) {
+    out.items = raw.items.filter((item) => item?.type === "class").map((item) => {
+      const kept = {};
+      for (const path of CLASS_ITEM_PATHS) copyPath(item, kept, path);
+      return kept;
+    });
+  }
+  return out;
+}
+
 /**
  * A combatant given to the daemon as raw Foundry data: the actor seen through the token
  * used (an unlinked token's synthetic actor), plus the token's uuid and link so the
@@ -62,7 +115,7 @@ export function adapterFor(foundrySystemId, adapters = []) {
  */
 export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
   const data = {
-    actor: actor.toObject(),
+    actor: sentActor(actor.toObject(), adapter, mapping),
     token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
   };
   if (data.token && typeof tokenDocument.name === "string" && tokenDocument.name.trim()) data.token.name = tokenDocument.name;

@@ -83,7 +83,13 @@ export class DaemonClient {
     } catch {
       throw new DaemonHttpError({ ...hint, status: response.status });
     }
-    if (!response.ok && !payload?.error) throw new DaemonHttpError({ ...hint, status: response.status });
+    // The companion refuses a request before JSON-RPC (a body over 1 MiB: 413, not JSON:
+    // 415) with an HTTP status and `{"error": "<its words>"}`; a JSON-RPC error object
+    // (with its code) comes with 200.
+    if (!response.ok && typeof payload?.error?.code !== "number") {
+      const said = typeof payload?.error === "string" ? payload.error.slice(0, 300) : undefined;
+      throw new DaemonHttpError({ ...hint, status: response.status, ...(said ? { said } : {}) });
+    }
     if (payload?.error) throw errorFromRpc(payload.error);
     return payload?.result;
   }

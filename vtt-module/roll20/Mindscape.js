@@ -3355,6 +3355,9 @@ var Mindscape = Mindscape || (() => {
       if (!found.length || found.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
       // Two linked tokens of one character are one fighter: it joins once.
       const chars = Array.from(new Set(found));
+      // The companion's default limit of an encounter (its max_combatants setting); a
+      // batch of more than 100 calls would be refused whole, unsaid which.
+      if (chars.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `an encounter holds at most ${MAX_ROUND_FIGHTERS} combatants; select fewer tokens. Nothing was sent.`);
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
       const body = chars.map((ref, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(ref) }));

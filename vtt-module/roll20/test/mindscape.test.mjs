@@ -4858,6 +4858,20 @@ test('power-pool: at most 64 puppets go along with a round\'s end or a rest (the
   assert.deepEqual(rest.body.params.puppets.map(refOf), [ctx.thrall.id].concat(many.slice(0, 63).map((c) => c.id)));
 });
 
+test('encounter add: more fighters than an encounter holds (64) are refused before anything is sent', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  const sent = requests(ctx.sb).length;
+  const many = Array.from({ length: 65 }, (_, i) => ctx.sb.add('character', { name: `Goblin ${i + 1}`, controlledby: '' }));
+  ctx.sb.chat({ playerid: GM, content: `!psi encounter add ${many.map((c) => `--token ${c.id}`).join(' ')}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /an encounter holds at most 64 combatants; select fewer tokens\. Nothing was sent\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  ctx.sb.chat({ playerid: GM, content: `!psi encounter add ${many.slice(1).map((c) => `--token ${c.id}`).join(' ')}` });
+  assert.equal(lastRequest(ctx.sb).body.length, 64);
+});
+
 test('the help handout lists power-pool control at the round\'s end', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });

@@ -101,6 +101,11 @@
           headers,
           data: bodyText,
           timeout: timeoutMs,
+          // The companion never redirects: whatever does is not it, and gets no second
+          // request with the token (Tampermonkey 4.19+; others ignore the option). No
+          // cookies either: the companion reads none.
+          redirect: 'error',
+          anonymous: true,
           onload: (res) => resolve({ status: res.status, text: res.responseText }),
           onerror: () => reject(new Error('network error')),
           ontimeout: () => reject(new Error('timed out')),
@@ -110,7 +115,7 @@
     // Without GM_xmlhttpRequest, fetch gives up after the same time.
     const abort = typeof root.AbortController === 'function' ? new root.AbortController() : null;
     const timer = abort ? root.setTimeout(() => abort.abort(), timeoutMs) : null;
-    return root.fetch(url, { method: 'POST', headers, body: bodyText, credentials: 'omit', ...(abort ? { signal: abort.signal } : {}) })
+    return root.fetch(url, { method: 'POST', headers, body: bodyText, credentials: 'omit', redirect: 'error', ...(abort ? { signal: abort.signal } : {}) })
       .then((res) => res.text().then((text) => ({ status: res.status, text })))
       .catch((err) => { throw abort && abort.signal.aborted ? new Error('timed out') : err; })
       .finally(() => { if (timer !== null) root.clearTimeout(timer); });

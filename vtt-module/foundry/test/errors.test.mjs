@@ -43,6 +43,13 @@ test("HTTP 403 and non-JSON answers are told apart", async () => {
   assert.match(E.describeError(html, i18n), /HTTP 502/);
 });
 
+test("the companion is called without following a redirect (something else answers there: the token goes nowhere further)", async () => {
+  let init = null;
+  await client(async (_url, given) => { init = given; return { status: 200, ok: true, json: async () => ({ jsonrpc: "2.0", id: 1, result: {} }) }; }).call("companion.info");
+  assert.equal(init.redirect, "error");
+  assert.equal(init.method, "POST");
+});
+
 test("a request the companion refuses before JSON-RPC (413, 415) reads its own words, not an unexpected failure", async () => {
   // As the companion answers a body over 1 MiB (docs/API.md, Limits).
   const said = "the request body exceeds 1048576 bytes";

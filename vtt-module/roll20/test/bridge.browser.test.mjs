@@ -760,6 +760,7 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
       window.GM_setValue = (k, v) => { window.__gm.values[k] = v; };
       window.GM_xmlhttpRequest = (details) => {
         window.__gm.calls += 1;
+        window.__gm.options = { redirect: details.redirect, anonymous: details.anonymous };
         const xhr = new XMLHttpRequest();
         xhr.open(details.method, details.url);
         Object.entries(details.headers).forEach(([h, v]) => xhr.setRequestHeader(h, v));
@@ -785,8 +786,10 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
     });
     for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
     assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ego Whip odds: Ulcen of Tyr vs\. Fenka.*Hit \d+\.\d%/);
-    const gm = await managed.evaluate(() => ({ calls: window.__gm.calls, handled: window.__gm.values.handled }));
+    const gm = await managed.evaluate(() => ({ calls: window.__gm.calls, handled: window.__gm.values.handled, options: window.__gm.options }));
     assert.ok(gm.calls >= 2, 'companion.info and the odds went through GM_xmlhttpRequest');
+    // No redirect followed with the token (Tampermonkey 4.19+), no cookies sent.
+    assert.deepEqual(gm.options, { redirect: 'error', anonymous: true });
     assert.ok(gm.handled.includes(id), 'handled ids kept with GM_setValue');
     assert.equal(await managed.evaluate(() => localStorage.length), 0);
   } finally {
@@ -875,6 +878,35 @@ test('without a userscript manager a call that hangs gives up after the timeout,
   } finally {
     held.forEach((req) => req.socket.destroy());
     await new Promise((r) => { server.close(r); });
+  }
+});
+
+test('without a userscript manager a redirect is not followed: the request with its token goes nowhere else', { skip: SKIP }, async () => {
+  // As the companion allows a page (CORS), then a redirect to a second server that
+  // would take anything.
+  const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Headers': 'authorization, content-type', 'Access-Control-Allow-Methods': 'POST' };
+  const reached = [];
+  const elsewhere = createServer((req, res) => { reached.push(`${req.method} ${req.headers.authorization || ''}`); res.writeHead(req.method === 'OPTIONS' ? 204 : 200, cors); res.end('{}'); });
+  await new Promise((r) => { elsewhere.listen(0, '127.0.0.1', r); });
+  const redirecting = createServer((req, res) => {
+    if (req.method === 'OPTIONS') { res.writeHead(204, cors); res.end(); return; }
+    res.writeHead(307, { ...cors, Location: `http://127.0.0.1:${elsewhere.address().port}/rpc` });
+    res.end();
+  });
+  await new Promise((r) => { redirecting.listen(0, '127.0.0.1', r); });
+  try {
+    const out = await inIsolatedPage(async (target) => {
+      try {
+        return { ok: true, answer: await window.__mindscapeBridge.transport(target, 'secret-token', '{}', 3000) };
+      } catch (err) {
+        return { ok: false, message: String(err.message) };
+      }
+    }, `http://127.0.0.1:${redirecting.address().port}/rpc`);
+    assert.equal(out.ok, false, JSON.stringify(out));
+    assert.deepEqual(reached, []);
+  } finally {
+    await new Promise((r) => { redirecting.close(r); });
+    await new Promise((r) => { elsewhere.close(r); });
   }
 });
 

@@ -69,6 +69,9 @@ export class DaemonClient {
         method: "POST",
         headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.token}` },
         body: JSON.stringify(body),
+        // The companion never redirects: a redirect means something else answers there,
+        // and the request with its token goes nowhere further (a network error here).
+        redirect: "error",
       });
     } catch (cause) {
       // A browser reports a refused connection, a CORS refusal and a denied local-network

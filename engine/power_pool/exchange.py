@@ -411,7 +411,12 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                     f"imagination-swarm draws it in (without /defenses/{ally['id']})"),
                     combatant=ally["id"])
             if not principal_mode.get("draws_allies"):
+                others_draw = any(tables["modes"].get(side.mode or "", {}).get("draws_allies")
+                                  for side in sides[1:len(members)])
                 raise RulesViolation("ally-needs-imagination-swarm", (
+                    f"{path}: in a psionic wave only the mind struck first, "
+                    f"{members[0]['name']}, draws non-psionic allies into the group's "
+                    "defense, and it does not use imagination-swarm") if others_draw else (
                     f"{path}: non-psionic allies are drawn in only by a defender using "
                     "imagination-swarm"), combatant=ally["id"])
             # An ally that is unaware (asleep, unconscious ...) or down is still drawn into

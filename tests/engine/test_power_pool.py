@@ -445,6 +445,20 @@ def test_non_psionic_allies_need_imagination_swarm() -> None:
     assert err.value.rule == "ally-needs-imagination-swarm"
 
 
+def test_in_a_wave_the_refusal_of_allies_names_the_mind_struck_first() -> None:
+    """A wave's group draws allies in through the mind struck first (README: Groups).
+    Audit: when another mind struck used imagination-swarm the refusal said allies are
+    drawn in only by a defender using it, which that mind was."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 4, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                 {"mode": "pinnacle-of-will"}, defenders=[psionic("D", 1, 4)],
+                 defenses={"d": {"mode": "imagination-swarm"}}, allies=[mundane("W")])
+    assert err.value.rule == "ally-needs-imagination-swarm"
+    assert err.value.detail == ("/allies/0: in a psionic wave only the mind struck first, "
+                                "B, draws non-psionic allies into the group's defense, "
+                                "and it does not use imagination-swarm")
+
+
 def test_a_non_psionic_ally_gives_no_defense_of_its_own() -> None:
     """Only "Psionically active creatures" join by their own choice: a non-psionic one is
     drawn in, and a defense given for it is refused rather than ignored."""

@@ -55,7 +55,8 @@ HOUSE_RULES: tuple[HouseRule, ...] = (
         H_IMPLOSION,
         "Psychic Implosion is 1e psychic crush: it deals the bonus dice only and its table "
         "value is the percentage chance (d100) to crush the mind (defense strength to 0); "
-        "false reads its table value as points like the other modes.",
+        "false reads its combat table value as points like the other modes (against a "
+        "defenseless mind its row is always the chance of death the table prints).",
         True),
     HouseRule(
         H_PEN_CAP,

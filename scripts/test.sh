@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python venv, node packages, Chromium) and run
-# every test: ruff, mypy --strict, pytest (engine, adapters, daemon, reliability,
-# end-to-end) and node --test (Foundry module, Roll20 bridge, browser tests).
+# every test: ruff, mypy --strict, node --test (Foundry module, Roll20 bridge, browser
+# tests) and pytest (engine, adapters, daemon, reliability, end-to-end, and the VTT
+# clients' recorded requests against the companion's schemas).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -34,7 +35,12 @@ echo "== ruff"
 .venv/bin/ruff check engine adapters companion tests bench
 echo "== mypy --strict"
 .venv/bin/mypy
-echo "== pytest"
-.venv/bin/python -m pytest
+# The JS suites record every request the VTT clients send to their fakes; pytest then
+# checks each against the companion's own schemas (tests/companion/test_client_requests.py).
+RECORDED=$(mktemp "${TMPDIR:-/tmp}/mindscape-client-requests.XXXXXX")
+trap 'rm -f "$RECORDED"' EXIT
+export MINDSCAPE_CLIENT_REQUESTS="$RECORDED"
 echo "== node --test"
 (cd vtt-module && npm test)
+echo "== pytest"
+.venv/bin/python -m pytest

@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { recordRequest } from "../../test-support/record.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const MODULE_DIR = path.resolve(HERE, "../mindscape");
@@ -571,6 +572,7 @@ export function fakeDaemon(methods, { token = "secret-token" } = {}) {
   const fetch = async (url, init) => {
     if (init.headers.Authorization !== `Bearer ${token}`) return { status: 401, ok: false, json: async () => ({}) };
     const body = JSON.parse(init.body);
+    recordRequest("foundry", body);
     calls.push({ url, method: body.method, params: body.params });
     const fn = methods[body.method];
     if (!fn) return { status: 200, ok: true, json: async () => ({ jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } }) };

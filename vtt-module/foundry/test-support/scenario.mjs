@@ -836,7 +836,10 @@ export function scriptedDialogs(script = {}) {
   return {
     seen,
     attackDialog: async (arg) => {
-      if (arg.oddsFor) arg.odds = await arg.oddsFor(script.attackForm ?? { mode: "mind-thrust", multiplier: "4", range: "short" });
+      // As the dialog opens: its odds for the mode it selects first (the first offered).
+      const offered = arg.context?.attacks ?? [];
+      const first = (offered.find((m) => m.selected) ?? offered[0])?.id ?? "mind-thrust";
+      if (arg.oddsFor) arg.odds = await arg.oddsFor(script.attackForm ?? { mode: first, multiplier: "4", range: "short" });
       return answer("attackDialog", arg);
     },
     defenseDialog: (arg) => answer("defenseDialog", arg),

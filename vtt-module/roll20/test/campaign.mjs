@@ -3,6 +3,14 @@
 // see shared fixtures/roll20/adnd2e-revised-psionics-tab.html), and their tokens.
 import { fileURLToPath } from 'node:url';
 import { createSandbox } from './fake-sandbox.mjs';
+import { recordRequest } from '../../test-support/record.mjs';
+
+// Every campaign's sandbox, for MINDSCAPE_CLIENT_REQUESTS (test-support/record.mjs):
+// at the end of the test file each request the Mod script whispered is recorded once.
+const sandboxes = [];
+if (process.env.MINDSCAPE_CLIENT_REQUESTS) {
+  process.on('exit', () => sandboxes.forEach((sb) => requests(sb).forEach((r) => recordRequest('roll20', r.body))));
+}
 
 export const SCRIPT = fileURLToPath(new URL('../Mindscape.js', import.meta.url));
 // MINDSCAPE-REQ <pairing code> <id> <part>/<parts> <base64url>
@@ -24,6 +32,7 @@ export function campaign({ start = true, before, pairing } = {}) {
       { id: BOB, name: 'Bob' },
     ],
   });
+  sandboxes.push(sb);
   const ulcen = sb.add('character', { name: 'Ulcen of Tyr', controlledby: ALICE });
   const fenka = sb.add('character', { name: 'Fenka', controlledby: BOB });
   const ogre = sb.add('character', { name: 'Ogre', controlledby: '' });

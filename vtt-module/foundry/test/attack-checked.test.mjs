@@ -59,27 +59,24 @@ test("not-enough-psp: a player's macro attack the companion refuses for its atta
   assert.deepEqual(resolves(t)[0].params.defense, { mode: "thought-shield" });
 });
 
-test("target-is-attacker: an attack whose later target is the attacker itself is refused before anyone is asked, not after the first exchange", async () => {
-  // revised-2e's check (engine/revised_2e/exchange.py `check_attack`): no mind attacks its own.
-  const selfCheck = (params) => {
-    if (combatantIdOfRef(params.defender) === combatantIdOfRef(params.attacker)) {
-      throw { code: 4001, message: "The rules forbid it", data: { rule: "target-is-attacker", detail: `${combatantNameOfRef(params.attacker)} cannot attack its own mind` } };
-    }
-  };
-  const t = makeTable({
-    methods: defaultMethods({
-      "exchange.odds": (params) => { selfCheck(params); return { outcomes: { hit: 0.5, miss: 0.5 } }; },
-      "exchange.resolve": (params) => { selfCheck(params); return revisedResult(params); },
-    }),
-    dialogs: { p2: { defenseDialog: { mode: "thought-shield" } } },
-  });
-  const api = makeApi(t.clients.p1.svc);
-  const outcome = await api.resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
-  assert.equal(outcome, null);
-  // Fenka's owner was not asked, and no exchange was made: no card, no sheet changed.
-  assert.deepEqual(defenseDialogs(t), []);
-  assert.equal(resolves(t).length, 0);
-  assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr cannot attack its own mind"]);
+test("the attacker among its own targets, or a mind targeted twice, is refused before anyone is asked, in every system", async () => {
+  for (const system of ["revised-2e", "combat-strength", "power-pool"]) {
+    const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "thought-shield" } } } });
+    await t.clients.gm.game.settings.set("mindscape", "ruleSystem", system);
+    const api = makeApi(t.clients.p1.svc);
+    const mode = { "revised-2e": "mind-thrust", "combat-strength": "mind-thrust", "power-pool": "mental-stab" }[system];
+    const self = await api.resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid], attack: { mode } });
+    assert.equal(self, null);
+    const twice = await api.resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid, t.tokens.fenkaToken.uuid], attack: { mode } });
+    assert.equal(twice, null);
+    // Nobody was asked, nothing went to the companion: no check, no exchange, no card.
+    assert.deepEqual(defenseDialogs(t), [], system);
+    assert.deepEqual(t.daemon.calls.filter((c) => c.method.startsWith("exchange.")), [], system);
+    const [selfNote, twiceNote] = t.clients.p1.notes.error;
+    assert.match(selfNote, /^Ulcen.* is the attacker, and a mind cannot attack itself: untarget it and attack again\. Nothing was sent\.$/, system);
+    assert.match(twiceNote, /^Fenka.* is targeted twice \(two of its tokens, or its token and its actor\)/, system);
+    assert.equal(t.clients.p1.notes.error.length, 2, system);
+  }
 });
 
 test("a refusal about a defender's sheet is not the check's to decide: the defender is asked, and the attacker's player reads only that the mind struck stopped it", async () => {

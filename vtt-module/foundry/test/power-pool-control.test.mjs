@@ -102,6 +102,13 @@ test("a psionic wave's odds are those of its one exchange against every target t
   assert.equal(refId(t.daemon.calls.filter((c) => c.method === "exchange.odds").pop().params.defender), "goblin-tokG");
   assert.equal(await api.odds({ attacker: ulcenToken, targets: [], attack: { mode: "mental-stab" } }), null);
   assert.equal((await api.odds({ attacker: ulcenToken, target: fenkaToken, targets: [goblinToken], attack: { mode: "psionic-wave" } })).group, undefined);
+  // A wave's odds are against all its targets: one targeted twice, or the attacker, is refused before the companion is asked.
+  const asked = t.daemon.calls.length;
+  assert.equal(await api.odds({ attacker: ulcenToken, targets: [fenkaToken, fenkaToken], attack: { mode: "psionic-wave" } }), null);
+  assert.equal(await api.odds({ attacker: ulcenToken, targets: [fenkaToken, ulcenToken], attack: { mode: "psionic-wave" } }), null);
+  assert.equal(t.daemon.calls.length, asked);
+  assert.match(t.clients.gm.notes.error.at(-2), /Fenka.* is targeted twice/);
+  assert.match(t.clients.gm.notes.error.at(-1), /Ulcen.* is the attacker, and a mind cannot attack itself/);
 });
 
 test("a controller that is neither in the world nor on the scene stops the attack before anything is resolved, saying whose control", async () => {

@@ -310,6 +310,7 @@ export class Mindscape {
     const attackObj = this.checkedAttack(system, attack);
     const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);
     const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid, { near })));
+    this.checkTargets(a, targets);
     // power-pool: the odds against a puppet are the odds against its controller.
     const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
     const params = await this.oddsRequest(a, targets, attackObj, assumeDefense ? { mode: assumeDefense } : null, controllers);
@@ -384,6 +385,27 @@ export class Mindscape {
   }
 
   /**
+   * GM: refuse the attacker among its own targets, or a mind targeted twice (two tokens
+   * of one linked actor, or its token and its actor), before anyone is asked: no system
+   * lets a mind attack itself, and an attack strikes each mind once. The companion would
+   * refuse both only once the first exchange was made (combat-strength, power-pool: an id
+   * used twice), after the defenders were asked.
+   * @throws {UsageError} MINDSCAPE.Error.TargetIsAttacker, MINDSCAPE.Error.TargetTwice
+   */
+  checkTargets(attacker, targets) {
+    const idOf = (d) => roundCombatantId(d.token, d.actor);
+    const attackerId = idOf(attacker);
+    const seen = new Set();
+    for (const target of targets) {
+      const id = idOf(target);
+      const name = target.token?.name ?? target.actor.name;
+      if (id === attackerId) throw new UsageError("MINDSCAPE.Error.TargetIsAttacker", { name });
+      if (seen.has(id)) throw new UsageError("MINDSCAPE.Error.TargetTwice", { name });
+      seen.add(id);
+    }
+  }
+
+  /**
    * GM: `checkTheAttacker` for each exchange of an attack at once, `checks` one
    * `{targets, controllers}` each, in the order of the targets. Each exchange is checked,
    * not only the first: a refusal that depends on the target (the attacker among its own
@@ -444,6 +466,7 @@ export class Mindscape {
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
     const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid, { near })));
+    this.checkTargets(first, defenders);
     const attackerName = first.token?.name ?? first.actor.name;
     const requesterId = requesterOf(sender, this.game);
     const requesterRollMode = requesterId ? rollMode ?? null : null;

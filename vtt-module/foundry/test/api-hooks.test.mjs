@@ -123,6 +123,33 @@ test("odds: called without arguments, without a target or with a bad attack, it 
   assert.deepEqual(gm.notes.error, []);
 });
 
+test("a macro's argument the API cannot take is refused naming it, before anything is done: no throw, no call, no dialog", async () => {
+  const t = makeTable();
+  const { gm } = t.clients;
+  const api = apiOf(gm);
+  const said = [];
+  const refused = async (call, text) => {
+    assert.equal(await call(), null);
+    said.push(text);
+  };
+  const [ulcen, fenka] = [t.tokens.ulcenToken, t.tokens.fenkaToken];
+  for (const name of ["resolve", "odds", "endRound", "rest"]) {
+    await refused(() => api[name](null), null);
+    await refused(() => api[name]("Ulcen"), 'The macro\'s argument must be an object of named arguments, such as { attacker, targets, attack } (got "Ulcen"). Nothing was done; correct the macro and try again.');
+  }
+  await refused(() => api.resolve({ attacker: ulcen, targets: [fenka, null], attack: { mode: "mind-thrust" } }), "The macro's targets[1] must be a token, a token document, an actor or a uuid (got null). Nothing was done; correct the macro and try again.");
+  await refused(() => api.resolve({ attacker: ulcen, targets: [fenka], attack: { mode: "mind-thrust" }, physical: "false" }), 'The macro\'s physical must be true or false (got "false"). Nothing was done; correct the macro and try again.');
+  await refused(() => api.odds({ attacker: {}, target: fenka, attack: { mode: "mind-thrust" } }), "The macro's attacker[0] must be a token, a token document, an actor or a uuid (got {}). Nothing was done; correct the macro and try again.");
+  await refused(() => api.endRound({ tokenUuids: [ulcen, 5] }), "The macro's tokenUuids[1] must be a token, a token document, an actor or a uuid (got 5). Nothing was done; correct the macro and try again.");
+  await refused(() => api.endRound({ tokenUuids: [ulcen], choices: "close" }), 'The macro\'s choices must be an object of choices keyed by combatant id (got "close"). Nothing was done; correct the macro and try again.');
+  await refused(() => api.rest({ tokenUuids: [ulcen, {}], hours: 8 }), "The macro's tokenUuids[1] must be a token, a token document, an actor or a uuid (got {}). Nothing was done; correct the macro and try again.");
+  await refused(() => api.rest({ tokenUuids: [ulcen], hours: 8, dialog: "no" }), 'The macro\'s dialog must be true or false (got "no"). Nothing was done; correct the macro and try again.');
+  // null is no argument at all: as a call without one (no attacker selected, no token).
+  assert.deepEqual(gm.notes.error.filter((m) => m.startsWith("The macro's")), said.filter(Boolean));
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method.startsWith("exchange.") || c.method.startsWith("combatants.")), []);
+  assert.deepEqual(Object.values(t.clients).flatMap((c) => c.dialogs.seen), []);
+});
+
 test("a player's macro may not read the odds of an actor it does not own: refused by the GM's browser, told on the player's", async () => {
   const t = makeTable();
   const { p1 } = t.clients;

@@ -31,6 +31,16 @@ export function listOf(things) {
   return [things];
 }
 
+/** A value as a refusal quotes it. */
+const quoted = (value) => {
+  if (value === undefined) return "nothing";
+  try {
+    return String(JSON.stringify(value) ?? value).slice(0, 80);
+  } catch {
+    return String(value).slice(0, 80);
+  }
+};
+
 /** Build the API object for a service. */
 export function makeApi(svc, { openEncounter } = {}) {
   // Every call shows its failure to the user in words that say how to fix it and
@@ -39,6 +49,27 @@ export function makeApi(svc, { openEncounter } = {}) {
     svc.notifyError(error);
     return null;
   };
+  // A macro's argument the API cannot take is refused naming it, before anything is done.
+  const bad = (field, rule, got) => new UsageError("MINDSCAPE.Error.BadArgument", {
+    field, rule: svc.t?.localize ? svc.t.localize(`MINDSCAPE.Error.ArgumentRule.${rule}`) : rule, got: quoted(got),
+  });
+  /** The named arguments of a call: an object, or nothing. */
+  const named = (args) => {
+    if (args === undefined || args === null) return {};
+    if (typeof args !== "object" || Array.isArray(args)) throw bad("argument", "object", args);
+    return args;
+  };
+  /** Uuids of `things` (one or many), each entry one `uuidOf` reads, else refused naming `field[i]`. */
+  const uuidsOf = (field, things) => listOf(things).map((thing, i) => {
+    const uuid = uuidOf(thing);
+    if (!uuid) throw bad(`${field}[${i}]`, "token", thing);
+    return uuid;
+  });
+  /** `physical` (or `dialog`): true, false or left out. */
+  const flag = (field, value) => {
+    if (value !== undefined && value !== null && typeof value !== "boolean") throw bad(field, "boolean", value);
+    return value ?? undefined;
+  };
   return {
     /**
      * Resolve an attack; without `attack` the attack dialog opens. Resolves to the
@@ -46,11 +77,18 @@ export function makeApi(svc, { openEncounter } = {}) {
      * `keep_by` "die" | "action"); the defenders still choose in secret (a power-pool mind
      * that knows Imagination Swarm may draw in allies).
      */
-    async resolve({ attacker, targets, attack, physical } = {}) {
-      const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
-      if (!attackerUuid) return shown(new UsageError("MINDSCAPE.Error.NoAttacker"));
-      const targetUuids = targets === undefined || targets === null ? undefined : listOf(targets).map(uuidOf);
-      return svc.startAttack({ attackerUuid, targetUuids, attack, physical });
+    async resolve(args) {
+      let request;
+      try {
+        const { attacker, targets, attack, physical } = named(args);
+        const attackerUuid = attacker === undefined || attacker === null ? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]) : uuidsOf("attacker", attacker)[0];
+        if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");
+        const targetUuids = targets === undefined || targets === null ? undefined : uuidsOf("targets", targets);
+        request = { attackerUuid, targetUuids, attack, physical: flag("physical", physical) };
+      } catch (error) {
+        return shown(error);
+      }
+      return svc.startAttack(request);
     },
     /**
      * Exact odds of an attack (through the GM's client) as shown in the dialog:
@@ -60,13 +98,14 @@ export function makeApi(svc, { openEncounter } = {}) {
      * either, the user's targets. Resolves to null after showing the error (no attacker or
      * target, an attack the dialog would not send, a refusal by the companion).
      */
-    async odds({ attacker, target, targets, attack, assumeDefense = null } = {}) {
+    async odds(args) {
       try {
-        const attackerUuid = uuidOf(attacker) ?? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]);
+        const { attacker, target, targets, attack, assumeDefense = null } = named(args);
+        const attackerUuid = attacker === undefined || attacker === null ? uuidOf(globalThis.canvas?.tokens?.controlled?.[0]) : uuidsOf("attacker", attacker)[0];
         if (!attackerUuid) throw new UsageError("MINDSCAPE.Error.NoAttacker");
-        const given = target ?? targets ?? svc.game?.user?.targets;
-        const targetUuids = given === undefined || given === null ? [] : listOf(given).map(uuidOf);
-        if (!targetUuids.length || !targetUuids.every(Boolean)) throw new UsageError("MINDSCAPE.Error.NoTarget");
+        const targetUuids = target !== undefined && target !== null ? uuidsOf("target", target)
+          : targets !== undefined && targets !== null ? uuidsOf("targets", targets) : listOf(svc.game?.user?.targets).map(uuidOf).filter(Boolean);
+        if (!targetUuids.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
         return await svc.relay.toGM("odds", { attackerUuid, targetUuid: targetUuids[0], targetUuids, attack, assumeDefense });
       } catch (error) {
         return shown(error);
@@ -84,9 +123,17 @@ export function makeApi(svc, { openEncounter } = {}) {
      * the GM. Resolves to `{summary, updates, messageId, leftOut}` (`leftOut`: the names
      * left out), or null after showing the error (a player's call is refused).
      */
-    endRound({ tokenUuids, choices, physical } = {}) {
-      const chosen = tokenUuids ? listOf(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
-      return svc.startEndRound({ tokenUuids: chosen.map(uuidOf).filter(Boolean), choices, physical });
+    async endRound(args) {
+      let request;
+      try {
+        const { tokenUuids, choices, physical } = named(args);
+        if (choices !== undefined && choices !== null && (typeof choices !== "object" || Array.isArray(choices))) throw bad("choices", "choices", choices);
+        const chosen = tokenUuids === undefined || tokenUuids === null ? [...(globalThis.canvas?.tokens?.controlled ?? [])].map(uuidOf).filter(Boolean) : uuidsOf("tokenUuids", tokenUuids);
+        request = { tokenUuids: chosen, choices, physical: flag("physical", physical) };
+      } catch (error) {
+        return shown(error);
+      }
+      return svc.startEndRound(request);
     },
     /**
      * GM: a psionic rest for chosen tokens (by default the controlled ones; actors and
@@ -97,9 +144,16 @@ export function makeApi(svc, { openEncounter } = {}) {
      * updates, messageId}`, or null after showing the error (a player's call is refused)
      * or when the dialog is cancelled.
      */
-    rest({ tokenUuids, hours, dialog, physical } = {}) {
-      const chosen = tokenUuids ? listOf(tokenUuids) : [...(globalThis.canvas?.tokens?.controlled ?? [])];
-      return svc.startRest({ tokenUuids: chosen.map(uuidOf).filter(Boolean), hours: hours ?? null, dialog, physical });
+    async rest(args) {
+      let request;
+      try {
+        const { tokenUuids, hours, dialog, physical } = named(args);
+        const chosen = tokenUuids === undefined || tokenUuids === null ? [...(globalThis.canvas?.tokens?.controlled ?? [])].map(uuidOf).filter(Boolean) : uuidsOf("tokenUuids", tokenUuids);
+        request = { tokenUuids: chosen, hours: hours ?? null, dialog: flag("dialog", dialog), physical: flag("physical", physical) };
+      } catch (error) {
+        return shown(error);
+      }
+      return svc.startRest(request);
     },
     /**
      * GM: take every combatant of the current encounter again from its sheet. Shows which

@@ -836,10 +836,15 @@ export function scriptedDialogs(script = {}) {
   return {
     seen,
     attackDialog: async (arg) => {
-      // As the dialog opens: its odds for the mode it selects first (the first offered).
-      const offered = arg.context?.attacks ?? [];
+      // As the dialog opens: its odds for the mode it selects first (the first offered),
+      // with the fields it shows for the system (attack-dialog.hbs).
+      const context = arg.context ?? {};
+      const offered = context.attacks ?? [];
       const first = (offered.find((m) => m.selected) ?? offered[0])?.id ?? "mind-thrust";
-      if (arg.oddsFor) arg.odds = await arg.oddsFor(script.attackForm ?? { mode: first, multiplier: "4", range: "short" });
+      const form = { mode: first };
+      if (!arg.context || context.multipliers?.length) form.multiplier = "4";
+      if (!arg.context || context.ranges?.length) form.range = "short";
+      if (arg.oddsFor) arg.odds = await arg.oddsFor(script.attackForm ?? form);
       return answer("attackDialog", arg);
     },
     defenseDialog: (arg) => answer("defenseDialog", arg),

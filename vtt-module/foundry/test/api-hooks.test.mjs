@@ -83,6 +83,9 @@ test("an attack a macro gets wrong is refused by field and rule before any defen
     [{ mode: "mind-thrust", multiplier: 0 }, "The attack was not made: attack.multiplier must be a whole number from 1 (revised-2e) (got 0)."],
     [{ multiplier: 2 }, 'The attack was not made: attack.mode must name the attack mode, for example "mind-thrust" (got nothing).'],
     ["mind-thrust", 'The attack was not made: attack must be an object such as { mode: "mind-thrust", multiplier: 2, range: "short" } (got "mind-thrust").'],
+    // A typo, or another system's field, would be dropped and another attack made.
+    [{ mode: "mind-thrust", multipler: 3 }, "The attack was not made: attack.multipler is not a field of an attack in this world's rule system (its fields: mode, multiplier, range) (got 3)."],
+    [{ mode: "mind-thrust", pool_dice: 3 }, "The attack was not made: attack.pool_dice is not a field of an attack in this world's rule system (its fields: mode, multiplier, range) (got 3)."],
   ];
   for (const [attack, message] of cases) {
     gm.notes.error.length = 0;

@@ -424,7 +424,7 @@ export class Mindscape {
    */
   checkedAttack(system, attack) {
     const problem = attackProblem(system, attack);
-    if (problem) throw new UsageError("MINDSCAPE.Error.BadAttack", { field: problem.field, rule: this.t.localize(problem.rule), got: problem.got });
+    if (problem) throw new UsageError("MINDSCAPE.Error.BadAttack", { field: problem.field, rule: problem.data ? this.t.format(problem.rule, problem.data) : this.t.localize(problem.rule), got: problem.got });
     return attackFromForm(system, attack);
   }
 

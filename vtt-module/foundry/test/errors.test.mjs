@@ -71,6 +71,13 @@ test("JSON-RPC error codes map to their classes (API.md error table)", () => {
   assert.ok(E.errorFromRpc({ code: 5003, data: { error_id: "e2", retry: true } }) instanceof E.StoreUnavailableError);
 });
 
+test("a -32602 about what was asked (attack, defense, choices, hours) does not send the user to the actor's profile; one about a sheet does", () => {
+  const asked = E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/attack/multiplier", message: "999 is greater than the maximum of 100" }] } });
+  assert.equal(E.describeError(asked, i18n), "The companion rejected what was asked: /attack/multiplier: 999 is greater than the maximum of 100. Correct the macro's attack, defense or choices; nothing was changed.");
+  const sheet = E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/attack/mode", message: "x" }, { path: "/defender/data/actor/flags/mindscape/revised-2e/psp", message: "must be at least 0" }] } });
+  assert.match(E.describeError(sheet, i18n), /Check the actor's psionic profile/);
+});
+
 test("a store that cannot write says nothing changed and what to do", () => {
   const err = E.errorFromRpc({ code: 5003, message: "Store unavailable: nothing was written", data: { error_id: "ab12", retry: true } });
   const text = E.describeError(err, i18n);

@@ -210,10 +210,15 @@ export function withPlaceholders(template, data) {
 export function describeError(error, i18n) {
   if (error instanceof MindscapeError) {
     const data = { ...error.data };
+    let key = error.key;
     if (error instanceof InvalidParamsError) {
-      data.problems = (error.data.errors ?? []).map((p) => `${p.path || "/"}: ${p.message}`).join("; ") || error.data.message;
+      const problems = error.data.errors ?? [];
+      data.problems = problems.map((p) => `${p.path || "/"}: ${p.message}`).join("; ") || error.data.message;
+      // Problems only in what was asked (the attack, the defense, the round's choices,
+      // the hours), none in a sheet: the profile is not what to check.
+      if (problems.length && problems.every((p) => /^\/(attack|defense|choices|hours)(\/|$)/.test(String(p.path ?? "")))) key = "MINDSCAPE.Error.InvalidRequest";
     }
-    return plainText(i18n.format(error.key, withPlaceholders(i18n.localize(error.key), data)));
+    return plainText(i18n.format(key, withPlaceholders(i18n.localize(key), data)));
   }
   return i18n.format("MINDSCAPE.Error.Unexpected", { message: String(error?.message ?? error) });
 }

@@ -124,6 +124,14 @@ test("odds: called without arguments, without a target or with a bad attack, it 
   assert.equal(await apiOf(p1).odds({ attacker: t.tokens.ulcenToken, target: t.tokens.fenkaToken, attack: { mode: "" } }), null);
   assert.match(p1.notes.error[0], /^The attack was not made: attack\.mode must name the attack mode/);
   assert.deepEqual(gm.notes.error, []);
+  // A defense assumed that is no defense mode is Ann's own mistake, told as such: not
+  // blamed on the mind struck, and nothing asked of the companion.
+  const oddsCalls = t.daemon.calls.filter((c) => c.method === "exchange.odds").length;
+  for (const assumeDefense of ["mind-blnak", { mode: "mind-blank" }]) {
+    assert.equal(await apiOf(p1).odds({ attacker: t.tokens.ulcenToken, target: t.tokens.fenkaToken, attack: { mode: "ego-whip" }, assumeDefense }), null);
+    assert.match(p1.notes.error.at(-1), /^The macro's assumeDefense must name one of this world's defense modes \(.*mind-blank.*\), or be left out for no defense \(got /);
+  }
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.odds").length, oddsCalls);
 });
 
 test("a macro's argument the API cannot take is refused naming it, before anything is done: no throw, no call, no dialog", async () => {

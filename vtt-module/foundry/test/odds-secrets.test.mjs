@@ -74,7 +74,9 @@ test("power-pool: the defense list of a mind a player does not own stays secret;
     if (params.defense?.mode === "blank-mind") throw { code: 4001, message: "The rules forbid it", data: { rule: "mode-not-known", detail: "Fenka does not know blank-mind (knows ['pinnacle-of-will', 'imagination-swarm'])", combatant: about(params.defender) } };
     return { outcomes: { attacker: 0.4, defender: 0.6 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } };
   };
-  const t = makeTable({ methods: defaultMethods({ "exchange.odds": odds, "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), ...(data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, warnings: [] }) }) });
+  // power-pool's own modes (the default fake describes revised-2e's in every system).
+  const describe = ({ system }) => ({ id: system, modes: { attacks: [{ id: "mental-stab" }], defenses: [{ id: "pinnacle-of-will" }, { id: "imagination-swarm" }, { id: "blank-mind" }] }, house_rules: [] });
+  const t = makeTable({ methods: defaultMethods({ "systems.describe": describe, "exchange.odds": odds, "adapters.import": ({ data }) => ({ combatant: { id: combatantIdOfRef({ data }), ...(data.actor.flags?.mindscape?.["power-pool"] ?? {}) }, warnings: [] }) }) });
   await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
   const ask = { attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: { mode: "mental-stab", pool_dice: "3" }, assumeDefense: "blank-mind" };
   const hidden = await oddsOf(t.clients.p1, ask);

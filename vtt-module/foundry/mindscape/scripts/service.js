@@ -313,6 +313,14 @@ export class Mindscape {
     this.checkTargets(a, targets);
     // power-pool: the odds against a puppet are the odds against its controller.
     const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
+    if (assumeDefense !== null && assumeDefense !== undefined && assumeDefense !== "") {
+      // The defense assumed is the caller's own argument: a wrong one is refused naming it,
+      // not sent, where the companion's refusal would read as the struck mind's secret.
+      const known = modesFromDescription(system, await this.describe(system)).defenses?.map((m) => m.id) ?? [];
+      if (typeof assumeDefense !== "string" || (known.length && !known.includes(assumeDefense))) {
+        throw new UsageError("MINDSCAPE.Error.BadAssumedDefense", { got: JSON.stringify(assumeDefense) ?? String(assumeDefense), known: known.join(", ") });
+      }
+    }
     const params = await this.oddsRequest(a, targets, attackObj, assumeDefense ? { mode: assumeDefense } : null, controllers);
     let odds;
     try {

@@ -71,8 +71,14 @@ def same_either_way(sheet: Sheet, system: str, before: Any = None,
                     after: Any = None) -> list[dict[str, Any]]:
     """The import and (given a before and after) the write-back of ``sheet``, checked to
     be the same from its trimmed data; the write-back."""
+    return same_from(sheet, sheet.adapter.trimmed(sheet.data, system), system, before, after)
+
+
+def same_from(sheet: Sheet, cut: Any, system: str, before: Any = None,
+              after: Any = None) -> list[dict[str, Any]]:
+    """The import and (given a before and after) the write-back of ``sheet``, checked to
+    be the same from ``cut``, a part of its data; the write-back."""
     adapter = sheet.adapter
-    cut = adapter.trimmed(sheet.data, system)
     whole, again = adapter.import_(sheet.data, system), adapter.import_(cut, system)
     assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
     if before is None:
@@ -328,15 +334,8 @@ def same_as_sent(sheets: list[Sheet], system: str,
                  sides: list[tuple[Any, Any]] | None = None) -> None:
     """The import (and with ``sides``, each sheet's write-back) from what the module sends
     is the import (and write-back) from the whole actor."""
-    normalise = SYSTEMS[system].combatant
     for i, (sheet, sent) in enumerate(zip(sheets, sent_by_foundry(sheets), strict=True)):
-        adapter = sheet.adapter
-        whole, again = adapter.import_(sheet.data, system), adapter.import_(sent, system)
-        assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
-        if sides is not None:
-            before, after = sides[i]
-            assert adapter.updates(sent, system, before, after, normalise=normalise) == \
-                adapter.updates(sheet.data, system, before, after, normalise=normalise)
+        same_from(sheet, sent, system, *(sides[i] if sides is not None else ()))
 
 
 def with_junk(sheet: Sheet) -> Sheet:

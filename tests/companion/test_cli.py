@@ -179,6 +179,34 @@ def test_call_refuses_params_the_daemon_would_refuse_before_sending(
     assert "the params are not JSON" in _one_line(capsys.readouterr().err)
 
 
+def _reply(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes = b"",
+           content_type: str = "application/json", **headers: str) -> None:
+    """Answer ``status`` with ``body`` (and any further ``headers``)."""
+    handler.send_response(status)
+    for name, value in {"Content-Type": content_type, **headers}.items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.fixture
+def serving() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]], str]]:
+    """Start a server on a free loopback port with a handler class; its base address."""
+    servers: list[http.server.HTTPServer] = []
+
+    def start(handler: type[http.server.BaseHTTPRequestHandler]) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
 class _Misbehaving(http.server.BaseHTTPRequestHandler):
     """A server at the --url that is not the companion, or fails mid-answer."""
 
@@ -187,21 +215,11 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if self.mode == "html":
-            body = b"<html>not the companion</html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _reply(self, 200, b"<html>not the companion</html>", "text/html")
         elif self.mode == "slow":
             time.sleep(1.5)
         elif self.mode == "401":  # as the companion answers a token not its own
-            body = b'{"error": "missing or wrong token"}'
-            self.send_response(401)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _reply(self, 401, b'{"error": "missing or wrong token"}')
         # "close": no answer at all, the connection is closed
 
     def log_message(self, *args: Any) -> None:
@@ -209,20 +227,12 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def misbehaving() -> Iterator[Callable[[str], str]]:
-    servers: list[http.server.HTTPServer] = []
-
+def misbehaving(serving: Callable[[type[http.server.BaseHTTPRequestHandler]], str]
+                ) -> Callable[[str], str]:
     def start(mode: str) -> str:
-        handler = type("Handler", (_Misbehaving,), {"mode": mode})
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        servers.append(server)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{server.server_address[1]}/rpc"
+        return serving(type("Handler", (_Misbehaving,), {"mode": mode})) + "/rpc"
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    return start
 
 
 @pytest.mark.parametrize(("mode", "said"), [
@@ -456,17 +466,9 @@ class _Recording(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.seen.append((self.command, self.path, self.headers.get("Authorization", "")))
         if self.elsewhere:
-            self.send_response(302)
-            self.send_header("Location", self.elsewhere)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = b'{"jsonrpc": "2.0", "id": 1, "result": "from elsewhere"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            _reply(self, 302, Location=self.elsewhere)
+        else:
+            _reply(self, 200, b'{"jsonrpc": "2.0", "id": 1, "result": "from elsewhere"}')
 
     do_GET = do_POST = _answer
 
@@ -475,21 +477,14 @@ class _Recording(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def recording() -> Iterator[Callable[[str], tuple[str, list[tuple[str, str, str]]]]]:
-    servers: list[http.server.HTTPServer] = []
-
+def recording(serving: Callable[[type[http.server.BaseHTTPRequestHandler]], str]
+              ) -> Callable[[str], tuple[str, list[tuple[str, str, str]]]]:
     def start(elsewhere: str = "") -> tuple[str, list[tuple[str, str, str]]]:
         seen: list[tuple[str, str, str]] = []
-        handler = type("Handler", (_Recording,), {"seen": seen, "elsewhere": elsewhere})
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        servers.append(server)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{server.server_address[1]}", seen
+        return serving(type("Handler", (_Recording,), {"seen": seen,
+                                                       "elsewhere": elsewhere})), seen
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    return start
 
 
 def test_call_follows_no_redirect_and_sends_the_token_nowhere_else(

@@ -13,6 +13,7 @@
  *   await api.refreshEncounter();
  */
 import { UsageError } from "./errors.js";
+import { quoted } from "./requests.js";
 
 /** A uuid from a Token placeable, TokenDocument, Actor or uuid string. */
 export function uuidOf(thing) {
@@ -31,16 +32,6 @@ export function listOf(things) {
   return [things];
 }
 
-/** A value as a refusal quotes it. */
-const quoted = (value) => {
-  if (value === undefined) return "nothing";
-  try {
-    return String(JSON.stringify(value) ?? value).slice(0, 80);
-  } catch {
-    return String(value).slice(0, 80);
-  }
-};
-
 /** Build the API object for a service. */
 export function makeApi(svc, { openEncounter } = {}) {
   // Every call shows its failure to the user in words that say how to fix it and
@@ -51,7 +42,7 @@ export function makeApi(svc, { openEncounter } = {}) {
   };
   // A macro's argument the API cannot take is refused naming it, before anything is done.
   const bad = (field, rule, got) => new UsageError("MINDSCAPE.Error.BadArgument", {
-    field, rule: svc.t?.localize ? svc.t.localize(`MINDSCAPE.Error.ArgumentRule.${rule}`) : rule, got: quoted(got),
+    field, rule: svc.t?.localize ? svc.t.localize(`MINDSCAPE.Error.ArgumentRule.${rule}`) : rule, got: quoted(got).slice(0, 80),
   });
   /** The named arguments of a call: an object, or nothing. */
   const named = (args) => {

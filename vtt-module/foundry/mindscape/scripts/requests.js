@@ -124,6 +124,16 @@ export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
   return { adapter, data };
 }
 
+/** A value as a refusal quotes it: its JSON, "nothing" for undefined. */
+export function quoted(value) {
+  if (value === undefined) return "nothing";
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
 /** The fields of each built-in system's attack, as `attackFromForm` reads them. */
 const ATTACK_FIELDS = { "revised-2e": ["mode", "multiplier", "range"], "combat-strength": ["mode", "range"], "power-pool": ["mode", "pool_dice", "keep_by"] };
 /** What the attack dialog's form sends beside them (the target of its odds, the defense assumed, physical dice). */
@@ -141,14 +151,13 @@ const DIALOG_FIELDS = ["target", "assumeDefense", "physical"];
  * @returns {{field:string, rule:string, got:string}|null}
  */
 export function attackProblem(system, attack) {
-  const shown = (v) => (v === undefined ? "nothing" : JSON.stringify(v) ?? String(v));
-  const problem = (field, got) => ({ field: `attack.${field}`, rule: `MINDSCAPE.Error.AttackRule.${field}`, got: shown(got) });
-  if (!attack || typeof attack !== "object" || Array.isArray(attack)) return { field: "attack", rule: "MINDSCAPE.Error.AttackRule.attack", got: shown(attack) };
+  const problem = (field, got) => ({ field: `attack.${field}`, rule: `MINDSCAPE.Error.AttackRule.${field}`, got: quoted(got) });
+  if (!attack || typeof attack !== "object" || Array.isArray(attack)) return { field: "attack", rule: "MINDSCAPE.Error.AttackRule.attack", got: quoted(attack) };
   // A field the system's attack has not (a typo such as `multipler`, another system's
   // field) would be dropped and another attack made than the one asked.
   const fields = ATTACK_FIELDS[system];
   const stray = fields && Object.keys(attack).find((k) => !fields.includes(k) && !DIALOG_FIELDS.includes(k));
-  if (stray) return { field: `attack.${stray}`, rule: "MINDSCAPE.Error.AttackRule.unknown", got: shown(attack[stray]), data: { fields: fields.join(", ") } };
+  if (stray) return { field: `attack.${stray}`, rule: "MINDSCAPE.Error.AttackRule.unknown", got: quoted(attack[stray]), data: { fields: fields.join(", ") } };
   if (typeof attack.mode !== "string" || !attack.mode.trim()) return problem("mode", attack.mode);
   const given = (k) => attack[k] !== undefined && attack[k] !== null && attack[k] !== "";
   const wholeAtLeastOne = (v) => /^\s*\d+\s*$/.test(String(v)) && Number(v) >= 1;

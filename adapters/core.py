@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -131,9 +132,9 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "condition_rounds": FieldType("object"),
     },
     "power-pool": {
-        "hit_dice": FieldType("int", 0, 100),
+        "hit_dice": FieldType("int", 0, 1000),
         "die": FieldType("enum", choices=DICE),
-        "pool": FieldType("int", 0, 100),
+        "pool": FieldType("int", 0, 1000),
         "dedicated": FieldType("array"),
         "psionic": _BOOL, "mindless": _BOOL,
         "attacks": _MODES_A, "defenses": _MODES_D,
@@ -444,8 +445,10 @@ def hit_die(value: Any, path: str) -> int | None:
 
 
 def mode_id(name: str) -> str:
-    """The kebab-case id of a mode name as a sheet prints it ("Mind Thrust")."""
-    return re.sub(r"[^a-z0-9]+", "-", name.strip().lower()).strip("-")
+    """The kebab-case id of a mode name as a sheet prints it ("Mind Thrust"); the name
+    is NFKC-normalised first, so full-width "ＥＧＯ ＷＨＩＰ" is ego-whip."""
+    text = unicodedata.normalize("NFKC", name).strip().lower()
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
 
 
 def split_names(value: Any, path: str) -> list[tuple[str, str]]:
@@ -673,7 +676,7 @@ def modes(system: str, known: frozenset[str], names: Iterable[tuple[str, str]],
         if ident in known:
             if ident not in out:
                 out.append(ident)
-        elif ident:
+        elif text.strip():
             draft.warn(f"{which}: {json_text(text.strip(), 60)} is not a {system} mode; ignored")
     return out
 
@@ -738,8 +741,10 @@ def diff_fields(system: str, before: Mapping[str, Any], after: Mapping[str, Any]
 
 
 def check_states(before: Any, after: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """``before`` and ``after`` as objects (InvalidInput at /before, /after otherwise)."""
-    return need_object(before, "/before"), need_object(after, "/after")
+    """``before`` and ``after`` as plain JSON objects (InvalidInput at /before, /after
+    otherwise, or where one nests too deep to compare)."""
+    return (need_object(plain_json(before, "/before"), "/before"),
+            need_object(plain_json(after, "/after"), "/after"))
 
 
 #: Fields the engine derives from others (a pool from the Hit Dice less the dedicated

@@ -53,6 +53,9 @@ _MAX_ID = 64
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOKEN_UUID = re.compile(r"Scene\.([A-Za-z0-9]{1,64})\.Token\.([A-Za-z0-9]{1,64})"
                          r"(?:\.Actor\.([A-Za-z0-9_-]{1,64}))?")
+# A die term anywhere in a hit-point formula ("18d10", "max(2d8, 9)"); a formula with
+# none ("36", "4+1") states hit points, which dnd5e rolls as they are.
+_ANY_DIE = re.compile(r"\d{0,4}[dD]\d{1,3}")
 FLAGS: Final = "flags.mindscape"
 _HP_VALUE: Final = "system.attributes.hp.value"
 _HP_TEMP: Final = "system.attributes.hp.temp"
@@ -519,11 +522,16 @@ class Dnd5e(FoundryAdapter):
         # missing formula does, rather than refusing the monster.
         unread = f"hit-point formula {json_text(formula, 40)} not read"
         count: int | None = None
-        try:
-            count = hit_dice_count(formula, path, draft.warn)
-        except InvalidInput:
-            if not isinstance(formula, str):
-                raise
+        text = to_text(formula, path)
+        if text is not None and text.strip() and not _ANY_DIE.search(text):
+            # A formula rolling no die ("36", "4+1") states hit points, not Hit Dice.
+            unread = f"hit-point formula {json_text(formula, 40)} rolls no die"
+        else:
+            try:
+                count = hit_dice_count(formula, path, draft.warn)
+            except InvalidInput:
+                if not isinstance(formula, str):
+                    raise
         die = None
         if count is not None:
             try:
@@ -538,8 +546,7 @@ class Dnd5e(FoundryAdapter):
             if isinstance(cr, float) and math.isfinite(cr):
                 cr = int(cr)  # fractional challenge ratings (0.5) round down
             count = max(1, to_int(cr, cr_path, 0, 100) or 1)
-            what = unread if isinstance(formula, str) and formula.strip() \
-                else "no hit-point formula"
+            what = unread if text is not None and text.strip() else "no hit-point formula"
             draft.warn(f"{what}; Hit Dice taken as {count} from the challenge rating")
         if die is None:
             die = 8

@@ -20,6 +20,7 @@ from engine.errors import InvalidInput, json_text
 from engine.revised_2e.house import WT_MTHAC0
 from engine.revised_2e.rules import mthac0_for
 from engine.revised_2e.tables import Tables
+from engine.system import slug
 
 from .base import Adapter, Imported, Normalise
 from .core import (
@@ -194,7 +195,7 @@ def unwrap(data: Any, warnings: list[str]) -> Character:
     name = to_text(raw.get("name"), pointer(path, "name"), limit=200) or ""
     name = name.strip()
     if ident is None:
-        ident = mode_id(name)[:64] or "character"
+        ident = slug(name) or "character"
         warnings.append(f"the character has no id (id, _id or oldId); using {json_text(ident)}, "
                         "which Roll20 will not find for write-back")
     if not name:
@@ -806,7 +807,8 @@ class Roll20Generic(Roll20Adapter):
                 try:
                     npc = bool(to_bool(found[0], found[1]))
                 except InvalidInput:
-                    npc = str(found[0]).strip().lower() in mapping.npc_types
+                    types = {t.strip().lower() for t in mapping.npc_types}
+                    npc = str(found[0]).strip().lower() in types
         return npc
 
 

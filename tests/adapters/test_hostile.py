@@ -208,3 +208,15 @@ def test_a_roll20_character_with_5000_attributes_imports_correctly() -> None:
                         for n in range(5000)]
     c = adapters.get("roll20.adnd2e-revised").import_(data, "revised-2e").combatant
     assert c["defenses"] == ["thought-shield", "mental-barrier", "tower-of-iron-will"]
+
+
+def test_states_nested_too_deep_to_compare_are_refused_at_their_place() -> None:
+    def deep() -> dict[str, Any]:
+        out: dict[str, Any] = {"state": "closed"}
+        for _ in range(3000):
+            out = {"x": out}
+        return out
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    with pytest.raises(InvalidInput, match=r"^/before/mind/x/x.*nested more than 16"):
+        adapters.get("foundry.dnd5e").updates(zanna, "revised-2e", {"mind": deep()},
+                                              {"mind": deep()})

@@ -389,3 +389,27 @@ def test_missing_mapped_ability_scores_are_10_with_a_warning() -> None:
     assert (got.combatant["int"], got.combatant["wis"]) == (10, 10)
     assert {"no int score in system.abilities.int.value; assumed 10",
             "no wis score in system.nowhere; assumed 10"} <= set(got.warnings)
+
+
+def test_mode_names_are_read_in_any_width_and_every_unknown_one_is_warned() -> None:
+    """Full-width letters are the mode they spell (NFKC); a name in a script no mode
+    is spelt in is dropped with a warning, as every unknown name is."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {
+        "psp": 20, "attacks": ["Mind Thrust", "精神突き", "ＥＧＯ ＷＨＩＰ"]}}
+    got = adapters.get("foundry.dnd5e").import_(zanna, "revised-2e")
+    assert got.combatant["attacks"] == ["mind-thrust", "ego-whip"]
+    assert [w for w in got.warnings if "not a revised-2e mode" in w] == [
+        'attacks: "精神突き" is not a revised-2e mode; ignored']
+
+
+@pytest.mark.parametrize("formula", ["36", "135", "4+1"])
+def test_a_dnd5e_hit_point_formula_rolling_no_die_is_not_hit_dice(formula: str) -> None:
+    """dnd5e rolls its formula: one with no die states hit points, so the Hit Dice
+    come from the challenge rating (10 for the aboleth), with a warning saying why."""
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    aboleth["system"]["attributes"]["hp"]["formula"] = formula
+    got = adapters.get("foundry.dnd5e").import_(aboleth, "revised-2e")
+    assert got.combatant["level"] == 10
+    assert f'hit-point formula "{formula}" rolls no die; Hit Dice taken as 10 from the ' \
+        "challenge rating" in got.warnings

@@ -13,6 +13,7 @@ import pytest
 
 import adapters
 from engine import builtin_systems
+from engine.dice import dice_source
 from engine.errors import InvalidInput
 
 from .support import FIXTURES, apply_roll20, attr, load
@@ -105,6 +106,28 @@ def test_updates_set_psp_current_and_max_only_when_each_changed() -> None:
     assert got == [{"character_id": "-MzUlcen0000000001", "attributes": {
         "PSP": {"current": 31, "max": 44}, "HP": {"current": 18},
         "psi_mind": {"current": '{"state":"open","opened_by":"zero-psp"}'}}}]
+
+
+@pytest.mark.parametrize("names", [("影", "霧"), ("Zoë", "Zoé")])
+def test_ids_made_from_names_keep_their_letters_in_any_script(
+        names: tuple[str, str]) -> None:
+    """A schema_version 1 export carries no id: the id is made from the name as the
+    engine makes one (COMBATANTS.md), so two such characters stay two minds."""
+    made = [SHEET.import_({"schema_version": 1, **{k: v for k, v in ulcen().items()
+                                                   if k != "id"}, "name": name},
+                          "revised-2e").combatant for name in names]
+    assert [c["id"] for c in made] == [name.lower() for name in names]
+    REVISED.resolve({"attacker": made[0], "defender": made[1],
+                     "attack": {"mode": "mind-thrust"}}, dice_source(None, 1))
+
+
+def test_generic_npc_types_match_the_attribute_whatever_the_case() -> None:
+    data = {"mapping": {"fields": {"int": "INT"}, "npc_attribute": "sheet_type",
+                        "npc_types": ["Monster"]},
+            "character": {"id": "-Mc1", "name": "Ogre", "attribs": [
+                {"name": "INT", "current": "6", "max": ""},
+                {"name": "sheet_type", "current": "MONSTER", "max": ""}]}}
+    assert GENERIC.import_(data, "revised-2e").combatant["class_group"] == "monster"
 
 
 def test_vttes_exports_schema_1_and_3_are_read() -> None:

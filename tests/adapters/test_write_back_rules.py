@@ -254,3 +254,16 @@ def test_an_ars_hp_min_that_is_no_number_is_refused_at_its_place() -> None:
     with pytest.raises(InvalidInput) as err:
         ARS.import_(actor, "revised-2e")
     assert err.value.problems[0].path == "/system/attributes/hp/min"
+
+
+def test_a_pool_of_more_than_a_hundred_hit_dice_is_written_back() -> None:
+    """The adapter reads and writes Hit Dice and pools as far as the engine takes them."""
+    data = aboleth("power-pool", {"psionic": True, "attacks": ["mental-stab"]})
+    data["system"]["attributes"]["hp"]["formula"] = "120d10 + 360"
+    pool = SYSTEMS["power-pool"]
+    before = pool.combatant(DND5E.import_(data, "power-pool").combatant)
+    assert (before["hit_dice"], before["pool"]) == (120, 120)
+    after = {**before, "pool": 119}
+    written = apply_foundry(data, DND5E.updates(data, "power-pool", before, after,
+                                                normalise=pool.combatant))
+    assert pool.combatant(DND5E.import_(written, "power-pool").combatant)["pool"] == 119

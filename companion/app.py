@@ -297,6 +297,19 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", guard(healthz))
     app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)))
     app.router.add_get("/ws", guard(websocket))
-    # Everything else (other paths, other methods, preflights) passes the guard too.
-    app.router.add_route("*", "/{tail:.*}", guard(elsewhere))
+    # Everything else (other paths, other methods, preflights, targets that are no
+    # path) passes the guard too.
+    anything = _AnyTarget("/{tail:.*}")
+    app.router.register_resource(anything)
+    anything.add_route("*", guard(elsewhere))
     return app
+
+
+class _AnyTarget(web.DynamicResource):
+    """The catch-all resource: it matches every request target, also those that are no
+    path (``OPTIONS *``, ``CONNECT host:port``), which no path pattern matches and which
+    would otherwise get aiohttp's own 404, past the guard. Registered last, it is only
+    tried when no other route matched."""
+
+    def _match(self, path: str) -> dict[str, str] | None:
+        return {"tail": path}

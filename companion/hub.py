@@ -18,16 +18,30 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_websocket import WSCloseCode
 
-from .logs import shortened
+from .logs import kept
 
 RECENT_CLIENTS = 20
 RECENT_CALLS = 1000
-#: Most characters kept of what a client names itself (user agent) or calls (a method
-#: name, which may be unknown): a thousand calls each naming a 1 MiB method must not be
-#: held in memory. Longer ones are redacted and cut when they arrive.
-MAX_KEPT = 200
 #: A socket that cannot take a notice within this many seconds is closed.
 NOTIFY_TIMEOUT = 5.0
+#: A socket that cannot take its close (and what was queued before it) within this many
+#: seconds is cut off: a client that stopped reading must not hold up a token
+#: rotation or a shutdown.
+CLOSE_TIMEOUT = 2.0
+
+
+async def close_socket(ws: web.WebSocketResponse, transport: asyncio.Transport | None,
+                       code: int, message: bytes) -> None:
+    """Close ``ws`` with ``code``; when the client does not take the close within
+    ``CLOSE_TIMEOUT`` seconds, or the connection fails, abort the connection under it
+    (aiohttp's ``close`` waits for the client to read what is queued, without end)."""
+    try:
+        await asyncio.wait_for(ws.close(code=code, message=message), CLOSE_TIMEOUT)
+        return
+    except (TimeoutError, ConnectionError, RuntimeError):
+        pass
+    if transport is not None:
+        transport.abort()  # also when closing: a close waits to flush what it cannot
 
 
 @dataclass(eq=False)
@@ -41,6 +55,8 @@ class Peer:
     user_agent: str | None
     #: the generation of the token it authenticated with (``TokenKeeper.generation``)
     epoch: int = 0
+    #: the connection under the socket, cut off when the client does not take a close
+    transport: asyncio.Transport | None = None
     connected_at: float = field(default_factory=time.time)
     watching: set[str] = field(default_factory=set)
 
@@ -55,7 +71,11 @@ class Peer:
         try:
             await asyncio.wait_for(self.notify(method, params), NOTIFY_TIMEOUT)
         except (TimeoutError, ConnectionError, RuntimeError):
-            await self.ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"too slow")
+            await self.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
+
+    async def close(self, code: int, message: bytes) -> None:
+        """Close the socket (``close_socket``: a client that does not read is cut off)."""
+        await close_socket(self.ws, self.transport, code, message)
 
     def to_json(self) -> dict[str, Any]:
         """For the status page (never a token)."""
@@ -82,19 +102,14 @@ class Client:
                 "calls": self.calls}
 
 
-def _kept(text: str | None) -> str | None:
-    """``text`` as kept for the status page: at most ``MAX_KEPT`` characters (the
-    length compared first: this is on every call's path)."""
-    return text if text is None or len(text) <= MAX_KEPT else shortened(text, MAX_KEPT)
-
-
 class Hub:
     """Peers, watches and recent clients for one app."""
 
     def __init__(self) -> None:
         self.peers: set[Peer] = set()
-        #: sockets upgraded but not yet authenticated (closed too at shutdown)
-        self.arriving: set[web.WebSocketResponse] = set()
+        #: sockets upgraded but not yet authenticated, with their connections (closed
+        #: too at shutdown)
+        self.arriving: dict[web.WebSocketResponse, asyncio.Transport | None] = {}
         self._watchers: dict[str, set[Peer]] = {}
         self._numbers = itertools.count(1)
         #: (time, remote, origin, user agent, method) of the last HTTP calls
@@ -106,8 +121,8 @@ class Hub:
                 epoch: int = 0) -> Peer:
         """Register an authenticated socket."""
         peer = Peer(ws, next(self._numbers), request.remote,
-                    request.headers.get("Origin"), _kept(request.headers.get("User-Agent")),
-                    epoch)
+                    request.headers.get("Origin"), kept(request.headers.get("User-Agent")),
+                    epoch, request.transport)
         self.peers.add(peer)
         return peer
 
@@ -115,9 +130,8 @@ class Hub:
         """Close (1008) every socket authenticated with a token that was rotated away:
         rotating a leaked token must shut out a socket opened with it."""
         stale = [p for p in self.peers if p.epoch != epoch]
-        await asyncio.gather(*(p.ws.close(code=WSCloseCode.POLICY_VIOLATION,
-                                          message=b"token rotated") for p in stale),
-                             return_exceptions=True)
+        await asyncio.gather(*(p.close(WSCloseCode.POLICY_VIOLATION, b"token rotated")
+                               for p in stale), return_exceptions=True)
         for peer in stale:
             self.disconnect(peer)
 
@@ -174,7 +188,7 @@ class Hub:
         on every call's path; the status page does the counting)."""
         headers = request.headers
         self._calls.append((time.time(), request.remote, headers.get("Origin"),
-                            _kept(headers.get("User-Agent")), _kept(method)))
+                            kept(headers.get("User-Agent")), kept(method)))
 
     def recent_clients(self) -> list[Client]:
         """The last callers (by address, origin, user agent), most recent first."""
@@ -193,9 +207,9 @@ class Hub:
         for task in list(self._sending):
             task.cancel()
         peers = list(self.peers)
-        sockets = [p.ws for p in peers] + list(self.arriving)
-        await asyncio.gather(*(ws.close(code=WSCloseCode.GOING_AWAY,
-                                        message=b"server shutting down")
-                               for ws in sockets), return_exceptions=True)
+        sockets = [(p.ws, p.transport) for p in peers] + list(self.arriving.items())
+        await asyncio.gather(*(close_socket(ws, transport, WSCloseCode.GOING_AWAY,
+                                            b"server shutting down")
+                               for ws, transport in sockets), return_exceptions=True)
         for peer in peers:
             self.disconnect(peer)

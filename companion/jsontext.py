@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 import orjson
@@ -51,6 +52,8 @@ _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _FLOAT_SYNTAX = re.compile(rb"[0-9][.eE]")
 #: every whole number up to this is a double exactly
 _EXACT = 2 ** 53
+#: the largest whole number a double holds (beyond it a number is Infinity)
+_LARGEST = int(sys.float_info.max)
 
 
 def parse(body: bytes | str) -> Any:
@@ -67,7 +70,8 @@ def parse(body: bytes | str) -> Any:
     # RFC 8259: JSON between systems is UTF-8 (decoding first skips the encoding
     # sniffing json.loads does on bytes).
     text = body.decode("utf-8") if isinstance(body, bytes) else body
-    value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    value = json.loads(text, parse_constant=_not_json, parse_float=_finite,
+                       parse_int=_finite_int)
     _unpaired_surrogate(value)
     return value
 
@@ -126,6 +130,14 @@ def _finite(text: str) -> int | float:
         # 1e999 is valid JSON text but no number JSON can carry back out.
         raise ValueError(f"{text[:20]} is out of range")
     return _whole(value)
+
+
+def _finite_int(text: str) -> int:
+    value = int(text)
+    if abs(value) > _LARGEST:
+        # as 1e999: no double holds it, so a JavaScript client would read Infinity
+        raise ValueError(f"{text[:20]}... is out of range")
+    return value
 
 
 def _not_json(name: str) -> Any:

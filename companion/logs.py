@@ -55,6 +55,18 @@ def redact(text: str) -> str:
     return _SECRET.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 
 
+#: Most characters kept of a text a client chose (a user agent, an unknown method name)
+#: where it outlives the request (the status page, the request log's cache): a thousand
+#: calls each naming a 1 MiB method must not be held in memory or written out whole.
+MAX_KEPT = 200
+
+
+def kept(text: str | None) -> str | None:
+    """``text`` as kept beyond its request: at most ``MAX_KEPT`` characters, redacted
+    when cut (the length compared first: this is on every call's path)."""
+    return text if text is None or len(text) <= MAX_KEPT else shortened(text, MAX_KEPT)
+
+
 def shortened(text: str, limit: int) -> str:
     """``text`` redacted, then cut to ``limit`` characters (``…`` marks a cut). In that
     order: a cut could leave part of a token, and ``redact`` finds whole ones only."""

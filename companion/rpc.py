@@ -58,6 +58,7 @@ from .errors import (
     to_rpc_error,
 )
 from .jsontext import encode, parse
+from .logs import kept
 from .registry import MethodRegistry, PreparedJSON, Registered
 from .services import Context
 
@@ -210,7 +211,8 @@ class Dispatcher:
         request_id = request.get("id", _NO_ID)
         bound = self._methods.get(method)
         if bound is None:
-            outcome.calls.append((method, METHOD_NOT_FOUND))
+            # a name no method has is the client's text: the log keeps it cut
+            outcome.calls.append((kept(method), METHOD_NOT_FOUND))
             if request_id is _NO_ID:
                 return None
             return encode(_error_response(

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from aiohttp.http_websocket import WSCloseCode
 
+from .hub import Peer, close_socket
 from .jsontext import parse
 from .keys import ACCESS_LOG, DISPATCHER, SERVICES, TOKENS
 from .rpc import Outcome
@@ -33,6 +34,9 @@ from .services import Context
 from .tokens import TokenKeeper
 
 PROTOCOL = "mindscape.v1"
+#: Seconds a client has to take an answer (beyond what the connection buffers) before
+#: it is cut off: one that stopped reading must not hold its socket open for ever.
+ANSWER_TIMEOUT = 30.0
 TOKEN_PREFIX = "token."
 UNAUTHORIZED = -32001
 
@@ -63,18 +67,19 @@ def _auth_message(text: str, tokens: TokenKeeper) -> tuple[int | None, Any]:
     return tokens.generation_accepting(token), request_id
 
 
-async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,
-                        timeout: float) -> int | None:
+async def _authenticate(ws: web.WebSocketResponse, transport: asyncio.Transport | None,
+                        tokens: TokenKeeper, timeout: float) -> int | None:
     """The token generation the socket's first message authenticated under, or ``None``
     (the socket is then closed)."""
     try:
         message = await asyncio.wait_for(ws.receive(), timeout)
     except TimeoutError:
-        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"authentication timeout")
+        await close_socket(ws, transport, WSCloseCode.POLICY_VIOLATION,
+                           b"authentication timeout")
         return None
     if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
         # closed or broken before a word: nothing to answer
-        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
+        await close_socket(ws, transport, WSCloseCode.POLICY_VIOLATION, b"unauthorized")
         return None
     epoch, request_id = (_auth_message(message.data, tokens)
                          if message.type == WSMsgType.TEXT else (None, None))
@@ -87,7 +92,7 @@ async def _authenticate(ws: web.WebSocketResponse, tokens: TokenKeeper,
         await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
             "code": UNAUTHORIZED, "message": "Unauthorized",
             "data": {"detail": "send auth with the token of `mindscape token` first"}}}))
-        await ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"unauthorized")
+        await close_socket(ws, transport, WSCloseCode.POLICY_VIOLATION, b"unauthorized")
     return None
 
 
@@ -113,11 +118,12 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     await ws.prepare(request)
     if not by_protocol:
         # a shutdown closes a socket still authenticating too
-        services.hub.arriving.add(ws)
+        services.hub.arriving[ws] = request.transport
         try:
-            epoch = await _authenticate(ws, tokens, services.settings.limits.ws_auth_timeout)
+            epoch = await _authenticate(ws, request.transport, tokens,
+                                        services.settings.limits.ws_auth_timeout)
         finally:
-            services.hub.arriving.discard(ws)
+            services.hub.arriving.pop(ws, None)
     if epoch is None:
         return ws  # refused by its first message (a wrong subprotocol token got 401)
     dispatcher = app[DISPATCHER]
@@ -131,12 +137,25 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             started = time.perf_counter()
             outcome = Outcome()
             answer = await dispatcher.handle(message.data, context, outcome)
-            if answer is not None:
-                await ws.send_str(answer.decode("utf-8"))
             access.line({"ws": peer.number, "methods": outcome.methods,
                           "errors": outcome.errors,
                           "outcome": "error" if outcome.errors else "ok",
                           "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+            if answer is not None and not await _send(peer, answer.decode("utf-8")):
+                break
+    except ConnectionError:
+        pass  # the client hung up while its answer was on its way: no fault of ours
     finally:
         services.hub.disconnect(peer)
     return ws
+
+
+async def _send(peer: Peer, text: str) -> bool:
+    """Send an answer; a client that does not take it within ``ANSWER_TIMEOUT`` seconds
+    (it stopped reading: its queue is full) is cut off, and ``False`` returned."""
+    try:
+        await asyncio.wait_for(peer.ws.send_str(text), ANSWER_TIMEOUT)
+    except TimeoutError:
+        await peer.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
+        return False
+    return True

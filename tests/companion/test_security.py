@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import stat
 import zlib
 from pathlib import Path
@@ -19,9 +20,8 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-from companion.hub import MAX_KEPT
 from companion.keys import ACCESS_LOG, HUB, TOKENS
-from companion.logs import JsonLines, ServerLog, redact
+from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
 from companion.settings import Settings
 from companion.status import SHOWN
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
@@ -638,3 +638,35 @@ async def test_a_client_that_hangs_up_mid_body_is_no_fault(
     rpc.client.server.app[ACCESS_LOG].flush()
     assert isinstance(settings.log_stream, io.StringIO)
     assert '"status":499' in settings.log_stream.getvalue()
+
+
+async def test_a_request_target_that_is_no_path_passes_the_guard(rpc: Rpc) -> None:
+    """OPTIONS * matched no route and got aiohttp's own 404, naming its version, without
+    the Host check (docs/SECURITY.md "Fingerprinting")."""
+    def exchange(port: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"OPTIONS * HTTP/1.1\r\nHost: evil.example\r\n"
+                         b"Connection: close\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+                answer += chunk
+        return answer
+    head = (await asyncio.to_thread(exchange, rpc.client.server.port)).split(b"\r\n\r\n")[0]
+    assert head.startswith(b"HTTP/1.1 403") and b"Server: mindscape" in head, head
+
+
+async def test_method_names_no_method_has_are_logged_and_kept_cut_short(
+        rpc: Rpc, settings: Settings) -> None:
+    """The request log kept up to 512 method names whole, and their JSON, and wrote each
+    whole: calls naming 1 MB methods held hundreds of MB and filled the log."""
+    access = rpc.client.server.app[ACCESS_LOG]
+    for i in range(5):
+        answer = await rpc.call(f"{i:04d} " + "m " * 250_000)
+        assert answer["error"]["code"] == -32601
+    access.flush()
+    kept = sum(len(text) + sum(len(part) for part in (key if isinstance(key, tuple) else (key,))
+                               if isinstance(part, str))
+               for key, text in access._texts.items())
+    assert kept < 10_000
+    lines = settings.log_stream.getvalue().splitlines()  # type: ignore[union-attr]
+    assert len(lines) >= 5 and max(map(len, lines)) < 2_000

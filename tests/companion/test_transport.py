@@ -164,7 +164,11 @@ async def test_faults_inside_a_batch_stay_inside_their_element(rpc: Rpc) -> None
 
 @pytest.mark.parametrize("body", [b'{"jsonrpc":"2.0","method":"companion.info","id":Infinity}',
                                   b'{"jsonrpc":"2.0","method":"dice.roll","id":1,'
-                                  b'"params":{"expr":"d6","seed":NaN}}'])
+                                  b'"params":{"expr":"d6","seed":NaN}}',
+                                  # a whole number no double holds (a JavaScript client
+                                  # reads Infinity): it was echoed back as the id
+                                  b'{"jsonrpc":"2.0","method":"companion.info","id":1'
+                                  + b"0" * 400 + b"}"])
 async def test_nan_and_infinity_are_not_json(rpc: Rpc, body: bytes) -> None:
     response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
     text = await response.text()

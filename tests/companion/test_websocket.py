@@ -4,16 +4,28 @@ notifications (API.md "Transport")."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
+import socket
+import struct
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
+from companion import ws as ws_module
+from companion.app import create_app
+from companion.hub import CLOSE_TIMEOUT
 from companion.keys import HUB
+from companion.settings import Settings
+from companion.tokens import rotate_token
 
 from .combatants import duelist
 from .conftest import Rpc
+from .stalled_client import stalled
 
 
 async def _connect(rpc: Rpc, **kwargs: Any) -> aiohttp.ClientWebSocketResponse:
@@ -206,3 +218,92 @@ async def test_the_auth_message_is_a_json_rpc_request_like_any_other(
     assert answer["error"]["code"] == -32001
     assert answer["id"] == (1 if message.get("id") == 1 else None)
     assert (await asyncio.wait_for(ws.receive(), 5)).type == aiohttp.WSMsgType.CLOSE
+
+
+async def _serving(tmp_path: Path) -> tuple[web.AppRunner, int, Settings]:
+    settings = Settings(home=tmp_path / "home", port=0, log_stream=io.StringIO())
+    runner = web.AppRunner(create_app(settings), access_log=None, shutdown_timeout=5.0,
+                           handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = next(a[1] for a in runner.addresses if isinstance(a, tuple))
+    return runner, port, settings
+
+
+async def test_a_client_that_stops_reading_does_not_stop_a_later_rotation(
+        tmp_path: Path) -> None:
+    """docs/SECURITY.md: a socket opened with a rotated token is closed within about a
+    second. A client whose queue is full made the first rotation's close wait for ever,
+    and every later rotation with it."""
+    runner, port, settings = await _serving(tmp_path)
+    staller = await asyncio.to_thread(stalled, "127.0.0.1", port,
+                                      settings.token_path.read_text().strip())
+    try:
+        await asyncio.sleep(1.0)
+        token = rotate_token(settings.token_path)  # the staller's socket goes
+        await asyncio.sleep(2.0 + CLOSE_TIMEOUT)
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws",
+                                          protocols=("mindscape.v1", f"token.{token}"))
+            rotate_token(settings.token_path)
+            message = await ws.receive(timeout=4)
+            assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+            assert ws.close_code == 1008
+    finally:
+        staller.close()
+        await asyncio.wait_for(runner.cleanup(), 20)
+
+
+async def test_shutdown_is_not_held_up_by_a_client_that_stops_reading(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/API.md: the daemon stops on SIGTERM, closing every WebSocket; a client that
+    does not read is cut off after CLOSE_TIMEOUT (it kept the daemon, and the home's
+    lock, until it hung up), and its lost connection is no error in the log."""
+    runner, port, settings = await _serving(tmp_path)
+    staller = await asyncio.to_thread(stalled, "127.0.0.1", port,
+                                      settings.token_path.read_text().strip())
+    try:
+        await asyncio.sleep(1.0)
+        with caplog.at_level(logging.INFO):
+            await asyncio.wait_for(runner.cleanup(), CLOSE_TIMEOUT + 8)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    finally:
+        staller.close()
+
+
+async def test_a_client_that_hangs_up_while_its_answer_waits_is_no_error(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A client gone while its answer was queued is no fault of the daemon's
+    (docs/SECURITY.md): aiohttp logged "Error handling request" with a traceback."""
+    runner, port, settings = await _serving(tmp_path)
+    try:
+        with caplog.at_level(logging.INFO):
+            staller = await asyncio.to_thread(stalled, "127.0.0.1", port,
+                                              settings.token_path.read_text().strip())
+            await asyncio.sleep(1.0)
+            staller.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            staller.close()  # a reset, not a goodbye
+            await asyncio.sleep(1.0)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    finally:
+        await asyncio.wait_for(runner.cleanup(), 20)
+
+
+async def test_a_client_that_does_not_take_its_answers_is_cut_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket whose answers wait longer than ANSWER_TIMEOUT to be taken is closed,
+    not kept open (and listed on the status page) for as long as its client lives."""
+    monkeypatch.setattr(ws_module, "ANSWER_TIMEOUT", 1.0)
+    runner, port, settings = await _serving(tmp_path)
+    staller = await asyncio.to_thread(stalled, "127.0.0.1", port,
+                                      settings.token_path.read_text().strip())
+    try:
+        hub = runner.app[HUB]
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if not hub.peers:
+                break
+        assert not hub.peers
+    finally:
+        staller.close()
+        await asyncio.wait_for(runner.cleanup(), 20)

@@ -77,8 +77,21 @@ def _origin(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _home(args: argparse.Namespace) -> Path:
-    return Path(args.home).expanduser() if args.home else default_home()
+def _home(args: argparse.Namespace) -> Path | str:
+    """The home folder the command uses, or why it cannot be one (a ``~user`` with no
+    home folder on this computer, a file in the way)."""
+    try:
+        home = Path(args.home).expanduser() if args.home else default_home()
+    except RuntimeError:  # expanduser and Path.home: no such user, or no home at all
+        if args.home or os.environ.get("MINDSCAPE_HOME"):
+            where = f"--home {args.home}" if args.home \
+                else f"$MINDSCAPE_HOME {os.environ['MINDSCAPE_HOME']}"
+            return f"{where}: no user on this computer has that home folder (~user); " \
+                   "give the folder itself"
+        return "this user has no home folder to keep the store and the token in; give " \
+               "--home a folder"
+    problem = _not_a_folder(home)
+    return home if problem is None else problem
 
 
 def _token_command(args: argparse.Namespace, home: Path) -> str:
@@ -399,9 +412,8 @@ def serve(args: argparse.Namespace) -> int:
     if refusal is not None:
         return _fail(refusal, FAILED)
     home = _home(args)
-    problem = _not_a_folder(home)
-    if problem is not None:
-        return _fail(problem, FAILED)
+    if isinstance(home, str):
+        return _fail(home, FAILED)
     if warning is not None:
         print(f"mindscape: {warning}", file=sys.stderr, flush=True)
     # Files the daemon creates (store, write-ahead log, token) are the user's alone.
@@ -497,9 +509,8 @@ def call(args: argparse.Namespace) -> int:
             return _fail(params, FAILED)
         message["params"] = params
     home = _home(args)
-    problem = _not_a_folder(home)
-    if problem is not None:
-        return _fail(problem, FAILED)
+    if isinstance(home, str):
+        return _fail(home, FAILED)
     # Without --url: where the daemon of this home folder said it listens, else the default.
     recorded = None if args.url is not None else _recorded_address(home)
     given = args.url or recorded or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -573,9 +584,8 @@ def token(args: argparse.Namespace) -> int:
     """``mindscape token``: print the token (made when missing), or a new one. Every
     failure is one line on stderr and exit status 2."""
     home = _home(args)
-    problem = _not_a_folder(home)
-    if problem is not None:
-        return _fail(problem, FAILED)
+    if isinstance(home, str):
+        return _fail(home, FAILED)
     path = home / "token"
     warning = None
     try:

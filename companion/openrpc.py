@@ -63,7 +63,8 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
     schema = copy.deepcopy(dict(getattr(system, which)()))
     schema.pop("$schema", None)
     suffix = "request" if which == "request_schema" else which.removesuffix("_schema")
-    schema["$id"] = f"urn:mindscape:system:{system.id}:{suffix}"
+    # its own base (so that references inside it resolve in it), unless it has one
+    schema.setdefault("$id", f"urn:mindscape:system:{system.id}:{suffix}")
     properties = schema.setdefault("properties", {})
     listed = properties.get("combatants")
     if isinstance(listed, dict) and listed.get("items") == {"type": "object"}:
@@ -72,7 +73,7 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
         combatant = copy.deepcopy(dict(system.combatant_schema()))
         combatant.pop("$schema", None)
         # its own base, so references inside a plugin's combatant schema resolve in it
-        combatant["$id"] = f"urn:mindscape:system:{system.id}:combatant"
+        combatant.setdefault("$id", f"urn:mindscape:system:{system.id}:combatant")
         listed["items"] = {"anyOf": [ADAPTER_REF, combatant]}
     for name, member in properties.items():
         if name not in COMBATANT_MEMBERS or not isinstance(member, dict):

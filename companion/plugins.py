@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
@@ -41,6 +42,7 @@ from .registry import (
     SchemaUnusable,
     compile_schema,
 )
+from .schemas import SYSTEM_ID
 
 __all__ = [
     "LoadedPlugins",
@@ -144,24 +146,37 @@ def _as_plugin(ep: EntryPoint, obj: Any, version: str | None) -> Plugin:
                       "companion.plugins.Plugin")
 
 
-# What a plugin's own code may raise while it is imported or built: any ``Exception``,
-# and ``SystemExit`` (a module that parses ``sys.argv`` at import, or calls ``exit()``).
-# ``KeyboardInterrupt`` is left to stop the start: at import time the user's Ctrl+C
-# cannot be told from a plugin raising it, and the user's wish to stop comes first.
-_PLUGIN_FAULTS = (Exception, SystemExit)
+#: What a system id may be: as the built-in ones (revised-2e), within SYSTEM_ID's length
+_SYSTEM_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MAX_SYSTEM_ID = SYSTEM_ID["maxLength"]
+
+
+def _reraise_unless_plugins(exc: BaseException) -> None:
+    """Let ``exc`` go on unless a plugin's own code raised it while it was imported or
+    built. Whatever that code raises is its fault (``SystemExit`` from a module that
+    parses ``sys.argv``, a ``BaseException`` subclass of its own, a ``CancelledError``:
+    loading awaits nothing, so no cancellation arrives there), save a
+    ``KeyboardInterrupt`` while Python's own Ctrl+C handler is in place, which may be
+    the user's wish to stop. ``mindscape serve`` takes SIGINT with a handler of its own
+    before plugins load: there a ``KeyboardInterrupt`` can only be the plugin's."""
+    if isinstance(exc, KeyboardInterrupt) and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        raise exc
 
 
 def _load(ep: EntryPoint, version: str | None) -> Plugin:
     try:
         obj = ep.load()
-    except _PLUGIN_FAULTS as exc:
+    except BaseException as exc:
+        _reraise_unless_plugins(exc)
         log.warning("plugin %s could not be imported", ep.name, exc_info=True)
         raise PluginError(f"could not be loaded ({type(exc).__name__}); "
                           "see the daemon log") from None
     if not isinstance(obj, Plugin | System) and callable(obj):
         try:
             obj = obj()
-        except _PLUGIN_FAULTS as exc:
+        except BaseException as exc:
+            _reraise_unless_plugins(exc)
             log.warning("plugin %s factory failed", ep.name, exc_info=True)
             raise PluginError(f"its factory failed ({type(exc).__name__}); "
                               "see the daemon log") from None
@@ -196,6 +211,12 @@ def _check_systems(plugin: Plugin, loaded: LoadedPlugins) -> None:
         system_id = getattr(system, "id", None)
         if not isinstance(system_id, str) or not system_id:
             raise PluginError("has a system without an id")
+        if len(system_id) > MAX_SYSTEM_ID or not _SYSTEM_ID.fullmatch(system_id):
+            # callers name it in params (at most 100 characters) and rpc.discover in
+            # schema ids (a "#" there makes the document's schemas invalid)
+            raise PluginError(f"system id {system_id[:40]!r} must be kebab-case (lower-case "
+                              f"letters and digits joined by '-'), at most {MAX_SYSTEM_ID} "
+                              "characters")
         for member in ("name", "source"):
             # shown by systems.list and the status page, which must not fail for it
             if not isinstance(getattr(system, member, None), str):
@@ -220,7 +241,8 @@ def _system_schemas(system: System) -> dict[str, CompiledSchema]:
     for name in which:
         try:
             schema = getattr(system, name)()
-        except _PLUGIN_FAULTS as exc:
+        except BaseException as exc:
+            _reraise_unless_plugins(exc)
             log.warning("plugin system %s: %s() failed", system.id, name, exc_info=True)
             raise PluginError(f"system {system.id}: its {name}() failed "
                               f"({type(exc).__name__}); see the daemon log") from None
@@ -310,7 +332,8 @@ def load_plugins(entry_points: Iterable[EntryPoint], core: MethodRegistry) -> Lo
             loaded.reports.append(PluginReport(ep.name, version, ep.value, builtin,
                                                error=str(exc)))
             continue
-        except _PLUGIN_FAULTS as exc:
+        except BaseException as exc:
+            _reraise_unless_plugins(exc)
             # A check above met something it did not expect (a property of the plugin's
             # objects that raises, say): still the plugin's fault, never the daemon's.
             log.warning("plugin %s could not be checked", ep.name, exc_info=True)

@@ -281,8 +281,15 @@ def _schema_place(path: Iterable[Any]) -> str:
 
 def schema_problem(schema: Any) -> str | None:
     """Why ``schema`` cannot be used (``SchemaUnusable``'s words), or ``None``: it fails
-    the meta-schema, has a ``$ref`` that resolves nowhere or a loop of them, or is
-    nested too deeply to check."""
+    the meta-schema, has a ``$ref`` that resolves nowhere or a loop of them, is nested
+    too deeply to check, or holds a value JSON cannot (a date as a ``default``: the
+    meta-schema takes any value there, and ``rpc.discover`` could not be written)."""
+    try:
+        encode(schema)
+    except (TypeError, ValueError):
+        return "holds a value that is not JSON (a date, bytes or a set, say)"
+    except RecursionError:
+        return "is nested too deeply to check"
     try:
         Draft202012Validator.check_schema(schema)
         return _reference_problem(schema)

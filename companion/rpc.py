@@ -138,11 +138,13 @@ class Dispatcher:
 
         async def call(context: Context, /, **params: Any) -> Any:
             # (positional params never get here: ``_one`` answers them)
+            checked = False
             try:
                 if params or not registered.accepts_empty:
                     problems = registered.problems(params)
                     if problems:
                         return _as_result(invalid_params(problems))
+                checked = True
                 if limit is None:
                     result = await spec.handler(context, params)
                 else:
@@ -155,6 +157,9 @@ class Dispatcher:
                             raise  # the handler's own (a network call of its own, say)
                         return _as_result(_timed_out(spec.name, limit))
             except Exception as exc:
+                if checked and registered.plugin and isinstance(exc, RecursionError):
+                    # the plugin's own runaway recursion, not params nested too deep
+                    return _as_result(internal_error(spec.name))
                 return _as_result(to_rpc_error(exc, spec.name, declared))
             except (SystemExit, KeyboardInterrupt):
                 # A handler (a plugin's) that calls exit() must not stop the daemon; a
@@ -166,6 +171,10 @@ class Dispatcher:
                     raise  # this request itself is cancelled (client gone, shutdown)
                 # A handler raised CancelledError of its own (a cancelled task it
                 # awaited): a fault like any other, answered, not a silent hang-up.
+                return _as_result(internal_error(spec.name))
+            except BaseException:
+                # GeneratorExit, or a plugin's own BaseException subclass: answered too;
+                # let out, it dropped the connection and every answer of its batch.
                 return _as_result(internal_error(spec.name))
             return Success(result)
 
@@ -250,7 +259,8 @@ class Dispatcher:
                 return b'{"jsonrpc":"2.0","result":%s,"id":%s}' % (
                     response["result"].text, encode(request_id))
             return encode(response)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
+            # (nested deeper than either encoder goes: a plugin's result)
             outcome.calls[-1] = (method, INTERNAL_ERROR)
             return encode(_error_response(internal_error(method), request_id))
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import sys
@@ -103,6 +104,34 @@ EXTENSION_SCHEMES = frozenset({"moz-extension", "chrome-extension", "safari-web-
 _EXTENSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+_ORIGIN_FORM = ("give the scheme and the host, as in https://foundry.example.com or "
+                "http://localhost:30000 (or a userscript manager's moz-extension://<id>)")
+#: a host name as a browser sends it in an Origin (IDNs in their xn-- form)
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
+
+
+def _browser_host(text: str, hostname: str) -> str:
+    """``hostname`` as a browser writes it in an Origin, or ``ValueError``: a wildcard
+    or a name no browser could be at would never match a request."""
+    if "*" in hostname:
+        raise ValueError(f"{text!r}: wildcards are not supported; give each origin with "
+                         "its own --allow-origin")
+    if ":" in hostname:
+        try:
+            return ipaddress.IPv6Address(hostname).compressed
+        except ValueError:
+            raise ValueError(f"{text!r} is not a web origin: {hostname!r} is no IPv6 "
+                             "address") from None
+    try:
+        host = hostname.lower() if hostname.isascii() else hostname.encode("idna").decode()
+    except UnicodeError:
+        host = ""
+    if not _HOST_NAME.fullmatch(host) or len(host) > 253:
+        raise ValueError(f"{text!r} is not a web origin: {hostname!r} is no host name a "
+                         "browser could be at")
+    return host
+
+
 def browser_origin(text: str) -> str:
     """``text`` as the origin a browser sends (``https://foundry.example.com``): scheme and
     host in lower case, no default port, no path (an address pasted from the address bar,
@@ -112,7 +141,10 @@ def browser_origin(text: str) -> str:
     ``safari-web-extension://<id>``) is taken too: the scheme in lower case, the id as
     given (a browser does not change the case of an extension's id), no port, any path
     dropped."""
-    parts = urllib.parse.urlsplit(text.strip())
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+    except ValueError:  # an unclosed IPv6 bracket
+        raise ValueError(f"{text!r} is not a web origin: {_ORIGIN_FORM}") from None
     scheme = parts.scheme.lower()
     if scheme in EXTENSION_SCHEMES:
         if not _EXTENSION_ID.fullmatch(parts.netloc):
@@ -120,14 +152,12 @@ def browser_origin(text: str) -> str:
                              f"extension's id, as in {scheme}://<id>")
         return f"{scheme}://{parts.netloc}"
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise ValueError(f"{text!r} is not a web origin: give the scheme and the host, as "
-                         "in https://foundry.example.com or http://localhost:30000 (or a "
-                         "userscript manager's moz-extension://<id>)")
+        raise ValueError(f"{text!r} is not a web origin: {_ORIGIN_FORM}")
     try:
         port = parts.port
     except ValueError:
         raise ValueError(f"{text!r} has no valid port") from None
-    host = parts.hostname.lower()
+    host = _browser_host(text, parts.hostname)
     if ":" in host:
         host = f"[{host}]"
     return f"{scheme}://{host}" + ("" if port in (None, _DEFAULT_PORTS[scheme])

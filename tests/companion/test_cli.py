@@ -75,7 +75,9 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     ("HTTPS://Foundry.Example:443/join", "https://foundry.example"),
     ("http://vtt.example:80", "http://vtt.example"),
     ("https://vtt.example:8443/game?x=1#y", "https://vtt.example:8443"),
-    ("http://[::1]:30000/", "http://[::1]:30000")])
+    ("http://[::1]:30000/", "http://[::1]:30000"),
+    ("http://[0:0:0:0:0:0:0:1]:30000", "http://[::1]:30000"),
+    ("https://bücher.example", "https://xn--bcher-kva.example")])
 def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: str) -> None:
     """A GM may paste the address from the address bar: the browser's Origin header has
     the scheme and host in lower case, no default port and no path."""
@@ -85,6 +87,10 @@ def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: 
 @pytest.mark.parametrize(("argv", "complaint"), [
     (["--allow-origin", "foundry.example.com"], "is not a web origin"),
     (["--allow-origin", "ftp://files.example"], "is not a web origin"),
+    # no browser sends these: each would be listed and never match
+    (["--allow-origin", "https://*.forge-vtt.com"], "wildcards are not supported"),
+    (["--allow-origin", "http://exa mple.com"], "is no host name a browser could be at"),
+    (["--allow-origin", "http://[::1"], "'http://[::1' is not a web origin"),
     (["--port", "70000"], "is not a port"), (["--port", "web"], "is not a port")])
 def test_serve_refuses_what_it_cannot_use_before_starting(
         argv: list[str], complaint: str, tmp_path: Path,
@@ -164,6 +170,21 @@ def test_a_home_that_is_a_file_is_reported(command: list[str], status: int, tmp_
     assert main([*command, "--home", str(home)]) == status
     line = _one_line(capsys.readouterr().err)
     assert f"the home folder {home} is a file" in line
+
+
+@pytest.mark.parametrize("command", [["token"], ["call", "companion.info"],
+                                     ["serve", "--port", "0"]])
+def test_a_home_under_an_unknown_users_folder_is_one_line(
+        command: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shell leaves ~gm/x as it is when there is no user gm: expanduser raised, with
+    a traceback; $MINDSCAPE_HOME the same."""
+    assert main([*command, "--home", "~no-such-user-here/x"]) == 2
+    assert "--home ~no-such-user-here/x: no user on this computer has that home folder" \
+        in _one_line(capsys.readouterr().err)
+    monkeypatch.setenv("MINDSCAPE_HOME", "~no-such-user-here")
+    assert main(command) == 2
+    assert "$MINDSCAPE_HOME ~no-such-user-here: no user" in _one_line(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("params", ['{"expr": NaN}', '{"expr": "1d6", "seed": Infinity}',

@@ -8,6 +8,9 @@ import http.server
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, PathDistribution
@@ -25,13 +28,20 @@ import tests.sample_plugin as sample_plugin
 from companion.app import create_app
 from companion.methods import CORE
 from companion.plugins import MethodError, Plugin, load_plugins
-from companion.registry import MethodRegistry, MethodSpec, RegistryError, schema_problem
+from companion.registry import (
+    NO_RETRIEVAL,
+    MethodRegistry,
+    MethodSpec,
+    RegistryError,
+    schema_problem,
+)
 from companion.services import Context
 from companion.settings import Limits, Settings, installed_plugins
 from engine import DiceSource, Event
+from engine.schemacheck import Validator
 from engine.system import JSON
 from tests.sample_plugin import GOOD_SCHEMAS, WRONG_SCHEMAS, with_result_schema, with_schema
-from tests.sample_plugin.coin_duel import CoinDuel
+from tests.sample_plugin.coin_duel import REQUEST, CoinDuel
 
 from .combatants import duelist
 from .conftest import GROUP, SAMPLE, Rpc, with_plugins
@@ -291,7 +301,12 @@ async def _post(client: TestClient[Any, Any], token: str, method: str) -> Any:
 
 @pytest.mark.parametrize(("method", "raised"), [
     ("unruly.exit", SystemExit), ("unruly.interrupt", KeyboardInterrupt),
-    ("unruly.cancel", asyncio.CancelledError), ("unruly.own-timeout", TimeoutError)])
+    ("unruly.cancel", asyncio.CancelledError), ("unruly.own-timeout", TimeoutError),
+    # any BaseException: one let out dropped the connection and its batch's answers
+    ("unruly.own-base", sample_plugin.OwnBaseException),
+    ("unruly.generator-exit", GeneratorExit),
+    # its own runaway recursion, which was answered -32602 as params nested too deep
+    ("unruly.recursion", RecursionError)])
 async def test_a_method_that_raises_exit_interrupt_or_cancel_is_answered_minus_32603(
         unruly: tuple[TestClient[Any, Any], str], caplog: pytest.LogCaptureFixture,
         method: str, raised: type[BaseException]) -> None:
@@ -713,3 +728,89 @@ async def test_a_vtt_sheet_for_a_plugins_system_is_refused_at_its_adapter(rpc: R
     [problem] = error["data"]["errors"]
     assert problem["path"] == "/attacker/adapter"
     assert "not sample-duel" in problem["message"]
+
+
+@pytest.mark.parametrize("method", ["unruly.own-base", "unruly.too-deep"])
+async def test_a_fault_leaves_the_rest_of_a_batch_and_the_websocket_answered(
+        unruly: tuple[TestClient[Any, Any], str], method: str) -> None:
+    """A plugin's own BaseException, or a result nested deeper than JSON can be written,
+    is -32603 for that call only: the batch's other answers come (they were lost with
+    the connection, or an HTTP 500), and the WebSocket stays open."""
+    client, token = unruly
+    response = await client.post("/rpc", json=[
+        {"jsonrpc": "2.0", "method": "companion.info", "id": 1},
+        {"jsonrpc": "2.0", "method": method, "id": 2}],
+        headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 200
+    info, fault = await response.json()
+    assert "result" in info and fault["error"]["code"] == -32603
+    assert "secret" not in json.dumps(fault)
+    ws = await client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{token}"))
+    await ws.send_json({"jsonrpc": "2.0", "method": method, "id": 3})
+    assert (await asyncio.wait_for(ws.receive_json(), 5))["error"]["code"] == -32603
+    await ws.send_json({"jsonrpc": "2.0", "method": "companion.info", "id": 4})
+    assert "result" in await asyncio.wait_for(ws.receive_json(), 5)
+    await ws.close()
+
+
+@pytest.mark.parametrize("keyboard", [False, True])
+def test_a_base_exception_at_import_is_reported_under_serve(keyboard: bool) -> None:
+    """A plugin module raising a BaseException of its own at import, or
+    KeyboardInterrupt while the daemon holds SIGINT (as `mindscape serve` does before
+    plugins load), is a skipped plugin: the start stopped with a traceback or exit 130.
+    (In a child process: a KeyboardInterrupt let out would stop pytest itself.)"""
+    code = ("import signal; signal.signal(signal.SIGINT, lambda *_: None)\n"
+            "from importlib.metadata import EntryPoint\n"
+            "from companion.methods import CORE\n"
+            "from companion.plugins import load_plugins\n"
+            "[report] = load_plugins([EntryPoint('aborts', 'tests.sample_plugin."
+            "aborts_at_import:PLUGIN', 'mindscape.plugins')], CORE).reports\n"
+            "print(report.error)")
+    env = {**os.environ, **({"KEYBOARD": "1"} if keyboard else {})}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], env=env, timeout=60,
+                          check=False)
+    raised = "KeyboardInterrupt" if keyboard else "PluginAbort"
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == f"could not be loaded ({raised}); see the daemon log"
+
+
+def test_a_keyboard_interrupt_at_import_stops_a_load_python_would_stop() -> None:
+    """Without a SIGINT handler of the caller's, a KeyboardInterrupt may be the user's
+    Ctrl+C: it goes on."""
+    code = ("from importlib.metadata import EntryPoint\n"
+            "from companion.methods import CORE\n"
+            "from companion.plugins import load_plugins\n"
+            "load_plugins([EntryPoint('aborts', 'tests.sample_plugin.aborts_at_import:"
+            "PLUGIN', 'mindscape.plugins')], CORE)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "KEYBOARD": "1"}, timeout=60, check=False)
+    assert "KeyboardInterrupt" in done.stderr
+
+
+async def test_rpc_discover_keeps_a_plugin_schemas_own_id(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system's request schema with its own $id and absolute $refs to it: the daemon
+    checks calls with it as it is, and rpc.discover's schema (which replaced the $id)
+    resolved those references nowhere."""
+    base = "https://plugin.example/coin-request"
+    request = {**REQUEST, "$id": base, "$defs": {"call": {"enum": ["heads", "tails"]}},
+               "properties": {**REQUEST["properties"], "attack": {
+                   "type": "object", "properties": {"call": {"$ref": base + "#/$defs/call"}}}}}
+
+    class OwnId(CoinDuel):
+        id = "coin-own-id"
+
+        def request_schema(self) -> JSON:
+            return request
+
+    monkeypatch.setattr(sample_plugin, "MADE", Plugin(name="own-id", version="1",
+                                                      systems=(OwnId(),)), raising=False)
+    rpc = await rpc_with(ep("own-id", "tests.sample_plugin:MADE"))
+    call = {"system": "coin-own-id", "attacker": {"id": "a", "name": "A"},
+            "defender": {"id": "b", "name": "B"}, "attack": {"call": "heads"}}
+    assert "result" in await rpc.call("exchange.odds", call)
+    [odds] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
+              if m["name"] == "exchange.odds"]
+    assert Validator(odds["x-params-schema"], registry=NO_RETRIEVAL).is_valid(call)

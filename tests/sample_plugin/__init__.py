@@ -5,6 +5,7 @@ tests. Not a real psionics system: a d6 jab against a d6 guard, one focus per hi
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from types import SimpleNamespace
@@ -261,7 +262,42 @@ async def own_timeout(ctx: Context, params: dict[str, Any]) -> Any:
     raise TimeoutError
 
 
+class OwnBaseException(BaseException):
+    """A plugin's own ``BaseException`` subclass."""
+
+
+async def raises_own_base_exception(ctx: Context, params: dict[str, Any]) -> Any:
+    raise OwnBaseException("secret detail")
+
+
+async def raises_generator_exit(ctx: Context, params: dict[str, Any]) -> Any:
+    raise GeneratorExit
+
+
+async def recurses_for_ever(ctx: Context, params: dict[str, Any]) -> Any:
+    """Its own runaway recursion (RecursionError), whatever its params."""
+    def deeper(n: int) -> int:
+        return deeper(n + 1)
+    return deeper(0)
+
+
+async def answers_too_deep(ctx: Context, params: dict[str, Any]) -> Any:
+    """A result nested deeper than either JSON encoder goes."""
+    value: Any = {}
+    for _ in range(3000):
+        value = {"a": value}
+    return value
+
+
 UNRULY = Plugin(name="unruly", version="1.0", methods=(
+    MethodSpec("unruly.own-base", {"type": "object"}, raises_own_base_exception,
+               "raises a BaseException subclass of its own"),
+    MethodSpec("unruly.generator-exit", {"type": "object"}, raises_generator_exit,
+               "raises GeneratorExit"),
+    MethodSpec("unruly.recursion", {"type": "object"}, recurses_for_ever,
+               "raises RecursionError of its own"),
+    MethodSpec("unruly.too-deep", {"type": "object"}, answers_too_deep,
+               "answers a result nested 3000 deep"),
     MethodSpec("unruly.exit", {"type": "object"}, exits, "calls exit()"),
     MethodSpec("unruly.interrupt", {"type": "object"}, interrupts,
                "raises KeyboardInterrupt"),
@@ -331,6 +367,18 @@ class NamelessDuel(SampleDuel):
     name = None  # type: ignore[assignment]
 
 
+class HashInId(SampleDuel):
+    """An id rpc.discover's schema ids cannot hold (a "#" ends a URI)."""
+
+    id = "sample#duel"
+
+
+class LongId(SampleDuel):
+    """An id longer than any call may name (SYSTEM_ID: 100 characters)."""
+
+    id = "d" * 101
+
+
 class IdRaises(SampleDuel):
     """A system whose id is a property that fails: an error no check foresaw."""
 
@@ -363,6 +411,8 @@ WRONGLY_BUILT = SimpleNamespace(
     system_source_none=NoSource(),
     system_name_none=NamelessDuel(),
     system_id_raises=Plugin(name="a", version="1", systems=(IdRaises(),)),
+    system_id_with_a_hash=Plugin(name="a", version="1", systems=(HashInId(),)),
+    system_id_too_long=Plugin(name="a", version="1", systems=(LongId(),)),
 )
 WRONG_SCHEMAS: dict[str, JSON] = {
     "dangling-ref": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}},
@@ -370,6 +420,9 @@ WRONG_SCHEMAS: dict[str, JSON] = {
                                              "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
                  "properties": {"x": {"$ref": "#/$defs/a"}}},
     "self-ref-root": {"type": "object", "$ref": "#"},
+    # the meta-schema takes any value as a default; rpc.discover could not be written
+    "date-default": {"type": "object", "properties": {"x": {
+        "default": datetime.date(2020, 1, 1)}}},
 }
 
 

@@ -249,6 +249,15 @@ var Mindscape = Mindscape || (() => {
 
   const normaliseMode = (text) => String(text || '').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
 
+  // A number typed in an option (--mult, --dice, --defense-dice, a --sacrifice level,
+  // --hours, --timeout, --chunk): digits only, or null. Number() alone would take an empty
+  // value as 0 and "0x3", "1e1" or "0b11" as numbers nobody typed.
+  const wholeNumber = (text) => {
+    const digits = String(text === undefined || text === null ? '' : text).trim();
+    const value = Number(digits);
+    return /^\d+$/.test(digits) && Number.isSafeInteger(value) ? value : null;
+  };
+
   // ----------------------------------------------------------- state handling
 
   const defaultState = () => ({
@@ -940,8 +949,8 @@ var Mindscape = Mindscape || (() => {
     if (args.has('dice') && system !== 'power-pool') return { error: '--dice is a power-pool option.' };
     if (args.has('keep-by') && system !== 'power-pool') return { error: '--keep-by is a power-pool option.' };
     if (args.has('mult')) {
-      const mult = Number(args.get('mult'));
-      if (!Number.isInteger(mult) || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
+      const mult = wholeNumber(args.get('mult'));
+      if (mult === null || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
       attack.multiplier = mult;
     } else if (system === 'revised-2e') {
       attack.multiplier = 1;
@@ -952,8 +961,8 @@ var Mindscape = Mindscape || (() => {
       attack.range = range;
     }
     if (args.has('dice')) {
-      const dice = Number(args.get('dice'));
-      if (!Number.isInteger(dice) || dice < 0) return { error: '--dice must be a whole number of pool dice.' };
+      const dice = wholeNumber(args.get('dice'));
+      if (dice === null) return { error: '--dice must be a whole number of pool dice.' };
       attack.pool_dice = dice;
     }
     // power-pool: how control is kept if the attack wins (the companion's default: action).
@@ -983,15 +992,15 @@ var Mindscape = Mindscape || (() => {
     }
     if (args.has('sacrifice')) {
       // Spell levels given up: "3" is one 3rd-level spell, "3,1" two spells.
-      const levels = String(args.get('sacrifice')).split(',').map((t) => Number(t.trim()));
-      if (!levels.every((n) => Number.isInteger(n) && n >= 1 && n <= 9)) {
+      const levels = String(args.get('sacrifice')).split(',').map(wholeNumber);
+      if (!levels.every((n) => n !== null && n >= 1 && n <= 9)) {
         return { error: '--sacrifice wants spell levels 1-9, separated by commas.' };
       }
       defense.sacrifice = levels.length === 1 ? levels[0] : levels;
     }
     if (args.has(diceKey)) {
-      const dice = Number(args.get(diceKey));
-      if (!Number.isInteger(dice) || dice < 0) return { error: `--${diceKey} must be a whole number of pool dice.` };
+      const dice = wholeNumber(args.get(diceKey));
+      if (dice === null) return { error: `--${diceKey} must be a whole number of pool dice.` };
       defense.pool_dice = dice;
     }
     return { defense: Object.keys(defense).length ? defense : null };
@@ -2505,10 +2514,9 @@ var Mindscape = Mindscape || (() => {
     if (!args.has('hours')) {
       return refuse(msg.playerid, `revised-2e regains PSPs by the hour of sleep or meditation: give --hours N (a whole number from 1 to ${MAX_REST_HOURS}). Nothing was sent.`);
     }
-    const text = String(args.get('hours')).trim();
-    const hours = Number(text);
-    if (!/^\d+$/.test(text) || hours < 1 || hours > MAX_REST_HOURS) {
-      return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(text)}"). Nothing was sent.`);
+    const hours = wholeNumber(args.get('hours'));
+    if (hours === null || hours < 1 || hours > MAX_REST_HOURS) {
+      return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(String(args.get('hours')).trim())}"). Nothing was sent.`);
     }
     return postRest(msg.playerid, fighters, system, hours);
   };
@@ -2800,13 +2808,13 @@ var Mindscape = Mindscape || (() => {
       cfg.rollMode = args.get('rollmode');
     }
     if (args.has('timeout')) {
-      const seconds = Number(args.get('timeout'));
-      if (!Number.isInteger(seconds) || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
+      const seconds = wholeNumber(args.get('timeout'));
+      if (seconds === null || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
       cfg.timeout = seconds;
     }
     if (args.has('chunk')) {
-      const size = Number(args.get('chunk'));
-      if (!Number.isInteger(size) || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
+      const size = wholeNumber(args.get('chunk'));
+      if (size === null || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
       cfg.chunk = size;
     }
     for (const [key, field] of [['hpbar', 'hpBar'], ['pspbar', 'pspBar']]) {

@@ -726,6 +726,35 @@ test('options of another system are refused in plain words (API.md: attack objec
   assert.deepEqual([odds.attack, odds.defense], [{ mode: 'mental-stab', pool_dice: 3 }, { mode: 'blank-mind', pool_dice: 1 }]);
 });
 
+test('a number in an option is digits only: an empty value, 0x3, 1e1 or 0b11 is refused, never taken as 0 or read as another base (ROLL20.md: Commands)', () => {
+  const ctx = campaign();
+  const refused = (playerid, content, pattern) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid, selected: /^!psi config/.test(content) ? [] : [ctx.tokens.ulcen.id], content });
+    const whisper = (playerid === GM ? whispersTo(ctx.sb, 'gm') : whispersTo(ctx.sb, 'Alice')).at(-1);
+    assert.match(whisper, /refused/, content);
+    if (pattern) assert.match(whisper, pattern, content);
+    assert.equal(requests(ctx.sb).length, before, `${content} was sent`);
+  };
+  const target = `--target ${ctx.tokens.fenka.id}`;
+  for (const bad of ['0x3', '1e1', '0b11', ' ']) {
+    refused(ALICE, `!psi attack ${target} --mode ego-whip --mult ${bad}`, bad.trim() ? /--mult must be a whole number of 1 or more/ : null);
+    refused(GM, `!psi rest --hours ${bad}`, bad.trim() ? /--hours must be a whole number of hours from 1 to 1000/ : null);
+    refused(GM, `!psi config --timeout ${bad}`, bad.trim() ? /--timeout must be 5 to 600 seconds/ : null);
+  }
+  for (const bad of ['0x400', '2e3', '0b1111101000']) refused(GM, `!psi config --chunk ${bad}`, /--chunk must be 100 to 10000 characters/);
+  assert.deepEqual([ctx.sb.state.Mindscape.config.timeout, ctx.sb.state.Mindscape.config.chunk], [30, 1000]);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  for (const bad of ['0x2', '1e0', '']) {
+    refused(ALICE, `!psi attack ${target} --mode mental-stab --dice ${bad}`, bad ? /--dice must be a whole number of pool dice/ : null);
+    refused(GM, `!psi attack ${target} --mode mental-stab --defense none --defense-dice ${bad}`, bad ? /--defense-dice must be a whole number of pool dice/ : null);
+    refused(GM, `!psi attack ${target} --mode mental-stab --defense none --sacrifice ${bad || '1,'}`, /--sacrifice wants spell levels 1-9/);
+  }
+  // Digits still work, an inline roll's total too.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack ${target} --mode mental-stab --dice 02` });
+  assert.deepEqual(plain(requests(ctx.sb).at(-1).body.params.attack), { mode: 'mental-stab', pool_dice: 2 });
+});
+
 test('power-pool: no defense mode still rolls the pool, so its --dice and --sacrifice go along (an object without a mode); elsewhere they are refused, never dropped', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });

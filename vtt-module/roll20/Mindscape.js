@@ -975,13 +975,18 @@ var Mindscape = Mindscape || (() => {
   };
 
   // `key` is the option that names the defense: --mode for !psi defend, --defense elsewhere.
+  // Only the word none is no defense: the option left out, empty or holding no letter is
+  // refused, so that a button cut short or a typo never becomes "No defense" (`absentIsNone`:
+  // odds asked without --defense are the chances against no defense).
   // No defense mode is null, but power-pool's pool dice and spells sacrificed still go
   // with it (a mind with no mode still rolls its pool): then an object without a mode.
-  const defenseFromOptions = (args, system, key) => {
-    const text = normaliseMode(args.get(key));
-    const none = text === '' || text === 'none';
-    if (!none && !SYSTEMS[system].defenses.includes(text)) {
-      return { error: `the defense must be one of ${SYSTEMS[system].defenses.join(', ')} or none.` };
+  const defenseFromOptions = (args, system, key, absentIsNone = false) => {
+    const modes = SYSTEMS[system].defenses;
+    if (!args.has(key) && !absentIsNone) return { error: `--${key} is missing: name the defense, one of ${modes.join(', ')}, or none for no defense.` };
+    const text = args.has(key) ? normaliseMode(args.get(key)) : 'none';
+    const none = text === 'none';
+    if (!none && !modes.includes(text)) {
+      return { error: `--${key} must be one of ${modes.join(', ')}, or none for no defense (got "${chatSafe(args.get(key))}").` };
     }
     const defense = none ? {} : { mode: text };
     // In !psi defend --dice is the defender's; where the attacker's --dice may stand
@@ -1861,7 +1866,7 @@ var Mindscape = Mindscape || (() => {
     if (who.error) return refuse(msg.playerid, who.error);
     const built = attackFromOptions(args, who.system);
     if (built.error) return refuse(msg.playerid, built.error);
-    const chosen = defenseFromOptions(args, who.system, 'defense');
+    const chosen = defenseFromOptions(args, who.system, 'defense', true);
     if (chosen.error) return refuse(msg.playerid, chosen.error);
     const stopped = severalProblem(who, built) || who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
     if (stopped) return refuse(msg.playerid, stopped);

@@ -183,6 +183,40 @@ test('only the defender\'s controller or the GM may answer the defense buttons',
   assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
 });
 
+test('only the word none is no defense: a defense left out, empty or without a letter is refused naming its option, and the attack still waits (ROLL20.md: !psi defend)', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  for (const tail of ['', ' --mode', ' --mode -', ' --mode ???']) {
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid}${tail}` });
+    assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /refused<\/b><br>--mode /, `!psi defend --req ID${tail}`);
+    assert.equal(requestsBeyondChecks(ctx.sb).length, 0, `!psi defend --req ID${tail} was sent`);
+  }
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /--mode must be one of intellect-fortress, .*, or none for no defense \(got "\?\?\?"\)\./);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /--mode is missing: name the defense, one of .*, or none for no defense\./);
+  // The attack still waits: the button's own command goes through.
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.equal(lastRequest(ctx.sb).body.params.defense, null);
+
+  // The GM's --defense and a declared --defense alike; odds without --defense are the
+  // chances against no defense.
+  const gm = campaign();
+  gm.sb.chat({ playerid: GM, selected: [gm.tokens.ulcen.id], content: `!psi attack --target ${gm.tokens.fenka.id} --mode ego-whip --defense` });
+  assert.match(whispersTo(gm.sb, 'gm').at(-1), /refused<\/b><br>--defense /);
+  gm.sb.chat({ playerid: GM, selected: [gm.tokens.ulcen.id], content: `!psi odds --target ${gm.tokens.fenka.id} --mode ego-whip --defense` });
+  assert.match(whispersTo(gm.sb, 'gm').at(-1), /refused<\/b><br>--defense /);
+  assert.equal(requests(gm.sb).length, 0);
+  gm.sb.chat({ playerid: GM, selected: [gm.tokens.ulcen.id], content: `!psi odds --target ${gm.tokens.fenka.id} --mode ego-whip` });
+  assert.equal(lastRequest(gm.sb).body.params.defense, null);
+  const enc = encounterWithTwo();
+  const sent = requests(enc.sb).length;
+  enc.sb.chat({ playerid: ALICE, selected: [enc.tokens.ulcen.id], content: '!psi encounter declare --defense' });
+  assert.match(whispersTo(enc.sb, 'Alice').at(-1), /refused<\/b><br>--defense /);
+  assert.equal(requests(enc.sb).length, sent);
+});
+
 test('attacking with a token one does not control is refused', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip` });

@@ -936,11 +936,13 @@ var Mindscape = Mindscape || (() => {
 
   // ------------------------------------------------------------ !psi attack
 
-  const attackFromOptions = (args, system) => {
+  // `key` is the option that names the attack mode: --mode in !psi attack and odds,
+  // --attack in an encounter's declaration.
+  const attackFromOptions = (args, system, key = 'mode') => {
     const modes = SYSTEMS[system];
-    const mode = normaliseMode(args.get('mode'));
+    const mode = normaliseMode(args.get(key));
     if (!modes.attacks.includes(mode)) {
-      return { error: `--mode must be one of ${modes.attacks.join(', ')} for ${system} (got "${chatSafe(args.get('mode') || '')}").` };
+      return { error: `--${key} must be one of ${modes.attacks.join(', ')} for ${system} (got "${chatSafe(args.get(key) || '')}").` };
     }
     const attack = { mode };
     // Each system's attack object has its own fields (API.md): refuse the others here
@@ -3268,7 +3270,7 @@ var Mindscape = Mindscape || (() => {
     if (defenseOnly) return { error: `--${defenseOnly} goes with --defense MODE (or none). Nothing was sent.` };
     const choice = {};
     if (args.has('attack')) {
-      const built = attackFromOptions({ get: (k) => (k === 'mode' ? args.get('attack') : args.get(k)), has: (k) => (k === 'mode' ? true : args.has(k)) }, enc.system);
+      const built = attackFromOptions(args, enc.system, 'attack');
       if (built.error) return built;
       // power-pool: a psionic wave names several --target (the first is struck first).
       const targets = (pool ? args.all('target') : [args.get('target')]).map((text) => encounterMember(enc, text));

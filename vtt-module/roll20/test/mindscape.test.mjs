@@ -998,6 +998,10 @@ test('declare checks what the companion would refuse in raw words: a stance outs
   assert.match(declare(r2e, '--defense mind-blank --mult 2'), /--mult goes with --attack MODE \(the attack declared\)\. Nothing was sent\./);
   assert.match(declare(r2e, `--defense mind-blank --target ${r2e.tokens.fenka.id}`), /--target goes with --attack MODE/);
   assert.match(declare(pool, '--pass --keep-by die'), /--keep-by goes with --attack MODE/);
+  // A mode the system does not have is refused naming --attack, the option declare takes
+  // (not --mode, which it does not).
+  assert.match(declare(r2e, `--attack fireball --target ${r2e.tokens.fenka.id}`),
+    /--attack must be one of ego-whip, id-insinuation, mind-thrust, psionic-blast, psychic-crush for revised-2e \(got "fireball"\)\./);
   assert.match(declare(pool, '--pass --sacrifice 2'), /--sacrifice goes with --defense MODE \(or none\)\. Nothing was sent\./);
   // With them, no defense mode in power-pool keeps its dice and spells.
   assert.deepEqual(declare(pool, '--defense none --defense-dice 1 --sacrifice 2').body.params.choice, { defense: { sacrifice: 2, pool_dice: 1 } });

@@ -226,6 +226,16 @@ var Mindscape = Mindscape || (() => {
     .replace(/[<>"'[\]{}@*`\\]/g, (c) => `&#${c.charCodeAt(0)};`)
     .replace(/\r?\n/g, ' ');
 
+  // What a refusal quotes back of what was typed (an option's name, a value, an id), cut
+  // to ECHO_LENGTH characters with an ellipsis: a whole paragraph pasted by mistake is
+  // not whispered back whole. `echo` makes it ready for the chat as chatSafe does.
+  const ECHO_LENGTH = 80;
+  const clipped = (value) => {
+    const chars = Array.from(String(value === undefined || value === null ? '' : value));
+    return chars.length > ECHO_LENGTH ? `${chars.slice(0, ECHO_LENGTH - 1).join('')}\u2026` : chars.join('');
+  };
+  const echo = (value) => chatSafe(clipped(value));
+
   const randomText = (length) => {
     let id = '';
     for (let i = 0; i < length; i += 1) id += ID_ALPHABET[randomInteger(ID_ALPHABET.length) - 1];
@@ -942,7 +952,7 @@ var Mindscape = Mindscape || (() => {
     const modes = SYSTEMS[system];
     const mode = normaliseMode(args.get(key));
     if (!modes.attacks.includes(mode)) {
-      return { error: `--${key} must be one of ${modes.attacks.join(', ')} for ${system} (got "${chatSafe(args.get(key) || '')}").` };
+      return { error: `--${key} must be one of ${modes.attacks.join(', ')} for ${system} (got "${echo(args.get(key))}").` };
     }
     const attack = { mode };
     // Each system's attack object has its own fields (API.md): refuse the others here
@@ -988,7 +998,7 @@ var Mindscape = Mindscape || (() => {
     const text = args.has(key) ? normaliseMode(args.get(key)) : 'none';
     const none = text === 'none';
     if (!none && !modes.includes(text)) {
-      return { error: `--${key} must be one of ${modes.join(', ')}, or none for no defense (got "${chatSafe(args.get(key))}").` };
+      return { error: `--${key} must be one of ${modes.join(', ')}, or none for no defense (got "${echo(args.get(key))}").` };
     }
     const defense = none ? {} : { mode: text };
     // In !psi defend --dice is the defender's; where the attacker's --dice may stand
@@ -1742,7 +1752,7 @@ var Mindscape = Mindscape || (() => {
   const commandDefend = (msg, args) => {
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
-    if (!store().exchanges[xid]) return refuse(msg.playerid, `there is no attack waiting with id ${chatSafe(xid)} ${NO_LONGER_WAITING}. Nothing was done.`);
+    if (!store().exchanges[xid]) return refuse(msg.playerid, `there is no attack waiting with id ${echo(xid)} ${NO_LONGER_WAITING}. Nothing was done.`);
     const exchange = settleWaiting(xid, undefined, msg.playerid);
     if (!exchange) return undefined;
     if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
@@ -1823,7 +1833,7 @@ var Mindscape = Mindscape || (() => {
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
     if (!store().exchanges[xid]) {
-      return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${chatSafe(xid)} ${NO_LONGER_WAITING}. Nothing was changed.`);
+      return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${echo(xid)} ${NO_LONGER_WAITING}. Nothing was changed.`);
     }
     const exchange = settleWaiting(xid, undefined, msg.playerid);
     if (!exchange) return undefined;
@@ -2028,7 +2038,7 @@ var Mindscape = Mindscape || (() => {
   const commandRound = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may end the psionic round.');
     const unknown = args.options.map(([key]) => key).filter((key) => !ROUND_OPTIONS.includes(key));
-    if (unknown.length) return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; round takes --${ROUND_OPTIONS.join(', --')}. Nothing was sent.`);
+    if (unknown.length) return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; round takes --${ROUND_OPTIONS.join(', --')}. Nothing was sent.`);
     if (args.has('answer')) return answerRoundQuestion(msg, args);
     const picked = selectedTokens(msg);
     const fromSelection = picked.length > 0;
@@ -2108,7 +2118,7 @@ var Mindscape = Mindscape || (() => {
       const target = wanted.find((ref) => link.targets.includes(ref));
       if (target) found.push({ controller, link, target });
     }));
-    const name = chatSafe(fighterName(wanted[0]));
+    const name = echo(fighterName(wanted[0]));
     if (found.length > 1) {
       return { error: `${found.map((f) => chatSafe(fighterName(f.controller))).join(' and ')} each name ${name} in psi_controlling: put their sheets right first.` };
     }
@@ -2182,7 +2192,7 @@ var Mindscape = Mindscape || (() => {
       if (system !== 'revised-2e') return { error: '--close is a revised-2e option.' };
       const ref = resolveFighter(text);
       if (!ref || !fighters.includes(ref)) {
-        return { error: `--close must name the token or character of one whose round ends here (got "${chatSafe(text)}").` };
+        return { error: `--close must name the token or character of one whose round ends here (got "${echo(text)}").` };
       }
       choices[ref] = { close: true };
     }
@@ -2426,7 +2436,7 @@ var Mindscape = Mindscape || (() => {
         if (target) return { controller, link: { targets }, target };
       }
     }
-    return { error: `${chatSafe(fighterName(wanted[0] || raw))} is under none of the controls this question offered.` };
+    return { error: `${echo(fighterName(wanted[0] || raw))} is under none of the controls this question offered.` };
   };
 
   // Why an answer to a power-pool question chooses what it did not offer, or null.
@@ -2456,7 +2466,7 @@ var Mindscape = Mindscape || (() => {
     const questions = store().questions;
     const question = REQUEST_ID.test(qid) && Object.prototype.hasOwnProperty.call(questions, qid) ? questions[qid] : null;
     if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
-    if (!question || !questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${chatSafe(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
+    if (!question || !questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${echo(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
     const pool = question.system === 'power-pool';
     if (pool && !isObject(question.offered)) question.offered = {};
     const decided = roundChoices(args, question.system, question.fighters, pool ? offeredControl(question) : undefined);
@@ -2499,7 +2509,7 @@ var Mindscape = Mindscape || (() => {
   const commandRest = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may let characters rest.');
     const unknown = args.options.map(([key]) => key).filter((key) => !REST_OPTIONS.includes(key));
-    if (unknown.length) return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; rest takes --${REST_OPTIONS.join(', --')}. Nothing was sent.`);
+    if (unknown.length) return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; rest takes --${REST_OPTIONS.join(', --')}. Nothing was sent.`);
     const picked = selectedTokens(msg);
     if (!picked.length) {
       return refuse(msg.playerid, 'select the tokens of the characters who rest (a rest is not a round of combat: the Turn Tracker is not used). Nothing was sent.');
@@ -2523,7 +2533,7 @@ var Mindscape = Mindscape || (() => {
     }
     const hours = wholeNumber(args.get('hours'));
     if (hours === null || hours < 1 || hours > MAX_REST_HOURS) {
-      return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${chatSafe(String(args.get('hours')).trim())}"). Nothing was sent.`);
+      return refuse(msg.playerid, `--hours must be a whole number of hours from 1 to ${MAX_REST_HOURS} (got "${echo(String(args.get('hours')).trim())}"). Nothing was sent.`);
     }
     return postRest(msg.playerid, fighters, system, hours);
   };
@@ -2606,14 +2616,14 @@ var Mindscape = Mindscape || (() => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the house rules.');
     const unknown = args.options.map(([key]) => key).filter((key) => !HOUSE_OPTIONS.includes(key));
     if (unknown.length) {
-      return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; house takes --${HOUSE_OPTIONS.join(', --')}. Nothing was changed.`);
+      return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; house takes --${HOUSE_OPTIONS.join(', --')}. Nothing was changed.`);
     }
     const system = args.get('system') || store().config.system;
     if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
     const set = [];
     for (const pair of args.all('set')) {
       const match = /^([^=\s]+)\s*=\s*(.*\S)\s*$/.exec(pair);
-      if (!match || !RULE_ID.test(match[1])) return refuse(msg.playerid, `--set wants RULE=VALUE, as H-2E-STUN=off (got "${chatSafe(pair)}"). Nothing was changed.`);
+      if (!match || !RULE_ID.test(match[1])) return refuse(msg.playerid, `--set wants RULE=VALUE, as H-2E-STUN=off (got "${echo(pair)}"). Nothing was changed.`);
       set.push([match[1].toUpperCase(), match[2]]);
     }
     const defaults = args.all('default').map((text) => text.trim().toUpperCase());
@@ -2621,7 +2631,7 @@ var Mindscape = Mindscape || (() => {
       return refuse(msg.playerid, '--default wants a rule id, as H-2E-STUN, or ALL. Nothing was changed.');
     }
     const both = set.map(([rid]) => rid).filter((rid) => defaults.includes(rid));
-    if (both.length) return refuse(msg.playerid, `${chatSafe(both[0])} is both --set and --default: say one. Nothing was changed.`);
+    if (both.length) return refuse(msg.playerid, `${echo(both[0])} is both --set and --default: say one. Nothing was changed.`);
     const id = newId();
     return postRequest(rpcBody(id, 'systems.house_rules', { system }), {
       kind: 'house', requester: msg.playerid, involved: [], system, set, defaults, title: `House rules of ${system}`,
@@ -2688,14 +2698,14 @@ var Mindscape = Mindscape || (() => {
       const stored = Object.keys(values).find((rid) => rid.toUpperCase() === text);
       if (rule) delete values[rule.id];
       else if (stored) delete values[stored];
-      else problems.push(`${chatSafe(text)} is not a house rule of ${job.system}`);
+      else problems.push(`${echo(text)} is not a house rule of ${job.system}`);
     });
     job.set.forEach(([text, valueText]) => {
       const rule = byId.get(text);
-      if (!rule) { problems.push(`${chatSafe(text)} is not a house rule of ${job.system}`); return; }
+      if (!rule) { problems.push(`${echo(text)} is not a house rule of ${job.system}`); return; }
       const value = houseValue(rule, valueText);
       if (value === undefined) {
-        problems.push(`${chatSafe(rule.id)} takes ${chatSafe(choicesText(rule))}, not "${chatSafe(valueText)}"`);
+        problems.push(`${chatSafe(rule.id)} takes ${chatSafe(choicesText(rule))}, not "${echo(valueText)}"`);
         return;
       }
       if (value === rule.default) delete values[rule.id];
@@ -2754,7 +2764,7 @@ var Mindscape = Mindscape || (() => {
     target.attributes = Object.assign({}, target.attributes || {});
     for (const pair of args.all('attr')) {
       const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
-      if (!match || !FIELD_NAME.test(match[1])) return `--attr wants field=attribute (got "${chatSafe(pair)}").`;
+      if (!match || !FIELD_NAME.test(match[1])) return `--attr wants field=attribute (got "${echo(pair)}").`;
       if (match[2] === '') delete target.attributes[match[1]];
       else target.attributes[match[1]] = match[2];
     }
@@ -2780,7 +2790,7 @@ var Mindscape = Mindscape || (() => {
     const s = store();
     const unknown = args.options.map(([key]) => key).filter((key) => !CONFIG_OPTIONS.includes(key));
     if (unknown.length) {
-      return refuse(msg.playerid, `unknown option --${chatSafe(unknown[0])}; config takes --${CONFIG_OPTIONS.join(', --')}. Nothing was changed.`);
+      return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; config takes --${CONFIG_OPTIONS.join(', --')}. Nothing was changed.`);
     }
     const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
     if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one.');
@@ -3294,7 +3304,7 @@ var Mindscape = Mindscape || (() => {
       const stances = SYSTEMS[enc.system].stances || [];
       if (!stances.length) return { error: `--stance is a combat-strength choice; this encounter plays ${enc.system}.` };
       choice.stance = normaliseMode(args.get('stance'));
-      if (!stances.includes(choice.stance)) return { error: `--stance must be one of ${stances.join(', ')} (got "${chatSafe(args.get('stance'))}").` };
+      if (!stances.includes(choice.stance)) return { error: `--stance must be one of ${stances.join(', ')} (got "${echo(args.get('stance'))}").` };
     }
     if (args.has('close')) choice.close = true;
     if (args.has('pass')) choice.pass = true;
@@ -3476,7 +3486,7 @@ var Mindscape = Mindscape || (() => {
   const responseProblem = (response, id) => {
     if (!isObject(response)) return 'the answer is not a JSON-RPC response object';
     if (response.jsonrpc !== '2.0') return 'the answer lacks "jsonrpc": "2.0"';
-    if (response.id !== id) return `the answer's id ${JSON.stringify(response.id)} is not ${id}`;
+    if (response.id !== id) return `the answer's id ${clipped(String(JSON.stringify(response.id)))} is not ${id}`;
     const hasResult = Object.prototype.hasOwnProperty.call(response, 'result');
     const hasError = Object.prototype.hasOwnProperty.call(response, 'error');
     if (hasResult === hasError) return 'the answer must hold exactly one of result and error';
@@ -4425,7 +4435,7 @@ var Mindscape = Mindscape || (() => {
   };
 
   const refuseAnswer = (id, why) => {
-    whisperGM(box('answer refused', `The answer to request <b>${chatSafe(id)}</b> was refused and nothing changed: ${chatSafe(why)}.`));
+    whisperGM(box('answer refused', `The answer to request <b>${echo(id)}</b> was refused and nothing changed: ${chatSafe(why)}.`));
   };
 
   // Accepts one `!psi-result` line: only from a GM, only for a request this script made
@@ -4435,7 +4445,7 @@ var Mindscape = Mindscape || (() => {
     const words = String(msg.content).trim().split(/\s+/);
     const id = words[1] || '';
     if (!playerIsGM(msg.playerid)) {
-      whisperGM(box('answer refused', `${chatSafe(playerName(msg.playerid) || msg.playerid)} is not a GM and tried to answer request ${chatSafe(id)}; ignored.`));
+      whisperGM(box('answer refused', `${chatSafe(playerName(msg.playerid) || msg.playerid)} is not a GM and tried to answer request ${echo(id)}; ignored.`));
       return;
     }
     if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');
@@ -4603,7 +4613,7 @@ var Mindscape = Mindscape || (() => {
     const unknown = args.options.map(([key]) => key).find((key) => !known.includes(key));
     if (unknown === undefined) return null;
     const verb = args.verb === 'encounter' ? `encounter ${action}` : args.verb;
-    return `unknown option --${chatSafe(unknown)}; ${verb} takes ${known.length ? `--${known.join(', --')}` : 'no options'}. Nothing was done.`;
+    return `unknown option --${echo(unknown)}; ${verb} takes ${known.length ? `--${known.join(', --')}` : 'no options'}. Nothing was done.`;
   };
 
   // Roll20 hands a command its inline rolls as $[[0]], $[[1]], … and their results in
@@ -4639,7 +4649,7 @@ var Mindscape = Mindscape || (() => {
       }
       const handler = VERBS[args.verb];
       if (!handler) {
-        refuse(msg.playerid, `unknown command "${chatSafe(args.verb)}"; try !psi --help.`);
+        refuse(msg.playerid, `unknown command "${echo(args.verb)}"; try !psi --help.`);
         return;
       }
       const unknown = unknownOption(args);

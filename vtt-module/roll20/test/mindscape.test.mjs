@@ -243,6 +243,22 @@ test('an option a command does not take is refused, naming it and what the comma
   assert.equal(ctx.sb.state.Mindscape.encounter, null);
 });
 
+test('a refusal quotes at most 80 characters of what was typed, the last one an ellipsis: a paragraph pasted by mistake is not whispered back whole', () => {
+  const ctx = encounterWithTwo();
+  const long = `${'a'.repeat(60)}${'b'.repeat(5000)}`;
+  for (const content of [`!psi ${long}`, `!psi pending --${long}`, `!psi attack --target ${ctx.tokens.fenka.id} --mode ${long}`,
+    `!psi defend --req ${long} --mode none`, `!psi encounter declare --attack ${long} --target ${ctx.tokens.fenka.id}`]) {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content });
+    const whisper = whispersTo(ctx.sb, 'Alice').at(-1);
+    assert.match(whisper, /refused/, content);
+    assert.ok(whisper.includes(`${'a'.repeat(60)}${'b'.repeat(19)}\u2026`), `${content.slice(0, 30)}: ${whisper.slice(0, 400)}`);
+    assert.ok(!whisper.includes('b'.repeat(20)), `${content.slice(0, 30)} quoted more than 80 characters`);
+  }
+  // A short value is quoted whole.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode fireball` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /\(got "fireball"\)\./);
+});
+
 test('the attacker cannot settle a defense it does not control: --defense and the defender\'s options are refused, nothing is sent', () => {
   const ctx = campaign();
   attack(ctx, ' --defense none');

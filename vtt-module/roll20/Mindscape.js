@@ -248,6 +248,12 @@ var Mindscape = Mindscape || (() => {
 
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+  // The member `key` of `table` when it is the table's own, else undefined. Every lookup by
+  // a key someone typed (a command, a request id, a system) or the companion sent (a rule,
+  // a path, an outcome) goes through here: `table[key]` would find what every object
+  // inherits (constructor, toString, __proto__, hasOwnProperty) and take it for an entry.
+  const ownMember = (table, key) => (table !== null && typeof table === 'object' && Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined);
+
   // A mode's or a field's id in the game's words: "tower-of-iron-will" reads "Tower of Iron
   // Will", "mind_opened" "Mind opened" (its first word only capitalised, as a phrase).
   const SMALL_WORDS = ['of', 'the', 'a', 'an', 'to', 'by'];
@@ -290,7 +296,7 @@ var Mindscape = Mindscape || (() => {
     1: (old) => ({
       version: 2,
       config: {
-        system: SYSTEMS[old.system] ? old.system : 'revised-2e',
+        system: ownMember(SYSTEMS, old.system) ? old.system : 'revised-2e',
         rollMode: ROLL_MODES.includes(old.rollMode) ? old.rollMode : 'public',
       },
       characters: {},
@@ -1752,7 +1758,7 @@ var Mindscape = Mindscape || (() => {
   const commandDefend = (msg, args) => {
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
-    if (!store().exchanges[xid]) return refuse(msg.playerid, `there is no attack waiting with id ${echo(xid)} ${NO_LONGER_WAITING}. Nothing was done.`);
+    if (!ownMember(store().exchanges, xid)) return refuse(msg.playerid, `there is no attack waiting with id ${echo(xid)} ${NO_LONGER_WAITING}. Nothing was done.`);
     const exchange = settleWaiting(xid, undefined, msg.playerid);
     if (!exchange) return undefined;
     if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
@@ -1832,7 +1838,7 @@ var Mindscape = Mindscape || (() => {
     }
     const xid = String(args.get('req') || '');
     pruneExchanges(Date.now());
-    if (!store().exchanges[xid]) {
+    if (!ownMember(store().exchanges, xid)) {
       return refuse(msg.playerid, `${name} cannot ${leave ? 'leave' : 'join'}: there is no attack waiting for a defense with id ${echo(xid)} ${NO_LONGER_WAITING}. Nothing was changed.`);
     }
     const exchange = settleWaiting(xid, undefined, msg.playerid);
@@ -2464,7 +2470,7 @@ var Mindscape = Mindscape || (() => {
   const answerRoundQuestion = (msg, args) => {
     const qid = String(args.get('answer') || '');
     const questions = store().questions;
-    const question = REQUEST_ID.test(qid) && Object.prototype.hasOwnProperty.call(questions, qid) ? questions[qid] : null;
+    const question = REQUEST_ID.test(qid) ? ownMember(questions, qid) || null : null;
     if (question && !(Date.now() - question.at < EXCHANGE_LIFETIME_MS)) delete questions[qid];
     if (!question || !questions[qid]) return refuse(msg.playerid, `there is no round waiting for that answer (${echo(qid)}): it was answered already, the round was ended another way, or the question is more than an hour old. Run !psi round again if the round has not ended.`);
     const pool = question.system === 'power-pool';
@@ -2619,7 +2625,7 @@ var Mindscape = Mindscape || (() => {
       return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; house takes --${HOUSE_OPTIONS.join(', --')}. Nothing was changed.`);
     }
     const system = args.get('system') || store().config.system;
-    if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+    if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
     const set = [];
     for (const pair of args.all('set')) {
       const match = /^([^=\s]+)\s*=\s*(.*\S)\s*$/.exec(pair);
@@ -2769,7 +2775,7 @@ var Mindscape = Mindscape || (() => {
       else target.attributes[match[1]] = match[2];
     }
     if (args.has('system')) {
-      if (!SYSTEMS[args.get('system')]) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
+      if (!ownMember(SYSTEMS, args.get('system'))) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
       target.system = args.get('system');
     }
     return null;
@@ -3363,7 +3369,7 @@ var Mindscape = Mindscape || (() => {
     if (gmOnly.includes(action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${action} an encounter.`);
     if (action === 'create') {
       const system = args.get('system') || s.config.system;
-      if (!SYSTEMS[system]) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
+      if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
       const params = withHouse(system, { system });
       if (args.get('name')) params.name = args.get('name');
       return encounterRequest(msg, 'encounter.create', params, { kind: 'encounter.create', system, name: params.name || '' }, `create a ${system} encounter`);
@@ -3633,7 +3639,7 @@ var Mindscape = Mindscape || (() => {
   const STRENGTH_OUTCOMES = { damage: 'Damage', crushed: 'Mind crushed', condition: 'A condition', saved: 'Saved', 'no-effect': 'No effect' };
   const strengthOdds = (result) => {
     const chances = (map, words) => (isObject(map) ? Object.keys(map) : [])
-      .filter((k) => Number(map[k]) > 0).map((k) => `${words[k] || label(k)} ${percent(map[k])}`);
+      .filter((k) => Number(map[k]) > 0).map((k) => `${ownMember(words, k) || label(k)} ${percent(map[k])}`);
     const lines = [chances(result.outcome, STRENGTH_OUTCOMES).join(', ')];
     const conditions = chances(result.conditions, {});
     if (conditions.length) lines.push(`Conditions: ${conditions.join(', ')}`);
@@ -3657,7 +3663,7 @@ var Mindscape = Mindscape || (() => {
       if (value === undefined || value === null || value === '') return;
       fields.push(`{{${chatSafe(name)}=${chatSafe(value)}}}`);
     };
-    field('Outcome', OUTCOME_WORDS[result.outcome] || label(result.outcome));
+    field('Outcome', ownMember(OUTCOME_WORDS, result.outcome) || label(result.outcome));
     if (isObject(result.roll)) field('Roll', `${result.roll.natural} + ${result.roll.modifier} = ${result.roll.modified} (needed ${result.needed})`);
     if (typeof result.damage === 'number') field('Damage', result.damage);
     if (typeof result.psp_spent === 'number') field('PSP spent', result.psp_spent);
@@ -3757,10 +3763,10 @@ var Mindscape = Mindscape || (() => {
     }
     const words = [];
     rest.forEach((segment) => {
-      if (context.names[segment]) { who = context.names[segment]; return; }
+      if (ownMember(context.names, segment)) { who = context.names[segment]; return; }
       if (fighterCharacter(segment)) { who = fighterName(segment); return; }
       if (/^\d+$/.test(segment) || PATH_HOLDERS.includes(segment)) return;
-      words.push(PATH_WORDS[segment] || (/^H-/.test(segment) ? segment : segment.replace(/[_-]+/g, ' ')));
+      words.push(ownMember(PATH_WORDS, segment) || (/^H-/.test(segment) ? segment : segment.replace(/[_-]+/g, ' ')));
     });
     const what = words.join(' ');
     if (who) return what ? `${who}'s ${what}` : who;
@@ -3818,7 +3824,7 @@ var Mindscape = Mindscape || (() => {
       const id = String(data.id || '');
       const enc = store().encounter;
       if ((enc && id === enc.id) || (isObject(job) && id === job.encounter)) return 'The companion does not know this encounter (it may have been deleted): a GM starts a new one with <code>!psi encounter create</code>.';
-      const who = context.names[id] || (fighterCharacter(id) ? fighterName(id) : '');
+      const who = ownMember(context.names, id) || (fighterCharacter(id) ? fighterName(id) : '');
       if (who) return `The companion does not know ${chatSafe(who)} as a combatant of this encounter: a GM adds it with <code>!psi encounter add</code>.`;
       return 'The companion does not know the encounter or a combatant this names (it may have been deleted or never added).';
     }
@@ -3950,7 +3956,7 @@ var Mindscape = Mindscape || (() => {
       const names = {};
       const refs = {};
       if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = fighterName(c); refs[enc.combatants[c]] = c; });
-      const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => names[c] || c);
+      const waiting = (Array.isArray(result.waiting_for) ? result.waiting_for : []).map((c) => ownMember(names, c) || c);
       const phase = isObject(result.phase) ? JSON.stringify(result.phase) : result.phase;
       const joined = enc ? Object.keys(enc.combatants).map(fighterName) : [];
       // revised-2e: who may declare --close this round, at the companion's price. An offer
@@ -3959,8 +3965,8 @@ var Mindscape = Mindscape || (() => {
       const offers = isObject(result.close_offers) ? result.close_offers : {};
       const reader = job.requester && !playerIsGM(job.requester) ? job.requester : null;
       const closing = Object.keys(offers).filter((c) => isObject(offers[c]) && offers[c].payable === true)
-        .filter((c) => !reader || (refs[c] !== undefined && mayControl(reader, refs[c])))
-        .map((c) => `${chatSafe(names[c] || c)} (${chatSafe(offers[c].cost)} PSPs)`);
+        .filter((c) => !reader || (ownMember(refs, c) !== undefined && mayControl(reader, refs[c])))
+        .map((c) => `${chatSafe(ownMember(names, c) || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
       // What to put on a held sheet: the encounter's copy of what the sheets hold. It
       // tells that fighter's PSPs, hit points and conditions: only the GM and its
@@ -4261,14 +4267,14 @@ var Mindscape = Mindscape || (() => {
     const join = `<code>!psi join --req ${xid}</code> with its token selected`;
     if (joined) {
       const mode = /does not know ([a-z-]+)/.exec(detail);
-      const why = {
+      const why = ownMember({
         'ally-mindless': `${name} has no mind, so it cannot join the defense.`,
         'ally-controlled': `${name} is under psionic control, so it cannot join the defense.`,
         // A creature the companion reads as non-psionic: it has no defense of its own to join with.
         'ally-not-psionic': `The companion reads ${name} as non-psionic: it cannot join a defense by its own choice `
           + '(only a defender\'s Imagination Swarm draws in non-psionic allies).',
         'mode-not-known': `${name} does not know ${mode ? label(mode[1]) : 'Imagination Swarm'}, so it cannot join the defense.`,
-      }[rule] || `${name} cannot join the defense: ${said}.`;
+      }, rule) || `${name} cannot join the defense: ${said}.`;
       return `${why} It is left out (should that change, it may join again: ${join}).`;
     }
     if (rule === 'ally-psionic') {
@@ -4385,11 +4391,11 @@ var Mindscape = Mindscape || (() => {
   const roundRefusal = (job, error) => {
     const data = isObject(error.data) ? error.data : {};
     const atChoices = Array.isArray(data.errors) && data.errors.some((e) => isObject(e) && /^\/choices\//.test(String(e.path)));
-    const why = {
+    const why = ownMember({
       'not-controlling': ' A sheet changed since the choice was made (that control may have ended, or passed to another mind): '
         + 'run <code>!psi round</code> again to be asked what each controller holds now.',
       'no-die-to-dedicate': ' Keeping control by a die needs a die in the controller\'s pool for each creature held (a psionic wave: one each): keep it by an action, or release it.',
-    }[data.rule] || (atChoices ? ' Each control takes one choice (a psionic wave\'s creatures share one): name it once.' : '');
+    }, data.rule) || (atChoices ? ' Each control takes one choice (a psionic wave\'s creatures share one): name it once.' : '');
     const said = job.said ? ` The choices sent: ${chatSafe(job.said)}.` : '';
     return `<br>Nothing was changed: the round has not ended.${said}${why}`;
   };
@@ -4451,7 +4457,7 @@ var Mindscape = Mindscape || (() => {
     if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');
     const done = answeredEntry(id);
     if (done) return refuseAnswer(id, done.how === 'expired' ? 'it came after the request had timed out' : 'that request was already answered');
-    const job = store().pending[id];
+    const job = ownMember(store().pending, id);
     if (!job) return refuseAnswer(id, 'no request with that id is waiting');
     if (!(Date.now() - job.at < PENDING_LIFETIME_MS)) {
       forgetRequest(id);
@@ -4608,7 +4614,7 @@ var Mindscape = Mindscape || (() => {
   // Why the command's options are not all its own, or null.
   const unknownOption = (args) => {
     const action = (args.words[0] || '').toLowerCase();
-    const known = args.verb === 'encounter' ? ENCOUNTER_OPTIONS[action] : VERB_OPTIONS[args.verb];
+    const known = args.verb === 'encounter' ? ownMember(ENCOUNTER_OPTIONS, action) : ownMember(VERB_OPTIONS, args.verb);
     if (!known) return null;
     const unknown = args.options.map(([key]) => key).find((key) => !known.includes(key));
     if (unknown === undefined) return null;
@@ -4647,7 +4653,7 @@ var Mindscape = Mindscape || (() => {
         commandHelp(msg);
         return;
       }
-      const handler = VERBS[args.verb];
+      const handler = ownMember(VERBS, args.verb);
       if (!handler) {
         refuse(msg.playerid, `unknown command "${echo(args.verb)}"; try !psi --help.`);
         return;

@@ -412,6 +412,47 @@ test('an answer to an unknown request id is refused', () => {
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no request with that id is waiting/);
 });
 
+test('a name every object inherits (constructor, toString, __proto__, hasOwnProperty) typed as a verb, a request id or a system is refused in plain words, never taken for an entry', () => {
+  const BUILT_IN = ['constructor', 'toString', '__proto__', 'hasOwnProperty'];
+  const ctx = campaign();
+  const refusedPlainly = (playerid, content, pattern) => {
+    const before = ctx.sb.chats.length;
+    ctx.sb.chat({ playerid, selected: [ctx.tokens.fenka.id], content });
+    const said = ctx.sb.chats.slice(before).map((c) => c.input).join('\n');
+    assert.doesNotMatch(said, /internal error|function|\[native code\]/, content);
+    assert.match(said, pattern, content);
+  };
+  for (const name of BUILT_IN) {
+    refusedPlainly(BOB, `!psi ${name}`, new RegExp(`unknown command "${name.toLowerCase()}"`));
+    refusedPlainly(BOB, `!psi defend --req ${name} --mode none`, /there is no attack waiting with id .* Nothing was done\./);
+    refusedPlainly(BOB, `!psi join --req ${name}`, /there is no attack waiting for a defense with id .* Nothing was changed\./);
+    refusedPlainly(GM, `!psi encounter ${name}`, /there is no current encounter/);
+    refusedPlainly(GM, `!psi config --system ${name}`, /--system must be one of revised-2e, combat-strength, power-pool\./);
+    refusedPlainly(GM, `!psi config --char ${ctx.ulcen.id} --system ${name}`, /--system must be one of/);
+    refusedPlainly(GM, `!psi house --system ${name}`, /--system must be one of/);
+    refusedPlainly(GM, `!psi encounter create --system ${name}`, /--system must be one of/);
+    refusedPlainly(GM, `!psi round --answer ${name}`, /there is no round waiting for that answer/);
+  }
+  // An answer to such an id is no answer to a request here (not one "more than an hour old").
+  for (const name of ['constructor', 'toString', 'hasOwnProperty']) refusedPlainly(GM, `!psi-result ${name} abc`, /no request with that id is waiting/);
+  assert.equal(requests(ctx.sb).length, 0);
+  assert.equal(ctx.sb.state.Mindscape.config.system, 'revised-2e');
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  const enc = encounterWithTwo();
+  for (const name of BUILT_IN) {
+    enc.sb.chat({ playerid: GM, content: `!psi encounter ${name}` });
+    assert.match(whispersTo(enc.sb, 'gm').at(-1), /encounter wants one of create, add, declare/, name);
+  }
+  // The companion's words too: an outcome, a rule or a path named like them is shown as text.
+  const out = campaign();
+  const req = attackAndDefend(out);
+  answer(out, req.id, { jsonrpc: '2.0', id: req.id, result: Object.assign(exchangeResult(out, req.id).result, { outcome: 'constructor' }) });
+  assert.match(out.sb.chats.at(-1).input, /\{\{Outcome=Constructor\}\}/);
+  const refused = attackAndDefend(out);
+  answer(out, refused.id, { jsonrpc: '2.0', id: refused.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/attack/constructor', message: 'toString is not allowed' }] } } });
+  assert.doesNotMatch(whispersTo(out.sb, 'gm').at(-1), /function|native code/);
+});
+
 test('a replayed answer is refused: each request is answered once', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

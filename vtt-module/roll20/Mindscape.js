@@ -1762,6 +1762,9 @@ var Mindscape = Mindscape || (() => {
     const exchange = settleWaiting(xid, undefined, msg.playerid);
     if (!exchange) return undefined;
     if (Array.isArray(exchange.members)) return defendWave(msg, args, xid, exchange);
+    if (args.has('for')) {
+      return refuse(msg.playerid, '--for names the mind whose defense it is in a psionic wave, and this attack strikes one mind: leave it out. Nothing was sent.');
+    }
     const chooser = exchange.struck || exchange.defender;
     if (!mayControl(msg.playerid, chooser)) {
       return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(chooser))} or the GM may choose this defense.`);
@@ -1915,7 +1918,6 @@ var Mindscape = Mindscape || (() => {
   // power-pool's choices for a controller's psionic control at a round's end (RULES.md
   // §3.4), the encounter's --release, --keep --by and --cannot-perceive, and --keep-all.
   const CONTROL_OPTIONS = ['release', 'keep', 'by', 'cannot-perceive', 'keep-all'];
-  const ROUND_OPTIONS = ['close', 'answer', 'pay-none'].concat(CONTROL_OPTIONS);
   // Each option that names a control, as the member of exchange.end_round's choices.
   const CONTROL_CHOICES = { release: 'release', keep: 'keep', 'cannot-perceive': 'cannot_perceive' };
   // Fields of a generic mapping that every character has, psionic or not.
@@ -2043,8 +2045,6 @@ var Mindscape = Mindscape || (() => {
    */
   const commandRound = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may end the psionic round.');
-    const unknown = args.options.map(([key]) => key).filter((key) => !ROUND_OPTIONS.includes(key));
-    if (unknown.length) return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; round takes --${ROUND_OPTIONS.join(', --')}. Nothing was sent.`);
     if (args.has('answer')) return answerRoundQuestion(msg, args);
     const picked = selectedTokens(msg);
     const fromSelection = picked.length > 0;
@@ -2497,7 +2497,6 @@ var Mindscape = Mindscape || (() => {
 
   // -------------------------------------------------------------- !psi rest
 
-  const REST_OPTIONS = ['hours'];
   const MAX_REST_HOURS = 1000;
 
   /**
@@ -2514,8 +2513,6 @@ var Mindscape = Mindscape || (() => {
    */
   const commandRest = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may let characters rest.');
-    const unknown = args.options.map(([key]) => key).filter((key) => !REST_OPTIONS.includes(key));
-    if (unknown.length) return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; rest takes --${REST_OPTIONS.join(', --')}. Nothing was sent.`);
     const picked = selectedTokens(msg);
     if (!picked.length) {
       return refuse(msg.playerid, 'select the tokens of the characters who rest (a rest is not a round of combat: the Turn Tracker is not used). Nothing was sent.');
@@ -2570,8 +2567,6 @@ var Mindscape = Mindscape || (() => {
   // rules: !psi house asks it (systems.house_rules), and a change is checked against its
   // answer before anything is stored.
 
-  const HOUSE_OPTIONS = ['system', 'set', 'default'];
-
   const houseOf = (system) => {
     const house = store().config.house;
     return isObject(house) && isObject(house[system]) ? house[system] : {};
@@ -2620,10 +2615,6 @@ var Mindscape = Mindscape || (() => {
 
   const commandHouse = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the house rules.');
-    const unknown = args.options.map(([key]) => key).filter((key) => !HOUSE_OPTIONS.includes(key));
-    if (unknown.length) {
-      return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; house takes --${HOUSE_OPTIONS.join(', --')}. Nothing was changed.`);
-    }
     const system = args.get('system') || store().config.system;
     if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
     const set = [];
@@ -2636,6 +2627,8 @@ var Mindscape = Mindscape || (() => {
     if (defaults.some((text) => !RULE_ID.test(text))) {
       return refuse(msg.playerid, '--default wants a rule id, as H-2E-STUN, or ALL. Nothing was changed.');
     }
+    const twice = set.map(([rid]) => rid).find((rid, i, all) => all.indexOf(rid) !== i);
+    if (twice) return refuse(msg.playerid, `${echo(twice)} is set twice: say it once. Nothing was changed.`);
     const both = set.map(([rid]) => rid).filter((rid) => defaults.includes(rid));
     if (both.length) return refuse(msg.playerid, `${echo(both[0])} is both --set and --default: say one. Nothing was changed.`);
     const id = newId();
@@ -2768,9 +2761,12 @@ var Mindscape = Mindscape || (() => {
       target.adapter = args.get('adapter');
     }
     target.attributes = Object.assign({}, target.attributes || {});
+    const given = new Set();
     for (const pair of args.all('attr')) {
       const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
       if (!match || !FIELD_NAME.test(match[1])) return `--attr wants field=attribute (got "${echo(pair)}").`;
+      if (given.has(match[1])) return `--attr names ${echo(match[1])} twice: give each field once.`;
+      given.add(match[1]);
       if (match[2] === '') delete target.attributes[match[1]];
       else target.attributes[match[1]] = match[2];
     }
@@ -2781,7 +2777,6 @@ var Mindscape = Mindscape || (() => {
     return null;
   };
 
-  const CONFIG_OPTIONS = ['system', 'adapter', 'attr', 'rollmode', 'timeout', 'chunk', 'hpbar', 'pspbar', 'reset', 'char'];
   const CAMPAIGN_ONLY = ['rollmode', 'timeout', 'chunk', 'hpbar', 'pspbar'];
   const CHARACTER_OPTIONS = ['system', 'adapter', 'attr', 'reset'];
 
@@ -2794,10 +2789,6 @@ var Mindscape = Mindscape || (() => {
   const commandConfig = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may change Mindscape settings.');
     const s = store();
-    const unknown = args.options.map(([key]) => key).filter((key) => !CONFIG_OPTIONS.includes(key));
-    if (unknown.length) {
-      return refuse(msg.playerid, `unknown option --${echo(unknown[0])}; config takes --${CONFIG_OPTIONS.join(', --')}. Nothing was changed.`);
-    }
     const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
     if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one.');
     if (targets.length) {
@@ -2825,7 +2816,7 @@ var Mindscape = Mindscape || (() => {
     if (args.has('reset')) return refuse(msg.playerid, '--reset forgets a character\'s settings: select its token or name it with --char.');
     const cfg = Object.assign({}, s.config);
     const error = applyMappingOptions(args, cfg);
-    if (error) return refuse(msg.playerid, error);
+    if (error) return refuse(msg.playerid, `${error} Nothing was changed.`);
     if (args.has('rollmode')) {
       if (!ROLL_MODES.includes(args.get('rollmode'))) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
       cfg.rollMode = args.get('rollmode');
@@ -4587,39 +4578,83 @@ var Mindscape = Mindscape || (() => {
     pending: commandPending,
   };
 
-  // The options each command takes that checks none itself (round, rest, house and config
-  // list theirs): a typo such as --mul, dropped, would make the attack with its default.
-  const ATTACK_OPTIONS = ['target', 'mode', 'mult', 'range', 'dice', 'keep-by', 'defense', 'defense-dice', 'sacrifice', 'ally'];
-  const VERB_OPTIONS = {
+  // How a command takes each of its options: ONE a value, once; MANY a value each time it
+  // is given (repeatable); FLAG no value, once. Everything else is refused before the
+  // command runs (optionProblem), so that nothing typed is dropped unsaid: an option the
+  // command does not take (a typo such as --mul would make the attack at its default),
+  // one of ONE or FLAG given twice (only the last would count), a value after a flag
+  // (--force no would force), an option without its value, and words that are no option
+  // (!psi pair new would whisper the old code).
+  const ONE = 'one';
+  const MANY = 'many';
+  const FLAG = 'flag';
+  const ATTACK_OPTIONS = {
+    target: MANY, mode: ONE, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
+  };
+  const COMMAND_OPTIONS = {
     attack: ATTACK_OPTIONS,
     odds: ATTACK_OPTIONS,
-    defend: ['req', 'for', 'mode', 'dice', 'sacrifice', 'ally'],
-    join: ['req', 'leave'],
-    pair: ['new'],
-    pending: [],
+    defend: { req: ONE, for: ONE, mode: ONE, dice: ONE, sacrifice: ONE, ally: MANY },
+    join: { req: ONE, leave: FLAG },
+    // power-pool's --release, --keep (each with the --by right after it) and
+    // --cannot-perceive name one control each, in one command (controlChoices).
+    round: {
+      close: MANY, answer: ONE, 'pay-none': FLAG, release: MANY, keep: MANY, by: MANY, 'cannot-perceive': MANY, 'keep-all': FLAG,
+    },
+    rest: { hours: ONE },
+    config: {
+      system: ONE, adapter: ONE, attr: MANY, rollmode: ONE, timeout: ONE, chunk: ONE, hpbar: ONE, pspbar: ONE, reset: FLAG, char: ONE,
+    },
+    house: { system: ONE, set: MANY, default: MANY },
+    pair: { new: FLAG },
+    pending: {},
   };
   const ENCOUNTER_OPTIONS = {
-    create: ['system', 'name'],
-    add: ['token'],
-    declare: ['attack', 'target', 'mult', 'range', 'dice', 'keep-by', 'defense', 'defense-dice', 'sacrifice', 'ally', 'stance', 'close']
-      .concat(POOL_OPTIONS.filter((key) => !['keep-by', 'ally'].includes(key))),
-    refresh: [],
-    resolve: ['force', 'no-refresh'],
-    get: [],
-    status: [],
-    undo: [],
-    end: [],
+    create: { system: ONE, name: ONE },
+    add: { token: MANY },
+    // A declaration is one choice: one attack (power-pool: a wave names several --target),
+    // one defense, one public action.
+    declare: {
+      attack: ONE, target: MANY, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
+      stance: ONE, close: FLAG, pass: FLAG, rest: FLAG, release: ONE, keep: ONE, by: ONE, 'cannot-perceive': ONE,
+    },
+    refresh: {},
+    resolve: { force: FLAG, 'no-refresh': FLAG },
+    get: {},
+    status: {},
+    undo: {},
+    end: {},
+  };
+  // What a refusal of a command's options says was not done (else "Nothing was done.").
+  const NOTHING_DONE = {
+    round: 'Nothing was sent.', rest: 'Nothing was sent.', house: 'Nothing was changed.', config: 'Nothing was changed.',
   };
 
-  // Why the command's options are not all its own, or null.
-  const unknownOption = (args) => {
+  // Why the command's words and options are not as it takes them (ONE, MANY, FLAG), or null.
+  const optionProblem = (args) => {
     const action = (args.words[0] || '').toLowerCase();
-    const known = args.verb === 'encounter' ? ownMember(ENCOUNTER_OPTIONS, action) : ownMember(VERB_OPTIONS, args.verb);
+    const encounter = args.verb === 'encounter';
+    const known = encounter ? ownMember(ENCOUNTER_OPTIONS, action) : ownMember(COMMAND_OPTIONS, args.verb);
     if (!known) return null;
-    const unknown = args.options.map(([key]) => key).find((key) => !known.includes(key));
-    if (unknown === undefined) return null;
-    const verb = args.verb === 'encounter' ? `encounter ${action}` : args.verb;
-    return `unknown option --${echo(unknown)}; ${verb} takes ${known.length ? `--${known.join(', --')}` : 'no options'}. Nothing was done.`;
+    const verb = encounter ? `encounter ${action}` : args.verb;
+    const nothing = ownMember(NOTHING_DONE, args.verb) || 'Nothing was done.';
+    const names = Object.keys(known);
+    const takes = `${verb} takes ${names.length ? `--${names.join(', --')}` : 'no options'}`;
+    const stray = encounter ? args.words.slice(1) : args.words;
+    if (stray.length) return `"${echo(stray.join(' '))}" is no option (an option begins with --); ${takes}. ${nothing}`;
+    const seen = new Map();
+    for (const [key, value] of args.options) {
+      const how = ownMember(known, key);
+      if (!how) return `unknown option --${echo(key)}; ${takes}. ${nothing}`;
+      if (how === FLAG && value !== '') return `--${key} takes no value (got "${echo(value)}"): give --${key} alone, or leave it out. ${nothing}`;
+      if (how !== FLAG && value === '') return `--${key} needs a value. ${nothing}`;
+      if (how !== MANY && seen.has(key)) {
+        const both = how === FLAG ? '' : ` ("${echo(seen.get(key))}", then "${echo(value)}")`;
+        return `--${key} is given twice${both}: ${verb} takes it once. ${nothing}`;
+      }
+      seen.set(key, value);
+    }
+    return null;
   };
 
   // Roll20 hands a command its inline rolls as $[[0]], $[[1]], … and their results in
@@ -4658,9 +4693,9 @@ var Mindscape = Mindscape || (() => {
         refuse(msg.playerid, `unknown command "${echo(args.verb)}"; try !psi --help.`);
         return;
       }
-      const unknown = unknownOption(args);
-      if (unknown) {
-        refuse(msg.playerid, unknown);
+      const wrong = optionProblem(args);
+      if (wrong) {
+        refuse(msg.playerid, wrong);
         return;
       }
       handler(msg, args);

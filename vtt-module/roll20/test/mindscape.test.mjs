@@ -243,6 +243,79 @@ test('an option a command does not take is refused, naming it and what the comma
   assert.equal(ctx.sb.state.Mindscape.encounter, null);
 });
 
+test('what a command would drop unsaid is refused before anything is done: an option given twice that it takes once, a value after a flag, an option without its value, words that are no option (ROLL20.md: Commands)', () => {
+  const ctx = campaign();
+  const pairing = ctx.sb.state.Mindscape.pairing;
+  const config = plain(ctx.sb.state.Mindscape.config);
+  const refused = (playerid, content, pattern) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid, selected: /^!psi (attack|rest)/.test(content) ? [ctx.tokens.ulcen.id] : [], content });
+    assert.match((playerid === GM ? whispersTo(ctx.sb, 'gm') : whispersTo(ctx.sb, 'Alice')).at(-1), pattern, content);
+    assert.equal(requests(ctx.sb).length, before, `${content} was sent`);
+  };
+  const fenka = ctx.tokens.fenka.id;
+  // Given twice: only the last would have counted.
+  refused(ALICE, `!psi attack --target ${fenka} --mode ego-whip --mult 2 --mult 5`, /--mult is given twice \("2", then "5"\): attack takes it once\. Nothing was done\./);
+  refused(ALICE, `!psi attack --target ${fenka} --mode ego-whip --mode mind-thrust`, /--mode is given twice/);
+  refused(GM, '!psi rest --hours 8 --hours 1', /--hours is given twice \("8", then "1"\): rest takes it once\. Nothing was sent\./);
+  refused(GM, '!psi config --timeout 60 --timeout 90', /--timeout is given twice .*Nothing was changed\./);
+  refused(GM, `!psi config --char ${ctx.ulcen.id} --char ${ctx.fenka.id} --system power-pool`, /--char is given twice/);
+  refused(GM, '!psi config --attr psp=PSP --attr psp=Power', /--attr names psp twice: give each field once\. Nothing was changed\./);
+  refused(GM, '!psi house --set H-2E-STUN=off --set h-2e-stun=on', /H-2E-STUN is set twice: say it once\. Nothing was changed\./);
+  refused(GM, '!psi encounter create --name A --name B', /--name is given twice \("A", then "B"\): encounter create takes it once\./);
+  // A value after a flag: --force no would have forced.
+  refused(GM, '!psi pair --new please', /--new takes no value \(got "please"\): give --new alone, or leave it out\. Nothing was done\./);
+  refused(GM, '!psi round --pay-none x', /--pay-none takes no value \(got "x"\).*Nothing was sent\./);
+  refused(ALICE, '!psi join --req abcdefgh --leave x', /--leave takes no value/);
+  // An option without its value.
+  refused(GM, '!psi encounter create --system', /--system needs a value\. Nothing was done\./);
+  refused(GM, '!psi house --set', /--set needs a value\. Nothing was changed\./);
+  // Words that are no option: !psi pair new would have whispered the old code.
+  refused(GM, '!psi pair new', /"new" is no option \(an option begins with --\); pair takes --new\. Nothing was done\./);
+  refused(GM, '!psi rest 8', /"8" is no option \(an option begins with --\); rest takes --hours\. Nothing was sent\./);
+  refused(GM, '!psi encounter create My Fight --system power-pool', /"My Fight" is no option .*; encounter create takes --system, --name\./);
+  refused(ALICE, '!psi pending now', /"now" is no option .*; pending takes no options\./);
+  assert.equal(ctx.sb.state.Mindscape.pairing, pairing);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config), config);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  assert.equal(ctx.sb.state.Mindscape.encounter, null);
+  // What a command takes several times still repeats: two fields, two house rules.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp=PSP --attr hp=Life' });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'PSP', hp: 'Life' });
+  ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-STUN=off --set H-2E-ORDER=initiative' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'systems.house_rules');
+
+  // In an encounter: resolve --force no would have forced, declare --close yes closed.
+  const enc = encounterWithTwo();
+  const sent = requests(enc.sb).length;
+  enc.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh --force no' });
+  assert.match(whispersTo(enc.sb, 'gm').at(-1), /--force takes no value \(got "no"\): give --force alone, or leave it out\. Nothing was done\./);
+  enc.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh --no-refresh' });
+  assert.match(whispersTo(enc.sb, 'gm').at(-1), /--no-refresh is given twice: encounter resolve takes it once\./);
+  enc.sb.chat({ playerid: ALICE, selected: [enc.tokens.ulcen.id], content: '!psi encounter declare --close yes' });
+  assert.match(whispersTo(enc.sb, 'Alice').at(-1), /--close takes no value \(got "yes"\)/);
+  enc.sb.chat({ playerid: GM, content: '!psi encounter undo now' });
+  assert.match(whispersTo(enc.sb, 'gm').at(-1), /"now" is no option .*; encounter undo takes no options\./);
+  assert.equal(requests(enc.sb).length, sent);
+  // power-pool: a declaration's public action names one creature (two --release would
+  // have let only the last go, at once).
+  const pool = poolEncounter();
+  const before = requests(pool.sb).length;
+  pool.sb.chat({ playerid: ALICE, selected: [pool.tokens.ulcen.id], content: `!psi encounter declare --release ${pool.tokens.fenka.id} --release ${pool.tokens.ogre.id}` });
+  assert.match(whispersTo(pool.sb, 'Alice').at(-1), /--release is given twice .*: encounter declare takes it once\. Nothing was done\./);
+  assert.equal(requests(pool.sb).length, before);
+
+  // --for names a wave's mind: on an attack that strikes one mind it means nothing.
+  const single = campaign();
+  attack(single);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(single.sb, 'Bob').at(-1))[1];
+  single.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${single.tokens.ulcen.id} --mode mind-blank` });
+  assert.match(whispersTo(single.sb, 'Bob').at(-1), /--for names the mind whose defense it is in a psionic wave, and this attack strikes one mind: leave it out\. Nothing was sent\./);
+  assert.equal(requestsBeyondChecks(single.sb).length, 0);
+  single.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.equal(lastRequest(single.sb).body.method, 'exchange.resolve');
+});
+
 test('a refusal quotes at most 80 characters of what was typed, the last one an ellipsis: a paragraph pasted by mistake is not whispered back whole', () => {
   const ctx = encounterWithTwo();
   const long = `${'a'.repeat(60)}${'b'.repeat(5000)}`;
@@ -2260,10 +2333,13 @@ test('revised-2e rests by the hour (RULES.md 1.8): a missing or bad --hours is r
   const rest = (options) => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi rest${options}` });
   rest('');
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /revised-2e regains PSPs by the hour of sleep or meditation: give --hours N \(a whole number from 1 to 1000\)\. Nothing was sent\./);
-  for (const bad of ['0', '1001', '2.5', '-3', 'eight', '']) {
+  for (const bad of ['0', '1001', '2.5', '-3', 'eight']) {
     rest(` --hours ${bad}`);
     assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--hours must be a whole number of hours from 1 to 1000 \(got "[^"]*"\)\. Nothing was sent\./, `--hours ${bad}`);
   }
+  // An option without its value, as any command refuses it.
+  rest(' --hours ');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--hours needs a value\. Nothing was sent\./);
   rest(' --hours 8 --dice 3');
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /unknown option --dice; rest takes --hours\. Nothing was sent\./);
   assert.equal(requests(ctx.sb).length, 0);
@@ -4489,7 +4565,7 @@ test('power-pool !psi round: options that pair up wrongly, name a control twice 
     [` --by die --keep ${ctx.fenka.id}`, /--by goes right after the --keep it belongs to: --keep TOKEN --by die\|action\. Nothing was sent\./],
     [` --release ${ctx.tokens.fenka.id} --cannot-perceive ${ctx.fenka.id}`, /Fenka is named twice: each control takes one choice at a round's end\. Nothing was sent\./],
     [` --release ${ctx.tokens.ogre.id}`, /--release: none of those whose round ends here controls Ogre \(no psi_controlling of theirs names it\): select the controller's token too/],
-    [' --release', /--release: name the token or character of a creature under psionic control\./],
+    [' --release', /--release needs a value\. Nothing was sent\./],
     [` --keep-all --release ${ctx.fenka.id}`, /--keep-all keeps every control as it is, and --release changes one: give one or the other\./],
     [' --pay-none', /--pay-none is a revised-2e option: no mind pays to close in power-pool \(--keep-all ends the round keeping every control as it is\)\./],
     [` --close ${ctx.tokens.ulcen.id}`, /--close is a revised-2e option/],

@@ -1037,6 +1037,15 @@ var Mindscape = Mindscape || (() => {
   const ALLY_WITHOUT_DEFENSE = '--ally goes with --defense imagination-swarm, which settles the defense at once '
     + '(without --defense the defender\'s controllers name the allies when they choose the defense). Nothing was sent.';
 
+  // Why `attacker` cannot strike `targets` in `system`, or null: the same for an attack,
+  // odds and an encounter's declaration (there the combatant ids of the encounter).
+  const targetsProblem = (system, attacker, targets) => {
+    if (targets.includes(attacker)) return 'a mind cannot attack itself.';
+    if (new Set(targets).size !== targets.length) return 'name each --target once.';
+    if (targets.length > 1 && system !== 'power-pool') return `${system} attacks one --target at a time (only power-pool's psionic wave strikes several).`;
+    return null;
+  };
+
   // The two sides of an attack or odds question: the selected token attacks the target.
   const sides = (msg, args) => {
     const attackers = selectedFighters(msg);
@@ -1046,10 +1055,9 @@ var Mindscape = Mindscape || (() => {
     // power-pool: a psionic wave names several --target (the first is struck first).
     const targets = args.all('target').map(resolveFighter);
     if (!targets.length || targets.some((t) => !t)) return { error: '--target must name a token that represents a character (use @{target|token_id}).' };
-    if (targets.includes(attacker)) return { error: 'a mind cannot attack itself.' };
-    if (new Set(targets).size !== targets.length) return { error: 'name each --target once.' };
     const system = systemOf(attacker);
-    if (targets.length > 1 && system !== 'power-pool') return { error: `${system} attacks one --target at a time (only power-pool's psionic wave strikes several).` };
+    const wrong = targetsProblem(system, attacker, targets);
+    if (wrong) return { error: wrong };
     const other = targets.find((t) => systemOf(t) !== system);
     if (other) {
       return { error: `${chatSafe(fighterName(attacker))} uses ${system} but ${chatSafe(fighterName(other))} uses ${systemOf(other)}; configure both alike with !psi config.` };
@@ -1158,30 +1166,41 @@ var Mindscape = Mindscape || (() => {
     const named = args.all('ally');
     if (!named.length) return { allies: [] };
     const { system } = exchange;
-    const swarms = SYSTEMS[system].swarms || [];
-    if (!swarms.length) return { error: '--ally is a power-pool option.' };
-    if (!defense || !swarms.includes(defense.mode)) {
-      return { error: `--ally goes with --${key} ${swarms.join(' or ')}: only ${swarms.map(label).join(' or ')} draws allies into the defense, `
-        + `not ${defense && defense.mode ? label(defense.mode) : 'no defense'}. Nothing was sent.` };
-    }
+    const wrongDefense = allyDefenseProblem(system, defense, key);
+    if (wrongDefense) return { error: wrongDefense };
+    const allies = named.map(resolveFighter);
+    if (allies.some((ref) => !ref)) return { error: '--ally must name a token that represents a character (use &#64;&#123;target&#124;token_id&#125;). Nothing was sent.' };
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
-    const allies = [];
-    for (const text of named) {
-      const ref = resolveFighter(text);
-      if (!ref) return { error: '--ally must name a token that represents a character (use &#64;&#123;target&#124;token_id&#125;). Nothing was sent.' };
-      const name = chatSafe(fighterName(ref));
-      let why = null;
-      if (ref === exchange.attacker) why = 'makes this attack';
-      else if (struck.has(ref)) why = 'is struck by this attack already';
-      else if (allies.includes(ref)) why = 'is named twice';
-      else if (joinedRefs(exchange).includes(ref)) why = 'has joined this defense by its own choice already';
-      else if (systemOf(ref) !== system) why = `uses ${systemOf(ref)}, not ${system}`;
-      else if (controllerOf(ref)) why = `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
-      if (why) return { error: `${name} ${why}: it cannot be drawn into the defense as an ally. Nothing was sent.` };
-      allies.push(ref);
+    const error = alliesProblem(allies, (ref) => {
+      if (ref === exchange.attacker) return 'makes this attack';
+      if (struck.has(ref)) return 'is struck by this attack already';
+      if (joinedRefs(exchange).includes(ref)) return 'has joined this defense by its own choice already';
+      if (systemOf(ref) !== system) return `uses ${systemOf(ref)}, not ${system}`;
+      if (controllerOf(ref)) return `is under the psionic control of ${chatSafe(fighterName(controllerOf(ref)))}`;
+      return null;
+    });
+    return error ? { error } : { allies };
+  };
+
+  // Why --ally cannot go with `defense` in `system` (`key`: the option naming the defense),
+  // or null: only a defense that draws allies in (imagination-swarm) takes them.
+  const allyDefenseProblem = (system, defense, key) => {
+    const swarms = SYSTEMS[system].swarms || [];
+    if (!swarms.length) return '--ally is a power-pool option.';
+    if (defense && swarms.includes(defense.mode)) return null;
+    return `--ally goes with --${key} ${swarms.join(' or ')}: only ${swarms.map(label).join(' or ')} draws allies into the defense, `
+      + `not ${defense && defense.mode ? label(defense.mode) : 'no defense'}. Nothing was sent.`;
+  };
+
+  // The first of the allies `refs` that cannot be drawn in, as a refusal naming it: one
+  // named twice, or one `whyOf(ref)` gives a reason for. Null when each may go.
+  const alliesProblem = (refs, whyOf) => {
+    for (const [i, ref] of refs.entries()) {
+      const why = refs.indexOf(ref) < i ? 'is named twice' : whyOf(ref);
+      if (why) return `${chatSafe(fighterName(ref))} ${why}: it cannot be drawn into the defense as an ally. Nothing was sent.`;
     }
-    return { allies };
+    return null;
   };
 
   // The line under the defense buttons that says how to draw allies in: a button cannot
@@ -1610,11 +1629,11 @@ var Mindscape = Mindscape || (() => {
     return askDefenders(job.exchange, job.requester);
   };
 
-  // Why several --target cannot go with this attack mode, or null.
-  const severalProblem = (who, built) => {
-    const waves = SYSTEMS[who.system].waves || [];
-    if (who.targets.length < 2 || waves.includes(built.attack.mode)) return null;
-    return `${label(built.attack.mode)} strikes one --target (only ${waves.map(label).join(', ') || 'a wave'} strikes several). Nothing was sent.`;
+  // Why several `targets` cannot go with the attack mode `mode` in `system`, or null.
+  const severalProblem = (system, targets, mode) => {
+    const waves = SYSTEMS[system].waves || [];
+    if (targets.length < 2 || waves.includes(mode)) return null;
+    return `${label(mode)} strikes one --target (only ${waves.map(label).join(', ') || 'a wave'} strikes several). Nothing was sent.`;
   };
 
   // The minds that choose a defense against an attack on `targets`: each target, or its
@@ -1693,7 +1712,7 @@ var Mindscape = Mindscape || (() => {
     if (who.error) return refuse(msg.playerid, who.error);
     const built = attackFromOptions(args, who.system);
     if (built.error) return refuse(msg.playerid, built.error);
-    const several = severalProblem(who, built);
+    const several = severalProblem(who.system, who.targets, built.attack.mode);
     if (several) return refuse(msg.playerid, several);
     if (args.has('ally') && !args.has('defense')) return refuse(msg.playerid, ALLY_WITHOUT_DEFENSE);
     if (who.targets.length > 1) return declareWave(msg, args, who, built);
@@ -1889,7 +1908,7 @@ var Mindscape = Mindscape || (() => {
     if (built.error) return refuse(msg.playerid, built.error);
     const chosen = defenseFromOptions(args, who.system, 'defense', true);
     if (chosen.error) return refuse(msg.playerid, chosen.error);
-    const stopped = severalProblem(who, built) || who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
+    const stopped = severalProblem(who.system, who.targets, built.attack.mode) || who.targets.map((t) => strikeProblem(who.system, t)).find(Boolean);
     if (stopped) return refuse(msg.playerid, stopped);
     const exchange = { system: who.system, attacker: who.attacker, defender: who.defender, targets: who.targets, attack: built.attack };
     const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
@@ -3264,8 +3283,9 @@ var Mindscape = Mindscape || (() => {
   };
 
   // The choice `!psi encounter declare` asks for, as encounter.declare takes it, or
-  // {error}. Which choices go together, and when, is the companion's to judge.
-  const declaredChoice = (args, enc) => {
+  // {error}. The targets and the allies are checked as an attack checks them (`actor`:
+  // the fighter declaring); which choices go together, and when, is the companion's to judge.
+  const declaredChoice = (args, enc, actor) => {
     const pool = enc.system === 'power-pool';
     const poolOnly = POOL_OPTIONS.filter((key) => args.has(key));
     if (!pool && poolOnly.length) return { error: `--${poolOnly[0]} is a power-pool choice; this encounter plays ${enc.system}.` };
@@ -3280,8 +3300,10 @@ var Mindscape = Mindscape || (() => {
       const built = attackFromOptions(args, enc.system, 'attack');
       if (built.error) return built;
       // power-pool: a psionic wave names several --target (the first is struck first).
-      const targets = (pool ? args.all('target') : [args.get('target')]).map((text) => encounterMember(enc, text));
+      const targets = args.all('target').map((text) => encounterMember(enc, text));
       if (!targets.length || targets.some((t) => !t)) return notMember('target');
+      const wrong = targetsProblem(enc.system, enc.combatants[actor], targets) || severalProblem(enc.system, targets, built.attack.mode);
+      if (wrong) return { error: wrong };
       choice.attack = Object.assign(built.attack, { target: targets[0] });
       if (targets.length > 1) choice.attack.targets = targets.slice(1);
     }
@@ -3291,9 +3313,12 @@ var Mindscape = Mindscape || (() => {
       // No defense mode: null, but an object without a mode in power-pool (which still
       // rolls its pool).
       choice.defense = chosen.defense || (pool ? {} : null);
-      const allies = args.all('ally').map((text) => encounterMember(enc, text));
-      if (allies.some((a) => !a)) return notMember('ally');
-      if (allies.length) choice.defense.allies = allies;
+      const allies = args.all('ally').map(resolveFighter);
+      if (allies.some((ref) => !ref || !enc.combatants[ref])) return notMember('ally');
+      const wrongAllies = allies.length ? allyDefenseProblem(enc.system, chosen.defense, 'defense')
+        || alliesProblem(allies, (ref) => (ref === actor ? 'declares this defense' : null)) : null;
+      if (wrongAllies) return { error: wrongAllies };
+      if (allies.length) choice.defense.allies = allies.map((ref) => enc.combatants[ref]);
     } else if (args.has('ally')) {
       return { error: '--ally goes with --defense (imagination-swarm draws allies in).' };
     }
@@ -3391,7 +3416,7 @@ var Mindscape = Mindscape || (() => {
       if (mine.length !== 1) return refuse(msg.playerid, 'select exactly one token of a combatant in the current encounter.');
       const charId = mine[0];
       if (!mayControl(msg.playerid, charId)) return refuse(msg.playerid, `you do not control ${chatSafe(fighterName(charId))}.`);
-      const built = declaredChoice(args, enc);
+      const built = declaredChoice(args, enc, charId);
       if (built.error) return refuse(msg.playerid, built.error);
       const { choice } = built;
       const drawn = firstMindInstead(enc, enc.combatants[charId], choice);

@@ -578,6 +578,9 @@ test('a power-pool encounter through the relay: allies declared by a wave\'s sec
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_dedicated').set({ current: '[]' });
   ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  // Ulcen knows the swarm that draws allies in (--ally with another defense is refused
+  // before anything is sent, as on !psi attack).
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_defenses').set({ current: 'Pinnacle of Will, Imagination Swarm' });
   const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Wave' }));
   assert.ok(created.result, JSON.stringify(created.error));
   const members = [ctx.tokens.fenka.id, ctx.tokens.ulcen.id, ctx.tokens.ogre.id, ctx.thrall.id];
@@ -585,7 +588,7 @@ test('a power-pool encounter through the relay: allies declared by a wave\'s sec
   assert.ok(added.every((r) => r.result), JSON.stringify(added));
   const [wave] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi encounter declare --attack psionic-wave --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id}` }));
   assert.ok(wave.result, `the daemon answered an error: ${JSON.stringify(wave.error)}\n${daemonLog}`);
-  const ulcenDraws = () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --defense pinnacle-of-will --ally ${ctx.thrall.id}` });
+  const ulcenDraws = () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --defense imagination-swarm --ally ${ctx.thrall.id}` });
   const revision = ctx.sb.state.Mindscape.encounter.revision;
   const [refused] = await roundTrip(ctx, ulcenDraws);
   assert.deepEqual([refused.error?.data?.rule, refused.error?.data?.combatant], ['allies-first-mind-only', ctx.ulcen.id], JSON.stringify(refused));

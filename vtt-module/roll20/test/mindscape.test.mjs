@@ -3452,6 +3452,39 @@ const declare = (ctx, playerid, token, options) => {
   return lastRequest(ctx.sb);
 };
 
+test('a declaration\'s targets and allies are checked as !psi attack checks them, before anything is sent: several --target outside power-pool, one named twice or oneself, --ally without a defense that draws allies in, an ally named twice', () => {
+  const check = (ctx, playerid, token, options, why) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid, selected: [token.id], content: `!psi encounter declare${options}` });
+    assert.match((playerid === GM ? whispersTo(ctx.sb, 'gm') : whispersTo(ctx.sb, playerid === ALICE ? 'Alice' : 'Bob')).at(-1), why, options);
+    assert.equal(requests(ctx.sb).length, before, `${options} was sent`);
+  };
+  // revised-2e strikes one target: two would have lost the first unsaid.
+  const r2e = campaign();
+  encounterOf(r2e, [r2e.tokens.ulcen, r2e.tokens.fenka, r2e.tokens.ogre]);
+  const t = r2e.tokens;
+  check(r2e, ALICE, t.ulcen, ` --attack ego-whip --target ${t.fenka.id} --target ${t.ogre.id}`, /revised-2e attacks one --target at a time \(only power-pool's psionic wave strikes several\)\./);
+  check(r2e, ALICE, t.ulcen, ` --attack ego-whip --target ${t.ulcen.id}`, /a mind cannot attack itself\./);
+  // The same words as the attack's own refusal.
+  r2e.sb.chat({ playerid: ALICE, selected: [t.ulcen.id], content: `!psi attack --mode ego-whip --target ${t.fenka.id} --target ${t.ogre.id}` });
+  assert.match(whispersTo(r2e.sb, 'Alice').at(-1), /revised-2e attacks one --target at a time/);
+  const pool = poolEncounter();
+  const p = pool.tokens;
+  check(pool, GM, p.ogre, ` --attack psionic-wave --target ${p.fenka.id} --target ${p.fenka.id}`, /name each --target once\./);
+  check(pool, GM, p.ogre, ` --attack mental-stab --target ${p.fenka.id} --target ${p.ulcen.id}`, /Mental Stab strikes one --target \(only Psionic Wave strikes several\)\. Nothing was sent\./);
+  // --ally with no defense, or another one, that draws allies in: the companion would refuse it.
+  check(pool, BOB, p.fenka, ` --defense none --ally ${p.ogre.id}`,
+    /--ally goes with --defense imagination-swarm: only Imagination Swarm draws allies into the defense, not no defense\. Nothing was sent\./);
+  check(pool, BOB, p.fenka, ` --defense blank-mind --ally ${p.ogre.id}`, /not Blank Mind\. Nothing was sent\./);
+  check(pool, BOB, p.fenka, ` --defense imagination-swarm --ally ${p.ogre.id} --ally ${p.ogre.id}`, /Ogre is named twice: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
+  check(pool, BOB, p.fenka, ` --defense imagination-swarm --ally ${p.fenka.id}`, /Fenka declares this defense: it cannot be drawn into the defense as an ally\./);
+  // A wave at two minds, and a swarm drawing one ally in, still go.
+  pool.sb.chat({ playerid: GM, selected: [p.ogre.id], content: `!psi encounter declare --attack psionic-wave --target ${p.fenka.id} --target ${p.ulcen.id}` });
+  assert.deepEqual(plain(lastRequest(pool.sb).body.params.choice.attack), { mode: 'psionic-wave', target: pool.fenka.id, targets: [pool.ulcen.id] });
+  pool.sb.chat({ playerid: BOB, selected: [p.fenka.id], content: `!psi encounter declare --defense imagination-swarm --ally ${p.ogre.id}` });
+  assert.deepEqual(plain(lastRequest(pool.sb).body.params.choice.defense), { mode: 'imagination-swarm', allies: [p.ogre.id] });
+});
+
 test('power-pool declare: a psionic wave names several --target, --keep-by says how control is kept, --ally draws allies into a swarm', () => {
   const ctx = poolEncounter();
   const wave = declare(ctx, GM, ctx.tokens.ogre, ` --attack psionic-wave --target ${ctx.tokens.ulcen.id} --target ${ctx.tokens.fenka.id} --keep-by die`);

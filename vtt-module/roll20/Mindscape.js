@@ -613,6 +613,13 @@ var Mindscape = Mindscape || (() => {
 
   const selectedCharacters = (msg) => selectedTokens(msg).map(characterOfToken).filter(Boolean);
 
+  // The selected tokens that represent no character (a lamp, a door, a token whose
+  // character was deleted), as "Lamp (represents no character)" for a reply.
+  const unrepresented = (tokens) => tokens.filter((id) => getObj('graphic', id) && !characterOfToken(id)).map((id) => {
+    const name = getObj('graphic', id).get('name');
+    return `${name ? chatSafe(name) : 'a token without a name'} (represents no character)`;
+  });
+
   const selectedFighters = (msg) => selectedTokens(msg).map(fighterOfToken).filter(Boolean);
 
   const characterName = (charId) => {
@@ -2808,8 +2815,24 @@ var Mindscape = Mindscape || (() => {
   const commandConfig = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may change Mindscape settings.');
     const s = store();
+    // Which characters the options are for is never guessed: with --char and a selection
+    // both, or a selected token of no character, the campaign would be changed (or
+    // another character) where the GM meant a character.
+    const picked = selectedTokens(msg);
+    if (args.has('char') && picked.length) {
+      return refuse(msg.playerid, '--char names the character, and tokens are selected too: deselect the tokens, or leave out --char. Nothing was changed.');
+    }
+    const blank = unrepresented(picked);
+    if (blank.length && args.options.length) {
+      return refuse(msg.playerid, `Selected: ${blank.join(', ')}, which has no settings: select only tokens of characters, `
+        + 'or none to change the campaign. Nothing was changed.');
+    }
+    if (args.has('reset') && args.options.some(([key]) => !['reset', 'char'].includes(key))) {
+      return refuse(msg.playerid, `--reset forgets the character's settings, and --${args.options.map(([key]) => key).find((key) => !['reset', 'char'].includes(key))} `
+        + 'would change them: give --reset alone (with --char or the tokens selected), then the new settings. Nothing was changed.');
+    }
     const targets = args.has('char') ? [resolveCharacter(args.get('char'))] : selectedCharacters(msg);
-    if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one.');
+    if (args.has('char') && !targets[0]) return refuse(msg.playerid, '--char must name a character or a token that represents one. Nothing was changed.');
     if (targets.length) {
       const campaignOnly = CAMPAIGN_ONLY.filter((key) => args.has(key));
       if (campaignOnly.length) {

@@ -490,7 +490,7 @@ test('a name every object inherits (constructor, toString, __proto__, hasOwnProp
   const ctx = campaign();
   const refusedPlainly = (playerid, content, pattern) => {
     const before = ctx.sb.chats.length;
-    ctx.sb.chat({ playerid, selected: [ctx.tokens.fenka.id], content });
+    ctx.sb.chat({ playerid, selected: /^!psi join/.test(content) ? [ctx.tokens.fenka.id] : [], content });
     const said = ctx.sb.chats.slice(before).map((c) => c.input).join('\n');
     assert.doesNotMatch(said, /internal error|function|\[native code\]/, content);
     assert.match(said, pattern, content);
@@ -868,6 +868,35 @@ test('config is for GMs; it stores the system and attribute names per character'
   ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr psp=Power|max' });
   assert.equal(ctx.sb.state.Mindscape.config.adapter, 'roll20.generic');
   assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'Power|max' });
+});
+
+test('config never guesses whose settings change: a selected token of no character, --char with tokens selected, and --reset with other options are refused and nothing changes (ROLL20.md: Settings)', () => {
+  const ctx = campaign();
+  const lamp = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: '', name: 'Lamp' });
+  const before = plain(ctx.sb.state.Mindscape);
+  const config = (selected, options) => ctx.sb.chat({ playerid: GM, selected, content: `!psi config${options}` });
+  // The lamp alone would have changed the campaign; beside Ulcen's token, only Ulcen.
+  config([lamp.id], ' --system power-pool');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Selected: Lamp \(represents no character\), which has no settings: select only tokens of characters, or none to change the campaign\. Nothing was changed\./);
+  config([ctx.tokens.ulcen.id, lamp.id], ' --system power-pool');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Selected: Lamp \(represents no character\)/);
+  // --char beside a selection: which one was meant?
+  config([ctx.tokens.fenka.id], ` --char ${ctx.ulcen.id} --system power-pool`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--char names the character, and tokens are selected too: deselect the tokens, or leave out --char\. Nothing was changed\./);
+  // --reset beside a setting would have dropped the setting unsaid.
+  config([], ` --char ${ctx.ulcen.id} --reset --system combat-strength`);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--reset forgets the character's settings, and --system would change them: give --reset alone .*Nothing was changed\./);
+  config([ctx.tokens.ulcen.id], ' --reset --timeout 60');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--reset forgets the character's settings, and --timeout would change them/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape), before);
+  // Showing the settings changes nothing, whatever is selected; --reset alone still forgets.
+  config([lamp.id], '');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Mindscape: settings/);
+  config([ctx.tokens.ulcen.id], ' --system power-pool');
+  assert.equal(ctx.sb.state.Mindscape.characters[ctx.ulcen.id].system, 'power-pool');
+  config([], ` --char ${ctx.tokens.ulcen.id} --reset`);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
+  assert.equal(ctx.sb.state.Mindscape.config.system, 'revised-2e');
 });
 
 test('options of another system are refused in plain words (API.md: attack objects are system-specific)', () => {

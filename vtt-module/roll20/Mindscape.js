@@ -2016,8 +2016,12 @@ var Mindscape = Mindscape || (() => {
   // The fighters of `tokens`, once each (linked tokens of one character are one; an
   // unlinked token is itself), that a command outside the encounter acts on: those with
   // something psionic and not in the current encounter, which holds its own copy of
-  // them. `left` names the others for the GM, an encounter's with `inEncounterWhy`.
-  const fightersOutsideEncounter = (tokens, inEncounterWhy) => fightersOutside(tokens.map(fighterOfToken), inEncounterWhy);
+  // them. `left` names the others for the GM, an encounter's with `inEncounterWhy`, and
+  // first the tokens that represent no character.
+  const fightersOutsideEncounter = (tokens, inEncounterWhy) => {
+    const found = fightersOutside(tokens.map(fighterOfToken), inEncounterWhy);
+    return { fighters: found.fighters, left: unrepresented(tokens).concat(found.left) };
+  };
 
   // fightersOutsideEncounter for fighters given as refs (those gone are left out).
   const fightersOutside = (refs, inEncounterWhy) => {
@@ -3422,12 +3426,16 @@ var Mindscape = Mindscape || (() => {
     if (action === 'add') {
       const tokenIds = args.all('token');
       const found = (tokenIds.length ? tokenIds.map(resolveFighter) : selectedFighters(msg));
-      if (!found.length || found.some((c) => !c)) return refuse(msg.playerid, 'select the tokens to add, or name them with --token.');
+      // Selected tokens of no character are left out, and the GM told so.
+      const skipped = tokenIds.length ? [] : unrepresented(selectedTokens(msg));
+      const leftOut = skipped.length ? ` Left out: ${skipped.join(', ')}.` : '';
+      if (!found.length || found.some((c) => !c)) return refuse(msg.playerid, `select the tokens to add, or name them with --token.${leftOut}`);
       // Two linked tokens of one character are one fighter: it joins once.
       const chars = Array.from(new Set(found));
       // The companion's default limit of an encounter (its max_combatants setting); a
       // batch of more than 100 calls would be refused whole, unsaid which.
       if (chars.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `an encounter holds at most ${MAX_ROUND_FIGHTERS} combatants; select fewer tokens. Nothing was sent.`);
+      if (leftOut) whisperGM(box('encounter', leftOut.trim()));
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
       const body = chars.map((ref, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(ref) }));

@@ -1236,6 +1236,33 @@ const encounterWithTwo = (options = {}) => {
   return encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka]);
 };
 
+test('selected tokens that represent no character are left out of encounter add, !psi round and !psi rest, and the GM is told so', () => {
+  const ctx = campaign();
+  const lamp = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: '', name: 'Lamp' });
+  const gone = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: '-Mdeleted', name: '' });
+  const said = (from) => ctx.sb.chats.slice(from).map((c) => c.input).join('\n');
+  let from = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, lamp.id], content: '!psi round' });
+  assert.match(said(from), /Left out: Lamp \(represents no character\)\./);
+  assert.deepEqual(lastRequest(ctx.sb).body.params.combatants.map((c) => c.data.id), [ctx.ulcen.id]);
+  from = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, lamp.id, gone.id], content: '!psi rest --hours 8' });
+  assert.match(said(from), /Left out: Lamp \(represents no character\), a token without a name \(represents no character\)\./);
+  assert.deepEqual(lastRequest(ctx.sb).body.params.combatants.map((c) => c.data.id), [ctx.ulcen.id]);
+  from = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: GM, selected: [lamp.id], content: '!psi round' });
+  assert.match(said(from), /Left out: Lamp \(represents no character\)\.[\s\S]*none of the selected tokens represents a character with psionics/);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  from = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: GM, selected: [lamp.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  assert.match(said(from), /Mindscape: encounter<\/b><br>Left out: Lamp \(represents no character\)\./);
+  assert.deepEqual(lastRequest(ctx.sb).body.map((b) => b.params.combatant.data.id), [ctx.fenka.id]);
+  ctx.sb.chat({ playerid: GM, selected: [lamp.id], content: '!psi encounter add' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /select the tokens to add, or name them with --token\. Left out: Lamp \(represents no character\)\./);
+});
+
 test('a new campaign gets a random pairing code that only a GM sees with !psi pair, and --new renews it', () => {
   const ctx = campaign();
   const code = ctx.sb.state.Mindscape.pairing;

@@ -2759,7 +2759,17 @@ var Mindscape = Mindscape || (() => {
 
   // ------------------------------------------------------------ !psi config
 
-  const FIELD_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
+  // What a generic mapping may hold (adapters/data/mapping.schema.json, $defs fields and
+  // path): the combatant fields it names, and the attribute each is read from, with |max
+  // for the attribute's maximum. The companion refuses every other mapping (so its every
+  // request would fail), so !psi config --attr refuses it first; test/mindscape.test.mjs
+  // checks these against the schema, so that they cannot drift apart.
+  const MAPPING_FIELDS = ['kind', 'level', 'class_group', 'psp', 'psp_max', 'mthac0', 'int', 'wis', 'con', 'mac', 'mental_armor',
+    'save_paralyzation', 'attacks', 'defenses', 'mind', 'conditions', 'condition_rounds', 'lost_powers', 'quick_mac', 'hp',
+    'attack_strength', 'attack_strength_max', 'defense_strength', 'defense_strength_max', 'original_total', 'psionic', 'hit_dice',
+    'die', 'pool', 'dedicated', 'mindless', 'controlled_by', 'controlling', 'spell_levels', 'blank_mind_save'];
+  const MAPPING_PATH = /^[^.|]+(\.[^.|]+)*(\|max)?$/;
+  const MAPPING_PATH_LENGTH = 200;
 
   const describeConfig = () => {
     const s = store();
@@ -2794,11 +2804,19 @@ var Mindscape = Mindscape || (() => {
     const given = new Set();
     for (const pair of args.all('attr')) {
       const match = /^([^=\s]+)\s*=\s*(.*)$/.exec(pair);
-      if (!match || !FIELD_NAME.test(match[1])) return `--attr wants field=attribute (got "${echo(pair)}").`;
-      if (given.has(match[1])) return `--attr names ${echo(match[1])} twice: give each field once.`;
-      given.add(match[1]);
-      if (match[2] === '') delete target.attributes[match[1]];
-      else target.attributes[match[1]] = match[2];
+      if (!match) return `--attr wants field=attribute (got "${echo(pair)}").`;
+      const [, field, path] = match;
+      if (!MAPPING_FIELDS.includes(field)) {
+        return `--attr: "${echo(field)}" is no combatant field the companion maps; the fields are ${MAPPING_FIELDS.join(', ')} (docs/COMBATANTS.md).`;
+      }
+      if (given.has(field)) return `--attr names ${field} twice: give each field once.`;
+      given.add(field);
+      if (path !== '' && !(Array.from(path).length <= MAPPING_PATH_LENGTH && MAPPING_PATH.test(path))) {
+        return `--attr ${field}: "${echo(path)}" is no attribute the companion reads: a name without | (nor a dot at either end or two in a row), `
+          + `with |max after it for the attribute's maximum, at most ${MAPPING_PATH_LENGTH} characters.`;
+      }
+      if (path === '') delete target.attributes[field];
+      else target.attributes[field] = path;
     }
     if (args.has('system')) {
       if (!ownMember(SYSTEMS, args.get('system'))) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
@@ -4778,6 +4796,9 @@ var Mindscape = Mindscape || (() => {
     SCHEMA_VERSION,
     // For tests and other scripts: pure helpers with no effect on the campaign.
     parseCommand,
+    MAPPING_FIELDS: MAPPING_FIELDS.slice(),
+    MAPPING_PATH,
+    MAPPING_PATH_LENGTH,
     encodeBase64Url,
     decodeBase64Url,
     migrate,

@@ -13,6 +13,8 @@ import {
 // The AD&D 2E Revised sheet's psionics attributes sorted into those the companion's
 // adapter reads and those it does not (checked against the adapter by tests/adapters).
 const ATTRIBUTES = fileURLToPath(new URL('../../../tests/fixtures/roll20/adnd2e-revised-attributes.json', import.meta.url));
+// The companion's schema of a generic mapping (its fields and attribute paths).
+const MAPPING_SCHEMA = fileURLToPath(new URL('../../../adapters/data/mapping.schema.json', import.meta.url));
 
 // The attacks still waiting for the companion's check (Mindscape.js checkTheAttacker),
 // as [request id, job], the oldest first.
@@ -897,6 +899,37 @@ test('config never guesses whose settings change: a selected token of no charact
   config([], ` --char ${ctx.tokens.ulcen.id} --reset`);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.characters), {});
   assert.equal(ctx.sb.state.Mindscape.config.system, 'revised-2e');
+});
+
+test('config --attr takes only the fields and attributes the companion\'s mapping schema takes: another field, PSP|MAX, a..b, __proto__ are refused and nothing is stored', () => {
+  const ctx = campaign();
+  const before = plain(ctx.sb.state.Mindscape);
+  const attr = (pair) => {
+    ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --attr ${pair}` });
+    return whispersTo(ctx.sb, 'gm').at(-1);
+  };
+  assert.match(attr('pps=PSP'), /--attr: "pps" is no combatant field the companion maps; the fields are kind, level, .*blank_mind_save \(docs\/COMBATANTS\.md\)\. Nothing was changed\./);
+  assert.match(attr('__proto__=PSP'), /"__proto__" is no combatant field/);
+  assert.match(attr('PSP=PSP'), /"PSP" is no combatant field/);
+  for (const path of ['PSP|MAX', 'PSP|current', 'a..b', '.PSP', 'PSP.', 'a|b|max', 'x'.repeat(201)]) {
+    assert.match(attr(`psp_max=${path}`), /--attr psp_max: ".*" is no attribute the companion reads: a name without \| .*at most 200 characters\. Nothing was changed\./, path);
+  }
+  ctx.sb.chat({ playerid: GM, content: `!psi config --attr hp=a..b` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /is no attribute the companion reads.*Nothing was changed\./);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape), before);
+  // What the schema takes is stored: a maximum, a dotted name, one of 200 characters.
+  attr(`psp=PSP --attr psp_max=PSP|max --attr attack_strength=Psionic.Attack --attr hp=${'h'.repeat(200)}`);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters[ctx.ulcen.id].attributes),
+    { psp: 'PSP', psp_max: 'PSP|max', attack_strength: 'Psionic.Attack', hp: 'h'.repeat(200) });
+});
+
+test('the fields and attribute paths config --attr takes are those of adapters/data/mapping.schema.json, so the two cannot drift apart', () => {
+  const schema = JSON.parse(readFileSync(MAPPING_SCHEMA, 'utf8'));
+  const { MAPPING_FIELDS, MAPPING_PATH, MAPPING_PATH_LENGTH } = campaign().sb.context.Mindscape;
+  assert.deepEqual([...MAPPING_FIELDS].sort(), [...schema.$defs.fields.propertyNames.enum].sort());
+  assert.equal(MAPPING_PATH.source, schema.$defs.path.pattern);
+  assert.equal(MAPPING_PATH_LENGTH, schema.$defs.path.maxLength);
+  assert.equal(schema.$defs.path.minLength, 1);
 });
 
 test('options of another system are refused in plain words (API.md: attack objects are system-specific)', () => {

@@ -3568,17 +3568,20 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Every `updates` list in a result (an exchange result, a list of them, or an
-  // encounter step that holds them), flattened.
+  // encounter step that holds them), flattened: {updates}, or {problem} naming an
+  // `updates` that is there but no list (none of it may be applied then).
   const collectUpdates = (result) => {
     const found = [];
-    const visit = (value, depth) => {
+    let wrong = null;
+    const visit = (value, depth, at) => {
       if (depth > 3 || value === null || typeof value !== 'object') return;
-      if (Array.isArray(value)) { value.forEach((v) => visit(v, depth + 1)); return; }
+      if (Array.isArray(value)) { value.forEach((v, i) => visit(v, depth + 1, `${at}${i}/`)); return; }
       if (Array.isArray(value.updates)) found.push(...value.updates);
-      ['results', 'steps', 'step', 'exchanges', 'resolutions'].forEach((key) => visit(value[key], depth + 1));
+      else if (value.updates !== undefined && !wrong) wrong = `${at}updates is not a list`;
+      ['results', 'steps', 'step', 'exchanges', 'resolutions'].forEach((key) => visit(value[key], depth + 1, `${at}${key}/`));
     };
-    visit(result, 0);
-    return found;
+    visit(result, 0, '');
+    return wrong ? problem(wrong) : { updates: found };
   };
 
   // Any name a sheet or a mapping may use, but nothing with control characters.
@@ -4013,7 +4016,8 @@ var Mindscape = Mindscape || (() => {
       if (exchanges.length && own && !/^[^.]*:$/.test(own)) postCard(resultCard(title, { summary: own }), job.involved);
       if (exchanges.length) exchanges.forEach((step) => postCard(resultCard(title, step), job.involved));
       else postCard(resultCard(title, { summary: result.summary, rolls: result.rolls }), job.involved);
-      if (store().encounter && result.revision !== undefined) store().encounter.revision = result.revision;
+      // Only a revision that is one: another would drop the guard of every later call.
+      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
     },
     'encounter.get': (job, result) => {
       const enc = store().encounter;
@@ -4047,7 +4051,7 @@ var Mindscape = Mindscape || (() => {
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
     'encounter.undo': (job, result) => {
-      if (store().encounter && result && result.revision !== undefined) store().encounter.revision = result.revision;
+      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
       whisperGM(box('encounter', 'The last step was undone.'));
     },
   };
@@ -4607,6 +4611,25 @@ var Mindscape = Mindscape || (() => {
     whisperGM(box('sheet warnings', `The companion had to assume this reading the sheets:<br>${lines.map(chatSafe).join('<br>')}`));
   };
 
+  // What the result of each kind of request must hold before any of it is applied, as the
+  // companion's result schemas have it (companion/methods): [member, test, in words].
+  // Without it a card would show only its title, or an encounter be stored with an id of
+  // nothing; the answer is refused as malformed instead, and the request keeps waiting.
+  const isText = (value) => typeof value === 'string';
+  // An id: text, or a whole number.
+  const isId = (value) => (typeof value === 'string' && value !== '') || Number.isInteger(value);
+  const RESULT_NEEDS = {
+    exchange: [['outcome', isText, 'its outcome'], ['summary', isText, 'its summary']],
+    odds: [['outcomes', isObject, 'the chances (outcomes)']],
+    [CHECK_KIND]: [['outcomes', isObject, 'the chances (outcomes)']],
+    round: [['summary', isText, 'its summary']],
+    rest: [['summary', isText, 'its summary']],
+    'round-choices': [['combatants', Array.isArray, 'the combatants asked about']],
+    'encounter.create': [['id', isId, 'the encounter id (text or a whole number)'], ['revision', Number.isInteger, 'the revision']],
+    'encounter.refresh': [['changed', Array.isArray, 'the list of changed fields']],
+    house: [['house_rules', Array.isArray, 'the house rules']],
+  };
+
   const checkAnswer = (job, answer) => {
     if (job.batch) {
       if (!Array.isArray(answer) || answer.length !== job.batch.length) return problem('a batch answer must hold one response per request');
@@ -4614,7 +4637,7 @@ var Mindscape = Mindscape || (() => {
         const response = answer.find((r) => isObject(r) && r.id === rid);
         const why = responseProblem(response, rid);
         if (why) return problem(why);
-        if (response.result !== undefined && (!isObject(response.result) || response.result.combatant_id === undefined)) {
+        if (response.result !== undefined && (!isObject(response.result) || !isId(response.result.combatant_id))) {
           return problem(`the result for ${rid} lacks combatant_id`);
         }
       }
@@ -4624,15 +4647,16 @@ var Mindscape = Mindscape || (() => {
     if (why) return problem(why);
     if (answer.error) return { updates: [] };
     const result = answer.result;
-    if (!isObject(result) && !Array.isArray(result)) return problem('the result is not an object');
-    if (job.kind === 'encounter.create' && (result.id === undefined || result.id === null)) return problem('the result lacks the encounter id');
-    if (job.kind === 'encounter.refresh' && !Array.isArray(result.changed)) return problem('the result lacks the list of changed fields');
-    if (job.kind === 'house' && !Array.isArray(result.house_rules)) return problem('the result lacks the house rules');
+    // Only an encounter's step may be a list of exchange results (API.md).
+    if (!isObject(result) && !(job.kind === 'encounter.resolve' && Array.isArray(result))) return problem('the result is not an object');
+    const lacking = (ownMember(RESULT_NEEDS, job.kind) || []).find(([member, fits]) => !fits(result[member]));
+    if (lacking) return problem(`the result lacks ${lacking[2]}`);
     if (result.updates_failed !== undefined && !isObject(result.updates_failed)) return problem('updates_failed is not an object');
-    const updates = collectUpdates(result);
-    const wrong = updatesProblem(updates, job.involved || []);
+    const collected = collectUpdates(result);
+    if (collected.problem) return collected;
+    const wrong = updatesProblem(collected.updates, job.involved || []);
     if (wrong) return problem(wrong);
-    return { updates };
+    return collected;
   };
 
   // ------------------------------------------------------------- dispatch

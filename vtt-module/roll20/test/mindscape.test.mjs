@@ -566,6 +566,68 @@ test('malformed answers are refused without any write, and the request keeps wai
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 
+test('an answer missing what its kind needs, or whose updates are no list, is refused as malformed: nothing is written or posted and the request keeps waiting (ROLL20.md: The protocol in the chat)', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const result = exchangeResult(ctx, req.id).result;
+  const cards = () => ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).length;
+  const bad = [
+    [Object.assign({}, result, { updates: 'garbage' }), /The answer to request .* was refused and nothing changed: updates is not a list\./],
+    [Object.assign({}, result, { updates: { [ctx.fenka.id]: { HP: { current: 0 } } } }), /updates is not a list/],
+    [Object.assign({}, result, { results: [{ updates: 7 }] }), /results\/0\/updates is not a list/],
+    [{}, /the result lacks its outcome/],
+    [[], /the result is not an object/],
+    [Object.assign({}, result, { summary: undefined }), /the result lacks its summary/],
+  ];
+  for (const [bogus, why] of bad) {
+    answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: bogus });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), why, JSON.stringify(bogus).slice(0, 80));
+    assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [req.id]);
+  }
+  assert.equal(cards(), 0, 'a card with only its title was posted');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(cards(), 1);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+
+  // Odds without chances, a round's end without its summary: refused the same way.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const odds = lastRequest(ctx.sb);
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: {} });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the result lacks the chances \(outcomes\)/);
+  assert.ok(ctx.sb.context.Mindscape.pendingIds().includes(odds.id));
+});
+
+test('an encounter is stored only with an id, and a revision only when it is a whole number: a resolve or undo answering another keeps the stale-revision guard', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  for (const [bogus, why] of [[{ id: { a: 1 }, revision: 0 }, /the result lacks the encounter id/], [{ id: '', revision: 0 }, /the encounter id/],
+    [{ id: 'enc-1', revision: '0' }, /the result lacks the revision/], [{ id: 'enc-1' }, /the revision/]]) {
+    answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: bogus });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), why, JSON.stringify(bogus));
+    assert.equal(ctx.sb.state.Mindscape.encounter, null);
+  }
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 7, revision: 0 } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, '7');
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, [{ jsonrpc: '2.0', id: add.body[0].id, result: { combatant_id: { x: 1 }, revision: 1 } }]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /lacks combatant_id/);
+  answer(ctx, add.id, [{ jsonrpc: '2.0', id: add.body[0].id, result: { combatant_id: ctx.ulcen.id, revision: 1 } }]);
+  for (const revision of [null, '5', 2.5]) {
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+    const resolve = lastRequest(ctx.sb);
+    assert.equal(resolve.body.params.revision, 1);
+    answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { revision, summary: 'Nothing happens.', updates: [] } });
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+    const undo = lastRequest(ctx.sb);
+    assert.equal(undo.body.params.revision, 1, `after a resolve answering revision ${JSON.stringify(revision)} the undo names none`);
+    answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: String(revision), updates: [] } });
+    assert.equal(ctx.sb.state.Mindscape.encounter.revision, 1);
+  }
+});
+
 test('an answer in numbered parts is applied once the last part arrives', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

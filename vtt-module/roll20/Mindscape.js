@@ -36,7 +36,12 @@ var Mindscape = Mindscape || (() => {
   // Roll20 does not publish a chat size limit; 1000 characters a line keeps every
   // whisper and every typed command far below anything the chat has been seen to cut.
   const DEFAULT_CHUNK = 1000;
+  // The most parts of a request marker or of an answer: the bridge's MAX_PARTS
+  // (mindscape-bridge.user.js findMarkers drops, without a word, a marker of more).
   const MAX_PARTS = 500;
+  // The largest request body the companion takes (API.md Limits; companion/settings.py
+  // max_body): a larger one gets HTTP 413.
+  const MAX_BODY_BYTES = 1024 * 1024;
   const ANSWERED_MEMORY = 200;
   const EXCHANGE_LIFETIME_MS = 60 * 60 * 1000;
   // Requests kept (in state) for an answer, also a late one: the last 50, for an hour.
@@ -871,17 +876,47 @@ var Mindscape = Mindscape || (() => {
 
   // --------------------------------------------------------- requests out
 
+  // Why a request whose body is `payload` (its base64url) cannot reach the companion in
+  // parts of `size` characters, with what to do, or null: the bridge would drop it
+  // unsaid (more than MAX_PARTS parts), or the companion refuse it (over MAX_BODY_BYTES).
+  const tooLong = (payload, size) => {
+    const bytes = Math.floor((payload.length * 3) / 4);
+    if (bytes > MAX_BODY_BYTES) {
+      return `its body is ${Math.ceil(bytes / 1024)} KiB, and the companion takes at most ${MAX_BODY_BYTES / 1024} KiB: select fewer tokens (end a round or a rest in smaller groups)`;
+    }
+    const parts = Math.ceil(payload.length / size);
+    if (parts <= MAX_PARTS) return null;
+    return `it would take ${parts} chat parts of ${size} characters, and the bridge relays at most ${MAX_PARTS}: raise the part size with `
+      + `<code>!psi config --chunk ${Math.ceil(payload.length / MAX_PARTS)}</code> or more (up to 10000), or select fewer tokens`;
+  };
+
   /**
-   * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout.
-   * `job` says what to do with the answer: {kind, requester, involved: [ref], ...}; it is
-   * kept in state until answered (also late, or after a restart), for an hour at most.
-   * Each marker is a whisper of its own, holding nothing but the marker (the bridge
-   * relays only a message that is one whole marker), and carries the pairing code.
+   * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout;
+   * returns the request's id. `job` says what to do with the answer: {kind, requester,
+   * involved: [ref], ...}; it is kept in state until answered (also late, or after a
+   * restart), for an hour at most. Each marker is a whisper of its own, holding nothing
+   * but the marker (the bridge relays only a message that is one whole marker), and
+   * carries the pairing code. A request too long for the bridge or the companion
+   * (tooLong) is refused instead, before anything is whispered or kept, and null
+   * returned: `before` (what the caller changes only once the request goes out) runs
+   * only when it does go, before anything else.
    */
-  const postRequest = (body, job, description) => {
+  const postRequest = (body, job, description, before) => {
     const id = body.id !== undefined ? String(body.id) : job.id;
     const payload = encodeBase64Url(JSON.stringify(body));
-    const parts = chunk(payload, store().config.chunk || DEFAULT_CHUNK);
+    const size = store().config.chunk || DEFAULT_CHUNK;
+    const why = tooLong(payload, size);
+    if (why) {
+      whisperGM(box('refused', `Request ${id} (${chatSafe(description)}) was not sent: ${why}. Nothing was sent.`));
+      // The players waiting for it (who asked, who chose the defense, a wave's choosers)
+      // learn only that: the description may name what they are not to know.
+      const waiting = [job.requester, job.chooser].concat(Array.isArray(job.told) ? job.told : []);
+      Array.from(new Set(waiting.filter((pid) => pid && pid !== 'API' && !playerIsGM(pid)))).forEach((pid) => refuse(pid,
+        'this request is too long to go through the chat to the companion; the GM has been told what to do. Nothing was sent.'));
+      return null;
+    }
+    if (before) before();
+    const parts = chunk(payload, size);
     const now = Date.now();
     prunePending(now);
     store().pending[id] = Object.assign({}, job, { id, description: String(description), parts: [], partCount: 0, at: now });
@@ -1386,16 +1421,12 @@ var Mindscape = Mindscape || (() => {
   // attacker also controls the defender). The job keeps the exchange, so that a defense
   // the companion refuses can be chosen again (chooseAgain). `told` learn only that it
   // failed, should it fail: a wave's choosers, and the players of creatures that joined.
-  const resolveExchange = (exchange, defense, requester, chooser, defenses = {}, told = []) => {
+  // `before` as for postRequest: what the caller changes only once the exchange goes out.
+  const resolveExchange = (exchange, defense, requester, chooser, defenses = {}, told = [], before) => {
     const { params, involved, paths, missing } = exchangeRequest(exchange, defense, defenses);
     const joiners = joinedRefs(exchange).flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
-    // A puppet that is no fighter here cannot be sent: its sheet will not follow.
-    if (missing.length) {
-      whisperGM(box('psionic control', `Under psionic control in this exchange but no character or token here: ${missing.map(chatSafe).join(', ')}. `
-        + 'If the control ends, their sheets will not show it.'));
-    }
     const id = newId();
-    postRequest(rpcBody(id, 'exchange.resolve', params), {
+    return postRequest(rpcBody(id, 'exchange.resolve', params), {
       kind: 'exchange',
       requester,
       chooser,
@@ -1404,7 +1435,14 @@ var Mindscape = Mindscape || (() => {
       paths,
       exchange,
       title: `${label(exchange.attack.mode)}: ${fighterName(exchange.attacker)} vs. ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`,
-    }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`);
+    }, `${label(exchange.attack.mode)} by ${fighterName(exchange.attacker)} against ${(exchange.targets || [exchange.defender]).map(fighterName).join(', ')}`, () => {
+      if (before) before();
+      // A puppet that is no fighter here cannot be sent: its sheet will not follow.
+      if (missing.length) {
+        whisperGM(box('psionic control', `Under psionic control in this exchange but no character or token here: ${missing.map(chatSafe).join(', ')}. `
+          + 'If the control ends, their sheets will not show it.'));
+      }
+    });
   };
 
   // The minds asked for a defense against `exchange`: a wave's members, else the defender
@@ -1691,26 +1729,32 @@ var Mindscape = Mindscape || (() => {
       if (exchange.by && exchange.by !== msg.playerid && !playerIsGM(exchange.by)) refuse(exchange.by, why);
       return refuse(msg.playerid, why);
     }
-    // No defense mode is a defense without one: the pool is still rolled.
-    exchange.choices[member] = chosen.defense || {};
-    if (drawn.allies.length) withNames(exchange, drawn.allies).allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`,
-      TRANSIENT);
-    const left = exchange.members.filter((ref) => !(ref in exchange.choices));
-    if (left.length) return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
-    return sendWave(xid, exchange);
+    // No defense mode is a defense without one: the pool is still rolled. The last choice
+    // is kept only once the wave goes out (a request too long to go leaves it to choose).
+    const next = Object.assign({}, exchange, { choices: Object.assign({}, exchange.choices, { [member]: chosen.defense || {} }) });
+    if (drawn.allies.length) withNames(next, drawn.allies).allies = drawn.allies;
+    const told = () => tell(msg.playerid, 'defense chosen',
+      `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`, TRANSIENT);
+    const left = next.members.filter((ref) => !(ref in next.choices));
+    if (!left.length) return sendWave(xid, next, told);
+    store().exchanges[xid] = next;
+    told();
+    return whisperGM(box('psionic wave', `Still to choose a defense: ${left.map(fighterName).map(chatSafe).join(', ')}.`));
   };
 
   // Sends the psionic wave waiting as `xid` once every mind it strikes has chosen: the
   // choice of the mind struck first as `defense`, the others' as `defenses`.
-  const sendWave = (xid, exchange) => {
-    // Good once: should the companion refuse a defense, chooseAgain stores the wave anew.
-    delete store().exchanges[xid];
+  // `before` as for postRequest.
+  const sendWave = (xid, exchange, before) => {
     const [first, ...rest] = exchange.members;
     // A refusal's detail may be about any of the minds: the GM gets it, each chooser only
     // that the exchange failed.
     return resolveExchange(exchange, exchange.choices[first], exchange.by, null, Object.fromEntries(rest.map((ref) => [ref, exchange.choices[ref]])),
-      Array.from(new Set(exchange.members.flatMap(controllersOf))).filter((pid) => !playerIsGM(pid)));
+      Array.from(new Set(exchange.members.flatMap(controllersOf))).filter((pid) => !playerIsGM(pid)), () => {
+        // Good once: should the companion refuse a defense, chooseAgain stores the wave anew.
+        delete store().exchanges[xid];
+        if (before) before();
+      });
   };
 
 
@@ -1809,11 +1853,13 @@ var Mindscape = Mindscape || (() => {
       attacker.forEach((pid) => refuse(pid, why));
       return refuse(msg.playerid, why);
     }
-    // Good once: should the companion refuse this defense, chooseAgain stores the attack anew.
-    delete store().exchanges[xid];
-    if (drawn.allies.length) exchange.allies = drawn.allies;
-    tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies, joinedOf(exchange)), TRANSIENT);
-    return resolveExchange(exchange, chosen.defense, exchange.by, msg.playerid);
+    // Good once: should the companion refuse this defense, chooseAgain stores the attack
+    // anew. Only once it goes out: a request too long to go leaves the attack waiting.
+    const sending = drawn.allies.length ? Object.assign({}, exchange, { allies: drawn.allies }) : exchange;
+    return resolveExchange(sending, chosen.defense, exchange.by, msg.playerid, {}, [], () => {
+      delete store().exchanges[xid];
+      tell(msg.playerid, 'defense chosen', defenseText(chosen.defense, drawn.allies, joinedOf(exchange)), TRANSIENT);
+    });
   };
 
   // Why the creature `ref` cannot join the defense against the attack `exchange`, or null.
@@ -2122,11 +2168,10 @@ var Mindscape = Mindscape || (() => {
     const gone = chosen.filter((ref) => !asked.includes(ref));
     if (gone.length) whisperGM(box('before the round ends', question.gone(gone.map(fighterName).map(chatSafe).join(', '), asked.length > 0)));
     if (!asked.length) return postEndRound(requester, fighters, system, {});
-    supersedeQuestions(fighters);
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.round_end_choices', withHouse(system, { system, combatants: asked.map(combatantOf) })), {
       kind: 'round-choices', requester, involved: fighters, sent: asked, system, title: 'Before the round ends',
-    }, `ask ${question.what} before the round ends for ${fighters.map(fighterName).join(', ')}`);
+    }, `ask ${question.what} before the round ends for ${fighters.map(fighterName).join(', ')}`, () => supersedeQuestions(fighters));
   };
 
   // What the GM decided in the options of a round's end, as exchange.end_round's
@@ -2244,8 +2289,6 @@ var Mindscape = Mindscape || (() => {
   // sheet still shows the control. Those set free go first should there be more than
   // MAX_PUPPETS. `again`: a request sent again without puppets (sendWithoutPuppets).
   const postEndRound = (requester, fighters, system, choices, again = {}) => {
-    dropQuestionsFor(fighters);
-    supersedeQuestions(fighters);
     const params = { system, combatants: fighters.map(combatantOf) };
     if (Object.keys(choices).length) params.choices = choices;
     const refused = again.refused || [];
@@ -2257,7 +2300,10 @@ var Mindscape = Mindscape || (() => {
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.end_round', params), Object.assign({
       kind: 'round', requester, involved: fighters.concat(puppets), sent: fighters, paths, said, title: 'End of the round',
-    }, resendable(params, refused)), `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`);
+    }, resendable(params, refused)), `end the round for ${fighters.map(fighterName).join(', ')}${said ? ` (${said})` : ''}`, () => {
+      dropQuestionsFor(fighters);
+      supersedeQuestions(fighters);
+    });
   };
 
   // What the job of a round's end or a rest keeps to send it again without puppets the
@@ -2512,6 +2558,11 @@ var Mindscape = Mindscape || (() => {
       : chosen.filter((ref) => !(question.payers || []).includes(ref)).map((ref) => `${chatSafe(fighterName(ref))} was not offered closing its mind this round.`)[0];
     if (stray) return refuse(msg.playerid, stray);
     delete store().questions[qid];
+    // A request too long to go (postRequest) ends nothing: the question may be answered again.
+    const sent = (id) => {
+      if (id === null) store().questions[qid] = question;
+      return id;
+    };
     const { fighters, left } = fightersOutside(question.fighters, 'joined the encounter since, which ends its own rounds');
     if (left.length) whisperGM(box('end of the round', `Left out: ${left.join(', ')}.`));
     if (!fighters.length) return refuse(msg.playerid, 'none of the fighters of that question is left outside the current encounter; nothing was sent.');
@@ -2519,10 +2570,10 @@ var Mindscape = Mindscape || (() => {
     if (changed.length) {
       whisperGM(box('before the round ends', `The sheet of ${changed.map(fighterName).map(chatSafe).join(', ')} changed since the question, `
         + `and so may ${pool ? 'the control it holds' : 'the price'}: asking the companion again.`));
-      return askOrEndRound(msg.playerid, fighters, question.system, changed);
+      return sent(askOrEndRound(msg.playerid, fighters, question.system, changed));
     }
     const kept = Object.fromEntries(chosen.filter((ref) => fighters.includes(ref)).map((ref) => [ref, decided.choices[ref]]));
-    return postEndRound(msg.playerid, fighters, question.system, kept);
+    return sent(postEndRound(msg.playerid, fighters, question.system, kept));
   };
 
   // -------------------------------------------------------------- !psi rest
@@ -3453,12 +3504,11 @@ var Mindscape = Mindscape || (() => {
       // The companion's default limit of an encounter (its max_combatants setting); a
       // batch of more than 100 calls would be refused whole, unsaid which.
       if (chars.length > MAX_ROUND_FIGHTERS) return refuse(msg.playerid, `an encounter holds at most ${MAX_ROUND_FIGHTERS} combatants; select fewer tokens. Nothing was sent.`);
-      if (leftOut) whisperGM(box('encounter', leftOut.trim()));
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
       const body = chars.map((ref, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(ref) }));
       return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]) },
-        `add ${chars.map(fighterName).join(', ')} to the encounter`);
+        `add ${chars.map(fighterName).join(', ')} to the encounter`, () => { if (leftOut) whisperGM(box('encounter', leftOut.trim())); });
     }
     if (action === 'declare') {
       const mine = selectedFighters(msg).filter((c) => enc.combatants[c]);

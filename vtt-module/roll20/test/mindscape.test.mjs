@@ -426,6 +426,60 @@ test('a long request is cut into numbered MINDSCAPE-REQ parts that rebuild the b
   assert.ok(lines.every((c) => /MINDSCAPE-REQ \S+ \S+ \d+\/\d+ ([A-Za-z0-9_-]{1,100})</.test(c.input)));
 });
 
+test('a request the bridge would drop (more than 500 parts) or the companion refuse (over 1 MiB) is refused before anything is whispered or kept, saying how long it is and what to do', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  const psion = ctx.sb.add('character', { name: 'Psion', controlledby: '' });
+  for (let i = 0; i < 12; i += 1) ctx.sb.add('attribute', { _characterid: psion.id, name: `repeating_psionic-attacks_-Mrow${i}_psionic-attack-name`, current: `Discipline number ${i} with a long name`, max: '' });
+  const tokens = [];
+  for (let i = 0; i < 64; i += 1) tokens.push(ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: psion.id, name: `Psion ${i}`, bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '9', bar1_max: '9' }));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  const markers = () => ctx.sb.chats.filter((c) => c.input.includes('MINDSCAPE-REQ')).length;
+  const before = markers();
+  ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi encounter add' });
+  assert.equal(markers(), before, 'markers were whispered that the bridge drops');
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  const [, chunk] = /raise the part size with <code>!psi config --chunk (\d+)<\/code> or more \(up to 10000\), or select fewer tokens\. Nothing was sent\./.exec(told) || [];
+  assert.match(told, /refused<\/b><br>Request \w+ \(add Psion 0, .* to the encounter\) was not sent: it would take (\d+) chat parts of 100 characters, and the bridge relays at most 500: /);
+  // What it says to do works.
+  ctx.sb.chat({ playerid: GM, content: `!psi config --chunk ${chunk}` });
+  ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi encounter add' });
+  assert.equal(lastRequest(ctx.sb).body.length, 64);
+  assert.ok(lastRequest(ctx.sb).parts <= 500);
+
+  // Over the companion's 1 MiB no part size helps: fewer tokens do.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 10000' });
+  ctx.sb.add('attribute', { _characterid: psion.id, name: 'psi_notes', current: 'x'.repeat(20000), max: '' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /was not sent: its body is \d+ KiB, and the companion takes at most 1024 KiB: select fewer tokens/);
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('a defense whose exchange is too long to send leaves the attack waiting and the chooser uninformed of a choice made: once the GM raises --chunk the same button sends it', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  // The sheet grew since the attack, past what parts of 100 characters carry.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_notes', current: 'y'.repeat(60000), max: '' });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /refused<\/b><br>this request is too long to go through the chat to the companion; the GM has been told what to do\. Nothing was sent\./);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Bob').at(-1), /Ego Whip/, 'the defending side learns the attack mode');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /this request is too long/);
+  assert.ok(!whispersTo(ctx.sb, 'Bob').some((w) => /defense chosen/.test(w)));
+  assert.ok(xid in plain(ctx.sb.state.Mindscape.exchanges), 'the attack no longer waits');
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 1000' });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
 test('a GM\'s answer writes the updates with setWithWorker, creating missing attributes, and posts a card', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);
@@ -4119,6 +4173,23 @@ test('power-pool waves: only the mind struck first draws allies in (its whisper 
   assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id], [ctx.porter.id]]);
   assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
   assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } });
+});
+
+test('power-pool waves: when the last choice makes an exchange too long to send, that choice is not kept and the wave still waits for it', () => {
+  const ctx = swarmCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_notes', current: 'z'.repeat(60000), max: '' });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /this request is too long to go through the chat/);
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.exchanges[xid].choices)), [ctx.fenka.id]);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 1000' });
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.deepEqual([plain(p.defense), plain(p.defenses), p.allies.map(refOf)], [{ mode: 'imagination-swarm' }, { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' } }, [ctx.porter.id]]);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
 // The companion's refusal of the request `req` (4001, its rule and detail, and the id of

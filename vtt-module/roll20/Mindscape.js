@@ -65,6 +65,10 @@ var Mindscape = Mindscape || (() => {
   // What the bridge answers when it cannot tell whether the companion ran a changing
   // call (a timeout or a lost connection after sending): JSON-RPC's server-error range.
   const BRIDGE_UNCERTAIN = -32001;
+  // What the bridge answers when a call was certainly not carried out (the companion
+  // refused the HTTP request before running it: 400, 404, 413, 415), or when the answer
+  // is too long to type back: a refusal like the companion's, its reason in data.detail.
+  const BRIDGE_REFUSED = -32002;
 
   // The mode ids of each system (RULES.md 1.2, 2.2, 3.3).
   const SYSTEMS = {
@@ -1650,9 +1654,9 @@ var Mindscape = Mindscape || (() => {
   // its state), which is that defender's secret and may not stop the exchange it will
   // choose for: the defenders are asked as if there had been no check, and the exchange's
   // own answer says what the companion makes of it. So is an answer the bridge could not
-  // get (BRIDGE_UNCERTAIN): exchange.odds changes nothing, so the resolve simply tries
-  // again, and fails as it would have, should the bridge still be down. A late answer
-  // (after the attack went on without it, or after a restart) does nothing.
+  // get (BRIDGE_UNCERTAIN, BRIDGE_REFUSED): exchange.odds changes nothing, so the resolve
+  // simply tries again, and fails as it would have, should the bridge still be down. A
+  // late answer (after the attack went on without it, or after a restart) does nothing.
   const checkAnswered = (job, answer) => {
     if (job.late) {
       const why = job.wentOn ? 'the defense was asked without it, when it got no answer in time' : 'the Mod sandbox restarted meanwhile, so the attack was not made';
@@ -1668,7 +1672,7 @@ var Mindscape = Mindscape || (() => {
       if (job.requester && !playerIsGM(job.requester)) tell(job.requester, refused, text);
       return undefined;
     }
-    const how = error.code === BRIDGE_UNCERTAIN ? 'The bridge could not get the companion\'s check of this attack'
+    const how = [BRIDGE_UNCERTAIN, BRIDGE_REFUSED].includes(error.code) ? 'The bridge could not get the companion\'s check of this attack'
       : 'The companion\'s check of this attack refused it for a reason not the attacker\'s own (it may be a defender\'s secret)';
     whisperGM(box(titleOf(job), `${how}: ${refusalReason(job, error)} The defense is asked all the same; the exchange's own answer will say what comes of it.${refusalNote(error)}`));
     return askDefenders(job.exchange, job.requester);
@@ -3947,6 +3951,7 @@ var Mindscape = Mindscape || (() => {
       return 'The companion does not know the encounter or a combatant this names (it may have been deleted or never added).';
     }
     if (error.code === BRIDGE_UNCERTAIN) return say(data.detail || 'the bridge lost the answer');
+    if (error.code === BRIDGE_REFUSED) return say(data.detail || 'the bridge could not carry this out');
     if (error.code === STORE_UNAVAILABLE) return 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
     if (error.code === INTERNAL_ERROR) return 'The companion failed unexpectedly; its log on the GM\'s computer says why.';
     return 'The companion could not carry this out.';
@@ -3961,8 +3966,8 @@ var Mindscape = Mindscape || (() => {
     if (Array.isArray(data.errors)) parts.push(...data.errors.filter(isObject).map((e) => String(e.path || '/')));
     if (error.code === NOT_FOUND && data.id) parts.push(String(data.id));
     if (data.error_id || (error.code === INTERNAL_ERROR && data.id)) parts.push(`error id ${data.error_id || data.id}`);
-    if (![RULES_VIOLATION, INVALID_PARAMS, NOT_FOUND, DICE_NEEDED, BRIDGE_UNCERTAIN].includes(error.code) && error.message) parts.push(String(error.message));
-    const by = error.code === BRIDGE_UNCERTAIN ? 'bridge' : 'companion';
+    if (![RULES_VIOLATION, INVALID_PARAMS, NOT_FOUND, DICE_NEEDED, BRIDGE_UNCERTAIN, BRIDGE_REFUSED].includes(error.code) && error.message) parts.push(String(error.message));
+    const by = [BRIDGE_UNCERTAIN, BRIDGE_REFUSED].includes(error.code) ? 'bridge' : 'companion';
     return `<br><span style="font-size:9px;color:#888;">${by}: ${chatSafe(parts.join(' '))}</span>`;
   };
 

@@ -49,6 +49,15 @@
   // The error the Mod script gets when a changing call's fate is unknown (JSON-RPC's
   // server-error range; Mindscape.js BRIDGE_UNCERTAIN).
   const UNCERTAIN_CODE = -32001;
+  // The error it gets when the call was certainly not carried out: the companion refused
+  // the HTTP request before running anything (REFUSED_BEFORE_RUNNING; Mindscape.js
+  // BRIDGE_REFUSED, reported as a refusal). Only a changing call's lost answer stays
+  // uncertain.
+  const REFUSED_CODE = -32002;
+  // HTTP statuses with which the companion refuses a request before any JSON-RPC runs
+  // (companion/security.py, app.py): a malformed request, a path it does not serve, a
+  // body over its limit, a compressed body.
+  const REFUSED_BEFORE_RUNNING = [400, 404, 413, 415];
   const DEFAULTS = { url: 'http://127.0.0.1:39393', token: '', pairing: '', sender: 'Mindscape', chunk: 1000 };
   const PAIR_HINT = 'pair the bridge: type !psi pair in the chat and paste the code into these settings';
   const HANDLED_MEMORY = 500;
@@ -155,15 +164,17 @@
   /** Whether a request (one call or a batch) holds a call that changes an encounter. */
   const isChanging = (body) => (Array.isArray(body) ? body : [body]).some((c) => c && CHANGING_METHODS.has(c.method));
 
-  /** The answer that tells the Mod script a changing call may or may not have run. */
-  const uncertainAnswer = (body, detail) => {
-    const one = (call) => ({
-      jsonrpc: '2.0',
-      id: call.id,
-      error: { code: UNCERTAIN_CODE, message: 'the bridge does not know whether the companion did this', data: { detail } },
-    });
+  /** An error answer of the bridge's own for every call of `body` (one, or a batch). */
+  const bridgeAnswer = (body, code, message, detail) => {
+    const one = (call) => ({ jsonrpc: '2.0', id: call.id, error: { code, message, data: { detail } } });
     return JSON.stringify(Array.isArray(body) ? body.map(one) : one(body));
   };
+
+  /** The answer that tells the Mod script a changing call may or may not have run. */
+  const uncertainAnswer = (body, detail) => bridgeAnswer(body, UNCERTAIN_CODE, 'the bridge does not know whether the companion did this', detail);
+
+  /** The answer that tells the Mod script a call was not carried out. */
+  const refusedAnswer = (body, detail) => bridgeAnswer(body, REFUSED_CODE, 'the bridge could not carry this out', detail);
 
   /**
    * Checks a decoded request: one JSON-RPC call (or a batch) whose ids belong to the
@@ -269,6 +280,18 @@
 
     const endpoint = () => `${String(storage.get('url') || DEFAULTS.url).replace(/\/+$/, '')}/rpc`;
 
+    // The companion's words for an HTTP refusal (its body is {"error": text}), as ": text".
+    const refusalText = (text) => {
+      let said = String(text || '').trim();
+      try {
+        const parsed = JSON.parse(said);
+        if (parsed && typeof parsed.error === 'string') said = parsed.error;
+      } catch (err) {
+        // Not JSON: the body as it came.
+      }
+      return said ? `: ${said.slice(0, 200)}` : '';
+    };
+
     // One call to the companion. A call that changes nothing is retried once on a network
     // failure or a server fault. A changing call is sent once only: after a timeout, a
     // lost connection or a fault the companion may have done it, and a second try could
@@ -288,6 +311,9 @@
         if (res.status === 401) return { fail: 'bad token', detail: 'the companion refused the token; copy it again from the token file in its home folder' };
         if (res.status === 403) return { fail: 'refused', detail: 'the companion refused this page; start it with --allow-origin https://app.roll20.net' };
         if (res.status >= 500) { lastError = `the companion failed (HTTP ${res.status})`; continue; }
+        if (REFUSED_BEFORE_RUNNING.includes(res.status)) {
+          return { fail: 'refused', detail: `the companion refused the request before running it (HTTP ${res.status}${refusalText(res.text)})`, notRun: true };
+        }
         if (res.status !== 200) return { fail: 'refused', detail: `the companion answered HTTP ${res.status}` };
         try {
           JSON.parse(res.text);
@@ -370,6 +396,13 @@
         // The Mod script hears of it at once and sends the GM to !psi encounter status.
         for (const command of answerCommands(id, uncertainAnswer(body, answer.detail), size)) await type(command);
         setStatus('uncertain', `request ${id} may or may not have reached the companion: ${answer.detail}`);
+        return;
+      }
+      if (answer.fail && answer.notRun) {
+        // Certainly not carried out: the Mod script reports the refusal at once, rather
+        // than its timeout saying the companion may have done it.
+        for (const command of answerCommands(id, refusedAnswer(body, answer.detail), size)) await type(command);
+        setStatus('refused', `request ${id}: ${answer.detail}`);
         return;
       }
       if (answer.fail) {
@@ -515,7 +548,7 @@
 
   const api = {
     VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands,
-    encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, createBridge,
+    encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, refusedAnswer, createBridge,
     storage: defaultStorage, transport: defaultTransport,
   };
   if (root.__mindscapeBridgeTest) root.__mindscapeBridge = api;

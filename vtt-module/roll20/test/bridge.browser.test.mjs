@@ -1021,6 +1021,40 @@ test('a batch add that fails uncertainly answers every call of the batch', { ski
   assert.deepEqual(answer.map((r) => [r.id, r.error.code]), [['AddBatch0001-0', -32001], ['AddBatch0001-1', -32001]]);
 });
 
+test('a call the companion refuses before running it (HTTP 400, 404, 413, 415) is answered at once with the bridge\'s -32002 and the companion\'s words, which the Mod script reports as refused, for each call of a batch', { skip: SKIP }, async () => {
+  const resolve = b64({ jsonrpc: '2.0', id: 'Refused00001', method: 'encounter.resolve', params: { id: 'E1', revision: 4 } });
+  const odds = b64({ jsonrpc: '2.0', id: 'Refused00002', method: 'exchange.odds', params: {} });
+  const add = b64([0, 1].map((i) => ({ jsonrpc: '2.0', id: `Refused00003-${i}`, method: 'encounter.add', params: { id: 'E1', combatant: {} } })));
+  const out = await inIsolatedPage(async ({ codes }) => {
+    const refusals = [[413, '{"error": "the request body exceeds 1048576 bytes"}'], [400, ''], [415, '{"error": "compressed request bodies are not accepted"}']];
+    let calls = 0;
+    const transport = async () => { const [status, text] = refusals[calls]; calls += 1; return { status, text }; };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    const statuses = [];
+    for (const [id, code] of codes) {
+      await bridge.relay(id, code);
+      await bridge.idle();
+      statuses.push(bridge.status());
+    }
+    return { calls, statuses, sent: window.__sent.slice() };
+  }, { codes: [['Refused00001', resolve], ['Refused00002', odds], ['Refused00003', add]] });
+  // Sent once each: a refusal is not retried.
+  assert.equal(out.calls, 3);
+  const typed = out.sent.map((c) => decode(c.split(' ').at(-1)));
+  assert.deepEqual(typed[0].error, { code: -32002, message: 'the bridge could not carry this out',
+    data: { detail: 'the companion refused the request before running it (HTTP 413: the request body exceeds 1048576 bytes)' } });
+  assert.equal(typed[1].error.data.detail, 'the companion refused the request before running it (HTTP 400)');
+  assert.deepEqual(typed[2].map((r) => [r.id, r.error.code]), [['Refused00003-0', -32002], ['Refused00003-1', -32002]]);
+  assert.deepEqual(out.statuses.map((st) => st.state), ['refused', 'refused', 'refused']);
+  assert.match(out.statuses[0].detail, /request Refused00001: the companion refused the request before running it \(HTTP 413/);
+  // The Mod script reads it as the refusal it is: nothing happened, nothing to resync.
+  const ctx = campaign({ pairing: PAIRED });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = [...ctx.sb.chats.at(-1).input.matchAll(MARKER)][0][1];
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${create} ${Buffer.from(JSON.stringify({ ...typed[0], id: create })).toString('base64url')}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: new encounter<\/b><br>The companion refused the request before running it \(HTTP 413: the request body exceeds 1048576 bytes\)\./);
+});
+
 test('of two tabs of one browser only the one holding the lease relays a request', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ paired, codes }) => {
     const calls = [];

@@ -1595,6 +1595,35 @@ test('when the bridge cannot tell whether a changing call ran, the GM is sent to
   assert.equal(ctx.sb.workerWrites.length, 0);
 });
 
+test('a call the companion refused before running it (the bridge\'s -32002: HTTP 413 …) is reported as refused at once, not as one it may have done; a check so lost still asks the defender', () => {
+  const refusedByHttp = (id, status, text) => ({
+    jsonrpc: '2.0', id, error: { code: -32002, message: 'the bridge could not carry this out', data: { detail: `the companion refused the request before running it (HTTP ${status}: ${text})` } },
+  });
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  const resolve = lastRequest(ctx.sb);
+  answer(ctx, resolve.id, refusedByHttp(resolve.id, 413, 'the request body exceeds 1048576 bytes'));
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /Refused: the next step of Encounter<\/b><br>The companion refused the request before running it \(HTTP 413: the request body exceeds 1048576 bytes\)\./);
+  assert.match(told, /bridge: -32002<\/span>/);
+  assert.doesNotMatch(told, /could not tell whether|may have done/);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  ctx.sb.advance(60000);
+  assert.ok(!whispersTo(ctx.sb, 'gm').some((w) => /no answer from the companion/.test(w)));
+  // A batch: every call refused, each joiner told.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b) => refusedByHttp(b.id, 415, 'compressed request bodies are not accepted')));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ogre did not join: The companion refused the request before running it \(HTTP 415/);
+  // The check of an attack the bridge could not get asks the defender all the same.
+  const atk = campaign({ checkByHand: true });
+  attack(atk);
+  const check = lastRequest(atk.sb);
+  answer(atk, check.id, refusedByHttp(check.id, 400, 'bad request'));
+  assert.match(whispersTo(atk.sb, 'gm').find((w) => /bridge could not get/.test(w)) || '', /The defense is asked all the same/);
+  assert.match(whispersTo(atk.sb, 'Bob').at(-1), /defend!/);
+});
+
 test('a create that times out, or that the bridge cannot vouch for, says what its late answer does, not to run status (there is no encounter yet)', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Duel' });

@@ -49,10 +49,11 @@
   // The error the Mod script gets when a changing call's fate is unknown (JSON-RPC's
   // server-error range; Mindscape.js BRIDGE_UNCERTAIN).
   const UNCERTAIN_CODE = -32001;
-  // The error it gets when the call was certainly not carried out: the companion refused
-  // the HTTP request before running anything (REFUSED_BEFORE_RUNNING; Mindscape.js
-  // BRIDGE_REFUSED, reported as a refusal). Only a changing call's lost answer stays
-  // uncertain.
+  // The error it gets when the call was certainly not carried out, or its answer cannot
+  // reach it: the companion refused the HTTP request before running anything
+  // (REFUSED_BEFORE_RUNNING), or the answer is too long to type back (Mindscape.js
+  // BRIDGE_REFUSED, reported as a refusal). Only the outcome of a changing call whose
+  // answer is lost stays uncertain.
   const REFUSED_CODE = -32002;
   // HTTP statuses with which the companion refuses a request before any JSON-RPC runs
   // (companion/security.py, app.py): a malformed request, a path it does not serve, a
@@ -61,7 +62,13 @@
   const DEFAULTS = { url: 'http://127.0.0.1:39393', token: '', pairing: '', sender: 'Mindscape', chunk: 1000 };
   const PAIR_HINT = 'pair the bridge: type !psi pair in the chat and paste the code into these settings';
   const HANDLED_MEMORY = 500;
+  // The most parts of a request marker (findMarkers) and of an answer the Mod script
+  // takes (Mindscape.js MAX_PARTS).
   const MAX_PARTS = 500;
+  // The answer piece size (the `chunk` setting) is a whole number of characters in the
+  // range of the Mod script's --chunk; anything else counts as DEFAULTS.chunk.
+  const CHUNK_MIN = 100;
+  const CHUNK_MAX = 10000;
   const RETRY_DELAY_MS = 1000;
   const TYPING_DELAY_MS = 150;
   // One tab per browser relays: the one holding the lease, renewed while it runs.
@@ -173,8 +180,15 @@
   /** The answer that tells the Mod script a changing call may or may not have run. */
   const uncertainAnswer = (body, detail) => bridgeAnswer(body, UNCERTAIN_CODE, 'the bridge does not know whether the companion did this', detail);
 
-  /** The answer that tells the Mod script a call was not carried out. */
+  /** The answer that tells the Mod script a call was not carried out, or its answer cannot reach it. */
   const refusedAnswer = (body, detail) => bridgeAnswer(body, REFUSED_CODE, 'the bridge could not carry this out', detail);
+
+  /** The `chunk` setting as a piece size: CHUNK_MIN to CHUNK_MAX characters, else the default. */
+  const chunkSize = (value) => {
+    const text = String(value === undefined || value === null ? '' : value).trim();
+    const size = /^\d+$/.test(text) ? Number(text) : NaN;
+    return size >= CHUNK_MIN && size <= CHUNK_MAX ? size : DEFAULTS.chunk;
+  };
 
   /**
    * Checks a decoded request: one JSON-RPC call (or a batch) whose ids belong to the
@@ -199,8 +213,9 @@
     return one(body, id);
   };
 
-  /** The chat commands that carry `answerText` back for request `id`. */
-  const answerCommands = (id, answerText, size) => {
+  /** The chat commands that carry `answerText` back for request `id`, in pieces of `size` (chunkSize). */
+  const answerCommands = (id, answerText, rawSize) => {
+    const size = chunkSize(rawSize);
     const code = encodeBase64Url(answerText);
     if (code.length <= size) return [`!psi-result ${id} ${code}`];
     const pieces = [];
@@ -348,7 +363,9 @@
     };
 
     // Types one command into Roll20's chat box and presses Send, keeping whatever the
-    // GM was writing. Commands go one after another, never interleaved.
+    // GM was writing. Commands go one after another, never interleaved. Resolves true
+    // once it was sent, false when it could not be (no chat box, the send button
+    // failing): the badge then says so, and whoever typed the answer stops there.
     const type = (command) => {
       typing = typing.then(async () => {
         const box = doc.querySelector('#textchat-input textarea');
@@ -362,8 +379,19 @@
         button.click();
         await sleep(TYPING_DELAY_MS);
         if (!box.value) box.value = draft;
-      }).catch((err) => setStatus('error', err.message));
+        return true;
+      }).catch((err) => {
+        setStatus('error', `could not type into the Roll20 chat: ${err.message}; the Mod script gets no answer and its timeout tells the GM`);
+        return false;
+      });
       return typing;
+    };
+
+    // Types every command of an answer, stopping at the first that fails (type); whether
+    // all went.
+    const typeAll = async (commands) => {
+      for (const command of commands) if (!(await type(command))) return false;
+      return true;
     };
 
     const relay = async (id, code) => {
@@ -390,18 +418,19 @@
         return;
       }
       setStatus('relaying', `request ${id}`);
-      const answer = await call(JSON.stringify(body), { changing: isChanging(body) });
-      const size = Number(storage.get('chunk')) || DEFAULTS.chunk;
+      const changing = isChanging(body);
+      const answer = await call(JSON.stringify(body), { changing });
+      const size = storage.get('chunk');
       if (answer.fail && answer.uncertain) {
         // The Mod script hears of it at once and sends the GM to !psi encounter status.
-        for (const command of answerCommands(id, uncertainAnswer(body, answer.detail), size)) await type(command);
+        if (!(await typeAll(answerCommands(id, uncertainAnswer(body, answer.detail), size)))) return;
         setStatus('uncertain', `request ${id} may or may not have reached the companion: ${answer.detail}`);
         return;
       }
       if (answer.fail && answer.notRun) {
         // Certainly not carried out: the Mod script reports the refusal at once, rather
         // than its timeout saying the companion may have done it.
-        for (const command of answerCommands(id, refusedAnswer(body, answer.detail), size)) await type(command);
+        if (!(await typeAll(answerCommands(id, refusedAnswer(body, answer.detail), size)))) return;
         setStatus('refused', `request ${id}: ${answer.detail}`);
         return;
       }
@@ -409,7 +438,17 @@
         setStatus(answer.fail, answer.detail);
         return;
       }
-      for (const command of answerCommands(id, answer.text, size)) await type(command);
+      const commands = answerCommands(id, answer.text, size);
+      if (commands.length > MAX_PARTS) {
+        // The Mod script would refuse every part: it hears instead that the answer is lost
+        // (for a changing call, that the companion did it or not).
+        const detail = `the companion's answer would take ${commands.length} chat parts of ${chunkSize(size)} characters, `
+          + `more than the ${MAX_PARTS} the Mod script takes`;
+        if (!(await typeAll(answerCommands(id, changing ? uncertainAnswer(body, detail) : refusedAnswer(body, detail), size)))) return;
+        setStatus(changing ? 'uncertain' : 'refused', `request ${id}: ${detail}`);
+        return;
+      }
+      if (!(await typeAll(commands))) return;
       setStatus('connected', `answered ${id}`);
     };
 
@@ -453,14 +492,26 @@
       return outer ? [outer] : [];
     };
 
-    // Asks the companion who it is, to show whether URL and token work.
+    // Asks the companion who it is, to show whether URL and token work. Whatever comes
+    // back, the badge says what it makes of it (an answer that is no companion.info is
+    // no Mindscape companion), and nothing is thrown at the settings box's button.
     const check = async () => {
       const answer = await call(JSON.stringify({ jsonrpc: '2.0', id: 'bridge-check', method: 'companion.info' }));
       if (answer.fail) { setStatus(answer.fail, answer.detail); return false; }
       const parsed = JSON.parse(answer.text);
-      if (parsed.error) { setStatus('refused', parsed.error.message); return false; }
+      const reply = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
+      if (reply.error) {
+        const said = typeof reply.error === 'object' && typeof reply.error.message === 'string' ? reply.error.message : 'an error';
+        setStatus('refused', `the companion refused companion.info: ${said}`);
+        return false;
+      }
+      const info = reply.result;
+      if (info === null || typeof info !== 'object' || Array.isArray(info)) {
+        setStatus('refused', `${endpoint()} answered companion.info without its name and version: is it the Mindscape companion (mindscape serve)?`);
+        return false;
+      }
       if (!storage.get('pairing')) { setStatus('not paired', `the companion answers; now ${PAIR_HINT}`); return true; }
-      setStatus('connected', `${parsed.result.name || 'companion'} ${parsed.result.version || ''}`.trim());
+      setStatus('connected', `${String(info.name || 'companion')} ${String(info.version || '')}`.trim());
       return true;
     };
 
@@ -547,7 +598,7 @@
   // ------------------------------------------------------------- startup
 
   const api = {
-    VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands,
+    VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands, chunkSize,
     encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, refusedAnswer, createBridge,
     storage: defaultStorage, transport: defaultTransport,
   };

@@ -1055,6 +1055,96 @@ test('a call the companion refuses before running it (HTTP 400, 404, 413, 415) i
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: new encounter<\/b><br>The companion refused the request before running it \(HTTP 413: the request body exceeds 1048576 bytes\)\./);
 });
 
+test('when the answer cannot be typed (no chat box, the send button failing) the badge keeps saying so, and a multi-part answer stops there', { skip: SKIP }, async () => {
+  const codes = ['NoChatBox001', 'SendFails001'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} }));
+  const out = await inIsolatedPage(async ([noBox, failing]) => {
+    const transport = async (url, key, body) => ({ status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {}, pad: 'p'.repeat(3000) } }) });
+    const input = document.querySelector('#textchat-input');
+    const holder = input.parentNode;
+    input.remove();
+    const first = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    await first.relay('NoChatBox001', noBox);
+    await first.idle();
+    holder.appendChild(input);
+    let clicks = 0;
+    document.querySelector('#chatSendBtn').click = () => { clicks += 1; throw new Error('Roll20 is reconnecting'); };
+    const second = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    await second.relay('SendFails001', failing);
+    await second.idle();
+    return { statuses: [first.status(), second.status()], histories: [first.history(), second.history()], clicks };
+  }, codes);
+  for (const [i, status] of out.statuses.entries()) {
+    assert.equal(status.state, 'error', JSON.stringify(out.histories[i]));
+    assert.ok(!out.histories[i].includes('connected'), `the badge said connected after the error: ${JSON.stringify(out.histories[i])}`);
+  }
+  assert.match(out.statuses[0].detail, /could not type into the Roll20 chat: Roll20 chat input not found/);
+  assert.match(out.statuses[1].detail, /Roll20 is reconnecting/);
+  // The answer needs 4 parts of 1000 characters: the first failed, the others were not tried.
+  assert.equal(out.clicks, 1);
+});
+
+test('"Save and test" against a server whose companion.info answer has no result, a null one or an error of another shape says so on the badge, never throws', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async () => {
+    const results = [];
+    for (const text of ['{"jsonrpc":"2.0","id":"bridge-check"}', 'null', '[]', '{"jsonrpc":"2.0","id":"bridge-check","result":null}',
+      '{"jsonrpc":"2.0","id":"bridge-check","error":"no"}', '{"jsonrpc":"2.0","id":"bridge-check","result":{"name":"mindscape","version":"0.1.0"}}']) {
+      const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: 'P'.repeat(24) }), transport: async () => ({ status: 200, text }) });
+      try {
+        results.push({ ok: await bridge.check(), status: bridge.status() });
+      } catch (err) {
+        results.push({ threw: String(err.message), status: bridge.status() });
+      }
+    }
+    return results;
+  });
+  out.slice(0, 4).forEach((r) => {
+    assert.deepEqual([r.threw, r.ok, r.status.state], [undefined, false, 'refused'], JSON.stringify(r));
+    assert.match(r.status.detail, /answered companion\.info without its name and version: is it the Mindscape companion \(mindscape serve\)\?/);
+  });
+  assert.deepEqual([out[4].ok, out[4].status.state, out[4].status.detail], [false, 'refused', 'the companion refused companion.info: an error']);
+  assert.deepEqual([out[5].ok, out[5].status], [true, { state: 'connected', detail: 'mindscape 0.1.0' }]);
+});
+
+test('the answer piece size is a whole number from 100 to 10000 characters (the Mod script\'s --chunk), else 1000; an answer of more than 500 parts is not typed, the Mod script is told instead', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ first, odds, resolve }) => {
+    const b = window.__mindscapeBridge;
+    const sizes = [-1, 0.5, '0x10', 'abc', 99, 20000, 100, '250', 10000].map((v) => b.chunkSize(v));
+    const pieces = b.answerCommands('Chunk0000001', 'x'.repeat(2500), 0.5).map((c) => c.split(' ').at(-1).length);
+    // A stored 20000, beyond what the Mod script's --chunk takes, answers in pieces of 1000.
+    const transport = async (url, key, body) => ({ status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {}, pad: 'p'.repeat(2500) } }) });
+    const bridge = b.createBridge({ storage: window.__memoryStorage({ chunk: 20000 }), transport });
+    await bridge.relay('Chunk0000001', first);
+    await bridge.idle();
+    const typed = window.__sent.length;
+    // At 100 characters a piece, an answer of 60 000 would take 800 parts.
+    const huge = async (url, key, body) => ({ status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { pad: 'q'.repeat(60000) } }) });
+    window.__sent.length = 0;
+    const small = b.createBridge({ storage: window.__memoryStorage({ chunk: 100 }), transport: huge });
+    await small.relay('Chunk0000002', odds);
+    await small.idle();
+    const refused = window.__sent.slice();
+    window.__sent.length = 0;
+    await small.relay('Chunk0000003', resolve);
+    await small.idle();
+    return { sizes, pieces, typed, refused, uncertain: window.__sent.slice(), status: small.status() };
+  }, {
+    first: b64({ jsonrpc: '2.0', id: 'Chunk0000001', method: 'exchange.odds', params: {} }),
+    odds: b64({ jsonrpc: '2.0', id: 'Chunk0000002', method: 'exchange.odds', params: {} }),
+    resolve: b64({ jsonrpc: '2.0', id: 'Chunk0000003', method: 'encounter.resolve', params: { id: 'E1' } }),
+  });
+  assert.deepEqual(out.sizes, [1000, 1000, 1000, 1000, 1000, 1000, 100, 250, 10000]);
+  assert.ok(out.pieces.every((n) => n > 0 && n <= 1000), JSON.stringify(out.pieces));
+  assert.equal(out.typed, 4);
+  // Odds: a refusal of the bridge's own; a changing call: uncertain (the companion did it).
+  // (Itself in a few parts of 100 characters.)
+  const joined = (commands) => decode(commands.map((c) => c.split(' ').at(-1)).join(''));
+  assert.ok(out.refused.length < 10);
+  assert.equal(joined(out.refused).error.code, -32002);
+  assert.match(joined(out.refused).error.data.detail, /the companion's answer would take \d{3} chat parts of 100 characters, more than the 500 the Mod script takes/);
+  assert.equal(joined(out.uncertain).error.code, -32001);
+  assert.equal(out.status.state, 'uncertain');
+});
+
 test('of two tabs of one browser only the one holding the lease relays a request', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ paired, codes }) => {
     const calls = [];

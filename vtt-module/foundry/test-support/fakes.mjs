@@ -510,6 +510,13 @@ export function makeChatMessage({ game = null, world = null, gmIds = ["gm0000"],
   return ChatMessage;
 }
 
+const ENTITIES = { "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'", "&amp;": "&" };
+
+/** An HTML text as it reads once rendered: its character entities as their characters. */
+export function htmlDecoded(html) {
+  return String(html).replace(/&(lt|gt|quot|#39|amp);/g, (e) => ENTITIES[e]);
+}
+
 /**
  * One connected client: its own `game` (user, settings, socket), CONFIG and hooks, all
  * sharing the world's documents, the world settings and the server.
@@ -518,7 +525,11 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
   const listeners = new Map();
   const client = { user, listeners };
   const CONFIG = generation >= 13 ? { queries: {} } : {};
-  const notes = { info: [], warn: [], error: [] };
+  // A notice's text as the user reads it (Foundry v12 renders it as HTML, v13 cleans it
+  // as HTML: entities read as their characters), and each one's `html` as it was given.
+  // (`html` is not enumerable: tests compare the notes the user read.)
+  const notes = Object.defineProperty({ info: [], warn: [], error: [] }, "html", { value: [] });
+  const notice = (kind) => (m) => { notes.html.push(String(m)); notes[kind].push(htmlDecoded(m)); };
   // Each client sees its own user objects (v13: with `query` sending as this client).
   const views = users.contents.map((u) => {
     const v = Object.create(u);
@@ -553,7 +564,7 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
   };
   Object.assign(client, {
     game, CONFIG, Hooks: new FakeHooks(), ChatMessage: makeChatMessage({ game, world }), Roll: FakeRoll,
-    ui: { notifications: { info: (m) => notes.info.push(m), warn: (m) => notes.warn.push(m), error: (m) => notes.error.push(m) } },
+    ui: { notifications: { info: notice("info"), warn: notice("warn"), error: notice("error") } },
     notes,
     fromUuid: world.fromUuid,
   });

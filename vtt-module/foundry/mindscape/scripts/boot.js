@@ -87,7 +87,7 @@ export const boot = {
     // Each GM's client says whether it is paired, so requests reach a GM who can answer.
     svc.announcePairing().catch((error) => console.warn("mindscape | could not record this GM's pairing", error));
     if (svc.relay.isActiveGM && !setting(game, "daemonToken")) {
-      globalThis.ui?.notifications?.info(game.i18n.localize("MINDSCAPE.Pairing.NotYet"));
+      svc.notify("info", game.i18n.localize("MINDSCAPE.Pairing.NotYet"));
     }
     globalThis.Hooks.callAll(`${MODULE_ID}.ready`, module?.api);
   },

@@ -303,8 +303,7 @@ export class EncounterController {
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
-    const notes = this.svc.env.ui?.notifications;
-    if (!tokenUuids?.length) notes?.info(this.svc.t.localize("MINDSCAPE.Encounter.NoneSelected"));
+    if (!tokenUuids?.length) this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NoneSelected"));
     const adapter = await this.svc.adapterId();
     const already = [];
     for (const uuid of tokenUuids ?? []) {
@@ -320,7 +319,7 @@ export class EncounterController {
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
     await this.saveMeta(meta);
-    if (already.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
+    if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
   }
 
@@ -551,7 +550,7 @@ export class EncounterController {
     try {
       const answer = await this.declare(cid, { defense: { mode } }, { when: async () => same(await this.state()) });
       if (staysOut) return null;
-      if (answer === null) this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
+      if (answer === null) this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Join.TooLate", { name }));
       return answer;
     } catch (error) {
       if (staysOut && (error instanceof RpcError || error instanceof UsageError)) return null;
@@ -567,7 +566,7 @@ export class EncounterController {
   declarationRefused(name, error, { again = false } = {}) {
     if (!(error instanceof RpcError) && !(error instanceof UsageError)) throw error;
     const key = again ? "MINDSCAPE.Encounter.DeclareRefusedAskedAgain" : "MINDSCAPE.Encounter.DeclareRefused";
-    this.svc.env.ui?.notifications?.warn(this.svc.t.format(key, { name, problem: describeError(error, this.svc.t) }));
+    this.svc.notify("warn", this.svc.t.format(key, { name, problem: describeError(error, this.svc.t) }));
     return null;
   }
 
@@ -658,7 +657,7 @@ export class EncounterController {
       // hidden choice is not told (nothing changed yet, and it is secret).
       if (open && answer) this.announce("action", answer, plan, [], { combatant: cid });
       // What the action did, in the companion's words ("Ulcen releases Fenka.").
-      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.env.ui?.notifications?.info(await this.namedSummary(answer.summary));
+      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.notify("info", await this.namedSummary(answer.summary));
       return answer;
     });
   }
@@ -765,7 +764,7 @@ export class EncounterController {
       return now === JSON.stringify(value) || now === JSON.stringify(write.update[path] ?? null);
     });
     if (!same) {
-      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.HeldChanged", { name }));
+      this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.HeldChanged", { name }));
       return hold;
     }
     const [result] = await applyPlan([{ uuid: write.uuid, update: write.update }], this.svc.env.fromUuid);
@@ -852,7 +851,7 @@ export class EncounterController {
     if (failed) {
       const ids = Object.keys(meta.combatants ?? {});
       for (const cid of ids) changes.set(cid, { write: null });
-      this.svc.env.ui?.notifications?.error(this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }));
+      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }));
     }
     const missed = report.filter((r) => !r.ok);
     if (missed.length) {
@@ -867,7 +866,7 @@ export class EncounterController {
           ids.push(cid);
         }
       }
-      this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
+      this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
         what, names: names([...new Set(ids)]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
       }));
     }
@@ -889,7 +888,7 @@ export class EncounterController {
     // power-pool: a creature asked whether it joins a defense may still answer; the
     // question closes itself at the timeout. Resolve anyway does not wait.
     if (!force && this.joinQuestions.size) {
-      this.svc.env.ui?.notifications?.info(this.svc.t.format("MINDSCAPE.Join.Waiting", { seconds: Math.round(this.svc.defenseTimeoutS()) }));
+      this.svc.notify("info", this.svc.t.format("MINDSCAPE.Join.Waiting", { seconds: Math.round(this.svc.defenseTimeoutS()) }));
       // An ask made while this one waits is waited for too.
       while (this.joinQuestions.size) await Promise.all([...this.joinQuestions]);
     }
@@ -948,9 +947,8 @@ export class EncounterController {
     }
     // Once per step, also a step without an exchange (a round that only paid defenses).
     this.announce("step", answer, plan, messages);
-    const notes = this.svc.env.ui?.notifications;
-    if (waiting.length) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
-    if (!results.length && answer?.summary) notes?.info(this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
+    if (waiting.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
+    if (!results.length && answer?.summary) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
     return answer;
   }
 
@@ -971,7 +969,7 @@ export class EncounterController {
         answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
       } catch (error) {
         if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
-        this.svc.env.ui?.notifications?.info(this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
+        this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
         return null;
       }
       const plan = await this.applyStep(answer, { undo: true });
@@ -1039,7 +1037,7 @@ export class EncounterController {
         const meta = this.meta;
         const ids = Object.keys(meta.combatants ?? {});
         await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])));
-        this.svc.env.ui?.notifications?.warn(this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
+        this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
           what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
         }));
       }

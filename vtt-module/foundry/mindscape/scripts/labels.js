@@ -45,12 +45,26 @@ export function filled(label, key, data, missing = null) {
 
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
+/** A plain text made safe for a place that reads it as HTML: `&<>"'` escaped. */
+export function escapeHtml(text) {
+  return String(text ?? "").replace(/[&<>"']/g, (c) => ESC[c]);
+}
+
+/**
+ * A plain text made safe as the content of an HTML element (a notice: never an
+ * attribute): `&<>` escaped, which is all markup there starts with; quotes and
+ * apostrophes stay as they are.
+ */
+export function htmlText(text) {
+  return String(text ?? "").replace(/[&<>]/g, (c) => ESC[c]);
+}
+
 /**
  * A text for an HTML template's raw slot (`{{{…}}}`): escaped, with each `code`
  * (a command to type, such as `mindscape serve`) shown as code.
  */
 export function codeHtml(text) {
-  return String(text ?? "").replace(/[&<>"']/g, (c) => ESC[c]).replace(/`([^`]+)`/g, "<code>$1</code>");
+  return escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
 }
 
 /** A text shown as it is (a notice, a status line): the code marks dropped, the words kept. */

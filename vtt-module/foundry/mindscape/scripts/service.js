@@ -25,7 +25,7 @@ import {
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
-import { codeHtml, idLabel, plainText } from "./labels.js";
+import { codeHtml, htmlText, idLabel, plainText } from "./labels.js";
 
 /**
  * The id of the user who asked this client for something from another client (the roller
@@ -777,7 +777,7 @@ export class Mindscape {
 
   /** A player's client: say that the creature they joined to a defense was left out (`resolveExchange`). */
   joinLeftOutHere({ name, defender, rule, detail }) {
-    this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Join.LeftOut", { name, defender, rule, detail }));
+    this.notify("warn", this.t.format("MINDSCAPE.Join.LeftOut", { name, defender, rule, detail }));
     return true;
   }
 
@@ -1113,7 +1113,7 @@ export class Mindscape {
     for (const left of leftOut.values()) {
       if (left.said) continue;
       left.said = true;
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Attack.AllyLeftOut", left.told));
+      this.notify("warn", this.t.format("MINDSCAPE.Attack.AllyLeftOut", left.told));
       // Told, not asked: the exchange does not wait for the player's client.
       if (left.owner) this.relay.toUser(left.owner.id, "joinLeftOut", left.told).catch(() => null);
     }
@@ -1152,7 +1152,7 @@ export class Mindscape {
   tellDefenseRefused(docs, { rule, detail }) {
     // The companion may start with where in the request it looked ("/defense/sacrifice: …").
     const told = { name: docs.token?.name ?? docs.actor.name, rule, detail: String(detail).replace(/^\/[^\s:]*: /, "") };
-    this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Defense.RefusedGM", told));
+    this.notify("warn", this.t.format("MINDSCAPE.Defense.RefusedGM", told));
     return this.t.format("MINDSCAPE.Defense.Refused", told);
   }
 
@@ -1242,7 +1242,7 @@ export class Mindscape {
     const applied = await applyPlan(plan, this.env.fromUuid);
     if (refused.length) console.warn(`${MODULE_ID} | refused updates outside the exchange or round`, refused);
     const failed = applied.filter((r) => !r.ok);
-    if (failed.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
+    if (failed.length) this.notify("warn", this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
     return plan;
   }
 
@@ -1424,7 +1424,7 @@ export class Mindscape {
       try {
         const done = await this.endRoundNow({ participants, choices: kept, puppets: await this.puppetsNamed(participants, kept, links), ...retry(), ...rest });
         const key = pool ? "MINDSCAPE.Control.RefusedOne" : "MINDSCAPE.Close.RefusedOne";
-        this.env.ui?.notifications?.warn(this.t.format(key, { names: namesOf(refusal.whose), kept: namesOf(others), ...refusal }));
+        this.notify("warn", this.t.format(key, { names: namesOf(refusal.whose), kept: namesOf(others), ...refusal }));
         return done;
       } catch (error) {
         const again = choiceRefusal(error, kept);
@@ -1433,7 +1433,7 @@ export class Mindscape {
       }
     }
     const key = pool ? "MINDSCAPE.Control.Refused" : "MINDSCAPE.Close.Refused";
-    this.env.ui?.notifications?.warn(this.t.format(key, { names: namesOf(Object.keys(choices)), ...refusal }));
+    this.notify("warn", this.t.format(key, { names: namesOf(Object.keys(choices)), ...refusal }));
     return this.endRoundNow({ participants, ...retry(), ...rest });
   }
 
@@ -1463,7 +1463,7 @@ export class Mindscape {
     if (unable.length) {
       const key = { psp: "TooFewPsp", "last-psp": "LastPsp", "no-last-defense": "NoLastDefense", "no-defense": "NoDefense", "cannot-act": "CannotAct" };
       const list = unable.map((o) => this.t.format(`MINDSCAPE.Close.${key[o.offer.reason] ?? "NoDefense"}`, { name: o.name, cost: o.offer.cost, psp: o.offer.psp })).join("; ");
-      this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Close.NotAsked", { list }));
+      this.notify("info", this.t.format("MINDSCAPE.Close.NotAsked", { list }));
     }
     const answers = await Promise.all(offers.filter((o) => o.offer.payable).map(async (o) => [o.id, await this.askClose(o.p, o.name, o.offer)]));
     return Object.fromEntries(answers.filter(([, pays]) => pays).map(([id]) => [id, { close: true }]));
@@ -1482,7 +1482,7 @@ export class Mindscape {
     try {
       offers = await this.roundEndOffers(candidates);
     } catch (error) {
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Close.Unpriced", { problem: describeError(error, this.t) }));
+      this.notify("warn", this.t.format("MINDSCAPE.Close.Unpriced", { problem: describeError(error, this.t) }));
       return [];
     }
     return candidates
@@ -1555,7 +1555,7 @@ export class Mindscape {
     try {
       offers = await this.roundEndOffers(candidates);
     } catch (error) {
-      this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Control.Unoffered", { problem: describeError(error, this.t) }));
+      this.notify("warn", this.t.format("MINDSCAPE.Control.Unoffered", { problem: describeError(error, this.t) }));
       return none;
     }
     const controllers = candidates
@@ -1720,7 +1720,7 @@ export class Mindscape {
         const refused = refusedPuppets(error, sent.length);
         if (!refused) throw error;
         const list = [...refused].map(([i, problems]) => `${sent[i].token?.name ?? sent[i].actor.name} (${problems.join("; ")})`);
-        this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsRefused", { list: list.join(", ") }));
+        this.notify("warn", this.t.format("MINDSCAPE.Warning.PuppetsRefused", { list: list.join(", ") }));
         sent = sent.filter((_, i) => !refused.has(i));
       }
     }
@@ -1728,7 +1728,7 @@ export class Mindscape {
 
   /** Warn the GM that the sheets of creatures under control found nowhere (`missing`, their ids) will not show the end of it. */
   tellPuppetsMissing(missing) {
-    if (missing.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
+    if (missing.length) this.notify("warn", this.t.format("MINDSCAPE.Warning.PuppetsMissing", { ids: missing.join(", ") }));
   }
 
   /**
@@ -1790,7 +1790,7 @@ export class Mindscape {
       lines.push(line);
     }
     // One notice per answer, however many sheets it warns about.
-    if (lines.length) this.env.ui?.notifications?.warn(this.t.format("MINDSCAPE.SheetWarning", { line: lines.join("; ") }));
+    if (lines.length) this.notify("warn", this.t.format("MINDSCAPE.SheetWarning", { line: lines.join("; ") }));
   }
 
   /** `sheetWarnings`' names of a list of participants sent as `combatants`, and of those sent as `puppets`. */
@@ -2023,15 +2023,14 @@ export class Mindscape {
    * sheet was left out because a write-back missed it.
    */
   reportRefresh(refreshed, { quiet = false } = {}) {
-    const notes = this.env.ui?.notifications;
     const list = refreshReport(refreshed, this.t.label);
     const again = droppedReport(refreshed);
     const held = heldReport(refreshed);
-    if (list && !quiet) notes?.info(this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
+    if (list && !quiet) this.notify("info", this.t.format("MINDSCAPE.Encounter.Refreshed", { list }));
     // Asked for and nothing to report: say so, or the button seems to do nothing.
-    if (!list && !again && !held && !quiet) notes?.info(this.t.localize("MINDSCAPE.Encounter.NothingChanged"));
-    if (again) notes?.warn(this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
-    if (held) notes?.warn(this.t.format("MINDSCAPE.Encounter.KeptHeld", { list: held }));
+    if (!list && !again && !held && !quiet) this.notify("info", this.t.localize("MINDSCAPE.Encounter.NothingChanged"));
+    if (again) this.notify("warn", this.t.format("MINDSCAPE.Encounter.DeclareAgain", { list: again }));
+    if (held) this.notify("warn", this.t.format("MINDSCAPE.Encounter.KeptHeld", { list: held }));
     return refreshed;
   }
 
@@ -2065,11 +2064,23 @@ export class Mindscape {
 
   // ---------------------------------------------------------------- entry points (any client)
 
+  /**
+   * Show this user a notice (`kind`: "info", "warn" or "error") of plain text. Foundry v12
+   * reads a notice as HTML (v13 cleans it as untrusted input), and what a notice says
+   * comes from players (actor and token names) and the companion (its summaries and
+   * reasons, which name them too): the whole text is escaped as an element's content
+   * (`htmlText`), which the language file's texts, without markup, allow. Every notice
+   * of the module goes through here.
+   */
+  notify(kind, text, options) {
+    return this.env.ui?.notifications?.[kind]?.(htmlText(text), options);
+  }
+
   /** Show an error to this user, in words that say how to fix it. */
   notifyError(error) {
     if (error instanceof CancelledError) return;
     const text = describeError(error, this.t);
-    this.env.ui?.notifications?.error(text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden|BadDaemonUrl/.test(error.name) });
+    this.notify("error", text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden|BadDaemonUrl/.test(error.name) });
     if (!(error instanceof MindscapeError)) console.error(error);
   }
 
@@ -2134,7 +2145,7 @@ export class Mindscape {
     try {
       if (!this.game.user?.isGM) throw new UsageError("MINDSCAPE.Error.EndRoundGMOnly");
       const done = await this.relay.toGM("endRound", { tokenUuids, choices, physical, rollMode: this.game.settings.get("core", "rollMode") });
-      if (done?.leftOut?.length) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.RoundEnd.LeftOut", { names: done.leftOut.join(", ") }));
+      if (done?.leftOut?.length) this.notify("info", this.t.format("MINDSCAPE.RoundEnd.LeftOut", { names: done.leftOut.join(", ") }));
       return done;
     } catch (error) {
       this.notifyError(error);
@@ -2163,7 +2174,7 @@ export class Mindscape {
         chosen = prep.hours ? form.hours : null;
       }
       const { leftOut = [], ...done } = await this.relay.toGM("rest", { tokenUuids, hours: chosen, physical, rollMode: this.game.settings.get("core", "rollMode") });
-      if (leftOut.length) this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Rest.LeftOut", { names: leftOut.join(", ") }));
+      if (leftOut.length) this.notify("info", this.t.format("MINDSCAPE.Rest.LeftOut", { names: leftOut.join(", ") }));
       return done;
     } catch (error) {
       this.notifyError(error);
@@ -2217,8 +2228,8 @@ export class Mindscape {
           context = profileAgainContext(spec, form, problems);
           continue;
         }
-        this.env.ui?.notifications?.info(this.t.format("MINDSCAPE.Profile.Saved", { name: spec.actorName }));
-        for (const w of saved.warnings ?? []) this.env.ui?.notifications?.warn(w);
+        this.notify("info", this.t.format("MINDSCAPE.Profile.Saved", { name: spec.actorName }));
+        for (const w of saved.warnings ?? []) this.notify("warn", w);
         return saved;
       }
     } catch (error) {
@@ -2302,7 +2313,7 @@ export class Mindscape {
       await setSetting(this.game, "houseRules", all);
       const changed = Object.keys(chosen).join(", ");
       const systemLabel = this.t.label(`MINDSCAPE.System.${system}`, system);
-      this.env.ui?.notifications?.info(changed
+      this.notify("info", changed
         ? this.t.format("MINDSCAPE.HouseRules.Saved", { system: systemLabel, list: changed })
         : this.t.format("MINDSCAPE.HouseRules.SavedDefaults", { system: systemLabel }));
       return chosen;

@@ -352,6 +352,22 @@ export function cardAudience(rollMode, { requesterId = null, gmIds = [], hasRoll
 }
 
 /**
+ * A card's HTML that Foundry's text enrichment leaves as it is. Foundry enriches a chat
+ * message's content when it shows it (v12 `ChatMessage#getHTML`, v13 `renderHTML`:
+ * `TextEditor.enrichHTML`), matching its patterns (`[[1d20]]` inline rolls, `@UUID[…]`
+ * links, a system's `[[/save …]]` or `&Reference[…]`) in the text of each text node, so
+ * a name a player chose (the token's, on the header, in the companion's summary, in the
+ * events) would roll dice or link documents on the card. An entity (`&#91;`) would not
+ * do: the content is parsed before the patterns run. Each `[` of the text, outside the
+ * tags, gets a text node of its own (`<span>[</span>`), which no such pattern matches
+ * across; it reads the same.
+ * @param {string} html
+ */
+export function unenriched(html) {
+  return String(html).split(/(<[^>]*>)/).map((part) => (part.startsWith("<") ? part : part.replace(/\[/g, "<span>[</span>"))).join("");
+}
+
+/**
  * Render and post a chat card for one result. Dependencies are passed in so tests can
  * give fakes: `renderTemplate`, `Roll` (with fromData), `ChatMessage` (with create
  * and applyRollMode); `speaker` is the card's (`cardSpeaker`). `card` is the message's `flags.mindscape` (an
@@ -368,7 +384,7 @@ export function cardAudience(rollMode, { requesterId = null, gmIds = [], hasRoll
  * @returns {Promise<any>} the created message
  */
 export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card, requesterId = null, gmIds = [] }) {
-  const content = await renderTemplate(template, context);
+  const content = unenriched(await renderTemplate(template, context));
   const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose), rollAdditions(result, localize)).map((data) => Roll.fromData(data));
   const data = {
     speaker,

@@ -32,7 +32,10 @@ export function actorUuidOfRef(ref) {
   return t && !t.actorLink ? `${t.uuid}.Actor.${ref.data.actor._id}` : `Actor.${ref.data.actor._id}`;
 }
 
-/** A revised-2e result as the daemon answers it, computed from the given psp figures. */
+/**
+ * A revised-2e result as the daemon answers it, computed from the given psp figures; its
+ * damage by default its damage dice's (6 + 5: no bonus a step, as mind thrust's).
+ */
 export function revisedResult(params, { hit = true, spent = 8, damage = 11, rolls } = {}) {
   const profile = (ref) => ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {};
   const a = profile(params.attacker);
@@ -46,8 +49,8 @@ export function revisedResult(params, { hit = true, spent = 8, damage = 11, roll
     defender: { before: { id: "d", psp: d.psp }, after: { id: "d", psp: dAfter } },
     rolls: rolls ?? [
       { purpose: "attack", sides: 20, value: 17, by: "a", follows: null },
-      { purpose: "damage", sides: 4, value: 4, by: "a", follows: null },
-      { purpose: "damage", sides: 4, value: 3, by: "a", follows: null },
+      { purpose: "damage", sides: 6, value: 6, by: "a", follows: null },
+      { purpose: "damage", sides: 6, value: 5, by: "a", follows: null },
     ],
     events: [{ type: "psp-spent", combatant: "a", amount: spent }],
     summary: `${combatantNameOfRef(params.attacker)} lashes out with a ${params.attack.mode}.`,

@@ -57,8 +57,8 @@ for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIA
     assert.equal(message.options.rollMode, "publicroll");
     assert.match(message.data.content, /Ulcen of Tyr/);
     assert.match(message.data.content, /Hit/);
-    assert.deepEqual(FakeRoll.made.map((r) => r.formula), ["1d20", "2d4"]);
-    assert.deepEqual(FakeRoll.made[1].terms[0].results.map((r) => r.result), [4, 3]);
+    assert.deepEqual(FakeRoll.made.map((r) => r.formula), ["1d20", "2d6"]);
+    assert.deepEqual(FakeRoll.made[1].terms[0].results.map((r) => r.result), [6, 5]);
 
     // The hook fired on the GM's client with the result and both actors.
     const hook = t.clients.gm.Hooks.called.find((c) => c.name === "mindscape.resolved");

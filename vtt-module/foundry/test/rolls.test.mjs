@@ -72,8 +72,33 @@ test("combat-strength: the damage roll adds the table's points and the penetrati
   assert.equal(roll.formula, "5d6 - 1[penetration] + 12[table A]");
   assert.equal(roll.total, result.damage);
   assert.deepEqual(roll.terms.filter((t) => t.class === "NumericTerm").map((t) => [t.number, t.options.flavor]), [[1, "penetration"], [12, "table A"]]);
-  // Other systems' dice are shown as rolled: their arithmetic is in the summary.
+  // No damage dice, nothing to add to them.
   assert.deepEqual(rollAdditions({ system: "revised-2e", damage: 8, rolls: [] }).addedTo, {});
+});
+
+test("revised-2e: a damage roll adds the mode's bonus for each step, so its total is the card's damage (the real companion's ego whip ×2)", () => {
+  // engine/revised_2e/exchange.py: damage = sum(dice) + bonus × multiplier; ego whip 1d6+1 a step.
+  const result = {
+    system: "revised-2e", outcome: "hit", damage: 8, mode: "ego-whip", multiplier: 2,
+    rolls: [
+      { purpose: "attack", sides: 20, value: 11, by: "z", follows: null },
+      { purpose: "damage", sides: 6, value: 2, by: "z", follows: null },
+      { purpose: "damage", sides: 6, value: 4, by: "z", follows: null },
+    ],
+  };
+  const additions = rollAdditions(result);
+  assert.deepEqual(additions.addedTo, { damage: 2 });
+  const damage = rollDataFromDaemon(result.rolls, (p) => p, additions).find((r) => r.options.flavor === "damage");
+  assert.equal(damage.formula, "2d6 + 2[damage bonus]");
+  assert.equal(damage.total, result.damage);
+  // Psionic blast ×3 (1d12+4 a step): 12 points on top of the dice.
+  const blast = { ...result, mode: "psionic-blast", multiplier: 3, damage: 5 + 7 + 1 + 12, rolls: [5, 7, 1].map((value) => ({ purpose: "damage", sides: 12, value, by: "z", follows: null })) };
+  const [roll] = rollDataFromDaemon(blast.rolls, (p) => p, rollAdditions(blast));
+  assert.equal(roll.formula, "3d12 + 12[damage bonus]");
+  assert.equal(roll.total, 25);
+  // A mode without a bonus (mind thrust) is its dice alone.
+  const thrust = { ...result, mode: "mind-thrust", damage: 6 };
+  assert.equal(rollDataFromDaemon(thrust.rolls, (p) => p, rollAdditions(thrust)).find((r) => r.options.flavor === "damage").formula, "2d6");
 });
 
 test("mixed faces in one group become Die terms joined by +", () => {

@@ -282,23 +282,31 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
 
 /**
  * What the rules add to a result's dice without another die, by purpose, so that a
- * roll's total is the card's figure (rolls.js `rollDataForGroup`): combat-strength's
- * damage is its table value plus its penetrating bonus dice (engine/combat_strength,
- * `execute`), the points being the damage less the bonus dice's totals (`bonus_rolls`).
+ * roll's total is the card's figure (rolls.js `rollDataForGroup`), with the label of
+ * those points: combat-strength's damage is its table value plus its penetrating bonus
+ * dice (engine/combat_strength, `execute`), the points being the damage less the bonus
+ * dice's totals (`bonus_rolls`); revised-2e's damage is its dice plus the mode's bonus
+ * for each step of the multiplier (engine/revised_2e/exchange.py: ego whip +1, id
+ * insinuation +2, psychic crush +3, psionic blast +4 a step), the points being the
+ * damage less its damage dice, as the result gives both.
  * @param {object} result  an exchange's result
  * @param {(key:string, fallback:string)=>string} L
  * @returns {{addedTo:Record<string, number>, labels:{penetration:string, added:string}}}
  */
 export function rollAdditions(result, L = (_k, f) => f) {
   const addedTo = {};
+  let added = L("MINDSCAPE.Roll.TableValue", "table value");
+  const sum = (values) => values.reduce((total, v) => total + Number(v), 0);
   const bonus = result?.bonus_rolls;
   if (result?.system === "combat-strength" && Array.isArray(bonus) && typeof result.damage === "number") {
-    addedTo.damage = result.damage - bonus.reduce((sum, v) => sum + Number(v), 0);
+    addedTo.damage = result.damage - sum(bonus);
   }
-  return {
-    addedTo,
-    labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added: L("MINDSCAPE.Roll.TableValue", "table value") },
-  };
+  const damageDice = (result?.rolls ?? []).filter((r) => r?.purpose === "damage").map((r) => r.value);
+  if (result?.system === "revised-2e" && damageDice.length && typeof result.damage === "number") {
+    addedTo.damage = result.damage - sum(damageDice);
+    added = L("MINDSCAPE.Roll.DamageBonus", "damage bonus");
+  }
+  return { addedTo, labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added } };
 }
 
 /**

@@ -2,7 +2,7 @@
 // so Dice So Nice shows exactly the faces the daemon used.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { groupRolls, rollDataForGroup, rollDataFromDaemon } from "../mindscape/scripts/rolls.js";
+import { groupRolls, rollDataForGroup, rollDataFromDaemon, summedPurposes } from "../mindscape/scripts/rolls.js";
 import { rollAdditions } from "../mindscape/scripts/chat.js";
 
 const rolls = [
@@ -14,15 +14,41 @@ const rolls = [
   { purpose: "save", sides: 20, value: 7, by: "fenka", follows: null },
 ];
 
+const R2E = { summed: summedPurposes("revised-2e") };
+
 test("dice are grouped per purpose and roller, in rolling order (API.md example: attack, 4 damage, save)", () => {
-  const groups = groupRolls(rolls);
+  const groups = groupRolls(rolls, summedPurposes("revised-2e"));
   assert.deepEqual(groups.map((g) => [g.purpose, g.by, g.dice.map((d) => d.value)]), [
     ["attack", "ulcen", [20]], ["damage", "ulcen", [4, 4, 3, 1]], ["save", "fenka", [7]],
   ]);
 });
 
+test("checks and saves are a roll each, never one roll of their sum: only the dice the rules add up are grouped", () => {
+  // The real companion's rest (combatants.rest, seed 3): four Wisdom checks of an open
+  // mind, one per round; its summary says "Wisdom check 5, rolled 5, after 4 tries".
+  const checks = [8, 19, 18, 5].map((value) => ({ purpose: "wisdom-check", sides: 20, value, by: "z", follows: null }));
+  const made = rollDataFromDaemon(checks, (p) => p, R2E);
+  assert.deepEqual(made.map((r) => [r.formula, r.total]), [["1d20", 8], ["1d20", 19], ["1d20", 18], ["1d20", 5]]);
+  // power-pool: each Blank Mind save (all `by` the attacker) alone, each side's pool summed.
+  const pool = [
+    { purpose: "save", sides: 20, value: 12, by: "a", follows: null },
+    { purpose: "save", sides: 20, value: 4, by: "a", follows: null },
+    { purpose: "attack", sides: 8, value: 5, by: "a", follows: null },
+    { purpose: "attack", sides: 8, value: 7, by: "a", follows: null },
+    { purpose: "defense", sides: 6, value: 3, by: "b", follows: null },
+    { purpose: "defense", sides: 6, value: 6, by: "b", follows: null },
+    { purpose: "defense", sides: 8, value: 2, by: "c", follows: null },
+  ];
+  assert.deepEqual(rollDataFromDaemon(pool, (p) => p, { summed: summedPurposes("power-pool") }).map((r) => [r.options.flavor, r.formula, r.total]), [
+    ["save", "1d20", 12], ["save", "1d20", 4], ["attack", "2d8", 12], ["defense", "2d6", 9], ["defense", "1d8", 2],
+  ]);
+  // The same purpose is summed in one system and not in another; a plugin system's dice are each alone.
+  assert.equal(rollDataFromDaemon(pool.slice(2, 4), (p) => p, R2E).length, 2);
+  assert.equal(rollDataFromDaemon(rolls, (p) => p, { summed: summedPurposes("a-plugin") }).length, rolls.length);
+});
+
 test("each group is an evaluated Roll whose Die results are the daemon's values", () => {
-  const [attack, damage] = rollDataFromDaemon(rolls, (p) => `purpose:${p}`);
+  const [attack, damage] = rollDataFromDaemon(rolls, (p) => `purpose:${p}`, R2E);
   assert.equal(attack.class, "Roll");
   assert.equal(attack.evaluated, true);
   assert.equal(attack.formula, "1d20");
@@ -45,7 +71,7 @@ test("penetrating follow-ups stay beside the die they follow (API.md: [6, 6, 1, 
     { purpose: "damage", sides: 6, value: 1, by: "a", follows: 1 },
     { purpose: "damage", sides: 6, value: 3, by: "a", follows: null },
   ];
-  const [roll] = rollDataFromDaemon(pen);
+  const [roll] = rollDataFromDaemon(pen, (p) => p, { summed: summedPurposes("combat-strength") });
   // Each follow-up counts its value − 1 (engine/dice.py): the roll says so, and its total
   // is what the dice are worth (6 + 5 + 0 + 3), not the faces' sum.
   assert.equal(roll.formula, "4d6 - 2");

@@ -4,7 +4,7 @@
  * roll mode.
  */
 import { CHAT_ROLL_MODES, MODULE_ID } from "./consts.js";
-import { rollDataFromDaemon } from "./rolls.js";
+import { rollDataFromDaemon, summedPurposes } from "./rolls.js";
 import { conditionsText, fill, filled, idLabel, spaced } from "./labels.js";
 
 /** Per-system result fields shown as facts on the card, in this order (API.md). */
@@ -281,9 +281,11 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
 }
 
 /**
- * What the rules add to a result's dice without another die, by purpose, so that a
- * roll's total is the card's figure (rolls.js `rollDataForGroup`), with the label of
- * those points: combat-strength's damage is its table value plus its penetrating bonus
+ * How the rules count a result's dice, for its Foundry rolls (rolls.js
+ * `rollDataFromDaemon`): the purposes whose dice are added up (`summed`, rolls.js
+ * `summedPurposes`: each other die is a roll of its own), and what the rules add to
+ * those dice without another die, by purpose, so that a roll's total is the card's
+ * figure (`rollDataForGroup`), with the label of those points: combat-strength's damage is its table value plus its penetrating bonus
  * dice (engine/combat_strength, `execute`), the points being the damage less the bonus
  * dice's totals (`bonus_rolls`); revised-2e's damage is its dice plus the mode's bonus
  * for each step of the multiplier (engine/revised_2e/exchange.py: ego whip +1, id
@@ -291,7 +293,7 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
  * damage less its damage dice, as the result gives both.
  * @param {object} result  an exchange's result
  * @param {(key:string, fallback:string)=>string} L
- * @returns {{addedTo:Record<string, number>, labels:{penetration:string, added:string}}}
+ * @returns {{summed:Set<string>, addedTo:Record<string, number>, labels:{penetration:string, added:string}}}
  */
 export function rollAdditions(result, L = (_k, f) => f) {
   const addedTo = {};
@@ -306,7 +308,7 @@ export function rollAdditions(result, L = (_k, f) => f) {
     addedTo.damage = result.damage - sum(damageDice);
     added = L("MINDSCAPE.Roll.DamageBonus", "damage bonus");
   }
-  return { addedTo, labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added } };
+  return { summed: summedPurposes(result?.system), addedTo, labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added } };
 }
 
 /**

@@ -5,19 +5,42 @@
  */
 
 /**
- * Group the daemon's rolls into one roll per purpose and roller, in rolling order.
- * A penetrating die's follow-ups (same purpose, `follows` set) stay in the same group.
- * @param {{purpose:string, sides:number, value:number, by?:string|null, follows?:any}[]} rolls
+ * The purposes whose dice each system adds up into one figure (the engines: revised-2e's
+ * damage and hit-point damage, one die a step of the multiplier; combat-strength's
+ * penetrating damage dice; power-pool's attack and defense pools, each side's own). Every
+ * other die is a check, a save or a duration of its own: four Wisdom checks are four
+ * rolls, not one of their sum. `systems.describe`'s `dice_purposes` does not say which
+ * dice are summed, so the module keeps it; a plugin system's dice are each shown alone.
  */
-export function groupRolls(rolls) {
+export const SUMMED_PURPOSES = {
+  "revised-2e": ["damage", "hp-damage"],
+  "combat-strength": ["damage"],
+  "power-pool": ["attack", "defense"],
+};
+
+/** The purposes whose dice `system` sums (`SUMMED_PURPOSES`), as a Set. */
+export function summedPurposes(system) {
+  return new Set(SUMMED_PURPOSES[system] ?? []);
+}
+
+/**
+ * Group the daemon's rolls into Foundry rolls, in rolling order: the dice of a purpose
+ * that is `summed` into one roll per purpose and roller; any other die into a roll of its
+ * own. A penetrating die's follow-ups (same purpose, `follows` set) stay with the die
+ * they follow.
+ * @param {{purpose:string, sides:number, value:number, by?:string|null, follows?:any}[]} rolls
+ * @param {Set<string>} [summed]  `summedPurposes(system)`
+ */
+export function groupRolls(rolls, summed = new Set()) {
   const groups = [];
-  const byKey = new Map();
+  const last = new Map();
   for (const r of rolls ?? []) {
     const key = `${r.purpose}\u0000${r.by ?? ""}`;
-    let group = byKey.get(key);
+    const follows = r.follows !== null && r.follows !== undefined;
+    let group = summed.has(r.purpose) || follows ? last.get(key) : null;
     if (!group) {
       group = { purpose: r.purpose, by: r.by ?? null, dice: [] };
-      byKey.set(key, group);
+      last.set(key, group);
       groups.push(group);
     }
     group.dice.push({ sides: Number(r.sides), value: Number(r.value), follows: r.follows ?? null });
@@ -81,12 +104,13 @@ function operator(op) {
 }
 
 /**
- * Roll data for every group of a result's rolls.
+ * Roll data for every group of a result's rolls (`groupRolls`).
  * @param {object[]} rolls  the result's `rolls`
  * @param {(purpose:string, by:string|null)=>string} flavorOf
- * @param {{addedTo?:Record<string, number>, labels?:{penetration?:string, added?:string}}} [more]
- *   `addedTo`: the points the rules add to the dice of a purpose (`rollDataForGroup`)
+ * @param {{summed?:Set<string>, addedTo?:Record<string, number>, labels?:{penetration?:string, added?:string}}} [more]
+ *   `summed`: the purposes whose dice are added up (`summedPurposes`); `addedTo`: the
+ *   points the rules add to the dice of a purpose (`rollDataForGroup`)
  */
-export function rollDataFromDaemon(rolls, flavorOf = (p) => p, { addedTo = {}, labels = {} } = {}) {
-  return groupRolls(rolls).map((g) => rollDataForGroup(g, flavorOf(g.purpose, g.by), { added: Number(addedTo[g.purpose] ?? 0), labels }));
+export function rollDataFromDaemon(rolls, flavorOf = (p) => p, { summed = new Set(), addedTo = {}, labels = {} } = {}) {
+  return groupRolls(rolls, summed).map((g) => rollDataForGroup(g, flavorOf(g.purpose, g.by), { added: Number(addedTo[g.purpose] ?? 0), labels }));
 }

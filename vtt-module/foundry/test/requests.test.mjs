@@ -227,3 +227,16 @@ test("which side a creature is on: its token's disposition, a world actor's prot
   assert.equal(dispositionOf({ token: null, actor: {} }), null);
   assert.equal(dispositionOf({ token: {}, actor }), null, "a token that does not say");
 });
+
+test("odds that never deal damage (power-pool's mental stab, the real companion's answer) show no damage line, not \"Mean damage: 0\"", async () => {
+  const { renderModuleTemplate } = await import("../test-support/scenario.mjs");
+  const odds = { outcomes: { attacker: 0.6313657407407407, defender: 0.36863425925925924 }, control: 0.6313657407407407, tie: 0.06147119341563786, blank_mind_save: null,
+    damage: { mean: 0.0, distribution: [[0, 1.0]], truncated_mass: 0.0 }, attack_total: { mean: 13.0 }, defense_total: { mean: 10.5 }, updates: [] };
+  const view = oddsView(odds, (_k, f) => f, "power-pool");
+  assert.equal(view.damage, null);
+  assert.doesNotMatch(await renderModuleTemplate("odds", view), /Mean damage/);
+  // Synaptic Overload's damage is shown.
+  const overload = oddsView({ ...odds, damage: { mean: 1.5, distribution: [[0, 0.5], [3, 0.5]], truncated_mass: 0 } }, (_k, f) => f, "power-pool");
+  assert.deepEqual(overload.damage, { mean: 1.5, max: 3, truncated: false });
+  assert.match(await renderModuleTemplate("odds", overload), /Mean damage: <strong>1.5<\/strong>/);
+});

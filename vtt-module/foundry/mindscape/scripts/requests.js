@@ -429,7 +429,9 @@ export function oddsView(odds, label = (_k, f) => f, system = null) {
       extras.push({ name, label: label(`MINDSCAPE.Chance.${name}`, name.replace(/_/g, " ")), p: value, percent: pct(value) });
     }
   }
-  const damage = odds?.damage ?? null;
+  // A distribution that never deals damage (power-pool's every mode but Synaptic
+  // Overload, any attack on a mind it cannot hurt) says nothing: no line for it.
+  const damage = dealsDamage(odds?.damage) ? odds.damage : null;
   const damageView = damage ? {
     mean: round2(damage.mean),
     max: Array.isArray(damage.distribution) && damage.distribution.length
@@ -440,6 +442,16 @@ export function oddsView(odds, label = (_k, f) => f, system = null) {
 }
 
 const round2 = (n) => Math.round(Number(n ?? 0) * 100) / 100;
+
+/**
+ * Whether an odds' `damage` (`{mean, distribution: [[value, p]], truncated_mass}`) may
+ * deal any: a value above 0 with a chance, a mean above 0, or a mass cut off at the cap.
+ */
+function dealsDamage(damage) {
+  if (!damage || typeof damage !== "object") return false;
+  const some = (damage.distribution ?? []).some(([v, p]) => Number(v) > 0 && Number(p) > 0);
+  return some || Number(damage.mean) > 0 || Number(damage.truncated_mass) > 0;
+}
 
 /**
  * combat-strength's odds in a few lines (engine/combat_strength/README.md, "Odds"): its

@@ -30,7 +30,7 @@ test("the card context names both sides, the modes, the outcome and every system
   assert.deepEqual(ctx.facts.map((f) => [f.field, f.value]), [["needed", "12"], ["roll", "20 → 23"], ["psp_spent", "8"], ["damage", "12"], ["critical", "yes"], ["mind_opened", "yes"]]);
   // The mind's state by its label (MINDSCAPE.Mind), not the companion's id.
   assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Ulcen of Tyr", "psp", 40, 32], ["Fenka", "psp", 40, 28], ["Fenka", "mind", "Closed", "Open"]]);
-  assert.equal(ctx.unusedDice, "save: 7");
+  assert.equal(ctx.unusedDice, "Save: 7");
   assert.equal(ctx.good, true);
 });
 
@@ -266,4 +266,13 @@ test("cardAudience: a card for a roller on another client is that roller's, whis
   assert.deepEqual(cardAudience("selfroll", who), { data: { whisper: ["pl0001"], blind: false, author: "pl0001" }, options: {} });
   // A blind card without dice stays the GM's: its author would read it in full.
   assert.deepEqual(cardAudience("blindroll", { ...who, hasRolls: false }), { data: { whisper: ["gm0000", "gm0002"], blind: true }, options: { rollMode: "blindroll" } });
+});
+
+test("the typed dice a result did not need are named by their purposes' labels (a plugin's purpose by its id)", async () => {
+  const { roundCardContext } = await import("../mindscape/scripts/chat.js");
+  const { EN } = await import("../test-support/fakes.mjs");
+  const L = (k, f) => { const v = k.split(".").reduce((o, x) => o?.[x], EN); return typeof v === "string" ? v : f; };
+  const result = { system: "revised-2e", combatants: [], rolls: [{ purpose: "wisdom-check", sides: 20, value: 5, by: "z" }], unused_dice: { "wisdom-check": [12], "open-duration": [3], "plugin-die": [2] }, summary: "" };
+  assert.equal(roundCardContext(result, { names: new Map(), localize: L }).unusedDice, "Wisdom check: 12; Open duration: 3; plugin-die: 2");
+  assert.equal(chatCardContext({ ...result, unused_dice: { save: [7] } }, { attackerName: "a", defenderName: "b", localize: L }).unusedDice, "Save: 7");
 });

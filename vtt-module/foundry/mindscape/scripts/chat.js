@@ -219,9 +219,19 @@ export function chatCardContext(result, info) {
     hasChanges: changes.length > 0,
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
     events: (result.events ?? []).map((e) => ({ type: e.type, text: eventText(e, nameOf, L) })),
-    unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
+    unusedDice: unusedDiceText(result.unused_dice, L),
     physical: Boolean(info.physical),
   };
+}
+
+/**
+ * The typed dice a result did not need (`unused_dice`, by purpose), each purpose by its
+ * label (`MINDSCAPE.Purpose.<id>`, a plugin's purpose as its id): "Wisdom check: 12;
+ * Open-mind duration: 3"; "" for none.
+ */
+export function unusedDiceText(unused, L) {
+  return Object.entries(unused ?? {}).filter(([, v]) => (Array.isArray(v) ? v.length : v))
+    .map(([p, v]) => `${L(`MINDSCAPE.Purpose.${p}`, p)}: ${[].concat(v).join(", ")}`).join("; ");
 }
 
 /** A fact's value on the card: an id (power-pool's `winner`, combat-strength's `table`) by its label (`MINDSCAPE.Value.<field>.<id>`). */
@@ -260,7 +270,7 @@ export function roundCardContext(result, info) {
     hasChanges: changes.length > 0,
     dice: (result.rolls ?? []).map((r) => ({ ...r, by: nameOf(r.by), purposeLabel: L(`MINDSCAPE.Purpose.${r.purpose}`, r.purpose) })),
     events: (result.events ?? []).map((e) => ({ type: e.type, text: eventText(e, nameOf, L) })),
-    unusedDice: Object.entries(result.unused_dice ?? {}).filter(([, v]) => Array.isArray(v) ? v.length : v).map(([p, v]) => `${p}: ${[].concat(v).join(", ")}`).join("; "),
+    unusedDice: unusedDiceText(result.unused_dice, L),
     physical: Boolean(info.physical),
   };
 }

@@ -208,8 +208,8 @@ test("every condition, mind state, encounter phase and fact value the systems gi
     // The card's facts that are ids: power-pool's winner, combat-strength's table (API.md).
     ...["attacker", "defender"].map((w) => `MINDSCAPE.Value.winner.${w}`),
     ...["combat", "defenseless", "wave"].map((t) => `MINDSCAPE.Value.table.${t}`),
-    // exchange.odds chances beside the outcomes: power-pool's tie and Blank Mind save, combat-strength's save.
-    ...["tie", "blank_mind_save", "save"].map((c) => `MINDSCAPE.Chance.${c}`),
+    // exchange.odds chances beside the outcomes (CHANCE_NAMES).
+    ...Object.values(CHANCE_NAMES).flat().map((c) => `MINDSCAPE.Chance.${c}`),
     // The panel's figures of each shipped system.
     ...["revised-2e", "combat-strength", "power-pool"].map((s) => `MINDSCAPE.Encounter.Summary.${s}`),
   ];
@@ -241,6 +241,32 @@ test("every key in en.json is used: written out in a script or template, or unde
   for (const m of text.matchAll(/idLabel\([^,()]+,\s*["`]([A-Za-z]+)(\.)?/g)) groups.add(`MINDSCAPE.${m[1]}.`);
   const unused = leafKeys().filter((k) => !text.includes(k) && ![...groups].some((g) => k.startsWith(g)));
   assert.deepEqual(unused, []);
+});
+
+/**
+ * The chances the odds panel shows beside the outcomes, by system: those `exchange.odds`
+ * answers that `oddsView` reads as chances (engine/revised_2e/chances.py `odds_json`:
+ * critical, mind_opened, save_rolled; engine/power_pool: control, tie, blank_mind_save),
+ * and combat-strength's one row (`strengthOddsView`: defense_zero).
+ */
+const CHANCE_NAMES = {
+  "revised-2e": ["critical", "mind_opened", "save_rolled"],
+  "power-pool": ["control", "tie", "blank_mind_save"],
+  "combat-strength": ["defense_zero"],
+};
+
+/** encounter.get's `phase` in each system (each engine's encounter.py): revised-2e round, combat-strength intent and segment, power-pool attack and defense. */
+const PHASE_NAMES = ["round", "intent", "segment", "attack", "defense"];
+
+test("the groups whose keys the code builds from the companion's names hold exactly those names: none missing, none dead", () => {
+  const all = (field) => [...new Set(Object.values(DAEMON_NAMES).flatMap((names) => names[field]))].sort();
+  const groups = {
+    Purpose: all("purposes"),
+    Outcome: all("outcomes"),
+    Chance: [...new Set(Object.values(CHANCE_NAMES).flat())].sort(),
+    Phase: [...PHASE_NAMES].sort(),
+  };
+  for (const [group, names] of Object.entries(groups)) assert.deepEqual(Object.keys(EN.MINDSCAPE[group]).sort(), names, `MINDSCAPE.${group}`);
 });
 
 test("the keys of groups built from the module's own lists are exactly those lists (no dead or missing key)", async () => {

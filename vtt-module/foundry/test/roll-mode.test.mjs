@@ -136,3 +136,25 @@ for (const generation of [12, 13]) {
     assert.deepEqual(seenByAll(card), { pl0001: "hidden", gm0000: "hidden", pl0002: "content" });
   });
 }
+
+test("blind roll mode: the player's client (and its macro) gets only the card's id, never the summary or the defender's write-back", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: "mind-blank", remember: false } } } });
+  await t.clients.gm.game.settings.set("mindscape", "rollMode", "blindroll");
+  const request = { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack };
+  const results = await t.clients.p1.svc.startAttack(request);
+  const [card] = t.clients.gm.ChatMessage.created;
+  assert.equal(card.seenBy("pl0001"), "private");
+  assert.deepEqual(results, [{ messageId: card.id }]);
+  // Through the relay too: nothing else crossed to the player's browser.
+  const answered = t.server.log.filter((l) => l.message?.type === "reply" && l.message.to === "pl0001" && l.message.ok);
+  assert.ok(answered.length > 0 && answered.every((l) => !/goblin|summary|updates|psp/i.test(JSON.stringify(l.message.value))));
+  // The player's own blind chat mode under "default" hides it just as well.
+  await t.clients.gm.game.settings.set("mindscape", "rollMode", "default");
+  await t.clients.p1.game.settings.set("core", "rollMode", "blindroll");
+  assert.deepEqual(Object.keys((await t.clients.p1.svc.startAttack(request))[0]), ["messageId"]);
+  // The GM's own attack, and a player's in another mode, keep the whole answer.
+  await t.clients.p1.game.settings.set("core", "rollMode", "gmroll");
+  assert.ok((await t.clients.p1.svc.startAttack(request))[0].summary);
+  await t.clients.gm.game.settings.set("core", "rollMode", "blindroll");
+  assert.ok((await t.clients.gm.svc.startAttack(request))[0].summary);
+});

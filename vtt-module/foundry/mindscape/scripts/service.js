@@ -1211,7 +1211,16 @@ export class Mindscape {
     const allies = (group?.allies ?? []).map((d) => d.actor);
     const payload = { system, result, attacker: attacker.actor, defender: defender.actor, allies, attack, defense, updates: plan, message };
     this.env.Hooks.callAll("mindscape.resolved", payload);
-    return { outcome: result.outcome, summary: result.summary, messageId: message?.id ?? null, updates: plan };
+    const messageId = message?.id ?? null;
+    // A blind card shows its roller only that it was rolled: the answer to the roller's
+    // client (and its macro) tells no more, neither the summary nor the write-back.
+    if (requesterId && this.cardRollMode(requesterRollMode) === "blindroll") return { messageId };
+    return { outcome: result.outcome, summary: result.summary, messageId, updates: plan };
+  }
+
+  /** The roll mode of a card this client posts (chat.js `effectiveRollMode`), for the requester's chat mode when one asked. */
+  cardRollMode(requesterRollMode = null) {
+    return effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), requesterRollMode);
   }
 
   /**
@@ -1255,7 +1264,7 @@ export class Mindscape {
   async postCard(result, info) {
     const names = await this.withQuotedNames(result.summary, info.names);
     const context = chatCardContext(result, { ...info, names, localize: this.t.label });
-    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
+    const rollMode = this.cardRollMode(info.requesterRollMode);
     const speaker = cardSpeaker({ token: info.speakerToken, actor: info.speakerActor, alias: info.speakerToken || info.speakerActor ? null : info.attackerName });
     return postChatCard({
       result, context, rollMode, speaker, card: info.card, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),
@@ -1872,7 +1881,7 @@ export class Mindscape {
   async postRoundCard(result, info) {
     const names = await this.withQuotedNames(result.summary, info.names);
     const context = roundCardContext(result, { ...info, names, localize: this.t.label });
-    const rollMode = effectiveRollMode(setting(this.game, "rollMode"), this.game.settings.get("core", "rollMode"), info.requesterRollMode);
+    const rollMode = this.cardRollMode(info.requesterRollMode);
     const alias = info.title ?? this.t.localize("MINDSCAPE.RoundEnd.Title");
     return postChatCard({
       result, context, rollMode, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),

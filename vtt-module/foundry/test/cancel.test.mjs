@@ -134,3 +134,22 @@ test("Cancel in the defense dialog with no remembered default raises no defense"
   assert.equal(resolve.params.defense, null);
   assert.equal(t.tokens.goblinToken.actor.flags.mindscape.defaultDefense, undefined);
 });
+
+test("the GM's Cancel in a dice prompt of a player's attack stops it, and the player is told the GM cancelled it", async () => {
+  const { revisedResult } = await import("../test-support/scenario.mjs");
+  // The companion asks for the attack's d20 (4002) until it is given.
+  const resolve = (params) => {
+    if (!params.dice?.attack?.length) throw { code: 4002, message: "Dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
+    return revisedResult(params);
+  };
+  const t = makeTable({ methods: defaultMethods({ "exchange.resolve": resolve }), dialogs: { gm: { defenseDialog: { mode: null }, diceDialog: null } } });
+  const out = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" }, physical: true });
+  assert.equal(out, null);
+  assert.equal(t.clients.gm.dialogs.seen.filter((x) => x.kind === "diceDialog").length, 1);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+  assert.deepEqual(t.clients.p1.notes.error, [t.clients.p1.svc.t.localize("MINDSCAPE.Error.DiceCancelledByGM")]);
+  // The GM chose it: the GM's own browser stays quiet, as for the GM's own attack.
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  assert.equal(await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" }, physical: true }), null);
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});

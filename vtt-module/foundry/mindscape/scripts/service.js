@@ -242,15 +242,25 @@ export class Mindscape {
 
   /** Requests the active GM answers, and questions the GM asks players. */
   handlers() {
+    // A request whose dice the GM types (physical dice): Cancel in the GM's prompt stops
+    // it. The GM chose that, quietly; whoever asked from another browser is told.
+    const typed = (fn) => async (p, c) => {
+      try {
+        return await fn(p, c);
+      } catch (error) {
+        if (error instanceof CancelledError && requesterOf(c.sender, this.game)) throw new UsageError("MINDSCAPE.Error.DiceCancelledByGM");
+        throw error;
+      }
+    };
     return {
       prepare: { runsOn: "gm", fn: (p, c) => this.prepare(p, c.sender) },
       odds: { runsOn: "gm", fn: (p, c) => this.odds(p, c.sender) },
-      attack: { runsOn: "gm", fn: (p, c) => this.attackAsked(p, c.sender) },
+      attack: { runsOn: "gm", fn: typed((p, c) => this.attackAsked(p, c.sender)) },
       profileForm: { runsOn: "gm", fn: (p, c) => this.profileForm(p, c.sender) },
       saveProfile: { runsOn: "gm", fn: (p, c) => this.saveProfile(p, c.sender) },
-      endRound: { runsOn: "gm", fn: (p, c) => this.endRoundFor(p, c.sender) },
+      endRound: { runsOn: "gm", fn: typed((p, c) => this.endRoundFor(p, c.sender)) },
       prepareRest: { runsOn: "gm", fn: (p, c) => this.prepareRest(p, c.sender) },
-      rest: { runsOn: "gm", fn: (p, c) => this.restFor(p, c.sender) },
+      rest: { runsOn: "gm", fn: typed((p, c) => this.restFor(p, c.sender)) },
       refreshEncounter: { runsOn: "gm", fn: (p, c) => this.refreshEncounterFor(p, c.sender) },
       encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },

@@ -117,7 +117,14 @@ test("players may not start attacks when the world forbids it, and are told why"
   const outcome = await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
   assert.equal(outcome, null);
   assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
-  assert.match(t.clients.p1.notes.error[0], /Only the GM and the owners/);
+  // Ann owns Ulcen: the reason is the world setting, not ownership.
+  assert.match(t.clients.p1.notes.error[0], /^The GM has not allowed players to start psionic attacks \(Ulcen of Tyr\)/);
+  assert.doesNotMatch(t.clients.p1.notes.error[0], /owners/);
+  // A player who does not own the attacker is still told about ownership.
+  await t.clients.p2.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust" } });
+  assert.match(t.clients.p2.notes.error[0], /Only the GM and the owners/);
+  // The refusal is the player's to hear of.
+  assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
 test("a player cannot attack with an actor they do not own, whatever the payload claims", async () => {

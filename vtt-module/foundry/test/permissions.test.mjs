@@ -119,8 +119,9 @@ test("only the client that talks to the companion calls it: another GM's client,
   const direct = [];
   assistant.env.fetch = async (...args) => { direct.push(JSON.parse(args[1].body).method); return t.daemon.fetch(...args); };
   const err = await refusal(assistant.describe("revised-2e"));
-  assert.equal(err.name, "PermissionDeniedError");
-  assert.equal(err.data.who, "systems.describe");
+  // Told whose browser does, not the players' permission message.
+  assert.equal(err.name, "OtherGMError");
+  assert.equal(err.data.name, "Gamemaster");
   assert.deepEqual(direct, []);
   assert.deepEqual(t.daemon.calls, []);
   // Her attack is resolved by gm0000's client.
@@ -128,4 +129,36 @@ test("only the client that talks to the companion calls it: another GM's client,
   assert.equal(outcome[0].outcome, "hit");
   assert.deepEqual(direct, []);
   assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 1);
+});
+
+test("an assistant GM's encounter panel does not open with the players' permission message: the GM is told whose browser talks to the companion", async () => {
+  const { encounterMethods } = await import("../test-support/scenario.mjs");
+  const { methods } = encounterMethods();
+  const t = makeTable({ generation: 13, passQuerySender: true, methods });
+  Object.getPrototypeOf(t.clients.gm.game.users.get("pl0002")).isGM = true;
+  await t.clients.gm.svc.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  const bo = t.clients.p2.svc;
+  assert.equal(bo.mayShowEncounter(), false);
+  assert.deepEqual(t.clients.p2.notes.error, ["Gamemaster's browser talks to the companion, not this one: open the encounter panel in that browser."]);
+  // Whatever calls the companion from there says the same, not "You may not do this (encounter.get)".
+  const err = await refusal(bo.encounters.state());
+  assert.equal(err.name, "OtherGMError");
+  // The paired GM's browser shows it.
+  assert.equal(t.clients.gm.svc.mayShowEncounter(), true);
+  // A player is told the panel is the GM's.
+  assert.equal(t.clients.p1.svc.mayShowEncounter(), false);
+  assert.match(t.clients.p1.notes.error[0], /Only a GM may open the encounter panel/);
+});
+
+test("an assistant GM's House rules menu reads the rules through the paired GM's browser, and saves them", async () => {
+  const t = makeTable({ generation: 13, passQuerySender: true, dialogs: { p2: { houseRulesDialog: { "H-2E-CRIT-MODS": false } } } });
+  Object.getPrototypeOf(t.clients.gm.game.users.get("pl0002")).isGM = true;
+  const chosen = await t.clients.p2.svc.openHouseRules();
+  assert.deepEqual(chosen, { "H-2E-CRIT-MODS": false });
+  assert.deepEqual(t.clients.p2.notes.error, []);
+  assert.equal(t.clients.p2.dialogs.seen[0].arg.context.rules[0].text, "the roll is the modified roll");
+  assert.deepEqual(t.clients.gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": { "H-2E-CRIT-MODS": false } });
+  // A player's browser may not ask for them (the menu is the GM's).
+  const err = await refusal(t.clients.p1.svc.relay.toGM("describeHouseRules", {}));
+  assert.equal(err.key, "MINDSCAPE.Error.HouseRulesGMOnly");
 });

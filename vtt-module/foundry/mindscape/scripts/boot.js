@@ -74,7 +74,7 @@ export const boot = {
     svc.relay.accept();
     let panel = null;
     const openEncounter = () => {
-      if (!game.user.isGM) return null;
+      if (!game.user.isGM || !svc.mayShowEncounter()) return null;
       if (!panel) {
         const Panel = makeEncounterPanel(globalThis.foundry, svc);
         panel = new Panel();

@@ -121,6 +121,27 @@ export class PermissionDeniedError extends MindscapeError {
 }
 
 /**
+ * The GM's client refused an owner's request because the world's "Players may start
+ * attacks" is off: not a matter of owning the actor, as the Permission message says.
+ */
+export class PlayersMayNotAttackError extends PermissionDeniedError {
+  constructor(data = {}) {
+    super(data);
+    this.key = "MINDSCAPE.Error.PlayersMayNotAttack";
+    this.message = `${this.key} ${JSON.stringify(data)}`;
+  }
+}
+
+/**
+ * This GM's browser is not the one that talks to the companion (another GM's is: the
+ * relay's `activeGM`), so what calls it from here directly (the encounter panel) cannot
+ * run here. `data.name`: that GM's name.
+ */
+export class OtherGMError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.OtherGM", data); }
+}
+
+/**
  * The companion refused to take an encounter combatant again from its sheet
  * (`encounter.refresh`: a profile it now refuses, a combatant it does not know), so
  * nothing was resolved or asked. `data`: `{name, problem}`, the combatant's name and the
@@ -147,7 +168,7 @@ const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
   DaemonHttpError, BadDaemonUrlError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
   NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError, RelayNotReadyError,
-  PermissionDeniedError, RefreshRefusedError, CancelledError, UsageError,
+  PermissionDeniedError, PlayersMayNotAttackError, OtherGMError, RefreshRefusedError, CancelledError, UsageError,
 };
 
 /**

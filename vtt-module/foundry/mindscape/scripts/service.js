@@ -7,7 +7,8 @@ import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODU
 import { DaemonClient, callWithPhysicalDice, checkDaemonUrl } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
-  CancelledError, InvalidParamsError, MindscapeError, NotPairedError, PermissionDeniedError, RulesError, UsageError, describeError,
+  CancelledError, InvalidParamsError, MindscapeError, NotPairedError, OtherGMError, PermissionDeniedError, PlayersMayNotAttackError, RulesError,
+  UsageError, describeError,
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
@@ -127,7 +128,11 @@ export class Mindscape {
    * (the GM's) console, for whoever looks into it.
    */
   rpc(method, params) {
-    if (!this.relay.isActiveGM) throw new PermissionDeniedError({ who: method });
+    if (!this.relay.isActiveGM) {
+      // A GM whose browser is not the paired one is told where the companion is reached.
+      if (this.game.user?.isGM && this.relay.activeGM) throw new OtherGMError({ name: this.relay.activeGM.name });
+      throw new PermissionDeniedError({ who: method });
+    }
     return this.client().call(method, params).catch((error) => {
       if (error instanceof RulesError) console.info(`${MODULE_ID} | ${method} refused by the rule ${error.data.rule}: ${error.data.detail}`);
       throw error;
@@ -226,6 +231,18 @@ export class Mindscape {
     return Boolean(actor?.testUserPermission?.(user, "OWNER"));
   }
 
+  /**
+   * Refuse `user` acting for `actor` when it may not (`mayAttackWith`): an owner because
+   * the world's "Players may start attacks" is off, anyone else because it does not own
+   * the actor.
+   * @throws {PermissionDeniedError}
+   */
+  checkMayAttackWith(user, actor) {
+    if (this.mayAttackWith(user, actor)) return;
+    if (actor?.testUserPermission?.(user, "OWNER")) throw new PlayersMayNotAttackError({ who: actor.name });
+    throw new PermissionDeniedError({ who: actor?.name });
+  }
+
   /** The active player who answers for an actor, or null when the GM does (NPCs). */
   ownerOf(actor) {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
@@ -262,6 +279,7 @@ export class Mindscape {
       prepareRest: { runsOn: "gm", fn: (p, c) => this.prepareRest(p, c.sender) },
       rest: { runsOn: "gm", fn: typed((p, c) => this.restFor(p, c.sender)) },
       refreshEncounter: { runsOn: "gm", fn: (p, c) => this.refreshEncounterFor(p, c.sender) },
+      describeHouseRules: { runsOn: "gm", fn: (p, c) => this.houseRulesFor(c.sender) },
       encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
       chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
@@ -276,7 +294,7 @@ export class Mindscape {
   async prepare({ attackerUuid, targetUuids }, sender) {
     const near = sceneIdsOfUuids([attackerUuid, ...(targetUuids ?? [])]);
     const { actor, token } = await this.docs(attackerUuid, { near });
-    if (!this.mayAttackWith(sender, actor)) throw new PermissionDeniedError({ who: actor.name });
+    this.checkMayAttackWith(sender, actor);
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const adapter = await this.adapterId();
@@ -314,7 +332,7 @@ export class Mindscape {
   async odds({ attackerUuid, targetUuid, targetUuids = [], attack, assumeDefense }, sender) {
     const near = sceneIdsOfUuids([attackerUuid, targetUuid, ...(targetUuids ?? [])]);
     const a = await this.docs(attackerUuid, { near });
-    if (!this.mayAttackWith(sender, a.actor)) throw new PermissionDeniedError({ who: a.actor.name });
+    this.checkMayAttackWith(sender, a.actor);
     if (!targetUuid && !targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
@@ -479,7 +497,7 @@ export class Mindscape {
   async attack({ attackerUuid, targetUuids, attack, physical, rollMode }, sender) {
     const near = sceneIdsOfUuids([attackerUuid, ...(targetUuids ?? [])]);
     const first = await this.docs(attackerUuid, { near });
-    if (!this.mayAttackWith(sender, first.actor)) throw new PermissionDeniedError({ who: first.actor.name });
+    this.checkMayAttackWith(sender, first.actor);
     if (!targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
@@ -2307,13 +2325,35 @@ export class Mindscape {
     return form;
   }
 
+  /**
+   * Whether this browser may show the encounter panel, which calls the companion
+   * directly: only the one that talks to it. Another GM is told whose browser does
+   * (`OtherGMError`) rather than shown a panel the companion refuses.
+   */
+  mayShowEncounter() {
+    if (this.relay.isActiveGM) return true;
+    const gm = this.relay.activeGM;
+    this.notifyError(this.game.user?.isGM && gm ? new OtherGMError({ name: gm.name }) : new UsageError("MINDSCAPE.Error.EncounterGMOnly"));
+    return false;
+  }
+
+  /**
+   * GM, through the relay: the house rules of the world's system (`systems.describe`'s
+   * `house_rules`), for any GM's House rules menu: an assistant GM's browser, which does
+   * not talk to the companion, asks the one that does.
+   */
+  async houseRulesFor(sender) {
+    if (!sender?.isGM) throw new UsageError("MINDSCAPE.Error.HouseRulesGMOnly");
+    return (await this.describe(this.system))?.house_rules ?? [];
+  }
+
   /** GM: edit the world's house rules for its system (`systems.describe` lists them). */
   async openHouseRules() {
     try {
       const system = this.system;
-      const description = await this.describe(system);
+      const houseRules = await this.relay.toGM("describeHouseRules", {});
       const current = houseRulesFor(this.game, system);
-      const rules = (description?.house_rules ?? []).map((r) => {
+      const rules = (houseRules ?? []).map((r) => {
         const value = r.id in current ? current[r.id] : r.default;
         const isBoolean = typeof r.default === "boolean";
         const choices = !isBoolean && Array.isArray(r.choices) && r.choices.length ? r.choices.map((c) => ({ value: String(c), selected: String(c) === String(value) })) : null;

@@ -749,13 +749,16 @@ export function defaultMethods(overrides = {}) {
  * unknown encounter or combatant is 4004, a sheet the adapter refuses (here a negative
  * psp) −32602 with the path where it was read; `encounter.resolve` resolves the declared
  * attacks from the encounter's copies, not from the sheets, as `revisedResult` does, and
- * answers their write-backs. `enc` is the encounter's state, for tests to look at.
+ * answers their write-backs, refused (4009) when it names a revision the encounter is no
+ * longer at. `enc` is the encounter's state, for tests to look at.
  */
 export function encounterMethods(overrides = {}) {
   const enc = { id: null, revision: 0, round: 1, combatants: new Map(), choices: new Map() };
   const profileOf = (ref) => structuredClone(ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {});
   const notFound = (id) => ({ code: 4004, message: "Not found", data: { id } });
   const known = (id) => { if (!enc.id || id !== enc.id) throw notFound(id); };
+  // API.md: every write may name the revision it expects; a stale one is 4009.
+  const stale = (revision) => { if (revision !== undefined && revision !== enc.revision) throw { code: 4009, message: "Stale revision", data: { revision: enc.revision } }; };
   const waiting = () => [...enc.combatants.keys()].filter((c) => !enc.choices.has(c));
   const withProfile = (c) => ({ ...c.ref, data: { ...c.ref.data, actor: { ...c.ref.data.actor, flags: { ...c.ref.data.actor.flags, mindscape: { "revised-2e": c.profile } } } } });
   const methods = defaultMethods({
@@ -799,8 +802,9 @@ export function encounterMethods(overrides = {}) {
       }
       return { combatant_id, revision: enc.revision, changed, dropped_choices: dropped, warnings: [] };
     },
-    "encounter.resolve": ({ id }) => {
+    "encounter.resolve": ({ id, revision }) => {
       known(id);
+      stale(revision);
       const results = [];
       for (const [cid, choice] of enc.choices) {
         if (!choice.attack) continue;

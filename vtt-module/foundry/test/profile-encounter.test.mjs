@@ -380,7 +380,7 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
       state: async () => ({ phase: "round", round: 2, waiting_for: [], combatants: { a: { psp: 5, psp_max: 10 } }, revision: 9 }),
       collectChoices: async () => calls.push(["ask"]),
       resolve: async (o) => calls.push(["resolve", o ?? {}]),
-      undo: async () => calls.push(["undo"]),
+      undo: async (o) => calls.push(["undo", o]),
       log: async () => { calls.push(["log"]); return { steps: [{ revision: 3, kind: "resolve", result: { results: [{ outcome: "hit", rolls: [], summary: "Ann hits." }] } }] }; },
     },
   };
@@ -396,7 +396,8 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   await panel.options.actions.force.call(panel);
   await panel.options.actions.undo.call(panel);
   await panel.options.actions.log.call(panel);
-  assert.deepEqual(calls, [["ask"], ["resolve", {}], ["resolve", { force: true }], ["undo"], ["log"]]);
+  // Resolve and Undo name the revision the panel shows.
+  assert.deepEqual(calls, [["ask"], ["resolve", { revision: 9 }], ["resolve", { force: true, revision: 9 }], ["undo", { revision: 9 }], ["log"]]);
   assert.deepEqual(panel.context.log, [{ n: 3, text: "#3 resolved: Ann hits." }]);
   assert.equal(panel.context.showLog, true);
   // While shown, every render (a step resolved or undone: encounter.changed) fetches it again.

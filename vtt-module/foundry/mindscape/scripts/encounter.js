@@ -5,7 +5,8 @@
  */
 import { DEFENSE_REASKS, MODULE_ID } from "./consts.js";
 import {
-  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, UsageError, describeError,
+  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
+  describeError,
 } from "./errors.js";
 import { attackFromForm, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
@@ -285,8 +286,17 @@ export class EncounterController {
 
   async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
 
-  /** Create an encounter with the given tokens (uuids). */
-  async create(tokenUuids, name) {
+  /**
+   * Create an encounter with the given tokens (uuids). A create asked while one is under
+   * way (a double click on *Create from selected tokens*) is that one: one encounter.
+   */
+  create(tokenUuids, name) {
+    this.creating ??= this.createNow(tokenUuids, name).finally(() => { this.creating = null; });
+    return this.creating;
+  }
+
+  /** `create`, once. */
+  async createNow(tokenUuids, name) {
     const system = this.svc.system;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
@@ -884,7 +894,7 @@ export class EncounterController {
    * joins a defense (`askJoins`, whichever *Ask for choices* asked it; each closes itself
    * at the world's defense timeout and its grace).
    */
-  async resolve({ force = false, physical } = {}) {
+  async resolve({ force = false, physical, revision = null } = {}) {
     // power-pool: a creature asked whether it joins a defense may still answer; the
     // question closes itself at the timeout. Resolve anyway does not wait.
     if (!force && this.joinQuestions.size) {
@@ -894,12 +904,28 @@ export class EncounterController {
     }
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
+      // The step the GM saw (`revision`, the panel's): an encounter that moved on since
+      // (a double click's first resolve, another browser) is not resolved again unseen.
+      if (revision !== null) await this.expectRevision(revision);
       const refreshed = await this.refreshNow();
       // A choice the sheets no longer allow was dropped: say whose (the resolve then waits
       // for them, or with force counts them as making none).
       this.svc.reportRefresh(refreshed, { quiet: true });
-      return this.resolveNow({ force, physical });
+      // The refresh's own steps move the revision on: the resolve expects the last.
+      const at = revision === null ? null : refreshed.reduce((r, x) => (Number.isInteger(x.revision) ? Math.max(r, x.revision) : r), revision);
+      return this.resolveNow({ force, physical, revision: at });
     });
+  }
+
+  /**
+   * Refuse to go on unless the encounter is at `revision`, as the companion answers a
+   * stale one (4009, `StaleRevisionError`: the panel says the encounter changed and shows
+   * it again).
+   */
+  async expectRevision(revision) {
+    const now = await this.state();
+    if (!now) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    if (now.revision !== revision) throw new StaleRevisionError({ code: 4009, message: "Stale revision", revision: now.revision ?? null });
   }
 
   /**
@@ -908,10 +934,11 @@ export class EncounterController {
    * marks it, `markUndone`). The GM is told whom a forced resolve went without, and what
    * a step without exchanges did (it posts no card): the companion's summary.
    */
-  async resolveNow({ force, physical }) {
+  async resolveNow({ force, physical, revision = null }) {
     const meta = this.meta;
     const params = { id: meta.id };
     if (force) params.force = true;
+    if (revision !== null) params.revision = revision;
     const waiting = force ? (await this.state())?.waiting_for ?? [] : [];
     const call = (m, p) => this.svc.rpc(m, p);
     const usePhysical = physical ?? setting(this.game, "physicalDice");
@@ -957,7 +984,7 @@ export class EncounterController {
    * the step's chat cards are marked undone (`markUndone`). With no resolved step left,
    * the GM is told there is nothing to undo, and the answer is null.
    */
-  async undo() {
+  async undo({ revision = null } = {}) {
     // In the exchange queue, as a resolve: never beside a refresh reading the same sheets.
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
@@ -966,7 +993,9 @@ export class EncounterController {
       await this.svc.rpc("encounter.get", { id: this.meta.id });
       let answer;
       try {
-        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", { id: this.meta.id }));
+        // With the revision the GM saw: a double click's second undo is refused (4009), not a second step taken back.
+        const params = revision === null ? { id: this.meta.id } : { id: this.meta.id, revision };
+        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params));
       } catch (error) {
         if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
         this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
@@ -1111,13 +1140,13 @@ export function makeEncounterPanel(foundry, svc) {
       window: { title: "MINDSCAPE.Encounter.Title", icon: "fas fa-brain", resizable: true },
       position: { width: 460, height: "auto" },
       actions: {
-        create: EncounterPanel.#run((c) => c.create(selectedTokenUuids(svc.game))),
-        add: EncounterPanel.#run((c) => c.add(selectedTokenUuids(svc.game))),
-        ask: EncounterPanel.#run((c) => c.collectChoices()),
-        refresh: EncounterPanel.#run(async (c) => svc.reportRefresh(await c.refresh({ takeHeld: true }))),
-        resolve: EncounterPanel.#run((c) => c.resolve()),
-        force: EncounterPanel.#run((c) => c.resolve({ force: true })),
-        undo: EncounterPanel.#run((c) => c.undo()),
+        create: EncounterPanel.#run("create", (c) => c.create(selectedTokenUuids(svc.game))),
+        add: EncounterPanel.#run("add", (c) => c.add(selectedTokenUuids(svc.game))),
+        ask: EncounterPanel.#run("ask", (c) => c.collectChoices()),
+        refresh: EncounterPanel.#run("refresh", async (c) => svc.reportRefresh(await c.refresh({ takeHeld: true }))),
+        resolve: EncounterPanel.#run("resolve", (c, panel) => c.resolve({ revision: panel.shownRevision })),
+        force: EncounterPanel.#run("force", (c, panel) => c.resolve({ force: true, revision: panel.shownRevision })),
+        undo: EncounterPanel.#run("undo", (c, panel) => c.undo({ revision: panel.shownRevision })),
         log: EncounterPanel.#toggleLog,
         end: EncounterPanel.#end,
       },
@@ -1125,12 +1154,31 @@ export function makeEncounterPanel(foundry, svc) {
 
     static PARTS = { body: { template: `modules/${MODULE_ID}/templates/encounter.hbs` } };
 
-    static #run(fn) {
-      return async function action() {
+    /**
+     * A button's action, run once at a time: ApplicationV2 runs an action's handler on
+     * every click, so while it runs its button is disabled and another click of it is
+     * ignored (a double click on *Undo step* took back two steps, on *Create* made two
+     * encounters). Step actions name the revision the panel shows (`revision`), which
+     * the companion refuses once the encounter moved on (4009: the GM is told the
+     * encounter changed, and the panel shows it again). (`shownRevision` and
+     * `runningActions` are the panel's own, named apart from ApplicationV2's.)
+     * @param {string} name
+     * @param {(controller:EncounterController, panel:any) => Promise<unknown>} fn
+     */
+    static #run(name, fn) {
+      return async function action(_event, target) {
+        this.runningActions ??= new Set();
+        if (this.runningActions.has(name)) return undefined;
+        this.runningActions.add(name);
+        const button = target && "disabled" in target ? target : null;
+        if (button) button.disabled = true;
         try {
-          await fn(svc.encounters);
+          await fn(svc.encounters, this);
         } catch (error) {
           svc.notifyError(error);
+        } finally {
+          this.runningActions.delete(name);
+          if (button) button.disabled = false;
         }
         return this.render();
       };
@@ -1166,8 +1214,12 @@ export function makeEncounterPanel(foundry, svc) {
         svc.notifyError(error);
         view = { active: false };
       }
+      // The revision shown: what *Resolve* and *Undo step* expect the encounter to be at.
+      this.shownRevision = view.active && Number.isInteger(view.revision) ? view.revision : null;
       const log = this.showLog && view.active ? await this.logEntries() : [];
-      return { ...view, log, showLog: Boolean(this.showLog && view.active) };
+      // A panel drawn again while an action runs (the companion's notice of a change) keeps its button disabled.
+      const busy = Object.fromEntries([...(this.runningActions ?? [])].map((name) => [name, true]));
+      return { ...view, log, showLog: Boolean(this.showLog && view.active), busy };
     }
 
     /**

@@ -172,20 +172,25 @@ export function attackDialog({ context, oddsFor }) {
 /** What a timed dialog's own deadline answers (never a form). */
 const TIMED_OUT = Symbol("timed out");
 
+/** What a timed dialog answers when a newer question replaced it (never a form). */
+const REPLACED = Symbol("replaced");
+
 /**
  * `wait` for a secret question that closes itself after `timeoutMs`, counting the seconds
- * down in its `.mindscape-countdown`. Resolves to the form, null (Cancel or closed), or
- * TIMED_OUT; it never waits longer than the timeout, even where the dialog cannot be
+ * down in its `.mindscape-countdown`. Resolves to the form, null (Cancel or closed),
+ * TIMED_OUT, or REPLACED once `replaced` (a promise) settles: a newer question took its
+ * place; it never waits longer than the timeout, even where the dialog cannot be
  * closed from code (at the timeout the application is closed when it can be found, else
  * its element hidden). The options' own `render` runs after the countdown is set up.
  */
-async function timedWait(options, timeoutMs) {
+async function timedWait(options, timeoutMs, replaced = null) {
   let timer = null;
   let app = null;
   let rootEl = null;
   let expire;
   const expired = new Promise((resolve) => { expire = resolve; });
   const deadline = setTimeout(() => expire(TIMED_OUT), Math.max(0, Number(timeoutMs) || 0) + 250);
+  replaced?.then(() => expire(REPLACED), () => null);
   const shown = wait({
     ...options,
     render: (root, target) => {
@@ -207,7 +212,7 @@ async function timedWait(options, timeoutMs) {
   const answer = await Promise.race([shown, expired]);
   clearInterval(timer);
   clearTimeout(deadline);
-  if (answer === TIMED_OUT) {
+  if (answer === TIMED_OUT || answer === REPLACED) {
     try {
       if (app) await app.close();
       else rootEl?.close?.();
@@ -366,14 +371,22 @@ export function houseRulesDialog({ context }) {
   return wait({ title: "MINDSCAPE.HouseRules.Title", icon: "fas fa-scroll", template: "house-rules", context, ok: "MINDSCAPE.Save", width: 560 });
 }
 
-/** One combatant's secret choice for an encounter step. */
-export function encounterChoiceDialog({ context }) {
+/**
+ * One combatant's secret choice for an encounter step; closes itself after `timeoutMs`
+ * (the GM then stops waiting for it) or once `replaced` settles (a newer question for
+ * the same combatant took its place). The form, or null: Cancel, closed, the timeout,
+ * replaced.
+ * @param {{context:object, timeoutMs:number, replaced?:Promise<unknown>|null}} opts
+ * @returns {Promise<object|null>}
+ */
+export async function encounterChoiceDialog({ context, timeoutMs, replaced = null }) {
   const render = (root) => {
     // Asked again after a refusal: the choice refused is filled in, to be put right.
     if (context.previous) fillForm(root, context.previous);
     followTarget(root);
   };
-  return wait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare", render });
+  const answer = await timedWait({ title: "MINDSCAPE.Encounter.ChoiceTitle", icon: "fas fa-user-secret", template: "encounter-choice", context, ok: "MINDSCAPE.Encounter.Declare", render }, timeoutMs, replaced);
+  return answer && typeof answer === "object" ? answer : null;
 }
 
 /**

@@ -603,12 +603,19 @@ export class EncounterController {
       const when = (view) => JSON.stringify([view?.round, view?.exchange, view?.phase]);
       let refused = null;
       let previous = null;
+      // Within the world's defense timeout, as the other secret questions: the dialog
+      // closes itself then, and a choice that still comes later is not declared: its
+      // owner is told (the GM, for an NPC).
+      const timeoutMs = this.svc.defenseTimeoutS() * 1000;
+      const tooLate = (late) => {
+        if (!late) return;
+        if (owner) this.svc.relay.toUser(owner.id, "encounterTooLate", { name }).catch(() => null);
+        else this.svc.encounterTooLateHere({ name });
+      };
       for (let reasks = DEFENSE_REASKS; ; reasks--) {
-        const context = { ...(await this.choiceContext(cid, state)), refused, previous };
-        const form = owner
-          ? await this.svc.relay.toUser(owner.id, "chooseEncounter", context).catch(() => null)
-          : await this.svc.env.dialogs.encounterChoiceDialog({ context });
-        if (!form) return null;
+        const context = { ...(await this.choiceContext(cid, state)), refused, previous, seconds: Math.round(timeoutMs / 1000), timeoutMs };
+        const form = await this.svc.askWithin(owner, "chooseEncounter", (c) => this.svc.chooseEncounterHere(c), context, timeoutMs, null, { onLate: tooLate });
+        if (!form || typeof form !== "object") return null;
         try {
           return await this.declareForm(cid, form);
         } catch (error) {

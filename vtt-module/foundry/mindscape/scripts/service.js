@@ -3,7 +3,7 @@
  * can hand in fakes. Requests from any client go through the relay to the active GM's
  * client, which alone holds the daemon token and calls the daemon.
  */
-import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODULE_ID, PAIRED_FLAG, relayTimeoutMs } from "./consts.js";
+import { DEFENSE_GRACE_MS, DEFENSE_REASKS, DEFENSE_TIMEOUT_MS, MAX_PUPPETS, MODULE_ID, PAIRED_FLAG, RELAY_MARGIN_MS, relayTimeoutMs } from "./consts.js";
 import { DaemonClient, callWithPhysicalDice, checkDaemonUrl } from "./rpc.js";
 import { Relay } from "./relay.js";
 import {
@@ -282,7 +282,8 @@ export class Mindscape {
       describeHouseRules: { runsOn: "gm", fn: (p, c) => this.houseRulesFor(c.sender) },
       encounterDeclare: { runsOn: "gm", fn: (p, c) => this.env.encounters?.declareFor(p, c.sender) },
       chooseDefense: { runsOn: "player", fn: (p) => this.chooseDefenseHere(p) },
-      chooseEncounter: { runsOn: "player", fn: (p) => this.env.dialogs.encounterChoiceDialog({ context: p }) },
+      chooseEncounter: { runsOn: "player", fn: (p) => this.chooseEncounterHere(p) },
+      encounterTooLate: { runsOn: "player", fn: (p) => this.encounterTooLateHere(p) },
       chooseClose: { runsOn: "player", fn: (p) => this.chooseCloseHere(p) },
       chooseControl: { runsOn: "player", fn: (p) => this.chooseControlHere(p) },
       chooseJoin: { runsOn: "player", fn: (p) => this.chooseJoinHere(p) },
@@ -787,15 +788,43 @@ export class Mindscape {
    * GM: ask `owner` on their own client through the relay (`handler`), or, without an
    * owner, here (`here`, with `askedHere` in its context: the question then tells the
    * GM that the players do not see it), never waiting longer than `timeoutMs` and the
-   * grace: the answer, or `fallback` when none came in time or the asking failed.
+   * grace: the answer, or `fallback` when none came in time or the asking failed. With
+   * `onLate`, an answer that comes after that (but within the relay's margin) is handed
+   * to it, so that whoever answered can be told it came too late.
    */
-  async askWithin(owner, handler, here, context, timeoutMs, fallback = null) {
+  async askWithin(owner, handler, here, context, timeoutMs, fallback = null, { onLate = null } = {}) {
     const wait = timeoutMs + this.defenseGraceMs;
     try {
-      return await withDeadline(owner ? this.relay.toUser(owner.id, handler, context, wait) : here({ ...context, askedHere: true }), wait, fallback);
+      const asking = owner ? this.relay.toUser(owner.id, handler, context, onLate ? wait + RELAY_MARGIN_MS : wait) : here({ ...context, askedHere: true });
+      const answer = await withDeadline(asking, wait, LATE);
+      if (answer !== LATE) return answer;
+      if (onLate) asking.then((late) => onLate(late), () => null);
+      return fallback;
     } catch {
       return fallback;
     }
+  }
+
+  /**
+   * Any client: show one encounter combatant's secret choice, closing the question still
+   * open for that combatant here (a second *Ask for choices* replaces it, never stacks a
+   * second dialog), and answer the GM.
+   */
+  chooseEncounterHere(context) {
+    const key = context?.combatantId ?? "";
+    this.choosing ??= new Map();
+    this.choosing.get(key)?.();
+    let replace;
+    const replaced = new Promise((resolve) => { replace = resolve; });
+    this.choosing.set(key, replace);
+    return Promise.resolve(this.env.dialogs.encounterChoiceDialog({ context, timeoutMs: context?.timeoutMs, replaced }))
+      .finally(() => { if (this.choosing.get(key) === replace) this.choosing.delete(key); });
+  }
+
+  /** A player's client: say that its encounter choice for `name` came after the GM stopped waiting. */
+  encounterTooLateHere({ name }) {
+    this.notify("warn", this.t.format("MINDSCAPE.Encounter.ChoiceTooLate", { name }));
+    return true;
   }
 
   /** Any client: show the question whether a psionic creature joins a defense, and answer the GM. */
@@ -2534,6 +2563,9 @@ function refusedPuppets(error, count) {
   }
   return refused.size ? refused : null;
 }
+
+/** What `withDeadline` answers in `askWithin` when the answer did not come in time. */
+const LATE = Symbol("late");
 
 /** `promise`'s value, or `fallback` when it has not settled after `ms`. */
 function withDeadline(promise, ms, fallback) {

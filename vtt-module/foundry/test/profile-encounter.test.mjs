@@ -98,7 +98,7 @@ test("a profile the companion refuses is not saved, and the form opens again wit
   const html = renderModuleTemplate("profile", again);
   assert.match(html, /This profile was not saved: correct what is marked and save again\./);
   assert.match(html, /<li><strong>PSPs<\/strong>: must be at least 0, got -1<\/li>/);
-  assert.match(html, /<div class="form-group mindscape-invalid" title="[^"]*">\s*<label>PSPs<\/label>/);
+  assert.match(html, /<div class="form-group mindscape-invalid" title="[^"]*">\s*<label for="[^"]*-psp">PSPs<\/label>/);
 });
 
 test("advanced JSON that does not parse is shown in the form, kept as typed, and a corrected form is saved", async () => {

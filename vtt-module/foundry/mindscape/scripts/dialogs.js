@@ -34,6 +34,14 @@ export function appOf(target) {
   return (id && globalThis.foundry?.applications?.instances?.get?.(id)) ?? null;
 }
 
+let dialogs = 0;
+
+/** A prefix for a dialog's element ids, unique in this page. */
+export function dialogUid() {
+  dialogs += 1;
+  return `mindscape-${dialogs}`;
+}
+
 /**
  * Show a DialogV2 and resolve to the submitted form, or null when the dialog was
  * cancelled or closed. Foundry's DialogV2#_onSubmit resolves to
@@ -43,7 +51,9 @@ export function appOf(target) {
  */
 export async function wait({ title, icon, template, context, ok, okIcon = "fas fa-check", cancel = "MINDSCAPE.Cancel", render, width = 440, extraButtons = [] }) {
   const t = i18n();
-  const content = await renderTemplate(template, context);
+  // `uid`: the prefix of this dialog's element ids, unique in the page (several dialogs
+  // may be open), so that each label names its control (`<label for>`).
+  const content = await renderTemplate(template, { ...context, uid: dialogUid() });
   const result = await DialogV2().wait({
     window: { title: t.localize(title), icon },
     classes: ["mindscape-dialog"],

@@ -159,10 +159,12 @@ export function onRenderChatMessage(svc, message, html) {
     mark.textContent = svc.t.localize("MINDSCAPE.Card.Undone");
     card.prepend(mark);
   }
+  // The toggle is a button that says whether the details are open (`aria-expanded`).
   for (const toggle of card.querySelectorAll("[data-mindscape-toggle]")) {
     toggle.addEventListener("click", (event) => {
       event.preventDefault();
-      card.classList.toggle("expanded");
+      const open = card.classList.toggle("expanded");
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
     });
   }
 }

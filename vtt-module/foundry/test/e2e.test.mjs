@@ -1555,3 +1555,29 @@ test("an encounter step takes the sheets again before it resolves: PSPs changed 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test("the real companion: a player's odds against a mind they do not own are shown for every defense alike, as if it knew each and could pay; the GM reads the refusal of those it does not know", { skip: SKIP, timeout: 60000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token });
+  const p = { kind: "psionicist", level: 5, int: 15, wis: 15, psp: 40, psp_max: 40, attacks: ["mind-thrust", "ego-whip"] };
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e": { ...p, defenses: ["mind-blank"] } });
+  // The goblin knows one defense, and holds too few PSPs for the dearest.
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e": { ...p, psp: 5, defenses: ["intellect-fortress", "tower-of-iron-will"] } });
+  const ask = (client, assumeDefense) => client.svc.relay.toGM("odds", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.goblinToken.uuid, attack: { mode: "ego-whip", multiplier: "1", range: "short" }, assumeDefense })
+    .then((value) => ({ value }), (error) => ({ error }));
+  const defenses = ["mind-blank", "thought-shield", "intellect-fortress", "mental-barrier", "tower-of-iron-will"];
+  for (const mode of defenses) {
+    const { value, error } = await ask(t.clients.p1, mode);
+    assert.equal(error, undefined, `${mode}: ${error?.key} ${JSON.stringify(error?.data)}`);
+    assert.ok(value.outcomes.find((o) => o.name === "hit").p > 0, mode);
+    assert.match(value.assumed, /^As if Goblin knows .+ and can pay for it/, mode);
+  }
+  // A defense it knows and can pay for: the player's odds are the true ones, the GM's.
+  const truth = await ask(t.clients.gm, "intellect-fortress");
+  assert.deepEqual((await ask(t.clients.p1, "intellect-fortress")).value.outcomes, truth.value.outcomes);
+  assert.equal(truth.value.assumed, undefined);
+  // The GM reads the companion's refusals: a defense it does not know, one it cannot pay for.
+  assert.equal((await ask(t.clients.gm, "mind-blank")).error.data.rule, "defense-not-known");
+  assert.equal((await ask(t.clients.gm, "tower-of-iron-will")).error.data.rule, "not-enough-psp-for-defense");
+});
+

@@ -12,7 +12,8 @@ import {
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
-  dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView, RANGES,
+  dispositionOf, exchangeParams, joiningModeId, knowingDefense, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { cardSpeaker, chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
@@ -341,25 +342,63 @@ export class Mindscape {
     const targets = await Promise.all((group ? targetUuids : [targetUuid ?? targetUuids[0]]).map((uuid) => this.docs(uuid, { near })));
     this.checkTargets(a, targets);
     // power-pool: the odds against a puppet are the odds against its controller.
-    const controllers = system === "power-pool" ? (await this.controlAround(a, targets)).controllers : [];
+    const around = system === "power-pool" ? await this.controlAround(a, targets) : null;
+    const controllers = around?.controllers ?? [];
+    let defense = null;
     if (assumeDefense !== null && assumeDefense !== undefined && assumeDefense !== "") {
       // The defense assumed is the caller's own argument: a wrong one is refused naming it,
       // not sent, where the companion's refusal would read as the struck mind's secret.
-      const known = modesFromDescription(system, await this.describe(system)).defenses?.map((m) => m.id) ?? [];
+      const defenses = modesFromDescription(system, await this.describe(system)).defenses ?? [];
+      const known = defenses.map((m) => m.id);
       if (typeof assumeDefense !== "string" || (known.length && !known.includes(assumeDefense))) {
         throw new UsageError("MINDSCAPE.Error.BadAssumedDefense", { got: JSON.stringify(assumeDefense) ?? String(assumeDefense), known: known.join(", ") });
       }
+      defense = { mode: assumeDefense, cost: defenses.find((m) => m.id === assumeDefense)?.cost ?? 0 };
     }
-    const params = await this.oddsRequest(a, targets, attackObj, assumeDefense ? { mode: assumeDefense } : null, controllers);
+    const struck = [...targets, ...controllers];
+    const params = await this.oddsRequest(a, targets, attackObj, defense ? { mode: defense.mode } : null, controllers);
+    // Odds for a defense show, or not, whether the mind struck knows it and can pay for it:
+    // to a user who may not see every mind struck, they are the odds as if each such mind
+    // knew it and could pay (`knowingDefense`), for every defense alike, and say so.
+    const hidden = defense ? struck.filter((d) => !this.maySee(sender, d)) : [];
+    if (hidden.length) await this.assumeKnowing(params, { targets, controllers, hidden, defense });
     let odds;
     try {
       odds = await this.rpc("exchange.odds", params);
     } catch (error) {
-      throw this.oddsRefusal(error, { attacker: a, struck: [...targets, ...controllers], sender });
+      throw this.oddsRefusal(error, { attacker: a, struck, sender });
     }
     const view = oddsView(odds, this.t.label, system);
     if (group) view.group = targets.map((d) => d.token?.name ?? d.actor.name).join(", ");
+    if (hidden.length) {
+      const mind = around?.struck[0] ?? targets[0];
+      view.assumed = this.t.format("MINDSCAPE.Odds.Assumed", { name: mind.token?.name ?? mind.actor.name, mode: idLabel(this.t.label, "Mode", defense.mode) });
+    }
     return view;
+  }
+
+  /** Whether `user` may see the secrets of the mind `docs` (its defenses, PSPs, sheet): the GM and its owners. */
+  maySee(user, docs) {
+    return Boolean(user?.isGM || docs.actor?.testUserPermission?.(user, "OWNER"));
+  }
+
+  /**
+   * GM: in `exchange.odds`' `params` (`oddsRequest`), each mind struck among `hidden` as
+   * the companion reads it (`importedOf`) knowing `defense.mode` and able to pay
+   * `defense.cost` (requests.js `knowingDefense`), in place of its sheet. A mind the
+   * companion cannot read stays its sheet (the companion then refuses it, whatever the
+   * defense, and the user reads that the mind struck stopped the odds).
+   */
+  async assumeKnowing(params, { targets, controllers, hidden, defense }) {
+    const system = this.system;
+    const knowing = async (docs) => {
+      const combatant = hidden.includes(docs) ? await this.importedOf(docs) : null;
+      return combatant ? knowingDefense(system, combatant, defense.mode, defense.cost) : null;
+    };
+    const [first, ...others] = await Promise.all(targets.map(knowing));
+    if (first) params.defender = first;
+    others.forEach((c, i) => { if (c && params.defenders?.[i]) params.defenders[i] = c; });
+    (await Promise.all(controllers.map(knowing))).forEach((c, i) => { if (c && params.controllers?.[i]) params.controllers[i] = c; });
   }
 
   /**
@@ -482,8 +521,7 @@ export class Mindscape {
    */
   oddsRefusal(error, { attacker, struck, sender }) {
     const attackerId = roundCombatantId(attacker.token, attacker.actor);
-    const mayKnow = (d) => sender?.isGM || d.actor?.testUserPermission?.(sender, "OWNER");
-    if (speaksOfTheStruck(error, attackerId) && !struck.every(mayKnow)) return new UsageError("MINDSCAPE.Error.OddsHiddenByTheStruck");
+    if (speaksOfTheStruck(error, attackerId) && !struck.every((d) => this.maySee(sender, d))) return new UsageError("MINDSCAPE.Error.OddsHiddenByTheStruck");
     if (refusesTheAttacker(error, attackerId) && error?.data) error.data.attackRefused = true;
     return error;
   }

@@ -1581,3 +1581,64 @@ test("the real companion: a player's odds against a mind they do not own are sho
   assert.equal((await ask(t.clients.gm, "tower-of-iron-will")).error.data.rule, "not-enough-psp-for-defense");
 });
 
+test("the encounter panel with the real companion: a double click on Create makes one encounter, on Undo step takes back one step", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const before = (await daemonCall("encounter.list", {})).length;
+  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').dblclick();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  await page.waitForTimeout(500);
+  const creates = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.create").length);
+  assert.equal(creates, 1);
+  assert.equal((await daemonCall("encounter.list", {})).length, before + 1);
+  // Two resolved rounds, then one double click on Undo step.
+  for (let round = 0; round < 2; round++) {
+    const resolves = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve" && f.response.result).length);
+    await panel.locator('[data-action="force"]').click();
+    await page.waitForFunction((n) => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve" && f.response.result).length > n, resolves, { timeout: 15000 });
+    await panel.locator('[data-action="force"]:not([disabled])').waitFor({ timeout: 15000 });
+  }
+  await panel.locator('[data-action="undo"]').dblclick();
+  await page.waitForFunction(() => window.harness.fetches.some((f) => f.request.method === "encounter.undo" && f.response.result), null, { timeout: 15000 });
+  await panel.locator('[data-action="undo"]:not([disabled])').waitFor({ timeout: 15000 });
+  await page.waitForTimeout(500);
+  const undos = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.undo").map((f) => ({ revision: f.request.params.revision, ok: Boolean(f.response.result) })));
+  assert.deepEqual(undos.map((u) => u.ok), [true]);
+  assert.ok(Number.isInteger(undos[0].revision), "the undo names the revision the panel showed");
+  const log = await daemonCall("encounter.log", { id: await page.evaluate(() => game.settings.get("mindscape", "encounter").id) });
+  assert.equal(log.steps.filter((s) => s.kind === "undo").length, 1);
+  assert.deepEqual(await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "error")), []);
+  assert.deepEqual(problems, []);
+  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
+  await panel.locator('[data-action="end"]').click();
+  await page.close();
+});
+
+test("the attack dialog's labels name their controls (clicking Type physical dice ticks it), and the card's Dice and events is a button the keyboard reaches", { skip: SKIP, timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(13);
+  await page.evaluate(() => window.harness.openTokenHUD("tokZanna"));
+  await page.locator('#token-hud .col.right [data-action="mindscape-attack"]').click();
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-attack") });
+  await dialog.locator(".mindscape-odds table").waitFor();
+  const unnamed = await page.evaluate(() => [...document.querySelectorAll("dialog.mindscape-dialog input:not([type=hidden]), dialog.mindscape-dialog select, dialog.mindscape-dialog textarea")]
+    .filter((el) => !(el.labels?.length) && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby")).map((el) => el.name));
+  assert.deepEqual(unnamed, []);
+  await dialog.locator("label", { hasText: "Type physical dice" }).click();
+  assert.equal(await dialog.locator("input[name=physical]").isChecked(), true);
+  await dialog.locator("label", { hasText: "Type physical dice" }).click();
+  await dialog.locator('button[data-action="ok"]').click();
+  const defense = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-defense") });
+  await defense.locator('button[data-action="ok"]').click();
+  const card = page.locator("#chat-log .mindscape-card").first();
+  await card.waitFor({ timeout: 15000 });
+  const toggle = card.locator("[data-mindscape-toggle]");
+  await toggle.focus();
+  assert.equal(await toggle.evaluate((el) => document.activeElement === el && el.tagName), "BUTTON");
+  assert.equal(await toggle.getAttribute("aria-expanded"), "false");
+  await page.keyboard.press("Enter");
+  assert.equal(await toggle.getAttribute("aria-expanded"), "true");
+  assert.equal(await page.locator("#chat-log .mindscape-card.expanded").count(), 1);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -114,3 +114,17 @@ test("the GM's own defense prompt cannot hang the attack: the timeout gives the 
   assert.equal(out[0].outcome, "hit");
   assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
 });
+
+test("a player asked for a defense against an attacker whose token is hidden reads \"An unseen mind\", not its name; the GM answering for an NPC reads the name", async () => {
+  const t = makeTable({ dialogs: { p1: { defenseDialog: { mode: null } }, gm: { defenseDialog: { mode: null } } } });
+  t.tokens.goblinToken.hidden = true;
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.ulcenToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  const [asked] = t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog");
+  assert.equal(asked.arg.context.attackerName, "An unseen mind");
+  assert.doesNotMatch(JSON.stringify(asked.arg.context), /Goblin/);
+  // Fenka, her token hidden too, attacks the goblin: the GM, answering for the NPC, reads her name.
+  t.tokens.fenkaToken.hidden = true;
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.fenkaToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  const [gm] = t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog");
+  assert.equal(gm.arg.context.attackerName, "Fenka");
+});

@@ -542,7 +542,8 @@ export class Mindscape {
     const attackObj = this.checkedAttack(system, attack);
     const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid, { near })));
     this.checkTargets(first, defenders);
-    const attackerName = first.token?.name ?? first.actor.name;
+    // Whom the defenders' questions name: a hidden token is "an unseen mind" to players (`askedName`).
+    const attackerName = { name: first.token?.name ?? first.actor.name, hidden: Boolean(first.token?.hidden) };
     const requesterId = requesterOf(sender, this.game);
     const requesterRollMode = requesterId ? rollMode ?? null : null;
     const common = { attacker: first, attack: attackObj, physical, requesterRollMode, requesterId };
@@ -724,7 +725,7 @@ export class Mindscape {
    * power-pool profile are read for it (every one in a world read through a mapping,
    * which may keep the profile anywhere). Who joins each group, by group:
    * `[[{docs, id, mode}]]`; nobody is asked when nobody may join.
-   * @param {{taken:{token:any, actor:any}[], groups:{token:any, actor:any}[][], attackerName:string,
+   * @param {{taken:{token:any, actor:any}[], groups:{token:any, actor:any}[][], attackerName:{name:string, hidden?:boolean},
    *          attack:{mode:string}, read?:(docs:{token:any, actor:any})=>Promise<object|null>}} request
    *   `taken`: the attacker, the targets and the minds struck, who never join
    */
@@ -795,7 +796,8 @@ export class Mindscape {
    * a failure; `declined`: it answered Stay out (or closed the question), which an
    * encounter does not ask again (no answer in time may be asked again).
    * @param {{token:any, actor:any}} docs
-   * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:string|null, attackLabel?:string|null}} question
+   * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:{name:string, hidden?:boolean}|string|null, attackLabel?:string|null}} question
+   *   `attackerName`: a hidden attacker's token is named to a player as an unseen mind (`askedName`)
    * @returns {Promise<{group:number|null, declined:boolean}>}
    */
   async askJoin(docs, { mode, groups, attackerName = null, attackLabel = null }) {
@@ -807,7 +809,7 @@ export class Mindscape {
     const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       name: docs.token?.name ?? docs.actor.name,
-      attackerName,
+      attackerName: attackerName === null ? null : this.askedName(attackerName, owner),
       attackLabel,
       allies: offered.map((g) => g.names).join(", "),
       modeLabel: this.t.label(`MINDSCAPE.Mode.${mode}`, mode),
@@ -1100,7 +1102,7 @@ export class Mindscape {
     const timeoutMs = this.defenseTimeoutS() * 1000;
     const context = {
       system,
-      attackerName,
+      attackerName: this.askedName(attackerName, owner),
       defenderName: defender.token?.name ?? actor.name,
       // revised-2e (and combat-strength) raise defenses without knowing the attack
       // (RULES.md §1.4); in power-pool the defender answers a declared attack.
@@ -1135,6 +1137,17 @@ export class Mindscape {
     // Only those offered, each once, and only with a mode that draws allies in.
     const picked = drawing.has(answer.mode) ? new Set([].concat(answer.allies ?? [])) : new Set();
     return { ...answer, allies: candidates.filter((c) => picked.has(c.uuid)).map((c) => c.docs) };
+  }
+
+  /**
+   * The attacker's name as a question names it: to a player (`owner`), an attacker whose
+   * token the scene hides (`{name, hidden}`) is "an unseen mind"; the GM, answering for
+   * an NPC, reads its name.
+   * @param {string|{name:string, hidden?:boolean}} who
+   */
+  askedName(who, owner) {
+    if (typeof who === "string") return who;
+    return owner && who?.hidden ? this.t.localize("MINDSCAPE.UnseenMind") : who?.name ?? "";
   }
 
   /** Any client: show the secret defense dialog and answer the GM. */

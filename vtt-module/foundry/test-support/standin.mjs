@@ -331,10 +331,19 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     Hooks.callAll(generation >= 13 ? "renderChatMessageHTML" : "renderChatMessage", message, generation >= 13 ? li : { 0: li, length: 1, jquery: "3.7.1" });
   }
   const Roll = { fromData: (data) => ({ ...data, toJSON: () => data }) };
+  // A notice is rendered as HTML, as Foundry v12 does (v13 cleans it, then renders it):
+  // `notes` holds the text it shows, `noticesHtml` the HTML it was given.
   const notes = [];
+  const noticesHtml = [];
+  const notice = (kind) => (m) => {
+    const li = document.createElement("li");
+    li.innerHTML = String(m);
+    noticesHtml.push(String(m));
+    notes.push([kind, li.textContent]);
+  };
   Object.assign(window, {
     game, Hooks, CONFIG: generation >= 13 ? { queries: {}, sounds: {} } : { sounds: {} },
-    ui: { notifications: { info: (m) => notes.push(["info", m]), warn: (m) => notes.push(["warn", m]), error: (m) => notes.push(["error", m]) } },
+    ui: { notifications: { info: notice("info"), warn: notice("warn"), error: notice("error") } },
     ChatMessage, Roll, fromUuid: async (uuid) => docs.get(uuid) ?? null,
     foundry: { applications: { instances, api: { DialogV2, ApplicationV2, HandlebarsApplicationMixin }, handlebars: { renderTemplate, loadTemplates: async () => {} } } },
   });
@@ -365,7 +374,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     return response;
   };
   window.harness = {
-    generation, tokens, docs, messages, notes, fetches, hooksCalled: [], lines: [], deprecations: [],
+    generation, tokens, docs, messages, notes, noticesHtml, fetches, hooksCalled: [], lines: [], deprecations: [],
     log: (line) => window.harness.lines.push(line),
     resolved: [],
     roundsEnded: [],

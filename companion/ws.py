@@ -154,7 +154,8 @@ async def _send(peer: Peer, text: str) -> bool:
     """Send an answer; a client that does not take it within ``ANSWER_TIMEOUT`` seconds
     (it stopped reading: its queue is full) is cut off, and ``False`` returned."""
     try:
-        await asyncio.wait_for(peer.ws.send_str(text), ANSWER_TIMEOUT)
+        async with asyncio.timeout(ANSWER_TIMEOUT):  # (no task of its own, as wait_for's)
+            await peer.ws.send_str(text)
     except TimeoutError:
         await peer.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
         return False

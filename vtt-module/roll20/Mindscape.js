@@ -272,7 +272,8 @@ var Mindscape = Mindscape || (() => {
     return text.split('-').map((w, i) => (i > 0 && SMALL_WORDS.includes(w) ? w : w.charAt(0).toUpperCase() + w.slice(1))).join(' ');
   };
 
-  const normaliseMode = (text) => String(text || '').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
+  // (NFKC first, as the companion reads sheet names: full-width letters are the mode they spell)
+  const normaliseMode = (text) => String(text || '').normalize('NFKC').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
 
   // A number typed in an option (--mult, --dice, --defense-dice, a --sacrifice level,
   // --hours, --timeout, --chunk): digits only, or null. Number() alone would take an empty
@@ -1972,6 +1973,13 @@ var Mindscape = Mindscape || (() => {
     if (drawn.error) return refuse(msg.playerid, drawn.error);
     if (drawn.allies.length) exchange.allies = drawn.allies;
     const { params, involved, paths } = exchangeRequest(exchange, chosen.defense);
+    const struck = involved.filter((ref) => ref !== who.attacker);
+    if (chosen.defense && chosen.defense.mode && !playerIsGM(msg.playerid) && !struck.every((ref) => mayControl(msg.playerid, ref))) {
+      // Odds for a defense, or a refusal of it, would tell which defenses a mind the
+      // asker does not control knows and can pay for (its sheet's secret).
+      return refuse(msg.playerid, `odds against an assumed --defense are for the GM and the controllers of the minds struck: they would tell which defenses ${chatSafe(fighterName(who.defender))} knows and can pay for. `
+        + 'Ask without --defense for the chances against no defense. Nothing was sent.');
+    }
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
@@ -1982,7 +1990,7 @@ var Mindscape = Mindscape || (() => {
       paths: Object.assign({ '/attacker': who.attacker, '/defender': who.defender }, paths),
       // Whose secrets a refusal may tell (oddsHiddenFrom): every mind but the attacker's.
       attacker: who.attacker,
-      struck: involved.filter((ref) => ref !== who.attacker),
+      struck,
       title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
     }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };

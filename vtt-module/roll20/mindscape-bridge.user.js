@@ -506,12 +506,12 @@
         return false;
       }
       const info = reply.result;
-      if (info === null || typeof info !== 'object' || Array.isArray(info)) {
+      if (info === null || typeof info !== 'object' || Array.isArray(info) || info.name !== 'mindscape' || typeof info.version !== 'string') {
         setStatus('refused', `${endpoint()} answered companion.info without its name and version: is it the Mindscape companion (mindscape serve)?`);
         return false;
       }
       if (!storage.get('pairing')) { setStatus('not paired', `the companion answers; now ${PAIR_HINT}`); return true; }
-      setStatus('connected', `${String(info.name || 'companion')} ${String(info.version || '')}`.trim());
+      setStatus('connected', `${info.name} ${info.version}`);
       return true;
     };
 

@@ -897,18 +897,28 @@ test('a GM may settle the defense at once; odds are whispered to whoever asked',
   const req = lastRequest(ctx.sb);
   assert.equal(req.body.method, 'exchange.resolve');
   assert.equal(req.body.params.defense, null);
-  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 2 --defense thought-shield` });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 2` });
   const odds = lastRequest(ctx.sb);
   assert.equal(odds.body.method, 'exchange.odds');
-  assert.deepEqual(odds.body.params.defense, { mode: 'thought-shield' });
+  assert.equal(odds.body.params.defense, null);
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.45, miss: 0.55 }, critical: 0.05, damage: { mean: 4.5, distribution: [], truncated_mass: 0 } } });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
+  // Odds for a defense of Fenka's (Bob's), or their refusal, would tell Alice which
+  // defenses Fenka knows and can pay for: refused before anything is sent; the GM may.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense thought-shield` });
+  assert.equal(lastRequest(ctx.sb).id, odds.id);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /odds against an assumed --defense are for the GM and the controllers of the minds struck: they would tell which defenses Fenka knows/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense thought-shield` });
+  assert.deepEqual(lastRequest(ctx.sb).body.params.defense, { mode: 'thought-shield' });
+  // Mode names are read after NFKC, as the companion reads sheet names: full-width too.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense \uff34\uff48\uff4f\uff55\uff47\uff48\uff54 \uff33\uff48\uff49\uff45\uff4c\uff44` });
+  assert.deepEqual(lastRequest(ctx.sb).body.params.defense, { mode: 'thought-shield' });
 });
 
 test('combat-strength odds come in a few lines, not one per damage value: outcomes, conditions, defense strength at 0, the damage summed up (RULES.md 2.4: penetrating dice chain)', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
-  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psychic-implosion --defense mind-blank` });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psychic-implosion --defense mind-blank` });
   const odds = lastRequest(ctx.sb);
   // The companion's shape (engine/combat_strength/README.md, "Odds"): a long tail of
   // values 31..130 at 0.1% each after 10, 20 and 30 (mean 22.05, median 10, 80% within 10..30).
@@ -919,7 +929,7 @@ test('combat-strength odds come in a few lines, not one per damage value: outcom
     outcomes: { ...outcomes, crushed: 0.02 }, damage: { mean: 22.05, distribution, truncated_mass: 0 }, crushed: 0.02,
     defense_zero: 0.0216, conditions: {}, save: null, outcome: { crushed: 0.02, damage: 0.98 }, table: 'combat', bonus_dice: 4, attack_cost: 14,
   } });
-  const card = whispersTo(ctx.sb, 'Alice').at(-1);
+  const card = whispersTo(ctx.sb, 'gm').at(-1);
   assert.equal(card.split('<br>').length, 4, card);
   assert.match(card, /Mind crushed 2\.0%, Damage 98\.0%<br>Defense strength falls to 0: 2\.2%<br>Damage when dealt: 22\.1 on average, median 10, 8 times in 10 from 10 to 30\./);
   assert.doesNotMatch(card, /\b(31|77|130) 0\.\d%/);
@@ -936,7 +946,9 @@ test('combat-strength odds come in a few lines, not one per damage value: outcom
 test('odds refused for a mind the attack would strike tell a player who does not control it nothing of that mind; the GM reads why', () => {
   const ctx = campaign();
   const oddsRefused = (playerid, data) => {
-    ctx.sb.chat({ playerid, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense mind-blank` });
+    // (a player not controlling Fenka asks without --defense: odds for a defense are refused)
+    const defense = playerid === GM ? ' --defense mind-blank' : '';
+    ctx.sb.chat({ playerid, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip${defense}` });
     const odds = lastRequest(ctx.sb);
     assert.equal(odds.body.method, 'exchange.odds');
     answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, error: { code: 4001, message: 'the rules forbid it', data } });

@@ -373,7 +373,10 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
                           candidate: Mapping[str, Any], cid: str, kind: str) -> None:
     """``system.plan`` of the exchange ``candidate`` makes; a refusal names the places
     in ``cid``'s choice (an encounter's caller never wrote ``/defenses/x`` or
-    ``/allies/0/id``)."""
+    ``/allies/0/id``). A defense is planned as ``cid`` knows the exchange
+    (``_known_to``)."""
+    if kind == "defense":
+        candidate = _known_to(candidate, cid)
     try:
         system.plan(_request(state, candidate))
     except RulesViolation as exc:
@@ -389,14 +392,27 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
     except InvalidInput as exc:
         if kind == "defense" and isinstance(exc, LimitExceeded) and \
                 not _over_limit_alone(system, state, candidate, cid):
-            # The group's dice count others' secret choices (joins, the first mind's
-            # allies): a total named to this mind would tell of them. The resolve
-            # refuses it.
+            # The group's dice count other minds (the first mind's allies, other struck
+            # minds' pools, which their own choice may cut): a total named to this mind
+            # is not its own to fix. The resolve refuses it.
             return
         places = _choice_places(state, candidate, cid, kind)
         moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
         raise type(exc)(moved) from None
+
+
+def _known_to(pending: Mapping[str, Any], cid: str) -> JSON:
+    """``pending`` as ``cid``, declaring a defense or a join, knows it: the struck minds
+    (public, the view's ``struck``) and its own answer, without the others' secret
+    defenses and joins (a struck mind that has not answered defends with its whole pool
+    and no mode, as a forced resolve takes it). Whether a declaration is refused, and
+    in which words, then never depends on what another side chose in secret (a first
+    mind's allies were refused in words telling whether another struck mind used
+    imagination-swarm)."""
+    return {**pending,
+            "defenses": {k: v for k, v in pending["defenses"].items() if k == cid},
+            "joins": {k: v for k, v in pending["joins"].items() if k == cid}}
 
 
 def _over_limit_alone(system: PowerPoolSystem, state: Mapping[str, Any],

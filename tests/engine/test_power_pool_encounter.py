@@ -401,6 +401,33 @@ def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
     assert err.value.rule == "no-die-to-dedicate"
 
 
+@pytest.mark.parametrize("allies", [["cat"], ["cat", "rat"]])
+def test_a_first_mind_s_refused_allies_tell_nothing_of_another_struck_mind_s_defense(
+        allies: list[str]) -> None:
+    """Seed 001, Imagination Swarm: "The defender may choose draw allied non-psionic
+    creatures into the psionic combat". Bee, struck first by a wave, names Cat without
+    using imagination-swarm: the refusal is the same whether Eel, struck too, secretly
+    chose imagination-swarm or not (it said "in a psionic wave only the mind struck
+    first ... draws" when Eel had, telling Bee Eel's secret)."""
+    told = []
+    for eel in (None, {"mode": "blank-mind"}, {"mode": "imagination-swarm"},
+                {"mode": "imagination-swarm", "pool_dice": 1}):
+        state = encounter(psionic("Att", 4, 8), psionic("Bee", 4, 8), psionic("Eel", 4, 8),
+                          mundane("Dog", 2, 6), mundane("Cat", 2, 6), mundane("Rat", 1, 4))
+        state = SYSTEM.encounter_declare(state, "att", {"attack": {
+            "mode": "psionic-wave", "target": "bee", "targets": ["eel", "dog"]}})
+        if eel is not None:
+            state = SYSTEM.encounter_declare(state, "eel", {"defense": eel})
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, "bee", {"defense": {
+                "mode": "blank-mind", "allies": allies}})
+        told.append((err.value.rule, err.value.detail, err.value.combatant))
+    assert all(t == told[0] for t in told), told
+    assert told[0] == ("ally-needs-imagination-swarm", (
+        "/choice/defense/allies/0: non-psionic allies are drawn in only by a defender using "
+        "imagination-swarm"), "cat")
+
+
 def test_the_group_dice_limit_names_no_total_of_secret_choices() -> None:
     """API.md limits: at most 100 dice in a pool. A defending group over it because of
     others' secret joins is refused at resolve, not to the mind declaring (the total

@@ -349,15 +349,20 @@ class PowerPoolSystem(System):
         return after, events, control.long_rest_lines(after, events)
 
     # -- one exchange -------------------------------------------------------------------
-    def plan(self, request: Mapping[str, Any]) -> Plan:
-        """Check ``request`` (schema, then rules) and say what every side rolls."""
+    def plan(self, request: Mapping[str, Any], *, secret_choices: bool = False) -> Plan:
+        """Check ``request`` (schema, then rules) and say what every side rolls
+        (``secret_choices``: an encounter's, see ``build_plan``)."""
         self.validate_request(request)
-        return build_plan(self.tables, self.combatant, request)
+        return build_plan(self.tables, self.combatant, request,
+                          secret_choices=secret_choices)
 
-    def resolve(self, request: Mapping[str, Any], dice: DiceSource) -> Resolution:
-        """One exchange: saves, pools rolled, control and mode effects applied."""
+    def resolve(self, request: Mapping[str, Any], dice: DiceSource, *,
+                secret_choices: bool = False) -> Resolution:
+        """One exchange: saves, pools rolled, control and mode effects applied
+        (``secret_choices``: an encounter's, see ``build_plan``)."""
         self.check_dice(dice)
-        return resolve_plan(self.tables, self.plan(request), dice)
+        return resolve_plan(self.tables, self.plan(request, secret_choices=secret_choices),
+                            dice)
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact ``{outcomes: {attacker, defender}, control, tie, blank_mind_save,

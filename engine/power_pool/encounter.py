@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ..dice import DiceSource
+from ..dice import MAX_DICE_PER_POOL, DiceSource
 from ..errors import (
     InvalidInput,
     LimitExceeded,
@@ -50,7 +50,7 @@ from ..schemacheck import QuickValidator
 from ..system import JSON, is_down, schema_problems, swap_combatant
 from . import control
 from .combatant import slug
-from .exchange import HOUSE_RULES, SYSTEM_ID, unable_to_attack
+from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, unable_to_attack
 
 if TYPE_CHECKING:
     from .core import PowerPoolSystem
@@ -373,29 +373,24 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
                           candidate: Mapping[str, Any], cid: str, kind: str) -> None:
     """``system.plan`` of the exchange ``candidate`` makes; a refusal names the places
     in ``cid``'s choice (an encounter's caller never wrote ``/defenses/x`` or
-    ``/allies/0/id``). A defense is planned as ``cid`` knows the exchange
-    (``_known_to``)."""
+    ``/allies/0/id``). Choices are planned as secret choices (``build_plan``): what a
+    choice makes only with others' (the group's dice, a wave kept by a die each, which
+    the targets' modes and the joins decide) is settled when the exchange is resolved,
+    never refused to it; what it makes alone is (``_own_dice``). A defense is planned as
+    ``cid`` knows the exchange (``_known_to``)."""
     if kind == "defense":
         candidate = _known_to(candidate, cid)
     try:
-        system.plan(_request(state, candidate))
+        plan = system.plan(_request(state, candidate), secret_choices=True)
+        if kind == "defense":
+            _own_dice(plan, cid)
     except RulesViolation as exc:
-        if kind == "defense" and exc.rule == "no-die-to-dedicate":
-            # The attacker's secret keep_by against the members so far: refusing a
-            # defense or a join for it would tell them both. The resolve refuses it.
-            return
         places = _choice_places(state, candidate, cid, kind)
         # an encounter's exchange takes its controllers from the encounter
         detail = exc.detail.replace("give it in /controller", "add it to the encounter")
         raise RulesViolation(exc.rule, _in_choice_terms(places, detail),
                              exc.combatant) from None
     except InvalidInput as exc:
-        if kind == "defense" and isinstance(exc, LimitExceeded) and \
-                not _over_limit_alone(system, state, candidate, cid):
-            # The group's dice count other minds (the first mind's allies, other struck
-            # minds' pools, which their own choice may cut): a total named to this mind
-            # is not its own to fix. The resolve refuses it.
-            return
         places = _choice_places(state, candidate, cid, kind)
         moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
@@ -415,20 +410,18 @@ def _known_to(pending: Mapping[str, Any], cid: str) -> JSON:
             "joins": {k: v for k, v in pending["joins"].items() if k == cid}}
 
 
-def _over_limit_alone(system: PowerPoolSystem, state: Mapping[str, Any],
-                      candidate: Mapping[str, Any], cid: str) -> bool:
-    """Whether the defending group is over a dice limit with what ``cid`` knows alone: it
-    leads the group (struck first, its allies its own choice) and no joins are counted."""
-    struck = _struck(state, candidate)
-    if not struck or struck[0] != cid:
-        return False
-    try:
-        system.plan(_request(state, {**candidate, "joins": {}}))
-    except LimitExceeded:
-        return True
-    except (RulesViolation, InvalidInput):
-        pass  # another refusal: not this one's to give here
-    return False
+def _own_dice(plan: Plan, cid: str) -> None:
+    """Refuse (``LimitExceeded``) the first mind ``cid`` whose own dice and its allies'
+    are over the dice limit: that total is its choice alone, and it can lower it. A
+    total the others' choices make is capped when resolved (``group-dice-capped``)."""
+    lead = plan.principal
+    if lead.id != cid:
+        return
+    own = lead.dice + sum(s.dice for s in plan.members if s.drawn_in)
+    if own > MAX_DICE_PER_POOL:
+        raise LimitExceeded(Problem("/defense", (
+            f"{lead.combatant['name']} and the allies it draws in would roll {own} dice; "
+            f"the limit is {MAX_DICE_PER_POOL}")))
 
 
 def declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
@@ -598,7 +591,9 @@ def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
 
     Without ``force``, anyone in ``waiting_for`` is ``choices-missing``; with it, a
     missing defense is no defense mode (the whole pool rolled) and, with no attack
-    declared, the round simply ends.
+    declared, the round simply ends. What the secret choices make only together (a wave
+    kept by a die each that the joins outgrow, a group over the dice limit) is settled
+    and said in the step (``build_plan``'s ``secret_choices``), never refused.
     """
     system.check_dice(dice)
     out = _copy(state)
@@ -613,7 +608,9 @@ def resolve(system: PowerPoolSystem, state: Mapping[str, Any], dice: DiceSource,
     number = None
     round_at = out["round"]
     if pending is not None:
-        res = system.resolve(_request(out, pending), dice)
+        # the choices were made apart and in secret: what only they together make is
+        # settled, and the step says so (build_plan), never refused
+        res = system.resolve(_request(out, pending), dice, secret_choices=True)
         for change in res.changes().values():
             if change.id in out["combatants"]:
                 out["combatants"][change.id] = thaw(change.after)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..dice import MAX_DICE_PER_POOL, DiceSource
@@ -240,8 +240,13 @@ def _raw_at(request: Mapping[str, Any], path: str) -> Any:
 
 
 def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
-               request: Mapping[str, Any]) -> Plan:
-    """Check ``request`` against the rules and say what each side will roll."""
+               request: Mapping[str, Any], *, secret_choices: bool = False) -> Plan:
+    """Check ``request`` against the rules and say what each side will roll.
+
+    ``secret_choices``: the sides chose apart and in secret (an encounter), so what only
+    their choices together make is not refused: a defending group over the dice limit
+    and a wave kept by a die each with too few dice are settled when the exchange is
+    resolved (``resolve_plan``: ``group-dice-capped``, ``kept-by-action-instead``)."""
     options = resolve_options(HOUSE_RULES, request.get("options"))
     attacker = normalize(request["attacker"], "/attacker")
     target = normalize(request["defender"], "/defender")
@@ -432,11 +437,11 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             raise InvalidInput.at(f"/defenses/{key}",
                                   "not a further defender or ally of this exchange")
     total = sum(s.dice for s in sides)
-    if total > MAX_DICE_PER_POOL:
+    if total > MAX_DICE_PER_POOL and not secret_choices:
         raise LimitExceeded(Problem("/defense", (
             f"the defending group would roll {total} dice; the limit is {MAX_DICE_PER_POOL}")))
 
-    if keep_by == "die" and mode.get("several_targets"):
+    if keep_by == "die" and mode.get("several_targets") and not secret_choices:
         # a die "dedicated ... to it" for each creature; only the action is shared
         # (seed 001; RULES.md 3.4: "Psionic Wave control is kept by one action for all")
         held = sum(1 for s in sides
@@ -465,8 +470,34 @@ def _name(tables: Mapping[str, Any], mode_id: str | None) -> str:
     return str(tables["modes"][mode_id]["name"]) if mode_id else "no defense mode"
 
 
+def _within_dice_limit(plan: Plan) -> tuple[Plan, Event | None]:
+    """``plan`` with its defending group rolling at most ``MAX_DICE_PER_POOL`` dice, and
+    the ``group-dice-capped`` event saying so (``None`` when it was within). Only a plan
+    of secret choices gets here over the limit (``build_plan`` refuses another): no side
+    chose the total, so it is capped, not refused, as a penetration chain is at its cap.
+    The members' dice are counted in their order, the mind struck first first, then the
+    others struck, then the allies in the order drawn in or joined: the members the
+    total reaches last roll fewer dice (seed 001: a side "may choose to only roll a
+    portion of their available power pool")."""
+    total = sum(s.dice for s in plan.members)
+    if total <= MAX_DICE_PER_POOL:
+        return plan, None
+    left = MAX_DICE_PER_POOL
+    members: list[Side] = []
+    cut: list[JSON] = []
+    for side in plan.members:
+        dice = min(side.dice, left)
+        left -= dice
+        if dice < side.dice:
+            cut.append({"id": side.id, "dice": dice, "of": side.dice})
+        members.append(replace(side, dice=dice))
+    return replace(plan, members=tuple(members)), Event(
+        "group-dice-capped", None, {"dice": total, "limit": MAX_DICE_PER_POOL, "cut": cut})
+
+
 def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Resolution:
     """Roll the exchange ``plan`` describes and apply its outcome."""
+    plan, capped = _within_dice_limit(plan)
     start = dice.mark()
     attacker = plan.attacker
     aid = attacker["id"]
@@ -518,6 +549,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         for side in plan.members:
             sums[side.id] = sum(dice.roll_many("defense", side.sides, side.dice, by=side.id))
         defense_total = sum(sums.values()) + sum(s.bonus for s in plan.members)
+        if capped is not None:
+            events.append(capped)
 
     # Joining psionic combat dazes the attacker for the round (seed 001).
     now[aid] = control.add_condition(now[aid], "dazed", ex["attacker_dazed_round_ends"])
@@ -604,7 +637,16 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
                 n = 2
                 while wave in keys:
                     wave, n = f"wave-{controlled[0]}-{n}", n + 1
-            now[aid] = control.establish(now[aid], controlled, plan.keep_by, wave)
+            kept_by = plan.keep_by
+            if wave is not None and kept_by == "die" and now[aid]["pool"] < len(controlled):
+                # Only secret choices get here (build_plan refuses another): joins the
+                # attacker could not foresee outgrew its dice. The seed's own way of
+                # keeping a wave, "a single action ... of all of the defenders", keeps
+                # it whole, as one link kept one way (released all together).
+                kept_by = "action"
+                events.append(Event("kept-by-action-instead", aid, {
+                    "asked": "die", "creatures": len(controlled), "pool": now[aid]["pool"]}))
+            now[aid] = control.establish(now[aid], controlled, kept_by, wave)
             _say_how_kept(effects, now[aid])
             outcome = OUTCOME_CONTROL if controlled else OUTCOME_NO_CONTROL
         else:
@@ -708,6 +750,7 @@ def _summary(tables: Mapping[str, Any], plan: Plan, attack_total: int | None,
     else:
         parts.append(f"{a} rolls nothing.")
     parts.append(_defense_line(tables, plan, defense_total))
+    parts += _capped_lines(events, names)
     if attack_total == defense_total:
         parts.append(f"A tie goes to the {winner}.")
     if winner == "attacker":
@@ -792,6 +835,28 @@ def _defense_line(tables: Mapping[str, Any], plan: Plan, defense_total: int | No
     return f"{defends}; with {_names(others)} the group totals {defense_total}."
 
 
+def _capped_lines(events: Sequence[Event], names: Mapping[str, str]) -> list[str]:
+    """What the dice limit cut from the defending group (``group-dice-capped``): "The
+    group would roll 110 dice, over the limit of 100, so the first 100 are rolled, the
+    minds struck first, then the allies in the order they came in: Kay rolls 25 of its
+    35 dice, and Jay none." """
+    lines = []
+    for e in events:
+        if e.type != "group-dice-capped":
+            continue
+        some = [f"{names[c['id']]} rolls {c['dice']} of its {control.dice_count(c['of'])}"
+                for c in e.data["cut"] if c["dice"]]
+        none = [names[c["id"]] for c in e.data["cut"] if not c["dice"]]
+        if none:
+            some.append(f"{_names(none)} none" if some else
+                        f"{_names(none)} {'rolls' if len(none) == 1 else 'roll'} none")
+        lines.append(f"The group would roll {e.data['dice']} dice, over the limit of "
+                     f"{e.data['limit']}, so the first {e.data['limit']} are rolled, the "
+                     "minds struck first, then the allies in the order they came in: "
+                     f"{', and '.join(some)}.")
+    return lines
+
+
 def _sacrificed(side: Side) -> str:
     """"plus 4 for sacrificed spells": what a member's sacrificed spells add."""
     return f"plus {side.bonus} for sacrificed spells"
@@ -817,6 +882,9 @@ def _won_lines(tables: Mapping[str, Any], plan: Plan, controlled: Sequence[str],
     instead = _instead_of_control(tables, plan, effects, names)
     if controlled:
         lines = [_control_line(tables, plan, controlled, effects, names)]
+        lines += [f"{a} asked to keep them by a die each, but its pool holds "
+                  f"{control.dice_count(int(e.data['pool']))} for {e.data['creatures']} "
+                  "creatures." for e in events if e.type == "kept-by-action-instead"]
         lines += [f"{x}." for x in instead]
     else:
         lines = [f"{a} wins, but {' and '.join(instead)}."]

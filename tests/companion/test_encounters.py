@@ -373,6 +373,34 @@ async def test_a_bystander_joining_or_staying_out_reads_the_same_until_resolved(
     assert shown == [{"combatant_id": "seer", "choice": {"defense": answer}}]
 
 
+async def test_secret_choices_the_rules_cannot_take_whole_are_resolved_not_refused(
+        rpc: Rpc) -> None:
+    """API.md: encounter.resolve "resolves the step once waiting_for is empty, or with
+    force". A wave to be kept by a die each, which a secret join outgrows, was refused
+    (4001 no-die-to-dedicate) naming the attacker's keep_by and how many joined, with
+    nothing waited for and no way past it; it is resolved, kept by one action, and the
+    step says so."""
+    ulcen, fenka, _ = HIDDEN_CASES["power-pool"]
+    mind = {**fenka, "defenses": ["blank-mind", "imagination-swarm"]}
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    await rpc.ok("encounter.add", {"id": eid, "combatant": {
+        **ulcen, "hit_dice": 2, "attacks": ["psionic-wave"]}})
+    for cid in ("bee", "eel", "fox"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": {
+            **mind, "id": cid, "name": cid.title(), "hit_dice": 1, "die": 4}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "psionic-wave", "target": "bee", "targets": ["eel"],
+                   "keep_by": "die"}}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fox", "choice": {
+        "defense": {"mode": "imagination-swarm"}}})
+    step = await rpc.ok("encounter.resolve", {"id": eid, "force": True, "dice": {
+        "attack": [8, 8], "defense": [1, 1, 1]}})
+    assert {"type": "kept-by-action-instead", "combatant": "ulcen", "asked": "die",
+            "creatures": 3, "pool": 2} in step["events"]
+    assert "Ulcen asked to keep them by a die each, but its pool holds 2 dice for 3 " \
+        "creatures." in step["summary"]
+
+
 async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
         rpc: Rpc) -> None:
     """power-pool's release, keep, cannot_perceive, pass and rest apply when declared

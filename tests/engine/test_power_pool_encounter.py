@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
 
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, LimitExceeded, RulesViolation, UnknownCombatant
+from engine.errors import (
+    EngineError,
+    InvalidInput,
+    LimitExceeded,
+    RulesViolation,
+    UnknownCombatant,
+)
 from engine.power_pool import SYSTEM
 from engine.revised_2e import SYSTEM as REVISED_2E
 
@@ -373,15 +380,11 @@ def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
     the attacker's hidden choice: a struck mind naming a psionic creature among its
     allies is refused the same whether that creature joined, stayed out or said nothing;
     a join the attacker's dice could not keep under control (keep_by die in a wave) is
-    accepted all the same, and the resolve refuses the attack."""
-    def start() -> dict[str, Any]:
-        state = encounter(psionic("A", 3, 8), psionic("B", 1, 4), psionic("C", 1, 4),
-                          psionic("Seer", 1, 6), psionic("Sage", 1, 6))
-        return SYSTEM.encounter_declare(state, "a", {"attack": {
-            "mode": "psionic-wave", "target": "b", "targets": ["c"], "keep_by": "die"}})
+    accepted all the same (the resolve settles it:
+    test_a_wave_the_joins_outgrow_is_kept_by_one_action_when_resolved)."""
     told = []
     for answer in (None, {"mode": "imagination-swarm"}, {"mode": None}):
-        state = start()
+        state = _wave_kept_by_dice()
         if answer is not None:
             state = SYSTEM.encounter_declare(state, "seer", {"defense": answer})
         with pytest.raises(RulesViolation) as err:
@@ -394,11 +397,51 @@ def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
         assert "sage" in SYSTEM.encounter_view(state)["declared"]
     assert told[0] == told[1] == told[2] and told[0][0] == "ally-psionic"
     assert told[0][1].startswith("/choice/defense/allies/0: Seer is psionic")
-    state = SYSTEM.encounter_declare(start(), "seer", {"defense": {"mode": "imagination-swarm"}})
+
+
+def _wave_kept_by_dice() -> dict[str, Any]:
+    """A (3 dice) has declared a psionic wave at B and C, to keep them by a die each;
+    Seer and Sage may join."""
+    state = encounter(psionic("A", 3, 8), psionic("B", 1, 4), psionic("C", 1, 4),
+                      psionic("Seer", 1, 6), psionic("Sage", 1, 6))
+    return SYSTEM.encounter_declare(state, "a", {"attack": {
+        "mode": "psionic-wave", "target": "b", "targets": ["c"], "keep_by": "die"}})
+
+
+def test_a_wave_the_joins_outgrow_is_kept_by_one_action_when_resolved() -> None:
+    """Seed 001, Psionic Wave: "the attacker may use a single action to maintain psionic
+    control of all of the defenders simultaneously"; control by die is "a die" dedicated
+    to each (README "Groups"). Two secret joins make 4 creatures for A's 3 dice: the
+    resolve is not refused (it told A's secret keep_by and how many joined, and nothing
+    could get past it, not even force); the wave is kept whole by one action, and the
+    step says why."""
+    state = SYSTEM.encounter_declare(_wave_kept_by_dice(), "seer", {"defense": {
+        "mode": "imagination-swarm"}})
     state = SYSTEM.encounter_declare(state, "sage", {"defense": {"mode": "imagination-swarm"}})
-    with pytest.raises(RulesViolation) as err:
-        SYSTEM.encounter_resolve(state, RandomDice(3), force=True)
-    assert err.value.rule == "no-die-to-dedicate"
+    for cid in ("b", "c"):
+        state = SYSTEM.encounter_declare(state, cid, {"defense": {"mode": "blank-mind"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({
+        "save": [20, 20], "attack": [8, 8, 8], "defense": [1, 1, 1, 1]}))
+    a = state["combatants"]["a"]
+    assert {e["id"]: e["kept_by"] for e in a["controlling"]} == {
+        "b": "action", "c": "action", "seer": "action", "sage": "action"}
+    assert (a["pool"], a["dedicated"]) == (3, [])
+    result = step["results"][0]
+    assert result["attack"]["keep_by"] == "die"
+    assert {e["kept_by"] for e in result["effects"] if e["effect"] == "controlled"} == \
+        {"action"}
+    assert {"type": "kept-by-action-instead", "combatant": "a", "asked": "die",
+            "creatures": 4, "pool": 3} in result["events"]
+    assert ("A wins: B, C, Seer and Sage fall under its psionic control as one link (kept "
+            "by one action each round for them all). A asked to keep them by a die each, "
+            "but its pool holds 3 dice for 4 creatures.") in step["summary"]
+    # with as many dice as creatures, the wave is kept by dice as asked
+    state = SYSTEM.encounter_declare(_wave_kept_by_dice(), "seer", {"defense": {
+        "mode": "imagination-swarm"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({
+        "attack": [8, 8, 8], "defense": [1, 1, 1]}), force=True)
+    assert {e["kept_by"] for e in state["combatants"]["a"]["controlling"]} == {"die"}
+    assert "kept-by-action-instead" not in [e["type"] for e in step["events"]]
 
 
 @pytest.mark.parametrize("allies", [["cat"], ["cat", "rat"]])
@@ -428,11 +471,13 @@ def test_a_first_mind_s_refused_allies_tell_nothing_of_another_struck_mind_s_def
         "imagination-swarm"), "cat")
 
 
-def test_the_group_dice_limit_names_no_total_of_secret_choices() -> None:
-    """API.md limits: at most 100 dice in a pool. A defending group over it because of
-    others' secret joins is refused at resolve, not to the mind declaring (the total
-    would tell it who joined); the first mind, over it with its own allies alone, is
-    refused at once, at its choice's place."""
+def test_a_group_over_the_dice_limit_by_secret_choices_is_capped_when_resolved() -> None:
+    """API.md limits: at most 100 dice in a pool; RULES.md §4: "Every unbounded mechanic
+    has a cap and says in the result when the cap was reached". A defending group over
+    it because of others' secret joins is neither refused to the mind declaring (the
+    total would tell it who joined) nor at resolve (nobody chose the total, and nothing
+    could get past it): the first 100 dice are rolled, the mind struck first first, then
+    the joins in the order they came, and the step says so."""
     state = encounter(psionic("A", 40, 6), psionic("L", 40, 6), psionic("J", 35, 6),
                       psionic("K", 35, 6))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
@@ -441,19 +486,107 @@ def test_the_group_dice_limit_names_no_total_of_secret_choices() -> None:
         state = SYSTEM.encounter_declare(state, cid, {"defense": {
             "mode": "imagination-swarm"}})
     assert SYSTEM.encounter_view(state)["declared"] == ["a", "j", "k", "l"]
-    with pytest.raises(LimitExceeded) as err:
-        SYSTEM.encounter_resolve(state, RandomDice(1))
-    assert err.value.problems[0].message == (
-        "the defending group would roll 110 dice; the limit is 100")
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    members = step["results"][0]["defense"]["members"]
+    assert [(m["id"], m["dice"]) for m in members] == [("l", 40), ("j", 35), ("k", 25)]
+    defense = [r for r in step["results"][0]["rolls"] if r["purpose"] == "defense"]
+    assert len(defense) == 100
+    assert {"type": "group-dice-capped", "combatant": None, "dice": 110, "limit": 100,
+            "cut": [{"id": "k", "dice": 25, "of": 35}]} in step["events"]
+    assert ("The group would roll 110 dice, over the limit of 100, so the first 100 are "
+            "rolled, the minds struck first, then the allies in the order they came in: K "
+            "rolls 25 of its 35 dice.") in step["summary"]
+
+
+def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once() -> None:
+    """The first mind's own dice and those of the allies it draws in are its choice
+    alone: over the limit, it is refused at its choice's place; another struck mind's
+    pool, whatever it secretly chose to roll of it, does not count (it told that
+    choice)."""
     crowd = encounter(psionic("A", 40, 6), psionic("L", 60, 6), mundane("M", 30, 6),
-                      mundane("N", 30, 6), options={"H-PP-GROUP": "all-dice"})
+                      mundane("N", 30, 6), psionic("E", 45, 6),
+                      options={"H-PP-GROUP": "all-dice"})
     crowd = SYSTEM.encounter_declare(crowd, "a", {"attack": {"mode": "mental-stab",
                                                              "target": "l"}})
     with pytest.raises(LimitExceeded) as err:
         SYSTEM.encounter_declare(crowd, "l", {"defense": {
             "mode": "imagination-swarm", "allies": ["m", "n"]}})
-    assert err.value.problems[0].path == "/choice/defense"
-    assert "120 dice" in err.value.problems[0].message
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/choice/defense", "L and the allies it draws in would roll 120 dice; the limit "
+                           "is 100")]
+    wave = SYSTEM.encounter_declare(crowd, "a", {"attack": {
+        "mode": "psionic-wave", "target": "l", "targets": ["e"]}})
+    for e in (None, {"pool_dice": 1}, {"mode": "imagination-swarm"}):
+        state = wave if e is None else SYSTEM.encounter_declare(wave, "e", {"defense": e})
+        state = SYSTEM.encounter_declare(state, "l", {"defense": {
+            "mode": "imagination-swarm", "allies": ["m"]}})
+        assert SYSTEM.encounter_waiting_for(state) == ([] if e else ["e"])
+
+
+# -- differential: nothing a side is told depends on another's secret ---------------------
+_DEFENSES = ["barrier-mantra", "blank-mind", "cognitive-labyrinth", "imagination-swarm",
+             "pinnacle-of-will"]
+#: Bee, Eel and Fox roll 110 dice together, over the limit of 100; Att has 3 dice
+_ROSTER = [psionic("Att", 3, 8), psionic("Bee", 45, 4), psionic("Eel", 40, 4),
+           psionic("Fox", 25, 4), mundane("Dog", 2, 6), mundane("Cat", 2, 6)]
+_ATTACKS = [*({"mode": "psionic-wave", "target": "bee", "targets": ["eel"], **more}
+              for more in ({}, {"keep_by": "die"}, {"keep_by": "die", "pool_dice": 1})),
+            *({"mode": mode, "target": "bee", **more}
+              for mode in ("mental-stab", "synaptic-overload")
+              for more in ({}, {"keep_by": "die"}))]
+_STRUCK = [{"mode": mode, **more} for mode in [*_DEFENSES, None]
+           for more in ({}, {"pool_dice": 1})]
+_ANSWERS = {"bee": [*_STRUCK, {"mode": "imagination-swarm", "allies": ["dog", "cat"]}],
+            "eel": _STRUCK,
+            "fox": [{"mode": "imagination-swarm"}, {"mode": None},
+                    {"mode": "imagination-swarm", "pool_dice": 1}]}
+_PROBES = [{"mode": mode, **more} for mode in ("blank-mind", "imagination-swarm", None)
+           for more in ({}, {"allies": ["dog"]}, {"allies": ["cat", "dog"]},
+                        {"allies": ["fox"]}, {"pool_dice": 1}, {"sacrifice": 2})]
+
+
+def _told(state: dict[str, Any], cid: str, defense: dict[str, Any]) -> list[str]:
+    """What ``cid`` is told when it declares ``defense``, and a forced resolve after it:
+    a refusal, or that it was taken (a resolution itself tells every choice)."""
+    try:
+        state = SYSTEM.encounter_declare(state, cid, {"defense": defense})
+    except EngineError as exc:
+        return ["declare refused", type(exc).__name__, str(exc)]
+    try:
+        SYSTEM.encounter_resolve(state, RandomDice(7), force=True)
+    except EngineError as exc:
+        return ["resolve refused", type(exc).__name__, str(exc)]
+    return ["resolved"]
+
+
+@pytest.mark.parametrize("prober", ["bee", "eel", "fox"])
+def test_no_answer_depends_on_another_side_s_secret_choice(prober: str) -> None:
+    """API.md: choices stay hidden until resolution, and no method returns another
+    side's hidden choice before then. Whatever the attacker and the other minds chose
+    in secret (a sample of them), each declaration ``prober`` may make is refused or
+    taken in the same words, and so is the resolve that follows (it refused for the
+    attacker's keep_by and a group's dice; a struck mind's allies were refused in words
+    telling another's mode)."""
+    rng = random.Random(1)
+    others = [cid for cid in _ANSWERS if cid != prober]
+    secrets: list[dict[str, Any]] = []
+    while len(secrets) < 16:
+        state = encounter(*_ROSTER)
+        try:
+            state = SYSTEM.encounter_declare(state, "att", {"attack": rng.choice(_ATTACKS)})
+            for cid in others:
+                state = SYSTEM.encounter_declare(state, cid, {
+                    "defense": rng.choice(_ANSWERS[cid])})
+        except EngineError:
+            continue  # a combination the rules refuse to its own declarer
+        secrets.append(state)
+    for probe in _PROBES:
+        # who is struck is public (the view's ``struck``): answers may differ by it alone
+        told: dict[str, set[str]] = {}
+        for state in secrets:
+            told.setdefault(json.dumps(SYSTEM.encounter_view(state)["struck"]), set()).add(
+                json.dumps(_told(state, prober, probe)))
+        assert all(len(answers) == 1 for answers in told.values()), (probe, told)
 
 
 @pytest.mark.parametrize(("who", "choice", "path"), [

@@ -164,6 +164,8 @@ const SAMPLE_EVENTS = [
   { type: "control-kept", combatant: "c", controller: "a", by: "die", pool: 2, targets: ["c"] },
   { type: "powers-ended", combatant: "a", dice: 2, reason: "rest" },
   { type: "dice-expended", combatant: "b", dice: 1, reason: "fell under control" },
+  { type: "kept-by-action-instead", combatant: "a", asked: "die", creatures: 4, pool: 3 },
+  { type: "group-dice-capped", combatant: null, dice: 110, limit: 100, cut: [{ id: "c", dice: 25, of: 35 }] },
 ];
 
 test("every event the three systems emit reads as a sentence on the cards, with no raw field or id left", async () => {

@@ -61,12 +61,18 @@ def slug(name: str) -> str:
     return "-".join(words.split())[:MAX_ID_LENGTH].strip("-")
 
 
+def id_given(raw: Any) -> bool:
+    """Whether the combatant given as ``raw`` came with its own id (else its id is made
+    from its name, which another creature may share)."""
+    return isinstance(raw, Mapping) and bool(raw.get("id"))
+
+
 def id_source(raw: Any, path: str, cid: str) -> tuple[str, str]:
     """Where a refusal about the id ``cid`` of the combatant given at ``path`` (as
     ``raw``) points, and how it names that id: ``path/id`` and 'id "x"' when the caller
     gave the id, else ``path/name`` and 'the id made from this name, "x",': a refusal
     names a field the caller wrote."""
-    if isinstance(raw, Mapping) and raw.get("id"):
+    if id_given(raw):
         return f"{path}/id", f"id {json_text(cid)}"
     return f"{path}/name", f"the id made from this name, {json_text(cid)},"
 

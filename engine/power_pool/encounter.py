@@ -481,10 +481,13 @@ def _declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
                 raise RulesViolation("allies-first-mind-only", (
                     f"only {cs[struck[0]]['name']}, struck first, draws allies into the "
                     "defending group of this psionic wave"), combatant=cid)
+            named = {pending["attacker"], *struck, *_targets(pending)}
             for i, ally in enumerate(defense.get("allies", [])):
                 # Decided on what everyone knows: were it judged with the joins, naming
-                # a psionic bystander would tell whether it had joined in secret.
-                if cs[ally]["psionic"] and ally != pending["attacker"] and ally not in struck:
+                # a psionic bystander would tell whether it had joined in secret. The
+                # attacker and the creatures it attacks are refused by the rules
+                # (ally-attacker, ally-struck).
+                if cs[ally]["psionic"] and ally not in named:
                     raise RulesViolation("ally-psionic", (
                         f"/choice/defense/allies/{i}: {cs[ally]['name']} is psionic: it is "
                         "not drawn in, it joins the defense by its own choice "

@@ -16,7 +16,7 @@ from ..dice import MAX_DICE_PER_POOL, DiceSource
 from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
 from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
-from ..system import JSON, id_source, is_down
+from ..system import JSON, id_given, id_source, is_down
 from . import control
 from .combatant import link_key, link_problems
 
@@ -262,10 +262,16 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     controllers = {c["id"]: c for _, c in controlling}
     puppets = {c["id"]: c for _, c in given_puppets}
 
+    # an ally given the attacker's or a target's own id names that creature again: the
+    # rules refuse it below (ally-attacker, ally-struck), not as a clash of ids
+    again = {i for i, c in enumerate(allies)
+             if c["id"] in {t["id"] for t in (attacker, target, *extra)}
+             and id_given(_raw_at(request, f"/allies/{i}"))}
     taking_part = ([("/attacker", attacker), ("/defender", target)]
-                   + [(f"/defenders/{i}", c) for i, c in enumerate(extra)]
-                   + [(f"/allies/{i}", c) for i, c in enumerate(allies)])
-    _check_ids_unique(request, taking_part)
+                   + [(f"/defenders/{i}", c) for i, c in enumerate(extra)])
+    _check_ids_unique(request, taking_part + [(f"/allies/{i}", c) for i, c in
+                                              enumerate(allies) if i not in again])
+    taking_part += [(f"/allies/{i}", c) for i, c in enumerate(allies)]
     # RULES.md §3.4: whom a controller holds, as both sheets say it
     problems = link_problems(taking_part + controlling + given_puppets)
     if problems:
@@ -374,15 +380,25 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
 
     principal_mode = tables["modes"].get(sides[0].mode or "", {})
     struck_ids = {m["id"] for m in members}
+    targets = {t["id"]: t for t in (target, *extra)}
     for i, ally in enumerate(allies):
         path = f"/allies/{i}"
-        if ally["id"] in struck_ids:
-            # a controller struck in its puppet's place is in the group already: drawn in
-            # again it would roll its pool twice ("every member's dice", RULES.md §3.3)
+        if i in again and ally["id"] == attacker["id"]:
+            raise RulesViolation("ally-attacker", (
+                f"{path}: {ally['name']} is the attacker; it cannot be drawn into the "
+                "defense against its own attack"), combatant=ally["id"])
+        if i in again and targets[ally["id"]]["controlled_by"]:
             raise RulesViolation("ally-struck", (
-                f"{ally['name']} is struck by this attack (in the place of a creature it "
-                "controls) and defends with its own pool; it cannot also be drawn in as an "
-                "ally"), combatant=ally["id"])
+                f"{path}: {ally['name']} is a target of this attack, which strikes its "
+                "controller in its place; it cannot also be drawn in"), combatant=ally["id"])
+        if ally["id"] in struck_ids:
+            # drawn in again, a member of the group would roll its pool twice ("every
+            # member's dice", RULES.md §3.3): a target, or a controller struck in its
+            # puppet's place
+            where = "" if ally["id"] in targets else " (in the place of a creature it controls)"
+            raise RulesViolation("ally-struck", (
+                f"{path}: {ally['name']} is struck by this attack{where} and defends "
+                "itself; it cannot also be drawn in"), combatant=ally["id"])
         if ally["mindless"]:
             raise RulesViolation("ally-mindless", f"{ally['name']} has no mind to draw in",
                                  combatant=ally["id"])

@@ -401,6 +401,29 @@ async def test_secret_choices_the_rules_cannot_take_whole_are_resolved_not_refus
         "creatures." in step["summary"]
 
 
+async def test_a_creature_attacked_named_as_an_ally_is_4001_at_its_place_in_the_choice(
+        rpc: Rpc) -> None:
+    """power-pool: a struck creature named among a defender's allies was -32602 'id "dog"
+    is already used at /defenders/1: give each creature an id of its own', about an
+    exchange request the caller never wrote."""
+    ulcen, fenka, _ = HIDDEN_CASES["power-pool"]
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    for combatant in ({**ulcen, "attacks": ["psionic-wave"]},
+                      {**fenka, "defenses": ["imagination-swarm"]},
+                      {"id": "dog", "name": "Dog", "hit_dice": 2, "die": 6, "psionic": False}):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ulcen", "choice": {
+        "attack": {"mode": "psionic-wave", "target": "fenka", "targets": ["dog"]}}})
+    error = await rpc.error("encounter.declare", {"id": eid, "combatant_id": "fenka",
+                                                  "choice": {"defense": {
+                                                      "mode": "imagination-swarm",
+                                                      "allies": ["dog"]}}})
+    assert (error["code"], error["data"]) == (4001, {
+        "rule": "ally-struck", "combatant": "dog", "detail": (
+            "/choice/defense/allies/0: Dog is struck by this attack and defends itself; it "
+            "cannot also be drawn in")})
+
+
 async def test_public_actions_are_logged_at_once_and_secret_choices_stay_hidden(
         rpc: Rpc) -> None:
     """power-pool's release, keep, cannot_perceive, pass and rest apply when declared

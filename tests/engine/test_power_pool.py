@@ -785,6 +785,29 @@ def test_the_attacker_may_choose_not_to_frighten() -> None:
 
 
 # -- input that tells two stories ---------------------------------------------------------
+def test_the_defender_or_the_attacker_given_again_as_an_ally_is_refused_by_the_rules() -> None:
+    """Seed 001, Imagination Swarm: the defender "may choose draw allied non-psionic
+    creatures into the psionic combat"; the defender defends already, and the attacker
+    is no ally. Given again among the allies with its own id, it is that creature named
+    twice (4001 at the ally's place), not a clash of ids (-32602 "give each creature an
+    id of its own"), which stays for two creatures whose ids were made from one name."""
+    a, dog = psionic("A", 3, 6, id="a"), mundane("Dog", 2, 6, id="dog")
+    wave = {"mode": "psionic-wave"}
+    for ally, rule, words in ((dog, "ally-struck", "Dog is struck by this attack and "
+                               "defends itself; it cannot also be drawn in"),
+                              (a, "ally-attacker", "A is the attacker; it cannot be drawn "
+                               "into the defense against its own attack")):
+        with pytest.raises(RulesViolation) as err:
+            exchange(a, psionic("B", 1, 4), wave, {"mode": "imagination-swarm"},
+                     defenders=[dog], allies=[mundane("Cat", 1, 4), ally])
+        assert (err.value.rule, err.value.detail, err.value.combatant) == (
+            rule, f"/allies/1: {words}", ally["id"])
+    with pytest.raises(InvalidInput) as bad:
+        exchange(a, psionic("B", 1, 4), wave, {"mode": "imagination-swarm"},
+                 defenders=[mundane("Dog", 2, 6)], allies=[mundane("Dog", 2, 6)])
+    assert bad.value.problems[0].path == "/allies/0/name"
+
+
 def test_a_controller_struck_in_its_puppet_s_place_is_not_also_drawn_in_as_an_ally() -> None:
     """RULES.md §3.3 (H-PP-GROUP): "every member's dice are rolled and summed": X, struck
     in B's place, defends with its own pool once; drawn in again it would roll it twice."""

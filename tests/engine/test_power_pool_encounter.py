@@ -523,6 +523,38 @@ def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once
         assert SYSTEM.encounter_waiting_for(state) == ([] if e else ["e"])
 
 
+@pytest.mark.parametrize(("ally", "rule", "words"), [
+    ("dog", "ally-struck", "Dog is struck by this attack and defends itself; it cannot "
+                           "also be drawn in"),
+    ("eel", "ally-struck", "Eel is struck by this attack and defends itself; it cannot "
+                           "also be drawn in"),
+    ("att", "ally-attacker", "Att is the attacker; it cannot be drawn into the defense "
+                             "against its own attack"),
+    ("pup", "ally-struck", "Pup is a target of this attack, which strikes its controller "
+                           "in its place; it cannot also be drawn in"),
+    ("ix", "ally-struck", "Ix is struck by this attack (in the place of a creature it "
+                          "controls) and defends itself; it cannot also be drawn in"),
+])
+def test_the_attacker_or_a_creature_attacked_is_no_ally_to_draw_in(
+        ally: str, rule: str, words: str) -> None:
+    """Seed 001, Imagination Swarm: the defender may "draw allied non-psionic creatures
+    into the psionic combat"; a creature the attack strikes defends already, and the
+    attacker is no ally. Naming one is refused by the rules at the ally's place in the
+    choice (it was -32602 'id "dog" is already used at /defenders/1: give each creature
+    an id of its own', about a request the caller never wrote)."""
+    state = encounter(psionic("Att", 4, 8), psionic("Bee", 4, 8), psionic("Eel", 4, 8),
+                      mundane("Dog", 2, 6), mundane("Cat", 2, 6),
+                      psionic("Ix", 3, 6, controlling=[{"id": "pup", "kept_by": "action"}]),
+                      psionic("Pup", 2, 6, controlled_by="ix", pool=0))
+    state = SYSTEM.encounter_declare(state, "att", {"attack": {
+        "mode": "psionic-wave", "target": "bee", "targets": ["eel", "dog", "pup"]}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "bee", {"defense": {
+            "mode": "imagination-swarm", "allies": ["cat", ally]}})
+    assert (err.value.rule, err.value.detail, err.value.combatant) == (
+        rule, f"/choice/defense/allies/1: {words}", ally)
+
+
 # -- differential: nothing a side is told depends on another's secret ---------------------
 _DEFENSES = ["barrier-mantra", "blank-mind", "cognitive-labyrinth", "imagination-swarm",
              "pinnacle-of-will"]
@@ -593,14 +625,14 @@ def test_no_answer_depends_on_another_side_s_secret_choice(prober: str) -> None:
     ("a", {"attack": {"mode": "zap", "target": "b"}}, "/choice/attack/mode"),
     ("a", {"attack": {"mode": "pinnacle-of-will", "target": "b"}}, "/choice/attack/mode"),
     ("b", {"defense": {"mode": "warp"}}, "/choice/defense/mode"),
-    ("b", {"defense": {"mode": "imagination-swarm", "allies": ["guard", "a"]}},
-     "/choice/defense/allies/1"),
+    ("seer", {"defense": {"mode": "imagination-swarm", "pool_dice": 101}},
+     "/choice/defense/pool_dice"),
 ])
 def test_a_refused_choice_names_its_place_in_the_choice(
         who: str, choice: dict[str, Any], path: str) -> None:
     """API.md "Errors": a path is a JSON Pointer into the params. The exchange request an
-    encounter's choices make (`/attack`, `/defenses/seer`, `/allies/0/id`) is not what the
-    caller sent."""
+    encounter's choices make (`/attack`, `/defenses/seer/pool_dice`) is not what the caller
+    sent."""
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), mundane("Guard", 2, 8),
                       psionic("Seer", 1, 6))
     if who != "a":

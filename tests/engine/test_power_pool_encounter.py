@@ -479,23 +479,25 @@ def test_a_group_over_the_dice_limit_by_secret_choices_is_capped_when_resolved()
     could get past it): the first 100 dice are rolled, the mind struck first first, then
     the joins in the order they came, and the step says so."""
     state = encounter(psionic("A", 40, 6), psionic("L", 40, 6), psionic("J", 35, 6),
-                      psionic("K", 35, 6))
+                      psionic("K", 35, 6), psionic("M", 10, 6))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                              "target": "l"}})
-    for cid in ("j", "k", "l"):
+    for cid in ("j", "k", "l", "m"):
         state = SYSTEM.encounter_declare(state, cid, {"defense": {
             "mode": "imagination-swarm"}})
-    assert SYSTEM.encounter_view(state)["declared"] == ["a", "j", "k", "l"]
+    assert SYSTEM.encounter_view(state)["declared"] == ["a", "j", "k", "l", "m"]
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
     members = step["results"][0]["defense"]["members"]
-    assert [(m["id"], m["dice"]) for m in members] == [("l", 40), ("j", 35), ("k", 25)]
+    assert [(m["id"], m["dice"]) for m in members] == [
+        ("l", 40), ("j", 35), ("k", 25), ("m", 0)]
     defense = [r for r in step["results"][0]["rolls"] if r["purpose"] == "defense"]
     assert len(defense) == 100
-    assert {"type": "group-dice-capped", "combatant": None, "dice": 110, "limit": 100,
-            "cut": [{"id": "k", "dice": 25, "of": 35}]} in step["events"]
-    assert ("The group would roll 110 dice, over the limit of 100, so the first 100 are "
+    assert {"type": "group-dice-capped", "combatant": None, "dice": 120, "limit": 100,
+            "cut": [{"id": "k", "dice": 25, "of": 35}, {"id": "m", "dice": 0, "of": 10}]
+            } in step["events"]
+    assert ("The group would roll 120 dice, over the limit of 100, so the first 100 are "
             "rolled, the minds struck first, then the allies in the order they came in: K "
-            "rolls 25 of its 35 dice.") in step["summary"]
+            "rolls 25 of its 35 dice, and M none.") in step["summary"]
 
 
 def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once() -> None:

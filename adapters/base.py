@@ -69,6 +69,14 @@ class Adapter(ABC):
         result may share parts with it. This default keeps everything."""
         return data
 
+    def written_to(self, data: Any, system: str) -> Any:
+        """Where ``updates`` writes the combatant of ``data`` back, as a value to compare
+        (JSON-like; equal for two sheets written to the same place): an encounter
+        refreshed from a sheet with the same combatant keeps it all the same when this
+        differs (a Foundry token placed again, a token linked to its actor). This
+        default is ``data`` itself: any change counts."""
+        return data
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "vtt": self.vtt, "system": self.system,
                 "default_system": self.default_system, "description": self.description}

@@ -277,6 +277,13 @@ class FoundryAdapter(Adapter):
             out["mapping"] = envelope["mapping"]
         return out
 
+    def written_to(self, data: Any, system: str) -> Any:
+        """The uuid written to (the actor, or an unlinked token's synthetic actor: each
+        token is another) and the mapping that says where each field goes."""
+        actor = unwrap(data, [])
+        envelope = actor.envelope or {}
+        return {"uuid": actor.uuid, "mapping": envelope.get("mapping")}
+
     def read(self, data: Any, system: str) -> tuple[FoundryActor, Draft]:
         """The actor and the assembled draft (shared by import and updates)."""
         draft = Draft(check_system(system, self.id))

@@ -331,6 +331,12 @@ class Roll20Adapter(Adapter):
                     "character": _trimmed_character(data["character"], read, inner=False)}
         return _trimmed_character(data, read, inner=False)
 
+    def written_to(self, data: Any, system: str) -> Any:
+        """The character written to and the mapping of a mapping's envelope."""
+        char = unwrap(data, [])
+        mapping = char.envelope["mapping"] if _in_mapping_envelope(char.envelope) else None
+        return {"character_id": char.id, "mapping": mapping}
+
     def read(self, data: Any, system: str) -> tuple[Character, Draft]:
         """The character and the assembled draft (shared by import and updates)."""
         draft = Draft(check_system(system, self.id))

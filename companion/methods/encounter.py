@@ -247,7 +247,9 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """``encounter.refresh``: a combatant taken again from its sheet (or a combatant
-    object), after changes made outside the encounter; stored as a step."""
+    object), after changes made outside the encounter; stored as a step when a field
+    changed, a choice was dropped or the write-backs now go to another sheet
+    (``Adapter.written_to``: a Foundry token placed again, actorLink turned on or off)."""
     services = ctx.services
     combatant_id = params["combatant_id"]
     async with services.encounter_lock(params["id"]):
@@ -268,7 +270,12 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
         after = _combatant(system.encounter_view(state), combatant_id)
         changed = _changed_fields(before, after)
         dropped = _dropped_choices(system, record.state, state)
-        if not changed and not dropped:
+        held = (await _adapter_refs(ctx, record, system)).get(combatant_id)
+        # Another sheet with the same stats (a Foundry token placed again, actorLink
+        # turned on or off) is stored too: write-backs go where it was last taken from.
+        # (The sheet as the write-backs left it is the same one.)
+        moved = _written_to(given.ref, system) != _written_to(held, system)
+        if not changed and not dropped and not moved:
             # the sheet says what the encounter holds: nothing to store or announce
             return {"combatant_id": combatant_id, "revision": record.revision,
                     "changed": [], "dropped_choices": [], "warnings": warnings}
@@ -301,6 +308,12 @@ def _dropped_choices(system: System, before: Mapping[str, Any],
     if held is None or kept is None:
         return []
     return [cid for cid in held if cid not in kept]
+
+
+def _written_to(ref: ImportedRef | None, system: System) -> tuple[str, Any] | None:
+    """Where the write-backs of the sheet ``ref`` go: its adapter and what
+    ``Adapter.written_to`` says; ``None`` for a combatant object (no write-backs)."""
+    return None if ref is None else (ref.adapter.id, ref.adapter.written_to(ref.data, system.id))
 
 
 def _remember_ref(services: Services, encounter_id: str, combatant_id: str,
@@ -760,7 +773,9 @@ METHODS = [
                "object, after changes made outside the encounter (a sword blow's hit "
                "points, PSPs spent on a power): {combatant_id, revision, changed, "
                "dropped_choices, warnings}; changed names the fields that differ, and when "
-               "none does nothing is stored and the revision stays. Its id stays. Every "
+               "none does, no choice is dropped and the sheet written back to is the same "
+               "(another token, actorLink turned on or off), nothing is stored and the "
+               "revision stays. Its id stays. Every "
                "declared choice is checked again; dropped_choices names who must declare "
                "again because the rules no longer allow theirs. Undoing a resolve before "
                "it takes it away too.",

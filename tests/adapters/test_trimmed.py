@@ -1,6 +1,6 @@
 """``Adapter.trimmed``: an encounter keeps only what an adapter reads of a sheet
 (docs/ADAPTERS.md "What an encounter keeps"), and importing or writing back from that
-gives exactly what the whole sheet gives.
+gives exactly what the whole sheet gives, to the same place (``Adapter.written_to``).
 
 The loops play real exchanges on the public fixtures (tests/fixtures/README.md), the
 hand-made Roll20 character and mapped sheets in the three systems, with the write-backs
@@ -81,6 +81,7 @@ def same_from(sheet: Sheet, cut: Any, system: str, before: Any = None,
     adapter = sheet.adapter
     whole, again = adapter.import_(sheet.data, system), adapter.import_(cut, system)
     assert (again.combatant, again.warnings) == (whole.combatant, whole.warnings)
+    assert adapter.written_to(cut, system) == adapter.written_to(sheet.data, system)
     if before is None:
         return []
     normalise = SYSTEMS[system].combatant
@@ -105,8 +106,11 @@ def test_the_trimmed_sheet_imports_and_writes_back_as_the_whole_one(
         played += 1
         for sheet, side in pair:
             updates = same_either_way(sheet, system, side["before"], side["after"])
+            written_to = sheet.adapter.written_to(sheet.data, system)
             sheet.data = sheet.apply(sheet.data, updates)
             same_either_way(sheet, system)
+            # a sheet as its write-backs left it is still the one they go to
+            assert sheet.adapter.written_to(sheet.data, system) == written_to
     assert played >= 4, "the exchanges were refused: the loop checked too little"
 
 

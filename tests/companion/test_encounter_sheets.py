@@ -277,6 +277,47 @@ async def test_a_refresh_updates_the_kept_sheet(rpc: Rpc) -> None:
     await _resolve_with_whole_sheet_updates(rpc, eid, cid, zanna(hp=4))
 
 
+def _on_token(token_id: str, linked: bool = False, psp: int = 50) -> dict[str, Any]:
+    """Zanna, with ``psp`` PSPs, as seen through a token of the scene (docs/FOUNDRY.md:
+    an unlinked token's actor is written back through the token)."""
+    sheet = zanna(junk=False)
+    sheet["data"]["actor"]["flags"]["mindscape"]["revised-2e"]["psp"] = psp
+    sheet["data"]["token"] = {"uuid": f"Scene.scene0000000001.Token.{token_id}",
+                              "actorLink": linked, "name": "Zanna"}
+    return sheet
+
+
+async def test_a_refresh_from_another_token_with_the_same_stats_moves_the_write_backs(
+        rpc: Rpc) -> None:
+    """API.md encounter.refresh: the combatant is taken again from its sheet. Zanna's
+    unlinked token placed again (token B) or linked to its actor, with the same stats:
+    nothing of the combatant changes, but the write-backs go to the sheet it was last
+    taken from (they kept going to token A: a refresh that changed no field stored
+    nothing). The same sheet again still stores nothing."""
+    services = _services(rpc)
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    cid = (await rpc.ok("encounter.add", {"id": eid, "combatant": _on_token(
+        "tokenAAAAAAAAAAA")}))["combatant_id"]
+    await rpc.ok("encounter.add", {"id": eid, "combatant": FENKA})
+    for linked, address in ((False, "Scene.scene0000000001.Token.tokenBBBBBBBBBBB.Actor."),
+                            (True, "Actor.")):
+        psp = (await rpc.ok("encounter.get", {"id": eid}))["combatants"][cid]["psp"]
+        sheet = _on_token("tokenBBBBBBBBBBB", linked, psp)
+        refreshed = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": cid,
+                                                       "combatant": sheet})
+        revision = (await rpc.ok("encounter.log", {"id": eid}))["revision"]
+        assert (refreshed["changed"], refreshed["revision"]) == ([], revision)
+        again = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": cid,
+                                                   "combatant": sheet})
+        assert again["revision"] == revision
+        for forgotten in (False, True):
+            if forgotten:  # read from the log again
+                services.adapter_refs.clear()
+            await _declare(rpc, eid, cid)
+            [update] = (await rpc.ok("encounter.resolve", {"id": eid, "seed": 5}))["updates"]
+            assert update["uuid"].startswith(address), update
+
+
 async def test_a_sheet_stored_whole_by_an_older_daemon_still_works(rpc: Rpc) -> None:
     """A step in the old shape (the whole sheet in its params, as daemons stored them
     before ``kept_data``): the log shows it as stored, the write-back reads it, and only

@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import logging
+import random
 import socket
 import struct
 from pathlib import Path
@@ -23,7 +24,7 @@ from companion.keys import HUB
 from companion.settings import Settings
 from companion.tokens import rotate_token
 
-from .combatants import duelist
+from .combatants import FENKA, ULCEN, duelist
 from .conftest import Rpc
 from .stalled_client import stalled
 
@@ -148,6 +149,49 @@ async def test_watch_sends_encounter_changed_to_the_watching_sockets(rpc: Rpc) -
         await asyncio.wait_for(watcher.receive_str(), 0.2)
     await watcher.close()
     await bystander.close()
+
+
+async def test_concurrent_writes_to_one_encounter_are_serialised_and_each_announced_once(
+        rpc: Rpc) -> None:
+    """API.md "Encounters": writes to one encounter are serialised, a revision grows by
+    one per step; "encounter.changed {id, revision} to every socket that called
+    encounter.watch". Sixty adds, declarations, resolves and undos sent at once: each
+    stored step has a revision of its own, in order, and each watcher hears every
+    revision once."""
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    watchers = [await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+                for _ in range(2)]
+    for ws in watchers:
+        assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"]
+    rng = random.Random(5)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for i in range(60):
+        kind = rng.choice(["add", "add", "declare", "resolve", "undo"])
+        if kind == "add":
+            calls.append(("encounter.add", {"id": eid, "combatant": dict(
+                ULCEN if i % 2 else FENKA, id=f"c{i}", name=f"C{i}")}))
+        elif kind == "declare":
+            calls.append(("encounter.declare", {"id": eid, "combatant_id": "c1", "choice": {
+                "defense": {"mode": "thought-shield"}}}))
+        elif kind == "resolve":
+            calls.append(("encounter.resolve", {"id": eid, "force": True, "seed": i}))
+        else:
+            calls.append(("encounter.undo", {"id": eid}))
+    answers = await asyncio.gather(*(rpc.raw({"jsonrpc": "2.0", "method": method,
+                                              "params": params, "id": n})
+                                     for n, (method, params) in enumerate(calls)))
+    revisions = sorted(a["result"]["revision"] for a in answers if "result" in a)
+    log = await rpc.ok("encounter.log", {"id": eid})
+    assert revisions == [s["revision"] for s in log["steps"]] == \
+        list(range(1, log["revision"] + 1))
+    for ws in watchers:
+        heard = []
+        with pytest.raises(asyncio.TimeoutError):
+            while True:
+                heard.append(json.loads(await asyncio.wait_for(ws.receive_str(), 0.5)))
+        assert [n["params"]["revision"] for n in heard
+                if n.get("method") == "encounter.changed"] == revisions
+        await ws.close()
 
 
 async def test_an_encounter_deleted_while_watched_is_announced_once_and_forgotten(

@@ -282,9 +282,10 @@ async def recurses_for_ever(ctx: Context, params: dict[str, Any]) -> Any:
 
 
 async def answers_too_deep(ctx: Context, params: dict[str, Any]) -> Any:
-    """A result nested deeper than either JSON encoder goes."""
+    """A result nested deeper than either JSON encoder goes (Python 3.13's writes 3000
+    levels)."""
     value: Any = {}
-    for _ in range(3000):
+    for _ in range(100_000):
         value = {"a": value}
     return value
 

@@ -60,17 +60,26 @@ class Peer:
     connected_at: float = field(default_factory=time.time)
     watching: set[str] = field(default_factory=set)
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        """Send a JSON-RPC notification (no id) to this socket."""
-        if not self.ws.closed:
-            await self.ws.send_str(json.dumps(
-                {"jsonrpc": "2.0", "method": method, "params": params}))
+    async def send_or_close(self, text: str, seconds: float) -> bool:
+        """Send ``text``; a socket that cannot take it within ``seconds`` (its client
+        stopped reading) is closed (1008 "too slow") and ``False`` returned."""
+        try:
+            async with asyncio.timeout(seconds):  # (no task of its own, as wait_for's)
+                await self.ws.send_str(text)
+        except TimeoutError:
+            await self.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
+            return False
+        return True
 
     async def notify_or_close(self, method: str, params: dict[str, Any]) -> None:
-        """``notify``, closing a socket that does not take it in time."""
+        """Send a JSON-RPC notification (no id), closing a socket that does not take it
+        within ``NOTIFY_TIMEOUT`` seconds or fails to."""
+        if self.ws.closed:
+            return
+        text = json.dumps({"jsonrpc": "2.0", "method": method, "params": params})
         try:
-            await asyncio.wait_for(self.notify(method, params), NOTIFY_TIMEOUT)
-        except (TimeoutError, ConnectionError, RuntimeError):
+            await self.send_or_close(text, NOTIFY_TIMEOUT)
+        except (ConnectionError, RuntimeError):
             await self.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
 
     async def close(self, code: int, message: bytes) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from aiohttp.http_websocket import WSCloseCode
 
-from .hub import Peer, close_socket
+from .hub import close_socket
 from .jsontext import parse
 from .keys import ACCESS_LOG, DISPATCHER, SERVICES, TOKENS
 from .rpc import Outcome
@@ -141,7 +141,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                           "errors": outcome.errors,
                           "outcome": "error" if outcome.errors else "ok",
                           "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
-            if answer is not None and not await _send(peer, answer.decode("utf-8")):
+            # an answer not taken within ANSWER_TIMEOUT s ends the socket
+            if answer is not None and \
+                    not await peer.send_or_close(answer.decode("utf-8"), ANSWER_TIMEOUT):
                 break
     except ConnectionError:
         pass  # the client hung up while its answer was on its way: no fault of ours
@@ -149,14 +151,3 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         services.hub.disconnect(peer)
     return ws
 
-
-async def _send(peer: Peer, text: str) -> bool:
-    """Send an answer; a client that does not take it within ``ANSWER_TIMEOUT`` seconds
-    (it stopped reading: its queue is full) is cut off, and ``False`` returned."""
-    try:
-        async with asyncio.timeout(ANSWER_TIMEOUT):  # (no task of its own, as wait_for's)
-            await peer.ws.send_str(text)
-    except TimeoutError:
-        await peer.close(WSCloseCode.POLICY_VIOLATION, b"too slow")
-        return False
-    return True

@@ -83,7 +83,14 @@ METHODS = [
                              tables={"type": "object"},
                              combatant_schema={"type": "object",
                                                "description": "a JSON Schema"},
-                             dice_purposes={"type": ["array", "object"]},
+                             dice_purposes={
+                                 "type": ["array", "object"],
+                                 "description": "[{purpose, sides, summed, text}]: sides a "
+                                 "number, a list or null beside sides_by_mode or "
+                                 "sides_by_range; summed: whether one roller's dice of the "
+                                 "purpose add up into one figure (damage dice, a pool) "
+                                 "rather than each being a check, save or table roll of "
+                                 "its own (a plugin's may leave it out: not summed)"},
                              house_rules=HOUSE_RULES,
                              round_end_schema={"type": "object"},
                              rest_schema={"type": "object"})),

@@ -126,16 +126,16 @@ class CombatStrength(System):
         """Every purpose a die of this system may have (callers supply dice by these)."""
         t = self.tables
         return [
-            {"purpose": "damage", "sides": [t.bonus_sides],
+            {"purpose": "damage", "sides": [t.bonus_sides], "summed": True,
              "text": "bonus damage dice, penetrating: follow-up dice come right after the "
                      "die they follow"},
-            {"purpose": "implosion", "sides": [100],
+            {"purpose": "implosion", "sides": [100], "summed": False,
              "text": "d100 against a percentage (Psychic Implosion: crush or death chance)"},
-            {"purpose": "save", "sides": [20],
+            {"purpose": "save", "sides": [20], "summed": False,
              "text": "the non-psionic target's d20 save against Psionic Wave"},
-            {"purpose": "wave-effect", "sides": [100],
+            {"purpose": "wave-effect", "sides": [100], "summed": False,
              "text": "d100 on the Psionic Wave effect table after a failed save"},
-            {"purpose": "condition-duration", "sides": t.duration_sides(),
+            {"purpose": "condition-duration", "sides": t.duration_sides(), "summed": True,
              "text": "how long a defenseless-table condition lasts"},
         ]
 

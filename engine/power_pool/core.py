@@ -121,12 +121,12 @@ class PowerPoolSystem(System):
         ladder = list(self.tables["ladder"])
         save = self.tables["save"]
         return [
-            {"purpose": "attack", "sides": ladder,
+            {"purpose": "attack", "sides": ladder, "summed": True,
              "text": "the attacker's pool dice (its hit-die type, upgraded by its mode)"},
-            {"purpose": "defense", "sides": ladder,
+            {"purpose": "defense", "sides": ladder, "summed": True,
              "text": "the defending side's pool dice: the struck defender first, then the "
                      "other wave targets and the allies in the order given"},
-            {"purpose": save["purpose"], "sides": [save["sides"]],
+            {"purpose": save["purpose"], "sides": [save["sides"]], "summed": False,
              "text": "the attacker's save against Blank Mind (one per defender using it), "
                      "rolled before any pool die"},
         ]

@@ -128,33 +128,37 @@ class Revised2e(System):
         def effect_sides(kind: set[str]) -> dict[str, int]:
             return {m: int(e["sides"]) for m, e in effects.items() if e["type"] in kind}
 
-        def entry(purpose: str, sides: int | Mapping[str, int], text: str) -> JSON:
+        def entry(purpose: str, sides: int | Mapping[str, int], text: str,
+                  summed: bool = False) -> JSON:
             if isinstance(sides, int):
-                return {"purpose": purpose, "sides": sides, "text": text}
+                return {"purpose": purpose, "sides": sides, "summed": summed, "text": text}
             values = set(sides.values())
             return {"purpose": purpose, "sides": values.pop() if len(values) == 1 else None,
-                    "sides_by_mode": dict(sides), "text": text}
+                    "sides_by_mode": dict(sides), "summed": summed, "text": text}
 
         quick = t.raw["quick_mac"]
         widths = {r["high"] - r["low"] + 1 for r in quick["base"]}
         return [
             entry("attack", int(t.attack_roll["sides"]),
                   "the attacker's MTHAC0 roll (natural 1 misses, 20 hits)"),
-            entry("damage", damage, "one die per step of the declared multiplier"),
+            entry("damage", damage, "one die per step of the declared multiplier",
+                  summed=True),
             entry("save", t.save_die, "save vs. paralyzation: after a critical hit below 25% of "
                               "the PSP maximum, and each round for an open nonpsionic mind"),
             entry("effect-duration", effect_sides({"dazed", "confused"}),
-                  "rounds an open mind stays dazed (ego whip) or confused (id insinuation)"),
+                  "rounds an open mind stays dazed (ego whip) or confused (id insinuation)",
+                  summed=True),
             entry("lost-power", effect_sides({"lost-power"}),
-                  "days an open mind loses one power to a mind thrust"),
+                  "days an open mind loses one power to a mind thrust", summed=True),
             entry("hp-damage", effect_sides({"hp-damage"}),
                   "hit points an open mind loses, one die per step (psionic blast, "
-                  "psychic crush)"),
+                  "psychic crush)", summed=True),
             entry("open-duration", int(t.open_mind["duration"]["sides"]),
-                  "rounds a forced-open mind stays locked open (1d4+1)"),
+                  "rounds a forced-open mind stays locked open (1d4+1)", summed=True),
             entry("wisdom-check", int(t.open_mind["wisdom_check"]["sides"]),
                   "Wisdom check at −3 to close an open mind after its locked rounds"),
             {"purpose": "mac-base", "sides": None, "sides_by_range": sorted(widths),
+             "summed": False,
              "text": "Quick MAC: a die the size of the Intelligence range picks the base "
                      "(H-2E-QUICKMAC-PICK)"},
             entry("mac-modifier", int(quick["modifier_die"]),

@@ -69,7 +69,7 @@ class CoinDuel(System):
         return {"id": self.id, "name": self.name, "source": self.source,
                 "modes": {"heads": {"cost": 1}, "tails": {"cost": 1}}, "tables": {},
                 "combatant_schema": COMBATANT, "request_schema": REQUEST,
-                "dice_purposes": [{"purpose": "attack", "sides": [2],
+                "dice_purposes": [{"purpose": "attack", "sides": [2], "summed": False,
                                    "text": "the coin: 1 is heads, 2 is tails"}],
                 "house_rules": [rule.to_json() for rule in self.house_rules()]}
 

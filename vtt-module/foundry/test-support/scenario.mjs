@@ -702,6 +702,17 @@ export function restResult(params) {
   return { system, combatants, events, rolls, summary: summaryOf("After the rest", said, combatants), unused_dice: unused, updates };
 }
 
+/**
+ * Each system's `dice_purposes` as `systems.describe` gives them, cut to the purpose and
+ * whether the rules add its dice up (`summed`); the browser tests check these against the
+ * real companion's (e2e.test.mjs).
+ */
+export const DICE_PURPOSES = Object.fromEntries(Object.entries({
+  "revised-2e": [["damage", "effect-duration", "lost-power", "hp-damage", "open-duration"], ["attack", "save", "wisdom-check", "mac-base", "mac-modifier", "initiative"]],
+  "combat-strength": [["damage", "condition-duration"], ["implosion", "save", "wave-effect"]],
+  "power-pool": [["attack", "defense"], ["save"]],
+}).map(([system, [summed, alone]]) => [system, [...summed.map((purpose) => ({ purpose, summed: true })), ...alone.map((purpose) => ({ purpose, summed: false }))]]));
+
 /** Each system's `rest_schema` as `systems.describe` gives it (combat-strength: none). */
 export const REST_SCHEMAS = {
   "revised-2e": { type: "object", required: ["combatants", "hours"], additionalProperties: false, properties: { combatants: { type: "array", minItems: 1, maxItems: 64, items: { type: "object" } }, options: { type: "object" }, hours: { type: "integer", minimum: 1, maximum: 1000 } } },
@@ -727,6 +738,7 @@ export function defaultMethods(overrides = {}) {
       modes: { attacks: [{ id: "mind-thrust", cost: 2 }, { id: "ego-whip", cost: 4 }], defenses: [{ id: "thought-shield", cost: 2 }, { id: "mind-blank", cost: 3 }] },
       combatant_schema: { type: "object", properties: { psp: { type: "integer", minimum: 0 }, kind: { enum: ["psionicist", "wild-talent", "nonpsionic"] }, attacks: { type: "array", items: { enum: ["mind-thrust", "ego-whip"] } } } },
       house_rules: [{ id: "H-2E-CRIT-MODS", text: "the roll is the modified roll", default: true }],
+      dice_purposes: DICE_PURPOSES[system] ?? [],
       ...(REST_SCHEMAS[system] ? { rest_schema: REST_SCHEMAS[system] } : {}),
     }),
     "adapters.import": ({ data }) => ({ combatant: { name: combatantNameOfRef({ data }), level: 4, ...(data.actor.flags?.mindscape?.["revised-2e"] ?? {}) }, warnings: [] }),

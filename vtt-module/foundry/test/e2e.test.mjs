@@ -549,8 +549,9 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   await page.close();
 });
 
-test("the real companion's purposes, outcomes, combatant fields and combat-strength conditions all have labels in en.json", { skip: SKIP, timeout: 30000 }, async () => {
+test("the real companion's purposes, outcomes, combatant fields and combat-strength conditions all have labels in en.json, and its purposes' summed flags are the fakes'", { skip: SKIP, timeout: 30000 }, async () => {
   const { EN } = await import("../test-support/fakes.mjs");
+  const { DICE_PURPOSES } = await import("../test-support/scenario.mjs");
   const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
   const call = daemonCall;
   const missing = [];
@@ -566,6 +567,8 @@ test("the real companion's purposes, outcomes, combatant fields and combat-stren
       ...(system === "combat-strength" ? Object.keys(d.tables?.conditions ?? {}).map((c) => `MINDSCAPE.Condition.${c}`) : []),
     ];
     if (system === "combat-strength") assert.ok(Object.keys(d.tables?.conditions ?? {}).includes("dazed"), "the conditions are in the description's tables");
+    // The fakes' dice purposes (which the card's rolls are grouped by) are the companion's.
+    assert.deepEqual(Object.fromEntries(d.dice_purposes.map((p) => [p.purpose, p.summed])), Object.fromEntries(DICE_PURPOSES[system].map((p) => [p.purpose, p.summed])), system);
     missing.push(...keys.filter((k) => !has(k)).map((k) => `${system}: ${k}`));
   }
   assert.deepEqual(missing, []);

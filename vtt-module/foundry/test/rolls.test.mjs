@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { groupRolls, rollDataForGroup, rollDataFromDaemon, summedPurposes } from "../mindscape/scripts/rolls.js";
 import { rollAdditions } from "../mindscape/scripts/chat.js";
+import { DICE_PURPOSES } from "../test-support/scenario.mjs";
 
 const rolls = [
   { purpose: "attack", sides: 20, value: 20, by: "ulcen", follows: null },
@@ -14,10 +15,13 @@ const rolls = [
   { purpose: "save", sides: 20, value: 7, by: "fenka", follows: null },
 ];
 
-const R2E = { summed: summedPurposes("revised-2e") };
+// `systems.describe` answers as the companion gives them (test-support DICE_PURPOSES,
+// which the browser tests check against the real companion's).
+const DESCRIBED = Object.fromEntries(Object.entries(DICE_PURPOSES).map(([system, purposes]) => [system, { dice_purposes: purposes }]));
+const R2E = { summed: summedPurposes(DESCRIBED["revised-2e"]) };
 
 test("dice are grouped per purpose and roller, in rolling order (API.md example: attack, 4 damage, save)", () => {
-  const groups = groupRolls(rolls, summedPurposes("revised-2e"));
+  const groups = groupRolls(rolls, summedPurposes(DESCRIBED["revised-2e"]));
   assert.deepEqual(groups.map((g) => [g.purpose, g.by, g.dice.map((d) => d.value)]), [
     ["attack", "ulcen", [20]], ["damage", "ulcen", [4, 4, 3, 1]], ["save", "fenka", [7]],
   ]);
@@ -39,12 +43,18 @@ test("checks and saves are a roll each, never one roll of their sum: only the di
     { purpose: "defense", sides: 6, value: 6, by: "b", follows: null },
     { purpose: "defense", sides: 8, value: 2, by: "c", follows: null },
   ];
-  assert.deepEqual(rollDataFromDaemon(pool, (p) => p, { summed: summedPurposes("power-pool") }).map((r) => [r.options.flavor, r.formula, r.total]), [
+  assert.deepEqual(rollDataFromDaemon(pool, (p) => p, { summed: summedPurposes(DESCRIBED["power-pool"]) }).map((r) => [r.options.flavor, r.formula, r.total]), [
     ["save", "1d20", 12], ["save", "1d20", 4], ["attack", "2d8", 12], ["defense", "2d6", 9], ["defense", "1d8", 2],
   ]);
-  // The same purpose is summed in one system and not in another; a plugin system's dice are each alone.
+  // The same purpose is summed in one system and not in another; a plugin's purpose that
+  // does not say, or no description at all (the companion could not be asked), shows
+  // each die alone.
   assert.equal(rollDataFromDaemon(pool.slice(2, 4), (p) => p, R2E).length, 2);
-  assert.equal(rollDataFromDaemon(rolls, (p) => p, { summed: summedPurposes("a-plugin") }).length, rolls.length);
+  const plugin = { dice_purposes: [{ purpose: "damage", sides: [4] }, { purpose: "attack", sides: [20], summed: "yes" }] };
+  assert.equal(rollDataFromDaemon(rolls, (p) => p, { summed: summedPurposes(plugin) }).length, rolls.length);
+  for (const none of [null, undefined, {}, { dice_purposes: { damage: { summed: true } } }]) {
+    assert.equal(rollDataFromDaemon(rolls, (p) => p, { summed: summedPurposes(none) }).length, rolls.length);
+  }
 });
 
 test("each group is an evaluated Roll whose Die results are the daemon's values", () => {
@@ -71,7 +81,7 @@ test("penetrating follow-ups stay beside the die they follow (API.md: [6, 6, 1, 
     { purpose: "damage", sides: 6, value: 1, by: "a", follows: 1 },
     { purpose: "damage", sides: 6, value: 3, by: "a", follows: null },
   ];
-  const [roll] = rollDataFromDaemon(pen, (p) => p, { summed: summedPurposes("combat-strength") });
+  const [roll] = rollDataFromDaemon(pen, (p) => p, { summed: summedPurposes(DESCRIBED["combat-strength"]) });
   // Each follow-up counts its value − 1 (engine/dice.py): the roll says so, and its total
   // is what the dice are worth (6 + 5 + 0 + 3), not the faces' sum.
   assert.equal(roll.formula, "4d6 - 2");
@@ -92,7 +102,7 @@ test("combat-strength: the damage roll adds the table's points and the penetrati
       { purpose: "damage", sides: 6, value: 5, by: "a", follows: null },
     ],
   };
-  const additions = rollAdditions(result, (key, fallback) => (key === "MINDSCAPE.Roll.TableValue" ? "table A" : fallback));
+  const additions = rollAdditions(result, (key, fallback) => (key === "MINDSCAPE.Roll.TableValue" ? "table A" : fallback), DESCRIBED["combat-strength"]);
   assert.deepEqual(additions.addedTo, { damage: 12 });
   const [roll] = rollDataFromDaemon(result.rolls, (p) => p, additions);
   assert.equal(roll.formula, "5d6 - 1[penetration] + 12[table A]");
@@ -112,19 +122,19 @@ test("revised-2e: a damage roll adds the mode's bonus for each step, so its tota
       { purpose: "damage", sides: 6, value: 4, by: "z", follows: null },
     ],
   };
-  const additions = rollAdditions(result);
+  const additions = rollAdditions(result, undefined, DESCRIBED["revised-2e"]);
   assert.deepEqual(additions.addedTo, { damage: 2 });
   const damage = rollDataFromDaemon(result.rolls, (p) => p, additions).find((r) => r.options.flavor === "damage");
   assert.equal(damage.formula, "2d6 + 2[damage bonus]");
   assert.equal(damage.total, result.damage);
   // Psionic blast ×3 (1d12+4 a step): 12 points on top of the dice.
   const blast = { ...result, mode: "psionic-blast", multiplier: 3, damage: 5 + 7 + 1 + 12, rolls: [5, 7, 1].map((value) => ({ purpose: "damage", sides: 12, value, by: "z", follows: null })) };
-  const [roll] = rollDataFromDaemon(blast.rolls, (p) => p, rollAdditions(blast));
+  const [roll] = rollDataFromDaemon(blast.rolls, (p) => p, rollAdditions(blast, undefined, DESCRIBED["revised-2e"]));
   assert.equal(roll.formula, "3d12 + 12[damage bonus]");
   assert.equal(roll.total, 25);
   // A mode without a bonus (mind thrust) is its dice alone.
   const thrust = { ...result, mode: "mind-thrust", damage: 6 };
-  assert.equal(rollDataFromDaemon(thrust.rolls, (p) => p, rollAdditions(thrust)).find((r) => r.options.flavor === "damage").formula, "2d6");
+  assert.equal(rollDataFromDaemon(thrust.rolls, (p) => p, rollAdditions(thrust, undefined, DESCRIBED["revised-2e"])).find((r) => r.options.flavor === "damage").formula, "2d6");
 });
 
 test("mixed faces in one group become Die terms joined by +", () => {

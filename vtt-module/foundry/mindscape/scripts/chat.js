@@ -293,7 +293,8 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
 /**
  * How the rules count a result's dice, for its Foundry rolls (rolls.js
  * `rollDataFromDaemon`): the purposes whose dice are added up (`summed`, rolls.js
- * `summedPurposes`: each other die is a roll of its own), and what the rules add to
+ * `summedPurposes` of the system's `description`, its `systems.describe` answer: each
+ * other die is a roll of its own), and what the rules add to
  * those dice without another die, by purpose, so that a roll's total is the card's
  * figure (`rollDataForGroup`), with the label of those points: combat-strength's damage is its table value plus its penetrating bonus
  * dice (engine/combat_strength, `execute`), the points being the damage less the bonus
@@ -303,9 +304,10 @@ export function effectiveRollMode(setting, coreRollMode, requesterRollMode = nul
  * damage less its damage dice, as the result gives both.
  * @param {object} result  an exchange's result
  * @param {(key:string, fallback:string)=>string} L
+ * @param {object|null} [description]  `systems.describe` of `result.system`
  * @returns {{summed:Set<string>, addedTo:Record<string, number>, labels:{penetration:string, added:string}}}
  */
-export function rollAdditions(result, L = (_k, f) => f) {
+export function rollAdditions(result, L = (_k, f) => f, description = null) {
   const addedTo = {};
   let added = L("MINDSCAPE.Roll.TableValue", "table value");
   const sum = (values) => values.reduce((total, v) => total + Number(v), 0);
@@ -318,7 +320,7 @@ export function rollAdditions(result, L = (_k, f) => f) {
     addedTo.damage = result.damage - sum(damageDice);
     added = L("MINDSCAPE.Roll.DamageBonus", "damage bonus");
   }
-  return { summed: summedPurposes(result?.system), addedTo, labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added } };
+  return { summed: summedPurposes(description), addedTo, labels: { penetration: L("MINDSCAPE.Roll.Penetration", "penetration"), added } };
 }
 
 /**
@@ -400,12 +402,14 @@ export function unenriched(html) {
  * Both read the posting client's user (`game.user.id` for self), so a card posted for a
  * roller on another client (`requesterId`, with `gmIds`, the world's GMs) is addressed
  * by `cardAudience` instead.
- * `localize` (a label function) names the terms the rules add to the dice (`rollAdditions`).
+ * `localize` (a label function) names the terms the rules add to the dice (`rollAdditions`);
+ * `description`, the system's `systems.describe` answer, says which purposes' dice are
+ * added up into one roll (without it, each die is a roll of its own).
  * @returns {Promise<any>} the created message
  */
-export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card, requesterId = null, gmIds = [] }) {
+export async function postChatCard({ result, context, rollMode, speaker, renderTemplate, Roll, ChatMessage, template, localizePurpose, localize, card, requesterId = null, gmIds = [], description = null }) {
   const content = unenriched(await renderTemplate(template, context));
-  const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose), rollAdditions(result, localize)).map((data) => Roll.fromData(data));
+  const rolls = rollDataFromDaemon(result.rolls ?? [], (purpose) => localizePurpose(purpose), rollAdditions(result, localize, description)).map((data) => Roll.fromData(data));
   const data = {
     speaker,
     content,

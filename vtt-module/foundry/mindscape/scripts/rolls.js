@@ -5,22 +5,18 @@
  */
 
 /**
- * The purposes whose dice each system adds up into one figure (the engines: revised-2e's
- * damage and hit-point damage, one die a step of the multiplier; combat-strength's
- * penetrating damage dice; power-pool's attack and defense pools, each side's own). Every
- * other die is a check, a save or a duration of its own: four Wisdom checks are four
- * rolls, not one of their sum. `systems.describe`'s `dice_purposes` does not say which
- * dice are summed, so the module keeps it; a plugin system's dice are each shown alone.
+ * The purposes whose dice the rules add up into one figure (revised-2e's damage, one die
+ * a step of the multiplier; combat-strength's penetrating damage dice; a power-pool
+ * side's pool), from a system's `systems.describe` answer: `dice_purposes` entries with
+ * `summed` true. Every other die is a check, a save or a table roll of its own: four
+ * Wisdom checks are four rolls, not one of their sum. Without a description (or for a
+ * plugin's purpose that does not say), each die is shown alone.
+ * @param {{dice_purposes?: any}|null|undefined} description
+ * @returns {Set<string>}
  */
-export const SUMMED_PURPOSES = {
-  "revised-2e": ["damage", "hp-damage"],
-  "combat-strength": ["damage"],
-  "power-pool": ["attack", "defense"],
-};
-
-/** The purposes whose dice `system` sums (`SUMMED_PURPOSES`), as a Set. */
-export function summedPurposes(system) {
-  return new Set(SUMMED_PURPOSES[system] ?? []);
+export function summedPurposes(description) {
+  const purposes = description?.dice_purposes;
+  return new Set((Array.isArray(purposes) ? purposes : []).filter((p) => p && typeof p.purpose === "string" && p.summed === true).map((p) => p.purpose));
 }
 
 /**
@@ -29,7 +25,7 @@ export function summedPurposes(system) {
  * own. A penetrating die's follow-ups (same purpose, `follows` set) stay with the die
  * they follow.
  * @param {{purpose:string, sides:number, value:number, by?:string|null, follows?:any}[]} rolls
- * @param {Set<string>} [summed]  `summedPurposes(system)`
+ * @param {Set<string>} [summed]  `summedPurposes(description)`
  */
 export function groupRolls(rolls, summed = new Set()) {
   const groups = [];

@@ -145,6 +145,21 @@ export class Mindscape {
     return this.describeCache.get(system);
   }
 
+  /**
+   * `systems.describe` of the system of a result to post, for which of its dice the rules
+   * add up (chat.js `rollAdditions`); null when the companion cannot say (the card then
+   * shows each die as a roll of its own rather than not being posted).
+   */
+  async cardDescription(system) {
+    if (typeof system !== "string") return null;
+    try {
+      return await this.describe(system);
+    } catch (error) {
+      console.warn(`${MODULE_ID} | systems.describe ${system} failed; each die is shown alone`, error);
+      return null;
+    }
+  }
+
   /** The daemon adapter for this world's game system. Only a successful `adapters.list` is cached. */
   async adapterId() {
     let adapters = this.adaptersCache;
@@ -1377,6 +1392,7 @@ export class Mindscape {
     return postChatCard({
       result, context, rollMode, speaker, card: info.card, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),
       renderTemplate: (_name, ctx) => this.env.render("chat-card", ctx),
+      description: await this.cardDescription(result.system),
       template: "chat-card",
       Roll: this.env.Roll,
       ChatMessage: this.env.ChatMessage,
@@ -1995,6 +2011,7 @@ export class Mindscape {
       result, context, rollMode, requesterId: info.requesterId ?? null, gmIds: this.gmIds(),
       speaker: cardSpeaker({ alias }),
       renderTemplate: (_name, ctx) => this.env.render("round-card", ctx),
+      description: await this.cardDescription(result.system),
       template: "round-card",
       Roll: this.env.Roll,
       ChatMessage: this.env.ChatMessage,

@@ -59,7 +59,20 @@ ODDS: JSON = {
     "type": "object",
     "required": ["system"],
     "description": EXCHANGE["description"],
-    "properties": dict(EXCHANGE_MEMBERS),
+    "properties": {
+        **EXCHANGE_MEMBERS,
+        "assume_known": {
+            "type": "array", "maxItems": 200, "uniqueItems": True,
+            "items": {"type": "string", "maxLength": 32,
+                      "pattern": "^/[a-z_]+(/(0|[1-9][0-9]{0,2}))?$"},
+            "description": "JSON Pointers to minds of the request that may defend "
+                           "(/defender; power-pool also /defenders/N, /allies/N, "
+                           "/controller, /controllers/N): the odds are those of each "
+                           "knowing the defense the request gives it and able to pay for "
+                           "it, for a caller that may not see its sheet (a refusal would "
+                           "tell what it knows and holds); a mind without psionics stays "
+                           "as it is"},
+    },
     "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
 }
 UPDATES: JSON = {"type": "array", "items": {"type": "object"},

@@ -253,6 +253,56 @@ class System(ABC):
         """Exact odds of the exchange: ``{outcomes, damage: {mean, distribution,
         truncated_mass}, ...}`` (floats only here, at the JSON edge)."""
 
+    # -- odds for a caller who may not see a defender's sheet ------------------------------
+    def defending_places(self, request: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Where ``request`` (valid under ``request_schema``) holds a mind that may raise a
+        defense in the exchange, as JSON Pointers (``/defender``), each with the defense
+        modes the request gives that mind (empty: none). A system that names none
+        (the default) takes no ``assume_known``."""
+        return {}
+
+    def knowing(self, combatant: JSON, modes: Sequence[str], request: Mapping[str, Any]
+                ) -> JSON:
+        """The full ``combatant`` as ``assume_known`` takes it: knowing the defense
+        ``modes`` (and only them) and able to pay for them in ``request``, otherwise as it
+        is. The default suits a system whose defenses cost nothing in an exchange: a
+        combatant whose ``psionic`` is true gets ``defenses`` = ``modes``; any other (one
+        without psionics, which no defense is open to) stays as it is."""
+        if not modes or combatant.get("psionic") is not True:
+            return combatant
+        return {**combatant, "defenses": list(modes)}
+
+    def assume_knowing(self, request: Mapping[str, Any], places: Sequence[str]) -> JSON:
+        """``request`` with the mind at each JSON Pointer of ``places`` (one of
+        ``defending_places``) knowing the defense the request gives it and able to pay for
+        it (``knowing``): the odds a caller who may not see that mind's sheet can be told,
+        since a refusal ("does not know it", "too few PSPs") or odds that differ would tell
+        it what the mind knows and holds. They are the true odds when the mind does know
+        the defense and can pay. ``InvalidInput`` (under ``/assume_known``) for a place
+        that is no such mind."""
+        self.validate_request(request)
+        given = self.defending_places(request)
+        problems = [
+            Problem(f"/assume_known/{i}", (
+                f"{json_text(place)} is not a mind that may defend in this exchange "
+                f"(one of {', '.join(given) or 'none: ' + self.id + ' assumes nothing'})"))
+            for i, place in enumerate(places) if place not in given]
+        if problems:
+            raise InvalidInput(problems)
+        out = dict(request)
+        options = self.options(request.get("options"))
+        for place in places:
+            member, _, index = place[1:].partition("/")
+            raw = out[member] if not index else out[member][int(index)]
+            mind = self.knowing(self.combatant_under(raw, place, options), given[place],
+                                request)
+            if index:
+                out[member] = [*out[member]]
+                out[member][int(index)] = mind
+            else:
+                out[member] = mind
+        return out
+
     def combatant_under(self, raw: Mapping[str, Any], path: str = "",
                         options: Mapping[str, Any] | None = None) -> JSON:
         """``combatant`` under the house rules ``options``. Most systems' combatants do not

@@ -38,7 +38,10 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     system = ctx.services.system(params["system"])
     request, refs = import_combatants(ctx.services, params, system.id)
     request.pop("system")
+    places = request.pop("assume_known", None)
     ctx.services.check_request(system, "request_schema", request)
+    if places:
+        request = system.assume_knowing(request, places)
     result = dict(system.odds(request))
     # Odds change nothing: there is never anything to write back.
     result["updates"] = []
@@ -79,7 +82,9 @@ METHODS = [
                errors=(RULES_VIOLATION, DICE_NEEDED), checked_by_system=True),
     MethodSpec("exchange.odds", ODDS, exchange_odds,
                "Exact odds of an exchange: {outcomes: {name: p}, damage: {mean, "
-               "distribution, truncated_mass}} and the system's own chances.",
+               "distribution, truncated_mass}} and the system's own chances. With "
+               "assume_known, as if the minds it names knew their defense and could "
+               "pay for it.",
                result={"type": "object", "required": ["outcomes"]},
                errors=(RULES_VIOLATION,), checked_by_system=True),
     MethodSpec("exchange.end_round", END_ROUND, exchange_end_round,

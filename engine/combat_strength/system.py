@@ -281,6 +281,12 @@ class CombatStrength(System):
             rolls=resolution.rolls, events=events, summary=summary,
             fields=resolution.fields, unused_dice=unused)
 
+    def defending_places(self, request: Mapping[str, Any]) -> dict[str, list[str]]:
+        """The defender, with the defense the request gives it (which costs nothing in an
+        exchange: ``knowing`` as ``System``'s)."""
+        defense = request.get("defense")
+        return {"/defender": [defense["mode"]] if defense else []}
+
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact odds: damage distribution (a penetration chain stops at H-CS-PEN-CAP
         and counts there, as in ``resolve``), the chance the defense strength reaches 0,

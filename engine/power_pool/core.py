@@ -14,7 +14,14 @@ from ..schemacheck import QuickValidator
 from ..system import JSON, MAX_ROUND_COMBATANTS, System, id_source
 from ..tables import load_tables
 from . import control, encounter
-from .combatant import CONDITIONS, combatant_schema, link_key, link_problems, normalize
+from .combatant import (
+    CONDITIONS,
+    combatant_schema,
+    link_key,
+    link_problems,
+    normalize,
+    slug,
+)
 from .control import (
     action_upkeep_lines,
     condition_ended,
@@ -363,6 +370,33 @@ class PowerPoolSystem(System):
         self.check_dice(dice)
         return resolve_plan(self.tables, self.plan(request, secret_choices=secret_choices),
                             dice)
+
+    def defending_places(self, request: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Every mind that may defend: the defender, a psionic wave's further defenders,
+        the allies (a psionic one joins with its own defense) and the controllers an
+        attack may strike in their puppets' place, each with the modes the request gives
+        it: its own in ``defenses`` and, for the defender and a controller (struck in
+        the place of the mind struck first), ``defense``. A mode costs nothing: ``knowing``
+        as ``System``'s."""
+        first = (request.get("defense") or {}).get("mode")
+        own = {cid: d.get("mode") for cid, d in (request.get("defenses") or {}).items()
+               if d}
+        places: dict[str, list[str]] = {}
+
+        def add(place: str, raw: Mapping[str, Any], struck_first: bool) -> None:
+            cid = raw.get("id") or slug(str(raw.get("name", "")))
+            modes = [first] if struck_first else []
+            modes.append(own.get(cid))
+            places[place] = list(dict.fromkeys(m for m in modes if m is not None))
+
+        add("/defender", request["defender"], True)
+        for member, struck_first in (("defenders", False), ("allies", False),
+                                     ("controllers", True)):
+            for i, raw in enumerate(request.get(member) or []):
+                add(f"/{member}/{i}", raw, struck_first)
+        if request.get("controller") is not None:
+            add("/controller", request["controller"], True)
+        return places
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact ``{outcomes: {attacker, defender}, control, tie, blank_mind_save,

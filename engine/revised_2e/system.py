@@ -21,6 +21,7 @@ from .exchange import (
     check_attack,
     check_defense,
     close_by_paying,
+    is_psionic,
     raise_defense,
 )
 from .rules import (
@@ -414,6 +415,29 @@ class Revised2e(System):
         cost = self.tables.defense_cost(mode) if mode is not None and not paid else 0
         return odds_json(self.tables, options, attacker, defender, request["attack"], mode,
                          cost)
+
+    def defending_places(self, request: Mapping[str, Any]) -> dict[str, list[str]]:
+        """The defender, with the defense the request gives it."""
+        defense = request.get("defense")
+        return {"/defender": [defense["mode"]] if defense else []}
+
+    def knowing(self, combatant: JSON, modes: Sequence[str], request: Mapping[str, Any]
+                ) -> JSON:
+        """A psionic mind knowing ``modes`` and only them (no list a house rule's limit
+        could refuse), given the PSPs to pay for them unless the defense is ``paid``:
+        when it holds fewer, it holds as many more as the cost, as far as its maximum
+        allows (raised only when the cost alone is above it), so it pays and is left, as
+        near as its maximum lets it, as it was. A mind without psionics stays as it is
+        (no defense is open to it, whatever it knows)."""
+        if not modes or not is_psionic(combatant):
+            return combatant
+        out = {**combatant, "defenses": list(modes)}
+        defense = request.get("defense") or {}
+        cost = 0 if defense.get("paid") else sum(self.tables.defense_cost(m) for m in modes)
+        if out["psp"] < cost:
+            out["psp"] = max(cost, min(out["psp"] + cost, out["psp_max"]))
+            out["psp_max"] = max(out["psp_max"], out["psp"])
+        return out
 
     def exact_odds(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """As ``odds`` with exact ``Fraction``s (hit, critical, mind_opened, damage ...)."""

@@ -208,6 +208,41 @@ async def test_exchange_odds(rpc: Rpc) -> None:
     assert error["data"]["errors"] == [{"path": "/dice", "message": "not allowed here"}]
 
 
+async def test_exchange_odds_assume_known_answers_alike_whatever_the_defender_knows(
+        rpc: Rpc) -> None:
+    """A defense the defender does not know is refused by its rule (the secret a player
+    who may not see the sheet must not learn); with assume_known ["/defender"] the odds
+    are those of a defender that knows it and can pay, for a sheet given as {adapter,
+    data} too (imported first)."""
+    params = {k: v for k, v in EXCHANGE.items() if k != "dice"}
+    params["defense"] = {"mode": "tower-of-iron-will"}
+    refused = await rpc.error("exchange.odds", params)
+    assert (refused["code"], refused["data"]["rule"]) == (4001, "defense-not-known")
+    knowing = {**params, "defender": {**FENKA, "defenses": ["tower-of-iron-will"]}}
+    true_odds = await rpc.ok("exchange.odds", knowing)
+    for defender in (FENKA, {**FENKA, "defenses": ["tower-of-iron-will"]}):
+        assumed = {**params, "defender": defender, "assume_known": ["/defender"]}
+        assert await rpc.ok("exchange.odds", assumed) == true_odds
+    sheet = {"adapter": "roll20.adnd2e-revised", "data": ULCEN_ROLL20}
+    imported = (await rpc.ok("adapters.import", {**sheet, "system": "revised-2e"}))["combatant"]
+    fenka = {**FENKA, "level": 4}
+    from_sheet = await rpc.ok("exchange.odds", {**params, "attacker": fenka,
+                                                "defender": sheet,
+                                                "assume_known": ["/defender"]})
+    as_known = await rpc.ok("exchange.odds", {**params, "attacker": fenka, "defender": {
+        **imported, "defenses": ["tower-of-iron-will"]}})
+    assert {k: v for k, v in from_sheet.items() if k != "warnings"} == as_known
+    # only on odds, and only where a mind may defend
+    error = await rpc.error("exchange.resolve", {**knowing, "assume_known": ["/defender"]})
+    assert error["code"] == -32602
+    for places, path in ((["/attacker"], "/assume_known/0"),
+                         (["/defender", "defender"], "/assume_known/1"),
+                         (["/defender", "/defender"], "/assume_known")):
+        error = await rpc.error("exchange.odds", {**params, "assume_known": places})
+        assert error["code"] == -32602
+        assert [e["path"] for e in error["data"]["errors"]] == [path]
+
+
 async def test_dice_roll(rpc: Rpc) -> None:
     result = await rpc.ok("dice.roll", {"expr": "3d6+2", "seed": 7})
     assert len(result["rolls"]) == 3

@@ -1974,12 +1974,15 @@ var Mindscape = Mindscape || (() => {
     if (drawn.allies.length) exchange.allies = drawn.allies;
     const { params, involved, paths } = exchangeRequest(exchange, chosen.defense);
     const struck = involved.filter((ref) => ref !== who.attacker);
-    if (chosen.defense && chosen.defense.mode && !playerIsGM(msg.playerid) && !struck.every((ref) => mayControl(msg.playerid, ref))) {
-      // Odds for a defense, or a refusal of it, would tell which defenses a mind the
-      // asker does not control knows and can pay for (its sheet's secret).
-      return refuse(msg.playerid, `odds against an assumed --defense are for the GM and the controllers of the minds struck: they would tell which defenses ${chatSafe(fighterName(who.defender))} knows and can pay for. `
-        + 'Ask without --defense for the chances against no defense. Nothing was sent.');
-    }
+    // Odds for a defense, or a refusal of it, would tell which defenses a mind the asker
+    // does not control knows and can pay for (its sheet's secret): for such a player the
+    // companion answers as if each such mind knew the defense it is given and could pay
+    // for it (assume_known), whichever it knows, and the answer says so.
+    const places = Object.assign({ '/defender': who.defender }, paths);
+    const hidden = chosen.defense && chosen.defense.mode && !playerIsGM(msg.playerid)
+      ? assumedPlaces(places, (ref) => !mayControl(msg.playerid, ref)) : [];
+    if (hidden.length) params.assume_known = hidden;
+    const hiddenNames = Array.from(new Set(hidden.map((place) => fighterName(places[place]))));
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: 'odds',
@@ -1992,8 +1995,18 @@ var Mindscape = Mindscape || (() => {
       attacker: who.attacker,
       struck,
       title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
+      // Said with the odds: they assume what the asker may not see.
+      assumed: hidden.length ? `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)} `
+        + 'and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see.' : null,
     }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };
+
+  // The places of exchange.odds' params (paths: JSON Pointer → fighter) of the minds that
+  // may defend (the defender, a wave's other targets, allies, the controllers struck) for
+  // which hiddenFrom says yes: its assume_known.
+  const DEFENDING_PLACE = /^\/(defender|controller|(defenders|allies|controllers)\/\d+)$/;
+  const assumedPlaces = (paths, hiddenFrom) => Object.keys(paths)
+    .filter((place) => DEFENDING_PLACE.test(place) && hiddenFrom(paths[place]));
 
   // ------------------------------------------------------------- !psi round
 
@@ -4020,14 +4033,15 @@ var Mindscape = Mindscape || (() => {
       postCard(resultCard(job.title, result), job.involved);
     },
     odds: (job, result) => {
-      if (job.system === 'combat-strength') return tell(job.requester, chatSafe(job.title), strengthOdds(result).map(chatSafe).join('<br>'));
+      const assumed = typeof job.assumed === 'string' ? `<br><i>${chatSafe(job.assumed)}</i>` : '';
+      if (job.system === 'combat-strength') return tell(job.requester, chatSafe(job.title), `${strengthOdds(result).map(chatSafe).join('<br>')}${assumed}`);
       const outcomes = isObject(result.outcomes) ? Object.keys(result.outcomes).map((k) => `${label(k)} ${percent(result.outcomes[k])}`) : [];
       const extra = ['critical', 'mind_opened', 'control']
         .filter((k) => typeof result[k] === 'number').map((k) => `${label(k)} ${percent(result[k])}`);
       // power-pool's contests deal no damage but synaptic overload's: a mean of 0 says nothing.
       const mean = isObject(result.damage) && typeof result.damage.mean === 'number' && result.damage.mean > 0
         ? `<br>Mean damage ${result.damage.mean.toFixed(2)}` : '';
-      return tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}`);
+      return tell(job.requester, chatSafe(job.title), `${outcomes.concat(extra).map(chatSafe).join(', ')}${mean}${assumed}`);
     },
     // A round's end or a rest is shown to the table only when it did something (a
     // condition ended, a mind opened, closed or was checked, PSPs or pool dice came back,

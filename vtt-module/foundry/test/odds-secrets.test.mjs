@@ -20,10 +20,15 @@ const COST = { "thought-shield": 2, "mind-blank": 3 };
 const profileOf = (c) => (c.adapter ? c.data.actor.flags?.mindscape?.["revised-2e"] ?? {} : c);
 const nameOf = (c) => (c.adapter ? c.data.token?.name ?? c.data.actor.name : c.name);
 
-/** `exchange.odds` as the engine checks a defense (engine/revised_2e/exchange.py `check_defense`), hit odds by the defender's PSPs after paying. */
+/**
+ * `exchange.odds` as the engine checks a defense (engine/revised_2e/exchange.py
+ * `check_defense`); with `assume_known` naming the defender, as if it knew the defense and
+ * could pay (engine/revised_2e/system.py `knowing`: the companion's tests check that).
+ */
 const revisedOdds = (params) => {
   const d = profileOf(params.defender);
   const mode = params.defense?.mode;
+  if (params.assume_known?.includes("/defender")) return { outcomes: { hit: 0.55, miss: 0.45 }, damage: { mean: 1, distribution: [[0, 0.45], [2, 0.55]], truncated_mass: 0 } };
   if (mode && !(d.defenses ?? []).includes(mode)) throw { code: 4001, message: "The rules forbid it", data: { rule: "defense-not-known", detail: `${nameOf(params.defender)} does not know ${mode}` } };
   if (mode && (d.psp ?? 0) < COST[mode]) throw { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp-for-defense", detail: `${nameOf(params.defender)} needs ${COST[mode]} PSPs for ${mode} but holds ${d.psp}` } };
   return { outcomes: { hit: 0.55, miss: 0.45 }, damage: { mean: 1, distribution: [[0, 0.45], [2, 0.55]], truncated_mass: 0 } };
@@ -49,13 +54,15 @@ test("revised-2e: a player's odds against a mind they do not own are the same fo
     assert.match(value.assumed, /^As if Fenka knows .+ and can pay for it: which defenses Fenka knows, and what it can pay, only its owner and the GM see\.$/, mode);
   }
   assert.match(seen["tower-of-iron-will"].value.assumed, /knows Tower of iron will/i);
-  // What was sent for her: the companion's reading of her sheet, knowing that one defense,
-  // with PSPs to pay for it (its 6, keeping the 1 she holds).
-  const sent = t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params.defender;
-  assert.deepEqual([sent.defenses, sent.psp, sent.psp_max, sent.id], [["tower-of-iron-will"], 7, 40, "fenka-tokF"]);
-  // Without an assumed defense the odds are her sheet's, with no such line.
+  // What was sent for her: her sheet as it is, and the companion asked to assume she
+  // knows the defense and can pay for it.
+  const sent = t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params;
+  assert.deepEqual([sent.defender.adapter, sent.defender.data.actor.flags.mindscape["revised-2e"].psp, sent.defense, sent.assume_known], ["foundry.dnd5e", 1, { mode: "tower-of-iron-will" }, ["/defender"]]);
+  // Without an assumed defense the odds are her sheet's, with no such line, and nothing
+  // is assumed.
   const { value } = await oddsOf(t.clients.p1, ask(null));
   assert.equal(value.assumed, undefined);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params.assume_known, undefined);
   // The GM reads the companion's own words.
   const gm = await oddsOf(t.clients.gm, ask("mind-blank"));
   assert.equal(gm.error.name, "RulesError");
@@ -106,7 +113,8 @@ test("power-pool: a player's odds against a mind they do not own are the same fo
     const defender = params.defender.adapter ? params.defender.data.actor.flags?.mindscape?.["power-pool"] ?? {} : params.defender;
     if (params.attack.pool_dice > 3) throw { code: 4001, message: "The rules forbid it", data: { rule: "pool-dice-exceed-pool", detail: "Ulcen of Tyr has 3 dice to roll, not 5", combatant: about(params.attacker) } };
     const mode = params.defense?.mode;
-    if (mode && !(defender.defenses ?? []).includes(mode)) throw { code: 4001, message: "The rules forbid it", data: { rule: "mode-not-known", detail: `Fenka does not know ${mode} (knows ${JSON.stringify(defender.defenses)})`, combatant: about(params.defender) } };
+    const assumed = params.assume_known?.includes("/defender");
+    if (mode && !assumed && !(defender.defenses ?? []).includes(mode)) throw { code: 4001, message: "The rules forbid it", data: { rule: "mode-not-known", detail: `Fenka does not know ${mode} (knows ${JSON.stringify(defender.defenses)})`, combatant: about(params.defender) } };
     return { outcomes: { attacker: 0.4, defender: 0.6 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } };
   };
   // power-pool's own modes (the default fake describes revised-2e's in every system).

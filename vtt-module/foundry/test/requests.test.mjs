@@ -241,18 +241,10 @@ test("odds that never deal damage (power-pool's mental stab, the real companion'
   assert.match(await renderModuleTemplate("odds", overload), /Mean damage: <strong>1.5<\/strong>/);
 });
 
-test("knowingDefense: a mind as the odds assume it for a user who may not see it knows the one defense and can pay for it; a mind without psionics stays as it is", async () => {
-  const { knowingDefense } = await import("../mindscape/scripts/requests.js");
-  const fenka = { id: "f", name: "Fenka", kind: "psionicist", level: 3, psp: 1, psp_max: 40, defenses: ["mind-blank", "thought-shield"] };
-  // revised-2e: it pays the cost from PSPs given for the purpose, keeping what it holds, within its maximum.
-  assert.deepEqual(knowingDefense("revised-2e", fenka, "tower-of-iron-will", 6), { ...fenka, psp: 7, defenses: ["tower-of-iron-will"] });
-  assert.deepEqual(knowingDefense("revised-2e", { ...fenka, psp: 39 }, "mind-blank", 3), { ...fenka, psp: 39, defenses: ["mind-blank"] });
-  assert.deepEqual(knowingDefense("revised-2e", { ...fenka, psp: 2, psp_max: 4 }, "tower-of-iron-will", 6), { ...fenka, psp: 6, psp_max: 6, defenses: ["tower-of-iron-will"] });
-  assert.equal(fenka.psp, 1, "the combatant given is not changed");
-  const goblin = { id: "g", name: "Goblin", kind: "nonpsionic" };
-  assert.equal(knowingDefense("revised-2e", goblin, "mind-blank", 3), goblin);
-  // combat-strength and power-pool: the mode known, nothing to pay.
-  assert.deepEqual(knowingDefense("combat-strength", { name: "A", attack_strength: 40, defense_strength: 40, defenses: ["mind-blank"] }, "shield-thoughts").defenses, ["shield-thoughts"]);
-  assert.deepEqual(knowingDefense("power-pool", { name: "B", psionic: true, hit_dice: 3, defenses: [] }, "blank-mind"), { name: "B", psionic: true, hit_dice: 3, defenses: ["blank-mind"] });
-  assert.deepEqual(knowingDefense("power-pool", { name: "C", psionic: false }, "blank-mind"), { name: "C", psionic: false });
+test("assumedPlaces: the minds a user may not see, as their places in the odds' params (the defender, a wave's further defenders, the controllers struck)", async () => {
+  const { assumedPlaces } = await import("../mindscape/scripts/requests.js");
+  const [a, b, c, x, y] = ["a", "b", "c", "x", "y"].map((id) => ({ id }));
+  assert.deepEqual(assumedPlaces([a, b, c], [x, y], [a, c, y]), ["/defender", "/defenders/1", "/controllers/1"]);
+  assert.deepEqual(assumedPlaces([a], [], [b]), []);
+  assert.deepEqual(assumedPlaces([a, b], [x], [b, x]), ["/defenders/0", "/controllers/0"]);
 });

@@ -904,12 +904,18 @@ test('a GM may settle the defense at once; odds are whispered to whoever asked',
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.45, miss: 0.55 }, critical: 0.05, damage: { mean: 4.5, distribution: [], truncated_mass: 0 } } });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
   // Odds for a defense of Fenka's (Bob's), or their refusal, would tell Alice which
-  // defenses Fenka knows and can pay for: refused before anything is sent; the GM may.
+  // defenses Fenka knows and can pay for: the companion is asked for them as if Fenka
+  // knew the defense and could pay (assume_known), and Alice reads that they are.
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense thought-shield` });
-  assert.equal(lastRequest(ctx.sb).id, odds.id);
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /odds against an assumed --defense are for the GM and the controllers of the minds struck: they would tell which defenses Fenka knows/);
+  const assumed = lastRequest(ctx.sb);
+  assert.deepEqual([assumed.body.params.defense, assumed.body.params.assume_known], [{ mode: 'thought-shield' }, ['/defender']]);
+  answer(ctx, assumed.id, { jsonrpc: '2.0', id: assumed.id, result: { outcomes: { hit: 0.3, miss: 0.7 }, damage: { mean: 2, distribution: [], truncated_mass: 0 } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 30\.0%, Miss 70\.0%.*<i>As if Fenka knew Thought Shield and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see\.<\/i>/);
+  // The GM asks the truth: nothing is assumed.
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense thought-shield` });
-  assert.deepEqual(lastRequest(ctx.sb).body.params.defense, { mode: 'thought-shield' });
+  assert.deepEqual([lastRequest(ctx.sb).body.params.defense, lastRequest(ctx.sb).body.params.assume_known], [{ mode: 'thought-shield' }, undefined]);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  assert.equal(lastRequest(ctx.sb).body.params.assume_known, undefined, 'no defense, nothing to assume');
   // Mode names are read after NFKC, as the companion reads sheet names: full-width too.
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --defense \uff34\uff48\uff4f\uff55\uff47\uff48\uff54 \uff33\uff48\uff49\uff45\uff4c\uff44` });
   assert.deepEqual(lastRequest(ctx.sb).body.params.defense, { mode: 'thought-shield' });
@@ -3971,6 +3977,21 @@ test('several --target: refused outside power-pool and with --defense; odds of a
   pool.sb.chat({ playerid: GM, selected: [pool.tokens.ogre.id], content: `!psi odds --target ${pool.tokens.fenka.id} --target ${pool.thrall.id} --mode psionic-wave` });
   const odds = lastRequest(pool.sb).body.params;
   assert.deepEqual([refOf(odds.defender), odds.defenders.map(refOf), refOf(odds.controller)], [pool.fenka.id, [pool.thrall.id], pool.ulcen.id]);
+});
+
+test('power-pool: a player\'s odds for a defense assume it known by every mind struck that the player does not control (the controller struck in its puppet\'s place too), and say whose', () => {
+  const ctx = underControl();
+  // Bob controls Fenka (Ulcen's puppet) and, here, the ogre; Alice controls Ulcen.
+  ctx.sb.objects.find((o) => o.id === ctx.ogre.id).set({ controlledby: BOB });
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense pinnacle-of-will` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.odds');
+  const p = req.body.params;
+  assert.deepEqual([refOf(p.defender), refOf(p.controller)], [ctx.fenka.id, ctx.ulcen.id]);
+  // Fenka is Bob's own: the truth about her; Ulcen, struck in her place, is Alice's.
+  assert.deepEqual(plain(p.assume_known), ['/controller']);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { outcomes: { attacker: 0.25, defender: 0.75 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } } });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<i>As if Ulcen of Tyr knew Pinnacle of Will and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see\.<\/i>/);
 });
 
 test('power-pool waves: a mode that strikes one target is refused with several; an own puppet among the targets goes to the companion at once; a wave refused tells every chooser', () => {

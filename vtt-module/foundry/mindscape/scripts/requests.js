@@ -321,33 +321,22 @@ export function knownModeIds(system, combatant, field) {
 }
 
 /**
- * A mind struck as the odds assume it for a user who may not see it (service.js `odds`):
- * `combatant` (`adapters.import`'s, the companion's form) knowing the defense `mode`,
- * and only it (no list the house rules' limit could refuse), and able to pay its `cost`
- * (revised-2e: PSPs it is given for the purpose when it holds fewer, keeping what it
- * holds as far as its maximum allows: it pays and is left as it was). So the companion
- * answers the odds for every defense of the system alike, whichever the mind knows and
- * can pay for; its odds are the true ones when it does. A mind without psionics stays as
- * it is: the companion refuses every defense of it alike. A new object; `combatant` is
- * not changed.
- * @param {string} system
- * @param {object} combatant
- * @param {string} mode
- * @param {number} [cost]  the mode's cost (`systems.describe`), revised-2e's PSPs
+ * `exchange.odds`' `assume_known` for the minds among `hidden` (documents, as `targets`
+ * and `controllers` hold them): the JSON Pointers of their places in the params
+ * `oddsRequest` builds: the first target is the defender, a psionic wave's others are
+ * `defenders`, and power-pool's controllers struck in their puppets' place are
+ * `controllers`. The companion then answers as if each of them knew the defense assumed
+ * and could pay for it.
+ * @param {object[]} targets
+ * @param {object[]} controllers
+ * @param {object[]} hidden
+ * @returns {string[]}
  */
-export function knowingDefense(system, combatant, mode, cost = 0) {
-  if (!combatant || typeof combatant !== "object" || !isPsionic(system, combatant)) return combatant;
-  const out = { ...structuredClone(combatant), defenses: [mode] };
-  const price = Number(cost) || 0;
-  if (system === "revised-2e" && price > 0) {
-    const max = Number(out.psp_max ?? 0);
-    const psp = Number(out.psp ?? max);
-    if (psp < price) {
-      out.psp = Math.max(price, Math.min(psp + price, max));
-      out.psp_max = Math.max(max, out.psp);
-    }
-  }
-  return out;
+export function assumedPlaces(targets, controllers, hidden) {
+  return [
+    ...targets.map((d, i) => (hidden.includes(d) ? (i === 0 ? "/defender" : `/defenders/${i - 1}`) : null)),
+    ...controllers.map((d, i) => (hidden.includes(d) ? `/controllers/${i}` : null)),
+  ].filter((place) => place !== null);
 }
 
 /**

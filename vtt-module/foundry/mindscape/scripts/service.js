@@ -12,7 +12,7 @@ import {
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
-  dispositionOf, exchangeParams, joiningModeId, knowingDefense, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  assumedPlaces, dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
   RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
@@ -368,15 +368,16 @@ export class Mindscape {
       if (typeof assumeDefense !== "string" || (known.length && !known.includes(assumeDefense))) {
         throw new UsageError("MINDSCAPE.Error.BadAssumedDefense", { got: JSON.stringify(assumeDefense) ?? String(assumeDefense), known: known.join(", ") });
       }
-      defense = { mode: assumeDefense, cost: defenses.find((m) => m.id === assumeDefense)?.cost ?? 0 };
+      defense = { mode: assumeDefense };
     }
     const struck = [...targets, ...controllers];
     const params = await this.oddsRequest(a, targets, attackObj, defense ? { mode: defense.mode } : null, controllers);
     // Odds for a defense show, or not, whether the mind struck knows it and can pay for it:
     // to a user who may not see every mind struck, they are the odds as if each such mind
-    // knew it and could pay (`knowingDefense`), for every defense alike, and say so.
+    // knew it and could pay (the companion's `assume_known`), for every defense alike,
+    // and say so.
     const hidden = defense ? struck.filter((d) => !this.maySee(sender, d)) : [];
-    if (hidden.length) await this.assumeKnowing(params, { targets, controllers, hidden, defense });
+    if (hidden.length) params.assume_known = assumedPlaces(targets, controllers, hidden);
     let odds;
     try {
       odds = await this.rpc("exchange.odds", params);
@@ -395,25 +396,6 @@ export class Mindscape {
   /** Whether `user` may see the secrets of the mind `docs` (its defenses, PSPs, sheet): the GM and its owners. */
   maySee(user, docs) {
     return Boolean(user?.isGM || docs.actor?.testUserPermission?.(user, "OWNER"));
-  }
-
-  /**
-   * GM: in `exchange.odds`' `params` (`oddsRequest`), each mind struck among `hidden` as
-   * the companion reads it (`importedOf`) knowing `defense.mode` and able to pay
-   * `defense.cost` (requests.js `knowingDefense`), in place of its sheet. A mind the
-   * companion cannot read stays its sheet (the companion then refuses it, whatever the
-   * defense, and the user reads that the mind struck stopped the odds).
-   */
-  async assumeKnowing(params, { targets, controllers, hidden, defense }) {
-    const system = this.system;
-    const knowing = async (docs) => {
-      const combatant = hidden.includes(docs) ? await this.importedOf(docs) : null;
-      return combatant ? knowingDefense(system, combatant, defense.mode, defense.cost) : null;
-    };
-    const [first, ...others] = await Promise.all(targets.map(knowing));
-    if (first) params.defender = first;
-    others.forEach((c, i) => { if (c && params.defenders?.[i]) params.defenders[i] = c; });
-    (await Promise.all(controllers.map(knowing))).forEach((c, i) => { if (c && params.controllers?.[i]) params.controllers[i] = c; });
   }
 
   /**

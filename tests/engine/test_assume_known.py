@@ -1,0 +1,160 @@
+"""``exchange.odds`` ``assume_known``: the odds a caller who may not see a defender's
+sheet can be told. Without it, odds for a defense the mind does not know, or cannot pay
+for, are a refusal that says so (revised-2e §1.4: a defense is "known" and "costs" PSPs),
+which tells a player the secret; with it, every mind named knows the defense the request
+gives it and can pay, so the answer is the same whichever it knows, and the true odds
+when it does know the defense and can pay."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from engine import builtin_systems
+from engine.errors import InvalidInput, RulesViolation
+from engine.system import System
+from tests.sample_plugin.coin_duel import SYSTEM as COIN_DUEL
+
+JSON = dict[str, Any]
+SYSTEMS = builtin_systems()
+REVISED, STRENGTH, POOL = (SYSTEMS[s] for s in ("revised-2e", "combat-strength",
+                                                "power-pool"))
+
+ULCEN: JSON = {"id": "ulcen", "name": "Ulcen", "kind": "psionicist", "level": 4, "psp": 40,
+               "psp_max": 40, "int": 14, "wis": 13, "mac": 10, "attacks": ["mind-thrust"],
+               "defenses": []}
+FENKA: JSON = {"id": "fenka", "name": "Fenka", "kind": "psionicist", "level": 3, "psp": 30,
+               "psp_max": 30, "int": 12, "wis": 12, "mac": 10, "attacks": [],
+               "defenses": ["mind-blank"]}
+#: mind-blank costs 0 in the 2e tables, so tower-of-iron-will (cost > 0) tests payment
+TOWER = "tower-of-iron-will"
+THRUST: JSON = {"attacker": ULCEN, "attack": {"mode": "mind-thrust", "multiplier": 2}}
+
+
+def revised(defender: JSON, mode: str = TOWER, **defense: Any) -> JSON:
+    return {**THRUST, "defender": defender, "defense": {"mode": mode, **defense}}
+
+
+def odds_of(system: System, request: JSON, places: list[str]) -> JSON:
+    return dict(system.odds(system.assume_knowing(request, places)))
+
+
+def test_revised_2e_a_defense_the_mind_lacks_or_cannot_pay_for_is_refused_without_it() -> None:
+    """The secret assume_known keeps: the refusal names it."""
+    cost = REVISED.tables.defense_cost(TOWER)
+    assert cost > 0
+    with pytest.raises(RulesViolation) as err:
+        REVISED.odds(revised(FENKA))
+    assert err.value.rule == "defense-not-known"
+    with pytest.raises(RulesViolation) as err:
+        REVISED.odds(revised({**FENKA, "defenses": [TOWER], "psp": cost - 1}))
+    assert err.value.rule == "not-enough-psp-for-defense"
+
+
+def test_revised_2e_assumed_odds_are_alike_whatever_it_knows_and_true_when_it_can_pay() -> None:
+    cost = REVISED.tables.defense_cost(TOWER)
+    knows = {**FENKA, "defenses": [TOWER, "mind-blank"]}
+    true_odds = dict(REVISED.odds(revised(knows)))
+    assert odds_of(REVISED, revised(knows), ["/defender"]) == true_odds
+    assert odds_of(REVISED, revised(FENKA), ["/defender"]) == true_odds
+    # too few PSPs: given the cost on top of what it holds, so it pays and is left as it
+    # was; its maximum rises only when the cost alone is above it
+    poor = {**knows, "psp": cost - 1}
+    assert odds_of(REVISED, revised(poor), ["/defender"]) == dict(REVISED.odds(revised(
+        {**poor, "psp": 2 * cost - 1})))
+    assumed = REVISED.assume_knowing(revised({**FENKA, "psp": 1, "psp_max": 2}),
+                                     ["/defender"])["defender"]
+    assert (assumed["psp"], assumed["psp_max"], assumed["defenses"]) == (cost, cost, [TOWER])
+    # a defense already paid this round needs no PSPs
+    paid = REVISED.assume_knowing(revised({**FENKA, "psp": 0}, paid=True), ["/defender"])
+    assert (paid["defender"]["psp"], paid["defender"]["defenses"]) == (0, [TOWER])
+
+
+def test_revised_2e_a_mind_without_psionics_stays_as_it_is() -> None:
+    """§1.2: a nonpsionic mind raises no defense, whatever it is assumed to know."""
+    goblin = {"id": "goblin", "name": "Goblin", "int": 8, "wis": 8}
+    request = revised(goblin)
+    assert REVISED.assume_knowing(request, ["/defender"])["defender"] == \
+        REVISED.combatant(goblin)
+    with pytest.raises(RulesViolation) as err:
+        odds_of(REVISED, request, ["/defender"])
+    assert err.value.rule == "nonpsionic-cannot-defend"
+
+
+def test_assume_known_changes_nothing_it_is_given() -> None:
+    request = revised({**FENKA, "psp": 1})
+    before = copy.deepcopy(request)
+    REVISED.assume_knowing(request, ["/defender"])
+    assert request == before
+
+
+def test_a_place_that_is_no_defending_mind_is_refused_by_its_index() -> None:
+    with pytest.raises(InvalidInput) as err:
+        REVISED.assume_knowing(revised(FENKA), ["/defender", "/attacker", "/defenders/0"])
+    assert [p.path for p in err.value.problems] == ["/assume_known/1", "/assume_known/2"]
+    assert '"/attacker" is not a mind that may defend in this exchange (one of /defender)' \
+        in err.value.problems[0].message
+
+
+def test_combat_strength_a_defense_the_mind_lacks_is_assumed_known() -> None:
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 100, "defense_strength": 100,
+           "attacks": ["mind-thrust"]}
+    bo = {"id": "bo", "name": "Bo", "attack_strength": 50, "defense_strength": 50,
+          "defenses": ["mind-blank"]}
+    request = {"attacker": ann, "defender": bo, "attack": {"mode": "mind-thrust"},
+               "defense": {"mode": "mental-barrier"}}
+    with pytest.raises(RulesViolation) as err:
+        STRENGTH.odds(request)
+    assert err.value.rule == "defense-mode-not-known"
+    knows = {**request, "defender": {**bo, "defenses": ["mental-barrier"]}}
+    assert odds_of(STRENGTH, request, ["/defender"]) == dict(STRENGTH.odds(knows))
+
+
+def pool_mind(cid: str, **more: Any) -> JSON:
+    return {"id": cid, "name": cid.title(), "hit_dice": 3, "die": 6, "psionic": True,
+            "attacks": ["psionic-wave"], "defenses": [], **more}
+
+
+def test_power_pool_every_mind_a_wave_strikes_and_a_controller_struck_in_a_puppets_place() -> None:
+    """RULES.md §3: a psionic wave's targets each defend with their own mode; an attack on
+    a controlled creature strikes its controller (seed 001)."""
+    request = {"attacker": pool_mind("ixi"),
+               "defender": pool_mind("tor", controlled_by="bel"),
+               "defenders": [pool_mind("mara")],
+               "controller": pool_mind("bel", controlling=[
+                   {"id": "tor", "kept_by": "action"}]),
+               "attack": {"mode": "psionic-wave"},
+               "defense": {"mode": "blank-mind"},
+               "defenses": {"mara": {"mode": "barrier-mantra"}}}
+    assert POOL.defending_places(request) == {
+        "/defender": ["blank-mind"], "/defenders/0": ["barrier-mantra"],
+        "/controller": ["blank-mind"]}
+    with pytest.raises(RulesViolation) as err:
+        POOL.odds(request)
+    assert err.value.rule == "mode-not-known"
+    assumed = POOL.assume_knowing(request, ["/defenders/0", "/controller"])
+    assert assumed["defenders"][0]["defenses"] == ["barrier-mantra"]
+    assert assumed["controller"]["defenses"] == ["blank-mind"]
+    knows = {**request, "defenders": [{**pool_mind("mara"), "defenses": ["barrier-mantra"]}],
+             "controller": {**request["controller"], "defenses": ["blank-mind"]}}
+    assert dict(POOL.odds(assumed)) == dict(POOL.odds(knows))
+
+
+def test_power_pool_a_creature_without_a_pool_stays_as_it_is() -> None:
+    request = {"attacker": pool_mind("ixi"), "defender": pool_mind("tor", psionic=False),
+               "attack": {"mode": "psionic-wave"}, "defense": {"mode": "blank-mind"}}
+    with pytest.raises(RulesViolation) as err:
+        odds_of(POOL, request, ["/defender"])
+    assert err.value.rule == "mode-not-known"
+
+
+def test_a_system_that_names_no_defending_mind_assumes_nothing() -> None:
+    """A plugin's system keeps the default: every place is refused, naming the system."""
+    request = {"attacker": {"id": "a", "name": "A"}, "defender": {"id": "b", "name": "B"},
+               "attack": {"call": "heads"}}
+    with pytest.raises(InvalidInput) as err:
+        COIN_DUEL.assume_knowing(request, ["/defender"])
+    assert [p.path for p in err.value.problems] == ["/assume_known/0"]
+    assert "none: coin-duel assumes nothing" in err.value.problems[0].message

@@ -192,7 +192,8 @@ def start_echo(server_cores: set[int]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     process = subprocess.Popen([PYTHON, str(ROOT / "bench" / "echo_server.py"), str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               text=True, preexec_fn=pinned(server_cores))
+                               text=True, env=child_environment(), cwd=ROOT,
+                               preexec_fn=pinned(server_cores))
     url = f"http://127.0.0.1:{port}"
     wait_ready_echo(url)
     return process, url
@@ -215,17 +216,29 @@ def mindscape_command() -> list[str]:
     return [str(script)] if script.exists() else [PYTHON, "-m", "companion"]
 
 
+def child_environment() -> dict[str, str]:
+    """The servers' environment: this checkout first on the import path (the
+    ``mindscape`` script beside the interpreter would otherwise run whatever copy of
+    ``companion`` is installed, such as another checkout's editable install or a
+    ``pip install .`` made before the last change), and the bytecode cache allowed (see
+    the module's docstring)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return environment
+
+
 def start_companion(home: Path, server_cores: set[int], log_level: str
                     ) -> tuple[subprocess.Popen[str], str, float]:
     """Start ``mindscape serve``; also returns the seconds until it printed its banner."""
     port = free_port()
-    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environment = child_environment()
     started = time.perf_counter()
     process = subprocess.Popen(
         [*mindscape_command(), "serve", "--home", str(home), "--port", str(port),
          "--log-level", log_level],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
-        preexec_fn=pinned(server_cores))
+        cwd=ROOT, preexec_fn=pinned(server_cores))
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("Stop with"):

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import sys
 import tempfile
@@ -227,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave METHOD out of the mix (repeatable), to see what a "
                              "trend in latency or memory comes from")
     args = parser.parse_args(argv)
+    # The daemon is the ``mindscape`` script beside this interpreter: put this checkout
+    # first on its import path, or it runs whatever copy of ``companion`` is installed.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory(prefix="mindscape-soak-") as scratch:
         home = Path(args.home) if args.home else Path(scratch) / "home"
         daemon = Daemon(home, Path(scratch) / "logs").start()

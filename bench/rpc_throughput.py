@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -61,6 +62,15 @@ def cores() -> tuple[set[int], set[int]]:
     if len(available) < 2:
         return set(available), set(available)
     return {available[0]}, set(available[1:])
+
+
+def shared_cores_warning(server_cores: set[int], load_cores: set[int]) -> str | None:
+    """What to say when the server and the load cannot have cores of their own."""
+    if not server_cores & load_cores:
+        return None
+    return (f"warning: this process may use only CPU {sorted(server_cores)}: the server "
+            "and the load share it, so these figures are not comparable with the README's "
+            "(server and load on separate cores)")
 
 
 def pinned(core_set: set[int]) -> Any:
@@ -109,6 +119,14 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def checked(done: subprocess.CompletedProcess[str]) -> str:
+    """The load generator's output; its own error output when it failed."""
+    if done.returncode != 0:
+        raise SystemExit(f"the load generator {done.args[0]} exited with "
+                         f"{done.returncode}:\n{done.stderr[-2000:]}{done.stdout[-2000:]}")
+    return done.stdout
+
+
 # -- load generators -------------------------------------------------------------------
 LUA = """
 wrk.method = "POST"
@@ -124,10 +142,10 @@ def run_wrk(url: str, body: dict[str, Any], token: str | None, connections: int,
         auth = f'wrk.headers["Authorization"] = "Bearer {token}"' if token else ""
         script.write(LUA.format(body=json.dumps(json.dumps(body)), auth=auth))
     try:
-        out = subprocess.run(
+        out = checked(subprocess.run(
             ["wrk", "-t1", f"-c{connections}", f"-d{int(duration)}s", "--latency", "-s",
-             script.name, url + "/rpc"], capture_output=True, text=True, check=True,
-            preexec_fn=pinned(load_cores)).stdout
+             script.name, url + "/rpc"], capture_output=True, text=True,
+            preexec_fn=pinned(load_cores)))
     finally:
         os.unlink(script.name)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
@@ -179,10 +197,10 @@ CLIENT = textwrap.dedent("""
 
 def run_client(url: str, body: dict[str, Any], token: str | None, connections: int,
                duration: float, load_cores: set[int]) -> dict[str, float]:
-    out = subprocess.run([PYTHON, "-c", CLIENT, url + "/rpc", json.dumps(body),
-                          token or "-", str(connections), str(duration)],
-                         capture_output=True, text=True, check=True,
-                         preexec_fn=pinned(load_cores)).stdout
+    out = checked(subprocess.run([PYTHON, "-c", CLIENT, url + "/rpc", json.dumps(body),
+                                  token or "-", str(connections), str(duration)],
+                                 capture_output=True, text=True,
+                                 preexec_fn=pinned(load_cores)))
     result: dict[str, float] = json.loads(out)
     return result
 
@@ -190,10 +208,10 @@ def run_client(url: str, body: dict[str, Any], token: str | None, connections: i
 # -- servers ------------------------------------------------------------------------------
 def start_echo(server_cores: set[int]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    process = subprocess.Popen([PYTHON, str(ROOT / "bench" / "echo_server.py"), str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               text=True, env=child_environment(), cwd=ROOT,
-                               preexec_fn=pinned(server_cores))
+    process = tracked(subprocess.Popen(
+        [PYTHON, str(ROOT / "bench" / "echo_server.py"), str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        env=child_environment(), cwd=ROOT, preexec_fn=pinned(server_cores)))
     url = f"http://127.0.0.1:{port}"
     wait_ready_echo(url)
     return process, url
@@ -234,40 +252,99 @@ def start_companion(home: Path, server_cores: set[int], log_level: str
     port = free_port()
     environment = child_environment()
     started = time.perf_counter()
-    process = subprocess.Popen(
+    process = tracked(subprocess.Popen(
         [*mindscape_command(), "serve", "--home", str(home), "--port", str(port),
          "--log-level", log_level],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
-        cwd=ROOT, preexec_fn=pinned(server_cores))
+        cwd=ROOT, preexec_fn=pinned(server_cores)))
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("Stop with"):
             break
+    if process.poll() is not None:
+        raise SystemExit(f"mindscape serve exited with {process.returncode} before its "
+                         f"banner (try: {' '.join(mindscape_command())} serve --home {home})")
     ready = time.perf_counter() - started
     url = f"http://127.0.0.1:{port}"
     wait_ready(url)
     return process, url, ready
 
 
+#: Every server started and not yet stopped: ``main`` stops what is left on any exit.
+RUNNING: list[subprocess.Popen[str]] = []
+
+
+def tracked(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    RUNNING.append(process)
+    return process
+
+
 def stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    process.wait(10)
+    """SIGTERM (the daemon stops gracefully), SIGKILL after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process in RUNNING:
+        RUNNING.remove(process)
 
 
-def main() -> None:
+def stop_all() -> None:
+    for process in list(RUNNING):
+        stop(process)
+
+
+def terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM (or SIGHUP) ends the run as Ctrl+C does: servers stopped, the
+    throw-away home removed."""
+    raise SystemExit(128 + signum)
+
+
+def at_least(least: float, kind: type[int] | type[float] = int) -> Any:
+    """An argparse type: a number of ``kind`` no smaller than ``least``."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value >= least:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"{text} is less than {least:g}")
+        return value
+    return parse
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--duration", type=float, default=10.0,
-                        help="seconds of load per figure and server")
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--duration", type=at_least(1, float), default=10.0,
+                        help="seconds of load per figure and server (at least 1)")
+    parser.add_argument("--connections", type=at_least(1), default=16)
     parser.add_argument("--log-level", default="info",
                         help="the daemon's log level (info logs one line per request)")
-    parser.add_argument("--startups", type=int, default=5)
+    parser.add_argument("--startups", type=at_least(1), default=5)
     parser.add_argument("--load", choices=["auto", "wrk", "aiohttp"], default="auto",
                         help="load generator (auto: wrk when installed)")
-    parser.add_argument("--rounds", type=int, default=5,
+    parser.add_argument("--rounds", type=at_least(1), default=5,
                         help="alternating rounds per figure (the duration is split)")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGHUP, terminated)
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        print("interrupted: no figures", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        stop_all()
+
+
+def run(args: argparse.Namespace) -> None:
     server_cores, load_cores = cores()
     have_wrk = shutil.which("wrk") is not None
     if args.load == "wrk" and not have_wrk:
@@ -278,11 +355,19 @@ def main() -> None:
     if not have_wrk and args.load == "auto":
         print("wrk not found: using an aiohttp client instead (install wrk for better "
               "figures: sudo apt-get install -y wrk)")
+    # Alternate the two servers in short rounds and keep the medians, so a change in the
+    # machine's load hits both sides alike. wrk runs whole seconds.
+    per_round = max(1.0, args.duration / args.rounds)
+    one_connection = min(args.duration, 3)
+    if have_wrk:
+        per_round, one_connection = float(round(per_round)), float(round(one_connection))
     print(f"server on CPU {sorted(server_cores)}, load on CPU {sorted(load_cores)}, "
-          f"{args.connections} connections, {args.duration:g} s per figure in "
-          f"{args.rounds} alternating rounds, "
-          f"load by {'wrk' if have_wrk else 'aiohttp client'}, daemon log level "
-          f"{args.log_level}")
+          f"{args.connections} connections, {args.rounds} alternating rounds of "
+          f"{per_round:g} s per figure, load by {'wrk' if have_wrk else 'aiohttp client'}, "
+          f"daemon log level {args.log_level}")
+    warning = shared_cores_warning(server_cores, load_cores)
+    if warning:
+        print(warning)
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -303,9 +388,6 @@ def main() -> None:
             for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
                 load(url, body, token, 2, 1.0, load_cores)  # warm up
                 load(echo_url, body, None, 2, 1.0, load_cores)
-                # Alternate the two servers in short rounds and keep the medians, so a
-                # change in the machine's load hits both sides alike.
-                per_round = max(1.0, args.duration / args.rounds)
                 bases, ours_all = [], []
                 for _ in range(args.rounds):
                     bases.append(measured(echo.pid, load, echo_url, body, None,
@@ -313,8 +395,8 @@ def main() -> None:
                     ours_all.append(measured(companion.pid, load, url, body, token,
                                              args.connections, per_round, load_cores))
                 base, ours = median_figures(bases), median_figures(ours_all)
-                base1 = load(echo_url, body, None, 1, min(args.duration, 3), load_cores)
-                ours1 = load(url, body, token, 1, min(args.duration, 3), load_cores)
+                base1 = load(echo_url, body, None, 1, one_connection, load_cores)
+                ours1 = load(url, body, token, 1, one_connection, load_cores)
                 rows.append((label, base, ours, base1, ours1))
             loaded_kib = rss_kib(companion.pid)
         finally:

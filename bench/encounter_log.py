@@ -23,6 +23,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -200,6 +201,8 @@ def main() -> None:
     if args.serve:
         serve(Path(args.serve[0]), int(args.serve[1]))
         return
+    # SIGTERM (a time limit, ``kill``) stops the child and removes the home as Ctrl+C does.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     home = args.home or Path(tempfile.mkdtemp(prefix="mindscape-bench-log-"))
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -75,19 +76,26 @@ class Daemon:
             [sys.executable, "-m", "companion", "serve", "--home", str(home),
              "--port", str(self.port), "--log-level", "warning"],
             cwd=code, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()  # (a daemon that did not answer in time, or an interruption)
+            raise
+        self.token = (home / "token").read_text().strip()
+        self.connection = http.client.HTTPConnection(HOST, self.port, timeout=600)
+
+    def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
         while True:
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the daemon of {code} did not start")
+                raise SystemExit(f"the daemon of {self.code} did not start")
             try:
                 connection = http.client.HTTPConnection(HOST, self.port, timeout=1)
                 connection.request("GET", "/healthz")
                 connection.getresponse().read()
-                break
+                return
             except OSError:
                 time.sleep(0.05)
-        self.token = (home / "token").read_text().strip()
-        self.connection = http.client.HTTPConnection(HOST, self.port, timeout=600)
 
     def raw(self, text: str) -> tuple[bytes, float]:
         """The answer to a request's text and how long it took."""
@@ -111,8 +119,13 @@ class Daemon:
         return memory(self.process.pid)
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 class Probe(threading.Thread):
@@ -303,6 +316,8 @@ def main() -> None:
     parser.add_argument("--encounters", type=int, default=60)
     parser.add_argument("--refreshes", type=int, default=200)
     args = parser.parse_args()
+    # SIGTERM (a time limit, ``kill``) stops the daemon and removes the homes as Ctrl+C does.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     keep = Path(tempfile.mkdtemp(prefix="mindscape-bench-sheets-"))
     try:
         codes = [ROOT] if args.before is None else [args.before.resolve(), ROOT]

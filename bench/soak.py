@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -228,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave METHOD out of the mix (repeatable), to see what a "
                              "trend in latency or memory comes from")
     args = parser.parse_args(argv)
+    # SIGTERM (a time limit, ``kill``) stops the daemon and removes the home as Ctrl+C does.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     # The daemon is the ``mindscape`` script beside this interpreter: put this checkout
     # first on its import path, or it runs whatever copy of ``companion`` is installed.
     os.environ["PYTHONPATH"] = os.pathsep.join(

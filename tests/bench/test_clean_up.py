@@ -1,0 +1,57 @@
+"""Every benchmark that starts a daemon stops it, and removes its throw-away home, when
+it is stopped with SIGTERM (a harness's time limit, ``kill``) as on Ctrl+C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.bench.test_rpc_throughput import _alive, _children
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _home(command: str) -> Path | None:
+    """The home folder a child was started on (``--home DIR`` or ``--serve DIR PORT``)."""
+    for flag in ("--home ", "--serve "):
+        if flag in command:
+            return Path(command.split(flag, 1)[1].split()[0])
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("script", [
+    ["soak.py", "--seconds", "60", "--rate", "20"],
+    ["encounter_log.py", "--steps", "100000"],
+    ["sheet_data.py", "--encounters", "100000"],
+])
+def test_sigterm_stops_the_daemon_and_removes_its_home(script: list[str]) -> None:
+    seen: dict[int, str] = {}
+    bench = subprocess.Popen([sys.executable, str(ROOT / "bench" / script[0]), *script[1:]],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(map(_home, seen.values())):
+            seen = {p: c for p, c in _children(bench.pid).items() if _alive(p)}
+            time.sleep(0.1)
+        time.sleep(2)  # (the daemon is up and being called)
+        homes = [h for h in map(_home, seen.values()) if h is not None]
+        assert bench.poll() is None and homes and all(h.exists() for h in homes)
+        bench.terminate()
+        bench.wait(30)
+        time.sleep(0.2)
+        assert [c for p, c in seen.items() if _alive(p)] == []
+        assert [h for h in homes if h.exists()] == []
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
+        for pid in seen:  # (what a failed run left)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

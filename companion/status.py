@@ -37,7 +37,8 @@ async def status_page(request: web.Request) -> web.Response:
     """Version, systems, adapters, plugins, how to pair a VTT, what is connected."""
     services = request.app[SERVICES]
     settings = services.settings
-    url = f"http://{request.headers.get('Host', f'127.0.0.1:{settings.port}')}"
+    host = request.headers.get('Host', f'127.0.0.1:{settings.port}')
+    url, ws_url = f"http://{host}", f"ws://{host}"
     systems = [f"<b>{escape(s.id)}</b> — {escape(s.name)} <small>({escape(s.source)})</small>"
                for s in services.systems.values()]
     adapters = [f"<b>{escape(a.id)}</b> — {escape(a.description)}"
@@ -63,7 +64,7 @@ code{{background:#eee;padding:0 .25em}} .err{{color:#a00}}</style></head><body>
 <h1>Mindscape companion</h1>
 <p>Version {escape(services.version)}, API {API_VERSION}, running since
 {escape(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(services.started_at)))}.
-JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(url)}/ws</code>.</p>
+JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(ws_url)}/ws</code>.</p>
 <h2>Pair a virtual tabletop</h2>
 <ol>
 <li>Show the access token in a terminal: <code>{escape(settings.token_command)}</code>

@@ -249,6 +249,14 @@ async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
     await ws.close()
 
 
+async def test_status_page_gives_the_websocket_address_with_its_scheme(rpc: Rpc) -> None:
+    """The page gave the socket as ``http://HOST/ws``, which a WebSocket client refuses;
+    the banner of ``mindscape serve`` says ``ws://HOST/ws``."""
+    page = await (await rpc.client.get("/")).text()
+    host = f"{rpc.client.host}:{rpc.client.port}"
+    assert f"<code>http://{host}/rpc</code> and <code>ws://{host}/ws</code>" in page
+
+
 @pytest.mark.parametrize("message", [
     {"method": "auth", "id": 1},  # no "jsonrpc": "2.0"
     {"jsonrpc": "2.0", "method": "auth"},  # a notification: nothing could answer it

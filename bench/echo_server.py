@@ -16,6 +16,9 @@ async def echo(request: web.Request) -> web.Response:
 
 
 def main() -> None:
+    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
+        print(f"usage: {sys.argv[0]} PORT", file=sys.stderr)
+        raise SystemExit(2)
     app = web.Application()
     app.router.add_post("/rpc", echo)
     print("ready", flush=True)

@@ -191,10 +191,23 @@ def timed(probe: HealthProbe, call: Callable[[], Any]) -> tuple[float, float, An
     return end - start, probe.worst(start, end), answer
 
 
+def positive(kind: type[int] | type[float]) -> Any:
+    """An argparse type: a number of ``kind`` above zero."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=2064)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=positive(int), default=2064)
+    parser.add_argument("--rounds", type=positive(int), default=3)
     parser.add_argument("--home", type=Path, help="a home to keep (and use again)")
     parser.add_argument("--serve", nargs=2, metavar=("HOME", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -55,3 +55,19 @@ def test_sigterm_stops_the_daemon_and_removes_its_home(script: list[str]) -> Non
         for pid in seen:  # (what a failed run left)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("command", [
+    ["echo_server.py"], ["echo_server.py", "port"],
+    ["soak.py", "--seconds", "0"], ["soak.py", "--rate", "-5"],
+    ["encounter_log.py", "--rounds", "0"], ["encounter_log.py", "--steps", "0"],
+])
+def test_an_option_it_cannot_run_with_is_refused_before_a_daemon_starts(
+        command: list[str]) -> None:
+    """These ended in a traceback (echo_server.py without a port; encounter_log.py with no
+    round, after building its encounter) or printed figures of no call at all (the soak
+    at a rate or for a time of zero or less)."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / command[0]), *command[1:]],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "usage:" in done.stderr and "Traceback" not in done.stderr

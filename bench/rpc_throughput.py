@@ -208,10 +208,10 @@ def run_client(url: str, body: dict[str, Any], token: str | None, connections: i
 # -- servers ------------------------------------------------------------------------------
 def start_echo(server_cores: set[int]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    process = tracked(subprocess.Popen(
+    process = launch(
         [PYTHON, str(ROOT / "bench" / "echo_server.py"), str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        env=child_environment(), cwd=ROOT, preexec_fn=pinned(server_cores)))
+        env=child_environment(), cwd=ROOT, preexec_fn=pinned(server_cores))
     url = f"http://127.0.0.1:{port}"
     wait_ready_echo(url)
     return process, url
@@ -252,11 +252,11 @@ def start_companion(home: Path, server_cores: set[int], log_level: str
     port = free_port()
     environment = child_environment()
     started = time.perf_counter()
-    process = tracked(subprocess.Popen(
+    process = launch(
         [*mindscape_command(), "serve", "--home", str(home), "--port", str(port),
          "--log-level", log_level],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
-        cwd=ROOT, preexec_fn=pinned(server_cores)))
+        cwd=ROOT, preexec_fn=pinned(server_cores))
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("Stop with"):
@@ -272,10 +272,22 @@ def start_companion(home: Path, server_cores: set[int], log_level: str
 
 #: Every server started and not yet stopped: ``main`` stops what is left on any exit.
 RUNNING: list[subprocess.Popen[str]] = []
+#: While a server is being started a SIGTERM waits here until it is in ``RUNNING``
+#: (raised inside ``Popen``, it would leave the new process unknown and running).
+DEFERRED: dict[str, int | None] = {"starting": 0, "signal": None}
 
 
-def tracked(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
-    RUNNING.append(process)
+def launch(command: list[str], **options: Any) -> subprocess.Popen[str]:
+    """``subprocess.Popen(command, **options)``, in ``RUNNING`` before any SIGTERM acts."""
+    DEFERRED["starting"] = 1
+    try:
+        process: subprocess.Popen[str] = subprocess.Popen(command, **options)
+        RUNNING.append(process)
+    finally:
+        DEFERRED["starting"] = 0
+    signum = DEFERRED["signal"]
+    if signum is not None:
+        raise SystemExit(128 + signum)
     return process
 
 
@@ -300,6 +312,9 @@ def stop_all() -> None:
 def terminated(signum: int, _frame: Any) -> None:
     """SIGTERM (or SIGHUP) ends the run as Ctrl+C does: servers stopped, the
     throw-away home removed."""
+    if DEFERRED["starting"]:
+        DEFERRED["signal"] = signum
+        return
     raise SystemExit(128 + signum)
 
 

@@ -385,38 +385,42 @@ def run(args: argparse.Namespace) -> None:
         print(warning)
 
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        startups = []
-        # The first start writes the bytecode cache (and the token): not counted.
-        stop(start_companion(home, server_cores, args.log_level)[0])
-        for _ in range(args.startups):
-            process, _url, ready = start_companion(home, server_cores, args.log_level)
-            startups.append(ready)
-            stop(process)
-
-        echo, echo_url = start_echo(server_cores)
-        companion, url, _ = start_companion(home, server_cores, args.log_level)
-        token = (home / "token").read_text().strip()
-        rest_kib = rss_kib(companion.pid)
+        # Servers are stopped before their home is removed, whatever ends the run.
         try:
-            rows = []
-            for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
-                load(url, body, token, 2, 1.0, load_cores)  # warm up
-                load(echo_url, body, None, 2, 1.0, load_cores)
-                bases, ours_all = [], []
-                for _ in range(args.rounds):
-                    bases.append(measured(echo.pid, load, echo_url, body, None,
-                                          args.connections, per_round, load_cores))
-                    ours_all.append(measured(companion.pid, load, url, body, token,
-                                             args.connections, per_round, load_cores))
-                base, ours = median_figures(bases), median_figures(ours_all)
-                base1 = load(echo_url, body, None, 1, one_connection, load_cores)
-                ours1 = load(url, body, token, 1, one_connection, load_cores)
-                rows.append((label, base, ours, base1, ours1))
-            loaded_kib = rss_kib(companion.pid)
+            home = Path(tmp) / "home"
+            startups = []
+            # The first start writes the bytecode cache (and the token): not counted.
+            stop(start_companion(home, server_cores, args.log_level)[0])
+            for _ in range(args.startups):
+                process, _url, ready = start_companion(home, server_cores, args.log_level)
+                startups.append(ready)
+                stop(process)
+
+            echo, echo_url = start_echo(server_cores)
+            companion, url, _ = start_companion(home, server_cores, args.log_level)
+            token = (home / "token").read_text().strip()
+            rest_kib = rss_kib(companion.pid)
+            try:
+                rows = []
+                for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
+                    load(url, body, token, 2, 1.0, load_cores)  # warm up
+                    load(echo_url, body, None, 2, 1.0, load_cores)
+                    bases, ours_all = [], []
+                    for _ in range(args.rounds):
+                        bases.append(measured(echo.pid, load, echo_url, body, None,
+                                              args.connections, per_round, load_cores))
+                        ours_all.append(measured(companion.pid, load, url, body, token,
+                                                 args.connections, per_round, load_cores))
+                    base, ours = median_figures(bases), median_figures(ours_all)
+                    base1 = load(echo_url, body, None, 1, one_connection, load_cores)
+                    ours1 = load(url, body, token, 1, one_connection, load_cores)
+                    rows.append((label, base, ours, base1, ours1))
+                loaded_kib = rss_kib(companion.pid)
+            finally:
+                stop(companion)
+                stop(echo)
         finally:
-            stop(companion)
-            stop(echo)
+            stop_all()
 
     print()
     print(f"{'call':<18}{'echo req/s':>11}{'companion req/s':>16}{'ratio':>7}"

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.arguments import number  # noqa: E402
 from companion.plugins import MethodSpec, Plugin  # noqa: E402
 from companion.services import Context  # noqa: E402
 
@@ -191,23 +192,10 @@ def timed(probe: HealthProbe, call: Callable[[], Any]) -> tuple[float, float, An
     return end - start, probe.worst(start, end), answer
 
 
-def positive(kind: type[int] | type[float]) -> Any:
-    """An argparse type: a number of ``kind`` above zero."""
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value > 0:  # (NaN too)
-            raise argparse.ArgumentTypeError(f"{text} is not above zero")
-        return value
-    return parse
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=positive(int), default=2064)
-    parser.add_argument("--rounds", type=positive(int), default=3)
+    parser.add_argument("--steps", type=number(int, above=0), default=2064)
+    parser.add_argument("--rounds", type=number(int, above=0), default=3)
     parser.add_argument("--home", type=Path, help="a home to keep (and use again)")
     parser.add_argument("--serve", nargs=2, metavar=("HOME", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -33,7 +33,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 PYTHON = sys.executable
+
+from bench.arguments import number  # noqa: E402
 
 INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
 ULCEN = {"id": "ulcen", "name": "Ulcen of Tyr", "kind": "psionicist", "level": 4, "psp": 40,
@@ -318,30 +322,17 @@ def terminated(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def at_least(least: float, kind: type[int] | type[float] = int) -> Any:
-    """An argparse type: a number of ``kind`` no smaller than ``least``."""
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value >= least:  # (NaN too)
-            raise argparse.ArgumentTypeError(f"{text} is less than {least:g}")
-        return value
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--duration", type=at_least(1, float), default=10.0,
+    parser.add_argument("--duration", type=number(float, least=1), default=10.0,
                         help="seconds of load per figure and server (at least 1)")
-    parser.add_argument("--connections", type=at_least(1), default=16)
+    parser.add_argument("--connections", type=number(int, least=1), default=16)
     parser.add_argument("--log-level", default="info",
                         help="the daemon's log level (info logs one line per request)")
-    parser.add_argument("--startups", type=at_least(1), default=5)
+    parser.add_argument("--startups", type=number(int, least=1), default=5)
     parser.add_argument("--load", choices=["auto", "wrk", "aiohttp"], default="auto",
                         help="load generator (auto: wrk when installed)")
-    parser.add_argument("--rounds", type=at_least(1), default=5,
+    parser.add_argument("--rounds", type=number(int, least=1), default=5,
                         help="alternating rounds per figure (the duration is split)")
     return parser.parse_args(argv)
 

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.arguments import number  # noqa: E402
 from tests.reliability.daemon import Daemon  # noqa: E402
 from tests.reliability.play import COMBATANTS  # noqa: E402
 
@@ -216,25 +217,12 @@ class Soak:
         return "\n".join(lines)
 
 
-def positive(kind: type[int] | type[float]) -> Any:
-    """An argparse type: a number of ``kind`` above zero."""
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value > 0:  # (NaN too)
-            raise argparse.ArgumentTypeError(f"{text} is not above zero")
-        return value
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse the options, start a daemon, soak it, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--seconds", type=positive(float), default=60.0,
+    parser.add_argument("--seconds", type=number(float, above=0), default=60.0,
                         help="how long (default 60)")
-    parser.add_argument("--rate", type=positive(float), default=200.0,
+    parser.add_argument("--rate", type=number(float, above=0), default=200.0,
                         help="calls a second (default 200)")
     parser.add_argument("--seed", type=int, default=1, help="for the mix of calls")
     parser.add_argument("--home", help="daemon home (default: a new temporary folder)")

@@ -3,8 +3,6 @@ it is stopped with SIGTERM (a harness's time limit, ``kill``) as on Ctrl+C."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_rpc_throughput import _alive, _children
+from tests.bench.processes import benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,29 +30,15 @@ def _home(command: str) -> Path | None:
     ["sheet_data.py", "--encounters", "100000"],
 ])
 def test_sigterm_stops_the_daemon_and_removes_its_home(script: list[str]) -> None:
-    seen: dict[int, str] = {}
-    bench = subprocess.Popen([sys.executable, str(ROOT / "bench" / script[0]), *script[1:]],
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(map(_home, seen.values())):
-            seen = {p: c for p, c in _children(bench.pid).items() if _alive(p)}
-            time.sleep(0.1)
+    with benchmark(*script) as run:
+        run.wait_for(lambda seen: any(map(_home, seen.values())))
         time.sleep(2)  # (the daemon is up and being called)
-        homes = [h for h in map(_home, seen.values()) if h is not None]
-        assert bench.poll() is None and homes and all(h.exists() for h in homes)
-        bench.terminate()
-        bench.wait(30)
-        time.sleep(0.2)
-        assert [c for p, c in seen.items() if _alive(p)] == []
+        homes = [h for h in map(_home, run.seen.values()) if h is not None]
+        assert run.process.poll() is None and homes and all(h.exists() for h in homes)
+        run.process.terminate()
+        run.process.wait(30)
+        assert run.still_running() == []
         assert [h for h in homes if h.exists()] == []
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-        for pid in seen:  # (what a failed run left)
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("command", [

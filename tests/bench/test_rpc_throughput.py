@@ -3,16 +3,15 @@ No figure is checked here: the benchmark prints them (README "Performance")."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from bench import rpc_throughput
+from tests.bench.processes import benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,61 +49,23 @@ def test_one_cpu_is_said_to_be_shared() -> None:
     assert warning is not None and "share" in warning
 
 
-def _children(pid: int) -> dict[int, str]:
-    """The processes whose parent is ``pid``, with their command lines."""
-    found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid:
-            found[int(stat.parent.name)] = command
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_sigterm_stops_the_servers_and_removes_the_throw_away_home() -> None:
     """A SIGTERM (a harness's timeout, ``kill``) left the echo server and the daemon
     running, and their temporary home on disk."""
-    seen: dict[int, str] = {}
-    bench = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "rpc_throughput.py"), "--load", "aiohttp",
-         "--startups", "1", "--duration", "30", "--rounds", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
+    with benchmark("rpc_throughput.py", "--load", "aiohttp", "--startups", "1",
+                   "--duration", "30", "--rounds", "1") as run:
         # Until both servers run (the load is being measured).
-        while time.monotonic() < deadline and not (
-                any("echo_server.py" in c for c in seen.values())
-                and any(" serve " in c for c in seen.values())):
-            seen = {p: c for p, c in _children(bench.pid).items() if _alive(p)}
-            time.sleep(0.1)
-        assert bench.poll() is None, "the benchmark ended before both servers ran"
+        run.wait_for(lambda seen: any("echo_server.py" in c for c in seen.values())
+                     and any(" serve " in c for c in seen.values()))
+        assert run.process.poll() is None, "the benchmark ended before both servers ran"
         homes = {Path(c.split("--home ", 1)[1].split()[0]).parent
-                 for c in seen.values() if "--home " in c}
+                 for c in run.seen.values() if "--home " in c}
         assert homes
-        bench.terminate()
-        assert bench.wait(30) == 128 + signal.SIGTERM
-        time.sleep(0.2)
-        assert [c for p, c in seen.items() if _alive(p)] == []
+        run.process.terminate()
+        assert run.process.wait(30) == 128 + signal.SIGTERM
+        assert run.still_running() == []
         assert [h for h in homes if h.exists()] == []
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-        for pid in seen:  # (what a failed run left)
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_sigterm_while_a_server_is_started_does_not_lose_it(

@@ -7,6 +7,8 @@ must not guess which is which."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -59,23 +61,25 @@ class HowRolled(RandomDice):
             self._note(purpose, "alone")
         return super().roll(purpose, sides, by, follows)
 
-    def roll_many(self, purpose: str, sides: int, count: int,
-                  by: str | None = None) -> list[int]:
+    @contextmanager
+    def _summing(self, purpose: str) -> Iterator[None]:
+        """The dice rolled inside are one figure's (not noted one by one)."""
         self._note(purpose, "summed")
         self._within += 1
         try:
-            return super().roll_many(purpose, sides, count, by)
+            yield
         finally:
             self._within -= 1
 
+    def roll_many(self, purpose: str, sides: int, count: int,
+                  by: str | None = None) -> list[int]:
+        with self._summing(purpose):
+            return super().roll_many(purpose, sides, count, by)
+
     def roll_penetrating(self, purpose: str, sides: int, by: str | None = None,
                          cap: int = 100) -> PenetratingDie:
-        self._note(purpose, "summed")
-        self._within += 1
-        try:
+        with self._summing(purpose):
             return super().roll_penetrating(purpose, sides, by, cap)
-        finally:
-            self._within -= 1
 
 
 def check_ways(system: System, request: JSON, seed: int) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from engine import builtin_systems
 from engine.dice import RandomDice, SuppliedDice
-from engine.errors import InvalidInput, RulesViolation
+from engine.errors import DiceNeeded, InvalidInput, RulesViolation
 from engine.system import MAX_ROUND_COMBATANTS
 from tests.sample_plugin import SampleDuel
 
@@ -298,9 +298,9 @@ def test_revised_2e_derives_under_the_house_rules_given() -> None:
 
 def test_supplied_dice_that_run_out_and_dice_left_over() -> None:
     c = psionicist("kara", mind=open_mind(opened_by="zero-psp", rounds_open=3))
-    with pytest.raises(Exception) as out:
+    with pytest.raises(DiceNeeded) as out:
         REVISED.end_round({"combatants": [c]}, SuppliedDice({}))
-    assert "wisdom-check" in str(out.value)
+    assert (out.value.purpose, out.value.sides, out.value.needed) == ("wisdom-check", 20, 1)
     left = REVISED.end_round({"combatants": [c]},
                              SuppliedDice({"wisdom-check": [5], "attack": [3]}))
     assert left["unused_dice"] == {"attack": [3]}

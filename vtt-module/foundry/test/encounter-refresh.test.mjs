@@ -11,7 +11,7 @@ import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revi
 import { tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
-import { RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
+import { DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
 const calls = (t, from = 0) => t.daemon.calls.slice(from).filter((c) => c.method.startsWith("encounter."));
@@ -521,7 +521,7 @@ test("a resolve whose answer is lost after the sheets were taken holds everyone:
     if (JSON.parse(init.body).method === "encounter.resolve") throw new TypeError("Failed to fetch");
     return fetch(url, init);
   };
-  await assert.rejects(ctl.resolve());
+  await assert.rejects(ctl.resolve(), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
   assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost: it may have stored it all the same.*look at the Log/);
 });
@@ -530,6 +530,6 @@ test("an undo with the companion not running holds nobody: nothing can have been
   const { t, ctl } = await encounter();
   const gm = t.clients.gm.svc;
   gm.env.fetch = async () => { throw new TypeError("Failed to fetch"); };
-  await assert.rejects(ctl.undo());
+  await assert.rejects(ctl.undo(), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
   assert.equal(ctl.meta.held, undefined);
 });

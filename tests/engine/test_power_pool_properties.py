@@ -206,12 +206,17 @@ def test_same_dice_same_result(request: dict[str, Any], seed: int) -> None:
     assert replay == out
 
 
-actions = st.lists(st.tuples(
-    st.sampled_from(["attack", "defense", "pass", "resolve", "force", "release", "keep",
-                     "rest"]),
-    st.sampled_from(NAMES[:4]), st.sampled_from(NAMES[:4]),
-    st.sampled_from([*ALL_ATTACKS, *ALL_DEFENSES, None]),
-    st.integers(0, 2**32)), max_size=25)
+# Attacks, defenses and resolutions drawn most, each mostly with a mode of its own kind
+# (a mode of the other kind now and then, to be refused), and sequences long enough
+# that exchanges are fought and controls taken, kept and released.
+_MODES = {"attack": [*ALL_ATTACKS, *ALL_ATTACKS, *ALL_DEFENSES, None],
+          "defense": [*ALL_DEFENSES, *ALL_DEFENSES, *ALL_ATTACKS, None]}
+actions = st.lists(st.sampled_from(
+    ["attack", "attack", "defense", "defense", "pass", "resolve", "resolve", "force",
+     "release", "keep", "rest"]).flatmap(lambda kind: st.tuples(
+        st.just(kind), st.sampled_from(NAMES[:4]), st.sampled_from(NAMES[:4]),
+        st.sampled_from(_MODES.get(kind, [None])), st.integers(0, 2**32))),
+    min_size=8, max_size=30)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

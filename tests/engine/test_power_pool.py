@@ -529,9 +529,11 @@ def test_no_pool_defender_rolls_its_hit_dice_without_modes() -> None:
     res = exchange(psionic("A", 1, 4), mundane("Ogre", 4, 8), {"mode": "mental-stab"},
                    dice={"attack": [8], "defense": [1, 2, 3, 4]})
     assert res.to_json()["defense_total"] == 10
-    with pytest.raises(RulesViolation):
+    with pytest.raises(RulesViolation) as err:
         exchange(psionic("A"), mundane("Ogre", defenses=["pinnacle-of-will"]),
                  {"mode": "mental-stab"}, {"mode": "pinnacle-of-will"})
+    assert (err.value.rule, err.value.combatant) == ("mode-not-known", "ogre")
+    assert "no defense modes (H-PP-NO-POOL)" in err.value.detail
     res = exchange(psionic("A", 1, 4), mundane("Ogre", 4, 8), {"mode": "mental-stab"},
                    dice={"attack": [1]}, options={"H-PP-NO-POOL": False})
     assert res.to_json()["defense_total"] == 0

@@ -211,8 +211,9 @@ def test_attacking_a_puppet_waits_for_its_controller() -> None:
     state = SYSTEM.encounter_declare(state, "c", {"attack": {"mode": "mental-stab",
                                                              "target": "b"}})
     assert SYSTEM.encounter_waiting_for(state) == ["a"]
-    with pytest.raises(RulesViolation):
+    with pytest.raises(RulesViolation) as refused:  # the puppet is not the one struck
         SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    assert refused.value.rule == "not-defending"
     state = SYSTEM.encounter_declare(state, "a", {"defense": {}})
     state, step = SYSTEM.encounter_resolve(
         state, SuppliedDice({"attack": [6, 6, 6], "defense": [1, 1]}))
@@ -842,8 +843,9 @@ def test_attacker_may_change_its_attack_before_resolution() -> None:
         SYSTEM.encounter_declare(state, "c", {"attack": {"mode": "mental-stab",
                                                          "target": "a"}})
     assert err.value.rule == "exchange-pending"
-    with pytest.raises(RulesViolation):
+    with pytest.raises(RulesViolation) as err:
         SYSTEM.encounter_declare(state, "c", {"rest": True})
+    assert err.value.rule == "exchange-pending"
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                              "target": "c"}})
     assert SYSTEM.encounter_waiting_for(state) == ["c"]

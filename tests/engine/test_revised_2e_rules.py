@@ -141,10 +141,11 @@ def test_a_stunned_attacker_attacks_only_when_house_rule_h_2e_stun_is_off() -> N
     result = resolve(stunned, psionicist("d"), {"mode": "mind-thrust"},
                      options={"H-2E-STUN": False}, attack=[17], damage=[2])
     assert result["hit"] is True
-    # dazed still stops it
-    with pytest.raises(RulesViolation):
+    # dazed still stops it, and is the one condition named: the stun is not counted
+    with pytest.raises(RulesViolation) as err:
         resolve(psionicist("a", conditions=["stunned", "dazed"]), psionicist("d"),
                 {"mode": "mind-thrust"}, options={"H-2E-STUN": False}, attack=[10])
+    assert (err.value.rule, err.value.detail) == ("attacker-cannot-act", "a is dazed")
 
 
 def test_rules_refuse_a_defense_it_cannot_pay_or_does_not_know() -> None:

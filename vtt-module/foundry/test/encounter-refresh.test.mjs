@@ -232,7 +232,8 @@ test("API refreshEncounter: the GM is told which combatants changed which fields
   assert.equal(enc.combatants.get("ulcen").profile.psp, 25);
 
   const again = await api.refreshEncounter();
-  assert.ok(again.every((r) => r.changed.length === 0));
+  // Every combatant is still listed (api.js: `[{combatantId, name, changed, revision}]`), each with nothing changed.
+  assert.deepEqual(again.map((r) => [r.name, r.changed]), [["Ulcen of Tyr", []], ["Fenka", []], ["Goblin", []]]);
   // Asked for, a refresh that changes nothing says so (the panel's button would seem dead).
   assert.deepEqual(t.clients.gm.notes.info.slice(1), ["Every sheet matches the encounter: nothing was taken again."]);
   assert.equal(enc.revision, revision + 2);

@@ -109,7 +109,8 @@ test("a creature behind a wall that blocks sight to the mind struck is not asked
   } } } };
   await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
   assert.deepEqual(asked(gm).map((q) => q.name).sort(), ["Seer Elsewhere", "Seer Near"]);
-  assert.ok(tested.every((o) => o.type === "sight" && o.mode === "any"));
+  // Sight was tested, from the mind struck to each seer drawn on its scene, as Foundry's sight does.
+  assert.deepEqual(tested, [{ type: "sight", mode: "any" }, { type: "sight", mode: "any" }]);
   assert.deepEqual(refIds(calls[0].allies).sort(), ["seerelsewhere", "seernear"]);
 });
 

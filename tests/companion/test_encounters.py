@@ -484,14 +484,16 @@ async def test_adapter_combatants_get_write_backs_after_resolve_and_undo(rpc: Rp
         "attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 1}}})
     await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "fenka",
                                        "choice": {"defense": None}})
+    [sheet_psp] = [int(a["current"]) for a in ulcen_sheet["attribs"] if a["name"] == "PSP"]
     step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
-    assert step["updates"], "Ulcen paid PSPs: his sheet must be written back"
-    assert all(u["character_id"] == ulcen_sheet["id"] for u in step["updates"])
+    # Ulcen paid PSPs: his sheet is written back, and only his
+    assert step["summary"].endswith("Ulcen of Tyr pays 1 PSP.")
+    assert step["updates"] == [{"character_id": ulcen_sheet["id"],
+                                "attributes": {"PSP": {"current": sheet_psp - 1}}}]
     undone = await rpc.ok("encounter.undo", {"id": eid})
-    assert undone["updates"], "undo writes the sheet back as it was"
-    psp_after_step = step["updates"][0]["attributes"]
-    psp_after_undo = undone["updates"][0]["attributes"]
-    assert psp_after_step != psp_after_undo
+    # undo writes the sheet back as it was before the step
+    assert undone["updates"] == [{"character_id": ulcen_sheet["id"],
+                                  "attributes": {"PSP": {"current": sheet_psp}}}]
 
 
 async def _revised_duel(rpc: Rpc) -> str:

@@ -16,13 +16,12 @@ import logging
 import os
 import pathlib
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
@@ -41,6 +40,7 @@ from companion.store import (
     StoreUnavailable,
     UnknownEncounter,
 )
+from tests.unwritable import unwritable
 
 from .conftest import Rpc
 
@@ -631,44 +631,13 @@ async def test_a_full_disk_gives_store_unavailable_and_changes_nothing(
                                rolls=[], result=None, state=big)).revision == 1
 
 
-@contextlib.contextmanager
-def read_only(*paths: pathlib.Path) -> Iterator[None]:
-    """Make ``paths`` unwritable for this process, or skip the test.
-
-    As root chmod does not stop writes, so root uses the immutable attribute
-    (``chattr +i``), which stops root as well; anyone else uses chmod.
-    """
-    if os.geteuid() == 0:
-        chattr = shutil.which("chattr")
-        if chattr is None or subprocess.run([chattr, "+i", *map(str, paths)],
-                                            capture_output=True).returncode != 0:
-            subprocess.run([chattr or "chattr", "-i", *map(str, paths)],
-                           capture_output=True)
-            pytest.skip("cannot make a file immutable here (no chattr +i)")
-
-        def restore() -> None:
-            subprocess.run([chattr, "-i", *map(str, paths)], check=True)
-    else:
-        modes = {path: path.stat().st_mode for path in paths}
-        for path in paths:
-            path.chmod(0o555 if path.is_dir() else 0o444)
-
-        def restore() -> None:
-            for path, mode in modes.items():
-                path.chmod(mode)
-    try:
-        yield
-    finally:
-        restore()
-
-
 async def test_a_read_only_folder_gives_store_unavailable_and_changes_nothing(
         tmp_path: pathlib.Path) -> None:
     folder = tmp_path / "home"
     path = folder / "store.sqlite3"
     await filled_store(path)
     before = fingerprint(folder)
-    with read_only(path, folder):
+    with unwritable(path, folder):
         with pytest.raises(StoreUnavailable):
             await SQLiteStore(path).open()
         assert fingerprint(folder) == before

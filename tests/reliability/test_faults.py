@@ -10,7 +10,6 @@ must not acknowledge it."
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import resource
@@ -18,10 +17,12 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.unwritable import unwritable
 
 from .checks import assert_clean
 from .conftest import DaemonFactory
@@ -228,22 +229,6 @@ async def test_a_full_disk_fails_writes_cleanly_and_acknowledges_nothing_it_lost
         await step(client, "combat-strength", encounter, 1)
 
 
-@contextlib.contextmanager
-def immutable(*paths: Path) -> Iterator[None]:
-    """Make ``paths`` unwritable even for root (``chattr +i``), or skip the test."""
-    chattr = shutil.which("chattr")
-    existing = [str(p) for p in paths if p.exists()]
-    if chattr is None or subprocess.run([chattr, "+i", *existing],
-                                        capture_output=True).returncode != 0:
-        if chattr is not None:
-            subprocess.run([chattr, "-i", *existing], capture_output=True)
-        pytest.skip("cannot make files immutable here (chattr +i)")
-    try:
-        yield
-    finally:
-        subprocess.run([chattr, "-i", *existing], check=True)
-
-
 async def test_a_read_only_home_fails_writes_cleanly_and_acknowledges_nothing(
         start_daemon: DaemonFactory) -> None:
     daemon = start_daemon()
@@ -252,7 +237,7 @@ async def test_a_read_only_home_fails_writes_cleanly_and_acknowledges_nothing(
         encounter = await new_encounter(client, "combat-strength", "read-only")
         await step(client, "combat-strength", encounter, 0)
     files = [daemon.home, *daemon.home.iterdir()]
-    with immutable(*files):
+    with unwritable(*files, held_open=True):
         refusals = await write_until_refused(daemon, ledger, encounter, steps=5)
         assert len(refusals) == 5
         for fault in refusals:
@@ -269,7 +254,7 @@ def test_a_read_only_home_at_start_stops_the_daemon_with_a_message_naming_the_fi
     home = tmp_path / "home"
     shutil.copytree(filled_home, home)
     before = fingerprint(home)
-    with immutable(home, *home.iterdir()):
+    with unwritable(home, *home.iterdir()):
         daemon = start_daemon(home, wait=False)
         daemon.launch()
         status = daemon.wait_exit(timeout=20)

@@ -4,6 +4,7 @@ exchanges, odds and dice."""
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,10 @@ async def test_openrpc_params_schema_is_the_one_that_validates(rpc: Rpc) -> None
 async def test_companion_info(rpc: Rpc) -> None:
     info = await rpc.ok("companion.info")
     assert info["name"] == "mindscape" and info["api_version"] == "1"
-    assert isinstance(info["version"], str)
+    # the installed package's version (pyproject.toml), as the status page and the
+    # OpenRPC document give it
+    assert info["version"] == importlib.metadata.version("mindscape")
+    assert info["version"] == (await rpc.ok("rpc.discover"))["info"]["version"]
     assert BUILTIN | {"sample-duel"} <= set(info["systems"])
     assert "roll20.adnd2e-revised" in info["adapters"]
     plugins = {p["name"]: p for p in info["plugins"]}

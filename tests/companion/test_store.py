@@ -342,12 +342,22 @@ async def test_delete_removes_the_encounter_and_its_whole_log(store: SQLiteStore
 async def test_values_json_cannot_hold_are_refused_before_anything_is_written(
         store: SQLiteStore) -> None:
     record = await store.create("revised-2e", None, {}, {"n": 0})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON compliant"):
         await store.append(record.id, expected_revision=0, kind="declare", params={},
                            rolls=[], result=None, state={"n": float("nan")})
-    with pytest.raises(ValueError):
+    assert (await store.get(record.id)).revision == 0
+    assert await store.steps(record.id) == []
+
+
+async def test_an_undo_step_is_written_only_by_undo(store: SQLiteStore) -> None:
+    """An undo step names the step it reverts (``EncounterStore.undo``); appended as a
+    plain step it would revert nothing the log could replay."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    with pytest.raises(ValueError, match=re.escape(
+            "steps of kind 'undo' are written by EncounterStore.undo")):
         await step(store, record.id, "undo", 1)
     assert (await store.get(record.id)).revision == 0
+    assert await store.steps(record.id) == []
 
 
 # -- revisions and concurrency --------------------------------------------------------------

@@ -1,0 +1,437 @@
+"""README.md, docs/ and the OpenRPC document say what the code does: the project rule
+"Keep README.md, docs/ and the OpenRPC document true to the code", checked through the
+real app. docs/API.md's method table against ``rpc.discover``, its error table against
+the codes the daemon defines and the methods list, its limits against
+``companion.info``, and every ``mindscape COMMAND --option`` the docs write against the
+CLI's own parsers.
+
+The docs are parsed simply, by their tables and a few fixed phrases: a test that fails
+here because a sentence was reworded says so, and the phrase (or the small mapping
+below) is updated with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from companion import cli, ws
+from companion.errors import MAX_LISTED_PROBLEMS, MESSAGES
+from companion.openrpc import PLUGIN_ERROR_MESSAGE
+from companion.rpc import PLUGIN_METHOD_TIMEOUT
+from engine.dice import MAX_SUPPLIED_DICE
+from engine.schemacheck import MAX_ERRORS
+
+from .conftest import Rpc
+
+ROOT = Path(__file__).resolve().parents[2]
+API = (ROOT / "docs" / "API.md").read_text(encoding="utf-8")
+#: Every file a user reads for how to run the daemon.
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under ``heading`` (a ``## `` line) up to the next heading of its level."""
+    start = text.index(f"\n{heading}\n") + len(heading) + 2
+    end = text.find("\n## ", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _cells(row: str) -> list[str]:
+    """A Markdown table row's cells. A ``|`` inside a code span (`` `"die"|"action"` ``)
+    does not end a cell; ``\\|`` is an escaped one."""
+    cells, cell, in_code, previous = [], "", False, ""
+    for char in row.strip().removeprefix("|").removesuffix("|"):
+        if char == "`":
+            in_code = not in_code
+        if char == "|" and not in_code and previous != "\\":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += char
+        previous = char
+    return [*cells, cell.strip()]
+
+
+def _table(section: str, header: str) -> list[list[str]]:
+    """The rows (as cells) of the table in ``section`` whose header row is ``header``."""
+    lines = section.splitlines()
+    start = lines.index(header)
+    assert set(lines[start + 1]) <= set("|-: "), "a table's header is followed by |---|"
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(_cells(line))
+    return rows
+
+
+def _prose(text: str) -> str:
+    """``text`` with its lines joined: prose wraps anywhere, a phrase across two lines."""
+    return " ".join(text.split())
+
+
+def _one(pattern: str, text: str) -> re.Match[str]:
+    """The one match of ``pattern``: a phrase the docs reworded, or wrote twice with two
+    figures, fails here rather than being read wrongly."""
+    matches = list(re.finditer(pattern, text))
+    assert len(matches) == 1, f"{pattern!r} is in the docs {len(matches)} times, not once"
+    return matches[0]
+
+
+def _number(text: str) -> int:
+    return int(text.replace(" ", "").replace("\u2009", ""))
+
+
+# -- the method table -------------------------------------------------------------------
+METHODS = _table(_section(API, "## Methods"), "| method | params | result |")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One params member as a params cell writes it."""
+
+    name: str
+    optional: bool
+
+
+@dataclass(frozen=True)
+class Params:
+    """A params cell read: its members, and whether it says there are more (``...``)."""
+
+    members: tuple[Member, ...]
+    more: bool
+
+
+#: Cells written as prose, not as ``{member, ...}``: what each says, as a cell would
+#: write it. The cell is kept beside its reading, so a changed cell fails until its
+#: reading here is changed too (a regex wide enough for such prose would read the next
+#: rewording wrongly without a word).
+PROSE_PARAMS: dict[str, tuple[str, str]] = {
+    "exchange.odds": (
+        "as `exchange.resolve`, without `dice`/`seed`; `assume_known?: [pointer]` (below)",
+        "`{system, attacker, defender, attack, defense?, options?, assume_known?, ...}`"),
+}
+
+
+def _top_level(text: str, separator: str = ",") -> Iterator[str]:
+    """``text`` split at each ``separator`` outside brackets."""
+    depth, start = 0, 0
+    for index, char in enumerate(text):
+        depth += (char in "{[(") - (char in "}])")
+        if char == separator and depth == 0:
+            yield text[start:index].strip()
+            start = index + 1
+    yield text[start:].strip()
+
+
+def _read_params(method: str, cell: str) -> Params:
+    """The members a params cell names. ``—``: none. Else a code span ``{a, b?, c:
+    [type], ...}`` (``?`` optional, ``...`` more than these), and after it, in prose,
+    code spans of single names a system adds (``(revised-2e also `hours`, required;
+    power-pool also `puppets?`)``), read as optional: the table says when a system
+    requires one, the schema's top level does not."""
+    if cell == "—":
+        return Params((), more=False)
+    if method in PROSE_PARAMS:
+        written, reading = PROSE_PARAMS[method]
+        assert cell == written, (
+            f"the params of {method} in docs/API.md changed: update PROSE_PARAMS")
+        cell = reading
+    braces = re.match(r"`\{(.*?)\}`(.*)", cell)
+    assert braces is not None, f"params of {method} are neither — nor `{{...}}`: {cell!r}"
+    members, more = [], False
+    for written in _top_level(braces.group(1)):
+        if written == "...":
+            more = True
+            continue
+        name = written.split(":")[0].strip()
+        assert re.fullmatch(r"[a-z_]+\??", name), f"{method}: member {written!r}"
+        members.append(Member(name.rstrip("?"), name.endswith("?")))
+    for name in re.findall(r"`([a-z_]+)\??`", braces.group(2)):
+        members.append(Member(name, optional=True))
+    return Params(tuple(members), more)
+
+
+def _names(cell: str) -> list[str]:
+    """The methods a row names (one row may name several)."""
+    return re.findall(r"`([a-z_-]+\.[a-z_]+)`", cell)
+
+
+@dataclass(frozen=True)
+class ParamsSchema:
+    """What an ``x-params-schema`` says of its members. ``exchange.*`` and
+    ``combatants.rest`` add each system's own (power-pool's ``allies``, revised-2e's
+    ``hours``) in an ``if {system} then`` branch of ``allOf``; the top level (or the
+    first ``allOf`` element) is the method's own schema."""
+
+    own: frozenset[str]
+    required: frozenset[str]
+    by_some_system: frozenset[str]
+    required_by_every_system: frozenset[str]
+
+    @classmethod
+    def of(cls, schema: dict[str, Any]) -> ParamsSchema:
+        top = schema["allOf"][0] if "allOf" in schema else schema
+        branches = [branch["then"] for branch in schema.get("allOf", [])[1:]]
+        return cls(own=frozenset(top.get("properties", {})),
+                   required=frozenset(top.get("required", [])),
+                   by_some_system=frozenset(name for then in branches
+                                            for name in then.get("properties", {})),
+                   required_by_every_system=frozenset.intersection(
+                       *(frozenset(then.get("required", [])) for then in branches))
+                   if branches else frozenset())
+
+
+async def _discover(rpc: Rpc) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The OpenRPC methods by name, and the names of those a plugin brings."""
+    document = await rpc.ok("rpc.discover")
+    info = await rpc.ok("companion.info")
+    plugins = {name for plugin in info["plugins"] for name in plugin["methods"]}
+    return {m["name"]: m for m in document["methods"]}, plugins
+
+
+async def test_api_md_method_table_names_every_core_method_and_no_other(rpc: Rpc) -> None:
+    """docs/API.md "Methods": one row per method of the daemon. A plugin's methods are
+    not in it: the test app's are test fixtures (``sample.echo``, ``faulty.*``), a real
+    plugin's are its author's to document (docs/PLUGINS.md does the coin duel's, checked
+    by test_plugin_guide.py), and API.md is the core's interface, the same whichever
+    plugins a GM installed."""
+    methods, plugins = await _discover(rpc)
+    documented = [name for row in METHODS for name in _names(row[0])]
+    assert len(documented) == len(set(documented)), "a method has two rows"
+    assert set(documented) == set(methods) - plugins
+    assert not set(documented) & plugins
+
+
+async def test_api_md_params_cells_name_the_params_schemas_members(rpc: Rpc) -> None:
+    """Each row's params cell names members of that method's params schema
+    (``x-params-schema``, its ``allOf`` branches included), writes a member without
+    ``?`` exactly when a call must give it (the method's schema, or every system's,
+    requires it), and, unless it ends in ``...``, names every member of the method's
+    own schema."""
+    methods, _ = await _discover(rpc)
+    for row in METHODS:
+        for method in _names(row[0]):
+            assert method in methods, f"docs/API.md has a row for {method}, no method"
+            params = _read_params(method, row[1])
+            schema = ParamsSchema.of(methods[method]["x-params-schema"])
+            written = {m.name for m in params.members}
+            known = schema.own | schema.by_some_system
+            assert written <= known, (
+                f"{method}: docs/API.md names {sorted(written - known)}, which its params "
+                f"schema does not have")
+            bare = {m.name for m in params.members if not m.optional}
+            must = schema.required | schema.required_by_every_system
+            assert must <= bare, f"{method}: required {sorted(must - bare)} written with ?"
+            assert bare <= must, f"{method}: optional {sorted(bare - must)} written without ?"
+            if not params.more:
+                assert schema.own <= written, (
+                    f"{method}: docs/API.md does not name {sorted(schema.own - written)}")
+
+
+def test_params_cells_are_read_member_by_member() -> None:
+    """The reader of params cells sees each member, its ``?`` and the ``...``: on docs
+    that match the code the comparison above passes, and would pass as well with a
+    reader that saw nothing but ``...``."""
+    params = _read_params("x.y", "`{system, combatants: [combatant], dice?, ...}` "
+                                 "(revised-2e also `hours`, required)")
+    assert params.members == (Member("system", False), Member("combatants", False),
+                              Member("dice", True), Member("hours", True))
+    assert params.more
+    assert _read_params("x.y", "—") == Params((), more=False)
+    assert _cells("| `a` | `{\"die\"|\"action\"}` | b \\| c |") == [
+        "`a`", "`{\"die\"|\"action\"}`", "b \\| c"]
+
+
+# -- errors ----------------------------------------------------------------------------
+ERRORS = _table(_section(API, "## Errors"), "| code | message | when | `data` |")
+#: The row of the codes a plugin's method declares for itself (``MethodSpec.errors``):
+#: no one number, so it stands for every code the OpenRPC document lists with
+#: ``PLUGIN_ERROR_MESSAGE``.
+PLUGINS_OWN = "a plugin's own"
+
+
+def _error_rows() -> dict[int, str]:
+    """code -> message of docs/API.md's error table (the plugins' row left out)."""
+    rows = {}
+    for code, message, *_ in ERRORS:
+        if code == PLUGINS_OWN:
+            continue
+        rows[int(code.replace("\u2212", "-"))] = message
+    return rows
+
+
+async def _websocket_refusal(rpc: Rpc) -> dict[str, Any]:
+    """The error a socket gets for a first message that is not ``auth``."""
+    socket: aiohttp.ClientWebSocketResponse = await rpc.client.ws_connect("/ws")
+    try:
+        await socket.send_str(json.dumps({"jsonrpc": "2.0", "method": "companion.info",
+                                          "id": 1}))
+        answer: dict[str, Any] = json.loads(await asyncio.wait_for(socket.receive_str(), 5))
+    finally:
+        await socket.close()
+    error: dict[str, Any] = answer["error"]
+    return error
+
+
+async def test_api_md_error_table_is_the_daemons_codes(rpc: Rpc) -> None:
+    """docs/API.md "Errors": the codes the daemon answers with (companion/errors.py's
+    ``MESSAGES``, and the WebSocket's refusal of a first message that is not ``auth``),
+    each with the message it sends, and nothing else; and every code the OpenRPC
+    document lists for a method is one of them, or a plugin's own."""
+    rows = _error_rows()
+    refusal = await _websocket_refusal(rpc)
+    assert refusal["code"] == ws.UNAUTHORIZED
+    assert rows == {**MESSAGES, ws.UNAUTHORIZED: refusal["message"]}
+    assert [row[0] for row in ERRORS].count(PLUGINS_OWN) == 1
+    methods, plugins = await _discover(rpc)
+    for name, method in methods.items():
+        for error in method["errors"]:
+            if error["code"] in rows:
+                assert error["message"] == rows[error["code"]], (name, error)
+            else:
+                assert name in plugins and error["message"] == PLUGIN_ERROR_MESSAGE, (
+                    f"{name} lists error {error['code']}, which docs/API.md does not")
+
+
+# -- limits ----------------------------------------------------------------------------
+LIMITS = _prose(_section(API, "## Limits"))
+#: The phrase of API.md "Limits" that states each of ``companion.info``'s limits, and
+#: the unit it is written in.
+LIMIT_PHRASES: dict[str, tuple[str, int]] = {
+    "max_dice": (r"At most (\d+) dice in one expression or pool", 1),
+    "max_sides": (r"(\d+) sides per die", 1),
+    "max_combatants": (r"(\d+) combatants per encounter", 1),
+    "max_batch": (r"(\d+) calls per batch", 1),
+    "max_body": (r"A request body over (\d+) MiB is refused", 1024 * 1024),
+    "max_penetration": (r"Penetration follow-ups are capped at (\d+) per die", 1),
+}
+
+#: The same limits where API.md says what exceeding them does: (section, phrase, unit,
+#: limit).
+REPEATED_LIMITS: list[tuple[str, str, int, str]] = [
+    ("## Endpoints", r"More than \*\*(\d+)\*\* elements", 1, "max_batch"),
+    ("## Endpoints", r'"limit": "max_batch", "max": (\d+)', 1, "max_batch"),
+    ("## Security", r"a `Content-Length` over \*\*(\d+) MiB\*\*", 1024 * 1024, "max_body"),
+]
+
+
+async def test_api_md_limits_are_companion_infos(rpc: Rpc) -> None:
+    """docs/API.md "Limits" states each limit ``companion.info`` lists, with its figure
+    (as do "POST /rpc" and "Security" where they say what exceeding one does), and names
+    the same ``limits`` members (there and in the method table)."""
+    limits = (await rpc.ok("companion.info"))["limits"]
+    assert set(LIMIT_PHRASES) == set(limits)
+    for name, (phrase, unit) in LIMIT_PHRASES.items():
+        assert _number(_one(phrase, LIMITS).group(1)) * unit == limits[name], name
+    listed = _one(r"`companion.info` lists the limits under `limits` \(([^)]*)\)", LIMITS)
+    assert set(re.findall(r"`(\w+)`", listed.group(1))) == set(limits)
+    for section, phrase, unit, name in REPEATED_LIMITS:
+        figure = _one(phrase, _prose(_section(API, section))).group(1)
+        assert _number(figure) * unit == limits[name], (section, name)
+    result = next(row[2] for row in METHODS if _names(row[0]) == ["companion.info"])
+    assert set(_one(r"limits: \{([^}]*)\}", result).group(1).replace(" ", "").split(",")) \
+        == set(limits)
+
+
+async def test_api_md_limits_of_supplied_dice_problems_and_plugins_are_the_codes(
+        rpc: Rpc) -> None:
+    """The other figures of docs/API.md "Limits": supplied dice (the engine's total, the
+    ``dice`` schema's purposes and values), the problems a -32602 lists and looks for,
+    and a plugin method's time."""
+    methods, _ = await _discover(rpc)
+    dice = methods["exchange.resolve"]["x-params-schema"]["allOf"][0]["properties"]["dice"]
+    supplied = _one(r"([\d ]+) supplied dice values in one call \(`dice`: at most (\d+) "
+                    r"purposes, (\d+) values each\)", LIMITS)
+    assert [_number(figure) for figure in supplied.groups()] == [
+        MAX_SUPPLIED_DICE, dice["maxProperties"], dice["additionalProperties"]["maxItems"]]
+    problems = _one(r"A -32602 lists at most (\d+) problems \(see Errors: `left_off`\), "
+                    r"found among the first (\d+)\.", LIMITS)
+    assert [int(figure) for figure in problems.groups()] == [MAX_LISTED_PROBLEMS, MAX_ERRORS]
+    assert int(_one(r"A plugin's method gets (\d+) seconds", LIMITS).group(1)) \
+        == PLUGIN_METHOD_TIMEOUT
+
+
+def _branch(method: dict[str, Any], system: str) -> dict[str, Any]:
+    """The ``then`` schema an ``x-params-schema`` applies to ``system``'s calls."""
+    then: dict[str, Any] = next(
+        branch["then"] for branch in method["x-params-schema"]["allOf"][1:]
+        if branch["if"]["properties"]["system"]["const"] == system)
+    return then
+
+
+async def test_openrpc_descriptions_state_the_daemons_limits(rpc: Rpc) -> None:
+    """The figures the OpenRPC document's hand-written descriptions give (and API.md's
+    hours of rest) are the ones the daemon enforces: ``companion.info``'s limits, and
+    revised-2e's rest schema for ``hours``."""
+    limits = (await rpc.ok("companion.info"))["limits"]
+    methods, _ = await _discover(rpc)
+    add = _one(r"At most (\d+) combatants", methods["encounter.add"]["description"])
+    assert int(add.group(1)) == limits["max_combatants"]
+    [expr] = [p for p in methods["dice.roll"]["params"] if p["name"] == "expr"]
+    dice = _one(r"at most (\d+) dice of 1 to (\d+) sides", expr["schema"]["description"])
+    assert [int(figure) for figure in dice.groups()] == [limits["max_dice"],
+                                                         limits["max_sides"]]
+    rest = methods["combatants.rest"]
+    hours = _branch(rest, "revised-2e")["properties"]["hours"]
+    bounds = [hours["minimum"], hours["maximum"]]
+    [described] = [p for p in rest["params"] if p["name"] == "hours"]
+    said = _one(r"\((\d+) to (\d+)\)", described["schema"]["description"])
+    assert [int(figure) for figure in said.groups()] == bounds
+    in_api = _one(r"`revised-2e` needs `hours` \((\d+)–(\d+) full hours", _prose(API))
+    assert [int(figure) for figure in in_api.groups()] == bounds
+
+
+# -- the command line ------------------------------------------------------------------
+#: ``mindscape`` then its command, where the docs write a command line: at the start of
+#: a code span or line (or after a ``$ `` prompt), or after ``$(`` or a path in one
+#: (``TOKEN=$(mindscape token)``, ``.venv/bin/mindscape serve``). Not after a space: a
+#: quoted message such as "mindscape: another mindscape daemon is using ..." is no
+#: command line.
+COMMAND = re.compile(r"(?:^|^\$ |\$\(|/)mindscape ([A-Za-z][\w-]*)([^;|&)]*)")
+
+
+def _code(text: str) -> Iterator[str]:
+    """Each code span of ``text`` (its lines joined: a span may wrap) and each line of
+    its fenced code blocks (a ``\\`` line continued)."""
+    prose = re.sub(r"```.*?```", " ", text, flags=re.S)
+    for block in re.findall(r"```[^\n]*\n(.*?)```", text, re.S):
+        yield from block.replace("\\\n", " ").splitlines()
+    yield from re.findall(r"`([^`]+)`", _prose(prose))
+
+
+def _command_lines() -> Iterator[tuple[str, str, list[str]]]:
+    """(file, command, options) of every ``mindscape COMMAND ...`` in README.md and
+    docs/*.md. Options written alone (`` `--rotate` `` in prose) are not read: nothing
+    says whose they are, and Roll20's ``!psi`` commands have ``--`` options of their
+    own."""
+    for path in DOCS:
+        for code in _code(path.read_text(encoding="utf-8")):
+            for line in COMMAND.finditer(code.strip()):
+                yield path.name, line.group(1), re.findall(r"--[a-z][a-z-]*", line.group(2))
+
+
+def test_every_mindscape_command_line_in_the_docs_is_one_the_cli_takes() -> None:
+    """README.md and docs/*.md write only commands and options ``mindscape`` has (its
+    parsers, as ``main`` builds them; ``COMMAND`` stands for any command)."""
+    _, commands = cli._parsers()
+    options = {name: {o for action in parser._actions for o in action.option_strings}
+               for name, parser in commands.items()}
+    seen = set()
+    for path, command, written in _command_lines():
+        takes = set.intersection(*options.values()) if command == "COMMAND" \
+            else options.get(command)
+        assert takes is not None, f"{path}: `mindscape {command}` is no command"
+        assert set(written) <= takes, (
+            f"{path}: `mindscape {command}` has no {sorted(set(written) - takes)}")
+        seen |= {(command, option) for option in written}
+    # the reader finds what the docs write (the guard against it finding nothing)
+    assert {("serve", "--allow-origin"), ("token", "--rotate"), ("call", "--url"),
+            ("COMMAND", "--help")} <= seen

@@ -327,11 +327,18 @@ def main() -> None:
         shutil.rmtree(keep, ignore_errors=True)
     after = runs[ROOT]
     before = runs.get(codes[0]) if args.before is not None else None
-    print(f"{'case':16} {'figure':38} {'before':>9} {'after':>9} {'before/after':>13}")
+    if before is None:
+        # one checkout: its figures alone, no empty columns to compare with
+        print(f"{'case':16} {'figure':38} {'value':>9}")
+    else:
+        print(f"{'case':16} {'figure':38} {'before':>9} {'after':>9} {'before/after':>13}")
     for case, figures in after.items():
         for name, value in figures.items():
-            old = before[case][name] if before else float("nan")
-            ratio = f"{old / value:12.1f}x" if before and value else ""
+            if before is None:
+                print(f"{case:16} {name:38} {value:9.3f}")
+                continue
+            old = before[case][name]
+            ratio = f"{old / value:12.1f}x" if value else ""
             print(f"{case:16} {name:38} {old:9.3f} {value:9.3f} {ratio:>13}")
     if extra is not None:
         print(f"\nthis checkout's code on the long fight stored by {codes[0]}:")

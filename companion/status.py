@@ -53,7 +53,8 @@ async def status_page(request: web.Request) -> web.Response:
         plugins.append(line)
     sockets = [f"#{p.number} from {escape(p.origin or p.remote or '?')} "
                f"({_sent(p.user_agent)}), connected {_ago(p.connected_at)}, "
-               f"watching {len(p.watching)} encounter(s)" for p in services.hub.peers]
+               f"watching {len(p.watching)} encounter(s)"
+               for p in sorted(services.hub.peers, key=lambda p: p.number)]
     clients = [f"{escape(c.origin or c.remote or '?')} ({_sent(c.user_agent)}): "
                f"{c.calls} call(s), last {_sent(c.last_method)} {_ago(c.last_seen)}"
                for c in services.hub.recent_clients()]

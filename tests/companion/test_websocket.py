@@ -249,6 +249,20 @@ async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
     await ws.close()
 
 
+async def test_status_page_lists_sockets_in_the_order_they_connected(rpc: Rpc) -> None:
+    """The hub keeps its sockets in a set: listed as they came, #1 to #8 read as a jumble."""
+    sockets = [await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"),
+                              headers={"Origin": "http://localhost:30000"})
+               for _ in range(8)]
+    for ws in sockets:
+        await _call(ws, "companion.info")
+    page = await (await rpc.client.get("/")).text()
+    places = [page.index(f"#{n} from ") for n in range(1, 9)]
+    assert places == sorted(places)
+    for ws in sockets:
+        await ws.close()
+
+
 async def test_status_page_gives_the_websocket_address_with_its_scheme(rpc: Rpc) -> None:
     """The page gave the socket as ``http://HOST/ws``, which a WebSocket client refuses;
     the banner of ``mindscape serve`` says ``ws://HOST/ws``."""

@@ -64,7 +64,7 @@ async def status_page(request: web.Request) -> web.Response:
 code{{background:#eee;padding:0 .25em}} .err{{color:#a00}}</style></head><body>
 <h1>Mindscape companion</h1>
 <p>Version {escape(services.version)}, API {API_VERSION}, running since
-{escape(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(services.started_at)))}.
+{escape(time.strftime('%Y-%m-%d %H:%M:%S %z', time.localtime(services.started_at)))}.
 JSON-RPC at <code>{escape(url)}/rpc</code> and <code>{escape(ws_url)}/ws</code>.</p>
 <h2>Pair a virtual tabletop</h2>
 <ol>

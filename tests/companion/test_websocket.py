@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import random
+import re
 import socket
 import struct
 from pathlib import Path
@@ -261,6 +262,12 @@ async def test_status_page_lists_sockets_in_the_order_they_connected(rpc: Rpc) -
     assert places == sorted(places)
     for ws in sockets:
         await ws.close()
+
+
+async def test_status_page_says_the_time_zone_of_its_start(rpc: Rpc) -> None:
+    """"running since 2026-12-03 10:06:36" said nothing of where; the offset says it."""
+    page = await (await rpc.client.get("/")).text()
+    assert re.search(r"running since\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\.", page)
 
 
 async def test_status_page_gives_the_websocket_address_with_its_scheme(rpc: Rpc) -> None:

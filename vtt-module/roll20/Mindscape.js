@@ -1996,8 +1996,11 @@ var Mindscape = Mindscape || (() => {
       struck,
       title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
       // Said with the odds: they assume what the asker may not see.
-      assumed: hidden.length ? `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)} `
-        + 'and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see.' : null,
+      // combat-strength's defenses cost nothing (RULES.md 2.2): there is nothing to pay.
+      assumed: !hidden.length ? null : who.system === 'combat-strength'
+        ? `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)}: which defenses a mind knows only its controllers and the GM see.`
+        : `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)} `
+          + 'and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see.',
     }, `odds of ${label(built.attack.mode)} by ${fighterName(who.attacker)} against ${fighterName(who.defender)}`);
   };
 

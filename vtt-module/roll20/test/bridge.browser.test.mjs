@@ -1200,3 +1200,155 @@ test('the userscript presses Roll20\'s send button, #chatSendBtn, also when anot
   assert.deepEqual(out.clicks, [['send', '!psi-result SendButton01'], ['send', '!psi-result SendButton02']]);
   assert.equal(out.status, 'connected');
 });
+
+// A combat-strength campaign (RULES.md §2): Ulcen (Alice's) and Fenka (Bob's) are psionic
+// minds with attack and defense strength on their sheets (psi_attack_strength,
+// psi_defense_strength: current and maximum). Returns `ctx`.
+const strengthCampaign = (ctx, { ulcen = [60, 60, 50, 50], fenka = [40, 40, 30, 30] } = {}) => {
+  const { sb } = ctx;
+  sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  for (const [who, [as, asMax, ds, dsMax]] of [[ctx.ulcen, ulcen], [ctx.fenka, fenka]]) {
+    sb.add('attribute', { _characterid: who.id, name: 'psi_attack_strength', current: String(as), max: String(asMax) });
+    sb.add('attribute', { _characterid: who.id, name: 'psi_defense_strength', current: String(ds), max: String(dsMax) });
+    sb.add('attribute', { _characterid: who.id, name: 'psi_psionic', current: '1', max: '' });
+  }
+  return ctx;
+};
+
+const strengthOf = (ctx, charId) => ['psi_attack_strength', 'psi_defense_strength'].map((name) => {
+  const attr = ctx.sb.attribute(charId, name);
+  return [attr.get('current'), attr.get('max')].map(String);
+});
+
+// The whispers and cards since chat `from`, without the request markers.
+const chatsSince = (ctx, from) => ctx.sb.chats.slice(from).map((c) => c.input).filter((t) => !/MINDSCAPE-REQ/.test(t));
+
+test('combat-strength through the relay: a single Mind Thrust, the defense chosen secretly by Bob, resolved by the real companion and written to both sheets (RULES.md 2.3, 2.4)', { skip: SKIP }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
+  await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust --range short` });
+  const bob = whispersTo(ctx.sb, 'Bob').at(-1);
+  // A psionic combat-strength mind with no list of modes knows all five (RULES.md 2.2).
+  assert.deepEqual([...bob.matchAll(/--mode ([a-z-]+)\)/g)].map((m) => m[1]),
+    ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none']);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Waiting for Fenka to choose a defense\./);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(bob)[1];
+  const from = ctx.sb.chats.length;
+  const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` }));
+  assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
+  const result = resolved.result;
+  assert.equal(result.system, 'combat-strength');
+  // Combat Strength 60 + 50 = 110: four full 25s, +4d6 (RULES.md 2.4); Mind Thrust
+  // against Mental Barrier is 0 on table A (2.5), and costs 4 attack strength (2.2).
+  assert.deepEqual([result.table, result.table_value, result.bonus_dice, result.attack_cost, result.defense_mode], ['combat', 0, 4, 4, 'mental-barrier']);
+  assert.equal(result.damage, result.bonus_rolls.reduce((a, b) => a + b, 0));
+  // Nobody but Bob (and the GM) learnt the defense before the card.
+  const before = chatsSince(ctx, from).slice(0, -1);
+  assert.ok(before.every((t) => t.startsWith('/w "Bob" ') || t.startsWith('/w gm ')), before.join('\n'));
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Mental Barrier/.test(w)));
+  const card = ctx.sb.chats.at(-1).input;
+  assert.match(card, /^&\{template:default\} \{\{name=Mind Thrust: Ulcen of Tyr vs\. Fenka\}\} \{\{Outcome=Damage\}\} \{\{Damage=(\d+)\}\} \{\{Summary=Ulcen of Tyr attacks Fenka with Mind Thrust against Mental Barrier/);
+  assert.equal(Number(/\{\{Damage=(\d+)\}\}/.exec(card)[1]), result.damage);
+  const left = Math.max(0, 30 - result.damage);
+  assert.deepEqual(result.updates, [
+    { character_id: ctx.ulcen.id, attributes: { psi_attack_strength: { current: 56 } } },
+    { character_id: ctx.fenka.id, attributes: { psi_defense_strength: { current: left } } },
+  ]);
+  assert.deepEqual([strengthOf(ctx, ctx.ulcen.id), strengthOf(ctx, ctx.fenka.id)], [[['56', '60'], ['50', '50']], [['40', '40'], [String(left), '30']]]);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
+});
+
+test('combat-strength odds through the relay come in a few lines, for the GM and for a player who asks', { skip: SKIP }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  // Combat Strength 30 + 10 = 40: one bonus die (RULES.md 2.4), a short answer.
+  const ctx = strengthCampaign(campaign({ pairing: PAIRED }), { ulcen: [30, 30, 10, 10] });
+  const [odds] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust --defense mind-blank` }));
+  assert.ok(odds.result, `the daemon answered an error: ${JSON.stringify(odds.error)}\n${daemonLog}`);
+  assert.deepEqual([odds.result.table, odds.result.bonus_dice, odds.result.outcome], ['combat', 1, { damage: 1 }]);
+  const told = whispersTo(ctx.sb, 'Alice').at(-1);
+  // Mind Thrust against Mind Blank is 12 (2.5), plus one penetrating d6: 13 to 17, or 17
+  // and more after a 6 (6, 6, 6, ... reaches Fenka's 30 now and then).
+  assert.match(told, /<br>Damage 100\.0%<br>Defense strength falls to 0: \d\.\d%<br>Damage when dealt: \d+\.\d on average, median 1[3-7], 8 times in 10 from 1[3-7] to (1[3-9]|2\d)\.<br>/);
+  assert.ok(odds.result.defense_zero > 0 && odds.result.defense_zero < 0.01, JSON.stringify(odds.result.defense_zero));
+  // Alice does not control Fenka: the odds assume the defense, and say so; in
+  // combat-strength a defense costs nothing (RULES.md 2.2), so there is nothing to pay.
+  assert.match(told, /<i>As if Fenka knew Mind Blank: which defenses a mind knows only its controllers and the GM see\.<\/i><\/div>$/);
+  const [defenseless] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psionic-wave` }));
+  assert.ok(defenseless.result, JSON.stringify(defenseless.error));
+  assert.equal(defenseless.result.table, 'defenseless');
+  const gm = whispersTo(ctx.sb, 'gm').at(-1);
+  const conditions = Object.keys(defenseless.result.conditions);
+  assert.ok(conditions.length > 0, JSON.stringify(defenseless.result));
+  assert.match(gm, /A condition 100\.0%<br>Conditions: /);
+});
+
+test('a combat-strength encounter through the relay: stances at the intent, a segment of secret attacks and defenses, resolved by the real companion, attack and defense strength written back', { skip: SKIP }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
+  const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Mind duel' }));
+  assert.equal(created.result?.system, 'combat-strength', JSON.stringify(created));
+  const [added] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
+  assert.ok(added.every((r) => r.result), JSON.stringify(added));
+  // The intent (RULES.md 2.3.1): both enter a trance.
+  const declare = async (who, token, rest) => {
+    const [answer] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: who, selected: [token.id], content: `!psi encounter declare ${rest}` }));
+    assert.ok(answer.result, JSON.stringify(answer.error));
+  };
+  await declare(ALICE, ctx.tokens.ulcen, '--stance trance');
+  await declare(BOB, ctx.tokens.fenka, '--stance trance');
+  const intent = (await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' }))).at(-1);
+  assert.ok(intent.result, JSON.stringify(intent.error));
+  assert.deepEqual([intent.result.phase, intent.result.combat_strength], ['intent', { [ctx.ulcen.id]: 110, [ctx.fenka.id]: 70 }]);
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=Mind duel: round 1\}\} \{\{Summary=Round 1, intent: Ulcen of Tyr enters a psychic trance \(Combat Strength 110\); Fenka enters a psychic trance \(Combat Strength 70\)\.\}\}/);
+
+  // Segment 1: each attacks and defends, in secret.
+  const from = ctx.sb.chats.length;
+  await declare(ALICE, ctx.tokens.ulcen, `--attack ego-whip --target ${ctx.tokens.fenka.id} --range short --defense mind-blank`);
+  await declare(BOB, ctx.tokens.fenka, `--attack mind-thrust --target ${ctx.tokens.ulcen.id} --range medium --defense intellect-fortress`);
+  const secret = chatsSince(ctx, from);
+  assert.ok(secret.every((t) => t.startsWith('/w ')), secret.join('\n'));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /recorded in secret: Ego Whip at Fenka, short range; defense Mind Blank\./);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /recorded in secret: Mind Thrust at Ulcen of Tyr, medium range; defense Intellect Fortress\./);
+  assert.ok(whispersTo(ctx.sb, 'Bob').every((w) => !/Ego Whip|Mind Blank/.test(w)), 'Bob reads nothing of Alice\'s choice');
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/Mind Thrust|Intellect Fortress/.test(w)), 'Alice reads nothing of Bob\'s choice');
+  assert.ok(whispersTo(ctx.sb, 'gm').slice(-4).every((w) => !/Ego Whip|Mind Thrust|Mind Blank|Intellect Fortress/.test(w.replace(/MINDSCAPE-REQ.*/, ''))));
+
+  const step = (await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' }))).at(-1);
+  assert.ok(step.result, JSON.stringify(step.error));
+  assert.deepEqual([step.result.round, step.result.segment], [1, 1]);
+  const [whip, thrust] = step.result.results;
+  // Ego Whip against Intellect Fortress is 0, with +4d6 (Combat Strength 110); Mind
+  // Thrust against Mind Blank is 12, with +2d6 −1d6 at medium range (RULES.md 2.4, 2.5).
+  assert.deepEqual([whip.mode, whip.defense_mode, whip.table_value, whip.bonus_dice], ['ego-whip', 'intellect-fortress', 0, 4]);
+  assert.deepEqual([thrust.mode, thrust.defense_mode, thrust.table_value, thrust.bonus_dice], ['mind-thrust', 'mind-blank', 12, 1]);
+  const ulcenDs = Math.max(0, 50 - thrust.damage);
+  const fenkaDs = Math.max(0, 30 - whip.damage);
+  assert.deepEqual([strengthOf(ctx, ctx.ulcen.id), strengthOf(ctx, ctx.fenka.id)],
+    [[['53', '60'], [String(ulcenDs), '50']], [['36', '40'], [String(fenkaDs), '30']]]);
+  const cards = ctx.sb.chats.slice(-3).map((c) => c.input);
+  assert.match(cards[0], /\{\{name=Mind duel: round 1, segment 1\}\} \{\{Summary=Round 1, segment 1: Ulcen of Tyr attacks Fenka with Ego Whip against Intellect Fortress/);
+  assert.match(cards[0], new RegExp(`Now: Ulcen of Tyr attack 53, defense ${ulcenDs}; Fenka attack 36, defense ${fenkaDs}\\.\\}\\}`));
+  assert.match(cards[1], new RegExp(`\\{\\{Outcome=Damage\\}\\} \\{\\{Damage=${whip.damage}\\}\\}`));
+  assert.match(cards[2], new RegExp(`\\{\\{Outcome=Damage\\}\\} \\{\\{Damage=${thrust.damage}\\}\\}`));
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)), whispersTo(ctx.sb, 'gm').join('\n'));
+});
+
+test('!psi round in combat-strength through the relay: a timed condition counts down on the sheet and ends (RULES.md 2.6, engine/combat_strength/README.md)', { skip: SKIP }, async () => {
+  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
+  // Fenka is dazed for 2 more rounds, Ulcen stunned with none left after this one.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_conditions', current: 'dazed', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_condition_rounds', current: '{"dazed":2}', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_condition_rounds', current: '{"stunned":0}', max: '' });
+  const [ended] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' }));
+  assert.ok(ended.result, `the daemon answered an error: ${JSON.stringify(ended.error)}\n${daemonLog}`);
+  assert.deepEqual(ended.result.events.filter((e) => e.type === 'condition-ended'), [{ type: 'condition-ended', combatant: ctx.ulcen.id, condition: 'stunned' }]);
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'psi_conditions').get('current'), '');
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'psi_condition_rounds').get('current'), '{}');
+  assert.equal(ctx.sb.attribute(ctx.fenka.id, 'psi_conditions').get('current'), 'dazed');
+  assert.deepEqual(JSON.parse(ctx.sb.attribute(ctx.fenka.id, 'psi_condition_rounds').get('current')), { dazed: 1 });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{name=End of the round\}\} \{\{Summary=End of the round: .*Ulcen of Tyr is no longer stunned\./);
+  // The attack and defense strength are not touched by a round's end.
+  assert.deepEqual([strengthOf(ctx, ctx.ulcen.id), strengthOf(ctx, ctx.fenka.id)], [[['60', '60'], ['50', '50']], [['40', '40'], ['30', '30']]]);
+});

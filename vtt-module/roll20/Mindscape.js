@@ -363,6 +363,15 @@ var Mindscape = Mindscape || (() => {
     if (timers.has(id)) { clearTimeout(timers.get(id)); timers.delete(id); }
   };
 
+  // Starts (or starts again) the time request `id` waits for its answer: the configured
+  // timeout from now. An answer long enough to come in many chat parts (a combat-strength
+  // odds answer of a hundred KB takes the bridge half a minute to type) starts it again
+  // with each part, so an answer still arriving is not called lost while it arrives.
+  const waitForAnswer = (id) => {
+    if (timers.has(id)) clearTimeout(timers.get(id));
+    timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
+  };
+
   // Keeps state bounded: no request older than an hour, at most the last 50.
   const prunePending = (now) => {
     const jobs = store().pending;
@@ -926,7 +935,7 @@ var Mindscape = Mindscape || (() => {
     prunePending(now);
     store().pending[id] = Object.assign({}, job, { id, description: String(description), parts: [], partCount: 0, at: now });
     prunePending(now);
-    timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
+    waitForAnswer(id);
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
     // Never archived: the bridge relays what shows in the chat, and Roll20 replays the
     // archive into it (a reload, a reconnect), so an archived marker would be relayed again.
@@ -4621,6 +4630,7 @@ var Mindscape = Mindscape || (() => {
       if (job.partCount && job.partCount !== count) return refuseAnswer(id, 'the parts disagree on their count');
       job.partCount = count;
       job.parts[part - 1] = words[3];
+      if (timers.has(id)) waitForAnswer(id);
       for (let i = 0; i < count; i += 1) if (job.parts[i] === undefined) return undefined;
       code = job.parts.join('');
     } else {

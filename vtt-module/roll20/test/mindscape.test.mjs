@@ -695,6 +695,32 @@ test('an answer in numbered parts is applied once the last part arrives', () => 
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 
+test('an answer arriving in many parts is not called lost while its parts keep coming: each part starts the timeout again', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const code = encode(exchangeResult(ctx, req.id));
+  const count = 4;
+  const size = Math.ceil(code.length / count);
+  const pieces = Array.from({ length: count }, (_, i) => code.slice(i * size, (i + 1) * size));
+  // The bridge types a long answer for about as long as the timeout: a part every 20 s.
+  ctx.sb.advance(20000);
+  pieces.slice(0, count - 1).forEach((piece, i) => {
+    ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${i + 1}/${count} ${piece}` });
+    ctx.sb.advance(20000);
+  });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)), 'no timeout while parts arrive');
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${count}/${count} ${pieces[count - 1]}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay|applied late/.test(w)));
+  // Parts that stop coming: the timeout runs out from the last one.
+  const next = attackAndDefend(ctx);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${next.id} 1/2 ${pieces[0]}` });
+  ctx.sb.advance(29000);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)));
+  ctx.sb.advance(1000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s\. Start the relay/);
+});
+
 test('a request nobody answers times out with a message telling the GM to start the relay; its late answer is still applied', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

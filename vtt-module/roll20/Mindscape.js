@@ -2005,8 +2005,9 @@ var Mindscape = Mindscape || (() => {
       struck,
       title: `${label(built.attack.mode)} odds: ${fighterName(who.attacker)} vs. ${fighterName(who.defender)}`,
       // Said with the odds: they assume what the asker may not see.
-      // combat-strength's defenses cost nothing (RULES.md 2.2): there is nothing to pay.
-      assumed: !hidden.length ? null : who.system === 'combat-strength'
+      // Only revised-2e's defenses cost something (PSPs); combat-strength's cost nothing
+      // (RULES.md 2.2) and power-pool's have no cost: there is nothing to pay.
+      assumed: !hidden.length ? null : who.system !== 'revised-2e'
         ? `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)}: which defenses a mind knows only its controllers and the GM see.`
         : `As if ${hiddenNames.join(', ')} knew ${label(chosen.defense.mode)} `
           + 'and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see.',

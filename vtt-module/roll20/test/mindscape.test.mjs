@@ -4017,7 +4017,8 @@ test('power-pool: a player\'s odds for a defense assume it known by every mind s
   // Fenka is Bob's own: the truth about her; Ulcen, struck in her place, is Alice's.
   assert.deepEqual(plain(p.assume_known), ['/controller']);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { outcomes: { attacker: 0.25, defender: 0.75 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 } } });
-  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<i>As if Ulcen of Tyr knew Pinnacle of Will and could pay for it: which defenses a mind knows, and what it can pay, only its controllers and the GM see\.<\/i>/);
+  // power-pool's defenses have no cost: nothing to pay, and the answer says only that.
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<i>As if Ulcen of Tyr knew Pinnacle of Will: which defenses a mind knows only its controllers and the GM see\.<\/i>/);
 });
 
 test('power-pool waves: a mode that strikes one target is refused with several; an own puppet among the targets goes to the companion at once; a wave refused tells every chooser', () => {

@@ -368,7 +368,8 @@ export class Mindscape {
       if (typeof assumeDefense !== "string" || (known.length && !known.includes(assumeDefense))) {
         throw new UsageError("MINDSCAPE.Error.BadAssumedDefense", { got: JSON.stringify(assumeDefense) ?? String(assumeDefense), known: known.join(", ") });
       }
-      defense = { mode: assumeDefense };
+      // A defense that costs nothing (combat-strength's, power-pool's) has nothing to pay.
+      defense = { mode: assumeDefense, costs: Number(defenses.find((m) => m.id === assumeDefense)?.cost) > 0 };
     }
     const struck = [...targets, ...controllers];
     const params = await this.oddsRequest(a, targets, attackObj, defense ? { mode: defense.mode } : null, controllers);
@@ -388,7 +389,7 @@ export class Mindscape {
     if (group) view.group = targets.map((d) => d.token?.name ?? d.actor.name).join(", ");
     if (hidden.length) {
       const mind = around?.struck[0] ?? targets[0];
-      view.assumed = this.t.format("MINDSCAPE.Odds.Assumed", { name: mind.token?.name ?? mind.actor.name, mode: idLabel(this.t.label, "Mode", defense.mode) });
+      view.assumed = this.t.format(defense.costs ? "MINDSCAPE.Odds.Assumed" : "MINDSCAPE.Odds.AssumedKnown", { name: mind.token?.name ?? mind.actor.name, mode: idLabel(this.t.label, "Mode", defense.mode) });
     }
     return view;
   }

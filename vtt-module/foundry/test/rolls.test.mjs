@@ -6,13 +6,13 @@ import { groupRolls, rollDataForGroup, rollDataFromDaemon, summedPurposes } from
 import { rollAdditions } from "../mindscape/scripts/chat.js";
 import { DICE_PURPOSES } from "../test-support/scenario.mjs";
 
+/** One of the daemon's rolls (API.md: `{purpose, sides, value, by, follows}`). */
+const die = (purpose, sides, value, by, follows = null) => ({ purpose, sides, value, by, follows });
+
 const rolls = [
-  { purpose: "attack", sides: 20, value: 20, by: "ulcen", follows: null },
-  { purpose: "damage", sides: 4, value: 4, by: "ulcen", follows: null },
-  { purpose: "damage", sides: 4, value: 4, by: "ulcen", follows: null },
-  { purpose: "damage", sides: 4, value: 3, by: "ulcen", follows: null },
-  { purpose: "damage", sides: 4, value: 1, by: "ulcen", follows: null },
-  { purpose: "save", sides: 20, value: 7, by: "fenka", follows: null },
+  die("attack", 20, 20, "ulcen"),
+  die("damage", 4, 4, "ulcen"), die("damage", 4, 4, "ulcen"), die("damage", 4, 3, "ulcen"), die("damage", 4, 1, "ulcen"),
+  die("save", 20, 7, "fenka"),
 ];
 
 // `systems.describe` answers as the companion gives them (test-support DICE_PURPOSES,
@@ -30,18 +30,14 @@ test("dice are grouped per purpose and roller, in rolling order (API.md example:
 test("checks and saves are a roll each, never one roll of their sum: only the dice the rules add up are grouped", () => {
   // The real companion's rest (combatants.rest, seed 3): four Wisdom checks of an open
   // mind, one per round; its summary says "Wisdom check 5, rolled 5, after 4 tries".
-  const checks = [8, 19, 18, 5].map((value) => ({ purpose: "wisdom-check", sides: 20, value, by: "z", follows: null }));
+  const checks = [8, 19, 18, 5].map((value) => die("wisdom-check", 20, value, "z"));
   const made = rollDataFromDaemon(checks, (p) => p, R2E);
   assert.deepEqual(made.map((r) => [r.formula, r.total]), [["1d20", 8], ["1d20", 19], ["1d20", 18], ["1d20", 5]]);
   // power-pool: each Blank Mind save (all `by` the attacker) alone, each side's pool summed.
   const pool = [
-    { purpose: "save", sides: 20, value: 12, by: "a", follows: null },
-    { purpose: "save", sides: 20, value: 4, by: "a", follows: null },
-    { purpose: "attack", sides: 8, value: 5, by: "a", follows: null },
-    { purpose: "attack", sides: 8, value: 7, by: "a", follows: null },
-    { purpose: "defense", sides: 6, value: 3, by: "b", follows: null },
-    { purpose: "defense", sides: 6, value: 6, by: "b", follows: null },
-    { purpose: "defense", sides: 8, value: 2, by: "c", follows: null },
+    die("save", 20, 12, "a"), die("save", 20, 4, "a"),
+    die("attack", 8, 5, "a"), die("attack", 8, 7, "a"),
+    die("defense", 6, 3, "b"), die("defense", 6, 6, "b"), die("defense", 8, 2, "c"),
   ];
   assert.deepEqual(rollDataFromDaemon(pool, (p) => p, { summed: summedPurposes(DESCRIBED["power-pool"]) }).map((r) => [r.options.flavor, r.formula, r.total]), [
     ["save", "1d20", 12], ["save", "1d20", 4], ["attack", "2d8", 12], ["defense", "2d6", 9], ["defense", "1d8", 2],
@@ -76,10 +72,10 @@ test("each group is an evaluated Roll whose Die results are the daemon's values"
 
 test("penetrating follow-ups stay beside the die they follow (API.md: [6, 6, 1, 3])", () => {
   const pen = [
-    { purpose: "damage", sides: 6, value: 6, by: "a", follows: null },
-    { purpose: "damage", sides: 6, value: 6, by: "a", follows: 0 },
-    { purpose: "damage", sides: 6, value: 1, by: "a", follows: 1 },
-    { purpose: "damage", sides: 6, value: 3, by: "a", follows: null },
+    die("damage", 6, 6, "a"),
+    die("damage", 6, 6, "a", 0),
+    die("damage", 6, 1, "a", 1),
+    die("damage", 6, 3, "a"),
   ];
   const [roll] = rollDataFromDaemon(pen, (p) => p, { summed: summedPurposes(DESCRIBED["combat-strength"]) });
   // Each follow-up counts its value − 1 (engine/dice.py): the roll says so, and its total
@@ -95,11 +91,11 @@ test("combat-strength: the damage roll adds the table's points and the penetrati
   const result = {
     system: "combat-strength", damage: 29, bonus_rolls: [9, 2, 1, 5],
     rolls: [
-      { purpose: "damage", sides: 6, value: 6, by: "a", follows: null },
-      { purpose: "damage", sides: 6, value: 4, by: "a", follows: 0 },
-      { purpose: "damage", sides: 6, value: 2, by: "a", follows: null },
-      { purpose: "damage", sides: 6, value: 1, by: "a", follows: null },
-      { purpose: "damage", sides: 6, value: 5, by: "a", follows: null },
+      die("damage", 6, 6, "a"),
+      die("damage", 6, 4, "a", 0),
+      die("damage", 6, 2, "a"),
+      die("damage", 6, 1, "a"),
+      die("damage", 6, 5, "a"),
     ],
   };
   const additions = rollAdditions(result, (key, fallback) => (key === "MINDSCAPE.Roll.TableValue" ? "table A" : fallback), DESCRIBED["combat-strength"]);
@@ -117,9 +113,9 @@ test("revised-2e: a damage roll adds the mode's bonus for each step, so its tota
   const result = {
     system: "revised-2e", outcome: "hit", damage: 8, mode: "ego-whip", multiplier: 2,
     rolls: [
-      { purpose: "attack", sides: 20, value: 11, by: "z", follows: null },
-      { purpose: "damage", sides: 6, value: 2, by: "z", follows: null },
-      { purpose: "damage", sides: 6, value: 4, by: "z", follows: null },
+      die("attack", 20, 11, "z"),
+      die("damage", 6, 2, "z"),
+      die("damage", 6, 4, "z"),
     ],
   };
   const additions = rollAdditions(result, undefined, DESCRIBED["revised-2e"]);
@@ -128,7 +124,7 @@ test("revised-2e: a damage roll adds the mode's bonus for each step, so its tota
   assert.equal(damage.formula, "2d6 + 2[damage bonus]");
   assert.equal(damage.total, result.damage);
   // Psionic blast ×3 (1d12+4 a step): 12 points on top of the dice.
-  const blast = { ...result, mode: "psionic-blast", multiplier: 3, damage: 5 + 7 + 1 + 12, rolls: [5, 7, 1].map((value) => ({ purpose: "damage", sides: 12, value, by: "z", follows: null })) };
+  const blast = { ...result, mode: "psionic-blast", multiplier: 3, damage: 5 + 7 + 1 + 12, rolls: [5, 7, 1].map((value) => die("damage", 12, value, "z")) };
   const [roll] = rollDataFromDaemon(blast.rolls, (p) => p, rollAdditions(blast, undefined, DESCRIBED["revised-2e"]));
   assert.equal(roll.formula, "3d12 + 12[damage bonus]");
   assert.equal(roll.total, 25);

@@ -51,8 +51,9 @@ _TAKES: dict[str, Callable[[System], bool]] = {
 
 
 #: Members a method's params take besides the system's request: its own schema checks them
-#: (``exchange.odds``' ``assume_known`` is taken out before the system's check).
-_METHOD_MEMBERS = ("system", "dice", "seed", "assume_known")
+#: (``exchange.odds``' ``assume_known`` and ``least_chance`` are taken out before the
+#: system's check).
+_METHOD_MEMBERS = ("system", "dice", "seed", "assume_known", "least_chance")
 
 
 def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,13 @@ ODDS: JSON = {
                            "it, for a caller that may not see its sheet (a refusal would "
                            "tell what it knows and holds); a mind without psionics stays "
                            "as it is"},
+        "least_chance": {
+            "type": "number", "minimum": 0, "maximum": 1,
+            "description": "Leave out of outcomes and damage.distribution every entry "
+                           "less likely than this, for a caller that wants a short "
+                           "answer (combat-strength's penetrating damage has hundreds of "
+                           "values); what is left out is summed in left_out, and "
+                           "damage.mean and damage.dealt still count everything"},
     },
     "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
 }

@@ -158,12 +158,43 @@ class Dist:
         less = (self.total - self.truncated) * (other.total - other.truncated) - greater - equal
         return Fraction(greater, total), Fraction(equal, total), Fraction(less, total)
 
+    def dealt(self) -> dict[str, Any] | None:
+        """What the values above 0 (damage dealt) come to, exactly: their chance, and
+        given that some is dealt, its mean, its 10th, 50th and 90th percentiles (each the
+        least value reached by at least that share of them) and its least and most value;
+        ``None`` when no value is above 0. Truncated mass is left out, as ``mean`` leaves
+        it out."""
+        hits = [(v, w) for v, w in self._sorted if v > 0]
+        weight = sum(w for _, w in hits)
+        if not weight:
+            return None
+
+        def percentile(tenths: int) -> int:
+            seen = 0
+            for v, w in hits:
+                seen += w
+                if seen * 10 >= weight * tenths:
+                    return v
+            raise AssertionError("the weights of the values above 0 sum to their weight")
+
+        return {
+            "chance": float(Fraction(weight, self.total)),
+            "mean": float(Fraction(sum(v * w for v, w in hits), weight)),
+            "p10": percentile(1),
+            "median": percentile(5),
+            "p90": percentile(9),
+            "least": hits[0][0],
+            "most": hits[-1][0],
+        }
+
     def to_json(self) -> dict[str, Any]:
-        """``{mean, distribution: [[value, p]], truncated_mass}`` with float probabilities."""
+        """``{mean, distribution: [[value, p]], truncated_mass, dealt}`` with float
+        probabilities (``dealt``: ``Dist.dealt``)."""
         return {
             "mean": float(self.mean()),
             "distribution": [[v, float(p)] for v, p in self.items()],
             "truncated_mass": float(self.truncated_mass),
+            "dealt": self.dealt(),
         }
 
 

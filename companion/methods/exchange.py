@@ -39,14 +39,44 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     request, refs = import_combatants(ctx.services, params, system.id)
     request.pop("system")
     places = request.pop("assume_known", None)
+    least = request.pop("least_chance", None)
     ctx.services.check_request(system, "request_schema", request)
     if places:
         request = system.assume_knowing(request, places)
     result = dict(system.odds(request))
+    if least is not None:
+        result = leave_out_unlikely(result, least)
     # Odds change nothing: there is never anything to write back.
     result["updates"] = []
     if refs:
         result["warnings"] = warnings_of(refs)
+    return result
+
+
+def leave_out_unlikely(result: dict[str, Any], least: float) -> dict[str, Any]:
+    """``result`` without the entries of ``outcomes`` and ``damage.distribution`` less
+    likely than ``least``, and ``left_out``: the chance each list left out in all. An
+    entry whose chance is no number (a plugin's odds may hold anything) is kept."""
+
+    def unlikely(p: Any) -> bool:
+        return isinstance(p, (int, float)) and not isinstance(p, bool) and p < least
+
+    def chance(pair: Any) -> Any:
+        return pair[1] if isinstance(pair, list) and len(pair) == 2 else None
+
+    left_out = {"outcomes": 0.0, "distribution": 0.0}
+    outcomes = result.get("outcomes")
+    if isinstance(outcomes, dict):
+        left_out["outcomes"] = sum((p for p in outcomes.values() if unlikely(p)), 0.0)
+        result["outcomes"] = {k: p for k, p in outcomes.items() if not unlikely(p)}
+    damage = result.get("damage")
+    if isinstance(damage, dict) and isinstance(damage.get("distribution"), list):
+        pairs = damage["distribution"]
+        left_out["distribution"] = sum(
+            (chance(pair) for pair in pairs if unlikely(chance(pair))), 0.0)
+        result["damage"] = {**damage, "distribution": [
+            pair for pair in pairs if not unlikely(chance(pair))]}
+    result["left_out"] = left_out
     return result
 
 
@@ -84,7 +114,8 @@ METHODS = [
                "Exact odds of an exchange: {outcomes: {name: p}, damage: {mean, "
                "distribution, truncated_mass}} and the system's own chances. With "
                "assume_known, as if the minds it names knew their defense and could "
-               "pay for it.",
+               "pay for it; with least_chance, without the entries of outcomes and "
+               "damage.distribution less likely than that (summed in left_out).",
                result={"type": "object", "required": ["outcomes"]},
                errors=(RULES_VIOLATION,), checked_by_system=True),
     MethodSpec("exchange.end_round", END_ROUND, exchange_end_round,

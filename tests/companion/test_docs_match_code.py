@@ -115,8 +115,10 @@ class Params:
 #: rewording wrongly without a word).
 PROSE_PARAMS: dict[str, tuple[str, str]] = {
     "exchange.odds": (
-        "as `exchange.resolve`, without `dice`/`seed`; `assume_known?: [pointer]` (below)",
-        "`{system, attacker, defender, attack, defense?, options?, assume_known?, ...}`"),
+        "as `exchange.resolve`, without `dice`/`seed`; `assume_known?: [pointer]`, "
+        "`least_chance?: number` (below)",
+        "`{system, attacker, defender, attack, defense?, options?, assume_known?, "
+        "least_chance?, ...}`"),
 }
 
 

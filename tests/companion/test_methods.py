@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
+from companion.methods.exchange import leave_out_unlikely
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
 from .combatants import EXCHANGE, FENKA, ULCEN
@@ -245,6 +247,67 @@ async def test_exchange_odds_assume_known_answers_alike_whatever_the_defender_kn
         error = await rpc.error("exchange.odds", {**params, "assume_known": places})
         assert error["code"] == -32602
         assert [e["path"] for e in error["data"]["errors"]] == [path]
+
+
+async def test_exchange_odds_least_chance_leaves_out_the_unlikely_entries(rpc: Rpc) -> None:
+    """least_chance: combat-strength's penetrating damage (hundreds of values, in
+    outcomes and in damage.distribution) comes down to the values at least that likely;
+    what was left out is summed in left_out, and the mean and dealt figures are the
+    whole answer's. 0 leaves out nothing; a bad value is −32602 at /least_chance."""
+    params = {"system": "combat-strength",
+              "attacker": {"id": "a", "attack_strength": 60, "defense_strength": 40},
+              "defender": {"id": "b", "attack_strength": 10, "defense_strength": 30},
+              "attack": {"mode": "psychic-implosion", "range": "short"},
+              "defense": {"mode": "mind-blank"}}
+    whole = await rpc.ok("exchange.odds", params)
+    assert "left_out" not in whole and len(whole["damage"]["distribution"]) > 500
+    assert 0 < whole["outcomes"]["crushed"] < 1
+    short = await rpc.ok("exchange.odds", {**params, "least_chance": 0.001})
+    kept = {str(v): p for v, p in whole["damage"]["distribution"] if p >= 0.001}
+    assert short["outcomes"] == {**kept, "crushed": whole["outcomes"]["crushed"]}
+    assert short["damage"]["distribution"] == [
+        pair for pair in whole["damage"]["distribution"] if pair[1] >= 0.001]
+    assert 0 < len(kept) < 50
+    gone = sum(p for _, p in whole["damage"]["distribution"] if p < 0.001)
+    assert short["left_out"]["outcomes"] == pytest.approx(gone, abs=1e-12)
+    assert short["left_out"]["distribution"] == pytest.approx(gone, abs=1e-12)
+    for member in ("mean", "truncated_mass", "dealt"):
+        assert short["damage"][member] == whole["damage"][member]
+    assert {k: v for k, v in short.items() if k not in ("outcomes", "damage", "left_out")} \
+        == {k: v for k, v in whole.items() if k not in ("outcomes", "damage")}
+    assert whole["damage"]["dealt"]["least"] <= whole["damage"]["dealt"]["median"] \
+        <= whole["damage"]["dealt"]["p90"] < whole["damage"]["dealt"]["most"]
+    nothing = await rpc.ok("exchange.odds", {**params, "least_chance": 0})
+    assert nothing == {**whole, "left_out": {"outcomes": 0.0, "distribution": 0.0}}
+    # the crush (2 %) beside the damage values goes below a line above it
+    above = await rpc.ok("exchange.odds", {**params, "least_chance": 0.05})
+    assert "crushed" not in above["outcomes"] and above["crushed"] == whole["crushed"]
+    # revised-2e's two outcomes: one below the line goes, the other stays
+    revised = {k: v for k, v in EXCHANGE.items() if k != "dice"}
+    both = (await rpc.ok("exchange.odds", revised))["outcomes"]
+    line = (min(both.values()) + max(both.values())) / 2
+    one = await rpc.ok("exchange.odds", {**revised, "least_chance": line})
+    assert one["outcomes"] == {k: p for k, p in both.items() if p >= line}
+    for bad in (-0.1, 1.5, "0.1", None):
+        error = await rpc.error("exchange.odds", {**params, "least_chance": bad})
+        assert error["code"] == -32602
+        assert [e["path"] for e in error["data"]["errors"]] == ["/least_chance"]
+    error = await rpc.error("exchange.resolve", {**params, "least_chance": 0.1})
+    assert error["data"]["errors"] == [
+        {"path": "", "message": 'unexpected member(s) ["least_chance"]: not allowed here'}]
+
+
+def test_least_chance_keeps_what_is_no_number() -> None:
+    """A plugin's odds may hold anything where a chance should be: such an entry stays,
+    and an answer without the lists gets left_out all the same."""
+    odds = {"outcomes": {"hit": 0.01, "miss": 0.99, "note": "tails", "flag": True},
+            "damage": {"mean": 0.5, "distribution": [[0, 0.99], [1, 0.01], [2, "x"], 3]}}
+    assert leave_out_unlikely(odds, 0.05) == {
+        "outcomes": {"miss": 0.99, "note": "tails", "flag": True},
+        "damage": {"mean": 0.5, "distribution": [[0, 0.99], [2, "x"], 3]},
+        "left_out": {"outcomes": 0.01, "distribution": 0.01}}
+    assert leave_out_unlikely({"outcomes": "none"}, 0.5) == {
+        "outcomes": "none", "left_out": {"outcomes": 0.0, "distribution": 0.0}}
 
 
 async def test_dice_roll(rpc: Rpc) -> None:

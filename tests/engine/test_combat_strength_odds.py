@@ -152,15 +152,18 @@ def test_wave_save_and_effects_match_enumeration(int_wis: int, range_: str) -> N
 
 
 def test_odds_json_shape_api_md() -> None:
-    """API.md: {outcomes: {name: p}, damage: {mean, distribution, truncated_mass}}."""
+    """API.md: {outcomes: {name: p}, damage: {mean, distribution, truncated_mass}}, and
+    the project's dealt beside them."""
     r = req({"id": "a", "attack_strength": 60, "defense_strength": 40},
             {"id": "b", "attack_strength": 10, "defense_strength": 30}, "ego-whip",
             "shield-thoughts", 100, range="medium")
     data = SYSTEM.odds(r)
-    assert set(data["damage"]) == {"mean", "distribution", "truncated_mass"}
+    assert set(data["damage"]) == {"mean", "distribution", "truncated_mass", "dealt"}
     assert data["bonus_dice"] == 3 and data["table"] == "combat"
     # 3 + 3 penetrating d6: smallest 6; a penetrating d6 averages m = 3.5 + (m - 1)/6 = 4
     assert data["damage"]["distribution"][0][0] == 6
     assert data["damage"]["mean"] == pytest.approx(3 + 3 * 4)
     assert data["damage"]["truncated_mass"] == 0
+    # every attack deals some, and the least is the lowest value of the distribution
+    assert data["damage"]["dealt"]["chance"] == 1 and data["damage"]["dealt"]["least"] == 6
     assert 0 < data["defense_zero"] < 1

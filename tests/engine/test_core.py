@@ -135,6 +135,48 @@ def test_sum_and_compare_against_brute_force() -> None:
     assert a.compare(b) == (Fraction(gt, n), Fraction(eq, n), Fraction(lt, n))
 
 
+def dealt_by_enumeration(values: list[tuple[int, Fraction]]) -> dict[str, object] | None:
+    """What ``Dist.dealt`` should say of equally likely ``values`` (each with its
+    probability), from a sorted list of every value above 0 repeated by its weight."""
+    hits = [(v, p) for v, p in values if v > 0]
+    chance = sum((p for _, p in hits), Fraction(0))
+    if not hits:
+        return None
+    step = min(p for _, p in hits)
+    ladder = sorted(v for v, p in hits for _ in range(int(p / step)))
+    assert len(ladder) * step == chance, "every probability a multiple of the least"
+
+    def at(share: Fraction) -> int:  # the least value with at least that share at or below
+        return next(v for i, v in enumerate(ladder, 1) if Fraction(i, len(ladder)) >= share)
+
+    return {"chance": float(chance),
+            "mean": float(sum((v * p for v, p in hits), Fraction(0)) / chance),
+            "p10": at(Fraction(1, 10)), "median": at(Fraction(1, 2)),
+            "p90": at(Fraction(9, 10)), "least": ladder[0], "most": ladder[-1]}
+
+
+def test_damage_dealt_against_enumeration() -> None:
+    """``dealt`` sums up the values above 0 exactly: chance, mean, percentiles."""
+    cases = {
+        "2d4 - 3": [(sum(x) - 3, Fraction(1, 16)) for x in product(range(1, 5), repeat=2)],
+        "d6 - 6": [(f - 6, Fraction(1, 6)) for f in range(1, 7)],
+        "d10 once": [(f, Fraction(1, 10)) for f in range(1, 11)],
+        "3": [(3, Fraction(1))],
+    }
+    dists = {"2d4 - 3": Dist.die(4).repeat(2).shift(-3), "d6 - 6": Dist.die(6).shift(-6),
+             "d10 once": Dist.die(10), "3": Dist.constant(3)}
+    for name, dist in dists.items():
+        assert dist.dealt() == dealt_by_enumeration(cases[name]), name
+        assert dist.to_json()["dealt"] == dist.dealt()
+    # a penetrating chain: every chain weighted by its own probability
+    chain = Dist.penetrating_die(4, cap=3).shift(-2)
+    assert chain.dealt() == dealt_by_enumeration(chain.items())
+    assert Dist.die(6).shift(-6).dealt() is None
+    # exactly on a share's edge: 1 and 2 of d2 each half; the median is 1, not 2
+    assert Dist.die(2).dealt() == {"chance": 1.0, "mean": 1.5, "p10": 1, "median": 1,
+                                   "p90": 2, "least": 1, "most": 2}
+
+
 def test_schema_errors_speak_json_and_name_the_field() -> None:
     """Bad input gets a clear error naming the field: values as the caller wrote them
     (JSON, not Python), unexpected members named, long values cut short."""

@@ -364,9 +364,9 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Starts (or starts again) the time request `id` waits for its answer: the configured
-  // timeout from now. An answer long enough to come in many chat parts (a combat-strength
-  // odds answer of a hundred KB takes the bridge half a minute to type) starts it again
-  // with each part, so an answer still arriving is not called lost while it arrives.
+  // timeout from now. An answer long enough to come in many chat parts (a large
+  // encounter's step, any answer at a small --chunk) starts it again with each part, so
+  // an answer still arriving is not called lost while it arrives.
   const waitForAnswer = (id) => {
     if (timers.has(id)) clearTimeout(timers.get(id));
     timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
@@ -1635,6 +1635,11 @@ var Mindscape = Mindscape || (() => {
   // The check is whispered to the GM only, as every request is: no defender sees it.
   const checkTheAttacker = (exchange, requester) => {
     const { params, involved, paths } = exchangeRequest(exchange, null);
+    // Only whether the companion allows the attack matters here (and its sheet warnings):
+    // least_chance 1 leaves every chance below certainty out of the answer's lists, which
+    // for combat-strength's penetrating damage would come to 120 KB and more, half a
+    // minute of the bridge's typing before the defender is asked.
+    params.least_chance = 1;
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
       kind: CHECK_KIND,
@@ -1968,6 +1973,9 @@ var Mindscape = Mindscape || (() => {
     return whisperGM(box('joined', text));
   };
 
+  // exchange.odds' least_chance for !psi odds: less likely than this reads 0.0% (percent).
+  const ODDS_LEAST_CHANCE = 0.0005;
+
   const commandOdds = (msg, args) => {
     const who = sides(msg, args);
     if (who.error) return refuse(msg.playerid, who.error);
@@ -1991,6 +1999,10 @@ var Mindscape = Mindscape || (() => {
     const hidden = chosen.defense && chosen.defense.mode && !playerIsGM(msg.playerid)
       ? assumedPlaces(places, (ref) => !mayControl(msg.playerid, ref)) : [];
     if (hidden.length) params.assume_known = hidden;
+    // A chance that would read 0.0% here stays out of the answer (the companion sums what
+    // it left out): combat-strength's penetrating damage has hundreds of values, 120 KB and
+    // more to type through the bridge, and these lines sum its damage up from damage.dealt.
+    params.least_chance = ODDS_LEAST_CHANCE;
     const hiddenNames = Array.from(new Set(hidden.map((place) => fighterName(places[place]))));
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {
@@ -3765,33 +3777,12 @@ var Mindscape = Mindscape || (() => {
 
   const percent = (p) => `${(Number(p) * 100).toFixed(1)}%`;
 
-  // What a damage distribution (`[[value, p]]`) says of the attacks that deal damage: their
-  // mean and median, and the values between which 8 in 10 fall (the 10th and 90th
-  // percentiles); null when the attack never deals any.
-  const damageSpread = (distribution) => {
-    const hits = (Array.isArray(distribution) ? distribution : [])
-      .filter((pair) => Array.isArray(pair)).map(([v, p]) => [Number(v), Number(p)])
-      .filter(([v, p]) => v > 0 && p > 0).sort((a, b) => a[0] - b[0]);
-    const chance = hits.reduce((sum, [, p]) => sum + p, 0);
-    if (!(chance > 0)) return null;
-    const mean = hits.reduce((sum, [v, p]) => sum + v * p, 0) / chance;
-    // The least value reached by share q of the damaging attacks; a hair below q, so that
-    // float sums meant to reach it do.
-    const at = (q) => {
-      let seen = 0;
-      for (const [v, p] of hits) {
-        seen += p / chance;
-        if (seen >= q - 1e-9) return v;
-      }
-      return hits[hits.length - 1][0];
-    };
-    return { mean, median: at(0.5), low: at(0.1), high: at(0.9), fixed: hits.length === 1 };
-  };
-
   // combat-strength's odds in a few lines. Its `outcomes` are the damage values, hundreds
   // of them once penetrating dice chain, so these lines show its exclusive results
   // (`outcome`: damage, a crushed mind, a condition, a save, no effect), the conditions it
-  // may leave, the chance the defense strength falls to 0, and the damage summed up.
+  // may leave, the chance the defense strength falls to 0, and the damage as the companion
+  // sums it up (`damage.dealt`: given that some is dealt, its mean, median, and the values
+  // between which 8 in 10 fall, its 10th and 90th percentiles; null when none ever is).
   const STRENGTH_OUTCOMES = { damage: 'Damage', crushed: 'Mind crushed', condition: 'A condition', saved: 'Saved', 'no-effect': 'No effect' };
   const strengthOdds = (result) => {
     const chances = (map, words) => (isObject(map) ? Object.keys(map) : [])
@@ -3800,12 +3791,12 @@ var Mindscape = Mindscape || (() => {
     const conditions = chances(result.conditions, {});
     if (conditions.length) lines.push(`Conditions: ${conditions.join(', ')}`);
     if (Number(result.defense_zero) > 0) lines.push(`Defense strength falls to 0: ${percent(result.defense_zero)}`);
-    const spread = damageSpread(isObject(result.damage) ? result.damage.distribution : null);
+    const dealt = isObject(result.damage) && isObject(result.damage.dealt) ? result.damage.dealt : null;
     // How often it is dealt is the Damage chance above (a crushed mind takes none).
-    if (spread && spread.fixed) lines.push(`Damage when dealt: ${spread.median}.`);
-    else if (spread) {
-      lines.push(`Damage when dealt: ${spread.mean.toFixed(1)} on average, median ${spread.median}, `
-        + `8 times in 10 from ${spread.low} to ${spread.high}.`);
+    if (dealt && dealt.least === dealt.most) lines.push(`Damage when dealt: ${dealt.least}.`);
+    else if (dealt) {
+      lines.push(`Damage when dealt: ${Number(dealt.mean).toFixed(1)} on average, median ${dealt.median}, `
+        + `8 times in 10 from ${dealt.p10} to ${dealt.p90}.`);
     }
     return lines.filter(Boolean);
   };

@@ -46,6 +46,8 @@ test("not-enough-psp: a player's macro attack the companion refuses for its atta
   for (const check of checks) {
     assert.equal(check.params.defense, null);
     assert.deepEqual(check.params.attack, { mode: "mind-thrust", multiplier: 4, range: "short" });
+    // only whether it is allowed matters: the answer leaves the lists of chances out
+    assert.equal(check.params.least_chance, 1);
   }
   // Ann reads the companion's own words about her own attacker; Bo reads nothing.
   assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr declares 8 PSPs of mind-thrust but holds 3"]);

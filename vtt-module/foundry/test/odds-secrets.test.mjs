@@ -58,6 +58,8 @@ test("revised-2e: a player's odds against a mind they do not own are the same fo
   // knows the defense and can pay for it.
   const sent = t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params;
   assert.deepEqual([sent.defender.adapter, sent.defender.data.actor.flags.mindscape["revised-2e"].psp, sent.defense, sent.assume_known], ["foundry.dnd5e", 1, { mode: "tower-of-iron-will" }, ["/defender"]]);
+  // A chance that would read 0.00% stays out of the answer.
+  assert.equal(sent.least_chance, 0.00005);
   // Without an assumed defense the odds are her sheet's, with no such line, and nothing
   // is assumed.
   const { value } = await oddsOf(t.clients.p1, ask(null));

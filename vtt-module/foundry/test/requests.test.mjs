@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, combatantRef, defenseFromChoice, exchangeParams,
-  damageSpread, dispositionOf, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  dealtView, dispositionOf, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
 } from "../mindscape/scripts/requests.js";
 import { renderModuleTemplate } from "../test-support/scenario.mjs";
 import { makeI18n } from "../test-support/fakes.mjs";
@@ -105,6 +105,12 @@ test("exact odds become rows with percentages, the mean damage and the system's 
   assert.deepEqual(view.extras.map((e) => [e.name, e.percent]), [["critical", "5.00%"], ["mind_opened", "1.25%"]]);
   assert.deepEqual(view.damage, { mean: 6.25, max: 10, truncated: false });
   assert.equal(oddsView({ outcomes: {}, damage: { mean: 1, distribution: [], truncated_mass: 0.001 } }).damage.truncated, true);
+  // Asked with least_chance, the distribution is short: the greatest damage is dealt's, and
+  // a dealt of null (none ever dealt) means no damage line.
+  const short = { outcomes: { hit: 0.9 }, damage: { mean: 5, distribution: [[5, 0.9]], truncated_mass: 0, dealt: { chance: 0.9, mean: 5.5, p10: 5, median: 5, p90: 5, least: 5, most: 40 } }, left_out: { outcomes: 0.1, distribution: 0.1 } };
+  assert.deepEqual(oddsView(short).damage, { mean: 5, max: 40, truncated: false });
+  assert.deepEqual(oddsView(short).extras, []);
+  assert.equal(oddsView({ outcomes: { hit: 1 }, damage: { mean: 0, distribution: [], truncated_mass: 0, dealt: null } }).damage, null);
 });
 
 test("the daemon's revised-2e odds: counts beside the chances (needed, modifier, PSP costs) are not shown as chances", () => {
@@ -145,15 +151,20 @@ test("combat-strength odds are a few rows, not one per damage value: its results
   // companion's outcomes hold 2,021 damage values.
   const { distribution, outcomes } = strengthDamage(4, 3);
   assert.equal(Object.keys(outcomes).length, 2021);
-  const odds = { outcomes, damage: { mean: 19, distribution, truncated_mass: 0 }, crushed: 0, defense_zero: 0.00022570056356796897, conditions: {}, save: null, outcome: { damage: 1 }, table: "combat", band: "01-25", defender_band: null, table_value: 3, bonus_dice: 4, attack_cost: 20 };
+  // dealt as the companion computes it (engine/odds.py Dist.dealt, exactly)
+  const dealt = { chance: 1, mean: 19, p10: 13, median: 18, p90: 27, least: 7, most: 2027 };
+  const odds = { outcomes, damage: { mean: 19, distribution, truncated_mass: 0, dealt }, crushed: 0, defense_zero: 0.00022570056356796897, conditions: {}, save: null, outcome: { damage: 1 }, table: "combat", band: "01-25", defender_band: null, table_value: 3, bonus_dice: 4, attack_cost: 20 };
   const i18n = makeI18n();
   const label = (k, f) => (i18n.has(k) ? i18n.localize(k) : f);
   const view = oddsView(odds, label, "combat-strength");
   assert.deepEqual(view.outcomes.map((o) => [o.label, o.percent]), [["Damage", "100.00%"]]);
   assert.deepEqual(view.conditions, []);
   assert.deepEqual(view.extras.map((e) => [e.label, e.percent]), [["Defense strength falls to 0", "0.02%"]]);
-  // Mean 3 + 4 × 4 = 19; the 10th, 50th and 90th percentiles as the companion's Python computes them.
+  // Mean 3 + 4 × 4 = 19; the 10th, 50th and 90th percentiles as the companion gives them.
   assert.deepEqual(view.spread, { chance: "100.00%", mean: 19, median: 18, low: 13, high: 27, fixed: false });
+  // The same from an answer asked with least_chance: the lists are short, the line the same.
+  const short = { ...odds, outcomes: { 13: 0.06 }, damage: { ...odds.damage, distribution: [[13, 0.06]] }, left_out: { outcomes: 0.94, distribution: 0.94 } };
+  assert.deepEqual(oddsView(short, label, "combat-strength"), view);
   const html = renderModuleTemplate("odds", view);
   assert.equal(html.match(/<tr /g).length, 2);
   assert.match(html, /When it deals damage \(100\.00%\): 19 on average, median 18, 8 times in 10 from 13 to 27\./);
@@ -162,7 +173,7 @@ test("combat-strength odds are a few rows, not one per damage value: its results
 
 test("combat-strength odds without a defense show the condition the companion names, not a damage of 0", () => {
   // The companion's answer to a psionic wave at a defenseless psionic mind (table B, letter D).
-  const odds = { outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0, defense_zero: 0, conditions: { dazed: 1 }, save: null, outcome: { condition: 1 }, table: "defenseless", band: "51-75", defender_band: "110-159", table_value: "D", bonus_dice: 0, attack_cost: 20 };
+  const odds = { outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0, dealt: null }, crushed: 0, defense_zero: 0, conditions: { dazed: 1 }, save: null, outcome: { condition: 1 }, table: "defenseless", band: "51-75", defender_band: "110-159", table_value: "D", bonus_dice: 0, attack_cost: 20 };
   const i18n = makeI18n();
   const view = oddsView(odds, (k, f) => (i18n.has(k) ? i18n.localize(k) : f), "combat-strength");
   assert.deepEqual(view.outcomes.map((o) => [o.label, o.percent]), [["Condition", "100.00%"]]);
@@ -182,10 +193,11 @@ test("combat-strength odds without a defense show the condition the companion na
     [["Mind crushed", "55.00%"], ["No effect", "45.00%"], ["Dead", "55.00%"], ["Defense strength falls to 0", "55.00%"]]);
 });
 
-test("a damage spread is of the damaging attacks only, and a single value reads as itself", () => {
-  assert.equal(damageSpread([[0, 1]]), null);
-  assert.deepEqual(damageSpread([[0, 0.5], [4, 0.25], [8, 0.25]]), { chance: "50.00%", mean: 6, median: 4, low: 4, high: 8, fixed: false });
-  const fixed = damageSpread([[12, 1]]);
+test("the damage line reads the companion's dealt, and a single value reads as itself", () => {
+  assert.equal(dealtView(null), null);
+  assert.equal(dealtView(undefined), null);
+  assert.deepEqual(dealtView({ chance: 0.5, mean: 6, p10: 4, median: 4, p90: 8, least: 4, most: 8 }), { chance: "50.00%", mean: 6, median: 4, low: 4, high: 8, fixed: false });
+  const fixed = dealtView({ chance: 1, mean: 12, p10: 12, median: 12, p90: 12, least: 12, most: 12 });
   assert.deepEqual(fixed, { chance: "100.00%", mean: 12, median: 12, low: 12, high: 12, fixed: true });
   assert.match(renderModuleTemplate("odds", { outcomes: [], conditions: [], extras: [], spread: fixed }), /When it deals damage \(100\.00%\): 12\./);
 });

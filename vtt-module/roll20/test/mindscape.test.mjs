@@ -23,9 +23,13 @@ const checksWaiting = (sb) => Object.entries(sb.state.Mindscape.pending)
   .sort(([, a], [, b]) => a.at - b.at);
 
 // The companion's answer that lets a checked attack through: the odds of its exchange
-// with no defense (API.md exchange.odds; the check reads none of it).
+// with no defense, asked with least_chance 1, so that every chance below certainty is
+// left out of the lists (API.md exchange.odds; the check reads none of it).
 const checkAllowed = (id) => ({
-  jsonrpc: '2.0', id, result: { outcomes: { hit: 0.55, miss: 0.45 }, damage: { mean: 4.95, distribution: [[0, 0.45], [9, 0.55]], truncated_mass: 0 } },
+  jsonrpc: '2.0', id, result: {
+    outcomes: {}, left_out: { outcomes: 1, distribution: 1 },
+    damage: { mean: 4.95, distribution: [], truncated_mass: 0, dealt: { chance: 0.55, mean: 9, p10: 9, median: 9, p90: 9, least: 9, most: 9 } },
+  },
 });
 
 // The requests whispered so far but the checks of attacks (each announced to the GM as
@@ -800,6 +804,8 @@ test('an attack is checked with the companion before any defender is asked: exch
   const check = lastRequest(ctx.sb);
   assert.equal(check.body.method, 'exchange.odds');
   assert.equal(check.body.params.defense, null);
+  // Only whether it is allowed matters: the answer's lists of chances stay out of the chat.
+  assert.equal(check.body.params.least_chance, 1);
   assert.deepEqual(buttonsSent(ctx.sb), [], 'nobody is asked before the check answers');
   assert.deepEqual(whispersTo(ctx.sb, 'Bob'), [], 'the defender learns nothing of the check');
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(check.id)), /check of Ego Whip by Ulcen of Tyr against Fenka, before Fenka is asked for a defense/);
@@ -813,7 +819,7 @@ test('an attack is checked with the companion before any defender is asked: exch
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
   const resolve = lastRequest(ctx.sb);
   assert.equal(resolve.body.method, 'exchange.resolve');
-  assert.deepEqual({ ...resolve.body.params, defense: null }, check.body.params);
+  assert.deepEqual({ ...resolve.body.params, defense: null, least_chance: 1 }, check.body.params);
   // A defense settled at once asks nobody: the exchange itself answers at once.
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust --defense none` });
   assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
@@ -927,6 +933,8 @@ test('a GM may settle the defense at once; odds are whispered to whoever asked',
   const odds = lastRequest(ctx.sb);
   assert.equal(odds.body.method, 'exchange.odds');
   assert.equal(odds.body.params.defense, null);
+  // A chance that would read 0.0% stays out of the answer typed through the bridge.
+  assert.equal(odds.body.params.least_chance, 0.0005);
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.45, miss: 0.55 }, critical: 0.05, damage: { mean: 4.5, distribution: [], truncated_mass: 0 } } });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 45\.0%, Miss 55\.0%, Critical 5\.0%<br>Mean damage 4\.50/);
   // Odds for a defense of Fenka's (Bob's), or their refusal, would tell Alice which
@@ -952,24 +960,35 @@ test('combat-strength odds come in a few lines, not one per damage value: outcom
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psychic-implosion --defense mind-blank` });
   const odds = lastRequest(ctx.sb);
-  // The companion's shape (engine/combat_strength/README.md, "Odds"): a long tail of
-  // values 31..130 at 0.1% each after 10, 20 and 30 (mean 22.05, median 10, 80% within 10..30).
+  assert.equal(odds.body.params.least_chance, 0.0005);
+  // The companion's shape (engine/combat_strength/README.md, "Odds"; docs/API.md
+  // least_chance): 10, 20 and 30 kept, a long tail of values 31..1030 at 0.01% each left
+  // out, and the damage dealt summed up over all of them.
   const distribution = [[10, 0.5], [20, 0.3], [30, 0.1]];
-  for (let v = 31; v <= 130; v += 1) distribution.push([v, 0.001]);
   const outcomes = Object.fromEntries(distribution.map(([v, p]) => [String(v), p * 0.98]));
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: {
-    outcomes: { ...outcomes, crushed: 0.02 }, damage: { mean: 22.05, distribution, truncated_mass: 0 }, crushed: 0.02,
+    outcomes: { ...outcomes, crushed: 0.02 }, crushed: 0.02, left_out: { outcomes: 0.098, distribution: 0.1 },
+    damage: { mean: 66.05, distribution, truncated_mass: 0, dealt: { chance: 1, mean: 66.05, p10: 10, median: 10, p90: 30, least: 10, most: 1030 } },
     defense_zero: 0.0216, conditions: {}, save: null, outcome: { crushed: 0.02, damage: 0.98 }, table: 'combat', bonus_dice: 4, attack_cost: 14,
   } });
   const card = whispersTo(ctx.sb, 'gm').at(-1);
   assert.equal(card.split('<br>').length, 4, card);
-  assert.match(card, /Mind crushed 2\.0%, Damage 98\.0%<br>Defense strength falls to 0: 2\.2%<br>Damage when dealt: 22\.1 on average, median 10, 8 times in 10 from 10 to 30\./);
-  assert.doesNotMatch(card, /\b(31|77|130) 0\.\d%/);
+  assert.match(card, /Mind crushed 2\.0%, Damage 98\.0%<br>Defense strength falls to 0: 2\.2%<br>Damage when dealt: 66\.0 on average, median 10, 8 times in 10 from 10 to 30\./);
+  assert.doesNotMatch(card, /\b(10|20|30) \d+\.\d%/);
+  // Damage that is always the same is said once.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psychic-implosion --defense mind-blank` });
+  const fixed = lastRequest(ctx.sb);
+  answer(ctx, fixed.id, { jsonrpc: '2.0', id: fixed.id, result: {
+    outcomes: { 7: 1 }, crushed: 0, left_out: { outcomes: 0, distribution: 0 },
+    damage: { mean: 7, distribution: [[7, 1]], truncated_mass: 0, dealt: { chance: 1, mean: 7, p10: 7, median: 7, p90: 7, least: 7, most: 7 } },
+    defense_zero: 0, conditions: {}, save: null, outcome: { damage: 1 },
+  } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Damage 100\.0%<br>Damage when dealt: 7\.<\/div>$/);
   // A psionic wave on a defenseless mind deals no damage but leaves a condition: it says so.
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
   const wave = lastRequest(ctx.sb);
   answer(ctx, wave.id, { jsonrpc: '2.0', id: wave.id, result: {
-    outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0 }, crushed: 0, defense_zero: 0,
+    outcomes: { 0: 1 }, damage: { mean: 0, distribution: [[0, 1]], truncated_mass: 0, dealt: null }, crushed: 0, defense_zero: 0,
     conditions: { asleep: 0.75, stunned: 0.25 }, save: null, outcome: { condition: 1 },
   } });
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /A condition 100\.0%<br>Conditions: Asleep 75\.0%, Stunned 25\.0%<\/div>$/);

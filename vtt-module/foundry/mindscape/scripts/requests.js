@@ -422,7 +422,14 @@ export function dispositionOf({ token, actor }) {
 /** Chance fields the systems name beside `outcomes` (API.md: critical, mind opened, control). */
 const CHANCES = new Set(["critical", "mind_opened", "save_rolled", "control", "controlled", "crushed", "mind_crushed", "stunned"]);
 /** Fields of `exchange.odds` that are not chances. */
-const NOT_CHANCES = new Set(["outcomes", "damage", "system", "needed", "modifier", "defense_psp", "psp_spent", "needed_distribution", "target_open", "effect", "warnings", "bonus_dice", "attack_cost"]);
+const NOT_CHANCES = new Set(["outcomes", "damage", "system", "needed", "modifier", "defense_psp", "psp_spent", "needed_distribution", "target_open", "effect", "warnings", "bonus_dice", "attack_cost", "left_out"]);
+
+/**
+ * `exchange.odds`' `least_chance` for the odds shown: a chance that would read 0.00% here
+ * (`pct`) is left out of the answer (combat-strength's penetrating damage has hundreds of
+ * values, 120 KB and more of answer, of which these views read none).
+ */
+export const ODDS_LEAST_CHANCE = 0.00005;
 
 const pct = (p) => `${(Math.round(Number(p) * 10000) / 100).toFixed(2)}%`;
 
@@ -451,10 +458,12 @@ export function oddsView(odds, label = (_k, f) => f, system = null) {
   // A distribution that never deals damage (power-pool's every mode but Synaptic
   // Overload, any attack on a mind it cannot hurt) says nothing: no line for it.
   const damage = dealsDamage(odds?.damage) ? odds.damage : null;
+  // The greatest damage: the companion's `dealt.most`, which counts what least_chance left
+  // out of the distribution (a plugin's odds may have no `dealt`: the distribution's).
+  const listed = Array.isArray(damage?.distribution) ? damage.distribution.map(([v]) => Number(v)) : [];
   const damageView = damage ? {
     mean: round2(damage.mean),
-    max: Array.isArray(damage.distribution) && damage.distribution.length
-      ? Math.max(...damage.distribution.map(([v]) => Number(v))) : 0,
+    max: damage.dealt && typeof damage.dealt === "object" ? Number(damage.dealt.most) : listed.length ? Math.max(...listed) : 0,
     truncated: Number(damage.truncated_mass ?? 0) > 0,
   } : null;
   return { outcomes, extras, damage: damageView };
@@ -463,11 +472,13 @@ export function oddsView(odds, label = (_k, f) => f, system = null) {
 const round2 = (n) => Math.round(Number(n ?? 0) * 100) / 100;
 
 /**
- * Whether an odds' `damage` (`{mean, distribution: [[value, p]], truncated_mass}`) may
- * deal any: a value above 0 with a chance, a mean above 0, or a mass cut off at the cap.
+ * Whether an odds' `damage` (`{mean, distribution: [[value, p]], truncated_mass, dealt}`)
+ * may deal any: the companion's `dealt` (null when it never does), else a value above 0
+ * with a chance, a mean above 0, or a mass cut off at the cap.
  */
 function dealsDamage(damage) {
   if (!damage || typeof damage !== "object") return false;
+  if (damage.dealt !== undefined) return damage.dealt !== null || Number(damage.truncated_mass) > 0;
   const some = (damage.distribution ?? []).some(([v, p]) => Number(v) > 0 && Number(p) > 0);
   return some || Number(damage.mean) > 0 || Number(damage.truncated_mass) > 0;
 }
@@ -478,7 +489,7 @@ function dealsDamage(damage) {
  * the rows are its mutually exclusive results (`outcome`: damage, crushed, condition,
  * saved, no effect), then each condition it may leave (`conditions`), then the chance
  * the defense strength falls to 0 (`defense_zero`); the damage is summed up in one line
- * (`damageSpread`).
+ * from the companion's `damage.dealt` (`dealtView`).
  * @param {object} odds  `exchange.odds`' answer for combat-strength
  * @param {(key:string, fallback:string)=>string} label
  */
@@ -488,32 +499,20 @@ export function strengthOddsView(odds, label = (_k, f) => f) {
   const conditions = Object.entries(odds?.conditions ?? {}).filter(([, p]) => Number(p) > 0).map(([name, p]) => row("Condition", name, p));
   const zero = Number(odds?.defense_zero ?? 0);
   const extras = zero > 0 ? [row("Chance", "defense_zero", zero)] : [];
-  return { outcomes, conditions, extras, damage: null, spread: damageSpread(odds?.damage?.distribution) };
+  return { outcomes, conditions, extras, damage: null, spread: dealtView(odds?.damage?.dealt) };
 }
 
 /**
- * What a damage distribution (`[[value, p]]`) says when the attack deals damage: its
- * chance, mean and median, and the values between which it falls 8 times in 10 (its
- * 10th and 90th percentiles; `fixed` when it can deal only one), or null when it never
- * deals any.
+ * What the companion's `damage.dealt` (docs/API.md: `{chance, mean, p10, median, p90,
+ * least, most}` of the damage when some is dealt, or null when none ever is) says in the
+ * odds' damage line: its chance, mean and median, and the values between which it falls
+ * 8 times in 10 (`fixed` when it can deal only one value).
  * @returns {{chance:string, mean:number, median:number, low:number, high:number, fixed:boolean}|null}
  */
-export function damageSpread(distribution) {
-  const hits = (distribution ?? []).map(([v, p]) => [Number(v), Number(p)]).filter(([v, p]) => v > 0 && p > 0).sort((a, b) => a[0] - b[0]);
-  const chance = hits.reduce((sum, [, p]) => sum + p, 0);
-  if (!(chance > 0)) return null;
-  const mean = hits.reduce((sum, [v, p]) => sum + v * p, 0) / chance;
-  // The smallest value reached with at least share `q` of the damaging attacks (a
-  // hair below q, so that sums of floats that should reach it do).
-  const at = (q) => {
-    let seen = 0;
-    for (const [v, p] of hits) {
-      seen += p / chance;
-      if (seen >= q - 1e-9) return v;
-    }
-    return hits[hits.length - 1][0];
+export function dealtView(dealt) {
+  if (!dealt || typeof dealt !== "object") return null;
+  return {
+    chance: pct(dealt.chance), mean: round2(dealt.mean), median: Number(dealt.median),
+    low: Number(dealt.p10), high: Number(dealt.p90), fixed: Number(dealt.least) === Number(dealt.most),
   };
-  const [low, high] = [at(0.1), at(0.9)];
-  // Without dice (points alone) there is one value: it reads as itself.
-  return { chance: pct(chance), mean: round2(mean), median: at(0.5), low, high, fixed: hits.length === 1 };
 }

@@ -12,7 +12,7 @@ import {
 } from "./errors.js";
 import {
   adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
-  assumedPlaces, dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
+  ODDS_LEAST_CHANCE, assumedPlaces, dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
   RANGES,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
@@ -379,6 +379,7 @@ export class Mindscape {
     // and say so.
     const hidden = defense ? struck.filter((d) => !this.maySee(sender, d)) : [];
     if (hidden.length) params.assume_known = assumedPlaces(targets, controllers, hidden);
+    params.least_chance = ODDS_LEAST_CHANCE;
     let odds;
     try {
       odds = await this.rpc("exchange.odds", params);
@@ -440,7 +441,9 @@ export class Mindscape {
    * checks it as `exchange.resolve` does, and refuses it before computing anything.
    * Allowed, the call computes exact odds, at the cost the dialog's odds have for the
    * same attack (a psionic wave's against all its targets at once, combat-strength's
-   * damage distribution): small at a table's sizes, once per exchange.
+   * damage distribution): small at a table's sizes, once per exchange. Only whether it
+   * is allowed matters, so it asks with `least_chance` 1: the answer leaves every chance
+   * below certainty out of its lists (combat-strength's would be 120 KB and more).
    * Any other refusal (one about a defender, its sheet or its defense, which may be
    * secret) or failure is not decided here: the exchange's own call meets it, as before,
    * with its own secrecy. The check itself shows nothing to anyone.
@@ -452,7 +455,8 @@ export class Mindscape {
    */
   async checkTheAttacker(attacker, targets, attack, controllers = []) {
     try {
-      await this.rpc("exchange.odds", await this.oddsRequest(attacker, targets, attack, null, controllers));
+      const params = await this.oddsRequest(attacker, targets, attack, null, controllers);
+      await this.rpc("exchange.odds", { ...params, least_chance: 1 });
     } catch (error) {
       if (refusesTheAttacker(error, roundCombatantId(attacker.token, attacker.actor))) throw error;
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
 from html import escape
 
@@ -13,6 +15,21 @@ from .logs import shortened
 
 #: Most characters shown of what a client sent (its user agent, the method it called)
 SHOWN = 120
+
+#: The page's one style sheet, the only thing its Content-Security-Policy lets it load.
+STYLE = ("body{font:15px/1.45 system-ui,sans-serif;max-width:46em;margin:2em auto;"
+         "padding:0 1em}\ncode{background:#eee;padding:0 .25em} .err{color:#a00}")
+
+#: The page needs nothing but its own style sheet: no script, image, frame, form or
+#: fetch, and no page may frame it. Should a name shown on it (a plugin's error, a
+#: client's user agent) ever escape the escaping, the browser still runs nothing.
+POLICY = ("default-src 'none'; style-src 'sha256-"
+          + base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
+          + "'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+#: Headers of the page: never cached, the policy above, no type sniffing, no referrer.
+HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": POLICY,
+           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
 def _ago(when: float) -> str:
@@ -60,8 +77,7 @@ async def status_page(request: web.Request) -> web.Response:
                for c in services.hub.recent_clients()]
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Mindscape companion</title>
-<style>body{{font:15px/1.45 system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em}}
-code{{background:#eee;padding:0 .25em}} .err{{color:#a00}}</style></head><body>
+<style>{STYLE}</style></head><body>
 <h1>Mindscape companion</h1>
 <p>Version {escape(services.version)}, API {API_VERSION}, running since
 {escape(time.strftime('%Y-%m-%d %H:%M:%S %z', time.localtime(services.started_at)))}.
@@ -93,7 +109,7 @@ to allow another one.</li>
     # the replacement character for it instead of failing.
     return web.Response(body=body.encode("utf-8", "replace"),
                         content_type="text/html", charset="utf-8",
-                        headers={"Cache-Control": "no-store"})
+                        headers=HEADERS)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
+import hashlib
 import io
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import stat
@@ -273,6 +276,25 @@ async def test_status_page_shows_pairing_help_but_never_the_token(rpc: Rpc,
     for system in ("revised-2e", "combat-strength", "power-pool", "sample-duel"):
         assert system in page
     assert "Recent HTTP clients" in page and "companion.info" in page
+
+
+async def test_status_page_may_load_nothing_but_its_own_style(rpc: Rpc) -> None:
+    """docs/SECURITY.md "Reading the status page": its Content-Security-Policy allows
+    its one style sheet (by its hash) and nothing else: no script, no frame around it."""
+    response = await rpc.client.get("/")
+    page = await response.text()
+    policy = dict(part.strip().split(" ", 1)
+                  for part in response.headers["Content-Security-Policy"].split(";"))
+    style = re.search(r"<style>(.*?)</style>", page, re.S)
+    assert style is not None and page.count("<style") == 1
+    digest = base64.b64encode(hashlib.sha256(style.group(1).encode()).digest()).decode()
+    assert policy == {"default-src": "'none'", "style-src": f"'sha256-{digest}'",
+                      "base-uri": "'none'", "form-action": "'none'",
+                      "frame-ancestors": "'none'"}
+    assert "<script" not in page and " style=" not in page and "<img" not in page
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert response.headers["Cache-Control"] == "no-store"
 
 
 def test_token_file_is_created_once_with_mode_0600(tmp_path: Path) -> None:

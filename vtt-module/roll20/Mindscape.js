@@ -1636,9 +1636,9 @@ var Mindscape = Mindscape || (() => {
   const checkTheAttacker = (exchange, requester) => {
     const { params, involved, paths } = exchangeRequest(exchange, null);
     // Only whether the companion allows the attack matters here (and its sheet warnings):
-    // least_chance 1 leaves every chance below certainty out of the answer's lists, which
-    // for combat-strength's penetrating damage would come to 120 KB and more, half a
-    // minute of the bridge's typing before the defender is asked.
+    // least_chance 1 leaves every chance below certainty out of the answer's lists, so it
+    // comes back in one chat part before the defender is asked (with no defense the
+    // built-in systems' lists are short anyway: a few KB at most; a plugin's need not be).
     params.least_chance = 1;
     const id = newId();
     return postRequest(rpcBody(id, 'exchange.odds', params), {

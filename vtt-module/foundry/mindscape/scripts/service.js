@@ -443,7 +443,7 @@ export class Mindscape {
    * same attack (a psionic wave's against all its targets at once, combat-strength's
    * damage distribution): small at a table's sizes, once per exchange. Only whether it
    * is allowed matters, so it asks with `least_chance` 1: the answer leaves every chance
-   * below certainty out of its lists (combat-strength's would be 120 KB and more).
+   * below certainty out of its lists, whatever the system (a plugin's may be long).
    * Any other refusal (one about a defender, its sheet or its defense, which may be
    * secret) or failure is not decided here: the exchange's own call meets it, as before,
    * with its own secrecy. The check itself shows nothing to anyone.

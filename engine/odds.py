@@ -161,7 +161,8 @@ class Dist:
     def dealt(self) -> dict[str, Any] | None:
         """What the values above 0 (damage dealt) come to, exactly: their chance, and
         given that some is dealt, its mean, its 10th, 50th and 90th percentiles (each the
-        least value reached by at least that share of them) and its least and most value;
+        least value with at least that share of them at or below it) and its least and
+        most value;
         ``None`` when no value is above 0. Truncated mass is left out, as ``mean`` leaves
         it out."""
         hits = [(v, w) for v, w in self._sorted if v > 0]

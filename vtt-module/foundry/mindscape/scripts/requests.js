@@ -427,7 +427,8 @@ const NOT_CHANCES = new Set(["outcomes", "damage", "system", "needed", "modifier
 /**
  * `exchange.odds`' `least_chance` for the odds shown: a chance that would read 0.00% here
  * (`pct`) is left out of the answer (combat-strength's penetrating damage has hundreds of
- * values, 120 KB and more of answer, of which these views read none).
+ * values, 120 KB and more of answer, nearly all of them such chances; its view reads the
+ * damage from `damage.dealt`, which still counts them).
  */
 export const ODDS_LEAST_CHANCE = 0.00005;
 

@@ -369,9 +369,12 @@
     const type = (command) => {
       typing = typing.then(async () => {
         const box = doc.querySelector('#textchat-input textarea');
-        // Roll20's send button is #chatSendBtn; the first button of the chat input, which
-        // need not be it, is only the fallback for a page without that id.
-        const button = doc.querySelector('#chatSendBtn') || doc.querySelector('#textchat-input button, #textchat-input .btn');
+        // The send button: #chatSendBtn where the page has that id; else the chat input's
+        // button of class btn, which public Roll20 userscripts press (betteR20:
+        // "#textchat-input button.btn"); else its first button. Roll20 documents none of
+        // these, so the badge says so when no button is found.
+        const button = doc.querySelector('#chatSendBtn') || doc.querySelector('#textchat-input button.btn')
+          || doc.querySelector('#textchat-input button, #textchat-input .btn');
         if (!box || !button) throw new Error('Roll20 chat input not found');
         const draft = box.value;
         box.value = command;

@@ -1173,9 +1173,9 @@ test('of two tabs of one browser only the one holding the lease relays a request
   assert.notEqual(out.after, out.holder);
 });
 
-test('the userscript presses Roll20\'s send button, #chatSendBtn, also when another button comes first in the chat input; without that id it falls back to the input\'s first button', { skip: SKIP }, async () => {
-  const codes = ['SendButton01', 'SendButton02'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} }));
-  const out = await inIsolatedPage(async ([withId, withoutId]) => {
+test('the userscript presses Roll20\'s send button, #chatSendBtn, also when another button comes first in the chat input; without that id the input\'s button of class btn, else its first button', { skip: SKIP }, async () => {
+  const codes = ['SendButton01', 'SendButton02', 'SendButton03'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} }));
+  const out = await inIsolatedPage(async ([withId, withoutId, withClass]) => {
     const clicks = [];
     const input = document.querySelector('#textchat-input');
     // Records which button was pressed, and with what in the chat box; only a send empties it.
@@ -1195,9 +1195,13 @@ test('the userscript presses Roll20\'s send button, #chatSendBtn, also when anot
     layout('<textarea></textarea><button class="btn" data-role="send">Send</button>');
     await bridge.relay('SendButton02', withoutId);
     await bridge.idle();
+    // Without the id, the button of class btn, as public Roll20 userscripts press it.
+    layout('<textarea></textarea><button data-role="other">Emoji</button><button class="btn" data-role="send">Send</button>');
+    await bridge.relay('SendButton03', withClass);
+    await bridge.idle();
     return { clicks, status: bridge.status().state };
   }, codes);
-  assert.deepEqual(out.clicks, [['send', '!psi-result SendButton01'], ['send', '!psi-result SendButton02']]);
+  assert.deepEqual(out.clicks, [['send', '!psi-result SendButton01'], ['send', '!psi-result SendButton02'], ['send', '!psi-result SendButton03']]);
   assert.equal(out.status, 'connected');
 });
 

@@ -93,7 +93,20 @@ class TokenDocument {
  * button resolves `wait` to `(await callback(...)) ?? action`, as DialogV2#_onSubmit does
  * (so Cancel with `callback: () => null` answers "cancel"). The render callback gets the
  * application in v13 and the <dialog> element in v12, whose own close() only hides it.
+ * Content: v13 uses an element's inner HTML as it is, and cleans a string with
+ * `foundry.utils.cleanHTML`, whose rules the stand-in does not know: it takes the worst
+ * case for our dialogs and strips every `data-*` attribute from a string, so that a
+ * dialog that reached v13 as a string would fail its tests. v12 writes its string as it
+ * is (an element there would show as "[object HTMLDivElement]").
  */
+function dialogContentHtml(content, generation) {
+  if (generation < 13) return String(content);
+  if (typeof content !== "string") return content.innerHTML;
+  const holder = document.createElement("div");
+  holder.innerHTML = content;
+  holder.querySelectorAll("*").forEach((el) => [...el.attributes].filter((a) => a.name.startsWith("data-")).forEach((a) => el.removeAttribute(a.name)));
+  return holder.innerHTML;
+}
 const instances = new Map();
 class DialogV2 {
   static generation = 13;
@@ -108,7 +121,7 @@ class DialogV2 {
       el.id = `dialog-${Math.random().toString(36).slice(2)}`;
       if (position.width) el.style.width = `${position.width}px`;
       el.innerHTML = `<header class="window-header"><h1 class="window-title">${win.title ?? ""}</h1></header>
-        <form class="dialog-form standard-form" autocomplete="off"><div class="dialog-content standard-form">${content}</div>
+        <form class="dialog-form standard-form" autocomplete="off"><div class="dialog-content standard-form">${dialogContentHtml(content, DialogV2.generation)}</div>
         <footer class="form-footer">${buttons.map((b) => `<button type="submit" data-action="${b.action}"${b.default ? " autofocus" : ""}><i class="${b.icon ?? ""}"></i> ${b.label}</button>`).join("")}</footer></form>`;
       document.body.append(el);
       const finish = () => { app.closed = true; instances.delete(el.id); el.remove(); };

@@ -162,3 +162,15 @@ test("the attack dialog disables Attack while the odds are refused for the attac
   assert.deepEqual(panel.shown.map((el) => el.className), ["mindscape-status error"]);
   delete globalThis.document;
 });
+
+test("a dialog's content goes to v13's DialogV2 as an element, which Foundry does not clean, and to v12's as the string", () => {
+  const doc = { createElement: (tag) => ({ tagName: tag.toUpperCase(), innerHTML: "" }) };
+  const html = '<select name="mode" data-mindscape-mode="1"></select>';
+  assert.equal(dialogs.dialogContent(html, 12, doc), html);
+  const element = dialogs.dialogContent(html, 13, doc);
+  assert.deepEqual([element.tagName, element.innerHTML], ["DIV", html]);
+  assert.equal(dialogs.dialogContent(html, 14, doc).innerHTML, html);
+  // Without a document (or a release) there is nothing to build an element with.
+  assert.equal(dialogs.dialogContent(html, 13, undefined), html);
+  assert.equal(dialogs.dialogContent(html, undefined, doc), html);
+});

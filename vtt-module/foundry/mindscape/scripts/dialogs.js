@@ -34,6 +34,24 @@ export function appOf(target) {
   return (id && globalThis.foundry?.applications?.instances?.get?.(id)) ?? null;
 }
 
+/**
+ * DialogV2's `content` for the rendered template `html`. From v13 on, Foundry passes a
+ * string through `foundry.utils.cleanHTML`, which strips what it deems undesirable, and
+ * uses an HTMLDivElement as it is (its API: DialogV2Configuration.content, "If string,
+ * the content is cleaned ... Otherwise, the content is not cleaned"). Our content is our
+ * own template, every value in it escaped by Handlebars, and its controls need their
+ * `data-*`, `name` and `for` attributes: so from v13 it goes as an element. v12's
+ * DialogV2 takes a string (and does not clean it).
+ * @param {string} html
+ * @param {number} [generation]  Foundry's major version (`game.release.generation`)
+ */
+export function dialogContent(html, generation = globalThis.game?.release?.generation, doc = globalThis.document) {
+  if (!(Number(generation) >= 13) || !doc) return html;
+  const div = doc.createElement("div");
+  div.innerHTML = html;
+  return div;
+}
+
 let dialogs = 0;
 
 /** A prefix for a dialog's element ids, unique in this page. */
@@ -53,7 +71,7 @@ export async function wait({ title, icon, template, context, ok, okIcon = "fas f
   const t = i18n();
   // `uid`: the prefix of this dialog's element ids, unique in the page (several dialogs
   // may be open), so that each label names its control (`<label for>`).
-  const content = await renderTemplate(template, { ...context, uid: dialogUid() });
+  const content = dialogContent(await renderTemplate(template, { ...context, uid: dialogUid() }));
   const result = await DialogV2().wait({
     window: { title: t.localize(title), icon },
     classes: ["mindscape-dialog"],

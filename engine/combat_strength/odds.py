@@ -18,7 +18,7 @@ Combatant = Mapping[str, Any]
 @lru_cache(maxsize=64)
 def bonus_damage(count: int, sides: int, cap: int) -> Dist:
     """The sum of ``count`` penetrating d``sides`` with ``cap`` follow-ups each."""
-    return Dist.penetrating_die(sides, cap).repeat(count)
+    return Dist.penetrating_dice(count, sides, cap)
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ExactOdds:
     percent_mode: bool
 
     def to_json(self) -> dict[str, Any]:
-        outcomes = {str(v): float(p) for v, p in self.damage.items()}
+        outcomes = {str(v): p for v, p in self.damage.float_items()}
         if self.percent_mode:
             outcomes["crushed"] = float(self.crushed)
         return {

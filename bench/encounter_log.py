@@ -22,13 +22,10 @@ import argparse
 import http.client
 import json
 import os
-import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import children  # noqa: E402
 from bench.arguments import number  # noqa: E402
 from companion.plugins import MethodSpec, Plugin  # noqa: E402
 from companion.services import Context  # noqa: E402
@@ -203,12 +201,20 @@ def main() -> None:
         serve(Path(args.serve[0]), int(args.serve[1]))
         return
     # SIGTERM (a time limit, ``kill``) stops the child and removes the home as Ctrl+C does.
-    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
-    home = args.home or Path(tempfile.mkdtemp(prefix="mindscape-bench-log-"))
+    children.handle_termination()
+    # On the way out the child is stopped, and then the folder removed (with it the
+    # throw-away home; a home given with --home is elsewhere, and kept).
+    with children.temporary_folder("mindscape-bench-log-") as scratch:
+        measure(args, args.home or scratch)
+
+
+def measure(args: argparse.Namespace, home: Path) -> None:
+    """Serve the app on ``home`` in a child process, build the encounter, time the calls
+    and print the figures."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, __file__, "--serve", str(home), str(port)],
-                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+    child = children.launch([sys.executable, __file__, "--serve", str(home), str(port)],
+                            cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
     try:
         wait_ready(port, child)
         client = Client(port, (home / "token").read_text().strip())
@@ -257,10 +263,7 @@ def main() -> None:
               f"the new path, {rss['old']:.0f} MiB after the old one too")
         print(f"answers equal: {'yes' if equal else 'NO'}")
     finally:
-        child.terminate()
-        child.wait(timeout=30)
-        if args.home is None:
-            shutil.rmtree(home, ignore_errors=True)
+        children.stop(child, grace=30)
 
 
 if __name__ == "__main__":

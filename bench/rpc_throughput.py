@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 PYTHON = sys.executable
 
+from bench import children  # noqa: E402
 from bench.arguments import number  # noqa: E402
 
 INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
@@ -212,7 +212,7 @@ def run_client(url: str, body: dict[str, Any], token: str | None, connections: i
 # -- servers ------------------------------------------------------------------------------
 def start_echo(server_cores: set[int]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    process = launch(
+    process = children.launch(
         [PYTHON, str(ROOT / "bench" / "echo_server.py"), str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
         env=child_environment(), cwd=ROOT, preexec_fn=pinned(server_cores))
@@ -256,7 +256,7 @@ def start_companion(home: Path, server_cores: set[int], log_level: str
     port = free_port()
     environment = child_environment()
     started = time.perf_counter()
-    process = launch(
+    process = children.launch(
         [*mindscape_command(), "serve", "--home", str(home), "--port", str(port),
          "--log-level", log_level],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
@@ -272,54 +272,6 @@ def start_companion(home: Path, server_cores: set[int], log_level: str
     url = f"http://127.0.0.1:{port}"
     wait_ready(url)
     return process, url, ready
-
-
-#: Every server started and not yet stopped: ``main`` stops what is left on any exit.
-RUNNING: list[subprocess.Popen[str]] = []
-#: While a server is being started a SIGTERM waits here until it is in ``RUNNING``
-#: (raised inside ``Popen``, it would leave the new process unknown and running).
-DEFERRED: dict[str, int | None] = {"starting": 0, "signal": None}
-
-
-def launch(command: list[str], **options: Any) -> subprocess.Popen[str]:
-    """``subprocess.Popen(command, **options)``, in ``RUNNING`` before any SIGTERM acts."""
-    DEFERRED["starting"] = 1
-    try:
-        process: subprocess.Popen[str] = subprocess.Popen(command, **options)
-        RUNNING.append(process)
-    finally:
-        DEFERRED["starting"] = 0
-    signum = DEFERRED["signal"]
-    if signum is not None:
-        raise SystemExit(128 + signum)
-    return process
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    """SIGTERM (the daemon stops gracefully), SIGKILL after 10 s."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process in RUNNING:
-        RUNNING.remove(process)
-
-
-def stop_all() -> None:
-    for process in list(RUNNING):
-        stop(process)
-
-
-def terminated(signum: int, _frame: Any) -> None:
-    """SIGTERM (or SIGHUP) ends the run as Ctrl+C does: servers stopped, the
-    throw-away home removed."""
-    if DEFERRED["starting"]:
-        DEFERRED["signal"] = signum
-        return
-    raise SystemExit(128 + signum)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -339,15 +291,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, terminated)
-    signal.signal(signal.SIGHUP, terminated)
+    # SIGTERM (a time limit, ``kill``) or SIGHUP ends the run as Ctrl+C does: servers
+    # stopped, the throw-away home removed.
+    children.handle_termination()
     try:
         run(args)
     except KeyboardInterrupt:
         print("interrupted: no figures", file=sys.stderr)
         raise SystemExit(130) from None
     finally:
-        stop_all()
+        children.stop_all()
 
 
 def run(args: argparse.Namespace) -> None:
@@ -375,43 +328,40 @@ def run(args: argparse.Namespace) -> None:
     if warning:
         print(warning)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # Servers are stopped before their home is removed, whatever ends the run.
-        try:
-            home = Path(tmp) / "home"
-            startups = []
-            # The first start writes the bytecode cache (and the token): not counted.
-            stop(start_companion(home, server_cores, args.log_level)[0])
-            for _ in range(args.startups):
-                process, _url, ready = start_companion(home, server_cores, args.log_level)
-                startups.append(ready)
-                stop(process)
+    # Servers are stopped before their home is removed, whatever ends the run.
+    with children.temporary_folder("mindscape-bench-rpc-") as tmp:
+        home = tmp / "home"
+        startups = []
+        # The first start writes the bytecode cache (and the token): not counted.
+        children.stop(start_companion(home, server_cores, args.log_level)[0])
+        for _ in range(args.startups):
+            process, _url, ready = start_companion(home, server_cores, args.log_level)
+            startups.append(ready)
+            children.stop(process)
 
-            echo, echo_url = start_echo(server_cores)
-            companion, url, _ = start_companion(home, server_cores, args.log_level)
-            token = (home / "token").read_text().strip()
-            rest_kib = rss_kib(companion.pid)
-            try:
-                rows = []
-                for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
-                    load(url, body, token, 2, 1.0, load_cores)  # warm up
-                    load(echo_url, body, None, 2, 1.0, load_cores)
-                    bases, ours_all = [], []
-                    for _ in range(args.rounds):
-                        bases.append(measured(echo.pid, load, echo_url, body, None,
-                                              args.connections, per_round, load_cores))
-                        ours_all.append(measured(companion.pid, load, url, body, token,
-                                                 args.connections, per_round, load_cores))
-                    base, ours = median_figures(bases), median_figures(ours_all)
-                    base1 = load(echo_url, body, None, 1, one_connection, load_cores)
-                    ours1 = load(url, body, token, 1, one_connection, load_cores)
-                    rows.append((label, base, ours, base1, ours1))
-                loaded_kib = rss_kib(companion.pid)
-            finally:
-                stop(companion)
-                stop(echo)
+        echo, echo_url = start_echo(server_cores)
+        companion, url, _ = start_companion(home, server_cores, args.log_level)
+        token = (home / "token").read_text().strip()
+        rest_kib = rss_kib(companion.pid)
+        try:
+            rows = []
+            for label, body in (("companion.info", INFO), ("exchange.resolve", RESOLVE)):
+                load(url, body, token, 2, 1.0, load_cores)  # warm up
+                load(echo_url, body, None, 2, 1.0, load_cores)
+                bases, ours_all = [], []
+                for _ in range(args.rounds):
+                    bases.append(measured(echo.pid, load, echo_url, body, None,
+                                          args.connections, per_round, load_cores))
+                    ours_all.append(measured(companion.pid, load, url, body, token,
+                                             args.connections, per_round, load_cores))
+                base, ours = median_figures(bases), median_figures(ours_all)
+                base1 = load(echo_url, body, None, 1, one_connection, load_cores)
+                ours1 = load(url, body, token, 1, one_connection, load_cores)
+                rows.append((label, base, ours, base1, ours1))
+            loaded_kib = rss_kib(companion.pid)
         finally:
-            stop_all()
+            children.stop(companion)
+            children.stop(echo)
 
     print()
     print(f"{'call':<18}{'echo req/s':>11}{'companion req/s':>16}{'ratio':>7}"

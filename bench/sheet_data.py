@@ -28,7 +28,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import children  # noqa: E402
+
 HOST = "127.0.0.1"
 FIXTURES = ROOT / "tests" / "fixtures" / "foundry" / "dnd5e"
 ZANNA = json.loads((FIXTURES / "zanna-gnome-wizard.json").read_text())
@@ -72,7 +76,7 @@ class Daemon:
         self.code, self.home = code, home
         self.port = free_port()
         env = {**os.environ, "PYTHONPATH": str(code)}
-        self.process = subprocess.Popen(
+        self.process = children.launch(
             [sys.executable, "-m", "companion", "serve", "--home", str(home),
              "--port", str(self.port), "--log-level", "warning"],
             cwd=code, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -119,13 +123,7 @@ class Daemon:
         return memory(self.process.pid)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        children.stop(self.process, grace=30)
 
 
 class Probe(threading.Thread):
@@ -317,14 +315,11 @@ def main() -> None:
     parser.add_argument("--refreshes", type=int, default=200)
     args = parser.parse_args()
     # SIGTERM (a time limit, ``kill``) stops the daemon and removes the homes as Ctrl+C does.
-    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
-    keep = Path(tempfile.mkdtemp(prefix="mindscape-bench-sheets-"))
-    try:
+    children.handle_termination()
+    with children.temporary_folder("mindscape-bench-sheets-") as keep:
         codes = [ROOT] if args.before is None else [args.before.resolve(), ROOT]
         runs = {code: run(code, args, keep) for code in codes}
         extra = old_shape(ROOT, keep, codes[0]) if args.before is not None else None
-    finally:
-        shutil.rmtree(keep, ignore_errors=True)
     after = runs[ROOT]
     before = runs.get(codes[0]) if args.before is not None else None
     if before is None:

@@ -18,9 +18,7 @@ import contextlib
 import json
 import os
 import random
-import signal
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -33,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import children  # noqa: E402
 from bench.arguments import number  # noqa: E402
 from tests.reliability.daemon import Daemon  # noqa: E402
 from tests.reliability.play import COMBATANTS  # noqa: E402
@@ -232,15 +231,20 @@ def main(argv: list[str] | None = None) -> int:
                              "trend in latency or memory comes from")
     args = parser.parse_args(argv)
     # SIGTERM (a time limit, ``kill``) stops the daemon and removes the home as Ctrl+C does.
-    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    children.handle_termination()
     # The daemon is the ``mindscape`` script beside this interpreter: put this checkout
     # first on its import path, or it runs whatever copy of ``companion`` is installed.
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    with tempfile.TemporaryDirectory(prefix="mindscape-soak-") as scratch:
-        home = Path(args.home) if args.home else Path(scratch) / "home"
-        daemon = Daemon(home, Path(scratch) / "logs").start()
+    with children.temporary_folder("mindscape-soak-") as scratch:
+        home = Path(args.home) if args.home else scratch / "home"
+        daemon = Daemon(home, scratch / "logs")
         try:
+            # ``start`` runs ``Popen`` and waits until the daemon answers (about a
+            # second, 20 s at most): a SIGTERM meanwhile acts once ``daemon.process``
+            # is set, so the ``finally`` below stops it.
+            with children.deferred():
+                daemon.start()
             soak = Soak(daemon, args.seconds, args.rate, args.seed, tuple(args.without))
             elapsed = asyncio.run(soak.run())
             store = home / "mindscape.sqlite3"
@@ -249,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"store {store.stat().st_size / 1024:.0f} KiB, WAL "
                   f"{wal.stat().st_size / 1024 if wal.exists() else 0:.0f} KiB")
         finally:
-            daemon.stop()
+            with children.deferred():
+                daemon.stop()
     return 0
 
 

@@ -43,4 +43,7 @@ export MINDSCAPE_CLIENT_REQUESTS="$RECORDED"
 echo "== node --test"
 (cd vtt-module && npm test)
 echo "== pytest"
-.venv/bin/python -m pytest
+# Hypothesis's own "ci" profile: each property test draws the same examples every run
+# (derandomize), so a red run is the change's doing, not a new draw. Run pytest without
+# it for fresh draws; a failure prints the blob that replays it.
+.venv/bin/python -m pytest --hypothesis-profile=ci

@@ -174,8 +174,9 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
     PSPs come back (``recover``); an open mind goes through its rounds (``end_of_round``:
     locked rounds, then a check each round) until it closes, for at most the rounds the
     rest lasts and ``MAX_REST_MIND_ROUNDS`` (``mind-checks-capped`` when that stops it);
-    conditions timed in rounds (``condition_rounds``: the rest of the round they began in
-    and that many more) run out as the rounds pass; powers lost for days (``lost_powers``)
+    conditions run out as the rounds pass (``condition_rounds``: the rest of the round
+    they began in and that many more; one without lasts its round, as at a round's end);
+    powers lost for days (``lost_powers``)
     count down by the whole days the rest lasts (a part of a day is not carried over)."""
     out = recover(tables, c, hours)
     events = []
@@ -200,14 +201,14 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
                                                              "days": days}))
     passed = rounds - mind_rounds  # end_of_round counted the conditions of its rounds
     for condition in list(out["conditions"]):
-        if condition not in out["condition_rounds"]:
-            continue
-        left = out["condition_rounds"][condition] + 1 - passed
+        # one with no rounds counted ends at its round's end (count_down_conditions)
+        left = out["condition_rounds"].get(condition, 0) + 1 - passed
         if left > 0:
-            out["condition_rounds"][condition] = left - 1
+            if condition in out["condition_rounds"]:
+                out["condition_rounds"][condition] = left - 1
         else:
             out["conditions"].remove(condition)
-            del out["condition_rounds"][condition]
+            out["condition_rounds"].pop(condition, None)
             events.append(Event("condition-ended", out["id"], {"condition": condition}))
     return out, events
 

@@ -570,14 +570,20 @@ def test_revised_2e_rest_gives_ceil_a_eighth_of_the_maximum_an_hour() -> None:
 
 def test_revised_2e_rest_runs_out_conditions_timed_in_rounds() -> None:
     """An hour is 60 rounds of a minute: a condition of the rest of its round and 100
-    more has 41 left after an hour (40 more after the current one)."""
+    more has 41 left after an hour (40 more after the current one). One without rounds
+    counted lasts its round, as at a round's end (COMBATANTS.md), so a rest ends it."""
     c = psionicist("kara", conditions=["stunned", "confused", "dazed"],
                    condition_rounds={"stunned": 0, "confused": 100})
-    kara = after(REVISED.rest({"combatants": [c], "hours": 1}, SuppliedDice({})), "kara")
-    assert kara["conditions"] == ["confused", "dazed"]  # dazed has no timer
+    rested = REVISED.rest({"combatants": [c], "hours": 1}, SuppliedDice({}))
+    kara = after(rested, "kara")
+    assert kara["conditions"] == ["confused"]
     assert kara["condition_rounds"] == {"confused": 40}
+    assert [e["condition"] for e in rested["events"]
+            if e["type"] == "condition-ended"] == ["stunned", "dazed"]
+    assert after(REVISED.end_round({"combatants": [c]}, SuppliedDice({})),
+                 "kara")["conditions"] == ["confused"]
     two = after(REVISED.rest({"combatants": [kara], "hours": 1}, SuppliedDice({})), "kara")
-    assert two["conditions"] == ["dazed"]
+    assert two["conditions"] == []
 
 
 def test_revised_2e_rest_takes_an_open_mind_through_its_rounds_until_it_closes() -> None:

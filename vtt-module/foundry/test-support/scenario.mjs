@@ -605,10 +605,10 @@ function restMindRound(c, roll, events, options) {
  * maximum (`psp-regained {amount, hours}`); an open mind goes through its rounds
  * (`restMindRound`, a round is a minute) until it closes, for at most the rest's rounds
  * and `REST_MIND_ROUNDS_CAP` (`mind-checks-capped {rounds}` when the cap stops it); then
- * conditions timed in rounds run out as the remaining rounds pass (`condition-ended` for
- * one with fewer rounds left than passed), the others count down without an event, and a
- * condition not timed in rounds stays. Dice come from `dice` (by purpose, in order; 4002
- * `{purpose, sides, needed: 1}` when one runs out, the rest listed in `unused_dice`) or
+ * conditions run out as the remaining rounds pass (`condition-ended` for one with fewer
+ * rounds left than passed; one without rounds counted lasts its round, as at a round's
+ * end), the others count down without an event. Dice come from `dice` (by purpose, in
+ * order; 4002 `{purpose, sides, needed: 1}` when one runs out, the rest listed in `unused_dice`) or
  * else from the fake's own (`REST_DEFAULT_DICE`, whatever the `seed`); every die is in
  * `rolls`. power-pool is `poolRestResult`. combat-strength has no rest (−32602 at
  * /system). Updates use the adapters' addresses and dotted paths (the whole `mind` when
@@ -665,10 +665,10 @@ export function restResult(params) {
     }
     const passed = rounds - mindRounds;
     for (const c of [...after.conditions]) {
-      const left = after.condition_rounds[c];
-      if (left === undefined) continue; // not timed in rounds: the rest does not end it
-      if (left + 1 - passed > 0) after.condition_rounds[c] = left - passed;
-      else {
+      const left = after.condition_rounds[c] ?? 0; // none counted: it lasts its round
+      if (left + 1 - passed > 0) {
+        if (c in after.condition_rounds) after.condition_rounds[c] = left - passed;
+      } else {
         after.conditions = after.conditions.filter((x) => x !== c);
         delete after.condition_rounds[c];
         mine.push({ type: "condition-ended", combatant: id, condition: c });

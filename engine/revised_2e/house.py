@@ -32,7 +32,8 @@ HOUSE_RULES: tuple[HouseRule, ...] = (
               "by a die of the range's size (purpose mac-base); false: the worst (highest) "
               "value of the range, no die.", True),
     HouseRule(SAVE_0, "Level 0 saves vs. paralyzation at 16 and monsters save as warriors of "
-              "their Hit Dice; false: level 0 uses the class group's level-1 row.", True),
+              "their Hit Dice; false: level 0 uses the class group's level-1 row (monsters "
+              "still save as warriors: the rules give them no other row).", True),
     HouseRule(ORDER, "Order of attacks in an encounter round: 'listed' = the order combatants "
               "were added; 'initiative' = d10 each (purpose initiative, +2 for a mind forced "
               "open last round), lowest first, ties in listed order. Each attack sees the "

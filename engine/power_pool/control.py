@@ -121,10 +121,14 @@ def long_rest(c: Mapping[str, Any], rule: str) -> tuple[JSON, list[Event]]:
 
 def set_free(puppet: Mapping[str, Any], ending: Iterable[str]) -> JSON:
     """The puppet once control over it ends: no controller, and conditions that last
-    only while controlled (possession) gone. Its pool stays as it is (0) until it
-    recovers: control expended it."""
+    only while controlled (possession) gone. A psionic creature's pool stays as it is (0)
+    until it recovers: control expended it. A creature without psionics has no power
+    pool to expend: its ``pool`` is the hit dice it defends with (H-PP-NO-POOL), 0 only
+    while it is controlled, and they are its own again."""
     out = copy_json(dict(puppet))
     out["controlled_by"] = None
+    if not out["psionic"]:
+        out["pool"] = out["hit_dice"] - len(out["dedicated"])
     for condition in ending:
         if condition in out["conditions"]:
             out = remove_condition(out, condition)
@@ -256,6 +260,26 @@ def unable_to_act(tables: Mapping[str, Any], c: Mapping[str, Any]) -> str | None
     if is_down(c):
         return "down"
     return next((x for x in c["conditions"] if x in tables["cannot_act_conditions"]), None)
+
+
+def unable_words(tables: Mapping[str, Any], c: Mapping[str, Any]) -> str | None:
+    """``unable_to_act`` as the summary says it ("unconscious", "at 0 hit points or
+    fewer"), or ``None``."""
+    why = unable_to_act(tables, c)
+    return "at 0 hit points or fewer" if why == "down" else why
+
+
+def check_may_keep(tables: Mapping[str, Any], controller: Mapping[str, Any]) -> None:
+    """Changing how a link is kept (a die dedicated to it, or an action each round taken
+    up for it) is something the controller does: one that cannot act (``unable_to_act``)
+    keeps its control as it is, and its links kept by an action end as the round ends
+    (``action_upkeep``). ``RulesViolation`` ``controller-cannot-act``."""
+    state = unable_words(tables, controller)
+    if state is not None:
+        raise RulesViolation("controller-cannot-act", (
+            f"{controller['name']} is {state} and cannot act: it cannot change how it keeps "
+            "its control (one kept by an action ends as the round ends)"),
+            combatant=str(controller["id"]))
 
 
 def release_kept_by_action(controller: Mapping[str, Any],
@@ -411,10 +435,9 @@ def action_upkeep_lines(tables: Mapping[str, Any], controller: Mapping[str, Any]
                         ) -> list[str]:
     """The summary's sentences of ``action_upkeep`` (``creatures``: those given,
     after it)."""
-    why = unable_to_act(tables, controller)
-    state = "at 0 hit points or fewer" if why == "down" else str(why)
-    return _action_ended_lines(controller, events, creatures, f"is {state} and cannot spend "
-                                                              "the action that keeps")
+    return _action_ended_lines(controller, events, creatures,
+                               f"is {unable_words(tables, controller)} and cannot spend the "
+                               "action that keeps")
 
 
 def rest_upkeep_lines(controller: Mapping[str, Any], events: Sequence[Event],

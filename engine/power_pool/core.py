@@ -254,15 +254,17 @@ class PowerPoolSystem(System):
         held = control.links(combatant)
         if not held:
             return {}, []
+        unable = control.unable_words(self.tables, combatant)
         switches = [{**link, "by": "action" if link["kept_by"] == "die" else "die"}
                     for link in held]
         offer: JSON = {
             "release": held,
-            "keep": [s for s in switches
-                     if s["by"] == "action" or combatant["pool"] >= len(s["targets"])],
+            "keep": [] if unable else [
+                s for s in switches
+                if s["by"] == "action" or combatant["pool"] >= len(s["targets"])],
             "cannot_perceive": [link for link in held if link["kept_by"] == "action"],
         }
-        return offer, [control_held_line(combatant, link) for link in held]
+        return offer, [control_held_line(combatant, link, unable) for link in held]
 
     def round_end_members(self) -> JSON:
         """``puppets``: creatures the combatants control whose round does not end here."""
@@ -297,10 +299,13 @@ class PowerPoolSystem(System):
                 continue
             check_upkeep(combatants[cid], choice, f"/choices/{cid}")
             try:
+                if choice.get("keep"):
+                    control.check_may_keep(self.tables, combatants[cid])
                 after, freed, happened = control.upkeep(combatants[cid], choice,
                                                         puppets | combatants, ending)
             except RulesViolation as exc:
-                # say whose choice it was (a die switch the pool cannot pay for)
+                # say whose choice it was (a die switch the pool cannot pay for, a
+                # switch by a controller that cannot act)
                 raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})",
                                      combatant=cid) from None
             _settle(combatants, puppets, cid, after, freed)
@@ -434,15 +439,23 @@ def check_upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any], path:
         raise InvalidInput(problems)
 
 
-def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any]) -> str:
+def control_held_line(controller: Mapping[str, Any], link: Mapping[str, Any],
+                      unable: str | None = None) -> str:
     """"Ix controls one creature by an action each round; it may release it, keep it by
     a die instead or lose sight of it." for a round's end offer (the creatures are ids
-    here, which only the VTT can name)."""
+    here, which only the VTT can name); ``unable``: why the controller cannot act
+    (``control.unable_words``), which leaves it no other way to keep the link."""
     count = len(link["targets"])
     held, it = (("one creature", "it") if count == 1 else
                 (f"{count} creatures of one psionic wave", "them"))
     name = controller["name"]
     die, dice = die_words(count)
+    if unable is not None and link["kept_by"] == "die":
+        return (f"{name} controls {held} by {die} from its pool; it may release {it} (it "
+                f"is {unable} and cannot act: it keeps {it} by {die}).")
+    if unable is not None:
+        return (f"{name} controls {held} by an action each round but is {unable} and "
+                f"cannot spend it: the control ends as this round ends.")
     if link["kept_by"] == "die":
         return (f"{name} controls {held} by {die} from its pool; it may release {it} or "
                 f"keep {it} by an action instead ({dice}).")

@@ -191,18 +191,22 @@ def replace(system: PowerPoolSystem, state: Mapping[str, Any], combatant_id: str
     return out
 
 
-def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str) -> str | None:
+def _can_attack(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
+                declaring: bool = False) -> str | None:
     """Why ``cid`` cannot attack now, or ``None`` if it can. A creature with no die in
-    its pool (a puppet set free, one whose every die is dedicated) has nothing to roll
-    and could only lose: it is not waited for, and the round does not stop for it each
-    time (``exchange.resolve`` on its own still takes such an attack)."""
+    its pool (a puppet set free, one whose every die is dedicated) has nothing to roll:
+    it is not waited for, and the round does not stop for it each time. Under the
+    default H-PP-TIE it could only lose, and its attack is refused; when ties go to the
+    attacker it wins against defenders that roll nothing too, so it may still declare
+    one (``declaring``), as ``exchange.resolve`` takes it."""
     c = state["combatants"][cid]
     if cid in state["acted"]:
         return "has already attacked or passed this round"
     if not c["psionic"] or not c["attacks"]:
         return "knows no attack mode"
     why = unable_to_attack(system.tables, c)
-    if why is None and c["pool"] < 1:
+    if why is None and c["pool"] < 1 and not (
+            declaring and system.options(state["options"])["H-PP-TIE"] == "attacker"):
         why = ("has no die left in its power pool (a long rest gives dice back)"
                if not c["dedicated"] else
                "has no die left in its power pool: every one is dedicated")
@@ -454,7 +458,7 @@ def _declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
                 "an attack is already declared; resolve that exchange first"))
         # the attacker may change its mind before resolution: the defenses start over
         out["pending"] = None
-        why = _can_attack(system, out, cid)
+        why = _can_attack(system, out, cid, declaring=True)
         if why:
             raise RulesViolation("cannot-attack", f"{cs[cid]['name']} {why}")
         _check_ids(out, [attack["target"]], "/choice/attack/target")
@@ -551,6 +555,8 @@ def _act(system: PowerPoolSystem, out: JSON, cid: str, choice: Mapping[str, Any]
                                    *control.rest_upkeep_lines(c, ended, cs),
                                    *control.long_rest_lines(cs[cid], rested)]
     link = next(k for k in ("release", "keep", "cannot_perceive") if k in choice)
+    if link == "keep":
+        control.check_may_keep(system.tables, cs[cid])
     upkeep = {link: [choice[link]]}
     c, freed, events = control.upkeep(cs[cid], upkeep, cs, ending)
     cs[cid] = c

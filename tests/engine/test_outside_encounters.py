@@ -366,7 +366,7 @@ def controller(**more: Any) -> JSON:
 
 def puppet(cid: str, **more: Any) -> JSON:
     c: JSON = {"id": cid, "name": cid.title(), "hit_dice": 2, "die": 6, "pool": 0,
-               "controlled_by": "ix"}
+               "psionic": True, "controlled_by": "ix"}
     c.update(more)
     return c
 
@@ -433,6 +433,53 @@ def test_power_pool_a_controller_that_cannot_act_keeps_only_control_kept_by_a_di
     assert result["summary"].startswith(
         f"End of the round: Ix is {said} and cannot spend the action that keeps its "
         "control of Zed: the control ends.")
+
+
+def test_power_pool_a_controller_that_cannot_act_is_offered_no_switch_and_refused_one(
+        ) -> None:
+    """Changing how a link is kept is the controller's doing: unconscious, Ix is offered
+    release (and losing sight) only, and a switch sent all the same is refused
+    (controller-cannot-act, at its choice) with nothing changed."""
+    out = controller(conditions=["unconscious"])
+    offers = POOL.round_end_choices({"combatants": [out]})
+    assert offers["combatants"][0]["choices"]["keep"] == []
+    assert offers["summary"] == (
+        "Ix controls one creature by an action each round but is unconscious and cannot "
+        "spend it: the control ends as this round ends. Ix controls 2 creatures of one "
+        "psionic wave by a die each from its pool; it may release them (it is unconscious "
+        "and cannot act: it keeps them by a die each).")
+    request = {"combatants": [out], "choices": {"ix": {"keep": [
+        {"target": "ay", "by": "action"}]}}}
+    kept = copy.deepcopy(request)
+    with pytest.raises(RulesViolation) as refused:
+        POOL.end_round(request, SuppliedDice({}))
+    assert refused.value.rule == "controller-cannot-act"
+    assert refused.value.detail.endswith("(/choices/ix)")
+    assert request == kept
+
+
+def test_power_pool_a_creature_without_psionics_set_free_defends_with_its_hit_dice(
+        ) -> None:
+    """H-PP-NO-POOL: a mind without a power pool defends with its hit dice; under control
+    its pool is 0 (seed 001), but it had none to expend: set free, it rolls them again,
+    alone or drawn in as an ally (H-PP-GROUP: one die)."""
+    def mind(cid: str, hit_dice: int) -> JSON:
+        return {"id": cid, "name": cid.title(), "hit_dice": hit_dice, "die": 6,
+                "attacks": ["mental-stab"]}
+
+    won = POOL.resolve({"attacker": mind("a", 3), "defender": {
+        "id": "g", "name": "G", "hit_dice": 3, "die": 8, "psionic": False},
+        "attack": {"mode": "mental-stab"}}, SuppliedDice({"attack": [10] * 3,
+                                                          "defense": [1] * 3})).to_json()
+    assert won["defender"]["after"]["pool"] == 0
+    ended = POOL.end_round({"combatants": [won["attacker"]["after"],
+                                           won["defender"]["after"]],
+                            "choices": {"a": {"release": ["g"]}}}, SuppliedDice({}))
+    g = after(ended, "g")
+    assert (g["controlled_by"], g["pool"]) == (None, 3)
+    odds = POOL.odds({"attacker": mind("d", 1), "defender": g,
+                      "attack": {"mode": "mental-stab"}})
+    assert odds["outcomes"]["defender"] > 0.5
 
 
 def test_power_pool_lost_sight_ends_only_a_link_kept_by_an_action() -> None:

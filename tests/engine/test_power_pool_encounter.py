@@ -144,6 +144,21 @@ def test_a_creature_with_no_die_in_its_pool_is_not_waited_for() -> None:
     assert state["round"] == 2 and step["summary"] == "Round 1 ends."
 
 
+def test_with_ties_to_the_attacker_an_empty_pool_may_still_attack_unwaited() -> None:
+    """H-PP-TIE 'attacker': an attacker rolling nothing wins against a defender that
+    rolls nothing too (asleep, no cognitive-labyrinth), so its attack is no sure loss and
+    is taken, as exchange.resolve takes it; it is still not waited for."""
+    state = encounter(psionic("Freed", 2, 6, pool=0), psionic("B", 2, 6, conditions=["asleep"],
+                                                         defenses=["pinnacle-of-will"]),
+                      options={"H-PP-TIE": "attacker"})
+    assert SYSTEM.encounter_waiting_for(state) == []
+    state = SYSTEM.encounter_declare(state, "freed", {"attack": {"mode": "mental-stab",
+                                                                 "target": "b"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert state["combatants"]["b"]["controlled_by"] == "freed"
+    assert "A tie goes to the attacker" in step["summary"]
+
+
 def test_a_public_action_says_what_it_did() -> None:
     """A public action changes the encounter when declared; encounter_action gives the
     same state as encounter_declare and its events and summary, for the GM's log."""
@@ -820,6 +835,23 @@ def test_a_controller_that_cannot_act_loses_control_kept_by_an_action() -> None:
             "controller": "a", "reason": "controller-cannot-act"} in step["events"]
     assert ("A is asleep and cannot spend the action that keeps its control of B: the "
             "control ends. Round 1 ends.") in step["summary"]
+
+
+def test_a_controller_that_cannot_act_cannot_change_how_it_keeps_control() -> None:
+    """Switching a link to a die (or to an action) is something the controller does:
+    asleep, A cannot, so its link kept by an action still ends as the round ends
+    (refused with controller-cannot-act; the state is unchanged)."""
+    state = encounter(_sleeping_controller(), psionic("B", 2, 6, controlled_by="a"),
+                      psionic("C", 2, 6, controlled_by="a"))
+    kept = json.dumps(state, sort_keys=True)
+    for target, by in (("b", "die"), ("c", "action")):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, "a", {"keep": {"target": target, "by": by}})
+        assert err.value.rule == "controller-cannot-act"
+        assert err.value.detail.startswith("A is asleep and cannot act")
+    assert json.dumps(state, sort_keys=True) == kept
+    state = SYSTEM.encounter_declare(state, "a", {"release": "c"})
+    assert state["combatants"]["c"]["controlled_by"] is None
 
 
 def test_only_actions_that_apply_at_once_are_public() -> None:

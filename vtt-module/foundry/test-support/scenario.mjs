@@ -256,8 +256,8 @@ function poolLinks(profile) {
  * `exchange.round_end_choices` for power-pool as the daemon answers it (API.md), over the
  * profiles in the refs: a controller (`controlling` non-empty) may release every link,
  * keep it the other way (by dice only from a pool that has one for each creature of the
- * link) and lose sight of a
- * link kept by an action (RULES.md §3.4); everyone else has `choices: {}`. The summary is
+ * link; none for a controller that cannot act) and lose sight of a link kept by an
+ * action (RULES.md §3.4); everyone else has `choices: {}`. The summary is
  * shorter than the engine's.
  */
 export function poolRoundEndChoicesResult(params) {
@@ -270,7 +270,8 @@ export function poolRoundEndChoicesResult(params) {
     const other = (l) => (l.kept_by === "die" ? "action" : (profile.pool ?? 0) >= l.targets.length ? "die" : null);
     return { id, name, choices: {
       release: links,
-      keep: links.filter(other).map((l) => ({ ...l, by: other(l) })),
+      // One that cannot act changes how it keeps nothing (the engine's check_may_keep).
+      keep: poolCannotAct(profile) ? [] : links.filter(other).map((l) => ({ ...l, by: other(l) })),
       cannot_perceive: links.filter((l) => l.kept_by === "action"),
     } };
   });
@@ -316,8 +317,14 @@ function setFree({ now, nameOf, said }, id, cid) {
   else if (p.controlled_by === cid) {
     p.controlled_by = null;
     p.conditions = (p.conditions ?? []).filter((x) => x !== "possessed");
+    // As the engine: a mind without psionics had no power pool to expend (H-PP-NO-POOL).
+    const psionic = p.psionic ?? ((p.attacks ?? []).length + (p.defenses ?? []).length > 0);
+    if (!psionic && p.hit_dice !== undefined) p.pool = p.hit_dice;
   }
 }
+
+/** Why a power-pool controller cannot act (the engine's `cannot_act_conditions`; the fake reads no hit points), or undefined. */
+const poolCannotAct = (c) => ["stunned", "asleep", "unconscious"].find((x) => (c.conditions ?? []).includes(x));
 
 /**
  * Every link controller `cid` keeps by an action ends (the engine's
@@ -397,7 +404,8 @@ function summaryOf(title, said, combatants) {
  * (`control-kept` with the link's `targets` and the `pool` left), each list in order;
  * any creature of a link names the whole link, each link once (−32602 at the second:
  * the path of a `keep` entry ends in `/target`); a creature it does not control is 4001
- * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate` (each naming the
+ * `not-controlling`, a die it does not have 4001 `no-die-to-dedicate`, a switch by a
+ * controller that cannot act 4001 `controller-cannot-act` (each naming the
  * controller in `combatant`, and its choice at the end of the detail). A link kept by a
  * die gives the die back when it ends or is kept by an action. A creature set free that
  * is given (`combatants`, or `puppets`, answered in `others`) and under that control
@@ -431,6 +439,10 @@ export function poolRoundEndResult(params) {
       });
     }
     if (problems.length) throw { code: -32602, message: "Invalid params", data: { errors: problems } };
+    const unable = poolCannotAct(c);
+    if (unable && (choice.keep ?? []).length) {
+      throw refuse("controller-cannot-act", `${C} is ${unable} and cannot act: it cannot change how it keeps its control (one kept by an action ends as the round ends) (/choices/${cid})`, cid);
+    }
     const key = (l) => l.wave ?? l.targets[0];
     // A link kept by dice holds one for each of its creatures (a psionic wave: several).
     const giveBack = (l) => {
@@ -474,7 +486,7 @@ export function poolRoundEndResult(params) {
   // Then, as the engine: a controller that cannot act (asleep, unconscious, stunned; the
   // fake reads no hit points) spends no action, so its links kept by an action end.
   for (const cid of ids) {
-    const why = ["stunned", "asleep", "unconscious"].find((x) => (now.get(cid).conditions ?? []).includes(x));
+    const why = poolCannotAct(now.get(cid));
     if (why) endKeptByAction(state, cid, "controller-cannot-act", `is ${why} and cannot spend the action that keeps`);
   }
   return poolAnswer(state, "End of the round");

@@ -329,7 +329,7 @@ async function goblinControls(t) {
     "flags.mindscape.power-pool.controlling": [{ id: "fenka-tokF", kept_by: "action" }, { id: "thrall", kept_by: "die" }, { id: "ghost", kept_by: "action" }],
     "flags.mindscape.power-pool.dedicated": [{ purpose: "control", target: "thrall" }],
   });
-  await fenkaToken.actor.update({ "flags.mindscape.power-pool": { hit_dice: 3, die: 8, pool: 0, controlled_by: "goblin-tokG", conditions: ["possessed"] } });
+  await fenkaToken.actor.update({ "flags.mindscape.power-pool": { hit_dice: 3, die: 8, pool: 0, psionic: true, controlled_by: "goblin-tokG", conditions: ["possessed"] } });
   return thrall;
 }
 

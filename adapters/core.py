@@ -13,7 +13,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
@@ -530,6 +530,9 @@ class Draft:
     #: where the VTT's psionic state store keeps a field (``flags.mindscape.<system>.
     #: <field>``, ``psi_<field>``), for warnings that tell the GM what to fill in
     store: Callable[[str], str] = str
+    #: fields ``finish`` assumed because the data holds none (a PSP maximum taken as the
+    #: current PSPs, a kind taken from it)
+    assumed: set[str] = field(default_factory=set)
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -553,6 +556,17 @@ class Draft:
         maximum left blank), so a value assumed for it is written back to that place."""
         if name in FIELDS[self.system] and name not in self.fields:
             self.bindings[name] = binding
+
+    def assume(self, name: str, value: Any) -> None:
+        """Set ``name`` to a value the data does not hold (``finish``'s defaults)."""
+        self.fields[name] = value
+        self.assumed.add(name)
+
+    def unread(self) -> list[str]:
+        """The system's fields the data does not hold: those assumed first, then those
+        left to the engine."""
+        return [*(name for name in FIELDS[self.system] if name in self.assumed),
+                *(name for name in FIELDS[self.system] if name not in self.fields)]
 
     def warn(self, text: str) -> None:
         """Record an assumption the caller should see."""
@@ -701,17 +715,17 @@ def finish(draft: Draft, npc: bool) -> None:
         if "psp" in f and "psp_max" not in f:
             # A sheet's PSP box often has no maximum filled in: the current PSPs are the
             # best guess, and the round trip of ``updates`` then writes it back.
-            f["psp_max"] = f["psp"]
+            draft.assume("psp_max", f["psp"])
             draft.warn(f"no PSP maximum recorded; taken as the current PSPs, {f['psp']}")
         if "kind" not in f:
             if f.get("psp_max", 0) > 0:
-                f["kind"] = "psionicist"
+                draft.assume("kind", "psionicist")
                 draft.warn("kind not recorded; a mind with PSPs is taken as a psionicist")
             else:
-                f["kind"] = "nonpsionic"
+                draft.assume("kind", "nonpsionic")
                 draft.warn("no psionic state recorded; taken as nonpsionic")
         if "class_group" not in f and npc:
-            f["class_group"] = "monster"
+            draft.assume("class_group", "monster")
         elif "class_group" not in f:
             # The engine then takes psionicist for a psionicist, else warrior: say so, as
             # the group sets the saving throw (and so the open mind's save) it uses.
@@ -722,12 +736,12 @@ def finish(draft: Draft, npc: bool) -> None:
         if "psionic" not in f:
             strengths = (f.get("attack_strength_max", f.get("attack_strength", 0))
                          + f.get("defense_strength_max", f.get("defense_strength", 0)))
-            f["psionic"] = strengths > 0
+            draft.assume("psionic", strengths > 0)
             if strengths == 0:
                 draft.warn("no attack or defense strength recorded; taken as non-psionic")
     elif draft.system == "power-pool" and "psionic" not in f:
         # As the engine's own default: a creature that knows a psionic mode is psionic.
-        f["psionic"] = bool(f.get("attacks") or f.get("defenses"))
+        draft.assume("psionic", bool(f.get("attacks") or f.get("defenses")))
         if not f["psionic"]:
             draft.warn("not recorded as psionic; it defends with its Hit Dice only "
                        "(H-PP-NO-POOL)")
@@ -755,23 +769,30 @@ DERIVED: Final = ("pool", "original_total", "mthac0", "mac", "save_paralyzation"
 
 def settle(system: str, after: Mapping[str, Any],
            write: Callable[[str, Any], bool],
-           reimport: Callable[[], Mapping[str, Any]]) -> None:
+           reimport: Callable[[], Mapping[str, Any]],
+           unread: Sequence[str] = ()) -> None:
     """Complete a write-back by round trips: ``reimport`` gives the combatant the data
     holds once the write-back so far is applied (normalised); ``write(field, value)``
     adds a field to the write-back and says whether that changed anything. Each round
     writes the first field of ``after`` that the re-import does not reproduce (fields
     in ``DERIVED`` last), until the re-import gives ``after`` or nothing more can be
-    written (at most one round per field). A re-import the adapter or the engine
-    refuses ends it: the write-back then stays as it was (a write-back never fails over
-    this)."""
+    written (at most two rounds per field). A re-import the adapter or the engine
+    refuses (a default the data left to the adapter no longer fits ``after``: PSPs at 0
+    with no maximum recorded make a maximum of 0) writes the first field of ``after``
+    that changes the write-back, those the data did not hold first (``unread``, in its
+    order: the adapter's assumptions, then what it left to the engine; ``DERIVED`` still
+    last), and tries again; when none does, the write-back stays as it is (a write-back
+    never fails over this)."""
     names = sorted(FIELDS[system], key=lambda name: name in DERIVED)
-    for _ in range(len(names)):
+    rank = {name: i for i, name in reversed(list(enumerate(unread)))}
+    refused = sorted(names, key=lambda name: (name in DERIVED, rank.get(name, len(rank))))
+    for _ in range(2 * len(names)):
         try:
-            again = reimport()
+            again: Mapping[str, Any] | None = reimport()
         except EngineError:
-            return
-        for name in names:
-            if name in after and again.get(name) != after[name]:
+            again = None
+        for name in names if again is not None else refused:
+            if name in after and (again is None or again.get(name) != after[name]):
                 try:
                     if write(name, after[name]):
                         break

@@ -398,7 +398,7 @@ class FoundryAdapter(Adapter):
                 _, again = self.read(apply_update(data, update()), draft.system)
                 return normalise(again.imported(actor.id, actor.name).combatant)
 
-            settle(draft.system, after, write, reimport)
+            settle(draft.system, after, write, reimport, draft.unread())
         written = update()
         return [{"uuid": actor.uuid, "update": written}] if written else []
 

@@ -407,7 +407,7 @@ class Roll20Adapter(Adapter):
                 _, again = self.read(apply_attributes(data, attributes), draft.system)
                 return normalise(again.imported(char.id, char.name).combatant)
 
-            settle(draft.system, after, write, reimport)
+            settle(draft.system, after, write, reimport, draft.unread())
         return [{"character_id": char.id, "attributes": attributes}] if attributes else []
 
 

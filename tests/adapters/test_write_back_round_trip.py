@@ -218,8 +218,10 @@ def test_applying_a_write_back_and_importing_again_gives_the_after_state(
     assert played, "every exchange was refused: the loop checked nothing"
 
 
-def test_a_write_back_the_engine_refuses_to_re_import_is_kept_as_computed() -> None:
-    """A normaliser that refuses the re-imported data never fails a write-back."""
+def test_a_write_back_the_engine_refuses_to_re_import_never_fails() -> None:
+    """A normaliser that refuses the re-imported data never fails a write-back: each
+    refusal writes the next field of ``after`` the data does not hold (here the maximum
+    its blank box left to the engine), until none is left to write."""
     data = load("roll20/adnd2e-revised-ulcen.handmade.json")
     data["attribs"].append({"name": "psi_attack_strength", "current": "60", "max": ""})
     sheet = adapters.get("roll20.adnd2e-revised")
@@ -231,7 +233,7 @@ def test_a_write_back_the_engine_refuses_to_re_import_is_kept_as_computed() -> N
     after = {"attack_strength": 53, "attack_strength_max": 60}
     assert sheet.updates(data, "combat-strength", before, after, normalise=refuse) == [
         {"character_id": "-MzUlcen0000000001",
-         "attributes": {"psi_attack_strength": {"current": 53}}}]
+         "attributes": {"psi_attack_strength": {"current": 53, "max": 60}}}]
     assert sheet.updates(data, "combat-strength", before, after,
                          normalise=SYSTEMS["combat-strength"].combatant) == [
         {"character_id": "-MzUlcen0000000001",

@@ -181,6 +181,48 @@ def test_roll20_psps_with_no_maximum_write_the_maximum_into_the_psp_box() -> Non
     assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
 
 
+def _open_at_zero(before: dict[str, Any]) -> dict[str, Any]:
+    """``before`` after its PSPs ran out: 0 PSPs, the mind locked open (RULES.md §1.5)."""
+    return {**before, "psp": 0, "conditions": ["stunned"], "mind": {
+        **before["mind"], "state": "open", "opened_by": "zero-psp", "locked_rounds": 3}}
+
+
+def test_psps_run_out_with_no_maximum_recorded_the_maximum_is_written_all_the_same(
+        ) -> None:
+    """A maximum assumed from the current PSPs would read 0 once they run out, and the
+    engine refuses a psionicist with a maximum of 0: the re-import of the write-back so
+    far is refused, and the write-back goes on with the fields the data does not hold
+    (the assumed maximum, kind) instead of stopping with the sheet left unimportable."""
+    system = SYSTEMS["revised-2e"]
+    data = aboleth("revised-2e", {"kind": "psionicist", "level": 5, "psp": 8,
+                                  "attacks": ["mind-thrust"]})
+    before = normalised(DND5E, data, "revised-2e")
+    after = _open_at_zero(before)
+    update = DND5E.updates(data, "revised-2e", before, after, normalise=system.combatant)
+    assert update[0]["update"]["flags.mindscape.revised-2e.psp_max"] == 8
+    assert normalised(DND5E, apply_foundry(data, update), "revised-2e") == after
+    sheet = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(sheet, "PSP").update({"current": "8", "max": ""})
+    before = normalised(SHEET, sheet, "revised-2e")
+    after = _open_at_zero(before)
+    written = SHEET.updates(sheet, "revised-2e", before, after, normalise=system.combatant)
+    assert written[0]["attributes"]["PSP"] == {"current": 0, "max": 8}
+    assert normalised(SHEET, apply_roll20(sheet, written), "revised-2e") == after
+
+
+def test_strengths_run_out_with_no_maxima_recorded_the_maxima_are_written() -> None:
+    """combat-strength: maxima left to the engine default to the current strengths; at 0
+    they would make the creature non-psionic, which its modes refuse."""
+    system = "combat-strength"
+    data = aboleth(system, {"attack_strength": 10, "defense_strength": 5,
+                            "attacks": ["ego-whip"], "defenses": ["mind-blank"]})
+    before = normalised(DND5E, data, system)
+    after = {**before, "attack_strength": 0, "defense_strength": 0}
+    update = DND5E.updates(data, system, before, after, normalise=SYSTEMS[system].combatant)
+    assert update[0]["update"]["flags.mindscape.combat-strength.attack_strength_max"] == 10
+    assert normalised(DND5E, apply_foundry(data, update), system) == after
+
+
 def test_roll20_ignores_a_psi_hp_attribute_with_a_warning() -> None:
     data = load("roll20/adnd2e-revised-ulcen.handmade.json")
     data["attribs"].append({"name": "psi_hp", "current": "5", "max": ""})

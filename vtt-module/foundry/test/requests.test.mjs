@@ -26,6 +26,23 @@ test("a combatant is sent as {adapter, data: {actor, token: {uuid, actorLink}}} 
   assert.equal(combatantRef(actor, null, "foundry.generic").data.token, null);
 });
 
+test("ability scores are sent as the sheet shows them (Active Effects applied to actor.system), the rest as stored", () => {
+  // Foundry applies Active Effects to the prepared data only: toObject() keeps the stored 9.
+  const stored = { _id: "r1", name: "Randal", system: { abilities: { int: { value: 9 }, wis: { value: 11 }, con: { value: 14 } }, attributes: { hp: { value: 12, max: 12 } } } };
+  const actor = {
+    toObject: () => structuredClone(stored),
+    system: { abilities: { int: { value: 19, mod: 4 }, wis: { value: 11 }, con: { value: "x" } }, attributes: { hp: { value: 12, max: 20 } } },
+  };
+  const sent = combatantRef(actor, null, "foundry.dnd5e").data.actor.system;
+  assert.deepEqual(sent.abilities, { int: { value: 19 }, wis: { value: 11 }, con: { value: 14 } });
+  assert.deepEqual(sent.attributes.hp, { value: 12, max: 12 }, "only the scores come from the prepared data");
+  // OSE keeps them under scores; a score the stored data lacks is not added.
+  const ose = { toObject: () => ({ _id: "o1", system: { scores: { int: { value: 10 } } } }), system: { scores: { int: { value: 12 }, wis: { value: 15 } } } };
+  assert.deepEqual(combatantRef(ose, null, "foundry.ose").data.actor.system.scores, { int: { value: 12 } });
+  // A stand-in without prepared data sends what is stored.
+  assert.deepEqual(combatantRef({ toObject: () => structuredClone(stored) }, null, "foundry.dnd5e").data.actor.system, stored.system);
+});
+
 test("the actor sent is what an adapter may read: no other items, effects or other modules' flags; a generic mapping's own paths kept", () => {
   const raw = {
     _id: "a1", name: "Zanna", type: "character", _stats: { systemId: "dnd5e", createdTime: 1 }, system: { abilities: { int: { value: 17 } } },

@@ -103,6 +103,31 @@ export function sentActor(raw, adapter, mapping = null) {
 }
 
 /**
+ * Where the adapters read ability scores: dnd5e's and ARS's `abilities`, OSE's `scores`
+ * (adapters/foundry.py `sheet_paths`).
+ */
+const SCORE_PATHS = ["abilities", "scores"].flatMap((group) => ["int", "wis", "con"].map((key) => `${group}.${key}.value`));
+
+/**
+ * `sent` (from `actor.toObject()`, the stored source data) with each ability score it
+ * holds as the sheet shows it: Foundry applies Active Effects to the prepared
+ * `actor.system` only, so a Headband of Intellect's 19 (or an ARS effect) would
+ * otherwise reach the companion as the stored 9, which sets revised-2e's MAC, Int bonus
+ * and Wisdom check. Nothing else is taken from the prepared data (what is written back
+ * must be what is stored), and no score is added that the source lacks.
+ */
+export function withShownScores(sent, actor) {
+  const system = sent?.system;
+  for (const path of SCORE_PATHS) {
+    const keys = path.split(".");
+    const holder = keys.slice(0, -1).reduce((at, key) => (at && typeof at === "object" ? at[key] : undefined), system);
+    const shown = keys.reduce((at, key) => (at && typeof at === "object" ? at[key] : undefined), actor?.system);
+    if (holder && typeof holder === "object" && Object.hasOwn(holder, "value") && Number.isFinite(shown)) holder.value = shown;
+  }
+  return sent;
+}
+
+/**
  * A combatant given to the daemon as raw Foundry data: the actor seen through the token
  * used (an unlinked token's synthetic actor), plus the token's uuid and link so the
  * adapter can address its write-back to the right document, and the token's name, which
@@ -115,7 +140,7 @@ export function sentActor(raw, adapter, mapping = null) {
  */
 export function combatantRef(actor, tokenDocument, adapter, mapping = null) {
   const data = {
-    actor: sentActor(actor.toObject(), adapter, mapping),
+    actor: withShownScores(sentActor(actor.toObject(), adapter, mapping), actor),
     token: tokenDocument ? { uuid: tokenDocument.uuid, actorLink: Boolean(tokenDocument.actorLink) } : null,
   };
   if (data.token && typeof tokenDocument.name === "string" && tokenDocument.name.trim()) data.token.name = tokenDocument.name;

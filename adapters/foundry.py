@@ -581,8 +581,10 @@ class Dnd5e(FoundryAdapter):
             classes.append(_Class(name, levels or 0, die, item_id))
         level = sum(c.levels for c in classes)
         if not classes:
+            # as the other adapters take a character without a level: 1 (a power pool
+            # of 0 Hit Dice would be no creature at all)
             details_level, path = dig(system_data, "details.level", base)
-            level = to_int(details_level, path, 0, 100) or 0
+            level = to_int(details_level, path, 0, 100) or 1
             draft.warn(f"no class items; level taken as {level}")
         main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
         die = main.die if main is not None else None
@@ -592,6 +594,16 @@ class Dnd5e(FoundryAdapter):
         if die is None:
             die = 8
             draft.warn_for("die", "no class hit die; assumed d8")
+        psionicists = [c for c in classes if class_group(c.name) == "psionicist" and c.levels]
+        if draft.system == "revised-2e" and psionicists:
+            # The psionic rules count the psionicist class's own level (PSPs, MTHAC0,
+            # modes known), as the ARS and Roll20 adapters take it, not the character's.
+            main = max(psionicists, key=lambda c: c.levels)
+            if len(classes) > 1:
+                listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
+                draft.warn(f"several classes ({listed}); level {main.levels} taken, the "
+                           f"psionicist class's ({main.name}), not the character's {level}")
+            level = main.levels
         if draft.system == "revised-2e" and main is not None:
             group = class_group(main.name)
             if group is not None:

@@ -41,6 +41,33 @@ def test_dnd5e_pc_abilities_level_and_hit_die_come_from_the_sheet_and_class_item
     assert (pool["hit_dice"], pool["die"], pool["hp"]) == (1, 6, 8)
 
 
+def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() -> None:
+    """RULES.md §1.1 counts the psionicist's level (PSPs, MTHAC0, modes known), as the
+    ARS and Roll20 adapters take it: Wizard 5 / Psion 2 is level 2 and a psionicist, with
+    a warning; power-pool's Hit Dice stay the character's 7."""
+    data = zanna()
+    wizard = next(i for i in data["items"] if i["type"] == "class")
+    wizard["system"]["levels"] = 5
+    psion = {**wizard, "_id": "psionClass000001", "name": "Psion",
+             "system": {**wizard["system"], "identifier": "psion", "levels": 2}}
+    data["items"].append(psion)
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (2, "psionicist")
+    assert ("several classes (wizard 5, psion 2); level 2 taken, the psionicist class's "
+            "(psion), not the character's 7") in got.warnings
+    assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 7
+
+
+def test_dnd5e_character_without_class_items_is_taken_as_level_1() -> None:
+    """As the other adapters take a character with no level: one Hit Die, not a power
+    pool of none."""
+    data = zanna()
+    data["items"] = [i for i in data["items"] if i["type"] != "class"]
+    got = DND5E.import_(data, "power-pool")
+    assert got.combatant["hit_dice"] == 1
+    assert "no class items; level taken as 1" in got.warnings
+
+
 def test_dnd5e_pc_hit_point_maximum_is_computed_as_dnd5e_does_with_a_warning() -> None:
     """VTT.md: "hit points max of a character is null in stored data". dnd5e gives the
     first level's die in full plus Con: Zanna d6 + 2 = 8, Randal d10 + 2 = 12 (their

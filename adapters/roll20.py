@@ -605,13 +605,18 @@ class Adnd2eRevised(Roll20Adapter):
                        f"holds no Hit Dice ({_HIT_DICE}), and class levels are filled in "
                        f"({listed}): read as a character ({_PAGE} only records the page "
                        "last clicked)")
+        # revised-2e counts the psionicist class's level; a power pool's Hit Dice are
+        # the character's, the highest (as the ARS adapter takes them)
         psionic = [(level, key) for level, key in levels
-                   if class_group(_class_name(char, key) or "") == "psionicist"]
+                   if draft.system == "revised-2e"
+                   and class_group(_class_name(char, key) or "") == "psionicist"]
         level, key = max(psionic or levels)
         if len(levels) > 1:
             used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
                     f"{key}), {level}" if psionic else
-                    f"the highest, {level} (no class is named a psionicist's: Psion...)")
+                    f"the highest, {level}" + (
+                        " (no class is named a psionicist's: Psion...)"
+                        if draft.system == "revised-2e" else ""))
             draft.warn(f"several class levels ({listed}); level taken as {used}")
         return level, False, key
 

@@ -545,7 +545,8 @@ def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> 
     """The sheet's MThAC0 help: "Be sure to insert your relevant class level" (21 -
     @{level-class#}): a Fighter 6 / Psionicist 4's psionic level is 4, not 6, and the
     class group the psionicist's (the sheet's class list spells it Psion). Its derived
-    MTHAC0 is 21 - 4 = 17, and the power pool's Hit Dice are the same level; said."""
+    MTHAC0 is 21 - 4 = 17; said. A power pool's Hit Dice are the character's, the
+    highest level (as the ARS adapter takes them)."""
     data = ulcen()
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "MThAC0"]
     data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
@@ -558,7 +559,10 @@ def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> 
     assert REVISED.combatant(c)["mthac0"] == 17
     assert (f"several class levels (level-class1=6, level-class2=4); level taken as the "
             f"psionicist class's ({json.dumps(named)}, level-class2), 4") in got.warnings
-    assert SHEET.import_(data, "power-pool").combatant["hit_dice"] == 4
+    pool = SHEET.import_(data, "power-pool")
+    assert pool.combatant["hit_dice"] == 6
+    assert ("several class levels (level-class1=6, level-class2=4); level taken as the "
+            "highest, 6") in pool.warnings
 
 
 def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() -> None:

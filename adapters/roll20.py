@@ -814,12 +814,17 @@ class Roll20Generic(Roll20Adapter):
         npc = False
         if mapping.npc_attribute is not None:
             found = char.get(mapping.npc_attribute)
-            if found is not None:
+            if found is not None and mapping.npc_types:
+                # the values named are the monsters' (the AD&D 2E Revised sheet's page
+                # box tab11: "1" the Character Sheet, "2" the Monster Sheet), even one
+                # that would read as true
+                types = {t.strip().lower() for t in mapping.npc_types}
+                npc = str(found[0]).strip().lower() in types
+            elif found is not None:
                 try:
                     npc = bool(to_bool(found[0], found[1]))
                 except InvalidInput:
-                    types = {t.strip().lower() for t in mapping.npc_types}
-                    npc = str(found[0]).strip().lower() in types
+                    npc = False
         return npc
 
 

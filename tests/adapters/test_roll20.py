@@ -130,6 +130,23 @@ def test_generic_npc_types_match_the_attribute_whatever_the_case() -> None:
     assert GENERIC.import_(data, "revised-2e").combatant["class_group"] == "monster"
 
 
+def test_generic_npc_types_decide_even_for_a_value_that_reads_as_true() -> None:
+    """The AD&D 2E Revised sheet's page box tab11 holds "1" on the Character Sheet and
+    "2" on the Monster Sheet: with npc_types ["2"], "1" is a character, though "1" alone
+    would read as true (as it does without npc_types)."""
+    def group(page: str, types: list[str] | None) -> Any:
+        mapping: dict[str, Any] = {"fields": {"int": "INT"}, "npc_attribute": "tab11"}
+        if types is not None:
+            mapping["npc_types"] = types
+        data = {"mapping": mapping, "character": {"id": "-Mc1", "name": "Pat", "attribs": [
+            {"name": "INT", "current": "12", "max": ""},
+            {"name": "tab11", "current": page, "max": ""}]}}
+        return GENERIC.import_(data, "revised-2e").combatant.get("class_group")
+
+    assert (group("1", ["2"]), group("2", ["2"])) == (None, "monster")
+    assert (group("1", None), group("0", None), group("text", None)) == ("monster", None, None)
+
+
 def test_vttes_exports_schema_1_and_3_are_read() -> None:
     """schema_version 1 is flat; 3 wraps {type: "character", character: {...}} with the
     id in oldId (the Ilaris export fixture, whose current values are numbers)."""

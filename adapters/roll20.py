@@ -96,6 +96,9 @@ _SECTIONS: Final = (
 #: the sheet's boxes of points kept beside HP and PSP (temporary hit points, temporary
 #: and stored PSPs), which the engine has no place for: the field each stands beside
 _EXTRA: Final = (("tempHP", "hp"), ("tempPSP", "psp"), ("storedPSP", "psp"))
+#: The hit die of each 2e class group (Player's Handbook: warriors d10, priests d8, rogues
+#: and psionicists d6, wizards d4); a monster's Hit Dice are d8.
+_GROUP_DIE: Final = {"warrior": 10, "priest": 8, "rogue": 6, "psionicist": 6, "wizard": 4}
 #: the radio button choosing the sheet's page (2ESheet-base.html: 1 Character Sheet,
 #: 2 Monster Sheet, 3 DM Screen, 4 Sheet Settings): it records the page last clicked
 _PAGE: Final = "tab11"
@@ -553,9 +556,16 @@ class Adnd2eRevised(Roll20Adapter):
         elif draft.system == "power-pool":
             die = char.get("psi_die")
             if die is None or die[0] is None or die[0] == "":
-                draft.put("die", 8)
+                # the hit die of the class named beside the level taken, as the pool is
+                # the creature's Hit Dice (seed 001)
+                group = None if monster or level_key is None else \
+                    class_group(_class_name(char, level_key) or "")
+                sides = _GROUP_DIE.get(group or "", 8)
+                how = (f"d{sides}, the hit die of a {group}" if group in _GROUP_DIE else
+                       "d8, a monster's hit die" if monster else "d8")
+                draft.put("die", sides)
                 draft.warn(f"{'no psi_die attribute' if die is None else 'psi_die is empty'}"
-                           "; the pool's die assumed d8")
+                           f"; the pool's die taken as {how}")
         return monster
 
     @staticmethod

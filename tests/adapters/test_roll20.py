@@ -283,14 +283,26 @@ def test_an_empty_psp_box_with_a_maximum_is_taken_as_full_with_a_warning() -> No
         {"character_id": "-MzUlcen0000000001", "attributes": {"PSP": {"current": 31}}}]
 
 
-def test_an_empty_psi_die_is_a_d8_with_a_warning() -> None:
-    """docs/ADAPTERS.md: `""` counts as empty; the pool's die is then d8, with a
-    warning (the Mod script creates psi_* attributes with empty values)."""
+def test_an_empty_psi_die_is_the_class_s_hit_die_with_a_warning() -> None:
+    """docs/ADAPTERS.md: `""` counts as empty (the Mod script creates psi_* attributes
+    with empty values); the pool's die is then the 2e hit die of the class named beside
+    the level taken (the pool is the creature's Hit Dice), d8 for a monster or a class
+    the adapter does not know, with a warning."""
     data = ulcen()
     data["attribs"].append({"name": "psi_die", "current": "", "max": ""})
     got = SHEET.import_(data, "power-pool")
     assert got.combatant["die"] == 8
-    assert "psi_die is empty; the pool's die assumed d8" in got.warnings
+    assert "psi_die is empty; the pool's die taken as d8" in got.warnings
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
+                        {"name": "class2", "current": "Mage", "max": ""}]
+    attr(data, "level-class1")["current"] = "6"
+    attr(data, "level-class2")["current"] = "4"
+    got = SHEET.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (6, 10)
+    assert "psi_die is empty; the pool's die taken as d10, the hit die of a warrior" \
+        in got.warnings
+    attr(data, "level-class2")["current"] = "7"
+    assert SHEET.import_(data, "power-pool").combatant["die"] == 4
 
 
 @pytest.mark.parametrize("text", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",

@@ -3915,7 +3915,7 @@ test('power-pool: the companion\'s warnings about the controller and the puppets
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /psionic control/.test(w)), /Under psionic control in this exchange but no character or token here: -Mgone\. If the control ends, their sheets will not show it\./);
   const req = lastRequest(ctx.sb);
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { system: 'power-pool', outcome: 'defender', summary: 'Rebuffed.', rolls: [], events: [], updates: [],
-    warnings: ['/controller: no class level (level-class1..); taken as 1', '/puppets/0: no psi_die attribute; the pool\'s die assumed d8'] } });
+    warnings: ['/controller: no class level (level-class1..); taken as 1', '/puppets/0: no psi_die attribute; the pool\'s die taken as d8'] } });
   const told = whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w));
   assert.match(told, /Ulcen of Tyr: no class level/);
   assert.match(told, /Thrall: no psi_die attribute/);
@@ -5101,7 +5101,7 @@ test('power-pool: a puppet\'s write-back is made as a fighter\'s (an unlinked to
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: {
     system: 'power-pool', combatants: [], rolls: [], unused_dice: {}, summary: 'End of the round: Ulcen of Tyr releases Ogre. Ulcen of Tyr loses sight of Thrall: the control ends.',
     events: [{ type: 'control-ended', combatant: ogre, controller: ctx.ulcen.id, reason: 'released' }, { type: 'control-ended', combatant: ctx.thrall.id, controller: ctx.ulcen.id, reason: 'not-perceived' }],
-    warnings: ['/puppets/1: no psi_die attribute; the pool\'s die assumed d8'],
+    warnings: ['/puppets/1: no psi_die attribute; the pool\'s die taken as d8'],
     updates: [
       { character_id: ctx.ulcen.id, attributes: { psi_controlling: { current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die', wave: null }]) } } },
       { character_id: ogre, attributes: { psi_controlled_by: { current: '' } } },

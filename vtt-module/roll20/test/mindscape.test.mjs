@@ -5440,7 +5440,7 @@ test('the help handout lists power-pool control at the round\'s end', () => {
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   assert.match(handout.get('notes'), /power-pool: when a fighter controls creatures.*<code>--release TOKEN<\/code>, <code>--keep TOKEN --by die\|action<\/code>, <code>--cannot-perceive TOKEN<\/code>.*<code>--keep-all<\/code>/);
-  assert.match(handout.get('notes'), /A controller that cannot act \(asleep, unconscious, stunned, at 0 HP or fewer\) loses the control it keeps by an action\. A creature set free whose own round does not end there has its sheet freed too\./);
+  assert.match(handout.get('notes'), /A controller that cannot act \(asleep, unconscious, stunned, at 0 HP or fewer\) loses the control it keeps by an action and cannot keep a control another way\. A creature set free whose own round does not end there has its sheet freed too\./);
 });
 
 // -------------------------- fighters deleted while an attack waits; guarded callbacks

@@ -250,7 +250,9 @@ class PowerPoolSystem(System):
         """A controller may release each link (``release: [link]``), keep it the other
         way (``keep: [{...link, by}]``, by a die only with one in its pool) and, for a
         link kept by an action, lose sight of it (``cannot_perceive: [link]``); a link is
-        ``{targets, kept_by, wave}``."""
+        ``{targets, kept_by, wave}``. One that cannot act keeps none the other way, and
+        ``ends`` lists its links kept by an action, which end as the round ends whatever
+        it chooses."""
         held = control.links(combatant)
         if not held:
             return {}, []
@@ -264,6 +266,9 @@ class PowerPoolSystem(System):
                 if s["by"] == "action" or combatant["pool"] >= len(s["targets"])],
             "cannot_perceive": [link for link in held if link["kept_by"] == "action"],
         }
+        if unable:
+            # what ends as the round ends whatever is chosen: nothing to ask about
+            offer["ends"] = [link for link in held if link["kept_by"] == "action"]
         return offer, [control_held_line(combatant, link, unable) for link in held]
 
     def round_end_members(self) -> JSON:

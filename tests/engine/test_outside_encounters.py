@@ -443,6 +443,10 @@ def test_power_pool_a_controller_that_cannot_act_is_offered_no_switch_and_refuse
     out = controller(conditions=["unconscious"])
     offers = POOL.round_end_choices({"combatants": [out]})
     assert offers["combatants"][0]["choices"]["keep"] == []
+    assert offers["combatants"][0]["choices"]["ends"] == [
+        {"targets": ["zed"], "kept_by": "action", "wave": None}]
+    assert "ends" not in POOL.round_end_choices({"combatants": [controller()]})[
+        "combatants"][0]["choices"]
     assert offers["summary"] == (
         "Ix controls one creature by an action each round but is unconscious and cannot "
         "spend it: the control ends as this round ends. Ix controls 2 creatures of one "

@@ -268,12 +268,16 @@ export function poolRoundEndChoicesResult(params) {
     const links = poolLinks(profile);
     if (!links.length) return { id, name, choices: {} };
     const other = (l) => (l.kept_by === "die" ? "action" : (profile.pool ?? 0) >= l.targets.length ? "die" : null);
-    return { id, name, choices: {
+    const unable = poolCannotAct(profile);
+    const choices = {
       release: links,
-      // One that cannot act changes how it keeps nothing (the engine's check_may_keep).
-      keep: poolCannotAct(profile) ? [] : links.filter(other).map((l) => ({ ...l, by: other(l) })),
+      // One that cannot act changes how it keeps nothing (the engine's check_may_keep),
+      // and its links kept by an action end as the round ends.
+      keep: unable ? [] : links.filter(other).map((l) => ({ ...l, by: other(l) })),
       cannot_perceive: links.filter((l) => l.kept_by === "action"),
-    } };
+    };
+    if (unable) choices.ends = links.filter((l) => l.kept_by === "action");
+    return { id, name, choices };
   });
   const controllers = combatants.filter((c) => c.choices.release);
   const summary = controllers.map((c) => `${c.name} controls ${c.choices.release.length === 1 ? "one link" : `${c.choices.release.length} links`}.`).join(" ");

@@ -78,6 +78,12 @@ test("a link's choices follow the companion's offer; an answer it was not offere
   ]);
   // A pool without a die: the link kept by an action is not offered a die.
   assert.deepEqual(controlLinks({ release: [zed], keep: [], cannot_perceive: [zed] })[0].answers, ["hold", "release", "cannot_perceive"]);
+  // A controller that cannot act: its link kept by an action ends as the round ends
+  // (`ends`: nobody is asked about it); the wave it keeps by dice may still be released.
+  const unable = controlLinks({ release: [zed, wave], keep: [], cannot_perceive: [zed], ends: [zed] });
+  assert.deepEqual(unable.map((l) => [l.targets, l.ends, l.answers]), [
+    [["zed"], true, ["hold", "release", "cannot_perceive"]], [["ay", "bo"], false, ["hold", "release"]]]);
+  assert.deepEqual(links.map((l) => l.ends), [false, false]);
   assert.deepEqual(controlChoice(links, ["keep", "release"]), { keep: [{ target: "zed", by: "die" }], release: ["ay"] });
   assert.deepEqual(controlChoice(links, ["cannot_perceive", "hold"]), { cannot_perceive: ["zed"] });
   assert.equal(controlChoice(links, ["hold", "cannot_perceive"]), null, "a wave kept by a die cannot be lost from sight");
@@ -293,6 +299,10 @@ test("a controller asleep at the round's end loses what it holds by an action: t
   const t = await poolTracker({ methods: reading(), control: goblinAsleep });
   await nextRound(t);
   const [call] = endRounds(t);
+  // Asked about the ox alone, with no other way to keep it: the links kept by an action
+  // end whatever is chosen (the companion's `ends`).
+  assert.deepEqual(asked(t.clients.gm).map((q) => q.arg.context.links.map((l) => [l.names, l.choices.map((c) => c.value)])),
+    [[["Ox", ["hold", "release"]]]]);
   // The GM's dialog closed: nothing chosen, but the thrall goes along (Fenka is in the
   // round; the ox is kept by a die; "ghost" is found nowhere).
   assert.equal(call.params.choices, undefined);
@@ -382,6 +392,7 @@ for (const [what, error, reason] of refusals) {
 const refusedGoblin = [
   ["4001 naming the controller by its id only", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with", combatant: "goblin-tokG" } }), /\(no-die-to-dedicate: Goblin has no die in its pool to keep control with\)/],
   ["4001 naming the controller", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "no-die-to-dedicate", detail: "Goblin has no die in its pool to keep control with (/choices/goblin-tokG)" } }), /\(no-die-to-dedicate: Goblin has no die in its pool to keep control with \(\/choices\/goblin-tokG\)\)/],
+  ["4001 of a controller that cannot act", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "controller-cannot-act", detail: "Goblin is unconscious and cannot act: it cannot change how it keeps its control (one kept by an action ends as the round ends) (/choices/goblin-tokG)", combatant: "goblin-tokG" } }), /\(controller-cannot-act: Goblin is unconscious and cannot act/],
   ["4001 naming a creature of its choice", () => ({ code: 4001, message: "The rules forbid it", data: { rule: "not-controlling", detail: "Goblin does not control \"ox\" (/choices/goblin-tokG/release/0)" } }), /\(not-controlling: Goblin does not control "ox" \(\/choices\/goblin-tokG\/release\/0\)\)/],
   ["−32602 at its choice", () => ({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices/goblin-tokG/release/0", message: "one choice each" }] } }), /\(\/choices\/goblin-tokG\/release\/0: one choice each\)/],
 ];

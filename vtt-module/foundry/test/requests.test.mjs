@@ -112,6 +112,9 @@ test("modes are read from systems.describe in list or map form, else the fixed i
 test("the multiplier is offered up to the attacker's level (RULES.md §1.4: 1 ≤ m ≤ level)", () => {
   assert.deepEqual(attackFieldsFor("revised-2e", { level: 4 }), { multiplier: true, maxMultiplier: 4, range: true, poolDice: false, maxPool: 0, keepBy: false });
   assert.equal(attackFieldsFor("power-pool", { pool: 5 }).maxPool, 5);
+  // No pool stored: the Hit Dice less the dice dedicated, as the engine defaults it.
+  assert.equal(attackFieldsFor("power-pool", { hit_dice: 4 }).maxPool, 4);
+  assert.equal(attackFieldsFor("power-pool", { hit_dice: 4, dedicated: [{ purpose: "control", target: "ox" }] }).maxPool, 3);
   assert.equal(attackFieldsFor("power-pool", { pool: 5 }).keepBy, true);
   assert.equal(attackFieldsFor("combat-strength", {}).multiplier, false);
 });

@@ -4165,7 +4165,7 @@ test('power-pool: the defender choosing imagination-swarm draws allies in with -
   assert.match(asked, new RegExp(`Imagination Swarm may draw allied non-psionic creatures into the defense: type <code>!psi defend --req ${xid} --mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code>`));
   // Seed 001: "The defender may choose draw allied non-psionic creatures into the psionic
   // combat"; a psionic creature joins by its own choice, with !psi join.
-  assert.match(asked, /Each adds a die and is dazed, and falls with the group\. A psionic creature is not drawn in: it joins by its own choice\.<br>A psionic creature that can see Fenka may join/);
+  assert.match(asked, /Each adds a die \(its whole pool under the house rule H-PP-GROUP all-dice\) and is dazed, and falls with the group\. A psionic creature is not drawn in: it joins by its own choice\.<br>A psionic creature that can see Fenka may join/);
   assert.doesNotMatch(asked, /defends with Imagination Swarm itself/);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /defense chosen<\/b><br>Imagination Swarm, drawing in Porter/);
@@ -5153,13 +5153,15 @@ test('power-pool: a controller that cannot act loses the control it keeps by an 
   assert.deepEqual(cardsTo(later), ['/w gm', '/w "Alice"']);
 });
 
-test('power-pool: a round\'s end the companion refuses (a control ended meanwhile, no die to dedicate, a control chosen twice) changes nothing and tells the GM why', () => {
+test('power-pool: a round\'s end the companion refuses (a control ended meanwhile, no die to dedicate, a controller that cannot act, a control chosen twice) changes nothing and tells the GM why', () => {
   const ctx = underControl();
   const cases = [
     [` --release ${ctx.tokens.fenka.id}`, { code: 4001, message: 'The rules forbid it', data: { rule: 'not-controlling', detail: `Ulcen of Tyr does not control "${ctx.fenka.id}" (/choices/${ctx.ulcen.id}/release/0)` } },
       /Refused: End of the round<\/b><br>Ulcen of Tyr does not control Fenka\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Fenka\. A sheet changed since the choice was made .*run <code>!psi round<\/code> again/],
     [` --keep ${ctx.thrall.id} --by die`, { code: 4001, message: 'The rules forbid it', data: { rule: 'no-die-to-dedicate', detail: 'Ulcen of Tyr has no die in its pool to keep control with' } },
       /<br>Ulcen of Tyr has no die in its pool to keep control with\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\. Keeping control by a die needs a die in the controller's pool for each creature held \(a psionic wave: one each\): keep it by an action, or release it\./],
+    [` --keep ${ctx.thrall.id} --by die`, { code: 4001, message: 'The rules forbid it', data: { rule: 'controller-cannot-act', detail: 'Ulcen of Tyr is unconscious and cannot act: it cannot change how it keeps its control (one kept by an action ends as the round ends)', combatant: ctx.ulcen.id } },
+      /<br>Ulcen of Tyr is unconscious and cannot act: it cannot change how it keeps its control \(one kept by an action ends as the round ends\)\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr keeps Thrall by a die\. A controller that cannot act \(asleep, unconscious, stunned, at 0 HP or fewer\) keeps its control as it is: run <code>!psi round<\/code> again without <code>--keep<\/code> for it\./],
     [` --release ${ctx.thrall.id}`, { code: -32602, message: 'Invalid params', data: { errors: [{ path: `/choices/${ctx.ulcen.id}/release/1`, message: `"${ctx.thrall.id}" is held by the control /choices/${ctx.ulcen.id}/release/0 already chooses for (a psionic wave's creatures share one): one choice each` }] } },
       /Refused: End of the round<\/b><br>Thrall is held by the control Ulcen of Tyr&#39;s release already chooses for \(a psionic wave&#39;s creatures share one\): one choice each\.<br>Nothing was changed: the round has not ended\. The choices sent: Ulcen of Tyr releases Thrall\. Each control takes one choice/],
   ];

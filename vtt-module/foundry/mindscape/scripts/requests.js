@@ -374,7 +374,8 @@ export function attackFieldsFor(system, combatant = {}) {
     maxMultiplier: Math.max(1, Number(combatant.level) || 1),
     range: system === "revised-2e" || system === "combat-strength",
     poolDice: system === "power-pool",
-    maxPool: Math.max(0, Number(combatant.pool ?? combatant.hit_dice) || 0),
+    // as the engine defaults a pool: the Hit Dice less the dice dedicated
+    maxPool: Math.max(0, Number(combatant.pool ?? (Number(combatant.hit_dice) || 0) - (Array.isArray(combatant.dedicated) ? combatant.dedicated.length : 0)) || 0),
     keepBy: system === "power-pool",
   };
 }

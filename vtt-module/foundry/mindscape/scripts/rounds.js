@@ -156,13 +156,16 @@ export function controlsSomeone(profile) {
  * (`exchange.round_end_choices`, power-pool `choices`: `release` lists every link;
  * `keep` the other way to keep it, a die only from a pool that has one; `cannot_perceive`
  * the links kept by an action), each with what may be chosen for it. A psionic wave's
- * creatures are one link (`targets`). `answers` are the control dialog's values for it:
+ * creatures are one link (`targets`). A link in `ends` (kept by an action by a
+ * controller that cannot act: it ends as the round ends whatever is chosen) is marked
+ * `ends`: there is nothing to ask about it. `answers` are the control dialog's values for it:
  * "hold" (nothing is sent) or the `exchange.end_round` choice list the link goes in.
  * @param {{release?:object[], keep?:object[], cannot_perceive?:object[]}|null|undefined} offer
- * @returns {{targets:string[], keptBy:string, wave:string|null, keepBy:"die"|"action"|null, mayLoseSight:boolean, answers:string[]}[]}
+ * @returns {{targets:string[], keptBy:string, wave:string|null, keepBy:"die"|"action"|null, mayLoseSight:boolean, answers:string[], ends:boolean}[]}
  */
 export function controlLinks(offer) {
   const same = (a, b) => JSON.stringify(a?.targets ?? []) === JSON.stringify(b?.targets ?? []);
+  const ending = Array.isArray(offer?.ends) ? offer.ends : [];
   return (Array.isArray(offer?.release) ? offer.release : [])
     .filter((link) => Array.isArray(link?.targets) && link.targets.length)
     .map((link) => {
@@ -170,7 +173,8 @@ export function controlLinks(offer) {
       const keepBy = keep?.by === "die" || keep?.by === "action" ? keep.by : null;
       const mayLoseSight = (offer.cannot_perceive ?? []).some((k) => same(k, link));
       const answers = ["hold", "release", ...(keepBy ? ["keep"] : []), ...(mayLoseSight ? ["cannot_perceive"] : [])];
-      return { targets: [...link.targets], keptBy: link.kept_by, wave: link.wave ?? null, keepBy, mayLoseSight, answers };
+      const ends = ending.some((e) => same(e, link));
+      return { targets: [...link.targets], keptBy: link.kept_by, wave: link.wave ?? null, keepBy, mayLoseSight, answers, ends };
     });
 }
 

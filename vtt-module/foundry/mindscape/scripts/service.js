@@ -1683,10 +1683,13 @@ export class Mindscape {
       .map((c) => ({ ...c, links: controlLinks(offers.get(c.id)) }))
       .filter((c) => c.links.length);
     if (!controllers.length) return none;
-    const names = await this.creatureNames(controllers.flatMap((c) => c.links.flatMap((l) => l.targets)), participants);
-    const answers = await Promise.all(controllers.map((c) => this.askControlOf(c, names)));
+    // A link that ends as the round ends whatever is chosen (a controller that cannot
+    // act keeps it by an action) is not asked about; one with nothing else asks nobody.
+    const asked = controllers.map((c) => ({ ...c, links: c.links.filter((l) => !l.ends) })).filter((c) => c.links.length);
+    const names = await this.creatureNames(asked.flatMap((c) => c.links.flatMap((l) => l.targets)), participants);
+    const answers = await Promise.all(asked.map((c) => this.askControlOf(c, names)));
     const choices = {};
-    controllers.forEach((c, i) => {
+    asked.forEach((c, i) => {
       const choice = controlChoice(c.links, answers[i]);
       if (choice) choices[c.id] = choice;
     });
@@ -2548,8 +2551,12 @@ function defenseRefusal(error, choosers) {
   return null;
 }
 
-/** The rules a choice at the end of a round may break (4001 `data.rule`): revised-2e's closing, power-pool's control. */
-const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "no-die-to-dedicate"]);
+/**
+ * The rules a choice at the end of a round may break (4001 `data.rule`): revised-2e's
+ * closing, power-pool's control (`controller-cannot-act`: a keep from a controller that
+ * fell asleep, say, while its owner chose).
+ */
+const CHOICE_RULES = new Set(["cannot-close", "cannot-act", "not-controlling", "no-die-to-dedicate", "controller-cannot-act"]);
 
 /**
  * power-pool: the ally of `group` (`resolveExchange`) a refusal of `exchange.resolve` is

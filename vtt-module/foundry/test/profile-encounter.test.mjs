@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { actorDataWithProfile, profileFields, profileFromForm, profileProblems } from "../mindscape/scripts/profile.js";
 import { InvalidParamsError } from "../mindscape/scripts/errors.js";
 import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
-import { defaultMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
+import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { makeI18n } from "../test-support/fakes.mjs";
 
 const i18n = makeI18n();
@@ -137,10 +137,35 @@ test("encounter choices: stance in combat-strength's intent phase, attack with t
   assert.deepEqual(choiceFromForm("combat-strength", { phase: "intent" }, { stance: "trance" }), { stance: "trance" });
   assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", multiplier: "2", range: "medium", defenseMode: "mind-blank" }),
     { attack: { mode: "ego-whip", multiplier: 2, range: "medium", target: "fenka" }, defense: { mode: "mind-blank" } });
+  // revised-2e's further attacks of a round (RULES.md §1.8): all of them as `attacks`;
+  // one left at No attack is no attack.
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", multiplier: "2", range: "medium", attackMode2: "mind-thrust", target2: "ulcen", multiplier2: "3", range2: "long" }),
+    { attacks: [{ mode: "ego-whip", multiplier: 2, range: "medium", target: "fenka" }, { mode: "mind-thrust", multiplier: 3, range: "long", target: "ulcen" }] });
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", attackMode2: "", target2: "ulcen" }),
+    { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } });
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "", target: "fenka", attackMode2: "mind-thrust", target2: "ulcen" }),
+    { attack: { mode: "mind-thrust", multiplier: 1, range: "short", target: "ulcen" } });
+  // Another system's form has no further attacks.
+  assert.deepEqual(choiceFromForm("combat-strength", {}, { attackMode: "ego-whip", target: "b", range: "short", attackMode2: "mind-thrust", target2: "c" }),
+    { attack: { mode: "ego-whip", range: "short", target: "b" } });
   assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "pinnacle-of-will", sacrifice: "2" }), { defense: { mode: "pinnacle-of-will", sacrifice: 2 } });
   // No mode still rolls the pool: a spell sacrificed with it goes along, not dropped.
   assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "", sacrifice: "2" }), { defense: { sacrifice: 2 } });
   assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { attackMode: "", defenseMode: "", sacrifice: "0" }), { defense: {} });
+});
+
+test("revised-2e: the choice dialog has a row for each further attack the companion allows this round", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  // The view's attacks_allowed (RULES.md §1.8: levels 7-12 three per two rounds, 13+ two).
+  const two = await ctl.choiceContext("ulcen", { combatants: {}, attacks_allowed: { ulcen: 2, "fenka-tokF": 1 } });
+  assert.deepEqual(two.furtherAttacks, [{ n: "2", label: "Attack 2 this round (allowed by level)" }]);
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", { combatants: {}, attacks_allowed: { ulcen: 2, "fenka-tokF": 1 } })).furtherAttacks, []);
+  assert.deepEqual((await ctl.choiceContext("ulcen", { combatants: {} })).furtherAttacks, [], "a companion that does not say: one attack");
+  const html = renderModuleTemplate("encounter-choice", { ...two, uid: "u" });
+  for (const name of ["attackMode2", "target2", "multiplier2", "range2"]) assert.match(html, new RegExp(`name="${name}"`), name);
 });
 
 test("power-pool choices: one thing at a time, by phase; no attack is a pass; public actions instead", () => {

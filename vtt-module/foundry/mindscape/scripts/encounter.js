@@ -30,6 +30,9 @@ const NOTHING_TO_UNDO = "undo-needs-a-resolved-step";
 
 export const STANCES = ["trance", "discipline", "wave", "normal"];
 
+/** The suffixes of a revised-2e choice form's further attacks (the engine takes at most 4). */
+const FURTHER_ATTACKS = ["2", "3", "4"];
+
 /**
  * The `choice` object of `encounter.declare` from a submitted choice form.
  * @param {string} system
@@ -43,9 +46,14 @@ export function choiceFromForm(system, state, form) {
   // revised-2e: pay to close a mind a critical hit opened last round (the companion's
   // price, `close_offers` of the encounter's view).
   if (form.close === true) choice.close = true;
-  if (form.attackMode && form.target) {
-    choice.attack = { ...attackFromForm(system, { ...form, mode: form.attackMode }), target: form.target };
-  }
+  // revised-2e: a psionicist allowed more than one attack this round (RULES.md §1.8, the
+  // view's `attacks_allowed`) gives the further ones as attackMode2, target2, ...; the
+  // companion then takes them all as `attacks`.
+  const attacks = [""].concat(system === "revised-2e" ? FURTHER_ATTACKS : [])
+    .filter((n) => form[`attackMode${n}`] && form[`target${n}`])
+    .map((n) => ({ ...attackFromForm(system, n ? { mode: form[`attackMode${n}`], multiplier: form[`multiplier${n}`], range: form[`range${n}`] } : { ...form, mode: form.attackMode }), target: form[`target${n}`] }));
+  if (attacks.length > 1) choice.attacks = attacks;
+  else if (attacks.length) choice.attack = attacks[0];
   const defense = defenseFromChoice(system, { mode: form.defenseMode || null, sacrifice: form.sacrifice });
   if (defense) choice.defense = defense;
   return choice;
@@ -362,6 +370,10 @@ export class EncounterController {
       defenses: intent ? [] : knownModes(modes.defenses, me.defenses).map(named),
       targets: this.targetsOf(cid, state),
       multipliers: system === "revised-2e" ? Array.from({ length: Math.max(1, me.level ?? 1) }, (_, i) => ({ value: i + 1 })) : [],
+      // revised-2e: a row for each further attack the companion allows this round
+      furtherAttacks: system === "revised-2e" && !intent
+        ? FURTHER_ATTACKS.slice(0, Math.max(0, (Number(state.attacks_allowed?.[cid]) || 1) - 1)).map((n) => ({ n, label: this.svc.t.format("MINDSCAPE.Encounter.FurtherAttack", { n }) }))
+        : [],
       ranges: ["revised-2e", "combat-strength"].includes(system) ? RANGES.map((r) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r) })) : [],
       poolDice: system === "power-pool" ? Array.from({ length: Math.max(0, me.pool ?? 0) }, (_, i) => ({ value: i + 1, selected: i + 1 === me.pool })) : [],
       sacrifice: system === "power-pool",

@@ -690,6 +690,48 @@ test("an encounter round in the panel: create from the selected tokens, secret c
   await page.close();
 });
 
+test("a level-13 psionicist declares both its attacks of the round in the panel's one dialog, and the companion resolves both", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  // RULES.md §1.8: two attacks a round from level 13 (the flags' level overrides the sheet's).
+  await page.evaluate(() => window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.level": 13 }));
+  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  await panel.locator('[data-action="ask"]').click();
+  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  await choices.nth(1).waitFor();
+  for (let i = 0; i < 2; i++) {
+    const dialog = choices.last();
+    const who = (await dialog.locator(".mindscape-lead strong").textContent()).trim();
+    if (who === "Zanna") {
+      assert.equal(await dialog.locator("fieldset.mindscape-further-attack legend").textContent(), "Attack 2 this round (allowed by level)");
+      await dialog.locator("select[name=attackMode]").selectOption("mind-thrust");
+      await dialog.locator("select[name=target]").selectOption({ label: "Aboleth" });
+      await dialog.locator("select[name=attackMode2]").selectOption("mind-thrust");
+      await dialog.locator("select[name=target2]").selectOption({ label: "Aboleth" });
+      await dialog.locator("select[name=multiplier2]").selectOption("2");
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, "foundry-encounter-two-attacks.png") });
+    } else {
+      // The aboleth (level 18 by its Hit Dice) may attack twice too; it defends only.
+      await dialog.locator("select[name=defenseMode]").selectOption("mind-blank");
+    }
+    await dialog.locator('button[data-action="ok"]').click();
+  }
+  await panel.locator('[data-action="resolve"]:not([disabled])').waitFor({ timeout: 15000 });
+  const declares = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").map((f) => ({ params: f.request.params, error: f.response.error ?? null })));
+  assert.deepEqual(declares.map((d) => d.error), [null, null]);
+  const zanna = declares.find((d) => d.params.choice.attacks);
+  assert.deepEqual(zanna.params.choice.attacks.map((a) => [a.mode, a.multiplier]), [["mind-thrust", 1], ["mind-thrust", 2]]);
+  await panel.locator('[data-action="resolve"]').click();
+  await page.locator("#chat-log .mindscape-card").first().waitFor({ timeout: 15000 });
+  const resolved = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.resolve").pop().response.result);
+  assert.equal(resolved.results.filter((r) => r.attacker?.id === "4Jsv5vYaJ1atUEDV").length, 2, JSON.stringify(resolved.results.map((r) => r.attacker)));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("the house rules scroll inside their dialog, and Save says what it saved", { skip: SKIP, timeout: 30000 }, async () => {
   const { page, problems } = await openPage(13);
   await page.setViewportSize({ width: 1280, height: 720 });

@@ -11,7 +11,8 @@ export const poolMethods = (resolve) => defaultMethods({
   "systems.describe": ({ system }) => ({
     id: system,
     modes: {
-      attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true }],
+      attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true },
+        { id: "subconscious-subversion", on_success: [{ condition: "frightened", requires_control: false, outlasts_control: true, optional: true }] }],
       defenses: [{ id: "pinnacle-of-will" }, { id: "blank-mind" }, { id: "imagination-swarm", draws_allies: true }],
     },
     combatant_schema: { type: "object", properties: {} },

@@ -32,7 +32,7 @@ function labelProblems(html) {
 
 const defense = { id: "mind-blank", label: "Mind blank", cost: 3 };
 const CONTEXTS = {
-  "attack-dialog": { attackerName: "A", targetNames: "B, C", attacks: [{ id: "mind-thrust", label: "Mind thrust", selected: true }], multipliers: [{ value: 1 }], ranges: [{ value: "short", label: "Short" }], poolDice: [{ value: 1 }], keepBy: true, targets: [{ uuid: "u", name: "B" }], defenses: [defense], warnings: [] },
+  "attack-dialog": { attackerName: "A", targetNames: "B, C", attacks: [{ id: "mind-thrust", label: "Mind thrust", selected: true }], multipliers: [{ value: 1 }], ranges: [{ value: "short", label: "Short" }], poolDice: [{ value: 1 }], keepBy: true, declinable: [{ value: "frightened", label: "Spare the Fear" }], targets: [{ uuid: "u", name: "B" }], defenses: [defense], warnings: [] },
   "defense-dialog": { attackerName: "A", defenderName: "B", defenses: [defense], sacrifice: true, allies: [{ uuid: "u", name: "Skum" }], allyModes: "imagination-swarm", allyModeLabels: "Imagination swarm", seconds: 30 },
   "close-dialog": { name: "B", cost: 6, psp: 30, defenseLabel: "Mind blank", seconds: 30 },
   "control-dialog": { name: "G", links: [{ index: 0, names: "F", kept: "k", choices: [{ value: "hold", label: "Keep", checked: true }, { value: "release", label: "Release" }] }], seconds: 30 },

@@ -284,7 +284,7 @@ test("the keys of groups built from the module's own lists are exactly those lis
   // Every rule attackProblem names has its text, and every text is a rule it names.
   const bad = [
     ["revised-2e", null], ["revised-2e", {}], ["revised-2e", { mode: "m", multiplier: 0 }], ["revised-2e", { mode: "m", range: "x" }],
-    ["power-pool", { mode: "m", pool_dice: -1 }], ["power-pool", { mode: "m", keep_by: "x" }], ["revised-2e", { mode: "m", multipler: 2 }],
+    ["power-pool", { mode: "m", pool_dice: -1 }], ["power-pool", { mode: "m", keep_by: "x" }], ["power-pool", { mode: "m", decline: "frightened" }], ["revised-2e", { mode: "m", multipler: 2 }],
   ];
   const rules = new Set(bad.map(([system, attack]) => attackProblem(system, attack).rule));
   assert.deepEqual([...rules].sort(), Object.keys(M.Error.AttackRule).map((k) => `MINDSCAPE.Error.AttackRule.${k}`).sort());

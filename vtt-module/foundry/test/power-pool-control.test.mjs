@@ -10,6 +10,22 @@ import { DaemonUnreachableError } from "../mindscape/scripts/errors.js";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { POOL, pool, poolMethods, poolTable, refId } from "../test-support/pool-table.mjs";
 
+test("the attack dialog offers to spare the target Subconscious Subversion's Fear; ticked, the attack declines it, but only with that mode", async () => {
+  // Seed 001: on a successful Subversion "the attacker may choose to frighten" (the
+  // companion's describe: an optional effect, spared by attack.decline).
+  for (const [mode, decline] of [["subconscious-subversion", ["frightened"]], ["mental-stab", undefined]]) {
+    const seen = [];
+    const { t, calls } = await poolTable({
+      dialogs: { p1: { attackDialog: (arg) => { seen.push(arg.context); return { mode, decline: ["frightened"], physical: false }; } }, p2: { defenseDialog: { mode: "pinnacle-of-will" } } },
+      control: (table) => { table.actors.ulcen.flags.mindscape[POOL].attacks = ["mental-stab", "subconscious-subversion"]; },
+    });
+    await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+    assert.deepEqual(seen[0].declinable, [{ value: "frightened", label: "If it wins, spare the target the Frightened effect (Subconscious subversion: the attacker may choose)" }]);
+    assert.equal(calls.length, 1, mode);
+    assert.deepEqual(calls[0].attack.decline, decline, mode);
+  }
+});
+
 test("an attack on a creature under control strikes its controller: the controller's owner chooses, and controller and puppets go with the request", async () => {
   const { t, calls } = await poolTable({
     dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } }, gm: { defenseDialog: { mode: "pinnacle-of-will" } } },

@@ -160,7 +160,7 @@ export function quoted(value) {
 }
 
 /** The fields of each built-in system's attack, as `attackFromForm` reads them. */
-const ATTACK_FIELDS = { "revised-2e": ["mode", "multiplier", "range"], "combat-strength": ["mode", "range"], "power-pool": ["mode", "pool_dice", "keep_by"] };
+const ATTACK_FIELDS = { "revised-2e": ["mode", "multiplier", "range"], "combat-strength": ["mode", "range"], "power-pool": ["mode", "pool_dice", "keep_by", "decline"] };
 /** What the attack dialog's form sends beside them (the target of its odds, the defense assumed, physical dice). */
 const DIALOG_FIELDS = ["target", "assumeDefense", "physical"];
 
@@ -190,7 +190,32 @@ export function attackProblem(system, attack) {
   if ((system === "revised-2e" || system === "combat-strength") && given("range") && !RANGES.includes(attack.range)) return problem("range", attack.range);
   if (system === "power-pool" && given("pool_dice") && !wholeAtLeastOne(attack.pool_dice)) return problem("pool_dice", attack.pool_dice);
   if (system === "power-pool" && given("keep_by") && !KEEP_BY.includes(attack.keep_by)) return problem("keep_by", attack.keep_by);
+  if (system === "power-pool" && given("decline") && !(Array.isArray(attack.decline) && attack.decline.every((c) => typeof c === "string" && c))) return problem("decline", attack.decline);
   return null;
+}
+
+/**
+ * The effects of attack mode `mode` (a `systems.describe` entry's `on_success`) the
+ * attacker may decline (`optional`: power-pool's Subconscious Subversion may frighten).
+ * @param {{on_success?:{condition?:string, optional?:boolean}[]}|undefined} mode
+ * @returns {string[]}
+ */
+export function declinableOf(mode) {
+  return (Array.isArray(mode?.on_success) ? mode.on_success : [])
+    .filter((e) => e?.optional === true && typeof e.condition === "string").map((e) => e.condition);
+}
+
+/**
+ * `form` (the attack dialog's) with `decline` kept to what its chosen mode may decline
+ * (`declinableOf`, the mode found in `attacks`), and left out when that is nothing: the
+ * companion refuses declining an effect the mode has not, and the box stays ticked when
+ * the mode is changed after it.
+ */
+export function withDeclined(form, attacks) {
+  const { decline, ...rest } = form ?? {};
+  const may = declinableOf((attacks ?? []).find((m) => m.id === rest.mode));
+  const kept = [].concat(decline ?? []).filter((c) => may.includes(c));
+  return kept.length ? { ...rest, decline: kept } : rest;
 }
 
 /**
@@ -212,6 +237,9 @@ export function attackFromForm(system, form) {
     // How control is kept if the attack wins (RULES.md §3.4); left out, the companion's
     // default (an action each round).
     if (KEEP_BY.includes(form.keep_by)) attack.keep_by = form.keep_by;
+    // Effects the attacker chose not to use (seed 001: Subversion "may" frighten).
+    const decline = [].concat(form.decline ?? []).filter((c) => typeof c === "string" && c);
+    if (decline.length) attack.decline = decline;
   } else {
     for (const [k, v] of Object.entries(form)) if (k !== "mode" && v !== "" && v != null) attack[k] = v;
   }

@@ -11,9 +11,9 @@ import {
   UsageError, describeError,
 } from "./errors.js";
 import {
-  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, defenseFromChoice,
+  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, declinableOf, defenseFromChoice,
   ODDS_LEAST_CHANCE, assumedPlaces, dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
-  RANGES,
+  RANGES, withDeclined,
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { cardSpeaker, chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
@@ -2225,7 +2225,7 @@ export class Mindscape {
       const context = this.attackDialogContext(prep);
       const form = await this.env.dialogs.attackDialog({
         context,
-        oddsFor: (f) => this.relay.toGM("odds", { attackerUuid, targetUuid: f.target || targets[0], targetUuids: targets, attack: f, assumeDefense: f.assumeDefense || null })
+        oddsFor: (f) => this.relay.toGM("odds", { attackerUuid, targetUuid: f.target || targets[0], targetUuids: targets, attack: withDeclined(f, context.attacks), assumeDefense: f.assumeDefense || null })
           .catch((error) => {
             error.userMessage = describeError(error, this.t);
             // Refused for the attacker's own sake (the GM's `oddsRefusal`): no defense mends it.
@@ -2234,7 +2234,7 @@ export class Mindscape {
           }),
       });
       if (!form) return null;
-      return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: form, physical: Boolean(form.physical), rollMode: this.game.settings.get("core", "rollMode") });
+      return await this.relay.toGM("attack", { attackerUuid, targetUuids: targets, attack: withDeclined(form, context.attacks), physical: Boolean(form.physical), rollMode: this.game.settings.get("core", "rollMode") });
     } catch (error) {
       this.notifyError(error);
       return null;
@@ -2254,6 +2254,14 @@ export class Mindscape {
       ranges: f.range ? RANGES.map((r, i) => ({ value: r, label: label(`MINDSCAPE.Range.${r}`, r), selected: i === 0 })) : [],
       poolDice: f.poolDice ? Array.from({ length: f.maxPool }, (_, i) => ({ value: i + 1, selected: i === f.maxPool - 1 })) : [],
       keepBy: Boolean(f.keepBy),
+      // power-pool: an effect a mode lets the attacker decline (Subversion's Fear)
+      declinable: [...new Set(prep.attacks.flatMap((m) => declinableOf(m)))].map((condition) => ({
+        value: condition,
+        label: this.t.format("MINDSCAPE.Attack.Decline", {
+          condition: idLabel(label, "Condition", condition),
+          modes: prep.attacks.filter((m) => declinableOf(m).includes(condition)).map((m) => label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " "))).join(", "),
+        }),
+      })),
       physical: Boolean(setting(this.game, "physicalDice")),
       systemLabel: label(`MINDSCAPE.System.${prep.system}`, prep.system),
     };

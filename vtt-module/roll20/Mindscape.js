@@ -1009,29 +1009,32 @@ var Mindscape = Mindscape || (() => {
   // ------------------------------------------------------------ !psi attack
 
   // `key` is the option that names the attack mode: --mode in !psi attack and odds,
-  // --attack in an encounter's declaration.
-  const attackFromOptions = (args, system, key = 'mode') => {
+  // --attack in an encounter's declaration (--attack2 for revised-2e's second attack of a
+  // round, whose --mult2 and --range2 are read with `suffix` '2').
+  const attackFromOptions = (args, system, key = 'mode', suffix = '') => {
     const modes = SYSTEMS[system];
     const mode = normaliseMode(args.get(key));
     if (!modes.attacks.includes(mode)) {
       return { error: `--${key} must be one of ${modes.attacks.join(', ')} for ${system} (got "${echo(args.get(key))}").` };
     }
     const attack = { mode };
+    const multKey = `mult${suffix}`;
+    const rangeKey = `range${suffix}`;
     // Each system's attack object has its own fields (API.md): refuse the others here
     // with a plain message rather than a schema error from the companion.
-    if (args.has('mult') && system !== 'revised-2e') return { error: '--mult is a revised-2e option.' };
+    if (args.has(multKey) && system !== 'revised-2e') return { error: `--${multKey} is a revised-2e option.` };
     if (args.has('dice') && system !== 'power-pool') return { error: '--dice is a power-pool option.' };
     if (args.has('keep-by') && system !== 'power-pool') return { error: '--keep-by is a power-pool option.' };
-    if (args.has('mult')) {
-      const mult = wholeNumber(args.get('mult'));
-      if (mult === null || mult < 1) return { error: '--mult must be a whole number of 1 or more.' };
+    if (args.has(multKey)) {
+      const mult = wholeNumber(args.get(multKey));
+      if (mult === null || mult < 1) return { error: `--${multKey} must be a whole number of 1 or more.` };
       attack.multiplier = mult;
     } else if (system === 'revised-2e') {
       attack.multiplier = 1;
     }
-    if (args.has('range')) {
-      const range = String(args.get('range')).toLowerCase();
-      if (!modes.ranges.includes(range)) return { error: `--range must be one of ${modes.ranges.join(', ') || '(none in this system)'}.` };
+    if (args.has(rangeKey)) {
+      const range = String(args.get(rangeKey)).toLowerCase();
+      if (!modes.ranges.includes(range)) return { error: `--${rangeKey} must be one of ${modes.ranges.join(', ') || '(none in this system)'}.` };
       attack.range = range;
     }
     if (args.has('dice')) {
@@ -3394,6 +3397,8 @@ var Mindscape = Mindscape || (() => {
   // power-pool's public actions (they apply when declared, in everyone's sight) and the
   // options that only power-pool's choices take.
   const PUBLIC_ACTIONS = ['pass', 'release', 'keep', 'cannot_perceive', 'rest'];
+  // revised-2e's second attack of a round in a declaration.
+  const SECOND_ATTACK_OPTIONS = ['attack2', 'target2', 'mult2', 'range2'];
   const POOL_OPTIONS = ['pass', 'rest', 'release', 'keep', 'by', 'cannot-perceive', 'keep-by', 'ally'];
 
   // A public action in words: "releases Fenka", "passes this round".
@@ -3436,6 +3441,17 @@ var Mindscape = Mindscape || (() => {
     const poolOnly = POOL_OPTIONS.filter((key) => args.has(key));
     if (!pool && poolOnly.length) return { error: `--${poolOnly[0]} is a power-pool choice; this encounter plays ${enc.system}.` };
     const notMember = (key) => ({ error: `--${key} must be a token of a combatant in the current encounter.` });
+    // revised-2e: a psionicist may make a second attack in some rounds (by its level, which
+    // the companion judges): --attack2 with its own --target2, --mult2 and --range2.
+    const second = SECOND_ATTACK_OPTIONS.filter((key) => args.has(key));
+    if (second.length && enc.system !== 'revised-2e') {
+      return { error: `--${second[0]} is a revised-2e option: ${enc.system} has no second attack in a declaration. Nothing was sent.` };
+    }
+    if (args.has('attack2') && !args.has('attack')) {
+      return { error: '--attack2 is the second attack of the round: declare the first with --attack MODE --target TOKEN as well. Nothing was sent.' };
+    }
+    const secondOnly = second.find((key) => key !== 'attack2' && !args.has('attack2'));
+    if (secondOnly) return { error: `--${secondOnly} goes with --attack2 MODE (the second attack declared). Nothing was sent.` };
     // An option of the attack or of the defense without it would be dropped unsaid.
     const attackOnly = ['target', 'mult', 'range', 'dice', 'keep-by'].find((key) => args.has(key) && !args.has('attack'));
     if (attackOnly) return { error: `--${attackOnly} goes with --attack MODE (the attack declared). Nothing was sent.` };
@@ -3452,6 +3468,18 @@ var Mindscape = Mindscape || (() => {
       if (wrong) return { error: wrong };
       choice.attack = Object.assign(built.attack, { target: targets[0] });
       if (targets.length > 1) choice.attack.targets = targets.slice(1);
+    }
+    if (args.has('attack2')) {
+      const built = attackFromOptions(args, enc.system, 'attack2', '2');
+      if (built.error) return built;
+      if (!args.has('target2')) return { error: '--target2 is missing: name the token the second attack strikes (--attack2 MODE --target2 TOKEN). Nothing was sent.' };
+      const target = encounterMember(enc, args.get('target2'));
+      if (!target) return notMember('target2');
+      const wrong = targetsProblem(enc.system, enc.combatants[actor], [target]);
+      if (wrong) return { error: wrong };
+      // Both attacks go as `attacks` (the companion takes attack or attacks, not both).
+      choice.attacks = [choice.attack, Object.assign(built.attack, { target })];
+      delete choice.attack;
     }
     if (args.has('defense')) {
       const chosen = defenseFromOptions(args, enc.system, 'defense');
@@ -3503,18 +3531,21 @@ var Mindscape = Mindscape || (() => {
   };
 
   // A secret choice in words, for the one who declared it: "Ego Whip ×2 at Fenka, short
-  // range; defense Mind Blank".
+  // range; defense Mind Blank"; two attacks of a round (revised-2e) "first attack Ego Whip
+  // at Fenka; second attack Mind Thrust at Ogre; …".
   const choiceText = (enc, choice) => {
     const name = (cid) => {
       const ref = Object.keys(enc.combatants).find((r) => enc.combatants[r] === cid);
       return ref ? fighterName(ref) : cid;
     };
+    const attackText = (a) => `${label(a.mode)}${a.multiplier > 1 ? ` ×${a.multiplier}` : ''} at ${[a.target].concat(a.targets || []).map(name).join(', ')}`
+      + `${a.range ? `, ${a.range} range` : ''}${Number.isInteger(a.pool_dice) ? `, ${a.pool_dice} pool dice` : ''}`;
     const parts = [];
     if (choice.stance) parts.push(`stance ${choice.stance}`);
-    if (isObject(choice.attack)) {
-      const a = choice.attack;
-      parts.push(`${label(a.mode)}${a.multiplier > 1 ? ` ×${a.multiplier}` : ''} at ${[a.target].concat(a.targets || []).map(name).join(', ')}`
-        + `${a.range ? `, ${a.range} range` : ''}${Number.isInteger(a.pool_dice) ? `, ${a.pool_dice} pool dice` : ''}`);
+    if (isObject(choice.attack)) parts.push(attackText(choice.attack));
+    if (Array.isArray(choice.attacks)) {
+      const ordinal = ['first', 'second', 'third', 'fourth'];
+      choice.attacks.filter(isObject).forEach((a, i) => parts.push(`${ordinal[i] ? `${ordinal[i]} attack` : `attack ${i + 1}`} ${attackText(a)}`));
     }
     if ('defense' in choice) {
       const d = choice.defense;
@@ -3634,7 +3665,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A controller that cannot act (asleep, unconscious, stunned, at 0 HP or fewer) loses the control it keeps by an action and cannot keep a control another way. A creature set free whose own round does not end there has its sheet freed too.</li>',
     '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
-    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs; in revised-2e it also lists who may pay to close its mind this round (<code>declare --close</code>) and for how many PSPs: the GM reads every offer, a player only those of the minds it controls (an offer tells that a mind holds at least that many PSPs).</li>',
+    '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--attack2 MODE --target2 TOKEN</code> (with <code>--mult2</code>, <code>--range2</code>) for a revised-2e psionicist\'s second attack of a round, which the companion allows by level, <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--keep-by die|action</code>, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs; in revised-2e it also lists who may pay to close its mind this round (<code>declare --close</code>) and for how many PSPs: the GM reads every offer, a player only those of the minds it controls (an offer tells that a mind holds at least that many PSPs).</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',
     '<li><code>!psi pending</code>: whispers you again the defense buttons still waiting for a mind you control (the GM: every one). The chat archive keeps them too; an old button whose attack no longer waits only says so.</li>',
     '<li><code>!psi pair</code> (GM): whispers the pairing code to paste into the bridge\'s settings; <code>--new</code> makes a new one.</li>',
@@ -4340,6 +4371,11 @@ var Mindscape = Mindscape || (() => {
   // What a refused declaration means, in the table's words, beyond the companion's.
   const declareRefusal = (error) => {
     const rule = isObject(error.data) ? String(error.data.rule || '') : '';
+    // revised-2e: a second attack (--attack2) in a round that allows one.
+    if (rule === 'too-many-attacks') {
+      return '<br>Nothing was recorded. A psionicist makes a second attack only in the rounds its level allows: '
+        + 'declare again with one attack (without <code>--attack2</code>).';
+    }
     if (rule !== 'allies-first-mind-only') return '';
     return '<br>Nothing was recorded. In a psionic wave only the mind struck first draws allies into the group\'s defense: '
       + 'declare this defense again without <code>--ally</code> (that mind\'s controller names the allies).';
@@ -4793,10 +4829,11 @@ var Mindscape = Mindscape || (() => {
   const ENCOUNTER_OPTIONS = {
     create: { system: ONE, name: ONE },
     add: { token: MANY },
-    // A declaration is one choice: one attack (power-pool: a wave names several --target),
-    // one defense, one public action.
+    // A declaration is one choice: one attack (power-pool: a wave names several --target;
+    // revised-2e: a second attack of the round with --attack2), one defense, one public action.
     declare: {
       attack: ONE, target: MANY, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
+      attack2: ONE, target2: ONE, mult2: ONE, range2: ONE,
       stance: ONE, close: FLAG, pass: FLAG, rest: FLAG, release: ONE, keep: ONE, by: ONE, 'cannot-perceive': ONE,
     },
     refresh: {},

@@ -1378,6 +1378,96 @@ test('declare checks what the companion would refuse in raw words: a stance outs
   assert.deepEqual(declare(pool, '--defense none --defense-dice 1 --sacrifice 2').body.params.choice, { defense: { sacrifice: 2, pool_dice: 1 } });
 });
 
+test('revised-2e declare: --attack2 declares a psionicist\'s second attack of the round (RULES.md 1.8), sent as attacks with both; without it attack as before; its options are refused alone, in other systems, without --attack or --target2', () => {
+  // Ulcen, Fenka and the ogre, whose combatant ids the companion names c0, c1, c2.
+  const encounterOf3 = (system) => {
+    const ctx = campaign();
+    ctx.sb.chat({ playerid: GM, content: `!psi encounter create --system ${system}` });
+    const create = lastRequest(ctx.sb);
+    answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi encounter add' });
+    const add = lastRequest(ctx.sb);
+    answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: `c${i}`, revision: i + 1 } })));
+    return ctx;
+  };
+  // The request sent, or the whisper to Alice when nothing was.
+  const declared = (ctx, options) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare ${options}` });
+    return requests(ctx.sb).length > before ? lastRequest(ctx.sb) : whispersTo(ctx.sb, 'Alice').at(-1);
+  };
+  const ctx = encounterOf3('revised-2e');
+  const t = ctx.tokens;
+  const two = declared(ctx, `--attack ego-whip --target ${t.fenka.id} --mult 2 --range medium --attack2 Mind Thrust --target2 ${t.ogre.id} --mult2 3 --range2 long --defense thought-shield`);
+  assert.equal(two.body.method, 'encounter.declare');
+  assert.deepEqual(plain(two.body.params), {
+    id: 'enc-1', combatant_id: 'c0', revision: 3,
+    choice: {
+      attacks: [{ mode: 'ego-whip', multiplier: 2, range: 'medium', target: 'c1' }, { mode: 'mind-thrust', multiplier: 3, range: 'long', target: 'c2' }],
+      defense: { mode: 'thought-shield' },
+    },
+  });
+  answer(ctx, two.id, { jsonrpc: '2.0', id: two.id, result: { revision: 4, waiting_for: ['c1', 'c2'] } });
+  // The player reads both attacks back; the GM's notice keeps them hidden.
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1),
+    /recorded in secret: first attack Ego Whip ×2 at Fenka, medium range; second attack Mind Thrust ×3 at Ogre, long range; defense Thought Shield\. A new declaration/);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Mind Thrust|Ego Whip|Thought Shield/.test(w)), 'the GM\'s notice keeps the choice hidden');
+  // The second attack's multiplier is 1 when not given, as the first's; both may strike one mind.
+  assert.deepEqual(plain(declared(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.fenka.id}`).body.params.choice),
+    { attacks: [{ mode: 'ego-whip', multiplier: 1, target: 'c1' }, { mode: 'mind-thrust', multiplier: 1, target: 'c1' }] });
+  // Without --attack2 the choice is one attack, as before.
+  const one = declared(ctx, `--attack ego-whip --target ${t.fenka.id} --mult 2 --range short`);
+  assert.deepEqual(plain(one.body.params.choice), { attack: { mode: 'ego-whip', multiplier: 2, range: 'short', target: 'c1' } });
+
+  // Refused, and nothing sent.
+  const refused = (c, options, why) => {
+    const before = requests(c.sb).length;
+    const said = declared(c, options);
+    assert.equal(requests(c.sb).length, before, `${options} was sent`);
+    assert.match(said, why, options);
+  };
+  refused(ctx, `--attack2 mind-thrust --target2 ${t.ogre.id} --defense thought-shield`,
+    /--attack2 is the second attack of the round: declare the first with --attack MODE --target TOKEN as well\. Nothing was sent\./);
+  for (const extra of [`--target2 ${t.ogre.id}`, '--mult2 2', '--range2 long']) {
+    const key = extra.split(' ')[0];
+    refused(ctx, `--attack ego-whip --target ${t.fenka.id} ${extra}`, new RegExp(`${key} goes with --attack2 MODE \\(the second attack declared\\)\\. Nothing was sent\\.`));
+  }
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --mult2 2`,
+    /--target2 is missing: name the token the second attack strikes \(--attack2 MODE --target2 TOKEN\)\. Nothing was sent\./);
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 -Mnobody`, /--target2 must be a token of a combatant in the current encounter\./);
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.ulcen.id}`, /a mind cannot attack itself\./);
+  // The second attack's mode, multiplier and range are checked as the first's, naming its options.
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 fireball --target2 ${t.ogre.id}`,
+    /--attack2 must be one of ego-whip, id-insinuation, mind-thrust, psionic-blast, psychic-crush for revised-2e \(got "fireball"\)\./);
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.ogre.id} --mult2 0`, /--mult2 must be a whole number of 1 or more\./);
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.ogre.id} --range2 far`, /--range2 must be one of short, medium, long\./);
+  // Each is taken once, like the first attack's options.
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --attack2 ego-whip --target2 ${t.ogre.id}`,
+    /--attack2 is given twice .*: encounter declare takes it once\. Nothing was done\./);
+  refused(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.ogre.id} --target2 ${t.fenka.id}`,
+    /--target2 is given twice .*: encounter declare takes it once\. Nothing was done\./);
+  // combat-strength and power-pool have no second attack in a declaration.
+  const strength = encounterOf3('combat-strength');
+  refused(strength, `--attack ego-whip --target ${strength.tokens.fenka.id} --attack2 mind-thrust --target2 ${strength.tokens.ogre.id}`,
+    /--attack2 is a revised-2e option: combat-strength has no second attack in a declaration\. Nothing was sent\./);
+  const pool = encounterOf3('power-pool');
+  refused(pool, `--attack mental-stab --target ${pool.tokens.fenka.id} --attack2 mental-stab --target2 ${pool.tokens.ogre.id}`,
+    /--attack2 is a revised-2e option: power-pool has no second attack in a declaration\. Nothing was sent\./);
+  refused(pool, `--attack mental-stab --target ${pool.tokens.fenka.id} --mult2 2`, /--mult2 is a revised-2e option: power-pool has no second attack/);
+
+  // A round that allows one attack: the companion refuses (too-many-attacks, as
+  // engine/revised_2e/encounter.py words it), and the player is told what to do.
+  const late = declared(ctx, `--attack ego-whip --target ${t.fenka.id} --attack2 mind-thrust --target2 ${t.ogre.id}`);
+  answer(ctx, late.id, { jsonrpc: '2.0', id: late.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'too-many-attacks', detail: 'Ulcen of Tyr may make 1 attack(s) in round 1' } } });
+  const alice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(alice, /Ulcen of Tyr may make 1 attack\(s\) in round 1\.<br>Nothing was recorded\. A psionicist makes a second attack only in the rounds its level allows: declare again with one attack \(without <code>--attack2<\/code>\)\./);
+  assertPlainRefusal(alice, ['too-many-attacks']);
+  // The help handout tells of it.
+  ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.match(handout.get('notes'), /<code>declare --attack MODE .*<code>--attack2 MODE --target2 TOKEN<\/code> \(with <code>--mult2<\/code>, <code>--range2<\/code>\) for a revised-2e psionicist's second attack of a round, which the companion allows by level/);
+});
+
 test('a resolved round shows what it did beside its exchanges (RULES.md 1.4: defenses are raised and paid at the round\'s start), so the cards add up to the PSPs written', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Arena' });

@@ -1048,6 +1048,14 @@ var Mindscape = Mindscape || (() => {
       if (!['die', 'action'].includes(by)) return { error: '--keep-by must be die (a pool die kept for the control) or action (an action each round).' };
       attack.keep_by = by;
     }
+    // power-pool: an effect the attacker chooses not to use (seed 001: Subconscious
+    // Subversion "may" frighten); which mode has one is the companion's to judge.
+    if (args.has('decline')) {
+      if (system !== 'power-pool') return { error: '--decline is a power-pool option.' };
+      const effects = args.all('decline').map((text) => String(text).trim().toLowerCase());
+      if (effects.some((e) => !/^[a-z][a-z-]*$/.test(e))) return { error: '--decline names an effect to spare, such as --decline frightened.' };
+      attack.decline = Array.from(new Set(effects));
+    }
     return { attack };
   };
 
@@ -3453,7 +3461,7 @@ var Mindscape = Mindscape || (() => {
     const secondOnly = second.find((key) => key !== 'attack2' && !args.has('attack2'));
     if (secondOnly) return { error: `--${secondOnly} goes with --attack2 MODE (the second attack declared). Nothing was sent.` };
     // An option of the attack or of the defense without it would be dropped unsaid.
-    const attackOnly = ['target', 'mult', 'range', 'dice', 'keep-by'].find((key) => args.has(key) && !args.has('attack'));
+    const attackOnly = ['target', 'mult', 'range', 'dice', 'keep-by', 'decline'].find((key) => args.has(key) && !args.has('attack'));
     if (attackOnly) return { error: `--${attackOnly} goes with --attack MODE (the attack declared). Nothing was sent.` };
     const defenseOnly = ['defense-dice', 'sacrifice'].find((key) => args.has(key) && !args.has('defense'));
     if (defenseOnly) return { error: `--${defenseOnly} goes with --defense MODE (or none). Nothing was sent.` };
@@ -3657,7 +3665,7 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks. The companion checks the attack first: one the attacker cannot make (too few PSPs, a multiplier above its level, a mode it does not know, pool dice beyond its pool, too little attack strength) is refused to you with the reason, and nobody is asked. Otherwise the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret (also when the check gets no answer in time). Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks. The companion checks the attack first: one the attacker cannot make (too few PSPs, a multiplier above its level, a mode it does not know, pool dice beyond its pool, too little attack strength) is refused to you with the reason, and nobody is asked. Otherwise the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret (also when the check gets no answer in time). Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once. power-pool: <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); <code>--decline frightened</code> spares the target Subconscious Subversion\'s Fear (the attacker may choose); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die (its whole pool under H-PP-GROUP all-dice) and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
     '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
@@ -4806,7 +4814,7 @@ var Mindscape = Mindscape || (() => {
   const MANY = 'many';
   const FLAG = 'flag';
   const ATTACK_OPTIONS = {
-    target: MANY, mode: ONE, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
+    target: MANY, mode: ONE, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, decline: MANY, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
   };
   const COMMAND_OPTIONS = {
     attack: ATTACK_OPTIONS,
@@ -4832,7 +4840,7 @@ var Mindscape = Mindscape || (() => {
     // A declaration is one choice: one attack (power-pool: a wave names several --target;
     // revised-2e: a second attack of the round with --attack2), one defense, one public action.
     declare: {
-      attack: ONE, target: MANY, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
+      attack: ONE, target: MANY, mult: ONE, range: ONE, dice: ONE, 'keep-by': ONE, decline: MANY, defense: ONE, 'defense-dice': ONE, sacrifice: ONE, ally: MANY,
       attack2: ONE, target2: ONE, mult2: ONE, range2: ONE,
       stance: ONE, close: FLAG, pass: FLAG, rest: FLAG, release: ONE, keep: ONE, by: ONE, 'cannot-perceive': ONE,
     },

@@ -4247,6 +4247,20 @@ test('power-pool: --keep-by die|action says how control is kept if the attack wi
   assert.equal(requests(other.sb).length, 0);
 });
 
+test('power-pool: --decline frightened spares the target Subconscious Subversion\'s Fear (the attacker may choose), on !psi attack and in a declaration; other systems refuse it', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode subconscious-subversion --decline Frightened --defense none` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.attack), { mode: 'subconscious-subversion', decline: ['frightened'] });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode subconscious-subversion --decline "fear!"` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--decline names an effect to spare, such as --decline frightened\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  const other = campaign();
+  attack(other, ' --decline frightened');
+  assert.match(whispersTo(other.sb, 'Alice').at(-1), /--decline is a power-pool option\./);
+  assert.equal(requests(other.sb).length, 0);
+});
+
 test('power-pool: the defender choosing imagination-swarm draws allies in with --ally; they go as allies, their sheets are written and the card names them', () => {
   const ctx = swarmCampaign();
   const xid = ogreAttacksFenka(ctx, ' --keep-by die');

@@ -625,17 +625,24 @@ test("the pairing dialog tests the connection with companion.info and says what 
   await page.close();
 });
 
-test("an encounter round in the panel: create from the selected tokens, secret choices, resolve, log, undo", { skip: SKIP, timeout: 90000 }, async () => {
-  const { page, problems } = await openPage(13);
+/**
+ * The encounter panel opened, an encounter created from the selected tokens (Zanna and
+ * the aboleth) and every combatant asked for its secret choice (nobody else is online:
+ * the GM is asked for both, each in its own dialog): the panel and those dialogs.
+ */
+async function encounterAsked(page) {
   await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
   const panel = page.locator(".application.mindscape-encounter");
   await panel.locator('[data-action="create"]').click();
   await panel.locator(".mindscape-combatants li").nth(1).waitFor();
-  assert.deepEqual(await panel.locator(".mindscape-combatants .name").allTextContents(), ["Zanna", "Aboleth"]);
-
-  // Nobody else is online: the GM is asked for both, each in its own secret dialog.
   await panel.locator('[data-action="ask"]').click();
-  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  return { panel, choices: page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") }) };
+}
+
+test("an encounter round in the panel: create from the selected tokens, secret choices, resolve, log, undo", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const { panel, choices } = await encounterAsked(page);
+  assert.deepEqual(await panel.locator(".mindscape-combatants .name").allTextContents(), ["Zanna", "Aboleth"]);
   await choices.nth(1).waitFor();
   for (let i = 0; i < 2; i++) {
     const dialog = choices.last();
@@ -694,12 +701,7 @@ test("a level-13 psionicist declares both its attacks of the round in the panel'
   const { page, problems } = await openPage(13);
   // RULES.md §1.8: two attacks a round from level 13 (the flags' level overrides the sheet's).
   await page.evaluate(() => window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.level": 13 }));
-  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
-  const panel = page.locator(".application.mindscape-encounter");
-  await panel.locator('[data-action="create"]').click();
-  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
-  await panel.locator('[data-action="ask"]').click();
-  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  const { panel, choices } = await encounterAsked(page);
   await choices.nth(1).waitFor();
   for (let i = 0; i < 2; i++) {
     const dialog = choices.last();
@@ -757,12 +759,7 @@ test("an encounter choice the real companion refuses (an attack Zanna cannot pay
   const { page, problems } = await openPage(13);
   // Zanna holds 3 PSPs: a mind thrust ×1 costs 2, and with a thought shield (2) 4 in all.
   await page.evaluate(() => window.harness.docs.get("Actor.4Jsv5vYaJ1atUEDV").update({ "flags.mindscape.revised-2e.psp": 3 }));
-  await page.evaluate(() => game.modules.get("mindscape").api.openEncounter());
-  const panel = page.locator(".application.mindscape-encounter");
-  await panel.locator('[data-action="create"]').click();
-  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
-  await panel.locator('[data-action="ask"]').click();
-  const choices = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-choice") });
+  const { panel, choices } = await encounterAsked(page);
   const of = (name) => choices.filter({ has: page.locator(".mindscape-lead strong", { hasText: name }) });
   // Both are asked at once, and the two dialogs open where they like: whichever opened
   // last may lie over the other's OK button, so it is pressed as the keyboard would,

@@ -1339,22 +1339,29 @@ test('an encounter is created, joined by a batch, declared in secret and resolve
   assert.deepEqual(undo.body.params, { id: 'enc-1', revision: 5 });
 });
 
+// A campaign whose current encounter (enc-1) of `system` holds the tokens `names` (of
+// ctx.tokens), each under the combatant id `idOf(ctx, i)` the companion answers.
+const encounterIn = (system, names, idOf) => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: `!psi encounter create --system ${system}` });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: names.map((name) => ctx.tokens[name].id), content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: idOf(ctx, i), revision: i + 1 } })));
+  return ctx;
+};
+
+// Alice declares for Ulcen: the request sent, or her whisper when nothing was.
+const aliceDeclares = (ctx, options) => {
+  const before = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare ${options}` });
+  return requests(ctx.sb).length > before ? lastRequest(ctx.sb) : whispersTo(ctx.sb, 'Alice').at(-1);
+};
+
 test('declare checks what the companion would refuse in raw words: a stance outside combat-strength\'s four (RULES.md 2.3), a stance in another system, two choices at once in power-pool', () => {
-  const encounterOf = (system) => {
-    const ctx = campaign();
-    ctx.sb.chat({ playerid: GM, content: `!psi encounter create --system ${system}` });
-    const create = lastRequest(ctx.sb);
-    answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
-    const add = lastRequest(ctx.sb);
-    answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: [ctx.ulcen.id, ctx.fenka.id][i], revision: i + 1 } })));
-    return ctx;
-  };
-  const declare = (ctx, options) => {
-    const before = requests(ctx.sb).length;
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare ${options}` });
-    return requests(ctx.sb).length > before ? lastRequest(ctx.sb) : whispersTo(ctx.sb, 'Alice').at(-1);
-  };
+  const encounterOf = (system) => encounterIn(system, ['ulcen', 'fenka'], (ctx, i) => [ctx.ulcen.id, ctx.fenka.id][i]);
+  const declare = aliceDeclares;
   const strength = encounterOf('combat-strength');
   assert.match(declare(strength, '--stance psychic-trance'), /--stance must be one of trance, discipline, wave, normal \(got "psychic-trance"\)/);
   assert.deepEqual(declare(strength, '--stance Trance').body.params.choice, { stance: 'trance' });
@@ -1380,22 +1387,8 @@ test('declare checks what the companion would refuse in raw words: a stance outs
 
 test('revised-2e declare: --attack2 declares a psionicist\'s second attack of the round (RULES.md 1.8), sent as attacks with both; without it attack as before; its options are refused alone, in other systems, without --attack or --target2', () => {
   // Ulcen, Fenka and the ogre, whose combatant ids the companion names c0, c1, c2.
-  const encounterOf3 = (system) => {
-    const ctx = campaign();
-    ctx.sb.chat({ playerid: GM, content: `!psi encounter create --system ${system}` });
-    const create = lastRequest(ctx.sb);
-    answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi encounter add' });
-    const add = lastRequest(ctx.sb);
-    answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: `c${i}`, revision: i + 1 } })));
-    return ctx;
-  };
-  // The request sent, or the whisper to Alice when nothing was.
-  const declared = (ctx, options) => {
-    const before = requests(ctx.sb).length;
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare ${options}` });
-    return requests(ctx.sb).length > before ? lastRequest(ctx.sb) : whispersTo(ctx.sb, 'Alice').at(-1);
-  };
+  const encounterOf3 = (system) => encounterIn(system, ['ulcen', 'fenka', 'ogre'], (_ctx, i) => `c${i}`);
+  const declared = aliceDeclares;
   const ctx = encounterOf3('revised-2e');
   const t = ctx.tokens;
   const two = declared(ctx, `--attack ego-whip --target ${t.fenka.id} --mult 2 --range medium --attack2 Mind Thrust --target2 ${t.ogre.id} --mult2 3 --range2 long --defense thought-shield`);

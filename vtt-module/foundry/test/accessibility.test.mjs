@@ -55,7 +55,7 @@ const CHOICES = {
   intent: { combatantName: "A", intent: true, stances: [{ value: "trance", label: "Trance" }] },
   revised: { combatantName: "A", attacks: [defense], targets: [{ id: "b", name: "B" }], defenses: [defense], multipliers: [{ value: 1 }], ranges: [{ value: "short", label: "Short" }], poolDice: [], sacrifice: true, close: { cost: 6, psp: 30, defenseLabel: "Mind blank" } },
   revisedTwoAttacks: { combatantName: "A", attacks: [defense], targets: [{ id: "b", name: "B" }], defenses: [defense], multipliers: [{ value: 1 }], ranges: [{ value: "short", label: "Short" }], poolDice: [], furtherAttacks: [{ n: "2", label: "Attack 2" }] },
-  poolAttack: { combatantName: "A", attacks: [defense], targets: [{ id: "b", name: "B" }], defenses: [], poolDice: [{ value: 1 }], pool: { defensePhase: false, controlled: [{ id: "c", name: "C" }], others: [{ id: "c", name: "C" }], waveModes: "psionic-wave" } },
+  poolAttack: { combatantName: "A", attacks: [defense], targets: [{ id: "b", name: "B" }], defenses: [], poolDice: [{ value: 1 }], pool: { defensePhase: false, controlled: [{ id: "c", name: "C" }], others: [{ id: "c", name: "C" }], waveModes: "psionic-wave", declinable: [{ value: "frightened", label: "Spare the Fear" }], declineModes: "subconscious-subversion:frightened" } },
   poolDefense: { combatantName: "A", attacks: [], targets: [], defenses: [defense], poolDice: [], pool: { defensePhase: true, allies: [{ id: "c", name: "C" }], controlled: [], others: [] } },
 };
 

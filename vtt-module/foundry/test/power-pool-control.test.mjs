@@ -232,6 +232,9 @@ test("the encounter's choice dialog offers power-pool's actions: the creatures t
     allies: [],
     // The fake companion's modes strike one target each.
     waveModes: "",
+    // Ulcen knows no mode with an effect it may decline.
+    declinable: [],
+    declineModes: "",
   });
   // Another's puppet may be attacked (the attack strikes its controller).
   assert.deepEqual((await ctl.choiceContext("goblin-tokG", state)).targets.map((x) => x.id), ["ulcen", "fenka-tokF"]);

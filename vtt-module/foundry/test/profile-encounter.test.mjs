@@ -168,6 +168,21 @@ test("revised-2e: the choice dialog has a row for each further attack the compan
   for (const name of ["attackMode2", "target2", "multiplier2", "range2"]) assert.match(html, new RegExp(`name="${name}"`), name);
 });
 
+test("power-pool: the encounter's choice dialog offers to spare an effect only the modes the chooser knows may decline", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  const subversion = { id: "subconscious-subversion", on_success: [{ condition: "frightened", optional: true }] };
+  assert.deepEqual(ctl.declinable([{ id: "mental-stab" }, subversion]), {
+    declinable: [{ value: "frightened", label: "If it wins, spare the target the Frightened effect (Subconscious subversion: the attacker may choose)" }],
+    declineModes: "subconscious-subversion:frightened",
+  });
+  assert.deepEqual(ctl.declinable([{ id: "mental-stab" }]), { declinable: [], declineModes: "" });
+  const html = renderModuleTemplate("encounter-choice", { combatantName: "A", attacks: [subversion], targets: [], defenses: [], poolDice: [], pool: { defensePhase: false, controlled: [], others: [], waveModes: "", ...ctl.declinable([subversion]) }, uid: "u" });
+  assert.match(html, /name="declineModes" value="subconscious-subversion:frightened"/);
+  assert.match(html, /<input type="checkbox" name="decline" value="frightened" data-list> If it wins, spare the target the Frightened effect/);
+});
+
 test("power-pool choices: one thing at a time, by phase; no attack is a pass; public actions instead", () => {
   const attack = { phase: "attack" };
   const defense = { phase: "defense" };
@@ -177,6 +192,10 @@ test("power-pool choices: one thing at a time, by phase; no attack is a pass; pu
   // Further targets go only with a mode that strikes several.
   assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "mental-stab", target: "b", waveTargets: ["c"], waveModes: "psionic-wave", attackKeepBy: "" }), { attack: { mode: "mental-stab", target: "b" } });
   assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "", target: "b" }), { pass: true });
+  // An effect spared goes only with a mode that may decline it (the dialog's pairs).
+  const spare = { target: "b", decline: ["frightened"], declineModes: "subconscious-subversion:frightened" };
+  assert.deepEqual(choiceFromForm("power-pool", attack, { ...spare, attackMode: "subconscious-subversion" }), { attack: { mode: "subconscious-subversion", target: "b", decline: ["frightened"] } });
+  assert.deepEqual(choiceFromForm("power-pool", attack, { ...spare, attackMode: "mental-stab" }), { attack: { mode: "mental-stab", target: "b" } });
   // Defense phase: the defense (no mode still rolls the pool; allies of a swarm).
   assert.deepEqual(choiceFromForm("power-pool", defense, { attackMode: "mental-stab", target: "b", defenseMode: "" }), { defense: {} });
   assert.deepEqual(choiceFromForm("power-pool", defense, { defenseMode: "imagination-swarm", allies: ["guard", "seer"] }), { defense: { mode: "imagination-swarm", allies: ["guard", "seer"] } });

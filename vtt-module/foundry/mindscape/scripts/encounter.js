@@ -8,7 +8,7 @@ import {
   DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
   describeError,
 } from "./errors.js";
-import { attackFromForm, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
+import { attackFromForm, declinableOf, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
@@ -89,6 +89,12 @@ function poolChoiceFromForm(state, form) {
   const more = list(form.waveTargets).filter((id) => id !== form.target);
   if (more.length && waves.includes(form.attackMode)) attack.targets = more;
   if (form.attackKeepBy === "die" || form.attackKeepBy === "action") attack.keep_by = form.attackKeepBy;
+  // An effect spared only with a mode that has it as optional (`declineModes`: the
+  // dialog's "mode:condition" pairs); the companion refuses any other.
+  const may = String(form.declineModes ?? "").split(",");
+  const decline = list(form.decline).filter((c) => may.includes(`${form.attackMode}:${c}`));
+  if (decline.length) attack.decline = decline;
+  else delete attack.decline;
   return { attack };
 }
 
@@ -395,6 +401,27 @@ export class EncounterController {
   }
 
   /**
+   * The boxes sparing an effect `attacks` let the attacker decline (`declinableOf`:
+   * optional in systems.describe), and the "mode:condition" pairs they hold for.
+   * @returns {{declinable:{value:string, label:string}[], declineModes:string}}
+   */
+  declinable(attacks) {
+    const label = this.svc.t.label;
+    const pairs = attacks.flatMap((m) => declinableOf(m).map((condition) => ({ mode: m.id, condition })));
+    const conditions = [...new Set(pairs.map((p) => p.condition))];
+    return {
+      declinable: conditions.map((condition) => ({
+        value: condition,
+        label: this.svc.t.format("MINDSCAPE.Attack.Decline", {
+          condition: idLabel(label, "Condition", condition),
+          modes: pairs.filter((p) => p.condition === condition).map((p) => idLabel(label, "Mode", p.mode)).join(", "),
+        }),
+      })),
+      declineModes: pairs.map((p) => `${p.mode}:${p.condition}`).join(","),
+    };
+  }
+
+  /**
    * power-pool's part of the choice dialog: the phase (attack or defense), the creatures
    * this one controls (for release, keep, cannot-perceive), the others (further targets
    * of a psionic wave, allies of an imagination swarm). Allies are offered only to the
@@ -429,6 +456,8 @@ export class EncounterController {
         return sameSide && !inExchange.has(o.id) && !view.controlled_by && view.mindless !== true && view.psionic !== true;
       }),
       waveModes: modes.attacks.filter((m) => m.several_targets).map((m) => m.id).join(","),
+      // An effect the attacker may decline (Subconscious Subversion's Fear), by the modes it knows.
+      ...this.declinable(knownModes(modes.attacks, me.attacks)),
     };
   }
 

@@ -8,7 +8,7 @@ import {
   DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
   describeError,
 } from "./errors.js";
-import { attackFromForm, declinableOf, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
+import { attackFromForm, declineBoxes, declinedFor, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { callWithPhysicalDice } from "./rpc.js";
 import { houseRulesFor, setSetting, setting } from "./settings.js";
@@ -91,8 +91,7 @@ function poolChoiceFromForm(state, form) {
   if (form.attackKeepBy === "die" || form.attackKeepBy === "action") attack.keep_by = form.attackKeepBy;
   // An effect spared only with a mode that has it as optional (`declineModes`: the
   // dialog's "mode:condition" pairs); the companion refuses any other.
-  const may = String(form.declineModes ?? "").split(",");
-  const decline = list(form.decline).filter((c) => may.includes(`${form.attackMode}:${c}`));
+  const decline = declinedFor(form.decline, form.declineModes, form.attackMode);
   if (decline.length) attack.decline = decline;
   else delete attack.decline;
   return { attack };
@@ -400,25 +399,9 @@ export class EncounterController {
       .map(([id, c]) => ({ id, name: c?.name ?? id }));
   }
 
-  /**
-   * The boxes sparing an effect `attacks` let the attacker decline (`declinableOf`:
-   * optional in systems.describe), and the "mode:condition" pairs they hold for.
-   * @returns {{declinable:{value:string, label:string}[], declineModes:string}}
-   */
+  /** The choice dialog's boxes sparing an effect the modes `attacks` let the attacker decline (`declineBoxes`). */
   declinable(attacks) {
-    const label = this.svc.t.label;
-    const pairs = attacks.flatMap((m) => declinableOf(m).map((condition) => ({ mode: m.id, condition })));
-    const conditions = [...new Set(pairs.map((p) => p.condition))];
-    return {
-      declinable: conditions.map((condition) => ({
-        value: condition,
-        label: this.svc.t.format("MINDSCAPE.Attack.Decline", {
-          condition: idLabel(label, "Condition", condition),
-          modes: pairs.filter((p) => p.condition === condition).map((p) => idLabel(label, "Mode", p.mode)).join(", "),
-        }),
-      })),
-      declineModes: pairs.map((p) => `${p.mode}:${p.condition}`).join(","),
-    };
+    return declineBoxes(attacks, this.svc.t);
   }
 
   /**

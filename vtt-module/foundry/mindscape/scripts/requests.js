@@ -3,6 +3,7 @@
  * combatant reference, what the attack and defense objects of each rule system look like,
  * and how the daemon's descriptions and odds become something a dialog can show.
  */
+import { idLabel } from "./labels.js";
 
 /** Foundry system id -> the daemon adapter that reads its actors. */
 export const ADAPTER_BY_FOUNDRY_SYSTEM = {
@@ -206,15 +207,53 @@ export function declinableOf(mode) {
 }
 
 /**
+ * A choice form's boxes sparing an effect the modes `attacks` let the attacker decline
+ * (`declinableOf`), each labelled with the modes it goes with (`t`: the service's
+ * `label` and `format`), and `declineModes`, the "mode:condition" pairs they hold for
+ * (what `declinedFor` keeps).
+ * @returns {{declinable:{value:string, label:string}[], declineModes:string}}
+ */
+export function declineBoxes(attacks, t) {
+  const pairs = declinePairs(attacks);
+  return {
+    declinable: [...new Set(pairs.map((p) => p.condition))].map((condition) => ({
+      value: condition,
+      label: t.format("MINDSCAPE.Attack.Decline", {
+        condition: idLabel(t.label, "Condition", condition),
+        modes: pairs.filter((p) => p.condition === condition).map((p) => idLabel(t.label, "Mode", p.mode)).join(", "),
+      }),
+    })),
+    declineModes: pairs.map(pairKey).join(","),
+  };
+}
+
+/** Each effect a mode of `attacks` lets the attacker decline, as `{mode, condition}`. */
+function declinePairs(attacks) {
+  return (attacks ?? []).flatMap((m) => declinableOf(m).map((condition) => ({ mode: m.id, condition })));
+}
+
+/** A pair of `declinePairs` as `declinedFor` reads it: "mode:condition". */
+const pairKey = (p) => `${p.mode}:${p.condition}`;
+
+/**
+ * The effects of `decline` (the ticked boxes) that attack mode `mode` may decline by the
+ * pairs `declineModes` ("mode:condition", `declineBoxes`): the companion refuses
+ * declining an effect the mode has not, and a box stays ticked when the mode is changed
+ * after it.
+ * @returns {string[]}
+ */
+export function declinedFor(decline, declineModes, mode) {
+  const may = Array.isArray(declineModes) ? declineModes : String(declineModes ?? "").split(",");
+  return [].concat(decline ?? []).filter((c) => may.includes(`${mode}:${c}`));
+}
+
+/**
  * `form` (the attack dialog's) with `decline` kept to what its chosen mode may decline
- * (`declinableOf`, the mode found in `attacks`), and left out when that is nothing: the
- * companion refuses declining an effect the mode has not, and the box stays ticked when
- * the mode is changed after it.
+ * (`declinedFor`, by the modes `attacks`), and left out when that is nothing.
  */
 export function withDeclined(form, attacks) {
   const { decline, ...rest } = form ?? {};
-  const may = declinableOf((attacks ?? []).find((m) => m.id === rest.mode));
-  const kept = [].concat(decline ?? []).filter((c) => may.includes(c));
+  const kept = declinedFor(decline, declinePairs(attacks).map(pairKey), rest.mode);
   return kept.length ? { ...rest, decline: kept } : rest;
 }
 

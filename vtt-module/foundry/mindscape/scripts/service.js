@@ -11,7 +11,7 @@ import {
   UsageError, describeError,
 } from "./errors.js";
 import {
-  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, declinableOf, defenseFromChoice,
+  adapterFor, allyDrawingModeIds, attackFieldsFor, attackFromForm, attackProblem, combatantRef, declineBoxes, defenseFromChoice,
   ODDS_LEAST_CHANCE, assumedPlaces, dispositionOf, exchangeParams, joiningModeId, knownModeIds, knownModes, mayJoinAsAlly, modesFromDescription, oddsParams, oddsView,
   RANGES, withDeclined,
 } from "./requests.js";
@@ -2255,13 +2255,7 @@ export class Mindscape {
       poolDice: f.poolDice ? Array.from({ length: f.maxPool }, (_, i) => ({ value: i + 1, selected: i === f.maxPool - 1 })) : [],
       keepBy: Boolean(f.keepBy),
       // power-pool: an effect a mode lets the attacker decline (Subversion's Fear)
-      declinable: [...new Set(prep.attacks.flatMap((m) => declinableOf(m)))].map((condition) => ({
-        value: condition,
-        label: this.t.format("MINDSCAPE.Attack.Decline", {
-          condition: idLabel(label, "Condition", condition),
-          modes: prep.attacks.filter((m) => declinableOf(m).includes(condition)).map((m) => label(`MINDSCAPE.Mode.${m.id}`, m.id.replace(/-/g, " "))).join(", "),
-        }),
-      })),
+      declinable: declineBoxes(prep.attacks, this.t).declinable,
       physical: Boolean(setting(this.game, "physicalDice")),
       systemLabel: label(`MINDSCAPE.System.${prep.system}`, prep.system),
     };

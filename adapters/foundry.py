@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 from engine.errors import InvalidInput, json_text
 
@@ -430,6 +430,30 @@ def _class_items(actor: FoundryActor
         yield item, item_path, need_object(item.get("system") or {}, sys_path), sys_path
 
 
+class _Levelled(Protocol):
+    """A class a character has levels in (``_Class``, ``_ArsClass``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def levels(self) -> int: ...
+
+
+_Levels = TypeVar("_Levels", bound=_Levelled)
+
+
+def _psionicist_class(system: str, classes: Sequence[_Levels]) -> _Levels | None:
+    """In revised-2e, the class named a psionicist's (``class_group``: psion...) with the
+    most levels: the psionic rules count its own level (PSPs, MTHAC0, modes known), not
+    the character's, as the Roll20 adapter takes it too. ``None`` in another system or
+    without one."""
+    if system != "revised-2e":
+        return None
+    return max((c for c in classes if c.levels and class_group(c.name) == "psionicist"),
+               key=lambda c: c.levels, default=None)
+
+
 @dataclass
 class _Class:
     name: str
@@ -594,11 +618,9 @@ class Dnd5e(FoundryAdapter):
         if die is None:
             die = 8
             draft.warn_for("die", "no class hit die; assumed d8")
-        psionicists = [c for c in classes if class_group(c.name) == "psionicist" and c.levels]
-        if draft.system == "revised-2e" and psionicists:
-            # The psionic rules count the psionicist class's own level (PSPs, MTHAC0,
-            # modes known), as the ARS and Roll20 adapters take it, not the character's.
-            main = max(psionicists, key=lambda c: c.levels)
+        psionicist = _psionicist_class(draft.system, classes)
+        if psionicist is not None:
+            main = psionicist
             if len(classes) > 1:
                 listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
                 draft.warn(f"several classes ({listed}); level {main.levels} taken, the "
@@ -873,14 +895,12 @@ class Ars(FoundryAdapter):
             draft.warn(f"no class item with levels (system.advancement); level taken as "
                        f"{taken}")
             return (1 if stored_level is None else stored_level), None, first
-        main = max(classes, key=lambda c: c.levels)  # the first of the highest
-        psionicists = [c for c in classes if class_group(c.name) == "psionicist"]
-        psionic = draft.system == "revised-2e" and bool(psionicists)
-        if psionic:
-            main = max(psionicists, key=lambda c: c.levels)
+        psionicist = _psionicist_class(draft.system, classes)
+        main = psionicist if psionicist is not None else \
+            max(classes, key=lambda c: c.levels)  # the first of the highest
         if len(classes) > 1:
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
-            why = "the psionicist class's" if psionic else "the highest"
+            why = "the psionicist class's" if psionicist is not None else "the highest"
             draft.warn(f"several classes ({listed}); level {main.levels} taken, "
                        f"{why} ({main.name})")
         return main.levels, self._rank_die(draft, main), main.name

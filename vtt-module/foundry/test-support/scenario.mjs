@@ -887,6 +887,7 @@ export function scriptedDialogs(script = {}) {
     profileDialog: (arg) => answer("profileDialog", arg),
     houseRulesDialog: (arg) => answer("houseRulesDialog", arg),
     encounterChoiceDialog: (arg) => answer("encounterChoiceDialog", arg),
+    encounterActionDialog: (arg) => answer("encounterActionDialog", arg),
     closeDialog: (arg) => answer("closeDialog", arg),
     controlDialog: (arg) => answer("controlDialog", arg),
     joinDialog: (arg) => answer("joinDialog", arg),

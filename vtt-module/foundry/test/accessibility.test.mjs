@@ -44,6 +44,7 @@ const CONTEXTS = {
     { key: "kind", label: "Kind", isSelect: true, options: [{ value: "psionicist", label: "Psionicist" }] },
     { key: "attacks", label: "Attacks", isMulti: true, options: [{ value: "ego-whip", label: "Ego whip" }] },
   ] },
+  "encounter-action": { combatantName: "A", phase: "attack", canPass: true, controlled: [{ id: "c", name: "C" }] },
   "rest-dialog": { askHours: true, names: "A", min: 1, max: 1000, value: 8 },
   "house-rules": { systemLabel: "S", rules: [
     { id: "H-1", text: "the roll is the modified roll", isBoolean: true, checked: true },

@@ -870,6 +870,44 @@ test("a power-pool encounter in the panel: the attack phase's dialog, a pass ins
   await page.close();
 });
 
+test("a power-pool encounter in the panel: a creature with an empty pool, not asked for a choice, takes a long rest by its row's Act, and its sheet has its dice back", { skip: SKIP, timeout: 90000 }, async () => {
+  const { page, problems } = await openPage(13);
+  const zanna = "Actor.4Jsv5vYaJ1atUEDV";
+  await page.evaluate(async (zannaUuid) => {
+    await game.settings.set("mindscape", "ruleSystem", "power-pool");
+    const profile = { psionic: true, attacks: ["mental-stab"], defenses: ["pinnacle-of-will"], hit_dice: 3, die: 6 };
+    for (const t of window.harness.tokens) {
+      await t.actor.update({ "flags.mindscape.power-pool": { ...profile, pool: t.actor.uuid === zannaUuid ? 0 : 3 } });
+    }
+    game.modules.get("mindscape").api.openEncounter();
+  }, zanna);
+  const panel = page.locator(".application.mindscape-encounter");
+  await panel.locator('[data-action="create"]').click();
+  await panel.locator(".mindscape-combatants li").nth(1).waitFor();
+  // Zanna's pool is empty: the round does not wait for her (Ask for choices skips her),
+  // but her row has Act, as every row has between exchanges.
+  const row = panel.locator(".mindscape-combatants li").filter({ hasText: "Zanna" });
+  assert.doesNotMatch(await row.getAttribute("class"), /waiting/);
+  assert.equal(await panel.locator('.mindscape-combatants [data-action="act"]').count(), 2);
+  await row.locator('[data-action="act"]').click();
+  const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-encounter-action") });
+  await dialog.waitFor();
+  // No pass for one the round does not wait for, no creature of hers to release.
+  assert.deepEqual(await dialog.locator("select[name=action] option").evaluateAll((os) => os.map((o) => o.value)), ["rest"]);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, "foundry-power-pool-act.png") });
+  await dialog.locator('button[data-action="ok"]').click();
+  await page.waitForFunction((uuid) => window.harness.actor(uuid).flags.mindscape["power-pool"].pool === 3, zanna, { timeout: 15000 });
+  const declared = await page.evaluate(() => window.harness.fetches.filter((f) => f.request.method === "encounter.declare").map((f) => ({ choice: f.request.params.choice, error: f.response.error ?? null })));
+  assert.deepEqual(declared, [{ choice: { rest: true }, error: null }]);
+  const said = await page.evaluate(() => window.harness.notes.filter(([kind]) => kind === "info").map(([, text]) => text));
+  assert.ok(said.some((text) => /^Zanna takes a long rest\./.test(text)), JSON.stringify(said));
+  // The encounter holds her pool too: she is waited for again.
+  await page.waitForFunction(() => [...document.querySelectorAll(".mindscape-encounter .mindscape-combatants li.waiting .name")].some((n) => n.textContent === "Zanna"), null, { timeout: 15000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("a power-pool single attack with the real companion: control kept by a die, the struck aboleth draws its non-psionic skum into its imagination swarm, its psionic spawn joins by its own choice, all written back and named on the card", { skip: SKIP, timeout: 90000 }, async () => {
   const { page, problems } = await openPage(13);
   const ids = { zanna: "4Jsv5vYaJ1atUEDV", aboleth: "shhHtE7b92PefCWB", randal: "2Pdtnswo8Nj2nafY" };

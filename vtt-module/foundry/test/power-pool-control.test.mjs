@@ -557,3 +557,70 @@ test("power-pool's defense phase offers as allies only non-psionic creatures not
   await ctl.saveMeta(meta);
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", mundane)).pool.allies, []);
 });
+
+test("the panel's Act on a combatant's row: the GM declares its public action, also for one the round no longer waits for; only between exchanges, and a refusal is told", async () => {
+  // Ulcen has attacked this round (not waited for) and holds Fenka; the goblin still may attack.
+  const view = { phase: "attack", waiting_for: ["goblin-tokG"], acted: ["ulcen"], combatants: { ulcen: { pool: 0, controlling: [{ id: "fenka-tokF", kept_by: "action" }] }, "fenka-tokF": { controlled_by: "ulcen" }, "goblin-tokG": { pool: 3 } }, revision: 7 };
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => {
+    sent.push([params.combatant_id, params.choice]);
+    if (params.choice.keep) throw { code: 4001, message: "The rules forbid it", data: { rule: "controller-cannot-act", detail: "Ulcen of Tyr is asleep and cannot act" } };
+    return { revision: 8, waiting_for: view.waiting_for, summary: "Ulcen of Tyr takes a long rest.", updates: [] };
+  }, {
+    view: () => structuredClone(view),
+    dialogs: { gm: { encounterActionDialog: [{ action: "rest", phase: "attack" }, null, { action: "keep", controlTarget: "fenka-tokF", keepBy: "die", phase: "attack" }, { action: "pass", phase: "attack" }] } },
+  });
+  const panel = await openPoolPanel(t.clients.gm.svc);
+  // Every row has Act in the attack phase, also Ulcen's, which Ask for choices skips.
+  assert.deepEqual(panel.context.combatants.map((c) => [c.id, c.waiting, c.act]), [["ulcen", false, true], ["fenka-tokF", false, true], ["goblin-tokG", true, true]]);
+  const html = renderModuleTemplate("encounter", panel.context);
+  assert.match(html, /<button type="button" class="mindscape-act" data-action="act" data-combatant="ulcen" data-tooltip="A public action for Ulcen of Tyr: a long rest, a pass, or what becomes of a creature it controls"/);
+
+  // A rest, asked of the GM with what Ulcen may do: no pass (it attacked), its puppet.
+  await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "ulcen" } });
+  const asked = t.clients.gm.dialogs.seen.filter((s) => s.kind === "encounterActionDialog").map((s) => s.arg.context);
+  assert.deepEqual(asked[0], { combatantId: "ulcen", combatantName: "Ulcen of Tyr", phase: "attack", canPass: false, controlled: [{ id: "fenka-tokF", name: "Fenka" }] });
+  assert.deepEqual(sent, [["ulcen", { rest: true }]]);
+  assert.equal(t.clients.gm.notes.info.at(-1), "Ulcen of Tyr takes a long rest.");
+  // Cancelled: nothing declared.
+  await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "ulcen" } });
+  assert.equal(sent.length, 1);
+  // Refused by the rules: the GM is told why, nothing else happens.
+  await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "ulcen" } });
+  assert.deepEqual(sent.at(-1), ["ulcen", { keep: { target: "fenka-tokF", by: "die" } }]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Ulcen of Tyr's choice was not recorded: .*asleep and cannot act/);
+  // The goblin, still waited for, may pass from here.
+  await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "goblin-tokG" } });
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "encounterActionDialog").at(-1).arg.context.canPass, true);
+  assert.deepEqual(sent.at(-1), ["goblin-tokG", { pass: true }]);
+
+  // An attack declared: the defense phase has no Act, and the controller refuses one begun earlier.
+  Object.assign(view, { phase: "defense", waiting_for: ["fenka-tokF"] });
+  await panel.render();
+  assert.deepEqual(panel.context.combatants.map((c) => c.act), [false, false, false]);
+  assert.doesNotMatch(renderModuleTemplate("encounter", panel.context), /data-action="act"/);
+  await assert.rejects(ctl.act("ulcen"), (error) => error.key === "MINDSCAPE.Encounter.NoActionNow" && error.data.name === "Ulcen of Tyr");
+  assert.equal(sent.length, 3, "nothing declared");
+});
+
+test("the panel offers Act only in power-pool: no other system has public actions", async () => {
+  const { encounterView } = await import("../mindscape/scripts/encounter.js");
+  const state = { phase: "attack", waiting_for: [], combatants: { a: {} } };
+  assert.equal(encounterView(state, { system: "power-pool", combatants: {} }).combatants[0].act, true);
+  for (const system of ["revised-2e", "combat-strength"]) {
+    assert.equal(encounterView({ ...state, phase: "round" }, { system, combatants: {} }).combatants[0].act, false, system);
+  }
+});
+
+// The encounter panel over the fake Foundry of `svc`'s table.
+async function openPoolPanel(svc) {
+  const { makeEncounterPanel } = await import("../mindscape/scripts/encounter.js");
+  class ApplicationV2 {
+    constructor() { this.options = { ...this.constructor.DEFAULT_OPTIONS, actions: { ...this.constructor.DEFAULT_OPTIONS.actions } }; }
+    async render() { this.context = await this._prepareContext(); return this; }
+  }
+  const Panel = makeEncounterPanel({ applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } }, svc);
+  const panel = new Panel();
+  await panel.render();
+  return panel;
+}

@@ -47,6 +47,7 @@ test("every template renders with a plausible context", () => {
     "profile.hbs": { actorName: "A", systemLabel: "S", fields: [{ key: "psp", label: "PSPs", isNumber: true, value: 3 }, { key: "attacks", label: "Attacks", isMulti: true, options: [{ value: "ego-whip", label: "Ego whip", checked: true }] }], advanced: "" },
     "house-rules.hbs": { systemLabel: "S", rules: [{ id: "H-1", text: "t", isBoolean: true, checked: true }] },
     "encounter.hbs": { active: true, name: "E", combatants: [{ id: "a", name: "A", summary: "PSP 1/2", waiting: true }], waitingNames: "A" },
+    "encounter-action.hbs": { combatantName: "A", phase: "attack", canPass: true, controlled: [{ id: "t", name: "Thrall" }] },
     "encounter-choice.hbs": { combatantName: "A", attacks: [{ id: "ego-whip", label: "Ego whip" }], targets: [{ id: "b", name: "B" }], defenses: [], multipliers: [{ value: 1 }], ranges: [], poolDice: [] },
     "chat-card.hbs": { outcome: "hit", outcomeLabel: "Hit", attackerName: "A", defenderName: "B", facts: [], changes: [], dice: [] },
     "close-dialog.hbs": { name: "Fenka", cost: 6, psp: 30, defenseLabel: "Mind blank", lastDefense: true, seconds: 30 },

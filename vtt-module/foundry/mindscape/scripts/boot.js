@@ -11,7 +11,7 @@ import { makeApi } from "./api.js";
 import { preloadTemplates, renderTemplate } from "./foundry.js";
 import * as dialogs from "./dialogs.js";
 
-const TEMPLATES = ["attack-dialog", "odds", "defense-dialog", "dice-prompt", "pairing", "profile", "house-rules", "encounter", "encounter-choice", "chat-card", "round-card", "rest-dialog", "close-dialog", "control-dialog", "join-dialog"];
+const TEMPLATES = ["attack-dialog", "odds", "defense-dialog", "dice-prompt", "pairing", "profile", "house-rules", "encounter", "encounter-choice", "encounter-action", "chat-card", "round-card", "rest-dialog", "close-dialog", "control-dialog", "join-dialog"];
 
 /** The service built from Foundry's globals (one per page). */
 function buildService() {

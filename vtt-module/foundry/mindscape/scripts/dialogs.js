@@ -418,6 +418,15 @@ export async function encounterChoiceDialog({ context, timeoutMs, replaced = nul
 }
 
 /**
+ * The GM's public action for one encounter combatant (power-pool: rest, pass, release,
+ * keep, lost sight); not timed, as nobody waits for it. The form, or null.
+ * @param {{context:object}} opts
+ */
+export function encounterActionDialog({ context }) {
+  return wait({ title: "MINDSCAPE.Encounter.ActionTitle", icon: "fas fa-hand-paper", template: "encounter-action", context, ok: "MINDSCAPE.Encounter.Declare" });
+}
+
+/**
  * power-pool's choice dialog: a psionic wave's further targets are the creatures beside
  * the one chosen as its target, so that one is not offered among them: hidden and
  * unticked while it is the target (the list itself hidden when nobody else is left).

@@ -129,6 +129,7 @@ export function encounterView(state, meta, label = (_k, f) => f) {
   if (!state) return { active: false };
   const system = meta.system;
   const waiting = new Set(state.waiting_for ?? []);
+  const publicActions = system === "power-pool" && state.phase === "attack";
   const list = Array.isArray(state.combatants)
     ? state.combatants.map((c) => [c.id, c])
     : Object.entries(state.combatants ?? {});
@@ -140,6 +141,10 @@ export function encounterView(state, meta, label = (_k, f) => f) {
     mindOpen: c?.mind?.state === "open",
     conditions: conditionsText(c?.conditions, label),
     waiting: waiting.has(id),
+    // power-pool's public actions (rest, pass, release, keep, lost sight) between
+    // exchanges, for anyone: also one the round no longer waits for (it has attacked,
+    // its pool is empty), which *Ask for choices* does not ask (`EncounterController#act`).
+    act: publicActions,
     // A write-back missed this sheet: the encounter keeps its own copy (EncounterController#applyStep).
     held: Boolean(meta.held?.[id]),
   }));
@@ -420,7 +425,6 @@ export class EncounterController {
    */
   poolContext(cid, me, state, modes) {
     const meta = this.meta;
-    const nameOf = (id) => meta.combatants?.[id]?.name ?? id;
     const viewOf = (id) => combatantView(state, id) ?? {};
     // A wave's further targets, the allies: neither this one nor a creature it controls.
     const others = this.targetsOf(cid, state);
@@ -429,7 +433,7 @@ export class EncounterController {
     const leads = state.phase !== "defense" || !state.struck?.length || state.struck[0] === cid;
     return {
       defensePhase: state.phase === "defense",
-      controlled: (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: nameOf(link.id) })),
+      controlled: this.controlledBy(me),
       others,
       allies: !leads ? [] : others.filter((o) => {
         const view = viewOf(o.id);
@@ -442,6 +446,11 @@ export class EncounterController {
       // An effect the attacker may decline (Subconscious Subversion's Fear), by the modes it knows.
       ...this.declinable(knownModes(modes.attacks, me.attacks)),
     };
+  }
+
+  /** The creatures a power-pool combatant (its view `me`) controls, by name: release, keep and lost sight name one. */
+  controlledBy(me) {
+    return (me.controlling ?? []).filter((link) => link?.id).map((link) => ({ id: link.id, name: this.meta.combatants?.[link.id]?.name ?? link.id }));
   }
 
   /**
@@ -701,6 +710,39 @@ export class EncounterController {
       if (open && typeof answer?.summary === "string" && answer.summary) this.svc.notify("info", await this.namedSummary(answer.summary));
       return answer;
     });
+  }
+
+  /**
+   * The GM's public action for one combatant (the panel's *Act* on its row): power-pool's
+   * rest, pass (while the round still waits for it), release, keep or lost sight (of a
+   * creature it controls), between exchanges. These are not secret, so the GM chooses
+   * here, for any combatant: also one *Ask for choices* no longer asks (it attacked this
+   * round, its pool is empty) and that still may rest or let a puppet go. A refusal is
+   * told, as an asked choice's is (`declarationRefused`). Null when nothing was declared.
+   */
+  async act(cid) {
+    const meta = this.meta;
+    const entry = meta.combatants?.[cid];
+    if (!entry) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    const name = entry.name ?? cid;
+    const state = await this.state();
+    if (!state) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    if (meta.system !== "power-pool" || state.phase !== "attack") throw new UsageError("MINDSCAPE.Encounter.NoActionNow", { name });
+    const me = combatantView(state, cid) ?? {};
+    const context = {
+      combatantId: cid,
+      combatantName: name,
+      phase: state.phase,
+      canPass: (state.waiting_for ?? []).includes(cid),
+      controlled: this.controlledBy(me),
+    };
+    const form = await this.svc.env.dialogs.encounterActionDialog({ context });
+    if (!form || !POOL_PUBLIC_ACTIONS.includes(form.action)) return null;
+    try {
+      return await this.declareForm(cid, form);
+    } catch (error) {
+      return this.declarationRefused(name, error);
+    }
   }
 
   /** A player's own declaration relayed to the GM: only for a combatant the sender owns. */
@@ -1174,6 +1216,7 @@ export function makeEncounterPanel(foundry, svc) {
         create: EncounterPanel.#run("create", (c) => c.create(selectedTokenUuids(svc.game))),
         add: EncounterPanel.#run("add", (c) => c.add(selectedTokenUuids(svc.game))),
         ask: EncounterPanel.#run("ask", (c) => c.collectChoices()),
+        act: EncounterPanel.#run("act", (c, _panel, target) => c.act(target?.dataset?.combatant)),
         refresh: EncounterPanel.#run("refresh", async (c) => svc.reportRefresh(await c.refresh({ takeHeld: true }))),
         resolve: EncounterPanel.#run("resolve", (c, panel) => c.resolve({ revision: panel.shownRevision })),
         force: EncounterPanel.#run("force", (c, panel) => c.resolve({ force: true, revision: panel.shownRevision })),
@@ -1194,7 +1237,7 @@ export function makeEncounterPanel(foundry, svc) {
      * encounter changed, and the panel shows it again). (`shownRevision` and
      * `runningActions` are the panel's own, named apart from ApplicationV2's.)
      * @param {string} name
-     * @param {(controller:EncounterController, panel:any) => Promise<unknown>} fn
+     * @param {(controller:EncounterController, panel:any, target:HTMLElement) => Promise<unknown>} fn
      */
     static #run(name, fn) {
       return async function action(_event, target) {
@@ -1204,7 +1247,7 @@ export function makeEncounterPanel(foundry, svc) {
         const button = target && "disabled" in target ? target : null;
         if (button) button.disabled = true;
         try {
-          await fn(svc.encounters, this);
+          await fn(svc.encounters, this, target);
         } catch (error) {
           svc.notifyError(error);
         } finally {

@@ -624,3 +624,24 @@ async function openPoolPanel(svc) {
   await panel.render();
   return panel;
 }
+
+test("a power-pool defender that knows no defense mode but has spells memorised is asked, to sacrifice them; one without spells is not", async () => {
+  for (const [spells, asked] of [[[3, 1], true], [[], false]]) {
+    const { t, calls } = await poolTable({
+      dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } }, gm: { defenseDialog: (arg) => ({ mode: "", sacrifice: "3", seen: arg.context }) } },
+      // The goblin, a shaman (seed 001: a defending spellcaster may sacrifice spells), knows no psionic defense.
+      control: (table) => { Object.assign(table.tokens.goblinToken.actor.flags.mindscape[POOL], { defenses: [], spell_levels: spells }); },
+    });
+    await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid] });
+    const dialogs = t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog");
+    assert.equal(dialogs.length, asked ? 1 : 0, `spells ${spells}`);
+    assert.equal(calls.length, 1);
+    if (asked) {
+      assert.deepEqual(dialogs[0].arg.context.defenses, []);
+      assert.equal(dialogs[0].arg.context.sacrifice, true);
+      assert.deepEqual(calls[0].defense, { sacrifice: 3 });
+    } else {
+      assert.equal(calls[0].defense, null);
+    }
+  }
+});

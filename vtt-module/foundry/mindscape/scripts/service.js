@@ -1068,7 +1068,8 @@ export class Mindscape {
    * GM: ask the defender's owner (or the GM) for a defense, with a timeout and a
    * remembered default. Only the defenses the defender knows are offered (the daemon's
    * rule for its system, requests.js `knownModeIds`); a defender that knows none (a
-   * non-psionic mind) is not asked and raises none. Only a defense it knows is
+   * non-psionic mind) is not asked and raises none, except a power-pool spellcaster
+   * (spells memorised), which may still sacrifice them. Only a defense it knows is
    * remembered as its default.
    *
    * power-pool: with `allies` (a function giving a defender's `allyCandidates`), a
@@ -1091,12 +1092,16 @@ export class Mindscape {
     const stored = refused ? null : actor.getFlag?.(MODULE_ID, `defaultDefense.${system}`) ?? actor.flags?.[MODULE_ID]?.defaultDefense?.[system] ?? null;
     const description = await this.describe(system);
     const modes = modesFromDescription(system, description).defenses;
-    const known = knownModeIds(system, await this.importedOf(defender), "defenses");
+    const imported = await this.importedOf(defender);
+    const known = knownModeIds(system, imported, "defenses");
     const offered = knownModes(modes, known);
     const offeredIds = new Set(offered.map((m) => m.id));
     // A remembered default the defender cannot use is no default.
     const remembered = stored && offeredIds.has(stored) ? stored : null;
-    if (offered.length === 0) return { mode: null, allies: [], timedOut: false, notAsked: true };
+    // power-pool: a spellcaster knowing no defense mode still chooses whether it
+    // sacrifices spells (seed 001), so it is asked; anyone else without a mode is not.
+    const spells = system === "power-pool" && Array.isArray(imported?.spell_levels) && imported.spell_levels.length > 0;
+    if (offered.length === 0 && !spells) return { mode: null, allies: [], timedOut: false, notAsked: true };
     const owner = this.ownerOf(actor);
     const drawing = new Set(allies ? allyDrawingModeIds(offered) : []);
     // A player sees only the tokens the scene shows players.

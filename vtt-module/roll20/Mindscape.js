@@ -933,7 +933,7 @@ var Mindscape = Mindscape || (() => {
     const parts = chunk(payload, size);
     const now = Date.now();
     prunePending(now);
-    store().pending[id] = Object.assign({}, job, { id, description: String(description), parts: [], partCount: 0, at: now });
+    store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, at: now });
     prunePending(now);
     waitForAnswer(id);
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
@@ -4664,16 +4664,21 @@ var Mindscape = Mindscape || (() => {
     } else if (words.length === 4 && /^\d+\/\d+$/.test(words[2])) {
       const [part, count] = words[2].split('/').map(Number);
       if (count < 1 || count > MAX_PARTS || part < 1 || part > count) return refuseAnswer(id, 'the part number is out of range');
-      if (job.partCount && job.partCount !== count) return refuseAnswer(id, 'the parts disagree on their count');
-      job.partCount = count;
-      job.parts[part - 1] = words[3];
+      // Each GM's bridge sends its own answer (two GMs relaying one request each ask the
+      // companion, with their own dice): the parts are put together per sender, never
+      // mixed, and the first whole answer is the one applied.
+      if (!isObject(job.partsBy)) job.partsBy = {};
+      const mine = job.partsBy[msg.playerid] || (job.partsBy[msg.playerid] = { count, parts: [] });
+      if (mine.count !== count) return refuseAnswer(id, 'the parts disagree on their count');
+      mine.parts[part - 1] = words[3];
       if (timers.has(id)) waitForAnswer(id);
-      for (let i = 0; i < count; i += 1) if (job.parts[i] === undefined) return undefined;
-      code = job.parts.join('');
+      // (a part not yet come is a hole, or null once the state was saved and read again)
+      for (let i = 0; i < count; i += 1) if (mine.parts[i] == null) return undefined;
+      code = mine.parts.join('');
     } else {
       return refuseAnswer(id, 'expected "!psi-result ID PAYLOAD" or "!psi-result ID PART/PARTS CHUNK"');
     }
-    const resetParts = () => { job.parts = []; job.partCount = 0; };
+    const resetParts = () => { if (isObject(job.partsBy)) delete job.partsBy[msg.playerid]; };
     let answer;
     try {
       answer = JSON.parse(decodeBase64Url(code));

@@ -699,6 +699,34 @@ test('an answer in numbered parts is applied once the last part arrives', () => 
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 
+test('two GMs relaying one request: the parts of each answer are put together apart, the first whole answer is applied, card and sheets alike', () => {
+  for (const [mine, theirs] of [['equal length', 'equal length'], ['short', 'a longer summary']]) {
+    const ctx = campaign();
+    const GM2 = '-Pgm2';
+    ctx.sb.add('player', { _id: GM2, _displayname: 'Gus the co-GM', __gm: true, _online: true });
+    const req = attackAndDefend(ctx);
+    // Each bridge asked the companion itself: two answers with their own dice.
+    const first = exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id, attributes: { HP: { current: 2 } } }]);
+    first.result.summary = `Ulcen hits (${mine}).`;
+    const second = exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id, attributes: { HP: { current: 7 } } }]);
+    second.result.summary = `Ulcen hits (${theirs}).`;
+    const halves = (response) => { const code = encode(response); const n = Math.ceil(code.length / 2); return [code.slice(0, n), code.slice(n)]; };
+    const [a, b] = [halves(first), halves(second)];
+    // Typed at once, their parts interleave in the chat.
+    ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2 ${a[0]}` });
+    ctx.sb.chat({ playerid: GM2, content: `!psi-result ${req.id} 1/2 ${b[0]}` });
+    ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2 ${a[1]}` });
+    ctx.sb.chat({ playerid: GM2, content: `!psi-result ${req.id} 2/2 ${b[1]}` });
+    assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2, mine);
+    const said = ctx.sb.chats.map((c) => c.input).join('\n');
+    assert.ok(said.includes(`Ulcen hits (${mine}).`), mine);
+    if (theirs !== mine) assert.ok(!said.includes(`Ulcen hits (${theirs}).`), theirs);
+    assert.doesNotMatch(said, /not base64url/);
+    // The second GM's whole answer comes after: refused as already answered, nothing written.
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /already answered/);
+  }
+});
+
 test('an answer arriving in many parts is not called lost while its parts keep coming: each part starts the timeout again', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

@@ -933,7 +933,9 @@ var Mindscape = Mindscape || (() => {
     const parts = chunk(payload, size);
     const now = Date.now();
     prunePending(now);
-    store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, at: now });
+    // The revision the request names (a step's guard), should its fate be unknown (holdUncertain).
+    const sentRevision = isObject(body.params) && Number.isInteger(body.params.revision) ? body.params.revision : null;
+    store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, sentRevision, at: now });
     prunePending(now);
     waitForAnswer(id);
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
@@ -3084,6 +3086,41 @@ var Mindscape = Mindscape || (() => {
     enc.holds = (Number.isInteger(enc.holds) ? enc.holds : 0) + 1;
   };
 
+  // A step whose answer the bridge could not give (BRIDGE_UNCERTAIN: a timeout, a
+  // dropped connection) may be stored in the companion all the same, its write-back
+  // never made: the refresh before the next resolve would then take the stale sheets
+  // back and lose it. So every combatant is held until the companion's view tells
+  // (settleUncertain): still at the revision the step named, it was not stored and the
+  // holds it made end; past it, it was, and they stay until the GM has brought the
+  // sheets in line. `enc.uncertain`: {revision, refs (those it held), what}. The GM's
+  // note, or ''.
+  const holdUncertain = (job) => {
+    const enc = isStep(job) ? jobEncounter(job) : null;
+    if (!enc || !Number.isInteger(job.sentRevision)) return '';
+    const all = Object.keys(enc.combatants);
+    const before = heldOf(enc);
+    holdFighters(enc, all);
+    const refs = heldOf(enc).filter((ref) => !before.includes(ref));
+    const earlier = isObject(enc.uncertain) ? enc.uncertain.refs : [];
+    enc.uncertain = { revision: job.sentRevision, refs: Array.from(new Set(earlier.concat(refs))), what: job.kind === 'encounter.undo' ? 'the undo' : job.kind === 'encounter.declare' ? 'the action' : 'the step' };
+    return `<br>Until the companion's view tells whether it was stored, the encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''}: `
+      + 'the refresh before a resolve leaves them out, so that a step stored without its write-back is not lost.';
+  };
+
+  // The companion's view after a step of unknown fate (holdUncertain): the GM's note.
+  const settleUncertain = (enc, view) => {
+    const doubt = enc.uncertain;
+    if (!isObject(doubt) || !Number.isInteger(view.revision)) return '';
+    delete enc.uncertain;
+    const what = chatSafe(doubt.what);
+    if (view.revision === doubt.revision) {
+      (Array.isArray(doubt.refs) ? doubt.refs : []).forEach((ref) => releaseFighter(enc, ref));
+      return `The companion did not store ${what} whose answer was lost (it is still at revision ${doubt.revision}): nobody is held for it; repeat it if it still fits.`;
+    }
+    return `The companion stored ${what} whose answer was lost (it was at revision ${doubt.revision}, now ${chatSafe(view.revision)}): its write-back never reached the sheets, `
+      + `and no card was posted for it. The encounter keeps its own copy of those held (below) until you have put those values on their sheets and ${REFRESH_TO_RELEASE}`;
+  };
+
   const releaseFighter = (enc, ref) => {
     enc.held = heldOf(enc).filter((held) => held !== ref);
     delete writesOf(enc)[ref];
@@ -4141,7 +4178,10 @@ var Mindscape = Mindscape || (() => {
     },
     'encounter.get': (job, result) => {
       const enc = store().encounter;
-      if (enc && (result.id === undefined || String(result.id) === enc.id)) refreshEncounter(enc, result);
+      const mine = enc && (result.id === undefined || String(result.id) === enc.id);
+      if (mine) refreshEncounter(enc, result);
+      const settled = mine ? settleUncertain(enc, result) : '';
+      if (settled) whisperGM(box('encounter', settled));
       const names = {};
       const refs = {};
       if (enc) Object.keys(enc.combatants).forEach((c) => { names[enc.combatants[c]] = fighterName(c); refs[enc.combatants[c]] = c; });
@@ -4293,7 +4333,7 @@ var Mindscape = Mindscape || (() => {
       return resync(requester || job.requester);
     }
     if (error.code === BRIDGE_UNCERTAIN) {
-      whisperGM(box(title, `The bridge could not tell whether the companion carried this out: ${refusalReason(job, error)}<br>${uncertainHint(job.kind)}${refusalNote(error)}`));
+      whisperGM(box(title, `The bridge could not tell whether the companion carried this out: ${refusalReason(job, error)}<br>${uncertainHint(job.kind)}${holdUncertain(job)}${refusalNote(error)}`));
       if (requester) tell(requester, title, 'Your request may not have arrived; the GM has been told.');
       return undefined;
     }

@@ -1769,6 +1769,41 @@ test('when the bridge cannot tell whether a changing call ran, the GM is sent to
   assert.equal(ctx.sb.workerWrites.length, 0);
 });
 
+test('a resolve the bridge cannot vouch for holds everyone until status tells: stored, they stay held and the GM is told to put the companion\'s copy on the sheets; not stored, the holds end', () => {
+  const lost = (id) => ({ jsonrpc: '2.0', id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
+  const status = (ctx, revision) => {
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+    const get = lastRequest(ctx.sb);
+    const fighters = [[ctx.ulcen.id, 'Ulcen of Tyr', 32], [ctx.fenka.id, 'Fenka', 15]];
+    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', revision, phase: 'round', waiting_for: [], combatants: fighters.map(([id, name, psp]) => ({ id, name, psp })) } });
+  };
+  for (const [revision, stored] of [[3, true], [2, false]]) {
+    const ctx = encounterWithTwo();
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+    const resolve = lastRequest(ctx.sb);
+    assert.equal(resolve.body.params.revision, 2);
+    answer(ctx, resolve.id, lost(resolve.id));
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out.*the encounter keeps its own copy of every combatant \(Ulcen of Tyr, Fenka\): the refresh before a resolve leaves them out/);
+    assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+    assert.equal(ctx.sb.workerWrites.length, 0);
+    status(ctx, revision);
+    const said = whispersTo(ctx.sb, 'gm').join('\n');
+    if (stored) {
+      assert.match(said, /The companion stored the step whose answer was lost \(it was at revision 2, now 3\): its write-back never reached the sheets, and no card was posted for it\. The encounter keeps its own copy of those held/);
+      assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+      // Status shows the values to put on the sheets.
+      assert.match(said, /Held, the encounter keeps its own copy[^]*Ulcen of Tyr: [^<]*32/);
+      // The next resolve's refresh leaves them out: the stored step is not lost.
+      ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+      assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.refresh'));
+    } else {
+      assert.match(said, /The companion did not store the step whose answer was lost \(it is still at revision 2\): nobody is held for it; repeat it if it still fits\./);
+      assert.deepEqual(held(ctx), []);
+    }
+    assert.equal(ctx.sb.state.Mindscape.encounter.uncertain, undefined);
+  }
+});
+
 test('a call the companion refused before running it (the bridge\'s -32002: HTTP 413 …) is reported as refused at once, not as one it may have done; a check so lost still asks the defender', () => {
   const refusedByHttp = (id, status, text) => ({
     jsonrpc: '2.0', id, error: { code: -32002, message: 'the bridge could not carry this out', data: { detail: `the companion refused the request before running it (HTTP ${status}: ${text})` } },

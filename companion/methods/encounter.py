@@ -597,9 +597,10 @@ class _Masking:
     """What ``encounter.log`` hides of each step, decided on the whole log (or its
     outline with ``MASKING_DETAILS``): no stored state, no declaration's choice before
     a resolve still in effect used it (``_Secrets``, from ``memo`` brought up to
-    ``steps``), and no undone resolve's dice and result while they would show a choice
-    that is hidden. A system that does not give its pending choices
-    (``encounter_pending_choices`` is ``None``), or one no longer installed, gets a
+    ``steps``), and no undone resolve's dice (rolled or supplied, nor its seed) and
+    result while they would show a choice that is hidden. A system that does not give
+    its pending choices (``encounter_pending_choices`` is ``None``), or one no longer
+    installed, gets a
     coarser rule: a declaration is shown once any resolve in effect followed it, unless
     voided; an undone resolve's dice and result never are."""
 
@@ -640,7 +641,11 @@ class _Masking:
                 entry["params"] = {"combatant_id": params.get("combatant_id"),
                                    "choice": None, "hidden": True}
             else:
-                entry.update(rolls=None, result=None, hidden=True)
+                # The dice a GM supplied (and the seed they came from) would tell the
+                # hidden choices apart as well as the rolls: how many of which sides.
+                entry.update(params={k: v for k, v in params.items()
+                                     if k not in ("dice", "seed")},
+                             rolls=None, result=None, hidden=True)
         return entry
 
 

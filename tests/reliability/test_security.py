@@ -31,7 +31,7 @@ from companion.registry import MethodSpec
 
 from .checks import assert_clean
 from .conftest import DaemonFactory
-from .daemon import Daemon, Reply, auth, mindscape_command, post_rpc, request, rpc
+from .daemon import Daemon, Reply, RpcFault, auth, mindscape_command, post_rpc, request, rpc
 from .play import COMBATANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -483,6 +483,50 @@ async def test_no_method_tells_two_different_hidden_choices_apart_before_resolut
         for session, ws in watchers:
             await ws.close()
             await session.close()
+
+
+def _resolve_with_dice_asked_for(daemon: Daemon, encounter: str) -> dict[str, list[int]]:
+    """Resolve ``encounter``'s step (force) with dice the GM types: each 4002 tells the
+    purpose, sides and count still needed (API.md), which are then supplied (the
+    highest face). The dice supplied."""
+    dice: dict[str, list[int]] = {}
+    for _ in range(20):
+        try:
+            rpc(daemon, "encounter.resolve", {"id": encounter, "force": True, "dice": dice})
+        except RpcFault as fault:
+            assert fault.code == 4002, fault
+            need = fault.data
+            dice.setdefault(need["purpose"], []).extend([need["sides"]] * need["needed"])
+            continue
+        return dice
+    raise AssertionError(f"still asking for dice after {dice}")
+
+
+@pytest.mark.parametrize("system", sorted(SECRET_CHOICES))
+async def test_an_undone_resolve_in_the_log_does_not_tell_the_hidden_choices_by_its_dice(
+        daemon: Daemon, system: str) -> None:
+    """A resolve with dice the GM supplied, then undone: its choices are hidden again,
+    and so are the dice it was given (how many, of which sides, tell the choices: a
+    mind thrust's d4 damage against an ego whip's d6). The two logs are identical."""
+    encounters = []
+    supplied = []
+    for choice in SECRET_CHOICES[system]:
+        created = rpc(daemon, "encounter.create", {"system": system})
+        for combatant in _combatants(system):
+            rpc(daemon, "encounter.add", {"id": created["id"], "combatant": combatant})
+        rpc(daemon, "encounter.declare", {"id": created["id"], "combatant_id": "ulcen",
+                                          "choice": choice})
+        supplied.append(_resolve_with_dice_asked_for(daemon, created["id"]))
+        rpc(daemon, "encounter.undo", {"id": created["id"]})
+        encounters.append(str(created["id"]))
+    ids = set(encounters)
+    logs = [_scrub(rpc(daemon, "encounter.log", {"id": e}), ids) for e in encounters]
+    assert logs[0] == logs[1]
+    resolve = next(s for s in logs[0]["steps"] if s["kind"] == "resolve")
+    assert resolve["hidden"] is True and "dice" not in resolve["params"], resolve
+    if system != "combat-strength":
+        # (combat-strength's intent phase rolls nothing: there the dice tell nothing)
+        assert supplied[0] != supplied[1], supplied
 
 
 crafted_values = st.recursive(

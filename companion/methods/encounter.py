@@ -600,9 +600,8 @@ class _Masking:
     ``steps``), and no undone resolve's dice (rolled or supplied, nor its seed) and
     result while they would show a choice that is hidden. A system that does not give
     its pending choices (``encounter_pending_choices`` is ``None``), or one no longer
-    installed, gets a
-    coarser rule: a declaration is shown once any resolve in effect followed it, unless
-    voided; an undone resolve's dice and result never are."""
+    installed, gets a coarser rule: a declaration is shown once any resolve in effect
+    followed it, unless voided; an undone resolve's dice and result never are."""
 
     def __init__(self, steps: list[StepRecord], system: System | None,
                  memo: PendingMemo | None) -> None:

@@ -81,7 +81,8 @@ CHOICE_SCHEMA: JSON = {
             },
         },
         "defense": {
-            "type": "object", "additionalProperties": False,
+            # null is no defense mode, as in exchange.resolve: {"mode": null}
+            "type": ["object", "null"], "additionalProperties": False,
             "properties": {
                 "mode": {"type": ["string", "null"]},
                 "pool_dice": {"type": "integer", "minimum": 0},
@@ -470,7 +471,7 @@ def _declare(system: PowerPoolSystem, state: Mapping[str, Any], cid: str,
         _plan_in_choice_terms(system, out, candidate, cid, "attack")
         out["pending"] = candidate
     elif "defense" in choice:
-        defense = copy_json(dict(choice["defense"]))
+        defense = copy_json(dict(choice["defense"] or {}))
         if pending is None:
             raise RulesViolation("no-attack-pending", "nobody has attacked yet")
         _check_ids(out, defense.get("allies", []), "/choice/defense/allies")

@@ -285,7 +285,8 @@ def test_a_psionic_bystander_may_say_it_stays_out_as_secretly_as_joining() -> No
     """API.md: no method shows a hidden choice before it is resolved. Joining was the
     only thing a bystander could declare, so `declared` (and the log) told the attacker
     who joined. Staying out (`{"defense": {}}` or a null mode) is declared the same way,
-    held as a pending choice, and changes nothing in the exchange."""
+    held as a pending choice, and changes nothing in the exchange. A null defense
+    (API.md: as in exchange.resolve, no mode) is the same."""
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("Seer", 1, 6),
                       psionic("Sage", 1, 6))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
@@ -311,6 +312,13 @@ def test_a_psionic_bystander_may_say_it_stays_out_as_secretly_as_joining() -> No
     _, stayed = SYSTEM.encounter_resolve(SYSTEM.encounter_declare(again, "b", {"defense": {}}),
                                          SuppliedDice(dice))
     assert stayed == alone
+    # a null defense is no mode, as exchange.resolve takes it: the same stay-out, and
+    # the struck mind's same defense without a mode
+    nulled = SYSTEM.encounter_declare(joined, "seer", {"defense": None})
+    assert SYSTEM.encounter_pending_choices(nulled)["seer"] == {"stays_out": True}
+    _, bare = SYSTEM.encounter_resolve(SYSTEM.encounter_declare(state, "b", {"defense": None}),
+                                       SuppliedDice(dice))
+    assert bare == alone
     # a new attack starts the defenses over, stay-outs too
     redeclared = SYSTEM.encounter_declare(out, "a", {"attack": {"mode": "mental-stab",
                                                                 "target": "b"}})

@@ -900,10 +900,13 @@ class EncounterMachine(RuleBasedStateMachine):
                          for u in used)
             assert bool(shown.get("hidden")) == hidden, (mine, shown)
         if hidden:
+            # ... and without the dice or seed it was given, which tell them as well
             assert shown["rolls"] is None and shown["result"] is None, shown
+            assert shown["params"] == {k: v for k, v in mine.params.items()
+                                       if k not in ("dice", "seed")}, shown
         else:
             assert shown["rolls"] is not None and shown["result"] is not None, shown
-        assert shown["params"] == mine.params
+            assert shown["params"] == mine.params
 
     @invariant()
     def combatants_stay_valid_and_within_bounds(self) -> None:

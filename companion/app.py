@@ -293,15 +293,17 @@ def create_app(settings: Settings) -> web.Application:
     # Opened in this order, closed in the reverse one.
     app.cleanup_ctx.extend([_home, _plugins, _store, _hub, _services])
     app.on_shutdown.append(_close_sockets)
-    app.router.add_get("/", guard(status_page))
-    app.router.add_get("/healthz", guard(healthz))
-    app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)))
-    app.router.add_get("/ws", guard(websocket))
+    # (expect_handler: a refusal instead of aiohttp's unconditional 100 Continue)
+    app.router.add_get("/", guard(status_page), expect_handler=guard.expect())
+    app.router.add_get("/healthz", guard(healthz), expect_handler=guard.expect())
+    app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)),
+                        expect_handler=guard.expect(token=True))
+    app.router.add_get("/ws", guard(websocket), expect_handler=guard.expect())
     # Everything else (other paths, other methods, preflights, targets that are no
     # path) passes the guard too.
     anything = _AnyTarget("/{tail:.*}")
     app.router.register_resource(anything)
-    anything.add_route("*", guard(elsewhere))
+    anything.add_route("*", guard(elsewhere), expect_handler=guard.expect())
     return app
 
 

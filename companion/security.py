@@ -12,6 +12,8 @@ Order of checks for every request (cheapest refusal first, before any JSON-RPC):
    and ``/healthz`` need no token.
 5. A declared body over the limit is 413 before it is read; ``client_max_size`` catches
    bodies without a length.
+A request that asks ``Expect: 100-continue`` gets its refusal instead of ``100 Continue``
+(``Guard.expect``): its body is never invited only to be refused.
 Every answer says ``Server: mindscape``. A fault in a handler becomes a JSON 500 with
 an error id (the log has the traceback under it), never aiohttp's page with the
 exception's text.
@@ -24,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from .errors import logged_error_id
 from .keys import TOKENS
@@ -148,6 +150,66 @@ class Guard:
             keeper = self._tokens = self.app[TOKENS]
         return keeper
 
+    def _foreign(self, headers: Mapping[str, str], origin: str | None) -> web.Response | None:
+        """The 403 of a ``Host`` or an ``Origin`` not allowed, or None."""
+        # The raw header: ``request.host`` would fall back to the machine's name.
+        host = headers.get("Host", "")
+        if host not in self.exact_hosts and host_name(host) not in self.hosts:
+            return _refuse(403, "this Host is not allowed (use 127.0.0.1 or localhost)")
+        if origin is not None and origin not in self.origins:
+            return _refuse(403, "this Origin is not allowed; start the daemon with "
+                                "--allow-origin ORIGIN to allow it")
+        return None
+
+    def _unfit(self, request: web.Request, token: bool) -> web.Response | None:
+        """The 401 of a missing or wrong token (with ``token``), the 413 of a declared
+        body over the limit, the 415 of a compressed one, or None."""
+        headers = request.headers
+        if token and not self.tokens().accepts_bearer(headers.get("Authorization")):
+            response = _refuse(401, "missing or wrong token: send Authorization: "
+                                    "Bearer <token> (see `mindscape token`)")
+            response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
+            return response
+        if (length := request.content_length) is not None and length > self.max_body:
+            return _refuse(413, f"the request body exceeds {self.max_body} bytes")
+        if headers.get("Content-Encoding", "").lower() not in ("", "identity"):
+            return _refuse(415, "compressed request bodies are not accepted (Content-"
+                                "Encoding): send plain JSON")
+        return None
+
+    def expect(self, *, token: bool = False) -> Callable[[web.Request], Awaitable[
+               web.StreamResponse | None]]:
+        """The ``expect_handler`` of a route guarded with ``token``: a request that asks
+        ``Expect: 100-continue`` is told to send its body only once every check the
+        headers decide passes; else it gets the refusal at once (and the connection is
+        closed), never a ``100 Continue`` inviting a body to be refused after it was
+        sent. Another expectation is 417."""
+
+        async def expect(request: web.Request) -> web.StreamResponse | None:
+            started = time.perf_counter()
+            origin = request.headers.get("Origin")
+            response = self._foreign(request.headers, origin)
+            if response is not None:
+                origin = None
+            elif request.method != "OPTIONS":
+                response = self._unfit(request, token)
+            if response is None:
+                if request.headers.get("Expect", "").lower() == "100-continue":
+                    if request.version == HttpVersion11:
+                        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                        # (the answer proper has not begun)
+                        request.writer.output_size = 0
+                    return None
+                response = _refuse(417, "unknown expectation (Expect): only 100-continue "
+                                        "is understood")
+            response.force_close()
+            _finish(response.headers, origin)
+            self.access.http(request.method, request.path, response.status,
+                             time.perf_counter() - started, None)
+            return response
+
+        return expect
+
     async def guard(self, request: web.Request, handler: Callable[..., Awaitable[
                     web.StreamResponse]], token: bool, outcome: Outcome | None
                     ) -> web.StreamResponse:
@@ -158,16 +220,8 @@ class Guard:
         headers = request.headers
         origin = headers.get("Origin")
         try:
-            response: web.StreamResponse
-            # The raw header: ``request.host`` would fall back to the machine's name.
-            host = headers.get("Host", "")
-            if host not in self.exact_hosts and host_name(host) not in self.hosts:
-                response = _refuse(403, "this Host is not allowed (use 127.0.0.1 or "
-                                        "localhost)")
-                origin = None
-            elif origin is not None and origin not in self.origins:
-                response = _refuse(403, "this Origin is not allowed; start the daemon with "
-                                        "--allow-origin ORIGIN to allow it")
+            response: web.StreamResponse | None = self._foreign(headers, origin)
+            if response is not None:
                 origin = None
             elif request.method == "OPTIONS" and request.path not in ROUTES:
                 response = _refuse(404, "not found")
@@ -181,15 +235,8 @@ class Guard:
                         "Access-Control-Allow-Headers": ALLOW_HEADERS,
                         "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
                     })
-            elif token and not self.tokens().accepts_bearer(headers.get("Authorization")):
-                response = _refuse(401, "missing or wrong token: send Authorization: "
-                                        "Bearer <token> (see `mindscape token`)")
-                response.headers["WWW-Authenticate"] = 'Bearer realm="mindscape"'
-            elif (length := request.content_length) is not None and length > self.max_body:
-                response = _refuse(413, f"the request body exceeds {self.max_body} bytes")
-            elif headers.get("Content-Encoding", "").lower() not in ("", "identity"):
-                response = _refuse(415, "compressed request bodies are not accepted (Content-"
-                                        "Encoding): send plain JSON")
+            elif (response := self._unfit(request, token)) is not None:
+                pass
             elif outcome is None:
                 response = await handler(request)
             else:

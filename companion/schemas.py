@@ -51,8 +51,9 @@ EXCHANGE_MEMBERS: JSON = {
 EXCHANGE: JSON = {
     "type": "object",
     "required": ["system"],
-    "description": "further members a system's request_schema names (power-pool: allies, "
-                   "defenders, controller) are passed through to the system",
+    "description": "further members a system's request_schema names (power-pool: defenders, "
+                   "defenses, allies, controller, controllers, puppets) are passed through to "
+                   "the system",
     "properties": {**EXCHANGE_MEMBERS, "dice": DICE, "seed": SEED},
 }
 ODDS: JSON = {

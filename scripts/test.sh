@@ -19,13 +19,14 @@ echo "== Node packages (vtt-module)"
 (cd vtt-module && npm ci --no-audit --no-fund --loglevel=error)
 
 echo "== Chromium for the browser tests"
-if ! command -v chromium >/dev/null 2>&1; then
+if [ -z "${MINDSCAPE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
 fi
+# (MINDSCAPE_CHROMIUM, when set, names a Chromium to use instead of Debian's package)
 export MINDSCAPE_CHROMIUM=${MINDSCAPE_CHROMIUM:-$(command -v chromium)}
 export MINDSCAPE_BIN="$ROOT/.venv/bin/mindscape"
 # Here the browser tests must run: without the daemon or Chromium they fail, not skip.

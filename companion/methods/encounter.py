@@ -777,9 +777,9 @@ METHODS = [
                "object, after changes made outside the encounter (a sword blow's hit "
                "points, PSPs spent on a power): {combatant_id, revision, changed, "
                "dropped_choices, warnings}; changed names the fields that differ, and when "
-               "none does, no choice is dropped and the sheet written back to is the same "
-               "(another token, actorLink turned on or off), nothing is stored and the "
-               "revision stays. Its id stays. Every "
+               "none does, no choice is dropped and the write-backs would go to the same "
+               "sheet (not another token, nor with actorLink turned on or off), nothing is "
+               "stored and the revision stays. Its id stays. Every "
                "declared choice is checked again; dropped_choices names who must declare "
                "again because the rules no longer allow theirs. Undoing a resolve before "
                "it takes it away too.",

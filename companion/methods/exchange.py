@@ -112,7 +112,7 @@ METHODS = [
                errors=(RULES_VIOLATION, DICE_NEEDED), checked_by_system=True),
     MethodSpec("exchange.odds", ODDS, exchange_odds,
                "Exact odds of an exchange: {outcomes: {name: p}, damage: {mean, "
-               "distribution, truncated_mass}} and the system's own chances. With "
+               "distribution, truncated_mass, dealt}} and the system's own chances. With "
                "assume_known, as if the minds it names knew their defense and could "
                "pay for it; with least_chance, without the entries of outcomes and "
                "damage.distribution less likely than that (summed in left_out).",

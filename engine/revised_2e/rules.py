@@ -304,7 +304,15 @@ def opened_by_critical_this_round(c: Mapping[str, Any]) -> bool:
     round leaves it."""
     mind = c["mind"]
     return mind["state"] == "open" and mind["opened_by"] == "critical" and \
-        mind["rounds_open"] == 0 and not mind["may_pay_to_close"]
+        opening_round(mind) and not mind["may_pay_to_close"]
+
+
+def opening_round(mind: Mapping[str, Any]) -> bool:
+    """Whether an open ``mind`` is in the round it opened in (none of its rounds counted
+    yet by ``end_of_round``). A mind given already locked open (``locked_rounds`` on a
+    sheet carried over from an earlier fight) is past it, whatever its ``rounds_open``:
+    its lock counts down, and is not rolled again."""
+    return mind["rounds_open"] == 0 and mind["locked_rounds"] == 0
 
 
 def count_down_conditions(c: JSON) -> list[Event]:
@@ -353,7 +361,7 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
         # a mind given as open without a cause: a nonpsionic one saves, others check Wisdom
         opened_by = mind["opened_by"] or (
             "attack" if out["kind"] == "nonpsionic" else None)
-        first_round = mind["rounds_open"] == 0
+        first_round = opening_round(mind)
         if opened_by == "attack":
             if not first_round:
                 penalty = int(tables.open_mind["nonpsionic_save_penalty"]) \

@@ -348,6 +348,26 @@ def test_zero_psp_mind_is_locked_open_at_end_of_round() -> None:
     assert "weak" not in SYSTEM.encounter_waiting_for(state)  # nothing left to spend
 
 
+@pytest.mark.parametrize("opened_by", ["zero-psp", "critical"])
+def test_a_mind_given_already_locked_open_counts_its_lock_down_and_rolls_no_new_one(
+        opened_by: str) -> None:
+    """A sheet carried over from an earlier fight holds a mind locked open 3 more rounds
+    (COMBATANTS.md: locked_rounds, rounds_open defaulting to 0): its lock is counted
+    down, not rolled again, and a critical hit's is not offered closing again."""
+    weak = psionicist("weak", "Weak", psp=0 if opened_by == "zero-psp" else 20, wis=15,
+                      mind={"state": "open", "opened_by": opened_by, "locked_rounds": 3})
+    state = encounter(ULCEN, weak)
+    assert "weak" not in SYSTEM.encounter_view(state).get("close_offers", {})
+    locks = []
+    for _ in range(3):
+        state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"wisdom-check": [20]}),
+                                               force=True)
+        locks.append(state["combatants"]["weak"]["mind"]["locked_rounds"])
+        assert "locked open for" not in step["summary"], step["summary"]
+    assert locks == [2, 1, 0]  # the third round's end is the first Wisdom check
+    assert step["summary"] == "Round 3: Weak's mind stays open (Wisdom check 12, rolled 20)."
+
+
 def test_open_nonpsionic_mind_saves_each_round_at_minus_4_after_a_power() -> None:
     guard = {"id": "guard", "name": "Guard", "level": 5, "mac": 10}  # warrior 5: saves 11
     state = encounter(ULCEN, guard)

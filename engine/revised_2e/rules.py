@@ -312,7 +312,7 @@ def opening_round(mind: Mapping[str, Any]) -> bool:
     yet by ``end_of_round``). A mind given already locked open (``locked_rounds`` on a
     sheet carried over from an earlier fight) is past it, whatever its ``rounds_open``:
     its lock counts down, and is not rolled again."""
-    return mind["rounds_open"] == 0 and mind["locked_rounds"] == 0
+    return bool(mind["rounds_open"] == 0 and mind["locked_rounds"] == 0)
 
 
 def count_down_conditions(c: JSON) -> list[Event]:

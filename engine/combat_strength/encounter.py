@@ -38,7 +38,7 @@ from .exchange import (
     strength_events,
     tick,
 )
-from .rules import H_WAVE_ROUND, STANCES, WAVE_MODE, Tables
+from .rules import H_WAVE_ROUND, SHIELD_MODE, STANCES, WAVE_MODE, Tables
 
 if TYPE_CHECKING:
     from .system import CombatStrength
@@ -147,12 +147,17 @@ def _can_attack(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
 
 
 def _must_choose(system: CombatStrength, s: Mapping[str, Any], cid: str) -> bool:
+    """Whether ``cid`` has a choice to make in this step. In a segment: an attack, or a
+    defense it may raise. Outside a trance only Shield Thoughts may be (seed step 3.i),
+    and the stance is public: one that does not know it has only "no defense" to say."""
     c = s["combatants"][cid]
     if not c["psionic"] or incapacitated(system.tables, c) is not None:
         return False
     if s["phase"] == "intent":
         return True
-    return bool(c["defense_strength"] > 0 and c["defenses"]) or _can_attack(system, s, cid)
+    usable = c["defenses"] if _stance(s, cid) == "trance" else \
+        [d for d in c["defenses"] if d == SHIELD_MODE]
+    return bool(c["defense_strength"] > 0 and usable) or _can_attack(system, s, cid)
 
 
 def waiting_for(system: CombatStrength, state: Mapping[str, Any]) -> list[str]:

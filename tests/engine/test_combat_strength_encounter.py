@@ -109,6 +109,21 @@ def test_outside_trance_only_shield_thoughts_or_no_defense() -> None:
     SYSTEM.encounter_declare(state, "bo", {"defense": None})
 
 
+def test_outside_trance_one_that_does_not_know_shield_thoughts_is_not_waited_for() -> None:
+    """Seed 3.i leaves such a mind only "no defense" to say, and its stance is public:
+    asking it every segment (ten times a round) would learn nothing. One that knows
+    Shield Thoughts, or is in a trance, still chooses."""
+    without = [d for d in SYSTEM.tables.defenses if d != "shield-thoughts"]
+    state = through_intent(encounter(
+        psionic("ann", 30, 30), psionic("bo", 30, 30, defenses=without),
+        psionic("cy", 30, 30), psionic("dee", 30, 30, defenses=without)),
+        {"ann": "trance", "bo": "discipline", "cy": "normal", "dee": "trance"})
+    assert state["phase"] == "segment"
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "cy", "dee"]
+    # it may still declare its "no defense", as before
+    SYSTEM.encounter_declare(state, "bo", {"defense": None})
+
+
 def test_attacking_with_psychic_implosion_limits_the_attackers_defense() -> None:
     """Seed 3.i: '... or using Psychic Implosion as their attack mode must choose either
     the Shield Thoughts Defense Mode or no Defense Mode at all.'"""

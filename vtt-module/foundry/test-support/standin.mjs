@@ -158,7 +158,11 @@ class ApplicationV2 {
     this.options = { ...d, ...options, actions: { ...(d.actions ?? {}) } };
     this.element = null;
   }
+  /** Whether the window is open (ApplicationV2#rendered). */
+  get rendered() { return this.element !== null; }
   async render(options) {
+    // A closed window is drawn only when forced (v13 returns before preparing anything).
+    if (!this.element && !options?.force) return this;
     const context = await this._prepareContext(options);
     const html = await window.foundry.applications.handlebars.renderTemplate(this.constructor.PARTS.body.template, context);
     if (!this.element) {

@@ -458,6 +458,45 @@ test("the encounter panel (ApplicationV2) shows the daemon's state and its butto
   assert.equal(sockets[0].closed, true);
 });
 
+test("a panel closed while its action runs is not drawn again: the companion is not asked for a window no longer open (Foundry v12 prepares before it checks)", async () => {
+  const { makeEncounterPanel } = await import("../mindscape/scripts/encounter.js");
+  // v12's ApplicationV2#render: the context first, then `if (!options.force)` for a closed window.
+  class ApplicationV2 {
+    constructor() { this.options = { ...this.constructor.DEFAULT_OPTIONS, actions: { ...this.constructor.DEFAULT_OPTIONS.actions } }; this.open = false; }
+    get rendered() { return this.open; }
+    async render(options = {}) { this.context = await this._prepareContext(); if (!this.open && !options.force) return this; this.open = true; this._onRender?.(); return this; }
+    async close() { this.open = false; }
+  }
+  const fakeFoundry = { applications: { api: { ApplicationV2, HandlebarsApplicationMixin: (Base) => class extends Base {} } } };
+  class FakeWS { send() {} close() {} }
+  let release;
+  let closed = false;
+  const asked = [];
+  const errors = [];
+  const svc = {
+    env: { WebSocket: FakeWS },
+    game: { settings: { get: (_ns, key) => (key === "daemonUrl" ? "http://127.0.0.1:9" : "tok") } }, t: { label: (_k, f) => f },
+    notifyError: (e) => errors.push(e.message),
+    encounters: {
+      meta: { id: "enc1", system: "revised-2e", name: "Vault", combatants: { a: { name: "Ann" } } },
+      state: async () => { asked.push("state"); if (closed) throw new Error("the companion is away"); return { phase: "round", round: 1, waiting_for: [], combatants: { a: {} }, revision: 2 }; },
+      resolve: () => new Promise((resolve) => { release = resolve; }),
+    },
+  };
+  const Panel = makeEncounterPanel(fakeFoundry, svc);
+  const panel = new Panel();
+  await panel.render({ force: true });
+  asked.length = 0;
+  const running = panel.options.actions.resolve.call(panel);
+  await new Promise((r) => setTimeout(r, 5));
+  await panel.close();
+  closed = true;
+  release();
+  await running;
+  assert.deepEqual(asked, [], "nothing asked for the closed panel");
+  assert.deepEqual(errors, []);
+});
+
 test("End stops watching the encounter before deleting it: its deletion notice asks nothing of the companion and shows no error", async () => {
   const { makeEncounterPanel } = await import("../mindscape/scripts/encounter.js");
   class ApplicationV2 {

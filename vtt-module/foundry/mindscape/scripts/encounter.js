@@ -1254,7 +1254,7 @@ export function makeEncounterPanel(foundry, svc) {
           this.runningActions.delete(name);
           if (button) button.disabled = false;
         }
-        return this.render();
+        return redraw(this);
       };
     }
 
@@ -1271,13 +1271,13 @@ export function makeEncounterPanel(foundry, svc) {
       } catch (error) {
         svc.notifyError(error);
       }
-      return this.render();
+      return redraw(this);
     }
 
     /** *Log* shows the log, and pressed again hides it. */
     static async #toggleLog() {
       this.showLog = !this.showLog;
-      return this.render();
+      return redraw(this);
     }
 
     async _prepareContext() {
@@ -1325,7 +1325,7 @@ export function makeEncounterPanel(foundry, svc) {
       if (!id) return;
       this.watcher = new EncounterWatcher({
         url: setting(svc.game, "daemonUrl"), token: setting(svc.game, "daemonToken"), id,
-        onChange: () => this.render(), WebSocketImpl: svc.env?.WebSocket ?? globalThis.WebSocket,
+        onChange: () => redraw(this), WebSocketImpl: svc.env?.WebSocket ?? globalThis.WebSocket,
       });
       this.watcher.open();
     }
@@ -1335,6 +1335,17 @@ export function makeEncounterPanel(foundry, svc) {
       return super.close(options);
     }
   };
+}
+
+/**
+ * Draw the panel `app` again, unless it was closed meanwhile (an action still running,
+ * a change the watcher heard): Foundry v12's ApplicationV2#render prepares the context,
+ * asking the companion for the encounter, before it finds a closed window is not drawn,
+ * and a failure of that would be told for a window no longer open. (`rendered` is
+ * ApplicationV2's; a class without it is drawn.)
+ */
+function redraw(app) {
+  return app.rendered === false ? app : app.render();
 }
 
 /** One line of the encounter log: the step's kind and its exchanges' summaries. */

@@ -74,7 +74,8 @@ _FOR_SYSTEM: Final = {"dnd5e": "foundry.dnd5e", "ose": "foundry.ose", "ars": "fo
 class FoundryActor:
     """An actor taken out of its envelope: the raw object, its JSON Pointer prefix, the
     combatant id (the actor's ``_id``; ``<actor id>-<token id>`` for an unlinked token),
-    the uuid to update (the base actor, or the synthetic actor of an unlinked token)."""
+    the uuid to update (the base actor, or the synthetic actor of an unlinked token),
+    and whether it is its own (``linked``: not an unlinked token's synthetic actor)."""
 
     raw: Mapping[str, Any]
     path: str
@@ -82,6 +83,7 @@ class FoundryActor:
     name: str
     uuid: str
     envelope: Mapping[str, Any] | None
+    linked: bool = True
 
 
 def _actor_of(top: Mapping[str, Any]) -> bool:
@@ -134,7 +136,8 @@ def unwrap(data: Any, warnings: list[str]) -> FoundryActor:
             combatant_id = f"{ident}-{match.group(2)}"
             if len(combatant_id) > _MAX_ID:
                 combatant_id = match.group(2)[:_MAX_ID]
-            return FoundryActor(raw, path, combatant_id, name.strip(), uuid, envelope)
+            return FoundryActor(raw, path, combatant_id, name.strip(), uuid, envelope,
+                                linked=False)
     return FoundryActor(raw, path, ident, name.strip(), uuid, envelope)
 
 
@@ -148,22 +151,41 @@ def stored(raw: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
-def deletions(dotted: str, new: Mapping[str, Any], *olds: Any) -> dict[str, None]:
+def deletions(dotted: str, new: Mapping[str, Any], *olds: Any, masked: bool = False
+              ) -> dict[str, None]:
     """Foundry's ``"<path>.-=<key>": null`` for every key the ``olds`` objects hold and
     ``new`` lacks (recursively): ``Document.update`` merges objects key by key, so a
     key missing from the value written would otherwise stay. A key holding a dot cannot
-    be named in a dotted path and is left alone."""
+    be named in a dotted path and is left alone.
+
+    ``masked``: an unlinked token's synthetic actor is its base actor's data with the
+    token's delta merged over it, so deleting a key from the delta lets the base actor's
+    show through again (foundryvtt#8400). There the key is set to ``null`` instead (read
+    as absent, ``without_nulls``), unless it is ``null`` already."""
     out: dict[str, None] = {}
     old_objects = [old for old in olds if isinstance(old, Mapping)]
     for key in dict.fromkeys(k for old in old_objects for k in old):
         if not isinstance(key, str) or "." in key:
             continue
         if key not in new:
-            out[f"{dotted}.-={key}"] = None
+            if not masked:
+                out[f"{dotted}.-={key}"] = None
+            elif any(old.get(key) is not None for old in old_objects):
+                out[f"{dotted}.{key}"] = None
         elif isinstance(new[key], Mapping):
             out.update(deletions(f"{dotted}.{key}", new[key],
-                                 *(old.get(key) for old in old_objects)))
+                                 *(old.get(key) for old in old_objects), masked=masked))
     return out
+
+
+def without_nulls(value: Any, depth: int = 4) -> Any:
+    """``value`` with every ``null`` member of its objects left out, ``depth`` objects
+    deep (the psionic state nests two: ``mind``, ``condition_rounds``; what lies deeper
+    is left for the field's check to refuse): a key an unlinked token's write-back
+    masked (``deletions``) is absent."""
+    if isinstance(value, Mapping) and depth > 0:
+        return {k: without_nulls(v, depth - 1) for k, v in value.items() if v is not None}
+    return value
 
 
 def expand(update: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,7 +335,7 @@ class FoundryAdapter(Adapter):
                     draft.warn(f"{FLAGS}.{draft.system}.{name} is ignored: {name} is read "
                                f"{where}")
                     return None
-                return (state[name], pointer(state_path, name),
+                return (without_nulls(state[name]), pointer(state_path, name),
                         Binding(f"{FLAGS}.{draft.system}.{name}"))
 
             read_state(draft, lookup)
@@ -388,7 +410,7 @@ class FoundryAdapter(Adapter):
                 out[target] = value
                 if isinstance(value, Mapping):
                     out.update(deletions(target, value, stored(actor.raw, target),
-                                         before.get(name)))
+                                         before.get(name), masked=not actor.linked))
             return out
 
         for name, value in diff_fields(draft.system, before, after):

@@ -4,6 +4,7 @@ read and written only where the game system keeps it."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -50,6 +51,70 @@ def test_an_object_field_is_written_with_deletions_of_the_keys_it_lost() -> None
     written = apply_foundry(data, [{"uuid": "Actor.shhHtE7b92PefCWB", "update": update}])
     assert written["flags"]["mindscape"]["power-pool"]["condition_rounds"] == {"stunned": 1}
     assert normalised(DND5E, written, "power-pool") == after
+
+
+def _synthetic(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """Foundry's synthetic actor of an unlinked token (ActorDelta.applyDelta): the base
+    actor's data with the token's delta merged over it, key by key, with no deletions."""
+    out = copy.deepcopy(base)
+
+    def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
+        for key, value in over.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = copy.deepcopy(value)
+
+    merge(out, delta)
+    return out
+
+
+def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_it() -> None:
+    """An unlinked token's actor is its base actor with the token's delta over it:
+    deleting a key from the delta lets the base actor's show through (foundryvtt#8400).
+    The aboleth (the base actor) was dazed when its copy was placed; once the copy's
+    daze ends, the key is written as null in the copy's delta, read as absent, and not
+    written again once null."""
+    base = aboleth("power-pool", {"psionic": True, "conditions": ["dazed", "stunned"],
+                                  "condition_rounds": {"dazed": 1, "stunned": 2}})
+    token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False}
+    delta: dict[str, Any] = {"_id": base["_id"]}
+    envelope = {"actor": _synthetic(base, delta), "token": token}
+    before = normalised(DND5E, envelope, "power-pool")
+    after = {**before, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
+    [entry] = DND5E.updates(envelope, "power-pool", before, after)
+    assert entry["uuid"] == "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB"
+    field = "flags.mindscape.power-pool.condition_rounds"
+    assert entry["update"][f"{field}.dazed"] is None
+    assert not any("-=" in key for key in entry["update"])
+    delta = apply_foundry(delta, [entry])
+    envelope = {"actor": _synthetic(base, delta), "token": token}
+    assert envelope["actor"]["flags"]["mindscape"]["power-pool"]["condition_rounds"] == {
+        "dazed": None, "stunned": 1}
+    assert normalised(DND5E, envelope, "power-pool") == after
+    # The stun ends too: stunned is masked, dazed (null already) is not written again.
+    done = {**after, "conditions": [], "condition_rounds": {}}
+    [entry] = DND5E.updates(envelope, "power-pool", after, done)
+    assert f"{field}.stunned" in entry["update"] and f"{field}.dazed" not in entry["update"]
+    delta = apply_foundry(delta, [entry])
+    assert normalised(DND5E, {"actor": _synthetic(base, delta), "token": token},
+                      "power-pool") == done
+    # A deletion would have let the base actor's daze back.
+    deleted = apply_foundry({"_id": base["_id"]}, [{"uuid": entry["uuid"], "update": {
+        field: {}, f"{field}.-=dazed": None}}])
+    assert _synthetic(base, deleted)["flags"]["mindscape"]["power-pool"][
+        "condition_rounds"]["dazed"] == 1
+
+
+def test_a_null_field_in_the_flags_is_read_as_absent() -> None:
+    """An unlinked token's profile editor writes a cleared field as null (the token's
+    delta masks the base actor's value): the field then takes its default, as if it
+    had never been set."""
+    with_null = aboleth("revised-2e", {"kind": "psionicist", "psp": 20, "psp_max": 40,
+                                       "level": None, "mind": None})
+    without = aboleth("revised-2e", {"kind": "psionicist", "psp": 20, "psp_max": 40})
+    assert normalised(DND5E, with_null, "revised-2e") == normalised(DND5E, without,
+                                                                   "revised-2e")
 
 
 def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:

@@ -2171,7 +2171,9 @@ export class Mindscape {
     if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
     const system = this.system;
     const description = await this.describe(system);
-    const profile = actor.flags?.[MODULE_ID]?.[system] ?? {};
+    // (a field an unlinked token's profile cleared is null: `profileUpdates`)
+    const stored = actor.flags?.[MODULE_ID]?.[system] ?? {};
+    const profile = Object.fromEntries(Object.entries(stored).filter(([, value]) => value !== null));
     const { fields, advanced } = profileFields(description?.combatant_schema ?? {}, profile, this.t.label);
     return { actorUuid, actorName: actor.name, system, systemLabel: this.t.label(`MINDSCAPE.System.${system}`, system), fields, advanced };
   }
@@ -2185,9 +2187,7 @@ export class Mindscape {
     const ref = this.ref(actor, token, adapter);
     ref.data.actor = actorDataWithProfile(ref.data.actor, MODULE_ID, spec.system, profile);
     const imported = await this.rpc("adapters.import", { adapter, system: spec.system, data: ref.data, options: houseRulesFor(this.game, spec.system) });
-    // Replace the whole profile ("-=" removes the old keys) so cleared fields do not linger.
-    await actor.update({ [`flags.${MODULE_ID}.-=${spec.system}`]: null });
-    await actor.update({ [`flags.${MODULE_ID}.${spec.system}`]: profile });
+    for (const update of profileUpdates(actor, spec.system, profile)) await actor.update(update);
     return { profile, combatant: imported?.combatant ?? null, warnings: imported?.warnings ?? [] };
   }
 
@@ -2542,6 +2542,22 @@ function refusesTheAttacker(error, attackerId) {
     return paths.length > 0 && paths.every((path) => /^\/(attacker|attack)(\/|$)/.test(path));
   }
   return false;
+}
+
+/**
+ * The updates, in order, that store `profile` as `actor`'s whole profile of `system`,
+ * so that a cleared field does not linger: the old profile deleted ("-="), then the new
+ * one written. An unlinked token's actor is its base actor's data with the token's delta
+ * over it, and a key deleted from the delta lets the base actor's show through again
+ * (foundryvtt#8400): there each field cleared is written as null instead, in one update,
+ * which the companion's adapters read as absent.
+ */
+export function profileUpdates(actor, system, profile) {
+  const path = `flags.${MODULE_ID}.${system}`;
+  if (!actor.isToken) return [{ [`flags.${MODULE_ID}.-=${system}`]: null }, { [path]: profile }];
+  const current = actor.flags?.[MODULE_ID]?.[system] ?? {};
+  const cleared = Object.keys(current).filter((key) => !(key in profile) && current[key] !== null);
+  return [{ [path]: { ...profile, ...Object.fromEntries(cleared.map((key) => [key, null])) } }];
 }
 
 /**

@@ -4742,6 +4742,10 @@ var Mindscape = Mindscape || (() => {
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
     const stepOf = isStep(job) ? jobEncounter(job) : null;
+    // A step the companion took at the revision a lost one named: that one was not stored.
+    const settled = stepOf && Number.isInteger(job.sentRevision) && isObject(stepOf.uncertain) && stepOf.uncertain.revision === job.sentRevision
+      ? settleUncertain(stepOf, { revision: job.sentRevision }) : '';
+    if (settled) whisperGM(box('encounter', settled));
     let behind = new Set(failed.map((f) => f.ref));
     try {
       if (stepOf) behind = settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));

@@ -1802,6 +1802,19 @@ test('a resolve the bridge cannot vouch for holds everyone until status tells: s
     }
     assert.equal(ctx.sb.state.Mindscape.encounter.uncertain, undefined);
   }
+  // Resolved again without a status: the companion takes it at the revision the lost
+  // one named, so that one was not stored, and the holds end with this step.
+  const ctx = encounterWithTwo();
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, lost(first.id));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  const again = resolveNow(ctx);
+  assert.equal(again.body.params.revision, 2);
+  answer(ctx, again.id, stepAnswer(ctx, again, 3));
+  assert.deepEqual(held(ctx), []);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The companion did not store the step whose answer was lost/.test(w)));
+  assert.equal(ctx.sb.state.Mindscape.encounter.uncertain, undefined);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 
 test('a call the companion refused before running it (the bridge\'s -32002: HTTP 413 …) is reported as refused at once, not as one it may have done; a check so lost still asks the defender', () => {

@@ -120,7 +120,7 @@ export function roundEndResult(params) {
     after.conditions = before.conditions.filter((c) => !ended.includes(c));
     if (ended.length) update[`${P}.conditions`] = after.conditions;
     if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
-    for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
+    for (const c of ended) update[endedKey(ref, `${P}.condition_rounds`, c)] = null;
     const choice = params.choices?.[id];
     const mind = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, may_pay_to_close: false, rounds_open: 0, ...(profile.mind ?? {}) };
     const critical = mind.state === "open" && mind.opened_by === "critical";
@@ -349,10 +349,20 @@ function endKeptByAction(state, cid, reason, doing) {
 }
 
 /**
+ * The key a write-back clears `key` of the object at `path` with, as the companion's
+ * Foundry adapters do (adapters/foundry.py `deletions`): `<path>.-=<key>`, but for an
+ * unlinked token (`actorLink: false`) `<path>.<key>` set to null, since deleting it from
+ * the token's delta would let its base actor's value show through again.
+ */
+function endedKey(ref, path, key) {
+  return ref?.data?.token?.actorLink === false ? `${path}.${key}` : `${path}.-=${key}`;
+}
+
+/**
  * The daemon's answer once `poolCreatures`' profiles have changed: every combatant
  * `{id, before, after}` in the order given, each creature that changed written back as
  * the adapters address it (only the fields that changed; a timed condition that ended
- * also as `condition_rounds.-=<name>`), the puppets that changed in `others`, and the
+ * also as `condition_rounds.-=<name>`, `endedKey`), the puppets that changed in `others`, and the
  * summary "<title>: <sentences>" (with none, "what still lasts counts down." when a
  * combatant changed, else "nothing changes.").
  */
@@ -372,7 +382,7 @@ function poolAnswer({ ids, given, now, events, said }, title) {
       if (JSON.stringify(norm(before[f], f)) !== JSON.stringify(norm(after[f], f))) update[`${P}.${f}`] = after[f];
     }
     if (`${P}.condition_rounds` in update) {
-      for (const c of Object.keys(before.condition_rounds ?? {})) if (!(c in after.condition_rounds)) update[`${P}.condition_rounds.-=${c}`] = null;
+      for (const c of Object.keys(before.condition_rounds ?? {})) if (!(c in after.condition_rounds)) update[endedKey(given.get(id), `${P}.condition_rounds`, c)] = null;
     }
     return update;
   };
@@ -694,7 +704,7 @@ export function restResult(params) {
     const ended = before.conditions.filter((c) => !after.conditions.includes(c));
     if (ended.length) update[`${P}.conditions`] = after.conditions;
     if (JSON.stringify(after.condition_rounds) !== JSON.stringify(before.condition_rounds)) update[`${P}.condition_rounds`] = after.condition_rounds;
-    for (const c of ended) update[`${P}.condition_rounds.-=${c}`] = null;
+    for (const c of ended) update[endedKey(ref, `${P}.condition_rounds`, c)] = null;
     const checks = mine.filter((e) => e.type === "wisdom-check" || e.type === "mind-save");
     for (const e of mine) {
       if (e.type === "psp-regained") said.push(`${name} regains ${e.amount} PSP${e.amount === 1 ? "" : "s"} (${after.psp} of ${after.psp_max ?? after.psp}).`);

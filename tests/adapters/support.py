@@ -30,6 +30,14 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
             into[key] = copy.deepcopy(value)
 
 
+def synthetic_actor(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """Foundry's synthetic actor of an unlinked token (ActorDelta.applyDelta): the base
+    actor's data with the token's delta merged over it, key by key, with no deletions."""
+    out = copy.deepcopy(base)
+    _merge(out, delta)
+    return out
+
+
 def _template_system(relative: str, document: str, kind: str) -> dict[str, Any]:
     """The ``system`` data Foundry gives a new ``document`` (Actor, Item) of type ``kind``
     from a system's ``template.json``: the type's templates merged in order, then the

@@ -4,7 +4,6 @@ read and written only where the game system keeps it."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ import adapters
 from engine import builtin_systems
 from engine.errors import InvalidInput
 
-from .support import apply_foundry, apply_roll20, attr, load, template_actor
+from .support import apply_foundry, apply_roll20, attr, load, synthetic_actor, template_actor
 
 SYSTEMS = builtin_systems()
 DND5E = adapters.get("foundry.dnd5e")
@@ -53,22 +52,6 @@ def test_an_object_field_is_written_with_deletions_of_the_keys_it_lost() -> None
     assert normalised(DND5E, written, "power-pool") == after
 
 
-def _synthetic(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    """Foundry's synthetic actor of an unlinked token (ActorDelta.applyDelta): the base
-    actor's data with the token's delta merged over it, key by key, with no deletions."""
-    out = copy.deepcopy(base)
-
-    def merge(into: dict[str, Any], over: dict[str, Any]) -> None:
-        for key, value in over.items():
-            if isinstance(value, dict) and isinstance(into.get(key), dict):
-                merge(into[key], value)
-            else:
-                into[key] = copy.deepcopy(value)
-
-    merge(out, delta)
-    return out
-
-
 def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_it() -> None:
     """An unlinked token's actor is its base actor with the token's delta over it:
     deleting a key from the delta lets the base actor's show through (foundryvtt#8400).
@@ -79,7 +62,7 @@ def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_
                                   "condition_rounds": {"dazed": 1, "stunned": 2}})
     token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False}
     delta: dict[str, Any] = {"_id": base["_id"]}
-    envelope = {"actor": _synthetic(base, delta), "token": token}
+    envelope = {"actor": synthetic_actor(base, delta), "token": token}
     before = normalised(DND5E, envelope, "power-pool")
     after = {**before, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
     [entry] = DND5E.updates(envelope, "power-pool", before, after)
@@ -88,7 +71,7 @@ def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_
     assert entry["update"][f"{field}.dazed"] is None
     assert not any("-=" in key for key in entry["update"])
     delta = apply_foundry(delta, [entry])
-    envelope = {"actor": _synthetic(base, delta), "token": token}
+    envelope = {"actor": synthetic_actor(base, delta), "token": token}
     assert envelope["actor"]["flags"]["mindscape"]["power-pool"]["condition_rounds"] == {
         "dazed": None, "stunned": 1}
     assert normalised(DND5E, envelope, "power-pool") == after
@@ -97,12 +80,12 @@ def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_
     [entry] = DND5E.updates(envelope, "power-pool", after, done)
     assert f"{field}.stunned" in entry["update"] and f"{field}.dazed" not in entry["update"]
     delta = apply_foundry(delta, [entry])
-    assert normalised(DND5E, {"actor": _synthetic(base, delta), "token": token},
+    assert normalised(DND5E, {"actor": synthetic_actor(base, delta), "token": token},
                       "power-pool") == done
     # A deletion would have let the base actor's daze back.
     deleted = apply_foundry({"_id": base["_id"]}, [{"uuid": entry["uuid"], "update": {
         field: {}, f"{field}.-=dazed": None}}])
-    assert _synthetic(base, deleted)["flags"]["mindscape"]["power-pool"][
+    assert synthetic_actor(base, deleted)["flags"]["mindscape"]["power-pool"][
         "condition_rounds"]["dazed"] == 1
 
 

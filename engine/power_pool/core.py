@@ -410,7 +410,8 @@ class PowerPoolSystem(System):
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact ``{outcomes: {attacker, defender}, control, tie, blank_mind_save,
-        damage}``; damage is Synaptic Overload's, given the attacker wins."""
+        damage}``; damage is Synaptic Overload's to the whole defending group, 0 when the
+        attacker does not win."""
         return odds_json(exact_odds(self.tables, self.plan(request)))
 
     # -- encounters -------------------------------------------------------------------

@@ -76,7 +76,7 @@ class ExactOdds:
     control: Fraction
     tie: Fraction
     save: Fraction | None  # chance to pass every Blank Mind save; None if none is needed
-    damage: Dist  # synaptic overload: principal defender's dice given the attacker wins
+    damage: Dist  # synaptic overload: the group's own dice when the attacker wins, else 0
     attack: Dist
     defense: Dist
 
@@ -98,39 +98,40 @@ def exact_odds(tables: Mapping[str, Any], plan: Plan) -> ExactOdds:
         "instead_of_control" not in tables["modes"].get(s.mode or "", {}) for s in plan.members)
     damage = Dist.constant(0)
     if tables["modes"][plan.mode].get("damage") == "own-defense-dice" and rolls_win:
-        damage = _damage_given_win(attack, parts, plan)
+        damage = _overload_damage(attack, plan, save)
     # A failed Blank Mind save ends the exchange before any pool is rolled: no tie then.
     tie = equal * (save if save is not None else 1)
     return ExactOdds(attacker=win, defender=1 - win, control=win if controllable else Fraction(0),
                      tie=tie, save=save, damage=damage, attack=attack, defense=defense)
 
 
-def _damage_given_win(attack: Dist, parts: list[Dist], plan: Plan) -> Dist:
-    """P(principal's dice = x | attacker wins): the principal's dice X, the rest of the
-    group R, the bonus b: the attacker wins when A - R > X + b (or ≥ on ties to it)."""
-    principal = plan.principal
-    own = sum_of_dice(principal.sides, principal.dice)
-    margin = attack
-    for part in parts[1:]:
-        margin = convolve(margin, negate(part))
-    ordered = sorted(margin.weights.items())
+def _overload_damage(attack: Dist, plan: Plan, save: Fraction | None) -> Dist:
+    """The damage Synaptic Overload deals, over every outcome, as ``resolve``'s ``damage``
+    counts it: each member of the defending group takes the sum of its own defense dice,
+    so the exchange deals the group's dice total D when the attacker wins (its total A
+    beats D + the group's sacrifice bonus b: A > D + b, or ≥ with ties to the attacker)
+    and any Blank Mind save passed; otherwise 0 (a loss, a failed save)."""
+    group = Dist.constant(0)
+    for member in plan.members:
+        group = convolve(group, sum_of_dice(member.sides, member.dice))
+    bonus = sum(member.bonus for member in plan.members)
+    ordered = sorted(attack.weights.items())
     values = [v for v, _ in ordered]
-    # above[i] = weight of margin values >= values[i]
+    # above[i] = weight of attack totals >= values[i]
     above = [0] * (len(ordered) + 1)
     for i in range(len(ordered) - 1, -1, -1):
         above[i] = above[i + 1] + ordered[i][1]
     strict = plan.tie_to != "attacker"
+    passes, out_of = (save.numerator, save.denominator) if save is not None else (1, 1)
+    total = group.total * attack.total * out_of
     weights: dict[int, int] = {}
-    for x, wx in own.weights.items():
-        need = x + principal.bonus
+    for x, wx in group.weights.items():
+        need = x + bonus
         i = bisect.bisect_right(values, need) if strict else bisect.bisect_left(values, need)
-        w = wx * above[i]
-        if w:
+        if w := wx * above[i] * passes:
             weights[x] = w
-    mass = sum(weights.values())
-    if not mass:
-        return Dist.constant(0)
-    return Dist(weights, mass)
+    weights[0] = weights.get(0, 0) + total - sum(weights.values())
+    return Dist(weights, total)
 
 
 def odds_json(result: ExactOdds) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from .test_power_pool_helpers import mundane, psionic
 
 def brute_force(request: dict[str, Any]
                 ) -> tuple[Fraction, Fraction, dict[int, Fraction], Fraction]:
-    """P(attacker wins), P(control), the principal's damage given a win and P(tie), by
-    counting."""
+    """P(attacker wins), P(control), the distribution of the exchange's ``damage`` (the
+    whole group's, 0 when the attacker does not win) and P(tie), by counting."""
     plan = SYSTEM.plan(request)
     saves = len(plan.saves)
     # the layout of pool dice, read from one resolution whose saves all pass
@@ -45,14 +45,12 @@ def brute_force(request: dict[str, Any]
             out = resolve_plan(SYSTEM.tables, plan, SuppliedDice(supplied)).to_json()
             total += 1
             ties += bool(out["tie"])
+            damage[out["damage"]] += 1
             if out["winner"] == "attacker":
                 wins += 1
                 controls += out["controlled"]
-                damage[sum(e["amount"] for e in out["effects"]
-                           if e["effect"] == "damage" and e["combatant"] == plan.principal.id)
-                       ] += 1
-    given_win = {v: Fraction(n, wins) for v, n in damage.items()} if wins else {0: Fraction(1)}
-    return Fraction(wins, total), Fraction(controls, total), given_win, Fraction(ties, total)
+    dealt = {v: Fraction(n, total) for v, n in damage.items()}
+    return Fraction(wins, total), Fraction(controls, total), dealt, Fraction(ties, total)
 
 
 CASES: dict[str, dict[str, Any]] = {
@@ -98,6 +96,16 @@ CASES: dict[str, dict[str, Any]] = {
     "overload-pinnacle": {
         "attacker": psionic("A", 3, 4), "defender": psionic("B", 2, 4),
         "attack": {"mode": "synaptic-overload"}, "defense": {"mode": "pinnacle-of-will"}},
+    # Synaptic Overload stopped by a failed Blank Mind save deals nothing (a 0, counted)
+    "overload-blank-mind": {
+        "attacker": psionic("A", 2, 4, blank_mind_save=12), "defender": psionic("B", 1, 6),
+        "attack": {"mode": "synaptic-overload"}, "defense": {"mode": "blank-mind"}},
+    # an asleep mind struck first rolls nothing, but the psionic ally that joined does,
+    # and takes its own dice as damage
+    "overload-asleep-joined": {
+        "attacker": psionic("A", 2, 4), "defender": psionic("B", 2, 4, conditions=["asleep"]),
+        "allies": [psionic("P", 1, 6, id="p")], "defenses": {"p": {"mode": "imagination-swarm"}},
+        "attack": {"mode": "synaptic-overload"}},
     # an unaware defender rolls nothing
     "unaware": {
         "attacker": psionic("A", 2, 4), "defender": psionic("B", 3, 6, conditions=["asleep"]),
@@ -120,6 +128,16 @@ def test_exact_odds_match_brute_force_enumeration(name: str) -> None:
     out = SYSTEM.odds(request)
     assert out["outcomes"]["attacker"] == pytest.approx(float(wins))
     assert out["damage"]["truncated_mass"] == 0
+
+
+def test_overload_odds_say_how_likely_any_damage_is_not_assuming_a_win() -> None:
+    """API.md: dealt.chance is "the chance that any damage is dealt". A Synaptic
+    Overload the attacker wins half the time deals damage about half the time, to the
+    whole group; the odds said 100% (the principal's, given a win)."""
+    out = SYSTEM.odds(CASES["overload-asleep-joined"])
+    win = out["outcomes"]["attacker"]
+    assert 0 < out["damage"]["dealt"]["chance"] == pytest.approx(win)
+    assert out["damage"]["distribution"][0][0] == 0
 
 
 def test_damage_is_a_zero_distribution_for_other_modes() -> None:

@@ -58,6 +58,15 @@ test("only known defenses are offered; an answer outside them is not used and ne
   assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
 });
 
+test("a player's client that adds paid: true to its defense answer raises nothing for free: only what the dialog answers is taken", async () => {
+  // revised-2e's `paid` (the defense was paid earlier this round) lets a mind at 0 PSPs,
+  // or a stunned one, raise its defense for nothing: no dialog ever sends it.
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "mind-blank", paid: true, psp: 99, extra: { x: 1 } } } } });
+  setProfile(t, t.tokens.fenkaToken, { kind: "psionicist", psp: 0, psp_max: 40, defenses: ["mind-blank"] });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
 test("a remembered default the defender no longer knows is not preselected nor used at the timeout", async () => {
   const t = makeTable({ dialogs: { gm: { defenseDialog: (arg) => ({ mode: arg.fallback, timedOut: true }) } } });
   await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "tower-of-iron-will" });

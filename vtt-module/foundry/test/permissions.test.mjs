@@ -162,3 +162,22 @@ test("an assistant GM's House rules menu reads the rules through the paired GM's
   const err = await refusal(t.clients.p1.svc.relay.toGM("describeHouseRules", {}));
   assert.equal(err.key, "MINDSCAPE.Error.HouseRulesGMOnly");
 });
+
+for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
+  test(`${name}: a player is not told the GM's companion address when the GM's client cannot reach it or is refused`, async () => {
+    const { DaemonUnreachableError, DaemonAuthError } = await import("../mindscape/scripts/errors.js");
+    const t = makeTable({ generation, passQuerySender, userQueryEvent });
+    // The GM's companion listens on a LAN address; it is down, then refuses the token.
+    for (const failure of [
+      new DaemonUnreachableError({ url: "http://192.168.1.20:8765", origin: "https://vtt.example", cause: "Failed to fetch" }),
+      new DaemonAuthError({ url: "http://192.168.1.20:8765" }),
+    ]) {
+      t.clients.gm.svc.rpc = async () => { throw failure; };
+      const err = await refusal(t.clients.p2.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }));
+      assert.equal(err.key, "MINDSCAPE.Error.CompanionUnavailable");
+      assert.doesNotMatch(JSON.stringify({ ...err.toJSON(), message: err.message }), /192\.168|8765|vtt\.example/);
+      // The GM's own client keeps the whole error (what to do about it).
+      await assert.rejects(t.clients.gm.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }), (e) => e.key === failure.key && e.data.url === "http://192.168.1.20:8765");
+    }
+  });
+}

@@ -100,6 +100,19 @@ export class DaemonFaultError extends RpcError {
   constructor(data) { super("MINDSCAPE.Error.Fault", data); }
 }
 
+/**
+ * What a player is told when the GM's client could not reach its companion, or the
+ * companion refused the call for its address, token, Host or Origin (the errors above):
+ * those carry the companion's address, which is the GM's alone (`Relay` sends this
+ * instead).
+ */
+export class CompanionUnavailableError extends MindscapeError {
+  constructor(data = {}) { super("MINDSCAPE.Error.CompanionUnavailable", data); }
+}
+
+/** The errors of the GM's own link to its companion, which name its address. */
+export const COMPANION_LINK_ERRORS = [DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError, DaemonHttpError, NotPairedError, BadDaemonUrlError];
+
 /** A player asked for something and no GM is logged in to relay it to the daemon. */
 export class NoGMError extends MindscapeError {
   constructor(data = {}) { super("MINDSCAPE.Error.NoGM", data); }
@@ -169,6 +182,7 @@ const BY_NAME = {
   DaemonHttpError, BadDaemonUrlError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
   NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError, RelayNotReadyError,
   PermissionDeniedError, PlayersMayNotAttackError, OtherGMError, RefreshRefusedError, CancelledError, UsageError,
+  CompanionUnavailableError,
 };
 
 /**

@@ -22,7 +22,9 @@
  * (errors.js) reach the asking client intact.
  */
 import { MODULE_ID, PAIRED_FLAG, RELAY_TIMEOUT_MS, SOCKET_NAME } from "./consts.js";
-import { MindscapeError, NoGMError, PermissionDeniedError, RelayNotReadyError, RelayTimeoutError, errorFromJSON } from "./errors.js";
+import {
+  COMPANION_LINK_ERRORS, CompanionUnavailableError, MindscapeError, NoGMError, PermissionDeniedError, RelayNotReadyError, RelayTimeoutError, errorFromJSON,
+} from "./errors.js";
 
 const SENDER_UNKNOWN = "sender-unknown";
 
@@ -214,8 +216,11 @@ export class Relay {
       if (handler.runsOn === "player" && !sender?.isGM) throw new PermissionDeniedError({ who: name });
       return { ok: true, value: await handler.fn(payload, { sender }) };
     } catch (error) {
-      const json = error instanceof MindscapeError ? error.toJSON()
-        : { name: "MindscapeError", key: "MINDSCAPE.Error.Remote", data: { message: String(error?.message ?? error) } };
+      // The GM's link to its companion is the GM's: a player is not told its address.
+      const link = !sender?.isGM && COMPANION_LINK_ERRORS.some((Link) => error instanceof Link);
+      const json = link ? new CompanionUnavailableError().toJSON()
+        : error instanceof MindscapeError ? error.toJSON()
+          : { name: "MindscapeError", key: "MINDSCAPE.Error.Remote", data: { message: String(error?.message ?? error) } };
       return { ok: false, error: json };
     }
   }

@@ -1133,8 +1133,11 @@ export class Mindscape {
     };
     const fallback = { mode: remembered, timedOut: true };
     // Whoever is asked, the attack never waits longer than the timeout and the grace.
-    let answer = await this.askWithin(owner, "chooseDefense", (c) => this.chooseDefenseHere(c), context, timeoutMs, fallback);
-    if (!answer || typeof answer !== "object") answer = fallback;
+    const asked = await this.askWithin(owner, "chooseDefense", (c) => this.chooseDefenseHere(c), context, timeoutMs, fallback);
+    // Only what the dialog answers is taken from a relayed answer: anything else a
+    // player's client puts there (a revised-2e `paid`, which would raise the defense
+    // for nothing) is dropped.
+    let answer = asked && typeof asked === "object" ? defenseAnswer(asked) : fallback;
     // A defense the defender does not know (a stale or forged answer) counts as none.
     if (answer.mode && !offeredIds.has(answer.mode)) answer = { ...answer, mode: null, refused: true };
     if (!refused && !answer.timedOut && !answer.cancelled && !answer.refused && answer.mode !== remembered) {
@@ -2542,6 +2545,19 @@ function refusesTheAttacker(error, attackerId) {
     return paths.length > 0 && paths.every((path) => /^\/(attacker|attack)(\/|$)/.test(path));
   }
   return false;
+}
+
+/**
+ * The members of a defense question's answer the GM's client takes (the defense
+ * dialog's, `dialogs.defenseDialog`): the mode, the spell sacrificed, the allies picked,
+ * and whether it timed out or was cancelled.
+ */
+export function defenseAnswer(answer) {
+  const out = { mode: typeof answer.mode === "string" && answer.mode ? answer.mode : null };
+  if (answer.sacrifice !== undefined) out.sacrifice = answer.sacrifice;
+  if (answer.allies !== undefined) out.allies = answer.allies;
+  for (const key of ["timedOut", "cancelled"]) if (answer[key] === true) out[key] = true;
+  return out;
 }
 
 /**

@@ -44,8 +44,15 @@ var Mindscape = Mindscape || (() => {
   const MAX_BODY_BYTES = 1024 * 1024;
   const ANSWERED_MEMORY = 200;
   const EXCHANGE_LIFETIME_MS = 60 * 60 * 1000;
-  // Requests kept (in state) for an answer, also a late one: the last 50, for an hour.
+  // Requests kept (in state) for an answer, also a late one, for an hour: above 50, the
+  // oldest that only read (odds, an encounter's status) are let go; above 500, any.
   const PENDING_MEMORY = 50;
+  const PENDING_CEILING = 500;
+  // The requests that only read: the only ones let go to keep state small.
+  const READ_ONLY_KINDS = ['odds', 'encounter.get'];
+  // A player's own requests (odds, an encounter's status, an attack's check) still
+  // waiting for their answers: at most this many, so that no player can crowd the rest out.
+  const PLAYER_WAITING = 4;
   const PENDING_LIFETIME_MS = 60 * 60 * 1000;
   // Token bars a setting may name; 'none' keeps that field on the character's sheet.
   const BARS = ['1', '2', '3'];
@@ -372,12 +379,32 @@ var Mindscape = Mindscape || (() => {
     timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
   };
 
-  // Keeps state bounded: no request older than an hour, at most the last 50.
+  // Keeps state bounded: no request older than an hour; above PENDING_MEMORY the oldest
+  // requests that only read are let go (their answers, should they come, are refused and
+  // change nothing), and only above PENDING_CEILING any: an attack, a step or a round's
+  // end is never dropped because others came after it.
   const prunePending = (now) => {
     const jobs = store().pending;
     Object.keys(jobs).forEach((id) => { if (!(now - jobs[id].at < PENDING_LIFETIME_MS)) forgetRequest(id); });
     const ids = Object.keys(jobs).sort((a, b) => jobs[a].at - jobs[b].at);
-    while (ids.length > PENDING_MEMORY) forgetRequest(ids.shift());
+    const reads = ids.filter((id) => READ_ONLY_KINDS.includes(jobs[id].kind));
+    let count = ids.length;
+    while (count > PENDING_MEMORY && reads.length) { forgetRequest(reads.shift()); count -= 1; }
+    const left = Object.keys(jobs).sort((a, b) => jobs[a].at - jobs[b].at);
+    while (left.length > PENDING_CEILING) forgetRequest(left.shift());
+  };
+
+  // Whether `job` is a player's own request while PLAYER_WAITING of theirs still wait
+  // for an answer (not yet timed out): then it is refused, and they are told so.
+  const tooManyWaiting = (job) => {
+    const kinds = READ_ONLY_KINDS.concat([CHECK_KIND]);
+    const who = job.requester;
+    if (!kinds.includes(job.kind) || !who || who === 'API' || playerIsGM(who)) return false;
+    const jobs = store().pending;
+    const waiting = Object.keys(jobs).filter((id) => timers.has(id) && jobs[id].requester === who && kinds.includes(jobs[id].kind)).length;
+    if (waiting < PLAYER_WAITING) return false;
+    refuse(who, `${waiting} of your requests still wait for the companion's answer: ask again once they are answered (or have timed out). Nothing was sent.`);
+    return true;
   };
 
   // After a restart no timer runs for the requests still in state: the GM learns which
@@ -916,6 +943,7 @@ var Mindscape = Mindscape || (() => {
    * only when it does go, before anything else.
    */
   const postRequest = (body, job, description, before) => {
+    if (tooManyWaiting(job)) return null;
     const id = body.id !== undefined ? String(body.id) : job.id;
     const payload = encodeBase64Url(JSON.stringify(body));
     const size = store().config.chunk || DEFAULT_CHUNK;

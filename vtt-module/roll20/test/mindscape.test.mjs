@@ -727,6 +727,29 @@ test('two GMs relaying one request: the parts of each answer are put together ap
   }
 });
 
+test('no flood of requests drops a waiting attack: only read-only requests are let go, and a player may have at most 4 of their own waiting', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  // Bob floods: his fifth odds request while four wait is refused, nothing whispered.
+  const odds = () => ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi odds --target ${ctx.tokens.ulcen.id} --mode ego-whip` });
+  for (let i = 0; i < 4; i++) odds();
+  const sent = requests(ctx.sb).length;
+  odds();
+  assert.equal(requests(ctx.sb).length, sent, 'the fifth is not sent');
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /4 of your requests still wait for the companion's answer: ask again once they are answered \(or have timed out\)\. Nothing was sent\./);
+  // Their timeouts run out: he may ask again.
+  ctx.sb.advance(30000);
+  odds();
+  assert.equal(requests(ctx.sb).length, sent + 1);
+  // The GM's own reads are not capped, but 60 of them let go only reads, never the attack.
+  for (let i = 0; i < 60; i++) ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const pending = plain(ctx.sb.context.Mindscape.pendingIds());
+  assert.ok(pending.includes(req.id), 'the exchange still waits');
+  assert.equal(pending.length, 50);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+});
+
 test('an answer arriving in many parts is not called lost while its parts keep coming: each part starts the timeout again', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

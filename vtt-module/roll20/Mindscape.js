@@ -4703,6 +4703,10 @@ var Mindscape = Mindscape || (() => {
     return postEndRound(job.requester, fighters, job.system, choices, again);
   };
 
+  // The players who are no GM whose typed answer the GM was told of in the last minute
+  // (handleResult).
+  const answerAttempts = new Set();
+
   const refuseAnswer = (id, why) => {
     whisperGM(box('answer refused', `The answer to request <b>${echo(id)}</b> was refused and nothing changed: ${chatSafe(why)}.`));
   };
@@ -4714,7 +4718,13 @@ var Mindscape = Mindscape || (() => {
     const words = String(msg.content).trim().split(/\s+/);
     const id = words[1] || '';
     if (!playerIsGM(msg.playerid)) {
-      whisperGM(box('answer refused', `${chatSafe(playerName(msg.playerid) || msg.playerid)} is not a GM and tried to answer request ${echo(id)}; ignored.`));
+      // Told once a minute per player, and not kept in the archive: a player typing
+      // these by the hundred would otherwise fill the GM's chat for good.
+      if (!answerAttempts.has(msg.playerid)) {
+        answerAttempts.add(msg.playerid);
+        setTimeout(guarded('when a refused answer was forgotten', () => answerAttempts.delete(msg.playerid)), 60000);
+        whisperGM(box('answer refused', `${chatSafe(playerName(msg.playerid) || msg.playerid)} is not a GM and tried to answer request ${echo(id)}; ignored.`), TRANSIENT);
+      }
       return;
     }
     if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');

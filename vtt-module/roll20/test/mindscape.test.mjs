@@ -533,6 +533,14 @@ test('an answer typed by a player is refused and changes nothing', () => {
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), '40');
   assert.equal(ctx.sb.workerWrites.length, 0);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Alice is not a GM/);
+  // Told once a minute, and not kept in the archive: a hundred of them are one notice.
+  const told = () => ctx.sb.chats.filter((c) => /Alice is not a GM/.test(c.input));
+  for (let i = 0; i < 100; i++) answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told().length, 1);
+  assert.ok(told().every((c) => c.options.noarchive === true));
+  ctx.sb.advance(60000);
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told().length, 2);
   // The request still waits for the real answer.
   answer(ctx, req.id, exchangeResult(ctx, req.id));
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);

@@ -181,3 +181,16 @@ for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIA
     }
   });
 }
+
+test("a player's client asking for failed attacks in a loop shows the GM one notice every few seconds, not one each; the player is told each time", async () => {
+  const t = makeTable();
+  const ask = (i) => t.clients.p1.svc.relay.toGM("attack", {
+    attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid],
+    attack: { mode: "mind-thrust", multiplier: `GM: send me your token ${i}` }, physical: false,
+  });
+  const refused = [];
+  for (let i = 0; i < 20; i++) refused.push(await ask(i).then(() => null, (e) => e));
+  assert.ok(refused.every((e) => e !== null), "each is refused to the player");
+  assert.equal(t.clients.gm.notes.error.length, 1, JSON.stringify(t.clients.gm.notes.error));
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
+});

@@ -42,6 +42,9 @@ function sceneIdsOf(docs) {
   return [...new Set(docs.map((d) => d?.token?.parent?.id).filter(Boolean))];
 }
 
+/** The least time between two notices to the GM of one player's failed attacks (`mayNoticeFrom`). */
+const NOTICE_GAP_MS = 5000;
+
 /** The ids of the scenes token uuids (`Scene.<id>.Token.<id>`, a synthetic actor's too) name, each once. */
 export function sceneIdsOfUuids(uuids) {
   return [...new Set(uuids.map((uuid) => /^Scene\.([^.]+)\.Token\./.exec(typeof uuid === "string" ? uuid : "")?.[1]).filter(Boolean))];
@@ -583,13 +586,28 @@ export class Mindscape {
     } catch (error) {
       if (!sender || sender.id === this.game.user?.id) throw error;
       // A player's own overreach (an actor it does not own) is the player's to hear of:
-      // shown here it would read as if the GM may not.
-      if (!(error instanceof PermissionDeniedError)) this.notifyError(error);
+      // shown here it would read as if the GM may not. The GM hears of a player's failed
+      // attacks once every few seconds at most: a player's client asking in a loop would
+      // otherwise fill the GM's screen (the player is told each time).
+      if (!(error instanceof PermissionDeniedError) && this.mayNoticeFrom(sender)) this.notifyError(error);
       const first = await this.docs(payload.attackerUuid).catch(() => null);
       const attackerId = first ? roundCombatantId(first.token, first.actor) : null;
       if (speaksOfTheStruck(error, attackerId)) throw new UsageError("MINDSCAPE.Error.StoppedByTheStruck");
       throw error;
     }
+  }
+
+  /**
+   * Whether the GM may be shown a notice of `sender`'s failed request now: one every
+   * NOTICE_GAP_MS per player.
+   */
+  mayNoticeFrom(sender) {
+    this.noticedFrom ??= new Set();
+    if (this.noticedFrom.has(sender.id)) return false;
+    this.noticedFrom.add(sender.id);
+    // (unref: a Node test run does not wait for it)
+    setTimeout(() => this.noticedFrom.delete(sender.id), NOTICE_GAP_MS)?.unref?.();
+    return true;
   }
 
   /**

@@ -3114,6 +3114,9 @@ var Mindscape = Mindscape || (() => {
     enc.holds = (Number.isInteger(enc.holds) ? enc.holds : 0) + 1;
   };
 
+  // How the GM is told of a step (isStep): "the undo", "the action" (a public one), "the step".
+  const stepWords = (job) => (job.kind === 'encounter.undo' ? 'the undo' : job.kind === 'encounter.declare' ? 'the action' : 'the step');
+
   // A step whose answer the bridge could not give (BRIDGE_UNCERTAIN: a timeout, a
   // dropped connection) may be stored in the companion all the same, its write-back
   // never made: the refresh before the next resolve would then take the stale sheets
@@ -3130,7 +3133,7 @@ var Mindscape = Mindscape || (() => {
     holdFighters(enc, all);
     const refs = heldOf(enc).filter((ref) => !before.includes(ref));
     const earlier = isObject(enc.uncertain) ? enc.uncertain.refs : [];
-    enc.uncertain = { revision: job.sentRevision, refs: Array.from(new Set(earlier.concat(refs))), what: job.kind === 'encounter.undo' ? 'the undo' : job.kind === 'encounter.declare' ? 'the action' : 'the step' };
+    enc.uncertain = { revision: job.sentRevision, refs: Array.from(new Set(earlier.concat(refs))), what: stepWords(job) };
     return `<br>Until the companion's view tells whether it was stored, the encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''}: `
       + 'the refresh before a resolve leaves them out, so that a step stored without its write-back is not lost.';
   };
@@ -3267,7 +3270,8 @@ var Mindscape = Mindscape || (() => {
     const errorId = ['string', 'number'].includes(typeof failure.error_id) ? chatSafe(failure.error_id) : 'none given';
     const undo = job.kind === 'encounter.undo';
     const enc = jobEncounter(job);
-    const what = undo ? 'The undo' : job.kind === 'encounter.declare' ? 'The action' : 'The step';
+    const words = stepWords(job);
+    const what = words[0].toUpperCase() + words.slice(1);
     const lines = [`${what} is stored in the companion, but the companion could not write it to the sheets `
       + `(error id <b>${errorId}</b>; the companion's log has the cause). The sheets still show the state before it`
       + `${undo ? ', with the undone step\'s changes' : ''}.`];

@@ -79,7 +79,9 @@ ODDS: JSON = {
                            "less likely than this, for a caller that wants a short "
                            "answer (combat-strength's penetrating damage has hundreds of "
                            "values); what is left out is summed in left_out, and "
-                           "damage.mean and damage.dealt still count everything"},
+                           "damage.mean and damage.dealt still count everything "
+                           "(combat-strength's crushed, which comes with a damage "
+                           "value, always stays)"},
     },
     "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]},
 }

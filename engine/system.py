@@ -201,6 +201,11 @@ class System(ABC):
     #: keeps the default; the daemon checks a third-party system's schemas when it
     #: loads the plugin, whatever this says (docs/PLUGINS.md).
     schemas_tested: ClassVar[bool] = False
+    #: Names among ``odds``' ``outcomes`` that sit beside the mutually exclusive ones
+    #: instead of being one of them (combat-strength's ``crushed``: a crush comes with
+    #: the damage, not instead of it). ``least_chance`` keeps them, so that
+    #: ``left_out.outcomes`` sums only outcomes that exclude one another.
+    odds_beside_outcomes: ClassVar[frozenset[str]] = frozenset()
 
     # -- description --------------------------------------------------------------
     @abstractmethod

@@ -45,7 +45,7 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         request = system.assume_knowing(request, places)
     result = dict(system.odds(request))
     if least is not None:
-        result = leave_out_unlikely(result, least)
+        result = leave_out_unlikely(result, least, system.odds_beside_outcomes)
     # Odds change nothing: there is never anything to write back.
     result["updates"] = []
     if refs:
@@ -53,13 +53,19 @@ async def exchange_odds(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def leave_out_unlikely(result: dict[str, Any], least: float) -> dict[str, Any]:
+def leave_out_unlikely(result: dict[str, Any], least: float,
+                       beside: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``result`` without the entries of ``outcomes`` and ``damage.distribution`` less
     likely than ``least``, and ``left_out``: the chance each list left out in all. An
-    entry whose chance is no number (a plugin's odds may hold anything) is kept."""
+    entry whose chance is no number (a plugin's odds may hold anything) is kept, as are
+    the outcomes named in ``beside`` (the system's ``odds_beside_outcomes``), which
+    exclude none of the others and so could not be summed with them."""
 
     def unlikely(p: Any) -> bool:
         return isinstance(p, (int, float)) and not isinstance(p, bool) and p < least
+
+    def goes(name: str, p: Any) -> bool:
+        return name not in beside and unlikely(p)
 
     def chance(pair: Any) -> Any:
         return pair[1] if isinstance(pair, list) and len(pair) == 2 else None
@@ -67,8 +73,8 @@ def leave_out_unlikely(result: dict[str, Any], least: float) -> dict[str, Any]:
     left_out = {"outcomes": 0.0, "distribution": 0.0}
     outcomes = result.get("outcomes")
     if isinstance(outcomes, dict):
-        left_out["outcomes"] = sum((p for p in outcomes.values() if unlikely(p)), 0.0)
-        result["outcomes"] = {k: p for k, p in outcomes.items() if not unlikely(p)}
+        left_out["outcomes"] = sum((p for k, p in outcomes.items() if goes(k, p)), 0.0)
+        result["outcomes"] = {k: p for k, p in outcomes.items() if not goes(k, p)}
     damage = result.get("damage")
     if isinstance(damage, dict) and isinstance(damage.get("distribution"), list):
         pairs = damage["distribution"]

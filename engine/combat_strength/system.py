@@ -41,6 +41,7 @@ class CombatStrength(System):
     source = ("seed 000 'Psionischer Kampf' (an adaptation of AD&D 1st edition psionic "
               "combat); tables from the AD&D 1e DM Screen and Players Handbook")
     schemas_tested = True
+    odds_beside_outcomes = frozenset({"crushed"})
 
     def __init__(self, tables: Any | None = None) -> None:
         """Load the default tables, or ``tables`` (a GM's replacement, same schema)."""

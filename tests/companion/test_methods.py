@@ -279,9 +279,15 @@ async def test_exchange_odds_least_chance_leaves_out_the_unlikely_entries(rpc: R
         <= whole["damage"]["dealt"]["p90"] < whole["damage"]["dealt"]["most"]
     nothing = await rpc.ok("exchange.odds", {**params, "least_chance": 0})
     assert nothing == {**whole, "left_out": {"outcomes": 0.0, "distribution": 0.0}}
-    # the crush (2 %) beside the damage values goes below a line above it
+    # the crush (2 %) beside the damage values stays below a line above it, and is not
+    # summed with the damage values left out (it comes with one of them)
     above = await rpc.ok("exchange.odds", {**params, "least_chance": 0.05})
-    assert "crushed" not in above["outcomes"] and above["crushed"] == whole["crushed"]
+    assert whole["crushed"] < 0.05
+    assert above["outcomes"]["crushed"] == above["crushed"] == whole["crushed"]
+    assert above["left_out"]["outcomes"] == pytest.approx(
+        above["left_out"]["distribution"], abs=1e-12)
+    assert above["left_out"]["outcomes"] == pytest.approx(
+        sum(p for _, p in whole["damage"]["distribution"] if p < 0.05), abs=1e-12)
     # revised-2e's two outcomes: one below the line goes, the other stays
     revised = {k: v for k, v in EXCHANGE.items() if k != "dice"}
     both = (await rpc.ok("exchange.odds", revised))["outcomes"]
@@ -306,6 +312,9 @@ def test_least_chance_keeps_what_is_no_number() -> None:
         "outcomes": {"miss": 0.99, "note": "tails", "flag": True},
         "damage": {"mean": 0.5, "distribution": [[0, 0.99], [2, "x"], 3]},
         "left_out": {"outcomes": 0.01, "distribution": 0.01}}
+    hit_beside = {**odds, "outcomes": {"hit": 0.01, "miss": 0.99}}
+    assert leave_out_unlikely(hit_beside, 0.05, frozenset({"hit"}))["outcomes"] == {
+        "hit": 0.01, "miss": 0.99}
     assert leave_out_unlikely({"outcomes": "none"}, 0.5) == {
         "outcomes": "none", "left_out": {"outcomes": 0.0, "distribution": 0.0}}
 

@@ -236,6 +236,10 @@ def test_kills_is_read_from_a_replacement_table_not_from_a_condition_s_name() ->
      "/tables/defenseless/matrix/01-25/psychic-implosion/0"),
     (lambda d: d["combat"]["matrix"]["01-25"]["psychic-implosion"].__setitem__(
         "mind-blank", 101), "/tables/combat/matrix/01-25/psychic-implosion/mind-blank"),
+    # RULES.md 2.2: defense modes cost nothing (research-tables.md D's 1e costs would be
+    # shown by systems.describe and charged by no exchange)
+    (lambda d: d["modes"]["defenses"][4].__setitem__("cost", 10),
+     "/tables/modes/defenses/4/cost"),
 ])
 def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
     """Tables are checked at load: a bad file names where it is wrong."""

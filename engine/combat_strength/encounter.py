@@ -33,8 +33,9 @@ from .exchange import (
     Effect,
     Outcome,
     apply_effects,
-    check_attack,
+    check_attacker,
     check_defense,
+    check_target,
     strength_events,
     tick,
 )
@@ -103,7 +104,10 @@ def replace(system: CombatStrength, state: Mapping[str, Any], combatant_id: str,
     """``combatant_id`` taken again from ``combatant``; the round's recorded Combat
     Strength stays, and so does its stance unless it is no longer psionic (then it acts
     normally). Every declared choice is checked again against the combatants as they are
-    now; one the rules no longer allow is dropped, and its combatant must declare again."""
+    now, but for what its target allows; one the rules no longer allow is dropped, and
+    its combatant must declare again. An attack whose target no longer allows it (now
+    dead, or psionic where it was not) stays, and is lost when the segment resolves:
+    dropped now, it would tell everyone whom it was aimed at."""
     s = _copy(state)
     c = system.combatant({**combatant, "id": combatant_id}, "/combatant")
     swap_combatant(s, combatant_id, c)
@@ -113,7 +117,7 @@ def replace(system: CombatStrength, state: Mapping[str, Any], combatant_id: str,
     for cid, recorded in pending.items():
         choice = {k: v for k, v in recorded.items() if v is not None}
         try:
-            s = declare(system, s, cid, choice)
+            s = declare(system, s, cid, choice, targets=False)
         except (RulesViolation, InvalidInput, UnknownCombatant):
             continue
     return s
@@ -193,8 +197,9 @@ def pending_choices(state: Mapping[str, Any]) -> JSON:
 
 
 def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
-            choice: Mapping[str, Any]) -> JSON:
-    """Record ``cid``'s secret choice after checking it against phase and rules.
+            choice: Mapping[str, Any], targets: bool = True) -> JSON:
+    """Record ``cid``'s secret choice after checking it against phase and rules
+    (without ``targets``, not against what its target allows: ``replace``).
 
     A second declaration in the same step replaces the first.
     """
@@ -243,7 +248,9 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
         if target_id not in s["combatants"]:
             raise UnknownCombatant(target_id, TARGET_AT)
         mode = str(attack["mode"])
-        check_attack(t, c, s["combatants"][target_id], mode, stance, TARGET_AT)
+        check_attacker(t, c, s["combatants"][target_id], mode)
+        if targets:
+            check_target(t, c, s["combatants"][target_id], mode, stance, TARGET_AT)
         if stance == "wave" and not _wave_left(system, s, cid):
             raise RulesViolation(
                 "one-wave-per-round",
@@ -323,16 +330,34 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     start = {cid: s["combatants"][cid] for cid in s["order"]}
     effects: dict[str, list[Effect]] = {cid: [] for cid in s["order"]}
     results: list[Resolution] = []
-    attacking = [cid for cid in s["order"]
-                 if (s["pending"].get(cid) or {}).get("attack") is not None]
+    attacking: list[str] = []
+    lost: list[JSON] = []
+    lost_lines: list[str] = []
+    for cid in s["order"]:
+        attack = (s["pending"].get(cid) or {}).get("attack")
+        if attack is None:
+            continue
+        defender = start[attack["target"]]
+        try:
+            # every lookup uses the states at the start of the segment (seed step iii);
+            # the attacker's own means were checked when it declared or was refreshed
+            check_target(t, start[cid], defender, attack["mode"], _stance(s, cid),
+                         TARGET_AT)
+        except RulesViolation as refused:
+            reason = _lost_reason(t, defender)
+            lost.append(Event("attack-lost", cid, {
+                "target": attack["target"], "mode": attack["mode"], "rule": refused.rule,
+                "reason": reason}).to_json())
+            lost_lines.append(f"{start[cid]['name']}'s {t.attacks[attack['mode']].name} on "
+                              f"{defender['name']} is lost, and costs nothing: {reason}.")
+            continue
+        attacking.append(cid)
 
     def attack_of(cid: str, dice: DiceSource) -> tuple[Resolution, Outcome]:
         attack = s["pending"][cid]["attack"]
         attacker, defender = start[cid], start[attack["target"]]
         defense_obj = (s["pending"].get(attack["target"]) or {}).get("defense")
         defense = None if defense_obj is None else defense_obj["mode"]
-        # every lookup uses the states at the start of the segment (seed step iii)
-        check_attack(t, attacker, defender, attack["mode"], _stance(s, cid), TARGET_AT)
         resolution, out, _ = system.attack(opts, attacker, defender, attack["mode"],
                                            attack["range"], defense, dice)
         return resolution, out
@@ -350,7 +375,7 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
         effects[target_id].append(out.on_defender)
         if _stance(s, cid) == "wave" and cid not in s["wave_used"]:
             s["wave_used"].append(cid)
-    events: list[JSON] = []
+    events: list[JSON] = lost
     changes = []
     afters = {cid: apply_effects(start[cid], effects[cid]) for cid in s["order"]}
     landed: dict[str, JSON] = copy_json(afters)
@@ -358,7 +383,7 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     ended = _count_down(s, start, afters, applied, s["segment"])
     # the segment's summary tells each attack's own share, the conditions that ran out
     # (as end_round does), then where all left them
-    lines = [r.summary for r in results] or ["No attacks this segment."]
+    lines = lost_lines + [r.summary for r in results] or ["No attacks this segment."]
     lines += [t.condition_ended(afters[str(e.combatant)]["name"], e.data["condition"])
               for e in ended]
     results = [_as_in_segment(r, landed, afters) for r in results]
@@ -392,6 +417,19 @@ def _resolve_segment(system: CombatStrength, s: JSON, dice: DiceSource) -> tuple
     if unused:
         step["unused_dice"] = unused
     return s, step
+
+
+def _lost_reason(t: Tables, defender: Mapping[str, Any]) -> str:
+    """Why an attack declared on ``defender`` is lost, now that its sheet has changed
+    (``check_target`` refused it)."""
+    gone = dead(t, defender)
+    if gone is not None:
+        return t.condition_clause(defender["name"], gone)
+    if defender["psionic"]:
+        return (f"{defender['name']} is psionic now, and only an attack from a psychic "
+                "trance reaches a psionic mind")
+    return (f"{defender['name']} is not psionic now, and only {t.attacks[WAVE_MODE].name} "
+            "from the wave stance affects a non-psionic mind")
 
 
 def _as_in_segment(result: Resolution, landed: Mapping[str, JSON],

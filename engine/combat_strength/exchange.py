@@ -38,6 +38,14 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
                  stance: str, target_at: str) -> None:
     """Refuse an attack the rules forbid (RulesViolation naming the rule); ``target_at``
     is where the request names the defender, for a refusal that is about it."""
+    check_attacker(t, attacker, defender, mode)
+    # after the attacker's own means: a refusal the attacker alone causes is told as such
+    check_target(t, attacker, defender, mode, stance, target_at)
+
+
+def check_attacker(t: Tables, attacker: Combatant, defender: Combatant, mode: str) -> None:
+    """Refuse an attack for the attacker's own sake: itself as its target, a condition
+    that stops it, a mode it does not know or cannot pay for."""
     if attacker["id"] == defender["id"]:
         raise RulesViolation("target-is-self", "a combatant cannot attack its own mind")
     why = incapacitated(t, attacker)
@@ -53,7 +61,14 @@ def check_attack(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
             "attack-strength-too-low",
             f"{t.attacks[mode].name} costs {cost} attack strength; {attacker['name']} has "
             f"{attacker['attack_strength']} (RULES.md 2.3 step 3.ii)")
-    # after the attacker's own means: a refusal the attacker alone causes is told as such
+
+
+def check_target(t: Tables, attacker: Combatant, defender: Combatant, mode: str,
+                 stance: str, target_at: str) -> None:
+    """Refuse an attack for the target's sake: a dead mind, a non-psionic one struck by
+    anything but a Psionic Wave from the wave stance, a psionic one struck from outside
+    a trance (the stance is the attacker's, fixed for the round; whether the target is
+    psionic or dead may change with its sheet)."""
     gone = dead(t, defender)
     if gone is not None:
         # a killed mind would otherwise go on collecting conditions ("is dead", then

@@ -579,16 +579,61 @@ def test_a_dead_non_psionic_is_no_target_for_a_psionic_wave() -> None:
                                 "(/choice/attack/target)")
 
 
-def test_refreshing_a_target_as_dead_drops_the_attack_declared_on_it() -> None:
-    """API.md encounter.refresh: a declared choice the rules no longer allow is dropped
-    and its combatant must declare again; an attack on a creature now dead is one."""
-    state = through_intent(encounter(psionic("ann", 40, 30), psionic("bo", 30, 30)),
-                           {"ann": "trance", "bo": "trance"})
+def test_refreshing_a_target_as_dead_keeps_the_attack_on_it_and_loses_it_unpaid() -> None:
+    """API.md encounter.refresh: an attack whose target's sheet no longer allows it (now
+    dead) is not dropped, which would tell everyone whom it was aimed at: what anyone
+    sees is the same whichever creature Ann attacks. The segment then loses it, unpaid
+    (event attack-lost), and resolves the rest; refreshing Ann herself keeps it too."""
+    def declared_on(target: str) -> JSON:
+        state = through_intent(encounter(psionic("ann", 40, 30), psionic("bo", 30, 30),
+                                         psionic("cy", 30, 30)),
+                               {"ann": "trance", "bo": "trance", "cy": "trance"})
+        state = SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "mind-thrust", "target": target}, "defense": None})
+        state = SYSTEM.encounter_replace(state, "bo",
+                                         psionic("bo", 30, 30, conditions=["dead"]))
+        return SYSTEM.encounter_replace(state, "ann", psionic("ann", 40, 29))
+
+    on_bo, on_cy = declared_on("bo"), declared_on("cy")
+    assert SYSTEM.encounter_view(on_bo) == SYSTEM.encounter_view(on_cy)
+    assert SYSTEM.encounter_waiting_for(on_bo) == ["cy"]
+    assert on_bo["pending"]["ann"]["attack"]["target"] == "bo"
+    state = SYSTEM.encounter_declare(on_bo, "cy", {"defense": None})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert step["results"] == []
+    assert [e for e in step["events"] if e["type"] == "attack-lost"] == [
+        {"type": "attack-lost", "combatant": "ann", "target": "bo", "mode": "mind-thrust",
+         "rule": "target-dead", "reason": "Bo is dead"}]
+    assert step["summary"].startswith(
+        "Round 1, segment 1: Ann's Mind Thrust on Bo is lost, and costs nothing: Bo is "
+        "dead. Now: Ann attack 40, defense 29;")
+    assert state["combatants"]["ann"]["attack_strength"] == 40
+    assert state["segment"] == 2
+    # declared on a creature dead already, it is refused as before
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",
+                                                           "target": "bo"}})
+    assert err.value.rule == "target-dead"
+
+
+def test_a_wave_on_a_creature_refreshed_as_psionic_is_lost_when_the_segment_resolves(
+        ) -> None:
+    """Seed step 2: a Psionic Wave from the wave stance strikes non-psionic minds; one
+    whose sheet turns out psionic after the wave was declared is not struck by it (and
+    the wave is not spent for the round), while Ann's other choice stays hers."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 2}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre), {"ann": "wave"})
     state = SYSTEM.encounter_declare(state, "ann", {
-        "attack": {"mode": "mind-thrust", "target": "bo"}, "defense": None})
-    state = SYSTEM.encounter_replace(state, "bo", psionic("bo", 30, 30, conditions=["dead"]))
-    assert "ann" not in state["pending"]
-    assert SYSTEM.encounter_waiting_for(state) == ["ann"]
+        "attack": {"mode": "psionic-wave", "target": "ogre"}, "defense": None})
+    state = SYSTEM.encounter_replace(state, "ogre", psionic("ogre", 20, 20))
+    assert "ann" in state["pending"]
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    lost = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert [(e["combatant"], e["rule"], e["reason"]) for e in lost] == [
+        ("ann", "attack-requires-trance", "Ogre is psionic now, and only an attack from a "
+                                          "psychic trance reaches a psionic mind")]
+    assert state["wave_used"] == []
+    assert state["combatants"]["ann"]["attack_strength"] == 60
 
 
 def test_a_segment_s_attacks_take_supplied_dice_in_the_order_their_attackers_joined(

@@ -80,6 +80,8 @@ BUSY_TIMEOUT_SECONDS = 5.0
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: SQLite's file header is 100 bytes; a non-empty file shorter than that is cut off.
 SQLITE_HEADER_SIZE = 100
+#: a write-ahead log's own header; a log no longer than it holds no frame (no step)
+WAL_HEADER_SIZE = 32
 #: Lines of ``PRAGMA quick_check`` output a start that finds damage shows.
 QUICK_CHECK_LINES = 5
 #: Python's sqlite3 error for a text value that is not UTF-8 (it quotes the value).
@@ -364,16 +366,19 @@ def _check_header(path: pathlib.Path) -> None:
     """Refuse, before SQLite sees it, a file that cannot be a SQLite database.
 
     A missing or empty file is a new store (SQLite treats an empty file as an empty
-    database, and it cannot hold anything to lose).
+    database, and it cannot hold anything to lose), unless a write-ahead log lies
+    beside it (``_check_no_log``).
     """
     try:
         with path.open("rb") as file:
             head = file.read(SQLITE_HEADER_SIZE)
     except FileNotFoundError:
+        _check_no_log(path, "missing")
         return
     except OSError as error:
         raise StoreUnavailable(f"cannot read {path}: {error}") from error
     if not head:
+        _check_no_log(path, "empty")
         return
     if not head.startswith(SQLITE_HEADER) and not SQLITE_HEADER.startswith(head):
         raise StoreCorrupt(path, "it is not a SQLite database (its first bytes are not "
@@ -381,6 +386,25 @@ def _check_header(path: pathlib.Path) -> None:
     if len(head) < SQLITE_HEADER_SIZE:
         raise StoreCorrupt(path, f"it is truncated: {len(head)} bytes, shorter than the "
                                  f"{SQLITE_HEADER_SIZE}-byte SQLite header")
+
+
+def _check_no_log(path: pathlib.Path, state: str) -> None:
+    """Refuse a missing or empty store (``state``) with a write-ahead log beside it that
+    holds frames: those are steps written since the last checkpoint, acknowledged, and
+    the file that gave them a meaning was lost (cut to nothing or deleted after a crash).
+    SQLite would open it as a new database and delete the log."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        size = wal.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise StoreUnavailable(f"cannot read {wal}: {error}") from error
+    if size > WAL_HEADER_SIZE:
+        raise StoreCorrupt(path, (
+            f"it is {state}, yet the write-ahead log {wal.name} beside it holds {size} "
+            "bytes: steps written since the last checkpoint, which a new store would "
+            "delete (move the log aside with it)"))
 
 
 async def _migrate(db: aiosqlite.Connection, version: int) -> int:

@@ -16,6 +16,7 @@ import logging
 import os
 import pathlib
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -31,6 +32,7 @@ from companion.settings import Settings
 from companion.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
+    WAL_HEADER_SIZE,
     EncounterRecord,
     NothingToUndo,
     SQLiteStore,
@@ -551,6 +553,42 @@ async def test_a_truncated_file_is_corrupt_and_left_untouched(
     assert caught.value.path == str(path)
     assert str(path) in str(caught.value)
     assert fingerprint(tmp_path) == before
+
+
+@pytest.mark.parametrize("loss", ["cut to nothing", "deleted"])
+async def test_a_lost_store_beside_its_write_ahead_log_is_corrupt_and_left_untouched(
+        tmp_path: pathlib.Path, loss: str) -> None:
+    """RELIABILITY.md: never a silent reset. After a kill -9 the steps since the last
+    checkpoint are in the -wal file; a store file then cut to 0 bytes or deleted would
+    open as a new store, and SQLite would delete that log with them."""
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    crashed.mkdir()
+    store = SQLiteStore(live / "store.sqlite3")
+    await store.open()
+    try:
+        record = await store.create("revised-2e", None, {}, {"n": 0})
+        await step(store, record.id, "declare", 1)
+        # the files as a kill -9 leaves them: the connection never closed
+        for name in ("store.sqlite3", "store.sqlite3-wal"):
+            shutil.copyfile(live / name, crashed / name)
+    finally:
+        await store.close()
+    assert (crashed / "store.sqlite3-wal").stat().st_size > WAL_HEADER_SIZE
+    path = crashed / "store.sqlite3"
+    saved = path.read_bytes()
+    if loss == "deleted":
+        path.unlink()
+    else:
+        path.write_bytes(b"")
+    before = fingerprint(crashed)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert "write-ahead log store.sqlite3-wal" in caught.value.problem
+    assert fingerprint(crashed) == before
+    # put back, the two files hold the acknowledged step
+    path.write_bytes(saved)
+    async with SQLiteStore(path) as again:
+        assert (await again.get(record.id)).revision == 1
 
 
 async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:

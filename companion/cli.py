@@ -143,8 +143,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     serve = sub.add_parser(
         "serve", help="run the daemon until Ctrl+C", allow_abbrev=False,
         description="Run the daemon: it prints where it listens and how to pair a VTT, "
-                    "and runs until Ctrl+C or SIGTERM. When it cannot start it says why "
-                    "on stderr and exits with status 2.")
+                    "and runs until Ctrl+C, SIGTERM or SIGHUP (its terminal closed). When "
+                    "it cannot start it says why on stderr and exits with status 2.")
     serve.add_argument("--host", default=DEFAULT_HOST,
                        help="the address to listen on (default: 127.0.0.1, this computer "
                             "only; another address puts the daemon on the network, with "
@@ -310,8 +310,14 @@ async def _serve(settings: Settings, token_command: str) -> int:
     loop = asyncio.get_running_loop()
     # First of all: Ctrl+C or SIGTERM during the start is then a graceful stop once the
     # start is done, never a KeyboardInterrupt that leaves the store's thread running
-    # behind a closed event loop (a traceback on stderr).
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # behind a closed event loop (a traceback on stderr). So is SIGHUP, which closing the
+    # terminal sends (it killed the daemon outright), unless it was ignored when the
+    # daemon started (`nohup mindscape serve`: it is to outlive its terminal).
+    stopping = [signal.SIGINT, signal.SIGTERM]
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+        stopping.append(hangup)
+    for sig in stopping:
         try:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows

@@ -232,6 +232,44 @@ def test_ctrl_c_or_sigterm_during_the_start_stops_it_quietly(sig: str, tmp_path:
     assert (tmp_path / "home" / "token").exists()
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP")
+@pytest.mark.parametrize("nohup", [False, True])
+def test_closing_its_terminal_stops_it_gracefully_unless_started_under_nohup(
+        nohup: bool, tmp_path: Path) -> None:
+    """SIGHUP (the GM's terminal closed) killed the daemon outright, its store left
+    unclosed; now it is a graceful stop like SIGTERM (exit 0, address file removed, the
+    store closed and its write-ahead log folded in). Ignored when the daemon started
+    (nohup), it stays ignored."""
+    home = tmp_path / "home"
+    process = subprocess.Popen(
+        [*mindscape_command(), "serve", "--home", str(home), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP,
+                                         signal.SIG_IGN if nohup else signal.SIG_DFL))
+    try:
+        assert process.stdout is not None
+        while not process.stdout.readline().startswith("Stop with"):
+            pass
+        call = [*mindscape_command(), "call", "encounter.create", '{"system": "power-pool"}',
+                "--home", str(home)]
+        assert subprocess.run(call, capture_output=True, timeout=30).returncode == 0
+        process.send_signal(signal.SIGHUP)
+        if nohup:
+            with pytest.raises(subprocess.TimeoutExpired):
+                process.wait(timeout=1.5)
+            info = [*mindscape_command(), "call", "companion.info", "--home", str(home)]
+            assert subprocess.run(info, capture_output=True, timeout=30).returncode == 0
+            process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert not (home / "daemon.address").exists()
+    assert not (home / "mindscape.sqlite3-wal").exists()
+    assert process.stderr is not None and "Traceback" not in process.stderr.read()
+
+
 def test_a_home_folder_that_cannot_be_made_is_reported(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

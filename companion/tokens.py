@@ -115,10 +115,19 @@ def _open(path: Path) -> int | None:
     except IsADirectoryError:
         raise TokenFileError(path, "is a folder, not a file") from None
     except OSError as exc:
-        if path.is_symlink():
+        if _is_link(path):
             # (made a link between the check and the open: O_NOFOLLOW refused it)
             raise _link_error(path) from None
         raise TokenFileError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link; ``False`` when that cannot even be looked at
+    (a folder this user may not enter: the open's own error then says so)."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
 
 
 def _regular_file_of_ours(path: Path, fd: int) -> os.stat_result:

@@ -134,6 +134,23 @@ def test_a_token_file_of_another_user_is_refused(tmp_path: Path,
         ensure_token(path)
 
 
+def test_a_home_folder_this_user_may_not_enter_is_a_token_file_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home made by `sudo mindscape serve` (root's, 0700): every look inside it is
+    refused, the check for a link as well as the open, and the second refusal was a
+    traceback out of `mindscape call` with status 1 (the status of a JSON-RPC error)
+    instead of one line with status 2. (As root here, the refusals are made up.)"""
+    path = token_file(tmp_path)
+
+    def refused(*_: object, **__: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "is_symlink", refused)
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(TokenFileError, match=r"cannot be read \(Permission denied\)"):
+        read_token(path)
+
+
 @POSIX_ONLY
 @pytest.mark.parametrize("mode", [0o666, 0o620, 0o602], ids=oct)
 def test_a_token_file_others_could_write_gets_a_new_token(tmp_path: Path, mode: int) -> None:

@@ -44,6 +44,7 @@ import asyncio
 import builtins
 import json
 import logging
+import os
 import pathlib
 import re
 import secrets
@@ -388,6 +389,23 @@ def _check_header(path: pathlib.Path) -> None:
                                  f"{SQLITE_HEADER_SIZE}-byte SQLite header")
 
 
+def _check_writable(path: pathlib.Path) -> None:
+    """Refuse a store file (or its -wal or -shm beside it) that this user cannot write.
+    SQLite opens it all the same, read only: the daemon would start, serve reads and
+    refuse every write, and make its -wal and -shm as unwritable as the store, which
+    then stop the next start once the store itself is put right."""
+    for file in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+        try:
+            os.close(os.open(file, os.O_RDWR))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise StoreUnavailable(
+                f"cannot write {file} ({error.strerror or error}): the store's files must "
+                "be writable by this user (one made by another user or under sudo, or "
+                "made read-only, is not); nothing was changed") from error
+
+
 def _check_no_log(path: pathlib.Path, state: str) -> None:
     """Refuse a missing or empty store (``state``) with a write-ahead log beside it that
     holds frames: those are steps written since the last checkpoint, acknowledged, and
@@ -465,6 +483,7 @@ class SQLiteStore(EncounterStore):
             raise StoreUnavailable(f"cannot create the folder of {self.path}: {error}"
                                    ) from error
         _check_header(self.path)
+        _check_writable(self.path)
         try:
             db = await aiosqlite.connect(self.path, isolation_level=None,
                                          timeout=BUSY_TIMEOUT_SECONDS)

@@ -691,6 +691,25 @@ async def test_a_read_only_folder_gives_store_unavailable_and_changes_nothing(
         assert fingerprint(folder) == before
 
 
+@pytest.mark.parametrize("name", ["store.sqlite3", "store.sqlite3-wal"])
+async def test_a_store_file_this_user_cannot_write_is_refused_at_open_untouched(
+        tmp_path: pathlib.Path, name: str) -> None:
+    """A store file another user made (or sudo did) in a folder of ours: SQLite opened it
+    read only, so the daemon started, then refused every write, and its -wal and -shm,
+    made as unwritable, stopped the next start after the store was put right, naming the
+    store. Now the open is refused, naming the file that is not writable."""
+    folder = tmp_path / "home"
+    path = folder / "store.sqlite3"
+    await filled_store(path)
+    (folder / "store.sqlite3-wal").write_bytes(b"")
+    before = fingerprint(folder)
+    with unwritable(folder / name):
+        with pytest.raises(StoreUnavailable) as caught:
+            await SQLiteStore(path).open()
+        assert f"cannot write {folder / name} (" in str(caught.value)
+        assert fingerprint(folder) == before
+
+
 async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
         tmp_path: pathlib.Path) -> None:
     """quick_check answers one row holding a line per damaged page (hundreds in a large

@@ -52,7 +52,7 @@ log = logging.getLogger("mindscape.app")
 #: seconds between checks for sockets authenticated with a rotated token (the token file
 #: itself is re-read at most once a second)
 TOKEN_CHECK_INTERVAL = 0.5
-#: the file in the home folder a running daemon holds locked (``HomeLock``)
+#: the file in the home folder a running daemon holds locked on Windows (``HomeLock``)
 LOCK_FILE = "daemon.lock"
 
 
@@ -161,25 +161,40 @@ else:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+class HomeUnlockable(Exception):
+    """The home folder cannot be locked, so a second daemon could not be kept out."""
+
+    def __init__(self, home: Path, reason: str) -> None:
+        super().__init__(f"cannot lock the home folder {home} ({reason})")
+        self.home = home
+
+
 class HomeLock:
-    """An exclusive lock on ``home/daemon.lock``, held while the daemon runs, so that a
+    """An exclusive lock on the home folder, held while the daemon runs, so that a
     second daemon on the same home refuses to start (two would each keep their own
     watchers and caches of one store, and both go stale). ``flock`` belongs to the open
-    file: the kernel drops it when the process ends, also by ``kill -9``, so a crashed
-    daemon never leaves a stale lock. The file stays empty (nothing in the home changes
-    when a start fails), and needs no write access."""
+    folder: the kernel drops it when the process ends, also by ``kill -9``, so a crashed
+    daemon never leaves a stale lock; nothing in the home is made or changed for it, and
+    no file of it can be deleted or be another user's while the daemon runs (a lock file
+    could: each was a way for two daemons to share a home). Windows, which opens no
+    folder as a file, locks ``home/daemon.lock`` instead. A home that cannot be locked
+    stops the start (``HomeUnlockable``)."""
 
     def __init__(self, home: Path) -> None:
         self._fd = -1
         try:
-            fd = os.open(home / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o600)
+            if sys.platform == "win32":  # pragma: no cover
+                fd = os.open(home / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o600)
+            else:
+                fd = os.open(home, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as exc:
-            # A read-only home without the file: nothing can be written there anyway,
-            # and the store's open says why.
-            log.warning("cannot lock the home folder %s (%s)", home, exc.strerror or exc)
-            return
+            raise HomeUnlockable(home, exc.strerror or str(exc)) from None
         try:
             locked = _try_lock(fd)
+        except OSError as exc:
+            # (a file system without flock)
+            os.close(fd)
+            raise HomeUnlockable(home, exc.strerror or str(exc)) from None
         except BaseException:
             os.close(fd)
             raise

@@ -325,7 +325,7 @@ async def _serve(settings: Settings, token_command: str) -> int:
 
     from aiohttp import web
 
-    from .app import HomeInUse, create_app
+    from .app import HomeInUse, HomeUnlockable, create_app
     from .keys import TOKENS
     from .store import StoreError
 
@@ -337,6 +337,10 @@ async def _serve(settings: Settings, token_command: str) -> int:
     except HomeInUse as exc:
         await runner.cleanup()
         return _fail(f"{exc}; stop it first, or give this one another --home", FAILED)
+    except HomeUnlockable as exc:
+        await runner.cleanup()
+        return _fail(f"{exc}, which keeps a second daemon out of it; give --home a folder "
+                     "this user can read and write", FAILED)
     except TokenFileError as exc:
         await runner.cleanup()
         return _fail(_bad_token(exc, token_command), FAILED)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import companion.app as app_module
 import companion.cli as cli_module
 from companion.cli import main, rpc_url
 from companion.settings import DEFAULT_ORIGINS, Settings, default_home, merge_origins
@@ -594,3 +595,28 @@ def test_what_serve_says_when_it_cannot_listen(error: OSError, said: str,
     """(A port below 1024 cannot be refused to root, the test's user, for real.)"""
     assert cli_module._cannot_listen(_settings(tmp_path), error) == (
         f"cannot listen on 127.0.0.1:80: {said}")
+
+
+def test_the_home_folder_itself_is_locked_and_one_that_cannot_be_stops_the_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """One daemon per home folder (docs/API.md): the lock is on the folder, so no lock
+    file can be deleted, or be another user's, to let a second daemon in (each did); and
+    a home that cannot be locked stops the start with one line, where the daemon used to
+    warn and run unguarded."""
+    first = app_module.HomeLock(tmp_path)
+    with pytest.raises(app_module.HomeInUse):
+        app_module.HomeLock(tmp_path)
+    first.release()
+    app_module.HomeLock(tmp_path).release()
+    assert list(tmp_path.iterdir()) == []
+
+    def no_locks(fd: int) -> bool:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(app_module, "_try_lock", no_locks)
+    home = tmp_path / "home"
+    assert main(["serve", "--home", str(home), "--port", "0"]) == 2
+    assert capfd.readouterr().err == (
+        f"mindscape: cannot lock the home folder {home} (No locks available), which keeps "
+        "a second daemon out of it; give --home a folder this user can read and write\n")

@@ -333,6 +333,10 @@ def test_a_second_daemon_on_the_same_home_is_refused_and_the_lock_goes_with_the_
            "first" in line
     assert second.stdout == ""
     assert daemon.ok("companion.info")["name"] == "mindscape"
+    # the lock is on the folder: no lock file to delete (or to be another user's)
+    stray = daemon.home / "daemon.lock"
+    stray.unlink(missing_ok=True)
+    assert _serve(daemon.home, env=daemon.env).returncode == 2
     daemon.kill()
     daemon.start()
     assert daemon.ok("companion.info")["name"] == "mindscape"

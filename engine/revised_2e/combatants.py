@@ -114,9 +114,14 @@ def combatant_schema(tables: Tables) -> JSON:
             "lost_powers": {"type": "array", "maxItems": 1000,
                             "items": {"type": "object", "additionalProperties": False,
                                       "required": ["days"],
-                                      "properties": {"days": {"type": "integer",
-                                                              "minimum": 0}}},
-                            "description": "powers lost to mind thrust on an open mind"},
+                                      "properties": {
+                                          "days": {"type": "integer", "minimum": 0},
+                                          "hours": {"type": "integer", "minimum": 0,
+                                                    "maximum": 23,
+                                                    "description": "of the next day, "
+                                                    "already passed in rests"}}},
+                            "description": "powers lost to mind thrust on an open mind, "
+                                           "each for the days still to pass"},
         },
     }
 

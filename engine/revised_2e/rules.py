@@ -168,6 +168,23 @@ ROUNDS_PER_HOUR = 60
 MAX_REST_MIND_ROUNDS = 100
 
 
+def _count_lost_powers(powers: list[JSON], hours: int) -> tuple[list[JSON], list[JSON]]:
+    """``powers`` (``{days, hours?}``: whole days still to pass, and the hours of the
+    next one already passed) after ``hours`` more, and those that came back."""
+    left: list[JSON] = []
+    back: list[JSON] = []
+    for power in powers:
+        passed, part = divmod(power.get("hours", 0) + hours, 24)
+        if power["days"] <= passed:
+            back.append(power)
+        else:
+            later: JSON = {"days": power["days"] - passed}
+            if part:
+                later["hours"] = part
+            left.append(later)
+    return left, back
+
+
 def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
          options: Mapping[str, Any]) -> tuple[JSON, list[Event]]:
     """``c`` after ``hours`` full hours of sleep or meditation outside any encounter:
@@ -176,8 +193,9 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
     rest lasts and ``MAX_REST_MIND_ROUNDS`` (``mind-checks-capped`` when that stops it);
     conditions run out as the rounds pass (``condition_rounds``: the rest of the round
     they began in and that many more; one without lasts its round, as at a round's end);
-    powers lost for days (``lost_powers``)
-    count down by the whole days the rest lasts (a part of a day is not carried over)."""
+    powers lost for days (``lost_powers``) count down by the days the rest lasts, its
+    hours carried over to the next rest (each power's ``hours``, the part of a day
+    already passed), so that nightly rests bring them back too."""
     out = recover(tables, c, hours)
     events = []
     gained = out["psp"] - c["psp"]
@@ -191,14 +209,11 @@ def rest(tables: Tables, c: Mapping[str, Any], hours: int, dice: DiceSource,
         mind_rounds += 1
     if out["mind"]["state"] == "open" and MAX_REST_MIND_ROUNDS == mind_rounds < rounds:
         events.append(Event("mind-checks-capped", out["id"], {"rounds": mind_rounds}))
-    days = hours // 24
-    if days and out["lost_powers"]:
-        back = [p for p in out["lost_powers"] if p["days"] <= days]
-        out["lost_powers"] = [{**p, "days": p["days"] - days} for p in out["lost_powers"]
-                              if p["days"] > days]
+    if out["lost_powers"]:
+        out["lost_powers"], back = _count_lost_powers(out["lost_powers"], hours)
         if back:
-            events.append(Event("powers-return", out["id"], {"count": len(back),
-                                                             "days": days}))
+            events.append(Event("powers-return", out["id"], {
+                "count": len(back), "days": max(p["days"] for p in back)}))
     passed = rounds - mind_rounds  # end_of_round counted the conditions of its rounds
     for condition in list(out["conditions"]):
         # one with no rounds counted ends at its round's end (count_down_conditions)

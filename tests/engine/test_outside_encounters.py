@@ -818,17 +818,27 @@ def test_a_condition_that_ends_is_said_in_words(system: Any, condition: str, sai
         f"End of the round: {said}"
 
 
-def test_revised_2e_rest_counts_lost_powers_down_by_whole_days() -> None:
-    """Powers lost to mind thrust for days come back as whole days of rest pass; a part
-    of a day is not carried over."""
+def test_revised_2e_rest_counts_lost_powers_down_by_the_hours_carried_over() -> None:
+    """Powers lost to mind thrust for days (RULES.md 1.5: 1d6 days) come back as the
+    rests' hours make up those days: a part of a day is kept in the power's `hours` for
+    the next rest. Only whole days were counted, so nightly 8-hour rests never gave a
+    power back."""
     c = psionicist("kara", lost_powers=[{"days": 1}, {"days": 3}])
     result = REVISED.rest({"combatants": [c], "hours": 47}, SuppliedDice({}))
-    assert after(result, "kara")["lost_powers"] == [{"days": 2}]
+    assert after(result, "kara")["lost_powers"] == [{"days": 2, "hours": 23}]
     assert {"type": "powers-return", "combatant": "kara", "count": 1, "days": 1} in \
         result["events"]
     assert "Kara regains a power lost to mind thrust." in result["summary"]
     short = REVISED.rest({"combatants": [c], "hours": 23}, SuppliedDice({}))
-    assert after(short, "kara")["lost_powers"] == [{"days": 1}, {"days": 3}]
+    assert after(short, "kara")["lost_powers"] == [{"days": 1, "hours": 23},
+                                                    {"days": 3, "hours": 23}]
+    nights = [psionicist("kara", lost_powers=[{"days": 1}])]
+    for night in range(3):
+        rested = REVISED.rest({"combatants": nights, "hours": 8}, SuppliedDice({}))
+        nights = [after(rested, "kara")]
+        assert nights[0]["lost_powers"] == ([] if night == 2 else
+                                            [{"days": 1, "hours": 8 * (night + 1)}])
+    assert any(e["type"] == "powers-return" for e in rested["events"])
 
 
 def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:

@@ -675,7 +675,9 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
             events.extend(evs)
             lost = min(ex["loser_pool_dice_lost"], a["pool"])
             a = {**a, "pool": a["pool"] - lost}
-            events.append(Event("pool-die-lost", aid, {"dice": lost, "reason": "rebuffed"}))
+            if ex["loser_pool_dice_lost"]:
+                events.append(Event("pool-die-lost", aid, {"dice": lost,
+                                                           "reason": "rebuffed"}))
             a = control.add_condition(a, "stunned", ex["loser_stunned_round_ends"])
             events.append(Event("stunned", aid, {"round_ends": ex["loser_stunned_round_ends"],
                                                  "reason": "rebuffed"}))
@@ -882,8 +884,10 @@ def _rebuffed_cost(events: Sequence[Event], attacker_id: str) -> str:
     """What a rebuffed attacker pays, as the events say: "loses a die from its pool and
     is stunned for a round"."""
     lost = _dice_lost(events)
+    # no pool-die-lost event at all: the tables take no die (loser_pool_dice_lost 0)
+    ruled = any(e.type == "pool-die-lost" for e in events)
     loss = f"loses {_some_dice(lost)} from its pool" if lost else \
-        "has no die in its pool to lose"
+        "has no die in its pool to lose" if ruled else "loses no die"
     stun = next(e for e in events if e.type == "stunned" and e.combatant == attacker_id)
     return f"{loss} and is stunned {_for_rounds(int(stun.data['round_ends']))}"
 

@@ -673,6 +673,43 @@ def test_replacement_tables_change_the_ladder() -> None:
         PowerPoolSystem({"ladder": "d4"})
 
 
+
+@pytest.mark.parametrize("where,path", [
+    (("exchange", "attacker_dazed_round_ends"), "/tables/exchange/attacker_dazed_round_ends"),
+    (("exchange", "loser_stunned_round_ends"), "/tables/exchange/loser_stunned_round_ends"),
+    (("modes", "barrier-mantra", "instead_of_control", "round_ends"),
+     "/tables/modes/barrier-mantra/instead_of_control/round_ends"),
+    (("modes", "imagination-swarm", "ally_dazed_round_ends"),
+     "/tables/modes/imagination-swarm/ally_dazed_round_ends")])
+def test_a_replacement_table_lasting_a_condition_no_round_end_is_refused(
+        where: tuple[str, ...], path: str) -> None:
+    """A condition of 0 round ends was given all the same, with a timer of 0 that the
+    combatant schema refuses: the sheet written back stopped every later exchange of
+    that creature. The table is refused where it says so."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    place = tables
+    for key in where[:-1]:
+        place = place[key]
+    place[where[-1]] = 0
+    with pytest.raises(InvalidInput) as err:
+        PowerPoolSystem(tables)
+    assert path in [p.path for p in err.value.problems]
+
+
+def test_a_replacement_table_taking_no_die_from_a_rebuffed_attacker_says_so() -> None:
+    """loser_pool_dice_lost 0: the rebuffed attacker keeps its pool, and the summary
+    says it loses no die (not that its pool has none to lose)."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["exchange"]["loser_pool_dice_lost"] = 0
+    lost = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("Ix", 3, 6), "defender": psionic("B", 3, 6),
+         "attack": {"mode": "mental-stab"}},
+        SuppliedDice({"attack": [1, 1, 1], "defense": [6, 6, 6]}))
+    assert lost.summary.endswith("B holds: Ix loses no die and is stunned for a round.")
+    assert after(lost, "ix")["pool"] == 3
+    assert not [e for e in lost.events if e.type == "pool-die-lost"]
+
+
 # -- control as pure functions -----------------------------------------------------------------
 
 def test_keep_by_switches_between_die_and_action() -> None:

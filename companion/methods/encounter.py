@@ -613,12 +613,23 @@ class _Masking:
         self.last_resolve = max((s.revision for s in steps
                                  if s.kind == "resolve" and s.undone_by is None
                                  and s.revision not in self.voided), default=0)
+        #: undo revision -> the first resolve it took away whose result is hidden
+        self.hidden_undone: dict[int, int] = {}
+        for s in steps:
+            if s.kind == "resolve" and s.undone_by is not None and self.hidden(s):
+                first = self.hidden_undone.get(s.undone_by, s.revision)
+                self.hidden_undone[s.undone_by] = min(first, s.revision)
 
     def hidden(self, step: StepRecord) -> bool:
         """Whether ``step`` (of the log masking was decided on) is masked."""
         if step.kind == "resolve":
             return step.undone_by is not None and (
                 self.secrets is None or not self.secrets.resolve_shown(step))
+        if step.kind == "refresh":
+            # a sheet taken after a hidden resolve holds what it wrote (PSPs spent, the
+            # defense raised): the choices it used, again pending
+            first = self.hidden_undone.get(step.undone_by or 0)
+            return first is not None and step.revision > first
         if step.kind != "declare":
             return False
         if self.secrets is not None:
@@ -643,7 +654,7 @@ class _Masking:
                 # The dice a GM supplied (and the seed they came from) would tell the
                 # hidden choices apart as well as the rolls: how many of which sides.
                 entry.update(params={k: v for k, v in params.items()
-                                     if k not in ("dice", "seed")},
+                                     if k not in ("dice", "seed", "combatant")},
                              rolls=None, result=None, hidden=True)
         return entry
 

@@ -862,7 +862,13 @@ class EncounterMachine(RuleBasedStateMachine):
     @invariant()
     def the_log_hides_exactly_the_choices_no_resolve_in_effect_used(self) -> None:
         for mine, shown in zip(self.steps, self.log["steps"], strict=True):
-            if mine.kind in ("add", "refresh", "undo"):
+            if mine.kind == "refresh" and self._undone_with_a_hidden_resolve(mine):
+                # "A refresh step that the same undo took away after such a resolve is
+                # masked with it"
+                assert shown["params"] == {k: v for k, v in mine.params.items()
+                                           if k != "combatant"}, shown
+                assert shown["result"] is None and shown["hidden"] is True, shown
+            elif mine.kind in ("add", "refresh", "undo"):
                 assert shown["params"] == mine.params, shown
             elif mine.kind == "declare":
                 self._check_declaration(mine, shown)
@@ -872,6 +878,12 @@ class EncounterMachine(RuleBasedStateMachine):
                 assert shown["result"] is not None
             else:
                 self._check_undone_resolve(mine, shown)
+
+    def _undone_with_a_hidden_resolve(self, mine: Logged) -> bool:
+        return mine.undone_by is not None and any(
+            s.kind == "resolve" and s.undone_by == mine.undone_by
+            and s.revision < mine.revision
+            and self.log["steps"][s.revision - 1].get("hidden") for s in self.steps)
 
     def _check_declaration(self, mine: Logged, shown: JSON) -> None:
         masked = {"combatant_id": mine.params["combatant_id"], **MASKED}

@@ -539,6 +539,31 @@ async def test_an_undone_round_shows_neither_dice_nor_result_while_its_choices_a
     assert "hidden" not in steps[4] and steps[4]["result"] is not None
 
 
+async def test_a_refresh_undone_with_a_hidden_round_is_hidden_with_it(rpc: Rpc) -> None:
+    """A sheet taken after the round holds what the round wrote: Fenka's PSPs after her
+    mental barrier, Ulcen's after his thrust. Undone with the round, that refresh would
+    tell the choices pending again, so it is masked as the round is, and shown again
+    with it."""
+    eid = await _revised_duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ulcen", SECRET_ATTACK))
+    await rpc.ok("encounter.declare", _declare(eid, "fenka", SECRET_DEFENSE))
+    resolved = await rpc.ok("encounter.resolve", {"id": eid, "seed": 1})
+    sheet = next(c["after"] for c in resolved["changes"] if c["id"] == "fenka")
+    assert sheet["psp"] < FENKA["psp"]
+    await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": "fenka",
+                                       "combatant": {**sheet, "hp": 3}})
+    await rpc.ok("encounter.undo", {"id": eid})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [s["kind"] for s in steps[4:]] == ["resolve", "refresh", "undo"]
+    refresh = steps[5]
+    assert (refresh["hidden"], refresh["result"], refresh["undone_by"]) == (True, None, 7)
+    assert refresh["params"] == {"combatant_id": "fenka"}
+    assert '"psp":' + str(sheet["psp"]) not in json.dumps(steps[2:], separators=(",", ":"))
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 2})
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert "hidden" not in steps[5] and steps[5]["params"]["combatant"]["hp"] == 3
+
+
 async def test_a_choice_changed_after_an_undo_keeps_the_undone_round_hidden(
         rpc: Rpc) -> None:
     """The defender changes its mind after the undo: the undone round used a choice no

@@ -251,6 +251,12 @@ def declare(system: CombatStrength, state: Mapping[str, Any], cid: str,
         check_attacker(t, c, s["combatants"][target_id], mode)
         if targets:
             check_target(t, c, s["combatants"][target_id], mode, stance, TARGET_AT)
+        elif stance not in ("trance", "wave"):
+            # whatever the target: the attacker itself left the stances that attack (no
+            # longer psionic, it acts normally)
+            raise RulesViolation(
+                "attack-requires-trance",
+                f"{c['name']} is in the {json_text(stance)} stance and makes no attacks")
         if stance == "wave" and not _wave_left(system, s, cid):
             raise RulesViolation(
                 "one-wave-per-round",

@@ -609,6 +609,10 @@ def test_refreshing_a_target_as_dead_keeps_the_attack_on_it_and_loses_it_unpaid(
         "dead. Now: Ann attack 40, defense 29;")
     assert state["combatants"]["ann"]["attack_strength"] == 40
     assert state["segment"] == 2
+    # Ann's own sheet no longer psionic: her stance is normal, and her attack is dropped
+    mine = SYSTEM.encounter_replace(on_bo, "ann", {"id": "ann", "name": "Ann", "int": 10,
+                                                   "wis": 10})
+    assert mine["stances"]["ann"] == "normal" and "ann" not in mine["pending"]
     # declared on a creature dead already, it is refused as before
     with pytest.raises(RulesViolation) as err:
         SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust",

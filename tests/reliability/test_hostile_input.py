@@ -525,15 +525,24 @@ async def test_a_websocket_message_over_one_mib_closes_the_socket(
     daemon = shared_daemon
     async with aiohttp.ClientSession() as session, session.ws_connect(
             daemon.url + "/ws", protocols=("mindscape.v1", f"token.{daemon.token}")) as ws:
-        await ws.send_str('{"jsonrpc":"2.0","method":"dice.roll","params":{"expr":"'
-                          + "1" * (2 << 20) + '"},"id":1}')
+        try:
+            await ws.send_str('{"jsonrpc":"2.0","method":"dice.roll","params":{"expr":"'
+                              + "1" * (2 << 20) + '"},"id":1}')
+        except ConnectionError:
+            # the daemon dropped the connection while the client was still pushing its
+            # 2 MiB (seen once in a full run): the send itself saw it go
+            dropped = True
+        else:
+            dropped = False
         message = await ws.receive(timeout=10)
         assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
                                 aiohttp.WSMsgType.CLOSING), message
         # The daemon answers 1009 (message too big) and drops the connection; while the
         # client is still pushing its 2 MiB the drop can reach it before the close frame,
-        # which the client then reports as 1006. Either way the socket is gone.
-        assert ws.close_code in (1009, 1006), ws.close_code
+        # which the client then reports as 1006 (or, dropped during the send, no code).
+        # Either way the socket is gone.
+        assert ws.close_code in ((1009, 1006, None) if dropped else (1009, 1006)), \
+            ws.close_code
     assert request(daemon, "GET", "/healthz").status == 200
 
 

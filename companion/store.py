@@ -389,12 +389,17 @@ def _check_header(path: pathlib.Path) -> None:
                                  f"{SQLITE_HEADER_SIZE}-byte SQLite header")
 
 
+def _beside(path: pathlib.Path, end: str) -> pathlib.Path:
+    """The file SQLite keeps beside the store ``path``: its ``-wal`` or ``-shm``."""
+    return path.with_name(path.name + end)
+
+
 def _check_writable(path: pathlib.Path) -> None:
     """Refuse a store file (or its -wal or -shm beside it) that this user cannot write.
     SQLite opens it all the same, read only: the daemon would start, serve reads and
     refuse every write, and make its -wal and -shm as unwritable as the store, which
     then stop the next start once the store itself is put right."""
-    for file in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+    for file in (path, _beside(path, "-wal"), _beside(path, "-shm")):
         try:
             os.close(os.open(file, os.O_RDWR))
         except FileNotFoundError:
@@ -411,7 +416,7 @@ def _check_no_log(path: pathlib.Path, state: str) -> None:
     holds frames: those are steps written since the last checkpoint, acknowledged, and
     the file that gave them a meaning was lost (cut to nothing or deleted after a crash).
     SQLite would open it as a new database and delete the log."""
-    wal = path.with_name(path.name + "-wal")
+    wal = _beside(path, "-wal")
     try:
         size = wal.stat().st_size
     except FileNotFoundError:

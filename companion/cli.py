@@ -141,7 +141,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
-        "serve", help="run the daemon until Ctrl+C", allow_abbrev=False,
+        "serve", help="run the daemon until Ctrl+C or its terminal closes", allow_abbrev=False,
         description="Run the daemon: it prints where it listens and how to pair a VTT, "
                     "and runs until Ctrl+C, SIGTERM or SIGHUP (its terminal closed). When "
                     "it cannot start it says why on stderr and exits with status 2.")

@@ -177,13 +177,16 @@ LOGGED_STEP: JSON = answer(
     ["revision", "kind", "params", "rolls", "result", "created_at", "undone_by"],
     revision={"type": "integer", "minimum": 1},
     kind={"enum": ["add", "refresh", "declare", "resolve", "undo"]},
-    params={"type": "object", "description": "the call's params as stored (a hidden "
-                                             "declaration's: combatant_id, choice null, "
-                                             "hidden true)"},
+    params={"type": "object", "description": "the call's params as stored, but on a "
+                                             "hidden step: a declaration's are combatant_id, "
+                                             "choice null and hidden true; an undone "
+                                             "resolve's lack dice and seed, a refresh's "
+                                             "its combatant"},
     rolls={"type": ["array", "null"], "description": "null while hidden"},
     result={"description": "what the call answered, as stored (null while hidden)"},
     created_at={"type": "string", "description": "ISO 8601, UTC"},
     undone_by={"type": ["integer", "null"],
                "description": "the revision of the undo that reverted this step"},
-    hidden={"const": True, "description": "present on a step that tells a choice not yet "
-                                          "resolved"})
+    hidden={"const": True, "description": "present on a step that would tell a choice not "
+                                          "yet resolved (a declaration, or an undone "
+                                          "resolve and a refresh it took away)"})

@@ -864,7 +864,8 @@ METHODS = [
                    "description": "only the steps after this revision (default 0: all)"}),
                encounter_log,
                "Every step (or those after `since`) with its params, dice and result; "
-               "declarations masked until resolved.",
+               "declarations masked until resolved, and so are an undone resolve whose "
+               "choices are secret again and a refresh it took away.",
                result=answer(["id", "revision", "steps"], id=ENCOUNTER_ID,
                              revision=REVISION_NOW,
                              steps={"type": "array", "items": LOGGED_STEP}),

@@ -194,3 +194,78 @@ test("a player's client asking for failed attacks in a loop shows the GM one not
   assert.equal(t.clients.gm.notes.error.length, 1, JSON.stringify(t.clients.gm.notes.error));
   assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 0);
 });
+
+// (v13 queries naming the sender: nothing of the relay waits for a timer, so the mocked
+// clock moves only when the test says.)
+test("a player's failed attacks are shown to the GM at most once every 5 s; after 5 s the next one is shown again", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const table = makeTable({ generation: 13, passQuerySender: true });
+  const ask = (i) => table.clients.p1.svc.relay.toGM("attack", {
+    attackerUuid: table.tokens.ulcenToken.uuid, targetUuids: [table.tokens.fenkaToken.uuid],
+    attack: { mode: "mind-thrust", multiplier: `bad ${i}` }, physical: false,
+  }).then(() => null, (e) => e);
+  const gmErrors = () => table.clients.gm.notes.error.length;
+  assert.ok(await ask(1));
+  assert.equal(gmErrors(), 1);
+  t.mock.timers.tick(4999);
+  assert.ok(await ask(2));
+  assert.equal(gmErrors(), 1, "still within 5 s of the first: not shown");
+  t.mock.timers.tick(1);
+  assert.ok(await ask(3));
+  assert.equal(gmErrors(), 2, "5 s after the first: shown again");
+  assert.ok(await ask(4));
+  assert.equal(gmErrors(), 2);
+  t.mock.timers.tick(5000);
+  assert.ok(await ask(5));
+  assert.equal(gmErrors(), 3);
+});
+
+test("one player's failed attack does not hide another player's from the GM within 5 s", async () => {
+  const t = makeTable({ generation: 13, passQuerySender: true });
+  const attack = { mode: "mind-thrust", multiplier: "not a number" };
+  const ann = await refusal(t.clients.p1.svc.relay.toGM("attack", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack, physical: false }));
+  assert.equal(t.clients.gm.notes.error.length, 1);
+  assert.equal(ann.name, "UsageError");
+  await refusal(t.clients.p1.svc.relay.toGM("attack", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack, physical: false }));
+  assert.equal(t.clients.gm.notes.error.length, 1, "Ann's second, at once, is not shown");
+  await refusal(t.clients.p2.svc.relay.toGM("attack", { attackerUuid: t.tokens.fenkaToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack, physical: false }));
+  assert.equal(t.clients.gm.notes.error.length, 2, "Bo's first is shown");
+});
+
+test("an assistant GM relaying through the active GM is told the real cause of a companion failure, not only \"companion unavailable\"", async () => {
+  const { DaemonUnreachableError, DaemonAuthError } = await import("../mindscape/scripts/errors.js");
+  const t = makeTable({ generation: 13, passQuerySender: true });
+  // Bo becomes a second GM; gm0000 stays the one that talks to the companion.
+  Object.getPrototypeOf(t.clients.gm.game.users.get("pl0002")).isGM = true;
+  assert.equal(t.clients.p2.svc.relay.isActiveGM, false);
+  for (const failure of [
+    new DaemonUnreachableError({ url: "http://192.168.1.20:8765", origin: "https://vtt.example", cause: "Failed to fetch" }),
+    new DaemonAuthError({ url: "http://192.168.1.20:8765" }),
+  ]) {
+    t.clients.gm.svc.rpc = async () => { throw failure; };
+    const err = await refusal(t.clients.p2.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }));
+    assert.equal(err.key, failure.key);
+    assert.equal(err.data.url, "http://192.168.1.20:8765");
+    // A player asking the same is still told only that the companion is unavailable.
+    const player = await refusal(t.clients.p1.svc.relay.toGM("profileForm", { actorUuid: t.actors.ulcen.uuid }));
+    assert.equal(player.key, "MINDSCAPE.Error.CompanionUnavailable");
+  }
+});
+
+for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
+  test(`${name}: a player is not told the GM's companion address when the GM's client is not paired or has a bad companion address`, async () => {
+    const { NotPairedError, BadDaemonUrlError } = await import("../mindscape/scripts/errors.js");
+    const t = makeTable({ generation, passQuerySender, userQueryEvent });
+    for (const failure of [
+      new NotPairedError({ url: "http://192.168.1.20:8765" }),
+      new BadDaemonUrlError({ url: "192.168.1.20:8765/rpc" }),
+    ]) {
+      t.clients.gm.svc.rpc = async () => { throw failure; };
+      const err = await refusal(t.clients.p2.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }));
+      assert.equal(err.key, "MINDSCAPE.Error.CompanionUnavailable");
+      assert.doesNotMatch(JSON.stringify({ ...err.toJSON(), message: err.message }), /192\.168|8765/);
+      // The GM's own client keeps the whole error.
+      await assert.rejects(t.clients.gm.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }), (e) => e.key === failure.key);
+    }
+  });
+}

@@ -280,3 +280,58 @@ test("assumedPlaces: the minds a user may not see, as their places in the odds' 
   assert.deepEqual(assumedPlaces([a], [], [b]), []);
   assert.deepEqual(assumedPlaces([a, b], [x], [b, x]), ["/defenders/0", "/controllers/0"]);
 });
+
+test("a Constitution raised by an Active Effect is sent as the sheet shows it, like Intelligence and Wisdom; no score is added where the stored data has none", () => {
+  const stored = { _id: "r1", name: "Randal", system: { abilities: { int: { value: 9 }, wis: { value: 11 }, con: { value: 12 } } } };
+  const actor = { toObject: () => structuredClone(stored), system: { abilities: { int: { value: 9 }, wis: { value: 11 }, con: { value: 16, mod: 3 } } } };
+  assert.deepEqual(combatantRef(actor, null, "foundry.dnd5e").data.actor.system.abilities, { int: { value: 9 }, wis: { value: 11 }, con: { value: 16 } });
+  // OSE's scores too.
+  const ose = { toObject: () => ({ _id: "o1", system: { scores: { con: { value: 10 } } } }), system: { scores: { con: { value: 13 } } } };
+  assert.deepEqual(combatantRef(ose, null, "foundry.ose").data.actor.system.scores, { con: { value: 13 } });
+  // A stored ability without a value (only a proficiency, say) gets none from the prepared data.
+  const partial = {
+    toObject: () => ({ _id: "p1", system: { abilities: { int: { proficient: 1 }, wis: {}, con: { value: 8 } } } }),
+    system: { abilities: { int: { value: 18, proficient: 1 }, wis: { value: 14 }, con: { value: 8 } } },
+  };
+  assert.deepEqual(combatantRef(partial, null, "foundry.dnd5e").data.actor.system.abilities, { int: { proficient: 1 }, wis: {}, con: { value: 8 } });
+});
+
+test("power-pool: an attack whose decline list is partly malformed is refused, by the check and when relayed", async () => {
+  const { attackProblem } = await import("../mindscape/scripts/requests.js");
+  const { poolTable } = await import("../test-support/pool-table.mjs");
+  const mode = "subconscious-subversion";
+  assert.equal(attackProblem("power-pool", { mode, decline: ["frightened"] }), null);
+  for (const decline of [["frightened", ""], ["frightened", 3], [null, "frightened"]]) {
+    assert.equal(attackProblem("power-pool", { mode, decline })?.field, "attack.decline", JSON.stringify(decline));
+  }
+  const { t, calls } = await poolTable();
+  const from = t.daemon.calls.length;
+  const refused = await t.clients.p1.svc.relay.toGM("attack", {
+    attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode, decline: ["frightened", 7] }, physical: false,
+  }).then(() => null, (e) => e);
+  assert.ok(refused, "the attack is refused");
+  assert.equal(refused.key, "MINDSCAPE.Error.BadAttack");
+  assert.equal(refused.data.field, "attack.decline");
+  assert.deepEqual(calls, [], "nothing is resolved");
+  assert.deepEqual(t.daemon.calls.slice(from).filter((c) => c.method === "exchange.resolve"), []);
+});
+
+test("only the effects a mode marks optional are offered as boxes to spare; a mandatory one is not", async () => {
+  const { declinableOf, declineBoxes } = await import("../mindscape/scripts/requests.js");
+  const i18n = makeI18n();
+  const t = { label: (key, fallback) => (i18n.has(key) ? i18n.localize(key) : fallback), format: i18n.format };
+  const mode = {
+    id: "subconscious-subversion",
+    on_success: [
+      { condition: "frightened", optional: true },
+      { condition: "stunned" },
+      { condition: "dazed", optional: false },
+      { condition: "confused", optional: "yes" },
+      { condition: "charmed", optional: 1 },
+    ],
+  };
+  assert.deepEqual(declinableOf(mode), ["frightened"]);
+  const boxes = declineBoxes([mode, { id: "mental-stab", on_success: [{ condition: "stunned" }] }], t);
+  assert.deepEqual(boxes.declinable.map((b) => b.value), ["frightened"]);
+  assert.equal(boxes.declineModes, "subconscious-subversion:frightened");
+});

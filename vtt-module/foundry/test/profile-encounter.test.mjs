@@ -580,3 +580,48 @@ test("a GM's client records whether its browser is paired, on start and when pai
   await t.clients.gm.svc.openPairing();
   assert.equal(t.clients.p1.game.users.get("gm0000").getFlag("mindscape", "paired"), false);
 });
+
+test("an unlinked token's profile editor does not show the fields its profile cleared (null): none in the advanced JSON, and the kind at \"—\"", async () => {
+  const t = makeTable({ dialogs: { gm: { profileDialog: null } } });
+  const tokenActor = t.tokens.goblinToken.actor;
+  // What a save that cleared them wrote over the base actor (foundryvtt#8400).
+  Object.assign(tokenActor.flags.mindscape["revised-2e"], { kind: null, defenses: null, mind: null });
+  assert.equal(await t.clients.gm.svc.configureActor(tokenActor.uuid), null);
+  const { context } = t.clients.gm.dialogs.seen.find((s) => s.kind === "profileDialog").arg;
+  const kind = context.fields.find((f) => f.key === "kind");
+  assert.deepEqual(kind.options.filter((o) => o.selected).map((o) => o.label), ["—"]);
+  assert.equal(context.fields.find((f) => f.key === "psp").value, 20);
+  // The keys the form has no field for: only those still set.
+  assert.deepEqual(JSON.parse(context.advanced), { psp_max: 20 });
+  assert.doesNotMatch(renderModuleTemplate("profile", context), /null/);
+});
+
+test("revised-2e: a psionicist allowed 4 attacks this round gets rows for attacks 2, 3 and 4, and all of them are sent", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  const four = await ctl.choiceContext("ulcen", { combatants: {}, attacks_allowed: { ulcen: 4, "fenka-tokF": 1 } });
+  assert.deepEqual(four.furtherAttacks.map((a) => a.n), ["2", "3", "4"]);
+  const html = renderModuleTemplate("encounter-choice", { ...four, uid: "u" });
+  for (const n of ["2", "3", "4"]) assert.match(html, new RegExp(`name="attackMode${n}"`), n);
+  const form = { attackMode: "ego-whip", target: "fenka", multiplier: "1", range: "short" };
+  for (const n of ["2", "3", "4"]) Object.assign(form, { [`attackMode${n}`]: "mind-thrust", [`target${n}`]: `t${n}`, [`multiplier${n}`]: n, [`range${n}`]: "long" });
+  assert.deepEqual(choiceFromForm("revised-2e", {}, form), {
+    attacks: [
+      { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" },
+      { mode: "mind-thrust", multiplier: 2, range: "long", target: "t2" },
+      { mode: "mind-thrust", multiplier: 3, range: "long", target: "t3" },
+      { mode: "mind-thrust", multiplier: 4, range: "long", target: "t4" },
+    ],
+  });
+});
+
+test("revised-2e: a further attack with a mode but no target is left out of the choice", () => {
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", attackMode2: "mind-thrust", target2: "" }),
+    { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } });
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "fenka", attackMode2: "mind-thrust", attackMode3: "ego-whip", target3: "ulcen" }),
+    { attacks: [{ mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" }, { mode: "ego-whip", multiplier: 1, range: "short", target: "ulcen" }] });
+  // Nor the first attack without its target.
+  assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "", defenseMode: "mind-blank" }), { defense: { mode: "mind-blank" } });
+});

@@ -645,3 +645,38 @@ test("a power-pool defender that knows no defense mode but has spells memorised 
     }
   }
 });
+
+test("with \"spare the Fear\" ticked and the mode then switched to one without that effect, the odds request carries no decline", async () => {
+  const form = { mode: "mental-stab", decline: ["frightened"] };
+  const { t } = await poolTable({
+    dialogs: { p1: { attackForm: form, attackDialog: null } },
+    control: (table) => { table.actors.ulcen.flags.mindscape[POOL].attacks = ["mental-stab", "subconscious-subversion"]; },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  const odds = t.daemon.calls.filter((c) => c.method === "exchange.odds");
+  assert.equal(odds.length, 1, JSON.stringify([t.clients.p1.notes, t.clients.gm.notes, t.daemon.calls.map((c) => c.method)]));
+  assert.equal(odds[0].params.attack.mode, "mental-stab");
+  assert.equal("decline" in odds[0].params.attack, false, JSON.stringify(odds[0].params.attack));
+  assert.deepEqual(t.clients.p1.notes.error, []);
+});
+
+test("the panel's Act: a form with no or an unknown action declares nothing; Act on a combatant no longer in the encounter sends nothing and the GM is told", async () => {
+  const view = { phase: "attack", waiting_for: ["goblin-tokG"], acted: [], combatants: { ulcen: { pool: 3 }, "fenka-tokF": { pool: 3 }, "goblin-tokG": { pool: 3 } }, revision: 7 };
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => { sent.push([params.combatant_id, params.choice]); return { revision: 8, waiting_for: [], updates: [] }; }, {
+    view: () => structuredClone(view),
+    dialogs: { gm: { encounterActionDialog: [{ phase: "attack" }, { action: "", phase: "attack" }, { action: "attack", attackMode: "mental-stab", target: "ulcen", phase: "attack" }, { action: "fly", phase: "attack" }] } },
+  });
+  const panel = await openPoolPanel(t.clients.gm.svc);
+  for (let i = 0; i < 4; i++) await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "goblin-tokG" } });
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "encounterActionDialog").length, 4);
+  assert.deepEqual(sent, [], "nothing declared: not a pass, not an attack");
+  assert.deepEqual(t.clients.gm.notes.error, []);
+  // A combatant the encounter no longer has: no dialog, nothing sent, the GM told.
+  const dialogsBefore = t.clients.gm.dialogs.seen.length;
+  await assert.rejects(ctl.act("ghost"), (error) => error.key === "MINDSCAPE.Error.NoEncounter");
+  await panel.options.actions.act.call(panel, {}, { dataset: { combatant: "ghost" } });
+  assert.equal(t.clients.gm.dialogs.seen.length, dialogsBefore);
+  assert.deepEqual(sent, []);
+  assert.deepEqual(t.clients.gm.notes.error, ["There is no encounter running. Create one from the encounter panel with the tokens selected."]);
+});

@@ -640,3 +640,22 @@ test("api.endRound: a control choice the companion refuses is shown to the GM an
   assert.equal(t.clients.gm.notes.error[0], 'The rules forbid this: Goblin does not control "ox" (/choices/goblin-tokG/release/0)');
   assert.equal(t.tokens.goblinToken.actor.updates.length, 0);
 });
+
+test("a controller whose links all end as the round ends (it cannot act) gets no control dialog, and the round ends without waiting for it", async () => {
+  // Ulcen (Ann's) and the goblin (the GM's), both asleep, hold creatures by an action only.
+  const t = await poolTracker({ methods: reading(), control: (table) => {
+    holds(table.actors.ulcen, "ulcen", [{ ids: ["ox"], by: "action" }], { ox: table.ox });
+    pp(table.actors.ulcen).conditions = ["asleep"];
+    holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall"], by: "action" }], { thrall: table.thrall });
+    pp(table.tokens.goblinToken.actor).conditions = ["asleep"];
+  } });
+  await nextRound(t);
+  assert.equal(offered(t).length, 1, "the companion was asked what control may do");
+  for (const client of Object.values(t.clients)) assert.deepEqual(asked(client), [], client.user.name);
+  const [call] = endRounds(t);
+  assert.equal(call.params.choices, undefined);
+  assert.deepEqual(refIds(call.params.puppets).sort(), ["ox", "thrall"]);
+  assert.equal(pp(t.ox).controlled_by, null);
+  assert.equal(pp(t.thrall).controlled_by, null);
+  assert.deepEqual([t.clients.gm.notes.warn, t.clients.gm.notes.error], [[], []]);
+});

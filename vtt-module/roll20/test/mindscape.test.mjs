@@ -5870,3 +5870,99 @@ test('without a selection !psi round takes the Turn Tracker\'s tokens on the pag
   ctx.sb.chat({ playerid: GM, content: '!psi round' });
   assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [elsewhere.id]);
 });
+
+// ------------------------------------- the requests kept waiting: their bounds and caps
+
+// The waiting attack `req` (attackAndDefend) copied into state `count` times, each older
+// than it, as a long session leaves attacks whose answers never came: ids Seed00000000 on.
+const seedAttacks = (ctx, req, count, from = 0) => {
+  const pending = ctx.sb.state.Mindscape.pending;
+  const job = plain(pending[req.id]);
+  return Array.from({ length: count }, (_, i) => {
+    const id = `Seed${String(from + i).padStart(8, '0')}`;
+    pending[id] = Object.assign({}, job, { id, at: job.at - 100000 + from + i });
+    return id;
+  });
+};
+
+const gmOdds = (ctx) => {
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  return lastRequest(ctx.sb).id;
+};
+
+test('above 50 waiting requests only the read-only ones are let go, however many attacks wait; only above 500 the oldest of any kind goes, so that exactly 500 are kept', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const kept = () => plain(ctx.sb.context.Mindscape.pendingIds());
+  // 60 attacks wait: an odds asked now is let go at once, and none of the attacks.
+  const seeded = seedAttacks(ctx, req, 59);
+  const odds = gmOdds(ctx);
+  assert.equal(kept().length, 60);
+  assert.ok(!kept().includes(odds), 'the odds are let go');
+  assert.deepEqual(kept().sort(), seeded.concat([req.id]).sort());
+  // 500 attacks wait: all are kept.
+  const more = seedAttacks(ctx, req, 440, 59);
+  gmOdds(ctx);
+  assert.equal(kept().length, 500);
+  assert.ok(kept().includes(seeded[0]), 'the oldest of 500 is kept');
+  // The 501st: the oldest attack is let go, and only it.
+  seedAttacks(ctx, req, 1, 499);
+  gmOdds(ctx);
+  assert.equal(kept().length, 500);
+  assert.ok(!kept().includes(seeded[0]), 'the oldest of 501 is let go');
+  assert.ok(kept().includes(seeded[1]) && kept().includes(more.at(-1)) && kept().includes(req.id));
+  answer(ctx, seeded[0], exchangeResult(ctx, seeded[0]));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no request with that id is waiting/);
+  // The attack made last is still answered.
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+});
+
+test('an encounter\'s status only reads: a player may have at most 4 of them waiting, and above 50 waiting requests they are let go, never the step', () => {
+  const ctx = encounterWithTwo();
+  const status = (playerid) => ctx.sb.chat({ playerid, content: '!psi encounter status' });
+  for (let i = 0; i < 4; i++) status(ALICE);
+  const sent = requests(ctx.sb).length;
+  status(ALICE);
+  assert.equal(requests(ctx.sb).length, sent, 'the fifth is not sent');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /4 of your requests still wait for the companion's answer: ask again once they are answered \(or have timed out\)\. Nothing was sent\./);
+  const resolve = resolveNow(ctx);
+  for (let i = 0; i < 60; i++) status(GM);
+  const kept = plain(ctx.sb.context.Mindscape.pendingIds());
+  assert.equal(kept.length, 50);
+  assert.ok(kept.includes(resolve.id), 'the step still waits');
+});
+
+test('a player may have at most 4 checks of their attacks waiting: a fifth attack is refused and nobody is asked', () => {
+  const ctx = campaign({ checkByHand: true });
+  for (let i = 0; i < 4; i++) attack(ctx);
+  assert.equal(checksWaiting(ctx.sb).length, 4);
+  const sent = requests(ctx.sb).length;
+  attack(ctx);
+  assert.equal(requests(ctx.sb).length, sent, 'the fifth check is not sent');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /4 of your requests still wait for the companion's answer/);
+  assert.equal(checksWaiting(ctx.sb).length, 4);
+});
+
+test('the cap of 4 waiting requests counts only a player\'s own reads and checks: a declaration still goes, another player\'s and the GM\'s waiting requests do not count, and another Mod script is never capped', () => {
+  const ctx = encounterWithTwo();
+  const odds = (playerid, from, to) => ctx.sb.chat({ playerid, selected: [from.id], content: `!psi odds --target ${to.id} --mode ego-whip` });
+  // The GM and Bob have their own requests waiting: Alice's four still go.
+  for (let i = 0; i < 4; i++) odds(GM, ctx.tokens.ulcen, ctx.tokens.fenka);
+  for (let i = 0; i < 3; i++) odds(BOB, ctx.tokens.fenka, ctx.tokens.ulcen);
+  let sent = requests(ctx.sb).length;
+  for (let i = 0; i < 4; i++) odds(ALICE, ctx.tokens.ulcen, ctx.tokens.fenka);
+  assert.equal(requests(ctx.sb).length, sent + 4);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/still wait for the companion's answer/.test(w)));
+  odds(ALICE, ctx.tokens.ulcen, ctx.tokens.fenka);
+  assert.equal(requests(ctx.sb).length, sent + 4, 'her fifth read is refused');
+  // With four of her reads waiting, her declaration is no read: it goes.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense thought-shield' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.declare');
+  assert.equal(requests(ctx.sb).length, sent + 5);
+  // Another Mod script (playerid API) asking for the status six times is not capped.
+  sent = requests(ctx.sb).length;
+  for (let i = 0; i < 6; i++) ctx.sb.chat({ playerid: 'API', content: '!psi encounter status' });
+  assert.equal(requests(ctx.sb).length, sent + 6);
+  assert.ok(requests(ctx.sb).slice(-6).every((r) => r.body.method === 'encounter.get'));
+});

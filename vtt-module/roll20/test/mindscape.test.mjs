@@ -5966,3 +5966,98 @@ test('the cap of 4 waiting requests counts only a player\'s own reads and checks
   assert.equal(requests(ctx.sb).length, sent + 6);
   assert.ok(requests(ctx.sb).slice(-6).every((r) => r.body.method === 'encounter.get'));
 });
+
+// ------------------------------------------------------------- --decline given twice
+
+test('power-pool: --decline may be given more than once on !psi attack, and an effect named twice is sent once', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode subconscious-subversion --decline frightened --decline Frightened --defense none` });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/given twice/.test(w)));
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.attack), { mode: 'subconscious-subversion', decline: ['frightened'] });
+});
+
+test('power-pool: a declaration\'s --decline without --attack is refused naming --decline, and nothing is sent', () => {
+  const pool = encounterIn('power-pool', ['ulcen', 'fenka'], (ctx, i) => [ctx.ulcen.id, ctx.fenka.id][i]);
+  const sent = requests(pool.sb).length;
+  assert.match(aliceDeclares(pool, '--pass --decline frightened'), /--decline goes with --attack MODE \(the attack declared\)\. Nothing was sent\./);
+  assert.match(aliceDeclares(pool, '--defense none --decline frightened'), /--decline goes with --attack MODE/);
+  assert.equal(requests(pool.sb).length, sent);
+});
+
+// ------------------------------------------------------------ answers and their parts
+
+test('a player typing answers is told to the GM at most once a minute: not again 6 s later, again after 61 s', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const told = () => ctx.sb.chats.filter((c) => /Alice is not a GM/.test(c.input)).length;
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told(), 1);
+  ctx.sb.advance(6000);
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told(), 1, 'not again after 6 s');
+  ctx.sb.advance(53000);
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told(), 1, 'not again after 59 s');
+  ctx.sb.advance(2000);
+  answer(ctx, req.id, exchangeResult(ctx, req.id), ALICE);
+  assert.equal(told(), 2, 'again after 61 s');
+});
+
+// `response` cut into `count` parts of its code.
+const partsOf = (response, count) => {
+  const code = encode(response);
+  const size = Math.ceil(code.length / count);
+  return Array.from({ length: count }, (_, i) => code.slice(i * size, (i + 1) * size));
+};
+
+test('the parts of one GM\'s answer that claim different totals are not put together: the answer is refused and nothing is written', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const [a, b] = partsOf(exchangeResult(ctx, req.id), 2);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/3 ${a}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2 ${b}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused.*the parts disagree on their count/);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), '40');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [req.id]);
+});
+
+test('a part saved as null (the state saved and read again mid-answer) is still missing: the answer waits for it instead of being put together without it', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const pieces = partsOf(exchangeResult(ctx, req.id), 3);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/3 ${pieces[0]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 3/3 ${pieces[2]}` });
+  // Roll20 keeps state as JSON: the hole of part 2 is read back as null.
+  const job = ctx.sb.state.Mindscape.pending[req.id];
+  job.partsBy = plain(job.partsBy);
+  assert.deepEqual(job.partsBy[GM].parts, [pieces[0], null, pieces[2]]);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 3/3 ${pieces[2]}` });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused/.test(w)), 'nothing put together yet');
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), '40');
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/3 ${pieces[1]}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused/.test(w)));
+});
+
+test('after a multi-part answer is refused as malformed, that GM\'s parts are forgotten: the answer sent again in another number of parts is applied', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  // Not JSON at all.
+  const junk = Buffer.from('not json at all', 'utf8').toString('base64url');
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2 ${junk.slice(0, 6)}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2 ${junk.slice(6)}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused.*the payload is not base64url-encoded JSON/);
+  const three = partsOf(exchangeResult(ctx, req.id), 3);
+  three.forEach((piece, i) => ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${i + 1}/3 ${piece}` }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  // JSON the request cannot take (no result and no error) alike.
+  const next = attackAndDefend(ctx);
+  partsOf({ jsonrpc: '2.0', id: next.id }, 2).forEach((piece, i) => ctx.sb.chat({ playerid: GM, content: `!psi-result ${next.id} ${i + 1}/2 ${piece}` }));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /disagree/);
+  const response = exchangeResult(ctx, next.id);
+  response.result.updates = [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 16 } } }];
+  partsOf(response, 4).forEach((piece, i) => ctx.sb.chat({ playerid: GM, content: `!psi-result ${next.id} ${i + 1}/4 ${piece}` }));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);
+});

@@ -6061,3 +6061,81 @@ test('after a multi-part answer is refused as malformed, that GM\'s parts are fo
   partsOf(response, 4).forEach((piece, i) => ctx.sb.chat({ playerid: GM, content: `!psi-result ${next.id} ${i + 1}/4 ${piece}` }));
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);
 });
+
+// ---------------------------------------- steps whose answers were lost (-32001), settled
+
+const lostAnswer = (id) => ({ jsonrpc: '2.0', id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
+
+// The GM's !psi encounter status answered with the view at `revision` (none: left out),
+// every combatant of the encounter still in it.
+const statusAt = (ctx, revision) => {
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  const view = { id: 'enc-1', phase: 'round', waiting_for: [], combatants: Object.values(ctx.sb.state.Mindscape.encounter.combatants).map((id) => ({ id })) };
+  if (revision !== undefined) view.revision = revision;
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: view });
+};
+
+test('a lost step that the status shows not stored ends only the holds it made: a fighter held before for a failed write stays held', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  const lost = resolveNow(ctx);
+  assert.equal(lost.body.params.revision, 3);
+  answer(ctx, lost.id, lostAnswer(lost.id));
+  assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+  statusAt(ctx, 3);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The companion did not store the step whose answer was lost \(it is still at revision 3\)/.test(w)));
+  assert.deepEqual(held(ctx), [ctx.fenka.id], 'Fenka\'s write still waits');
+  assert.ok(ctx.sb.state.Mindscape.encounter.writes[ctx.fenka.id], 'and so does the write to try again');
+});
+
+test('two lost steps in a row, settled as not stored, end the holds of both', () => {
+  const ctx = encounterWithTwo();
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, lostAnswer(first.id));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  // The ogre joins (the companion at revision 3), then the next step is lost too: it
+  // holds the ogre as well.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 3 } })));
+  const second = resolveNow(ctx);
+  assert.equal(second.body.params.revision, 3);
+  answer(ctx, second.id, lostAnswer(second.id));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id, ctx.tokens.ogre.id]);
+  statusAt(ctx, 3);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The companion did not store the step whose answer was lost \(it is still at revision 3\)/.test(w)));
+  assert.deepEqual(held(ctx), []);
+  assert.equal(ctx.sb.state.Mindscape.encounter.uncertain, undefined);
+});
+
+test('a view without a revision does not settle a lost step: the holds stay until a view with one tells', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, lostAnswer(step.id));
+  const before = whispersTo(ctx.sb, 'gm').length;
+  statusAt(ctx);
+  assert.ok(whispersTo(ctx.sb, 'gm').slice(before).every((w) => !/whose answer was lost/.test(w)), 'neither stored nor not stored');
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.uncertain.revision, 2);
+  statusAt(ctx, 2);
+  assert.deepEqual(held(ctx), []);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The companion did not store the step whose answer was lost/.test(w)));
+});
+
+test('a lost step sent without a revision (the encounter\'s revision unknown here) holds nobody, and no later view calls it stored', () => {
+  const ctx = encounterWithTwo();
+  delete ctx.sb.state.Mindscape.encounter.revision;
+  const step = resolveNow(ctx);
+  assert.equal(step.body.params.revision, undefined);
+  answer(ctx, step.id, lostAnswer(step.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /could not tell whether the companion carried this out/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /keeps its own copy/);
+  assert.deepEqual(held(ctx) || [], []);
+  statusAt(ctx, 3);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/whose answer was lost/.test(w)));
+  assert.deepEqual(held(ctx) || [], []);
+});

@@ -657,3 +657,27 @@ def test_a_segment_s_attacks_take_supplied_dice_in_the_order_their_attackers_joi
         ("ann", [1, 2]), ("bo", [3])]
     assert SYSTEM.describe()["encounter"]["order"].endswith(
         "supplied dice go to the attacks in the order their attackers joined the encounter")
+
+
+def test_a_trance_attack_on_a_creature_refreshed_as_not_psionic_is_lost_when_the_segment_resolves(
+        ) -> None:
+    """The other way round: Ann's Mind Thrust from a trance on Bo, whose sheet turns out
+    not psionic after it was declared, is lost, and its reason says Bo is not psionic
+    now and only a Psionic Wave from the wave stance affects such a mind."""
+    state = through_intent(encounter(psionic("ann", 60, 30), psionic("bo", 20, 20)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "mind-thrust", "target": "bo"}, "defense": None})
+    state = SYSTEM.encounter_replace(state, "bo", {"id": "bo", "name": "Bo", "int": 10,
+                                                   "wis": 10})
+    assert "ann" in state["pending"]
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert step["results"] == []
+    lost = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert [(e["combatant"], e["rule"], e["reason"]) for e in lost] == [
+        ("ann", "non-psionic-target-psionic-wave-only",
+         "Bo is not psionic now, and only Psionic Wave from the wave stance affects a "
+         "non-psionic mind")]
+    assert "Ann's Mind Thrust on Bo is lost, and costs nothing: Bo is not psionic now" in (
+        step["summary"])
+    assert state["combatants"]["ann"]["attack_strength"] == 60

@@ -106,6 +106,17 @@ CASES: dict[str, dict[str, Any]] = {
         "attacker": psionic("A", 2, 4), "defender": psionic("B", 2, 4, conditions=["asleep"]),
         "allies": [psionic("P", 1, 6, id="p")], "defenses": {"p": {"mode": "imagination-swarm"}},
         "attack": {"mode": "synaptic-overload"}},
+    # Synaptic Overload against a group where only a joined ally sacrifices a spell:
+    # the bonus is the whole group's, not the principal's
+    "overload-ally-sacrifice": {
+        "attacker": psionic("A", 2, 4), "defender": psionic("B", 1, 4),
+        "allies": [psionic("P", 1, 4, id="p", spell_levels=[1])],
+        "defenses": {"p": {"mode": "imagination-swarm", "sacrifice": 1}},
+        "attack": {"mode": "synaptic-overload"}},
+    # Synaptic Overload with ties to the attacker (H-PP-TIE): a tie deals damage
+    "overload-tie-to-attacker": {
+        "attacker": psionic("A", 2, 4), "defender": psionic("B", 2, 4),
+        "attack": {"mode": "synaptic-overload"}, "options": {"H-PP-TIE": "attacker"}},
     # an unaware defender rolls nothing
     "unaware": {
         "attacker": psionic("A", 2, 4), "defender": psionic("B", 3, 6, conditions=["asleep"]),

@@ -841,6 +841,33 @@ def test_revised_2e_rest_counts_lost_powers_down_by_the_hours_carried_over() -> 
     assert any(e["type"] == "powers-return" for e in rested["events"])
 
 
+def test_revised_2e_powers_returning_in_one_rest_are_told_with_the_longest_days() -> None:
+    """Three lost powers (1, 3 and 2 days) all come back in one 72-hour rest: one
+    powers-return event counts them and gives the most days any of them was lost for."""
+    c = psionicist("kara", lost_powers=[{"days": 1}, {"days": 3}, {"days": 2}])
+    result = REVISED.rest({"combatants": [c], "hours": 72}, SuppliedDice({}))
+    assert after(result, "kara")["lost_powers"] == []
+    assert [e for e in result["events"] if e["type"] == "powers-return"] == [
+        {"type": "powers-return", "combatant": "kara", "count": 3, "days": 3}]
+
+
+def test_revised_2e_a_critical_opened_mind_given_already_locked_open_is_not_offered_closing(
+        ) -> None:
+    """A mind a critical hit opened whose sheet comes already locked open (locked_rounds,
+    carried over from an earlier fight) is past its opening round even with rounds_open
+    0: the round's end offers it no closing and refuses one asked for."""
+    c = psionicist("kara", mind=open_mind(rounds_open=0, locked_rounds=3))
+    offers = REVISED.round_end_choices({"combatants": [c]})
+    assert offers["combatants"][0]["choices"] == {}
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
+                          SuppliedDice({}))
+    assert refused.value.rule == "cannot-close"
+    ended = REVISED.end_round({"combatants": [c]}, SuppliedDice({}))
+    assert after(ended, "kara")["mind"]["state"] == "open"
+    assert after(ended, "kara")["mind"]["locked_rounds"] == 2
+    assert not any(e["type"] == "mind-may-close" for e in ended["events"])
+
 def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
     """``combatant_under`` hands house rules to a system's own ``combatant(..., options)``
     when it takes them, so write-back round trips derive as its resolutions do."""

@@ -591,6 +591,70 @@ async def test_a_lost_store_beside_its_write_ahead_log_is_corrupt_and_left_untou
         assert (await again.get(record.id)).revision == 1
 
 
+async def _a_wal_header(tmp_path: pathlib.Path) -> bytes:
+    """The first 32 bytes of a real write-ahead log: its header, no frames."""
+    live = tmp_path / "live"
+    store = SQLiteStore(live / "store.sqlite3")
+    await store.open()
+    try:
+        record = await store.create("revised-2e", None, {}, {"n": 0})
+        await step(store, record.id, "declare", 1)
+        header = (live / "store.sqlite3-wal").read_bytes()[:32]
+    finally:
+        await store.close()
+    assert len(header) == 32
+    return header
+
+
+@pytest.mark.parametrize("loss", ["cut to nothing", "deleted"])
+async def test_a_lost_store_beside_a_write_ahead_log_of_only_its_header_opens_as_new(
+        tmp_path: pathlib.Path, loss: str) -> None:
+    """A -wal of exactly its 32-byte header holds no frames: no step is lost with the
+    store, which opens as a new one; a byte more is refused as a log with frames."""
+    header = await _a_wal_header(tmp_path)
+    assert WAL_HEADER_SIZE == 32
+    folder = tmp_path / "home"
+    folder.mkdir()
+    path, wal = folder / "store.sqlite3", folder / "store.sqlite3-wal"
+    if loss == "cut to nothing":
+        path.write_bytes(b"")
+    wal.write_bytes(header + b"\0")
+    before = fingerprint(folder)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert "yet the write-ahead log store.sqlite3-wal beside it holds 33 bytes" in (
+        caught.value.problem)
+    assert fingerprint(folder) == before
+    wal.write_bytes(header)
+    async with SQLiteStore(path) as store:
+        assert await store.list() == []
+        record = await store.create("revised-2e", None, {}, {"n": 0})
+    async with SQLiteStore(path) as again:
+        assert (await again.get(record.id)).revision == 0
+
+
+async def test_a_write_ahead_log_that_cannot_be_looked_at_is_store_unavailable(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside a missing store, a -wal whose size cannot be read (not for being missing)
+    stops the open: whether it holds frames is unknown."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    path = folder / "store.sqlite3"
+    real_stat = pathlib.Path.stat
+
+    def stat(self: pathlib.Path, **kwargs: Any) -> os.stat_result:
+        if self.name == "store.sqlite3-wal":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "stat", stat)
+    with pytest.raises(StoreUnavailable) as caught:
+        await SQLiteStore(path).open()
+    assert f"cannot read {folder / 'store.sqlite3-wal'}: " in str(caught.value)
+    assert "Permission denied" in str(caught.value)
+    monkeypatch.undo()
+    assert not path.exists()
+
 async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"these are not the tables you are looking for\n" * 200)
@@ -709,6 +773,25 @@ async def test_a_store_file_this_user_cannot_write_is_refused_at_open_untouched(
         assert f"cannot write {folder / name} (" in str(caught.value)
         assert fingerprint(folder) == before
 
+
+@pytest.mark.parametrize("wal", [True, False], ids=["with a -wal", "without a -wal"])
+async def test_an_unwritable_shared_memory_file_is_refused_at_open_untouched(
+        tmp_path: pathlib.Path, wal: bool) -> None:
+    """The -shm beside the store is checked too, also when there is no -wal beside it:
+    SQLite would open the store read only, and the daemon refuse every write."""
+    folder = tmp_path / "home"
+    path = folder / "store.sqlite3"
+    await filled_store(path)
+    if wal:
+        (folder / "store.sqlite3-wal").write_bytes(b"")
+    shm = folder / "store.sqlite3-shm"
+    shm.write_bytes(b"")
+    before = fingerprint(folder)
+    with unwritable(shm):
+        with pytest.raises(StoreUnavailable) as caught:
+            await SQLiteStore(path).open()
+        assert f"cannot write {shm} (" in str(caught.value)
+        assert fingerprint(folder) == before
 
 async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
         tmp_path: pathlib.Path) -> None:

@@ -305,6 +305,31 @@ def test_an_empty_psi_die_is_the_class_s_hit_die_with_a_warning() -> None:
     assert SHEET.import_(data, "power-pool").combatant["die"] == 4
 
 
+def test_an_empty_psi_die_of_a_psionicist_is_d6_and_of_a_monster_d8() -> None:
+    """The 2e hit die of a psionicist is d6 (Player's Handbook: rogues and psionicists
+    d6); a monster's is d8, even where the sheet also holds a class level (of a
+    psionicist, here) that the Monster Sheet shown sets aside; a character with neither
+    a class level nor Hit Dice gets d8."""
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},
+                        {"name": "class1", "current": "Psionicist", "max": ""}]
+    got = SHEET.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (4, 6)
+    assert "psi_die is empty; the pool's die taken as d6, the hit die of a psionicist" \
+        in got.warnings
+    flayer = monster(**{"psi_die": "", "level-class1": "3", "class1": "Psionicist",
+                        "tab11": "2"})
+    got = SHEET.import_(flayer, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (8, 8)
+    assert "psi_die is empty; the pool's die taken as d8, a monster's hit die" \
+        in got.warnings
+    nobody = {"id": "-MzNobody000000001", "name": "Nobody",
+              "attribs": [{"name": "psi_die", "current": "", "max": ""},
+                          {"name": "class1", "current": "Fighter", "max": ""}]}
+    got = SHEET.import_(nobody, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
+    assert "psi_die is empty; the pool's die taken as d8" in got.warnings
+
 @pytest.mark.parametrize("text", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
                                   "21 - @{Level-Class1}", "[[21-@{level-class1}]]", "21-4",
                                   "@{misc-mod}", "twenty"])

@@ -58,6 +58,19 @@ def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() 
     assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 7
 
 
+def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> None:
+    """A Psion class item of 0 levels beside Wizard 5 (one dropped, or not yet taken)
+    gives no psionicist level: the character is read at its level 5, a wizard."""
+    data = zanna()
+    wizard = next(i for i in data["items"] if i["type"] == "class")
+    wizard["system"]["levels"] = 5
+    psion = {**wizard, "_id": "psionClass000001", "name": "Psion",
+             "system": {**wizard["system"], "identifier": "psion", "levels": 0}}
+    data["items"].append(psion)
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (5, "wizard")
+    assert not any("psionicist class's" in w for w in got.warnings)
+
 def test_dnd5e_character_without_class_items_is_taken_as_level_1() -> None:
     """As the other adapters take a character with no level: one Hit Die, not a power
     pool of none."""

@@ -100,6 +100,24 @@ def test_a_null_field_in_the_flags_is_read_as_absent() -> None:
                                                                    "revised-2e")
 
 
+def test_masked_keys_inside_the_mind_and_condition_rounds_are_read_as_absent() -> None:
+    """A key an unlinked token's write-back masked inside an object field (``mind``,
+    ``condition_rounds``: written as null, ``deletions``) is read as absent, as if it
+    had never been set, not refused as a null member."""
+    mind = {"state": "open", "opened_by": "critical", "rounds_open": 1,
+            "last_defense": "mental-barrier"}
+    masked = aboleth("revised-2e", {
+        "kind": "psionicist", "psp": 20, "psp_max": 40,
+        "mind": {**mind, "locked_rounds": None, "may_pay_to_close": None},
+        "conditions": ["stunned"], "condition_rounds": {"dazed": None, "stunned": 1}})
+    clean = aboleth("revised-2e", {
+        "kind": "psionicist", "psp": 20, "psp_max": 40, "mind": mind,
+        "conditions": ["stunned"], "condition_rounds": {"stunned": 1}})
+    got = normalised(DND5E, masked, "revised-2e")
+    assert got == normalised(DND5E, clean, "revised-2e")
+    assert got["condition_rounds"] == {"stunned": 1}
+    assert got["mind"]["state"] == "open" and got["mind"]["locked_rounds"] == 0
+
 def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:
     """An encounter keeps the actor data as it was added; the write-backs of earlier
     steps put keys there since. ``before`` knows them, so they are deleted as well."""

@@ -109,6 +109,15 @@ def test_a_mind_opened_by_a_cause_of_another_kind_is_refused(
         assert SYSTEM.combatant({**raw, "mind": mind})["mind"]["state"] == mind["state"]
 
 
+def test_a_lost_power_holds_at_most_23_hours_of_its_next_day() -> None:
+    """``lost_powers[].hours`` is the part of the next day already passed in rests: 23
+    at most, as 24 would be a whole day (``rest`` counts it as one)."""
+    kept = SYSTEM.combatant(psionicist("p", lost_powers=[{"days": 2, "hours": 23}]))
+    assert kept["lost_powers"] == [{"days": 2, "hours": 23}]
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(psionicist("p", lost_powers=[{"days": 2, "hours": 24}]), "/defender")
+    assert [p.path for p in err.value.problems] == ["/defender/lost_powers/0/hours"]
+
 def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     raw = psionicist("p", level=2)
     with pytest.raises(InvalidCombatant) as err:

@@ -753,3 +753,163 @@ async def test_method_names_no_method_has_are_logged_and_kept_cut_short(
     assert kept < 10_000
     lines = settings.log_stream.getvalue().splitlines()  # type: ignore[union-attr]
     assert len(lines) >= 5 and max(map(len, lines)) < 2_000
+
+
+async def _opened(rpc: Rpc, request: bytes
+                  ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    server = rpc.client.server
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    writer.write(request)
+    await writer.drain()
+    return reader, writer
+
+
+def _post_lines(rpc: Rpc, length: int, *, version: bytes = b"1.1",
+                auth: bool = True) -> bytes:
+    """The request line and headers of a POST /rpc of ``length`` bytes."""
+    token = b"Authorization: Bearer " + rpc.token.encode() + b"\r\n" if auth else b""
+    return (b"POST /rpc HTTP/" + version + b"\r\nHost: 127.0.0.1\r\n" + token
+            + b"Content-Type: application/json\r\nContent-Length: " + str(length).encode()
+            + b"\r\n")
+
+
+def _rpc_head(rpc: Rpc, length: int, *, version: bytes = b"1.1", auth: bool = True,
+              expect: bytes = b"100-continue", more: bytes = b"") -> bytes:
+    """The head of a POST /rpc with ``Expect: expect`` (no Connection: close)."""
+    return (_post_lines(rpc, length, version=version, auth=auth)
+            + b"Expect: " + expect + b"\r\n" + more + b"\r\n")
+
+
+async def test_expect_100_continue_is_understood_in_any_case(rpc: Rpc) -> None:
+    """RFC 9110: the expectation is case-insensitive; curl and browsers write it
+    lower-case, other clients "100-Continue"."""
+    body = json.dumps(INFO).encode()
+    for spelled in (b"100-Continue", b"100-CONTINUE"):
+        reader, writer = await _opened(rpc, _rpc_head(rpc, len(body), expect=spelled))
+        answer = await _answer(reader)
+        assert answer == b"HTTP/1.1 100 Continue\r\n\r\n", answer[:80]
+        writer.write(body)
+        await writer.drain()
+        answer = await _answer(reader)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 ") and b'"result"' in answer, answer[:80]
+
+
+async def test_an_http_1_0_request_asking_expect_is_not_sent_100_continue(rpc: Rpc) -> None:
+    """RFC 9110 10.1.1: a server must not send a 100 (Continue) to an HTTP/1.0 client,
+    which sends its body without waiting for one."""
+    body = json.dumps(INFO).encode()
+    reader, writer = await _opened(rpc, _rpc_head(rpc, len(body), version=b"1.0") + body)
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert b"100 Continue" not in answer
+    assert answer.startswith(b"HTTP/1.0 200 ") or answer.startswith(b"HTTP/1.1 200 "), \
+        answer[:80]
+    assert b'"result"' in answer
+
+
+async def test_a_preflight_asking_expect_is_answered_as_a_preflight(rpc: Rpc) -> None:
+    """A preflight is answered by the guard without the checks of a request's token and
+    body (a browser sends it with neither): asking Expect, it is invited and answered
+    204 with the CORS headers, as without, not refused at its expectation (here for
+    the Content-Encoding that a request proper would be refused 415 for)."""
+    preflight = (b"OPTIONS /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Origin: http://localhost:30000\r\nAccess-Control-Request-Method: POST\r\n"
+                 b"Access-Control-Request-Headers: authorization, content-type\r\n"
+                 b"Content-Encoding: gzip\r\nContent-Length: 0\r\n")
+    reader, writer = await _opened(rpc, preflight + b"Connection: close\r\n\r\n")
+    plain = await _answer(reader)
+    writer.close()
+    assert plain.startswith(b"HTTP/1.1 204 "), plain[:80]
+    reader, writer = await _opened(rpc, preflight + b"Expect: 100-continue\r\n"
+                                               b"Connection: close\r\n\r\n")
+    answer = await _answer(reader)
+    assert answer == b"HTTP/1.1 100 Continue\r\n\r\n", answer[:80]
+    answer = await _answer(reader)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 204 "), answer[:80]
+    assert b"Access-Control-Allow-Origin: http://localhost:30000" in answer
+
+
+async def test_a_refusal_of_an_expectation_closes_the_connection(rpc: Rpc) -> None:
+    """The body the client was told not to send may come anyway: the connection is
+    closed after the refusal, not read on as the next request."""
+    for head, status in ((_rpc_head(rpc, 10, auth=False), b"401"),
+                         (_rpc_head(rpc, 10, expect=b"a-miracle"), b"417"),
+                         (_rpc_head(rpc, 5_000_000), b"413")):
+        reader, writer = await _opened(rpc, head)
+        answer = await _answer(reader)
+        assert answer.startswith(b"HTTP/1.1 " + status + b" "), answer[:80]
+        assert b"Connection: close" in answer.split(b"\r\n\r\n")[0]
+        if status != b"413":
+            # the body sent anyway, then a request that would be answered
+            writer.write(b"x" * 10 + b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(), 15) == b""
+        writer.close()
+
+
+async def test_a_foreign_host_refused_at_its_expectation_gets_no_cors_headers(
+        rpc: Rpc) -> None:
+    """As any 403 of a foreign Host: no Access-Control-* header, even for an Origin
+    that is allowed (it would let the page read the refusal)."""
+    reader, writer = await _opened(rpc, (
+        b"POST /rpc HTTP/1.1\r\nHost: evil.example\r\nOrigin: http://localhost:30000\r\n"
+        b"Authorization: Bearer " + rpc.token.encode() + b"\r\n"
+        b"Content-Length: 10\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"))
+    answer = await _answer(reader)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 403 "), answer[:80]
+    assert b"access-control-" not in answer.lower()
+
+
+async def test_a_refusal_at_the_expectation_is_in_the_access_log(rpc: Rpc,
+                                                                  settings: Settings) -> None:
+    """One line per request, also for one refused before its body was invited."""
+    reader, writer = await _opened(rpc, _rpc_head(rpc, 5_000_000,
+                                                  more=b"Connection: close\r\n"))
+    answer = await _answer(reader)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+    rpc.client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    lines = [json.loads(line) for line in settings.log_stream.getvalue().splitlines()]
+    assert [(line["logger"], line["status"]) for line in lines] == [("mindscape.access", 413)]
+
+
+def _body_of(size: int) -> bytes:
+    """A companion.info request padded to exactly ``size`` bytes."""
+    bare = b'{"jsonrpc":"2.0","method":"companion.info","id":1,"params":{"x":""}}'
+    padding = size - len(bare)
+    return bare[:-3] + b"a" * padding + bare[-3:]
+
+
+async def test_a_body_of_exactly_1_mib_is_accepted_and_one_byte_more_is_413(
+        rpc: Rpc) -> None:
+    """API.md "Limits": 1 MiB per request, that much included; asked with Expect too."""
+    limit = 1024 * 1024
+    assert len(_body_of(limit)) == limit
+    response = await rpc.client.post("/rpc", data=_body_of(limit), headers=rpc.auth)
+    assert response.status == 200
+    response = await rpc.client.post("/rpc", data=_body_of(limit + 1), headers=rpc.auth)
+    assert response.status == 413
+    answer = await _expecting(rpc, _post_lines(rpc, limit), _body_of(limit))
+    assert answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "), answer[:80]
+    answer = await _expecting(rpc, _post_lines(rpc, limit + 1), _body_of(limit + 1))
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+
+
+async def test_the_status_page_asked_with_an_expectation_gets_our_answer(rpc: Rpc) -> None:
+    """GET / has the guard's expect handler too: an unknown expectation is refused in
+    our words, and a foreign Host is 403 at once."""
+    reader, writer = await _opened(rpc, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                        b"Expect: a-miracle\r\nConnection: close\r\n\r\n")
+    refused = await _answer(reader)
+    writer.close()
+    assert refused.startswith(b"HTTP/1.1 417 ") and b"only 100-continue" in refused
+    reader, writer = await _opened(rpc, b"GET / HTTP/1.1\r\nHost: evil.example\r\n"
+                                        b"Expect: 100-continue\r\nConnection: close\r\n\r\n")
+    refused = await _answer(reader)
+    writer.close()
+    assert refused.startswith(b"HTTP/1.1 403 ") and b"this Host is not allowed" in refused
+    assert b"100 Continue" not in refused

@@ -620,3 +620,21 @@ def test_the_home_folder_itself_is_locked_and_one_that_cannot_be_stops_the_start
     assert capfd.readouterr().err == (
         f"mindscape: cannot lock the home folder {home} (No locks available), which keeps "
         "a second daemon out of it; give --home a folder this user can read and write\n")
+
+
+def test_a_home_folder_that_cannot_be_opened_cannot_be_locked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock is taken on the open folder: one this user cannot open (no read right,
+    root aside) is a home that cannot be locked, said with the reason, not a crash."""
+    real_open = os.open
+
+    def no_entry(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path) == tmp_path:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_entry)
+    with pytest.raises(app_module.HomeUnlockable) as caught:
+        app_module.HomeLock(tmp_path)
+    assert caught.value.home == tmp_path
+    assert str(caught.value) == f"cannot lock the home folder {tmp_path} (Permission denied)"

@@ -276,6 +276,33 @@ def test_psps_run_out_with_no_maximum_recorded_the_maximum_is_written_all_the_sa
     assert normalised(SHEET, apply_roll20(sheet, written), "revised-2e") == after
 
 
+def test_a_refused_re_import_writes_the_assumed_fields_first_and_nothing_more() -> None:
+    """After a refused re-import the write-back goes on with what the adapter assumed
+    (the maximum taken from the PSPs, the kind taken from them), those first: that makes
+    the data importable again, and no other field (the level it holds, what the engine
+    defaulted: mental armor, the class group) is written into it besides what changed."""
+    system = SYSTEMS["revised-2e"]
+    base = "flags.mindscape.revised-2e"
+    for stored, assumed in (({"kind": "psionicist"}, ["psp_max"]),
+                            ({}, ["kind", "psp_max"])):
+        data = aboleth("revised-2e", {**stored, "level": 5, "psp": 8,
+                                      "attacks": ["mind-thrust"]})
+        before = normalised(DND5E, data, "revised-2e")
+        after = _open_at_zero(before)
+        [update] = DND5E.updates(data, "revised-2e", before, after,
+                                 normalise=system.combatant)
+        assert list(update["update"]) == [f"{base}.{name}" for name in (
+            "psp", "mind", "conditions", *assumed)]
+        assert update["update"][f"{base}.psp_max"] == 8
+        assert normalised(DND5E, apply_foundry(data, [update]), "revised-2e") == after
+    sheet = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(sheet, "PSP").update({"current": "8", "max": ""})
+    before = normalised(SHEET, sheet, "revised-2e")
+    after = _open_at_zero(before)
+    [written] = SHEET.updates(sheet, "revised-2e", before, after, normalise=system.combatant)
+    assert list(written["attributes"]) == ["PSP", "psi_mind", "psi_conditions", "psi_kind"]
+    assert normalised(SHEET, apply_roll20(sheet, [written]), "revised-2e") == after
+
 def test_strengths_run_out_with_no_maxima_recorded_the_maxima_are_written() -> None:
     """combat-strength: maxima left to the engine default to the current strengths; at 0
     they would make the creature non-psionic, which its modes refuse."""

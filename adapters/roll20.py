@@ -139,12 +139,12 @@ def state_attribute(name: str) -> tuple[str, str]:
     return _PAIRS.get(name, (f"psi_{name}", "current"))
 
 
-
 @functools.cache
 def _shipped_tables() -> Tables:
     """revised-2e's shipped rules tables, loaded once (warnings quote the MTHAC0 the
     engine derives from them)."""
     return Tables.load()
+
 
 @dataclass(frozen=True)
 class Character:

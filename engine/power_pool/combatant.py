@@ -26,7 +26,6 @@ CONDITIONS: tuple[str, ...] = (
 CONTROL_PURPOSE = "control"
 
 
-
 def slug(name: str) -> str:
     """A combatant id made from its name (``engine.system.slug``: lower case, letters
     and digits of any script, words joined by hyphens), "combatant" for a name with

@@ -71,6 +71,7 @@ def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> 
     assert (got.combatant["level"], got.combatant["class_group"]) == (5, "wizard")
     assert not any("psionicist class's" in w for w in got.warnings)
 
+
 def test_dnd5e_character_without_class_items_is_taken_as_level_1() -> None:
     """As the other adapters take a character with no level: one Hit Die, not a power
     pool of none."""

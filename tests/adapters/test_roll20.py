@@ -330,6 +330,7 @@ def test_an_empty_psi_die_of_a_psionicist_is_d6_and_of_a_monster_d8() -> None:
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
     assert "psi_die is empty; the pool's die taken as d8" in got.warnings
 
+
 @pytest.mark.parametrize("text", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
                                   "21 - @{Level-Class1}", "[[21-@{level-class1}]]", "21-4",
                                   "@{misc-mod}", "twenty"])

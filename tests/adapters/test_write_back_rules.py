@@ -118,6 +118,7 @@ def test_masked_keys_inside_the_mind_and_condition_rounds_are_read_as_absent() -
     assert got["condition_rounds"] == {"stunned": 1}
     assert got["mind"]["state"] == "open" and got["mind"]["locked_rounds"] == 0
 
+
 def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:
     """An encounter keeps the actor data as it was added; the write-backs of earlier
     steps put keys there since. ``before`` knows them, so they are deleted as well."""
@@ -302,6 +303,7 @@ def test_a_refused_re_import_writes_the_assumed_fields_first_and_nothing_more() 
     [written] = SHEET.updates(sheet, "revised-2e", before, after, normalise=system.combatant)
     assert list(written["attributes"]) == ["PSP", "psi_mind", "psi_conditions", "psi_kind"]
     assert normalised(SHEET, apply_roll20(sheet, [written]), "revised-2e") == after
+
 
 def test_strengths_run_out_with_no_maxima_recorded_the_maxima_are_written() -> None:
     """combat-strength: maxima left to the engine default to the current strengths; at 0

@@ -358,7 +358,6 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     assert (tmp_path / "home" / "token").exists()
 
 
-
 def test_serve_help_names_every_origin_always_allowed(
         capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):

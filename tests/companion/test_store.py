@@ -655,6 +655,7 @@ async def test_a_write_ahead_log_that_cannot_be_looked_at_is_store_unavailable(
     monkeypatch.undo()
     assert not path.exists()
 
+
 async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"these are not the tables you are looking for\n" * 200)
@@ -792,6 +793,7 @@ async def test_an_unwritable_shared_memory_file_is_refused_at_open_untouched(
             await SQLiteStore(path).open()
         assert f"cannot write {shm} (" in str(caught.value)
         assert fingerprint(folder) == before
+
 
 async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
         tmp_path: pathlib.Path) -> None:

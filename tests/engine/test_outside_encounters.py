@@ -868,6 +868,7 @@ def test_revised_2e_a_critical_opened_mind_given_already_locked_open_is_not_offe
     assert after(ended, "kara")["mind"]["locked_rounds"] == 2
     assert not any(e["type"] == "mind-may-close" for e in ended["events"])
 
+
 def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
     """``combatant_under`` hands house rules to a system's own ``combatant(..., options)``
     when it takes them, so write-back round trips derive as its resolutions do."""

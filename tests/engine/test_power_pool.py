@@ -673,7 +673,6 @@ def test_replacement_tables_change_the_ladder() -> None:
         PowerPoolSystem({"ladder": "d4"})
 
 
-
 @pytest.mark.parametrize("where,path", [
     (("exchange", "attacker_dazed_round_ends"), "/tables/exchange/attacker_dazed_round_ends"),
     (("exchange", "loser_stunned_round_ends"), "/tables/exchange/loser_stunned_round_ends"),

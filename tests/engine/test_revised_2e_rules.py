@@ -118,6 +118,7 @@ def test_a_lost_power_holds_at_most_23_hours_of_its_next_day() -> None:
         SYSTEM.combatant(psionicist("p", lost_powers=[{"days": 2, "hours": 24}]), "/defender")
     assert [p.path for p in err.value.problems] == ["/defender/lost_powers/0/hours"]
 
+
 def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     raw = psionicist("p", level=2)
     with pytest.raises(InvalidCombatant) as err:

@@ -546,7 +546,6 @@ async def test_a_websocket_message_over_one_mib_closes_the_socket(
     assert request(daemon, "GET", "/healthz").status == 200
 
 
-
 # -- memory that grows with what callers name ------------------------------------------------
 def _calls_naming(daemon: Daemon, ids: Iterator[str], batches: int) -> None:
     for _ in range(batches):

@@ -41,16 +41,22 @@ def test_dnd5e_pc_abilities_level_and_hit_die_come_from_the_sheet_and_class_item
     assert (pool["hit_dice"], pool["die"], pool["hp"]) == (1, 6, 8)
 
 
-def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() -> None:
-    """RULES.md §1.1 counts the psionicist's level (PSPs, MTHAC0, modes known), as the
-    ARS and Roll20 adapters take it: Wizard 5 / Psion 2 is level 2 and a psionicist, with
-    a warning; power-pool's Hit Dice stay the character's 7."""
+def wizard_and_psion(psion_levels: int) -> dict[str, Any]:
+    """Zanna as Wizard 5 with a Psion class item of ``psion_levels`` levels beside."""
     data = zanna()
     wizard = next(i for i in data["items"] if i["type"] == "class")
     wizard["system"]["levels"] = 5
     psion = {**wizard, "_id": "psionClass000001", "name": "Psion",
-             "system": {**wizard["system"], "identifier": "psion", "levels": 2}}
+             "system": {**wizard["system"], "identifier": "psion", "levels": psion_levels}}
     data["items"].append(psion)
+    return data
+
+
+def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() -> None:
+    """RULES.md §1.1 counts the psionicist's level (PSPs, MTHAC0, modes known), as the
+    ARS and Roll20 adapters take it: Wizard 5 / Psion 2 is level 2 and a psionicist, with
+    a warning; power-pool's Hit Dice stay the character's 7."""
+    data = wizard_and_psion(2)
     got = DND5E.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (2, "psionicist")
     assert ("several classes (wizard 5, psion 2); level 2 taken, the psionicist class's "
@@ -61,12 +67,7 @@ def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() 
 def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> None:
     """A Psion class item of 0 levels beside Wizard 5 (one dropped, or not yet taken)
     gives no psionicist level: the character is read at its level 5, a wizard."""
-    data = zanna()
-    wizard = next(i for i in data["items"] if i["type"] == "class")
-    wizard["system"]["levels"] = 5
-    psion = {**wizard, "_id": "psionClass000001", "name": "Psion",
-             "system": {**wizard["system"], "identifier": "psion", "levels": 0}}
-    data["items"].append(psion)
+    data = wizard_and_psion(0)
     got = DND5E.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (5, "wizard")
     assert not any("psionicist class's" in w for w in got.warnings)

@@ -240,6 +240,24 @@ def test_kills_is_read_from_a_replacement_table_not_from_a_condition_s_name() ->
     # shown by systems.describe and charged by no exchange)
     (lambda d: d["modes"]["defenses"][4].__setitem__("cost", 10),
      "/tables/modes/defenses/4/cost"),
+    # the cross-checks a JSON Schema cannot express (rules.Tables._cross_check)
+    (lambda d: d["bands"][1].__setitem__("id", "01-25"), "/tables/bands"),
+    (lambda d: d["bands"][2].__setitem__("max", 50), "/tables/bands/2/max"),
+    (lambda d: d["bands"][2].__setitem__("max", None), "/tables/bands/2/max"),
+    (lambda d: d["modes"]["attacks"][1].__setitem__("id", "psionic-wave"),
+     "/tables/modes/attacks"),
+    (lambda d: d["combat"].__setitem__("default_band", "01-24"), "/tables/combat/default_band"),
+    (lambda d: d["defenseless"]["percent_modes"].__setitem__("psychic-implosion", "Z"),
+     "/tables/defenseless/percent_modes/psychic-implosion"),
+    (lambda d: d["defenseless"]["letters"]["D"].__setitem__("condition", "bewildered"),
+     "/tables/defenseless/letters/D/condition"),
+    (lambda d: d["defenseless"]["letters"]["D"]["duration"].__setitem__("unit", "moons"),
+     "/tables/defenseless/letters/D/duration/unit"),
+    (lambda d: d["wave"]["save"].pop("38+"), "/tables/wave/save"),
+    (lambda d: d["wave"]["effects"]["..5"][1].__setitem__("max", 85),
+     "/tables/wave/effects/..5"),
+    (lambda d: d["wave"]["effects"]["..5"][0].__setitem__("condition", "bewildered"),
+     "/tables/wave/effects/..5/0/condition"),
 ])
 def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
     """Tables are checked at load: a bad file names where it is wrong."""
@@ -275,3 +293,37 @@ def test_a_points_cell_above_100_is_not_a_percentage() -> None:
     data = copy.deepcopy(DATA)
     data["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] = 150
     assert CombatStrength(data).tables.combat_value("01-25", "mind-thrust", "mind-blank") == 150
+
+
+def test_a_points_cell_above_100_in_the_defenseless_table_is_not_a_percentage() -> None:
+    """research-tables.md B: only the psychic-implosion row (``defenseless.percent_modes``)
+    is a percentage; Ego Whip's numbers are points, and a replacement file may make one
+    150."""
+    data = copy.deepcopy(DATA)
+    data["defenseless"]["matrix"]["01-25"]["ego-whip"][0] = 150
+    tables = CombatStrength(data).tables
+    assert tables.defenseless_value("01-25", "ego-whip", 0) == 150
+
+
+def test_a_value_beyond_a_closed_last_band_counts_as_the_last_band() -> None:
+    """rules.find_band: a replacement file may close its last band (126-200 instead of
+    126+); a Combat Strength above it still reads that band, not the first."""
+    data = copy.deepcopy(DATA)
+    data["bands"][-1]["max"] = 200
+    tables = CombatStrength(data).tables
+    assert [tables.band(v) for v in (200, 201, 999)] == ["126+", "126+", "126+"]
+
+
+def test_a_condition_the_tables_do_not_know_reads_is_and_its_id() -> None:
+    """rules.Tables.condition_clause: another system's condition (not in these tables)
+    still makes a sentence, "Orm is hexed"."""
+    assert "hexed" not in SYSTEM.tables.conditions
+    assert SYSTEM.tables.condition_clause("Orm", "hexed") == "Orm is hexed"
+
+
+def test_condition_duration_dice_sides_are_listed_once_each() -> None:
+    """research-tables.md B: the letters W, S, D and C all last 1d4 (weeks, turns,
+    rounds); the purpose condition-duration names the d4 once."""
+    assert SYSTEM.tables.duration_sides() == [4]
+    purposes = {p["purpose"]: p for p in SYSTEM.describe()["dice_purposes"]}
+    assert purposes["condition-duration"]["sides"] == [4]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from engine.combat_strength import SYSTEM
+from engine.combat_strength.exchange import Effect, apply_effects
 from engine.combat_strength.system import CombatStrength
 from engine.dice import RandomDice, SuppliedDice
 from engine.errors import DiceNeeded, InvalidCombatant, InvalidInput, RulesViolation
@@ -417,3 +418,119 @@ def test_summary_names_the_bonus_dice_of_a_replacement_table() -> None:
     req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip", "shield-thoughts")
     res = system.resolve(req, SuppliedDice({"damage": [8, 2, 3]}))
     assert "1d8 (" in res.summary and "d6" not in res.summary
+
+
+def test_h_cs_table_full_matrix_bands_by_combat_strength_not_attack_strength() -> None:
+    """H-CS-TABLE 'full-matrix' uses 'the band of the attacker's Combat Strength' (RULES.md
+    2.1: attack + defense strength): 20 + 40 = 60 reads band 51-75, where mind thrust vs
+    mind blank is 18 (research-tables.md A), not band 01-25's 12."""
+    req = request(psionic("ann", 20, 40), psionic("bo", 10, 200), "mind-thrust", "mind-blank",
+                  options={"H-CS-TABLE": "full-matrix"})
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert (res.fields["band"], res.fields["bonus_dice"]) == ("51-75", 0)
+    assert res.fields["damage"] == 18
+
+
+def test_a_combat_table_hit_tells_exactly_what_each_side_lost() -> None:
+    """RULES.md 2.3 step 3.4: the attacker spends the mode's cost (Mind Thrust 4), the
+    defender loses defense strength (12 points against 5: 5) and its defenses go down; no
+    event says nothing was lost."""
+    req = request(psionic("ann", 20, 0), psionic("bo", 30, 5), "mind-thrust", "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert [(e.type, e.combatant, dict(e.data)) for e in res.events] == [
+        ("attack", "ann", {"target": "bo", "mode": "mind-thrust", "range": "short",
+                           "defense": "mind-blank", "table": "combat"}),
+        ("attack-strength-spent", "ann", {"amount": 4}),
+        ("defense-strength-lost", "bo", {"amount": 5}),
+        ("defenses-down", "bo", {})]
+
+
+def test_defenses_already_down_do_not_go_down_again() -> None:
+    """RULES.md 2.4: once defense strength is 0 a defenseless number takes all of it from
+    attack strength (table B, band 26-50, EW vs 60-109: 30); Bo's defenses were down
+    before the attack, so no `defenses-down` and no defense strength lost."""
+    defender = psionic("bo", 40, 0, attack_strength_max=50, defense_strength_max=50)
+    res = SYSTEM.resolve(request(psionic("ann", 30, 100), defender, "ego-whip"),
+                         SuppliedDice({}))
+    assert [(e.type, e.combatant, dict(e.data)) for e in res.events][1:] == [
+        ("attack-strength-spent", "ann", {"amount": 7}),
+        ("attack-strength-lost", "bo", {"amount": 30})]
+    assert res.defender.after["attack_strength"] == 10
+
+
+def test_the_condition_event_names_the_defender() -> None:
+    """Table B, band 01-25, PB vs <=59 is D: the `condition` event is about Bo, who is
+    dazed, not about Ann."""
+    req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), "psionic-wave")
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [3]}))
+    assert [(e.combatant, e.data["id"]) for e in res.events if e.type == "condition"] == [
+        ("bo", "dazed")]
+
+
+def test_mind_crushed_event_gives_the_chance_and_the_d100_rolled() -> None:
+    """H-CS-IMPLOSION: band 01-25 vs mind blank is 2 (%); a d100 of 1 crushes Bo, and the
+    event tells both figures."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
+                  "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [1]}))
+    assert [(e.combatant, dict(e.data)) for e in res.events if e.type == "mind-crushed"] == [
+        ("bo", {"chance": 2, "roll": 1})]
+
+
+def test_the_result_names_the_defense_mode_it_was_looked_up_against() -> None:
+    """RULES.md 2.5: table A is read by attack and defense mode; the result says which
+    defense (Shield Thoughts), and none for the defenseless table."""
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip", "shield-thoughts")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [2]}))
+    assert res.fields["defense_mode"] == "shield-thoughts"
+    assert res.to_json()["defense_mode"] == "shield-thoughts"
+    open_mind = SYSTEM.resolve(request(psionic("ann", 30, 10), psionic("bo", 20, 40),
+                                       "ego-whip"), SuppliedDice({}))
+    assert open_mind.fields["defense_mode"] is None
+
+
+def test_an_open_ended_condition_is_not_shortened_by_a_timed_one() -> None:
+    """Table B, band 01-25, PB vs 60-109 is C (confused 1d4 rounds); Bo is already confused
+    with no end (its sheet gives no rounds), and stays so: an open-ended condition
+    outlasts any timed one."""
+    defender = psionic("bo", 30, 40, conditions=["confused"])
+    res = SYSTEM.resolve(request(psionic("ann", 25, 0), defender, "psionic-wave"),
+                         SuppliedDice({"condition-duration": [3]}))
+    assert res.fields["table_value"] == "C" and res.fields["condition"]["rounds"] == 3
+    assert list(res.defender.after["conditions"]) == ["confused"]
+    assert res.defender.after["condition_rounds"] == {}
+
+
+def test_an_open_ended_condition_replaces_the_same_timed_one() -> None:
+    """Table C, Int + Wis 11 (10-13): a failed save and a d100 of 100 is confusion, with no
+    end; the ogre's 2 rounds of confusion no longer run out."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 5, "wis": 6, "conditions": ["confused"],
+            "condition_rounds": {"confused": 2}}
+    req = request(psionic("ann", 40, 10), ogre, "psionic-wave", stance="wave")
+    res = SYSTEM.resolve(req, SuppliedDice({"save": [1], "wave-effect": [100]}))
+    assert res.fields["condition"]["id"] == "confused"
+    assert list(res.defender.after["conditions"]) == ["confused"]
+    assert res.defender.after["condition_rounds"] == {}
+
+
+def test_missing_condition_duration_dice_counts_only_those_still_needed() -> None:
+    """RULES 4: too few supplied dice is the dice-needed error, for the dice still
+    missing: a replacement table's dazed lasting 2d4 rounds, one d4 supplied, needs one
+    more."""
+    data = copy.deepcopy(SYSTEM.tables.data)
+    data["defenseless"]["letters"]["D"]["duration"]["count"] = 2
+    system = CombatStrength(data)
+    req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), "psionic-wave")
+    with pytest.raises(DiceNeeded) as err:
+        system.resolve(req, SuppliedDice({"condition-duration": [3]}))
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("condition-duration", 4, 1)
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_crush_among_simultaneous_effects_drops_defense_strength_to_zero(first: int) -> None:
+    """H-CS-IMPLOSION and seed step iii: two implosions on Bo in one segment, one of them
+    crushing; in either order his defense strength drops to 0."""
+    bo = SYSTEM.combatant(psionic("bo", 30, 60))
+    hits = [Effect(damage=4), Effect(damage=3, crushed=True)]
+    after = apply_effects(bo, hits[first:] + hits[:first])
+    assert (after["defense_strength"], after["attack_strength"]) == (0, 30)

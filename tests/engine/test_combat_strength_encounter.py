@@ -681,3 +681,34 @@ def test_a_trance_attack_on_a_creature_refreshed_as_not_psionic_is_lost_when_the
     assert "Ann's Mind Thrust on Bo is lost, and costs nothing: Bo is not psionic now" in (
         step["summary"])
     assert state["combatants"]["ann"]["attack_strength"] == 60
+
+
+def test_a_combatant_cannot_attack_its_own_mind() -> None:
+    """RULES.md 2.3 step 3.2: a `trance` combatant picks an attack mode and a target; Ann
+    naming herself is refused, and she is not recorded as having chosen."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "mind-thrust", "target": "ann"}})
+    assert (err.value.rule, err.value.detail) == (
+        "target-is-self", "a combatant cannot attack its own mind")
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
+
+
+def test_a_defense_refused_says_whether_the_stance_or_the_implosion_limits_it() -> None:
+    """Seed 3.i names two reasons to allow only Shield Thoughts: being outside psionic
+    combat (Bo, 'normal'), or attacking with Psychic Implosion (Ann, in a trance); the
+    refusal tells which."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "normal"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {
+            "attack": {"mode": "psychic-implosion", "target": "bo"},
+            "defense": {"mode": "tower-of-iron-will"}})
+    assert err.value.detail == ("Ann attacks with Psychic Implosion, so may pick only Shield "
+                                "Thoughts or no defense (seed step 3.i)")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mind-blank"}})
+    assert err.value.detail == ('Bo is in the "normal" stance, outside psionic combat, so may '
+                                "pick only Shield Thoughts or no defense (seed step 3.i)")

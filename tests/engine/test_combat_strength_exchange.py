@@ -513,17 +513,20 @@ def test_an_open_ended_condition_replaces_the_same_timed_one() -> None:
     assert res.defender.after["condition_rounds"] == {}
 
 
-def test_missing_condition_duration_dice_counts_only_those_still_needed() -> None:
+@pytest.mark.parametrize("supplied,needed", [([3], 1), ([], 2)])
+def test_missing_condition_duration_dice_counts_only_those_still_needed(
+        supplied: list[int], needed: int) -> None:
     """RULES 4: too few supplied dice is the dice-needed error, for the dice still
-    missing: a replacement table's dazed lasting 2d4 rounds, one d4 supplied, needs one
-    more."""
+    missing: a replacement table's dazed lasting 2d4 rounds needs one more d4 when one is
+    supplied, both when none is."""
     data = copy.deepcopy(SYSTEM.tables.data)
     data["defenseless"]["letters"]["D"]["duration"]["count"] = 2
     system = CombatStrength(data)
     req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), "psionic-wave")
     with pytest.raises(DiceNeeded) as err:
-        system.resolve(req, SuppliedDice({"condition-duration": [3]}))
-    assert (err.value.purpose, err.value.sides, err.value.needed) == ("condition-duration", 4, 1)
+        system.resolve(req, SuppliedDice({"condition-duration": supplied}))
+    assert (err.value.purpose, err.value.sides, err.value.needed) == (
+        "condition-duration", 4, needed)
 
 
 @pytest.mark.parametrize("first", [0, 1])
@@ -534,3 +537,50 @@ def test_a_crush_among_simultaneous_effects_drops_defense_strength_to_zero(first
     hits = [Effect(damage=4), Effect(damage=3, crushed=True)]
     after = apply_effects(bo, hits[first:] + hits[:first])
     assert (after["defense_strength"], after["attack_strength"]) == (0, 30)
+
+
+@pytest.mark.parametrize("mode,dice", [("psionic-wave", {"condition-duration": [3]}),
+                                       ("psychic-implosion", {"implosion": [73]})])
+def test_h_cs_defenseless_off_adds_no_bonus_dice_to_a_letter_or_a_chance(
+        mode: str, dice: dict[str, list[int]]) -> None:
+    """H-CS-DEFENSELESS false 'adds the bonus dice to its numbers': table B's letters and
+    its psychic-implosion percentages are not points (band 01-25 vs <=59: PB is D, PsC
+    72%), so Ann's one bonus die (Combat Strength 25) is not rolled."""
+    req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), mode,
+                  options={"H-CS-DEFENSELESS": False})
+    res = SYSTEM.resolve(req, SuppliedDice({**dice, "damage": [5]}))
+    assert (res.fields["bonus_dice"], res.fields["damage"]) == (0, 0)
+    assert res.defender.after["defense_strength"] == 10
+    assert res.unused_dice == {"damage": [5]}
+
+
+def test_the_save_against_a_psionic_wave_is_the_targets_roll_and_event() -> None:
+    """RULES.md 2.7: the target saves on d20 (purpose save): the die and the `save` event
+    are the ogre's; the d100 on the effect table is the attacker's."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 5, "wis": 6}
+    req = request(psionic("ann", 40, 10), ogre, "psionic-wave", range_="medium")
+    res = SYSTEM.resolve(req, SuppliedDice({"save": [14], "wave-effect": [15]}))
+    assert [(r["purpose"], r["by"]) for r in res.to_json()["rolls"]] == [
+        ("save", "ogre"), ("wave-effect", "ann")]
+    assert [(e.combatant, dict(e.data)) for e in res.events if e.type == "save"] == [
+        ("ogre", {"target": 15, "roll": 14, "success": False})]
+
+
+def test_the_penetration_cap_event_is_the_attackers() -> None:
+    """H-CS-PEN-CAP: the capped dice are Ann's damage dice, so the event names Ann."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "mind-thrust",
+                  "mental-barrier", options={"H-CS-PEN-CAP": 2})
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [6, 6, 6]}))
+    assert [(e.combatant, dict(e.data)) for e in res.events
+            if e.type == "penetration-capped"] == [("ann", {"cap": 2})]
+
+
+def test_a_timed_condition_is_in_the_after_state_only() -> None:
+    """Table B, band 01-25, PB vs <=59 is D (dazed 1d4 rounds): the result's before state
+    is Bo as he was, without the condition or its rounds."""
+    req = request(psionic("ann", 25, 0), psionic("bo", 10, 10), "psionic-wave")
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [3]}))
+    assert (list(res.defender.before["conditions"]),
+            res.defender.before["condition_rounds"]) == ([], {})
+    assert (list(res.defender.after["conditions"]),
+            res.defender.after["condition_rounds"]) == (["dazed"], {"dazed": 3})

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from itertools import product
 
 import pytest
 
-from engine.dice import LADDER, RandomDice, SuppliedDice, step_die
+from engine.dice import (
+    LADDER,
+    MAX_SIDES,
+    DiceSource,
+    RandomDice,
+    Roll,
+    SuppliedDice,
+    dice_source,
+    step_die,
+    still_needed,
+)
 from engine.errors import DiceNeeded, DiceSyntaxError, InvalidInput, LimitExceeded
 from engine.expr import roll_expression
 from engine.odds import Dist
@@ -41,6 +52,13 @@ def test_penetration_cap_is_reported() -> None:
     assert die.capped and die.follow_ups == 3 and die.total == 6 + 5 * 3
 
 
+def test_a_chain_that_ends_below_the_maximum_at_the_cap_is_not_capped() -> None:
+    """RULES.md §4: a result says when a cap was reached; a last follow-up below the
+    maximum ends the chain by itself, so the cap cut nothing off."""
+    die = SuppliedDice({"damage": [6, 6, 3]}).roll_penetrating("damage", 6, cap=2)
+    assert (die.total, die.follow_ups, die.capped) == (6 + 5 + 2, 2, False)
+
+
 def test_supplied_value_outside_faces_is_refused() -> None:
     with pytest.raises(InvalidInput) as err:
         SuppliedDice({"attack": [21]}).roll("attack", 20)
@@ -54,10 +72,36 @@ def test_exhausted_purpose_raises_dice_needed() -> None:
     assert (err.value.purpose, err.value.sides, err.value.needed) == ("damage", 4, 3)
 
 
+def test_a_purpose_given_no_dice_needs_every_die_it_asks_for() -> None:
+    """RULES.md §4: "dice needed" names the count still needed; a purpose absent from
+    the supplied dice has none, so all of them (not one more)."""
+    with pytest.raises(DiceNeeded) as err:
+        SuppliedDice({"attack": [3]}).roll_many("damage", 6, 2)
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("damage", 6, 2)
+
+
+def test_one_die_past_the_last_supplied_value_is_dice_needed() -> None:
+    """A single ``roll`` (no count asked for first) past the supplied values, or of a
+    purpose given none, is "dice needed" for one die (RULES.md §4)."""
+    dice = SuppliedDice({"attack": [3]})
+    assert dice.roll("attack", 20) == 3
+    for purpose in ("attack", "save"):
+        with pytest.raises(DiceNeeded) as err:
+            dice.roll(purpose, 20)
+        assert (err.value.purpose, err.value.sides, err.value.needed) == (purpose, 20, 1)
+    assert dice.rolls == (Roll("attack", 20, 3),)
+
+
 def test_unused_dice_are_reported() -> None:
     dice = SuppliedDice({"attack": [12, 5], "save": [3]})
     dice.roll("attack", 20)
     assert dice.unused() == {"attack": [5], "save": [3]}
+
+
+def test_a_purpose_whose_values_were_all_used_is_not_reported_unused() -> None:
+    dice = SuppliedDice({"attack": [12], "save": [3], "damage": []})
+    dice.roll("attack", 20)
+    assert dice.unused() == {"save": [3]}
 
 
 def test_random_source_is_reproducible_with_a_seed() -> None:
@@ -74,9 +118,57 @@ def test_die_ladder_stops_at_both_ends() -> None:
     assert step_die(4, -1) == 4
 
 
+def test_a_die_off_the_ladder_cannot_be_stepped() -> None:
+    """Only the ladder's dice move along it: another size is invalid input at /die."""
+    with pytest.raises(InvalidInput) as err:
+        step_die(7, 1)
+    assert [p.to_json() for p in err.value.problems] == [
+        {"path": "/die", "message": "d7 is not on the die ladder [4, 6, 8, 10, 12, 20]"}]
+
+
 def test_pool_limit() -> None:
-    with pytest.raises(LimitExceeded):
+    """API.md Limits: at most 100 dice in one pool; one more is refused, naming the
+    limit at /pool_dice."""
+    assert len(RandomDice(1).roll_many("attack", 6, 100)) == 100
+    with pytest.raises(LimitExceeded) as err:
         RandomDice(1).roll_many("attack", 6, 101)
+    assert [p.to_json() for p in err.value.problems] == [
+        {"path": "/pool_dice", "message": "101 dice exceed the limit of 100 dice per pool"}]
+
+
+def test_a_die_has_one_to_max_sides_faces() -> None:
+    """API.md Limits (1000 sides per die): a d1000 rolls, a d1001 or a d0 is refused."""
+    dice = SuppliedDice({"x": [MAX_SIDES, 1]})
+    assert (dice.roll("x", MAX_SIDES), dice.roll("x", 1)) == (MAX_SIDES, 1)
+    for sides in (MAX_SIDES + 1, 0):
+        with pytest.raises(InvalidInput) as err:
+            RandomDice(1).roll("x", sides)
+        assert [p.to_json() for p in err.value.problems] == [
+            {"path": "/dice", "message": f"a die must have 1 to 1000 sides, not {sides}"}]
+
+
+def test_empty_supplied_dice_are_supplied_dice_not_random_ones() -> None:
+    """``dice: {}`` asks for physical dice and gives none: the first die is "dice
+    needed", never a random value (RULES.md §4)."""
+    with pytest.raises(DiceNeeded) as err:
+        dice_source({}, 7).roll("attack", 20)
+    assert (err.value.purpose, err.value.needed) == ("attack", 1)
+    assert isinstance(dice_source(None, 7), RandomDice)
+
+
+def test_still_needed_counts_the_later_dice_of_the_same_purpose_and_sides() -> None:
+    """``still_needed`` adds what the later steps ask for of the short die (same purpose,
+    same sides) and stops counting at the first step the rules refuse."""
+    def rolls(*dice: tuple[str, int]) -> Callable[[DiceSource], object]:
+        return lambda source: [source.roll(purpose, sides) for purpose, sides in dice]
+
+    def refused(source: DiceSource) -> object:
+        raise InvalidInput.at("/attack", "not allowed")
+
+    short = DiceNeeded("attack", 20, 2)
+    needed = still_needed(short, [rolls(("attack", 20), ("attack", 6), ("save", 20)),
+                                  rolls(("attack", 20)), refused, rolls(("attack", 20))])
+    assert (needed.purpose, needed.sides, needed.needed) == ("attack", 20, 4)
 
 
 def test_expression_with_penetration() -> None:

@@ -62,6 +62,34 @@ def test_a_value_no_die_shows_is_refused_when_the_dice_are_given() -> None:
     assert SuppliedDice({"x": [1, MAX_SIDES]}).unused() == {"x": [1, MAX_SIDES]}
 
 
+def test_a_die_value_is_a_whole_number_not_a_boolean_or_a_string() -> None:
+    """``true`` equals 1 in Python but is no die value; nor are 2.0 or "3": each is
+    refused where it stands, with the values that are no face beside them."""
+    with pytest.raises(InvalidInput) as err:
+        SuppliedDice({"attack": [True]})
+    assert [p.to_json() for p in err.value.problems] == [
+        {"path": "/dice/attack/0", "message": "a die value must be an integer"}]
+    with pytest.raises(InvalidInput) as err:
+        SuppliedDice({"attack": [1, False, 2.0, "3", 0]})
+    assert paths(err) == ["/dice/attack/1", "/dice/attack/2", "/dice/attack/3",
+                          "/dice/attack/4"]
+    assert [p.message for p in err.value.problems][2:] == [
+        "a die value must be an integer", "0 is not a face of any die (1 to 1000)"]
+
+
+def test_the_dice_of_a_purpose_are_a_list_named_by_a_string() -> None:
+    """A string of digits is not a list of values, nor is a purpose that is not a
+    string a purpose: each is refused at /dice/<purpose> as a whole."""
+    with pytest.raises(InvalidInput) as err:
+        SuppliedDice({"attack": "12"})
+    assert [p.to_json() for p in err.value.problems] == [
+        {"path": "/dice/attack", "message": "must be a list of die values"}]
+    with pytest.raises(InvalidInput) as err:
+        SuppliedDice({7: [1]})  # type: ignore[dict-item]
+    assert [p.to_json() for p in err.value.problems] == [
+        {"path": "/dice/7", "message": "must be a list of die values"}]
+
+
 def test_check_faces_holds_each_purpose_to_its_largest_die() -> None:
     dice = SuppliedDice({"attack": [20, 21], "damage": [7], "other": [999]})
     with pytest.raises(InvalidInput) as err:
@@ -108,6 +136,9 @@ def test_largest_faces_skips_what_is_not_a_dice_purpose() -> None:
                           {"purpose": "a", "sides": [None, "6", 8, True, -2]},
                           {"purpose": "b", "sides_by_mode": {"x": None}},
                           {"purpose": "c", "sides": 12.5}]) == {"a": 8}
+    assert largest_faces([{"purpose": "zero", "sides": 0},
+                          {"purpose": "true", "sides": True},
+                          {"purpose": "tuple", "sides": (4, 6)}]) == {"tuple": 6}
 
 
 # -- revised-2e ---------------------------------------------------------------------------

@@ -82,12 +82,78 @@ def test_each_keyword_is_judged_as_jsonschema_judges_it(schema: dict[str, Any],
     assert check(value) == validator.is_valid(value)
 
 
+#: (schema, value, valid): the edges of each keyword, which generated values rarely hit
+EDGE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
+    # JSON equality: true is not 1, a longer list or object is not the same value
+    ({"const": 1}, True, False), ({"const": True}, 1, False), ({"const": 1}, 1.0, True),
+    ({"enum": [1, None]}, True, False), ({"enum": [[1], "a"]}, [True], False),
+    ({"const": [1]}, [1, 2], False), ({"const": [1, 2]}, [1], False),
+    ({"const": {"a": 1}}, {"a": 1, "b": 2}, False), ({"const": {"a": 1, "b": 2}}, {"a": 1}, False),
+    ({"const": {"a": [1]}}, {"a": [1.0]}, True),
+    # bounds include their own value
+    ({"minimum": 0, "maximum": 10}, 0, True), ({"minimum": 0, "maximum": 10}, 10, True),
+    ({"minimum": 0, "maximum": 10}, -1, False), ({"minimum": 0, "maximum": 10}, 10.5, False),
+    ({"minLength": 1, "maxLength": 2}, "ab", True), ({"minLength": 1, "maxLength": 2}, "", False),
+    ({"minLength": 1, "maxLength": 2}, "abc", False),
+    ({"minItems": 1, "maxItems": 2}, [0, 0], True), ({"minItems": 1, "maxItems": 2}, [], False),
+    ({"minItems": 1, "maxItems": 2}, [0, 0, 0], False),
+    ({"minProperties": 1, "maxProperties": 2}, {"a": 0, "b": 0}, True),
+    ({"minProperties": 1, "maxProperties": 2}, {}, False),
+    ({"minProperties": 1, "maxProperties": 2}, {"a": 0, "b": 0, "c": 0}, False),
+    # true is no number; 1.0 is an integer
+    ({"type": "number"}, True, False), ({"type": ["integer", "null"]}, False, False),
+    ({"type": "integer"}, 1.0, True), ({"minimum": 2}, True, True),
+    # additionalProperties is for the members "properties" does not name
+    ({"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+     {"a": "s", "b": 1}, True),
+    ({"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+     {"a": "s", "b": "t"}, False),
+    # every branch of allOf, any of anyOf, exactly one of oneOf
+    ({"allOf": [{"type": "integer"}, {"minimum": 2}]}, 1, False),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, 1, True),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 3, False),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 2.5, True),
+    # an empty list of types admits nothing
+    ({"type": []}, 1, False), ({"type": []}, None, False),
+    # after a single "type", the keywords of other kinds do not apply
+    ({"type": "integer", "minLength": 1, "required": ["a"], "maxItems": 0}, 5, True),
+    ({"type": "string", "minimum": 1, "minProperties": 1, "uniqueItems": True}, "aa", True),
+    # ``pattern`` is searched for anywhere, with or without "type"
+    ({"pattern": "d[0-9]"}, "xd6", True), ({"type": "string", "pattern": "d[0-9]"}, "xd6", True),
+    ({"pattern": "^d[0-9]"}, "xd6", False),
+]
+
+
+@pytest.mark.parametrize("schema,value,valid", EDGE_CASES)
+def test_each_keyword_s_edges_are_judged_as_jsonschema_judges_them(
+        schema: dict[str, Any], value: Any, valid: bool) -> None:
+    """JSON Schema 2020-12 as jsonschema reads it (the module's promise: exactly the
+    specification's semantics), at the values where a compiled test could be off by
+    one or forget JSON equality."""
+    check = compile_check(schema)
+    assert check is not None
+    assert (check(value), Draft202012Validator(schema).is_valid(value)) == (valid, valid)
+
+
 @pytest.mark.parametrize("schema", [{"patternProperties": {"^a": True}}, {"$ref": "#/x"},
                                     {"$ref": "#/$defs/missing"}, {"type": "decimal"},
                                     {"properties": {"a": {"format": "email"}}},
                                     {"pattern": "("}])
 def test_other_keywords_get_no_predicate(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
+
+
+@pytest.mark.parametrize("ref,meant", [("#/$defs/a/b", None), ("#/$defs/a~1b", 5)])
+def test_a_reference_whose_name_is_a_pointer_path_or_escape_gets_no_predicate(
+        ref: str, meant: Any) -> None:
+    """``#/$defs/a/b`` is a JSON Pointer (``$defs`` → ``a`` → ``b``), and ``~1`` in it
+    means ``/``: neither names the definition spelled the same way. jsonschema follows
+    the pointer, so the compiler must not read the name as it stands."""
+    schema = {"$defs": {"a/b": {"type": "integer"}, "a~1b": {"type": "string"},
+                        "a": {"b": {"type": "null"}}},
+              "$ref": ref}
+    assert compile_check(schema) is None
+    assert [v for v in (None, 5, "x") if Draft202012Validator(schema).is_valid(v)] == [meant]
 
 
 @pytest.mark.parametrize("system_id", ["revised-2e", "combat-strength", "power-pool"])

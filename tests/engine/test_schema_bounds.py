@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from engine.schemacheck import MAX_ERRORS, Validator
+from engine.schemacheck import MAX_ERRORS, Validator, first_errors
 from engine.system import schema_problems
 from tests.engine.test_schemacheck import values
 
@@ -124,6 +124,54 @@ def test_a_subschema_that_depends_on_where_it_sits_is_entered_item_by_item() -> 
     assert errors(schema, [1, "a", 2]) == [([1], "type")]
 
 
+#: subschemas whose ``$ref`` into the document's ``$defs`` is nested where a walk must
+#: look for it: in a member of an object, and in an item of a list
+IN_A_MEMBER = {"$defs": {"n": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/n"}}}
+IN_A_LIST = {"$defs": {"n": {"type": "string"}}, "allOf": [{"$ref": "#/$defs/n"}]}
+
+
+@pytest.mark.parametrize("schema,value,path", [
+    ({"items": IN_A_MEMBER}, [{"a": "s"}], [0, "a"]),
+    ({"items": IN_A_LIST}, ["s"], [0]),
+    ({"additionalProperties": IN_A_MEMBER}, {"k": {"a": "s"}}, ["k", "a"]),
+    ({"additionalProperties": IN_A_LIST}, {"k": "s"}, ["k"]),
+])
+def test_a_reference_nested_in_a_subschema_is_resolved_against_the_whole_document(
+        schema: dict[str, Any], value: Any, path: list[Any]) -> None:
+    """However deep it sits, ``#/$defs/n`` is the document's ``n`` (an integer here), not
+    the ``n`` of the subschema that holds it: an item or member is judged by that."""
+    assert errors({"$defs": {"n": {"type": "integer"}}, **schema}, value) == [(path, "type")]
+
+
+def test_a_subschema_that_names_another_draft_is_judged_by_that_draft() -> None:
+    """``$schema`` in a subschema picks its draft (the module: jsonschema picks a
+    subschema's class by it): draft 4 has no integer 1.0, so no 2020-12 quick check may
+    pass that item or member."""
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}
+    assert errors({"items": draft4}, [1, 1.0]) == [([1], "type")]
+    assert errors({"additionalProperties": draft4}, {"a": 1.0}) == [(["a"], "type")]
+
+
+def test_items_begin_after_the_prefix_items_and_are_named_by_their_index() -> None:
+    """2020-12: ``items`` applies to the items after ``prefixItems`` only; an item's
+    problem is at its own index."""
+    schema = {"prefixItems": [{"type": "string"}], "items": {"type": "integer"}}
+    assert errors(schema, ["a", 1, "b", 2]) == [([2], "type")]
+    assert errors({"items": {"type": "integer"}}, [1, "a"]) == [([1], "type")]
+
+
+@pytest.mark.parametrize("schema", [{"uniqueItems": True}, {"items": {"type": "integer"}},
+                                    {"additionalProperties": {"type": "integer"}}])
+def test_array_and_object_keywords_leave_other_values_alone(schema: dict[str, Any]) -> None:
+    """A keyword applies only to instances of its type (JSON Schema 2020-12): a string
+    has no items to be unique or integers, a list no members."""
+    for value in ("aa", ["a"], {"a": "a"}):
+        stock = [(list(e.absolute_path), str(e.validator))
+                 for e in Draft202012Validator(schema).iter_errors(value)]
+        assert errors(schema, value) == stock
+    assert errors(schema, "aa") == []
+
+
 class CountedErrors:
     """A validator whose errors are counted as they are taken."""
 
@@ -145,6 +193,16 @@ def test_a_check_stops_looking_after_max_errors() -> None:
     assert counted.taken == MAX_ERRORS == len(problems)
     assert problems[0].path == "/attacks/0" and problems[-1].path == f"/attacks/{MAX_ERRORS - 1}"
     assert problems[0].message == '0 is not of type "string"'
+
+
+def test_errors_are_listed_by_where_they_are_in_the_value() -> None:
+    """``first_errors`` sorts what it takes by path: the problems of a refused request
+    read in the value's order, not in the order of the schema's keywords."""
+    schema = {"properties": {"b": {"type": "string"}, "a": {"type": "string"}},
+              "required": ["c"]}
+    found = first_errors(Validator(schema).iter_errors({"a": 1, "b": 2}))
+    assert [(list(e.absolute_path), e.validator) for e in found] == [
+        ([], "required"), (["a"], "type"), (["b"], "type")]
 
 
 def test_a_list_over_its_limit_is_named_with_the_limit() -> None:

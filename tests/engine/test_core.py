@@ -110,6 +110,13 @@ def test_random_source_is_reproducible_with_a_seed() -> None:
     assert a == b
 
 
+def test_random_dice_show_every_face_of_their_die_and_no_other() -> None:
+    """A random d6 is 1 to 6, the maximum included (it is what penetrates); a hundred
+    seeded rolls show each face."""
+    values = RandomDice(7).roll_many("x", 6, 100)
+    assert sorted(set(values)) == [1, 2, 3, 4, 5, 6]
+
+
 def test_die_ladder_stops_at_both_ends() -> None:
     assert LADDER == (4, 6, 8, 10, 12, 20)
     assert step_die(4, 2) == 8

@@ -90,6 +90,9 @@ EDGE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
     ({"const": [1]}, [1, 2], False), ({"const": [1, 2]}, [1], False),
     ({"const": {"a": 1}}, {"a": 1, "b": 2}, False), ({"const": {"a": 1, "b": 2}}, {"a": 1}, False),
     ({"const": {"a": [1]}}, {"a": [1.0]}, True),
+    # lists are equal item by item, in order: [1, 2] is not [2, 1], [1, 1] is not [1]
+    ({"uniqueItems": True}, [[1, 2], [2, 1]], True), ({"uniqueItems": True}, [[1, 1], [1]], True),
+    ({"uniqueItems": True}, [[1, 2], [1.0, 2]], False),
     # bounds include their own value
     ({"minimum": 0, "maximum": 10}, 0, True), ({"minimum": 0, "maximum": 10}, 10, True),
     ({"minimum": 0, "maximum": 10}, -1, False), ({"minimum": 0, "maximum": 10}, 10.5, False),

@@ -15,8 +15,9 @@ Only a subset of JSON Schema 2020-12 is compiled (the keywords our schemas use:
 ``type``, ``properties``, ``required``, ``additionalProperties``, ``items``, ``enum``,
 ``const``, ``min/maxLength``, ``min/maxItems``, ``min/maxProperties``, ``minimum``,
 ``maximum``, ``pattern``, ``not``, ``allOf``, ``anyOf``, ``oneOf``, ``propertyNames``,
-``uniqueItems``, local ``$ref`` into ``$defs``, and annotations). A schema with any
-other keyword gets no predicate, and jsonschema alone decides. Each keyword follows the
+``uniqueItems``, local ``$ref`` into ``$defs``, ``$id`` and ``$schema`` at the root, and
+annotations). A schema with any other keyword, or with ``$id`` or ``$schema`` below its
+root, gets no predicate, and jsonschema alone decides. Each keyword follows the
 specification's semantics exactly (a keyword applies only to instances of its type;
 ``1.0`` is an integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``;
 ``pattern`` is Python's ``re.search``, as in jsonschema);
@@ -55,6 +56,8 @@ _KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties",
                        "minProperties", "maxProperties", "minimum", "maximum", "pattern",
                        "not", "allOf", "anyOf", "oneOf", "propertyNames", "uniqueItems",
                        "$ref", "$defs", "$schema", "$id"}) | _ANNOTATIONS
+#: keywords compiled at the root only: below it they change what the subschema means
+_ROOT_ONLY = frozenset({"$schema", "$id"})
 
 
 class Unsupported(Exception):
@@ -169,6 +172,11 @@ class _Context:
         unknown = set(schema) - _KEYWORDS
         if unknown:
             raise Unsupported(f"keywords {sorted(unknown)}")
+        if schema is not self.root and not _ROOT_ONLY.isdisjoint(schema):
+            # Below the root, $id moves the base its references are read against and
+            # $schema picks another draft; every $ref here is read against the root
+            # and every keyword as 2020-12 has it.
+            raise Unsupported(f"{sorted(_ROOT_ONLY & set(schema))} in a subschema")
         out: list[str] = []
         # After a single "type" the value's kind is known: the keywords of that kind
         # need no guard, those of other kinds cannot apply.

@@ -238,6 +238,22 @@ def test_schemas_whose_references_resolve_load(name: str,
     assert registered is not None and registered.problems({}) == []
 
 
+def test_a_params_subschema_with_its_own_id_is_judged_by_its_own_definitions(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``#/$defs/b`` inside a subschema with its own ``$id`` is that subschema's ``b`` (a
+    string here), not the root's (an integer): the quick check must not read it against
+    the root and pass params that jsonschema refuses."""
+    schema = {"type": "object", "$defs": {"b": {"type": "integer"}},
+              "properties": {"x": {"$id": "https://plugin.example/x",
+                                   "$defs": {"b": {"type": "string"}}, "$ref": "#/$defs/b"}}}
+    loaded = load_plugins([_entry_point_to(with_schema(schema), monkeypatch)], CORE)
+    assert loaded.reports[0].error is None
+    registered = loaded.methods.get("schema.x")
+    assert registered is not None and registered.fast is None
+    assert registered.problems({"x": "s"}) == []
+    assert [p.path for p in registered.problems({"x": 5})] == ["/x"]
+
+
 def test_a_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plugin schema's $ref to a web address is refused at load; nothing is fetched
     (jsonschema's default registry would fetch it, on some later call)."""

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from engine import builtin_systems
-from engine.schemacheck import compile_check
+from engine.schemacheck import QuickValidator, compile_check
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 2**64), st.sampled_from([0, 1, -1, 2**63]),
@@ -144,6 +144,38 @@ def test_each_keyword_s_edges_are_judged_as_jsonschema_judges_them(
                                     {"pattern": "("}])
 def test_other_keywords_get_no_predicate(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
+
+
+#: subschemas whose meaning depends on their own ``$id`` (the base their ``$ref`` is read
+#: against: here their own ``$defs``) or ``$schema`` (draft 4 has no integer 1.0)
+OWN_ID = {"$defs": {"b": {"type": "integer"}},
+          "properties": {"x": {"$id": "https://plugin.example/other",
+                               "$defs": {"b": {"type": "string"}}, "$ref": "#/$defs/b"}}}
+OWN_DRAFT = {"properties": {"x": {"$schema": "http://json-schema.org/draft-04/schema#",
+                                  "type": "integer"}}}
+
+
+@pytest.mark.parametrize("schema,refused,accepted", [(OWN_ID, {"x": 5}, {"x": "s"}),
+                                                     (OWN_DRAFT, {"x": 1.0}, {"x": 1})])
+def test_a_subschema_with_its_own_id_or_draft_is_left_to_jsonschema(
+        schema: dict[str, Any], refused: Any, accepted: Any) -> None:
+    """A subschema's ``$id`` moves the base its references resolve against and its
+    ``$schema`` picks another draft; the compiled subset reads neither, so such a schema
+    gets no predicate, and a plugin's params are judged as jsonschema judges them."""
+    assert compile_check(schema) is None
+    for validator in (QuickValidator(schema), Draft202012Validator(schema)):
+        assert (validator.is_valid(refused), validator.is_valid(accepted)) == (False, True)
+
+
+def test_an_id_and_a_draft_at_the_root_are_compiled() -> None:
+    """At the root they change nothing the compiled subset reads: every reference is
+    read against the root, and the root is always judged by 2020-12 (``Validator``)."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              "$id": "https://plugin.example/root", "$defs": {"b": {"type": "integer"}},
+              "properties": {"x": {"$ref": "#/$defs/b"}}}
+    check = compile_check(schema)
+    assert check is not None
+    assert (check({"x": 5}), check({"x": "s"})) == (True, False)
 
 
 @pytest.mark.parametrize("ref,meant", [("#/$defs/a/b", None), ("#/$defs/a~1b", 5)])

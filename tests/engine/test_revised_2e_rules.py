@@ -158,6 +158,29 @@ def test_a_stunned_attacker_attacks_only_when_house_rule_h_2e_stun_is_off() -> N
     assert (err.value.rule, err.value.detail) == ("attacker-cannot-act", "a is dazed")
 
 
+def test_rules_refuse_an_attack_on_the_attacker_s_own_mind() -> None:
+    """RULES.md §1.4: an attack is on another combatant's mind; a combatant cannot be
+    its own target."""
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), psionicist("a"), {"mode": "mind-thrust"}, attack=[10])
+    assert (err.value.rule, err.value.detail) == ("target-is-attacker",
+                                                  "a cannot attack its own mind")
+
+
+def test_rules_refuse_a_defense_raised_by_a_defender_who_cannot_act() -> None:
+    """RULES.md §1.4 step 1: defenses are raised at the start of the round, an action a
+    dazed defender cannot take; one already paid for this round still protects."""
+    dazed = psionicist("d", conditions=["dazed"])
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), dazed, {"mode": "mind-thrust"}, {"mode": "mind-blank"},
+                attack=[10])
+    assert (err.value.rule, err.value.detail) == ("defender-cannot-act",
+                                                  "d cannot raise a defense now")
+    result = resolve(psionicist("a"), dazed, {"mode": "mind-thrust"},
+                     {"mode": "mind-blank", "paid": True}, attack=[1])
+    assert result["hit"] is False and result["defender"]["after"]["psp"] == 50
+
+
 def test_rules_refuse_a_defense_it_cannot_pay_or_does_not_know() -> None:
     with pytest.raises(RulesViolation) as err:
         resolve(psionicist("a"), psionicist("d", psp=4), {"mode": "mind-thrust"},
@@ -207,6 +230,20 @@ def test_natural_1_always_misses_and_natural_20_always_hits() -> None:
     assert hard["roll"]["modified"] < hard["needed"] and hard["hit"]
 
 
+def test_a_modified_roll_equal_to_the_needed_roll_hits_and_a_natural_19_does_not_always_hit(
+) -> None:
+    """RULES.md §1.4 step 4: natural 20 always hits; otherwise hit when modified ≥ needed,
+    so a roll equal to the needed number hits and a natural 19 short of it misses."""
+    # MTHAC0 16 vs MAC 10: needed 6, no defense, modifier 0
+    equal = resolve(psionicist("a"), psionicist("d", mac=10), {"mode": "mind-thrust"},
+                    attack=[6], damage=[3])
+    assert (equal["roll"]["modified"], equal["needed"], equal["hit"]) == (6, 6, True)
+    # MAC −10: needed 26; mind thrust vs mind blank +5: 19 + 5 = 24
+    short = resolve(psionicist("a"), psionicist("d", mac=-10), {"mode": "mind-thrust"},
+                    {"mode": "mind-blank"}, attack=[19])
+    assert (short["roll"]["modified"], short["needed"], short["hit"]) == (24, 26, False)
+
+
 def test_critical_on_modified_roll_house_rule_h_2e_crit_mods() -> None:
     # MTHAC0 16 vs MAC −2: needed 18. Mind thrust vs mind blank +5: 18 + 5 = 23.
     a, d = psionicist("a"), psionicist("d", mac=-2)
@@ -215,6 +252,17 @@ def test_critical_on_modified_roll_house_rule_h_2e_crit_mods() -> None:
     off = resolve(a, d, {"mode": "mind-thrust"}, {"mode": "mind-blank"},
                   {"H-2E-CRIT-MODS": False}, attack=[18], damage=[4], save=[20])
     assert on["critical"] and not off["critical"] and off["hit"]
+
+
+def test_the_save_against_a_critical_hit_is_the_defender_s_roll() -> None:
+    """RULES.md §1.4 step 6: on a critical hit that does not open the mind outright the
+    target saves vs. paralyzation, so the ``save`` die is rolled by the defender."""
+    # needed 18; mind thrust vs mind blank +5: natural 18 makes 23, critical; 4 < 25% of 50
+    result = resolve(psionicist("a"), psionicist("d", mac=-2), {"mode": "mind-thrust"},
+                     {"mode": "mind-blank"}, attack=[18], damage=[4], save=[20])
+    assert [(r["purpose"], r["by"]) for r in result["rolls"]] == [
+        ("attack", "a"), ("damage", "a"), ("save", "d")]
+    assert result["save"] == {"target": 12, "roll": 20, "success": True}
 
 
 def test_nonpsionic_mind_opens_on_any_hit_without_damage_dice() -> None:
@@ -264,6 +312,31 @@ def test_attack_on_open_mind_is_at_plus_2_with_its_effect(mode: str, dice: JSON,
     assert {"conditions": "dazed" in after["conditions"], "hp": after["hp"] == 21,
             "lost_powers": after["lost_powers"] == [{"days": 6}]}[field]
     assert after["mind"]["used_power"] is True and not result["mind_opened"]
+
+
+def test_an_ego_whip_of_several_steps_on_an_open_mind_dazes_for_one_d4() -> None:
+    """RULES.md §1.5: ego whip on an open mind dazes 1d4 rounds, one die whatever the
+    multiplier (only psionic blast and psychic crush count their dice per PSPs)."""
+    open_mind = psionicist("d", mind={"state": "open", "opened_by": "critical"})
+    result = resolve(psionicist("a"), open_mind, {"mode": "ego-whip", "multiplier": 3},
+                     attack=[12], damage=[1, 2, 3], **{"effect-duration": [4]})
+    assert result["effect"] == {"type": "dazed", "rounds": 4}
+    assert [r["purpose"] for r in result["rolls"]].count("effect-duration") == 1
+    assert result["defender"]["after"]["condition_rounds"]["dazed"] == 4
+
+
+def test_an_attacker_whose_mind_a_critical_hit_opened_keeps_its_cause_at_0_psps() -> None:
+    """Errata (RULES.md §1.4): a mind with 0 PSPs is open. An attacker's mind already open
+    is not opened again by spending its last PSPs: it keeps its cause and its lock."""
+    mind = {"state": "open", "opened_by": "critical", "locked_rounds": 3, "rounds_open": 2}
+    result = resolve(psionicist("a", psp=4, mind=mind), psionicist("d"),
+                     {"mode": "mind-thrust", "multiplier": 2}, attack=[15], damage=[1, 1])
+    after = result["attacker"]["after"]
+    assert after["psp"] == 0
+    assert (after["mind"]["opened_by"], after["mind"]["locked_rounds"],
+            after["mind"]["rounds_open"]) == ("critical", 3, 2)
+    assert "mind-opened" not in [e["type"] for e in result["events"]
+                                 if e["combatant"] == "a"]
 
 
 def test_the_summary_counts_in_the_singular_and_tells_a_defense_that_opened_the_mind(

@@ -14,10 +14,14 @@ from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
 from engine.revised_2e import SYSTEM, Revised2e
 from engine.revised_2e.rules import (
+    add_condition,
+    close_mind,
     close_offer,
+    editable,
     end_of_round,
     may_close_by_paying,
     price_closing,
+    rest,
 )
 
 JSON = dict[str, Any]
@@ -430,6 +434,18 @@ def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
     assert [r["purpose"] for r in result["rolls"]] == ["mac-base", "mac-modifier", "attack"]
 
 
+def test_a_quick_mac_once_rolled_is_not_rolled_again() -> None:
+    """RULES.md §1.6 Quick MACs: a monster's MAC is rolled when first needed and kept for
+    good; its sheet after the exchange, ``quick_mac`` still on it, attacks with that MAC."""
+    beast = {"id": "beast", "quick_mac": {"intelligence": 3, "psionic": "low"}}
+    first = resolve(psionicist("a"), beast, {"mode": "mind-thrust"},
+                    **{"mac-base": [1], "mac-modifier": [10], "attack": [5]})
+    again = resolve(psionicist("a"), first["defender"]["after"], {"mode": "mind-thrust"},
+                    attack=[5])
+    assert again["defender"]["after"]["mac"] == 4 and again["needed"] == 16 - 4
+    assert [r["purpose"] for r in again["rolls"]] == ["attack"]
+
+
 def test_unused_supplied_dice_are_reported() -> None:
     result = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
                      attack=[2, 7], save=[3])
@@ -496,6 +512,62 @@ def test_end_of_round_counts_conditions_down() -> None:
     assert [e.type for e in events] == ["condition-ended"]
 
 
+def test_a_condition_given_again_keeps_the_longer_of_its_durations() -> None:
+    """RULES.md §1.5: a dazed mind dazed again stays dazed as long as the longer of the
+    two; a shorter new duration does not cut the old one."""
+    c = editable(SYSTEM.combatant(psionicist("p")))
+    add_condition(c, "dazed", 3)
+    add_condition(c, "dazed", 1)
+    assert c["conditions"] == ["dazed"] and c["condition_rounds"] == {"dazed": 3}
+    add_condition(c, "dazed", 4)
+    assert c["condition_rounds"] == {"dazed": 4}
+
+
+def test_a_closed_mind_keeps_its_last_defense() -> None:
+    """RULES.md §1.5: closing costs 2 × the last defense the mind used, which closing the
+    mind does not forget."""
+    c = editable(SYSTEM.combatant(psionicist(
+        "p", mind={"state": "open", "opened_by": "critical", "last_defense": "mind-blank"})))
+    event = close_mind(c, "paid")
+    assert c["mind"]["state"] == "closed" and c["mind"]["last_defense"] == "mind-blank"
+    assert (event.type, event.data) == ("mind-closed", {"how": "paid"})
+
+
+def test_an_open_nonpsionic_mind_saves_without_the_minus_4_when_no_power_was_used() -> None:
+    """RULES.md §1.5: a nonpsionic mind saves vs. paralyzation each round from the next
+    one, at −4 only if a power was used on it successfully."""
+    guard = SYSTEM.combatant({"id": "g", "mind": {"state": "open", "opened_by": "attack",
+                                                  "rounds_open": 1}})
+    out, events = end_of_round(SYSTEM.tables, guard, SuppliedDice({"save": [16]}),
+                               SYSTEM.options(None))
+    assert (events[0].type, events[0].data) == (
+        "mind-save", {"target": 16, "roll": 16, "success": True})
+    assert out["mind"]["state"] == "closed"
+
+
+def test_an_open_nonpsionic_mind_given_without_a_cause_saves_to_close() -> None:
+    """RULES.md §1.5: a nonpsionic mind closes by a save vs. paralyzation each round (no
+    Wisdom check), also when its sheet gives it open without saying what opened it."""
+    guard = SYSTEM.combatant({"id": "g", "mind": {"state": "open", "rounds_open": 1}})
+    out, events = end_of_round(SYSTEM.tables, guard, SuppliedDice({"save": [16]}),
+                               SYSTEM.options(None))
+    assert [e.type for e in events] == ["mind-save", "mind-closed"]
+    assert out["mind"]["state"] == "closed"
+
+
+def test_a_closed_mind_counts_no_rounds_open() -> None:
+    """RULES.md §1.5: ``rounds_open`` counts the rounds of an open mind; a mind that is
+    closed, or closes at this round's end, has none."""
+    closed = SYSTEM.combatant(psionicist("p"))
+    out, _ = end_of_round(SYSTEM.tables, closed, SuppliedDice({}), SYSTEM.options(None))
+    assert out["mind"]["state"] == "closed" and out["mind"]["rounds_open"] == 0
+    guard = SYSTEM.combatant({"id": "g", "mind": {"state": "open", "opened_by": "attack",
+                                                  "rounds_open": 2}})
+    out, _ = end_of_round(SYSTEM.tables, guard, SuppliedDice({"save": [20]}),
+                          SYSTEM.options(None))
+    assert out["mind"]["state"] == "closed" and out["mind"]["rounds_open"] == 0
+
+
 # -- §1.8 recovery ---------------------------------------------------------------------------
 def test_recovery_is_ceil_max_over_8_per_full_hour_never_above_max() -> None:
     c = SYSTEM.combatant(psionicist("p", psp_max=41, psp=10))
@@ -508,6 +580,15 @@ def test_recovery_is_ceil_max_over_8_per_full_hour_never_above_max() -> None:
 
 
 # -- description, options and tables --------------------------------------------------------
+def test_powers_that_return_in_one_rest_report_the_longest_loss() -> None:
+    """RULES.md §1.5: mind thrust on an open mind loses a power for 1d6 days; a rest of
+    3 days brings back those lost 3 days or fewer, the event telling the longest."""
+    c = SYSTEM.combatant(psionicist("p", lost_powers=[{"days": 1}, {"days": 3}, {"days": 5}]))
+    out, events = rest(SYSTEM.tables, c, 72, SuppliedDice({}), SYSTEM.options(None))
+    assert out["lost_powers"] == [{"days": 2}]
+    assert [(e.type, e.data) for e in events] == [("powers-return", {"count": 2, "days": 3})]
+
+
 def test_describe_lists_modes_purposes_and_house_rules() -> None:
     d = SYSTEM.describe()
     json.dumps(d)

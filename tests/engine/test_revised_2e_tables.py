@@ -131,6 +131,15 @@ def test_quick_mac_rolls_base_die_of_range_size_then_d10() -> None:
     assert roll_quick_mac(T, 9, "low", dice, pick_with_die=False) == 10  # 10 + 2, MAC 10 at worst
 
 
+def test_quick_mac_without_the_base_die_takes_the_worst_of_the_range() -> None:
+    """RULES.md §1.6 Quick MACs, H-2E-QUICKMAC-PICK off: the base is the worst (highest)
+    MAC of the Intelligence range, here Average 8–10 giving 10, below the MAC limit so
+    the d10 modifier shows it (high-psionic 9: −3)."""
+    dice = SuppliedDice({"mac-modifier": [9]})
+    assert roll_quick_mac(T, 9, "high", dice, pick_with_die=False) == 10 - 3
+    assert [r.purpose for r in dice.rolls] == ["mac-modifier"]
+
+
 # RULES.md §1.7: save vs. paralyzation by class group and level
 SAVES = {
     "warrior": {1: 14, 2: 14, 3: 13, 4: 13, 5: 11, 6: 11, 7: 10, 8: 10, 9: 8, 10: 8, 11: 7,

@@ -913,3 +913,124 @@ async def test_the_status_page_asked_with_an_expectation_gets_our_answer(rpc: Rp
     writer.close()
     assert refused.startswith(b"HTTP/1.1 403 ") and b"this Host is not allowed" in refused
     assert b"100 Continue" not in refused
+
+
+@pytest.mark.parametrize(("configured", "host"), [
+    ("fd00::1", "[fd00::1]:39393"), ("fd00::1", "[FD00::1]"), ("[fd00::1]", "[fd00::1]:8"),
+    ("Box.LAN", "box.lan:39393"), ("Box.LAN", "BOX.lan")])
+async def test_the_configured_host_is_accepted_with_or_without_a_port(
+        aiohttp_client: Any, tmp_path: Path, configured: str, host: str) -> None:
+    """API.md "Transport": a Host that is 'a loopback name or the configured host' is
+    served. An IPv6 address is written in brackets in Host (given to --host with them or
+    without), and a name in any case (RFC 9110 4.2.3: the host is case-insensitive)."""
+    from companion.app import create_app
+
+    settings = Settings(home=tmp_path, host=configured, port=39393)
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    assert (await client.get("/healthz", headers={"Host": host})).status == 200
+    assert (await client.get("/healthz", headers={"Host": "fd00::2"})).status == 403
+
+
+@pytest.mark.parametrize("host", ["[::1", "[::1]]", "[::1]x", "[::1]:", "[::1]:80]",
+                                  "[::1]]:39393", "[::1]x39393"])
+async def test_a_bracketed_host_with_anything_but_a_port_after_it_is_403(
+        rpc: Rpc, host: str) -> None:
+    """security.host_name: after an IPv6 name's closing bracket only ':<digits>' may
+    follow; anything else is not a Host our own address would make a browser send."""
+    response = await rpc.post(INFO, headers={"Host": host})
+    assert response.status == 403
+    assert await response.json() == {
+        "error": "this Host is not allowed (use 127.0.0.1 or localhost)"}
+
+
+async def test_an_answer_for_an_allowed_origin_says_it_varies_by_origin(rpc: Rpc) -> None:
+    """Fetch standard, "CORS protocol and HTTP caches": an answer whose
+    Access-Control-Allow-Origin names the request's Origin says `Vary: Origin`, so a
+    cache never hands it to a page of another origin."""
+    origin = "http://localhost:30000"
+    for response in (await rpc.post(INFO, headers={"Origin": origin}),
+                     await rpc.client.options("/rpc", headers={"Origin": origin}),
+                     await rpc.client.post("/rpc", json=INFO, headers={"Origin": origin})):
+        assert response.headers["Access-Control-Allow-Origin"] == origin
+        assert response.headers["Vary"] == "Origin"
+    assert "Vary" not in (await rpc.post(INFO)).headers
+
+
+async def test_a_401_names_the_bearer_scheme_and_says_how_to_get_the_token(rpc: Rpc) -> None:
+    """RFC 6750 3: a 401 for a missing or wrong bearer token carries a WWW-Authenticate
+    challenge of the Bearer scheme (here with the daemon's realm); the body says what
+    to send and where the token comes from."""
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        response = await rpc.client.post("/rpc", json=INFO, headers=headers)
+        assert response.status == 401
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="mindscape"'
+        assert await response.json() == {"error": "missing or wrong token: send "
+                                         "Authorization: Bearer <token> (see `mindscape "
+                                         "token`)"}
+
+
+@pytest.mark.parametrize(("path", "methods"), [("/rpc", "POST"), ("/", "GET, HEAD"),
+                                               ("/healthz", "GET, HEAD"), ("/ws", "GET")])
+async def test_a_preflight_answers_with_exactly_the_headers_api_md_names(
+        rpc: Rpc, path: str, methods: str) -> None:
+    """docs/API.md "Security" 3: 204 with the path's methods in
+    Access-Control-Allow-Methods (`Allow` adds OPTIONS), `Access-Control-Allow-Headers:
+    Authorization, Content-Type` and `Access-Control-Max-Age: 600`."""
+    origin = "http://127.0.0.1:30000"
+    response = await rpc.client.options(path, headers={
+        "Origin": origin, "Access-Control-Request-Method": "GET"})
+    assert response.status == 204
+    assert {k: v for k, v in response.headers.items()
+            if k.startswith("Access-Control-") or k in ("Allow", "Vary")} == {
+        "Allow": f"{methods}, OPTIONS", "Access-Control-Allow-Methods": methods,
+        "Access-Control-Allow-Headers": "Authorization, Content-Type",
+        "Access-Control-Max-Age": "600", "Access-Control-Allow-Origin": origin,
+        "Vary": "Origin"}
+    # without an Origin it is no CORS preflight: Allow alone
+    plain = await rpc.client.options(path)
+    assert plain.status == 204 and plain.headers["Allow"] == f"{methods}, OPTIONS"
+    assert not any(k.startswith("Access-Control-") for k in plain.headers)
+
+
+async def test_a_fault_in_a_handler_after_100_continue_is_still_our_json_500(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """security.py: 'A fault in a handler becomes a JSON 500 with an error id ... never
+    aiohttp's page'. The interim 100 Continue is not the answer proper: it must not make
+    the guard think an answer is on the wire already and leave the fault to aiohttp."""
+    import companion.app as app_module
+
+    async def broken(request: Any) -> Any:
+        raise RuntimeError("secret-in-the-message")
+
+    monkeypatch.setattr(app_module, "status_page", broken)
+    settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
+    client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n"
+                 b"Connection: close\r\n\r\n")
+    await writer.drain()
+    assert await _answer(reader) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    answer = await _answer(reader)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 500 "), answer[:80]
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert set(body) == {"error", "error_id"} and body["error_id"] in body["error"]
+    assert b"secret-in-the-message" not in answer
+
+
+async def test_the_token_may_follow_bearer_after_more_than_one_space(rpc: Rpc) -> None:
+    """RFC 6750 2.1: credentials = "Bearer" 1*SP b64token: one space or more."""
+    response = await rpc.client.post("/rpc", json=INFO, headers={
+        "Authorization": f"Bearer   {rpc.token}"})
+    assert response.status == 200
+    assert (await response.json())["result"]["name"] == "mindscape"
+
+
+@pytest.mark.parametrize("glued", ["Bearer:{token}", "BearerX{token}", "Bearer\t{token}"])
+async def test_a_token_not_parted_from_bearer_by_a_space_is_401(
+        rpc: Rpc, glued: str) -> None:
+    """RFC 6750 2.1: the scheme and the token are parted by spaces (1*SP); "Bearer"
+    followed by anything else is no bearer credential."""
+    response = await rpc.client.post("/rpc", json=INFO, headers={
+        "Authorization": glued.format(token=rpc.token)})
+    assert response.status == 401

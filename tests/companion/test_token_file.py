@@ -27,6 +27,7 @@ from companion.tokens import (
     TokenFileError,
     TokenKeeper,
     ensure_token,
+    read_own_file,
     read_token,
     rotate_token,
 )
@@ -241,3 +242,183 @@ def test_a_link_put_in_the_token_files_place_while_running_is_not_adopted(
     with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
         assert not keeper.accepts(TOKEN) and keeper.accepts(old)
     assert any("symbolic link" in r.getMessage() for r in caplog.records)
+
+
+@POSIX_ONLY
+def test_a_fifo_with_no_writer_is_refused_at_once(tmp_path: Path) -> None:
+    """The module: 'a FIFO is refused instead of waited on'. With nobody ever writing
+    into it, opening it for reading without O_NONBLOCK waits for ever (the start hung)."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo, 0o600)
+    refusals: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            ensure_token(fifo)
+        except TokenFileError as exc:
+            refusals.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    waited = reader.is_alive()
+    if waited:  # let it go: a writer opens the FIFO and closes it unwritten
+        os.close(os.open(fifo, os.O_WRONLY))
+        reader.join()
+    assert not waited
+    assert [str(exc) for exc in refusals] == [
+        f"the token file {fifo} is not a regular file (a FIFO or a device, say)"]
+
+
+@POSIX_ONLY
+def test_the_folder_a_new_token_is_written_in_is_made_private(tmp_path: Path) -> None:
+    """write_private_file: the token's folder, when missing, is made 0700 (the home
+    holds the token and pending secret choices: docs/SECURITY.md)."""
+    old = os.umask(0o022)  # (a folder made without a mode would be 0755)
+    try:
+        opened = ensure_token(tmp_path / "home" / "token")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "home").stat().st_mode) == 0o700
+    assert stat.S_IMODE(opened.path.stat().st_mode) == 0o600
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("mode", [0o610, 0o601, 0o611], ids=oct)
+def test_a_token_file_others_could_only_execute_is_made_private_without_a_warning(
+        tmp_path: Path, mode: int) -> None:
+    """ensure_token: any right of other users is taken away (0600), but only one that
+    let them read or write the token is worth a warning."""
+    path = token_file(tmp_path, mode=mode)
+    opened = ensure_token(path)
+    assert (opened.token, opened.problem, opened.rotated) == (TOKEN, None, False)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@POSIX_ONLY
+def test_only_a_refusal_that_a_new_token_mends_says_to_rotate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TokenFileError.rewritable: `mindscape token --rotate` replaces a FIFO, a link, a
+    file of another user or one over 4 KiB (os.replace puts a new file in its place),
+    but cannot replace a folder: that one must be moved aside."""
+    (tmp_path / "folder" / "token").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo", 0o600)
+    big = token_file(tmp_path, "A" * (MAX_TOKEN_FILE + 1))
+    cases = [(tmp_path / "folder" / "token", "is a folder, not a file", False),
+             (tmp_path / "fifo", "is not a regular file", True),
+             (big, "is larger than 4096 bytes", True)]
+    for path, problem, rewritable in cases:
+        with pytest.raises(TokenFileError) as refused:
+            read_token(path)
+        assert problem in refused.value.problem
+        assert refused.value.rewritable is rewritable, path
+    owner = big.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    with pytest.raises(TokenFileError, match="belongs to another user") as refused:
+        read_token(token_file(tmp_path))
+    assert refused.value.rewritable
+
+
+@POSIX_ONLY
+def test_a_link_made_between_the_check_and_the_open_is_refused_all_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module: the file is 'read without following a symbolic link'. A link put in
+    the token file's place right after the look for one (simulated: that first look says
+    no link) is still not followed (O_NOFOLLOW), and the refusal says what it is."""
+    elsewhere = token_file(tmp_path)
+    (tmp_path / "home").mkdir()
+    link = tmp_path / "home" / "token"
+    link.symlink_to(elsewhere)
+    real = Path.is_symlink
+    looks: list[Path] = []
+
+    def first_look_misses(path: Path) -> bool:
+        looks.append(path)
+        return False if len(looks) == 1 else real(path)
+
+    monkeypatch.setattr(Path, "is_symlink", first_look_misses)
+    with pytest.raises(TokenFileError, match="is a symbolic link") as refused:
+        read_token(link)
+    assert refused.value.rewritable and looks[0] == link
+
+
+def test_a_token_file_of_exactly_4_kib_is_read(tmp_path: Path) -> None:
+    """MAX_TOKEN_FILE is the most a token file may hold, not the least it may not."""
+    token = "A" * (MAX_TOKEN_FILE - 1)
+    path = token_file(tmp_path, token + "\n")
+    assert path.stat().st_size == MAX_TOKEN_FILE
+    assert read_token(path) == token
+
+
+@pytest.mark.parametrize("content", ["", "\n", "  \n\n"])
+def test_an_empty_token_file_gets_a_new_token(tmp_path: Path, content: str) -> None:
+    """ensure_token: the token is 'created ... when missing or empty'; an empty or blank
+    file is no problem to warn about."""
+    path = token_file(tmp_path, content)
+    opened = ensure_token(path)
+    assert len(opened.token) == 43 and opened.problem is None and not opened.rotated
+    assert path.read_text() == opened.token + "\n"
+
+
+def test_a_token_file_emptied_while_running_keeps_the_token_in_force(tmp_path: Path) -> None:
+    """TokenKeeper: an emptied file holds no token to adopt (read_token says None); the
+    token in force stays, and an empty one opens nothing."""
+    keeper = TokenKeeper(tmp_path / "token")
+    old = keeper.current()
+    (tmp_path / "token").write_text("")
+    assert not keeper.accepts("") and not keeper.accepts_bearer("Bearer ")
+    assert keeper.accepts(old) and keeper.generation() == 0
+
+
+def test_a_bad_token_file_is_warned_about_once_not_at_every_wrong_token(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """TokenKeeper.accepts: a token that does not match has the file looked at again,
+    'a stat, and a read only when the file changed': a file left bad is read (and
+    warned about) once, not again for every wrong token a client sends."""
+    keeper = TokenKeeper(tmp_path / "token")
+    old = keeper.current()
+    (tmp_path / "token").write_text("short\n")
+    with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
+        for _ in range(3):
+            assert not keeper.accepts("wrong")
+        keeper._checked -= 2.0  # the once-a-second look too
+        assert keeper.current() == old
+    assert [r.getMessage().count("does not hold a token") for r in caplog.records] == [1]
+
+
+def test_a_token_file_rewritten_in_place_within_one_clock_tick_is_seen(
+        tmp_path: Path) -> None:
+    """FileVersion: a token written into the same file (same inode: an editor saving in
+    place) with the same size and modification time is told apart by its change time."""
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    old = keeper.current()
+    written = path.stat()
+    new = TOKEN
+    with path.open("r+") as file:  # in place: the inode stays
+        file.write(new + "\n")
+    _same_times_as(path, written)
+    assert path.stat().st_ino == written.st_ino and path.stat().st_size == written.st_size
+    assert keeper.accepts(new) and not keeper.accepts(old)
+
+
+@POSIX_ONLY
+def test_read_own_file_reads_at_most_its_limit_and_only_a_regular_file_of_ours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_own_file (`mindscape call` reads daemon.address with it): at most ``limit``
+    bytes, None for a missing file, and the token file's refusals for a link or a FIFO,
+    or a file of another user."""
+    path = tmp_path / "daemon.address"
+    path.write_text("http://127.0.0.1:39393\n")
+    assert read_own_file(path, 7) == b"http://"
+    assert read_own_file(tmp_path / "missing", 7) is None
+    os.mkfifo(tmp_path / "fifo", 0o600)
+    with pytest.raises(TokenFileError, match="is not a regular file"):
+        read_own_file(tmp_path / "fifo", 7)
+    (tmp_path / "link").symlink_to(path)
+    with pytest.raises(TokenFileError, match="is a symbolic link"):
+        read_own_file(tmp_path / "link", 7)
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    with pytest.raises(TokenFileError, match="belongs to another user"):
+        read_own_file(path, 7)

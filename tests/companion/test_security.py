@@ -1034,3 +1034,27 @@ async def test_a_token_not_parted_from_bearer_by_a_space_is_401(
     response = await rpc.client.post("/rpc", json=INFO, headers={
         "Authorization": glued.format(token=rpc.token)})
     assert response.status == 401
+
+
+async def test_a_connection_reset_in_a_handler_is_a_499_in_the_log_and_no_fault(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """security.Guard.guard: a client that hung up is no fault of ours; the request line
+    says 499 (nginx's code), and no error with a traceback is logged."""
+    import companion.app as app_module
+
+    async def hung_up(request: Any) -> Any:
+        raise ConnectionResetError("Connection lost")
+
+    monkeypatch.setattr(app_module, "status_page", hung_up)
+    settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
+    client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+    with caplog.at_level(logging.INFO):
+        response = await client.get("/")
+    assert response.status == 499
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    [line] = [json.loads(line) for line in settings.log_stream.getvalue().splitlines()
+              if json.loads(line).get("path") == "/"]
+    assert line["status"] == 499

@@ -313,7 +313,9 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", guard(healthz), expect_handler=guard.expect())
     app.router.add_post("/rpc", guard.rpc(RpcEndpoint(app)),
                         expect_handler=guard.expect(token=True))
-    app.router.add_get("/ws", guard(websocket), expect_handler=guard.expect())
+    # (allow_head=False: HEAD is no handshake; it gets the 405 of ROUTES)
+    app.router.add_get("/ws", guard(websocket), expect_handler=guard.expect(),
+                       allow_head=False)
     # Everything else (other paths, other methods, preflights, targets that are no
     # path) passes the guard too.
     anything = _AnyTarget("/{tail:.*}")

@@ -258,6 +258,21 @@ async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc:
     assert "bad" not in (await broken.json())["error"]
 
 
+async def test_ws_takes_get_alone_as_its_preflight_says(rpc: Rpc) -> None:
+    """ROUTES and API.md: `GET /ws`. aiohttp adds HEAD to every GET route; on /ws a HEAD
+    with a valid handshake would be switched to a socket. It is a 405 like any other
+    method there, while / and /healthz keep their HEAD."""
+    handshake = {
+        "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Protocol": f"mindscape.v1, token.{rpc.token}"}
+    for headers in (handshake, rpc.auth):
+        response = await rpc.client.head("/ws", headers=headers)
+        assert response.status == 405 and response.headers["Allow"] == "GET"
+    for path in ("/", "/healthz"):
+        assert (await rpc.client.head(path, headers=rpc.auth)).status == 200
+
+
 async def test_healthz_needs_no_token_and_says_nothing_more(rpc: Rpc) -> None:
     response = await rpc.client.get("/healthz")
     assert response.status == 200 and await response.json() == {"status": "ok"}

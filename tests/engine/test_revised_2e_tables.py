@@ -178,3 +178,13 @@ def test_attacks_per_round_by_level(level: int, rounds: list[int]) -> None:
 
 def test_three_per_two_rounds_house_default_h_2e_three_per_two_off() -> None:
     assert [attacks_allowed(T, "psionicist", 9, r, False) for r in (1, 2, 3, 4)] == [2, 1, 2, 1]
+
+
+def test_attacks_per_round_below_level_1_and_before_round_1() -> None:
+    """Callers validate level and round, so these are the rules' own floors: no level
+    means no psionic attack (also for a nonpsionic kind); a round before the first counts
+    as the first, so the extra attack of 3-per-2 is not handed out early."""
+    assert [attacks_allowed(T, kind, 0, 1) for kind in ("psionicist", "wild-talent")] == [0, 0]
+    assert attacks_allowed(T, "nonpsionic", 9, 1) == 0
+    assert [attacks_allowed(T, "psionicist", 9, r) for r in (0, -3)] == [1, 1]
+    assert [attacks_allowed(T, "psionicist", 9, r, False) for r in (0, -3)] == [2, 2]

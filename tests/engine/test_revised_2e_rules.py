@@ -258,6 +258,25 @@ def test_critical_on_modified_roll_house_rule_h_2e_crit_mods() -> None:
     assert on["critical"] and not off["critical"] and off["hit"]
 
 
+def test_a_miss_is_no_critical_however_high_the_natural_roll() -> None:
+    """RULES.md §1.4: a critical mental hit is a hit first. With a GM's table whose
+    modifier is −6 and H-2E-CRIT-MODS off, a natural 18 beats the needed 13 by 5 while
+    the modified 12 misses: no critical, no save, the mind stays closed."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["attack_vs_defense"]["mind-thrust"]["mind-blank"] = -6
+    request = {"attacker": psionicist("a"), "defender": psionicist("d", mac=3),
+               "attack": {"mode": "mind-thrust"}, "defense": {"mode": "mind-blank"},
+               "options": {"H-2E-CRIT-MODS": False}}
+    result = Revised2e(raw).resolve(request, SuppliedDice({"attack": [18]})).to_json()
+    assert (result["roll"]["natural"], result["roll"]["modified"], result["needed"]) == (
+        18, 12, 13)
+    assert not result["hit"] and not result["critical"]
+    assert "critical-hit" not in [e["type"] for e in result["events"]]
+    assert result["defender"]["after"]["mind"]["state"] == "closed"
+    # (47: the mind blank it raised, 3)
+    assert result["defender"]["after"]["psp"] == 47 and result["outcome"] == "miss"
+
+
 def test_the_save_against_a_critical_hit_is_the_defender_s_roll() -> None:
     """RULES.md §1.4 step 6: on a critical hit that does not open the mind outright the
     target saves vs. paralyzation, so the ``save`` die is rolled by the defender."""

@@ -97,7 +97,8 @@ async def test_create_starts_at_revision_zero_with_a_short_url_safe_id(
         store: SQLiteStore) -> None:
     record = await store.create("power-pool", "Duel at dusk", {"H-PP-X": True}, {"n": 0})
     assert record.revision == 0
-    assert re.fullmatch(r"[A-Za-z0-9_-]{8,16}", record.id)
+    # 64 random bits (companion/store.py ``_new_id``): 11 URL-safe characters
+    assert re.fullmatch(r"[A-Za-z0-9_-]{11}", record.id)
     assert await store.get(record.id) == record
     assert await store.steps(record.id) == []
     other = await store.create("power-pool", None, {}, {"n": 0})
@@ -118,6 +119,22 @@ async def test_append_moves_the_revision_on_and_logs_the_step_with_its_dice(
     assert log[1].rolls == [{"purpose": "attack", "value": 2}]
     assert log[1].result == {"n": 2} and log[0].result is None
     assert log[1].params == {"n": 2} and log[1].encounter_id == record.id
+
+
+async def test_timestamps_are_utc_iso_8601_to_the_millisecond(store: SQLiteStore) -> None:
+    """docs/API.md ``encounter.list`` and ``encounter.log``: ``created_at`` and
+    ``updated_at`` are ISO 8601 in UTC (companion/schemas.py), each write's own time: the
+    step's ``created_at`` is the encounter's ``updated_at`` after it."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    moved = await step(store, record.id, "resolve", 1)
+    undone, _ = await store.undo(record.id, expected_revision=None)
+    log = await store.steps(record.id)
+    assert (moved.updated_at, undone.updated_at) == (log[0].created_at, log[1].created_at)
+    assert await store.get(record.id) == undone
+    stamps = [record.created_at, record.updated_at, *(s.created_at for s in log)]
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+    assert stamps == sorted(stamps)
 
 
 async def test_the_log_can_be_read_without_the_state_snapshots(store: SQLiteStore) -> None:
@@ -514,7 +531,9 @@ async def test_opening_creates_the_folder_and_a_durable_wal_store(
         assert await pragma(store, "synchronous") == 2  # FULL
     with contextlib.closing(sqlite3.connect(path)) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert raw.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        # "MSCP": a store made by any earlier version is recognised as one
+        assert raw.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID == (
+            int.from_bytes(b"MSCP", "big"))
 
 
 async def test_reopening_after_close_keeps_everything(tmp_path: pathlib.Path) -> None:
@@ -540,18 +559,23 @@ async def test_a_closed_store_refuses_calls(tmp_path: pathlib.Path) -> None:
 
 
 # -- files that are not stores ---------------------------------------------------------------
-@pytest.mark.parametrize("cut", ["header", "half"])
+@pytest.mark.parametrize("cut", ["magic", "header", "half"])
 async def test_a_truncated_file_is_corrupt_and_left_untouched(
         tmp_path: pathlib.Path, cut: str) -> None:
     path = tmp_path / "store.sqlite3"
     await filled_store(path)
     size = path.stat().st_size
-    os.truncate(path, 50 if cut == "header" else size // 2)
+    os.truncate(path, {"magic": 10, "header": 50, "half": size // 2}[cut])
     before = fingerprint(tmp_path)
     with pytest.raises(StoreCorrupt) as caught:
         await SQLiteStore(path).open()
     assert caught.value.path == str(path)
     assert str(path) in str(caught.value)
+    if cut != "half":
+        # docs/RELIABILITY.md: a file cut inside its header, even inside the first 16
+        # bytes ("SQLite format 3"), is named truncated, with its size
+        assert caught.value.problem.startswith(
+            f"it is truncated: {path.stat().st_size} bytes, shorter than the 100-byte")
     assert fingerprint(tmp_path) == before
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import logging
@@ -119,6 +120,18 @@ async def test_append_moves_the_revision_on_and_logs_the_step_with_its_dice(
     assert log[1].rolls == [{"purpose": "attack", "value": 2}]
     assert log[1].result == {"n": 2} and log[0].result is None
     assert log[1].params == {"n": 2} and log[1].encounter_id == record.id
+
+
+async def test_a_new_id_that_is_taken_already_is_drawn_again(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """companion/store.py ``_new_id``: "a collision is retried anyway"."""
+    drawn = iter(["taken-id-01", "taken-id-01", "fresh-id-02"])
+    monkeypatch.setattr(store_module, "_new_id", lambda: next(drawn))
+    first = await store.create("revised-2e", "first", {}, {"n": 0})
+    second = await store.create("revised-2e", "second", {}, {"n": 1})
+    assert (first.id, second.id) == ("taken-id-01", "fresh-id-02")
+    assert [(r.id, r.name) for r in await store.list()] == [
+        ("taken-id-01", "first"), ("fresh-id-02", "second")]
 
 
 async def test_timestamps_are_utc_iso_8601_to_the_millisecond(store: SQLiteStore) -> None:
@@ -453,6 +466,56 @@ async def test_a_cancelled_caller_leaves_the_write_whole_and_the_store_usable(
     assert after.revision == current.revision + 1
 
 
+async def test_a_write_begun_before_its_caller_was_cancelled_is_committed_whole(
+        store: SQLiteStore) -> None:
+    """Module docstring: each transaction runs in its own task shielded from the
+    caller's cancellation (a client hung up), so once begun it ends with COMMIT."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    task = asyncio.ensure_future(step(store, record.id, "declare", 1, expected=0))
+    while not store._lock.locked():  # the transaction has begun
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    current = await store.get(record.id)
+    assert (current.revision, current.state) == (1, {"n": 1})
+    assert [s.state for s in await store.steps(record.id)] == [{"n": 1}]
+
+
+async def test_closing_first_finishes_the_write_of_a_cancelled_caller(
+        tmp_path: pathlib.Path) -> None:
+    """``close``: "Finish writes in flight and release the store", a write whose caller
+    was cancelled before its transaction began included."""
+    path = tmp_path / "store.sqlite3"
+    store = SQLiteStore(path)
+    await store.open()
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    task = asyncio.ensure_future(step(store, record.id, "declare", 1, expected=0))
+    await asyncio.sleep(0)  # the write is handed to its own task, which has not run yet
+    task.cancel()
+    await store.close()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with SQLiteStore(path) as again:
+        assert (await again.get(record.id)).revision == 1
+
+
+async def test_a_refused_write_of_a_cancelled_caller_logs_no_unretrieved_exception(
+        store: SQLiteStore, caplog: pytest.LogCaptureFixture) -> None:
+    """The shielded task's StaleRevision reaches no caller: it is retrieved all the same,
+    so asyncio does not log "Task exception was never retrieved" as a fault."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    task = asyncio.ensure_future(step(store, record.id, "declare", 1, expected=5))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await store.get(record.id)).revision == 0  # the refused write has ended
+    del task
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 # -- undo ---------------------------------------------------------------------------------------
 async def test_undo_returns_exactly_to_the_state_before_the_resolve(
         store: SQLiteStore) -> None:
@@ -506,6 +569,22 @@ async def test_undo_discards_declarations_made_after_the_resolve(store: SQLiteSt
     assert again.state == {"n": 1} and undone_again.revision == 6
 
 
+async def test_undo_over_a_log_missing_the_step_before_the_resolve_is_corrupt(
+        store: SQLiteStore) -> None:
+    """The state to go back to is the one after the step before the resolve: a log
+    without that step is damaged, and nothing is written."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "declare", 1)
+    await step(store, record.id, "resolve", 2)
+    with contextlib.closing(sqlite3.connect(store.path)) as raw:
+        raw.execute("DELETE FROM steps WHERE revision = 1")
+        raw.commit()
+    with pytest.raises(StoreCorrupt, match=f"encounter '{record.id}' has no step 1 in its log"):
+        await store.undo(record.id, expected_revision=2)
+    assert (await store.get(record.id)).revision == 2
+    assert [(s.revision, s.undone_by) for s in await store.steps(record.id)] == [(2, None)]
+
+
 async def test_undo_with_nothing_resolved_or_a_stale_revision_changes_nothing(
         store: SQLiteStore) -> None:
     record = await store.create("revised-2e", None, {}, {"n": 0})
@@ -547,6 +626,24 @@ async def test_reopening_after_close_keeps_everything(tmp_path: pathlib.Path) ->
     async with SQLiteStore(path) as store:
         assert (await store.list(), await store.steps(record.id)) == before
         assert (await step(store, record.id, "declare", 4, expected=3)).revision == 4
+
+
+async def test_opening_a_store_that_is_open_already_is_refused(store: SQLiteStore) -> None:
+    db = store._db
+    with pytest.raises(RuntimeError, match="the store is already open"):
+        await store.open()
+    assert store._db is db
+    assert await store.list() == []
+
+
+async def test_a_connection_closed_under_the_store_gives_store_unavailable(
+        store: SQLiteStore) -> None:
+    """aiosqlite answers ValueError on a closed connection: the store's word for it is
+    StoreUnavailable, as for every refused call."""
+    assert store._db is not None
+    await store._db.close()
+    with pytest.raises(StoreUnavailable, match="listing encounters: "):
+        await store.list()
 
 
 async def test_a_closed_store_refuses_calls(tmp_path: pathlib.Path) -> None:
@@ -680,6 +777,21 @@ async def test_a_write_ahead_log_that_cannot_be_looked_at_is_store_unavailable(
     assert not path.exists()
 
 
+async def test_a_store_path_that_cannot_be_read_or_made_is_store_unavailable(
+        tmp_path: pathlib.Path) -> None:
+    """A folder where the store file should be, or a file where its folder should be:
+    the disk refuses, and nothing is changed."""
+    folder = tmp_path / "store.sqlite3"
+    folder.mkdir()
+    with pytest.raises(StoreUnavailable, match=re.escape(f"cannot read {folder}: ")):
+        await SQLiteStore(folder).open()
+    blocker = tmp_path / "home"
+    blocker.write_bytes(b"a file, not a folder")
+    with pytest.raises(StoreUnavailable, match="cannot create the folder of "):
+        await SQLiteStore(blocker / "store.sqlite3").open()
+    assert list(folder.iterdir()) == [] and blocker.read_bytes() == b"a file, not a folder"
+
+
 async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"these are not the tables you are looking for\n" * 200)
@@ -720,6 +832,57 @@ async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
             await SQLiteStore(path).open()
         assert problem in caught.value.problem
         assert fingerprint(tmp_path) == before
+
+
+@pytest.mark.parametrize("user_version", [0, 1])
+async def test_a_database_with_another_programs_application_id_is_corrupt(
+        tmp_path: pathlib.Path, user_version: int) -> None:
+    """``PRAGMA application_id`` names the program a SQLite file belongs to: one of
+    another program's is never written into, even empty or at our schema version."""
+    path = tmp_path / "theirs.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        raw.execute("PRAGMA application_id = 305419896")  # 0x12345678
+        raw.execute(f"PRAGMA user_version = {user_version}")
+        raw.commit()
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert caught.value.problem == (
+        "it is a SQLite database of another program (application_id 0x12345678)")
+    assert fingerprint(tmp_path) == before
+
+
+async def test_a_store_whose_schema_version_was_reset_to_zero_is_corrupt(
+        tmp_path: pathlib.Path) -> None:
+    """Our application id with schema version 0 is no schema this code knows: it is
+    refused as such, not migrated over the tables it holds."""
+    path = tmp_path / "store.sqlite3"
+    await filled_store(path)
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        raw.execute("PRAGMA user_version = 0")
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert caught.value.problem == (
+        f"its schema version is 0, this version of Mindscape knows 1 to {SCHEMA_VERSION}")
+    assert fingerprint(tmp_path) == before
+
+
+async def test_a_file_system_refusing_the_wal_journal_gives_store_unavailable(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The durability of the module docstring needs WAL: where SQLite keeps another
+    journal mode (it answers the mode it kept), the store does not open."""
+    one = store_module._one
+
+    async def refusing_wal(db: Any, sql: str, params: Any = ()) -> Any:
+        if sql == "PRAGMA journal_mode = WAL":
+            return ("delete",)
+        return await one(db, sql, params)
+
+    monkeypatch.setattr(store_module, "_one", refusing_wal)
+    path = tmp_path / "store.sqlite3"
+    with pytest.raises(StoreUnavailable, match="does not allow the WAL journal"):
+        await SQLiteStore(path).open()
 
 
 # -- the disk refuses ------------------------------------------------------------------------------
@@ -864,6 +1027,17 @@ async def _not_utf_8(path: pathlib.Path, sql: str, *args: object) -> None:
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute(sql, (text, *args))
         db.commit()
+
+
+async def test_a_stored_column_that_is_not_json_is_corrupt(store: SQLiteStore) -> None:
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    await step(store, record.id, "resolve", 1)
+    with contextlib.closing(sqlite3.connect(store.path)) as raw:
+        raw.execute("UPDATE steps SET params = '{\"n\": 1'")
+        raw.commit()
+    with pytest.raises(StoreCorrupt, match=re.escape(
+            f"encounter '{record.id}' step 1: column params is not JSON")):
+        await store.steps(record.id)
 
 
 @pytest.mark.parametrize("read", ["get", "steps", "step_states", "list", "undo"])

@@ -982,10 +982,12 @@ async def test_an_unwritable_shared_memory_file_is_refused_at_open_untouched(
         assert fingerprint(folder) == before
 
 
+@pytest.mark.parametrize("damaged", ["every third overflow page", "one near the end"])
 async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
-        tmp_path: pathlib.Path) -> None:
+        tmp_path: pathlib.Path, damaged: str) -> None:
     """quick_check answers one row holding a line per damaged page (hundreds in a large
-    store): the message, shown on one line at start, keeps five and counts the rest."""
+    store): the message, shown on one line at start, keeps five and counts the rest; a
+    report of five lines is shown whole."""
     path = tmp_path / "store.sqlite3"
     async with SQLiteStore(path) as opened:
         record = await opened.create("revised-2e", None, {}, {"n": 0})
@@ -1000,17 +1002,23 @@ async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
         except sqlite3.OperationalError:
             pytest.skip("this SQLite has no dbstat table")
     with path.open("r+b") as file:
-        for page in overflow[::3]:
+        # one near the end: the chain's last three pages are left unused, five lines
+        for page in overflow[::3] if damaged == "every third overflow page" else overflow[-4:-3]:
             # each one's pointer to the next overflow page: to a page far past the end
             file.seek(4096 * (page - 1))
             file.write(b"\x7f\xa5\xa5\xa5")
     with contextlib.closing(sqlite3.connect(path)) as db:
         [[found]] = db.execute("PRAGMA quick_check").fetchall()
-    assert len(found.splitlines()) > 10
     with pytest.raises(StoreCorrupt) as caught:
         await SQLiteStore(path).open()
     problem = caught.value.problem
     assert "\n" not in problem
+    if damaged == "one near the end":
+        lines = found.splitlines()
+        assert len(lines) == 5
+        assert problem == "PRAGMA quick_check found: " + "; ".join(lines)
+        return
+    assert len(found.splitlines()) > 10
     shown, more = re.fullmatch(r"PRAGMA quick_check found: (.*) \(and (\d+) more lines\)",
                                problem).groups()  # type: ignore[union-attr]
     assert len(shown.split("; ")) == 5

@@ -23,7 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import pytest
@@ -273,29 +273,20 @@ async def test_an_outline_with_texts_needs_no_second_read(
     assert reads == [[1, 2, 3]]
 
 
-@pytest.mark.parametrize("read", ["steps", "step_details"])
-async def test_a_long_log_is_parsed_a_slice_at_a_time(
-        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
-    """Other clients get a turn of the event loop after every ``PARSE_SLICE``
-    characters of JSON parsed: steps of 0.4 slices are parsed three at a time at most
-    (the third crosses the slice), never the whole log in one go."""
-    record = await store.create("revised-2e", None, {}, {"n": 0})
-    size = int(store_module.PARSE_SLICE * 0.4)
-    for n in range(1, 13):
-        await store.append(record.id, expected_revision=None, kind="add",
-                           params={"text": "x" * size}, rolls=[], result=None,
-                           state={"n": n})
-    outline = await store.steps(record.id, states=False, details=())
+async def runs_of_parsing(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
+                          read: Callable[[], Awaitable[object]]) -> list[int]:
+    """How many rows (steps or states) ``read`` parses in each run between two turns of
+    another client."""
     events: list[str] = []
 
     def noting(parse: Any) -> Any:
-        def parsing(item: Any) -> Any:
+        def parsing(*args: Any) -> Any:
             events.append("parse")
-            return parse(item)
+            return parse(*args)
         return parsing
 
-    monkeypatch.setattr(store, "_step", noting(store._step))
-    monkeypatch.setattr(store, "_detailed", noting(store._detailed))
+    for name in ("_step", "_detailed", "_state"):
+        monkeypatch.setattr(store, name, noting(getattr(store, name)))
     done = asyncio.Event()
 
     async def other_client() -> None:
@@ -305,14 +296,72 @@ async def test_a_long_log_is_parsed_a_slice_at_a_time(
 
     other = asyncio.ensure_future(other_client())
     await asyncio.sleep(0)
-    if read == "steps":
-        assert len(await store.steps(record.id, states=False)) == 12
-    else:
-        assert len([s async for s in store.step_details(record.id, outline)]) == 12
+    await read()
     done.set()
     await other
-    runs = "".join("p" if e == "parse" else " " for e in events).split()
-    assert runs == ["ppp"] * 4
+    return [len(run) for run in
+            "".join("p" if e == "parse" else " " for e in events).split()]
+
+
+@pytest.mark.parametrize("read", ["steps", "steps with states", "step_details"])
+async def test_a_long_log_is_parsed_a_slice_at_a_time(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, read: str) -> None:
+    """Other clients get a turn of the event loop after every ``PARSE_SLICE``
+    characters of JSON parsed: steps of 0.4 slices (in their params, or in their states
+    when those are read) are parsed three at a time at most (the third crosses the
+    slice), never the whole log in one go."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    text = "x" * int(store_module.PARSE_SLICE * 0.4)
+    in_state = read == "steps with states"
+    for n in range(1, 13):
+        await store.append(record.id, expected_revision=None, kind="add",
+                           params={} if in_state else {"text": text}, rolls=[],
+                           result=None, state={"n": n, "text": text} if in_state else {"n": n})
+    outline = await store.steps(record.id, states=False, details=())
+
+    async def reading() -> None:
+        if read == "step_details":
+            assert len([s async for s in store.step_details(record.id, outline)]) == 12
+        else:
+            assert len(await store.steps(record.id, states=in_state)) == 12
+
+    assert await runs_of_parsing(store, monkeypatch, reading) == [3] * 4
+
+
+async def test_a_slice_ends_once_it_is_full_and_each_row_costs_its_making_too(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps of exactly half a slice (``ROW_COST`` and their JSON) are parsed two at a
+    time; a long log of small steps is parsed ``PARSE_SLICE // ROW_COST`` at a time at
+    most, not in one go."""
+    half = await store.create("revised-2e", None, {}, {"n": 0})
+    # a row's JSON: {"text":"x..."} and [] (no result, no state read)
+    text = "x" * (store_module.PARSE_SLICE // 2 - store_module.ROW_COST - 11 - 2)
+    small = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 41):
+        if n <= 12:
+            await store.append(half.id, expected_revision=None, kind="add",
+                               params={"text": text}, rolls=[], result=None, state={})
+        await store.append(small.id, expected_revision=None, kind="add", params={},
+                           rolls=[], result=None, state={})
+    assert await runs_of_parsing(
+        store, monkeypatch, lambda: store.steps(half.id, states=False)) == [2] * 6
+    runs = await runs_of_parsing(
+        store, monkeypatch, lambda: store.steps(small.id, states=False))
+    assert sum(runs) == 40
+    assert max(runs) <= store_module.PARSE_SLICE // store_module.ROW_COST
+
+
+async def test_each_state_is_parsed_in_its_own_turn_of_the_event_loop(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``step_states``: other clients get a turn between any two states parsed."""
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 6):
+        await step(store, record.id, "declare", n)
+
+    async def reading() -> None:
+        assert len(await states_of(store, record.id, range(1, 6))) == 5
+
+    assert await runs_of_parsing(store, monkeypatch, reading) == [1] * 5
 
 
 async def test_a_stored_state_that_is_not_an_object_is_corrupt(store: SQLiteStore) -> None:

@@ -485,6 +485,29 @@ async def test_racing_writers_in_two_connections_on_one_file_exactly_one_wins(
         assert len(await second.steps(record.id)) == 1
 
 
+async def test_racing_creates_and_undos_in_two_connections_on_one_file_all_land(
+        tmp_path: pathlib.Path) -> None:
+    """Every write takes the file's write lock at once (``BEGIN IMMEDIATE``): creates
+    from two daemons sharing the file all land, and racing undos each undo a resolve
+    of their own until none is left, none refused as busy."""
+    path = tmp_path / "store.sqlite3"
+    async with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        created = await asyncio.gather(
+            *((first if n % 2 else second).create("revised-2e", f"e{n}", {}, {"n": 0})
+              for n in range(20)))
+        assert len({r.id for r in created}) == 20 and len(await first.list()) == 20
+        id = created[0].id
+        for n in range(1, 5):
+            await step(first, id, "resolve", n)
+        outcomes = await asyncio.gather(
+            *((first if n % 2 else second).undo(id, expected_revision=None)
+              for n in range(8)),
+            return_exceptions=True)
+        assert sorted(o[1].revision for o in outcomes if isinstance(o, tuple)) == [1, 2, 3, 4]
+        assert sum(isinstance(o, NothingToUndo) for o in outcomes) == 4
+        assert (await second.get(id)).state == {"n": 0}
+
+
 async def test_concurrent_appends_to_different_encounters_all_land(
         store: SQLiteStore) -> None:
     ids = [(await store.create("power-pool", None, {}, {"n": 0})).id for _ in range(10)]
@@ -498,6 +521,7 @@ async def test_concurrent_appends_to_different_encounters_all_land(
         log = await store.steps(id)
         assert [s.state["n"] for s in log] == list(range(1, 11))
         assert (await store.get(id)).revision == 10
+    assert store._running == set()  # a finished transaction is not kept
 
 
 async def test_a_cancelled_caller_leaves_the_write_whole_and_the_store_usable(

@@ -889,6 +889,24 @@ async def test_a_store_failing_quick_check_is_corrupt_and_left_untouched(
     assert fingerprint(tmp_path) == before
 
 
+async def test_a_store_whose_schema_is_malformed_is_corrupt_and_left_untouched(
+        tmp_path: pathlib.Path) -> None:
+    """SQLite says SQLITE_CORRUPT in words of its own here ("malformed database schema"):
+    the code, not only the usual wording, makes it StoreCorrupt, never a retryable
+    StoreUnavailable."""
+    path = tmp_path / "store.sqlite3"
+    await filled_store(path)
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        raw.execute("PRAGMA writable_schema = ON")
+        raw.execute("UPDATE sqlite_schema SET sql = 'CREATE TABLE steps (' "
+                    "WHERE name = 'steps'")
+        raw.commit()
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt, match="malformed database schema"):
+        await SQLiteStore(path).open()
+    assert fingerprint(tmp_path) == before
+
+
 async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
         tmp_path: pathlib.Path) -> None:
     foreign = tmp_path / "foreign.sqlite3"

@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -917,12 +918,16 @@ async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
     await filled_store(future)
     with contextlib.closing(sqlite3.connect(future)) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    threads = threading.active_count()
     for path, problem in ((foreign, "another program"), (future, "schema version")):
         before = fingerprint(tmp_path)
         with pytest.raises(StoreCorrupt) as caught:
             await SQLiteStore(path).open()
         assert problem in caught.value.problem
         assert fingerprint(tmp_path) == before
+    # the connection a refused open made is closed (its thread would keep the daemon
+    # from exiting)
+    assert threading.active_count() == threads
 
 
 @pytest.mark.parametrize("user_version", [0, 1])

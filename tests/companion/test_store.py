@@ -1039,6 +1039,19 @@ async def test_a_read_only_folder_gives_store_unavailable_and_changes_nothing(
         assert fingerprint(folder) == before
 
 
+async def test_a_new_store_in_a_read_only_folder_gives_store_unavailable(
+        tmp_path: pathlib.Path) -> None:
+    """No store yet, and a folder SQLite cannot make it in: the connection itself is
+    refused, and that is StoreUnavailable as well."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    with unwritable(folder):
+        with pytest.raises(StoreUnavailable, match=re.escape(
+                "opening the store in ")):
+            await SQLiteStore(folder / "store.sqlite3").open()
+        assert list(folder.iterdir()) == []
+
+
 @pytest.mark.parametrize("name", ["store.sqlite3", "store.sqlite3-wal"])
 async def test_a_store_file_this_user_cannot_write_is_refused_at_open_untouched(
         tmp_path: pathlib.Path, name: str) -> None:

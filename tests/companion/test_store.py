@@ -384,6 +384,8 @@ async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:
     values: list[object] = [{"a": [1, 2]}, [], {"outcome": "hit"}, state]
     compact = [json.dumps(value, separators=(",", ":")) for value in values]
     assert list(texts) == compact
+    # the encounter's current state is the step's state, not any other column of it
+    assert (await store.get(record.id)).state == state
 
 
 async def test_unknown_encounters_raise_unknown_encounter(store: SQLiteStore) -> None:

@@ -920,7 +920,7 @@ async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
     await filled_store(future)
     with contextlib.closing(sqlite3.connect(future)) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    threads = threading.active_count()
+    threads = set(threading.enumerate())
     for path, problem in ((foreign, "another program"), (future, "schema version")):
         before = fingerprint(tmp_path)
         with pytest.raises(StoreCorrupt) as caught:
@@ -929,7 +929,9 @@ async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
         assert fingerprint(tmp_path) == before
     # the connection a refused open made is closed (its thread would keep the daemon
     # from exiting)
-    assert threading.active_count() == threads
+    for thread in set(threading.enumerate()) - threads:
+        thread.join(timeout=5)
+        assert not thread.is_alive()
 
 
 @pytest.mark.parametrize("user_version", [0, 1])

@@ -392,6 +392,53 @@ async def test_logs_never_carry_the_token(rpc: Rpc, settings: Settings,
     assert lines[2]["errors"] == [-32603]
 
 
+#: One call of each kind in one batch, and how the request log names it: the method (none
+#: for an element that is no request) and the error code of each call that failed.
+LOGGED_BATCH = [
+    {"jsonrpc": "2.0", "method": "companion.info", "id": 1},
+    {"jsonrpc": "2.0", "method": "dice.roll", "params": ["d6"], "id": 2},
+    {"jsonrpc": "2.0", "method": "no.such", "id": 3},
+    {"jsonrpc": "1.0", "method": "companion.info", "id": 4},
+    {"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": 5}, "id": 5},
+    {"jsonrpc": "2.0", "method": "companion.info"},
+]
+LOGGED_METHODS = ["companion.info", "dice.roll", "no.such", None, "dice.roll", "companion.info"]
+LOGGED_ERRORS = [-32602, -32601, -32600, -32602]
+
+
+def _access_lines(rpc: Rpc, settings: Settings) -> list[dict[str, Any]]:
+    rpc.client.server.app[ACCESS_LOG].flush()
+    assert isinstance(settings.log_stream, io.StringIO)
+    return [json.loads(line) for line in settings.log_stream.getvalue().splitlines()]
+
+
+async def test_the_request_log_names_each_call_of_a_batch_and_each_error_code(
+        rpc: Rpc, settings: Settings) -> None:
+    """One line per request: the methods called and the error codes answered, also for
+    a body that is no JSON, an empty batch and a batch over the limit."""
+    await rpc.raw(LOGGED_BATCH)
+    await rpc.client.post("/rpc", data=b"{", headers=rpc.auth)
+    await rpc.raw([])
+    await rpc.raw([INFO] * 101)
+    assert [(line["methods"], line["errors"], line["outcome"])
+            for line in _access_lines(rpc, settings)] == [
+        (LOGGED_METHODS, LOGGED_ERRORS, "error"), ([None], [-32700], "error"),
+        ([None], [-32600], "error"), ([None], [-32602], "error")]
+
+
+async def test_the_request_log_names_each_call_of_a_websocket_message(
+        rpc: Rpc, settings: Settings) -> None:
+    ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
+    await ws.send_json(LOGGED_BATCH)
+    assert len(await ws.receive_json()) == 5
+    await ws.send_json(INFO)
+    assert "result" in await ws.receive_json()
+    await ws.close()
+    assert [(line["methods"], line["errors"], line["outcome"])
+            for line in _access_lines(rpc, settings) if "ws" in line] == [
+        (LOGGED_METHODS, LOGGED_ERRORS, "error"), (["companion.info"], [], "ok")]
+
+
 async def test_every_path_and_method_passes_the_guard(rpc: Rpc) -> None:
     assert (await rpc.client.get("/nope", headers={"Host": "evil.example"})).status == 403
     assert (await rpc.client.get("/nope", headers={"Origin": "https://evil.example"})

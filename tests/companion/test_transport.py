@@ -88,18 +88,38 @@ async def test_parse_error(rpc: Rpc, body: bytes) -> None:
     assert answer["error"]["code"] == -32700 and answer["id"] is None
 
 
-@pytest.mark.parametrize("request_body", [
-    {"method": "companion.info", "id": 1},
-    {"jsonrpc": "2.0", "id": 1},
-    {"jsonrpc": "2.0", "method": 7, "id": 1},
-    {"jsonrpc": "2.0", "method": "companion.info", "params": "x", "id": 1},
-    {"jsonrpc": "2.0", "method": "companion.info", "id": True},
-    {"jsonrpc": "2.0", "method": "companion.info", "id": 1, "extra": 1},
-    "companion.info",
+@pytest.mark.parametrize(("request_body", "detail"), [
+    ({"method": "companion.info", "id": 1}, 'jsonrpc must be "2.0"'),
+    ({"jsonrpc": "2.0", "id": 1}, "method must be a string"),
+    ({"jsonrpc": "2.0", "method": 7, "id": 1}, "method must be a string"),
+    ({"jsonrpc": "2.0", "method": "companion.info", "params": "x", "id": 1},
+     "params must be an object or an array"),
+    ({"jsonrpc": "2.0", "method": "companion.info", "id": True},
+     "id must be a string, a number or null"),
+    ({"jsonrpc": "2.0", "method": "companion.info", "id": 1, "extra": 1},
+     'unknown members ["extra"]'),
+    # named in order, whatever order the client wrote them in
+    ({"jsonrpc": "2.0", "method": "companion.info", "id": 1,
+      **{name: 1 for name in ("zeta", "eta", "alpha", "mu", "delta", "kappa")}},
+     'unknown members ["alpha", "delta", "eta", "kappa", "mu", "zeta"]'),
+    ("companion.info", "a request must be a JSON object"),
 ])
-async def test_invalid_request(rpc: Rpc, request_body: object) -> None:
+async def test_invalid_request(rpc: Rpc, request_body: object, detail: str) -> None:
+    """JSON-RPC 2.0: -32600; its data says what is wrong with the request."""
     answer = await rpc.raw(request_body)
-    assert answer["error"]["code"] == -32600
+    assert answer["error"] == {"code": -32600, "message": "Invalid request",
+                               "data": {"detail": detail}}
+
+
+@pytest.mark.parametrize("request_id", ["abc", "", 0, -3, 1.5, None])
+async def test_every_id_json_rpc_allows_is_answered_with_that_id(
+        rpc: Rpc, request_id: object) -> None:
+    """JSON-RPC 2.0: an id is a String, Number or Null (fractions and null discouraged,
+    not forbidden); the response carries the same value."""
+    answer = await rpc.raw({"jsonrpc": "2.0", "method": "systems.list", "id": request_id})
+    assert answer["id"] == request_id and isinstance(answer["result"], list)
+    refused = await rpc.raw({"jsonrpc": "1.0", "method": "systems.list", "id": request_id})
+    assert refused["id"] == request_id and refused["error"]["code"] == -32600
 
 
 async def test_unknown_method(rpc: Rpc) -> None:

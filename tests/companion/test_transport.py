@@ -111,13 +111,24 @@ async def test_invalid_request(rpc: Rpc, request_body: object, detail: str) -> N
                                "data": {"detail": detail}}
 
 
+@pytest.mark.parametrize("request_id", [True, {"n": 1}, [1]])
+async def test_an_id_json_rpc_does_not_allow_is_answered_with_a_null_id(
+        rpc: Rpc, request_id: object) -> None:
+    """JSON-RPC 2.0: when the id cannot be read, the response's id is Null."""
+    answer = await rpc.raw({"jsonrpc": "2.0", "method": "systems.list", "id": request_id})
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+
+
 @pytest.mark.parametrize("request_id", ["abc", "", 0, -3, 1.5, None])
 async def test_every_id_json_rpc_allows_is_answered_with_that_id(
         rpc: Rpc, request_id: object) -> None:
     """JSON-RPC 2.0: an id is a String, Number or Null (fractions and null discouraged,
-    not forbidden); the response carries the same value."""
+    not forbidden); the response carries the same value (also when the result is text
+    serialised once, companion.info's)."""
     answer = await rpc.raw({"jsonrpc": "2.0", "method": "systems.list", "id": request_id})
     assert answer["id"] == request_id and isinstance(answer["result"], list)
+    info = await rpc.raw({"jsonrpc": "2.0", "method": "companion.info", "id": request_id})
+    assert info["id"] == request_id and info["result"]["name"] == "mindscape"
     refused = await rpc.raw({"jsonrpc": "1.0", "method": "systems.list", "id": request_id})
     assert refused["id"] == request_id and refused["error"]["code"] == -32600
 

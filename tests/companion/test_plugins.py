@@ -538,6 +538,25 @@ def test_a_schema_that_does_not_compile_is_reported_with_the_place_it_fails() ->
                                       "value at /properties/a~1b~0/minimum)")
 
 
+@pytest.mark.parametrize(("key", "place"), [
+    ("k" * 80, "/properties/" + "k" * 80 + "/minimum"),
+    ("k" * 81, "/properties/" + "k" * 81 + "/minim…")])
+def test_the_place_a_schema_fails_is_said_in_at_most_100_characters(
+        key: str, place: str) -> None:
+    """A pointer of 100 characters is said whole; a longer one, its first 99 and "…"."""
+    schema = {"type": "object", "properties": {key: {"minimum": "secret"}}}
+    assert schema_problem(schema) == (
+        f"does not compile (the meta-schema refuses the value at {place})")
+
+
+def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> None:
+    ref = "#/$defs/" + "n" * 200
+    schema = {"type": "object", "properties": {"x": {"$ref": ref}}}
+    assert schema_problem(schema) == (
+        f"has a $ref that resolves nowhere ({ref[:100]!r}; remote schemas are never "
+        "fetched)")
+
+
 @pytest.mark.parametrize("which", ["request_schema", "combatant_schema"])
 @pytest.mark.parametrize("name", sorted(UNUSABLE_SYSTEM_SCHEMAS))
 def test_a_plugin_system_whose_schema_cannot_be_used_is_skipped_at_load(

@@ -401,9 +401,12 @@ LOGGED_BATCH = [
     {"jsonrpc": "1.0", "method": "companion.info", "id": 4},
     {"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": 5}, "id": 5},
     {"jsonrpc": "2.0", "method": "companion.info"},
+    # a result JSON cannot hold: its -32603 is found while the answer is written
+    {"jsonrpc": "2.0", "method": "faulty.unserialisable", "params": {}, "id": 6},
 ]
-LOGGED_METHODS = ["companion.info", "dice.roll", "no.such", None, "dice.roll", "companion.info"]
-LOGGED_ERRORS = [-32602, -32601, -32600, -32602]
+LOGGED_METHODS = ["companion.info", "dice.roll", "no.such", None, "dice.roll", "companion.info",
+                  "faulty.unserialisable"]
+LOGGED_ERRORS = [-32602, -32601, -32600, -32602, -32603]
 
 
 def _access_lines(rpc: Rpc, settings: Settings) -> list[dict[str, Any]]:
@@ -430,7 +433,7 @@ async def test_the_request_log_names_each_call_of_a_websocket_message(
         rpc: Rpc, settings: Settings) -> None:
     ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
     await ws.send_json(LOGGED_BATCH)
-    assert len(await ws.receive_json()) == 5
+    assert len(await ws.receive_json()) == 6
     await ws.send_json(INFO)
     assert "result" in await ws.receive_json()
     await ws.close()

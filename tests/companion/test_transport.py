@@ -147,6 +147,17 @@ async def test_invalid_params_name_every_path(rpc: Rpc) -> None:
     assert all(isinstance(e["message"], str) for e in error["data"]["errors"])
 
 
+@pytest.mark.parametrize("params", [None, {}])
+@pytest.mark.parametrize(("method", "member"), [("dice.roll", "expr"), ("encounter.get", "id"),
+                                                ("systems.describe", "system")])
+async def test_a_call_without_its_required_params_is_invalid_params(
+        rpc: Rpc, params: dict[str, object] | None, method: str, member: str) -> None:
+    """No params at all, like an empty object, is checked against the method's schema."""
+    error = await rpc.error(method, params)
+    assert error == {"code": -32602, "message": "Invalid params", "data": {"errors": [
+        {"path": "", "message": f'"{member}" is a required property'}]}}
+
+
 @pytest.mark.parametrize(("method", "params"), [("dice.roll", ["d6"]),
                                                 ("companion.info", [])])
 async def test_positional_params_are_invalid_params(rpc: Rpc, method: str,

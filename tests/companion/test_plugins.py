@@ -26,6 +26,7 @@ import companion.plugins as plugins_module
 import companion.rpc as rpc_module
 import tests.sample_plugin as sample_plugin
 from companion.app import create_app
+from companion.keys import DISPATCHER, SERVICES
 from companion.methods import CORE
 from companion.plugins import MethodError, Plugin, load_plugins
 from companion.registry import (
@@ -369,6 +370,38 @@ async def test_a_plugin_method_that_never_answers_times_out(
     assert error["message"] == ("Internal error: the plugin method unruly.hang did not "
                                 f"answer within {said}")
     assert set(error["data"]) == {"error_id"}
+
+
+async def test_plugin_params_nested_too_deep_to_check_are_invalid_params(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking a plugin method's params that run out of stack is -32602 as for a core
+    method: only the plugin handler's own runaway recursion is its fault (-32603)."""
+    nested = {"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}},
+              "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}
+    rpc = await rpc_with(_entry_point_to(with_schema(nested), monkeypatch))
+    body = '{"jsonrpc":"2.0","method":"schema.x","params":{"x":' + "[" * 990 + "]" * 990 + \
+        '},"id":7}'
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    assert (await response.json())["error"] == {
+        "code": -32602, "message": "Invalid params", "data": {"errors": [
+            {"path": "", "message": "the params are nested too deeply to check"}]}}
+
+
+async def test_a_call_cancelled_while_its_plugin_method_runs_ends_cancelled(
+        unruly: tuple[TestClient[Any, Any], str], caplog: pytest.LogCaptureFixture) -> None:
+    """Only a CancelledError of the handler's own is answered: the request's own
+    cancellation (its client gone, a shutdown) goes on, unanswered and logged as no
+    fault."""
+    client, _ = unruly
+    app = client.server.app
+    call = asyncio.ensure_future(app[DISPATCHER].handle(
+        b'{"jsonrpc": "2.0", "method": "unruly.hang", "id": 1}', app[SERVICES].http_context))
+    await asyncio.sleep(0.05)
+    with caplog.at_level(logging.ERROR, logger="mindscape.rpc"):
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    assert [r for r in caplog.records if r.name == "mindscape.rpc"] == []
 
 
 # -- a plugin's metadata cannot break shared endpoints -----------------------------------

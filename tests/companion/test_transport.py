@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from .combatants import FENKA, ULCEN
 from .conftest import Rpc
 
 
@@ -26,6 +27,20 @@ async def test_notification_gets_204_and_an_empty_body(rpc: Rpc) -> None:
 async def test_notification_of_an_unknown_method_is_not_answered(rpc: Rpc) -> None:
     response = await rpc.post({"jsonrpc": "2.0", "method": "no.such"})
     assert response.status == 204
+
+
+async def test_a_notification_that_fails_is_not_answered_either(rpc: Rpc) -> None:
+    """JSON-RPC 2.0: a notification is never answered, also when it names no method, has
+    positional params, invalid params or faults; in a batch only the call is answered."""
+    failing = [{"jsonrpc": "2.0", "method": "no.such"},
+               {"jsonrpc": "2.0", "method": "dice.roll", "params": ["d6"]},
+               {"jsonrpc": "2.0", "method": "dice.roll", "params": {"expr": 5}},
+               {"jsonrpc": "2.0", "method": "faulty.boom", "params": {}}]
+    for notification in failing:
+        response = await rpc.post(notification)
+        assert (response.status, await response.read()) == (204, b""), notification
+    answer = await rpc.raw([*failing, {"jsonrpc": "2.0", "method": "systems.list", "id": 9}])
+    assert [a["id"] for a in answer] == [9] and "result" in answer[0]
 
 
 async def test_batch_answers_each_element_also_a_malformed_one(rpc: Rpc) -> None:
@@ -176,6 +191,20 @@ async def test_params_nested_nearly_as_deep_as_the_parser_allows_are_invalid_par
     response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
     answer = await response.json()
     assert (answer["id"], answer["error"]["code"]) == (7, -32602)
+
+
+async def test_a_combatant_nested_nearly_as_deep_as_the_parser_allows_is_invalid_params(
+        rpc: Rpc) -> None:
+    """A combatant is checked against its system's schema by the method itself, after
+    the params schema passed it: deep nesting there is -32602 too, not a fault."""
+    attacker = json.dumps(ULCEN)[:-1] + ', "conditions": ' + "[" * 990 + "]" * 990 + "}"
+    body = ('{"jsonrpc":"2.0","method":"exchange.resolve","params":{"system":"revised-2e",'
+            f'"attacker":{attacker},"defender":{json.dumps(FENKA)},'
+            '"attack":{"mode":"mind-thrust"},"seed":1},"id":7}')
+    response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
+    answer = await response.json()
+    assert answer["error"] == {"code": -32602, "message": "Invalid params", "data": {
+        "errors": [{"path": "", "message": "the params are nested too deeply to check"}]}}
 
 
 async def test_internal_error_carries_an_error_id_and_no_text(

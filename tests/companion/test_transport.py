@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import NoReturn
 
 import pytest
+
+import companion.rpc as rpc_module
 
 from .combatants import FENKA, ULCEN
 from .conftest import Rpc
@@ -218,6 +221,19 @@ async def test_internal_error_carries_an_error_id_and_no_text(
     logged = [r for r in caplog.records if getattr(r, "fields", {}).get("error_id")
               == error["data"]["error_id"]]
     assert logged and logged[0].exc_info is not None
+
+
+async def test_a_fault_in_mapping_an_error_is_answered_without_its_text(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jsonrpcserver copies exception text into its own answers: one that comes back
+    from it (here the mapping of exceptions fails itself) is scrubbed to an error id."""
+    def broken(*_: object) -> NoReturn:
+        raise RuntimeError("secret")
+
+    monkeypatch.setattr(rpc_module, "to_rpc_error", broken)
+    error = await rpc.error("faulty.boom", {})
+    assert error["code"] == -32603 and set(error["data"]) == {"error_id"}
+    assert "secret" not in json.dumps(error)
 
 
 async def test_a_result_json_cannot_hold_is_an_internal_error(rpc: Rpc) -> None:

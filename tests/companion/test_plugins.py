@@ -783,10 +783,18 @@ def test_a_method_namespace_belongs_to_the_first_plugin_that_uses_it(
     assert loaded.namespaces == {"sample": "sample"}
 
 
-@pytest.mark.parametrize("name", ["x.y\n", "x.y\r", "\nx.y", "X.y", "x", "x.Y"])
+@pytest.mark.parametrize("name", ["x.y\n", "x.y\r", "\nx.y", "X.y", "xY.z", "x", "x.Y",
+                                  "x.1", "x._y"])
 def test_a_method_name_is_namespace_verb_exactly(name: str) -> None:
     with pytest.raises(RegistryError, match=r"namespace\.verb"):
         MethodRegistry([MethodSpec(name, {"type": "object"}, _noop, "x")])
+
+
+@pytest.mark.parametrize("name", ["coin.house_rule", "x-2.y", "x.yZ9-_", "x.y.z"])
+def test_a_method_name_of_the_documented_form_is_registered(name: str) -> None:
+    """docs/PLUGINS.md: a lower-case namespace (``[a-z][a-z0-9-]*``), a dot and a verb
+    ``[a-z][a-zA-Z0-9_.-]*``."""
+    assert MethodRegistry([MethodSpec(name, {"type": "object"}, _noop, "x")]).names() == [name]
 
 
 async def test_a_vtt_sheet_for_a_plugins_system_is_refused_at_its_adapter(rpc: Rpc) -> None:

@@ -436,6 +436,16 @@ def _deep(levels: int) -> JSON:
 
 WRONG_SCHEMAS["nested-400-deep"] = {"type": "object", "properties": {"x": _deep(400)}}
 
+#: A loop of $ref through each keyword that applies its subschema to the value itself.
+_LOOPING_BACK = {"$ref": "#/$defs/a"}
+for _keyword, _loop in {"anyOf": [_LOOPING_BACK], "oneOf": [_LOOPING_BACK],
+                        "not": _LOOPING_BACK, "if": _LOOPING_BACK,
+                        "then": _LOOPING_BACK, "else": _LOOPING_BACK,
+                        "dependentSchemas": {"x": _LOOPING_BACK}}.items():
+    WRONG_SCHEMAS[f"ref-loop-through-{_keyword}"] = {
+        "type": "object", "$defs": {"a": {"if": {"required": ["y"]}, _keyword: _loop}},
+        "properties": {"x": {"$ref": "#/$defs/a"}}}
+
 
 def with_schema(schema: JSON) -> Plugin:
     """A plugin whose one method has ``schema`` as its params schema."""

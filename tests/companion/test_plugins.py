@@ -133,6 +133,31 @@ def test_registry_refuses_a_handler_that_is_not_async() -> None:
         MethodRegistry([MethodSpec("x.y", {"type": "object"}, sync, "x")])  # type: ignore[arg-type]
 
 
+def _spec(**changed: Any) -> MethodSpec:
+    """A valid plugin method spec with ``changed`` members."""
+    return MethodSpec(**{"name": "a.x", "params": {"type": "object"}, "handler": _noop,
+                         "description": "x", **changed})
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("a.x", "lists a str among its methods, not a MethodSpec"),
+    (_spec(params={"type": "array"}), "method a.x: the params schema must describe an object"),
+    (_spec(description=None), "method a.x: the description must be a string"),
+    (_spec(result=[1]), "method a.x: the result schema must be an object (or None)"),
+    (_spec(errors=(4100, True)), "method a.x: errors must be a tuple of integer error codes"),
+    (_spec(errors={4100}), "method a.x: errors must be a tuple of integer error codes"),
+    (_spec(checked_by_system="yes"), "method a.x: checked_by_system must be true or false"),
+    (_spec(system_schema="combatant_schema"),
+     "method a.x: system_schema must be one of request_schema, end_round_schema, "
+     "round_end_choices_schema, rest_schema")])
+def test_registry_says_which_member_of_a_method_is_wrong(spec: Any, problem: str) -> None:
+    """docs/PLUGINS.md: a plugin's method of the wrong shape is refused at load, saying
+    why."""
+    with pytest.raises(RegistryError) as refused:
+        MethodRegistry().add_all([spec], plugin=True)
+    assert str(refused.value) == problem
+
+
 def test_core_table_compiled_every_method_once() -> None:
     assert len(CORE) == len(set(CORE.names()))
     for registered in CORE:

@@ -473,4 +473,7 @@ GOOD_SCHEMAS: dict[str, JSON] = {
                         "properties": {"x": {"$ref": "#/$defs/a~1b"}}},
     "meta-schema": {"type": "object", "properties": {
         "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}},
+    # two ways to the same subschema are no loop
+    "diamond": {"type": "object", "$defs": {"c": {"type": "string"}, "b": {"$ref": "#/$defs/c"}},
+                "properties": {"x": {"allOf": [{"$ref": "#/$defs/c"}, {"$ref": "#/$defs/b"}]}}},
 }

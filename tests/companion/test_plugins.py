@@ -120,6 +120,21 @@ def test_registry_refuses_a_duplicate_name() -> None:
         MethodRegistry([spec, spec])
 
 
+def test_registry_adds_a_plugins_methods_all_or_none_and_keeps_their_order() -> None:
+    """``add_all`` refuses a name already in the table or listed twice, adding none of the
+    plugin's methods; a copy is extended without changing its original."""
+    core = MethodRegistry([_spec(name="b.x"), _spec(name="a.x")])
+    assert core.names() == ["b.x", "a.x"] and "a.x" in core and "c.x" not in core
+    table = core.copy()
+    for clash in ([_spec(name="c.x"), _spec(name="a.x")],
+                  [_spec(name="c.x"), _spec(name="c.y"), _spec(name="c.x")]):
+        with pytest.raises(RegistryError, match="already registered"):
+            table.add_all(clash, plugin=True)
+        assert table.names() == ["b.x", "a.x"]
+    table.add_all([_spec(name="c.x")], plugin=True)
+    assert table.names() == ["b.x", "a.x", "c.x"] and core.names() == ["b.x", "a.x"]
+
+
 def test_registry_refuses_a_schema_that_does_not_compile() -> None:
     with pytest.raises(RegistryError):
         MethodRegistry([MethodSpec("x.y", {"type": "object", "required": 3}, _noop, "x")])

@@ -421,6 +421,9 @@ WRONG_SCHEMAS: dict[str, JSON] = {
                                              "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
                  "properties": {"x": {"$ref": "#/$defs/a"}}},
     "self-ref-root": {"type": "object", "$ref": "#"},
+    # a loop where no keyword leads: found by following the $ref
+    "ref-loop-outside-keywords": {"type": "object", "x-defs": {"a": {"$ref": "#/x-defs/a"}},
+                                  "properties": {"x": {"$ref": "#/x-defs/a"}}},
     # the meta-schema takes any value as a default; rpc.discover could not be written
     "date-default": {"type": "object", "properties": {"x": {
         "default": datetime.date(2020, 1, 1)}}},

@@ -34,6 +34,8 @@ from companion.registry import (
     MethodRegistry,
     MethodSpec,
     RegistryError,
+    SchemaUnusable,
+    compile_schema,
     schema_problem,
 )
 from companion.services import Context
@@ -41,7 +43,13 @@ from companion.settings import Limits, Settings, installed_plugins
 from engine import DiceSource, Event
 from engine.schemacheck import Validator
 from engine.system import JSON
-from tests.sample_plugin import GOOD_SCHEMAS, WRONG_SCHEMAS, with_result_schema, with_schema
+from tests.sample_plugin import (
+    GOOD_SCHEMAS,
+    WRONG_SCHEMAS,
+    _deep,
+    with_result_schema,
+    with_schema,
+)
 from tests.sample_plugin.coin_duel import REQUEST, CoinDuel
 
 from .combatants import duelist
@@ -620,6 +628,13 @@ def test_the_place_a_schema_fails_is_said_in_at_most_100_characters(
     schema = {"type": "object", "properties": {key: {"minimum": "secret"}}}
     assert schema_problem(schema) == (
         f"does not compile (the meta-schema refuses the value at {place})")
+
+
+def test_a_schema_nested_too_deep_to_check_says_so() -> None:
+    """Checked, or compiled unchecked (as the core methods' schemas are)."""
+    assert schema_problem(WRONG_SCHEMAS["nested-400-deep"]) == "is nested too deeply to check"
+    with pytest.raises(SchemaUnusable, match=r"^is nested too deeply to check$"):
+        compile_schema({"type": "object", "properties": {"x": _deep(2000)}}, check=False)
 
 
 def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> None:

@@ -79,6 +79,16 @@ def test_pool_dice_above_the_pool_is_refused() -> None:
     assert err.value.rule == "pool-dice-exceed-pool"
 
 
+def test_a_side_may_roll_its_whole_pool_by_count() -> None:
+    """Seed: a side rolls "their current power pool": pool_dice equal to the pool is the
+    whole pool, not more than it."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 2, 6), {"mode": "mental-stab", "pool_dice": 3},
+                   {"pool_dice": 2}, dice={"attack": [1, 1, 1], "defense": [2, 2]})
+    out = res.to_json()
+    assert (out["attack"]["dice"], out["attack_total"]) == (3, 3)
+    assert out["defense"]["members"][0]["dice"] == 2 and out["defense_total"] == 4
+
+
 def test_joining_dazes_the_attacker_and_expends_no_dice() -> None:
     """Seed: "Creatures attacking in psionic combat are dazed during the round" and
     "Participating in psionic combat ... does not cause dice used in it to be expended"."""
@@ -367,6 +377,15 @@ def test_awareness_rule_forbids_other_defense_modes() -> None:
     assert err.value.rule == "defender-unaware"
 
 
+def test_an_unaware_defender_cannot_choose_how_many_dice_to_roll() -> None:
+    """Seed: an unaware defender "may only defend" with Cognitive Labyrinth: without it
+    it rolls nothing, so pool_dice is refused, not quietly rolled as none."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", conditions=["asleep"]), {"mode": "mental-stab"},
+                 {"pool_dice": 2})
+    assert err.value.rule == "defender-unaware" and err.value.combatant == "b"
+
+
 def test_cognitive_labyrinth_defends_while_unaware() -> None:
     """Seed: "The defender may defend even when unconscious, surprised, resting, asleep,
     dazed, etc. so long as they are not already under psionic control"."""
@@ -572,6 +591,8 @@ def test_more_than_100_dice_in_a_pool_is_a_limit() -> None:
     with pytest.raises(LimitExceeded) as err:
         exchange(psionic("A", 101, 6), psionic("B"), {"mode": "mental-stab"})
     assert err.value.problems[0].path == "/attack/pool_dice"
+    # the whole pool was asked for by giving no pool_dice: the message says how to roll fewer
+    assert "give pool_dice of at most 100" in err.value.problems[0].message
     with pytest.raises(LimitExceeded):
         exchange(psionic("A"), psionic("B", 60, 4), {"mode": "psionic-wave"},
                  defenders=[psionic("C", 60, 4)])

@@ -157,6 +157,15 @@ def test_attack_on_controlled_creature_needs_the_controller() -> None:
     assert err.value.rule == "controller-required"
 
 
+def test_an_attack_on_the_attacker_s_own_puppet_is_refused() -> None:
+    """Seed: attacking a creature under psionic control "automatically attacks the
+    controller": an attack on one's own puppet would strike oneself."""
+    a = psionic("A", 2, 6, controlling=[{"id": "p", "kept_by": "action"}])
+    with pytest.raises(RulesViolation) as err:
+        exchange(a, psionic("P", controlled_by="a"), {"mode": "mental-stab"})
+    assert err.value.rule == "target-own-puppet" and err.value.combatant == "p"
+
+
 def test_falling_under_control_expends_maintained_powers() -> None:
     """Seed: "Any psionic powers the creature is maintaining cease when psionic control is
     established over it, and dice used to maintain them are expended"."""
@@ -839,6 +848,12 @@ def test_the_attacker_may_choose_not_to_frighten() -> None:
     with pytest.raises(InvalidInput) as err:
         exchange(psionic("A", 2, 6), psionic("B", 1, 4),
                  {"mode": "mental-stab", "decline": ["frightened"]},
+                 dice={"attack": [6, 6], "defense": [1]})
+    assert err.value.problems[0].path == "/attack/decline/0"
+    # possession is no choice: only an effect the tables mark optional may be declined
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 1, 4),
+                 {"mode": "personality-invasion", "decline": ["possessed"]},
                  dice={"attack": [6, 6], "defense": [1]})
     assert err.value.problems[0].path == "/attack/decline/0"
 

@@ -157,6 +157,22 @@ def test_attack_on_controlled_creature_needs_the_controller() -> None:
     assert err.value.rule == "controller-required"
 
 
+def test_a_wave_at_two_puppets_of_one_controller_strikes_it_once() -> None:
+    """Seed: attacking a creature under psionic control "automatically attacks the
+    controller": a Psionic Wave at two of A's puppets strikes A, once (RULES.md §3.3: a
+    group rolls every member's dice, and A is one member)."""
+    a = psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action", "wave": "w"},
+                                        {"id": "c", "kept_by": "action", "wave": "w"}])
+    res = exchange(psionic("X", 3, 6), psionic("B", controlled_by="a"), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", controlled_by="a")], controller=a,
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    out = res.to_json()
+    assert [m["id"] for m in out["defense"]["members"]] == ["a"]
+    assert out["defense_total"] == 2
+    assert out["redirected"] == [{"from": "b", "to": "a"}, {"from": "c", "to": "a"}]
+    assert after(res, "x")["controlling"] == [{"id": "a", "kept_by": "action", "wave": "wave-a"}]
+
+
 def test_an_attack_on_the_attacker_s_own_puppet_is_refused() -> None:
     """Seed: attacking a creature under psionic control "automatically attacks the
     controller": an attack on one's own puppet would strike oneself."""
@@ -251,6 +267,8 @@ def test_psionic_wave_attacks_several_as_one_group() -> None:
                    dice={"attack": [8, 8, 8, 8], "defense": [4, 4, 6]})
     out = res.to_json()
     assert out["defense_total"] == 14 and out["winner"] == "attacker"
+    assert [m["role"] for m in out["defense"]["members"]] == ["defender", "wave-target",
+                                                              "wave-target"]
     a = after(res, "a")
     assert {e["id"] for e in a["controlling"]} == {"b", "c", "d"}
     assert len({e["wave"] for e in a["controlling"]}) == 1

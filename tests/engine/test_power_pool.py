@@ -491,6 +491,20 @@ def test_non_psionic_allies_need_imagination_swarm() -> None:
     assert err.value.rule == "ally-needs-imagination-swarm"
 
 
+@pytest.mark.parametrize(("ally", "rule"), [
+    (mundane("Zombie", mindless=True), "ally-mindless"),
+    (mundane("Thrall", controlled_by="x"), "ally-controlled"),
+])
+def test_a_mindless_or_controlled_creature_cannot_be_drawn_in(ally: dict[str, Any],
+                                                              rule: str) -> None:
+    """Seed: "Creatures must have minds" to take part in psionic combat, and a creature
+    under psionic control is its controller's to command, not the defender's ally."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[ally])
+    assert err.value.rule == rule and err.value.combatant == ally["name"].lower()
+
+
 def test_in_a_wave_the_refusal_of_allies_names_the_mind_struck_first() -> None:
     """A wave's group draws allies in through the mind struck first (README: Groups).
     Audit: when another mind struck used imagination-swarm the refusal said allies are

@@ -482,6 +482,11 @@ def test_psionic_ally_joins_with_imagination_swarm() -> None:
         exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
                  {"mode": "imagination-swarm"}, allies=[psionic("Seer", 2, 6)])
     assert err.value.rule == "ally-psionic" and "/defenses/seer" in err.value.detail
+    # "use this defence mode to participate": another mode joins nothing
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "mental-stab"}, None,
+                 allies=[psionic("Seer", 2, 6)], defenses={"seer": {"mode": "pinnacle-of-will"}})
+    assert err.value.rule == "ally-needs-imagination-swarm" and err.value.combatant == "seer"
 
 
 def test_non_psionic_allies_need_imagination_swarm() -> None:

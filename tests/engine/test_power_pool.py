@@ -534,6 +534,16 @@ def test_a_non_psionic_ally_gives_no_defense_of_its_own() -> None:
     assert err.value.rule == "ally-not-psionic" and "/defenses/guard" in err.value.detail
 
 
+@pytest.mark.parametrize("key", ["b", "nobody"])
+def test_a_defense_for_no_further_defender_or_ally_is_refused(key: str) -> None:
+    """The mind struck first defends by /defense; /defenses names the others only, and a
+    defense given for someone else is refused rather than ignored."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"},
+                 defenses={key: {"mode": "pinnacle-of-will"}})
+    assert err.value.problems[0].path == f"/defenses/{key}"
+
+
 # -- who may fight ------------------------------------------------------------------------------
 
 def test_mindless_target_is_immune() -> None:

@@ -295,6 +295,12 @@ def test_psionic_wave_kept_by_dice_takes_a_die_for_each_creature() -> None:
     assert "(kept by a dedicated die each)" in res.summary
     freed, _, _ = ctl.release(a, "d", {}, ENDING)
     assert (freed["pool"], freed["dedicated"]) == (4, [])
+    # a pool of three holds three, its last die included
+    res = exchange(psionic("A", 3, 8), psionic("B", 1, 4), wave,
+                   defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
+                   dice={"attack": [8, 8, 8], "defense": [4, 4, 6]})
+    assert after(res, "a")["pool"] == 0
+    assert {e["kept_by"] for e in after(res, "a")["controlling"]} == {"die"}
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("A", 2, 8), psionic("B", 1, 4), wave,
                  defenders=[psionic("C", 1, 4), mundane("D", 1, 6)])

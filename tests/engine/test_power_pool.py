@@ -363,6 +363,19 @@ def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
     assert after(res, "a")["pool"] == 2
 
 
+def test_the_first_failed_blank_mind_save_ends_the_attack() -> None:
+    """Seed: "If they fail the saving throw, the attack automatically fails": a wave at
+    two minds using Blank Mind makes no second save after the first fails."""
+    res = exchange(psionic("A", 3, 6, blank_mind_save=12), psionic("B", 1, 4),
+                   {"mode": "psionic-wave"}, {"mode": "blank-mind"},
+                   defenders=[psionic("C", 1, 4)], defenses={"c": {"mode": "blank-mind"}},
+                   dice={"save": [11, 20]})
+    out = res.to_json()
+    assert out["blank_mind"] == [{"against": "b", "target": 12, "roll": 11, "success": False}]
+    assert [r["purpose"] for r in out["rolls"]] == ["save"]
+    assert out["unused_dice"] == {"save": [20]}
+
+
 def test_blank_mind_passed_save_lets_the_contest_go_on() -> None:
     res = exchange(psionic("A", 3, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
                    {"mode": "blank-mind"}, dice={"save": [15], "attack": [6, 6, 6],
@@ -660,6 +673,18 @@ def test_more_than_100_dice_in_a_pool_is_a_limit() -> None:
                  defenders=[psionic("C", 60, 4)])
 
 
+def test_a_group_of_exactly_100_dice_is_within_the_limit() -> None:
+    """API.md limits: at most 100 dice in a pool; a wave's group of exactly 100 rolls them
+    all, and nothing is said to be capped."""
+    res = exchange(psionic("A", 1, 6), psionic("B", 60, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", 40, 4)], dice={"attack": [6], "defense": [1] * 100})
+    out = res.to_json()
+    assert out["defense_total"] == 100
+    assert [m["dice"] for m in out["defense"]["members"]] == [60, 40]
+    assert all(e.type != "group-dice-capped" for e in res.events)
+    assert "over the limit" not in res.summary
+
+
 def test_missing_supplied_dice_name_purpose_and_count() -> None:
     with pytest.raises(DiceNeeded) as err:
         exchange(psionic("A", 2, 6), psionic("B", 3, 6), {"mode": "personality-invasion"},
@@ -678,6 +703,14 @@ def test_missing_defense_dice_of_a_group_name_the_member_die_that_is_short() -> 
     with pytest.raises(DiceNeeded) as err:
         exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
                  {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                 dice={"attack": [1, 1], "defense": []})
+    assert (err.value.sides, err.value.needed) == (4, 1)
+    # the run of one die ends at the first member rolling another: a d4 after the d8 is
+    # asked for with the d8, not counted with the first d4
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"},
+                 allies=[mundane("Guard", 3, 8), mundane("Dog", 1, 4)],
                  dice={"attack": [1, 1], "defense": []})
     assert (err.value.sides, err.value.needed) == (4, 1)
 

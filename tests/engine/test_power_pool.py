@@ -313,6 +313,17 @@ def test_psionic_wave_kept_by_dice_takes_a_die_for_each_creature() -> None:
     assert "1 die dedicated with purpose 'control', 2 needed" in str(bad.value)
 
 
+def test_a_new_wave_s_link_is_named_apart_from_the_links_held() -> None:
+    """RULES.md 3.4: a wave's creatures are one link, released all together: a new wave
+    whose name is taken, and taken again with a count, gets the next count."""
+    a = psionic("A", 4, 6, controlling=[{"id": "c", "kept_by": "action", "wave": "wave-b"},
+                                        {"id": "d", "kept_by": "action", "wave": "wave-b-2"}])
+    res = exchange(a, psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("E", 1, 4)], dice={"attack": [6] * 4, "defense": [1, 1]})
+    assert [e["wave"] for e in after(res, "a")["controlling"]] == [
+        "wave-b", "wave-b-2", "wave-b-3", "wave-b-3"]
+
+
 def test_psionic_wave_group_loses_together() -> None:
     res = exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "psionic-wave"},
                    defenders=[psionic("C", 1, 4)], dice={"attack": [2, 2], "defense": [3, 2]})
@@ -345,6 +356,8 @@ def test_barrier_mantra_stuns_instead_of_control() -> None:
     assert out["winner"] == "attacker" and out["controlled"] is False
     assert out["outcome"] == "attacker" and out["outcome_detail"] == "won-without-control"
     assert b["controlled_by"] is None and "stunned" in b["conditions"]
+    # "for one round": this round's end and the next (README: Timers)
+    assert b["condition_rounds"]["stunned"] == 2
     assert "possessed" not in b["conditions"]  # possession needs control
     assert after(res, "a")["controlling"] == []
 
@@ -361,6 +374,12 @@ def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
     assert [r["purpose"] for r in out["rolls"]] == ["save"]
     assert out["unused_dice"] == {"attack": [6, 6, 6], "defense": [1]}
     assert after(res, "a")["pool"] == 2
+    # the attack had no roll, so the spells the defender would have given up are kept
+    res = exchange(psionic("A", 3, 6, blank_mind_save=12), psionic("B", 1, 4, spell_levels=[3]),
+                   {"mode": "mental-stab"}, {"mode": "blank-mind", "sacrifice": 3},
+                   dice={"save": [11]})
+    assert after(res, "b")["spell_levels"] == [3]
+    assert all(e.type != "spells-sacrificed" for e in res.events)
 
 
 def test_the_first_failed_blank_mind_save_ends_the_attack() -> None:
@@ -1265,6 +1284,12 @@ def test_synaptic_overload_says_no_damage_and_who_it_brings_down() -> None:
     assert res.summary.endswith("B takes 4 damage. B is down (0 hit points or fewer). Al "
                                 "takes no damage.")
     assert [e.combatant for e in res.events if e.type == "down"] == ["b"]
+    # one already down (defending with Cognitive Labyrinth) is not brought down again
+    res = exchange(psionic("Ix", 3, 8), psionic("B", 2, 6, hp=0), {"mode": "synaptic-overload"},
+                   {"mode": "cognitive-labyrinth"}, dice={"attack": [8, 8, 8], "defense": [2, 3]})
+    assert after(res, "b")["hp"] == -5
+    assert all(e.type != "down" for e in res.events)
+    assert res.summary.endswith("B takes 5 damage.")
 
 
 def test_spells_sacrificed_by_other_members_of_the_group_are_told() -> None:

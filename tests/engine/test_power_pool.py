@@ -127,6 +127,8 @@ def test_defender_win_ends_all_control_the_attacker_holds() -> None:
     assert a["pool"] == 3  # 3 + 1 returned - 1 lost
     freed = {c.id: c.to_json()["after"] for c in res.others}
     assert freed["p1"]["controlled_by"] is None and freed["p2"]["controlled_by"] is None
+    # each change starts from the puppet's sheet as given
+    assert [c.to_json()["before"]["controlled_by"] for c in res.others] == ["a", "a"]
     # possession lasts only with control; Fear from Subversion outlasts it
     assert freed["p1"]["conditions"] == ["frightened"]
     assert [e.combatant for e in res.events if e.type == "control-ended"] == ["p1", "p2"]
@@ -1234,6 +1236,13 @@ def test_the_summary_takes_its_numbers_and_names_from_replacement_tables() -> No
     assert won.summary.endswith("B defends with Mantra Wall (3d6), a total of 3. Ix wins, "
                                 "but Mantra Wall leaves B stunned until this round ends "
                                 "instead of controlled.")
+    tables["exchange"].update(blank_mind_pool_dice_lost=2)
+    saved = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("Ix", 3, 6), "defender": psionic("B", 3, 6),
+         "attack": {"mode": "mental-stab"}, "defense": {"mode": "blank-mind"}},
+        SuppliedDice({"save": [1]}))
+    assert saved.summary.endswith("the attack fails outright and 2 dice of the pool are lost.")
+    assert after(saved, "ix")["pool"] == 1
 
 
 def test_a_wave_s_barrier_mantras_are_each_told() -> None:

@@ -524,6 +524,24 @@ def test_a_group_over_the_dice_limit_by_secret_choices_is_capped_when_resolved()
             "rolls 25 of its 35 dice, and M none.") in step["summary"]
 
 
+def test_members_the_dice_limit_leaves_with_no_die_are_told_together() -> None:
+    """RULES.md §4: the step says when the cap was reached: the limit reached at a
+    member's last die leaves the joins after it none ("K and M roll none")."""
+    state = encounter(psionic("A", 40, 6), psionic("L", 50, 6), psionic("J", 50, 6),
+                      psionic("K", 10, 6), psionic("M", 10, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    for cid in ("j", "k", "m", "l"):
+        state = SYSTEM.encounter_declare(state, cid, {"defense": {
+            "mode": "imagination-swarm"}})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert [(m["id"], m["dice"]) for m in step["results"][0]["defense"]["members"]] == [
+        ("l", 50), ("j", 50), ("k", 0), ("m", 0)]
+    assert ("The group would roll 120 dice, over the limit of 100, so the first 100 are "
+            "rolled, the minds struck first, then the allies in the order they came in: K "
+            "and M roll none.") in step["summary"]
+
+
 def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once() -> None:
     """The first mind's own dice and those of the allies it draws in are its choice
     alone: over the limit, it is refused at its choice's place; another struck mind's

@@ -666,6 +666,8 @@ def test_spell_sacrifice_adds_total_levels_and_spends_the_spells() -> None:
     out = res.to_json()
     assert out["defense_total"] == 10 and out["winner"] == "defender"
     assert after(res, "mage")["spell_levels"] == [1]
+    assert ("Mage defends with no defense mode (2d4) plus 4 for sacrificed spells, a total "
+            "of 10.") in res.summary
     res = exchange(psionic("A", 2, 6), mundane("Mage", 2, 4, spell_levels=[2]),
                    {"mode": "mental-stab"}, {"sacrifice": 2},
                    dice={"attack": [5, 5], "defense": [3, 3]})
@@ -1071,6 +1073,16 @@ def test_the_summary_says_what_falling_under_control_takes_and_no_die_lost_that_
                     dice={"attack": [], "defense": [3]}).to_json()
     assert lost["summary"].endswith("B holds: A has no die in its pool to lose and is "
                                     "stunned for a round.")
+    # two members of a wave overcome: each is told of its own puppet, not the other's
+    b = psionic("B", 1, 4, controlling=[{"id": "p1", "kept_by": "action"}])
+    c = psionic("C", 1, 4, controlling=[{"id": "p2", "kept_by": "action"}])
+    wave = exchange(psionic("X", 3, 6), b, {"mode": "psionic-wave"}, defenders=[c],
+                    dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    assert wave.summary.endswith(
+        "B's own psionic control of \"p1\" ends. \"p1\" was not given: its sheet still "
+        "shows it under B's control until it is changed. C's own psionic control of \"p2\" "
+        "ends. \"p2\" was not given: its sheet still shows it under C's control until it is "
+        "changed.")
 
 
 # -- audit: the puppets given are checked too; each summary line is about its own creature --

@@ -147,6 +147,8 @@ def test_attack_on_a_controlled_creature_strikes_its_controller() -> None:
     out = res.to_json()
     assert out["defender"]["id"] == "a"
     assert out["redirected"] == [{"from": "b", "to": "a"}]
+    assert res.summary.startswith("C strikes at B with Mental Stab. B is under A's control, "
+                                  "so the attack strikes A instead.")
     assert after(res, "a")["controlled_by"] == "c"
     # A fell under control: the control it held ends, so B goes free
     assert after(res, "b")["controlled_by"] is None

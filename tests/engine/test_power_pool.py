@@ -299,6 +299,12 @@ def test_psionic_wave_kept_by_dice_takes_a_die_for_each_creature() -> None:
     assert "(kept by a dedicated die each)" in res.summary
     freed, _, _ = ctl.release(a, "d", {}, ENDING)
     assert (freed["pool"], freed["dedicated"]) == (4, [])
+    # a mind using Barrier Mantra is stunned instead of held: it needs no die
+    res = exchange(psionic("A", 2, 8), psionic("B", 1, 4), wave, {"mode": "barrier-mantra"},
+                   defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
+                   dice={"attack": [8, 8], "defense": [1, 1, 1]})
+    assert [e["id"] for e in after(res, "a")["controlling"]] == ["c", "d"]
+    assert after(res, "a")["pool"] == 0
     # a pool of three holds three, its last die included
     res = exchange(psionic("A", 3, 8), psionic("B", 1, 4), wave,
                    defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],

@@ -682,6 +682,15 @@ def test_spell_sacrifice_adds_total_levels_and_spends_the_spells() -> None:
     assert res.to_json()["defense_total"] == 8
 
 
+def test_a_sacrifice_is_of_a_spell_level_from_1_to_9() -> None:
+    """Seed: "sacrifice memorised spells", a bonus equal to their "total level": a spell
+    has a level 1 to 9, so 0 is invalid input at the field, not a spell missing."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), mundane("Mage", spell_levels=[1]), {"mode": "mental-stab"},
+                 {"sacrifice": 0})
+    assert err.value.problems[0].path == "/defense/sacrifice"
+
+
 def test_only_memorised_spells_can_be_sacrificed() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("A"), mundane("Mage", spell_levels=[1]), {"mode": "mental-stab"},

@@ -403,10 +403,12 @@ def test_power_pool_offers_a_controller_each_way_to_keep_or_end_its_control() ->
 def test_power_pool_release_frees_the_puppets_given_and_returns_the_die() -> None:
     """Naming one creature of a wave releases the wave (seed: "all defenders must be
     released simultaneously"); a puppet given is set free and its possession ends, one
-    not given is named; the round's own countdown still follows."""
+    not given is named; the round's own countdown still follows. Zed, still held, is
+    not among the changed others."""
     ix = controller(conditions=["dazed"], condition_rounds={"dazed": 1})
     result = POOL.end_round({"combatants": [ix], "puppets": [puppet("ay", conditions=[
-        "possessed"])], "choices": {"ix": {"release": ["bo"]}}}, SuppliedDice({}))
+        "possessed"]), puppet("zed")], "choices": {"ix": {"release": ["bo"]}}},
+        SuppliedDice({}))
     freed = after(result, "ix")
     assert freed["controlling"] == [{"id": "zed", "kept_by": "action", "wave": None}]
     assert (freed["pool"], freed["dedicated"], freed["conditions"]) == (4, [], [])

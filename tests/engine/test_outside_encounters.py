@@ -391,6 +391,8 @@ def test_power_pool_offers_a_controller_each_way_to_keep_or_end_its_control() ->
         "dice return).")
     empty = POOL.round_end_choices({"combatants": [controller(pool=0)]})
     assert empty["combatants"][0]["choices"]["keep"] == [{**wave, "by": "action"}]
+    assert empty["summary"].startswith("Ix controls one creature by an action each round; "
+                                       "it may release it or lose sight of it.")
     # the pool's last die is one to keep Zed by
     last = POOL.round_end_choices({"combatants": [controller(pool=1)]})
     assert last["combatants"][0]["choices"]["keep"] == [{**zed_link, "by": "die"},

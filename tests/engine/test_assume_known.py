@@ -131,6 +131,10 @@ def test_power_pool_every_mind_a_wave_strikes_and_a_controller_struck_in_a_puppe
     assert POOL.defending_places(request) == {
         "/defender": ["blank-mind"], "/defenders/0": ["barrier-mantra"],
         "/controller": ["blank-mind"]}
+    # one of /controllers may be struck in the place of the mind struck first as well
+    listed = {k: v for k, v in request.items() if k != "controller"}
+    listed["controllers"] = [request["controller"]]
+    assert POOL.defending_places(listed)["/controllers/0"] == ["blank-mind"]
     with pytest.raises(RulesViolation) as err:
         POOL.odds(request)
     assert err.value.rule == "mode-not-known"

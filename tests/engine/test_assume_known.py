@@ -135,6 +135,10 @@ def test_power_pool_every_mind_a_wave_strikes_and_a_controller_struck_in_a_puppe
     listed = {k: v for k, v in request.items() if k != "controller"}
     listed["controllers"] = [request["controller"]]
     assert POOL.defending_places(listed)["/controllers/0"] == ["blank-mind"]
+    # a creature given by name only has the id made from it
+    unnamed = {**request, "defenders": [{k: v for k, v in pool_mind("mara").items()
+                                         if k != "id"}]}
+    assert POOL.defending_places(unnamed)["/defenders/0"] == ["barrier-mantra"]
     with pytest.raises(RulesViolation) as err:
         POOL.odds(request)
     assert err.value.rule == "mode-not-known"

@@ -550,6 +550,13 @@ def test_power_pool_upkeep_refusals_name_the_rule_or_the_field() -> None:
     no_die = refused({"keep": [{"target": "zed", "by": "die"}]}, combatant=controller(pool=0))
     assert rule(no_die) == "no-die-to-dedicate" and "(/choices/ix)" in str(no_die)
     assert path(refused({"release": ["ay", "bo"]})) == "/choices/ix/release/1"
+    # a link named a third time is told where it was named first
+    thrice = refused({"release": ["ay", "bo"], "keep": [{"target": "ay", "by": "action"}]})
+    assert isinstance(thrice, InvalidInput)
+    assert [p.path for p in thrice.problems] == ["/choices/ix/release/1",
+                                                 "/choices/ix/keep/0/target"]
+    assert all("held by the control /choices/ix/release/0 already" in p.message
+               for p in thrice.problems)
     assert path(refused({"release": ["zed"], "keep": [{"target": "zed", "by": "die"}]})) \
         == "/choices/ix/keep/0/target"
     assert path(refused({"release": ["zed"]}, [puppet("ix", controlled_by=None)])) \

@@ -708,6 +708,10 @@ def test_more_than_100_dice_in_a_pool_is_a_limit() -> None:
     assert err.value.problems[0].path == "/attack/pool_dice"
     # the whole pool was asked for by giving no pool_dice: the message says how to roll fewer
     assert "give pool_dice of at most 100" in err.value.problems[0].message
+    with pytest.raises(LimitExceeded) as err:
+        exchange(psionic("A"), psionic("B", 101, 4), {"mode": "mental-stab"})
+    assert err.value.problems[0].path == "/defense/pool_dice"
+    assert "give pool_dice of at most 100" in err.value.problems[0].message
     with pytest.raises(LimitExceeded):
         exchange(psionic("A"), psionic("B", 60, 4), {"mode": "psionic-wave"},
                  defenders=[psionic("C", 60, 4)])

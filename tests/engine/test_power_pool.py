@@ -41,6 +41,7 @@ def test_higher_total_wins_and_defender_comes_under_control() -> None:
     out = res.to_json()
     assert out["attack_total"] == 15 and out["defense_total"] == 12
     assert out["winner"] == "attacker" and out["controlled"] is True
+    assert out["blank_mind"] is None  # no Blank Mind, no saves
     fenka = after(res, "fenka")
     assert fenka["controlled_by"] == "ulcen" and fenka["pool"] == 0
     assert after(res, "ulcen")["controlling"] == [{"id": "fenka", "kept_by": "action",
@@ -383,6 +384,7 @@ def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
     assert out["outcome_detail"] == "blank-mind-save-failed"
     assert [r["purpose"] for r in out["rolls"]] == ["save"]
     assert out["unused_dice"] == {"attack": [6, 6, 6], "defense": [1]}
+    assert out["defense"]["members"][0]["rolled"] is None  # no die was rolled, not a 0
     assert after(res, "a")["pool"] == 2
     # the attack had no roll, so the spells the defender would have given up are kept
     res = exchange(psionic("A", 3, 6, blank_mind_save=12), psionic("B", 1, 4, spell_levels=[3]),

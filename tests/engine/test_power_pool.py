@@ -953,6 +953,17 @@ def test_a_single_exchange_does_not_time_the_round_long_daze_and_stun() -> None:
     assert res.to_json()["winner"] == "attacker"
 
 
+def test_a_daze_already_lasting_longer_keeps_its_longer_timer() -> None:
+    """RULES.md §3.2: "the attacker is dazed for the round" (table
+    `attacker_dazed_round_ends` 1); one still dazed for this round and the next (drawn in
+    by Imagination Swarm, `ally_dazed_round_ends` 2) stays dazed that long: a condition
+    taken again keeps the longer timer."""
+    res = exchange(psionic("A", 2, 6, conditions=["dazed"], condition_rounds={"dazed": 2}),
+                   psionic("B", 1, 4), {"mode": "mental-stab"},
+                   dice={"attack": [5, 5], "defense": [1]})
+    assert after(res, "a")["condition_rounds"] == {"dazed": 2}
+
+
 @pytest.mark.parametrize("more", [{"conditions": ["asleep"]}, {"conditions": ["unconscious"]},
                                   {"hp": -3}, {"pool": 0}])
 def test_a_drawn_in_ally_that_cannot_defend_adds_no_die(more: dict[str, Any]) -> None:
@@ -1211,7 +1222,7 @@ def test_a_group_kept_by_actions_is_told_as_one_link_per_creature() -> None:
 
 
 def test_refusals_count_one_die_as_a_die() -> None:
-    """A refusal a player reads says "1 die", not "1 dice"."""
+    """A refusal a player reads says "1 die", not "1 dice", and "0 dice", not "0 die"."""
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("B", 1, 6), psionic("C"), {"mode": "mental-stab", "pool_dice": 2})
     assert err.value.detail == "B has 1 die in its pool, not 2"
@@ -1230,6 +1241,10 @@ def test_refusals_count_one_die_as_a_die() -> None:
     with pytest.raises(RulesViolation) as err:
         ctl.keep_by(a, "v", "die")
     assert err.value.detail == ("A has 1 die in its pool, too few to keep control of 2 "
+                                "creatures by a die each")
+    with pytest.raises(RulesViolation) as err:
+        ctl.keep_by({**a, "pool": 0}, "v", "die")
+    assert err.value.detail == ("A has 0 dice in its pool, too few to keep control of 2 "
                                 "creatures by a die each")
 
 

@@ -837,6 +837,30 @@ def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> 
     assert json.dumps(state, sort_keys=True) == before
 
 
+def test_releasing_a_creature_another_now_controls_leaves_that_control_alone() -> None:
+    """Seed 001: the controller "chooses to relinquish" its own link only. A's sheet
+    still lists B, but B's says Y holds it now (an encounter's sheets are taken as
+    given): A's release ends A's link and B stays under Y's control."""
+    state = encounter(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="y"))
+    after, said = SYSTEM.encounter_action(state, "a", {"release": "b"})
+    cs = after["combatants"]
+    assert cs["a"]["controlling"] == [] and cs["b"]["controlled_by"] == "y"
+    assert said["summary"] == "A releases B."
+
+
+def test_releasing_control_leaves_a_power_maintained_on_the_same_creature() -> None:
+    """RULES.md §3.4: control is kept by a die "dedicated" with purpose `control`; a die
+    set aside for another power aimed at B is not the link's and stays set aside when
+    A lets B go (here the link was kept by an action: no die comes back)."""
+    power = {"purpose": "telepathy", "target": "b"}
+    state = encounter(psionic("A", 3, 6, pool=2, dedicated=[power],
+                              controlling=[{"id": "b", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="a"))
+    a = SYSTEM.encounter_declare(state, "a", {"release": "b"})["combatants"]["a"]
+    assert (a["pool"], a["dedicated"], a["controlling"]) == (2, [power], [])
+
+
 def _sleeping_controller() -> dict[str, Any]:
     """A asleep, holding B by an action and C by a die."""
     return psionic("A", 3, 6, pool=2, conditions=["asleep"],

@@ -881,6 +881,23 @@ def test_keep_by_switches_between_die_and_action() -> None:
     back = ctl.keep_by(by_die, "b", "action")
     assert back["pool"] == 3 and back["dedicated"] == []
     assert a["pool"] == 3  # arguments untouched
+    # kept the way it is already kept: no second die is dedicated
+    assert ctl.keep_by(by_die, "b", "die") == by_die
+    # the pool's last die may keep it
+    assert ctl.keep_by({**a, "pool": 1}, "b", "die")["pool"] == 0
+
+
+def test_establishing_a_wave_by_dice_needs_a_die_for_each_creature() -> None:
+    """Seed 001: control is kept "by dedicating a die from the controller's current power
+    pool to it"; a Psionic Wave's link kept by dice takes one for each creature
+    (README "Groups"), so a pool of 1 cannot keep 2 that way."""
+    a = SYSTEM.combatant(psionic("A", 3, 6, pool=1, dedicated=[{"purpose": "levitation"}] * 2))
+    with pytest.raises(RulesViolation) as err:
+        ctl.establish(a, ["v", "x"], "die", "wave-v")
+    assert err.value.rule == "no-die-to-dedicate"
+    kept = ctl.establish(a, ["v"], "die", "wave-v")
+    assert (kept["pool"], kept["dedicated"][-1]) == (0, {"purpose": "control",
+                                                         "target": "wave-v"})
 
 
 def test_action_kept_control_ends_when_the_target_is_not_perceived() -> None:

@@ -1263,6 +1263,9 @@ def test_refusals_count_one_die_as_a_die() -> None:
         ctl.keep_by({**a, "pool": 0}, "v", "die")
     assert err.value.detail == ("A has 0 dice in its pool, too few to keep control of 2 "
                                 "creatures by a die each")
+    with pytest.raises(RulesViolation) as err:
+        ctl.keep_by({**a, "pool": 0, "controlling": a["controlling"][:1]}, "v", "die")
+    assert err.value.detail == "A has no die in its pool to keep control with"
 
 
 def test_a_sacrifice_short_of_spells_says_the_count_not_the_level() -> None:

@@ -904,6 +904,18 @@ def test_a_controller_that_cannot_act_cannot_change_how_it_keeps_control() -> No
     assert state["combatants"]["c"]["controlled_by"] is None
 
 
+def test_a_stunned_controller_cannot_change_how_it_keeps_control() -> None:
+    """Seed 001: a rebuffed attacker "is stunned for one round"; stunned is among the
+    table's `cannot_act_conditions`, so it cannot take up a die for its link either."""
+    state = encounter(psionic("A", 3, 6, conditions=["stunned"], condition_rounds={
+        "stunned": 2}, controlling=[{"id": "b", "kept_by": "action"}]),
+        psionic("B", 2, 6, controlled_by="a"))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"keep": {"target": "b", "by": "die"}})
+    assert err.value.rule == "controller-cannot-act"
+    assert err.value.detail.startswith("A is stunned and cannot act")
+
+
 def test_only_actions_that_apply_at_once_are_public() -> None:
     """Public actions change the state when declared; attacks and defenses are secret
     until the exchange resolves (API.md: choices stay hidden until resolution)."""

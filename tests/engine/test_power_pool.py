@@ -199,6 +199,19 @@ def test_falling_under_control_expends_maintained_powers() -> None:
     assert any(e.type == "dice-expended" and e.data["dice"] == 2 for e in res.events)
 
 
+def test_a_controller_falling_under_control_sets_its_puppet_free() -> None:
+    """Seed: "Any powers being maintained by the controlled creature end" (README: "any
+    control it held ends"); the event says why: its controller was overcome."""
+    b = psionic("B", 2, 4, controlling=[{"id": "p", "kept_by": "action"}])
+    res = exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]},
+                   puppets=[psionic("P", 1, 4, controlled_by="b")])
+    ended = [e.to_json() for e in res.events if e.type == "control-ended"]
+    assert ended == [{"type": "control-ended", "combatant": "p", "controller": "b",
+                      "reason": "controller-overcome"}]
+    assert res.others[0].to_json()["after"]["controlled_by"] is None
+
+
 def test_control_kept_by_a_die_dedicates_one() -> None:
     """Seed: control "may be maintained either by dedicating a die from the controller's
     current power pool to it, or by the controller using an action each round"."""

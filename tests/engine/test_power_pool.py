@@ -900,6 +900,20 @@ def test_keep_by_switches_between_die_and_action() -> None:
     assert ctl.keep_by({**a, "pool": 1}, "b", "die")["pool"] == 0
 
 
+def test_keeping_a_wave_by_dice_dedicates_a_die_to_each_creature_and_back() -> None:
+    """README "Groups": a Psionic Wave kept by dice takes "a die ... dedicated to it"
+    for each creature, all on the one link; by an action again, they all return."""
+    a = SYSTEM.combatant(psionic("A", 3, 6, controlling=[
+        {"id": "v", "kept_by": "action", "wave": "w"},
+        {"id": "x", "kept_by": "action", "wave": "w"}]))
+    by_dice = ctl.keep_by(a, "x", "die")
+    assert by_dice["pool"] == 1
+    assert by_dice["dedicated"] == [{"purpose": "control", "target": "w"}] * 2
+    assert [e["kept_by"] for e in by_dice["controlling"]] == ["die", "die"]
+    SYSTEM.combatant(by_dice)  # one die per creature held, as a sheet must show it
+    assert ctl.keep_by(by_dice, "v", "action") == a
+
+
 def test_establishing_a_wave_by_dice_needs_a_die_for_each_creature() -> None:
     """Seed 001: control is kept "by dedicating a die from the controller's current power
     pool to it"; a Psionic Wave's link kept by dice takes one for each creature

@@ -147,3 +147,14 @@ def test_encounters_give_names_of_other_scripts_their_own_ids(system: System,
         state, cid = system.encounter_add(state, make(name))
         ids.append(cid)
     assert ids == ["影", "霧", "zoë", "zoé", "zoë-2"]
+
+
+@pytest.mark.parametrize("system,make", [(REVISED, r2), (POWER_POOL, pp)])
+def test_an_encounter_s_second_made_id_of_a_long_name_stays_within_64(system: System,
+                                                                       make: Any) -> None:
+    """An id is at most 64 characters (a choice's ids are too); the id made from a long
+    name takes its number by giving up its last letters."""
+    state = system.encounter_new(None)
+    state, first = system.encounter_add(state, make("x" * 70))
+    state, second = system.encounter_add(state, make("x" * 70))
+    assert (first, second) == ("x" * 64, "x" * 62 + "-2")

@@ -968,3 +968,31 @@ def test_a_creature_that_is_down_rolls_nothing_in_defense() -> None:
     result = step["results"][0]
     assert result["defense_total"] == 0 and result["winner"] == "attacker"
     assert "b, down, rolls nothing" in step["summary"]
+
+
+def test_an_unaware_defender_with_other_conditions_too_has_no_choice() -> None:
+    """RULES.md §3.2 step 2: an asleep defender "may defend only with
+    cognitive-labyrinth; otherwise it rolls nothing": one asleep and frightened that
+    knows no such mode is not waited for, nor one that is neither; a frightened one is
+    aware and chooses its defense."""
+    for conditions, waited in ((["asleep", "frightened"], []), (["frightened"], ["b"]),
+                               ([], ["b"])):
+        state = encounter(psionic("A"), psionic("B", conditions=conditions,
+                                                defenses=["pinnacle-of-will"]))
+        state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                                 "target": "b"}})
+        assert SYSTEM.encounter_waiting_for(state) == waited, conditions
+
+
+def test_a_wave_at_two_puppets_of_one_controller_strikes_that_controller_once() -> None:
+    """Seed: "Psionically attacking a creature under psionic control automatically
+    attacks the controller": X, holding both targets, defends once for them."""
+    state = encounter(psionic("A", 3, 6),
+                      psionic("X", 2, 6, controlling=[{"id": "b", "kept_by": "action"},
+                                                      {"id": "c", "kept_by": "action"}]),
+                      psionic("B", 2, 6, controlled_by="x"),
+                      psionic("C", 2, 6, controlled_by="x"))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {
+        "mode": "psionic-wave", "target": "b", "targets": ["c"]}})
+    assert SYSTEM.encounter_waiting_for(state) == ["x"]
+    assert SYSTEM.encounter_view(state)["struck"] == ["x"]

@@ -996,3 +996,19 @@ def test_a_wave_at_two_puppets_of_one_controller_strikes_that_controller_once() 
         "mode": "psionic-wave", "target": "b", "targets": ["c"]}})
     assert SYSTEM.encounter_waiting_for(state) == ["x"]
     assert SYSTEM.encounter_view(state)["struck"] == ["x"]
+
+
+def test_a_rebuffed_attacker_s_puppet_in_the_encounter_is_set_free() -> None:
+    """Seed: when the defender wins, "Any psionic control the attacker is exerting over
+    other creatures ceases immediately": P, in the encounter, is free after the step."""
+    state = encounter(psionic("A", 2, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                      psionic("B", 2, 6), psionic("P", 2, 6, controlled_by="a",
+                                                  conditions=["possessed"]))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    state = SYSTEM.encounter_declare(state, "b", {"defense": {}})
+    state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [1, 1],
+                                                             "defense": [6, 6]}))
+    cs = state["combatants"]
+    assert cs["a"]["controlling"] == []
+    assert (cs["p"]["controlled_by"], cs["p"]["conditions"]) == (None, [])

@@ -668,6 +668,9 @@ def test_no_answer_depends_on_another_side_s_secret_choice(prober: str) -> None:
 @pytest.mark.parametrize(("who", "choice", "path"), [
     ("a", {"attack": {"mode": "zap", "target": "b"}}, "/choice/attack/mode"),
     ("a", {"attack": {"mode": "pinnacle-of-will", "target": "b"}}, "/choice/attack/mode"),
+    # a creature named twice is refused at the name, not at "/choice/attack/targets/1/id"
+    ("a", {"attack": {"mode": "psionic-wave", "target": "b", "targets": ["seer", "b"]}},
+     "/choice/attack/targets/1"),
     ("b", {"defense": {"mode": "warp"}}, "/choice/defense/mode"),
     ("seer", {"defense": {"mode": "imagination-swarm", "pool_dice": 101}},
      "/choice/defense/pool_dice"),
@@ -685,6 +688,19 @@ def test_a_refused_choice_names_its_place_in_the_choice(
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, who, choice)
     assert [p.path for p in err.value.problems] == [path]
+
+
+def test_a_target_named_twice_is_refused_at_its_own_place_past_ten_targets() -> None:
+    """A target named again is refused at its place in the choice, the id the choice
+    names (the request's /defenders/10/id is /choice/attack/targets/10), however many
+    targets come before it."""
+    others = [psionic(f"T{i}", 1, 4) for i in range(10)]
+    state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), *others)
+    targets = [f"t{i}" for i in range(10)] + ["b"]
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {
+            "mode": "psionic-wave", "target": "b", "targets": targets}})
+    assert [p.path for p in err.value.problems] == ["/choice/attack/targets/10"]
 
 
 def test_places_are_translated_for_ids_of_any_text() -> None:

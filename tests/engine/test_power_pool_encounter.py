@@ -567,6 +567,18 @@ def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once
         assert SYSTEM.encounter_waiting_for(state) == ([] if e else ["e"])
 
 
+def test_a_first_mind_drawing_allies_in_to_exactly_100_dice_is_taken() -> None:
+    """API.md limits: "at most 100 dice in one ... pool": 98 dice of its own and two
+    allies drawn in (H-PP-GROUP: a die each) are 100, within the limit."""
+    state = encounter(psionic("A", 40, 6), psionic("L", 98, 6), mundane("M", 2, 6),
+                      mundane("N", 2, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    state = SYSTEM.encounter_declare(state, "l", {"defense": {
+        "mode": "imagination-swarm", "allies": ["m", "n"]}})
+    assert SYSTEM.encounter_waiting_for(state) == []
+
+
 @pytest.mark.parametrize(("ally", "rule", "words"), [
     ("dog", "ally-struck", "Dog is struck by this attack and defends itself; it cannot "
                            "also be drawn in"),

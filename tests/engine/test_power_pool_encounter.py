@@ -798,6 +798,19 @@ def test_attacking_itself_breaks_a_rule() -> None:
         assert err.value.rule == "target-self"
 
 
+def test_the_attacker_neither_defends_against_nor_stays_out_of_its_own_attack() -> None:
+    """Seed: "The defender chooses a defence mode": the attacker is no defender of its
+    own attack, nor a bystander that may join it or say it stays out."""
+    state = encounter(psionic("A", 3, 6), psionic("B", 2, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    for defense in ({}, {"mode": "imagination-swarm"}):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, "a", {"defense": defense})
+        assert (err.value.rule, err.value.detail) == ("not-defending",
+                                                      "the attacker does not defend")
+
+
 def test_one_attack_per_round() -> None:
     state = encounter(psionic("A", 3, 6), psionic("B", 1, 4), psionic("C", 1, 4))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",

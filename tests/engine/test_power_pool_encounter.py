@@ -115,6 +115,24 @@ def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
     assert step["summary"] == "A is no longer stunned. Round 2 ends."
 
 
+def test_every_combatant_s_timers_tick_as_the_round_ends() -> None:
+    """`condition_rounds` counts the round ends a condition still lasts, for each
+    creature of the encounter, not the first alone."""
+    state = encounter(psionic("A", conditions=["frightened"],
+                              condition_rounds={"frightened": 1}),
+                      psionic("B", conditions=["frightened"],
+                              condition_rounds={"frightened": 2}),
+                      psionic("C", conditions=["frightened"],
+                              condition_rounds={"frightened": 1}))
+    for cid in ("a", "b", "c"):
+        state = SYSTEM.encounter_declare(state, cid, {"pass": True})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
+    cs = state["combatants"]
+    assert [cs[c]["condition_rounds"] for c in ("a", "b", "c")] == [{}, {"frightened": 1}, {}]
+    assert step["summary"] == ("A is no longer frightened. C is no longer frightened. "
+                               "Round 1 ends.")
+
+
 def test_the_view_shows_every_house_rule_in_force_as_the_other_systems_do() -> None:
     """encounter.get's `options` is every house rule's value, defaults included, as
     revised-2e's and combat-strength's are (it held only those set at creation)."""
@@ -195,6 +213,7 @@ def test_attack_phase_waits_for_an_attack_or_a_pass() -> None:
     with pytest.raises(RulesViolation) as err:
         SYSTEM.encounter_resolve(state, RandomDice(1))
     assert err.value.rule == "choices-missing"
+    assert err.value.detail == "waiting for an attack or a pass from ['a', 'b']"
     state = SYSTEM.encounter_declare(state, "a", {"pass": True})
     with pytest.raises(RulesViolation) as again:
         SYSTEM.encounter_declare(state, "a", {"pass": True})

@@ -792,6 +792,10 @@ def test_combatant_defaults() -> None:
     assert c["id"] == "mind-flayer-of-ur" and c["pool"] == 7 and c["psionic"] is True
     assert c["mindless"] is False and c["controlled_by"] is None
     assert c["blank_mind_save"] is None and c["conditions"] == []
+    # psionic by default when it knows any mode, a defense mode alone included
+    guard = {"name": "G", "hit_dice": 2, "die": 6}
+    assert SYSTEM.combatant({**guard, "defenses": ["blank-mind"]})["psionic"] is True
+    assert SYSTEM.combatant(guard)["psionic"] is False
 
 
 @pytest.mark.parametrize("raw,path", [

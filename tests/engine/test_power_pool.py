@@ -808,6 +808,7 @@ def test_combatant_defaults() -> None:
     ({"name": "X", "hit_dice": 2, "die": 6,
       "controlling": [{"id": "y", "kept_by": "die"}]}, "/attacker/dedicated"),
     ({"name": "X", "hit_dice": 2, "die": 6, "controlled_by": "y", "pool": 1}, "/attacker/pool"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "controlled_by": "x"}, "/attacker/controlled_by"),
 ])
 def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> None:
     with pytest.raises(InvalidCombatant) as err:

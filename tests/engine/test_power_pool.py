@@ -809,6 +809,10 @@ def test_combatant_defaults() -> None:
       "controlling": [{"id": "y", "kept_by": "die"}]}, "/attacker/dedicated"),
     ({"name": "X", "hit_dice": 2, "die": 6, "controlled_by": "y", "pool": 1}, "/attacker/pool"),
     ({"name": "X", "hit_dice": 2, "die": 6, "controlled_by": "x"}, "/attacker/controlled_by"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "controlling": [{"id": "x", "kept_by": "action"}]},
+     "/attacker/controlling/0/id"),
+    ({"name": "X", "hit_dice": 2, "die": 6, "condition_rounds": {"dazed": 1}},
+     "/attacker/condition_rounds/dazed"),
 ])
 def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> None:
     with pytest.raises(InvalidCombatant) as err:

@@ -830,6 +830,25 @@ def test_the_attacker_neither_defends_against_nor_stays_out_of_its_own_attack() 
                                                       "the attacker does not defend")
 
 
+def test_only_a_free_psionic_bystander_joins_or_stays_out_and_draws_no_allies() -> None:
+    """Seed: "Psionically active creatures may also use this defence mode to
+    participate"; drawing allies in is the struck defender's (README "Psionic allies
+    join by their own choice"). A guard without psionics, a join naming allies, and
+    another's puppet are refused (not-defending)."""
+    state = encounter(psionic("A", 3, 6), psionic("B", 2, 6), mundane("Guard"),
+                      psionic("Seer", 2, 6),
+                      psionic("X", 2, 6, controlling=[{"id": "pup", "kept_by": "action"}]),
+                      psionic("Pup", 2, 6, controlled_by="x"))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    for cid, defense in (("guard", {"mode": "imagination-swarm"}),
+                         ("seer", {"mode": "imagination-swarm", "allies": ["guard"]}),
+                         ("pup", {})):
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.encounter_declare(state, cid, {"defense": defense})
+        assert err.value.rule == "not-defending", cid
+
+
 def test_one_attack_per_round() -> None:
     state = encounter(psionic("A", 3, 6), psionic("B", 1, 4), psionic("C", 1, 4))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",

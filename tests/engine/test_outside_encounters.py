@@ -88,6 +88,25 @@ def test_revised_2e_mind_opened_by_a_critical_may_pay_then_locks_open() -> None:
         [("open-duration", 3, "kara")]
 
 
+def test_revised_2e_a_sheet_told_it_may_pay_locks_open_unpaid_whatever_its_rounds_open(
+        ) -> None:
+    """docs/COMBATANTS.md: ``may_pay_to_close`` is set by the end of the round a critical
+    hit opened the mind in, so a sheet that says so (a hand-made one may keep
+    ``rounds_open`` 0) is past that round: it is offered closing before the bookkeeping,
+    and unpaid it is locked open 1d4+1 rounds, not told it may pay once more (survivor
+    #67 of a revised-2e mutation audit)."""
+    c = psionicist("kara", mind=open_mind(may_pay_to_close=True))
+    offered = REVISED.round_end_choices({"combatants": [c]})
+    assert offered["combatants"][0]["choices"]["close"]["cost"] == 10
+    result = REVISED.end_round({"combatants": [c]}, SuppliedDice({"open-duration": [2]}))
+    mind = after(result, "kara")["mind"]
+    assert (mind["state"], mind["locked_rounds"], mind["may_pay_to_close"]) == ("open", 3, False)
+    assert [e["type"] for e in result["events"]] == ["mind-locked"]
+    paid = REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
+                             SuppliedDice({}))
+    assert after(paid, "kara")["mind"]["state"] == "closed"
+
+
 def test_revised_2e_close_choice_pays_twice_the_last_defense() -> None:
     """§1.5: closing costs twice the last defense used (mental barrier 5 → 10 PSPs)."""
     c = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True))

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from engine.combat_strength import SYSTEM
-from engine.combat_strength.encounter import MAX_COMBATANTS
 from engine.dice import RandomDice, SuppliedDice
 from engine.errors import (
     DiceNeeded,
@@ -17,6 +16,7 @@ from engine.errors import (
     RulesViolation,
     UnknownCombatant,
 )
+from engine.power_pool import SYSTEM as POWER_POOL
 
 JSON = dict[str, Any]
 
@@ -452,7 +452,7 @@ def test_wave_stance_attacks_non_psionics_every_segment_when_the_house_rule_is_o
 
 def test_at_most_64_combatants() -> None:
     """API.md limits: 64 combatants per encounter."""
-    state = encounter(*[psionic(f"c{i}", 10, 10) for i in range(MAX_COMBATANTS)])
+    state = encounter(*[psionic(f"c{i}", 10, 10) for i in range(64)])
     with pytest.raises(LimitExceeded) as err:
         SYSTEM.encounter_add(state, psionic("one-too-many", 10, 10))
     assert err.value.problems[0].path == "/combatant"
@@ -712,3 +712,114 @@ def test_a_defense_refused_says_whether_the_stance_or_the_implosion_limits_it() 
         SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mind-blank"}})
     assert err.value.detail == ('Bo is in the "normal" stance, outside psionic combat, so may '
                                 "pick only Shield Thoughts or no defense (seed step 3.i)")
+
+
+def test_a_new_encounter_checks_its_house_rules_and_shows_each_one_in_effect() -> None:
+    """API.md encounter.create {system, name?, options?} and systems.describe's
+    `house_rules: [{id, text, default}]`: the options are checked when the encounter is
+    made, and what everyone sees names every house rule in effect, those not given at
+    their defaults."""
+    defaults = {r["id"]: r["default"] for r in SYSTEM.describe()["house_rules"]}
+    state = SYSTEM.encounter_new({"H-CS-WAVE-ROUND": False})
+    assert SYSTEM.encounter_view(state)["options"] == {**defaults, "H-CS-WAVE-ROUND": False}
+    assert SYSTEM.encounter_view(SYSTEM.encounter_new(None))["options"] == defaults
+    with pytest.raises(InvalidInput):
+        SYSTEM.encounter_new({"H-CS-NO-SUCH-RULE": True})
+
+
+def test_a_state_of_another_system_is_refused_at_state() -> None:
+    """API.md: an encounter belongs to the system it was created for; a power-pool
+    encounter's state given to combat-strength is invalid input at /state."""
+    other = POWER_POOL.encounter_new(None)
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_add(other, psionic("ann", 30, 30))
+    assert err.value.problems[0].path == "/state"
+
+
+def test_joining_mid_round_records_its_combat_strength() -> None:
+    """Seed step 1: 'combatants should record their current Combat Strength'; one that
+    joins after intent has its own recorded as it joins (RULES.md 2.1: attack strength
+    plus defense strength)."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state, _cid = SYSTEM.encounter_add(state, psionic("cy", 40, 35))
+    assert SYSTEM.encounter_view(state)["recorded_combat_strength"] == {
+        "ann": 60, "bo": 60, "cy": 75}
+
+
+def test_a_trance_mind_without_defense_strength_is_waited_for_while_it_can_attack() -> None:
+    """RULES.md 2.3 step 3.2: 'every trance combatant with attack strength >= the mode's
+    cost secretly picks an attack mode, a target'. Ann has no defense strength left but
+    exactly Mind Thrust's 4 (RULES.md 2.2): she still chooses. Cy, with 3, cannot pay
+    for any attack, and Dee's only foe is not psionic (seed step 2: a trance attacks
+    psionic minds), so neither has anything to choose."""
+    ogre = {"id": "ogre", "name": "Ogre"}
+    state = through_intent(encounter(psionic("ann", 4, 0), psionic("bo", 30, 30),
+                                     psionic("cy", 3, 0)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
+    state = through_intent(encounter(psionic("dee", 30, 0), ogre), {"dee": "trance"})
+    assert SYSTEM.encounter_waiting_for(state) == []
+
+
+def test_a_wave_stance_mind_is_waited_for_while_it_has_a_psionic_wave_to_use() -> None:
+    """Seed step 2 and H-CS-WAVE-ROUND: the wave stance uses Psionic Wave (cost 20,
+    RULES.md 2.2) on non-psionic foes, once a round. With no defense strength to raise a
+    defense, Ann (exactly 20) and Bo are waited for; Cy, who does not know Psionic Wave,
+    is not. Once Bo's wave is spent, only Ann is waited for in the next segment, and
+    everyone sees who has used theirs. Dee, whose only foe is psionic, has no wave to
+    use either."""
+    no_wave = [m for m in SYSTEM.tables.attacks if m != "psionic-wave"]
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3}
+    state = through_intent(encounter(psionic("ann", 20, 0), psionic("bo", 60, 0),
+                                     psionic("cy", 60, 0, attacks=no_wave), ogre),
+                           {"ann": "wave", "bo": "wave", "cy": "wave"})
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
+    state = SYSTEM.encounter_declare(state, "bo", {
+        "attack": {"mode": "psionic-wave", "target": "ogre"}})
+    state, _step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20]}), force=True)
+    view = SYSTEM.encounter_view(state)
+    assert (view["segment"], view["wave_used"], view["waiting_for"]) == (2, ["bo"], ["ann"])
+    state = through_intent(encounter(psionic("dee", 60, 0), psionic("eve", 30, 30)),
+                           {"dee": "wave", "eve": "trance"})
+    assert SYSTEM.encounter_waiting_for(state) == ["eve"]
+
+
+def test_the_view_tells_each_current_combat_strength_beside_the_recorded_one() -> None:
+    """RULES.md 2.1: Combat Strength = current attack strength + current defense
+    strength; seed step 1 records it at intent. After the two Mind Thrusts of segment 1
+    (table A 01-25: 12 on Mind Blank) each side has 16 + 0 now, and 24 recorded."""
+    state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 4)),
+                           {"ann": "trance", "bo": "trance"})
+    for me, foe in (("ann", "bo"), ("bo", "ann")):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": foe},
+            "defense": {"mode": "mind-blank"}})
+    state, _step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    view = SYSTEM.encounter_view(state)
+    assert view["combat_strength"] == {"ann": 16, "bo": 16}
+    assert view["recorded_combat_strength"] == {"ann": 24, "bo": 24}
+
+
+def test_at_intent_a_defense_alone_is_refused_and_a_stance_is_required() -> None:
+    """Seed steps 1 and 3: at intent only a stance is declared; defenses are picked in
+    each segment. A choice without a stance says which stances there are."""
+    state = encounter(psionic("ann", 30, 30), psionic("bo", 30, 30))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "ann", {"defense": {"mode": "mind-blank"}})
+    assert err.value.rule == "intent-declares-stance-only"
+    with pytest.raises(InvalidInput) as invalid:
+        SYSTEM.encounter_declare(state, "ann", {})
+    assert invalid.value.problems[0].path == "/choice/stance"
+    assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
+
+
+@pytest.mark.parametrize("stance", ["trance", "discipline", "wave"])
+def test_a_creature_that_is_not_psionic_can_only_act_normally(stance: str) -> None:
+    """RULES.md 2.1: `psionic` false for a non-psionic creature; seed step 1's stances
+    other than acting normally are psionic ones."""
+    state = encounter(psionic("ann", 30, 30), {"id": "orc", "name": "Orc"})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "orc", {"stance": stance})
+    assert err.value.rule == "non-psionic-stance"
+    SYSTEM.encounter_declare(state, "orc", {"stance": "normal"})

@@ -122,3 +122,20 @@ def test_combat_strength_an_attack_of_a_refreshed_sleeper_is_dropped() -> None:
     asleep = system.encounter_replace(state, "a", {**a, "conditions": ["asleep"]})
     assert "a" not in system.encounter_pending_choices(asleep)
     system.encounter_resolve(asleep, RandomDice(1), True)  # not stuck
+
+
+def test_combat_strength_a_sheet_refreshed_as_not_psionic_at_intent_drops_its_stance(
+        ) -> None:
+    """RULES.md 2.3 step 1: stances are declared at intent and fixed when it resolves;
+    RULES.md 2.1: a creature that is not psionic has none but acting normally. Ann's
+    trance, declared at intent, is dropped when her sheet turns out not psionic, she
+    is no longer waited for, and no stance is shown before intent resolves."""
+    system = SYSTEMS["combat-strength"]
+    state = system.encounter_new(None)
+    for c in ({"id": "ann", "attack_strength": 30, "defense_strength": 30},
+              {"id": "bo", "attack_strength": 30, "defense_strength": 30}):
+        state, _ = system.encounter_add(state, c)
+    state = system.encounter_declare(state, "ann", {"stance": "trance"})
+    state = system.encounter_replace(state, "ann", {"id": "ann", "int": 12, "wis": 9})
+    view = system.encounter_view(state)
+    assert (view["stances"], view["declared"], view["waiting_for"]) == ({}, [], ["bo"])

@@ -823,3 +823,29 @@ def test_a_creature_that_is_not_psionic_can_only_act_normally(stance: str) -> No
         SYSTEM.encounter_declare(state, "orc", {"stance": stance})
     assert err.value.rule == "non-psionic-stance"
     SYSTEM.encounter_declare(state, "orc", {"stance": "normal"})
+
+
+def test_the_intent_step_tells_each_stance_and_records_its_combat_strength() -> None:
+    """RULES.md 2.3 step 1: each combatant declares `trance` (psionic combat),
+    `discipline` (using a psionic discipline), `wave` (Psionic Wave against non-psionic
+    opponents) or `normal`, and its Combat Strength is recorded: the summary says each
+    in words, and each `stance` event carries the strength recorded."""
+    state = encounter(psionic("ann", 30, 20), psionic("bo", 10, 40), psionic("cy", 25, 5),
+                      {"id": "ogre", "name": "Ogre"})
+    for cid, stance in (("ann", "trance"), ("bo", "discipline"), ("cy", "wave")):
+        state = SYSTEM.encounter_declare(state, cid, {"stance": stance})
+    _state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert step["summary"] == (
+        "Round 1, intent: Ann enters a psychic trance (Combat Strength 50); Bo will use a "
+        "discipline (Combat Strength 50); Cy will use Psionic Wave on non-psionic foes "
+        "(Combat Strength 30); Ogre is not psionic.")
+    assert [(e["combatant"], e["stance"], e["combat_strength"]) for e in step["events"]] == [
+        ("ann", "trance", 50), ("bo", "discipline", 50), ("cy", "wave", 30),
+        ("ogre", "normal", 0)]
+
+
+def test_the_intent_of_an_encounter_without_combatants_says_so() -> None:
+    """RULES.md 4: every step has a plain-language summary, an empty one too."""
+    state, step = SYSTEM.encounter_resolve(SYSTEM.encounter_new(None), RandomDice(0))
+    assert step["summary"] == "Round 1, intent: no combatants."
+    assert (state["phase"], state["segment"]) == ("segment", 1)

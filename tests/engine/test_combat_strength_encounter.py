@@ -448,6 +448,8 @@ def test_wave_stance_attacks_non_psionics_every_segment_when_the_house_rule_is_o
             "attack": {"mode": "psionic-wave", "target": "ogre"}})
         state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20]}))
         assert step["results"][0]["outcome"] == "saved"
+    # everyone sees that Ann has used a wave this round, once
+    assert SYSTEM.encounter_view(state)["wave_used"] == ["ann"]
 
 
 def test_at_most_64_combatants() -> None:
@@ -849,3 +851,70 @@ def test_the_intent_of_an_encounter_without_combatants_says_so() -> None:
     state, step = SYSTEM.encounter_resolve(SYSTEM.encounter_new(None), RandomDice(0))
     assert step["summary"] == "Round 1, intent: no combatants."
     assert (state["phase"], state["segment"]) == ("segment", 1)
+
+
+def test_a_segment_step_lists_the_combatants_it_changed_and_what_each_attack_spent() -> None:
+    """Seed step v: 'attack strength -= cost, defense strength -= damage' (RULES.md 2.3
+    step 3.4); RULES.md 4: a result gives the state of each combatant before and after.
+    Ann's Mind Thrust (cost 4, Combat Strength 24: no bonus die) on Bo's Mind Blank
+    (table A 01-25: 12): the step lists Ann and Bo, not Cy, whom nothing touched; Ann's
+    4 are spent, not lost, and a trance attack uses up no Psionic Wave."""
+    state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 30),
+                                     psionic("cy", 20, 30)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "mind-thrust", "target": "bo"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "bo", {"defense": {"mode": "mind-blank"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert [(c["id"], c["after"]["attack_strength"], c["after"]["defense_strength"])
+            for c in step["combatants"]] == [("ann", 16, 4), ("bo", 20, 18)]
+    assert step["events"] == [
+        {"type": "attack-strength-spent", "combatant": "ann", "amount": 4},
+        {"type": "defense-strength-lost", "combatant": "bo", "amount": 12}]
+    assert SYSTEM.encounter_view(state)["wave_used"] == []
+
+
+def test_a_wave_segment_tells_only_psionic_minds_standing_and_the_dice_left_over() -> None:
+    """RULES.md 2.7: the non-psionic target saves on d20 (18+ at Int + Wis 6); a
+    non-psionic has no strengths to tell. API.md: 'Supplied dice the resolution did not
+    need are listed in the result as unused_dice'."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre), {"ann": "wave"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "psionic-wave", "target": "ogre"}, "defense": None})
+    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20, 5],
+                                                                 "damage": [1]}))
+    assert step["summary"] == (
+        "Round 1, segment 1: Ann attacks Ogre with Psionic Wave; Ogre (not psionic) saves "
+        "at 18+ on d20, rolls 20 and resists. Ann spends 20 attack strength (60 → 40). "
+        "Now: Ann attack 40, defense 30.")
+    assert step["unused_dice"] == {"save": [5], "damage": [1]}
+
+
+def test_a_segment_with_no_psionic_mind_says_only_that_nothing_happened() -> None:
+    """RULES.md 4: a one-paragraph summary; with no attack and no psionic mind there is
+    no standing to tell."""
+    state = encounter({"id": "orc", "name": "Orc"}, {"id": "ogre", "name": "Ogre"})
+    state, _step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(0))
+    assert step["summary"] == "Round 1, segment 1: No attacks this segment."
+    assert (step["results"], step["events"], step["combatants"]) == ([], [], [])
+    assert "unused_dice" not in step
+
+
+def test_the_next_intent_shows_no_stance_recorded_strength_or_wave_of_the_last_round(
+        ) -> None:
+    """RULES.md 2.3 step 1: stances are declared and Combat Strength recorded at each
+    round's intent; H-CS-WAVE-ROUND: one Psionic Wave per round. After the tenth segment,
+    before anyone declares again, none of the last round's is shown."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3}
+    state = through_intent(encounter(psionic("ann", 60, 30), ogre), {"ann": "wave"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "psionic-wave", "target": "ogre"}, "defense": None})
+    state, _step = SYSTEM.encounter_resolve(state, SuppliedDice({"save": [20]}))
+    for _ in range(9):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    view = SYSTEM.encounter_view(state)
+    assert (view["phase"], view["round"]) == ("intent", 2)
+    assert (view["stances"], view["recorded_combat_strength"], view["wave_used"]) == (
+        {}, {}, [])

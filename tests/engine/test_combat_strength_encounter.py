@@ -918,3 +918,50 @@ def test_the_next_intent_shows_no_stance_recorded_strength_or_wave_of_the_last_r
     assert (view["phase"], view["round"]) == ("intent", 2)
     assert (view["stances"], view["recorded_combat_strength"], view["wave_used"]) == (
         {}, {}, [])
+
+
+def test_an_attack_s_record_shows_where_the_segment_left_its_attacker() -> None:
+    """RULES.md 4: a resolution gives each combatant's state before and after; RULES.md
+    2.3.3: a segment's attacks land together. Ann and Bo Mind Thrust each other's Mind
+    Blank (table A 01-25: 12, on defense strength 4): each record's attacker has paid 4
+    and lost its defenses to the other's attack, as the state says."""
+    state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 4)),
+                           {"ann": "trance", "bo": "trance"})
+    for me, foe in (("ann", "bo"), ("bo", "ann")):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": foe},
+            "defense": {"mode": "mind-blank"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    for result in step["results"]:
+        attacker = result["attacker"]
+        assert attacker["after"] == state["combatants"][attacker["id"]]
+        assert (attacker["after"]["attack_strength"],
+                attacker["after"]["defense_strength"]) == (16, 0)
+
+
+def test_a_condition_given_again_from_outside_after_a_cure_counts_at_the_round_s_end(
+        ) -> None:
+    """Research tables B: 'D dazed 1d4 rounds', counted from the segment it began in;
+    one that began outside the encounter counts at the end of each round (COMBATANTS.md
+    condition_rounds: counted in an encounter's segments). Ann's wave dazes Bo in
+    segment 3; the GM then refreshes Bo cured, and in segment 5 dazed again for one
+    round from outside: that daze runs out at the end of round 1 (segment 10), not
+    when the cured one would have, in segment 3 of round 2."""
+    state = through_intent(encounter(psionic("ann", 30, 10), psionic("bo", 40, 40)),
+                           {"ann": "trance", "bo": "normal"})
+    for _ in range(2):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state, _step = _wave_dazes_bo(state)  # round 1, segment 3
+    state = SYSTEM.encounter_replace(state, "bo", psionic("bo", 40, 40))
+    state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state = SYSTEM.encounter_replace(state, "bo", psionic(
+        "bo", 40, 40, conditions=["dazed"], condition_rounds={"dazed": 1}))
+    ended = None
+    while ended is None:
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, {"ann": "trance", "bo": "normal"})
+        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+                step["events"]:
+            ended = (step["round"], step["segment"])
+    assert ended == (1, 10)

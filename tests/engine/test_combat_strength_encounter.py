@@ -939,6 +939,18 @@ def test_an_attack_s_record_shows_where_the_segment_left_its_attacker() -> None:
                 attacker["after"]["defense_strength"]) == (16, 0)
 
 
+def _when_bo_s_daze_ends(state: JSON) -> tuple[int, int]:
+    """Steps without attacks (Ann in a trance, Bo acting normally) until Bo's daze ends:
+    the (round, segment) it ends in."""
+    while True:
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, {"ann": "trance", "bo": "normal"})
+        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+                step["events"]:
+            return step["round"], step["segment"]
+
+
 def test_a_condition_given_again_from_outside_after_a_cure_counts_at_the_round_s_end(
         ) -> None:
     """Research tables B: 'D dazed 1d4 rounds', counted from the segment it began in;
@@ -956,12 +968,18 @@ def test_a_condition_given_again_from_outside_after_a_cure_counts_at_the_round_s
     state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
     state = SYSTEM.encounter_replace(state, "bo", psionic(
         "bo", 40, 40, conditions=["dazed"], condition_rounds={"dazed": 1}))
-    ended = None
-    while ended is None:
-        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
-        if state["phase"] == "intent":
-            state = through_intent(state, {"ann": "trance", "bo": "normal"})
-        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
-                step["events"]:
-            ended = (step["round"], step["segment"])
-    assert ended == (1, 10)
+    assert _when_bo_s_daze_ends(state) == (1, 10)
+
+
+def test_a_daze_given_from_outside_right_after_one_ran_out_counts_at_the_round_s_end(
+        ) -> None:
+    """Research tables B: 'D dazed 1d4 rounds', counted from the segment it began in;
+    one that began outside the encounter counts at the end of each round. Bo's daze
+    from segment 3 runs out in segment 3 of round 2; the GM at once refreshes Bo dazed
+    again for one round: that one runs out at the end of round 2 (segment 10), not in
+    segment 3 of round 3."""
+    state, steps = _dazed_in_segment(3)
+    assert steps[-1] == (2, 3)
+    state = SYSTEM.encounter_replace(state, "bo", psionic(
+        "bo", 40, 40, conditions=["dazed"], condition_rounds={"dazed": 1}))
+    assert _when_bo_s_daze_ends(state) == (2, 10)

@@ -753,12 +753,15 @@ def test_a_trance_mind_without_defense_strength_is_waited_for_while_it_can_attac
     """RULES.md 2.3 step 3.2: 'every trance combatant with attack strength >= the mode's
     cost secretly picks an attack mode, a target'. Ann has no defense strength left but
     exactly Mind Thrust's 4 (RULES.md 2.2): she still chooses. Cy, with 3, cannot pay
-    for any attack, and Dee's only foe is not psionic (seed step 2: a trance attacks
-    psionic minds), so neither has anything to choose."""
+    for any attack, nor can Eve, with 5, who knows only Id Insinuation (10), and Dee's
+    only foe is not psionic (seed step 2: a trance attacks psionic minds), so none of
+    them has anything to choose."""
     ogre = {"id": "ogre", "name": "Ogre"}
     state = through_intent(encounter(psionic("ann", 4, 0), psionic("bo", 30, 30),
-                                     psionic("cy", 3, 0)),
-                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+                                     psionic("cy", 3, 0),
+                                     psionic("eve", 5, 0, attacks=["id-insinuation"])),
+                           {"ann": "trance", "bo": "trance", "cy": "trance",
+                            "eve": "trance"})
     assert SYSTEM.encounter_waiting_for(state) == ["ann", "bo"]
     state = through_intent(encounter(psionic("dee", 30, 0), ogre), {"dee": "trance"})
     assert SYSTEM.encounter_waiting_for(state) == []
@@ -983,3 +986,16 @@ def test_a_daze_given_from_outside_right_after_one_ran_out_counts_at_the_round_s
     state = SYSTEM.encounter_replace(state, "bo", psionic(
         "bo", 40, 40, conditions=["dazed"], condition_rounds={"dazed": 1}))
     assert _when_bo_s_daze_ends(state) == (2, 10)
+
+
+def test_the_round_ended_event_names_the_round_that_ended() -> None:
+    """Seed step 2: a round is ten segments; after the tenth the round's end is told
+    with its own number, and the next round's intent follows."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    for _ in range(10):
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    assert (step["round"], step["segment"]) == (1, 10)
+    assert [e for e in step["events"] if e["type"] == "round-ended"] == [
+        {"type": "round-ended", "combatant": None, "round": 1}]
+    assert (state["round"], state["phase"]) == (2, "intent")

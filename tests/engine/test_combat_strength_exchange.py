@@ -584,3 +584,56 @@ def test_a_timed_condition_is_in_the_after_state_only() -> None:
             res.defender.before["condition_rounds"]) == ([], {})
     assert (list(res.defender.after["conditions"]),
             res.defender.after["condition_rounds"]) == (["dazed"], {"dazed": 3})
+
+
+@pytest.mark.parametrize("change,path", [
+    ({"attack": {"mode": "ego-whip", "multiplier": 4}}, "/attack"),
+    ({"defense": {"mode": "mind-blank", "paid": True}}, "/defense"),
+    ({"initiative": 3}, ""),
+])
+def test_a_field_combat_strength_does_not_have_is_invalid_input(change: dict[str, Any],
+                                                                path: str) -> None:
+    """API.md exchange.resolve: the `attack` and `defense` objects are system-specific,
+    and `combat-strength` has `mode` and `range` (revised-2e's `multiplier` and `paid`
+    are not its own); a member no schema names is refused where it was given."""
+    req = {**request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip",
+                     "shield-thoughts"), **change}
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert [p.path for p in err.value.problems] == [path]
+
+
+def test_a_request_without_an_attack_is_invalid_input() -> None:
+    """API.md exchange.resolve: an exchange is one attack; without `attack` the request
+    is refused, not half resolved."""
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip")
+    del req["attack"]
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("", '"attack" is a required property')]
+
+
+def test_a_defense_whose_mode_is_null_is_no_defense() -> None:
+    """API.md: 'A missing `defense` (or `null`) means no defense mode'; a `defense` object
+    whose `mode` is null says the same: the defenseless table (RULES.md 2.4)."""
+    req = request(psionic("ann", 30, 10), psionic("bo", 20, 40), "ego-whip")
+    req["defense"] = {"mode": None}
+    res = SYSTEM.resolve(req, SuppliedDice({"condition-duration": [1, 1, 1]}))
+    assert res.fields["table"] == "defenseless"
+
+
+def test_an_attack_without_a_range_is_at_short_range_as_the_schema_says() -> None:
+    """Seed iii: 'Medium range attacks deal 1d6 less damage, and at long range 2d6
+    less'; an attack that names no range band is at short range, and the request and
+    choice schemas of systems.describe say so. Combat Strength 60: two bonus dice."""
+    req = request(psionic("ann", 30, 30), psionic("bo", 20, 40), "ego-whip", "mind-blank")
+    del req["attack"]["range"]
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [1, 1]}))
+    assert res.fields["bonus_dice"] == 2
+    d = SYSTEM.describe()
+    assert d["request_schema"]["properties"]["attack"]["properties"]["range"]["default"] \
+        == "short"
+    (attack,) = [s for s in d["choice_schema"]["properties"]["attack"]["anyOf"]
+                 if s.get("type") == "object"]
+    assert attack["properties"]["range"]["default"] == "short"

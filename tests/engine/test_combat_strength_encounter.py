@@ -999,3 +999,23 @@ def test_the_round_ended_event_names_the_round_that_ended() -> None:
     assert [e for e in step["events"] if e["type"] == "round-ended"] == [
         {"type": "round-ended", "combatant": None, "round": 1}]
     assert (state["round"], state["phase"]) == (2, "intent")
+
+
+@pytest.mark.parametrize("choice,path", [
+    ({"attack": {"mode": "mind-thrust", "target": ""}}, "/choice/attack"),
+    ({"attack": {"mode": "mind-thrust", "target": "b" * 65}}, "/choice/attack"),
+    ({"attack": {"mode": "mind-thrust", "target": "bo", "multiplier": 4}}, "/choice/attack"),
+    ({"defense": {"mode": "mind-blank", "paid": True}}, "/choice/defense"),
+    ({"defense": None, "initiative": 3}, "/choice"),
+])
+def test_a_malformed_choice_is_invalid_input_where_it_is_wrong(choice: JSON,
+                                                               path: str) -> None:
+    """API.md encounter.declare: `choice` = {stance?, attack?: {..., target:
+    combatant_id}, defense?} with the same attack and defense objects as exchange.resolve
+    (combat-strength: `mode` and `range`); a combatant id is 1-64 characters
+    (COMBATANTS.md). A target no id could be is malformed, not an unknown combatant."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "ann", choice)
+    assert [p.path for p in err.value.problems] == [path]

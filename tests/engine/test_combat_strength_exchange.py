@@ -637,3 +637,17 @@ def test_an_attack_without_a_range_is_at_short_range_as_the_schema_says() -> Non
     (attack,) = [s for s in d["choice_schema"]["properties"]["attack"]["anyOf"]
                  if s.get("type") == "object"]
     assert attack["properties"]["range"]["default"] == "short"
+
+
+def test_an_incapacitated_defender_that_named_no_defense_is_simply_defenseless() -> None:
+    """Seed 000 iii: those 'unable to use a Defense Mode' are attacked on the defenseless
+    table; one that named no defense has none to be refused: no `defense-unusable`
+    event, and the summary starts with the attack. Table B, band 26-50, EW vs 60-109
+    is 30."""
+    defender = psionic("bo", 40, 10, attack_strength_max=50, defense_strength_max=50,
+                       conditions=["asleep"])
+    res = SYSTEM.resolve(request(psionic("ann", 30, 100), defender, "ego-whip"),
+                         SuppliedDice({}))
+    assert res.fields["table"] == "defenseless" and res.fields["damage"] == 30
+    assert not [e for e in res.events if e.type == "defense-unusable"]
+    assert res.summary.startswith("Ann attacks Bo with Ego Whip")

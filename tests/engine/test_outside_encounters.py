@@ -917,3 +917,15 @@ def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
     raw = {"id": "a", "name": "A"}
     assert duel.combatant_under(raw, "", {"H-X": 1})["seen"] == {"H-X": 1}
     assert "seen" not in SampleDuel().combatant_under(raw, "", {"H-X": 1})
+
+
+def test_combat_strength_every_timed_condition_that_runs_out_ends_together() -> None:
+    """COMBATANTS.md condition_rounds: rounds left on timed conditions, one per
+    exchange.end_round; two that run out at the same round's end both end, each said."""
+    c = {"id": "orm", "name": "Orm", "attack_strength": 40, "defense_strength": 40,
+         "conditions": ["dazed", "confused"], "condition_rounds": {"dazed": 1, "confused": 1}}
+    result = STRENGTH.end_round({"combatants": [c]}, SuppliedDice({}))
+    orm = after(result, "orm")
+    assert (orm["conditions"], orm["condition_rounds"]) == ([], {})
+    assert [e["condition"] for e in result["events"] if e["type"] == "condition-ended"] \
+        == ["dazed", "confused"]

@@ -651,3 +651,14 @@ def test_an_incapacitated_defender_that_named_no_defense_is_simply_defenseless()
     assert res.fields["table"] == "defenseless" and res.fields["damage"] == 30
     assert not [e for e in res.events if e.type == "defense-unusable"]
     assert res.summary.startswith("Ann attacks Bo with Ego Whip")
+
+
+def test_a_defense_the_defender_cannot_use_is_told_before_the_attack() -> None:
+    """Seed 000 iii: a defender 'unable to use a Defense Mode for any reason' is attacked
+    as defenseless: the events tell first that its defense was refused, then the attack
+    looked up without it, in the order the summary tells them."""
+    defender = psionic("bo", 40, 10, conditions=["asleep"])
+    res = SYSTEM.resolve(request(psionic("ann", 30, 100), defender, "ego-whip",
+                                 "mind-blank"), SuppliedDice({"condition-duration": [1]}))
+    assert [e.type for e in res.events][:2] == ["defense-unusable", "attack"]
+    assert res.events[1].data["defense"] is None

@@ -112,6 +112,22 @@ def test_combat_strength_a_defense_the_mind_lacks_is_assumed_known() -> None:
     assert odds_of(STRENGTH, request, ["/defender"]) == dict(STRENGTH.odds(knows))
 
 
+def test_combat_strength_no_defense_assumes_nothing_of_the_mind() -> None:
+    """API.md: 'A missing `defense` (or `null`) means no defense mode': a request that
+    gives the defender none assumes it knows none, and the odds are those of the request
+    as it is (the defenseless table, RULES.md 2.4)."""
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 100, "defense_strength": 100,
+           "attacks": ["mind-thrust"]}
+    bo = {"id": "bo", "name": "Bo", "attack_strength": 50, "defense_strength": 50,
+          "defenses": ["mind-blank"]}
+    request = {"attacker": ann, "defender": bo, "attack": {"mode": "mind-thrust"},
+               "defense": None}
+    assert STRENGTH.assume_knowing(request, ["/defender"])["defender"]["defenses"] == [
+        "mind-blank"]
+    odds = odds_of(STRENGTH, request, ["/defender"])
+    assert odds == dict(STRENGTH.odds(request)) and odds["table"] == "defenseless"
+
+
 def pool_mind(cid: str, **more: Any) -> JSON:
     return {"id": cid, "name": cid.title(), "hit_dice": 3, "die": 6, "psionic": True,
             "attacks": ["psionic-wave"], "defenses": [], **more}

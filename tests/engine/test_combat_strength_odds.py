@@ -167,3 +167,21 @@ def test_odds_json_shape_api_md() -> None:
     # every attack deals some, and the least is the lowest value of the distribution
     assert data["damage"]["dealt"]["chance"] == 1 and data["damage"]["dealt"]["least"] == 6
     assert 0 < data["defense_zero"] < 1
+
+
+def test_odds_stop_a_chain_at_the_cap_given_and_name_the_lookup_they_used() -> None:
+    """RULES.md 2.3 step 4: a penetrating die's follow-ups stop at H-CS-PEN-CAP, and the
+    odds count a chain there as resolve does. Combat Strength 40: one bonus die; Ego
+    Whip on Shield Thoughts is 3 (table A 01-25); with a cap of 1 the most is
+    3 + 6 + 5 = 14, at 1/36. Without a defense, table B: band 26-50 (attack strength 30)
+    against an original total of 60-109 is 30 points; Ego Whip costs 7 either way."""
+    ann = {"id": "ann", "attack_strength": 30, "defense_strength": 10}
+    bo = {"id": "bo", "attack_strength": 20, "defense_strength": 40}
+    data = SYSTEM.odds(req(ann, bo, "ego-whip", "shield-thoughts", 1))
+    assert data["damage"]["distribution"][-1] == [14, pytest.approx(1 / 36)]
+    assert (data["table"], data["band"], data["table_value"], data["bonus_dice"],
+            data["attack_cost"]) == ("combat", "01-25", 3, 1, 7)
+    data = SYSTEM.odds(req(ann, bo, "ego-whip", None, 1))
+    assert (data["table"], data["band"], data["defender_band"], data["table_value"],
+            data["bonus_dice"], data["attack_cost"]) == (
+        "defenseless", "26-50", "60-109", 30, 0, 7)

@@ -662,3 +662,26 @@ def test_a_defense_the_defender_cannot_use_is_told_before_the_attack() -> None:
                                  "mind-blank"), SuppliedDice({"condition-duration": [1]}))
     assert [e.type for e in res.events][:2] == ["defense-unusable", "attack"]
     assert res.events[1].data["defense"] is None
+
+
+def test_describe_names_the_four_stances_and_every_outcome_a_result_may_have() -> None:
+    """RULES.md 2.3 step 1: the stances `trance`, `discipline`, `wave` and `normal`;
+    API.md systems.describe: what a caller needs to build requests and read results. A
+    Psionic Wave a non-psionic saves against is the outcome `saved` (RULES.md 2.7)."""
+    d = SYSTEM.describe()
+    assert d["modes"]["stances"] == ["trance", "discipline", "wave", "normal"]
+    assert d["outcomes"] == ["damage", "no-effect", "crushed", "condition", "saved"]
+    ogre = {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3}
+    res = SYSTEM.resolve(request(psionic("ann", 60, 30), ogre, "psionic-wave"),
+                         SuppliedDice({"save": [20]}))
+    assert res.outcome == "saved" and res.outcome in d["outcomes"]
+
+
+@pytest.mark.parametrize("not_an_object", [[], "ann attacks bo", None])
+def test_a_request_that_is_not_an_object_is_invalid_input(not_an_object: Any) -> None:
+    """API.md exchange.resolve: the request is an object; anything else is refused as
+    such, before any of its members is looked at."""
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(not_an_object, RandomDice(1))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("", "the request must be an object")]

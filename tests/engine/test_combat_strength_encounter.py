@@ -1019,3 +1019,12 @@ def test_a_malformed_choice_is_invalid_input_where_it_is_wrong(choice: JSON,
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "ann", choice)
     assert [p.path for p in err.value.problems] == [path]
+
+
+def test_a_stance_the_rules_do_not_have_is_invalid_input() -> None:
+    """RULES.md 2.3 step 1: the stances are `trance`, `discipline`, `wave` and
+    `normal`; any other is refused where the choice names it."""
+    state = encounter(psionic("ann", 30, 30), psionic("bo", 30, 30))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "ann", {"stance": "frenzy"})
+    assert [p.path for p in err.value.problems] == ["/choice/stance"]

@@ -1028,3 +1028,19 @@ def test_a_stance_the_rules_do_not_have_is_invalid_input() -> None:
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "ann", {"stance": "frenzy"})
     assert [p.path for p in err.value.problems] == ["/choice/stance"]
+
+
+def test_the_pending_choices_are_the_declared_ones_the_next_resolve_uses() -> None:
+    """API.md encounter.declare: choices stay hidden until resolution; the engine gives
+    them, by combatant and as the next resolve will use them (a range not named is
+    short), to the daemon (`System.encounter_pending_choices`), never to the view."""
+    state = encounter(psionic("ann", 30, 30), psionic("bo", 30, 30))
+    state = SYSTEM.encounter_declare(state, "ann", {"stance": "trance"})
+    assert SYSTEM.encounter_pending_choices(state) == {"ann": {"stance": "trance"}}
+    state = through_intent(state, {"bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "mind-thrust", "target": "bo"},
+        "defense": {"mode": "mind-blank"}})
+    assert SYSTEM.encounter_pending_choices(state) == {"ann": {
+        "attack": {"mode": "mind-thrust", "target": "bo", "range": "short"},
+        "defense": {"mode": "mind-blank"}}}

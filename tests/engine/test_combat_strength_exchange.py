@@ -685,3 +685,15 @@ def test_a_request_that_is_not_an_object_is_invalid_input(not_an_object: Any) ->
         SYSTEM.resolve(not_an_object, RandomDice(1))
     assert [(p.path, p.message) for p in err.value.problems] == [
         ("", "the request must be an object")]
+
+
+def test_the_request_schema_names_its_dialect_once_at_its_root() -> None:
+    """API.md systems.describe: the request JSON Schema (draft 2020-12), whose attacker
+    and defender are the combatant schema; a subschema that is no resource of its own
+    names no `$schema`, so the combatant definition is that schema without it."""
+    schema = SYSTEM.describe()["request_schema"]
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    combatant = schema["$defs"]["combatant"]
+    assert combatant == {k: v for k, v in SYSTEM.combatant_schema().items()
+                         if k != "$schema"}
+    assert "$schema" not in combatant

@@ -284,9 +284,10 @@ class CombatStrength(System):
 
     def defending_places(self, request: Mapping[str, Any]) -> dict[str, list[str]]:
         """The defender, with the defense the request gives it (which costs nothing in an
-        exchange: ``knowing`` as ``System``'s)."""
-        defense = request.get("defense")
-        return {"/defender": [defense["mode"]] if defense else []}
+        exchange: ``knowing`` as ``System``'s). No defense, ``null`` or a mode of ``null``
+        (which the request schema takes) is none."""
+        mode = (request.get("defense") or {}).get("mode")
+        return {"/defender": [mode] if mode is not None else []}
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact odds: damage distribution (a penetration chain stops at H-CS-PEN-CAP

@@ -214,6 +214,23 @@ async def test_exchange_odds(rpc: Rpc) -> None:
     assert error["data"]["errors"] == [{"path": "/dice", "message": "not allowed here"}]
 
 
+async def test_exchange_odds_assume_known_with_a_defense_of_no_mode_assumes_none(
+        rpc: Rpc) -> None:
+    """API.md: a missing or null defense means no defense mode, and combat-strength's
+    request takes `{"mode": null}` as one: assume_known ["/defender"] assumes nothing
+    then, and the odds are the defenseless table's, as without it (it was refused,
+    "null is not one of" the defenses, at /defender/defenses/0)."""
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 100, "defense_strength": 100,
+           "attacks": ["mind-thrust"]}
+    bo = {"id": "bo", "name": "Bo", "attack_strength": 50, "defense_strength": 50,
+          "defenses": ["mind-blank"]}
+    params = {"system": "combat-strength", "attacker": ann, "defender": bo,
+              "attack": {"mode": "mind-thrust"}, "defense": {"mode": None}}
+    plain = await rpc.ok("exchange.odds", params)
+    assert plain["table"] == "defenseless"
+    assert await rpc.ok("exchange.odds", {**params, "assume_known": ["/defender"]}) == plain
+
+
 async def test_exchange_odds_assume_known_answers_alike_whatever_the_defender_knows(
         rpc: Rpc) -> None:
     """A defense the defender does not know is refused by its rule (the secret a player

@@ -113,19 +113,22 @@ def test_combat_strength_a_defense_the_mind_lacks_is_assumed_known() -> None:
 
 
 def test_combat_strength_no_defense_assumes_nothing_of_the_mind() -> None:
-    """API.md: 'A missing `defense` (or `null`) means no defense mode': a request that
-    gives the defender none assumes it knows none, and the odds are those of the request
+    """API.md: 'A missing `defense` (or `null`) means no defense mode', as does a defense
+    whose mode is null (the request schema takes `{"mode": null}`): a request that gives
+    the defender none assumes it knows none, and the odds are those of the request
     as it is (the defenseless table, RULES.md 2.4)."""
     ann = {"id": "ann", "name": "Ann", "attack_strength": 100, "defense_strength": 100,
            "attacks": ["mind-thrust"]}
     bo = {"id": "bo", "name": "Bo", "attack_strength": 50, "defense_strength": 50,
           "defenses": ["mind-blank"]}
-    request = {"attacker": ann, "defender": bo, "attack": {"mode": "mind-thrust"},
-               "defense": None}
-    assert STRENGTH.assume_knowing(request, ["/defender"])["defender"]["defenses"] == [
-        "mind-blank"]
-    odds = odds_of(STRENGTH, request, ["/defender"])
-    assert odds == dict(STRENGTH.odds(request)) and odds["table"] == "defenseless"
+    for defense in (None, {"mode": None}):
+        request = {"attacker": ann, "defender": bo, "attack": {"mode": "mind-thrust"},
+                   "defense": defense}
+        assert STRENGTH.defending_places(request) == {"/defender": []}
+        assert STRENGTH.assume_knowing(request, ["/defender"])["defender"]["defenses"] == [
+            "mind-blank"]
+        odds = odds_of(STRENGTH, request, ["/defender"])
+        assert odds == dict(STRENGTH.odds(request)) and odds["table"] == "defenseless"
 
 
 def pool_mind(cid: str, **more: Any) -> JSON:

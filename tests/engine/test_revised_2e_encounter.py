@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ from engine.errors import (
     RulesViolation,
     UnknownCombatant,
 )
-from engine.revised_2e import SYSTEM
+from engine.revised_2e import SYSTEM, Revised2e
 
 JSON = dict[str, Any]
 
@@ -531,3 +532,169 @@ def test_a_round_short_of_supplied_dice_asks_for_every_attack_s_die_at_once() ->
     with pytest.raises(DiceNeeded) as short:
         SYSTEM.encounter_resolve(dazed, SuppliedDice({}))
     assert short.value.needed == 1
+
+
+@pytest.mark.parametrize(("choice", "path"), [
+    ({"attack": {"mode": "mind-thrust", "target": ""}}, "/choice/attack/target"),
+    ({"attack": {"mode": "mind-thrust", "target": "fenka", "steps": 2}}, "/choice/attack"),
+    ({"defense": {}}, "/choice/defense"),
+    ({"attacks": [{"mode": "mind-thrust", "target": "fenka"}] * 5}, "/choice/attacks"),
+])
+def test_a_malformed_choice_is_invalid_input_naming_its_field(choice: JSON, path: str
+                                                              ) -> None:
+    """API.md "Encounters": a choice's ``attack`` and ``defense`` are the objects of
+    ``exchange.resolve`` (a ``mode``, no other field) with a ``target`` naming a combatant;
+    what does not fit that shape is invalid params at its field, not a rule broken."""
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", choice)
+    assert bad.value.problems[0].path == path
+
+
+def test_four_attacks_are_refused_by_the_round_s_allowance_not_as_malformed() -> None:
+    """RULES.md §1.8: at most two attacks a round at any level; a choice may list up to
+    four, so too many is the rule ``too-many-attacks`` saying how many are allowed."""
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", {
+            "attacks": [{"mode": "mind-thrust", "target": "fenka"}] * 4})
+    assert err.value.rule == "too-many-attacks"
+
+
+def test_a_null_attack_or_defense_is_no_attack_or_no_defense() -> None:
+    """API.md: "A missing ``defense`` (or ``null``) means no defense mode"; an ``attack``
+    of ``null`` likewise means none."""
+    state = SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", {
+        "attack": None, "defense": {"mode": "thought-shield"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "target": "ulcen"}, "defense": None})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [2]}))
+    assert [r["attacker"]["id"] for r in step["results"]] == ["fenka"]
+    assert step["results"][0]["defense"] == "thought-shield"
+
+
+def test_a_stored_state_of_another_system_or_out_of_step_is_refused() -> None:
+    """The state comes back from storage, so its outline is checked before use: it must
+    say it is a revised-2e encounter, and its ``order`` must list exactly the combatants
+    it holds."""
+    state = encounter(ULCEN, FENKA)
+    for broken in ({**state, "system": "power-pool"},
+                   {**state, "order": ["ulcen"]},
+                   {**state, "order": ["ulcen", "fenka", "ghost"]}):
+        with pytest.raises(InvalidInput) as bad:
+            SYSTEM.encounter_view(broken)
+        assert bad.value.problems[0].path == "/state"
+
+
+def test_a_mind_whose_only_choice_is_to_pay_to_close_is_waited_for() -> None:
+    """§1.5: a mind a critical hit opened "in that round may spend PSPs to close": that
+    is a choice, so the round waits for it even from a combatant that knows no mode."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=30, attacks=[], defenses=[], mind={
+        "state": "open", "opened_by": "critical", "may_pay_to_close": True,
+        "last_defense": "mental-barrier"})
+    state = encounter(fenka)
+    assert SYSTEM.encounter_waiting_for(state) == ["fenka"]
+    state = SYSTEM.encounter_declare(state, "fenka", {"close": True})
+    assert SYSTEM.encounter_waiting_for(state) == []
+
+
+def test_a_mind_holding_exactly_a_defense_s_cost_is_waited_for() -> None:
+    """§1.4 step 1: a defense costs its PSPs once a round; Fenka's 2 PSPs buy the
+    thought shield (2), though not her psychic crush (8), so the round waits for her."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=2, attacks=["psychic-crush"],
+                       defenses=["thought-shield"])
+    assert SYSTEM.encounter_waiting_for(encounter(ULCEN, fenka)) == ["ulcen", "fenka"]
+    poorer = {**fenka, "psp": 1}
+    assert SYSTEM.encounter_waiting_for(encounter(ULCEN, poorer)) == ["ulcen"]
+
+
+def test_a_combatant_alone_is_not_waited_for_an_attack_it_has_nobody_to_make_on() -> None:
+    """An attack needs a target other than the attacker ("cannot attack its own mind"):
+    alone in the encounter, Fenka's 2 PSPs buy a mind thrust but nothing she may do, so
+    nobody is waited for; once Ulcen joins, she has a choice."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=2, defenses=["mental-barrier"])
+    assert SYSTEM.encounter_waiting_for(encounter(fenka)) == []
+    assert SYSTEM.encounter_waiting_for(encounter(fenka, ULCEN)) == ["fenka", "ulcen"]
+
+
+def test_a_round_without_an_attack_allowed_waits_only_for_a_mind_with_another_choice(
+        ) -> None:
+    """§1.8 spreads a rate of attacks over its rounds (``attacks_per_round``); under a
+    GM's table of one attack per two rounds a 4th-level mind has none in round 1, so
+    one whose PSPs buy nothing but an attack has no choice to make until round 2."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["attacks_per_round"]["psionicist"] = [
+        {"min": 1, "max": None, "attacks": 1, "rounds": 2}]
+    gm = Revised2e(raw)
+    fenka = psionicist("fenka", "Fenka of Raam", psp=2, defenses=["mental-barrier"])
+    state = gm.encounter_new(None)
+    for c in (fenka, ULCEN):
+        state, _ = gm.encounter_add(state, c)
+    assert gm.encounter_waiting_for(state) == ["ulcen"]
+    state, _ = gm.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert gm.encounter_waiting_for(state) == ["fenka", "ulcen"]
+
+
+def test_the_view_gives_every_house_rule_in_force_and_each_one_s_attacks() -> None:
+    """RULES.md: every house default is overridable per encounter, so the view says the
+    value each one has there (the overrides over the defaults), and how many attacks
+    each combatant may declare this round (§1.8: 7–12 three per two rounds, 1 then 2
+    under H-2E-THREE-PER-TWO; a nonpsionic none)."""
+    veteran = psionicist("vet", "Veteran", level=7, psp_max=80)
+    guard = {"id": "guard", "name": "Guard", "level": 5}
+    state = encounter(veteran, ULCEN, guard, options={"H-2E-ORDER": "initiative"})
+    view = SYSTEM.encounter_view(state)
+    assert view["options"] == {r.id: r.default for r in SYSTEM.house_rules()} | {
+        "H-2E-ORDER": "initiative"}
+    assert view["attacks_allowed"] == {"vet": 1, "ulcen": 1, "guard": 0}
+    state, _ = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert SYSTEM.encounter_view(state)["attacks_allowed"] == {"vet": 2, "ulcen": 1,
+                                                               "guard": 0}
+
+
+def test_the_view_offers_a_stunned_mind_no_closing_it_may_pay_for() -> None:
+    """§1.5: a mind forced open is stunned; a stun stops closing, so its offer says it
+    may not pay, and why."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=30, conditions=["stunned"],
+                       condition_rounds={"stunned": 0}, mind={
+                           "state": "open", "opened_by": "critical",
+                           "may_pay_to_close": True, "last_defense": "mental-barrier"})
+    offer = SYSTEM.encounter_view(encounter(ULCEN, fenka))["close_offers"]["fenka"]
+    assert (offer["cost"], offer["payable"], offer["reason"]) == (10, False, "cannot-act")
+
+
+def test_declare_refuses_attack_and_attacks_together_and_names_the_second_target() -> None:
+    """choice_schema: ``attack``, or ``attacks`` when the round allows more than one
+    (§1.8), never both; a target the encounter does not hold is named at its place in
+    the list."""
+    veteran = psionicist("vet", "Veteran", level=13, psp_max=80)
+    state = encounter(veteran, FENKA)
+    thrust = {"mode": "mind-thrust", "target": "fenka"}
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_declare(state, "vet", {"attack": thrust, "attacks": [thrust]})
+    assert bad.value.problems[0].path == "/choice"
+    with pytest.raises(UnknownCombatant) as unknown:
+        SYSTEM.encounter_declare(state, "vet", {"attacks": [
+            thrust, {"mode": "mind-thrust", "target": "ghost"}]})
+    assert (unknown.value.id, unknown.value.path) == ("ghost", "/choice/attacks/1/target")
+
+
+def test_closing_and_a_defense_are_paid_for_together() -> None:
+    """§1.5: closing costs 2 × the last defense (mental barrier 5 → 10) and a defense its
+    own cost (5): 15 PSPs declared together, more than Fenka's 14."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=14, mind={
+        "state": "open", "opened_by": "critical", "may_pay_to_close": True,
+        "last_defense": "mental-barrier"})
+    state = encounter(ULCEN, fenka)
+    SYSTEM.encounter_declare(state, "fenka", {"close": True})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", {"close": True,
+                                                  "defense": {"mode": "mental-barrier"}})
+    assert err.value.rule == "not-enough-psp" and "15 PSPs" in err.value.detail
+
+
+def test_a_dazed_combatant_may_still_declare_nothing() -> None:
+    """A daze stops attacks, defenses and closing (§1.5); a choice of none of them asks
+    nothing the daze stops, so it is taken."""
+    dazed = psionicist("fenka", "Fenka of Raam", conditions=["dazed"],
+                       condition_rounds={"dazed": 2})
+    state = SYSTEM.encounter_declare(encounter(ULCEN, dazed), "fenka", {})
+    assert SYSTEM.encounter_view(state)["declared"] == ["fenka"]

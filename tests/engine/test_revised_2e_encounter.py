@@ -698,3 +698,112 @@ def test_a_dazed_combatant_may_still_declare_nothing() -> None:
                        condition_rounds={"dazed": 2})
     state = SYSTEM.encounter_declare(encounter(ULCEN, dazed), "fenka", {})
     assert SYSTEM.encounter_view(state)["declared"] == ["fenka"]
+
+
+def test_declare_refuses_a_defense_the_mind_does_not_know() -> None:
+    """RULES.md §1.1: ``defenses`` are the mode ids a mind knows; it raises no other."""
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "fenka", {
+            "defense": {"mode": "tower-of-iron-will"}})
+    assert err.value.rule == "defense-not-known"
+
+
+def test_the_plus_2_after_a_forced_opening_can_put_a_mind_after_a_lower_roll() -> None:
+    """§1.5: a mind forced open "takes +2 on initiative next round"; under H-2E-ORDER
+    'initiative' the lowest total goes first. Ulcen's 4 + 2 = 6 comes after Fenka's 5;
+    only the attackers roll (Third only defends)."""
+    ulcen = psionicist("ulcen", "Ulcen of Tyr", conditions=["initiative-penalty"],
+                       condition_rounds={"initiative-penalty": 0})
+    state = encounter(ulcen, FENKA, psionicist("third", "Third"),
+                      options={"H-2E-ORDER": "initiative"})
+    for cid, target in (("ulcen", "fenka"), ("fenka", "ulcen")):
+        state = SYSTEM.encounter_declare(state, cid, {"attack": {
+            "mode": "mind-thrust", "target": target}})
+    state = SYSTEM.encounter_declare(state, "third", {"defense": {"mode": "thought-shield"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"initiative": [4, 5], "attack": [2, 2]}))
+    assert [r["attacker"]["id"] for r in step["results"]] == ["fenka", "ulcen"]
+    assert [(e["combatant"], e["roll"], e["total"]) for e in step["events"]
+            if e["type"] == "initiative"] == [("ulcen", 4, 6), ("fenka", 5, 5)]
+    assert [r["by"] for r in step["rolls"] if r["purpose"] == "initiative"] == [
+        "ulcen", "fenka"]
+
+
+def test_a_quick_mac_is_rolled_once_and_the_round_says_what_it_came_to() -> None:
+    """Seed 004's Quick MAC is a monster's MAC: rolled with its first round (event
+    ``mac-rolled``), then kept, never rolled again."""
+    beast = {"id": "beast", "kind": "psionicist", "level": 2, "psp_max": 10,
+             "class_group": "monster", "quick_mac": {"intelligence": 9, "psionic": "high"}}
+    state, step = SYSTEM.encounter_resolve(
+        encounter(ULCEN, beast), SuppliedDice({"mac-base": [3], "mac-modifier": [1]}),
+        force=True)
+    assert {"type": "mac-rolled", "combatant": "beast", "mac": 10} in step["events"]
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    assert step["rolls"] == [] and state["combatants"]["beast"]["mac"] == 10
+    assert not any(e["type"] == "mac-rolled" for e in step["events"])
+
+
+def test_a_mind_that_pays_to_close_is_told_so_in_the_round_s_text_and_events() -> None:
+    """Seed 004: a mind opened in the round it used the mental barrier "can close its mind
+    in the next round by spending 10 PSPs": the round records the payment and the
+    closing, and its text says so."""
+    fenka = psionicist("fenka", "Fenka of Raam", psp=30, mind={
+        "state": "open", "opened_by": "critical", "may_pay_to_close": True,
+        "last_defense": "mental-barrier"})
+    state = SYSTEM.encounter_declare(encounter(fenka), "fenka", {"close": True})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert step["events"] == [
+        {"type": "psp-spent", "combatant": "fenka", "amount": 10, "for": "close"},
+        {"type": "mind-closed", "combatant": "fenka", "how": "paid"}]
+    assert step["summary"] == "Round 1: Fenka of Raam pays 10 PSPs and closes its mind."
+
+
+def test_an_attacker_left_with_exactly_the_declared_psps_still_attacks() -> None:
+    """Seed 004 (§1.4 step 2): "the attacker must hold at least" the declared PSPs when
+    its turn comes: Fenka, 10 less Ulcen's 2 damage, holds the 8 of her psychic crush."""
+    state = encounter(ULCEN, psionicist("fenka", "Fenka of Raam", psp=10))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "psychic-crush", "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [15, 2],
+                                                                "damage": [2]}))
+    assert [r["attacker"]["id"] for r in step["results"]] == ["ulcen", "fenka"]
+    assert state["combatants"]["fenka"]["psp"] == 10 - 2 - 4  # a miss pays half of 8
+
+
+def test_an_attack_is_lost_for_want_of_all_its_declared_steps() -> None:
+    """Seed 004: "The number of PSPs an attacker puts into a psionic attack must be
+    declared before the attack roll": Fenka's mind thrust ×4 declares 8 PSPs, and the 6
+    left to her after Ulcen's blow do not make it a smaller attack."""
+    state = encounter(ULCEN, psionicist("fenka", "Fenka of Raam", psp=10))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state = SYSTEM.encounter_declare(state, "fenka", {"attack": {
+        "mode": "mind-thrust", "multiplier": 4, "target": "ulcen"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [15],
+                                                                "damage": [4]}))
+    [lost] = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert lost["combatant"] == "fenka" and "8 PSPs" in lost["reason"]
+    assert state["combatants"]["fenka"]["psp"] == 6
+
+
+def test_a_round_where_nothing_happens_says_so() -> None:
+    """RULES.md §4: every resolution has a one-paragraph plain-language summary, even a
+    round in which nobody does anything."""
+    _, step = SYSTEM.encounter_resolve(encounter(ULCEN, FENKA), SuppliedDice({}),
+                                       force=True)
+    assert step["summary"] == "Round 1: nothing happens."
+    assert (step["results"], step["events"], step["changes"]) == ([], [], [])
+
+
+def test_the_round_s_end_counts_down_the_first_listed_combatant_too() -> None:
+    """§1.5: a stun lasts the round it was given; at the round's end it ends for every
+    combatant, whichever place it has in the list."""
+    stunned = psionicist("fenka", "Fenka of Raam", conditions=["stunned"],
+                         condition_rounds={"stunned": 0})
+    state, step = SYSTEM.encounter_resolve(encounter(stunned, ULCEN), SuppliedDice({}),
+                                           force=True)
+    assert state["combatants"]["fenka"]["conditions"] == []
+    assert {"type": "condition-ended", "combatant": "fenka",
+            "condition": "stunned"} in step["events"]

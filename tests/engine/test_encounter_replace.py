@@ -139,3 +139,33 @@ def test_combat_strength_a_sheet_refreshed_as_not_psionic_at_intent_drops_its_st
     state = system.encounter_replace(state, "ann", {"id": "ann", "int": 12, "wis": 9})
     view = system.encounter_view(state)
     assert (view["stances"], view["declared"], view["waiting_for"]) == ({}, [], ["bo"])
+
+
+def test_revised_2e_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
+    """A refreshed sheet is taken "under the same id": its own id (a VTT's, which may be
+    longer than an encounter allows) is not checked, and a sheet with no name is named
+    by the id it holds in the encounter."""
+    system = SYSTEMS["revised-2e"]
+    _, state = _encounter("revised-2e")
+    first, _, _, _ = CASES["revised-2e"]
+    new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
+    assert new["combatants"]["kara"]["id"] == "kara"
+    assert new["combatants"]["kara"]["name"] == "kara"
+
+
+def test_revised_2e_a_stored_choice_that_no_longer_fits_is_dropped_not_refused() -> None:
+    """Every declared choice is checked again on a refresh; one of a combatant the
+    encounter no longer holds, or one that no longer fits the choice's shape (a state
+    stored before the shape changed), is dropped like one the rules refuse, and the
+    refresh goes on."""
+    system = SYSTEMS["revised-2e"]
+    state = system.encounter_new(None)
+    for cid in ("bane", "vic"):
+        state, _ = system.encounter_add(state, _psionicist(cid))
+    state = system.encounter_declare(state, "vic", {"defense": {"mode": "thought-shield"}})
+    stale = {**state, "pending": {**state["pending"], "ghost": {},
+                                  "bane": {"attack": {"mode": "mind-thrust", "target": "vic",
+                                                      "steps": 2}}}}
+    new = system.encounter_replace(stale, "bane", _psionicist("bane", psp=80))
+    assert system.encounter_pending_choices(new) == {"vic": {"defense": {
+        "mode": "thought-shield"}}}

@@ -185,3 +185,11 @@ def test_a_system_that_names_no_defending_mind_assumes_nothing() -> None:
         COIN_DUEL.assume_knowing(request, ["/defender"])
     assert [p.path for p in err.value.problems] == ["/assume_known/0"]
     assert "none: coin-duel assumes nothing" in err.value.problems[0].message
+
+
+def test_revised_2e_a_mind_holding_exactly_the_cost_is_assumed_as_it_is() -> None:
+    """Only a mind holding fewer PSPs than the defense costs is given more: one holding
+    exactly the cost pays it as it stands, so it is assumed with the PSPs it has."""
+    cost = REVISED.tables.defense_cost(TOWER)
+    exact = REVISED.assume_knowing(revised({**FENKA, "psp": cost}), ["/defender"])
+    assert (exact["defender"]["psp"], exact["defender"]["psp_max"]) == (cost, 30)

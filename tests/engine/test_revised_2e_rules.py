@@ -653,3 +653,73 @@ def test_a_gm_replacement_table_is_used_and_checked() -> None:
         Revised2e(raw)
     assert {p.path for p in err.value.problems} == {
         "/tables/attack_vs_defense/ego-whip/mind-blank"}
+
+
+def test_describe_gives_one_die_size_only_where_every_mode_rolls_the_same() -> None:
+    """RULES.md §1.2: damage per step is 1d6+1, 1d8+2, 1d4, 1d12+4 or 1d10+3 by mode, so
+    the ``damage`` purpose has no one die size; mind thrust's lost power (1d6 days) has.
+    A VTT reads ``sides_by_mode`` where ``sides`` is null."""
+    purposes = {p["purpose"]: p for p in SYSTEM.describe()["dice_purposes"]}
+    assert purposes["damage"]["sides"] is None
+    assert purposes["damage"]["sides_by_mode"] == {
+        "ego-whip": 6, "id-insinuation": 8, "mind-thrust": 4, "psionic-blast": 12,
+        "psychic-crush": 10}
+    assert purposes["hp-damage"]["sides"] is None
+    assert purposes["lost-power"]["sides"] == 6
+
+
+def test_an_exchange_without_an_attack_is_invalid_input() -> None:
+    """API.md ``exchange.resolve``: ``attacker``, ``defender`` and ``attack`` are given;
+    a request without its attack is invalid params, not an error of the engine."""
+    for call in (SYSTEM.resolve, lambda r, _: SYSTEM.odds(r)):
+        with pytest.raises(InvalidInput):
+            call({"attacker": psionicist("a"), "defender": psionicist("d")},
+                 SuppliedDice({}))
+
+
+def test_describe_gives_each_attack_s_damage_and_ranges_as_the_table_has_them() -> None:
+    """RULES.md §1.2: damage per step and range in yards (S/M/L), psychic crush one band
+    of 50; a mode with no bonus shows none."""
+    attacks = {a["id"]: a for a in SYSTEM.describe()["modes"]["attacks"]}
+    assert {m: a["damage"] for m, a in attacks.items()} == {
+        "ego-whip": "1d6+1", "id-insinuation": "1d8+2", "mind-thrust": "1d4",
+        "psionic-blast": "1d12+4", "psychic-crush": "1d10+3"}
+    assert attacks["mind-thrust"]["ranges"] == {"short": 30, "medium": 60, "long": 90}
+    assert attacks["psychic-crush"]["ranges"] == {"short": 50}
+
+
+def test_quick_mac_reads_the_high_or_low_psionic_table_and_no_other() -> None:
+    """Seed 004 Quick MAC: Average Int (8–10) picks 10 with a 3; a d10 of 10 is −4 on the
+    high-psionic table and −3 on the low-psionic one. There is no third table."""
+    def roll(psionic: str) -> int:
+        return SYSTEM.quick_mac(9, psionic, SuppliedDice({"mac-base": [3],
+                                                          "mac-modifier": [10]}))
+
+    assert (roll("high"), roll("low")) == (6, 7)
+    with pytest.raises(InvalidInput) as err:
+        roll("medium")
+    assert err.value.problems[0].path == "/quick_mac/psionic"
+
+
+def test_attacks_per_round_follows_house_rule_h_2e_three_per_two() -> None:
+    """RULES.md §1.8: 7–12 three per two rounds; H-2E-THREE-PER-TWO puts the extra
+    attack in even rounds (1, 2, 1), off in odd ones (2, 1, 2)."""
+    vet = SYSTEM.combatant(psionicist("vet", level=7))
+    assert [SYSTEM.attacks_per_round(vet, r) for r in (1, 2, 3)] == [1, 2, 1]
+    assert [SYSTEM.attacks_per_round(vet, r, {"H-2E-THREE-PER-TWO": False})
+            for r in (1, 2, 3)] == [2, 1, 2]
+
+
+def test_an_exchange_records_the_defense_raised_and_paid_before_the_attack() -> None:
+    """RULES.md §1.4 step 1: the defense is raised and paid (mental barrier, 5 PSPs)
+    before the attack is rolled; §4: the result lists every event, in that order."""
+    result = SYSTEM.resolve({"attacker": psionicist("a"), "defender": psionicist("d"),
+                             "attack": {"mode": "mind-thrust"},
+                             "defense": {"mode": "mental-barrier"}},
+                            SuppliedDice({"attack": [2]})).to_json()
+    assert result["events"] == [
+        {"type": "defense-raised", "combatant": "d", "mode": "mental-barrier",
+         "paid_before": False},
+        {"type": "psp-spent", "combatant": "d", "amount": 5, "for": "defense"},
+        {"type": "psp-spent", "combatant": "a", "amount": 1, "for": "attack"}]
+    assert result["defense_psp"] == 5

@@ -929,3 +929,14 @@ def test_combat_strength_every_timed_condition_that_runs_out_ends_together() -> 
     assert (orm["conditions"], orm["condition_rounds"]) == ([], {})
     assert [e["condition"] for e in result["events"] if e["type"] == "condition-ended"] \
         == ["dazed", "confused"]
+
+
+def test_revised_2e_a_close_choice_of_false_pays_nothing() -> None:
+    """§1.5: "If it cannot or will not pay, it stays open 1d4+1 rounds": ``close: false``
+    is a mind that will not pay, as if it had said nothing."""
+    c = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True))
+    result = REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": False}}},
+                               SuppliedDice({"open-duration": [2]}))
+    kara = after(result, "kara")
+    assert kara["psp"] == 50 and kara["mind"]["state"] == "open"
+    assert "psp-spent" not in [e["type"] for e in result["events"]]

@@ -539,11 +539,16 @@ def test_a_round_short_of_supplied_dice_asks_for_every_attack_s_die_at_once() ->
     ({"attack": {"mode": "mind-thrust", "target": "fenka", "steps": 2}}, "/choice/attack"),
     ({"defense": {}}, "/choice/defense"),
     ({"attacks": [{"mode": "mind-thrust", "target": "fenka"}] * 5}, "/choice/attacks"),
+    ({"attack": {"mode": "mind-thrust", "target": "fenka", "multiplier": 101}},
+     "/choice/attack/multiplier"),
+    ({"stance": "trance"}, "/choice"),
+    ({"close": None}, "/choice/close"),
 ])
 def test_a_malformed_choice_is_invalid_input_naming_its_field(choice: JSON, path: str
                                                               ) -> None:
     """API.md "Encounters": a choice's ``attack`` and ``defense`` are the objects of
-    ``exchange.resolve`` (a ``mode``, no other field) with a ``target`` naming a combatant;
+    ``exchange.resolve`` (a ``mode``, a ``multiplier`` of 1 to 100, no other field) with a
+    ``target`` naming a combatant, beside ``close`` (true or false) and nothing else;
     what does not fit that shape is invalid params at its field, not a rule broken."""
     with pytest.raises(InvalidInput) as bad:
         SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", choice)
@@ -573,12 +578,13 @@ def test_a_null_attack_or_defense_is_no_attack_or_no_defense() -> None:
 
 def test_a_stored_state_of_another_system_or_out_of_step_is_refused() -> None:
     """The state comes back from storage, so its outline is checked before use: it must
-    say it is a revised-2e encounter, and its ``order`` must list exactly the combatants
-    it holds."""
+    say it is a revised-2e encounter at a round numbered by an integer, and its ``order``
+    must list exactly the combatants it holds."""
     state = encounter(ULCEN, FENKA)
     for broken in ({**state, "system": "power-pool"},
                    {**state, "order": ["ulcen"]},
-                   {**state, "order": ["ulcen", "fenka", "ghost"]}):
+                   {**state, "order": ["ulcen", "fenka", "ghost"]},
+                   {**state, "round": "1"}):
         with pytest.raises(InvalidInput) as bad:
             SYSTEM.encounter_view(broken)
         assert bad.value.problems[0].path == "/state"

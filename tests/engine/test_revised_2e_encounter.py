@@ -578,13 +578,16 @@ def test_a_null_attack_or_defense_is_no_attack_or_no_defense() -> None:
 
 def test_a_stored_state_of_another_system_or_out_of_step_is_refused() -> None:
     """The state comes back from storage, so its outline is checked before use: it must
-    say it is a revised-2e encounter at a round numbered by an integer, and its ``order``
-    must list exactly the combatants it holds."""
+    say it is a revised-2e encounter at a round numbered by an integer, with its
+    ``pending`` choices and ``options`` as objects, and its ``order`` must list exactly
+    the combatants it holds."""
     state = encounter(ULCEN, FENKA)
     for broken in ({**state, "system": "power-pool"},
                    {**state, "order": ["ulcen"]},
                    {**state, "order": ["ulcen", "fenka", "ghost"]},
-                   {**state, "round": "1"}):
+                   {**state, "round": "1"},
+                   {**state, "pending": []},
+                   {**state, "options": None}):
         with pytest.raises(InvalidInput) as bad:
             SYSTEM.encounter_view(broken)
         assert bad.value.problems[0].path == "/state"

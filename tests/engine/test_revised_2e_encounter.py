@@ -816,3 +816,13 @@ def test_the_round_s_end_counts_down_the_first_listed_combatant_too() -> None:
     assert state["combatants"]["fenka"]["conditions"] == []
     assert {"type": "condition-ended", "combatant": "fenka",
             "condition": "stunned"} in step["events"]
+
+
+def test_ids_made_from_one_name_count_up_from_2() -> None:
+    """An id is the combatant's own or the slug of its name made unique with -2, -3 …"""
+    state = SYSTEM.encounter_new(None)
+    ids = []
+    for _ in range(3):
+        state, cid = SYSTEM.encounter_add(state, {"name": "Gith Raider"})
+        ids.append(cid)
+    assert ids == ["gith-raider", "gith-raider-2", "gith-raider-3"]

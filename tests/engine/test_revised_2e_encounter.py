@@ -826,3 +826,18 @@ def test_ids_made_from_one_name_count_up_from_2() -> None:
         state, cid = SYSTEM.encounter_add(state, {"name": "Gith Raider"})
         ids.append(cid)
     assert ids == ["gith-raider", "gith-raider-2", "gith-raider-3"]
+
+
+def test_a_round_lists_only_its_own_dice_when_one_source_serves_several_rounds() -> None:
+    """RULES.md §4: every resolution returns every die it rolled; a dice source a caller
+    keeps from round to round does not carry the earlier rounds' dice into the next."""
+    dice = SuppliedDice({"attack": [2, 3]})
+    state = encounter(ULCEN, FENKA)
+    steps = []
+    for _ in range(2):
+        state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "target": "fenka"}})
+        state, step = SYSTEM.encounter_resolve(state, dice, force=True)
+        steps.append(step)
+    assert [[(r["purpose"], r["value"], r["by"]) for r in s["rolls"]] for s in steps] == [
+        [("attack", 2, "ulcen")], [("attack", 3, "ulcen")]]

@@ -841,3 +841,13 @@ def test_a_round_lists_only_its_own_dice_when_one_source_serves_several_rounds()
         steps.append(step)
     assert [[(r["purpose"], r["value"], r["by"]) for r in s["rolls"]] for s in steps] == [
         [("attack", 2, "ulcen")], [("attack", 3, "ulcen")]]
+
+
+def test_an_attack_declared_at_long_range_is_rolled_at_that_range() -> None:
+    """§1.4 step 3: the target's MAC is improved by 5 at long range, so Ulcen (MTHAC0 17)
+    needs 17 − 0 against Fenka's MAC 5, not the 12 of short range."""
+    state = SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", {"attack": {
+        "mode": "mind-thrust", "range": "long", "target": "fenka"}})
+    _, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [15]}), force=True)
+    [result] = step["results"]
+    assert result["needed"] == 17 and not result["hit"]

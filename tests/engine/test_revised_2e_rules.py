@@ -723,3 +723,11 @@ def test_an_exchange_records_the_defense_raised_and_paid_before_the_attack() -> 
         {"type": "psp-spent", "combatant": "d", "amount": 5, "for": "defense"},
         {"type": "psp-spent", "combatant": "a", "amount": 1, "for": "attack"}]
     assert result["defense_psp"] == 5
+
+
+def test_a_multiplier_below_1_is_invalid_input_at_its_path() -> None:
+    """RULES.md §1.4 step 2: the multiplier is 1 ≤ m ≤ level; none of 0 steps."""
+    with pytest.raises(InvalidInput) as err:
+        resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust", "multiplier": 0},
+                attack=[10])
+    assert [p.path for p in err.value.problems] == ["/attack/multiplier"]

@@ -731,3 +731,25 @@ def test_a_multiplier_below_1_is_invalid_input_at_its_path() -> None:
         resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust", "multiplier": 0},
                 attack=[10])
     assert [p.path for p in err.value.problems] == ["/attack/multiplier"]
+
+
+def test_roll_mac_follows_house_rule_h_2e_quickmac_pick() -> None:
+    """H-2E-QUICKMAC-PICK off: the worst value of the Intelligence range, no die. Low
+    Int (5–7) is 8–9, so 9; a d10 of 3 on the high-psionic table adds 0."""
+    beast = SYSTEM.combatant({"id": "beast", "kind": "psionicist", "level": 2,
+                              "psp_max": 10, "class_group": "monster",
+                              "quick_mac": {"intelligence": 5, "psionic": "high"}})
+    dice = SuppliedDice({"mac-modifier": [3]})
+    assert SYSTEM.roll_mac(beast, dice, {"H-2E-QUICKMAC-PICK": False})["mac"] == 9
+    assert [r.purpose for r in dice.rolls_since(0)] == ["mac-modifier"]
+
+
+def test_end_of_round_prices_closing_under_house_rule_h_2e_no_last_def() -> None:
+    """§1.5: a mind a critical hit opened is told at its round's end what closing costs:
+    2 × its cheapest known defense when it used none (H-2E-NO-LAST-DEF), no price with
+    the house rule off."""
+    c = SYSTEM.combatant(psionicist("p", defenses=["thought-shield"], mind={
+        "state": "open", "opened_by": "critical", "rounds_open": 0}))
+    told = [SYSTEM.end_of_round(c, SuppliedDice({}), options)[1][0].data
+            for options in (None, {"H-2E-NO-LAST-DEF": False})]
+    assert told == [{"cost": 4}, {"cost": None}]

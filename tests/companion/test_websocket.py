@@ -217,6 +217,78 @@ async def test_an_encounter_deleted_while_watched_is_announced_once_and_forgotte
     await ws.close()
 
 
+async def test_one_socket_unwatching_leaves_the_others_watching(rpc: Rpc) -> None:
+    """API.md: 'each socket that called encounter.watch {id} receives' the notice;
+    encounter.unwatch stops them for the socket that calls it, not for the others."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    leaving, staying = [await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+                        for _ in range(2)]
+    for ws in (leaving, staying):
+        assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"]
+    assert (await _call(leaving, "encounter.unwatch", {"id": eid}, 2))["result"] == {
+        "id": eid, "watching": False}
+    await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("ann")})
+    notice = json.loads(await asyncio.wait_for(staying.receive_str(), 5))
+    assert notice["params"] == {"id": eid, "revision": 1}
+    # the next thing the socket that left hears is the answer to its own call
+    await leaving.send_str(json.dumps({"jsonrpc": "2.0", "method": "companion.info",
+                                       "id": 3}))
+    assert json.loads(await asyncio.wait_for(leaving.receive_str(), 5))["id"] == 3
+    await leaving.close()
+    await staying.close()
+
+
+async def test_the_notices_sent_leave_nothing_behind_in_the_hub(rpc: Rpc) -> None:
+    """Each notice is sent in a task the hub keeps until it is done (so a shutdown can
+    cancel it): a done one is let go, or a long-running daemon would hold every notice
+    it ever sent (docs/RELIABILITY.md: memory does not grow under steady load)."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"]
+    for n in range(3):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(f"c{n}")})
+        assert json.loads(await asyncio.wait_for(ws.receive_str(), 5))["params"] == {
+            "id": eid, "revision": n + 1}
+    hub = rpc.client.server.app[HUB]
+    for _ in range(100):
+        if not hub._sending:
+            break
+        await asyncio.sleep(0.05)
+    assert not hub._sending
+    await ws.close()
+
+
+async def test_status_page_counts_the_encounters_each_socket_watches(rpc: Rpc) -> None:
+    """API.md: the status page lists the connected WebSockets; each says how many
+    encounters it watches, counting a watch and taking off an unwatch."""
+    ids = [(await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+           for _ in range(2)]
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    for n, eid in enumerate(ids, 1):
+        assert (await _call(ws, "encounter.watch", {"id": eid}, n))["result"]["watching"]
+    assert "watching 2 encounter(s)" in await (await rpc.client.get("/")).text()
+    await _call(ws, "encounter.unwatch", {"id": ids[0]}, 3)
+    assert "watching 1 encounter(s)" in await (await rpc.client.get("/")).text()
+    await ws.close()
+
+
+async def test_a_socket_that_closed_is_no_watcher_any_more(rpc: Rpc) -> None:
+    """A socket's watches end with it: the hub keeps no closed socket among the
+    watchers of an encounter that lives on (each would be held for as long as it)."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"]
+    hub = rpc.client.server.app[HUB]
+    assert len(hub.watchers(eid)) == 1
+    await ws.close()
+    for _ in range(100):
+        if not hub.peers:
+            break
+        await asyncio.sleep(0.05)
+    assert not hub.peers
+    assert hub.watchers(eid) == []
+
+
 async def test_watching_an_unknown_encounter_is_4004(rpc: Rpc) -> None:
     ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
     answer = await _call(ws, "encounter.watch", {"id": "nope"})

@@ -12,16 +12,18 @@ import re
 import socket
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import pytest
 from aiohttp import web
 
+from companion import hub as hub_module
 from companion import ws as ws_module
 from companion.app import create_app
-from companion.hub import CLOSE_TIMEOUT
-from companion.keys import HUB
+from companion.hub import CLOSE_TIMEOUT, Peer
+from companion.keys import HUB, TOKENS
+from companion.logs import MAX_KEPT
 from companion.settings import Settings
 from companion.tokens import rotate_token
 
@@ -289,6 +291,58 @@ async def test_a_socket_that_closed_is_no_watcher_any_more(rpc: Rpc) -> None:
     assert hub.watchers(eid) == []
 
 
+class _FakeSocket:
+    """A socket whose client takes what is sent after a moment (``taking``), never
+    (``stopped-reading``) or whose connection is lost (``connection-lost``); what it
+    took and its closes are kept."""
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.closed = False
+        self.taken: list[str] = []
+        self.closes: list[tuple[int, bytes]] = []
+
+    async def send_str(self, text: str) -> None:
+        if self.client == "connection-lost":
+            raise ConnectionResetError
+        if self.client == "stopped-reading":
+            await asyncio.Event().wait()
+        await asyncio.sleep(0.01)
+        self.taken.append(text)
+
+    async def close(self, *, code: int, message: bytes) -> bool:
+        self.closes.append((code, message))
+        self.closed = True
+        return True
+
+
+@pytest.mark.parametrize("client", ["stopped-reading", "connection-lost"])
+async def test_a_socket_that_does_not_take_a_notice_is_closed_as_too_slow(
+        monkeypatch: pytest.MonkeyPatch, client: str) -> None:
+    """docs/API.md: a socket is closed with 1008 "too slow" when it has not taken an
+    encounter.changed notice within 5 s (NOTIFY_TIMEOUT, shortened here), so that it
+    holds up no other socket's notices; one whose send fails is closed the same way."""
+    monkeypatch.setattr(hub_module, "NOTIFY_TIMEOUT", 0.1)
+    ws = _FakeSocket(client)
+    peer = Peer(cast(web.WebSocketResponse, ws), 1, "127.0.0.1", None, None)
+    await asyncio.wait_for(peer.notify_or_close("encounter.changed",
+                                                {"id": "x", "revision": 1}), 10)
+    assert ws.closes == [(1008, b"too slow")]
+
+
+async def test_a_socket_that_takes_its_notice_after_a_moment_keeps_it() -> None:
+    """docs/API.md: only a notice not taken within 5 s closes the socket; one that
+    waits a moment for a busy client is delivered, whole, and the socket stays."""
+    ws = _FakeSocket("taking")
+    peer = Peer(cast(web.WebSocketResponse, ws), 1, "127.0.0.1", None, None)
+    await asyncio.wait_for(peer.notify_or_close("encounter.changed",
+                                                {"id": "x", "revision": 1}), 10)
+    assert [json.loads(t) for t in ws.taken] == [{
+        "jsonrpc": "2.0", "method": "encounter.changed",
+        "params": {"id": "x", "revision": 1}}]
+    assert ws.closes == []
+
+
 async def test_watching_an_unknown_encounter_is_4004(rpc: Rpc) -> None:
     ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
     answer = await _call(ws, "encounter.watch", {"id": "nope"})
@@ -336,6 +390,20 @@ async def test_status_page_lists_sockets_in_the_order_they_connected(rpc: Rpc) -
         await ws.close()
 
 
+async def test_a_sockets_long_user_agent_is_kept_short(rpc: Rpc) -> None:
+    """docs/API.md: what clients sent is shown redacted, at most 120 characters; the
+    hub keeps no more of a socket's user agent than of an HTTP client's (MAX_KEPT),
+    not the whole header for as long as the socket lives."""
+    agent = "agent " * 1000
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"),
+                        headers={"User-Agent": agent})
+    await _call(ws, "companion.info")
+    [peer] = rpc.client.server.app[HUB].peers
+    assert peer.user_agent is not None and peer.user_agent.startswith("agent agent")
+    assert len(peer.user_agent) <= MAX_KEPT
+    await ws.close()
+
+
 async def test_status_page_says_the_time_zone_of_its_start(rpc: Rpc) -> None:
     """"running since 2026-12-03 10:06:36" said nothing of where; the offset says it."""
     page = await (await rpc.client.get("/")).text()
@@ -363,6 +431,23 @@ async def test_the_auth_message_is_a_json_rpc_request_like_any_other(
     assert answer["error"]["code"] == -32001
     assert answer["id"] == (1 if message.get("id") == 1 else None)
     assert (await asyncio.wait_for(ws.receive(), 5)).type == aiohttp.WSMsgType.CLOSE
+
+
+async def test_a_socket_opened_with_the_new_token_stays_when_the_old_ones_go(
+        rpc: Rpc, settings: Settings) -> None:
+    """docs/API.md: 1008 "token rotated" after `mindscape token --rotate` for a socket
+    that authenticated with the old token; one opened with the new token stays."""
+    old = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    token = rotate_token(settings.token_path)
+    new = await _connect(rpc, protocols=("mindscape.v1", f"token.{token}"))
+    app = rpc.client.server.app
+    closing = asyncio.create_task(app[HUB].close_stale(app[TOKENS].generation()))
+    message = await asyncio.wait_for(old.receive(), 5)
+    await closing
+    assert (message.type, message.data, message.extra) == (
+        aiohttp.WSMsgType.CLOSE, 1008, "token rotated")
+    assert (await _call(new, "companion.info"))["result"]["name"] == "mindscape"
+    await new.close()
 
 
 async def _serving(tmp_path: Path) -> tuple[web.AppRunner, int, Settings]:
@@ -394,6 +479,44 @@ async def test_a_client_that_stops_reading_does_not_stop_a_later_rotation(
             message = await ws.receive(timeout=4)
             assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
             assert ws.close_code == 1008
+    finally:
+        staller.close()
+        await asyncio.wait_for(runner.cleanup(), 20)
+
+
+def _read_to_the_end(sock: socket.socket) -> bytes:
+    """All that reaches ``sock`` until its connection ends (closed or reset; a
+    connection still open after 30 s of silence fails the test instead of hanging it)."""
+    sock.settimeout(30)
+    received = bytearray()
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return bytes(received)
+
+
+async def test_a_client_that_does_not_take_its_close_has_its_connection_dropped(
+        tmp_path: Path) -> None:
+    """docs/API.md: 'A close that the client does not take within 2 s (it stopped
+    reading ...) is cut short: the connection is dropped'. So the close of a rotated
+    token's socket, queued behind what the client did not read, never reaches it: the
+    connection ends before."""
+    runner, port, settings = await _serving(tmp_path)
+    staller = await asyncio.to_thread(stalled, "127.0.0.1", port,
+                                      settings.token_path.read_text().strip())
+    try:
+        hub = runner.app[HUB]
+        assert len(hub.peers) == 1
+        rotate_token(settings.token_path)
+        for _ in range(200):  # the close, its timeout and the drop, then it is forgotten
+            if not hub.peers:
+                break
+            await asyncio.sleep(0.1)
+        assert not hub.peers
+        received = await asyncio.to_thread(_read_to_the_end, staller)
+        assert b"token rotated" not in received
     finally:
         staller.close()
         await asyncio.wait_for(runner.cleanup(), 20)

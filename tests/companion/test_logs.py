@@ -6,8 +6,14 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from pathlib import Path
+from typing import Any
 
+from aiohttp.test_utils import TestClient
+
+from companion.app import create_app
 from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog
+from companion.settings import Settings
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, object]]:
@@ -52,3 +58,20 @@ def test_without_an_event_loop_a_line_is_written_at_once() -> None:
     AccessLog(stream).http("GET", "/healthz", 200, 0.0, None)
     [line] = _lines(stream)
     assert line["path"] == "/healthz" and "methods" not in line
+
+
+async def test_the_lines_still_waiting_are_written_when_the_daemon_stops(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """Only a process killed with SIGKILL may lose its last request lines (this module's
+    docstring): a graceful stop writes the lines still waiting for their timer."""
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="info")
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    response = await client.post("/rpc", json={"jsonrpc": "2.0", "method": "companion.info",
+                                                "id": 1},
+                                 headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 200
+    await client.close()
+    assert [line["methods"] for line in _lines(stream) if "http" in line] == [
+        ["companion.info"]]

@@ -467,17 +467,34 @@ async def test_a_body_that_comes_too_slowly_is_408(aiohttp_client: Any, tmp_path
     response = await client.post("/rpc", data=dribble(),
                                  headers={"Authorization": f"Bearer {token}"})
     assert response.status == 408
+    assert response.headers["Connection"] == "close"  # docs/SECURITY.md: and closed
 
 
-async def test_the_home_folder_is_made_private(aiohttp_client: Any, tmp_path: Path) -> None:
-    """The home holds the token and pending secret choices (docs/SECURITY.md)."""
+@pytest.mark.parametrize("mode", [0o755, 0o750, 0o701], ids=oct)
+async def test_the_home_folder_is_made_private(aiohttp_client: Any, tmp_path: Path,
+                                              mode: int) -> None:
+    """The home holds the token and pending secret choices (docs/SECURITY.md): no other
+    local user may read it, neither by its group nor as anyone."""
     from companion.app import create_app
 
     home = tmp_path / "home"
     home.mkdir()
-    home.chmod(0o755)
+    home.chmod(mode)
     await aiohttp_client(create_app(Settings(home=home)))
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+async def test_a_stopped_daemon_leaves_its_home_to_the_next_one(aiohttp_client: Any,
+                                                                tmp_path: Path) -> None:
+    """docs/API.md: one daemon per home folder, held locked while it runs; once it has
+    stopped, the next one starts on the same home."""
+    from companion.app import create_app
+
+    settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
+    first: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    await first.close()
+    second: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    assert (await second.get("/healthz")).status == 200
 
 
 async def test_a_fault_in_a_handler_is_a_500_with_an_error_id_only(
@@ -964,15 +981,37 @@ async def test_a_body_of_exactly_1_mib_is_accepted_and_one_byte_more_is_413(
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
 
 
-async def test_the_status_page_asked_with_an_expectation_gets_our_answer(rpc: Rpc) -> None:
-    """GET / has the guard's expect handler too: an unknown expectation is refused in
-    our words, and a foreign Host is 403 at once."""
-    reader, writer = await _opened(rpc, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+async def test_the_body_limit_of_the_settings_is_the_one_applied(aiohttp_client: Any,
+                                                                 tmp_path: Path) -> None:
+    """The body limit is Limits.max_body, also when set above 1 MiB: aiohttp's own limit
+    (client_max_size, 1 MiB unless told) does not refuse first."""
+    from companion.app import create_app
+    from companion.settings import Limits
+
+    limit = 2 * 1024 * 1024
+    settings = Settings(home=tmp_path / "home", limits=Limits(max_body=limit),
+                        log_stream=io.StringIO())
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    auth = {"Authorization": f"Bearer {settings.token_path.read_text().strip()}"}
+    response = await client.post("/rpc", data=_body_of(limit), headers=auth)
+    assert response.status == 200
+    response = await client.post("/rpc", data=_body_of(limit + 1), headers=auth)
+    assert response.status == 413
+
+
+@pytest.mark.parametrize("path", [b"/", b"/healthz", b"/ws", b"/no-such-path"])
+async def test_every_path_asked_with_an_expectation_gets_our_answer(
+        rpc: Rpc, path: bytes) -> None:
+    """GET / has the guard's expect handler too, as every other path (/healthz, /ws, and
+    those no route names): an unknown expectation is refused in our words, and a
+    foreign Host is 403 at once."""
+    reader, writer = await _opened(rpc, b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                         b"Expect: a-miracle\r\nConnection: close\r\n\r\n")
     refused = await _answer(reader)
     writer.close()
     assert refused.startswith(b"HTTP/1.1 417 ") and b"only 100-continue" in refused
-    reader, writer = await _opened(rpc, b"GET / HTTP/1.1\r\nHost: evil.example\r\n"
+    reader, writer = await _opened(rpc, b"GET " + path + b" HTTP/1.1\r\n"
+                                        b"Host: evil.example\r\n"
                                         b"Expect: 100-continue\r\nConnection: close\r\n\r\n")
     refused = await _answer(reader)
     writer.close()

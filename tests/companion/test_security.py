@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
+from companion.hub import RECENT_CLIENTS
 from companion.keys import ACCESS_LOG, HUB, TOKENS
 from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
 from companion.settings import Settings
@@ -750,6 +751,43 @@ async def test_what_a_client_sends_is_redacted_and_cut_short_on_the_status_page(
     assert f"({long_agent[:SHOWN - 1]}…): 1 call(s), last {long_method[:SHOWN - 1]}… " in page
     hub = rpc.client.server.app[HUB]
     assert all(len(text or "") <= MAX_KEPT for call in hub._calls for text in call[1:])
+
+
+async def test_status_page_lists_recent_clients_most_recent_first_with_their_calls(
+        rpc: Rpc) -> None:
+    """docs/API.md: the status page lists the recent clients; each is an address,
+    origin and user agent (two user agents from one address are two clients), with
+    how many calls it made and the last method it called, the most recent first."""
+    async def call(method: str, agent: str, origin: str | None = None) -> None:
+        headers = {"User-Agent": agent, **({"Origin": origin} if origin else {})}
+        response = await rpc.post({"jsonrpc": "2.0", "method": method, "id": 1}, headers)
+        assert "result" in await response.json()
+
+    await call("companion.info", "gm-a", "http://localhost:30000")
+    await call("adapters.list", "gm-b")
+    await call("companion.info", "gm-c")
+    for _ in range(10):
+        await call("companion.info", "gm-a", "http://localhost:30000")
+    await call("systems.list", "gm-a", "http://localhost:30000")
+    page = await (await rpc.client.get("/")).text()
+    lines = [re.search(pattern, page) for pattern in (
+        r"http://localhost:30000 \(gm-a\): 12 call\(s\), last systems\.list \d+ s ago",
+        r"127\.0\.0\.1 \(gm-c\): 1 call\(s\), last companion\.info \d+ s ago",
+        r"127\.0\.0\.1 \(gm-b\): 1 call\(s\), last adapters\.list \d+ s ago")]
+    assert all(lines), lines
+    places = [line.start() for line in lines if line]
+    assert places == sorted(places)
+
+
+async def test_status_page_lists_only_the_most_recent_clients(rpc: Rpc) -> None:
+    """The status page keeps to the last callers (RECENT_CLIENTS of them): with one
+    client more, the first one is no longer listed, and every later one is."""
+    for n in range(RECENT_CLIENTS + 1):
+        response = await rpc.post(INFO, {"User-Agent": f"client-{n}-"})
+        assert response.status == 200
+    page = await (await rpc.client.get("/")).text()
+    assert [n for n in range(RECENT_CLIENTS + 1) if f"(client-{n}-)" in page] == list(
+        range(1, RECENT_CLIENTS + 1))
 
 
 async def test_a_malformed_request_is_one_line_in_the_log_without_a_traceback(

@@ -28,7 +28,7 @@ import tests.sample_plugin as sample_plugin
 from companion.app import create_app
 from companion.keys import DISPATCHER, SERVICES
 from companion.methods import CORE
-from companion.plugins import MethodError, Plugin, load_plugins
+from companion.plugins import MethodError, Plugin, load_plugins, runs_encounters
 from companion.registry import (
     NO_RETRIEVAL,
     MethodRegistry,
@@ -249,9 +249,11 @@ async def test_a_wrongly_built_plugin_is_reported_and_skipped_and_every_endpoint
         aiohttp_client: Any, tmp_path: Path) -> None:
     """A Plugin whose members have the wrong types (systems not a tuple, a MethodSpec
     whose name, params, description, result or errors are not what they must be, a name
-    or version that is not text, a system without a name or source, a property that
-    raises), a module that calls exit() at import: each is one skipped plugin with an
-    error, and companion.info, rpc.discover, systems.list and the status page work."""
+    or version that is not text or is blank, a system without a name or source, or with
+    an id that is no kebab-case, one listed twice, a property that raises, also a
+    BaseException of its own), a module that calls exit() at import: each is one skipped
+    plugin with an error, and companion.info, rpc.discover, systems.list and the status
+    page work."""
     broken = [*WRONGLY_BUILT.values(), EXITS_AT_IMPORT]
     settings = Settings(home=tmp_path, plugins=with_plugins(SAMPLE, *broken))
     client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
@@ -265,11 +267,45 @@ async def test_a_wrongly_built_plugin_is_reported_and_skipped_and_every_endpoint
     assert reports["sample"]["error"] is None
     assert "could not be loaded (SystemExit)" in reports["exits-at-import"]["error"]
     assert "could not be checked (RuntimeError)" in reports["system-id-raises"]["error"]
+    assert "could not be checked (PropertyAbort)" in reports["system-name-aborts"]["error"]
+    assert reports["system-not-a-system"]["error"] == "lists a str among its systems"
+    assert reports["methods-none"]["error"] == \
+        "its Plugin methods must be a tuple (got a NoneType)"
+    assert reports["method-name-none"]["error"] == "has a method whose name is a NoneType"
+    assert reports["method-not-a-spec"]["error"] == "lists a str among its methods"
     assert "secret" not in json.dumps(info)
     assert {s["id"] for s in systems} == {"revised-2e", "combat-strength", "power-pool",
                                           "sample-duel"}
     assert {m["name"] for m in discover["methods"]} == set(CORE.names()) | {"sample.echo"}
     assert page == 200
+
+
+class CallableCoin(CoinDuel):
+    """A system that can also be called: an entry point loading to it loads a system,
+    not a factory."""
+
+    def __call__(self) -> None:
+        return None
+
+
+def test_a_system_that_can_be_called_is_loaded_as_a_system(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: an entry point names a System instance, a Plugin, or a function
+    returning either; a System is taken as it is, also when it can be called."""
+    monkeypatch.setattr(sample_plugin, "CALLABLE_COIN", CallableCoin(), raising=False)
+    loaded = load_plugins([ep("callable-coin", "tests.sample_plugin:CALLABLE_COIN")], CORE)
+    assert [(r.name, r.systems, r.error) for r in loaded.reports] == [
+        ("callable-coin", ("coin-duel",), None)]
+
+
+def test_a_system_id_of_at_most_100_characters_loads(monkeypatch: pytest.MonkeyPatch
+                                                     ) -> None:
+    """docs/PLUGINS.md: a system id is kebab-case of at most 100 characters (SYSTEM_ID);
+    one of exactly 100 loads (101 do not: WRONGLY_BUILT.system_id_too_long)."""
+    plugin = Plugin(name="longest", version="1", systems=(sample_plugin.LongestId(),))
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    assert [r.error for r in loaded.reports] == [None]
+    assert "d" * 100 in loaded.systems
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_SCHEMAS))
@@ -511,6 +547,23 @@ async def test_a_system_without_round_logic_refuses_encounters_with_invalid_para
     assert set(result["outcomes"]) == {"hit", "miss"}
 
 
+class SomeEncounterHooks(sample_plugin.NoEncounters):
+    """A system without round logic that defines one encounter hook, not all six."""
+
+    id = "some-hooks"
+
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        return {"phase": "declare"}
+
+
+def test_a_system_with_some_encounter_hooks_does_not_run_encounters() -> None:
+    """docs/API.md "Plugins": a system runs encounters when it has round logic or
+    defines every encounter hook itself; with only some, the others would fail."""
+    assert not runs_encounters(SomeEncounterHooks())
+    assert not runs_encounters(sample_plugin.NO_ENCOUNTERS)
+    assert runs_encounters(sample_plugin.SYSTEM)
+
+
 async def test_a_plugin_encounter_that_still_waits_is_not_resolved_unless_forced(
         rpc_with: Any) -> None:
     """API.md: resolve "once waiting_for is empty, or with force". A plugin system whose
@@ -595,6 +648,47 @@ async def test_a_plugin_systems_own_end_round_gets_a_checked_request(
         {"path": "", "message": 'unexpected member(s) ["puppets"]: not allowed here'}]
 
 
+class CheckingNothing(OwnEndOfRound):
+    """A system whose round_end_choices and rest are its own, checking nothing, and
+    whose schemas of them take one combatant at a time."""
+
+    id = "checking-nothing"
+
+    def round_end_choices_schema(self) -> JSON:
+        return {"type": "object", "additionalProperties": False, "properties": {
+            "combatants": {"type": "array", "maxItems": 1}, "options": {"type": "object"}}}
+
+    def rest_schema(self) -> JSON:
+        return self.round_end_choices_schema()
+
+    def round_end_choices(self, request: Mapping[str, Any]) -> JSON:
+        return {"system": self.id, "combatants": [], "summary": "nothing"}
+
+    def combatant_rest(self, combatant: JSON, request: Mapping[str, Any], dice: DiceSource,
+                       options: Mapping[str, Any]) -> tuple[JSON, list[Event], list[str]]:
+        return combatant, [], []
+
+    def rest(self, request: Mapping[str, Any], dice: DiceSource) -> JSON:
+        return {"system": self.id, "combatants": [], "events": [], "rolls": [],
+                "summary": "nothing", "unused_dice": {}}
+
+
+@pytest.mark.parametrize("method", ["exchange.round_end_choices", "combatants.rest"])
+async def test_a_plugin_systems_own_round_end_choices_and_rest_get_checked_requests(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """docs/API.md "Plugins": the params of exchange.round_end_choices and
+    combatants.rest are checked against the system's round_end_choices_schema() and
+    rest_schema() before the system sees them, also when its methods are its own."""
+    plugin = Plugin(name="own", version="1", systems=(CheckingNothing(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    one = {"system": "checking-nothing", "combatants": [{"id": "a", "name": "A"}]}
+    assert (await rpc.ok(method, one))["summary"] == "nothing"
+    error = await rpc.error(method, {**one, "combatants": [{"id": "a", "name": "A"},
+                                                           {"id": "b", "name": "B"}]})
+    assert error["code"] == -32602
+    assert [e["path"] for e in error["data"]["errors"]] == ["/combatants"]
+
+
 def test_the_daemon_checks_only_third_party_systems_requests() -> None:
     """The built-in systems check their own requests (validate_request; exchange.resolve
     is benchmarked): the daemon keeps no schema to check them again. A plugin system's
@@ -666,6 +760,17 @@ def test_a_plugin_system_whose_schema_cannot_be_used_is_skipped_at_load(
     [report] = loaded.reports
     assert report.error and report.error.startswith(f"system coin-duel: its {which}() ")
     assert "coin-duel" not in loaded.systems and "schemas.x" not in loaded.methods
+
+
+@pytest.mark.parametrize("which", ["combatant_schema", "request_schema"])
+def test_a_plugin_system_schema_that_is_no_json_object_is_said_so(
+        which: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema is a JSON object: a system whose schema method returns a list is skipped
+    with a report that says so, in our words."""
+    plugin = _system_with(which, [{"type": "object"}])
+    [report] = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE).reports
+    assert report.error == f"system coin-duel: its {which}() must return a JSON object, " \
+        "not a list"
 
 
 async def test_rpc_discover_stays_a_valid_schema_with_a_broken_plugin_system(
@@ -820,6 +925,19 @@ def test_third_party_plugins_load_sorted_by_distribution_then_entry_point_name(
     assert load_plugins(same_dist, CORE).system_plugin["coin-duel"] == "twin"
 
 
+def test_a_dot_in_a_distribution_name_sorts_as_a_dash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: distribution names are compared as pip compares them, runs of
+    `-`, `_` and `.` not counting: `coins.a` is `coins-a`, which loads before `coins-z`
+    (a dot compared as itself sorts after every dash)."""
+    monkeypatch.setattr(sample_plugin, "TWIN", TWIN, raising=False)
+    entry_points = [*_distribution(tmp_path, "coins-z", {"a-coin": COIN.value}),
+                    *_distribution(tmp_path, "coins.a", {"z-twin": "tests.sample_plugin:TWIN"})]
+    loaded = load_plugins(entry_points, CORE)
+    assert loaded.system_plugin["coin-duel"] == "twin"
+    assert [r.entry_point for r in loaded.reports] == ["tests.sample_plugin:TWIN", COIN.value]
+
+
 def test_a_second_plugin_with_the_same_name_is_skipped(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sample_plugin, "SAME_NAME", Plugin(name="sample", version="2"),
@@ -922,18 +1040,23 @@ def test_a_base_exception_at_import_is_reported_under_serve(keyboard: bool) -> N
     assert done.stdout.strip() == f"could not be loaded ({raised}); see the daemon log"
 
 
-def test_a_keyboard_interrupt_at_import_stops_a_load_python_would_stop() -> None:
-    """Without a SIGINT handler of the caller's, a KeyboardInterrupt may be the user's
-    Ctrl+C: it goes on."""
+@pytest.mark.parametrize("target", ["tests.sample_plugin.aborts_at_import:PLUGIN",
+                                    "tests.sample_plugin:interrupted_factory"],
+                         ids=["import", "factory"])
+def test_a_keyboard_interrupt_at_import_stops_a_load_python_would_stop(target: str) -> None:
+    """Without a SIGINT handler of the caller's, a KeyboardInterrupt (while the plugin
+    is imported or its factory runs) may be the user's Ctrl+C: it goes on, and stops
+    the load as Python stops on it."""
     code = ("from importlib.metadata import EntryPoint\n"
             "from companion.methods import CORE\n"
             "from companion.plugins import load_plugins\n"
-            "load_plugins([EntryPoint('aborts', 'tests.sample_plugin.aborts_at_import:"
-            "PLUGIN', 'mindscape.plugins')], CORE)")
+            f"load_plugins([EntryPoint('aborts', {target!r}, 'mindscape.plugins')], CORE)\n"
+            "print('loaded')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2],
                           env={**os.environ, "KEYBOARD": "1"}, timeout=60, check=False)
-    assert "KeyboardInterrupt" in done.stderr
+    assert done.returncode != 0 and "loaded" not in done.stdout
+    assert done.stderr.rstrip().endswith("KeyboardInterrupt")
 
 
 async def test_rpc_discover_keeps_a_plugin_schemas_own_id(
@@ -961,3 +1084,36 @@ async def test_rpc_discover_keeps_a_plugin_schemas_own_id(
     [odds] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
               if m["name"] == "exchange.odds"]
     assert Validator(odds["x-params-schema"], registry=NO_RETRIEVAL).is_valid(call)
+
+
+def test_a_skipped_plugin_claims_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: 'A skipped plugin claims nothing: the next plugin may take the
+    names it wanted': its Plugin name, its system ids, its method namespaces."""
+    def coin_plugin(*extra: MethodSpec) -> Plugin:
+        return Plugin(name="coins", version="1", systems=(CoinDuel(),), methods=(
+            MethodSpec("coins.flip", {"type": "object"}, _noop, "x"), *extra))
+
+    monkeypatch.setattr(sample_plugin, "GREEDY", coin_plugin(
+        MethodSpec("encounter.steal", {"type": "object"}, _noop, "x")), raising=False)
+    monkeypatch.setattr(sample_plugin, "MODEST", coin_plugin(), raising=False)
+    # (the skipped one is listed under its entry point's name: the same name here)
+    loaded = load_plugins([ep("modest", "tests.sample_plugin:MODEST"),
+                           ep("coins", "tests.sample_plugin:GREEDY")], CORE)
+    assert [(r.entry_point, r.error is None) for r in loaded.reports] == [
+        ("tests.sample_plugin:GREEDY", False), ("tests.sample_plugin:MODEST", True)]
+    assert loaded.system_plugin == {"coin-duel": "coins"}
+    assert loaded.namespaces == {"coins": "coins"}
+    assert "coins.flip" in loaded.methods and "encounter.steal" not in loaded.methods
+
+
+def test_a_plugin_is_reported_with_its_distributions_version(tmp_path: Path) -> None:
+    """docs/PLUGINS.md: a system alone is a plugin named as its entry point, its version
+    the distribution's; a skipped one is listed with the version of the distribution it
+    came from (null for an entry point without one)."""
+    entry_points = [*_distribution(tmp_path, "coin-pack", {
+        "alone": "tests.sample_plugin.coin_duel:SYSTEM", "gone": "tests.sample_plugin:NOPE"}),
+        ep("gone-too", "tests.sample_plugin:NOPE")]
+    reports = [(r.name, r.version, r.systems, r.error is None)
+               for r in load_plugins(entry_points, CORE).reports]
+    assert reports == [("gone-too", None, (), False), ("alone", "1.0", ("coin-duel",), True),
+                       ("gone", "1.0", (), False)]

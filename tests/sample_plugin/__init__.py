@@ -218,6 +218,11 @@ def failing_factory() -> Plugin:
     raise RuntimeError("secret detail from inside the plugin")
 
 
+def interrupted_factory() -> Plugin:
+    """A factory that raises ``KeyboardInterrupt`` (as a Ctrl+C while it runs would)."""
+    raise KeyboardInterrupt
+
+
 async def boom(ctx: Context, params: dict[str, Any]) -> Any:
     """A method with a bug: its exception text must never reach the client."""
     raise RuntimeError("secret detail: /home/gm/.local/share/mindscape/token")
@@ -380,6 +385,38 @@ class LongId(SampleDuel):
     id = "d" * 101
 
 
+class PropertyAbort(BaseException):
+    """A ``BaseException`` of a plugin's own, raised by a property while it is checked."""
+
+
+class NameAborts(SampleDuel):
+    """A system whose name is a property raising a ``BaseException`` of its own."""
+
+    id = "name-aborts"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        raise PropertyAbort("secret detail from a property")
+
+
+class DoubleDashId(SampleDuel):
+    """An id of lower-case letters and dashes that is no kebab-case (two dashes)."""
+
+    id = "sample--duel"
+
+
+class LongestId(SampleDuel):
+    """An id exactly as long as a call may name (SYSTEM_ID: 100 characters)."""
+
+    id = "d" * 100
+
+
+class TwiceListed(SampleDuel):
+    """A system its plugin lists twice."""
+
+    id = "twice-duel"
+
+
 class IdRaises(SampleDuel):
     """A system whose id is a property that fails: an error no check foresaw."""
 
@@ -414,6 +451,13 @@ WRONGLY_BUILT = SimpleNamespace(
     system_id_raises=Plugin(name="a", version="1", systems=(IdRaises(),)),
     system_id_with_a_hash=Plugin(name="a", version="1", systems=(HashInId(),)),
     system_id_too_long=Plugin(name="a", version="1", systems=(LongId(),)),
+    system_name_aborts=Plugin(name="a", version="1", systems=(NameAborts(),)),
+    system_id_double_dash=Plugin(name="a", version="1", systems=(DoubleDashId(),)),
+    system_listed_twice=Plugin(name="a", version="1", systems=(TwiceListed(), TwiceListed())),
+    system_not_a_system=Plugin(name="a", version="1", systems=("sample-duel",)),  # type: ignore[arg-type]
+    method_not_a_spec=Plugin(name="a", version="1", methods=("sample.echo",)),  # type: ignore[arg-type]
+    name_blank=Plugin(name=" ", version="1"),
+    version_blank=Plugin(name="a", version=" \t"),
 )
 WRONG_SCHEMAS: dict[str, JSON] = {
     "dangling-ref": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}},

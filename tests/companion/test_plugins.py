@@ -22,6 +22,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from jsonschema import Draft202012Validator
 
+import adapters as adapters_package
 import companion.plugins as plugins_module
 import companion.rpc as rpc_module
 import tests.sample_plugin as sample_plugin
@@ -209,6 +210,20 @@ async def test_shutdown_closes_websockets_with_going_away(aiohttp_client: Any,
     await closing
 
 
+async def test_a_stopped_app_leaves_no_task_of_its_own_running(aiohttp_client: Any,
+                                                               settings: Settings) -> None:
+    """STYLE.md: every resource is opened and closed in a cleanup_ctx; the app's own
+    tasks (the watch for sockets of a rotated token) end with it."""
+    before = asyncio.all_tasks()
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    ws = await client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{token}"))
+    await ws.close()
+    await client.close()
+    await asyncio.sleep(0)
+    assert [t for t in asyncio.all_tasks() - before if not t.done()] == []
+
+
 async def test_shutdown_closes_a_websocket_still_authenticating(aiohttp_client: Any,
                                                                  tmp_path: Any) -> None:
     """docs/API.md: a shutdown closes every WebSocket (1001), one that has not sent its
@@ -222,6 +237,23 @@ async def test_shutdown_closes_a_websocket_still_authenticating(aiohttp_client: 
     assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
     assert ws.close_code == 1001
     await asyncio.wait_for(closing, 5)
+
+
+async def test_adapters_that_cannot_be_read_leave_none_and_the_daemon_runs(
+        aiohttp_client: Any, settings: Settings, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An adapters registry that fails (``load_adapters``) leaves the daemon without
+    adapters, said in the log, not stopped: the rules still answer."""
+    def broken() -> Any:
+        raise RuntimeError("adapters broken")
+
+    monkeypatch.setattr(adapters_package, "registry", broken)
+    with caplog.at_level(logging.WARNING, logger="mindscape.app"):
+        client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    rpc = Rpc(client, settings.token_path.read_text().strip())
+    assert await rpc.ok("adapters.list") == []
+    assert "revised-2e" in (await rpc.ok("companion.info"))["systems"]
+    assert "adapters.registry() failed: no adapters" in caplog.text
 
 
 # -- wrongly built plugins (issue text: "A broken plugin is reported and skipped, never

@@ -98,7 +98,7 @@ class RpcEndpoint:
                 return web.json_response({"error": "the request body came too slowly"},
                                          status=408, headers={"Connection": "close"})
         answer = await dispatcher.handle(body, services.http_context, outcome)
-        services.hub.seen(request, outcome.calls[0][0] if outcome.calls else None)
+        services.hub.seen(request, outcome.last_method)
         if answer is None:
             return web.Response(status=204)
         return web.Response(body=answer, content_type="application/json")

@@ -85,6 +85,11 @@ class Outcome:
         return [m for m, _ in self.calls]
 
     @property
+    def last_method(self) -> str | None:
+        """The method of the last call that named one (a batch's run in order)."""
+        return next((m for m, _ in reversed(self.calls) if m is not None), None)
+
+    @property
     def errors(self) -> list[int]:
         """The error code of each call that failed."""
         return [c for _, c in self.calls if c is not None]

@@ -779,6 +779,19 @@ async def test_status_page_lists_recent_clients_most_recent_first_with_their_cal
     assert places == sorted(places)
 
 
+async def test_status_page_says_a_batch_s_last_method_as_the_last_called(rpc: Rpc) -> None:
+    """docs/API.md: the status page shows "the last method called": a batch's elements
+    run in order, so that is the last element's that names one (it showed the first)."""
+    batch: list[object] = [
+        {"jsonrpc": "2.0", "method": method, "id": n}
+        for n, method in enumerate(("companion.info", "adapters.list", "systems.list"))]
+    batch.append({"jsonrpc": "2.0", "id": 9})  # no method: -32600, and nothing called
+    response = await rpc.post(batch, {"User-Agent": "batcher"})
+    assert len(await response.json()) == 4
+    page = await (await rpc.client.get("/")).text()
+    assert re.search(r"\(batcher\): 1 call\(s\), last systems\.list \d+ s ago", page), page
+
+
 async def test_status_page_lists_only_the_most_recent_clients(rpc: Rpc) -> None:
     """The status page keeps to the last callers (RECENT_CLIENTS of them): with one
     client more, the first one is no longer listed, and every later one is."""

@@ -259,6 +259,89 @@ def test_token_uuid_must_name_scene_and_token() -> None:
     assert err.value.problems[0].path == "/token/uuid"
 
 
+def test_an_actor_id_that_is_not_1_to_64_letters_digits_dash_or_underscore_is_refused(
+        ) -> None:
+    """The actor's ``_id`` names the combatant and the uuid written to (docs/ADAPTERS.md
+    "Foundry"): it must be 1-64 letters, digits, '-' or '_' as a whole, not only begin
+    with them."""
+    for bad in ("shhHtE7b92Pe CWB", "shhHtE7b92PefCWB/x", "a" * 65):
+        data = load("foundry/dnd5e/aboleth.json")
+        data["_id"] = bad
+        with pytest.raises(InvalidInput) as err:
+            DND5E.import_(data, "power-pool")
+        assert err.value.problems[0].path == "/_id", bad
+    data = load("foundry/dnd5e/aboleth.json")
+    data["_id"] = "a" * 64
+    assert DND5E.import_(data, "power-pool").combatant["id"] == "a" * 64
+
+
+def test_an_actor_without_a_name_is_named_by_its_id_with_a_warning() -> None:
+    """A combatant needs a name for the chat cards: an actor whose name is missing or
+    blank takes its ``_id``, and the GM is told."""
+    for name in (None, "", "   "):
+        data = load("foundry/dnd5e/aboleth.json")
+        data["name"] = name
+        got = DND5E.import_(data, "power-pool")
+        assert got.combatant["name"] == "shhHtE7b92PefCWB", name
+        assert "the actor has no name; using its id shhHtE7b92PefCWB" in got.warnings
+
+
+def test_a_combatant_is_named_without_the_spaces_around_its_name() -> None:
+    """The name shown in summaries and chat cards is the actor's or token's name as the
+    table reads it (docs/ADAPTERS.md "Foundry"): spaces around it are not part of it,
+    for an unlinked copy, a linked token or a bare actor alike."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False, "name": "  Skum "}
+    for data in ({"actor": actor, "token": token},
+                 {"actor": actor, "token": {**token, "actorLink": True}}):
+        assert DND5E.import_(data, "power-pool").combatant["name"] == "Skum"
+    actor["name"] = " Aboleth  "
+    assert DND5E.import_(actor, "power-pool").combatant["name"] == "Aboleth"
+    unlinked = {"actor": actor, "token": {**token, "name": None}}
+    assert DND5E.import_(unlinked, "power-pool").combatant["name"] == "Aboleth"
+
+
+def test_a_token_that_does_not_say_it_is_linked_is_an_unlinked_copy() -> None:
+    """Foundry's token data has actorLink false unless set: a token sent without it is
+    written as its own synthetic actor (docs/ADAPTERS.md: updating the base actor would
+    change every copy), and is a combatant of its own."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    data = {"actor": actor, "token": {"uuid": "Scene.sc1.Token.tk1"}}
+    got = DND5E.import_(data, "power-pool").combatant
+    assert got["id"] == "shhHtE7b92PefCWB-tk1"
+    assert DND5E.written_to(data, "power-pool")["uuid"] == \
+        "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB"
+
+
+def test_an_unlinked_token_uuid_is_refused_unless_it_is_the_whole_uuid_of_this_actor(
+        ) -> None:
+    """docs/ADAPTERS.md: ``token.uuid`` must be ``Scene.<s>.Token.<t>`` or that followed
+    by ``.Actor.<actor id>``: text after it, or another actor's id there, would send the
+    write-back somewhere else; the actor's own id is accepted."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    for uuid in ("Scene.sc1.Token.tk1.Item.it1", "Scene.sc1.Token.tk1 ",
+                 "Scene.sc1.Token.tk1.Actor.someOtherActor1"):
+        data = {"actor": actor, "token": {"uuid": uuid, "actorLink": False}}
+        with pytest.raises(InvalidInput) as err:
+            DND5E.import_(data, "power-pool")
+        assert err.value.problems[0].path == "/token/uuid", uuid
+    own = {"actor": actor, "token": {"uuid": "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB",
+                                     "actorLink": False}}
+    assert DND5E.written_to(own, "power-pool")["uuid"] == \
+        "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB"
+
+
+def test_an_object_with_an_id_is_the_actor_itself_never_an_envelope() -> None:
+    """docs/ADAPTERS.md "Foundry": the input is the actor object or the envelope
+    ``{"actor", "token"?}``; an object with its own ``_id`` is an actor, so an actor
+    that lacks its system data is refused as such, whatever other member it holds."""
+    inner = load("foundry/dnd5e/aboleth.json")
+    data = {"_id": "outerActor000001", "name": "Outer", "type": "npc", "actor": inner}
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "power-pool")
+    assert err.value.problems[0].path == "/system"
+
+
 def test_unknown_system_is_refused_clearly() -> None:
     with pytest.raises(InvalidInput) as err:
         DND5E.import_(zanna(), "gurps-psi")

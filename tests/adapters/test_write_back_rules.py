@@ -52,6 +52,24 @@ def test_an_object_field_is_written_with_deletions_of_the_keys_it_lost() -> None
     assert normalised(DND5E, written, "power-pool") == after
 
 
+def test_a_key_an_object_field_lost_is_deleted_when_the_write_back_is_checked_too(
+        ) -> None:
+    """docs/ADAPTERS.md "Round trip": with ``normalise`` the write-back is applied to a
+    copy as Foundry would apply it and imported again; "a field the re-import already
+    gives is not written". The deletion key takes the daze away in that copy too (and
+    the value sent stays as it is), so nothing but the changed fields is written."""
+    data = aboleth("power-pool", {"psionic": True, "conditions": ["dazed", "stunned"],
+                                  "condition_rounds": {"dazed": 1, "stunned": 2}})
+    before = normalised(DND5E, data, "power-pool")
+    after = {**before, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
+    [entry] = DND5E.updates(data, "power-pool", before, after,
+                            normalise=SYSTEMS["power-pool"].combatant)
+    base = "flags.mindscape.power-pool"
+    assert entry["update"] == {f"{base}.conditions": ["stunned"],
+                               f"{base}.condition_rounds": {"stunned": 1},
+                               f"{base}.condition_rounds.-=dazed": None}
+
+
 def test_an_unlinked_token_masks_a_key_its_base_actor_holds_instead_of_deleting_it() -> None:
     """An unlinked token's actor is its base actor with the token's delta over it:
     deleting a key from the delta lets the base actor's show through (foundryvtt#8400).
@@ -129,6 +147,25 @@ def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:
     update = DND5E.updates(data, "combat-strength", before, after)[0]["update"]
     assert update["flags.mindscape.combat-strength.condition_rounds"] == {}
     assert "flags.mindscape.combat-strength.condition_rounds.-=dazed" in update
+
+
+def test_an_unlinked_token_masks_a_key_written_since_its_data_was_read() -> None:
+    """The two rules together (docs/ADAPTERS.md "Foundry"): a key the ``before`` state
+    holds and the new value lacks is removed even when the actor data read earlier
+    lacks it, and on an unlinked token it is masked (set to null in the token's delta),
+    so the daze an earlier step wrote there does not stay."""
+    base = aboleth("power-pool", {"psionic": True, "conditions": ["stunned"],
+                                  "condition_rounds": {"stunned": 2}})
+    token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False}
+    envelope = {"actor": base, "token": token}
+    before = {**normalised(DND5E, envelope, "power-pool"),
+              "conditions": ["dazed", "stunned"],
+              "condition_rounds": {"dazed": 1, "stunned": 2}}
+    after = {**before, "conditions": ["stunned"], "condition_rounds": {"stunned": 1}}
+    [entry] = DND5E.updates(envelope, "power-pool", before, after)
+    field = "flags.mindscape.power-pool.condition_rounds"
+    assert entry["update"][field] == {"stunned": 1}
+    assert entry["update"][f"{field}.dazed"] is None
 
 
 def test_the_test_fake_of_foundry_merges_objects_and_honours_deletions() -> None:

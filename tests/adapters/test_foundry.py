@@ -342,6 +342,22 @@ def test_an_object_with_an_id_is_the_actor_itself_never_an_envelope() -> None:
     assert err.value.problems[0].path == "/system"
 
 
+def test_an_actor_without_system_data_is_refused_saying_so() -> None:
+    """Abilities, level and hit points come from the game system's own data
+    (docs/ADAPTERS.md "What every adapter does"): an actor without it, or with null
+    there, is refused at ``/system`` saying what is missing."""
+    for system in (None, "absent"):
+        data = load("foundry/dnd5e/aboleth.json")
+        if system is None:
+            data["system"] = None
+        else:
+            del data["system"]
+        with pytest.raises(InvalidInput) as err:
+            DND5E.import_(data, "power-pool")
+        assert err.value.problems[0].path == "/system"
+        assert "the actor has no system data" in err.value.problems[0].message
+
+
 def test_unknown_system_is_refused_clearly() -> None:
     with pytest.raises(InvalidInput) as err:
         DND5E.import_(zanna(), "gurps-psi")
@@ -594,6 +610,19 @@ def test_generic_writes_mapped_paths_and_never_derived_ones() -> None:
         "system.attributes.hp.value": 99, "flags.mindscape.power-pool.pool": 16}}]
 
 
+def test_where_a_foundry_write_back_goes_names_the_uuid_and_the_mapping() -> None:
+    """docs/ADAPTERS.md: ``written_to`` says where the updates go, "Foundry the actor's
+    or an unlinked token's uuid and the mapping", so ``encounter.refresh`` keeps a sheet
+    whose mapping now sends a field elsewhere."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    data = {"mapping": MAPPING, "actor": actor,
+            "token": {"uuid": "Scene.sc1.Token.tk1", "actorLink": False}}
+    assert GENERIC.written_to(data, "power-pool") == {
+        "uuid": "Scene.sc1.Token.tk1.Actor.shhHtE7b92PefCWB", "mapping": MAPPING}
+    assert DND5E.written_to(actor, "power-pool") == {"uuid": "Actor.shhHtE7b92PefCWB",
+                                                     "mapping": None}
+
+
 def test_generic_mapping_is_checked_against_its_schema() -> None:
     data = {"mapping": {"fields": {"psp": {"path": "a..b"}}}, "actor": zanna()}
     with pytest.raises(InvalidInput) as err:
@@ -640,6 +669,18 @@ def test_dnd5e_temporary_hit_points_are_lost_first() -> None:
         assert DND5E.import_(apply_foundry(data, got), "power-pool").combatant["hp"] == left
     healed = DND5E.updates(data, "power-pool", before, {**before, "hp": 20})
     assert healed[0]["update"] == {"system.attributes.hp.value": 10}
+
+
+def test_dnd5e_a_loss_of_exactly_the_temporary_hit_points_writes_only_hp_temp() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e ``hp``): a loss comes off ``hp.temp`` first, then
+    ``hp.value``, "and each is written when it changes": Zanna's 10 temporary hit points
+    all lost leave her 8 in ``hp.value`` untouched."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["temp"] = 10
+    before = DND5E.import_(data, "power-pool").combatant
+    got = DND5E.updates(data, "power-pool", before, {**before, "hp": 8})
+    assert got == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
+                    "update": {"system.attributes.hp.temp": 0}}]
 
 
 @pytest.mark.parametrize(("formula", "hit_dice", "die"), [
@@ -746,6 +787,19 @@ def test_an_actor_of_another_game_system_is_refused_where_it_says_so() -> None:
     ARS.import_(ose, "revised-2e")
     GENERIC.import_({"mapping": {"version": 1, "fields": {"hp": "system.hp.value"}},
                      "actor": ose}, "power-pool")
+
+
+def test_an_actor_whose_data_names_no_game_system_is_read_as_it_is() -> None:
+    """docs/ADAPTERS.md "Foundry": "Data without the id is read as it is" (older exports,
+    hand-made actors): an empty ``_stats.systemId`` names no system either, so every
+    adapter reads the actor."""
+    for empty in ("", None):
+        data = zanna()
+        data["_stats"]["systemId"] = empty
+        assert DND5E.import_(data, "revised-2e").combatant["int"] == 17
+        ose = template_actor("foundry/ose/template.json", "character", "ose1", "Rolf")
+        ose["_stats"] = {"systemId": empty}
+        assert OSE.import_(ose, "power-pool").combatant["hit_dice"] == 1
 
 
 def test_a_hit_die_assumed_is_said_only_to_the_system_that_rolls_it() -> None:

@@ -279,6 +279,25 @@ def test_a_bad_default_in_a_mapping_is_reported_in_the_mapping() -> None:
     assert err.value.problems[0].path == "/mapping/fields/psp/default"
 
 
+def test_foundry_sources_point_at_the_place_each_field_was_read_from() -> None:
+    """docs/ADAPTERS.md: ``sources`` is "the JSON Pointer inside ``data`` each field was
+    read from, for fields read from one place: ... the mapping ``default`` a value came
+    from"; a value derived from several places (a level summed over class items) has
+    none."""
+    mapping = {"version": 1,
+               "systems": {"revised-2e": {"level": {"path": "system.nowhere",
+                                                    "default": 4}}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping), "revised-2e")
+    assert got.combatant["level"] == 4
+    assert got.sources["level"] == "/mapping/systems/revised-2e/level/default"
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {"psp": 12}}
+    read = adapters.get("foundry.dnd5e").import_(zanna, "revised-2e")
+    assert read.sources["hp"] == "/system/attributes/hp/value"
+    assert read.sources["psp"] == "/flags/mindscape/revised-2e/psp"
+    assert "level" not in read.sources
+
+
 def test_generic_ability_scores_above_25_are_used_as_25() -> None:
     """docs/ADAPTERS.md: "Ability scores above 25 are used as 25" (every adapter)."""
     mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",

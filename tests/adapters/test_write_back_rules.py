@@ -149,6 +149,21 @@ def test_keys_written_since_the_data_was_read_are_deleted_too() -> None:
     assert "flags.mindscape.combat-strength.condition_rounds.-=dazed" in update
 
 
+def test_keys_the_actor_holds_that_before_lacks_are_deleted_too() -> None:
+    """docs/ADAPTERS.md "Foundry": each object value is followed by a deletion key "for
+    every key the actor holds there (or the ``before`` state held ...)": a daze put in
+    the flags since the encounter's ``before`` was taken goes as well, or Foundry's
+    merge would keep it."""
+    data = aboleth("power-pool", {"psionic": True, "conditions": ["dazed", "stunned"],
+                                  "condition_rounds": {"dazed": 1, "stunned": 2}})
+    before = {**normalised(DND5E, data, "power-pool"), "conditions": ["stunned"],
+              "condition_rounds": {"stunned": 2}}
+    after = {**before, "condition_rounds": {"stunned": 1}}
+    update = DND5E.updates(data, "power-pool", before, after)[0]["update"]
+    field = "flags.mindscape.power-pool.condition_rounds"
+    assert update == {field: {"stunned": 1}, f"{field}.-=dazed": None}
+
+
 def test_an_unlinked_token_masks_a_key_written_since_its_data_was_read() -> None:
     """The two rules together (docs/ADAPTERS.md "Foundry"): a key the ``before`` state
     holds and the new value lacks is removed even when the actor data read earlier

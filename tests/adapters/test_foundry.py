@@ -64,6 +64,19 @@ def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() 
     assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 7
 
 
+def test_dnd5e_of_two_psionicist_classes_the_one_with_more_levels_gives_the_level(
+        ) -> None:
+    """The psionicist class whose level the psionic rules count (RULES.md §1.1) is, of
+    two that are a psionicist's (``psion…``), the one with the most levels."""
+    data = wizard_and_psion(2)
+    psion = data["items"][-1]
+    data["items"].append({**psion, "_id": "psionicist000001", "name": "Psionicist",
+                          "system": {**psion["system"], "identifier": "psionicist",
+                                     "levels": 3}})
+    got = DND5E.import_(data, "revised-2e").combatant
+    assert (got["level"], got["class_group"]) == (3, "psionicist")
+
+
 def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> None:
     """A Psion class item of 0 levels beside Wizard 5 (one dropped, or not yet taken)
     gives no psionicist level: the character is read at its level 5, a wizard."""
@@ -567,6 +580,20 @@ def test_ars_npc_hit_dice_from_hitdice_text() -> None:
     actor["system"]["hitdice"] = "3+3"
     c = ARS.import_(actor, "revised-2e").combatant
     assert (c["level"], c["class_group"]) == (3, "monster")
+
+
+@pytest.mark.parametrize(("adapter", "kind"), [(DND5E, "vehicle"), (DND5E, "group"),
+                                               (OSE, "npc"), (OSE, None)])
+def test_a_dnd5e_or_ose_actor_of_another_type_has_no_mind(
+        adapter: adapters.Adapter, kind: str | None) -> None:
+    """docs/ADAPTERS.md: a dnd5e actor's ``type`` "must be ``character`` or ``npc``
+    (vehicles and groups have no mind)"; an OSE actor is a character or a monster."""
+    actor = (zanna() if adapter is DND5E else
+             template_actor("foundry/ose/template.json", "character", "ose1", "Rolf"))
+    actor["type"] = kind
+    with pytest.raises(InvalidInput) as err:
+        adapter.import_(actor, "revised-2e")
+    assert err.value.problems[0].path == "/type"
 
 
 def test_ars_lootable_has_no_mind() -> None:

@@ -122,6 +122,17 @@ def test_dnd5e_pc_with_current_hit_points_gets_no_warning_about_the_maximum() ->
         assert not [w for w in got.warnings if "maximum" in w], got.warnings
 
 
+def test_dnd5e_pc_with_a_stored_maximum_keeps_its_current_hit_points() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e ``hp``): the current ``hp.value`` is read; the
+    maximum stands in "only when a character's ``value`` is null too". A wounded
+    character whose sheet stores its maximum (an override) is read at its current 3."""
+    data = zanna()
+    data["system"]["attributes"]["hp"].update(value=3, max=8)
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["hp"] == 3
+    assert not [w for w in got.warnings if "maximum" in w], got.warnings
+
+
 def test_dnd5e_hit_point_maximum_adds_average_dice_for_later_levels() -> None:
     """Level 3 wizard with Con 15: 6 + 4 + 4 + 3 × 2 = 20."""
     data = zanna()

@@ -144,6 +144,25 @@ def test_dnd5e_hit_point_maximum_adds_average_dice_for_later_levels() -> None:
     assert (got.combatant["hp"], got.combatant["level"]) == (20, 3)
 
 
+def test_dnd5e_hit_point_maximum_gives_the_full_die_to_the_original_class() -> None:
+    """dnd5e's rule (docs/ADAPTERS.md foundry.dnd5e ``hp``): "first level's die in full
+    for the original class" (``details.originalClass``, an item id), whichever class
+    item comes first; an original class with no levels gives it to the first class
+    that has some. Fighter 2 listed before Wizard 1, Con 15: Wizard original 6 + 6 + 6
+    + 3 × 2 = 24; Fighter first 10 + 6 + 4 + 6 = 26."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["value"] = None
+    wizard = next(i for i in data["items"] if i["type"] == "class")
+    fighter = {"_id": "fighterClass0001", "name": "Fighter", "type": "class",
+               "system": {"identifier": "fighter", "levels": 2, "hitDice": "d10"}}
+    unlevelled = {"_id": "psionClass000001", "name": "Psion", "type": "class",
+                  "system": {"identifier": "psion", "levels": 0, "hitDice": "d12"}}
+    data["items"] = [fighter, *data["items"], unlevelled]
+    for original, hp in ((wizard["_id"], 24), (unlevelled["_id"], 26)):
+        data["system"]["details"]["originalClass"] = original
+        assert DND5E.import_(data, "power-pool").combatant["hp"] == hp, original
+
+
 def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_die() -> None:
     data = zanna()
     data["items"].append({"_id": "fighterClass0001", "name": "Fighter", "type": "class",

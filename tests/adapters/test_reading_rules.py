@@ -195,6 +195,19 @@ def test_intelligence_text_is_a_monsters_and_the_state_store_still_wins() -> Non
     assert ARS.import_(actor, "revised-2e").combatant["int"] == 16
 
 
+def test_an_ars_characters_intelligence_is_its_score_not_a_stat_block_line() -> None:
+    """docs/ADAPTERS.md (foundry.ars ``int``): only an NPC's ``int`` comes from its stat
+    block line ``system.intelligence``; a character's is its ability score, whatever
+    text its data holds beside it."""
+    actor = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
+                           "Dorn")
+    actor["system"]["abilities"]["int"]["value"] = 15
+    actor["system"]["intelligence"] = "Genius"
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["int"] == 15
+    assert not any("Genius" in w for w in got.warnings)
+
+
 def test_intelligence_text_that_is_no_text_is_refused_at_its_place() -> None:
     """A hostile value in the stat block's field is InvalidInput there, as for every
     field read."""

@@ -546,7 +546,8 @@ def test_an_ars_character_without_class_levels_falls_back_to_its_level_with_a_wa
         ) -> None:
     """No class item, or only one with no advancement entry yet (the template's
     ``advancement: []``): attributes.level.value is read, saying ARS does not update it;
-    the class group still comes from the class item's name."""
+    the class group still comes from the class item's name, the first one's of several
+    (docs/ADAPTERS.md foundry.ars ``class_group``)."""
     got = ARS.import_(ars_character(level=3), "revised-2e")
     assert got.combatant["level"] == 3
     assert "no class item with levels (system.advancement); level taken as 3 from " \
@@ -558,6 +559,9 @@ def test_an_ars_character_without_class_levels_falls_back_to_its_level_with_a_wa
     got = ARS.import_(actor, "revised-2e")
     assert got.combatant["level"] == 1
     assert "no class item with levels (system.advancement); level taken as 1" in got.warnings
+    # of several class items with no levels, the first gives the class group
+    actor["items"].insert(1, ars_class("Fighter", 0, FIGHTER_HD))
+    assert ARS.import_(actor, "revised-2e").combatant["class_group"] == "warrior"
 
 
 def test_an_ars_class_hit_die_is_the_last_one_its_ranks_roll_up_to_its_level() -> None:

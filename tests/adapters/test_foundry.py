@@ -581,6 +581,24 @@ def test_an_ars_class_hit_die_is_the_last_one_its_ranks_roll_up_to_its_level() -
     assert got.combatant["die"] == 8 and any("assumed d8" in w for w in got.warnings)
 
 
+def test_an_ars_class_hit_die_is_never_taken_from_a_rank_above_its_level() -> None:
+    """docs/ADAPTERS.md (foundry.ars ``die``): "the taken class's rank for its level ...,
+    else of the nearest lower rank naming one": a 2nd-level character whose class
+    rolls 1d6 to 2nd level and 1d10 from 3rd rolls d6, and one whose first ranks name
+    no die has none to take from above (d8, with a warning); the 3rd level's d10 counts
+    once it is reached."""
+    actor = ars_character(ars_class("Oddity", 2, ["1d6", "1d6", "1d10"]))
+    assert ARS.import_(actor, "power-pool").combatant["die"] == 6
+    actor = ars_character(ars_class("Oddity", 2, ["3", "3", "1d10"]))
+    got = ARS.import_(actor, "power-pool")
+    assert got.combatant["die"] == 8 and any("assumed d8" in w for w in got.warnings)
+    actor = ars_character(ars_class("Oddity", 3, ["1d6", "1d6", "1d10"]))
+    assert ARS.import_(actor, "power-pool").combatant["die"] == 10
+    # the nearest lower rank may be the first
+    actor = ars_character(ars_class("Oddity", 2, ["1d4", "3", "1d10"]))
+    assert ARS.import_(actor, "power-pool").combatant["die"] == 4
+
+
 def test_ars_class_advancement_and_ranks_saved_as_objects_read_as_arrays() -> None:
     """The class sheet's form names its inputs ``system.ranks.{{index}}.hdformula`` and
     ``system.advancement.{{index}}.hp`` (src/templates/item/class-sheet.hbs), so a saved

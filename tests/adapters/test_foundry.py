@@ -812,6 +812,24 @@ def test_a_save_vs_paralyzation_of_1_is_read_from_ars_and_ose() -> None:
     assert OSE.import_(ose, "revised-2e").combatant["save_paralyzation"] == 1
 
 
+def test_a_save_vs_paralyzation_of_20_is_read_and_one_past_it_is_not() -> None:
+    """docs/ADAPTERS.md (foundry.ose): ``save_paralyzation`` is ``saves.paralysis.value``
+    "when 1–20 (the template's 0 is unset)": 20 is read, 0 and 21 leave it to the
+    engine; ARS's box takes 1-20 and refuses more."""
+    ose = template_actor("foundry/ose/template.json", "character", "oseChar000000001", "A")
+    for value, read in ((20, 20), (0, None), (21, None)):
+        ose["system"]["saves"]["paralysis"]["value"] = value
+        got = OSE.import_(ose, "revised-2e").combatant
+        assert got.get("save_paralyzation") == read, value
+    ars = template_actor("foundry/ars/template.json", "character", "arsChar000000001", "D")
+    ars["system"]["saves"]["paralyzation"]["value"] = 20
+    assert ARS.import_(ars, "revised-2e").combatant["save_paralyzation"] == 20
+    ars["system"]["saves"]["paralyzation"]["value"] = 21
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(ars, "revised-2e")
+    assert err.value.problems[0].path == "/system/saves/paralyzation/value"
+
+
 def test_a_bad_class_identifier_is_reported_where_it_is() -> None:
     data = zanna()
     index = next(i for i, item in enumerate(data["items"]) if item["type"] == "class")

@@ -603,13 +603,14 @@ def test_ars_class_advancement_and_ranks_saved_as_objects_read_as_arrays() -> No
     """The class sheet's form names its inputs ``system.ranks.{{index}}.hdformula`` and
     ``system.advancement.{{index}}.hp`` (src/templates/item/class-sheet.hbs), so a saved
     sheet may store either array as an object keyed "0", "1" ...; ARS reads both with
-    ``Object.values``, whose order puts "10" after "9"."""
+    ``Object.values``, whose order puts "10" after "9" whatever order the keys are
+    stored in (here "0", "1", "10", "11" ... "19", "2" ...)."""
     fighter = ars_class("Fighter", 11, ["1d10"] * 9 + ["1d12", "3"] + ["3"] * 9)
     as_array = ARS.import_(ars_character(fighter), "power-pool").combatant
     system = fighter["system"]
     system["advancement"] = {str(n): e for n, e in reversed(list(enumerate(
         system["advancement"])))}
-    system["ranks"] = {str(n): r for n, r in enumerate(system["ranks"])}
+    system["ranks"] = dict(sorted((str(n), r) for n, r in enumerate(system["ranks"])))
     as_object = ARS.import_(ars_character(fighter), "power-pool").combatant
     assert as_object == as_array and (as_object["hit_dice"], as_object["die"]) == (11, 12)
 

@@ -130,6 +130,8 @@ def test_junk_before_and_after_states_are_invalid_input(
 # TypeError); always tried since.
 @example(base=0, system="revised-2e", field="hp", junk=None)
 @example(base=0, system="power-pool", field="hp", junk=None)
+# And ARS's, floored at the actor's hp.min (the template's 0): found by a mutation audit.
+@example(base=4, system="power-pool", field="hp", junk=None)
 def test_junk_values_in_the_after_state_are_invalid_input(
         base: int, system: str, field: str, junk: Any) -> None:
     adapter_id, data = BASES[base]

@@ -622,6 +622,14 @@ def test_ars_class_items_that_are_not_what_ars_stores_are_invalid_input() -> Non
         with pytest.raises(InvalidInput) as err:
             ARS.import_(ars_character(fighter), "power-pool")
         assert err.value.problems[0].path == f"/items/1/system/{where}"
+    # A rank's formula that is no text is refused at its place; only text (which the
+    # class sheet takes, whatever it is) is passed over with a warning.
+    for junk in (["1d10"], {"formula": "1d10"}, True):
+        fighter = ars_class("Fighter", 3, FIGHTER_HD)
+        fighter["system"]["ranks"][2]["hdformula"] = junk
+        with pytest.raises(InvalidInput) as err:
+            ARS.import_(ars_character(fighter), "power-pool")
+        assert err.value.problems[0].path == "/items/1/system/ranks/2/hdformula", junk
 
 
 def test_ars_npc_hit_dice_from_hitdice_text() -> None:

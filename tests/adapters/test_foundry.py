@@ -144,6 +144,19 @@ def test_dnd5e_hit_point_maximum_adds_average_dice_for_later_levels() -> None:
     assert (got.combatant["hp"], got.combatant["level"]) == (20, 3)
 
 
+def test_dnd5e_hit_point_maximum_is_at_least_1_a_level_whatever_the_con() -> None:
+    """The computed maximum (docs/ADAPTERS.md foundry.dnd5e ``hp``) adds the Con modifier
+    per level; a Con of 1 (−5) would take a 3rd-level wizard to 6 + 4 + 4 − 15 = −1, a
+    creature down before any fight: the adapter counts at least 1 a level, 3."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["value"] = None
+    data["system"]["abilities"]["con"]["value"] = 1
+    for item in data["items"]:
+        if item["type"] == "class":
+            item["system"]["levels"] = 3
+    assert DND5E.import_(data, "power-pool").combatant["hp"] == 3
+
+
 def test_dnd5e_hit_point_maximum_gives_the_full_die_to_the_original_class() -> None:
     """dnd5e's rule (docs/ADAPTERS.md foundry.dnd5e ``hp``): "first level's die in full
     for the original class" (``details.originalClass``, an item id), whichever class
@@ -799,6 +812,17 @@ def assert_challenge_rating_taken_for(formula: str) -> None:
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (10, 8)
     assert f'hit-point formula "{formula}" not read; Hit Dice taken as 10 from the ' \
         "challenge rating" in got.warnings
+
+
+def test_dnd5e_npc_with_a_blank_formula_is_said_to_have_none() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e): "no formula ...: the challenge rating" with a
+    warning; a formula of spaces is no formula, and is said so."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = "   "
+    got = DND5E.import_(data, "power-pool")
+    assert got.combatant["hit_dice"] == 10
+    assert "no hit-point formula; Hit Dice taken as 10 from the challenge rating" in \
+        got.warnings
 
 
 def test_dnd5e_npc_formula_the_adapter_cannot_read_falls_back_to_the_challenge_rating(

@@ -186,6 +186,19 @@ def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_di
     assert any("different hit dice" in w for w in pool.warnings)
 
 
+def test_dnd5e_of_classes_with_equal_levels_the_larger_hit_die_gives_the_pool_die() -> None:
+    """The pool die is the main class's (docs/ADAPTERS.md foundry.dnd5e ``die``: the
+    class with most levels); of classes with as many levels, the larger die, whichever
+    item comes first: Wizard 1 (d6) and Fighter 1 (d10) roll d10, saying so."""
+    data = zanna()
+    data["items"].append({"_id": "fighterClass0001", "name": "Fighter", "type": "class",
+                          "system": {"identifier": "fighter", "levels": 1,
+                                     "hitDice": "d10"}})
+    pool = DND5E.import_(data, "power-pool")
+    assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (2, 10)
+    assert "classes with different hit dice; the pool uses d10 of fighter" in pool.warnings
+
+
 def test_dnd5e_npc_hit_dice_come_from_the_hit_point_formula() -> None:
     """Aboleth (SRD 5.1): hp formula "18d10 + 36" gives 18 Hit Dice of d10; int 18."""
     data = load("foundry/dnd5e/aboleth.json")

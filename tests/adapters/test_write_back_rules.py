@@ -357,6 +357,29 @@ def test_a_refused_re_import_writes_the_assumed_fields_first_and_nothing_more() 
     assert normalised(SHEET, apply_roll20(sheet, [written]), "revised-2e") == after
 
 
+@pytest.mark.parametrize(("adapter_id", "template", "kind"), [
+    ("foundry.ars", "foundry/ars/template.json", "npc"),
+    ("foundry.ose", "foundry/ose/template.json", "monster")])
+def test_a_monsters_class_group_is_read_not_assumed_so_never_written(
+        adapter_id: str, template: str, kind: str) -> None:
+    """docs/ADAPTERS.md: an ARS NPC's and an OSE monster's ``class_group`` is ``monster``,
+    read from the sheet's actor type like dnd5e's NPCs'; after a refused re-import only
+    what the adapter assumed is written (the PSP maximum, the kind), never the class
+    group, which the actor type gives again at every import."""
+    adapter = adapters.get(adapter_id)
+    system = SYSTEMS["revised-2e"]
+    actor = template_actor(template, kind, "monster000000001", "Brain Mole")
+    actor["flags"] = {"mindscape": {"revised-2e": {"level": 5, "psp": 8,
+                                                   "attacks": ["mind-thrust"]}}}
+    before = normalised(adapter, actor, "revised-2e")
+    assert before["class_group"] == "monster"
+    after = _open_at_zero(before)
+    [update] = adapter.updates(actor, "revised-2e", before, after, normalise=system.combatant)
+    base = "flags.mindscape.revised-2e"
+    assert list(update["update"]) == [f"{base}.{name}" for name in (
+        "psp", "mind", "conditions", "kind", "psp_max")]
+
+
 def test_strengths_run_out_with_no_maxima_recorded_the_maxima_are_written() -> None:
     """combat-strength: maxima left to the engine default to the current strengths; at 0
     they would make the creature non-psionic, which its modes refuse."""

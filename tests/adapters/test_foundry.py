@@ -84,6 +84,11 @@ def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> 
     got = DND5E.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (5, "wizard")
     assert not any("psionicist class's" in w for w in got.warnings)
+    # nor does its hit die make the classes' dice differ: only the Wizard's is rolled
+    data["items"][-1]["system"]["hitDice"] = "d12"
+    pool = DND5E.import_(data, "power-pool")
+    assert pool.combatant["die"] == 6
+    assert not any("different hit dice" in w for w in pool.warnings)
 
 
 def test_dnd5e_character_without_class_items_is_taken_as_level_1() -> None:

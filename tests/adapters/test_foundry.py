@@ -77,6 +77,18 @@ def test_dnd5e_of_two_psionicist_classes_the_one_with_more_levels_gives_the_leve
     assert (got["level"], got["class_group"]) == (3, "psionicist")
 
 
+def test_dnd5e_a_single_class_psion_is_read_at_its_level_with_nothing_to_say() -> None:
+    """The warning naming each class is for several (docs/ADAPTERS.md foundry.dnd5e
+    ``level``: "with a warning naming each class"); a Psion 3 and nothing else is
+    simply level 3, a psionicist."""
+    data = zanna()
+    psion = next(i for i in data["items"] if i["type"] == "class")
+    psion["system"].update(identifier="psion", levels=3)
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (3, "psionicist")
+    assert not any("several classes" in w for w in got.warnings)
+
+
 def test_dnd5e_a_psion_class_item_of_no_levels_is_not_the_psionicist_class() -> None:
     """A Psion class item of 0 levels beside Wizard 5 (one dropped, or not yet taken)
     gives no psionicist level: the character is read at its level 5, a wizard."""

@@ -112,6 +112,11 @@ def test_dnd5e_character_without_class_items_is_taken_as_level_1() -> None:
     got = DND5E.import_(data, "power-pool")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
     assert "no class items; level taken as 1" in got.warnings
+    # nor are hit points made up for it: no class dice, no computed maximum
+    data["system"]["attributes"]["hp"]["value"] = None
+    got = DND5E.import_(data, "power-pool")
+    assert "hp" not in got.combatant
+    assert not any("hit point maximum" in w for w in got.warnings)
 
 
 def test_dnd5e_pc_hit_point_maximum_is_computed_as_dnd5e_does_with_a_warning() -> None:
@@ -128,6 +133,16 @@ def test_dnd5e_pc_hit_point_maximum_is_computed_as_dnd5e_does_with_a_warning() -
     got = DND5E.import_(randal, "power-pool")
     assert got.combatant["hp"] == 12
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 10)
+
+
+def test_dnd5e_hit_point_maximum_is_not_computed_for_a_system_without_hit_points() -> None:
+    """combat-strength has no ``hp`` field (docs/COMBATANTS.md): a character without
+    current hit points gets no maximum computed, and no warning about one."""
+    data = zanna()
+    data["system"]["attributes"]["hp"]["value"] = None
+    got = DND5E.import_(data, "combat-strength")
+    assert "hp" not in got.combatant
+    assert not any("hit point maximum" in w for w in got.warnings), got.warnings
 
 
 def test_dnd5e_pc_with_current_hit_points_gets_no_warning_about_the_maximum() -> None:

@@ -332,6 +332,21 @@ def test_unlinked_copies_of_one_actor_are_different_combatants() -> None:
     assert linked.combatant["id"] == "shhHtE7b92PefCWB"
 
 
+def test_an_unlinked_copys_id_is_actor_dash_token_up_to_64_characters() -> None:
+    """docs/ADAPTERS.md: an unlinked copy's combatant id is ``<actor id>-<token id>``;
+    an id is at most 64 characters, so one that would be longer is the token's id
+    alone (unique on its scene), and one of exactly 64 is kept whole."""
+    actor = load("foundry/dnd5e/aboleth.json")
+    token = "tk" + "1" * 14
+    for length, expected in ((47, None), (48, token)):
+        actor["_id"] = "a" * length
+        data = {"actor": actor, "token": {"uuid": f"Scene.sc1.Token.{token}",
+                                          "actorLink": False}}
+        got = DND5E.import_(data, "power-pool").combatant["id"]
+        assert got == (expected or f"{actor['_id']}-{token}"), length
+        assert len(got) <= 64
+
+
 def test_a_token_name_names_the_combatant() -> None:
     """docs/ADAPTERS.md: the token's name, when given, names the combatant: an unlinked
     token's synthetic actor keeps its base actor's name, and the table knows each copy

@@ -168,6 +168,18 @@ def test_hit_dice_text_with_long_runs_of_spaces_is_refused() -> None:
         assert got.combatant["hit_dice"] == hit_dice
 
 
+@pytest.mark.parametrize("junk", ["dnd5e", 5, ["dnd5e"], None])
+def test_stats_that_are_no_object_name_no_game_system(junk: Any) -> None:
+    """``_stats.systemId`` names the actor's game system only when it is there
+    (docs/ADAPTERS.md: "Data without the id is read as it is"): a ``_stats`` that is
+    no object holds none, and never raises anything but ``InvalidInput``."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["_stats"] = junk
+    for adapter_id in ("foundry.dnd5e", "foundry.ars"):
+        only_invalid_input(adapters.get(adapter_id).import_, data, "revised-2e")
+    assert adapters.get("foundry.dnd5e").import_(data, "revised-2e").combatant["int"] == 17
+
+
 def test_unknown_adapter_names_the_known_ones() -> None:
     with pytest.raises(InvalidInput) as err:
         adapters.get("foundry.pf2e")

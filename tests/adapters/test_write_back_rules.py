@@ -164,6 +164,19 @@ def test_keys_the_actor_holds_that_before_lacks_are_deleted_too() -> None:
     assert update == {field: {"stunned": 1}, f"{field}.-=dazed": None}
 
 
+def test_a_stored_key_holding_a_dot_gets_no_deletion_key() -> None:
+    """``deletions``: "a key holding a dot cannot be named in a dotted path and is left
+    alone": ``condition_rounds.-=a.b`` would name ``b`` inside ``a`` to Foundry."""
+    state: dict[str, Any] = {"psionic": True, "conditions": ["stunned"],
+                             "condition_rounds": {"stunned": 2}}
+    before = normalised(DND5E, aboleth("power-pool", state), "power-pool")
+    after = {**before, "condition_rounds": {"stunned": 1}}
+    state["condition_rounds"]["a.b"] = 1  # put there by something else
+    data = aboleth("power-pool", state)
+    update = DND5E.updates(data, "power-pool", before, after)[0]["update"]
+    assert update == {"flags.mindscape.power-pool.condition_rounds": {"stunned": 1}}
+
+
 def test_an_unlinked_token_masks_a_key_written_since_its_data_was_read() -> None:
     """The two rules together (docs/ADAPTERS.md "Foundry"): a key the ``before`` state
     holds and the new value lacks is removed even when the actor data read earlier

@@ -231,6 +231,13 @@ def test_an_actor_whose_mapping_reads_nothing_of_its_system_data_keeps_it_empty(
     assert cut["actor"]["system"] == {}
     assert "items" not in cut["actor"] and set(cut["actor"]["flags"]) == {"mindscape"}
     assert adapter.import_(cut, "power-pool") == adapter.import_(data, "power-pool")
+    # system data that is no object is kept as it is, to be refused as the whole is
+    actor["system"] = "junk"
+    cut = adapter.trimmed(data, "power-pool")
+    assert cut["actor"]["system"] == "junk"
+    with pytest.raises(InvalidInput) as err:
+        adapter.import_(cut, "power-pool")
+    assert err.value.problems[0].path == "/actor/system"
 
 
 def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:

@@ -240,6 +240,21 @@ def test_an_actor_whose_mapping_reads_nothing_of_its_system_data_keeps_it_empty(
     assert err.value.problems[0].path == "/actor/system"
 
 
+def test_items_that_are_no_array_are_kept_to_be_refused_as_the_whole_actor_is() -> None:
+    """The trimmed actor imports as the whole one does (docs/ADAPTERS.md "What an
+    encounter keeps of a sheet"): an adapter that reads class items keeps ``items``
+    that are no array as they are, so the cut actor is refused at the same place."""
+    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    actor["items"] = {"0": "junk"}
+    adapter = adapters.get("foundry.dnd5e")
+    cut = adapter.trimmed(actor, "revised-2e")
+    assert cut["items"] == {"0": "junk"}
+    for data in (actor, cut):
+        with pytest.raises(InvalidInput) as err:
+            adapter.import_(data, "revised-2e")
+        assert err.value.problems[0].path == "/items"
+
+
 def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
     """Attributes the sheet never reads, a second attribute of a name read (``unwrap``
     reads the first), attributes' ids and extra keys, the character's other keys."""

@@ -255,6 +255,21 @@ def test_items_that_are_no_array_are_kept_to_be_refused_as_the_whole_actor_is() 
         assert err.value.problems[0].path == "/items"
 
 
+def test_a_token_that_is_no_object_is_kept_to_be_refused_as_the_whole_envelope_is(
+        ) -> None:
+    """Of the envelope ``trimmed`` keeps the token's uuid, actorLink and name (docs/
+    ADAPTERS.md "What an encounter keeps of a sheet"); a token that is no object is
+    kept as it is, so the cut envelope is refused at ``/token`` as the whole one is."""
+    data = {"actor": load("foundry/dnd5e/aboleth.json"), "token": "Scene.sc1.Token.tk1"}
+    adapter = adapters.get("foundry.dnd5e")
+    cut = adapter.trimmed(data, "power-pool")
+    assert cut["token"] == "Scene.sc1.Token.tk1"
+    for envelope in (data, cut):
+        with pytest.raises(InvalidInput) as err:
+            adapter.import_(envelope, "power-pool")
+        assert err.value.problems[0].path == "/token"
+
+
 def test_junk_anywhere_a_roll20_adapter_does_not_read_is_not_kept() -> None:
     """Attributes the sheet never reads, a second attribute of a name read (``unwrap``
     reads the first), attributes' ids and extra keys, the character's other keys."""

@@ -151,6 +151,18 @@ def test_deeply_nested_flag_values_are_refused_with_their_path() -> None:
     assert err.value.problems[0].path.startswith("/flags/mindscape/revised-2e/mind/x")
 
 
+@pytest.mark.parametrize("junk", ["psp", ["psp"], 40])
+def test_a_psionic_state_that_is_no_object_is_refused_at_its_place(junk: Any) -> None:
+    """``flags.mindscape.<system>`` holds the psionic state by field name
+    (docs/ADAPTERS.md): anything but an object there is ``InvalidInput`` at its path,
+    not read as if it were one (text would match field names as substrings)."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": junk}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/flags/mindscape/revised-2e"
+
+
 def test_hit_dice_text_with_long_runs_of_spaces_is_refused() -> None:
     """A formula of a thousand spaces (or of 250 dice terms) must not make the parser
     backtrack. ARS Hit Dice text that means nothing is refused; a dnd5e hit-point

@@ -163,6 +163,35 @@ def test_a_psionic_state_that_is_no_object_is_refused_at_its_place(junk: Any) ->
     assert err.value.problems[0].path == "/flags/mindscape/revised-2e"
 
 
+def test_null_items_and_a_class_item_with_null_system_data_read_as_none() -> None:
+    """An actor's ``items`` of null is no items, and a class item's ``system`` of null
+    is an empty one (a class of no levels), as Foundry data left empty reads; neither
+    is refused."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["items"] = None
+    got = adapters.get("foundry.dnd5e").import_(zanna, "power-pool")
+    assert got.combatant["hit_dice"] == 1
+    assert "no class items; level taken as 1" in got.warnings
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["items"].append({"_id": "emptyClass000001", "name": "Psion", "type": "class",
+                           "system": None})
+    got = adapters.get("foundry.dnd5e").import_(zanna, "power-pool").combatant
+    assert (got["hit_dice"], got["die"]) == (1, 6)
+
+
+@pytest.mark.parametrize("rating", [float("inf"), float("-inf"), float("nan")])
+def test_a_challenge_rating_that_is_no_number_is_invalid_input(rating: float) -> None:
+    """The challenge rating gives an NPC's Hit Dice when its formula does not; one that
+    is no finite number (Python's JSON reads ``Infinity`` and ``NaN``) is
+    ``InvalidInput``, never another exception."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = ""
+    data["system"]["details"]["cr"] = rating
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "power-pool")
+    assert err.value.problems[0].path == "/system/details/cr"
+
+
 def test_hit_dice_text_with_long_runs_of_spaces_is_refused() -> None:
     """A formula of a thousand spaces (or of 250 dice terms) must not make the parser
     backtrack. ARS Hit Dice text that means nothing is refused; a dnd5e hit-point

@@ -886,6 +886,20 @@ def test_dnd5e_npc_with_a_blank_formula_is_said_to_have_none() -> None:
         got.warnings
 
 
+def test_dnd5e_npc_challenge_ratings_past_30_give_as_many_hit_dice() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e): without a formula the challenge rating gives
+    the Hit Dice; a homebrew CR past the books' 30 counts as it is, and one past 100 is
+    refused at its place."""
+    data = load("foundry/dnd5e/aboleth.json")
+    data["system"]["attributes"]["hp"]["formula"] = ""
+    data["system"]["details"]["cr"] = 35
+    assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 35
+    data["system"]["details"]["cr"] = 101
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "power-pool")
+    assert err.value.problems[0].path == "/system/details/cr"
+
+
 def test_dnd5e_npc_formula_the_adapter_cannot_read_falls_back_to_the_challenge_rating(
         ) -> None:
     """docs/ADAPTERS.md (foundry.dnd5e): as with no formula, the challenge rating gives

@@ -790,17 +790,23 @@ def test_a_wave_stance_mind_is_waited_for_while_it_has_a_psionic_wave_to_use() -
     assert SYSTEM.encounter_waiting_for(state) == ["eve"]
 
 
-def test_the_view_tells_each_current_combat_strength_beside_the_recorded_one() -> None:
-    """RULES.md 2.1: Combat Strength = current attack strength + current defense
-    strength; seed step 1 records it at intent. After the two Mind Thrusts of segment 1
-    (table A 01-25: 12 on Mind Blank) each side has 16 + 0 now, and 24 recorded."""
+def mutual_mind_thrusts() -> tuple[JSON, JSON]:
+    """Segment 1 of Ann and Bo (20 attack strength, 4 defense strength each, in a
+    trance) Mind Thrusting each other behind Mind Blank: the state and step after it."""
     state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 4)),
                            {"ann": "trance", "bo": "trance"})
     for me, foe in (("ann", "bo"), ("bo", "ann")):
         state = SYSTEM.encounter_declare(state, me, {
             "attack": {"mode": "mind-thrust", "target": foe},
             "defense": {"mode": "mind-blank"}})
-    state, _step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    return SYSTEM.encounter_resolve(state, SuppliedDice({}))
+
+
+def test_the_view_tells_each_current_combat_strength_beside_the_recorded_one() -> None:
+    """RULES.md 2.1: Combat Strength = current attack strength + current defense
+    strength; seed step 1 records it at intent. After the two Mind Thrusts of segment 1
+    (table A 01-25: 12 on Mind Blank) each side has 16 + 0 now, and 24 recorded."""
+    state, _step = mutual_mind_thrusts()
     view = SYSTEM.encounter_view(state)
     assert view["combat_strength"] == {"ann": 16, "bo": 16}
     assert view["recorded_combat_strength"] == {"ann": 24, "bo": 24}
@@ -928,13 +934,7 @@ def test_an_attack_s_record_shows_where_the_segment_left_its_attacker() -> None:
     2.3.3: a segment's attacks land together. Ann and Bo Mind Thrust each other's Mind
     Blank (table A 01-25: 12, on defense strength 4): each record's attacker has paid 4
     and lost its defenses to the other's attack, as the state says."""
-    state = through_intent(encounter(psionic("ann", 20, 4), psionic("bo", 20, 4)),
-                           {"ann": "trance", "bo": "trance"})
-    for me, foe in (("ann", "bo"), ("bo", "ann")):
-        state = SYSTEM.encounter_declare(state, me, {
-            "attack": {"mode": "mind-thrust", "target": foe},
-            "defense": {"mode": "mind-blank"}})
-    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    state, step = mutual_mind_thrusts()
     for result in step["results"]:
         attacker = result["attacker"]
         assert attacker["after"] == state["combatants"][attacker["id"]]

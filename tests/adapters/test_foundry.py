@@ -209,11 +209,17 @@ def test_dnd5e_hit_point_maximum_gives_the_full_die_to_the_original_class() -> N
         assert DND5E.import_(data, "power-pool").combatant["hp"] == hp, original
 
 
-def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_die() -> None:
+def zanna_and_fighter(levels: int) -> dict[str, Any]:
+    """Zanna (Wizard 1, d6) with ``levels`` of Fighter (d10) as well."""
     data = zanna()
     data["items"].append({"_id": "fighterClass0001", "name": "Fighter", "type": "class",
-                          "system": {"identifier": "fighter", "levels": 2,
+                          "system": {"identifier": "fighter", "levels": levels,
                                      "hitDice": "d10"}})
+    return data
+
+
+def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_die() -> None:
+    data = zanna_and_fighter(2)
     pool = DND5E.import_(data, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (3, 10)
     assert any("different hit dice" in w for w in pool.warnings)
@@ -223,10 +229,7 @@ def test_dnd5e_of_classes_with_equal_levels_the_larger_hit_die_gives_the_pool_di
     """The pool die is the main class's (docs/ADAPTERS.md foundry.dnd5e ``die``: the
     class with most levels); of classes with as many levels, the larger die, whichever
     item comes first: Wizard 1 (d6) and Fighter 1 (d10) roll d10, saying so."""
-    data = zanna()
-    data["items"].append({"_id": "fighterClass0001", "name": "Fighter", "type": "class",
-                          "system": {"identifier": "fighter", "levels": 1,
-                                     "hitDice": "d10"}})
+    data = zanna_and_fighter(1)
     pool = DND5E.import_(data, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (2, 10)
     assert "classes with different hit dice; the pool uses d10 of fighter" in pool.warnings

@@ -514,6 +514,17 @@ def test_a_first_mind_s_refused_allies_tell_nothing_of_another_struck_mind_s_def
         "imagination-swarm"), "cat")
 
 
+def stab_at_l_and_swarm(state: dict[str, Any], joins: str) -> dict[str, Any]:
+    """A's Mental Stab at L, then each of ``joins`` (ids, in that order) defending with
+    Imagination Swarm."""
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    for cid in joins:
+        state = SYSTEM.encounter_declare(state, cid, {"defense": {
+            "mode": "imagination-swarm"}})
+    return state
+
+
 def test_a_group_over_the_dice_limit_by_secret_choices_is_capped_when_resolved() -> None:
     """API.md limits: at most 100 dice in a pool; RULES.md §4: "Every unbounded mechanic
     has a cap and says in the result when the cap was reached". A defending group over
@@ -523,11 +534,7 @@ def test_a_group_over_the_dice_limit_by_secret_choices_is_capped_when_resolved()
     the joins in the order they came, and the step says so."""
     state = encounter(psionic("A", 40, 6), psionic("L", 40, 6), psionic("J", 35, 6),
                       psionic("K", 35, 6), psionic("M", 10, 6))
-    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
-                                                             "target": "l"}})
-    for cid in ("j", "k", "l", "m"):
-        state = SYSTEM.encounter_declare(state, cid, {"defense": {
-            "mode": "imagination-swarm"}})
+    state = stab_at_l_and_swarm(state, "jklm")
     assert SYSTEM.encounter_view(state)["declared"] == ["a", "j", "k", "l", "m"]
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
     members = step["results"][0]["defense"]["members"]
@@ -548,11 +555,7 @@ def test_members_the_dice_limit_leaves_with_no_die_are_told_together() -> None:
     member's last die leaves the joins after it none ("K and M roll none")."""
     state = encounter(psionic("A", 40, 6), psionic("L", 50, 6), psionic("J", 50, 6),
                       psionic("K", 10, 6), psionic("M", 10, 6))
-    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
-                                                             "target": "l"}})
-    for cid in ("j", "k", "m", "l"):
-        state = SYSTEM.encounter_declare(state, cid, {"defense": {
-            "mode": "imagination-swarm"}})
+    state = stab_at_l_and_swarm(state, "jkml")
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1))
     assert [(m["id"], m["dice"]) for m in step["results"][0]["defense"]["members"]] == [
         ("l", 50), ("j", 50), ("k", 0), ("m", 0)]

@@ -388,9 +388,9 @@ def end_of_round(tables: Tables, c: Mapping[str, Any], dice: DiceSource,
                                     {"target": target, "roll": roll, "success": success}))
                 if success:
                     events.append(close_mind(out, "save"))
-        elif opened_by == "critical" and first_round and not mind["may_pay_to_close"]:
-            # one already told it may pay (a sheet may say so with rounds_open 0) is past
-            # its opening round: unpaid, it is locked open below
+        elif opened_by_critical_this_round(out):
+            # (not one already told it may pay, a sheet may say so with rounds_open 0:
+            # that one is past its opening round and, unpaid, is locked open below)
             mind["may_pay_to_close"] = True
             cost = price_closing(tables, out, options)["cost"]
             events.append(Event("mind-may-close", out["id"], {"cost": cost}))

@@ -42,13 +42,14 @@ SYSTEMS: list[tuple[System, Any, JSON]] = [
     ("Korr the Red", "korr-the-red"), ("  Cave_Goblin #2 ", "cave-goblin-2"),
     ("Zoë", "zoë"), ("Zoé", "zoé"), ("Zoe\u0308", "zoë"), ("影", "影"), ("霧", "霧"),
     ("Pê O'Neil", "pê-o-neil"), ("हिन्दी नाम", "हिन्दी-नाम"), ("---", ""),
-    ("x" * 63 + " yz", "x" * 63),
+    ("x" * 63 + " yz", "x" * 63), ("Ｋｏｒｒ ﬁre", "korr-fire"),
 ])
 def test_an_id_made_from_a_name_keeps_letters_of_any_script(name: str, made: str) -> None:
     """Lower case, letters, marks and digits of any script, hyphens between words, at
     most 64 characters; NFKC, so "Zoë" typed with a combining diaeresis is the same
-    id, but accents are kept: "Zoë" and "Zoé" are two creatures. ASCII names give the
-    ids they always gave."""
+    id (and full-width "Ｋｏｒｒ" or the ligature "ﬁ" the letters they stand for), but
+    accents are kept: "Zoë" and "Zoé" are two creatures. ASCII names give the ids they
+    always gave."""
     assert slug(name) == made
 
 

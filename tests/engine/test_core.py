@@ -348,6 +348,63 @@ def test_house_rule_errors_and_forbidden_members_speak_json_too() -> None:
     assert [p.message for p in problems] == ['must not match the schema {"type": "string"}']
 
 
+def test_schema_messages_speak_json_for_every_keyword_and_stay_short() -> None:
+    """STYLE.md: messages that tell the caller how to fix the problem, in the caller's
+    terms: every type a value may have, a const or a required member as JSON, a count
+    of items or members against its limit, jsonschema's own message with the value as
+    JSON, and no message past 300 characters (a list of every extra member is cut)."""
+    from jsonschema import Draft202012Validator
+
+    from engine.system import schema_problems
+
+    def messages(schema: dict[str, object], value: object) -> list[str]:
+        return [p.message for p in schema_problems(Draft202012Validator(schema), value)]
+
+    assert messages({"type": ["integer", "null"]}, "x") == [
+        '"x" is not of type "integer" or "null"']
+    assert messages({"const": True}, None) == ["null is not true"]
+    assert messages({"type": "object", "required": ["name"]}, {}) == [
+        '"name" is a required property']
+    assert messages({"type": "array", "maxItems": 2}, [1, 2, 3]) == [
+        "has 3 items; at most 2 are allowed (maxItems)"]
+    assert messages({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}) == [
+        "has 2 members; at most 1 are allowed (maxProperties)"]
+    assert messages({"maxLength": 3}, "abcd") == ['"abcd" is too long']
+    modes = [f"mode-{i:02d}" for i in range(20)]
+    [enum] = messages({"enum": modes}, "nope")
+    assert enum.startswith('"nope" is not one of ["mode-00", ') and '"mode-15"' in enum
+    assert len(enum) == len('"nope" is not one of ') + 200 and enum.endswith("…")
+    # jsonschema names every unevaluated member: 35 of them make exactly 300 characters,
+    # which stay whole; one more and the message is cut to 300 with an ellipsis.
+    closed = {"type": "object", "unevaluatedProperties": False}
+    [whole] = messages(closed, {f"m{i:02d}": 1 for i in range(35)})
+    assert len(whole) == 300 and whole.endswith(" were unexpected)")
+    [cut] = messages(closed, {f"m{i:02d}": 1 for i in range(36)})
+    assert len(cut) == 300 and cut.endswith("…")
+
+
+def test_a_forbidden_member_is_named_only_where_the_caller_gave_it() -> None:
+    """``exchange.odds`` takes no ``dice`` and no ``seed`` (API.md): a request with only
+    ``seed`` is refused at ``/seed`` alone, a plain ``{"not": {"required": [...]}}`` names
+    its member too, and a ``not`` that asks more than a member's presence is described
+    as the schema it must not match, not blamed on a member."""
+    from jsonschema import Draft202012Validator
+
+    from engine.system import schema_problems
+
+    either = {"type": "object",
+              "not": {"anyOf": [{"required": ["dice"]}, {"required": ["seed"]}]}}
+    problems = schema_problems(Draft202012Validator(either), {"seed": 1})
+    assert [(p.path, p.message) for p in problems] == [("/seed", "not allowed here")]
+    problems = schema_problems(Draft202012Validator({"not": {"required": ["dice"]}}),
+                               {"dice": {}}, "/request")
+    assert [(p.path, p.message) for p in problems] == [("/request/dice", "not allowed here")]
+    typed = {"not": {"required": ["dice"], "properties": {"dice": {"type": "string"}}}}
+    problems = schema_problems(Draft202012Validator(typed), {"dice": "x"})
+    assert [p.path for p in problems] == [""]
+    assert problems[0].message.startswith("must not match the schema {")
+
+
 def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_changeable_part(
         ) -> None:
     """STYLE.md: results are immutable values; a resolution given out stays as it was."""

@@ -440,3 +440,19 @@ def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_change
     assert isinstance(frozen, FrozenDict) and isinstance(frozen["a"], FrozenList)
     assert freeze(frozen) is frozen and copy.deepcopy(frozen) is frozen
     assert pickle.loads(pickle.dumps(frozen)) == {"a": [1, {"b": 2}]}
+
+
+def test_the_house_rules_one_call_gets_are_not_the_next_call_s_defaults() -> None:
+    """RULES.md: every house default is "overridable per call": the effective values
+    ``options`` gives one call are that call's own, so a caller that changes them (or
+    a call that switches one) leaves every later call its defaults."""
+    from engine import builtin_systems
+
+    system = builtin_systems()["revised-2e"]
+    first = system.options(None)
+    assert first["H-2E-CRIT-MODS"] is True
+    first["H-2E-CRIT-MODS"] = False
+    assert system.options(None)["H-2E-CRIT-MODS"] is True
+    assert system.options({})["H-2E-CRIT-MODS"] is True
+    assert system.options({"H-2E-CRIT-MODS": False})["H-2E-CRIT-MODS"] is False
+    assert system.options(None)["H-2E-CRIT-MODS"] is True

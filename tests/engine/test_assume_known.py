@@ -98,6 +98,19 @@ def test_a_place_that_is_no_defending_mind_is_refused_by_its_index() -> None:
         in err.value.problems[0].message
 
 
+def test_a_request_that_fails_its_schema_is_refused_before_anything_is_assumed() -> None:
+    """``assume_knowing`` takes a request valid under ``request_schema``: one without a
+    defender, or with an attack the schema does not take, is invalid params naming
+    every problem, not a place it cannot find."""
+    with pytest.raises(InvalidInput) as err:
+        REVISED.assume_knowing(THRUST, ["/defender"])
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("", '"defender" is a required property')]
+    with pytest.raises(InvalidInput) as err:
+        REVISED.assume_knowing({**revised(FENKA), "attack": {"mode": 7}}, ["/defender"])
+    assert [p.path for p in err.value.problems] == ["/attack/mode"]
+
+
 def test_combat_strength_a_defense_the_mind_lacks_is_assumed_known() -> None:
     ann = {"id": "ann", "name": "Ann", "attack_strength": 100, "defense_strength": 100,
            "attacks": ["mind-thrust"]}
@@ -110,6 +123,9 @@ def test_combat_strength_a_defense_the_mind_lacks_is_assumed_known() -> None:
     assert err.value.rule == "defense-mode-not-known"
     knows = {**request, "defender": {**bo, "defenses": ["mental-barrier"]}}
     assert odds_of(STRENGTH, request, ["/defender"]) == dict(STRENGTH.odds(knows))
+    # "knowing the defense modes (and only them)": what it really knows is not kept
+    assumed = STRENGTH.assume_knowing(request, ["/defender"])["defender"]
+    assert assumed["defenses"] == ["mental-barrier"]
 
 
 def test_combat_strength_no_defense_assumes_nothing_of_the_mind() -> None:

@@ -84,10 +84,18 @@ def test_revised_2e_a_mind_without_psionics_stays_as_it_is() -> None:
 
 
 def test_assume_known_changes_nothing_it_is_given() -> None:
+    """Nor a list of minds in it: a power-pool wave's ``defenders`` stay as given."""
     request = revised({**FENKA, "psp": 1})
     before = copy.deepcopy(request)
     REVISED.assume_knowing(request, ["/defender"])
     assert request == before
+    wave = {"attacker": pool_mind("ixi"), "defender": pool_mind("tor"),
+            "defenders": [pool_mind("mara")], "attack": {"mode": "psionic-wave"},
+            "defenses": {"mara": {"mode": "barrier-mantra"}}}
+    before = copy.deepcopy(wave)
+    assumed = POOL.assume_knowing(wave, ["/defenders/0"])
+    assert assumed["defenders"][0]["defenses"] == ["barrier-mantra"]
+    assert wave == before
 
 
 def test_a_place_that_is_no_defending_mind_is_refused_by_its_index() -> None:
@@ -96,6 +104,20 @@ def test_a_place_that_is_no_defending_mind_is_refused_by_its_index() -> None:
     assert [p.path for p in err.value.problems] == ["/assume_known/1", "/assume_known/2"]
     assert '"/attacker" is not a mind that may defend in this exchange (one of /defender)' \
         in err.value.problems[0].message
+
+
+def test_revised_2e_the_mind_is_taken_under_the_request_s_house_rules() -> None:
+    """RULES.md: a house default is "overridable per call": with H-2E-MODE-LIMITS off a
+    level-1 mind may know five defenses, in ``assume_knowing`` as in the odds."""
+    many = ["mind-blank", "thought-shield", "mental-barrier", "intellect-fortress", TOWER]
+    request = revised({**FENKA, "level": 1, "defenses": many})
+    with pytest.raises(InvalidInput) as err:
+        REVISED.assume_knowing(request, ["/defender"])
+    assert err.value.problems[0].path == "/defender/defenses"
+    unlimited = {**request, "options": {"H-2E-MODE-LIMITS": False}}
+    assumed = REVISED.assume_knowing(unlimited, ["/defender"])
+    assert assumed["defender"]["defenses"] == [TOWER]
+    assert REVISED.odds(assumed)["outcomes"] == REVISED.odds(unlimited)["outcomes"]
 
 
 def test_a_request_that_fails_its_schema_is_refused_before_anything_is_assumed() -> None:

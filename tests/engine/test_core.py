@@ -456,3 +456,28 @@ def test_the_house_rules_one_call_gets_are_not_the_next_call_s_defaults() -> Non
     assert system.options({})["H-2E-CRIT-MODS"] is True
     assert system.options({"H-2E-CRIT-MODS": False})["H-2E-CRIT-MODS"] is False
     assert system.options(None)["H-2E-CRIT-MODS"] is True
+
+
+def test_truncated_mass_is_carried_through_every_combinator() -> None:
+    """engine/odds.py: "Mass that a distribution leaves out is carried as
+    ``truncated_mass`` instead of being dropped", through sums, shifts, maps, mixtures
+    and exact probabilities that sum to less than 1; the mean and the chances of
+    ``compare`` are over the kept outcomes."""
+    cut = Dist({1: 1, 2: 2}, 4, 1)  # P(1) = 1/4, P(2) = 1/2, a quarter cut off
+    assert cut.truncated_mass == Fraction(1, 4)
+    assert cut.mean() == Fraction(5, 3)
+    assert cut.shift(3).truncated_mass == Fraction(1, 4)
+    assert cut.map(lambda v: 2 * v).truncated_mass == Fraction(1, 4)
+    assert cut.add(Dist.die(2)).truncated_mass == Fraction(1, 4)
+    assert cut.add(cut).truncated_mass == 1 - Fraction(3, 4) ** 2
+    assert cut.repeat(2).items() == cut.add(cut).items()
+    assert Dist.die(2).add(cut).truncated_mass == Fraction(1, 4)
+    half = Dist.mixture([(Fraction(1, 2), cut), (Fraction(1, 2), Dist.die(2))])
+    assert half.truncated_mass == Fraction(1, 8)
+    assert dict(half.items()) == {1: Fraction(3, 8), 2: Fraction(1, 2)}
+    short = Dist.from_probabilities({0: Fraction(1, 3), 5: Fraction(1, 6)})
+    assert short.truncated_mass == Fraction(1, 2)
+    assert short.to_json()["truncated_mass"] == 0.5
+    assert cut.compare(Dist.constant(1)) == (Fraction(1, 2), Fraction(1, 4), Fraction(0))
+    assert Dist.constant(1).compare(cut) == (Fraction(0), Fraction(1, 4), Fraction(1, 2))
+    assert cut.p(lambda v: v > 0) == Fraction(3, 4)

@@ -617,6 +617,22 @@ def test_bad_requests_name_the_field(request_: JSON, path: str) -> None:
     assert path in [p.path for p in bad.value.problems]
 
 
+@pytest.mark.parametrize(("system", "good", "bad", "field"), [
+    (STRENGTH, {"id": "a", "attack_strength": 40, "defense_strength": 40},
+     {"id": "b", "attack_strength": "many", "defense_strength": 40}, "attack_strength"),
+    (POOL, {"id": "a", "hit_dice": 2, "die": 6}, {"id": "b", "hit_dice": "many", "die": 6},
+     "hit_dice"),
+])
+def test_a_bad_combatant_is_named_at_its_place_in_the_request(
+        system: Any, good: JSON, bad: JSON, field: str) -> None:
+    """API.md −32602: each error has the ``path`` of the field in the params
+    (``/attack/multiplier``): the second combatant's field is under ``/combatants/1``,
+    in every system."""
+    with pytest.raises(InvalidInput) as err:
+        system.end_round({"combatants": [good, bad]}, SuppliedDice({}))
+    assert [p.path for p in err.value.problems] == [f"/combatants/1/{field}"]
+
+
 def test_a_system_without_choices_refuses_them() -> None:
     with pytest.raises(InvalidInput) as bad:
         STRENGTH.end_round({"combatants": [{"id": "orm", "attack_strength": 40,

@@ -191,6 +191,59 @@ def test_expression_syntax_error_names_position(expr: str, pos: int) -> None:
     assert f"position {pos}" in err.value.problems[0].message
 
 
+def test_expression_terms_add_and_subtract_as_written() -> None:
+    """API.md ``dice.roll``: expressions like ``3d6+2`` and ``2d6p`` (penetrating): a
+    die without a count is one die, ``-`` subtracts a die, a penetrating die or a
+    number, ``d``/``p`` may be capitals, and spaces or tabs may sit between tokens."""
+    out = roll_expression(" 3d6 - d4\t+ 2", SuppliedDice({"expr": [6, 5, 4, 3]}))
+    assert out == {"expr": " 3d6 - d4\t+ 2", "total": 6 + 5 + 4 - 3 + 2,
+                   "rolls": out["rolls"], "capped": False}
+    assert [r["value"] for r in out["rolls"]] == [6, 5, 4, 3]
+    assert roll_expression("d20-1", SuppliedDice({"expr": [12]}))["total"] == 11
+    assert roll_expression("10 - 1d4p", SuppliedDice({"expr": [4, 2]}))["total"] == 10 - 5
+    assert roll_expression("2D6P", SuppliedDice({"expr": [6, 2, 3]}))["total"] == 6 + 1 + 3
+
+
+def test_an_expression_is_capped_when_any_penetrating_die_is() -> None:
+    """A chain that reaches the cap is reported (``capped``), whatever later dice do;
+    every die names the roller given."""
+    dice = SuppliedDice({"expr": [1] * 101 + [6, 3, 2]})
+    out = roll_expression("1d1p + 1d6p + d4", dice, by="kara")
+    assert out["capped"] is True
+    assert out["total"] == 1 + (6 + 2) + 2
+    assert {r["by"] for r in out["rolls"]} == {"kara"}
+
+
+def test_expression_limits_sit_exactly_at_their_edges() -> None:
+    """API.md Limits: at most 100 dice in one expression; a die has 1 to 1000 faces,
+    an expression at most 200 characters and a number at most 1000000 (7 digits).
+    Past an edge is invalid params naming the limit, or the position of the term."""
+    longest = "1+" * 99 + "10"
+    assert len(longest) == 200
+    assert roll_expression(longest, RandomDice(1))["total"] == 99 + 10
+    with pytest.raises(LimitExceeded) as long_:
+        roll_expression(longest + "0", RandomDice(1))
+    assert long_.value.problems[0].message == "longer than 200 characters"
+    assert len(roll_expression("100d1", RandomDice(1))["rolls"]) == 100
+    with pytest.raises(LimitExceeded) as many:
+        roll_expression("60d6+41d6", RandomDice(1))
+    assert many.value.problems[0].message == \
+        "101 dice exceed the limit of 100 dice per expression"
+    assert roll_expression("1d1000", SuppliedDice({"expr": [1000]}))["total"] == 1000
+    assert roll_expression("1000000 - 1", RandomDice(1))["total"] == 999_999
+    refused = {"2+1d1001": (2, "a die has 1 to 1000 sides"),
+               "2+0d6": (2, "the number of dice must be at least 1"),
+               "1000001": (7, "a constant is at most 1000000"),
+               "2+12345678": (2, "number too large"),
+               "d\u0666": (1, "expected the number of sides after 'd'"),
+               "3x6": (1, 'unexpected "x"')}
+    for expr, (position, message) in refused.items():
+        with pytest.raises(DiceSyntaxError) as err:
+            roll_expression(expr, RandomDice(1))
+        assert err.value.position == position, expr
+        assert err.value.problems[0].message == f"{message} at position {position}"
+
+
 def test_expression_dice_bomb_is_limited() -> None:
     with pytest.raises(LimitExceeded):
         roll_expression("60d6+41d6", RandomDice(1))

@@ -514,8 +514,9 @@ def test_the_house_rules_one_call_gets_are_not_the_next_call_s_defaults() -> Non
 def test_truncated_mass_is_carried_through_every_combinator() -> None:
     """engine/odds.py: "Mass that a distribution leaves out is carried as
     ``truncated_mass`` instead of being dropped", through sums, shifts, maps, mixtures
-    and exact probabilities that sum to less than 1; the mean and the chances of
-    ``compare`` are over the kept outcomes."""
+    and exact probabilities that sum to less than 1. Means (``mean``, ``dealt``) are
+    over the kept outcomes; chances (``p``, ``compare``, ``dealt``) are shares of all
+    of them, the cut-off mass in none."""
     cut = Dist({1: 1, 2: 2}, 4, 1)  # P(1) = 1/4, P(2) = 1/2, a quarter cut off
     assert cut.truncated_mass == Fraction(1, 4)
     assert cut.mean() == Fraction(5, 3)
@@ -534,3 +535,5 @@ def test_truncated_mass_is_carried_through_every_combinator() -> None:
     assert cut.compare(Dist.constant(1)) == (Fraction(1, 2), Fraction(1, 4), Fraction(0))
     assert Dist.constant(1).compare(cut) == (Fraction(0), Fraction(1, 4), Fraction(1, 2))
     assert cut.p(lambda v: v > 0) == Fraction(3, 4)
+    dealt = cut.dealt()
+    assert dealt is not None and dealt["chance"] == 0.75 and dealt["mean"] == 5 / 3

@@ -537,3 +537,13 @@ def test_truncated_mass_is_carried_through_every_combinator() -> None:
     assert cut.p(lambda v: v > 0) == Fraction(3, 4)
     dealt = cut.dealt()
     assert dealt is not None and dealt["chance"] == 0.75 and dealt["mean"] == 5 / 3
+
+
+def test_a_value_of_no_chance_is_no_outcome() -> None:
+    """A value whose weight is 0 cannot happen: it is not in the distribution given
+    out, and damage dealt neither reaches it nor counts it."""
+    dist = Dist.from_probabilities({0: Fraction(1, 2), 9: Fraction(0), 2: Fraction(1, 2)})
+    assert dist.items() == [(0, Fraction(1, 2)), (2, Fraction(1, 2))]
+    assert dist.to_json()["distribution"] == [[0, 0.5], [2, 0.5]]
+    assert dist.dealt() == {"chance": 0.5, "mean": 2.0, "p10": 2, "median": 2, "p90": 2,
+                            "least": 2, "most": 2}

@@ -633,6 +633,17 @@ def test_a_bad_combatant_is_named_at_its_place_in_the_request(
     assert [p.path for p in err.value.problems] == [f"/combatants/1/{field}"]
 
 
+def test_end_round_takes_at_most_64_combatants() -> None:
+    """API.md Limits: "64 combatants per encounter", and one end of a round takes as
+    many; the 65th is invalid params naming the limit."""
+    many = [psionicist(f"c{i}") for i in range(64)]
+    assert len(REVISED.end_round({"combatants": many}, SuppliedDice({}))["combatants"]) == 64
+    with pytest.raises(InvalidInput) as err:
+        REVISED.end_round({"combatants": [*many, psionicist("c64")]}, SuppliedDice({}))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/combatants", "has 65 items; at most 64 are allowed (maxItems)")]
+
+
 def test_a_system_without_choices_refuses_them() -> None:
     with pytest.raises(InvalidInput) as bad:
         STRENGTH.end_round({"combatants": [{"id": "orm", "attack_strength": 40,

@@ -537,6 +537,9 @@ def test_truncated_mass_is_carried_through_every_combinator() -> None:
     assert cut.p(lambda v: v > 0) == Fraction(3, 4)
     dealt = cut.dealt()
     assert dealt is not None and dealt["chance"] == 0.75 and dealt["mean"] == 5 / 3
+    # all of it cut off: nothing is kept, and the mean of nothing is 0, not a division
+    assert Dist({}, 2, 2).to_json() == {"mean": 0.0, "distribution": [],
+                                        "truncated_mass": 1.0, "dealt": None}
 
 
 def test_a_value_of_no_chance_is_no_outcome() -> None:

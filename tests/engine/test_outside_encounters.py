@@ -13,6 +13,7 @@ import pytest
 from engine import builtin_systems
 from engine.dice import RandomDice, SuppliedDice
 from engine.errors import DiceNeeded, InvalidInput, RulesViolation
+from engine.results import Event
 from engine.system import MAX_ROUND_COMBATANTS
 from tests.sample_plugin import SampleDuel
 
@@ -642,6 +643,12 @@ def test_end_round_takes_at_most_64_combatants() -> None:
         REVISED.end_round({"combatants": [*many, psionicist("c64")]}, SuppliedDice({}))
     assert [(p.path, p.message) for p in err.value.problems] == [
         ("/combatants", "has 65 items; at most 64 are allowed (maxItems)")]
+    # as many choices, each by a combatant's id: 65 are refused as one problem
+    with pytest.raises(InvalidInput) as err:
+        REVISED.end_round({"combatants": many, "choices": {f"c{i}": {} for i in range(65)}},
+                          SuppliedDice({}))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/choices", "has 65 members; at most 64 are allowed (maxProperties)")]
 
 
 def test_a_system_without_choices_refuses_them() -> None:
@@ -944,6 +951,46 @@ def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
     raw = {"id": "a", "name": "A"}
     assert duel.combatant_under(raw, "", {"H-X": 1})["seen"] == {"H-X": 1}
     assert "seen" not in SampleDuel().combatant_under(raw, "", {"H-X": 1})
+
+
+class Tiring(SampleDuel):
+    """A plugin's system whose combatants each lose a focus at a round's end (changing
+    the copy ``round_end`` is given, as it may)."""
+
+    def round_end(self, combatant: JSON, choice: Any, dice: Any, options: Any
+                  ) -> tuple[JSON, list[Event], list[str]]:
+        combatant["focus"] -= 1
+        return combatant, [Event("tired", combatant["id"], {"focus": combatant["focus"]})], []
+
+
+class Belled(Tiring):
+    """... and whose round's end first rings a bell that wakes a judge."""
+
+    def round_end_between(self, combatants: Any, choices: Any, request: Any, options: Any
+                          ) -> tuple[list[Event], list[str], list[JSON]]:
+        return ([Event("bell")], ["The bell rings."],
+                [{"id": "judge", "before": {"awake": False}, "after": {"awake": True}}])
+
+
+def test_a_plugin_system_s_round_end_is_answered_as_the_built_in_ones_are() -> None:
+    """API.md ``exchange.end_round``: ``{system, combatants: [{id, before, after}], events,
+    rolls, summary, unused_dice, others?}``: ``before`` as given, what happens between
+    combatants first, ``others`` only when the round's end changed another creature."""
+    a = {"id": "a", "name": "A"}
+    tired = Tiring().end_round({"combatants": [a]}, SuppliedDice({}))
+    assert tired == {
+        "system": "sample-duel",
+        "combatants": [{"id": "a", "before": {**a, "focus": 3}, "after": {**a, "focus": 2}}],
+        "events": [{"type": "tired", "combatant": "a", "focus": 2}],
+        "summary": "End of the round: what still lasts counts down.",
+        "rolls": [], "unused_dice": {}}
+    belled = Belled().end_round({"combatants": [a]}, SuppliedDice({}))
+    assert belled["events"] == [{"type": "bell", "combatant": None},
+                                {"type": "tired", "combatant": "a", "focus": 2}]
+    assert belled["summary"] == "End of the round: The bell rings."
+    assert belled["others"] == [{"id": "judge", "before": {"awake": False},
+                                 "after": {"awake": True}}]
+    assert belled["combatants"] == tired["combatants"]
 
 
 def test_combat_strength_every_timed_condition_that_runs_out_ends_together() -> None:

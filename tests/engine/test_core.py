@@ -544,9 +544,13 @@ def test_truncated_mass_is_carried_through_every_combinator() -> None:
 
 def test_a_value_of_no_chance_is_no_outcome() -> None:
     """A value whose weight is 0 cannot happen: it is not in the distribution given
-    out, and damage dealt neither reaches it nor counts it."""
+    out, and damage dealt neither reaches it nor counts it; a value that can happen is
+    listed, however unlikely."""
     dist = Dist.from_probabilities({0: Fraction(1, 2), 9: Fraction(0), 2: Fraction(1, 2)})
     assert dist.items() == [(0, Fraction(1, 2)), (2, Fraction(1, 2))]
     assert dist.to_json()["distribution"] == [[0, 0.5], [2, 0.5]]
     assert dist.dealt() == {"chance": 0.5, "mean": 2.0, "p10": 2, "median": 2, "p90": 2,
                             "least": 2, "most": 2}
+    # a value that can happen is listed, however unlikely
+    rare = Dist({0: 10 ** 301 - 1, 1: 1}, 10 ** 301)
+    assert rare.to_json()["distribution"] == [[0, 1.0], [1, 1e-301]]

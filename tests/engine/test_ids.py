@@ -116,6 +116,16 @@ def test_end_round_refuses_a_made_id_clash_at_the_name(system: System, make: Any
                               "too: give each combatant its own")]
 
 
+def test_end_round_names_the_first_combatant_with_the_id_for_every_later_one() -> None:
+    """Three goblins: the second and the third are each told the id is combatant 0's."""
+    with pytest.raises(InvalidInput) as err:
+        REVISED.end_round({"combatants": [r2("Goblin"), r2("goblin!"), r2("GOBLIN")]},
+                          RandomDice(1))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (f"/combatants/{i}/name", 'the id made from this name, "goblin", is combatant 0\'s '
+                                  "too: give each combatant its own") for i in (1, 2)]
+
+
 def test_power_pool_refuses_a_puppet_whose_made_id_is_a_combatant_s_at_its_name() -> None:
     with pytest.raises(InvalidInput) as err:
         POWER_POOL.end_round({"combatants": [pp("Goblin")], "puppets": [pp("GOBLIN")]},

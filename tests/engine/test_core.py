@@ -554,3 +554,54 @@ def test_a_value_of_no_chance_is_no_outcome() -> None:
     # a value that can happen is listed, however unlikely
     rare = Dist({0: 10 ** 301 - 1, 1: 1}, 10 ** 301)
     assert rare.to_json()["distribution"] == [[0, 1.0], [1, 1e-301]]
+
+
+def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
+    """STYLE.md: results are immutable values. engine/results.py: ``FrozenDict`` and
+    ``FrozenList``'s changing methods raise ``TypeError``, any mapping or tuple is frozen
+    too, copies and pickles give the value back, and ``thaw`` makes plain dicts and lists
+    all the way down."""
+    import pickle
+    from types import MappingProxyType
+
+    from engine.results import Change, Event, FrozenDict, FrozenList, freeze, thaw
+
+    frozen = freeze({"tags": ["a", "b"], "mind": MappingProxyType({"state": "open"}),
+                     "pair": (1, 2)})
+    assert isinstance(frozen["mind"], FrozenDict) and isinstance(frozen["pair"], FrozenList)
+    tags = frozen["tags"]
+
+    def merge() -> None:
+        d = frozen
+        d |= {"x": 1}
+
+    def extend() -> None:
+        t = tags
+        t += ["c"]
+
+    def repeat() -> None:
+        t = tags
+        t *= 2
+
+    for changing in (lambda: frozen.setdefault("x", 1), merge, extend, repeat, tags.reverse,
+                     lambda: frozen["mind"].update(state="closed")):
+        with pytest.raises(TypeError, match="read-only"):
+            changing()
+    assert frozen["tags"] == ["a", "b"] and frozen["mind"] == {"state": "open"}
+    assert hash(freeze([1, [2]])) == hash(freeze([1, [2]]))
+    assert pickle.loads(pickle.dumps(tags)) == ["a", "b"]
+    assert type(pickle.loads(pickle.dumps(tags))) is FrozenList
+    plain = thaw(frozen)
+    assert plain == {"tags": ["a", "b"], "mind": {"state": "open"}, "pair": [1, 2]}
+    assert [type(v) for v in plain.values()] == [list, dict, list]
+    assert type(thaw(tags)) is list and type(thaw(MappingProxyType({"a": [1]}))) is dict
+    data = {"tags": ["x"]}
+    event = Event("stunned", "a", data)
+    data["tags"].append("y")
+    assert event.to_json() == {"type": "stunned", "combatant": "a", "tags": ["x"]}
+    after = {"conditions": ["stunned"]}
+    change = Change("a", {}, after)
+    after["conditions"].clear()
+    assert change.after == {"conditions": ["stunned"]}
+    with pytest.raises(TypeError, match="read-only"):
+        change.after["conditions"].append("dazed")

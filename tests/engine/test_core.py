@@ -605,3 +605,40 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
     assert change.after == {"conditions": ["stunned"]}
     with pytest.raises(TypeError, match="read-only"):
         change.after["conditions"].append("dazed")
+
+
+def test_engine_errors_carry_their_fields_and_say_them() -> None:
+    """engine/errors.py (API.md "Errors"): every refusal is an ``EngineError`` with
+    structured fields the daemon maps to codes (a limit is invalid params, −32602), and
+    a message that says them all, values as JSON."""
+    from engine.errors import (
+        EngineError,
+        InvalidCombatant,
+        Problem,
+        RulesViolation,
+        UnknownCombatant,
+        json_text,
+    )
+
+    both = InvalidInput([Problem("", "not an object"), Problem("/psp", "-1 is too low")])
+    assert len(both.problems) == 2
+    assert str(both) == "/: not an object; /psp: -1 is too low"
+    limit = LimitExceeded.at("/dice", "too many")
+    assert isinstance(limit, LimitExceeded) and isinstance(limit, InvalidInput)
+    assert isinstance(InvalidCombatant.at("/attacker", "bad"), InvalidCombatant)
+    refused = RulesViolation("mode-not-known", "Kara does not know it", "kara")
+    assert (refused.rule, refused.combatant, str(refused)) == (
+        "mode-not-known", "kara", "mode-not-known: Kara does not know it")
+    short = DiceNeeded("attack", 20)
+    assert short.needed == 1 and str(short) == "need 1 more d20 for purpose 'attack'"
+    unknown = UnknownCombatant("影", "/target")
+    assert (unknown.id, unknown.path) == ("影", "/target")
+    assert str(unknown) == 'no combatant "影" in this encounter'
+    assert all(isinstance(e, EngineError) for e in (both, refused, short, unknown))
+    # json_text: JSON, unescaped, cut at its limit with an ellipsis that counts
+    assert json_text(["Zoë", True, None]) == '["Zoë", true, null]'
+    assert json_text("x" * 8, limit=10) == '"xxxxxxxx"'
+    assert json_text("x" * 9, limit=10) == '"xxxxxxxx…'
+    loop: list[object] = []
+    loop.append(loop)
+    assert json_text(loop) == "[[...]]"

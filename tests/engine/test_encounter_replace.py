@@ -169,3 +169,14 @@ def test_revised_2e_a_stored_choice_that_no_longer_fits_is_dropped_not_refused()
     new = system.encounter_replace(stale, "bane", _psionicist("bane", psp=80))
     assert system.encounter_pending_choices(new) == {"vic": {"defense": {
         "mode": "thought-shield"}}}
+
+
+def test_a_system_without_round_logic_refuses_to_take_a_combatant_again() -> None:
+    """A plugin's system with no ``rounds`` cannot: invalid params at ``/combatant``,
+    naming the system (``System.encounter_replace``)."""
+    from tests.sample_plugin import NO_ENCOUNTERS
+
+    with pytest.raises(InvalidInput) as err:
+        NO_ENCOUNTERS.encounter_replace({}, "a", {"id": "a", "name": "A"})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/combatant", "system no-encounters cannot take a combatant again during an encounter")]

@@ -642,3 +642,27 @@ def test_engine_errors_carry_their_fields_and_say_them() -> None:
     loop: list[object] = []
     loop.append(loop)
     assert json_text(loop) == "[[...]]"
+
+
+def test_a_public_choice_of_a_system_that_says_nothing_more_did_nothing_to_tell() -> None:
+    """``System.encounter_action``: a system that calls a choice public and keeps this
+    hook declares it as ``encounter_declare`` does, with no events and an empty
+    summary (which the daemon stores with the step)."""
+    from engine import builtin_systems
+
+    revised = builtin_systems()["revised-2e"]
+
+    class Public(type(revised)):  # type: ignore[misc]
+        def encounter_choice_is_public(self, choice: object) -> bool:
+            return True
+
+    system = Public()
+    state = system.encounter_new(None)
+    for cid in ("kara", "vel"):
+        state, _ = system.encounter_add(state, {
+            "id": cid, "kind": "psionicist", "level": 3, "psp_max": 30, "int": 14,
+            "wis": 13, "attacks": ["mind-thrust"]})
+    choice = {"attacks": []}
+    declared, said = system.encounter_action(state, "kara", choice)
+    assert said == {"events": [], "summary": ""}
+    assert declared == system.encounter_declare(state, "kara", choice)

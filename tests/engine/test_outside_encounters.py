@@ -651,6 +651,17 @@ def test_end_round_takes_at_most_64_combatants() -> None:
         ("/choices", "has 65 members; at most 64 are allowed (maxProperties)")]
 
 
+def test_a_dice_source_used_before_gives_only_this_round_s_end_its_rolls() -> None:
+    """``rolls`` are the dice this end of the round rolled, as a resolution's are (an
+    encounter's segments share one source): not those an earlier exchange rolled."""
+    dice = RandomDice(5)
+    REVISED.resolve({"attacker": psionicist("kara"), "defender": psionicist("vel"),
+                     "attack": {"mode": "mind-thrust"}}, dice)
+    assert dice.rolls
+    result = REVISED.end_round({"combatants": [psionicist("kara")]}, dice)
+    assert result["rolls"] == [] and result["unused_dice"] == {}
+
+
 def test_a_system_without_choices_refuses_them() -> None:
     with pytest.raises(InvalidInput) as bad:
         STRENGTH.end_round({"combatants": [{"id": "orm", "attack_strength": 40,

@@ -666,3 +666,24 @@ def test_a_public_choice_of_a_system_that_says_nothing_more_did_nothing_to_tell(
     declared, said = system.encounter_action(state, "kara", choice)
     assert said == {"events": [], "summary": ""}
     assert declared == system.encounter_declare(state, "kara", choice)
+
+
+def test_house_rule_refusals_say_what_the_rule_takes() -> None:
+    """RULES.md: a house default is switched per call by ``options``; a value it does not
+    take is refused naming ``/options/<id>`` and what it takes (a run of more than ten
+    integers by its ends), an unknown id with every known one in order."""
+    from engine.options import HouseRule, resolve_options
+
+    rules = [HouseRule("H-B", "b", 2, tuple(range(1, 12))),
+             HouseRule("H-A", "a", 3, tuple(range(1, 11))),
+             HouseRule("H-C", "c", 0, tuple(range(0, 60, 5)))]
+    assert resolve_options(rules, {"H-B": 11}) == {"H-B": 11, "H-A": 3, "H-C": 0}
+    with pytest.raises(InvalidInput) as err:
+        resolve_options(rules, {"H-B": 12, "H-A": 11, "H-C": 7, "H-Z": True})
+    assert {p.path: p.message for p in err.value.problems} == {
+        "/options/H-B": "must be an integer from 1 to 11",
+        "/options/H-A": "must be one of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+        "/options/H-C": "must be one of [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55]",
+        "/options/H-Z": 'unknown house rule; known: ["H-A", "H-B", "H-C"]'}
+    assert HouseRule("H-X", "An on/off rule.", True).to_json() == {
+        "id": "H-X", "text": "An on/off rule.", "default": True, "choices": [True, False]}

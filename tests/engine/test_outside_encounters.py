@@ -877,6 +877,10 @@ def test_a_round_that_only_counts_down_does_not_say_nothing_changes() -> None:
          "conditions": ["confused"], "condition_rounds": {"confused": 3}}
     result = STRENGTH.end_round({"combatants": [c]}, SuppliedDice({}))
     assert result["summary"] == "End of the round: what still lasts counts down."
+    # one combatant counting down is enough, beside one that nothing changes
+    calm = {"id": "ada", "name": "Ada", "attack_strength": 40, "defense_strength": 40}
+    result = STRENGTH.end_round({"combatants": [calm, c]}, SuppliedDice({}))
+    assert result["summary"] == "End of the round: what still lasts counts down."
     locked = psionicist("kara", mind=open_mind(opened_by="zero-psp", locked_rounds=3,
                                                rounds_open=2))
     assert REVISED.end_round({"combatants": [locked]}, SuppliedDice({}))["summary"] == \

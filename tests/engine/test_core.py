@@ -489,6 +489,12 @@ def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_change
     plain["attacker"]["after"]["mind"]["state"] = "x"
     assert res.attacker.after["mind"]["state"] == "open"
     assert json.loads(json.dumps(res.to_json())) == thaw(res.to_json())
+    # docs/API.md: "others?": there only when the exchange touched another creature
+    assert "others" not in data
+    with_other = Resolution("demo", "hit", res.attacker, res.defender, (), (), "",
+                            others=(Change("c", before, before),))
+    assert with_other.to_json()["others"] == [{"id": "c", "before": before,
+                                               "after": before}]
     frozen = freeze({"a": [1, {"b": 2}]})
     assert isinstance(frozen, FrozenDict) and isinstance(frozen["a"], FrozenList)
     assert freeze(frozen) is frozen and copy.deepcopy(frozen) is frozen

@@ -1008,6 +1008,18 @@ def test_a_plugin_system_s_round_end_is_answered_as_the_built_in_ones_are() -> N
     assert belled["combatants"] == tired["combatants"]
 
 
+def test_round_end_choices_name_a_combatant_without_a_name_by_its_id() -> None:
+    """``round_end_choices`` answers ``{id, name, choices}`` for each combatant; a plugin's
+    combatant that keeps no name is named by its id."""
+    class Nameless(Tiring):
+        def combatant(self, raw: Any, path: str = "") -> JSON:
+            return {k: v for k, v in super().combatant(raw, path).items() if k != "name"}
+
+    assert Nameless().round_end_choices({"combatants": [{"id": "a", "name": "A"}]}) == {
+        "system": "sample-duel", "combatants": [{"id": "a", "name": "a", "choices": {}}],
+        "summary": "Nobody has anything to choose at the end of this round."}
+
+
 def test_combat_strength_every_timed_condition_that_runs_out_ends_together() -> None:
     """COMBATANTS.md condition_rounds: rounds left on timed conditions, one per
     exchange.end_round; two that run out at the same round's end both end, each said."""

@@ -967,6 +967,14 @@ def test_a_plugin_system_whose_combatant_takes_options_gets_them() -> None:
     assert duel.combatant_under(raw, "", {"H-X": 1})["seen"] == {"H-X": 1}
     assert "seen" not in SampleDuel().combatant_under(raw, "", {"H-X": 1})
 
+    # given none (or none switched), its own default stands
+    class OwnDefaults(SampleDuel):
+        def combatant(self, raw: Any, path: str = "", options: Any = "its own") -> JSON:
+            return {**super().combatant(raw, path), "seen": options}
+
+    assert OwnDefaults().combatant_under(raw)["seen"] == "its own"
+    assert OwnDefaults().combatant_under(raw, "", {})["seen"] == "its own"
+
 
 class Tiring(SampleDuel):
     """A plugin's system whose combatants each lose a focus at a round's end (changing

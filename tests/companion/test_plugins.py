@@ -651,6 +651,17 @@ async def test_a_plugin_systems_request_is_checked_against_its_request_schema(
         {"path": "/attack/call", "message": '"edge" is not one of ["heads", "tails"]'}]
 
 
+async def test_a_plugin_systems_request_gets_no_dice_or_seed_to_check(rpc_with: Any) -> None:
+    """API.md: exchange.resolve takes dice? and seed? for every system; the daemon rolls
+    with them, and the system's request schema (the coin duel's allows no other member)
+    sees the request without them."""
+    rpc = await rpc_with(COIN)
+    seeded = await rpc.ok("exchange.resolve", {**COIN_REQUEST, "seed": 3})
+    assert await rpc.ok("exchange.resolve", {**COIN_REQUEST, "seed": 3}) == seeded
+    supplied = await rpc.ok("exchange.resolve", {**COIN_REQUEST, "dice": {"attack": [1]}})
+    assert [r["value"] for r in supplied["rolls"]] == [1]
+
+
 class OwnEndOfRound(CoinDuel):
     """A system that ends rounds with an ``end_round`` of its own, checking nothing."""
 
@@ -1149,3 +1160,67 @@ def test_a_plugin_is_reported_with_its_distributions_version(tmp_path: Path) -> 
                for r in load_plugins(entry_points, CORE).reports]
     assert reports == [("gone-too", None, (), False), ("alone", "1.0", ("coin-duel",), True),
                        ("gone", "1.0", (), False)]
+
+
+class ListedDuel(sample_plugin.SampleDuel):
+    """The sample duel whose encounter view lists its combatants (``[{id, ...}]``) and
+    that takes a combatant again (``encounter.refresh``)."""
+
+    id = "listed-duel"
+
+    def encounter_view(self, state: Mapping[str, Any]) -> JSON:
+        return {**super().encounter_view(state),
+                "combatants": [state["combatants"][cid] for cid in state["order"]]}
+
+    def encounter_replace(self, state: Mapping[str, Any], combatant_id: str,
+                          combatant: Mapping[str, Any]) -> JSON:
+        full = self.combatant({**combatant, "id": combatant_id}, "/combatant")
+        return {**state, "combatants": {**state["combatants"], combatant_id: full}}
+
+
+async def test_a_plugin_encounter_view_may_list_its_combatants(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: ``combatants`` is "the current combatants by id (``{id:
+    combatant}``, or a list of combatants with their ``id``): the daemon reads the ids
+    from it". A listed combatant declares and is a target; one not listed is 4004; a
+    refresh finds the fields of the combatant it names, not of another listed one."""
+    plugin = Plugin(name="listed", version="1.0", systems=(ListedDuel(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    eid = (await rpc.ok("encounter.create", {"system": "listed-duel"}))["id"]
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(cid)})
+    declared = await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann",
+                                                  "choice": {"attack": {
+                                                      "mode": "jab", "target": "bob"}}})
+    assert declared["waiting_for"] == ["bob"]
+    error = await rpc.error("encounter.declare", {"id": eid, "combatant_id": "bob",
+                                                  "choice": {"attack": {
+                                                      "mode": "jab", "target": "cat"}}})
+    assert error["code"] == 4004 and error["data"] == {"id": "cat"}
+    refreshed = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": "bob",
+                                                   "combatant": duelist("bob", focus=1)})
+    assert refreshed["changed"] == ["focus"] and refreshed["revision"] == 4
+
+
+class TrustingDuel(sample_plugin.SampleDuel):
+    """The sample duel whose ``encounter_new`` keeps its options unchecked."""
+
+    id = "trusting-duel"
+
+    def encounter_new(self, options: Mapping[str, Any] | None) -> JSON:
+        return {"round": 1, "options": dict(options or {}), "combatants": {},
+                "order": [], "pending": {}}
+
+
+async def test_encounter_create_checks_the_options_of_a_system_that_does_not(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: "an unknown id or a value outside a rule's choices raises
+    InvalidInput at /options/<id>"; encounter.create checks the options itself, so an
+    encounter never runs under house rules its system does not have."""
+    plugin = Plugin(name="trusting", version="1.0", systems=(TrustingDuel(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    error = await rpc.error("encounter.create", {"system": "trusting-duel",
+                                                 "options": {"H-NOPE": True}})
+    assert error["code"] == -32602
+    assert [e["path"] for e in error["data"]["errors"]] == ["/options/H-NOPE"]
+    assert await rpc.ok("encounter.list") == []

@@ -266,6 +266,24 @@ async def test_the_sheets_of_a_few_encounters_are_kept_the_least_recently_used_g
     assert list(cache) == [second]
 
 
+async def test_a_sheet_added_after_the_sheets_are_kept_gets_its_write_backs(
+        rpc: Rpc) -> None:
+    """API.md: a combatant given as {adapter, data} gets write-backs. One added once the
+    encounter's sheets are kept in memory (after its first resolve) is kept with them:
+    its step's write-back goes to its sheet, as if it had been there from the start."""
+    eid, cid = await _fight(rpc, zanna())
+    await rpc.ok("encounter.resolve", {"id": eid, "seed": 5})
+    assert eid in _services(rpc).adapter_refs
+    sheet = ulcen()
+    added = (await rpc.ok("encounter.add", {"id": eid, "combatant": sheet}))["combatant_id"]
+    await _declare(rpc, eid, added)
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid,
+                                       "choice": {"defense": None}})
+    updates = (await rpc.ok("encounter.resolve", {"id": eid, "seed": 5}))["updates"]
+    assert [u["character_id"] for u in updates if "character_id" in u] == \
+        [sheet["data"]["id"]]
+
+
 async def test_a_refresh_updates_the_kept_sheet(rpc: Rpc) -> None:
     eid, cid = await _fight(rpc, zanna())
     await rpc.ok("encounter.resolve", {"id": eid, "seed": 5})
@@ -369,6 +387,24 @@ async def test_the_sheets_are_read_from_the_log_newest_first_and_only_the_latest
     assert read == [[7, 6, 2, 1]]
     assert services.adapter_refs[eid] == {
         cid: ("foundry.dnd5e", _trimmed(zanna(hp=6))["data"])}
+
+
+async def test_a_sheet_whose_adapter_is_no_longer_installed_gets_no_write_backs(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write-backs go to the sheets of the installed adapters (``_adapter_refs``):
+    an encounter whose sheet came through an adapter the daemon no longer has (read
+    from the log again) still resolves, with no write-back and no ``updates_failed``
+    (that says a write-back failed: none was due)."""
+    services = _services(rpc)
+    eid, cid = await _fight(rpc, zanna())
+    assert (await rpc.ok("encounter.resolve", {"id": eid, "seed": 5}))["updates"]
+    monkeypatch.delitem(services.adapters, "foundry.dnd5e")
+    for forgotten in (False, True):
+        if forgotten:  # read from the log again
+            services.adapter_refs.clear()
+        await _declare(rpc, eid, cid)
+        step = await rpc.ok("encounter.resolve", {"id": eid, "seed": 5})
+        assert step["updates"] == [] and "updates_failed" not in step, step
 
 
 # -- encounter.log reads only what it answers ------------------------------------------------

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from companion.keys import SERVICES
 
 from .combatants import FENKA, duelist
 from .conftest import Rpc
@@ -152,9 +157,39 @@ async def test_a_sheet_that_did_not_change_stores_nothing(rpc: Rpc) -> None:
     same = await rpc.ok("encounter.refresh", {
         "id": eid, "combatant_id": ulcen,
         "combatant": {"adapter": "roll20.adnd2e-revised", "data": _sheet()}})
-    assert same == {"combatant_id": ulcen, "revision": 2, "changed": [], "dropped_choices": [],
-                    "warnings": same["warnings"]}
+    # the adapter's warnings about the sheet are answered all the same
+    warnings = (await rpc.ok("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                 "data": _sheet()}))["warnings"]
+    assert warnings and same == {"combatant_id": ulcen, "revision": 2, "changed": [],
+                                 "dropped_choices": [], "warnings": warnings}
     assert len((await rpc.ok("encounter.log", {"id": eid}))["steps"]) == 2
+
+
+async def test_a_refresh_that_only_drops_a_choice_is_stored(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md encounter.refresh: nothing is stored only when no field differs, no choice
+    is dropped and the write-backs go to the same sheet. A system whose rules throw away
+    the choice of a combatant taken again (the sample duel, made to) drops Ann's choice
+    though her fields are the same: the refresh is stored and she must declare again."""
+    system = rpc.client.server.app[SERVICES].systems["sample-duel"]
+
+    def replace(state: Mapping[str, Any], combatant_id: str,
+                combatant: Mapping[str, Any]) -> dict[str, Any]:
+        return {**state, "pending": {k: v for k, v in state["pending"].items()
+                                     if k != combatant_id}}
+
+    monkeypatch.setattr(system, "encounter_replace", replace)
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    for cid in ("ann", "bob"):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": duelist(cid)})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": {"mode": "jab", "target": "bob"}}})
+    refreshed = await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": "ann",
+                                                   "combatant": duelist("ann")})
+    assert refreshed == {"combatant_id": "ann", "revision": 4, "changed": [],
+                         "dropped_choices": ["ann"], "warnings": []}
+    view = await rpc.ok("encounter.get", {"id": eid})
+    assert (view["revision"], view["waiting_for"]) == (4, ["ann", "bob"])
 
 
 async def test_an_undone_refresh_gives_the_sheet_back_its_write_backs(rpc: Rpc) -> None:
@@ -170,6 +205,21 @@ async def test_an_undone_refresh_gives_the_sheet_back_its_write_backs(rpc: Rpc) 
     undone = await rpc.ok("encounter.undo", {"id": eid})
     [update] = undone["updates"]
     assert update["attributes"]["PSP"]["current"] == 40
+
+
+async def test_a_sheet_replaced_by_a_combatant_object_gets_no_more_write_backs(
+        rpc: Rpc) -> None:
+    """API.md encounter.refresh takes a combatant from its sheet "or a combatant
+    object"; write-backs go where it was last taken from: once Ulcen is a plain object,
+    his next step writes nothing to the sheet he came from."""
+    eid, ulcen = await _encounter(rpc)
+    assert (await _round(rpc, eid, ulcen, seed=2))["updates"]
+    view = await rpc.ok("encounter.get", {"id": eid})
+    plain = {k: v for k, v in view["combatants"][ulcen].items() if k != "mac"}
+    await rpc.ok("encounter.refresh", {"id": eid, "combatant_id": ulcen,
+                                       "combatant": {**plain, "psp": 30}})
+    step = await _round(rpc, eid, ulcen, seed=2)
+    assert step["updates"] == [] and "updates_failed" not in step
 
 
 async def test_a_combatant_object_naming_another_id_is_taken_with_a_warning(

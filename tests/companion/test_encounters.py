@@ -48,6 +48,27 @@ async def test_an_encounter_round_from_create_to_log(rpc: Rpc) -> None:
     assert log["steps"][2]["params"]["choice"]["attack"]["target"] == "bob"
     listed = await rpc.ok("encounter.list")
     assert [(e["id"], e["revision"], e["name"]) for e in listed] == [(eid, 5, "Test")]
+    # API.md encounter.list: [{id, system, name, revision, created_at, updated_at}]
+    assert set(listed[0]) == {"id", "system", "name", "revision", "created_at", "updated_at"}
+    assert listed[0]["system"] == "sample-duel"
+    assert listed[0]["updated_at"] >= listed[0]["created_at"]
+
+
+async def test_encounter_create_answers_the_id_revision_system_and_name(rpc: Rpc) -> None:
+    """API.md: encounter.create {system, name?, options?} -> {id, revision: 0, system,
+    name}: the name given, or null without one."""
+    named = await rpc.ok("encounter.create", {"system": "sample-duel", "name": "Tyr"})
+    assert named == {"id": named["id"], "revision": 0, "system": "sample-duel",
+                     "name": "Tyr"}
+    unnamed = await rpc.ok("encounter.create", {"system": "revised-2e"})
+    assert (unnamed["system"], unnamed["name"]) == ("revised-2e", None)
+    assert unnamed["id"] != named["id"]
+    # a name of at most 200 characters (rpc.discover: maxLength 200)
+    long = await rpc.ok("encounter.create", {"system": "sample-duel", "name": "x" * 200})
+    assert long["name"] == "x" * 200
+    error = await rpc.error("encounter.create", {"system": "sample-duel", "name": "x" * 201})
+    assert error["code"] == -32602
+    assert [e["path"] for e in error["data"]["errors"]] == ["/name"]
 
 
 async def test_a_declared_choice_stays_hidden_until_resolved(rpc: Rpc) -> None:
@@ -90,8 +111,11 @@ async def test_resolve_needs_every_choice_unless_forced(rpc: Rpc) -> None:
     eid = await _duel(rpc)
     error = await rpc.error("encounter.resolve", {"id": eid})
     assert error["code"] == 4001
-    forced = await rpc.ok("encounter.resolve", {"id": eid, "force": True})
+    forced = await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 7})
     assert forced["exchanges"] == []
+    # API.md: the log shows each step's params: the seed, and force (the step was forced)
+    resolve = (await rpc.ok("encounter.log", {"id": eid}))["steps"][-1]
+    assert (resolve["kind"], resolve["params"]) == ("resolve", {"seed": 7, "force": True})
 
 
 async def test_undo_reverts_the_last_resolved_step_exactly(rpc: Rpc) -> None:
@@ -108,6 +132,8 @@ async def test_undo_reverts_the_last_resolved_step_exactly(rpc: Rpc) -> None:
         {k: v for k, v in before.items() if k != "revision"}
     log = await rpc.ok("encounter.log", {"id": eid})
     assert log["steps"][4]["undone_by"] == 6 and log["steps"][5]["kind"] == "undo"
+    # the undone resolve is hidden, and so is the seed its dice came from (API.md)
+    assert (log["steps"][4]["hidden"], log["steps"][4]["params"]) == (True, {})
     # the choices are pending again, so they are hidden again
     assert log["steps"][2]["params"]["choice"] is None
     error = await rpc.error("encounter.undo", {"id": eid})
@@ -146,6 +172,19 @@ async def test_unknown_encounter_is_4004(rpc: Rpc) -> None:
         assert error["code"] == 4004 and error["data"] == {"id": "nope"}, method
 
 
+async def test_an_encounter_method_refuses_a_member_it_does_not_know(rpc: Rpc) -> None:
+    """API.md "Errors": -32602 for invalid params; each encounter method takes only the
+    members its row names (rpc.discover: additionalProperties false)."""
+    eid = await _duel(rpc)
+    for method, params in (("encounter.create", {"system": "sample-duel", "bogus": 1}),
+                           ("encounter.get", {"id": eid, "bogus": 1}),
+                           ("encounter.resolve", {"id": eid, "force": True, "bogus": 1})):
+        error = await rpc.error(method, params)
+        assert error["code"] == -32602 and error["data"]["errors"] == [{
+            "path": "", "message": 'unexpected member(s) ["bogus"]: not allowed here'}], method
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
 async def test_unknown_combatant_is_4004(rpc: Rpc) -> None:
     eid = await _duel(rpc)
     error = await rpc.error("encounter.declare", {"id": eid, "combatant_id": "zed",
@@ -155,6 +194,28 @@ async def test_unknown_combatant_is_4004(rpc: Rpc) -> None:
         "id": eid, "combatant_id": "ann", "choice": {"attack": {"mode": "jab",
                                                                 "target": "zed"}}})
     assert error["code"] == 4004 and error["data"] == {"id": "zed"}
+
+
+async def test_every_target_of_a_choice_must_be_in_the_encounter(rpc: Rpc) -> None:
+    """API.md encounter.declare: "An unknown combatant or target is 4004", also a target
+    in a choice's ``attacks`` (revised-2e's list of attacks), checked by the daemon for
+    a system that would not look at them (the sample duel). An attack without a target
+    is the system's to refuse (-32602), not an unknown combatant nor a fault."""
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.declare", {"id": eid, "combatant_id": "ann",
+                                                  "choice": {"attacks": [
+                                                      {"mode": "jab", "target": "bob"},
+                                                      {"mode": "jab", "target": "zed"}]}})
+    assert error["code"] == 4004 and error["data"] == {"id": "zed"}
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+    eid = await _revised_duel(rpc)
+    for choice, path in (({"attack": {"mode": "mind-thrust", "multiplier": 1}},
+                          "/choice/attack"),
+                         ({"attacks": [{"mode": "mind-thrust", "multiplier": 1}]},
+                          "/choice/attacks/0")):
+        error = await rpc.error("encounter.declare", _declare(eid, "ulcen", choice))
+        assert error["code"] == -32602, error
+        assert [e["path"] for e in error["data"]["errors"]] == [path]
 
 
 async def test_a_stale_revision_is_4009_and_changes_nothing(rpc: Rpc) -> None:
@@ -635,6 +696,43 @@ async def test_a_system_that_does_not_give_its_pending_choices_gets_the_coarser_
     steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
     assert steps[2]["params"]["choice"]["attack"]["mode"] == "jab"
     assert steps[3]["hidden"] is True
+
+
+async def test_the_coarser_mask_hides_a_choice_an_undo_took_away_for_good(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md encounter.log: "A choice that no resolve in effect ever used stays hidden
+    for good: ... one an undo took away", also without ``encounter_pending_choices``:
+    Bob's choice declared after a round that was then undone is hidden, though a later
+    round is in effect."""
+    system = rpc.client.server.app[SERVICES].systems["sample-duel"]
+    monkeypatch.setattr(system, "encounter_pending_choices", lambda state: None)
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})  # 3
+    await rpc.ok("encounter.declare", _declare(eid, "bob", {
+        "attack": {"mode": "jab", "target": "ann"}}))  # 4
+    await rpc.ok("encounter.undo", {"id": eid})  # 5: takes 3 and 4 away
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})  # 6
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert [(s["kind"], s["undone_by"]) for s in steps[2:]] == [
+        ("resolve", 5), ("declare", 5), ("undo", None), ("resolve", None)]
+    assert steps[3]["params"] == {"combatant_id": "bob", "choice": None, "hidden": True}
+
+
+async def test_the_log_of_a_system_no_longer_installed_still_hides_pending_choices(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md encounter.log: a declaration is hidden until a resolve in effect used it.
+    The log of an encounter whose system is no longer installed stays readable, with
+    the coarser mask: Ann's resolved choice shows, Bob's pending one does not."""
+    eid = await _duel(rpc)
+    await rpc.ok("encounter.declare", _declare(eid, "ann", {
+        "attack": {"mode": "jab", "target": "bob"}}))  # 3
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 1})  # 4
+    await rpc.ok("encounter.declare", _declare(eid, "bob", {
+        "attack": {"mode": "jab", "target": "ann"}}))  # 5
+    monkeypatch.delitem(rpc.client.server.app[SERVICES].systems, "sample-duel")
+    steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
+    assert steps[2]["params"]["choice"] == {"attack": {"mode": "jab", "target": "bob"}}
+    assert steps[4]["params"] == {"combatant_id": "bob", "choice": None, "hidden": True}
 
 
 async def test_every_creature_a_choice_names_must_be_in_the_encounter(rpc: Rpc) -> None:

@@ -216,6 +216,15 @@ async def test_only_the_states_of_new_steps_are_read_again(
     await rpc.ok("encounter.declare", _declare(eid, "cy", {"defense": {"mode": "guard"}}))
     await _agrees_with_the_old_path(rpc, eid)
     assert read == [[5, 8]]  # bob's declaration (also before the resolve), cy's
+    read.clear()
+    await _agrees_with_the_old_path(rpc, eid)
+    assert read == [[]]  # nothing logged since: nothing read again, not even for a resolve
+    await rpc.ok("encounter.resolve", {"id": eid, "force": True, "seed": 3})  # 9
+    await rpc.ok("encounter.declare", _declare(eid, "ann", {"defense": {"mode": "guard"}}))
+    await rpc.ok("encounter.undo", {"id": eid})  # 11: takes 9 and ann's 10 away
+    read.clear()
+    await _agrees_with_the_old_path(rpc, eid)
+    assert read == [[8]]  # before the resolve; a declaration an undo took away is hidden
 
 
 async def test_at_most_a_few_encounters_are_remembered_and_a_deleted_one_is_forgotten(

@@ -142,8 +142,11 @@ async def test_adapter_errors_name_the_field(rpc: Rpc) -> None:
     error = await rpc.error("adapters.import", {"adapter": "nope", "data": {}})
     assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/adapter"
     assert error["data"]["errors"][0]["message"].startswith('unknown adapter "nope"; known: ["')
+    # an adapter that assumes no system: the caller is told to name one
     error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e", "data": {}})
-    assert error["code"] == -32602 and error["data"]["errors"][0]["path"] == "/system"
+    assert error["code"] == -32602 and error["data"]["errors"] == [{
+        "path": "/system",
+        "message": "adapter foundry.dnd5e serves any system and assumes none: name one"}]
 
 
 async def test_exchange_resolve_the_api_example(rpc: Rpc) -> None:
@@ -156,6 +159,8 @@ async def test_exchange_resolve_the_api_example(rpc: Rpc) -> None:
         assert member in result
     assert result["rolls"][0] == {"purpose": "attack", "sides": 20, "value": 20,
                                   "by": "ulcen", "follows": None}
+    # API.md: warnings are for {adapter, data} combatants; these are combatant objects
+    assert "warnings" not in result
 
 
 async def test_exchange_with_too_few_dice_is_4002(rpc: Rpc) -> None:
@@ -191,6 +196,9 @@ async def test_exchange_with_an_adapter_combatant_carries_updates(rpc: Rpc) -> N
     update = result["updates"][0]
     assert update["character_id"] == ULCEN_ROLL20.get("id", update["character_id"])
     assert any(w.startswith("/attacker: ") for w in result["warnings"])
+    # the odds of the same exchange change nothing: nothing is to be written ([])
+    odds = await rpc.ok("exchange.odds", {k: v for k, v in params.items() if k != "dice"})
+    assert odds["updates"] == [] and odds["warnings"] == result["warnings"]
 
 
 async def test_exchange_seed_makes_random_dice_reproducible(rpc: Rpc) -> None:
@@ -334,6 +342,20 @@ def test_least_chance_keeps_what_is_no_number() -> None:
         "hit": 0.01, "miss": 0.99}
     assert leave_out_unlikely({"outcomes": "none"}, 0.5) == {
         "outcomes": "none", "left_out": {"outcomes": 0.0, "distribution": 0.0}}
+    # a boolean is no chance either, false as much as true
+    assert leave_out_unlikely({"outcomes": {"hit": 0.01, "flag": False}}, 0.05) == {
+        "outcomes": {"flag": False}, "left_out": {"outcomes": 0.01, "distribution": 0.0}}
+
+
+def test_least_chance_leaves_out_only_what_is_less_likely() -> None:
+    """API.md exchange.odds: least_chance leaves out "the entries of outcomes and
+    damage.distribution less likely than that": one exactly as likely stays."""
+    odds = {"outcomes": {"hit": 0.25, "miss": 0.75},
+            "damage": {"mean": 0.25, "distribution": [[0, 0.75], [1, 0.25]]}}
+    assert leave_out_unlikely(odds, 0.25) == {
+        "outcomes": {"hit": 0.25, "miss": 0.75},
+        "damage": {"mean": 0.25, "distribution": [[0, 0.75], [1, 0.25]]},
+        "left_out": {"outcomes": 0.0, "distribution": 0.0}}
 
 
 async def test_dice_roll(rpc: Rpc) -> None:

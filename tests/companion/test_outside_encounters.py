@@ -267,6 +267,24 @@ async def test_rest_refusals_name_the_field(rpc: Rpc) -> None:
     ])
 
 
+async def test_a_system_without_the_rule_says_so_and_where_to_look(rpc: Rpc) -> None:
+    """API.md systems.list: round_end says whether exchange.end_round (and so
+    exchange.round_end_choices) takes a system, rest whether combatants.rest does; a
+    system without the rule is refused at /system, naming that flag."""
+    combatants = [duelist("a")]
+    for method, extra, message in (
+            ("exchange.end_round", {}, "has no end of round outside an encounter "
+                                       "(systems.list: round_end false)"),
+            ("exchange.round_end_choices", {}, "has no end of round outside an encounter "
+                                               "(systems.list: round_end false)"),
+            ("combatants.rest", {"hours": 1}, "has no rule for resting (systems.list: "
+                                              "rest false)")):
+        error = await rpc.error(method, {"system": "sample-duel", "combatants": combatants,
+                                         **extra})
+        assert error["data"]["errors"] == [
+            {"path": "/system", "message": f"system sample-duel {message}"}], method
+
+
 async def test_more_combatants_than_the_limit_are_refused_naming_it(rpc: Rpc) -> None:
     many = [{**FENKA, "id": f"f{i}"} for i in range(65)]
     for method, extra in (("exchange.end_round", {}), ("exchange.round_end_choices", {}),

@@ -201,6 +201,10 @@ async def test_round_end_choices_read_the_mind_from_the_sheet_and_write_nothing(
                                          "basis": "last", "psp": 12, "payable": True,
                                          "reason": None}
     assert zanna["name"] == actor["name"] and "updates" not in offers
+    # the adapter's warnings about the sheet, as adapters.import gives them
+    imported = await rpc.ok("adapters.import", {"adapter": "foundry.dnd5e", "data": actor,
+                                                "system": "revised-2e"})
+    assert offers["warnings"] == imported["warnings"]
 
 
 async def test_end_round_write_backs_clear_ended_conditions_on_both_vtts(rpc: Rpc) -> None:
@@ -260,6 +264,23 @@ async def test_adapters_import_points_inside_an_object_read_from_the_flags(
     error = await rpc.error("adapters.import", {"adapter": "roll20.adnd2e-revised",
                                                 "system": "power-pool", "data": sheet})
     assert [p["path"] for p in error["data"]["errors"]] == ["/data/attribs/6/current"]
+
+
+async def test_adapters_import_reports_every_refused_value_each_at_its_place(
+        rpc: Rpc) -> None:
+    """docs/ADAPTERS.md "Errors": a refused value is reported at the place the adapter
+    read it; a sheet with two refused values gets both, so the Foundry module shows
+    every field to fix at once (COMBATANTS.md: condition_rounds 1-1000; kept_by "die"
+    or "action")."""
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    aboleth["flags"]["mindscape"] = {"power-pool": {
+        "psionic": True, "conditions": ["stunned"], "condition_rounds": {"stunned": 5000},
+        "controlling": [{"id": "b", "kept_by": "sword"}]}}
+    error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e",
+                                                "system": "power-pool", "data": aboleth})
+    flags = "/data/flags/mindscape/power-pool"
+    assert [p["path"] for p in error["data"]["errors"]] == [
+        f"{flags}/condition_rounds/stunned", f"{flags}/controlling/0/kept_by"]
 
 
 async def test_adapters_import_points_at_the_mapping_default_a_refused_value_came_from(

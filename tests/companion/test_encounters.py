@@ -56,10 +56,13 @@ async def test_an_encounter_round_from_create_to_log(rpc: Rpc) -> None:
 
 async def test_encounter_create_answers_the_id_revision_system_and_name(rpc: Rpc) -> None:
     """API.md: encounter.create {system, name?, options?} -> {id, revision: 0, system,
-    name}: the name given, or null without one."""
+    name}: the name given (encounter.get shows it too), or null without one."""
     named = await rpc.ok("encounter.create", {"system": "sample-duel", "name": "Tyr"})
     assert named == {"id": named["id"], "revision": 0, "system": "sample-duel",
                      "name": "Tyr"}
+    # API.md encounter.get: {id, system, name, revision, ...}
+    got = await rpc.ok("encounter.get", {"id": named["id"]})
+    assert (got["id"], got["system"], got["name"]) == (named["id"], "sample-duel", "Tyr")
     unnamed = await rpc.ok("encounter.create", {"system": "revised-2e"})
     assert (unnamed["system"], unnamed["name"]) == ("revised-2e", None)
     assert unnamed["id"] != named["id"]
@@ -858,6 +861,24 @@ async def test_a_system_that_resolves_a_list_of_results_is_answered_with_them(
     assert answer["revision"] == 4 and answer["updates"] == []
     assert [r["attacker"] for r in answer["results"]] == ["ann"]
     assert (await rpc.ok("encounter.log", {"id": eid}))["steps"][-1]["kind"] == "resolve"
+
+
+async def test_a_step_that_is_neither_an_object_nor_a_list_is_a_fault_and_stores_nothing(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md encounter.resolve: the answer is the resolved step, an object or a list of
+    them, and "an error answer always means nothing was stored". A plugin's step of any
+    other kind (text) is a fault (-32603), answered before anything is stored."""
+    system = rpc.client.server.app[SERVICES].systems["sample-duel"]
+    resolve = system.encounter_resolve
+
+    def as_text(state: Any, dice: Any, force: bool = False) -> Any:
+        return resolve(state, dice, force)[0], "ann jabs at bob"
+
+    monkeypatch.setattr(system, "encounter_resolve", as_text)
+    eid = await _duel(rpc)
+    error = await rpc.error("encounter.resolve", {"id": eid, "force": True, "seed": 1})
+    assert error["code"] == -32603
+    assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
 
 
 def _sheet_ulcen() -> Any:

@@ -157,18 +157,20 @@ async def test_watch_sends_encounter_changed_to_the_watching_sockets(rpc: Rpc) -
 async def test_every_kind_of_step_is_announced_to_the_watchers(rpc: Rpc) -> None:
     """API.md encounter.watch: "receive encounter.changed {id, revision} after every
     change of this encounter": a declaration, a resolve, an undo and a refresh as much
-    as an add."""
+    as an add. The watch answers the revision it starts from."""
     eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    await rpc.ok("encounter.add", {"id": eid, "combatant": ULCEN})
     watcher = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
-    await _call(watcher, "encounter.watch", {"id": eid})
+    watched = await _call(watcher, "encounter.watch", {"id": eid})
+    assert watched["result"] == {"id": eid, "revision": 1, "watching": True}
     changes: list[tuple[str, dict[str, Any]]] = [
-        ("encounter.add", {"combatant": ULCEN}), ("encounter.add", {"combatant": FENKA}),
+        ("encounter.add", {"combatant": FENKA}),
         ("encounter.declare", {"combatant_id": "ulcen", "choice": {"attack": {
             "mode": "mind-thrust", "target": "fenka", "multiplier": 1}}}),
         ("encounter.declare", {"combatant_id": "fenka", "choice": {"defense": None}}),
         ("encounter.resolve", {"seed": 2}), ("encounter.undo", {}),
         ("encounter.refresh", {"combatant_id": "fenka", "combatant": {**FENKA, "psp": 12}})]
-    for revision, (method, params) in enumerate(changes, start=1):
+    for revision, (method, params) in enumerate(changes, start=2):
         assert (await rpc.ok(method, {"id": eid, **params}))["revision"] == revision
         notice = json.loads(await asyncio.wait_for(watcher.receive_str(), 5))
         assert notice == {"jsonrpc": "2.0", "method": "encounter.changed",

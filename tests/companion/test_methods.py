@@ -81,6 +81,11 @@ async def test_systems_list_names_the_three_systems_and_plugins(rpc: Rpc) -> Non
     for entry in systems.values():
         assert entry["name"] and entry["source"]
     assert systems["sample-duel"]["plugin"] == "sample"
+    # API.md systems.list [{id, name, source, ...}]: each as systems.describe gives it
+    for system in BUILTIN:
+        described = await rpc.ok("systems.describe", {"system": system})
+        listed = systems[system]
+        assert (listed["name"], listed["source"]) == (described["name"], described["source"])
 
 
 async def test_systems_describe(rpc: Rpc) -> None:

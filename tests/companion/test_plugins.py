@@ -662,6 +662,33 @@ async def test_a_plugin_systems_request_gets_no_dice_or_seed_to_check(rpc_with: 
     assert [r["value"] for r in supplied["rolls"]] == [1]
 
 
+COIN_ODDS: JSON = {"outcomes": {"right": 0.5, "wrong": 0.5, "edge": 0.001}}
+
+
+class RememberingCoin(CoinDuel):
+    """The coin duel answering its odds from one table it keeps (as a plugin that
+    works them out once may)."""
+
+    id = "remembering-coin"
+
+    def odds(self, request: Mapping[str, Any]) -> JSON:
+        return COIN_ODDS
+
+
+async def test_least_chance_leaves_a_plugin_systems_own_odds_as_they_were(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """API.md exchange.odds: least_chance trims the answer. The odds a plugin system
+    gives back are its own: a call with least_chance leaves them whole for the next."""
+    plugin = Plugin(name="remembering", version="1.0", systems=(RememberingCoin(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    request = {**COIN_REQUEST, "system": "remembering-coin"}
+    short = await rpc.ok("exchange.odds", {**request, "least_chance": 0.01})
+    assert short["outcomes"] == {"right": 0.5, "wrong": 0.5}
+    whole = await rpc.ok("exchange.odds", request)
+    assert whole == {"outcomes": {"right": 0.5, "wrong": 0.5, "edge": 0.001},
+                     "updates": []}
+
+
 class OwnEndOfRound(CoinDuel):
     """A system that ends rounds with an ``end_round`` of its own, checking nothing."""
 

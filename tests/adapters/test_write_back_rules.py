@@ -313,6 +313,46 @@ def test_roll20_psps_with_no_maximum_write_the_maximum_into_the_psp_box() -> Non
     assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
 
 
+def test_roll20_generic_psps_with_no_maximum_write_the_maximum_in_the_mapping_envelope(
+        ) -> None:
+    """The same through ``roll20.generic``: the write-back so far is applied to the
+    character inside ``{mapping, character}`` before it is imported again, so the
+    maximum that would no longer follow the current PSPs is written."""
+    character = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(character, "PSP")["max"] = ""
+    data = {"mapping": {"fields": {"int": "Intelligence", "wis": "Wisdom",
+                                   "level": "level-class1", "psp": "PSP",
+                                   "psp_max": "PSP|max"}},
+            "character": character}
+    mapped = adapters.get("roll20.generic")
+    before = normalised(mapped, data, "revised-2e")
+    assert before["psp_max"] == 40
+    after = {**before, "psp": 36}
+    update = mapped.updates(data, "revised-2e", before, after,
+                            normalise=SYSTEMS["revised-2e"].combatant)
+    assert update == [{"character_id": "-MzUlcen0000000001",
+                       "attributes": {"PSP": {"current": 36, "max": 40}}}]
+    assert normalised(mapped, apply_roll20(data, update), "revised-2e") == after
+
+
+def test_roll20_psps_with_no_maximum_write_the_maximum_beside_a_second_psp_attribute(
+        ) -> None:
+    """The Mod script sets the first attribute of a name, as the adapter reads the
+    first (docs/ADAPTERS.md): a second ``psp`` attribute, holding other figures, is
+    neither read nor taken as the one written."""
+    data = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    attr(data, "PSP")["max"] = ""
+    data["attribs"].append({"name": "psp", "current": "5", "max": "9"})
+    before = normalised(SHEET, data, "revised-2e")
+    assert (before["psp"], before["psp_max"]) == (40, 40)
+    after = {**before, "psp": 36}
+    update = SHEET.updates(data, "revised-2e", before, after,
+                           normalise=SYSTEMS["revised-2e"].combatant)
+    assert update == [{"character_id": "-MzUlcen0000000001",
+                       "attributes": {"PSP": {"current": 36, "max": 40}}}]
+    assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
+
+
 def _open_at_zero(before: dict[str, Any]) -> dict[str, Any]:
     """``before`` after its PSPs ran out: 0 PSPs, the mind locked open (RULES.md §1.5)."""
     return {**before, "psp": 0, "conditions": ["stunned"], "mind": {

@@ -255,6 +255,20 @@ def test_items_that_are_no_array_are_kept_to_be_refused_as_the_whole_actor_is() 
         assert err.value.problems[0].path == "/items"
 
 
+def test_attributes_that_are_no_array_are_kept_to_be_refused_as_the_whole_character_is(
+        ) -> None:
+    """As an actor's ``items``: a Roll20 character's ``attribs`` that are no array stay
+    as they are, so the cut character is refused at the same place."""
+    data = {**load("roll20/adnd2e-revised-ulcen.handmade.json"), "attribs": {"0": "junk"}}
+    adapter = adapters.get("roll20.adnd2e-revised")
+    cut = adapter.trimmed(data, "revised-2e")
+    assert cut["attribs"] == {"0": "junk"}
+    for character in (data, cut):
+        with pytest.raises(InvalidInput) as err:
+            adapter.import_(character, "revised-2e")
+        assert err.value.problems[0].path == "/attribs"
+
+
 def test_a_token_that_is_no_object_is_kept_to_be_refused_as_the_whole_envelope_is(
         ) -> None:
     """Of the envelope ``trimmed`` keeps the token's uuid, actorLink and name (docs/
@@ -304,6 +318,54 @@ def test_a_vttes_export_keeps_its_envelope() -> None:
     assert adapter.import_(cut, "power-pool") == adapter.import_(data, "power-pool")
 
 
+def test_a_vttes_exports_character_keeps_only_what_unwrap_reads() -> None:
+    """The export's character is the character (``unwrap`` unwraps once): members of its
+    own beyond its id, name and format keys are not kept, not even one that looks like
+    another wrapping."""
+    inner = {**load("roll20/adnd2e-revised-ulcen.handmade.json"), "type": "character",
+             "character": {"attribs": JUNK}}
+    data = {"schema_version": 3, "type": "character", "character": inner}
+    adapter = adapters.get("roll20.adnd2e-revised")
+    cut = adapter.trimmed(data, "revised-2e")
+    assert set(cut["character"]) == {"id", "name", "type", "attribs"}
+    assert adapter.import_(cut, "revised-2e") == adapter.import_(data, "revised-2e")
+
+
+def test_a_character_without_its_mapping_is_trimmed_to_be_refused_as_the_whole_one(
+        ) -> None:
+    """``roll20.generic`` reads nothing of a bare character but its ``psi_*``
+    attributes: the cut character is refused for its missing mapping, at ``/mapping``,
+    as the whole one is."""
+    data = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    adapter = adapters.get("roll20.generic")
+    cut = adapter.trimmed(data, "revised-2e")
+    assert (cut["id"], cut["attribs"]) == (data["id"], [])
+    for character in (data, cut):
+        with pytest.raises(InvalidInput) as err:
+            adapter.import_(character, "revised-2e")
+        assert err.value.problems[0].path == "/mapping"
+
+
+def test_the_attributes_a_mapping_reads_for_a_maximum_and_a_monster_are_kept() -> None:
+    """A mapped maximum (``Power|max``) is read from the attribute ``Power``, and
+    ``npc_attribute`` names the attribute whose value marks a monster (docs/ADAPTERS.md,
+    mapping files): the cut character keeps both, and is the monster the whole one is."""
+    data = {"mapping": {"fields": {"int": "INT", "psp_max": "Power|max"},
+                        "npc_attribute": "Sheet_Type", "npc_types": ["monster"]},
+            "character": {"id": "-Mc1", "name": "Ogre", "attribs": [
+                {"name": "INT", "current": "6", "max": ""},
+                {"name": "power", "current": "3", "max": "12"},
+                {"name": "sheet_type", "current": "Monster", "max": ""},
+                {"name": "bio", "current": "x" * 1000, "max": ""}]}}
+    adapter = adapters.get("roll20.generic")
+    cut = adapter.trimmed(data, "revised-2e")
+    assert [row["name"] for row in cut["character"]["attribs"]] == \
+        ["INT", "power", "sheet_type"]
+    got = adapter.import_(cut, "revised-2e")
+    assert got.combatant["class_group"] == "monster"
+    assert got == adapter.import_(data, "revised-2e")
+
+
 def test_data_an_adapter_cannot_read_is_kept_whole() -> None:
     """Nothing is guessed for data import refuses (not an object, an unusable
     mapping, a system the adapters do not build for)."""
@@ -312,7 +374,9 @@ def test_data_an_adapter_cannot_read_is_kept_whole() -> None:
     cases = [(adapters.get("foundry.dnd5e"), [1, 2], "revised-2e"),
              (adapters.get("foundry.dnd5e"), zanna, "a-plugin-system"),
              (adapters.get("foundry.generic"), bad_mapping, "revised-2e"),
-             (adapters.get("roll20.generic"), {"mapping": 1, "character": {}}, "power-pool")]
+             (adapters.get("roll20.generic"), {"mapping": 1, "character": {}}, "power-pool"),
+             (adapters.get("roll20.adnd2e-revised"),
+              load("roll20/adnd2e-revised-ulcen.handmade.json"), "a-plugin-system")]
     for adapter, data, system in cases:
         assert adapter.trimmed(data, system) is data
     with pytest.raises(InvalidInput):

@@ -247,6 +247,29 @@ def test_roll20_generic_reads_mapped_attributes_and_maxima() -> None:
     assert got == [{"character_id": "-Mchar", "attributes": {"power": {"current": 4}}}]
 
 
+def test_roll20_generic_sources_name_the_mapping_default_a_value_came_from() -> None:
+    """docs/ADAPTERS.md: ``sources`` holds the JSON Pointer each field was read from,
+    the mapping ``default`` a value came from included."""
+    data = {"mapping": {"fields": {"psp": "Power", "int": "INT", "level": "Level"},
+                        "systems": {"revised-2e": {"kind": {"path": "psi_kind",
+                                                            "default": "psionicist"}}}},
+            "character": {"id": "-Mchar", "name": "Nia", "attribs": [
+                {"name": "power", "current": "12", "max": ""},
+                {"name": "int", "current": 16, "max": ""}]}}
+    got = GENERIC.import_(data, "revised-2e")
+    assert got.sources["kind"] == "/mapping/systems/revised-2e/kind/default"
+    assert got.sources["psp"] == "/character/attribs/0/current"
+
+
+def test_roll20_generic_with_no_hp_mapped_writes_no_hp() -> None:
+    """As on Foundry (test_write_back_rules): hp is written back only where it was read,
+    never into the state store (no ``psi_hp``)."""
+    data = {"mapping": {"fields": {"int": "INT", "level": "Level"}},
+            "character": {"id": "-Mchar", "name": "Nia", "attribs": [
+                {"name": "int", "current": 16, "max": ""}]}}
+    assert GENERIC.updates(data, "power-pool", {"hp": 9}, {"hp": 4}) == []
+
+
 def test_fixture_paths_exist() -> None:
     assert Path(FIXTURES / "roll20/vttes-export-ilaris-empty.json").is_file()
 
@@ -268,6 +291,25 @@ def test_an_empty_hp_box_with_a_maximum_is_taken_as_full_and_written_back() -> N
     attr(separate, "HP").update(current="", max="")
     separate["attribs"].append({"name": "HP_max", "current": "19", "max": ""})
     assert SHEET.import_(separate, "revised-2e").combatant["hp"] == 19
+    # "the maximum (HP max, else a separate HP_max attribute)": HP max comes first
+    attr(separate, "HP")["max"] = "22"
+    got = SHEET.import_(separate, "revised-2e")
+    assert got.combatant["hp"] == 22
+    assert [w for w in got.warnings if "HP current is empty" in w] == \
+        ["HP current is empty; taken as its maximum 22"]
+
+
+def test_a_separate_psp_max_attribute_is_the_maximum_and_written_back_there() -> None:
+    """docs/ADAPTERS.md: ``psp``, ``psp_max`` are "``PSP`` current and max (or a separate
+    ``PSP_max`` attribute)", each written back where it was read."""
+    data = ulcen()
+    attr(data, "PSP")["max"] = ""
+    data["attribs"].append({"name": "PSP_max", "current": "50", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["psp"], got.combatant["psp_max"]) == (40, 50)
+    before = got.combatant
+    assert SHEET.updates(data, "revised-2e", before, {**before, "psp_max": 52}) == [
+        {"character_id": "-MzUlcen0000000001", "attributes": {"PSP_max": {"current": 52}}}]
 
 
 def test_an_empty_psp_box_with_a_maximum_is_taken_as_full_with_a_warning() -> None:
@@ -362,6 +404,18 @@ def test_an_mthac0_number_out_of_range_or_not_whole_is_still_refused(number: Any
     with pytest.raises(InvalidInput) as err:
         SHEET.import_(data, "revised-2e")
     assert err.value.problems[0].path == "/attribs/8/current"
+
+
+@pytest.mark.parametrize("number", ["-100", "100", " 100 ", "+100"])
+def test_an_mthac0_number_within_minus_100_and_100_is_read(number: str) -> None:
+    """docs/ADAPTERS.md: only a number "not whole or not within −100..100" is refused:
+    the bounds themselves are read, in either box."""
+    data = ulcen()
+    attr(data, "MThAC0")["current"] = number
+    assert SHEET.import_(data, "revised-2e").combatant["mthac0"] == int(number)
+    attr(data, "MThAC0")["current"] = "17"
+    attr(data, "mthac0adj")["current"] = number
+    assert SHEET.import_(data, "revised-2e").combatant["mthac0"] == 17 - int(number)
 
 
 def test_an_mthac0_expression_says_the_adjustment_is_not_applied() -> None:
@@ -632,6 +686,10 @@ def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() ->
     assert (got.combatant["psp"], got.combatant["hp"]) == (40, 22)
     for text in ("tempPSP holds 6", "storedPSP holds 12", "tempHP holds 4"):
         assert any(text in w for w in got.warnings), text
+    assert "tempHP holds 4: not counted (only HP is read and written back); add them to " \
+        "HP to count them" in got.warnings
+    assert "storedPSP holds 12: not counted (only PSP is read and written back); add " \
+        "them to PSP to count them" in got.warnings
     # combat-strength has neither hit points nor PSPs: nothing to say there
     got = SHEET.import_(data, "combat-strength")
     assert not any("holds" in w for w in got.warnings)
@@ -718,6 +776,9 @@ def test_attack_rows_that_name_no_mode_or_hold_no_number_are_not_compared() -> N
         attr(data, f"{ROW}_MThAC0")["current"] = value
         assert not any("has its own MThAC0" in w
                        for w in SHEET.import_(data, "revised-2e").warnings), value
+    # a whole number below 0 is a number all the same (only "no whole number" is not)
+    attr(data, f"{ROW}_MThAC0")["current"] = "-2"
+    assert any("has its own MThAC0 -2" in w for w in SHEET.import_(data, "revised-2e").warnings)
     attr(data, f"{ROW}_MThAC0")["current"] = "12"
     attr(data, f"{ROW}_psionic-attack-name")["current"] = "Contact"
     assert not any("has its own MThAC0" in w
@@ -776,3 +837,257 @@ def test_a_temporary_psionic_modifier_that_cannot_apply_is_said() -> None:
     assert got.combatant["int"] == 17
     assert "psion-int-mod +2 is not applied: int is read from monsterintelligence, not " \
         "Intelligence" in got.warnings
+
+
+def test_a_character_id_of_64_characters_is_read_and_one_of_65_refused() -> None:
+    """A character id is "1-64 letters, digits, '-' or '_'" (the refusal's own words):
+    the longest id is read as the character's, one character more is refused at its
+    place."""
+    data = ulcen()
+    data["id"] = "-Mz" + "a" * 61
+    assert SHEET.import_(data, "revised-2e").combatant["id"] == data["id"]
+    data["id"] += "a"
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/id"
+
+
+def test_a_two_digit_class_level_and_its_class_are_read() -> None:
+    """docs/ADAPTERS.md: the level is that of the class named a psionicist's among
+    ``level-class1``, ``level-class2``, ... (the Mod script sends ``level-class`` and
+    ``class`` with one or two digits: Mindscape.js ``ADND2E_READ``): a Psion 7 in
+    ``class10`` is read at level 7, and kept when the sheet is trimmed."""
+    data = ulcen()
+    data["attribs"] += [{"name": "level-class10", "current": "7", "max": ""},
+                        {"name": "class10", "current": "Psion", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (7, "psionicist")
+    assert ('several class levels (level-class1=4, level-class10=7); level taken as the '
+            'psionicist class\'s ("Psion", level-class10), 7') in got.warnings
+    assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_every_export_schema_version_from_1_to_3_is_read(version: int) -> None:
+    """The refusal of other versions says "VTT Enhancement Suite exports of
+    schema_version 1-3 are read": each of them, flat, gives the character; 0, 4 and
+    ``true`` (not a version number) are refused at ``/schema_version``."""
+    flat = {**ulcen(), "schema_version": version}
+    assert SHEET.import_(flat, "revised-2e").combatant["psp"] == 40
+    for other in (0, 4, True):
+        with pytest.raises(InvalidInput) as err:
+            SHEET.import_({**flat, "schema_version": other}, "revised-2e")
+        assert err.value.problems[0].path == "/schema_version"
+
+
+def test_a_name_of_200_characters_is_read_and_a_longer_one_refused() -> None:
+    """A character's name is text of at most 200 characters (longer is refused at its
+    place, as any text the adapter reads past its limit)."""
+    data = {**ulcen(), "name": "Ulcen " + "x" * 194}
+    assert SHEET.import_(data, "revised-2e").combatant["name"] == data["name"]
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_({**data, "name": data["name"] + "x"}, "revised-2e")
+    assert err.value.problems[0].path == "/name"
+
+
+def test_the_id_is_id_else_underscore_id_else_old_id() -> None:
+    """docs/ADAPTERS.md: "The id is ``id``, ``_id`` or ``oldId``", in that order: a
+    character carrying more than one (an export's ``oldId`` beside the id Roll20 gave
+    the character since) is written back under the first."""
+    data = {**ulcen(), "_id": "-MzUnderscore00001", "oldId": "-MzOld000000000001"}
+    assert SHEET.import_(data, "revised-2e").combatant["id"] == "-MzUlcen0000000001"
+    del data["id"]
+    assert SHEET.import_(data, "revised-2e").combatant["id"] == "-MzUnderscore00001"
+    assert SHEET.written_to(data, "revised-2e")["character_id"] == "-MzUnderscore00001"
+
+
+def test_a_name_is_read_without_its_surrounding_spaces_and_a_blank_one_is_none() -> None:
+    """A name of spaces only is no name: the id stands in, with a warning."""
+    data = {**ulcen(), "name": "  Ulcen of Tyr \n"}
+    assert SHEET.import_(data, "revised-2e").combatant["name"] == "Ulcen of Tyr"
+    got = SHEET.import_({**data, "name": "   "}, "revised-2e")
+    assert got.combatant["name"] == "-MzUlcen0000000001"
+    assert "the character has no name; using its id -MzUlcen0000000001" in got.warnings
+
+
+def test_a_flat_character_saying_its_type_is_read_as_it_stands() -> None:
+    """Only a schema_version 3 export wraps the character (``{"type": "character",
+    "character": {...}}``, docs/ADAPTERS.md): a flat character that says its type and
+    holds no ``character`` member is read, and written to, as it stands."""
+    data = {**ulcen(), "type": "character"}
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant == SHEET.import_(ulcen(), "revised-2e").combatant
+    before = REVISED.combatant(got.combatant)
+    after = {**before, "psp": 31}
+    written = apply_roll20(data, SHEET.updates(data, "revised-2e", before, after,
+                                                normalise=REVISED.combatant))
+    assert REVISED.combatant(SHEET.import_(written, "revised-2e").combatant) == after
+
+
+def test_a_character_with_neither_id_nor_name_is_called_character() -> None:
+    """docs/ADAPTERS.md: an export without an id gets one made from its name, with a
+    warning; with no name either there is nothing to make it from: "character"."""
+    flat = {"schema_version": 1, "attribs": ulcen()["attribs"]}
+    got = SHEET.import_(flat, "revised-2e")
+    assert (got.combatant["id"], got.combatant["name"]) == ("character", "character")
+    assert any('using "character"' in w for w in got.warnings)
+    assert "the character has no name; using its id character" in got.warnings
+
+
+def test_an_attribute_with_an_empty_name_is_refused_at_its_place() -> None:
+    data = ulcen()
+    data["attribs"].append({"name": "", "current": "3", "max": ""})
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert err.value.problems[0].path == f"/attribs/{len(data['attribs']) - 1}/name"
+
+
+@pytest.mark.parametrize("part", ["current", "max"])
+@pytest.mark.parametrize("junk", [{"score": 14}, [14]])
+def test_an_attribute_part_that_is_no_text_nor_number_is_refused_at_its_place(
+        part: str, junk: Any) -> None:
+    """docs/ADAPTERS.md: "``current``/``max`` may be text or numbers": an object or an
+    array is refused where it stands, even in a part the sheet does not read
+    (Intelligence has no maximum)."""
+    data = ulcen()
+    attr(data, "Intelligence")[part] = junk
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert (err.value.problems[0].path, err.value.problems[0].message) == \
+        (f"/attribs/0/{part}", "expected text or a number")
+
+
+def test_a_field_cleared_is_written_as_empty_text_and_a_list_as_comma_separated_text(
+        ) -> None:
+    """docs/ADAPTERS.md, Roll20 output values: "lists of modes or conditions as
+    comma-separated text" (as ``psi_conditions`` is read: "dazed, confused") and "``null``
+    as ``""``": an attribute emptied, which reads as absent again."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_mthac0", "current": "15", "max": ""})
+    before = SHEET.import_(data, "revised-2e").combatant
+    got = SHEET.updates(data, "revised-2e", before,
+                        {**before, "mthac0": None, "conditions": ["dazed", "confused"]})
+    assert got == [{"character_id": "-MzUlcen0000000001", "attributes": {
+        "psi_mthac0": {"current": ""}, "psi_conditions": {"current": "dazed, confused"}}}]
+    again = SHEET.import_(apply_roll20(data, got), "revised-2e").combatant
+    assert (again["mthac0"], again["conditions"]) == (17, ["dazed", "confused"])
+
+
+def test_a_maximum_read_from_a_psi_pair_is_written_back_to_its_max() -> None:
+    """docs/ADAPTERS.md, the ``psi_*`` pairs: ``attack_strength_max`` is
+    ``psi_attack_strength`` max, read from there and written back there, the current
+    left as it is."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_attack_strength", "current": "60", "max": "80"})
+    got = SHEET.import_(data, "combat-strength")
+    assert got.sources["attack_strength_max"] == f"/attribs/{len(data['attribs']) - 1}/max"
+    before = got.combatant
+    assert SHEET.updates(data, "combat-strength", before,
+                         {**before, "attack_strength_max": 90}) == [
+        {"character_id": "-MzUlcen0000000001",
+         "attributes": {"psi_attack_strength": {"max": 90}}}]
+
+
+def test_an_empty_psi_attribute_of_a_field_read_from_the_sheet_is_not_warned_of() -> None:
+    """docs/ADAPTERS.md: ``""`` counts as empty; a blank ``psi_hp`` (as the Mod script
+    creates an attribute) holds nothing to ignore, so nothing is said of it; one holding
+    a figure is ignored with a warning, HP being read from the sheet."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_hp", "current": "", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["hp"] == 22
+    assert not any("psi_hp" in w for w in got.warnings)
+    attr(data, "psi_hp")["current"] = "9"
+    assert any("psi_hp is ignored" in w for w in SHEET.import_(data, "revised-2e").warnings)
+
+
+def test_a_mapped_character_is_written_to_with_its_mapping() -> None:
+    """docs/ADAPTERS.md: a write-back's place is, on Roll20, the character id and the
+    mapping (``Adapter.written_to``): the mapping of a ``{mapping, character}`` envelope,
+    none for a bare character."""
+    mapping = {"fields": {"int": "Intelligence", "level": "level-class1"}}
+    assert GENERIC.written_to({"mapping": mapping, "character": ulcen()}, "revised-2e") == \
+        {"character_id": "-MzUlcen0000000001", "mapping": mapping}
+    assert SHEET.written_to(ulcen(), "revised-2e") == \
+        {"character_id": "-MzUlcen0000000001", "mapping": None}
+
+
+def test_mthac0_boxes_holding_only_spaces_are_empty() -> None:
+    """docs/ADAPTERS.md: a box left empty gives the derivation, said as empty (not as a
+    roll expression); an adjustment box of spaces is no adjustment, so nothing is said of
+    it."""
+    data = ulcen()
+    attr(data, "MThAC0")["current"] = "  "
+    attr(data, "mthac0adj")["current"] = "   "
+    got = SHEET.import_(data, "revised-2e")
+    assert "mthac0" not in got.combatant
+    assert not any("mthac0adj" in w or "adjustment" in w for w in got.warnings)
+    assert "MThAC0 is empty; MTHAC0 derived from the level instead (psionicist, " \
+        "COMBATANTS.md): 21 - 4 = 17" in got.warnings
+
+
+def test_a_class_level_of_0_is_no_class_level() -> None:
+    """docs/ADAPTERS.md: the level is the highest of the class levels filled in: a
+    second class at 0 is no second class (no "several class levels"), and a sheet whose
+    only class level is 0 is a 1st-level character, as one with none, said."""
+    data = ulcen()
+    attr(data, "level-class2")["current"] = "0"
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["level"] == 4
+    assert not any("several class levels" in w for w in got.warnings)
+    attr(data, "level-class1")["current"] = "0"
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["level"] == 1
+    assert "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1" in \
+        got.warnings
+
+
+def test_the_monster_page_is_read_from_tab11_whatever_spaces_surround_it() -> None:
+    """``tab11`` 2 is the Monster Sheet page (2ESheet-base.html), its value compared
+    without the spaces around it."""
+    data = monster(tab11=" 2 ")
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (1, "monster")
+
+
+def test_attack_rows_left_blank_leave_the_attacks_to_psi_attacks() -> None:
+    """docs/ADAPTERS.md: state the sheet has no field for lives in ``psi_*``: a sheet
+    whose attack rows name nothing (rows added and left blank, or a Monster Sheet with
+    none) gives no attacks of its own, so attacks the engine records go to
+    ``psi_attacks``."""
+    for data in (ulcen(), monster()):
+        for row in data["attribs"]:
+            if row["name"].endswith("psionic-attack-name"):
+                row["current"] = ""
+        data["attribs"].append(
+            {"name": f"{ROW.replace('-MzRowAtk', '-MzRowNew')}_psionic-attack-name",
+             "current": "", "max": ""})
+        before = SHEET.import_(data, "revised-2e").combatant
+        assert "attacks" not in before
+        got = SHEET.updates(data, "revised-2e", before, {**before, "attacks": ["ego-whip"]})
+        assert got == [{"character_id": data["id"],
+                        "attributes": {"psi_attacks": {"current": "ego-whip"}}}]
+
+
+def test_a_temporary_psionic_modifier_taking_a_score_to_exactly_1_says_no_floor() -> None:
+    """docs/ADAPTERS.md: "A sum below 1 is 1": a sum of exactly 1 is the sum, said
+    without the note of the floor."""
+    data = ulcen()
+    data["attribs"].append({"name": "psion-con-mod", "current": "-14", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["con"] == 1
+    assert "Constitution 15 with the Psionics Core tab's temporary psionic modifier " \
+        "psion-con-mod -14: con 1" in got.warnings
+
+
+def test_a_score_of_0_is_refused_with_a_temporary_psionic_modifier_beside_it_too() -> None:
+    """An ability score must be at least 1 (the adapter refuses 0 at its place): the
+    modifier beside it is added to no score, so it does not make a 0 readable."""
+    data = ulcen()
+    attr(data, "Intelligence")["current"] = "0"
+    data["attribs"].append({"name": "psion-int-mod", "current": "2", "max": ""})
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert (err.value.problems[0].path, err.value.problems[0].message) == \
+        ("/attribs/0/current", "an ability score must be at least 1")

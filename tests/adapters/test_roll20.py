@@ -989,14 +989,16 @@ def test_a_maximum_read_from_a_psi_pair_is_written_back_to_its_max() -> None:
 
 
 def test_an_empty_psi_attribute_of_a_field_read_from_the_sheet_is_not_warned_of() -> None:
-    """docs/ADAPTERS.md: ``""`` counts as empty; a blank ``psi_hp`` (as the Mod script
-    creates an attribute) holds nothing to ignore, so nothing is said of it; one holding
-    a figure is ignored with a warning, HP being read from the sheet."""
+    """docs/ADAPTERS.md: ``""`` counts as empty; a blank or null ``psi_hp`` (as the Mod
+    script creates an attribute) holds nothing to ignore, so nothing is said of it; one
+    holding a figure is ignored with a warning, HP being read from the sheet."""
     data = ulcen()
     data["attribs"].append({"name": "psi_hp", "current": "", "max": ""})
     got = SHEET.import_(data, "revised-2e")
     assert got.combatant["hp"] == 22
     assert not any("psi_hp" in w for w in got.warnings)
+    attr(data, "psi_hp")["current"] = None
+    assert not any("psi_hp" in w for w in SHEET.import_(data, "revised-2e").warnings)
     attr(data, "psi_hp")["current"] = "9"
     assert any("psi_hp is ignored" in w for w in SHEET.import_(data, "revised-2e").warnings)
 
@@ -1091,3 +1093,33 @@ def test_a_score_of_0_is_refused_with_a_temporary_psionic_modifier_beside_it_too
         SHEET.import_(data, "revised-2e")
     assert (err.value.problems[0].path, err.value.problems[0].message) == \
         ("/attribs/0/current", "an ability score must be at least 1")
+
+
+def test_the_sheets_mac_box_is_read_not_written_back() -> None:
+    """docs/ADAPTERS.md marks the sheet's boxes written back (``hp``, ``psp``,
+    ``psp_max``); ``mac`` is read from ``selfMAC`` and never written there."""
+    data = ulcen()
+    before = SHEET.import_(data, "revised-2e").combatant
+    assert before["mac"] == 10
+    assert SHEET.updates(data, "revised-2e", before, {**before, "mac": 8}) == []
+
+
+def test_a_temporary_points_box_holding_no_number_is_no_reason_to_refuse() -> None:
+    """Temp HP and Temp PSP are not read (only named when they hold points): text there
+    is neither refused nor said."""
+    data = ulcen()
+    attr(data, "tempPSP")["current"] = "lots"
+    data["attribs"].append({"name": "tempHP", "current": "2.5", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["psp"] == 40
+    assert not any("tempPSP" in w or "tempHP" in w for w in got.warnings)
+
+
+def test_an_empty_tab11_is_not_the_monster_page() -> None:
+    """Only ``tab11`` 2 is the Monster Sheet page: a sheet with neither Hit Dice nor
+    class levels whose page box is empty is a 1st-level character."""
+    data = monster(tab11="")
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["level"] == 1 and "class_group" not in got.combatant
+    assert "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1" in got.warnings

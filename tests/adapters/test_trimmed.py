@@ -324,10 +324,11 @@ def test_a_vttes_exports_character_keeps_only_what_unwrap_reads() -> None:
     another wrapping."""
     inner = {**load("roll20/adnd2e-revised-ulcen.handmade.json"), "type": "character",
              "character": {"attribs": JUNK}}
+    inner["oldId"] = inner.pop("id")  # an export's id
     data = {"schema_version": 3, "type": "character", "character": inner}
     adapter = adapters.get("roll20.adnd2e-revised")
     cut = adapter.trimmed(data, "revised-2e")
-    assert set(cut["character"]) == {"id", "name", "type", "attribs"}
+    assert set(cut["character"]) == {"oldId", "name", "type", "attribs"}
     assert adapter.import_(cut, "revised-2e") == adapter.import_(data, "revised-2e")
 
 

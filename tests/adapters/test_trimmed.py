@@ -240,33 +240,23 @@ def test_an_actor_whose_mapping_reads_nothing_of_its_system_data_keeps_it_empty(
     assert err.value.problems[0].path == "/actor/system"
 
 
-def test_items_that_are_no_array_are_kept_to_be_refused_as_the_whole_actor_is() -> None:
-    """The trimmed actor imports as the whole one does (docs/ADAPTERS.md "What an
-    encounter keeps of a sheet"): an adapter that reads class items keeps ``items``
-    that are no array as they are, so the cut actor is refused at the same place."""
-    actor = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    actor["items"] = {"0": "junk"}
-    adapter = adapters.get("foundry.dnd5e")
-    cut = adapter.trimmed(actor, "revised-2e")
-    assert cut["items"] == {"0": "junk"}
-    for data in (actor, cut):
+@pytest.mark.parametrize(("adapter", "fixture", "member"), [
+    ("foundry.dnd5e", "foundry/dnd5e/zanna-gnome-wizard.json", "items"),
+    ("roll20.adnd2e-revised", "roll20/adnd2e-revised-ulcen.handmade.json", "attribs"),
+])
+def test_a_list_that_is_no_array_is_kept_to_be_refused_as_the_whole_sheet_is(
+        adapter: str, fixture: str, member: str) -> None:
+    """The trimmed sheet imports as the whole one does (docs/ADAPTERS.md "What an
+    encounter keeps of a sheet"): an actor's class ``items`` or a Roll20 character's
+    ``attribs`` that are no array are kept as they are, so the cut sheet is refused at
+    the same place."""
+    data = {**load(fixture), member: {"0": "junk"}}
+    cut = adapters.get(adapter).trimmed(data, "revised-2e")
+    assert cut[member] == {"0": "junk"}
+    for sheet in (data, cut):
         with pytest.raises(InvalidInput) as err:
-            adapter.import_(data, "revised-2e")
-        assert err.value.problems[0].path == "/items"
-
-
-def test_attributes_that_are_no_array_are_kept_to_be_refused_as_the_whole_character_is(
-        ) -> None:
-    """As an actor's ``items``: a Roll20 character's ``attribs`` that are no array stay
-    as they are, so the cut character is refused at the same place."""
-    data = {**load("roll20/adnd2e-revised-ulcen.handmade.json"), "attribs": {"0": "junk"}}
-    adapter = adapters.get("roll20.adnd2e-revised")
-    cut = adapter.trimmed(data, "revised-2e")
-    assert cut["attribs"] == {"0": "junk"}
-    for character in (data, cut):
-        with pytest.raises(InvalidInput) as err:
-            adapter.import_(character, "revised-2e")
-        assert err.value.problems[0].path == "/attribs"
+            adapters.get(adapter).import_(sheet, "revised-2e")
+        assert err.value.problems[0].path == f"/{member}"
 
 
 def test_a_token_that_is_no_object_is_kept_to_be_refused_as_the_whole_envelope_is(

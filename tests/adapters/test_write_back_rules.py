@@ -304,13 +304,20 @@ def test_roll20_psps_with_no_maximum_write_the_maximum_into_the_psp_box() -> Non
     got = SHEET.import_(data, "revised-2e")
     assert got.combatant["psp_max"] == 40
     assert got.sources["psp_max"] == "/attribs/6/max"
-    before = SYSTEMS["revised-2e"].combatant(got.combatant)
+    _psp_36_writes_the_maximum_40_beside_it(SHEET, data)
+
+
+def _psp_36_writes_the_maximum_40_beside_it(adapter: adapters.Adapter, data: Any) -> None:
+    """Ulcen's 40 PSPs, read with no maximum, fall to 36: the write-back sets the PSP
+    box's max to 40 too, and the sheet so written imports as the combatant after."""
+    before = normalised(adapter, data, "revised-2e")
+    assert (before["psp"], before["psp_max"]) == (40, 40)
     after = {**before, "psp": 36}
-    update = SHEET.updates(data, "revised-2e", before, after,
-                           normalise=SYSTEMS["revised-2e"].combatant)
+    update = adapter.updates(data, "revised-2e", before, after,
+                             normalise=SYSTEMS["revised-2e"].combatant)
     assert update == [{"character_id": "-MzUlcen0000000001",
                        "attributes": {"PSP": {"current": 36, "max": 40}}}]
-    assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
+    assert normalised(adapter, apply_roll20(data, update), "revised-2e") == after
 
 
 def test_roll20_generic_psps_with_no_maximum_write_the_maximum_in_the_mapping_envelope(
@@ -324,15 +331,7 @@ def test_roll20_generic_psps_with_no_maximum_write_the_maximum_in_the_mapping_en
                                    "level": "level-class1", "psp": "PSP",
                                    "psp_max": "PSP|max"}},
             "character": character}
-    mapped = adapters.get("roll20.generic")
-    before = normalised(mapped, data, "revised-2e")
-    assert before["psp_max"] == 40
-    after = {**before, "psp": 36}
-    update = mapped.updates(data, "revised-2e", before, after,
-                            normalise=SYSTEMS["revised-2e"].combatant)
-    assert update == [{"character_id": "-MzUlcen0000000001",
-                       "attributes": {"PSP": {"current": 36, "max": 40}}}]
-    assert normalised(mapped, apply_roll20(data, update), "revised-2e") == after
+    _psp_36_writes_the_maximum_40_beside_it(adapters.get("roll20.generic"), data)
 
 
 def test_roll20_psps_with_no_maximum_write_the_maximum_beside_a_second_psp_attribute(
@@ -343,14 +342,7 @@ def test_roll20_psps_with_no_maximum_write_the_maximum_beside_a_second_psp_attri
     data = load("roll20/adnd2e-revised-ulcen.handmade.json")
     attr(data, "PSP")["max"] = ""
     data["attribs"].append({"name": "psp", "current": "5", "max": "9"})
-    before = normalised(SHEET, data, "revised-2e")
-    assert (before["psp"], before["psp_max"]) == (40, 40)
-    after = {**before, "psp": 36}
-    update = SHEET.updates(data, "revised-2e", before, after,
-                           normalise=SYSTEMS["revised-2e"].combatant)
-    assert update == [{"character_id": "-MzUlcen0000000001",
-                       "attributes": {"PSP": {"current": 36, "max": 40}}}]
-    assert normalised(SHEET, apply_roll20(data, update), "revised-2e") == after
+    _psp_36_writes_the_maximum_40_beside_it(SHEET, data)
 
 
 def _open_at_zero(before: dict[str, Any]) -> dict[str, Any]:

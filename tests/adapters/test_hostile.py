@@ -151,6 +151,35 @@ def test_deeply_nested_flag_values_are_refused_with_their_path() -> None:
     assert err.value.problems[0].path.startswith("/flags/mindscape/revised-2e/mind/x")
 
 
+def test_a_flag_value_nested_16_levels_deep_is_read_and_17_is_refused() -> None:
+    """docs/ADAPTERS.md: a value "in the store is at most 16 levels deep"."""
+    def nested(levels: int) -> Any:
+        value: Any = "closed"
+        for _ in range(levels):
+            value = {"x": value}
+        return value
+
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": nested(16)}}
+    assert adapters.get("foundry.dnd5e").import_(data, "revised-2e").combatant["mind"] \
+        == nested(16)
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": nested(17)}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert err.value.problems[0].message == "nested more than 16 levels"
+
+
+def test_json_text_nested_too_deep_for_the_parser_is_invalid_input() -> None:
+    """A Roll20 attribute's JSON text of 50,000 brackets (within the 100,000 characters
+    read) is InvalidInput there, not the parser's RecursionError (docs/ADAPTERS.md
+    "Errors": "never another exception")."""
+    data = {"id": "c1", "name": "C",
+            "attribs": [{"name": "psi_mind", "current": "[" * 50_000, "max": ""}]}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("roll20.adnd2e-revised").import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/attribs/0/current"
+
+
 @pytest.mark.parametrize("junk", ["psp", ["psp"], 40])
 def test_a_psionic_state_that_is_no_object_is_refused_at_its_place(junk: Any) -> None:
     """``flags.mindscape.<system>`` holds the psionic state by field name
@@ -161,6 +190,50 @@ def test_a_psionic_state_that_is_no_object_is_refused_at_its_place(junk: Any) ->
     with pytest.raises(InvalidInput) as err:
         adapters.get("foundry.dnd5e").import_(data, "revised-2e")
     assert err.value.problems[0].path == "/flags/mindscape/revised-2e"
+
+
+def test_a_refused_value_deep_in_an_object_is_pointed_at_with_its_keys_escaped() -> None:
+    """docs/ADAPTERS.md: malformed input is InvalidInput "with JSON Pointer paths into
+    the data"; a key holding `/` or `~` is escaped as RFC 6901 says (`~1`, `~0`)."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": {"a/b~c": float("inf")}}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/flags/mindscape/revised-2e/mind/a~1b~0c", "numbers must be finite")]
+
+
+def test_an_object_whose_keys_are_not_text_is_refused_as_no_json() -> None:
+    """A Python caller's `{1: ...}` is no JSON object: refused where it is, so nothing
+    but plain JSON reaches the engine (adapters/core.py `plain_json`)."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": {1: "closed"}}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/flags/mindscape/revised-2e/mind", "object keys must be text")]
+
+
+def test_a_value_of_the_wrong_type_is_refused_naming_the_json_type_it_is() -> None:
+    """Messages name JSON types (adapters/core.py `type_name`): a `true` where an
+    object belongs is "got boolean", not "number" (Python's bool is an int)."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"mind": True}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/flags/mindscape/revised-2e/mind", "expected an object, got boolean")]
+
+
+def test_a_boolean_where_a_whole_number_belongs_is_refused_not_read_as_1() -> None:
+    """adapters/core.py `to_int`: "Booleans, fractions and other text are invalid": a
+    `true` in the PSP flag is not 1 PSP."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": {"psp": True}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/flags/mindscape/revised-2e/psp", "expected a whole number, got boolean")]
 
 
 def test_null_items_and_a_class_item_with_null_system_data_read_as_none() -> None:
@@ -228,12 +301,34 @@ def test_unknown_adapter_names_the_known_ones() -> None:
     assert "foundry.dnd5e" in err.value.problems[0].message
 
 
+@pytest.mark.parametrize("junk", [["foundry.dnd5e"], {"id": "foundry.dnd5e"}, None, 5])
+def test_an_adapter_id_that_is_no_text_is_unknown_not_a_crash(junk: Any) -> None:
+    """adapters/__init__.py: ``get(id)`` "finds one or raises InvalidInput at
+    /adapter", whatever the caller passes (a list is no key of the registry)."""
+    with pytest.raises(InvalidInput) as err:
+        adapters.get(junk)
+    assert err.value.problems[0].path == "/adapter"
+
+
+def test_a_caller_changing_the_registry_it_was_given_changes_no_adapter() -> None:
+    """adapters/__init__.py: ``registry()`` is "a new dict each call"."""
+    reg = adapters.registry()
+    reg.clear()
+    assert "foundry.dnd5e" in adapters.registry()
+    assert adapters.get("foundry.dnd5e").id == "foundry.dnd5e"
+
+
 def test_registry_lists_every_adapter_with_its_vtt() -> None:
+    """docs/API.md: `adapters.list` gives `[{id, vtt, system, default_system,
+    description}]`; every built-in adapter serves any system (`system` null)."""
     reg = adapters.registry()
     assert sorted(reg) == ["foundry.ars", "foundry.dnd5e", "foundry.generic", "foundry.ose",
                            "roll20.adnd2e-revised", "roll20.generic"]
     for adapter_id, adapter in reg.items():
-        assert adapter.to_json()["id"] == adapter_id
+        assert adapter.to_json() == {"id": adapter_id, "vtt": adapter_id.split(".")[0],
+                                     "system": None,
+                                     "default_system": adapter.default_system,
+                                     "description": adapter.description}
         assert adapter.vtt == adapter_id.split(".")[0]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import adapters
 from adapters.core import MAX_WARNINGS
+from adapters.intelligence import MAX_INT_TEXT
 from engine import builtin_systems
 from engine.errors import InvalidInput
 
@@ -61,10 +62,45 @@ def test_monster_hit_dice_as_rule_books_print_them(text: str, count: int,
         assert adapter.import_(actor, "revised-2e").combatant["level"] == count
 
 
+def test_hit_dice_stored_as_a_number_below_one_count_as_one_die() -> None:
+    """docs/ADAPTERS.md: less than one die (`1/2`, `½`, `0.5`) counts as 1, a number
+    stored so (OSE's hp.hd of 0.5) too, with the warning; 0 is no die at all."""
+    got = OSE.import_(ose_monster(0.5), "power-pool")
+    assert got.combatant["hit_dice"] == 1
+    assert "Hit Dice 0.5 are less than one die; counted as 1" in got.warnings
+    got = OSE.import_(ose_monster(0.0), "power-pool")
+    assert got.combatant["hit_dice"] == 0
+    assert not any("less than one die" in w for w in got.warnings)
+
+
+@pytest.mark.parametrize("hd", [-1, 1001])
+def test_hit_dice_stored_as_a_number_outside_0_to_1000_are_refused_there(hd: int) -> None:
+    """docs/COMBATANTS.md: `hit_dice` int ≥ 0, up to the 1000 an adapter reads
+    (adapters/core.py FIELDS); OSE's hp.hd holding a number past either end is
+    InvalidInput at its place, as it is in the store."""
+    with pytest.raises(InvalidInput) as err:
+        OSE.import_(ose_monster(hd), "power-pool")
+    assert err.value.problems[0].path == "/system/hp/hd"
+
+
+def test_a_die_written_without_its_count_in_a_formula_is_one_die() -> None:
+    """docs/ADAPTERS.md: a roll formula's "Hit Dice are all the dice it rolls"; `d8`
+    rolls one."""
+    got = OSE.import_(ose_monster("d8 + 2d8"), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+
+
 def test_a_hit_dice_formula_with_a_die_ignores_nothing() -> None:
     got = OSE.import_(ose_monster("3d8+2"), "power-pool")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
     assert not any(w.startswith("Hit Dice") for w in got.warnings)
+
+
+@pytest.mark.parametrize("sides", [4, 6, 8, 10, 12, 20])
+def test_a_hit_die_of_every_size_of_the_ladder_is_read(sides: int) -> None:
+    """RULES.md §3.1: `die` (d4, d6, d8, d10, d12, d20), the die-type ladder."""
+    got = OSE.import_(ose_monster(f"3d{sides}"), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, sides)
 
 
 def test_a_formula_of_several_die_sizes_uses_the_size_it_rolls_most_of() -> None:
@@ -76,11 +112,19 @@ def test_a_formula_of_several_die_sizes_uses_the_size_it_rolls_most_of() -> None
         in got.warnings
 
 
+def test_a_formulas_dice_of_one_size_are_summed_wherever_they_come() -> None:
+    """docs/ADAPTERS.md: the die is "the size it rolls most of": two d8 terms outweigh
+    one d6 that comes first."""
+    got = OSE.import_(ose_monster("1d6 + 1d8 + 1d8"), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("abc", "expected Hit Dice like '3', '4+1', '11+', '3*', '1/2' or a formula like "
             "'18d10 + 36', got \"abc\""),
     ("3/2", "a fraction of a Hit Die must be above 0 and below 1, got \"3/2\""),
     ("0/4", "a fraction of a Hit Die must be above 0 and below 1, got \"0/4\""),
+    ("2/2", "a fraction of a Hit Die must be above 0 and below 1, got \"2/2\""),
 ])
 def test_hit_dice_that_mean_nothing_are_still_refused(text: str, message: str) -> None:
     with pytest.raises(InvalidInput) as err:
@@ -125,11 +169,20 @@ def roll20_monster_int(text: str) -> dict[str, Any]:
     ("Godlike (21+)", 21, "the lowest of the stated 21+"),
     ("Low to average (5-10)", 5, "the lowest of the stated 5-10"),
     ("Low to Average", 5, "the lowest of the bands low (5-7) to average (8-10)"),
+    ("Average or low", 5, "the lowest of the bands average (8-10) to low (5-7)"),
+    ("Low-average", 5, "the lowest of the bands low (5-7) to average (8-10)"),
+    ("Avg.", 8, "the lowest of the band average (8-10)"),
+    ("Average (8 to 10)", 8, "the lowest of the stated 8-10"),
+    ("Semi- (semi-intelligent)", 2, "the lowest of the band semi (2-4)"),
+    ("10-8", 8, "the lowest of the stated 10-8"),
     # the Roll20 sheet's own list for the box: the range first
     ("8-10 (Average)", 8, "the lowest of the stated 8-10"),
     ("21+ (Godlike)", 21, "the lowest of the stated 21+"),
     ("0 (Nonintelligent)", 1, "the stated 0, used as 1: the lowest score a combatant has"),
     ("14", 14, "the stated 14"),
+    # docs/ADAPTERS.md: "Ability scores above 25 are used as 25"
+    ("25", 25, "the stated 25"),
+    ("Godlike (26)", 25, "the stated 26, above the tables' 25: used as 25"),
 ])
 def test_monster_intelligence_given_as_words_is_read_as_a_score(text: str, score: int,
                                                                 how: str) -> None:
@@ -154,10 +207,11 @@ def test_monster_intelligence_given_as_words_is_read_as_a_score(text: str, score
 
 
 def test_intelligence_text_no_band_has_is_said_and_the_score_is_read_instead() -> None:
-    """Text that names no band (or two numbers, or words beside the band) is not guessed
-    at: a warning names the field, and the sheet's score is read as before (ARS:
-    system.abilities.int.value; Roll20: Intelligence)."""
-    for text in ("Varies", "Average (8-10) but cunning", "8.5", "Low, average or very"):
+    """Text that names no band (or two numbers, or words beside the band, or only a
+    dash) is not guessed at: a warning names the field, and the sheet's score is read as
+    before (ARS: system.abilities.int.value; Roll20: Intelligence)."""
+    for text in ("Varies", "Average (8-10) but cunning", "8.5", "Low, average or very",
+                 "-", "Intelligence"):
         actor = ars_npc_int(text)
         actor["system"]["abilities"]["int"]["value"] = 12
         got = ARS.import_(actor, "revised-2e")
@@ -206,6 +260,49 @@ def test_an_ars_characters_intelligence_is_its_score_not_a_stat_block_line() -> 
     got = ARS.import_(actor, "revised-2e")
     assert got.combatant["int"] == 15
     assert not any("Genius" in w for w in got.warnings)
+
+
+def test_a_system_without_intelligence_says_nothing_of_a_monsters_intelligence_line(
+        ) -> None:
+    """power-pool has no `int` (docs/COMBATANTS.md): an ARS NPC's stat block line is not
+    read for it, so no warning says what it was read as."""
+    got = ARS.import_(ars_npc_int("Average (8-10)"), "power-pool")
+    assert "int" not in got.combatant
+    assert not any("system.intelligence" in w for w in got.warnings), got.warnings
+
+
+def test_a_blank_intelligence_line_is_no_intelligence_and_is_passed_over_in_silence(
+        ) -> None:
+    """docs/ADAPTERS.md (foundry.ars `int`): an NPC's `int` comes "from its stat block
+    line `system.intelligence` when that holds text or a number ..., else from
+    `abilities.int.value`": a line of spaces holds nothing, so nothing is said of it."""
+    actor = ars_npc_int("   ")
+    actor["system"]["abilities"]["int"]["value"] = 12
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["int"] == 12
+    assert not any("system.intelligence" in w for w in got.warnings), got.warnings
+
+
+def test_intelligence_text_of_a_stat_blocks_length_is_read_and_longer_is_not() -> None:
+    """adapters/intelligence.py: MAX_INT_TEXT is the "longest text read as an
+    Intelligence (a stat block's line, not a description)": text of that length is
+    read, one character more is not (a warning, and the sheet's score)."""
+    text = "Average" + " " * (MAX_INT_TEXT - len("Average"))
+    assert ARS.import_(ars_npc_int(text), "revised-2e").combatant["int"] == 8
+    actor = ars_npc_int(text + " ")
+    actor["system"]["abilities"]["int"]["value"] = 12
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["int"] == 12
+    assert any(w.startswith('system.intelligence "Average" is not an Intelligence')
+               for w in got.warnings), got.warnings
+
+
+def test_intelligence_text_of_1000_characters_is_warned_about_not_refused() -> None:
+    """docs/ADAPTERS.md: only "text over 1000 characters is `InvalidInput`"; text of
+    1000 is no Intelligence, said in a warning, and the sheet's score is read."""
+    got = ARS.import_(ars_npc_int("x" * 1000), "revised-2e")
+    assert got.combatant["int"] == 10
+    assert any(w.startswith('system.intelligence "xxx') for w in got.warnings)
 
 
 def test_intelligence_text_that_is_no_text_is_refused_at_its_place() -> None:
@@ -276,6 +373,51 @@ def test_a_mapped_intelligence_source_reads_a_stat_blocks_words() -> None:
         FOUNDRY_GENERIC.import_(generic_actor(wis, w="High"), "revised-2e")
     assert err.value.problems[0].path == "/mapping/fields/wis/parse"
     assert err.value.problems[0].message == '"intelligence" reads only int, not wis'
+
+
+def test_a_number_in_a_mapped_intelligence_source_is_read_as_a_score() -> None:
+    """docs/ADAPTERS.md: `parse: "intelligence"`: "a number is read as a score", as any
+    ability score is (one above 25 used as 25 with the score's warning), not as a
+    stat block's text read with a warning of how."""
+    mapping = {"version": 1, "fields": {"int": {"path": "system.intel",
+                                                "parse": "intelligence"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=14), "revised-2e")
+    assert got.combatant["int"] == 14
+    assert not any(w.startswith("Int ") for w in got.warnings), got.warnings
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=30), "revised-2e")
+    assert got.combatant["int"] == 25
+    assert "int 30 is above the tables' 25; used as 25" in got.warnings
+
+
+def test_a_large_bare_number_in_a_hit_die_source_is_ignored_with_a_warning() -> None:
+    """docs/ADAPTERS.md: `parse: "hit-die"`: "a number that is no die size ... leaves
+    the field out with a warning", a large one (a hit-point total in the wrong box) too."""
+    mapping = {"version": 1, "fields": {"die": {"path": "system.die", "parse": "hit-die"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, die=120), "power-pool")
+    assert "die" not in got.combatant
+    assert "die: 120 (at /actor/system/die) is not a hit die size (4, 6, 8, 10, 12 or " \
+           "20); ignored" in got.warnings
+
+
+def test_a_mappings_per_system_entry_wins_over_its_fields_entry_for_that_system() -> None:
+    """docs/ADAPTERS.md: "`systems` adds or overrides per system": the per-system
+    source wins for that system, the `fields` one serves the others."""
+    mapping = {"version": 1, "fields": {"int": "system.abilities.int.value"},
+               "systems": {"revised-2e": {"int": "system.abilities.wis.value"}}}
+    data = generic_actor(mapping)
+    assert FOUNDRY_GENERIC.import_(data, "revised-2e").combatant["int"] == 15
+    assert FOUNDRY_GENERIC.import_(data, "combat-strength").combatant["int"] == 18
+
+
+def test_a_per_system_entry_for_a_field_the_system_lacks_is_not_read() -> None:
+    """docs/ADAPTERS.md: a mapping names fields "for every system that has the field";
+    a per-system entry of a field that system has not (a power-pool level) is not read,
+    as such a `fields` entry is not."""
+    mapping = {"version": 1,
+               "systems": {"power-pool": {"level": "system.details.cr",
+                                          "int": "system.abilities.int.value"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping), "power-pool")
+    assert "level" not in got.combatant and "int" not in got.combatant
 
 
 def test_a_bad_default_in_a_mapping_is_reported_in_the_mapping() -> None:

@@ -280,6 +280,62 @@ def test_flags_hold_the_psionic_state_and_win_over_derivations() -> None:
     assert not any("nonpsionic" in w for w in got.warnings)
 
 
+@pytest.mark.parametrize(("system", "name", "edge", "past"), [
+    ("revised-2e", "level", 0, -1),
+    ("power-pool", "blank_mind_save", 2, 1),
+    ("power-pool", "blank_mind_save", 20, 21),
+    ("power-pool", "spell_levels", [9], [10]),
+    ("power-pool", "spell_levels", [1], [0]),
+])
+def test_flags_at_the_edge_of_a_fields_range_are_read_and_past_it_refused_there(
+        system: str, name: str, edge: Any, past: Any) -> None:
+    """docs/COMBATANTS.md: `level` int ≥ 0, `blank_mind_save` 2–20, spell levels 1–9 (a
+    spell's level): the store's value at the edge is read, one past it is InvalidInput
+    at its place in the flags."""
+    data = zanna()
+    data["flags"]["mindscape"] = {system: {name: edge}}
+    assert DND5E.import_(data, system).combatant[name] == edge
+    data["flags"]["mindscape"] = {system: {name: past}}
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, system)
+    assert err.value.problems[0].path.startswith(f"/flags/mindscape/{system}/{name}")
+
+
+def test_an_ability_score_of_25_in_the_flags_is_read_as_it_is() -> None:
+    """docs/COMBATANTS.md: `int`, `wis`, `con` int 1–25: the tables' top score, set by
+    the GM in the store, is read without a warning."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {"int": 25, "wis": 25, "con": 25}}
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["int"], got.combatant["wis"], got.combatant["con"]) == (25, 25, 25)
+    assert not any("25" in w for w in got.warnings), got.warnings
+
+
+def test_a_psionic_flag_of_empty_text_is_unset() -> None:
+    """adapters/core.py `to_bool`: empty text is no answer, as null is: `psionic` is then
+    decided as when the flag is absent (docs/ADAPTERS.md: combat-strength "true only
+    when a strength is recorded")."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"combat-strength": {"psionic": "",
+                                                      "attack_strength": 30}}
+    assert DND5E.import_(data, "combat-strength").combatant["psionic"] is True
+
+
+def test_blank_names_in_a_list_flag_are_dropped_and_names_trimmed() -> None:
+    """docs/COMBATANTS.md: `conditions` are names: an empty entry names nothing, and
+    the spaces around a name are no part of it. An entry may be 200 characters long
+    (adapters/core.py `split_names`); a longer one is refused where it is."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {
+        "conditions": [" stunned ", "", "   ", "x" * 200]}}
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["conditions"] == ["stunned", "x" * 200]
+    data["flags"]["mindscape"] = {"revised-2e": {"conditions": ["x" * 201]}}
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "revised-2e")
+    assert err.value.problems[0].path == "/flags/mindscape/revised-2e/conditions/0"
+
+
 def test_psp_without_kind_is_taken_as_a_psionicist_with_a_warning() -> None:
     data = zanna()
     data["flags"]["mindscape"] = {"revised-2e": {"psp_max": "12"}}

@@ -221,6 +221,57 @@ def test_power_pool_creature_knowing_a_mode_is_psionic_as_the_engine_defaults() 
     assert told.combatant["psionic"] is False
 
 
+@pytest.mark.parametrize(("text", "psionic"), [
+    ("1", True), ("on", True), ("Yes", True), ("TRUE", True),
+    ("0", False), ("off", False), ("No", False), ("False", False),
+])
+def test_a_psi_psionic_checkbox_reads_every_text_a_checkbox_stores(text: str,
+                                                                   psionic: bool) -> None:
+    """adapters/core.py `to_bool`: "JSON true/false, 1/0 or the texts Roll20 checkboxes
+    store" (`on`/`off`, `yes`/`no`, in any case); they decide over the strengths."""
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_attack_strength", "current": "0", "max": "0"},
+                        {"name": "psi_psionic", "current": text, "max": ""}]
+    assert SHEET.import_(data, "combat-strength").combatant["psionic"] is psionic
+
+
+@pytest.mark.parametrize("junk", [2, "2", "maybe"])
+def test_a_psi_psionic_that_is_no_checkbox_value_is_refused_there(junk: Any) -> None:
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_psionic", "current": junk, "max": ""}]
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "combat-strength")
+    assert err.value.problems[0].message == \
+        f"expected true or false, got {json.dumps(junk)}"
+
+
+def test_psi_lists_split_at_commas_semicolons_and_line_breaks() -> None:
+    """docs/ADAPTERS.md: lists of modes or conditions are comma-separated text; a GM's
+    typing with semicolons or one name a line reads the same, and punctuation around a
+    mode's name is no part of it."""
+    data = ulcen()
+    data["attribs"] += [
+        {"name": "psi_attacks", "current": "Mind Thrust; Ego Whip.\n(Id Insinuation)",
+         "max": ""},
+        {"name": "psi_conditions", "current": "stunned;dazed\n", "max": ""}]
+    got = SHEET.import_(data, "revised-2e").combatant
+    assert got["attacks"] == ["mind-thrust", "ego-whip", "id-insinuation"]
+    assert got["conditions"] == ["stunned", "dazed"]
+
+
+def test_a_psi_object_attribute_of_blank_text_is_unset_and_of_huge_text_refused() -> None:
+    """docs/ADAPTERS.md: objects are stored "as compact JSON text; `null` as `""`": text
+    of spaces is no value either; JSON text longer than 100,000 characters is refused
+    there rather than parsed."""
+    data = ulcen()
+    data["attribs"].append({"name": "psi_mind", "current": "   ", "max": ""})
+    assert "mind" not in SHEET.import_(data, "revised-2e").combatant
+    data["attribs"][-1]["current"] = json.dumps({"state": "open", "note": "x" * 100_000})
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(data, "revised-2e")
+    assert err.value.problems[0].message == "text longer than 100000 characters"
+
+
 def test_round_trip_through_attribute_writes() -> None:
     data = ulcen()
     before = SHEET.import_(data, "power-pool").combatant

@@ -260,6 +260,18 @@ def test_a_derived_mthac0_is_not_written_so_a_level_up_still_counts() -> None:
     assert normalised(DND5E, written, "revised-2e")["mthac0"] == 15
 
 
+def test_ability_scores_read_from_the_sheet_are_never_written() -> None:
+    """docs/ADAPTERS.md "Write-back": "a field that was derived (... abilities) is never
+    written": not an ARS NPC's Int read from its stat block line, nor its Wisdom score,
+    not even to the store."""
+    npc = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Kobold")
+    npc["system"]["hitdice"] = "4"
+    npc["system"]["intelligence"] = "Average (8-10)"
+    before = normalised(ARS, npc, "revised-2e")
+    assert (before["int"], before["wis"]) == (8, 10)
+    assert ARS.updates(npc, "revised-2e", before, {**before, "int": 12, "wis": 14}) == []
+
+
 # -- 3. hp belongs to the sheet -------------------------------------------------------------
 def test_foundry_ignores_hp_in_the_flags_and_writes_damage_to_the_sheet() -> None:
     """docs/ADAPTERS.md: "`hp` never goes to the store: it is written only where it was

@@ -223,6 +223,11 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_json_type_it_is() -> No
         adapters.get("foundry.dnd5e").import_(data, "revised-2e")
     assert [(p.path, p.message) for p in err.value.problems] == [
         ("/flags/mindscape/revised-2e/mind", "expected an object, got boolean")]
+    data["flags"]["mindscape"] = {"revised-2e": {"lost_powers": {"power": "x"}}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/flags/mindscape/revised-2e/lost_powers", "expected an array, got object")]
 
 
 def test_a_boolean_where_a_whole_number_belongs_is_refused_not_read_as_1() -> None:

@@ -453,6 +453,20 @@ def test_foundry_sources_point_at_the_place_each_field_was_read_from() -> None:
     assert "level" not in read.sources
 
 
+def test_a_store_value_over_a_mapping_default_is_sourced_from_the_store() -> None:
+    """docs/ADAPTERS.md: ``sources`` is "the JSON Pointer inside ``data`` each field was
+    read from"; the store wins over the sheet, and over a mapping `default` too, so the
+    level the store gives points into the flags, not at the default it replaced."""
+    mapping = {"version": 1,
+               "systems": {"revised-2e": {"level": {"path": "system.nowhere",
+                                                    "default": 4}}}}
+    data = generic_actor(mapping)
+    data["actor"]["flags"]["mindscape"] = {"revised-2e": {"level": 6}}
+    got = FOUNDRY_GENERIC.import_(data, "revised-2e")
+    assert got.combatant["level"] == 6
+    assert got.sources["level"] == "/actor/flags/mindscape/revised-2e/level"
+
+
 def test_generic_ability_scores_above_25_are_used_as_25() -> None:
     """docs/ADAPTERS.md: "Ability scores above 25 are used as 25" (every adapter)."""
     mapping = {"version": 1, "fields": {"int": "system.abilities.int.value",
@@ -468,6 +482,17 @@ def test_generic_ability_scores_above_25_are_used_as_25() -> None:
     got = ROLL20_GENERIC.import_(roll20, "combat-strength")
     assert got.combatant["wis"] == 25
     assert "wis 40 is above the tables' 25; used as 25" in got.warnings
+
+
+def test_a_sheet_ability_score_of_25_is_read_without_a_warning() -> None:
+    """docs/ADAPTERS.md: only scores "above 25 are used as 25" with a warning; 25 is
+    the tables' own top score."""
+    roll20 = {"mapping": {"version": 1, "fields": {"wis": "Wis"}},
+              "character": {"id": "c1", "name": "C", "attribs": [{"name": "Wis",
+                                                                  "current": "25"}]}}
+    got = ROLL20_GENERIC.import_(roll20, "combat-strength")
+    assert got.combatant["wis"] == 25
+    assert not any("25" in w for w in got.warnings), got.warnings
 
 
 # -- 9. warnings ----------------------------------------------------------------------------
@@ -486,6 +511,22 @@ def test_warnings_are_given_once_each_and_at_most_fifty_then_counted() -> None:
     assert many.warnings[-1].startswith("… and ")
     assert many.warnings[-1].endswith(" more warnings")
     assert len(json.dumps(many.warnings)) < 10_000
+
+
+def test_fifty_warnings_are_all_given_and_one_more_is_counted_as_one_warning() -> None:
+    """docs/API.md (adapters.import): "warnings come without repeats, at most 50 and a
+    count of the rest": 50 are given whole, a 51st becomes "… and 1 more warning"."""
+    def sheet(unknown: int) -> dict[str, Any]:
+        return {"id": "c1", "name": "C", "attribs": [
+            {"name": f"repeating_psionic-attacks_-R{i}_psionic-attack-name",
+             "current": f"Bar {i}"} for i in range(unknown)]}
+
+    others = len(SHEET.import_(sheet(0), "revised-2e").warnings)
+    fifty = SHEET.import_(sheet(MAX_WARNINGS - others), "revised-2e").warnings
+    assert len(fifty) == MAX_WARNINGS and not fifty[-1].startswith("… and")
+    one_more = SHEET.import_(sheet(MAX_WARNINGS + 1 - others), "revised-2e").warnings
+    assert len(one_more) == MAX_WARNINGS + 1
+    assert one_more[-1] == "… and 1 more warning"
 
 
 def test_a_mapping_default_is_used_when_the_path_holds_empty_text_on_both_vtts() -> None:

@@ -336,6 +336,55 @@ def test_blank_names_in_a_list_flag_are_dropped_and_names_trimmed() -> None:
     assert err.value.problems[0].path == "/flags/mindscape/revised-2e/conditions/0"
 
 
+def test_an_imported_combatant_begins_with_its_id_and_name() -> None:
+    """adapters/core.py `Draft.imported`: "id and name first, then the fields", so the
+    combatant a caller sees (adapters.import's JSON) names itself before its state."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {"psp": 12}}
+    got = DND5E.import_(data, "revised-2e").combatant
+    assert list(got)[:2] == ["id", "name"]
+
+
+def test_flag_texts_are_read_as_a_gm_types_them() -> None:
+    """docs/COMBATANTS.md names the values (`kind` psionicist, `die` d8, a combatant id
+    in `controlled_by`); the store's text is read in any case and without the spaces
+    around it, and empty text is no value (the kind is then taken as when absent)."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"revised-2e": {"kind": " Psionicist ", "psp": 10}}
+    assert DND5E.import_(data, "revised-2e").combatant["kind"] == "psionicist"
+    data["flags"]["mindscape"] = {"revised-2e": {"kind": "", "psp": 10}}
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["kind"] == "psionicist"
+    assert "kind not recorded; a mind with PSPs is taken as a psionicist" in got.warnings
+    data["flags"]["mindscape"] = {"power-pool": {"die": "D10",
+                                                 "controlled_by": " ogre-1 "}}
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["die"], got.combatant["controlled_by"]) == (10, "ogre-1")
+
+
+def test_a_controlled_by_longer_than_a_combatant_id_is_refused_there() -> None:
+    """docs/COMBATANTS.md: an `id` is "1–64 chars"; `controlled_by` names one."""
+    data = zanna()
+    data["flags"]["mindscape"] = {"power-pool": {"controlled_by": "x" * 64}}
+    assert DND5E.import_(data, "power-pool").combatant["controlled_by"] == "x" * 64
+    data["flags"]["mindscape"] = {"power-pool": {"controlled_by": "x" * 65}}
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "power-pool")
+    assert err.value.problems[0].path == "/flags/mindscape/power-pool/controlled_by"
+
+
+def test_a_score_a_system_has_no_use_for_is_not_warned_about() -> None:
+    """combat-strength has no `con` (docs/COMBATANTS.md): a dnd5e Constitution above 25
+    is still checked, but no warning says it is used as 25."""
+    data = zanna()
+    data["system"]["abilities"]["con"]["value"] = 30
+    got = DND5E.import_(data, "combat-strength")
+    assert "con" not in got.combatant
+    assert not any(w.startswith("con ") for w in got.warnings), got.warnings
+    assert "con 30 is above the tables' 25; used as 25" in \
+        DND5E.import_(data, "revised-2e").warnings
+
+
 def test_psp_without_kind_is_taken_as_a_psionicist_with_a_warning() -> None:
     data = zanna()
     data["flags"]["mindscape"] = {"revised-2e": {"psp_max": "12"}}

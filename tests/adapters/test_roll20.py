@@ -214,6 +214,8 @@ def test_power_pool_creature_knowing_a_mode_is_psionic_as_the_engine_defaults() 
     knows = SHEET.import_(sheet(("psi_attacks", "Mental Stab")), "power-pool")
     assert knows.combatant["psionic"] is True
     assert not [w for w in knows.warnings if "psionic" in w]
+    defends = SHEET.import_(sheet(("psi_defenses", "Blank Mind")), "power-pool")
+    assert defends.combatant["psionic"] is True
     blank = SHEET.import_(sheet(), "power-pool")
     assert blank.combatant["psionic"] is False
     assert any("H-PP-NO-POOL" in w for w in blank.warnings)
@@ -270,6 +272,21 @@ def test_a_psi_object_attribute_of_blank_text_is_unset_and_of_huge_text_refused(
     with pytest.raises(InvalidInput) as err:
         SHEET.import_(data, "revised-2e")
     assert err.value.problems[0].message == "text longer than 100000 characters"
+
+
+def test_a_combat_strength_mind_is_psionic_when_a_strength_is_recorded_even_spent() -> None:
+    """docs/ADAPTERS.md: combat-strength `psionic` is "true only when a strength is
+    recorded": a maximum of 60 is one, though the attack strength now stands at 0;
+    none recorded is non-psionic, with a warning."""
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_attack_strength", "current": "0", "max": "60"},
+                        {"name": "psi_defense_strength", "current": "0", "max": ""}]
+    got = SHEET.import_(data, "combat-strength")
+    assert got.combatant["psionic"] is True
+    assert not any("non-psionic" in w for w in got.warnings), got.warnings
+    got = SHEET.import_(ulcen(), "combat-strength")
+    assert got.combatant["psionic"] is False
+    assert "no attack or defense strength recorded; taken as non-psionic" in got.warnings
 
 
 def test_round_trip_through_attribute_writes() -> None:

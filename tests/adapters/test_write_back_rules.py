@@ -232,6 +232,20 @@ def test_a_pool_the_engine_defaulted_is_written_when_it_no_longer_follows() -> N
     assert normalised(DND5E, apply_foundry(data, update), "power-pool") == after
 
 
+def test_a_pool_that_follows_once_its_dedicated_dice_are_written_is_not_written() -> None:
+    """docs/ADAPTERS.md "Round trip": fields the engine derives from others are tried
+    last (`pool` among them), so a pool that hit_dice − dedicated gives once the
+    dedicated die is written stays derived, though `dedicated` comes after `pool`
+    among the fields (docs/COMBATANTS.md)."""
+    data = aboleth("power-pool", {"psionic": True})
+    maintain = [{"purpose": "maintain", "target": None}]
+    after = {**normalised(DND5E, data, "power-pool"), "dedicated": maintain, "pool": 17}
+    update = DND5E.updates(data, "power-pool", after, after,
+                           normalise=SYSTEMS["power-pool"].combatant)
+    assert update[0]["update"] == {"flags.mindscape.power-pool.dedicated": maintain}
+    assert normalised(DND5E, apply_foundry(data, update), "power-pool") == after
+
+
 def test_foundry_strength_maxima_are_kept_and_the_original_total_stays_derived() -> None:
     """COMBATANTS.md: attack_strength_max defaults to the current strength and
     original_total to the sum of the maxima. Only the maximum needs writing."""

@@ -90,6 +90,15 @@ def test_a_die_written_without_its_count_in_a_formula_is_one_die() -> None:
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
 
 
+def test_hit_dice_of_only_spaces_are_none_recorded() -> None:
+    """Hit Dice text of spaces holds nothing, so it is not refused: the count is taken
+    as 1 with a warning, and the die "assumed d8 when none is recorded"
+    (docs/ADAPTERS.md)."""
+    got = OSE.import_(ose_monster("   "), "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 8)
+    assert "no Hit Dice (hp.hd); taken as 1" in got.warnings
+
+
 def test_a_hit_dice_formula_with_a_die_ignores_nothing() -> None:
     got = OSE.import_(ose_monster("3d8+2"), "power-pool")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
@@ -125,6 +134,7 @@ def test_a_formulas_dice_of_one_size_are_summed_wherever_they_come() -> None:
     ("3/2", "a fraction of a Hit Die must be above 0 and below 1, got \"3/2\""),
     ("0/4", "a fraction of a Hit Die must be above 0 and below 1, got \"0/4\""),
     ("2/2", "a fraction of a Hit Die must be above 0 and below 1, got \"2/2\""),
+    ("1/0", "a fraction of a Hit Die must be above 0 and below 1, got \"1/0\""),
 ])
 def test_hit_dice_that_mean_nothing_are_still_refused(text: str, message: str) -> None:
     with pytest.raises(InvalidInput) as err:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import adapters
 from adapters.core import SYSTEMS
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, Problem
 
 from .support import ars_class, load, template_actor
 
@@ -140,15 +140,22 @@ def test_junk_values_in_the_after_state_are_invalid_input(
     only_invalid_input(adapter.updates, data, system, before, {**before, field: junk})
 
 
+def _flag_refusals(state: Any) -> list[Problem]:
+    """The problems of Zanna's dnd5e actor with ``state`` as its revised-2e flags (the
+    psionic state store, docs/ADAPTERS.md): it must be refused."""
+    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    data["flags"]["mindscape"] = {"revised-2e": state}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
+    return err.value.problems
+
+
 def test_deeply_nested_flag_values_are_refused_with_their_path() -> None:
     deep: Any = {"state": "closed"}
     for _ in range(5000):
         deep = {"x": deep}
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": {"mind": deep}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert err.value.problems[0].path.startswith("/flags/mindscape/revised-2e/mind/x")
+    path = _flag_refusals({"mind": deep})[0].path
+    assert path.startswith("/flags/mindscape/revised-2e/mind/x")
 
 
 def test_a_flag_value_nested_16_levels_deep_is_read_and_17_is_refused() -> None:
@@ -163,10 +170,7 @@ def test_a_flag_value_nested_16_levels_deep_is_read_and_17_is_refused() -> None:
     data["flags"]["mindscape"] = {"revised-2e": {"mind": nested(16)}}
     assert adapters.get("foundry.dnd5e").import_(data, "revised-2e").combatant["mind"] \
         == nested(16)
-    data["flags"]["mindscape"] = {"revised-2e": {"mind": nested(17)}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert err.value.problems[0].message == "nested more than 16 levels"
+    assert _flag_refusals({"mind": nested(17)})[0].message == "nested more than 16 levels"
 
 
 def test_json_text_nested_too_deep_for_the_parser_is_invalid_input() -> None:
@@ -185,59 +189,38 @@ def test_a_psionic_state_that_is_no_object_is_refused_at_its_place(junk: Any) ->
     """``flags.mindscape.<system>`` holds the psionic state by field name
     (docs/ADAPTERS.md): anything but an object there is ``InvalidInput`` at its path,
     not read as if it were one (text would match field names as substrings)."""
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": junk}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert err.value.problems[0].path == "/flags/mindscape/revised-2e"
+    assert _flag_refusals(junk)[0].path == "/flags/mindscape/revised-2e"
 
 
 def test_a_refused_value_deep_in_an_object_is_pointed_at_with_its_keys_escaped() -> None:
     """docs/ADAPTERS.md: malformed input is InvalidInput "with JSON Pointer paths into
     the data"; a key holding `/` or `~` is escaped as RFC 6901 says (`~1`, `~0`)."""
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": {"mind": {"a/b~c": float("inf")}}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert [(p.path, p.message) for p in err.value.problems] == [
+    problems = _flag_refusals({"mind": {"a/b~c": float("inf")}})
+    assert [(p.path, p.message) for p in problems] == [
         ("/flags/mindscape/revised-2e/mind/a~1b~0c", "numbers must be finite")]
 
 
 def test_an_object_whose_keys_are_not_text_is_refused_as_no_json() -> None:
     """A Python caller's `{1: ...}` is no JSON object: refused where it is, so nothing
     but plain JSON reaches the engine (adapters/core.py `plain_json`)."""
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": {"mind": {1: "closed"}}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert [(p.path, p.message) for p in err.value.problems] == [
+    assert [(p.path, p.message) for p in _flag_refusals({"mind": {1: "closed"}})] == [
         ("/flags/mindscape/revised-2e/mind", "object keys must be text")]
 
 
 def test_a_value_of_the_wrong_type_is_refused_naming_the_json_type_it_is() -> None:
     """Messages name JSON types (adapters/core.py `type_name`): a `true` where an
     object belongs is "got boolean", not "number" (Python's bool is an int)."""
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": {"mind": True}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert [(p.path, p.message) for p in err.value.problems] == [
+    assert [(p.path, p.message) for p in _flag_refusals({"mind": True})] == [
         ("/flags/mindscape/revised-2e/mind", "expected an object, got boolean")]
-    data["flags"]["mindscape"] = {"revised-2e": {"lost_powers": {"power": "x"}}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert [(p.path, p.message) for p in err.value.problems] == [
+    problems = _flag_refusals({"lost_powers": {"power": "x"}})
+    assert [(p.path, p.message) for p in problems] == [
         ("/flags/mindscape/revised-2e/lost_powers", "expected an array, got object")]
 
 
 def test_a_boolean_where_a_whole_number_belongs_is_refused_not_read_as_1() -> None:
     """adapters/core.py `to_int`: "Booleans, fractions and other text are invalid": a
     `true` in the PSP flag is not 1 PSP."""
-    data = load("foundry/dnd5e/zanna-gnome-wizard.json")
-    data["flags"]["mindscape"] = {"revised-2e": {"psp": True}}
-    with pytest.raises(InvalidInput) as err:
-        adapters.get("foundry.dnd5e").import_(data, "revised-2e")
-    assert [(p.path, p.message) for p in err.value.problems] == [
+    assert [(p.path, p.message) for p in _flag_refusals({"psp": True})] == [
         ("/flags/mindscape/revised-2e/psp", "expected a whole number, got boolean")]
 
 

@@ -494,6 +494,25 @@ def test_generic_ability_scores_above_25_are_used_as_25() -> None:
     assert "wis 40 is above the tables' 25; used as 25" in got.warnings
 
 
+def test_a_store_ability_score_above_25_is_refused_not_used_as_25() -> None:
+    """docs/ADAPTERS.md: only scores read from the sheet are used as 25; the store's
+    `int` is the combatant's own field (COMBATANTS.md: int 1-25), so 30 there is
+    refused at its place, on Foundry and Roll20 alike, while the same 30 on the sheet
+    is used as 25."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["flags"]["mindscape"] = {"revised-2e": {"int": 30}}
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("foundry.dnd5e").import_(zanna, "revised-2e")
+    assert err.value.problems[0].path == "/flags/mindscape/revised-2e/int"
+    assert err.value.problems[0].message == "must be at most 25, got 30"
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["attribs"].append({"name": "psi_int", "current": "30", "max": ""})
+    with pytest.raises(InvalidInput) as err:
+        adapters.get("roll20.adnd2e-revised").import_(ulcen, "revised-2e")
+    assert err.value.problems[0].path == f"/attribs/{len(ulcen['attribs']) - 1}/current"
+    assert err.value.problems[0].message == "must be at most 25, got 30"
+
+
 def test_a_sheet_ability_score_of_25_is_read_without_a_warning() -> None:
     """docs/ADAPTERS.md: only scores "above 25 are used as 25" with a warning; 25 is
     the tables' own top score."""

@@ -637,3 +637,229 @@ def test_a_home_folder_that_cannot_be_opened_cannot_be_locked(
         app_module.HomeLock(tmp_path)
     assert caught.value.home == tmp_path
     assert str(caught.value) == f"cannot lock the home folder {tmp_path} (Permission denied)"
+
+
+# -- found by a mutation audit of companion/cli.py --------------------------------------
+@pytest.mark.parametrize("port", ["0", "65535"])
+def test_serve_takes_every_port_from_0_to_65535(port: str) -> None:
+    """`serve --help`: "the port to listen on (0: any free port, which the banner
+    names)": both ends of the range are ports."""
+    parser, _ = cli_module._parsers()
+    assert parser.parse_args(["serve", "--port", port]).port == int(port)
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "web"])
+def test_a_port_outside_0_to_65535_is_refused_saying_the_range(
+        port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--home", str(tmp_path), "--port", port])
+    assert done.value.code == 2
+    assert (f"argument --port: {port!r} is not a port (0 to 65535; 0: any free port)"
+            in capsys.readouterr().err)
+
+
+def test_serve_listens_on_127_0_0_1_port_39393_and_logs_each_request_by_default() -> None:
+    """docs/API.md "Start": "the daemon binds `127.0.0.1:39393` by default"; `serve
+    --help`: "--log-level ... (default: info, one line per request)"."""
+    parser, _ = cli_module._parsers()
+    args = parser.parse_args(["serve"])
+    assert (args.host, args.port, args.log_level) == ("127.0.0.1", 39393, "info")
+
+
+def test_a_log_level_that_is_none_of_the_four_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve --help`: --log-level is one of debug, info, warning, error."""
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--home", str(tmp_path), "--log-level", "loud"])
+    assert done.value.code == 2
+    assert "argument --log-level: invalid choice: 'loud'" in capsys.readouterr().err
+    assert not (tmp_path / "token").exists()
+
+
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["serve", "--hos", "0.0.0.0"], "--host"), (["call", "companion.info", "--ur",
+                                                  "http://127.0.0.1:9"], "--url"),
+    (["token", "--hom", "elsewhere"], "--home")])
+def test_no_command_takes_an_option_by_a_prefix(
+        argv: list[str], meant: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md "Running it": "Options are written in full (`--rotat` is refused,
+    naming `--rotate`, rather than taken for it)", for every command."""
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--home", str(tmp_path / "home")] if argv[0] != "token" else argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: mindscape {argv[0]}" in err and f"(did you mean {meant}?)" in err
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("argv", [["--he"], ["--home", "somewhere"]])
+def test_mindscape_without_a_command_is_a_usage_error(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A command is required: `mindscape --he` is no `--help` (options are written in
+    full, docs/API.md), and options without a command are a usage error (status 2),
+    never a traceback."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert done.value.code == 2 and out == ""
+    assert "usage: mindscape" in err and "Traceback" not in err
+
+
+def test_a_mistyped_option_with_its_value_after_an_equals_sign_names_the_one_meant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--prot=39393", "--home", str(tmp_path / "home")])
+    assert done.value.code == 2
+    assert "unrecognized arguments: --prot=39393 (did you mean --port?)" \
+        in capsys.readouterr().err
+
+
+def test_a_word_too_many_after_token_is_a_usage_error_of_token(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["token", "--home", str(tmp_path / "home"), "rotate"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: mindscape token" in err and "unrecognized arguments: rotate" in err
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["call", "dice.roll", '{"expr": "2d6"}', "--home", "HOME", "3"],
+    ["call", "dice.roll", "--home", "HOME", '{"expr": "2d6"}', "3"]])
+def test_a_word_after_calls_params_is_said_to_make_two_params(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: "The params are one argument ... before or after the options"; a
+    second word is not taken in place of the params, nor dropped."""
+    with pytest.raises(SystemExit) as done:
+        main([str(tmp_path) if word == "HOME" else word for word in argv])
+    assert done.value.code == 2
+    assert """call takes the params as one argument, but got 2 ({"expr": "2d6"} 3)""" \
+        in capsys.readouterr().err
+
+
+def test_a_user_with_no_home_folder_is_told_to_give_one(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user with no $HOME and no entry in the password database (a container's
+    random uid) has no data folder: one line saying to give --home."""
+    import pwd
+
+    def no_entry(uid: int) -> Any:
+        raise KeyError(uid)
+
+    for name in ("HOME", "MINDSCAPE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    assert main(["token"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "mindscape: this user has no home folder to keep the store and the token in; "
+        "give --home a folder")
+
+
+def test_a_home_that_cannot_be_made_under_a_file_further_up_says_which_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    home = blocker / "campaigns" / "home"
+    assert main(["token", "--home", str(home)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: the home folder {home} cannot be made: {blocker} is a file, not a "
+        "folder; give --home a folder (it is made when missing)")
+
+
+def test_a_home_several_folders_deep_is_made(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: the home folder "is made when missing", the folders it is in too."""
+    home = tmp_path / "games" / "dark-sun" / "home"
+    assert main(["token", "--home", str(home)]) == 0
+    assert capsys.readouterr().out.strip() == (home / "token").read_text().strip()
+
+
+def test_the_remedy_quotes_a_home_with_a_space_as_a_shell_needs_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command the line says to run is pasted into a shell: a home with a space
+    is quoted."""
+    home = tmp_path / "my games"
+    home.mkdir()
+    (home / "token").write_bytes(b"s3cret\n")
+    assert main(["token", "--home", str(home)]) == 2
+    assert f"run `mindscape token --home '{home}' --rotate` to write a new one" \
+        in _one_line(capsys.readouterr().err)
+
+
+def test_token_warns_on_stderr_when_others_could_read_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: `serve` and `token` make a token file others could only read private
+    (0600) and keep it, and say so on stderr and what to do; stdout is the token
+    alone."""
+    token = tmp_path / "token"
+    token.write_text("a-token-that-was-left-readable-by-everyone-0123456789\n")
+    token.chmod(0o644)
+    assert main(["token", "--home", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "a-token-that-was-left-readable-by-everyone-0123456789\n"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert _one_line(err) == (
+        f"mindscape: warning: the token file {token} was readable by other users (mode "
+        "0644); it is private now (0600), but the token may have been read: run "
+        f"`mindscape token --home {tmp_path} --rotate` and paste the new token into every "
+        "paired VTT")
+
+
+def test_rotate_says_on_stderr_where_the_new_token_was_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: "`--rotate` says on stderr where the new one was written"."""
+    assert main(["token", "--rotate", "--home", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == (tmp_path / "token").read_text()
+    assert err == (f"(new token written to {tmp_path / 'token'}; paste it into every "
+                   "paired VTT)\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_token_that_cannot_be_written_is_one_line(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """No folder can be made in /proc, whoever asks."""
+    assert main(["token", "--home", "/proc/mindscape-home"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "mindscape: cannot write the token to /proc/mindscape-home/token: No such file or "
+        "directory")
+
+
+@pytest.mark.parametrize("params", ["", "[" * 100_000])
+def test_call_says_params_that_are_empty_or_nested_too_deep_are_not_json(
+        params: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty argument (`'$PARAMS'` unset) is no params left out, and nesting deeper
+    than the parser goes is no traceback: both are said not to be JSON, with an
+    example, and nothing is sent."""
+    main(["token", "--home", str(tmp_path)])
+    capsys.readouterr()
+    assert main(["call", "dice.roll", params, "--home", str(tmp_path), "--url",
+                 "http://127.0.0.1:9"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("mindscape: the params are not JSON (")
+    assert line.endswith("); give one JSON object in single quotes, as in mindscape call "
+                         """dice.roll '{"expr": "2d6"}'""")
+
+
+@pytest.mark.parametrize("command", [["token"], ["call", "companion.info"]])
+def test_a_token_path_that_is_a_folder_says_to_move_it_aside_and_what_then_to_run(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: a token file "that cannot be read (a folder, no permission)" is
+    refused "with a message that says to move it aside, after which `mindscape token`
+    writes a new one": the one for the --home given."""
+    (tmp_path / "token").mkdir()
+    assert main([*command, "--home", str(tmp_path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: the token file {tmp_path / 'token'} is a folder, not a file; move it "
+        f"aside, then `mindscape token --home {tmp_path}` writes a new one")
+
+
+def test_an_empty_host_is_shown_as_two_quotes_in_the_refusal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--host ""` (an unset variable) is a wildcard too, said so the GM can see it."""
+    assert main(["serve", "--host", "", "--home", str(tmp_path / "home")]) == 2
+    assert _one_line(capsys.readouterr().err).startswith(
+        "mindscape: --host '' would listen on every address of this computer; name the "
+        "one address to listen on")

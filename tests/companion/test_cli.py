@@ -6,8 +6,10 @@ from __future__ import annotations
 import errno
 import http.server
 import os
+import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -15,7 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -863,3 +865,293 @@ def test_an_empty_host_is_shown_as_two_quotes_in_the_refusal(
     assert _one_line(capsys.readouterr().err).startswith(
         "mindscape: --host '' would listen on every address of this computer; name the "
         "one address to listen on")
+
+
+class _Answering(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with ``status``, ``body`` and ``headers_out``, or with ``raw``
+    bytes when set (something that is not HTTP at all)."""
+
+    status = 200
+    body = b""
+    headers_out: ClassVar[dict[str, str]] = {}
+    raw = b""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.raw:
+            self.wfile.write(self.raw)
+        else:
+            _reply(self, self.status, self.body, **self.headers_out)
+        self.close_connection = True
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def answering(serving: Callable[[type[http.server.BaseHTTPRequestHandler]], str]
+              ) -> Callable[..., str]:
+    """Start an ``_Answering`` server with the given class attributes; its /rpc."""
+    def start(**attributes: Any) -> str:
+        return serving(type("Handler", (_Answering,), attributes)) + "/rpc"
+
+    return start
+
+
+def _call(url: str, home: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`mindscape call companion.info --url URL` with a token in ``home``: (status, out,
+    err)."""
+    main(["token", "--home", str(home)])
+    capsys.readouterr()
+    status = main(["call", "companion.info", "--home", str(home), "--url", url])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_call_prints_the_result_as_indented_json_with_its_letters_as_they_are(
+        answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: `call` "prints the result as JSON on stdout": for a GM to read,
+    indented, and a name such as Zanna Mérë's as written, not as \\u escapes."""
+    url = answering(body='{"jsonrpc": "2.0", "id": 1, "result": {"name": "Zanna Mérë", '
+                         '"psp": 40}}'.encode())
+    assert _call(url, tmp_path, capsys) == (
+        0, '{\n  "name": "Zanna Mérë",\n  "psp": 40\n}\n', "")
+
+
+def test_call_prints_a_json_rpc_error_as_indented_json_with_status_1(
+        answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md "Exit statuses": 1, "the daemon answered with a JSON-RPC error", "the
+    error object as JSON on stdout", laid out as a result is."""
+    url = answering(body=b'{"jsonrpc": "2.0", "id": 1, "error": {"code": 4004, '
+                         b'"message": "Not found"}}')
+    assert _call(url, tmp_path, capsys) == (
+        1, '{\n  "code": 4004,\n  "message": "Not found"\n}\n', "")
+
+
+@pytest.mark.parametrize(("status", "location", "said"), [
+    (300, "", "answered with a redirect (HTTP 300), which the companion never sends"),
+    (301, "http://elsewhere.example/" + "x" * 300,
+     "answered with a redirect (HTTP 301 to http://elsewhere.example/" + "x" * 175
+     + "), which the companion never sends")])
+def test_every_3xx_is_a_redirect_call_does_not_follow(
+        status: int, location: str, said: str, answering: Callable[..., str],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SECURITY.md: `mindscape call` follows no redirect. 300 is one too; the line
+    names where it pointed, when it did (at most 200 characters of it)."""
+    url = answering(status=status, headers_out={"Location": location} if location else {})
+    code, out, err = _call(url, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    assert _one_line(err).startswith(f"mindscape: {url} {said} and call does not follow")
+
+
+def test_another_http_error_is_one_line_with_the_start_of_what_it_said(
+        answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A 400 (no redirect) from whatever listens there: its status and at most 300
+    characters of its body, on one line."""
+    body = ("Bad   request!\n" * 40).encode()
+    url = answering(status=400, body=body)
+    code, out, err = _call(url, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    said = " ".join(body.decode().split())[:300]
+    assert _one_line(err) == f"mindscape: HTTP 400 from {url}: {said}"
+
+
+@pytest.fixture
+def resetting() -> Iterator[str]:
+    """A listener that takes one request whole and then resets the connection; its
+    /rpc."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def reset_one() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(10)
+            request = b""
+            while b"\r\n\r\n" not in request or not request.endswith(b"}"):
+                request += connection.recv(65536)
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                  struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=reset_one, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/rpc"
+    thread.join(10)
+    listener.close()
+
+
+def test_a_connection_reset_after_the_request_is_one_line(
+        resetting: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: "a server that hangs up" is one line on stderr and exit 2, also when
+    it resets the connection rather than closing it."""
+    code, out, err = _call(resetting, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    assert _one_line(err) == (f"mindscape: {resetting} closed the connection without an "
+                              "answer (ConnectionResetError); is the companion running "
+                              "there?")
+
+
+def test_an_answer_that_is_not_http_is_one_line(
+        answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Another service on the port (here one that greets as SSH does): one line, exit 2,
+    never a traceback."""
+    url = answering(raw=b"SSH-2.0-OpenSSH_9.6\r\n")
+    code, out, err = _call(url, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    assert _one_line(err) == (f"mindscape: {url} closed the connection without an answer "
+                              "(BadStatusLine); is the companion running there?")
+
+
+def test_a_companion_that_does_not_accept_the_connection_in_time_is_no_answer(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/API.md: a server that does "not answer within 40 s" (0.5 s here) is one line;
+    also when the connection itself is not accepted in time (a listener whose backlog
+    is full), rather than "not running" with "timed out"."""
+    monkeypatch.setattr(cli_module, "CALL_TIMEOUT", 0.5, raising=False)
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        queued = [socket.socket() for _ in range(2)]
+        try:
+            for waiting in queued:
+                waiting.setblocking(False)
+                waiting.connect_ex(full.getsockname())
+            url = f"http://127.0.0.1:{full.getsockname()[1]}/rpc"
+            code, out, err = _call(url, tmp_path, capsys)
+        finally:
+            for waiting in queued:
+                waiting.close()
+    assert (code, out) == (2, "")
+    assert _one_line(err) == f"mindscape: no answer from {url} within 0.5 s"
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("http://nosuch.invalid:39393",
+     "cannot find the host nosuch.invalid of --url http://nosuch.invalid:39393/rpc ("),
+    ("http://a..b:39393",
+     "--url http://a..b:39393 is not the companion's address (encoding with 'idna' codec "
+     "failed (UnicodeError: label empty or too long)); give one such as "
+     "http://127.0.0.1:39393")])
+def test_a_host_that_cannot_be_found_or_written_is_said_as_such(
+        url: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --url's host: said as a host not found (with the address to give) or
+    an address urllib cannot use, not as a companion that is not running."""
+    code, out, err = _call(url, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    assert _one_line(err).startswith(f"mindscape: {said}")
+
+
+def test_call_without_home_or_token_names_the_token_command_without_home(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command the line says to run is the one for the home folder used: with
+    $MINDSCAPE_HOME and no --home, plain `mindscape token`."""
+    monkeypatch.setenv("MINDSCAPE_HOME", str(tmp_path))
+    assert main(["call", "companion.info"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: no token in {tmp_path / 'token'}; start `mindscape serve` once (or "
+        "run `mindscape token`)")
+
+
+class _Holding(http.server.BaseHTTPRequestHandler):
+    """Takes the request, says so on ``arrived``, and does not answer for a while."""
+
+    arrived: threading.Event
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.arrived.set()
+        time.sleep(5)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_ctrl_c_while_call_waits_is_status_130_and_nothing_more(
+        serving: Callable[[type[http.server.BaseHTTPRequestHandler]], str],
+        tmp_path: Path) -> None:
+    """docs/API.md "Exit statuses": 130, "interrupted by Ctrl+C while `call` waits",
+    output "nothing"."""
+    arrived = threading.Event()
+    url = serving(type("Handler", (_Holding,), {"arrived": arrived}))
+    main(["token", "--home", str(tmp_path)])
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from companion.cli import main; "
+                               "sys.exit(main(sys.argv[1:]))",
+         "call", "companion.info", "--home", str(tmp_path), "--url", url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert arrived.wait(30)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, out, err) == (130, b"", b"")
+
+
+#: an address in a home's daemon.address where nothing listens
+RECORDED = "http://127.0.0.1:9/from-the-file"
+
+
+@pytest.mark.parametrize("written", [
+    RECORDED + "\n", RECORDED + "e" * (200 - len(RECORDED))])  # 200 bytes: the most
+def test_call_without_url_goes_to_the_address_in_daemon_address(
+        written: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/API.md: "Without `--url`, `call` goes where the daemon of its home folder
+    listens" (`daemon.address`, one line as `serve` writes it), and says the address
+    came from there when nothing answers."""
+    monkeypatch.setattr(cli_module, "DEFAULT_PORT", 1)
+    main(["token", "--home", str(tmp_path)])
+    (tmp_path / "daemon.address").write_text(written)
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"mindscape: the companion is not running at {written.strip()} (Connection "
+        "refused); start it with `mindscape serve`, or give --url the address it printed "
+        "(the address the last `mindscape serve` of this home folder wrote in "
+        f"{tmp_path / 'daemon.address'})")
+
+
+@pytest.mark.parametrize("written", [
+    RECORDED + "e" * (201 - len(RECORDED)),  # no address serve writes is so long
+    RECORDED.replace("http://", "https://"),  # serve writes its http:// address only
+    RECORDED + " and-more"])
+def test_a_daemon_address_that_is_not_one_http_address_is_not_gone_to(
+        written: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`call` takes from `daemon.address` only what `serve` writes there, one
+    http:// address; anything else sends it to http://127.0.0.1:39393 (port 1 here)."""
+    monkeypatch.setattr(cli_module, "DEFAULT_PORT", 1)
+    main(["token", "--home", str(tmp_path)])
+    (tmp_path / "daemon.address").write_text(written)
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "mindscape: the companion is not running at http://127.0.0.1:1/rpc (Connection "
+        "refused); start it with `mindscape serve`, or give --url the address it printed")
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    # Python 3.13's asyncio, when it dropped every address it could not assign
+    (OSError("could not bind on any address out of [('127.0.0.1', 80)]"),
+     "127.0.0.1 is not an address of this computer; give --host one of its own (the "
+     "default 127.0.0.1: this computer only)"),
+    (OSError(errno.EINVAL, "Invalid argument"), "Invalid argument"),
+    (OSError("something else went wrong"), "something else went wrong")])
+def test_what_serve_says_of_other_failures_to_listen(error: OSError, said: str,
+                                                    tmp_path: Path) -> None:
+    """Any other failure is said with the system's reason; one without an errno with
+    its message, never "None"."""
+    assert cli_module._cannot_listen(_settings(tmp_path), error) == (
+        f"cannot listen on 127.0.0.1:80: {said}")

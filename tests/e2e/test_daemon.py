@@ -4,6 +4,7 @@ call answers')."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
@@ -453,3 +454,212 @@ def test_call_finds_the_daemon_of_its_home_on_whatever_port_it_listens(
     done = subprocess.run(call, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert str(address) in done.stderr and f"127.0.0.1:{port}" in done.stderr
+
+
+# -- found by a mutation audit of companion/cli.py --------------------------------------
+def _until_stop_line(process: subprocess.Popen[str]) -> list[str]:
+    """The banner's lines, read up to "Stop with Ctrl+C."."""
+    assert process.stdout is not None
+    lines = [process.stdout.readline().rstrip("\n")]
+    while not lines[-1].startswith("Stop with") and lines[-1]:
+        lines.append(process.stdout.readline().rstrip("\n"))
+    return lines
+
+
+@pytest.mark.parametrize(("host", "in_url"), [("127.0.0.1", "127.0.0.1"),
+                                              ("::1", "[::1]"),
+                                              ("LOCALHOST", "LOCALHOST")])
+def test_the_banner_says_where_to_call_and_how_to_pair_and_loopback_is_not_warned_about(
+        host: str, in_url: str, tmp_path: Path) -> None:
+    """docs/API.md "Start": the daemon "prints where it listens and how to pair a VTT
+    (token file, `mindscape token`, Foundry's ... Pair with the companion)": the
+    endpoint, the WebSocket, the status page and every allowed origin, an IPv6 address
+    in brackets; `daemon.address` holds the same address. A loopback address (any
+    spelling of localhost) is not warned about."""
+    home = tmp_path / "home"
+    process = subprocess.Popen(
+        [*mindscape_command(), "serve", "--home", str(home), "--port", "0", "--host", host,
+         "--allow-origin", "https://vtt.example", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = _until_stop_line(process)
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert process.stderr is not None and process.stderr.read() == ""
+    url = banner[0].split(" ", 4)[4].split(" ", 1)[0]
+    assert url.startswith(f"http://{in_url}:") and not url.endswith(":0")
+    assert banner == [
+        f"Mindscape companion listening on {url} (JSON-RPC: {url}/rpc, WebSocket: "
+        f"ws{url.removeprefix('http')}/ws)",
+        f"Status page: {url}/",
+        "Pair a virtual tabletop:",
+        f"  1. the access token is in {home / 'token'}; show it with `mindscape token "
+        f"--home {home}`",
+        "  2. Foundry VTT: Game Settings › Configure Settings › Mindscape › Pair with the "
+        f"companion: address {url}, paste the token, press Test the connection",
+        "  3. allowed browser origins: http://localhost:30000, http://127.0.0.1:30000, "
+        "https://vtt.example (add more with --allow-origin)",
+        "Stop with Ctrl+C."]
+
+
+class _NotMindscape(http.server.BaseHTTPRequestHandler):
+    """Another web server: a page, whatever the path (/healthz included)."""
+
+    def do_GET(self) -> None:
+        body = b"<html>a wiki</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_port_another_web_server_listens_on_is_another_program(tmp_path: Path) -> None:
+    """docs/API.md "Start": a port in use says whether another mindscape daemon ("it
+    answers `/healthz`") or another program holds it: a web server whose /healthz is
+    a page, not JSON, is another program (and no traceback)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotMindscape)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path),
+                               "--port", str(port)], capture_output=True, text=True,
+                              timeout=30)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"mindscape: cannot listen on 127.0.0.1:{port}: port {port} is "
+                           "in use by another program; stop it, or give this one another "
+                           "--port (0: any free port)\n")
+
+
+def test_a_home_that_cannot_take_the_address_file_still_serves(tmp_path: Path) -> None:
+    """docs/API.md: `daemon.address` is for `mindscape call` only: a home where it
+    cannot be written (a folder in its place) costs `call` its default, not the start
+    (the daemon serves, and stops cleanly)."""
+    home = tmp_path / "home"
+    (home / "daemon.address").mkdir(parents=True)
+    process = subprocess.Popen([*mindscape_command(), "serve", "--home", str(home),
+                                "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        banner = _until_stop_line(process)
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert banner[0].startswith("Mindscape companion listening on http://127.0.0.1:")
+    assert banner[-1] == "Stop with Ctrl+C."
+    assert (home / "daemon.address").is_dir()
+    assert process.stderr is not None and "Traceback" not in process.stderr.read()
+
+
+def test_a_host_name_is_warned_about_and_one_not_found_is_said_as_such(
+        tmp_path: Path) -> None:
+    """docs/API.md "--host": "a host name other than `localhost`" is served with a
+    warning (docs/SECURITY.md); a name this computer cannot look up then stops the
+    start, said as such."""
+    done = _serve(tmp_path / "home", "--host", "nosuch.invalid")
+    assert (done.returncode, done.stdout) == (2, "")
+    warning, failure = done.stderr.strip().splitlines()
+    assert warning == ("mindscape: warning: --host nosuch.invalid exposes the daemon to the "
+                       "network in plain HTTP: anyone who can reach that address can call "
+                       "it, and the access token is the only guard of every encounter and "
+                       "its secret choices; see docs/SECURITY.md")
+    assert failure.startswith("mindscape: cannot listen on nosuch.invalid:")
+    assert failure.endswith(": --host nosuch.invalid is not a name this computer can look "
+                            "up (Name or service not known); give an address, such as the "
+                            "default 127.0.0.1")
+
+
+def test_the_clean_stop_removes_only_its_own_address(tmp_path: Path) -> None:
+    """`daemon.address` is removed at the clean stop when it still holds the address
+    this daemon wrote; one written over since (by hand, here) is someone else's and
+    stays."""
+    home = tmp_path / "home"
+    process = subprocess.Popen([*mindscape_command(), "serve", "--home", str(home),
+                                "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        _until_stop_line(process)
+        (home / "daemon.address").write_text("http://127.0.0.1:1\n")
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert (home / "daemon.address").read_text() == "http://127.0.0.1:1\n"
+
+
+def test_every_file_the_daemon_makes_in_its_home_is_the_users_alone(daemon: Daemon
+                                                                    ) -> None:
+    """docs/API.md "Home folder": the daemon "creates its files with umask 077 (0600)":
+    the store and its write-ahead files as well as the token and daemon.address."""
+    daemon.ok("encounter.create", {"system": "power-pool"})
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in daemon.home.iterdir()}
+    assert {"mindscape.sqlite3", "token", "daemon.address"} <= set(modes)
+    assert modes == dict.fromkeys(modes, "0o600")
+
+
+@pytest.mark.parametrize(("level", "logged"), [(None, {"warning", "info"}),
+                                               ("error", set())])
+def test_the_log_level_decides_which_json_lines_go_to_stderr(
+        level: str | None, logged: set[str], tmp_path: Path) -> None:
+    """`serve --help`: --log-level is "the least severe log lines written to stderr
+    (default: info, one line per request; warning drops those)", each a JSON line. A
+    token file others could read is logged as a warning (docs/API.md) besides the
+    `mindscape: warning:` line, which is said whatever the level."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "token").write_text("a-token-that-was-left-readable-by-everyone-0123456789\n")
+    (home / "token").chmod(0o644)
+    process = subprocess.Popen(
+        [*mindscape_command(), "serve", "--home", str(home), "--port", "0",
+         *(["--log-level", level] if level else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until_stop_line(process)
+        call = subprocess.run([*mindscape_command(), "call", "companion.info", "--home",
+                               str(home)], capture_output=True, text=True, timeout=30)
+        assert call.returncode == 0
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert process.stderr is not None
+    lines = process.stderr.read().splitlines()
+    [said] = [line for line in lines if line.startswith("mindscape: ")]
+    assert said.startswith(f"mindscape: warning: the token file {home / 'token'} was "
+                           "readable by other users")
+    records = [json.loads(line) for line in lines if line != said]
+    assert {r["level"] for r in records} == logged
+    if level is None:
+        assert any(r["level"] == "warning" and r["logger"] == "mindscape.app"
+                   for r in records)
+        assert any(r.get("methods") == ["companion.info"] for r in records)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_a_start_interrupted_does_not_try_to_listen(tmp_path: Path) -> None:
+    """docs/API.md "Start": a signal "that comes while it starts ... stops it as soon as
+    the start is done, without a banner": it does not go on to listen, so a port taken
+    meanwhile is no failure to report (exit 0, nothing said)."""
+    site = tmp_path / "site"
+    dist = site / "mindscape_interrupting-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mindscape-interrupting\nVersion: 1.0\n",
+        encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[mindscape.plugins]\ninterrupting = tests.e2e.interrupting_plugin:PLUGIN\n",
+        encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
+           "MINDSCAPE_TEST_SIGNAL": "SIGTERM"}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path / "home"),
+                               "--port", str(taken.getsockname()[1])], capture_output=True,
+                              text=True, timeout=30, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -405,6 +405,15 @@ def _host_problem(host: str) -> tuple[str | None, str | None]:
                 "one address to listen on (this computer's address on your network, such "
                 "as 192.168.1.20, for a VTT on another computer; the default 127.0.0.1 "
                 "for this one)"), None
+    try:
+        # what the socket layer does with a name before it looks it up
+        host.encode("utf-8")
+        host.encode("idna")
+    except UnicodeError as exc:
+        # (a byte that is no UTF-8 is shown escaped: stderr could not write it)
+        shown = host.encode("utf-8", "backslashreplace").decode()
+        return (f"--host {shown} is not a name this computer can look up ({exc}); give an "
+                "address, such as the default 127.0.0.1"), None
     if host.lower() == "localhost" or (addresses and all(a.is_loopback for a in addresses)):
         return None, None
     return None, (f"warning: --host {host} exposes the daemon to the network in plain "
@@ -577,15 +586,18 @@ def call(args: argparse.Namespace) -> int:
         return _fail(f"--url {given} is not the companion's address ({exc}); give one "
                      "such as http://127.0.0.1:39393", FAILED)
     try:
-        answer = json.loads(body or b"null")
+        answer = json.loads(body)
     except ValueError:
+        # (an empty body too: a request with an id always has an answer)
         return _fail(f"the answer from {url} is not JSON; is the companion running "
                      "there?", FAILED)
-    if isinstance(answer, dict) and "error" in answer:
+    if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
+        return _fail(f"the answer from {url} is JSON but no JSON-RPC answer (neither a "
+                     "result nor an error); is the companion running there?", FAILED)
+    if "error" in answer:
         print(json.dumps(answer["error"], indent=2, ensure_ascii=False))
         return REFUSED
-    result = answer.get("result") if isinstance(answer, dict) else answer
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    print(json.dumps(answer["result"], indent=2, ensure_ascii=False))
     return 0
 
 

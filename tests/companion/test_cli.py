@@ -867,6 +867,25 @@ def test_an_empty_host_is_shown_as_two_quotes_in_the_refusal(
         "one address to listen on")
 
 
+@pytest.mark.parametrize(("host", "said"), [
+    ("a..b", "--host a..b is not a name this computer can look up ("),
+    ("x" * 64, f"--host {'x' * 64} is not a name this computer can look up ("),
+    # a byte that is no UTF-8 in the command line (Python gives it as a surrogate)
+    ("\udcff", "--host \\udcff is not a name this computer can look up (")])
+def test_a_host_no_lookup_could_take_is_refused_before_anything_is_made(
+        host: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: a failure to start is one line on stderr and exit 2. A host with an
+    empty or over-long label, or not UTF-8, cannot even be asked for (it ended in a
+    traceback and status 1 once the home was made); it is refused before the home
+    folder is made."""
+    home = tmp_path / "home"
+    assert main(["serve", "--host", host, "--home", str(home), "--port", "0"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"mindscape: {said}")
+    assert line.endswith("); give an address, such as the default 127.0.0.1")
+    assert not home.exists()
+
+
 class _Answering(http.server.BaseHTTPRequestHandler):
     """Answers every POST with ``status``, ``body`` and ``headers_out``, or with ``raw``
     bytes when set (something that is not HTTP at all)."""
@@ -928,6 +947,31 @@ def test_call_prints_a_json_rpc_error_as_indented_json_with_status_1(
                          b'"message": "Not found"}}')
     assert _call(url, tmp_path, capsys) == (
         1, '{\n  "code": 4004,\n  "message": "Not found"\n}\n', "")
+
+
+@pytest.mark.parametrize("body", [b"", b"[]", b"42", b'{"jsonrpc": "2.0", "id": 1}'])
+def test_an_answer_that_is_empty_or_no_json_rpc_answer_is_one_line(
+        body: bytes, answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: a server that "answers something that is not JSON" is one line on
+    stderr and exit 2, nothing on stdout. An empty 200 is not JSON (it was printed as
+    `null` with exit 0), and JSON with neither a result nor an error is no answer to
+    the call either (it was printed as if it were the result)."""
+    url = answering(body=body)
+    code, out, err = _call(url, tmp_path, capsys)
+    assert (code, out) == (2, "")
+    assert _one_line(err) == (
+        f"mindscape: the answer from {url} is not JSON; is the companion running there?"
+        if not body else
+        f"mindscape: the answer from {url} is JSON but no JSON-RPC answer (neither a "
+        "result nor an error); is the companion running there?")
+
+
+def test_a_null_result_is_printed_as_null(answering: Callable[..., str], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A result of `null` is a result: printed, exit 0."""
+    url = answering(body=b'{"jsonrpc": "2.0", "id": 1, "result": null}')
+    assert _call(url, tmp_path, capsys) == (0, "null\n", "")
 
 
 @pytest.mark.parametrize(("status", "location", "said"), [

@@ -1149,6 +1149,19 @@ def test_ctrl_c_while_call_waits_is_status_130_and_nothing_more(
 RECORDED = "http://127.0.0.1:9/from-the-file"
 
 
+def _call_with_address(written: str, home: Path, capsys: pytest.CaptureFixture[str],
+                       monkeypatch: pytest.MonkeyPatch) -> str:
+    """`mindscape call companion.info` without --url from a home whose daemon.address
+    holds ``written`` (the default port 1 here, where nothing listens): the one line it
+    says, once it has exited 2."""
+    monkeypatch.setattr(cli_module, "DEFAULT_PORT", 1)
+    main(["token", "--home", str(home)])
+    (home / "daemon.address").write_text(written)
+    capsys.readouterr()
+    assert main(["call", "companion.info", "--home", str(home)]) == 2
+    return _one_line(capsys.readouterr().err)
+
+
 @pytest.mark.parametrize("written", [
     RECORDED + "\n", RECORDED + "e" * (200 - len(RECORDED))])  # 200 bytes: the most
 def test_call_without_url_goes_to_the_address_in_daemon_address(
@@ -1157,12 +1170,7 @@ def test_call_without_url_goes_to_the_address_in_daemon_address(
     """docs/API.md: "Without `--url`, `call` goes where the daemon of its home folder
     listens" (`daemon.address`, one line as `serve` writes it), and says the address
     came from there when nothing answers."""
-    monkeypatch.setattr(cli_module, "DEFAULT_PORT", 1)
-    main(["token", "--home", str(tmp_path)])
-    (tmp_path / "daemon.address").write_text(written)
-    capsys.readouterr()
-    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 2
-    assert _one_line(capsys.readouterr().err) == (
+    assert _call_with_address(written, tmp_path, capsys, monkeypatch) == (
         f"mindscape: the companion is not running at {written.strip()} (Connection "
         "refused); start it with `mindscape serve`, or give --url the address it printed "
         "(the address the last `mindscape serve` of this home folder wrote in "
@@ -1178,12 +1186,7 @@ def test_a_daemon_address_that_is_not_one_http_address_is_not_gone_to(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """`call` takes from `daemon.address` only what `serve` writes there, one
     http:// address; anything else sends it to http://127.0.0.1:39393 (port 1 here)."""
-    monkeypatch.setattr(cli_module, "DEFAULT_PORT", 1)
-    main(["token", "--home", str(tmp_path)])
-    (tmp_path / "daemon.address").write_text(written)
-    capsys.readouterr()
-    assert main(["call", "companion.info", "--home", str(tmp_path)]) == 2
-    assert _one_line(capsys.readouterr().err) == (
+    assert _call_with_address(written, tmp_path, capsys, monkeypatch) == (
         "mindscape: the companion is not running at http://127.0.0.1:1/rpc (Connection "
         "refused); start it with `mindscape serve`, or give --url the address it printed")
 

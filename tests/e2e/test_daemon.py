@@ -202,15 +202,9 @@ def test_a_port_another_mindscape_listens_on_is_reported_as_such(daemon: Daemon,
     assert daemon.ok("companion.info")["name"] == "mindscape"
 
 
-@pytest.mark.skipif(os.name != "posix", reason="signals")
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_ctrl_c_or_sigterm_during_the_start_stops_it_quietly(sig: str, tmp_path: Path
-                                                             ) -> None:
-    """A signal while the daemon starts (here: while its plugins load) was a
-    KeyboardInterrupt that could leave the store's thread behind a closed event loop, a
-    traceback on stderr (Ctrl+C), or killed it without closing the store (SIGTERM). Now
-    the start finishes, the daemon closes what it opened and exits 0 without a banner,
-    and the home can be used again at once."""
+def _interrupting_plugin(tmp_path: Path, sig: str) -> dict[str, str]:
+    """The environment of a daemon whose plugin sends it ``sig`` while it loads
+    (tests/e2e/interrupting_plugin.py, installed as a dist-info under ``tmp_path``)."""
     site = tmp_path / "site"
     dist = site / "mindscape_interrupting-1.0.dist-info"
     dist.mkdir(parents=True)
@@ -220,8 +214,20 @@ def test_ctrl_c_or_sigterm_during_the_start_stops_it_quietly(sig: str, tmp_path:
     (dist / "entry_points.txt").write_text(
         "[mindscape.plugins]\ninterrupting = tests.e2e.interrupting_plugin:PLUGIN\n",
         encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
-           "MINDSCAPE_TEST_SIGNAL": sig}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
+            "MINDSCAPE_TEST_SIGNAL": sig}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_during_the_start_stops_it_quietly(sig: str, tmp_path: Path
+                                                             ) -> None:
+    """A signal while the daemon starts (here: while its plugins load) was a
+    KeyboardInterrupt that could leave the store's thread behind a closed event loop, a
+    traceback on stderr (Ctrl+C), or killed it without closing the store (SIGTERM). Now
+    the start finishes, the daemon closes what it opened and exits 0 without a banner,
+    and the home can be used again at once."""
+    env = _interrupting_plugin(tmp_path, sig)
     # a SIGINT that the shell running the tests ignores stays ignored in its children
     done = subprocess.run([*mindscape_command(), "serve", "--home", str(tmp_path / "home"),
                            "--port", str(free_port())], capture_output=True, text=True,
@@ -645,17 +651,7 @@ def test_a_start_interrupted_does_not_try_to_listen(tmp_path: Path) -> None:
     """docs/API.md "Start": a signal "that comes while it starts ... stops it as soon as
     the start is done, without a banner": it does not go on to listen, so a port taken
     meanwhile is no failure to report (exit 0, nothing said)."""
-    site = tmp_path / "site"
-    dist = site / "mindscape_interrupting-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: mindscape-interrupting\nVersion: 1.0\n",
-        encoding="utf-8")
-    (dist / "entry_points.txt").write_text(
-        "[mindscape.plugins]\ninterrupting = tests.e2e.interrupting_plugin:PLUGIN\n",
-        encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
-           "MINDSCAPE_TEST_SIGNAL": "SIGTERM"}
+    env = _interrupting_plugin(tmp_path, "SIGTERM")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -100,6 +100,7 @@ class _Parser:
         if count is None:
             raise self.error("expected a number or a die such as 2d6")
         if count > MAX_CONSTANT:
+            self.pos = start
             raise self.error(f"a constant is at most {MAX_CONSTANT}")
         return ConstantTerm(sign, count)
 

@@ -233,8 +233,9 @@ def test_expression_limits_sit_exactly_at_their_edges() -> None:
     assert roll_expression("1000000 - 1", RandomDice(1))["total"] == 999_999
     refused = {"2+1d1001": (2, "a die has 1 to 1000 sides"),
                "2+0d6": (2, "the number of dice must be at least 1"),
-               "1000001": (7, "a constant is at most 1000000"),
+               "1000001": (0, "a constant is at most 1000000"),
                "2+12345678": (2, "number too large"),
+               "2 - 1000001": (4, "a constant is at most 1000000"),
                "d\u0666": (1, "expected the number of sides after 'd'"),
                "3x6": (1, 'unexpected "x"')}
     for expr, (position, message) in refused.items():

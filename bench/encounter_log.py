@@ -215,6 +215,7 @@ def measure(args: argparse.Namespace, home: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = children.launch([sys.executable, __file__, "--serve", str(home), str(port)],
                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+    client: Client | None = None
     try:
         wait_ready(port, child)
         client = Client(port, (home / "token").read_text().strip())
@@ -263,6 +264,10 @@ def measure(args: argparse.Namespace, home: Path) -> None:
               f"the new path, {rss['old']:.0f} MiB after the old one too")
         print(f"answers equal: {'yes' if equal else 'NO'}")
     finally:
+        if client is not None:
+            # A request that SIGTERM cut off mid-body would keep the child's graceful
+            # stop waiting for the rest of it (run_app's shutdown timeout, 60 s).
+            client.connection.close()
         children.stop(child, grace=30)
 
 

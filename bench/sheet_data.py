@@ -75,6 +75,8 @@ class Daemon:
     def __init__(self, code: Path, home: Path) -> None:
         self.code, self.home = code, home
         self.port = free_port()
+        # (made before the daemon, so that ``stop`` always has it to close)
+        self.connection = http.client.HTTPConnection(HOST, self.port, timeout=600)
         env = {**os.environ, "PYTHONPATH": str(code)}
         self.process = children.launch(
             [sys.executable, "-m", "companion", "serve", "--home", str(home),
@@ -86,7 +88,6 @@ class Daemon:
             self.stop()  # (a daemon that did not answer in time, or an interruption)
             raise
         self.token = (home / "token").read_text().strip()
-        self.connection = http.client.HTTPConnection(HOST, self.port, timeout=600)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
@@ -123,6 +124,9 @@ class Daemon:
         return memory(self.process.pid)
 
     def stop(self) -> None:
+        # A request that SIGTERM cut off mid-body would keep the daemon's graceful stop
+        # waiting for the rest of it (its shutdown timeout): it is closed first.
+        self.connection.close()
         children.stop(self.process, grace=30)
 
 

@@ -36,7 +36,9 @@ def test_sigterm_stops_the_daemon_and_removes_its_home(script: list[str]) -> Non
         homes = [h for h in map(_home, run.seen.values()) if h is not None]
         assert run.process.poll() is None and homes and all(h.exists() for h in homes)
         run.process.terminate()
-        run.process.wait(30)
+        # A daemon that does not stop on SIGTERM gets 30 s before the script kills it
+        # (``children.stop(grace=30)``): the script is waited for longer than that.
+        run.process.wait(60)
         assert run.still_running() == []
         assert [h for h in homes if h.exists()] == []
 

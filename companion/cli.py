@@ -630,13 +630,23 @@ def token(args: argparse.Namespace) -> int:
 
 
 def _unrecognized(extra: list[str], command: argparse.ArgumentParser) -> str:
-    """argparse's complaint about ``extra``, with the option meant by a typo in it."""
-    options = [o for action in command._actions for o in action.option_strings]
+    """argparse's complaint about ``extra``, with the option meant by a typo in it
+    (``-port`` too: a long option written with one dash)."""
+    options = [o for action in command._actions for o in action.option_strings
+               if o.startswith("--")]
     meant = [f"{given} (did you mean {close[0]}?)" if close else given
              for given in extra
-             for close in [difflib.get_close_matches(given.partition("=")[0], options, 1)
-                           if given.startswith("--") else []]]
+             for close in [difflib.get_close_matches(_as_long(given), options, 1)]]
     return f"unrecognized arguments: {' '.join(meant)}"
+
+
+def _as_long(word: str) -> str:
+    """``word`` as the long option it may stand for: ``--prot=1`` and ``-prot`` are
+    ``--prot``; a value (no dash) or a lone ``-x`` stands for none."""
+    name = word.partition("=")[0]
+    if name.startswith("--"):
+        return name
+    return "-" + name if name.startswith("-") and len(name) > 2 else ""
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -695,6 +695,28 @@ def test_no_command_takes_an_option_by_a_prefix(
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["serve", "-port", "39393"], "-port (did you mean --port?) 39393"),
+    (["serve", "-prot=39393"], "-prot=39393 (did you mean --port?)"),
+    (["token", "-rotate"], "-rotate (did you mean --rotate?)"),
+    (["call", "-url", "http://127.0.0.1:9", "companion.info"],
+     "-url (did you mean --url?)"),
+    (["serve", "-q"], "-q")])
+def test_a_long_option_written_with_one_dash_names_the_one_meant(
+        argv: list[str], shown: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-port 39393` is refused as `--prot` is, naming `--port`; a short word (`-q`) that
+    stands for no option is only named."""
+    monkeypatch.setenv("MINDSCAPE_HOME", str(tmp_path / "home"))
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: mindscape {argv[0]}" in err
+    assert f"unrecognized arguments: {shown}\n" in err
+    assert not (tmp_path / "home").exists()
+
+
 @pytest.mark.parametrize("argv", [["--he"], ["--home", "somewhere"]])
 def test_mindscape_without_a_command_is_a_usage_error(
         argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

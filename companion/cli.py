@@ -106,6 +106,37 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+class Unwritable(Exception):
+    """stdout refused what a command had to say (a full disk, ``> /dev/full``; stdout
+    closed, ``>&-``): the text is why."""
+
+
+def _say(text: str) -> None:
+    """``text`` and a new line on stdout, flushed, so that a write that fails, fails here
+    rather than at exit: a reader that went away is ``BrokenPipeError`` (``main`` ends
+    as SIGPIPE would), any other failure ``Unwritable``."""
+    if sys.stdout is None:
+        raise Unwritable("stdout is closed")
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise Unwritable(exc.strerror or str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at nothing, so that the interpreter's own flush at exit does not fail
+    again on what could not be written."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError):
+        pass  # (no stdout to point anywhere)
+    finally:
+        os.close(devnull)
+
+
 def _not_a_folder(home: Path) -> str | None:
     """Why ``home`` cannot be the home folder (a file is in the way: itself, or one of the
     folders it would be made in), or ``None``."""
@@ -373,7 +404,17 @@ async def _serve(settings: Settings, token_command: str) -> int:
     address = f"http://{_url_host(settings.host)}:{port}"
     # written before the banner: whoever read the banner finds it
     _write_address(settings.home, address)
-    print(_banner(settings, address, token_command), flush=True)
+    try:
+        _say(_banner(settings, address, token_command))
+    except (Unwritable, BrokenPipeError) as exc:
+        # whoever started it cannot be told where it listens: it stops rather than run
+        # unseen
+        _forget_address(settings.home, address)
+        await runner.cleanup()
+        _silence_stdout()
+        why = "the reader went away" if isinstance(exc, BrokenPipeError) else str(exc)
+        return _fail(f"cannot write the address it listens on to stdout ({why}); "
+                     "stopped", FAILED)
     await stop.wait()
     _forget_address(settings.home, address)
     await runner.cleanup()
@@ -594,11 +635,14 @@ def call(args: argparse.Namespace) -> int:
     if not isinstance(answer, dict) or not ("result" in answer or "error" in answer):
         return _fail(f"the answer from {url} is JSON but no JSON-RPC answer (neither a "
                      "result nor an error); is the companion running there?", FAILED)
-    if "error" in answer:
-        print(json.dumps(answer["error"], indent=2, ensure_ascii=False))
-        return REFUSED
-    print(json.dumps(answer["result"], indent=2, ensure_ascii=False))
-    return 0
+    shown = "error" if "error" in answer else "result"
+    try:
+        _say(json.dumps(answer[shown], indent=2, ensure_ascii=False))
+    except Unwritable as exc:
+        _silence_stdout()
+        return _fail(f"cannot write the {shown} of {args.method} to stdout ({exc}); the "
+                     "call was made", FAILED)
+    return REFUSED if shown == "error" else 0
 
 
 # -- token ------------------------------------------------------------------------------
@@ -620,7 +664,13 @@ def token(args: argparse.Namespace) -> int:
         return _fail(_bad_token(exc, _token_command(args, home)), FAILED)
     except OSError as exc:
         return _fail(f"cannot write the token to {path}: {exc.strerror or exc}", FAILED)
-    print(value)
+    try:
+        _say(value)
+    except Unwritable as exc:
+        _silence_stdout()
+        which = "the new token" if args.rotate else "it"
+        return _fail(f"cannot write the token to stdout ({exc}); {which} is in {path}",
+                     FAILED)
     if args.rotate:
         print(f"(new token written to {path}; paste it into every paired VTT)",
               file=sys.stderr)
@@ -685,10 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (`mindscape call companion.info | head`): what it read was
-        # all it wanted. Point stdout at nothing so that the interpreter's own flush at
-        # exit does not fail again, and exit as a program killed by SIGPIPE would (141;
-        # Windows has no SIGPIPE to name).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        # all it wanted. Exit as a program killed by SIGPIPE would (141; Windows has no
+        # SIGPIPE to name).
+        _silence_stdout()
         return 141

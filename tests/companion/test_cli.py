@@ -342,6 +342,79 @@ def test_an_extension_origin_without_a_plain_id_is_refused(
     assert done.value.code == 2 and "is not an extension origin" in capsys.readouterr().err
 
 
+#: the ``mindscape`` command run as its own process
+MINDSCAPE = [sys.executable, "-c", "import sys; from companion.cli import main; "
+                                   "sys.exit(main(sys.argv[1:]))"]
+#: how stdout may refuse what is written: a full disk, and no stdout at all (``>&-``)
+UNWRITABLE = {"/dev/full": "No space left on device", "closed": "stdout is closed"}
+
+
+def _unwritable(stdout: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``mindscape argv`` with ``stdout`` (a key of ``UNWRITABLE``) as its stdout."""
+    if stdout == "closed":
+        return subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *MINDSCAPE, *argv],
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    with open(stdout, "w") as out:
+        return subprocess.run([*MINDSCAPE, *argv], stdout=out, stderr=subprocess.PIPE,
+                              text=True, timeout=60, check=False)
+
+
+needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+
+
+@needs_dev_full
+@pytest.mark.parametrize("stdout", UNWRITABLE)
+@pytest.mark.parametrize("rotate", [[], ["--rotate"]])
+def test_a_token_that_cannot_be_written_to_stdout_is_said_to_be_in_its_file(
+        stdout: str, rotate: list[str], tmp_path: Path) -> None:
+    """docs/API.md "Exit statuses": a command that could not do its job is one line on
+    stderr with status 2. Writing the token to a full disk ended in a traceback with
+    status 1, which `call` uses for a JSON-RPC error."""
+    home = tmp_path / "home"
+    done = _unwritable(stdout, ["token", "--home", str(home), *rotate])
+    which = "the new token" if rotate else "it"
+    assert (done.returncode, done.stderr) == (
+        2, f"mindscape: cannot write the token to stdout ({UNWRITABLE[stdout]}); {which} "
+           f"is in {home / 'token'}\n")
+    assert (home / "token").exists()
+
+
+@needs_dev_full
+@pytest.mark.parametrize("stdout", UNWRITABLE)
+@pytest.mark.parametrize(("body", "shown"), [
+    (b'{"jsonrpc": "2.0", "id": 1, "result": {"psp": 40}}', "result"),
+    (b'{"jsonrpc": "2.0", "id": 1, "error": {"code": 4004, "message": "Not found"}}',
+     "error")])
+def test_an_answer_that_cannot_be_written_to_stdout_says_the_call_was_made(
+        stdout: str, body: bytes, shown: str, answering: Callable[..., str],
+        tmp_path: Path) -> None:
+    """The call reached the daemon, which may have changed an encounter: the one line
+    says so, rather than a traceback with status 1 (a JSON-RPC error's status)."""
+    home = tmp_path / "home"
+    main(["token", "--home", str(home)])
+    done = _unwritable(stdout, ["call", "companion.info", "--home", str(home),
+                                "--url", answering(body=body)])
+    assert (done.returncode, done.stderr) == (
+        2, f"mindscape: cannot write the {shown} of companion.info to stdout "
+           f"({UNWRITABLE[stdout]}); the call was made\n")
+
+
+@needs_dev_full
+@pytest.mark.parametrize("stdout", UNWRITABLE)
+def test_serve_that_cannot_print_where_it_listens_stops_and_leaves_no_address(
+        stdout: str, tmp_path: Path) -> None:
+    """The banner is how whoever started the daemon learns its address and pairing steps:
+    one that cannot be written (a full disk) stops it cleanly, status 2, one line, no
+    `daemon.address` left for `call` to find; it ended in a traceback with the home's
+    address left behind."""
+    home = tmp_path / "home"
+    done = _unwritable(stdout, ["serve", "--home", str(home), "--port", "0"])
+    assert (done.returncode, done.stderr) == (
+        2, "mindscape: cannot write the address it listens on to stdout "
+           f"({UNWRITABLE[stdout]}); stopped\n")
+    assert sorted(p.name for p in home.iterdir()) == ["mindscape.sqlite3", "token"]
+
+
 def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     """`mindscape token | head -c 0`, `mindscape call ... | head`: the output's reader
     closed the pipe, so the write fails; the command stops quietly with SIGPIPE's status
@@ -349,11 +422,9 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before anything is written
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", "import sys; from companion.cli import main; "
-                                   "sys.exit(main(sys.argv[1:]))",
-             "token", "--home", str(tmp_path / "home")],
-            stdout=write_end, stderr=subprocess.PIPE, timeout=60, check=False)
+        done = subprocess.run([*MINDSCAPE, "token", "--home", str(tmp_path / "home")],
+                              stdout=write_end, stderr=subprocess.PIPE, timeout=60,
+                              check=False)
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, b"")
@@ -1152,9 +1223,7 @@ def test_ctrl_c_while_call_waits_is_status_130_and_nothing_more(
     url = serving(type("Handler", (_Holding,), {"arrived": arrived}))
     main(["token", "--home", str(tmp_path)])
     process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from companion.cli import main; "
-                               "sys.exit(main(sys.argv[1:]))",
-         "call", "companion.info", "--home", str(tmp_path), "--url", url],
+        [*MINDSCAPE, "call", "companion.info", "--home", str(tmp_path), "--url", url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

@@ -96,6 +96,17 @@ async def test_foreign_host_is_403(rpc: Rpc, host: str) -> None:
     assert (await rpc.client.get("/healthz", headers={"Host": host})).status == 403
 
 
+async def test_a_request_without_a_host_is_403(rpc: Rpc) -> None:
+    """HTTP/1.0 may leave Host out (aiohttp's parser requires it of 1.1 alone): no Host
+    is no loopback name either, so the request is refused as a foreign Host is."""
+    for path in (b"/healthz", b"/"):
+        reader, writer = await _opened(rpc, b"GET " + path + b" HTTP/1.0\r\n\r\n")
+        answer = await _answer(reader)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.0 403 "), answer[:80]
+        assert b'{"error": "this Host is not allowed' in answer
+
+
 @pytest.mark.parametrize("host", ["localhost:39393", "127.0.0.1:8", "[::1]:39393",
                                   "LOCALHOST", "127.0.0.1"])
 async def test_loopback_hosts_are_accepted(rpc: Rpc, host: str) -> None:
@@ -118,7 +129,8 @@ async def test_allowed_origin_sees_the_401(rpc: Rpc) -> None:
     assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:30000"
 
 
-@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:3000"])
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:3000",
+                                    ""])
 async def test_foreign_origin_is_refused_without_cors_headers(rpc: Rpc, origin: str) -> None:
     response = await rpc.post(INFO, headers={"Origin": origin})
     assert response.status == 403
@@ -192,12 +204,43 @@ async def test_a_userscript_managers_extension_origin_can_be_allowed(
     assert other.status == 403
 
 
+async def test_an_extension_origin_is_matched_in_its_own_case(aiohttp_client: Any,
+                                                             tmp_path: Path) -> None:
+    """SECURITY.md 1: an extension's id is kept as given (Safari's are upper-case UUIDs)
+    and the Origin must match the allowed one exactly: the same id in another case is
+    another origin."""
+    from companion.app import create_app
+    from companion.settings import merge_origins
+
+    origin = "safari-web-extension://6F1C7B2E-3A4D-4E5F-8A9B-0C1D2E3F4A5B"
+    settings = Settings(home=tmp_path, allow_origins=merge_origins([origin]))
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    response = await client.options("/rpc", headers={"Origin": origin})
+    assert response.status == 204
+    assert response.headers["Access-Control-Allow-Origin"] == origin
+    other = await client.options("/rpc", headers={"Origin": origin.lower()})
+    assert other.status == 403
+    assert "Access-Control-Allow-Origin" not in other.headers
+
+
 async def test_body_over_1_mib_is_413(rpc: Rpc) -> None:
     """API.md "Limits": 1 MiB per request."""
     body = b'{"jsonrpc":"2.0","method":"companion.info","id":1,"params":{"x":"' + \
         b"a" * (1024 * 1024) + b'"}}'
     response = await rpc.client.post("/rpc", data=body, headers=rpc.auth)
     assert response.status == 413
+
+
+async def test_without_the_token_a_body_over_1_mib_or_compressed_is_401(rpc: Rpc) -> None:
+    """The Guard's order (docs/SECURITY.md 1, API.md "Transport"): the token is checked
+    before the body, so a caller without it learns nothing of what the daemon would
+    take; its answer is the 401 of any request without the token."""
+    big = await rpc.client.post("/rpc", data=_body_of(1024 * 1024 + 1))
+    squeezed = await rpc.client.post("/rpc", data=gzip.compress(json.dumps(INFO).encode()),
+                                     headers={"Content-Encoding": "gzip"})
+    for response in (big, squeezed):
+        assert response.status == 401
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="mindscape"'
 
 
 async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
@@ -1084,6 +1127,20 @@ async def test_the_configured_host_is_accepted_with_or_without_a_port(
     client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
     assert (await client.get("/healthz", headers={"Host": host})).status == 200
     assert (await client.get("/healthz", headers={"Host": "fd00::2"})).status == 403
+
+
+@pytest.mark.parametrize("configured", ["localhost", "::1", "box.lan"])
+async def test_the_loopback_names_stay_accepted_whatever_host_is_configured(
+        aiohttp_client: Any, tmp_path: Path, configured: str) -> None:
+    """SECURITY.md 2: 403 for a Host name that is not `localhost`, `127.0.0.1`, `[::1]`
+    *or* the configured --host: configuring a host adds a name, it takes none away
+    (the default host is 127.0.0.1, which hid a loopback name missing from the list)."""
+    from companion.app import create_app
+
+    settings = Settings(home=tmp_path, host=configured, port=39393)
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    for host in ("127.0.0.1", "127.0.0.1:39393", "localhost:8", "[::1]"):
+        assert (await client.get("/healthz", headers={"Host": host})).status == 200, host
 
 
 @pytest.mark.parametrize("host", ["[::1", "[::1]]", "[::1]x", "[::1]:", "[::1]:80]",

@@ -243,7 +243,7 @@ async def test_without_the_token_a_body_over_1_mib_or_compressed_is_401(rpc: Rpc
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="mindscape"'
 
 
-async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
+async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc, settings: Settings) -> None:
     async def chunks() -> Any:
         for _ in range(20):
             yield b" " * 65536
@@ -254,6 +254,9 @@ async def test_body_over_1_mib_without_a_length_is_413(rpc: Rpc) -> None:
     # our JSON and wording, not aiohttp's text (issue: no exception text reaches a client)
     assert await response.json() == {"error": "the request body exceeds 1048576 bytes"}
     assert response.headers["Server"] == "mindscape"
+    # logged as answered, not as the 500 of a fault
+    assert [(line["path"], line["status"]) for line in _access_lines(rpc, settings)] == [
+        ("/rpc", 413)]
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP"])
@@ -290,7 +293,8 @@ async def test_a_compressed_body_without_a_length_is_415_too(rpc: Rpc) -> None:
         "error": "compressed request bodies are not accepted (Content-Encoding): send plain JSON"}
 
 
-async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc: Rpc) -> None:
+async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(
+        rpc: Rpc, settings: Settings) -> None:
     """aiohttp's handshake refusals quote its own messages; the daemon answers JSON."""
     plain = await rpc.client.get("/ws")
     assert plain.status == 400 and plain.headers["Server"] == "mindscape"
@@ -300,6 +304,8 @@ async def test_a_request_to_ws_that_is_no_websocket_handshake_gets_our_json(rpc:
         "Sec-WebSocket-Key": "bad"})
     assert broken.status == 400
     assert "bad" not in (await broken.json())["error"]
+    assert [(line["path"], line["status"]) for line in _access_lines(rpc, settings)] == [
+        ("/ws", 400), ("/ws", 400)]
 
 
 async def test_ws_takes_get_alone_as_its_preflight_says(rpc: Rpc) -> None:
@@ -1228,6 +1234,36 @@ async def test_a_fault_in_a_handler_after_100_continue_is_still_our_json_500(
     body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert set(body) == {"error", "error_id"} and body["error_id"] in body["error"]
     assert b"secret-in-the-message" not in answer
+
+
+async def test_a_fault_in_a_websocket_after_its_handshake_closes_the_connection(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """security.py: once the 101 is on the wire, a fault cannot be answered with our JSON
+    500 (its bytes would follow the handshake, where the client reads WebSocket frames):
+    aiohttp closes the connection, and the request line says 500."""
+    import companion.app as app_module
+    import companion.ws as ws_module
+
+    async def broken(*args: Any) -> Any:
+        raise RuntimeError("secret-in-the-message")
+
+    monkeypatch.setattr(ws_module, "_authenticate", broken)
+    log = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=log)
+    client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+                 b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 b"Sec-WebSocket-Protocol: mindscape.v1\r\n\r\n")
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 101 "), answer[:80]
+    assert answer.count(b"HTTP/1.1") == 1 and b"secret" not in answer, answer
+    client.server.app[ACCESS_LOG].flush()
+    assert [json.loads(line)["status"] for line in log.getvalue().splitlines()
+            if '"mindscape.access"' in line] == [500]
 
 
 async def test_the_token_may_follow_bearer_after_more_than_one_space(rpc: Rpc) -> None:

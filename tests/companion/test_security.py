@@ -465,6 +465,23 @@ def _access_lines(rpc: Rpc, settings: Settings) -> list[dict[str, Any]]:
     return [json.loads(line) for line in settings.log_stream.getvalue().splitlines()]
 
 
+async def test_the_request_log_has_the_path_never_the_query(rpc: Rpc,
+                                                            settings: Settings) -> None:
+    """SECURITY.md 3: 'The request log has the path (never the query)', also for a
+    request refused at its expectation."""
+    assert (await rpc.client.get("/healthz?who=gm-notes")).status == 200
+    assert (await rpc.client.post("/rpc?who=gm-notes", json=INFO, headers=rpc.auth)
+            ).status == 200
+    head = _rpc_head(rpc, 5_000_000, more=b"Connection: close\r\n")
+    reader, writer = await _opened(rpc, head.replace(b"/rpc ", b"/rpc?who=gm-notes ", 1))
+    answer = await _answer(reader)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:80]
+    assert [(line["path"], line["status"]) for line in _access_lines(rpc, settings)] == [
+        ("/healthz", 200), ("/rpc", 200), ("/rpc", 413)]
+    assert "gm-notes" not in settings.log_stream.getvalue()  # type: ignore[union-attr]
+
+
 async def test_the_request_log_names_each_call_of_a_batch_and_each_error_code(
         rpc: Rpc, settings: Settings) -> None:
     """One line per request: the methods called and the error codes answered, also for
@@ -564,8 +581,8 @@ async def test_a_fault_in_a_handler_is_a_500_with_an_error_id_only(
         settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
         client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
         with caplog.at_level(logging.ERROR, logger="mindscape.http"):
-            response = await client.get("/", headers={"Accept": "text/html",
-                                                      "Origin": "http://localhost:30000"})
+            response = await client.get("/?who=gm-notes", headers={
+                "Accept": "text/html", "Origin": "http://localhost:30000"})
             text = await response.text()
     finally:
         asyncio.get_running_loop().set_debug(False)
@@ -1018,6 +1035,7 @@ async def test_a_refusal_of_an_expectation_closes_the_connection(rpc: Rpc) -> No
     closed after the refusal, not read on as the next request."""
     for head, status in ((_rpc_head(rpc, 10, auth=False), b"401"),
                          (_rpc_head(rpc, 10, expect=b"a-miracle"), b"417"),
+                         (_rpc_head(rpc, 10, expect=b"100-continued"), b"417"),
                          (_rpc_head(rpc, 5_000_000), b"413")):
         reader, writer = await _opened(rpc, head)
         answer = await _answer(reader)
@@ -1097,6 +1115,14 @@ async def test_the_body_limit_of_the_settings_is_the_one_applied(aiohttp_client:
     assert response.status == 200
     response = await client.post("/rpc", data=_body_of(limit + 1), headers=auth)
     assert response.status == 413
+    assert await response.json() == {"error": f"the request body exceeds {limit} bytes"}
+
+    async def unsized() -> Any:
+        yield _body_of(limit + 1)
+
+    response = await client.post("/rpc", data=unsized(), headers=auth)
+    assert response.status == 413
+    assert await response.json() == {"error": f"the request body exceeds {limit} bytes"}
 
 
 @pytest.mark.parametrize("path", [b"/", b"/healthz", b"/ws", b"/no-such-path"])

@@ -1276,7 +1276,8 @@ async def test_a_fault_in_a_websocket_after_its_handshake_closes_the_connection(
     monkeypatch.setattr(ws_module, "_authenticate", broken)
     log = io.StringIO()
     settings = Settings(home=tmp_path / "home", log_stream=log)
-    client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+    app = app_module.create_app(settings)
+    client: TestClient[Any, Any] = await aiohttp_client(app)
     reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
     writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
                  b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
@@ -1287,7 +1288,7 @@ async def test_a_fault_in_a_websocket_after_its_handshake_closes_the_connection(
     writer.close()
     assert answer.startswith(b"HTTP/1.1 101 "), answer[:80]
     assert answer.count(b"HTTP/1.1") == 1 and b"secret" not in answer, answer
-    client.server.app[ACCESS_LOG].flush()
+    app[ACCESS_LOG].flush()
     assert [json.loads(line)["status"] for line in log.getvalue().splitlines()
             if '"mindscape.access"' in line] == [500]
 

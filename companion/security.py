@@ -117,11 +117,13 @@ class Guard:
         self.access = access
         self._tokens: TokenKeeper | None = None
 
-    def __call__(self, handler: Handler, *, token: bool = False) -> Handler:
-        """``handler`` behind the checks; ``token=True`` requires the bearer token."""
+    def __call__(self, handler: Handler) -> Handler:
+        """``handler`` behind the checks but the token's: the routes other than /rpc (the
+        status page and /healthz show nothing secret; /ws checks the token itself, in a
+        subprotocol or its first message, ``companion/ws.py``)."""
 
         async def guarded(request: web.Request) -> web.StreamResponse:
-            return await self.guard(request, handler, token, None)
+            return await self.guard(request, handler, False, None)
 
         return guarded
 

@@ -142,6 +142,9 @@ class AccessLog:
         self._flush: asyncio.Handle | None = None
         #: JSON text of the strings every line repeats ("POST", "/rpc", method lists)
         self._texts: dict[Any, str] = {}
+        #: the start of a request line by (HTTP method, path): not in ``_texts``, where a
+        #: batch calling methods named "POST" and "/rpc" has that same key
+        self._heads: dict[tuple[str, str], str] = {}
 
     def line(self, fields: dict[str, Any]) -> None:
         """Queue one request line (``fields`` become members of the JSON object)."""
@@ -187,11 +190,11 @@ class AccessLog:
                                "logger": "mindscape.access", "msg": "request", **line},
                               default=str, ensure_ascii=False)
         ts, method, path, status, seconds, calls = line
-        head = self._texts.get((method, path))
+        head = self._heads.get((method, path))
         if head is None:
             head = f'"http":{self._text(method)},"path":{self._text(path)}'
-            if len(self._texts) < 512:
-                self._texts[(method, path)] = head
+            if len(self._heads) < 512:
+                self._heads[(method, path)] = head
         text = (f'{{"ts":{ts:.3f},"level":"info","logger":"mindscape.access",'
                 f'"msg":"request",{head},"status":{status},"duration_ms":{seconds * 1000:.3f}')
         if calls is not None:

@@ -496,6 +496,21 @@ async def test_the_request_log_names_each_call_of_a_batch_and_each_error_code(
         ([None], [-32600], "error"), ([None], [-32602], "error")]
 
 
+async def test_a_batch_calling_methods_named_as_its_request_is_one_json_line_too(
+        rpc: Rpc, settings: Settings) -> None:
+    """The request log keeps the JSON of what its lines repeat: the start of a line
+    (``"http":"POST","path":"/rpc"``) and a batch's list of methods were kept under one
+    key, so a batch calling methods named "POST" and "/rpc" (a client's choice) was
+    written with the one in the other's place, and its line was no JSON."""
+    await rpc.raw([{"jsonrpc": "2.0", "method": "POST", "id": 1},
+                   {"jsonrpc": "2.0", "method": "/rpc", "id": 2}])
+    await rpc.ok("companion.info")
+    assert [(line["http"], line["path"], line["methods"], line["errors"])
+            for line in _access_lines(rpc, settings)] == [
+        ("POST", "/rpc", ["POST", "/rpc"], [-32601, -32601]),
+        ("POST", "/rpc", ["companion.info"], [])]
+
+
 async def test_the_request_log_names_each_call_of_a_websocket_message(
         rpc: Rpc, settings: Settings) -> None:
     ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))

@@ -15,10 +15,12 @@ import logging
 import os
 import stat
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from companion import tokens
 from companion.app import create_app
 from companion.keys import TOKENS
 from companion.settings import Settings
@@ -422,3 +424,118 @@ def test_read_own_file_reads_at_most_its_limit_and_only_a_regular_file_of_ours(
     monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
     with pytest.raises(TokenFileError, match="belongs to another user"):
         read_own_file(path, 7)
+
+
+def test_a_token_file_read_in_pieces_is_refused_one_byte_over_4_kib(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_token_in reads on until one byte past MAX_TOKEN_FILE: a read may return less than
+    it was asked for, and a file one byte over must not pass for 4 KiB of token."""
+    real = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real(fd, min(size, 1024)))
+    with pytest.raises(TokenFileError, match=f"larger than {MAX_TOKEN_FILE} bytes"):
+        read_token(token_file(tmp_path, "A" * (MAX_TOKEN_FILE + 1)))
+    token = "A" * (MAX_TOKEN_FILE - 1)
+    assert read_token(token_file(tmp_path, token + "\n")) == token
+
+
+def test_a_folder_the_system_will_not_even_open_is_refused_as_a_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows refuses to open a folder (IsADirectoryError) where POSIX opens it and its
+    status tells: either way the refusal says it is a folder, which `--rotate` cannot
+    mend (it must be moved aside), not that the file 'cannot be read'."""
+    path = token_file(tmp_path)
+
+    def refused(*_: object, **__: object) -> None:
+        raise IsADirectoryError(21, "Is a directory")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(TokenFileError) as refusal:
+        read_token(path)
+    assert (refusal.value.problem, refusal.value.rewritable) == (
+        "is a folder, not a file", False)
+
+
+@POSIX_ONLY
+def test_a_link_put_in_place_after_the_open_does_not_have_its_target_made_private(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ensure_token narrows the file it read, by its descriptor: a link put in the
+    token file's place between the open and the narrowing does not have its target
+    (a file of someone else's choosing) made 0600."""
+    path = token_file(tmp_path, mode=0o644)
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = token_file(tmp_path / "elsewhere", mode=0o644)
+    real = tokens._token_in
+
+    def swapped_once_read(file: Path, fd: int) -> str | None:
+        token = real(file, fd)
+        path.unlink()
+        path.symlink_to(elsewhere)
+        return token
+
+    monkeypatch.setattr(tokens, "_token_in", swapped_once_read)
+    assert ensure_token(path).problem == "was readable by other users (mode 0644)"
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o644
+
+
+def test_a_token_file_deleted_while_running_keeps_the_token_in_force(
+        tmp_path: Path) -> None:
+    """TokenKeeper: a missing file holds no token to adopt, as an emptied one; a wrong
+    token still has it looked at, and is refused, not a fault."""
+    keeper = TokenKeeper(tmp_path / "token")
+    old = keeper.current()
+    (tmp_path / "token").unlink()
+    assert not keeper.accepts("wrong")
+    assert keeper.accepts(old) and keeper.generation() == 0
+
+
+def test_the_token_file_is_looked_at_at_most_once_a_second(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TokenKeeper: 'checked at most once a second' (not a system call more on every
+    request); a token given that does not match is what has it looked at sooner."""
+    keeper = TokenKeeper(tmp_path / "token")
+    looks: list[Path] = []
+    real = Path.lstat
+
+    def counted(path: Path) -> os.stat_result:
+        looks.append(path)
+        return real(path)
+
+    monkeypatch.setattr(Path, "lstat", counted)
+    keeper._checked -= 2.0  # a second has gone by
+    for _ in range(3):
+        assert keeper.accepts(keeper.current())
+    assert len(looks) == 1
+    assert not keeper.accepts("wrong") and len(looks) == 2
+
+
+@dataclass(frozen=True)
+class _TimelessStatus:
+    """What ``lstat`` says where every write falls within one tick of the clock."""
+
+    st_mode: int
+    st_ino: int
+    st_size: int
+    st_mtime_ns: int = 0
+    st_ctime_ns: int = 0
+
+
+def test_a_change_within_one_tick_of_both_times_is_still_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FileVersion: where the change time ticks as coarsely as the modification time,
+    a rotation is told apart by its new file (inode), and a token rewritten in place
+    (the same inode) by its length."""
+    real = Path.lstat
+
+    def timeless(path: Path) -> _TimelessStatus:
+        status = real(path)
+        return _TimelessStatus(status.st_mode, status.st_ino, status.st_size)
+
+    monkeypatch.setattr(Path, "lstat", timeless)
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    new = rotate_token(path)
+    assert keeper.accepts(new)
+    longer = TOKEN + "abc"
+    with path.open("r+") as file:  # in place: the inode stays
+        file.write(longer + "\n")
+    assert keeper.accepts(longer) and not keeper.accepts(new)

@@ -815,6 +815,18 @@ async def test_a_user_agent_that_is_not_utf_8_does_not_break_the_status_page(
     assert "(caf? ?)" in await response.text()  # shown, the bytes that are not UTF-8 as ?
 
 
+async def test_a_token_that_is_not_utf_8_is_a_401_not_a_fault(rpc: Rpc) -> None:
+    """aiohttp hands a header's bytes that are not UTF-8 on as lone surrogates, which
+    UTF-8 cannot encode: such a token is as wrong as any other (TokenKeeper.accepts)."""
+    body = json.dumps(INFO).encode()
+    reader, writer = await _opened(rpc, (
+        b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer caf\xe9\xff\r\n"
+        b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+        + b"\r\nConnection: close\r\n\r\n" + body))
+    assert (await reader.read()).startswith(b"HTTP/1.1 401 ")
+    writer.close()
+
+
 async def test_what_a_client_sends_is_redacted_and_cut_short_on_the_status_page(
         rpc: Rpc) -> None:
     """GET / needs no token: a method name or a user agent carrying the token (a client

@@ -637,9 +637,27 @@ def test_anything_shaped_like_the_token_is_redacted_from_log_lines(text: str) ->
     assert token not in redacted and "[redacted]" in redacted
 
 
-def test_error_ids_and_encounter_ids_are_not_redacted() -> None:
-    assert redact('{"error_id": "0123456789abcdef", "id": "AbCdEfGhIjK", '
-                  '"msg": "a message long enough to be looked at"}').count("[redacted]") == 0
+@pytest.mark.parametrize("text", [
+    '{"error_id": "0123456789abcdef", "id": "AbCdEfGhIjK", '
+    '"msg": "a message long enough to be looked at"}',
+    'File "/home/gm/mindscape/companion/tokens.py", line 112, in _open',
+    "the Donaudampfschifffahrtsgesellschaftskapitänsmützenabzeichen encounter"])
+def test_error_ids_encounter_ids_and_long_words_are_not_redacted(text: str) -> None:
+    """Only a token's alphabet (ASCII) makes a token: a long word with other letters in
+    it is none, nor is a name that merely starts with "token"."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "b'Authorization: Bearer  {t}\\x0b'", "b'authorization: BEARER {t}\\x0b'",
+    "Client protocols ['token.{t}', 'mindscape.v0'] don't overlap"])
+def test_what_follows_bearer_or_token_dot_is_redacted_even_short_of_a_token(
+        text: str) -> None:
+    """A token a client cut short or mistyped is most of the token: what follows
+    "Bearer " (in any case, after any spaces) or "token." is taken out whatever its
+    length, up to a quote, a comma or a backslash (the JSON around it stays JSON)."""
+    secret = secrets.token_urlsafe(32)[:30]
+    assert redact(text.format(t=secret)) == text.format(t="[redacted]")
 
 
 async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(
@@ -651,6 +669,29 @@ async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(
     assert isinstance(settings.log_stream, io.StringIO)
     log = settings.log_stream.getvalue()
     assert rpc.token not in log and log.count("[redacted]") == 3
+
+
+async def test_a_websocket_call_of_a_method_named_the_token_is_logged_redacted(
+        rpc: Rpc, settings: Settings) -> None:
+    """A socket's request lines are redacted as those of HTTP requests are, and a text
+    of exactly a token's length (the token alone) is looked at too."""
+    ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
+    await ws.send_json({"jsonrpc": "2.0", "method": rpc.token, "id": 1})
+    assert (await ws.receive_json())["error"]["code"] == -32601
+    await ws.close()
+    [line] = [line for line in _access_lines(rpc, settings) if "ws" in line]
+    assert line["methods"] == ["[redacted]"] and line["ts"] == round(line["ts"], 3)
+
+
+async def test_a_long_method_name_is_redacted_before_it_is_cut(
+        rpc: Rpc, settings: Settings) -> None:
+    """logs.shortened: a cut through a token would leave a part of it that redaction no
+    longer knows, so the text is redacted first; and what then fits is not cut."""
+    fits = "m " * ((MAX_KEPT - len("[redacted]")) // 2) + "[redacted]"
+    assert len(fits) == MAX_KEPT
+    assert (await rpc.call(fits.replace("[redacted]", rpc.token)))["error"]["code"] == -32601
+    [line] = _access_lines(rpc, settings)
+    assert line["methods"] == [fits]
 
 
 async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(
@@ -896,16 +937,19 @@ async def test_status_page_lists_only_the_most_recent_clients(rpc: Rpc) -> None:
         range(1, RECENT_CLIENTS + 1))
 
 
+@pytest.mark.parametrize("header", ["Bearer {token}", "Bearer {token} " + "a " * 4000],
+                         ids=["short", "8-kb"])
 async def test_a_malformed_request_is_one_line_in_the_log_without_a_traceback(
-        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+        rpc: Rpc, caplog: pytest.LogCaptureFixture, header: str) -> None:
     """aiohttp logged each one as an error with its whole traceback: anyone could fill
     the log. (aiohttp's parser answers 400 before any handler runs; its message quotes
-    the line, which may hold the token: the log line is redacted.)"""
+    the line, up to 8190 bytes of it, below a line of its own, and the line may hold
+    the token: the log line is redacted, cut short and one line.)"""
     server = rpc.client.server
     with caplog.at_level(logging.DEBUG, logger="aiohttp.server"):
         reader, writer = await asyncio.open_connection(server.host, server.port)
-        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBearer "
-                     + rpc.token.encode() + b"\r\n\r\n")
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     + header.format(token=rpc.token).encode() + b"\r\n\r\n")
         await writer.drain()
         assert (await reader.read()).startswith(b"HTTP/1.0 400 ")
         writer.close()
@@ -913,7 +957,8 @@ async def test_a_malformed_request_is_one_line_in_the_log_without_a_traceback(
     assert record.levelno == logging.INFO and record.exc_info is None
     line = JsonLines().format(record)
     assert "refused with 400: Invalid header token" in line
-    assert rpc.token not in line and "\n" not in line
+    assert rpc.token not in line and "\n" not in record.getMessage()
+    assert len(record.getMessage()) < 300
 
 
 async def test_a_fault_in_aiohttp_keeps_its_traceback(caplog: pytest.LogCaptureFixture

@@ -1,19 +1,23 @@
 """Request lines (companion/logs.py ``AccessLog``): one JSON line per request, written
-in batches."""
+in batches; and the JSON lines of ``logging`` records (``JsonLines``, ``configure``)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from companion.app import create_app
-from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog
+from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog, configure
 from companion.settings import Settings
+
+INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, object]]:
@@ -29,8 +33,9 @@ async def test_a_few_lines_are_written_together_within_the_flush_delay() -> None
     assert stream.getvalue() == ""
     await asyncio.sleep(FLUSH_AFTER + 0.1)
     first, second = _lines(stream)
-    assert (first["http"], first["path"], first["status"], first["methods"],
-            first["outcome"]) == ("POST", "/rpc", 200, ["companion.info"], "ok")
+    assert (first["http"], first["path"], first["status"], first["duration_ms"],
+            first["methods"], first["outcome"]) == (
+        "POST", "/rpc", 200, 1.0, ["companion.info"], "ok")
     assert second["ws"] == 1 and second["logger"] == "mindscape.access"
 
 
@@ -68,10 +73,112 @@ async def test_the_lines_still_waiting_are_written_when_the_daemon_stops(
     settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="info")
     client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
     token = settings.token_path.read_text().strip()
-    response = await client.post("/rpc", json={"jsonrpc": "2.0", "method": "companion.info",
-                                                "id": 1},
+    response = await client.post("/rpc", json=INFO,
                                  headers={"Authorization": f"Bearer {token}"})
     assert response.status == 200
     await client.close()
     assert [line["methods"] for line in _lines(stream) if "http" in line] == [
         ["companion.info"]]
+
+
+async def test_each_batch_is_written_by_a_timer_of_its_own() -> None:
+    """A flush leaves no timer behind it: the lines that come after it get their own
+    (they waited for a hundred more lines)."""
+    stream = io.StringIO()
+    log = AccessLog(stream)
+    for status in (200, 201):
+        log.http("GET", "/healthz", status, 0.0, None)
+        await asyncio.sleep(FLUSH_AFTER + 0.1)
+        assert _lines(stream)[-1]["status"] == status
+
+
+def test_the_lines_are_flushed_out_of_the_streams_buffer() -> None:
+    """stderr is block-buffered (``open_stderr``): a batch is flushed out of it when
+    written, not when 64 KiB have gathered."""
+    written = io.BytesIO()
+    stream = io.TextIOWrapper(written, encoding="utf-8")
+    AccessLog(stream).http("GET", "/healthz", 200, 0.0, None)
+    assert json.loads(written.getvalue())["path"] == "/healthz"
+
+
+class _Gone(io.StringIO):
+    """stderr after its terminal closed: every write fails."""
+
+    def __init__(self, failure: Exception) -> None:
+        super().__init__()
+        self.failure = failure
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise self.failure
+
+
+@pytest.mark.parametrize("failure", [OSError(5, "Input/output error"),
+                                     ValueError("I/O operation on closed file")],
+                         ids=["os-error", "closed"])
+def test_without_a_stream_to_write_to_the_daemon_goes_on_without_request_lines(
+        failure: Exception) -> None:
+    stream = _Gone(failure)
+    log = AccessLog(stream)
+    for _ in range(3):
+        log.http("GET", "/healthz", 200, 0.0, None)
+    assert stream.writes == 1 and not log.enabled
+
+
+def test_what_is_kept_of_clients_texts_is_at_most_512_of_each_kind() -> None:
+    """Paths and method names come from clients: a thousand different ones do not grow
+    what the request log keeps for its next lines."""
+    stream = io.StringIO()
+    log = AccessLog(stream)
+    for n in range(1000):
+        log.http("GET", f"/nope/{n}", 404, 0.0, [(f"no.such.{n}", -32601)])
+    assert [line["path"] for line in _lines(stream)][-1] == "/nope/999"
+    assert len(log._texts) <= 512 and len(log._heads) <= 512
+
+
+async def test_a_log_level_above_info_writes_no_request_lines(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """`serve --help`: "--log-level ... (default: info, one line per request)": at
+    warning, neither an HTTP request nor a WebSocket message is written."""
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="warning")
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    response = await client.post("/rpc", json=INFO, headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 200
+    ws = await client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{token}"))
+    await ws.send_json(INFO)
+    assert "result" in await ws.receive_json()
+    await ws.close()
+    await client.close()
+    assert stream.getvalue() == ""
+
+
+def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """configure: every record at the level given (as `serve --log-level` gives it, in
+    small letters) or above, and only those, as one JSON object a line: the level in
+    small letters, the logger, the message, the fields it was given and the traceback
+    of its exception; in place of any handler the root logger had."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # pytest's come back
+    stream = io.StringIO()
+    level = root.level
+    try:
+        configure("error", stream)
+        log = logging.getLogger("mindscape.test")
+        log.warning("below the level")
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            log.exception("failed %s", "here", extra={"fields": {"error_id": "ab12"}})
+        assert len(root.handlers) == 1
+    finally:
+        root.setLevel(level)
+    [line] = _lines(stream)
+    assert {key: line[key] for key in ("level", "logger", "msg", "error_id")} == {
+        "level": "error", "logger": "mindscape.test", "msg": "failed here",
+        "error_id": "ab12"}
+    assert line["exc"].startswith("Traceback") and line["exc"].endswith("RuntimeError: boom")
+    assert line["ts"] == round(line["ts"], 3)

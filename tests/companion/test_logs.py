@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from companion.app import create_app
-from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog, configure
+from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog, configure, open_stderr
 from companion.settings import Settings
 
 INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
@@ -182,3 +183,17 @@ def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
         "error_id": "ab12"}
     assert line["exc"].startswith("Traceback") and line["exc"].endswith("RuntimeError: boom")
     assert line["ts"] == round(line["ts"], 3)
+
+
+def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(
+        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_stderr: aiohttp hands on a client's bytes that are not UTF-8 as lone
+    surrogates; written as ``?``, not a failure (which ends the request lines)."""
+    monkeypatch.setattr(sys, "stderr", sys.__stderr__)
+    stream = open_stderr()
+    try:
+        log = AccessLog(stream)
+        log.http("GET", "/caf\udce9", 404, 0.0, None)
+    finally:
+        stream.close()
+    assert log.enabled and '"path":"/caf?"' in capfd.readouterr().err

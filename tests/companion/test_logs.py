@@ -181,8 +181,10 @@ def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
     assert {key: line[key] for key in ("level", "logger", "msg", "error_id")} == {
         "level": "error", "logger": "mindscape.test", "msg": "failed here",
         "error_id": "ab12"}
-    assert line["exc"].startswith("Traceback") and line["exc"].endswith("RuntimeError: boom")
-    assert line["ts"] == round(line["ts"], 3)
+    exc, ts = line["exc"], line["ts"]
+    assert isinstance(exc, str) and exc.startswith("Traceback")
+    assert exc.endswith("RuntimeError: boom")
+    assert isinstance(ts, float) and ts == round(ts, 3)
 
 
 def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(

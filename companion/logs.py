@@ -44,13 +44,14 @@ HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]
 #: what follows "Bearer " or "token.", or a run of a token's alphabet at least a token's
 #: length (secrets.token_urlsafe(32)): a token glued to other such characters too
 _SECRET = re.compile(r"(?i)(bearer\s+|token\.)[^\s\"',\\]+|[\w-]{43,}", re.ASCII)
-#: a token is 43 characters: a shorter text cannot hold one
-_TOKEN_LENGTH = 43
+#: the shortest text that can hold part of a secret: "token." and one character
+_SHORTEST = len("token.") + 1
 
 
 def redact(text: str) -> str:
-    """``text`` with every token-like secret replaced by ``[redacted]``."""
-    if len(text) < _TOKEN_LENGTH:
+    """``text`` with every token-like secret replaced by ``[redacted]``; a short text too,
+    as what follows "Bearer " or "token." may be a token cut short."""
+    if len(text) < _SHORTEST:
         return text
     return _SECRET.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 

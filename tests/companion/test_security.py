@@ -650,14 +650,23 @@ def test_error_ids_encounter_ids_and_long_words_are_not_redacted(text: str) -> N
 
 @pytest.mark.parametrize("text", [
     "b'Authorization: Bearer  {t}\\x0b'", "b'authorization: BEARER {t}\\x0b'",
-    "Client protocols ['token.{t}', 'mindscape.v0'] don't overlap"])
+    "Client protocols ['token.{t}', 'mindscape.v0'] don't overlap",
+    "Bearer {t}", "token.{t}"])
 def test_what_follows_bearer_or_token_dot_is_redacted_even_short_of_a_token(
         text: str) -> None:
     """A token a client cut short or mistyped is most of the token: what follows
     "Bearer " (in any case, after any spaces) or "token." is taken out whatever its
-    length, up to a quote, a comma or a backslash (the JSON around it stays JSON)."""
-    secret = secrets.token_urlsafe(32)[:30]
+    length, up to a quote, a comma or a backslash (the JSON around it stays JSON); also
+    in a text shorter than a token (a user agent of "Bearer " and 35 of its 43
+    characters was shown whole on the status page)."""
+    secret = secrets.token_urlsafe(32)[:35]
     assert redact(text.format(t=secret)) == text.format(t="[redacted]")
+    assert redact(text.format(t="x")) == text.format(t="[redacted]")
+
+
+@pytest.mark.parametrize("text", ["", "token.", "Bearer", "companion.info", "x" * 42])
+def test_a_short_text_with_nothing_after_bearer_or_token_dot_is_kept(text: str) -> None:
+    assert redact(text) == text
 
 
 async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(

@@ -64,6 +64,19 @@ async def test_wrong_subprotocol_token_is_401_before_the_upgrade(rpc: Rpc) -> No
     assert caught.value.status == 401
 
 
+async def test_any_subprotocol_token_in_force_authenticates(rpc: Rpc) -> None:
+    """Every `token.<TOKEN>` offered is checked (a client may still offer an old
+    pairing's token beside the new one); a subprotocol that merely contains `token.` is
+    no token offered, so the socket authenticates by its first message instead."""
+    ws = await _connect(rpc, protocols=("mindscape.v1", "token.wrong", f"token.{rpc.token}"))
+    assert ws.protocol == "mindscape.v1"
+    assert (await _call(ws, "companion.info"))["result"]["name"] == "mindscape"
+    await ws.close()
+    ws = await _connect(rpc, protocols=("mindscape.v1", "x-token.wrong"))
+    assert (await _call(ws, "auth", {"token": rpc.token}))["result"]["authenticated"]
+    await ws.close()
+
+
 @pytest.mark.parametrize("request_id", [7, "seven", 7.5])
 async def test_first_message_auth(rpc: Rpc, request_id: Any) -> None:
     """docs/API.md: the auth message needs an id, a string or a number (any number, as
@@ -75,6 +88,7 @@ async def test_first_message_auth(rpc: Rpc, request_id: Any) -> None:
     assert answer == {"jsonrpc": "2.0", "id": request_id,
                       "result": {"authenticated": True, "protocol": "mindscape.v1"}}
     assert (await _call(ws, "systems.list", request_id=8))["result"]
+    assert rpc.client.server.app[HUB].arriving == {}  # no longer one to close as such
     await ws.close()
 
 
@@ -386,8 +400,14 @@ async def test_batches_and_errors_over_the_socket(rpc: Rpc) -> None:
     # An unpaired surrogate is refused like any text that is not JSON; the socket stays.
     await ws.send_str('{"jsonrpc": "2.0", "method": "companion.info", "id": "\\ud800"}')
     assert json.loads(await ws.receive_str())["error"]["code"] == -32700
+    # a notification is run and not answered: the next answer is the next call's
+    await ws.send_str(json.dumps({"jsonrpc": "2.0", "method": "companion.info"}))
     await ws.send_str(json.dumps({"jsonrpc": "2.0", "method": "companion.info", "id": 3}))
     assert json.loads(await ws.receive_str())["id"] == 3
+    # a binary message is taken as the same text would be
+    await ws.send_bytes(json.dumps({"jsonrpc": "2.0", "method": "companion.info",
+                                    "id": 4}).encode())
+    assert json.loads(await asyncio.wait_for(ws.receive_str(), 5))["id"] == 4
     await ws.close()
 
 
@@ -442,36 +462,58 @@ async def test_status_page_gives_the_websocket_address_with_its_scheme(rpc: Rpc)
     assert f"<code>http://{host}/rpc</code> and <code>ws://{host}/ws</code>" in page
 
 
-@pytest.mark.parametrize("message", [
-    {"method": "auth", "id": 1},  # no "jsonrpc": "2.0"
-    {"jsonrpc": "2.0", "method": "auth"},  # a notification: nothing could answer it
-    {"jsonrpc": "2.0", "method": "auth", "id": {"a": [1, 2]}},  # not a JSON-RPC id
+@pytest.mark.parametrize(("message", "answered_id"), [
+    ({"method": "auth", "params": {"token": "{t}"}, "id": 1}, 1),  # no "jsonrpc": "2.0"
+    # a notification: nothing could answer it
+    ({"jsonrpc": "2.0", "method": "auth", "params": {"token": "{t}"}}, None),
+    # not JSON-RPC ids (a boolean is neither a string nor a number)
+    ({"jsonrpc": "2.0", "method": "auth", "params": {"token": "{t}"}, "id": {"a": [1, 2]}},
+     None),
+    ({"jsonrpc": "2.0", "method": "auth", "params": {"token": "{t}"}, "id": True}, None),
+    # the token handed to another method, or to auth by position rather than by name
+    ({"jsonrpc": "2.0", "method": "companion.info", "params": {"token": "{t}"}, "id": 1}, 1),
+    ({"jsonrpc": "2.0", "method": "auth", "params": ["{t}"], "id": 1}, 1),
+    # nested deeper than the JSON parser goes (RecursionError), and a binary message
+    ("[" * 100_000 + "]" * 100_000, None), (b"\x00 not json", None),
 ])
 async def test_the_auth_message_is_a_json_rpc_request_like_any_other(
-        rpc: Rpc, message: dict[str, Any]) -> None:
+        rpc: Rpc, message: Any, answered_id: int | None) -> None:
+    """docs/SECURITY.md: a first message (text or binary) that is not a good `auth` gets
+    a -32001 error (with its id when it had a usable one, else null) and the socket is
+    closed with 1008; the token somewhere in it is not enough."""
     ws = await _connect(rpc, protocols=("mindscape.v1",))
-    await ws.send_str(json.dumps({**message, "params": {"token": rpc.token}}))
+    if isinstance(message, bytes):
+        await ws.send_bytes(message)
+    else:
+        text = message if isinstance(message, str) else json.dumps(message)
+        await ws.send_str(text.replace("{t}", rpc.token))
     answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
-    assert answer["error"]["code"] == -32001
-    assert answer["id"] == (1 if message.get("id") == 1 else None)
-    assert (await asyncio.wait_for(ws.receive(), 5)).type == aiohttp.WSMsgType.CLOSE
+    assert answer["error"]["code"] == -32001 and "result" not in answer
+    assert answer["id"] == answered_id
+    closing = await asyncio.wait_for(ws.receive(), 5)
+    assert (closing.type, closing.data) == (aiohttp.WSMsgType.CLOSE, 1008)
 
 
 async def test_a_socket_opened_with_the_new_token_stays_when_the_old_ones_go(
         rpc: Rpc, settings: Settings) -> None:
     """docs/API.md: 1008 "token rotated" after `mindscape token --rotate` for a socket
-    that authenticated with the old token; one opened with the new token stays."""
+    that authenticated with the old token; one opened with the new token stays, whether
+    it offered it as a subprotocol or sent it in its `auth` message."""
     old = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
     token = rotate_token(settings.token_path)
     new = await _connect(rpc, protocols=("mindscape.v1", f"token.{token}"))
+    by_message = await _connect(rpc, protocols=("mindscape.v1",))
+    assert (await _call(by_message, "auth", {"token": token}))["result"]["authenticated"]
     app = rpc.client.server.app
     closing = asyncio.create_task(app[HUB].close_stale(app[TOKENS].generation()))
     message = await asyncio.wait_for(old.receive(), 5)
     await closing
     assert (message.type, message.data, message.extra) == (
         aiohttp.WSMsgType.CLOSE, 1008, "token rotated")
-    assert (await _call(new, "companion.info"))["result"]["name"] == "mindscape"
-    await new.close()
+    for ws in (new, by_message):
+        assert (await _call(ws, "companion.info", request_id=2))["result"]["name"] == \
+            "mindscape"
+        await ws.close()
 
 
 async def test_a_failed_check_for_rotated_tokens_does_not_end_the_checks(

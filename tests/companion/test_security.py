@@ -17,12 +17,14 @@ import socket
 import stat
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
+from companion import ws as ws_module
 from companion.hub import RECENT_CLIENTS
 from companion.keys import ACCESS_LOG, HUB, TOKENS
 from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
@@ -522,6 +524,20 @@ async def test_the_request_log_names_each_call_of_a_websocket_message(
     assert [(line["methods"], line["errors"], line["outcome"])
             for line in _access_lines(rpc, settings) if "ws" in line] == [
         (LOGGED_METHODS, LOGGED_ERRORS, "error"), (["companion.info"], [], "ok")]
+
+
+async def test_a_websocket_messages_log_line_gives_its_duration_in_milliseconds(
+        rpc: Rpc, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like an HTTP request's line, a WebSocket message's says how long it took in
+    ``duration_ms`` (its clock stubbed here: 0.25 s between receipt and answer)."""
+    ws = await rpc.client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{rpc.token}"))
+    monkeypatch.setattr(ws_module, "time", SimpleNamespace(perf_counter=iter([10.0, 10.25])
+                                                           .__next__))
+    await ws.send_json(INFO)
+    assert "result" in await ws.receive_json()
+    await ws.close()
+    assert [line["duration_ms"] for line in _access_lines(rpc, settings)
+            if "ws" in line] == [250.0]
 
 
 async def test_every_path_and_method_passes_the_guard(rpc: Rpc) -> None:

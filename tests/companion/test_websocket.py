@@ -488,8 +488,9 @@ async def test_the_auth_message_is_a_json_rpc_request_like_any_other(
         text = message if isinstance(message, str) else json.dumps(message)
         await ws.send_str(text.replace("{t}", rpc.token))
     answer = json.loads(await asyncio.wait_for(ws.receive_str(), 5))
-    assert answer["error"]["code"] == -32001 and "result" not in answer
-    assert answer["id"] == answered_id
+    assert answer == {"jsonrpc": "2.0", "id": answered_id, "error": {
+        "code": -32001, "message": "Unauthorized",
+        "data": {"detail": "send auth with the token of `mindscape token` first"}}}
     closing = await asyncio.wait_for(ws.receive(), 5)
     assert (closing.type, closing.data) == (aiohttp.WSMsgType.CLOSE, 1008)
 

@@ -25,6 +25,7 @@ from companion import cli, ws
 from companion.errors import MAX_LISTED_PROBLEMS, MESSAGES
 from companion.openrpc import PLUGIN_ERROR_MESSAGE
 from companion.rpc import PLUGIN_METHOD_TIMEOUT
+from companion.settings import Limits
 from engine.dice import MAX_SUPPLIED_DICE
 from engine.schemacheck import MAX_ERRORS
 
@@ -341,6 +342,25 @@ async def test_api_md_limits_are_companion_infos(rpc: Rpc) -> None:
     result = next(row[2] for row in METHODS if _names(row[0]) == ["companion.info"])
     assert set(_one(r"limits: \{([^}]*)\}", result).group(1).replace(" ", "").split(",")) \
         == set(limits)
+
+
+#: The times docs/API.md gives a client, the phrase that states each, and the figure the
+#: daemon started by ``mindscape serve`` (default ``Limits``) uses.
+TIMEOUT_PHRASES: list[tuple[str, str, float]] = [
+    ("## Endpoints", r"send, within \*\*(\d+) seconds\*\*:", Limits().ws_auth_timeout),
+    ("## Endpoints", r"or an answer within (\d+) s \(it must not", ws.ANSWER_TIMEOUT),
+    ("## Security", r"a body that takes over (\d+) s to arrive is \*\*408\*\*",
+     Limits().read_timeout),
+    ("## Security", r"sends no complete request for (\d+) s is closed", Limits().idle_timeout),
+]
+
+
+def test_api_md_timeouts_are_the_daemons() -> None:
+    """docs/API.md's times (an `auth` message within 5 s, an answer taken within 30 s, a
+    body within 10 s, a complete request within 10 s) are the ones the daemon keeps."""
+    for section, phrase, seconds in TIMEOUT_PHRASES:
+        assert _number(_one(phrase, _prose(_section(API, section))).group(1)) == seconds, \
+            phrase
 
 
 async def test_api_md_limits_of_supplied_dice_problems_and_plugins_are_the_codes(

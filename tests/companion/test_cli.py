@@ -67,6 +67,28 @@ def test_call_with_params_that_are_not_json(tmp_path: Path,
 def test_home_comes_from_mindscape_home_else_the_data_folder(tmp_path: Path) -> None:
     assert default_home({"MINDSCAPE_HOME": str(tmp_path)}) == tmp_path
     assert default_home({"XDG_DATA_HOME": str(tmp_path)}) == tmp_path / "mindscape"
+    # an empty variable counts as unset (`MINDSCAPE_HOME= mindscape serve`), not as "."
+    assert default_home({"MINDSCAPE_HOME": "", "XDG_DATA_HOME": str(tmp_path)}) == \
+        tmp_path / "mindscape"
+
+
+@pytest.mark.parametrize(("platform", "environ", "home"), [
+    ("linux", {}, "~/.local/share/mindscape"),
+    ("linux", {"XDG_DATA_HOME": ""}, "~/.local/share/mindscape"),
+    ("darwin", {}, "~/Library/Application Support/mindscape"),
+    ("win32", {"LOCALAPPDATA": "/users/gm/Local", "APPDATA": "/users/gm/Roaming"},
+     "/users/gm/Local/mindscape"),
+    ("win32", {}, "~/AppData/Local/mindscape")])
+def test_home_is_the_platforms_per_user_data_folder(
+        platform: str, environ: dict[str, str], home: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/API.md "Running it": `$XDG_DATA_HOME/mindscape`, else
+    `~/.local/share/mindscape`, on Linux (the XDG Base Directory specification: "If
+    $XDG_DATA_HOME is either not set or empty, a default equal to $HOME/.local/share
+    should be used"); `~/Library/Application Support/mindscape` on macOS;
+    `%LOCALAPPDATA%\\mindscape` on Windows."""
+    monkeypatch.setattr(sys, "platform", platform)
+    assert default_home(environ) == Path(home).expanduser()
 
 
 def test_allow_origin_adds_to_the_defaults() -> None:
@@ -80,7 +102,16 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     ("https://vtt.example:8443/game?x=1#y", "https://vtt.example:8443"),
     ("http://[::1]:30000/", "http://[::1]:30000"),
     ("http://[0:0:0:0:0:0:0:1]:30000", "http://[::1]:30000"),
-    ("https://bücher.example", "https://xn--bcher-kva.example")])
+    ("https://bücher.example", "https://xn--bcher-kva.example"),
+    # another scheme's default port is no default here
+    ("http://vtt.example:443", "http://vtt.example:443"),
+    ("https://vtt.example:80", "https://vtt.example:80"),
+    # an IPv4-mapped address in the URL standard's hexadecimal pieces
+    ("http://[::ffff:192.168.1.20]:30000", "http://[::ffff:c0a8:114]:30000"),
+    ("https://vtt.example \n", "https://vtt.example"),  # pasted with what followed it
+    # the longest name DNS has room for: 253 characters
+    ("https://" + ".".join(["a" * 63] * 3 + ["b" * 61]), "https://" + ".".join(
+        ["a" * 63] * 3 + ["b" * 61]))])
 def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: str) -> None:
     """A GM may paste the address from the address bar: the browser's Origin header has
     the scheme and host in lower case, no default port and no path."""
@@ -92,8 +123,16 @@ def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: 
     (["--allow-origin", "ftp://files.example"], "is not a web origin"),
     # no browser sends these: each would be listed and never match
     (["--allow-origin", "https://*.forge-vtt.com"], "wildcards are not supported"),
+    (["--allow-origin", "https://vtt.*.example"], "wildcards are not supported"),
     (["--allow-origin", "http://exa mple.com"], "is no host name a browser could be at"),
+    (["--allow-origin", "http://vtt..example"], "is no host name a browser could be at"),
+    # a label too long for IDNA, and a name longer than DNS's 253 characters
+    (["--allow-origin", f"http://{'ü' * 64}.example"], "is no host name a browser could be at"),
+    (["--allow-origin", "https://" + ".".join(["a" * 63] * 3 + ["b" * 62])],
+     "is no host name a browser could be at"),
     (["--allow-origin", "http://[::1"], "'http://[::1' is not a web origin"),
+    (["--allow-origin", "http://"], "'http://' is not a web origin"),
+    (["--allow-origin", "http://vtt.example:99999"], "has no valid port"),
     (["--port", "70000"], "is not a port"), (["--port", "web"], "is not a port")])
 def test_serve_refuses_what_it_cannot_use_before_starting(
         argv: list[str], complaint: str, tmp_path: Path,
@@ -334,7 +373,8 @@ def test_a_userscript_managers_extension_origin_may_be_allowed(given: str,
 
 
 @pytest.mark.parametrize("given", ["moz-extension://", "chrome-extension://id:80",
-                                   "moz-extension://user@id", "moz-extension:///path"])
+                                   "moz-extension://user@id", "moz-extension:///path",
+                                   "moz-extension://.hidden"])
 def test_an_extension_origin_without_a_plain_id_is_refused(
         given: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:

@@ -132,8 +132,11 @@ async def test_allowed_origin_sees_the_401(rpc: Rpc) -> None:
 
 
 @pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:3000",
-                                    ""])
+                                    "", "http://[::1]:30000"])
 async def test_foreign_origin_is_refused_without_cors_headers(rpc: Rpc, origin: str) -> None:
+    """docs/API.md "Security": allowed are `http://localhost:30000`,
+    `http://127.0.0.1:30000` and every `--allow-origin`; nothing else by default, not
+    even Foundry's port on another loopback name."""
     response = await rpc.post(INFO, headers={"Origin": origin})
     assert response.status == 403
     assert "Access-Control-Allow-Origin" not in response.headers

@@ -110,6 +110,25 @@ _ORIGIN_FORM = ("give the scheme and the host, as in https://foundry.example.com
 _HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
 
 
+def _ipv6_text(address: ipaddress.IPv6Address) -> str:
+    """``address`` as a browser writes it (the URL Standard's IPv6 serializer): eight
+    pieces in hexadecimal, the first of the longest runs of two or more zero pieces as
+    ``::``, and never an IPv4 tail, which Python 3.13 writes for an IPv4-mapped address
+    (``::ffff:192.168.1.20`` is ``::ffff:c0a8:114``)."""
+    value = int(address)  # (3.13's ``exploded`` has the IPv4 tail too)
+    pieces = [format(value >> shift & 0xFFFF, "x") for shift in range(112, -1, -16)]
+    start, length = 0, 0
+    for i in range(8):
+        run = 0
+        while i + run < 8 and pieces[i + run] == "0":
+            run += 1
+        if run > length:
+            start, length = i, run
+    if length < 2:
+        return ":".join(pieces)
+    return ":".join(pieces[:start]) + "::" + ":".join(pieces[start + length:])
+
+
 def _browser_host(text: str, hostname: str) -> str:
     """``hostname`` as a browser writes it in an Origin, or ``ValueError``: a wildcard
     or a name no browser could be at would never match a request."""
@@ -118,7 +137,7 @@ def _browser_host(text: str, hostname: str) -> str:
                          "its own --allow-origin")
     if ":" in hostname:
         try:
-            return ipaddress.IPv6Address(hostname).compressed
+            return _ipv6_text(ipaddress.IPv6Address(hostname))
         except ValueError:
             raise ValueError(f"{text!r} is not a web origin: {hostname!r} is no IPv6 "
                              "address") from None

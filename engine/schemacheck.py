@@ -257,9 +257,9 @@ class _Context:
                 out.append(f"if not {v}.keys() <= {declared}: return False")
             else:
                 key, value = self.local(), self.local()
-                out += [f"for {key}, {value} in {v}.items():",
-                        *_indent(_guarded(f"{key} not in {declared}",
-                                          self.statements(extra, value)))]
+                # (no loop for a schema that admits every member: an empty body)
+                if body := _guarded(f"{key} not in {declared}", self.statements(extra, value)):
+                    out += [f"for {key}, {value} in {v}.items():", *_indent(body)]
         for name, subschema in properties.items():
             value = self.local()
             body = self.statements(subschema, value)
@@ -270,8 +270,8 @@ class _Context:
             out.append(f"if {sizes}: return False")
         if "propertyNames" in schema:
             key = self.local()
-            out += [f"for {key} in {v}:",
-                    *_indent(self.statements(schema["propertyNames"], key))]
+            if body := self.statements(schema["propertyNames"], key):
+                out += [f"for {key} in {v}:", *_indent(body)]
         return out
 
     def array_statements(self, schema: Mapping[str, Any], v: str) -> list[str]:

@@ -116,6 +116,11 @@ EDGE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
     ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, 1, True),
     ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 3, False),
     ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 2.5, True),
+    # a members' or names' schema that admits everything needs no loop (its body was
+    # empty: the generated source did not compile)
+    ({"properties": {"a": True}, "additionalProperties": {}}, {"b": 1}, True),
+    ({"additionalProperties": {"title": "any"}}, {"b": 1}, True),
+    ({"propertyNames": True}, {"b": 1}, True),
     # an empty list of types admits nothing
     ({"type": []}, 1, False), ({"type": []}, None, False),
     # after a single "type", the keywords of other kinds do not apply

@@ -518,6 +518,9 @@ GOOD_SCHEMAS: dict[str, JSON] = {
         "properties": {"y": {"$ref": "urn:example:b#/$defs/c"}}},
     "escaped-pointer": {"type": "object", "$defs": {"a/b": {"type": "string"}},
                         "properties": {"x": {"$ref": "#/$defs/a~1b"}}},
+    # a members' or names' schema that admits everything (an annotation at most)
+    "any-member": {"type": "object", "additionalProperties": {"description": "anything"}},
+    "any-name": {"type": "object", "propertyNames": True},
     "meta-schema": {"type": "object", "properties": {
         "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}},
     # two ways to the same subschema are no loop

@@ -66,6 +66,8 @@ def test_unique_items_are_told_apart_by_hashing_not_by_comparing_every_pair(
     ([[1, True], [1, 1], [1, True]], False),    # jsonschema's sorted check misses this one
     ([{"a": [1, {"b": None}]}, {"a": [1, {"b": None}]}], False),
     ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], False), (["a", "b", None, {}], True),
+    ([{"a": 1}, {"b": 1}], True),               # members are told apart by name too
+    ([True, False, None], True),
 ])
 def test_unique_items_follow_json_equality(items: list[Any], unique: bool) -> None:
     assert Validator({"uniqueItems": True}).is_valid(items) is unique
@@ -99,6 +101,29 @@ def test_an_object_over_its_max_properties_is_refused_by_its_size_alone(
               "additionalProperties": {"type": "array"}}
     assert errors(schema, {f"k{i}": i for i in range(5000)}) == [([], "maxProperties")]
     assert descents[0] == 0
+
+
+@pytest.mark.parametrize(("schema", "value", "limit"), [
+    ({"maxItems": 1, "items": {"type": "string"}}, [1, 2], "maxItems"),
+    ({"maxItems": 1, "prefixItems": [{"type": "string"}]}, [1, 2], "maxItems"),
+    ({"maxItems": 1, "contains": {"type": "string"}}, [1, 2], "maxItems"),
+    ({"maxItems": 1, "unevaluatedItems": {"type": "string"}}, [1, 2], "maxItems"),
+    ({"maxProperties": 1, "additionalProperties": {"type": "string"}}, {"a": 1, "b": 2},
+     "maxProperties"),
+    ({"maxProperties": 1, "patternProperties": {"^": {"type": "string"}}}, {"a": 1, "b": 2},
+     "maxProperties"),
+    ({"maxProperties": 1, "propertyNames": {"maxLength": 0}}, {"a": 1, "b": 2},
+     "maxProperties"),
+    ({"maxProperties": 1, "unevaluatedProperties": {"type": "string"}}, {"a": 1, "b": 2},
+     "maxProperties"),
+])
+def test_no_keyword_that_looks_at_each_item_or_member_reports_on_an_oversized_value(
+        schema: dict[str, Any], value: Any, limit: str) -> None:
+    """API.md "Errors": an array over its ``maxItems`` (an object over its
+    ``maxProperties``) is one problem, its items unchecked, whichever keyword would
+    look at them (jsonschema's own class adds the keyword's problem)."""
+    assert len(list(Draft202012Validator(schema).iter_errors(value))) > 1
+    assert errors(schema, value) == [([], limit)]
 
 
 def test_only_the_items_and_members_their_quick_check_refuses_are_entered(

@@ -121,6 +121,11 @@ EDGE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
     ({"properties": {"a": True}, "additionalProperties": {}}, {"b": 1}, True),
     ({"additionalProperties": {"title": "any"}}, {"b": 1}, True),
     ({"propertyNames": True}, {"b": 1}, True),
+    # "uniqueItems": false asks nothing
+    ({"uniqueItems": False}, [1, 1], True),
+    # no branch holds (1.5: no integer, under 2); a single branch is still a list
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 1.5, False),
+    ({"anyOf": [{"type": "integer"}]}, 1, True), ({"oneOf": [{"type": "integer"}]}, "a", False),
     # an empty list of types admits nothing
     ({"type": []}, 1, False), ({"type": []}, None, False),
     # after a single "type", the keywords of other kinds do not apply
@@ -146,7 +151,7 @@ def test_each_keyword_s_edges_are_judged_as_jsonschema_judges_them(
 @pytest.mark.parametrize("schema", [{"patternProperties": {"^a": True}}, {"$ref": "#/x"},
                                     {"$ref": "#/$defs/missing"}, {"type": "decimal"},
                                     {"properties": {"a": {"format": "email"}}},
-                                    {"pattern": "("}])
+                                    {"pattern": "("}, {"pattern": 5}])
 def test_other_keywords_get_no_predicate(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
 
@@ -194,6 +199,15 @@ def test_a_reference_whose_name_is_a_pointer_path_or_escape_gets_no_predicate(
               "$ref": ref}
     assert compile_check(schema) is None
     assert [v for v in (None, 5, "x") if Draft202012Validator(schema).is_valid(v)] == [meant]
+
+
+def test_a_reference_outside_defs_gets_no_predicate() -> None:
+    """``#/anyOf/0`` is as long as ``#/$defs/`` and ends in a name ``$defs`` has: it is
+    still a pointer elsewhere (to the first branch, integers), which the compiler does
+    not read, so jsonschema alone judges it."""
+    schema = {"$defs": {"0": True}, "anyOf": [{"type": "integer"}, True], "$ref": "#/anyOf/0"}
+    assert compile_check(schema) is None
+    assert [v for v in (None, 5, "x") if QuickValidator(schema).is_valid(v)] == [5]
 
 
 @pytest.mark.parametrize("system_id", ["revised-2e", "combat-strength", "power-pool"])

@@ -114,14 +114,17 @@ class Unwritable(Exception):
 def _say(text: str) -> None:
     """``text`` and a new line on stdout, flushed, so that a write that fails, fails here
     rather than at exit: a reader that went away is ``BrokenPipeError`` (``main`` ends
-    as SIGPIPE would), any other failure ``Unwritable``."""
+    as SIGPIPE would), any other failure ``Unwritable``; either way stdout is silenced
+    first."""
     if sys.stdout is None:
         raise Unwritable("stdout is closed")
     try:
         print(text, flush=True)
     except BrokenPipeError:
+        _silence_stdout()
         raise
     except OSError as exc:
+        _silence_stdout()
         raise Unwritable(exc.strerror or str(exc)) from None
 
 
@@ -411,7 +414,6 @@ async def _serve(settings: Settings, token_command: str) -> int:
         # unseen
         _forget_address(settings.home, address)
         await runner.cleanup()
-        _silence_stdout()
         why = "the reader went away" if isinstance(exc, BrokenPipeError) else str(exc)
         return _fail(f"cannot write the address it listens on to stdout ({why}); "
                      "stopped", FAILED)
@@ -639,7 +641,6 @@ def call(args: argparse.Namespace) -> int:
     try:
         _say(json.dumps(answer[shown], indent=2, ensure_ascii=False))
     except Unwritable as exc:
-        _silence_stdout()
         return _fail(f"cannot write the {shown} of {args.method} to stdout ({exc}); the "
                      "call was made", FAILED)
     return REFUSED if shown == "error" else 0
@@ -667,7 +668,6 @@ def token(args: argparse.Namespace) -> int:
     try:
         _say(value)
     except Unwritable as exc:
-        _silence_stdout()
         which = "the new token" if args.rotate else "it"
         return _fail(f"cannot write the token to stdout ({exc}); {which} is in {path}",
                      FAILED)
@@ -735,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (`mindscape call companion.info | head`): what it read was
-        # all it wanted. Exit as a program killed by SIGPIPE would (141; Windows has no
-        # SIGPIPE to name).
+        # all it wanted (argparse's --help too). Exit as a program killed by SIGPIPE would
+        # (141; Windows has no SIGPIPE to name).
         _silence_stdout()
         return 141

@@ -106,8 +106,12 @@ _EXTENSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 _ORIGIN_FORM = ("give the scheme and the host, as in https://foundry.example.com or "
                 "http://localhost:30000 (or a userscript manager's moz-extension://<id>)")
-#: a host name as a browser sends it in an Origin (IDNs in their xn-- form)
-_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
+#: a host name as a browser sends it in an Origin (IDNs in their xn-- form): labels of
+#: letters, digits, ``-`` and ``_`` (a browser takes a hyphen at either end), and the one
+#: dot of a fully qualified name at the end, which a browser keeps
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
+#: the last label of a name the URL Standard reads as an IPv4 address ("ends in a number")
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
 
 
 def _ipv6_text(address: ipaddress.IPv6Address) -> str:
@@ -145,10 +149,42 @@ def _browser_host(text: str, hostname: str) -> str:
         host = hostname.lower() if hostname.isascii() else hostname.encode("idna").decode()
     except UnicodeError:
         host = ""
-    if not _HOST_NAME.fullmatch(host) or len(host) > 253:
+    if _NUMERIC_LABEL.fullmatch(host.removesuffix(".").rpartition(".")[2]):
+        address = _ipv4_number(host)
+        if address is None:
+            raise ValueError(f"{text!r} is not a web origin: {hostname!r} is no IPv4 "
+                             "address, and a name ending in a number is read as one")
+        return str(ipaddress.IPv4Address(address))
+    if not _HOST_NAME.fullmatch(host) or len(host.removesuffix(".")) > 253:
         raise ValueError(f"{text!r} is not a web origin: {hostname!r} is no host name a "
                          "browser could be at")
     return host
+
+
+def _ipv4_number(host: str) -> int | None:
+    """The address a browser reads in ``host`` (the URL Standard's IPv4 parser: one to
+    four parts, each decimal, octal after a ``0`` or hexadecimal after ``0x``, the last
+    filling the bytes left; ``127.1`` is 127.0.0.1), or None where it reads none."""
+    parts = host.removesuffix(".").split(".")
+    if len(parts) > 4:
+        return None
+    numbers = []
+    for part in parts:
+        if part[:2] in ("0x", "0X"):
+            digits, base = part[2:] or "0", 16
+        elif len(part) > 1 and part[0] == "0":
+            digits, base = part[1:], 8
+        else:
+            digits, base = part, 10
+        try:
+            numbers.append(int(digits, base) if digits.isalnum() else -1)
+        except ValueError:
+            return None
+    *leading, last = numbers
+    if any(not 0 <= number <= 255 for number in leading) or not 0 <= last < 256 ** (
+            5 - len(numbers)):
+        return None
+    return last + sum(number << 8 * (3 - i) for i, number in enumerate(leading))
 
 
 def browser_origin(text: str) -> str:

@@ -109,6 +109,14 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     # an IPv4-mapped address in the URL standard's hexadecimal pieces
     ("http://[::ffff:192.168.1.20]:30000", "http://[::ffff:c0a8:114]:30000"),
     ("https://vtt.example \n", "https://vtt.example"),  # pasted with what followed it
+    # a fully qualified name keeps its dot, and a label may start or end with a hyphen
+    ("http://VTT.Example.:30000", "http://vtt.example.:30000"),
+    ("https://-vtt-.example", "https://-vtt-.example"),
+    # a name ending in a number is an IPv4 address, written in four decimal bytes
+    ("http://127.1:30000", "http://127.0.0.1:30000"),
+    ("http://0x7F.0.0.1", "http://127.0.0.1"),
+    ("http://0300.0250.1.024.", "http://192.168.1.20"),
+    ("http://3232235796:30000", "http://192.168.1.20:30000"),
     # the longest name DNS has room for: 253 characters
     ("https://" + ".".join(["a" * 63] * 3 + ["b" * 61]), "https://" + ".".join(
         ["a" * 63] * 3 + ["b" * 61]))])
@@ -126,6 +134,11 @@ def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: 
     (["--allow-origin", "https://vtt.*.example"], "wildcards are not supported"),
     (["--allow-origin", "http://exa mple.com"], "is no host name a browser could be at"),
     (["--allow-origin", "http://vtt..example"], "is no host name a browser could be at"),
+    # a name ending in a number that is no IPv4 address: a browser opens no such address
+    (["--allow-origin", "http://vtt.30000"], "is no IPv4 address"),
+    (["--allow-origin", "http://192.168.1.256"], "is no IPv4 address"),
+    (["--allow-origin", "http://1.2.3.4.5"], "is no IPv4 address"),
+    (["--allow-origin", "http://10.08"], "is no IPv4 address"),
     # a label too long for IDNA, and a name longer than DNS's 253 characters
     (["--allow-origin", f"http://{'ü' * 64}.example"], "is no host name a browser could be at"),
     (["--allow-origin", "https://" + ".".join(["a" * 63] * 3 + ["b" * 62])],

@@ -11,7 +11,8 @@ URL, so the socket authenticates in one of two ways:
    5 seconds; the answer is ``{"result": {"authenticated": true}}``, or error -32001 and
    the socket is closed with 1008 (policy violation); silence closes it the same way.
 
-After that every text message is a JSON-RPC request or batch, answered on the socket;
+After that every message (text, or binary holding UTF-8 JSON; the ``auth`` message too)
+is a JSON-RPC request or batch, answered on the socket;
 ``encounter.watch`` subscribes the socket to ``encounter.changed`` notifications.
 """
 
@@ -46,7 +47,7 @@ def _offered(request: web.Request) -> list[str]:
     return [p.strip() for p in header.split(",") if p.strip()]
 
 
-def _auth_message(text: str, tokens: TokenKeeper) -> tuple[int | None, Any]:
+def _auth_message(text: str | bytes, tokens: TokenKeeper) -> tuple[int | None, Any]:
     """The token generation a valid ``auth`` request (JSON-RPC 2.0, with an id to
     answer) authenticates under (``TokenKeeper.generation_accepting``; ``None`` when it
     is not one), and the id to answer with (``None`` when it has no valid one)."""
@@ -81,8 +82,8 @@ async def _authenticate(ws: web.WebSocketResponse, transport: asyncio.Transport 
         # closed or broken before a word: nothing to answer
         await close_socket(ws, transport, WSCloseCode.POLICY_VIOLATION, b"unauthorized")
         return None
-    epoch, request_id = (_auth_message(message.data, tokens)
-                         if message.type == WSMsgType.TEXT else (None, None))
+    # a binary message is read as UTF-8 JSON, as every request after it is
+    epoch, request_id = _auth_message(message.data, tokens)
     if epoch is not None:
         await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": request_id,
                                       "result": {"authenticated": True,

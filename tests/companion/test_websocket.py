@@ -411,6 +411,19 @@ async def test_batches_and_errors_over_the_socket(rpc: Rpc) -> None:
     await ws.close()
 
 
+async def test_the_auth_message_may_be_binary_as_every_request_after_it_may(rpc: Rpc) -> None:
+    """docs/API.md: a binary message holding UTF-8 JSON is read as the same text would be,
+    the first one too; it was refused as no `auth` while later ones were answered."""
+    ws = await _connect(rpc, protocols=("mindscape.v1",))
+    await ws.send_bytes(json.dumps({"jsonrpc": "2.0", "method": "auth",
+                                    "params": {"token": rpc.token}, "id": "a"}).encode())
+    assert json.loads(await asyncio.wait_for(ws.receive_str(), 5)) == {
+        "jsonrpc": "2.0", "id": "a",
+        "result": {"authenticated": True, "protocol": "mindscape.v1"}}
+    assert "result" in await _call(ws, "companion.info")
+    await ws.close()
+
+
 async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
     ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"),
                         headers={"Origin": "http://localhost:30000"})

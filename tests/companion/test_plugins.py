@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -1251,3 +1252,200 @@ async def test_encounter_create_checks_the_options_of_a_system_that_does_not(
     assert error["code"] == -32602
     assert [e["path"] for e in error["data"]["errors"]] == ["/options/H-NOPE"]
     assert await rpc.ok("encounter.list") == []
+
+
+# -- found by a mutation audit ------------------------------------------------------------
+def test_entry_points_of_one_name_load_in_the_order_of_their_targets(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two entry points of one name and no distribution: the target decides which loads
+    first (and keeps the system id), not the order the environment lists them in."""
+    monkeypatch.setattr(sample_plugin, "TWIN", TWIN, raising=False)
+    both = [ep("coins", "tests.sample_plugin:TWIN"), ep("coins", COIN.value)]
+    for entry_points in (both, both[::-1]):
+        loaded = load_plugins(entry_points, CORE)
+        assert [r.entry_point for r in loaded.reports] == [COIN.value,
+                                                           "tests.sample_plugin:TWIN"]
+        assert loaded.system_plugin["coin-duel"] == "coin-duel"
+
+
+def _raising_factory(raised: BaseException) -> Any:
+    def factory() -> Plugin:
+        raise raised
+    return factory
+
+
+@pytest.mark.parametrize("raised", [RuntimeError("secret"),
+                                    sample_plugin.OwnBaseException("secret")],
+                         ids=["error", "own-base-exception"])
+def test_a_factory_that_raises_is_said_to_have_failed(
+        raised: BaseException, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md "When a plugin is skipped": a factory that fails, with an error or
+    a BaseException of its own, is a skipped plugin whose report says its factory
+    failed and what it raised, in our words."""
+    monkeypatch.setattr(sample_plugin, "RAISING_FACTORY", _raising_factory(raised),
+                        raising=False)
+    [report] = load_plugins([ep("raising", "tests.sample_plugin:RAISING_FACTORY")],
+                            CORE).reports
+    assert report.error == (f"its factory failed ({type(raised).__name__}); see the daemon "
+                            "log")
+
+
+def test_a_plugins_systems_and_methods_may_be_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Plugin whose systems and methods are lists, not tuples, loads as the tuples
+    would."""
+    plugin = Plugin(name="listed", version="1", systems=[CoinDuel()],  # type: ignore[arg-type]
+                    methods=[MethodSpec("listed.x", {"type": "object"}, _noop, "x")])  # type: ignore[arg-type]
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    assert [(r.systems, r.methods, r.error) for r in loaded.reports] == [
+        (("coin-duel",), ("listed.x",), None)]
+    assert "coin-duel" in loaded.systems and "listed.x" in loaded.methods
+
+
+@pytest.mark.parametrize("system_id", [None, "", 42], ids=["none", "empty", "not-text"])
+def test_a_system_whose_id_is_missing_or_empty_is_said_to_have_none(
+        system_id: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoId(CoinDuel):
+        id = system_id
+
+    plugin = Plugin(name="no-id", version="1", systems=(NoId(),))
+    [report] = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE).reports
+    assert report.error == "has a system without an id"
+
+
+@pytest.mark.parametrize(("system_id", "shown"), [
+    ("Coin-Duel", "'Coin-Duel'"),
+    ("d" * 101, repr("d" * 40))], ids=["upper-case", "too-long"])
+def test_a_system_id_that_is_no_kebab_case_is_quoted_by_its_first_40_characters(
+        system_id: str, shown: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: a system id is kebab-case (lower-case letters and digits) of at
+    most 100 characters; the report quotes at most 40 of a wrong one."""
+    class WrongId(CoinDuel):
+        id = system_id
+
+    plugin = Plugin(name="wrong-id", version="1", systems=(WrongId(),))
+    [report] = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE).reports
+    assert report.error == (f"system id {shown} must be kebab-case (lower-case letters and "
+                            "digits joined by '-'), at most 100 characters")
+
+
+@pytest.mark.parametrize("raised", [RuntimeError("secret"),
+                                    sample_plugin.OwnBaseException("secret")],
+                         ids=["error", "own-base-exception"])
+def test_a_plugin_system_whose_schema_method_raises_is_skipped_saying_which(
+        raised: BaseException, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system's schema method that raises (an error or a BaseException of its own) is
+    the plugin's fault: skipped, the report naming the method and what it raised."""
+    def fails() -> Any:
+        raise raised
+
+    plugin = _system_with("request_schema", None)
+    object.__setattr__(plugin.systems[0], "request_schema", fails)
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    [report] = loaded.reports
+    assert report.error == (f"system coin-duel: its request_schema() failed "
+                            f"({type(raised).__name__}); see the daemon log")
+    assert "coin-duel" not in loaded.systems
+
+
+def test_a_keyboard_interrupt_from_a_schema_method_stops_a_load_python_would_stop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With Python's own Ctrl+C handler in place, a KeyboardInterrupt while a system's
+    schemas are read may be the user's: it goes on, as at import."""
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    plugin = _system_with("request_schema", None)
+    object.__setattr__(plugin.systems[0], "request_schema", interrupted)
+    entry_point = _entry_point_to(plugin, monkeypatch)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            load_plugins([entry_point], CORE)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.parametrize(("name", "namespace"), [
+    ("rpc.mine", "rpc"), ("encounter.steal.more", "encounter")])
+def test_a_method_in_a_core_namespace_is_refused_whatever_follows_it(
+        name: str, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: `rpc` is a core namespace, and a method's namespace is what comes
+    before its first dot."""
+    plugin = Plugin(name="greedy", version="1", methods=(
+        MethodSpec(name, {"type": "object"}, _noop, "x"),))
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    [report] = loaded.reports
+    assert report.error == f"method {name} collides with the core namespace {namespace}"
+    assert name not in loaded.methods
+
+
+def test_a_namespace_is_what_comes_before_the_first_dot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sample.deep.more`` is in the sample plugin's namespace ``sample``."""
+    later = Plugin(name="later", version="1", methods=(
+        MethodSpec("sample.deep.more", {"type": "object"}, _noop, "x"),))
+    monkeypatch.setattr(sample_plugin, "LATER", later, raising=False)
+    loaded = load_plugins([ep("z-later", "tests.sample_plugin:LATER"), SAMPLE], CORE)
+    assert loaded.reports[1].error == ("method sample.deep.more: the namespace sample "
+                                       "belongs to the plugin sample, loaded before it")
+
+
+class RoundsRaise(CoinDuel):
+    """A system whose round logic is a property that fails."""
+
+    id = "rounds-raise"
+
+    @property
+    def rounds(self) -> Any:  # type: ignore[override]
+        raise RuntimeError("secret detail from a property")
+
+
+def test_a_plugin_that_fails_after_its_methods_were_checked_adds_none_of_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin skipped by a check that runs after its methods were compiled (whether
+    its system runs encounters) leaves the method table as it was."""
+    plugin = Plugin(name="late", version="1", systems=(RoundsRaise(),), methods=(
+        MethodSpec("late.x", {"type": "object"}, _noop, "x"),))
+    loaded = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE)
+    [report] = loaded.reports
+    assert report.error == "could not be checked (RuntimeError); see the daemon log"
+    assert "late.x" not in loaded.methods and set(loaded.methods.names()) == set(CORE.names())
+
+
+#: docs/API.md "Plugins": the hooks a system without round logic defines to run encounters
+ENCOUNTER_HOOKS = ("encounter_new", "encounter_add", "encounter_view",
+                   "encounter_waiting_for", "encounter_declare", "encounter_resolve")
+
+
+@pytest.mark.parametrize("missing", ENCOUNTER_HOOKS)
+def test_a_system_that_lacks_any_one_encounter_hook_does_not_run_encounters(
+        missing: str) -> None:
+    """docs/API.md "Plugins": without round logic a system runs encounters only when it
+    defines every encounter hook itself."""
+    def hook(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return {}
+
+    hooks = {name: hook for name in ENCOUNTER_HOOKS}
+    assert runs_encounters(type("AllHooks", (sample_plugin.NoEncounters,), hooks)())
+    del hooks[missing]
+    assert not runs_encounters(type("AllButOne", (sample_plugin.NoEncounters,), hooks)())
+
+
+def test_a_loaded_plugin_is_reported_by_its_own_name_and_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: a loaded one has "its Plugin name and version"; a skipped one
+    (one that could not be checked too) the entry point's name and the distribution's
+    version; an entry point of the built-in distribution is reported built in, loaded
+    or not."""
+    monkeypatch.setattr(sample_plugin, "TWIN", TWIN, raising=False)
+    raising = Plugin(name="raises", version="7", systems=(sample_plugin.IdRaises(),))
+    monkeypatch.setattr(sample_plugin, "ID_RAISES", raising, raising=False)
+    entry_points = [
+        *_distribution(tmp_path, "coin-pack", {"named-otherwise": "tests.sample_plugin:TWIN",
+                                               "unchecked": "tests.sample_plugin:ID_RAISES"}),
+        *_distribution(tmp_path, plugins_module.BUILTIN_DISTRIBUTION,
+                       {"gone": "tests.sample_plugin:NOPE"})]
+    reports = [(r.name, r.version, r.builtin, r.error is None)
+               for r in load_plugins(entry_points, CORE).reports]
+    assert reports == [("gone", "1.0", True, False), ("twin", "1", False, True),
+                       ("unchecked", "1.0", False, False)]

@@ -1449,3 +1449,18 @@ def test_a_loaded_plugin_is_reported_by_its_own_name_and_version(
                for r in load_plugins(entry_points, CORE).reports]
     assert reports == [("gone", "1.0", True, False), ("twin", "1", False, True),
                        ("unchecked", "1.0", False, False)]
+
+
+async def test_status_page_lists_each_plugin_with_its_version_and_methods_or_why_skipped(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/PLUGINS.md: "The status page (`GET /`) shows the same list" as companion.info:
+    a loaded plugin with its version and every method, a skipped one (no distribution,
+    so no version) with the reason."""
+    two = Plugin(name="two", version="2.1", methods=(
+        MethodSpec("two.a", {"type": "object"}, _noop, "x"),
+        MethodSpec("two.b", {"type": "object"}, _noop, "x")))
+    rpc = await rpc_with(_entry_point_to(two, monkeypatch), BROKEN["missing"])
+    page = await (await rpc.client.get("/")).text()
+    assert "<li><b>two</b> 2.1 — methods two.a, two.b</li>" in page
+    assert ("<li><b>missing</b>  — <span class=err>skipped: could not be loaded "
+            "(ModuleNotFoundError); see the daemon log</span></li>") in page

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import gzip
 import hashlib
+import html
 import io
 import json
 import logging
@@ -15,7 +16,9 @@ import re
 import secrets
 import socket
 import stat
+import time
 import zlib
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,15 +27,20 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
+import tests.sample_plugin as sample_plugin
+from companion import status as status_module
 from companion import ws as ws_module
+from companion.app import create_app
 from companion.hub import RECENT_CLIENTS
-from companion.keys import ACCESS_LOG, HUB, TOKENS
+from companion.keys import ACCESS_LOG, HUB, SERVICES, TOKENS
 from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
+from companion.plugins import Plugin
 from companion.settings import Settings
 from companion.status import SHOWN
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
+from tests.sample_plugin import SampleDuel
 
-from .conftest import Rpc
+from .conftest import GROUP, Rpc, with_plugins
 
 INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
 CREATE = {"jsonrpc": "2.0", "method": "encounter.create",
@@ -963,6 +971,119 @@ async def test_status_page_lists_only_the_most_recent_clients(rpc: Rpc) -> None:
     page = await (await rpc.client.get("/")).text()
     assert [n for n in range(RECENT_CLIENTS + 1) if f"(client-{n}-)" in page] == list(
         range(1, RECENT_CLIENTS + 1))
+
+
+def _clock_at(monkeypatch: pytest.MonkeyPatch, now: float) -> None:
+    """The status page's clock (its own ``time``) stopped at ``now``."""
+    monkeypatch.setattr(status_module, "time", SimpleNamespace(
+        time=lambda: now, strftime=time.strftime, localtime=time.localtime))
+
+
+async def test_status_page_says_how_long_ago_in_seconds_below_two_minutes_then_minutes(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client's last call is "N s ago" below two minutes, then whole minutes; a clock
+    set back since says 0 s, never a negative time."""
+    assert (await rpc.post(INFO, {"User-Agent": "clocked"})).status == 200
+    [seen] = [c.last_seen for c in rpc.client.server.app[HUB].recent_clients()
+              if c.user_agent == "clocked"]
+    for later, said in ((-30, "0 s"), (0, "0 s"), (119.5, "119 s"), (120.5, "2 min"),
+                        (179.5, "2 min"), (180.5, "3 min"), (3600.5, "60 min")):
+        _clock_at(monkeypatch, seen + later)
+        page = await (await rpc.client.get("/")).text()
+        assert f"(clocked): 1 call(s), last companion.info {said} ago" in page, later
+
+
+async def test_status_page_shows_a_missing_user_agent_as_a_question_mark(rpc: Rpc) -> None:
+    response = await rpc.client.post("/rpc", json=INFO, headers=rpc.auth,
+                                     skip_auto_headers=["User-Agent"])
+    assert response.status == 200
+    page = await (await rpc.client.get("/")).text()
+    assert "127.0.0.1 (?): 1 call(s), last companion.info " in page
+
+
+async def test_status_page_shows_at_most_120_characters_of_what_a_client_sent(
+        rpc: Rpc) -> None:
+    """docs/API.md "GET /": what clients sent is shown "at most 120 characters": 120
+    whole, 121 as the first 119 and an ellipsis."""
+    whole, cut = ("ab " * 40)[:-1] + "c", "cd " * 40 + "e"
+    assert (len(whole), len(cut)) == (120, 121)
+    for agent in (whole, cut):
+        assert (await rpc.post(INFO, {"User-Agent": agent})).status == 200
+    page = await (await rpc.client.get("/")).text()
+    assert f"({whole}): 1 call(s)" in page
+    assert f"({cut[:119]}…): 1 call(s)" in page
+
+
+async def test_status_page_says_none_where_nothing_is_connected(rpc: Rpc) -> None:
+    page = await (await rpc.client.get("/")).text()
+    assert "<h3>WebSockets</h3><p>none</p>" in page
+    assert "<h3>Recent HTTP clients</h3><p>none</p>" in page
+
+
+async def test_status_page_gives_the_time_the_daemon_started(rpc: Rpc) -> None:
+    started = 1_000_000_000.0
+    rpc.client.server.app[SERVICES].started_at = started
+    page = await (await rpc.client.get("/")).text()
+    when = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(started))
+    assert f"running since\n{when}." in page
+
+
+async def test_status_page_names_every_allowed_origin(rpc: Rpc) -> None:
+    """docs/API.md lists the two origins allowed by default; the pairing help names both."""
+    page = await (await rpc.client.get("/")).text()
+    assert "other pages than <code>http://localhost:30000, http://127.0.0.1:30000</code>" \
+        in page
+
+
+async def test_status_page_lists_systems_with_name_and_source_and_adapters_described(
+        rpc: Rpc) -> None:
+    """docs/API.md "GET /": the page gives the systems and adapters, as systems.list and
+    adapters.list name them."""
+    page = await (await rpc.client.get("/")).text()
+    for system in await rpc.ok("systems.list"):
+        assert (f"<b>{system['id']}</b> — {html.escape(system['name'])} "
+                f"<small>({html.escape(system['source'])})</small>") in page
+    adapters = await rpc.ok("adapters.list")
+    assert adapters
+    for adapter in adapters:
+        assert f"<b>{adapter['id']}</b> — {html.escape(adapter['description'])}" in page
+
+
+class MarkupDuel(SampleDuel):
+    """A plugin system whose name and source are markup."""
+
+    id = "markup-duel"
+    name = "<i>Markup</i> & co"
+    source = "<b>The Book</b>"
+
+
+class MarkupId(SampleDuel):
+    id = "<script>alert(1)</script>"
+
+
+async def test_status_page_shows_markup_from_plugins_and_clients_as_text(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/SECURITY.md "Reading the status page": a plugin's names, the error quoting a
+    wrong system id, and a client's user agent are shown escaped, never as markup."""
+    monkeypatch.setattr(sample_plugin, "MARKUP", Plugin(
+        name="<em>markup</em>", version="<s>1</s>", systems=(MarkupDuel(),)), raising=False)
+    monkeypatch.setattr(sample_plugin, "MARKUP_ID", Plugin(
+        name="markup-id", version="1", systems=(MarkupId(),)), raising=False)
+    settings = Settings(home=tmp_path, log_stream=io.StringIO(), plugins=with_plugins(
+        EntryPoint("markup", "tests.sample_plugin:MARKUP", GROUP),
+        EntryPoint("<u>markup-id</u>", "tests.sample_plugin:MARKUP_ID", GROUP)))
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    rpc = Rpc(client, settings.token_path.read_text().strip())
+    assert (await rpc.post(INFO, {"User-Agent": "<u>agent</u>"})).status == 200
+    page = await (await client.get("/")).text()
+    for shown in ("<b>markup-duel</b> — &lt;i&gt;Markup&lt;/i&gt; &amp; co "
+                  "<small>(&lt;b&gt;The Book&lt;/b&gt;)</small>",
+                  "<b>&lt;em&gt;markup&lt;/em&gt;</b> &lt;s&gt;1&lt;/s&gt;",
+                  "<b>&lt;u&gt;markup-id&lt;/u&gt;</b>  — <span class=err>skipped: system id "
+                  "&#x27;&lt;script&gt;alert(1)&lt;/script&gt;&#x27; must be kebab-case",
+                  "(&lt;u&gt;agent&lt;/u&gt;): 1 call(s)"):
+        assert shown in page, shown
+    assert not re.search(r"<i>Markup|<(em|s|u|script)>", page)
 
 
 @pytest.mark.parametrize("header", ["Bearer {token}", "Bearer {token} " + "a " * 4000],

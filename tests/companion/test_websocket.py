@@ -11,7 +11,9 @@ import random
 import re
 import socket
 import struct
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import aiohttp
@@ -19,6 +21,7 @@ import pytest
 from aiohttp import web
 
 from companion import hub as hub_module
+from companion import status as status_module
 from companion import ws as ws_module
 from companion.app import create_app
 from companion.hub import CLOSE_TIMEOUT, Peer
@@ -430,6 +433,21 @@ async def test_status_page_lists_connected_sockets(rpc: Rpc) -> None:
     await _call(ws, "companion.info")
     page = await (await rpc.client.get("/")).text()
     assert "#1 from http://localhost:30000" in page
+    await ws.close()
+
+
+async def test_status_page_says_how_long_ago_each_socket_connected(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In seconds below two minutes, then in whole minutes, as for HTTP clients."""
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    await _call(ws, "companion.info")
+    [peer] = rpc.client.server.app[HUB].peers
+    for later, said in ((5.5, "5 s"), (200.5, "3 min")):
+        monkeypatch.setattr(status_module, "time", SimpleNamespace(
+            time=lambda now=peer.connected_at + later: now, strftime=time.strftime,
+            localtime=time.localtime))
+        page = await (await rpc.client.get("/")).text()
+        assert f"connected {said} ago, watching 0 encounter(s)" in page
     await ws.close()
 
 

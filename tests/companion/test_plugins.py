@@ -1274,6 +1274,24 @@ def _raising_factory(raised: BaseException) -> Any:
     return factory
 
 
+@pytest.mark.parametrize(("name", "error"), [
+    ("name_none", "its Plugin name must be a non-empty string"),
+    ("name_not_text", "its Plugin name must be a non-empty string"),
+    ("name_blank", "its Plugin name must be a non-empty string"),
+    ("version_not_text", "its Plugin version must be a non-empty string"),
+    ("version_blank", "its Plugin version must be a non-empty string"),
+    ("systems_not_a_tuple", "its Plugin systems must be a tuple (got a SampleDuel)"),
+    ("system_without_source", "system without-source has no source (a string)"),
+    ("system_source_none", "system no-source has no source (a string)"),
+    ("system_name_none", "system nameless-duel has no name (a string)")])
+def test_a_plugin_member_of_the_wrong_type_is_named_in_its_report(name: str, error: str
+                                                                  ) -> None:
+    """docs/PLUGINS.md: a skipped plugin is listed with "the reason in our words": which
+    member is wrong and what it must be."""
+    [report] = load_plugins([WRONGLY_BUILT[name]], CORE).reports
+    assert report.error == error
+
+
 @pytest.mark.parametrize("raised", [RuntimeError("secret"),
                                     sample_plugin.OwnBaseException("secret")],
                          ids=["error", "own-base-exception"])

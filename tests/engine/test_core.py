@@ -339,10 +339,12 @@ def test_damage_dealt_against_enumeration() -> None:
         "2d4 - 3": [(sum(x) - 3, Fraction(1, 16)) for x in product(range(1, 5), repeat=2)],
         "d6 - 6": [(f - 6, Fraction(1, 6)) for f in range(1, 7)],
         "d10 once": [(f, Fraction(1, 10)) for f in range(1, 11)],
+        # the 10th percentile above the least value: a 1 is only 1 in 20 of them
+        "d20 once": [(f, Fraction(1, 20)) for f in range(1, 21)],
         "3": [(3, Fraction(1))],
     }
     dists = {"2d4 - 3": Dist.die(4).repeat(2).shift(-3), "d6 - 6": Dist.die(6).shift(-6),
-             "d10 once": Dist.die(10), "3": Dist.constant(3)}
+             "d10 once": Dist.die(10), "d20 once": Dist.die(20), "3": Dist.constant(3)}
     for name, dist in dists.items():
         assert dist.dealt() == dealt_by_enumeration(cases[name]), name
         assert dist.to_json()["dealt"] == dist.dealt()
@@ -547,6 +549,29 @@ def test_truncated_mass_is_carried_through_every_combinator() -> None:
     # all of it cut off: nothing is kept, and the mean of nothing is 0, not a division
     assert Dist({}, 2, 2).to_json() == {"mean": 0.0, "distribution": [],
                                         "truncated_mass": 1.0, "dealt": None}
+
+
+def test_map_sums_the_chances_of_values_sent_to_the_same_value() -> None:
+    """``map`` is the distribution of ``fn`` of the value: where ``fn`` sends several
+    values to one, their chances add up (half a d6, rounded down, counted face by face),
+    and the truncated mass stays as it was."""
+    halves: dict[int, Fraction] = {}
+    for face in range(1, 7):
+        halves[face // 2] = halves.get(face // 2, Fraction(0)) + Fraction(1, 6)
+    assert dict(Dist.die(6).map(lambda v: v // 2).items()) == halves
+    cut = Dist({1: 1, 2: 2}, 4, 1)  # P(1) = 1/4, P(2) = 1/2, a quarter cut off
+    one = cut.map(lambda v: 7)
+    assert one.items() == [(7, Fraction(3, 4))] and one.truncated_mass == Fraction(1, 4)
+
+
+def test_floats_of_a_truncated_distribution_are_shares_of_every_outcome() -> None:
+    """The JSON edge gives each value the chance ``items`` gives it, a share of all the
+    outcomes with the cut-off mass among them, not a share of the kept ones only: the
+    listed chances and ``truncated_mass`` sum to 1."""
+    cut = Dist({1: 1, 2: 2}, 4, 1)  # P(1) = 1/4, P(2) = 1/2, a quarter cut off
+    assert cut.float_items() == [(1, 0.25), (2, 0.5)]
+    out = cut.to_json()
+    assert out["distribution"] == [[1, 0.25], [2, 0.5]] and out["truncated_mass"] == 0.25
 
 
 def test_a_value_of_no_chance_is_no_outcome() -> None:

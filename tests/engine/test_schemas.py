@@ -3,8 +3,9 @@
 The engine does not check its own schemas against the meta-schema when the daemon starts
 (``System.schemas_tested``, ``QuickValidator(check_schema=False)``): this file does, for
 each built-in system's request, combatant and choice schemas and its table schema, checks
-the shipped tables against that schema (they are read without a check), and shows that
-a schema from anywhere else is still checked.
+the shipped tables against that schema (they are read without a check), shows that
+a schema from anywhere else is still checked, and that a GM's replacement table is
+refused with all its problems.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import jsonschema
 import pytest
 
 from engine import builtin_systems
+from engine.errors import InvalidInput
 from engine.schemacheck import QuickValidator, compile_check
+from engine.tables import load_tables
 
 SYSTEMS = builtin_systems()
 PACKAGES = {"revised-2e": "engine.revised_2e", "combat-strength": "engine.combat_strength",
@@ -56,6 +59,25 @@ def test_other_schemas_are_still_checked() -> None:
     validator = QuickValidator({"type": "object", "required": ["id"]}, check_schema=False)
     assert validator.is_valid({"id": 1}) and not validator.is_valid({})
     assert [e.message for e in validator.iter_errors({})] == ["'id' is a required property"]
+
+
+def test_a_replacement_table_is_refused_with_every_problem_in_path_order() -> None:
+    """engine/tables.py: a GM's replacement that fails the table schema is
+    ``InvalidInput`` with the path of each error: every one of them, ordered by where it
+    is in the file (not in the order the schema checks them), each with jsonschema's
+    message alone."""
+    tables = data_file("revised-2e", "tables.json")
+    tables["defenses"]["mind-blank"]["cost"] = -1
+    tables["attacks"]["mind-thrust"]["cost"] = "x"
+    tables["attack_roll"]["sides"] = 0
+    with pytest.raises(InvalidInput) as err:
+        load_tables("engine.revised_2e", tables)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/tables/attack_roll/sides", "0 is less than the minimum of 2"),
+        ("/tables/attacks/mind-thrust/cost", "'x' is not of type 'integer'"),
+        ("/tables/defenses/mind-blank/cost", "-1 is less than the minimum of 0")]
+    valid = data_file("revised-2e", "tables.json")
+    assert load_tables("engine.revised_2e", valid) is valid
 
 
 @pytest.mark.parametrize("system_id", sorted(SYSTEMS))

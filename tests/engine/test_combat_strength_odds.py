@@ -7,6 +7,7 @@ value ``resolve`` gives it, as ``Dist.penetrating_die`` does, so nothing is trun
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from fractions import Fraction
 from itertools import product
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.combat_strength import SYSTEM
+from engine.combat_strength import SYSTEM, CombatStrength
 from engine.combat_strength.exchange import plan
 from engine.combat_strength.odds import ExactOdds, exact_odds
 from engine.dice import SuppliedDice
@@ -139,16 +140,93 @@ def test_wave_save_and_effects_match_enumeration(int_wis: int, range_: str) -> N
             {"id": "ogre", "int": int_wis // 2, "wis": int_wis - int_wis // 2},
             "psionic-wave", None, 5, range=range_)
     oracle = Oracle()
+    saved = Fraction(0)
     for save in range(1, 21):
         first = SYSTEM.resolve(r, SuppliedDice({"save": [save], "wave-effect": [1]}))
         if first.fields["save"]["success"]:
             oracle.add(r, {"save": [save]}, Fraction(1, 20), False)
+            saved += Fraction(1, 20)
             continue
         for effect in range(1, 101):
             oracle.add(r, {"save": [save], "wave-effect": [effect]}, Fraction(1, 2000), False)
     odds = exact(r)
     assert {k: v for k, v in odds.conditions.items() if v} == oracle.conditions
     assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+    # a mind without defense strength has none after the wave either
+    assert odds.defense_zero == oracle.zero == 1
+    data = SYSTEM.odds(r)
+    assert data["save"] == float(saved)
+    assert {k: v for k, v in data["conditions"].items() if v} == {
+        k: float(v) for k, v in oracle.conditions.items()}
+
+
+def wave_by_enumeration(system: CombatStrength, r: JSON) -> tuple[Fraction, dict[str, Fraction]]:
+    """The chance to save against ``r``'s psionic wave and of each condition, from
+    ``system.resolve`` given every d20 save and, after a failed one, every d100."""
+    saved = Fraction(0)
+    conditions: dict[str, Fraction] = {}
+    for save in range(1, 21):
+        first = system.resolve(r, SuppliedDice({"save": [save], "wave-effect": [1]}))
+        if first.fields["save"]["success"]:
+            saved += Fraction(1, 20)
+            continue
+        for effect in range(1, 101):
+            res = system.resolve(r, SuppliedDice({"save": [save], "wave-effect": [effect]}))
+            cid = res.fields["condition"]["id"]
+            conditions[cid] = conditions.get(cid, Fraction(0)) + Fraction(1, 2000)
+    return saved, conditions
+
+
+def test_a_wave_save_above_20_is_never_made_and_a_condition_in_two_rows_adds_up() -> None:
+    """A GM's table C may ask a save no d20 makes (the shipped one asks 0 to -2 of the
+    keenest minds, which always save): its chance is 0, not below it. And it may give
+    one condition in two rows of a band: its chance is both rows' shares of the d100."""
+    data = copy.deepcopy(SYSTEM.tables.data)
+    data["wave"]["save"]["..5"]["short"] = 25
+    data["wave"]["effects"]["..5"] = [{"max": 50, "condition": "dead"},
+                                      {"max": 85, "condition": "coma"},
+                                      {"max": 100, "condition": "dead"}]
+    system = CombatStrength(data)
+    r = req({"id": "a", "attack_strength": 40, "defense_strength": 0},
+            {"id": "ogre", "int": 2, "wis": 3}, "psionic-wave", None, 5)
+    saved, conditions = wave_by_enumeration(system, r)
+    assert (saved, conditions) == (0, {"dead": Fraction(65, 100), "coma": Fraction(35, 100)})
+    data_out = system.odds(r)
+    assert data_out["save"] == float(saved)
+    assert data_out["conditions"] == {k: float(v) for k, v in conditions.items()}
+    assert data_out["outcome"] == {"condition": 1.0}
+
+
+def test_a_letter_of_table_b_is_its_condition_for_certain() -> None:
+    """Table B, band 01-25 against a total of 59 or less: Mind Thrust on a defenseless
+    mind is W, a psionic wound, whatever the dice (they only say for how many weeks).
+    Its defense strength stays as it was."""
+    r = req({"id": "a", "attack_strength": 10, "defense_strength": 0},
+            {"id": "b", "attack_strength": 10, "defense_strength": 7}, "mind-thrust", None, 3)
+    oracle = Oracle()
+    for weeks in range(1, 5):
+        oracle.add(r, {"condition-duration": [weeks]}, Fraction(1, 4), False)
+    odds = exact(r)
+    assert odds.conditions == oracle.conditions == {"psionic-wound": 1}
+    assert odds.defense_zero == oracle.zero == 0
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
+    assert SYSTEM.odds(r)["conditions"] == {"psionic-wound": 1.0}
+
+
+def test_an_attack_certain_to_do_nothing_lists_no_damage_and_no_crush() -> None:
+    """Table A 01-25: Mind Thrust against Mental Barrier is 0, and Combat Strength 10
+    earns no bonus die: the attack certainly does nothing. The odds list no chance of
+    damage, and no crush among the outcomes of an attack that cannot crush."""
+    r = req({"id": "a", "attack_strength": 10, "defense_strength": 0},
+            {"id": "b", "attack_strength": 10, "defense_strength": 7},
+            "mind-thrust", "mental-barrier", 3)
+    oracle = Oracle()
+    oracle.add(r, {}, Fraction(1), False)
+    odds = exact(r)
+    assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome == {"no-effect": 1}
+    data = SYSTEM.odds(r)
+    assert data["outcomes"] == {"0": 1.0}
+    assert data["outcome"] == {"no-effect": 1.0}
 
 
 def test_odds_json_shape_api_md() -> None:

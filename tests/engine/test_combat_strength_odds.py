@@ -116,6 +116,7 @@ def test_psychic_implosion_crush_chance_matches_enumeration() -> None:
     assert {k: v for k, v in odds.outcome.items() if v} == oracle.outcome
     data = SYSTEM.odds(r)
     assert data["outcomes"]["crushed"] == pytest.approx(0.02)
+    assert data["crushed"] == float(oracle.crushed) == 0.02
 
 
 def test_defenseless_chance_of_death_matches_enumeration() -> None:

@@ -7,34 +7,46 @@ exchange, and counts: the exact odds must equal the counts, to the last fraction
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from fractions import Fraction
 from itertools import product
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from engine.dice import SuppliedDice
 from engine.odds import Dist
-from engine.power_pool import SYSTEM
+from engine.power_pool import SYSTEM, PowerPoolSystem
 from engine.power_pool.exchange import resolve_plan
 from engine.power_pool.probability import convolve, exact_odds, negate, sum_of_dice
 
 from .test_power_pool_helpers import mundane, psionic
 
 
-def brute_force(request: dict[str, Any]
-                ) -> tuple[Fraction, Fraction, dict[int, Fraction], Fraction]:
-    """P(attacker wins), P(control), the distribution of the exchange's ``damage`` (the
-    whole group's, 0 when the attacker does not win) and P(tie), by counting."""
-    plan = SYSTEM.plan(request)
+class Counted(NamedTuple):
+    """What counting every face says of one exchange."""
+
+    wins: Fraction
+    controls: Fraction
+    damage: dict[int, Fraction]  # the whole group's, 0 when the attacker does not win
+    ties: Fraction
+    saved: Fraction  # every Blank Mind save passed
+    attack_mean: Fraction | None  # the pools' mean totals; None if they are never rolled
+    defense_mean: Fraction | None
+
+
+def brute_force(request: dict[str, Any], system: PowerPoolSystem = SYSTEM) -> Counted:
+    """P(attacker wins), P(control), the distribution of the exchange's ``damage``,
+    P(tie), P(every save passed) and the mean totals of the pools, by counting."""
+    plan = system.plan(request)
     saves = len(plan.saves)
+    save_sides = system.tables["save"]["sides"]
     # the layout of pool dice, read from one resolution whose saves all pass
-    probe = resolve_plan(SYSTEM.tables, plan, SuppliedDice(
-        {"save": [20] * saves, "attack": [1] * 100, "defense": [1] * 100}))
+    probe = resolve_plan(system.tables, plan, SuppliedDice(
+        {"save": [save_sides] * saves, "attack": [1] * 100, "defense": [1] * 100}))
     layout = [(r.purpose, r.sides) for r in probe.rolls if r.purpose != "save"]
-    save_sides = SYSTEM.tables["save"]["sides"]
-    wins = controls = ties = total = 0
+    wins = controls = ties = total = saved = rolled = attack_sum = defense_sum = 0
     damage: Counter[int] = Counter()
     for save_values in product(range(1, save_sides + 1), repeat=saves):
         for faces in product(*(range(1, s + 1) for _, s in layout)):
@@ -42,15 +54,38 @@ def brute_force(request: dict[str, Any]
                                               "defense": []}
             for (purpose, _), v in zip(layout, faces, strict=True):
                 supplied[purpose].append(v)
-            out = resolve_plan(SYSTEM.tables, plan, SuppliedDice(supplied)).to_json()
+            out = resolve_plan(system.tables, plan, SuppliedDice(supplied)).to_json()
             total += 1
             ties += bool(out["tie"])
             damage[out["damage"]] += 1
+            saved += all(s["success"] for s in out["blank_mind"] or [])
+            if out["attack_total"] is not None:
+                rolled += 1
+                attack_sum += out["attack_total"]
+                defense_sum += out["defense_total"]
             if out["winner"] == "attacker":
                 wins += 1
                 controls += out["controlled"]
     dealt = {v: Fraction(n, total) for v, n in damage.items()}
-    return Fraction(wins, total), Fraction(controls, total), dealt, Fraction(ties, total)
+    return Counted(Fraction(wins, total), Fraction(controls, total), dealt,
+                   Fraction(ties, total), Fraction(saved, total),
+                   Fraction(attack_sum, rolled) if rolled else None,
+                   Fraction(defense_sum, rolled) if rolled else None)
+
+
+def assert_odds_are_the_counts(odds: dict[str, Any], counted: Counted, saves: int) -> None:
+    """``exchange.odds``' JSON: each chance the float of the counted one."""
+    assert odds["outcomes"] == {"attacker": float(counted.wins),
+                                "defender": float(1 - counted.wins)}
+    assert odds["control"] == float(counted.controls)
+    assert odds["tie"] == float(counted.ties)
+    assert odds["blank_mind_save"] == (float(counted.saved) if saves else None)
+    assert odds["damage"]["distribution"] == [
+        [v, float(p)] for v, p in sorted(counted.damage.items())]
+    assert odds["damage"]["truncated_mass"] == 0
+    if counted.attack_mean is not None and counted.defense_mean is not None:
+        assert odds["attack_total"] == {"mean": float(counted.attack_mean)}
+        assert odds["defense_total"] == {"mean": float(counted.defense_mean)}
 
 
 CASES: dict[str, dict[str, Any]] = {
@@ -113,6 +148,12 @@ CASES: dict[str, dict[str, Any]] = {
         "allies": [psionic("P", 1, 4, id="p", spell_levels=[1])],
         "defenses": {"p": {"mode": "imagination-swarm", "sacrifice": 1}},
         "attack": {"mode": "synaptic-overload"}},
+    # a group where only the principal holds Barrier Mantra: a win still takes control
+    # (of the ally that does not)
+    "barrier-mantra-in-a-group": {
+        "attacker": psionic("A", 2, 4), "defender": psionic("B", 1, 4),
+        "allies": [psionic("P", 1, 4, id="p")], "defenses": {"p": {"mode": "imagination-swarm"}},
+        "attack": {"mode": "personality-invasion"}, "defense": {"mode": "barrier-mantra"}},
     # Synaptic Overload with ties to the attacker (H-PP-TIE): a tie deals damage
     "overload-tie-to-attacker": {
         "attacker": psionic("A", 2, 4), "defender": psionic("B", 2, 4),
@@ -129,16 +170,36 @@ def test_exact_odds_match_brute_force_enumeration(name: str) -> None:
     """RULES.md §3.2 step 4: "Each side rolls all or a declared part of its current pool
     and sums. The higher total wins. Ties go to the defender" — counted face by face."""
     request = CASES[name]
-    wins, controls, damage, ties = brute_force(request)
-    exact = exact_odds(SYSTEM.tables, SYSTEM.plan(request))
-    assert exact.attacker == wins
-    assert exact.defender == 1 - wins
-    assert exact.control == controls
-    assert dict(exact.damage.items()) == damage
-    assert exact.tie == ties  # a failed Blank Mind save rolls no pools: no tie
-    out = SYSTEM.odds(request)
-    assert out["outcomes"]["attacker"] == pytest.approx(float(wins))
-    assert out["damage"]["truncated_mass"] == 0
+    counted = brute_force(request)
+    plan = SYSTEM.plan(request)
+    exact = exact_odds(SYSTEM.tables, plan)
+    assert exact.attacker == counted.wins
+    assert exact.defender == 1 - counted.wins
+    assert exact.control == counted.controls
+    assert dict(exact.damage.items()) == counted.damage
+    assert exact.tie == counted.ties  # a failed Blank Mind save rolls no pools: no tie
+    assert_odds_are_the_counts(SYSTEM.odds(request), counted, len(plan.saves))
+
+
+def test_a_d4_blank_mind_save_is_passed_on_each_mind_and_never_above_the_die() -> None:
+    """A GM's table may roll the Blank Mind save on a d4 (``save.sides``): a Psionic
+    Wave on two minds in Blank Mind must pass both saves, and against a target of 12
+    no d4 passes: the attack never gets through. Counted face by face."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["save"]["sides"] = 4
+    system = PowerPoolSystem(tables)
+    two = {"attacker": psionic("A", 1, 4, blank_mind_save=3), "defender": psionic("B", 1, 4),
+           "defenders": [psionic("C", 1, 4)], "defenses": {"c": {"mode": "blank-mind"}},
+           "attack": {"mode": "psionic-wave"}, "defense": {"mode": "blank-mind"}}
+    beyond = {**two, "attacker": psionic("A", 1, 4, blank_mind_save=12), "defenders": [],
+              "defenses": {}, "attack": {"mode": "personality-invasion"}}
+    for request, saves, saved in ((two, 2, Fraction(1, 4)), (beyond, 1, Fraction(0))):
+        counted = brute_force(request, system)
+        assert counted.saved == saved
+        exact = exact_odds(system.tables, system.plan(request))
+        assert (exact.save, exact.attacker, exact.tie) == (
+            counted.saved, counted.wins, counted.ties)
+        assert_odds_are_the_counts(system.odds(request), counted, saves)
 
 
 def test_overload_odds_say_how_likely_any_damage_is_not_assuming_a_win() -> None:
@@ -168,6 +229,22 @@ def test_fast_convolution_matches_dist_add_with_negative_values() -> None:
     a = Dist.die(6).repeat(2).shift(3)
     b = negate(Dist.die(4).add(Dist.die(8)))
     assert convolve(a, b).items() == a.add(b).items()
+
+
+def test_fast_convolution_of_many_dice_holds_weights_above_either_total() -> None:
+    """Each weight of a sum of two 20d6 can be far above 6 ** 20, either part's total:
+    the bit fields are wide enough for the product's total, so none runs into the next."""
+    twenty = sum_of_dice(6, 20)
+    summed = convolve(twenty, twenty)
+    assert max(summed.weights.values()) > twenty.total
+    assert summed.items() == Dist.die(6).repeat(40).items()
+
+
+def test_negation_keeps_the_truncated_mass() -> None:
+    """``negate`` is the distribution of minus the value: what was cut off stays so."""
+    cut = Dist({1: 1, 2: 2}, 4, 1)
+    assert negate(cut).items() == [(-2, Fraction(1, 2)), (-1, Fraction(1, 4))]
+    assert negate(cut).truncated_mass == Fraction(1, 4)
 
 
 def test_largest_legal_pools_have_exact_odds() -> None:

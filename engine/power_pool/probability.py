@@ -62,11 +62,6 @@ def convolve(a: Dist, b: Dist) -> Dist:
     return Dist(_unpack(product, a_lo + b_lo, count, width), a.total * b.total)
 
 
-def negate(d: Dist) -> Dist:
-    """The distribution of minus the value."""
-    return Dist({-v: w for v, w in d.weights.items()}, d.total, d.truncated)
-
-
 @dataclass(frozen=True)
 class ExactOdds:
     """Exact chances of one exchange (``Fraction``s)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -49,12 +51,28 @@ def test_any_json_value_is_read_back_exactly_as_the_standard_library_reads_it(va
 @pytest.mark.parametrize(("text", "value"), [
     (b"2.0", 2), (b'{"hit_dice": 3.0}', {"hit_dice": 3}), (b"[1e2, -0.0, 2.5]", [100, 0, 2.5]),
     (b'{"a": [[{"b": 4.00}]], "name": "5.0"}', {"a": [[{"b": 4}]], "name": "5.0"}),
-    (b"1e300", 1e300), (b"9007199254740993.0", 9007199254740992)])
+    (b"1e300", 1e300), (b"9007199254740993.0", 9007199254740992), (b"1E2", 100),
+    (b"[2.5E1]", [25]), (b"-9007199254740992.0", -9007199254740992), (b"1e16", 1e16)])
 def test_a_whole_number_written_with_a_fraction_or_an_exponent_is_an_integer(
         text: bytes, value: object) -> None:
     """JSON Schema's ``integer`` accepts 2.0, so a die count of 2.0 must count dice."""
     got = parse(text)
     assert got == value and json.dumps(got) == json.dumps(value)
+
+
+def test_the_largest_whole_number_a_double_holds_is_read_and_one_more_is_refused() -> None:
+    """As 1e999: an integer no double holds would be Infinity to a JavaScript client."""
+    largest = int(sys.float_info.max)
+    assert parse(str(largest).encode()) == largest
+    assert parse(f"[-{largest}]".encode()) == [-largest]
+    with pytest.raises(ValueError, match="out of range"):
+        parse(str(largest + 1).encode())
+
+
+def test_a_text_the_standard_library_reads_is_decoded_as_utf8() -> None:
+    """A run of 19 digits sends the text to the standard library: still UTF-8, RFC 8259."""
+    text = '{"id": 12345678901234567890, "name": "Fenka é"}'
+    assert parse(text.encode()) == {"id": 12345678901234567890, "name": "Fenka é"}
 
 
 @pytest.mark.parametrize("text", ["123456789012345678901234567890", "-9223372036854775809",
@@ -96,6 +114,25 @@ def test_answers_are_compact_utf8_and_read_only_records_need_no_copy() -> None:
 def test_what_orjson_cannot_write_falls_back_to_the_standard_library() -> None:
     assert encode({"big": 2 ** 70}) == b'{"big":1180591620717411303424}'
     assert encode({1: "x"}) == b'{"1":"x"}'
+
+
+def test_the_standard_library_fallback_writes_compact_utf8_too() -> None:
+    assert encode({"big": 2 ** 70, "name": "Fenka é"}) == (
+        '{"big":1180591620717411303424,"name":"Fenka é"}'.encode())
+
+
+def test_a_non_finite_float_beside_what_orjson_cannot_write_is_refused_not_written_nan(
+        ) -> None:
+    """The text is always JSON: the standard library's fallback writes no NaN either."""
+    with pytest.raises(ValueError):
+        encode({"big": 2 ** 70, "x": math.nan})
+    with pytest.raises(ValueError):
+        encode({"big": 2 ** 70, "x": -math.inf})
+
+
+def test_a_datetime_is_refused_not_guessed() -> None:
+    with pytest.raises(TypeError):
+        encode({"at": datetime(2026, 1, 1, tzinfo=UTC)})
 
 
 def test_a_non_json_value_is_refused_not_guessed() -> None:

@@ -471,6 +471,10 @@ async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_metho
         assert "result" in await rpc.call("exchange.resolve", params)
     without_dice = {k: v for k, v in EXCHANGE.items() if k != "dice"}
     assert odds.is_valid(without_dice) and not odds.is_valid(EXCHANGE)
+    # the odds' own members, which the method takes out before the system's check
+    for extra in ({"assume_known": ["/defender"]}, {"least_chance": 0.01}):
+        assert odds.is_valid({**without_dice, **extra}), extra
+        assert "result" in await rpc.call("exchange.odds", {**without_dice, **extra}), extra
     bad = [{"system": "revised-2e"}, {**EXCHANGE, "extra": 1},
            {**EXCHANGE, "attacker": {**ULCEN, "extra": 1}},
            {**EXCHANGE, "defense": {}}, {**EXCHANGE, "attack": {"mode": "ego-whap"}},
@@ -478,6 +482,36 @@ async def test_openrpc_gives_each_system_s_request_schema_for_the_exchange_metho
     for params in bad:
         assert not resolve.is_valid(params), params
         assert (await rpc.error("exchange.resolve", params))["code"] == -32602, params
+
+
+async def test_openrpc_gives_a_branch_to_each_system_that_takes_the_method(
+        rpc: Rpc) -> None:
+    """API.md: one ``if {"system": ID} then`` branch per installed system; for
+    exchange.end_round and exchange.round_end_choices per system that ends rounds, for
+    combatants.rest per system that rests (systems.list's round_end and rest)."""
+    systems = await rpc.ok("systems.list")
+    every = {s["id"] for s in systems}
+    ending = {s["id"] for s in systems if s["round_end"]}
+    resting = {s["id"] for s in systems if s["rest"]}
+    # the sample duel neither ends rounds nor rests, combat-strength ends rounds only
+    assert "sample-duel" in every - ending and "combat-strength" in ending - resting
+    document = await rpc.ok("rpc.discover")
+    methods = {m["name"]: m for m in document["methods"]}
+    expected = {"exchange.resolve": every, "exchange.odds": every,
+                "exchange.end_round": ending, "exchange.round_end_choices": ending,
+                "combatants.rest": resting}
+    for name, ids in expected.items():
+        branches = methods[name]["x-params-schema"]["allOf"][1:]
+        assert [b["if"]["properties"]["system"]["const"] for b in branches] == sorted(ids)
+
+
+async def test_openrpc_embeds_each_system_schema_without_a_dialect_of_its_own(
+        rpc: Rpc) -> None:
+    """The systems' schemas name their dialect (``$schema``); embedded in an
+    x-params-schema they are read as the document is, so none is left inside."""
+    document = await rpc.ok("rpc.discover")
+    for method in document["methods"]:
+        assert "$schema" not in json.dumps(method["x-params-schema"]), method["name"]
 
 
 async def test_only_combatant_members_are_read_as_sheets(rpc: Rpc) -> None:

@@ -760,6 +760,33 @@ async def test_a_plugin_systems_own_round_end_choices_and_rest_get_checked_reque
     assert [e["path"] for e in error["data"]["errors"]] == ["/combatants"]
 
 
+class NamesByReference(OwnEndOfRound):
+    """A system that ends rounds, whose combatant schema refers to its own ``$defs``."""
+
+    id = "names-by-reference"
+
+    def combatant_schema(self) -> JSON:
+        return {"type": "object", "required": ["id"],
+                "$defs": {"name": {"type": "string", "maxLength": 20}},
+                "properties": {"id": {"type": "string"}, "name": {"$ref": "#/$defs/name"}}}
+
+
+async def test_rpc_discover_resolves_a_plugin_combatant_schemas_own_references(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """exchange.end_round's x-params-schema gives the system's combatant schema for each
+    of ``combatants``, as its own resource: a ``#/$defs/...`` in it resolves in it, not
+    in the end of round's schema around it."""
+    plugin = Plugin(name="own", version="1", systems=(NamesByReference(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    params = {"system": "names-by-reference", "combatants": [{"id": "a", "name": "A"}]}
+    assert "result" in await rpc.call("exchange.end_round", params)
+    [end_round] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
+                   if m["name"] == "exchange.end_round"]
+    validator = Validator(end_round["x-params-schema"], registry=NO_RETRIEVAL)
+    assert validator.is_valid(params)
+    assert not validator.is_valid({**params, "combatants": [{"id": "a", "name": "A" * 21}]})
+
+
 def test_the_daemon_checks_only_third_party_systems_requests() -> None:
     """The built-in systems check their own requests (validate_request; exchange.resolve
     is benchmarked): the daemon keeps no schema to check them again. A plugin system's

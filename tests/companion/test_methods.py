@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from companion.methods import CORE
 from companion.methods.exchange import leave_out_unlikely
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
@@ -512,6 +513,27 @@ async def test_openrpc_embeds_each_system_schema_without_a_dialect_of_its_own(
     document = await rpc.ok("rpc.discover")
     for method in document["methods"]:
         assert "$schema" not in json.dumps(method["x-params-schema"]), method["name"]
+
+
+async def test_openrpc_summarises_each_method_by_its_first_sentence_and_gives_its_result(
+        rpc: Rpc) -> None:
+    """OpenRPC: a method's summary is short; ours is the first sentence of its
+    description, without its full stop. Its result descriptor, named after the method,
+    has the result schema of the method table."""
+    document = await rpc.ok("rpc.discover")
+    methods = {m["name"]: m for m in document["methods"]}
+    assert methods["rpc.discover"]["summary"] == (
+        "The OpenRPC 1.3 document of this daemon: every method with the params schemas "
+        "used to validate its calls")
+    assert methods["encounter.add"]["summary"] == (
+        "Add a combatant (or {adapter, data}): {combatant_id, revision, warnings, updates}")
+    for method in methods.values():
+        assert method["description"].startswith(method["summary"]), method["name"]
+        assert not method["summary"].endswith("."), method["name"]
+    for registered in CORE:
+        result = methods[registered.spec.name]["result"]
+        assert result == {"name": f"{registered.spec.name} result",
+                          "schema": registered.spec.result}
 
 
 async def test_only_combatant_members_are_read_as_sheets(rpc: Rpc) -> None:

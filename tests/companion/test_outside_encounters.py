@@ -372,6 +372,11 @@ async def test_openrpc_gives_each_system_s_own_schema_for_end_round_and_rest(
                                    "combatants": [{**ix, "pool": -1}]}, False),
         (rest, "combatants.rest", {"system": "power-pool",
                                    "combatants": [pool_sheet("-Mix", "Ix")]}, True),
+        # a list member other than combatants takes sheets too
+        (end_round, "exchange.end_round", {"system": "power-pool", "combatants": [ix],
+                                           "puppets": [pool_sheet("-Mzed", "Zed")]}, True),
+        (rest, "combatants.rest", {"system": "power-pool", "combatants": [ix],
+                                   "puppets": [pool_sheet("-Mzed", "Zed")]}, True),
     ]
     for validator, method, params, valid in cases:
         assert validator.is_valid(params) is valid, (method, params)

@@ -44,7 +44,7 @@ from companion.services import Context
 from companion.settings import Limits, Settings, installed_plugins
 from engine import DiceSource, Event
 from engine.schemacheck import Validator
-from engine.system import JSON
+from engine.system import JSON, System
 from tests.sample_plugin import (
     GOOD_SCHEMAS,
     WRONG_SCHEMAS,
@@ -771,20 +771,107 @@ class NamesByReference(OwnEndOfRound):
                 "properties": {"id": {"type": "string"}, "name": {"$ref": "#/$defs/name"}}}
 
 
+class NamesByItsOwnId(OwnEndOfRound):
+    """As ``NamesByReference``, with an ``$id`` of its own and absolute references."""
+
+    id = "names-by-its-own-id"
+
+    def combatant_schema(self) -> JSON:
+        base = "https://plugin.example/named-combatant"
+        return {"$id": base, "type": "object", "required": ["id"],
+                "$defs": {"name": {"type": "string", "maxLength": 20}},
+                "properties": {"id": {"type": "string"},
+                               "name": {"$ref": base + "#/$defs/name"}}}
+
+
+@pytest.mark.parametrize("system", [NamesByReference(), NamesByItsOwnId()],
+                         ids=lambda system: system.id)
 async def test_rpc_discover_resolves_a_plugin_combatant_schemas_own_references(
-        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch, system: System) -> None:
     """exchange.end_round's x-params-schema gives the system's combatant schema for each
-    of ``combatants``, as its own resource: a ``#/$defs/...`` in it resolves in it, not
-    in the end of round's schema around it."""
-    plugin = Plugin(name="own", version="1", systems=(NamesByReference(),))
+    of ``combatants``, as its own resource (under its own ``$id`` when it has one): its
+    references resolve in it, not in the end of round's schema around it."""
+    plugin = Plugin(name="own", version="1", systems=(system,))
     rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
-    params = {"system": "names-by-reference", "combatants": [{"id": "a", "name": "A"}]}
+    params = {"system": system.id, "combatants": [{"id": "a", "name": "A"}]}
     assert "result" in await rpc.call("exchange.end_round", params)
     [end_round] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
                    if m["name"] == "exchange.end_round"]
     validator = Validator(end_round["x-params-schema"], registry=NO_RETRIEVAL)
     assert validator.is_valid(params)
     assert not validator.is_valid({**params, "combatants": [{"id": "a", "name": "A" * 21}]})
+
+
+class ListsDefendersWithoutItems(CoinDuel):
+    """A coin duel whose request takes a list of defenders without saying what is in it."""
+
+    id = "defenders-without-items"
+
+    def request_schema(self) -> JSON:
+        return {**REQUEST, "properties": {**REQUEST["properties"], "defenders": {
+            "type": "array", "maxItems": 1}}}
+
+
+async def test_rpc_discover_documents_a_combatant_list_member_without_items(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A combatant member that is a list with no ``items`` schema is documented as it is
+    (besides {adapter, data}), not left out with the system's whole branch."""
+    plugin = Plugin(name="own", version="1", systems=(ListsDefendersWithoutItems(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    [resolve] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
+                 if m["name"] == "exchange.resolve"]
+    assert "defenders-without-items" in [
+        b["if"]["properties"]["system"]["const"] for b in resolve["x-params-schema"]["allOf"]
+        if "if" in b]
+    validator = Validator(resolve["x-params-schema"], registry=NO_RETRIEVAL)
+    call = {**COIN_REQUEST, "system": "defenders-without-items"}
+    assert validator.is_valid({**call, "defenders": [{"id": "c", "name": "C"}]})
+    assert not validator.is_valid({**call, "defenders": [{"id": "c"}, {"id": "d"}]})
+
+
+class ForgetsItsSchema(CoinDuel):
+    """A coin duel whose request schema can be read at load and never again (a file
+    it was read from gone, say)."""
+
+    id = "forgets-its-schema"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def request_schema(self) -> JSON:
+        self.asked += 1
+        if self.asked > 1:
+            raise OSError("the schema is gone")
+        return REQUEST
+
+
+async def test_rpc_discover_leaves_out_a_system_schema_that_fails_after_load(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin system's schema that fails when rpc.discover asks for it: the document
+    is still given, without that system's branch (the daemon log says why)."""
+    plugin = Plugin(name="own", version="1", systems=(ForgetsItsSchema(),))
+    rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
+    assert "forgets-its-schema" in {s["id"] for s in await rpc.ok("systems.list")}
+    document = await rpc.ok("rpc.discover")
+    for method in document["methods"]:
+        if method["name"] in ("exchange.resolve", "exchange.odds"):
+            documented = [b["if"]["properties"]["system"]["const"]
+                          for b in method["x-params-schema"]["allOf"][1:]]
+            assert "forgets-its-schema" not in documented
+            assert {"revised-2e", "combat-strength", "power-pool"} <= set(documented)
+
+
+async def test_rpc_discover_leaves_a_plugin_systems_own_schemas_as_they_were(
+        rpc_with: Any) -> None:
+    """rpc.discover builds each branch from a copy: the coin duel's request schema (one
+    object, given each time, which the daemon checks its calls with) is unchanged after
+    it, as systems.describe gives it."""
+    before = json.loads(json.dumps(REQUEST))
+    rpc = await rpc_with(COIN)
+    await rpc.ok("rpc.discover")
+    assert before == REQUEST
+    described = await rpc.ok("systems.describe", {"system": "coin-duel"})
+    assert described["request_schema"] == before
 
 
 def test_the_daemon_checks_only_third_party_systems_requests() -> None:

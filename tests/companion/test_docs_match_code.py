@@ -12,6 +12,7 @@ below) is updated with it."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import re
 from collections.abc import Iterator
@@ -198,6 +199,19 @@ async def _discover(rpc: Rpc) -> tuple[dict[str, dict[str, Any]], set[str]]:
     info = await rpc.ok("companion.info")
     plugins = {name for plugin in info["plugins"] for name in plugin["methods"]}
     return {m["name"]: m for m in document["methods"]}, plugins
+
+
+async def test_api_md_gives_the_openrpc_and_api_versions_rpc_discover_states(
+        rpc: Rpc) -> None:
+    """docs/API.md: rpc.discover is an "OpenRPC 1.3.2 document"; its info names the
+    API version companion.info gives and the licence the package has."""
+    document = await rpc.ok("rpc.discover")
+    [row] = [row for row in METHODS if "rpc.discover" in _names(row[0])]
+    assert _one(r"OpenRPC (\d+\.\d+\.\d+) document", row[2]).group(1) == document["openrpc"]
+    info = await rpc.ok("companion.info")
+    assert f"API version {info['api_version']})" in document["info"]["description"]
+    license_ = importlib.metadata.metadata("mindscape")["License-Expression"]
+    assert document["info"]["license"] == {"name": license_}
 
 
 async def test_api_md_method_table_names_every_core_method_and_no_other(rpc: Rpc) -> None:

@@ -37,6 +37,7 @@ async def test_rpc_discover_is_a_valid_openrpc_1_3_document(rpc: Rpc) -> None:
     # both ways of giving the token (a WebSocket sends no Authorization header)
     assert "Bearer" in document["info"]["description"]
     assert "token.<token>" in document["info"]["description"]
+    assert document["info"]["title"] == "Mindscape companion"
     info = await rpc.ok("companion.info")
     plugin_methods = {m for p in info["plugins"] for m in p["methods"]}
     assert plugin_methods <= set(names)

@@ -754,10 +754,18 @@ async def test_a_plugin_systems_own_round_end_choices_and_rest_get_checked_reque
     rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
     one = {"system": "checking-nothing", "combatants": [{"id": "a", "name": "A"}]}
     assert (await rpc.ok(method, one))["summary"] == "nothing"
-    error = await rpc.error(method, {**one, "combatants": [{"id": "a", "name": "A"},
-                                                           {"id": "b", "name": "B"}]})
+    two = {**one, "combatants": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]}
+    error = await rpc.error(method, two)
     assert error["code"] == -32602
     assert [e["path"] for e in error["data"]["errors"]] == ["/combatants"]
+    # rpc.discover says the same: its schema's combatants, not the combatant schema's
+    [documented] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
+                    if m["name"] == method]
+    validator = Validator(documented["x-params-schema"], registry=NO_RETRIEVAL)
+    unchecked = {**one, "combatants": [{"id": "a", "mood": "calm"}]}
+    assert "result" in await rpc.call(method, unchecked)
+    assert validator.is_valid(one) and validator.is_valid(unchecked)
+    assert not validator.is_valid(two)
 
 
 class NamesByReference(OwnEndOfRound):
@@ -802,29 +810,31 @@ async def test_rpc_discover_resolves_a_plugin_combatant_schemas_own_references(
     assert not validator.is_valid({**params, "combatants": [{"id": "a", "name": "A" * 21}]})
 
 
-class ListsDefendersWithoutItems(CoinDuel):
-    """A coin duel whose request takes a list of defenders without saying what is in it."""
+class LooseCombatantMembers(CoinDuel):
+    """A coin duel whose request takes any defender (its schema ``true``) and a list of
+    defenders without saying what is in it."""
 
-    id = "defenders-without-items"
+    id = "loose-combatant-members"
 
     def request_schema(self) -> JSON:
-        return {**REQUEST, "properties": {**REQUEST["properties"], "defenders": {
-            "type": "array", "maxItems": 1}}}
+        return {**REQUEST, "properties": {**REQUEST["properties"], "defender": True,
+                                          "defenders": {"type": "array", "maxItems": 1}}}
 
 
-async def test_rpc_discover_documents_a_combatant_list_member_without_items(
+async def test_rpc_discover_documents_combatant_members_of_any_schema(
         rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A combatant member that is a list with no ``items`` schema is documented as it is
-    (besides {adapter, data}), not left out with the system's whole branch."""
-    plugin = Plugin(name="own", version="1", systems=(ListsDefendersWithoutItems(),))
+    """A combatant member whose schema is ``true``, or a list with no ``items`` schema,
+    is documented as it is (besides {adapter, data}), not left out with the system's
+    whole branch."""
+    plugin = Plugin(name="own", version="1", systems=(LooseCombatantMembers(),))
     rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
     [resolve] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
                  if m["name"] == "exchange.resolve"]
-    assert "defenders-without-items" in [
+    assert "loose-combatant-members" in [
         b["if"]["properties"]["system"]["const"] for b in resolve["x-params-schema"]["allOf"]
         if "if" in b]
     validator = Validator(resolve["x-params-schema"], registry=NO_RETRIEVAL)
-    call = {**COIN_REQUEST, "system": "defenders-without-items"}
+    call = {**COIN_REQUEST, "system": "loose-combatant-members"}
     assert validator.is_valid({**call, "defenders": [{"id": "c", "name": "C"}]})
     assert not validator.is_valid({**call, "defenders": [{"id": "c"}, {"id": "d"}]})
 

@@ -16,7 +16,7 @@ from companion.methods import CORE
 from companion.methods.exchange import leave_out_unlikely
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
-from .combatants import EXCHANGE, FENKA, ULCEN
+from .combatants import EXCHANGE, FENKA, ULCEN, pool_sheet
 from .conftest import Rpc
 
 HERE = Path(__file__).resolve().parent
@@ -206,6 +206,49 @@ async def test_exchange_with_an_adapter_combatant_carries_updates(rpc: Rpc) -> N
     # the odds of the same exchange change nothing: nothing is to be written ([])
     odds = await rpc.ok("exchange.odds", {k: v for k, v in params.items() if k != "dice"})
     assert odds["updates"] == [] and odds["warnings"] == result["warnings"]
+
+
+async def test_every_combatant_member_takes_a_sheet(rpc: Rpc) -> None:
+    """API.md: every combatant member (attacker, defender, defenders, allies,
+    controller, controllers, puppets, combatants) may be {adapter, data}: the daemon
+    imports each (an unknown adapter is refused at its place), items of a list by index."""
+    ix = {"id": "ix", "hit_dice": 2, "die": 6}
+    duel = {"system": "power-pool",
+            "attacker": {"id": "a", "hit_dice": 3, "die": 6, "attacks": ["mental-stab"]},
+            "defender": {"id": "b", "hit_dice": 2, "die": 6},
+            "attack": {"mode": "mental-stab"}, "seed": 1}
+    sheet = {"adapter": "no.such-adapter", "data": {}}
+    for member in ("attacker", "defender", "controller"):
+        error = await rpc.error("exchange.resolve", {**duel, member: sheet})
+        assert [e["path"] for e in error["data"]["errors"]] == [f"/{member}/adapter"]
+    for member in ("defenders", "allies", "controllers", "puppets"):
+        error = await rpc.error("exchange.resolve", {**duel, member: [ix, sheet]})
+        assert [e["path"] for e in error["data"]["errors"]] == [f"/{member}/1/adapter"]
+    for method in ("exchange.end_round", "combatants.rest"):
+        error = await rpc.error(method, {"system": "power-pool", "combatants": [ix, sheet]})
+        assert [e["path"] for e in error["data"]["errors"]] == ["/combatants/1/adapter"]
+
+
+async def test_a_sheet_with_another_member_is_a_combatant_object_not_a_sheet(
+        rpc: Rpc) -> None:
+    """{adapter, data} and nothing else is a sheet; with a member besides, the object is
+    checked as a combatant (and refused), not imported."""
+    sheet = {"adapter": "roll20.adnd2e-revised", "data": ULCEN_ROLL20}
+    error = await rpc.error("exchange.resolve", {**EXCHANGE, "attacker": {**sheet,
+                                                                          "note": "x"}})
+    assert error["code"] == -32602
+    assert {e["path"] for e in error["data"]["errors"]} == {"/attacker"}
+
+
+async def test_a_sheet_refused_by_its_adapter_is_refused_where_it_was_given(
+        rpc: Rpc) -> None:
+    """An adapter's problems point into the data, under the member that gave it."""
+    bad = pool_sheet("-Mix", "Ix", psi_die=("seven", ""))
+    error = await rpc.error("exchange.resolve", {
+        "system": "power-pool", "defender": bad, "attack": {"mode": "mental-stab"},
+        "attacker": {"id": "a", "hit_dice": 3, "die": 6, "attacks": ["mental-stab"]}})
+    assert [e["path"] for e in error["data"]["errors"]] == [
+        "/defender/data/attribs/1/current"]
 
 
 async def test_exchange_seed_makes_random_dice_reproducible(rpc: Rpc) -> None:

@@ -76,7 +76,7 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
         combatant.pop("$schema", None)
         # its own base, so references inside a plugin's combatant schema resolve in it
         combatant.setdefault("$id", f"urn:mindscape:system:{system.id}:combatant")
-        listed["items"] = {"anyOf": [ADAPTER_REF, combatant]}
+        listed["items"] = combatant  # (with {adapter, data} beside it below)
     for name, member in properties.items():
         if name not in COMBATANT_MEMBERS or not isinstance(member, dict):
             continue

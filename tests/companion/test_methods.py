@@ -14,6 +14,7 @@ import pytest
 
 from companion.methods import CORE
 from companion.methods.exchange import leave_out_unlikely
+from companion.schemas import ADAPTER_REF
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
 from .combatants import EXCHANGE, FENKA, ULCEN, pool_sheet
@@ -548,6 +549,22 @@ async def test_openrpc_gives_a_branch_to_each_system_that_takes_the_method(
     for name, ids in expected.items():
         branches = methods[name]["x-params-schema"]["allOf"][1:]
         assert [b["if"]["properties"]["system"]["const"] for b in branches] == sorted(ids)
+
+
+async def test_openrpc_allows_a_sheet_once_for_each_combatant_of_a_round_or_rest(
+        rpc: Rpc) -> None:
+    """Each of ``combatants`` is {adapter, data} or the system's combatant: the sheet is
+    allowed once, beside the combatant schema, not once more inside it."""
+    document = await rpc.ok("rpc.discover")
+    for method in document["methods"]:
+        if method["name"] not in ("exchange.end_round", "exchange.round_end_choices",
+                                  "combatants.rest"):
+            continue
+        for branch in method["x-params-schema"]["allOf"][1:]:
+            sheet, combatant = branch["then"]["properties"]["combatants"]["items"]["anyOf"]
+            assert sheet == ADAPTER_REF, method["name"]
+            assert ADAPTER_REF not in combatant.get("anyOf", []), method["name"]
+            assert combatant["$id"].endswith(":combatant"), method["name"]
 
 
 async def test_openrpc_embeds_each_system_schema_without_a_dialect_of_its_own(

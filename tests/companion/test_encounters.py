@@ -3,6 +3,7 @@ revisions, undo, limits; with the sample system and the real revised-2e."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 from pathlib import Path
@@ -119,6 +120,18 @@ async def test_resolve_needs_every_choice_unless_forced(rpc: Rpc) -> None:
     # API.md: the log shows each step's params: the seed, and force (the step was forced)
     resolve = (await rpc.ok("encounter.log", {"id": eid}))["steps"][-1]
     assert (resolve["kind"], resolve["params"]) == ("resolve", {"seed": 7, "force": True})
+
+
+async def test_a_built_in_system_refuses_an_early_resolve_in_its_own_words(
+        rpc: Rpc) -> None:
+    """A built-in system refuses a resolve that still waits for choices itself (the
+    daemon checks this only for third-party systems): choices-missing with the system's
+    own detail, said once."""
+    eid = await _revised_duel(rpc)
+    error = await rpc.error("encounter.resolve", {"id": eid})
+    assert error["code"] == 4001
+    assert error["data"] == {"rule": "choices-missing",
+                             "detail": "still waiting for ulcen, fenka"}
 
 
 async def test_undo_reverts_the_last_resolved_step_exactly(rpc: Rpc) -> None:
@@ -331,6 +344,19 @@ async def test_writes_naming_unknown_encounters_leave_no_lock_behind(rpc: Rpc) -
     services = rpc.client.server.app[SERVICES]
     assert services._locks == {}
     assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 2
+
+
+async def test_writes_sent_at_once_without_a_revision_all_succeed_one_after_another(
+        rpc: Rpc) -> None:
+    """API.md "Encounters": writes to one encounter are serialised. Twenty adds sent at
+    once, none naming the revision it expects, are all taken (none is a 4009 stale
+    revision from another's write in between), each at a revision of its own."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    answers = await asyncio.gather(*(rpc.raw({
+        "jsonrpc": "2.0", "method": "encounter.add", "id": n,
+        "params": {"id": eid, "combatant": duelist(f"c{n}")}}) for n in range(20)))
+    assert all("result" in a for a in answers), [a for a in answers if "error" in a][:1]
+    assert sorted(a["result"]["revision"] for a in answers) == list(range(1, 21))
 
 
 async def test_refused_calls_leave_no_exception_in_a_reference_cycle(rpc: Rpc) -> None:
@@ -736,6 +762,20 @@ async def test_the_log_of_a_system_no_longer_installed_still_hides_pending_choic
     steps = (await rpc.ok("encounter.log", {"id": eid}))["steps"]
     assert steps[2]["params"]["choice"] == {"attack": {"mode": "jab", "target": "bob"}}
     assert steps[4]["params"] == {"combatant_id": "bob", "choice": None, "hidden": True}
+
+
+async def test_an_encounter_of_a_system_no_longer_installed_is_invalid_params_at_id(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An encounter whose system is no longer installed is read and changed no more:
+    -32602 at /id (the encounter given), naming the system it needs and those known."""
+    eid = await _duel(rpc)
+    monkeypatch.delitem(rpc.client.server.app[SERVICES].systems, "sample-duel")
+    for method in ("encounter.get", "encounter.resolve"):
+        error = await rpc.error(method, {"id": eid})
+        assert error["code"] == -32602, method
+        assert error["data"]["errors"] == [{
+            "path": "/id", "message": 'unknown system "sample-duel"; known: '
+                                      '["combat-strength", "power-pool", "revised-2e"]'}]
 
 
 async def test_every_creature_a_choice_names_must_be_in_the_encounter(rpc: Rpc) -> None:

@@ -157,6 +157,29 @@ async def test_adapter_errors_name_the_field(rpc: Rpc) -> None:
         "message": "adapter foundry.dnd5e serves any system and assumes none: name one"}]
 
 
+async def test_an_unknown_adapter_lists_the_known_ones_sorted(rpc: Rpc) -> None:
+    """The known adapters are listed in order of their ids, not in the registry's order
+    (which puts foundry.dnd5e first)."""
+    error = await rpc.error("adapters.import", {"adapter": "nope", "data": {}})
+    known = sorted(await rpc.ok("adapters.list"), key=lambda a: a["id"])
+    assert error["data"]["errors"] == [{
+        "path": "/adapter", "message": 'unknown adapter "nope"; known: ['
+                                       + ", ".join(f'"{a["id"]}"' for a in known) + "]"}]
+
+
+async def test_an_adapter_named_by_no_string_is_invalid_params_at_its_place(
+        rpc: Rpc) -> None:
+    """An ``{adapter, data}`` combatant whose adapter is a list or an object is -32602
+    naming it, not a -32603 fault from looking it up."""
+    for adapter in (["foundry.dnd5e"], {"id": "foundry.dnd5e"}):
+        error = await rpc.error("exchange.resolve", {
+            "system": "revised-2e", "attacker": {"adapter": adapter, "data": {}},
+            "defender": FENKA, "attack": {"mode": "mind-thrust"}})
+        assert error["code"] == -32602, adapter
+        assert [e["path"] for e in error["data"]["errors"]] == ["/attacker/adapter"]
+        assert error["data"]["errors"][0]["message"].startswith("unknown adapter ")
+
+
 async def test_exchange_resolve_the_api_example(rpc: Rpc) -> None:
     """API.md "exchange.resolve": the example request and the result's members."""
     result = await rpc.ok("exchange.resolve", EXCHANGE)

@@ -285,6 +285,17 @@ async def test_a_system_without_the_rule_says_so_and_where_to_look(rpc: Rpc) -> 
             {"path": "/system", "message": f"system sample-duel {message}"}], method
 
 
+async def test_a_system_that_ends_rounds_but_has_no_rest_refuses_a_rest(rpc: Rpc) -> None:
+    """systems.list: combat-strength says round_end true and rest false; a rest for it is
+    refused at /system by that flag, not let through by the round_end one."""
+    error = await rpc.error("combatants.rest", {"system": "combat-strength",
+                                                "combatants": [duelist("a")], "hours": 1})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [{
+        "path": "/system", "message": "system combat-strength has no rule for resting "
+                                      "(systems.list: rest false)"}]
+
+
 async def test_more_combatants_than_the_limit_are_refused_naming_it(rpc: Rpc) -> None:
     many = [{**FENKA, "id": f"f{i}"} for i in range(65)]
     for method, extra in (("exchange.end_round", {}), ("exchange.round_end_choices", {}),

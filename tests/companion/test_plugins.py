@@ -652,6 +652,17 @@ async def test_a_plugin_systems_request_is_checked_against_its_request_schema(
         {"path": "/attack/call", "message": '"edge" is not one of ["heads", "tails"]'}]
 
 
+async def test_an_unknown_system_lists_the_known_ones_sorted_plugins_among_them(
+        rpc_with: Any) -> None:
+    """The known systems are listed in order of their ids, a plugin's among the built-in
+    ones (coin-duel first), not in the order they were loaded (built-in ones first)."""
+    rpc = await rpc_with(COIN)
+    error = await rpc.error("systems.describe", {"system": "gurps"})
+    assert error["data"]["errors"] == [{
+        "path": "/system", "message": 'unknown system "gurps"; known: ["coin-duel", '
+                                      '"combat-strength", "power-pool", "revised-2e"]'}]
+
+
 async def test_a_plugin_systems_request_gets_no_dice_or_seed_to_check(rpc_with: Any) -> None:
     """API.md: exchange.resolve takes dice? and seed? for every system; the daemon rolls
     with them, and the system's request schema (the coin duel's allows no other member)

@@ -747,6 +747,54 @@ def test_the_home_folder_itself_is_locked_and_one_that_cannot_be_stops_the_start
         "a second daemon out of it; give --home a folder this user can read and write\n")
 
 
+def _open_descriptors() -> set[str]:
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        if os.path.isdir(folder):
+            return set(os.listdir(folder))
+    pytest.skip("no folder lists this process's open descriptors")
+
+
+def test_a_home_lock_refused_for_any_reason_leaves_no_descriptor_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder opened to be locked is closed again whenever the lock is not taken: a
+    home in use, a file system without locks, an interrupt while locking. A process that
+    tries again and again (a test suite, a supervisor's retries) keeps no descriptor."""
+    first = app_module.HomeLock(tmp_path)
+    before = _open_descriptors()
+    with pytest.raises(app_module.HomeInUse):
+        app_module.HomeLock(tmp_path)
+    assert _open_descriptors() == before
+    first.release()
+
+    def no_locks(fd: int) -> bool:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    def interrupted(fd: int) -> bool:
+        raise KeyboardInterrupt
+
+    for refusal, raised in ((no_locks, app_module.HomeUnlockable),
+                            (interrupted, KeyboardInterrupt)):
+        monkeypatch.setattr(app_module, "_try_lock", refusal)
+        before = _open_descriptors()
+        with pytest.raises(raised):
+            app_module.HomeLock(tmp_path)
+        assert _open_descriptors() == before, raised
+
+
+def test_a_home_lock_taken_as_descriptor_0_is_released(tmp_path: Path) -> None:
+    """A daemon started with its stdin closed opens its home as descriptor 0: releasing
+    that lock lets the next daemon in too."""
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        lock = app_module.HomeLock(tmp_path)
+        lock.release()
+        app_module.HomeLock(tmp_path).release()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 def test_a_home_folder_that_cannot_be_opened_cannot_be_locked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lock is taken on the open folder: one this user cannot open (no read right,

@@ -12,13 +12,16 @@ from typing import Any
 import jsonschema
 import pytest
 
+import companion.app as app_module
+from companion.app import create_app
 from companion.methods import CORE
 from companion.methods.exchange import leave_out_unlikely
 from companion.schemas import ADAPTER_REF
+from companion.settings import Settings
 from engine.dice import MAX_DICE_PER_POOL, MAX_PENETRATION_FOLLOW_UPS, MAX_SIDES
 
 from .combatants import EXCHANGE, FENKA, ULCEN, pool_sheet
-from .conftest import Rpc
+from .conftest import ClientFactory, Rpc
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"
@@ -76,6 +79,20 @@ async def test_companion_info(rpc: Rpc) -> None:
     plugins = {p["name"]: p for p in info["plugins"]}
     assert plugins["sample"]["methods"] == ["sample.echo"] and plugins["sample"]["error"] is None
     assert plugins["revised-2e"]["builtin"] is True
+
+
+async def test_companion_info_of_a_daemon_not_installed_gives_an_unknown_version(
+        aiohttp_client: ClientFactory, settings: Settings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a source tree with no installed distribution, the daemon still answers,
+    with a version that says it is unknown."""
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(app_module, "version", not_installed)
+    client = await aiohttp_client(create_app(settings))
+    rpc = Rpc(client, settings.token_path.read_text().strip())
+    assert (await rpc.ok("companion.info"))["version"] == "0.0.0+unknown"
 
 
 async def test_systems_list_names_the_three_systems_and_plugins(rpc: Rpc) -> None:

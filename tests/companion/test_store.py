@@ -1205,6 +1205,25 @@ async def test_damage_found_while_running_is_not_a_retryable_answer_nor_logged_t
     assert "not UTF-8" in logged and SECRET not in logged
 
 
+async def test_a_stopped_daemon_leaves_its_store_whole_in_one_file(
+        rpc: Rpc, settings: Settings) -> None:
+    """docs/API.md: the -wal and -shm are beside the store while the daemon runs; once it
+    has stopped, the store is closed and the one file holds every step (it may be copied
+    alone)."""
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    await rpc.ok("encounter.add", {"id": created["id"], "combatant": {"id": "a",
+                                                                      "name": "A"}})
+    path = settings.store_path
+    assert pathlib.Path(f"{path}-wal").exists()
+    await rpc.client.close()
+    assert not pathlib.Path(f"{path}-wal").exists()
+    assert not pathlib.Path(f"{path}-shm").exists()
+    copy = path.parent / "copy.sqlite3"
+    shutil.copyfile(path, copy)
+    with contextlib.closing(sqlite3.connect(copy)) as db:
+        assert db.execute("SELECT revision FROM encounters").fetchall() == [(1,)]
+
+
 async def test_store_errors_share_one_root() -> None:
     for error in (UnknownEncounter, StaleRevision, NothingToUndo, StoreCorrupt,
                   StoreUnavailable):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
 import companion.rpc as rpc_module
+from companion.app import create_app
+from companion.settings import Limits, Settings
 
 from .combatants import FENKA, ULCEN
-from .conftest import Rpc
+from .conftest import ClientFactory, Rpc
 
 
 async def test_single_call_answers_with_its_id(rpc: Rpc) -> None:
@@ -87,6 +91,23 @@ async def test_batch_over_100_calls_is_refused_naming_the_limit(rpc: Rpc) -> Non
     full = await rpc.raw([{"jsonrpc": "2.0", "method": "companion.info", "id": i}
                           for i in range(100)])
     assert len(full) == 100
+
+
+async def test_the_batch_limit_is_the_one_the_settings_give(
+        aiohttp_client: ClientFactory, tmp_path: Path) -> None:
+    """Limits.max_batch set lower is the limit a batch is held to, and the one
+    companion.info states."""
+    settings = Settings(home=tmp_path, limits=Limits(max_batch=2), log_stream=io.StringIO())
+    rpc = Rpc(await aiohttp_client(create_app(settings)),
+              settings.token_path.read_text().strip())
+    calls = [{"jsonrpc": "2.0", "method": "companion.info", "id": i} for i in range(3)]
+    answer = await rpc.raw(calls)
+    assert answer["error"]["data"]["errors"] == [
+        {"path": "", "message": "a batch holds at most 2 calls, this one has 3"}]
+    assert (answer["error"]["data"]["limit"], answer["error"]["data"]["max"]) == (
+        "max_batch", 2)
+    answers = await rpc.raw(calls[:2])
+    assert [a["result"]["limits"]["max_batch"] for a in answers] == [2, 2]
 
 
 @pytest.mark.parametrize("body", [

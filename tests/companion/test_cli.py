@@ -781,6 +781,18 @@ def test_a_home_lock_refused_for_any_reason_leaves_no_descriptor_open(
         assert _open_descriptors() == before, raised
 
 
+def test_releasing_a_home_lock_twice_is_harmless_to_descriptors_opened_since(
+        tmp_path: Path) -> None:
+    """HomeLock.release: calling it twice is harmless, also when the descriptor it held
+    was given to another file in between: that file stays open."""
+    lock = app_module.HomeLock(tmp_path)
+    lock.release()
+    with open(tmp_path / "other", "w") as other:
+        lock.release()
+        other.write("still open")
+    assert (tmp_path / "other").read_text() == "still open"
+
+
 def test_a_home_lock_taken_as_descriptor_0_is_released(tmp_path: Path) -> None:
     """A daemon started with its stdin closed opens its home as descriptor 0: releasing
     that lock lets the next daemon in too."""

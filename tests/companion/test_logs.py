@@ -156,6 +156,19 @@ async def test_a_log_level_above_info_writes_no_request_lines(
     assert stream.getvalue() == ""
 
 
+@pytest.mark.parametrize("level", ["INFO", "Debug"])
+async def test_a_log_level_in_capitals_writes_request_lines_as_in_small_letters(
+        aiohttp_client: Any, tmp_path: Path, level: str) -> None:
+    """Settings.log_level is read as logs.configure reads it, in any case: info or debug
+    written in capitals still gives one line per request."""
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level=level)
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    assert (await client.get("/healthz")).status == 200
+    await client.close()
+    assert [line["path"] for line in _lines(stream)] == ["/healthz"]
+
+
 def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """configure: every record at the level given (as `serve --log-level` gives it, in

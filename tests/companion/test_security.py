@@ -642,6 +642,31 @@ async def test_a_stopped_daemon_leaves_its_home_to_the_next_one(aiohttp_client: 
     assert (await second.get("/healthz")).status == 200
 
 
+async def test_a_fault_outside_every_handler_shows_no_traceback_in_debug_mode(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault past the guard (here in writing the access log) is aiohttp's plain 500,
+    without the traceback aiohttp would add while the event loop runs in debug mode
+    (``python -X dev``): the daemon's handlers never run in aiohttp's debug mode."""
+    from companion.app import create_app
+    from companion.logs import AccessLog
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("secret-in-the-message")
+
+    settings = Settings(home=tmp_path / "home", log_stream=io.StringIO())
+    asyncio.get_running_loop().set_debug(True)
+    try:
+        client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+        monkeypatch.setattr(AccessLog, "http", broken)
+        response = await client.get("/healthz")
+        text = await response.text()
+    finally:
+        asyncio.get_running_loop().set_debug(False)
+    assert response.status == 500
+    for leak in ("Traceback", "secret-in-the-message", "RuntimeError", ".py"):
+        assert leak not in text
+
+
 async def test_a_fault_in_a_handler_is_a_500_with_an_error_id_only(
         aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:

@@ -12,6 +12,7 @@ import re
 import socket
 import struct
 import time
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -483,6 +484,21 @@ async def test_status_page_says_the_time_zone_of_its_start(rpc: Rpc) -> None:
     """"running since 2026-12-03 10:06:36" said nothing of where; the offset says it."""
     page = await (await rpc.client.get("/")).text()
     assert re.search(r"running since\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\.", page)
+
+
+async def test_status_page_says_the_daemon_runs_since_it_started(
+        aiohttp_client: Any, settings: Settings) -> None:
+    """"running since" is the time this daemon started (to the second), not some time
+    before it."""
+    before = time.time()
+    client = await aiohttp_client(create_app(settings))
+    after = time.time()
+    page = await (await client.get("/")).text()
+    found = re.search(r"running since\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4})\.",
+                      page)
+    assert found is not None
+    shown = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S %z").timestamp()
+    assert int(before) <= shown <= after
 
 
 async def test_status_page_gives_the_websocket_address_with_its_scheme(rpc: Rpc) -> None:

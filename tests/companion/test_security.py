@@ -642,6 +642,19 @@ async def test_a_stopped_daemon_leaves_its_home_to_the_next_one(aiohttp_client: 
     assert (await second.get("/healthz")).status == 200
 
 
+async def test_a_home_folder_whose_parents_are_missing_is_made_with_them(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """The home folder is made when missing (`serve --help`), the folders above it too,
+    and it is private."""
+    from companion.app import create_app
+
+    home = tmp_path / "new" / "config" / "home"
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(Settings(
+        home=home, log_stream=io.StringIO())))
+    assert (await client.get("/healthz")).status == 200
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
 async def test_a_fault_outside_every_handler_shows_no_traceback_in_debug_mode(
         aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault past the guard (here in writing the access log) is aiohttp's plain 500,

@@ -635,6 +635,17 @@ COIN_REQUEST = {"system": "coin-duel", "attacker": {"id": "a", "name": "A"},
                 "defender": {"id": "b", "name": "B"}, "attack": {"call": "heads"}}
 
 
+async def test_a_plugin_systems_request_with_two_faults_is_refused_naming_both(
+        rpc_with: Any) -> None:
+    """Services.check_request: invalid params naming every problem of the request, not
+    only the first found."""
+    rpc = await rpc_with(COIN)
+    error = await rpc.error("exchange.resolve", {**COIN_REQUEST, "bogus": 1,
+                                                 "attack": {"call": "edge"}})
+    assert error["code"] == -32602
+    assert sorted(e["path"] for e in error["data"]["errors"]) == ["", "/attack/call"]
+
+
 @pytest.mark.parametrize("method", ["exchange.resolve", "exchange.odds"])
 async def test_a_plugin_systems_request_is_checked_against_its_request_schema(
         rpc_with: Any, method: str) -> None:

@@ -560,6 +560,16 @@ async def test_every_path_and_method_passes_the_guard(rpc: Rpc) -> None:
     assert wrong_method.status == 405 and wrong_method.headers["Allow"] == "POST"
 
 
+async def test_a_known_path_asked_with_another_method_says_which_to_use(rpc: Rpc) -> None:
+    """A 405 tells the caller how to ask instead: the method the path takes, in its body
+    as in its Allow header."""
+    for method, path, allowed in (("GET", "/rpc", "POST"), ("POST", "/healthz",
+                                                             "GET, HEAD")):
+        response = await rpc.client.request(method, path, headers=rpc.auth)
+        assert response.status == 405 and response.headers["Allow"] == allowed
+        assert await response.json() == {"error": f"use {allowed} on {path}"}
+
+
 async def test_a_body_that_comes_too_slowly_is_408(aiohttp_client: Any, tmp_path: Path) -> None:
     from companion.app import create_app
     from companion.settings import Limits
@@ -577,6 +587,7 @@ async def test_a_body_that_comes_too_slowly_is_408(aiohttp_client: Any, tmp_path
                                  headers={"Authorization": f"Bearer {token}"})
     assert response.status == 408
     assert response.headers["Connection"] == "close"  # docs/SECURITY.md: and closed
+    assert await response.json() == {"error": "the request body came too slowly"}
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o750, 0o701], ids=oct)

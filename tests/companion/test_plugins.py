@@ -965,6 +965,23 @@ def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> N
         "fetched)")
 
 
+def test_a_schema_the_meta_schema_refuses_whole_is_said_to_fail_as_itself() -> None:
+    """No JSON Pointer to show: the place is "the schema itself"."""
+    assert schema_problem(5) == ("does not compile (the meta-schema refuses the schema "
+                                 "itself)")
+
+
+def test_a_schema_the_reference_library_cannot_follow_is_reported_not_raised() -> None:
+    """A $ref that indexes a list by a name makes the reference library raise a
+    ValueError of its own: still the plugin's schema at fault, said by the exception's
+    type, and a method with it is refused when it is registered."""
+    schema = {"type": "object", "prefixItems": [{}], "$ref": "#/prefixItems/x"}
+    assert schema_problem(schema) == "cannot be checked (ValueError)"
+    with pytest.raises(RegistryError, match=r"^method a\.x: the params schema cannot be "
+                                            r"checked \(ValueError\)$"):
+        MethodRegistry([MethodSpec("a.x", schema, _noop, "x")])
+
+
 @pytest.mark.parametrize("which", ["request_schema", "combatant_schema"])
 @pytest.mark.parametrize("name", sorted(UNUSABLE_SYSTEM_SCHEMAS))
 def test_a_plugin_system_whose_schema_cannot_be_used_is_skipped_at_load(

@@ -145,6 +145,12 @@ def test_registry_adds_a_plugins_methods_all_or_none_and_keeps_their_order() -> 
     assert table.names() == ["b.x", "a.x", "c.x"] and core.names() == ["b.x", "a.x"]
 
 
+def test_a_method_namespace_is_the_name_before_its_first_dot() -> None:
+    """A verb may hold dots of its own (``namespace.verb``): ``a.b.c`` is in ``a``."""
+    assert MethodRegistry([_spec(name="a.b.c"), _spec(name="d.e")]).namespaces() == \
+        {"a", "d"}
+
+
 def test_registry_refuses_a_schema_that_does_not_compile() -> None:
     with pytest.raises(RegistryError):
         MethodRegistry([MethodSpec("x.y", {"type": "object", "required": 3}, _noop, "x")])
@@ -1059,7 +1065,7 @@ async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
 
 RAISES = Plugin(name="raises", version="1", methods=(
     MethodSpec("raises.error", {"type": "object"}, _raises, "raises a MethodError",
-               errors=(4777, 4001, -32000)),
+               errors=(4777, 4001, -32000, -32768, -32769)),
     MethodSpec("raises.undeclared", {"type": "object"}, _raises, "declares nothing"),
 ))
 
@@ -1074,6 +1080,8 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     # without data, as every error the daemon answers: an empty object
     assert await rpc.error("raises.error", {"code": 4777}) == {
         "code": 4777, "message": "Out of coins", "data": {}}
+    # just below the codes JSON-RPC reserves (-32768 to -32000): the plugin's to use
+    assert (await rpc.error("raises.error", {"code": -32769}))["code"] == -32769
 
 
 @pytest.mark.parametrize(("method", "params"), [
@@ -1081,6 +1089,7 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     ("raises.undeclared", {"code": 4777}),  # declared by another method only
     ("raises.error", {"code": 4001}),  # declared, but a core code
     ("raises.error", {"code": -32000}),  # declared, but reserved by JSON-RPC
+    ("raises.error", {"code": -32768}),  # (the lowest code it reserves)
     ("raises.error", {"code": 4777, "data": "big"}),
     ("raises.error", {"code": 4777, "data": "not-json"}),
     ("raises.error", {"code": 4777, "data": "deep"}),  # too deep to encode

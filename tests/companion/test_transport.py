@@ -127,6 +127,12 @@ async def test_parse_error(rpc: Rpc, body: bytes) -> None:
     assert answer["error"]["code"] == -32700 and answer["id"] is None
 
 
+async def test_a_parse_error_has_no_data_member(rpc: Rpc) -> None:
+    """docs/API.md "Errors": -32700's data is "—": none at all, not null."""
+    response = await rpc.client.post("/rpc", data=b"{", headers=rpc.auth)
+    assert (await response.json())["error"] == {"code": -32700, "message": "Parse error"}
+
+
 @pytest.mark.parametrize(("request_body", "detail"), [
     ({"method": "companion.info", "id": 1}, 'jsonrpc must be "2.0"'),
     ({"jsonrpc": "2.0", "id": 1}, "method must be a string"),

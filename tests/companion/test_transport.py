@@ -310,3 +310,29 @@ async def test_a_store_that_cannot_write_answers_5003_and_changes_nothing(rpc: R
     assert error["code"] == 5003 and error["data"]["retry"] is True
     assert set(error["data"]) == {"error_id", "retry"}
     assert (await rpc.ok("encounter.get", {"id": created["id"]}))["revision"] == 0
+
+
+async def test_a_store_that_cannot_write_is_logged_under_its_error_id_without_a_traceback(
+        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    """The 5003 answer's error id (16 hexadecimal digits, as docs/API.md shows one) names
+    one log line with the method: an expected failure of the disk, no fault of ours, so
+    no traceback."""
+    from companion.keys import STORE
+    from companion.store import SQLiteStore
+
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    store = rpc.client.app[STORE]
+    assert isinstance(store, SQLiteStore) and store._db is not None
+    await store._db.execute("PRAGMA query_only = ON")
+    try:
+        with caplog.at_level(logging.ERROR, logger="mindscape.rpc"):
+            error = await rpc.error("encounter.add", {
+                "id": created["id"], "combatant": {"id": "ann", "name": "Ann"}})
+    finally:
+        await store._db.execute("PRAGMA query_only = OFF")
+    error_id = error["data"]["error_id"]
+    assert len(error_id) == 16 and set(error_id) <= set("0123456789abcdef")
+    [record] = [r for r in caplog.records if r.name == "mindscape.rpc"]
+    assert record.fields == {"error_id": error_id,  # type: ignore[attr-defined]
+                             "method": "encounter.add"}
+    assert not record.exc_info and record.getMessage().startswith("store unavailable: ")

@@ -1052,7 +1052,9 @@ def _nested(depth: int) -> dict[str, Any]:
 
 
 _DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": object()},
-                         "deep": _nested(5000)}
+                         "deep": _nested(5000),
+                         # {"x":"yy..."} of 4096 and 4097 bytes as JSON
+                         "4096-bytes": {"x": "y" * 4088}, "4097-bytes": {"x": "y" * 4089}}
 
 
 async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
@@ -1080,6 +1082,10 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     # without data, as every error the daemon answers: an empty object
     assert await rpc.error("raises.error", {"code": 4777}) == {
         "code": 4777, "message": "Out of coins", "data": {}}
+    # a message of 500 characters and data of 4096 bytes are within bounds
+    assert await rpc.error("raises.error", {"code": 4777, "message": "m" * 500,
+                                            "data": "4096-bytes"}) == {
+        "code": 4777, "message": "m" * 500, "data": _DATA["4096-bytes"]}
     # just below the codes JSON-RPC reserves (-32768 to -32000): the plugin's to use
     assert (await rpc.error("raises.error", {"code": -32769}))["code"] == -32769
 
@@ -1096,6 +1102,8 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     ("raises.error", {"code": 4777, "data": ["a", "list"]}),
     ("raises.error", {"code": 4777, "message": ""}),
     ("raises.error", {"code": 4777, "message": "secret " * 100}),
+    ("raises.error", {"code": 4777, "message": "m" * 501}),
+    ("raises.error", {"code": 4777, "data": "4097-bytes"}),
 ])
 async def test_a_method_error_out_of_bounds_is_minus_32603_with_a_logged_error_id(
         rpc_with: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,

@@ -1122,6 +1122,23 @@ async def test_a_method_error_out_of_bounds_is_minus_32603_with_a_logged_error_i
     assert record.exc_info is not None
 
 
+@pytest.mark.parametrize(("data", "why"), [
+    ("deep", "the data is not a JSON object"),
+    ("not-json", "the data is not a JSON object"),
+    ("4097-bytes", "the data is over 4096 bytes as JSON")])
+async def test_the_log_says_why_a_method_errors_data_was_not_answered(
+        data: str, why: str, rpc_with: Any, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Data nested too deep to write is not JSON either: said so, as other data that
+    is not (a RecursionError of the encoder's own is no fault of the daemon's)."""
+    rpc = await rpc_with(_entry_point_to(RAISES, monkeypatch))
+    with caplog.at_level(logging.ERROR, logger="mindscape.rpc"):
+        error = await rpc.error("raises.error", {"code": 4777, "data": data})
+    assert error["code"] == -32603
+    [record] = [r for r in caplog.records if r.name == "mindscape.rpc"]
+    assert record.getMessage() == f"plugin method error 4777 not answered: {why}"
+
+
 class RaisingCoin(CoinDuel):
     id = "raising-coin"
 

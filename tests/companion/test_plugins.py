@@ -1054,7 +1054,8 @@ def _nested(depth: int) -> dict[str, Any]:
 _DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": object()},
                          "deep": _nested(5000),
                          # {"x":"yy..."} of 4096 and 4097 bytes as JSON
-                         "4096-bytes": {"x": "y" * 4088}, "4097-bytes": {"x": "y" * 4089}}
+                         "4096-bytes": {"x": "y" * 4088}, "4097-bytes": {"x": "y" * 4089},
+                         "whole-float": {"share": 2.0, "left": (0, 1)}}
 
 
 async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
@@ -1082,6 +1083,11 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     # without data, as every error the daemon answers: an empty object
     assert await rpc.error("raises.error", {"code": 4777}) == {
         "code": 4777, "message": "Out of coins", "data": {}}
+    # answered as a copy read back from its JSON text: a whole float is written as
+    # every answer writes one (2, not 2.0), a tuple as a list
+    whole = await rpc.error("raises.error", {"code": 4777, "data": "whole-float"})
+    assert whole["data"] == {"share": 2, "left": [0, 1]}
+    assert type(whole["data"]["share"]) is int
     # a message of 500 characters and data of 4096 bytes are within bounds
     assert await rpc.error("raises.error", {"code": 4777, "message": "m" * 500,
                                             "data": "4096-bytes"}) == {

@@ -1173,6 +1173,17 @@ def test_an_answer_that_is_empty_or_no_json_rpc_answer_is_one_line(
         "result nor an error); is the companion running there?")
 
 
+def test_an_answer_with_both_a_result_and_an_error_is_taken_as_the_error(
+        answering: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON-RPC 2.0 never has both; should a server send both, the call did not
+    succeed for certain: the error is printed, with status 1."""
+    url = answering(body=b'{"jsonrpc": "2.0", "id": 1, "result": 7, "error": '
+                         b'{"code": 4004, "message": "Not found"}}')
+    assert _call(url, tmp_path, capsys) == (
+        1, '{\n  "code": 4004,\n  "message": "Not found"\n}\n', "")
+
+
 def test_a_null_result_is_printed_as_null(answering: Callable[..., str], tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A result of `null` is a result: printed, exit 0."""
@@ -1423,3 +1434,12 @@ def test_call_with_url_says_nothing_of_daemon_address(
     assert _one_line(capsys.readouterr().err) == (
         "mindscape: the companion is not running at http://127.0.0.1:1/rpc (Connection "
         "refused); start it with `mindscape serve`, or give --url the address it printed")
+
+
+def test_the_option_meant_is_a_long_one_even_when_a_short_one_is_nearer(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """-xh (read as --xh) is nearer -h than --home, but only long options are named."""
+    with pytest.raises(SystemExit):
+        main(["token", "-xh"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "mindscape token: error: unrecognized arguments: -xh (did you mean --home?)")

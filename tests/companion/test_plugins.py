@@ -1068,7 +1068,7 @@ async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
 
 RAISES = Plugin(name="raises", version="1", methods=(
     MethodSpec("raises.error", {"type": "object"}, _raises, "raises a MethodError",
-               errors=(4777, 4001, -32000, -32768, -32769)),
+               errors=(4777, 4001, -32000, -32768, -32769, 1)),
     MethodSpec("raises.undeclared", {"type": "object"}, _raises, "declares nothing"),
 ))
 
@@ -1102,6 +1102,7 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     ("raises.error", {"code": 4001}),  # declared, but a core code
     ("raises.error", {"code": -32000}),  # declared, but reserved by JSON-RPC
     ("raises.error", {"code": -32768}),  # (the lowest code it reserves)
+    ("raises.error", {"code": True}),  # no code, though it equals the declared 1
     ("raises.error", {"code": 4777, "data": "big"}),
     ("raises.error", {"code": 4777, "data": "not-json"}),
     ("raises.error", {"code": 4777, "data": "deep"}),  # too deep to encode
@@ -1124,7 +1125,8 @@ async def test_a_method_error_out_of_bounds_is_minus_32603_with_a_logged_error_i
     assert error["code"] == -32603 and error["message"] == "Internal error"
     assert set(error["data"]) == {"error_id"}
     [record] = [r for r in caplog.records if r.name == "mindscape.rpc"]
-    assert record.fields["error_id"] == error["data"]["error_id"]  # type: ignore[attr-defined]
+    assert record.fields == {"error_id": error["data"]["error_id"],  # type: ignore[attr-defined]
+                             "method": method}
     assert record.exc_info is not None
 
 

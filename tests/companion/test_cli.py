@@ -398,6 +398,11 @@ def test_an_extension_origin_without_a_plain_id_is_refused(
 #: the ``mindscape`` command run as its own process
 MINDSCAPE = [sys.executable, "-c", "import sys; from companion.cli import main; "
                                    "sys.exit(main(sys.argv[1:]))"]
+#: the environment of those runs: stdout buffered, as in a user's shell (with
+#: PYTHONUNBUFFERED every print is written at once, and a failure to write that only
+#: the interpreter's flush at exit would meet is never seen)
+BUFFERED = {name: value for name, value in os.environ.items()
+            if name != "PYTHONUNBUFFERED"}
 #: how stdout may refuse what is written: a full disk, and no stdout at all (``>&-``)
 UNWRITABLE = {"/dev/full": "No space left on device", "closed": "stdout is closed"}
 
@@ -406,10 +411,11 @@ def _unwritable(stdout: str, argv: list[str]) -> subprocess.CompletedProcess[str
     """``mindscape argv`` with ``stdout`` (a key of ``UNWRITABLE``) as its stdout."""
     if stdout == "closed":
         return subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *MINDSCAPE, *argv],
-                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+                              env=BUFFERED)
     with open(stdout, "w") as out:
         return subprocess.run([*MINDSCAPE, *argv], stdout=out, stderr=subprocess.PIPE,
-                              text=True, timeout=60, check=False)
+                              text=True, timeout=60, check=False, env=BUFFERED)
 
 
 needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
@@ -477,7 +483,7 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     try:
         done = subprocess.run([*MINDSCAPE, "token", "--home", str(tmp_path / "home")],
                               stdout=write_end, stderr=subprocess.PIPE, timeout=60,
-                              check=False)
+                              check=False, env=BUFFERED)
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, b"")

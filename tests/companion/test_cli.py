@@ -1317,6 +1317,13 @@ def test_a_host_that_cannot_be_found_or_written_is_said_as_such(
     assert _one_line(err).endswith(then)
 
 
+def test_a_host_not_found_is_said_in_the_resolvers_words_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reason is the resolver's own text, without Python's "[Errno -2]"."""
+    code, _, err = _call("http://nosuch.invalid:39393", tmp_path, capsys)
+    assert code == 2 and "[Errno" not in err and "(" in _one_line(err)
+
+
 def test_call_without_home_or_token_names_the_token_command_without_home(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1035,3 +1035,13 @@ async def test_an_attack_on_a_dead_mind_is_4001_target_dead_and_stores_nothing(
         "rule": "target-dead", "combatant": "bo",
         "detail": "Bo is dead: there is no mind left to attack (/choice/attack/target)"}
     assert await rpc.ok("encounter.log", {"id": eid}) == log_before
+
+
+async def test_undo_with_nothing_resolved_is_4001_naming_the_rule(rpc: Rpc) -> None:
+    """docs/API.md "Errors": undo with nothing to undo is 4001
+    `undo-needs-a-resolved-step`."""
+    created = await rpc.ok("encounter.create", {"system": "sample-duel"})
+    assert await rpc.error("encounter.undo", {"id": created["id"]}) == {
+        "code": 4001, "message": "The rules forbid it",
+        "data": {"rule": "undo-needs-a-resolved-step",
+                 "detail": "the encounter has no resolved step left to undo"}}

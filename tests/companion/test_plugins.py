@@ -143,6 +143,7 @@ def test_registry_adds_a_plugins_methods_all_or_none_and_keeps_their_order() -> 
         assert table.names() == ["b.x", "a.x"]
     table.add_all([_spec(name="c.x")], plugin=True)
     assert table.names() == ["b.x", "a.x", "c.x"] and core.names() == ["b.x", "a.x"]
+    assert [registered.spec.name for registered in table] == ["b.x", "a.x", "c.x"]
 
 
 def test_a_method_namespace_is_the_name_before_its_first_dot() -> None:
@@ -179,8 +180,20 @@ def _spec(**changed: Any) -> MethodSpec:
                          "description": "x", **changed})
 
 
+class _NamedLikeAMethod:
+    """Not a name, though it reads as one."""
+
+    def __str__(self) -> str:
+        return "a.x"
+
+    def __repr__(self) -> str:
+        return "_NamedLikeAMethod()"
+
+
 @pytest.mark.parametrize(("spec", "problem"), [
     ("a.x", "lists a str among its methods, not a MethodSpec"),
+    (_spec(name=_NamedLikeAMethod()),
+     "method name _NamedLikeAMethod() is not of the form namespace.verb"),
     (_spec(params={"type": "array"}), "method a.x: the params schema must describe an object"),
     (_spec(description=None), "method a.x: the description must be a string"),
     (_spec(result=[1]), "method a.x: the result schema must be an object (or None)"),
@@ -969,6 +982,13 @@ def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> N
     assert schema_problem(schema) == (
         f"has a $ref that resolves nowhere ({ref[:100]!r}; remote schemas are never "
         "fetched)")
+
+
+def test_a_schema_compiled_unchecked_that_fails_its_first_use_cannot_be_used() -> None:
+    """``compile_schema`` tries the schema on {} at once: a fault there is said by the
+    exception's type, as SchemaUnusable."""
+    with pytest.raises(SchemaUnusable, match=r"^cannot be used \(TypeError\)$"):
+        compile_schema({"type": 12}, check=False)
 
 
 def test_a_schema_the_meta_schema_refuses_whole_is_said_to_fail_as_itself() -> None:

@@ -694,6 +694,8 @@ def test_https_to_the_companion_says_it_speaks_plain_http(
     assert line.startswith(f"mindscape: no HTTPS at {url}")
     assert line.endswith("the companion itself speaks plain http://, as `mindscape serve` "
                          "prints its address")
+    # the SSL library's short reason, not Python's text around it
+    assert "[SSL" not in line and "_ssl.c" not in line
 
 
 def test_a_daemon_not_running_there_says_to_start_it_or_give_the_address_it_printed(

@@ -1451,10 +1451,12 @@ def test_call_with_url_says_nothing_of_daemon_address(
         "refused); start it with `mindscape serve`, or give --url the address it printed")
 
 
+@pytest.mark.parametrize("given", ["-xh", "--xh"])
 def test_the_option_meant_is_a_long_one_even_when_a_short_one_is_nearer(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """-xh (read as --xh) is nearer -h than --home, but only long options are named."""
+        given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--xh (and -xh, read as --xh) is nearer -h than --home, but only long options are
+    named; and --xh is just near enough --home to name it."""
     with pytest.raises(SystemExit):
-        main(["token", "-xh"])
+        main(["token", given])
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "mindscape token: error: unrecognized arguments: -xh (did you mean --home?)")
+        f"mindscape token: error: unrecognized arguments: {given} (did you mean --home?)")

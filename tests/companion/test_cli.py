@@ -1460,3 +1460,38 @@ def test_the_option_meant_is_a_long_one_even_when_a_short_one_is_nearer(
         main(["token", given])
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"mindscape token: error: unrecognized arguments: {given} (did you mean --home?)")
+
+
+class _Healthy(http.server.BaseHTTPRequestHandler):
+    """Answers GET /healthz as a mindscape daemon does."""
+
+    def do_GET(self) -> None:
+        _reply(self, 200, b'{"status": "ok"}')
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _ServerV6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6")
+def test_a_port_in_use_asks_the_daemon_at_the_host_given_whether_it_is_mindscape(
+        tmp_path: Path) -> None:
+    """--host ::1: the question goes to [::1], where the other daemon listens (nothing
+    answers at 127.0.0.1 on that port)."""
+    try:
+        server = _ServerV6(("::1", 0), _Healthy)
+    except OSError:
+        pytest.skip("no ::1 on this computer")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        said = cli_module._cannot_listen(_settings(tmp_path, "::1", port),
+                                         OSError(errno.EADDRINUSE, "in use"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f"port {port} is in use by another mindscape daemon (of another home " \
+           "folder)" in said

@@ -281,7 +281,9 @@ def _cannot_listen(settings: Settings, exc: OSError) -> str:
     """Why ``serve`` cannot listen on its ``--host`` and ``--port``, and what to do."""
     import socket
 
-    where, port = f"{settings.host}:{settings.port}", settings.port
+    port = settings.port
+    # an IPv6 address in brackets, as in a URL: [::1]:39393
+    where = f"[{settings.host}]:{port}" if ":" in settings.host else f"{settings.host}:{port}"
     if isinstance(exc, socket.gaierror):
         return (f"cannot listen on {where}: --host {settings.host} is not a name this "
                 f"computer can look up ({exc.strerror or exc}); give an address, such as "

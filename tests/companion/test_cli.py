@@ -1493,5 +1493,5 @@ def test_a_port_in_use_asks_the_daemon_at_the_host_given_whether_it_is_mindscape
     finally:
         server.shutdown()
         server.server_close()
-    assert f"port {port} is in use by another mindscape daemon (of another home " \
-           "folder)" in said
+    assert said.startswith(f"cannot listen on [::1]:{port}: port {port} is in use by "
+                           "another mindscape daemon (of another home folder)")

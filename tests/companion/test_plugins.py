@@ -1343,7 +1343,11 @@ def test_a_keyboard_interrupt_at_import_stops_a_load_python_would_stop(target: s
     """Without a SIGINT handler of the caller's, a KeyboardInterrupt (while the plugin
     is imported or its factory runs) may be the user's Ctrl+C: it goes on, and stops
     the load as Python stops on it."""
-    code = ("from importlib.metadata import EntryPoint\n"
+    # Python's own handler, as at a terminal (a shell's background job inherits SIGINT
+    # ignored, and then a KeyboardInterrupt cannot be the user's)
+    code = ("import signal\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "from importlib.metadata import EntryPoint\n"
             "from companion.methods import CORE\n"
             "from companion.plugins import load_plugins\n"
             f"load_plugins([EntryPoint('aborts', {target!r}, 'mindscape.plugins')], CORE)\n"

@@ -698,9 +698,14 @@ def test_https_to_the_companion_says_it_speaks_plain_http(
     assert "[SSL" not in line and "_ssl.c" not in line
 
 
+@pytest.mark.parametrize("recorded", [False, True], ids=["no-address-file", "address-file"])
 def test_a_daemon_not_running_there_says_to_start_it_or_give_the_address_it_printed(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        recorded: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --url, the line names that address and no file, also when daemon.address
+    holds another (found by a mutation audit)."""
     main(["token", "--home", str(tmp_path)])
+    if recorded:
+        (tmp_path / "daemon.address").write_text(RECORDED + "\n")
     capsys.readouterr()
     assert main(["call", "companion.info", "--home", str(tmp_path), "--url",
                  "http://127.0.0.1:9"]) == 2
@@ -1435,20 +1440,6 @@ def test_what_serve_says_of_other_failures_to_listen(error: OSError, said: str,
     its message, never "None"."""
     assert cli_module._cannot_listen(_settings(tmp_path), error) == (
         f"cannot listen on 127.0.0.1:80: {said}")
-
-
-def test_call_with_url_says_nothing_of_daemon_address(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The address given with --url is where call went, not the one daemon.address
-    holds: the line names no file."""
-    main(["token", "--home", str(tmp_path)])
-    (tmp_path / "daemon.address").write_text(RECORDED + "\n")
-    capsys.readouterr()
-    assert main(["call", "companion.info", "--home", str(tmp_path), "--url",
-                 "http://127.0.0.1:1"]) == 2
-    assert _one_line(capsys.readouterr().err) == (
-        "mindscape: the companion is not running at http://127.0.0.1:1/rpc (Connection "
-        "refused); start it with `mindscape serve`, or give --url the address it printed")
 
 
 @pytest.mark.parametrize("given", ["-xh", "--xh"])

@@ -604,40 +604,26 @@ async def test_the_home_folder_is_made_private(aiohttp_client: Any, tmp_path: Pa
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
 
 
+@pytest.mark.parametrize(("mode", "narrowed"), [(0o355, 0o300), (0o500, None)])
 def test_making_the_home_private_takes_away_only_the_rights_of_others(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        mode: int, narrowed: int | None, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
     """The home is narrowed, never widened: the group's and others' rights go, the
     owner's stay as they were (a right the owner took away is not given back), and the
-    log says which folder was narrowed to what."""
+    log says which folder was narrowed to what; a private one is left as it is, unlogged."""
     from companion.app import _make_private
 
     home = tmp_path / "home"
     home.mkdir()
-    home.chmod(0o355)
+    home.chmod(mode)
     try:
         with caplog.at_level(logging.WARNING, logger="mindscape.app"):
             _make_private(Settings(home=home))
-        assert stat.S_IMODE(home.stat().st_mode) == 0o300
+        assert stat.S_IMODE(home.stat().st_mode) == (narrowed or mode)
     finally:
         home.chmod(0o700)
-    assert [r.getMessage() for r in caplog.records] == [
-        f"home folder {home} was readable by others; narrowed to 300"]
-
-
-def test_a_home_folder_that_is_private_already_is_left_as_it_is_and_unlogged(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from companion.app import _make_private
-
-    home = tmp_path / "home"
-    home.mkdir()
-    home.chmod(0o500)
-    try:
-        with caplog.at_level(logging.WARNING, logger="mindscape.app"):
-            _make_private(Settings(home=home))
-        assert stat.S_IMODE(home.stat().st_mode) == 0o500
-    finally:
-        home.chmod(0o700)
-    assert caplog.records == []
+    assert [r.getMessage() for r in caplog.records] == ([] if narrowed is None else [
+        f"home folder {home} was readable by others; narrowed to {narrowed:o}"])
 
 
 async def test_a_stopped_daemon_leaves_its_home_to_the_next_one(aiohttp_client: Any,

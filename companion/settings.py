@@ -112,6 +112,8 @@ _ORIGIN_FORM = ("give the scheme and the host, as in https://foundry.example.com
 _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
 #: the last label of a name the URL Standard reads as an IPv4 address ("ends in a number")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+#: one part of such an address: hexadecimal after 0x, octal after 0, else decimal
+_IPV4_PART = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 
 
 def _ipv6_text(address: ipaddress.IPv6Address) -> str:
@@ -166,23 +168,12 @@ def _ipv4_number(host: str) -> int | None:
     four parts, each decimal, octal after a ``0`` or hexadecimal after ``0x``, the last
     filling the bytes left; ``127.1`` is 127.0.0.1), or None where it reads none."""
     parts = host.removesuffix(".").split(".")
-    if len(parts) > 4:
+    if len(parts) > 4 or not all(map(_IPV4_PART.fullmatch, parts)):
         return None
-    numbers = []
-    for part in parts:
-        if part[:2] in ("0x", "0X"):
-            digits, base = part[2:] or "0", 16
-        elif len(part) > 1 and part[0] == "0":
-            digits, base = part[1:], 8
-        else:
-            digits, base = part, 10
-        try:
-            numbers.append(int(digits, base) if digits.isalnum() else -1)
-        except ValueError:
-            return None
+    numbers = [int(part[2:] or "0", 16) if part[:2] in ("0x", "0X")
+               else int(part, 8 if part[0] == "0" else 10) for part in parts]
     *leading, last = numbers
-    if any(not 0 <= number <= 255 for number in leading) or not 0 <= last < 256 ** (
-            5 - len(numbers)):
+    if any(number > 255 for number in leading) or last >= 256 ** (5 - len(numbers)):
         return None
     return last + sum(number << 8 * (3 - i) for i, number in enumerate(leading))
 

@@ -12,8 +12,10 @@ schema, then (``{adapter, data}`` combatants imported) against the named system'
 ``rest_schema``). Their ``x-params-schema`` says both: the
 method's schema and, for each installed system that takes the method, ``if`` the
 ``system`` is that one ``then`` its schema, with
-every combatant member also allowed as ``{adapter, data}`` (each such schema carries an
-``$id``, so its ``#/$defs/...`` references resolve inside it).
+every combatant member of a built-in system also allowed as ``{adapter, data}`` (the
+adapters build combatants for those alone: the daemon refuses a sheet for a plugin's
+system); each such schema carries an ``$id``, so its ``#/$defs/...`` references resolve
+inside it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from adapters.core import SYSTEMS as ADAPTED_SYSTEMS
 from engine.system import System
 
 from . import API_VERSION
@@ -58,10 +61,11 @@ _METHOD_MEMBERS = ("system", "dice", "seed", "assume_known", "least_chance")
 
 def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[str, Any]:
     """``system``'s schema ``which`` (``MethodSpec.system_schema``) as a caller may meet
-    it: each combatant member (or item of a list of them) may also be ``{adapter,
-    data}``, and ``system``, ``dice`` and ``seed`` are left to the ``method``'s own
-    params schema: allowed here when it has them, refused here as there when it does not
-    (``exchange.round_end_choices`` rolls no die, ``exchange.odds`` takes none)."""
+    it: each combatant member (or item of a list of them) of a system the adapters serve
+    may also be ``{adapter, data}``, and ``system``, ``dice`` and ``seed`` are left to
+    the ``method``'s own params schema: allowed here when it has them, refused here as
+    there when it does not (``exchange.round_end_choices`` rolls no die,
+    ``exchange.odds`` takes none)."""
     schema = copy.deepcopy(dict(getattr(system, which)()))
     schema.pop("$schema", None)
     suffix = "request" if which == "request_schema" else which.removesuffix("_schema")
@@ -78,7 +82,8 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
         combatant.setdefault("$id", f"urn:mindscape:system:{system.id}:combatant")
         listed["items"] = combatant  # (with {adapter, data} beside it below)
     for name, member in properties.items():
-        if name not in COMBATANT_MEMBERS or not isinstance(member, dict):
+        if (system.id not in ADAPTED_SYSTEMS or name not in COMBATANT_MEMBERS
+                or not isinstance(member, dict)):
             continue
         if member.get("type") == "array" and isinstance(member.get("items"), dict):
             member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}

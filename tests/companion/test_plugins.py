@@ -40,6 +40,7 @@ from companion.registry import (
     compile_schema,
     schema_problem,
 )
+from companion.schemas import ADAPTER_REF
 from companion.services import Context
 from companion.settings import Limits, Settings, installed_plugins
 from engine import DiceSource, Event
@@ -865,8 +866,7 @@ class LooseCombatantMembers(CoinDuel):
 async def test_rpc_discover_documents_combatant_members_of_any_schema(
         rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A combatant member whose schema is ``true``, or a list with no ``items`` schema,
-    is documented as it is (besides {adapter, data}), not left out with the system's
-    whole branch."""
+    is documented as it is, not left out with the system's whole branch."""
     plugin = Plugin(name="own", version="1", systems=(LooseCombatantMembers(),))
     rpc = await rpc_with(_entry_point_to(plugin, monkeypatch))
     [resolve] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
@@ -878,6 +878,26 @@ async def test_rpc_discover_documents_combatant_members_of_any_schema(
     call = {**COIN_REQUEST, "system": "loose-combatant-members"}
     assert validator.is_valid({**call, "defenders": [{"id": "c", "name": "C"}]})
     assert not validator.is_valid({**call, "defenders": [{"id": "c"}, {"id": "d"}]})
+
+
+async def test_rpc_discover_allows_no_sheet_for_a_plugin_systems_combatants(
+        rpc_with: Any) -> None:
+    """The adapters build combatants for the built-in systems alone, and the daemon
+    refuses an {adapter, data} combatant for a plugin's system: its branch of
+    exchange.resolve's x-params-schema gives the system's combatant members as the
+    system wrote them, with no {adapter, data} beside them (revised-2e's have it)."""
+    rpc = await rpc_with(COIN)
+    refused = await rpc.call("exchange.resolve", {
+        **COIN_REQUEST, "attacker": {"adapter": "foundry-dnd5e", "data": {}}})
+    assert refused["error"]["code"] == -32602
+    assert "/attacker/adapter" in json.dumps(refused["error"]["data"])
+    [resolve] = [m for m in (await rpc.ok("rpc.discover"))["methods"]
+                 if m["name"] == "exchange.resolve"]
+    branches = {b["if"]["properties"]["system"]["const"]: b["then"]["properties"]
+                for b in resolve["x-params-schema"]["allOf"][1:]}
+    for member in ("attacker", "defender"):
+        assert branches["coin-duel"][member] == REQUEST["properties"][member]
+        assert ADAPTER_REF in branches["revised-2e"][member]["anyOf"]
 
 
 class ForgetsItsSchema(CoinDuel):

@@ -127,7 +127,7 @@ def plugin_error(error: MethodError, method: str | None = None) -> RpcError:
     data = error.data
     if problem is None and data is not None:
         try:
-            text = encode(data) if isinstance(data, Mapping) else None
+            text = encode(dict(data)) if isinstance(data, Mapping) else None
         except (TypeError, ValueError, RecursionError):
             text = None
         if text is None:

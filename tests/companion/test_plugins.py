@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, PathDistribution
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import aiohttp
@@ -1097,7 +1098,9 @@ _DATA: dict[str, Any] = {"big": {"big": "x" * 5000}, "not-json": {"value": objec
                          "deep": _nested(100_000),
                          # {"x":"yy..."} of 4096 and 4097 bytes as JSON
                          "4096-bytes": {"x": "y" * 4088}, "4097-bytes": {"x": "y" * 4089},
-                         "whole-float": {"share": 2.0, "left": (0, 1)}}
+                         "whole-float": {"share": 2.0, "left": (0, 1)},
+                         # a Mapping, as MethodError's data is typed, but no dict
+                         "read-only": MappingProxyType({"left": 3})}
 
 
 async def _raises(ctx: Context, params: dict[str, Any]) -> Any:
@@ -1130,6 +1133,9 @@ async def test_a_declared_method_error_is_answered_with_its_code_message_and_dat
     whole = await rpc.error("raises.error", {"code": 4777, "data": "whole-float"})
     assert whole["data"] == {"share": 2, "left": [0, 1]}
     assert type(whole["data"]["share"]) is int
+    # any Mapping, as MethodError's data is typed, not only a dict
+    assert (await rpc.error("raises.error", {"code": 4777, "data": "read-only"}))[
+        "data"] == {"left": 3}
     # a message of 500 characters and data of 4096 bytes are within bounds
     assert await rpc.error("raises.error", {"code": 4777, "message": "m" * 500,
                                             "data": "4096-bytes"}) == {

@@ -719,6 +719,32 @@ def test_revised_2e_rest_runs_out_conditions_timed_in_rounds() -> None:
     assert two["conditions"] == []
 
 
+def test_revised_2e_rest_of_an_hour_ends_a_condition_of_59_more_rounds_not_one_of_60() -> None:
+    """An hour is 60 rounds: a condition of the rest of its round and 59 more ends as
+    the hour's last round ends; one of 60 more is left with the rest of the next round."""
+    c = psionicist("kara", conditions=["dazed", "confused"],
+                   condition_rounds={"dazed": 59, "confused": 60})
+    rested = REVISED.rest({"combatants": [c], "hours": 1}, SuppliedDice({}))
+    kara = after(rested, "kara")
+    assert kara["conditions"] == ["confused"]
+    assert kara["condition_rounds"] == {"confused": 0}
+    assert [e["condition"] for e in rested["events"]
+            if e["type"] == "condition-ended"] == ["dazed"]
+
+
+def test_revised_2e_rest_counts_the_rounds_of_an_open_mind_s_checks_once() -> None:
+    """§1.5 in a rest: the round whose Wisdom check closes the mind is one of the hour's
+    60, so a condition of 70 more rounds has 10 left after the hour, as without the
+    check (the open mind's rounds are not counted again after it closes)."""
+    c = psionicist("kara", psp=0, mind=open_mind(opened_by="zero-psp", rounds_open=3),
+                   conditions=["confused"], condition_rounds={"confused": 70})
+    rested = REVISED.rest({"combatants": [c], "hours": 1},
+                          SuppliedDice({"wisdom-check": [1]}))
+    kara = after(rested, "kara")
+    assert kara["mind"]["state"] == "closed"
+    assert kara["conditions"] == ["confused"] and kara["condition_rounds"] == {"confused": 10}
+
+
 def test_revised_2e_rest_takes_an_open_mind_through_its_rounds_until_it_closes() -> None:
     """§1.5 round by round: opened by reaching 0 PSPs, locked 1d4+1 rounds (rolled 1: 2
     rounds), then a Wisdom check at −3 each round (wis 13: 10 or less) until one closes

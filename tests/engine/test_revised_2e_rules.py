@@ -12,6 +12,7 @@ import pytest
 
 from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
+from engine.results import freeze
 from engine.revised_2e import SYSTEM, Revised2e
 from engine.revised_2e.rules import (
     add_condition,
@@ -63,6 +64,18 @@ def test_level_0_save_by_house_rule_h_2e_save_0(save_0: bool, target: int) -> No
     assert guard["level"] == 0 and guard["save_paralyzation"] == target
     veteran = SYSTEM.combatant_under({"name": "Veteran", "level": 1}, "", options)
     assert veteran["save_paralyzation"] == 14
+
+
+def test_level_0_saves_as_level_1_of_a_gm_table_that_parts_it_from_level_2() -> None:
+    """H-2E-SAVE-0 off: level 0 saves as level 1 of its class group, not as any later
+    level of its first band: a GM's table giving level 1 a row of its own is read there
+    (the shipped table puts levels 1 and 2 in one band everywhere)."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["save_paralyzation"]["groups"]["warrior"][:1] = [
+        {"min": 1, "max": 1, "target": 15}, {"min": 2, "max": 2, "target": 14}]
+    guard = Revised2e(raw).combatant_under({"name": "Templar Guard"}, "",
+                                            {"H-2E-SAVE-0": False})
+    assert guard["level"] == 0 and guard["save_paralyzation"] == 15
 
 
 def test_combatant_derivations_for_a_psionicist() -> None:
@@ -130,6 +143,25 @@ def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     assert {p.path for p in err.value.problems} == {"/attacks", "/defenses"}
     assert SYSTEM.combatant(raw, options={"H-2E-MODE-LIMITS": False})["level"] == 2
     assert SYSTEM.combatant({**raw, "class_group": "monster"})["level"] == 2
+
+
+@pytest.mark.parametrize(("level", "known"), [
+    (1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (6, 3), (7, 4), (8, 4)])
+def test_a_psionicist_knows_the_modes_of_its_level_s_band_and_no_more(
+        level: int, known: int) -> None:
+    """RULES.md §1.1: psionicists know 1/1 at levels 1–2, 2/2 at 3–4, 3/3 at 5–6, 4/4 at
+    7–8 (H-2E-MODE-LIMITS): as many attacks and defenses as that are taken, one more of
+    each is refused, at both ends of each band."""
+    attacks = ["mind-thrust", "ego-whip", "psychic-crush", "id-insinuation", "psionic-blast"]
+    defenses = ["thought-shield", "mental-barrier", "mind-blank", "intellect-fortress",
+                "tower-of-iron-will"]
+    taken = SYSTEM.combatant(psionicist("p", level=level, attacks=attacks[:known],
+                                        defenses=defenses[:known]))
+    assert len(taken["attacks"]) == len(taken["defenses"]) == known
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(psionicist("p", level=level, attacks=attacks[:known + 1],
+                                    defenses=defenses[:known + 1]))
+    assert {p.path for p in err.value.problems} == {"/attacks", "/defenses"}
 
 
 # -- §1.4 checks ---------------------------------------------------------------------------
@@ -453,6 +485,16 @@ def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
     assert [r["purpose"] for r in result["rolls"]] == ["mac-base", "mac-modifier", "attack"]
 
 
+def test_a_quick_mac_s_dice_are_the_defender_s() -> None:
+    """RULES.md §1.6 Quick MACs: the monster's MAC is rolled for it, so its ``mac-base``
+    and ``mac-modifier`` dice are recorded as the defender's, the d20 as the attacker's."""
+    beast = {"id": "beast", "quick_mac": {"intelligence": 3, "psionic": "low"}}
+    result = resolve(psionicist("a"), beast, {"mode": "mind-thrust"},
+                     **{"mac-base": [1], "mac-modifier": [10], "attack": [5]})
+    assert [(r["purpose"], r["by"]) for r in result["rolls"]] == [
+        ("mac-base", "beast"), ("mac-modifier", "beast"), ("attack", "a")]
+
+
 def test_a_quick_mac_once_rolled_is_not_rolled_again() -> None:
     """RULES.md §1.6 Quick MACs: a monster's MAC is rolled when first needed and kept for
     good; its sheet after the exchange, ``quick_mac`` still on it, attacks with that MAC."""
@@ -542,6 +584,24 @@ def test_a_condition_given_again_keeps_the_longer_of_its_durations() -> None:
     assert c["condition_rounds"] == {"dazed": 4}
 
 
+def test_editable_gives_a_frozen_combatant_the_parts_the_rules_change_as_its_own() -> None:
+    """``editable``: a frozen combatant (as an exchange holds its two sides) is copied
+    with its mind, conditions, their rounds and its lost powers, so the rules can change
+    each of them in the copy while the frozen one stays as it was."""
+    raw = psionicist("p", conditions=["dazed"], condition_rounds={"dazed": 1},
+                     lost_powers=[{"days": 2}])
+    frozen = freeze(SYSTEM.combatant(raw))
+    c = editable(frozen)
+    add_condition(c, "dazed", 3)
+    add_condition(c, "confused", 2)
+    c["lost_powers"].append({"days": 1})
+    c["mind"]["last_defense"] = "mind-blank"
+    assert c["conditions"] == ["dazed", "confused"]
+    assert c["condition_rounds"] == {"dazed": 3, "confused": 2}
+    assert c["lost_powers"] == [{"days": 2}, {"days": 1}]
+    assert frozen == SYSTEM.combatant(raw)
+
+
 def test_a_closed_mind_keeps_its_last_defense() -> None:
     """RULES.md §1.5: closing costs 2 × the last defense the mind used, which closing the
     mind does not forget."""
@@ -585,6 +645,46 @@ def test_a_closed_mind_counts_no_rounds_open() -> None:
     out, _ = end_of_round(SYSTEM.tables, guard, SuppliedDice({"save": [20]}),
                           SYSTEM.options(None))
     assert out["mind"]["state"] == "closed" and out["mind"]["rounds_open"] == 0
+
+
+def test_a_mind_opened_again_starts_its_own_opening_round_whatever_its_sheet_kept() -> None:
+    """RULES.md §1.5: a mind reaching 0 PSPs is locked open 1d4+1 rounds from the end of
+    the round it opened in. A closed mind whose sheet still holds a lock from an earlier
+    opening starts afresh: its new lock is rolled, not the old one counted down."""
+    stale = psionicist("d", psp=1, mind={"state": "closed", "locked_rounds": 3})
+    hit = resolve(psionicist("a"), stale, {"mode": "mind-thrust"}, attack=[15], damage=[2])
+    opened = hit["defender"]["after"]
+    assert (opened["mind"]["opened_by"], opened["mind"]["locked_rounds"]) == ("zero-psp", 0)
+    dice = SuppliedDice({"open-duration": [1]})
+    _, events = SYSTEM.end_of_round(opened, dice)
+    assert ("mind-locked", {"rounds": 2}) in [(e.type, e.data) for e in events]
+
+
+def test_a_nonpsionic_mind_opened_again_saves_without_a_power_used_when_last_open() -> None:
+    """RULES.md §1.5: a nonpsionic mind saves at −4 only if a power was used on it
+    successfully while open. A closed mind whose sheet still says so from an earlier
+    opening, opened again by a plain hit, saves at its own target from the next round."""
+    guard = {"id": "g", "mind": {"state": "closed", "used_power": True}}
+    hit = resolve(psionicist("a"), guard, {"mode": "mind-thrust"}, attack=[15])
+    assert hit["opened_by"] == "attack"
+    opening, _ = SYSTEM.end_of_round(hit["defender"]["after"], SuppliedDice({}))
+    _, events = SYSTEM.end_of_round(opening, SuppliedDice({"save": [16]}))
+    assert (events[0].type, events[0].data) == (
+        "mind-save", {"target": 16, "roll": 16, "success": True})
+
+
+def test_the_open_mind_s_dice_at_a_round_s_end_are_its_own() -> None:
+    """RULES.md §1.5: the 1d4+1 rounds of its lock and its Wisdom checks are the open
+    mind's own dice, recorded as rolled by it."""
+    locking = SYSTEM.combatant(psionicist("p", psp=0, mind={
+        "state": "open", "opened_by": "zero-psp"}))
+    checking = SYSTEM.combatant(psionicist("q", psp=0, mind={
+        "state": "open", "opened_by": "zero-psp", "rounds_open": 3}))
+    dice = SuppliedDice({"open-duration": [2], "wisdom-check": [15]})
+    SYSTEM.end_of_round(locking, dice)
+    SYSTEM.end_of_round(checking, dice)
+    assert [(r.purpose, r.by) for r in dice.rolls] == [
+        ("open-duration", "p"), ("wisdom-check", "q")]
 
 
 # -- §1.8 recovery ---------------------------------------------------------------------------

@@ -320,6 +320,26 @@ def test_the_save_against_a_critical_hit_is_the_defender_s_roll() -> None:
     assert result["save"] == {"target": 12, "roll": 20, "success": True}
 
 
+def test_a_critical_hit_is_told_as_an_event_of_its_target() -> None:
+    """RULES.md §1.4 step 6 and §4 (every event listed): a critical mental hit is an
+    event of the mind it struck, naming the attacker, before the save it calls for."""
+    result = resolve(psionicist("a"), psionicist("d", mac=-2), {"mode": "mind-thrust"},
+                     {"mode": "mind-blank"}, attack=[18], damage=[4], save=[20])
+    assert [e for e in result["events"] if e["type"] in ("critical-hit", "save")] == [
+        {"type": "critical-hit", "combatant": "d", "by": "a"},
+        {"type": "save", "combatant": "d", "target": 12, "roll": 20, "success": True}]
+
+
+def test_a_miss_records_the_psps_declared_and_the_half_paid() -> None:
+    """RULES.md §1.4 steps 2 and 5: 4 steps of mind thrust declare 8 PSPs; a miss pays
+    half of them, 4, and the record keeps both figures."""
+    result = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust",
+                                                        "multiplier": 4}, attack=[2])
+    assert not result["hit"]
+    assert (result["declared_psp"], result["psp_spent"]) == (8, 4)
+    assert result["attacker"]["after"]["psp"] == 50 - 4
+
+
 def test_nonpsionic_mind_opens_on_any_hit_without_damage_dice() -> None:
     # Seed: "When attacking a nonpsionic mind ... one successful attack opens the mind."
     result = resolve(psionicist("a"), {"id": "guard"}, {"mode": "ego-whip", "multiplier": 2},
@@ -378,6 +398,37 @@ def test_an_ego_whip_of_several_steps_on_an_open_mind_dazes_for_one_d4() -> None
     assert result["effect"] == {"type": "dazed", "rounds": 4}
     assert [r["purpose"] for r in result["rolls"]].count("effect-duration") == 1
     assert result["defender"]["after"]["condition_rounds"]["dazed"] == 4
+
+
+def test_a_hit_on_an_open_mind_by_a_mode_without_an_effect_uses_no_power_on_it() -> None:
+    """RULES.md §1.5: a nonpsionic mind saves at −4 when a power was used on it
+    successfully; a hit by a mode a GM's table gives no open-mind effect has none, so
+    the mind's next save is at its own target."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    del raw["open_mind"]["effects"]["mind-thrust"]
+    gm = Revised2e(raw)
+    guard = {"id": "g", "mind": {"state": "open", "opened_by": "attack", "rounds_open": 1}}
+    request = {"attacker": psionicist("a"), "defender": guard,
+               "attack": {"mode": "mind-thrust"}}
+    result = gm.resolve(request, SuppliedDice({"attack": [12]})).to_json()
+    assert result["hit"] and result["effect"] is None
+    after = result["defender"]["after"]
+    assert after["mind"]["used_power"] is False
+    _, events = gm.end_of_round(after, SuppliedDice({"save": [16]}))
+    assert events[0].data == {"target": 16, "roll": 16, "success": True}
+
+
+def test_a_free_defense_raised_at_0_psps_pays_nothing_and_leaves_the_mind_closed() -> None:
+    """Errata, "a mind with 0 PSPs is open": a mind opens when a payment leaves it at 0
+    PSPs; raising a defense a GM's table makes free takes none, so a mind already at 0
+    with its sheet saying closed is not opened by it."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["defenses"]["mind-blank"]["cost"] = 0
+    request = {"attacker": psionicist("a"), "defender": psionicist("d", psp=0),
+               "attack": {"mode": "mind-thrust"}, "defense": {"mode": "mind-blank"}}
+    result = Revised2e(raw).resolve(request, SuppliedDice({"attack": [1]})).to_json()
+    assert result["defender"]["after"]["mind"]["state"] == "closed"
+    assert "mind-opened" not in [e["type"] for e in result["events"]]
 
 
 def test_an_attacker_whose_mind_a_critical_hit_opened_keeps_its_cause_at_0_psps() -> None:

@@ -367,6 +367,15 @@ def test_attacker_spending_its_last_psps_opens_its_own_mind() -> None:
     assert after["mind"]["opened_by"] == "zero-psp" and "stunned" not in after["conditions"]
 
 
+def test_a_mind_opened_by_its_own_last_psps_is_told_as_not_forced() -> None:
+    """RULES.md §1.5: only a mind forced open by an attack is stunned; one its own
+    payment opens (errata: "a mind with 0 PSPs is open") is told as opened, not forced."""
+    result = resolve(psionicist("a", psp=4), psionicist("d"),
+                     {"mode": "mind-thrust", "multiplier": 2}, attack=[15], damage=[1, 1])
+    assert [e for e in result["events"] if e["type"] == "mind-opened"] == [
+        {"type": "mind-opened", "combatant": "a", "by": "zero-psp", "forced": False}]
+
+
 @pytest.mark.parametrize("mode,dice,effect,field", [
     ("ego-whip", {"damage": [2], "effect-duration": [3]}, {"type": "dazed", "rounds": 3},
      "conditions"),
@@ -615,6 +624,25 @@ def test_only_a_mind_a_critical_hit_opened_last_round_is_offered_closing() -> No
                                on) is None
 
 
+def test_a_closed_mind_whose_sheet_keeps_a_critical_hit_s_offer_is_offered_no_closing(
+        ) -> None:
+    """RULES.md §1.5: paying to close is for an open mind; a closed one whose sheet still
+    says a critical hit opened it and it may pay has nothing to close."""
+    c = SYSTEM.combatant(psionicist("p", psp=30, mind={
+        "state": "closed", "opened_by": "critical", "may_pay_to_close": True}))
+    on = SYSTEM.options(None)
+    assert close_offer(SYSTEM.tables, c, on) is None
+    assert may_close_by_paying(SYSTEM.tables, c, on) is None
+
+
+def test_a_mind_that_knows_no_defense_has_no_price_or_basis_for_closing() -> None:
+    """RULES.md §1.5: with no last defense and none known, no defense prices closing."""
+    c = SYSTEM.combatant(psionicist("p", psp=30, defenses=[]))
+    assert price_closing(SYSTEM.tables, c, SYSTEM.options(None)) == {
+        "cost": None, "defense": None, "basis": None, "psp": 30, "payable": False,
+        "reason": "no-defense"}
+
+
 def test_end_of_round_counts_conditions_down() -> None:
     c = SYSTEM.combatant(psionicist("p", conditions=["dazed", "stunned"],
                                     condition_rounds={"dazed": 2, "stunned": 0}))
@@ -685,6 +713,19 @@ def test_an_open_nonpsionic_mind_given_without_a_cause_saves_to_close() -> None:
     assert out["mind"]["state"] == "closed"
 
 
+def test_an_open_nonpsionic_mind_saves_on_the_save_die_of_a_gm_table() -> None:
+    """RULES.md §1.5 and §1.7: the save vs. paralyzation that closes a nonpsionic mind is
+    rolled on the table's save die (a GM's table may give a d12)."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["save_paralyzation"]["sides"] = 12
+    gm = Revised2e(raw)
+    guard = gm.combatant({"id": "g", "level": 1, "mind": {
+        "state": "open", "opened_by": "attack", "rounds_open": 1}})
+    dice = SuppliedDice({"save": [12]})
+    gm.end_of_round(guard, dice)
+    assert [(r.purpose, r.sides) for r in dice.rolls] == [("save", 12)]
+
+
 def test_a_closed_mind_counts_no_rounds_open() -> None:
     """RULES.md §1.5: ``rounds_open`` counts the rounds of an open mind; a mind that is
     closed, or closes at this round's end, has none."""
@@ -700,12 +741,15 @@ def test_a_closed_mind_counts_no_rounds_open() -> None:
 
 def test_a_mind_opened_again_starts_its_own_opening_round_whatever_its_sheet_kept() -> None:
     """RULES.md §1.5: a mind reaching 0 PSPs is locked open 1d4+1 rounds from the end of
-    the round it opened in. A closed mind whose sheet still holds a lock from an earlier
-    opening starts afresh: its new lock is rolled, not the old one counted down."""
-    stale = psionicist("d", psp=1, mind={"state": "closed", "locked_rounds": 3})
+    the round it opened in. A closed mind whose sheet still holds a lock and rounds open
+    from an earlier opening starts afresh: its new lock is rolled, not the old one
+    counted down nor a Wisdom check rolled."""
+    stale = psionicist("d", psp=1, mind={"state": "closed", "locked_rounds": 3,
+                                         "rounds_open": 4})
     hit = resolve(psionicist("a"), stale, {"mode": "mind-thrust"}, attack=[15], damage=[2])
     opened = hit["defender"]["after"]
-    assert (opened["mind"]["opened_by"], opened["mind"]["locked_rounds"]) == ("zero-psp", 0)
+    assert (opened["mind"]["opened_by"], opened["mind"]["locked_rounds"],
+            opened["mind"]["rounds_open"]) == ("zero-psp", 0, 0)
     dice = SuppliedDice({"open-duration": [1]})
     _, events = SYSTEM.end_of_round(opened, dice)
     assert ("mind-locked", {"rounds": 2}) in [(e.type, e.data) for e in events]

@@ -249,6 +249,22 @@ def test_range_improves_mac_by_2_at_medium_and_5_at_long() -> None:
     assert needed == [6, 8, 11]
 
 
+def test_the_record_gives_the_range_the_attack_was_declared_at() -> None:
+    """RULES.md §1.4 step 3: the range band declared sets the effective MAC, and the
+    record says which band it was."""
+    result = resolve(psionicist("a"), psionicist("d", mac=10),
+                     {"mode": "mind-thrust", "range": "long"}, attack=[1])
+    assert (result["range"], result["needed"]) == ("long", 11)
+
+
+def test_two_combatants_of_one_name_with_their_own_ids_may_attack_each_other() -> None:
+    """RULES.md §1.4: only an attack on the attacker's own mind is refused; that is the
+    one id, not a name two creatures share (two templars, two of a monster)."""
+    result = resolve(psionicist("t1", name="Templar"), psionicist("t2", name="Templar"),
+                     {"mode": "mind-thrust"}, attack=[1])
+    assert result["hit"] is False and result["attacker"]["after"]["psp"] == 49
+
+
 def test_int_bonus_lowers_the_needed_roll() -> None:
     # Int 20: bonus 3 (RULES.md §1.4 step 3)
     result = resolve(psionicist("a", int=20), psionicist("d", mac=5),
@@ -358,6 +374,15 @@ def test_psionic_mind_opens_when_its_psps_reach_0() -> None:
     assert result["mind_opened"] and result["opened_by"] == "zero-psp"
 
 
+def test_the_damage_event_gives_the_psps_lost_no_more_than_the_target_held() -> None:
+    """RULES.md §1.4 step 5: the target loses the damage in PSPs, not below 0: 4 points
+    on a mind holding 3 lose it 3, and the event says both."""
+    result = resolve(psionicist("a"), psionicist("d", psp=3), {"mode": "mind-thrust"},
+                     attack=[15], damage=[4])
+    assert [e for e in result["events"] if e["type"] == "damage"] == [
+        {"type": "damage", "combatant": "d", "amount": 4, "psp_lost": 3}]
+
+
 def test_attacker_spending_its_last_psps_opens_its_own_mind() -> None:
     # Errata: "A mind with 0 PSPs is open"
     result = resolve(psionicist("a", psp=4), psionicist("d"),
@@ -407,6 +432,33 @@ def test_an_ego_whip_of_several_steps_on_an_open_mind_dazes_for_one_d4() -> None
     assert result["effect"] == {"type": "dazed", "rounds": 4}
     assert [r["purpose"] for r in result["rolls"]].count("effect-duration") == 1
     assert result["defender"]["after"]["condition_rounds"]["dazed"] == 4
+
+
+def test_id_insinuation_on_an_open_mind_confuses_for_1d4_rounds() -> None:
+    """RULES.md §1.5: id insinuation on an open mind confuses it 1d4 rounds, counted from
+    the next round; no hit points are lost."""
+    open_mind = psionicist("d", hp=30, attacks=["id-insinuation"], mind={
+        "state": "open", "opened_by": "critical"})
+    attacker = psionicist("a", attacks=["id-insinuation"])
+    result = resolve(attacker, open_mind, {"mode": "id-insinuation"}, attack=[12],
+                     damage=[1], **{"effect-duration": [3]})
+    assert result["effect"] == {"type": "confused", "rounds": 3}
+    after = result["defender"]["after"]
+    assert after["conditions"] == ["confused"] and after["condition_rounds"] == {"confused": 3}
+    assert after["hp"] == 30
+
+
+def test_a_gm_table_s_daze_by_steps_lasts_the_sum_of_its_dice() -> None:
+    """RULES.md §1.5 with a GM's table that counts ego whip's daze per step: 3 steps roll
+    3d4 rounds, added up."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["open_mind"]["effects"]["ego-whip"]["per_step"] = True
+    request = {"attacker": psionicist("a"),
+               "defender": psionicist("d", mind={"state": "open", "opened_by": "critical"}),
+               "attack": {"mode": "ego-whip", "multiplier": 3}}
+    dice = SuppliedDice({"attack": [12], "damage": [1, 1, 1], "effect-duration": [1, 4, 2]})
+    result = Revised2e(raw).resolve(request, dice).to_json()
+    assert result["effect"] == {"type": "dazed", "rounds": 7}
 
 
 def test_a_hit_on_an_open_mind_by_a_mode_without_an_effect_uses_no_power_on_it() -> None:
@@ -918,6 +970,16 @@ def test_an_exchange_records_the_defense_raised_and_paid_before_the_attack() -> 
         {"type": "psp-spent", "combatant": "d", "amount": 5, "for": "defense"},
         {"type": "psp-spent", "combatant": "a", "amount": 1, "for": "attack"}]
     assert result["defense_psp"] == 5
+
+
+def test_a_defense_paid_earlier_this_round_is_recorded_as_paid_before() -> None:
+    """RULES.md §1.4 step 1: a defense is paid once a round; raised again against a later
+    attack it costs nothing, and the record says it was paid before."""
+    result = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
+                     {"mode": "mental-barrier", "paid": True}, attack=[2])
+    assert result["events"][0] == {"type": "defense-raised", "combatant": "d",
+                                   "mode": "mental-barrier", "paid_before": True}
+    assert result["defense_psp"] == 0 and result["defender"]["after"]["psp"] == 50
 
 
 def test_a_multiplier_below_1_is_invalid_input_at_its_path() -> None:

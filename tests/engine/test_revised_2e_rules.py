@@ -765,6 +765,21 @@ def test_an_open_nonpsionic_mind_given_without_a_cause_saves_to_close() -> None:
     assert out["mind"]["state"] == "closed"
 
 
+def test_a_mind_that_closes_forgets_its_lock_and_the_power_used_on_it_and_says_how() -> None:
+    """RULES.md §1.5: a closed mind has no power used on it and no lock; closing forgets
+    both (a sheet may carry a lock on a nonpsionic mind), and the event says how it
+    closed."""
+    guard = SYSTEM.combatant({"id": "g", "mind": {
+        "state": "open", "opened_by": "attack", "rounds_open": 2, "used_power": True,
+        "locked_rounds": 2}})
+    out, events = end_of_round(SYSTEM.tables, guard, SuppliedDice({"save": [20]}),
+                               SYSTEM.options(None))
+    assert out["mind"] == {"state": "closed", "opened_by": None, "locked_rounds": 0,
+                           "last_defense": None, "used_power": False,
+                           "may_pay_to_close": False, "rounds_open": 0}
+    assert (events[1].type, events[1].data) == ("mind-closed", {"how": "save"})
+
+
 def test_an_open_nonpsionic_mind_saves_on_the_save_die_of_a_gm_table() -> None:
     """RULES.md §1.5 and §1.7: the save vs. paralyzation that closes a nonpsionic mind is
     rolled on the table's save die (a GM's table may give a d12)."""

@@ -14,6 +14,7 @@ from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
 from engine.results import freeze
 from engine.revised_2e import SYSTEM, Revised2e
+from engine.revised_2e.exchange import attack
 from engine.revised_2e.rules import (
     add_condition,
     close_mind,
@@ -459,6 +460,42 @@ def test_a_gm_table_s_daze_by_steps_lasts_the_sum_of_its_dice() -> None:
     dice = SuppliedDice({"attack": [12], "damage": [1, 1, 1], "effect-duration": [1, 4, 2]})
     result = Revised2e(raw).resolve(request, dice).to_json()
     assert result["effect"] == {"type": "dazed", "rounds": 7}
+
+
+@pytest.mark.parametrize(("mode", "dice", "event"), [
+    ("ego-whip", {"damage": [1], "effect-duration": [3]}, ("dazed", {"rounds": 3})),
+    ("id-insinuation", {"damage": [1], "effect-duration": [3]},
+     ("confused", {"rounds": 3})),
+    ("mind-thrust", {"damage": [1], "lost-power": [6]}, ("lost-power", {"days": 6})),
+    ("psychic-crush", {"damage": [1, 1], "hp-damage": [4, 5]},
+     ("hp-damage", {"amount": 9})),
+])
+def test_each_open_mind_effect_is_an_event_that_says_what_it_did(
+        mode: str, dice: JSON, event: tuple[str, JSON]) -> None:
+    """RULES.md §1.5 and §4 (every event listed): a hit on an open mind is told as its
+    effect, with the rounds, days or hit points the dice gave."""
+    modes = ["ego-whip", "id-insinuation", "mind-thrust", "psychic-crush"]
+    target = psionicist("d", hp=30, mind={"state": "open", "opened_by": "critical"})
+    result = resolve(psionicist("a", level=7, attacks=modes), target,
+                     {"mode": mode, "multiplier": len(dice["damage"])}, attack=[12], **dice)
+    assert [(e["type"], {k: v for k, v in e.items() if k not in ("type", "combatant")})
+            for e in result["events"] if e["combatant"] == "d"
+            and e["type"] != "damage"] == [event]
+
+
+def test_attack_leaves_the_combatants_it_is_given_as_they_were() -> None:
+    """``exchange.attack`` returns new combatants and never changes its inputs, plain
+    ones included (an encounter's state), even where it changes the mind, conditions
+    and PSPs of the target."""
+    attacker = SYSTEM.combatant(psionicist("a"))
+    target = SYSTEM.combatant(psionicist("d", mind={"state": "open", "opened_by": "critical"}))
+    kept = copy.deepcopy((attacker, target))
+    outcome = attack(SYSTEM.tables, SYSTEM.options(None), attacker, target,
+                     {"mode": "ego-whip"}, None,
+                     SuppliedDice({"attack": [12], "damage": [3], "effect-duration": [2]}))
+    assert outcome.defender["conditions"] == ["dazed"]
+    assert outcome.defender["mind"]["used_power"] is True
+    assert (attacker, target) == kept
 
 
 def test_a_hit_on_an_open_mind_by_a_mode_without_an_effect_uses_no_power_on_it() -> None:

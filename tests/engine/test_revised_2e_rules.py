@@ -656,6 +656,19 @@ def test_a_quick_mac_once_rolled_is_not_rolled_again() -> None:
     assert [r["purpose"] for r in again["rolls"]] == ["attack"]
 
 
+def test_a_quick_mac_rolled_to_0_is_kept_as_well() -> None:
+    """RULES.md §1.6 Quick MACs: MAC 0 is a MAC like any other (10 to −10): Supra-
+    Intelligence 4–5, rolled 4, high-psionic 10 (−4) gives 0, kept for good."""
+    beast = {"id": "beast", "quick_mac": {"intelligence": 19, "psionic": "high"}}
+    first = resolve(psionicist("a"), beast, {"mode": "mind-thrust"},
+                    **{"mac-base": [1], "mac-modifier": [10], "attack": [5]})
+    assert first["defender"]["after"]["mac"] == 0
+    again = resolve(psionicist("a"), first["defender"]["after"], {"mode": "mind-thrust"},
+                    attack=[5])
+    assert again["defender"]["after"]["mac"] == 0 and again["needed"] == 16
+    assert [r["purpose"] for r in again["rolls"]] == ["attack"]
+
+
 def test_unused_supplied_dice_are_reported() -> None:
     result = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
                      attack=[2, 7], save=[3])
@@ -895,6 +908,13 @@ def test_recovery_is_ceil_max_over_8_per_full_hour_never_above_max() -> None:
     assert SYSTEM.recover(c, 0)["psp"] == 10
     with pytest.raises(InvalidInput):
         SYSTEM.recover(c, -1)
+
+
+def test_a_rest_of_negative_hours_is_invalid_input_at_hours() -> None:
+    c = SYSTEM.combatant(psionicist("p", psp=10))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.recover(c, -1)
+    assert [p.path for p in err.value.problems] == ["/hours"]
 
 
 # -- description, options and tables --------------------------------------------------------

@@ -180,6 +180,59 @@ def test_rules_refuse_the_attack(attacker: JSON, declared: JSON, rule: str) -> N
     assert err.value.rule == rule
 
 
+@pytest.mark.parametrize(("attacker", "declared", "defense", "detail"), [
+    (psionicist("a"), {"mode": "mind-thrust", "multiplier": 6}, None,
+     "multiplier 6 is above a's level 5"),
+    (psionicist("a", psp=15), {"mode": "psychic-crush", "multiplier": 2}, None,
+     "a declares 16 PSPs of psychic-crush but holds 15"),
+    (psionicist("a", conditions=["stunned", "dazed"]), {"mode": "mind-thrust"}, None,
+     "a is stunned, dazed"),
+    (psionicist("a"), {"mode": "mind-thrust"}, {"mode": "mental-barrier"},
+     "d needs 5 PSPs for mental-barrier but holds 4"),
+])
+def test_a_refusal_says_the_figures_that_break_the_rule(
+        attacker: JSON, declared: JSON, defense: JSON | None, detail: str) -> None:
+    """RULES.md §1.4 steps 1–2: a refused attack or defense says why in its own figures:
+    the multiplier against the level, the PSPs declared or needed against those held,
+    every condition that stops the attacker."""
+    with pytest.raises(RulesViolation) as err:
+        resolve(attacker, psionicist("d", psp=4), declared, defense, attack=[10])
+    assert err.value.detail == detail
+
+
+def test_a_refusal_for_range_names_the_bands_a_gm_table_gives_and_the_farthest() -> None:
+    """RULES.md §1.2: a mode reaches only the range bands its table row gives; beyond
+    them the refusal names those bands and the farthest reach in yards."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    del raw["attacks"]["mind-thrust"]["ranges"]["long"]
+    request = {"attacker": psionicist("a"), "defender": psionicist("d"),
+               "attack": {"mode": "mind-thrust", "range": "long"}}
+    with pytest.raises(RulesViolation) as err:
+        Revised2e(raw).resolve(request, SuppliedDice({"attack": [10]}))
+    assert (err.value.rule, err.value.detail) == (
+        "range-beyond-mode", "mind-thrust reaches only short, medium range (60 yards)")
+
+
+def test_a_declaration_breaking_two_rules_is_refused_for_the_one_checked_first(
+        ) -> None:
+    """RULES.md §1.4 step 2: a combatant that cannot act declares nothing, so that is the
+    refusal, before an unknown mode or a multiplier above its level; a declaration the
+    rules forbid outright is refused for it before the PSPs are counted; a defender that
+    cannot act is told so before what the defense costs."""
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a", conditions=["dazed"]), psionicist("d"),
+                {"mode": "psionic-blast"}, attack=[10])
+    assert err.value.rule == "attacker-cannot-act"
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a", psp=10), psionicist("d"),
+                {"mode": "mind-thrust", "multiplier": 6}, attack=[10])
+    assert err.value.rule == "multiplier-above-level"
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), psionicist("d", psp=4, conditions=["dazed"]),
+                {"mode": "mind-thrust"}, {"mode": "mental-barrier"}, attack=[10])
+    assert err.value.rule == "defender-cannot-act"
+
+
 def test_a_stunned_attacker_attacks_only_when_house_rule_h_2e_stun_is_off() -> None:
     stunned = psionicist("a", conditions=["stunned"])
     with pytest.raises(RulesViolation) as err:
@@ -324,6 +377,18 @@ def test_a_miss_is_no_critical_however_high_the_natural_roll() -> None:
     assert result["defender"]["after"]["mind"]["state"] == "closed"
     # (47: the mind blank it raised, 3)
     assert result["defender"]["after"]["psp"] == 47 and result["outcome"] == "miss"
+
+
+def test_a_critical_needs_one_of_the_naturals_a_gm_table_gives() -> None:
+    """RULES.md §1.4 step 6: the naturals that can be critical come from the table; with
+    a GM's table of 19 and 20 only, a natural 18 beating the needed number by 12 is a
+    plain hit."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["critical"]["naturals"] = [19, 20]
+    request = {"attacker": psionicist("a"), "defender": psionicist("d", mac=10),
+               "attack": {"mode": "mind-thrust"}}
+    result = Revised2e(raw).resolve(request, SuppliedDice({"attack": [18], "damage": [1]}))
+    assert result.to_json()["hit"] and not result.to_json()["critical"]
 
 
 def test_the_save_against_a_critical_hit_is_the_defender_s_roll() -> None:

@@ -548,6 +548,17 @@ def test_each_open_mind_effect_is_an_event_that_says_what_it_did(
             and e["type"] != "damage"] == [event]
 
 
+def test_the_dice_of_a_hit_on_an_open_mind_are_the_attacker_s() -> None:
+    """RULES.md §1.5: the effect of a hit on an open mind is the attacking power's, so
+    its dice (here psychic crush's 1d6 hit points per 8 PSPs) are recorded as the
+    attacker's, like the attack and damage dice."""
+    target = psionicist("d", hp=30, mind={"state": "open", "opened_by": "critical"})
+    result = resolve(psionicist("a"), target, {"mode": "psychic-crush"}, attack=[12],
+                     damage=[1], **{"hp-damage": [4]})
+    assert [(r["purpose"], r["by"]) for r in result["rolls"]] == [
+        ("attack", "a"), ("damage", "a"), ("hp-damage", "a")]
+
+
 def test_attack_leaves_the_combatants_it_is_given_as_they_were() -> None:
     """``exchange.attack`` returns new combatants and never changes its inputs, plain
     ones included (an encounter's state), even where it changes the mind, conditions

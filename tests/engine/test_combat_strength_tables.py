@@ -258,6 +258,15 @@ def test_kills_is_read_from_a_replacement_table_not_from_a_condition_s_name() ->
      "/tables/wave/effects/..5"),
     (lambda d: d["wave"]["effects"]["..5"][0].__setitem__("condition", "bewildered"),
      "/tables/wave/effects/..5/0/condition"),
+    # every banded axis is checked, not only the attacker's: the defender's original
+    # total (table B's columns) and Int + Wis (table C's rows), and every band has its
+    # row in table B and its effects in table C
+    (lambda d: d["defenseless"]["defender_bands"][2].__setitem__("max", 100),
+     "/tables/defenseless/defender_bands/2/max"),
+    (lambda d: d["wave"]["int_wis_bands"][3].__setitem__("max", 13),
+     "/tables/wave/int_wis_bands/3/max"),
+    (lambda d: d["defenseless"]["matrix"].pop("26-50"), "/tables/defenseless/matrix"),
+    (lambda d: d["wave"]["effects"].pop("38+"), "/tables/wave/effects"),
 ])
 def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
     """Tables are checked at load: a bad file names where it is wrong."""

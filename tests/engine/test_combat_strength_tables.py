@@ -167,6 +167,18 @@ def test_modes_and_costs_rules_2_2() -> None:
         (d, 0) for d in DEFENSES]
 
 
+def test_describe_gives_each_mode_its_1e_equivalent_rules_2_2() -> None:
+    """RULES.md 2.2: each attack mode's 1e equivalent (psionic-wave is psionic blast,
+    psychic-implosion psychic crush) and each defense's, as systems.describe tells them."""
+    modes = SYSTEM.describe()["modes"]
+    attacks = {m["id"]: (m["equivalent_1e"], m["cost"]) for m in modes["attacks"]}
+    assert attacks == {"psionic-wave": ("psionic blast", 20), "mind-thrust": ("mind thrust", 4),
+                       "ego-whip": ("ego whip", 7), "id-insinuation": ("id insinuation", 10),
+                       "psychic-implosion": ("psychic crush", 14)}
+    assert {m["id"]: m["equivalent_1e"] for m in modes["defenses"]}["shield-thoughts"] == \
+        "thought shield"
+
+
 def test_bonus_dice_figures_are_data() -> None:
     """Seed step iii: +1d6 per full 25, at most +5d6, -1d6 medium, -2d6 long."""
     assert DATA["bonus_dice"] == {"per": 25, "max": 5, "sides": 6,

@@ -883,6 +883,28 @@ def test_a_segment_step_lists_the_combatants_it_changed_and_what_each_attack_spe
     assert SYSTEM.encounter_view(state)["wave_used"] == []
 
 
+def test_an_attacker_struck_defenseless_in_its_segment_spends_its_cost_and_loses_the_rest(
+        ) -> None:
+    """Seed step v and RULES.md 2.4: Ann pays 4 for her Mind Thrust (long range: no bonus
+    die) while Bo's Ego Whip finds her with no defense (table B 01-25, EW vs <=59: 30):
+    her 4 defense strength go, and the 26 beyond them come from her attack strength. Of
+    the 30 it drops, 4 are spent and 26 lost."""
+    state = through_intent(encounter(psionic("ann", 40, 4), psionic("bo", 20, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "mind-thrust", "target": "bo", "range": "long"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "bo", {
+        "attack": {"mode": "ego-whip", "target": "ann"}, "defense": {"mode": "mind-blank"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    ann = SYSTEM.encounter_view(state)["combatants"]["ann"]
+    assert (ann["attack_strength"], ann["defense_strength"]) == (40 - 26 - 4, 0)
+    assert [e for e in step["events"] if e["combatant"] == "ann"] == [
+        {"type": "attack-strength-spent", "combatant": "ann", "amount": 4},
+        {"type": "attack-strength-lost", "combatant": "ann", "amount": 26},
+        {"type": "defense-strength-lost", "combatant": "ann", "amount": 4},
+        {"type": "defenses-down", "combatant": "ann"}]
+
+
 def test_a_wave_segment_tells_only_psionic_minds_standing_and_the_dice_left_over() -> None:
     """RULES.md 2.7: the non-psionic target saves on d20 (18+ at Int + Wis 6); a
     non-psionic has no strengths to tell. API.md: 'Supplied dice the resolution did not

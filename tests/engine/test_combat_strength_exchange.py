@@ -697,3 +697,98 @@ def test_the_request_schema_names_its_dialect_once_at_its_root() -> None:
     assert combatant == {k: v for k, v in SYSTEM.combatant_schema().items()
                          if k != "$schema"}
     assert "$schema" not in combatant
+
+
+def test_shield_thoughts_is_refused_to_a_defender_that_does_not_know_it() -> None:
+    """RULES.md 2.1: `defenses` are the modes a combatant knows. Shield Thoughts, the one
+    defense allowed outside a trance (seed step 3.i), has to be known like the others."""
+    defender = psionic("bo", 30, 30, defenses=["mind-blank"])
+    req = request(psionic("ann", 60, 30), defender, "mind-thrust", "shield-thoughts")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert (err.value.rule, err.value.detail) == ("defense-mode-not-known",
+                                                  "Bo does not know Shield Thoughts")
+
+
+def test_a_letter_in_a_replacement_psychic_implosion_row_is_read_as_that_letter() -> None:
+    """A GM's table B may print a letter in Psychic Implosion's row of percentages (any
+    cell of table B may be a letter): the letter's condition follows, as in every other
+    row, and no d100 is rolled. Here P, permanent insanity, at band 01-25 vs <=59."""
+    data = copy.deepcopy(SYSTEM.tables.data)
+    data["defenseless"]["matrix"]["01-25"]["psychic-implosion"][0] = "P"
+    system = CombatStrength(data)
+    req = request(psionic("ann", 20, 0), psionic("bo", 10, 10), "psychic-implosion")
+    res = system.resolve(req, SuppliedDice({"implosion": [1]}))
+    assert res.outcome == "condition" and res.fields["table_value"] == "P"
+    assert res.fields["condition"]["id"] == "permanent-insanity"
+    assert (res.fields["implosion_roll"], res.fields["crushed"]) == (None, False)
+    assert res.unused_dice == {"implosion": [1]}
+
+
+def test_a_timed_condition_given_again_for_more_rounds_lasts_the_longer() -> None:
+    """Table B, band 01-25, PB vs <=59 is D (dazed 1d4 rounds): Bo, dazed one more round,
+    is dazed again for 3; he is dazed once, for the 3 rounds."""
+    defender = psionic("bo", 10, 10, conditions=["dazed"], condition_rounds={"dazed": 1})
+    res = SYSTEM.resolve(request(psionic("ann", 25, 0), defender, "psionic-wave"),
+                         SuppliedDice({"condition-duration": [3]}))
+    assert list(res.defender.after["conditions"]) == ["dazed"]
+    assert res.defender.after["condition_rounds"] == {"dazed": 3}
+
+
+def test_the_bonus_die_and_the_implosion_d100_are_the_attackers_rolls() -> None:
+    """RULES.md 2.4: bonus dice, and 'd100 (purpose implosion) <= value crushes the mind';
+    RULES.md 4: every die says who rolled it. Ann rolls both (a defender rolls only its
+    save against a Psionic Wave), and the result gives the d100 beside the chance (table A
+    01-25, psychic crush vs mind blank: 2%; Combat Strength 30: one bonus die)."""
+    req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
+                  "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [3], "implosion": [50]}))
+    assert [(r["purpose"], r["value"], r["by"]) for r in res.to_json()["rolls"]] == [
+        ("damage", 3, "ann"), ("implosion", 50, "ann")]
+    assert (res.fields["crush_chance"], res.fields["implosion_roll"]) == (2, 50)
+    assert res.outcome == "damage" and res.fields["damage"] == 3
+
+
+def test_a_condition_the_tables_do_not_know_neither_stops_nor_kills() -> None:
+    """A sheet may carry another system's condition ("hexed"): these tables do not say it
+    incapacitates or kills, so Ann still attacks and Bo is still a mind to attack."""
+    attacker = psionic("ann", 30, 10, conditions=["hexed"])
+    defender = psionic("bo", 20, 40, conditions=["hexed"])
+    req = request(attacker, defender, "ego-whip", "shield-thoughts")
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [2]}))
+    assert res.fields["table"] == "combat" and res.fields["damage"] == 3 + 2
+    assert list(res.defender.after["conditions"]) == ["hexed"]
+
+
+@pytest.mark.parametrize("req,dice,condition", [
+    # table B, band 01-25, MT vs <=59 is W: a psionic wound for 1d4 weeks
+    (request(psionic("ann", 20, 0), psionic("bo", 10, 10), "mind-thrust"),
+     {"condition-duration": [2]},
+     {"id": "psionic-wound", "letter": "W", "roll": None,
+      "duration": {"amount": 2, "unit": "weeks"}, "rounds": None,
+      "text": "psionic wound (all psionic ability lost)"}),
+    # table C, Int + Wis 6 (6-9): a failed save and a d100 of 50 is a coma
+    (request(psionic("ann", 40, 10), {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3},
+             "psionic-wave"),
+     {"save": [1], "wave-effect": [50]},
+     {"id": "coma", "letter": None, "roll": 50, "duration": None, "rounds": None,
+      "text": "in a coma"}),
+])
+def test_the_condition_field_gives_its_letter_or_d100_and_the_tables_text(
+        req: dict[str, Any], dice: dict[str, list[int]], condition: dict[str, Any]) -> None:
+    """systems.describe's result_fields: condition is `{id, letter, roll, duration, rounds,
+    text}`: table B's letter, or table C's d100, and the condition in the tables' words."""
+    res = SYSTEM.resolve(req, SuppliedDice(dice))
+    assert res.to_json()["condition"] == condition
+
+
+def test_a_defense_named_with_no_defense_strength_left_is_not_looked_up() -> None:
+    """Seed iii: those with no remaining defense strength are attacked on the defenseless
+    table, whatever defense they name: the result and the attack event say no defense
+    was looked up (table B, band 01-25, EW vs <=59: 30)."""
+    req = request(psionic("ann", 20, 20), psionic("bo", 30, 0, defense_strength_max=20),
+                  "ego-whip", "mind-blank")
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert (res.fields["table"], res.fields["damage"]) == ("defenseless", 30)
+    assert res.fields["defense_mode"] is None
+    assert [e.data["defense"] for e in res.events if e.type == "attack"] == [None]

@@ -279,6 +279,10 @@ def test_kills_is_read_from_a_replacement_table_not_from_a_condition_s_name() ->
      "/tables/wave/int_wis_bands/3/max"),
     (lambda d: d["defenseless"]["matrix"].pop("26-50"), "/tables/defenseless/matrix"),
     (lambda d: d["wave"]["effects"].pop("38+"), "/tables/wave/effects"),
+    # a percent mode of table A is the file's own list, whatever table B's are
+    (lambda d: (d["combat"]["percent_modes"].append("id-insinuation"),
+                d["combat"]["matrix"]["01-25"]["id-insinuation"].__setitem__("mind-blank", 150)),
+     "/tables/combat/matrix/01-25/id-insinuation/mind-blank"),
 ])
 def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path: str) -> None:
     """Tables are checked at load: a bad file names where it is wrong."""

@@ -261,6 +261,19 @@ def test_only_psionic_wave_affects_a_non_psionic_and_only_from_the_wave_stance()
     assert err.value.rule == "wave-stance-for-non-psionic-targets"
 
 
+@pytest.mark.parametrize("stance", ["discipline", "normal"])
+def test_a_psionic_wave_on_a_non_psionic_from_any_stance_but_wave_is_refused(
+        stance: str) -> None:
+    """Seed step 2: one using a Discipline or acting normally 'cannot enter this trance'
+    and makes no attack this round; only the wave stance sends a Psionic Wave at a
+    non-psionic opponent."""
+    ogre = {"id": "ogre", "int": 5, "wis": 6}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(request(psionic("ann", 40, 10), ogre, "psionic-wave", stance=stance),
+                       RandomDice(1))
+    assert err.value.rule == "wave-stance-for-non-psionic-targets"
+
+
 def test_attack_outside_trance_is_refused() -> None:
     """Seed ii: 'Anyone using a Discipline ... cannot use an Attack Mode'."""
     req = request(psionic("ann", 40, 10), psionic("bo", 10, 10), "mind-thrust",
@@ -760,26 +773,32 @@ def test_a_condition_the_tables_do_not_know_neither_stops_nor_kills() -> None:
     assert list(res.defender.after["conditions"]) == ["hexed"]
 
 
-@pytest.mark.parametrize("req,dice,condition", [
+@pytest.mark.parametrize("req,dice,condition,rolled_by", [
     # table B, band 01-25, MT vs <=59 is W: a psionic wound for 1d4 weeks
     (request(psionic("ann", 20, 0), psionic("bo", 10, 10), "mind-thrust"),
      {"condition-duration": [2]},
      {"id": "psionic-wound", "letter": "W", "roll": None,
       "duration": {"amount": 2, "unit": "weeks"}, "rounds": None,
-      "text": "psionic wound (all psionic ability lost)"}),
+      "text": "psionic wound (all psionic ability lost)"},
+     [("condition-duration", "ann")]),
     # table C, Int + Wis 6 (6-9): a failed save and a d100 of 50 is a coma
     (request(psionic("ann", 40, 10), {"id": "ogre", "name": "Ogre", "int": 3, "wis": 3},
              "psionic-wave"),
      {"save": [1], "wave-effect": [50]},
      {"id": "coma", "letter": None, "roll": 50, "duration": None, "rounds": None,
-      "text": "in a coma"}),
+      "text": "in a coma"},
+     [("save", "ogre"), ("wave-effect", "ann")]),
 ])
 def test_the_condition_field_gives_its_letter_or_d100_and_the_tables_text(
-        req: dict[str, Any], dice: dict[str, list[int]], condition: dict[str, Any]) -> None:
+        req: dict[str, Any], dice: dict[str, list[int]], condition: dict[str, Any],
+        rolled_by: list[tuple[str, str]]) -> None:
     """systems.describe's result_fields: condition is `{id, letter, roll, duration, rounds,
-    text}`: table B's letter, or table C's d100, and the condition in the tables' words."""
+    text}`: table B's letter, or table C's d100, and the condition in the tables' words.
+    The attacker rolls the condition's dice; the target only its save (RULES.md 4: every
+    die says who rolled it)."""
     res = SYSTEM.resolve(req, SuppliedDice(dice))
     assert res.to_json()["condition"] == condition
+    assert [(r["purpose"], r["by"]) for r in res.to_json()["rolls"]] == rolled_by
 
 
 def test_a_defense_named_with_no_defense_strength_left_is_not_looked_up() -> None:

@@ -246,9 +246,14 @@ def _dazed_in_segment(segment: int) -> tuple[JSON, list[tuple[int, int | None]]]
                                            force=True)
     assert step["results"][0]["condition"]["id"] == "dazed"
     dazed = []
-    while "dazed" in state["combatants"]["bo"]["conditions"]:
+    # bounded: a daze that never ends fails here rather than hanging the test
+    for _ in range(100):
+        if "dazed" not in state["combatants"]["bo"]["conditions"]:
+            break
         dazed.append((step["round"], step.get("segment")))
         state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    else:
+        pytest.fail("Bo is still dazed after 100 steps")
     assert {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
         step["events"]
     return state, [*dazed, (step["round"], step.get("segment"))]
@@ -294,13 +299,14 @@ def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -
     assert state["combatants"]["bo"]["conditions"] == ["dazed"]
     assert not any(e["type"] == "condition-ended" for e in step["events"])
     ended = None
-    while ended is None:
+    for _ in range(100):  # bounded: a daze that never ends fails rather than hangs
         state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
         if state["phase"] == "intent":
             state = through_intent(state, {"ann": "trance", "bo": "normal"})
         if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
                 step["events"]:
             ended = (step["round"], step["segment"])
+            break
     assert ended == (3, 5)
 
 
@@ -966,14 +972,16 @@ def test_an_attack_s_record_shows_where_the_segment_left_its_attacker() -> None:
 
 def _when_bo_s_daze_ends(state: JSON) -> tuple[int, int]:
     """Steps without attacks (Ann in a trance, Bo acting normally) until Bo's daze ends:
-    the (round, segment) it ends in."""
-    while True:
+    the (round, segment) it ends in; bounded, so a daze that never ends fails rather
+    than hangs."""
+    for _ in range(100):
         state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
         if state["phase"] == "intent":
             state = through_intent(state, {"ann": "trance", "bo": "normal"})
         if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
                 step["events"]:
             return step["round"], step["segment"]
+    pytest.fail("Bo is still dazed after 100 steps")
 
 
 def test_a_condition_given_again_from_outside_after_a_cure_counts_at_the_round_s_end(

@@ -330,6 +330,28 @@ def test_a_points_cell_above_100_in_the_defenseless_table_is_not_a_percentage() 
     assert tables.defenseless_value("01-25", "ego-whip", 0) == 150
 
 
+def test_a_whole_number_written_with_a_decimal_point_reads_as_that_integer() -> None:
+    """JSON Schema counts 150.0 and 25.0 as integers, so a GM's replacement file may write
+    them so (Python's json writes a float that way): a Psychic Implosion chance of 150.0
+    is refused like 150, and a bonus die per 25.0 points of Combat Strength counts like
+    one per 25."""
+    data = copy.deepcopy(DATA)
+    data["combat"]["matrix"]["01-25"]["psychic-implosion"]["mind-blank"] = 150.0
+    with pytest.raises(InvalidInput) as err:
+        CombatStrength(data)
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/tables/combat/matrix/01-25/psychic-implosion/mind-blank",
+         "a percentage is at most 100")]
+    data = copy.deepcopy(DATA)
+    data["bonus_dice"]["per"] = 25.0
+    ann = {"id": "ann", "name": "Ann", "attack_strength": 30, "defense_strength": 30}
+    bo = {"id": "bo", "name": "Bo", "attack_strength": 30, "defense_strength": 60}
+    request = {"attacker": ann, "defender": bo, "attack": {"mode": "mind-thrust"},
+               "defense": {"mode": "mind-blank"}}
+    res = CombatStrength(data).resolve(request, SuppliedDice({"damage": [1, 2]}))
+    assert (res.fields["bonus_dice"], res.fields["damage"]) == (2, 12 + 1 + 2)
+
+
 def test_a_value_beyond_a_closed_last_band_counts_as_the_last_band() -> None:
     """rules.find_band: a replacement file may close its last band (126-200 instead of
     126+); a Combat Strength above it still reads that band, not the first."""

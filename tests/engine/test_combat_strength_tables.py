@@ -337,9 +337,11 @@ def test_a_whole_number_written_with_a_decimal_point_reads_as_that_integer() -> 
     one per 25."""
     data = copy.deepcopy(DATA)
     data["combat"]["matrix"]["01-25"]["psychic-implosion"]["mind-blank"] = 150.0
+    data["defenseless"]["matrix"]["01-25"]["psychic-implosion"][0] = 150.0
     with pytest.raises(InvalidInput) as err:
         CombatStrength(data)
     assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/tables/defenseless/matrix/01-25/psychic-implosion/0", "a percentage is at most 100"),
         ("/tables/combat/matrix/01-25/psychic-implosion/mind-blank",
          "a percentage is at most 100")]
     data = copy.deepcopy(DATA)

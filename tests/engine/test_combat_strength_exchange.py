@@ -400,6 +400,17 @@ def test_an_incapacitated_mind_cannot_attack() -> None:
     assert err.value.rule == "attacker-incapacitated"
 
 
+def test_an_incapacitated_mind_is_refused_for_its_condition_before_its_modes() -> None:
+    """exchange.check_attacker: a condition that stops the attacker is told before a mode
+    it does not know: asleep, Ann attacks with nothing, whatever she picked."""
+    req = request(psionic("ann", 30, 30, conditions=["asleep"], attacks=["mind-thrust"]),
+                  psionic("bo", 30, 30), "ego-whip", "mind-blank")
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert (err.value.rule, err.value.detail) == ("attacker-incapacitated",
+                                                  "Ann is asleep and cannot attack")
+
+
 @pytest.mark.parametrize("condition", ["asleep", "psionic-wound", "controlled"])
 def test_an_incapacitated_defender_cannot_use_its_defense_and_is_defenseless(
         condition: str) -> None:

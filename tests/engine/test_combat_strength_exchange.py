@@ -647,6 +647,16 @@ def test_a_defense_whose_mode_is_null_is_no_defense() -> None:
     assert res.fields["table"] == "defenseless"
 
 
+def test_the_result_names_the_mode_and_the_range_band_of_the_attack() -> None:
+    """RULES.md 2.3 step 3.ii: the attacker picks an attack mode and a range band; the
+    result says which (Combat Strength 60 at long range: no bonus die)."""
+    req = request(psionic("ann", 30, 30), psionic("bo", 20, 40), "ego-whip", "mind-blank",
+                  "long")
+    res = SYSTEM.resolve(req, SuppliedDice({}))
+    assert (res.fields["mode"], res.fields["range"], res.fields["bonus_dice"]) == (
+        "ego-whip", "long", 0)
+
+
 def test_an_attack_without_a_range_is_at_short_range_as_the_schema_says() -> None:
     """Seed iii: 'Medium range attacks deal 1d6 less damage, and at long range 2d6
     less'; an attack that names no range band is at short range, and the request and

@@ -14,6 +14,10 @@ def load_tables(package: str, data: Any | None = None) -> Any:
     """``<package>/data/tables.json``, or ``data`` (a GM's replacement) once it has been
     validated against ``<package>/data/tables.schema.json``.
 
+    A valid replacement is given back as a copy with every float that is a whole number
+    an ``int``: JSON Schema counts ``150.0`` as an integer, so a GM's file may write one,
+    and the rules count dice and compare percentages with ints.
+
     A replacement that fails the schema is ``InvalidInput`` with the path of each error:
     the compiled quick check passes a valid one, and jsonschema names the problems of
     any other. The shipped tables are part of the engine, checked against the same
@@ -30,4 +34,15 @@ def load_tables(package: str, data: Any | None = None) -> Any:
             Problem("/tables" + "".join(f"/{p}" for p in e.absolute_path), e.message)
             for e in errors
         ])
-    return data
+    return _whole_numbers(data)
+
+
+def _whole_numbers(value: Any) -> Any:
+    """A copy of ``value`` with every whole-number float an ``int``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value

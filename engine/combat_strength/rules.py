@@ -127,19 +127,6 @@ def _percent_problems(path: str, cells: Iterable[tuple[int | str, Any]]) -> list
             for key, cell in cells if isinstance(cell, int) and cell > 100]
 
 
-def _whole_numbers(value: Any) -> Any:
-    """``value`` with every float that is a whole number made an int. JSON Schema counts
-    150.0 as an integer, so a GM's replacement file may write one; the tables are read as
-    ints (a count of dice, a percentage checked against 100)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    return value
-
-
 def find_band(bands: Sequence[Mapping[str, Any]], value: int) -> int:
     """Index of the band holding ``value``: the first whose max is ≥ it (or open).
 
@@ -155,7 +142,7 @@ class Tables:
     """Typed, cross-checked access to the combat-strength tables."""
 
     def __init__(self, data: Any | None = None) -> None:
-        raw = _whole_numbers(load_tables(PACKAGE, data))
+        raw = load_tables(PACKAGE, data)
         self.data: dict[str, Any] = raw
         self.attacks: dict[str, Mode] = {
             m["id"]: Mode(m["id"], m["name"], m["cost"], m["equivalent_1e"])

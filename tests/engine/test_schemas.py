@@ -77,7 +77,23 @@ def test_a_replacement_table_is_refused_with_every_problem_in_path_order() -> No
         ("/tables/attacks/mind-thrust/cost", "'x' is not of type 'integer'"),
         ("/tables/defenses/mind-blank/cost", "-1 is less than the minimum of 0")]
     valid = data_file("revised-2e", "tables.json")
-    assert load_tables("engine.revised_2e", valid) is valid
+    assert load_tables("engine.revised_2e", valid) == valid
+
+
+@pytest.mark.parametrize("system_id", sorted(SYSTEMS))
+def test_a_replacement_table_reads_a_whole_number_with_a_point_as_an_int(
+        system_id: str) -> None:
+    """JSON Schema counts 4.0 as an integer, so a GM's file may write it: every system's
+    tables read it as 4 (dice are counted and percentages compared with ints), in a copy
+    that leaves the GM's object as it was."""
+    original = data_file(system_id, "tables.json")
+    written = json.loads(json.dumps(original), parse_int=float)
+    as_written = json.dumps(written)
+    package = f"engine.{system_id.replace('-', '_')}"
+    loaded = load_tables(package, written)
+    assert loaded == original
+    assert json.dumps(loaded) == json.dumps(original)  # 4, not 4.0
+    assert json.dumps(written) == as_written
 
 
 @pytest.mark.parametrize("system_id", sorted(SYSTEMS))

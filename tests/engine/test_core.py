@@ -183,7 +183,7 @@ def test_expression_with_penetration() -> None:
     assert out["total"] == 6 + 5 + 0 + 3 + 1
 
 
-@pytest.mark.parametrize("expr,pos", [("3d", 2), ("3d6+", 4), ("3x6", 1), ("", 0)])
+@pytest.mark.parametrize("expr,pos", [("3d", 2), ("3d6+", 4), ("3x6", 1), ("2*3", 1), ("", 0)])
 def test_expression_syntax_error_names_position(expr: str, pos: int) -> None:
     with pytest.raises(DiceSyntaxError) as err:
         roll_expression(expr, RandomDice(1))
@@ -214,6 +214,17 @@ def test_an_expression_is_capped_when_any_penetrating_die_is() -> None:
     assert {r["by"] for r in out["rolls"]} == {"kara"}
 
 
+def test_an_expression_rolled_after_other_dice_reports_only_its_own() -> None:
+    """``roll_expression`` on a source that has rolled before: its ``rolls`` are the
+    expression's dice alone, and a follow-up's ``follows`` counts in that list."""
+    dice = SuppliedDice({"attack": [7], "expr": [4, 4, 2]})
+    dice.roll("attack", 20)
+    out = roll_expression("1d4p", dice)
+    assert [(r["purpose"], r["value"], r["follows"]) for r in out["rolls"]] == [
+        ("expr", 4, None), ("expr", 4, 0), ("expr", 2, 1)]
+    assert out["total"] == 4 + 3 + 1
+
+
 def test_expression_limits_sit_exactly_at_their_edges() -> None:
     """API.md Limits: at most 100 dice in one expression; a die has 1 to 1000 faces,
     an expression at most 200 characters and a number at most 1000000 (7 digits).
@@ -232,6 +243,7 @@ def test_expression_limits_sit_exactly_at_their_edges() -> None:
     assert roll_expression("1d1000", SuppliedDice({"expr": [1000]}))["total"] == 1000
     assert roll_expression("1000000 - 1", RandomDice(1))["total"] == 999_999
     refused = {"2+1d1001": (2, "a die has 1 to 1000 sides"),
+               "2+1d0": (2, "a die has 1 to 1000 sides"),
                "2+0d6": (2, "the number of dice must be at least 1"),
                "1000001": (0, "a constant is at most 1000000"),
                "2+12345678": (2, "number too large"),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine import builtin_systems
 from engine.dice import MAX_SIDES, MAX_SUPPLIED_DICE, RandomDice, SuppliedDice, largest_faces
-from engine.errors import EngineError, InvalidInput, LimitExceeded
+from engine.errors import DiceNeeded, EngineError, InvalidInput, LimitExceeded
 
 from . import test_combat_strength_properties as cs_props
 from . import test_revised_2e_properties as r2_props
@@ -88,6 +88,18 @@ def test_the_dice_of_a_purpose_are_a_list_named_by_a_string() -> None:
         SuppliedDice({7: [1]})  # type: ignore[dict-item]
     assert [p.to_json() for p in err.value.problems] == [
         {"path": "/dice/7", "message": "must be a list of die values"}]
+
+
+def test_the_values_checked_are_the_ones_used_though_the_caller_s_list_changes() -> None:
+    """Every value is checked when the dice are given: a 0 put into the caller's list
+    afterwards is never handed out, and what is left over is a list of the values given."""
+    values = [3]
+    dice = SuppliedDice({"attack": values, "save": (5, 6)})
+    values.append(0)
+    assert dice.roll("attack", 20) == 3
+    with pytest.raises(DiceNeeded):
+        dice.roll("attack", 20)
+    assert dice.unused() == {"save": [5, 6]}
 
 
 def test_check_faces_holds_each_purpose_to_its_largest_die() -> None:

@@ -19,7 +19,13 @@ from engine.dice import (
     step_die,
     still_needed,
 )
-from engine.errors import DiceNeeded, DiceSyntaxError, InvalidInput, LimitExceeded
+from engine.errors import (
+    DiceNeeded,
+    DiceSyntaxError,
+    InvalidInput,
+    LimitExceeded,
+    RulesViolation,
+)
 from engine.expr import roll_expression
 from engine.odds import Dist
 
@@ -178,6 +184,19 @@ def test_still_needed_counts_the_later_dice_of_the_same_purpose_and_sides() -> N
     assert (needed.purpose, needed.sides, needed.needed) == ("attack", 20, 4)
 
 
+def test_still_needed_stops_counting_at_a_step_any_rule_refuses() -> None:
+    """Not only invalid input ends the count: a later step the rules forbid (too few
+    PSPs, say) is refused once the dice are there, so its dice are not asked for."""
+    def attack(source: DiceSource) -> object:
+        return source.roll("attack", 20)
+
+    def too_few_psps(source: DiceSource) -> object:
+        raise RulesViolation("psp", "not enough PSPs")
+
+    needed = still_needed(DiceNeeded("attack", 20, 1), [attack, too_few_psps, attack])
+    assert (needed.purpose, needed.sides, needed.needed) == ("attack", 20, 2)
+
+
 def test_expression_with_penetration() -> None:
     out = roll_expression("2d6p+1", SuppliedDice({"expr": [6, 6, 1, 3]}))
     assert out["total"] == 6 + 5 + 0 + 3 + 1
@@ -235,6 +254,9 @@ def test_expression_limits_sit_exactly_at_their_edges() -> None:
     with pytest.raises(LimitExceeded) as long_:
         roll_expression(longest + "0", RandomDice(1))
     assert long_.value.problems[0].message == "longer than 200 characters"
+    with pytest.raises(LimitExceeded) as garbled:
+        roll_expression("x" * 201, RandomDice(1))
+    assert garbled.value.problems[0].message == "longer than 200 characters"
     assert len(roll_expression("100d1", RandomDice(1))["rolls"]) == 100
     with pytest.raises(LimitExceeded) as many:
         roll_expression("60d6+41d6", RandomDice(1))
@@ -260,6 +282,17 @@ def test_expression_limits_sit_exactly_at_their_edges() -> None:
 def test_expression_dice_bomb_is_limited() -> None:
     with pytest.raises(LimitExceeded):
         roll_expression("60d6+41d6", RandomDice(1))
+
+
+def test_penetrating_dice_count_toward_an_expression_s_hundred_dice() -> None:
+    """API.md Limits: at most 100 dice in one expression, penetrating ones among them
+    (their follow-ups are bounded apart, 100 per die)."""
+    assert len(roll_expression("99d6+1d6p", SuppliedDice({"expr": [1] * 100}))["rolls"]) == 100
+    for expr in ("100d6+1d6p", "60d6p+41d6p"):
+        with pytest.raises(LimitExceeded) as err:
+            roll_expression(expr, RandomDice(1))
+        assert err.value.problems[0].message == \
+            "101 dice exceed the limit of 100 dice per expression"
 
 
 def test_d1_penetration_loop_is_capped() -> None:

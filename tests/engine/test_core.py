@@ -71,6 +71,16 @@ def test_supplied_value_outside_faces_is_refused() -> None:
     assert err.value.problems[0].path == "/dice/attack/0"
 
 
+def test_a_value_refused_for_its_die_is_not_used_up() -> None:
+    """A 21 given for a d20 is refused where it stands and stays the next value: it is
+    still reported unused, and a d100 asked next gets it."""
+    dice = SuppliedDice({"attack": [21]})
+    with pytest.raises(InvalidInput):
+        dice.roll("attack", 20)
+    assert dice.unused() == {"attack": [21]} and dice.rolls == ()
+    assert dice.roll("attack", 100) == 21
+
+
 def test_exhausted_purpose_raises_dice_needed() -> None:
     dice = SuppliedDice({"damage": [3]})
     with pytest.raises(DiceNeeded) as err:
@@ -147,6 +157,14 @@ def test_pool_limit() -> None:
         RandomDice(1).roll_many("attack", 6, 101)
     assert [p.to_json() for p in err.value.problems] == [
         {"path": "/pool_dice", "message": "101 dice exceed the limit of 100 dice per pool"}]
+
+
+def test_a_pool_over_the_limit_is_refused_before_any_die_is_asked_for() -> None:
+    """A pool of 101 dice with 5 supplied is the limit, not "dice needed" for 96 more:
+    supplying them would only be refused again."""
+    with pytest.raises(LimitExceeded) as err:
+        SuppliedDice({"attack": [1] * 5}).roll_many("attack", 6, 101)
+    assert [p.path for p in err.value.problems] == ["/pool_dice"]
 
 
 def test_a_die_has_one_to_max_sides_faces() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError
 from fractions import Fraction
 from itertools import product
 
@@ -50,6 +51,21 @@ def test_a_later_resolution_counts_follows_in_its_own_rolls() -> None:
         assert [(r.value, r.follows) for r in dice.rolls_since(mark)] == [
             (6, None), (1, 0), (2, None)]
     assert [r.follows for r in dice.rolls] == [None, 0, None, None, 3, None]
+
+
+def test_the_record_of_the_dice_cannot_be_changed() -> None:
+    """STYLE.md: results are immutable values. A die in the record (shared by every
+    resolution that reports it), a penetrating die, and the rolls since any mark are
+    all read-only."""
+    dice = SuppliedDice({"damage": [3, 6, 2]})
+    dice.roll("damage", 6)
+    die = dice.roll_penetrating("damage", 6)
+    with pytest.raises(FrozenInstanceError):
+        dice.rolls[1].value = 1  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        die.total = 0  # type: ignore[misc]
+    assert isinstance(dice.rolls_since(1), tuple) and isinstance(dice.rolls_since(0), tuple)
+    assert [r.value for r in dice.rolls] == [3, 6, 2] and die.total == 7
 
 
 def test_penetration_cap_is_reported() -> None:

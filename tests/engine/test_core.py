@@ -247,12 +247,13 @@ def test_expression_syntax_error_names_position(expr: str, pos: int) -> None:
 def test_expression_terms_add_and_subtract_as_written() -> None:
     """API.md ``dice.roll``: expressions like ``3d6+2`` and ``2d6p`` (penetrating): a
     die without a count is one die, ``-`` subtracts a die, a penetrating die or a
-    number, ``d``/``p`` may be capitals, and spaces or tabs may sit between tokens."""
+    number, ``d``/``p`` may be capitals, and spaces or tabs may sit between tokens,
+    before the first and after the last."""
     out = roll_expression(" 3d6 - d4\t+ 2", SuppliedDice({"expr": [6, 5, 4, 3]}))
     assert out == {"expr": " 3d6 - d4\t+ 2", "total": 6 + 5 + 4 - 3 + 2,
                    "rolls": out["rolls"], "capped": False}
     assert [r["value"] for r in out["rolls"]] == [6, 5, 4, 3]
-    assert roll_expression("d20-1", SuppliedDice({"expr": [12]}))["total"] == 11
+    assert roll_expression("d20-1 \t", SuppliedDice({"expr": [12]}))["total"] == 11
     assert roll_expression("10 - 1d4p", SuppliedDice({"expr": [4, 2]}))["total"] == 10 - 5
     assert roll_expression("2D6P", SuppliedDice({"expr": [6, 2, 3]}))["total"] == 6 + 1 + 3
 

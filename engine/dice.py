@@ -60,12 +60,11 @@ def step_die(sides: int, steps: int) -> int:
     return LADDER[index]
 
 
-def check_pool_size(count: int, path: str = "/pool_dice") -> None:
+def check_pool_size(count: int) -> None:
     """Refuse a pool of more than ``MAX_DICE_PER_POOL`` dice."""
     if count > MAX_DICE_PER_POOL:
-        raise LimitExceeded(
-            Problem(path, f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool")
-        )
+        raise LimitExceeded(Problem(
+            "/pool_dice", f"{count} dice exceed the limit of {MAX_DICE_PER_POOL} dice per pool"))
 
 
 class DiceSource(ABC):
@@ -297,7 +296,3 @@ def dice_source(dice: Mapping[str, Sequence[int]] | None, seed: int | None) -> D
     if dice is not None:
         return SuppliedDice(dice)
     return RandomDice(seed)
-
-
-def rolls_to_json(rolls: Iterable[Roll]) -> list[dict[str, Any]]:
-    return [r.to_json() for r in rolls]

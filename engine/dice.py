@@ -243,8 +243,8 @@ def _face_problems(purpose: str, queue: Sequence[Any], top: int, rolled_for: str
 
 
 class LowestDice(DiceSource):
-    """Every die shows 1 (so none penetrates): run through steps to count the dice they
-    ask for at least (``still_needed``)."""
+    """Every die shows 1 (so none penetrates but a d1, whose 1 is its highest): run
+    through steps to count the dice they ask for at least (``still_needed``)."""
 
     def _value(self, purpose: str, sides: int) -> int:
         return 1

@@ -375,14 +375,17 @@ async def test_a_stored_state_that_is_not_an_object_is_corrupt(store: SQLiteStor
 
 
 async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:
-    state = {"combatants": {"ulcen": {"psp": 40, "name": "Ulcen of Tyr"}}, "round": 1}
+    """Compact, and a name's letters beyond ASCII kept as they are, not as \\u escapes of
+    six characters each."""
+    state = {"combatants": {"ulcen": {"psp": 40, "name": "Ulcën of Tyr"}}, "round": 1}
     record = await store.create("revised-2e", None, {}, state)
     await store.append(record.id, expected_revision=0, kind="resolve", params={"a": [1, 2]},
                        rolls=[], result={"outcome": "hit"}, state=state)
     with contextlib.closing(sqlite3.connect(store.path)) as raw:
         texts = raw.execute("SELECT params, rolls, result, state FROM steps").fetchone()
     values: list[object] = [{"a": [1, 2]}, [], {"outcome": "hit"}, state]
-    compact = [json.dumps(value, separators=(",", ":")) for value in values]
+    compact = [json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+               for value in values]
     assert list(texts) == compact
     # the encounter's current state is the step's state, not any other column of it
     assert (await store.get(record.id)).state == state
@@ -509,6 +512,34 @@ async def test_racing_creates_and_undos_in_two_connections_on_one_file_all_land(
         assert sorted(o[1].revision for o in outcomes if isinstance(o, tuple)) == [1, 2, 3, 4]
         assert sum(isinstance(o, NothingToUndo) for o in outcomes) == 4
         assert (await second.get(id)).state == {"n": 0}
+
+
+async def test_a_new_stores_schema_is_made_under_the_files_write_lock(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open`` reads the schema version again and migrates under the file's write lock
+    (``BEGIN IMMEDIATE``): a second daemon opening the same new file meanwhile waits for
+    it, then finds the schema made, instead of reading version 0 too and making the
+    tables a second time."""
+    path = tmp_path / "store.sqlite3"
+    migrate = store_module._migrate
+    others: list[str] = []
+
+    async def watched(db: Any, version: int) -> int:
+        # what another process trying to write the file finds while the schema is made
+        with contextlib.closing(sqlite3.connect(path, timeout=0,
+                                                isolation_level=None)) as other:
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                others.append("could write")
+            except sqlite3.OperationalError as error:
+                others.append(str(error))
+        return await migrate(db, version)
+
+    monkeypatch.setattr(store_module, "_migrate", watched)
+    async with SQLiteStore(path) as store:
+        assert await store.list() == []
+    assert others == ["database is locked"]
 
 
 async def test_concurrent_appends_to_different_encounters_all_land(
@@ -868,6 +899,18 @@ async def test_a_store_path_that_cannot_be_read_or_made_is_store_unavailable(
     assert list(folder.iterdir()) == [] and blocker.read_bytes() == b"a file, not a folder"
 
 
+async def test_a_file_with_the_sqlite_header_sqlite_cannot_read_is_corrupt_untouched(
+        tmp_path: pathlib.Path) -> None:
+    """Past the check of its first bytes, SQLite itself says "file is not a database"
+    (SQLITE_NOTADB): damage retrying cannot mend, so StoreCorrupt, not StoreUnavailable."""
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xa5" * 4080)
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt, match="file is not a database"):
+        await SQLiteStore(path).open()
+    assert fingerprint(tmp_path) == before
+
+
 async def test_a_garbage_file_is_corrupt_and_left_untouched(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite3"
     path.write_bytes(b"these are not the tables you are looking for\n" * 200)
@@ -999,6 +1042,9 @@ async def test_a_read_only_database_gives_store_unavailable_and_changes_nothing(
     with pytest.raises(StoreUnavailable) as caught:
         await step(store, record.id, "declare", 2, expected=1)
     assert "READONLY" in str(caught.value)
+    # chained to SQLite's own error (its text quotes nothing stored), which a logged
+    # traceback shows
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
     for write in (store.undo(record.id, expected_revision=1), store.delete(record.id),
                   store.create("revised-2e", None, {}, {})):
         with pytest.raises(StoreUnavailable):
@@ -1062,7 +1108,7 @@ async def test_a_store_file_this_user_cannot_write_is_refused_at_open_untouched(
     """A store file another user made (or sudo did) in a folder of ours: SQLite opened it
     read only, so the daemon started, then refused every write, and its -wal and -shm,
     made as unwritable, stopped the next start after the store was put right, naming the
-    store. Now the open is refused, naming the file that is not writable."""
+    store. Now the open is refused, naming the file that is not writable and why."""
     folder = tmp_path / "home"
     path = folder / "store.sqlite3"
     await filled_store(path)
@@ -1071,7 +1117,9 @@ async def test_a_store_file_this_user_cannot_write_is_refused_at_open_untouched(
     with unwritable(folder / name):
         with pytest.raises(StoreUnavailable) as caught:
             await SQLiteStore(path).open()
-        assert f"cannot write {folder / name} (" in str(caught.value)
+        # the system's short reason, without its errno or the file's name said again
+        assert re.search(re.escape(f"cannot write {folder / name} (") + r"[A-Z][a-z ]+\): ",
+                         str(caught.value))
         assert fingerprint(folder) == before
 
 

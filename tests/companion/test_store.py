@@ -123,6 +123,24 @@ async def test_append_moves_the_revision_on_and_logs_the_step_with_its_dice(
     assert log[1].params == {"n": 2} and log[1].encounter_id == record.id
 
 
+async def test_create_and_append_answer_the_state_as_read_back_not_the_callers_values(
+        store: SQLiteStore) -> None:
+    """The record a write answers is the one ``get`` reads afterwards: values as JSON
+    holds them (a tuple as a list, a number key as text), and a copy that the caller's
+    later changes to its own dicts leave alone."""
+    options: dict[str, Any] = {"house_rules": ("H-PP-X",)}
+    state: dict[Any, Any] = {"round": 1, "psp": {1: 40}}
+    stored = {"round": 1, "psp": {"1": 40}}
+    record = await store.create("revised-2e", None, options, state)
+    assert (record.options, record.state) == ({"house_rules": ["H-PP-X"]}, stored)
+    moved = await store.append(record.id, expected_revision=0, kind="declare", params={},
+                               rolls=[], result=None, state=state)
+    assert moved == await store.get(record.id) and moved.state == stored
+    state["round"], options["house_rules"] = 2, ()
+    assert (record.options, record.state, moved.state) == (
+        {"house_rules": ["H-PP-X"]}, stored, stored)
+
+
 async def test_a_new_id_that_is_taken_already_is_drawn_again(
         store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """companion/store.py ``_new_id``: "a collision is retried anyway"."""
@@ -170,12 +188,13 @@ async def states_of(store: SQLiteStore, id: str, revisions: Iterable[int]
 async def test_the_states_asked_for_come_in_revision_order_a_few_reads_at_a_time(
         store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """``encounter.log`` reads only the states it compares: each revision asked for
-    once, in order, one the log does not hold left out, however many reads it takes."""
+    once (also one asked for more times than a read takes), in order, one the log does
+    not hold left out, however many reads it takes."""
     monkeypatch.setattr(store_module, "STATES_PER_READ", 2)
     record = await store.create("revised-2e", None, {}, {"n": 0})
     for n in range(1, 8):
         await step(store, record.id, "declare", n)
-    assert await states_of(store, record.id, [7, 2, 3, 3, 5, 99, 1]) == [
+    assert await states_of(store, record.id, [7, 2, 3, 3, 3, 5, 99, 1]) == [
         (1, {"n": 1}), (2, {"n": 2}), (3, {"n": 3}), (5, {"n": 5}), (7, {"n": 7})]
     assert await states_of(store, record.id, []) == []
     with pytest.raises(UnknownEncounter):
@@ -235,9 +254,9 @@ def count_detail_reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 
 async def test_step_details_come_in_the_order_asked_a_few_reads_at_a_time(
         store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each step asked for once, in the order asked, one the log does not hold left
-    out; each read transaction takes ``STEPS_PER_READ`` of them; the rest of each step
-    (``undone_by``) is the outline's."""
+    """Each step asked for once (the first given of its revision), in the order asked,
+    one the log does not hold left out; each read transaction takes ``STEPS_PER_READ`` of
+    them; the rest of each step (``undone_by``) is the outline's."""
     monkeypatch.setattr(store_module, "STEPS_PER_READ", 2)
     record = await store.create("revised-2e", None, {}, {"n": 0})
     for n in range(1, 8):
@@ -248,7 +267,8 @@ async def test_step_details_come_in_the_order_asked_a_few_reads_at_a_time(
                                                         details=())}
     outline[2] = dataclasses.replace(outline[2], undone_by=42)
     asked = [outline[r] for r in (7, 2, 3, 3)] + [
-        dataclasses.replace(outline[1], revision=99), outline[1]]
+        dataclasses.replace(outline[1], revision=99), outline[1],
+        dataclasses.replace(outline[2], undone_by=7)]
     got = [s async for s in store.step_details(record.id, asked)]
     assert got == [full[7], dataclasses.replace(full[2], undone_by=42), full[3], full[1]]
     assert reads == [[7, 2], [3, 99], [1]]
@@ -269,9 +289,14 @@ async def test_an_outline_with_texts_needs_no_second_read(
                                 texts_after=3)
     assert [s.texts is not None for s in outline] == [False, False, False, True, True]
     assert outline == await store.steps(record.id, states=False, details=("declare",))
+    # texts are kept for an outline only: the whole log has its steps parsed already
+    whole = await store.steps(record.id, states=False, texts_after=3)
+    assert whole == full and [s.texts for s in whole] == [None] * 5
     reads = count_detail_reads(store, monkeypatch)
-    assert [s async for s in store.step_details(record.id, outline)] == full
-    assert reads == [[1, 2, 3]]
+    detailed = [s async for s in store.step_details(record.id, outline)]
+    assert detailed == full and reads == [[1, 2, 3]]
+    # a step given in full keeps no text: it would hold the step twice
+    assert [s.texts for s in detailed] == [None] * 5
 
 
 async def runs_of_parsing(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,

@@ -479,7 +479,10 @@ async def test_a_write_naming_an_older_revision_is_stale_and_changes_nothing(
     await step(store, record.id, "declare", 1, expected=0)
     with pytest.raises(StaleRevision) as caught:
         await step(store, record.id, "declare", 2, expected=0)
-    assert (caught.value.id, caught.value.revision) == (record.id, 1)
+    assert (caught.value.id, caught.value.revision, caught.value.expected) == (
+        record.id, 1, 0)
+    assert str(caught.value) == (
+        f"encounter {record.id!r} is at revision 1, the write expected 0")
     with pytest.raises(StaleRevision):
         await step(store, record.id, "declare", 2, expected=5)
     current = await store.get(record.id)
@@ -721,8 +724,9 @@ async def test_undo_with_nothing_resolved_or_a_stale_revision_changes_nothing(
         store: SQLiteStore) -> None:
     record = await store.create("revised-2e", None, {}, {"n": 0})
     await step(store, record.id, "declare", 1)
-    with pytest.raises(NothingToUndo):
+    with pytest.raises(NothingToUndo) as nothing:
         await store.undo(record.id, expected_revision=1)
+    assert nothing.value.id == record.id
     await step(store, record.id, "resolve", 2)
     with pytest.raises(StaleRevision) as caught:
         await store.undo(record.id, expected_revision=1)
@@ -776,6 +780,25 @@ async def test_a_connection_closed_under_the_store_gives_store_unavailable(
     await store._db.close()
     with pytest.raises(StoreUnavailable, match="listing encounters: "):
         await store.list()
+
+
+async def test_a_refused_open_leaves_the_store_closed_and_to_be_opened_again(
+        tmp_path: pathlib.Path) -> None:
+    """StoreCorrupt says to move the file aside: done, the same store opens, and until
+    then it is a store that is not open, not one holding the refused connection."""
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xa5" * 4080)
+    store = SQLiteStore(path)
+    with pytest.raises(StoreCorrupt):
+        await store.open()
+    with pytest.raises(StoreUnavailable, match="is not open"):
+        await store.list()
+    path.rename(tmp_path / "aside.sqlite3")
+    await store.open()
+    try:
+        assert await store.list() == []
+    finally:
+        await store.close()
 
 
 async def test_a_closed_store_refuses_calls(tmp_path: pathlib.Path) -> None:

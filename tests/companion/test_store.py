@@ -635,6 +635,26 @@ async def test_closing_first_finishes_the_write_of_a_cancelled_caller(
         assert (await again.get(record.id)).revision == 1
 
 
+async def test_closing_with_a_refused_write_of_a_cancelled_caller_in_flight_closes(
+        tmp_path: pathlib.Path) -> None:
+    """``close`` lets the writes in flight end, a refused one as well: it neither raises
+    that write's error (which no caller is left to take) nor leaves the store open."""
+    path = tmp_path / "store.sqlite3"
+    store = SQLiteStore(path)
+    await store.open()
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    task = asyncio.ensure_future(step(store, record.id, "declare", 1, expected=5))
+    await asyncio.sleep(0)  # the write is handed to its own task, which has not run yet
+    task.cancel()
+    await store.close()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # closed: SQLite folded its write-ahead log into the file and removed it
+    assert not pathlib.Path(f"{path}-wal").exists()
+    with pytest.raises(StoreUnavailable, match="is not open"):
+        await store.list()
+
+
 async def test_a_refused_write_of_a_cancelled_caller_logs_no_unretrieved_exception(
         store: SQLiteStore, caplog: pytest.LogCaptureFixture) -> None:
     """The shielded task's StaleRevision reaches no caller: it is retrieved all the same,
@@ -1232,6 +1252,38 @@ async def test_a_store_failing_quick_check_shows_at_most_five_lines_of_it(
                                problem).groups()  # type: ignore[union-attr]
     assert len(shown.split("; ")) == 5
     assert 5 + int(more) == len([line for line in found.splitlines() if line.strip()])
+
+
+async def test_a_store_failing_quick_check_in_many_rows_shows_lines_of_each(
+        tmp_path: pathlib.Path) -> None:
+    """quick_check also answers a row per value that breaks its column's NOT NULL: the
+    message takes its five lines from all the rows, not from the first alone, and counts
+    the rest."""
+    path = tmp_path / "store.sqlite3"
+    await filled_store(path)
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        [schema] = raw.execute("SELECT sql FROM sqlite_schema WHERE name = 'steps'"
+                               ).fetchone()
+        nullable = schema.replace("kind         TEXT NOT NULL", "kind TEXT").replace(
+            "state        TEXT NOT NULL", "state TEXT")
+        assert nullable.count("NOT NULL") == schema.count("NOT NULL") - 2
+        for sql in (nullable, schema):  # the NULLs written past the schema's rule
+            raw.execute("PRAGMA writable_schema = ON")
+            raw.execute("UPDATE sqlite_schema SET sql = ? WHERE name = 'steps'", (sql,))
+            raw.commit()
+            raw.execute("PRAGMA writable_schema = RESET")
+            if sql == nullable:
+                raw.execute("UPDATE steps SET kind = NULL, state = NULL WHERE revision <= 3")
+                raw.commit()
+        rows = raw.execute("PRAGMA quick_check").fetchall()
+    assert rows == [("NULL value in steps.kind",), ("NULL value in steps.state",)] * 3
+    before = fingerprint(tmp_path)
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(path).open()
+    assert caught.value.problem == "PRAGMA quick_check found: " + "; ".join(
+        ["NULL value in steps.kind", "NULL value in steps.state"] * 2
+        + ["NULL value in steps.kind"]) + " (and 1 more lines)"
+    assert fingerprint(tmp_path) == before
 
 
 SECRET = "SECRET-CHOICE-mind-thrust-at-fenka"

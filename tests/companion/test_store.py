@@ -414,6 +414,12 @@ async def test_json_columns_are_compact_json_text(store: SQLiteStore) -> None:
     assert list(texts) == compact
     # the encounter's current state is the step's state, not any other column of it
     assert (await store.get(record.id)).state == state
+    # a step without a result has none (SQL NULL), not the JSON text null
+    await store.append(record.id, expected_revision=1, kind="declare", params={},
+                       rolls=[], result=None, state=state)
+    with contextlib.closing(sqlite3.connect(store.path)) as raw:
+        assert raw.execute("SELECT result FROM steps WHERE revision = 2").fetchone() == (
+            None,)
 
 
 async def test_unknown_encounters_raise_unknown_encounter(store: SQLiteStore) -> None:
@@ -540,6 +546,23 @@ async def test_racing_creates_and_undos_in_two_connections_on_one_file_all_land(
         assert sorted(o[1].revision for o in outcomes if isinstance(o, tuple)) == [1, 2, 3, 4]
         assert sum(isinstance(o, NothingToUndo) for o in outcomes) == 4
         assert (await second.get(id)).state == {"n": 0}
+
+
+async def test_racing_deletes_and_appends_in_two_connections_on_one_file_all_land(
+        tmp_path: pathlib.Path) -> None:
+    """A delete takes the file's write lock at once (``BEGIN IMMEDIATE``) as well: while
+    the other daemon sharing the file writes, it waits its turn instead of finding its
+    read out of date and being refused as busy."""
+    path = tmp_path / "store.sqlite3"
+    async with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        ids = [(await first.create("revised-2e", None, {}, {"n": 0})).id
+               for _ in range(20)]
+        await asyncio.gather(
+            *((first if n % 2 else second).delete(id) for n, id in enumerate(ids[:10])),
+            *(step(second if n % 2 else first, id, "declare", 1)
+              for n, id in enumerate(ids[10:])))
+        assert [(r.id, r.revision) for r in await second.list()] == [
+            (id, 1) for id in ids[10:]]
 
 
 async def test_a_new_stores_schema_is_made_under_the_files_write_lock(
@@ -842,7 +865,9 @@ async def test_a_truncated_file_is_corrupt_and_left_untouched(
     with pytest.raises(StoreCorrupt) as caught:
         await SQLiteStore(path).open()
     assert caught.value.path == str(path)
-    assert str(path) in str(caught.value)
+    assert str(caught.value) == (
+        f"{path} is not a usable Mindscape store: {caught.value.problem}. It was left "
+        "untouched; move it aside (or restore a backup) to start with an empty store.")
     if cut != "half":
         # docs/RELIABILITY.md: a file cut inside its header, even inside the first 16
         # bytes ("SQLite format 3"), is named truncated, with its size
@@ -879,7 +904,9 @@ async def test_a_lost_store_beside_its_write_ahead_log_is_corrupt_and_left_untou
     before = fingerprint(crashed)
     with pytest.raises(StoreCorrupt) as caught:
         await SQLiteStore(path).open()
-    assert "write-ahead log store.sqlite3-wal" in caught.value.problem
+    assert caught.value.problem.startswith(
+        f"it is {'missing' if loss == 'deleted' else 'empty'}, yet the write-ahead log "
+        "store.sqlite3-wal beside it holds ")
     assert fingerprint(crashed) == before
     # put back, the two files hold the acknowledged step
     path.write_bytes(saved)
@@ -1299,14 +1326,19 @@ async def _not_utf_8(path: pathlib.Path, sql: str, *args: object) -> None:
 
 
 async def test_a_stored_column_that_is_not_json_is_corrupt(store: SQLiteStore) -> None:
+    """Named by its step, whether the log is read whole or a step in full after its
+    outline."""
     record = await store.create("revised-2e", None, {}, {"n": 0})
     await step(store, record.id, "resolve", 1)
+    outline = await store.steps(record.id, details=())
     with contextlib.closing(sqlite3.connect(store.path)) as raw:
         raw.execute("UPDATE steps SET params = '{\"n\": 1'")
         raw.commit()
-    with pytest.raises(StoreCorrupt, match=re.escape(
-            f"encounter '{record.id}' step 1: column params is not JSON")):
+    damaged = re.escape(f"encounter '{record.id}' step 1: column params is not JSON")
+    with pytest.raises(StoreCorrupt, match=damaged):
         await store.steps(record.id)
+    with pytest.raises(StoreCorrupt, match=damaged):
+        [s async for s in store.step_details(record.id, outline)]
 
 
 @pytest.mark.parametrize("read", ["get", "steps", "step_states", "list", "undo"])

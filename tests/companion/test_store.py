@@ -201,6 +201,22 @@ async def test_the_states_asked_for_come_in_revision_order_a_few_reads_at_a_time
         await states_of(store, "nope", [1])
 
 
+async def test_states_and_steps_in_full_are_the_encounters_own_not_anothers(
+        store: SQLiteStore) -> None:
+    """Two encounters' logs hold the same revisions: each reader of one of them gets
+    that one's states and steps, never the other's."""
+    mine = await store.create("revised-2e", None, {}, {"n": 0})
+    other = await store.create("revised-2e", None, {}, {"n": 0})
+    for n in range(1, 4):
+        await step(store, other.id, "declare", 10 * n)
+        await step(store, mine.id, "declare", n)
+    assert await states_of(store, mine.id, [1, 2, 3]) == [
+        (n, {"n": n}) for n in range(1, 4)]
+    outline = await store.steps(mine.id, states=False, details=())
+    assert [s.params async for s in store.step_details(mine.id, outline)] == [
+        {"n": n} for n in range(1, 4)]
+
+
 async def test_states_of_an_encounter_deleted_while_they_are_read_are_unknown(
         store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """No transaction is open between two states a reader takes, so a delete may come

@@ -81,9 +81,9 @@ def _as_called(system: System, which: str, method: Mapping[str, Any]) -> dict[st
         # its own base, so references inside a plugin's combatant schema resolve in it
         combatant.setdefault("$id", f"urn:mindscape:system:{system.id}:combatant")
         listed["items"] = combatant  # (with {adapter, data} beside it below)
+    sheets = COMBATANT_MEMBERS if system.id in ADAPTED_SYSTEMS else frozenset()
     for name, member in properties.items():
-        if (system.id not in ADAPTED_SYSTEMS or name not in COMBATANT_MEMBERS
-                or not isinstance(member, dict)):
+        if name not in sheets or not isinstance(member, dict):
             continue
         if member.get("type") == "array" and isinstance(member.get("items"), dict):
             member["items"] = {"anyOf": [ADAPTER_REF, member["items"]]}

@@ -673,6 +673,7 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
     ``FrozenList``'s changing methods raise ``TypeError``, any mapping or tuple is frozen
     too, copies and pickles give the value back, and ``thaw`` makes plain dicts and lists
     all the way down."""
+    import copy
     import pickle
     from types import MappingProxyType
 
@@ -701,12 +702,16 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
             changing()
     assert frozen["tags"] == ["a", "b"] and frozen["mind"] == {"state": "open"}
     assert hash(freeze([1, [2]])) == hash(freeze([1, [2]]))
+    assert copy.copy(frozen) is frozen and copy.copy(tags) is tags
     assert pickle.loads(pickle.dumps(tags)) == ["a", "b"]
     assert type(pickle.loads(pickle.dumps(tags))) is FrozenList
     plain = thaw(frozen)
     assert plain == {"tags": ["a", "b"], "mind": {"state": "open"}, "pair": [1, 2]}
     assert [type(v) for v in plain.values()] == [list, dict, list]
     assert type(thaw(tags)) is list and type(thaw(MappingProxyType({"a": [1]}))) is dict
+    # objects in a list are thawed too (a resolution's rolls and events are such lists)
+    rolls = thaw(freeze({"rolls": [{"value": 6, "tags": ["x"]}]}))["rolls"]
+    assert type(rolls[0]) is dict and type(rolls[0]["tags"]) is list
     data = {"tags": ["x"]}
     event = Event("stunned", "a", data)
     data["tags"].append("y")

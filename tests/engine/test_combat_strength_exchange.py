@@ -364,11 +364,63 @@ def test_combatant_defaults_per_combatants_md() -> None:
     ({"name": "!!!"}, "/x/name"),
     ({"id": "a", "conditions": ["dazed"], "condition_rounds": {"asleep": 2}},
      "/x/condition_rounds/asleep"),
+    ({"id": "a", "psionic": False, "attacks": ["ego-whip"]}, "/x/psionic"),
+    ({"id": "a", "psionic": False, "defenses": ["mind-blank"]}, "/x/psionic"),
 ])
 def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> None:
     with pytest.raises(InvalidCombatant) as err:
         SYSTEM.combatant(raw, "/x")
     assert path in [p.path for p in err.value.problems]
+
+
+def _conditions(n: int) -> dict[str, Any]:
+    names = [f"hex-{i}" for i in range(n)]
+    return {"conditions": names, "condition_rounds": dict.fromkeys(names, 1)}
+
+
+@pytest.mark.parametrize("edge,over,path", [
+    ({"attack_strength": 100_000}, {"attack_strength": 100_001}, "/x/attack_strength"),
+    ({"defense_strength_max": 100_000}, {"defense_strength_max": 100_001},
+     "/x/defense_strength_max"),
+    ({"int": 25, "wis": 0}, {"int": 26, "wis": 0}, "/x/int"),
+    ({"name": "n" * 200}, {"name": "n" * 201}, "/x/name"),
+    ({"attack_strength": 7, "attacks": ["ego-whip"]},
+     {"attack_strength": 7, "attacks": ["ego-whip", "ego-whip"]}, "/x/attacks"),
+    ({"conditions": ["x"]}, {"conditions": [""]}, "/x/conditions/0"),
+    (_conditions(64), _conditions(65), "/x/conditions"),
+    (_conditions(64), _conditions(65), "/x/condition_rounds"),
+    ({"conditions": ["dazed"], "condition_rounds": {"dazed": 0}},
+     {"conditions": ["dazed"], "condition_rounds": {"dazed": -1}},
+     "/x/condition_rounds/dazed"),
+])
+def test_a_combatant_s_limits_sit_exactly_at_their_edges(edge: dict[str, Any],
+                                                          over: dict[str, Any],
+                                                          path: str) -> None:
+    """engine/combat_strength/combatant.py: strengths up to 100000, int and wis 0-25, a
+    name of up to 200 characters, each mode known once, up to 64 conditions of at least
+    one character with up to 64 timed (0 rounds left is a round still to come): the
+    value at the edge is taken, the next one beyond it refused at its field."""
+    SYSTEM.combatant({"id": "a", **edge}, "/x")
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "a", **over}, "/x")
+    assert path in [p.path for p in err.value.problems]
+
+
+def test_a_psionic_that_lists_only_its_attacks_or_defenses_knows_all_of_the_other() -> None:
+    """docs/COMBATANTS.md: attacks and defenses are "all five of each for a psionic
+    creature when absent": each list on its own."""
+    c = SYSTEM.combatant({"id": "a", "attack_strength": 10, "attacks": ["ego-whip"]})
+    assert c["attacks"] == ["ego-whip"] and c["defenses"] == DEFENSES
+    c = SYSTEM.combatant({"id": "a", "attack_strength": 10, "defenses": ["mind-blank"]})
+    assert c["attacks"] == ATTACKS and c["defenses"] == ["mind-blank"]
+
+
+@pytest.mark.parametrize("not_an_object", ["Korr", 7, ["a"]])
+def test_a_combatant_that_is_not_an_object_is_refused_as_such(not_an_object: Any) -> None:
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(not_an_object, "/x")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/x", "a combatant must be an object")]
 
 
 def test_describe_lists_modes_tables_purposes_and_house_rules() -> None:

@@ -432,8 +432,27 @@ def test_describe_lists_modes_tables_purposes_and_house_rules() -> None:
     assert [p["purpose"] for p in d["dice_purposes"]] == [
         "damage", "implosion", "save", "wave-effect", "condition-duration"]
     assert [m["id"] for m in d["modes"]["attacks"]] == ATTACKS
+    assert [m["id"] for m in d["modes"]["defenses"]] == DEFENSES
+    # RULES.md 2.3 step 3.ii: the range bands an attack picks from
+    assert d["modes"]["ranges"] == ["short", "medium", "long"]
     assert d["tables"]["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] == 12
     assert d["combatant_schema"]["type"] == "object" and "request_schema" in d
+
+
+def test_describe_and_the_combatant_schema_are_the_caller_s_copies() -> None:
+    """A caller that changes what it was given (a GM's tool editing the tables it was
+    shown) changes neither the system's tables nor its combatant schema."""
+    system = CombatStrength()
+    d = system.describe()
+    d["tables"]["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] = 99
+    system.combatant_schema()["properties"]["int"]["maximum"] = 99
+    d["combatant_schema"]["properties"]["wis"]["maximum"] = 99
+    again = system.describe()
+    assert again["tables"]["combat"]["matrix"]["01-25"]["mind-thrust"]["mind-blank"] == 12
+    assert again["combatant_schema"]["properties"]["int"]["maximum"] == 25
+    assert system.combatant_schema()["properties"]["wis"]["maximum"] == 25
+    req = request(psionic("ann", 20, 0), psionic("bo", 30, 40), "mind-thrust", "mind-blank")
+    assert system.resolve(req, SuppliedDice({})).fields["damage"] == 12
 
 
 def test_summary_tells_the_table_what_happened() -> None:

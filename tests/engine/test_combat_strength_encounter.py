@@ -202,6 +202,18 @@ def test_view_never_shows_a_pending_choice() -> None:
     assert view["combatants"] == {cid: state["combatants"][cid] for cid in ("ann", "bo")}
 
 
+def test_the_view_lists_who_has_declared_in_encounter_order() -> None:
+    """engine/combat_strength/encounter.py ``view``: only who has declared, in the order
+    the combatants joined: the order they declared in is part of the secret."""
+    state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30),
+                                     psionic("cy", 30, 30)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for cid in ("cy", "ann"):
+        state = SYSTEM.encounter_declare(state, cid, {"defense": {"mode": "mind-blank"}})
+    view = SYSTEM.encounter_view(state)
+    assert view["declared"] == ["ann", "cy"] and view["waiting_for"] == ["bo"]
+
+
 def test_ten_segments_then_the_next_rounds_intent() -> None:
     """Seed step 2: 'ten psionic attacks per round (one attack per segment)'."""
     state = through_intent(encounter(psionic("ann", 200, 200), psionic("bo", 200, 200)),
@@ -308,6 +320,36 @@ def test_a_condition_given_again_for_the_rounds_it_still_had_lasts_from_then() -
             ended = (step["round"], step["segment"])
             break
     assert ended == (3, 5)
+
+
+def test_a_condition_two_attacks_give_again_in_one_segment_lasts_the_longer_from_then(
+        ) -> None:
+    """Research tables B: 'D dazed 1d4 rounds'. Bo, dazed two more rounds from outside
+    the encounter, is dazed again in segment 1 by Ann's wave for two rounds and by Cy's
+    for one: together at least the rounds Bo still had, so the daze lasts two rounds
+    from segment 1 (to segment 1 of round 3), not counted as the old one was (at round
+    ends), as Cy's shorter one alone would leave it."""
+    stances = {"ann": "trance", "bo": "normal", "cy": "trance"}
+    bo = psionic("bo", 40, 40, conditions=["dazed"], condition_rounds={"dazed": 2})
+    state = through_intent(encounter(psionic("ann", 30, 10), bo, psionic("cy", 30, 10)),
+                           stances)
+    for me in ("ann", "cy"):
+        state = SYSTEM.encounter_declare(state, me, {"attack": {
+            "mode": "psionic-wave", "target": "bo"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"condition-duration": [2, 1]}), force=True)
+    assert [(r["attacker"]["id"], r["condition"]["id"], r["condition"]["rounds"])
+            for r in step["results"]] == [("ann", "dazed", 2), ("cy", "dazed", 1)]
+    ended = None
+    for _ in range(100):  # bounded: a daze that never ends fails rather than hangs
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, stances)
+        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
+                step["events"]:
+            ended = (step["round"], step["segment"])
+            break
+    assert ended == (3, 1)
 
 
 def _two_mind_thrusts_at_cy(strength: int, defense: int,
@@ -482,6 +524,11 @@ def test_a_duplicate_id_is_invalid_input_and_an_unknown_target_an_unknown_combat
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "ann", {"attack": {"mode": "mind-thrust"}})
     assert err.value.problems[0].path.startswith("/choice/attack")
+    # one that is not in the encounter declares nothing, whatever its choice
+    for phase_state in (encounter(psionic("ann", 30, 30)), state):
+        with pytest.raises(UnknownCombatant) as unknown:
+            SYSTEM.encounter_declare(phase_state, "cy", {"defense": None})
+        assert (unknown.value.id, unknown.value.path) == ("cy", "/combatant_id")
 
 
 def test_step_json_shape() -> None:
@@ -665,6 +712,23 @@ def test_a_segment_s_attacks_take_supplied_dice_in_the_order_their_attackers_joi
         ("ann", [1, 2]), ("bo", [3])]
     assert SYSTEM.describe()["encounter"]["order"].endswith(
         "supplied dice go to the attacks in the order their attackers joined the encounter")
+
+
+def test_each_attack_of_a_segment_records_only_its_own_dice() -> None:
+    """A chat card explains an attack by its own rolls: Ann's two bonus dice (Combat
+    Strength 50) and Bo's one (25), rolled in one segment from one dice source, are each
+    in their own attack's result, not the later attack's too."""
+    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 20, 5),
+                                     psionic("cy", 10, 100)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("ann", "bo"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "ego-whip", "target": "cy"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "cy", {"defense": {"mode": "mind-blank"}})
+    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 2, 3]}))
+    assert [[(r["purpose"], r["value"]) for r in result["rolls"]]
+            for result in step["results"]] == [[("damage", 1), ("damage", 2)],
+                                               [("damage", 3)]]
 
 
 def test_a_trance_attack_on_a_creature_refreshed_as_not_psionic_is_lost_when_the_segment_resolves(

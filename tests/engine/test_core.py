@@ -553,7 +553,8 @@ def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_change
     before = {"id": "a", "psp": 10, "mind": {"state": "closed"}, "conditions": []}
     after = {"id": "a", "psp": 4, "mind": {"state": "open"}, "conditions": ["stunned"]}
     res = Resolution("demo", "hit", Change("a", before, after), Change("a", before, before),
-                     (), (Event("damage", "a", {"amount": 6, "tags": ["x"]}),), "6 damage",
+                     (), (Event("damage", "a", {"amount": 6, "tags": ["x"]}),
+                          Event("stunned", "a")), "6 damage",
                      {"roll": {"natural": 20}}, unused_dice={"save": (7,)})
     after["mind"]["state"] = "changed by the caller"  # the record took a copy
     assert res.attacker.after["mind"]["state"] == "open"
@@ -572,6 +573,7 @@ def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_change
     plain["attacker"]["after"]["mind"]["state"] = "x"
     assert res.attacker.after["mind"]["state"] == "open"
     assert json.loads(json.dumps(res.to_json())) == thaw(res.to_json())
+    assert [e["type"] for e in data["events"]] == ["damage", "stunned"]
     # docs/API.md: "others?": there only when the exchange touched another creature
     assert "others" not in data
     with_other = Resolution("demo", "hit", res.attacker, res.defender, (), (), "",
@@ -709,6 +711,7 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
     assert plain == {"tags": ["a", "b"], "mind": {"state": "open"}, "pair": [1, 2]}
     assert [type(v) for v in plain.values()] == [list, dict, list]
     assert type(thaw(tags)) is list and type(thaw(MappingProxyType({"a": [1]}))) is dict
+    assert thaw((1, (2, {"a": 3}))) == [1, [2, {"a": 3}]]
     # objects in a list are thawed too (a resolution's rolls and events are such lists)
     rolls = thaw(freeze({"rolls": [{"value": 6, "tags": ["x"]}]}))["rolls"]
     assert type(rolls[0]) is dict and type(rolls[0]["tags"]) is list

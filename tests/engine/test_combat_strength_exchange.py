@@ -351,6 +351,9 @@ def test_combatant_defaults_per_combatants_md() -> None:
     assert (c["int"], c["wis"], c["conditions"]) == (10, 10, [])
     ogre = SYSTEM.combatant({"id": "ogre"})
     assert ogre["psionic"] is False and ogre["attacks"] == [] and ogre["original_total"] == 0
+    # an original total given (abilities lost since) is kept, not made again
+    worn = SYSTEM.combatant({"id": "worn", "attack_strength": 10, "original_total": 180})
+    assert worn["original_total"] == 180
 
 
 @pytest.mark.parametrize("raw,path", [
@@ -469,6 +472,12 @@ def test_an_incapacitated_mind_cannot_attack() -> None:
     with pytest.raises(RulesViolation) as err:
         SYSTEM.resolve(req, RandomDice(1))
     assert err.value.rule == "attacker-incapacitated"
+    # of two conditions that stop it, the first it has is the one told
+    for first, second in (("asleep", "stunned"), ("stunned", "asleep")):
+        req["attacker"]["conditions"] = [first, second]
+        with pytest.raises(RulesViolation) as err:
+            SYSTEM.resolve(req, RandomDice(1))
+        assert f"Ann is {first} and cannot attack" in str(err.value)
 
 
 def test_an_incapacitated_mind_is_refused_for_its_condition_before_its_modes() -> None:
@@ -726,6 +735,16 @@ def test_the_result_names_the_mode_and_the_range_band_of_the_attack() -> None:
     res = SYSTEM.resolve(req, SuppliedDice({}))
     assert (res.fields["mode"], res.fields["range"], res.fields["bonus_dice"]) == (
         "ego-whip", "long", 0)
+    # the attack event, the one a chat card reads, says the same, and the table used
+    attack = res.to_json()["events"][0]
+    assert {k: attack[k] for k in ("type", "mode", "range", "defense", "table")} == {
+        "type": "attack", "mode": "ego-whip", "range": "long", "defense": "mind-blank",
+        "table": "combat"}
+    res = SYSTEM.resolve(request(psionic("ann", 30, 30), psionic("bo", 20, 40), "ego-whip",
+                                 None, "medium"), SuppliedDice({}))
+    attack = res.to_json()["events"][0]
+    assert (attack["range"], attack["defense"], attack["table"]) == (
+        "medium", None, "defenseless")
 
 
 def test_an_attack_without_a_range_is_at_short_range_as_the_schema_says() -> None:

@@ -124,6 +124,35 @@ def test_combat_strength_an_attack_of_a_refreshed_sleeper_is_dropped() -> None:
     system.encounter_resolve(asleep, RandomDice(1), True)  # not stuck
 
 
+def test_combat_strength_a_refreshed_sheet_leaves_every_choice_still_allowed_declared(
+        ) -> None:
+    """engine/combat_strength/encounter.py ``replace``: every declared choice is checked
+    again and kept while the rules allow it: Cy's sheet, taken again with less attack
+    strength, leaves all three secret choices of the segment as they were declared."""
+    system = SYSTEMS["combat-strength"]
+    state = system.encounter_new(None)
+    for cid in ("ann", "bo", "cy"):
+        state, _ = system.encounter_add(state, {"id": cid, "attack_strength": 40,
+                                                "defense_strength": 40})
+    for cid in ("ann", "bo", "cy"):
+        state = system.encounter_declare(state, cid, {"stance": "trance"})
+    state, _ = system.encounter_resolve(state, SuppliedDice({}), False)
+    choices = {
+        "ann": {"attack": {"mode": "ego-whip", "target": "bo", "range": "short"},
+                "defense": None},
+        "bo": {"attack": None, "defense": {"mode": "mind-blank"}},
+        "cy": {"attack": {"mode": "mind-thrust", "target": "ann", "range": "long"},
+               "defense": {"mode": "mental-barrier"}},
+    }
+    for cid, choice in choices.items():
+        state = system.encounter_declare(state, cid, choice)
+    state = system.encounter_replace(state, "cy", {"id": "cy", "attack_strength": 10,
+                                                   "attack_strength_max": 40,
+                                                   "defense_strength": 40})
+    assert system.encounter_pending_choices(state) == choices
+    assert state["combatants"]["cy"]["attack_strength"] == 10
+
+
 def test_combat_strength_a_sheet_refreshed_as_not_psionic_at_intent_drops_its_stance(
         ) -> None:
     """RULES.md 2.3 step 1: stances are declared at intent and fixed when it resolves;

@@ -1034,6 +1034,23 @@ def test_an_attack_s_record_shows_where_the_segment_left_its_attacker() -> None:
                 attacker["after"]["defense_strength"]) == (16, 0)
 
 
+def test_an_attack_s_record_shows_the_attacker_s_own_condition_its_segment_ended() -> None:
+    """Ann's daze, one round left when she joined, runs out at the end of round 1, in
+    segment 10, where she Ego Whips Bo: her attack's record shows her after the segment
+    as the state does, no longer dazed."""
+    ann = psionic("ann", 30, 10, conditions=["dazed"], condition_rounds={"dazed": 1})
+    state = through_intent(encounter(ann, psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    for _ in range(9):
+        state, _step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+    state = SYSTEM.encounter_declare(state, "ann", {"attack": {
+        "mode": "ego-whip", "target": "bo"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1]}), force=True)
+    assert step["segment"] == 10
+    after = step["results"][0]["attacker"]["after"]
+    assert after == state["combatants"]["ann"] and after["conditions"] == []
+
+
 def _when_bo_s_daze_ends(state: JSON) -> tuple[int, int]:
     """Steps without attacks (Ann in a trance, Bo acting normally) until Bo's daze ends:
     the (round, segment) it ends in; bounded, so a daze that never ends fails rather

@@ -182,6 +182,18 @@ def test_revised_2e_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
     assert new["combatants"]["kara"]["name"] == "kara"
 
 
+def test_combat_strength_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
+    """As in revised-2e: a refreshed sheet is taken "under the same id", its own id (a
+    VTT's, longer than an encounter allows) not checked, and one with no name is named
+    by the id it holds in the encounter."""
+    system = SYSTEMS["combat-strength"]
+    _, state = _encounter("combat-strength")
+    first, _, _, _ = CASES["combat-strength"]
+    new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
+    assert new["combatants"]["kara"]["id"] == "kara"
+    assert new["combatants"]["kara"]["name"] == "kara"
+
+
 def test_revised_2e_a_stored_choice_that_no_longer_fits_is_dropped_not_refused() -> None:
     """Every declared choice is checked again on a refresh; one of a combatant the
     encounter no longer holds, or one that no longer fits the choice's shape (a state

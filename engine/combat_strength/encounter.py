@@ -491,8 +491,10 @@ def _count_down(s: JSON, start: Mapping[str, Any], afters: dict[str, JSON],
         had = start[cid]["condition_rounds"]
         mine = {k: v for k, v in began.get(cid, {}).items() if k in timed}
         for condition in list(timed):
-            again = applied[cid].get(condition, 0)
-            if condition not in had or again >= had[condition]:
+            # only a condition this segment gave counts as given again: one it did not
+            # give, with 0 rounds left, would otherwise be "given again" every segment
+            again = applied[cid].get(condition)
+            if condition not in had or (again is not None and again >= had[condition]):
                 mine[condition] = segment  # (re)applied in this segment
                 continue
             if mine.get(condition, SEGMENTS_PER_ROUND) != segment:

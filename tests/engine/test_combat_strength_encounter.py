@@ -244,6 +244,30 @@ def test_timed_conditions_run_out_at_the_end_of_a_round() -> None:
         step["events"]
 
 
+def test_a_condition_with_no_round_left_ends_at_the_round_s_end_as_between_exchanges(
+        ) -> None:
+    """docs/COMBATANTS.md: ``condition_rounds`` are the rounds left on a timed
+    condition (0 and up), counted in an encounter's segments or one per
+    ``exchange.end_round``. A daze a sheet gives with 0 rounds left ends at the first
+    round end between single exchanges, and so at the end of the encounter's first
+    round too; it was taken as given again in every segment and never ended."""
+    sheet = psionic("ann", 30, 30, conditions=["dazed"], condition_rounds={"dazed": 0})
+    between = SYSTEM.end_round({"combatants": [sheet]}, SuppliedDice({}))
+    assert between["summary"] == "End of the round: Ann is no longer dazed."
+    state = through_intent(encounter(sheet, psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    ended = []
+    for _ in range(30):
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, {"ann": "trance", "bo": "trance"})
+        if {"type": "condition-ended", "combatant": "ann", "condition": "dazed"} in \
+                step["events"]:
+            ended.append((step["round"], step["segment"]))
+    assert ended == [(1, 10)]
+    assert state["combatants"]["ann"]["conditions"] == []
+
+
 def _dazed_in_segment(segment: int) -> tuple[JSON, list[tuple[int, int | None]]]:
     """Ann's psionic wave (band 26-50) dazes Bo (defenseless, original 40: letter D,
     1d4 rounds, rolled 1) in ``segment`` of round 1; then every step until Bo is clear,

@@ -564,7 +564,8 @@ def test_a_resolution_is_read_only_all_the_way_down_and_to_json_shares_no_change
                      lambda: data["attacker"]["after"]["mind"].update(state="x"),
                      lambda: data["events"][0]["tags"].clear(),
                      lambda: data["roll"].pop("natural"),
-                     lambda: data["unused_dice"]["save"].sort()):
+                     lambda: data["unused_dice"]["save"].sort(),
+                     lambda: data["unused_dice"].pop("save")):
         with pytest.raises(TypeError, match="read-only"):
             changing()
     # The top level is the caller's own; thaw gives a changeable deep copy.

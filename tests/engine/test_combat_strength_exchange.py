@@ -434,6 +434,7 @@ def test_describe_lists_modes_tables_purposes_and_house_rules() -> None:
     assert all(r["text"] for r in d["house_rules"])
     assert [p["purpose"] for p in d["dice_purposes"]] == [
         "damage", "implosion", "save", "wave-effect", "condition-duration"]
+    assert all(p["text"] for p in d["dice_purposes"])  # each says what its dice are for
     assert [m["id"] for m in d["modes"]["attacks"]] == ATTACKS
     assert [m["id"] for m in d["modes"]["defenses"]] == DEFENSES
     # RULES.md 2.3 step 3.ii: the range bands an attack picks from

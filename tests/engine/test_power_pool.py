@@ -1416,3 +1416,60 @@ def test_spells_sacrificed_by_other_members_of_the_group_are_told() -> None:
                    dice={"attack": [8, 8], "defense": [1, 1]})
     assert "B defends with no defense mode (1d4); with Mage (plus 3 for sacrificed spells) " \
         "the group totals 5." in res.summary
+
+
+# -- audit (mutation): a ladder stepped down, counts and names told as they are ---------------
+
+def test_a_replacement_mode_stepping_the_die_down_stops_at_the_ladder_s_foot() -> None:
+    """RULES.md §3.3: "upgrades stop at d20"; a GM's table may step a die down
+    (die_steps from -10), and that stops at the ladder's first die, d4, as well."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["modes"]["pinnacle-of-will"]["die_steps"] = -1
+    system = PowerPoolSystem(tables)
+    for die in (4, 6):
+        res = system.resolve({"attacker": psionic("A", 1, 6), "defender": psionic("B", 1, die),
+                              "attack": {"mode": "personality-invasion"},
+                              "defense": {"mode": "pinnacle-of-will"}},
+                             SuppliedDice({"attack": [1], "defense": [1]}))
+        assert [r.sides for r in res.rolls] == [6, 4]
+
+
+def test_a_sacrifice_of_two_spells_too_many_says_two() -> None:
+    """Seed: spellcasters "may choose to sacrifice memorised spells": two level-3 spells
+    asked of one memorised are counted as two, not "a level-3 spell"."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("B", spell_levels=[3]), {"mode": "mental-stab"},
+                 {"sacrifice": [3, 3]})
+    assert err.value.detail == ("/defense/sacrifice: B sacrifices 2 level-3 spells but has "
+                                "only 1 memorised (memorised: [3])")
+
+
+def test_an_attack_pool_dice_over_the_limit_is_a_limit_even_above_the_pool() -> None:
+    """API.md limits: at most 100 dice in a pool. pool_dice of 101 is over the limit
+    whatever the pool holds (LimitExceeded at the field, without the hint for a whole
+    pool), not a rule of the pool."""
+    with pytest.raises(LimitExceeded) as err:
+        exchange(psionic("A", 3, 6), psionic("B"), {"mode": "mental-stab", "pool_dice": 101})
+    assert err.value.problems[0].path == "/attack/pool_dice"
+    assert "give pool_dice" not in err.value.problems[0].message
+
+
+def test_a_psionic_ally_joining_does_not_make_the_refusal_of_allies_speak_of_a_wave() -> None:
+    """A psionic ally joining with imagination-swarm is not a mind struck: a non-psionic
+    ally without the defender's imagination-swarm is refused for the defender alone."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, None,
+                 allies=[psionic("Seer"), mundane("W")],
+                 defenses={"seer": {"mode": "imagination-swarm"}})
+    assert err.value.rule == "ally-needs-imagination-swarm"
+    assert err.value.detail == ("/allies/1: non-psionic allies are drawn in only by a "
+                                "defender using imagination-swarm")
+
+
+def test_a_wave_s_summary_names_every_creature_attacked() -> None:
+    """Seed: Psionic Wave: "The attacker may attack multiple opponents simultaneously":
+    the summary names them all."""
+    res = exchange(psionic("A", 4, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
+                   dice={"attack": [8, 8, 8, 8], "defense": [4, 4, 6]})
+    assert res.summary.startswith("A strikes at B, C and D with Psionic Wave.")

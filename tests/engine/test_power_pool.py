@@ -1473,3 +1473,37 @@ def test_a_wave_s_summary_names_every_creature_attacked() -> None:
                    defenders=[psionic("C", 1, 4), mundane("D", 1, 6)],
                    dice={"attack": [8, 8, 8, 8], "defense": [4, 4, 6]})
     assert res.summary.startswith("A strikes at B, C and D with Psionic Wave.")
+
+
+def test_missing_defense_dice_are_counted_after_the_members_they_cover() -> None:
+    """RULES.md 4: the "dice needed" error names the count still needed: a wave at 1d6,
+    2d6 and 2d6 minds with two d6 given covers the first mind, and the other two still
+    need three."""
+    with pytest.raises(DiceNeeded) as err:
+        exchange(psionic("A", 2, 4), psionic("B", 1, 6), {"mode": "psionic-wave"},
+                 defenders=[psionic("C", 2, 6), psionic("D", 2, 6)],
+                 dice={"attack": [1, 1], "defense": [1, 1]})
+    assert (err.value.purpose, err.value.sides, err.value.needed) == ("defense", 6, 3)
+
+
+def test_two_spells_of_one_level_sacrificed_are_both_spent() -> None:
+    """Seed: the bonus is "the total level of memorised spells sacrificed": two level-3
+    spells add 6, and both are gone from the memorised spells."""
+    res = exchange(psionic("A", 2, 6), mundane("Mage", 2, 4, spell_levels=[3, 1, 3]),
+                   {"mode": "mental-stab"}, {"sacrifice": [3, 3]},
+                   dice={"attack": [5, 5], "defense": [1, 1]})
+    assert res.to_json()["defense_total"] == 8
+    assert after(res, "mage")["spell_levels"] == [1]
+
+
+def test_an_ally_drawn_in_is_dazed_even_when_blank_mind_stops_the_attack() -> None:
+    """Seed: allies drawn in by Imagination Swarm "are dazed": they are drawn in when the
+    defense is chosen, before the attacker's save against another mind's Blank Mind, so
+    the save failing does not spare them."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   {"mode": "imagination-swarm"}, defenders=[psionic("C", 1, 4)],
+                   defenses={"c": {"mode": "blank-mind"}}, allies=[mundane("W")],
+                   dice={"save": [1]})
+    assert res.to_json()["outcome_detail"] == "blank-mind-save-failed"
+    assert "dazed" in after(res, "w")["conditions"]
+    assert [e.combatant for e in res.events if e.type == "dazed"] == ["a", "w"]

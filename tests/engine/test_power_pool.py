@@ -1507,3 +1507,60 @@ def test_an_ally_drawn_in_is_dazed_even_when_blank_mind_stops_the_attack() -> No
     assert res.to_json()["outcome_detail"] == "blank-mind-save-failed"
     assert "dazed" in after(res, "w")["conditions"]
     assert [e.combatant for e in res.events if e.type == "dazed"] == ["a", "w"]
+
+
+def test_a_die_lost_is_told_as_a_die() -> None:
+    """RULES.md §3.2 step 5: the rebuffed attacker "loses one pool die", and so does one
+    failing its save against Blank Mind: one die is "a die", and it "is" lost."""
+    rebuffed = exchange(psionic("A", 2, 6), psionic("B", 2, 6), {"mode": "mental-stab"},
+                        dice={"attack": [1, 1], "defense": [6, 6]})
+    assert rebuffed.summary.endswith("B holds: A loses a die from its pool and is stunned "
+                                     "for a round.")
+    saved = exchange(psionic("A", 2, 6), psionic("B", 2, 6), {"mode": "mental-stab"},
+                     {"mode": "blank-mind"}, dice={"save": [1]})
+    assert saved.summary.endswith("the attack fails outright and a die of the pool is lost.")
+
+
+def test_a_defender_rolling_nothing_is_told_why_by_its_awareness_condition() -> None:
+    """Seed: "If the defender is not aware of the attacker, is surprised, stunned, asleep,
+    unconscious" it rolls nothing: the summary names that condition, not another one
+    (frightened) the defender also has."""
+    res = exchange(psionic("A", 1, 6), psionic("B", 2, 6, conditions=["frightened", "asleep"]),
+                   {"mode": "mental-stab"}, dice={"attack": [1]})
+    assert "B, asleep, rolls nothing, a total of 0." in res.summary
+
+
+def test_a_level_1_spell_sacrificed_is_told() -> None:
+    """Seed: the bonus is "the total level of memorised spells sacrificed": a single
+    level-1 spell adds 1 and is told, for the mind struck first and for another member."""
+    res = exchange(psionic("Ix", 2, 8), mundane("Mage", 1, 4, spell_levels=[1]),
+                   {"mode": "mental-stab"}, {"sacrifice": 1},
+                   dice={"attack": [8, 8], "defense": [1]})
+    assert "Mage defends with no defense mode (1d4) plus 1 for sacrificed spells, a total " \
+        "of 2." in res.summary
+    res = exchange(psionic("Ix", 2, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[mundane("Mage", 1, 4, spell_levels=[1])],
+                   defenses={"mage": {"sacrifice": 1}},
+                   dice={"attack": [8, 8], "defense": [1, 1]})
+    assert "with Mage (plus 1 for sacrificed spells) the group totals 3." in res.summary
+
+
+def test_a_wave_s_barrier_mantra_is_told_beside_the_control_it_won() -> None:
+    """Seed: Barrier Mantra: "stunned for one round instead of falling under the psionic
+    control": in a wave where another mind falls, the one using it is told as well."""
+    res = exchange(psionic("Ix", 3, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", 1, 4)], defenses={"c": {"mode": "barrier-mantra"}},
+                   dice={"attack": [8, 8, 8], "defense": [1, 1]})
+    assert res.summary.endswith("Ix wins: B falls under its psionic control (kept by an "
+                                "action each round). Barrier Mantra leaves C stunned for a "
+                                "round instead of controlled.")
+
+
+def test_one_creature_kept_by_a_die_is_told_so() -> None:
+    """Seed: control "may be maintained either by dedicating a die ... or by the
+    controller using an action each round": the summary says which was chosen."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 1, 4),
+                   {"mode": "mental-stab", "keep_by": "die"},
+                   dice={"attack": [6, 6, 6], "defense": [1]})
+    assert res.summary.endswith("A wins: B falls under its psionic control (kept by a "
+                                "dedicated die).")

@@ -1564,3 +1564,39 @@ def test_one_creature_kept_by_a_die_is_told_so() -> None:
                    dice={"attack": [6, 6, 6], "defense": [1]})
     assert res.summary.endswith("A wins: B falls under its psionic control (kept by a "
                                 "dedicated die).")
+
+
+def test_a_mode_s_condition_and_one_damage_bringing_a_mind_down_are_told() -> None:
+    """Seed: Personality Invasion: "the target is mentally possessed"; Synaptic Overload
+    deals "damage equal to the sum of their own defense dice": the summary says each,
+    and a single point that brings the defender to 0 is told as bringing it down."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4), {"mode": "personality-invasion"},
+                   dice={"attack": [6, 6], "defense": [1]})
+    assert res.summary.endswith("(kept by an action each round). B is possessed.")
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4, hp=1), {"mode": "synaptic-overload"},
+                   dice={"attack": [6, 6], "defense": [1]})
+    assert res.summary.endswith("B takes 1 damage. B is down (0 hit points or fewer).")
+
+
+def test_a_wave_at_two_puppets_tells_each_redirection() -> None:
+    """Seed: attacking a creature under psionic control "automatically attacks the
+    controller": each puppet struck is told as striking its controller instead."""
+    a = psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action", "wave": "w"},
+                                        {"id": "c", "kept_by": "action", "wave": "w"}])
+    res = exchange(psionic("X", 3, 6), psionic("B", controlled_by="a"), {"mode": "psionic-wave"},
+                   defenders=[psionic("C", controlled_by="a")], controller=a,
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    assert res.summary.startswith(
+        "X strikes at B and C with Psionic Wave. B is under A's control, so the attack "
+        "strikes A instead. C is under A's control, so the attack strikes A instead.")
+
+
+def test_an_ally_drawn_in_is_dazed_for_the_swarm_s_rounds_not_the_attacker_s() -> None:
+    """Seed: the allies drawn in by Imagination Swarm "are dazed for one round": the
+    table's ally_dazed_round_ends (2: this round's end and the next), where joining
+    dazes the attacker only until this round ends."""
+    res = exchange(psionic("A", 3, 8), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8)],
+                   dice={"attack": [1, 1, 1], "defense": [4, 8]})
+    assert after(res, "guard")["condition_rounds"] == {"dazed": 2}
+    assert after(res, "a")["condition_rounds"]["dazed"] == 1

@@ -231,3 +231,16 @@ def test_revised_2e_a_mind_holding_exactly_the_cost_is_assumed_as_it_is() -> Non
     cost = REVISED.tables.defense_cost(TOWER)
     exact = REVISED.assume_knowing(revised({**FENKA, "psp": cost}), ["/defender"])
     assert (exact["defender"]["psp"], exact["defender"]["psp_max"]) == (cost, 30)
+
+
+def test_power_pool_a_controller_given_the_same_mode_twice_has_it_once() -> None:
+    """A controller struck in its puppet's place may defend by /defense and by its own
+    /defenses entry: the same mode given both ways is one mode to know."""
+    request = {"attacker": pool_mind("ixi"),
+               "defender": pool_mind("tor", controlled_by="bel"),
+               "controllers": [pool_mind("bel", controlling=[
+                   {"id": "tor", "kept_by": "action"}])],
+               "attack": {"mode": "mental-stab"},
+               "defense": {"mode": "blank-mind"},
+               "defenses": {"bel": {"mode": "blank-mind"}}}
+    assert POOL.defending_places(request)["/controllers/0"] == ["blank-mind"]

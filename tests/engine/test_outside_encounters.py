@@ -592,6 +592,15 @@ def test_power_pool_upkeep_refusals_name_the_rule_or_the_field() -> None:
     assert request["puppets"] == [puppet("zed")] and request["combatants"] == [controller()]
 
 
+def test_power_pool_a_creature_named_twice_in_one_upkeep_list_is_refused_at_the_list() -> None:
+    """round_end_choice_schema: each creature once in release (or cannot_perceive): a
+    name repeated is refused at the list, before the rules look at the links."""
+    with pytest.raises(InvalidInput) as err:
+        POOL.end_round({"combatants": [controller()],
+                        "choices": {"ix": {"release": ["zed", "zed"]}}}, SuppliedDice({}))
+    assert [p.path for p in err.value.problems] == ["/choices/ix/release"]
+
+
 # -- the request ------------------------------------------------------------------------
 def test_every_combatant_is_answered_in_the_order_given() -> None:
     cs = [psionicist("b"), psionicist("a"), psionicist("c")]

@@ -1600,3 +1600,56 @@ def test_an_ally_drawn_in_is_dazed_for_the_swarm_s_rounds_not_the_attacker_s() -
                    dice={"attack": [1, 1, 1], "defense": [4, 8]})
     assert after(res, "guard")["condition_rounds"] == {"dazed": 2}
     assert after(res, "a")["condition_rounds"]["dazed"] == 1
+
+
+# -- audit (mutation): the request schema and describe as published ----------------------
+
+def test_the_request_schema_offers_each_kind_of_mode_where_it_belongs() -> None:
+    """A VTT builds its choices from the published request schema: attack modes for the
+    attack, defense modes (or null, no mode) for a defense; never one of the other kind."""
+    schema = SYSTEM.request_schema()
+    attack = schema["properties"]["attack"]["properties"]["mode"]["enum"]
+    defense = schema["$defs"]["defense"]["properties"]["mode"]["enum"]
+    assert sorted(attack) == sorted(m for m, d in SYSTEM.tables["modes"].items()
+                                    if d["kind"] == "attack")
+    assert sorted(defense, key=str) == sorted(
+        [None, *(m for m, d in SYSTEM.tables["modes"].items() if d["kind"] == "defense")],
+        key=str)
+
+
+def test_a_defense_with_a_null_mode_is_no_defense_mode() -> None:
+    """API.md: a defense's mode may be null, as an encounter's {"mode": null} is: the
+    defender rolls its pool with no mode."""
+    res = exchange(psionic("A", 1, 6), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": None}, dice={"attack": [1], "defense": [4]})
+    assert res.to_json()["defense"]["mode"] is None and res.outcome == "defender"
+
+
+def test_a_wave_takes_at_most_63_further_defenders() -> None:
+    """A wave's further targets (and the allies, and the controllers given) are at most
+    63, with the defender 64, an encounter's combatants (API.md limits)."""
+    many = [psionic(f"C{i}", 1, 4) for i in range(64)]
+    request = {"attacker": psionic("A"), "defender": psionic("B"),
+               "attack": {"mode": "psionic-wave"}}
+    SYSTEM.validate_request({**request, "defenders": many[:63]})
+    for member in ("defenders", "allies", "controllers"):
+        with pytest.raises(InvalidInput) as err:
+            SYSTEM.validate_request({**request, member: many})
+        assert err.value.problems[0].path == f"/{member}"
+
+
+def test_an_effect_declined_twice_is_refused() -> None:
+    """attack.decline names each effect the attacker chooses not to use once."""
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "subconscious-subversion",
+                                              "decline": ["frightened", "frightened"]})
+    assert err.value.problems[0].path == "/attack/decline"
+
+
+def test_describe_s_modes_are_copies_the_caller_may_change() -> None:
+    """describe answers data: a caller changing its modes changes no exchange after."""
+    system = PowerPoolSystem()
+    mantra = system.describe()["modes"]["defenses"][0]
+    assert mantra["id"] == "barrier-mantra"
+    mantra["instead_of_control"]["round_ends"] = 9
+    assert system.tables["modes"]["barrier-mantra"]["instead_of_control"]["round_ends"] == 2

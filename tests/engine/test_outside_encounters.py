@@ -601,6 +601,26 @@ def test_power_pool_a_creature_named_twice_in_one_upkeep_list_is_refused_at_the_
     assert [p.path for p in err.value.problems] == ["/choices/ix/release"]
 
 
+def test_power_pool_sight_lost_of_a_creature_is_checked_like_a_release() -> None:
+    """round_end_choice_schema: cannot_perceive names creatures the controller holds,
+    each link once, as release does; a keep says how (by)."""
+    def refused(choice: JSON) -> Exception:
+        with pytest.raises((InvalidInput, RulesViolation)) as bad:
+            POOL.end_round({"combatants": [controller()], "choices": {"ix": choice}},
+                           SuppliedDice({}))
+        return bad.value
+
+    stranger = refused({"cannot_perceive": ["kara"]})
+    assert isinstance(stranger, RulesViolation) and stranger.rule == "not-controlling"
+    assert "(/choices/ix/cannot_perceive/0)" in stranger.detail
+    twice = refused({"cannot_perceive": ["ay", "bo"]})
+    assert isinstance(twice, InvalidInput)
+    assert [p.path for p in twice.problems] == ["/choices/ix/cannot_perceive/1"]
+    no_how = refused({"keep": [{"target": "zed"}]})
+    assert isinstance(no_how, InvalidInput)
+    assert [p.path for p in no_how.problems] == ["/choices/ix/keep/0"]
+
+
 # -- the request ------------------------------------------------------------------------
 def test_every_combatant_is_answered_in_the_order_given() -> None:
     cs = [psionicist("b"), psionicist("a"), psionicist("c")]

@@ -1653,3 +1653,38 @@ def test_describe_s_modes_are_copies_the_caller_may_change() -> None:
     assert mantra["id"] == "barrier-mantra"
     mantra["instead_of_control"]["round_ends"] = 9
     assert system.tables["modes"]["barrier-mantra"]["instead_of_control"]["round_ends"] == 2
+
+
+@pytest.mark.parametrize(("more", "path", "message"), [
+    ({"attack": {"mode": "subconscious-subversion", "decline": ["x" * 65]}},
+     "/attack/decline/0", "is too long"),
+    ({"attack": {"mode": "mental-stab", "keep_by": None}}, "/attack/keep_by",
+     'null is not one of ["action", "die"]'),
+    ({"seed": 1.5}, "/seed", 'is not of type "integer"'),
+    ({"system": "revised-2e"}, "/system", 'is not "power-pool"'),
+    ({"defense": {"mode": None, "foo": 1}}, "/defense", 'unexpected member(s) ["foo"]'),
+])
+def test_the_request_schema_refuses_what_no_exchange_takes(more: dict[str, Any], path: str,
+                                                           message: str) -> None:
+    """API.md: invalid params name the field: an effect's name over 64 characters, a
+    keep_by other than action or die, a seed that is not an integer, another system's
+    id, a member a defense does not have."""
+    request = {"attacker": psionic("A"), "defender": psionic("B"),
+               "attack": {"mode": "mental-stab"}, **more}
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.validate_request(request)
+    [problem] = err.value.problems
+    assert problem.path == path and message in problem.message
+
+
+def test_a_defender_may_sacrifice_up_to_200_spells() -> None:
+    """The request schema takes as many spells sacrificed as a sheet memorises (200)."""
+    res = exchange(psionic("A", 1, 6), mundane("Mage", 1, 4, spell_levels=[1] * 200),
+                   {"mode": "mental-stab"}, {"sacrifice": [1] * 200},
+                   dice={"attack": [1], "defense": [1]})
+    assert res.to_json()["defense_total"] == 201
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.validate_request({"attacker": psionic("A"), "defender": psionic("B"),
+                                 "attack": {"mode": "mental-stab"},
+                                 "defense": {"sacrifice": [1] * 201}})
+    assert err.value.problems[0].path == "/defense/sacrifice"

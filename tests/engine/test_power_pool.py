@@ -1688,3 +1688,44 @@ def test_a_defender_may_sacrifice_up_to_200_spells() -> None:
                                  "attack": {"mode": "mental-stab"},
                                  "defense": {"sacrifice": [1] * 201}})
     assert err.value.problems[0].path == "/defense/sacrifice"
+
+
+def test_describe_lists_the_conditions_and_outcomes_and_its_tables_are_a_copy() -> None:
+    """describe answers data: every condition a sheet may have, both outcomes an
+    exchange may have, and tables a caller may change without changing the system."""
+    system = PowerPoolSystem()
+    d = system.describe()
+    assert d["conditions"] == ["unaware", "surprised", "stunned", "asleep", "unconscious",
+                               "dazed", "frightened", "possessed"]
+    assert d["outcomes"] == ["attacker", "defender"]
+    d["tables"]["modes"]["barrier-mantra"]["instead_of_control"]["round_ends"] = 9
+    assert system.tables["modes"]["barrier-mantra"]["instead_of_control"]["round_ends"] == 2
+
+
+def test_a_replacement_ladder_is_the_combatant_s_dice() -> None:
+    """RULES.md: a GM may load a replacement table: with a ladder stopping at d12 a d20
+    creature is refused at its die."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["ladder"] = [4, 6, 8, 10, 12]
+    with pytest.raises(InvalidCombatant) as err:
+        PowerPoolSystem(tables).combatant(psionic("A", 2, 20))
+    assert err.value.problems[0].path == "/die"
+
+
+def test_a_replacement_mode_that_works_while_unaware_defends_an_unaware_mind() -> None:
+    """RULES.md §3.2 step 2: an unaware defender "may defend only with" a mode that works
+    while unaware: the table's defends_while_unaware says which, whatever its id."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["modes"]["pinnacle-of-will"]["defends_while_unaware"] = True
+    res = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("A", 1, 6), "defender": psionic("B", 1, 4, conditions=["asleep"]),
+         "attack": {"mode": "personality-invasion"}, "defense": {"mode": "pinnacle-of-will"}},
+        SuppliedDice({"attack": [1], "defense": [6]}))
+    assert res.to_json()["defense_total"] == 6 and res.outcome == "defender"
+
+
+def test_an_attacker_knowing_no_attack_mode_cannot_attack() -> None:
+    """Seed 001: a psionic creature attacks with the modes it knows: none, no attack."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", attacks=[]), psionic("B"), {"mode": "mental-stab"})
+    assert err.value.rule == "mode-not-known"

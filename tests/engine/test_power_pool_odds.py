@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from engine.dice import SuppliedDice
+from engine.errors import LimitExceeded, RulesViolation
 from engine.odds import Dist
 from engine.power_pool import SYSTEM, PowerPoolSystem
 from engine.power_pool.exchange import resolve_plan
@@ -251,3 +252,18 @@ def test_largest_legal_pools_have_exact_odds() -> None:
     # the contest is symmetric except for ties, which go to the defender
     assert exact.defender - exact.attacker == exact.tie
     assert sum(p for _, p in exact.damage.items()) == 1
+
+
+def test_odds_refuse_what_a_resolution_refuses_of_choices_made_together() -> None:
+    """exchange.odds checks a request as exchange.resolve does: a wave kept by a die each
+    with too few dice, and a group over 100 dice, are refused, not settled as an
+    encounter's secret choices are."""
+    wave = {"attacker": psionic("A", 1, 6), "defender": psionic("B", 1, 4),
+            "defenders": [psionic("C", 1, 4)], "attack": {"mode": "psionic-wave",
+                                                          "keep_by": "die"}}
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.odds(wave)
+    assert err.value.rule == "no-die-to-dedicate"
+    with pytest.raises(LimitExceeded):
+        SYSTEM.odds({**wave, "attack": {"mode": "psionic-wave"},
+                     "defender": psionic("B", 60, 4), "defenders": [psionic("C", 60, 4)]})

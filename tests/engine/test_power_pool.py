@@ -1729,3 +1729,40 @@ def test_an_attacker_knowing_no_attack_mode_cannot_attack() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("A", attacks=[]), psionic("B"), {"mode": "mental-stab"})
     assert err.value.rule == "mode-not-known"
+
+
+def test_each_die_says_who_rolled_it_and_only_this_exchange_s_dice_are_given() -> None:
+    """RULES.md 4: "Every resolution returns every die rolled (sides, value, purpose, who
+    rolled it ...)": each member's defense dice are its own, and a dice source used for
+    an exchange before gives this exchange only the dice rolled for it."""
+    dice = SuppliedDice({"attack": [1, 8], "defense": [2, 3, 4]})
+    request = {"attacker": psionic("A", 1, 8), "defender": psionic("B", 1, 4),
+               "defenders": [psionic("C", 1, 6)], "attack": {"mode": "psionic-wave"}}
+    first = SYSTEM.resolve(request, dice)
+    assert [(r.purpose, r.by) for r in first.rolls] == [
+        ("attack", "a"), ("defense", "b"), ("defense", "c")]
+    second = SYSTEM.resolve({**request, "defenders": []}, dice)
+    assert [(r.purpose, r.value) for r in second.rolls] == [("attack", 8), ("defense", 4)]
+
+
+def test_the_save_against_blank_mind_is_rolled_on_the_table_s_die() -> None:
+    """RULES.md: a GM may load replacement tables; a save on a d12 is rolled on a d12."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["save"]["sides"] = 12
+    res = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("A", 1, 6, blank_mind_save=10), "defender": psionic("B", 1, 4),
+         "attack": {"mode": "mental-stab"}, "defense": {"mode": "blank-mind"}},
+        SuppliedDice({"save": [12], "attack": [1], "defense": [4]}))
+    assert (res.rolls[0].purpose, res.rolls[0].sides) == ("save", 12)
+
+
+def test_a_wave_s_defense_mode_is_the_mind_struck_first_s() -> None:
+    """Result field defense: {mode, members}: mode is that of the mind struck first; each
+    member's own is in members."""
+    res = exchange(psionic("A", 2, 8), psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   {"mode": "pinnacle-of-will"}, defenders=[psionic("C", 1, 4)],
+                   defenses={"c": {"mode": "barrier-mantra"}},
+                   dice={"attack": [1, 1], "defense": [6, 4]})
+    out = res.to_json()["defense"]
+    assert out["mode"] == "pinnacle-of-will"
+    assert [m["mode"] for m in out["members"]] == ["pinnacle-of-will", "barrier-mantra"]

@@ -1663,12 +1663,17 @@ def test_describe_s_modes_are_copies_the_caller_may_change() -> None:
     ({"seed": 1.5}, "/seed", 'is not of type "integer"'),
     ({"system": "revised-2e"}, "/system", 'is not "power-pool"'),
     ({"defense": {"mode": None, "foo": 1}}, "/defense", 'unexpected member(s) ["foo"]'),
+    ({"attack": {"mode": "mental-stab", "perceives": "no"}}, "/attack/perceives",
+     'is not of type "boolean"'),
+    ({"options": 1}, "/options", 'is not of type "object"'),
+    ({"defenses": {"c": {"pool_dice": -1}}}, "/defenses/c/pool_dice", "less than the minimum"),
 ])
 def test_the_request_schema_refuses_what_no_exchange_takes(more: dict[str, Any], path: str,
                                                            message: str) -> None:
     """API.md: invalid params name the field: an effect's name over 64 characters, a
     keep_by other than action or die, a seed that is not an integer, another system's
-    id, a member a defense does not have."""
+    id, a member a defense does not have, perceives not a boolean, options not an
+    object, a further defense as no defense is."""
     request = {"attacker": psionic("A"), "defender": psionic("B"),
                "attack": {"mode": "mental-stab"}, **more}
     with pytest.raises(InvalidInput) as err:
@@ -1766,3 +1771,17 @@ def test_a_wave_s_defense_mode_is_the_mind_struck_first_s() -> None:
     out = res.to_json()["defense"]
     assert out["mode"] == "pinnacle-of-will"
     assert [m["mode"] for m in out["members"]] == ["pinnacle-of-will", "barrier-mantra"]
+
+
+def test_refusals_of_a_defense_say_what_the_defender_has() -> None:
+    """H-PP-NO-POOL false: a mind without a pool "rolls nothing", so it has no die to roll
+    whatever its hit dice; an unaware defender is told by the first condition it has."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), mundane("Ogre", 3, 8), {"mode": "mental-stab"},
+                 {"pool_dice": 1}, options={"H-PP-NO-POOL": False})
+    assert err.value.detail == "Ogre has 0 dice to roll, not 1"
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", conditions=["asleep", "surprised"]),
+                 {"mode": "mental-stab"}, {"mode": "pinnacle-of-will"})
+    assert err.value.detail.startswith("B is asleep: it may defend only with a mode that "
+                                       "works while unaware")

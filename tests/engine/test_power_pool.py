@@ -1785,3 +1785,11 @@ def test_refusals_of_a_defense_say_what_the_defender_has() -> None:
                  {"mode": "mental-stab"}, {"mode": "pinnacle-of-will"})
     assert err.value.detail.startswith("B is asleep: it may defend only with a mode that "
                                        "works while unaware")
+
+
+def test_a_target_not_perceived_is_the_creature_the_refusal_is_about() -> None:
+    """API.md 4001: combatant is "the creature the refusal is about": the one the attacker
+    cannot perceive."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "mental-stab", "perceives": False})
+    assert (err.value.rule, err.value.combatant) == ("target-not-perceived", "b")

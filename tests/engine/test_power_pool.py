@@ -1793,3 +1793,38 @@ def test_a_target_not_perceived_is_the_creature_the_refusal_is_about() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("A"), psionic("B"), {"mode": "mental-stab", "perceives": False})
     assert (err.value.rule, err.value.combatant) == ("target-not-perceived", "b")
+
+
+def test_a_rebuffed_attack_on_a_puppet_is_held_by_its_controller() -> None:
+    """Seed: an attack on a controlled creature "automatically attacks the controller":
+    when it fails, the summary says the controller held, not the puppet."""
+    res = exchange(psionic("X", 1, 6), psionic("B", controlled_by="a"), {"mode": "mental-stab"},
+                   controller=psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                   dice={"attack": [1], "defense": [6, 6]})
+    assert res.summary.endswith("A holds: X loses a die from its pool and is stunned for a "
+                                "round.")
+
+
+def test_each_mode_standing_in_for_control_is_told_in_one_sentence() -> None:
+    """RULES.md: a GM's replacement table may give another defense mode an effect instead
+    of control: the summary names each mode's effect, joined with "and"."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["modes"]["pinnacle-of-will"]["instead_of_control"] = {"condition": "dazed",
+                                                                 "round_ends": 1}
+    res = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("Ix", 3, 8), "defender": psionic("B", 1, 4),
+         "defenders": [psionic("C", 1, 4)], "attack": {"mode": "psionic-wave"},
+         "defense": {"mode": "barrier-mantra"}, "defenses": {"c": {"mode": "pinnacle-of-will"}}},
+        SuppliedDice({"attack": [8, 8, 8], "defense": [1, 1]}))
+    assert res.summary.endswith(
+        "Ix wins, but Barrier Mantra leaves B stunned for a round instead of controlled and "
+        "Pinnacle of Will leaves C dazed until this round ends instead of controlled.")
+
+
+def test_spells_sacrificed_are_an_event_of_the_one_who_gave_them_up() -> None:
+    """Seed: a spellcaster "may choose to sacrifice memorised spells": the event names it."""
+    res = exchange(psionic("A", 2, 6), mundane("Mage", 2, 4, spell_levels=[1, 3]),
+                   {"mode": "mental-stab"}, {"sacrifice": [3]},
+                   dice={"attack": [5, 5], "defense": [3, 3]})
+    [event] = [e for e in res.events if e.type == "spells-sacrificed"]
+    assert (event.combatant, event.data) == ("mage", {"levels": [3], "bonus": 3})

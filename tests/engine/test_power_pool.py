@@ -160,6 +160,9 @@ def test_attack_on_controlled_creature_needs_the_controller() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("C"), psionic("B", controlled_by="a"), {"mode": "mental-stab"})
     assert err.value.rule == "controller-required"
+    # the controller's id is quoted as JSON, as every id a refusal names (audit)
+    assert err.value.detail == ('B is under the psionic control of "a", so the attack '
+                                "strikes the controller; give it in /controller")
 
 
 def test_a_wave_at_two_puppets_of_one_controller_strikes_it_once() -> None:

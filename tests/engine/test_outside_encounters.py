@@ -621,6 +621,16 @@ def test_power_pool_sight_lost_of_a_creature_is_checked_like_a_release() -> None
     assert [p.path for p in no_how.problems] == ["/choices/ix/keep/0"]
 
 
+@pytest.mark.parametrize("method", ["end_round", "rest"])
+def test_power_pool_takes_at_most_as_many_puppets_as_combatants(method: str) -> None:
+    """API.md limits: 64 combatants per encounter; the puppets going along are as many."""
+    many = [puppet(f"p{i}") for i in range(MAX_ROUND_COMBATANTS + 1)]
+    with pytest.raises(InvalidInput) as bad:
+        getattr(POOL, method)({"combatants": [controller()], "puppets": many},
+                              SuppliedDice({}))
+    assert [p.path for p in bad.value.problems] == ["/puppets"]
+
+
 # -- the request ------------------------------------------------------------------------
 def test_every_combatant_is_answered_in_the_order_given() -> None:
     cs = [psionicist("b"), psionicist("a"), psionicist("c")]

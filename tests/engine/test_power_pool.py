@@ -1831,3 +1831,12 @@ def test_spells_sacrificed_are_an_event_of_the_one_who_gave_them_up() -> None:
                    dice={"attack": [5, 5], "defense": [3, 3]})
     [event] = [e for e in res.events if e.type == "spells-sacrificed"]
     assert (event.combatant, event.data) == ("mage", {"levels": [3], "bonus": 3})
+
+
+def test_describe_s_choice_schema_is_a_copy_the_caller_may_change() -> None:
+    """describe answers data: changing the encounter choice schema it gives changes no
+    later answer."""
+    d = SYSTEM.describe()
+    d["choice_schema"]["properties"]["attack"]["required"].append("extra")
+    assert SYSTEM.describe()["choice_schema"]["properties"]["attack"]["required"] == [
+        "mode", "target"]

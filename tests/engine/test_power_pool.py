@@ -1840,3 +1840,41 @@ def test_describe_s_choice_schema_is_a_copy_the_caller_may_change() -> None:
     d["choice_schema"]["properties"]["attack"]["required"].append("extra")
     assert SYSTEM.describe()["choice_schema"]["properties"]["attack"]["required"] == [
         "mode", "target"]
+
+
+def test_the_dice_purposes_follow_the_tables() -> None:
+    """dice_purposes: the dice a caller supplies are the table's ladder (a GM's ladder
+    stopping at d12 has no d20), and the save is the one against Blank Mind."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["ladder"] = [4, 6, 8, 10, 12]
+    purposes = {p["purpose"]: p for p in PowerPoolSystem(tables).dice_purposes()}
+    assert purposes["attack"]["sides"] == purposes["defense"]["sides"] == [4, 6, 8, 10, 12]
+    assert "Blank Mind" in purposes["save"]["text"]
+
+
+def test_control_may_be_kept_by_a_die_of_the_pool_not_rolled() -> None:
+    """Seed: a side "may choose to only roll a portion of their available power pool",
+    and control is kept "by dedicating a die from the controller's current power pool":
+    an attacker rolling none of its 2 dice still has one to dedicate."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4),
+                   {"mode": "mental-stab", "pool_dice": 0, "keep_by": "die"},
+                   {"pool_dice": 0}, options={"H-PP-TIE": "attacker"})
+    assert after(res, "a")["controlling"] == [{"id": "b", "kept_by": "die", "wave": None}]
+
+
+def test_without_h_pp_no_pool_a_psionic_mind_still_rolls_its_pool() -> None:
+    """H-PP-NO-POOL false takes the dice of a mind without a power pool only: a psionic
+    defender rolls its pool."""
+    res = exchange(psionic("A", 1, 6), psionic("B", 2, 4), {"mode": "mental-stab"},
+                   dice={"attack": [1], "defense": [2, 3]}, options={"H-PP-NO-POOL": False})
+    assert res.to_json()["defense_total"] == 5
+
+
+def test_with_all_dice_an_ally_rolls_its_pool_not_its_hit_dice() -> None:
+    """H-PP-GROUP 'all-dice': a non-psionic ally drawn in rolls "its whole pool", the dice
+    it has now, not its hit dice."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 1, 4), {"mode": "mental-stab"},
+                   {"mode": "imagination-swarm"}, allies=[mundane("Guard", 3, 8, pool=1)],
+                   dice={"attack": [1], "defense": [1, 1]},
+                   options={"H-PP-GROUP": "all-dice"})
+    assert [m["dice"] for m in res.to_json()["defense"]["members"]] == [1, 1]

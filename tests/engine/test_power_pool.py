@@ -1878,3 +1878,14 @@ def test_with_all_dice_an_ally_rolls_its_pool_not_its_hit_dice() -> None:
                    dice={"attack": [1], "defense": [1, 1]},
                    options={"H-PP-GROUP": "all-dice"})
     assert [m["dice"] for m in res.to_json()["defense"]["members"]] == [1, 1]
+
+
+def test_a_wave_at_one_mind_with_an_ally_drawn_in_needs_a_die_for_each_to_keep_by_dice() -> None:
+    """Seed 001: control kept by "dedicating a die ... to it" is a die for each creature:
+    a Psionic Wave at one mind whose Imagination Swarm draws an ally in would control two,
+    so an attacker with one die is refused keeping them by dice."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 1, 6), psionic("B", 1, 4),
+                 {"mode": "psionic-wave", "keep_by": "die"}, {"mode": "imagination-swarm"},
+                 allies=[mundane("W")])
+    assert err.value.rule == "no-die-to-dedicate"

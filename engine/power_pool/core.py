@@ -114,7 +114,8 @@ class PowerPoolSystem(System):
                                             "ally, by id"},
                 "controller": {"$ref": "#/$defs/combatant"},
                 "controllers": many,
-                "puppets": {**many, "description": "creatures either side controls, "
+                "puppets": {**many, "description": "creatures either side controls that "
+                                                   "take no other part, each once, "
                                                    "updated when that control ends"},
                 "options": {"type": "object"},
                 "dice": {"type": "object"},

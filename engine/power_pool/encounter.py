@@ -289,6 +289,8 @@ def _request(state: Mapping[str, Any], pending: Mapping[str, Any]) -> JSON:
     others.update({k: dict(v) for k, v in pending["joins"].items()})
     controllers = [cs[c["controlled_by"]] for t in targets
                    if (c := cs[t])["controlled_by"] in cs]
+    # every other controlled creature goes along, to be set free if its control ends
+    taking_part = {pending["attacker"], *targets, *ally_ids}
     return {
         "attacker": cs[pending["attacker"]],
         "defender": cs[targets[0]],
@@ -298,7 +300,8 @@ def _request(state: Mapping[str, Any], pending: Mapping[str, Any]) -> JSON:
         "defenses": others,
         "allies": [cs[a] for a in ally_ids],
         "controllers": controllers,
-        "puppets": [c for c in cs.values() if c["controlled_by"]],
+        "puppets": [c for cid, c in cs.items()
+                    if c["controlled_by"] and cid not in taking_part],
         "options": dict(state["options"]),
     }
 

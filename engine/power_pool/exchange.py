@@ -232,6 +232,22 @@ def _check_ids_unique(request: Mapping[str, Any],
         seen[c["id"]] = path
 
 
+def _check_puppets_apart(request: Mapping[str, Any],
+                         taking_part: Sequence[tuple[str, Mapping[str, Any]]],
+                         puppets: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """``puppets`` are creatures the exchange may set free, not among those taking part,
+    each given once (as ``end_round`` and ``rest`` hold them): a second sheet of a
+    creature would otherwise be dropped without a word."""
+    seen = {c["id"] for _, c in taking_part}
+    for path, p in puppets:
+        if p["id"] in seen:
+            field, ident = id_source(_raw_at(request, path), path, p["id"])
+            raise InvalidInput.at(field, (
+                f"{ident} is given already: a creature taking part here is not among the "
+                "puppets, and each puppet is given once"))
+        seen.add(p["id"])
+
+
 def _raw_at(request: Mapping[str, Any], path: str) -> Any:
     """The member of ``request`` at ``path`` ("/defender", "/allies/2") as given."""
     key, _, index = path[1:].partition("/")
@@ -272,6 +288,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     _check_ids_unique(request, taking_part + [(f"/allies/{i}", c) for i, c in
                                               enumerate(allies) if i not in again])
     taking_part += [(f"/allies/{i}", c) for i, c in enumerate(allies)]
+    _check_puppets_apart(request, taking_part, given_puppets)
     # RULES.md §3.4: whom a controller holds, as both sheets say it
     problems = link_problems(taking_part + controlling + given_puppets)
     if problems:

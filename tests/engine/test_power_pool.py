@@ -215,6 +215,27 @@ def test_a_controller_falling_under_control_sets_its_puppet_free() -> None:
     assert res.others[0].to_json()["after"]["controlled_by"] is None
 
 
+@pytest.mark.parametrize(("puppets", "field"), [
+    ([{"id": "b", "name": "B2", "controlled_by": "a"}], "/puppets/0/id"),
+    ([{"name": "P", "controlled_by": "b"}, {"name": "P", "controlled_by": "b"}],
+     "/puppets/1/name"),
+])
+def test_a_puppet_given_twice_or_taking_part_is_refused_at_its_id(
+        puppets: list[dict[str, Any]], field: str) -> None:
+    """docs/API.md: ``puppets`` are the creatures either side controls, to be set free
+    when that control ends, given once each, as ``exchange.end_round`` holds them. A
+    second sheet of the defender there, or of another puppet, is refused at the field
+    that names it, not dropped without a word."""
+    b = psionic("B", 2, 4, controlling=[{"id": "p", "kept_by": "action"}])
+    sheets = [psionic(p.pop("name"), 1, 4, **p) for p in puppets]
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"},
+                 dice={"attack": [6, 6, 6], "defense": [1, 1]}, puppets=sheets)
+    [problem] = err.value.problems
+    assert problem.path == field
+    assert "is given already" in problem.message
+
+
 def test_control_kept_by_a_die_dedicates_one() -> None:
     """Seed: control "may be maintained either by dedicating a die from the controller's
     current power pool to it, or by the controller using an action each round"."""

@@ -851,3 +851,24 @@ def test_an_attack_declared_at_long_range_is_rolled_at_that_range() -> None:
     _, step = SYSTEM.encounter_resolve(state, SuppliedDice({"attack": [15]}), force=True)
     [result] = step["results"]
     assert result["needed"] == 17 and not result["hit"]
+
+
+def test_a_multiplier_of_100_is_the_choice_s_largest_and_a_level_100_mind_may_declare_it(
+        ) -> None:
+    """API.md "Encounters": a choice's ``multiplier`` is 1 to 100, as in
+    ``exchange.resolve``; §1.4 allows up to the attacker's level, so a level-100 mind with
+    the PSPs declares 100 steps."""
+    master = psionicist("ulcen", "Ulcen of Tyr", level=100, psp_max=10_000)
+    state = SYSTEM.encounter_declare(encounter(master, FENKA), "ulcen", {"attack": {
+        "mode": "mind-thrust", "multiplier": 100, "target": "fenka"}})
+    assert state["pending"]["ulcen"]["attack"]["multiplier"] == 100
+
+
+def test_a_combatant_whose_id_is_64_characters_long_may_be_a_target() -> None:
+    """An id is up to 64 characters (the combatant schema), so a choice's ``target``
+    takes one that long."""
+    long_id = "f" * 64
+    state = encounter(ULCEN, psionicist(long_id, "Fenka of Raam"))
+    state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": long_id}})
+    assert state["pending"]["ulcen"]["attack"]["target"] == long_id

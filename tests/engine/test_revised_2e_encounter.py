@@ -872,3 +872,25 @@ def test_a_combatant_whose_id_is_64_characters_long_may_be_a_target() -> None:
     state = SYSTEM.encounter_declare(state, "ulcen", {"attack": {
         "mode": "mind-thrust", "target": long_id}})
     assert state["pending"]["ulcen"]["attack"]["target"] == long_id
+
+
+def test_the_view_gives_the_combatants_in_the_encounter_s_order_whatever_the_stored_one(
+        ) -> None:
+    """The view's ``combatants`` come in the order of ``order`` (the order they were
+    added), even from a stored state whose object lists them otherwise."""
+    state = encounter(ULCEN, FENKA)
+    reordered = {**state, "combatants": dict(reversed(state["combatants"].items()))}
+    assert list(SYSTEM.encounter_view(reordered)["combatants"]) == ["ulcen", "fenka"]
+
+
+def test_a_declared_choice_is_stored_as_a_copy_the_caller_s_later_changes_leave_alone(
+        ) -> None:
+    """The state is plain data the daemon stores: a choice declared is kept as it was
+    then, sharing nothing with the caller's objects."""
+    choice: JSON = {"attack": {"mode": "mind-thrust", "target": "fenka"},
+                    "defense": {"mode": "thought-shield"}}
+    state = SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", choice)
+    choice["attack"]["multiplier"] = 4
+    choice["defense"]["mode"] = "mental-barrier"
+    assert state["pending"]["ulcen"] == {"attack": {"mode": "mind-thrust", "target": "fenka"},
+                                         "defense": {"mode": "thought-shield"}}

@@ -105,6 +105,16 @@ def test_invalid_combatant_names_every_field_under_the_prefix() -> None:
     assert {p.path for p in err.value.problems} == {"/defender/mac", "/defender/attacks/0"}
 
 
+def test_a_combatant_with_neither_id_nor_name_is_refused() -> None:
+    """The combatant schema asks for an ``id`` or a ``name`` (an id is made from the name,
+    a name defaults to the id); with neither there is nothing to call it by."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"psp_max": 10, "level": 1, "mac": 5}, "/attacker")
+    assert [p.path for p in err.value.problems] == ["/attacker"]
+    assert SYSTEM.combatant({"name": "Gith"})["id"] == "gith"
+    assert SYSTEM.combatant({"id": "g-1"})["name"] == "g-1"
+
+
 @pytest.mark.parametrize(("raw", "cause", "causes"), [
     ({"id": "guard"}, "zero-psp", "attack"),
     ({"id": "guard"}, "critical", "attack"),

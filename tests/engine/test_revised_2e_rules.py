@@ -115,6 +115,16 @@ def test_a_combatant_with_neither_id_nor_name_is_refused() -> None:
     assert SYSTEM.combatant({"id": "g-1"})["name"] == "g-1"
 
 
+def test_a_name_with_no_letter_or_digit_makes_the_id_combatant() -> None:
+    """docs/COMBATANTS.md: "a name with no letter or digit makes ``combatant`` in
+    revised-2e"; an encounter makes the next one unique as it does any other."""
+    c = SYSTEM.combatant({"name": "?!", "psp_max": 10, "level": 1, "mac": 5})
+    assert (c["id"], c["name"]) == ("combatant", "?!")
+    state, first = SYSTEM.encounter_add(SYSTEM.encounter_new(None), {"name": "--"})
+    _, second = SYSTEM.encounter_add(state, {"name": "…"})
+    assert (first, second) == ("combatant", "combatant-2")
+
+
 @pytest.mark.parametrize(("raw", "cause", "causes"), [
     ({"id": "guard"}, "zero-psp", "attack"),
     ({"id": "guard"}, "critical", "attack"),

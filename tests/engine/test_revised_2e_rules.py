@@ -88,6 +88,13 @@ def test_combatant_derivations_for_a_psionicist() -> None:
     assert c["save_paralyzation"] == 12  # rogue and psionicist 5–8
 
 
+def test_any_psp_maximum_of_1_or_more_without_a_kind_makes_a_psionicist() -> None:
+    """docs/COMBATANTS.md, ``kind``: nonpsionic when psp_max is 0 or absent; so a PSP
+    maximum of 1, the smallest, already makes a psionicist."""
+    c = SYSTEM.combatant({"id": "p", "psp_max": 1, "level": 1, "mac": 5})
+    assert (c["kind"], c["psp"]) == ("psionicist", 1)
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

@@ -95,6 +95,17 @@ def test_any_psp_maximum_of_1_or_more_without_a_kind_makes_a_psionicist() -> Non
     assert (c["kind"], c["psp"]) == ("psionicist", 1)
 
 
+@pytest.mark.parametrize("kind", ["psionicist", "wild-talent"])
+def test_a_psionic_kind_without_a_psp_maximum_is_refused_at_psp_max(kind: str) -> None:
+    """RULES.md §1.1: a psionic mind has a PSP pool; a kind said psionic with a maximum
+    of 0 (or none) is a mistake named at ``psp_max``, not a mind with no PSPs."""
+    for more in ({"psp_max": 0}, {}):
+        with pytest.raises(InvalidCombatant) as err:
+            SYSTEM.combatant({"id": "p", "kind": kind, "level": 1, "mac": 5, **more},
+                             "/attacker")
+        assert [p.path for p in err.value.problems] == ["/attacker/psp_max"]
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

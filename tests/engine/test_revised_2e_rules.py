@@ -106,6 +106,17 @@ def test_a_psionic_kind_without_a_psp_maximum_is_refused_at_psp_max(kind: str) -
         assert [p.path for p in err.value.problems] == ["/attacker/psp_max"]
 
 
+def test_a_mind_said_nonpsionic_is_refused_any_psps_at_each_field_that_gives_them() -> None:
+    """RULES.md §1.1: a nonpsionic mind has no PSP pool; a sheet said nonpsionic that
+    gives PSPs is told so at ``psp`` and at ``psp_max``, each one that gives them."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "g", "kind": "nonpsionic", "psp": 5, "psp_max": 5},
+                         "/defender")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (f"/defender/{field}", "a nonpsionic mind has no PSPs (give kind or psp_max > 0)")
+        for field in ("psp", "psp_max")]
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

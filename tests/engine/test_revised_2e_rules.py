@@ -117,6 +117,15 @@ def test_a_mind_said_nonpsionic_is_refused_any_psps_at_each_field_that_gives_the
         for field in ("psp", "psp_max")]
 
 
+def test_a_nonpsionic_mind_is_refused_defense_modes_as_well_as_attack_modes() -> None:
+    """RULES.md §1.1: without a PSP pool a mind knows no psionic mode, attack or
+    defense; each list it gives is named."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "g", "defenses": ["thought-shield"]}, "/defender")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/defender/defenses", "a nonpsionic mind knows no psionic modes")]
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

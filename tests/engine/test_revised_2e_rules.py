@@ -204,6 +204,18 @@ def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     assert SYSTEM.combatant({**raw, "class_group": "monster"})["level"] == 2
 
 
+def test_a_refusal_by_the_mode_limits_names_attack_or_defense_modes_and_the_count() -> None:
+    """H-2E-MODE-LIMITS: each list over the level's limit is told what kind of mode it
+    holds too many of, the limit and how many it gives."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(psionicist("p", level=2, defenses=["thought-shield", "mind-blank"]))
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/attacks", "a level-2 psionicist knows at most 1 attack mode(s), not 3 "
+                     "(H-2E-MODE-LIMITS)"),
+        ("/defenses", "a level-2 psionicist knows at most 1 defense mode(s), not 2 "
+                      "(H-2E-MODE-LIMITS)")]
+
+
 @pytest.mark.parametrize(("level", "known"), [
     (1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (6, 3), (7, 4), (8, 4)])
 def test_a_psionicist_knows_the_modes_of_its_level_s_band_and_no_more(

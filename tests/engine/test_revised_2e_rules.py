@@ -780,6 +780,17 @@ def test_quick_mac_is_rolled_for_the_exchange_and_kept() -> None:
     assert [r["purpose"] for r in result["rolls"]] == ["mac-base", "mac-modifier", "attack"]
 
 
+def test_a_quick_mac_monster_s_int_is_its_intelligence_and_at_least_1() -> None:
+    """RULES.md §1.6 Quick MACs: a monster given by its Intelligence has that Int; one
+    of Intelligence 0 (non-intelligent) has Int 1, the least a sheet holds, so its
+    sheet is taken again as it was given back."""
+    assert SYSTEM.combatant({"id": "beast", "quick_mac": {
+        "intelligence": 3, "psionic": "low"}})["int"] == 3
+    ooze = SYSTEM.combatant({"id": "ooze", "quick_mac": {"intelligence": 0, "psionic": "low"}})
+    assert ooze["int"] == 1
+    assert SYSTEM.combatant(ooze) == ooze
+
+
 def test_a_quick_mac_s_dice_are_the_defender_s() -> None:
     """RULES.md §1.6 Quick MACs: the monster's MAC is rolled for it, so its ``mac-base``
     and ``mac-modifier`` dice are recorded as the defender's, the d20 as the attacker's."""

@@ -791,6 +791,14 @@ def test_a_quick_mac_monster_s_int_is_its_intelligence_and_at_least_1() -> None:
     assert SYSTEM.combatant(ooze) == ooze
 
 
+def test_a_quick_mac_monster_s_wis_and_con_are_the_tables_default_not_its_int() -> None:
+    """Only Int comes from a Quick MAC's Intelligence; Wis and Con not given are the
+    tables' ``default_ability`` (10), as for any combatant."""
+    beast = SYSTEM.combatant({"id": "beast", "quick_mac": {
+        "intelligence": 3, "psionic": "low"}})
+    assert (beast["int"], beast["wis"], beast["con"]) == (3, 10, 10)
+
+
 def test_a_quick_mac_s_dice_are_the_defender_s() -> None:
     """RULES.md §1.6 Quick MACs: the monster's MAC is rolled for it, so its ``mac-base``
     and ``mac-modifier`` dice are recorded as the defender's, the d20 as the attacker's."""

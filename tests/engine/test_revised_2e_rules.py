@@ -126,6 +126,15 @@ def test_a_nonpsionic_mind_is_refused_defense_modes_as_well_as_attack_modes() ->
         ("/defender/defenses", "a nonpsionic mind knows no psionic modes")]
 
 
+def test_mthac0_null_is_derived_for_a_psionic_mind_and_always_null_for_a_nonpsionic() -> None:
+    """The combatant schema: MTHAC0 is psionicist 21 − level, and null for a nonpsionic;
+    a psionic sheet giving null has it derived, and a nonpsionic sheet's figure is not
+    kept, as it has no psionic attack to roll."""
+    psionic = SYSTEM.combatant(psionicist("p", mthac0=None))
+    assert psionic["mthac0"] == 21 - 5
+    assert SYSTEM.combatant({"id": "g", "mthac0": 12})["mthac0"] is None
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

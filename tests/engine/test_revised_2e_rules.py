@@ -135,6 +135,13 @@ def test_mthac0_null_is_derived_for_a_psionic_mind_and_always_null_for_a_nonpsio
     assert SYSTEM.combatant({"id": "g", "mthac0": 12})["mthac0"] is None
 
 
+def test_a_save_vs_paralyzation_given_is_kept_not_derived() -> None:
+    """RULES.md §1.1: class group and level (table 1.7) give the save's default; a
+    sheet's own figure (a ring or a GM's ruling may change it) is kept."""
+    assert SYSTEM.combatant(psionicist("p"))["save_paralyzation"] == 12
+    assert SYSTEM.combatant(psionicist("p", save_paralyzation=7))["save_paralyzation"] == 7
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

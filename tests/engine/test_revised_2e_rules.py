@@ -12,7 +12,7 @@ import pytest
 
 from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
-from engine.results import freeze
+from engine.results import FrozenDict, FrozenList, freeze
 from engine.revised_2e import SYSTEM, Revised2e
 from engine.revised_2e.exchange import attack
 from engine.revised_2e.rules import (
@@ -140,6 +140,25 @@ def test_a_save_vs_paralyzation_given_is_kept_not_derived() -> None:
     sheet's own figure (a ring or a GM's ruling may change it) is kept."""
     assert SYSTEM.combatant(psionicist("p"))["save_paralyzation"] == 12
     assert SYSTEM.combatant(psionicist("p", save_paralyzation=7))["save_paralyzation"] == 7
+
+
+def test_a_sheet_normalised_read_only_is_read_only_in_every_part_and_shares_nothing() -> None:
+    """``Normaliser.normalise``: the answer shares nothing with what was given, and
+    when ``frozen`` every container in it is read-only too (a frozen value's copy is
+    itself, so a changeable part inside would be shared by every copy)."""
+    raw = psionicist("p", conditions=["dazed"], condition_rounds={"dazed": 2},
+                     lost_powers=[{"days": 2}], quick_mac={"intelligence": 9, "psionic": "low"},
+                     mind={"state": "closed"})
+    options = SYSTEM.options(None)
+    plain = SYSTEM.normaliser.normalise(raw, "", options)
+    frozen = SYSTEM.normaliser.normalise(raw, "", options, frozen=True)
+    assert plain == frozen and isinstance(frozen, FrozenDict)
+    for field in ("attacks", "defenses", "conditions", "lost_powers"):
+        assert isinstance(frozen[field], FrozenList) and plain[field] is not raw[field]
+    for field in ("mind", "condition_rounds", "quick_mac"):
+        assert isinstance(frozen[field], FrozenDict) and plain[field] is not raw[field]
+    assert isinstance(frozen["lost_powers"][0], FrozenDict)
+    assert plain["lost_powers"][0] is not raw["lost_powers"][0]
 
 
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:

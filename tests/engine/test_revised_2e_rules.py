@@ -161,6 +161,17 @@ def test_a_sheet_normalised_read_only_is_read_only_in_every_part_and_shares_noth
     assert plain["lost_powers"][0] is not raw["lost_powers"][0]
 
 
+def test_a_combatant_schema_answered_is_the_caller_s_own_copy() -> None:
+    """``combatant_schema`` answers a copy: a caller that edits it (to embed it, as
+    ``request_schema`` does) changes neither the next answer nor what is validated."""
+    system = Revised2e()
+    schema = system.combatant_schema()
+    schema["properties"]["level"]["maximum"] = 3
+    schema["properties"].clear()
+    assert system.combatant_schema() == Revised2e().combatant_schema()
+    assert system.combatant(psionicist("p", level=5))["level"] == 5
+
+
 def test_wild_talent_mthac0_house_rule_h_2e_wt_mthac0() -> None:
     raw = {"id": "w", "kind": "wild-talent", "psp_max": 20, "level": 5, "int": 12, "wis": 12}
     assert SYSTEM.combatant(raw)["mthac0"] == 21 - 3

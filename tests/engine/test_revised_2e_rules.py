@@ -296,6 +296,17 @@ def test_rules_refuse_the_attack(attacker: JSON, declared: JSON, rule: str) -> N
     assert err.value.rule == rule
 
 
+def test_an_exchange_takes_a_multiplier_of_100_from_a_level_100_attacker() -> None:
+    """API.md: an attack's ``multiplier`` is 1 to 100 in ``exchange.resolve``, and §1.4
+    lets it reach the attacker's level: 100 steps from a level-100 mind are rolled (a
+    natural 1 misses, so no damage die is needed)."""
+    master = psionicist("a", level=100, psp_max=10_000, attacks=["mind-thrust"],
+                        defenses=["thought-shield"])
+    result = resolve(master, psionicist("d"), {"mode": "mind-thrust", "multiplier": 100},
+                     attack=[1])
+    assert result["multiplier"] == 100 and not result["hit"]
+
+
 @pytest.mark.parametrize(("attacker", "declared", "defense", "detail"), [
     (psionicist("a"), {"mode": "mind-thrust", "multiplier": 6}, None,
      "multiplier 6 is above a's level 5"),

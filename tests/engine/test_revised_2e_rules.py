@@ -1218,6 +1218,24 @@ def test_an_exchange_without_an_attack_is_invalid_input() -> None:
                  SuppliedDice({}))
 
 
+def test_the_request_schema_s_defaults_are_what_an_exchange_does_without_them() -> None:
+    """The request schema tells a VTT the defaults (a multiplier of 1, short range, a
+    defense not paid this round); an exchange that leaves them out resolves as one that
+    gives them."""
+    schema = SYSTEM.request_schema()["properties"]
+    attack = {k: v["default"] for k, v in schema["attack"]["properties"].items()
+              if "default" in v}
+    defense = {k: v["default"] for k, v in schema["defense"]["properties"].items()
+               if "default" in v}
+    assert (attack, defense) == ({"multiplier": 1, "range": "short"}, {"paid": False})
+    dice = {"attack": [15], "damage": [3]}
+    bare = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust"},
+                   {"mode": "mental-barrier"}, **dice)
+    given = resolve(psionicist("a"), psionicist("d"), {"mode": "mind-thrust", **attack},
+                    {"mode": "mental-barrier", **defense}, **dice)
+    assert bare == given and bare["defense_psp"] == 5
+
+
 def test_describe_gives_each_attack_s_damage_and_ranges_as_the_table_has_them() -> None:
     """RULES.md §1.2: damage per step and range in yards (S/M/L), psychic crush one band
     of 50; a mode with no bonus shows none."""

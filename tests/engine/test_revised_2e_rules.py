@@ -1247,6 +1247,15 @@ def test_describe_gives_each_attack_s_damage_and_ranges_as_the_table_has_them() 
     assert attacks["psychic-crush"]["ranges"] == {"short": 50}
 
 
+def test_quick_mac_takes_the_worst_of_the_range_without_a_die_when_h_2e_quickmac_pick_is_off(
+        ) -> None:
+    """H-2E-QUICKMAC-PICK off: Average Int (8–10) gives its worst base, 10, with no
+    ``mac-base`` die; the d10 of 10 on the high-psionic table is −4."""
+    dice = SuppliedDice({"mac-modifier": [10]})
+    assert SYSTEM.quick_mac(9, "high", dice, {"H-2E-QUICKMAC-PICK": False}) == 6
+    assert [r.purpose for r in dice.rolls_since(0)] == ["mac-modifier"]
+
+
 def test_quick_mac_reads_the_high_or_low_psionic_table_and_no_other() -> None:
     """Seed 004 Quick MAC: Average Int (8–10) picks 10 with a 3; a d10 of 10 is −4 on the
     high-psionic table and −3 on the low-psionic one. There is no third table."""

@@ -136,6 +136,20 @@ def test_revised_2e_close_is_refused_when_the_mind_may_not_pay() -> None:
     assert refused.value.rule == "cannot-act"
 
 
+def test_revised_2e_a_stun_stops_closing_by_paying_even_with_h_2e_stun_off() -> None:
+    """H-2E-STUN off lets a stunned mind attack; closing is no attack, and a stun stops
+    it as in an encounter's ``declare``: offered as ``cannot-act``, refused if chosen."""
+    stunned = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True),
+                         conditions=["stunned"], condition_rounds={"stunned": 0})
+    options = {"H-2E-STUN": False}
+    offered = REVISED.round_end_choices({"combatants": [stunned], "options": options})
+    assert offered["combatants"][0]["choices"]["close"]["reason"] == "cannot-act"
+    with pytest.raises(RulesViolation) as refused:
+        REVISED.end_round({"combatants": [stunned], "choices": {"kara": {"close": True}},
+                           "options": options}, SuppliedDice({}))
+    assert refused.value.rule == "cannot-act"
+
+
 def critical_hit_on_kara() -> JSON:
     """An exchange in which Ulcen's mind thrust ×2 (natural 20 − 2 = 18 against 6) is a
     critical mental hit through Kara's mental barrier, and Kara fails her save (3

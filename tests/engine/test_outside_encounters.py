@@ -119,6 +119,21 @@ def test_revised_2e_close_choice_pays_twice_the_last_defense() -> None:
     assert [e["type"] for e in result["events"]] == ["psp-spent", "mind-closed"]
 
 
+def test_revised_2e_a_mind_told_it_may_pay_pays_before_the_round_s_end_in_events_too(
+        ) -> None:
+    """§1.5: a mind the last round's end told it may pay closes before this round's
+    bookkeeping; its events say so in that order, as its summary does."""
+    c = psionicist("kara", mind=open_mind(rounds_open=1, may_pay_to_close=True),
+                   conditions=["initiative-penalty"],
+                   condition_rounds={"initiative-penalty": 0})
+    result = REVISED.end_round({"combatants": [c], "choices": {"kara": {"close": True}}},
+                               SuppliedDice({}))
+    assert [e["type"] for e in result["events"]] == [
+        "psp-spent", "mind-closed", "condition-ended"]
+    assert result["summary"] == ("End of the round: Kara pays 10 PSPs and closes its mind. "
+                                 "Kara's initiative penalty ends.")
+
+
 def test_revised_2e_close_is_refused_when_the_mind_may_not_pay() -> None:
     # locked open: the chance to pay ended with the round after the one it opened in
     c = psionicist("kara", mind=open_mind(rounds_open=2, locked_rounds=3))

@@ -164,6 +164,11 @@ CASES: dict[str, dict[str, Any]] = {
                              "defender": psionicist("spent", 3, mac=7, psp=2),
                              "attack": {"mode": "mind-thrust"},
                              "defense": {"mode": "thought-shield"}},
+    # the same defense paid earlier this round: not paid again, the pool stays closed
+    "defense-paid-keeps-pool": {"attacker": ULCEN,
+                                "defender": psionicist("spent", 3, mac=7, psp=2),
+                                "attack": {"mode": "mind-thrust"},
+                                "defense": {"mode": "thought-shield", "paid": True}},
 }
 
 

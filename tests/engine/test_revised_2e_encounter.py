@@ -894,3 +894,31 @@ def test_a_declared_choice_is_stored_as_a_copy_the_caller_s_later_changes_leave_
     choice["defense"]["mode"] = "mental-barrier"
     assert state["pending"]["ulcen"] == {"attack": {"mode": "mind-thrust", "target": "fenka"},
                                          "defense": {"mode": "thought-shield"}}
+
+
+def test_initiative_is_rolled_on_the_tables_die() -> None:
+    """H-2E-ORDER 'initiative': d10 each with the shipped tables; a GM's table giving
+    another die size is rolled on that die."""
+    def first_rolls(system: Revised2e) -> list[tuple[str, int]]:
+        state = system.encounter_new({"H-2E-ORDER": "initiative"})
+        for c in (ULCEN, FENKA):
+            state, _ = system.encounter_add(state, c)
+        state = system.encounter_declare(state, "ulcen", {"attack": {
+            "mode": "mind-thrust", "target": "fenka"}})
+        _, step = system.encounter_resolve(state, RandomDice(7), force=True)
+        return [(r["purpose"], r["sides"]) for r in step["rolls"]][:1]
+
+    assert first_rolls(SYSTEM) == [("initiative", 10)]
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["initiative"]["sides"] = 6
+    assert first_rolls(Revised2e(raw)) == [("initiative", 6)]
+
+
+def test_the_view_lists_who_has_declared_in_the_encounter_s_order_not_the_declarations(
+        ) -> None:
+    """The view's ``declared`` follows the encounter's order, as ``waiting_for`` does,
+    whatever order the choices came in."""
+    state = SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "fenka", {
+        "defense": {"mode": "thought-shield"}})
+    state = SYSTEM.encounter_declare(state, "ulcen", {"defense": {"mode": "thought-shield"}})
+    assert SYSTEM.encounter_view(state)["declared"] == ["ulcen", "fenka"]

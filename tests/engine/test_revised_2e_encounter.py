@@ -922,3 +922,16 @@ def test_the_view_lists_who_has_declared_in_the_encounter_s_order_not_the_declar
         "defense": {"mode": "thought-shield"}})
     state = SYSTEM.encounter_declare(state, "ulcen", {"defense": {"mode": "thought-shield"}})
     assert SYSTEM.encounter_view(state)["declared"] == ["ulcen", "fenka"]
+
+
+def test_an_attack_lost_to_conditions_names_every_one_that_stops_it() -> None:
+    """RULES.md §1.5: dazed and confused each stop an attack; an attacker that is both
+    by the time its attack comes is told both, as a refused declaration would be."""
+    state = SYSTEM.encounter_declare(encounter(ULCEN, FENKA), "ulcen", {"attack": {
+        "mode": "mind-thrust", "target": "fenka"}})
+    state["combatants"]["ulcen"] |= {"conditions": ["dazed", "confused"],
+                                     "condition_rounds": {"dazed": 2, "confused": 2}}
+    _, step = SYSTEM.encounter_resolve(state, SuppliedDice({}), force=True)
+    [lost] = [e for e in step["events"] if e["type"] == "attack-lost"]
+    assert lost["reason"] == "Ulcen of Tyr is dazed, confused"
+    assert "mind thrust is lost: Ulcen of Tyr is dazed, confused." in step["summary"]

@@ -477,6 +477,18 @@ def test_quick_mac_is_rolled_with_the_first_round() -> None:
     assert [r["purpose"] for r in step["rolls"]] == ["mac-base", "mac-modifier"]
 
 
+def test_an_encounter_rolls_a_quick_mac_under_its_own_h_2e_quickmac_pick() -> None:
+    """H-2E-QUICKMAC-PICK off for this encounter: Average Int (8–10) gives its worst
+    base, 10, with no ``mac-base`` die; a d10 of 10 on the high-psionic table is −4."""
+    beast = {"id": "beast", "kind": "psionicist", "level": 2, "psp_max": 10,
+             "class_group": "monster", "quick_mac": {"intelligence": 9, "psionic": "high"}}
+    state = encounter(ULCEN, beast, options={"H-2E-QUICKMAC-PICK": False})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"mac-modifier": [10]}),
+                                           force=True)
+    assert state["combatants"]["beast"]["mac"] == 10 - 4
+    assert [r["purpose"] for r in step["rolls"]] == ["mac-modifier"]
+
+
 def test_bad_options_and_states_are_refused() -> None:
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_new({"H-2E-ORDER": "alphabetical"})

@@ -508,6 +508,18 @@ def test_a_combatant_at_0_hit_points_or_fewer_is_down_and_acts_no_more() -> None
     assert err.value.rule == "cannot-act" and "down" in err.value.detail
 
 
+def test_a_refusal_names_the_conditions_in_the_sheet_s_order_and_being_down_last() -> None:
+    """A combatant that cannot act is told every condition that stops it, in its sheet's
+    order, and then that it is down."""
+    dazed = psionicist("fenka", "Fenka of Raam", hp=-3, conditions=["confused", "dazed"],
+                       condition_rounds={"confused": 2, "dazed": 2})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(encounter(ULCEN, dazed), "fenka", {
+            "defense": {"mode": "thought-shield"}})
+    assert err.value.detail == ("Fenka of Raam cannot act this round (confused, dazed, "
+                                "down (0 hit points or fewer))")
+
+
 def test_a_blow_that_takes_the_last_hit_points_says_the_combatant_is_down() -> None:
     """§1.5: psychic crush on an open mind deals 1d6 hit points per 8 PSPs."""
     fenka = psionicist("fenka", "Fenka of Raam", psp=0, hp=3,

@@ -1236,6 +1236,18 @@ def test_the_request_schema_s_defaults_are_what_an_exchange_does_without_them() 
     assert bare == given and bare["defense_psp"] == 5
 
 
+def test_an_exchange_request_naming_another_system_is_refused_at_system() -> None:
+    """API.md ``exchange.resolve``: a request may say its ``system``; one that names
+    another system is invalid params at ``/system``, not read as revised-2e's."""
+    request = {"attacker": psionicist("a"), "defender": psionicist("d"),
+               "attack": {"mode": "mind-thrust"}}
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.resolve({**request, "system": "power-pool"}, SuppliedDice({"attack": [1]}))
+    assert [p.path for p in bad.value.problems] == ["/system"]
+    own = SYSTEM.resolve({**request, "system": "revised-2e"}, SuppliedDice({"attack": [1]}))
+    assert own.outcome == "miss"
+
+
 def test_describe_gives_each_attack_s_damage_and_ranges_as_the_table_has_them() -> None:
     """RULES.md §1.2: damage per step and range in yards (S/M/L), psychic crush one band
     of 50; a mode with no bonus shows none."""

@@ -1209,6 +1209,26 @@ def test_describe_gives_one_die_size_only_where_every_mode_rolls_the_same() -> N
     assert purposes["lost-power"]["sides"] == 6
 
 
+def test_describe_gives_the_dice_of_a_gm_s_table_for_saves_and_effect_durations() -> None:
+    """``dice_purposes`` reads the tables in use: a GM's table rolling the save on a d4
+    and id insinuation's confusion on a d6 is described so; the shipped one gives the
+    d20 and 1d4 rounds for both ego whip and id insinuation (RULES.md §1.5)."""
+    def purposes(system: Revised2e) -> dict[str, JSON]:
+        return {p["purpose"]: p for p in system.describe()["dice_purposes"]}
+
+    shipped = purposes(SYSTEM)
+    assert shipped["save"]["sides"] == 20
+    assert (shipped["effect-duration"]["sides"], shipped["effect-duration"]["sides_by_mode"]
+            ) == (4, {"ego-whip": 4, "id-insinuation": 4})
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["save_paralyzation"]["sides"] = 4
+    raw["open_mind"]["effects"]["id-insinuation"]["sides"] = 6
+    gm = purposes(Revised2e(raw))
+    assert gm["save"]["sides"] == 4
+    assert (gm["effect-duration"]["sides"], gm["effect-duration"]["sides_by_mode"]) == (
+        None, {"ego-whip": 4, "id-insinuation": 6})
+
+
 def test_an_exchange_without_an_attack_is_invalid_input() -> None:
     """API.md ``exchange.resolve``: ``attacker``, ``defender`` and ``attack`` are given;
     a request without its attack is invalid params, not an error of the engine."""

@@ -398,6 +398,19 @@ def test_rules_refuse_a_defense_raised_by_a_defender_who_cannot_act() -> None:
     assert result["hit"] is False and result["defender"]["after"]["psp"] == 50
 
 
+@pytest.mark.parametrize("stun_stops_attacks", [True, False])
+def test_rules_refuse_a_defense_raised_by_a_stunned_defender_whatever_h_2e_stun_says(
+        stun_stops_attacks: bool) -> None:
+    """RULES.md §1.4 step 1: raising a defense is an action a stunned mind cannot take.
+    H-2E-STUN speaks only of its attacks (off, they still happen), so either way the
+    defense is refused, as an encounter's ``declare`` refuses it."""
+    stunned = psionicist("d", conditions=["stunned"])
+    with pytest.raises(RulesViolation) as err:
+        resolve(psionicist("a"), stunned, {"mode": "mind-thrust"}, {"mode": "mind-blank"},
+                {"H-2E-STUN": stun_stops_attacks}, attack=[10])
+    assert err.value.rule == "defender-cannot-act"
+
+
 def test_rules_refuse_a_defense_it_cannot_pay_or_does_not_know() -> None:
     with pytest.raises(RulesViolation) as err:
         resolve(psionicist("a"), psionicist("d", psp=4), {"mode": "mind-thrust"},

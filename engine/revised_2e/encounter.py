@@ -168,15 +168,17 @@ def _allowed(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> i
 
 def _able_to_act(system: Revised2e, s: Mapping[str, Any], c: Mapping[str, Any]) -> bool:
     """Whether ``c`` has any choice to make this round: it must be free to act and have a
-    psionic mind with some legal use of its PSPs (close, a defense, or an attack)."""
+    psionic mind with some legal use of its PSPs (close, a defense, or an attack). A stun
+    stops closing and defenses, as ``declare`` holds, whatever H-2E-STUN says of attacks."""
     t = system.tables
     options = system.options(s["options"])
     if not is_psionic(c) or not can_act(c, options[house.STUN]):
         return False
-    if may_close_by_paying(t, c, options) is not None:
-        return True
-    if any(t.defense_cost(d) <= c["psp"] for d in c["defenses"]):
-        return True
+    if can_act(c, stun_stops=True):
+        if may_close_by_paying(t, c, options) is not None:
+            return True
+        if any(t.defense_cost(d) <= c["psp"] for d in c["defenses"]):
+            return True
     has_target = len(s["order"]) > 1
     return has_target and _allowed(system, s, c) > 0 and any(
         t.attack_cost(a) <= c["psp"] for a in c["attacks"])

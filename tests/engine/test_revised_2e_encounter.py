@@ -265,6 +265,26 @@ def test_a_combatant_brought_in_stunned_declares_attacks_only_with_h_2e_stun_off
     assert err.value.rule == "cannot-act"
 
 
+def test_a_stunned_mind_with_no_attack_to_make_is_not_waited_for_even_with_h_2e_stun_off(
+        ) -> None:
+    """H-2E-STUN off lets a stunned mind attack; its defenses and closing stay stopped
+    (``declare`` refuses them). So one with no attack it could make (none known, or
+    nobody to make it on) has no choice, and the round does not wait for it; one with an
+    attack still is waited for."""
+    options = {"H-2E-STUN": False}
+    stunned = {**FENKA, "conditions": ["stunned"]}
+    no_attack = encounter(ULCEN, {**stunned, "attacks": []}, options=options)
+    assert SYSTEM.encounter_waiting_for(no_attack) == ["ulcen"]
+    assert SYSTEM.encounter_waiting_for(encounter(stunned, options=options)) == []
+    closing = {**stunned, "attacks": [], "mind": {
+        "state": "open", "opened_by": "critical", "may_pay_to_close": True,
+        "last_defense": "thought-shield", "rounds_open": 1}}
+    assert SYSTEM.encounter_waiting_for(encounter(ULCEN, closing, options=options)) == [
+        "ulcen"]
+    assert SYSTEM.encounter_waiting_for(encounter(ULCEN, stunned, options=options)) == [
+        "ulcen", "fenka"]
+
+
 def test_the_view_prices_closing_for_a_mind_a_critical_hit_opened_last_round() -> None:
     """§1.5: closing costs 2 × the last defense used (mental barrier 5 → 10); the view
     says so before anyone declares, so a VTT can offer it at that price."""

@@ -83,6 +83,18 @@ def test_revised_2e_a_mind_without_psionics_stays_as_it_is() -> None:
     assert err.value.rule == "nonpsionic-cannot-defend"
 
 
+def test_revised_2e_no_defense_assumes_nothing_of_the_mind() -> None:
+    """API.md: 'A missing ``defense`` (or ``null``) means no defense mode': a request
+    that gives the defender none takes its sheet as it is (the defenses it knows
+    kept), and the odds are those of the request itself."""
+    for request in ({**THRUST, "defender": FENKA}, {**THRUST, "defender": FENKA,
+                                                    "defense": None}):
+        assert REVISED.defending_places(request) == {"/defender": []}
+        assumed = REVISED.assume_knowing(request, ["/defender"])
+        assert assumed["defender"] == REVISED.combatant(FENKA)
+        assert odds_of(REVISED, request, ["/defender"]) == dict(REVISED.odds(request))
+
+
 def test_assume_known_changes_nothing_it_is_given() -> None:
     """Nor a list of minds in it: a power-pool wave's ``defenders`` stay as given."""
     request = revised({**FENKA, "psp": 1})

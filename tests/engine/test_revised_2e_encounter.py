@@ -979,3 +979,25 @@ def test_an_attack_lost_to_conditions_names_every_one_that_stops_it() -> None:
     [lost] = [e for e in step["events"] if e["type"] == "attack-lost"]
     assert lost["reason"] == "Ulcen of Tyr is dazed, confused"
     assert "mind thrust is lost: Ulcen of Tyr is dazed, confused." in step["summary"]
+
+
+def test_a_defense_the_mind_cannot_pay_for_is_refused_by_its_own_rule_and_figures() -> None:
+    """RULES.md §1.4 step 1: a defense costs its PSPs when raised; declaring one the mind
+    cannot pay is refused as that defense's cost, as an exchange refuses it."""
+    state = encounter(ULCEN, psionicist("fenka", "Fenka of Raam", psp=3))
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "fenka", {"defense": {"mode": "mental-barrier"}})
+    assert (err.value.rule, err.value.detail) == (
+        "not-enough-psp-for-defense", "Fenka of Raam needs 5 PSPs for mental-barrier but holds 3")
+
+
+def test_combatants_added_and_taken_again_are_derived_under_the_encounter_s_house_rules(
+        ) -> None:
+    """H-2E-WT-MTHAC0 off for this encounter: a level-5 wild talent's MTHAC0 is 21 − 5,
+    not 21 − ceil(5/2), when it is added and when its sheet is taken again."""
+    talent = {"id": "kel", "name": "Kel", "kind": "wild-talent", "level": 5, "psp_max": 20,
+              "int": 12, "wis": 12, "attacks": ["mind-thrust"]}
+    state = encounter(ULCEN, talent, options={"H-2E-WT-MTHAC0": False})
+    assert state["combatants"]["kel"]["mthac0"] == 16
+    state = SYSTEM.encounter_replace(state, "kel", {**talent, "psp": 10})
+    assert state["combatants"]["kel"]["mthac0"] == 16

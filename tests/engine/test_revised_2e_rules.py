@@ -1242,6 +1242,17 @@ def test_describe_gives_the_dice_of_a_gm_s_table_for_saves_and_effect_durations(
         None, {"ego-whip": 4, "id-insinuation": 6})
 
 
+def test_the_tables_described_are_the_caller_s_own_copy() -> None:
+    """``describe`` serves the tables in use; a caller that edits what it was given
+    changes neither the next description nor the rules (mind thrust still costs 2)."""
+    system = Revised2e()
+    described = system.describe()["tables"]
+    described["attacks"]["mind-thrust"]["cost"] = 99
+    described["defenses"].clear()
+    assert system.describe()["tables"] == Revised2e().describe()["tables"]
+    assert system.tables.attack_cost("mind-thrust") == 2
+
+
 def test_an_exchange_without_an_attack_is_invalid_input() -> None:
     """API.md ``exchange.resolve``: ``attacker``, ``defender`` and ``attack`` are given;
     a request without its attack is invalid params, not an error of the engine."""

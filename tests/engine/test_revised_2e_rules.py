@@ -250,6 +250,20 @@ def test_known_modes_limited_by_level_house_rule_h_2e_mode_limits() -> None:
     assert SYSTEM.combatant({**raw, "class_group": "monster"})["level"] == 2
 
 
+def test_a_wild_talent_knows_at_most_3_modes_of_each_whatever_its_level() -> None:
+    """RULES.md §1.1: wild talents know at most 3 of each (H-2E-MODE-LIMITS), where a
+    psionicist of level 9 knows 5."""
+    attacks = ["mind-thrust", "ego-whip", "psychic-crush", "id-insinuation"]
+    talent = psionicist("w", kind="wild-talent", level=9, defenses=["thought-shield"])
+    assert len(SYSTEM.combatant({**talent, "attacks": attacks[:3]})["attacks"]) == 3
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({**talent, "attacks": attacks})
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/attacks", "a level-9 wild-talent knows at most 3 attack mode(s), not 4 "
+                     "(H-2E-MODE-LIMITS)")]
+    assert SYSTEM.combatant(psionicist("p", level=9, attacks=attacks))["level"] == 9
+
+
 def test_a_refusal_by_the_mode_limits_names_attack_or_defense_modes_and_the_count() -> None:
     """H-2E-MODE-LIMITS: each list over the level's limit is told what kind of mode it
     holds too many of, the limit and how many it gives."""

@@ -497,6 +497,19 @@ def test_quick_mac_is_rolled_with_the_first_round() -> None:
     assert [r["purpose"] for r in step["rolls"]] == ["mac-base", "mac-modifier"]
 
 
+def test_a_quick_mac_is_rolled_with_the_first_round_whichever_place_it_has_in_the_list(
+        ) -> None:
+    """Seed 004's Quick MAC is rolled with the first round for every monster still
+    without a MAC, the first listed too."""
+    beast = {"id": "beast", "kind": "psionicist", "level": 2, "psp_max": 10,
+             "class_group": "monster", "quick_mac": {"intelligence": 9, "psionic": "high"}}
+    state, step = SYSTEM.encounter_resolve(
+        encounter(beast, ULCEN), SuppliedDice({"mac-base": [3], "mac-modifier": [1]}),
+        force=True)
+    assert state["combatants"]["beast"]["mac"] == 10
+    assert {"type": "mac-rolled", "combatant": "beast", "mac": 10} in step["events"]
+
+
 def test_an_encounter_rolls_a_quick_mac_under_its_own_h_2e_quickmac_pick() -> None:
     """H-2E-QUICKMAC-PICK off for this encounter: Average Int (8–10) gives its worst
     base, 10, with no ``mac-base`` die; a d10 of 10 on the high-psionic table is −4."""

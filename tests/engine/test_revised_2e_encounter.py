@@ -650,6 +650,15 @@ def test_a_stored_state_of_another_system_or_out_of_step_is_refused() -> None:
         assert bad.value.problems[0].path == "/state"
 
 
+@pytest.mark.parametrize("stored", [None, [], "revised-2e"])
+def test_a_stored_state_that_is_no_object_is_refused_as_one(stored: Any) -> None:
+    """A state read back from storage that is not even a JSON object is refused as not
+    a revised-2e encounter state, as any other broken outline is."""
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.encounter_view(stored)
+    assert bad.value.problems[0].path == "/state"
+
+
 def test_a_mind_whose_only_choice_is_to_pay_to_close_is_waited_for() -> None:
     """§1.5: a mind a critical hit opened "in that round may spend PSPs to close": that
     is a choice, so the round waits for it even from a combatant that knows no mode."""

@@ -1306,6 +1306,16 @@ def test_an_exchange_request_naming_another_system_is_refused_at_system() -> Non
     assert own.outcome == "miss"
 
 
+def test_an_exchange_request_s_dice_must_be_an_object_of_purposes() -> None:
+    """API.md: supplied ``dice`` are an object of values by purpose; a request giving
+    a bare list is invalid params at ``/dice``."""
+    request = {"attacker": psionicist("a"), "defender": psionicist("d"),
+               "attack": {"mode": "mind-thrust"}, "dice": [4]}
+    with pytest.raises(InvalidInput) as bad:
+        SYSTEM.resolve(request, SuppliedDice({"attack": [4]}))
+    assert [p.path for p in bad.value.problems] == ["/dice"]
+
+
 def test_describe_gives_each_attack_s_damage_and_ranges_as_the_table_has_them() -> None:
     """RULES.md §1.2: damage per step and range in yards (S/M/L), psychic crush one band
     of 50; a mode with no bonus shows none."""

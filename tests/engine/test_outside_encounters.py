@@ -495,6 +495,19 @@ def test_power_pool_a_controller_that_cannot_act_keeps_only_control_kept_by_a_di
         "control of Zed: the control ends.")
 
 
+def test_power_pool_a_controller_that_cannot_act_loses_its_links_in_one_sentence() -> None:
+    """Every link kept by an action ends together at the round's end, and the summary
+    names their creatures in one sentence."""
+    ix = controller(conditions=["unconscious"], pool=5, dedicated=[],
+                    controlling=[{"id": "zed", "kept_by": "action"},
+                                 {"id": "kay", "kept_by": "action"}])
+    result = POOL.end_round({"combatants": [ix], "puppets": [puppet("zed"), puppet("kay")]},
+                            SuppliedDice({}))
+    assert result["summary"] == (
+        "End of the round: Ix is unconscious and cannot spend the action that keeps its "
+        "control of Zed and Kay: the control ends.")
+
+
 def test_power_pool_a_controller_that_cannot_act_is_offered_no_switch_and_refused_one(
         ) -> None:
     """Changing how a link is kept is the controller's doing: unconscious, Ix is offered
@@ -861,6 +874,17 @@ def test_power_pool_long_rest_by_the_house_rule() -> None:
     half = after(POOL.rest({"combatants": [c], "options": {"H-PP-RECOVERY": "half"}},
                               SuppliedDice({})), "ix")
     assert half["pool"] == 1 + 3
+
+
+def test_power_pool_long_rest_ends_timed_conditions_only() -> None:
+    """A long rest outlasts every timer; a condition without one has no end a rest could
+    reach (Subconscious Subversion's fear "persists even after the attacker ceases
+    psionic control")."""
+    c = {"id": "ix", "name": "Ix", "hit_dice": 5, "die": 8,
+         "conditions": ["frightened", "stunned"], "condition_rounds": {"stunned": 2}}
+    rested = POOL.rest({"combatants": [c]}, SuppliedDice({}))
+    assert after(rested, "ix")["conditions"] == ["frightened"]
+    assert rested["summary"] == "After the rest: Ix is no longer stunned."
 
 
 @pytest.mark.parametrize("puppet_rests", [False, True])

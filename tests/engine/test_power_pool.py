@@ -202,6 +202,15 @@ def test_falling_under_control_expends_maintained_powers() -> None:
     assert any(e.type == "dice-expended" and e.data["dice"] == 2 for e in res.events)
 
 
+def test_falling_under_control_with_no_power_maintained_expends_nothing() -> None:
+    """Seed: the dice "used to maintain" powers are expended: with none maintained, no
+    die is, and no event says so."""
+    res = exchange(psionic("A", 3, 6), psionic("B", 2, 4), {"mode": "mental-stab"},
+                   dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    assert after(res, "b")["controlled_by"] == "a"
+    assert [e.type for e in res.events if e.type == "dice-expended"] == []
+
+
 def test_a_controller_falling_under_control_sets_its_puppet_free() -> None:
     """Seed: "Any powers being maintained by the controlled creature end" (README: "any
     control it held ends"); the event says why: its controller was overcome."""
@@ -933,6 +942,16 @@ def test_keep_by_switches_between_die_and_action() -> None:
     assert ctl.keep_by({**a, "pool": 1}, "b", "die")["pool"] == 0
 
 
+def test_keep_by_knows_only_die_and_action() -> None:
+    """Seed 001 names two ways to keep control, "dedicating a die" or "using an action
+    each round": any other is invalid input, not a third way that returns the dice."""
+    a = SYSTEM.combatant(psionic("A", 3, 6, controlling=[{"id": "b", "kept_by": "die"}],
+                                 pool=2, dedicated=[{"purpose": "control", "target": "b"}]))
+    with pytest.raises(InvalidInput) as err:
+        ctl.keep_by(a, "b", "dice")
+    assert err.value.problems[0].path == "/keep/by"
+
+
 def test_keeping_a_wave_by_dice_dedicates_a_die_to_each_creature_and_back() -> None:
     """README "Groups": a Psionic Wave kept by dice takes "a die ... dedicated to it"
     for each creature, all on the one link; by an action again, they all return."""
@@ -984,6 +1003,14 @@ def test_recovery_returns_all_dice_after_a_long_rest() -> None:
     assert ctl.recover(busy, "half")["pool"] == 6
     puppet = SYSTEM.combatant(psionic("P", 4, 6, controlled_by="a"))
     assert ctl.recover(puppet, "all")["pool"] == 0
+
+
+def test_recovery_by_a_rule_h_pp_recovery_does_not_have_is_invalid_input() -> None:
+    """H-PP-RECOVERY is "all" or "half"; another word gives back no dice silently."""
+    c = SYSTEM.combatant(psionic("A", 6, 6, pool=1))
+    with pytest.raises(InvalidInput) as err:
+        ctl.recover(c, "most")
+    assert err.value.problems[0].path == "/options/H-PP-RECOVERY"
 
 
 def test_swarm_group_kept_by_dice_while_the_pool_lasts() -> None:
@@ -1039,6 +1066,27 @@ def test_a_daze_already_lasting_longer_keeps_its_longer_timer() -> None:
                    psionic("B", 1, 4), {"mode": "mental-stab"},
                    dice={"attack": [5, 5], "defense": [1]})
     assert after(res, "a")["condition_rounds"] == {"dazed": 2}
+
+
+def test_a_daze_without_end_stays_without_end_when_dazed_again() -> None:
+    """A condition taken again keeps the longer timer, and a condition with no timer
+    lasts longer than any: the attacker "dazed for the round" stays dazed untimed."""
+    res = exchange(psionic("A", 2, 6, conditions=["dazed"]), psionic("B", 1, 4),
+                   {"mode": "mental-stab"}, dice={"attack": [5, 5], "defense": [1]})
+    a = after(res, "a")
+    assert a["conditions"] == ["dazed"] and a["condition_rounds"] == {}
+
+
+def test_frightened_by_subversion_loses_the_timer_it_had() -> None:
+    """Seed 001, Subconscious Subversion: the fear "persists even after the attacker
+    ceases psionic control", with no end of its own: a creature frightened for a round
+    already is frightened untimed."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 1, 4, conditions=["frightened"],
+                                               condition_rounds={"frightened": 1}),
+                   {"mode": "subconscious-subversion"},
+                   dice={"attack": [6, 6], "defense": [1]})
+    b = after(res, "b")
+    assert "frightened" in b["conditions"] and b["condition_rounds"] == {}
 
 
 @pytest.mark.parametrize("more", [{"conditions": ["asleep"]}, {"conditions": ["unconscious"]},

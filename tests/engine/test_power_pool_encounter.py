@@ -143,6 +143,13 @@ def test_the_view_shows_every_house_rule_in_force_as_the_other_systems_do() -> N
     assert half["options"] == {**defaults, "H-PP-RECOVERY": "half"}
 
 
+def test_an_encounter_with_a_house_rule_it_does_not_know_is_refused_when_made() -> None:
+    """Options are checked as the encounter is made, not at its first view or step."""
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_new({"H-PP-RECOVERY": "most"})
+    assert err.value.problems[0].path == "/options/H-PP-RECOVERY"
+
+
 def test_a_creature_with_no_die_in_its_pool_is_not_waited_for() -> None:
     """A puppet set free keeps pool 0 until it rests (seed 001: control expends its
     pool); with no die to roll it could only lose. The round did not end until it
@@ -799,13 +806,15 @@ def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:
 @pytest.mark.parametrize(("choice", "path"), [
     ({"attack": {"mode": "psionic-wave", "target": "b", "targets": ["ghost"]}},
      "/choice/attack/targets/0"),
+    ({"attack": {"mode": "psionic-wave", "target": "b", "targets": ["c", "ghost"]}},
+     "/choice/attack/targets/1"),
     ({"release": "ghost"}, "/choice/release"),
     ({"keep": {"target": "ghost", "by": "die"}}, "/choice/keep/target"),
     ({"cannot_perceive": "ghost"}, "/choice/cannot_perceive")])
 def test_a_creature_not_in_the_encounter_is_an_unknown_combatant(
         choice: dict[str, Any], path: str) -> None:
     """API.md "Errors": an unknown combatant is 4004, wherever the choice names it."""
-    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6))
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6), psionic("c", 2, 6))
     with pytest.raises(UnknownCombatant) as err:
         SYSTEM.encounter_declare(state, "a", choice)
     assert (err.value.id, err.value.path) == ("ghost", path)
@@ -1064,6 +1073,16 @@ def test_an_unaware_defender_with_other_conditions_too_has_no_choice() -> None:
         state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
                                                                  "target": "b"}})
         assert SYSTEM.encounter_waiting_for(state) == waited, conditions
+
+
+def test_an_unaware_defender_knowing_cognitive_labyrinth_is_waited_for() -> None:
+    """RULES.md §3.2 step 2: an asleep defender "may defend only with
+    cognitive-labyrinth": knowing it, it has that choice to make."""
+    state = encounter(psionic("A"), psionic("B", conditions=["asleep"],
+                                            defenses=["cognitive-labyrinth"]))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "b"}})
+    assert SYSTEM.encounter_waiting_for(state) == ["b"]
 
 
 def test_a_wave_at_two_puppets_of_one_controller_strikes_that_controller_once() -> None:

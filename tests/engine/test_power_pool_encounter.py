@@ -93,6 +93,16 @@ def test_force_treats_a_missing_defense_as_no_defense_mode() -> None:
     assert result["defense"]["mode"] is None and result["winner"] == "defender"
 
 
+def test_force_with_no_attack_declared_simply_ends_the_round() -> None:
+    """API.md: `resolve` with `force: true` takes a missing choice as no attack: with
+    none declared, the round ends though some could still attack."""
+    state = encounter(psionic("A", 2, 6), psionic("B", 2, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"pass": True})
+    state, step = SYSTEM.encounter_resolve(state, RandomDice(1), force=True)
+    assert step["results"] == [] and step["summary"] == "Round 1 ends."
+    assert state["round"] == 2 and SYSTEM.encounter_waiting_for(state) == ["a", "b"]
+
+
 def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
     """Seed: the attacker is "dazed during the round psionic combat occurs"; a rebuffed
     attacker "is stunned for one round" (through the next round's end)."""
@@ -113,6 +123,17 @@ def test_rounds_end_when_nobody_can_attack_and_timers_tick() -> None:
     assert step["results"] == [] and state["round"] == 3
     assert state["combatants"]["a"]["conditions"] == []
     assert step["summary"] == "A is no longer stunned. Round 2 ends."
+
+
+def test_who_attacked_or_passed_in_a_round_may_attack_again_in_the_next() -> None:
+    """Seed: "Psionic combat occurs in normal initiative order", round after round: a new
+    round waits again for everyone who can attack."""
+    state = encounter(psionic("A", 2, 6), psionic("B", 2, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"pass": True})
+    state = SYSTEM.encounter_declare(state, "b", {"pass": True})
+    state, _ = SYSTEM.encounter_resolve(state, RandomDice(1))
+    assert state["round"] == 2 and state["acted"] == []
+    assert SYSTEM.encounter_waiting_for(state) == ["a", "b"]
 
 
 def test_every_combatant_s_timers_tick_as_the_round_ends() -> None:

@@ -949,6 +949,17 @@ def test_a_controller_that_cannot_perceive_loses_only_links_kept_by_action() -> 
     assert json.dumps(state, sort_keys=True) == before
 
 
+def test_releasing_a_creature_not_controlled_is_refused_and_changes_nothing() -> None:
+    """Seed 001: control is released by the controller "until the controller chooses to
+    relinquish it": a creature it does not control has nothing to release."""
+    state = encounter(psionic("A", 3, 6), psionic("B", 2, 6))
+    before = json.dumps(state, sort_keys=True)
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "a", {"release": "b"})
+    assert err.value.rule == "not-controlling"
+    assert json.dumps(state, sort_keys=True) == before
+
+
 def test_releasing_a_creature_another_now_controls_leaves_that_control_alone() -> None:
     """Seed 001: the controller "chooses to relinquish" its own link only. A's sheet
     still lists B, but B's says Y holds it now (an encounter's sheets are taken as
@@ -1009,7 +1020,7 @@ def test_a_controller_that_cannot_act_cannot_change_how_it_keeps_control() -> No
     for target, by in (("b", "die"), ("c", "action")):
         with pytest.raises(RulesViolation) as err:
             SYSTEM.encounter_declare(state, "a", {"keep": {"target": target, "by": by}})
-        assert err.value.rule == "controller-cannot-act"
+        assert (err.value.rule, err.value.combatant) == ("controller-cannot-act", "a")
         assert err.value.detail.startswith("A is asleep and cannot act")
     assert json.dumps(state, sort_keys=True) == kept
     state = SYSTEM.encounter_declare(state, "a", {"release": "c"})

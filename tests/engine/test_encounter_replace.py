@@ -194,6 +194,16 @@ def test_combat_strength_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> No
     assert new["combatants"]["kara"]["name"] == "kara"
 
 
+def test_power_pool_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
+    """As in revised-2e: the refreshed sheet's own id (longer than 64 characters here) is
+    not checked, and a sheet with no name is named by its id in the encounter."""
+    system, state = _encounter("power-pool")
+    first, _, _, _ = CASES["power-pool"]
+    new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
+    assert new["combatants"]["kara"]["id"] == "kara"
+    assert new["combatants"]["kara"]["name"] == "kara"
+
+
 def test_revised_2e_a_stored_choice_that_no_longer_fits_is_dropped_not_refused() -> None:
     """Every declared choice is checked again on a refresh; one of a combatant the
     encounter no longer holds, or one that no longer fits the choice's shape (a state

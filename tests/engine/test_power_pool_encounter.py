@@ -809,6 +809,36 @@ def test_a_refusal_in_words_names_the_choices_places() -> None:
     assert err.value.detail.startswith("/choice/defense/sacrifice: ")
 
 
+def test_a_joining_puppet_attacked_is_refused_at_its_own_choice_not_as_an_ally() -> None:
+    """Seed: "Psionically attacking a creature under psionic control automatically
+    attacks the controller"; the puppet attacked, joining with imagination-swarm, is
+    refused (ally-struck) at its choice, not at the request's `/allies/0` that its join
+    makes."""
+    state = encounter(psionic("A", 3, 6),
+                      psionic("X", 2, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                      psionic("P", 2, 6, controlled_by="x"))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "p"}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, "p", {"defense": {"mode": "imagination-swarm"}})
+    assert err.value.rule == "ally-struck"
+    assert err.value.detail.startswith("/choice/defense: P is a target of this attack")
+
+
+@pytest.mark.parametrize("name", ["B/defense", "B /defenses"])
+def test_a_name_holding_a_request_place_is_told_as_it_is(name: str) -> None:
+    """Names are free text: a request place (`/defense`) inside a longer word of one is
+    not a place, and the refusal names the creature as it is called."""
+    state = encounter(psionic("A", 2, 8), psionic(name, 1, 4, conditions=["asleep"],
+                                                  defenses=["pinnacle-of-will"]))
+    bid = state["order"][1]
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": bid}})
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, bid, {"defense": {"mode": "pinnacle-of-will"}})
+    assert err.value.detail.startswith(f"{name} is asleep: ")
+
+
 def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:
     state = encounter(psionic("A"), mundane("Golem", mindless=True))
     before = json.dumps(state, sort_keys=True)
@@ -839,6 +869,17 @@ def test_a_creature_not_in_the_encounter_is_an_unknown_combatant(
     with pytest.raises(UnknownCombatant) as err:
         SYSTEM.encounter_declare(state, "a", choice)
     assert (err.value.id, err.value.path) == ("ghost", path)
+
+
+@pytest.mark.parametrize("choice", [{"pass": True},
+                                    {"attack": {"mode": "mental-stab", "target": "b"}}])
+def test_a_declarer_not_in_the_encounter_is_an_unknown_combatant(
+        choice: dict[str, Any]) -> None:
+    """API.md "Errors": an unknown combatant is 4004, the one declaring too."""
+    state = encounter(psionic("a", 3, 6), psionic("b", 2, 6))
+    with pytest.raises(UnknownCombatant) as err:
+        SYSTEM.encounter_declare(state, "ghost", choice)
+    assert (err.value.id, err.value.path) == ("ghost", "/combatant_id")
 
 
 def test_attacking_itself_breaks_a_rule() -> None:
@@ -907,6 +948,14 @@ def test_keep_and_rest_apply_at_once() -> None:
     state = SYSTEM.encounter_declare(state, "c", {"rest": True})
     c = state["combatants"]["c"]
     assert (c["pool"], c["conditions"], c["condition_rounds"]) == (4, [], {})
+
+
+def test_a_rest_in_an_encounter_gives_back_dice_by_its_own_house_rule() -> None:
+    """H-PP-RECOVERY "half" set for the encounter: half the hit dice (rounded up) come
+    back, not all of them."""
+    state = encounter(psionic("C", 5, 6, pool=0), options={"H-PP-RECOVERY": "half"})
+    state = SYSTEM.encounter_declare(state, "c", {"rest": True})
+    assert state["combatants"]["c"]["pool"] == 3
 
 
 def test_a_controller_that_rests_loses_its_control_kept_by_an_action() -> None:

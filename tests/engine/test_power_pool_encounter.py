@@ -100,6 +100,7 @@ def test_force_with_no_attack_declared_simply_ends_the_round() -> None:
     state = SYSTEM.encounter_declare(state, "a", {"pass": True})
     state, step = SYSTEM.encounter_resolve(state, RandomDice(1), force=True)
     assert step["results"] == [] and step["summary"] == "Round 1 ends."
+    assert step["events"] == [{"type": "round-ended", "combatant": None, "round": 1}]
     assert state["round"] == 2 and SYSTEM.encounter_waiting_for(state) == ["a", "b"]
 
 
@@ -467,6 +468,7 @@ def test_what_a_declaration_is_told_does_not_depend_on_secret_joins() -> None:
             "mode": "imagination-swarm"}})
         assert "sage" in SYSTEM.encounter_view(state)["declared"]
     assert told[0] == told[1] == told[2] and told[0][0] == "ally-psionic"
+    assert told[0][2] == "seer"  # the creature refused as an ally is named
     assert told[0][1].startswith("/choice/defense/allies/0: Seer is psionic")
 
 

@@ -430,9 +430,26 @@ def test_a_refresh_keeps_a_struck_defenders_defense_of_no_mode() -> None:
     assert SYSTEM.encounter_waiting_for(after) == []
 
 
+def test_a_refresh_that_puts_a_defense_over_the_dice_limit_drops_that_defense() -> None:
+    """A first mind's own dice and its allies' over 100 are its choice's doing: once a
+    refreshed ally's pool puts them there, that defense is dropped and declared again,
+    not the refresh refused."""
+    guard = mundane("M", 30, 6)
+    state = encounter(psionic("A", 40, 6), psionic("L", 40, 6), guard, mundane("N", 30, 6),
+                      options={"H-PP-GROUP": "all-dice"})
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    state = SYSTEM.encounter_declare(state, "l", {"defense": {
+        "mode": "imagination-swarm", "allies": ["m", "n"]}})
+    after = SYSTEM.encounter_replace(state, "m", {**guard, "hit_dice": 50})
+    assert "l" not in SYSTEM.encounter_pending_choices(after)
+    assert SYSTEM.encounter_waiting_for(after) == ["l"]
+
+
 @pytest.mark.parametrize("answer", [{"mode": "imagination-swarm"}, {"mode": None}])
 @pytest.mark.parametrize("change", [{"conditions": ["asleep"]},
-                                    {"defenses": ["pinnacle-of-will"]}])
+                                    {"defenses": ["pinnacle-of-will"]},
+                                    {"hit_dice": 120}])  # a whole pool over the limit
 def test_a_refresh_that_rules_a_join_out_does_not_tell_it_from_a_stay_out(
         answer: dict[str, Any], change: dict[str, Any]) -> None:
     """A join the sheets no longer allow becomes a stay-out, so the refresh drops

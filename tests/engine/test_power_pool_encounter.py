@@ -755,6 +755,9 @@ def test_no_answer_depends_on_another_side_s_secret_choice(prober: str) -> None:
     ("b", {"defense": {"mode": "warp"}}, "/choice/defense/mode"),
     ("seer", {"defense": {"mode": "imagination-swarm", "pool_dice": 101}},
      "/choice/defense/pool_dice"),
+    # refused by the choice's own schema, before any rule
+    ("a", {"attack": {"mode": "mental-stab", "target": "b", "pool_dice": -1}},
+     "/choice/attack/pool_dice"),
 ])
 def test_a_refused_choice_names_its_place_in_the_choice(
         who: str, choice: dict[str, Any], path: str) -> None:
@@ -781,7 +784,10 @@ def test_a_target_named_twice_is_refused_at_its_own_place_past_ten_targets() -> 
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "a", {"attack": {
             "mode": "psionic-wave", "target": "b", "targets": targets}})
-    assert [p.path for p in err.value.problems] == ["/choice/attack/targets/10"]
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/choice/attack/targets/10",
+        'id "b" is already used at /choice/attack/target: give each creature an id of its '
+        "own")]
 
 
 def test_places_are_translated_for_ids_of_any_text() -> None:

@@ -163,8 +163,12 @@ def unable_to_attack(tables: Mapping[str, Any], c: Mapping[str, Any], *,
 
 
 def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
-                defense: Mapping[str, Any] | None, path: str, role: str) -> Side:
-    """What ``c`` rolls in defense, checking the awareness rule and its choices."""
+                defense: Mapping[str, Any] | None, path: str, role: str,
+                capped_later: bool = False) -> Side:
+    """What ``c`` rolls in defense, checking the awareness rule and its choices.
+    ``capped_later``: nobody chose these dice (a struck mind of an encounter that has not
+    answered rolls its whole pool), so a pool over the dice limit is not refused here but
+    capped with the group when resolved (``group-dice-capped``)."""
     defense = defense or {}
     mode_id = defense.get("mode")
     mode: Mapping[str, Any] = {}
@@ -207,7 +211,8 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         dice = 0
     elif pool_dice is None:
         dice = available
-        _check_dice(dice, f"{path}/pool_dice", whole_pool=True)
+        if not capped_later:
+            _check_dice(dice, f"{path}/pool_dice", whole_pool=True)
     else:
         _check_dice(pool_dice, f"{path}/pool_dice")
         if pool_dice > available:
@@ -261,8 +266,9 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
 
     ``secret_choices``: the sides chose apart and in secret (an encounter), so what only
     their choices together make is not refused: a defending group over the dice limit
-    and a wave kept by a die each with too few dice are settled when the exchange is
-    resolved (``resolve_plan``: ``group-dice-capped``, ``kept-by-action-instead``)."""
+    (a struck mind that has not answered, whole pool and all) and a wave kept by a die
+    each with too few dice are settled when the exchange is resolved (``resolve_plan``:
+    ``group-dice-capped``, ``kept-by-action-instead``)."""
     options = resolve_options(HOUSE_RULES, request.get("options"))
     attacker = normalize(request["attacker"], "/attacker")
     target = normalize(request["defender"], "/defender")
@@ -393,7 +399,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             defense, path = request.get("defense"), "/defense"
         else:
             defense, path = defenses.get(m["id"]), f"/defenses/{m['id']}"
-        sides.append(defend_side(tables, options, m, defense, path, roles[i]))
+        sides.append(defend_side(tables, options, m, defense, path, roles[i],
+                                 capped_later=secret_choices and defense is None))
 
     principal_mode = tables["modes"].get(sides[0].mode or "", {})
     struck_ids = {m["id"] for m in members}

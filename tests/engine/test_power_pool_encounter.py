@@ -636,6 +636,35 @@ def test_a_first_mind_over_the_dice_limit_with_its_own_allies_is_refused_at_once
         assert SYSTEM.encounter_waiting_for(state) == ([] if e else ["e"])
 
 
+def test_a_target_whose_whole_pool_passes_the_dice_limit_may_be_attacked() -> None:
+    """A struck mind that has not answered rolls its whole pool: nobody chose those 120
+    dice, so the attack is taken (it was refused at the defender's /defense/pool_dice,
+    which the attacker cannot give, and nobody could attack L at all) and a forced
+    resolve rolls the first 100 (group-dice-capped). L's own answer of its whole pool
+    is its choice, and refused."""
+    state = encounter(psionic("A", 40, 6), psionic("L", 120, 6))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "l"}})
+    assert SYSTEM.encounter_waiting_for(state) == ["l"]
+    with pytest.raises(LimitExceeded) as err:
+        SYSTEM.encounter_declare(state, "l", {"defense": {}})
+    assert [p.path for p in err.value.problems] == ["/choice/defense/pool_dice"]
+    _, step = SYSTEM.encounter_resolve(state, RandomDice(3), force=True)
+    capped = [e for e in step["events"] if e["type"] == "group-dice-capped"]
+    assert capped == [{"type": "group-dice-capped", "combatant": None, "dice": 120,
+                       "limit": 100, "cut": [{"id": "l", "dice": 100, "of": 120}]}]
+
+
+def test_the_first_mind_s_dice_over_the_limit_are_no_refusal_of_another_struck_mind() -> None:
+    """Only the first mind's own choice is refused for its dice: another mind of the
+    wave that declares is never refused for them (the first may still choose fewer)."""
+    wave = encounter(psionic("A", 40, 6), psionic("L", 120, 6), psionic("E", 4, 6))
+    wave = SYSTEM.encounter_declare(wave, "a", {"attack": {
+        "mode": "psionic-wave", "target": "l", "targets": ["e"]}})
+    wave = SYSTEM.encounter_declare(wave, "e", {"defense": {"pool_dice": 1}})
+    assert SYSTEM.encounter_waiting_for(wave) == ["l"]
+
+
 def test_a_first_mind_drawing_allies_in_to_exactly_100_dice_is_taken() -> None:
     """API.md limits: "at most 100 dice in one ... pool": 98 dice of its own and two
     allies drawn in (H-PP-GROUP: a die each) are 100, within the limit."""

@@ -171,3 +171,74 @@ def test_an_incapacitating_condition_reads_as_a_sentence_where_it_stops_an_attac
         SYSTEM.resolve({"attacker": quo, "defender": ann, "attack": {"mode": "ego-whip"}},
                        SuppliedDice({}))
     assert err.value.detail == f"{STRUCK[condition]} and cannot attack"
+
+
+def psionic(cid: str, attack: int, defense: int) -> JSON:
+    return {"id": cid, "name": cid.capitalize(), "attack_strength": attack,
+            "defense_strength": defense}
+
+
+def summary(attack: int, defense_strength: int, mode: str, defense: str | None,
+            dice: dict[str, list[int]], **options: Any) -> str:
+    r: JSON = {"attacker": psionic("ann", attack, 0),
+               "defender": psionic("bo", 20, defense_strength),
+               "attack": {"mode": mode}, "defense": None if defense is None else {"mode": defense}}
+    if options:
+        r["options"] = options
+    return SYSTEM.resolve(r, SuppliedDice(dice)).summary
+
+
+def test_a_combat_attack_reads_its_table_value_each_bonus_die_and_the_cap() -> None:
+    """Table A 01-25: Ego Whip on Shield Thoughts is 3; Combat Strength 60 earns two
+    penetrating d6, each told by its own total (6 + 5 of a chain stopped at the cap of 1
+    counts 11)."""
+    assert summary(60, 40, "ego-whip", "shield-thoughts", {"damage": [2, 3]}) == (
+        "Ann attacks Bo with Ego Whip against Shield Thoughts (band 01-25): 3 + 2d6 (2 + 3)"
+        " = 8 damage. Ann spends 7 attack strength (60 → 53); Bo's defense strength "
+        "40 → 32.")
+    assert summary(60, 40, "ego-whip", "shield-thoughts", {"damage": [6, 6, 4]},
+                   **{"H-CS-PEN-CAP": 1}) == (
+        "Ann attacks Bo with Ego Whip against Shield Thoughts (band 01-25): 3 + 2d6 (11 + 4)"
+        " = 18 damage (penetration stopped at the cap). Ann spends 7 attack strength "
+        "(60 → 53); Bo's defense strength 40 → 22.")
+
+
+def test_an_attack_without_bonus_dice_reads_its_table_value_alone_and_a_strength_kept() -> None:
+    """Table A 01-25: Mind Thrust on Mental Barrier is 0, and Combat Strength 10 earns
+    no bonus die: no sum to show, and Bo's defense strength stays where it was."""
+    assert summary(10, 7, "mind-thrust", "mental-barrier", {}) == (
+        "Ann attacks Bo with Mind Thrust against Mental Barrier (band 01-25): 0 damage. "
+        "Ann spends 4 attack strength (10 → 6); Bo's defense strength stays at 7.")
+
+
+def test_psychic_implosion_reads_its_crush_chance_its_d100_and_a_crushed_mind() -> None:
+    """H-CS-IMPLOSION: 2% (01-25 vs Mind Blank) to crush on d100; the bonus dice are
+    told after the roll, and only when there are any."""
+    assert summary(30, 7, "psychic-implosion", "mind-blank",
+                   {"damage": [3], "implosion": [1]}) == (
+        "Ann attacks Bo with Psychic Implosion against Mind Blank (band 01-25): 2% to "
+        "crush, d100 1, 1d6 (3) = 3 damage; Bo's mind is crushed. Ann spends 14 attack "
+        "strength (30 → 16); Bo's defense strength 7 → 0.")
+    assert summary(20, 7, "psychic-implosion", "mind-blank", {"implosion": [50]}) == (
+        "Ann attacks Bo with Psychic Implosion against Mind Blank (band 01-25): 2% to "
+        "crush, d100 50. Ann spends 14 attack strength (20 → 6); Bo's defense strength "
+        "stays at 7.")
+
+
+def test_a_defenseless_mind_reads_both_bands_and_the_points_or_the_chance() -> None:
+    """Table B: attacker band 26-50 against a total of 60-109 is 30 points for Ego Whip,
+    with the bonus dice only when H-CS-DEFENSELESS is off; Psychic Implosion from band
+    01-25 against 59 or less is a 72% chance of death on d100."""
+    assert summary(30, 40, "ego-whip", None, {}) == (
+        "Ann attacks Bo with Ego Whip; Bo is defenseless (defenseless table, attacker band "
+        "26-50, defender band 60-109): 30 points. Ann spends 7 attack strength (30 → 23); "
+        "Bo's defense strength 40 → 10.")
+    assert summary(30, 40, "ego-whip", None, {"damage": [4]},
+                   **{"H-CS-DEFENSELESS": False}) == (
+        "Ann attacks Bo with Ego Whip; Bo is defenseless (defenseless table, attacker band "
+        "26-50, defender band 60-109): 30 + 1d6 (4) = 34 points. Ann spends 7 attack "
+        "strength (30 → 23); Bo's defense strength 40 → 6.")
+    assert summary(20, 10, "psychic-implosion", None, {"implosion": [90]}) == (
+        "Ann attacks Bo with Psychic Implosion; Bo is defenseless (defenseless table, "
+        "attacker band 01-25, defender band ..59): 72% chance, d100 90. Ann spends 14 "
+        "attack strength (20 → 6); Bo's defense strength stays at 10.")

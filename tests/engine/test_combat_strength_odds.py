@@ -265,3 +265,14 @@ def test_odds_stop_a_chain_at_the_cap_given_and_name_the_lookup_they_used() -> N
     assert (data["table"], data["band"], data["defender_band"], data["table_value"],
             data["bonus_dice"], data["attack_cost"]) == (
         "defenseless", "26-50", "60-109", 30, 0, 7)
+
+
+def test_only_a_psionic_wave_has_a_save_in_the_odds() -> None:
+    """RULES.md 2.7: the save on d20 belongs to table C alone; the odds of an attack on a
+    psionic mind, defended or not, give no save chance (null, not 0)."""
+    ann = {"id": "ann", "attack_strength": 30, "defense_strength": 10}
+    bo = {"id": "bo", "attack_strength": 20, "defense_strength": 40}
+    assert SYSTEM.odds(req(ann, bo, "ego-whip", "shield-thoughts", 1))["save"] is None
+    assert SYSTEM.odds(req(ann, bo, "ego-whip", None, 1))["save"] is None
+    ogre = {"id": "ogre", "int": 5, "wis": 6}
+    assert SYSTEM.odds(req(ann, ogre, "psionic-wave", None, 1))["save"] is not None

@@ -853,6 +853,70 @@ def test_invalid_combatant_names_the_field(raw: dict[str, Any], path: str) -> No
     assert path in [p.path for p in err.value.problems]
 
 
+def refusals(raw: Any) -> list[tuple[str, str]]:
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant(raw, "/attacker")
+    return [(p.path, p.message) for p in err.value.problems]
+
+
+def test_a_combatant_named_only_by_id_or_by_no_word_gets_a_name_and_an_id() -> None:
+    """docs/COMBATANTS.md: the name defaults to the id, and an id made from a name with
+    no letter or digit is "combatant"."""
+    c = SYSTEM.combatant({"id": "imp-2", "hit_dice": 2, "die": 6})
+    assert (c["id"], c["name"]) == ("imp-2", "imp-2")
+    c = SYSTEM.combatant({"name": "???", "hit_dice": 2, "die": 6})
+    assert (c["id"], c["name"]) == ("combatant", "???")
+
+
+def test_a_combatant_sheet_s_bounds_are_its_schema_s() -> None:
+    """combatant_schema: 0 to 1000 hit dice, spell levels 1 to 9, a Blank Mind save of
+    2 to 20, timers of at least one round, a controller named by a non-empty id, and an
+    object at all."""
+    x = {"name": "X", "hit_dice": 2, "die": 6}
+    assert SYSTEM.combatant({**x, "hit_dice": 1000})["pool"] == 1000
+    assert SYSTEM.combatant({**x, "hit_dice": 0})["pool"] == 0
+    assert SYSTEM.combatant({**x, "spell_levels": [1, 9], "blank_mind_save": 2})[
+        "spell_levels"] == [1, 9]
+    assert refusals({**x, "hit_dice": 1001}) == [
+        ("/attacker/hit_dice", "1001 is greater than the maximum of 1000")]
+    assert refusals({**x, "spell_levels": [10]}) == [
+        ("/attacker/spell_levels/0", "10 is greater than the maximum of 9")]
+    assert refusals({**x, "blank_mind_save": 1}) == [
+        ("/attacker/blank_mind_save", "1 is less than the minimum of 2")]
+    assert refusals({**x, "conditions": ["dazed"], "condition_rounds": {"dazed": 0}}) == [
+        ("/attacker/condition_rounds/dazed", "0 is less than the minimum of 1")]
+    assert refusals({**x, "controlled_by": "", "pool": 0}) == [
+        ("/attacker/controlled_by", '"" should be non-empty')]
+    assert refusals(["X"]) == [("/attacker", "a combatant must be an object")]
+
+
+def test_dedicated_dice_beyond_the_hit_dice_are_refused_once_whatever_the_pool() -> None:
+    """RULES.md §3.1: pool + dedicated never exceeds hit_dice. A pool left out is not
+    made negative to fit; a pool already too large is told once, at /pool."""
+    x = {"name": "X", "hit_dice": 2, "die": 6}
+    assert refusals({**x, "dedicated": [{"purpose": "levitation"}] * 3}) == [
+        ("/attacker/dedicated", "pool 0 plus 3 dedicated dice exceed hit_dice 2")]
+    assert refusals({**x, "pool": 3, "dedicated": [{"purpose": "levitation"}]}) == [
+        ("/attacker/pool", "pool 3 exceeds hit_dice 2")]
+
+
+def test_a_sheet_s_own_control_links_are_refused_when_they_disagree() -> None:
+    """RULES.md §3.4: a creature is held once; a Psionic Wave's creatures are kept the
+    same way; a die dedicated to control holds a creature listed as kept by a die."""
+    x = {"name": "X", "hit_dice": 2, "die": 6}
+    held = {"id": "y", "kept_by": "action"}
+    assert refusals({**x, "controlling": [held, held]}) == [
+        ("/attacker/controlling/1/id", '"y" is listed twice')]
+    assert refusals({**x, "pool": 1, "dedicated": [{"purpose": "control", "target": "w"}],
+                     "controlling": [{"id": "y", "kept_by": "die", "wave": "w"},
+                                     {"id": "z", "kept_by": "action", "wave": "w"}]}) == [
+        ("/attacker/controlling/1/kept_by", "a Psionic Wave's control is kept one way for all")]
+    assert refusals({**x, "pool": 1,
+                     "dedicated": [{"purpose": "control", "target": "y"}]}) == [
+        ("/attacker/dedicated", "control of \"y\": 1 die dedicated with purpose 'control', "
+         "0 needed (kept_by 'die' needs one die per creature held)")]
+
+
 def test_describe_lists_modes_tables_and_house_rules() -> None:
     d = SYSTEM.describe()
     assert d["id"] == "power-pool"
@@ -1198,6 +1262,20 @@ def test_control_links_the_two_sheets_tell_differently_are_refused() -> None:
             {"id": "b", "kept_by": "action"}])], "puppets": [psionic("B", 1, 4)]},
             SuppliedDice({}))
     assert err.value.problems[0].path == "/combatants/0/controlling/0/id"
+
+
+def test_an_ally_given_the_attacker_s_own_id_is_refused_as_the_attacker_not_by_its_links(
+        ) -> None:
+    """combatant.link_problems reads each id's first sheet: an ally naming the attacker
+    again (its own id given) is the attacker, refused as such (ally-attacker), and its
+    copy without A's control of P does not make P's link look stale."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 3, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                 psionic("B", 2, 6), {"mode": "mental-stab"},
+                 allies=[psionic("A", 2, 6, id="a")],
+                 puppets=[psionic("P", 2, 6, controlled_by="a", pool=0)],
+                 dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    assert err.value.rule == "ally-attacker"
 
 
 @pytest.mark.parametrize(("more", "paths"), [

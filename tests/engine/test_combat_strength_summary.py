@@ -242,3 +242,14 @@ def test_a_defenseless_mind_reads_both_bands_and_the_points_or_the_chance() -> N
         "Ann attacks Bo with Psychic Implosion; Bo is defenseless (defenseless table, "
         "attacker band 01-25, defender band ..59): 72% chance, d100 90. Ann spends 14 "
         "attack strength (20 → 6); Bo's defense strength stays at 10.")
+
+
+def test_an_attack_beyond_short_range_says_its_range() -> None:
+    """RULES.md 2.3: range changes the bonus dice; the summary names a range other than
+    short (Combat Strength 40 earns none at medium range)."""
+    r: JSON = {"attacker": psionic("ann", 40, 0), "defender": psionic("bo", 20, 40),
+               "attack": {"mode": "ego-whip", "range": "medium"},
+               "defense": {"mode": "shield-thoughts"}}
+    assert SYSTEM.resolve(r, SuppliedDice({})).summary.startswith(
+        "Ann attacks Bo with Ego Whip at medium range against Shield Thoughts (band 01-25): "
+        "3 damage.")

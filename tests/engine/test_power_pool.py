@@ -890,6 +890,32 @@ def test_a_combatant_sheet_s_bounds_are_its_schema_s() -> None:
     assert refusals(["X"]) == [("/attacker", "a combatant must be an object")]
 
 
+def test_a_combatant_sheet_refuses_what_its_schema_does_not_name() -> None:
+    """combatant_schema: an id or a name (a name of at most 200 characters), at most
+    1000 dedicated dice, only the members, conditions and ways to keep control it lists."""
+    x = {"name": "X", "hit_dice": 2, "die": 6}
+    assert SYSTEM.combatant({**x, "name": "n" * 200})["name"] == "n" * 200
+    many = {**x, "hit_dice": 1000, "pool": 0}
+    assert len(SYSTEM.combatant({**many, "dedicated": [{"purpose": "p"}] * 1000})[
+        "dedicated"]) == 1000
+    refused = [
+        ({**x, "name": "n" * 201}, "/attacker/name"),
+        ({**many, "dedicated": [{"purpose": "p"}] * 1001}, "/attacker/dedicated"),
+        ({"hit_dice": 2, "die": 6}, "/attacker"),
+        ({**x, "colour": "red"}, "/attacker"),
+        ({**x, "conditions": ["sleepy"]}, "/attacker/conditions/0"),
+        ({**x, "conditions": ["dazed"], "condition_rounds": {"sleepy": 2}},
+         "/attacker/condition_rounds"),
+        ({**x, "controlling": [{"id": "y", "kept_by": "spell"}]},
+         "/attacker/controlling/0/kept_by"),
+    ]
+    for raw, path in refused:
+        assert [p for p, _ in refusals(raw)] == [path], raw
+    # by its length alone, before any die is counted against the hit dice
+    assert refusals({**many, "dedicated": [{"purpose": "p"}] * 1001}) == [
+        ("/attacker/dedicated", "has 1001 items; at most 1000 are allowed (maxItems)")]
+
+
 def test_dedicated_dice_beyond_the_hit_dice_are_refused_once_whatever_the_pool() -> None:
     """RULES.md §3.1: pool + dedicated never exceeds hit_dice. A pool left out is not
     made negative to fit; a pool already too large is told once, at /pool."""

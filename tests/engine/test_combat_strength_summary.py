@@ -233,6 +233,11 @@ def test_a_defenseless_mind_reads_both_bands_and_the_points_or_the_chance() -> N
         "Ann attacks Bo with Ego Whip; Bo is defenseless (defenseless table, attacker band "
         "26-50, defender band 60-109): 30 points. Ann spends 7 attack strength (30 → 23); "
         "Bo's defense strength 40 → 10.")
+    # 35 points against a total of 59 or less: what defense strength cannot take comes
+    # off attack strength
+    assert summary(30, 10, "ego-whip", None, {}).endswith(
+        ": 35 points. Ann spends 7 attack strength (30 → 23); Bo's defense strength 10 → 0, "
+        "attack strength 20 → 0.")
     assert summary(30, 40, "ego-whip", None, {"damage": [4]},
                    **{"H-CS-DEFENSELESS": False}) == (
         "Ann attacks Bo with Ego Whip; Bo is defenseless (defenseless table, attacker band "

@@ -892,7 +892,8 @@ def test_a_combatant_sheet_s_bounds_are_its_schema_s() -> None:
 
 def test_a_combatant_sheet_refuses_what_its_schema_does_not_name() -> None:
     """combatant_schema: an id or a name (a name of at most 200 characters), at most
-    1000 dedicated dice, only the members, conditions and ways to keep control it lists."""
+    1000 dedicated dice, only the members, conditions and ways to keep control it lists,
+    each defense once, hp an integer or null, psionic a boolean."""
     x = {"name": "X", "hit_dice": 2, "die": 6}
     assert SYSTEM.combatant({**x, "name": "n" * 200})["name"] == "n" * 200
     many = {**x, "hit_dice": 1000, "pool": 0}
@@ -908,6 +909,9 @@ def test_a_combatant_sheet_refuses_what_its_schema_does_not_name() -> None:
          "/attacker/condition_rounds"),
         ({**x, "controlling": [{"id": "y", "kept_by": "spell"}]},
          "/attacker/controlling/0/kept_by"),
+        ({**x, "defenses": ["blank-mind", "blank-mind"]}, "/attacker/defenses"),
+        ({**x, "hp": "many"}, "/attacker/hp"),
+        ({**x, "psionic": "yes"}, "/attacker/psionic"),
     ]
     for raw, path in refused:
         assert [p for p, _ in refusals(raw)] == [path], raw
@@ -937,6 +941,11 @@ def test_a_sheet_s_own_control_links_are_refused_when_they_disagree() -> None:
                      "controlling": [{"id": "y", "kept_by": "die", "wave": "w"},
                                      {"id": "z", "kept_by": "action", "wave": "w"}]}) == [
         ("/attacker/controlling/1/kept_by", "a Psionic Wave's control is kept one way for all")]
+    # an empty wave label is no wave: each creature is its own link
+    c = SYSTEM.combatant({**x, "pool": 1, "dedicated": [{"purpose": "control", "target": "y"}],
+                          "controlling": [{"id": "y", "kept_by": "die", "wave": ""},
+                                          {"id": "z", "kept_by": "action", "wave": ""}]})
+    assert [e["id"] for e in c["controlling"]] == ["y", "z"]
     assert refusals({**x, "pool": 1,
                      "dedicated": [{"purpose": "control", "target": "y"}]}) == [
         ("/attacker/dedicated", "control of \"y\": 1 die dedicated with purpose 'control', "

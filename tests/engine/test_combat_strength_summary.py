@@ -9,11 +9,12 @@ in full, one per condition.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from engine.combat_strength import SYSTEM
+from engine.combat_strength import SYSTEM, CombatStrength
 from engine.dice import SuppliedDice
 from engine.errors import RulesViolation
 
@@ -223,6 +224,11 @@ def test_psychic_implosion_reads_its_crush_chance_its_d100_and_a_crushed_mind() 
         "Ann attacks Bo with Psychic Implosion against Mind Blank (band 01-25): 2% to "
         "crush, d100 50. Ann spends 14 attack strength (20 → 6); Bo's defense strength "
         "stays at 7.")
+    # the dash (01-25 vs Shield Thoughts) reads 0%: no d100 is rolled
+    assert summary(20, 7, "psychic-implosion", "shield-thoughts", {}) == (
+        "Ann attacks Bo with Psychic Implosion against Shield Thoughts (band 01-25): 0% to "
+        "crush, no roll. Ann spends 14 attack strength (20 → 6); Bo's defense strength "
+        "stays at 7.")
 
 
 def test_a_defenseless_mind_reads_both_bands_and_the_points_or_the_chance() -> None:
@@ -258,3 +264,15 @@ def test_an_attack_beyond_short_range_says_its_range() -> None:
     assert SYSTEM.resolve(r, SuppliedDice({})).summary.startswith(
         "Ann attacks Bo with Ego Whip at medium range against Shield Thoughts (band 01-25): "
         "3 damage.")
+
+
+def test_a_defenseless_chance_of_0_in_a_gm_s_table_reads_no_roll() -> None:
+    """A GM's table B may give Psychic Implosion 0%: no d100 is rolled for it."""
+    data = copy.deepcopy(T.data)
+    data["defenseless"]["matrix"]["01-25"]["psychic-implosion"][0] = 0
+    r: JSON = {"attacker": psionic("ann", 20, 0), "defender": psionic("bo", 10, 10),
+               "attack": {"mode": "psychic-implosion"}, "defense": None}
+    assert CombatStrength(data).resolve(r, SuppliedDice({})).summary == (
+        "Ann attacks Bo with Psychic Implosion; Bo is defenseless (defenseless table, "
+        "attacker band 01-25, defender band ..59): 0% chance, no roll. Ann spends 14 "
+        "attack strength (20 → 6); Bo's defense strength stays at 10.")

@@ -893,7 +893,8 @@ def test_a_combatant_sheet_s_bounds_are_its_schema_s() -> None:
 def test_a_combatant_sheet_refuses_what_its_schema_does_not_name() -> None:
     """combatant_schema: an id or a name (a name of at most 200 characters), at most
     1000 dedicated dice, only the members, conditions and ways to keep control it lists,
-    each defense once, hp an integer or null, psionic a boolean."""
+    each defense once, hp an integer or null, psionic a boolean, and no empty name,
+    purpose or id held, nor a negative pool."""
     x = {"name": "X", "hit_dice": 2, "die": 6}
     assert SYSTEM.combatant({**x, "name": "n" * 200})["name"] == "n" * 200
     many = {**x, "hit_dice": 1000, "pool": 0}
@@ -912,6 +913,10 @@ def test_a_combatant_sheet_refuses_what_its_schema_does_not_name() -> None:
         ({**x, "defenses": ["blank-mind", "blank-mind"]}, "/attacker/defenses"),
         ({**x, "hp": "many"}, "/attacker/hp"),
         ({**x, "psionic": "yes"}, "/attacker/psionic"),
+        ({**x, "name": ""}, "/attacker/name"),
+        ({**x, "pool": -1}, "/attacker/pool"),
+        ({**x, "dedicated": [{"purpose": ""}]}, "/attacker/dedicated/0/purpose"),
+        ({**x, "controlling": [{"id": "", "kept_by": "action"}]}, "/attacker/controlling/0/id"),
     ]
     for raw, path in refused:
         assert [p for p, _ in refusals(raw)] == [path], raw

@@ -148,6 +148,11 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         return f"unexpected member(s) {json_text(extra, 200)}: not allowed here"
     if error.validator == "not":
         return f"must not match the schema {json_text(value, 200)}"
+    if error.validator == "anyOf" and isinstance(value, list) and value and all(
+            isinstance(b, dict) and set(b) == {"required"} for b in value):
+        # a combatant's {"anyOf": [{"required": ["id"]}, {"required": ["name"]}]}
+        wanted = " or ".join(" and ".join(map(json_text, b["required"])) for b in value)
+        return f"give {wanted}: at least one is required"
     if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
         kind = "items" if isinstance(instance, list) else "members"
         return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \

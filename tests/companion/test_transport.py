@@ -203,6 +203,22 @@ async def test_a_call_without_its_required_params_is_invalid_params(
         {"path": "", "message": f'"{member}" is a required property'}]}}
 
 
+@pytest.mark.parametrize(("system", "sheet"), [
+    ("revised-2e", {"kind": "nonpsionic", "int": 8, "wis": 9}),
+    ("combat-strength", {"attack_strength": 10, "defense_strength": 10}),
+    ("power-pool", {"hit_dice": 2, "die": 6}),
+])
+async def test_a_combatant_with_neither_id_nor_name_is_told_to_give_one(
+        rpc: Rpc, system: str, sheet: dict[str, object]) -> None:
+    """docs/COMBATANTS.md: a combatant gives ``id``, ``name`` or both (each made from the
+    other); with neither, the problem says which to give, not jsonschema's "is not valid
+    under any of the given schemas"."""
+    eid = (await rpc.ok("encounter.create", {"system": system}))["id"]
+    error = await rpc.error("encounter.add", {"id": eid, "combatant": sheet})
+    assert error["data"] == {"errors": [
+        {"path": "/combatant", "message": 'give "id" or "name": at least one is required'}]}
+
+
 @pytest.mark.parametrize(("method", "params"), [("dice.roll", ["d6"]),
                                                 ("companion.info", [])])
 async def test_positional_params_are_invalid_params(rpc: Rpc, method: str,

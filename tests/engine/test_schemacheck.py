@@ -93,6 +93,8 @@ EDGE_CASES: list[tuple[dict[str, Any], Any, bool]] = [
     # lists are equal item by item, in order: [1, 2] is not [2, 1], [1, 1] is not [1]
     ({"uniqueItems": True}, [[1, 2], [2, 1]], True), ({"uniqueItems": True}, [[1, 1], [1]], True),
     ({"uniqueItems": True}, [[1, 2], [1.0, 2]], False),
+    # a list of strings alone (mode and condition names) is told apart as strings are
+    ({"uniqueItems": True}, ["a", "b", "a"], False), ({"uniqueItems": True}, ["a", "b"], True),
     # bounds include their own value
     ({"minimum": 0, "maximum": 10}, 0, True), ({"minimum": 0, "maximum": 10}, 10, True),
     ({"minimum": 0, "maximum": 10}, -1, False), ({"minimum": 0, "maximum": 10}, 10.5, False),

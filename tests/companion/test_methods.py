@@ -466,6 +466,16 @@ async def test_dice_roll_limit_is_32602_naming_the_limit(rpc: Rpc) -> None:
     assert error["data"]["errors"][0]["path"] == "/expr"
 
 
+async def test_a_dice_expression_that_does_not_parse_is_32602_at_expr_naming_the_position(
+        rpc: Rpc) -> None:
+    """API.md "Errors": invalid params name the field; a syntax error is the
+    expression's, at the character where reading it stopped."""
+    error = await rpc.error("dice.roll", {"expr": "3d"})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [
+        {"path": "/expr", "message": "expected the number of sides after 'd' at position 2"}]
+
+
 async def test_companion_info_states_every_dice_limit_the_engine_enforces(rpc: Rpc) -> None:
     """API.md "Limits": at most 100 dice per expression, 1000 sides per die, 100
     penetration follow-ups; "companion.info lists them under limits" (D11: the sides

@@ -760,6 +760,9 @@ def test_engine_errors_carry_their_fields_and_say_them() -> None:
     assert json_text(["Zoë", True, None]) == '["Zoë", true, null]'
     assert json_text("x" * 8, limit=10) == '"xxxxxxxx"'
     assert json_text("x" * 9, limit=10) == '"xxxxxxxx…'
+    # a message quotes a value whole up to 80 characters
+    assert json_text("x" * 78) == '"' + "x" * 78 + '"'
+    assert json_text("x" * 79) == '"' + "x" * 78 + "…"
     loop: list[object] = []
     loop.append(loop)
     assert json_text(loop) == "[[...]]"

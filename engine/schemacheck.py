@@ -116,7 +116,9 @@ def _reference_name(ref: Any, ctx: _Context) -> str:
         raise Unsupported(f"$ref {ref!r}")
     name = ref[len(prefix):]
     target = (ctx.root.get("$defs") or {}).get(name)
-    if target is None or "/" in name or "~" in name:
+    # "/" and "~" are JSON Pointer syntax, "%" a URI escape (the fragment is
+    # percent-decoded first): the name as written is then not the definition meant.
+    if target is None or "/" in name or "~" in name or "%" in name:
         raise Unsupported(f"$ref {ref!r}")
     if name not in ctx.refs:
         ctx.refs[name] = f"_ref{len(ctx.refs)}"

@@ -203,6 +203,16 @@ def test_a_reference_whose_name_is_a_pointer_path_or_escape_gets_no_predicate(
     assert [v for v in (None, 5, "x") if Draft202012Validator(schema).is_valid(v)] == [meant]
 
 
+def test_a_reference_with_a_percent_escape_gets_no_predicate() -> None:
+    """A ``$ref`` is a URI, so ``%20`` in its fragment is a space: ``#/$defs/a%20b`` is
+    the definition ``a b``, as jsonschema reads it. The compiled check read the name as
+    it stands and said yes to 5, which jsonschema refuses."""
+    schema = {"$defs": {"a%20b": {"type": "integer"}, "a b": {"type": "string"}},
+              "$ref": "#/$defs/a%20b"}
+    assert compile_check(schema) is None
+    assert [v for v in (None, 5, "x") if QuickValidator(schema).is_valid(v)] == ["x"]
+
+
 def test_a_reference_outside_defs_gets_no_predicate() -> None:
     """``#/anyOf/0`` is as long as ``#/$defs/`` and ends in a name ``$defs`` has: it is
     still a pointer elsewhere (to the first branch, integers), which the compiler does

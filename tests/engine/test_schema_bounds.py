@@ -116,6 +116,12 @@ def test_an_object_over_its_max_properties_is_refused_by_its_size_alone(
      "maxProperties"),
     ({"maxProperties": 1, "unevaluatedProperties": {"type": "string"}}, {"a": 1, "b": 2},
      "maxProperties"),
+    # items alike are not told apart either
+    ({"maxItems": 1, "uniqueItems": True}, [1, 1], "maxItems"),
+    # a limit written with a point is still an integer (2020-12), and still a limit
+    ({"maxItems": 1.0, "items": {"type": "string"}}, [1, 2], "maxItems"),
+    ({"maxProperties": 1.0, "additionalProperties": {"type": "string"}}, {"a": 1, "b": 2},
+     "maxProperties"),
 ])
 def test_no_keyword_that_looks_at_each_item_or_member_reports_on_an_oversized_value(
         schema: dict[str, Any], value: Any, limit: str) -> None:

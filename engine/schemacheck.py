@@ -17,7 +17,8 @@ Only a subset of JSON Schema 2020-12 is compiled (the keywords our schemas use:
 ``maximum``, ``pattern``, ``not``, ``allOf``, ``anyOf``, ``oneOf``, ``propertyNames``,
 ``uniqueItems``, local ``$ref`` into ``$defs``, ``$id`` and ``$schema`` at the root, and
 annotations). A schema with any other keyword, or with ``$id`` or ``$schema`` below its
-root, gets no predicate, and jsonschema alone decides. Each keyword follows the
+root, gets no predicate, and jsonschema alone decides (so does a schema nested deeper
+than Python compiles the source). Each keyword follows the
 specification's semantics exactly (a keyword applies only to instances of its type;
 ``1.0`` is an integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``;
 ``pattern`` is Python's ``re.search``, as in jsonschema);
@@ -323,10 +324,15 @@ _TYPE_TESTS = {
 
 def compile_check(schema: Mapping[str, Any]) -> Check | None:
     """A predicate that is true only for values ``schema`` accepts, or ``None`` when the
-    schema uses a keyword outside the compiled subset."""
+    schema uses a keyword outside the compiled subset or nests deeper than Python
+    compiles its source."""
     try:
         return _Context(schema).build()
     except Unsupported:
+        return None
+    except SyntaxError:
+        # Python compiles at most 20 nested blocks and 100 levels of indentation, and
+        # each array or object level takes a block or two: past that, jsonschema decides.
         return None
 
 

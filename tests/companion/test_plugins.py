@@ -997,6 +997,20 @@ def test_a_schema_nested_too_deep_to_check_says_so() -> None:
         compile_schema({"type": "object", "properties": {"x": _deep(2000)}}, check=False)
 
 
+def test_a_schema_deeper_than_its_quick_check_compiles_is_still_usable() -> None:
+    """30 levels of arrays are past what Python compiles as the quick check's source
+    (20 nested blocks), not past what jsonschema checks: the schema is used, without a
+    quick check (it was refused as "cannot be used (SyntaxError)")."""
+    schema: dict[str, Any] = {"type": "string"}
+    deep: Any = "s"
+    for _ in range(30):
+        schema, deep = {"type": "array", "items": schema}, [deep]
+    compiled = compile_schema({"type": "object", "properties": {"x": schema}})
+    assert compiled.fast is None
+    assert compiled.validator.is_valid({"x": deep})
+    assert not compiled.validator.is_valid({"x": [1]})
+
+
 def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> None:
     ref = "#/$defs/" + "n" * 200
     schema = {"type": "object", "properties": {"x": {"$ref": ref}}}

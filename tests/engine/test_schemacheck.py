@@ -213,6 +213,20 @@ def test_a_reference_with_a_percent_escape_gets_no_predicate() -> None:
     assert [v for v in (None, 5, "x") if QuickValidator(schema).is_valid(v)] == ["x"]
 
 
+def test_a_schema_nested_deeper_than_python_compiles_is_left_to_jsonschema() -> None:
+    """Each array level is a block of the generated source, and Python compiles at most
+    20 nested blocks: the SyntaxError escaped ``compile_check``, so a plugin whose params
+    nested 30 arrays deep was refused at load ("cannot be used (SyntaxError)") though
+    jsonschema checks it. Such a schema gets no predicate, and jsonschema alone judges."""
+    schema: dict[str, Any] = {"type": "integer"}
+    deep: Any = 1
+    for _ in range(30):
+        schema, deep = {"type": "array", "items": schema}, [deep]
+    assert compile_check(schema) is None
+    validator = QuickValidator(schema)
+    assert (validator.is_valid(deep), validator.is_valid(["x"])) == (True, False)
+
+
 def test_a_reference_outside_defs_gets_no_predicate() -> None:
     """``#/anyOf/0`` is as long as ``#/$defs/`` and ends in a name ``$defs`` has: it is
     still a pointer elsewhere (to the first branch, integers), which the compiler does

@@ -108,6 +108,11 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     ("https://vtt.example:80", "https://vtt.example:80"),
     # an IPv4-mapped address in the URL standard's hexadecimal pieces
     ("http://[::ffff:192.168.1.20]:30000", "http://[::ffff:c0a8:114]:30000"),
+    # "::" stands for the first of the longest runs of zeros, one at the end too, never
+    # for a single zero
+    ("http://[1:0:0:1:0:0:1:1]", "http://[1::1:0:0:1:1]"),
+    ("http://[1:1:1:1:1:1:0:0]", "http://[1:1:1:1:1:1::]"),
+    ("http://[1:0:1:1:1:1:1:1]", "http://[1:0:1:1:1:1:1:1]"),
     ("https://vtt.example \n", "https://vtt.example"),  # pasted with what followed it
     # a fully qualified name keeps its dot, and a label may start or end with a hyphen
     ("http://VTT.Example.:30000", "http://vtt.example.:30000"),
@@ -117,9 +122,16 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     ("http://0x7F.0.0.1", "http://127.0.0.1"),
     ("http://0300.0250.1.024.", "http://192.168.1.20"),
     ("http://3232235796:30000", "http://192.168.1.20:30000"),
+    # 0X as 0x, a bare 0x as 0, 255 in any byte, and 0.0.0.0 (all zeros) is an address
+    ("http://0X7F.0x.0.1", "http://127.0.0.1"),
+    ("http://255.255.255.255", "http://255.255.255.255"),
+    ("http://0.0.0.0:30000", "http://0.0.0.0:30000"),
     # the longest name DNS has room for: 253 characters
     ("https://" + ".".join(["a" * 63] * 3 + ["b" * 61]), "https://" + ".".join(
-        ["a" * 63] * 3 + ["b" * 61]))])
+        ["a" * 63] * 3 + ["b" * 61])),
+    # and its dot at the end is not counted
+    ("https://" + ".".join(["a" * 63] * 3 + ["b" * 61]) + ".", "https://" + ".".join(
+        ["a" * 63] * 3 + ["b" * 61]) + ".")])
 def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: str) -> None:
     """A GM may paste the address from the address bar: the browser's Origin header has
     the scheme and host in lower case, no default port and no path."""
@@ -138,9 +150,11 @@ def test_an_allowed_origin_is_written_as_a_browser_sends_it(given: str, origin: 
     (["--allow-origin", "http://vtt.30000"], "is no IPv4 address"),
     (["--allow-origin", "http://192.168.1.256"], "is no IPv4 address"),
     (["--allow-origin", "http://1.2.3.4.5"], "is no IPv4 address"),
+    (["--allow-origin", "http://1.2.3.4.0"], "is no IPv4 address"),  # five parts
     (["--allow-origin", "http://10.08"], "is no IPv4 address"),
     # a label too long for IDNA, and a name longer than DNS's 253 characters
     (["--allow-origin", f"http://{'ü' * 64}.example"], "is no host name a browser could be at"),
+    (["--allow-origin", f"http://{'ü' * 64}.1"], "is no host name a browser could be at"),
     (["--allow-origin", "https://" + ".".join(["a" * 63] * 3 + ["b" * 62])],
      "is no host name a browser could be at"),
     (["--allow-origin", "http://[::1"], "'http://[::1' is not a web origin"),

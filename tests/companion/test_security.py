@@ -356,6 +356,21 @@ async def test_status_page_shows_pairing_help_but_never_the_token(rpc: Rpc,
     assert "Recent HTTP clients" in page and "companion.info" in page
 
 
+@pytest.mark.parametrize(("command", "shown"), [
+    (None, "<code>mindscape token</code>"),
+    ("mindscape token --home '/g m'", "<code>mindscape token --home &#x27;/g m&#x27;</code>")])
+async def test_status_page_names_the_command_that_shows_the_token_as_given(
+        aiohttp_client: Any, tmp_path: Path, command: str | None, shown: str) -> None:
+    """Settings.token_command: ``mindscape token`` unless the CLI gives another (with the
+    ``--home`` the daemon was started with), shown on the page as it is to be typed."""
+    settings = Settings(home=tmp_path / "home")
+    if command is not None:
+        settings = Settings(home=tmp_path / "home", token_command=command)
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    response = await client.get("/")
+    assert response.status == 200 and shown in await response.text()
+
+
 async def test_status_page_may_load_nothing_but_its_own_style(rpc: Rpc) -> None:
     """docs/SECURITY.md "Reading the status page": its Content-Security-Policy allows
     its one style sheet (by its hash) and nothing else: no script, no frame around it."""

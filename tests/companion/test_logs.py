@@ -200,6 +200,28 @@ def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
     assert isinstance(ts, float) and ts == round(ts, 3)
 
 
+def test_a_logging_records_fields_that_are_no_json_are_written_as_text_and_letters_as_is(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """JsonLines: a field no JSON value holds (a path, an exception) is written as its
+    text, not lost with the record; letters outside ASCII are written as themselves (the
+    stream is UTF-8, read by people), not as ``\\u`` escapes."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # pytest's come back
+    stream = io.StringIO()
+    level = root.level
+    try:
+        configure("info", stream)
+        logging.getLogger("mindscape.test").warning(
+            "Gedankenstoß at %s", "Zaña", extra={"fields": {
+                "home": Path("/srv/mindscape"), "cause": OSError(28, "no space")}})
+    finally:
+        root.setLevel(level)
+    text = stream.getvalue()
+    assert '"msg": "Gedankenstoß at Zaña"' in text
+    [line] = _lines(stream)
+    assert (line["home"], line["cause"]) == ("/srv/mindscape", "[Errno 28] no space")
+
+
 def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(
         capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """open_stderr: aiohttp hands on a client's bytes that are not UTF-8 as lone

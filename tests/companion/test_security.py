@@ -782,6 +782,14 @@ def test_a_short_text_with_nothing_after_bearer_or_token_dot_is_kept(text: str) 
     assert redact(text) == text
 
 
+@pytest.mark.parametrize("text", ["the client sent no token.", "Authorization: Bearer ",
+                                  "b'Authorization: Bearer \\x0b'", 'the token. "Bearer "'])
+def test_bearer_or_token_dot_with_nothing_after_them_is_kept(text: str) -> None:
+    """What is taken out is what follows them: at the end of a text, or before a quote,
+    a comma or a backslash, there is nothing to take out."""
+    assert redact(text) == text
+
+
 async def test_the_request_log_redacts_a_token_put_in_a_path_or_a_method_name(
         rpc: Rpc, settings: Settings) -> None:
     await rpc.client.post(f"/rpc/{rpc.token}", json=INFO, headers=rpc.auth)
@@ -814,6 +822,18 @@ async def test_a_long_method_name_is_redacted_before_it_is_cut(
     assert (await rpc.call(fits.replace("[redacted]", rpc.token)))["error"]["code"] == -32601
     [line] = _access_lines(rpc, settings)
     assert line["methods"] == [fits]
+
+
+async def test_a_method_name_of_max_kept_characters_is_logged_whole_a_longer_one_cut(
+        rpc: Rpc, settings: Settings) -> None:
+    """logs.kept: a client's text of at most MAX_KEPT characters is kept as it is; one
+    character more and it is cut to MAX_KEPT, the last being the mark of the cut."""
+    whole = "m." * (MAX_KEPT // 2)
+    for name in (whole, whole + "x"):
+        assert (await rpc.call(name))["error"]["code"] == -32601
+    assert [line["methods"] for line in _access_lines(rpc, settings)] == [
+        [whole], [whole[:-1] + "…"]]
+    assert len(whole) == MAX_KEPT
 
 
 async def test_rotating_the_token_closes_the_websockets_opened_with_the_old_one(

@@ -7,13 +7,16 @@ import asyncio
 import io
 import json
 import logging
+import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 
+from companion import logs as logs_module
 from companion.app import create_app
 from companion.logs import FLUSH_AFTER, FLUSH_LINES, AccessLog, configure, open_stderr
 from companion.settings import Settings
@@ -38,6 +41,32 @@ async def test_a_few_lines_are_written_together_within_the_flush_delay() -> None
             first["methods"], first["outcome"]) == (
         "POST", "/rpc", 200, 1.0, ["companion.info"], "ok")
     assert second["ws"] == 1 and second["logger"] == "mindscape.access"
+
+
+def test_every_request_line_has_the_same_head_the_time_to_the_millisecond(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP request's line and a WebSocket message's start alike: ``ts`` in seconds
+    to the millisecond, level info, logger mindscape.access, msg request; the duration
+    is in milliseconds to the microsecond (the clock stubbed here)."""
+    monkeypatch.setattr(logs_module, "time", SimpleNamespace(time=lambda: 1700000000.1236))
+    stream = io.StringIO()
+    log = AccessLog(stream)
+    log.http("GET", "/healthz", 200, 0.000_25, None)
+    log.line({"ws": 1, "methods": ["companion.info"], "errors": [], "outcome": "ok",
+              "duration_ms": 0.25})
+    head = {"ts": 1700000000.124, "level": "info", "logger": "mindscape.access",
+            "msg": "request"}
+    for line in _lines(stream):
+        assert {key: line[key] for key in (*head, "duration_ms")} == {
+            **head, "duration_ms": 0.25}
+
+
+async def test_without_a_stream_the_request_log_is_off_and_keeps_nothing() -> None:
+    """Settings.log_stream None: request lines go nowhere, so none is queued either."""
+    log = AccessLog(None)
+    log.http("GET", "/healthz", 200, 0.0, None)
+    log.line({"ws": 1, "methods": [], "errors": [], "outcome": "ok"})
+    assert not log.enabled and log._lines == [] and log._flush is None
 
 
 async def test_a_full_batch_is_written_on_the_next_turn_of_the_loop() -> None:
@@ -234,3 +263,16 @@ def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(
     finally:
         stream.close()
     assert log.enabled and '"path":"/caf?"' in capfd.readouterr().err
+
+
+def test_closing_the_stderr_stream_leaves_the_file_descriptor_open(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """open_stderr: the stream is only a buffer over stderr's descriptor; closing it (or
+    its being collected) must not close stderr under the process."""
+    with open(tmp_path / "stderr", "w") as stderr:
+        monkeypatch.setattr(sys, "stderr", stderr)
+        stream = open_stderr()
+        stream.write("written")
+        stream.close()
+        os.fstat(stderr.fileno())  # OSError (EBADF) once the descriptor is closed
+    assert (tmp_path / "stderr").read_text() == "written"

@@ -122,6 +122,22 @@ async def test_each_batch_is_written_by_a_timer_of_its_own() -> None:
         assert _lines(stream)[-1]["status"] == status
 
 
+async def test_a_flush_and_a_full_batch_cancel_the_timer_they_make_needless() -> None:
+    """A timer left behind would write a later batch before its time: the flush that
+    writes the lines, or the batch filled before its timer, cancels it."""
+    log = AccessLog(io.StringIO())
+    log.http("GET", "/healthz", 200, 0.0, None)
+    timer = log._flush
+    log.flush()
+    assert timer is not None and timer.cancelled()
+    for _ in range(FLUSH_LINES - 1):
+        log.http("GET", "/healthz", 200, 0.0, None)
+    timer = log._flush
+    log.http("GET", "/healthz", 200, 0.0, None)
+    assert timer is not None and timer.cancelled()
+    log.flush()
+
+
 def test_the_lines_are_flushed_out_of_the_streams_buffer() -> None:
     """stderr is block-buffered (``open_stderr``): a batch is flushed out of it when
     written, not when 64 KiB have gathered."""

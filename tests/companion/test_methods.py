@@ -140,6 +140,26 @@ async def test_unknown_system_is_invalid_params_at_system(rpc: Rpc) -> None:
         'unknown system "gurps"; known: ["combat-strength", ')
 
 
+@pytest.mark.parametrize(("method", "params", "path", "said"), [
+    ("companion.info", {"x": 1}, "", "unexpected member"),
+    ("systems.describe", {"system": ""}, "/system", "should be non-empty"),
+    ("systems.describe", {"system": "x" * 101}, "/system", "is too long"),
+    ("encounter.get", {"id": "x" * 101}, "/id", "is too long"),
+    ("dice.roll", {"expr": "1d6", "seed": 2**63}, "/seed", "greater than the maximum"),
+    ("encounter.add", {"id": "e", "combatant": {}, "revision": -1}, "/revision",
+     "less than the minimum of 0"),
+    ("encounter.refresh", {"id": "e", "combatant_id": "c" * 201, "combatant": {}},
+     "/combatant_id", "is too long")])
+async def test_params_outside_the_shared_schemas_are_invalid_at_their_place(
+        rpc: Rpc, method: str, params: dict[str, Any], path: str, said: str) -> None:
+    """companion/schemas.py: no params where none are taken; a system or encounter id of
+    1 to 100 characters, a combatant id of at most 200, a revision from 0, a seed within
+    64 bits; checked before the method runs."""
+    error = await rpc.error(method, params)
+    assert error["code"] == -32602
+    assert any(e["path"] == path and said in e["message"] for e in error["data"]["errors"])
+
+
 async def test_adapters_list_and_import(rpc: Rpc) -> None:
     listed = {a["id"]: a for a in await rpc.ok("adapters.list")}
     assert {"id", "vtt", "system", "description"} <= set(listed["roll20.adnd2e-revised"])

@@ -149,12 +149,19 @@ async def test_unknown_system_is_invalid_params_at_system(rpc: Rpc) -> None:
     ("encounter.add", {"id": "e", "combatant": {}, "revision": -1}, "/revision",
      "less than the minimum of 0"),
     ("encounter.refresh", {"id": "e", "combatant_id": "c" * 201, "combatant": {}},
-     "/combatant_id", "is too long")])
+     "/combatant_id", "is too long"),
+    ("exchange.end_round", {"system": "revised-2e", "combatants": []}, "/combatants",
+     "should be non-empty"),
+    ("combatants.rest", {"system": "revised-2e", "combatants": []}, "/combatants",
+     "should be non-empty"),
+    ("exchange.odds", {"system": "revised-2e", "assume_known": ["/defenders/01"]},
+     "/assume_known/0", "does not match")])
 async def test_params_outside_the_shared_schemas_are_invalid_at_their_place(
         rpc: Rpc, method: str, params: dict[str, Any], path: str, said: str) -> None:
     """companion/schemas.py: no params where none are taken; a system or encounter id of
     1 to 100 characters, a combatant id of at most 200, a revision from 0, a seed within
-    64 bits; checked before the method runs."""
+    64 bits, someone whose round ends or who rests, an index in a pointer of
+    assume_known written as JSON Pointer writes it; checked before the method runs."""
     error = await rpc.error(method, params)
     assert error["code"] == -32602
     assert any(e["path"] == path and said in e["message"] for e in error["data"]["errors"])

@@ -167,6 +167,15 @@ async def test_params_outside_the_shared_schemas_are_invalid_at_their_place(
     assert any(e["path"] == path and said in e["message"] for e in error["data"]["errors"])
 
 
+async def test_openrpc_results_name_the_members_always_present(rpc: Rpc) -> None:
+    """schemas.answer: a result schema lists the members every answer has."""
+    document = await rpc.ok("rpc.discover")
+    results = {m["name"]: m["result"]["schema"] for m in document["methods"]}
+    assert results["encounter.create"]["required"] == ["id", "revision", "system", "name"]
+    assert results["encounter.list"]["items"]["required"] == [
+        "id", "system", "name", "revision", "created_at", "updated_at"]
+
+
 async def test_adapters_list_and_import(rpc: Rpc) -> None:
     listed = {a["id"]: a for a in await rpc.ok("adapters.list")}
     assert {"id", "vtt", "system", "description"} <= set(listed["roll20.adnd2e-revised"])

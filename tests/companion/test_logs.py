@@ -4,11 +4,13 @@ in batches; and the JSON lines of ``logging`` records (``JsonLines``, ``configur
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -214,27 +216,35 @@ async def test_a_log_level_in_capitals_writes_request_lines_as_in_small_letters(
     assert [line["path"] for line in _lines(stream)] == ["/healthz"]
 
 
+@contextlib.contextmanager
+def _configured(level: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
+    """``configure(level)`` writing to a fresh stream; the root logger's level and
+    handlers are put back afterwards."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # pytest's come back
+    stream = io.StringIO()
+    saved = root.level
+    try:
+        configure(level, stream)
+        yield stream
+    finally:
+        root.setLevel(saved)
+
+
 def test_a_logging_record_is_one_json_line_with_its_fields_and_traceback(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """configure: every record at the level given (as `serve --log-level` gives it, in
     small letters) or above, and only those, as one JSON object a line: the level in
     small letters, the logger, the message, the fields it was given and the traceback
     of its exception; in place of any handler the root logger had."""
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # pytest's come back
-    stream = io.StringIO()
-    level = root.level
-    try:
-        configure("error", stream)
+    with _configured("error", monkeypatch) as stream:
         log = logging.getLogger("mindscape.test")
         log.warning("below the level")
         try:
             raise RuntimeError("boom")
         except RuntimeError:
             log.exception("failed %s", "here", extra={"fields": {"error_id": "ab12"}})
-        assert len(root.handlers) == 1
-    finally:
-        root.setLevel(level)
+        assert len(logging.getLogger().handlers) == 1
     [line] = _lines(stream)
     assert {key: line[key] for key in ("level", "logger", "msg", "error_id")} == {
         "level": "error", "logger": "mindscape.test", "msg": "failed here",
@@ -250,17 +260,10 @@ def test_a_logging_records_fields_that_are_no_json_are_written_as_text_and_lette
     """JsonLines: a field no JSON value holds (a path, an exception) is written as its
     text, not lost with the record; letters outside ASCII are written as themselves (the
     stream is UTF-8, read by people), not as ``\\u`` escapes."""
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])  # pytest's come back
-    stream = io.StringIO()
-    level = root.level
-    try:
-        configure("info", stream)
+    with _configured("info", monkeypatch) as stream:
         logging.getLogger("mindscape.test").warning(
             "Gedankenstoß at %s", "Zaña", extra={"fields": {
                 "home": Path("/srv/mindscape"), "cause": OSError(28, "no space")}})
-    finally:
-        root.setLevel(level)
     text = stream.getvalue()
     assert '"msg": "Gedankenstoß at Zaña"' in text
     [line] = _lines(stream)

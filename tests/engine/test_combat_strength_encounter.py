@@ -719,19 +719,27 @@ def test_a_wave_on_a_creature_refreshed_as_psionic_is_lost_when_the_segment_reso
     assert state["combatants"]["ann"]["attack_strength"] == 60
 
 
+def _ann_and_bo_whip_cy(declaring: tuple[str, str]) -> JSON:
+    """The step of a segment where Ann (Combat Strength 50: two bonus dice) and Bo (25:
+    one), who joined in that order, each Ego Whip Cy (Mind Blank), declaring in the
+    order given, with the damage dice 1, 2 and 3 supplied."""
+    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 20, 5),
+                                     psionic("cy", 10, 100)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in declaring:
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "ego-whip", "target": "cy"}, "defense": None})
+    state = SYSTEM.encounter_declare(state, "cy", {"defense": {"mode": "mind-blank"}})
+    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 2, 3]}))
+    return step
+
+
 def test_a_segment_s_attacks_take_supplied_dice_in_the_order_their_attackers_joined(
         ) -> None:
     """RULES.md 2.4: +1d6 per full 25 points of Combat Strength. Ann (Combat Strength 50:
     two dice) joined before Bo (25: one die) and declares after him; the damage dice
     1, 2, 3 go to Ann's attack first (1 and 2), then Bo's (3). systems.describe says so."""
-    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 20, 5),
-                                     psionic("cy", 10, 100)),
-                           {"ann": "trance", "bo": "trance", "cy": "trance"})
-    for me in ("bo", "ann"):
-        state = SYSTEM.encounter_declare(state, me, {
-            "attack": {"mode": "ego-whip", "target": "cy"}, "defense": None})
-    state = SYSTEM.encounter_declare(state, "cy", {"defense": {"mode": "mind-blank"}})
-    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 2, 3]}))
+    step = _ann_and_bo_whip_cy(("bo", "ann"))
     assert [(r["attacker"]["id"], r["bonus_rolls"]) for r in step["results"]] == [
         ("ann", [1, 2]), ("bo", [3])]
     assert SYSTEM.describe()["encounter"]["order"].endswith(
@@ -742,14 +750,7 @@ def test_each_attack_of_a_segment_records_only_its_own_dice() -> None:
     """A chat card explains an attack by its own rolls: Ann's two bonus dice (Combat
     Strength 50) and Bo's one (25), rolled in one segment from one dice source, are each
     in their own attack's result, not the later attack's too."""
-    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 20, 5),
-                                     psionic("cy", 10, 100)),
-                           {"ann": "trance", "bo": "trance", "cy": "trance"})
-    for me in ("ann", "bo"):
-        state = SYSTEM.encounter_declare(state, me, {
-            "attack": {"mode": "ego-whip", "target": "cy"}, "defense": None})
-    state = SYSTEM.encounter_declare(state, "cy", {"defense": {"mode": "mind-blank"}})
-    _state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 2, 3]}))
+    step = _ann_and_bo_whip_cy(("ann", "bo"))
     assert [[(r["purpose"], r["value"]) for r in result["rolls"]]
             for result in step["results"]] == [[("damage", 1), ("damage", 2)],
                                                [("damage", 3)]]

@@ -150,6 +150,9 @@ CASES: dict[str, dict[str, Any]] = {
     # mind with no save, one that does not needs the save
     "pool-below-a-quarter": {"attacker": ULCEN, "defender": psionicist("low", 4, mac=3, psp=3),
                              "attack": {"mode": "mind-thrust", "multiplier": 2}},
+    # a MAC of 0 is a MAC known, not one still to roll by the Quick MAC rules
+    "mac-zero": {"attacker": ULCEN, "defender": psionicist("zero", 4, mac=0),
+                 "attack": {"mode": "mind-thrust"}},
     # a pool already empty, with no defense paid for: the mind is not open (yet)
     "empty-pool-no-defense": {"attacker": ULCEN, "defender": psionicist("dry", 3, mac=7, psp=0),
                               "attack": {"mode": "mind-thrust"}},

@@ -828,6 +828,42 @@ def test_the_summary_says_when_hit_point_damage_takes_the_target_down(
     assert len(down) == (1 if said else 0)
 
 
+def test_the_summary_shows_an_unmodified_roll_alone_and_names_a_range_and_a_natural_1(
+        ) -> None:
+    """RULES.md §1.4: a roll nothing modifies is shown as rolled; a range other than
+    short is named (any range improves the MAC), and a natural 1, which always misses,
+    says so."""
+    ulcen = psionicist("a", name="Ulcen")
+    hit = resolve(ulcen, psionicist("d", name="Fenka", mac=10), {"mode": "mind-thrust"},
+                  attack=[12], damage=[2])
+    assert hit["summary"] == ("Ulcen's mind thrust strikes Fenka (needed 6, rolled 12). "
+                              "Fenka loses 2 PSPs. Ulcen pays 2 PSPs.")
+    miss = resolve(ulcen, psionicist("d", name="Fenka"),
+                   {"mode": "mind-thrust", "range": "medium"}, attack=[1])
+    assert miss["summary"] == ("Ulcen's mind thrust at medium range misses Fenka (needed 8, "
+                               "rolled 1) — a natural 1. Ulcen pays 1 PSP.")
+
+
+@pytest.mark.parametrize(("defender", "dice", "said"), [
+    ({"id": "g", "name": "Fenka"}, {"attack": [12]},
+     "Fenka's mind is forced open (one successful attack opens a nonpsionic mind)"),
+    (psionicist("d", name="Fenka", psp=2), {"attack": [12], "damage": [3]},
+     "Fenka loses 2 PSPs (of 3 damage). Fenka's mind is forced open (no PSPs left)"),
+    (psionicist("d", name="Fenka"), {"attack": [20], "damage": [1], "save": [20]},
+     "Fenka saves and keeps the mind closed (save vs. paralyzation 12, rolled 20)."),
+    (psionicist("d", name="Fenka"), {"attack": [20], "damage": [1], "save": [2]},
+     "Fenka fails the save (save vs. paralyzation 12, rolled 2). Fenka's mind is forced "
+     "open (critical mental hit) and Fenka is stunned."),
+])
+def test_the_summary_says_whether_the_save_was_made_and_why_the_mind_opened(
+        defender: JSON, dice: dict[str, list[int]], said: str) -> None:
+    """RULES.md §1.4: one successful attack opens a nonpsionic mind, a psionic one opens
+    at 0 PSPs or by a critical hit whose save vs. paralyzation fails."""
+    result = resolve(psionicist("a", name="Ulcen"), defender, {"mode": "mind-thrust"}, **dice)
+    assert said in result["summary"]
+    assert result["mind_opened"] == ("forced open" in said)
+
+
 def test_the_summary_says_when_the_attacker_s_last_psps_open_its_own_mind() -> None:
     """Errata (seed 004): "A mind with 0 PSPs is open": the attacker's too."""
     attack = {"mode": "mind-thrust", "multiplier": 2}

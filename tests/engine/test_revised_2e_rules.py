@@ -12,7 +12,7 @@ import pytest
 
 from engine.dice import SuppliedDice
 from engine.errors import InvalidCombatant, InvalidInput, RulesViolation
-from engine.results import FrozenDict, FrozenList, freeze
+from engine.results import Event, FrozenDict, FrozenList, freeze
 from engine.revised_2e import SYSTEM, Revised2e
 from engine.revised_2e.exchange import attack
 from engine.revised_2e.rules import (
@@ -24,6 +24,15 @@ from engine.revised_2e.rules import (
     may_close_by_paying,
     price_closing,
     rest,
+    save_paralyzation,
+)
+from engine.revised_2e.text import (
+    IN_ENCOUNTERS,
+    OUTSIDE_ENCOUNTERS,
+    close_offer_line,
+    may_close_line,
+    rest_lines,
+    unpriced_line,
 )
 
 JSON = dict[str, Any]
@@ -787,6 +796,17 @@ def test_the_summary_counts_in_the_singular_and_tells_a_defense_that_opened_the_
     assert "is dazed for 1 round." in result["summary"]
 
 
+def test_the_summary_does_not_say_a_defense_opened_a_mind_already_open() -> None:
+    """Errata, "a mind with 0 PSPs is open": only a payment that empties the pool opens
+    the mind; one a critical hit opened earlier, with PSPs to spare, just raises it."""
+    fenka = psionicist("d", name="Fenka", mind={"state": "open", "opened_by": "critical"})
+    result = resolve(psionicist("a", name="Ulcen"), fenka, {"mode": "mind-thrust"},
+                     {"mode": "mental-barrier"}, attack=[12], damage=[2],
+                     **{"lost-power": [1]})
+    assert result["target_was_open"]
+    assert result["summary"].startswith("Fenka raises the mental barrier (5 PSPs). ")
+
+
 def test_the_summary_says_what_the_defense_costs_so_the_psps_add_up() -> None:
     """RULES.md §1.4 step 1: the defender pays for its defense unless it paid this round
     already (``paid``). Fenka's 50 less the barrier's 5 and the 16 she loses is 29; the
@@ -997,6 +1017,35 @@ def test_paying_to_close_must_leave_a_psp_house_rule_h_2e_close_last_psp() -> No
         "payable"] for psp in (11, 10, 9)] == [True, True, False]
 
 
+def test_the_words_of_a_closing_offer_name_what_stops_it_the_psps_held_and_a_free_price(
+        ) -> None:
+    """§1.5: the offer to close by paying says what the mind holds when it cannot pay,
+    the one condition that stops it acting, and a price a GM's free defense makes 0;
+    with no reason given, a mind with no price knows no defense."""
+    barrier = {"cost": 10, "defense": "mental-barrier", "basis": "last", "psp": 9,
+               "payable": False, "reason": "psp"}
+    assert close_offer_line(SYSTEM.tables, "Kara", barrier, OUTSIDE_ENCOUNTERS) == (
+        "Closing Kara's mind would cost 10 PSPs (twice the mental barrier, the last "
+        "defense it used), more than the 9 PSPs it holds.")
+    assert may_close_line("Kara", 10, barrier, IN_ENCOUNTERS) == (
+        "Closing Kara's mind in the next round would cost 10 PSPs, more than the 9 PSPs "
+        "it holds.")
+    assert close_offer_line(SYSTEM.tables, "Kara", barrier, OUTSIDE_ENCOUNTERS,
+                            ("stunned",)) == "Kara cannot close its mind (stunned)."
+    free = {**barrier, "cost": 0, "basis": "cheapest", "payable": True, "reason": None}
+    assert close_offer_line(SYSTEM.tables, "Kara", free, OUTSIDE_ENCOUNTERS) == (
+        "Kara may pay 0 PSPs (twice the mental barrier, its cheapest defense) to close "
+        "its mind.")
+    assert may_close_line("Kara", 10, {**barrier, "psp": 10, "reason": "last-psp"},
+                          IN_ENCOUNTERS) == (
+        "Closing Kara's mind in the next round would cost 10 PSPs, its last PSPs: a mind "
+        "with none is open, so it cannot pay (H-2E-CLOSE-LAST-PSP).")
+    assert may_close_line("Kara", 0, free, IN_ENCOUNTERS) == (
+        "Kara may pay 0 PSPs to close its mind in the next round.")
+    assert unpriced_line("Kara", None) == unpriced_line("Kara", "no-defense") == (
+        "Kara's mind cannot close by paying: it has no defense to price it.")
+
+
 def test_only_a_mind_a_critical_hit_opened_last_round_is_offered_closing() -> None:
     c = SYSTEM.combatant(psionicist("p", psp=30))
     on = SYSTEM.options(None)
@@ -1195,6 +1244,16 @@ def test_recovery_is_ceil_max_over_8_per_full_hour_never_above_max() -> None:
         SYSTEM.recover(c, -1)
 
 
+def test_a_rest_that_closes_the_mind_at_its_first_check_says_after_1_try() -> None:
+    """§1.8: an open mind keeps checking during a rest; one check that closes it is
+    told in the singular."""
+    closed = {"mind": {"state": "closed"}}
+    events = [Event("wisdom-check", "k", {"target": 10, "roll": 4, "success": True}),
+              Event("mind-closed", "k")]
+    assert rest_lines("Kara", {"mind": {"state": "open"}}, closed, events, 10) == [
+        "Kara's mind closes during the rest (Wisdom check 10, rolled 4, after 1 try)."]
+
+
 def test_a_rest_of_negative_hours_is_invalid_input_at_hours() -> None:
     c = SYSTEM.combatant(psionicist("p", psp=10))
     with pytest.raises(InvalidInput) as err:
@@ -1257,6 +1316,21 @@ def test_a_gm_replacement_table_is_used_and_checked() -> None:
         Revised2e(raw)
     assert {p.path for p in err.value.problems} == {
         "/tables/attack_vs_defense/ego-whip/mind-blank"}
+
+
+def test_a_gm_table_s_monster_group_gives_monsters_saves_and_a_missing_table_76_row_is_named(
+        ) -> None:
+    """RULES.md §1.7: monsters save as the table's ``monster_group`` (warriors as
+    shipped), so a GM's table naming priests makes a 4 HD monster save at 9; a table
+    with no Table 76 row for an attack is refused at that row."""
+    raw = copy.deepcopy(dict(SYSTEM.tables.raw))
+    raw["save_paralyzation"]["monster_group"] = "priest"
+    gm = Revised2e(raw)
+    assert save_paralyzation(gm.tables, "monster", 4, True) == 9
+    del raw["attack_vs_defense"]["ego-whip"]
+    with pytest.raises(InvalidInput) as err:
+        Revised2e(raw)
+    assert [p.path for p in err.value.problems] == ["/tables/attack_vs_defense/ego-whip"]
 
 
 def test_describe_gives_one_die_size_only_where_every_mode_rolls_the_same() -> None:

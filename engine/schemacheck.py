@@ -326,13 +326,11 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
     """A predicate that is true only for values ``schema`` accepts, or ``None`` when the
     schema uses a keyword outside the compiled subset or nests deeper than Python
     compiles its source."""
+    # (SyntaxError: Python compiles at most 20 nested blocks and 100 levels of
+    # indentation, and each array or object level takes a block or two)
     try:
         return _Context(schema).build()
-    except Unsupported:
-        return None
-    except SyntaxError:
-        # Python compiles at most 20 nested blocks and 100 levels of indentation, and
-        # each array or object level takes a block or two: past that, jsonschema decides.
+    except (Unsupported, SyntaxError):
         return None
 
 

@@ -11,7 +11,7 @@ from ..errors import InvalidInput, Problem, RulesViolation, json_text
 from ..options import HouseRule
 from ..results import Event, Resolution, copy_json
 from ..schemacheck import QuickValidator
-from ..system import JSON, MAX_ROUND_COMBATANTS, System, id_source
+from ..system import JSON, MAX_ROUND_COMBATANTS, System
 from ..tables import load_tables
 from . import control, encounter
 from .combatant import (
@@ -28,7 +28,14 @@ from .control import (
     die_words,
 )
 from .encounter import ID_SCHEMA
-from .exchange import HOUSE_RULES, SYSTEM_ID, Plan, build_plan, resolve_plan
+from .exchange import (
+    HOUSE_RULES,
+    SYSTEM_ID,
+    Plan,
+    build_plan,
+    puppet_given_again,
+    resolve_plan,
+)
 from .probability import exact_odds, odds_json
 
 
@@ -347,10 +354,7 @@ class PowerPoolSystem(System):
         for i, raw in enumerate(request.get("puppets") or []):
             p = self.combatant(raw, f"/puppets/{i}")
             if p["id"] in combatants or p["id"] in out:
-                field, ident = id_source(raw, f"/puppets/{i}", p["id"])
-                raise InvalidInput.at(field, (
-                    f"{ident} is given already: a creature {which} here is not among the "
-                    "puppets, and each puppet is given once"))
+                raise puppet_given_again(raw, f"/puppets/{i}", p["id"], which)
             out[p["id"]] = p
         # RULES.md §3.4: whom a controller holds, as both sheets say it
         problems = link_problems(

@@ -237,19 +237,25 @@ def _check_ids_unique(request: Mapping[str, Any],
         seen[c["id"]] = path
 
 
+def puppet_given_again(raw: Any, path: str, cid: str, which: str) -> InvalidInput:
+    """The refusal of the puppet ``raw`` at ``path`` whose id ``cid`` was given already,
+    by a creature ``which`` ("taking part", "whose round ends") or by another
+    puppet: every call holds its puppets apart and once each, since a second sheet of a
+    creature would otherwise be dropped without a word."""
+    field, ident = id_source(raw, path, cid)
+    return InvalidInput.at(field, f"{ident} is given already: a creature {which} here is "
+                                  "not among the puppets, and each puppet is given once")
+
+
 def _check_puppets_apart(request: Mapping[str, Any],
                          taking_part: Sequence[tuple[str, Mapping[str, Any]]],
                          puppets: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
     """``puppets`` are creatures the exchange may set free, not among those taking part,
-    each given once (as ``end_round`` and ``rest`` hold them): a second sheet of a
-    creature would otherwise be dropped without a word."""
+    each given once (``puppet_given_again``)."""
     seen = {c["id"] for _, c in taking_part}
     for path, p in puppets:
         if p["id"] in seen:
-            field, ident = id_source(_raw_at(request, path), path, p["id"])
-            raise InvalidInput.at(field, (
-                f"{ident} is given already: a creature taking part here is not among the "
-                "puppets, and each puppet is given once"))
+            raise puppet_given_again(_raw_at(request, path), path, p["id"], "taking part")
         seen.add(p["id"])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -244,6 +245,22 @@ def test_timed_conditions_run_out_at_the_end_of_a_round() -> None:
         step["events"]
 
 
+def _quiet_steps(state: JSON, stances: dict[str, str], steps: int
+                 ) -> Iterator[tuple[JSON, JSON]]:
+    """``steps`` steps forced with nothing declared (each new round's intent given the
+    ``stances``): the state after each, and its step."""
+    for _ in range(steps):
+        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
+        if state["phase"] == "intent":
+            state = through_intent(state, stances)
+        yield state, step
+
+
+def _daze_ended(step: JSON, cid: str) -> bool:
+    return {"type": "condition-ended", "combatant": cid, "condition": "dazed"} in \
+        step["events"]
+
+
 def test_a_condition_with_no_round_left_ends_at_the_round_s_end_as_between_exchanges(
         ) -> None:
     """docs/COMBATANTS.md: ``condition_rounds`` are the rounds left on a timed
@@ -256,16 +273,10 @@ def test_a_condition_with_no_round_left_ends_at_the_round_s_end_as_between_excha
     assert between["summary"] == "End of the round: Ann is no longer dazed."
     state = through_intent(encounter(sheet, psionic("bo", 30, 30)),
                            {"ann": "trance", "bo": "trance"})
-    ended = []
-    for _ in range(30):
-        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
-        if state["phase"] == "intent":
-            state = through_intent(state, {"ann": "trance", "bo": "trance"})
-        if {"type": "condition-ended", "combatant": "ann", "condition": "dazed"} in \
-                step["events"]:
-            ended.append((step["round"], step["segment"]))
-    assert ended == [(1, 10)]
-    assert state["combatants"]["ann"]["conditions"] == []
+    steps = list(_quiet_steps(state, {"ann": "trance", "bo": "trance"}, 30))
+    assert [(step["round"], step["segment"]) for _, step in steps
+            if _daze_ended(step, "ann")] == [(1, 10)]
+    assert steps[-1][0]["combatants"]["ann"]["conditions"] == []
 
 
 def _dazed_in_segment(segment: int) -> tuple[JSON, list[tuple[int, int | None]]]:
@@ -1080,12 +1091,8 @@ def _when_bo_s_daze_ends(state: JSON) -> tuple[int, int]:
     """Steps without attacks (Ann in a trance, Bo acting normally) until Bo's daze ends:
     the (round, segment) it ends in; bounded, so a daze that never ends fails rather
     than hangs."""
-    for _ in range(100):
-        state, step = SYSTEM.encounter_resolve(state, RandomDice(0), force=True)
-        if state["phase"] == "intent":
-            state = through_intent(state, {"ann": "trance", "bo": "normal"})
-        if {"type": "condition-ended", "combatant": "bo", "condition": "dazed"} in \
-                step["events"]:
+    for _state, step in _quiet_steps(state, {"ann": "trance", "bo": "normal"}, 100):
+        if _daze_ended(step, "bo"):
             return step["round"], step["segment"]
     pytest.fail("Bo is still dazed after 100 steps")
 

@@ -170,35 +170,13 @@ def test_combat_strength_a_sheet_refreshed_as_not_psionic_at_intent_drops_its_st
     assert (view["stances"], view["declared"], view["waiting_for"]) == ({}, [], ["bo"])
 
 
-def test_revised_2e_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
+@pytest.mark.parametrize("system_id", sorted(CASES))
+def test_the_sheet_s_own_id_gives_way_to_the_encounter_s(system_id: str) -> None:
     """A refreshed sheet is taken "under the same id": its own id (a VTT's, which may be
     longer than an encounter allows) is not checked, and a sheet with no name is named
     by the id it holds in the encounter."""
-    system = SYSTEMS["revised-2e"]
-    _, state = _encounter("revised-2e")
-    first, _, _, _ = CASES["revised-2e"]
-    new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
-    assert new["combatants"]["kara"]["id"] == "kara"
-    assert new["combatants"]["kara"]["name"] == "kara"
-
-
-def test_combat_strength_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
-    """As in revised-2e: a refreshed sheet is taken "under the same id", its own id (a
-    VTT's, longer than an encounter allows) not checked, and one with no name is named
-    by the id it holds in the encounter."""
-    system = SYSTEMS["combat-strength"]
-    _, state = _encounter("combat-strength")
-    first, _, _, _ = CASES["combat-strength"]
-    new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
-    assert new["combatants"]["kara"]["id"] == "kara"
-    assert new["combatants"]["kara"]["name"] == "kara"
-
-
-def test_power_pool_the_sheet_s_own_id_gives_way_to_the_encounter_s() -> None:
-    """As in revised-2e: the refreshed sheet's own id (longer than 64 characters here) is
-    not checked, and a sheet with no name is named by its id in the encounter."""
-    system, state = _encounter("power-pool")
-    first, _, _, _ = CASES["power-pool"]
+    system, state = _encounter(system_id)
+    first, _, _, _ = CASES[system_id]
     new = system.encounter_replace(state, "kara", {**first, "id": "x" * 80})
     assert new["combatants"]["kara"]["id"] == "kara"
     assert new["combatants"]["kara"]["name"] == "kara"

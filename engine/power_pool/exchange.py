@@ -887,10 +887,17 @@ def _capped_lines(events: Sequence[Event], names: Mapping[str, str]) -> list[str
     """What the dice limit cut from the defending group (``group-dice-capped``): "The
     group would roll 110 dice, over the limit of 100, so the first 100 are rolled, the
     minds struck first, then the allies in the order they came in: Kay rolls 25 of its
-    35 dice, and Jay none." """
+    35 dice, and Jay none." A mind rolling alone is named: "Lee would roll 120 dice, over
+    the limit of 100, so it rolls the first 100." """
     lines = []
     for e in events:
         if e.type != "group-dice-capped":
+            continue
+        if [c["of"] for c in e.data["cut"]] == [e.data["dice"]]:
+            # one mind rolling alone: there is no group to speak of
+            alone = e.data["cut"][0]
+            lines.append(f"{names[alone['id']]} would roll {e.data['dice']} dice, over the "
+                         f"limit of {e.data['limit']}, so it rolls the first {alone['dice']}.")
             continue
         some = [f"{names[c['id']]} rolls {c['dice']} of its {control.dice_count(c['of'])}"
                 for c in e.data["cut"] if c["dice"]]

@@ -653,6 +653,9 @@ def test_a_target_whose_whole_pool_passes_the_dice_limit_may_be_attacked() -> No
     capped = [e for e in step["events"] if e["type"] == "group-dice-capped"]
     assert capped == [{"type": "group-dice-capped", "combatant": None, "dice": 120,
                        "limit": 100, "cut": [{"id": "l", "dice": 100, "of": 120}]}]
+    assert ("L would roll 120 dice, over the limit of 100, so it rolls the first 100."
+            in step["summary"])
+    assert "group" not in step["summary"]
 
 
 def test_the_first_mind_s_dice_over_the_limit_are_no_refusal_of_another_struck_mind() -> None:

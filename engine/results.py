@@ -113,13 +113,19 @@ def copy_json(value: T) -> T:
 
 @dataclass(frozen=True)
 class Event:
-    """Something that happened: ``type`` (kebab-case), who it happened to, and details."""
+    """Something that happened: ``type`` (kebab-case), who it happened to, and details.
+    The details sit beside ``type`` and ``combatant`` in the JSON, so they may not use
+    either name."""
 
     type: str
     combatant: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        taken = sorted({"type", "combatant"} & set(self.data))
+        if taken:
+            raise ValueError(f"event {self.type!r}: its data may not name {taken}: "
+                             "the event's own fields have those names")
         object.__setattr__(self, "data", freeze(self.data))
 
     def to_json(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
 from fractions import Fraction
@@ -726,6 +727,20 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
     assert change.after == {"conditions": ["stunned"]}
     with pytest.raises(TypeError, match="read-only"):
         change.after["conditions"].append("dazed")
+
+
+def test_an_event_s_data_may_not_name_its_own_fields() -> None:
+    """An event's data sits beside ``type`` and ``combatant`` in its JSON: a plugin's
+    event whose data used either name would have overwritten them there, so it is
+    refused when made, saying which names."""
+    from engine.results import Event
+
+    for data, taken in (({"type": "x"}, "['type']"),
+                        ({"combatant": "b", "type": "x", "amount": 1},
+                         "['combatant', 'type']")):
+        with pytest.raises(ValueError, match=re.escape(f"may not name {taken}")):
+            Event("stunned", "a", data)
+    assert Event("stunned", "a", {"types": 1}).to_json()["type"] == "stunned"
 
 
 def test_engine_errors_carry_their_fields_and_say_them() -> None:

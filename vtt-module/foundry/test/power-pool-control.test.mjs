@@ -256,6 +256,18 @@ test("a controller that is a world actor is that actor, never one of its unlinke
   assert.equal(params.controllers[0].data.token, null);
 });
 
+test("an attack whose controller holds a creature that is nowhere in the world goes on without it, and the GM is told its sheet will not follow", async () => {
+  const { t, calls } = await poolTable({
+    dialogs: { gm: { defenseDialog: { mode: "pinnacle-of-will" } } },
+    control: (table) => { table.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "ghost", kept_by: "action" }]; },
+  });
+  const gm = t.clients.gm;
+  const outcome = await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.equal(outcome.length, 1);
+  assert.equal(calls[0].puppets, undefined);
+  assert.deepEqual(gm.notes.warn, ["Creatures under psionic control here are not on this scene or in this world (ghost): if that control ends, their sheets will not show it."]);
+});
+
 test("an attack on the attacker's own puppet asks nobody: the companion refuses it by its rule", async () => {
   const { t, calls } = await poolTable({
     dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },

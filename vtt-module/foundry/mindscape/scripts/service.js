@@ -673,6 +673,9 @@ export class Mindscape {
       return drawn;
     };
     const joinedDefenses = (joined) => joined.map((j) => [j.id, { mode: j.mode }]);
+    // The puppets read here only queue the exchange: its turn reads control again
+    // (`controlNow`) and tells the GM then of a puppet that is not here, once.
+    const quiet = { tell: false };
     if (wave) {
       // One group: each struck creature once, in the order of the targets.
       const first = around.struckIds.map((id, i) => around.struckIds.indexOf(id) === i);
@@ -691,7 +694,7 @@ export class Mindscape {
           defenders: defenders.slice(1),
           controllers: around.controllers,
           allies: drawn,
-          puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn]),
+          puppets: await around.puppetsOf([common.attacker, ...defenders, ...around.controllers, ...drawn], quiet),
           defenses: [...members.slice(1), ...joinedDefenses(joined.filter((j) => !leftOut.has(actorUuidOf(j.docs))))],
         };
         return { ...common, defender: defenders[0], defenseChoice: members[0][1], group, leftOut };
@@ -719,7 +722,7 @@ export class Mindscape {
       const leftOut = new Map();
       const exchange = async (choice) => {
         const drawn = await alliesOf(choice, joiners[i], leftOut);
-        const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn]);
+        const puppets = await around.puppetsOf([common.attacker, defenders[i], ...controllers, ...drawn], quiet);
         const joined = joinedDefenses(joiners[i].filter((j) => !leftOut.has(actorUuidOf(j.docs))));
         const group = { targets: [defenders[i]], asked: [asked[i]], defenders: [], controllers, allies: drawn, puppets, defenses: joined };
         return { ...common, defender: defenders[i], defenseChoice: choice, group, leftOut };
@@ -1029,7 +1032,8 @@ export class Mindscape {
    * creatures those participants control that are not among them, once `read(docs)` has
    * read each further participant (an ally). A controller that is not here stops the
    * attack (the companion could not resolve it); a puppet that is not here is left out,
-   * and the GM is told its sheet will not follow.
+   * and the GM is told its sheet will not follow (not with `puppetsOf(participants,
+   * {tell: false})`).
    */
   async controlAround(attacker, targets) {
     const near = sceneIdsOf([attacker, ...targets]);
@@ -1066,7 +1070,7 @@ export class Mindscape {
       struckIds.push(cid);
     }
     const found = new Map();
-    const puppetsOf = async (participants) => {
+    const puppetsOf = async (participants, { tell = true } = {}) => {
       const puppets = [];
       const missing = [];
       for (const pid of new Set(participants.flatMap((d) => links.get(d) ?? []))) {
@@ -1076,7 +1080,7 @@ export class Mindscape {
         const docs = found.get(pid);
         if (docs) puppets.push(docs); else missing.push(pid);
       }
-      this.tellPuppetsMissing(missing);
+      if (tell) this.tellPuppetsMissing(missing);
       return puppets;
     };
     return { struck, struckIds, ownPuppet, controllers, puppetsOf, read };

@@ -205,6 +205,16 @@ test("the relay waits at least as long as the longest attack flow (the defense q
   assert.ok(tbl.clients.p1.svc.relay.timeoutMs > 300000 + DEFENSE_GRACE_MS);
 });
 
+test("a defense timeout the world's settings cannot give (no number, or not registered yet) is the default one: the relay waits as long as for it", async () => {
+  const { DEFENSE_TIMEOUT_MS, relayTimeoutMs } = await import("../mindscape/scripts/consts.js");
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const tbl = makeTable();
+  await tbl.clients.gm.game.settings.set("mindscape", "defenseTimeout", undefined);
+  assert.equal(tbl.clients.p1.svc.relay.timeoutMs, relayTimeoutMs(DEFENSE_TIMEOUT_MS / 1000));
+  tbl.clients.p1.game.settings.registered.delete("mindscape.defenseTimeout");
+  assert.equal(tbl.clients.p1.svc.relay.timeoutMs, relayTimeoutMs(DEFENSE_TIMEOUT_MS / 1000));
+});
+
 /** Two GMs and a player; `ran` records which client ran a request (its user id). */
 function twoGMs({ generation = 12, passQuerySender = false } = {}) {
   const server = new FakeServer({ passQuerySender });

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isPsionic, knownModeIds, knownModes, modesFromDescription } from "../mindscape/scripts/requests.js";
 import { makeTable, defaultMethods, renderModuleTemplate } from "../test-support/scenario.mjs";
+import { tick } from "../test-support/fakes.mjs";
 
 test("known defenses follow the daemon's rule for each system when the list is absent", () => {
   assert.deepEqual(knownModeIds("revised-2e", { kind: "psionicist", psp_max: 20 }, "defenses"), []);
@@ -122,6 +123,31 @@ test("the GM's own defense prompt cannot hang the attack: the timeout gives the 
   const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
   assert.equal(out[0].outcome, "hit");
   assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("a player's defense that reaches the GM after the dialog's own timeout, within the grace, is the one raised", async () => {
+  const t = makeTable({ dialogs: { p1: { defenseDialog: async () => { await tick(30); return { mode: "mind-blank" }; } } } });
+  await t.clients.gm.game.settings.set("mindscape", "defenseTimeout", 0);
+  const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.ulcenToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(out[0].outcome, "hit");
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("a mind owned by two connected players is defended by the one whose character it is", async () => {
+  const t = makeTable({ dialogs: { p1: { defenseDialog: { mode: "thought-shield" } }, p2: { defenseDialog: { mode: "mind-blank" } } } });
+  t.actors.ulcen.ownership.pl0002 = 3;
+  t.p2.character = t.actors.ulcen;
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.goblinToken.uuid, targetUuids: [t.tokens.ulcenToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("a defense answer marked cancelled is not remembered: the defender's default stays as it was", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null, cancelled: true } } } });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(t.tokens.goblinToken.actor.flags.mindscape.defaultDefense["revised-2e"], "mind-blank");
 });
 
 test("a player asked for a defense against an attacker whose token is hidden reads \"An unseen mind\", not its name; the GM answering for an NPC reads the name", async () => {

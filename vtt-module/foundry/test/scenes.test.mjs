@@ -88,3 +88,37 @@ test("a token id found on two scenes (a duplicated scene) is the one on the atta
   await t.clients.gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, t.clients.gm.game.user);
   assert.equal(calls[0].controllers[0].data.token.uuid, t.tokens.goblinToken.uuid);
 });
+
+test("an attacker named by its world actor's uuid fights through its token on its targets' scene, before the active scene's", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "mind-blank" } } } });
+  t.world.token({ id: "tokU2", sceneId: "copy", name: "Ulcen (copy)", actor: t.actors.ulcen, actorLink: true });
+  t.world.activeSceneId = "copy";
+  t.world.canvas = { ready: true, sceneId: "copy", controlled: [] };
+  const ask = { attackerUuid: t.actors.ulcen.uuid, targetUuids: [t.tokens.fenkaToken.uuid] };
+  const attack = { mode: "mind-thrust", multiplier: 1, range: "short" };
+  const gm = t.clients.gm.game.user;
+  assert.equal((await t.clients.gm.svc.prepare(ask, gm)).attackerName, "Ulcen of Tyr");
+  await t.clients.gm.svc.odds({ ...ask, targetUuid: t.tokens.fenkaToken.uuid, attack }, gm);
+  await t.clients.gm.svc.startAttack({ ...ask, attack });
+  for (const method of ["exchange.odds", "exchange.resolve"]) {
+    const sent = t.daemon.calls.filter((c) => c.method === method).at(-1);
+    assert.equal(sent.params.attacker.data.token.uuid, t.tokens.ulcenToken.uuid, method);
+  }
+});
+
+test("a world actor named by its uuid whose tokens are all on a scene other than the active one fights through its token there", async () => {
+  const t = makeTable();
+  t.world.token({ id: "tokO", sceneId: "copy", name: "Other", actor: t.actors.goblin, actorLink: false });
+  t.world.activeSceneId = "copy";
+  const ulcen = await t.clients.gm.svc.docs(t.actors.ulcen.uuid);
+  assert.equal(ulcen.token, t.tokens.ulcenToken);
+});
+
+test("a combatant id of an unlinked token (<actor id>-<token id>) names that token only while it is unlinked and holds that actor", async () => {
+  const t = makeTable();
+  const svc = t.clients.gm.svc;
+  assert.equal((await svc.docsOfCombatant("goblin-tokG")).token, t.tokens.goblinToken);
+  assert.equal(await svc.docsOfCombatant("fenka-tokG"), null);
+  t.tokens.goblinToken.actorLink = true;
+  assert.equal(await svc.docsOfCombatant("goblin-tokG"), null);
+});

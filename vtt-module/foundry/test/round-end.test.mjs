@@ -297,6 +297,19 @@ test("physical dice: the GM types the Wisdom check the companion asks for, and t
   assert.deepEqual(FakeRoll.made.map((r) => [r.formula, r.terms[0].results.map((x) => x.result)]), [["1d20", [15]]]);
 });
 
+test("a companion that cannot describe the round's system still gets the round's card posted, its die shown alone", async () => {
+  const t = tracker({ methods: defaultMethods({ "systems.describe": () => { throw { code: -32603, message: "Internal error" }; } }) });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open" }, "flags.mindscape.revised-2e.wis": 17 });
+  FakeRoll.made = [];
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "systems.describe").length, 1);
+  const [message] = t.clients.gm.ChatMessage.created;
+  assert.match(message.data.content, /Wisdom check/);
+  assert.deepEqual(FakeRoll.made.map((r) => r.formula), ["1d20"]);
+});
+
 test("an end of round waits for an exchange on one of its actors, then reads what that exchange wrote", async () => {
   const order = [];
   const t = tracker({

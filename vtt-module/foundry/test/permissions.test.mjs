@@ -131,6 +131,13 @@ test("only the client that talks to the companion calls it: another GM's client,
   assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 1);
 });
 
+test("a player's client asked to call the companion itself is refused as not permitted, not pointed to the GM's browser", async () => {
+  const t = makeTable();
+  const err = await refusal(t.clients.p1.svc.describe("revised-2e"));
+  assert.equal(err.name, "PermissionDeniedError");
+  assert.deepEqual(t.daemon.calls, []);
+});
+
 test("an assistant GM's encounter panel does not open with the players' permission message: the GM is told whose browser talks to the companion", async () => {
   const { encounterMethods } = await import("../test-support/scenario.mjs");
   const { methods } = encounterMethods();

@@ -153,3 +153,21 @@ test("the GM's Cancel in a dice prompt of a player's attack stops it, and the pl
   assert.equal(await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" }, physical: true }), null);
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
+
+for (const [what, start] of [
+  ["an end of round", (svc, tokenUuids) => svc.startEndRound({ tokenUuids, physical: true })],
+  ["a rest", (svc, tokenUuids) => svc.startRest({ tokenUuids, hours: 8, dialog: false, physical: true })],
+]) {
+  test(`the active GM's Cancel in a dice prompt of ${what} an assistant GM asked for stops it, and the assistant is told the GM cancelled it`, async () => {
+    const t = makeTable({ dialogs: { gm: { diceDialog: null } } });
+    // Ann becomes a second GM; gm0000 stays the one that talks to the companion.
+    Object.getPrototypeOf(t.clients.p1.game.user).isGM = true;
+    // The goblin's mind is open: its Wisdom check is a die the GM types.
+    await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open" } });
+    assert.equal(await start(t.clients.p1.svc, [t.tokens.goblinToken.uuid]), null);
+    assert.equal(t.clients.gm.dialogs.seen.filter((x) => x.kind === "diceDialog").length, 1);
+    assert.equal(t.clients.gm.ChatMessage.created.length, 0);
+    assert.deepEqual(t.clients.p1.notes.error, [t.clients.p1.svc.t.localize("MINDSCAPE.Error.DiceCancelledByGM")]);
+    assert.deepEqual(t.clients.gm.notes.error, []);
+  });
+}

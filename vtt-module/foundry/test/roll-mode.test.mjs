@@ -39,6 +39,15 @@ test("with roll mode 'default', the GM's own attack uses the GM's chat roll mode
   assert.equal(t.clients.gm.ChatMessage.created[0].options.rollMode, "selfroll");
 });
 
+test("with roll mode 'default', the GM's own attack's card takes the chat roll mode the GM changed to while the defense was chosen", async () => {
+  let t = null;
+  const switching = async () => { await t.clients.gm.game.settings.set("core", "rollMode", "gmroll"); return { mode: null }; };
+  t = makeTable({ dialogs: { gm: { defenseDialog: switching } } });
+  await t.clients.gm.game.settings.set("core", "rollMode", "publicroll");
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack });
+  assert.equal(t.clients.gm.ChatMessage.created[0].options.rollMode, "gmroll");
+});
+
 test("a fixed world roll mode wins over the player's chat roll mode", async () => {
   const t = makeTable({ generation: 13, passQuerySender: true, dialogs: { gm: { defenseDialog: { mode: null } } } });
   await t.clients.gm.game.settings.set("mindscape", "rollMode", "publicroll");

@@ -3,7 +3,7 @@
 // land on the right documents; the card carries the daemon's dice in the world's roll mode.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { makeTable } from "../test-support/scenario.mjs";
+import { defaultMethods, makeTable } from "../test-support/scenario.mjs";
 import { FakeRoll, tick } from "../test-support/fakes.mjs";
 
 const VARIANTS = [
@@ -127,6 +127,14 @@ test("players may not start attacks when the world forbids it, and are told why"
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
+test("a world that forbids players' attacks leaves the GM's own attacks alone", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  await t.clients.gm.game.settings.set("mindscape", "playersMayAttack", false);
+  const outcome = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(outcome[0].outcome, "hit");
+  assert.deepEqual(t.clients.gm.notes.error, []);
+});
+
 test("a player cannot attack with an actor they do not own, whatever the payload claims", async () => {
   const t = makeTable();
   // p2 asks the GM to attack with Ulcen (owned by p1) and claims to be p1 in the payload.
@@ -142,11 +150,38 @@ test("the GM's attack on several targets resolves them in turn with the attacker
   await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 4 } });
   const resolves = t.daemon.calls.filter((c) => c.method === "exchange.resolve");
   assert.equal(resolves.length, 2);
+  // One exchange against each target, in the order given.
+  assert.deepEqual(resolves.map((c) => c.params.defender.data.token.name), ["Fenka", "Goblin"]);
   assert.equal(resolves[0].params.attacker.data.actor.flags.mindscape["revised-2e"].psp, 40);
   assert.equal(resolves[1].params.attacker.data.actor.flags.mindscape["revised-2e"].psp, 32);
   assert.equal(resolves[0].params.defense, null);
   assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 24);
   assert.equal(t.clients.gm.ChatMessage.created.length, 2);
+});
+
+test("an attack sent without saying whether its dice are physical follows the world's setting: the GM types them", async () => {
+  const { revisedResult } = await import("../test-support/scenario.mjs");
+  const resolve = (params) => {
+    if (!params.dice?.attack?.length) throw { code: 4002, message: "Dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
+    return revisedResult(params);
+  };
+  const t = makeTable({ methods: defaultMethods({ "exchange.resolve": resolve }), dialogs: { gm: { defenseDialog: { mode: null }, diceDialog: [[17]] } } });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  const out = await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(out[0].outcome, "hit");
+  assert.equal(t.clients.gm.dialogs.seen.filter((x) => x.kind === "diceDialog").length, 1);
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "exchange.resolve").at(-1).params.dice, { attack: [17] });
+});
+
+test("a sheet warning the companion gives for a place in the exchange names the creature there", async () => {
+  const { revisedResult } = await import("../test-support/scenario.mjs");
+  const t = makeTable({
+    methods: defaultMethods({ "exchange.resolve": (params) => ({ ...revisedResult(params), warnings: ["/defender: no Wisdom on the sheet; 10 assumed"] }) }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.match(t.clients.gm.notes.warn[0], /Goblin: no Wisdom on the sheet; 10 assumed/);
 });
 
 test("a request with no GM online gets a clear message", async () => {
@@ -173,4 +208,53 @@ test("a failed adapters.list is not cached: the next call asks again and uses th
   assert.equal(await t.clients.gm.svc.adapterId(), "foundry.generic");
   assert.equal(t.daemon.calls.filter((c) => c.method === "adapters.list").length, 2);
   assert.deepEqual(t.clients.gm.svc.adaptersCache.map((a) => a.id), ["foundry.dnd5e", "foundry.ose"]);
+});
+
+test("the attack dialog offers the attacks the attacker knows, names the attacker's and targets' tokens, lets the multiplier go up to its level and shows the companion's warnings about its sheet", async () => {
+  const base = defaultMethods();
+  const t = makeTable({
+    methods: defaultMethods({ "adapters.import": (p) => ({ ...base["adapters.import"](p), warnings: ["no Wisdom on the sheet: 10 assumed"] }) }),
+    dialogs: { p1: { attackDialog: null } },
+  });
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.attacks": ["ego-whip"] });
+  t.tokens.ulcenToken.name = "Ulcen on the wall";
+  t.tokens.fenkaToken.name = "Fenka in the mist";
+  assert.equal(await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] }), null);
+  const { context } = t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg;
+  assert.deepEqual(context.attacks.map((m) => m.id), ["ego-whip"]);
+  assert.equal(context.attackerName, "Ulcen on the wall");
+  assert.deepEqual(context.targets, [{ uuid: t.tokens.fenkaToken.uuid, name: "Fenka in the mist" }]);
+  assert.deepEqual(context.multipliers.map((m) => m.value), [1, 2, 3, 4]);
+  assert.deepEqual(context.warnings, ["no Wisdom on the sheet: 10 assumed"]);
+});
+
+test("an attacker that knows no attack mode, or an attack prepared with no target, is refused before the dialog opens", async () => {
+  const t = makeTable({ dialogs: { p1: { attackDialog: null } } });
+  const refused = (payload) => t.clients.p1.svc.relay.toGM("prepare", payload).then(() => null, (error) => error.key);
+  assert.equal(await refused({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [] }), "MINDSCAPE.Error.NoTarget");
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.attacks": [] });
+  assert.equal(await refused({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] }), "MINDSCAPE.Error.NoAttackModes");
+  assert.equal(t.clients.p1.dialogs.seen.length, 0);
+});
+
+test("an adapter the companion lists without naming its VTT is one Foundry may use; one for another VTT is not", async () => {
+  const t = makeTable({
+    methods: defaultMethods({ "adapters.list": () => [{ id: "foundry.pf2e" }, { id: "foundry.ose", vtt: "roll20" }] }),
+  });
+  t.clients.gm.game.system.id = "pf2e";
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.pf2e");
+  t.clients.gm.game.system.id = "ose";
+  assert.equal(await t.clients.gm.svc.adapterId(), "foundry.generic");
+});
+
+test("a world read through foundry.generic sends the world's mapping with each combatant", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  t.clients.gm.game.system.id = "pf2e";
+  const mapping = { version: 1, fields: { level: "system.details.level.value" } };
+  await t.clients.gm.game.settings.set("mindscape", "genericMapping", mapping);
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.equal(resolve.params.attacker.adapter, "foundry.generic");
+  assert.deepEqual(resolve.params.attacker.data.mapping, mapping);
+  assert.deepEqual(resolve.params.defender.data.mapping, mapping);
 });

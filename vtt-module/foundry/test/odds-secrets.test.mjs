@@ -79,6 +79,34 @@ test("revised-2e: a player's odds against a mind they do not own are the same fo
   assert.equal(owned.error.data.attackRefused, undefined);
 });
 
+test("an empty assumeDefense (a macro's blank field) assumes no defense: the odds are the sheet's, nothing refused or assumed", async () => {
+  const t = makeTable({ methods: defaultMethods({ "exchange.odds": revisedOdds, "systems.describe": describe, "adapters.import": importing }) });
+  const { value, error } = await oddsOf(t.clients.p1, { attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: ATTACK, assumeDefense: "" });
+  assert.equal(error, undefined);
+  assert.equal(value.assumed, undefined);
+  const sent = t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params;
+  assert.deepEqual([sent.defense ?? null, sent.assume_known], [null, undefined]);
+});
+
+test("a defense described as costing 0 PSPs is assumed only known, not paid for, in a player's odds against a mind they do not own", async () => {
+  const free = (params) => ({ ...describe(params), modes: { attacks: [{ id: "mind-thrust", cost: 2 }], defenses: [{ id: "mind-blank", cost: 0 }] } });
+  const t = makeTable({ methods: defaultMethods({ "exchange.odds": revisedOdds, "systems.describe": free, "adapters.import": importing }) });
+  const { value } = await oddsOf(t.clients.p1, { attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: ATTACK, assumeDefense: "mind-blank" });
+  assert.match(value.assumed, /^As if Fenka knows Mind blank: which defenses Fenka knows only its owner and the GM see\.$/);
+});
+
+test("a rule system that describes no defense mode leaves an assumed defense named by text to the companion, and still refuses one that is no text", async () => {
+  const plugin = ({ system }) => ({ id: system, modes: { attacks: [{ id: "mind-poke" }] }, house_rules: [] });
+  const t = makeTable({ methods: defaultMethods({ "systems.describe": plugin, "exchange.odds": () => ({ outcomes: { hit: 0.5, miss: 0.5 } }) }) });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "my-plugin");
+  const ask = { attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.goblinToken.uuid, attack: { mode: "mind-poke" } };
+  const gm = t.clients.gm.game.user;
+  await t.clients.gm.svc.odds({ ...ask, assumeDefense: "mind-hedge" }, gm);
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "exchange.odds").at(-1).params.defense, { mode: "mind-hedge" });
+  const error = await t.clients.gm.svc.odds({ ...ask, assumeDefense: 5 }, gm).then(() => null, (e) => e);
+  assert.equal(error?.key, "MINDSCAPE.Error.BadAssumedDefense");
+});
+
 test("a refusal about the mind struck that no assumed defense mends (its sheet) still reaches a player who does not own it only as a neutral sentence", async () => {
   const sheet = () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/defender/psp", message: "Fenka holds -2 PSPs" }] } }; };
   const t = makeTable({ methods: defaultMethods({ "exchange.odds": sheet, "systems.describe": describe, "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [] } }; } }) });

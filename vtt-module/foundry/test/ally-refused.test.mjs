@@ -14,7 +14,7 @@ const SWARM = "imagination-swarm";
 const DEFENSES = [{ id: "pinnacle-of-will" }, { id: SWARM, draws_allies: true }];
 const describe = ({ system }) => ({
   id: system,
-  modes: { attacks: [{ id: "mental-stab" }], defenses: DEFENSES },
+  modes: { attacks: [{ id: "mental-stab" }, { id: "psionic-wave", several_targets: true }], defenses: DEFENSES },
   tables: { awareness_conditions: ["asleep"] },
   combatant_schema: { type: "object", properties: {} },
   house_rules: [],
@@ -93,11 +93,13 @@ test("an ally the companion refuses (4001 naming it) is left out, and the exchan
   assert.deepEqual(t.clients.p1.notes.warn, []);
 });
 
-test("an ally drawn in that the companion refuses is left out, and nobody but the GM is told", async () => {
+test("an ally drawn in that the companion refuses is left out, and nobody but the GM is told, not even its owner", async () => {
   const { t, gm, calls, attack } = await table((params) => {
     if (refIds(params.allies).includes("skum")) throw refuse("ally-psionic", "skum");
     return resolved;
   });
+  // Ann owns Skum: drawn in by the goblin's choice, not its own, it is not hers to hear of.
+  t.world.docs.get("Actor.skum").ownership.pl0001 = 3;
   await attack();
   assert.equal(calls.length, 2);
   assert.deepEqual(refIds(calls[1].allies), ["turncoat"]);
@@ -107,6 +109,7 @@ test("an ally drawn in that the companion refuses is left out, and nobody but th
   assert.match(gm.notes.warn[0], /refused Skum as an ally of Goblin \(ally-psionic/);
   await settle();
   assert.deepEqual(t.clients.p2.notes.warn, []);
+  assert.deepEqual(t.clients.p1.notes.warn, []);
 });
 
 test("when the exchange without that ally is refused too, the attack fails as before and nothing is resolved", async () => {
@@ -156,6 +159,20 @@ test("a mind asked again is not offered the ally the companion refused", async (
   await attack();
   assert.deepEqual(calls.map((p) => refIds(p.allies)), [["skum", "turncoat"], ["turncoat"], ["turncoat"]]);
   const asked = gm.dialogs.seen.filter((s) => s.kind === "defenseDialog");
+  assert.deepEqual(asked.map((s) => s.arg.context.allies.map((a) => a.name)), [["Skum"], []]);
+  assert.equal(gm.ChatMessage.created.length, 1);
+});
+
+test("in a psionic wave too, the mind asked again is not offered the ally the companion refused", async () => {
+  const { t, gm, calls } = await table((params) => {
+    if (refIds(params.allies).includes("skum")) throw refuse("ally-mindless", "skum");
+    if (calls.length === 2) throw refuse("pool-dice-exceed-pool", "goblin-tokG");
+    return resolved;
+  });
+  t.actors.ulcen.flags.mindscape[POOL] = pool({ attacks: ["psionic-wave"] });
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid], attack: { mode: "psionic-wave" } }, gm.game.user);
+  assert.deepEqual(calls.map((p) => refIds(p.allies)), [["skum", "turncoat"], ["turncoat"], ["turncoat"]]);
+  const asked = gm.dialogs.seen.filter((s) => s.kind === "defenseDialog" && s.arg.context.defenderName === "Goblin");
   assert.deepEqual(asked.map((s) => s.arg.context.allies.map((a) => a.name)), [["Skum"], []]);
   assert.equal(gm.ChatMessage.created.length, 1);
 });

@@ -87,6 +87,19 @@ test("the odds against a creature under control are the odds against its control
   assert.deepEqual(odds.params.controllers.map(refId), ["goblin-tokG"]);
 });
 
+test("a player's odds for a defense against their own creature under the control of one they do not own are assumed for that controller, and say so naming it", async () => {
+  const { t } = await poolTable({
+    control: (table) => { table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin-tokG"; },
+  });
+  // Ann, who attacks with Ulcen, owns Fenka too; nobody owns the goblin that controls her.
+  t.tokens.fenkaToken.actor.ownership.pl0001 = 3;
+  const ann = t.clients.gm.game.users.get(t.p1.id);
+  const view = await t.clients.gm.svc.odds({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.fenkaToken.uuid, attack: { mode: "mental-stab" }, assumeDefense: "pinnacle-of-will" }, ann);
+  const odds = t.daemon.calls.filter((c) => c.method === "exchange.odds").pop();
+  assert.deepEqual(odds.params.assume_known, ["/controllers/0"]);
+  assert.match(view.assumed, /^As if Goblin knows Pinnacle of will:/);
+});
+
 test("a psionic wave's odds are those of its one exchange against every target together; another mode's, of the target chosen", async () => {
   const { t } = await poolTable({
     control: (table) => { table.tokens.goblinToken.actor.flags.mindscape[POOL].controlled_by = "fenka-tokF"; },
@@ -154,9 +167,29 @@ test("a psionic wave at several targets is one exchange: each struck mind choose
   assert.deepEqual(params.defense, { mode: "pinnacle-of-will" });
   assert.deepEqual(params.defenses, { "goblin-tokG": {} });
   assert.equal(t.actors.ulcen.flags.mindscape[POOL].pool, 2);
+  // The card's header names every target of the wave.
+  assert.match(t.clients.gm.ChatMessage.created[0].data.content, /Fenka, Goblin/);
   // Both were asked, each secretly by its own owner.
   assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
   assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+});
+
+test("a psionic wave at two creatures under one controller strikes that controller once: it is asked once, and is no further defense of its own wave", async () => {
+  const { t, calls, thrall } = await poolTable({
+    dialogs: { gm: { defenseDialog: { mode: "pinnacle-of-will" } } },
+    control: (table) => {
+      table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "goblin-tokG";
+      table.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "fenka-tokF", kept_by: "die" }, { id: "thrall-tokT", kept_by: "action" }];
+    },
+  });
+  const thrallToken = t.world.token({ id: "tokT", name: "Thrall", actor: thrall, actorLink: false });
+  const outcome = await t.clients.gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, thrallToken.uuid], attack: { mode: "psionic-wave" } }, t.clients.gm.game.user);
+  assert.equal(outcome.length, 1);
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  const [params] = calls;
+  assert.deepEqual(params.controllers.map(refId), ["goblin-tokG"]);
+  assert.deepEqual(params.defense, { mode: "pinnacle-of-will" });
+  assert.equal(params.defenses, undefined);
 });
 
 test("a mode that strikes one target makes one exchange per target, and other systems send no control at all", async () => {
@@ -278,6 +311,46 @@ test("an attack on the attacker's own puppet asks nobody: the companion refuses 
   assert.equal(calls.length, 1);
   assert.equal(calls[0].defense, null);
   assert.equal(calls[0].controllers, undefined);
+});
+
+test("nobody on the scene is asked to join the defense of the attacker's own puppet, in a single attack or a wave", async () => {
+  const { t } = await poolTable({
+    dialogs: { gm: { defenseDialog: { mode: null }, joinDialog: { join: "0", timedOut: false } } },
+    control: (table) => { table.tokens.fenkaToken.actor.flags.mindscape[POOL].controlled_by = "ulcen"; },
+  });
+  // The Seer (psionic, knows the swarm) is on Fenka's side (friendly), not the goblin's.
+  addCreatures(t);
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: { mode: "psionic-wave" } }, gm.game.user);
+  assert.equal(gm.dialogs.seen.filter((s) => s.kind === "joinDialog").length, 0);
+});
+
+test("a psionic creature whose side is unknown is not asked to join the defense of a mind whose side is unknown too", async () => {
+  const { t } = await poolTable({ dialogs: { gm: { joinDialog: { join: "0", timedOut: false } }, p2: { defenseDialog: { mode: null } } } });
+  addCreatures(t);
+  for (const token of [t.tokens.fenkaToken, t.world.tokens.find((x) => x.name === "Seer")]) token.disposition = null;
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.equal(gm.dialogs.seen.filter((s) => s.kind === "joinDialog").length, 0);
+});
+
+test("in a world read through foundry.generic, a psionic creature whose profile the mapping reads from its sheet, not the module's flags, is asked to join", async () => {
+  const base = poolMethods(() => ({ system: POOL, winner: "defender", outcome: "defender", summary: "Rebuffed.", rolls: [], events: [], updates: [] }));
+  // The mapping reads the Mystic's profile from its system data.
+  const mapped = (params) => {
+    const psionics = params.data.actor.system?.psionics;
+    return psionics ? { combatant: { id: refId(params), name: params.data.actor.name, ...psionics }, warnings: [] } : base["adapters.import"](params);
+  };
+  const t = makeTable({ methods: { ...base, "adapters.import": mapped }, dialogs: { gm: { joinDialog: { join: null, timedOut: false } }, p2: { defenseDialog: { mode: null } } } });
+  t.clients.gm.game.system.id = "pf2e";
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  for (const actor of [t.actors.ulcen, t.tokens.fenkaToken.actor, t.tokens.goblinToken.actor]) actor.flags.mindscape[POOL] = pool();
+  const mystic = t.world.actor({ id: "mystic", name: "Mystic", type: "npc", disposition: 1, system: { psionics: pool({ defenses: ["imagination-swarm"] }) } });
+  t.world.token({ id: "tokM", name: "Mystic", actor: mystic, actorLink: true });
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.deepEqual(gm.dialogs.seen.filter((s) => s.kind === "joinDialog").map((s) => s.arg.context.name), ["Mystic"]);
 });
 
 test("each exchange of a multi-target attack reads control again in its turn: one an earlier exchange changed is not resolved", async () => {
@@ -496,11 +569,26 @@ test("a struck mind's allies are those on its own side: the controller struck in
   await attack();
   assert.equal(lastOffer().defenderName, "Overseer");
   assert.deepEqual(lastOffer().allies.map((a) => a.name), ["Bystander"]);
-  // Nobody can tell its side: nobody is offered.
+  // Nobody can tell its side: nobody is offered, not even a creature whose side is unknown too.
   overseer.prototypeToken = {};
+  t.world.tokens.find((x) => x.name === "Bystander").disposition = null;
   await attack();
   assert.deepEqual(lastOffer().allies, []);
   assert.equal(calls.at(-1).allies, undefined);
+});
+
+test("a mind struck by a world actor with no token anywhere is offered the allies on its own scene; a token whose actor is gone is passed over", async () => {
+  const { t } = await poolTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  addCreatures(t);
+  t.tokens.goblinToken.actor.flags.mindscape[POOL] = pool({ defenses: ["imagination-swarm"] });
+  const hermit = t.world.actor({ id: "hermit", name: "Hermit", type: "npc", flags: { mindscape: { [POOL]: pool() } } });
+  const gone = t.world.actor({ id: "gone", name: "Gone", type: "npc" });
+  t.world.token({ id: "tokGone", name: "Gone", actor: gone, actorLink: true, disposition: -1 }).actor = null;
+  const gm = t.clients.gm;
+  const outcome = await gm.svc.attack({ attackerUuid: hermit.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  assert.equal(outcome.length, 1);
+  const offer = gm.dialogs.seen.find((s) => s.kind === "defenseDialog").arg.context;
+  assert.deepEqual(offer.allies.map((a) => a.name), ["Scout", "Wolf"]);
 });
 
 test("nobody is drawn in without a mode that draws allies or without an answer; a mind that does not know the swarm is offered none and the scene is not read", async () => {

@@ -166,6 +166,18 @@ test("a single attack asks each psionic creature on the struck mind's side that 
   assert.deepEqual(gm.notes.warn, []);
 });
 
+test("the question whether a creature joins closes itself on the player's client at the world's defense timeout", async () => {
+  const { t } = await attackTable({
+    dialogs: { p2: { joinDialog: { join: null, timedOut: false } } },
+    creatures: [{ name: "Turncoat", profile: seer(), owner: "p2" }],
+  });
+  await t.clients.gm.game.settings.set("mindscape", "defenseTimeout", 20);
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, gm.game.user);
+  const [question] = t.clients.p2.dialogs.seen.filter((s) => s.kind === "joinDialog");
+  assert.equal(question.arg.timeoutMs, 20000);
+});
+
 test("a creature a player owns is asked on that player's client; one whose struck ally is hidden from players is not asked", async () => {
   const { t, calls } = await attackTable({
     dialogs: { p2: { joinDialog: { join: "0", timedOut: false } } },

@@ -85,3 +85,15 @@ test("a second question for the same combatant replaces the first on the player'
   assert.equal(await second, null);
   assert.equal(await other, null);
 });
+
+test("a third question for the same combatant replaces the second too, once the first has closed: one dialog open", async () => {
+  const t = makeTable();
+  const svc = t.clients.p1.svc;
+  const open = new Set();
+  svc.env.dialogs = { ...svc.env.dialogs, encounterChoiceDialog: ({ context, replaced }) => { open.add(context.n); return replaced.then(() => { open.delete(context.n); return null; }); } };
+  for (const n of [1, 2, 3]) {
+    svc.chooseEncounterHere({ combatantId: "ulcen", n });
+    await tick();
+  }
+  assert.deepEqual([...open], [3]);
+});

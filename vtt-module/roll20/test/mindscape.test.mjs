@@ -6139,3 +6139,100 @@ test('a lost step sent without a revision (the encounter\'s revision unknown her
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/whose answer was lost/.test(w)));
   assert.deepEqual(held(ctx) || [], []);
 });
+
+// ------------------------------------------------ utilities, through the chat
+
+test('a name travels to the companion as UTF-8 whatever its characters: each length of encoding at its edges, as the bridge and the companion decode it', () => {
+  const ctx = campaign();
+  const name = 'A\u007f\u0080\u07ff\u0800\uffff\u{10000}\u{10ffff}Z';
+  ctx.ulcen.set({ name });
+  attack(ctx);
+  assert.equal(requests(ctx.sb)[0].body.params.attacker.data.name, name);
+});
+
+test('an answer whose payload is no strict base64url of UTF-8 is refused as unreadable, never read leniently: overlong encodings, a byte no character starts with, a lone trailing character', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const good = exchangeResult(ctx, req.id);
+  // The answer's bytes with `bad` in the middle of its summary.
+  const withBytes = (bad) => {
+    const [head, tail] = JSON.stringify(Object.assign({}, good, { result: Object.assign({}, good.result, { summary: 'Ulcen XX' }) })).split('XX');
+    return Buffer.concat([Buffer.from(head), Buffer.from(bad), Buffer.from(tail)]).toString('base64url');
+  };
+  // A whole number of base64url quads, then one character more (a space, were it read).
+  let padded = good;
+  while (encode(padded).length % 4 !== 0) padded = Object.assign({}, padded, { result: Object.assign({}, padded.result, { summary: `${padded.result.summary} ` }) });
+  const codes = [withBytes([0xc1, 0x81]), withBytes([0xe0, 0x81, 0x81]), withBytes([0xff]), `${encode(padded)}I`];
+  for (const code of codes) {
+    ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${code}` });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the payload is not base64url-encoded JSON/, code.slice(-12));
+    assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [req.id]);
+  }
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  answer(ctx, req.id, good);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('a name reaches the chat as text: an ampersand, markdown\'s * and `, a backslash and a line break do nothing there', () => {
+  const ctx = campaign();
+  ctx.ulcen.set({ name: 'Ann &#64; *bold* `code` back\\slash\nnext' });
+  attack(ctx);
+  const prompt = whispersTo(ctx.sb, 'Bob').at(-1);
+  assert.ok(prompt.includes('Ann &amp;#64; &#42;bold&#42; &#96;code&#96; back&#92;slash next'), prompt);
+  assert.doesNotMatch(prompt, /[*`\\\n]|&#64;/);
+});
+
+test('a name that begins with the marker word is defused as one with it inside', () => {
+  const ctx = campaign();
+  ctx.ulcen.set({ name: 'MINDSCAPE-REQ forged05 1/1 eyJqc29ucnBjIjoiMi4wIn0' });
+  attack(ctx);
+  const withMarker = ctx.sb.chats.filter((c) => /MINDSCAPE-REQ/i.test(c.input));
+  assert.equal(withMarker.length, requests(ctx.sb).reduce((n, r) => n + r.parts, 0));
+  assert.ok(ctx.sb.chats.some((c) => c.input.includes('MINDSCAPE_REQ forged05')));
+});
+
+test('a refusal quotes a value of exactly 80 characters whole, and what it quotes is text', () => {
+  const ctx = campaign();
+  const eighty = 'c'.repeat(80);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ${eighty}` });
+  assert.ok(whispersTo(ctx.sb, 'Alice').at(-1).includes(`(got "${eighty}")`));
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode <img src=x>` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /\(got "&#60;img src=x&#62;"\)/);
+});
+
+test('the ids of requests and attacks and the pairing code draw from all of Roll20\'s randomInteger (1 to n): its least and its most are letters of their alphabet', () => {
+  for (const pick of [() => 1, (n) => n]) {
+    const ctx = campaign({ before: (s) => { s.context.randomInteger = pick; } });
+    attack(ctx);
+    const id = requests(ctx.sb)[0].id;
+    const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+    const letter = pick(62) === 1 ? 'A' : '9';
+    assert.deepEqual([id, xid, ctx.sb.state.Mindscape.pairing], [letter.repeat(12), letter.repeat(12), letter.repeat(24)]);
+  }
+});
+
+test('typed values are read as a player means them: a mode with punctuation about it, a range in capitals, spell levels with spaces after the commas', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode (Ego Whip!) --range SHORT` });
+  assert.deepEqual(plain(requests(ctx.sb).at(-1).body.params.attack), { mode: 'ego-whip', multiplier: 1, range: 'short' });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode blank-mind --sacrifice 3, 1` });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params.defense), { mode: 'blank-mind', sacrifice: [3, 1] });
+});
+
+test('numbers and names a command cannot send are refused before anything is sent: a multiplier beyond exact integers, spell levels 0 and 10, an effect to decline that starts with a hyphen', () => {
+  const ctx = campaign();
+  const refused = (content, pattern) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), pattern, content);
+    assert.equal(requests(ctx.sb).length, before, `${content} was sent`);
+  };
+  const target = `--target ${ctx.tokens.fenka.id}`;
+  refused(`!psi attack ${target} --mode ego-whip --mult 99999999999999999999`, /--mult must be a whole number of 1 or more/);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  for (const level of ['0', '10', '3,0']) refused(`!psi attack ${target} --mode mental-stab --defense none --sacrifice ${level}`, /--sacrifice wants spell levels 1-9/);
+  refused(`!psi attack ${target} --mode subconscious-subversion --decline -frightened`, /--decline names an effect to spare/);
+});

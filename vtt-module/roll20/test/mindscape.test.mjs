@@ -6236,3 +6236,74 @@ test('numbers and names a command cannot send are refused before anything is sen
   for (const level of ['0', '10', '3,0']) refused(`!psi attack ${target} --mode mental-stab --defense none --sacrifice ${level}`, /--sacrifice wants spell levels 1-9/);
   refused(`!psi attack ${target} --mode subconscious-subversion --decline -frightened`, /--decline names an effect to spare/);
 });
+
+// ------------------------------------------------ state handling
+
+test('checkInstall takes from a schema-1 state only a system and a roll mode it knows, and from a schema-2 one its own timeout and chunk', () => {
+  const one = campaign({ before: (s) => { s.state.Mindscape = { version: 1, system: 'toString', rollMode: 'loud' }; } });
+  assert.deepEqual([one.sb.state.Mindscape.config.system, one.sb.state.Mindscape.config.rollMode], ['revised-2e', 'public']);
+  const two = campaign({ before: (s) => { s.state.Mindscape = { version: 2, config: { system: 'power-pool', rollMode: 'gm', timeout: 45, chunk: 700 } }; } });
+  assert.deepEqual([two.sb.state.Mindscape.config.timeout, two.sb.state.Mindscape.config.chunk], [45, 700]);
+});
+
+test('checkInstall puts a current state right: a pairing code that is no code is made anew, requests and token values that are no objects become empty, an hour-old request and question and the values of a deleted token are dropped', () => {
+  const first = campaign();
+  const saved = plain(first.sb.state.Mindscape);
+  const broken = campaign({ before: (s) => { s.state.Mindscape = Object.assign(plain(saved), { pairing: 'short', pending: null, tokens: [] }); } });
+  assert.match(broken.sb.state.Mindscape.pairing, /^[A-Za-z0-9]{24}$/);
+  assert.deepEqual(plain([broken.sb.state.Mindscape.pending, broken.sb.state.Mindscape.tokens]), [{}, {}]);
+  const old = Date.now() - 61 * 60 * 1000;
+  const stale = Object.assign(plain(saved), {
+    pending: { OldRequest01: { id: 'OldRequest01', kind: 'odds', description: 'odds long ago', at: old, partsBy: {} } },
+    questions: { OldQuestion1: { at: old, fighters: [] } },
+    tokens: { '-Mgone': { psp: { name: 'PSP', current: '3', max: '9' } } },
+  });
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = stale; } });
+  assert.deepEqual(plain([ctx.sb.state.Mindscape.pending, ctx.sb.state.Mindscape.questions, ctx.sb.state.Mindscape.tokens]), [{}, {}, {}]);
+  assert.deepEqual(whispersTo(ctx.sb, 'gm'), [], 'no request was in flight');
+});
+
+test('a request an hour old is forgotten when the next one is made, however few wait', () => {
+  const ctx = campaign();
+  const ask = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+    return lastRequest(ctx.sb).id;
+  };
+  const first = ask();
+  ctx.sb.state.Mindscape.pending[first].at -= 61 * 60 * 1000;
+  const second = ask();
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [second]);
+});
+
+test('a request waits the configured --timeout for its answer, not the default 30 s', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --timeout 10' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const req = lastRequest(ctx.sb);
+  ctx.sb.advance(10000);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Request <b>${req.id}</b> got no answer from the companion in 10 s`));
+});
+
+test('the 200 answered requests remembered are the latest: the newest of them replayed is refused, the oldest forgotten', () => {
+  const ctx = campaign();
+  ctx.sb.state.Mindscape.answered = Array.from({ length: 200 }, (_, i) => ({ id: `Answered${String(i).padStart(4, '0')}`, how: 'answered' }));
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  const answered = plain(ctx.sb.state.Mindscape.answered).map((entry) => entry.id);
+  assert.equal(answered.length, 200);
+  assert.equal(answered.at(-1), req.id);
+  // Two answers came in (the attack's check and its exchange): the two oldest went.
+  assert.equal(answered[0], 'Answered0002');
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /already/);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('a GM\'s attack being checked at a sandbox restart is told once, in the list of requests in flight', () => {
+  const first = campaign({ checkByHand: true });
+  first.sb.chat({ playerid: GM, selected: [first.tokens.ulcen.id], content: `!psi attack --target ${first.tokens.fenka.id} --mode ego-whip` });
+  const saved = plain(first.sb.state.Mindscape);
+  const ctx = campaign({ checkByHand: true, before: (s) => { s.state.Mindscape = saved; } });
+  assert.equal(whispersTo(ctx.sb, 'gm').length, 1);
+  assert.match(whispersTo(ctx.sb, 'gm')[0], /requests in flight/);
+});

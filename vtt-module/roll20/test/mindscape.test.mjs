@@ -6307,3 +6307,83 @@ test('a GM\'s attack being checked at a sandbox restart is told once, in the lis
   assert.equal(whispersTo(ctx.sb, 'gm').length, 1);
   assert.match(whispersTo(ctx.sb, 'gm')[0], /requests in flight/);
 });
+
+// ------------------------------------------------ grammar, control, characters
+
+test('the grammar reads a flag in capitals as its lower-case key, a value after several spaces without them, drops an empty "--", and get gives the last of a repeated option', () => {
+  const { sb } = campaign();
+  const args = sb.context.Mindscape.parseCommand('!psi round --PAY-NONE --target    -Mtok1   -- --mode a --mode b');
+  assert.ok(args.has('pay-none'));
+  assert.equal(args.get('target'), '-Mtok1');
+  assert.deepEqual(plain(args.options.map(([key]) => key)), ['pay-none', 'target', 'mode', 'mode']);
+  assert.equal(args.get('mode'), 'b');
+});
+
+test('who controls a fighter: a controlledby list with spaces after its commas, "all" (anyone may act, the secret choice goes to the GM alone), a GM listed, a player without a display name', () => {
+  const ctx = campaign();
+  ctx.fenka.set({ controlledby: `${ALICE}, ${BOB}` });
+  attack(ctx);
+  assert.equal(whispersTo(ctx.sb, 'Bob').length, 1, 'Bob, listed after a space, gets the buttons');
+  const prompts = () => whispersTo(ctx.sb, 'gm').filter((w) => /defend --req/.test(w)).length;
+  const gmBefore = prompts();
+  ctx.ogre.set({ controlledby: 'all' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.ulcen.id} --mode mind-thrust` });
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Alice').at(-1), /refused/, 'anyone may attack with a creature controlled by all');
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust` });
+  assert.equal(prompts(), gmBefore + 2, 'one prompt for Ulcen, one for the ogre: none twice');
+  ctx.ogre.set({ controlledby: GM });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust` });
+  assert.equal(prompts(), gmBefore + 3, 'a GM controller gets the prompt once');
+  ctx.sb.add('player', { _id: '-Pnameless', _displayname: '', __gm: false, _online: true });
+  ctx.ogre.set({ controlledby: '-Pnameless' });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode mind-thrust` });
+  assert.ok(ctx.sb.chats.every((c) => !c.input.startsWith('/w "" ')), 'nobody is whispered by an empty name');
+  assert.equal(prompts(), gmBefore + 5, 'the GM gets the nameless player\'s prompt as well as its own');
+});
+
+test('with no bar used for HP or PSP a token with any bar linked fights as its character; a character\'s own mapping and adapter go over the campaign\'s', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none --pspbar none' });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp=CampaignPSP' });
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --attr psp=OwnPSP` });
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --adapter roll20.adnd2e-revised --attr psp=PSP` });
+  attack(ctx);
+  const { attacker, defender } = requests(ctx.sb).at(-1).body.params;
+  assert.equal(defender.data.character.id, ctx.fenka.id);
+  assert.equal(defender.data.mapping.fields.psp, 'OwnPSP');
+  assert.deepEqual([attacker.adapter, attacker.data.id], ['roll20.adnd2e-revised', ctx.ulcen.id]);
+});
+
+test('the defenses known are read as the companion reads them: psi_defenses one a line or in capitals, the first of two defense rows of one name, psi_psionic in any case and its no, an attack strength alone', () => {
+  const ctx = campaign();
+  const buttons = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+  };
+  const add = (name, current, max = '') => ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max });
+  add('psionic-defense-name', 'Thought Shield');
+  add('Psionic-Defense-Name', 'Tower of Iron Will');
+  assert.deepEqual(buttons(), ['mental-barrier', 'mind-blank', 'thought-shield', 'none']);
+  const listed = add('PSI_DEFENSES', 'Mind Blank\nTower of Iron Will');
+  assert.deepEqual(buttons(), ['mind-blank', 'tower-of-iron-will', 'none']);
+  listed.remove();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const psionic = add('psi_psionic', ' Yes ');
+  assert.deepEqual(buttons(), five);
+  add('psi_attack_strength', '0', '20');
+  psionic.set({ current: 'no' });
+  assert.deepEqual(buttons(), ['none']);
+  psionic.set({ current: '' });
+  assert.deepEqual(buttons(), five);
+});
+
+test('power-pool: the attacker waits for the controller struck in its puppet\'s place, who is not told how to draw allies in when it knows no defense that does', () => {
+  const ctx = psionicControl(campaign());
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Waiting for Ulcen of Tyr to choose a defense/.test(w)));
+  // Ulcen knows Pinnacle of Will only.
+  const prompt = whispersTo(ctx.sb, 'Alice').filter((w) => /defend!/.test(w)).at(-1);
+  assert.match(prompt, /--mode pinnacle-of-will\)/);
+  assert.doesNotMatch(prompt, /may draw allied/);
+});

@@ -6387,3 +6387,75 @@ test('power-pool: the attacker waits for the controller struck in its puppet\'s 
   assert.match(prompt, /--mode pinnacle-of-will\)/);
   assert.doesNotMatch(prompt, /may draw allied/);
 });
+
+// ------------------------------------------------ requests out, attacks, unlinked tokens
+
+test('a request exactly as long as the part size goes in one part, never with an empty one after it', () => {
+  const ctx = campaign();
+  const ask = () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  ask();
+  const length = encode(lastRequest(ctx.sb).body).length;
+  ctx.sb.chat({ playerid: GM, content: `!psi config --chunk ${length}` });
+  ask();
+  assert.equal(lastRequest(ctx.sb).parts, 1);
+  assert.equal(ctx.sb.chats.filter((c) => c.input.includes(lastRequest(ctx.sb).id) && /MINDSCAPE-REQ/.test(c.input)).length, 1);
+});
+
+test('odds name a chance the companion gives by a field id in words: mind_opened reads Mind opened', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  const odds = lastRequest(ctx.sb);
+  answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.5, miss: 0.5 }, mind_opened: 0.1 } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Hit 50\.0%, Miss 50\.0%, Mind opened 10\.0%/);
+});
+
+test('!psi attack refuses two attackers selected and a psionic wave with one target that names no fighter, before anything is sent', () => {
+  const ctx = campaign();
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /select exactly one token that represents the attacking character/);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target -Mnothing --mode psionic-wave` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--target must name a token that represents a character/);
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('a character without a name goes by its id; a selected token deleted meanwhile is passed over without an error', () => {
+  const ctx = campaign();
+  ctx.fenka.set({ name: '' });
+  ctx.tokens.fenka.set({ name: '' });
+  attack(ctx);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), new RegExp(`the mind of <b>${ctx.fenka.id}</b>`));
+  ctx.sb.chat({ playerid: GM, selected: ['-Mdeleted', ctx.tokens.ulcen.id], content: '!psi rest --hours 8' });
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+  assert.equal(lastRequest(ctx.sb).body.method, 'combatants.rest');
+});
+
+test('power-pool: in a psionic wave only the mind struck first, which leads the group, is told how to draw allies in', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_defenses').set({ current: 'Imagination Swarm' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defenses', current: 'Imagination Swarm', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Imagination Swarm may draw allied non-psionic creatures/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--mode imagination-swarm\)/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'Alice').at(-1), /may draw allied/);
+});
+
+test('an unlinked token sends only what its sheet\'s adapter reads from its bars: a mapped maximum as the maximum, no attribute for a field not mapped, no PSP_max the sheet lacks', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  ctx.tokens.ogre.set({ bar1_value: '20', bar1_max: '30', bar2_value: '5', bar2_max: '9' });
+  const aimed = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.ogre.id} --mode ego-whip` });
+    return requests(ctx.sb).at(-1).body.params.defender;
+  };
+  const sheet = aimed().data.attribs;
+  assert.deepEqual(plain(sheet.find((a) => a.name === 'PSP')), { name: 'PSP', current: '5', max: '9' });
+  assert.ok(!sheet.some((a) => /^PSP_max$/i.test(a.name)));
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ogre.id} --attr psp=PP --attr psp_max=PP|max` });
+  const mapped = aimed().data.character.attribs;
+  assert.deepEqual(plain(mapped.find((a) => a.name === 'PP')), { name: 'PP', current: '5', max: '9' });
+  assert.ok(!mapped.some((a) => a.name === 'undefined'));
+});

@@ -6459,3 +6459,27 @@ test('an unlinked token sends only what its sheet\'s adapter reads from its bars
   assert.deepEqual(plain(mapped.find((a) => a.name === 'PP')), { name: 'PP', current: '5', max: '9' });
   assert.ok(!mapped.some((a) => a.name === 'undefined'));
 });
+
+test('a summary quoting an encounter\'s combatant id names the fighter that combatant is, also where that id is no Roll20 id', () => {
+  const ctx = encounterWithTwo();
+  const enc = ctx.sb.state.Mindscape.encounter;
+  enc.combatants[ctx.ulcen.id] = 'psionicist-1';
+  const req = attackAndDefend(ctx);
+  const result = exchangeResult(ctx, req.id);
+  result.result.summary = '"psionicist-1" was not given: its sheet is unchanged.';
+  answer(ctx, req.id, result);
+  const card = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).at(-1).input;
+  assert.match(card, /Ulcen of Tyr was not given: its sheet is unchanged\./);
+});
+
+test('power-pool: a target of a psionic wave deleted while the wave is checked is left out when the minds are asked, and the GM is told', () => {
+  const ctx = psionicControl(campaign({ checkByHand: true }));
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const [[id]] = checksWaiting(ctx.sb);
+  ctx.fenka.remove();
+  answer(ctx, id, checkAllowed(id));
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /attack goes on<\/b><br>Left out of the .*Fenka.*The attack goes on against Ulcen of Tyr\./.test(w)));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Ulcen of Tyr<\/b>, choose a defense/);
+});

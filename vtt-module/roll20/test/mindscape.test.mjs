@@ -6483,3 +6483,15 @@ test('power-pool: a target of a psionic wave deleted while the wave is checked i
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /attack goes on<\/b><br>Left out of the .*Fenka.*The attack goes on against Ulcen of Tyr\./.test(w)));
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /<b>Ulcen of Tyr<\/b>, choose a defense/);
 });
+
+test('power-pool: control is read from the sheets as the companion reads it: a psi_controlled_by with spaces about the ref still names the controller, and an entry of psi_controlling without a string id is no puppet', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: ` ${ctx.ulcen.id} ` });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.fenka.id, kept_by: 'die' }, { id: 7, kept_by: 'action' }]) });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Waiting for Ulcen of Tyr to choose a defense/.test(w)));
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/no character or token here/.test(w)));
+});

@@ -6495,3 +6495,24 @@ test('power-pool: control is read from the sheets as the companion reads it: a p
   assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/no character or token here/.test(w)));
 });
+
+test('power-pool: a psionic wave at two puppets of two controllers names the puppets struck to each controller asked, and the companion\'s warnings about a further target and the second controller name them', () => {
+  const ctx = underControl();
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_pool', current: '0', max: '2' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_controlled_by', current: ctx.tokens.ogre.id, max: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '1', max: '' });
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.thrall.id} --target ${goblin.id} --mode psionic-wave` });
+  const ask = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(ask, /Fenka strikes the minds of <b>Thrall, Goblin<\/b> at once\. <b>Ulcen of Tyr<\/b>, choose a defense/);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(ask)[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode none` });
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${xid} --for ${ctx.tokens.ogre.id} --mode none` });
+  const req = lastRequest(ctx.sb);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { system: 'power-pool', outcome: 'defender', summary: 'Rebuffed.', rolls: [], events: [], updates: [],
+    warnings: ['/defenders/0: no psi_die attribute; the pool\'s die taken as d8', '/controllers/1: no class level (level-class1..); taken as 1'] } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w));
+  assert.match(told, /Goblin: no psi_die attribute/);
+  assert.match(told, /Ogre: no class level/);
+});

@@ -436,7 +436,7 @@ test('a request the bridge would drop (more than 500 parts) or the companion ref
   const psion = ctx.sb.add('character', { name: 'Psion', controlledby: '' });
   for (let i = 0; i < 12; i += 1) ctx.sb.add('attribute', { _characterid: psion.id, name: `repeating_psionic-attacks_-Mrow${i}_psionic-attack-name`, current: `Discipline number ${i} with a long name`, max: '' });
   const tokens = [];
-  for (let i = 0; i < 64; i += 1) tokens.push(ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: psion.id, name: `Psion ${i}`, bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '9', bar1_max: '9' }));
+  for (let i = 0; i < 64; i += 1) tokens.push(ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: psion.id, name: i === 0 ? 'Psion <0>' : `Psion ${i}`, bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '9', bar1_max: '9' }));
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
   const create = lastRequest(ctx.sb);
   answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
@@ -447,7 +447,7 @@ test('a request the bridge would drop (more than 500 parts) or the companion ref
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
   const told = whispersTo(ctx.sb, 'gm').at(-1);
   const [, chunk] = /raise the part size with <code>!psi config --chunk (\d+)<\/code> or more \(up to 10000\), or select fewer tokens\. Nothing was sent\./.exec(told) || [];
-  assert.match(told, /refused<\/b><br>Request \w+ \(add Psion 0, .* to the encounter\) was not sent: it would take (\d+) chat parts of 100 characters, and the bridge relays at most 500: /);
+  assert.match(told, /refused<\/b><br>Request \w+ \(add Psion &#60;0&#62;, .* to the encounter\) was not sent: it would take (\d+) chat parts of 100 characters, and the bridge relays at most 500: /);
   // What it says to do works.
   ctx.sb.chat({ playerid: GM, content: `!psi config --chunk ${chunk}` });
   ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi encounter add' });
@@ -6515,4 +6515,32 @@ test('power-pool: a psionic wave at two puppets of two controllers names the pup
   const told = whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w));
   assert.match(told, /Goblin: no psi_die attribute/);
   assert.match(told, /Ogre: no class level/);
+});
+
+test('a restart lists the requests in flight oldest first, and of a house-rules request says that its late answer makes no change', () => {
+  const first = campaign();
+  first.sb.chat({ playerid: GM, content: '!psi house' });
+  const house = lastRequest(first.sb);
+  first.sb.chat({ playerid: GM, selected: [first.tokens.ulcen.id], content: `!psi odds --target ${first.tokens.fenka.id} --mode ego-whip` });
+  const odds = lastRequest(first.sb);
+  const saved = plain(first.sb.state.Mindscape);
+  saved.pending[house.id].at -= 1000;
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w));
+  assert.ok(told.indexOf(house.id) < told.indexOf(odds.id), told);
+  assert.match(told, /A change of the house rules answered late is not made: run <code>!psi house<\/code> again\./);
+});
+
+test('a state from a newer script is said so in the API console', () => {
+  const { sb } = campaign({ before: (s) => { s.state.Mindscape = { version: 99 }; } });
+  assert.ok(sb.logs.some((line) => /state schema 99 is newer than this script understands; left untouched/.test(line)));
+});
+
+test('a whisper worth nothing after a reload stays out of the chat archive also when it goes to the GM for a player whose name holds a double quote', () => {
+  const ctx = campaign();
+  ctx.sb.api.getObj('player', ALICE).properties._displayname = 'Alice "Ace"';
+  attack(ctx);
+  const declared = ctx.sb.chats.find((c) => /could not whisper this to/.test(c.input) && /attack declared/.test(c.input));
+  assert.ok(declared);
+  assert.ok(!archived(declared));
 });

@@ -6544,3 +6544,35 @@ test('a whisper worth nothing after a reload stays out of the chat archive also 
   assert.ok(declared);
   assert.ok(!archived(declared));
 });
+
+test('an attack and a request keep for the whole hour: a defense chosen, and an answer come, 45 minutes later still go through', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.state.Mindscape.exchanges[xid].at -= 45 * 60 * 1000;
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  ctx.sb.state.Mindscape.pending[req.id].at -= 45 * 60 * 1000;
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('revised-2e: a defense row the companion reads as Thought Shield (Shield Thoughts, ThoughtShield) is offered as Thought Shield', () => {
+  const ctx = campaign();
+  for (const name of ['Shield Thoughts', 'ThoughtShield']) {
+    ctx.sb.attribute(ctx.fenka.id, 'repeating_psionic-defenses_-Md3_psionic-defense-name').set({ current: name });
+    attack(ctx);
+    assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /\[Thought Shield\]\(!psi defend --req [A-Za-z0-9]+ --mode thought-shield\)/, name);
+  }
+});
+
+test('request ids are 6 to 32 letters or digits: a longer one in an answer is refused as malformed; a pairing code of 16 characters set before is kept at a restart', () => {
+  const ctx = campaign();
+  const long = 'A'.repeat(33);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${long} ${encode({ jsonrpc: '2.0', id: long, result: {} })}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the request id is malformed/);
+  const saved = Object.assign(plain(ctx.sb.state.Mindscape), { pairing: 'Sixteen0Letters1' });
+  const again = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  assert.equal(again.sb.state.Mindscape.pairing, 'Sixteen0Letters1');
+});

@@ -6576,3 +6576,13 @@ test('request ids are 6 to 32 letters or digits: a longer one in an answer is re
   const again = campaign({ before: (s) => { s.state.Mindscape = saved; } });
   assert.equal(again.sb.state.Mindscape.pairing, 'Sixteen0Letters1');
 });
+
+test('a restart while an encounter step is in flight sends the GM to !psi encounter status before repeating it', () => {
+  const first = encounterWithTwo();
+  const step = resolveNow(first);
+  const saved = plain(first.sb.state.Mindscape);
+  assert.ok(saved.pending[step.id]);
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w));
+  assert.match(told, /Run <code>!psi encounter status<\/code> before you repeat an encounter command\./);
+});

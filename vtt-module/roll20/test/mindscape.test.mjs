@@ -6586,3 +6586,25 @@ test('a restart while an encounter step is in flight sends the GM to !psi encoun
   const told = whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w));
   assert.match(told, /Run <code>!psi encounter status<\/code> before you repeat an encounter command\./);
 });
+
+test('the 1 MiB the companion takes is counted in the body\'s bytes, not its base64url: a body of 900 KiB or of exactly 1 MiB is sent, and one too long is told its size in KiB rounded up', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 10000' });
+  const notes = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_notes', current: 'z'.repeat(900 * 1024), max: '' });
+  const ask = () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
+  ask();
+  const sent = lastRequest(ctx.sb);
+  const bytes = Buffer.byteLength(JSON.stringify(sent.body));
+  assert.ok(bytes > 900 * 1024 && bytes < 1024 * 1024, `${bytes}`);
+  // Exactly 1 MiB still goes.
+  notes.set({ current: 'z'.repeat(900 * 1024 + 1024 * 1024 - bytes) });
+  ask();
+  const whole = lastRequest(ctx.sb);
+  assert.notEqual(whole.id, sent.id);
+  assert.equal(Buffer.byteLength(JSON.stringify(whole.body)), 1024 * 1024);
+  notes.set({ current: 'z'.repeat(1100 * 1024) });
+  ask();
+  assert.equal(lastRequest(ctx.sb).id, whole.id, 'nothing more was sent');
+  const size = Math.ceil((bytes + 200 * 1024) / 1024);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`was not sent: its body is ${size} KiB, and the companion takes at most 1024 KiB`));
+});

@@ -6608,3 +6608,14 @@ test('the 1 MiB the companion takes is counted in the body\'s bytes, not its bas
   const size = Math.ceil((bytes + 200 * 1024) / 1024);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`was not sent: its body is ${size} KiB, and the companion takes at most 1024 KiB`));
 });
+
+test('power-pool: a psi_controlling holding a JSON object, not a list, controls nobody: the attack goes on as for a free mind', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify({ id: ctx.thrall.id, kept_by: 'action' }) });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.ulcen.id} --mode mental-stab --defense none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  assert.equal(req.body.params.puppets, undefined);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});

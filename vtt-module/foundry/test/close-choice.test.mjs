@@ -106,6 +106,96 @@ test("a mind a condition stops is not asked; the GM is told", async () => {
   assert.equal(endRounds(t)[0].params.choices, undefined);
 });
 
+test("the companion's reasons a mind may not pay are told with its price, one reason it does not name as no defense; a mind it offers nothing is neither asked nor named", async () => {
+  const offers = { "fenka-tokF": { cost: 10, defense: "thought-shield", basis: "last", psp: 4, payable: false, reason: "psp" }, "goblin-tokG": { cost: null, defense: null, basis: null, psp: 9, payable: false, reason: "a-reason-yet-unknown" } };
+  const methods = defaultMethods({
+    "exchange.round_end_choices": (params) => ({
+      system: "revised-2e",
+      combatants: params.combatants.map((ref) => ({ id: combatantIdOfRef(ref), name: ref.data.actor.name, choices: offers[combatantIdOfRef(ref)] ? { close: offers[combatantIdOfRef(ref)] } : {} })),
+      summary: "",
+    }),
+  });
+  const t = tracker({ methods, dialogs: { p1: { closeDialog: { close: true, timedOut: false } }, p2: { closeDialog: { close: true, timedOut: false } }, gm: { closeDialog: { close: true, timedOut: false } } } });
+  await setMind(t.actors.ulcen, mayClose({ last_defense: "thought-shield" }));
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.deepEqual([t.clients.p1, t.clients.p2, t.clients.gm].map((c) => asked(c).length), [0, 0, 0]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Not asked to pay to close their minds, which stay open: Fenka (needs 10 PSPs and has 4); Goblin (it used no defense and knows none)."]);
+  assert.equal(endRounds(t)[0].params.choices, undefined);
+});
+
+test("a round's end where no mind may pay asks the companion no price", async () => {
+  const t = tracker();
+  await nextRound(t);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.round_end_choices").length, 0);
+  assert.equal(endRounds(t).length, 1);
+});
+
+test("the question and the companion's warnings about the sheets it priced name a mind by its token", async () => {
+  const methods = defaultMethods({ "exchange.round_end_choices": (params) => ({ ...roundEndChoicesResult(params), warnings: ["/combatants/0: psp_max assumed from psp"] }) });
+  const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: false, timedOut: false } } } });
+  t.tokens.fenkaToken.name = "Fenka in the mask";
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.p2)[0].arg.context.name, "Fenka in the mask");
+  assert.ok(t.clients.gm.notes.warn.includes("The companion reading the sheets: Fenka in the mask: psp_max assumed from psp"), JSON.stringify(t.clients.gm.notes.warn));
+});
+
+test("a token deleted while whoever answers for it was asked is left out of the round's end with its choice; with none left nothing is called", async () => {
+  const deleteGoblin = (table) => {
+    table.world.docs.delete(table.tokens.goblinToken.uuid);
+    table.world.docs.delete(table.tokens.goblinToken.actor.uuid);
+    return { close: true, timedOut: false };
+  };
+  let t;
+  t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { closeDialog: () => deleteGoblin(t) } } });
+  await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(t);
+  assert.equal(asked(t.clients.gm).length, 1);
+  assert.equal(endRounds(t).length, 1);
+  assert.deepEqual(endRounds(t)[0].params.combatants.map((ref) => ref.data.actor.name), ["Ulcen of Tyr", "Fenka"]);
+  assert.deepEqual(endRounds(t)[0].params.choices, { "fenka-tokF": { close: true } });
+
+  // A combat of the goblin alone: nobody is left to end the round of.
+  let u;
+  u = makeTable({ dialogs: { gm: { closeDialog: () => deleteGoblin(u) } } });
+  for (const c of Object.values(u.clients)) registerUiHooks(c.Hooks, c.svc);
+  u.combat = u.world.combat({ id: "cmb2", server: u.server, combatants: [{ id: "c0", token: u.tokens.goblinToken }] });
+  await setMind(u.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+  await nextRound(u);
+  assert.equal(asked(u.clients.gm).length, 1);
+  assert.equal(endRounds(u).length, 0);
+  assert.deepEqual(u.clients.gm.notes.error, []);
+});
+
+test("a choice refused by name: the others' round's end names minds by their tokens; when that end fails for another cause, the GM sees the error and the round is not recorded", async () => {
+  for (const other of [null, { code: -32603, message: "Internal error" }]) {
+    const methods = defaultMethods({
+      "exchange.end_round": (params) => {
+        if (params.choices?.["fenka-tokF"]) throw { code: 4001, message: "The rules forbid it", data: { rule: "cannot-close", combatant: "fenka-tokF", detail: "Fenka is stunned" } };
+        if (params.choices && other) throw other;
+        return roundEndResult(params);
+      },
+    });
+    const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { closeDialog: { close: true, timedOut: false } } } });
+    t.tokens.fenkaToken.name = "Fenka in the mask";
+    await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await nextRound(t);
+    assert.deepEqual(endRounds(t).slice(0, 2).map((c) => c.params.choices), [{ "fenka-tokF": { close: true }, "goblin-tokG": { close: true } }, { "goblin-tokG": { close: true } }]);
+    if (!other) {
+      assert.deepEqual(t.clients.gm.notes.warn, ["The companion refused to let Fenka in the mask pay to close (cannot-close: Fenka is stunned), so the round ended without Fenka in the mask paying; Goblin paid as chosen."]);
+      assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+    } else {
+      assert.equal(endRounds(t).length, 2);
+      assert.equal(t.clients.gm.notes.error.length, 1);
+      assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+    }
+  }
+});
+
 test("who may pay: a mind a critical hit opened this round, or before with the last round's end's word that it still may; ids as the adapters give them", () => {
   assert.equal(mayPayToClose({ mind: mayClose() }), true);
   assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 0 }) }), true, "the round it opened");

@@ -160,6 +160,51 @@ test("going back a round and forward again does not end a round twice; turns wit
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 2);
 });
 
+test("a round the combat's flag records as ended (by another GM's client, or before a reload) is not ended again", async () => {
+  const t = tracker();
+  await stunGoblin(t);
+  await t.combat.setFlag("mindscape", "roundEnded", 1);
+  await t.combat.startCombat();
+  await t.combat.nextRound(); // 1 → 2: round 1 was ended already
+  await settled(t);
+  assert.equal(endRounds(t).length, 0);
+  assert.deepEqual(profile(t.tokens.goblinToken.actor).conditions, ["stunned"]);
+  await t.combat.nextRound(); // 2 → 3: round 2 ends
+  await settled(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 2);
+});
+
+test("going back and forward again while the round's end is still under way does not end it twice", async () => {
+  const t = tracker({ methods: defaultMethods({ "exchange.end_round": async (params) => { await tick(30); return roundEndResult(params); } }) });
+  await stunGoblin(t);
+  await t.combat.startCombat();
+  await t.combat.nextRound(); // 1 → 2: round 1 ends, slowly
+  await t.combat.previousRound();
+  await t.combat.nextRound(); // 1 → 2 again before the first end is written
+  await settled(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+});
+
+test("a linked token deleted while its end of round waits in the queue is left out, though its actor remains in the world", async () => {
+  let release;
+  const t = tracker({
+    methods: defaultMethods({ "exchange.resolve": async (params) => { await new Promise((r) => { release = r; }); return revisedResult(params); } }),
+    dialogs: { gm: { defenseDialog: { mode: null } } },
+  });
+  const gm = t.clients.gm.svc;
+  const { ulcenToken, goblinToken, fenkaToken } = t.tokens;
+  const attack = gm.startAttack({ attackerUuid: ulcenToken.uuid, targetUuids: [goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  while (!release) await tick(1);
+  const ending = makeApi(gm).endRound({ tokenUuids: [ulcenToken, fenkaToken] });
+  await tick(5);
+  t.world.docs.delete(ulcenToken.uuid);
+  release();
+  await Promise.all([attack, ending]);
+  assert.deepEqual(endRounds(t).map((c) => c.params.combatants.map((ref) => ref.data.token.uuid)), [[fenkaToken.uuid]]);
+});
+
 test("a round where nothing happens posts no card; a countdown alone is written back without one", async () => {
   const t = tracker();
   // Ulcen is stunned for one more round after this one: this round only counts it down.
@@ -197,7 +242,7 @@ test("with the world setting off the tracker ends no round", async () => {
   assert.equal(t.clients.gm.ChatMessage.created.length, 0);
 });
 
-test("a combat without psionic combatants calls nothing", async () => {
+test("a combat without psionic combatants calls nothing and records no round", async () => {
   const t = makeTable();
   for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
   const guard = t.world.actor({ id: "guard", name: "Guard", type: "npc" });
@@ -207,6 +252,7 @@ test("a combat without psionic combatants calls nothing", async () => {
   await settled(t);
   assert.equal(endRounds(t).length, 0);
   assert.deepEqual(t.clients.gm.notes.error, []);
+  assert.equal(combat.getFlag("mindscape", "roundEnded"), undefined, "no round is recorded on the combat");
 });
 
 test("only the client that talks to the companion ends the round; the players' clients leave it alone", async () => {
@@ -476,6 +522,22 @@ test("API endRound: tokens of the current encounter's combatants are left out an
   await gm.encounters.end();
   await api.endRound({ tokenUuids: [ulcenToken] });
   assert.equal(endRounds(t).length, 2);
+});
+
+test("API endRound: physical dice asked for are typed though the world rolls them", async () => {
+  const t = tracker({ dialogs: { gm: { diceDialog: [[15]] } } });
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.mind": { state: "open" }, "flags.mindscape.revised-2e.wis": 17 });
+  await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken], physical: true });
+  assert.deepEqual(endRounds(t).map((c) => c.params.dice), [{}, { "wisdom-check": [15] }]);
+  assert.deepEqual(t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => s.arg.purpose), ["wisdom-check"]);
+});
+
+test("API endRound: a world actor named beside a token is taken through its token on that token's scene, not the active one", async () => {
+  const t = tracker();
+  t.world.token({ id: "tokU", sceneId: "copy", name: "Ulcen of Tyr", actor: t.actors.ulcen, actorLink: true });
+  t.world.activeSceneId = "copy";
+  await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken.uuid, "Actor.ulcen"] });
+  assert.deepEqual(endRounds(t)[0].params.combatants.map((c) => c.data.token.uuid), [t.tokens.goblinToken.uuid, t.tokens.ulcenToken.uuid]);
 });
 
 test("what the companion warns about a sheet is shown to the GM with the name, once a session, not at every round", async () => {

@@ -128,6 +128,39 @@ test("the question lists each link by its creatures' names with how it is kept; 
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
 });
 
+test("a round without a controller asks the companion for no offer", async () => {
+  const t = await poolTracker();
+  await nextRound(t);
+  assert.equal(offered(t).length, 0);
+  assert.equal(endRounds(t).length, 1);
+});
+
+test("the control question names the controller and its creatures by their tokens, and labels every answer", async () => {
+  const t = await poolTracker({ control: (table) => {
+    table.world.token({ id: "tokG2", name: "Goblin 2", actor: table.actors.goblin, actorLink: false });
+    holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["fenka-tokF"], by: "action" }, { ids: ["goblin-tokG2"], by: "action" }], { "fenka-tokF": table.tokens.fenkaToken.actor });
+  } });
+  t.tokens.goblinToken.name = "Goblin chief";
+  t.tokens.fenkaToken.name = "Fenka in the mask";
+  await nextRound(t);
+  const { context } = asked(t.clients.gm)[0].arg;
+  assert.equal(context.name, "Goblin chief");
+  assert.deepEqual(context.links.map((l) => l.names), ["Fenka in the mask", "Goblin 2"]);
+  assert.deepEqual(context.links[0].choices.map((c) => [c.value, c.label]), [
+    ["hold", "Keep it as it is"],
+    ["release", "Release it"],
+    ["keep", "Keep it by a die from the pool instead (a psionic wave: one for each creature; no action needed)"],
+    ["cannot_perceive", "Lost sight of it: the control ends"],
+  ]);
+});
+
+test("api.endRound asks the companion for the links of only the controllers whose choices name a creature", async () => {
+  const t = await poolTracker({ control: (table) => holds(table.tokens.goblinToken.actor, "goblin-tokG", [{ ids: ["thrall", "ox"], by: "die", wave: "w1" }], { thrall: table.thrall, ox: table.ox }) });
+  await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.ulcenToken, t.tokens.goblinToken], choices: { "goblin-tokG": { release: ["ox"] } } });
+  assert.deepEqual(offered(t).map((c) => refIds(c.params.combatants)), [["goblin-tokG"]]);
+  assert.deepEqual(refIds(endRounds(t)[0].params.puppets), ["thrall", "ox"]);
+});
+
 test("a pool without a die is not offered to keep by a die; only controllers are asked", async () => {
   const t = await poolTracker({ control: (table) => {
     goblinHolds(table);

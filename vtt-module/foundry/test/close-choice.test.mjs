@@ -432,6 +432,24 @@ test("a stunned mind's choice refused after physical dice were typed: the round 
   assert.equal(profile(t.actors.ulcen).mind.state, "closed");
 });
 
+test("two dice of one purpose typed before a choice is refused both go with the round's end again, and neither is asked twice", async () => {
+  const free = (params) => {
+    const offers = roundEndChoicesResult(params);
+    for (const c of offers.combatants) if (c.choices.close) c.choices.close = { ...c.choices.close, payable: true, reason: null };
+    return offers;
+  };
+  const t = tracker({ methods: defaultMethods({ "exchange.round_end_choices": free }), dialogs: { gm: { closeDialog: { close: true, timedOut: false }, diceDialog: [[15], [12], [3]] } } });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  // Ulcen's and Fenka's minds are open without a cause: a Wisdom check each, before the
+  // goblin's choice (in the combat's order), which the companion refuses.
+  await setMind(t.actors.ulcen, { state: "open" }, { "flags.mindscape.revised-2e.wis": 17 });
+  await setMind(t.tokens.fenkaToken.actor, { state: "open" }, { "flags.mindscape.revised-2e.wis": 17 });
+  await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }), { "flags.mindscape.revised-2e.conditions": ["stunned"], "flags.mindscape.revised-2e.condition_rounds": { stunned: 0 } });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).find((c) => !c.params.choices).params.dice, { "wisdom-check": [15, 12] });
+  assert.deepEqual(t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => s.arg.purpose), ["wisdom-check", "wisdom-check", "open-duration"]);
+});
+
 // ------------------------------------------------------------------ the queue and the macro API
 
 test("the question waits in the queue behind an exchange on that actor, and shows the PSPs it left", async () => {

@@ -592,3 +592,25 @@ test("the rest dialog asks again until the hours are whole hours in range; a lon
     delete globalThis.game;
   }
 });
+
+test("the rest dialog names who rests by their tokens", async () => {
+  const t = table({ dialogs: { gm: { restDialog: { hours: 2 } } } });
+  t.tokens.fenkaToken.name = "Fenka in the mask";
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken, t.tokens.fenkaToken] });
+  assert.equal(t.clients.gm.dialogs.seen[0].arg.context.names, "Ulcen of Tyr, Fenka in the mask");
+});
+
+test("a world actor named beside a token rests through its token on that token's scene, not the active one", async () => {
+  const t = table();
+  t.world.token({ id: "tokU", sceneId: "copy", name: "Ulcen of Tyr", actor: t.actors.ulcen, actorLink: true });
+  t.world.activeSceneId = "copy";
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.goblinToken.uuid, "Actor.ulcen"], hours: 8 });
+  assert.deepEqual(rests(t)[0].params.combatants.map((c) => c.data.token?.uuid ?? null), [t.tokens.goblinToken.uuid, t.tokens.ulcenToken.uuid]);
+});
+
+test("a rest goes to the companion with the world's house rules for its system", async () => {
+  const t = table();
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CLOSE-LAST-PSP": false } });
+  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 8 });
+  assert.deepEqual(rests(t)[0].params.options, { "H-2E-CLOSE-LAST-PSP": false });
+});

@@ -167,3 +167,18 @@ test("blind roll mode: the player's client (and its macro) gets only the card's 
   await t.clients.gm.game.settings.set("core", "rollMode", "blindroll");
   assert.ok((await t.clients.gm.svc.startAttack(request))[0].summary);
 });
+
+for (const generation of [12, 13]) {
+  test(`v${generation}: an assistant GM's rest (a macro) in self roll is that GM's card, which only that GM sees`, async () => {
+    const t = makeTable({ generation, passQuerySender: generation >= 13 });
+    Object.getPrototypeOf(t.clients.gm.game.users.get("pl0002")).isGM = true;
+    await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.psp": 5 });
+    await t.clients.gm.game.settings.set("core", "rollMode", "publicroll");
+    await t.clients.p2.game.settings.set("core", "rollMode", "selfroll");
+    const done = await t.clients.p2.svc.startRest({ tokenUuids: [t.tokens.goblinToken.uuid], hours: 8 });
+    assert.ok(done?.messageId, JSON.stringify(t.clients.p2.notes));
+    const [card] = t.clients.gm.ChatMessage.created;
+    assert.equal(card.author, "pl0002");
+    assert.deepEqual(seenByAll(card), { pl0001: "hidden", gm0000: "hidden", pl0002: "content" });
+  });
+}

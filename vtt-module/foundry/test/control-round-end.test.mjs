@@ -573,6 +573,19 @@ test("one refusal naming several creatures' sheets leaves them all out at once: 
   assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
 });
 
+test("a creature's sheet refused for two problems is told with both, one at the creature itself as /", RESENDS, async () => {
+  const methods = reading({ "exchange.end_round": patient((params) => {
+    const i = (params.puppets ?? []).findIndex((ref) => ref.data.actor.name === "Thrall");
+    if (i >= 0) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: `/puppets/${i}`, message: "not a sheet" }, { path: `/puppets/${i}/data/actor/name`, message: "too long" }] } };
+    return poolRoundEndResult(params);
+  }) });
+  const t = await poolTracker({ methods, control: sleepsHoldingTwo });
+  await nextRound(t);
+  assert.deepEqual(endRounds(t).map((c) => refIds(c.params.puppets)), [["thrall", "ox"], ["ox"]]);
+  assert.equal(t.clients.gm.notes.warn.length, 1);
+  assert.match(t.clients.gm.notes.warn[0], /\(Thrall \(\/: not a sheet; \/data\/actor\/name: too long\)\), so they were left out/);
+});
+
 test("a −32602 that names no problem (errors [], or none given) is no refusal of puppets' sheets: one call, and the GM sees the error", RESENDS, async () => {
   for (const data of [{ errors: [] }, {}, undefined]) {
     const methods = reading({ "exchange.end_round": patient(() => { throw { code: -32602, message: "Invalid params", ...(data ? { data } : {}) }; }) });

@@ -6,7 +6,7 @@ import { actorDataWithProfile, profileFields, profileFromForm, profileProblems }
 import { InvalidParamsError } from "../mindscape/scripts/errors.js";
 import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
 import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
-import { makeI18n } from "../test-support/fakes.mjs";
+import { makeI18n, tick } from "../test-support/fakes.mjs";
 
 const i18n = makeI18n();
 /** `svc.t.label` over the module's language file. */
@@ -62,6 +62,25 @@ test("a player's profile is validated by the daemon's adapter before the GM save
   assert.deepEqual(check.params.options, { "H-2E-MODE-LIMITS": false });
   assert.deepEqual(check.params.data.actor.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
   assert.deepEqual(t.actors.ulcen.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33, attacks: ["ego-whip"] });
+});
+
+test("what the daemon's adapter warns about a saved profile is shown to the player who saved it, with the profile's name said saved", async () => {
+  const methods = defaultMethods({ "adapters.import": (params) => ({ combatant: { id: "ulcen", name: params.data.actor.name }, warnings: ["psp_max assumed from psp"] }) });
+  const t = makeTable({ methods, dialogs: { p1: { profileDialog: { kind: "psionicist", psp: "33" } } } });
+  const saved = await t.clients.p1.svc.configureActor(t.actors.ulcen.uuid);
+  assert.deepEqual(saved.warnings, ["psp_max assumed from psp"]);
+  assert.deepEqual(t.clients.p1.notes.warn, ["psp_max assumed from psp"]);
+  assert.equal(t.clients.p1.notes.info.length, 1);
+  assert.match(t.clients.p1.notes.info[0], /Ulcen of Tyr/);
+});
+
+test("a saved profile is on the sheet by the time saving it answers", async () => {
+  const t = makeTable({ dialogs: { p1: { profileDialog: { kind: "psionicist", psp: "33" } } } });
+  const actor = t.actors.ulcen;
+  const update = actor.update.bind(actor);
+  actor.update = async (data) => { await tick(5); return update(data); };
+  await t.clients.p1.svc.configureActor(actor.uuid);
+  assert.deepEqual(actor.flags.mindscape["revised-2e"], { kind: "psionicist", psp: 33 });
 });
 
 test("the profile editor opened on a world actor edits that actor, not one of its unlinked tokens", async () => {

@@ -106,6 +106,28 @@ test("a refusal about a defender's sheet is not the check's to decide: the defen
   assert.doesNotMatch(t.clients.p1.notes.error.join(" "), /psp must be/);
 });
 
+test("a −32602 that names no problem, or names the attack beside a defender's sheet, is not the check's to decide: the defender is asked, and a refusal that speaks of the mind struck tells the attacker's player only that it stopped the attack", async () => {
+  const problems = {
+    none: [],
+    both: [{ path: "/attack/multiplier", message: "4 is above the level" }, { path: "/defender/data/actor/flags/mindscape/revised-2e/psp", message: "Fenka's psp must be at least 0" }],
+  };
+  for (const [name, errors] of Object.entries(problems)) {
+    const refuse = () => { throw { code: -32602, message: "Invalid params", data: { errors } }; };
+    const t = makeTable({
+      methods: defaultMethods({ "exchange.odds": refuse, "exchange.resolve": name === "none" ? (params) => revisedResult(params) : refuse }),
+      dialogs: { p2: { defenseDialog: { mode: "thought-shield" } } },
+    });
+    await makeApi(t.clients.p1.svc).resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+    assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1, name);
+    assert.equal(resolves(t).length, 1, name);
+    if (name === "both") {
+      assert.equal(t.clients.p1.notes.error.length, 1);
+      assert.match(t.clients.p1.notes.error[0], /because of a mind it struck/);
+      assert.doesNotMatch(t.clients.p1.notes.error.join(" "), /psp must be/);
+    }
+  }
+});
+
 // power-pool: the combatant the companion's refusals name is the attacker (engine/power_pool/exchange.py).
 const POOL = "power-pool";
 const pool = (extra = {}) => ({ hit_dice: 3, die: 8, pool: 3, psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will", "imagination-swarm"], ...extra });

@@ -133,6 +133,8 @@ test("a player's attack that the struck mind's defense stops: the GM sees the co
     { error: refuse("not-enough-psp-for-defense", "Fenka needs 3 PSPs for mind-blank but holds 2"), hidden: true },
     // Naming the mind struck (whatever the rule).
     { error: refuse("target-mindless", "Fenka has no mind", "fenka-tokF"), hidden: true },
+    // A defense the attack allows only in part (combat-strength: thought shield alone).
+    { error: refuse("defense-shield-thoughts-only", "Fenka may raise only thought shield against this attack"), hidden: true },
     // A dead mind: the whole table sees the body, so the attacker's player is told why.
     { error: refuse("target-dead", "Fenka is dead: there is no mind left to attack", "fenka-tokF"), hidden: false },
     // The defender's sheet refused.

@@ -450,6 +450,29 @@ test("two dice of one purpose typed before a choice is refused both go with the 
   assert.deepEqual(t.clients.gm.dialogs.seen.filter((s) => s.kind === "diceDialog").map((s) => s.arg.purpose), ["wisdom-check", "wisdom-check", "open-duration"]);
 });
 
+test("a −32602 at one mind's choice itself leaves out that choice only; one that names no problem fails the round's end unrecorded", async () => {
+  for (const errors of [[{ path: "/choices/fenka-tokF", message: "is not valid" }], []]) {
+    const methods = defaultMethods({
+      "exchange.end_round": (params) => {
+        if (params.choices?.["fenka-tokF"]) throw { code: -32602, message: "Invalid params", data: { errors } };
+        return roundEndResult(params);
+      },
+    });
+    const t = tracker({ methods, dialogs: { p2: { closeDialog: { close: true, timedOut: false } }, gm: { closeDialog: { close: true, timedOut: false } } } });
+    await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await nextRound(t);
+    if (errors.length) {
+      assert.deepEqual(endRounds(t).map((c) => c.params.choices), [{ "fenka-tokF": { close: true }, "goblin-tokG": { close: true } }, { "goblin-tokG": { close: true } }]);
+      assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
+    } else {
+      assert.equal(endRounds(t).length, 1);
+      assert.equal(t.clients.gm.notes.error.length, 1);
+      assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined);
+    }
+  }
+});
+
 // ------------------------------------------------------------------ the queue and the macro API
 
 test("the question waits in the queue behind an exchange on that actor, and shows the PSPs it left", async () => {

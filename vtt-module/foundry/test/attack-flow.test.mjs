@@ -258,3 +258,39 @@ test("a world read through foundry.generic sends the world's mapping with each c
   assert.deepEqual(resolve.params.attacker.data.mapping, mapping);
   assert.deepEqual(resolve.params.defender.data.mapping, mapping);
 });
+
+test("an attack without target uuids strikes the tokens this user targets; with none targeted the user is told to target one and nothing is sent", async () => {
+  const t = makeTable({ dialogs: { gm: { defenseDialog: { mode: null } } } });
+  const gm = t.clients.gm;
+  gm.game.user.targets = new Set();
+  assert.equal(await gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, attack: { mode: "mind-thrust", multiplier: 1 } }), null);
+  assert.deepEqual(gm.notes.error, ["Target at least one token first (hover a token and press T, or right-click › target)."]);
+  assert.equal(t.daemon.calls.filter((c) => c.method.startsWith("exchange.")).length, 0);
+  // Foundry's targets are the tokens' placeables, whose documents have the uuids.
+  gm.game.user.targets = new Set([{ document: t.tokens.goblinToken }]);
+  await gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, attack: { mode: "mind-thrust", multiplier: 1 } });
+  const [resolve] = t.daemon.calls.filter((c) => c.method === "exchange.resolve");
+  assert.equal(resolve.params.defender.data.token.uuid, t.tokens.goblinToken.uuid);
+});
+
+test("the attack dialog's odds are for the target the dialog names", async () => {
+  const dialogs = { p1: { attackDialog: null } };
+  const t = makeTable({ dialogs });
+  dialogs.p1.attackForm = { mode: "mind-thrust", multiplier: "1", range: "short", target: t.tokens.goblinToken.uuid };
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid] });
+  const odds = t.daemon.calls.filter((c) => c.method === "exchange.odds");
+  assert.equal(odds.length, 1);
+  assert.equal(odds[0].params.defender.data.token.uuid, t.tokens.goblinToken.uuid);
+});
+
+test("the attack dialog opens on the first mode, a multiplier of 1, the first range, and physical dice as this client rolls them", async () => {
+  const t = makeTable({ dialogs: { p1: { attackDialog: null } } });
+  await t.clients.p1.game.settings.set("mindscape", "physicalDice", true);
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid] });
+  const { context } = t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg;
+  assert.deepEqual(context.attacks.map((m) => [m.id, m.selected]), [["mind-thrust", true], ["ego-whip", false]]);
+  assert.deepEqual(context.multipliers.map((m) => m.value), Array.from({ length: context.multipliers.length }, (_, i) => i + 1));
+  assert.deepEqual(context.multipliers.filter((m) => m.selected).map((m) => m.value), [1]);
+  assert.deepEqual(context.ranges.filter((r) => r.selected).map((r) => r.value), [context.ranges[0].value]);
+  assert.equal(context.physical, true);
+});

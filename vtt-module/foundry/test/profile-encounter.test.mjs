@@ -644,3 +644,25 @@ test("revised-2e: a further attack with a mode but no target is left out of the 
   // Nor the first attack without its target.
   assert.deepEqual(choiceFromForm("revised-2e", {}, { attackMode: "ego-whip", target: "", defenseMode: "mind-blank" }), { defense: { mode: "mind-blank" } });
 });
+
+test("a profile the companion fails to check for another cause is not saved: the user is told why, and the form does not open again", async () => {
+  const methods = defaultMethods({ "adapters.import": () => { throw { code: -32603, message: "Internal error" }; } });
+  const t = makeTable({ methods, dialogs: { p1: { profileDialog: [{ kind: "psionicist", psp: "33" }] } } });
+  const before = structuredClone(t.actors.ulcen.flags.mindscape["revised-2e"]);
+  assert.equal(await t.clients.p1.svc.configureActor(t.actors.ulcen.uuid), null);
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "profileDialog").length, 1);
+  assert.equal(t.clients.p1.notes.error.length, 1);
+  assert.match(t.clients.p1.notes.error[0], /^The companion failed unexpectedly/);
+  assert.deepEqual(t.actors.ulcen.flags.mindscape["revised-2e"], before);
+});
+
+test("a GM's client writes its paired flag only when it changes", async () => {
+  const t = makeTable();
+  const user = t.clients.gm.game.user;
+  const writes = [];
+  const setFlag = user.setFlag.bind(user);
+  user.setFlag = async (...args) => { writes.push(args); return setFlag(...args); };
+  await t.clients.gm.svc.announcePairing();
+  await t.clients.gm.svc.announcePairing();
+  assert.deepEqual(writes, [["mindscape", "paired", true]]);
+});

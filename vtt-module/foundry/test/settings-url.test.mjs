@@ -72,3 +72,9 @@ test("an address set from a macro that cannot be called fails every request with
   assert.equal(t.daemon.calls.length, 0);
   assert.match(gm.notes.error[0], /^The Companion address "127\.0\.0\.1:39393" is not an address Mindscape can call/);
 });
+
+test("a pasted token is saved without the spaces or line break around it", async () => {
+  const t = makeTable({ dialogs: { gm: { pairingDialog: { url: "http://127.0.0.1:39393", token: "  fresh-token\n" } } } });
+  await t.clients.gm.svc.openPairing();
+  assert.equal(t.clients.gm.game.settings.get("mindscape", "daemonToken"), "fresh-token");
+});

@@ -65,6 +65,23 @@ test("Save in the house rules says what was saved: the rules switched from the d
   ]);
 });
 
+test("the house rules dialog opens on the world's saved choices", async () => {
+  const t = makeTable({ dialogs: { gm: { houseRulesDialog: [{ "H-2E-CRIT-MODS": false }, null] } } });
+  await t.clients.gm.svc.openHouseRules();
+  assert.equal(await t.clients.gm.svc.openHouseRules(), null);
+  const opened = t.clients.gm.dialogs.seen.filter((s) => s.kind === "houseRulesDialog");
+  const rule = (i) => opened[i].arg.context.rules.find((r) => r.id === "H-2E-CRIT-MODS");
+  assert.deepEqual([rule(0).value, rule(0).checked], [true, true]);
+  assert.deepEqual([rule(1).value, rule(1).checked], [false, false]);
+});
+
+test("saving one system's house rules keeps the other systems'", async () => {
+  const t = makeTable({ dialogs: { gm: { houseRulesDialog: { "H-2E-CRIT-MODS": false } } } });
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "power-pool": { "SOME-RULE": true } });
+  await t.clients.gm.svc.openHouseRules();
+  assert.deepEqual(t.clients.gm.game.settings.get("mindscape", "houseRules"), { "power-pool": { "SOME-RULE": true }, "revised-2e": { "H-2E-CRIT-MODS": false } });
+});
+
 test("Test the connection with no token says to paste one, not to open the dialog it is in", async () => {
   const t = makeTable({ dialogs: { gm: { pairingDialog: async ({ test: check }) => {
     const error = await check("http://127.0.0.1:39393", "  ").catch((e) => e);

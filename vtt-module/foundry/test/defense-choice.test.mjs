@@ -163,3 +163,13 @@ test("a player asked for a defense against an attacker whose token is hidden rea
   const [gm] = t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog");
   assert.equal(gm.arg.context.attackerName, "Fenka");
 });
+
+test("a defense dialog closed or timed out does not change the defense remembered for next time", async () => {
+  for (const answer of [{ mode: null, cancelled: true }, { mode: "thought-shield", timedOut: true }]) {
+    const t = makeTable({ dialogs: { p2: { defenseDialog: answer } } });
+    await t.tokens.fenkaToken.actor.update({ "flags.mindscape.defaultDefense.revised-2e": "mind-blank" });
+    await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+    assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+    assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense["revised-2e"], "mind-blank", JSON.stringify(answer));
+  }
+});

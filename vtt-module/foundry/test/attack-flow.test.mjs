@@ -273,11 +273,12 @@ test("an attack without target uuids strikes the tokens this user targets; with 
   assert.equal(resolve.params.defender.data.token.uuid, t.tokens.goblinToken.uuid);
 });
 
-test("the attack dialog's odds are for the target the dialog names", async () => {
+test("the attack dialog names every target, and its odds are for the target it names", async () => {
   const dialogs = { p1: { attackDialog: null } };
   const t = makeTable({ dialogs });
   dialogs.p1.attackForm = { mode: "mind-thrust", multiplier: "1", range: "short", target: t.tokens.goblinToken.uuid };
   await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid] });
+  assert.equal(t.clients.p1.dialogs.seen.find((s) => s.kind === "attackDialog").arg.context.targetNames, "Fenka, Goblin");
   const odds = t.daemon.calls.filter((c) => c.method === "exchange.odds");
   assert.equal(odds.length, 1);
   assert.equal(odds[0].params.defender.data.token.uuid, t.tokens.goblinToken.uuid);
@@ -293,4 +294,15 @@ test("the attack dialog opens on the first mode, a multiplier of 1, the first ra
   assert.deepEqual(context.multipliers.filter((m) => m.selected).map((m) => m.value), [1]);
   assert.deepEqual(context.ranges.filter((r) => r.selected).map((r) => r.value), [context.ranges[0].value]);
   assert.equal(context.physical, true);
+  // The defenses the odds may assume, by their names.
+  assert.deepEqual(context.defenses.map((m) => [m.id, m.label]), [["thought-shield", "Thought shield"], ["mind-blank", "Mind blank"]]);
+});
+
+test("a player's attack with physical dice ticked in the dialog is resolved with physical dice", async () => {
+  for (const physical of [true, false]) {
+    const t = makeTable({ dialogs: { p1: { attackDialog: { mode: "mind-thrust", multiplier: "1", range: "short", physical } }, gm: { defenseDialog: { mode: null } } } });
+    await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid] });
+    const [resolve] = t.daemon.calls.filter((c) => c.method === "exchange.resolve");
+    assert.deepEqual(resolve.params.dice, physical ? {} : undefined, String(physical));
+  }
 });

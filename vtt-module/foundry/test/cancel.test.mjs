@@ -55,6 +55,25 @@ test("Cancel in the house rules keeps the world's house rules", async () => {
   assert.deepEqual(t.clients.gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": { "H-2E-CRIT-MODS": false } });
 });
 
+test("Cancel in the house rules tells nothing: no error, no notice", async () => {
+  const { t } = cancellingTable();
+  assert.equal(await t.clients.gm.svc.openHouseRules(), null);
+  assert.deepEqual(t.clients.gm.notes, { info: [], warn: [], error: [] });
+});
+
+test("pairing again asks the companion anew what its systems and adapters are", async () => {
+  const t = makeTable({ dialogs: { gm: { pairingDialog: { url: "http://127.0.0.1:39393", token: "secret-token" } } } });
+  const gm = t.clients.gm.svc;
+  await gm.describe("revised-2e");
+  await gm.adapterId();
+  const count = (method) => t.daemon.calls.filter((c) => c.method === method).length;
+  const before = [count("systems.describe"), count("adapters.list")];
+  await gm.openPairing();
+  await gm.describe("revised-2e");
+  await gm.adapterId();
+  assert.deepEqual([count("systems.describe"), count("adapters.list")], [before[0] + 1, before[1] + 1]);
+});
+
 test("Save in the house rules says what was saved: the rules switched from the defaults, or that all are at them", async () => {
   const t = makeTable({ dialogs: { gm: { houseRulesDialog: [{ "H-2E-CRIT-MODS": false }, { "H-2E-CRIT-MODS": true }] } } });
   assert.deepEqual(await t.clients.gm.svc.openHouseRules(), { "H-2E-CRIT-MODS": false });

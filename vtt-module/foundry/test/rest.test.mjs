@@ -615,9 +615,11 @@ test("a rest goes to the companion with the world's house rules for its system",
   assert.deepEqual(rests(t)[0].params.options, { "H-2E-CLOSE-LAST-PSP": false });
 });
 
-test("hours given with the dialog are the dialog's first value", async () => {
-  const t = table({ dialogs: { gm: { restDialog: null } } });
-  await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken], hours: 3, dialog: true });
-  assert.equal(t.clients.gm.dialogs.seen[0].arg.context.value, 3);
-  assert.equal(rests(t).length, 0);
+test("hours given with the dialog are its first value, kept within the system's range", async () => {
+  for (const [hours, value] of [[3, 3], [2000, 1000], [0, 1]]) {
+    const t = table({ dialogs: { gm: { restDialog: null } } });
+    await makeApi(t.clients.gm.svc).rest({ tokenUuids: [t.tokens.ulcenToken], hours, dialog: true });
+    assert.equal(t.clients.gm.dialogs.seen[0].arg.context.value, value, String(hours));
+    assert.equal(rests(t).length, 0);
+  }
 });

@@ -97,6 +97,17 @@ test("a world read through a generic mapping lets the companion say whose mind m
   assert.equal(asked(t.clients.p2).length, 1);
 });
 
+test("in combat-strength nobody is asked to pay to close, even in a world read through a generic mapping", async () => {
+  const t = tracker({ dialogs: { gm: { closeDialog: { close: true, timedOut: false } } } });
+  t.clients.gm.svc.adaptersCache = [];
+  t.clients.gm.game.system.id = "pf2e";
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  t.actors.ulcen.flags.mindscape["combat-strength"] = { psionic: true };
+  await nextRound(t);
+  assert.equal(endRounds(t).length, 1);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.round_end_choices").length, 0);
+});
+
 test("a mind a condition stops is not asked; the GM is told", async () => {
   const t = tracker({ dialogs: { p2: { closeDialog: { close: true, timedOut: false } } } });
   await setMind(t.tokens.fenkaToken.actor, mayClose({ last_defense: "thought-shield" }), { "flags.mindscape.revised-2e.conditions": ["dazed"], "flags.mindscape.revised-2e.condition_rounds": { dazed: 1 } });

@@ -128,6 +128,18 @@ test("a −32602 that names no problem, or names the attack beside a defender's 
   }
 });
 
+test("attack-strength-too-low: combat-strength's refusal of the attacker's strength asks no defender, and the player is told why", async () => {
+  const refuse = () => { throw { code: 4001, message: "The rules forbid it", data: { rule: "attack-strength-too-low", detail: "Ulcen of Tyr has 3 attack strength points, mind-thrust needs 4" } }; };
+  const t = makeTable({ methods: defaultMethods({ "exchange.odds": refuse, "exchange.resolve": refuse }), dialogs: { p2: { defenseDialog: { mode: "mind-blank" } } } });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  for (const actor of [t.actors.ulcen, t.tokens.fenkaToken.actor]) actor.flags.mindscape["combat-strength"] = { psionic: true, attacks: ["mind-thrust"], defenses: ["mind-blank"] };
+  const outcome = await makeApi(t.clients.p1.svc).resolve({ attacker: t.tokens.ulcenToken.uuid, targets: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust" } });
+  assert.equal(outcome, null);
+  assert.deepEqual(defenseDialogs(t), []);
+  assert.equal(resolves(t).length, 0);
+  assert.deepEqual(t.clients.p1.notes.error, ["The rules forbid this: Ulcen of Tyr has 3 attack strength points, mind-thrust needs 4"]);
+});
+
 // power-pool: the combatant the companion's refusals name is the attacker (engine/power_pool/exchange.py).
 const POOL = "power-pool";
 const pool = (extra = {}) => ({ hit_dice: 3, die: 8, pool: 3, psionic: true, attacks: ["mental-stab", "psionic-wave"], defenses: ["pinnacle-of-will", "imagination-swarm"], ...extra });

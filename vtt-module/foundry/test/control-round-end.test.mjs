@@ -161,6 +161,21 @@ test("api.endRound asks the companion for the links of only the controllers whos
   assert.deepEqual(refIds(endRounds(t)[0].params.puppets), ["thrall", "ox"]);
 });
 
+test("a world read through a generic mapping sends every participant for the control offer: the companion says who controls whom", async () => {
+  const t = await poolTracker({ control: goblinHolds });
+  t.clients.gm.svc.adaptersCache = [];
+  t.clients.gm.game.system.id = "pf2e";
+  await nextRound(t);
+  assert.deepEqual(offered(t).map((c) => refIds(c.params.combatants)), [["ulcen", "fenka-tokF", "goblin-tokG"]]);
+});
+
+test("api.endRound: control choices that name no creature ask the companion for no links", async () => {
+  const t = await poolTracker({ control: goblinHolds });
+  await makeApi(t.clients.gm.svc).endRound({ tokenUuids: [t.tokens.goblinToken], choices: { "goblin-tokG": {} } });
+  assert.equal(offered(t).length, 0);
+  assert.equal(endRounds(t).length, 1);
+});
+
 test("a pool without a die is not offered to keep by a die; only controllers are asked", async () => {
   const t = await poolTracker({ control: (table) => {
     goblinHolds(table);

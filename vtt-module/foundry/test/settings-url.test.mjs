@@ -78,3 +78,27 @@ test("a pasted token is saved without the spaces or line break around it", async
   await t.clients.gm.svc.openPairing();
   assert.equal(t.clients.gm.game.settings.get("mindscape", "daemonToken"), "fresh-token");
 });
+
+test("Test the connection names the companion, its version and its systems", async () => {
+  let tested;
+  const t = makeTable({ dialogs: { gm: { pairingDialog: async ({ test: check }) => { tested = await check("http://127.0.0.1:39393", "secret-token"); return null; } } } });
+  await t.clients.gm.svc.openPairing();
+  assert.match(tested, /mindscape/);
+  assert.match(tested, /0\.1\.0/);
+  assert.match(tested, /revised-2e, combat-strength, power-pool/);
+});
+
+test("the pairing dialog knows when Foundry is served over https, where a browser may refuse a plain http companion", async () => {
+  const had = Object.getOwnPropertyDescriptor(globalThis, "location");
+  try {
+    for (const [origin, hosted] of [["https://vtt.example.org", true], ["http://localhost:30000", false]]) {
+      Object.defineProperty(globalThis, "location", { value: { origin }, configurable: true, writable: true });
+      const t = makeTable({ dialogs: { gm: { pairingDialog: null } } });
+      await t.clients.gm.svc.openPairing();
+      assert.deepEqual(t.clients.gm.dialogs.seen[0].arg.context, { origin, hosted });
+    }
+  } finally {
+    if (had) Object.defineProperty(globalThis, "location", had);
+    else delete globalThis.location;
+  }
+});

@@ -925,13 +925,16 @@ test('a check refused for anything but the attacker (a defender\'s secret) or lo
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /not the attacker's own/.test(w)), /Fenka is dead\. The defense is asked all the same.*companion: 4001 target-dead/);
   // The defender's sheet refused by the schema.
   assert.ok(answered((check) => ({ jsonrpc: '2.0', id: check.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/defender/data/attribs/3/current', message: 'not a number' }] } } })));
+  // The attacker's sheet and the defender's both: the defender's may be why.
+  assert.ok(answered((check) => ({ jsonrpc: '2.0', id: check.id, error: { code: -32602, message: 'Invalid params', data: { errors: [
+    { path: '/attacker/data/attribs/0/current', message: 'not a number' }, { path: '/defender/data/attribs/3/current', message: 'not a number' }] } } })));
   // The bridge lost the answer.
   assert.ok(answered((check) => ({ jsonrpc: '2.0', id: check.id, error: { code: -32001, message: 'uncertain', data: { detail: 'the connection to the companion was lost' } } })));
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /bridge could not get/.test(w)), /The defense is asked all the same/);
-  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /defend!/.test(w)).length, 3);
-  assert.equal(Object.keys(ctx.sb.state.Mindscape.exchanges).length, 3);
+  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /defend!/.test(w)).length, 4);
+  assert.equal(Object.keys(ctx.sb.state.Mindscape.exchanges).length, 4);
   const toAlice = whispersTo(ctx.sb, 'Alice');
-  assert.equal(toAlice.length, 3);
+  assert.equal(toAlice.length, 4);
   toAlice.forEach((w) => assert.match(w, /attack declared<\/b><br>Waiting for Fenka to choose a defense\.<\/div>$/));
 });
 
@@ -4182,6 +4185,38 @@ test('power-pool: a psionic wave is checked once, at all its targets as its exch
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Waiting for Fenka, Ulcen of Tyr to choose a defense\./);
 });
 
+test('power-pool: the check of a wave is described to the GM with all its targets and the minds to be asked, and its sheet warnings name the fighter where the wave sent it', () => {
+  const ctx = psionicControl(campaign({ checkByHand: true }));
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const check = lastRequest(ctx.sb);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(check.id)), /check of Psionic Wave by Ogre against Fenka, Ulcen of Tyr, before Fenka, Ulcen of Tyr are asked for a defense/);
+  const allowed = checkAllowed(check.id);
+  allowed.result.warnings = ['/defenders/0: psi_die read as 6'];
+  answer(ctx, check.id, allowed);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)) || '', /Ulcen of Tyr: psi_die read as 6/);
+});
+
+test('power-pool: the player of a puppet cannot settle, with --defense, the defense of the controller an attack on it strikes', () => {
+  const ctx = underControl();
+  const imp = ctx.sb.add('character', { name: 'Imp', controlledby: BOB });
+  [['psi_pool', '2', '2'], ['psi_die', '6'], ['psi_psionic', '1'], ['psi_attacks', 'Mental Stab'], ['HP', '7', '7']]
+    .forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: imp.id, name, current, max }));
+  const token = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: imp.id, name: 'Imp', bar1_link: ctx.sb.attribute(imp.id, 'HP').id });
+  ctx.sb.chat({ playerid: BOB, selected: [token.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /--defense settles the defense of Ulcen of Tyr, which only its controllers or the GM choose/);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('an attack the GM makes that the companion refuses for the attacker\'s sake is told to the GM once', () => {
+  const ctx = campaign({ checkByHand: true });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
+  const check = lastRequest(ctx.sb);
+  answer(ctx, check.id, rulesRefusal(check, 'not-enough-psp', 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4'));
+  assert.equal(ctx.sb.chats.filter((c) => /Refused: Ego Whip/.test(c.input)).length, 1);
+});
+
 test('power-pool: a wave at two creatures one mind controls asks that mind once and sends it as their controller', () => {
   const ctx = underControl();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.thrall.id} --mode psionic-wave` });
@@ -4287,6 +4322,9 @@ test('power-pool waves: control that changes before the last choice stops the wa
   ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${again} --for ${ctx.tokens.ogre.id} --mode none` });
   assert.equal(requests(ctx.sb).length, sent);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the psionic control of a target changed since the attack was declared, so other minds answer it now\. Nothing was sent: attack again\./);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /the psionic control of a target changed since the attack was declared/, 'the attacker\'s player learns it too');
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${again} --for ${ctx.tokens.ogre.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no attack waiting with id/, 'the wave was forgotten');
   // An attack whose defense does not come within the hour is forgotten.
   ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
   const old = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Alice').at(-1))[1];
@@ -4900,6 +4938,8 @@ test('power-pool !psi join in a psionic wave: the creature joins the group of th
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
   const p = lastRequest(ctx.sb).body.params;
   assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies.map(refOf)], [ctx.fenka.id, [ctx.ulcen.id], [ctx.porter.id, ctx.seer.id]]);
+  // Seer joined the first mind's group, not Ulcen's: his choice is told without it.
+  assert.match(whispersTo(ctx.sb, 'Alice').filter((w) => /defense chosen/.test(w)).at(-1) || '', /defense chosen<\/b><br>Ulcen of Tyr: Pinnacle of Will<\/div>$/);
   assert.deepEqual(plain(p.defenses), { [ctx.ulcen.id]: { mode: 'pinnacle-of-will' }, [ctx.seer.id]: { mode: 'imagination-swarm' } });
 });
 
@@ -5768,6 +5808,104 @@ test('power-pool: a defense the companion refuses after its defender was deleted
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
 });
 
+test('a fighter Roll20 still returns while it tells of its deletion is gone all the same: the attack waiting on the ogre\'s token, or on its character, is called off at once', () => {
+  for (const [type, object] of [['graphic', (ctx) => ctx.tokens.ogre], ['character', (ctx) => ctx.ogre]]) {
+    const ctx = swarmCampaign();
+    ogreAttacksFenka(ctx);
+    // Roll20 may still return the object whose deletion it tells of.
+    ctx.sb.fire(`destroy:${type}`, object(ctx));
+    assert.match(calledOff(ctx.sb, 'gm').at(-1) || '', /The Mental Stab attack of Ogre on Fenka was called off: Ogre, the attacker, is no longer in the game/, type);
+    assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, type);
+  }
+});
+
+test('power-pool: a psionic wave whose every target answers through one controller is called off when that controller is deleted, naming it once, by name', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.thrall.id} --mode psionic-wave` });
+  const sent = requests(ctx.sb).length;
+  ctx.ulcen.remove();
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Psionic Wave attack of Ogre on Fenka, Thrall was called off: every mind it strikes \(Ulcen of Tyr\) is no longer in the game \(its token or character was deleted\)\./);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('power-pool: an attack on a puppet is called off when the controller answering it is deleted; when its attacker is, the controller\'s player, who was asked, is told, not the puppet\'s', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  ctx.tokens.ogre.remove();
+  assert.match(calledOff(ctx.sb, 'Alice').at(-1), /The attack of Ogre on Fenka was called off: Ogre, the attacker, is no longer in the game/);
+  assert.deepEqual(calledOff(ctx.sb, 'Bob'), [], 'Fenka\'s player was never asked');
+  const again = underControl();
+  again.sb.chat({ playerid: GM, selected: [again.tokens.ogre.id], content: `!psi attack --target ${again.tokens.fenka.id} --mode mental-stab` });
+  again.ulcen.remove();
+  assert.match(calledOff(again.sb, 'gm').at(-1), /The Mental Stab attack of Ogre on Fenka was called off: Ulcen of Tyr, which controls Fenka and answers the attack in its place, is no longer in the game/);
+  assert.deepEqual(plain(again.sb.state.Mindscape.exchanges), {});
+});
+
+test('power-pool: the mind struck first by a wave deleted after drawing allies in: its allies go with its choice, the GM is told, and the next mind leads a group without them', () => {
+  const ctx = swarmCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  ctx.fenka.remove();
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Left out of the Psionic Wave attack of Ogre on Fenka, Ulcen of Tyr, as no longer in the game \(its token or character was deleted\): Fenka\. The allies Fenka drew in \(Porter\) go with its choice: Ulcen of Tyr, now struck first, leads the defending group\. The attack goes on against Ulcen of Tyr\./);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.deepEqual([refOf(p.defender), p.defenders, p.allies], [ctx.ulcen.id, undefined, undefined]);
+});
+
+test('power-pool: an ally drawn into a wave\'s defense and deleted while another mind still chooses is left out, the GM told once; the wave waits for that mind and goes without the ally', () => {
+  const ctx = swarmCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  const sent = requests(ctx.sb).length;
+  ctx.porter.remove();
+  const leftOut = () => whispersTo(ctx.sb, 'gm').filter((w) => /attack goes on/.test(w));
+  assert.match(leftOut().at(-1), /Left out of the Psionic Wave attack of Ogre on Fenka, Ulcen of Tyr, as no longer in the game \(its token or character was deleted\): Porter\. +The attack goes on against Fenka, Ulcen of Tyr\./);
+  assert.equal(requests(ctx.sb).length, sent, 'Ulcen of Tyr has not chosen yet');
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.resolve');
+  assert.deepEqual([refOf(p.defender), p.defenders.map(refOf), p.allies], [ctx.fenka.id, [ctx.ulcen.id], undefined]);
+  assert.deepEqual(plain(p.defense), { mode: 'imagination-swarm' });
+  assert.equal(leftOut().length, 1, 'told once');
+});
+
+test('an attacker deleted while the Mod sandbox was not running is found gone at the next click: !psi pending, !psi join and the defense button call its attack off', () => {
+  const clicks = {
+    pending: (ctx) => ctx.sb.chat({ playerid: BOB, content: '!psi pending' }),
+    join: (ctx, xid) => join(ctx, ALICE, ctx.tokens.seer, xid),
+    defend: (ctx, xid) => ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none` }),
+  };
+  for (const [name, click] of Object.entries(clicks)) {
+    const ctx = seerCampaign();
+    const xid = ogreAttacksFenka(ctx);
+    const sent = requests(ctx.sb).length;
+    // No destroy event reaches a sandbox that is down.
+    ctx.sb.objects.splice(ctx.sb.objects.indexOf(ctx.tokens.ogre), 1);
+    click(ctx, xid);
+    assert.match(calledOff(ctx.sb, 'gm').at(-1) || '', /The Mental Stab attack of Ogre on Fenka was called off: Ogre, the attacker, is no longer in the game/, name);
+    assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, name);
+    assert.equal(requests(ctx.sb).length, sent, name);
+  }
+});
+
+test('power-pool !psi join: the GM\'s join tells the creature\'s player, and the GM once; against an attack on a puppet the controller answering it is told; two tokens selected are refused', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.seer.id, ctx.tokens.ulcen.id], content: `!psi join --req ${xid}` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /refused<\/b><br>select the token of the one psionic creature that joins the defense/);
+  assert.equal(ctx.sb.state.Mindscape.exchanges[xid].joined, undefined);
+  join(ctx, GM, ctx.tokens.seer, xid);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /joined<\/b><br><b>Seer<\/b> joins the defense of Fenka against the attack of Ogre/);
+  assert.equal(ctx.sb.chats.filter((c) => /Mindscape: joined/.test(c.input)).length, 3, 'Bob, Alice and the GM, once each');
+  // On the thrall Ulcen answers in its place: Alice learns who joins.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --mode mental-stab` });
+  const onThrall = reqOf(whispersTo(ctx.sb, 'Alice').at(-1));
+  join(ctx, BOB, ctx.tokens.fenka, onThrall);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /joined<\/b><br><b>Fenka<\/b> joins the defense of Thrall against the attack of Ogre/);
+});
+
 test('an error inside a request\'s timeout is caught: it goes to the API console, the GM is told, and the Mod sandbox goes on', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip` });
@@ -5835,6 +5973,37 @@ test('!psi pending whispers the caller again the defense prompts waiting for a m
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /No attack waits for a defense of yours\./);
   ctx.sb.chat({ playerid: BOB, content: '!psi pending --all' });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /unknown option --all; pending takes no options/);
+});
+
+test('!psi pending leaves out the minds of a wave that have chosen: the GM is whispered again only the prompt of the mind still to choose', () => {
+  const ctx = swarmCampaign();
+  const xid = waveAtFenkaAndUlcen(ctx);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  const before = whispersTo(ctx.sb, 'gm').length;
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  const again = whispersTo(ctx.sb, 'gm').slice(before);
+  assert.equal(again.length, 1);
+  assert.match(again[0], /<b>Ulcen of Tyr<\/b>, choose a defense:/);
+});
+
+test('!psi pending tells the GM how many questions before a round\'s end wait for an answer, after the prompts; a player hears of none; one older than an hour is not counted', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  askedToClose(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /pending<\/b><br>No attack waits for a defense now\. A question before a round's end waits for your answer: the buttons are in the chat \(or run <code>!psi round<\/code> again to be asked anew\)\.<\/div>$/);
+  ctx.sb.chat({ playerid: ALICE, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /pending<\/b><br>No attack waits for a defense of yours\.<\/div>$/);
+  const { questions } = ctx.sb.state.Mindscape;
+  const [qid] = Object.keys(questions);
+  questions.Q2nd = JSON.parse(JSON.stringify(questions[qid]));
+  attack(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-2), /defend!/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /pending<\/b><br>2 questions before a round's end wait for your answer: the buttons are in the chat/);
+  Object.values(questions).forEach((q) => { q.at -= 61 * 60 * 1000; });
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /defend!/, 'only the prompt: no question waits');
 });
 
 test('a player whose display name holds a double quote cannot be whispered (/w cannot escape it): the GM gets the whisper meant for them, and why', () => {

@@ -4265,6 +4265,59 @@ test('power-pool: a player\'s odds for a defense assume it known by every mind s
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<i>As if Ulcen of Tyr knew Pinnacle of Will: which defenses a mind knows only its controllers and the GM see\.<\/i>/);
 });
 
+test('power-pool: a player\'s odds with --ally assume the defense known by an ally the player does not control; the GM\'s odds assume nothing', () => {
+  const ctx = seerCampaign();
+  ctx.sb.objects.find((o) => o.id === ctx.ogre.id).set({ controlledby: BOB });
+  const odds = (playerid) => {
+    ctx.sb.chat({ playerid, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm --ally ${ctx.tokens.seer.id}` });
+    return lastRequest(ctx.sb).body.params;
+  };
+  const bobs = odds(BOB);
+  assert.deepEqual(bobs.allies.map(refOf), [ctx.seer.id]);
+  assert.deepEqual(plain(bobs.assume_known), ['/allies/0'], 'Seer is Alice\'s');
+  assert.equal(odds(GM).assume_known, undefined);
+});
+
+test('power-pool: odds and a psionic wave at a creature whose psi_controlled_by names its controller\'s token are refused with the ref to write, before anything is sent', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: ctx.tokens.ulcen.id });
+  const refused = new RegExp(`Fenka's psi_controlled_by names its controller Ulcen of Tyr as "${ctx.tokens.ulcen.id}", but the companion knows that fighter as "${ctx.ulcen.id}"`);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), refused);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), refused);
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
+test('power-pool: when the control of a puppet changes before its controller defends, an attacker\'s player is told to attack again too, once when it also chose the defense', () => {
+  for (const [attacking, also] of [[BOB, 'Bob'], [ALICE, null]]) {
+    const ctx = underControl();
+    const imp = ctx.sb.add('character', { name: 'Imp', controlledby: attacking });
+    [['psi_pool', '2', '2'], ['psi_die', '6'], ['psi_psionic', '1'], ['psi_attacks', 'Mental Stab'], ['HP', '7', '7']]
+      .forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: imp.id, name, current, max }));
+    const token = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: imp.id, name: 'Imp', bar1_link: ctx.sb.attribute(imp.id, 'HP').id });
+    ctx.sb.chat({ playerid: attacking, selected: [token.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+    const xid = reqOf(whispersTo(ctx.sb, 'Alice').filter((w) => /defend!/.test(w)).at(-1));
+    ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+    ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+    const changed = (name) => whispersTo(ctx.sb, name).filter((w) => /the psionic control of Fenka changed since the attack was declared/.test(w)).length;
+    assert.equal(changed('Alice'), 1);
+    if (also) assert.equal(changed(also), 1, also);
+  }
+});
+
+test('power-pool !psi join: a creature every player may control joined by a player tells that player; in a wave whose first target is a puppet it joins the group of the controller struck first', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  ctx.sb.objects.find((o) => o.id === ctx.seer.id).set({ controlledby: 'all' });
+  ctx.sb.objects.find((o) => o.id === ctx.ulcen.id).set({ controlledby: '' });
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /joined<\/b><br><b>Seer<\/b> joins the defense of Fenka/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
+  const wave = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.match(join(ctx, GM, ctx.tokens.seer, wave), /<b>Seer<\/b> joins the defense of the group of Ulcen of Tyr \(struck first by the psionic wave of Ogre\)/);
+});
+
 test('power-pool waves: a mode that strikes one target is refused with several; an own puppet among the targets goes to the companion at once; a wave refused tells every chooser', () => {
   const ctx = underControl();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode mental-stab` });
@@ -5904,6 +5957,43 @@ test('power-pool !psi join: the GM\'s join tells the creature\'s player, and the
   const onThrall = reqOf(whispersTo(ctx.sb, 'Alice').at(-1));
   join(ctx, BOB, ctx.tokens.fenka, onThrall);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /joined<\/b><br><b>Fenka<\/b> joins the defense of Thrall against the attack of Ogre/);
+});
+
+test('power-pool: an attacker deleted after a creature joined the defense is still named in words when its attack is called off', () => {
+  const ctx = seerCampaign();
+  const xid = ogreAttacksFenka(ctx);
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  ctx.tokens.ogre.remove();
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Mental Stab attack of Ogre on Fenka was called off: Ogre, the attacker, is no longer in the game/);
+});
+
+test('power-pool: a wave whose remaining target another mind answers now, once a target is deleted, is called off: none of the minds asked is still struck', () => {
+  const ctx = underControl();
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  [['psi_pool', '2', '2'], ['psi_die', '4'], ['HP', '5', '5']].forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: goblin.id, name, current, max }));
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${goblin.id} --mode psionic-wave` });
+  const sent = requests(ctx.sb).length;
+  // Ulcen lets Fenka go: she would answer for herself now; then the goblin falls.
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  goblin.remove();
+  assert.match(calledOff(ctx.sb, 'gm').at(-1), /The Psionic Wave attack of Ogre on Fenka, Goblin was called off: none of the minds asked for a defense is still struck by it \(Goblin: no longer in the game/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('an attack older than an hour is forgotten, not called off, when a fighter of it is deleted, and !psi pending no longer shows its prompt', () => {
+  const ctx = campaign();
+  attack(ctx);
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.state.Mindscape.exchanges[xid].at -= 61 * 60 * 1000;
+  ctx.sb.chat({ playerid: BOB, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /No attack waits for a defense of yours\./);
+  attack(ctx);
+  const old = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.state.Mindscape.exchanges[old].at -= 61 * 60 * 1000;
+  ctx.ulcen.remove();
+  assert.deepEqual(calledOff(ctx.sb, 'gm'), []);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
 test('an error inside a request\'s timeout is caught: it goes to the API console, the GM is told, and the Mod sandbox goes on', () => {

@@ -2414,6 +2414,40 @@ test('a mind a critical hit opened this round is priced before the round ends; o
   assert.deepEqual(roundRefs(asked), [ctx.fenka.id]);
 });
 
+test('a mind opened by a critical hit a round ago is priced only on the word that it still may pay (may_pay_to_close true, not merely truthy); a psi_mind that is no JSON is not priced', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: JSON.stringify({ state: 'open', opened_by: 'critical', may_pay_to_close: 1, rounds_open: 1 }), max: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '{state: open' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
+});
+
+test('without a selection !psi round takes the Turn Tracker\'s tokens of every page when neither its page nor the player page is set; a turn order that is no list is an empty one', () => {
+  const ctx = campaign();
+  ctx.sb.api.Campaign().set({ turnorder: JSON.stringify([turn(ctx.tokens.ulcen)]), playerpageid: '', initiativepage: false });
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id]);
+  const sent = requests(ctx.sb).length;
+  ctx.sb.api.Campaign().set({ turnorder: JSON.stringify({ id: ctx.tokens.ulcen.id }) });
+  ctx.sb.chat({ playerid: GM, content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no token in the Turn Tracker \(on its page\) represents a character with psionics/);
+  assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('at most 64 fighters end a round or rest together: 65 selected are refused and nothing is sent', () => {
+  const ctx = goblins();
+  const many = Array.from({ length: 62 }, (_, i) => ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: ctx.goblin.id, name: `Goblin ${i + 4}`, bar1_link: '' }));
+  const selected = ctx.gob.concat(many).map((t) => t.id);
+  assert.equal(selected.length, 65);
+  ctx.sb.chat({ playerid: GM, selected, content: '!psi round' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /at most 64 characters end a round together; select fewer tokens\./);
+  ctx.sb.chat({ playerid: GM, selected, content: '!psi rest --hours 8' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /at most 64 characters rest together; select fewer tokens\./);
+  assert.equal(requests(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: GM, selected: selected.slice(1), content: '!psi round' });
+  assert.equal(roundRefs(lastRequest(ctx.sb)).length, 64);
+});
+
 test('nobody pays: the button ends the round without choices; a player cannot press it', () => {
   const ctx = campaign();
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
@@ -2770,6 +2804,38 @@ test('with the generic adapter a character counts as psionic by the psionic fiel
   assert.equal(req.body.params.combatants[0].adapter, 'roll20.generic');
   assert.deepEqual(roundRefs(req), [ctx.ulcen.id]);
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+});
+
+test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, and PSPs spent to 0 of a maximum; not one whose psi_* attribute is blanks', () => {
+  const ctx = campaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '0' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_pool', current: '', max: '3' });
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_conditions', current: '  ', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi round' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+});
+
+test('a round\'s end takes a character whose PSPs only a PSP_max attribute holds, and one given a system of its own by !psi config', () => {
+  const ctx = campaign();
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '0', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSP_max', current: '40', max: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --system revised-2e' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id, ctx.fenka.id]);
+});
+
+test('with the generic adapter a psionic field mapped to an attribute\'s maximum (psp_max=PSP|max) makes a character psionic', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr psp_max=PSP|max --attr hp=HP' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id]);
 });
 
 test('the help handout lists !psi round', () => {
@@ -5244,6 +5310,13 @@ test('power-pool !psi round: options that pair up wrongly, name a control twice 
     assert.match(whispersTo(other.sb, 'gm').at(-1), /--(release|keep-all|cannot-perceive) is a power-pool option \(psionic control\)\. Nothing was sent\./, options);
   }
   assert.equal(requests(other.sb).length, 0);
+});
+
+test('power-pool: a controller that holds one creature is asked about its control before the round ends', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  assert.equal(poolRound(ctx, '').body.method, 'exchange.round_end_choices');
 });
 
 test('power-pool: a controller\'s control is offered before the round ends; a button ends it with that one change, once, and the creature set free has its sheet freed', () => {

@@ -2635,6 +2635,33 @@ test('a button whose payer may no longer pay says so and ends the round without 
   }
 });
 
+test('a button whose payer may no longer pay, while another fighter still may, says only that and asks the companion again', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx, [ctx.tokens.fenka.id, ctx.tokens.ulcen.id]);
+  ctx.sb.attribute(ctx.fenka.id, 'psi_mind').set({ current: JSON.stringify({ state: 'open', opened_by: 'critical', may_pay_to_close: false, rounds_open: 2, locked_rounds: 3 }) });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: MAY_CLOSE });
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The mind of Fenka may no longer pay to close\.<\/div>$/.test(w)));
+  const again = lastRequest(ctx.sb);
+  assert.equal(again.body.method, 'exchange.round_end_choices');
+  assert.deepEqual(roundRefs(again), [ctx.ulcen.id]);
+});
+
+test('a question sent anew answers the one still on its way: the older answer only reports; its sheet warnings name the fighter it was asked about', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const first = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const offer = closeOffer(first.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null }, 'Fenka may pay.');
+  offer.result.warnings = ['/combatants/0: PSP read as 30'];
+  answer(ctx, first.id, offer);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)) || '', /Fenka: PSP read as 30/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The round was ended, or asked about again, before this answer came, so the round was not ended from it/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.questions), {});
+});
+
 test('a restart while a question is on the way says its late answer only reports', () => {
   const ctx = campaign();
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
@@ -5317,6 +5344,18 @@ test('power-pool: a controller that holds one creature is asked about its contro
   ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]) });
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
   assert.equal(poolRound(ctx, '').body.method, 'exchange.round_end_choices');
+});
+
+test('power-pool !psi round: --by is read in any case; a creature two controllers both name in psi_controlling is refused until their sheets are put right', () => {
+  const ctx = underControl();
+  const req = poolRound(ctx, ` --keep ${ctx.fenka.id} --by Action`);
+  assert.equal(req.body.method, 'exchange.end_round');
+  assert.deepEqual(plain(req.body.params.choices), { [ctx.ulcen.id]: { keep: [{ target: ctx.fenka.id, by: 'action' }] } });
+  ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_controlling', current: JSON.stringify([{ id: ctx.thrall.id, kept_by: 'action' }]), max: '' });
+  const sent = requests(ctx.sb).length;
+  poolRound(ctx, ` --release ${ctx.thrall.id}`, [ctx.tokens.ulcen.id, ctx.tokens.ogre.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr and Ogre each name Thrall in psi_controlling: put their sheets right first\./);
+  assert.equal(requests(ctx.sb).length, sent);
 });
 
 test('power-pool: a controller\'s control is offered before the round ends; a button ends it with that one change, once, and the creature set free has its sheet freed', () => {

@@ -2523,8 +2523,12 @@ test('a question is good for an hour, and at most 20 are kept', () => {
   // Questions for other fighters do not pile up without bound.
   const stored = ctx.sb.state.Mindscape.questions;
   for (let i = 0; i < 25; i += 1) stored[`Old${i}question`] = { fighters: [`-other${i}`], system: 'revised-2e', payers: [], at: Date.now() - 1000 + i };
-  askedToClose(ctx);
+  const newest = askedToClose(ctx);
   assert.equal(Object.keys(ctx.sb.state.Mindscape.questions).length, 20);
+  // The oldest go: the question just asked is kept, and its button ends the round.
+  assert.ok(!('Old0question' in ctx.sb.state.Mindscape.questions));
+  ctx.sb.chat({ playerid: GM, content: newest['Nobody pays'] });
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round');
 });
 
 test('a late answer to the question only reports: the round is not ended from it', () => {
@@ -2551,6 +2555,10 @@ test('pressed after a fighter joined the encounter, the button leaves it out; af
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes('changed since the question')), /The sheet of Fenka changed since the question, and so may the price: asking the companion again/);
   const again = lastRequest(ctx.sb);
   assert.equal(again.body.method, 'exchange.round_end_choices');
+  // The button was used: pressed again before the new price comes, it ends nothing.
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  assert.equal(lastRequest(ctx.sb).id, again.id);
   answer(ctx, again.id, closeOffer(again.id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 25, payable: true, reason: null }, 'Fenka may pay.'));
   const fresh = Object.fromEntries(buttonsIn(whispersTo(ctx.sb, 'gm').at(-1)));
   // Ulcen joins an encounter before the GM presses: the round ends for Fenka alone.
@@ -2660,6 +2668,54 @@ test('a question sent anew answers the one still on its way: the older answer on
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)) || '', /Fenka: PSP read as 30/);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The round was ended, or asked about again, before this answer came, so the round was not ended from it/);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.questions), {});
+});
+
+test('only a payable offer (payable true) with a whole cost, for a mind that was asked, becomes a button: otherwise the round ends without anyone paying', () => {
+  const cases = [
+    ['a cost in words', { cost: '10', payable: true }, () => []],
+    ['payable not true', { cost: 10, payable: 'yes' }, () => []],
+    ['an offer for a fighter not asked', { cost: 10, payable: false, reason: 'too few PSPs' },
+      (ctx) => [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: { close: { cost: 8, payable: true, reason: null } } }]],
+  ];
+  for (const [what, close, more] of cases) {
+    const ctx = campaign();
+    ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    const asked = lastRequest(ctx.sb);
+    const offer = closeOffer(asked.id, ctx.fenka.id, close, 'Fenka may pay.');
+    offer.result.combatants.push(...more(ctx));
+    answer(ctx, asked.id, offer);
+    assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Fenka may pay\. The round ends without anyone paying\./.test(w)), what);
+    assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round', what);
+  }
+});
+
+test('a button whose round\'s end is too long to send ends nothing: the question still waits, and once the GM raises --chunk the same button ends the round', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 100' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_notes', current: 'y'.repeat(60000), max: '' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  assert.equal(requests(ctx.sb).length, sent);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --chunk 1000' });
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(ended.body.params.choices, { [ctx.fenka.id]: { close: true } });
+});
+
+test('a button pressed after its payer joined the encounter ends the round for the others, without that payer\'s choice', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const buttons = askedToClose(ctx);
+  ctx.sb.state.Mindscape.encounter = { id: 'enc-1', system: 'revised-2e', name: 'x', revision: 1, combatants: { [ctx.fenka.id]: ctx.fenka.id } };
+  ctx.sb.chat({ playerid: GM, content: buttons['Fenka pays 10 PSPs'] });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(roundRefs(ended), [ctx.ulcen.id]);
+  assert.equal(ended.body.params.choices, undefined);
 });
 
 test('a restart while a question is on the way says its late answer only reports', () => {
@@ -5356,6 +5412,55 @@ test('power-pool !psi round: --by is read in any case; a creature two controller
   poolRound(ctx, ` --release ${ctx.thrall.id}`, [ctx.tokens.ulcen.id, ctx.tokens.ogre.id]);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr and Ogre each name Thrall in psi_controlling: put their sheets right first\./);
   assert.equal(requests(ctx.sb).length, sent);
+});
+
+test('power-pool question: a control link that is no link (no creature, a creature id that is no text, kept by neither die nor action) is offered nothing, and the round ends with none chosen', () => {
+  const links = [['no creature', { targets: [], kept_by: 'die' }], ['an id that is no text', { targets: [7], kept_by: 'die' }], ['kept by dice', { targets: ['x'], kept_by: 'dice' }]];
+  for (const [what, link] of links) {
+    const ctx = underControl();
+    const asked = poolRound(ctx, '');
+    answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { system: 'power-pool', summary: 'Ulcen of Tyr controls something.',
+      combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: { release: [link], keep: [], cannot_perceive: [] } }] } });
+    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Ulcen of Tyr controls something/.test(w)) || '', /Nobody holds a control to keep or let go: the round ends with none chosen\./, what);
+    assert.equal(lastRequest(ctx.sb).body.method, 'exchange.end_round', what);
+  }
+});
+
+test('power-pool question: a wave held by dice takes a die each; a link the companion calls a wave is said to be one though it holds one creature; a creature whose id cannot stand in a command gets no buttons; a keep by neither die nor action is no offer', () => {
+  const ctx = underControl();
+  const asked = poolRound(ctx, '');
+  const pair = controlLink([ctx.fenka.id, ctx.thrall.id], 'die', 'w1');
+  const odd = controlLink(['odd)id'], 'action', 'w2');
+  answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { system: 'power-pool', summary: 'Ulcen of Tyr controls three creatures.',
+    combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: { release: [pair, odd], keep: [{ ...pair, by: 'fist' }], cannot_perceive: [] } }] } });
+  const question = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(question, /controls <b>Fenka, Thrall<\/b> by a die each from its pool, one psionic wave \(kept and let go together\): \[Release them\]/);
+  assert.match(question, /by an action each round, one psionic wave \(kept and let go together\): \(no buttons: its id cannot stand in a command\)/);
+  assert.doesNotMatch(question, /Keep them/, 'a keep by neither die nor action is no offer');
+});
+
+test('power-pool question: a newer question answers the older, whose buttons end nothing; a keep by another means than offered, or a loss of sight not offered, is refused; a creature known only by its id in psi_controlling is named by that id', () => {
+  const ctx = underControl();
+  const first = Object.fromEntries(askedAboutControl(ctx));
+  askedAboutControl(ctx);
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: first['Keep everything as it is'] });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no round waiting for that answer/);
+  const [qid] = Object.keys(ctx.sb.state.Mindscape.questions);
+  ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${qid} --keep ${ctx.fenka.id} --by die` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr was not offered keeping Fenka by a die this round\./);
+  ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${qid} --cannot-perceive ${ctx.fenka.id}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr was not offered losing sight of Fenka this round\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  // A creature that is no character or token here: the companion's offer names its id.
+  const asked = poolRound(ctx, '');
+  answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { system: 'power-pool', summary: 'Ulcen of Tyr controls a ghost.',
+    combatants: [{ id: ctx.ulcen.id, name: 'Ulcen of Tyr', choices: { release: [controlLink(['ghost1'], 'action')], keep: [], cannot_perceive: [] } }] } });
+  const [ghostQid] = Object.keys(ctx.sb.state.Mindscape.questions);
+  ctx.sb.chat({ playerid: GM, content: `!psi round --answer ${ghostQid} --release ghost1` });
+  const ended = lastRequest(ctx.sb);
+  assert.equal(ended.body.method, 'exchange.end_round');
+  assert.deepEqual(plain(ended.body.params.choices), { [ctx.ulcen.id]: { release: ['ghost1'] } });
 });
 
 test('power-pool: a controller\'s control is offered before the round ends; a button ends it with that one change, once, and the creature set free has its sheet freed', () => {

@@ -1113,6 +1113,34 @@ test('config is for GMs; it stores the system and attribute names per character'
   assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'Power|max' });
 });
 
+test('!psi config shows the campaign\'s attribute names, and each character\'s adapter and attribute names; --attr takes spaces around =, forgets a field given no attribute, and counts a name\'s length in characters; the bounds of --timeout and --chunk are taken, a bar in any case', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp=Power' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /adapter <b>roll20\.adnd2e-revised<\/b>; psp=Power<br>/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr hp=Life' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka: \(default\), roll20\.generic, hp=Life/);
+  // A character's settings change by what is given, the rest kept.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --attr psp=Focus' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka: \(default\), roll20\.generic, hp=Life, psp=Focus/);
+  // Spaces around = are allowed; an empty attribute forgets the field; a name's length is counted in characters.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp = Mind Points' });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: 'Mind Points' });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp=' });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), {});
+  const before = JSON.stringify(ctx.sb.state.Mindscape.characters);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --char Nobody --system power-pool' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--char must name a character or a token that represents one\. Nothing was changed\./);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.characters), before);
+  // The bounds of the campaign's numbers are taken; a bar is named in any case.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --timeout 600 --chunk 10000 --hpbar NONE' });
+  assert.deepEqual([ctx.sb.state.Mindscape.config.timeout, ctx.sb.state.Mindscape.config.chunk, ctx.sb.state.Mindscape.config.hpBar], [600, 10000, 'none']);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --timeout 5' });
+  assert.equal(ctx.sb.state.Mindscape.config.timeout, 5);
+  const long = '\u{1F9E0}'.repeat(200);
+  ctx.sb.chat({ playerid: GM, content: `!psi config --attr psp=${long}` });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.config.attributes), { psp: long });
+});
+
 test('config never guesses whose settings change: a selected token of no character, --char with tokens selected, and --reset with other options are refused and nothing changes (ROLL20.md: Settings)', () => {
   const ctx = campaign();
   const lamp = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: '', name: 'Lamp' });
@@ -3939,6 +3967,67 @@ test('a rule that takes a run of numbers gets one button that asks for the numbe
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>H-CS-PEN-CAP<\/b>: <b>5<\/b> \(default 20, which this companion does not take \(it takes 0 or 1 or 2 or 3\)\)/);
 });
 
+test('!psi house: a run of seven whole numbers asks for the number; six, a run with a gap or with a word get a button each; a value changed to another is a change; a rule without choices, an odd id or value get no button', () => {
+  const ctx = campaign();
+  const rule = (id, choices) => ({ id, text: id, default: choices[0], choices });
+  const rules = [rule('R-SEVEN', [0, 1, 2, 3, 4, 5, 6]), rule('R-SIX', [0, 1, 2, 3, 4, 5]), rule('R-GAP', [0, 1, 2, 3, 4, 5, 7]), rule('R-WORD', [0, 1, 2, 3, 4, 5, 6, 'off'])];
+  house(ctx, '', rules);
+  const list = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(list, /<b>R-SEVEN<\/b>: 0 \(default\) \[set\]\(!psi house --system revised-2e --set R-SEVEN=\?\{R-SEVEN: 0 to 6\|0\}\)<br>/);
+  ['R-SIX', 'R-GAP', 'R-WORD'].forEach((id) => assert.match(list, new RegExp(`<b>${id}</b>: 0 \\(default\\) \\[1\\]\\(!psi house --system revised-2e --set ${id}=1\\) \\[2\\]`), id));
+  // A value changed to another that is not the default either is a change.
+  house(ctx, ' --set R-SEVEN=3', rules);
+  house(ctx, ' --set R-SEVEN=5', rules);
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'R-SEVEN': 5 } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Changed\. /);
+  // A rule without choices is none; an id or a value that cannot stand in a command gets no button.
+  house(ctx, '', [rule('R-NONE', []), rule('R(ODD)', [true, false]), rule('R-TEXT', ['plain', 'a)b'])]);
+  const odd = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.doesNotMatch(odd, /R-NONE/);
+  assert.doesNotMatch(odd, /--set R\(ODD\)/);
+  assert.doesNotMatch(odd, /--set R-TEXT=a\)b/);
+});
+
+test('!psi house: yes and no switch a rule, a choice is named in any case; the campaign\'s system is asked by default; a rule id that cannot stand in a command is refused; house rules that are no object count as none; a late answer to a read shows the rules', () => {
+  const ctx = campaign();
+  ctx.sb.state.Mindscape.config.house = { 'revised-2e': 'junk' };
+  attack(ctx);
+  assert.equal(lastRequest(ctx.sb).body.params.options, undefined);
+  house(ctx, ' --set H-2E-STUN = no --set H-2E-ORDER=INITIATIVE');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /Mindscape request/.test(w) && /house rules/.test(w)), /change the house rules of revised-2e/);
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-STUN': false, 'H-2E-ORDER': 'initiative' } });
+  house(ctx, ' --set H-2E-STUN=yes');
+  assert.deepEqual(houseState(ctx), { 'revised-2e': { 'H-2E-ORDER': 'initiative' } });
+  // An encounter of another system is none of this change's business.
+  const { encounter } = ctx.sb.state.Mindscape;
+  ctx.sb.state.Mindscape.encounter = { id: 'enc-1', system: 'power-pool', name: 'x', revision: 1, combatants: {} };
+  house(ctx, ' --set H-2E-STUN=off');
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /current encounter keeps/);
+  ctx.sb.state.Mindscape.encounter = encounter;
+  // Another system's rules are kept beside these; a stored rule unknown here is cleared in any case.
+  house(ctx, ' --system combat-strength --set H-2E-ORDER=initiative');
+  assert.deepEqual(Object.keys(houseState(ctx)).sort(), ['combat-strength', 'revised-2e']);
+  ctx.sb.state.Mindscape.config.house['revised-2e']['h-old'] = 1;
+  house(ctx, ' --default h-old');
+  assert.ok(!('h-old' in houseState(ctx)['revised-2e']));
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: '!psi house --set H(2)=on' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--set wants RULE=VALUE, as H-2E-STUN=off \(got "H\(2\)=on"\)\. Nothing was changed\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi house --default H(2)' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--default wants a rule id, as H-2E-STUN, or ALL\. Nothing was changed\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  ctx.sb.chat({ playerid: GM, content: '!psi house' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { system: 'power-pool' });
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /Mindscape request/.test(w)).at(-1), /read the house rules of power-pool/);
+  // Only reading: a late answer shows the rules as ever.
+  const read = lastRequest(ctx.sb);
+  ctx.sb.advance(31000);
+  answer(ctx, read.id, { jsonrpc: '2.0', id: read.id, result: { system: 'power-pool', house_rules: HOUSE_RULES } });
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /came late/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<b>H-2E-STUN<\/b>: on \(default\)/);
+});
+
 test('a late answer about the house rules changes nothing and says so; a rule both set and put back is refused', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-STUN=off' });
@@ -4465,6 +4554,40 @@ test('power-pool !psi join: a creature every player may control joined by a play
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.thrall.id} --target ${ctx.tokens.fenka.id} --mode psionic-wave` });
   const wave = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.match(join(ctx, GM, ctx.tokens.seer, wave), /<b>Seer<\/b> joins the defense of the group of Ulcen of Tyr \(struck first by the psionic wave of Ogre\)/);
+});
+
+// Fenka (Bob's, free) with a psionic wave, the thrall Ulcen's and a goblin the ogre's:
+// two controllers struck in their puppets' places. Returns the goblin.
+const twoControllers = (ctx) => {
+  const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_pool', current: '0', max: '2' });
+  ctx.sb.add('attribute', { _characterid: goblin.id, name: 'psi_controlled_by', current: ctx.tokens.ogre.id, max: '' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '1', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attacks', current: 'Psionic Wave', max: '' });
+  return goblin;
+};
+
+test('power-pool waves: when control changes before the last choice, made by the attacker\'s own player, that player is told once', () => {
+  const ctx = underControl();
+  const goblin = twoControllers(ctx);
+  ctx.sb.objects.find((o) => o.id === ctx.ogre.id).set({ controlledby: BOB });
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi attack --target ${ctx.thrall.id} --target ${goblin.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Alice').at(-1));
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --for ${ctx.ulcen.id} --mode none` });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.tokens.ogre.id} --mode none` });
+  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /the psionic control of a target changed/.test(w)).length, 1);
+});
+
+test('power-pool: a player\'s odds for a wave assume the defense known by each controller struck in its puppet\'s place that the player does not control', () => {
+  const ctx = underControl();
+  const goblin = twoControllers(ctx);
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.fenka.id], content: `!psi odds --target ${ctx.thrall.id} --target ${goblin.id} --mode psionic-wave --defense pinnacle-of-will` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(lastRequest(ctx.sb).body.method, 'exchange.odds');
+  assert.deepEqual(p.controllers.map(refOf), [ctx.ulcen.id, ctx.tokens.ogre.id]);
+  assert.ok(p.assume_known.includes('/controllers/0') && p.assume_known.includes('/controllers/1'), plain(p.assume_known).join(' '));
 });
 
 test('power-pool waves: a mode that strikes one target is refused with several; an own puppet among the targets goes to the companion at once; a wave refused tells every chooser', () => {

@@ -3451,6 +3451,7 @@ test('a write that fails for one fighter of a step is reported and holds that fi
   assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
   const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
   assert.match(told, /These sheets missed the changes of this answer \(Encounter\); the other changes were written:<br><b>Fenka<\/b> \(writing failed; the API console has the details\): HP 2; psionic-mind-state open<br>The encounter keeps its own copy of Fenka until the write lands or you have brought the sheet in line by hand and run <code>!psi encounter refresh<\/code>\. Before the next resolve, the write it missed is tried again/);
+  assert.doesNotMatch(told, /nobody is held/);
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
   assert.ok(ctx.sb.logs.some((line) => /writing the update of .* failed: Error: sheet locked/.test(line)));
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
@@ -3483,6 +3484,7 @@ test('the refresh before a resolve keeps the encounter\'s copy of a held combata
   refreshAnswer(ctx, only, 3);
   assert.equal(refreshes(ctx.sb).length, 1);
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Unchanged: Ulcen of Tyr\.<br>Kept the encounter's copy of Fenka \(its sheet missed a write-back\)\./);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').find((w) => /before resolving/.test(w)), /Still held/);
   assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
   // Everyone held (updates_failed): the resolve goes at once, saying so.
   const all = encounterWithTwo();
@@ -3542,6 +3544,7 @@ test('while a step or undo waits for its answer, a refresh keeps the encounter\'
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   assert.equal(refreshes(ctx.sb).length, 0, 'no sheet is taken while the undo is on its way');
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /A step or undo of this encounter is still waiting for its answer.*kept its own copy of Ulcen of Tyr, Fenka/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Still held/);
   // The same before a resolve: the step goes on with the encounter's copies.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force' });
   assert.equal(refreshes(ctx.sb).length, 0);
@@ -3813,6 +3816,349 @@ test('an unlinked token\'s missed write waits with what its bar showed, and land
   const second = lastRequest(ctx.sb);
   assert.equal(second.body.params.combatant_id, ctx.gob[1].id);
   assert.equal(attribOf(second.body.params.combatant, 'psi_mind').current, '{"state":"open"}');
+});
+
+test('a hold made while the GM\'s own refresh runs stays: a sheet read before it is not let go of, and one held by then is neither taken nor written', () => {
+  const ctx = fenkaMissedAStep();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const ulcen = lastRequest(ctx.sb);
+  assert.equal(ulcen.body.params.combatant_id, ctx.ulcen.id);
+  // While Ulcen's sheet is being taken, an undo's write to it fails: Ulcen is held too.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').setWithWorker = () => { throw new Error('sheet locked'); };
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 4, undone: 3, updates: [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 40 } } }] } });
+  assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+  refreshAnswer(ctx, ulcen, 4);
+  assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+  assert.equal(refreshes(ctx.sb).length, 1, 'Fenka, held, is not taken');
+  const report = whispersTo(ctx.sb, 'gm').filter((w) => /encounter refresh/.test(w)).at(-1);
+  assert.match(report, /Still held, a write-back failed while this refresh ran: Fenka, Ulcen of Tyr\./);
+  assert.doesNotMatch(report, /No longer held|Wrote again|failed again/);
+  assert.ok(writes(ctx)[ctx.fenka.id], 'Fenka\'s write still waits for the refresh before a resolve');
+});
+
+test('a step whose write-back the companion could not make holds every combatant still here, not one whose character is gone', () => {
+  const ctx = encounterWithTwo();
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id]);
+});
+
+test('a step\'s write-back for a combatant whose character is gone holds nobody and promises no write: the GM puts the values on by hand', () => {
+  const ctx = encounterWithTwo();
+  ctx.tokens.fenka.remove();
+  ctx.fenka.remove();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, /\(its character or token is gone\): HP 2; psionic-mind-state open<br>Put these values on the sheet by hand if it is still needed\.<\/div>$/);
+});
+
+test('a second failed write of a held fighter keeps the parts of an attribute the first one missed: its current and its maximum both land', () => {
+  const ctx = fenkaMissedAStep();
+  const second = resolveNow(ctx);
+  answer(ctx, second.id, stepAnswer(ctx, second, 4, { updates: [{ character_id: ctx.fenka.id, attributes: { HP: { max: 20 } } }] }));
+  assert.deepEqual(writes(ctx)[ctx.fenka.id].attributes.HP, { current: 2, max: 20 });
+  unlockFenkaHp(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.equal(ctx.sb.attribute(ctx.fenka.id, 'HP').get('max'), 20);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('a held sheet the GM changed and then put back is tried again: status promises the write again, not a changed sheet', () => {
+  const ctx = fenkaMissedAStep();
+  const hp = ctx.sb.attribute(ctx.fenka.id, 'HP');
+  hp.set({ current: '5' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /before resolving/.test(w)).at(-1), /Not written again, the sheet has changed since writing failed: Fenka\./);
+  emptyStep(ctx, lastRequest(ctx.sb), 4);
+  // Put back as it was (the HP still locked): tried again, it fails again.
+  hp.set({ current: '11' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /before resolving/.test(w)).at(-1), /Writing what Fenka missed failed again/);
+  emptyStep(ctx, lastRequest(ctx.sb), 5);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 5, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Before the next resolve, the write it missed is tried again[^<]*Fenka\.<\/div>$/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Not written again/);
+});
+
+test('a step or an undo answered after another encounter was created here holds nobody in the new one: the GM is told to bring the sheets in line by hand', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w));
+  assert.match(told, /That encounter is no longer the current one here: bring the sheets in line by hand\./);
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, 'enc-2');
+  assert.equal(ctx.sb.state.Mindscape.encounter.holds, undefined);
+  // An undo's too.
+  const other = encounterWithTwo();
+  other.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(other.sb);
+  other.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const again = lastRequest(other.sb);
+  answer(other, again.id, { jsonrpc: '2.0', id: again.id, result: { id: 'enc-2', revision: 0 } });
+  answer(other, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [], updates_failed: { error_id: 'e-45' } } });
+  assert.match(whispersTo(other.sb, 'gm').find((w) => /sheets not updated/.test(w)), /That encounter is no longer the current one here/);
+  assert.equal(other.sb.state.Mindscape.encounter.holds, undefined);
+});
+
+test('a secret declaration on its way does not stop a refresh: it writes no sheet', () => {
+  const ctx = encounterWithTwo();
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  assert.equal(declared.body.method, 'encounter.declare');
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.equal(lastRequest(ctx.sb).body.params.combatant_id, ctx.ulcen.id);
+});
+
+test('the error id of a write-back the companion could not make is told as a number too', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [], updates_failed: { error_id: 42 } }));
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /\(error id <b>42<\/b>; the companion's log has the cause\)/);
+});
+
+test('a missed write names the maximum it would have set apart from the current value', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { HP: { current: 2, max: 20 } } }] }));
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /<b>Fenka<\/b> \(writing failed; the API console has the details\): HP 2, max 20<br>/);
+});
+
+test('a single attack\'s write that fails holds nobody in the current encounter: only an encounter\'s own steps hold', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /Put these values on the sheet by hand if it is still needed\.<\/div>$/);
+});
+
+test('a refresh that timed out no longer stops another from starting, nor does one of an encounter forgotten here', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  ctx.sb.advance(30000);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 2);
+  // A run of enc-1 still on its way; enc-1 forgotten and enc-2 created: enc-2 refreshes.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 1 } })));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 3);
+  assert.equal(lastRequest(ctx.sb).body.params.id, 'enc-2');
+});
+
+test('a refresh of an encounter nobody has joined says there is nobody to take again; a resolve goes at once without saying it', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /encounter refresh.*The encounter has no combatant to take again from a sheet\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
+  assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => /no combatant to take again/.test(w)).length, 1);
+});
+
+test('a combatant a resync drops while a refresh runs is not taken again', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const ulcen = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 2, waiting_for: [], combatants: { [ctx.ulcen.id]: {} } } });
+  refreshAnswer(ctx, ulcen, 2);
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Every sheet matches the encounter: Ulcen of Tyr\./);
+});
+
+test('the revision a refresh run names never goes back to an older one a refresh answered, nor is lost to an answer without one', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const ulcen = lastRequest(ctx.sb);
+  assert.equal(ulcen.body.params.revision, 2);
+  // A declaration answered meanwhile moved the encounter to revision 5.
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, result: { revision: 5, waiting_for: [ctx.fenka.id], updates: [] } });
+  refreshAnswer(ctx, ulcen, 3);
+  assert.equal(lastRequest(ctx.sb).body.params.revision, 5);
+  // An answer that gives no revision leaves the one known.
+  const other = encounterWithTwo();
+  other.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(other.sb);
+  answer(other, first.id, { jsonrpc: '2.0', id: first.id, result: { combatant_id: first.body.params.combatant_id, changed: [] } });
+  assert.equal(lastRequest(other.sb).body.params.combatant_id, other.fenka.id);
+  assert.equal(lastRequest(other.sb).body.params.revision, 2);
+});
+
+test('declare --release, --cannot-perceive or --keep of a token outside the encounter is refused before anything is sent', () => {
+  const ctx = encounterIn('power-pool', ['ulcen', 'fenka'], (c, i) => [c.ulcen.id, c.fenka.id][i]);
+  for (const option of [`--release ${ctx.tokens.ogre.id}`, `--cannot-perceive ${ctx.tokens.ogre.id}`, `--keep ${ctx.tokens.ogre.id} --by die`]) {
+    const before = requests(ctx.sb).length;
+    const said = aliceDeclares(ctx, option);
+    assert.equal(requests(ctx.sb).length, before, option);
+    assert.match(said, /must be a token of a combatant in the current encounter\./, option);
+  }
+});
+
+test('declare refuses an attack without a --target or at a token outside the encounter, a defense mode the system lacks, and an ally outside the encounter, before anything is sent', () => {
+  const ctx = encounterIn('power-pool', ['ulcen', 'fenka'], (c, i) => [c.ulcen.id, c.fenka.id][i]);
+  for (const [option, why] of [
+    ['--attack mental-stab', /--target must be a token of a combatant in the current encounter\./],
+    [`--attack mental-stab --target ${ctx.tokens.ogre.id}`, /--target must be a token of a combatant in the current encounter\./],
+    ['--defense no-such-defense', /--defense must be one of/],
+    [`--defense imagination-swarm --ally ${ctx.tokens.ogre.id}`, /--ally must be a token of a combatant in the current encounter\./],
+  ]) {
+    const before = requests(ctx.sb).length;
+    const said = aliceDeclares(ctx, option);
+    assert.equal(requests(ctx.sb).length, before, option);
+    assert.match(said, why, option);
+  }
+});
+
+test('a step on its way keeps the sheets from a refresh of its own encounter, also one kept from before requests named their encounter, but not another encounter\'s', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  delete ctx.sb.state.Mindscape.pending[undo.id].encounter;
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 0);
+  ctx.sb.state.Mindscape.pending[undo.id].encounter = 'enc-1';
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 1 } })));
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.equal(lastRequest(ctx.sb).body.params.id, 'enc-2');
+});
+
+test('revised-2e declare --close asks to pay to close the mind, and its player reads back that choice', () => {
+  const ctx = encounterWithTwo();
+  const req = aliceDeclares(ctx, '--close');
+  assert.deepEqual(plain(req.body.params.choice), { close: true });
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { revision: 3, waiting_for: [], updates: [] } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Your choice is recorded in secret: pay to close the mind\. A new declaration replaces all of it/);
+});
+
+test('declare --keep takes its --by in any case', () => {
+  const ctx = encounterIn('power-pool', ['ulcen', 'fenka'], (c, i) => [c.ulcen.id, c.fenka.id][i]);
+  const req = aliceDeclares(ctx, `--keep ${ctx.tokens.fenka.id} --by Die`);
+  assert.deepEqual(plain(req.body.params.choice), { keep: { target: ctx.fenka.id, by: 'die' } });
+});
+
+test('a secret choice is read back whole to whoever declared it: a stance, no multiplier at 1, every target of a wave, its pool dice, no defense, the allies drawn in', () => {
+  const recorded = (ctx, req, who) => {
+    answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { revision: 9, waiting_for: [], updates: [] } });
+    return /Your choice is recorded in secret: (.*?)\. A new declaration/.exec(whispersTo(ctx.sb, who).at(-1))[1];
+  };
+  const r2e = encounterWithTwo();
+  assert.equal(recorded(r2e, aliceDeclares(r2e, `--attack ego-whip --target ${r2e.tokens.fenka.id} --mult 1 --range short --defense none`), 'Alice'),
+    'Ego Whip at Fenka, short range; defense none');
+  const strength = encounterIn('combat-strength', ['ulcen', 'fenka'], (c, i) => [c.ulcen.id, c.fenka.id][i]);
+  assert.match(recorded(strength, aliceDeclares(strength, '--stance trance'), 'Alice'), /^stance trance$/);
+  const pool = swarmCampaign();
+  encounterOf(pool, [pool.tokens.ulcen, pool.tokens.fenka, pool.tokens.ogre, pool.tokens.porter]);
+  assert.match(recorded(pool, aliceDeclares(pool, `--attack psionic-wave --target ${pool.tokens.fenka.id} --target ${pool.tokens.ogre.id} --dice 3`), 'Alice'),
+    / at Fenka, Ogre, 3 pool dice$/);
+  assert.match(recorded(pool, declare(pool, BOB, pool.tokens.fenka, ` --defense imagination-swarm --ally ${pool.tokens.porter.id}`), 'Bob'),
+    /^defense Imagination Swarm, drawing in Porter$/);
+});
+
+test('only a GM may create, add to, refresh, resolve, undo or end an encounter: a player\'s command sends nothing and keeps the encounter', () => {
+  const ctx = encounterWithTwo();
+  const before = requests(ctx.sb).length;
+  for (const action of ['create', 'add', 'refresh', 'resolve', 'undo', 'end']) {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter ${action}` });
+    assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`only a GM may ${action} an encounter\\.`), action);
+  }
+  assert.equal(requests(ctx.sb).length, before);
+  assert.equal(ctx.sb.state.Mindscape.encounter.id, 'enc-1');
+});
+
+test('an encounter command is read in any case: a player\'s UNDO is refused as a GM\'s, a GM\'s Status is sent', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi encounter UNDO' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /only a GM may undo an encounter\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter Status' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.get');
+});
+
+test('encounter add refuses a --token that names no fighter and sends a fighter named twice once', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  const before = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, content: `!psi encounter add --token ${ctx.tokens.ulcen.id} --token -Mnothing` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /select the tokens to add, or name them with --token\./);
+  assert.equal(requests(ctx.sb).length, before);
+  ctx.sb.chat({ playerid: GM, content: `!psi encounter add --token ${ctx.tokens.ulcen.id} --token ${ctx.tokens.ulcen.id}` });
+  assert.deepEqual(lastRequest(ctx.sb).body.map((b) => b.params.combatant.data.id), [ctx.ulcen.id]);
+});
+
+test('a declaration is made for exactly one selected token, one its player controls', () => {
+  const ctx = encounterWithTwo();
+  const before = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter declare --close' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /select exactly one token of a combatant in the current encounter\./);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.fenka.id], content: '!psi encounter declare --close' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /you do not control Fenka\./);
+  assert.equal(requests(ctx.sb).length, before);
+});
+
+test('resolve --no-refresh --force sends the forced resolve at once', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh --force' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { id: 'enc-1', revision: 2, force: true });
+});
+
+test('the pairing code is whispered out of the chat archive; a new one tells how many requests still waiting carry the old one, the same one does not', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  ctx.sb.chat({ playerid: GM, content: '!psi pair' });
+  const same = ctx.sb.chats.at(-1);
+  assert.match(same.input, /Pairing code: <code>/);
+  assert.equal(same.options.noarchive, true);
+  assert.doesNotMatch(same.input, /still waiting/);
+  ctx.sb.chat({ playerid: GM, content: '!psi pair --new' });
+  assert.match(ctx.sb.chats.at(-1).input, /New pairing code: .*The 1 request\(s\) still waiting carry the old code and will not be relayed\./);
+});
+
+test('the help handout is in every player\'s journal, and the link to it is whispered out of the chat archive', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  assert.equal(handout.get('inplayerjournals'), 'all');
+  const link = ctx.sb.chats.at(-1);
+  assert.match(link.input, /journal\.roll20\.net\/handout\//);
+  assert.equal(link.options.noarchive, true);
 });
 
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
@@ -4262,6 +4608,10 @@ test('power-pool encounter: --ally from a wave\'s mind other than the first is r
   declare(ctx, BOB, ctx.tokens.fenka, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`);
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /in this psionic wave only the mind struck first, Ulcen of Tyr, draws allies into the group's defense: declare the defense of Fenka without --ally\. Nothing was sent\./);
   assert.equal(requests(ctx.sb).length, sent);
+  // A mind the wave does not strike is not judged here: the companion answers for it.
+  const ogre = declare(ctx, GM, ctx.tokens.ogre, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`);
+  assert.equal(requests(ctx.sb).length, sent + 1);
+  assert.deepEqual(plain(ogre.body.params.choice.defense.allies), [ctx.porter.id]);
   // The first mind draws allies in; the others declare without.
   assert.deepEqual(plain(declare(ctx, ALICE, ctx.tokens.ulcen, ` --defense imagination-swarm --ally ${ctx.tokens.porter.id}`).body.params.choice.defense.allies), [ctx.porter.id]);
   const none = declare(ctx, BOB, ctx.tokens.fenka, ' --defense none');

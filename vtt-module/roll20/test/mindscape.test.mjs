@@ -618,6 +618,20 @@ test('malformed answers are refused without any write, and the request keeps wai
       { character_id: ctx.ulcen.id, attributes: { PSP: { current: 1 } } },
       { character_id: ctx.fenka.id, attributes: { HP: { current: { evil: true } } } },
     ]))}`, /not a number or text/],
+    [`!psi-result ${req.id} ${encode({ id: req.id, result: exchangeResult(ctx, req.id).result })}`, /lacks &#34;jsonrpc&#34;: &#34;2\.0&#34;/],
+    [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: req.id, result: exchangeResult(ctx, req.id).result, error: { code: 4001, message: 'No' } })}`, /exactly one of result and error/],
+    [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: req.id, error: { code: '4001', message: 'No' } })}`, /lacks a numeric code and a message/],
+    [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: req.id, error: { code: 4001 } })}`, /lacks a numeric code and a message/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: 7, attributes: { HP: { current: 0 } } }]))}`, /updates\/0 lacks a character_id/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id }]))}`, /updates\/0\/attributes is not an object/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id, attributes: { 'H\u0007P': { current: 0 } } }]))}`, /unusable attribute name/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id, attributes: { HP: {} } }]))}`, /needs current or max/],
+    [`!psi-result ${req.id} ${encode(exchangeResult(ctx, req.id, [{ character_id: ctx.fenka.id, attributes: { HP: { current: 0, min: 0 } } }]))}`, /HP\/min is not current or max/],
+    // Updates are read wherever a step holds them: its steps, its step, results a step holds.
+    ...[{ steps: [{ updates: [] }] }, { step: { updates: [] } }, { step: { results: [{ updates: [] }] } }].map((where) => {
+      const inner = JSON.parse(JSON.stringify(where).replace('"updates":[]', `"updates":[{"character_id":"${ctx.ogre.id}","attributes":{"HP":{"current":0}}}]`));
+      return [`!psi-result ${req.id} ${encode({ jsonrpc: '2.0', id: req.id, result: Object.assign({}, exchangeResult(ctx, req.id).result, inner) })}`, /did not involve/];
+    }),
     [`!psi-result ${req.id} 2/1 abc`, /out of range/],
     [`!psi-result ${req.id}`, /expected/],
     ['!psi-result ../../x abc', /malformed/],
@@ -1043,7 +1057,7 @@ test('combat-strength odds come in a few lines, not one per damage value: outcom
   answer(ctx, fixed.id, { jsonrpc: '2.0', id: fixed.id, result: {
     outcomes: { 7: 1 }, crushed: 0, left_out: { outcomes: 0, distribution: 0 },
     damage: { mean: 7, distribution: [[7, 1]], truncated_mass: 0, dealt: { chance: 1, mean: 7, p10: 7, median: 7, p90: 7, least: 7, most: 7 } },
-    defense_zero: 0, conditions: {}, save: null, outcome: { damage: 1 },
+    defense_zero: 0, conditions: {}, save: null, outcome: { damage: 1, crushed: 0 },
   } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Damage 100\.0%<br>Damage when dealt: 7\.<\/div>$/);
   // A psionic wave on a defenseless mind deals no damage but leaves a condition: it says so.
@@ -4159,6 +4173,126 @@ test('the help handout is in every player\'s journal, and the link to it is whis
   const link = ctx.sb.chats.at(-1);
   assert.match(link.input, /journal\.roll20\.net\/handout\//);
   assert.equal(link.options.noarchive, true);
+});
+
+test('a refresh answer of an encounter forgotten here lets go of nobody held in the current one', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const old = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  refreshAnswer(ctx, old, 7);
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /The current encounter changed here meanwhile, so nothing more was sent\./);
+});
+
+test('a step\'s write that fails for a fighter a resync dropped meanwhile keeps no write for it to try again', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 2, waiting_for: [], combatants: { [ctx.ulcen.id]: {} } } });
+  answer(ctx, step.id, stepAnswer(ctx, step, 3));
+  assert.deepEqual(held(ctx), []);
+  assert.deepEqual(writes(ctx), {});
+});
+
+test('an unlinked token keeps what each write-back gave it: a later one adds to it, a part of a value already kept, in any case of its name', () => {
+  const ctx = goblins();
+  const hit = (updates) => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    const req = lastRequest(ctx.sb);
+    answer(ctx, req.id, exchangeResult(ctx, req.id, updates));
+  };
+  hit([{ character_id: ctx.gob[1].id, attributes: { psi_mind: { current: '{"state":"open"}' }, psi_timer: { current: '2' } } }]);
+  hit([{ character_id: ctx.gob[1].id, attributes: { PSI_TIMER: { max: '3' } } }]);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id]), {
+    psi_mind: { name: 'psi_mind', current: '{"state":"open"}', max: '' },
+    psi_timer: { name: 'psi_timer', current: '2', max: '3' },
+  });
+});
+
+test('a card shows the roll against what was needed, the damage, the PSPs spent and every die, naming one a penetrating die rolled after; no totals without both sides\' totals', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const response = exchangeResult(ctx, req.id);
+  response.result.rolls = response.result.rolls.concat([
+    { purpose: 'damage', sides: 6, value: 6, by: ctx.ulcen.id, follows: null },
+    { purpose: 'damage', sides: 6, value: 3, by: ctx.ulcen.id, follows: 1 },
+  ]);
+  response.result.attack_total = 5;
+  answer(ctx, req.id, response);
+  const card = ctx.sb.chats.at(-1).input;
+  assert.match(card, /\{\{Roll=15 \+ 2 = 17 \(needed 12\)\}\} \{\{Damage=9\}\} \{\{PSP spent=12\}\}/);
+  assert.match(card, /\{\{Dice=attack d20: 15, damage d6: 6, damage d6: 3 \(penetrating\)\}\}/);
+  assert.doesNotMatch(card, /Totals/);
+});
+
+test('in the private roll mode each controller reads a card once, and a GM among them only as the GM', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode private' });
+  ctx.fenka.set('controlledby', `${ALICE},${GM}`);
+  // Alice controls Fenka too: she settles the defense at once.
+  attack(ctx, ' --defense mental-barrier');
+  const req = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  answer(ctx, req.id, exchangeResult(ctx, req.id));
+  const cards = ctx.sb.chats.slice(from).filter((c) => c.input.includes('&{template:default}')).map((c) => c.input.replace(/ &\{.*$/, ''));
+  assert.deepEqual(cards, ['/w gm', '/w "Alice"']);
+});
+
+test('a step that holds one exchange as its step, or is that exchange, is shown as that exchange\'s card', () => {
+  const ctx = encounterWithTwo();
+  const resolve = resolveNow(ctx);
+  const { updates, ...exchange } = exchangeResult(ctx, resolve.id).result;
+  answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, result: { step: exchange, summary: 'Round 1.', revision: 3, updates } });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Summary=Ulcen of Tyr lashes Fenka with an ego whip\.\}\}/);
+  // Or that is the exchange itself.
+  const next = resolveNow(ctx);
+  answer(ctx, next.id, { jsonrpc: '2.0', id: next.id, result: Object.assign({}, exchange, { summary: 'Fenka reels.', revision: 4, updates: [] }) });
+  assert.match(ctx.sb.chats.at(-1).input, /\{\{Outcome=Hit\}\}.*\{\{Summary=Fenka reels\.\}\}/);
+});
+
+test('an updates_failed outside an encounter\'s step holds nobody in the current encounter and says nothing of a step', () => {
+  const ctx = encounterWithTwo();
+  const req = attackAndDefend(ctx);
+  const response = exchangeResult(ctx, req.id);
+  response.result.updates_failed = { error_id: 'e-46' };
+  answer(ctx, req.id, response);
+  assert.deepEqual(held(ctx), []);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/sheets not updated/.test(w)));
+});
+
+test('a batch answer with more responses than requests is refused as malformed and nobody joins', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  const responses = add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } }));
+  answer(ctx, add.id, responses.concat([{ jsonrpc: '2.0', id: `${add.id}-9`, result: { combatant_id: 'x', revision: 9 } }]));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /a batch answer must hold one response per request/);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), {});
+});
+
+test('a refresh answer without its list of changed fields is refused as malformed and the refresh keeps waiting for it', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(ctx.sb);
+  answer(ctx, first.id, { jsonrpc: '2.0', id: first.id, result: { combatant_id: first.body.params.combatant_id, revision: 3 } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the result lacks the list of changed fields/);
+  assert.ok(plain(ctx.sb.context.Mindscape.pendingIds()).includes(first.id));
+  refreshAnswer(ctx, first, 3);
+  assert.equal(lastRequest(ctx.sb).body.params.combatant_id, ctx.fenka.id);
 });
 
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {

@@ -3665,7 +3665,7 @@ var Mindscape = Mindscape || (() => {
       const id = newId();
       // One JSON-RPC batch, so that the whole group joins with one relay round trip.
       const body = chars.map((ref, i) => rpcBody(`${id}-${i}`, 'encounter.add', { id: enc.id, combatant: combatantOf(ref) }));
-      return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]) },
+      return postRequest(body, { id, kind: 'encounter.add', requester: msg.playerid, involved: chars, batch: chars.map((c, i) => [`${id}-${i}`, c]), encounter: enc.id },
         `add ${chars.map(fighterName).join(', ')} to the encounter`, () => { if (leftOut) whisperGM(box('encounter', leftOut.trim())); });
     }
     if (action === 'declare') {
@@ -4173,7 +4173,9 @@ var Mindscape = Mindscape || (() => {
       return whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
     },
     'encounter.declare': (job, result) => {
-      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
+      // The revision is that of the encounter the request was made for, and of no other.
+      const enc = jobEncounter(job);
+      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       if (job.public) {
         // The companion says what the action did ("Ix regains 3 dice (5 in the pool).").
@@ -4206,7 +4208,8 @@ var Mindscape = Mindscape || (() => {
       if (exchanges.length) exchanges.forEach((step) => postCard(resultCard(title, step), job.involved));
       else postCard(resultCard(title, { summary: result.summary, rolls: result.rolls }), job.involved);
       // Only a revision that is one: another would drop the guard of every later call.
-      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
+      const enc = jobEncounter(job);
+      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
     },
     'encounter.get': (job, result) => {
       const enc = store().encounter;
@@ -4243,7 +4246,8 @@ var Mindscape = Mindscape || (() => {
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
     'encounter.undo': (job, result) => {
-      if (store().encounter && Number.isInteger(result.revision)) store().encounter.revision = result.revision;
+      const enc = jobEncounter(job);
+      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
       whisperGM(box('encounter', 'The last step was undone.'));
     },
   };
@@ -4323,9 +4327,13 @@ var Mindscape = Mindscape || (() => {
     ? 'No other answer will come for it: run <code>!psi encounter create</code> again (an encounter the companion may have made meanwhile is only left unused).'
     : STATUS_HINT);
 
-  // encounter.add answers a batch: one response per token, each may fail alone.
+  // encounter.add answers a batch: one response per token, each may fail alone. The
+  // fighters join the encounter the add was sent for: once another is the current one
+  // here (ended, or created anew, while the add was on its way), the current one gains
+  // nobody and the GM is told where they joined.
   const handleBatch = (job, responses) => {
-    const enc = store().encounter;
+    const enc = jobEncounter(job);
+    const elsewhere = enc || job.encounter === undefined ? '' : ` encounter <b>${chatSafe(job.encounter)}</b>, which is no longer the current one here`;
     const lines = [];
     let uncertain = false;
     job.batch.forEach(([rid, charId]) => {
@@ -4334,7 +4342,7 @@ var Mindscape = Mindscape || (() => {
       if (response.error && alreadyJoined(response.error)) {
         // A replayed or repeated add (after a lost answer): the combatant is in already.
         if (enc) enc.combatants[charId] = charId;
-        lines.push(`${name} was already in the encounter: joined.`);
+        lines.push(elsewhere ? `${name} was already in${elsewhere}.` : `${name} was already in the encounter: joined.`);
       } else if (response.error) {
         if (response.error.code === BRIDGE_UNCERTAIN) uncertain = true;
         const one = Object.assign({}, job, { involved: [charId], actor: charId });
@@ -4344,7 +4352,7 @@ var Mindscape = Mindscape || (() => {
           enc.combatants[charId] = String(response.result.combatant_id);
           if (Number.isInteger(response.result.revision) && !(enc.revision > response.result.revision)) enc.revision = response.result.revision;
         }
-        lines.push(`${name} joined.`);
+        lines.push(elsewhere ? `${name} joined${elsewhere}.` : `${name} joined.`);
       }
     });
     if (uncertain) lines.push(STATUS_HINT);

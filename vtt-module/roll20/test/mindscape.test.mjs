@@ -4295,6 +4295,38 @@ test('a refresh answer without its list of changed fields is refused as malforme
   assert.equal(lastRequest(ctx.sb).body.params.combatant_id, ctx.fenka.id);
 });
 
+test('answers of an encounter no longer current here change nothing in the current one: an add joins nobody to it, a declaration, a step or an undo moves not its revision', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const first = lastRequest(ctx.sb);
+  answer(ctx, first.id, { jsonrpc: '2.0', id: first.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const second = lastRequest(ctx.sb);
+  answer(ctx, second.id, { jsonrpc: '2.0', id: second.id, result: { id: 'enc-2', revision: 0 } });
+  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 5 } })));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), {});
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr joined encounter <b>enc-1<\/b>, which is no longer the current one here\.<br>Fenka joined encounter <b>enc-1<\/b>/);
+  // enc-2's own add joins; then a declaration, a step and an undo of enc-1 are answered.
+  const other = encounterWithTwo();
+  const declared = aliceDeclares(other, `--attack ego-whip --target ${other.tokens.fenka.id} --mult 1 --range short`);
+  const step = resolveNow(other);
+  other.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(other.sb);
+  other.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const next = lastRequest(other.sb);
+  answer(other, next.id, { jsonrpc: '2.0', id: next.id, result: { id: 'enc-2', revision: 0 } });
+  answer(other, declared.id, { jsonrpc: '2.0', id: declared.id, result: { revision: 3, waiting_for: [], updates: [] } });
+  assert.equal(other.sb.state.Mindscape.encounter.revision, 0);
+  answer(other, step.id, stepAnswer(other, step, 4));
+  assert.equal(other.sb.state.Mindscape.encounter.revision, 0);
+  answer(other, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 5, undone: 4, updates: [] } });
+  assert.equal(other.sb.state.Mindscape.encounter.revision, 0);
+});
+
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });

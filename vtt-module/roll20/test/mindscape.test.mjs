@@ -4327,6 +4327,113 @@ test('answers of an encounter no longer current here change nothing in the curre
   assert.equal(other.sb.state.Mindscape.encounter.revision, 0);
 });
 
+test('a refusal names a fighter for the combatant id the companion gave it, and for where a refresh or an add sent its sheet', () => {
+  const ctx = encounterIn('revised-2e', ['ulcen', 'fenka'], (c, i) => ['cid-ulcen', 'cid-fenka'][i]);
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, error: { code: 4001, message: 'Rules violation', data: { rule: 'target-gone', detail: 'cid-fenka cannot be struck now' } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Fenka cannot be struck now\./);
+  const sheetRefused = { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatant/data/attribs/0/current', message: 'must be a number' }] } };
+  const run = encounterWithTwo();
+  run.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const first = lastRequest(run.sb);
+  answer(run, first.id, { jsonrpc: '2.0', id: first.id, error: sheetRefused });
+  assert.match(whispersTo(run.sb, 'gm').at(-1), /Ulcen of Tyr&#39;s sheet: must be a number\./);
+  const add = campaign();
+  add.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(add.sb);
+  answer(add, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  add.sb.chat({ playerid: GM, selected: [add.tokens.fenka.id], content: '!psi encounter add' });
+  const batch = lastRequest(add.sb);
+  answer(add, batch.id, [{ jsonrpc: '2.0', id: batch.body[0].id, error: sheetRefused }]);
+  assert.match(whispersTo(add.sb, 'gm').at(-1), /Fenka did not join: Fenka&#39;s sheet: must be a number\./);
+});
+
+test('a rules refusal without a detail reads as its rule in words', () => {
+  const ctx = encounterWithTwo();
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, error: { code: 4001, message: 'Rules violation', data: { rule: 'target-gone' } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /declaration<\/b><br>Target gone\./i);
+});
+
+test('a request refused as not found for the encounter it was made for says the companion does not know that encounter, once another is current here too', () => {
+  const ctx = encounterWithTwo();
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, error: { code: 4004, message: 'Not found', data: { id: 'enc-1' } } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion does not know this encounter \(it may have been deleted\)/);
+});
+
+test('odds whose damage averages 0 leave the mean damage out; any other mean is given', () => {
+  const ctx = campaign();
+  for (const [mean, said] of [[0, false], [4.5, true]]) {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short --defense mental-barrier` });
+    const odds = lastRequest(ctx.sb);
+    answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 0.5, miss: 0.5 }, damage: { mean } } });
+    assert.equal(/Mean damage 4\.50/.test(whispersTo(ctx.sb, 'Alice').at(-1)), said, String(mean));
+    assert.equal(/Mean damage/.test(whispersTo(ctx.sb, 'Alice').at(-1)), said, String(mean));
+  }
+});
+
+test('a public action the GM declares is told to the GM once', () => {
+  const ctx = poolEncounter();
+  const req = declare(ctx, GM, ctx.tokens.ogre, ' --pass');
+  const from = ctx.sb.chats.length;
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { revision: 5, waiting_for: [], updates: [] } });
+  assert.equal(ctx.sb.chats.slice(from).filter((c) => /Ogre passes this round: done at once/.test(c.input)).length, 1);
+});
+
+test('a status of an encounter no longer current here leaves the current one as it is', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 9, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 0);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.combatants), {});
+});
+
+test('a resync takes in a combatant the companion lists only while its fighter is still here', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [],
+    combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {}, [ctx.ogre.id]: {}, '-Mgone': {} } } });
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.encounter.combatants)).sort(), [ctx.ulcen.id, ctx.fenka.id, ctx.ogre.id].sort());
+});
+
+test('only the companion\'s word that the combatant id is already in the encounter counts an add as joined; an add\'s revisions never go back', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
+  const create = lastRequest(ctx.sb);
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
+  const add = lastRequest(ctx.sb);
+  answer(ctx, add.id, [
+    { jsonrpc: '2.0', id: add.body[0].id, result: { combatant_id: ctx.ulcen.id, revision: 5 } },
+    { jsonrpc: '2.0', id: add.body[1].id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatant/name', message: 'a name already in the encounter' }] } } },
+  ]);
+  assert.deepEqual(Object.keys(plain(ctx.sb.state.Mindscape.encounter.combatants)), [ctx.ulcen.id]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka did not join/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: '!psi encounter add' });
+  const late = lastRequest(ctx.sb);
+  answer(ctx, late.id, [{ jsonrpc: '2.0', id: late.body[0].id, result: { combatant_id: ctx.ogre.id, revision: 3 } }]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
+});
+
+test('a stale-revision refusal once no encounter is current here is reported as refused, with no resync', () => {
+  const ctx = encounterWithTwo();
+  const declared = aliceDeclares(ctx, `--attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1 --range short`);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  const before = requests(ctx.sb).length;
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, error: { code: 4009, message: 'Stale revision', data: { revision: 7 } } });
+  assert.equal(requests(ctx.sb).length, before);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Ulcen of Tyr&#39;s declaration/);
+});
+
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });

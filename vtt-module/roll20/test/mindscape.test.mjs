@@ -4177,6 +4177,9 @@ test('the help handout is in every player\'s journal, and the link to it is whis
 
 test('a refresh answer of an encounter forgotten here lets go of nobody held in the current one', () => {
   const ctx = encounterWithTwo();
+  // enc-1 has made one hold when its refresh begins, as enc-2 will have when the answer comes.
+  const unmade = resolveNow(ctx);
+  answer(ctx, unmade.id, stepAnswer(ctx, unmade, 3, UNMADE));
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   const old = lastRequest(ctx.sb);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
@@ -4432,6 +4435,33 @@ test('a stale-revision refusal once no encounter is current here is reported as 
   answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, error: { code: 4009, message: 'Stale revision', data: { revision: 7 } } });
   assert.equal(requests(ctx.sb).length, before);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Ulcen of Tyr&#39;s declaration/);
+});
+
+test('only an api message that is a !psi command is read: a general message, or !psi run into a word, is not', () => {
+  const ctx = campaign();
+  const before = ctx.sb.chats.length;
+  ctx.sb.chat({ playerid: ALICE, type: 'general', content: '!psi fly' });
+  ctx.sb.chat({ playerid: ALICE, content: '!psifly' });
+  assert.equal(ctx.sb.chats.length, before);
+});
+
+test('--help after any command opens the help', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: ALICE, content: '!psi attack --help' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /journal\.roll20\.net\/handout\//);
+});
+
+test('an internal error in a command is told to whoever typed it, and one while applying an answer to the GM as such', () => {
+  const ctx = campaign();
+  const { findObjs, playerIsGM } = ctx.sb.context;
+  ctx.sb.context.findObjs = () => { throw new Error('broken'); };
+  ctx.sb.chat({ playerid: ALICE, content: '!psi --help' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /an internal error happened; the API console has the details\./);
+  ctx.sb.context.findObjs = findObjs;
+  ctx.sb.context.playerIsGM = () => { throw new Error('broken'); };
+  ctx.sb.chat({ playerid: GM, content: '!psi-result abc def' });
+  ctx.sb.context.playerIsGM = playerIsGM;
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /An internal error happened while applying an answer; the API console has the details\./);
 });
 
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {

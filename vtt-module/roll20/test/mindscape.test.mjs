@@ -4464,6 +4464,14 @@ test('an internal error in a command is told to whoever typed it, and one while 
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /An internal error happened while applying an answer; the API console has the details\./);
 });
 
+test('a malformed request id in a typed answer is quoted back to the GM as text, never as markup', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi-result <img/src=x> abc' });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /answer refused.*the request id is malformed/);
+  assert.doesNotMatch(told, /<img/);
+});
+
 test('the help handout says a combatant whose sheet missed a step is held until the GM\'s refresh', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi --help' });
@@ -5266,7 +5274,7 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: 4001, message: 'The rules forbid it', data: { rule: 'no-die-to-dedicate', detail: 'Ogre has no die in its pool to keep control with' } } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ogre has no die in its pool/);
   for (const player of ['Alice', 'Bob']) {
-    assert.match(whispersTo(ctx.sb, player).at(-1), /The exchange failed; the GM has been told why\./, player);
+    assert.match(whispersTo(ctx.sb, player).at(-1), /Refused: Ogre vs\. Fenka, Ulcen of Tyr<\/b><br>The exchange failed; the GM has been told why\./, player);
     assert.ok(whispersTo(ctx.sb, player).every((w) => !/no die/.test(w)), player);
   }
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');

@@ -49,6 +49,16 @@ test("revised-2e: the PSPs of a defense raised at the round's start show once, o
   assert.deepEqual(rows(cards[1]).filter((r) => r.startsWith("Fenka")), ["Fenka | PSPs | 23 | 20"]);
 });
 
+test("revised-2e: the PSPs paid for a defense are added up over the round's payments, and a payment of nothing is none", () => {
+  const step = { events: [
+    { type: "defense-raised", combatant: "fenka-tokF", mode: "mind-blank" },
+    { type: "psp-spent", combatant: "fenka-tokF", amount: 3, for: "defense" },
+    { type: "psp-spent", combatant: "fenka-tokF", amount: 2, for: "defense" },
+    { type: "psp-spent", combatant: "ulcen", amount: 0, for: "defense" },
+  ] };
+  assert.deepEqual([...defensePayments(step)], [["fenka-tokF", { amount: 5, mode: "mind-blank" }]]);
+});
+
 test("combat-strength: an encounter card names the defense the result carries as defense_mode", () => {
   // A segment's exchange as the companion answers it (engine/combat_strength/exchange.py fields).
   const result = { system: "combat-strength", outcome: "damage", mode: "psionic-wave", defense_mode: "mind-blank", range: "short", table: "combat", bonus_dice: 4, bonus_rolls: [5, 5, 5, 5], damage: 23, attack_cost: 20, summary: "Zanna attacks Aboleth with Psionic Wave against Mind Blank (band 01-25): 3 + 4d6 (5 + 5 + 5 + 5) = 23 damage.", rolls: [], events: [], attacker: { id: "z" }, defender: { id: "a" } };
@@ -58,4 +68,6 @@ test("combat-strength: an encounter card names the defense the result carries as
   assert.equal(card.defenseLabel, "mind blank");
   // No defense named: none.
   assert.equal(modesOfResult({ ...result, defense_mode: null }).defense, null);
+  // A defense object that names no mode is none either.
+  assert.equal(modesOfResult({ ...result, defense_mode: { psp: 0 } }).defense, null);
 });

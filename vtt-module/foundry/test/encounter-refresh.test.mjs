@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
+import { droppedReport, makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
 import { DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
@@ -283,6 +283,14 @@ test("the panel has a Refresh from sheets button; it refreshes and reports", asy
   assert.equal(refreshReport([{ name: "A", changed: ["condition_rounds", "hp"] }], t.clients.gm.svc.t.label), "A (Condition rounds, Hit points)");
 });
 
+test("a refresh's report without the table's words writes a field as words; whom to ask again is named once, though two refreshes dropped the choice", () => {
+  assert.equal(refreshReport([{ name: "A", changed: ["condition_rounds"] }]), "A (condition rounds)");
+  assert.equal(droppedReport([
+    { combatantId: "a", name: "Ann", dropped: ["a"] },
+    { combatantId: "b", name: "Bo", dropped: ["a", "b"] },
+  ]), "Ann, Bo");
+});
+
 test("the panel's log names refresh steps too", async () => {
   const { t, gm } = await encounter({
     methods: (m) => ({
@@ -473,6 +481,36 @@ test("a sheet the GM put right by hand with the very values the write held lets 
   assert.equal(ctl.meta.held, undefined, "the write landed: nothing is held");
   assert.equal(t.clients.gm.notes.warn.length, warned, "no warning that the sheet changed");
   assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 19);
+});
+
+test("an undo whose write misses a held sheet too waits with the undo's values: they are what lands", async () => {
+  const { t, ctl, enc } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  await ctl.undo();
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
+  lock.on = false;
+  await ctl.refresh();
+  assert.equal(psp(fenka), 30, "the undo's 30, not the step's 19 it took back");
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 30);
+  assert.equal(ctl.meta.held, undefined);
+});
+
+test("a held sheet the GM changed by hand is not written over when a later write misses it too: it waits for the GM", async () => {
+  const { t, ctl } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  lock.on = false;
+  await fenka.update({ "flags.mindscape.revised-2e.psp": 25 });
+  lock.on = true;
+  await ctl.undo();
+  lock.on = false;
+  await ctl.refresh();
+  assert.equal(psp(fenka), 25, "the GM's figure stays");
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The sheet of Fenka changed since a write-back missed it/);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
 });
 
 test("a failed write to a world actor holds that actor's combatant only, not an unlinked token made from it", async () => {

@@ -232,6 +232,43 @@ test("power-pool choices: one thing at a time, by phase; no attack is a pass; pu
   assert.deepEqual(choiceFromForm("power-pool", attack, { action: "keep", controlTarget: "thrall" }), { keep: { target: "thrall", by: "die" } });
 });
 
+test("power-pool choices: release, keep or lost sight with no creature named is no action; an attack kept by action; empty boxes name nobody", () => {
+  const attack = { phase: "attack" };
+  // No creature picked: the form is read as it is without the action (here: no attack, a pass).
+  for (const action of ["release", "keep", "cannot_perceive"]) {
+    assert.deepEqual(choiceFromForm("power-pool", attack, { action, controlTarget: "" }), { pass: true }, action);
+  }
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "mental-stab", target: "b", attackKeepBy: "action" }), { attack: { mode: "mental-stab", target: "b", keep_by: "action" } });
+  // A box left empty in the form is no further target and no ally.
+  assert.deepEqual(choiceFromForm("power-pool", attack, { attackMode: "psionic-wave", target: "b", waveTargets: ["", "c"], waveModes: "psionic-wave" }), { attack: { mode: "psionic-wave", target: "b", targets: ["c"] } });
+  assert.deepEqual(choiceFromForm("power-pool", { phase: "defense" }, { defenseMode: "imagination-swarm", allies: ["", "guard"] }), { defense: { mode: "imagination-swarm", allies: ["guard"] } });
+});
+
+test("the panel names the encounter and its combatants as the GM named them, shows each mind (an open one marked) and each held sheet; a round's phase is not named twice", () => {
+  const view = encounterView(
+    { name: "enc-7", phase: "round", round: 2, revision: 4, waiting_for: [], combatants: [
+      { id: "a", name: "a-sheet", psp: 5, mind: { state: "open" } },
+      { id: "b", name: "Bo's sheet", psp: 7, psp_max: 9, mind: { state: "closed" } },
+      { id: "c", psp: 1, psp_max: 2 },
+    ] },
+    { id: "e1", name: "Vault", system: "revised-2e", combatants: { a: { name: "Ann" } }, held: { b: { write: null } } },
+    enLabel,
+  );
+  assert.equal(view.name, "Vault");
+  assert.deepEqual(view.combatants.map((c) => [c.name, c.summary, c.mind, c.mindOpen, c.held]), [
+    ["Ann", "PSP 5/?", "Open", true, false],
+    ["Bo's sheet", "PSP 7/9", "Closed", false, true],
+    ["c", "PSP 1/2", null, false, false],
+  ]);
+  assert.equal(view.phaseLabel, "", "round 2 says it already");
+  assert.equal(view.round, 2);
+  assert.equal(view.ready, true);
+  // Without a name of its own the encounter is called as the companion calls it; with nobody in it, it is not ready.
+  const empty = encounterView({ name: "enc-7", phase: "round", waiting_for: [], combatants: {} }, { id: "e1", system: "revised-2e" }, enLabel);
+  assert.equal(empty.name, "enc-7");
+  assert.equal(empty.ready, false);
+});
+
 test("the panel shows phase, each combatant's state and who must still choose", () => {
   const view = encounterView(
     { phase: "segment", round: 1, segment: 3, revision: 7, waiting_for: ["b"], combatants: { a: { attack_strength: 50, defense_strength: 40 }, b: { attack_strength: 10, defense_strength: 0, conditions: ["dazed"] } } },
@@ -252,6 +289,15 @@ test("a resolved step's exchange results and updates are found in list or single
   assert.deepEqual(resultsOfStep({ results: [r1, r2], revision: 3 }), [r1, r2]);
   assert.deepEqual(resultsOfStep(r1), [r1]);
   assert.deepEqual(updatesOfStep({ results: [r1, r2], updates: [{ uuid: "Actor.b", update: {} }] }).map((u) => u.uuid), ["Actor.b", "Actor.a"]);
+});
+
+test("a step's exchanges are found under exchanges too, a result with rolls and no outcome is one, a field that is no object is not looked into, and a single result's updates count once", () => {
+  const r1 = { outcome: "hit", rolls: [], updates: [{ uuid: "Actor.a", update: { x: 1 } }] };
+  const r2 = { rolls: [{ die: 20, value: 4 }] };
+  const r3 = { outcome: "miss", rolls: [], step: 2, resolved: true };
+  assert.deepEqual(resultsOfStep({ exchanges: [r1, r2] }), [r1, r2]);
+  assert.deepEqual(resultsOfStep(r3), [r3]);
+  assert.deepEqual(updatesOfStep(r1), r1.updates);
 });
 
 /**

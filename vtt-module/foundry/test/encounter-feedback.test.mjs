@@ -29,6 +29,36 @@ test("Add selected: a creature already in the encounter is not sent again (the c
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
+test("Create sends the world's house rules of the system and keeps the name the GM gave; without a name the companion is given the default one", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  await t.clients.gm.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-CRIT-MODS": false }, "power-pool": { other: true } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  const created = t.daemon.calls.filter((c) => c.method === "encounter.create");
+  assert.deepEqual(created[0].params, { system: "revised-2e", name: "Vault", options: { "H-2E-CRIT-MODS": false } });
+  assert.equal(ctl.meta.name, "Vault");
+  await ctl.create([t.tokens.ulcenToken.uuid]);
+  assert.equal(t.daemon.calls.filter((c) => c.method === "encounter.create")[1].params.name, "Psionic combat");
+});
+
+test("without an encounter, Add selected sends nothing and says there is none, and the companion is not asked for its state", async () => {
+  const t = makeTable({ methods: encounterMethods().methods });
+  await assert.rejects(t.clients.gm.svc.encounters.add([t.tokens.ulcenToken.uuid]), (e) => e.key === "MINDSCAPE.Error.NoEncounter");
+  assert.equal(adds(t).length, 0);
+  assert.equal(await t.clients.gm.svc.encounters.state(), null);
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method.startsWith("encounter.")), []);
+});
+
+test("Add selected names a creature already in by its token, and tells the GM what the companion warned of a sheet it added, by the token's name", async () => {
+  const { t, ctl } = await encounter({ "encounter.add": ({ combatant }) => ({ combatant_id: combatant.data.actor._id, revision: 1, warnings: ["read as 0"] }) });
+  const warned = t.clients.gm.notes.warn.length;
+  const double = t.world.token({ id: "tokU3", name: "Ulcen's double", actor: t.actors.ulcen, actorLink: true });
+  await ctl.add([double.uuid, t.tokens.goblinToken.uuid]);
+  assert.equal(t.clients.gm.notes.info.at(-1), "Already in the encounter, so not added again: Ulcen's double.");
+  assert.match(t.clients.gm.notes.warn.slice(warned).join("\n"), /Goblin: read as 0/);
+});
+
 test("Add selected with no token selected says to select them", async () => {
   const { t, ctl } = await encounter();
   await ctl.add([]);

@@ -512,6 +512,20 @@ test("a second Ask for choices neither asks again a creature whose join question
   assert.equal(ctl.joinQuestions.size, 0);
 });
 
+test("a yes that comes when the encounter is in another round or exchange, or past the defense phase, is not declared: the attack it answered is over", async () => {
+  for (const change of [{ round: 2 }, { exchange: 1 }, { phase: "attack" }]) {
+    const view = defensePhase();
+    const { t, ctl, sent, held } = await heldJoin(view);
+    const asking = ctl.collectChoices();
+    await held.asked();
+    Object.assign(view, change);
+    held.reply({ join: "0" });
+    await asking;
+    assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"], JSON.stringify(change));
+    assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late/);
+  }
+});
+
 test("a yes is not declared against another attack declared within the same exchange: one striking others, or the joiner itself", async () => {
   for (const struck of [["ulcen"], ["seer"]]) {
     const view = defensePhase();

@@ -429,6 +429,25 @@ test("a choice made for a phase the encounter has left is refused, not read as a
   assert.deepEqual(sent[0].choice, { defense: {} });
 });
 
+test("Ask for choices: a choice answered for a phase the encounter has left is told to the GM and the others go on; a companion that stops answering stops the asking", async () => {
+  const view = { phase: "defense", waiting_for: ["goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 5 };
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => { sent.push(params); return { revision: 6, waiting_for: [], updates: [] }; }, {
+    view: () => structuredClone(view),
+    dialogs: { gm: { encounterChoiceDialog: { attackMode: "mental-stab", target: "ulcen", phase: "attack" } } },
+  });
+  assert.deepEqual(await ctl.collectChoices(), [null]);
+  assert.equal(sent.length, 0);
+  assert.match(t.clients.gm.notes.warn.at(-1), /Goblin/);
+  const rpc = ctl.svc.rpc.bind(ctl.svc);
+  ctl.svc.rpc = async (method, params) => {
+    if (method === "encounter.declare") throw new DaemonUnreachableError({ url: "http://127.0.0.1:39393" });
+    return rpc(method, params);
+  };
+  view.phase = "attack";
+  await assert.rejects(ctl.collectChoices(), DaemonUnreachableError);
+});
+
 test("a public action whose answer is lost after the companion was reached holds everyone; a secret choice's holds nobody", async () => {
   const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
   const rpc = ctl.svc.rpc.bind(ctl.svc);
@@ -656,6 +675,32 @@ test("power-pool's defense phase offers as allies only non-psionic creatures not
   meta.combatants["goblin-tokG"].disposition = -1;
   await ctl.saveMeta(meta);
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", mundane)).pool.allies, []);
+});
+
+test("power-pool's defense phase: a creature under another's control is no ally to draw in, and one whose side is not known may be", async () => {
+  const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }), { before: (t) => { t.tokens.goblinToken.disposition = 1; } });
+  const state = { phase: "defense", declared: ["ulcen"], waiting_for: ["fenka-tokF"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": { psionic: false, controlled_by: "ulcen" } } };
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", state)).pool.allies, []);
+  const free = { ...state, combatants: { ...state.combatants, "goblin-tokG": { psionic: false } } };
+  const meta = structuredClone(ctl.meta);
+  delete meta.combatants["goblin-tokG"].disposition;
+  await ctl.saveMeta(meta);
+  assert.deepEqual((await ctl.choiceContext("fenka-tokF", free)).pool.allies, [{ id: "goblin-tokG", name: "Goblin" }]);
+});
+
+test("power-pool's choice dialog: the pool's dice to roll up to the whole pool, the whole pool picked; an effect spared only with a mode the chooser knows; a control link without a creature is not offered", async () => {
+  const { methods } = encounterMethods({ "systems.describe": poolMethods()["systems.describe"] });
+  const t = makeTable({ methods });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", POOL);
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Pit");
+  const state = (ulcen) => ({ phase: "attack", combatants: { ulcen, "fenka-tokF": {} } });
+  const context = await ctl.choiceContext("ulcen", state({ pool: 3, attacks: ["mental-stab"], controlling: [{ kept_by: "die" }, { id: "fenka-tokF" }] }));
+  assert.deepEqual(context.poolDice, [{ value: 1, selected: false }, { value: 2, selected: false }, { value: 3, selected: true }]);
+  assert.deepEqual([context.pool.declinable, context.pool.declineModes], [[], ""]);
+  assert.deepEqual(context.pool.controlled, [{ id: "fenka-tokF", name: "Fenka" }]);
+  const knows = await ctl.choiceContext("ulcen", state({ pool: 3, attacks: ["subconscious-subversion"] }));
+  assert.equal(knows.pool.declineModes, "subconscious-subversion:frightened");
 });
 
 test("the panel's Act on a combatant's row: the GM declares its public action, also for one the round no longer waits for; only between exchanges, and a refusal is told", async () => {

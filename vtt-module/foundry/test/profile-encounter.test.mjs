@@ -192,6 +192,26 @@ test("revised-2e: the choice dialog has a row for each further attack the compan
   for (const name of ["attackMode2", "target2", "multiplier2", "range2"]) assert.match(html, new RegExp(`name="${name}"`), name);
 });
 
+test("the choice dialog names the combatant as the encounter does and the phase; revised-2e offers a multiplier per level, at least one; combat-strength's intent phase offers stances and its segments the ranges", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  const revised = await ctl.choiceContext("ulcen", { phase: "round", combatants: { ulcen: { level: 3 } } });
+  assert.equal(revised.combatantName, "Ulcen of Tyr");
+  assert.equal(revised.phaseLabel, "Round");
+  assert.deepEqual(revised.multipliers, [{ value: 1 }, { value: 2 }, { value: 3 }]);
+  assert.deepEqual((await ctl.choiceContext("ulcen", { phase: "round", combatants: { ulcen: { level: 0 } } })).multipliers, [{ value: 1 }]);
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Bout");
+  const intent = await ctl.choiceContext("ulcen", { phase: "intent", combatants: {} });
+  assert.deepEqual(intent.stances.map((s) => s.value), ["trance", "discipline", "wave", "normal"]);
+  assert.deepEqual([intent.attacks, intent.defenses, intent.multipliers], [[], [], []]);
+  const segment = await ctl.choiceContext("ulcen", { phase: "segment", combatants: {} });
+  assert.deepEqual([segment.intent, segment.stances], [false, []]);
+  assert.deepEqual(segment.ranges.map((r) => r.value), ["short", "medium", "long"]);
+});
+
 test("power-pool: the encounter's choice dialog offers to spare an effect only the modes the chooser knows may decline", async () => {
   const { methods } = encounterMethods();
   const t = makeTable({ methods });

@@ -59,6 +59,17 @@ test("revised-2e: the PSPs paid for a defense are added up over the round's paym
   assert.deepEqual([...defensePayments(step)], [["fenka-tokF", { amount: 5, mode: "mind-blank" }]]);
 });
 
+test("a step with exchanges posts their cards and tells nothing more, though the companion sums it up", async () => {
+  const { methods } = encounterMethods({ "encounter.resolve": () => structuredClone({ ...ROUND, revision: 9 }) });
+  const t = makeTable({ methods });
+  const gm = t.clients.gm.svc;
+  await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], "Vault");
+  await gm.encounters.resolve({ force: true });
+  const cards = t.clients.gm.ChatMessage.created.map((m) => m.data.content);
+  assert.equal(cards.length, 2);
+  assert.ok(!t.clients.gm.notes.info.some((n) => n.startsWith("No exchange")), t.clients.gm.notes.info.join("\n"));
+});
+
 test("combat-strength: an encounter card names the defense the result carries as defense_mode", () => {
   // A segment's exchange as the companion answers it (engine/combat_strength/exchange.py fields).
   const result = { system: "combat-strength", outcome: "damage", mode: "psionic-wave", defense_mode: "mind-blank", range: "short", table: "combat", bonus_dice: 4, bonus_rolls: [5, 5, 5, 5], damage: 23, attack_cost: 20, summary: "Zanna attacks Aboleth with Psionic Wave against Mind Blank (band 01-25): 3 + 4d6 (5 + 5 + 5 + 5) = 23 damage.", rolls: [], events: [], attacker: { id: "z" }, defender: { id: "a" } };

@@ -59,6 +59,16 @@ test("Add selected names a creature already in by its token, and tells the GM wh
   assert.match(t.clients.gm.notes.warn.slice(warned).join("\n"), /Goblin: read as 0/);
 });
 
+test("a creature added by one of its linked actor's tokens is that token: the panel and a refresh name it as the token is named", async () => {
+  const t = makeTable({ methods: encounterMethods().methods });
+  const ctl = t.clients.gm.svc.encounters;
+  const double = t.world.token({ id: "tokU3", name: "Ulcen's double", actor: t.actors.ulcen, actorLink: true });
+  await ctl.create([double.uuid], "Vault");
+  const { encounterView } = await import("../mindscape/scripts/encounter.js");
+  assert.deepEqual(encounterView(await ctl.state(), ctl.meta).combatants.map((c) => c.name), ["Ulcen's double"]);
+  assert.deepEqual((await ctl.refresh()).map((r) => r.name), ["Ulcen's double"]);
+});
+
 test("Add selected with no token selected says to select them", async () => {
   const { t, ctl } = await encounter();
   await ctl.add([]);
@@ -85,6 +95,40 @@ test("a resolve with every choice made and an exchange to post says nothing more
   await ctl.resolve();
   assert.equal(t.clients.gm.ChatMessage.created.length, 1);
   assert.deepEqual(t.clients.gm.notes.info, []);
+});
+
+test("Resolve anyway asks the companion to go on without the missing choices; Resolve does not", async () => {
+  const { t, ctl } = await encounter();
+  await ctl.resolve({ force: true });
+  await ctl.declare("ulcen", {});
+  await ctl.declare("fenka-tokF", {});
+  await ctl.resolve();
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "encounter.resolve").map((c) => c.params.force ?? false), [true, false]);
+});
+
+test("an undo the rules refuse for another reason is not told as nothing to undo: the refusal goes on to the GM", async () => {
+  const { t, ctl } = await encounter({
+    "encounter.undo": () => { throw { code: 4001, message: "The rules forbid it", data: { rule: "undo-blocked", detail: "a later step depends on it" } }; },
+  });
+  await assert.rejects(ctl.undo(), (error) => error.data?.rule === "undo-blocked");
+  assert.deepEqual(t.clients.gm.notes.info, []);
+});
+
+test("an undo whose card cannot be marked (deleted meanwhile) still takes the step back", async () => {
+  const { t, ctl } = await encounter({ "encounter.undo": () => ({ revision: 9, undone: 5, updates: [{ uuid: "Actor.ulcen", update: { "flags.mindscape.revised-2e.psp": 40 } }] }) });
+  await ctl.declare("ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } });
+  await ctl.declare("fenka-tokF", {});
+  await ctl.resolve();
+  const [card] = t.clients.gm.ChatMessage.created;
+  card.update = async () => { throw new Error("no such message"); };
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    assert.equal((await ctl.undo()).undone, 5);
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 40);
 });
 
 test("Undo step with nothing to undo says so, not that the rules forbid it", async () => {

@@ -358,6 +358,29 @@ test("a step the companion stored but could not write back: the GM is told, and 
   assert.equal(ctl.meta.held, undefined);
 });
 
+test("a sheet held because the companion could not write a step stays held when a later write to it misses too: only the GM's refresh ends that hold", async () => {
+  let failOnce = true;
+  const { t, ctl } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        if (!failOnce) return answer;
+        failOnce = false;
+        for (const r of answer.results) r.updates = [];
+        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+      },
+    }),
+  });
+  await ctl.resolve();
+  const lock = lockPsp(t.tokens.fenkaToken.actor);
+  await ctl.declare("ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } });
+  await ctl.resolve({ force: true });
+  lock.on = false;
+  await ctl.refresh();
+  assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
+});
+
 test("a write that fails in Foundry is held with its update, tried again before the next step, and the hold ends once it lands", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;
@@ -481,6 +504,28 @@ test("a sheet the GM put right by hand with the very values the write held lets 
   assert.equal(ctl.meta.held, undefined, "the write landed: nothing is held");
   assert.equal(t.clients.gm.notes.warn.length, warned, "no warning that the sheet changed");
   assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 19);
+});
+
+test("a refresh stopped by a refused sheet keeps what it did before: a held write that landed is held no more", async () => {
+  const { t, ctl } = await encounterWithUndo();
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  lock.on = false;
+  await t.tokens.goblinToken.actor.update({ "flags.mindscape.revised-2e.psp": -1 });
+  await assert.rejects(ctl.refresh(), RefreshRefusedError);
+  assert.equal(psp(fenka), 19);
+  assert.equal(ctl.meta.held, undefined);
+});
+
+test("a refresh tells the GM what the companion warned of a sheet, by the token's name as it is now", async () => {
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.refresh": (p) => ({ ...m["encounter.refresh"](p), warnings: p.combatant_id === "goblin-tokG" ? ["read as 0"] : [] }) }),
+  });
+  t.tokens.goblinToken.name = "Goblin chief";
+  const refreshed = await ctl.refresh();
+  assert.equal(refreshed.at(-1).name, "Goblin chief");
+  assert.match(t.clients.gm.notes.warn.join("\n"), /Goblin chief: read as 0/);
 });
 
 test("an undo whose write misses a held sheet too waits with the undo's values: they are what lands", async () => {

@@ -275,6 +275,14 @@ test("the encounter's choice dialog offers power-pool's actions: the creatures t
   assert.equal(t.clients.gm.notes.warn.length, 0);
 });
 
+test("the choice dialog reads a view that lists its combatants: a creature under the chooser's control is no target", async () => {
+  const { ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  const state = { phase: "attack", combatants: [{ id: "ulcen", controlling: [{ id: "fenka-tokF" }] }, { id: "fenka-tokF", controlled_by: "ulcen" }, { id: "goblin-tokG" }] };
+  const context = await ctl.choiceContext("ulcen", state);
+  assert.deepEqual(context.targets.map((x) => x.id), ["goblin-tokG"]);
+  assert.deepEqual(context.pool.controlled, [{ id: "fenka-tokF", name: "Fenka" }]);
+});
+
 test("a controller that is a world actor is that actor, never one of its unlinked copies on the scene", async () => {
   const { t, calls } = await poolTable({
     dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } } },
@@ -446,6 +454,13 @@ test("Ask for choices: a choice answered for a phase the encounter has left is t
   };
   view.phase = "attack";
   await assert.rejects(ctl.collectChoices(), DaemonUnreachableError);
+});
+
+test("a declaration relayed for a combatant not in the encounter is refused as there being none, and nothing is sent", async () => {
+  const sent = [];
+  const { t, ctl } = await poolEncounter((params) => { sent.push(params); return { revision: 6, waiting_for: [], updates: [] }; });
+  await assert.rejects(ctl.declareFor({ combatantId: "ghost", form: { action: "rest" } }, t.clients.gm.game.user), (error) => error.key === "MINDSCAPE.Error.NoEncounter");
+  assert.equal(sent.length, 0);
 });
 
 test("a public action whose answer is lost after the companion was reached holds everyone; a secret choice's holds nobody", async () => {

@@ -440,6 +440,41 @@ test("a choice the rules refuse is told to the GM and its owner is asked again, 
   assert.deepEqual(encounter.waiting, ["fenka"]);
 });
 
+test("a refused choice is asked again against the encounter as it is then; not once the encounter left that phase or no longer waits for the combatant, nor after a refusal other than the rules'", async () => {
+  const rules = { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp", detail: "Ulcen needs 16 PSPs but holds 10" } };
+  const refusals = [];
+  let after = () => {};
+  const { encounter, methods } = roundEncounter({ refuse: () => { const r = refusals.shift() ?? null; if (r) after(); return r; } });
+  const form = { attackMode: "ego-whip", target: "fenka", multiplier: "1", range: "short", defenseMode: "" };
+  const t = makeTable({ methods, dialogs: { p1: { encounterChoiceDialog: () => form } } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Test");
+  const seen = t.clients.p1.dialogs.seen;
+  let phase = "round";
+  const get = methods["encounter.get"];
+  methods["encounter.get"] = () => structuredClone({ ...get(), phase });
+  // Ulcen rose a level meanwhile: the dialog asked again offers its multipliers.
+  refusals.push(rules);
+  after = () => { encounter.combatants.ulcen = { ...encounter.combatants.ulcen, level: 3 }; };
+  await ctl.askOne("ulcen", await ctl.state());
+  assert.deepEqual(seen.map((x) => x.arg.context.multipliers.length), [1, 3]);
+  const cases = [
+    ["another phase", () => { phase = "segment"; }, rules],
+    ["not waited for", () => { encounter.waiting = encounter.waiting.filter((w) => w !== "ulcen"); }, rules],
+    ["not the rules", () => {}, { code: 4004, message: "Not found", data: { id: "ulcen" } }],
+  ];
+  for (const [why, change, refusal] of cases) {
+    phase = "round";
+    encounter.waiting = ["ulcen", "fenka"];
+    seen.length = 0;
+    refusals.push(refusal);
+    after = change;
+    assert.equal(await ctl.askOne("ulcen", await ctl.state()), null, why);
+    assert.equal(seen.length, 1, why);
+    assert.doesNotMatch(t.clients.gm.notes.warn.at(-1), /asked again/, why);
+  }
+});
+
 test("revised-2e: a mind a critical hit opened last round is offered closing at the companion's price, and a tick declares close", async () => {
   const declared = [];
   const offer = { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null };
@@ -491,6 +526,48 @@ test("the watcher authenticates with its first message, watches the encounter, a
   assert.deepEqual(changes, [{ id: "enc1", revision: 4 }]);
   w.close();
   assert.equal(ws.closed, true);
+});
+
+test("a watcher whose connection drops connects again, waiting twice as long each time up to 30 s and the base again once connected, and never once closed", (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const sockets = [];
+  class FakeWS { constructor(url) { this.url = url; this.sent = []; sockets.push(this); } send(m) { this.sent.push(m); } close() { this.closed = true; } }
+  const watcher = (retryMs) => new EncounterWatcher({ url: "http://127.0.0.1:39393", token: "tok", id: "enc1", onChange: () => {}, WebSocketImpl: FakeWS, retryMs });
+  const w = watcher(1000);
+  w.open();
+  sockets[0].onclose();
+  t.mock.timers.tick(1999);
+  assert.equal(sockets.length, 1);
+  t.mock.timers.tick(1);
+  assert.equal(sockets.length, 2);
+  sockets[1].onclose();
+  t.mock.timers.tick(3999);
+  assert.equal(sockets.length, 2);
+  t.mock.timers.tick(1);
+  assert.equal(sockets.length, 3);
+  // Connected again: the next drop waits the base delay's double again.
+  sockets[2].onopen();
+  sockets[2].onclose();
+  t.mock.timers.tick(2000);
+  assert.equal(sockets.length, 4);
+  w.close();
+  sockets[3].onclose();
+  t.mock.timers.tick(60000);
+  assert.equal(sockets.length, 4, "closed: no new connection");
+  // A drop just before the close: its timer opens nothing.
+  const v = watcher(1000);
+  v.open();
+  sockets[4].onclose();
+  v.close();
+  t.mock.timers.tick(60000);
+  assert.equal(sockets.length, 5);
+  // The wait is at most 30 s.
+  const u = watcher(20000);
+  u.open();
+  sockets[5].onclose();
+  t.mock.timers.tick(30000);
+  assert.equal(sockets.length, 7);
+  u.close();
 });
 
 test("the encounter panel (ApplicationV2) shows the daemon's state and its buttons drive the controller", async () => {

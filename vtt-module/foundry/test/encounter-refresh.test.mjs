@@ -11,7 +11,7 @@ import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revi
 import { tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { droppedReport, makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
-import { DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
+import { DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
 const calls = (t, from = 0) => t.daemon.calls.slice(from).filter((c) => c.method.startsWith("encounter."));
@@ -608,6 +608,16 @@ test("a resolve whose answer is lost after the sheets were taken holds everyone:
   await assert.rejects(ctl.resolve(), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
   assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost: it may have stored it all the same.*look at the Log/);
+});
+
+test("a resolve answered by something between instead of the companion (an HTTP error) holds everyone too: the companion may have stored it", async () => {
+  const { t, ctl } = await encounter();
+  const gm = t.clients.gm.svc;
+  const fetch = gm.env.fetch;
+  gm.env.fetch = async (url, init) => (JSON.parse(init.body).method === "encounter.resolve" ? new Response("Bad gateway", { status: 502 }) : fetch(url, init));
+  await assert.rejects(ctl.resolve(), DaemonHttpError);
+  assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost/);
 });
 
 test("an undo with the companion not running holds nobody: nothing can have been undone", async () => {

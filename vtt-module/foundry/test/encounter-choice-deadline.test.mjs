@@ -36,6 +36,23 @@ test("a choice made after the GM stopped waiting is not declared, and its owner 
   assert.deepEqual(t.clients.p2.notes.warn, []);
 });
 
+test("a question that closes after the GM stopped waiting without a choice made tells its owner nothing", async () => {
+  const { methods, enc } = encounterMethods();
+  const t = makeTable({ methods, dialogs: {
+    p1: { encounterChoiceDialog: async () => { await new Promise((r) => setTimeout(r, 300)); return null; } },
+    p2: { encounterChoiceDialog: { phase: "round", attackMode: "", defenseMode: "mind-blank" } },
+  } });
+  const gm = t.clients.gm.svc;
+  gm.defenseTimeoutS = () => 0.1;
+  gm.defenseGraceMs = 0;
+  await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  await gm.encounters.collectChoices();
+  await new Promise((r) => setTimeout(r, 500));
+  await tick(20);
+  assert.ok(!enc.choices.has("ulcen"));
+  assert.deepEqual(t.clients.p1.notes.warn, []);
+});
+
 /** A DialogV2 stand-in that opens every dialog and leaves it open until closed. */
 function openDialogs() {
   const instances = new Map();

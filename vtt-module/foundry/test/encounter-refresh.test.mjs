@@ -470,6 +470,32 @@ test("an undo that lands on a held sheet ends the hold: the failed write is not 
   assert.equal(psp(fenka), 30);
 });
 
+test("a later write that lands on some of a held write's fields leaves the others waiting, and they land when tried again", async () => {
+  const C = "flags.mindscape.revised-2e.conditions";
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        for (const r of answer.results) r.updates = [];
+        const fenka = enc.combatants.get("fenka-tokF").profile.psp;
+        return { ...answer, updates: [{ uuid: t.tokens.fenkaToken.actor.uuid, update: { "flags.mindscape.revised-2e.psp": fenka, [C]: ["stunned"] } }] };
+      },
+      "encounter.undo": () => ({ revision: ++enc.revision, undone: enc.revision - 1, updates: [{ uuid: t.tokens.fenkaToken.actor.uuid, update: { [C]: [] } }] }),
+    }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  await ctl.undo();
+  assert.deepEqual(ctl.meta.held["fenka-tokF"].write.update, { "flags.mindscape.revised-2e.psp": enc.combatants.get("fenka-tokF").profile.psp });
+  lock.on = false;
+  await ctl.refresh();
+  assert.equal(psp(fenka), enc.combatants.get("fenka-tokF").profile.psp);
+  assert.deepEqual(fenka.flags.mindscape["revised-2e"].conditions, []);
+  assert.equal(ctl.meta.held, undefined);
+});
+
 test("a sheet the GM put right by hand is not written over: Refresh from sheets takes it, and an automatic refresh leaves it alone", async () => {
   const { t, ctl, enc } = await encounterWithUndo();
   const fenka = t.tokens.fenkaToken.actor;

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { actorDataWithProfile, profileFields, profileFromForm, profileProblems } from "../mindscape/scripts/profile.js";
 import { InvalidParamsError } from "../mindscape/scripts/errors.js";
-import { choiceFromForm, encounterView, resultsOfStep, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
+import { choiceFromForm, encounterView, logLine, resultsOfStep, selectedTokenUuids, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
 import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { makeI18n, tick } from "../test-support/fakes.mjs";
 
@@ -568,6 +568,17 @@ test("a watcher whose connection drops connects again, waiting twice as long eac
   t.mock.timers.tick(30000);
   assert.equal(sockets.length, 7);
   u.close();
+});
+
+test("a log entry that carries its exchanges itself is told with their summaries; the tokens to add are those selected on the canvas, by their own uuids", () => {
+  assert.equal(logLine({ revision: 2, kind: "resolve", results: [{ outcome: "hit", rolls: [], summary: "Ann hits." }] }, enLabel), "#2 resolved: Ann hits.");
+  const canvas = globalThis.canvas;
+  globalThis.canvas = { tokens: { controlled: [{ document: { uuid: "Scene.s1.Token.t1", actor: { uuid: "Scene.s1.Token.t1.Actor.a" } } }] } };
+  try {
+    assert.deepEqual(selectedTokenUuids(), ["Scene.s1.Token.t1"]);
+  } finally {
+    globalThis.canvas = canvas;
+  }
 });
 
 test("the encounter panel (ApplicationV2) shows the daemon's state and its buttons drive the controller", async () => {

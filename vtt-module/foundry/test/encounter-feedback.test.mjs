@@ -131,6 +131,14 @@ test("an undo whose card cannot be marked (deleted meanwhile) still takes the st
   assert.equal(t.actors.ulcen.flags.mindscape["revised-2e"].psp, 40);
 });
 
+test("a resolve asked for with or without physical dice goes so, whatever the world's setting", async () => {
+  const { t, ctl } = await encounter();
+  await ctl.resolve({ force: true, physical: true });
+  await t.clients.gm.game.settings.set("mindscape", "physicalDice", true);
+  await ctl.resolve({ force: true, physical: false });
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "encounter.resolve").map((c) => c.params.dice ?? null), [{}, null]);
+});
+
 test("Undo step with nothing to undo says so, not that the rules forbid it", async () => {
   const { t, ctl } = await encounter({
     "encounter.undo": () => { throw { code: 4001, message: "The rules forbid it", data: { rule: "undo-needs-a-resolved-step", detail: "the encounter has no resolved step left to undo" } }; },

@@ -475,6 +475,15 @@ test("a refused choice is asked again against the encounter as it is then; not o
   }
 });
 
+test("an answer to the choice question that is no form declares nothing", async () => {
+  const { declared, methods } = roundEncounter();
+  const t = makeTable({ methods, dialogs: { p1: { encounterChoiceDialog: "yes" } } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Test");
+  assert.equal(await ctl.askOne("ulcen", await ctl.state()), null);
+  assert.deepEqual(declared, []);
+});
+
 test("revised-2e: a mind a critical hit opened last round is offered closing at the companion's price, and a tick declares close", async () => {
   const declared = [];
   const offer = { cost: 10, defense: "mental-barrier", basis: "last", psp: 30, payable: true, reason: null };

@@ -526,6 +526,19 @@ test("a yes that comes when the encounter is in another round or exchange, or pa
   }
 });
 
+test("from a companion that does not name the minds struck, a yes is not declared once the attack strikes the joiner itself", async () => {
+  const view = defensePhase();
+  delete view.struck;
+  const { t, ctl, sent, held } = await heldJoin(view, { p1: { joinDialog: { join: null, timedOut: true } } });
+  const asking = ctl.collectChoices();
+  await held.asked();
+  Object.assign(view, { waiting_for: ["seer"], declared: ["goblin-tokG"] });
+  held.reply({ join: "0" });
+  await asking;
+  assert.deepEqual(sent.filter(([kind]) => kind === "declare").map(([, cid]) => cid), ["fenka-tokF"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /^Seer chose to join the defense too late/);
+});
+
 test("a yes is not declared against another attack declared within the same exchange: one striking others, or the joiner itself", async () => {
   for (const struck of [["ulcen"], ["seer"]]) {
     const view = defensePhase();

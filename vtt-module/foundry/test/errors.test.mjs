@@ -61,6 +61,22 @@ test("a request the companion refuses before JSON-RPC (413, 415) reads its own w
   assert.match(E.describeError(other, i18n), /answered HTTP 404 instead of a JSON-RPC reply/);
 });
 
+test("the companion's own words for a refused request are quoted up to 300 characters", async () => {
+  const said = "x".repeat(1000);
+  const big = await client(async () => ({ status: 413, ok: false, json: async () => ({ error: said }) })).call("exchange.end_round", {}).catch((e) => e);
+  assert.equal(big.data.said, "x".repeat(300));
+});
+
+test("a token pasted with spaces or a line break around it is sent without them, and each request has its own id", async () => {
+  const daemon = fakeDaemon({ "companion.info": () => ({ name: "mindscape" }) });
+  const ids = [];
+  const fetch = async (url, init) => { ids.push(JSON.parse(init.body).id); return daemon.fetch(url, init); };
+  const paired = client(fetch, "  secret-token\n");
+  assert.deepEqual(await paired.call("companion.info"), { name: "mindscape" });
+  assert.deepEqual(await paired.info(), { name: "mindscape" });
+  assert.deepEqual(ids, [1, 2]);
+});
+
 test("JSON-RPC error codes map to their classes (API.md error table)", () => {
   assert.ok(E.errorFromRpc({ code: -32602, message: "bad", data: { errors: [{ path: "/attack/multiplier", message: "above level" }] } }) instanceof E.InvalidParamsError);
   assert.ok(E.errorFromRpc({ code: 4001, data: { rule: "psp", detail: "d" } }) instanceof E.RulesError);
@@ -69,6 +85,13 @@ test("JSON-RPC error codes map to their classes (API.md error table)", () => {
   assert.ok(E.errorFromRpc({ code: 4009, data: { revision: 3 } }) instanceof E.StaleRevisionError);
   assert.ok(E.errorFromRpc({ code: -32603, data: { id: "e1" } }) instanceof E.DaemonFaultError);
   assert.ok(E.errorFromRpc({ code: 5003, data: { error_id: "e2", retry: true } }) instanceof E.StoreUnavailableError);
+});
+
+test("a JSON-RPC error whose data is null maps to its class as one without data", () => {
+  const err = E.errorFromRpc({ code: 4004, message: "Unknown encounter", data: null });
+  assert.ok(err instanceof E.NotFoundError);
+  assert.equal(err.data.id, "");
+  assert.equal(err.data.message, "Unknown encounter");
 });
 
 test("a -32602 about what was asked (attack, defense, choices, hours) does not send the user to the actor's profile; one about a sheet does", () => {
@@ -94,6 +117,12 @@ test("a refusal by the rules says why in the companion's words, without the rule
   const err = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "psp", detail: "Ulcen has 3 PSPs, needs 8" } });
   assert.equal(E.describeError(err, i18n), "The rules forbid this: Ulcen has 3 PSPs, needs 8");
   assert.equal(err.data.rule, "psp");
+});
+
+test("a refusal by the rules without a detail or a rule says the companion's message, with an empty rule", () => {
+  const err = E.errorFromRpc({ code: 4001, message: "Ulcen cannot attack while stunned" });
+  assert.deepEqual(err.data, { code: 4001, message: "Ulcen cannot attack while stunned", rule: "", detail: "Ulcen cannot attack while stunned" });
+  assert.equal(E.describeError(err, i18n), "The rules forbid this: Ulcen cannot attack while stunned");
 });
 
 test("a refusal about one creature keeps its id (API.md: 4001 data `combatant`), and one about nobody has none", () => {
@@ -124,4 +153,16 @@ test("errors rebuilt from relay JSON keep their class and data, and unknown name
   const odd = E.errorFromJSON({ name: "Function", key: 3, data: null });
   assert.equal(odd.constructor, E.MindscapeError);
   assert.equal(odd.key, "MINDSCAPE.Error.Remote");
+});
+
+test("every error the module throws crosses the relay as its own class, so a player's client tells it apart as the GM's would", () => {
+  // (RpcError itself is never thrown: errorFromRpc makes its subclasses.)
+  const classes = Object.values(E).filter((Cls) => typeof Cls === "function" && Cls.prototype instanceof E.MindscapeError && Cls !== E.RpcError);
+  assert.ok(classes.length >= 20);
+  for (const Cls of classes) {
+    const back = E.errorFromJSON(JSON.parse(JSON.stringify({ name: Cls.name, key: "MINDSCAPE.Error.Remote", data: { detail: "d" } })));
+    assert.ok(back instanceof Cls, Cls.name);
+    assert.equal(back.name, Cls.name);
+    assert.equal(back.data.detail, "d");
+  }
 });

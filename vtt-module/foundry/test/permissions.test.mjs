@@ -172,12 +172,15 @@ test("an assistant GM's House rules menu reads the rules through the paired GM's
 
 for (const { generation, passQuerySender, userQueryEvent = true, name } of VARIANTS) {
   test(`${name}: a player is not told the GM's companion address when the GM's client cannot reach it or is refused`, async () => {
-    const { DaemonUnreachableError, DaemonAuthError } = await import("../mindscape/scripts/errors.js");
+    const { DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError, DaemonHttpError } = await import("../mindscape/scripts/errors.js");
     const t = makeTable({ generation, passQuerySender, userQueryEvent });
-    // The GM's companion listens on a LAN address; it is down, then refuses the token.
+    // The GM's companion listens on a LAN address; it is down, then refuses the token,
+    // then the page's origin, then answers an HTTP error.
     for (const failure of [
       new DaemonUnreachableError({ url: "http://192.168.1.20:8765", origin: "https://vtt.example", cause: "Failed to fetch" }),
       new DaemonAuthError({ url: "http://192.168.1.20:8765" }),
+      new DaemonForbiddenError({ url: "http://192.168.1.20:8765", origin: "https://vtt.example" }),
+      new DaemonHttpError({ url: "http://192.168.1.20:8765", origin: "https://vtt.example", status: 413, said: "the request body exceeds 1048576 bytes" }),
     ]) {
       t.clients.gm.svc.rpc = async () => { throw failure; };
       const err = await refusal(t.clients.p2.svc.relay.toGM("profileForm", { actorUuid: t.actors.fenka.uuid }));

@@ -113,6 +113,12 @@ test("invalid params name the JSON Pointer path of each problem", () => {
   assert.match(E.describeError(err, i18n), /\/attack\/multiplier: 5 is above level 4/);
 });
 
+test("a stale encounter names the revision it is at now, and an unexpected failure the companion's error id, by either name", () => {
+  assert.equal(E.describeError(E.errorFromRpc({ code: 4009, message: "Stale revision", data: { revision: 7 } }), i18n), "The encounter changed meanwhile (now at revision 7). The panel has been refreshed; try again.");
+  assert.match(E.describeError(E.errorFromRpc({ code: -32603, message: "Internal error", data: { error_id: "c0ffee" } }), i18n), /\(error id c0ffee\)/);
+  assert.match(E.describeError(E.errorFromRpc({ code: -32603, message: "Internal error", data: { id: "beef01" } }), i18n), /\(error id beef01\)/);
+});
+
 test("a refusal by the rules says why in the companion's words, without the rule's id (kept for the GM's console)", () => {
   const err = E.errorFromRpc({ code: 4001, message: "rules", data: { rule: "psp", detail: "Ulcen has 3 PSPs, needs 8" } });
   assert.equal(E.describeError(err, i18n), "The rules forbid this: Ulcen has 3 PSPs, needs 8");
@@ -153,6 +159,8 @@ test("errors rebuilt from relay JSON keep their class and data, and unknown name
   const odd = E.errorFromJSON({ name: "Function", key: 3, data: null });
   assert.equal(odd.constructor, E.MindscapeError);
   assert.equal(odd.key, "MINDSCAPE.Error.Remote");
+  // Data that is no object (a peer's text) is none.
+  assert.deepEqual(E.errorFromJSON({ name: "RulesError", key: "MINDSCAPE.Error.Rules", data: "not enough PSPs" }).data, {});
 });
 
 test("every error the module throws crosses the relay as its own class, so a player's client tells it apart as the GM's would", () => {

@@ -32,8 +32,10 @@ export function checkDaemonUrl(url) {
   } catch {
     parsed = null;
   }
+  // An empty query or fragment ("…:39393/?", "…:39393#") parses to none, but `${url}/rpc`
+  // would then put "/rpc" in it and post to the companion's root: the text is checked too.
   const clean = parsed && parsed.hostname && !parsed.username && !parsed.password
-    && (parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.hash;
+    && (parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.hash && !/[?#]/.test(text);
   if (!clean) throw new BadDaemonUrlError({ url: text });
   return text;
 }

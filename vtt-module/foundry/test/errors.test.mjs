@@ -101,6 +101,17 @@ test("a -32602 about what was asked (attack, defense, choices, hours) does not s
   assert.match(E.describeError(sheet, i18n), /Check the actor's psionic profile/);
 });
 
+test("what was asked is the attack, the defense, a round's choices and the hours, whole or in part; a sheet's field named alike is still the sheet", () => {
+  const told = (path) => E.describeError(E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path, message: "bad" }] } }), i18n);
+  for (const path of ["/attack", "/defense/mode", "/choices/0/mode", "/hours"]) assert.match(told(path), /^The companion rejected what was asked/, path);
+  for (const path of ["/defender/data/actor/flags/mindscape/combat-strength/defense", "/hoursLeft", "/attacker/data"]) assert.match(told(path), /Check the actor's psionic profile/, path);
+});
+
+test("an unexpected failure is told by its message alone", () => {
+  assert.equal(E.describeError(new TypeError("x is not a function"), i18n), "Mindscape failed: x is not a function");
+  assert.equal(E.describeError("lost", i18n), "Mindscape failed: lost");
+});
+
 test("a store that cannot write says nothing changed and what to do", () => {
   const err = E.errorFromRpc({ code: 5003, message: "Store unavailable: nothing was written", data: { error_id: "ab12", retry: true } });
   const text = E.describeError(err, i18n);
@@ -117,6 +128,24 @@ test("a stale encounter names the revision it is at now, and an unexpected failu
   assert.equal(E.describeError(E.errorFromRpc({ code: 4009, message: "Stale revision", data: { revision: 7 } }), i18n), "The encounter changed meanwhile (now at revision 7). The panel has been refreshed; try again.");
   assert.match(E.describeError(E.errorFromRpc({ code: -32603, message: "Internal error", data: { error_id: "c0ffee" } }), i18n), /\(error id c0ffee\)/);
   assert.match(E.describeError(E.errorFromRpc({ code: -32603, message: "Internal error", data: { id: "beef01" } }), i18n), /\(error id beef01\)/);
+});
+
+test("a value the companion gives as null is left out of the message, never printed as null", () => {
+  // As encounter.js refuses a stale write when the encounter has no revision.
+  const text = E.describeError(new E.StaleRevisionError({ code: 4009, message: "Stale revision", revision: null }), i18n);
+  assert.equal(text, "The encounter changed meanwhile (now at revision ). The panel has been refreshed; try again.");
+});
+
+test("a problem with the params as a whole (an empty JSON Pointer) is named at /", () => {
+  const err = E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path: "", message: "'system' is a required property" }] } });
+  assert.match(E.describeError(err, i18n), /: \/: 'system' is a required property/);
+});
+
+test("invalid params list several problems apart by semicolons, and without a list say the companion's message", () => {
+  const two = E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: [{ path: "/attacker/data", message: "a" }, { path: "/defender/data", message: "b" }] } });
+  assert.match(E.describeError(two, i18n), /: \/attacker\/data: a; \/defender\/data: b\. Check/);
+  const bare = E.errorFromRpc({ code: -32602, message: "params must be an object" });
+  assert.equal(E.describeError(bare, i18n), "The companion rejected the request: params must be an object. Check the actor's psionic profile (sheet header › Psionic profile).");
 });
 
 test("a refusal by the rules says why in the companion's words, without the rule's id (kept for the GM's console)", () => {

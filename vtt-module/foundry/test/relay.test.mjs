@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { Relay, unwrap } from "../mindscape/scripts/relay.js";
 import { FakeServer, FakeUser, FakeWorld, makeClient, makeUsers, tick } from "../test-support/fakes.mjs";
 import { RulesError } from "../mindscape/scripts/errors.js";
+import { RELAY_TIMEOUT_MS } from "../mindscape/scripts/consts.js";
 
 function table({ generation = 12, passQuerySender = false, userQueryEvent = true } = {}) {
   const server = new FakeServer({ passQuerySender, userQueryEvent });
@@ -21,6 +22,7 @@ function table({ generation = 12, passQuerySender = false, userQueryEvent = true
         whoAmI: { runsOn: "gm", fn: async (payload, { sender }) => { seen.push({ payload, sender: sender?.id }); return { sender: sender.id, echo: payload }; } },
         forbidden: { runsOn: "gm", fn: async () => { throw new RulesError({ rule: "psp", detail: "not enough PSPs" }); } },
         pick: { runsOn: "player", fn: async (payload) => ({ picked: payload.options[0], by: c.game.user.id }) },
+        broken: { runsOn: "gm", fn: async () => { throw new TypeError("cannot read the sheet"); } },
       },
     });
     c.relay.register();
@@ -175,7 +177,75 @@ test("a player's client refuses a question sent by another player", async () => 
 });
 
 test("unwrap rejects a malformed envelope", () => {
-  assert.throws(() => unwrap({ nonsense: true }), /MINDSCAPE.Error.Remote/);
+  assert.throws(() => unwrap({ nonsense: true }), (e) => e.key === "MINDSCAPE.Error.Remote" && e.data.message === "malformed relay answer");
+});
+
+test("a handler's own failure (no error of the module's) reaches the asking client as a remote error with its message", async () => {
+  const t = table();
+  const err = await t.p1.relay.toGM("broken", {}).catch((e) => e);
+  assert.equal(err.key, "MINDSCAPE.Error.Remote");
+  assert.equal(err.data.message, "cannot read the sheet");
+});
+
+test("a request this client has no handler for is refused by name, also when run locally", async () => {
+  const t = table();
+  const err = await t.gm.relay.toGM("nosuch", {}).catch((e) => e);
+  assert.equal(err.key, "MINDSCAPE.Error.UnknownRequest");
+  assert.equal(err.data.request, "nosuch");
+});
+
+test("the relay waits the world's timeout, and RELAY_TIMEOUT_MS when that reads as none, 0, negative or without end", () => {
+  const relayFor = (timeoutMs) => new Relay({ game: {}, CONFIG: null, handlers: {}, timeoutMs });
+  assert.equal(relayFor(() => 1234).timeoutMs, 1234);
+  for (const ms of [0, -5, NaN, Infinity, undefined]) assert.equal(relayFor(() => ms).timeoutMs, RELAY_TIMEOUT_MS, String(ms));
+});
+
+test("a Foundry that names no release is taken for v12: no queries, whatever CONFIG holds", () => {
+  const relayFor = (release) => new Relay({ game: { release }, CONFIG: { queries: {} }, handlers: {} });
+  assert.equal(relayFor(undefined).hasQueries, false);
+  assert.equal(relayFor({ generation: 13 }).hasQueries, true);
+});
+
+test("v12: a question to a player who is not connected fails at once naming the player, and nothing is sent", async () => {
+  const t = table();
+  Object.getPrototypeOf(t.gm.game.users.get("pl0001")).active = false;
+  const err = await t.gm.relay.toUser("pl0001", "pick", { options: ["x"] }).catch((e) => e);
+  assert.equal(err.name, "RelayTimeoutError");
+  assert.equal(err.data.user, "Ann");
+  assert.equal(t.server.log.length, 0);
+});
+
+test("v13: when nothing names the GM as a question's sender, the GM's client asks over the socket, and then keeps to it", async () => {
+  const t = table({ generation: 13, passQuerySender: false, userQueryEvent: false });
+  assert.deepEqual(await t.gm.relay.toUser("pl0001", "pick", { options: ["a"] }), { picked: "a", by: "pl0001" });
+  assert.deepEqual(await t.gm.relay.toUser("pl0001", "pick", { options: ["b"] }), { picked: "b", by: "pl0001" });
+  assert.equal(t.server.log.filter((l) => l.query).length, 1, "one query, then the socket");
+  assert.equal(t.server.log.filter((l) => l.message?.type === "request").length, 2);
+});
+
+test("v13: a player whose QUERY_USER the GM takes away while a request is sent gets the answer over the module socket", async () => {
+  const t = table({ generation: 13, passQuerySender: true });
+  const gm = t.p1.game.users.get("gm0000");
+  const query = gm.query;
+  gm.query = async (...args) => { t.p1.game.user.permissions.QUERY_USER = false; return query(...args); };
+  assert.deepEqual(await t.p1.relay.toGM("whoAmI", { x: 1 }), { sender: "pl0001", echo: { x: 1 } });
+  assert.ok(t.server.log.some((l) => l.message?.type === "request" && l.channel === "module.mindscape"));
+});
+
+test("v12: a request that reaches the GM's client over the socket before ready is answered RelayNotReadyError, not run", async () => {
+  const t = table();
+  t.gm.relay.register({ untilReady: true });
+  const early = await t.p1.relay.toGM("whoAmI", {}).catch((e) => e);
+  assert.equal(early.name, "RelayNotReadyError");
+  assert.deepEqual(t.seen, []);
+});
+
+test("a socket request whose sender the server names as no user of the world is not answered", async () => {
+  const t = table();
+  for (const fn of t.gm.listeners.get("module.mindscape")) await fn({ type: "request", id: "r1", name: "whoAmI", to: "gm", payload: {} }, "nobody");
+  await tick();
+  assert.deepEqual(t.seen, []);
+  assert.equal(t.server.log.length, 0);
 });
 
 test("v13: a player's client answers no question whose sender nothing names", async () => {
@@ -234,6 +304,14 @@ function twoGMs({ generation = 12, passQuerySender = false } = {}) {
   };
   return { users: { gm, assistant }, gm: make(gm), assistant: make(assistant), p1: make(p1), ran };
 }
+
+test("with Foundry's active GM unpaired, the connected paired GM first by id talks to the companion; a player's paired flag counts for nothing", async () => {
+  const users = ["gm0000", "gm0002", "gm0001"].map((id) => new FakeUser({ id, name: id, isGM: true }));
+  const player = new FakeUser({ id: "gm0000a", name: "Ann" });
+  await Promise.all([users[1], users[2], player].map((u) => u.setFlag("mindscape", "paired", true)));
+  const relay = new Relay({ game: { users: makeUsers([...users, player]), user: player }, CONFIG: null, handlers: {} });
+  assert.equal(relay.activeGM.id, "gm0001");
+});
 
 test("requests go to a connected GM whose browser is paired when Foundry's active GM is not", async () => {
   const t = twoGMs();

@@ -35,6 +35,24 @@ test("each dice-needed error prompts for exactly that purpose, sides and count, 
   assert.deepEqual(daemon.calls[0].params.dice, {});
 });
 
+test("dice asked again for the same purpose are added to those already typed, as numbers, and the caller's dice are left as given", async () => {
+  // A daemon that needs two d20 for "attack" and asks for them one at a time.
+  const daemon = fakeDaemon({
+    "exchange.resolve": (params) => {
+      const have = params.dice?.attack ?? [];
+      if (have.length < 2) throw { code: 4002, message: "dice needed", data: { purpose: "attack", sides: 20, needed: 1 } };
+      return { used: params.dice };
+    },
+  });
+  const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: daemon.fetch });
+  const given = { dice: { damage: [3] } };
+  const typed = ["7", "12"];
+  const { result, dice } = await callWithPhysicalDice((m, p) => client.call(m, p), "exchange.resolve", given, async () => [typed.shift()]);
+  assert.deepEqual(result.used, { damage: [3], attack: [7, 12] });
+  assert.deepEqual(dice, { damage: [3], attack: [7, 12] });
+  assert.deepEqual(given, { dice: { damage: [3] } });
+});
+
 test("closing the dice prompt cancels the resolution", async () => {
   const daemon = needy();
   const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: daemon.fetch });

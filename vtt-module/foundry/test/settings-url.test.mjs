@@ -12,7 +12,7 @@ import { makeTable } from "../test-support/scenario.mjs";
 const i18n = makeI18n();
 
 test("an address without a scheme, empty, of another scheme, or with a path, query or user name is refused before any request", async () => {
-  const bad = ["", "   ", "127.0.0.1:39393", "localhost:39393", "//127.0.0.1:39393", "ftp://127.0.0.1:39393", "http://", "http://127.0.0.1:39393/rpc", "http://127.0.0.1:39393/?x=1", "http://127.0.0.1:39393/#a", "http://me:pw@127.0.0.1:39393", "http://127.0.0.1:39393/?", "http://127.0.0.1:39393?", "http://127.0.0.1:39393/#", "http://127.0.0.1:39393#"];
+  const bad = ["", "   ", "127.0.0.1:39393", "localhost:39393", "//127.0.0.1:39393", "ftp://127.0.0.1:39393", "http://", "http://127.0.0.1:39393/rpc", "http://127.0.0.1:39393/?x=1", "http://127.0.0.1:39393/#a", "http://me:pw@127.0.0.1:39393", "http://me@127.0.0.1:39393", "http://:pw@127.0.0.1:39393", "http://127.0.0.1:39393/?", "http://127.0.0.1:39393?", "http://127.0.0.1:39393/#", "http://127.0.0.1:39393#"];
   for (const url of bad) {
     const sent = [];
     const client = new DaemonClient({ url, token: "secret-token", fetch: async (to, init) => { sent.push([to, init]); return { status: 200, ok: true, json: async () => ({ result: {} }) }; } });
@@ -32,13 +32,15 @@ test("the refusal names the setting and the address, says what an address looks 
 });
 
 test("good addresses pass as they are, without their trailing slash", async () => {
-  for (const [url, want] of [["http://127.0.0.1:39393", "http://127.0.0.1:39393"], [" http://localhost:39393/ ", "http://localhost:39393"], ["https://[::1]:8443", "https://[::1]:8443"]]) {
+  for (const [url, want] of [["http://127.0.0.1:39393", "http://127.0.0.1:39393"], [" http://localhost:39393/ ", "http://localhost:39393"], ["https://[::1]:8443", "https://[::1]:8443"], ["HTTP://127.0.0.1:39393", "HTTP://127.0.0.1:39393"], ["http://127.0.0.1:39393//", "http://127.0.0.1:39393"]]) {
     assert.equal(checkDaemonUrl(url), want);
   }
   const sent = [];
-  const client = new DaemonClient({ url: "http://127.0.0.1:39393/", token: "secret-token", fetch: async (to) => { sent.push(to); return { status: 200, ok: true, json: async () => ({ result: { name: "mindscape" } }) }; } });
-  assert.deepEqual(await client.call("companion.info"), { name: "mindscape" });
-  assert.deepEqual(sent, ["http://127.0.0.1:39393/rpc"]);
+  for (const url of ["http://127.0.0.1:39393/", "http://127.0.0.1:39393//"]) {
+    const client = new DaemonClient({ url, token: "secret-token", fetch: async (to) => { sent.push(to); return { status: 200, ok: true, json: async () => ({ result: { name: "mindscape" } }) }; } });
+    assert.deepEqual(await client.call("companion.info"), { name: "mindscape" });
+  }
+  assert.deepEqual(sent, ["http://127.0.0.1:39393/rpc", "http://127.0.0.1:39393/rpc"]);
 });
 
 test("the pairing dialog does not save an address it cannot call: the GM is told, the dialog opens again with what was typed, and only a good address is saved", async () => {

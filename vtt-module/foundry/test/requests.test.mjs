@@ -17,6 +17,8 @@ test("each Foundry system is read by its adapter, others by foundry.generic", ()
   // A daemon that has no such adapter: the generic one.
   assert.equal(adapterFor("dnd5e", [{ id: "foundry.generic" }]), "foundry.generic");
   assert.equal(adapterFor("add2e", [{ id: "foundry.add2e" }, { id: "foundry.generic" }]), "foundry.add2e");
+  // ACKS II on the ARS base system is read as ARS.
+  assert.equal(adapterFor("acks2-arsbase"), "foundry.ars");
 });
 
 test("a combatant is sent as {adapter, data: {actor, token: {uuid, actorLink}}} (the brief's shape)", () => {
@@ -64,6 +66,24 @@ test("the actor sent is what an adapter may read: no other items, effects or oth
   // A mapping that reads an item gets the items whole.
   const itemMapped = combatantRef(actor, null, "foundry.generic", { fields: { level: "items.0.system.levels" } }).data.actor;
   assert.deepEqual(itemMapped.items, raw.items);
+});
+
+test("a class item is sent with every field an adapter reads of it (level, hit dice, identifier, advancement, ranks), nothing else", () => {
+  const wizard = { _id: "c1", name: "Wizard", type: "class", system: { levels: 5, hitDice: "d6", hd: 6, identifier: "wizard", advancement: [{ type: "HitPoints" }], ranks: 2, description: { value: "long" }, spells: {} } };
+  const actor = { toObject: () => ({ _id: "a1", name: "Zanna", system: {}, items: [structuredClone(wizard)] }) };
+  const { description: _d, spells: _s, ...read } = wizard.system;
+  assert.deepEqual(combatantRef(actor, null, "foundry.ars").data.actor.items, [{ ...wizard, system: read }]);
+});
+
+test("a generic mapping's path to a maximum (|max) sends the value it names; a path through a list is not rebuilt as an object; the mapping goes only with foundry.generic", () => {
+  const raw = { _id: "a1", name: "Zanna", system: {}, flags: { tracker: { psp: 12, list: [{ v: 1 }] }, other: { y: 2 } } };
+  const actor = { toObject: () => structuredClone(raw) };
+  const mapping = { fields: { psp: "flags.tracker.psp|max", hp: "flags.tracker.list.0.v" } };
+  const generic = combatantRef(actor, null, "foundry.generic", mapping).data;
+  assert.deepEqual(generic.actor.flags, { tracker: { psp: 12 } });
+  const dnd = combatantRef(actor, null, "foundry.dnd5e", mapping).data;
+  assert.equal("mapping" in dnd, false);
+  assert.equal("tracker" in (dnd.actor.flags ?? {}), false);
 });
 
 test("revised-2e attacks carry mode, multiplier and range (API.md example)", () => {

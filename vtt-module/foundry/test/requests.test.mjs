@@ -97,6 +97,28 @@ test("combat-strength attacks carry mode and range; power-pool attacks mode and 
   assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", pool_dice: "" }), { mode: "mental-stab" });
 });
 
+test("an attack as a macro sends it is checked before it is read: a blank mode, a multiplier or pool that is no whole number of at least 1, a range another system's attack has not", async () => {
+  const { attackProblem } = await import("../mindscape/scripts/requests.js");
+  const problem = (system, attack) => attackProblem(system, attack);
+  // The dialog's own fields pass beside the attack's; empty values are not given.
+  assert.equal(problem("revised-2e", { mode: "mind-thrust", multiplier: " 3 ", range: "long", target: "t1", assumeDefense: "mind-blank", physical: true }), null);
+  assert.equal(problem("revised-2e", { mode: "mind-thrust", multiplier: null, range: "" }), null);
+  assert.deepEqual(problem("revised-2e", {}), { field: "attack.mode", rule: "MINDSCAPE.Error.AttackRule.mode", got: "nothing" });
+  assert.equal(problem("revised-2e", { mode: "  " })?.field, "attack.mode");
+  assert.deepEqual(problem("revised-2e", { mode: "mind-thrust", multiplier: "2.5" }), { field: "attack.multiplier", rule: "MINDSCAPE.Error.AttackRule.multiplier", got: '"2.5"' });
+  assert.equal(problem("combat-strength", { mode: "psionic-wave", range: "far" })?.field, "attack.range");
+  assert.equal(problem("power-pool", { mode: "mental-stab", pool_dice: "0" })?.field, "attack.pool_dice");
+  assert.equal(problem("power-pool", { mode: "mental-stab", pool_dice: 2, keep_by: "die" }), null);
+});
+
+test("the dialog's attack: a multiplier below 1 is 1, a combat-strength range not given is short, no pool of 0 dice, a keep-by only as the rules name it, no empty decline; another system's fields as given, empty ones left out", () => {
+  assert.equal(attackFromForm("revised-2e", { mode: "ego-whip", multiplier: "-2" }).multiplier, 1);
+  assert.deepEqual(attackFromForm("combat-strength", { mode: "psionic-wave" }), { mode: "psionic-wave", range: "short" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "mental-stab", pool_dice: "0", keep_by: "round", decline: [] }), { mode: "mental-stab" });
+  assert.deepEqual(attackFromForm("power-pool", { mode: "subconscious-subversion", keep_by: "die", decline: ["frightened", ""] }), { mode: "subconscious-subversion", keep_by: "die", decline: ["frightened"] });
+  assert.deepEqual(attackFromForm("my-plugin", { mode: "zap", power: 3, note: "", extra: null }), { mode: "zap", power: 3 });
+});
+
 test("no defense is null; power-pool defenses may sacrifice spell levels; revised-2e may say paid", () => {
   assert.equal(defenseFromChoice("revised-2e", null), null);
   assert.equal(defenseFromChoice("revised-2e", { mode: "" }), null);
@@ -106,6 +128,8 @@ test("no defense is null; power-pool defenses may sacrifice spell levels; revise
   assert.equal(defenseFromChoice("power-pool", { mode: "", sacrifice: "0" }), null);
   assert.equal(defenseFromChoice("revised-2e", { mode: "", sacrifice: "2", paid: true }), null);
   assert.deepEqual(defenseFromChoice("revised-2e", { mode: "mental-barrier", paid: true }), { mode: "mental-barrier", paid: true });
+  // A sacrifice of 0 is none, and only revised-2e pays ahead.
+  assert.deepEqual(defenseFromChoice("power-pool", { mode: "blank-mind", sacrifice: "0", paid: true }), { mode: "blank-mind" });
 });
 
 test("exchange.odds takes the resolve params without dice or seed", () => {
@@ -113,6 +137,11 @@ test("exchange.odds takes the resolve params without dice or seed", () => {
   assert.deepEqual(params.options, { "H-2E-CRIT-MODS": false });
   assert.deepEqual(oddsParams(params), { system: "revised-2e", attacker: { id: "a" }, defender: { id: "d" }, attack: { mode: "mind-thrust" }, defense: null, options: { "H-2E-CRIT-MODS": false } });
   assert.equal("options" in exchangeParams({ system: "x", attacker: {}, defender: {}, attack: {}, options: {} }), false);
+  // No defense given is null; a seed of 0 is a seed.
+  const bare = exchangeParams({ system: "x", attacker: {}, defender: {}, attack: {}, seed: 0 });
+  assert.equal(bare.defense, null);
+  assert.equal(bare.seed, 0);
+  assert.deepEqual(exchangeParams({ system: "x", attacker: {}, defender: {}, attack: {}, dice: { attack: [4] } }).dice, { attack: [4] });
 });
 
 test("modes are read from systems.describe in list or map form, else the fixed ids", () => {

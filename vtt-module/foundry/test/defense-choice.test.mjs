@@ -26,6 +26,29 @@ test("known defenses follow the daemon's rule for each system when the list is a
   assert.equal(knownModes(all, knownModeIds("combat-strength", { defense_strength: 10 }, "defenses")).length, 5);
 });
 
+test("a mind is psionic by its own system's measure: revised-2e's PSPs above 0, either combat-strength strength, either power-pool list; a plugin's unless it says not", () => {
+  assert.equal(isPsionic("revised-2e", { psp_max: 0 }), false);
+  assert.equal(isPsionic("revised-2e", { psp_max: 12 }), true);
+  assert.equal(isPsionic("combat-strength", { attack_strength: 30 }), true);
+  assert.equal(isPsionic("combat-strength", { defense_strength_max: 30, defense_strength: 0 }), true);
+  assert.equal(isPsionic("combat-strength", { psionic: true }), true);
+  assert.equal(isPsionic("power-pool", { defenses: ["blank-mind"] }), true);
+  assert.equal(isPsionic("power-pool", { attacks: ["mental-stab"], psionic: false }), false);
+  assert.equal(isPsionic("my-plugin", {}), true);
+  assert.equal(isPsionic("my-plugin", { kind: "nonpsionic" }), false);
+  assert.equal(isPsionic("my-plugin", { psionic: false }), false);
+});
+
+test("modes listed with their type or role, singular maps, or an empty list from the companion, are read as the others are", () => {
+  const byRole = modesFromDescription("revised-2e", { modes: [{ id: "mind-thrust", role: "attack" }, { id: "mind-blank", type: "defense" }] });
+  assert.deepEqual(byRole, { attacks: [{ id: "mind-thrust", role: "attack" }], defenses: [{ id: "mind-blank", type: "defense" }] });
+  const empty = modesFromDescription("revised-2e", { modes: { attacks: [], defenses: [] } });
+  assert.equal(empty.attacks.length, 5, "the fixed ids");
+  assert.equal(empty.defenses.length, 5);
+  const singular = modesFromDescription("my-plugin", { modes: { attack: { zap: 2 }, defense: ["ward", 7] } });
+  assert.deepEqual(singular, { attacks: [{ cost: 2, id: "zap" }], defenses: [{ id: "ward" }] });
+});
+
 function setProfile(t, token, profile) {
   token.actor.flags.mindscape["revised-2e"] = profile;
 }

@@ -365,6 +365,23 @@ test("power-pool: an attack whose decline list is partly malformed is refused, b
   assert.deepEqual(t.daemon.calls.slice(from).filter((c) => c.method === "exchange.resolve"), []);
 });
 
+test("an effect two modes may spare is one box naming both; what is ticked goes with the attack only for the mode chosen, and nothing ticked sends no decline", async () => {
+  const { declineBoxes, withDeclined } = await import("../mindscape/scripts/requests.js");
+  const i18n = makeI18n();
+  const t = { label: (key, fallback) => (i18n.has(key) ? i18n.localize(key) : fallback), format: i18n.format };
+  const attacks = [
+    { id: "subconscious-subversion", on_success: [{ condition: "frightened", optional: true }] },
+    { id: "mental-stab", on_success: [{ condition: "frightened", optional: true }, { condition: "stunned", optional: true }] },
+  ];
+  const boxes = declineBoxes(attacks, t);
+  assert.deepEqual(boxes.declinable.map((b) => b.value), ["frightened", "stunned"]);
+  assert.match(boxes.declinable[0].label, /\(Subconscious subversion, Mental stab:/);
+  assert.match(boxes.declinable[1].label, /\(Mental stab:/);
+  assert.deepEqual(withDeclined({ mode: "subconscious-subversion", decline: ["frightened", "stunned"] }, attacks), { mode: "subconscious-subversion", decline: ["frightened"] });
+  assert.deepEqual(withDeclined({ mode: "mental-stab", decline: "stunned" }, attacks), { mode: "mental-stab", decline: ["stunned"] });
+  assert.deepEqual(withDeclined({ mode: "psionic-wave", decline: ["frightened"] }, attacks), { mode: "psionic-wave" });
+});
+
 test("only the effects a mode marks optional are offered as boxes to spare; a mandatory one is not", async () => {
   const { declinableOf, declineBoxes } = await import("../mindscape/scripts/requests.js");
   const i18n = makeI18n();

@@ -182,6 +182,19 @@ test("exact odds become rows with percentages, the mean damage and the system's 
   assert.equal(oddsView({ outcomes: { hit: 1 }, damage: { mean: 0, distribution: [], truncated_mass: 0, dealt: null } }).damage, null);
 });
 
+test("odds' edge cases: a count of 1 is no chance, a damage cut off at the cap is a line (its greatest 0 when nothing is listed), as is a mean above 0; a combat-strength row of 0% is left out, and a damage of one value is fixed", () => {
+  const view = oddsView({ outcomes: {}, rounds: 1, critical: 0.05 });
+  assert.deepEqual(view.extras.map((e) => [e.name, e.percent]), [["critical", "5.00%"]]);
+  assert.deepEqual(oddsView({ outcomes: {}, damage: { mean: 1, distribution: [], truncated_mass: 0.001 } }).damage, { mean: 1, max: 0, truncated: true });
+  assert.deepEqual(oddsView({ outcomes: {}, damage: { mean: 0, distribution: [], truncated_mass: 0.001, dealt: null } }).damage, { mean: 0, max: 0, truncated: true });
+  assert.deepEqual(oddsView({ outcomes: {}, damage: { mean: 2, distribution: [] } }).damage, { mean: 2, max: 0, truncated: false });
+  assert.deepEqual(oddsView({ outcomes: {}, damage: { mean: 0, distribution: [[0, 0.9]], truncated_mass: 0.1 } }).damage, { mean: 0, max: 0, truncated: true });
+  const strength = oddsView({ outcome: { damage: 0.5, saved: 0.5, crushed: 0 }, conditions: { dazed: 0.25, stunned: 0 }, defense_zero: 0, damage: { dealt: { chance: 0.5, mean: 4, p10: 4, median: 4, p90: 4, least: 4, most: 4 } } }, undefined, "combat-strength");
+  assert.deepEqual(strength.outcomes.map((o) => o.name), ["damage", "saved"]);
+  assert.deepEqual(strength.conditions.map((c) => c.name), ["dazed"]);
+  assert.equal(strength.spread.fixed, true);
+});
+
 test("the daemon's revised-2e odds: counts beside the chances (needed, modifier, PSP costs) are not shown as chances", () => {
   // The shape `exchange.odds` answers for a 1-step mind thrust (needed 11, no defense).
   const odds = { outcomes: { hit: 0.5, miss: 0.5 }, critical: 0.15, mind_opened: 0.015, save_rolled: 0.15, needed: 11, needed_distribution: [[11, 1.0]], modifier: 0, damage: { mean: 1.25, distribution: [[0, 0.5], [1, 0.125], [4, 0.125]], truncated_mass: 0.0 }, psp_spent: { mean: 1.5 }, defense_psp: 0, target_open: false, effect: null, warnings: [] };

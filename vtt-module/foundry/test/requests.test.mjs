@@ -166,6 +166,8 @@ test("the multiplier is offered up to the attacker's level (RULES.md ยง1.4: 1 โ
   assert.equal(attackFieldsFor("power-pool", { hit_dice: 4, dedicated: [{ purpose: "control", target: "ox" }] }).maxPool, 3);
   assert.equal(attackFieldsFor("power-pool", { pool: 5 }).keepBy, true);
   assert.equal(attackFieldsFor("combat-strength", {}).multiplier, false);
+  // A level that reads below 1 (a sheet typed wrong) still offers the multiplier 1.
+  assert.equal(attackFieldsFor("revised-2e", { level: -2 }).maxMultiplier, 1);
 });
 
 test("exact odds become rows with percentages, the mean damage and the system's own chances", () => {

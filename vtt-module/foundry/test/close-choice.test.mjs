@@ -212,6 +212,7 @@ test("who may pay: a mind a critical hit opened this round, or before with the l
   assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 0 }) }), true, "the round it opened");
   assert.equal(mayPayToClose({ mind: { state: "open", opened_by: "critical" } }), true, "no rounds_open is 0, as the companion reads it");
   assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 2, locked_rounds: 3 }) }), false, "locked open");
+  assert.equal(mayPayToClose({ mind: mayClose({ may_pay_to_close: false, rounds_open: 1 }) }), false, "opened last round, and the last round's end said no");
   assert.equal(mayPayToClose({ mind: mayClose({ opened_by: "zero-psp" }) }), false);
   assert.equal(mayPayToClose({ mind: { ...mayClose(), state: "closed" } }), false);
   assert.equal(mayPayToClose({}), false);

@@ -12,7 +12,7 @@ import { RESENDS, combatantIdOfRef, defaultMethods, makeTable, patient, poolImpo
 import { tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { controlChoice, controlLinks, namedBy } from "../mindscape/scripts/rounds.js";
+import { controlChoice, controlLinks, controlsSomeone, namedBy } from "../mindscape/scripts/rounds.js";
 
 const POOL = "power-pool";
 const pp = (actor) => actor.flags.mindscape[POOL];
@@ -94,6 +94,24 @@ test("a link's choices follow the companion's offer; an answer it was not offere
   assert.deepEqual(namedBy(links, { cannot_perceive: ["zed", "ay"] }), ["zed", "ay", "bo"]);
   assert.deepEqual(namedBy(links, { release: ["kara"], keep: [{ target: "zed", by: "die" }] }), ["zed"]);
   assert.deepEqual(namedBy(links, null), []);
+  // A creature named twice, or two of one link, are each named once.
+  assert.deepEqual(namedBy(links, { release: ["ay", "bo"], cannot_perceive: ["zed"], keep: [{ target: "zed", by: "die" }] }), ["zed", "ay", "bo"]);
+});
+
+test("a link is its creatures all together: one without creatures is no link, a keep offered for other creatures or in an unknown way is none, and a wave is named", () => {
+  const wave = { targets: ["ay", "bo"], kept_by: "die", wave: "w" };
+  const other = { targets: ["ay", "cy"], kept_by: "die", wave: "v" };
+  const links = controlLinks({ release: [{ targets: [], kept_by: "die" }, wave], keep: [{ ...other, by: "die" }], cannot_perceive: [other], ends: [other] });
+  assert.deepEqual(links.map((l) => [l.targets, l.wave, l.keepBy, l.mayLoseSight, l.ends, l.answers]), [[["ay", "bo"], "w", null, false, false, ["hold", "release"]]]);
+  assert.deepEqual(controlLinks({ release: [wave], keep: [{ ...wave, by: "charm" }] })[0].answers, ["hold", "release"]);
+  assert.equal(controlLinks({ release: [{ targets: ["zed"], kept_by: "action" }] })[0].wave, null);
+});
+
+test("only a creature that controls someone is offered its control at the round's end", () => {
+  assert.equal(controlsSomeone({ controlling: [{ target: "zed" }] }), true);
+  assert.equal(controlsSomeone({ controlling: [] }), false);
+  assert.equal(controlsSomeone({}), false);
+  assert.equal(controlsSomeone(null), false);
 });
 
 // ------------------------------------------------------------------ the question

@@ -10,7 +10,7 @@ import { defaultMethods, encounterMethods, makeTable, revisedResult, roundEndRes
 import { FakeRoll, tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { endedRound, roundParticipants } from "../mindscape/scripts/rounds.js";
+import { endRoundParams, endedRound, roundParticipants } from "../mindscape/scripts/rounds.js";
 
 const profile = (actor) => actor.flags.mindscape["revised-2e"];
 const endRounds = (t) => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
@@ -62,10 +62,12 @@ test("a round ends when the tracker moves forward from a round that had begun, n
   assert.equal(endedRound(at(3), { turn: 2 }, { direction: 1 }), null); // a turn, not a round
   assert.equal(endedRound(at(3), { round: 3 }, {}), null);
   assert.equal(endedRound(at(2), { round: 6 }, {}), 2); // a jump ends the round the tracker left
+  assert.equal(endedRound(at(1), { round: 1.5 }, {}), null); // no whole round: no round
   // Without Foundry's record of the prior state, only the tracker's own advance counts.
   assert.equal(endedRound({}, { round: 3 }, { direction: 1 }), 2);
   assert.equal(endedRound({}, { round: 1 }, { direction: 1 }), null);
   assert.equal(endedRound({}, { round: 3 }, {}), null);
+  assert.equal(endedRound({}, { round: 3 }, { direction: 0 }), null);
   assert.equal(endedRound(null, null, undefined), null);
 });
 
@@ -78,6 +80,17 @@ test("participants: one per actor seen through the token, only actors with a pro
   // their own synthetic actors and stay two; the guard has no psionic profile.
   assert.deepEqual(picked.map((p) => p.token.uuid), [ulcenToken.uuid, goblinToken.uuid, goblin2Token.uuid]);
   assert.deepEqual(roundParticipants(entries, "power-pool"), []);
+  // A profile is an object: a flag holding anything else is none.
+  const odd = { token: null, actor: { id: "odd", uuid: "Actor.odd", flags: { mindscape: { "revised-2e": "yes" } } } };
+  assert.deepEqual(roundParticipants([odd], "revised-2e"), []);
+});
+
+test("exchange.end_round's params hold choices, puppets and options only when they hold something, and a seed of 0 is a seed", () => {
+  const combatants = [{ id: "ulcen" }];
+  assert.deepEqual(endRoundParams({ system: "revised-2e", combatants, choices: {}, puppets: [], options: {}, dice: undefined, seed: null }), { system: "revised-2e", combatants });
+  assert.deepEqual(endRoundParams({ system: "revised-2e", combatants, seed: 0 }), { system: "revised-2e", combatants, seed: 0 });
+  const full = endRoundParams({ system: "power-pool", combatants, choices: { g: { release: ["f"] } }, puppets: [{ id: "f" }], options: { rule: true }, dice: [3], seed: 7 });
+  assert.deepEqual(full, { system: "power-pool", combatants, choices: { g: { release: ["f"] } }, puppets: [{ id: "f" }], options: { rule: true }, dice: [3], seed: 7 });
 });
 
 // ------------------------------------------------------------------ the combat tracker

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { actorDataWithProfile, profileFields, profileFromForm, profileProblems } from "../mindscape/scripts/profile.js";
-import { InvalidParamsError } from "../mindscape/scripts/errors.js";
+import { InvalidParamsError, UsageError } from "../mindscape/scripts/errors.js";
 import { choiceFromForm, encounterView, logLine, resultsOfStep, selectedTokenUuids, updatesOfStep, EncounterWatcher } from "../mindscape/scripts/encounter.js";
 import { defaultMethods, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { makeI18n, tick } from "../test-support/fakes.mjs";
@@ -50,6 +50,56 @@ test("a submitted profile keeps only filled fields, as numbers where the schema 
   assert.deepEqual(profile, { kind: "psionicist", level: 4, attacks: ["mind-thrust"], mindless: false, mind: { state: "closed" } });
   assert.throws(() => profileFromForm(fields, { advanced: "{not json" }), /AdvancedJson/);
   assert.deepEqual(actorDataWithProfile({ flags: { mindscape: { other: 1 } } }, "mindscape", "revised-2e", { psp: 3 }), { flags: { mindscape: { other: 1, "revised-2e": { psp: 3 } } } });
+});
+
+test("each field is what its schema says: its title or its name in words, its description as hint, bounds, step and default; a null choice is not offered", () => {
+  const described = {
+    type: "object",
+    properties: {
+      rounds_open: { type: "integer", minimum: 0, maximum: 9, default: 0, description: "Rounds the mind has been open" },
+      strength: { type: "number", title: "Strength" },
+      ready: { type: "boolean", default: true },
+      size: { type: ["integer", "null"], enum: [1, 2, null] },
+      weight: { type: "number", enum: [0.5, 1.5] },
+      note: { type: "string" },
+      mind: { type: "object" },
+      vague: {},
+    },
+  };
+  const { fields, advanced } = profileFields(described, {});
+  const by = Object.fromEntries(fields.map((f) => [f.key, f]));
+  assert.deepEqual(fields.map((f) => f.key), ["rounds_open", "strength", "ready", "size", "weight", "note"]);
+  assert.deepEqual([by.rounds_open.label, by.rounds_open.hint, by.rounds_open.min, by.rounds_open.max, by.rounds_open.step, by.rounds_open.placeholder], ["rounds open", "Rounds the mind has been open", 0, 9, 1, 0]);
+  assert.deepEqual([by.strength.label, by.strength.hint, by.strength.min, by.strength.max, by.strength.step, by.strength.placeholder], ["Strength", "", "", "", "any", ""]);
+  assert.equal(by.ready.checked, true, "unset, a checkbox shows its default");
+  assert.deepEqual(by.size.options.map((o) => o.value), ["", "1", "2"]);
+  assert.deepEqual([by.size.numeric, by.weight.numeric], [true, true]);
+  // Nothing stored for an object field, nor a sheet-only field: no advanced JSON.
+  assert.equal(advanced, "");
+  assert.equal(profileFields(described, { hp: 7 }).advanced, "");
+  // Back from the form: a numeric choice is a number, one value ticked is a list, an empty text is left out.
+  const withAttacks = { ...described, properties: { ...described.properties, attacks: { type: "array", items: { enum: ["ego-whip", "mind-thrust"] } } } };
+  const spec = profileFields(withAttacks, {}).fields;
+  assert.deepEqual(profileFromForm(spec, { size: "2", weight: "1.5", note: "", attacks: "ego-whip", advanced: "  \n " }), { size: 2, weight: 1.5, attacks: ["ego-whip"] });
+  assert.throws(() => profileFromForm(spec, { advanced: "[1, 2]" }), /AdvancedJson/);
+  // The actor's data checked with the new profile is a copy: the actor's own is untouched.
+  const actorData = { flags: { mindscape: { "revised-2e": { psp: 1 } } } };
+  actorDataWithProfile(actorData, "mindscape", "revised-2e", { psp: 3 });
+  assert.deepEqual(actorData, { flags: { mindscape: { "revised-2e": { psp: 1 } } } });
+});
+
+test("a refused profile's problems: a JSON pointer's escapes are read, a sheet path is the sheet's whatever its names, and only the advanced JSON's own error is the form's", () => {
+  const spec = { system: "revised-2e", fields: [] };
+  const words = { label: (k, f) => ({ "MINDSCAPE.Profile.Advanced": "Advanced (JSON)", "MINDSCAPE.Profile.Sheet": "The sheet" })[k] ?? f, message: (e) => e.key };
+  const refused = (...errors) => new InvalidParamsError({ code: -32602, message: "Invalid params", errors });
+  assert.deepEqual(profileProblems(refused(
+    { path: "/data/actor/flags/mindscape/revised-2e/a~1b~0c/x", message: "must be a number" },
+    { path: "/data/actor/system/combatant/level", message: "must be a whole number" },
+  ), spec, words, "mindscape"), [
+    { key: "advanced", label: "Advanced (JSON) › a/b~c", message: "must be a number" },
+    { key: null, label: "The sheet", message: "must be a whole number (/data/actor/system/combatant/level)" },
+  ]);
+  assert.equal(profileProblems(new UsageError("MINDSCAPE.Error.NoDocument", { uuid: "Actor.x" }), spec, words, "mindscape"), null);
 });
 
 test("a player's profile is validated by the daemon's adapter before the GM saves it to flags.mindscape.<system>", async () => {

@@ -86,6 +86,19 @@ test("penetrating follow-ups stay beside the die they follow (API.md: [6, 6, 1, 
   assert.equal(roll.total, 14);
 });
 
+test("a follow-up stays with the die it follows (the first die's index, 0, included) in a purpose not summed; a summed flag that is not true sums nothing", () => {
+  const checks = [die("check", 6, 6, "a"), die("check", 6, 2, "a", 0), die("check", 6, 4, "a")];
+  assert.deepEqual(rollDataFromDaemon(checks, (p) => p).map((r) => [r.formula, r.total]), [["2d6 - 1", 7], ["1d6", 4]]);
+  const plugin = { dice_purposes: [{ purpose: "attack", sides: [20], summed: "yes" }] };
+  assert.equal(rollDataFromDaemon([die("attack", 20, 3, "a"), die("attack", 20, 9, "a")], (p) => p, { summed: summedPurposes(plugin) }).length, 2);
+});
+
+test("points the rules take from the dice are shown as a subtraction, and each roll's flavor names its roller", () => {
+  const damage = [die("damage", 4, 3, "ulcen"), die("damage", 4, 2, "ulcen"), die("damage", 4, 4, "fenka")];
+  const made = rollDataFromDaemon(damage, (p, by) => `${p} of ${by}`, { ...R2E, addedTo: { damage: -2 }, labels: { added: "table" } });
+  assert.deepEqual(made.map((r) => [r.options.flavor, r.formula, r.total]), [["damage of ulcen", "2d4 - 2[table]", 3], ["damage of fenka", "1d4 - 2[table]", 2]]);
+});
+
 test("combat-strength: the damage roll adds the table's points and the penetration's −1, so its total is the card's damage", () => {
   // A mind thrust on table A: 12 points + 4 penetrating d6 (6 → 4, 2, 1, 5): 12 + 9 + 2 + 1 + 5 = 29.
   const result = {

@@ -93,3 +93,17 @@ test("a failed update is reported, not thrown, so the rest still apply", async (
   assert.equal(report[0].ok, false);
   assert.equal(report[1].ok, true);
 });
+
+test("a participant is the actor as seen through its token: the token's own actor, its base actor by id when Foundry gives no baseActor, and an actor without token is linked", () => {
+  const { orc, hero, orcA } = world();
+  assert.deepEqual(participantOf(orcA, orc), { tokenUuid: orcA.uuid, actorUuid: orcA.actor.uuid, actorLink: false, baseActorUuid: "Actor.orc" });
+  const bare = { uuid: "Scene.s.Token.t9", actorLink: false, actorId: "orc", actor: { uuid: "Scene.s.Token.t9.Actor.orc" } };
+  assert.equal(participantOf(bare, bare.actor).baseActorUuid, "Actor.orc");
+  assert.deepEqual(participantOf(null, hero), { tokenUuid: null, actorUuid: "Actor.hero", actorLink: true, baseActorUuid: "Actor.hero" });
+});
+
+test("a missing document and an update the document refuses are reported with why, the update awaited", async () => {
+  const locked = { update: async () => { throw new Error("the sheet is locked"); } };
+  const report = await applyPlan([{ uuid: "Actor.gone", update: { a: 1 } }, { uuid: "Actor.locked", update: { a: 1 } }], async (uuid) => (uuid === "Actor.locked" ? locked : null));
+  assert.deepEqual(report, [{ uuid: "Actor.gone", ok: false, error: "no document Actor.gone" }, { uuid: "Actor.locked", ok: false, error: "the sheet is locked" }]);
+});

@@ -105,3 +105,19 @@ test("the cards' Dice and events is a button (keyboard and screen readers reach 
   assert.equal(toggle.attributes["aria-expanded"], "false");
   assert.ok(!classes.has("expanded"));
 });
+
+test("a card rendered again (an undo marks it, or a core fires both chat hooks) opens and closes once per click", () => {
+  const classes = new Set();
+  const clicks = [];
+  const toggle = { attributes: {}, setAttribute(k, v) { this.attributes[k] = v; }, addEventListener: (_type, fn) => clicks.push(fn) };
+  const card = {
+    dataset: {},
+    classList: { add: (c) => classes.add(c), toggle: (c) => (classes.has(c) ? (classes.delete(c), false) : (classes.add(c), true)) },
+    querySelectorAll: () => [toggle],
+  };
+  onRenderChatMessage({ t: { localize: (k) => k } }, { flags: {} }, { querySelector: () => card });
+  onRenderChatMessage({ t: { localize: (k) => k } }, { flags: {} }, { querySelector: () => card });
+  for (const fn of clicks) fn({ preventDefault() {} });
+  assert.equal(toggle.attributes["aria-expanded"], "true");
+  assert.ok(classes.has("expanded"));
+});

@@ -356,3 +356,47 @@ for (const generation of [12, 13]) {
     assert.deepEqual(svc.calls, [["attack", { attackerUuid: token.uuid }]]);
   });
 }
+
+test("the GM's token HUD: attack and encounter buttons in the right column, named for screen readers, added once however often it renders; a click stays Mindscape's", (t) => {
+  const saved = globalThis.document;
+  globalThis.document = { createElement: () => new FakeElement() };
+  t.after(() => { if (saved === undefined) delete globalThis.document; else globalThis.document = saved; });
+  const { world, c } = client(13);
+  const actor = world.actor({ id: "zanna", name: "Zanna", ownership: { gm0000: 3 } });
+  const token = world.token({ id: "t9", name: "Zanna", actor, actorLink: true });
+  const svc = { ...fakeSvc(), game: c.game };
+  svc.openEncounter = () => svc.calls.push(["encounter"]);
+  const root = new FakeElement("placeable-hud");
+  root.append(new FakeElement("col left"), new FakeElement("col right"));
+  const hud = { object: { document: token, actor } };
+  hookTable(svc).renderTokenHUD(hud, root);
+  hookTable(svc).renderTokenHUD(hud, root);
+  const right = root.querySelector(".col.right");
+  assert.deepEqual(right.children.map((b) => [b.dataset.action, b.attributes["aria-label"]]), [
+    [ATTACK_ACTION, "MINDSCAPE.Attack.Button"], [ENCOUNTER_ACTION, "MINDSCAPE.Encounter.Title"],
+  ]);
+  assert.equal(root.querySelector(".col.left").children.length, 0);
+  const stopped = [];
+  for (const button of right.children) button.listener({ preventDefault() {}, stopPropagation: () => stopped.push(button.dataset.action) });
+  assert.deepEqual(stopped, [ATTACK_ACTION, ENCOUNTER_ACTION], "the HUD's own click handlers never see it");
+  assert.deepEqual(svc.calls, [["attack", { attackerUuid: token.uuid }], ["encounter"]]);
+  // A player's HUD has no encounter button, even where the panel could be opened.
+  const player = playerClient(13);
+  player.svc.openEncounter = () => player.svc.calls.push(["encounter"]);
+  const mine = new FakeElement("placeable-hud");
+  mine.append(new FakeElement("col left"), new FakeElement("col right"));
+  hookTable(player.svc).renderTokenHUD({ object: { document: player.own.getActiveTokens(false, true)[0], actor: player.own } }, mine);
+  assert.deepEqual(mine.querySelector(".col.right").children.map((b) => b.dataset.action), [ATTACK_ACTION]);
+});
+
+test("AppV1: the GM's Psionic rest on a world actor's sheet rests that world actor, not one of its unlinked tokens", () => {
+  const { world, c } = client();
+  const actor = world.actor({ id: "goblin", name: "Goblin", ownership: { gm0000: 3 } });
+  world.token({ id: "t7", name: "Goblin", actor, actorLink: false });
+  const svc = { ...fakeSvc(), game: c.game, system: "power-pool" };
+  svc.startRest = (r) => svc.calls.push(["rest", r]);
+  const buttons = [];
+  hookTable(svc).getActorSheetHeaderButtons({ actor }, buttons);
+  buttons.find((b) => b.class === REST_ACTION).onclick();
+  assert.deepEqual(svc.calls, [["rest", { tokenUuids: ["Actor.goblin"] }]]);
+});

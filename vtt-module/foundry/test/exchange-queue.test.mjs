@@ -38,6 +38,16 @@ test("queue: tasks on one key run one after another, in the order they were queu
   assert.deepEqual(results, ["a", "b", "c"]);
   assert.deepEqual(log, ["a start", "a end", "b start", "b end", "c start", "c end"]);
   assert.equal(q.busy("Actor.goblin"), false);
+  // A task queued while the second of two on its key runs waits for that second one.
+  const later = [];
+  const first = q.run(["Actor.goblin"], task("d", 1));
+  const second = q.run(["Actor.goblin"], async () => { later.push("e start"); await tick(20); later.push("e end"); });
+  assert.equal(q.busy("Actor.goblin"), true);
+  await first;
+  await tick(1);
+  await q.run(["Actor.goblin"], () => later.push("f"));
+  await second;
+  assert.deepEqual(later, ["e start", "e end", "f"]);
 });
 
 test("queue: tasks with no key in common run side by side", async () => {

@@ -7,6 +7,8 @@ import path from "node:path";
 import { FakeApplicationV2, FakeServer, FakeSettings, FakeUser, FakeWorld, MODULE_DIR, installGlobals, makeClient, makeUsers } from "../test-support/fakes.mjs";
 import { ATTACK_ACTION, ENCOUNTER_ACTION, PROFILE_ACTION, REST_ACTION, hookTable } from "../mindscape/scripts/hooks.js";
 import { boot } from "../mindscape/scripts/boot.js";
+import { houseRulesFor, registerSettings } from "../mindscape/scripts/settings.js";
+import { DEFENSE_TIMEOUT_MAX_S } from "../mindscape/scripts/consts.js";
 
 function client(generation = 12) {
   const world = new FakeWorld();
@@ -399,4 +401,31 @@ test("AppV1: the GM's Psionic rest on a world actor's sheet rests that world act
   hookTable(svc).getActorSheetHeaderButtons({ actor }, buttons);
   buttons.find((b) => b.class === REST_ACTION).onclick();
   assert.deepEqual(svc.calls, [["rest", { tokenUuids: ["Actor.goblin"] }]]);
+});
+
+test("every setting is registered with its language file's name and hint; the defense timeout, the generic mapping and the encounter have their defaults; only the GM opens either menu", () => {
+  const { c } = client();
+  class Menu extends FakeApplicationV2 {}
+  registerSettings(c.game, { PairingMenu: Menu, HouseRulesMenu: Menu });
+  const registered = c.game.settings.registered;
+  for (const [key, spec] of registered) {
+    const name = key.slice("mindscape.".length);
+    assert.deepEqual([spec.name, spec.hint], [`MINDSCAPE.Setting.${name}.Name`, `MINDSCAPE.Setting.${name}.Hint`], key);
+  }
+  const timeout = registered.get("mindscape.defenseTimeout");
+  assert.deepEqual([timeout.scope, timeout.config, timeout.default, timeout.range], ["world", true, 30, { min: 5, max: DEFENSE_TIMEOUT_MAX_S, step: 5 }]);
+  assert.deepEqual(registered.get("mindscape.genericMapping").default, { version: 1, fields: {} });
+  // The encounter's record is the panel's own: not in Configure Settings.
+  assert.deepEqual([registered.get("mindscape.encounter").scope, registered.get("mindscape.encounter").config, registered.get("mindscape.encounter").default], ["world", false, {}]);
+  assert.deepEqual(["pairing", "houseRulesMenu"].map((k) => c.game.settings.menus.get(`mindscape.${k}`).restricted), [true, true]);
+});
+
+test("a system's house rules are read as a copy: changing what was read leaves the world's setting alone", async () => {
+  const { c } = client();
+  registerSettings(c.game, {});
+  await c.game.settings.set("mindscape", "houseRules", { "revised-2e": { "H-2E-MODE-LIMITS": false } });
+  const read = houseRulesFor(c.game, "revised-2e");
+  read["H-2E-MODE-LIMITS"] = true;
+  assert.deepEqual(houseRulesFor(c.game, "revised-2e"), { "H-2E-MODE-LIMITS": false });
+  assert.deepEqual(houseRulesFor(c.game, "power-pool"), {});
 });

@@ -47,6 +47,12 @@ test("what a rest asks comes from the system's rest_schema: hours in its range, 
   // power-pool's puppets only when there are some: the companion refuses them elsewhere.
   assert.deepEqual(restParams({ system: "power-pool", combatants: [1], puppets: [2] }), { system: "power-pool", combatants: [1], puppets: [2] });
   assert.deepEqual(restParams({ system: "power-pool", combatants: [1], puppets: [] }), { system: "power-pool", combatants: [1] });
+  // A schema without bounds rests 1 to 1000 hours; a rest_schema that is no object is no rest.
+  assert.deepEqual(restSpec({ rest_schema: { properties: { hours: { type: "integer" } } } }), { hours: { min: 1, max: 1000 } });
+  assert.equal(restSpec({ rest_schema: true }), null);
+  // Where a rest may last 0 hours, blanks are still no hours and 0 is sent as given.
+  assert.deepEqual(["  ", "0"].map((v) => restHours(v, { min: 0, max: 10 })), [null, 0]);
+  assert.deepEqual(restParams({ system: "x", combatants: [1], hours: 0 }), { system: "x", combatants: [1], hours: 0 });
 });
 
 // ------------------------------------------------------------------ the sheet header

@@ -9,6 +9,8 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { EN, MODULE_DIR } from "../test-support/fakes.mjs";
+import { codeHtml, escapeHtml, fill, filled, htmlText, plainText, spaced } from "../mindscape/scripts/labels.js";
+import { elementOf, generation, i18n, readForm, renderTemplate, sightBlocked } from "../mindscape/scripts/foundry.js";
 
 const has = (key) => typeof key.split(".").reduce((o, k) => o?.[k], EN) === "string";
 
@@ -325,4 +327,70 @@ test("every {placeholder} of a message the code formats with a key written out i
     }
   }
   assert.deepEqual(problems, []);
+});
+
+test("an id the language file does not know reads as words; placeholders are filled as Foundry's format does, a missing one marked only when asked", () => {
+  assert.deepEqual(["mind-blank", "psionic_sense", "tower--of_-iron-will", null].map(spaced), ["mind blank", "psionic sense", "tower of iron will", ""]);
+  assert.equal(fill("{name} holds {psp} PSPs", { name: "Ulcen", psp: 0 }), "Ulcen holds 0 PSPs");
+  assert.equal(fill("{name} holds {psp} PSPs", { name: "Ulcen", psp: null }), "Ulcen holds {psp} PSPs");
+  assert.equal(fill("{name} holds {psp} PSPs", { name: "Ulcen" }, "?"), "Ulcen holds ? PSPs");
+  const label = (key, fallback) => ({ "MINDSCAPE.Known": "{who} rests" })[key] ?? fallback;
+  assert.equal(filled(label, "MINDSCAPE.Known", {}, "someone"), "someone rests");
+  assert.equal(filled(label, "MINDSCAPE.Plugin.x", {}), null);
+});
+
+test("texts placed in HTML are escaped: all five characters in an attribute's reach, only & < > in an element's text; commands as code, their marks dropped in plain text", () => {
+  assert.equal(escapeHtml(`<a title="Tom's">&</a>`), "&lt;a title=&quot;Tom&#39;s&quot;&gt;&amp;&lt;/a&gt;");
+  assert.equal(htmlText(`<b>"Tom's" & co</b>`), `&lt;b&gt;"Tom's" &amp; co&lt;/b&gt;`);
+  assert.equal(codeHtml("Run `mindscape <serve>` & wait"), "Run <code>mindscape &lt;serve&gt;</code> &amp; wait");
+  assert.equal(plainText("Run `mindscape serve`"), "Run mindscape serve");
+});
+
+test("Foundry's surface: the generation (12 unless told), a hook's element from jQuery or an application, v13's renderTemplate first, a missing key's fallback", async () => {
+  assert.deepEqual([generation({}), generation({ release: { generation: 13 } })], [12, 13]);
+  const el = { tagName: "DIV" };
+  assert.deepEqual([elementOf({ 0: el, length: 1 }), elementOf({ element: el }), elementOf(el), elementOf(null)], [el, el, el, null]);
+  const saved = [globalThis.foundry, globalThis.renderTemplate];
+  const used = [];
+  globalThis.foundry = { applications: { handlebars: { renderTemplate: async (p) => used.push(["v13", p]) } } };
+  globalThis.renderTemplate = async (p) => used.push(["v12", p]);
+  try {
+    await renderTemplate("odds", {});
+  } finally {
+    [globalThis.foundry, globalThis.renderTemplate] = saved;
+  }
+  assert.deepEqual(used, [["v13", "modules/mindscape/templates/odds.hbs"]]);
+  const game = { i18n: { has: (k) => k === "MINDSCAPE.Known", localize: (k) => (k === "MINDSCAPE.Known" ? "Known" : k) } };
+  assert.deepEqual([i18n(game).label("MINDSCAPE.Known", "x"), i18n(game).label("MINDSCAPE.Unknown", "fallback")], ["Known", "fallback"]);
+});
+
+test("a form is read by its named fields: one checkbox of a list is a list, a multiple select its chosen values, buttons and unnamed fields left out", () => {
+  const saved = globalThis.CSS;
+  globalThis.CSS = { escape: (s) => s };
+  const elements = [
+    { name: "allies", type: "checkbox", value: "Actor.skum", checked: true, dataset: { list: "" } },
+    { name: "targets", type: "select-multiple", tagName: "SELECT", multiple: true, selectedOptions: [{ value: "a" }, { value: "c" }] },
+    { name: "go", type: "submit", value: "ok" },
+    { name: "help", type: "button", value: "?" },
+    { name: "", type: "text", value: "stray" },
+    { name: "psp", type: "number", value: "4" },
+  ];
+  const form = { elements, querySelectorAll: (sel) => elements.filter((e) => e.type === "checkbox" && sel.includes(`"${e.name}"`)) };
+  try {
+    assert.deepEqual(readForm(form), { allies: ["Actor.skum"], targets: ["a", "c"], psp: "4" });
+  } finally {
+    globalThis.CSS = saved;
+  }
+});
+
+test("sight between tokens is Foundry's sight backend's word: on one scene only, asked for sight, and unknown when it fails", () => {
+  const asked = [];
+  const backend = { testCollision: (a, b, o) => { asked.push(o.type); return true; } };
+  const CONFIG = { Canvas: { polygonBackends: { sight: backend } } };
+  const token = (x, scene = "s1") => ({ parent: { id: scene }, object: { center: { x, y: 0 } } });
+  assert.equal(sightBlocked(CONFIG, token(0), token(10)), true);
+  assert.deepEqual(asked, ["sight"]);
+  assert.equal(sightBlocked(CONFIG, token(0), token(10, "s2")), null);
+  backend.testCollision = () => { throw new Error("no walls yet"); };
+  assert.equal(sightBlocked(CONFIG, token(0), token(10)), null);
 });

@@ -268,6 +268,9 @@ test("the relay waits at least as long as the longest attack flow (the defense q
   assert.equal(DEFENSE_REASKS, 2);
   assert.ok(RELAY_TIMEOUT_MS > (DEFENSE_TIMEOUT_MAX_S * 1000 + DEFENSE_GRACE_MS) * 3);
   assert.ok(relayTimeoutMs(30) > (30000 + DEFENSE_GRACE_MS) * 3);
+  // A setting that is no time (negative, not a number) waits as long as the longest allowed.
+  assert.deepEqual([relayTimeoutMs(-5), relayTimeoutMs("soon")], [RELAY_TIMEOUT_MS, RELAY_TIMEOUT_MS]);
+  assert.equal(relayTimeoutMs(0), DEFENSE_GRACE_MS * 3 + (RELAY_TIMEOUT_MS - (DEFENSE_TIMEOUT_MAX_S * 1000 + DEFENSE_GRACE_MS) * 3));
   const { makeTable } = await import("../test-support/scenario.mjs");
   const tbl = makeTable();
   await tbl.clients.gm.game.settings.set("mindscape", "defenseTimeout", 300);

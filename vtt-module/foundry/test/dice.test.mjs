@@ -76,6 +76,20 @@ test("at most MAX_DICE_PROMPTS prompts: the next need stops the call with a reas
   assert.equal(endless.calls.length, MAX_DICE_PROMPTS + 1);
 });
 
+test("a rest whose open mind needs a dozen rounds' Wisdom checks gets every one typed and finishes", async () => {
+  const rest = fakeDaemon({
+    "combatants.rest": (params) => {
+      const typed = params.dice?.["wisdom-check"] ?? [];
+      if (typed.length < 12) throw { code: 4002, message: "dice needed", data: { purpose: "wisdom-check", sides: 20, needed: 1 } };
+      return { rested: typed.length };
+    },
+  });
+  const client = new DaemonClient({ url: "http://127.0.0.1:1", token: "secret-token", fetch: rest.fetch });
+  let prompts = 0;
+  const done = await callWithPhysicalDice((m, p) => client.call(m, p), "combatants.rest", {}, async () => { prompts += 1; return [3]; });
+  assert.deepEqual([done.result.rested, done.dice["wisdom-check"].length, prompts], [12, 12, 12]);
+});
+
 test("typed values are checked against the die's faces and the count needed", () => {
   assert.equal(checkDieValues([1, 4], 4, 2), null);
   assert.equal(checkDieValues([5], 4, 1), "MINDSCAPE.Dice.OutOfRange");

@@ -11,19 +11,28 @@ import * as dialogs from "../mindscape/scripts/dialogs.js";
 
 const CHOICE = { phase: "round", attackMode: "ego-whip", target: "fenka-tokF", multiplier: "1", range: "short", defenseMode: "" };
 
-test("a choice made after the GM stopped waiting is not declared, and its owner is told", async () => {
+/**
+ * An encounter of Ulcen and Fenka whose choices the GM has asked for, waiting 100 ms (a
+ * stand-in for the world's timeout, with no grace): Fenka's player answers at once,
+ * Ulcen's 300 ms after being asked, with what `late(question)` gives.
+ */
+async function askedWithOneLate(late) {
   const { methods, enc } = encounterMethods();
-  let asked = null;
   const t = makeTable({ methods, dialogs: {
-    p1: { encounterChoiceDialog: async (arg) => { asked = arg; await new Promise((r) => setTimeout(r, 300)); return CHOICE; } },
+    p1: { encounterChoiceDialog: async (arg) => { const answer = late(arg); await new Promise((r) => setTimeout(r, 300)); return answer; } },
     p2: { encounterChoiceDialog: { phase: "round", attackMode: "", defenseMode: "mind-blank" } },
   } });
-  // Stand-ins for the world's timeout and the grace: the GM waits 100 ms.
   const gm = t.clients.gm.svc;
   gm.defenseTimeoutS = () => 0.1;
   gm.defenseGraceMs = 0;
   await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
   await gm.encounters.collectChoices();
+  return { t, enc };
+}
+
+test("a choice made after the GM stopped waiting is not declared, and its owner is told", async () => {
+  let asked = null;
+  const { t, enc } = await askedWithOneLate((arg) => { asked = arg; return CHOICE; });
   // The question carries its deadline, as the other timed questions do.
   assert.equal(asked.timeoutMs, 100);
   assert.equal(asked.context.timeoutMs, 100);
@@ -37,16 +46,7 @@ test("a choice made after the GM stopped waiting is not declared, and its owner 
 });
 
 test("a question that closes after the GM stopped waiting without a choice made tells its owner nothing", async () => {
-  const { methods, enc } = encounterMethods();
-  const t = makeTable({ methods, dialogs: {
-    p1: { encounterChoiceDialog: async () => { await new Promise((r) => setTimeout(r, 300)); return null; } },
-    p2: { encounterChoiceDialog: { phase: "round", attackMode: "", defenseMode: "mind-blank" } },
-  } });
-  const gm = t.clients.gm.svc;
-  gm.defenseTimeoutS = () => 0.1;
-  gm.defenseGraceMs = 0;
-  await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
-  await gm.encounters.collectChoices();
+  const { t, enc } = await askedWithOneLate(() => null);
   await new Promise((r) => setTimeout(r, 500));
   await tick(20);
   assert.ok(!enc.choices.has("ulcen"));

@@ -1619,10 +1619,10 @@ const ADAPTER = 'roll20.adnd2e-revised';
 
 // Creates an encounter "enc-1" and adds the fighters of `tokens` (combatant ids = the
 // fighters' refs, as the Roll20 adapters make them); returns the context.
-const encounterOf = (ctx, tokens) => {
+const encounterOf = (ctx, tokens, id = 'enc-1') => {
   ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
   const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-1', revision: 0 } });
+  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id, revision: 0 } });
   ctx.sb.chat({ playerid: GM, selected: tokens.map((t) => t.id), content: '!psi encounter add' });
   const add = lastRequest(ctx.sb);
   answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
@@ -3975,12 +3975,7 @@ test('a refresh that timed out no longer stops another from starting, nor does o
   assert.equal(refreshes(ctx.sb).length, 2);
   // A run of enc-1 still on its way; enc-1 forgotten and enc-2 created: enc-2 refreshes.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
-  const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi encounter add' });
-  const add = lastRequest(ctx.sb);
-  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 1 } })));
+  encounterOf(ctx, [ctx.tokens.ulcen], 'enc-2');
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   assert.equal(refreshes(ctx.sb).length, 3);
   assert.equal(lastRequest(ctx.sb).body.params.id, 'enc-2');
@@ -4062,12 +4057,7 @@ test('a step on its way keeps the sheets from a refresh of its own encounter, al
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   assert.equal(refreshes(ctx.sb).length, 0);
   ctx.sb.state.Mindscape.pending[undo.id].encounter = 'enc-1';
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
-  const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi encounter add' });
-  const add = lastRequest(ctx.sb);
-  answer(ctx, add.id, add.body.map((b) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: 1 } })));
+  encounterOf(ctx, [ctx.tokens.ulcen], 'enc-2');
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   assert.equal(refreshes(ctx.sb).length, 1);
   assert.equal(lastRequest(ctx.sb).body.params.id, 'enc-2');
@@ -4183,12 +4173,7 @@ test('a refresh answer of an encounter forgotten here lets go of nobody held in 
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   const old = lastRequest(ctx.sb);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter create' });
-  const create = lastRequest(ctx.sb);
-  answer(ctx, create.id, { jsonrpc: '2.0', id: create.id, result: { id: 'enc-2', revision: 0 } });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' });
-  const add = lastRequest(ctx.sb);
-  answer(ctx, add.id, add.body.map((b, i) => ({ jsonrpc: '2.0', id: b.id, result: { combatant_id: b.params.combatant.data.id, revision: i + 1 } })));
+  encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka], 'enc-2');
   const step = resolveNow(ctx);
   answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
   refreshAnswer(ctx, old, 7);

@@ -539,3 +539,79 @@ def test_a_change_within_one_tick_of_both_times_is_still_seen(
     with path.open("r+") as file:  # in place: the inode stays
         file.write(longer + "\n")
     assert keeper.accepts(longer) and not keeper.accepts(new)
+
+
+def test_blanks_around_the_token_in_its_file_are_not_part_of_it(tmp_path: Path) -> None:
+    """_token_in: a token file edited by hand (spaces before the token, a Windows line
+    end after it) still holds the token, not a refusal."""
+    assert read_token(token_file(tmp_path, f"  \t{TOKEN} \r\n")) == TOKEN
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("content", ["s3cret", f"{TOKEN}\n{TOKEN}"])
+def test_a_token_file_others_could_write_gets_a_new_token_whatever_it_holds(
+        tmp_path: Path, content: str) -> None:
+    """ensure_token: a file others could write is replaced before it is read, so what
+    another user put there (a token of their choosing or not one at all) is neither
+    adopted nor a refusal that stops the start."""
+    path = token_file(tmp_path, content, mode=0o666)
+    opened = ensure_token(path)
+    assert opened.rotated and opened.problem == "was writable by other users (mode 0666)"
+    assert read_token(path) == opened.token
+
+
+FDS = Path("/proc/self/fd")
+
+
+@pytest.mark.skipif(not FDS.is_dir(), reason="needs /proc/self/fd to count descriptors")
+def test_reading_the_token_file_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    """read_token, ensure_token and read_own_file close what they open, whether they
+    read the file or refuse it: the daemon reads the token file again at every change,
+    and a descriptor left open at each would run it out of them."""
+    good = token_file(tmp_path)
+    (tmp_path / "bad").mkdir()
+    bad = token_file(tmp_path / "bad", "short\n")
+    (tmp_path / "open").mkdir()
+    readable = token_file(tmp_path / "open", mode=0o644)
+    before = sorted(os.listdir(FDS))
+    for _ in range(3):
+        assert read_token(good) == TOKEN and ensure_token(good).token == TOKEN
+        assert ensure_token(readable).token == TOKEN
+        assert read_own_file(good, 7) == TOKEN[:7].encode()
+        for read in (read_token, ensure_token):
+            with pytest.raises(TokenFileError, match="does not hold a token"):
+                read(bad)
+    assert sorted(os.listdir(FDS)) == before
+
+
+def test_a_token_rewritten_in_place_is_seen_where_the_change_time_never_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FileVersion: on Windows ``st_ctime`` is when the file was made, and a token
+    written into the same file (same inode) with the same length is told apart by its
+    modification time alone."""
+    real = Path.lstat
+
+    def creation_time(path: Path) -> _TimelessStatus:
+        status = real(path)
+        return _TimelessStatus(status.st_mode, status.st_ino, status.st_size,
+                               st_mtime_ns=status.st_mtime_ns)
+
+    monkeypatch.setattr(Path, "lstat", creation_time)
+    path = tmp_path / "token"
+    keeper = TokenKeeper(path)
+    old = keeper.current()
+    written = path.stat()
+    with path.open("r+") as file:  # in place: the inode and the length stay
+        file.write(TOKEN + "\n")
+    os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns + 1_000_000_000))
+    assert keeper.accepts(TOKEN) and not keeper.accepts(old)
+
+
+def test_a_token_given_with_a_lone_surrogate_is_refused_not_a_fault(tmp_path: Path) -> None:
+    """TokenKeeper.accepts: JSON may carry "\\ud800", which no UTF-8 encodes; such a
+    token given (in a WebSocket's auth message, say) is a wrong token like any other."""
+    keeper = TokenKeeper(tmp_path / "token")
+    for given in ("\ud800", keeper.current()[:-1] + "\udcff"):
+        assert not keeper.accepts(given) and keeper.generation_accepting(given) is None
+        assert not keeper.accepts_bearer(f"Bearer {given}")
+

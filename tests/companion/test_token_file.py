@@ -32,6 +32,7 @@ from companion.tokens import (
     read_own_file,
     read_token,
     rotate_token,
+    write_private_file,
 )
 
 from .conftest import ClientFactory
@@ -615,3 +616,18 @@ def test_a_token_given_with_a_lone_surrogate_is_refused_not_a_fault(tmp_path: Pa
         assert not keeper.accepts(given) and keeper.generation_accepting(given) is None
         assert not keeper.accepts_bearer(f"Bearer {given}")
 
+
+def test_a_write_interrupted_by_ctrl_c_leaves_the_old_file_and_no_stray_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_private_file: whatever stops the write (here Ctrl-C while the new token is
+    flushed to disk), the file keeps its old token and no half-written copy is left
+    beside it."""
+    path = token_file(tmp_path)
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_private_file(path, "another")
+    assert os.listdir(tmp_path) == ["token"] and read_token(path) == TOKEN

@@ -631,3 +631,30 @@ def test_a_write_interrupted_by_ctrl_c_leaves_the_old_file_and_no_stray_copy(
     with pytest.raises(KeyboardInterrupt):
         write_private_file(path, "another")
     assert os.listdir(tmp_path) == ["token"] and read_token(path) == TOKEN
+
+
+def test_a_token_file_made_where_there_was_none_is_no_rotation(tmp_path: Path) -> None:
+    """TokenFile.rotated: only a token replaced (the file others could write) is a
+    rotation; the first token, written where there was no file, replaced nothing."""
+    opened = ensure_token(tmp_path / "token")
+    assert (opened.problem, opened.rotated) == (None, False)
+
+
+def test_two_writes_of_the_same_file_at_once_both_land(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_private_file: each write goes through a copy of its own, so a second
+    `mindscape token --rotate` run while the first is still writing does not fail on
+    the first one's copy; the file ends up holding the last write whole."""
+    path = tmp_path / "token"
+    real = os.fsync
+    inner: list[str] = []
+
+    def another_write_meanwhile(fd: int) -> None:
+        if not inner:
+            inner.append("second")
+            write_private_file(path, "second")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", another_write_meanwhile)
+    write_private_file(path, "first")
+    assert path.read_text() == "first\n" and os.listdir(tmp_path) == ["token"]

@@ -835,6 +835,47 @@ test('the userscript reads markers through invisible breaks, finds the speaker o
   assert.match(checks.problems[4], /1 to 100/);
 });
 
+test('the userscript takes only what the Mod script sends: no marker of more than 500 parts or of a part beyond its count, no call that is no object or not JSON-RPC 2.0, no batch of more than 100, no bytes that are not UTF-8, no piece size but whole digits; an answer that fits one piece is one unnumbered command', { skip: SKIP }, async () => {
+  const checks = await page.evaluate(() => {
+    const b = window.__mindscapeBridge;
+    const marker = (part, count) => b.findMarkers(`MINDSCAPE-REQ BrowserPairingCode0123456 abcDEF123456 ${part}/${count} eyJq`).length;
+    const call = (id) => ({ jsonrpc: '2.0', id, method: 'exchange.odds' });
+    const batch = (n) => Array.from({ length: n }, (_, i) => call(`abcDEF123456-${i}`));
+    // A JSON string holding the byte 0xff, which is no UTF-8.
+    const notUtf8 = btoa(String.fromCharCode(0x22, 0xff, 0x22)).replace(/=+$/, '');
+    let decoded;
+    try {
+      decoded = { text: b.decodeBase64Url(notUtf8) };
+    } catch (err) {
+      decoded = { threw: true };
+    }
+    // 'x' * 75 is 100 characters of base64url: one piece of 100 exactly.
+    const exact = b.answerCommands('abcDEF123456', 'x'.repeat(75), 100);
+    return {
+      markers: [marker(500, 500), marker(1, 501), marker(2, 1), marker(1, 1)],
+      problems: [
+        b.requestProblem('a text', 'abcDEF123456'),
+        b.requestProblem([[call('abcDEF123456-0')]], 'abcDEF123456'),
+        b.requestProblem({ ...call('abcDEF123456'), jsonrpc: '1.0' }, 'abcDEF123456'),
+        b.requestProblem(batch(100), 'abcDEF123456'),
+        b.requestProblem(batch(101), 'abcDEF123456'),
+      ],
+      decoded,
+      sizes: ['2e3', '150.0', ' 150 '].map((v) => b.chunkSize(v)),
+      exact,
+    };
+  });
+  assert.deepEqual(checks.markers, [1, 0, 0, 1]);
+  assert.equal(checks.problems[0], 'not a JSON-RPC call');
+  assert.equal(checks.problems[1], 'not a JSON-RPC call');
+  assert.equal(checks.problems[2], 'jsonrpc is not "2.0"');
+  assert.equal(checks.problems[3], null);
+  assert.equal(checks.problems[4], 'a batch holds 1 to 100 calls');
+  assert.deepEqual(checks.decoded, { threw: true });
+  assert.deepEqual(checks.sizes, [1000, 1000, 150]);
+  assert.deepEqual(checks.exact, [`!psi-result abcDEF123456 ${'eHh4'.repeat(25)}`]);
+});
+
 // A page of its own whose bridge does not start, for bridges built by hand with an
 // in-memory storage and a fake transport: `run` is evaluated in it with `arg`.
 const inIsolatedPage = async (run, arg) => {
@@ -1203,6 +1244,159 @@ test('the userscript presses Roll20\'s send button, #chatSendBtn, also when anot
   }, codes);
   assert.deepEqual(out.clicks, [['send', '!psi-result SendButton01'], ['send', '!psi-result SendButton02'], ['send', '!psi-result SendButton03']]);
   assert.equal(out.status, 'connected');
+});
+
+test('with a userscript manager a call gives GM_xmlhttpRequest its timeout and the token, and a timeout or a network failure rejects it', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async () => {
+    const seen = [];
+    // What Tampermonkey does when the call times out, then when the network fails.
+    window.GM_xmlhttpRequest = (details) => {
+      seen.push({ timeout: details.timeout, authorization: details.headers.Authorization });
+      if (seen.length === 1) details.ontimeout();
+      else details.onerror();
+    };
+    const failures = [];
+    for (let i = 0; i < 2; i += 1) {
+      try {
+        await window.__mindscapeBridge.transport('http://127.0.0.1:1/rpc', 'secret-token', '{}', 300);
+        failures.push('resolved');
+      } catch (err) {
+        failures.push(String(err.message));
+      }
+    }
+    return { seen, failures };
+  });
+  assert.deepEqual(out.seen, [{ timeout: 300, authorization: 'Bearer secret-token' }, { timeout: 300, authorization: 'Bearer secret-token' }]);
+  assert.deepEqual(out.failures, ['timed out', 'network error']);
+});
+
+test('a marker whispered by anyone but the Mod script is not relayed, even with the pairing code; nor a /desc right after a whisper of the Mod script, nor a message without a speaker that follows it: the /desc ends the Mod script\'s run', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ paired, codes }) => {
+    const calls = [];
+    const transport = async (url, key, body) => {
+      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { id: 'x', revision: 0 } }) };
+    };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
+    bridge.start();
+    window.__addMessage('(From Alice):', `<div>MINDSCAPE-REQ ${paired} Forged000010 1/1 ${codes[2]}</div>`);
+    window.__addMessage('(From Mindscape):', '<div>Mindscape: attack declared</div>');
+    window.__addMessage('', `MINDSCAPE-REQ ${paired} Forged000011 1/1 ${codes[0]}`, 'desc');
+    window.__addMessage('', `<div>MINDSCAPE-REQ ${paired} Forged000012 1/1 ${codes[1]}</div>`);
+    await window.__settle([bridge]);
+    return { calls, sent: window.__sent.slice() };
+  }, { paired: PAIRED, codes: ['Forged000011', 'Forged000012', 'Forged000010'].map(createCall) });
+  assert.deepEqual(out.calls, []);
+  assert.deepEqual(out.sent, []);
+});
+
+test('a whisper of the Mod script that Roll20 shows with its time stamp and avatar is relayed: those are no part of its text', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ paired, code }) => {
+    const calls = [];
+    const transport = async (url, key, body) => {
+      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
+    };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
+    bridge.start();
+    window.__addMessage('(From Mindscape):', `<div class="avatar"><img src=""></div><span class="tstamp">9:41PM</span><div>MINDSCAPE-REQ ${paired} Stamped00001 1/1 ${code}</div>`);
+    await window.__settle([bridge]);
+    return { calls };
+  }, { paired: PAIRED, code: b64({ jsonrpc: '2.0', id: 'Stamped00001', method: 'exchange.odds', params: {} }) });
+  assert.deepEqual(out.calls, ['Stamped00001']);
+});
+
+test('a request one tab of a browser relayed is not relayed again by another, and the 500 handled ids kept are the newest', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ codes }) => {
+    const calls = [];
+    const transport = async (url, key, body) => {
+      calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
+    };
+    const old = Array.from({ length: 500 }, (_, i) => `Old${String(i).padStart(9, '0')}`);
+    const storage = window.__memoryStorage({ handled: old });
+    const tabA = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'A' });
+    const tabB = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'B' });
+    await tabA.relay('Handled00001', codes[0]);
+    await tabA.idle();
+    tabA.stop();
+    // Roll20 draws the same whisper again in the other tab, once the first has closed.
+    await tabB.relay('Handled00001', codes[0]);
+    await tabB.idle();
+    const kept = storage.get('handled');
+    return { calls, count: kept.length, newest: kept.includes('Handled00001'), oldest: kept.includes(old[0]) };
+  }, { codes: [b64({ jsonrpc: '2.0', id: 'Handled00001', method: 'exchange.odds', params: {} })] });
+  assert.deepEqual(out.calls, ['Handled00001']);
+  assert.deepEqual([out.count, out.newest, out.oldest], [500, true, false]);
+});
+
+test('what the companion answers over HTTP: a server fault is retried for a call that changes nothing, 404 is a refusal before running, 403 and other statuses go to the badge only, a changing call answered with no JSON is uncertain, a long refusal is cut to 200 characters, an answer is typed without its surrounding blanks', { skip: SKIP }, async () => {
+  const calls = {
+    Fault0000001: { method: 'exchange.odds', replies: [[500, ''], [200, '{"jsonrpc":"2.0","id":"Fault0000001","result":{"outcomes":{}}}']] },
+    NotFound0001: { method: 'exchange.odds', replies: [[404, '']] },
+    Forbidden001: { method: 'exchange.odds', replies: [[403, '']] },
+    NoContent001: { method: 'exchange.odds', replies: [[204, '']] },
+    NotJson00001: { method: 'encounter.resolve', replies: [[200, '<html>proxy</html>']] },
+    LongWords001: { method: 'exchange.odds', replies: [[413, JSON.stringify({ error: 'w'.repeat(300) })]] },
+    Blanks000001: { method: 'exchange.odds', replies: [[200, '\n {"jsonrpc":"2.0","id":"Blanks000001","result":{"outcomes":{}}} \n']] },
+  };
+  const codes = Object.entries(calls).map(([id, { method }]) => [id, b64({ jsonrpc: '2.0', id, method, params: {} })]);
+  const out = await inIsolatedPage(async ({ replies, codes: list }) => {
+    const received = [];
+    const transport = async (url, key, body) => {
+      const { id } = JSON.parse(body);
+      received.push(id);
+      const [status, text] = replies[id].shift();
+      return { status, text };
+    };
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({}), transport });
+    const results = {};
+    for (const [id, code] of list) {
+      window.__sent.length = 0;
+      await bridge.relay(id, code);
+      await bridge.idle();
+      results[id] = { status: bridge.status(), sent: window.__sent.slice() };
+    }
+    return { received, results };
+  }, { replies: Object.fromEntries(Object.entries(calls).map(([id, c]) => [id, c.replies])), codes });
+  const typed = (id) => out.results[id].sent.map((c) => decode(c.split(' ').at(-1)));
+  assert.deepEqual(out.received, ['Fault0000001', 'Fault0000001', 'NotFound0001', 'Forbidden001', 'NoContent001', 'NotJson00001', 'LongWords001', 'Blanks000001']);
+  assert.deepEqual(typed('Fault0000001'), [{ jsonrpc: '2.0', id: 'Fault0000001', result: { outcomes: {} } }]);
+  assert.deepEqual(typed('NotFound0001').map((a) => a.error.code), [-32002]);
+  assert.match(typed('NotFound0001')[0].error.data.detail, /refused the request before running it \(HTTP 404\)/);
+  assert.deepEqual(out.results.Forbidden001, { sent: [], status: { state: 'refused', detail: 'the companion refused this page; start it with --allow-origin https://app.roll20.net' } });
+  assert.deepEqual(out.results.NoContent001, { sent: [], status: { state: 'refused', detail: 'the companion answered HTTP 204' } });
+  assert.deepEqual(typed('NotJson00001').map((a) => [a.error.code, a.error.data.detail]), [[-32001, 'the companion answered something that is not JSON']]);
+  assert.equal(out.results.NotJson00001.status.state, 'uncertain');
+  assert.equal(typed('LongWords001')[0].error.data.detail, `the companion refused the request before running it (HTTP 413: ${'w'.repeat(200)})`);
+  assert.equal(Buffer.from(out.results.Blanks000001.sent[0].split(' ').at(-1), 'base64url').toString('utf8'), '{"jsonrpc":"2.0","id":"Blanks000001","result":{"outcomes":{}}}');
+});
+
+test('what the GM was writing in the chat box is put back once the answer is sent, and a request another tab handled while this one took the lease is not relayed', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ codes }) => {
+    const calls = [];
+    const transport = async (url, key, body) => {
+      calls.push(JSON.parse(body).id);
+      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
+    };
+    const storage = window.__memoryStorage({});
+    const bridge = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'A' });
+    const box = document.querySelector('#textchat-input textarea');
+    box.value = 'Ulcen sneers at the';
+    await bridge.relay('Draft0000001', codes[0]);
+    await bridge.idle();
+    const draft = box.value;
+    // Another tab takes the lease back and relays the next request while this one waits to hold it.
+    storage.set('lease', { tab: 'B', at: 0 });
+    const relayed = bridge.relay('Raced0000001', codes[1]);
+    storage.set('handled', [...storage.get('handled'), 'Raced0000001']);
+    await relayed;
+    await bridge.idle();
+    return { calls, draft, sent: window.__sent.map((c) => c.split(' ')[1]) };
+  }, { codes: ['Draft0000001', 'Raced0000001'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} })) });
+  assert.equal(out.draft, 'Ulcen sneers at the');
+  assert.deepEqual(out.calls, ['Draft0000001']);
+  assert.deepEqual(out.sent, ['Draft0000001']);
 });
 
 // A combat-strength campaign (RULES.md §2): Ulcen (Alice's) and Fenka (Bob's) are psionic

@@ -32,10 +32,10 @@ export function checkDaemonUrl(url) {
   } catch {
     parsed = null;
   }
-  // An empty query or fragment ("…:39393/?", "…:39393#") parses to none, but `${url}/rpc`
-  // would then put "/rpc" in it and post to the companion's root: the text is checked too.
+  // No query or fragment, read from the text: an empty one ("…:39393/?", "…:39393#")
+  // parses to none, but `${url}/rpc` would put "/rpc" in it and post to the root.
   const clean = parsed && parsed.hostname && !parsed.username && !parsed.password
-    && (parsed.pathname === "/" || parsed.pathname === "") && !parsed.search && !parsed.hash && !/[?#]/.test(text);
+    && (parsed.pathname === "/" || parsed.pathname === "") && !/[?#]/.test(text);
   if (!clean) throw new BadDaemonUrlError({ url: text });
   return text;
 }

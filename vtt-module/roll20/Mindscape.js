@@ -3251,6 +3251,13 @@ var Mindscape = Mindscape || (() => {
     return enc && (job.encounter === undefined || job.encounter === enc.id) ? enc : null;
   };
 
+  // An answer's revision moves the encounter its request was made for, and no other; only
+  // a revision that is one (another would drop the guard of every later call).
+  const takeRevision = (job, result) => {
+    const enc = jobEncounter(job);
+    if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
+  };
+
   const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];
 
   // Whether a request stores something in an encounter before its write-back reaches the
@@ -4173,9 +4180,7 @@ var Mindscape = Mindscape || (() => {
       return whisperGM(box('encounter', `Encounter <b>${chatSafe(result.id)}</b> (${job.system}) created. Select tokens and use <code>!psi encounter add</code>.`));
     },
     'encounter.declare': (job, result) => {
-      // The revision is that of the encounter the request was made for, and of no other.
-      const enc = jobEncounter(job);
-      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
+      takeRevision(job, result);
       const waiting = Array.isArray(result.waiting_for) ? result.waiting_for.length : '?';
       if (job.public) {
         // The companion says what the action did ("Ix regains 3 dice (5 in the pool).").
@@ -4207,9 +4212,7 @@ var Mindscape = Mindscape || (() => {
       if (exchanges.length && own && !/^[^.]*:$/.test(own)) postCard(resultCard(title, { summary: own }), job.involved);
       if (exchanges.length) exchanges.forEach((step) => postCard(resultCard(title, step), job.involved));
       else postCard(resultCard(title, { summary: result.summary, rolls: result.rolls }), job.involved);
-      // Only a revision that is one: another would drop the guard of every later call.
-      const enc = jobEncounter(job);
-      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
+      takeRevision(job, result);
     },
     'encounter.get': (job, result) => {
       const enc = store().encounter;
@@ -4246,8 +4249,7 @@ var Mindscape = Mindscape || (() => {
         + `Combatants: ${joined.map(chatSafe).join(', ') || 'none'}<br>Still to choose: ${waiting.map(chatSafe).join(', ') || 'nobody'}${close}${holding}`);
     },
     'encounter.undo': (job, result) => {
-      const enc = jobEncounter(job);
-      if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
+      takeRevision(job, result);
       whisperGM(box('encounter', 'The last step was undone.'));
     },
   };

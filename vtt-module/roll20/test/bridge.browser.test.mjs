@@ -889,6 +889,13 @@ const inIsolatedPage = async (run, arg) => {
         const mem = { url: 'http://127.0.0.1:1', token: 't', sender: 'Mindscape', chunk: 1000, ...values };
         return { get: (k) => mem[k], set: (k, v) => { mem[k] = v; } };
       };
+      // A transport that answers every call with `result`, noting in `calls` the ids of
+      // all but the bridge's own connection check.
+      window.__answering = (calls, result) => async (url, key, body) => {
+        const { id } = JSON.parse(body);
+        if (id !== 'bridge-check') calls.push(id);
+        return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id, result }) };
+      };
       window.__settle = async (bridges) => {
         await new Promise((r) => { setTimeout(r, 800); });
         for (const b of bridges) await b.idle();
@@ -961,10 +968,7 @@ test('only markers with the pasted pairing code, as the whole text of a whisper 
   const out = await inIsolatedPage(async ({ paired, codes }) => {
     const calls = [];
     const statuses = [];
-    const transport = async (url, key, body) => {
-      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
-      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { id: 'x', revision: 0 } }) };
-    };
+    const transport = window.__answering(calls, { id: 'x', revision: 0 });
     const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
     bridge.start();
     const add = async (kind, by, html) => {
@@ -1189,10 +1193,7 @@ test('the answer piece size is a whole number from 100 to 10000 characters (the 
 test('of two tabs of one browser only the one holding the lease relays a request', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ paired, codes }) => {
     const calls = [];
-    const transport = async (url, key, body) => {
-      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
-      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
-    };
+    const transport = window.__answering(calls, { outcomes: {} });
     const storage = window.__memoryStorage({ pairing: paired });
     const tabA = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'A' });
     const tabB = window.__mindscapeBridge.createBridge({ storage, transport, tab: 'B' });
@@ -1273,10 +1274,7 @@ test('with a userscript manager a call gives GM_xmlhttpRequest its timeout and t
 test('a marker whispered by anyone but the Mod script is not relayed, even with the pairing code; nor a /desc right after a whisper of the Mod script, nor a message without a speaker that follows it: the /desc ends the Mod script\'s run', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ paired, codes }) => {
     const calls = [];
-    const transport = async (url, key, body) => {
-      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
-      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { id: 'x', revision: 0 } }) };
-    };
+    const transport = window.__answering(calls, { id: 'x', revision: 0 });
     const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
     bridge.start();
     window.__addMessage('(From Alice):', `<div>MINDSCAPE-REQ ${paired} Forged000010 1/1 ${codes[2]}</div>`);
@@ -1293,10 +1291,7 @@ test('a marker whispered by anyone but the Mod script is not relayed, even with 
 test('a whisper of the Mod script that Roll20 shows with its time stamp and avatar is relayed: those are no part of its text', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ paired, code }) => {
     const calls = [];
-    const transport = async (url, key, body) => {
-      if (JSON.parse(body).id !== 'bridge-check') calls.push(JSON.parse(body).id);
-      return { status: 200, text: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, result: { outcomes: {} } }) };
-    };
+    const transport = window.__answering(calls, { outcomes: {} });
     const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
     bridge.start();
     window.__addMessage('(From Mindscape):', `<div class="avatar"><img src=""></div><span class="tstamp">9:41PM</span><div>MINDSCAPE-REQ ${paired} Stamped00001 1/1 ${code}</div>`);

@@ -457,10 +457,12 @@
 
     const handleMessage = (message) => {
       if (seen.has(message)) return;
-      seen.add(message);
-      if (hasNoSender(message)) return;
+      if (hasNoSender(message)) { seen.add(message); return; }
       const markers = findMarkers(messageText(message));
+      // A message without a marker is read again when its text changes: Roll20 may put
+      // a message into the chat before its text.
       if (!markers.length) return;
+      seen.add(message);
       const expected = String(storage.get('sender') || DEFAULTS.sender).toLowerCase();
       if (senderOf(message).toLowerCase() !== expected) return;
       const pairing = String(storage.get('pairing') || '');
@@ -574,7 +576,7 @@
           if (record.type === 'characterData') messagesIn(record.target).forEach(handleMessage);
         }
       });
-      observer.observe(chat, { childList: true, subtree: true });
+      observer.observe(chat, { childList: true, characterData: true, subtree: true });
       buildUi();
       renewTimer = setInterval(renewLease, LEASE_RENEW_MS);
       if (storage.get('token')) check();

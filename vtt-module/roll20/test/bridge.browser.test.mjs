@@ -1301,6 +1301,30 @@ test('a whisper of the Mod script that Roll20 shows with its time stamp and avat
   assert.deepEqual(out.calls, ['Stamped00001']);
 });
 
+test('a whisper of the Mod script that Roll20 puts into the chat before its text is relayed once the text comes, whether added or changed in place', { skip: SKIP }, async () => {
+  const out = await inIsolatedPage(async ({ paired, codes }) => {
+    const calls = [];
+    const transport = window.__answering(calls, { outcomes: {} });
+    const bridge = window.__mindscapeBridge.createBridge({ storage: window.__memoryStorage({ pairing: paired }), transport });
+    bridge.start();
+    const pause = () => new Promise((r) => { setTimeout(r, 50); });
+    window.__addMessage('(From Mindscape):', '<div></div>');
+    const added = document.querySelector('#textchat .content').lastElementChild;
+    await pause();
+    added.lastElementChild.appendChild(document.createTextNode(`MINDSCAPE-REQ ${paired} LateText0001 1/1 ${codes[0]}`));
+    window.__addMessage('(From Mindscape):', '<div>Mindscape: one moment</div>');
+    const changed = document.querySelector('#textchat .content').lastElementChild;
+    await pause();
+    changed.lastElementChild.firstChild.data = `MINDSCAPE-REQ ${paired} LateText0002 1/1 ${codes[1]}`;
+    await pause();
+    // Once relayed, a change to its text does not relay it again.
+    changed.lastElementChild.firstChild.data += ' ';
+    await window.__settle([bridge]);
+    return { calls };
+  }, { paired: PAIRED, codes: ['LateText0001', 'LateText0002'].map((id) => b64({ jsonrpc: '2.0', id, method: 'exchange.odds', params: {} })) });
+  assert.deepEqual(out.calls.sort(), ['LateText0001', 'LateText0002']);
+});
+
 test('a request one tab of a browser relayed is not relayed again by another, and the 500 handled ids kept are the newest', { skip: SKIP }, async () => {
   const out = await inIsolatedPage(async ({ codes }) => {
     const calls = [];

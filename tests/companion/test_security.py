@@ -431,13 +431,15 @@ def test_a_rotated_token_works_at_once_and_the_old_one_stops(tmp_path: Path) -> 
 @pytest.mark.parametrize("content", [b"one\ntwo\n", b"\xff\xfe\n", "t\u00f6ken".encode()])
 async def test_a_token_file_rewritten_with_no_usable_token_is_not_adopted(
         rpc: Rpc, settings: Settings, caplog: pytest.LogCaptureFixture,
-        content: bytes) -> None:
+        monkeypatch: pytest.MonkeyPatch, content: bytes) -> None:
     """A token file replaced while the daemon runs by something that is not one line of
     printable ASCII: the token in force stays, and the log says why (the daemon adopted
     a two-line token before, one no header could carry)."""
     settings.token_path.write_bytes(content)
     os.utime(settings.token_path, (1, 1))
-    await asyncio.sleep(1.1)  # the keeper re-reads the file at most once a second
+    # The keeper re-reads the file at most once a second: its clock moves on two.
+    later = SimpleNamespace(monotonic=lambda: time.monotonic() + 2)
+    monkeypatch.setattr("companion.tokens.time", later)
     with caplog.at_level(logging.WARNING, logger="mindscape.tokens"):
         assert await rpc.ok("companion.info")
     [record] = [r for r in caplog.records if r.name == "mindscape.tokens"]

@@ -959,7 +959,7 @@ class SQLiteStore(EncounterStore):
     async def delete(self, id: str) -> None:
         """Remove the encounter and every step of its log; ``UnknownEncounter``."""
         async def body(db: aiosqlite.Connection) -> None:
-            await self._encounter_row(db, id)
+            await self._check_encounter(db, id)
             # Explicit, not only ON DELETE CASCADE: the log goes even on a connection
             # where foreign keys were left off.
             await db.execute("DELETE FROM steps WHERE encounter_id = ?", (id,))

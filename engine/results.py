@@ -50,6 +50,10 @@ class FrozenDict(_ReadOnly, dict[str, Any]):
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
     __ior__ = _read_only
 
+    def __hash__(self) -> int:  # type: ignore[override]
+        # like FrozenList's: everything in it is frozen, so hashable too
+        return hash(frozenset(self.items()))
+
 
 class FrozenList(_ReadOnly, list[Any]):
     """A read-only JSON array. Made by ``freeze`` only (see ``FrozenDict``)."""

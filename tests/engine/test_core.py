@@ -706,6 +706,9 @@ def test_frozen_json_refuses_every_change_and_thaws_to_plain_data() -> None:
             changing()
     assert frozen["tags"] == ["a", "b"] and frozen["mind"] == {"state": "open"}
     assert hash(freeze([1, [2]])) == hash(freeze([1, [2]]))
+    # an object is hashable too, also inside a list, and equal ones hash alike
+    assert hash(freeze([{"a": [1], "b": {"c": 2}}])) == hash(freeze([{"b": {"c": 2}, "a": [1]}]))
+    assert len({freeze({"a": 1}), freeze({"a": 1}), freeze({"a": 2})}) == 2
     assert copy.copy(frozen) is frozen and copy.copy(tags) is tags
     assert pickle.loads(pickle.dumps(tags)) == ["a", "b"]
     assert type(pickle.loads(pickle.dumps(tags))) is FrozenList

@@ -176,3 +176,17 @@ test("in a psionic wave too, the mind asked again is not offered the ally the co
   assert.deepEqual(asked.map((s) => s.arg.context.allies.map((a) => a.name)), [["Skum"], []]);
   assert.equal(gm.ChatMessage.created.length, 1);
 });
+
+test("a creature under control found nowhere is told to the GM once for the exchange, also when an ally refused makes it resolve once more", async () => {
+  const { t, gm, calls, attack } = await table((params) => {
+    if (refIds(params.allies).includes("skum")) throw refuse("ally-psionic", "skum");
+    return resolved;
+  });
+  // The goblin, the mind struck, holds "ghost", which is on no scene and not in the world.
+  t.tokens.goblinToken.actor.flags.mindscape[POOL].controlling = [{ id: "ghost", kept_by: "action" }];
+  await attack();
+  assert.equal(calls.length, 2);
+  assert.deepEqual(gm.notes.warn.filter((w) => w.includes("(ghost)")), [
+    "Creatures under psionic control here are not on this scene or in this world (ghost): if that control ends, their sheets will not show it.",
+  ]);
+});

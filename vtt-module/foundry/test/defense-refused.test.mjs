@@ -243,3 +243,18 @@ test("power-pool waves: only the mind the refusal names chooses again; the other
   assert.match(asked[1].arg.context.refused, /Goblin is asleep/);
   assert.match(t.clients.gm.notes.warn.at(-1), /refused the defense chosen for Goblin \(defender-unaware/);
 });
+
+test("power-pool: a creature under control found nowhere is told to the GM once for the exchange, also when the mind struck chooses its defense again", async () => {
+  const { t, calls } = await poolTable((params, n) => {
+    if (n === 1) throw refuse("pool-dice-exceed-pool", "Fenka has 3 dice in her pool, not 5", "fenka-tokF");
+    return resolved;
+  }, { p2: { defenseDialog: { mode: "pinnacle-of-will" } } });
+  // Ulcen, the attacker, holds "ghost", which is on no scene and not in the world.
+  t.actors.ulcen.flags.mindscape[POOL].controlling = [{ id: "ghost", kept_by: "action" }];
+  await attackFenka(t, { mode: "mental-stab" });
+  assert.equal(calls.length, 2);
+  assert.equal(defenseDialogs(t.clients.p2).length, 2);
+  assert.deepEqual(t.clients.gm.notes.warn.filter((w) => w.includes("(ghost)")), [
+    "Creatures under psionic control here are not on this scene or in this world (ghost): if that control ends, their sheets will not show it.",
+  ]);
+});

@@ -954,9 +954,12 @@ export class Mindscape {
    * around it read again from the sheets as they are now, since an earlier exchange may
    * have won or ended control. A target now struck through another mind than the one
    * asked for the defense stops the exchange (that mind did not choose); otherwise the
-   * controllers and puppets are the current ones.
+   * controllers and puppets are the current ones. The GM is told of a puppet that is not
+   * here unless its id is in `told` (those told already in this exchange: a try again
+   * after a refusal reads control once more), which gets the ids told.
+   * @param {Set<string>} [told]
    */
-  async controlNow(attacker, group) {
+  async controlNow(attacker, group, told = new Set()) {
     const around = await this.controlAround(attacker, group.targets);
     const changed = around.struck.findIndex((d, i) => actorUuidOf(d) !== group.asked[i]);
     if (changed >= 0) {
@@ -966,7 +969,7 @@ export class Mindscape {
     const controllers = around.controllers;
     const allies = group.allies ?? [];
     for (const ally of allies) await around.read(ally);
-    const puppets = await around.puppetsOf([attacker, ...group.targets, ...controllers, ...allies]);
+    const puppets = await around.puppetsOf([attacker, ...group.targets, ...controllers, ...allies], { told });
     return { ...group, controllers, allies, puppets };
   }
 
@@ -1033,7 +1036,8 @@ export class Mindscape {
    * read each further participant (an ally). A controller that is not here stops the
    * attack (the companion could not resolve it); a puppet that is not here is left out,
    * and the GM is told its sheet will not follow (not with `puppetsOf(participants,
-   * {tell: false})`).
+   * {tell: false})`, nor of an id in `puppetsOf(participants, {told})`, a set of the ids
+   * told already, which gets those told).
    */
   async controlAround(attacker, targets) {
     const near = sceneIdsOf([attacker, ...targets]);
@@ -1070,7 +1074,7 @@ export class Mindscape {
       struckIds.push(cid);
     }
     const found = new Map();
-    const puppetsOf = async (participants, { tell = true } = {}) => {
+    const puppetsOf = async (participants, { tell = true, told = new Set() } = {}) => {
       const puppets = [];
       const missing = [];
       for (const pid of new Set(participants.flatMap((d) => links.get(d) ?? []))) {
@@ -1080,7 +1084,9 @@ export class Mindscape {
         const docs = found.get(pid);
         if (docs) puppets.push(docs); else missing.push(pid);
       }
-      if (tell) this.tellPuppetsMissing(missing);
+      if (!tell) return puppets;
+      this.tellPuppetsMissing(missing.filter((id) => !told.has(id)));
+      for (const id of missing) told.add(id);
       return puppets;
     };
     return { struck, struckIds, ownPuppet, controllers, puppetsOf, read };
@@ -1210,8 +1216,10 @@ export class Mindscape {
    * @param {{attacker:{token:any, actor:any}, defender:{token:any, actor:any}, leftOut?:Map<string, object>}} exchange
    *   the documents at the time the attack was made; read again when its turn comes.
    *   `leftOut`: the allies left out, by actor uuid, filled here
+   * @param {Set<string>} [missingTold]  the ids of puppets found nowhere that the GM was
+   *   told of already in this exchange (`controlNow`), filled here: each is told once
    */
-  resolveExchange({ attacker, defender, group = null, leftOut = new Map(), ...rest }) {
+  resolveExchange({ attacker, defender, group = null, leftOut = new Map(), ...rest }, missingTold = new Set()) {
     const others = group ? [...group.defenders, ...group.controllers, ...(group.allies ?? []), ...group.puppets] : [];
     const keys = [attacker, defender, ...others].map((d) => participantOf(d.token, d.actor).actorUuid);
     return this.exchanges.run(keys, async () => {
@@ -1221,7 +1229,7 @@ export class Mindscape {
         const targets = await Promise.all(group.targets.map((x) => this.current(x)));
         const allies = await Promise.all((group.allies ?? []).map((x) => this.current(x)));
         // The first target is the defender; a wave's others go as defenders.
-        now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1), allies });
+        now = await this.controlNow(a, { ...group, targets, defenders: targets.slice(1), allies }, missingTold);
       }
       const typed = {};
       let refused;
@@ -1238,7 +1246,7 @@ export class Mindscape {
         ...now,
         allies: now.allies.filter((x) => x !== docs),
         defenses: (now.defenses ?? []).filter(([id]) => id !== refused.id),
-      });
+      }, missingTold);
       const dice = Object.keys(typed).length ? structuredClone(typed) : undefined;
       return this.tellLeftOut(leftOut, await this.resolveNow({ attacker: a, defender: d, group: without, dice, ...rest }));
     });
@@ -1272,9 +1280,11 @@ export class Mindscape {
    * it needs dice.
    */
   async resolveChoosing(exchange, again, reasks) {
+    // The GM hears of a puppet found nowhere once for the exchange, however often it is tried.
+    const missingTold = new Set();
     for (;;) {
       try {
-        return await this.resolveExchange(exchange);
+        return await this.resolveExchange(exchange, missingTold);
       } catch (error) {
         const next = reasks.left > 0 ? await again(error) : null;
         if (!next) throw error;

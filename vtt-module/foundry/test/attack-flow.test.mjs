@@ -237,6 +237,19 @@ test("an attacker that knows no attack mode, or an attack prepared with no targe
   assert.equal(t.clients.p1.dialogs.seen.length, 0);
 });
 
+test("odds asked with targetUuids null take it as no list, as prepare and attack do: the odds against targetUuid, or no target refused", async () => {
+  const t = makeTable();
+  const odds = (payload) => t.clients.p1.svc.relay.toGM("odds", { attackerUuid: t.tokens.ulcenToken.uuid, attack: { mode: "mind-thrust", multiplier: "1", range: "short" }, ...payload });
+  const view = await odds({ targetUuid: t.tokens.fenkaToken.uuid, targetUuids: null });
+  assert.deepEqual(view.outcomes.map((o) => o.name), ["hit", "miss"]);
+  const sent = t.daemon.calls.filter((c) => c.method === "exchange.odds");
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].params.defender.data.token.uuid, t.tokens.fenkaToken.uuid);
+  assert.equal(await odds({ targetUuids: null }).then(() => null, (error) => error.key), "MINDSCAPE.Error.NoTarget");
+  assert.equal(await t.clients.p1.svc.relay.toGM("prepare", { attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: null }).then(() => null, (error) => error.key), "MINDSCAPE.Error.NoTarget");
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.odds").length, 1);
+});
+
 test("an adapter the companion lists without naming its VTT is one Foundry may use; one for another VTT is not", async () => {
   const t = makeTable({
     methods: defaultMethods({ "adapters.list": () => [{ id: "foundry.pf2e" }, { id: "foundry.ose", vtt: "roll20" }] }),

@@ -348,12 +348,14 @@ export class Mindscape {
    * power-pool: a mode that strikes several targets (a psionic wave) is one exchange
    * against all of them (`targetUuids`), so its odds are the group's. A refusal that
    * speaks of a mind struck reaches only those who may see that mind (`oddsRefusal`).
+   * `targetUuids` left out or null is no list, as for `prepare` and `attack`.
    */
-  async odds({ attackerUuid, targetUuid, targetUuids = [], attack, assumeDefense }, sender) {
-    const near = sceneIdsOfUuids([attackerUuid, targetUuid, ...(targetUuids ?? [])]);
+  async odds({ attackerUuid, targetUuid, targetUuids, attack, assumeDefense }, sender) {
+    targetUuids ??= [];
+    const near = sceneIdsOfUuids([attackerUuid, targetUuid, ...targetUuids]);
     const a = await this.docs(attackerUuid, { near });
     this.checkMayAttackWith(sender, a.actor);
-    if (!targetUuid && !targetUuids?.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
+    if (!targetUuid && !targetUuids.length) throw new UsageError("MINDSCAPE.Error.NoTarget");
     const system = this.system;
     const attackObj = this.checkedAttack(system, attack);
     const group = targetUuids.length > 1 && await this.strikesSeveral(system, attackObj.mode);

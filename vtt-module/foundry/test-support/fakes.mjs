@@ -526,10 +526,16 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
   const client = { user, listeners };
   const CONFIG = generation >= 13 ? { queries: {} } : {};
   // A notice's text as the user reads it (Foundry v12 renders it as HTML, v13 cleans it
-  // as HTML: entities read as their characters), and each one's `html` as it was given.
-  // (`html` is not enumerable: tests compare the notes the user read.)
-  const notes = Object.defineProperty({ info: [], warn: [], error: [] }, "html", { value: [] });
-  const notice = (kind) => (m) => { notes.html.push(String(m)); notes[kind].push(htmlDecoded(m)); };
+  // as HTML: entities read as their characters), and each one's `html` as it was given;
+  // `given`: every notice in order as `{kind, text, options}`, its options (`permanent`:
+  // it stays until dismissed) as the module passed them, undefined when none.
+  // (`html` and `given` are not enumerable: tests compare the notes the user read.)
+  const notes = Object.defineProperties({ info: [], warn: [], error: [] }, { html: { value: [] }, given: { value: [] } });
+  const notice = (kind) => (m, options) => {
+    notes.html.push(String(m));
+    notes[kind].push(htmlDecoded(m));
+    notes.given.push({ kind, text: htmlDecoded(m), options });
+  };
   // Each client sees its own user objects (v13: with `query` sending as this client).
   const views = users.contents.map((u) => {
     const v = Object.create(u);

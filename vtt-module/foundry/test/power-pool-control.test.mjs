@@ -26,6 +26,18 @@ test("the attack dialog offers to spare the target Subconscious Subversion's Fea
   }
 });
 
+test("the attack dialog offers from one die to the attacker's whole current pool, the whole pool picked (seed 001: each side rolls all or a declared part of its pool)", async () => {
+  const seen = [];
+  const { t } = await poolTable({
+    dialogs: { p1: { attackDialog: (arg) => { seen.push(arg.context); return null; } } },
+    // Three hit dice, two of them in the pool now.
+    control: (table) => { table.actors.ulcen.flags.mindscape[POOL].pool = 2; },
+  });
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  assert.deepEqual(seen[0].poolDice, [{ value: 1, selected: false }, { value: 2, selected: true }]);
+  assert.match(renderModuleTemplate("attack-dialog", seen[0]), /name="pool_dice">\s*<option value="1">1<\/option><option value="2" selected>2<\/option>\s*<\/select>/);
+});
+
 test("an attack on a creature under control strikes its controller: the controller's owner chooses, and controller and puppets go with the request", async () => {
   const { t, calls } = await poolTable({
     dialogs: { p1: { attackDialog: { mode: "mental-stab", physical: false } }, gm: { defenseDialog: { mode: "pinnacle-of-will" } } },

@@ -84,6 +84,31 @@ test("Save in the house rules says what was saved: the rules switched from the d
   ]);
 });
 
+test("a house rule whose value is a number is saved as that number from its list, its default as no change, and the companion is sent the number", async () => {
+  // As power-pool's H-PP-BLANK-SAVE: a d20 target from 2 to 20, 15 unless switched; the
+  // companion refuses a value of another type than its default's ("12" for 12).
+  const describe = defaultMethods()["systems.describe"];
+  const rule = { id: "H-PP-BLANK-SAVE", text: "the save's target", default: 15, choices: Array.from({ length: 19 }, (_, i) => i + 2) };
+  const methods = defaultMethods({ "systems.describe": (params) => ({ ...describe(params), house_rules: [rule] }) });
+  // The form gives a select's value as text.
+  const t = makeTable({ methods, dialogs: { gm: { houseRulesDialog: [{ "H-PP-BLANK-SAVE": "12" }, { "H-PP-BLANK-SAVE": "15" }, null] } } });
+  const gm = t.clients.gm;
+  assert.deepEqual(await gm.svc.openHouseRules(), { "H-PP-BLANK-SAVE": 12 });
+  assert.deepEqual(gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": { "H-PP-BLANK-SAVE": 12 } });
+  await gm.svc.odds({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuid: t.tokens.goblinToken.uuid, attack: { mode: "mind-thrust", multiplier: 1, range: "short" } }, gm.game.user);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.odds").params.options, { "H-PP-BLANK-SAVE": 12 });
+  // Its default picked again is no change; the dialog opens on it.
+  assert.deepEqual(await gm.svc.openHouseRules(), {});
+  assert.deepEqual(gm.game.settings.get("mindscape", "houseRules"), { "revised-2e": {} });
+  await gm.svc.openHouseRules();
+  const opened = gm.dialogs.seen.filter((s) => s.kind === "houseRulesDialog").map((s) => s.arg.context.rules[0]);
+  assert.deepEqual(opened.map((r) => [r.value, r.choices.find((c) => c.selected).value]), [[15, "15"], [12, "12"], [15, "15"]]);
+  assert.deepEqual(gm.notes.info, [
+    "House rules of AD&D 2e revised psionics (MTHAC0/MAC) saved; changed from its defaults: H-PP-BLANK-SAVE.",
+    "House rules of AD&D 2e revised psionics (MTHAC0/MAC) saved: all at their defaults.",
+  ]);
+});
+
 test("the house rules dialog opens on the world's saved choices", async () => {
   const t = makeTable({ dialogs: { gm: { houseRulesDialog: [{ "H-2E-CRIT-MODS": false }, null] } } });
   await t.clients.gm.svc.openHouseRules();

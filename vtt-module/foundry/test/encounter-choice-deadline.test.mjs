@@ -114,3 +114,24 @@ test("a third question for the same combatant replaces the second too, once the 
   }
   assert.deepEqual([...open], [3]);
 });
+
+test("an Ask for choices while the questions of an earlier one are still open asks nobody again: one question on each owner's screen, each choice declared once", async () => {
+  const { methods } = encounterMethods();
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  const t = makeTable({ methods, dialogs: {
+    p1: { encounterChoiceDialog: async () => { await answered; return CHOICE; } },
+    p2: { encounterChoiceDialog: async () => { await answered; return { phase: "round", attackMode: "", defenseMode: "mind-blank" }; } },
+  } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  const questions = () => [t.clients.p1, t.clients.p2].map((c) => c.dialogs.seen.filter((s) => s.kind === "encounterChoiceDialog").length);
+  const first = ctl.collectChoices();
+  while (questions().some((n) => n === 0)) await tick(1);
+  // Asked again (a macro, say) while both questions are open: nobody is asked, nothing declared.
+  assert.deepEqual(await ctl.collectChoices(), [null, null]);
+  answer();
+  assert.equal((await first).filter(Boolean).length, 2);
+  assert.deepEqual(questions(), [1, 1]);
+  assert.deepEqual(t.daemon.calls.filter((c) => c.method === "encounter.declare").map((c) => c.params.combatant_id).sort(), ["fenka-tokF", "ulcen"]);
+});

@@ -3696,10 +3696,12 @@ var Mindscape = Mindscape || (() => {
       return encounterRequest(msg, 'encounter.declare', withRevision(enc, { id: enc.id, combatant_id: enc.combatants[charId], choice }),
         { kind: 'encounter.declare', involved: open ? Object.keys(enc.combatants) : [charId], public: open, encounter: enc.id, actor: charId, said, chose: open ? '' : choiceText(enc, choice), system: enc.system }, said);
     }
+    // A refresh run reads the sheets one after the other: a second run or a resolve would
+    // race its revisions, and an undo writes every combatant's sheet while it reads them.
+    if (['refresh', 'resolve', 'undo'].includes(action) && refreshUnderWay(enc)) {
+      return refuse(msg.playerid, 'the sheets of the encounter are being taken again (encounter.refresh) right now; wait for that to end, or for its timeout.');
+    }
     if (action === 'refresh' || action === 'resolve') {
-      if (refreshUnderWay(enc)) {
-        return refuse(msg.playerid, 'the sheets of the encounter are being taken again (encounter.refresh) right now; wait for that to end, or for its timeout.');
-      }
       if (action === 'refresh') return startRefresh(msg.playerid, enc, null);
       // Every sheet is taken again first, so that the step's write-back does not put
       // back what the sheets lost or gained outside the encounter.

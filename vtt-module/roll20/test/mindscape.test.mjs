@@ -3382,6 +3382,19 @@ test('a second refresh or resolve is refused while a refresh runs', () => {
   assert.equal(requests(ctx.sb).filter((r) => !Array.isArray(r.body) && /^encounter\.re/.test(r.body.method)).length, 1);
 });
 
+test('an undo is refused while a refresh runs, since it would write the sheets the run reads; after the run it goes', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the sheets of the encounter are being taken again \(encounter\.refresh\) right now; wait for that to end, or for its timeout\./);
+  const undos = () => requests(ctx.sb).filter((r) => !Array.isArray(r.body) && r.body.method === 'encounter.undo');
+  assert.equal(undos().length, 0);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 2);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 2);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  assert.equal(undos().length, 1);
+});
+
 test('a combatant whose token is gone is not taken again (and said so); an unlinked token is refreshed from its own bars', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
@@ -3832,23 +3845,28 @@ test('an unlinked token\'s missed write waits with what its bar showed, and land
   assert.equal(attribOf(second.body.params.combatant, 'psi_mind').current, '{"state":"open"}');
 });
 
-test('a hold made while the GM\'s own refresh runs stays: a sheet read before it is not let go of, and one held by then is neither taken nor written', () => {
+test('a hold made while the GM\'s own refresh waits for a late answer stays: a sheet read before it is not let go of, and nothing more is taken', () => {
   const ctx = fenkaMissedAStep();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   const ulcen = lastRequest(ctx.sb);
   assert.equal(ulcen.body.params.combatant_id, ctx.ulcen.id);
-  // While Ulcen's sheet is being taken, an undo's write to it fails: Ulcen is held too.
+  // Ulcen's refresh times out, which ends the run (an undo is refused while it runs);
+  // then an undo's write to Ulcen fails: Ulcen is held too.
+  ctx.sb.advance(30000);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
   const undo = lastRequest(ctx.sb);
+  assert.equal(undo.body.method, 'encounter.undo');
   ctx.sb.attribute(ctx.ulcen.id, 'PSP').setWithWorker = () => { throw new Error('sheet locked'); };
   answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 4, undone: 3, updates: [
     { character_id: ctx.ulcen.id, attributes: { PSP: { current: 40 } } }] } });
   assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
+  // The late answer tells the sheet Ulcen's refresh read, from before the undo.
   refreshAnswer(ctx, ulcen, 4);
   assert.deepEqual(held(ctx).sort(), [ctx.ulcen.id, ctx.fenka.id].sort());
   assert.equal(refreshes(ctx.sb).length, 1, 'Fenka, held, is not taken');
   const report = whispersTo(ctx.sb, 'gm').filter((w) => /encounter refresh/.test(w)).at(-1);
-  assert.match(report, /Still held, a write-back failed while this refresh ran: Fenka, Ulcen of Tyr\./);
+  assert.match(report, /Still held, a write-back failed while this refresh ran: Ulcen of Tyr\./);
+  assert.match(report, /This answer came late, so nothing more was sent\. Not taken again: Fenka\./);
   assert.doesNotMatch(report, /No longer held|Wrote again|failed again/);
   assert.ok(writes(ctx)[ctx.fenka.id], 'Fenka\'s write still waits for the refresh before a resolve');
 });

@@ -820,12 +820,14 @@ var Mindscape = Mindscape || (() => {
     return text.split(/[,;\n]/);
   };
 
-  // A sheet's mode names as the companion's adapters take them (adapters/core.py ALIASES):
-  // "Shield Thoughts" is revised-2e's thought-shield, "Thought Shield" combat-strength's
-  // shield-thoughts.
-  const MODE_ALIASES = {
+  // A sheet's defense mode names as the companion's adapters take them (adapters/core.py
+  // ALIASES): "Shield Thoughts" is revised-2e's thought-shield, "Thought Shield"
+  // combat-strength's shield-thoughts. Only the defense aliases: the script reads no
+  // sheet's attack modes (knownDefenses is the one reader), and a mode typed in a command
+  // is the companion's mode id, as docs/ROLL20.md lists them, as the companion takes it.
+  const DEFENSE_ALIASES = {
     'revised-2e': { 'shield-thoughts': 'thought-shield', thoughtshield: 'thought-shield' },
-    'combat-strength': { 'psionic-blast': 'psionic-wave', 'thought-shield': 'shield-thoughts', 'psychic-crush': 'psychic-implosion' },
+    'combat-strength': { 'thought-shield': 'shield-thoughts' },
   };
 
   // Whether an attribute's value counts for the companion's adapters, which take only an
@@ -899,7 +901,7 @@ var Mindscape = Mindscape || (() => {
    */
   const knownDefenses = (ref, system) => {
     const all = SYSTEMS[system].defenses;
-    const aliases = MODE_ALIASES[system] || {};
+    const aliases = DEFENSE_ALIASES[system] || {};
     const known = (names) => Array.from(new Set(names.map(normaliseMode).map((mode) => aliases[mode] || mode).filter((mode) => all.includes(mode))));
     if (!fighterCharacter(ref)) return [];
     const sent = combatantOf(ref);

@@ -161,6 +161,8 @@ var Mindscape = Mindscape || (() => {
     return bytes;
   };
 
+  // Strict, as the bridge's TextDecoder and the companion read UTF-8: an overlong form, a
+  // surrogate (U+D800..U+DFFF, which UTF-8 never encodes) or a cut sequence is refused.
   const utf8Decode = (bytes) => {
     let out = '';
     let i = 0;
@@ -175,7 +177,7 @@ var Mindscape = Mindscape || (() => {
       let n;
       if (b < 0x80) { cp = b; n = 1; }
       else if ((b & 0xe0) === 0xc0) { cp = ((b & 31) << 6) | cont(1); n = 2; if (cp < 0x80) throw new Error('invalid UTF-8'); }
-      else if ((b & 0xf0) === 0xe0) { cp = ((b & 15) << 12) | (cont(1) << 6) | cont(2); n = 3; if (cp < 0x800) throw new Error('invalid UTF-8'); }
+      else if ((b & 0xf0) === 0xe0) { cp = ((b & 15) << 12) | (cont(1) << 6) | cont(2); n = 3; if (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)) throw new Error('invalid UTF-8'); }
       else if ((b & 0xf8) === 0xf0) { cp = ((b & 7) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3); n = 4; if (cp < 0x10000 || cp > 0x10ffff) throw new Error('invalid UTF-8'); }
       else throw new Error('invalid UTF-8');
       out += String.fromCodePoint(cp);

@@ -7413,7 +7413,7 @@ test('a name travels to the companion as UTF-8 whatever its characters: each len
   assert.equal(requests(ctx.sb)[0].body.params.attacker.data.name, name);
 });
 
-test('an answer whose payload is no strict base64url of UTF-8 is refused as unreadable, never read leniently: overlong encodings, a byte no character starts with, a lone trailing character', () => {
+test('an answer whose payload is no strict base64url of UTF-8 is refused as unreadable, never read leniently: overlong encodings, a surrogate in three bytes, a byte no character starts with, a lone trailing character; the characters beside the surrogates are read', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);
   const good = exchangeResult(ctx, req.id);
@@ -7425,14 +7425,18 @@ test('an answer whose payload is no strict base64url of UTF-8 is refused as unre
   // A whole number of base64url quads, then one character more (a space, were it read).
   let padded = good;
   while (encode(padded).length % 4 !== 0) padded = Object.assign({}, padded, { result: Object.assign({}, padded.result, { summary: `${padded.result.summary} ` }) });
-  const codes = [withBytes([0xc1, 0x81]), withBytes([0xe0, 0x81, 0x81]), withBytes([0xff]), `${encode(padded)}I`];
+  // U+D800 and U+DFFF as three bytes: no character, in UTF-8 (a lone half of a pair).
+  const codes = [withBytes([0xc1, 0x81]), withBytes([0xe0, 0x81, 0x81]), withBytes([0xed, 0xa0, 0x80]), withBytes([0xed, 0xbf, 0xbf]), withBytes([0xff]), `${encode(padded)}I`];
   for (const code of codes) {
     ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${code}` });
     assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the payload is not base64url-encoded JSON/, code.slice(-12));
     assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [req.id]);
   }
   assert.equal(ctx.sb.workerWrites.length, 0);
-  answer(ctx, req.id, good);
+  // U+D7FF and U+E000, the characters either side of the surrogates, are read.
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${withBytes([0xed, 0x9f, 0xbf, 0xee, 0x80, 0x80])}` });
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+  assert.ok(ctx.sb.chats.some((c) => c.input.includes('Ulcen \ud7ff\ue000')));
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
 });
 

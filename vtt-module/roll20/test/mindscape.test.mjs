@@ -5283,6 +5283,26 @@ test('power-pool waves: a mode that strikes one target is refused with several; 
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {}, 'the attack is not kept');
 });
 
+test('power-pool waves: a wave refused tells a GM who chooses for one of its minds once, with the detail, and no "exchange failed" beside it', () => {
+  const ctx = underControl();
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  // The GM is the ogre's controller by name, as a player would be.
+  ctx.ogre.set({ controlledby: GM });
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ogre.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode none` });
+  ctx.sb.chat({ playerid: GM, content: `!psi defend --req ${xid} --for ${ctx.tokens.ogre.id} --mode none` });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'exchange.resolve');
+  const from = whispersTo(ctx.sb, 'gm').length;
+  refusal(ctx, req, 'no-die-to-dedicate', 'Ulcen of Tyr has no die in its pool to keep control with');
+  const toGM = whispersTo(ctx.sb, 'gm').slice(from);
+  assert.equal(toGM.length, 1, toGM.join('\n'));
+  assert.match(toGM[0], /Ulcen of Tyr has no die in its pool to keep control with/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /The exchange failed; the GM has been told why\./);
+});
+
 test('power-pool waves: control that changes before the last choice stops the wave; two controllers go as controllers; an attack older than an hour is forgotten', () => {
   const ctx = underControl();
   // The thrall is Ulcen's; a goblin is the ogre's: two controllers.
@@ -5867,6 +5887,23 @@ test('power-pool !psi join: a psionic creature joins a single attack\'s defense 
   assert.equal(valueOf(ctx, ctx.seer.id, 'psi_pool'), 0);
   assert.equal(valueOf(ctx, ctx.hound.id, 'psi_controlled_by'), '');
   assert.match(ctx.sb.chats.at(-1).input, /\{\{Allies=Porter \(drawn in, dazed, 1d4\), Seer \(defends with Imagination Swarm, 2d6\)\}\}/);
+});
+
+test('power-pool !psi join: an exchange refused tells a GM who controls a creature that joined once, with the detail, and no "exchange failed" beside it', () => {
+  const ctx = seerCampaign();
+  ctx.seer.set({ controlledby: GM });
+  const xid = ogreAttacksFenka(ctx);
+  assert.match(join(ctx, GM, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of Fenka/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.seer.id]);
+  const from = whispersTo(ctx.sb, 'gm').length;
+  refusal(ctx, req, 'no-die-to-dedicate', 'Ogre has no die left in its pool to keep control by');
+  const toGM = whispersTo(ctx.sb, 'gm').slice(from);
+  assert.equal(toGM.length, 1, toGM.join('\n'));
+  assert.match(toGM[0], /Ogre has no die left in its pool to keep control by/);
+  // Bob chose the defense: he reads why.
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Refused: Ogre vs\. Fenka<\/b><br>Ogre has no die left in its pool to keep control by\./);
 });
 
 test('power-pool !psi join is refused, naming the creature and changing nothing: another system, no such attack, the attacker, a target, a controller struck in its puppet\'s place, one joined or drawn in already, one under control, one that does not know the swarm, another system\'s creature, a creature the sender does not control', () => {

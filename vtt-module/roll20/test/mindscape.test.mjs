@@ -6026,6 +6026,43 @@ test('power-pool !psi join and a refused defense: a refusal about the creature t
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
+// seerCampaign: the ogre attacks Fenka, Seer joins by its own choice and Bob's swarm draws
+// Porter in (`porter` names it anew): Porter goes at /allies/0, Seer at /allies/1.
+const seerAndPorterDefend = (porter) => {
+  const ctx = seerCampaign();
+  if (porter) [ctx.porter, ctx.tokens.porter].forEach((o) => o.set({ name: porter }));
+  const xid = ogreAttacksFenka(ctx);
+  join(ctx, ALICE, ctx.tokens.seer, xid);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode imagination-swarm --ally ${ctx.tokens.porter.id}` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.porter.id, ctx.seer.id]);
+  return { ctx, req };
+};
+
+// The joiners of the attack waiting again after a refusal.
+const joinedAgain = (ctx) => Object.values(plain(ctx.sb.state.Mindscape.exchanges)).map((x) => (x.joined || []).map((j) => j.ref));
+
+test('power-pool: a refusal is pinned on the combatant the companion names only when it was sent; an older companion\'s on the ally at the /allies/N its detail starts with, else on the fighter whose name it starts with, the longest name winning, never one named further on', () => {
+  // The /allies/N it starts with; a name it starts with, not a path or a longer name further on.
+  for (const detail of ['/allies/1: asleep, it may defend only with a mode that works while unaware (cognitive-labyrinth)',
+    'Seer is asleep, so the group (/allies/0) rolls without it', 'Seer is asleep beside Porter']) {
+    const { ctx, req } = seerAndPorterDefend();
+    refusal(ctx, req, 'defender-unaware', detail);
+    assert.match(whispersTo(ctx.sb, 'gm').at(-2), /defense refused<\/b><br><b>Seer<\/b> cannot join the defense: /, detail);
+    assert.deepEqual(joinedAgain(ctx), [[]], detail);
+  }
+  // A combatant named that this request did not send is nobody's, whatever the detail says.
+  const foreign = seerAndPorterDefend();
+  refusal(foreign.ctx, foreign.req, 'ally-mindless', 'Seer has no mind', foreign.ctx.ulcen.id);
+  assert.match(whispersTo(foreign.ctx.sb, 'gm').at(-2), /defense refused<\/b><br>The companion refused the defense: Seer has no mind\./);
+  assert.deepEqual(joinedAgain(foreign.ctx), [[foreign.ctx.seer.id]]);
+  // "Seer Porter …" is Seer Porter's, not Seer's (who stays joined).
+  const longer = seerAndPorterDefend('Seer Porter');
+  refusal(longer.ctx, longer.req, 'ally-mindless', 'Seer Porter has no mind');
+  assert.match(whispersTo(longer.ctx.sb, 'gm').at(-2), /defense refused<\/b><br><b>Seer Porter<\/b> /);
+  assert.deepEqual(joinedAgain(longer.ctx), [[longer.ctx.seer.id]]);
+});
+
 // swarmCampaign, and three unlinked Goblin tokens of one psionic Goblin character, all named
 // "Goblin" (as Roll20 names copies): the GM's first attacks the second, Alice's third
 // (its token's own controller) may join. Returns ctx with `gob`.

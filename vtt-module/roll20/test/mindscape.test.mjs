@@ -2712,6 +2712,17 @@ test('a question sent anew answers the one still on its way: the older answer on
   assert.deepEqual(plain(ctx.sb.state.Mindscape.questions), {});
 });
 
+test('a refused question before a round\'s end names the fighter it asked about where it sent it (/combatants/0 is Fenka, the only one asked), not the first selected', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(roundRefs(req), [ctx.fenka.id]);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatants/0/data/attribs/0/current', message: 'psp must be a whole number' }] } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Fenka&#39;s sheet: psp must be a whole number\./);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen/);
+});
+
 test('only a payable offer (payable true) with a whole cost, for a mind that was asked, becomes a button: otherwise the round ends without anyone paying', () => {
   const cases = [
     ['a cost in words', { cost: '10', payable: true }, () => []],
@@ -2866,6 +2877,14 @@ test('what the companion warns about a sheet is whispered to the GM with the fig
   answer(ctx, odds.id, { jsonrpc: '2.0', id: odds.id, result: { outcomes: { hit: 1, miss: 0 }, warnings: ['/attacker: kind not recorded; a mind with PSPs is taken as a psionicist', '/defender: no con score; assumed 10'] } });
   const oddsTold = whispersTo(ctx.sb, 'gm').filter((w) => w.includes('sheet warnings')).at(-1);
   assert.match(oddsTold, /Ulcen of Tyr: kind not recorded; a mind with PSPs is taken as a psionicist<br>Fenka: no con score; assumed 10/);
+});
+
+test('an exchange\'s sheet warning at /defender names the defender; one at a place the request did not send is whispered as the companion wrote it', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  answer(ctx, req.id, { ...exchangeResult(ctx, req.id), result: { ...exchangeResult(ctx, req.id).result, warnings: ['/defender: no con score; assumed 10', '/puppets/3: no psi_die attribute'] } });
+  const told = whispersTo(ctx.sb, 'gm').find((w) => w.includes('sheet warnings'));
+  assert.match(told, /assume this reading the sheets:<br>Fenka: no con score; assumed 10<br>\/puppets\/3: no psi_die attribute<\/div>/);
 });
 
 test('a refused round\'s end is reported to the GM as an attack\'s refusal is, and writes nothing', () => {

@@ -436,6 +436,38 @@ test("power-pool's attack phase asks one combatant at a time until one attacks; 
   assert.match(t.clients.p1.dialogs.seen.at(-1).arg.context.refused, /rest waits\. Choose again\.$/);
 });
 
+test("power-pool's attack phase: a second Ask for choices while a combatant is asked for its attack asks nobody else; the first goes on alone", async () => {
+  // A macro may call the service twice (the panel disables its button). Before, the second
+  // skipped Ulcen, being asked, and asked Fenka, who attacked, and Ulcen's attack came
+  // after the phase had changed.
+  const view = { phase: "attack", waiting_for: ["ulcen", "fenka-tokF", "goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 3 };
+  const sent = [];
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  const { t, ctl } = await poolEncounter(({ combatant_id, choice }) => {
+    sent.push([combatant_id, Object.keys(choice)[0]]);
+    view.waiting_for = view.waiting_for.filter((c) => c !== combatant_id);
+    if (choice.attack) Object.assign(view, { phase: "defense", waiting_for: [choice.attack.target] });
+    return { revision: 4, waiting_for: view.waiting_for, updates: [] };
+  }, {
+    view: () => structuredClone(view),
+    dialogs: {
+      p1: { encounterChoiceDialog: async () => { await answered; return { attackMode: "mental-stab", target: "goblin-tokG", phase: "attack" }; } },
+      p2: { encounterChoiceDialog: { attackMode: "mental-stab", target: "ulcen", phase: "attack" } },
+      gm: { encounterChoiceDialog: { action: "pass", phase: "attack" } },
+    },
+  });
+  const questions = (c) => c.dialogs.seen.filter((s) => s.kind === "encounterChoiceDialog").length;
+  const first = ctl.collectChoices();
+  while (questions(t.clients.p1) === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  assert.deepEqual(await ctl.collectChoices(), []);
+  assert.equal(questions(t.clients.p2) + questions(t.clients.gm), 0, "nobody else was asked while Ulcen's question was open");
+  answer();
+  await first;
+  assert.deepEqual(sent, [["ulcen", "attack"]]);
+  assert.deepEqual(t.clients.gm.notes.warn, []);
+});
+
 test("a choice made for a phase the encounter has left is refused, not read as another choice", async () => {
   const view = { phase: "defense", waiting_for: ["goblin-tokG"], combatants: { ulcen: {}, "fenka-tokF": {}, "goblin-tokG": {} }, revision: 5 };
   const sent = [];

@@ -290,6 +290,9 @@ export class EncounterController {
     // The combatants whose choice is being asked (`askOne`): a second *Ask for choices*
     // while the question is open does not ask it again.
     this.askingChoice = new Set();
+    // power-pool: the combatants asked for an attack (the attack phase asks one at a
+    // time, `collectChoices`): while one is, a second *Ask for choices* asks nobody else.
+    this.askingAttack = new Set();
     // power-pool: the combatants that answered Stay out to joining the defense against
     // the attack `attack` (its encounter, round, exchange and minds struck): a later ask
     // leaves them be. An attack declared again at the same minds in the same exchange
@@ -485,10 +488,19 @@ export class EncounterController {
       const out = [];
       const asked = new Set();
       for (;;) {
+        // An earlier ask (a macro's, say) is asking someone for an attack: asking the next
+        // one too would let two attacks be chosen at once, and the later declared of them
+        // be refused. That ask goes on to the others itself.
+        if (this.askingAttack.size) break;
         const cid = (state.waiting_for ?? []).find((c) => !asked.has(c));
         if (!cid) break;
         asked.add(cid);
-        out.push(await this.askOne(cid, state));
+        this.askingAttack.add(cid);
+        try {
+          out.push(await this.askOne(cid, state));
+        } finally {
+          this.askingAttack.delete(cid);
+        }
         state = await this.state();
         if (!state || state.phase !== "attack") break;
       }

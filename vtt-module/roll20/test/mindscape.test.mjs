@@ -3890,6 +3890,31 @@ test('a hold made while the GM\'s own refresh waits for a late answer stays: a s
   assert.ok(writes(ctx)[ctx.fenka.id], 'Fenka\'s write still waits for the refresh before a resolve');
 });
 
+test('a hold that reaches the GM\'s own refresh while it runs keeps the sheets of those held out of it: one whose turn comes after is neither taken nor let go of', () => {
+  // No command makes such a hold now: a step is refused while a refresh runs, and one
+  // still waiting when the run begins keeps everyone's copy (stepPending). The undo's
+  // request is taken out of state before the run and put back during it, as the way in
+  // should a new one ever open.
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  const pending = ctx.sb.state.Mindscape.pending;
+  const job = plain(pending[undo.id]);
+  delete pending[undo.id];
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  const ulcen = lastRequest(ctx.sb);
+  assert.equal(ulcen.body.params.combatant_id, ctx.ulcen.id);
+  pending[undo.id] = job;
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 4, undone: 3, updates: [], updates_failed: { error_id: 'e-44' } } });
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  refreshAnswer(ctx, ulcen, 4);
+  assert.equal(refreshes(ctx.sb).length, 1, 'Fenka, held since the run began, is not taken');
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  const report = whispersTo(ctx.sb, 'gm').filter((w) => /encounter refresh/.test(w)).at(-1);
+  assert.match(report, /Still held, a write-back failed while this refresh ran: Fenka, Ulcen of Tyr\./);
+  assert.doesNotMatch(report, /No longer held|Kept the encounter's copy|still waiting for its answer/);
+});
+
 test('a step whose write-back the companion could not make holds every combatant still here, not one whose character is gone', () => {
   const ctx = encounterWithTwo();
   ctx.tokens.fenka.remove();

@@ -6,7 +6,10 @@
 // which the Mindscape Bridge userscript in the GM's browser relays to the companion,
 // typing the answer back as
 //     !psi-result <id> <base64url JSON-RPC response>          (one part)
-//     !psi-result <id> <part>/<parts> <base64url chunk>       (long answers)
+//     !psi-result <id> <part>/<parts>/<tag> <base64url chunk> (long answers)
+// where <tag> is the bridge page's own random source tag: two browsers of one GM account
+// both relaying a request type parts that are put together apart, never mixed. Parts
+// without a tag (an older bridge) are put together per GM.
 // Only answers typed by a GM are accepted, only once, and only for requests this
 // script made. See docs/ROLL20.md for installation and every command.
 /* global on, log, state, sendChat, findObjs, getObj, createObj, playerIsGM, randomInteger, Campaign */
@@ -39,6 +42,13 @@ var Mindscape = Mindscape || (() => {
   // The most parts of a request marker or of an answer: the bridge's MAX_PARTS
   // (mindscape-bridge.user.js findMarkers drops, without a word, a marker of more).
   const MAX_PARTS = 500;
+  // The source tag a bridge page puts in every part of a long answer (the userscript's
+  // SOURCE): the parts of one request are put together per GM and tag.
+  const SOURCE_TAG = /^[A-Za-z0-9_-]{1,16}$/;
+  // The tagged sources of one GM whose parts of one answer are kept at once: each
+  // browser of that GM's account relaying the request is one; parts from a further one
+  // are refused, so that what is kept stays bounded whatever tags come.
+  const SOURCES_PER_GM = 4;
   // The largest request body the companion takes (API.md Limits; companion/settings.py
   // max_body): a larger one gets HTTP 413.
   const MAX_BODY_BYTES = 1024 * 1024;
@@ -4757,16 +4767,28 @@ var Mindscape = Mindscape || (() => {
       return refuseAnswer(id, 'the request is more than an hour old');
     }
     let code;
+    // Whose parts these are: the GM's, or of one source tag of the GM's (a browser).
+    let source = msg.playerid;
     if (words.length === 3) {
       code = words[2];
-    } else if (words.length === 4 && /^\d+\/\d+$/.test(words[2])) {
-      const [part, count] = words[2].split('/').map(Number);
+    } else if (words.length === 4 && /^\d+\/\d+(?:\/|$)/.test(words[2])) {
+      const [partText, countText, tag, ...more] = words[2].split('/');
+      const [part, count] = [partText, countText].map(Number);
       if (count < 1 || count > MAX_PARTS || part < 1 || part > count) return refuseAnswer(id, 'the part number is out of range');
-      // Each GM's bridge sends its own answer (two GMs relaying one request each ask the
-      // companion, with their own dice): the parts are put together per sender, never
-      // mixed, and the first whole answer is the one applied.
+      if (tag !== undefined && (more.length || !SOURCE_TAG.test(tag))) {
+        return refuseAnswer(id, `the source tag "${clipped([tag, ...more].join('/'))}" after the part number is malformed (1 to 16 letters, digits, - or _)`);
+      }
+      // Each bridge sends its own answer (two GMs, or two browsers of one GM, relaying one
+      // request each ask the companion, with their own dice): the parts are put together
+      // per sender and source tag, never mixed, and the first whole answer is the one
+      // applied. Untagged parts (an older bridge) are put together per sender.
       if (!isObject(job.partsBy)) job.partsBy = {};
-      const mine = job.partsBy[msg.playerid] || (job.partsBy[msg.playerid] = { count, parts: [] });
+      if (tag !== undefined) source = `${msg.playerid} ${tag}`;
+      if (!ownMember(job.partsBy, source) && tag !== undefined
+        && Object.keys(job.partsBy).filter((key) => key.startsWith(`${msg.playerid} `)).length >= SOURCES_PER_GM) {
+        return refuseAnswer(id, `this GM's parts of it already come from ${SOURCES_PER_GM} sources (browsers), so those of source tag "${tag}" are not kept`);
+      }
+      const mine = ownMember(job.partsBy, source) || (job.partsBy[source] = { count, parts: [] });
       if (mine.count !== count) return refuseAnswer(id, 'the parts disagree on their count');
       mine.parts[part - 1] = words[3];
       if (timers.has(id)) waitForAnswer(id);
@@ -4774,9 +4796,9 @@ var Mindscape = Mindscape || (() => {
       for (let i = 0; i < count; i += 1) if (mine.parts[i] == null) return undefined;
       code = mine.parts.join('');
     } else {
-      return refuseAnswer(id, 'expected "!psi-result ID PAYLOAD" or "!psi-result ID PART/PARTS CHUNK"');
+      return refuseAnswer(id, 'expected "!psi-result ID PAYLOAD" or "!psi-result ID PART/PARTS/TAG CHUNK"');
     }
-    const resetParts = () => { if (isObject(job.partsBy)) delete job.partsBy[msg.playerid]; };
+    const resetParts = () => { if (isObject(job.partsBy)) delete job.partsBy[source]; };
     let answer;
     try {
       answer = JSON.parse(decodeBase64Url(code));

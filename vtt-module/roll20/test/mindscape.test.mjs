@@ -7443,6 +7443,118 @@ test('after a multi-part answer is refused as malformed, that GM\'s parts are fo
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);
 });
 
+// Two browsers of one GM account each relayed the request and asked the companion
+// itself: two answers of the same shape (the same digit counts, their own dice), whose
+// parts a mix of could read as one valid answer. `roll` and `hp` tell them apart.
+const ownDice = (ctx, id, roll, hp) => {
+  const response = exchangeResult(ctx, id, [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 28 } } },
+    { character_id: ctx.fenka.id, attributes: { HP: { current: hp } } },
+  ]);
+  response.result.roll = { natural: roll, modifier: 2, modified: roll + 2 };
+  response.result.rolls[0].value = roll;
+  response.result.summary = `Ulcen rolls ${roll} and leaves Fenka at ${hp} HP.`;
+  return response;
+};
+
+test('two browsers of one GM relaying one request: their parts, interleaved in any order, are put together per source tag; the first whole answer is applied whole and once, the other is already answered, nothing mixed', () => {
+  // [source, part]: the answer whose last part comes first wins.
+  const orders = [
+    [[['A', 1], ['B', 1], ['B', 2], ['A', 2]], 'B'],
+    [[['A', 1], ['B', 1], ['A', 2], ['B', 2]], 'A'],
+    [[['B', 2], ['A', 1], ['A', 2], ['B', 1]], 'A'],
+    [[['A', 2], ['B', 1], ['A', 1], ['B', 2]], 'A'],
+    [[['A', 1], ['A', 2], ['B', 1], ['B', 2]], 'A'],
+    [[['B', 1], ['A', 2], ['B', 2], ['A', 1]], 'B'],
+  ];
+  for (const [order, winner] of orders) {
+    const ctx = campaign();
+    const req = attackAndDefend(ctx);
+    const answers = { A: ownDice(ctx, req.id, 15, 2), B: ownDice(ctx, req.id, 18, 7) };
+    assert.equal(encode(answers.A).length, encode(answers.B).length, 'the two answers have one shape');
+    const parts = { A: partsOf(answers.A, 2), B: partsOf(answers.B, 2) };
+    const tags = { A: 'k3Zq-9_a', B: 'Pw0xY7mE' };
+    const cards = () => ctx.sb.chats.filter((c) => c.input.includes('&{template:default}'));
+    const label = order.map(([s, p]) => `${s}${p}`).join(', ');
+    order.forEach(([s, p], i) => {
+      ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} ${p}/2/${tags[s]} ${parts[s][p - 1]}` });
+      const whole = order.slice(0, i + 1).filter(([t]) => t === winner).length === 2;
+      assert.equal(cards().length, whole ? 1 : 0, `${label}: after ${s}${p}`);
+    });
+    const loser = winner === 'A' ? 'B' : 'A';
+    const card = cards()[0].input;
+    assert.ok(card.includes(answers[winner].result.summary), `${label}: ${card}`);
+    assert.ok(!card.includes(answers[loser].result.summary), label);
+    assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), answers[winner].result.updates[1].attributes.HP.current, label);
+    assert.deepEqual(plain(ctx.sb.workerWrites).map((w) => `${w.name}=${w.current}`).sort(),
+      [`HP=${answers[winner].result.updates[1].attributes.HP.current}`, 'PSP=28'], `${label}: written once`);
+    const refusals = whispersTo(ctx.sb, 'gm').filter((w) => /answer refused/.test(w));
+    assert.ok(refusals.length >= 1 && refusals.every((w) => /that request was already answered/.test(w)), `${label}: ${refusals.join('\n')}`);
+    assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), [], label);
+  }
+});
+
+test('parts without a source tag (an older bridge) are still put together per GM, apart from a tagged source of the same GM', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const old = partsOf(ownDice(ctx, req.id, 15, 2), 3);
+  const tagged = partsOf(ownDice(ctx, req.id, 18, 7), 3);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/3 ${old[0]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/3/Pw0xY7mE ${tagged[0]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/3/Pw0xY7mE ${tagged[1]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 3/3 ${old[2]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/3 ${old[1]}` });
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.match(ctx.sb.chats.filter((c) => c.input.includes('&{template:default}'))[0].input, /Ulcen rolls 15 and leaves Fenka at 2 HP\./);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 3/3/Pw0xY7mE ${tagged[2]}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /that request was already answered/);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').filter((w) => /answer refused/.test(w)).length === 1);
+});
+
+test('a part whose source tag is malformed (empty, too long, another character than base64url\'s, a second slash) is refused naming the tag, and nothing of it is kept', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const [a, b] = partsOf(exchangeResult(ctx, req.id), 2);
+  for (const [tag, said] of [['', '""'], ['x'.repeat(17), `"${'x'.repeat(17)}"`], ['ab.cd', '"ab.cd"'], ['ab/cd', '"ab/cd"'], ['ab+c', '"ab+c"']]) {
+    ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2/${tag} ${a}` });
+    assert.ok(whispersTo(ctx.sb, 'gm').at(-1).includes(`was refused and nothing changed: the source tag ${said.replace(/"/g, '&#34;')} after the part number is malformed (1 to 16 letters, digits, - or _).`),
+      `${tag}: ${whispersTo(ctx.sb, 'gm').at(-1)}`);
+  }
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.pending[req.id].partsBy), {});
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  // The request still waits: its parts with a tag of 16 characters are applied.
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2/${'y'.repeat(16)} ${b}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2/${'y'.repeat(16)} ${a}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+});
+
+test('the parts kept for one answer stay bounded whatever tags come: at most 4 sources of one GM at once, a fifth refused saying so; a source refused as malformed frees its place, another GM has its own', () => {
+  const ctx = campaign();
+  const GM2 = '-Pgm2';
+  ctx.sb.add('player', { _id: GM2, _displayname: 'Gus the co-GM', __gm: true, _online: true });
+  const req = attackAndDefend(ctx);
+  const [a, b] = partsOf(exchangeResult(ctx, req.id), 2);
+  for (const tag of ['one', 'two', 'three', 'four']) ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2/${tag} ${a}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2/five ${a}` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /was refused and nothing changed: this GM&#39;s parts of it already come from 4 sources \(browsers\), so those of source tag &#34;five&#34; are not kept\./);
+  const kept = () => Object.keys(plain(ctx.sb.state.Mindscape.pending[req.id].partsBy)).sort();
+  assert.deepEqual(kept(), [`${GM} four`, `${GM} one`, `${GM} three`, `${GM} two`]);
+  // Parts without a tag (an older bridge) and another GM's are kept apart from those.
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2 ${a}` });
+  ctx.sb.chat({ playerid: GM2, content: `!psi-result ${req.id} 1/2/five ${a}` });
+  assert.equal(kept().length, 6);
+  // "two" completes into something unreadable: refused, and its place is free again.
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2/two AAAA` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /not base64url-encoded JSON/);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2/five ${a}` });
+  assert.ok(kept().includes(`${GM} five`));
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 2/2/five ${b}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
+});
+
 // ---------------------------------------- steps whose answers were lost (-32001), settled
 
 const lostAnswer = (id) => ({ jsonrpc: '2.0', id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });

@@ -16,7 +16,9 @@
 // the GM (MINDSCAPE-REQ <pairing code> <id> <part>/<parts> <base64url>), sends each
 // complete request whose pairing code is the one pasted into its settings to the
 // companion once, and types the companion's answer into the chat as
-// `!psi-result <id> ...`, which the Mod script accepts because a GM sent it.
+// `!psi-result <id> ...`, which the Mod script accepts because a GM sent it. The parts
+// of a long answer carry this page's source tag (`<part>/<parts>/<tag>`), so that the
+// Mod script never mixes them with those of another browser of the same GM account.
 // It sends nothing else: no request of its own, no retry of old ids, and no retry of a
 // call that changes an encounter (it answers those "uncertain" instead, see relay).
 // With window.__mindscapeBridgeTest set before it loads, it exposes its parts as
@@ -76,6 +78,14 @@
   const LEASE_RENEW_MS = 1500;
   const LEASE_SETTLE_MS = 250;
   const STORAGE_PREFIX = 'mindscape.bridge.';
+
+  // This page's source tag, in every part of a long answer (Mindscape.js SOURCE_TAG):
+  // two browsers of one GM account that both relay a request each type their own answer,
+  // and the Mod script puts the parts together per GM and tag, so the two never mix.
+  // Random per page load: of the tabs of one browser only one relays (the lease), so
+  // they need no tag apart. 6 random bytes, 8 base64url characters.
+  const SOURCE = root.btoa(String.fromCharCode(...root.crypto.getRandomValues(new Uint8Array(6))))
+    .replace(/\+/g, '-').replace(/\//g, '_');
 
   // ------------------------------------------------------------- storage
 
@@ -213,14 +223,18 @@
     return one(body, id);
   };
 
-  /** The chat commands that carry `answerText` back for request `id`, in pieces of `size` (chunkSize). */
-  const answerCommands = (id, answerText, rawSize) => {
+  /**
+   * The chat commands that carry `answerText` back for request `id`, in pieces of `size`
+   * (chunkSize); each piece of a long answer names its number, their count and the
+   * source tag `source` (this page's, SOURCE, unless given).
+   */
+  const answerCommands = (id, answerText, rawSize, source = SOURCE) => {
     const size = chunkSize(rawSize);
     const code = encodeBase64Url(answerText);
     if (code.length <= size) return [`!psi-result ${id} ${code}`];
     const pieces = [];
     for (let i = 0; i < code.length; i += size) pieces.push(code.slice(i, i + size));
-    return pieces.map((piece, i) => `!psi-result ${id} ${i + 1}/${pieces.length} ${piece}`);
+    return pieces.map((piece, i) => `!psi-result ${id} ${i + 1}/${pieces.length}/${source} ${piece}`);
   };
 
   // Emotes and descriptions carry no speaker of their own (/em prints the name as
@@ -603,7 +617,7 @@
   // ------------------------------------------------------------- startup
 
   const api = {
-    VERSION, DEFAULTS, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands, chunkSize,
+    VERSION, DEFAULTS, SOURCE, ALLOWED_METHODS, CHANGING_METHODS, findMarkers, requestProblem, answerCommands, chunkSize,
     encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, refusedAnswer, createBridge,
     storage: defaultStorage, transport: defaultTransport,
   };

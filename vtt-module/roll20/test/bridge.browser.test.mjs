@@ -165,7 +165,7 @@ const sentCommands = () => page.evaluate(() => window.__sent.slice());
 const answerFor = async (id) => {
   const mine = (await sentCommands()).filter((c) => c.startsWith(`!psi-result ${id} `));
   if (!mine.length) return null;
-  const numbered = /^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]);
+  const numbered = /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
   return mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
 };
 
@@ -249,10 +249,15 @@ test('a Mod script request travels through the chat, the userscript and the daem
   const commands = await waitFor('the answer in the chat box', async () => {
     const sent = await sentCommands();
     const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
-    const parts = mine.length ? (/^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]) || [0, 1, 1])[2] : 0;
+    const parts = mine.length ? (/^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]) || [0, 1, 1])[2] : 0;
     return mine.length && mine.length === Number(parts) ? mine : null;
   });
   assert.ok(commands.length > 1, `a multi-part answer: ${JSON.stringify(decode(commands.map((c) => c.split(' ').at(-1)).join('')))}`);
+  // Every part carries the page's source tag, one for the whole answer, so that the Mod
+  // script never puts them together with another browser's (docs/ROLL20.md).
+  const source = await page.evaluate(() => window.__mindscapeBridge.SOURCE);
+  assert.match(source, /^[A-Za-z0-9_-]{8}$/);
+  assert.deepEqual(commands.map((c) => c.split(' ')[2]), commands.map((c, i) => `${i + 1}/${commands.length}/${source}`));
   assert.deepEqual((await sentCommands()).slice(sentBefore).filter((c) => !c.startsWith(`!psi-result ${id} `)), [], 'nothing but the answer is sent');
 
   const answer = decode(commands.map((c) => c.split(' ').at(-1)).join(''));
@@ -285,6 +290,66 @@ test('a Mod script request travels through the chat, the userscript and the daem
   const handled = await page.evaluate(() => window.__mindscapeBridge.bridge.handled());
   assert.ok(handled.includes(id));
   assert.ok(!handled.includes('Forged000001'));
+});
+
+test('two browsers of one GM account both relay an exchange: each types its own answer in parts under its own source tag, and interleaved in the chat the Mod script applies the first whole one, whole, once; the other is already answered', { skip: SKIP }, async () => {
+  // A second browser (its own storage, so its own lease), set up like the first.
+  const other = await browser.newPage();
+  try {
+    await other.addInitScript(([settings]) => {
+      window.__mindscapeBridgeTest = true;
+      Object.entries(settings).forEach(([k, v]) => localStorage.setItem(`mindscape.bridge.${k}`, JSON.stringify(v)));
+    }, [{ url: `http://127.0.0.1:${daemonPort}`, token, pairing: PAIRED, chunk: 400 }]);
+    await other.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
+    const ctx = campaign({ pairing: PAIRED });
+    await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
+    const start = ctx.sb.chats.length;
+    const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+    const id = [...ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input))[0].input.matchAll(MARKER)][0][1];
+    await showWhispers(ctx.sb, start);
+    const html = ctx.sb.chats.slice(start).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
+    for (const [i, h] of html.entries()) await other.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
+    const whole = (sent) => {
+      const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
+      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
+      return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
+    };
+    const a = await waitFor('the first browser\'s answer', () => answerFor(id));
+    const b = await waitFor('the second browser\'s answer', async () => whole(await other.evaluate(() => window.__sent.slice())));
+    const tagOf = (commands) => [...new Set(commands.map((c) => c.split(' ')[2].split('/')[2]))];
+    assert.equal(tagOf(a).length, 1, JSON.stringify(a.map((c) => c.split(' ')[2])));
+    assert.equal(tagOf(b).length, 1, JSON.stringify(b.map((c) => c.split(' ')[2])));
+    assert.notEqual(tagOf(a)[0], tagOf(b)[0], 'two page loads, two source tags');
+    assert.ok(a.length > 1 && b.length > 1, 'two multi-part answers');
+    const answers = { a: decode(a.map((c) => c.split(' ').at(-1)).join('')), b: decode(b.map((c) => c.split(' ').at(-1)).join('')) };
+    assert.ok(answers.a.result && answers.b.result, `${JSON.stringify(answers)}\n${daemonLog}`);
+    // Typed at once, the parts interleave: all of b's but its first, then a's, then b's
+    // first. Put together per GM alone, a's first part would complete a mix with b's.
+    const order = [...b.slice(1), ...a, b[0]];
+    const winner = 'a';
+    const cardsBefore = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).length;
+    const writesBefore = ctx.sb.workerWrites.length;
+    for (const command of order) ctx.sb.chat({ playerid: GM, content: command });
+    const cards = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).slice(cardsBefore);
+    assert.equal(cards.length, 1, cards.map((c) => c.input).join('\n'));
+    assert.match(cards[0].input, /^&\{template:default\} \{\{name=Ego Whip: Ulcen of Tyr vs\. Fenka\}\}/);
+    const applied = answers[winner].result;
+    const written = ctx.sb.workerWrites.slice(writesBefore);
+    assert.equal(written.length, applied.updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
+    for (const update of applied.updates) {
+      for (const [name, value] of Object.entries(update.attributes)) {
+        const attr = ctx.sb.objects.find((o) => o.get('_type') === 'attribute' && o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
+        if ('current' in value) assert.equal(String(attr.get('current')), String(value.current), name);
+      }
+    }
+    const refusals = whispersTo(ctx.sb, 'gm').filter((w) => /answer refused/.test(w));
+    assert.ok(refusals.length >= 1 && refusals.every((w) => /that request was already answered/.test(w)), refusals.join('\n'));
+  } finally {
+    await other.close();
+  }
+  await page.evaluate(() => window.__mindscapeBridge.bridge.idle());
 });
 
 test('the real companion\'s check refuses an attack its attacker cannot make (multiplier-above-level): no defender is asked, the attacker\'s player reads why', { skip: SKIP }, async () => {
@@ -784,7 +849,7 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
     const commands = await waitFor('the odds answer', async () => {
       const sent = await managed.evaluate(() => window.__sent.slice());
       const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
-      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+) /.exec(mine[0]);
+      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
       return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
     });
     for (const command of commands) ctx.sb.chat({ playerid: GM, content: command });
@@ -814,6 +879,8 @@ test('the userscript reads markers through invisible breaks, finds the speaker o
       markers,
       speakers,
       parts: commands.map((c) => c.split(' ')[2]),
+      source: b.SOURCE,
+      given: b.answerCommands('abcDEF123456', 'x'.repeat(200), 100, 'Tag_-9').map((c) => c.split(' ')[2]),
       joined: JSON.parse(joined).result.text.length,
       problems: [
         b.requestProblem({ jsonrpc: '2.0', id: 'abcDEF123456', method: 'exchange.resolve' }, 'abcDEF123456'),
@@ -826,7 +893,9 @@ test('the userscript reads markers through invisible breaks, finds the speaker o
   });
   assert.deepEqual(checks.markers, [{ pairing: PAIRED, id: 'abcDEF123456', part: 2, count: 3, piece: 'eyJqc29uIjoi' }]);
   assert.deepEqual(checks.speakers, ['Mindscape', 'Mindscape', 'Alice', 'Alice']);
-  assert.ok(checks.parts.length > 1 && checks.parts.every((p, i) => p === `${i + 1}/${checks.parts.length}`));
+  // Each part names its number, their count and the page's source tag.
+  assert.ok(checks.parts.length > 1 && checks.parts.every((p, i) => p === `${i + 1}/${checks.parts.length}/${checks.source}`), JSON.stringify(checks.parts));
+  assert.deepEqual(checks.given, ['1/3/Tag_-9', '2/3/Tag_-9', '3/3/Tag_-9']);
   assert.equal(checks.joined, 300);
   assert.equal(checks.problems[0], null);
   assert.match(checks.problems[1], /does not match/);

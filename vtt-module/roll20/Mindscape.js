@@ -421,9 +421,11 @@ var Mindscape = Mindscape || (() => {
 
   // After a restart no timer runs for the requests still in state: the GM learns which
   // ones were in flight, and their answers, should they come, are applied as late ones.
+  // A request refused as stale (keptAfterStale) got its answer: it is not in flight,
+  // only kept for a second bridge's answer, as it was before the restart.
   const reportInFlight = () => {
     const jobs = store().pending;
-    const ids = Object.keys(jobs).sort((a, b) => jobs[a].at - jobs[b].at);
+    const ids = Object.keys(jobs).filter((id) => !jobs[id].stale).sort((a, b) => jobs[a].at - jobs[b].at);
     if (!ids.length) return;
     const lines = ids.map((id) => {
       const job = jobs[id];
@@ -3365,7 +3367,10 @@ var Mindscape = Mindscape || (() => {
     const kept = run.kept || [];
     const lines = changed.map((d) => `${chatSafe(fighterName(d.ref))}: ${d.changed.map(chatSafe).join(', ')} taken again from the sheet.`);
     if (same.length) lines.push(`${changed.length || kept.length || !complete ? 'Unchanged' : 'Every sheet matches the encounter'}: ${namesOf(same)}.`);
-    if (kept.length && run.stepPending) {
+    if (kept.length && run.stepPending === 'stale') {
+      lines.push(`A step or undo of this encounter was refused as stale, but a second bridge's answer to it is still arriving, which would write the sheets after they were read: `
+        + `the encounter kept its own copy of ${namesOf(kept)}. Once that answer is in (or its parts stop coming for the timeout), run <code>!psi encounter refresh</code>.`);
+    } else if (kept.length && run.stepPending) {
       lines.push(`A step or undo of this encounter is still waiting for its answer, which would write the sheets after they were read: `
         + `the encounter kept its own copy of ${namesOf(kept)}. Once that answer is in (or its hour is over), run <code>!psi encounter refresh</code>.`);
     } else if (kept.length && run.resolve) lines.push(`Kept the encounter's copy of ${namesOf(kept)} (${kept.length > 1 ? 'their sheets' : 'its sheet'} missed a write-back).`);
@@ -3451,10 +3456,20 @@ var Mindscape = Mindscape || (() => {
     stepPending: stepUnderWay(enc),
   });
 
+  const stepsOf = (enc) => Object.values(store().pending)
+    .filter((job) => isStep(job) && (job.encounter === undefined || job.encounter === enc.id));
+
   // Whether a resolve or an undo of `enc` still waits for its answer (late ones too: an
-  // answer may still come and write the sheets).
-  const stepUnderWay = (enc) => Object.values(store().pending)
-    .some((job) => isStep(job) && (job.encounter === undefined || job.encounter === enc.id));
+  // answer may still come and write the sheets). One refused as stale (keptAfterStale)
+  // counts, as 'stale', only while parts of a second bridge's answer to it are arriving
+  // (its timer runs on with them): with one bridge no other answer comes, and a refresh
+  // right after the refusal takes the sheets as before.
+  const stepUnderWay = (enc) => {
+    const steps = stepsOf(enc);
+    if (steps.some((job) => !job.stale)) return true;
+    const arriving = (job) => timers.has(job.id) && isObject(job.partsBy) && Object.keys(job.partsBy).length > 0;
+    return steps.some(arriving) ? 'stale' : false;
+  };
 
   // Whether anyone was held since the run began (a run kept from before holds existed
   // counts as such when anyone is held: the cautious answer).
@@ -3484,7 +3499,8 @@ var Mindscape = Mindscape || (() => {
     }
     const done = Object.assign({}, run, { done: run.done.concat([entry]) });
     if (!current || job.late) {
-      const why = current ? 'This answer came late, so nothing more was sent.' : 'The current encounter changed here meanwhile, so nothing more was sent.';
+      const why = !current ? 'The current encounter changed here meanwhile, so nothing more was sent.'
+        : job.stale ? 'This answer came after the stale refusal that stopped the run, so nothing more was sent.' : 'This answer came late, so nothing more was sent.';
       const rest = done.queue.length ? ` Not taken again: ${namesOf(done.queue)}.` : '';
       return whisperGM(box('encounter refresh', `${refreshReport(done).join('<br>')}<br>${why}${rest}`
         + (done.resolve ? ' The step was not resolved.' : '')));
@@ -3742,7 +3758,8 @@ var Mindscape = Mindscape || (() => {
     const s = store();
     const fresh = args.has('new');
     if (fresh) s.pairing = newPairingCode();
-    const count = Object.keys(s.pending).length;
+    // (a request refused as stale was relayed already: keptAfterStale)
+    const count = Object.keys(s.pending).filter((id) => !s.pending[id].stale).length;
     const waiting = fresh && count ? ` The ${count} request(s) still waiting carry the old code and will not be relayed.` : '';
     // Not archived: a secret is best kept in as few places as possible, and !psi pair
     // whispers it again.
@@ -4386,8 +4403,14 @@ var Mindscape = Mindscape || (() => {
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
     if (error.code === STALE_REVISION && store().encounter) {
       const now = isObject(error.data) && error.data.revision !== undefined ? ` (now at revision ${chatSafe(error.data.revision)})` : '';
-      whisperGM(box(title, `The encounter moved on${now} before this request reached the companion, so nothing changed. Resyncing with the companion&hellip;`));
-      if (requester) tell(requester, title, 'The encounter moved on before your request arrived, so nothing was recorded. Look at the encounter (below) and repeat your command if it still fits.');
+      // Not "nothing changed": a second bridge may have relayed the request too, and its
+      // run been carried out (keptAfterStale).
+      whisperGM(box(title, `The encounter moved on${now} before this request reached the companion, so this answer changed nothing. Resyncing with the companion&hellip; `
+        + 'Should a second bridge (another GM\'s, or another browser) have relayed it too, that answer is still applied when it comes.'));
+      if (requester) {
+        tell(requester, title, 'The encounter moved on before your request arrived, so this answer recorded nothing (should it be recorded all the same, you are told so). '
+          + 'Look at the encounter (below) and repeat your command if it still fits.');
+      }
       return resync(requester || job.requester);
     }
     if (error.code === BRIDGE_UNCERTAIN) {
@@ -4733,6 +4756,26 @@ var Mindscape = Mindscape || (() => {
     return postEndRound(job.requester, fighters, job.system, choices, again);
   };
 
+  // A changing call that named a revision and was refused as stale (4009) changed nothing
+  // by that answer, but it need not be the request's last: two bridges relaying one
+  // request (two GMs, two browsers of one GM account) each ask the companion, which
+  // carries out the first run and refuses the second as stale, and that short refusal
+  // may come before the first run's long answer. So the refusal is reported and resynced
+  // as any 4009 is, but does not settle the request: it stays pending as a late one
+  // (`stale`; a refresh's run ends there, as at a timeout), and a success still to come
+  // is applied once, as a late answer is (handleResult). Its timer runs on, restarted by
+  // each part that comes: while parts of that answer arrive a refresh keeps the
+  // encounter's copies (stepUnderWay), as it would write the sheets after they were read.
+  // After the timer the request is only kept for its hour, silently (expire), then
+  // forgotten (prunePending), as a timed-out one is.
+  const keptAfterStale = (job, answer) => {
+    const late = job.late;
+    job.stale = true;
+    job.late = true;
+    if (late) whisperGM(box('late answer', `A late answer for request <b>${job.id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+    return job.kind === 'encounter.refresh' ? handleRefresh(job, answer) : reportError(job, answer.error);
+  };
+
   // The players who are no GM whose typed answer the GM was told of in the last minute
   // (handleResult).
   const answerAttempts = new Set();
@@ -4799,6 +4842,8 @@ var Mindscape = Mindscape || (() => {
       return refuseAnswer(id, 'expected "!psi-result ID PAYLOAD" or "!psi-result ID PART/PARTS/TAG CHUNK"');
     }
     const resetParts = () => { if (isObject(job.partsBy)) delete job.partsBy[source]; };
+    // A one-piece answer has no parts kept: those under its GM's name are another's.
+    const dropParts = () => { if (words.length === 4) resetParts(); };
     let answer;
     try {
       answer = JSON.parse(decodeBase64Url(code));
@@ -4808,13 +4853,28 @@ var Mindscape = Mindscape || (() => {
     }
     const outcome = checkAnswer(job, answer);
     if (outcome.problem) { resetParts(); return refuseAnswer(id, outcome.problem); }
+    // After a stale refusal only the success of another bridge's run is still taken.
+    if (job.stale && answer.error) {
+      dropParts();
+      return refuseAnswer(id, 'that request was already answered (the encounter had moved on); only a success another bridge relayed is still taken');
+    }
+    if (!job.batch && isObject(answer.error) && answer.error.code === STALE_REVISION && Number.isInteger(job.sentRevision)) {
+      dropParts();
+      return keptAfterStale(job, answer);
+    }
     // From here on the answer is accepted: it can no longer be replayed.
     forgetRequest(id);
     rememberAnswered(id, 'answered');
     // The check of an attack writes nothing and says itself what a late answer does.
     if (job.kind === CHECK_KIND) return checkAnswered(job, answer);
-    // A late answer about the house rules says itself what it does (it changes nothing).
-    if (job.late && job.kind !== 'house') whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+    const said = chatSafe(job.description || job.kind);
+    if (job.stale) {
+      whisperGM(box('late answer', `Request <b>${id}</b> (${said}) was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
+        + 'was applied (the stale refusal before it was the other run\'s).'));
+    } else if (job.late && job.kind !== 'house') {
+      // A late answer about the house rules says itself what it does (it changes nothing).
+      whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${said}) was applied.`));
+    }
     if (job.batch) return handleBatch(job, answer);
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);

@@ -1732,7 +1732,7 @@ test('changing encounter calls name the revision they expect; a stale answer (40
   assert.equal(resolve.body.params.revision, 2);
   answer(ctx, resolve.id, { jsonrpc: '2.0', id: resolve.id, error: { code: 4009, message: 'Stale revision', data: { revision: 3 } } });
   assert.equal(ctx.sb.workerWrites.length, 0);
-  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /moved on \(now at revision 3\).*nothing changed\. Resyncing/.test(w)));
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /moved on \(now at revision 3\).*this answer changed nothing\. Resyncing/.test(w)));
   const get = lastRequest(ctx.sb);
   assert.equal(get.body.method, 'encounter.get');
   assert.deepEqual(get.body.params, { id: 'enc-1' });
@@ -1829,7 +1829,7 @@ test('a player whose declaration arrives after the encounter moved on is told no
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi encounter declare --defense thought-shield' });
   const declare = lastRequest(ctx.sb);
   answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: 4009, message: 'Stale revision', data: { revision: 5 } } });
-  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /moved on before your request arrived, so nothing was recorded/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /moved on before your request arrived, so this answer recorded nothing/);
   assert.equal(lastRequest(ctx.sb).body.method, 'encounter.get');
 });
 
@@ -3329,7 +3329,7 @@ test('a stale revision (4009) stops the refresh, says who was not taken again, a
   answer(ctx, first.id, { jsonrpc: '2.0', id: first.id, error: { code: 4009, message: 'Stale revision', data: { revision: 5 } } });
   const told = whispersTo(ctx.sb, 'gm');
   assert.ok(told.some((w) => /The refresh stopped at Ulcen of Tyr; not taken again: Fenka\. Run <code>!psi encounter refresh<\/code> again/.test(w)));
-  assert.ok(told.some((w) => /Refresh of Ulcen of Tyr.*moved on \(now at revision 5\).*nothing changed\. Resyncing/.test(w)));
+  assert.ok(told.some((w) => /Refresh of Ulcen of Tyr.*moved on \(now at revision 5\).*this answer changed nothing\. Resyncing/.test(w)));
   const get = lastRequest(ctx.sb);
   assert.equal(get.body.method, 'encounter.get');
   assert.equal(refreshes(ctx.sb).length, 1);
@@ -8115,4 +8115,155 @@ test('power-pool: a psi_controlling holding a JSON object, not a list, controls 
   assert.equal(req.body.method, 'exchange.resolve');
   assert.equal(req.body.params.puppets, undefined);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/internal error/.test(w)));
+});
+
+// ------------------------------------- one request relayed by two bridges (4009 first)
+
+// Two bridges (two GMs, or two browsers of one GM account: ROLL20.md "Two GM tabs") each
+// relay a changing call: the companion carries out the first run and refuses the second
+// as stale (4009), a short answer that may come before the first run's long one.
+const staleAnswer = (id, revision) => ({ jsonrpc: '2.0', id, error: { code: 4009, message: 'Stale revision', data: { revision } } });
+
+const viewAt = (ctx, id, revision) => ({
+  jsonrpc: '2.0', id, result: { id: 'enc-1', phase: 'round', revision, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] },
+});
+
+const stepCards = (ctx) => ctx.sb.chats.filter((c) => c.input.includes('&{template:default}') && c.input.includes('Ulcen of Tyr lashes Fenka with an ego whip.'));
+
+test('a resolve relayed by two bridges: the second run\'s stale refusal (4009) coming first is reported and resynced, and the first run\'s longer answer after it is still applied once (card, sheets, revision); while it arrives (not once it stopped for the timeout) a refresh keeps the encounter\'s copies; a further answer is already answered', () => {
+  const ctx = encounterWithTwo();
+  const resolve = resolveNow(ctx);
+  assert.equal(resolve.body.params.revision, 2);
+  answer(ctx, resolve.id, staleAnswer(resolve.id, 3));
+  const told = whispersTo(ctx.sb, 'gm').find((w) => /moved on/.test(w));
+  assert.match(told, /moved on \(now at revision 3\) before this request reached the companion, so this answer changed nothing\. Resyncing with the companion&hellip; Should a second bridge .* have relayed it too, that answer is still applied when it comes\./);
+  assert.doesNotMatch(told, /so nothing changed/);
+  const get = lastRequest(ctx.sb);
+  assert.equal(get.body.method, 'encounter.get');
+  answer(ctx, get.id, viewAt(ctx, get.id, 3));
+  // A third bridge's refusal of the same request is not reported (nor resynced) again.
+  answer(ctx, resolve.id, staleAnswer(resolve.id, 3), GM);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /answer refused.*that request was already answered \(the encounter had moved on\); only a success another bridge relayed is still taken/);
+  assert.equal(lastRequest(ctx.sb).id, get.id, 'no second resync');
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  // The first run's answer comes in tagged parts. While it arrives, a refresh takes no
+  // sheet: the answer would write them after they were read.
+  const parts = partsOf(stepAnswer(ctx, resolve, 3), 3);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${resolve.id} 1/3/k3Zq-9_a ${parts[0]}` });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 0);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /refused as stale, but a second bridge's answer to it is still arriving.*kept its own copy of Ulcen of Tyr, Fenka/);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${resolve.id} 2/3/k3Zq-9_a ${parts[1]}` });
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${resolve.id} 3/3/k3Zq-9_a ${parts[2]}` });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.equal(stepCards(ctx).length, 1);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.deepEqual(held(ctx), []);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${resolve.id}</b> \\(resolve the next step of the encounter\\) was relayed twice: `
+    + 'the companion carried it out once, and this answer, of the run carried out, was applied').test(w)));
+  assert.ok(!plain(ctx.sb.context.Mindscape.pendingIds()).includes(resolve.id));
+  // Another GM's (or browser's) success after it is already answered: nothing twice.
+  const writes = ctx.sb.workerWrites.length;
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 3));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /that request was already answered\.<\/div>$/);
+  assert.equal(ctx.sb.workerWrites.length, writes);
+  assert.equal(stepCards(ctx).length, 1);
+  // The answer is in: a refresh takes the sheets again.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 1);
+  // An answer that stops arriving holds no refresh back once its timeout has passed.
+  const other = encounterWithTwo();
+  const stuck = resolveNow(other);
+  answer(other, stuck.id, staleAnswer(stuck.id, 3));
+  const view = lastRequest(other.sb);
+  answer(other, view.id, viewAt(other, view.id, 3));
+  other.sb.chat({ playerid: GM, content: `!psi-result ${stuck.id} 1/3/k3Zq-9_a ${partsOf(stepAnswer(other, stuck, 3), 3)[0]}` });
+  other.sb.advance(30000);
+  other.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(other.sb).length, 1);
+  assert.doesNotMatch(whispersTo(other.sb, 'gm').at(-1), /still arriving/);
+});
+
+test('an undo and a declaration relayed by two bridges: the success after the stale refusal is applied (sheets, revision, what the GM and the player read); the other way round the refusal is already answered, as before', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  answer(ctx, undo.id, staleAnswer(undo.id, 3));
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.get');
+  const undone = { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [{ character_id: ctx.fenka.id, attributes: { HP: { current: 7 } } }] } };
+  answer(ctx, undo.id, undone);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 7);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The last step was undone\./.test(w)));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-2), new RegExp(`Request <b>${undo.id}</b> \\(undo the last step of the encounter\\) was relayed twice`));
+  // Alice's declaration: she is told this answer recorded nothing, then that it was recorded.
+  const declared = aliceDeclares(ctx, '--defense thought-shield');
+  assert.equal(declared.body.params.revision, 3);
+  answer(ctx, declared.id, staleAnswer(declared.id, 4));
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /moved on before your request arrived, so this answer recorded nothing \(should it be recorded all the same, you are told so\)/);
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, viewAt(ctx, get.id, 4));
+  answer(ctx, declared.id, { jsonrpc: '2.0', id: declared.id, result: { revision: 4, waiting_for: [ctx.fenka.id] } });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Your choice is recorded in secret: .*Thought Shield/);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 4);
+  // The other way round (the success first) the refusal after it is already answered:
+  // not reported, no resync.
+  const again = aliceDeclares(ctx, '--defense thought-shield');
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: { revision: 5, waiting_for: [ctx.fenka.id] } });
+  const gm = whispersTo(ctx.sb, 'gm').length;
+  answer(ctx, again.id, staleAnswer(again.id, 5));
+  assert.equal(whispersTo(ctx.sb, 'gm').length, gm + 1);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /that request was already answered\.<\/div>$/);
+  assert.equal(lastRequest(ctx.sb).id, again.id);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Your choice is recorded in secret/);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
+});
+
+test('a refresh run relayed by two bridges: the stale refusal stops it, and the first run\'s answer after it is taken (its revision) without carrying the run on', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  const first = lastRequest(ctx.sb);
+  answer(ctx, first.id, staleAnswer(first.id, 3));
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The refresh stopped at Ulcen of Tyr; not taken again: Fenka\. The step was not resolved/.test(w)));
+  refreshAnswer(ctx, first, 3, ['hp']);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 3);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Ulcen of Tyr: hp taken again from the sheet\.<br>This answer came after the stale refusal that stopped the run, so nothing more was sent\. Not taken again: Fenka\. The step was not resolved\./);
+  assert.equal(refreshes(ctx.sb).length, 1);
+  assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.resolve'));
+});
+
+test('a lone stale refusal (one bridge) is reported and resynced, and nothing else: no write, no card, no timeout whisper, a refresh right after takes the sheets, no request in flight at a restart, and the request is forgotten after its hour', () => {
+  const ctx = encounterWithTwo();
+  const resolve = resolveNow(ctx);
+  const chats = ctx.sb.chats.length;
+  answer(ctx, resolve.id, staleAnswer(resolve.id, 3));
+  const said = ctx.sb.chats.slice(chats).map((c) => c.input);
+  const markers = said.filter((text) => text.includes('MINDSCAPE-REQ'));
+  assert.equal(requests(ctx.sb).at(-1).body.method, 'encounter.get');
+  assert.equal(said.filter((text) => !text.includes('MINDSCAPE-REQ') && !/Mindscape request <b>/.test(text)).length, 1, said.join('\n'));
+  assert.match(said[0], /so this answer changed nothing\. Resyncing.*still applied when it comes/);
+  assert.ok(markers.length >= 1);
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, viewAt(ctx, get.id, 3));
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  assert.equal(stepCards(ctx).length, 0);
+  // It was relayed: a new pairing code does not count it among the requests still waiting.
+  ctx.sb.chat({ playerid: GM, content: '!psi pair --new' });
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /still waiting/);
+  const before = ctx.sb.chats.length;
+  ctx.sb.advance(60000);
+  assert.equal(ctx.sb.chats.length, before, 'no "no answer" whisper: the GM was told already');
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  assert.equal(refreshes(ctx.sb).length, 1);
+  // A restart lists no request in flight: it had its answer.
+  const saved = plain(ctx.sb.state.Mindscape);
+  delete saved.pending[lastRequest(ctx.sb).id];
+  const restarted = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  assert.ok(whispersTo(restarted.sb, 'gm').every((w) => !/requests in flight/.test(w)));
+  // Kept no longer than a timed-out request: an hour.
+  assert.deepEqual(plain(restarted.sb.context.Mindscape.pendingIds()), [resolve.id]);
+  restarted.sb.state.Mindscape.pending[resolve.id].at -= 61 * 60 * 1000;
+  restarted.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  assert.ok(!plain(restarted.sb.context.Mindscape.pendingIds()).includes(resolve.id));
 });

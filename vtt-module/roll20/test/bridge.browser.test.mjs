@@ -352,6 +352,60 @@ test('two browsers of one GM account both relay an exchange: each types its own 
   await page.evaluate(() => window.__mindscapeBridge.bridge.idle());
 });
 
+test('two browsers of one GM account both relay a resolve: the companion carries out one run and refuses the other as stale (4009); that refusal typed first is reported, and the success after it is still applied once, card and sheets', { skip: SKIP }, async () => {
+  const other = await browser.newPage();
+  try {
+    await other.addInitScript(([settings]) => {
+      window.__mindscapeBridgeTest = true;
+      Object.entries(settings).forEach(([k, v]) => localStorage.setItem(`mindscape.bridge.${k}`, JSON.stringify(v)));
+    }, [{ url: `http://127.0.0.1:${daemonPort}`, token, pairing: PAIRED, chunk: 400 }]);
+    await other.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
+    const ctx = campaign({ pairing: PAIRED });
+    await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create' }));
+    await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
+    await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 1` }));
+    const start = ctx.sb.chats.length;
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force --no-refresh' });
+    const id = [...ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input))[0].input.matchAll(MARKER)][0][1];
+    await showWhispers(ctx.sb, start);
+    const html = ctx.sb.chats.slice(start).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
+    for (const [i, h] of html.entries()) await other.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
+    const whole = (sent) => {
+      const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
+      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
+      return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
+    };
+    const typed = [await waitFor('the first browser\'s answer', () => answerFor(id)),
+      await waitFor('the second browser\'s answer', async () => whole(await other.evaluate(() => window.__sent.slice())))];
+    const answers = typed.map((commands) => decode(commands.map((c) => c.split(' ').at(-1)).join('')));
+    const stale = answers.findIndex((a) => a.error && a.error.code === 4009);
+    assert.notEqual(stale, -1, JSON.stringify(answers));
+    const done = answers[1 - stale];
+    assert.ok(done.result && done.result.updates.length, JSON.stringify(done));
+    const cardsBefore = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).length;
+    const writesBefore = ctx.sb.workerWrites.length;
+    for (const command of typed[stale]) ctx.sb.chat({ playerid: GM, content: command });
+    assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /moved on \(now at revision \d+\) before this request reached the companion, so this answer changed nothing\. Resyncing/.test(w)));
+    assert.equal(ctx.sb.workerWrites.length, writesBefore);
+    for (const command of typed[1 - stale]) ctx.sb.chat({ playerid: GM, content: command });
+    assert.ok(ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).length > cardsBefore, 'the step\'s card is posted');
+    const written = ctx.sb.workerWrites.slice(writesBefore);
+    assert.equal(written.length, done.result.updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
+    for (const update of done.result.updates) {
+      for (const [name, value] of Object.entries(update.attributes)) {
+        const attr = ctx.sb.objects.find((o) => o.get('_type') === 'attribute' && o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
+        if ('current' in value) assert.equal(String(attr.get('current')), String(value.current), name);
+      }
+    }
+    assert.equal(ctx.sb.state.Mindscape.encounter.revision, done.result.revision);
+    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /relayed twice/.test(w)), new RegExp(`Request <b>${id}</b> .*the companion carried it out once`));
+  } finally {
+    await other.close();
+  }
+  await page.evaluate(() => window.__mindscapeBridge.bridge.idle());
+});
+
 test('the real companion\'s check refuses an attack its attacker cannot make (multiplier-above-level): no defender is asked, the attacker\'s player reads why', { skip: SKIP }, async () => {
   const ctx = campaign({ pairing: PAIRED });
   // Ulcen is level 4 (RULES.md 1.4: the multiplier is at most the attacker's level).

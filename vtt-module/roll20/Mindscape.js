@@ -3271,7 +3271,9 @@ var Mindscape = Mindscape || (() => {
   // a revision that is one (another would drop the guard of every later call).
   const takeRevision = (job, result) => {
     const enc = jobEncounter(job);
-    if (enc && Number.isInteger(result.revision)) enc.revision = result.revision;
+    // Revisions only grow: a late answer does not take the encounter back to its own
+    // (a resync or a later step moved it on meanwhile), as a refresh's does not.
+    if (enc && Number.isInteger(result.revision) && !(enc.revision > result.revision)) enc.revision = result.revision;
   };
 
   const STEP_KINDS = ['encounter.resolve', 'encounter.undo'];

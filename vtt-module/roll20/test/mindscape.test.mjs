@@ -1751,6 +1751,24 @@ test('changing encounter calls name the revision they expect; a stale answer (40
   assert.equal(lastRequest(ctx.sb).body.params.revision, 3);
 });
 
+test('a late step answer does not take the encounter\'s revision back: the undo that timed out answers revision 3 after a resync showed 5, and the next call names 5', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter undo' });
+  const undo = lastRequest(ctx.sb);
+  assert.equal(undo.body.params.revision, 2);
+  ctx.sb.advance(30000);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'round', revision: 5, combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} }, waiting_for: [] } });
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
+  answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 3, undone: 2, updates: [] } });
+  assert.match(whispersTo(ctx.sb, 'gm').join('\n'), /A late answer for request/);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 5);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --no-refresh' });
+  assert.equal(lastRequest(ctx.sb).body.method, 'encounter.resolve');
+  assert.equal(lastRequest(ctx.sb).body.params.revision, 5);
+});
+
 test('revised-2e close offers in !psi encounter status (RULES.md 1.5) are read only by the GM and the controllers of that mind: an offer tells that its PSPs reach its price', () => {
   const ctx = encounterWithTwo();
   const status = (playerid) => {

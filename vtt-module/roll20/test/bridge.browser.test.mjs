@@ -292,8 +292,9 @@ test('a Mod script request travels through the chat, the userscript and the daem
   assert.ok(!handled.includes('Forged000001'));
 });
 
-test('two browsers of one GM account both relay an exchange: each types its own answer in parts under its own source tag, and interleaved in the chat the Mod script applies the first whole one, whole, once; the other is already answered', { skip: SKIP }, async () => {
-  // A second browser (its own storage, so its own lease), set up like the first.
+// A second browser of the GM's account (its own storage, so its own lease), set up like
+// the first; both type answers in parts of 400 characters.
+const secondBrowser = async () => {
   const other = await browser.newPage();
   try {
     await other.addInitScript(([settings]) => {
@@ -302,22 +303,50 @@ test('two browsers of one GM account both relay an exchange: each types its own 
     }, [{ url: `http://127.0.0.1:${daemonPort}`, token, pairing: PAIRED, chunk: 400 }]);
     await other.goto(`http://127.0.0.1:${pagePort}/editor/`);
     await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
+  } catch (error) {
+    await other.close();
+    throw error;
+  }
+  return other;
+};
+
+// Both browsers see the whispers since `start`; the commands each types back for request
+// `id`, once all its parts are typed: [the first browser's, the second's].
+const bothAnswers = async (ctx, other, start, id) => {
+  await showWhispers(ctx.sb, start);
+  const html = ctx.sb.chats.slice(start).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
+  for (const [i, h] of html.entries()) await other.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
+  const whole = (sent) => {
+    const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
+    const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
+    return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
+  };
+  return [await waitFor('the first browser\'s answer', () => answerFor(id)),
+    await waitFor('the second browser\'s answer', async () => whole(await other.evaluate(() => window.__sent.slice())))];
+};
+
+// The sheet writes since `writesBefore` are those of `updates`, each value on its sheet.
+const assertWrittenOnly = (ctx, updates, writesBefore) => {
+  const written = ctx.sb.workerWrites.slice(writesBefore);
+  assert.equal(written.length, updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
+  for (const update of updates) {
+    for (const [name, value] of Object.entries(update.attributes)) {
+      const attr = ctx.sb.objects.find((o) => o.get('_type') === 'attribute' && o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
+      if ('current' in value) assert.equal(String(attr.get('current')), String(value.current), name);
+    }
+  }
+};
+
+test('two browsers of one GM account both relay an exchange: each types its own answer in parts under its own source tag, and interleaved in the chat the Mod script applies the first whole one, whole, once; the other is already answered', { skip: SKIP }, async () => {
+  const other = await secondBrowser();
+  try {
     const ctx = campaign({ pairing: PAIRED });
     await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
     const start = ctx.sb.chats.length;
     const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
     ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
     const id = [...ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input))[0].input.matchAll(MARKER)][0][1];
-    await showWhispers(ctx.sb, start);
-    const html = ctx.sb.chats.slice(start).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
-    for (const [i, h] of html.entries()) await other.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
-    const whole = (sent) => {
-      const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
-      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
-      return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
-    };
-    const a = await waitFor('the first browser\'s answer', () => answerFor(id));
-    const b = await waitFor('the second browser\'s answer', async () => whole(await other.evaluate(() => window.__sent.slice())));
+    const [a, b] = await bothAnswers(ctx, other, start, id);
     const tagOf = (commands) => [...new Set(commands.map((c) => c.split(' ')[2].split('/')[2]))];
     assert.equal(tagOf(a).length, 1, JSON.stringify(a.map((c) => c.split(' ')[2])));
     assert.equal(tagOf(b).length, 1, JSON.stringify(b.map((c) => c.split(' ')[2])));
@@ -335,15 +364,7 @@ test('two browsers of one GM account both relay an exchange: each types its own 
     const cards = ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).slice(cardsBefore);
     assert.equal(cards.length, 1, cards.map((c) => c.input).join('\n'));
     assert.match(cards[0].input, /^&\{template:default\} \{\{name=Ego Whip: Ulcen of Tyr vs\. Fenka\}\}/);
-    const applied = answers[winner].result;
-    const written = ctx.sb.workerWrites.slice(writesBefore);
-    assert.equal(written.length, applied.updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
-    for (const update of applied.updates) {
-      for (const [name, value] of Object.entries(update.attributes)) {
-        const attr = ctx.sb.objects.find((o) => o.get('_type') === 'attribute' && o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
-        if ('current' in value) assert.equal(String(attr.get('current')), String(value.current), name);
-      }
-    }
+    assertWrittenOnly(ctx, answers[winner].result.updates, writesBefore);
     const refusals = whispersTo(ctx.sb, 'gm').filter((w) => /answer refused/.test(w));
     assert.ok(refusals.length >= 1 && refusals.every((w) => /that request was already answered/.test(w)), refusals.join('\n'));
   } finally {
@@ -353,14 +374,8 @@ test('two browsers of one GM account both relay an exchange: each types its own 
 });
 
 test('two browsers of one GM account both relay a resolve: the companion carries out one run and refuses the other as stale (4009); that refusal typed first is reported, and the success after it is still applied once, card and sheets', { skip: SKIP }, async () => {
-  const other = await browser.newPage();
+  const other = await secondBrowser();
   try {
-    await other.addInitScript(([settings]) => {
-      window.__mindscapeBridgeTest = true;
-      Object.entries(settings).forEach(([k, v]) => localStorage.setItem(`mindscape.bridge.${k}`, JSON.stringify(v)));
-    }, [{ url: `http://127.0.0.1:${daemonPort}`, token, pairing: PAIRED, chunk: 400 }]);
-    await other.goto(`http://127.0.0.1:${pagePort}/editor/`);
-    await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
     const ctx = campaign({ pairing: PAIRED });
     await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create' }));
     await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
@@ -368,16 +383,7 @@ test('two browsers of one GM account both relay a resolve: the companion carries
     const start = ctx.sb.chats.length;
     ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve --force --no-refresh' });
     const id = [...ctx.sb.chats.slice(start).filter((c) => /MINDSCAPE-REQ/.test(c.input))[0].input.matchAll(MARKER)][0][1];
-    await showWhispers(ctx.sb, start);
-    const html = ctx.sb.chats.slice(start).filter((c) => c.input.startsWith('/w gm ')).map((c) => c.input.slice('/w gm '.length));
-    for (const [i, h] of html.entries()) await other.evaluate(([by, text]) => window.__addMessage(by, text), [i === 0 ? '(From Mindscape):' : '', h]);
-    const whole = (sent) => {
-      const mine = sent.filter((c) => c.startsWith(`!psi-result ${id} `));
-      const numbered = mine.length && /^!psi-result \S+ (\d+)\/(\d+)\/[A-Za-z0-9_-]+ /.exec(mine[0]);
-      return mine.length && mine.length === (numbered ? Number(numbered[2]) : 1) ? mine : null;
-    };
-    const typed = [await waitFor('the first browser\'s answer', () => answerFor(id)),
-      await waitFor('the second browser\'s answer', async () => whole(await other.evaluate(() => window.__sent.slice())))];
+    const typed = await bothAnswers(ctx, other, start, id);
     const answers = typed.map((commands) => decode(commands.map((c) => c.split(' ').at(-1)).join('')));
     const stale = answers.findIndex((a) => a.error && a.error.code === 4009);
     assert.notEqual(stale, -1, JSON.stringify(answers));
@@ -390,14 +396,7 @@ test('two browsers of one GM account both relay a resolve: the companion carries
     assert.equal(ctx.sb.workerWrites.length, writesBefore);
     for (const command of typed[1 - stale]) ctx.sb.chat({ playerid: GM, content: command });
     assert.ok(ctx.sb.chats.filter((c) => c.input.includes('&{template:default}')).length > cardsBefore, 'the step\'s card is posted');
-    const written = ctx.sb.workerWrites.slice(writesBefore);
-    assert.equal(written.length, done.result.updates.reduce((n, u) => n + Object.keys(u.attributes).length, 0));
-    for (const update of done.result.updates) {
-      for (const [name, value] of Object.entries(update.attributes)) {
-        const attr = ctx.sb.objects.find((o) => o.get('_type') === 'attribute' && o.get('_characterid') === update.character_id && String(o.get('name')).toLowerCase() === name.toLowerCase());
-        if ('current' in value) assert.equal(String(attr.get('current')), String(value.current), name);
-      }
-    }
+    assertWrittenOnly(ctx, done.result.updates, writesBefore);
     assert.equal(ctx.sb.state.Mindscape.encounter.revision, done.result.revision);
     assert.match(whispersTo(ctx.sb, 'gm').find((w) => /relayed twice/.test(w)), new RegExp(`Request <b>${id}</b> .*the companion carried it out once`));
   } finally {

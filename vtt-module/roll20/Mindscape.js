@@ -4758,6 +4758,11 @@ var Mindscape = Mindscape || (() => {
     return postEndRound(job.requester, fighters, job.system, choices, again);
   };
 
+  // The GM's word that a late answer (after its timeout, or a restart) was applied.
+  const tellLateApplied = (job) => {
+    whisperGM(box('late answer', `A late answer for request <b>${job.id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+  };
+
   // A changing call that named a revision and was refused as stale (4009) changed nothing
   // by that answer, but it need not be the request's last: two bridges relaying one
   // request (two GMs, two browsers of one GM account) each ask the companion, which
@@ -4774,7 +4779,7 @@ var Mindscape = Mindscape || (() => {
     const late = job.late;
     job.stale = true;
     job.late = true;
-    if (late) whisperGM(box('late answer', `A late answer for request <b>${job.id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+    if (late) tellLateApplied(job);
     return job.kind === 'encounter.refresh' ? handleRefresh(job, answer) : reportError(job, answer.error);
   };
 
@@ -4869,13 +4874,12 @@ var Mindscape = Mindscape || (() => {
     rememberAnswered(id, 'answered');
     // The check of an attack writes nothing and says itself what a late answer does.
     if (job.kind === CHECK_KIND) return checkAnswered(job, answer);
-    const said = chatSafe(job.description || job.kind);
     if (job.stale) {
-      whisperGM(box('late answer', `Request <b>${id}</b> (${said}) was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
+      whisperGM(box('late answer', `Request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
         + 'was applied (the stale refusal before it was the other run\'s).'));
     } else if (job.late && job.kind !== 'house') {
       // A late answer about the house rules says itself what it does (it changes nothing).
-      whisperGM(box('late answer', `A late answer for request <b>${id}</b> (${said}) was applied.`));
+      tellLateApplied(job);
     }
     if (job.batch) return handleBatch(job, answer);
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);

@@ -43,7 +43,8 @@ HOUSE_RULES: tuple[HouseRule, ...] = (
         H_TABLE,
         "Psionic combat table: 'bonus-dice' uses the 1e matrix band 01-25 plus the seed's "
         "bonus dice; 'full-matrix' uses the band of the attacker's Combat Strength and no "
-        "bonus dice (range then changes nothing).",
+        "bonus dice (range then changes no damage; a Psionic Wave's save against a "
+        "non-psionic still counts it).",
         TABLE_BONUS_DICE, (TABLE_BONUS_DICE, TABLE_FULL_MATRIX)),
     HouseRule(
         H_DEFENSELESS,

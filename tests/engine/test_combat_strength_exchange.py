@@ -216,6 +216,20 @@ def test_psionic_wave_against_a_non_psionic_saves_then_effect_table() -> None:
     assert list(failed.defender.after["conditions"]) == ["coma"]
 
 
+def test_full_matrix_leaves_range_in_the_wave_save_of_a_non_psionic() -> None:
+    """H-CS-TABLE 'full-matrix' takes range out of the damage (no bonus dice) but not out
+    of table C: Int + Wis 11 saves on 15 at medium range and on 14 at long (RULES 2.7), as
+    the house rule's text says."""
+    ogre = {"id": "ogre", "name": "Ogre", "int": 5, "wis": 6}
+    targets = {}
+    for range_ in ("medium", "long"):
+        req = request(psionic("ann", 40, 10), ogre, "psionic-wave", range_=range_,
+                      options={"H-CS-TABLE": "full-matrix"})
+        res = SYSTEM.resolve(req, SuppliedDice({"save": [20]}))
+        targets[range_] = res.fields["save"]["target"]
+    assert targets == {"medium": 15, "long": 14}
+
+
 @pytest.mark.parametrize("defender,mode,defense", [
     (psionic("bo", 30, 30, conditions=["dead"]), "mind-thrust", "mind-blank"),
     ({"id": "bo", "name": "Bo", "int": 5, "wis": 6, "conditions": ["dazed", "dead"]},

@@ -55,14 +55,14 @@ test("no script shows a notice but through the one escaping helper", () => {
 const permanence = (client) => client.notes.given.map((n) => [n.kind, n.options?.permanent ?? false]);
 const ATTACK = { mode: "mind-thrust", multiplier: 1, range: "short" };
 
-test("an error only the GM can mend in the link to the companion (not running, token, origin, address) stays until dismissed; any other goes away by itself", () => {
+test("an error only the GM can mend in the link to the companion (not paired, not running, token, origin, address) stays until dismissed; any other goes away by itself", () => {
   const url = "http://127.0.0.1:39393";
   const cases = [
     [new E.DaemonUnreachableError({ url }), true],
     [new E.DaemonAuthError({ url }), true],
     [new E.DaemonForbiddenError({ url }), true],
     [new E.BadDaemonUrlError({ url: "ftp://x" }), true],
-    [new E.NotPairedError({ url }), false],
+    [new E.NotPairedError({ url }), true],
     [new E.DaemonHttpError({ url, status: 502 }), false],
     [new E.RulesError({ code: 4001, message: "The rules forbid it", rule: "not-enough-psp", detail: "too few" }), false],
     [new E.UsageError("MINDSCAPE.Error.NoTarget"), false],
@@ -98,4 +98,12 @@ test("a player's attack that the companion's token refuses leaves the GM, who ca
   const gm = refusing.clients.gm;
   assert.equal(await gm.svc.startAttack({ attackerUuid: refusing.tokens.ulcenToken.uuid, targetUuids: [refusing.tokens.fenkaToken.uuid], attack: ATTACK }), null);
   assert.deepEqual(permanence(gm), [["error", false]]);
+});
+
+test("a GM's attack before the module is paired leaves an error that stays until dismissed: nothing reaches the companion until the GM pastes its token", async () => {
+  const t = makeTable();
+  t.clients.gm.game.settings.values.delete("mindscape.daemonToken");
+  assert.equal(await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: ATTACK }), null);
+  assert.match(t.clients.gm.notes.error[0], /^Mindscape is not paired with its companion yet\./);
+  assert.deepEqual(permanence(t.clients.gm), [["error", true]]);
 });

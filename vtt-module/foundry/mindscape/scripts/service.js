@@ -2242,11 +2242,16 @@ export class Mindscape {
     return this.env.ui?.notifications?.[kind]?.(htmlText(text), options);
   }
 
-  /** Show an error to this user, in words that say how to fix it. */
+  /**
+   * Show an error to this user, in words that say how to fix it. One of the GM's own link
+   * to its companion that only the GM can mend (not paired, not answering, token or page
+   * refused, an address it cannot be called at) stays until dismissed: nothing reaches
+   * the companion until it is mended.
+   */
   notifyError(error) {
     if (error instanceof CancelledError) return;
     const text = describeError(error, this.t);
-    this.notify("error", text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden|BadDaemonUrl/.test(error.name) });
+    this.notify("error", text, { permanent: error instanceof MindscapeError && /Unreachable|Auth|Forbidden|BadDaemonUrl|NotPaired/.test(error.name) });
     if (!(error instanceof MindscapeError)) console.error(error);
   }
 

@@ -326,7 +326,7 @@ async function openPanel(svc) {
 
 // ------------------------------------------------------------------ a write-back that missed the sheets
 
-test("a step the companion stored but could not write back: the GM is told, and the sheets are not taken back into the encounter until the GM refreshes them", async () => {
+test("a step the companion stored but could not write back: the GM is told in a notice that stays until dismissed, and the sheets are not taken back into the encounter until the GM refreshes them", async () => {
   const { t, ctl } = await encounter({
     methods: (m) => ({
       ...m,
@@ -342,6 +342,7 @@ test("a step the companion stored but could not write back: the GM is told, and 
   assert.equal(psp(t.actors.ulcen), before, "nothing was written");
   assert.equal(t.clients.gm.notes.error.length, 1);
   assert.match(t.clients.gm.notes.error[0], /^The companion stored the step but could not write it to the sheets \(error e-42; its log has the cause\)\..*keeps its own copy of Ulcen of Tyr, Fenka, Goblin until you bring their sheets in line and press Refresh from sheets\.$/);
+  assert.deepEqual(t.clients.gm.notes.given.map((n) => [n.kind, n.options?.permanent ?? false]), [["error", true]]);
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
 
   // The next step keeps the encounter's copies: no sheet is taken again.
@@ -381,7 +382,7 @@ test("a sheet held because the companion could not write a step stays held when 
   assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
 });
 
-test("a write that fails in Foundry is held with its update, tried again before the next step, and the hold ends once it lands", async () => {
+test("a write that fails in Foundry is held with its update, tried again before the next step (its notice goes away by itself), and the hold ends once it lands", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;
   const update = fenka.update.bind(fenka);
@@ -392,6 +393,7 @@ test("a write that fails in Foundry is held with its update, tried again before 
   };
   await ctl.resolve();
   assert.match(t.clients.gm.notes.warn.at(-1), /^The companion stored the step, but writing it to the sheet of Fenka failed \(.*the document is locked\)/);
+  assert.equal(t.clients.gm.notes.given.at(-1).options?.permanent ?? false, false);
   assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
   assert.notEqual(psp(fenka), enc.combatants.get("fenka-tokF").profile.psp, "the sheet is behind the encounter");
 
@@ -622,7 +624,7 @@ test("a held combatant whose token is deleted is let go of", async () => {
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF"]);
 });
 
-test("a resolve whose answer is lost after the sheets were taken holds everyone: the companion may have stored it", async () => {
+test("a resolve whose answer is lost after the sheets were taken holds everyone, in a notice that stays until dismissed: the companion may have stored it", async () => {
   const { t, ctl } = await encounter();
   const gm = t.clients.gm.svc;
   const fetch = gm.env.fetch;
@@ -634,6 +636,7 @@ test("a resolve whose answer is lost after the sheets were taken holds everyone:
   await assert.rejects(ctl.resolve(), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
   assert.deepEqual(Object.keys(ctl.meta.held), ["ulcen", "fenka-tokF", "goblin-tokG"]);
   assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost: it may have stored it all the same.*look at the Log/);
+  assert.deepEqual(t.clients.gm.notes.given.filter((n) => n.kind === "warn").map((n) => n.options), [{ permanent: true }]);
 });
 
 test("a resolve answered by something between instead of the companion (an HTTP error) holds everyone too: the companion may have stored it", async () => {

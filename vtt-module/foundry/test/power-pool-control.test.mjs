@@ -685,7 +685,7 @@ test("nobody is drawn in without a mode that draws allies or without an answer; 
   assert.ok(!read.includes("Porter"), read.join(", "));
 });
 
-test("in a psionic wave only the mind struck first draws allies; the GM choosing for an NPC sees hidden tokens; an ally's sheet that cannot be written is told to the GM", async () => {
+test("in a psionic wave only the mind struck first draws allies; the GM choosing for an NPC sees hidden tokens; an ally's sheet that cannot be written is told to the GM in a notice that stays until dismissed", async () => {
   const { t, calls } = await poolTable({
     dialogs: {
       gm: { defenseDialog: (arg) => ({ mode: "imagination-swarm", allies: arg.context.allies.map((a) => a.uuid), timedOut: false }) },
@@ -708,6 +708,8 @@ test("in a psionic wave only the mind struck first draws allies; the GM choosing
   assert.deepEqual(params.defenses, { "fenka-tokF": { mode: "imagination-swarm" } });
   assert.deepEqual(scout.actor.flags.mindscape[POOL].conditions, ["dazed"]);
   assert.match(t.clients.gm.notes.warn.join("\n"), /Some sheets could not be updated: Actor\.wolf: the sheet is locked/);
+  // Nothing tries that write again: the notice stays until the GM dismisses it.
+  assert.deepEqual(t.clients.gm.notes.given.filter((n) => n.text.startsWith("Some sheets")).map((n) => n.options), [{ permanent: true }]);
 });
 
 test("power-pool's defense phase offers as allies only non-psionic creatures not in the exchange: not the attacker, those struck, those who joined, nor the chooser", async () => {

@@ -920,7 +920,10 @@ export class EncounterController {
    * fails, that combatant is held with the write (`pendingWrite`), tried again before the
    * next automatic refresh (`refreshNow`). A later write that lands on that document
    * takes the fields it sets off the waiting write (an undo that restores them ends the
-   * hold). The GM is told whose sheets are behind and why.
+   * hold). The GM is told whose sheets are behind and why: a write-back the companion
+   * could not make in a notice that stays until dismissed (the sheets stay behind until
+   * the GM puts them right), a write Foundry missed in one that goes away (it is tried
+   * again by itself).
    */
   async applyStep(answer, { undo = false, action = false } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
@@ -946,7 +949,7 @@ export class EncounterController {
     if (failed) {
       const ids = Object.keys(meta.combatants ?? {});
       for (const cid of ids) changes.set(cid, { write: null });
-      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }));
+      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }), { permanent: true });
     }
     const missed = report.filter((r) => !r.ok);
     if (missed.length) {
@@ -1140,8 +1143,8 @@ export class EncounterController {
    * be lost after the companion stored it (the connection broke, or something between
    * answered instead of it: the companion was reached just before, by the refresh or the
    * check before it). Then the sheets may lack a stored step, and the next refresh would
-   * undo it: every combatant is held (as for `updates_failed`) and the GM is told to look
-   * at the log before going on.
+   * undo it: every combatant is held (as for `updates_failed`) and the GM is told, in a
+   * notice that stays until dismissed, to look at the log before going on.
    */
   async stepCall(what, call) {
     try {
@@ -1153,7 +1156,7 @@ export class EncounterController {
         await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])));
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
           what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
-        }));
+        }), { permanent: true });
       }
       throw error;
     }

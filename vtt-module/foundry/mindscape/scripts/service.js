@@ -1403,7 +1403,8 @@ export class Mindscape {
     const applied = await applyPlan(plan, this.env.fromUuid);
     if (refused.length) console.warn(`${MODULE_ID} | refused updates outside the exchange or round`, refused);
     const failed = applied.filter((r) => !r.ok);
-    if (failed.length) this.notify("warn", this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }));
+    // Nothing holds or tries such a write again: the sheets stay wrong until the GM mends them.
+    if (failed.length) this.notify("warn", this.t.format("MINDSCAPE.Error.UpdateFailed", { list: failed.map((f) => `${f.uuid}: ${f.error}`).join("; ") }), { permanent: true });
     return plan;
   }
 

@@ -349,14 +349,18 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
   }
   const Roll = { fromData: (data) => ({ ...data, toJSON: () => data }) };
   // A notice is rendered as HTML, as Foundry v12 does (v13 cleans it, then renders it):
-  // `notes` holds the text it shows, `noticesHtml` the HTML it was given.
+  // `notes` holds the text it shows, `noticesHtml` the HTML it was given, `noticesGiven`
+  // every notice in order as `{kind, text, options}`, its options as given (`permanent`:
+  // it stays until dismissed), as the node fakes' `notes.given`.
   const notes = [];
   const noticesHtml = [];
-  const notice = (kind) => (m) => {
+  const noticesGiven = [];
+  const notice = (kind) => (m, options) => {
     const li = document.createElement("li");
     li.innerHTML = String(m);
     noticesHtml.push(String(m));
     notes.push([kind, li.textContent]);
+    noticesGiven.push({ kind, text: li.textContent, options });
   };
   Object.assign(window, {
     game, Hooks, CONFIG: generation >= 13 ? { queries: {}, sounds: {} } : { sounds: {} },
@@ -391,7 +395,7 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
     return response;
   };
   window.harness = {
-    generation, tokens, docs, messages, notes, noticesHtml, fetches, hooksCalled: [], lines: [], deprecations: [],
+    generation, tokens, docs, messages, notes, noticesHtml, noticesGiven, fetches, hooksCalled: [], lines: [], deprecations: [],
     log: (line) => window.harness.lines.push(line),
     resolved: [],
     roundsEnded: [],

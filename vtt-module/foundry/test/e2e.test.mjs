@@ -551,6 +551,8 @@ test("a mind a critical hit opened pays to close when the tracker ends the round
   const notes = await page.evaluate(() => window.harness.notes.filter(([kind]) => kind !== "info"));
   assert.deepEqual(notes.map(([kind, text]) => [kind, text.startsWith("The companion reading the sheets: Zanna: ")]), [["warn", true]]);
   assert.match(notes[0][1], /no current hit points; taken as the maximum 8/);
+  // It is information the GM need not act on: it goes away by itself.
+  assert.deepEqual(await page.evaluate(() => window.harness.noticesGiven.filter(({ kind }) => kind === "warn").map(({ options }) => options?.permanent ?? false)), [false]);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -602,8 +604,15 @@ test("the stand-in (test-support) refuses a menu type as Foundry does: no FormAp
   }
 });
 
-test("the pairing dialog tests the connection with companion.info and says what to do on a wrong token", { skip: SKIP, timeout: 30000 }, async () => {
+test("before pairing an attack leaves the GM an error that stays until dismissed; the pairing dialog tests the connection with companion.info and says what to do on a wrong token", { skip: SKIP, timeout: 30000 }, async () => {
   const { page, problems } = await openPage(13);
+  await page.evaluate(async () => {
+    await game.settings.set("mindscape", "daemonToken", "");
+    const [attacker, target] = window.harness.tokens;
+    await game.modules.get("mindscape").api.resolve({ attacker: attacker.document, targets: [target.document], attack: { mode: "mind-thrust", multiplier: 1, range: "short" } });
+  });
+  assert.deepEqual(await page.evaluate(() => window.harness.noticesGiven.filter(({ kind }) => kind === "error").map(({ text, options }) => [text.slice(0, 47), options])),
+    [["Mindscape is not paired with its companion yet.", { permanent: true }]]);
   await page.evaluate(() => { window.pairing = game.modules.get("mindscape").api.service.openPairing(); });
   const dialog = page.locator("dialog.mindscape-dialog").filter({ has: page.locator(".mindscape-pairing") });
   await dialog.locator("input[name=token]").fill("not-the-token");

@@ -17,7 +17,7 @@ import {
 } from "./requests.js";
 import { applyPlan, participantOf, planUpdates } from "./updates.js";
 import { cardSpeaker, chatCardContext, effectiveRollMode, postChatCard, quotedIds, roundCardContext } from "./chat.js";
-import { houseRulesFor, setSetting, setting } from "./settings.js";
+import { houseRuleValue, houseRulesFor, setSetting, setting } from "./settings.js";
 import { KeyedQueue } from "./queue.js";
 import { sightBlocked } from "./foundry.js";
 import { actorDataWithProfile, profileAgainContext, profileFields, profileFromForm, profileProblems } from "./profile.js";
@@ -2500,9 +2500,7 @@ export class Mindscape {
       if (!form) return null;
       const chosen = {};
       for (const r of rules) {
-        let v = form[r.id];
-        if (r.isBoolean) v = Boolean(v);
-        else if (typeof r.default === "number") v = Number(v);
+        const v = houseRuleValue(r, form[r.id]);
         if (v !== r.default) chosen[r.id] = v;
       }
       const all = { ...(setting(this.game, "houseRules") ?? {}), [system]: chosen };

@@ -86,3 +86,20 @@ export function houseRulesFor(game, system) {
   const all = setting(game, "houseRules") ?? {};
   return { ...(all[system] ?? {}) };
 }
+
+/**
+ * The value to save of a house rule (`rule.default` gives its type) from what its control
+ * in the dialog gave (`raw`): a flag's tick as true or false, a number as that number,
+ * anything else as given. A number left blank or typed as none ("", "twelve") is the
+ * rule's default, not 0 or NaN: a cleared box is no choice, and the companion refuses a
+ * value of another type than the default's.
+ * @param {{default:any}} rule
+ * @param {any} raw
+ */
+export function houseRuleValue(rule, raw) {
+  if (typeof rule.default === "boolean") return Boolean(raw);
+  if (typeof rule.default !== "number") return raw;
+  const text = String(raw ?? "").trim();
+  const n = Number(text);
+  return text && Number.isFinite(n) ? n : rule.default;
+}

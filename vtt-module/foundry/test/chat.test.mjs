@@ -2,7 +2,7 @@
 // the real template, posted with the daemon's dice as rolls in the chosen roll mode.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cardAudience, chatCardContext, changesOf, effectiveRollMode, postChatCard } from "../mindscape/scripts/chat.js";
+import { cardAudience, chatCardContext, changesOf, effectiveRollMode, eventText, postChatCard } from "../mindscape/scripts/chat.js";
 import { renderModuleTemplate } from "../test-support/scenario.mjs";
 import { FakeRoll, makeChatMessage, makeI18n } from "../test-support/fakes.mjs";
 
@@ -32,6 +32,17 @@ test("the card context names both sides, the modes, the outcome and every system
   assert.deepEqual(ctx.changes.map((c) => [c.name, c.field, c.before, c.after]), [["Ulcen of Tyr", "psp", 40, 32], ["Fenka", "psp", 40, 28], ["Fenka", "mind", "Closed", "Open"]]);
   assert.equal(ctx.unusedDice, "Save: 7");
   assert.equal(ctx.good, true);
+});
+
+test("a card's fact that is false reads no, and a save says whether it succeeded: yes or no beside its roll, succeeds or fails in its event", () => {
+  const info = { attackerName: "Ulcen of Tyr", defenderName: "Fenka", attack: { mode: "mind-thrust" }, defense: null, localize: label };
+  const facts = (res) => Object.fromEntries(chatCardContext(res, info).facts.map((f) => [f.field, f.value]));
+  const missed = { ...result, critical: false, mind_opened: false, save: { roll: 7, target: 12, success: false } };
+  assert.deepEqual([facts(missed).critical, facts(missed).mind_opened, facts(missed).save], ["no", "no", "7 / 12 (no)"]);
+  assert.equal(facts({ ...missed, save: { roll: 15, target: 12, success: true } }).save, "15 / 12 (yes)");
+  const nameOf = (id) => ({ fenka: "Fenka" })[id] ?? id;
+  assert.deepEqual([true, false].map((success) => eventText({ type: "save", combatant: "fenka", roll: 15, target: 12, success }, nameOf, label)),
+    ["Fenka's save (15 against 12) succeeds", "Fenka's save (15 against 12) fails"]);
 });
 
 test("the rendered card escapes the summary and shows the dice", () => {

@@ -556,12 +556,14 @@ test("a refresh tells the GM what the companion warned of a sheet, by the token'
   assert.match(t.clients.gm.notes.warn.join("\n"), /Goblin chief: read as 0/);
 });
 
-test("an undo whose write misses a held sheet too waits with the undo's values: they are what lands", async () => {
+test("an undo whose write misses a held sheet too waits with the undo's values: they are what lands; the GM is told it was the undo's write", async () => {
   const { t, ctl, enc } = await encounterWithUndo();
   const fenka = t.tokens.fenkaToken.actor;
   const lock = lockPsp(fenka);
   await ctl.resolve();
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The companion stored the step, but writing it to the sheet of Fenka failed/);
   await ctl.undo();
+  assert.match(t.clients.gm.notes.warn.at(-1), /^The companion stored the undo, but writing it to the sheet of Fenka failed/);
   assert.deepEqual(Object.keys(ctl.meta.held), ["fenka-tokF"]);
   lock.on = false;
   await ctl.refresh();

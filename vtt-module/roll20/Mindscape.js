@@ -1,9 +1,10 @@
 // Mindscape: psionic combat for Roll20, resolved by the Mindscape companion.
 //
 // The Mod sandbox has no network access, so this script never talks to the companion
-// itself. It whispers each request to the GM as a machine-readable line
-//     MINDSCAPE-REQ <id> <part>/<parts> <base64url JSON-RPC body>
-// which the Mindscape Bridge userscript in the GM's browser relays to the companion,
+// itself. It whispers each request to the GM as machine-readable lines, one a part,
+//     MINDSCAPE-REQ <pairing code> <id> <part>/<parts> <base64url chunk of the JSON-RPC body>
+// which the Mindscape Bridge userscript in the GM's browser relays to the companion
+// (only when the pairing code is the one it was given: !psi pair),
 // typing the answer back as
 //     !psi-result <id> <base64url JSON-RPC response>          (one part)
 //     !psi-result <id> <part>/<parts>/<tag> <base64url chunk> (long answers)

@@ -4861,8 +4861,11 @@ var Mindscape = Mindscape || (() => {
     }
     const outcome = checkAnswer(job, answer);
     if (outcome.problem) { resetParts(); return refuseAnswer(id, outcome.problem); }
-    // After a stale refusal only the success of another bridge's run is still taken.
-    if (job.stale && answer.error) {
+    // After a stale refusal only the success of another bridge's run is still taken, or
+    // that bridge's word that it cannot tell whether the companion ran it: then, as when
+    // it comes alone, the run may have been stored without its write-back (holdUncertain).
+    const uncertain = isObject(answer.error) && answer.error.code === BRIDGE_UNCERTAIN;
+    if (job.stale && answer.error && !uncertain) {
       dropParts();
       return refuseAnswer(id, 'that request was already answered (the encounter had moved on); only a success another bridge relayed is still taken');
     }
@@ -4875,10 +4878,12 @@ var Mindscape = Mindscape || (() => {
     rememberAnswered(id, 'answered');
     // The check of an attack writes nothing and says itself what a late answer does.
     if (job.kind === CHECK_KIND) return checkAnswered(job, answer);
-    if (job.stale) {
+    // An uncertain answer after a stale refusal is neither late nor a run carried out:
+    // reportError says what it says of a lone one.
+    if (job.stale && !uncertain) {
       whisperGM(box('late answer', `Request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
         + 'was applied (the stale refusal before it was the other run\'s).'));
-    } else if (job.late && job.kind !== 'house') {
+    } else if (job.late && !job.stale && job.kind !== 'house') {
       // A late answer about the house rules says itself what it does (it changes nothing).
       tellLateApplied(job);
     }

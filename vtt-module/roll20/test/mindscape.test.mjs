@@ -8251,6 +8251,30 @@ test('a refresh run relayed by two bridges: the stale refusal stops it, and the 
   assert.ok(requests(ctx.sb).every((r) => Array.isArray(r.body) || r.body.method !== 'encounter.resolve'));
 });
 
+test('a resolve relayed by two bridges: the other bridge\'s uncertain answer (-32001) after the stale refusal holds every combatant as a lone one does, and the status settles it', () => {
+  const ctx = encounterWithTwo();
+  const resolve = resolveNow(ctx);
+  answer(ctx, resolve.id, staleAnswer(resolve.id, 3));
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, viewAt(ctx, get.id, 3));
+  assert.deepEqual(held(ctx), []);
+  const lost = { jsonrpc: '2.0', id: resolve.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } };
+  answer(ctx, resolve.id, lost);
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.doesNotMatch(told, /answer refused|relayed twice|late answer/);
+  assert.match(told, /The bridge could not tell whether the companion carried this out: .*Run <code>!psi encounter status<\/code>.*the encounter keeps its own copy of every combatant \(Ulcen of Tyr, Fenka\)/);
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.uncertain.revision, 2);
+  // Settled, as a lone one is: a success after it is already answered and writes nothing.
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 3));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /that request was already answered\.<\/div>$/);
+  assert.equal(ctx.sb.workerWrites.length, 0);
+  // The status past the revision it named tells the GM it was stored; the holds stay.
+  statusAt(ctx, 3);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /The companion stored the step whose answer was lost \(it was at revision 2, now 3\)/.test(w)));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+});
+
 test('a lone stale refusal (one bridge) is reported and resynced, and nothing else: no write, no card, no timeout whisper, a refresh right after takes the sheets, no request in flight at a restart, and the request is forgotten after its hour', () => {
   const ctx = encounterWithTwo();
   const resolve = resolveNow(ctx);

@@ -948,6 +948,14 @@ var Mindscape = Mindscape || (() => {
       + `<code>!psi config --chunk ${Math.ceil(payload.length / MAX_PARTS)}</code> or more (up to 10000), or select fewer tokens`;
   };
 
+  // The order requests are sent in (a request's `seq`, kept with it in state): of two
+  // requests waiting at once, the one sent later has the higher. One more than any still
+  // waiting is enough, and needs no counter of its own: only requests waiting at once are
+  // ever compared (rememberWrites). A request kept from before there were any counts as
+  // the first sent.
+  const seqOf = (job) => (Number.isInteger(job.seq) ? job.seq : 0);
+  const nextSeq = () => 1 + Object.values(store().pending).reduce((most, job) => Math.max(most, seqOf(job)), 0);
+
   /**
    * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout;
    * returns the request's id. `job` says what to do with the answer: {kind, requester,
@@ -980,7 +988,7 @@ var Mindscape = Mindscape || (() => {
     prunePending(now);
     // The revision the request names (a step's guard), should its fate be unknown (holdUncertain).
     const sentRevision = isObject(body.params) && Number.isInteger(body.params.revision) ? body.params.revision : null;
-    store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, sentRevision, at: now });
+    store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, sentRevision, seq: nextSeq(), at: now });
     prunePending(now);
     waitForAnswer(id);
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
@@ -3220,7 +3228,8 @@ var Mindscape = Mindscape || (() => {
     const missed = {};
     updates.forEach((update, i) => {
       const ref = update.character_id;
-      if (!enc.combatants[ref]) return;
+      // (an update that wrote nothing, every part left to a newer answer: applyUpdates)
+      if (!enc.combatants[ref] || !Object.keys(update.attributes).length) return;
       const waiting = writes[ref];
       if (!failedAt.has(i)) {
         if (missed[ref]) missed[ref] = partsLeft(missed[ref], update.attributes);
@@ -3893,30 +3902,84 @@ var Mindscape = Mindscape || (() => {
     if (Object.keys(own).length) store().tokens[token.id] = own;
   };
 
+  // Where one attribute part of a fighter's update lands (applyTokenUpdate): an unlinked
+  // token's bar or its own value, else its character's attribute (in any case of its name).
+  const placeOf = (ref, name, part) => {
+    const charId = fighterCharacter(ref);
+    const token = ownToken(ref);
+    if (token) {
+      const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
+      if (!binding) return `${token.id}|${name.toLowerCase()}|${part}`;
+      const bar = barOf(binding.field);
+      if (bar) return `${token.id}|bar${bar}_${binding.bar}`;
+    }
+    return `${charId}|${name.toLowerCase()}|${part}`;
+  };
+
   /**
-   * Writes the updates: a character's attributes, or an unlinked token's bars and values.
-   * Each fighter is written on its own: one whose character or token is gone, or whose
-   * write throws, is listed in `failed` ({ref, gone, attributes, at: its index}) and the
-   * others are still written. Returns {written: ["name: attribute"], failed}.
+   * Writes the updates: a character's attributes, or an unlinked token's bars and values,
+   * but no place (placeOf) in `newerWrote`: an answer to a request sent later wrote it
+   * already, and the newest request wins. Each fighter is written on its own: one whose
+   * character or token is gone, or whose write throws, is listed in `failed` ({ref, gone,
+   * attributes, at: its index}) and the others are still written. Returns {written:
+   * ["name: attribute"], failed, skipped: [{ref, name}] (left out for newerWrote), places
+   * (written, as {place: true}), applied (the updates as written, index for index)}.
    */
-  const applyUpdates = (updates) => {
+  const applyUpdates = (updates, newerWrote = {}) => {
     const written = [];
     const failed = [];
-    updates.forEach((update, at) => {
+    const skipped = [];
+    const places = {};
+    const applied = updates.map((update, at) => {
       const ref = update.character_id;
-      if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return; }
+      if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
+      const attributes = {};
+      const landing = [];
+      Object.keys(update.attributes).forEach((name) => {
+        const value = update.attributes[name];
+        const parts = ['current', 'max'].filter((part) => part in value);
+        const kept = parts.filter((part) => !ownMember(newerWrote, placeOf(ref, name, part)));
+        if (kept.length < parts.length) skipped.push({ ref, name });
+        if (!kept.length) return;
+        attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
+        kept.forEach((part) => landing.push(placeOf(ref, name, part)));
+      });
+      const made = { character_id: ref, attributes };
+      if (!Object.keys(attributes).length) return made;
       try {
         const token = ownToken(ref);
-        if (token) applyTokenUpdate(token, fighterCharacter(ref), update.attributes);
-        else Object.keys(update.attributes).forEach((name) => writeAttribute(ref, name, update.attributes[name]));
+        if (token) applyTokenUpdate(token, fighterCharacter(ref), attributes);
+        else Object.keys(attributes).forEach((name) => writeAttribute(ref, name, attributes[name]));
       } catch (err) {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
-        failed.push({ ref, gone: false, attributes: update.attributes, at });
-        return;
+        failed.push({ ref, gone: false, attributes, at });
+        return made;
       }
-      Object.keys(update.attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
+      Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
+      landing.forEach((place) => { places[place] = true; });
+      return made;
     });
-    return { written, failed };
+    return { written, failed, skipped, places, applied };
+  };
+
+  // An answer's sheet writes (applyUpdates' places) are remembered by every request
+  // still waiting that was sent before it and may write sheets: should its answer come
+  // later (a late one, or a second bridge's after a stale refusal), it leaves those
+  // places as the newer answer wrote them. Kept with the request in state, so what is
+  // remembered survives a restart and is forgotten with the request.
+  const rememberWrites = (job, places) => {
+    if (!Object.keys(places).length) return;
+    Object.values(store().pending)
+      .filter((older) => seqOf(older) < seqOf(job) && !older.batch && Array.isArray(older.involved) && older.involved.length)
+      .forEach((older) => { older.newerWrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {}, places); });
+  };
+
+  // What the GM reads of the writes an answer left out (applyUpdates' skipped), or ''.
+  const skippedNote = (skipped) => {
+    const refs = Array.from(new Set(skipped.map((s) => s.ref)));
+    if (!refs.length) return '';
+    const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${skipped.filter((s) => s.ref === ref).map((s) => chatSafe(s.name)).join(', ')}`);
+    return ` Not written, an answer to a request sent after it had already written them (the newest request wins): ${names.join('; ')}.`;
   };
 
   // `whose` names the fighter a die was rolled for, where several fighters roll alike.
@@ -4759,9 +4822,10 @@ var Mindscape = Mindscape || (() => {
     return postEndRound(job.requester, fighters, job.system, choices, again);
   };
 
-  // The GM's word that a late answer (after its timeout, or a restart) was applied.
-  const tellLateApplied = (job) => {
-    whisperGM(box('late answer', `A late answer for request <b>${job.id}</b> (${chatSafe(job.description || job.kind)}) was applied.`));
+  // The GM's word that a late answer (after its timeout, or a restart) was applied, with
+  // `also` (skippedNote) after it.
+  const tellLateApplied = (job, also = '') => {
+    whisperGM(box('late answer', `A late answer for request <b>${job.id}</b> (${chatSafe(job.description || job.kind)}) was applied.${also}`));
   };
 
   // A changing call that named a revision and was refused as stale (4009) changed nothing
@@ -4878,19 +4942,27 @@ var Mindscape = Mindscape || (() => {
     rememberAnswered(id, 'answered');
     // The check of an attack writes nothing and says itself what a late answer does.
     if (job.kind === CHECK_KIND) return checkAnswered(job, answer);
-    // An uncertain answer after a stale refusal is neither late nor a run carried out:
-    // reportError says what it says of a lone one.
-    if (job.stale && !uncertain) {
-      whisperGM(box('late answer', `Request <b>${id}</b> (${chatSafe(job.description || job.kind)}) was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
-        + 'was applied (the stale refusal before it was the other run\'s).'));
-    } else if (job.late && !job.stale && job.kind !== 'house') {
-      // A late answer about the house rules says itself what it does (it changes nothing).
-      tellLateApplied(job);
-    }
+    // Told before anything the answer makes the handlers say, with the sheet writes it
+    // left out (skippedNote) when there are any.
+    const tellApplied = (note) => {
+      const what = `Request <b>${id}</b> (${chatSafe(job.description || job.kind)})`;
+      // An uncertain answer after a stale refusal is neither late nor a run carried out:
+      // reportError says what it says of a lone one.
+      if (job.stale && !uncertain) {
+        whisperGM(box('late answer', `${what} was relayed twice: the companion carried it out once, and this answer, of the run carried out, `
+          + `was applied (the stale refusal before it was the other run's).${note}`));
+      } else if (job.late && !job.stale && job.kind !== 'house') {
+        // A late answer about the house rules says itself what it does (it changes nothing).
+        tellLateApplied(job, note);
+      } else if (note) whisperGM(box('answer', `${what} was applied.${note}`));
+    };
+    if (job.batch || job.kind === 'encounter.refresh' || answer.error) tellApplied('');
     if (job.batch) return handleBatch(job, answer);
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);
-    const { written, failed } = applyUpdates(outcome.updates);
+    const { written, failed, skipped, places, applied } = applyUpdates(outcome.updates, isObject(job.newerWrote) ? job.newerWrote : {});
+    rememberWrites(job, places);
+    tellApplied(skippedNote(skipped));
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
     const stepOf = isStep(job) ? jobEncounter(job) : null;
@@ -4900,7 +4972,7 @@ var Mindscape = Mindscape || (() => {
     if (settled) whisperGM(box('encounter', settled));
     let behind = new Set(failed.map((f) => f.ref));
     try {
-      if (stepOf) behind = settleWrites(stepOf, outcome.updates, new Set(failed.map((f) => f.at)));
+      if (stepOf) behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)));
     } catch (err) {
       // Only the writes to try again are lost: the holds below are still made.
       log(`${scriptName}: keeping the missed writes of ${id} failed: ${err && err.stack ? err.stack : err}`);

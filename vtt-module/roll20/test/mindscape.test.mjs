@@ -8275,6 +8275,98 @@ test('a resolve relayed by two bridges: the other bridge\'s uncertain answer (-3
   assert.deepEqual(held(ctx), [ctx.ulcen.id, ctx.fenka.id]);
 });
 
+test('the newest request wins: the GM resolves again after a stale refusal, and the first relay\'s success that comes after the second step\'s answer writes no place that answer wrote (the GM is told which), only the rest; card and revision as before', () => {
+  const ctx = encounterWithTwo();
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, staleAnswer(first.id, 3));
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, viewAt(ctx, get.id, 3));
+  const second = resolveNow(ctx);
+  assert.equal(second.body.params.revision, 3);
+  answer(ctx, second.id, stepAnswer(ctx, second, 4, { updates: [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 16 } } },
+    { character_id: ctx.fenka.id, attributes: { HP: { current: 0 } } },
+  ] }));
+  assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [16, 0]);
+  // The first relay's success (revision 3): PSP 28, HP 2 and Fenka's mind open.
+  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [16, 0]);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'open');
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> \\(resolve the next step of the encounter\\) was relayed twice: .*was applied \\(the stale refusal before it was the other run's\\)\\. `
+    + 'Not written, an answer to a request sent after it had already written them \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$').test(w)));
+  assert.equal(stepCards(ctx).length, 2);
+  assert.equal(ctx.sb.state.Mindscape.encounter.revision, 4);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('the newest request wins: an attack\'s late answer, after its timeout or a sandbox restart, writes no place a repeated attack\'s answer wrote before it (the GM is told which), only the rest', () => {
+  const repeated = (ctx) => exchangeResult(ctx, null, [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } },
+    { character_id: ctx.fenka.id, attributes: { HP: { current: 4 } } },
+  ]);
+  const skipped = 'Not written, an answer to a request sent after it had already written them \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.';
+  // After its timeout.
+  const ctx = campaign();
+  const late = attackAndDefend(ctx);
+  ctx.sb.advance(30000);
+  const again = attackAndDefend(ctx);
+  answer(ctx, again.id, Object.assign(repeated(ctx), { id: again.id }));
+  answer(ctx, late.id, exchangeResult(ctx, late.id));
+  assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP'), valueOf(ctx, ctx.fenka.id, 'psionic-mind-state')], [25, 4, 'open']);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), new RegExp(`A late answer for request <b>${late.id}</b> \\(Ego Whip by Ulcen of Tyr against Fenka\\) was applied\\. ${skipped}</div>$`));
+  // Across restarts: sent before one, the repeat sent after it and answered before
+  // another. A restart is a new sandbox over the same campaign: its state and its sheets.
+  const restart = (from) => {
+    const saved = plain(from.sb.state.Mindscape);
+    const sheets = from.sb.objects.filter((o) => o.get('_type') === 'attribute').map((o) => [o.get('_characterid'), o.get('name'), o.get('current'), o.get('max')]);
+    return campaign({ before: (s) => {
+      s.state.Mindscape = saved;
+      sheets.forEach(([charId, name, current, max]) => {
+        const attr = s.attribute(charId, name);
+        if (attr) attr.set({ current, max });
+        else s.add('attribute', { _characterid: charId, name, current, max });
+      });
+    } });
+  };
+  const before = campaign();
+  const lost = attackAndDefend(before);
+  const after = restart(before);
+  const repeat = attackAndDefend(after);
+  answer(after, repeat.id, Object.assign(repeated(after), { id: repeat.id }));
+  const last = restart(after);
+  answer(last, lost.id, exchangeResult(last, lost.id));
+  assert.deepEqual([valueOf(last, last.ulcen.id, 'PSP'), valueOf(last, last.fenka.id, 'HP'), valueOf(last, last.fenka.id, 'psionic-mind-state')], [25, 4, 'open']);
+  assert.match(whispersTo(last.sb, 'gm').at(-1), new RegExp(`A late answer for request <b>${lost.id}</b> .* was applied\\. ${skipped}</div>$`));
+  // The other way round (the older answered first) the newer writes everything.
+  const next = attackAndDefend(last);
+  answer(last, next.id, Object.assign(repeated(last), { id: next.id }));
+  assert.deepEqual([valueOf(last, last.ulcen.id, 'PSP'), valueOf(last, last.fenka.id, 'HP')], [25, 4]);
+  assert.doesNotMatch(whispersTo(last.sb, 'gm').join('\n'), new RegExp(`${next.id}.*Not written`));
+});
+
+test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {
+  const ctx = goblins();
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  ctx.sb.advance(30000);
+  const again = attackGoblin();
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [
+    { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } },
+  ]));
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [
+    { character_id: ctx.gob[0].id, attributes: { PSP: { current: 8 }, HP: { current: 6 } } },
+    { character_id: ctx.gob[1].id, attributes: { HP: { current: 2 }, psi_mind: { current: '{"state":"closed"}' } } },
+  ]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_mind.current, '{"state":"open"}');
+  assert.equal(ctx.gob[0].get('bar1_value'), 6);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'PSP'), 8);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /was applied\. Not written, .*\(the newest request wins\): Goblin 2: HP, psi_mind\.<\/div>$/);
+});
+
 test('a lone stale refusal (one bridge) is reported and resynced, and nothing else: no write, no card, no timeout whisper, a refresh right after takes the sheets, no request in flight at a restart, and the request is forgotten after its hour', () => {
   const ctx = encounterWithTwo();
   const resolve = resolveNow(ctx);

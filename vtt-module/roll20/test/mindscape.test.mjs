@@ -2897,6 +2897,20 @@ test('what the companion warns about a sheet is whispered to the GM with the fig
   assert.match(oddsTold, /Ulcen of Tyr: kind not recorded; a mind with PSPs is taken as a psionicist<br>Fenka: no con score; assumed 10/);
 });
 
+test('a sheet warning at /combatants/10 names the eleventh fighter of a round\'s end, as /combatants/1 names the second', () => {
+  const ctx = goblins();
+  const band = ctx.gob.concat(Array.from({ length: 8 }, (_, i) => ctx.sb.add('graphic', {
+    _subtype: 'token', _pageid: '-Page', represents: ctx.goblin.id, name: `Goblin ${i + 4}`, controlledby: '',
+    bar1_link: '', bar2_link: '', bar3_link: '', bar1_value: '7', bar1_max: '7', bar2_value: '', bar2_max: '', bar3_value: '', bar3_max: '',
+  })));
+  ctx.sb.chat({ playerid: GM, selected: band.map((t) => t.id), content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.params.combatants.length, 11);
+  const warnings = ['/combatants/10: no con score; assumed 10', '/combatants/1: Wisdom 26 is above the tables\' 25; used as 25'];
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, result: { ...roundResult(req.id).result, warnings } });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes('sheet warnings')), /<br>Goblin 11: no con score; assumed 10<br>Goblin 2: Wisdom 26 /);
+});
+
 test('an exchange\'s sheet warning at /defender names the defender; one at a place the request did not send is whispered as the companion wrote it', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);
@@ -6123,6 +6137,37 @@ test('power-pool: a refusal is pinned on the combatant the companion names only 
   refusal(longer.ctx, longer.req, 'ally-mindless', 'Seer Porter has no mind');
   assert.match(whispersTo(longer.ctx.sb, 'gm').at(-2), /defense refused<\/b><br><b>Seer Porter<\/b> /);
   assert.deepEqual(joinedAgain(longer.ctx), [[longer.ctx.seer.id]]);
+});
+
+// `count` hirelings of the GM (Hireling 0, 1, ...), each a character with a pool and HP
+// and a token linked to it: allies enough for an /allies/10.
+const hirelings = (ctx, count) => Array.from({ length: count }, (_, i) => {
+  const hireling = ctx.sb.add('character', { name: `Hireling ${i}`, controlledby: '' });
+  ctx.sb.add('attribute', { _characterid: hireling.id, name: 'psi_pool', current: '1', max: '1' });
+  const hp = ctx.sb.add('attribute', { _characterid: hireling.id, name: 'HP', current: '6', max: '6' });
+  return ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: hireling.id, name: `Hireling ${i}`, bar1_link: hp.id });
+});
+
+test('power-pool: an older companion\'s refusal whose detail starts with /allies/10 is pinned on the eleventh ally drawn in, as /allies/1 is on the second', () => {
+  for (const [n, detail] of [[10, '/allies/10: has no mind to draw in'], [1, '/allies/1: has no mind to draw in']]) {
+    const ctx = swarmCampaign();
+    const allies = hirelings(ctx, 11);
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm ${allies.map((t) => `--ally ${t.id}`).join(' ')}` });
+    const req = lastRequest(ctx.sb);
+    assert.equal(req.body.params.allies.length, 11);
+    refusal(ctx, req, 'ally-mindless', detail);
+    assert.match(whispersTo(ctx.sb, 'Bob').at(-2), new RegExp(`<b>Hireling ${n}</b> has no mind, so it cannot be drawn into the defense\\.`), detail);
+  }
+});
+
+test('power-pool: a player\'s odds with eleven allies the player does not control assume the defense known by each, /allies/10 included', () => {
+  const ctx = swarmCampaign();
+  ctx.sb.objects.find((o) => o.id === ctx.ogre.id).set({ controlledby: BOB });
+  const allies = hirelings(ctx, 11);
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.ogre.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mental-stab --defense imagination-swarm ${allies.map((t) => `--ally ${t.id}`).join(' ')}` });
+  const p = lastRequest(ctx.sb).body.params;
+  assert.equal(p.allies.length, 11);
+  assert.deepEqual(plain(p.assume_known), allies.map((_, i) => `/allies/${i}`));
 });
 
 // swarmCampaign, and three unlinked Goblin tokens of one psionic Goblin character, all named

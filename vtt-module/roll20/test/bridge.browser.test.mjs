@@ -161,6 +161,14 @@ const showWhispers = async (sb, from) => {
 
 const sentCommands = () => page.evaluate(() => window.__sent.slice());
 
+// Sets up the bridge in `page` as the GM leaves it after the settings box (the daemon's
+// URL, or `url`, its token, the campaign's pairing code) with answers typed in parts of
+// 400 characters: every test that relays through `page` starts with it, so that each
+// passes run alone (--test-name-pattern), not only after the settings test.
+const pairedBridge = ({ url = `http://127.0.0.1:${daemonPort}` } = {}) => page.evaluate((settings) => {
+  Object.entries(settings).forEach(([k, v]) => localStorage.setItem(`mindscape.bridge.${k}`, JSON.stringify(v)));
+}, { url, token, pairing: PAIRED, chunk: 400 });
+
 // The complete answer commands the page has sent for request `id`, or null.
 const answerFor = async (id) => {
   const mine = (await sentCommands()).filter((c) => c.startsWith(`!psi-result ${id} `));
@@ -209,6 +217,9 @@ const checkedAttack = async (ctx, message) => {
 };
 
 test('the settings box stores URL and token and the badge shows the connection', { skip: SKIP }, async () => {
+  // A bridge with nothing stored, as the GM first meets it.
+  await page.evaluate(() => localStorage.clear());
+  await page.reload();
   assert.match(await page.textContent('#mindscape-bridge-badge'), /no token/);
   await page.click('#mindscape-bridge-badge');
   await page.fill('#mindscape-bridge-url', `http://127.0.0.1:${daemonPort}`);
@@ -230,8 +241,9 @@ test('the settings box stores URL and token and the badge shows the connection',
 });
 
 test('a Mod script request travels through the chat, the userscript and the daemon, and its answer is written to the sheets', { skip: SKIP }, async () => {
-  // Small answer chunks, so that the Mod script reassembles a real multi-part answer.
-  await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
+  // Small answer chunks (400 characters), so that the Mod script reassembles a real
+  // multi-part answer.
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 3 --range short` });
   const start = ctx.sb.chats.length;
@@ -293,7 +305,7 @@ test('a Mod script request travels through the chat, the userscript and the daem
 });
 
 // A second browser of the GM's account (its own storage, so its own lease), set up like
-// the first; both type answers in parts of 400 characters.
+// the first (pairedBridge); both type answers in parts of 400 characters.
 const secondBrowser = async () => {
   const other = await browser.newPage();
   try {
@@ -302,7 +314,6 @@ const secondBrowser = async () => {
       Object.entries(settings).forEach(([k, v]) => localStorage.setItem(`mindscape.bridge.${k}`, JSON.stringify(v)));
     }, [{ url: `http://127.0.0.1:${daemonPort}`, token, pairing: PAIRED, chunk: 400 }]);
     await other.goto(`http://127.0.0.1:${pagePort}/editor/`);
-    await page.evaluate(() => localStorage.setItem('mindscape.bridge.chunk', '400'));
   } catch (error) {
     await other.close();
     throw error;
@@ -338,6 +349,7 @@ const assertWrittenOnly = (ctx, updates, writesBefore) => {
 };
 
 test('two browsers of one GM account both relay an exchange: each types its own answer in parts under its own source tag, and interleaved in the chat the Mod script applies the first whole one, whole, once; the other is already answered', { skip: SKIP }, async () => {
+  await pairedBridge();
   const other = await secondBrowser();
   try {
     const ctx = campaign({ pairing: PAIRED });
@@ -374,6 +386,7 @@ test('two browsers of one GM account both relay an exchange: each types its own 
 });
 
 test('two browsers of one GM account both relay a resolve: the companion carries out one run and refuses the other as stale (4009); that refusal typed first is reported, and the success after it is still applied once, card and sheets', { skip: SKIP }, async () => {
+  await pairedBridge();
   const other = await secondBrowser();
   try {
     const ctx = campaign({ pairing: PAIRED });
@@ -406,6 +419,7 @@ test('two browsers of one GM account both relay a resolve: the companion carries
 });
 
 test('the real companion\'s check refuses an attack its attacker cannot make (multiplier-above-level): no defender is asked, the attacker\'s player reads why', { skip: SKIP }, async () => {
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   // Ulcen is level 4 (RULES.md 1.4: the multiplier is at most the attacker's level).
   const [check] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --mult 9 --range short` }));
@@ -418,7 +432,7 @@ test('the real companion\'s check refuses an attack its attacker cannot make (mu
 
 test('when the daemon is unreachable the userscript retries once, shows it, and sends nothing', { skip: SKIP }, async () => {
   const deadPort = await freePort();
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), deadPort);
+  await pairedBridge({ url: `http://127.0.0.1:${deadPort}` });
   const ctx = campaign({ pairing: PAIRED });
   const start = ctx.sb.chats.length;
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
@@ -432,7 +446,7 @@ test('when the daemon is unreachable the userscript retries once, shows it, and 
 });
 
 test('an encounter runs through the relay: create, add as a batch, secret declarations, resolve with write-back', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Dune duel' }));
   assert.ok(created.result, JSON.stringify(created.error));
@@ -465,7 +479,7 @@ test('an encounter runs through the relay: create, add as a batch, secret declar
 });
 
 test('!psi round goes through the relay to exchange.end_round: a stun that has run out ends on the sheet, then nothing changes', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   // Ulcen was stunned with no round left after this one (COMBATANTS.md condition_rounds).
   ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psi_conditions', current: 'stunned', max: '' });
@@ -489,7 +503,7 @@ test('!psi round goes through the relay to exchange.end_round: a stun that has r
 });
 
 test('!psi round asks the real companion what closing a mind costs, and the GM\'s button pays it', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   // A critical hit opened Fenka's mind last round through her mental barrier (5 PSPs):
   // RULES.md §1.5, closing costs twice that.
@@ -508,7 +522,7 @@ test('!psi round asks the real companion what closing a mind costs, and the GM\'
 });
 
 test('power-pool through the relay: an attack on a puppet strikes its controller in the real companion, and the sheets follow whoever wins', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   const [resolved] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense pinnacle-of-will` }));
   assert.ok(resolved.result, `the daemon answered an error: ${JSON.stringify(resolved.error)}\n${daemonLog}`);
@@ -530,7 +544,7 @@ test('power-pool through the relay: an attack on a puppet strikes its controller
 });
 
 test('a power-pool psionic wave through the relay: two minds choose their defenses and the real companion resolves one exchange against both', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   // Nobody under control: Fenka and Ulcen each answer for themselves.
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
@@ -554,7 +568,7 @@ test('a power-pool psionic wave through the relay: two minds choose their defens
 });
 
 test('a power-pool imagination swarm through the relay: Fenka draws in a non-psionic ally, the group loses to the real companion, and both sheets are written', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   // Fenka is free and knows the swarm: 1d4 of her own and 1d4 of Porter's, at most 8,
   // against the ogre's ten dice (d8 raised to d12 by Mental Stab), at least 10: she loses.
@@ -588,7 +602,7 @@ test('a power-pool imagination swarm through the relay: Fenka draws in a non-psi
 });
 
 test('a power-pool swarm through the relay: the real companion refuses a psionic ally (ally-psionic), nothing is written, and the attack waiting again is answered', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   // Fenka and Ulcen are free; Ulcen is psionic (psi_psionic), so Fenka may not draft him.
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
@@ -616,7 +630,7 @@ test('a power-pool swarm through the relay: the real companion refuses a psionic
 });
 
 test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s defense by its own choice, the real companion takes it as an ally with its own Imagination Swarm, and its sheet is written', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   // Fenka is free, 1d4; Seer (psionic, 2d6) knows Imagination Swarm. The ogre's twenty
   // dice (d8 raised to d12 by Mental Stab), at least 20, beat the group's 16 at most.
@@ -657,7 +671,7 @@ test('a power-pool join through the relay: Alice\'s psionic Seer joins Fenka\'s 
 });
 
 test('a power-pool refusal through the relay names its creature: of three tokens all named Goblin, the real companion\'s defender-unaware is about the sleeping one that joined, which is left out, and the defense chosen again is resolved', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
   const goblin = ctx.sb.add('character', { name: 'Goblin', controlledby: '' });
@@ -687,7 +701,7 @@ test('a power-pool refusal through the relay names its creature: of three tokens
 });
 
 test('a power-pool encounter through the relay: allies declared by a wave\'s second mind are refused by the real companion (allies-first-mind-only) and nothing is recorded; once the view names the minds struck, the Mod script refuses it itself', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   // Everyone free; the ogre knows the wave; the thrall (no pool) could be drawn in.
   ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '' });
@@ -723,7 +737,7 @@ test('a power-pool encounter through the relay: allies declared by a wave\'s sec
 });
 
 test('power-pool control at a round\'s end through the relay: the real companion offers Ulcen\'s control, the GM\'s button releases Fenka, both sheets are freed; a keep the companion refuses changes nothing', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   // Ulcen holds Fenka by a die and the thrall by an action (campaign.mjs psionicControl).
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   const [offered] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' }));
@@ -757,7 +771,7 @@ test('power-pool control at a round\'s end through the relay: the real companion
 });
 
 test('a power-pool encounter through the relay: a release declared by the controller is written to both sheets at once, and the next resolve keeps it', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = psionicControl(campaign({ pairing: PAIRED }));
   const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Thrall pit' }));
   assert.ok(created.result, JSON.stringify(created.error));
@@ -778,7 +792,7 @@ test('a power-pool encounter through the relay: a release declared by the contro
 });
 
 test('!psi house switches a real house rule through the relay, and the next request is resolved under it', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   const [rules] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi house --set H-2E-CLOSE-LAST-PSP=off' }));
   assert.ok(rules.result, `the daemon answered an error: ${JSON.stringify(rules.error)}\n${daemonLog}`);
@@ -798,7 +812,7 @@ test('!psi house switches a real house rule through the relay, and the next requ
 });
 
 test('!psi rest goes through the relay to combatants.rest: 2 hours give back ceil(40/8) PSPs an hour on the sheet', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '5' });
   const [rested] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 2' }));
@@ -812,7 +826,7 @@ test('!psi rest goes through the relay to combatants.rest: 2 hours give back cei
 });
 
 test('power-pool control kept by an action through the relay: a long rest ends it in the real companion (seed 001: "Powers can\'t be maintained when a creature rests"), and so does a round\'s end the controller sleeps through; the thrall\'s sheet is freed each time, Fenka held by a die stays', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const state = (ctx, charId, name) => ctx.sb.attribute(charId, name)?.get('current') ?? '';
   const freed = (ctx, answer, reason, summary) => {
     assert.ok(answer.result, `the daemon answered an error: ${JSON.stringify(answer.error)}\n${daemonLog}`);
@@ -836,7 +850,7 @@ test('power-pool control kept by an action through the relay: a long rest ends i
 });
 
 test('!psi encounter refresh takes a sheet changed outside the encounter, so the next write-back starts from it', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = campaign({ pairing: PAIRED });
   await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create' }));
   await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi encounter add' }));
@@ -859,6 +873,7 @@ test('!psi encounter refresh takes a sheet changed outside the encounter, so the
 });
 
 test('a marker for a method the Mod script never uses is not relayed', { skip: SKIP }, async () => {
+  await pairedBridge();
   const code = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 'Delete000001', method: 'encounter.delete', params: { id: 'x' } })).toString('base64url');
   // The last answer of the test before sets the badge once its typing pause is over: wait
   // for that, or it can overwrite the refusal this test reads.
@@ -1606,7 +1621,7 @@ const strengthOf = (ctx, charId) => ['psi_attack_strength', 'psi_defense_strengt
 const chatsSince = (ctx, from) => ctx.sb.chats.slice(from).map((c) => c.input).filter((t) => !/MINDSCAPE-REQ/.test(t));
 
 test('combat-strength through the relay: a single Mind Thrust, the defense chosen secretly by Bob, resolved by the real companion and written to both sheets (RULES.md 2.3, 2.4)', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
   await checkedAttack(ctx, { playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust --range short` });
   const bob = whispersTo(ctx.sb, 'Bob').at(-1);
@@ -1641,7 +1656,7 @@ test('combat-strength through the relay: a single Mind Thrust, the defense chose
 });
 
 test('combat-strength odds through the relay come in a few lines, for the GM and for a player who asks', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   // Combat Strength 30 + 10 = 40: one bonus die (RULES.md 2.4), a short answer.
   const ctx = strengthCampaign(campaign({ pairing: PAIRED }), { ulcen: [30, 30, 10, 10] });
   const [odds] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust --defense mind-blank` }));
@@ -1665,7 +1680,7 @@ test('combat-strength odds through the relay come in a few lines, for the GM and
 });
 
 test('a combat-strength encounter through the relay: stances at the intent, a segment of secret attacks and defenses, resolved by the real companion, attack and defense strength written back', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
   const [created] = await roundTrip(ctx, () => ctx.sb.chat({ playerid: GM, content: '!psi encounter create --name Mind duel' }));
   assert.equal(created.result?.system, 'combat-strength', JSON.stringify(created));
@@ -1716,7 +1731,7 @@ test('a combat-strength encounter through the relay: stances at the intent, a se
 });
 
 test('!psi round in combat-strength through the relay: a timed condition counts down on the sheet and ends (RULES.md 2.6, engine/combat_strength/README.md)', { skip: SKIP }, async () => {
-  await page.evaluate((port) => localStorage.setItem('mindscape.bridge.url', JSON.stringify(`http://127.0.0.1:${port}`)), daemonPort);
+  await pairedBridge();
   const ctx = strengthCampaign(campaign({ pairing: PAIRED }));
   // Fenka is dazed for 2 more rounds, Ulcen stunned with none left after this one.
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_conditions', current: 'dazed', max: '' });

@@ -8387,6 +8387,12 @@ test('the newest request wins: an attack\'s late answer, after its timeout or a 
   answer(last, next.id, Object.assign(repeated(last), { id: next.id }));
   assert.deepEqual([valueOf(last, last.ulcen.id, 'PSP'), valueOf(last, last.fenka.id, 'HP')], [25, 4]);
   assert.doesNotMatch(whispersTo(last.sb, 'gm').join('\n'), new RegExp(`${next.id}.*Not written`));
+  // Two attacks answered in time, the newer first: the older's answer says so too.
+  const one = attackAndDefend(last);
+  const two = attackAndDefend(last);
+  answer(last, two.id, Object.assign(repeated(last), { id: two.id }));
+  answer(last, one.id, exchangeResult(last, one.id));
+  assert.match(whispersTo(last.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), new RegExp(`<b>Mindscape: answer</b><br>Request <b>${one.id}</b> \\(Ego Whip by Ulcen of Tyr against Fenka\\) was applied\\. ${skipped}</div>$`));
 });
 
 test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {

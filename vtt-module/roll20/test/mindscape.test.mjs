@@ -6725,6 +6725,21 @@ test('power-pool: a round\'s end the companion refuses for a puppet\'s sheet alo
   assert.deepEqual(plain(ctx.sb.context.Mindscape.pendingIds()), []);
 });
 
+test('power-pool: a rest refused for the sheet at /puppets/10 alone is sent again without the eleventh puppet, as one at /puppets/1 is without the second', () => {
+  for (const n of [10, 1]) {
+    const ctx = underControl();
+    heldByUlcen(ctx, Array.from({ length: 10 }, (_, i) => `Porter ${i}`));
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+    const req = lastRequest(ctx.sb);
+    const puppets = req.body.params.puppets.map(refOf);
+    assert.equal(puppets.length, 11);
+    answer(ctx, req.id, schemaRefusal(req.id, [[`/puppets/${n}/data/attribs/0/current`, 'psi_pool: not a number']]));
+    const again = lastRequest(ctx.sb);
+    assert.notEqual(again.id, req.id, `/puppets/${n}`);
+    assert.deepEqual(again.body.params.puppets.map(refOf), puppets.filter((_, i) => i !== n));
+  }
+});
+
 test('power-pool: a rest the companion refuses for a puppet\'s sheet alone is sent again without it; the answer frees the sheets of the others', () => {
   const ctx = underControl();
   const [porter] = heldByUlcen(ctx, ['Porter']);

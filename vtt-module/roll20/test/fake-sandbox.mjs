@@ -165,10 +165,14 @@ export function createSandbox({ players = [] } = {}) {
     },
     /** Creates an object directly in the bank (the campaign's existing content). */
     add: (type, props) => make(type, props),
-    /** Moves the fake clock on and runs the timers that fall due. */
+    /**
+     * Moves the fake clock on and runs the timers that fall due; one cleared by a timer
+     * that ran before it does not run, as with clearTimeout.
+     */
     advance(ms) {
       clock += ms;
       for (const timer of timers.filter((t) => !t.cleared && t.at <= clock)) {
+        if (timer.cleared) continue;
         timer.cleared = true;
         timer.callback();
       }

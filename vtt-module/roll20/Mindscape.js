@@ -153,6 +153,10 @@ var Mindscape = Mindscape || (() => {
   // The timeout of each request, by id: timers cannot survive a restart, so they are held
   // here while the requests themselves are kept in state (store().pending).
   const timers = new Map();
+  // The early word that no part of a request's answer has come yet (hintLater), by id:
+  // held here too, so a request restored after a restart, long past its first seconds,
+  // never gets one.
+  const hints = new Map();
 
   // ---------------------------------------------------------------- utilities
 
@@ -378,9 +382,14 @@ var Mindscape = Mindscape || (() => {
     });
   };
 
+  const dropHint = (id) => {
+    if (hints.has(id)) { clearTimeout(hints.get(id)); hints.delete(id); }
+  };
+
   const forgetRequest = (id) => {
     delete store().pending[id];
     if (timers.has(id)) { clearTimeout(timers.get(id)); timers.delete(id); }
+    dropHint(id);
   };
 
   // Starts (or starts again) the time request `id` waits for its answer: the configured
@@ -390,6 +399,39 @@ var Mindscape = Mindscape || (() => {
   const waitForAnswer = (id) => {
     if (timers.has(id)) clearTimeout(timers.get(id));
     timers.set(id, setTimeout(guarded(`when request ${id} timed out`, () => expire(id)), (store().config.timeout || 30) * 1000));
+  };
+
+  // A relay that works types the first part of an answer within a second or two, so a
+  // request with nothing back after HINT_MS most likely went nowhere (no bridge tab, the
+  // companion not started, the bridge not paired): the GM is told then, not only at the
+  // timeout. Half the timeout at most, so that the word still comes well before it.
+  const HINT_MS = 6000;
+
+  // Starts the wait for the early word on request `id` (noAnswerYet); the first part of
+  // its answer from a GM (handleResult), its end or its timeout calls it off (dropHint).
+  const hintLater = (id) => {
+    const seconds = store().config.timeout || 30;
+    const delay = Math.min(HINT_MS, (seconds * 1000) / 2);
+    dropHint(id);
+    hints.set(id, setTimeout(guarded(`when request ${id} had no answer yet`, () => noAnswerYet(id, delay, seconds)), delay));
+  };
+
+  // Tells the GM that request `id` has had no part of its answer in `delay` ms and what
+  // to check, once. The requests sent in the same go or since, still waiting for a word
+  // of their own (nothing of their answers come either), are named in it and get none:
+  // one word about a silent relay is enough, however many requests it left waiting.
+  const noAnswerYet = (id, delay, seconds) => {
+    hints.delete(id);
+    const job = ownMember(store().pending, id);
+    if (!job || job.late || !timers.has(id)) return;
+    const others = Array.from(hints.keys());
+    others.forEach(dropHint);
+    const also = others.length ? `, nor to ${others.length > 1 ? 'requests' : 'request'} ${others.map((other) => `<b>${other}</b>`).join(', ')}` : '';
+    whisperGM(box('still waiting for the bridge', `No part of an answer has come in ${delay / 1000} s to request <b>${id}</b> (${chatSafe(job.description || job.kind)})${also}; `
+      + 'a relay that works answers within a second or two. Check the relay: <code>mindscape serve</code> running on this computer, and this Roll20 tab open '
+      + 'with the Mindscape Bridge userscript enabled (its badge must say connected, in green; "not paired": paste the code <code>!psi pair</code> whispers; '
+      + 'no badge at all: turn on <i>Allow User Scripts</i> for your userscript manager). '
+      + `${others.length ? 'They keep' : 'The request keeps'} waiting for an answer until the timeout (${seconds} s).`), TRANSIENT);
   };
 
   // Keeps state bounded: no request older than an hour; above PENDING_MEMORY the oldest
@@ -990,6 +1032,7 @@ var Mindscape = Mindscape || (() => {
     const sentRevision = isObject(body.params) && Number.isInteger(body.params.revision) ? body.params.revision : null;
     store().pending[id] = Object.assign({}, job, { id, description: String(description), partsBy: {}, sentRevision, seq: nextSeq(), at: now });
     prunePending(now);
+    hintLater(id);
     waitForAnswer(id);
     whisperGM(`<div>Mindscape request <b>${id}</b>: ${chatSafe(description)}. Waiting for the bridge&hellip;</div>`, TRANSIENT);
     // Never archived: the bridge relays what shows in the chat, and Roll20 replays the
@@ -1005,6 +1048,7 @@ var Mindscape = Mindscape || (() => {
   // The request stays in state: an answer that still comes is applied (handleResult).
   const expire = (id) => {
     timers.delete(id);
+    dropHint(id);
     const entry = store().pending[id];
     if (!entry || entry.late) return;
     entry.late = true;
@@ -4872,6 +4916,8 @@ var Mindscape = Mindscape || (() => {
       }
       return;
     }
+    // Any part from a GM, well-formed or not, shows that the relay works.
+    dropHint(id);
     if (!REQUEST_ID.test(id)) return refuseAnswer(id, 'the request id is malformed');
     const done = answeredEntry(id);
     if (done) return refuseAnswer(id, done.how === 'expired' ? 'it came after the request had timed out' : 'that request was already answered');

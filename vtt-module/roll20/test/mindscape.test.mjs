@@ -820,6 +820,102 @@ test('a request nobody answers times out with a message telling the GM to start 
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /already answered/);
 });
 
+// The GM's early word that a request has had no part of its answer yet (a bridge that
+// is not running, not paired, or no companion), before the timeout's own message.
+const stillWaiting = (sb) => sb.chats.filter((c) => c.input.startsWith('/w gm ') && /still waiting for the bridge/.test(c.input));
+
+test('a request with no part of its answer after 6 s has the GM told once what to check, and that it waits on; the timeout message still comes at 30 s', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  ctx.sb.advance(5900);
+  assert.equal(stillWaiting(ctx.sb).length, 0, 'not before 6 s');
+  ctx.sb.advance(100);
+  const [hint] = stillWaiting(ctx.sb);
+  assert.match(hint.input, new RegExp(`No part of an answer has come in 6 s to request <b>${req.id}</b> \\(Ego Whip by Ulcen of Tyr against Fenka\\);`));
+  assert.match(hint.input, /<code>mindscape serve<\/code> running on this computer, and this Roll20 tab open with the Mindscape Bridge userscript enabled \(its badge must say connected, in green/);
+  assert.match(hint.input, /The request keeps waiting for an answer until the timeout \(30 s\)\./);
+  // Worth nothing once the answer or the timeout came: not kept in the archive.
+  assert.equal(hint.options.noarchive, true);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/still waiting for the bridge/.test(w)), 'the GM alone is told');
+  ctx.sb.advance(23900);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Start the relay/.test(w)));
+  ctx.sb.advance(100);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s\. Start the relay/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /did not answer in time/);
+  ctx.sb.advance(60000);
+  assert.equal(stillWaiting(ctx.sb).length, 1, 'never twice, nor after the timeout');
+  // Answered in time: no word at all.
+  const quick = attackAndDefend(ctx);
+  ctx.sb.advance(1000);
+  answer(ctx, quick.id, exchangeResult(ctx, quick.id));
+  ctx.sb.advance(60000);
+  assert.equal(stillWaiting(ctx.sb).length, 1);
+});
+
+test('no early word for a request of which any part came from a GM before 6 s: an answer still incomplete, a part refused as unreadable, a tagged part', () => {
+  const ctx = campaign();
+  const req = attackAndDefend(ctx);
+  const code = encode(exchangeResult(ctx, req.id));
+  ctx.sb.advance(3000);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${req.id} 1/2 ${code.slice(0, 40)}` });
+  ctx.sb.advance(20000);
+  const garbled = gmOdds(ctx);
+  ctx.sb.advance(1000);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${garbled} not-base64url-json` });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /the payload is not base64url-encoded JSON/);
+  const tagged = gmOdds(ctx);
+  ctx.sb.advance(1000);
+  ctx.sb.chat({ playerid: GM, content: `!psi-result ${tagged} 1/3/tab2 AAAA` });
+  ctx.sb.advance(60000);
+  assert.equal(stillWaiting(ctx.sb).length, 0);
+  // Each timed out all the same, the incomplete answer from its last part.
+  [req.id, garbled, tagged].forEach((id) => assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${id}</b> got no answer from the companion in 30 s`).test(w)), id));
+  // A player's typed answer is no sign of the GM's bridge: the word still comes.
+  const typed = gmOdds(ctx);
+  ctx.sb.advance(1000);
+  answer(ctx, typed, { jsonrpc: '2.0', id: typed, result: { outcomes: { hit: 1 } } }, ALICE);
+  ctx.sb.advance(5000);
+  assert.equal(stillWaiting(ctx.sb).length, 1);
+  assert.match(stillWaiting(ctx.sb)[0].input, new RegExp(`to request <b>${typed}</b> `));
+});
+
+test('with a 5 s timeout the early word comes at 2.5 s, half of it, and the timeout\'s message at 5 s', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --timeout 5' });
+  const id = gmOdds(ctx);
+  ctx.sb.advance(2400);
+  assert.equal(stillWaiting(ctx.sb).length, 0);
+  ctx.sb.advance(100);
+  assert.equal(stillWaiting(ctx.sb).length, 1);
+  assert.match(stillWaiting(ctx.sb)[0].input, new RegExp(`No part of an answer has come in 2\\.5 s to request <b>${id}</b> .*until the timeout \\(5 s\\)\\.`));
+  ctx.sb.advance(2500);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`Request <b>${id}</b> got no answer from the companion in 5 s\\. Start the relay`));
+  assert.equal(stillWaiting(ctx.sb).length, 1);
+});
+
+test('requests sent in one go get one early word, naming the rest, for the first still unanswered; one answered before it gets none', () => {
+  const ctx = campaign();
+  const ids = [gmOdds(ctx), gmOdds(ctx), gmOdds(ctx)];
+  ctx.sb.advance(1000);
+  answer(ctx, ids[0], { jsonrpc: '2.0', id: ids[0], result: { outcomes: { hit: 1 } } });
+  ctx.sb.advance(5000);
+  assert.equal(stillWaiting(ctx.sb).length, 1);
+  assert.match(stillWaiting(ctx.sb)[0].input, new RegExp(`to request <b>${ids[1]}</b> \\([^)]*\\), nor to request <b>${ids[2]}</b>; .*They keep waiting`));
+  assert.doesNotMatch(stillWaiting(ctx.sb)[0].input, new RegExp(ids[0]));
+  ctx.sb.advance(60000);
+  assert.equal(stillWaiting(ctx.sb).length, 1, 'not one per request');
+});
+
+test('a request restored after a sandbox restart gets no early word, only the list of requests in flight', () => {
+  const first = campaign();
+  const req = attackAndDefend(first);
+  const saved = plain(first.sb.state.Mindscape);
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /requests in flight/.test(w)), new RegExp(`<b>${req.id}</b>`));
+  ctx.sb.advance(60000);
+  assert.equal(stillWaiting(ctx.sb).length, 0);
+});
+
 test('a JSON-RPC error answer is reported and writes nothing', () => {
   const ctx = campaign();
   const req = attackAndDefend(ctx);

@@ -16,9 +16,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 from typing import Any, Final
 
 from engine.errors import EngineError, InvalidInput, json_text
+from engine.revised_2e.rules import save_paralyzation
+from engine.revised_2e.tables import Tables
 
 from .base import Imported
 
@@ -71,6 +74,14 @@ _GROUPS: Final = (
     ("transmuter", "wizard"), ("defiler", "wizard"), ("preserver", "wizard"),
     ("gladiator", "warrior"), ("templar", "priest"), ("trader", "rogue"),
 )
+
+
+@cache
+def shipped_tables() -> Tables:
+    """revised-2e's shipped rules tables, loaded once: the figures an adapter derives
+    or quotes are the engine's own (a GM's replacement tables, which only the daemon
+    knows, aside)."""
+    return Tables.load()
 
 
 def class_group(name: str) -> str | None:
@@ -533,6 +544,9 @@ class Draft:
     #: fields ``finish`` assumed because the data holds none (a PSP maximum taken as the
     #: current PSPs, a kind taken from it)
     assumed: set[str] = field(default_factory=set)
+    #: a character's classes (name, level), each at its own level, when the sheet gives
+    #: several: ``finish`` takes its save vs. paralyzation as the best of theirs
+    classes: tuple[tuple[str, int], ...] = ()
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -724,9 +738,10 @@ def finish(draft: Draft, npc: bool) -> None:
             else:
                 draft.assume("kind", "nonpsionic")
                 draft.warn("no psionic state recorded; taken as nonpsionic")
+        best = not npc and best_class_save(draft)
         if "class_group" not in f and npc:
             draft.assume("class_group", "monster")
-        elif "class_group" not in f:
+        elif "class_group" not in f and not best:
             # The engine then takes psionicist for a psionicist, else warrior: say so, as
             # the group sets the saving throw (and so the open mind's save) it uses.
             draft.warn("no class group read from the sheet (no class name it knows); the "
@@ -745,6 +760,46 @@ def finish(draft: Draft, npc: bool) -> None:
         if not f["psionic"]:
             draft.warn("not recorded as psionic; it defends with its Hit Dice only "
                        "(H-PP-NO-POOL)")
+
+
+def best_class_save(draft: Draft) -> bool:
+    """A multi-class character's save vs. paralyzation: the best (lowest) of its classes'
+    (``draft.classes``), each by its class group at its own level (RULES.md §1.7, the
+    engine's own table; AD&D 2e gives a multi-class character the best saving throw of
+    its classes). Set, with a warning, only when the sheet gives several classes, the
+    data no save, and the psionic state store neither the class group nor the level (the
+    GM's own reading: the engine then derives the save from those, as for one class). A
+    class of no known group is left out, and said. Never written back: it is derived
+    from the class levels, as the level is. True when it set the save."""
+    f = draft.fields
+
+    def stored(name: str) -> bool:
+        binding = draft.bindings.get(name)
+        return binding is not None and binding.target == draft.store(name)
+
+    if len(draft.classes) < 2 or "save_paralyzation" in f \
+            or stored("class_group") or stored("level"):
+        return False
+    tables = shipped_tables()
+    saves = []
+    unknown = []
+    for name, level in draft.classes:
+        group = class_group(name)
+        if group is None:
+            unknown.append(f"{name} {level}")
+        else:
+            # Class levels are 1 or more: the level-0 house rule never applies.
+            saves.append((save_paralyzation(tables, group, level, False), name, level))
+    if not saves:
+        return False
+    save, name, level = min(saves, key=lambda found: found[0])  # the first of the best
+    draft.put("save_paralyzation", save, Binding("", writable=False))
+    listed = " / ".join(f"{n} {lv}" for n, lv in draft.classes)
+    left = (f"{', '.join(unknown)} left out: no class group known for "
+            f"{'it' if len(unknown) == 1 else 'them'}; " if unknown else "")
+    draft.warn(f"save vs. paralyzation {save} from {name} {level}, the best of {listed} "
+               f"({left}{draft.store('save_paralyzation')} sets it)")
+    return True
 
 
 def diff_fields(system: str, before: Mapping[str, Any], after: Mapping[str, Any],

@@ -8,7 +8,6 @@ the sheet has no field for lives in ``psi_*`` attributes (see ``state_attribute`
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from abc import abstractmethod
@@ -19,7 +18,6 @@ from typing import Any, Final
 from engine.errors import InvalidInput, json_text
 from engine.revised_2e.house import WT_MTHAC0
 from engine.revised_2e.rules import mthac0_for
-from engine.revised_2e.tables import Tables
 from engine.system import slug
 
 from .base import Adapter, Imported, Normalise
@@ -47,6 +45,7 @@ from .core import (
     read_state,
     score,
     settle,
+    shipped_tables,
     to_bool,
     to_int,
     to_text,
@@ -137,13 +136,6 @@ def state_attribute(name: str) -> tuple[str, str]:
     ``psi_<field>``, with current/maximum pairs sharing one attribute
     (``psi_pool`` = pool / hit_dice)."""
     return _PAIRS.get(name, (f"psi_{name}", "current"))
-
-
-@functools.cache
-def _shipped_tables() -> Tables:
-    """revised-2e's shipped rules tables, loaded once (warnings quote the MTHAC0 the
-    engine derives from them)."""
-    return Tables.load()
 
 
 @dataclass(frozen=True)
@@ -622,6 +614,8 @@ class Adnd2eRevised(Roll20Adapter):
                    and class_group(_class_name(char, key) or "") == "psionicist"]
         level, key = max(psionic or levels)
         if len(levels) > 1:
+            # each class at its own level: the character saves with the best of them
+            draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
             used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
                     f"{key}), {level}" if psionic else
                     f"the highest, {level}" + (
@@ -697,7 +691,7 @@ class Adnd2eRevised(Roll20Adapter):
             box = "MThAC0 is empty"
         # The engine's own rule on its shipped tables, so the figure said is the one it
         # derives (a GM's replacement tables, which only the daemon knows, aside).
-        tables = _shipped_tables()
+        tables = shipped_tables()
         base = int(tables.raw["mthac0"]["base"])
         derived = f"{base} - {level} = {mthac0_for(tables, 'psionicist', level, False)}"
         if kind == "wild-talent":

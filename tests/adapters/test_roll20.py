@@ -699,7 +699,8 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     """The sheet names each class beside its level (``class1`` by ``level-class1``, from
     its list Warrior/Wizard/Priest/Rogue/Psion, Fighter, Mage, Thief ...); with no
     psionicist among them the class of the highest level gives the level and the 2e
-    class group, said. An unknown class is said, with the attribute that sets it."""
+    class group, said. An unknown class is said, with the attribute that sets it (of
+    several classes, in the warning on the save, which it then sets no longer)."""
     data = ulcen()
     data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
                         {"name": "class2", "current": "Thief", "max": ""}]
@@ -710,6 +711,11 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
         "highest, 6 (no class is named a psionicist's: Psion...)" in got.warnings
     attr(data, "class2")["current"] = "Mystic"
     got = SHEET.import_(data, "revised-2e")
+    assert "class_group" not in got.combatant
+    assert any("Mystic 6 left out" in w for w in got.warnings)
+    alone = ulcen()
+    alone["attribs"].append({"name": "class1", "current": "Mystic", "max": ""})
+    got = SHEET.import_(alone, "revised-2e")
     assert "class_group" not in got.combatant
     assert any("no class group" in w and "psi_class_group" in w for w in got.warnings)
     # psi_class_group overrides
@@ -740,6 +746,101 @@ def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> 
     assert pool.combatant["hit_dice"] == 6
     assert ("several class levels (level-class1=6, level-class2=4); level taken as the "
             "highest, 6") in pool.warnings
+
+
+def fighter_and_psionicist(fighter: int = 6, psionicist: int = 4,
+                           second: str = "Psionicist") -> dict[str, Any]:
+    """Ulcen as a Fighter ``fighter`` / ``second`` ``psionicist`` (class1, class2)."""
+    data = ulcen()
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
+                        {"name": "class2", "current": second, "max": ""}]
+    attr(data, "level-class1")["current"] = str(fighter)
+    attr(data, "level-class2")["current"] = str(psionicist)
+    return data
+
+
+def test_a_multi_class_character_saves_vs_paralyzation_with_its_best_class() -> None:
+    """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw
+    of its classes, each at its own level (RULES.md §1.7). A Fighter 6 / Psionicist 4
+    fights at its psionicist level 4, but saves at 11, a warrior's of level 6, not 13, a
+    psionicist's of level 4; said. When the psionicist class saves best, that is the
+    one named (Psionicist 9, 11, against Fighter 2's 14)."""
+    got = SHEET.import_(fighter_and_psionicist(), "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (4, "psionicist", 11)
+    assert REVISED.combatant(c)["save_paralyzation"] == 11
+    assert ("save vs. paralyzation 11 from Fighter 6, the best of Fighter 6 / "
+            "Psionicist 4 (psi_save_paralyzation sets it)") in got.warnings
+    got = SHEET.import_(fighter_and_psionicist(2, 9), "revised-2e")
+    assert got.combatant["save_paralyzation"] == 11
+    assert ("save vs. paralyzation 11 from Psionicist 9, the best of Fighter 2 / "
+            "Psionicist 9 (psi_save_paralyzation sets it)") in got.warnings
+
+
+def test_a_multi_class_characters_save_leaves_out_a_class_of_no_known_group() -> None:
+    """A class the adapter knows no 2e class group of ("Mystic") has no saving throw row
+    to read: the best of the others is taken, and the warning says which was left out.
+    With no class of a known group the engine derives the save as before."""
+    got = SHEET.import_(fighter_and_psionicist(4, 6, "Mystic"), "revised-2e")
+    assert (got.combatant["level"], got.combatant["save_paralyzation"]) == (6, 13)
+    assert ("save vs. paralyzation 13 from Fighter 4, the best of Fighter 4 / Mystic 6 "
+            "(Mystic 6 left out: no class group known for it; psi_save_paralyzation sets "
+            "it)") in got.warnings
+    data = fighter_and_psionicist(4, 6, "Mystic")
+    attr(data, "class1")["current"] = "Seer"
+    got = SHEET.import_(data, "revised-2e")
+    assert "save_paralyzation" not in got.combatant
+    assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+
+
+def test_a_stored_save_or_class_group_decides_over_the_best_class() -> None:
+    """The psionic state store wins over what the adapter reads: psi_save_paralyzation
+    is the save; psi_class_group or psi_level, the GM's own reading of the character,
+    leave the save to the engine (from that group and level), as for one class. A
+    single-class character, a monster and the other systems get no derived save."""
+    data = fighter_and_psionicist()
+    data["attribs"].append({"name": "psi_save_paralyzation", "current": "9", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["save_paralyzation"] == 9
+    assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+    for name, value in (("psi_class_group", "psionicist"), ("psi_level", "5")):
+        data = fighter_and_psionicist()
+        data["attribs"].append({"name": name, "current": value, "max": ""})
+        got = SHEET.import_(data, "revised-2e")
+        assert "save_paralyzation" not in got.combatant
+        assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+    assert "save_paralyzation" not in SHEET.import_(ulcen(), "revised-2e").combatant
+    data = fighter_and_psionicist()
+    data["attribs"] += [{"name": "hitdice", "current": "6", "max": ""},
+                        {"name": "tab11", "current": "2", "max": ""}]
+    assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "monster"
+    assert "save_paralyzation" not in SHEET.import_(data, "revised-2e").combatant
+    for system in ("combat-strength", "power-pool"):
+        got = SHEET.import_(fighter_and_psionicist(), system)
+        assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+
+
+def test_the_best_class_save_is_never_written_back() -> None:
+    """The save comes from the class levels, as the level does: a full exchange (import,
+    the engine's resolve, the write-back with its round trip) writes the PSPs spent and
+    no psi_save_paralyzation, and the sheet read again still saves at 11."""
+    data = fighter_and_psionicist()
+    target = ulcen()
+    target["id"], target["name"] = "-MzTarget000000001", "Target"
+    made = [SHEET.import_(d, "revised-2e").combatant for d in (data, target)]
+    result = REVISED.resolve({"attacker": made[0], "defender": made[1],
+                              "attack": {"mode": "mind-thrust"}},
+                             dice_source(None, 1)).to_json()
+    side = result["attacker"]
+    assert side["before"]["save_paralyzation"] == 11
+    updates = SHEET.updates(data, "revised-2e", side["before"], side["after"],
+                            normalise=REVISED.combatant)
+    assert updates == [{"character_id": "-MzUlcen0000000001",
+                        "attributes": {"PSP": {"current": side["after"]["psp"]}}}]
+    again = REVISED.combatant(SHEET.import_(apply_roll20(data, updates),
+                                            "revised-2e").combatant)
+    assert again == side["after"]
+    assert again["save_paralyzation"] == 11
 
 
 def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() -> None:

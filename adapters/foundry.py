@@ -921,6 +921,8 @@ class Ars(FoundryAdapter):
         main = psionicist if psionicist is not None else \
             max(classes, key=lambda c: c.levels)  # the first of the highest
         if len(classes) > 1:
+            # each class at its own level: the character saves with the best of them
+            draft.classes = tuple((c.name, c.levels) for c in classes)
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
             why = "the psionicist class's" if psionicist is not None else "the highest"
             draft.warn(f"several classes ({listed}); level {main.levels} taken, "

@@ -10,6 +10,7 @@ import pytest
 import adapters
 from adapters.core import roll_dice
 from engine import builtin_systems
+from engine.dice import dice_source
 from engine.errors import InvalidInput
 
 from .support import apply_foundry, ars_class, load, template_actor
@@ -722,6 +723,66 @@ def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
         "class's (Psionicist)" in got.warnings
     pool = ARS.import_(actor, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (6, 10)
+
+
+def test_a_multi_class_ars_character_with_no_save_recorded_saves_with_its_best_class(
+        ) -> None:
+    """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw
+    of its classes, each at its own level (RULES.md §1.7). ARS keeps the save in
+    saves.paralyzation.value, which wins; with none there, a Fighter 6 / Psionicist 4,
+    read at its psionicist level 4, saves at its fighter's 11, not a psionicist's 13
+    of level 4, and a Fighter 6 / Priest 5, read at level 6 as a warrior, at its
+    priest's 9, not 11; said. One class alone is left to the engine."""
+    actor = ars_character(ars_class("Fighter", 6, FIGHTER_HD),
+                          ars_class("Psionicist", 4, PSIONICIST_HD))
+    actor["system"]["saves"]["paralyzation"]["value"] = 13
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["save_paralyzation"] == 13
+    assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+    del actor["system"]["saves"]["paralyzation"]
+    got = ARS.import_(actor, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (4, "psionicist", 11)
+    assert ("save vs. paralyzation 11 from Fighter 6, the best of Fighter 6 / "
+            "Psionicist 4 (flags.mindscape.revised-2e.save_paralyzation sets it)"
+            ) in got.warnings
+    actor = ars_character(ars_class("Fighter", 6, FIGHTER_HD),
+                          ars_class("Priest", 5, ["1d8"] * 9 + ["2"] * 11))
+    del actor["system"]["saves"]["paralyzation"]
+    got = ARS.import_(actor, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (6, "warrior", 9)
+    assert ("save vs. paralyzation 9 from Priest 5, the best of Fighter 6 / Priest 5 "
+            "(flags.mindscape.revised-2e.save_paralyzation sets it)") in got.warnings
+    actor["items"].pop()
+    assert "save_paralyzation" not in ARS.import_(actor, "revised-2e").combatant
+
+
+def test_an_ars_characters_best_class_save_is_never_written_back() -> None:
+    """Import, the engine's resolve and the write-back with its round trip: the PSPs
+    spent go to the flags, the save derived from the class levels nowhere."""
+    actor = ars_character(ars_class("Fighter", 6, FIGHTER_HD),
+                          ars_class("Psionicist", 4, PSIONICIST_HD))
+    del actor["system"]["saves"]["paralyzation"]
+    actor["system"]["attributes"]["hp"]["value"] = 30
+    actor["flags"] = {"mindscape": {"revised-2e": {
+        "psp": 30, "psp_max": 30, "attacks": ["mind-thrust"]}}}
+    target = load("foundry/dnd5e/aboleth.json")
+    engine = builtin_systems()["revised-2e"]
+    made = [ARS.import_(actor, "revised-2e").combatant,
+            DND5E.import_(target, "revised-2e").combatant]
+    result = engine.resolve({"attacker": made[0], "defender": made[1],
+                             "attack": {"mode": "mind-thrust"}},
+                            dice_source(None, 1)).to_json()
+    side = result["attacker"]
+    assert side["before"]["save_paralyzation"] == 11
+    updates = ARS.updates(actor, "revised-2e", side["before"], side["after"],
+                          normalise=engine.combatant)
+    assert updates == [{"uuid": "Actor.arsChar000000001",
+                        "update": {"flags.mindscape.revised-2e.psp": side["after"]["psp"]}}]
+    again = engine.combatant(ARS.import_(apply_foundry(actor, updates),
+                                         "revised-2e").combatant)
+    assert again == side["after"]
 
 
 def test_an_ars_character_without_class_levels_falls_back_to_its_level_with_a_warning(

@@ -647,6 +647,9 @@ class Dnd5e(FoundryAdapter):
                 listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
                 draft.warn(f"several classes ({listed}); level {main.levels} taken, the "
                            f"psionicist class's ({main.name}), not the character's {level}")
+                # Read at a class's own level, not dnd5e's sum of them, the character
+                # saves with the best of its classes, each at its own level (2e).
+                draft.classes = tuple((c.name, c.levels) for c in classes if c.levels)
             level = main.levels
         if draft.system == "revised-2e" and main is not None:
             group = class_group(main.name)

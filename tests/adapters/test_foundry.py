@@ -65,6 +65,53 @@ def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() 
     assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 7
 
 
+def test_dnd5e_a_psionicist_read_at_its_psion_level_saves_with_its_best_class() -> None:
+    """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw
+    of its classes, each at its own level (RULES.md §1.7). Read at its psion class's own
+    level, a Wizard 11 / Psion 4 saves at its wizard's 11, not a psionicist's 13 of
+    level 4; said. Wizard 5 / Psion 2 saves at its psion's 13 (a wizard's of 5 is 14).
+    Without a psion class the character is read at its dnd5e level, the sum of its
+    classes', as the main class: the engine derives the save from those, as before."""
+    data = wizard_and_psion(4)
+    next(i for i in data["items"] if i["type"] == "class")["system"]["levels"] = 11
+    got = DND5E.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (4, "psionicist", 11)
+    assert ("save vs. paralyzation 11 from wizard 11, the best of wizard 11 / psion 4 "
+            "(flags.mindscape.revised-2e.save_paralyzation sets it)") in got.warnings
+    got = DND5E.import_(wizard_and_psion(2), "revised-2e")
+    assert got.combatant["save_paralyzation"] == 13
+    assert ("save vs. paralyzation 13 from psion 2, the best of wizard 5 / psion 2 "
+            "(flags.mindscape.revised-2e.save_paralyzation sets it)") in got.warnings
+    got = DND5E.import_(zanna_and_fighter(2), "revised-2e")
+    assert "save_paralyzation" not in got.combatant
+    assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+
+
+def test_dnd5e_a_best_class_save_is_never_written_back() -> None:
+    """Import, the engine's resolve and the write-back with its round trip: the PSPs
+    spent go to the flags, the save derived from the class levels nowhere."""
+    data = wizard_and_psion(4)
+    next(i for i in data["items"] if i["type"] == "class")["system"]["levels"] = 11
+    data["flags"]["mindscape"] = {"revised-2e": {
+        "psp": 30, "psp_max": 30, "attacks": ["mind-thrust"]}}
+    engine = builtin_systems()["revised-2e"]
+    made = [DND5E.import_(data, "revised-2e").combatant,
+            DND5E.import_(load("foundry/dnd5e/aboleth.json"), "revised-2e").combatant]
+    result = engine.resolve({"attacker": made[0], "defender": made[1],
+                             "attack": {"mode": "mind-thrust"}},
+                            dice_source(None, 1)).to_json()
+    side = result["attacker"]
+    assert side["before"]["save_paralyzation"] == 11
+    updates = DND5E.updates(data, "revised-2e", side["before"], side["after"],
+                            normalise=engine.combatant)
+    assert updates == [{"uuid": "Actor.4Jsv5vYaJ1atUEDV",
+                        "update": {"flags.mindscape.revised-2e.psp": side["after"]["psp"]}}]
+    again = engine.combatant(DND5E.import_(apply_foundry(data, updates),
+                                           "revised-2e").combatant)
+    assert again == side["after"]
+
+
 def test_dnd5e_of_two_psionicist_classes_the_one_with_more_levels_gives_the_level(
         ) -> None:
     """The psionicist class whose level the psionic rules count (RULES.md §1.1) is, of

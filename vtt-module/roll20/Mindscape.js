@@ -3967,7 +3967,8 @@ var Mindscape = Mindscape || (() => {
    * character or token is gone, or whose write throws, is listed in `failed` ({ref, gone,
    * attributes, at: its index}) and the others are still written. Returns {written:
    * ["name: attribute"], failed, skipped: [{ref, name}] (left out for newerWrote), places
-   * (written, as {place: true}), applied (the updates as written, index for index)}.
+   * (written, or meant to be where a write threw, as {place: true}), applied (the updates
+   * as written, index for index)}.
    */
   const applyUpdates = (updates, newerWrote = {}) => {
     const written = [];
@@ -3997,6 +3998,9 @@ var Mindscape = Mindscape || (() => {
       } catch (err) {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
         failed.push({ ref, gone: false, attributes, at });
+        // Still this answer's places: it may have written some before the throw, and the
+        // rest waits to be tried again (a step's hold) or put on the sheet by hand.
+        landing.forEach((place) => { places[place] = true; });
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));

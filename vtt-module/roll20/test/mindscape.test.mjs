@@ -8506,6 +8506,34 @@ test('the newest request wins: an attack\'s late answer, after its timeout or a 
   assert.match(whispersTo(last.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), new RegExp(`<b>Mindscape: answer</b><br>Request <b>${one.id}</b> \\(Ego Whip by Ulcen of Tyr against Fenka\\) was applied\\. ${skipped}</div>$`));
 });
 
+test('the newest request wins also where its write failed: the older relay\'s success that comes after leaves that place to the write waiting to be tried again, and the fighter stays held', () => {
+  const ctx = encounterWithTwo();
+  const pspBefore = valueOf(ctx, ctx.ulcen.id, 'PSP');
+  const first = resolveNow(ctx);
+  answer(ctx, first.id, staleAnswer(first.id, 3));
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, viewAt(ctx, get.id, 3));
+  const second = resolveNow(ctx);
+  const psp = ctx.sb.attribute(ctx.ulcen.id, 'PSP');
+  psp.setWithWorker = () => { delete psp.setWithWorker; throw new Error('busy once'); };
+  answer(ctx, second.id, stepAnswer(ctx, second, 4, { updates: [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 16 } } },
+    { character_id: ctx.fenka.id, attributes: { HP: { current: 0 } } },
+  ] }));
+  assert.deepEqual(held(ctx), [ctx.ulcen.id]);
+  // The first relay's success (revision 3: PSP 28) does not write the older PSP where the
+  // newer answer's write failed, nor take that write off Ulcen's hold.
+  answer(ctx, first.id, stepAnswer(ctx, first, 3));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), pspBefore);
+  assert.deepEqual(held(ctx), [ctx.ulcen.id]);
+  assert.deepEqual(writes(ctx)[ctx.ulcen.id].attributes, { PSP: { current: 16 } });
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> .*was relayed twice: .*Not written, .*\\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$`).test(w)));
+  // The refresh before the next resolve writes the newer value, and the hold ends.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);
+  assert.deepEqual(held(ctx), []);
+});
+
 test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {
   const ctx = goblins();
   const attackGoblin = () => {

@@ -4026,7 +4026,7 @@ var Mindscape = Mindscape || (() => {
   const skippedNote = (skipped) => {
     const refs = Array.from(new Set(skipped.map((s) => s.ref)));
     if (!refs.length) return '';
-    const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${skipped.filter((s) => s.ref === ref).map((s) => chatSafe(s.name)).join(', ')}`);
+    const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${Array.from(new Set(skipped.filter((s) => s.ref === ref).map((s) => s.name))).map(chatSafe).join(', ')}`);
     return ` Not written, an answer to a request sent after it had already written them (the newest request wins): ${names.join('; ')}.`;
   };
 

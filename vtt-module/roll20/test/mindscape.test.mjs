@@ -8534,6 +8534,19 @@ test('the newest request wins also where its write failed: the older relay\'s su
   assert.deepEqual(held(ctx), []);
 });
 
+test('the newest request wins: the GM reads each attribute left out once, though the older answer names the fighter in two updates', () => {
+  const ctx = campaign();
+  const one = attackAndDefend(ctx);
+  const two = attackAndDefend(ctx);
+  answer(ctx, two.id, exchangeResult(ctx, two.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } }]));
+  answer(ctx, one.id, exchangeResult(ctx, one.id, [
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 28 } } },
+    { character_id: ctx.ulcen.id, attributes: { PSP: { current: 27 } } },
+  ]));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 25);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP\.<\/div>$/);
+});
+
 test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {
   const ctx = goblins();
   const attackGoblin = () => {

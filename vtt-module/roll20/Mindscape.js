@@ -998,6 +998,10 @@ var Mindscape = Mindscape || (() => {
   const seqOf = (job) => (Number.isInteger(job.seq) ? job.seq : 0);
   const nextSeq = () => 1 + Object.values(store().pending).reduce((most, job) => Math.max(most, seqOf(job)), 0);
 
+  // Whether request `a` was sent before `b`: by their seq; two kept from before there was
+  // one (both 0) by the time each was sent.
+  const sentBefore = (a, b) => seqOf(a) < seqOf(b) || (seqOf(a) === 0 && seqOf(b) === 0 && a.at < b.at);
+
   /**
    * Whispers one JSON-RPC body to the GM as MINDSCAPE-REQ lines and starts its timeout;
    * returns the request's id. `job` says what to do with the answer: {kind, requester,
@@ -4018,7 +4022,7 @@ var Mindscape = Mindscape || (() => {
   const rememberWrites = (job, places) => {
     if (!Object.keys(places).length) return;
     Object.values(store().pending)
-      .filter((older) => seqOf(older) < seqOf(job) && !older.batch && Array.isArray(older.involved) && older.involved.length)
+      .filter((older) => sentBefore(older, job) && !older.batch && Array.isArray(older.involved) && older.involved.length)
       .forEach((older) => { older.newerWrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {}, places); });
   };
 

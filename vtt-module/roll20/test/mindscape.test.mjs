@@ -8547,6 +8547,19 @@ test('the newest request wins: the GM reads each attribute left out once, though
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP\.<\/div>$/);
 });
 
+test('the newest request wins between two requests kept from before there was a seq: the one sent later, by its time, keeps what it wrote from the other\'s late answer', () => {
+  const before = campaign();
+  const older = attackAndDefend(before);
+  const newer = attackAndDefend(before);
+  const saved = plain(before.sb.state.Mindscape);
+  [older, newer].forEach((req, i) => { delete saved.pending[req.id].seq; saved.pending[req.id].at -= 2000 - i * 1000; });
+  const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
+  answer(ctx, newer.id, exchangeResult(ctx, newer.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } }]));
+  answer(ctx, older.id, exchangeResult(ctx, older.id));
+  assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [25, 2]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`A late answer for request <b>${older.id}</b> .*\\(the newest request wins\\): Ulcen of Tyr: PSP\\.</div>$`));
+});
+
 test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {
   const ctx = goblins();
   const attackGoblin = () => {

@@ -107,3 +107,34 @@ test("a GM's attack before the module is paired leaves an error that stays until
   assert.match(t.clients.gm.notes.error[0], /^Mindscape is not paired with its companion yet\./);
   assert.deepEqual(permanence(t.clients.gm), [["error", true]]);
 });
+
+test("an attack on two minds whose attacker's sheet cannot be written: the first such warning stays until dismissed, the same words from the second exchange go away by themselves", async () => {
+  const t = makeTable();
+  t.actors.ulcen.update = async () => { throw new Error("the sheet is locked"); };
+  const gm = t.clients.gm;
+  const outcomes = await gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid], attack: ATTACK });
+  assert.equal(outcomes.length, 2);
+  const missed = gm.notes.given.filter((n) => n.text.startsWith("Some sheets could not be updated"));
+  assert.deepEqual(missed.map((n) => n.text), Array(2).fill("Some sheets could not be updated: Actor.ulcen: the sheet is locked"));
+  assert.deepEqual(missed.map((n) => n.options?.permanent ?? false), [true, false]);
+});
+
+test("a notice that stays comes back as one that stays once Foundry (v13 `has`) no longer shows the first; while it shows it, the same words go away by themselves", () => {
+  const { clients: { gm } } = makeTable();
+  const given = [];
+  const shown = new Set();
+  const notice = (kind) => (text, options) => {
+    const n = { id: given.length + 1 };
+    given.push({ kind, text, options });
+    shown.add(n.id);
+    return n;
+  };
+  gm.svc.env.ui = { notifications: { info: notice("info"), warn: notice("warn"), error: notice("error"), has: (n) => shown.has(n.id) } };
+  const unpaired = new E.NotPairedError({ url: "http://127.0.0.1:39393" });
+  gm.svc.notifyError(unpaired);
+  gm.svc.notifyError(unpaired);
+  shown.delete(1); // the GM dismissed the first
+  gm.svc.notifyError(unpaired);
+  gm.svc.notifyError(new E.DaemonUnreachableError({ url: "http://127.0.0.1:39393" }));
+  assert.deepEqual(given.map((n) => n.options.permanent), [true, false, true, true]);
+});

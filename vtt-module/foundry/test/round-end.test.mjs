@@ -317,6 +317,22 @@ test("the companion down: one error for the GM, no unhandled rejection, and the 
   }
 });
 
+test("the GM's browser not paired at three rounds' ends: the first error stays until dismissed, the same words at the next rounds go away by themselves", async () => {
+  const t = tracker();
+  await stunGoblin(t);
+  t.clients.gm.game.settings.values.delete("mindscape.daemonToken");
+  await t.combat.startCombat();
+  for (let i = 0; i < 3; i++) {
+    await t.combat.nextRound();
+    await settled(t);
+  }
+  const errors = t.clients.gm.notes.given.filter((n) => n.kind === "error");
+  assert.equal(errors.length, 3);
+  assert.ok(errors.every((n) => n.text.startsWith("Mindscape is not paired with its companion yet.")));
+  assert.deepEqual(errors.map((n) => n.options?.permanent ?? false), [true, false, false]);
+  assert.equal(t.combat.getFlag("mindscape", "roundEnded"), undefined, "no round was ended");
+});
+
 test("updates the companion addresses outside the round's combatants are refused", async () => {
   const t = tracker({
     methods: defaultMethods({

@@ -42,6 +42,19 @@ function sceneIdsOf(docs) {
   return [...new Set(docs.map((d) => d?.token?.parent?.id).filter(Boolean))];
 }
 
+/**
+ * Whether a notice Foundry gave (`notify`'s answer) may still be on screen: Foundry v13
+ * says (`Notifications#has`); where it cannot be asked (v12), it may.
+ */
+function stillShown(notifications, notice) {
+  if (typeof notifications?.has !== "function" || !(notice?.id > 0)) return true;
+  try {
+    return Boolean(notifications.has(notice));
+  } catch {
+    return true;
+  }
+}
+
 /** The least time between two notices to the GM of one player's failed attacks (`mayNoticeFrom`). */
 const NOTICE_GAP_MS = 5000;
 
@@ -83,6 +96,8 @@ export class Mindscape {
     this.roundsEnded = new Map();
     // GM: the sheet warnings already shown this session (`sheetWarnings`).
     this.warned = new Set();
+    // The notices given to stay until dismissed, by kind and words (`notify`).
+    this.standing = new Map();
     // The player's dialog closes itself at the timeout; the GM waits this much longer for
     // the answer to travel back before using the default itself.
     this.defenseGraceMs = DEFENSE_GRACE_MS;
@@ -2238,9 +2253,25 @@ export class Mindscape {
    * reasons, which name them too): the whole text is escaped as an element's content
    * (`htmlText`), which the language file's texts, without markup, allow. Every notice
    * of the module goes through here.
+   *
+   * A notice that would stay until dismissed (`options.permanent`) with the words of one
+   * that still stays is given as one that goes away by itself: the same error at every
+   * round's end, or the same sheet refused in each exchange of an attack, would otherwise
+   * stack up, and Foundry shows only a few notices at once (v12 three, v13 five), the
+   * rest waiting behind those that stay. Foundry v13 says whether the first still shows
+   * (`has`); v12 cannot, so there the words stay once a session.
    */
   notify(kind, text, options) {
-    return this.env.ui?.notifications?.[kind]?.(htmlText(text), options);
+    const notifications = this.env.ui?.notifications;
+    const key = `${kind}\n${text}`;
+    const repeated = Boolean(options?.permanent) && this.standing.has(key) && stillShown(notifications, this.standing.get(key));
+    const given = notifications?.[kind]?.(htmlText(text), repeated ? { ...options, permanent: false } : options);
+    if (options?.permanent && !repeated) {
+      // Words with changing numbers are new each time: keep the memory small.
+      if (this.standing.size > 500) this.standing.clear();
+      this.standing.set(key, given);
+    }
+    return given;
   }
 
   /**

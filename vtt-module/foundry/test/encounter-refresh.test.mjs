@@ -411,6 +411,29 @@ test("a write that fails in Foundry is held with its update, tried again before 
   assert.equal(ctl.meta.held, undefined);
 });
 
+test("ending the encounter while a write Foundry missed still waits tells the GM, in a notice that stays until dismissed, which sheet lacks what: nothing tries it again", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(psp(fenka), owed, "the sheet is behind the encounter");
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  assert.equal(ctl.meta.id, undefined);
+  const told = t.clients.gm.notes.given.slice(before);
+  assert.deepEqual(told.map((n) => [n.kind, n.options?.permanent ?? false]), [["warn", true]]);
+  assert.equal(told[0].text, `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`);
+});
+
+test("ending an encounter that holds no waiting write says nothing", async () => {
+  const { t, ctl } = await encounter();
+  await ctl.resolve();
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  assert.equal(t.clients.gm.notes.given.length, before);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

@@ -1164,11 +1164,23 @@ export class EncounterController {
 
   log() { return this.svc.rpc("encounter.log", { id: this.meta.id }); }
 
-  /** Forget the encounter here and in the daemon. */
+  /**
+   * Forget the encounter here and in the daemon. A write Foundry missed that still waits
+   * (a held combatant's `pendingWrite`) is told to the GM, in a notice that stays until
+   * dismissed, with its document and fields: nothing tries it again.
+   */
   async end() {
-    const id = this.meta.id;
+    const meta = this.meta;
+    const id = meta.id;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     await this.saveMeta({});
+    // A write Foundry missed waits for the next step to be tried again, which never
+    // comes now: the sheet stays behind until the GM puts it right by hand.
+    const waiting = Object.entries(meta.held ?? {}).filter(([, hold]) => hold?.write);
+    if (!waiting.length) return;
+    const names = [...new Set(waiting.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+    const writes = waiting.map(([, { write }]) => `${write.uuid}: ${Object.entries(write.update).map(([path, value]) => `${path} = ${JSON.stringify(value)}`).join(", ")}`);
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes: [...new Set(writes)].join("; ") }), { permanent: true });
   }
 }
 

@@ -547,6 +547,10 @@ class Draft:
     #: a character's classes (name, level), each at its own level, when the sheet gives
     #: several: ``finish`` takes its save vs. paralyzation as the best of theirs
     classes: tuple[tuple[str, int], ...] = ()
+    #: how a warning names one of ``classes``: as it stands by default (a Foundry item's
+    #: name, as the Foundry adapters' other warnings give it); Roll20 quotes the text of
+    #: its class boxes, as its other warnings do
+    class_text: Callable[[str], str] = str
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -783,10 +787,11 @@ def best_class_save(draft: Draft) -> bool:
     tables = shipped_tables()
     saves = []
     unknown = []
+    shown = draft.class_text
     for name, level in draft.classes:
         group = class_group(name)
         if group is None:
-            unknown.append(f"{name} {level}")
+            unknown.append(f"{shown(name)} {level}")
         else:
             # Class levels are 1 or more: the level-0 house rule never applies.
             saves.append((save_paralyzation(tables, group, level, False), name, level))
@@ -794,11 +799,11 @@ def best_class_save(draft: Draft) -> bool:
         return False
     save, name, level = min(saves, key=lambda found: found[0])  # the first of the best
     draft.put("save_paralyzation", save, Binding("", writable=False))
-    listed = " / ".join(f"{n} {lv}" for n, lv in draft.classes)
+    listed = " / ".join(f"{shown(n)} {lv}" for n, lv in draft.classes)
     left = (f"{', '.join(unknown)} left out: no class group known for "
             f"{'it' if len(unknown) == 1 else 'them'}; " if unknown else "")
-    draft.warn(f"save vs. paralyzation {save} from {name} {level}, the best of {listed} "
-               f"({left}{draft.store('save_paralyzation')} sets it)")
+    draft.warn(f"save vs. paralyzation {save} from {shown(name)} {level}, the best of "
+               f"{listed} ({left}{draft.store('save_paralyzation')} sets it)")
     return True
 
 

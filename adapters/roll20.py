@@ -616,6 +616,7 @@ class Adnd2eRevised(Roll20Adapter):
         if len(levels) > 1:
             # each class at its own level: the character saves with the best of them
             draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
+            draft.class_text = _class_text
             used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
                     f"{key}), {level}" if psionic else
                     f"the highest, {level}" + (
@@ -744,6 +745,13 @@ def _class_name(char: Character, level_key: str) -> str | None:
     """The class named beside a class level (``class1`` beside ``level-class1``)."""
     named = char.get(f"class{level_key.removeprefix('level-class')}")
     return to_text(named[0], named[1], 200) if named else None
+
+
+def _class_text(name: str) -> str:
+    """A class as a warning names it: the text of its ``classN`` box quoted and cut
+    short, as the other warnings quote what the sheet holds; the ``level-classN`` it
+    stands beside, as it is, when that box is empty."""
+    return name if _LEVEL.fullmatch(name) else json_text(name, 40)
 
 
 def _modifier(char: Character, draft: Draft, name: str) -> int:

@@ -14,7 +14,7 @@ import pytest
 import adapters
 from engine import builtin_systems
 from engine.dice import dice_source
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, json_text
 
 from .support import FIXTURES, apply_roll20, attr, load
 
@@ -712,7 +712,7 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     attr(data, "class2")["current"] = "Mystic"
     got = SHEET.import_(data, "revised-2e")
     assert "class_group" not in got.combatant
-    assert any("Mystic 6 left out" in w for w in got.warnings)
+    assert any('"Mystic" 6 left out' in w for w in got.warnings)
     alone = ulcen()
     alone["attribs"].append({"name": "class1", "current": "Mystic", "max": ""})
     got = SHEET.import_(alone, "revised-2e")
@@ -769,12 +769,12 @@ def test_a_multi_class_character_saves_vs_paralyzation_with_its_best_class() -> 
     c = got.combatant
     assert (c["level"], c["class_group"], c["save_paralyzation"]) == (4, "psionicist", 11)
     assert REVISED.combatant(c)["save_paralyzation"] == 11
-    assert ("save vs. paralyzation 11 from Fighter 6, the best of Fighter 6 / "
-            "Psionicist 4 (psi_save_paralyzation sets it)") in got.warnings
+    assert ('save vs. paralyzation 11 from "Fighter" 6, the best of "Fighter" 6 / '
+            '"Psionicist" 4 (psi_save_paralyzation sets it)') in got.warnings
     got = SHEET.import_(fighter_and_psionicist(2, 9), "revised-2e")
     assert got.combatant["save_paralyzation"] == 11
-    assert ("save vs. paralyzation 11 from Psionicist 9, the best of Fighter 2 / "
-            "Psionicist 9 (psi_save_paralyzation sets it)") in got.warnings
+    assert ('save vs. paralyzation 11 from "Psionicist" 9, the best of "Fighter" 2 / '
+            '"Psionicist" 9 (psi_save_paralyzation sets it)') in got.warnings
 
 
 def test_a_multi_class_characters_save_leaves_out_a_class_of_no_known_group() -> None:
@@ -783,14 +783,34 @@ def test_a_multi_class_characters_save_leaves_out_a_class_of_no_known_group() ->
     With no class of a known group the engine derives the save as before."""
     got = SHEET.import_(fighter_and_psionicist(4, 6, "Mystic"), "revised-2e")
     assert (got.combatant["level"], got.combatant["save_paralyzation"]) == (6, 13)
-    assert ("save vs. paralyzation 13 from Fighter 4, the best of Fighter 4 / Mystic 6 "
-            "(Mystic 6 left out: no class group known for it; psi_save_paralyzation sets "
-            "it)") in got.warnings
+    assert ('save vs. paralyzation 13 from "Fighter" 4, the best of "Fighter" 4 / "Mystic" '
+            '6 ("Mystic" 6 left out: no class group known for it; psi_save_paralyzation '
+            'sets it)') in got.warnings
     data = fighter_and_psionicist(4, 6, "Mystic")
     attr(data, "class1")["current"] = "Seer"
     got = SHEET.import_(data, "revised-2e")
     assert "save_paralyzation" not in got.combatant
     assert not any(w.startswith("save vs. paralyzation") for w in got.warnings)
+
+
+def test_the_best_class_save_warning_quotes_the_class_boxes_as_the_others_do() -> None:
+    """The sheet takes any text in a class box: the warning on the save quotes each, cut
+    short at 40 characters, as the one on the level taken quotes the psionicist class
+    (a box with a line break or a long note must not spill into the GM's chat as it
+    stands); a class whose box is empty is named by the level-classN beside it."""
+    named = 'Psionicist "Dark Sun"\nsee the notes tab for the kit and its powers'
+    got = SHEET.import_(fighter_and_psionicist(2, 9, named), "revised-2e")
+    quoted = json_text(named, 40)
+    assert f"level taken as the psionicist class's ({quoted}, level-class2), 9" in \
+        got.warnings[0]
+    assert (f'save vs. paralyzation 11 from {quoted} 9, the best of "Fighter" 2 / '
+            f"{quoted} 9 (psi_save_paralyzation sets it)") in got.warnings
+    data = fighter_and_psionicist(6, 3)
+    attr(data, "class2")["current"] = ""
+    got = SHEET.import_(data, "revised-2e")
+    assert ('save vs. paralyzation 11 from "Fighter" 6, the best of "Fighter" 6 / '
+            "level-class2 3 (level-class2 3 left out: no class group known for it; "
+            "psi_save_paralyzation sets it)") in got.warnings
 
 
 def test_a_stored_save_or_class_group_decides_over_the_best_class() -> None:

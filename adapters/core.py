@@ -58,22 +58,31 @@ CLASS_GROUPS: Final = ("warrior", "priest", "rogue", "wizard", "psionicist", "mo
 DICE: Final = (4, 6, 8, 10, 12, 20)
 
 
-_GROUPS: Final = (
-    ("psion", "psionicist"),
-    ("fighter", "warrior"), ("barbarian", "warrior"), ("paladin", "warrior"),
-    ("ranger", "warrior"), ("warrior", "warrior"), ("dwarf", "warrior"), ("elf", "warrior"),
-    ("halfling", "warrior"), ("cleric", "priest"), ("druid", "priest"), ("priest", "priest"),
-    ("rogue", "rogue"), ("thief", "rogue"), ("bard", "rogue"), ("monk", "rogue"),
-    ("assassin", "rogue"), ("wizard", "wizard"), ("magic-user", "wizard"),
-    ("mage", "wizard"), ("sorcerer", "wizard"), ("warlock", "wizard"),
-    ("illusionist", "wizard"), ("artificer", "wizard"),
+# Class words (RULES.md table 1.7's groups), matched against the whole words of a name: a
+# key ending in "*" is a stem that also matches the words it begins (psion → psionicist,
+# priest → priestess), the others only the word itself, so "bard" is not read in
+# "Bombardier" nor "monk" in "Monkey Handler". "magic user" is two words: the 1e books'
+# "Magic User" and "Magic-User" read alike.
+_CLASS_WORDS: Final = {
+    "psion*": "psionicist",
+    "fighter": "warrior", "barbarian": "warrior", "paladin": "warrior",
+    "ranger": "warrior", "warrior": "warrior",
+    "cleric": "priest", "druid": "priest", "priest*": "priest",
+    "rogue": "rogue", "thief": "rogue", "bard": "rogue", "monk": "rogue",
+    "assassin": "rogue",
+    "wizard": "wizard", "magic user": "wizard", "mage": "wizard", "sorcerer": "wizard",
+    "warlock": "wizard", "illusionist": "wizard", "artificer": "wizard",
     # the specialist wizards of the AD&D 2E Revised sheet's class list, and the Dark Sun
     # classes (the setting revised-2e comes from)
-    ("abjurer", "wizard"), ("conjurer", "wizard"), ("diviner", "wizard"),
-    ("enchanter", "wizard"), ("invoker", "wizard"), ("necromancer", "wizard"),
-    ("transmuter", "wizard"), ("defiler", "wizard"), ("preserver", "wizard"),
-    ("gladiator", "warrior"), ("templar", "priest"), ("trader", "rogue"),
-)
+    "abjurer": "wizard", "conjurer": "wizard", "diviner": "wizard", "enchanter": "wizard",
+    "invoker": "wizard", "necromancer": "wizard", "transmuter": "wizard",
+    "defiler": "wizard", "preserver": "wizard",
+    "gladiator": "warrior", "templar": "priest", "trader": "rogue",
+}
+# Races that are classes (BECMI, OSE): a class only when no class word is written beside
+# them, as in "Half-elf Cleric" the race is the elf and the class the cleric.
+_RACE_CLASS_WORDS: Final = {"dwarf": "warrior", "elf": "warrior", "halfling": "warrior"}
+_LETTERS: Final = re.compile(r"[^\W\d_]+")
 
 
 @cache
@@ -84,13 +93,44 @@ def shipped_tables() -> Tables:
     return Tables.load()
 
 
+#: A class word as matched: its words, whether the last is a stem, and its group.
+_Key = tuple[tuple[str, ...], bool, str]
+
+
+def _keys(words: Mapping[str, str]) -> tuple[_Key, ...]:
+    return tuple((tuple(key.removesuffix("*").split()), key.endswith("*"), group)
+                 for key, group in words.items())
+
+
+_CLASS_KEYS: Final = _keys(_CLASS_WORDS)
+_RACE_CLASS_KEYS: Final = _keys(_RACE_CLASS_WORDS)
+
+
+def _groups_written(words: list[str], keys: tuple[_Key, ...]) -> tuple[str, ...]:
+    """The group of each key found in ``words``, in the order written."""
+    found = []
+    for at in range(len(words)):
+        for key, stem, group in keys:
+            here = tuple(words[at:at + len(key)])
+            if len(here) == len(key) and here[:-1] == key[:-1] and (
+                    here[-1].startswith(key[-1]) if stem else here[-1] == key[-1]):
+                found.append(group)
+                break
+    return tuple(found)
+
+
+def class_groups(name: str) -> tuple[str, ...]:
+    """The 2e class group (saving throw table 1.7) of each class a class name writes, in
+    the order written, read by whole words (any run of letters); a race that is a class
+    (dwarf, elf, halfling) counts only when no other class is written."""
+    words = _LETTERS.findall(name.lower())
+    return _groups_written(words, _CLASS_KEYS) or _groups_written(words, _RACE_CLASS_KEYS)
+
+
 def class_group(name: str) -> str | None:
-    """The 2e class group (saving throw table 1.7) a class name belongs to, if known."""
-    lowered = name.lower()
-    for word, group in _GROUPS:
-        if word in lowered:
-            return group
-    return None
+    """The 2e class group (saving throw table 1.7) a class name belongs to, if known: that
+    of the first class it writes (``class_groups``)."""
+    return next(iter(class_groups(name)), None)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from .core import (
     check_states,
     check_system,
     class_group,
+    class_groups,
     decode,
     diff_fields,
     dig,
@@ -466,13 +467,14 @@ _Levels = TypeVar("_Levels", bound=_Levelled)
 
 
 def _psionicist_class(system: str, classes: Sequence[_Levels]) -> _Levels | None:
-    """In revised-2e, the class named a psionicist's (``class_group``: psion...) with the
-    most levels: the psionic rules count its own level (PSPs, MTHAC0, modes known), not
-    the character's, as the Roll20 adapter takes it too. ``None`` in another system or
-    without one."""
+    """In revised-2e, the class named a psionicist's (``class_groups``: psion..., anywhere
+    in its name) with the most levels: the psionic rules count its own level (PSPs,
+    MTHAC0, modes known), not the character's, as the Roll20 adapter takes it too.
+    ``None`` in another system or without one."""
     if system != "revised-2e":
         return None
-    return max((c for c in classes if c.levels and class_group(c.name) == "psionicist"),
+    return max((c for c in classes
+                if c.levels and "psionicist" in class_groups(c.name)),
                key=lambda c: c.levels, default=None)
 
 

@@ -32,6 +32,7 @@ from .core import (
     check_states,
     check_system,
     class_group,
+    class_groups,
     decode,
     diff_fields,
     finish,
@@ -611,7 +612,7 @@ class Adnd2eRevised(Roll20Adapter):
         # the character's, the highest (as the ARS adapter takes them)
         psionic = [(level, key) for level, key in levels
                    if draft.system == "revised-2e"
-                   and class_group(_class_name(char, key) or "") == "psionicist"]
+                   and "psionicist" in class_groups(_class_name(char, key) or "")]
         level, key = max(psionic or levels)
         if len(levels) > 1:
             # each class at its own level: the character saves with the best of them

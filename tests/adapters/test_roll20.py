@@ -748,6 +748,29 @@ def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> 
             "highest, 6") in pool.warnings
 
 
+def test_a_class_box_is_read_by_its_class_words_not_its_race() -> None:
+    """A GM writes the race in the class box ("Half-elf Cleric"): the class group is the
+    cleric's (a priest), as the elf is a class only alone (BECMI); so is the save of a
+    character of two such boxes (RULES.md table 1.7: a priest of level 5 saves at 9, a
+    warrior of level 2 at 14). A box naming a psionicist anywhere ("Fighter/Psionicist")
+    is still the psionicist's class, whose level the psionic rules count; its group is
+    that of the class written first, as for any box of several classes."""
+    alone = ulcen()
+    alone["attribs"].append({"name": "class1", "current": "Half-elf Cleric", "max": ""})
+    assert SHEET.import_(alone, "revised-2e").combatant["class_group"] == "priest"
+    data = fighter_and_psionicist(2, 5, "Half-elf Cleric")
+    attr(data, "class1")["current"] = "Half-Elf Fighter"
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["save_paralyzation"] == 9
+    assert ('save vs. paralyzation 9 from "Half-elf Cleric" 5, the best of "Half-Elf '
+            'Fighter" 2 / "Half-elf Cleric" 5 (psi_save_paralyzation sets it)') \
+        in got.warnings
+    data = fighter_and_psionicist(6, 4, "Fighter/Psionicist")
+    attr(data, "class1")["current"] = "Thief"
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (4, "warrior")
+
+
 def fighter_and_psionicist(fighter: int = 6, psionicist: int = 4,
                            second: str = "Psionicist") -> dict[str, Any]:
     """Ulcen as a Fighter ``fighter`` / ``second`` ``psionicist`` (class1, class2)."""

@@ -621,10 +621,15 @@ class Dnd5e(FoundryAdapter):
                 die_text, die_path = dig(item_system, "hd.denomination", sys_path)
             die = hit_die(die_text, die_path)
             identifier = item_system.get("identifier")
-            if identifier is not None and identifier != "":
-                name = to_text(identifier, pointer(sys_path, "identifier"), 200) or ""
-            else:
-                name = to_text(item.get("name"), pointer(item_path, "name"), 200) or ""
+            name = to_text(identifier, pointer(sys_path, "identifier"), 200) or ""
+            if class_group(name) is None:
+                # dnd5e makes the identifier from the name the class was created with: a
+                # homebrew or renamed class ("mystic", named Psionicist) may still name a
+                # class the table knows. The one text taken serves the psionicist pick,
+                # the class group and the best class save alike.
+                named = to_text(item.get("name"), pointer(item_path, "name"), 200) or ""
+                if not name or class_group(named) is not None:
+                    name = named
             item_id = item.get("_id") if isinstance(item.get("_id"), str) else None
             classes.append(_Class(name, levels or 0, die, item_id))
         level = sum(c.levels for c in classes)

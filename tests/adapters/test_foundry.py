@@ -1174,6 +1174,33 @@ def test_a_class_with_an_empty_identifier_takes_its_name() -> None:
     assert DND5E.import_(data, "revised-2e").combatant["class_group"] == "wizard"
 
 
+def test_a_class_whose_identifier_names_no_known_class_is_read_by_its_name() -> None:
+    """dnd5e makes a class's identifier from the name it was created with: a class made
+    as "Mystic" and named Psionicist, or a homebrew identifier, is read by its name when
+    the identifier names no class the adapter knows, for the level the psionic rules
+    count (RULES.md §1.1), the class group and the best class save alike (§1.7: Psion 4
+    saves at 13, a wizard of 11 at 11). An identifier it knows decides over the name."""
+    data = wizard_and_psion(4)
+    next(i for i in data["items"] if i["type"] == "class")["system"]["levels"] = 11
+    data["items"][-1]["name"] = "Psionicist"
+    data["items"][-1]["system"]["identifier"] = "mystic"
+    got = DND5E.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (4, "psionicist", 11)
+    assert ("several classes (wizard 11, Psionicist 4); level 4 taken, the psionicist "
+            "class's (Psionicist), not the character's 15") in got.warnings
+    alone = zanna()
+    wizard = next(i for i in alone["items"] if i["type"] == "class")
+    wizard["system"]["identifier"] = "arcanist"
+    assert DND5E.import_(alone, "revised-2e").combatant["class_group"] == "wizard"
+    wizard["system"]["identifier"] = "cleric"
+    assert DND5E.import_(alone, "revised-2e").combatant["class_group"] == "priest"
+    wizard["name"], wizard["system"]["identifier"] = "Mystic", "arcanist"
+    got = DND5E.import_(alone, "revised-2e")
+    assert "class_group" not in got.combatant
+    assert any("no class group" in w for w in got.warnings)
+
+
 def test_a_formula_with_two_values_in_a_row_is_not_read() -> None:
     """docs/ADAPTERS.md (foundry.dnd5e): "text the adapter cannot read" gives the Hit
     Dice from the challenge rating. "2d8 @abilities.con.mod" lacks the operator between

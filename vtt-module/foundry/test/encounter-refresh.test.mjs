@@ -434,6 +434,20 @@ test("ending an encounter that holds no waiting write says nothing", async () =>
   assert.equal(t.clients.gm.notes.given.length, before);
 });
 
+test("a double click on End while a write Foundry missed still waits ends the encounter once and tells the GM once", async () => {
+  const { t, ctl } = await encounter();
+  lockPsp(t.tokens.fenkaToken.actor);
+  await ctl.resolve();
+  const before = t.clients.gm.notes.given.length;
+  const from = t.daemon.calls.length;
+  await Promise.all([ctl.end(), ctl.end()]);
+  const told = t.clients.gm.notes.given.slice(before);
+  assert.deepEqual(told.map((n) => [n.kind, n.options?.permanent ?? false]), [["warn", true]]);
+  assert.match(told[0].text, /^The encounter ended before a write-back missed by the sheet of Fenka/);
+  assert.deepEqual(calls(t, from).map((c) => c.method), ["encounter.delete"]);
+  assert.equal(ctl.meta.id, undefined);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

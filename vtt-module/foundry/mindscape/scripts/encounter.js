@@ -1167,15 +1167,32 @@ export class EncounterController {
   /**
    * Forget the encounter here and in the daemon. A write Foundry missed that still waits
    * (a held combatant's `pendingWrite`) is told to the GM, in a notice that stays until
-   * dismissed, with its document and fields: nothing tries it again.
+   * dismissed, with its document and fields: nothing tries it again. An end asked while
+   * one is under way (a double click on *End*, whose button stays enabled) is that one,
+   * so the GM is told once.
    */
-  async end() {
+  end() {
+    this.ending ??= this.endNow().finally(() => { this.ending = null; });
+    return this.ending;
+  }
+
+  /** `end`, once. */
+  async endNow() {
     const meta = this.meta;
     const id = meta.id;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     await this.saveMeta({});
-    // A write Foundry missed waits for the next step to be tried again, which never
-    // comes now: the sheet stays behind until the GM puts it right by hand.
+    this.tellWaitingWrites(meta);
+  }
+
+  /**
+   * Tell the GM of the writes Foundry missed that still wait in `meta`, an encounter that
+   * ended: each waits for the next step to be tried again, which never comes now, so the
+   * sheet stays behind until the GM puts it right by hand. A hold without a write (the
+   * companion's write-back failed, or its answer was lost) says nothing more: the GM was
+   * told of it in a notice that stays.
+   */
+  tellWaitingWrites(meta) {
     const waiting = Object.entries(meta.held ?? {}).filter(([, hold]) => hold?.write);
     if (!waiting.length) return;
     const names = [...new Set(waiting.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");

@@ -448,6 +448,20 @@ test("a double click on End while a write Foundry missed still waits ends the en
   assert.equal(ctl.meta.id, undefined);
 });
 
+test("a new encounter that replaces one whose write Foundry missed still waits (the companion no longer knows it, so the panel offers Create) tells the GM which sheet lacks what, as End does", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.ok(ctl.meta.held?.["fenka-tokF"]?.write, "the write waits");
+  const before = t.clients.gm.notes.given.length;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

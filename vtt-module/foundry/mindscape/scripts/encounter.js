@@ -316,11 +316,17 @@ export class EncounterController {
     return this.creating;
   }
 
-  /** `create`, once. */
+  /**
+   * `create`, once. An encounter this one replaces (the panel offers *Create* when it
+   * cannot get the current one from the companion) ends here: its waiting writes are
+   * told as at *End* (`tellWaitingWrites`).
+   */
   async createNow(tokenUuids, name) {
     const system = this.svc.system;
+    const replaced = this.meta;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
+    this.tellWaitingWrites(replaced);
     await this.add(tokenUuids);
     return made;
   }

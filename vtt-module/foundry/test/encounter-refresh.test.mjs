@@ -434,6 +434,17 @@ test("ending an encounter that holds no waiting write says nothing", async () =>
   assert.equal(t.clients.gm.notes.given.length, before);
 });
 
+test("ending an encounter whose holds the companion made (its write-back failed: no write to try again) says nothing more: the error that stays told the GM", async () => {
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": (p) => ({ ...m["encounter.resolve"](p), results: [], updates: [], updates_failed: { error_id: "e-42" } }) }),
+  });
+  await ctl.resolve();
+  assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  assert.equal(t.clients.gm.notes.given.length, before);
+});
+
 test("a double click on End while a write Foundry missed still waits ends the encounter once and tells the GM once", async () => {
   const { t, ctl } = await encounter();
   lockPsp(t.tokens.fenkaToken.actor);

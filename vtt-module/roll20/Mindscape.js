@@ -4985,7 +4985,7 @@ var Mindscape = Mindscape || (() => {
     const uncertain = isObject(answer.error) && answer.error.code === BRIDGE_UNCERTAIN;
     if (job.stale && answer.error && !uncertain) {
       dropParts();
-      return refuseAnswer(id, 'that request was already answered (the encounter had moved on); only a success another bridge relayed is still taken');
+      return refuseAnswer(id, 'that request was already answered (the encounter had moved on); only another bridge\'s success, or its word that it cannot tell whether the companion ran it, is still taken');
     }
     if (!job.batch && isObject(answer.error) && answer.error.code === STALE_REVISION && Number.isInteger(job.sentRevision)) {
       dropParts();

@@ -585,7 +585,8 @@ class Draft:
     #: current PSPs, a kind taken from it)
     assumed: set[str] = field(default_factory=set)
     #: a character's classes (name, level), each at its own level, when the sheet gives
-    #: several: ``finish`` takes its save vs. paralyzation as the best of theirs
+    #: several, or its one class (whose name may write several, "Mage/Psionicist"):
+    #: ``finish`` takes its save vs. paralyzation as the best of theirs
     classes: tuple[tuple[str, int], ...] = ()
     #: how a warning names one of ``classes``: as it stands by default (a Foundry item's
     #: name, as the Foundry adapters' other warnings give it); Roll20 quotes the text of
@@ -810,40 +811,47 @@ def best_class_save(draft: Draft) -> bool:
     """A multi-class character's save vs. paralyzation: the best (lowest) of its classes'
     (``draft.classes``), each by its class group at its own level (RULES.md §1.7, the
     engine's own table; AD&D 2e gives a multi-class character the best saving throw of
-    its classes). Set, with a warning, only when the sheet gives several classes, the
-    data no save, and the psionic state store neither the class group nor the level (the
-    GM's own reading: the engine then derives the save from those, as for one class). A
-    class of no known group is left out, and said. Never written back: it is derived
-    from the class levels, as the level is. True when it set the save."""
+    its classes; a class name writing several, "Mage/Psionicist", counts each of them at
+    its level). Set, with a warning, only when the sheet gives several classes (or one
+    writing several), the data no save, and the psionic state store neither the class
+    group nor the level (the GM's own reading: the engine then derives the save from
+    those, as for one class). A class of no known group is left out, and said. Never
+    written back: it is derived from the class levels, as the level is. True when it
+    set the save."""
     f = draft.fields
 
     def stored(name: str) -> bool:
         binding = draft.bindings.get(name)
         return binding is not None and binding.target == draft.store(name)
 
-    if len(draft.classes) < 2 or "save_paralyzation" in f \
+    if not draft.classes or "save_paralyzation" in f \
             or stored("class_group") or stored("level"):
         return False
     tables = shipped_tables()
     saves = []
     unknown = []
     shown = draft.class_text
+    named: list[str] = []
     for name, level in draft.classes:
-        group = class_group(name)
-        if group is None:
+        # a name may write several classes at one level ("Mage/Psionicist"): each counts
+        groups = tuple(dict.fromkeys(class_groups(name)))
+        several = f" as a {' or a '.join(groups)}" if len(groups) > 1 else ""
+        named.append(f"{shown(name)} {level}{several}")
+        if not groups:
             unknown.append(f"{shown(name)} {level}")
-        else:
+        for group in groups:
             # Class levels are 1 or more: the level-0 house rule never applies.
-            saves.append((save_paralyzation(tables, group, level, False), name, level))
-    if not saves:
-        return False
-    save, name, level = min(saves, key=lambda found: found[0])  # the first of the best
+            saves.append((save_paralyzation(tables, group, level, False), name, level,
+                          f" as a {group}" if several else ""))
+    if not saves or (len(saves) < 2 and len(draft.classes) < 2):
+        return False  # one class of one group: the engine derives the save as ever
+    save, name, level, as_group = min(saves, key=lambda found: found[0])  # the first best
     draft.put("save_paralyzation", save, Binding("", writable=False))
-    listed = " / ".join(f"{shown(n)} {lv}" for n, lv in draft.classes)
+    listed = " / ".join(named)
     left = (f"{', '.join(unknown)} left out: no class group known for "
             f"{'it' if len(unknown) == 1 else 'them'}; " if unknown else "")
-    draft.warn(f"save vs. paralyzation {save} from {shown(name)} {level}, the best of "
-               f"{listed} ({left}{draft.store('save_paralyzation')} sets it)")
+    draft.warn(f"save vs. paralyzation {save} from {shown(name)} {level}{as_group}, the "
+               f"best of {listed} ({left}{draft.store('save_paralyzation')} sets it)")
     return True
 
 

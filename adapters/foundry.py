@@ -658,6 +658,9 @@ class Dnd5e(FoundryAdapter):
                 # saves with the best of its classes, each at its own level (2e).
                 draft.classes = tuple((c.name, c.levels) for c in classes if c.levels)
             level = main.levels
+        if len(classes) == 1 and classes[0].levels:
+            # one class, whose name may write several ("Mage/Psionicist") at its level
+            draft.classes = ((classes[0].name, classes[0].levels),)
         if draft.system == "revised-2e" and main is not None:
             group = class_group(main.name)
             if group is not None:
@@ -744,8 +747,11 @@ class Ose(FoundryAdapter):
                 draft.put("class_group", "monster")
             else:
                 text, path = dig(system_data, "details.class", base)
-                group = class_group(to_text(text, path, 200) or "")
-                draft.put("class_group", group)
+                name = to_text(text, path, 200) or ""
+                draft.put("class_group", class_group(name))
+                if level:
+                    # a class name may write several ("Fighter/Psionicist") at its level
+                    draft.classes = ((name, level),)
         return npc
 
 
@@ -930,9 +936,10 @@ class Ars(FoundryAdapter):
         psionicist = _psionicist_class(draft.system, classes)
         main = psionicist if psionicist is not None else \
             max(classes, key=lambda c: c.levels)  # the first of the highest
+        # each class at its own level (a name may write several): the character saves
+        # with the best of them
+        draft.classes = tuple((c.name, c.levels) for c in classes)
         if len(classes) > 1:
-            # each class at its own level: the character saves with the best of them
-            draft.classes = tuple((c.name, c.levels) for c in classes)
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
             why = "the psionicist class's" if psionicist is not None else "the highest"
             draft.warn(f"several classes ({listed}); level {main.levels} taken, "

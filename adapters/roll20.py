@@ -614,10 +614,11 @@ class Adnd2eRevised(Roll20Adapter):
                    if draft.system == "revised-2e"
                    and "psionicist" in class_groups(_class_name(char, key) or "")]
         level, key = max(psionic or levels)
+        # each class at its own level (a box may name several): the character saves with
+        # the best of them
+        draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
+        draft.class_text = _class_text
         if len(levels) > 1:
-            # each class at its own level: the character saves with the best of them
-            draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
-            draft.class_text = _class_text
             used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
                     f"{key}), {level}" if psionic else
                     f"the highest, {level}" + (

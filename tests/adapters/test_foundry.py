@@ -1201,6 +1201,31 @@ def test_a_class_whose_identifier_names_no_known_class_is_read_by_its_name() -> 
     assert any("no class group" in w for w in got.warnings)
 
 
+def test_a_class_named_for_several_classes_saves_with_the_best_of_them() -> None:
+    """AD&D 2e (PHB): a multi-class character uses the best saving throw of its classes.
+    A dnd5e class item named "Preserver/Psionicist" at level 1, or an OSE character whose
+    class reads "Fighter/Psionicist" at level 2, has both classes at that level: each
+    saves at 13, a psionicist's, not 14, a wizard's or a warrior's (RULES.md table 1.7),
+    though the group is that of the class written first."""
+    data = zanna()
+    wizard = next(i for i in data["items"] if i["type"] == "class")
+    wizard["name"], wizard["system"]["identifier"] = "Preserver/Psionicist", ""
+    got = DND5E.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (1, "wizard", 13)
+    assert ("save vs. paralyzation 13 from Preserver/Psionicist 1 as a psionicist, the "
+            "best of Preserver/Psionicist 1 as a wizard or a psionicist "
+            "(flags.mindscape.revised-2e.save_paralyzation sets it)") in got.warnings
+    actor = template_actor("foundry/ose/template.json", "character", "oseChar000000001",
+                           "Aelfric")
+    actor["system"]["details"]["class"] = "Fighter/Psionicist"
+    actor["system"]["details"]["level"] = 2
+    c = OSE.import_(actor, "revised-2e").combatant
+    assert (c["level"], c["class_group"], c["save_paralyzation"]) == (2, "warrior", 13)
+    actor["system"]["details"]["class"] = "Fighter"
+    assert "save_paralyzation" not in OSE.import_(actor, "revised-2e").combatant
+
+
 def test_a_formula_with_two_values_in_a_row_is_not_read() -> None:
     """docs/ADAPTERS.md (foundry.dnd5e): "text the adapter cannot read" gives the Hit
     Dice from the challenge rating. "2d8 @abilities.con.mod" lacks the operator between

@@ -771,6 +771,33 @@ def test_a_class_box_is_read_by_its_class_words_not_its_race() -> None:
     assert (got.combatant["level"], got.combatant["class_group"]) == (4, "warrior")
 
 
+def test_a_box_naming_several_classes_saves_with_the_best_of_them() -> None:
+    """AD&D 2e (PHB): a multi-class character uses the best saving throw of its classes.
+    A GM who writes "Mage/Psionicist" in one box beside one level has both classes at it:
+    at level 3 the psionicist's save, 13, beats the wizard's 14 (RULES.md table 1.7),
+    though the group is the wizard's, written first; a Fighter/Psionicist of level 9
+    saves as a warrior, 8, not as a psionicist, 11. A box of one class is unchanged."""
+    for box, level, group, save in (("Mage/Psionicist", 3, "wizard", 13),
+                                    ("Fighter/Psionicist", 9, "warrior", 8)):
+        data = ulcen()
+        data["attribs"].append({"name": "class1", "current": box, "max": ""})
+        attr(data, "level-class1")["current"] = str(level)
+        c = SHEET.import_(data, "revised-2e").combatant
+        assert (c["level"], c["class_group"], c["save_paralyzation"]) == (level, group, save)
+        assert REVISED.combatant(c)["save_paralyzation"] == save
+    data = ulcen()
+    data["attribs"].append({"name": "class1", "current": "Mage/Psionicist", "max": ""})
+    attr(data, "level-class1")["current"] = "3"
+    got = SHEET.import_(data, "revised-2e")
+    assert ('save vs. paralyzation 13 from "Mage/Psionicist" 3 as a psionicist, the best '
+            'of "Mage/Psionicist" 3 as a wizard or a psionicist (psi_save_paralyzation '
+            'sets it)') in got.warnings
+    data["attribs"][-1]["current"] = "Psionicist"
+    got = SHEET.import_(data, "revised-2e")
+    assert "save_paralyzation" not in got.combatant
+    assert not any("save vs. paralyzation" in w for w in got.warnings)
+
+
 def fighter_and_psionicist(fighter: int = 6, psionicist: int = 4,
                            second: str = "Psionicist") -> dict[str, Any]:
     """Ulcen as a Fighter ``fighter`` / ``second`` ``psionicist`` (class1, class2)."""

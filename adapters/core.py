@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any, Final
 
 from engine.errors import EngineError, InvalidInput, json_text
-from engine.revised_2e.rules import save_paralyzation
+from engine.revised_2e.rules import best_save_paralyzation
 from engine.revised_2e.tables import Tables
 
 from .base import Imported
@@ -809,15 +809,14 @@ def finish(draft: Draft, npc: bool) -> None:
 
 def best_class_save(draft: Draft) -> bool:
     """A multi-class character's save vs. paralyzation: the best (lowest) of its classes'
-    (``draft.classes``), each by its class group at its own level (RULES.md §1.7, the
-    engine's own table; AD&D 2e gives a multi-class character the best saving throw of
-    its classes; a class name writing several, "Mage/Psionicist", counts each of them at
-    its level). Set, with a warning, only when the sheet gives several classes (or one
-    writing several), the data no save, and the psionic state store neither the class
-    group nor the level (the GM's own reading: the engine then derives the save from
-    those, as for one class). A class of no known group is left out, and said. Never
-    written back: it is derived from the class levels, as the level is. True when it
-    set the save."""
+    (``draft.classes``), each by its class group at its own level: the engine's rule
+    (``best_save_paralyzation``); a class name writing several, "Mage/Psionicist",
+    counts each of them at its level. Set, with a warning, only when the sheet gives
+    several classes (or one writing several), the data no save, and the psionic state
+    store neither the class group nor the level (the GM's own reading: the engine then
+    derives the save from those, as for one class). A class of no known group is left
+    out, and said. Never written back: it is derived from the class levels, as the
+    level is. True when it set the save."""
     f = draft.fields
 
     def stored(name: str) -> bool:
@@ -827,8 +826,7 @@ def best_class_save(draft: Draft) -> bool:
     if not draft.classes or "save_paralyzation" in f \
             or stored("class_group") or stored("level"):
         return False
-    tables = shipped_tables()
-    saves = []
+    counted: list[tuple[str, int, str, str]] = []  # (group, level, name, "as a" words)
     unknown = []
     shown = draft.class_text
     named: list[str] = []
@@ -839,13 +837,13 @@ def best_class_save(draft: Draft) -> bool:
         named.append(f"{shown(name)} {level}{several}")
         if not groups:
             unknown.append(f"{shown(name)} {level}")
-        for group in groups:
-            # Class levels are 1 or more: the level-0 house rule never applies.
-            saves.append((save_paralyzation(tables, group, level, False), name, level,
-                          f" as a {group}" if several else ""))
-    if not saves or (len(saves) < 2 and len(draft.classes) < 2):
+        counted += [(group, level, name, f" as a {group}" if several else "")
+                    for group in groups]
+    if not counted or (len(counted) < 2 and len(draft.classes) < 2):
         return False  # one class of one group: the engine derives the save as ever
-    save, name, level, as_group = min(saves, key=lambda found: found[0])  # the first best
+    save, at = best_save_paralyzation(shipped_tables(),
+                                      [(group, level) for group, level, _, _ in counted])
+    _, level, name, as_group = counted[at]
     draft.put("save_paralyzation", save, Binding("", writable=False))
     listed = " / ".join(named)
     left = (f"{', '.join(unknown)} left out: no class group known for "

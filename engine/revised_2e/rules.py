@@ -7,7 +7,7 @@ depends on as arguments; none keeps state or rolls dice except through a ``DiceS
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.dice import DiceSource
@@ -60,6 +60,17 @@ def save_paralyzation(tables: Tables, group: str, level: int, save_0: bool) -> i
             return int(tables.raw["save_paralyzation"]["level_0"])
         level = 1
     return int(band_lookup(tables.save_rows(group), level, "/level")["target"])
+
+
+def best_save_paralyzation(tables: Tables, classes: Sequence[tuple[str, int]]
+                           ) -> tuple[int, int]:
+    """The save vs. paralyzation of a character of several classes, each a (class group,
+    level) at its own level: the best (lowest) of theirs, as AD&D 2e gives a multi-class
+    character the best saving throw of its classes (§1.7 for each). Returns the save and
+    the index of the first class that gives it."""
+    saves = [save_paralyzation(tables, group, level, False) for group, level in classes]
+    best = min(saves)
+    return best, saves.index(best)
 
 
 def known_modes_limit(tables: Tables, kind: str, level: int) -> int:

@@ -17,6 +17,7 @@ from engine.revised_2e import SYSTEM, Revised2e
 from engine.revised_2e.exchange import attack
 from engine.revised_2e.rules import (
     add_condition,
+    best_save_paralyzation,
     close_mind,
     close_offer,
     editable,
@@ -95,6 +96,17 @@ def test_combatant_derivations_for_a_psionicist() -> None:
     assert c["kind"] == "psionicist" and c["mthac0"] == 15
     assert c["mac"] == 8 - 2 - 2 and c["psp"] == 60
     assert c["save_paralyzation"] == 12  # rogue and psionicist 5–8
+
+
+def test_a_character_of_several_classes_saves_with_the_best_of_them() -> None:
+    """§1.7 for each class at its own level, the lowest taken (AD&D 2e multi-class): a
+    warrior of 6 saves at 11, a psionicist of 4 at 13, a priest of 5 at 9; the index is
+    the first class giving the best."""
+    t = SYSTEM.tables
+    assert best_save_paralyzation(t, [("warrior", 6), ("psionicist", 4)]) == (11, 0)
+    assert best_save_paralyzation(t, [("psionicist", 4), ("warrior", 6), ("priest", 5)]) \
+        == (9, 2)
+    assert best_save_paralyzation(t, [("priest", 5), ("priest", 5)]) == (9, 0)
 
 
 def test_any_psp_maximum_of_1_or_more_without_a_kind_makes_a_psionicist() -> None:

@@ -3950,27 +3950,41 @@ var Mindscape = Mindscape || (() => {
     if (Object.keys(own).length) store().tokens[token.id] = own;
   };
 
-  // Where one attribute part of a fighter's update lands (applyTokenUpdate): an unlinked
-  // token's bar or its own value, else its character's attribute (in any case of its name).
-  const placeOf = (ref, name, part) => {
+  // Where one attribute part of a fighter's update lands (applyTokenUpdate), as the keys
+  // newest-wins compares (rememberWrites): the place itself, an unlinked token's bar or
+  // own value, else its character's attribute (in any case of its name); the attribute a
+  // bar is linked to, should the GM have linked it since (the bar shows that attribute,
+  // so the two are one place); and the fighter's own attribute part, so that a write
+  // moved to another place since (--hpbar, --pspbar, --attr changed) is still that
+  // fighter's. A character's own attribute part is its place; an unlinked token's is
+  // its own value.
+  const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
+    const own = `${ref}|${name.toLowerCase()}|${part}`;
     if (token) {
       const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
-      if (!binding) return `${token.id}|${name.toLowerCase()}|${part}`;
-      const bar = barOf(binding.field);
-      if (bar) return `${token.id}|bar${bar}_${binding.bar}`;
+      const bar = binding ? barOf(binding.field) : null;
+      if (!binding) return [own];
+      if (bar) {
+        const places = [`${token.id}|bar${bar}_${binding.bar}`, own];
+        const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
+        if (linked) places.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
+        return places;
+      }
     }
-    return `${charId}|${name.toLowerCase()}|${part}`;
+    return Array.from(new Set([`${charId}|${name.toLowerCase()}|${part}`, own]));
   };
 
   /**
    * Writes the updates: a character's attributes, or an unlinked token's bars and values,
-   * but no place (placeOf) in `newerWrote`: an answer to a request sent later wrote it
-   * already, and the newest request wins. Each fighter is written on its own: one whose
+   * but no attribute part one of whose places (placesOf) is in `newerWrote`: an answer
+   * to a request sent later wrote it already (or is to, where its write failed), and the
+   * newest request wins. Each fighter is written on its own: one whose
    * character or token is gone, or whose write throws, is listed in `failed` ({ref, gone,
    * attributes, at: its index}) and the others are still written. Returns {written:
-   * ["name: attribute"], failed, skipped: [{ref, name}] (left out for newerWrote), places
+   * ["name: attribute"], failed, skipped: [{ref, name, parts, left}] (`left` of the
+   * update's `parts` of that attribute left out for newerWrote), places
    * (written, or meant to be where a write threw, as {place: true}), applied (the updates
    * as written, index for index)}.
    */
@@ -3987,11 +4001,11 @@ var Mindscape = Mindscape || (() => {
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
-        const kept = parts.filter((part) => !ownMember(newerWrote, placeOf(ref, name, part)));
-        if (kept.length < parts.length) skipped.push({ ref, name });
+        const kept = parts.filter((part) => !placesOf(ref, name, part).some((place) => ownMember(newerWrote, place)));
+        if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
-        kept.forEach((part) => landing.push(placeOf(ref, name, part)));
+        kept.forEach((part) => landing.push(...placesOf(ref, name, part)));
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;
@@ -4027,11 +4041,22 @@ var Mindscape = Mindscape || (() => {
   };
 
   // What the GM reads of the writes an answer left out (applyUpdates' skipped), or ''.
+  // An attribute whose current this answer would have written but not its max (or the
+  // other way round) is named with the part left out: "PSP (current)".
   const skippedNote = (skipped) => {
     const refs = Array.from(new Set(skipped.map((s) => s.ref)));
     if (!refs.length) return '';
-    const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${Array.from(new Set(skipped.filter((s) => s.ref === ref).map((s) => s.name))).map(chatSafe).join(', ')}`);
-    return ` Not written, an answer to a request sent after it had already written them (the newest request wins): ${names.join('; ')}.`;
+    const named = (ref) => {
+      const mine = skipped.filter((s) => s.ref === ref);
+      return Array.from(new Set(mine.map((s) => s.name))).map((name) => {
+        const same = mine.filter((s) => s.name === name);
+        const left = new Set(same.flatMap((s) => s.left));
+        const wanted = new Set(same.flatMap((s) => s.parts));
+        return chatSafe(left.size < wanted.size ? `${name} (${Array.from(left).join(', ')})` : name);
+      }).join(', ');
+    };
+    const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${named(ref)}`);
+    return ` Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed (the newest request wins): ${names.join('; ')}.`;
   };
 
   // `whose` names the fighter a die was rolled for, where several fighters roll alike.

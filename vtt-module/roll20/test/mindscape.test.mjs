@@ -8452,7 +8452,7 @@ test('the newest request wins: the GM resolves again after a stale refusal, and 
   assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [16, 0]);
   assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'open');
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> \\(resolve the next step of the encounter\\) was relayed twice: .*was applied \\(the stale refusal before it was the other run's\\)\\. `
-    + 'Not written, an answer to a request sent after it had already written them \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$').test(w)));
+    + 'Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$').test(w)));
   assert.equal(stepCards(ctx).length, 2);
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 4);
   assert.deepEqual(held(ctx), []);
@@ -8463,7 +8463,7 @@ test('the newest request wins: an attack\'s late answer, after its timeout or a 
     { character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } },
     { character_id: ctx.fenka.id, attributes: { HP: { current: 4 } } },
   ]);
-  const skipped = 'Not written, an answer to a request sent after it had already written them \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.';
+  const skipped = 'Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.';
   // After its timeout.
   const ctx = campaign();
   const late = attackAndDefend(ctx);
@@ -8530,7 +8530,7 @@ test('the newest request wins also where its write failed: the older relay\'s su
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), pspBefore);
   assert.deepEqual(held(ctx), [ctx.ulcen.id]);
   assert.deepEqual(writes(ctx)[ctx.ulcen.id].attributes, { PSP: { current: 16 } });
-  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> .*was relayed twice: .*Not written, .*\\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$`).test(w)));
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> .*was relayed twice: .*Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$`).test(w)));
   // The refresh before the next resolve writes the newer value, and the hold ends.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);
@@ -8548,6 +8548,65 @@ test('the newest request wins: the GM reads each attribute left out once, though
   ]));
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 25);
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP\.<\/div>$/);
+});
+
+test('the newest request wins: where the newer answer wrote only an attribute\'s current, the older writes its max and the GM reads which part was left out ("PSP (current)")', () => {
+  const ctx = campaign();
+  const one = attackAndDefend(ctx);
+  const two = attackAndDefend(ctx);
+  answer(ctx, two.id, exchangeResult(ctx, two.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } }]));
+  answer(ctx, one.id, exchangeResult(ctx, one.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 28, max: 39 } } }]));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 25);
+  assert.equal(ctx.sb.attribute(ctx.ulcen.id, 'PSP').get('max'), 39);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP \(current\)\.<\/div>$/);
+});
+
+test('the newest request wins though the GM moved the HP bar (--hpbar) or renamed HP (--attr) since the newer answer: the older answer leaves that fighter\'s HP as the newer wrote it', () => {
+  const run = (change) => {
+    const ctx = goblins();
+    ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr hp=HP --attr psp=PSP' });
+    const attackGoblin = () => {
+      ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+      return lastRequest(ctx.sb);
+    };
+    const late = attackGoblin();
+    ctx.sb.advance(30000);
+    const again = attackGoblin();
+    answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+    assert.equal(ctx.gob[1].get('bar1_value'), 1);
+    ctx.sb.chat({ playerid: GM, content: `!psi config ${change}` });
+    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+    return ctx;
+  };
+  // HP now on bar 2: the older HP is not put there.
+  const moved = run('--hpbar 2');
+  assert.equal(moved.gob[1].get('bar2_value'), '');
+  assert.equal(moved.gob[1].get('bar1_value'), 1);
+  // HP now read from Life: the older HP is not kept as the token's own HP either.
+  const renamed = run('--attr hp=Life');
+  assert.equal(renamed.gob[1].get('bar1_value'), 1);
+  assert.equal((renamed.sb.state.Mindscape.tokens[renamed.gob[1].id] || {}).hp, undefined);
+});
+
+test('the newest request wins though the GM linked the token\'s HP bar since: the older answer for the token leaves that bar (it shows the attribute) as the character\'s newer answer wrote the attribute', () => {
+  const ctx = goblins();
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
+  ctx.sb.advance(30000);
+  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  const again = attackGoblin();
+  assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), '3');
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
 test('the newest request wins between two requests kept from before there was a seq: the one sent later, by its time, keeps what it wrote from the other\'s late answer', () => {

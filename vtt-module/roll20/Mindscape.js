@@ -3196,8 +3196,10 @@ var Mindscape = Mindscape || (() => {
   // back and lose it. So every combatant is held until the companion's view tells
   // (settleUncertain): still at the revision the step named, it was not stored and the
   // holds it made end; past it, it was, and they stay until the GM has brought the
-  // sheets in line. `enc.uncertain`: {revision, refs (those it held), what}. The GM's
-  // note, or ''.
+  // sheets in line. After a second bridge's copy of the step was refused as stale (4009:
+  // the companion was past that revision already) the view cannot tell: past it is
+  // what it then is either way. `enc.uncertain`: {revision, refs (those it held), what,
+  // stale}. The GM's note, or ''.
   const holdUncertain = (job) => {
     const enc = isStep(job) ? jobEncounter(job) : null;
     if (!enc || !Number.isInteger(job.sentRevision)) return '';
@@ -3206,7 +3208,7 @@ var Mindscape = Mindscape || (() => {
     holdFighters(enc, all);
     const refs = heldOf(enc).filter((ref) => !before.includes(ref));
     const earlier = isObject(enc.uncertain) ? enc.uncertain.refs : [];
-    enc.uncertain = { revision: job.sentRevision, refs: Array.from(new Set(earlier.concat(refs))), what: stepWords(job) };
+    enc.uncertain = { revision: job.sentRevision, refs: Array.from(new Set(earlier.concat(refs))), what: stepWords(job), stale: job.stale === true };
     return `<br>Until the companion's view tells whether it was stored, the encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''}: `
       + 'the refresh before a resolve leaves them out, so that a step stored without its write-back is not lost.';
   };
@@ -3221,8 +3223,14 @@ var Mindscape = Mindscape || (() => {
       (Array.isArray(doubt.refs) ? doubt.refs : []).forEach((ref) => releaseFighter(enc, ref));
       return `The companion did not store ${what} whose answer was lost (it is still at revision ${doubt.revision}): nobody is held for it; repeat it if it still fits.`;
     }
+    const keep = `The encounter keeps its own copy of those held (below) until you have put those values on their sheets and ${REFRESH_TO_RELEASE}`;
+    if (doubt.stale) {
+      return `The companion's view cannot tell whether it stored ${what} whose answer was lost: a second bridge's copy of it was refused as stale, the companion being past `
+        + `revision ${doubt.revision} already (now ${chatSafe(view.revision)}), as it is when the other copy was stored, and also when another call got there first. `
+        + `If it was stored, its write-back never reached the sheets, and no card was posted for it. ${keep}`;
+    }
     return `The companion stored ${what} whose answer was lost (it was at revision ${doubt.revision}, now ${chatSafe(view.revision)}): its write-back never reached the sheets, `
-      + `and no card was posted for it. The encounter keeps its own copy of those held (below) until you have put those values on their sheets and ${REFRESH_TO_RELEASE}`;
+      + `and no card was posted for it. ${keep}`;
   };
 
   const releaseFighter = (enc, ref) => {

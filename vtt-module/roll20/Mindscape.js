@@ -1073,8 +1073,9 @@ var Mindscape = Mindscape || (() => {
         ? '. The companion may have done it all the same: run <code>!psi encounter status</code> to see where the encounter stands before you repeat anything.'
         : ', then repeat the command.';
     // A relay that was only slow may still deliver: that answer is applied then.
-    // An exchange, a round's end or a rest repeated as well as answered late would be
-    // applied twice.
+    // An exchange, a round's end or a rest repeated as well as answered late is applied
+    // twice: two cards, and the sheets a mix of both where they wrote different attributes
+    // (the newer request's value stands where both wrote one: rememberWrites).
     const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
     const late = entry.kind === 'encounter.create' ? '' : ' Should its answer still arrive (within the hour), it is applied and you are told so'
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');

@@ -3032,6 +3032,26 @@ test('a round\'s end that times out warns against ending the round twice', () =>
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s.*wait for it rather than end the round again/);
 });
 
+test('a round\'s end repeated after its timeout and then answered late is applied twice, as the timeout warns: two cards, the newer request\'s value where both wrote one and the older\'s where only it wrote (ROLL20.md Late answers)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  const late = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
+  const repeat = lastRequest(ctx.sb);
+  const from = ctx.sb.chats.length;
+  const ended = (id, psp, updates) => roundResult(id, {
+    events: [{ type: 'psp-regained', combatant: ctx.ulcen.id, amount: psp - 40 }],
+    summary: `End of the round: Ulcen of Tyr has ${psp} PSPs.`,
+    updates: [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: psp }, ...updates } }],
+  });
+  answer(ctx, repeat.id, ended(repeat.id, 41));
+  answer(ctx, late.id, ended(late.id, 42, { psi_conditions: { current: '' } }));
+  assert.equal(ctx.sb.chats.slice(from).filter((c) => c.input.includes('{{name=End of the round}}')).length, 2);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 41);
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_conditions'), '');
+});
+
 test('the fighters of the current encounter are left out of !psi round: the encounter ends their rounds itself', () => {
   const ctx = encounterWithTwo();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });

@@ -3960,29 +3960,32 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Where one attribute part of a fighter's update lands (applyTokenUpdate), as the keys
-  // newest-wins compares (rememberWrites): the place itself, an unlinked token's bar or
-  // own value, else its character's attribute (in any case of its name); the attribute a
-  // bar is linked to, should the GM have linked it since (the bar shows that attribute,
-  // so the two are one place); and the fighter's own attribute part, so that a write
-  // moved to another place since (--hpbar, --pspbar, --attr changed) is still that
-  // fighter's. A character's own attribute part is its place; an unlinked token's is
-  // its own value.
+  // newest-wins remembers and compares (rememberWrites): the fighter's own attribute part
+  // (an unlinked token's own value, a character's attribute, in any case of its name), so
+  // that a write moved since (--hpbar, --pspbar, --attr changed) is still that fighter's;
+  // where a token's part is on a bar, the bar of that field (its PSP bar's max, say,
+  // whichever bar that is now: PSP max and PSP_max both stand for it) and the attribute
+  // the bar is linked to, should the GM have linked it since (the bar shows it, so the two
+  // are one place); where it is on its character's sheet (a bar set to none), that
+  // attribute, which every copy shares. Not the bar itself: after --hpbar and --pspbar
+  // swapped, bar 1 holds another attribute. That, `bar`, is only compared, as requests
+  // kept from before remembered it alone.
   const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = `${ref}|${name.toLowerCase()}|${part}`;
     if (token) {
       const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
-      const bar = binding ? barOf(binding.field) : null;
-      if (!binding) return [own];
+      if (!binding) return { keys: [own] };
+      const bar = barOf(binding.field);
       if (bar) {
-        const places = [`${token.id}|bar${bar}_${binding.bar}`, own];
+        const keys = [own, `${token.id}|bar|${binding.field}|${binding.bar}`];
         const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
-        if (linked) places.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
-        return places;
+        if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
+        return { keys, bar: `${token.id}|bar${bar}_${binding.bar}` };
       }
     }
-    return Array.from(new Set([`${charId}|${name.toLowerCase()}|${part}`, own]));
+    return { keys: Array.from(new Set([`${charId}|${name.toLowerCase()}|${part}`, own])) };
   };
 
   /**
@@ -4010,11 +4013,12 @@ var Mindscape = Mindscape || (() => {
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
-        const kept = parts.filter((part) => !placesOf(ref, name, part).some((place) => ownMember(newerWrote, place)));
+        const where = Object.fromEntries(parts.map((part) => [part, placesOf(ref, name, part)]));
+        const kept = parts.filter((part) => !where[part].keys.concat(where[part].bar || []).some((key) => ownMember(newerWrote, key)));
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
-        kept.forEach((part) => landing.push(...placesOf(ref, name, part)));
+        kept.forEach((part) => landing.push(...where[part].keys));
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;

@@ -8631,6 +8631,73 @@ test('the newest request wins though the GM linked the token\'s HP bar since: th
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
+test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  ctx.sb.advance(30000);
+  const again = attackGoblin();
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 2 --pspbar 1' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 }, PSP: { current: 5 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 5);
+  assert.equal(ctx.gob[1].get('bar2_value'), '');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
+test('the newest request wins where two attribute parts stand for one bar: the newer answer\'s PSP max on the PSP bar is not overwritten by the older\'s PSP_max', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  ctx.sb.advance(30000);
+  const again = attackGoblin();
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
+  assert.equal(ctx.gob[1].get('bar2_max'), 30);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
+  assert.equal(ctx.gob[1].get('bar2_max'), 30);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: PSP_max\.<\/div>$/);
+});
+
+test('the newest request wins where unlinked copies share their character\'s HP (--hpbar none): the older answer for one copy leaves the HP the newer wrote for another', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
+  const attack = (target) => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[2].id], content: `!psi attack --target ${target.id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attack(ctx.gob[1]);
+  ctx.sb.advance(30000);
+  const other = attack(ctx.gob[0]);
+  answer(ctx, other.id, exchangeResult(ctx, other.id, [{ character_id: ctx.gob[0].id, attributes: { HP: { current: 1 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
+test('the newest request wins for a request kept from before the fighter\'s own parts were remembered: a bar it remembered leaves that bar as the newer answer wrote it', () => {
+  const ctx = goblins();
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  ctx.sb.advance(30000);
+  ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.gob[1].id}|bar1_value`]: true };
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), '3');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
 test('the newest request wins between two requests kept from before there was a seq: the one sent later, by its time, keeps what it wrote from the other\'s late answer', () => {
   const before = campaign();
   const older = attackAndDefend(before);

@@ -1074,8 +1074,12 @@ var Mindscape = Mindscape || (() => {
         : ', then repeat the command.';
     // A relay that was only slow may still deliver: that answer is applied then.
     // An exchange, a round's end or a rest repeated as well as answered late is applied
-    // twice: two cards, and the sheets a mix of both where they wrote different attributes
-    // (the newer request's value stands where both wrote one: rememberWrites).
+    // twice, two cards. A rest, or a round's end that asks nothing first, reads the sheets
+    // when typed, so both are computed from the same sheets, which end a mix of the two
+    // (the newer request's value stands where both wrote one: rememberWrites). An attack
+    // reads them once its defense is chosen, a round's end that asks a question first once
+    // the GM answers it: a late answer that came before then has written them, and the
+    // repeat counts again (PSPs paid twice).
     const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
     const late = entry.kind === 'encounter.create' ? '' : ' Should its answer still arrive (within the hour), it is applied and you are told so'
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');

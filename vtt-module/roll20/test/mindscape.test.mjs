@@ -3032,7 +3032,7 @@ test('a round\'s end that times out warns against ending the round twice', () =>
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /no answer from the companion in 30 s.*wait for it rather than end the round again/);
 });
 
-test('a round\'s end repeated after its timeout and then answered late is applied twice, as the timeout warns: two cards, the newer request\'s value where both wrote one and the older\'s where only it wrote (ROLL20.md Late answers)', () => {
+test('a round\'s end that asks nothing first, repeated after its timeout and then answered late, is computed from the same sheets as the late one: two cards, the newer request\'s value where both wrote one and the older\'s where only it wrote (ROLL20.md Late answers)', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
   const late = lastRequest(ctx.sb);
@@ -3050,6 +3050,50 @@ test('a round\'s end repeated after its timeout and then answered late is applie
   assert.equal(ctx.sb.chats.slice(from).filter((c) => c.input.includes('{{name=End of the round}}')).length, 2);
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 41);
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'psi_conditions'), '');
+});
+
+test('an attack repeated after its timeout reads the sheets when the defense is chosen: a late answer that came before then has written them, and the repeat counts again (ROLL20.md Late answers)', () => {
+  const ctx = campaign();
+  const late = attackAndDefend(ctx);
+  ctx.sb.advance(30000);
+  attack(ctx);
+  answer(ctx, late.id, exchangeResult(ctx, late.id));
+  assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 28);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  const repeat = lastRequest(ctx.sb);
+  assert.equal(repeat.body.method, 'exchange.resolve');
+  assert.equal(attribOf(repeat.body.params.attacker, 'PSP').current, 28);
+  assert.equal(attribOf(repeat.body.params.defender, 'HP').current, 2);
+});
+
+test('a round\'s end that asks a question first, repeated after its timeout, reads the sheets when the GM answers: a late answer that came before then has written them, and the repeat counts again (ROLL20.md Late answers)', () => {
+  const ctx = campaign();
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: MAY_CLOSE, max: '' });
+  const offer = (id) => closeOffer(id, ctx.fenka.id, { cost: 10, defense: 'mental-barrier', basis: 'last', psp: 30, payable: true, reason: null },
+    'Fenka may pay 10 PSPs (twice the mental barrier, the last defense it used) to close its mind.');
+  const ask = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    const asked = lastRequest(ctx.sb);
+    assert.equal(asked.body.method, 'exchange.round_end_choices');
+    answer(ctx, asked.id, offer(asked.id));
+    return buttonsIn(whispersTo(ctx.sb, 'gm').at(-1));
+  };
+  ctx.sb.chat({ playerid: GM, content: ask()[0][1] });
+  const late = lastRequest(ctx.sb);
+  assert.equal(late.body.method, 'exchange.end_round');
+  ctx.sb.advance(30000);
+  const nobody = ask().find(([label]) => label === 'Nobody pays')[1];
+  answer(ctx, late.id, roundResult(late.id, {
+    events: [{ type: 'mind-closed', combatant: ctx.fenka.id }],
+    summary: 'End of the round: Fenka pays 10 PSPs and closes its mind.',
+    updates: [{ character_id: ctx.fenka.id, attributes: { PSP: { current: 20 } } }],
+  }));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'PSP'), 20);
+  ctx.sb.chat({ playerid: GM, content: nobody });
+  const repeat = lastRequest(ctx.sb);
+  assert.equal(repeat.body.method, 'exchange.end_round');
+  assert.equal(repeat.body.params.combatants.find((c) => c.data.id === ctx.fenka.id).data.attribs.find((a) => a.name === 'PSP').current, 20);
 });
 
 test('the fighters of the current encounter are left out of !psi round: the encounter ends their rounds itself', () => {

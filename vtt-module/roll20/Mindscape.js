@@ -4073,7 +4073,7 @@ var Mindscape = Mindscape || (() => {
       }).join(', ');
     };
     const names = refs.map((ref) => `${chatSafe(fighterName(ref))}: ${named(ref)}`);
-    return ` Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed (the newest request wins): ${names.join('; ')}.`;
+    return ` Not written, because an answer to a request sent later wrote these or, where its write failed, is to (the newest request wins): ${names.join('; ')}.`;
   };
 
   // `whose` names the fighter a die was rolled for, where several fighters roll alike.

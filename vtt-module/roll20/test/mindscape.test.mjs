@@ -8518,7 +8518,7 @@ test('the newest request wins: the GM resolves again after a stale refusal, and 
   assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [16, 0]);
   assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'open');
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> \\(resolve the next step of the encounter\\) was relayed twice: .*was applied \\(the stale refusal before it was the other run's\\)\\. `
-    + 'Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$').test(w)));
+    + 'Not written, because an answer to a request sent later wrote these or, where its write failed, is to \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$').test(w)));
   assert.equal(stepCards(ctx).length, 2);
   assert.equal(ctx.sb.state.Mindscape.encounter.revision, 4);
   assert.deepEqual(held(ctx), []);
@@ -8529,7 +8529,7 @@ test('the newest request wins: an attack\'s late answer, after its timeout or a 
     { character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } },
     { character_id: ctx.fenka.id, attributes: { HP: { current: 4 } } },
   ]);
-  const skipped = 'Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.';
+  const skipped = 'Not written, because an answer to a request sent later wrote these or, where its write failed, is to \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.';
   // After its timeout.
   const ctx = campaign();
   const late = attackAndDefend(ctx);
@@ -8596,7 +8596,7 @@ test('the newest request wins also where its write failed: the older relay\'s su
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), pspBefore);
   assert.deepEqual(held(ctx), [ctx.ulcen.id]);
   assert.deepEqual(writes(ctx)[ctx.ulcen.id].attributes, { PSP: { current: 16 } });
-  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> .*was relayed twice: .*Not written, as an answer to a request sent after it wrote them, or is to write them where its write failed \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$`).test(w)));
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => new RegExp(`Request <b>${first.id}</b> .*was relayed twice: .*Not written, because an answer to a request sent later wrote these or, where its write failed, is to \\(the newest request wins\\): Ulcen of Tyr: PSP; Fenka: HP\\.</div>$`).test(w)));
   // The refresh before the next resolve writes the newer value, and the hold ends.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.ulcen.id, 'PSP'), 16);

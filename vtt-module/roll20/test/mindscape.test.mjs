@@ -8627,7 +8627,7 @@ test('the newest request wins: where the newer answer wrote only an attribute\'s
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP \(current\)\.<\/div>$/);
 });
 
-test('the newest request wins though the GM moved the HP bar (--hpbar) or renamed HP (--attr) since the newer answer: the older answer leaves that fighter\'s HP as the newer wrote it', () => {
+test('the newest request wins though the GM moved the HP bar (--hpbar) or renamed HP (--attr) since the newer answer: the older answer writes that fighter\'s HP nowhere (not on the bar HP moved to, which keeps what it held, nor as the token\'s own value), and the newer HP stays on the bar it was written to, which after --hpbar no longer shows HP', () => {
   const run = (change) => {
     const ctx = goblins();
     ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr hp=HP --attr psp=PSP' });
@@ -8645,7 +8645,8 @@ test('the newest request wins though the GM moved the HP bar (--hpbar) or rename
     assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
     return ctx;
   };
-  // HP now on bar 2: the older HP is not put there.
+  // HP now on bar 2: the older HP is not put there, and bar 1 keeps the newer HP, which
+  // it no longer shows as HP (the GM moved it; newest-wins does not carry it along).
   const moved = run('--hpbar 2');
   assert.equal(moved.gob[1].get('bar2_value'), '');
   assert.equal(moved.gob[1].get('bar1_value'), 1);

@@ -1078,8 +1078,9 @@ var Mindscape = Mindscape || (() => {
     // when typed, so both are computed from the same sheets, which end a mix of the two
     // (the newer request's value stands where both wrote one: rememberWrites). An attack
     // reads them once its defense is chosen, a round's end that asks a question first once
-    // the GM answers it: a late answer that came before then has written them, and the
-    // repeat counts again (PSPs paid twice).
+    // the companion's answer to it comes or, where someone may choose, the GM chooses: a
+    // late answer that came before then has written them, and the repeat counts again
+    // (PSPs paid twice).
     const again = { exchange: 'repeat the attack', round: 'end the round again', rest: 'run the rest again' }[entry.kind];
     const late = entry.kind === 'encounter.create' ? '' : ' Should its answer still arrive (within the hour), it is applied and you are told so'
       + (again ? `: if the badge shows the bridge relayed this request, wait for it rather than ${again}.` : '.');
@@ -3963,33 +3964,34 @@ var Mindscape = Mindscape || (() => {
     if (Object.keys(own).length) store().tokens[token.id] = own;
   };
 
-  // Where one attribute part of a fighter's update lands (applyTokenUpdate), as the keys
-  // newest-wins remembers and compares (rememberWrites): the fighter's own attribute part
-  // (an unlinked token's own value, a character's attribute, in any case of its name), so
-  // that a write moved since (--hpbar, --pspbar, --attr changed) is still that fighter's;
-  // where a token's part is on a bar, the bar of that field (its PSP bar's max, say,
-  // whichever bar that is now: PSP max and PSP_max both stand for it) and the attribute
-  // the bar is linked to, should the GM have linked it since (the bar shows it, so the two
-  // are one place); where it is on its character's sheet (a bar set to none), that
-  // attribute, which every copy shares. Not the bar itself: after --hpbar and --pspbar
-  // swapped, bar 1 holds another attribute. That, `bar`, is only compared, as requests
-  // kept from before remembered it alone.
+  // The keys newest-wins remembers (rememberWrites) and compares for one part of a
+  // fighter's update (applyTokenUpdate says where it lands):
+  //  - always the fighter's own part, ref|name|part (in any case of its name), so that a
+  //    write moved since (--hpbar, --pspbar, --attr changed) is still that fighter's;
+  //  - a token's part that has a bar field: tok|bar|field|value or max, the field by what
+  //    it shows, not its bar's number (PSP max and PSP_max share it), bar set or none;
+  //  - a token's part on a bar: if the bar is linked now, the attribute it shows
+  //    (writing one writes the other);
+  //  - a part on the sheet (a character's, or a token's whose bar is set to none):
+  //    char|name|part, shared by every copy.
+  // `bar` (tok|barN_value or max) is only compared: requests kept from before this
+  // version remembered just that. It is no longer remembered, as after a swap of
+  // --hpbar and --pspbar the bar shows something else.
   const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = `${ref}|${name.toLowerCase()}|${part}`;
-    if (token) {
-      const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
-      if (!binding) return { keys: [own] };
-      const bar = barOf(binding.field);
-      if (bar) {
-        const keys = [own, `${token.id}|bar|${binding.field}|${binding.bar}`];
-        const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
-        if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
-        return { keys, bar: `${token.id}|bar${bar}_${binding.bar}` };
-      }
-    }
-    return { keys: Array.from(new Set([`${charId}|${name.toLowerCase()}|${part}`, own])) };
+    const sheet = `${charId}|${name.toLowerCase()}|${part}`;
+    if (!token) return { keys: Array.from(new Set([sheet, own])) };
+    const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
+    if (!binding) return { keys: [own] };
+    const field = `${token.id}|bar|${binding.field}|${binding.bar}`;
+    const bar = barOf(binding.field);
+    if (!bar) return { keys: [sheet, own, field] };
+    const keys = [own, field];
+    const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
+    if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
+    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}` };
   };
 
   /**

@@ -8712,6 +8712,24 @@ test('the newest request wins where two attribute parts stand for one bar: the n
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: PSP_max\.<\/div>$/);
 });
 
+test('the newest request wins where two attribute parts stand for one bar field though the GM set that bar to none since: the older answer\'s PSP_max does not overwrite the PSP max the newer wrote', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  ctx.sb.advance(30000);
+  const again = attackGoblin();
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar none' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
+  const written = ctx.sb.attribute(ctx.goblin.id, 'PSP_max');
+  assert.equal(written ? written.get('current') : undefined, undefined);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: PSP_max\.<\/div>$/);
+});
+
 test('the newest request wins where unlinked copies share their character\'s HP (--hpbar none): the older answer for one copy leaves the HP the newer wrote for another', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });

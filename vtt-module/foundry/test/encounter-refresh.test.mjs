@@ -473,6 +473,53 @@ test("a new encounter that replaces one whose write Foundry missed still waits (
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
+test("End pressed while a resolve writes back: a write Foundry misses after End read the encounter is told as End tells those still waiting, and no hold comes back into the ended encounter", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  const update = fenka.update.bind(fenka);
+  let ended = null;
+  fenka.update = async (changes, options) => {
+    if ("flags.mindscape.revised-2e.psp" in changes) {
+      // The GM presses End while Foundry is still writing Fenka's sheet, which then fails.
+      ended = ctl.end();
+      await ended;
+      throw new Error("the document is locked");
+    }
+    return update(changes, options);
+  };
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  await ended;
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.deepEqual(ctl.meta, {}, "nothing stored into the ended encounter");
+  assert.equal(psp(t.actors.ulcen), 32, "the other sheets are written");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+});
+
+test("End pressed while the companion resolves: the stored step is still written to the sheets, and a write Foundry misses is told as End tells those still waiting", async () => {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return answer; } }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  const resolving = ctl.resolve();
+  await asking;
+  await ctl.end();
+  const before = t.clients.gm.notes.given.length;
+  release();
+  await resolving;
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written");
+  assert.deepEqual(ctl.meta, {});
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

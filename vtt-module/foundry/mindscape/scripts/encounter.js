@@ -298,6 +298,10 @@ export class EncounterController {
     // leaves them be. An attack declared again at the same minds in the same exchange
     // cannot be told apart from the first (the view keeps attacks secret): the answer stands.
     this.declinedJoin = { attack: null, ids: new Set() };
+    // The encounters an End is ending (`endNow`), and the writes of holds under way
+    // (`saveHeld`): a hold comes into an encounter before End reads it, or not at all.
+    this.endedIds = new Set();
+    this.heldSaves = new Set();
   }
 
   get game() { return this.svc.game; }
@@ -323,10 +327,14 @@ export class EncounterController {
    */
   async createNow(tokenUuids, name) {
     const system = this.svc.system;
-    const replaced = this.meta;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
+    // The replaced encounter ends as at End (`endNow`).
+    if (this.meta.id) this.endedIds.add(this.meta.id);
+    await Promise.allSettled([...this.heldSaves]);
+    const replaced = this.meta;
+    this.endedIds.delete(made.id);
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
-    this.tellWaitingWrites(replaced);
+    await this.tellWaitingWrites(replaced);
     await this.add(tokenUuids);
     return made;
   }
@@ -720,7 +728,7 @@ export class EncounterController {
       if (when && !(await when())) return null;
       const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
       const answer = open ? await this.stepCall("action", call) : await call();
-      const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true }) : [];
+      const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true, meta }) : [];
       // A public action changed combatants: other modules hear of it as of a step. A
       // hidden choice is not told (nothing changed yet, and it is secret).
       if (open && answer) this.announce("action", answer, plan, [], { combatant: cid });
@@ -845,7 +853,7 @@ export class EncounterController {
         out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
       }
     } finally {
-      await this.saveHeld(changes, seen);
+      await this.saveHeld(changes, { id: meta.id, seen });
     }
     return out;
   }
@@ -873,16 +881,19 @@ export class EncounterController {
   }
 
   /**
-   * Store changes of holds (`cid` → the new hold, or undefined to end it) in the
-   * encounter's meta as it is now. With `seen` (the holds a refresh started from), a hold
+   * Store changes of holds (`cid` → the new hold, or undefined to end it) in the meta of
+   * encounter `id` as it is now. With `seen` (the holds a refresh started from), a hold
    * made or changed meanwhile (an undo's write failing while the refresh ran) is kept as
-   * it is: the refresh read that sheet before it.
+   * it is: the refresh read that sheet before it. Nothing is stored once that encounter
+   * ended (or is ending, `endNow`) or another replaced it: its holds are nobody's now.
    * @param {Map<string, object|undefined>} changes
-   * @param {object|null} [seen]
+   * @param {{id:string|undefined, seen?:object|null}} options
+   * @returns {Promise<boolean>}  whether encounter `id` is still the current one
    */
-  async saveHeld(changes, seen = null) {
+  async saveHeld(changes, { id, seen = null }) {
     const meta = this.meta;
-    if (!meta.id || !changes.size) return;
+    if (!id || meta.id !== id || this.endedIds.has(id)) return false;
+    if (!changes.size) return true;
     const held = { ...(meta.held ?? {}) };
     for (const [cid, hold] of changes) {
       if (seen && JSON.stringify(held[cid]) !== JSON.stringify(seen[cid])) continue;
@@ -891,7 +902,15 @@ export class EncounterController {
     }
     const next = { ...meta, held };
     if (!Object.keys(held).length) delete next.held;
-    if (JSON.stringify(next) !== JSON.stringify(meta)) await this.saveMeta(next);
+    if (JSON.stringify(next) === JSON.stringify(meta)) return true;
+    const saving = this.saveMeta(next);
+    this.heldSaves.add(saving);
+    try {
+      await saving;
+    } finally {
+      this.heldSaves.delete(saving);
+    }
+    return true;
   }
 
   /** The participants of the encounter, for routing updates. */
@@ -906,10 +925,10 @@ export class EncounterController {
     return out;
   }
 
-  /** The encounter's participants by combatant id (those whose token or actor is gone left out). */
-  async participantsById() {
+  /** The participants of encounter `meta` by combatant id (those whose token or actor is gone left out). */
+  async participantsById(meta = this.meta) {
     const out = new Map();
-    for (const [cid, entry] of Object.entries(this.meta.combatants ?? {})) {
+    for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
       try {
         const { token, actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
         out.set(cid, participantOf(token, actor));
@@ -930,13 +949,20 @@ export class EncounterController {
    * could not make in a notice that stays until dismissed (the sheets stay behind until
    * the GM puts them right), a write Foundry missed in one that goes away (it is tried
    * again by itself).
+   *
+   * `meta` is the encounter the step was asked of, as it was then: an End (or a new
+   * encounter) while the step ran does not keep its write-back from the sheets, and a
+   * write Foundry missed then is told as End tells those still waiting
+   * (`tellWaitingWrites`), as nothing will try it again; no hold is stored.
    */
-  async applyStep(answer, { undo = false, action = false } = {}) {
+  async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
-    const byId = await this.participantsById();
+    // A combatant added since the step was asked is written too, while the encounter is the same.
+    const byId = await this.participantsById(this.meta.id === asked.id ? this.meta : asked);
     const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);
-    const meta = this.meta;
+    // The holds as they are now (a refresh may have changed them), while the encounter is the same.
+    const meta = this.meta.id === asked.id ? this.meta : asked;
     const names = (ids) => ids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
@@ -958,23 +984,25 @@ export class EncounterController {
       this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }), { permanent: true });
     }
     const missed = report.filter((r) => !r.ok);
-    if (missed.length) {
-      const ids = [];
-      for (const m of missed) {
-        const { update } = plan.find((u) => u.uuid === m.uuid);
-        const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
-        for (const cid of whose(m.uuid)) {
-          const h = held(cid);
-          // A hold the companion made (no write to try again) stays as it is.
-          if (!(h && h.write === null)) changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
-          ids.push(cid);
-        }
+    // This step's writes Foundry missed, by combatant: told at once should the encounter have ended.
+    const missedNow = new Map();
+    for (const m of missed) {
+      const { update } = plan.find((u) => u.uuid === m.uuid);
+      const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
+      for (const cid of whose(m.uuid)) {
+        const h = held(cid);
+        // A hold the companion made (no write to try again) stays as it is.
+        if (!(h && h.write === null)) changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
+        missedNow.set(cid, { write: pendingWrite(doc, m.uuid, update) });
       }
+    }
+    if (!(await this.saveHeld(changes, { id: asked.id }))) {
+      await this.tellWaitingWrites({ combatants: asked.combatants, held: Object.fromEntries(missedNow) });
+    } else if (missed.length) {
       this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
-        what, names: names([...new Set(ids)]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
+        what, names: names([...missedNow.keys()]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
       }));
     }
-    await this.saveHeld(changes);
     return plan;
   }
 
@@ -1039,7 +1067,7 @@ export class EncounterController {
     const answer = await this.stepCall("step", async () => (usePhysical
       ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
       : call("encounter.resolve", params)));
-    const plan = await this.applyStep(answer);
+    const plan = await this.applyStep(answer, { meta });
     const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
     const name = (id) => meta.combatants?.[id]?.name ?? id;
     // Every id on a card (allies, puppets, a wave's targets) by the token's name.
@@ -1082,20 +1110,21 @@ export class EncounterController {
     // In the exchange queue, as a resolve: never beside a refresh reading the same sheets.
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
+      const meta = this.meta;
       // Reached first: a companion that is not running refuses this, and then nothing
       // can have been undone (see stepCall).
-      await this.svc.rpc("encounter.get", { id: this.meta.id });
+      await this.svc.rpc("encounter.get", { id: meta.id });
       let answer;
       try {
         // With the revision the GM saw: a double click's second undo is refused (4009), not a second step taken back.
-        const params = revision === null ? { id: this.meta.id } : { id: this.meta.id, revision };
+        const params = revision === null ? { id: meta.id } : { id: meta.id, revision };
         answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params));
       } catch (error) {
         if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
         this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
         return null;
       }
-      const plan = await this.applyStep(answer, { undo: true });
+      const plan = await this.applyStep(answer, { undo: true, meta });
       await this.markUndone(answer?.undone);
       this.announce("undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
       return answer;
@@ -1159,7 +1188,7 @@ export class EncounterController {
       if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
         const meta = this.meta;
         const ids = Object.keys(meta.combatants ?? {});
-        await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])));
+        await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: meta.id });
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
           what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
         }), { permanent: true });
@@ -1184,11 +1213,15 @@ export class EncounterController {
 
   /** `end`, once. */
   async endNow() {
+    const id = this.meta.id;
+    // From now on a step that finishes tells its missed writes itself (`applyStep`); a
+    // hold being stored already is waited for, so that it is told here.
+    if (id) this.endedIds.add(id);
+    await Promise.allSettled([...this.heldSaves]);
     const meta = this.meta;
-    const id = meta.id;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     await this.saveMeta({});
-    this.tellWaitingWrites(meta);
+    await this.tellWaitingWrites(meta);
   }
 
   /**
@@ -1198,7 +1231,7 @@ export class EncounterController {
    * companion's write-back failed, or its answer was lost) says nothing more: the GM was
    * told of it in a notice that stays.
    */
-  tellWaitingWrites(meta) {
+  async tellWaitingWrites(meta) {
     const waiting = Object.entries(meta.held ?? {}).filter(([, hold]) => hold?.write);
     if (!waiting.length) return;
     const names = [...new Set(waiting.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");

@@ -426,6 +426,51 @@ test("ending the encounter while a write Foundry missed still waits tells the GM
   assert.equal(told[0].text, `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`);
 });
 
+test("End tells a waiting write's Foundry deletion (-=key) as a field to remove, not as a value null to set", async () => {
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        for (const u of answer.results.flatMap((r) => r.updates)) if (u.uuid === t.tokens.fenkaToken.actor.uuid) u.update["flags.mindscape.revised-2e.-=stunned"] = null;
+        return answer;
+      },
+    }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  const told = t.clients.gm.notes.given.slice(before);
+  assert.deepEqual(told.map((n) => n.text), [`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}, remove flags.mindscape.revised-2e.stunned).`]);
+});
+
+test("End leaves out a waiting write whose token was deleted meanwhile (there is no sheet to put right), and says nothing when no other waits", async () => {
+  const { t, ctl, enc } = await encounter();
+  const { ulcenToken, fenkaToken } = t.tokens;
+  lockPsp(t.actors.ulcen);
+  lockPsp(fenkaToken.actor);
+  await ctl.resolve();
+  assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "ulcen"]);
+  t.world.docs.delete(fenkaToken.uuid);
+  t.world.docs.delete(fenkaToken.actor.uuid);
+  const owed = enc.combatants.get("ulcen").profile.psp;
+  let before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => n.text), [`The encounter ended before a write-back missed by the sheet of Ulcen of Tyr could be tried again, so nothing will write it now: put it right by hand (${ulcenToken.actor.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`]);
+
+  // Only the deleted one waits: nothing to tell.
+  const again = await encounter();
+  lockPsp(again.t.tokens.fenkaToken.actor);
+  await again.ctl.resolve();
+  again.t.world.docs.delete(again.t.tokens.fenkaToken.actor.uuid);
+  before = again.t.clients.gm.notes.given.length;
+  await again.ctl.end();
+  assert.equal(again.t.clients.gm.notes.given.length, before);
+});
+
 test("ending an encounter that holds no waiting write says nothing", async () => {
   const { t, ctl } = await encounter();
   await ctl.resolve();

@@ -1227,16 +1227,40 @@ export class EncounterController {
   /**
    * Tell the GM of the writes Foundry missed that still wait in `meta`, an encounter that
    * ended: each waits for the next step to be tried again, which never comes now, so the
-   * sheet stays behind until the GM puts it right by hand. A hold without a write (the
+   * sheet stays behind until the GM puts it right by hand (`waitingWrites`: in plain words,
+   * without a document deleted meanwhile). A hold without a write (the
    * companion's write-back failed, or its answer was lost) says nothing more: the GM was
    * told of it in a notice that stays.
    */
   async tellWaitingWrites(meta) {
-    const waiting = Object.entries(meta.held ?? {}).filter(([, hold]) => hold?.write);
-    if (!waiting.length) return;
-    const names = [...new Set(waiting.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
-    const writes = waiting.map(([, { write }]) => `${write.uuid}: ${Object.entries(write.update).map(([path, value]) => `${path} = ${JSON.stringify(value)}`).join(", ")}`);
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes: [...new Set(writes)].join("; ") }), { permanent: true });
+    const { cids, writes } = await this.waitingWrites(meta.held);
+    if (!cids.length) return;
+    const names = [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes }), { permanent: true });
+  }
+
+  /**
+   * The writes Foundry missed that wait in `held` (combatant id → hold), as the GM makes
+   * them by hand: each document, then each field and its value, or "remove <field>" for
+   * Foundry's deletion (`-=key`), which is no value to set. A write whose document is gone
+   * (its token or actor deleted meanwhile) is left out: there is no sheet to put right.
+   * @returns {Promise<{cids:string[], writes:string}>}  the combatants whose writes are told, and the words
+   */
+  async waitingWrites(held) {
+    const cids = [];
+    const lines = new Set();
+    for (const [cid, hold] of Object.entries(held ?? {})) {
+      const write = hold?.write;
+      if (!write || !(await this.svc.env.fromUuid(write.uuid).catch(() => null))) continue;
+      cids.push(cid);
+      const fields = Object.entries(write.update).map(([path, value]) => {
+        const keys = path.split(".");
+        if (!keys.some((k) => k.startsWith("-="))) return `${path} = ${JSON.stringify(value)}`;
+        return this.svc.t.format("MINDSCAPE.Encounter.WriteRemove", { path: keys.map((k) => k.replace(/^-=/, "")).join(".") });
+      });
+      lines.add(`${write.uuid}: ${fields.join(", ")}`);
+    }
+    return { cids, writes: [...lines].join("; ") };
   }
 }
 

@@ -382,6 +382,53 @@ test("a sheet held because the companion could not write a step stays held when 
   assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
 });
 
+test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
+  let fail = false;
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        if (!fail) return answer;
+        for (const r of answer.results) r.updates = [];
+        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+      },
+    }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.ok(ctl.meta.held["fenka-tokF"].write, "Fenka's write waits");
+  fail = true;
+  await ctl.resolve({ force: true });
+  assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null }, "the companion's hold: nothing is tried again");
+  const error = t.clients.gm.notes.given.filter((n) => n.kind === "error");
+  assert.equal(error.length, 1);
+  assert.equal(error[0].options?.permanent, true);
+  assert.match(error[0].text, /^The companion stored the step but could not write it to the sheets \(error e-42; /);
+  assert.ok(error[0].text.endsWith(` and press Refresh from sheets. A write-back missed earlier by the sheet of Fenka is no longer tried again either: put it right too (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), error[0].text);
+});
+
+test("a resolve whose answer is lost, while a write Foundry missed earlier still waits: the notice that stays names that write too", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const gm = t.clients.gm.svc;
+  const fetch = gm.env.fetch;
+  gm.env.fetch = async (url, init) => {
+    if (JSON.parse(init.body).method === "encounter.resolve") throw new TypeError("Failed to fetch");
+    return fetch(url, init);
+  };
+  await assert.rejects(ctl.resolve({ force: true }), DaemonUnreachableError);
+  assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
+  const lost = t.clients.gm.notes.given.filter((n) => n.kind === "warn" && n.text.startsWith("The companion's answer to the step was lost"));
+  assert.equal(lost.length, 1);
+  assert.ok(lost[0].text.endsWith(` A write-back missed earlier by the sheet of Fenka is no longer tried again either: put it right too (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), lost[0].text);
+});
+
 test("a write that fails in Foundry is held with its update, tried again before the next step (its notice goes away by itself), and the hold ends once it lands", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;

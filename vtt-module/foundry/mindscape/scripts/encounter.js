@@ -980,8 +980,9 @@ export class EncounterController {
     const failed = answer?.updates_failed;
     if (failed) {
       const ids = Object.keys(meta.combatants ?? {});
+      const replaced = await this.replacedWrites(meta, Object.fromEntries(ids.map((cid) => [cid, held(cid)])));
       for (const cid of ids) changes.set(cid, { write: null });
-      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }), { permanent: true });
+      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }) + replaced, { permanent: true });
     }
     const missed = report.filter((r) => !r.ok);
     // This step's writes Foundry missed, by combatant: told at once should the encounter have ended.
@@ -1188,10 +1189,11 @@ export class EncounterController {
       if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
         const meta = this.meta;
         const ids = Object.keys(meta.combatants ?? {});
+        const replaced = await this.replacedWrites(meta, meta.held);
         await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: meta.id });
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
           what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
-        }), { permanent: true });
+        }) + replaced, { permanent: true });
       }
       throw error;
     }
@@ -1237,6 +1239,19 @@ export class EncounterController {
     if (!cids.length) return;
     const names = [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
     this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes }), { permanent: true });
+  }
+
+  /**
+   * The sentence the notice of a hold the companion made (`{write: null}`: nothing is
+   * tried again, the GM brings the sheets in line) adds for the writes Foundry missed
+   * that such holds replace in `held` (combatant id → hold): their values would be
+   * known nowhere else, so the GM is told them with what to put right; "" when none wait.
+   */
+  async replacedWrites(meta, held) {
+    const { cids, writes } = await this.waitingWrites(held);
+    if (!cids.length) return "";
+    const names = [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+    return ` ${this.svc.t.format("MINDSCAPE.Encounter.WaitingReplaced", { names, writes })}`;
   }
 
   /**

@@ -119,6 +119,31 @@ test("an attack on two minds whose attacker's sheet cannot be written: the first
   assert.deepEqual(missed.map((n) => n.options?.permanent ?? false), [true, false]);
 });
 
+test("on Foundry v12 (no `has`: notify answers the id, the notice waits in `queue`, then shows in `active`) a notice that stays comes back as one that stays once the GM dismissed the first; while it waits or shows, the same words go away by themselves", () => {
+  const { clients: { gm } } = makeTable();
+  const given = [];
+  // Foundry v12's Notifications: a jQuery element per notice shown, its id in data-id.
+  const notifications = { queue: [], active: [] };
+  const element = (id) => ({ data: (key) => (key === "id" ? id : undefined) });
+  const notice = (kind) => (text, options) => {
+    const id = given.length + 1;
+    given.push({ kind, text, options });
+    notifications.queue.push({ id, message: text, permanent: Boolean(options?.permanent) });
+    return id;
+  };
+  const show = () => { for (const n of notifications.queue.splice(0)) notifications.active.push(element(n.id)); };
+  Object.assign(notifications, { info: notice("info"), warn: notice("warn"), error: notice("error") });
+  gm.svc.env.ui = { notifications };
+  const unpaired = new E.NotPairedError({ url: "http://127.0.0.1:39393" });
+  gm.svc.notifyError(unpaired);
+  gm.svc.notifyError(unpaired); // the first still waits in the queue
+  show();
+  gm.svc.notifyError(unpaired); // the first is shown
+  notifications.active.splice(notifications.active.findIndex((li) => li.data("id") === 1), 1); // the GM dismissed it
+  gm.svc.notifyError(unpaired);
+  assert.deepEqual(given.map((n) => n.options.permanent), [true, false, false, true]);
+});
+
 test("a notice that stays comes back as one that stays once Foundry (v13 `has`) no longer shows the first; while it shows it, the same words go away by themselves", () => {
   const { clients: { gm } } = makeTable();
   const given = [];

@@ -43,13 +43,17 @@ function sceneIdsOf(docs) {
 }
 
 /**
- * Whether a notice Foundry gave (`notify`'s answer) may still be on screen: Foundry v13
- * says (`Notifications#has`); where it cannot be asked (v12), it may.
+ * Whether a notice Foundry gave (`notify`'s answer) may still be on screen. Foundry v13
+ * says (`Notifications#has`). Foundry v12 answers the notice's id, and keeps the notice
+ * in its `queue` until there is room to show it, then its element (`data-id`) in
+ * `active` until it is dismissed. Where neither can be asked, it may.
  */
 function stillShown(notifications, notice) {
-  if (typeof notifications?.has !== "function" || !(notice?.id > 0)) return true;
   try {
-    return Boolean(notifications.has(notice));
+    if (typeof notifications?.has === "function" && notice?.id > 0) return Boolean(notifications.has(notice));
+    const id = typeof notice === "number" ? notice : notice?.id;
+    if (!(id > 0) || !Array.isArray(notifications?.queue) || !Array.isArray(notifications?.active)) return true;
+    return notifications.queue.some((n) => n?.id === id) || notifications.active.some((li) => Number(li?.data?.("id")) === id);
   } catch {
     return true;
   }
@@ -2259,7 +2263,7 @@ export class Mindscape {
    * round's end, or the same sheet refused in each exchange of an attack, would otherwise
    * stack up, and Foundry shows only a few notices at once (v12 three, v13 five), the
    * rest waiting behind those that stay. Foundry v13 says whether the first still shows
-   * (`has`); v12 cannot, so there the words stay once a session.
+   * (`has`); v12 by its `queue` and `active` lists (`stillShown`).
    */
   notify(kind, text, options) {
     const notifications = this.env.ui?.notifications;

@@ -612,6 +612,26 @@ test("End pressed while the companion resolves: the stored step is still written
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
+test("End pressed while an undo waits for the companion: the cards of the step it took back are still marked undone (they are the ended encounter's)", async () => {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  let undone;
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({ ...m, "encounter.undo": async () => { asked(); await answered; enc.revision++; return { revision: enc.revision, undone, updates: [] }; } }),
+  });
+  await ctl.resolve();
+  const [card] = t.clients.gm.ChatMessage.created;
+  undone = card.flags.mindscape.revision;
+  const undoing = ctl.undo();
+  await asking;
+  await ctl.end();
+  release();
+  await undoing;
+  assert.deepEqual(card.updates, [{ "flags.mindscape.undone": true }]);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

@@ -1126,7 +1126,7 @@ export class EncounterController {
         return null;
       }
       const plan = await this.applyStep(answer, { undo: true, meta });
-      await this.markUndone(answer?.undone);
+      await this.markUndone(answer?.undone, meta.id);
       this.announce("undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
       return answer;
     });
@@ -1158,11 +1158,12 @@ export class EncounterController {
 
   /**
    * Mark the chat cards of the step an undo took back (`revision`, the answer's
-   * `undone`): every client then shows them as undone (hooks.js `onRenderChatMessage`).
-   * A card that cannot be marked (deleted meanwhile) does not fail the undo.
+   * `undone`) in encounter `id`, the one the undo was asked of (ended or replaced since,
+   * its cards are still its own): every client then shows them as undone (hooks.js
+   * `onRenderChatMessage`). A card that cannot be marked (deleted meanwhile) does not
+   * fail the undo.
    */
-  async markUndone(revision) {
-    const id = this.meta.id;
+  async markUndone(revision, id) {
     if (!id || !Number.isInteger(revision)) return;
     const ours = (m) => m?.flags?.[MODULE_ID]?.encounter === id && m.flags[MODULE_ID].revision === revision;
     for (const message of this.game.messages?.filter?.(ours) ?? []) {

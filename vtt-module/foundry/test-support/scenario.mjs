@@ -792,6 +792,7 @@ export function defaultMethods(overrides = {}) {
  */
 export function encounterMethods(overrides = {}) {
   const enc = { id: null, revision: 0, round: 1, combatants: new Map(), choices: new Map() };
+  let made = 0;
   const profileOf = (ref) => structuredClone(ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {});
   const notFound = (id) => ({ code: 4004, message: "Not found", data: { id } });
   const known = (id) => { if (!enc.id || id !== enc.id) throw notFound(id); };
@@ -800,7 +801,8 @@ export function encounterMethods(overrides = {}) {
   const waiting = () => [...enc.combatants.keys()].filter((c) => !enc.choices.has(c));
   const withProfile = (c) => ({ ...c.ref, data: { ...c.ref.data, actor: { ...c.ref.data.actor, flags: { ...c.ref.data.actor.flags, mindscape: { "revised-2e": c.profile } } } } });
   const methods = defaultMethods({
-    "encounter.create": ({ system, name }) => { enc.id = "enc1"; return { id: enc.id, revision: 0, system, name }; },
+    // A fresh id each time, as the companion gives: "enc1", then "enc2" for a new encounter that replaces it.
+    "encounter.create": ({ system, name }) => { enc.id = `enc${++made}`; return { id: enc.id, revision: 0, system, name }; },
     "encounter.add": ({ id, combatant }) => {
       known(id);
       const cid = combatantIdOfRef(combatant);

@@ -872,6 +872,73 @@ test("a resolve answered by something between instead of the companion (an HTTP 
   assert.match(t.clients.gm.notes.warn.at(-1), /^The companion's answer to the step was lost/);
 });
 
+/** Make the GM's `encounter.resolve` calls hang until `fail()`, then fail as a broken connection. */
+function losingResolve(t) {
+  const gm = t.clients.gm.svc;
+  const fetch = gm.env.fetch;
+  let fail;
+  const failing = new Promise((resolve) => { fail = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  gm.env.fetch = async (url, init) => {
+    if (JSON.parse(init.body).method === "encounter.resolve") { asked(); await failing; throw new TypeError("Failed to fetch"); }
+    return fetch(url, init);
+  };
+  return { asking, fail };
+}
+
+const UNCERTAIN_ENDED = (names) => `The companion's answer to the step was lost after the encounter ended: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
+
+test("a resolve whose answer is lost after a new encounter replaced its own holds nothing in the new one, and the notice that stays names the old one's combatants and that nothing will write the step", async () => {
+  const { t, ctl } = await encounter();
+  const { asking, fail } = losingResolve(t);
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  assert.equal(ctl.meta.id, "enc2");
+  fail();
+  await assert.rejects(resolving, DaemonUnreachableError);
+  assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing for the old one's step");
+  const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
+  assert.deepEqual(lost.map((n) => [n.kind, n.text, n.options?.permanent]), [["warn", UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin"), true]]);
+});
+
+test("a resolve whose answer is lost after End: the notice that stays names the ended encounter's combatants and says nothing will write the step (no Log, no Refresh to point to)", async () => {
+  const { t, ctl } = await encounter();
+  const { asking, fail } = losingResolve(t);
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  await ctl.end();
+  fail();
+  await assert.rejects(resolving, DaemonUnreachableError);
+  assert.deepEqual(ctl.meta, {});
+  const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
+  assert.deepEqual(lost.map((n) => n.text), [UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin")]);
+});
+
+test("a resolve whose answer is lost while End is ending the encounter: a write Foundry missed earlier is told once, by End, not also as replaced", async () => {
+  let deleted;
+  const deleting = new Promise((resolve) => { deleted = resolve; });
+  let asked;
+  const askedDelete = new Promise((resolve) => { asked = resolve; });
+  const { t, ctl } = await encounter({ methods: (m) => ({ ...m, "encounter.delete": async () => { asked(); await deleting; return true; } }) });
+  lockPsp(t.tokens.fenkaToken.actor);
+  await ctl.resolve();
+  const { asking, fail } = losingResolve(t);
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  const ending = ctl.end();
+  await askedDelete;
+  fail();
+  await assert.rejects(resolving, DaemonUnreachableError);
+  deleted();
+  await ending;
+  const texts = t.clients.gm.notes.given.map((n) => n.text);
+  assert.equal(texts.filter((x) => x.includes("flags.mindscape.revised-2e.psp =")).length, 1, texts.join("\n"));
+  assert.ok(texts.some((x) => x.startsWith("The encounter ended before a write-back missed by the sheet of Fenka")));
+  assert.ok(texts.includes(UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin")));
+});
+
 test("an undo with the companion not running holds nobody: nothing can have been undone", async () => {
   const { t, ctl } = await encounter();
   const gm = t.clients.gm.svc;

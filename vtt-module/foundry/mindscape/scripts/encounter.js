@@ -727,7 +727,7 @@ export class EncounterController {
     return this.svc.exchanges.run(keys, async () => {
       if (when && !(await when())) return null;
       const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
-      const answer = open ? await this.stepCall("action", call) : await call();
+      const answer = open ? await this.stepCall("action", call, meta) : await call();
       const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true, meta }) : [];
       // A public action changed combatants: other modules hear of it as of a step. A
       // hidden choice is not told (nothing changed yet, and it is secret).
@@ -1067,7 +1067,7 @@ export class EncounterController {
     const usePhysical = physical ?? setting(this.game, "physicalDice");
     const answer = await this.stepCall("step", async () => (usePhysical
       ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
-      : call("encounter.resolve", params)));
+      : call("encounter.resolve", params)), meta);
     const plan = await this.applyStep(answer, { meta });
     const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
     const name = (id) => meta.combatants?.[id]?.name ?? id;
@@ -1119,7 +1119,7 @@ export class EncounterController {
       try {
         // With the revision the GM saw: a double click's second undo is refused (4009), not a second step taken back.
         const params = revision === null ? { id: meta.id } : { id: meta.id, revision };
-        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params));
+        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params), meta);
       } catch (error) {
         if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
         this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
@@ -1182,19 +1182,27 @@ export class EncounterController {
    * check before it). Then the sheets may lack a stored step, and the next refresh would
    * undo it: every combatant is held (as for `updates_failed`) and the GM is told, in a
    * notice that stays until dismissed, to look at the log before going on.
+   *
+   * `asked` is the encounter the step was asked of. Once it ended (or End is ending it,
+   * or a new encounter replaced it) nothing is held (`saveHeld`): the GM is told that
+   * the sheets may lack the step and that nothing will write it
+   * (`MINDSCAPE.Encounter.UncertainEnded`), without its waiting writes, which End tells.
    */
-  async stepCall(what, call) {
+  async stepCall(what, call, asked) {
     try {
       return await call();
     } catch (error) {
       if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
-        const meta = this.meta;
-        const ids = Object.keys(meta.combatants ?? {});
-        const replaced = await this.replacedWrites(meta, meta.held);
-        await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: meta.id });
-        this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", {
-          what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => meta.combatants[cid]?.name ?? cid).join(", "),
-        }) + replaced, { permanent: true });
+        const ids = Object.keys(asked.combatants ?? {});
+        const words = { what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => asked.combatants[cid]?.name ?? cid).join(", ") };
+        // The holds as they are now, while the encounter is the same.
+        const held = this.meta.id === asked.id ? this.meta.held : null;
+        const replaced = await this.replacedWrites(asked, held);
+        if (await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: asked.id })) {
+          this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", words) + replaced, { permanent: true });
+        } else {
+          this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UncertainEnded", words), { permanent: true });
+        }
       }
       throw error;
     }

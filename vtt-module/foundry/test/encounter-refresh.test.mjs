@@ -632,6 +632,44 @@ test("End pressed while an undo waits for the companion: the cards of the step i
   assert.deepEqual(card.updates, [{ "flags.mindscape.undone": true }]);
 });
 
+test("End pressed while the companion resolves a step it then cannot write back: the error that stays speaks of no copy kept and no Refresh, and does not name again a waiting write End's notice names", async () => {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  let slow = false;
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": async (p) => {
+        const answer = m["encounter.resolve"](p);
+        if (!slow) return answer;
+        asked();
+        await answered;
+        for (const r of answer.results) r.updates = [];
+        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+      },
+    }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  slow = true;
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  release();
+  await resolving;
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind !== "info");
+  assert.deepEqual(told.map((n) => [n.kind, n.text, n.options?.permanent]), [
+    ["warn", `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true],
+    ["error", "The companion stored the step but could not write it to the sheets (error e-42; its log has the cause), and the encounter has ended since: nothing will write it now, so the sheets of Ulcen of Tyr, Fenka, Goblin show the state before it until you put them right by hand.", true],
+  ]);
+  assert.deepEqual(ctl.meta, {});
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

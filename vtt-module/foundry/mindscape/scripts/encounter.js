@@ -953,7 +953,9 @@ export class EncounterController {
    * `meta` is the encounter the step was asked of, as it was then: an End (or a new
    * encounter) while the step ran does not keep its write-back from the sheets, and a
    * write Foundry missed then is told as End tells those still waiting
-   * (`tellWaitingWrites`), as nothing will try it again; no hold is stored.
+   * (`tellWaitingWrites`), as nothing will try it again; no hold is stored, and a
+   * write-back the companion could not make is told without a copy kept or a Refresh
+   * (`MINDSCAPE.Encounter.WriteBackFailedEnded`) and without the waiting writes End tells.
    */
   async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
@@ -978,11 +980,11 @@ export class EncounterController {
       }
     }
     const failed = answer?.updates_failed;
+    let replaced = "";
     if (failed) {
       const ids = Object.keys(meta.combatants ?? {});
-      const replaced = await this.replacedWrites(meta, Object.fromEntries(ids.map((cid) => [cid, held(cid)])));
+      replaced = await this.replacedWrites(meta, Object.fromEntries(ids.map((cid) => [cid, held(cid)])));
       for (const cid of ids) changes.set(cid, { write: null });
-      this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", { what, errorId: failed.error_id ?? "?", names: names(ids) }) + replaced, { permanent: true });
     }
     const missed = report.filter((r) => !r.ok);
     // This step's writes Foundry missed, by combatant: told at once should the encounter have ended.
@@ -997,7 +999,14 @@ export class EncounterController {
         missedNow.set(cid, { write: pendingWrite(doc, m.uuid, update) });
       }
     }
-    if (!(await this.saveHeld(changes, { id: asked.id }))) {
+    const saved = await this.saveHeld(changes, { id: asked.id });
+    if (failed) {
+      // Once the encounter ended there is no copy kept, nothing to refresh, and its waiting writes are End's to tell.
+      const words = { what, errorId: failed.error_id ?? "?", names: names(Object.keys(meta.combatants ?? {})) };
+      if (saved) this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", words) + replaced, { permanent: true });
+      else this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailedEnded", words), { permanent: true });
+    }
+    if (!saved) {
       await this.tellWaitingWrites({ combatants: asked.combatants, held: Object.fromEntries(missedNow) });
     } else if (missed.length) {
       this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {

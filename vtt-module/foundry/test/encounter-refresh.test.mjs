@@ -757,6 +757,64 @@ test("a later write that lands on some of a held write's fields leaves the other
   assert.equal(ctl.meta.held, undefined);
 });
 
+/**
+ * `encounter()` whose resolves also write Ulcen's `mind` object, the first as the
+ * companion writes a key dropped from it ({a: 1} and a deletion of b), the later ones
+ * with b again ({a: 1, b: 3}); Ulcen's sheet refuses any write whose keys match `locked`.
+ */
+async function encounterWritingMind() {
+  const M = "flags.mindscape.revised-2e.mind";
+  let n = 0;
+  const table = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        const update = ++n === 1 ? { [M]: { a: 1 }, [`${M}.-=b`]: null } : { [M]: { a: 1, b: 3 } };
+        answer.updates.push({ uuid: table.t.actors.ulcen.uuid, update });
+        return answer;
+      },
+    }),
+  });
+  const ulcen = table.t.actors.ulcen;
+  await ulcen.update({ [M]: { a: 0, b: 2 } });
+  const update = ulcen.update.bind(ulcen);
+  const lock = { locked: null };
+  ulcen.update = async (changes, options) => {
+    if (lock.locked && Object.keys(changes).some((k) => lock.locked.test(k))) throw new Error("the document is locked");
+    return update(changes, options);
+  };
+  return { ...table, ulcen, lock, mind: () => ulcen.flags.mindscape["revised-2e"].mind };
+}
+
+test("a later write of an object that lands takes off a waiting deletion of one of its keys (-=b): tried again, it would delete the b the later write set", async () => {
+  const { ctl, ulcen, lock, mind } = await encounterWritingMind();
+  lock.locked = /-=b/;
+  await ctl.resolve({ force: true });
+  assert.ok("flags.mindscape.revised-2e.mind.-=b" in ctl.meta.held.ulcen.write.update);
+  // The next step: the retry still fails, its own write of mind (with b) lands.
+  await ctl.resolve({ force: true });
+  assert.deepEqual(mind(), { a: 1, b: 3 });
+  assert.deepEqual(Object.keys(ctl.meta.held?.ulcen?.write?.update ?? {}).filter((k) => k.includes("revised-2e.mind")), [], "nothing of mind waits");
+  lock.locked = null;
+  await ctl.refresh();
+  assert.deepEqual(mind(), { a: 1, b: 3 });
+  assert.equal(psp(ulcen), 32, "the rest of the waiting write lands");
+});
+
+test("a later write that misses too waits without the older entries it supersedes: Foundry applies keys in order, so an older -=b kept after the later object would delete its b", async () => {
+  const { ctl, lock, mind } = await encounterWritingMind();
+  lock.locked = /revised-2e\.mind/;
+  await ctl.resolve({ force: true });
+  await ctl.resolve({ force: true });
+  assert.deepEqual(ctl.meta.held.ulcen.write.update["flags.mindscape.revised-2e.mind"], { a: 1, b: 3 });
+  assert.ok(!("flags.mindscape.revised-2e.mind.-=b" in ctl.meta.held.ulcen.write.update));
+  lock.locked = null;
+  await ctl.refresh();
+  assert.deepEqual(mind(), { a: 1, b: 3 });
+  assert.equal(ctl.meta.held, undefined);
+});
+
 test("a sheet the GM put right by hand is not written over: Refresh from sheets takes it, and an automatic refresh leaves it alone", async () => {
   const { t, ctl, enc } = await encounterWithUndo();
   const fenka = t.tokens.fenkaToken.actor;

@@ -260,17 +260,39 @@ function setPaths(update) {
  * A write that missed a combatant's sheet, to try again: `{uuid, update, expect}`, where
  * `expect` holds what the sheet showed at those paths when the write failed (a sheet
  * changed since, by the GM's hand, is not written over). `older` is a write still waiting
- * for the same document: the newer values win, the older expectations stay.
+ * for the same document: the newer values win (`withoutWritten`: an older entry that
+ * touches a field the newer writes is dropped, as Foundry applies the keys in order and
+ * an older `p.-=k` kept before a newer `p` would delete the `k` it sets), the older
+ * expectations of the paths still written stay.
  */
 function pendingWrite(doc, uuid, update, older = null) {
   const expect = Object.fromEntries(setPaths(update).map((path) => [path, doc ? valueAt(doc, path) ?? null : null]));
   if (!older) return { uuid, update, expect };
-  return { uuid, update: { ...older.update, ...update }, expect: { ...expect, ...older.expect } };
+  const merged = { ...withoutWritten(older, update)?.update, ...update };
+  const kept = Object.fromEntries(Object.entries(older.expect).filter(([path]) => path in merged));
+  return { uuid, update: merged, expect: { ...expect, ...kept } };
 }
 
-/** `write` without the paths a later successful `update` of its document set, or null when none is left. */
+/** A dotted path's keys, Foundry's deletion `-=key` read as the key it deletes. */
+function keysOf(path) {
+  return path.split(".").map((k) => k.replace(/^-=/, ""));
+}
+
+/**
+ * Whether writes at dotted paths `a` and `b` touch the same field: the same path, or one
+ * inside the other (`p` and `p.-=k`). The companion writes a field whole, with the
+ * deletions of the keys it no longer holds, so a later write of either supersedes the
+ * earlier one of both.
+ */
+function overlaps(a, b) {
+  const [x, y] = [keysOf(a), keysOf(b)];
+  return x.slice(0, Math.min(x.length, y.length)).every((k, i) => k === y[i]);
+}
+
+/** `write` without the paths a later `update` of its document touches (`overlaps`), or null when none is left. */
 function withoutWritten(write, update) {
-  const left = Object.fromEntries(Object.entries(write.update).filter(([path]) => !(path in update)));
+  const later = Object.keys(update);
+  const left = Object.fromEntries(Object.entries(write.update).filter(([path]) => !later.some((p) => overlaps(path, p))));
   if (!Object.keys(left).length) return null;
   const expect = Object.fromEntries(Object.entries(write.expect).filter(([path]) => path in left));
   return { ...write, update: left, expect };

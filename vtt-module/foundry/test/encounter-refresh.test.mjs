@@ -671,6 +671,71 @@ test("End pressed while the companion resolves a step it then cannot write back:
 });
 
 /**
+ * `encounter()` where Fenka's sheet missed the first resolve's write (her PSPs, `owed`)
+ * and a second resolve, at her again, waits in the companion until `release()`; End
+ * waits in the companion's `encounter.delete` until `deleted()`, when `slowDelete`.
+ */
+async function endWhileResolving({ slowDelete = false } = {}) {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  let deleted;
+  const deleting = new Promise((resolve) => { deleted = resolve; });
+  let askedDelete;
+  const deleteAsked = new Promise((resolve) => { askedDelete = resolve; });
+  let slow = false;
+  const table = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); if (slow) { asked(); await answered; } return answer; },
+      "encounter.delete": async () => { askedDelete(); if (slowDelete) await deleting; return true; },
+    }),
+  });
+  const { t, ctl, enc } = table;
+  const fenka = t.tokens.fenkaToken.actor;
+  const lock = lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  await t.clients.gm.svc.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  slow = true;
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  return { ...table, fenka, lock, owed, resolving, release, deleted, deleteAsked };
+}
+
+test("End told a waiting write by hand, and a step finishing after End then writes that field: the GM is told, in a notice that stays, that it is written now and needs no hand", async () => {
+  const { t, ctl, enc, fenka, lock, owed, resolving, release } = await endWhileResolving();
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  lock.on = false;
+  release();
+  await resolving;
+  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(now, owed);
+  assert.equal(psp(fenka), now, "the step wrote her sheet");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+    [`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true],
+    [`After the encounter ended, the step wrote the sheet of Fenka after all (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}): these fields are up to date, so leave them as they are rather than setting what the notice of the ended encounter named.`, true],
+  ]);
+});
+
+test("a step finishing while End is ending the encounter writes a waiting write's field: End leaves it out of what it tells to put right", async () => {
+  const { t, ctl, enc, fenka, lock, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const before = t.clients.gm.notes.given.length;
+  const ending = ctl.end();
+  await deleteAsked;
+  lock.on = false;
+  release();
+  await resolving;
+  deleted();
+  await ending;
+  assert.equal(psp(fenka), enc.combatants.get("fenka-tokF").profile.psp);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn"), [], "nothing to put right, nothing to take back");
+});
+
+/**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.
  */

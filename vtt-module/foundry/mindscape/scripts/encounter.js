@@ -324,6 +324,10 @@ export class EncounterController {
     // (`saveHeld`): a hold comes into an encounter before End reads it, or not at all.
     this.endedIds = new Set();
     this.heldSaves = new Set();
+    // By ended encounter id: the waiting writes told to the GM to make by hand (`told`)
+    // and the writes steps finishing after the end landed (`landed`), so that neither
+    // tells the GM to set a value older than the sheet's (`tellWaitingWrites`, `applyStep`).
+    this.afterEnd = new Map();
   }
 
   get game() { return this.svc.game; }
@@ -1029,7 +1033,8 @@ export class EncounterController {
       else this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailedEnded", words), { permanent: true });
     }
     if (!saved) {
-      await this.tellWaitingWrites({ combatants: asked.combatants, held: Object.fromEntries(missedNow) });
+      this.tellRewritten(asked, report.filter((r) => r.ok).map((r) => plan.find((u) => u.uuid === r.uuid)), { what, whose });
+      await this.tellWaitingWrites({ id: asked.id, combatants: asked.combatants, held: Object.fromEntries(missedNow) });
     } else if (missed.length) {
       this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
         what, names: names([...missedNow.keys()]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
@@ -1275,10 +1280,47 @@ export class EncounterController {
    * told of it in a notice that stays.
    */
   async tellWaitingWrites(meta) {
-    const { cids, writes } = await this.waitingWrites(meta.held);
-    if (!cids.length) return;
-    const names = [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes }), { permanent: true });
+    const found = await this.presentWrites(meta.held);
+    // From here on without awaiting: a step landing meanwhile is either left out here or
+    // corrects what is told (`tellRewritten`).
+    const after = this.endedRecord(meta.id);
+    const left = found
+      .map(([cid, write]) => [cid, after.landed.reduce((w, u) => w && (u.uuid === w.uuid ? withoutWritten(w, u.update) : w), write)])
+      .filter(([, write]) => write);
+    after.told.push(...left.map(([, write]) => write));
+    if (!left.length) return;
+    const names = [...new Set(left.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes: this.writesWords(left.map(([, w]) => w)) }), { permanent: true });
+  }
+
+  /** What was told and landed after encounter `id` ended (`afterEnd`). */
+  endedRecord(id) {
+    if (!this.afterEnd.has(id)) this.afterEnd.set(id, { told: [], landed: [] });
+    return this.afterEnd.get(id);
+  }
+
+  /**
+   * A step of encounter `meta`, which ended, finished and `landed` these writes
+   * (`{uuid, update}`; `whose(uuid)`: the combatants of that document): a field the GM
+   * was told to put right by hand (`tellWaitingWrites`) that one of them wrote holds a
+   * newer value now, so the GM is told, in a notice that stays, that it is written and
+   * needs no hand (else the GM, following the first notice, would set the older value
+   * over it).
+   */
+  tellRewritten(meta, landed, { what, whose }) {
+    const after = this.endedRecord(meta.id);
+    after.landed.push(...landed);
+    const rewritten = [];
+    for (const { uuid, update } of landed) {
+      const told = after.told.filter((w) => w.uuid === uuid).flatMap((w) => Object.keys(w.update));
+      const fields = Object.fromEntries(Object.entries(update).filter(([path]) => told.some((p) => overlaps(path, p))));
+      if (Object.keys(fields).length) rewritten.push({ uuid, update: fields });
+    }
+    after.told = after.told.map((w) => landed.reduce((x, u) => x && (u.uuid === x.uuid ? withoutWritten(x, u.update) : x), w)).filter(Boolean);
+    if (!rewritten.length) return;
+    const cids = [...new Set(rewritten.flatMap((w) => whose(w.uuid)))];
+    const names = cids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedWritten", { what, names, writes: this.writesWords(rewritten) }), { permanent: true });
   }
 
   /**
@@ -1288,34 +1330,43 @@ export class EncounterController {
    * known nowhere else, so the GM is told them with what to put right; "" when none wait.
    */
   async replacedWrites(meta, held) {
-    const { cids, writes } = await this.waitingWrites(held);
-    if (!cids.length) return "";
-    const names = [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
-    return ` ${this.svc.t.format("MINDSCAPE.Encounter.WaitingReplaced", { names, writes })}`;
+    const found = await this.presentWrites(held);
+    if (!found.length) return "";
+    const names = [...new Set(found.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+    return ` ${this.svc.t.format("MINDSCAPE.Encounter.WaitingReplaced", { names, writes: this.writesWords(found.map(([, w]) => w)) })}`;
   }
 
   /**
-   * The writes Foundry missed that wait in `held` (combatant id → hold), as the GM makes
-   * them by hand: each document, then each field and its value, or "remove <field>" for
-   * Foundry's deletion (`-=key`), which is no value to set. A write whose document is gone
-   * (its token or actor deleted meanwhile) is left out: there is no sheet to put right.
-   * @returns {Promise<{cids:string[], writes:string}>}  the combatants whose writes are told, and the words
+   * The writes Foundry missed that wait in `held` (combatant id → hold), as
+   * `[combatant id, write]`: a write whose document is gone (its token or actor deleted
+   * meanwhile) is left out, there is no sheet to put right.
+   * @returns {Promise<[string, {uuid:string, update:object}][]>}
    */
-  async waitingWrites(held) {
-    const cids = [];
-    const lines = new Set();
+  async presentWrites(held) {
+    const out = [];
     for (const [cid, hold] of Object.entries(held ?? {})) {
       const write = hold?.write;
-      if (!write || !(await this.svc.env.fromUuid(write.uuid).catch(() => null))) continue;
-      cids.push(cid);
+      if (write && (await this.svc.env.fromUuid(write.uuid).catch(() => null))) out.push([cid, write]);
+    }
+    return out;
+  }
+
+  /**
+   * `writes` (`{uuid, update}`) as the GM makes them by hand: each document, then each
+   * field and its value, or "remove <field>" for Foundry's deletion (`-=key`), which is
+   * no value to set; a document told once.
+   */
+  writesWords(writes) {
+    const lines = new Set();
+    for (const write of writes) {
       const fields = Object.entries(write.update).map(([path, value]) => {
         const keys = path.split(".");
         if (!keys.some((k) => k.startsWith("-="))) return `${path} = ${JSON.stringify(value)}`;
-        return this.svc.t.format("MINDSCAPE.Encounter.WriteRemove", { path: keys.map((k) => k.replace(/^-=/, "")).join(".") });
+        return this.svc.t.format("MINDSCAPE.Encounter.WriteRemove", { path: keysOf(path).join(".") });
       });
       lines.add(`${write.uuid}: ${fields.join(", ")}`);
     }
-    return { cids, writes: [...lines].join("; ") };
+    return [...lines].join("; ");
   }
 }
 

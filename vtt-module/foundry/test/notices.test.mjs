@@ -144,6 +144,23 @@ test("on Foundry v12 (no `has`: notify answers the id, the notice waits in `queu
   assert.deepEqual(given.map((n) => n.options.permanent), [true, false, false, true]);
 });
 
+test("on Foundry v12, a notice shown as an element that cannot say its id (no jQuery `data`) may be the first: the same words go away by themselves, as wherever the module cannot tell", () => {
+  const { clients: { gm } } = makeTable();
+  const given = [];
+  const notifications = { queue: [], active: [] };
+  const notice = (kind) => (text, options) => {
+    given.push({ kind, text, options });
+    notifications.active.push({ id: given.length });
+    return given.length;
+  };
+  Object.assign(notifications, { info: notice("info"), warn: notice("warn"), error: notice("error") });
+  gm.svc.env.ui = { notifications };
+  const unpaired = new E.NotPairedError({ url: "http://127.0.0.1:39393" });
+  gm.svc.notifyError(unpaired);
+  gm.svc.notifyError(unpaired);
+  assert.deepEqual(given.map((n) => n.options.permanent), [true, false]);
+});
+
 test("a notice that stays comes back as one that stays once Foundry (v13 `has`) no longer shows the first; while it shows it, the same words go away by themselves", () => {
   const { clients: { gm } } = makeTable();
   const given = [];

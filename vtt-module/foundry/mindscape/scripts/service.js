@@ -46,14 +46,16 @@ function sceneIdsOf(docs) {
  * Whether a notice Foundry gave (`notify`'s answer) may still be on screen. Foundry v13
  * says (`Notifications#has`). Foundry v12 answers the notice's id, and keeps the notice
  * in its `queue` until there is room to show it, then its element (`data-id`) in
- * `active` until it is dismissed. Where neither can be asked, it may.
+ * `active` until it is dismissed. Where neither can be asked, or an element shown is of
+ * a shape unknown here, it may.
  */
 function stillShown(notifications, notice) {
   try {
     if (typeof notifications?.has === "function" && notice?.id > 0) return Boolean(notifications.has(notice));
     const id = typeof notice === "number" ? notice : notice?.id;
     if (!(id > 0) || !Array.isArray(notifications?.queue) || !Array.isArray(notifications?.active)) return true;
-    return notifications.queue.some((n) => n?.id === id) || notifications.active.some((li) => Number(li?.data?.("id")) === id);
+    // An element shown that cannot say its id (no jQuery `data`) may be this notice.
+    return notifications.queue.some((n) => n?.id === id) || notifications.active.some((li) => typeof li?.data !== "function" || Number(li.data("id")) === id);
   } catch {
     return true;
   }

@@ -407,7 +407,7 @@ test("a step the companion could not write back, while a write Foundry missed ea
   assert.equal(error.length, 1);
   assert.equal(error[0].options?.permanent, true);
   assert.match(error[0].text, /^The companion stored the step but could not write it to the sheets \(error e-42; /);
-  assert.ok(error[0].text.endsWith(` and press Refresh from sheets. A write-back missed earlier by the sheet of Fenka is no longer tried again either: put it right too (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), error[0].text);
+  assert.ok(error[0].text.endsWith(` and press Refresh from sheets. A write-back missed earlier by the sheet of Fenka will not be tried again now: put it right by hand as well (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), error[0].text);
 });
 
 test("a resolve whose answer is lost, while a write Foundry missed earlier still waits: the notice that stays names that write too", async () => {
@@ -426,7 +426,7 @@ test("a resolve whose answer is lost, while a write Foundry missed earlier still
   assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
   const lost = t.clients.gm.notes.given.filter((n) => n.kind === "warn" && n.text.startsWith("The companion's answer to the step was lost"));
   assert.equal(lost.length, 1);
-  assert.ok(lost[0].text.endsWith(` A write-back missed earlier by the sheet of Fenka is no longer tried again either: put it right too (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), lost[0].text);
+  assert.ok(lost[0].text.endsWith(` A write-back missed earlier by the sheet of Fenka will not be tried again now: put it right by hand as well (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`), lost[0].text);
 });
 
 test("a write that fails in Foundry is held with its update, tried again before the next step (its notice goes away by itself), and the hold ends once it lands", async () => {

@@ -112,6 +112,11 @@ function combatantView(state, id) {
   return (Array.isArray(list) ? list.find((c) => c?.id === id) : list?.[id]) ?? null;
 }
 
+/** The names of combatants `cids` of encounter `meta` (its name for each, else the id), each name once, for a notice. */
+function namesOf(meta, cids) {
+  return [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+}
+
 /**
  * Short state line of a combatant for the panel, in the system's own terms
  * (`MINDSCAPE.Encounter.Summary.<system>`, filled with the combatant's fields: "PSP
@@ -358,7 +363,6 @@ export class EncounterController {
     if (this.meta.id) this.endedIds.add(this.meta.id);
     await Promise.allSettled([...this.heldSaves]);
     const replaced = this.meta;
-    this.endedIds.delete(made.id);
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
     await this.tellWaitingWrites(replaced);
     await this.add(tokenUuids);
@@ -991,7 +995,6 @@ export class EncounterController {
     const report = await applyPlan(plan, this.svc.env.fromUuid);
     // The holds as they are now (a refresh may have changed them), while the encounter is the same.
     const meta = this.meta.id === asked.id ? this.meta : asked;
-    const names = (ids) => ids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();
@@ -1028,7 +1031,7 @@ export class EncounterController {
     const saved = await this.saveHeld(changes, { id: asked.id });
     if (failed) {
       // Once the encounter ended there is no copy kept, nothing to refresh, and its waiting writes are End's to tell.
-      const words = { what, errorId: failed.error_id ?? "?", names: names(Object.keys(meta.combatants ?? {})) };
+      const words = { what, errorId: failed.error_id ?? "?", names: namesOf(meta, Object.keys(meta.combatants ?? {})) };
       if (saved) this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", words) + replaced, { permanent: true });
       else this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailedEnded", words), { permanent: true });
     }
@@ -1037,7 +1040,7 @@ export class EncounterController {
       await this.tellWaitingWrites({ id: asked.id, combatants: asked.combatants, held: Object.fromEntries(missedNow) });
     } else if (missed.length) {
       this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
-        what, names: names([...missedNow.keys()]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
+        what, names: namesOf(meta, [...missedNow.keys()]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
       }));
     }
     return plan;
@@ -1230,7 +1233,7 @@ export class EncounterController {
     } catch (error) {
       if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
         const ids = Object.keys(asked.combatants ?? {});
-        const words = { what: this.svc.t.localize(STEP_WORDS[what]), names: ids.map((cid) => asked.combatants[cid]?.name ?? cid).join(", ") };
+        const words = { what: this.svc.t.localize(STEP_WORDS[what]), names: namesOf(asked, ids) };
         // The holds as they are now, while the encounter is the same.
         const held = this.meta.id === asked.id ? this.meta.held : null;
         const replaced = await this.replacedWrites(asked, held);
@@ -1289,8 +1292,7 @@ export class EncounterController {
       .filter(([, write]) => write);
     after.told.push(...left.map(([, write]) => write));
     if (!left.length) return;
-    const names = [...new Set(left.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names, writes: this.writesWords(left.map(([, w]) => w)) }), { permanent: true });
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, left.map(([cid]) => cid)), writes: this.writesWords(left.map(([, w]) => w)) }), { permanent: true });
   }
 
   /** What was told and landed after encounter `id` ended (`afterEnd`). */
@@ -1318,8 +1320,7 @@ export class EncounterController {
     }
     after.told = after.told.map((w) => landed.reduce((x, u) => x && (u.uuid === x.uuid ? withoutWritten(x, u.update) : x), w)).filter(Boolean);
     if (!rewritten.length) return;
-    const cids = [...new Set(rewritten.flatMap((w) => whose(w.uuid)))];
-    const names = cids.map((cid) => meta.combatants?.[cid]?.name ?? cid).join(", ");
+    const names = namesOf(meta, rewritten.flatMap((w) => whose(w.uuid)));
     this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedWritten", { what, names, writes: this.writesWords(rewritten) }), { permanent: true });
   }
 
@@ -1332,8 +1333,7 @@ export class EncounterController {
   async replacedWrites(meta, held) {
     const found = await this.presentWrites(held);
     if (!found.length) return "";
-    const names = [...new Set(found.map(([cid]) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
-    return ` ${this.svc.t.format("MINDSCAPE.Encounter.WaitingReplaced", { names, writes: this.writesWords(found.map(([, w]) => w)) })}`;
+    return ` ${this.svc.t.format("MINDSCAPE.Encounter.WaitingReplaced", { names: namesOf(meta, found.map(([cid]) => cid)), writes: this.writesWords(found.map(([, w]) => w)) })}`;
   }
 
   /**

@@ -735,6 +735,54 @@ test("a step finishing while End is ending the encounter writes a waiting write'
   assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn"), [], "nothing to put right, nothing to take back");
 });
 
+const behindWords = (fenka, value) => `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${value}).`;
+
+test("a step finishing while End is ending misses a waiting write's field too: End tells the step's newer value only, never the older one after it", async () => {
+  const { t, ctl, enc, fenka, owed, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const before = t.clients.gm.notes.given.length;
+  const ending = ctl.end();
+  await deleteAsked;
+  release();
+  await resolving;
+  deleted();
+  await ending;
+  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(now, owed);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[behindWords(fenka, now), true]]);
+});
+
+test("a step finishing after End misses a field End told to put right: its notice says its value replaces the one End told", async () => {
+  const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  release();
+  await resolving;
+  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(now, owed);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+    [behindWords(fenka, owed), true],
+    [`${behindWords(fenka, now)} These values are newer than what an earlier notice of the ended encounter named for the same fields (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}): set these instead.`, true],
+  ]);
+});
+
+test("two steps of an ended encounter finishing after End, the older landing on a field and the newer missing it: the newer's miss is told (the older landing takes nothing off it)", async () => {
+  const { t, ctl } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  // The encounter the steps were asked of, as it was then (applyStep's `meta`).
+  const asked = structuredClone(ctl.meta);
+  await ctl.end();
+  const before = t.clients.gm.notes.given.length;
+  const PSP = "flags.mindscape.revised-2e.psp";
+  await ctl.applyStep({ updates: [{ uuid: fenka.uuid, update: { [PSP]: 8 } }] }, { meta: asked });
+  lockPsp(fenka);
+  await ctl.applyStep({ updates: [{ uuid: fenka.uuid, update: { [PSP]: 5 } }] }, { meta: asked });
+  assert.equal(psp(fenka), 8);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[behindWords(fenka, 5), true]]);
+});
+
 /**
  * `encounter()` with an undo in the fake companion that restores the profiles from before
  * the last resolve and answers their write-back, as API.md's encounter.undo does.

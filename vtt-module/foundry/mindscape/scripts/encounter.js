@@ -272,10 +272,15 @@ function setPaths(update) {
  */
 function pendingWrite(doc, uuid, update, older = null) {
   const expect = Object.fromEntries(setPaths(update).map((path) => [path, doc ? valueAt(doc, path) ?? null : null]));
-  if (!older) return { uuid, update, expect };
-  const merged = { ...withoutWritten(older, update)?.update, ...update };
-  const kept = Object.fromEntries(Object.entries(older.expect).filter(([path]) => path in merged));
-  return { uuid, update: merged, expect: { ...expect, ...kept } };
+  return laterWrite(older, { uuid, update, expect });
+}
+
+/** `later`, a write of `older`'s document made after it, merged into it as `pendingWrite` says (null `older`: `later` itself). */
+function laterWrite(older, later) {
+  if (!older) return later;
+  const update = { ...withoutWritten(older, later.update)?.update, ...later.update };
+  const kept = Object.fromEntries(Object.entries(older.expect).filter(([path]) => path in update));
+  return { uuid: later.uuid, update, expect: { ...later.expect, ...kept } };
 }
 
 /** A dotted path's keys, Foundry's deletion `-=key` read as the key it deletes. */
@@ -301,6 +306,43 @@ function withoutWritten(write, update) {
   if (!Object.keys(left).length) return null;
   const expect = Object.fromEntries(Object.entries(write.expect).filter(([path]) => path in left));
   return { ...write, update: left, expect };
+}
+
+/** The entries of `update` at paths that touch one of `paths` (`overlaps`). */
+function touching(update, paths) {
+  return Object.fromEntries(Object.entries(update).filter(([path]) => paths.some((p) => overlaps(path, p))));
+}
+
+/**
+ * Fold what a step of an ended encounter did into `behind` (document uuid → `{cids,
+ * write}`: the write the GM is to make by hand, and the combatants of that document).
+ * `landed` (`{uuid, update, cids}`): a write that landed takes the fields it wrote off
+ * the waiting write (`withoutWritten`); `missed` (`{cids, write}`, `pendingWrite`s): a
+ * write Foundry missed waits in its place, the newer values winning (`laterWrite`). Steps
+ * are folded in the order they finished; those on the same actors run in that order in
+ * the exchange queue, so the later one's values are the newer.
+ * @returns {{rewritten: {cids:string[], write:object}[], replaced: object[]}}  the fields
+ *   landed writes took off (as they wrote them) and the older entries missed writes replaced
+ */
+function foldStep(behind, { landed = [], missed = [] }) {
+  const rewritten = [];
+  const replaced = [];
+  for (const { uuid, update, cids } of landed) {
+    const before = behind.get(uuid);
+    if (!before) continue;
+    const fields = touching(update, Object.keys(before.write.update));
+    if (Object.keys(fields).length) rewritten.push({ cids, write: { uuid, update: fields } });
+    const left = withoutWritten(before.write, update);
+    if (left) behind.set(uuid, { ...before, write: left });
+    else behind.delete(uuid);
+  }
+  for (const { cids, write } of missed) {
+    const before = behind.get(write.uuid);
+    const older = before ? touching(before.write.update, Object.keys(write.update)) : {};
+    if (Object.keys(older).length) replaced.push({ uuid: write.uuid, update: older });
+    behind.set(write.uuid, { cids: [...new Set([...(before?.cids ?? []), ...cids])], write: laterWrite(before?.write ?? null, write) });
+  }
+  return { rewritten, replaced };
 }
 
 /**
@@ -329,9 +371,11 @@ export class EncounterController {
     // (`saveHeld`): a hold comes into an encounter before End reads it, or not at all.
     this.endedIds = new Set();
     this.heldSaves = new Set();
-    // By ended encounter id: the waiting writes told to the GM to make by hand (`told`)
-    // and the writes steps finishing after the end landed (`landed`), so that neither
-    // tells the GM to set a value older than the sheet's (`tellWaitingWrites`, `applyStep`).
+    // By ended encounter id (`endedRecord`): the writes the GM is to make by hand
+    // (`behind`, see `foldStep`), whether End told them yet (`told`), and until then what
+    // steps finishing after End started did (`steps`, in the order they finished), so
+    // that no notice tells the GM to set a value older than the sheet's
+    // (`tellWaitingWrites`, `tellStepAfterEnd`).
     this.afterEnd = new Map();
   }
 
@@ -981,9 +1025,9 @@ export class EncounterController {
    * again by itself).
    *
    * `meta` is the encounter the step was asked of, as it was then: an End (or a new
-   * encounter) while the step ran does not keep its write-back from the sheets, and a
-   * write Foundry missed then is told as End tells those still waiting
-   * (`tellWaitingWrites`), as nothing will try it again; no hold is stored, and a
+   * encounter) while the step ran does not keep its write-back from the sheets, and what
+   * it wrote and missed then goes to what End tells to make by hand
+   * (`tellStepAfterEnd`), as nothing will try it again; no hold is stored, and a
    * write-back the companion could not make is told without a copy kept or a Refresh
    * (`MINDSCAPE.Encounter.WriteBackFailedEnded`) and without the waiting writes End tells.
    */
@@ -1016,8 +1060,8 @@ export class EncounterController {
       for (const cid of ids) changes.set(cid, { write: null });
     }
     const missed = report.filter((r) => !r.ok);
-    // This step's writes Foundry missed, by combatant: told at once should the encounter have ended.
-    const missedNow = new Map();
+    // This step's writes Foundry missed, on documents still there: the GM's to make by hand should the encounter have ended.
+    const missedNow = [];
     for (const m of missed) {
       const { update } = plan.find((u) => u.uuid === m.uuid);
       const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
@@ -1025,8 +1069,8 @@ export class EncounterController {
         const h = held(cid);
         // A hold the companion made (no write to try again) stays as it is.
         if (!(h && h.write === null)) changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
-        missedNow.set(cid, { write: pendingWrite(doc, m.uuid, update) });
       }
+      if (doc) missedNow.push({ cids: whose(m.uuid), write: pendingWrite(doc, m.uuid, update) });
     }
     const saved = await this.saveHeld(changes, { id: asked.id });
     if (failed) {
@@ -1036,11 +1080,11 @@ export class EncounterController {
       else this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailedEnded", words), { permanent: true });
     }
     if (!saved) {
-      this.tellRewritten(asked, report.filter((r) => r.ok).map((r) => plan.find((u) => u.uuid === r.uuid)), { what, whose });
-      await this.tellWaitingWrites({ id: asked.id, combatants: asked.combatants, held: Object.fromEntries(missedNow) });
+      const landed = report.filter((r) => r.ok).map((r) => ({ ...plan.find((u) => u.uuid === r.uuid), cids: whose(r.uuid) }));
+      this.tellStepAfterEnd(asked, { landed, missed: missedNow }, what);
     } else if (missed.length) {
       this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
-        what, names: namesOf(meta, [...missedNow.keys()]), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
+        what, names: namesOf(meta, missed.flatMap((m) => whose(m.uuid))), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
       }));
     }
     return plan;
@@ -1277,51 +1321,60 @@ export class EncounterController {
   /**
    * Tell the GM of the writes Foundry missed that still wait in `meta`, an encounter that
    * ended: each waits for the next step to be tried again, which never comes now, so the
-   * sheet stays behind until the GM puts it right by hand (`waitingWrites`: in plain words,
-   * without a document deleted meanwhile). A hold without a write (the
-   * companion's write-back failed, or its answer was lost) says nothing more: the GM was
-   * told of it in a notice that stays.
+   * sheet stays behind until the GM puts it right by hand (`writesWords`: in plain words,
+   * without a document deleted meanwhile). A hold without a write (the companion's
+   * write-back failed, or its answer was lost) says nothing more: the GM was told of it
+   * in a notice that stays. Steps that finished since End started (`tellStepAfterEnd`)
+   * are newer than every hold: they are folded in after them, in the order they finished,
+   * and the result is told once.
    */
   async tellWaitingWrites(meta) {
+    if (!meta.id) return;
     const found = await this.presentWrites(meta.held);
-    // From here on without awaiting: a step landing meanwhile is either left out here or
-    // corrects what is told (`tellRewritten`).
-    const after = this.endedRecord(meta.id);
-    const left = found
-      .map(([cid, write]) => [cid, after.landed.reduce((w, u) => w && (u.uuid === w.uuid ? withoutWritten(w, u.update) : w), write)])
-      .filter(([, write]) => write);
-    after.told.push(...left.map(([, write]) => write));
-    if (!left.length) return;
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, left.map(([cid]) => cid)), writes: this.writesWords(left.map(([, w]) => w)) }), { permanent: true });
+    // From here on without awaiting: a step finishing later tells what it changes itself.
+    const record = this.endedRecord(meta.id);
+    foldStep(record.behind, { missed: found.map(([cid, write]) => ({ cids: [cid], write })) });
+    for (const step of record.steps) foldStep(record.behind, step);
+    record.steps = [];
+    record.told = true;
+    const behind = [...record.behind.values()];
+    if (!behind.length) return;
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, behind.flatMap((b) => b.cids)), writes: this.writesWords(behind.map((b) => b.write)) }), { permanent: true });
   }
 
-  /** What was told and landed after encounter `id` ended (`afterEnd`). */
+  /** What is to be made by hand after encounter `id` ended (`afterEnd`). */
   endedRecord(id) {
-    if (!this.afterEnd.has(id)) this.afterEnd.set(id, { told: [], landed: [] });
+    if (!this.afterEnd.has(id)) this.afterEnd.set(id, { told: false, steps: [], behind: new Map() });
     return this.afterEnd.get(id);
   }
 
   /**
-   * A step of encounter `meta`, which ended, finished and `landed` these writes
-   * (`{uuid, update}`; `whose(uuid)`: the combatants of that document): a field the GM
-   * was told to put right by hand (`tellWaitingWrites`) that one of them wrote holds a
-   * newer value now, so the GM is told, in a notice that stays, that it is written and
-   * needs no hand (else the GM, following the first notice, would set the older value
-   * over it).
+   * A step (`what`) of encounter `meta` finished after End started (or after a new
+   * encounter replaced it): its writes that `landed` and that Foundry `missed`
+   * (`foldStep`). Before End has told what to make by hand, this is only recorded (End
+   * tells it with the rest). After, the GM is told what changes, in notices that stay: a
+   * field End told that this step wrote after all needs no hand now
+   * (`MINDSCAPE.Encounter.EndedWritten`: else the GM, following End's notice, would set
+   * the older value over it); a write it missed is to be made by hand, as End's are
+   * (`EndedBehind`), saying which values told before it replaces (`EndedReplaced`).
    */
-  tellRewritten(meta, landed, { what, whose }) {
-    const after = this.endedRecord(meta.id);
-    after.landed.push(...landed);
-    const rewritten = [];
-    for (const { uuid, update } of landed) {
-      const told = after.told.filter((w) => w.uuid === uuid).flatMap((w) => Object.keys(w.update));
-      const fields = Object.fromEntries(Object.entries(update).filter(([path]) => told.some((p) => overlaps(path, p))));
-      if (Object.keys(fields).length) rewritten.push({ uuid, update: fields });
+  tellStepAfterEnd(meta, step, what) {
+    // An encounter ended (or ending) is told by End; any other (none: nothing can end it now) at once.
+    const record = meta.id && this.endedIds.has(meta.id) ? this.endedRecord(meta.id) : { told: true, steps: [], behind: new Map() };
+    if (!record.told) {
+      record.steps.push(step);
+      return;
     }
-    after.told = after.told.map((w) => landed.reduce((x, u) => x && (u.uuid === x.uuid ? withoutWritten(x, u.update) : x), w)).filter(Boolean);
-    if (!rewritten.length) return;
-    const names = namesOf(meta, rewritten.flatMap((w) => whose(w.uuid)));
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedWritten", { what, names, writes: this.writesWords(rewritten) }), { permanent: true });
+    const { rewritten, replaced } = foldStep(record.behind, step);
+    const t = this.svc.t;
+    if (rewritten.length) {
+      const words = { what, names: namesOf(meta, rewritten.flatMap((r) => r.cids)), writes: this.writesWords(rewritten.map((r) => r.write)) };
+      this.svc.notify("warn", t.format("MINDSCAPE.Encounter.EndedWritten", words), { permanent: true });
+    }
+    if (!step.missed.length) return;
+    const behind = t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) });
+    const instead = replaced.length ? ` ${t.format("MINDSCAPE.Encounter.EndedReplaced", { writes: this.writesWords(replaced) })}` : "";
+    this.svc.notify("warn", behind + instead, { permanent: true });
   }
 
   /**

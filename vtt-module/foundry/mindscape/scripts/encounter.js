@@ -256,9 +256,14 @@ function valueAt(doc, path) {
   return path.split(".").reduce((o, k) => (o === null || o === undefined ? undefined : o[k]), doc);
 }
 
+/** Whether a dotted path is Foundry's deletion of a key (`p.-=k`). */
+function isDeletion(path) {
+  return path.split(".").some((k) => k.startsWith("-="));
+}
+
 /** The paths an update sets (its `-=` deletions left out: they hold no value to compare). */
 function setPaths(update) {
-  return Object.keys(update ?? {}).filter((path) => !path.split(".").some((k) => k.startsWith("-=")));
+  return Object.keys(update ?? {}).filter((path) => !isDeletion(path));
 }
 
 /**
@@ -293,6 +298,12 @@ function keysOf(path) {
  * inside the other (`p` and `p.-=k`). The companion writes a field whole, with the
  * deletions of the keys it no longer holds, so a later write of either supersedes the
  * earlier one of both.
+ *
+ * This assumes every write sets a field whole: a later write inside an earlier one
+ * (`m.mind.a` after `m.mind = {a, b}`) is taken to replace the earlier whole, though
+ * Foundry would merge it and keep `b`. That holds because the writes compared here are
+ * the adapter's write-backs of the companion's whole-field updates; a caller writing
+ * part of a field would need the inner path kept instead.
  */
 function overlaps(a, b) {
   const [x, y] = [keysOf(a), keysOf(b)];
@@ -1412,11 +1423,9 @@ export class EncounterController {
   writesWords(writes) {
     const lines = new Set();
     for (const write of writes) {
-      const fields = Object.entries(write.update).map(([path, value]) => {
-        const keys = path.split(".");
-        if (!keys.some((k) => k.startsWith("-="))) return `${path} = ${JSON.stringify(value)}`;
-        return this.svc.t.format("MINDSCAPE.Encounter.WriteRemove", { path: keysOf(path).join(".") });
-      });
+      const fields = Object.entries(write.update).map(([path, value]) => (isDeletion(path)
+        ? this.svc.t.format("MINDSCAPE.Encounter.WriteRemove", { path: keysOf(path).join(".") })
+        : `${path} = ${JSON.stringify(value)}`));
       lines.add(`${write.uuid}: ${fields.join(", ")}`);
     }
     return [...lines].join("; ");

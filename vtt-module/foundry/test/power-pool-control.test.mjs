@@ -521,6 +521,29 @@ test("a public action whose answer is lost after the companion was reached holds
   assert.match(t.clients.gm.notes.warn.at(-1), /the action/);
 });
 
+test("a public action whose answer is lost holds a combatant added while it waited in the exchange queue too: the companion may have stored it for all of them", async () => {
+  const { t, ctl } = await poolEncounter(() => ({ revision: 5, waiting_for: [], updates: [] }));
+  const gm = t.clients.gm.svc;
+  // Goblin is out of the encounter at first.
+  await ctl.saveMeta({ ...ctl.meta, combatants: Object.fromEntries(Object.entries(ctl.meta.combatants).filter(([cid]) => cid !== "goblin-tokG")) });
+  const rpc = gm.rpc.bind(gm);
+  gm.rpc = async (method, params) => {
+    if (method === "encounter.declare") throw new DaemonUnreachableError({ url: "http://127.0.0.1:39393" });
+    if (method === "encounter.add") return { combatant_id: "goblin-tokG" };
+    return rpc(method, params);
+  };
+  // A step on the same actors holds the exchange queue while the GM declares and adds.
+  let release;
+  const busy = gm.exchanges.run([t.tokens.ulcenToken.actor.uuid, t.tokens.fenkaToken.actor.uuid], () => new Promise((r) => { release = r; }));
+  const declaring = assert.rejects(ctl.declare("ulcen", { release: "fenka-tokF" }), DaemonUnreachableError);
+  await ctl.add([t.tokens.goblinToken.uuid]);
+  release();
+  await busy;
+  await declaring;
+  assert.deepEqual(Object.keys(ctl.meta.held).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);
+  assert.match(t.clients.gm.notes.warn.at(-1), /The encounter keeps its own copy of Ulcen of Tyr, Fenka, Goblin:/);
+});
+
 // ------------------------------------------------------- allies of an imagination swarm
 
 // Creatures on the scene besides the three (RULES.md §3.3, seed 001: "The defender may

@@ -1287,11 +1287,13 @@ export class EncounterController {
       return await call();
     } catch (error) {
       if (error instanceof DaemonUnreachableError || error instanceof DaemonHttpError) {
-        const ids = Object.keys(asked.combatants ?? {});
-        const words = { what: this.svc.t.localize(STEP_WORDS[what]), names: namesOf(asked, ids) };
-        // The holds as they are now, while the encounter is the same.
-        const held = this.meta.id === asked.id ? this.meta.held : null;
-        const replaced = await this.replacedWrites(asked, held);
+        // The encounter as it is now, while it is the same: a combatant added while the
+        // step waited (a public action waits in the exchange queue) is held too.
+        const same = this.meta.id === asked.id;
+        const meta = same ? this.meta : asked;
+        const ids = Object.keys(meta.combatants ?? {});
+        const words = { what: this.svc.t.localize(STEP_WORDS[what]), names: namesOf(meta, ids) };
+        const replaced = await this.replacedWrites(meta, same ? meta.held : null);
         if (await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: asked.id })) {
           this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", words) + replaced, { permanent: true });
         } else {

@@ -60,9 +60,11 @@ DICE: Final = (4, 6, 8, 10, 12, 20)
 
 # Class words (RULES.md table 1.7's groups), matched against the whole words of a name: a
 # key ending in "*" is a stem that also matches the words it begins (psion → psionicist,
-# priest → priestess), the others only the word itself, so "bard" is not read in
-# "Bombardier" nor "monk" in "Monkey Handler". "magic user" is two words: the 1e books'
-# "Magic User" and "Magic-User" read alike.
+# priest → priestess), the others only the word itself or it with an "s" (a plural,
+# "Fighters"), so "bard" is not read in "Bombardier" nor "monk" in "Monkey Handler", and
+# a compound or an irregular form is a word of its own ("archmage", "thieves"): an ending
+# read as a class would read "Image" and "Damage" as mages. "magic user" is two words: the
+# 1e books' "Magic User" and "Magic-User" read alike.
 _CLASS_WORDS: Final = {
     "psion*": "psionicist",
     "fighter": "warrior", "barbarian": "warrior", "paladin": "warrior",
@@ -78,10 +80,23 @@ _CLASS_WORDS: Final = {
     "invoker": "wizard", "necromancer": "wizard", "transmuter": "wizard",
     "defiler": "wizard", "preserver": "wizard",
     "gladiator": "warrior", "templar": "priest", "trader": "rogue",
+    # the 1e Unearthed Arcana cavalier, a fighter subclass, and the knight, a warrior kit
+    # (2e) or a fighter's title (BECMI)
+    "cavalier": "warrior", "knight": "warrior",
+    # compounds and forms a GM writes for the classes above
+    "archmage": "wizard", "battlemage": "wizard", "warmage": "wizard",
+    "sorceress": "wizard", "enchantress": "wizard", "warpriest": "priest",
+    "druidess": "priest", "thieves": "rogue",
 }
-# Races that are classes (BECMI, OSE): a class only when no class word is written beside
-# them, as in "Half-elf Cleric" the race is the elf and the class the cleric.
-_RACE_CLASS_WORDS: Final = {"dwarf": "warrior", "elf": "warrior", "halfling": "warrior"}
+# Races that are classes (BECMI, OSE and OSE Advanced Fantasy's drow, duergar, gnome,
+# half-elf, half-orc and svirfneblin): a class only when no class word is written beside
+# them, as in "Half-elf Cleric" the race is the elf and the class the cleric. Each fights
+# as a fighter does, the elf's spells and the half-orc's thief skills aside: warriors.
+_RACE_CLASS_WORDS: Final = {
+    "dwarf": "warrior", "dwarves": "warrior", "elf": "warrior", "elves": "warrior",
+    "halfling": "warrior", "drow": "warrior", "duergar": "warrior", "gnome": "warrior",
+    "half orc": "warrior", "svirfneblin": "warrior",
+}
 _LETTERS: Final = re.compile(r"[^\W\d_]+")
 
 
@@ -113,17 +128,25 @@ def _groups_written(words: list[str], keys: tuple[_Key, ...]) -> tuple[str, ...]
         for key, stem, group in keys:
             here = tuple(words[at:at + len(key)])
             if len(here) == len(key) and here[:-1] == key[:-1] and (
-                    here[-1].startswith(key[-1]) if stem else here[-1] == key[-1]):
+                    here[-1].startswith(key[-1]) if stem
+                    else here[-1] in (key[-1], key[-1] + "s")):
                 found.append(group)
                 break
     return tuple(found)
 
 
+def _plain(text: str) -> str:
+    """``text`` in lower case without accents ("Psiónicist" → "psionicist"): its
+    letters decomposed (NFKD) and their combining marks dropped."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text.lower())
+                   if not unicodedata.combining(ch))
+
+
 def class_groups(name: str) -> tuple[str, ...]:
     """The 2e class group (saving throw table 1.7) of each class a class name writes, in
-    the order written, read by whole words (any run of letters); a race that is a class
-    (dwarf, elf, halfling) counts only when no other class is written."""
-    words = _LETTERS.findall(name.lower())
+    the order written, read by whole words (any run of letters, accents dropped); a race
+    that is a class (dwarf, elf, gnome ...) counts only when no other class is written."""
+    words = _LETTERS.findall(_plain(name))
     return _groups_written(words, _CLASS_KEYS) or _groups_written(words, _RACE_CLASS_KEYS)
 
 

@@ -1,7 +1,7 @@
 """docs/ADAPTERS.md "What every adapter does": a class name a GM types gives its 2e class
-group (RULES.md table 1.7 reads the save vs. paralyzation by it) by its whole words, the
-first class written, with a race that is a class (dwarf, elf, halfling) only when no
-class is written beside it."""
+group (RULES.md table 1.7 reads the save vs. paralyzation by it) by its whole words
+(accents dropped, a word or it with an "s"), the first class written, with a race that is
+a class (dwarf, elf, halfling, gnome ...) only when no class is written beside it."""
 
 from __future__ import annotations
 
@@ -62,11 +62,34 @@ READ_AS_WORDS = {
     "FIGHTER": "warrior", "Thief (Acrobat)": "rogue", "cleric2": "priest",
     "Cleric of Ra": "priest", "": None, "Mystic": None, "Magic": None, "User": None,
 }
+# Compounds, plurals, feminine forms and accents a GM writes: each was None.
+WRITTEN_FORMS = {
+    "Archmage": "wizard", "Battlemage": "wizard", "Warmage": "wizard",
+    "Warpriest": "priest", "Druidess": "priest", "Sorceress": "wizard",
+    "Enchantress": "wizard",
+    "Fighters": "warrior", "Clerics": "priest", "Mages": "wizard", "Bards": "rogue",
+    "Thieves": "rogue", "Magic-Users": "wizard", "Psiónicist": "psionicist",
+    "Mágo/Thíef": "rogue", "Clérigo": None,
+    # still not classes: a class word at the end of another word, or with more than an s
+    "Image": None, "Damage": None, "Bombardiers": None, "Monkeys": None, "Bardic": None,
+    "Thievery": None,
+}
+# The 1e Unearthed Arcana cavalier (a fighter subclass), the knight (a 2e warrior kit, a
+# BECMI fighter's title) and OSE Advanced Fantasy's races that are classes: each was None.
+# "Mystic" (a BECMI monk, an OSE Advanced cleric-like class) and "Wild Talent" (2e: no
+# class, a gift any character may have) stay without a group.
+MORE_CLASSES = {
+    "Cavalier": "warrior", "Knight": "warrior", "Knight of Solamnia": "warrior",
+    "Gnome": "warrior", "Drow": "warrior", "Duergar": "warrior", "Half-Orc": "warrior",
+    "Svirfneblin": "warrior", "Dwarves": "warrior", "Elves": "warrior",
+    "Half-Orc Thief": "rogue", "Gnome Illusionist": "wizard", "Drow Cleric": "priest",
+    "Orc": None, "Wild Talent": None,
+}
 
 
 @pytest.mark.parametrize(("name", "group"), [
     *SHEET_CLASSES.items(), *DARK_SUN_CLASSES.items(), *OTHER_CLASSES.items(),
-    *READ_AS_WORDS.items()])
+    *READ_AS_WORDS.items(), *WRITTEN_FORMS.items(), *MORE_CLASSES.items()])
 def test_a_class_name_gives_the_group_of_its_first_class_word(name: str,
                                                               group: str | None) -> None:
     assert class_group(name) == group

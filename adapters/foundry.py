@@ -944,7 +944,23 @@ class Ars(FoundryAdapter):
             why = "the psionicist class's" if psionicist is not None else "the highest"
             draft.warn(f"several classes ({listed}); level {main.levels} taken, "
                        f"{why} ({main.name})")
-        return main.levels, self._rank_die(draft, main), main.name
+        return main.levels, self._pool_die(draft, classes), main.name
+
+    def _pool_die(self, draft: Draft, classes: list[_ArsClass]) -> int | None:
+        """The hit die of the class of most levels (whose level power-pool takes) and, of
+        several with that many, the largest, whatever their order (as dnd5e's adapter and
+        Roll20's take it): the pool is dice of one type (seed 001)."""
+        top = max(c.levels for c in classes)
+        found = [(die, c) for c in classes if c.levels == top
+                 for die in (self._rank_die(draft, c),) if die is not None]
+        if not found:
+            return None
+        die, main = max(found, key=lambda pair: pair[0])
+        if len({d for d, _ in found}) > 1:
+            listed = ", ".join(f"{c.name} d{d}" for d, c in found)
+            draft.warn_for("die", f"classes of {top} levels with different hit dice "
+                           f"({listed}); the pool uses the largest, d{die} of {main.name}")
+        return die
 
     @staticmethod
     def _rank_die(draft: Draft, cls: _ArsClass) -> int | None:

@@ -772,6 +772,22 @@ def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (6, 10)
 
 
+def test_an_ars_power_pool_of_classes_at_one_level_rolls_their_largest_hit_die() -> None:
+    """Seed 001: the pool is dice of one type, as many as the Hit Dice. Of classes with
+    the most levels, the largest die, whatever the items' order (docs/ADAPTERS.md, as the
+    dnd5e and Roll20 adapters take it): a Psionicist 5 / Fighter 5 rolls the fighter's
+    d10 either way round (the first item's gave d6 one way, d10 the other)."""
+    for classes in ((ars_class("Psionicist", 5, PSIONICIST_HD),
+                     ars_class("Fighter", 5, FIGHTER_HD)),
+                    (ars_class("Fighter", 5, FIGHTER_HD),
+                     ars_class("Psionicist", 5, PSIONICIST_HD))):
+        pool = ARS.import_(ars_character(*classes), "power-pool")
+        assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (5, 10)
+        assert any(w.startswith("classes of 5 levels with different hit dice (")
+                   and w.endswith("the pool uses the largest, d10 of Fighter")
+                   for w in pool.warnings), pool.warnings
+
+
 def test_a_multi_class_ars_character_with_no_save_recorded_saves_with_its_best_class(
         ) -> None:
     """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw

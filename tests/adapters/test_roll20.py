@@ -441,6 +441,42 @@ def test_an_empty_psi_die_of_a_psionicist_is_d6_and_of_a_monster_d8() -> None:
     assert "psi_die is empty; the pool's die taken as d8" in got.warnings
 
 
+def test_an_empty_psi_die_of_several_classes_at_one_level_is_their_largest_hit_die(
+        ) -> None:
+    """Seed 001: the pool is dice of one type, as many as the creature's Hit Dice; of the
+    classes at the level taken the largest hit die (docs/ADAPTERS.md), whatever the order
+    they are written in: a Fighter/Psionicist's and a Psionicist/Fighter's is the
+    fighter's d10 (the first written gave d10 for one and d6 for the other), as Fighter 5
+    beside Psionicist 5 in two boxes, either way round."""
+    dice, warned = [], []
+    for class1, class2 in (("Fighter/Psionicist", None), ("Psionicist/Fighter", None),
+                           ("Fighter", "Psionicist"), ("Psionicist", "Fighter")):
+        data = ulcen()
+        attr(data, "level-class1")["current"] = "5"
+        data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},
+                            {"name": "class1", "current": class1, "max": ""}]
+        if class2 is not None:
+            data["attribs"].append({"name": "class2", "current": class2, "max": ""})
+            attr(data, "level-class2")["current"] = "5"
+        got = SHEET.import_(data, "power-pool")
+        dice.append((got.combatant["hit_dice"], got.combatant["die"]))
+        warned.append([w for w in got.warnings if w.startswith("psi_die is empty")])
+    assert dice == [(5, 10)] * 4
+    assert warned[0] == ["psi_die is empty; the pool's die taken as d10, the hit die of a "
+                         'warrior, the largest of "Fighter/Psionicist" 5 (warrior d10, '
+                         "psionicist d6)"]
+    assert warned[3] == ["psi_die is empty; the pool's die taken as d10, the hit die of a "
+                         'warrior, the largest of "Psionicist" 5 (psionicist d6), '
+                         '"Fighter" 5 (warrior d10)']
+    data = ulcen()
+    data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},
+                        {"name": "class1", "current": "Thief/Psionicist", "max": ""}]
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["die"] == 6
+    assert "psi_die is empty; the pool's die taken as d6, the hit die of a rogue" \
+        in got.warnings
+
+
 @pytest.mark.parametrize("text", ["21-@{level-class1}", "21-ceil(@{level-class1}/2)",
                                   "21 - @{Level-Class1}", "[[21-@{level-class1}]]", "21-4",
                                   "@{misc-mod}", "twenty"])

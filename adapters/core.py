@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
+from itertools import groupby
 from typing import Any, Final
 
 from engine.errors import EngineError, InvalidInput, json_text
@@ -97,7 +98,6 @@ _RACE_CLASS_WORDS: Final = {
     "halfling": "warrior", "drow": "warrior", "duergar": "warrior", "gnome": "warrior",
     "half orc": "warrior", "svirfneblin": "warrior",
 }
-_LETTERS: Final = re.compile(r"[^\W\d_]+")
 
 
 @cache
@@ -135,18 +135,37 @@ def _groups_written(words: list[str], keys: tuple[_Key, ...]) -> tuple[str, ...]
     return tuple(found)
 
 
-def _plain(text: str) -> str:
-    """``text`` in lower case without accents ("Psiónicist" → "psionicist"): its
-    letters decomposed (NFKD) and their combining marks dropped."""
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text.lower())
-                   if not unicodedata.combining(ch))
+def _letter_runs(text: str) -> list[str]:
+    """The runs of letters (Unicode category L) in ``text``: digits, "²", "①" and "™"
+    are none, though a regular expression's ``\\w`` takes some of them."""
+    return ["".join(run) for letter, run in
+            groupby(text, key=lambda ch: unicodedata.category(ch).startswith("L"))
+            if letter]
+
+
+def _unaccented(text: str) -> str:
+    """``text`` in lower case, its letters decomposed (NFD) and their accents (nonspacing
+    marks) dropped: "Psiónicist" → "psionicist"."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", text.lower())
+                   if unicodedata.category(ch) != "Mn")
+
+
+def _words(name: str) -> list[str]:
+    """The words of a class name: its runs of letters without accents, each then in its
+    compatibility form (NFKC: the ligature "ﬁghter" is "fighter"). The compatibility
+    form is taken of a word only: of the whole name it would make letters of symbols
+    beside a word and join them to it ("Fighter™" would be "fightertm", "Mage№2"
+    "mageno")."""
+    return [word for run in _letter_runs(_unaccented(name))
+            for word in _letter_runs(_unaccented(unicodedata.normalize("NFKC", run)))]
 
 
 def class_groups(name: str) -> tuple[str, ...]:
     """The 2e class group (saving throw table 1.7) of each class a class name writes, in
-    the order written, read by whole words (any run of letters, accents dropped); a race
-    that is a class (dwarf, elf, gnome ...) counts only when no other class is written."""
-    words = _LETTERS.findall(_plain(name))
+    the order written, read by whole words (``_words``: runs of letters, accents
+    dropped); a race that is a class (dwarf, elf, gnome ...) counts only when no other
+    class is written."""
+    words = _words(name)
     return _groups_written(words, _CLASS_KEYS) or _groups_written(words, _RACE_CLASS_KEYS)
 
 

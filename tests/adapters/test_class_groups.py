@@ -86,10 +86,21 @@ MORE_CLASSES = {
     "Orc": None, "Wild Talent": None,
 }
 
+# A symbol beside a word is no letter of it, though its compatibility form (NFKD, NFKC)
+# writes letters ("™" is "TM", "№" is "No"), and a word in another form is read in its
+# plain one (the ligature "ﬁ", full-width letters, Turkish dotted capital I): the first
+# three had no group when the whole name was decomposed.
+SYMBOLS_AND_FORMS = {
+    "Fighter™": "warrior", "Mage№2": "wizard", "Fighter℠": "warrior",
+    "Cleric㈠": "priest", "Fighter²": "warrior", "Fighter ①": "warrior",
+    "ﬁghter": "warrior", "ＦＩＧＨＴＥＲ": "warrior", "İllusionist": "wizard",
+}
+
 
 @pytest.mark.parametrize(("name", "group"), [
     *SHEET_CLASSES.items(), *DARK_SUN_CLASSES.items(), *OTHER_CLASSES.items(),
-    *READ_AS_WORDS.items(), *WRITTEN_FORMS.items(), *MORE_CLASSES.items()])
+    *READ_AS_WORDS.items(), *WRITTEN_FORMS.items(), *MORE_CLASSES.items(),
+    *SYMBOLS_AND_FORMS.items()])
 def test_a_class_name_gives_the_group_of_its_first_class_word(name: str,
                                                               group: str | None) -> None:
     assert class_group(name) == group

@@ -415,6 +415,17 @@ def test_an_empty_psi_die_is_the_class_s_hit_die_with_a_warning() -> None:
     assert SHEET.import_(data, "power-pool").combatant["die"] == 4
 
 
+def test_a_class_name_with_a_symbol_beside_it_gives_that_class_s_die() -> None:
+    """docs/ADAPTERS.md: a class name is read by its runs of letters, and a symbol is
+    none ("™" is no "TM" joined to the word): "Fighter™" rolls a warrior's d10 (it was
+    d8, no class known), "Mage№2" a wizard's d4."""
+    for name, die in (("Fighter™", 10), ("Mage№2", 4)):
+        data = ulcen()
+        data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},
+                            {"name": "class1", "current": name, "max": ""}]
+        assert SHEET.import_(data, "power-pool").combatant["die"] == die
+
+
 def test_an_empty_psi_die_of_a_psionicist_is_d6_and_of_a_monster_d8() -> None:
     """The 2e hit die of a psionicist is d6 (Player's Handbook: rogues and psionicists
     d6); a monster's is d8, even where the sheet also holds a class level (of a

@@ -81,14 +81,19 @@ _CLASS_WORDS: Final = {
     "invoker": "wizard", "necromancer": "wizard", "transmuter": "wizard",
     "defiler": "wizard", "preserver": "wizard",
     "gladiator": "warrior", "templar": "priest", "trader": "rogue",
-    # the 1e Unearthed Arcana cavalier, a fighter subclass, and the knight, a warrior kit
-    # (2e) or a fighter's title (BECMI)
-    "cavalier": "warrior", "knight": "warrior",
+    # the 1e Unearthed Arcana cavalier, a class of its own (a fighter subclass); 2e's
+    # Cavalier is a kit of warriors only, so written beside a class ("Paladin
+    # (Cavalier)") it adds no group the class lacks
+    "cavalier": "warrior",
     # compounds and forms a GM writes for the classes above
     "archmage": "wizard", "battlemage": "wizard", "warmage": "wizard",
     "sorceress": "wizard", "enchantress": "wizard", "warpriest": "priest",
     "druidess": "priest", "thieves": "rogue",
 }
+# Titles: the knight, a BECMI fighter's title and a 2e warrior kit, but also a title or
+# order any class is given ("Cleric (Knight)", "Knights Templar", "Mage (Knight of the
+# Post)"), so a class only when no class word is written beside it.
+_TITLE_WORDS: Final = {"knight": "warrior"}
 # Races that are classes (BECMI, OSE and OSE Advanced Fantasy's drow, duergar, gnome,
 # half-elf, half-orc and svirfneblin): a class only when no class word is written beside
 # them, as in "Half-elf Cleric" the race is the elf and the class the cleric. Each fights
@@ -118,6 +123,7 @@ def _keys(words: Mapping[str, str]) -> tuple[_Key, ...]:
 
 
 _CLASS_KEYS: Final = _keys(_CLASS_WORDS)
+_TITLE_KEYS: Final = _keys(_TITLE_WORDS)
 _RACE_CLASS_KEYS: Final = _keys(_RACE_CLASS_WORDS)
 
 
@@ -163,10 +169,11 @@ def _words(name: str) -> list[str]:
 def class_groups(name: str) -> tuple[str, ...]:
     """The 2e class group (saving throw table 1.7) of each class a class name writes, in
     the order written, read by whole words (``_words``: runs of letters, accents
-    dropped); a race that is a class (dwarf, elf, gnome ...) counts only when no other
-    class is written."""
+    dropped); a title (knight) counts only when no class is written, and a race that is
+    a class (dwarf, elf, gnome ...) only when neither is."""
     words = _words(name)
-    return _groups_written(words, _CLASS_KEYS) or _groups_written(words, _RACE_CLASS_KEYS)
+    return (_groups_written(words, _CLASS_KEYS) or _groups_written(words, _TITLE_KEYS)
+            or _groups_written(words, _RACE_CLASS_KEYS))
 
 
 def class_group(name: str) -> str | None:

@@ -86,6 +86,24 @@ MORE_CLASSES = {
     "Orc": None, "Wild Talent": None,
 }
 
+# A knight is a BECMI fighter's title and a 2e warrior kit, but also a title or an order
+# of any class: it is a class only when no class is written beside it. Each of the first
+# three was a priest or a wizard and a warrior, "Knights Templar" a warrior first.
+KNIGHTS = {
+    "Cleric (Knight)": ("priest",), "Mage (Knight of the Post)": ("wizard",),
+    "Cleric/Knight of the Rose": ("priest",), "Knights Templar": ("priest",),
+    "Knight": ("warrior",), "Knights of Solamnia": ("warrior",), "Elf Knight": ("warrior",),
+    # the cavalier is a class of its own (1e) and a warrior's kit (2e): read as written
+    "Paladin (Cavalier)": ("warrior", "warrior"),
+}
+
+
+@pytest.mark.parametrize(("name", "groups"), KNIGHTS.items())
+def test_a_knight_is_a_class_only_when_no_class_is_written_beside_it(
+        name: str, groups: tuple[str, ...]) -> None:
+    assert class_groups(name) == groups
+
+
 # A symbol beside a word is no letter of it, though its compatibility form (NFKD, NFKC)
 # writes letters ("™" is "TM", "№" is "No"), and a word in another form is read in its
 # plain one (the ligature "ﬁ", full-width letters, Turkish dotted capital I): the first

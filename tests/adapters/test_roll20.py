@@ -874,6 +874,23 @@ def test_a_multi_class_character_saves_vs_paralyzation_with_its_best_class() -> 
             '"Psionicist" 9 (psi_save_paralyzation sets it)') in got.warnings
 
 
+def test_a_knight_beside_a_class_makes_no_multi_class() -> None:
+    """A knight is a class only when no class is written beside it (docs/ADAPTERS.md): a
+    "Mage (Knight of the Post)" 9 is a wizard, whose save the engine derives from the
+    wizard's row (it saved at 8 "as a warrior, the best of" a wizard and a warrior), and
+    a "Cleric (Knight)" 9 a priest, whose power pool rolls the priest's d8 (it rolled a
+    warrior's d10 and saved at 7 as the best of a priest and a warrior)."""
+    for name, group in (("Mage (Knight of the Post)", "wizard"), ("Cleric (Knight)", "priest")):
+        data = ulcen()
+        attr(data, "level-class1")["current"] = "9"
+        data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},
+                            {"name": "class1", "current": name, "max": ""}]
+        got = SHEET.import_(data, "revised-2e")
+        assert got.combatant["class_group"] == group
+        assert "save_paralyzation" not in got.combatant, got.warnings
+    assert SHEET.import_(data, "power-pool").combatant["die"] == 8
+
+
 def test_a_multi_class_characters_save_leaves_out_a_class_of_no_known_group() -> None:
     """A class the adapter knows no 2e class group of ("Mystic") has no saving throw row
     to read: the best of the others is taken, and the warning says which was left out.

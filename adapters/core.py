@@ -61,11 +61,12 @@ DICE: Final = (4, 6, 8, 10, 12, 20)
 
 # Class words (RULES.md table 1.7's groups), matched against the whole words of a name: a
 # key ending in "*" is a stem that also matches the words it begins (psion → psionicist,
-# priest → priestess), the others only the word itself or it with an "s" (a plural,
-# "Fighters"), so "bard" is not read in "Bombardier" nor "monk" in "Monkey Handler", and
-# a compound or an irregular form is a word of its own ("archmage", "thieves"): an ending
-# read as a class would read "Image" and "Damage" as mages. "magic user" is two words: the
-# 1e books' "Magic User" and "Magic-User" read alike.
+# priest → priestess), the others only the word itself or its plural with an "s" or,
+# after an s, "es" ("Fighters", "Sorceresses"), so "bard" is not read in "Bombardier" nor
+# "monk" in "Monkey Handler", and a compound or an irregular form is a word of its own
+# ("archmage", "thieves", "svirfnebli"): an ending read as a class would read "Image" and
+# "Damage" as mages. "magic user" is two words: the 1e books' "Magic User" and
+# "Magic-User" read alike.
 _CLASS_WORDS: Final = {
     "psion*": "psionicist",
     "fighter": "warrior", "barbarian": "warrior", "paladin": "warrior",
@@ -101,7 +102,7 @@ _TITLE_WORDS: Final = {"knight": "warrior"}
 _RACE_CLASS_WORDS: Final = {
     "dwarf": "warrior", "dwarves": "warrior", "elf": "warrior", "elves": "warrior",
     "halfling": "warrior", "drow": "warrior", "duergar": "warrior", "gnome": "warrior",
-    "half orc": "warrior", "svirfneblin": "warrior",
+    "half orc": "warrior", "svirfneblin": "warrior", "svirfnebli": "warrior",
 }
 
 
@@ -134,11 +135,16 @@ def _groups_written(words: list[str], keys: tuple[_Key, ...]) -> tuple[str, ...]
         for key, stem, group in keys:
             here = tuple(words[at:at + len(key)])
             if len(here) == len(key) and here[:-1] == key[:-1] and (
-                    here[-1].startswith(key[-1]) if stem
-                    else here[-1] in (key[-1], key[-1] + "s")):
+                    here[-1].startswith(key[-1]) if stem else _written(here[-1], key[-1])):
                 found.append(group)
                 break
     return tuple(found)
+
+
+def _written(word: str, key: str) -> bool:
+    """Whether ``word`` is ``key`` or its plural: with an "s", or "es" after an s
+    ("Sorceresses")."""
+    return word in (key, key + "s") or (key.endswith("s") and word == key + "es")
 
 
 def _letter_runs(text: str) -> list[str]:

@@ -1,6 +1,6 @@
 """docs/ADAPTERS.md "What every adapter does": a class name a GM types gives its 2e class
 group (RULES.md table 1.7 reads the save vs. paralyzation by it) by its whole words
-(accents dropped, a word or it with an "s"), the first class written, with a race that is
+(accents dropped, a word or its plural), the first class written, with a race that is
 a class (dwarf, elf, halfling, gnome ...) only when no class is written beside it."""
 
 from __future__ import annotations
@@ -70,9 +70,12 @@ WRITTEN_FORMS = {
     "Fighters": "warrior", "Clerics": "priest", "Mages": "wizard", "Bards": "rogue",
     "Thieves": "rogue", "Magic-Users": "wizard", "Psiónicist": "psionicist",
     "Mágo/Thíef": "rogue", "Clérigo": None,
+    # the plural "es" after an s, and the svirfneblin's own (each was None)
+    "Sorceresses": "wizard", "Enchantresses": "wizard", "Druidesses": "priest",
+    "Svirfnebli": "warrior", "Priestesses": "priest",
     # still not classes: a class word at the end of another word, or with more than an s
     "Image": None, "Damage": None, "Bombardiers": None, "Monkeys": None, "Bardic": None,
-    "Thievery": None,
+    "Thievery": None, "Bardes": None, "Magees": None,
 }
 # The 1e Unearthed Arcana cavalier (a fighter subclass), the knight (a 2e warrior kit, a
 # BECMI fighter's title) and OSE Advanced Fantasy's races that are classes: each was None.

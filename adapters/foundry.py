@@ -944,7 +944,10 @@ class Ars(FoundryAdapter):
             why = "the psionicist class's" if psionicist is not None else "the highest"
             draft.warn(f"several classes ({listed}); level {main.levels} taken, "
                        f"{why} ({main.name})")
-        return main.levels, self._pool_die(draft, classes), main.name
+        # the hit die only where the system rolls it: a class's ranks are not read (nor
+        # refused) for a die the combatant has no field for
+        die = self._pool_die(draft, classes) if "die" in FIELDS[draft.system] else None
+        return main.levels, die, main.name
 
     def _pool_die(self, draft: Draft, classes: list[_ArsClass]) -> int | None:
         """The hit die of the class of most levels (whose level power-pool takes) and, of

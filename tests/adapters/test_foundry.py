@@ -938,6 +938,26 @@ def test_ars_class_items_that_are_not_what_ars_stores_are_invalid_input() -> Non
         assert err.value.problems[0].path == "/items/1/system/ranks/2/hdformula", junk
 
 
+def test_an_ars_class_rank_is_read_only_for_a_power_pool_s_die() -> None:
+    """Only power-pool rolls a hit die (docs/ADAPTERS.md: every warning about it "only
+    in power-pool, the one system that rolls it"): a rank's formula that is no text is
+    refused there, at its place, for a class whose die the pool may take (the most
+    levels), but read in no other system (revised-2e refused a Psionicist 5 / Fighter 5
+    over the fighter's ranks), nor for a class of fewer levels, whose die the pool
+    never takes."""
+    fighter = ars_class("Fighter", 5, FIGHTER_HD)
+    fighter["system"]["ranks"][4]["hdformula"] = {"x": 1}
+    actor = ars_character(ars_class("Psionicist", 5, PSIONICIST_HD), fighter)
+    assert ARS.import_(actor, "revised-2e").combatant["level"] == 5
+    assert "die" not in ARS.import_(actor, "combat-strength").combatant
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(actor, "power-pool")
+    assert err.value.problems[0].path == "/items/2/system/ranks/4/hdformula"
+    actor = ars_character(ars_class("Psionicist", 6, PSIONICIST_HD), fighter)
+    got = ARS.import_(actor, "power-pool").combatant
+    assert (got["hit_dice"], got["die"]) == (6, 6)
+
+
 def test_ars_npc_hit_dice_from_hitdice_text() -> None:
     """Creature template: hitdice "1"; AD&D monster entries such as "3+3"."""
     actor = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")

@@ -862,6 +862,24 @@ def finish(draft: Draft, npc: bool) -> None:
                        "(H-PP-NO-POOL)")
 
 
+def pool_die(draft: Draft, levels: int, dice: Sequence[tuple[str, int]]) -> int | None:
+    """The hit die a character's power pool rolls, of ``dice``: (a class as a warning
+    names it, its hit die) for each class at the level the pool takes (``levels``, the
+    most of any class), those whose die is known. The pool is dice of one type, as many
+    as the Hit Dice (seed 001), and a multi-class character rolls each class's: of
+    several, the largest, whatever the order they come in, with a warning naming each
+    class's die when they differ (only a warning about the die, ``Draft.warn_for``).
+    ``None`` when no class's die is known."""
+    if not dice:
+        return None
+    die = max(d for _, d in dice)
+    if len({d for _, d in dice}) > 1:
+        listed = ", ".join(f"{name} d{d}" for name, d in dice)
+        draft.warn_for("die", f"classes of {levels} levels with different hit dice "
+                       f"({listed}); the pool rolls the largest, d{die}")
+    return die
+
+
 def best_class_save(draft: Draft) -> bool:
     """A multi-class character's save vs. paralyzation: the best (lowest) of its classes'
     (``draft.classes``), each by its class group at its own level: the engine's rule

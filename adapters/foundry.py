@@ -37,6 +37,7 @@ from .core import (
     need_object,
     plain_json,
     pointer,
+    pool_die,
     project,
     read_state,
     score,
@@ -639,11 +640,12 @@ class Dnd5e(FoundryAdapter):
             details_level, path = dig(system_data, "details.level", base)
             level = to_int(details_level, path, 0, 100) or 1
             draft.warn(f"no class items; level taken as {level}")
+        # the pool's die: of the classes of most levels, the largest; the class group's
+        # class (no psionicist's taken): of those, the first of that die
         main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
-        die = main.die if main is not None else None
-        if len({c.die for c in classes if c.levels}) > 1 and main is not None:
-            draft.warn_for("die", f"classes with different hit dice; the pool uses d{die} "
-                           f"of {main.name or 'the main class'}")
+        top = main.levels if main is not None else 0
+        die = pool_die(draft, top, [(c.name or "the unnamed class", c.die) for c in classes
+                                    if c.levels == top and c.die is not None])
         if die is None:
             die = 8
             draft.warn_for("die", "no class hit die; assumed d8")
@@ -951,19 +953,11 @@ class Ars(FoundryAdapter):
 
     def _pool_die(self, draft: Draft, classes: list[_ArsClass]) -> int | None:
         """The hit die of the class of most levels (whose level power-pool takes) and, of
-        several with that many, the largest, whatever their order (as dnd5e's adapter and
-        Roll20's take it): the pool is dice of one type (seed 001)."""
+        several with that many, the largest (``pool_die``)."""
         top = max(c.levels for c in classes)
-        found = [(die, c) for c in classes if c.levels == top
-                 for die in (self._rank_die(draft, c),) if die is not None]
-        if not found:
-            return None
-        die, main = max(found, key=lambda pair: pair[0])
-        if len({d for d, _ in found}) > 1:
-            listed = ", ".join(f"{c.name} d{d}" for d, c in found)
-            draft.warn_for("die", f"classes of {top} levels with different hit dice "
-                           f"({listed}); the pool uses the largest, d{die} of {main.name}")
-        return die
+        return pool_die(draft, top, [(c.name, die) for c in classes if c.levels == top
+                                     for die in (self._rank_die(draft, c),)
+                                     if die is not None])
 
     @staticmethod
     def _rank_die(draft: Draft, cls: _ArsClass) -> int | None:

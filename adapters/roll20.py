@@ -43,6 +43,7 @@ from .core import (
     need_object,
     plain_json,
     pointer,
+    pool_die,
     read_state,
     score,
     settle,
@@ -549,10 +550,10 @@ class Adnd2eRevised(Roll20Adapter):
         elif draft.system == "power-pool":
             die = char.get("psi_die")
             if die is None or die[0] is None or die[0] == "":
-                group, others = (None, "") if monster or level_key is None else \
+                group = None if monster or level_key is None else \
                     _pool_group(draft, level)
                 sides = _GROUP_DIE.get(group or "", 8)
-                how = (f"d{sides}, the hit die of a {group}{others}" if group in _GROUP_DIE
+                how = (f"d{sides}, the hit die of a {group}" if group in _GROUP_DIE
                        else "d8, a monster's hit die" if monster else "d8")
                 draft.put("die", sides)
                 draft.warn(f"{'no psi_die attribute' if die is None else 'psi_die is empty'}"
@@ -741,26 +742,19 @@ class Adnd2eRevised(Roll20Adapter):
                        f"uses {used}")
 
 
-def _pool_group(draft: Draft, level: int) -> tuple[str | None, str]:
-    """The class group whose hit die a character's power pool rolls, and the words that
-    say which classes it was chosen among. The pool is the creature's Hit Dice, all of
-    one type (seed 001): those of the classes at the level taken (the highest), and of
-    classes there of several hit dice ("Fighter/Psionicist", or Fighter 5 beside
-    Psionicist 5) the largest, whatever the order written, as the Foundry adapters take
-    the class of most levels and, of equal ones, the largest die."""
+def _pool_group(draft: Draft, level: int) -> str | None:
+    """The class group whose hit die a character's power pool rolls: of the classes at
+    the level taken (the highest), and of those a name writes ("Fighter/Psionicist"),
+    the one of the largest die (``pool_die``: the pool is dice of one type), the first
+    written of that die; ``None`` when none is of a known group."""
     groups = [(group, name) for name, at in draft.classes if at == level
               for group in dict.fromkeys(class_groups(name)) if group in _GROUP_DIE]
-    if not groups:
-        return None, ""
-    group = max(groups, key=lambda found: _GROUP_DIE[found[0]])[0]  # the first largest
-    if len({_GROUP_DIE[g] for g, _ in groups}) < 2:
-        return group, ""
-    by_name: dict[str, list[str]] = {}
-    for g, n in groups:
-        by_name.setdefault(n, []).append(f"{g} d{_GROUP_DIE[g]}")
-    listed = ", ".join(f"{_class_text(n)} {level} ({', '.join(dice)})"
-                       for n, dice in by_name.items())
-    return group, f", the largest of {listed}"
+    several = {name for name, at in draft.classes if at == level
+               and len(set(class_groups(name)) & set(_GROUP_DIE)) > 1}
+    die = pool_die(draft, level, [
+        (f"{_class_text(name)}{f' as a {group}' if name in several else ''}",
+         _GROUP_DIE[group]) for group, name in groups])
+    return next((group for group, _ in groups if _GROUP_DIE[group] == die), None)
 
 
 def _class_name(char: Character, level_key: str) -> str | None:

@@ -267,20 +267,30 @@ def zanna_and_fighter(levels: int) -> dict[str, Any]:
 
 
 def test_dnd5e_multiclass_levels_are_summed_and_the_main_class_gives_the_pool_die() -> None:
+    """The pool rolls the die of the class of most levels, as every adapter takes it
+    (``pool_die``): a Wizard 1 / Fighter 2 rolls the fighter's d10, nothing to warn of
+    (the dice of classes of fewer levels are not rolled; it warned of "different hit
+    dice" all the same), and a Wizard 3 / Fighter 2 the wizard's d6."""
     data = zanna_and_fighter(2)
     pool = DND5E.import_(data, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (3, 10)
-    assert any("different hit dice" in w for w in pool.warnings)
+    assert not any("different hit dice" in w for w in pool.warnings), pool.warnings
+    next(item for item in data["items"] if item["name"] == "Wizard")["system"]["levels"] = 3
+    pool = DND5E.import_(data, "power-pool")
+    assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (5, 6)
+    assert not any("different hit dice" in w for w in pool.warnings), pool.warnings
 
 
 def test_dnd5e_of_classes_with_equal_levels_the_larger_hit_die_gives_the_pool_die() -> None:
     """The pool die is the main class's (docs/ADAPTERS.md foundry.dnd5e ``die``: the
     class with most levels); of classes with as many levels, the larger die, whichever
-    item comes first: Wizard 1 (d6) and Fighter 1 (d10) roll d10, saying so."""
+    item comes first: Wizard 1 (d6) and Fighter 1 (d10) roll d10, saying so with each
+    class's die, in the words of every adapter (``pool_die``)."""
     data = zanna_and_fighter(1)
     pool = DND5E.import_(data, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (2, 10)
-    assert "classes with different hit dice; the pool uses d10 of fighter" in pool.warnings
+    assert ("classes of 1 levels with different hit dice (wizard d6, fighter d10); the "
+            "pool rolls the largest, d10") in pool.warnings
 
 
 def test_dnd5e_npc_hit_dice_come_from_the_hit_point_formula() -> None:
@@ -783,9 +793,8 @@ def test_an_ars_power_pool_of_classes_at_one_level_rolls_their_largest_hit_die()
                      ars_class("Psionicist", 5, PSIONICIST_HD))):
         pool = ARS.import_(ars_character(*classes), "power-pool")
         assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (5, 10)
-        assert any(w.startswith("classes of 5 levels with different hit dice (")
-                   and w.endswith("the pool uses the largest, d10 of Fighter")
-                   for w in pool.warnings), pool.warnings
+    assert ("classes of 5 levels with different hit dice (Fighter d10, Psionicist d6); the "
+            "pool rolls the largest, d10") in pool.warnings
 
 
 def test_a_multi_class_ars_character_with_no_save_recorded_saves_with_its_best_class(

@@ -647,6 +647,10 @@ class Draft:
     #: name, as the Foundry adapters' other warnings give it); Roll20 quotes the text of
     #: its class boxes, as its other warnings do
     class_text: Callable[[str], str] = str
+    #: the warnings ``warn_for`` gave about how the sheet's data gave a field (a hit die
+    #: assumed, or chosen among classes), by field: ``read_state`` withdraws them when
+    #: the psionic state store sets that field, as none of that is then used
+    derivations: dict[str, list[str]] = field(default_factory=dict)
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -687,10 +691,18 @@ class Draft:
         self.warnings.append(text)
 
     def warn_for(self, name: str, text: str) -> None:
-        """Record an assumption about field ``name`` when the system has that field (a
-        hit die assumed says nothing to a system that rolls none)."""
+        """Record an assumption about how the sheet gives field ``name``, when the system
+        has that field (a hit die assumed says nothing to a system that rolls none); it
+        is withdrawn if the psionic state store then sets the field (``withdraw``)."""
         if name in FIELDS[self.system]:
             self.warnings.append(text)
+            self.derivations.setdefault(name, []).append(text)
+
+    def withdraw(self, name: str) -> None:
+        """Drop the warnings ``warn_for`` gave about field ``name``: its value is not the
+        one they explain."""
+        texts = set(self.derivations.pop(name, ()))
+        self.warnings[:] = [text for text in self.warnings if text not in texts]
 
     def imported(self, combatant_id: str, name: str,
                  sources: Mapping[str, str] | None = None) -> Imported:
@@ -812,13 +824,16 @@ def modes(system: str, known: frozenset[str], names: Iterable[tuple[str, str]],
 def read_state(draft: Draft, lookup: Callable[[str], tuple[Any, str, Binding] | None],
                ) -> None:
     """Read every field of the draft's system that ``lookup`` finds in the psionic
-    state store (Foundry flags, Roll20 attributes); it overrides what the sheet gave."""
+    state store (Foundry flags, Roll20 attributes); it overrides what the sheet gave,
+    and the warnings about how the sheet gave it are withdrawn."""
     for name in FIELDS[draft.system]:
         found = lookup(name)
         if found is None:
             continue
         value, path, binding = found
         decoded = decode(draft.system, name, value, path, draft)
+        if decoded is not None:
+            draft.withdraw(name)  # how the sheet would have given it no longer matters
         draft.put(name, decoded, binding)
 
 

@@ -797,6 +797,26 @@ def test_an_ars_power_pool_of_classes_at_one_level_rolls_their_largest_hit_die()
             "pool rolls the largest, d10") in pool.warnings
 
 
+def test_a_pool_die_the_flags_set_is_taken_without_a_warning_on_the_sheet_s_die() -> None:
+    """docs/ADAPTERS.md: the warnings about the hit die are about the one derived from
+    the sheet; the flags' die (flags.mindscape.power-pool.die) overrides it, so none is
+    given then (ARS said "the pool rolls the largest, d10" of a Psionicist 5 / Fighter
+    5 whose pool rolls the flags' d6, and "assumed d8" of a class with no die; dnd5e
+    the same of Wizard 5 / Fighter 5)."""
+    derived = ("different hit dice", "assumed d8")
+    for adapter, actor in (
+            (ARS, ars_character(ars_class("Psionicist", 5, PSIONICIST_HD),
+                                ars_class("Fighter", 5, FIGHTER_HD))),
+            (ARS, ars_character(ars_class("Psionicist", 5, [""] * 20))),
+            (DND5E, zanna_and_fighter(1))):
+        got = adapter.import_(actor, "power-pool")
+        assert any(text in w for w in got.warnings for text in derived), got.warnings
+        actor.setdefault("flags", {})["mindscape"] = {"power-pool": {"die": "d6"}}
+        got = adapter.import_(actor, "power-pool")
+        assert got.combatant["die"] == 6
+        assert not any(text in w for w in got.warnings for text in derived), got.warnings
+
+
 def test_a_multi_class_ars_character_with_no_save_recorded_saves_with_its_best_class(
         ) -> None:
     """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw

@@ -3977,21 +3977,43 @@ var Mindscape = Mindscape || (() => {
   // `bar` (tok|barN_value or max) is only compared: requests kept from before this
   // version remembered just that. It is no longer remembered, as after a swap of
   // --hpbar and --pspbar the bar shows something else.
+  // `shown` is only remembered: where the part lands on an attribute, the bar field of
+  // each waiting request's token whose HP or PSP bar is linked to it now, as that
+  // token's own part there gives it (tok|bar|field|value or max). The bar keeps what
+  // was written through it when the GM unlinks it again, and the token's older answer
+  // is not to write over it. It is not compared: a token's bar linked since a newer
+  // answer wrote it shows the attribute already, not what that answer wrote.
   const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = `${ref}|${name.toLowerCase()}|${part}`;
     const sheet = `${charId}|${name.toLowerCase()}|${part}`;
-    if (!token) return { keys: Array.from(new Set([sheet, own])) };
+    if (!token) return { keys: Array.from(new Set([sheet, own])), shown: shownOn(findAttribute(charId, name), part) };
     const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
-    if (!binding) return { keys: [own] };
+    if (!binding) return { keys: [own], shown: [] };
     const field = `${token.id}|bar|${binding.field}|${binding.bar}`;
     const bar = barOf(binding.field);
-    if (!bar) return { keys: [sheet, own, field] };
+    if (!bar) return { keys: [sheet, own, field], shown: shownOn(findAttribute(charId, name), part) };
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
-    if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${binding.bar === 'max' ? 'max' : 'current'}`);
-    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}` };
+    const linkedPart = binding.bar === 'max' ? 'max' : 'current';
+    if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${linkedPart}`);
+    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, shown: linked ? shownOn(linked, linkedPart) : [] };
+  };
+
+  // placesOf's `shown` of an attribute's part (none for no attribute). Only the tokens
+  // of waiting requests are looked at, not every graphic: only an older request's
+  // answer ever compares these keys, and only for its own fighters.
+  const shownOn = (attr, part) => {
+    if (!attr) return [];
+    const refs = new Set(Object.values(store().pending).flatMap((job) => (Array.isArray(job.involved) ? job.involved : [])));
+    const tokens = Array.from(refs).map(ownToken).filter(Boolean);
+    return ['hp', 'psp'].flatMap((field) => {
+      const bar = barOf(field);
+      if (!bar) return [];
+      return tokens.filter((token) => token.get(`bar${bar}_link`) === attr.id)
+        .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
+    });
   };
 
   /**
@@ -4024,7 +4046,7 @@ var Mindscape = Mindscape || (() => {
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
-        kept.forEach((part) => landing.push(...where[part].keys));
+        kept.forEach((part) => landing.push(...where[part].keys, ...where[part].shown));
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;

@@ -8676,6 +8676,28 @@ test('the newest request wins though the GM linked the token\'s HP bar since: th
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
+test('the newest request wins though the GM linked the token\'s HP bar and unlinked it again after the character\'s newer answer wrote through it: the older answer for the token leaves the HP that bar kept', () => {
+  const ctx = goblins();
+  const attackGoblin = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+    return lastRequest(ctx.sb);
+  };
+  const late = attackGoblin();
+  assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
+  ctx.sb.advance(30000);
+  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  const again = attackGoblin();
+  assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });

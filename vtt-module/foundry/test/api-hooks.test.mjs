@@ -246,3 +246,43 @@ test("mindscape.encounterUpdated: a power-pool public action, with who declared 
   await ctl.declare("fenka-tokF", { attack: { mode: "ego-whip", target: "ulcen" } });
   assert.equal(updatedHooks(t).length, 1);
 });
+
+test("mindscape.encounterUpdated: a step, undo or public action that finishes after End, or after a new encounter replaced its own, names the encounter it was asked of", async () => {
+  // The companion answers `method` only once the GM has pressed End (or created another encounter).
+  const slowly = async (method, system, answer, meanwhile) => {
+    let release;
+    const answered = new Promise((resolve) => { release = resolve; });
+    let asked;
+    const asking = new Promise((resolve) => { asked = resolve; });
+    const { methods } = encounterMethods();
+    const base = methods[method];
+    const t = makeTable({ methods: { ...methods, [method]: async (p) => { const out = answer ? answer() : base(p); asked(); await answered; return out; } } });
+    if (system) await t.clients.gm.game.settings.set("mindscape", "ruleSystem", system);
+    const ctl = t.clients.gm.svc.encounters;
+    await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+    return { t, ctl, asking, release, meanwhile: () => meanwhile(t, ctl) };
+  };
+  const end = (t, ctl) => ctl.end();
+  const replace = async (t, ctl) => {
+    await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "combat-strength");
+    await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  };
+  const cases = [
+    ["a step, End", "encounter.resolve", null, null, end, (ctl) => ctl.resolve({ force: true })],
+    ["a step, a new encounter", "encounter.resolve", null, null, replace, (ctl) => ctl.resolve({ force: true })],
+    ["an undo, End", "encounter.undo", null, () => ({ revision: 9, undone: 5, updates: [] }), end, (ctl) => ctl.undo()],
+    ["an undo, a new encounter", "encounter.undo", null, () => ({ revision: 9, undone: 5, updates: [] }), replace, (ctl) => ctl.undo()],
+    ["a public action, End", "encounter.declare", "power-pool", () => ({ revision: 8, waiting_for: [], summary: "Ulcen of Tyr releases Fenka.", updates: [] }), end, (ctl) => ctl.declare("ulcen", { release: "fenka-tokF" })],
+    ["a public action, a new encounter", "encounter.declare", "power-pool", () => ({ revision: 8, waiting_for: [], summary: "Ulcen of Tyr releases Fenka.", updates: [] }), replace, (ctl) => ctl.declare("ulcen", { release: "fenka-tokF" })],
+  ];
+  for (const [name, method, system, answer, meanwhile, run] of cases) {
+    const s = await slowly(method, system, answer, meanwhile);
+    const running = run(s.ctl);
+    await s.asking;
+    await s.meanwhile();
+    s.release();
+    await running;
+    const told = updatedHooks(s.t);
+    assert.deepEqual(told.map((h) => [h.encounter, h.system]), [["enc1", system ?? "revised-2e"]], name);
+  }
+});

@@ -816,7 +816,7 @@ export class EncounterController {
       const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true, meta }) : [];
       // A public action changed combatants: other modules hear of it as of a step. A
       // hidden choice is not told (nothing changed yet, and it is secret).
-      if (open && answer) this.announce("action", answer, plan, [], { combatant: cid });
+      if (open && answer) this.announce(meta, "action", answer, plan, [], { combatant: cid });
       // What the action did, in the companion's words ("Ulcen releases Fenka.").
       if (open && typeof answer?.summary === "string" && answer.summary) this.svc.notify("info", await this.namedSummary(answer.summary));
       return answer;
@@ -1190,7 +1190,7 @@ export class EncounterController {
       this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
     }
     // Once per step, also a step without an exchange (a round that only paid defenses).
-    this.announce("step", answer, plan, messages);
+    this.announce(meta, "step", answer, plan, messages);
     if (waiting.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
     if (!results.length && answer?.summary) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
     return answer;
@@ -1221,7 +1221,7 @@ export class EncounterController {
       }
       const plan = await this.applyStep(answer, { undo: true, meta });
       await this.markUndone(answer?.undone, meta.id);
-      this.announce("undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
+      this.announce(meta, "undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
       return answer;
     });
   }
@@ -1241,10 +1241,11 @@ export class EncounterController {
    * that the encounter changed the combatants' sheets, once its write-back is applied:
    * a resolved step (`kind` "step", its cards in `messages`), an undo ("undo", `undone`:
    * the revision taken back) or a power-pool public action ("action", `combatant`: who
-   * declared it).
+   * declared it). `meta` is the encounter the step was asked of: one that finishes after
+   * End (or after a new encounter replaced it) is told as its own encounter's, not as
+   * none or the new one's.
    */
-  announce(kind, answer, updates, messages, extra = {}) {
-    const meta = this.meta;
+  announce(meta, kind, answer, updates, messages, extra = {}) {
     this.svc.env.Hooks.callAll("mindscape.encounterUpdated", {
       system: meta.system, encounter: meta.id, kind, revision: answer?.revision ?? null, result: answer, updates, messages, ...extra,
     });

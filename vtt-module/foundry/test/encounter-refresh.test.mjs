@@ -382,6 +382,40 @@ test("a sheet held because the companion could not write a step stays held when 
   assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
 });
 
+test("a write Foundry misses on a sheet the companion's hold already keeps is tried again by nothing: the GM is told the values to set by hand in a notice that stays, while a missed write on a sheet not so held is still tried again, in a notice that goes away", async () => {
+  const { methods, enc } = encounterMethods();
+  let answer = (p) => {
+    const stored = methods["encounter.resolve"](p);
+    for (const r of stored.results) r.updates = [];
+    return { ...stored, updates: [], updates_failed: { error_id: "e-42" } };
+  };
+  const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
+  const ctl = t.clients.gm.svc.encounters;
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  await ctl.create([ulcenToken.uuid, fenkaToken.uuid], "Vault");
+  await ctl.resolve({ force: true });
+  assert.deepEqual(ctl.meta.held, { ulcen: { write: null }, "fenka-tokF": { write: null } }, "the companion's hold: nothing to try again");
+  // The goblin joins after: its sheet is not held.
+  await ctl.add([goblinToken.uuid]);
+  const fenka = fenkaToken.actor;
+  const goblin = goblinToken.actor;
+  lockPsp(fenka);
+  lockPsp(goblin);
+  answer = () => ({
+    round: 2, results: [], events: [], summary: "Round 2: defenses paid.", rolls: [], revision: ++enc.revision,
+    updates: [{ uuid: fenka.uuid, update: { "flags.mindscape.revised-2e.psp": 26 } }, { uuid: goblin.uuid, update: { "flags.mindscape.revised-2e.psp": 17 } }],
+  });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve({ force: true });
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn" && n.text.startsWith("The companion stored the step"));
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+    ["The companion stored the step, but writing it to the sheet of Goblin failed (" + goblin.uuid + ": the document is locked). The encounter keeps its own copy: the write is tried again before the next step (unless the sheet was changed meanwhile), and Refresh from sheets takes the sheet as it is.", false],
+    ["The companion stored the step, but writing it to the sheet of Fenka failed (" + fenka.uuid + ": the document is locked). The encounter already holds its own copy of them with no write to try again (a write-back the companion could not make, or an answer lost), so nothing tries this one again either: put it right by hand (" + fenka.uuid + ": flags.mindscape.revised-2e.psp = 26), then press Refresh from sheets.", true],
+  ]);
+  assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
+  assert.deepEqual(ctl.meta.held["goblin-tokG"].write.update, { "flags.mindscape.revised-2e.psp": 17 });
+});
+
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
   let fail = false;
   const { t, ctl, enc } = await encounter({

@@ -1033,7 +1033,9 @@ export class EncounterController {
    * hold). The GM is told whose sheets are behind and why: a write-back the companion
    * could not make in a notice that stays until dismissed (the sheets stay behind until
    * the GM puts them right), a write Foundry missed in one that goes away (it is tried
-   * again by itself).
+   * again by itself); but one missed on a combatant the companion holds already (a
+   * write-back it could not make, or an answer lost: no write to try again) in one that
+   * stays, with the values to set by hand (`writesWords`), as nothing tries it again.
    *
    * `meta` is the encounter the step was asked of, as it was then: an End (or a new
    * encounter) while the step ran does not keep its write-back from the sheets, and what
@@ -1073,15 +1075,20 @@ export class EncounterController {
     const missed = report.filter((r) => !r.ok);
     // This step's writes Foundry missed, on documents still there: the GM's to make by hand should the encounter have ended.
     const missedNow = [];
+    // Those of them on combatants the companion holds: nothing tries them again, so the GM's to make by hand now.
+    const untried = [];
     for (const m of missed) {
       const { update } = plan.find((u) => u.uuid === m.uuid);
       const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
+      const kept = [];
       for (const cid of whose(m.uuid)) {
         const h = held(cid);
         // A hold the companion made (no write to try again) stays as it is.
-        if (!(h && h.write === null)) changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
+        if (h && h.write === null) kept.push(cid);
+        else changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
       }
       if (doc) missedNow.push({ cids: whose(m.uuid), write: pendingWrite(doc, m.uuid, update) });
+      if (doc && kept.length) untried.push({ ...m, cids: kept, write: pendingWrite(doc, m.uuid, update) });
     }
     const saved = await this.saveHeld(changes, { id: asked.id });
     if (failed) {
@@ -1094,9 +1101,17 @@ export class EncounterController {
       const landed = report.filter((r) => r.ok).map((r) => ({ ...plan.find((u) => u.uuid === r.uuid), cids: whose(r.uuid) }));
       this.tellStepAfterEnd(asked, { landed, missed: missedNow }, what);
     } else if (missed.length) {
-      this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", {
-        what, names: namesOf(meta, missed.flatMap((m) => whose(m.uuid))), problems: missed.map((m) => `${m.uuid}: ${m.error}`).join("; "),
-      }));
+      const problems = (ms) => ms.map((m) => `${m.uuid}: ${m.error}`).join("; ");
+      const untriedIds = new Set(untried.flatMap((u) => u.cids));
+      const tried = missed.map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !untriedIds.has(cid)) })).filter((m) => m.cids.length);
+      if (tried.length) {
+        this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", { what, names: namesOf(meta, tried.flatMap((m) => m.cids)), problems: problems(tried) }));
+      }
+      if (untried.length) {
+        this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedHeld", {
+          what, names: namesOf(meta, untried.flatMap((u) => u.cids)), problems: problems(untried), writes: this.writesWords(untried.map((u) => u.write)),
+        }), { permanent: true });
+      }
     }
     return plan;
   }

@@ -701,8 +701,8 @@ class Draft:
     def withdraw(self, name: str) -> None:
         """Drop the warnings ``warn_for`` gave about field ``name``: its value is not the
         one they explain."""
-        texts = set(self.derivations.pop(name, ()))
-        self.warnings[:] = [text for text in self.warnings if text not in texts]
+        for text in self.derivations.pop(name, ()):
+            self.warnings.remove(text)  # that one: the same words warned otherwise stay
 
     def imported(self, combatant_id: str, name: str,
                  sources: Mapping[str, str] | None = None) -> Imported:
@@ -890,7 +890,7 @@ def pool_die(draft: Draft, levels: int, dice: Sequence[tuple[str, int]]) -> int 
     die = max(d for _, d in dice)
     if len({d for _, d in dice}) > 1:
         listed = ", ".join(f"{name} d{d}" for name, d in dice)
-        draft.warn_for("die", f"classes of {levels} levels with different hit dice "
+        draft.warn_for("die", f"classes at level {levels} with different hit dice "
                        f"({listed}); the pool rolls the largest, d{die}")
     return die
 

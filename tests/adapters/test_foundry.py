@@ -289,7 +289,7 @@ def test_dnd5e_of_classes_with_equal_levels_the_larger_hit_die_gives_the_pool_di
     data = zanna_and_fighter(1)
     pool = DND5E.import_(data, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (2, 10)
-    assert ("classes of 1 levels with different hit dice (wizard d6, fighter d10); the "
+    assert ("classes at level 1 with different hit dice (wizard d6, fighter d10); the "
             "pool rolls the largest, d10") in pool.warnings
 
 
@@ -793,7 +793,7 @@ def test_an_ars_power_pool_of_classes_at_one_level_rolls_their_largest_hit_die()
                      ars_class("Psionicist", 5, PSIONICIST_HD))):
         pool = ARS.import_(ars_character(*classes), "power-pool")
         assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (5, 10)
-    assert ("classes of 5 levels with different hit dice (Fighter d10, Psionicist d6); the "
+    assert ("classes at level 5 with different hit dice (Fighter d10, Psionicist d6); the "
             "pool rolls the largest, d10") in pool.warnings
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import adapters
-from adapters.core import MAX_WARNINGS
+from adapters.core import MAX_WARNINGS, Draft
 from adapters.intelligence import MAX_INT_TEXT
 from engine import builtin_systems
 from engine.errors import InvalidInput
@@ -657,3 +657,15 @@ def test_a_dnd5e_hit_point_formula_rolling_no_die_is_not_hit_dice(formula: str) 
     assert got.combatant["level"] == 10
     assert f'hit-point formula "{formula}" rolls no die; Hit Dice taken as 10 from the ' \
         "challenge rating" in got.warnings
+
+
+def test_a_withdrawn_die_warning_leaves_the_same_words_warned_about_something_else() -> None:
+    # The psionic state store setting the die withdraws the warnings about how the sheet
+    # gave it, and only those: the same words warned otherwise stay, once each.
+    draft = Draft("power-pool")
+    draft.warn("no class hit die; assumed d8")
+    draft.warn_for("die", "no class hit die; assumed d8")
+    draft.warn_for("die", "classes at level 5 with different hit dice (A d6, B d10); "
+                          "the pool rolls the largest, d10")
+    draft.withdraw("die")
+    assert draft.warnings == ["no class hit die; assumed d8"]

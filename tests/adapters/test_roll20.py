@@ -474,10 +474,10 @@ def test_an_empty_psi_die_of_several_classes_at_one_level_is_their_largest_hit_d
         warned.append([w for w in got.warnings if "hit di" in w])
     assert dice == [(5, 10)] * 4
     taken = "psi_die is empty; the pool's die taken as d10, the hit die of a warrior"
-    assert warned[0] == ['classes of 5 levels with different hit dice ("Fighter/Psionicist" '
+    assert warned[0] == ['classes at level 5 with different hit dice ("Fighter/Psionicist" '
                          'as a warrior d10, "Fighter/Psionicist" as a psionicist d6); the '
                          "pool rolls the largest, d10", taken]
-    assert warned[3] == ['classes of 5 levels with different hit dice ("Psionicist" d6, '
+    assert warned[3] == ['classes at level 5 with different hit dice ("Psionicist" d6, '
                          '"Fighter" d10); the pool rolls the largest, d10', taken]
     data = ulcen()
     data["attribs"] += [{"name": "psi_die", "current": "", "max": ""},

@@ -363,10 +363,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     roles: list[str] = []
     redirected: list[tuple[str, str]] = []
     bystanders: dict[str, JSON] = {}
+    # (no target is the attacker: _check_ids_unique refused a target with its id)
     for t in [target, *extra]:
-        if t["id"] == attacker["id"]:
-            raise RulesViolation("target-self", f"{attacker['name']} cannot attack itself",
-                                 combatant=attacker["id"])
         # seed 001: "Creatures must have minds ... Constructs, unintelligent undead,
         # and most plants are immune to psionic combat."
         if t["mindless"]:

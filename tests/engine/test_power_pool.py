@@ -156,6 +156,22 @@ def test_attack_on_a_controlled_creature_strikes_its_controller() -> None:
     assert after(res, "c")["controlling"] == [{"id": "a", "kept_by": "action", "wave": None}]
 
 
+@pytest.mark.parametrize("more", [{}, {"defenders": [psionic("A")]}])
+def test_an_exchange_whose_target_is_the_attacker_is_refused_as_one_creature_given_twice(
+        more: dict[str, Any]) -> None:
+    """Seed 001: the attacker "picks a target"; a creature attacking itself is no
+    exchange. A target with the attacker's id is that creature given again, refused at
+    its place before any rule is read (an encounter says `target-self`)."""
+    attack = {"mode": "psionic-wave"} if more else {"mode": "mental-stab"}
+    target = psionic("B") if more else psionic("A")
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), target, attack, **more)
+    place = "/defenders/0/name" if more else "/defender/name"
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        place, 'the id made from this name, "a", is already used at /attacker: give each '
+               "creature an id of its own")]
+
+
 def test_attack_on_controlled_creature_needs_the_controller() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("C"), psionic("B", controlled_by="a"), {"mode": "mental-stab"})

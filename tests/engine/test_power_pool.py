@@ -181,6 +181,30 @@ def test_attack_on_controlled_creature_needs_the_controller() -> None:
                                 "strikes the controller; give it in /controller")
 
 
+@pytest.mark.parametrize("place", ["allies", "defenders"])
+def test_a_controller_whose_sheet_in_controller_shows_it_under_control_is_refused(
+        place: str) -> None:
+    """RULES.md §3.4: a creature under control holds no control (its own ended when it
+    fell under it). X's first sheet (an ally, or a wave's target) lists B, so the links
+    read both ways hold; its sheet in /controller, the one struck in B's place, shows it
+    controlled by Z: that creature cannot be B's controller."""
+    x = psionic("X", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="x", pool=0)
+    under = psionic("X", 2, 6, controlled_by="z", pool=0)
+    more: dict[str, Any] = {"controller": under, place: [x]}
+    if place == "allies":
+        attack, defense = {"mode": "mental-stab"}, {"mode": "imagination-swarm"}
+        more["defenses"] = {"x": {"mode": "imagination-swarm"}}
+    else:
+        attack, defense = {"mode": "psionic-wave"}, None
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 3, 6), b, attack, defense,
+                 dice={"attack": [6, 6, 6], "defense": [1, 1]}, **more)
+    assert (err.value.rule, err.value.combatant, err.value.detail) == (
+        "controller-required", "x",
+        "the controller X is itself under control and cannot hold control")
+
+
 def test_a_wave_at_two_puppets_of_one_controller_strikes_it_once() -> None:
     """Seed: attacking a creature under psionic control "automatically attacks the
     controller": a Psionic Wave at two of A's puppets strikes A, once (RULES.md §3.3: a

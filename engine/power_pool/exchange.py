@@ -710,12 +710,12 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
             events.append(Event("stunned", aid, {"round_ends": ex["loser_stunned_round_ends"],
                                                  "reason": "rebuffed"}))
             now[aid] = a
-    for pid, c in freed.items():
-        if pid in now and pid != aid:
-            # a freed puppet that also defends keeps its exchange changes
-            now[pid] = {**now[pid], "controlled_by": None}
-        else:
-            now[pid] = c
+    # Only puppets and bystanders are set free: nobody rolling here is under control (an
+    # attacker under control may not attack, a controlled target is struck through its
+    # controller, a controlled ally or controller is refused), and the one taking control
+    # here, the attacker, frees nobody when it wins.
+    assert freed.keys().isdisjoint(now), sorted(freed.keys() & now.keys())
+    now.update(freed)
 
     principal = plan.principal
     others: list[Change] = []

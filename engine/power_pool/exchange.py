@@ -97,12 +97,12 @@ def step(ladder: Sequence[int], sides: int, steps: int) -> int:
     return int(ladder[i])
 
 
-def _mode(tables: Mapping[str, Any], mode_id: str, kind: str, path: str) -> Mapping[str, Any]:
-    mode = tables["modes"].get(mode_id)
-    if mode is None or mode["kind"] != kind:
-        known = sorted(m for m, d in tables["modes"].items() if d["kind"] == kind)
-        raise InvalidInput.at(path, f"unknown {kind} mode {json_text(mode_id)}; "
-                                    f"known: {json_text(known, 300)}")
+def _mode(tables: Mapping[str, Any], mode_id: str, kind: str) -> Mapping[str, Any]:
+    """The mode ``mode_id`` of ``kind`` (attack, defense). The request schema, made from
+    the same tables (``PowerPoolSystem.request_schema``), admits no other at that place:
+    an unknown mode, or one of the other kind, is refused there first."""
+    mode = tables["modes"][mode_id]
+    assert mode["kind"] == kind, (mode_id, kind)
     return mode  # type: ignore[no-any-return]
 
 
@@ -173,7 +173,7 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
     mode_id = defense.get("mode")
     mode: Mapping[str, Any] = {}
     if mode_id is not None:
-        mode = _mode(tables, mode_id, "defense", f"{path}/mode")
+        mode = _mode(tables, mode_id, "defense")
         if not c["psionic"]:
             raise RulesViolation("mode-not-known", (
                 f"{c['name']} is not psionic: a creature without a power pool uses no "
@@ -308,7 +308,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
 
     attack = request["attack"]
     mode_id = attack["mode"]
-    mode = _mode(tables, mode_id, "attack", "/attack/mode")
+    mode = _mode(tables, mode_id, "attack")
     # seed 001: "Any psionically active creature may engage in psionic combat"
     if not attacker["psionic"]:
         raise RulesViolation("attacker-not-psionic",

@@ -726,12 +726,21 @@ def test_defender_must_know_its_defense_mode() -> None:
 
 
 def test_unknown_mode_id_is_invalid_input_naming_the_field() -> None:
+    """An unknown mode, or one of the other kind, is refused by the request schema (made
+    from the tables) at its place, before any rule reads it."""
     with pytest.raises(InvalidInput) as err:
         exchange(psionic("A"), psionic("B"), {"mode": "ego-whip"})
     assert err.value.problems[0].path == "/attack/mode"
     with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "barrier-mantra"})
+    assert [p.path for p in err.value.problems] == ["/attack/mode"]
+    with pytest.raises(InvalidInput) as err:
         exchange(psionic("A"), psionic("B"), {"mode": "mental-stab"}, {"mode": "mental-stab"})
     assert err.value.problems[0].path.startswith("/defense")
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A"), psionic("B"), {"mode": "psionic-wave"},
+                 defenders=[psionic("C")], defenses={"c": {"mode": "mental-stab"}})
+    assert [p.path for p in err.value.problems] == ["/defenses/c/mode"]
 
 
 def test_no_pool_defender_rolls_its_hit_dice_without_modes() -> None:

@@ -110,10 +110,11 @@ _ORIGIN_FORM = ("give the scheme and the host, as in https://foundry.example.com
 #: letters, digits, ``-`` and ``_`` (a browser takes a hyphen at either end), and the one
 #: dot of a fully qualified name at the end, which a browser keeps
 _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
-#: the last label of a name the URL Standard reads as an IPv4 address ("ends in a number")
-_NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+#: the last label of a name the URL Standard reads as an IPv4 address ("ends in a
+#: number"), in lower case as ``_browser_host`` reads it
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 #: one part of such an address: hexadecimal after 0x, octal after 0, else decimal
-_IPV4_PART = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
+_IPV4_PART = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
 
 
 def _ipv6_text(address: ipaddress.IPv6Address) -> str:
@@ -166,11 +167,12 @@ def _browser_host(text: str, hostname: str) -> str:
 def _ipv4_number(host: str) -> int | None:
     """The address a browser reads in ``host`` (the URL Standard's IPv4 parser: one to
     four parts, each decimal, octal after a ``0`` or hexadecimal after ``0x``, the last
-    filling the bytes left; ``127.1`` is 127.0.0.1), or None where it reads none."""
+    filling the bytes left; ``127.1`` is 127.0.0.1), or None where it reads none.
+    ``host`` is in lower case, as ``_browser_host`` gives it (``0X7F`` comes as ``0x7f``)."""
     parts = host.removesuffix(".").split(".")
     if len(parts) > 4 or not all(map(_IPV4_PART.fullmatch, parts)):
         return None
-    numbers = [int(part[2:] or "0", 16) if part[:2] in ("0x", "0X")
+    numbers = [int(part[2:] or "0", 16) if part[:2] == "0x"
                else int(part, 8 if part[0] == "0" else 10) for part in parts]
     *leading, last = numbers
     if any(number > 255 for number in leading) or last >= 256 ** (5 - len(numbers)):

@@ -124,6 +124,7 @@ def test_allow_origin_adds_to_the_defaults() -> None:
     ("http://3232235796:30000", "http://192.168.1.20:30000"),
     # 0X as 0x, a bare 0x as 0, 255 in any byte, and 0.0.0.0 (all zeros) is an address
     ("http://0X7F.0x.0.1", "http://127.0.0.1"),
+    ("http://\uff10\uff38\uff17\uff26.\uff11", "http://127.0.0.1"),  # full-width 0X7F.1
     ("http://255.255.255.255", "http://255.255.255.255"),
     ("http://0.0.0.0:30000", "http://0.0.0.0:30000"),
     # the longest name DNS has room for: 253 characters

@@ -57,6 +57,7 @@ def exact_odds(t: Tables, p: Plan, defender: Combatant, cap: int) -> ExactOdds:
     """The chances of plan ``p`` against ``defender`` with penetration ``cap``."""
     ds = int(defender["defense_strength"])
     damage = bonus_damage(p.bonus_dice, t.bonus_sides, cap).shift(p.points)
+    # 1 while a penetration chain stops at H-CS-PEN-CAP (nothing truncated); kept general
     kept = 1 - damage.truncated_mass
     # a crush (combat) or the percent letter (defenseless) on d100 ≤ percent
     crush = _d100(p.percent) if p.percent is not None and p.percent > 0 else Fraction(0)

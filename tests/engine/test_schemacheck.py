@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from importlib import resources
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from engine import builtin_systems
-from engine.schemacheck import QuickValidator, compile_check
+from engine.schemacheck import QuickValidator, Validator, compile_check
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 2**64), st.sampled_from([0, 1, -1, 2**63]),
@@ -310,3 +311,21 @@ def test_a_typical_exchange_takes_the_quick_path() -> None:
     combatant_check = compile_check(system.combatant_schema())
     assert combatant_check is not None and combatant_check(full)
     assert not check({**request, "attacker": {**ulcen, "level": "4"}})
+
+
+def test_a_subschema_too_deep_to_compile_inside_a_walk_is_left_to_jsonschema() -> None:
+    """``Validator`` compiles the subschema of ``additionalProperties`` (and ``items``)
+    as it walks a value, deeper in the stack than a schema is compiled at the start: one
+    nested deeper than the stack left raises RecursionError there, and jsonschema alone
+    judges (here an object without further members, which it accepts without entering
+    the subschema); another error would be a fault, not swallowed."""
+    deep: dict[str, Any] = {"type": "integer"}
+    for _ in range(2 * sys.getrecursionlimit()):
+        deep = {"allOf": [deep]}
+    with pytest.raises(RecursionError):
+        compile_check(deep)
+    # "if" is outside the compiled subset: no predicate for the root, so the walk runs
+    schema = {"type": "object", "if": True, "additionalProperties": deep}
+    assert list(Validator(schema).iter_errors({})) == []
+    assert [e.message for e in Validator(schema).iter_errors([])] == [
+        "[] is not of type 'object'"]

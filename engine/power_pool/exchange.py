@@ -250,9 +250,8 @@ def puppet_given_again(raw: Any, path: str, cid: str, which: str) -> InvalidInpu
 def _check_puppets_apart(request: Mapping[str, Any],
                          taking_part: Sequence[tuple[str, Mapping[str, Any]]],
                          puppets: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    """``puppets`` are creatures the exchange may set free, not among those taking part
-    (the controllers given with them included: one under control is refused), each given
-    once (``puppet_given_again``)."""
+    """``puppets`` are creatures the exchange may set free, not among those taking part,
+    each given once (``puppet_given_again``)."""
     seen = {c["id"] for _, c in taking_part}
     for path, p in puppets:
         if p["id"] in seen:
@@ -301,7 +300,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     _check_ids_unique(request, taking_part + [(f"/allies/{i}", c) for i, c in
                                               enumerate(allies) if i not in again])
     taking_part += [(f"/allies/{i}", c) for i, c in enumerate(allies)]
-    _check_puppets_apart(request, taking_part + controlling, given_puppets)
+    _check_puppets_apart(request, taking_part, given_puppets)
     # RULES.md §3.4: whom a controller holds, as both sheets say it
     problems = link_problems(taking_part + controlling + given_puppets)
     if problems:

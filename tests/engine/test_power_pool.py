@@ -285,21 +285,6 @@ def test_a_puppet_given_twice_or_taking_part_is_refused_at_its_id(
     assert "is given already" in problem.message
 
 
-def test_a_puppet_given_with_a_controller_s_id_is_refused_at_its_id() -> None:
-    """docs/API.md: ``puppets`` are the creatures either side controls, each given once.
-    A sheet there with the id of the controller given in ``controller`` is a second sheet
-    of that creature (a controller under control is refused, RULES.md §3.4): it is
-    refused at the field that names it, not taken without a word."""
-    with pytest.raises(InvalidInput) as err:
-        exchange(psionic("X", 1, 6), psionic("B", controlled_by="a"), {"mode": "mental-stab"},
-                 controller=psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}]),
-                 dice={"attack": [1], "defense": [6, 6]},
-                 puppets=[psionic("A", 1, 4)])
-    [problem] = err.value.problems
-    assert problem.path == "/puppets/0/name"
-    assert "is given already" in problem.message
-
-
 def test_control_kept_by_a_die_dedicates_one() -> None:
     """Seed: control "may be maintained either by dedicating a die from the controller's
     current power pool to it, or by the controller using an action each round"."""

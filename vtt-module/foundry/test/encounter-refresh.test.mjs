@@ -416,6 +416,35 @@ test("a write Foundry misses on a sheet the companion's hold already keeps is tr
   assert.deepEqual(ctl.meta.held["goblin-tokG"].write.update, { "flags.mindscape.revised-2e.psp": 17 });
 });
 
+test("a write Foundry misses on a sheet the companion's hold already keeps, whose document is gone meanwhile, is not said to be tried again: nothing tries it, and there is no sheet to put right", async () => {
+  const { methods, enc } = encounterMethods();
+  let answer = (p) => {
+    const stored = methods["encounter.resolve"](p);
+    for (const r of stored.results) r.updates = [];
+    return { ...stored, updates: [], updates_failed: { error_id: "e-42" } };
+  };
+  const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
+  const ctl = t.clients.gm.svc.encounters;
+  const { ulcenToken, fenkaToken } = t.tokens;
+  await ctl.create([ulcenToken.uuid, fenkaToken.uuid], "Vault");
+  await ctl.resolve({ force: true });
+  const ulcen = ulcenToken.actor;
+  lockPsp(ulcen);
+  // Its document is no longer found once the write failed (deleted meanwhile).
+  const env = t.clients.gm.svc.env;
+  const find = env.fromUuid.bind(env);
+  env.fromUuid = async (uuid) => (uuid === ulcen.uuid ? null : find(uuid));
+  answer = () => ({
+    round: 2, results: [], events: [], summary: "Round 2: defenses paid.", rolls: [], revision: ++enc.revision,
+    updates: [{ uuid: ulcen.uuid, update: { "flags.mindscape.revised-2e.psp": 26 } }],
+  });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve({ force: true });
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn" && n.text.startsWith("The companion stored the step"));
+  assert.deepEqual(told.map((n) => n.text).filter((text) => /tried again/.test(text)), []);
+  assert.deepEqual(ctl.meta.held.ulcen, { write: null });
+});
+
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
   let fail = false;
   const { t, ctl, enc } = await encounter({

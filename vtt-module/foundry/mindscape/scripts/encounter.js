@@ -1075,8 +1075,10 @@ export class EncounterController {
     const missed = report.filter((r) => !r.ok);
     // This step's writes Foundry missed, on documents still there: the GM's to make by hand should the encounter have ended.
     const missedNow = [];
-    // Those of them on combatants the companion holds: nothing tries them again, so the GM's to make by hand now.
+    // Those of them on combatants the companion holds: nothing tries them again, so the GM's to make by hand now
+    // (`untried`, where the document is still there: a deleted one has no sheet to put right).
     const untried = [];
+    const heldIds = new Set();
     for (const m of missed) {
       const { update } = plan.find((u) => u.uuid === m.uuid);
       const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
@@ -1084,8 +1086,10 @@ export class EncounterController {
       for (const cid of whose(m.uuid)) {
         const h = held(cid);
         // A hold the companion made (no write to try again) stays as it is.
-        if (h && h.write === null) kept.push(cid);
-        else changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
+        if (h && h.write === null) {
+          kept.push(cid);
+          heldIds.add(cid);
+        } else changes.set(cid, { write: pendingWrite(doc, m.uuid, update, h?.write ?? null) });
       }
       if (doc) missedNow.push({ cids: whose(m.uuid), write: pendingWrite(doc, m.uuid, update) });
       if (doc && kept.length) untried.push({ ...m, cids: kept, write: pendingWrite(doc, m.uuid, update) });
@@ -1102,8 +1106,7 @@ export class EncounterController {
       this.tellStepAfterEnd(asked, { landed, missed: missedNow }, what);
     } else if (missed.length) {
       const problems = (ms) => ms.map((m) => `${m.uuid}: ${m.error}`).join("; ");
-      const untriedIds = new Set(untried.flatMap((u) => u.cids));
-      const tried = missed.map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !untriedIds.has(cid)) })).filter((m) => m.cids.length);
+      const tried = missed.map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !heldIds.has(cid)) })).filter((m) => m.cids.length);
       if (tried.length) {
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", { what, names: namesOf(meta, tried.flatMap((m) => m.cids)), problems: problems(tried) }));
       }

@@ -430,9 +430,9 @@ def _alone(key: _Identity) -> Check | None:
     except RecursionError:
         # Nested deeper than the stack left lets its source be written (it is compiled
         # here from inside the walk of a value): jsonschema alone decides. Nothing else
-        # is raised by a schema that passed the meta-schema, whose "regex" format refuses
-        # a pattern Python's re cannot compile (a plugin's, companion.registry), or by
-        # the engine's own, which its tests compile.
+        # is raised by a schema the daemon took: a plugin's is refused at load when its
+        # check against the meta-schema fails on a pattern Python's re cannot compile
+        # (companion.registry), and the engine's own are compiled by its tests.
         return None
 
 

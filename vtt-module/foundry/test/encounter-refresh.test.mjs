@@ -382,7 +382,12 @@ test("a sheet held because the companion could not write a step stays held when 
   assert.deepEqual(ctl.meta.held["fenka-tokF"], { write: null });
 });
 
-test("a write Foundry misses on a sheet the companion's hold already keeps is tried again by nothing: the GM is told the values to set by hand in a notice that stays, while a missed write on a sheet not so held is still tried again, in a notice that goes away", async () => {
+/**
+ * An encounter of Ulcen and Fenka whose first resolve the companion stored but could not
+ * write back (updates_failed): both held with nothing to try again. `answerWith` sets
+ * what the companion answers the next resolve.
+ */
+async function heldWithNothingToTry() {
   const { methods, enc } = encounterMethods();
   let answer = (p) => {
     const stored = methods["encounter.resolve"](p);
@@ -391,9 +396,14 @@ test("a write Foundry misses on a sheet the companion's hold already keeps is tr
   };
   const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
   const ctl = t.clients.gm.svc.encounters;
-  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
-  await ctl.create([ulcenToken.uuid, fenkaToken.uuid], "Vault");
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
   await ctl.resolve({ force: true });
+  return { t, ctl, enc, answerWith: (next) => { answer = next; } };
+}
+
+test("a write Foundry misses on a sheet the companion's hold already keeps is tried again by nothing: the GM is told the values to set by hand in a notice that stays, while a missed write on a sheet not so held is still tried again, in a notice that goes away", async () => {
+  const { t, ctl, enc, answerWith } = await heldWithNothingToTry();
+  const { fenkaToken, goblinToken } = t.tokens;
   assert.deepEqual(ctl.meta.held, { ulcen: { write: null }, "fenka-tokF": { write: null } }, "the companion's hold: nothing to try again");
   // The goblin joins after: its sheet is not held.
   await ctl.add([goblinToken.uuid]);
@@ -401,10 +411,10 @@ test("a write Foundry misses on a sheet the companion's hold already keeps is tr
   const goblin = goblinToken.actor;
   lockPsp(fenka);
   lockPsp(goblin);
-  answer = () => ({
+  answerWith(() => ({
     round: 2, results: [], events: [], summary: "Round 2: defenses paid.", rolls: [], revision: ++enc.revision,
     updates: [{ uuid: fenka.uuid, update: { "flags.mindscape.revised-2e.psp": 26 } }, { uuid: goblin.uuid, update: { "flags.mindscape.revised-2e.psp": 17 } }],
-  });
+  }));
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve({ force: true });
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn" && n.text.startsWith("The companion stored the step"));
@@ -417,27 +427,18 @@ test("a write Foundry misses on a sheet the companion's hold already keeps is tr
 });
 
 test("a write Foundry misses on a sheet the companion's hold already keeps, whose document is gone meanwhile, is not said to be tried again: nothing tries it, and there is no sheet to put right", async () => {
-  const { methods, enc } = encounterMethods();
-  let answer = (p) => {
-    const stored = methods["encounter.resolve"](p);
-    for (const r of stored.results) r.updates = [];
-    return { ...stored, updates: [], updates_failed: { error_id: "e-42" } };
-  };
-  const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
-  const ctl = t.clients.gm.svc.encounters;
-  const { ulcenToken, fenkaToken } = t.tokens;
-  await ctl.create([ulcenToken.uuid, fenkaToken.uuid], "Vault");
-  await ctl.resolve({ force: true });
+  const { t, ctl, enc, answerWith } = await heldWithNothingToTry();
+  const { ulcenToken } = t.tokens;
   const ulcen = ulcenToken.actor;
   lockPsp(ulcen);
   // Its document is no longer found once the write failed (deleted meanwhile).
   const env = t.clients.gm.svc.env;
   const find = env.fromUuid.bind(env);
   env.fromUuid = async (uuid) => (uuid === ulcen.uuid ? null : find(uuid));
-  answer = () => ({
+  answerWith(() => ({
     round: 2, results: [], events: [], summary: "Round 2: defenses paid.", rolls: [], revision: ++enc.revision,
     updates: [{ uuid: ulcen.uuid, update: { "flags.mindscape.revised-2e.psp": 26 } }],
-  });
+  }));
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve({ force: true });
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn" && n.text.startsWith("The companion stored the step"));

@@ -8627,17 +8627,26 @@ test('the newest request wins: where the newer answer wrote only an attribute\'s
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`Request <b>${one.id}</b>`)), /\(the newest request wins\): Ulcen of Tyr: PSP \(current\)\.<\/div>$/);
 });
 
+
+// Goblin 1 attacks Goblin 2 (a mind with no defense): the request sent, for the newest-wins tests.
+const attackGoblin = (ctx) => {
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+  return lastRequest(ctx.sb);
+};
+
+// The newest-wins tests' two requests: Goblin 1's attack on Goblin 2 timed out (its answer
+// is still to come, `late`) and the GM's repeat (`again`).
+const timedOutThenAgain = (ctx) => {
+  const late = attackGoblin(ctx);
+  ctx.sb.advance(30000);
+  return { late, again: attackGoblin(ctx) };
+};
+
 test('the newest request wins though the GM moved the HP bar (--hpbar) or renamed HP (--attr) since the newer answer: the older answer writes that fighter\'s HP nowhere (not on the bar HP moved to, which keeps what it held, nor as the token\'s own value), and the newer HP stays on the bar it was written to, which after --hpbar no longer shows HP', () => {
   const run = (change) => {
     const ctx = goblins();
     ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr hp=HP --attr psp=PSP' });
-    const attackGoblin = () => {
-      ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-      return lastRequest(ctx.sb);
-    };
-    const late = attackGoblin();
-    ctx.sb.advance(30000);
-    const again = attackGoblin();
+    const { late, again } = timedOutThenAgain(ctx);
     answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
     assert.equal(ctx.gob[1].get('bar1_value'), 1);
     ctx.sb.chat({ playerid: GM, content: `!psi config ${change}` });
@@ -8658,15 +8667,11 @@ test('the newest request wins though the GM moved the HP bar (--hpbar) or rename
 
 test('the newest request wins though the GM linked the token\'s HP bar since: the older answer for the token leaves that bar (it shows the attribute) as the character\'s newer answer wrote the attribute', () => {
   const ctx = goblins();
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
+  const late = attackGoblin(ctx);
   assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
   ctx.sb.advance(30000);
   ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
-  const again = attackGoblin();
+  const again = attackGoblin(ctx);
   assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
@@ -8678,15 +8683,11 @@ test('the newest request wins though the GM linked the token\'s HP bar since: th
 
 test('the newest request wins though the GM linked the token\'s HP bar and unlinked it again after the character\'s newer answer wrote through it: the older answer for the token leaves the HP that bar kept', () => {
   const ctx = goblins();
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
+  const late = attackGoblin(ctx);
   assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
   ctx.sb.advance(30000);
   ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
-  const again = attackGoblin();
+  const again = attackGoblin(ctx);
   assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
   // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
@@ -8701,13 +8702,7 @@ test('the newest request wins though the GM linked the token\'s HP bar and unlin
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
-  ctx.sb.advance(30000);
-  const again = attackGoblin();
+  const { late, again } = timedOutThenAgain(ctx);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
   assert.equal(ctx.gob[1].get('bar1_value'), 1);
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 2 --pspbar 1' });
@@ -8720,13 +8715,7 @@ test('the newest request wins though the GM swapped the HP and PSP bars since th
 test('the newest request wins where two attribute parts stand for one bar: the newer answer\'s PSP max on the PSP bar is not overwritten by the older\'s PSP_max', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
-  ctx.sb.advance(30000);
-  const again = attackGoblin();
+  const { late, again } = timedOutThenAgain(ctx);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
   assert.equal(ctx.gob[1].get('bar2_max'), 30);
   answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
@@ -8737,13 +8726,7 @@ test('the newest request wins where two attribute parts stand for one bar: the n
 test('the newest request wins where two attribute parts stand for one bar field though the GM set that bar to none since: the older answer\'s PSP_max does not overwrite the PSP max the newer wrote', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
-  ctx.sb.advance(30000);
-  const again = attackGoblin();
+  const { late, again } = timedOutThenAgain(ctx);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar none' });
   answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
@@ -8771,11 +8754,7 @@ test('the newest request wins where unlinked copies share their character\'s HP 
 
 test('the newest request wins for a request kept from before the fighter\'s own parts were remembered: a bar it remembered leaves that bar as the newer answer wrote it', () => {
   const ctx = goblins();
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
+  const late = attackGoblin(ctx);
   ctx.sb.advance(30000);
   ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.gob[1].id}|bar1_value`]: true };
   answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
@@ -8798,13 +8777,7 @@ test('the newest request wins between two requests kept from before there was a 
 
 test('the newest request wins for an unlinked token too: a late answer leaves its bar and its own values as a newer answer wrote them, and writes the rest, the other copies\' bars included', () => {
   const ctx = goblins();
-  const attackGoblin = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
-    return lastRequest(ctx.sb);
-  };
-  const late = attackGoblin();
-  ctx.sb.advance(30000);
-  const again = attackGoblin();
+  const { late, again } = timedOutThenAgain(ctx);
   answer(ctx, again.id, exchangeResult(ctx, again.id, [
     { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } },
   ]));

@@ -38,6 +38,12 @@ function refreshParams(t) {
     .map(([token, cid]) => ({ id: "enc1", combatant_id: cid, combatant: gm.ref(token.actor, token, "foundry.dnd5e") }));
 }
 
+/** A resolve's answer as the companion gives it when it stored the step but could not write it back. */
+function notWrittenBack(answer) {
+  for (const r of answer.results) r.updates = [];
+  return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+}
+
 test("before a resolve every combatant is taken again from its sheet, in turn, and the write-back starts from the sheets", async () => {
   let inFlight = 0;
   let most = 0;
@@ -332,8 +338,7 @@ test("a step the companion stored but could not write back: the GM is told in a 
       ...m,
       "encounter.resolve": (p) => {
         const answer = m["encounter.resolve"](p);
-        for (const r of answer.results) r.updates = [];
-        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+        return notWrittenBack(answer);
       },
     }),
   });
@@ -368,8 +373,7 @@ test("a sheet held because the companion could not write a step stays held when 
         const answer = m["encounter.resolve"](p);
         if (!failOnce) return answer;
         failOnce = false;
-        for (const r of answer.results) r.updates = [];
-        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+        return notWrittenBack(answer);
       },
     }),
   });
@@ -389,11 +393,7 @@ test("a sheet held because the companion could not write a step stays held when 
  */
 async function heldWithNothingToTry() {
   const { methods, enc } = encounterMethods();
-  let answer = (p) => {
-    const stored = methods["encounter.resolve"](p);
-    for (const r of stored.results) r.updates = [];
-    return { ...stored, updates: [], updates_failed: { error_id: "e-42" } };
-  };
+  let answer = (p) => notWrittenBack(methods["encounter.resolve"](p));
   const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
   const ctl = t.clients.gm.svc.encounters;
   await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
@@ -454,8 +454,7 @@ test("a step the companion could not write back, while a write Foundry missed ea
       "encounter.resolve": (p) => {
         const answer = m["encounter.resolve"](p);
         if (!fail) return answer;
-        for (const r of answer.results) r.updates = [];
-        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+        return notWrittenBack(answer);
       },
     }),
   });
@@ -710,8 +709,7 @@ test("End pressed while the companion resolves a step it then cannot write back:
         if (!slow) return answer;
         asked();
         await answered;
-        for (const r of answer.results) r.updates = [];
-        return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
+        return notWrittenBack(answer);
       },
     }),
   });

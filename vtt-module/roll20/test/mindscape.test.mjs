@@ -8634,6 +8634,20 @@ const attackGoblin = (ctx) => {
   return lastRequest(ctx.sb);
 };
 
+// The link tests' start: Goblin 1's attack on the token Goblin 2 times out; the GM links
+// that token's HP bar to its character's HP, so the repeat is sent for the character,
+// whose answer writes HP 1. The older request (its answer still to come) is returned.
+const linkedThenCharacterAnswered = (ctx) => {
+  const late = attackGoblin(ctx);
+  assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
+  ctx.sb.advance(30000);
+  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  const again = attackGoblin(ctx);
+  assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
+  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  return late;
+};
+
 // The newest-wins tests' two requests: Goblin 1's attack on Goblin 2 timed out (its answer
 // is still to come, `late`) and the GM's repeat (`again`).
 const timedOutThenAgain = (ctx) => {
@@ -8667,13 +8681,7 @@ test('the newest request wins though the GM moved the HP bar (--hpbar) or rename
 
 test('the newest request wins though the GM linked the token\'s HP bar since: the older answer for the token leaves that bar (it shows the attribute) as the character\'s newer answer wrote the attribute', () => {
   const ctx = goblins();
-  const late = attackGoblin(ctx);
-  assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
-  ctx.sb.advance(30000);
-  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
-  const again = attackGoblin(ctx);
-  assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  const late = linkedThenCharacterAnswered(ctx);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
   assert.equal(ctx.gob[1].get('bar1_value'), '3');
@@ -8683,13 +8691,7 @@ test('the newest request wins though the GM linked the token\'s HP bar since: th
 
 test('the newest request wins though the GM linked the token\'s HP bar and unlinked it again after the character\'s newer answer wrote through it: the older answer for the token leaves the HP that bar kept', () => {
   const ctx = goblins();
-  const late = attackGoblin(ctx);
-  assert.equal(late.body.params.defender.data.id, ctx.gob[1].id);
-  ctx.sb.advance(30000);
-  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
-  const again = attackGoblin(ctx);
-  assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  const late = linkedThenCharacterAnswered(ctx);
   // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
   ctx.gob[1].set({ bar1_value: 1 });
   ctx.gob[1].set({ bar1_link: '' });

@@ -3964,6 +3964,9 @@ var Mindscape = Mindscape || (() => {
     if (Object.keys(own).length) store().tokens[token.id] = own;
   };
 
+  // newest-wins' key of an attribute part of a fighter or a character (its name in any case).
+  const partKey = (id, name, part) => `${id}|${String(name).toLowerCase()}|${part}`;
+
   // The keys newest-wins remembers (rememberWrites) and compares for one part of a
   // fighter's update (applyTokenUpdate says where it lands):
   //  - always the fighter's own part, ref|name|part (in any case of its name), so that a
@@ -3986,8 +3989,8 @@ var Mindscape = Mindscape || (() => {
   const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
-    const own = `${ref}|${name.toLowerCase()}|${part}`;
-    const sheet = `${charId}|${name.toLowerCase()}|${part}`;
+    const own = partKey(ref, name, part);
+    const sheet = partKey(charId, name, part);
     if (!token) return { keys: Array.from(new Set([sheet, own])), shown: shownOn(findAttribute(charId, name), part) };
     const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
     if (!binding) return { keys: [own], shown: [] };
@@ -3997,7 +4000,7 @@ var Mindscape = Mindscape || (() => {
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
-    if (linked) keys.push(`${linked.get('_characterid')}|${String(linked.get('name')).toLowerCase()}|${linkedPart}`);
+    if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
     return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, shown: linked ? shownOn(linked, linkedPart) : [] };
   };
 

@@ -426,7 +426,7 @@ test("a write Foundry misses on a sheet the companion's hold already keeps is tr
   assert.deepEqual(ctl.meta.held["goblin-tokG"].write.update, { "flags.mindscape.revised-2e.psp": 17 });
 });
 
-test("a write Foundry misses on a sheet the companion's hold already keeps, whose document is gone meanwhile, is not said to be tried again: nothing tries it, and there is no sheet to put right", async () => {
+test("a write Foundry misses on a sheet the companion's hold already keeps, whose document is gone meanwhile, is not said to be tried again: the GM is told, in a notice that stays, the values nothing will write", async () => {
   const { t, ctl, enc, answerWith } = await heldWithNothingToTry();
   const { ulcenToken } = t.tokens;
   const ulcen = ulcenToken.actor;
@@ -442,8 +442,36 @@ test("a write Foundry misses on a sheet the companion's hold already keeps, whos
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve({ force: true });
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn" && n.text.startsWith("The companion stored the step"));
-  assert.deepEqual(told.map((n) => n.text).filter((text) => /tried again/.test(text)), []);
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+    ["The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (" + ulcen.uuid + ": no document " + ulcen.uuid + "): that token or actor is gone (deleted), so nothing will write these values (" + ulcen.uuid + ": flags.mindscape.revised-2e.psp = 26).", true],
+  ]);
   assert.deepEqual(ctl.meta.held.ulcen, { write: null });
+});
+
+test("a write Foundry misses on a sheet not held, whose token is deleted as it is written, is not said to be tried again: the GM is told, in a notice that stays, the values nothing will write", async () => {
+  const { methods, enc } = encounterMethods();
+  let answer = (p) => methods["encounter.resolve"](p);
+  const t = makeTable({ methods: { ...methods, "encounter.resolve": (p) => answer(p) } });
+  const ctl = t.clients.gm.svc.encounters;
+  const { ulcenToken, goblinToken } = t.tokens;
+  await ctl.create([ulcenToken.uuid, goblinToken.uuid], "Vault");
+  const goblin = goblinToken.actor;
+  // The GM deletes the goblin's token while the step writes it: Foundry refuses the write.
+  goblin.update = async () => {
+    t.world.docs.delete(goblinToken.uuid);
+    t.world.docs.delete(goblin.uuid);
+    throw new Error("the document was deleted");
+  };
+  answer = () => ({
+    round: 2, results: [], events: [], summary: "Round 2: defenses paid.", rolls: [], revision: ++enc.revision,
+    updates: [{ uuid: goblin.uuid, update: { "flags.mindscape.revised-2e.psp": 17 } }],
+  });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve({ force: true });
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+    ["The companion stored the step, but writing it to the sheet of Goblin failed (" + goblin.uuid + ": the document was deleted): that token or actor is gone (deleted), so nothing will write these values (" + goblin.uuid + ": flags.mindscape.revised-2e.psp = 17).", true],
+  ]);
 });
 
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
@@ -650,6 +678,30 @@ test("End pressed while a resolve writes back: a write Foundry misses after End 
   assert.equal(psp(t.actors.ulcen), 32, "the other sheets are written");
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+});
+
+test("End pressed while a resolve writes back a sheet whose token is then deleted: the write it missed is told, in a notice that stays, as one nothing will write, not as one to put right by hand", async () => {
+  const { t, ctl, enc } = await encounter();
+  const { fenkaToken } = t.tokens;
+  const fenka = fenkaToken.actor;
+  let ended = null;
+  fenka.update = async () => {
+    // The GM presses End, then deletes Fenka's token, while Foundry is still writing her sheet.
+    ended = ctl.end();
+    await ended;
+    t.world.docs.delete(fenkaToken.uuid);
+    t.world.docs.delete(fenka.uuid);
+    throw new Error("the document was deleted");
+  };
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  await ended;
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.deepEqual(ctl.meta, {}, "nothing stored into the ended encounter");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+    [`The companion stored the step, but writing it to the sheet of Fenka failed (${fenka.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true],
+  ]);
 });
 
 test("End pressed while the companion resolves: the stored step is still written to the sheets, and a write Foundry misses is told as End tells those still waiting", async () => {

@@ -1036,6 +1036,9 @@ export class EncounterController {
    * again by itself); but one missed on a combatant the companion holds already (a
    * write-back it could not make, or an answer lost: no write to try again) in one that
    * stays, with the values to set by hand (`writesWords`), as nothing tries it again.
+   * A write whose document is gone (deleted meanwhile), on any combatant, is told in a
+   * notice that stays with the values nothing will write (`UpdateFailedGone`): nothing
+   * can try it again, and no sheet is there to put right.
    *
    * `meta` is the encounter the step was asked of, as it was then: an End (or a new
    * encounter) while the step ran does not keep its write-back from the sheets, and what
@@ -1073,15 +1076,19 @@ export class EncounterController {
       for (const cid of ids) changes.set(cid, { write: null });
     }
     const missed = report.filter((r) => !r.ok);
+    const problems = (ms) => ms.map((m) => `${m.uuid}: ${m.error}`).join("; ");
     // This step's writes Foundry missed, on documents still there: the GM's to make by hand should the encounter have ended.
     const missedNow = [];
     // Those of them on combatants the companion holds: nothing tries them again, so the GM's to make by hand now
     // (`untried`, where the document is still there: a deleted one has no sheet to put right).
     const untried = [];
+    // This step's writes whose document is gone (deleted meanwhile): nothing can try them again, held or not.
+    const gone = [];
     const heldIds = new Set();
     for (const m of missed) {
       const { update } = plan.find((u) => u.uuid === m.uuid);
       const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
+      if (!doc) gone.push({ ...m, cids: whose(m.uuid), write: { uuid: m.uuid, update } });
       const kept = [];
       for (const cid of whose(m.uuid)) {
         const h = held(cid);
@@ -1105,8 +1112,8 @@ export class EncounterController {
       const landed = report.filter((r) => r.ok).map((r) => ({ ...plan.find((u) => u.uuid === r.uuid), cids: whose(r.uuid) }));
       this.tellStepAfterEnd(asked, { landed, missed: missedNow }, what);
     } else if (missed.length) {
-      const problems = (ms) => ms.map((m) => `${m.uuid}: ${m.error}`).join("; ");
-      const tried = missed.map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !heldIds.has(cid)) })).filter((m) => m.cids.length);
+      const tried = missed.filter((m) => !gone.some((g) => g.uuid === m.uuid))
+        .map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !heldIds.has(cid)) })).filter((m) => m.cids.length);
       if (tried.length) {
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", { what, names: namesOf(meta, tried.flatMap((m) => m.cids)), problems: problems(tried) }));
       }
@@ -1115,6 +1122,11 @@ export class EncounterController {
           what, names: namesOf(meta, untried.flatMap((u) => u.cids)), problems: problems(untried), writes: this.writesWords(untried.map((u) => u.write)),
         }), { permanent: true });
       }
+    }
+    if (gone.length) {
+      this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedGone", {
+        what, names: namesOf(meta, gone.flatMap((g) => g.cids)), problems: problems(gone), writes: this.writesWords(gone.map((g) => g.write)),
+      }), { permanent: true });
     }
     return plan;
   }

@@ -1210,9 +1210,10 @@ function losingResolve(t) {
   return { asking, fail };
 }
 
+const UNCERTAIN_REPLACED = (names) => `The companion's answer to the step was lost after a new encounter replaced the one it was asked of: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 const UNCERTAIN_ENDED = (names) => `The companion's answer to the step was lost after the encounter ended: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 
-test("a resolve whose answer is lost after a new encounter replaced its own holds nothing in the new one, and the notice that stays names the old one's combatants and that nothing will write the step", async () => {
+test("a resolve whose answer is lost after a new encounter replaced its own holds nothing in the new one, and the notice that stays says so (not that the encounter ended), naming the old one's combatants and that nothing will write the step", async () => {
   const { t, ctl } = await encounter();
   const { asking, fail } = losingResolve(t);
   const resolving = ctl.resolve({ force: true });
@@ -1223,7 +1224,21 @@ test("a resolve whose answer is lost after a new encounter replaced its own hold
   await assert.rejects(resolving, DaemonUnreachableError);
   assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing for the old one's step");
   const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
-  assert.deepEqual(lost.map((n) => [n.kind, n.text, n.options?.permanent]), [["warn", UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin"), true]]);
+  assert.deepEqual(lost.map((n) => [n.kind, n.text, n.options?.permanent]), [["warn", UNCERTAIN_REPLACED("Ulcen of Tyr, Fenka, Goblin"), true]]);
+});
+
+test("a resolve whose answer is lost after End and a new encounter created since: the notice says the encounter ended, as it did (End, not the new encounter, put it out)", async () => {
+  const { t, ctl } = await encounter();
+  const { asking, fail } = losingResolve(t);
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  await ctl.end();
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  assert.equal(ctl.meta.id, "enc2");
+  fail();
+  await assert.rejects(resolving, DaemonUnreachableError);
+  const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
+  assert.deepEqual(lost.map((n) => n.text), [UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin")]);
 });
 
 test("a resolve whose answer is lost after End: the notice that stays names the ended encounter's combatants and says nothing will write the step (no Log, no Refresh to point to)", async () => {

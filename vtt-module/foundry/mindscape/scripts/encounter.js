@@ -382,6 +382,9 @@ export class EncounterController {
     // (`saveHeld`): a hold comes into an encounter before End reads it, or not at all.
     this.endedIds = new Set();
     this.heldSaves = new Set();
+    // Those of `endedIds` a new encounter replaced (`createNow`) rather than End: a
+    // notice about one says so, not that the GM ended it (`stepCall`).
+    this.replacedIds = new Set();
     // By ended encounter id (`endedRecord`): the writes the GM is to make by hand
     // (`behind`, see `foldStep`), whether End told them yet (`told`), and until then what
     // steps finishing after End started did (`steps`, in the order they finished), so
@@ -415,7 +418,10 @@ export class EncounterController {
     const system = this.svc.system;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
     // The replaced encounter ends as at End (`endNow`).
-    if (this.meta.id) this.endedIds.add(this.meta.id);
+    if (this.meta.id) {
+      this.endedIds.add(this.meta.id);
+      this.replacedIds.add(this.meta.id);
+    }
     await Promise.allSettled([...this.heldSaves]);
     const replaced = this.meta;
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
@@ -1311,7 +1317,8 @@ export class EncounterController {
    * `asked` is the encounter the step was asked of. Once it ended (or End is ending it,
    * or a new encounter replaced it) nothing is held (`saveHeld`): the GM is told that
    * the sheets may lack the step and that nothing will write it
-   * (`MINDSCAPE.Encounter.UncertainEnded`), without its waiting writes, which End tells.
+   * (`MINDSCAPE.Encounter.UncertainEnded`, or `UncertainReplaced` for an encounter a new
+   * one replaced), without its waiting writes, which End tells.
    */
   async stepCall(what, call, asked) {
     try {
@@ -1328,7 +1335,8 @@ export class EncounterController {
         if (await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: asked.id })) {
           this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", words) + replaced, { permanent: true });
         } else {
-          this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UncertainEnded", words), { permanent: true });
+          const key = this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainReplaced" : "MINDSCAPE.Encounter.UncertainEnded";
+          this.svc.notify("warn", this.svc.t.format(key, words), { permanent: true });
         }
       }
       throw error;

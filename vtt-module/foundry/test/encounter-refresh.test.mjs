@@ -881,6 +881,29 @@ test("a step finishing after End misses a field End told to put right: its notic
   ]);
 });
 
+test("an ended encounter's record of what to make by hand is dropped once End told it and no step asked of it is under way (nothing can reach it then), not before", async () => {
+  const { ctl, lock, resolving, release } = await endWhileResolving();
+  await ctl.end();
+  assert.deepEqual([...ctl.afterEnd.keys()], ["enc1"], "the resolve under way may still change what End told");
+  lock.on = false;
+  release();
+  await resolving;
+  assert.equal(ctl.afterEnd.size, 0);
+  assert.equal(ctl.endedIds.size, 0);
+
+  // End with no step under way drops it at once: resolves, undos and declarations that
+  // finished, or failed, are no longer counted as under way.
+  const again = await encounter();
+  lockPsp(again.t.tokens.fenkaToken.actor);
+  await again.ctl.resolve();
+  await assert.rejects(again.ctl.undo()); // this table's companion has no encounter.undo
+  await again.ctl.declare("ulcen", { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } });
+  assert.equal(again.ctl.stepsUnderWay.size, 0);
+  await again.ctl.end();
+  assert.equal(again.ctl.afterEnd.size, 0);
+  assert.equal(again.ctl.endedIds.size, 0);
+});
+
 test("two steps of an ended encounter finishing after End, the older landing on a field and the newer missing it: the newer's miss is told (the older landing takes nothing off it)", async () => {
   const { t, ctl } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;

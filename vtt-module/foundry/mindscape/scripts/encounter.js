@@ -389,8 +389,12 @@ export class EncounterController {
     // (`behind`, see `foldStep`), whether End told them yet (`told`), and until then what
     // steps finishing after End started did (`steps`, in the order they finished), so
     // that no notice tells the GM to set a value older than the sheet's
-    // (`tellWaitingWrites`, `tellStepAfterEnd`).
+    // (`tellWaitingWrites`, `tellStepAfterEnd`). Dropped once nothing can reach it
+    // (`forgetEnded`).
     this.afterEnd = new Map();
+    // How many steps (resolves, undos, public actions) are under way, by the id of the
+    // encounter they were asked of (`stepOf`).
+    this.stepsUnderWay = new Map();
   }
 
   get game() { return this.svc.game; }
@@ -813,19 +817,21 @@ export class EncounterController {
    */
   async declare(cid, choice, { when = null } = {}) {
     const meta = this.meta;
-    const keys = (await this.participants()).map((p) => p.actorUuid);
-    const open = meta.system === "power-pool" && POOL_PUBLIC_ACTIONS.some((key) => key in choice);
-    return this.svc.exchanges.run(keys, async () => {
-      if (when && !(await when())) return null;
-      const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
-      const answer = open ? await this.stepCall("action", call, meta) : await call();
-      const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true, meta }) : [];
-      // A public action changed combatants: other modules hear of it as of a step. A
-      // hidden choice is not told (nothing changed yet, and it is secret).
-      if (open && answer) this.announce(meta, "action", answer, plan, [], { combatant: cid });
-      // What the action did, in the companion's words ("Ulcen releases Fenka.").
-      if (open && typeof answer?.summary === "string" && answer.summary) this.svc.notify("info", await this.namedSummary(answer.summary));
-      return answer;
+    return this.stepOf(meta.id, async () => {
+      const keys = (await this.participants()).map((p) => p.actorUuid);
+      const open = meta.system === "power-pool" && POOL_PUBLIC_ACTIONS.some((key) => key in choice);
+      return this.svc.exchanges.run(keys, async () => {
+        if (when && !(await when())) return null;
+        const call = () => this.svc.rpc("encounter.declare", { id: meta.id, combatant_id: cid, choice });
+        const answer = open ? await this.stepCall("action", call, meta) : await call();
+        const plan = answer?.updates?.length || answer?.updates_failed ? await this.applyStep(answer, { action: true, meta }) : [];
+        // A public action changed combatants: other modules hear of it as of a step. A
+        // hidden choice is not told (nothing changed yet, and it is secret).
+        if (open && answer) this.announce(meta, "action", answer, plan, [], { combatant: cid });
+        // What the action did, in the companion's words ("Ulcen releases Fenka.").
+        if (open && typeof answer?.summary === "string" && answer.summary) this.svc.notify("info", await this.namedSummary(answer.summary));
+        return answer;
+      });
     });
   }
 
@@ -1189,47 +1195,49 @@ export class EncounterController {
    */
   async resolveNow({ force, physical, revision = null }) {
     const meta = this.meta;
-    const params = { id: meta.id };
-    if (force) params.force = true;
-    if (revision !== null) params.revision = revision;
-    const waiting = force ? (await this.state())?.waiting_for ?? [] : [];
-    const call = (m, p) => this.svc.rpc(m, p);
-    const usePhysical = physical ?? setting(this.game, "physicalDice");
-    const answer = await this.stepCall("step", async () => (usePhysical
-      ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
-      : call("encounter.resolve", params)), meta);
-    const plan = await this.applyStep(answer, { meta });
-    const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
-    const name = (id) => meta.combatants?.[id]?.name ?? id;
-    // Every id on a card (allies, puppets, a wave's targets) by the token's name.
-    const names = new Map(Object.entries(meta.combatants ?? {}).map(([id, c]) => [id, c?.name ?? id]));
-    // A defense paid at the round's start shows on the first card that shows its payer,
-    // so that its PSPs read from the sheet's figure before the round.
-    const unshown = defensePayments(answer);
-    const results = resultsOfStep(answer);
-    const messages = [];
-    for (const result of results) {
-      const attackerId = idOf(result.attacker);
-      const entry = meta.combatants?.[attackerId];
-      const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
-      const paidBefore = new Map();
-      for (const id of [attackerId, idOf(result.defender)]) {
-        if (unshown.has(id)) paidBefore.set(id, unshown.get(id));
-        unshown.delete(id);
+    return this.stepOf(meta.id, async () => {
+      const params = { id: meta.id };
+      if (force) params.force = true;
+      if (revision !== null) params.revision = revision;
+      const waiting = force ? (await this.state())?.waiting_for ?? [] : [];
+      const call = (m, p) => this.svc.rpc(m, p);
+      const usePhysical = physical ?? setting(this.game, "physicalDice");
+      const answer = await this.stepCall("step", async () => (usePhysical
+        ? (await callWithPhysicalDice(call, "encounter.resolve", params, (need) => this.svc.env.dialogs.diceDialog({ ...need, purposeLabel: this.svc.t.label(`MINDSCAPE.Purpose.${need.purpose}`, need.purpose) }))).result
+        : call("encounter.resolve", params)), meta);
+      const plan = await this.applyStep(answer, { meta });
+      const idOf = (side) => side?.id ?? side?.after?.id ?? side?.before?.id;
+      const name = (id) => meta.combatants?.[id]?.name ?? id;
+      // Every id on a card (allies, puppets, a wave's targets) by the token's name.
+      const names = new Map(Object.entries(meta.combatants ?? {}).map(([id, c]) => [id, c?.name ?? id]));
+      // A defense paid at the round's start shows on the first card that shows its payer,
+      // so that its PSPs read from the sheet's figure before the round.
+      const unshown = defensePayments(answer);
+      const results = resultsOfStep(answer);
+      const messages = [];
+      for (const result of results) {
+        const attackerId = idOf(result.attacker);
+        const entry = meta.combatants?.[attackerId];
+        const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
+        const paidBefore = new Map();
+        for (const id of [attackerId, idOf(result.defender)]) {
+          if (unshown.has(id)) paidBefore.set(id, unshown.get(id));
+          unshown.delete(id);
+        }
+        const message = await this.svc.postCard(result, {
+          attackerName: name(attackerId), defenderName: name(idOf(result.defender)), names, ...modesOfResult(result),
+          paidBefore, physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
+          card: { card: "exchange", system: result.system, outcome: result.outcome, encounter: meta.id, revision: answer?.revision ?? null },
+        });
+        messages.push(message);
+        this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
       }
-      const message = await this.svc.postCard(result, {
-        attackerName: name(attackerId), defenderName: name(idOf(result.defender)), names, ...modesOfResult(result),
-        paidBefore, physical: usePhysical, speakerActor: speaker?.actor, speakerToken: speaker?.token,
-        card: { card: "exchange", system: result.system, outcome: result.outcome, encounter: meta.id, revision: answer?.revision ?? null },
-      });
-      messages.push(message);
-      this.svc.env.Hooks.callAll("mindscape.resolved", { system: meta.system, result, encounter: meta.id, updates: plan, message });
-    }
-    // Once per step, also a step without an exchange (a round that only paid defenses).
-    this.announce(meta, "step", answer, plan, messages);
-    if (waiting.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
-    if (!results.length && answer?.summary) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
-    return answer;
+      // Once per step, also a step without an exchange (a round that only paid defenses).
+      this.announce(meta, "step", answer, plan, messages);
+      if (waiting.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.Forced", { names: waiting.map(name).join(", ") }));
+      if (!results.length && answer?.summary) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.NoExchange", { summary: await this.namedSummary(answer.summary) }));
+      return answer;
+    });
   }
 
   /**
@@ -1242,23 +1250,25 @@ export class EncounterController {
     const keys = (await this.participants()).map((p) => p.actorUuid);
     return this.svc.exchanges.run(keys, async () => {
       const meta = this.meta;
-      // Reached first: a companion that is not running refuses this, and then nothing
-      // can have been undone (see stepCall).
-      await this.svc.rpc("encounter.get", { id: meta.id });
-      let answer;
-      try {
-        // With the revision the GM saw: a double click's second undo is refused (4009), not a second step taken back.
-        const params = revision === null ? { id: meta.id } : { id: meta.id, revision };
-        answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params), meta);
-      } catch (error) {
-        if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
-        this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
-        return null;
-      }
-      const plan = await this.applyStep(answer, { undo: true, meta });
-      await this.markUndone(answer?.undone, meta.id);
-      this.announce(meta, "undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
-      return answer;
+      return this.stepOf(meta.id, async () => {
+        // Reached first: a companion that is not running refuses this, and then nothing
+        // can have been undone (see stepCall).
+        await this.svc.rpc("encounter.get", { id: meta.id });
+        let answer;
+        try {
+          // With the revision the GM saw: a double click's second undo is refused (4009), not a second step taken back.
+          const params = revision === null ? { id: meta.id } : { id: meta.id, revision };
+          answer = await this.stepCall("undo", () => this.svc.rpc("encounter.undo", params), meta);
+        } catch (error) {
+          if (!(error instanceof RulesError && error.data?.rule === NOTHING_TO_UNDO)) throw error;
+          this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NothingToUndo"));
+          return null;
+        }
+        const plan = await this.applyStep(answer, { undo: true, meta });
+        await this.markUndone(answer?.undone, meta.id);
+        this.announce(meta, "undo", answer, plan, [], { undone: Number.isInteger(answer?.undone) ? answer.undone : null });
+        return answer;
+      });
     });
   }
 
@@ -1390,8 +1400,43 @@ export class EncounterController {
     record.steps = [];
     record.told = true;
     const behind = [...record.behind.values()];
+    this.forgetEnded(meta.id);
     if (!behind.length) return;
     this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, behind.flatMap((b) => b.cids)), writes: this.writesWords(behind.map((b) => b.write)) }), { permanent: true });
+  }
+
+  /**
+   * Run `step`, a resolve, undo or public action asked of encounter `id`, counted as under
+   * way until it finished (`stepsUnderWay`): should that encounter end meanwhile, what the
+   * step writes and misses still reaches its `afterEnd` record. Count from the moment the
+   * step reads the encounter, so that End cannot drop the record before the step is seen.
+   */
+  async stepOf(id, step) {
+    this.stepsUnderWay.set(id, (this.stepsUnderWay.get(id) ?? 0) + 1);
+    try {
+      return await step();
+    } finally {
+      const left = this.stepsUnderWay.get(id) - 1;
+      if (left) this.stepsUnderWay.set(id, left);
+      else {
+        this.stepsUnderWay.delete(id);
+        this.forgetEnded(id);
+      }
+    }
+  }
+
+  /**
+   * Forget encounter `id` as ended (its `afterEnd` record, `endedIds`, `replacedIds`) once
+   * End (or the new encounter that replaced it) told what to make by hand and no step
+   * asked of it is under way: no step can reach it any more, and its id is not reused. A
+   * step not counted that came after all would be told at once, as of an encounter not
+   * ended here (`tellStepAfterEnd`), never kept silent in a record nobody tells.
+   */
+  forgetEnded(id) {
+    if (!this.afterEnd.get(id)?.told || this.stepsUnderWay.has(id)) return;
+    this.afterEnd.delete(id);
+    this.endedIds.delete(id);
+    this.replacedIds.delete(id);
   }
 
   /** What is to be made by hand after encounter `id` ended (`afterEnd`). */

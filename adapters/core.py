@@ -157,18 +157,39 @@ def _letter_runs(text: str) -> list[str]:
 
 def _unaccented(text: str) -> str:
     """``text`` in lower case, its letters decomposed (NFD) and their accents (nonspacing
-    marks) dropped: "Psiónicist" → "psionicist"."""
-    return "".join(ch for ch in unicodedata.normalize("NFD", text.lower())
+    marks) dropped: "Psiónicist" → "psionicist"; the Turkish dotless "ı" is "i" (the
+    dotted "İ" is "i" and a dot above, dropped)."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", text.lower().replace("ı", "i"))
                    if unicodedata.category(ch) != "Mn")
 
 
+def _shown(ch: str) -> str:
+    """``ch`` as a reader sees it in a class name: a format character (Unicode category
+    Cf: the soft hyphen, the zero-width joiner and non-joiner, a direction mark) is
+    invisible, so nothing, and parts no word, but the zero-width space, there to part
+    two words, is a space; a symbol whose compatibility form (NFKC) is one letter (the
+    circled "Ⓕ", "F") is that letter. A symbol of several letters ("™", "TM") or a
+    number (the Roman numeral "Ⅰ") stays as it is, none of a word's letters."""
+    category = unicodedata.category(ch)
+    if ch == "\u200b":
+        return " "
+    if category == "Cf":
+        return ""
+    if category == "So":
+        plain = unicodedata.normalize("NFKC", ch)
+        if len(plain) == 1 and unicodedata.category(plain).startswith("L"):
+            return plain
+    return ch
+
+
 def _words(name: str) -> list[str]:
-    """The words of a class name: its runs of letters without accents, each then in its
-    compatibility form (NFKC: the ligature "ﬁghter" is "fighter"). The compatibility
-    form is taken of a word only: of the whole name it would make letters of symbols
-    beside a word and join them to it ("Fighter™" would be "fightertm", "Mage№2"
-    "mageno")."""
-    return [word for run in _letter_runs(_unaccented(name))
+    """The words of a class name as it shows (``_shown``): its runs of letters without
+    accents, each then in its compatibility form (NFKC: the ligature "ﬁghter" is
+    "fighter"). The compatibility form is taken of a word only: of the whole name it
+    would make letters of symbols beside a word and join them to it ("Fighter™" would be
+    "fightertm", "Mage№2" "mageno")."""
+    shown = "".join(_shown(ch) for ch in name)
+    return [word for run in _letter_runs(_unaccented(shown))
             for word in _letter_runs(_unaccented(unicodedata.normalize("NFKC", run)))]
 
 

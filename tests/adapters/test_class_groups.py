@@ -127,10 +127,34 @@ def test_a_class_name_gives_the_group_of_its_first_class_word(name: str,
     assert class_group(name) == group
 
 
+# Characters that a name shows as part of a word, or as no character at all: a format
+# character (Unicode category Cf: the soft hyphen a word processor leaves at a break,
+# the zero-width joiner and non-joiner, a direction mark) inside a word joins its two
+# halves, where it split them ("fight" and "er"); the Turkish dotless ı is read as the
+# i it stands for (a Turkish keyboard's "FIGHTER" in lower case is "fıghter"); a symbol
+# that is one letter in its compatibility form (the circled "Ⓕ", NFKC "F") is that
+# letter. Each of these had no group. The zero-width space still parts two words, and a
+# symbol of several letters ("™", "TM") is still none of the word's.
+INVISIBLE_AND_LETTER_LIKE = {
+    "Fight\u00ader": "warrior", "Psi\u00adon\u00adi\u00adcist": "psionicist",
+    "Fight\u200der": "warrior", "Fight\u200cer": "warrior", "\u200eCleric": "priest",
+    "Fıghter": "warrior", "FIGHTER".lower().replace("i", "ı"): "warrior",
+    "Ⓕighter": "warrior", "ⓂⒶⒼⒺ": "wizard", "Bard\u200bFighter": "rogue",
+    "Fighter\u00ad™": "warrior", "Ⓕighter™": "warrior",
+}
+
+
+@pytest.mark.parametrize(("name", "group"), INVISIBLE_AND_LETTER_LIKE.items())
+def test_an_invisible_character_or_a_letter_like_symbol_reads_as_the_word_shows(
+        name: str, group: str) -> None:
+    assert class_group(name) == group
+
+
 def test_every_class_written_gives_its_group_in_order() -> None:
     """The psionicist's class is the one naming a psionicist anywhere (its level is the
     one the psionic rules count), though its group is that of the first class written."""
     assert class_groups("Fighter/Psionicist") == ("warrior", "psionicist")
     assert class_groups("Half-Elf Ranger/Thief") == ("warrior", "rogue")
     assert class_groups("Elf") == ("warrior",)
+    assert class_groups("Bard\u200bFighter") == ("rogue", "warrior")  # a zero-width space
     assert class_groups("Bombardier") == ()

@@ -78,17 +78,18 @@ class Source:
     def _die(name: str, value: Any, path: str, draft: Draft) -> int | None:
         """A hit die from ``d8``-like text, or a bare number that is a die size (``8``);
         text that names no die (``4+1``, a bare ``3``) leaves the field out, with a
-        warning."""
+        warning about how the sheet gives the field (``Draft.warn_for``: withdrawn when
+        the psionic state store sets it, as the other adapters' die warnings are)."""
         bare = (isinstance(value, int | float) and not isinstance(value, bool)) or \
             (isinstance(value, str) and value.strip().isdigit())
         sides = to_int(value, path, 0, 1000) if bare else hit_die(value, path)
         if bare and sides not in DICE:
-            draft.warn(f"{name}: {sides} (at {path}) is not a hit die size (4, 6, 8, 10, "
-                       "12 or 20); ignored")
+            draft.warn_for(name, f"{name}: {sides} (at {path}) is not a hit die size (4, 6, "
+                           "8, 10, 12 or 20); ignored")
             return None
         if sides is None and str(value).strip():
-            draft.warn(f"{name}: {json_text(value, 40)} (at {path}) names no hit die "
-                       "(like 'd8'); ignored")
+            draft.warn_for(name, f"{name}: {json_text(value, 40)} (at {path}) names no hit "
+                           "die (like 'd8'); ignored")
         return sides
 
     def default_path(self) -> str:

@@ -409,6 +409,24 @@ def test_a_large_bare_number_in_a_hit_die_source_is_ignored_with_a_warning() -> 
            "20); ignored" in got.warnings
 
 
+def test_a_hit_die_source_s_warning_is_withdrawn_when_the_store_sets_the_die() -> None:
+    """docs/ADAPTERS.md: a warning about how the sheet gives the hit die comes "only
+    when it does: a die the store sets ... is taken without them", from a mapping's
+    `hit-die` source too (its warning stayed, naming a value not used): the flags' die
+    is taken and neither warning is given; without the flags both still are."""
+    mapping = {"version": 1, "fields": {"die": {"path": "system.die", "parse": "hit-die"}}}
+    for die, warning in ((3, "die: 3 (at /actor/system/die) is not a hit die size (4, 6, "
+                             "8, 10, 12 or 20); ignored"),
+                         ("4+1", "die: \"4+1\" (at /actor/system/die) names no hit die "
+                                 "(like 'd8'); ignored")):
+        data = generic_actor(mapping, die=die)
+        assert warning in FOUNDRY_GENERIC.import_(data, "power-pool").warnings
+        data["actor"]["flags"] = {"mindscape": {"power-pool": {"die": 6}}}
+        got = FOUNDRY_GENERIC.import_(data, "power-pool")
+        assert got.combatant["die"] == 6
+        assert not any(w.startswith("die: ") for w in got.warnings), got.warnings
+
+
 def test_a_mappings_per_system_entry_wins_over_its_fields_entry_for_that_system() -> None:
     """docs/ADAPTERS.md: "`systems` adds or overrides per system": the per-system
     source wins for that system, the `fields` one serves the others."""

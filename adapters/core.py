@@ -672,6 +672,10 @@ class Draft:
     #: assumed, or chosen among classes), by field: ``read_state`` withdraws them when
     #: the psionic state store sets that field, as none of that is then used
     derivations: dict[str, list[str]] = field(default_factory=dict)
+    #: why the sheet's data for a field could not be read (a class's hit die off the
+    #: ladder), by field (``refuse_for``): ``finish`` refuses the import with it unless
+    #: the psionic state store set that field (``withdraw``), as it is then not used
+    unreadable: dict[str, InvalidInput] = field(default_factory=dict)
 
     def put(self, name: str, value: Any, binding: Binding | None = None, *,
             origin: str | None = None) -> None:
@@ -719,9 +723,18 @@ class Draft:
             self.warnings.append(text)
             self.derivations.setdefault(name, []).append(text)
 
+    def refuse_for(self, name: str, error: InvalidInput) -> None:
+        """Record that the sheet's data for field ``name`` cannot be read (``error``, at
+        its place), when the system has that field (a die the system does not roll
+        refuses nothing); ``finish`` raises the first such error unless the psionic state
+        store sets the field (``withdraw``)."""
+        if name in FIELDS[self.system]:
+            self.unreadable.setdefault(name, error)
+
     def withdraw(self, name: str) -> None:
-        """Drop the warnings ``warn_for`` gave about field ``name``: its value is not the
-        one they explain."""
+        """Drop the warnings ``warn_for`` gave about field ``name`` and the error
+        ``refuse_for`` kept for it: its value is not the one they explain."""
+        self.unreadable.pop(name, None)
         for text in self.derivations.pop(name, ()):
             self.warnings.remove(text)  # that one: the same words warned otherwise stay
 
@@ -859,7 +872,12 @@ def read_state(draft: Draft, lookup: Callable[[str], tuple[Any, str, Binding] | 
 
 
 def finish(draft: Draft, npc: bool) -> None:
-    """Defaults every adapter applies once the sheet and the state store are read."""
+    """Defaults every adapter applies once the sheet and the state store are read; first,
+    InvalidInput for sheet data the combatant needs and the store did not replace
+    (``Draft.refuse_for``)."""
+    refused = next(iter(draft.unreadable.values()), None)
+    if refused is not None:
+        raise refused
     f = draft.fields
     if draft.system == "revised-2e":
         if "psp" in f and "psp_max" not in f:

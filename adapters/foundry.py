@@ -620,7 +620,13 @@ class Dnd5e(FoundryAdapter):
             die_text, die_path = item_system.get("hitDice"), pointer(sys_path, "hitDice")
             if die_text is None:  # dnd5e 5.x moved it to hd.denomination
                 die_text, die_path = dig(item_system, "hd.denomination", sys_path)
-            die = hit_die(die_text, die_path)
+            try:
+                die = hit_die(die_text, die_path)
+            except InvalidInput as error:
+                # refused only where the die is rolled (power-pool) and the store does
+                # not set it; elsewhere the class is read as one with no die
+                draft.refuse_for("die", error)
+                die = None
             identifier = item_system.get("identifier")
             name = to_text(identifier, pointer(sys_path, "identifier"), 200) or ""
             if class_group(name) is None:
@@ -870,7 +876,12 @@ class Ars(FoundryAdapter):
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
             level = hit_dice_count(hd, hd_path, draft.warn)
-            die = hit_die(hd, hd_path)
+            try:
+                die = hit_die(hd, hd_path)
+            except InvalidInput as error:
+                # a die off the ladder ("3d7"): its count still counts; the die is
+                # refused only in power-pool when the store does not set it
+                draft.refuse_for("die", error)
             if level is None:
                 level = 1
                 draft.warn("no Hit Dice (hitdice); taken as 1")
@@ -955,9 +966,18 @@ class Ars(FoundryAdapter):
         """The hit die of the class of most levels (whose level power-pool takes) and, of
         several with that many, the largest (``pool_die``)."""
         top = max(c.levels for c in classes)
-        return pool_die(draft, top, [(c.name, die) for c in classes if c.levels == top
-                                     for die in (self._rank_die(draft, c),)
-                                     if die is not None])
+        dice = []
+        for cls in classes:
+            if cls.levels != top:
+                continue
+            try:
+                die = self._rank_die(draft, cls)
+            except InvalidInput as error:
+                draft.refuse_for("die", error)  # unless the store sets the die
+                continue
+            if die is not None:
+                dice.append((cls.name, die))
+        return pool_die(draft, top, dice)
 
     @staticmethod
     def _rank_die(draft: Draft, cls: _ArsClass) -> int | None:

@@ -79,10 +79,17 @@ class Source:
         """A hit die from ``d8``-like text, or a bare number that is a die size (``8``);
         text that names no die (``4+1``, a bare ``3``) leaves the field out, with a
         warning about how the sheet gives the field (``Draft.warn_for``: withdrawn when
-        the psionic state store sets it, as the other adapters' die warnings are)."""
+        the psionic state store sets it, as the other adapters' die warnings are); text
+        that cannot be read (``3d7``) is InvalidInput unless the store sets the field
+        (``Draft.refuse_for``)."""
         bare = (isinstance(value, int | float) and not isinstance(value, bool)) or \
             (isinstance(value, str) and value.strip().isdigit())
-        sides = to_int(value, path, 0, 1000) if bare else hit_die(value, path)
+        try:
+            sides = to_int(value, path, 0, 1000) if bare else hit_die(value, path)
+        except InvalidInput as error:
+            # refused once the store is read, unless it sets the field (``finish``)
+            draft.refuse_for(name, error)
+            return None
         if bare and sides not in DICE:
             draft.warn_for(name, f"{name}: {sides} (at {path}) is not a hit die size (4, 6, "
                            "8, 10, 12 or 20); ignored")

@@ -322,6 +322,41 @@ def test_dnd5e_5x_class_hit_die_is_read_from_hd_denomination() -> None:
     assert DND5E.import_(data, "power-pool").combatant["die"] == 6
 
 
+def zanna_with_hit_die(die: Any) -> dict[str, Any]:
+    """Zanna with ``die`` as her Wizard class item's ``system.hitDice``."""
+    data = zanna()
+    for item in data["items"]:
+        if item["type"] == "class":
+            item["system"]["hitDice"] = die
+    return data
+
+
+@pytest.mark.parametrize("die", ["d7", "a die", {"x": 1}])
+def test_a_dnd5e_class_hit_die_not_read_refuses_only_an_import_that_rolls_it(
+        die: Any) -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e ``die``): only power-pool rolls the hit die, and
+    there the store's die wins: a class's ``hitDice`` the adapter cannot read (a size
+    off the ladder, other text, no text) refuses no revised-2e or combat-strength import
+    (each refused it at its place) and gives no warning there; in power-pool it is
+    InvalidInput at its place unless flags.mindscape.power-pool.die sets the die, which
+    is then taken without any warning about the sheet's (it refused that import too)."""
+    data = zanna_with_hit_die(die)
+    got = DND5E.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (1, "wizard")
+    assert not any("die" in w for w in got.warnings), got.warnings
+    assert DND5E.import_(data, "combat-strength").combatant["int"] == 17
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "power-pool")
+    assert err.value.problems[0].path.endswith("/system/hitDice")
+    data["flags"]["mindscape"] = {"power-pool": {"die": 6}}
+    got = DND5E.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (1, 6)
+    assert not any("die" in w for w in got.warnings), got.warnings
+    data["flags"]["mindscape"] = {"power-pool": {"die": None}}  # sets nothing
+    with pytest.raises(InvalidInput):
+        DND5E.import_(data, "power-pool")
+
+
 def test_flags_hold_the_psionic_state_and_win_over_derivations() -> None:
     """VTT.md: "keep psionic state in flags.mindscape.* on the actor"."""
     data = zanna()
@@ -985,6 +1020,31 @@ def test_an_ars_class_rank_is_read_only_for_a_power_pool_s_die() -> None:
     actor = ars_character(ars_class("Psionicist", 6, PSIONICIST_HD), fighter)
     got = ARS.import_(actor, "power-pool").combatant
     assert (got["hit_dice"], got["die"]) == (6, 6)
+
+
+def test_an_ars_hit_die_not_read_refuses_no_import_whose_store_sets_the_die() -> None:
+    """docs/ADAPTERS.md (foundry.ars ``die``): the hit die is read only for power-pool,
+    and there the store's die wins: a rank's formula that is no text, or an NPC's
+    ``system.hitdice`` with a die off the ladder ("3d7", whose count of 3 is still read),
+    is InvalidInput at its place only in power-pool with no die in
+    flags.mindscape.power-pool.die; with one there, that die is taken without any
+    warning about the sheet's (each refused the import), and a revised-2e NPC's
+    "3d7" is 3 Hit Dice (it refused that import too)."""
+    fighter = ars_class("Fighter", 3, FIGHTER_HD)
+    fighter["system"]["ranks"][2]["hdformula"] = {"x": 1}
+    character = ars_character(fighter)
+    npc = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    npc["system"]["hitdice"] = "3d7"
+    assert ARS.import_(npc, "revised-2e").combatant["level"] == 3
+    for actor, where in ((character, "/items/1/system/ranks/2/hdformula"),
+                         (npc, "/system/hitdice")):
+        with pytest.raises(InvalidInput) as err:
+            ARS.import_(actor, "power-pool")
+        assert err.value.problems[0].path == where
+        actor["flags"] = {"mindscape": {"power-pool": {"die": 6}}}
+        got = ARS.import_(actor, "power-pool")
+        assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 6)
+        assert not any("die" in w for w in got.warnings), got.warnings
 
 
 def test_ars_npc_hit_dice_from_hitdice_text() -> None:

@@ -427,6 +427,20 @@ def test_a_hit_die_source_s_warning_is_withdrawn_when_the_store_sets_the_die() -
         assert not any(w.startswith("die: ") for w in got.warnings), got.warnings
 
 
+def test_a_hit_die_source_the_adapter_cannot_read_is_refused_unless_the_store_sets_it(
+        ) -> None:
+    """As in the adapters that know a sheet, a die off the ladder ("3d7") in a mapped
+    `hit-die` source is InvalidInput at its place, but not when the store sets the die
+    (flags.mindscape.power-pool.die): that die is the one taken (it refused the import)."""
+    mapping = {"version": 1, "fields": {"die": {"path": "system.die", "parse": "hit-die"}}}
+    data = generic_actor(mapping, die="3d7")
+    with pytest.raises(InvalidInput) as err:
+        FOUNDRY_GENERIC.import_(data, "power-pool")
+    assert err.value.problems[0].path == "/actor/system/die"
+    data["actor"]["flags"] = {"mindscape": {"power-pool": {"die": 6}}}
+    assert FOUNDRY_GENERIC.import_(data, "power-pool").combatant["die"] == 6
+
+
 def test_a_mappings_per_system_entry_wins_over_its_fields_entry_for_that_system() -> None:
     """docs/ADAPTERS.md: "`systems` adds or overrides per system": the per-system
     source wins for that system, the `fields` one serves the others."""

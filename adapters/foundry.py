@@ -694,8 +694,13 @@ class Dnd5e(FoundryAdapter):
                 total += die if cls is first and n == 0 else die // 2 + 1
             levels += cls.levels
         total = max(levels, total + con_mod * levels)
+        unread = [cls.name or "the unnamed class" for cls in classes
+                  if cls.levels and cls.die is None]
+        assumed = (f" (d8 taken for {', '.join(unread)}: no hit die read from "
+                   f"{'its class item' if len(unread) == 1 else 'their class items'})"
+                   if unread else "")
         draft.warn(f"hit point maximum is not stored; computed {total} from the class hit "
-                   "dice and Con as dnd5e does")
+                   f"dice and Con as dnd5e does{assumed}")
         return total
 
 

@@ -357,6 +357,25 @@ def test_a_dnd5e_class_hit_die_not_read_refuses_only_an_import_that_rolls_it(
         DND5E.import_(data, "power-pool")
 
 
+def test_a_dnd5e_hit_point_maximum_computed_says_which_class_die_it_assumed() -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e ``hp``): with neither current nor maximum hit
+    points stored the maximum is computed from the class dice, which revised-2e reads
+    too: a class whose hit die is not read (absent, or one the adapter cannot read) is
+    taken as d8, and the warning says so (it said nothing of it): Zanna's Wizard 1 at
+    Con 15 has 8 + 2 = 10, not the 6 + 2 of her d6."""
+    data = zanna_with_hit_die("d7")
+    data["system"]["attributes"]["hp"]["value"] = None
+    got = DND5E.import_(data, "revised-2e")
+    assert got.combatant["hp"] == 10
+    assert "hit point maximum is not stored; computed 10 from the class hit dice and Con " \
+        "as dnd5e does (d8 taken for wizard: no hit die read from its class item)" \
+        in got.warnings
+    data = zanna_with_hit_die("d6")
+    data["system"]["attributes"]["hp"]["value"] = None
+    assert "hit point maximum is not stored; computed 8 from the class hit dice and Con " \
+        "as dnd5e does" in DND5E.import_(data, "revised-2e").warnings
+
+
 def test_flags_hold_the_psionic_state_and_win_over_derivations() -> None:
     """VTT.md: "keep psionic state in flags.mindscape.* on the actor"."""
     data = zanna()

@@ -141,6 +141,8 @@ INVISIBLE_AND_LETTER_LIKE = {
     "Fıghter": "warrior", "FIGHTER".lower().replace("i", "ı"): "warrior",
     "Ⓕighter": "warrior", "ⓂⒶⒼⒺ": "wizard", "Bard\u200bFighter": "rogue",
     "Fighter\u00ad™": "warrior", "Ⓕighter™": "warrior",
+    # a number is no letter, though the Roman numeral one's NFKC form is "I"
+    "MageⅠ": "wizard",
 }
 
 

@@ -735,7 +735,13 @@ class Ose(FoundryAdapter):
                 score(draft, key, value, path, default=10, unset_zero=True,
                       where=f"system.scores.{key}.value")
         hd, hd_path = dig(system_data, "hp.hd", base)
-        die = hit_die(hd, hd_path)
+        try:
+            die = hit_die(hd, hd_path)
+        except InvalidInput as error:
+            # a die off the ladder ("3d7"): its count still counts; the die is refused
+            # only in power-pool when the store does not set it
+            draft.refuse_for("die", error)
+            die = None
         if npc:
             level = hit_dice_count(hd, hd_path, draft.warn)
             if level is None:

@@ -747,6 +747,25 @@ def test_ose_character_reads_scores_level_and_hit_die() -> None:
     assert OSE.import_(actor, "power-pool").combatant["die"] == 6
 
 
+def test_an_ose_hit_die_not_read_refuses_only_a_power_pool_import_without_a_stored_die(
+) -> None:
+    """docs/ADAPTERS.md (foundry.ose ``die``): ``hp.hd`` with a die off the ladder
+    ("3d7") is InvalidInput at /system/hp/hd only in power-pool with no die in
+    flags.mindscape.power-pool.die; its count of 3 is read in every system (it refused
+    every import, revised-2e's too)."""
+    actor = template_actor("foundry/ose/template.json", "monster", "oseMonster000001",
+                           "Goblin")
+    actor["system"]["hp"]["hd"] = "3d7"
+    assert OSE.import_(actor, "revised-2e").combatant["level"] == 3
+    with pytest.raises(InvalidInput) as err:
+        OSE.import_(actor, "power-pool")
+    assert err.value.problems[0].path == "/system/hp/hd"
+    actor["flags"] = {"mindscape": {"power-pool": {"die": 6}}}
+    got = OSE.import_(actor, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 6)
+    assert not any("die" in w for w in got.warnings), got.warnings
+
+
 def test_ose_hit_points_write_back_to_hp_value() -> None:
     actor = template_actor("foundry/ose/template.json", "monster", "oseMonster000001",
                            "Goblin")

@@ -3985,38 +3985,43 @@ var Mindscape = Mindscape || (() => {
   // token's own part there gives it (tok|bar|field|value or max). The bar keeps what
   // was written through it when the GM unlinks it again, and the token's older answer
   // is not to write over it. It is not compared: a token's bar linked since a newer
-  // answer wrote it shows the attribute already, not what that answer wrote.
+  // answer wrote it shows the attribute already, not what that answer wrote. `on` is
+  // that attribute's part ({attr, part}): where the write fails, these bars are only
+  // remembered if it shows the value to be written all the same (applyUpdates).
   const placesOf = (ref, name, part) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = partKey(ref, name, part);
     const sheet = partKey(charId, name, part);
-    if (!token) return { keys: Array.from(new Set([sheet, own])), shown: shownOn(findAttribute(charId, name), part) };
+    if (!token) return Object.assign({ keys: Array.from(new Set([sheet, own])) }, shownOn(findAttribute(charId, name), part));
     const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
     if (!binding) return { keys: [own], shown: [] };
     const field = `${token.id}|bar|${binding.field}|${binding.bar}`;
     const bar = barOf(binding.field);
-    if (!bar) return { keys: [sheet, own, field], shown: shownOn(findAttribute(charId, name), part) };
+    if (!bar) return Object.assign({ keys: [sheet, own, field] }, shownOn(findAttribute(charId, name), part));
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
     if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
-    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, shown: linked ? shownOn(linked, linkedPart) : [] };
+    return Object.assign({ keys, bar: `${token.id}|bar${bar}_${binding.bar}` }, shownOn(linked, linkedPart));
   };
 
-  // placesOf's `shown` of an attribute's part (none for no attribute). Only the tokens
-  // of waiting requests are looked at, not every graphic: only an older request's
-  // answer ever compares these keys, and only for its own fighters.
+  // placesOf's `shown` of an attribute's part (none for no attribute), and `on`. Only
+  // the tokens of waiting requests are looked at, not every graphic: only an older
+  // request's answer ever compares these keys, and only for its own fighters.
   const shownOn = (attr, part) => {
-    if (!attr) return [];
+    if (!attr) return { shown: [] };
     const refs = new Set(Object.values(store().pending).flatMap((job) => (Array.isArray(job.involved) ? job.involved : [])));
     const tokens = Array.from(refs).map(ownToken).filter(Boolean);
-    return ['hp', 'psp'].flatMap((field) => {
-      const bar = barOf(field);
-      if (!bar) return [];
-      return tokens.filter((token) => token.get(`bar${bar}_link`) === attr.id)
-        .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
-    });
+    return {
+      shown: ['hp', 'psp'].flatMap((field) => {
+        const bar = barOf(field);
+        if (!bar) return [];
+        return tokens.filter((token) => token.get(`bar${bar}_link`) === attr.id)
+          .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
+      }),
+      on: { attr, part },
+    };
   };
 
   /**
@@ -4028,7 +4033,8 @@ var Mindscape = Mindscape || (() => {
    * attributes, at: its index}) and the others are still written. Returns {written:
    * ["name: attribute"], failed, skipped: [{ref, name, parts, left}] (`left` of the
    * update's `parts` of that attribute left out for newerWrote), places
-   * (written, or meant to be where a write threw, as {place: true}), applied (the updates
+   * (written, or meant to be where a write threw, as {place: true}; there a bar showing
+   * the attribute only where that shows the value already), applied (the updates
    * as written, index for index)}.
    */
   const applyUpdates = (updates, newerWrote = {}) => {
@@ -4041,6 +4047,8 @@ var Mindscape = Mindscape || (() => {
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
       const landing = [];
+      // The bars showing an attribute this update writes: [{on, value, shown}].
+      const showing = [];
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
@@ -4049,7 +4057,10 @@ var Mindscape = Mindscape || (() => {
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
-        kept.forEach((part) => landing.push(...where[part].keys, ...where[part].shown));
+        kept.forEach((part) => {
+          landing.push(...where[part].keys);
+          if (where[part].shown.length) showing.push({ on: where[part].on, value: value[part], shown: where[part].shown });
+        });
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;
@@ -4061,12 +4072,16 @@ var Mindscape = Mindscape || (() => {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
         failed.push({ ref, gone: false, attributes, at });
         // Still this answer's places: it may have written some before the throw, and the
-        // rest waits to be tried again (a step's hold) or put on the sheet by hand.
-        landing.forEach((place) => { places[place] = true; });
+        // rest waits to be tried again (a step's hold) or put on the sheet by hand. That
+        // is written on the attribute, which reaches a bar only while it is linked: a bar
+        // is this answer's only where its attribute shows the value already (written
+        // before the throw), which the bar keeps when the GM unlinks it.
+        landing.concat(showing.filter((s) => shown(s.on.attr.get(s.on.part)) === shown(s.value)).flatMap((s) => s.shown))
+          .forEach((place) => { places[place] = true; });
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landing.forEach((place) => { places[place] = true; });
+      landing.concat(showing.flatMap((s) => s.shown)).forEach((place) => { places[place] = true; });
       return made;
     });
     return { written, failed, skipped, places, applied };

@@ -8701,6 +8701,52 @@ test('the newest request wins though the GM linked the token\'s HP bar and unlin
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
+// The unlink tests' start: Goblin 1's attack on the token Goblin 2 times out; the GM links
+// that token's HP bar to its character's HP and makes the Goblin an encounter's one
+// combatant, whose step writes HP 1 (and, given `more`, those attributes after it) on
+// the character; writing `failing` throws once, so the Goblin is held with that write
+// waiting. The older request (its answer still to come) is returned.
+const linkedThenStepFailed = (ctx, failing, more = {}) => {
+  const late = attackGoblin(ctx);
+  ctx.sb.advance(30000);
+  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  encounterOf(ctx, [ctx.gob[1]]);
+  const attr = ctx.sb.attribute(ctx.goblin.id, failing);
+  attr.setWithWorker = () => { delete attr.setWithWorker; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  const update = { character_id: ctx.goblin.id, attributes: { HP: { current: 1 }, ...more } };
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
+  assert.deepEqual(held(ctx), [ctx.goblin.id]);
+  return late;
+};
+
+test('the newest request wins only where a held write can still reach: the GM linked the token\'s HP bar, the character\'s newer write through it failed, and the GM unlinked the bar before the older answer for the token came, which writes that bar (the write tried again reaches only the attribute) and says nothing of it', () => {
+  const ctx = goblins();
+  const late = linkedThenStepFailed(ctx, 'HP');
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  // The write tried again before the next resolve lands on the character alone.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.equal(ctx.gob[1].get('bar1_value'), 2);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('the newest request wins where a newer write failed after writing HP through the token\'s linked bar: the GM unlinked the bar, which keeps that HP, and the older answer for the token leaves it', () => {
+  const ctx = goblins();
+  const late = linkedThenStepFailed(ctx, 'PSP', { PSP: { current: 9 } });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });

@@ -3981,43 +3981,47 @@ var Mindscape = Mindscape || (() => {
   // version remembered just that. It is no longer remembered, as after a swap of
   // --hpbar and --pspbar the bar shows something else.
   // `shown` is only remembered: where the part lands on an attribute, the bar field of
-  // each waiting request's token whose HP or PSP bar is linked to it now, as that
+  // each of `waiting` (waitingTokens) whose HP or PSP bar is linked to it now, as that
   // token's own part there gives it (tok|bar|field|value or max). The bar keeps what
   // was written through it when the GM unlinks it again, and the token's older answer
   // is not to write over it. It is not compared: a token's bar linked since a newer
   // answer wrote it shows the attribute already, not what that answer wrote. `on` is
   // that attribute's part ({attr, part}): where the write fails, these bars are only
   // remembered if it shows the value to be written all the same (applyUpdates).
-  const placesOf = (ref, name, part) => {
+  const placesOf = (ref, name, part, waiting) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = partKey(ref, name, part);
     const sheet = partKey(charId, name, part);
-    if (!token) return Object.assign({ keys: Array.from(new Set([sheet, own])) }, shownOn(findAttribute(charId, name), part));
+    if (!token) return Object.assign({ keys: Array.from(new Set([sheet, own])) }, shownOn(findAttribute(charId, name), part, waiting));
     const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
     if (!binding) return { keys: [own], shown: [] };
     const field = `${token.id}|bar|${binding.field}|${binding.bar}`;
     const bar = barOf(binding.field);
-    if (!bar) return Object.assign({ keys: [sheet, own, field] }, shownOn(findAttribute(charId, name), part));
+    if (!bar) return Object.assign({ keys: [sheet, own, field] }, shownOn(findAttribute(charId, name), part, waiting));
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
     if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
-    return Object.assign({ keys, bar: `${token.id}|bar${bar}_${binding.bar}` }, shownOn(linked, linkedPart));
+    return Object.assign({ keys, bar: `${token.id}|bar${bar}_${binding.bar}` }, shownOn(linked, linkedPart, waiting));
   };
 
-  // placesOf's `shown` of an attribute's part (none for no attribute), and `on`. Only
-  // the tokens of waiting requests are looked at, not every graphic: only an older
-  // request's answer ever compares these keys, and only for its own fighters.
-  const shownOn = (attr, part) => {
-    if (!attr) return { shown: [] };
+  // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
+  // every graphic, as only an older request's answer ever compares those keys, and only
+  // for its own fighters. Taken once per answer: writing it links and unlinks no bar.
+  const waitingTokens = () => {
     const refs = new Set(Object.values(store().pending).flatMap((job) => (Array.isArray(job.involved) ? job.involved : [])));
-    const tokens = Array.from(refs).map(ownToken).filter(Boolean);
+    return Array.from(refs).map(ownToken).filter(Boolean);
+  };
+
+  // placesOf's `shown` of an attribute's part (none for no attribute), and `on`.
+  const shownOn = (attr, part, waiting) => {
+    if (!attr) return { shown: [] };
     return {
       shown: ['hp', 'psp'].flatMap((field) => {
         const bar = barOf(field);
         if (!bar) return [];
-        return tokens.filter((token) => token.get(`bar${bar}_link`) === attr.id)
+        return waiting.filter((token) => token.get(`bar${bar}_link`) === attr.id)
           .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
       }),
       on: { attr, part },
@@ -4042,6 +4046,7 @@ var Mindscape = Mindscape || (() => {
     const failed = [];
     const skipped = [];
     const places = {};
+    const waiting = waitingTokens();
     const applied = updates.map((update, at) => {
       const ref = update.character_id;
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
@@ -4052,7 +4057,7 @@ var Mindscape = Mindscape || (() => {
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
-        const where = Object.fromEntries(parts.map((part) => [part, placesOf(ref, name, part)]));
+        const where = Object.fromEntries(parts.map((part) => [part, placesOf(ref, name, part, waiting)]));
         const kept = parts.filter((part) => !where[part].keys.concat(where[part].bar || []).some((key) => ownMember(newerWrote, key)));
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;

@@ -3985,25 +3985,25 @@ var Mindscape = Mindscape || (() => {
   // token's own part there gives it (tok|bar|field|value or max). The bar keeps what
   // was written through it when the GM unlinks it again, and the token's older answer
   // is not to write over it. It is not compared: a token's bar linked since a newer
-  // answer wrote it shows the attribute already, not what that answer wrote. `on` is
-  // that attribute's part ({attr, part}): where the write fails, these bars are only
-  // remembered if it shows the value to be written all the same (applyUpdates).
+  // answer wrote it shows the attribute already, not what that answer wrote. Where the
+  // write fails, these bars are remembered on a condition (remember).
+  // `now` is what a token's part on a bar shows there now, for such a condition.
   const placesOf = (ref, name, part, waiting) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
     const own = partKey(ref, name, part);
     const sheet = partKey(charId, name, part);
-    if (!token) return Object.assign({ keys: Array.from(new Set([sheet, own])) }, shownOn(findAttribute(charId, name), part, waiting));
+    if (!token) return { keys: Array.from(new Set([sheet, own])), shown: shownOn(findAttribute(charId, name), part, waiting) };
     const binding = barBindings(charId).find((b) => sameName(b.attr, name) && b.part === part);
     if (!binding) return { keys: [own], shown: [] };
     const field = `${token.id}|bar|${binding.field}|${binding.bar}`;
     const bar = barOf(binding.field);
-    if (!bar) return Object.assign({ keys: [sheet, own, field] }, shownOn(findAttribute(charId, name), part, waiting));
+    if (!bar) return { keys: [sheet, own, field], shown: shownOn(findAttribute(charId, name), part, waiting) };
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
     if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
-    return Object.assign({ keys, bar: `${token.id}|bar${bar}_${binding.bar}` }, shownOn(linked, linkedPart, waiting));
+    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
   };
 
   // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
@@ -4014,18 +4014,37 @@ var Mindscape = Mindscape || (() => {
     return Array.from(refs).map(ownToken).filter(Boolean);
   };
 
-  // placesOf's `shown` of an attribute's part (none for no attribute), and `on`.
+  // placesOf's `shown` of an attribute's part (none for no attribute).
   const shownOn = (attr, part, waiting) => {
-    if (!attr) return { shown: [] };
-    return {
-      shown: ['hp', 'psp'].flatMap((field) => {
-        const bar = barOf(field);
-        if (!bar) return [];
-        return waiting.filter((token) => token.get(`bar${bar}_link`) === attr.id)
-          .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
-      }),
-      on: { attr, part },
-    };
+    if (!attr) return [];
+    return ['hp', 'psp'].flatMap((field) => {
+      const bar = barOf(field);
+      if (!bar) return [];
+      return waiting.filter((token) => token.get(`bar${bar}_link`) === attr.id)
+        .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
+    });
+  };
+
+  // Adds `how` at `place` of a table of places (applyUpdates' places, a request's
+  // newerWrote): true (written, or to be where the write failed) or {shows: [values]},
+  // a bar a failed write reaches only through its link: a newer answer's place only
+  // while the bar shows what that write meant to put there (written before the throw,
+  // or when it is tried again, while linked; the bar keeps it when the GM unlinks it).
+  // Once the bar is unlinked without it, the write no longer reaches it. True wins
+  // (another newer answer wrote it); conditions add up.
+  const remember = (table, place, how) => {
+    const was = ownMember(table, place);
+    if (was === true || how === true) { table[place] = true; return; }
+    const before = isObject(was) && Array.isArray(was.shows) ? was.shows : [];
+    table[place] = { shows: Array.from(new Set(before.concat(how.shows))) };
+  };
+
+  // Whether `newerWrote` has `key` of a part at `where` (placesOf): a condition holds
+  // while the bar shows one of its values.
+  const newerAt = (newerWrote, key, where) => {
+    const how = ownMember(newerWrote, key);
+    if (isObject(how)) return Array.isArray(how.shows) && where.now !== undefined && how.shows.includes(shown(where.now));
+    return Boolean(how);
   };
 
   /**
@@ -4037,8 +4056,7 @@ var Mindscape = Mindscape || (() => {
    * attributes, at: its index}) and the others are still written. Returns {written:
    * ["name: attribute"], failed, skipped: [{ref, name, parts, left}] (`left` of the
    * update's `parts` of that attribute left out for newerWrote), places
-   * (written, or meant to be where a write threw, as {place: true}; there a bar showing
-   * the attribute only where that shows the value already), applied (the updates
+   * (written, or meant to be where a write threw: remember), applied (the updates
    * as written, index for index)}.
    */
   const applyUpdates = (updates, newerWrote = {}) => {
@@ -4052,19 +4070,19 @@ var Mindscape = Mindscape || (() => {
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
       const landing = [];
-      // The bars showing an attribute this update writes: [{on, value, shown}].
+      // The bars showing an attribute this update writes: [{value, shown}].
       const showing = [];
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
         const where = Object.fromEntries(parts.map((part) => [part, placesOf(ref, name, part, waiting)]));
-        const kept = parts.filter((part) => !where[part].keys.concat(where[part].bar || []).some((key) => ownMember(newerWrote, key)));
+        const kept = parts.filter((part) => !where[part].keys.concat(where[part].bar || []).some((key) => newerAt(newerWrote, key, where[part])));
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
         kept.forEach((part) => {
           landing.push(...where[part].keys);
-          if (where[part].shown.length) showing.push({ on: where[part].on, value: value[part], shown: where[part].shown });
+          if (where[part].shown.length) showing.push({ value: value[part], shown: where[part].shown });
         });
       });
       const made = { character_id: ref, attributes };
@@ -4077,16 +4095,14 @@ var Mindscape = Mindscape || (() => {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
         failed.push({ ref, gone: false, attributes, at });
         // Still this answer's places: it may have written some before the throw, and the
-        // rest waits to be tried again (a step's hold) or put on the sheet by hand. That
-        // is written on the attribute, which reaches a bar only while it is linked: a bar
-        // is this answer's only where its attribute shows the value already (written
-        // before the throw), which the bar keeps when the GM unlinks it.
-        landing.concat(showing.filter((s) => shown(s.on.attr.get(s.on.part)) === shown(s.value)).flatMap((s) => s.shown))
-          .forEach((place) => { places[place] = true; });
+        // rest waits to be tried again (a step's hold) or put on the sheet by hand, on
+        // the attribute, which reaches a bar only while it is linked (remember).
+        landing.forEach((place) => remember(places, place, true));
+        showing.forEach((s) => s.shown.forEach((place) => remember(places, place, { shows: [shown(s.value)] })));
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landing.concat(showing.flatMap((s) => s.shown)).forEach((place) => { places[place] = true; });
+      landing.concat(showing.flatMap((s) => s.shown)).forEach((place) => remember(places, place, true));
       return made;
     });
     return { written, failed, skipped, places, applied };
@@ -4101,7 +4117,11 @@ var Mindscape = Mindscape || (() => {
     if (!Object.keys(places).length) return;
     Object.values(store().pending)
       .filter((older) => sentBefore(older, job) && !older.batch && Array.isArray(older.involved) && older.involved.length)
-      .forEach((older) => { older.newerWrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {}, places); });
+      .forEach((older) => {
+        const wrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {});
+        Object.keys(places).forEach((place) => remember(wrote, place, places[place]));
+        older.newerWrote = wrote;
+      });
   };
 
   // What the GM reads of the writes an answer left out (applyUpdates' skipped), or ''.

@@ -8701,22 +8701,27 @@ test('the newest request wins though the GM linked the token\'s HP bar and unlin
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
-// The unlink tests' start: Goblin 1's attack on the token Goblin 2 times out; the GM links
-// that token's HP bar to its character's HP and makes the Goblin an encounter's one
-// combatant, whose step writes HP 1 (and, given `more`, those attributes after it) on
-// the character; writing `failing` throws once, so the Goblin is held with that write
-// waiting. The older request (its answer still to come) is returned.
-const linkedThenStepFailed = (ctx, failing, more = {}) => {
-  const late = attackGoblin(ctx);
-  ctx.sb.advance(30000);
-  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+// The Goblin, the token Goblin 2's HP bar linked to its HP, is made an encounter's one
+// combatant, whose step writes `attributes` on the character (in their order); writing
+// `failing` throws once, so the Goblin is held with that write waiting.
+const goblinStepFails = (ctx, failing, attributes = { HP: { current: 1 } }) => {
   encounterOf(ctx, [ctx.gob[1]]);
   const attr = ctx.sb.attribute(ctx.goblin.id, failing);
   attr.setWithWorker = () => { delete attr.setWithWorker; throw new Error('busy once'); };
   const step = resolveNow(ctx);
-  const update = { character_id: ctx.goblin.id, attributes: { HP: { current: 1 }, ...more } };
+  const update = { character_id: ctx.goblin.id, attributes };
   answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
   assert.deepEqual(held(ctx), [ctx.goblin.id]);
+};
+
+// The unlink tests' start: Goblin 1's attack on the token Goblin 2 times out; the GM links
+// that token's HP bar to its character's HP, and a step's write to the character fails
+// (goblinStepFails). The older request (its answer still to come) is returned.
+const linkedThenStepFailed = (ctx, failing, attributes) => {
+  const late = attackGoblin(ctx);
+  ctx.sb.advance(30000);
+  ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  goblinStepFails(ctx, failing, attributes);
   return late;
 };
 
@@ -8737,7 +8742,34 @@ test('the newest request wins only where a held write can still reach: the GM li
 
 test('the newest request wins where a newer write failed after writing HP through the token\'s linked bar: the GM unlinked the bar, which keeps that HP, and the older answer for the token leaves it', () => {
   const ctx = goblins();
-  const late = linkedThenStepFailed(ctx, 'PSP', { PSP: { current: 9 } });
+  const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
+test('the newest request wins where a newer write failed and landed when tried again, through the token\'s linked bar: the GM unlinked the bar after that, which keeps that HP, and the older answer for the token leaves it', () => {
+  const ctx = goblins();
+  const late = linkedThenStepFailed(ctx, 'HP');
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.deepEqual(held(ctx), []);
+  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
+test('the newest request wins where one newer answer wrote HP through the token\'s linked bar and another one\'s write of it failed after: the GM unlinked the bar, which keeps the HP written, and the older answer for the token leaves it', () => {
+  const ctx = goblins();
+  const late = linkedThenCharacterAnswered(ctx);
+  goblinStepFails(ctx, 'HP', { HP: { current: 5 } });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
   ctx.gob[1].set({ bar1_value: 1 });

@@ -248,14 +248,15 @@ def puppet_given_again(raw: Any, path: str, cid: str, which: str) -> InvalidInpu
 
 
 def _check_puppets_apart(request: Mapping[str, Any],
-                         taking_part: Sequence[tuple[str, Mapping[str, Any]]],
-                         puppets: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    """``puppets`` are creatures the exchange may set free, not among those taking part,
-    each given once (``puppet_given_again``)."""
-    seen = {c["id"] for _, c in taking_part}
+                         others: Sequence[tuple[str, Mapping[str, Any]]],
+                         puppets: Sequence[tuple[str, Mapping[str, Any]]],
+                         which: str = "taking part") -> None:
+    """``puppets`` are creatures the exchange may set free, none of them one of
+    ``others`` (creatures ``which``), each given once (``puppet_given_again``)."""
+    seen = {c["id"] for _, c in others}
     for path, p in puppets:
         if p["id"] in seen:
-            raise puppet_given_again(_raw_at(request, path), path, p["id"], "taking part")
+            raise puppet_given_again(_raw_at(request, path), path, p["id"], which)
         seen.add(p["id"])
 
 
@@ -305,6 +306,13 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     problems = link_problems(taking_part + controlling + given_puppets)
     if problems:
         raise InvalidInput(problems)
+    # Nor is a controller among the puppets: a sheet there with a controller's id is a
+    # second sheet of it, which the exchange would ignore but for its name (the summary
+    # would call the controller by it). This comes after the links are checked: an
+    # encounter gives every controlled creature not taking part as a puppet, so a
+    # target's controller that is itself under control (stale sheets) is there too, and
+    # is refused above for what is wrong with it, its link to the target.
+    _check_puppets_apart(request, controlling, given_puppets, "given as a controller")
 
     attack = request["attack"]
     mode_id = attack["mode"]

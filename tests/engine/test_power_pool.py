@@ -285,6 +285,31 @@ def test_a_puppet_given_twice_or_taking_part_is_refused_at_its_id(
     assert "is given already" in problem.message
 
 
+@pytest.mark.parametrize(("given", "field"), [
+    # a second sheet of the controller under another name, which the summary called it by
+    ({"id": "a", "name": "Zed"}, "/puppets/0/id"),
+    # one saying it is under another's control, against the sheet in /controller
+    ({"name": "A", "controlled_by": "x"}, "/puppets/0/name"),
+])
+def test_a_puppet_given_with_a_controller_s_id_is_refused_at_its_id(
+        given: dict[str, Any], field: str) -> None:
+    """docs/API.md: ``puppets`` are the creatures either side controls, each given once.
+    A sheet there with the id of the controller given in ``controller`` (the creature the
+    attack strikes in its puppet's place) is a second sheet of it: refused at the field
+    that names it, as a second sheet of a creature taking part is, not taken without a
+    word."""
+    controller = psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("X", 1, 6), psionic("B", controlled_by="a"), {"mode": "mental-stab"},
+                 controller=controller, dice={"attack": [6], "defense": [1, 1]},
+                 puppets=[{**psionic("A", 1, 4), **given}])
+    [problem] = err.value.problems
+    assert problem.path == field
+    assert problem.message.endswith(
+        'is given already: a creature given as a controller here is not among the '
+        'puppets, and each puppet is given once')
+
+
 def test_control_kept_by_a_die_dedicates_one() -> None:
     """Seed: control "may be maintained either by dedicating a die from the controller's
     current power pool to it, or by the controller using an action each round"."""

@@ -848,6 +848,24 @@ def test_a_puppet_whose_controller_is_not_in_the_encounter_says_to_add_it() -> N
     assert "/controller" not in err.value.detail
 
 
+def test_a_puppet_whose_controller_is_itself_under_control_is_refused_for_the_stale_link(
+        ) -> None:
+    """RULES.md §3.4: a creature that falls under control holds no control of its own,
+    so sheets saying T is C's puppet while C is D's are stale. The encounter's exchange
+    gives C as T's controller and, being under control and not taking part, among the
+    puppets too: the refusal names the stale link, not the second sheet of C, which the
+    encounter's caller never wrote."""
+    state = encounter(psionic("X", 1, 6), psionic("D", 2, 6),
+                      psionic("C", 2, 6, controlled_by="d"),
+                      psionic("T", 2, 6, controlled_by="c"))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "x", {"attack": {"mode": "mental-stab",
+                                                         "target": "t"}})
+    [problem] = err.value.problems
+    assert problem.path == "/choice/attack/target/controlled_by"
+    assert problem.message.startswith("T is under C's control here, but C's controlling")
+
+
 def test_a_refusal_in_words_names_the_choices_places() -> None:
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("C", 1, 4))
     with pytest.raises(RulesViolation) as err:

@@ -168,7 +168,14 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
     """What ``c`` rolls in defense, checking the awareness rule and its choices.
     ``capped_later``: nobody chose these dice (a struck mind of an encounter that has not
     answered rolls its whole pool), so a pool over the dice limit is not refused here but
-    capped with the group when resolved (``group-dice-capped``)."""
+    capped with the group when resolved (``group-dice-capped``).
+
+    ``c`` is never under psionic control: ``build_plan`` strikes a controlled target's
+    controller in its place (seed 001: attacking such a creature "automatically attacks
+    the controller") and refuses a controller or an ally under control first. So the
+    seed's Cognitive Labyrinth works while unaware "so long as they are not already
+    under psionic control" without a refusal of its own: no mind under control defends."""
+    assert not c["controlled_by"], c["id"]
     defense = defense or {}
     mode_id = defense.get("mode")
     mode: Mapping[str, Any] = {}
@@ -186,19 +193,13 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
     # nothing unless its mode works while unaware.
     unaware = unaware_of(tables, c) + (["down"] if is_down(c) else [])
     rolls = True
-    if unaware:
-        if mode.get("defends_while_unaware"):
-            if c["controlled_by"]:
-                raise RulesViolation("labyrinth-while-controlled", (
-                    f"{c['name']} is under psionic control: {mode_id} works while "
-                    f"{unaware[0]} only for a mind not already controlled"), combatant=c["id"])
-        elif mode_id is not None:
+    if unaware and not mode.get("defends_while_unaware"):
+        if mode_id is not None:
             raise RulesViolation("defender-unaware", (
                 f"{c['name']} is {unaware[0]}: it may defend only with a mode that works "
                 "while unaware (cognitive-labyrinth), otherwise it rolls nothing"),
                 combatant=c["id"])
-        else:
-            rolls = False
+        rolls = False
     sacrifice = _sacrifice(c, defense.get("sacrifice"), f"{path}/sacrifice")
     pool_dice = defense.get("pool_dice")
     if not rolls and (sacrifice or pool_dice):

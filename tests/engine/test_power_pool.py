@@ -20,7 +20,6 @@ from engine.errors import (
 )
 from engine.power_pool import SYSTEM, PowerPoolSystem
 from engine.power_pool import control as ctl
-from engine.power_pool.exchange import defend_side
 
 from .test_power_pool_helpers import exchange, mundane, psionic
 
@@ -583,12 +582,41 @@ def test_cognitive_labyrinth_defends_while_unaware() -> None:
     assert res.to_json()["defense_total"] == 9 and res.to_json()["winner"] == "defender"
 
 
-def test_cognitive_labyrinth_not_while_already_controlled() -> None:
-    b = SYSTEM.combatant(psionic("B", conditions=["asleep"], controlled_by="x"))
+def test_a_mind_under_control_never_defends_with_cognitive_labyrinth() -> None:
+    """Seed: Cognitive Labyrinth defends an unaware mind "so long as they are not already
+    under psionic control", and "psionically attacking a creature under psionic control
+    automatically attacks the controller". A puppet asleep that knows the labyrinth
+    never defends: the defense given is its controller's, which it does not know, and
+    one joining as an ally is refused for being under control."""
+    b = psionic("B", 2, 6, conditions=["asleep"], controlled_by="c")
+    c = psionic("C", 2, 6, defenses=["pinnacle-of-will"],
+                controlling=[{"id": "b", "kept_by": "action"}])
+    labyrinth = {"mode": "cognitive-labyrinth"}
     with pytest.raises(RulesViolation) as err:
-        defend_side(SYSTEM.tables, SYSTEM.options(None), b, {"mode": "cognitive-labyrinth"},
-                    "/defense", "defender")
-    assert err.value.rule == "labyrinth-while-controlled"
+        exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"}, labyrinth, controller=c)
+    assert (err.value.rule, err.value.combatant) == ("mode-not-known", "c")
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 3, 6), psionic("D"), {"mode": "psionic-wave"}, None,
+                 defenders=[b], controller=c, defenses={"c": labyrinth})
+    assert (err.value.rule, err.value.combatant) == ("mode-not-known", "c")
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 3, 6), psionic("D"), {"mode": "mental-stab"},
+                 {"mode": "imagination-swarm"}, allies=[b],
+                 defenses={"b": labyrinth})
+    assert (err.value.rule, err.value.combatant) == ("ally-controlled", "b")
+
+
+def test_a_controller_asleep_defends_its_puppet_with_cognitive_labyrinth() -> None:
+    """Seed: the labyrinth defends a mind asleep that is not under control; a controller
+    is not (RULES.md §3.4), so struck in its puppet's place it defends with it."""
+    res = exchange(psionic("A", 1, 4), psionic("B", 2, 6, controlled_by="c"),
+                   {"mode": "mental-stab"}, {"mode": "cognitive-labyrinth"},
+                   controller=psionic("C", 2, 6, conditions=["asleep"], controlling=[
+                       {"id": "b", "kept_by": "action"}]),
+                   dice={"attack": [8], "defense": [5, 4]})
+    [member] = res.to_json()["defense"]["members"]
+    assert (member["id"], member["mode"], member["rolled"]) == ("c", "cognitive-labyrinth", 9)
+    assert res.to_json()["winner"] == "defender"
 
 
 def test_imagination_swarm_draws_non_psionic_allies_in_as_a_group() -> None:

@@ -4749,7 +4749,7 @@ var Mindscape = Mindscape || (() => {
   // sacrifice it has not memorised). They may be about another creature
   // (pool-dice-exceed-pool also refuses the attacker's dice), so another choice mends them
   // only when the mind they are about is one that chose.
-  const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'labyrinth-while-controlled', 'spell-not-memorised'];
+  const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'spell-not-memorised'];
 
   // Whether the companion refused an exchange for the defense chosen, which may be chosen
   // again: power-pool's allies (its ally-* rules: a psionic creature, a mindless one, one
@@ -4863,9 +4863,6 @@ var Mindscape = Mindscape || (() => {
     if (rule === 'spell-not-memorised' && spells) {
       const held = spells[2].trim() ? `memorised: level ${spells[2]}` : 'no spell memorised';
       return `${name} ${spells[1]} (${held}): sacrifice spells it holds, or none.`;
-    }
-    if (rule === 'labyrinth-while-controlled') {
-      return `${name} is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it.`;
     }
     return `The companion refused the defense of ${name}: ${said}.`;
   };

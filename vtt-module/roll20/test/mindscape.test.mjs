@@ -5950,7 +5950,7 @@ test('combat-strength: a defense mode the defender does not know (defense-mode-n
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });
 
-test('power-pool: a defense refused for the mind that chose it (defender-unaware, pool-dice-exceed-pool, labyrinth-while-controlled, spell-not-memorised, its combatant the defender) is chosen again; pool-dice-exceed-pool about the attacker loses the attack', () => {
+test('power-pool: a defense refused for the mind that chose it (defender-unaware, pool-dice-exceed-pool, spell-not-memorised, its combatant the defender) is chosen again; pool-dice-exceed-pool about the attacker loses the attack', () => {
   const ctx = swarmCampaign();
   const before = plain(ctx.sb.state.Mindscape.characters);
   let xid = ogreAttacksFenka(ctx);
@@ -5960,8 +5960,6 @@ test('power-pool: a defense refused for the mind that chose it (defender-unaware
       /<b>Fenka<\/b> has only 1 die to roll: choose 1 or fewer \(or leave the dice out: the whole pool\)\./],
     ['imagination-swarm', 'defender-unaware', 'Fenka is asleep: it may defend only with a mode that works while unaware (cognitive-labyrinth), otherwise it rolls nothing',
       /<b>Fenka<\/b> is asleep: it may defend only with a mode that works while unaware \(Cognitive Labyrinth\); with No defense it rolls nothing\./],
-    ['cognitive-labyrinth', 'labyrinth-while-controlled', 'Fenka is under psionic control: cognitive-labyrinth works while asleep only for a mind not already controlled',
-      /<b>Fenka<\/b> is under psionic control: Cognitive Labyrinth defends an unaware mind only when no other mind controls it\./],
     ['imagination-swarm --sacrifice 2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka sacrifices 2 level-2 spells but has only 1 memorised (memorised: [1, 2])',
       /<b>Fenka<\/b> sacrifices 2 level-2 spells but has only 1 memorised \(memorised: level 1, 2\): sacrifice spells it holds, or none\./],
     ['imagination-swarm --sacrifice 3,2,2', 'spell-not-memorised', '/defense/sacrifice: Fenka sacrifices 2 level-2 spells but has only 1 memorised, and sacrifices a level-3 spell but has none memorised (memorised: [1, 2])',

@@ -2567,7 +2567,7 @@ export class Mindscape {
  */
 const DEFENSE_RULES = new Set(["defense-not-known", "nonpsionic-cannot-defend", "defender-cannot-act", "not-enough-psp-for-defense",
   "defense-mode-not-known", "defense-shield-thoughts-only"]);
-const CHOOSER_RULES = new Set(["mode-not-known", "defender-unaware", "pool-dice-exceed-pool", "labyrinth-while-controlled", "spell-not-memorised"]);
+const CHOOSER_RULES = new Set(["mode-not-known", "defender-unaware", "pool-dice-exceed-pool", "spell-not-memorised"]);
 
 /**
  * The refusals that name the mind struck but tell only what everyone at the table sees:

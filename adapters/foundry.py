@@ -615,18 +615,20 @@ class Dnd5e(FoundryAdapter):
                  base: str, hp_max: int | None, *,
                  need_max: bool) -> tuple[int, int, int | None]:
         classes: list[_Class] = []
+        unreadable: list[tuple[_Class, InvalidInput]] = []  # a hit die not read, and why
         for item, item_path, item_system, sys_path in _class_items(actor):
             levels = to_int(item_system.get("levels"), pointer(sys_path, "levels"), 0, 30)
             die_text, die_path = item_system.get("hitDice"), pointer(sys_path, "hitDice")
             if die_text is None:  # dnd5e 5.x moved it to hd.denomination
                 die_text, die_path = dig(item_system, "hd.denomination", sys_path)
+            error: InvalidInput | None = None
             try:
                 die = hit_die(die_text, die_path)
-            except InvalidInput as error:
-                # refused only where the die is rolled (power-pool) and the store does
-                # not set it; elsewhere the class is read as one with no die
-                draft.refuse_for("die", error)
-                die = None
+            except InvalidInput as unread:
+                # refused only where the die is rolled (power-pool: a class of most
+                # levels) and the store does not set it; elsewhere the class is read as
+                # one with no die
+                error, die = unread, None
             identifier = item_system.get("identifier")
             name = to_text(identifier, pointer(sys_path, "identifier"), 200) or ""
             if class_group(name) is None:
@@ -639,6 +641,8 @@ class Dnd5e(FoundryAdapter):
                     name = named
             item_id = item.get("_id") if isinstance(item.get("_id"), str) else None
             classes.append(_Class(name, levels or 0, die, item_id))
+            if error is not None:
+                unreadable.append((classes[-1], error))
         level = sum(c.levels for c in classes)
         if not classes:
             # as the other adapters take a character without a level: 1 (a power pool
@@ -650,6 +654,9 @@ class Dnd5e(FoundryAdapter):
         # class (no psionicist's taken): of those, the first of that die
         main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
         top = main.levels if main is not None else 0
+        for cls, why in unreadable:
+            if cls.levels == top:  # the pool rolls no other class's die
+                draft.refuse_for("die", why)
         die = pool_die(draft, top, [(c.name or "the unnamed class", c.die) for c in classes
                                     if c.levels == top and c.die is not None])
         if die is None:

@@ -357,6 +357,24 @@ def test_a_dnd5e_class_hit_die_not_read_refuses_only_an_import_that_rolls_it(
         DND5E.import_(data, "power-pool")
 
 
+def test_a_dnd5e_hit_die_not_read_of_a_class_the_pool_does_not_roll_refuses_nothing(
+        ) -> None:
+    """docs/ADAPTERS.md (foundry.dnd5e ``die``): the pool rolls the hit die of the class
+    with most levels, so only such a class's die the adapter cannot read refuses a
+    power-pool import: Wizard 5 (d6) / Psion 2 with a Psion hitDice of "d7" rolls the
+    Wizard's d6 (it was refused, though the same Psion with no hitDice was not), while
+    Wizard 5 / Psion 5 is refused at the Psion's hitDice."""
+    data = wizard_and_psion(2)
+    data["items"][-1]["system"]["hitDice"] = "d7"
+    got = DND5E.import_(data, "power-pool").combatant
+    assert (got["hit_dice"], got["die"]) == (7, 6)
+    data = wizard_and_psion(5)
+    data["items"][-1]["system"]["hitDice"] = "d7"
+    with pytest.raises(InvalidInput) as err:
+        DND5E.import_(data, "power-pool")
+    assert err.value.problems[0].path == f"/items/{len(data['items']) - 1}/system/hitDice"
+
+
 def test_a_dnd5e_hit_point_maximum_computed_says_which_class_die_it_assumed() -> None:
     """docs/ADAPTERS.md (foundry.dnd5e ``hp``): with neither current nor maximum hit
     points stored the maximum is computed from the class dice, which revised-2e reads

@@ -133,11 +133,13 @@ def test_a_class_name_gives_the_group_of_its_first_class_word(name: str,
 # halves, where it split them ("fight" and "er"); the Turkish dotless ı is read as the
 # i it stands for (a Turkish keyboard's "FIGHTER" in lower case is "fıghter"); a symbol
 # that is one letter in its compatibility form (the circled "Ⓕ", NFKC "F") is that
-# letter. Each of these had no group. The zero-width space still parts two words, and a
-# symbol of several letters ("™", "TM") is still none of the word's.
+# letter. Each of these inside a word had no group. The zero-width space still parts two
+# words, and a symbol of several letters ("™", "TM") is still none of the word's (these,
+# and a direction mark before a word, read so before as well).
 INVISIBLE_AND_LETTER_LIKE = {
     "Fight\u00ader": "warrior", "Psi\u00adon\u00adi\u00adcist": "psionicist",
     "Fight\u200der": "warrior", "Fight\u200cer": "warrior", "\u200eCleric": "priest",
+    "Cle\u200fric": "priest",
     "Fıghter": "warrior", "FIGHTER".lower().replace("i", "ı"): "warrior",
     "Ⓕighter": "warrior", "ⓂⒶⒼⒺ": "wizard", "Bard\u200bFighter": "rogue",
     "Fighter\u00ad™": "warrior", "Ⓕighter™": "warrior",

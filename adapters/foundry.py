@@ -742,13 +742,7 @@ class Ose(FoundryAdapter):
                 score(draft, key, value, path, default=10, unset_zero=True,
                       where=f"system.scores.{key}.value")
         hd, hd_path = dig(system_data, "hp.hd", base)
-        try:
-            die = hit_die(hd, hd_path)
-        except InvalidInput as error:
-            # a die off the ladder ("3d7"): its count still counts; the die is refused
-            # only in power-pool when the store does not set it
-            draft.refuse_for("die", error)
-            die = None
+        die = _hit_die_or_refused(draft, hd, hd_path)
         if npc:
             level = hit_dice_count(hd, hd_path, draft.warn)
             if level is None:
@@ -795,6 +789,17 @@ def _class_level(system_data: Any, dotted: str, base: str, draft: Draft) -> int:
 _MAX_LEVEL: Final = 100
 #: a key JavaScript orders as an array index (``Object.values`` lists those first)
 _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+def _hit_die_or_refused(draft: Draft, value: Any, path: str) -> int | None:
+    """The die of a monster's Hit Dice text (``hit_die``), ``None`` when it names none or
+    one off the ladder ("3d7"): that one's count still counts, and the die is refused
+    only where it is rolled, unless the state store sets it (``Draft.refuse_for``)."""
+    try:
+        return hit_die(value, path)
+    except InvalidInput as error:
+        draft.refuse_for("die", error)
+        return None
 
 
 def _js_values(value: Any, path: str) -> list[tuple[str | int, Any]]:
@@ -894,12 +899,7 @@ class Ars(FoundryAdapter):
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
             level = hit_dice_count(hd, hd_path, draft.warn)
-            try:
-                die = hit_die(hd, hd_path)
-            except InvalidInput as error:
-                # a die off the ladder ("3d7"): its count still counts; the die is
-                # refused only in power-pool when the store does not set it
-                draft.refuse_for("die", error)
+            die = _hit_die_or_refused(draft, hd, hd_path)
             if level is None:
                 level = 1
                 draft.warn("no Hit Dice (hitdice); taken as 1")

@@ -784,6 +784,28 @@ test("End pressed while the companion resolves a step it then cannot write back:
   assert.deepEqual(ctl.meta, {});
 });
 
+test("a new encounter created while the companion resolves a step it then cannot write back: the error that stays says a new encounter replaced the one it was asked of, not that it ended", async () => {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return notWrittenBack(answer); } }),
+  });
+  const resolving = ctl.resolve({ force: true });
+  await asking;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  assert.equal(ctl.meta.id, "enc2");
+  const before = t.clients.gm.notes.given.length;
+  release();
+  await resolving;
+  assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing for the old one's step");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+    ["The companion stored the step but could not write it to the sheets (error e-42; its log has the cause), and a new encounter has replaced the one it was asked of since: nothing will write it now, so the sheets of Ulcen of Tyr, Fenka, Goblin show the state before it until you put them right by hand.", true],
+  ]);
+});
+
 /**
  * `encounter()` where Fenka's sheet missed the first resolve's write (her PSPs, `owed`)
  * and a second resolve, at her again, waits in the companion until `release()`; End

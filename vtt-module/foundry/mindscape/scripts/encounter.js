@@ -1057,7 +1057,8 @@ export class EncounterController {
    * it wrote and missed then goes to what End tells to make by hand
    * (`tellStepAfterEnd`), as nothing will try it again; no hold is stored, and a
    * write-back the companion could not make is told without a copy kept or a Refresh
-   * (`MINDSCAPE.Encounter.WriteBackFailedEnded`) and without the waiting writes End tells.
+   * (`MINDSCAPE.Encounter.WriteBackFailedEnded`, or `WriteBackFailedReplaced` for an
+   * encounter a new one replaced) and without the waiting writes End tells.
    */
   async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
@@ -1118,7 +1119,11 @@ export class EncounterController {
       // Once the encounter ended there is no copy kept, nothing to refresh, and its waiting writes are End's to tell.
       const words = { what, errorId: failed.error_id ?? "?", names: namesOf(meta, Object.keys(meta.combatants ?? {})) };
       if (saved) this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", words) + replaced, { permanent: true });
-      else this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailedEnded", words), { permanent: true });
+      else {
+        // One a new encounter replaced (`createNow`) is not said to have been ended, as `stepCall` says.
+        const key = this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedReplaced" : "MINDSCAPE.Encounter.WriteBackFailedEnded";
+        this.svc.notify("error", this.svc.t.format(key, words), { permanent: true });
+      }
     }
     if (!saved) {
       const landed = report.filter((r) => r.ok).map((r) => ({ ...plan.find((u) => u.uuid === r.uuid), cids: whose(r.uuid) }));

@@ -3986,8 +3986,8 @@ var Mindscape = Mindscape || (() => {
   // was written through it when the GM unlinks it again, and the token's older answer
   // is not to write over it. It is not compared: a token's bar linked since a newer
   // answer wrote it shows the attribute already, not what that answer wrote. Where the
-  // write fails, these bars are remembered on a condition (remember).
-  // `now` is what a token's part on a bar shows there now, for such a condition.
+  // write fails, these bars are remembered on a condition (remember), read on `token`
+  // (newerAt) where the part is on a token's bar, which shows `now`.
   const placesOf = (ref, name, part, waiting) => {
     const charId = fighterCharacter(ref);
     const token = ownToken(ref);
@@ -4003,7 +4003,7 @@ var Mindscape = Mindscape || (() => {
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
     if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
-    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
+    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, token, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
   };
 
   // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
@@ -4014,37 +4014,43 @@ var Mindscape = Mindscape || (() => {
     return Array.from(refs).map(ownToken).filter(Boolean);
   };
 
-  // placesOf's `shown` of an attribute's part (none for no attribute).
+  // placesOf's `shown` of an attribute's part (none for no attribute): [{place, prop}],
+  // `prop` the token's bar property showing it (barN_value or max), for a condition.
   const shownOn = (attr, part, waiting) => {
     if (!attr) return [];
+    const end = part === 'max' ? 'max' : 'value';
     return ['hp', 'psp'].flatMap((field) => {
       const bar = barOf(field);
       if (!bar) return [];
       return waiting.filter((token) => token.get(`bar${bar}_link`) === attr.id)
-        .map((token) => `${token.id}|bar|${field}|${part === 'max' ? 'max' : 'value'}`);
+        .map((token) => ({ place: `${token.id}|bar|${field}|${end}`, prop: `bar${bar}_${end}` }));
     });
   };
 
   // Adds `how` at `place` of a table of places (applyUpdates' places, a request's
-  // newerWrote): true (written, or to be where the write failed) or {shows: [values]},
-  // a bar a failed write reaches only through its link: a newer answer's place only
-  // while the bar shows what that write meant to put there (written before the throw,
-  // or when it is tried again, while linked; the bar keeps it when the GM unlinks it).
-  // Once the bar is unlinked without it, the write no longer reaches it. True wins
-  // (another newer answer wrote it); conditions add up.
+  // newerWrote): true (written, or to be where the write failed) or {shows: [[prop,
+  // value]]}, a bar a failed write reaches only through its link: a newer answer's place
+  // only while that bar (its barN_value or max, `prop`: the bar it was then, though
+  // --hpbar or --pspbar move the part since) shows what that write meant to put there
+  // (written before the throw, or when it is tried again, while linked; the bar keeps it
+  // when the GM unlinks it). Once the bar is unlinked without it, the write no longer
+  // reaches it. True wins (another newer answer wrote it); conditions add up.
   const remember = (table, place, how) => {
     const was = ownMember(table, place);
     if (was === true || how === true) { table[place] = true; return; }
     const before = isObject(was) && Array.isArray(was.shows) ? was.shows : [];
-    table[place] = { shows: Array.from(new Set(before.concat(how.shows))) };
+    const all = before.concat(how.shows);
+    table[place] = { shows: all.filter((s, i) => all.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i) };
   };
 
   // Whether `newerWrote` has `key` of a part at `where` (placesOf): a condition holds
-  // while the bar shows one of its values.
+  // while its bar of the token shows its value (a bare value, as remembered before the
+  // bar was, is read on the bar the part is on now).
   const newerAt = (newerWrote, key, where) => {
     const how = ownMember(newerWrote, key);
-    if (isObject(how)) return Array.isArray(how.shows) && where.now !== undefined && how.shows.includes(shown(where.now));
-    return Boolean(how);
+    if (!isObject(how)) return Boolean(how);
+    if (!Array.isArray(how.shows) || !where.token) return false;
+    return how.shows.some((s) => (Array.isArray(s) ? shown(where.token.get(String(s[0]))) === s[1] : shown(where.now) === s));
   };
 
   /**
@@ -4070,7 +4076,7 @@ var Mindscape = Mindscape || (() => {
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
       const landing = [];
-      // The bars showing an attribute this update writes: [{value, shown}].
+      // The bars showing an attribute this update writes: [{value, shown: [{place, prop}]}].
       const showing = [];
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
@@ -4098,11 +4104,11 @@ var Mindscape = Mindscape || (() => {
         // rest waits to be tried again (a step's hold) or put on the sheet by hand, on
         // the attribute, which reaches a bar only while it is linked (remember).
         landing.forEach((place) => remember(places, place, true));
-        showing.forEach((s) => s.shown.forEach((place) => remember(places, place, { shows: [shown(s.value)] })));
+        showing.forEach((s) => s.shown.forEach(({ place, prop }) => remember(places, place, { shows: [[prop, shown(s.value)]] })));
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landing.concat(showing.flatMap((s) => s.shown)).forEach((place) => remember(places, place, true));
+      landing.concat(showing.flatMap((s) => s.shown.map(({ place }) => place))).forEach((place) => remember(places, place, true));
       return made;
     });
     return { written, failed, skipped, places, applied };

@@ -8777,6 +8777,52 @@ test('the newest request wins where one newer answer wrote HP through the token\
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
 });
 
+test('the newest request wins where a newer write failed after writing HP through the token\'s linked bar, and the GM unlinked the bar and then moved HP to another bar (--hpbar) or swapped the HP and PSP bars: the older answer for the token writes its HP nowhere, as after a newer write that landed', () => {
+  const run = (change) => {
+    const ctx = goblins();
+    const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
+    // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
+    ctx.gob[1].set({ bar1_value: 1 });
+    ctx.gob[1].set({ bar1_link: '' });
+    ctx.sb.chat({ playerid: GM, content: `!psi config ${change}` });
+    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+    assert.equal(ctx.gob[1].get('bar1_value'), 1);
+    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+    return ctx;
+  };
+  assert.equal(run('--hpbar 3').gob[1].get('bar3_value'), '');
+  assert.equal(run('--hpbar 2 --pspbar 1').gob[1].get('bar2_value'), '');
+});
+
+test('the newest request wins where two newer writes of HP through the token\'s linked bar failed, the first after writing it: the GM unlinked the bar, which keeps the first one\'s HP, and the older answer for the token leaves it (the conditions add up)', () => {
+  const ctx = goblins();
+  const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
+  const attr = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  attr.setWithWorker = () => { delete attr.setWithWorker; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 4, updates: [{ character_id: ctx.goblin.id, attributes: { HP: { current: 4 } } }] } });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+});
+
+test('the newest request wins for a request kept with a condition that names no bar (a value alone): it is read on the bar the part is on now', () => {
+  const run = (bar) => {
+    const ctx = goblins();
+    const late = attackGoblin(ctx);
+    ctx.sb.advance(30000);
+    ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.gob[1].id}|bar|hp|value`]: { shows: ['1'] } };
+    ctx.gob[1].set({ bar1_value: bar });
+    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+    return ctx.gob[1].get('bar1_value');
+  };
+  assert.equal(run(1), 1);
+  assert.equal(run('3'), 2);
+});
+
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });

@@ -474,6 +474,82 @@ test("a write Foundry misses on a sheet not held, whose token is deleted as it i
   ]);
 });
 
+/** The words of a step written to no sheet for `names`, whose token or actor is gone (`UpdateSkippedGone`). */
+const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it for them.`;
+
+test("a combatant whose token is deleted while the companion resolves gets no write-back: the GM is told, in a notice that stays, that the step was written to no sheet for it", async () => {
+  const { t, ctl } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        // The GM deletes Fenka's token while the companion resolves (a dice dialog, the round trip).
+        t.world.docs.delete(t.tokens.fenkaToken.uuid);
+        t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+        return answer;
+      },
+    }),
+  });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  assert.equal(psp(t.actors.ulcen), 32, "the sheet still there is written");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
+  assert.equal(ctl.meta.held, undefined, "nothing to hold: no sheet to try again");
+});
+
+test("a step with a write whose token is deleted as it is written and a combatant whose token was deleted before is told in one notice that stays, naming both", async () => {
+  let env;
+  const { t, ctl } = await encounter({
+    methods: (m) => ({
+      ...m,
+      "encounter.resolve": (p) => {
+        const answer = m["encounter.resolve"](p);
+        t.world.docs.delete(t.tokens.fenkaToken.uuid);
+        t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+        return answer;
+      },
+    }),
+  });
+  env = t.clients.gm.svc.env;
+  const ulcen = t.actors.ulcen;
+  // The GM deletes Ulcen as Foundry writes his sheet.
+  const find = env.fromUuid.bind(env);
+  ulcen.update = async () => {
+    env.fromUuid = async (uuid) => (uuid === ulcen.uuid || uuid === t.tokens.ulcenToken.uuid ? null : find(uuid));
+    throw new Error("the document was deleted");
+  };
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[
+    `The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (${ulcen.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${ulcen.uuid}: flags.mindscape.revised-2e.psp = 32). It was written to no sheet for Fenka either: their token or actor is gone (deleted) too.`,
+    true,
+  ]]);
+});
+
+test("End pressed while the companion resolves, and a combatant's token deleted then: the step is written to no sheet for it, told once in a notice that stays, and not by End", async () => {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return answer; } }),
+  });
+  const resolving = ctl.resolve();
+  await asking;
+  const before = t.clients.gm.notes.given.length;
+  await ctl.end();
+  t.world.docs.delete(t.tokens.fenkaToken.uuid);
+  t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+  release();
+  await resolving;
+  assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written where a sheet is left");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
+  assert.equal(ctl.afterEnd.size, 0);
+});
+
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
   let fail = false;
   const { t, ctl, enc } = await encounter({

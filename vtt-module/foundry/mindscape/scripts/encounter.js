@@ -897,7 +897,8 @@ export class EncounterController {
    * (`encounter.refresh`), one after another in the order they were added, so that what
    * changed on a sheet outside the encounter (a sword blow's hit points, PSPs spent on a
    * power) is not overwritten by the next write-back. A combatant whose token or actor is
-   * gone is skipped, as it receives no updates either. When nothing changed the
+   * gone is skipped: there is no sheet to read (a step's updates for it are written to no
+   * sheet either, and `applyStep` tells the GM so). When nothing changed the
    * companion stores nothing.
    *
    * A combatant whose sheet a write-back missed (`meta.held`, see `applyStep`) would give
@@ -1022,7 +1023,7 @@ export class EncounterController {
     return out;
   }
 
-  /** The participants of encounter `meta` by combatant id (those whose token or actor is gone left out). */
+  /** The participants of encounter `meta` by combatant id (those whose token or actor is gone left out: `applyStep` tells of them). */
   async participantsById(meta = this.meta) {
     const out = new Map();
     for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
@@ -1050,7 +1051,13 @@ export class EncounterController {
    * stays, with the values to set by hand (`writesWords`), as nothing tries it again.
    * A write whose document is gone (deleted meanwhile), on any combatant, is told in a
    * notice that stays with the values nothing will write (`UpdateFailedGone`): nothing
-   * can try it again, and no sheet is there to put right.
+   * can try it again, and no sheet is there to put right. A combatant the step has
+   * updates for whose token or actor was gone before the write (deleted while the step was
+   * under way) gets none; it is named in the same notice (`UpdateSkippedGone`, or
+   * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
+   * name, so it says only that nothing was or will be written for it. That notice is
+   * told here, also after End, never in End's (`tellStepAfterEnd` gets only writes to
+   * documents still there).
    *
    * `meta` is the encounter the step was asked of, as it was then: an End (or a new
    * encounter) while the step ran does not keep its write-back from the sheets, and what
@@ -1063,11 +1070,18 @@ export class EncounterController {
   async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
     // A combatant added since the step was asked is written too, while the encounter is the same.
-    const byId = await this.participantsById(this.meta.id === asked.id ? this.meta : asked);
-    const { plan } = planUpdates(updatesOfStep(answer), [...byId.values()]);
+    const writing = this.meta.id === asked.id ? this.meta : asked;
+    const byId = await this.participantsById(writing);
+    const updates = updatesOfStep(answer);
+    const { plan } = planUpdates(updates, [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);
     // The holds as they are now (a refresh may have changed them), while the encounter is the same.
     const meta = this.meta.id === asked.id ? this.meta : asked;
+    // The combatants this step has updates for whose token or actor is gone (deleted while
+    // it was under way): nothing was written for them, and nothing can be.
+    const skipped = Object.entries(writing.combatants ?? {})
+      .filter(([cid, entry]) => !byId.has(cid) && updates.some((u) => u?.uuid && (u.uuid === entry?.actorUuid || u.uuid === entry?.tokenUuid)))
+      .map(([cid]) => cid);
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();
@@ -1140,10 +1154,16 @@ export class EncounterController {
         }), { permanent: true });
       }
     }
-    if (gone.length) {
-      this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedGone", {
+    if (gone.length || skipped.length) {
+      // One notice for both: the writes that failed as their document went, and the combatants whose went before.
+      const failedGone = gone.length ? this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedGone", {
         what, names: namesOf(meta, gone.flatMap((g) => g.cids)), problems: problems(gone), writes: this.writesWords(gone.map((g) => g.write)),
-      }), { permanent: true });
+      }) : "";
+      const names = namesOf(meta, skipped);
+      const skippedGone = !skipped.length ? ""
+        : gone.length ? ` ${this.svc.t.format("MINDSCAPE.Encounter.UpdateSkippedGoneToo", { names })}`
+          : this.svc.t.format("MINDSCAPE.Encounter.UpdateSkippedGone", { what, names });
+      this.svc.notify("warn", failedGone + skippedGone, { permanent: true });
     }
     return plan;
   }

@@ -964,6 +964,28 @@ test("a step finishing while End is ending misses a waiting write's field too: E
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[behindWords(fenka, now), true]]);
 });
 
+test("a step finishing while End is ending misses a write, whose token is then deleted before End tells: End leaves it out (no sheet to put right), as it does a waiting write's", async () => {
+  const { t, ctl, enc, fenka, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const ulcen = t.actors.ulcen;
+  lockPsp(ulcen);
+  const before = t.clients.gm.notes.given.length;
+  const ending = ctl.end();
+  await deleteAsked;
+  release();
+  await resolving;
+  // The step missed Fenka's and Ulcen's writes; the GM deletes Fenka's token before End tells.
+  t.world.docs.delete(t.tokens.fenkaToken.uuid);
+  t.world.docs.delete(fenka.uuid);
+  deleted();
+  await ending;
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[
+    `The encounter ended before a write-back missed by the sheet of Ulcen of Tyr could be tried again, so nothing will write it now: put it right by hand (${ulcen.uuid}: flags.mindscape.revised-2e.psp = ${enc.combatants.get("ulcen").profile.psp}).`,
+    true,
+  ]]);
+  assert.equal(ctl.afterEnd.size, 0);
+});
+
 test("a step finishing after End misses a field End told to put right: its notice says its value replaces the one End told", async () => {
   const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;

@@ -1413,21 +1413,44 @@ export class EncounterController {
    * write-back failed, or its answer was lost) says nothing more: the GM was told of it
    * in a notice that stays. Steps that finished since End started (`tellStepAfterEnd`)
    * are newer than every hold: they are folded in after them, in the order they finished,
-   * and the result is told once.
+   * and the result is told once. A write whose document is gone by then (deleted since it
+   * missed) is left out, held or a step's: there is no sheet to put right.
    */
   async tellWaitingWrites(meta) {
     if (!meta.id) return;
     const found = await this.presentWrites(meta.held);
-    // From here on without awaiting: a step finishing later tells what it changes itself.
     const record = this.endedRecord(meta.id);
+    const gone = await this.goneOfSteps(record);
+    // From here on without awaiting: a step finishing later tells what it changes itself.
     foldStep(record.behind, { missed: found.map(([cid, write]) => ({ cids: [cid], write })) });
     for (const step of record.steps) foldStep(record.behind, step);
+    for (const uuid of gone) record.behind.delete(uuid);
     record.steps = [];
     record.told = true;
     const behind = [...record.behind.values()];
     this.forgetEnded(meta.id);
     if (!behind.length) return;
     this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, behind.flatMap((b) => b.cids)), writes: this.writesWords(behind.map((b) => b.write)) }), { permanent: true });
+  }
+
+  /**
+   * The documents of the writes Foundry missed that the steps in `record` (an `afterEnd`
+   * record End has not told yet) hold, which are gone now (their token or actor deleted
+   * since). A step recorded while these are looked up is looked at too, so that none is
+   * left unchecked when the caller goes on without awaiting.
+   * @returns {Promise<Set<string>>}  their uuids
+   */
+  async goneOfSteps(record) {
+    const checked = new Set();
+    const gone = new Set();
+    for (;;) {
+      const uuids = [...new Set(record.steps.flatMap((step) => step.missed.map((m) => m.write.uuid)))].filter((uuid) => !checked.has(uuid));
+      if (!uuids.length) return gone;
+      for (const uuid of uuids) {
+        checked.add(uuid);
+        if (!(await this.svc.env.fromUuid(uuid).catch(() => null))) gone.add(uuid);
+      }
+    }
   }
 
   /**

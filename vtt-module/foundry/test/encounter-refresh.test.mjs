@@ -718,7 +718,7 @@ test("a double click on End while a write Foundry missed still waits ends the en
   assert.equal(ctl.meta.id, undefined);
 });
 
-test("a new encounter that replaces one whose write Foundry missed still waits (the companion no longer knows it, so the panel offers Create) tells the GM which sheet lacks what, as End does", async () => {
+test("a new encounter that replaces one whose write Foundry missed still waits (the companion no longer knows it, so the panel offers Create) tells the GM which sheet lacks what, as End does, in words of a replaced encounter (nobody ended it)", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;
   lockPsp(fenka);
@@ -729,7 +729,7 @@ test("a new encounter that replaces one whose write Foundry missed still waits (
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
   assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing");
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
 test("End pressed while a resolve writes back: a write Foundry misses after End read the encounter is told as End tells those still waiting, and no hold comes back into the ended encounter", async () => {
@@ -998,6 +998,41 @@ test("a step finishing after End misses a field End told to put right: its notic
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
     [behindWords(fenka, owed), true],
     [`${behindWords(fenka, now)} These values are newer than what an earlier notice of the ended encounter named for the same fields (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}): set these instead.`, true],
+  ]);
+});
+
+/** The words of a write Foundry missed that a new encounter (Create, not End) left to make by hand (`ReplacedBehind`). */
+const replacedBehindWords = (fenka, value) => `A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${value}).`;
+
+test("a new encounter created while a step of the one it replaced is under way, the step then writing a field the new encounter's notice named: the GM is told it is written, in words of a replaced encounter, not an ended one", async () => {
+  const { t, ctl, enc, fenka, lock, owed, resolving, release } = await endWhileResolving();
+  const before = t.clients.gm.notes.given.length;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  lock.on = false;
+  release();
+  await resolving;
+  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(now, owed);
+  assert.equal(psp(fenka), now, "the step wrote her sheet");
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+    [replacedBehindWords(fenka, owed), true],
+    [`After a new encounter replaced the one it was asked of, the step wrote the sheet of Fenka after all (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}): these fields are up to date, so leave them as they are rather than setting what the notice of the replaced encounter named.`, true],
+  ]);
+});
+
+test("a new encounter created while a step of the one it replaced is under way, the step then missing a field the new encounter's notice named: its notice says its newer value replaces that one, in words of a replaced encounter", async () => {
+  const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
+  const before = t.clients.gm.notes.given.length;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  release();
+  await resolving;
+  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.notEqual(now, owed);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+    [replacedBehindWords(fenka, owed), true],
+    [`${replacedBehindWords(fenka, now)} These values are newer than what an earlier notice of the replaced encounter named for the same fields (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}): set these instead.`, true],
   ]);
 });
 

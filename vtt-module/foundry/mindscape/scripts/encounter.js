@@ -416,7 +416,7 @@ export class EncounterController {
   /**
    * `create`, once. An encounter this one replaces (the panel offers *Create* when it
    * cannot get the current one from the companion) ends here: its waiting writes are
-   * told as at *End* (`tellWaitingWrites`).
+   * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`).
    */
   async createNow(tokenUuids, name) {
     const system = this.svc.system;
@@ -1407,7 +1407,8 @@ export class EncounterController {
 
   /**
    * Tell the GM of the writes Foundry missed that still wait in `meta`, an encounter that
-   * ended: each waits for the next step to be tried again, which never comes now, so the
+   * ended (`EndedBehind`; `ReplacedBehind` for one a new encounter replaced, `createNow`,
+   * which nobody ended): each waits for the next step to be tried again, which never comes now, so the
    * sheet stays behind until the GM puts it right by hand (`writesWords`: in plain words,
    * without a document deleted meanwhile). A hold without a write (the companion's
    * write-back failed, or its answer was lost) says nothing more: the GM was told of it
@@ -1428,9 +1429,11 @@ export class EncounterController {
     record.steps = [];
     record.told = true;
     const behind = [...record.behind.values()];
+    // Read before `forgetEnded` drops the id from `replacedIds`.
+    const key = this.replacedIds.has(meta.id) ? "MINDSCAPE.Encounter.ReplacedBehind" : "MINDSCAPE.Encounter.EndedBehind";
     this.forgetEnded(meta.id);
     if (!behind.length) return;
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, behind.flatMap((b) => b.cids)), writes: this.writesWords(behind.map((b) => b.write)) }), { permanent: true });
+    this.svc.notify("warn", this.svc.t.format(key, { names: namesOf(meta, behind.flatMap((b) => b.cids)), writes: this.writesWords(behind.map((b) => b.write)) }), { permanent: true });
   }
 
   /**
@@ -1501,7 +1504,9 @@ export class EncounterController {
    * field End told that this step wrote after all needs no hand now
    * (`MINDSCAPE.Encounter.EndedWritten`: else the GM, following End's notice, would set
    * the older value over it); a write it missed is to be made by hand, as End's are
-   * (`EndedBehind`), saying which values told before it replaces (`EndedReplaced`).
+   * (`EndedBehind`), saying which values told before it replaces (`EndedReplaced`). For
+   * an encounter a new one replaced (`createNow`), which nobody ended, the same is told
+   * in its own words (`ReplacedWritten`, `ReplacedBehind`, `ReplacedNewer`).
    */
   tellStepAfterEnd(meta, step, what) {
     // An encounter ended (or ending) is told by End; any other (none: nothing can end it now) at once.
@@ -1512,13 +1517,17 @@ export class EncounterController {
     }
     const { rewritten, replaced } = foldStep(record.behind, step);
     const t = this.svc.t;
+    // Keys written out whole, so that the language file's check finds each.
+    const keys = this.replacedIds.has(meta.id)
+      ? { written: "MINDSCAPE.Encounter.ReplacedWritten", behind: "MINDSCAPE.Encounter.ReplacedBehind", newer: "MINDSCAPE.Encounter.ReplacedNewer" }
+      : { written: "MINDSCAPE.Encounter.EndedWritten", behind: "MINDSCAPE.Encounter.EndedBehind", newer: "MINDSCAPE.Encounter.EndedReplaced" };
     if (rewritten.length) {
       const words = { what, names: namesOf(meta, rewritten.flatMap((r) => r.cids)), writes: this.writesWords(rewritten.map((r) => r.write)) };
-      this.svc.notify("warn", t.format("MINDSCAPE.Encounter.EndedWritten", words), { permanent: true });
+      this.svc.notify("warn", t.format(keys.written, words), { permanent: true });
     }
     if (!step.missed.length) return;
-    const behind = t.format("MINDSCAPE.Encounter.EndedBehind", { names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) });
-    const instead = replaced.length ? ` ${t.format("MINDSCAPE.Encounter.EndedReplaced", { writes: this.writesWords(replaced) })}` : "";
+    const behind = t.format(keys.behind, { names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) });
+    const instead = replaced.length ? ` ${t.format(keys.newer, { writes: this.writesWords(replaced) })}` : "";
     this.svc.notify("warn", behind + instead, { permanent: true });
   }
 

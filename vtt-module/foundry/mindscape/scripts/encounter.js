@@ -1408,8 +1408,8 @@ export class EncounterController {
   /**
    * Tell the GM of the writes Foundry missed that still wait in `meta`, an encounter that
    * ended (`EndedBehind`; `ReplacedBehind` for one a new encounter replaced, `createNow`,
-   * which nobody ended): each waits for the next step to be tried again, which never comes now, so the
-   * sheet stays behind until the GM puts it right by hand (`writesWords`: in plain words,
+   * which nobody ended): each waits for the next step to be tried again, which never
+   * comes now, so the sheet stays behind until the GM puts it right by hand (`writesWords`: in plain words,
    * without a document deleted meanwhile). A hold without a write (the companion's
    * write-back failed, or its answer was lost) says nothing more: the GM was told of it
    * in a notice that stays. Steps that finished since End started (`tellStepAfterEnd`)

@@ -3974,7 +3974,8 @@ var Mindscape = Mindscape || (() => {
   //  - a token's part that has a bar field: tok|bar|field|value or max, the field by what
   //    it shows, not its bar's number (PSP max and PSP_max share it), bar set or none;
   //  - a token's part on a bar: if the bar is linked now, the attribute it shows
-  //    (writing one writes the other);
+  //    (writing one writes the other), also as `through` ({key, attr, part}: where the
+  //    write fails, that key is remembered on a condition, remember);
   //  - a part on the sheet (a character's, or a token's whose bar is set to none):
   //    char|name|part, shared by every copy.
   // `bar` (tok|barN_value or max) is only compared: requests kept from before this
@@ -4002,8 +4003,9 @@ var Mindscape = Mindscape || (() => {
     const keys = [own, field];
     const linked = getObj('attribute', String(token.get(`bar${bar}_link`) || ''));
     const linkedPart = binding.bar === 'max' ? 'max' : 'current';
-    if (linked) keys.push(partKey(linked.get('_characterid'), linked.get('name'), linkedPart));
-    return { keys, bar: `${token.id}|bar${bar}_${binding.bar}`, token, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
+    const through = linked ? { key: partKey(linked.get('_characterid'), linked.get('name'), linkedPart), attr: linked.id, part: linkedPart } : null;
+    if (through) keys.push(through.key);
+    return { keys, through, bar: `${token.id}|bar${bar}_${binding.bar}`, token, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
   };
 
   // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
@@ -4028,29 +4030,55 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Adds `how` at `place` of a table of places (applyUpdates' places, a request's
-  // newerWrote): true (written, or to be where the write failed) or {shows: [[prop,
-  // value]]}, a bar a failed write reaches only through its link: a newer answer's place
-  // only while that bar (its barN_value or max, `prop`: the bar it was then, though
-  // --hpbar or --pspbar move the part since) shows what that write meant to put there
-  // (written before the throw, or when it is tried again, while linked; the bar keeps it
-  // when the GM unlinks it). Once the bar is unlinked without it, the write no longer
-  // reaches it. True wins (another newer answer wrote it); conditions add up.
+  // newerWrote): true (written, or to be where the write failed) or a condition, for a
+  // place a failed write reaches only through a bar's link (the write tried again, or
+  // put on the sheet by hand, reaches it only while the bar is linked):
+  //  - {shows: [[prop, value]]}, a bar linked to the attribute the write lands on: a
+  //    newer answer's place only while that bar (its barN_value or max, `prop`: the bar
+  //    it was then, though --hpbar or --pspbar move the part since) shows what that
+  //    write meant to put there (written before the throw, or when it is tried again,
+  //    while linked; the bar keeps it when the GM unlinks it);
+  //  - {reaches: [{write: [ref, name, part], attribute: [id, current or max, value]}]},
+  //    the attribute a token's bar the write lands on is linked to: a newer answer's
+  //    place only while that write (of fighter `ref`'s attribute part) still reaches it
+  //    (placesOf: the token's bar for that part is linked to it, or with that bar set to
+  //    none the part lands on it), or the attribute shows what the write meant to put
+  //    there (written through the link before the throw, or when it is tried again
+  //    while linked; the attribute keeps it when the GM unlinks the bar).
+  // True wins (another newer answer wrote it); conditions add up, and one holds where
+  // any of its entries does.
   const remember = (table, place, how) => {
     const was = ownMember(table, place);
     if (was === true || how === true) { table[place] = true; return; }
-    const before = isObject(was) && Array.isArray(was.shows) ? was.shows : [];
-    const all = before.concat(how.shows);
-    table[place] = { shows: all.filter((s, i) => all.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i) };
+    const made = {};
+    ['shows', 'reaches'].forEach((kind) => {
+      const all = [was, how].flatMap((c) => (isObject(c) && Array.isArray(c[kind]) ? c[kind] : []));
+      if (all.length) made[kind] = all.filter((s, i) => all.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i);
+    });
+    table[place] = made;
   };
 
   // Whether `newerWrote` has `key` of a part at `where` (placesOf): a condition holds
   // while its bar of the token shows its value (a bare value, as remembered before the
-  // bar was, is read on the bar the part is on now).
+  // bar was, is read on the bar the part is on now), or while its write still reaches
+  // the attribute `key` names or that attribute shows its value (remember).
   const newerAt = (newerWrote, key, where) => {
     const how = ownMember(newerWrote, key);
     if (!isObject(how)) return Boolean(how);
-    if (!Array.isArray(how.shows) || !where.token) return false;
-    return how.shows.some((s) => (Array.isArray(s) ? shown(where.token.get(String(s[0]))) === s[1] : shown(where.now) === s));
+    const shows = Array.isArray(how.shows) && where.token ? how.shows : [];
+    const reaches = Array.isArray(how.reaches) ? how.reaches : [];
+    return shows.some((s) => (Array.isArray(s) ? shown(where.token.get(String(s[0]))) === s[1] : shown(where.now) === s))
+      || reaches.some((r) => stillReaches(r, key));
+  };
+
+  // One `reaches` entry of a condition at `key` (remember).
+  const stillReaches = (entry, key) => {
+    if (!isObject(entry) || !Array.isArray(entry.write) || !Array.isArray(entry.attribute)) return false;
+    const [ref, name, part] = entry.write.map(String);
+    const [id, its, value] = entry.attribute.map(String);
+    const attr = getObj('attribute', id);
+    if (attr && shown(attr.get(its === 'max' ? 'max' : 'current')) === value) return true;
+    return Boolean(fighterCharacter(ref)) && placesOf(ref, name, part, []).keys.includes(key);
   };
 
   /**
@@ -4076,6 +4104,8 @@ var Mindscape = Mindscape || (() => {
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
       const landing = [];
+      // The attributes this update's bars are linked to: [{name, part, value, through}].
+      const linked = [];
       // The bars showing an attribute this update writes: [{value, shown: [{place, prop}]}].
       const showing = [];
       Object.keys(update.attributes).forEach((name) => {
@@ -4087,7 +4117,9 @@ var Mindscape = Mindscape || (() => {
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
         kept.forEach((part) => {
-          landing.push(...where[part].keys);
+          const { through } = where[part];
+          landing.push(...where[part].keys.filter((key) => !through || key !== through.key));
+          if (through) linked.push({ name, part, value: value[part], through });
           if (where[part].shown.length) showing.push({ value: value[part], shown: where[part].shown });
         });
       });
@@ -4102,13 +4134,18 @@ var Mindscape = Mindscape || (() => {
         failed.push({ ref, gone: false, attributes, at });
         // Still this answer's places: it may have written some before the throw, and the
         // rest waits to be tried again (a step's hold) or put on the sheet by hand, on
-        // the attribute, which reaches a bar only while it is linked (remember).
+        // the attribute, which reaches a bar only while it is linked, or on a token's
+        // bar, which reaches an attribute only while it is linked (remember).
         landing.forEach((place) => remember(places, place, true));
+        linked.forEach(({ name, part, value, through }) => remember(places, through.key, {
+          reaches: [{ write: [ref, name, part], attribute: [through.attr, through.part, shown(value)] }],
+        }));
         showing.forEach((s) => s.shown.forEach(({ place, prop }) => remember(places, place, { shows: [[prop, shown(s.value)]] })));
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landing.concat(showing.flatMap((s) => s.shown.map(({ place }) => place))).forEach((place) => remember(places, place, true));
+      landing.concat(linked.map((l) => l.through.key), showing.flatMap((s) => s.shown.map(({ place }) => place)))
+        .forEach((place) => remember(places, place, true));
       return made;
     });
     return { written, failed, skipped, places, applied };

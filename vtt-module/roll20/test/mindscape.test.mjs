@@ -8823,6 +8823,100 @@ test('the newest request wins for a request kept with a condition that names no 
   assert.equal(run('3'), 2);
 });
 
+// The mirror of the unlink tests: the GM links the token Goblin 3's HP bar, and Goblin 1's
+// attack on it (so for the Goblin character) times out; Goblin 2, added to an encounter
+// while unlinked, has its HP bar linked to the character's HP too (showing 7, as Roll20
+// shows the linked attribute), and a step's write of its HP 1 throws once, so Goblin 2 is
+// held with that write waiting. `before` runs inside the throwing set (a write through the
+// link before the throw). The older request (its answer still to come) is returned.
+const tokenLinkedThenStepFailed = (ctx, before = () => {}) => {
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[2].set({ bar1_link: hp.id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const late = lastRequest(ctx.sb);
+  assert.equal(late.body.params.defender.data.id, ctx.goblin.id);
+  ctx.sb.advance(30000);
+  encounterOf(ctx, [ctx.gob[1]]);
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  const token = ctx.gob[1];
+  token.set = (props) => { delete token.set; before(props); throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] } });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  return late;
+};
+
+test('the newest request wins only where a held write can still reach: the GM linked a token\'s HP bar to its character\'s HP, the token\'s newer write failed, and the GM unlinked the bar before the older answer for the character came, which writes the character\'s HP (the write tried again reaches only the bar) and says nothing of it', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  // The write tried again before the next resolve lands on the token's bar alone.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed and the bar is still linked: the older answer for the character leaves its HP to the write tried again', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed after writing it: the GM unlinked the bar, and the older answer for the character leaves the HP its attribute shows', () => {
+  const ctx = goblins();
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  // Roll20 writes the linked attribute with the bar.
+  const late = tokenLinkedThenStepFailed(ctx, (props) => hp.set({ current: props.bar1_value }));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins where two newer writes of a token\'s HP through its bar linked to its character\'s HP failed, the first after writing it: the GM unlinked the bar, and the older answer for the character leaves the HP the first wrote (the conditions add up)', () => {
+  const ctx = goblins();
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const late = tokenLinkedThenStepFailed(ctx, (props) => hp.set({ current: props.bar1_value }));
+  const token = ctx.gob[1];
+  token.set = () => { delete token.set; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 4, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] } });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  ctx.gob[1].set({ bar1_value: 1 });
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed, and the GM then moved HP to another bar (--hpbar), not linked: the write tried again reaches only that bar, and the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 3' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins for a request kept with a character\'s HP remembered whole (true, as before conditions on attributes): its older answer leaves it, the bar that reached it unlinked or not', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.goblin.id}|hp|current`]: true };
+  ctx.gob[1].set({ bar1_link: '' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });

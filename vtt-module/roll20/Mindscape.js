@@ -4788,10 +4788,9 @@ var Mindscape = Mindscape || (() => {
   const DEFENSE_RULES = ['defense-not-known', 'nonpsionic-cannot-defend', 'defender-cannot-act', 'not-enough-psp-for-defense',
     'defense-mode-not-known', 'defense-shield-thoughts-only'];
   // power-pool's rules about a defending mind's choice (a mode that does not work while it
-  // is unaware, pool dice beyond its pool, the labyrinth for a controlled mind, a spell to
-  // sacrifice it has not memorised). They may be about another creature
-  // (pool-dice-exceed-pool also refuses the attacker's dice), so another choice mends them
-  // only when the mind they are about is one that chose.
+  // is unaware, pool dice beyond its pool, a spell to sacrifice it has not memorised).
+  // They may be about another creature (pool-dice-exceed-pool also refuses the attacker's
+  // dice), so another choice mends them only when the mind they are about is one that chose.
   const CHOOSER_RULES = ['defender-unaware', 'pool-dice-exceed-pool', 'spell-not-memorised'];
 
   // Whether the companion refused an exchange for the defense chosen, which may be chosen

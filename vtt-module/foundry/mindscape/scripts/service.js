@@ -2560,10 +2560,9 @@ export class Mindscape {
  * `data.rule`): revised-2e's and combat-strength's, whose one defender they are about
  * (a defense not known, too few PSPs for it, a mind that cannot act); power-pool's
  * (CHOOSER_RULES), about the mind the companion names (`combatant`): a mode it does not
- * know, one that does not work while it is unaware, pool dice beyond its pool, the
- * labyrinth for a controlled mind, a spell it has not memorised. The attacker's own
- * refusals (pool-dice-exceed-pool and mode-not-known also name attackers) are not mended
- * by a defense.
+ * know, one that does not work while it is unaware, pool dice beyond its pool, a spell
+ * it has not memorised. The attacker's own refusals (pool-dice-exceed-pool and
+ * mode-not-known also name attackers) are not mended by a defense.
  */
 const DEFENSE_RULES = new Set(["defense-not-known", "nonpsionic-cannot-defend", "defender-cannot-act", "not-enough-psp-for-defense",
   "defense-mode-not-known", "defense-shield-thoughts-only"]);

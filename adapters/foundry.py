@@ -792,9 +792,12 @@ _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
 
 
 def _hit_die_or_refused(draft: Draft, value: Any, path: str) -> int | None:
-    """The die of a monster's Hit Dice text (``hit_die``), ``None`` when it names none or
-    one off the ladder ("3d7"): that one's count still counts, and the die is refused
-    only where it is rolled, unless the state store sets it (``Draft.refuse_for``)."""
+    """The die of a Hit Dice text (``hit_die``: OSE's ``hp.hd`` of any actor, ARS's NPC
+    ``hitdice``), ``None`` when it names none or cannot be read (such as a die off the
+    ladder, "3d7"): that die is refused only where it is rolled, unless the state store
+    sets it (``Draft.refuse_for``). A monster's count of Hit Dice is read apart
+    (``hit_dice_count``), so "3d7" still gives 3; a character's level is not read from
+    this text."""
     try:
         return hit_die(value, path)
     except InvalidInput as error:

@@ -261,6 +261,26 @@ def _check_puppets_apart(request: Mapping[str, Any],
         seen.add(p["id"])
 
 
+def _check_controllers_agree(request: Mapping[str, Any],
+                             controlling: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """A controller given more than once in ``controller``/``controllers`` (an
+    encounter gives it once for each of its puppets a wave strikes) is given with one
+    sheet: a second that differs is refused at its id (or the name the id was made
+    from), since the control links are read on the first and the attack would strike
+    the last. (A controller that is also a target may differ from its sheet there:
+    ``assume_known`` gives the two places different defenses.) ``build_plan`` checks
+    this once the controllers are known able to hold control, so that a second sheet
+    showing one under control is refused for that (``controller-required``)."""
+    seen: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for path, c in controlling:
+        first = seen.setdefault(c["id"], (path, c))
+        if first[1] != c:
+            field, ident = id_source(_raw_at(request, path), path, c["id"])
+            raise InvalidInput.at(field, (
+                f"{ident} is given already at {first[0]} with another sheet: a controller "
+                "given more than once is given with the same sheet"))
+
+
 def _raw_at(request: Mapping[str, Any], path: str) -> Any:
     """The member of ``request`` at ``path`` ("/defender", "/allies/2") as given."""
     key, _, index = path[1:].partition("/")
@@ -404,6 +424,9 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         if all(m["id"] != struck["id"] for m in members):
             members.append(struck)
             roles.append("defender" if not members[1:] else "wave-target")
+
+    # after the controllers' own standing above, which a stale sheet of one is told by
+    _check_controllers_agree(request, controlling)
 
     defenses = request.get("defenses") or {}
     sides: list[Side] = []

@@ -309,6 +309,46 @@ def test_a_puppet_given_with_a_controller_s_id_is_refused_at_its_id(
         'puppets, and each puppet is given once')
 
 
+def test_a_controller_given_again_with_another_sheet_is_refused_at_its_id() -> None:
+    """RULES.md §3.4: control links are read on the sheets given. A controller given
+    twice in /controllers with two sheets that differ was read for its links on the
+    first and struck on the last: with a stale second sheet of C (Zed, holding nothing),
+    A took C under control and B was left under C's control. The second sheet is now
+    refused at its id (or the name the id was made from)."""
+    c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="c")
+    dice = {"attack": [6, 6, 6], "defense": [1, 1]}
+    for zed, field, ident in (({**psionic("Zed", 1, 4), "id": "c"}, "/controllers/1/id",
+                               'id "c"'),
+                              (psionic("C", 1, 4), "/controllers/1/name",
+                               'the id made from this name, "c",')):
+        with pytest.raises(InvalidInput) as err:
+            exchange(psionic("A", 3, 6), b, {"mode": "mental-stab"}, controllers=[c, zed],
+                     dice=dice)
+        [problem] = err.value.problems
+        assert (problem.path, problem.message) == (
+            field, f"{ident} is given already at /controllers/0 with another sheet: a "
+            "controller given more than once is given with the same sheet")
+    # the same sheet again is the same creature: a wave on two puppets of C, as an
+    # encounter gives it (and with assume_known naming both places, its odds)
+    d = psionic("D", 1, 6, controlled_by="c")
+    c2 = psionic("C", 2, 6, defenses=[], controlling=[{"id": "b", "kept_by": "action"},
+                                                      {"id": "d", "kept_by": "action"}])
+    wave = {"attacker": psionic("A", 3, 6), "defender": b, "defenders": [d],
+            "attack": {"mode": "psionic-wave"}, "defense": {"mode": "blank-mind"},
+            "controllers": [c2, c2]}
+    res = SYSTEM.resolve({**wave, "defense": None}, SuppliedDice(dice))
+    assert [m["id"] for m in res.to_json()["defense"]["members"]] == ["c"]
+    assert {ch.id: ch.after["controlled_by"] for ch in res.changes().values()} == {
+        "a": None, "b": None, "c": "a", "d": None}
+    SYSTEM.odds(SYSTEM.assume_knowing(wave, ["/controllers/0", "/controllers/1"]))
+    # a controller that is a target too may differ from its sheet there: assume_known
+    # gives the two places different defenses
+    odds = SYSTEM.odds(SYSTEM.assume_knowing(
+        {**wave, "defenders": [c], "controllers": [c]}, ["/defenders/0", "/controllers/0"]))
+    assert odds["outcomes"]["defender"] > 0
+
+
 def test_control_kept_by_a_die_dedicates_one() -> None:
     """Seed: control "may be maintained either by dedicating a die from the controller's
     current power pool to it, or by the controller using an action each round"."""

@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
-import { tick } from "../test-support/fakes.mjs";
+import { FakeTokenDocument, tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { droppedReport, makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
 import { DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
@@ -20,12 +20,12 @@ const calls = (t, from = 0) => t.daemon.calls.slice(from).filter((c) => c.method
  * The table of scenario.mjs over the daemon's encounter model: Ulcen (linked), Fenka and
  * the goblin (unlinked tokens) in encounter "enc1", Ulcen's ego whip declared at Fenka.
  */
-async function encounter({ methods: wrap = (m) => m, dialogs } = {}) {
+async function encounter({ methods: wrap = (m) => m, dialogs, extraTokens } = {}) {
   const { methods, enc } = encounterMethods();
   const t = makeTable({ methods: wrap(methods), dialogs });
   const gm = t.clients.gm.svc;
   const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
-  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid], "Vault");
+  await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid, ...(extraTokens?.(t) ?? [])], "Vault");
   await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
   return { t, gm, ctl: gm.encounters, enc };
 }
@@ -496,6 +496,69 @@ test("a combatant whose token is deleted while the companion resolves gets no wr
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
   assert.equal(ctl.meta.held, undefined, "nothing to hold: no sheet to try again");
+});
+
+/** `encounter`, with the GM doing `during()` while the companion resolves (a dice dialog, the round trip). */
+function whileResolving(during, options = {}) {
+  return encounter({
+    ...options,
+    methods: (m) => ({ ...m, "encounter.resolve": (p) => { const answer = m["encounter.resolve"](p); during(); return answer; } }),
+  });
+}
+
+test("a linked token deleted while the companion resolves, its actor's unlinked token another combatant: the step's write for it goes to no sheet, not to that other combatant's, and the GM is told", async () => {
+  let during = () => {};
+  const { t, ctl, gm } = await whileResolving(() => during(), {
+    extraTokens: (table) => [table.world.token({ id: "tokF2", name: "Fenka Prime", actor: table.actors.fenka, actorLink: true }).uuid],
+  });
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } } });
+  // The GM deletes Fenka Prime's token (her world actor stays) while the companion resolves.
+  during = () => t.world.docs.delete("Scene.scene1.Token.tokF2");
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  assert.equal(psp(t.tokens.fenkaToken.actor), 30, "Fenka's own token, which nothing struck, keeps her PSPs");
+  assert.equal(psp(t.actors.ulcen), 32);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka Prime"), true]]);
+});
+
+test("a token whose actorLink the GM turned on or off since it was added, deleted while the companion resolves: the GM is told the step was written to no sheet for it", async () => {
+  for (const link of [true, false]) {
+    let during = () => {};
+    const { t, ctl } = await whileResolving(() => during());
+    const token = link ? t.tokens.fenkaToken : t.tokens.ulcenToken;
+    const name = link ? "Fenka" : "Ulcen of Tyr";
+    if (link) token.actor = t.actors.fenka;
+    else {
+      token.actor = new FakeTokenDocument({ id: token.id, name: token.name, actor: t.actors.ulcen, actorLink: false, world: t.world }).actor;
+      token.actor.token = token;
+      t.world.docs.set(token.actor.uuid, token.actor);
+    }
+    token.actorLink = link;
+    // The sheet it fights through now differs, so the refresh before the resolve stores it: the companion writes there.
+    await token.actor.update({ "flags.mindscape.revised-2e.psp": 28 });
+    during = () => { t.world.docs.delete(token.uuid); if (!link) t.world.docs.delete(token.actor.uuid); };
+    const before = t.clients.gm.notes.given.length;
+    await ctl.resolve();
+    const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+    assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords(name), true]], `actorLink turned ${link ? "on" : "off"}`);
+  }
+});
+
+test("a combatant whose linked token is deleted while the companion resolves, whose actor another combatant now fights through (actorLink turned on): that write lands on the actor, and nothing is told as written to no sheet", async () => {
+  let during = () => {};
+  const { t, ctl, gm } = await whileResolving(() => during(), {
+    extraTokens: (table) => [table.world.token({ id: "tokF2", name: "Fenka Prime", actor: table.actors.fenka, actorLink: true }).uuid],
+  });
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } } });
+  const fenkaToken = t.tokens.fenkaToken;
+  fenkaToken.actor = t.actors.fenka;
+  fenkaToken.actorLink = true;
+  during = () => t.world.docs.delete("Scene.scene1.Token.tokF2");
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  assert.equal(psp(t.actors.fenka), 19, "the ego whip's damage is on Fenka's sheet, which her token still shows");
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn"), []);
 });
 
 test("a step with a write whose token is deleted as it is written and a combatant whose token was deleted before is told in one notice that stays, naming both", async () => {

@@ -118,6 +118,20 @@ function namesOf(meta, cids) {
 }
 
 /**
+ * The uuids a step's updates may address combatant `entry` of an encounter's meta by: its
+ * actor as `add` saw it, its token, and with a token the token's actor either way (its
+ * world actor and its own synthetic one, whose id is the world actor's): `actorLink`
+ * turned on or off since `add` makes the companion write to the other from the next
+ * refresh on, and the meta keeps the actor `add` saw.
+ */
+function addressesOf(entry) {
+  const id = typeof entry?.actorUuid === "string" ? entry.actorUuid.split(".").at(-1) : "";
+  const out = [entry?.actorUuid, entry?.tokenUuid];
+  if (entry?.tokenUuid && id) out.push(`${entry.tokenUuid}.Actor.${id}`, `Actor.${id}`);
+  return [...new Set(out.filter((uuid) => typeof uuid === "string" && uuid))];
+}
+
+/**
  * Short state line of a combatant for the panel, in the system's own terms
  * (`MINDSCAPE.Encounter.Summary.<system>`, filled with the combatant's fields: "PSP
  * 38/40"); "" for a system the language file has no line for (a plugin's).
@@ -1053,7 +1067,9 @@ export class EncounterController {
    * notice that stays with the values nothing will write (`UpdateFailedGone`): nothing
    * can try it again, and no sheet is there to put right. A combatant the step has
    * updates for whose token or actor was gone before the write (deleted while the step was
-   * under way) gets none; it is named in the same notice (`UpdateSkippedGone`, or
+   * under way) gets none, not through another combatant either (`addressesOf`: an update
+   * to the world actor of a linked token gone is not sent to an unlinked token of that
+   * actor); it is named in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
    * name, so it says only that nothing was or will be written for it. That notice is
    * told here, also after End, never in End's (`tellStepAfterEnd` gets only writes to
@@ -1073,15 +1089,21 @@ export class EncounterController {
     const writing = this.meta.id === asked.id ? this.meta : asked;
     const byId = await this.participantsById(writing);
     const updates = updatesOfStep(answer);
-    const { plan } = planUpdates(updates, [...byId.values()]);
+    // The combatants whose token or actor is gone (deleted while the step was under way),
+    // each with the uuids the step may address it by (`addressesOf`) that are no present
+    // combatant's own (a linked actor another combatant still fights through is written).
+    const present = new Set([...byId.values()].flatMap((p) => [p.actorUuid, p.tokenUuid]));
+    const goneOnes = Object.entries(writing.combatants ?? {}).filter(([cid]) => !byId.has(cid))
+      .map(([cid, entry]) => [cid, addressesOf(entry).filter((uuid) => !present.has(uuid))]);
+    const goneUuids = new Set(goneOnes.flatMap(([, uuids]) => uuids));
+    // Their updates are written nowhere: `planUpdates` would send one addressed to a world
+    // actor whose linked token is gone to an unlinked token of that actor, another combatant.
+    const { plan } = planUpdates(updates.filter((u) => !goneUuids.has(u?.uuid)), [...byId.values()]);
     const report = await applyPlan(plan, this.svc.env.fromUuid);
     // The holds as they are now (a refresh may have changed them), while the encounter is the same.
     const meta = this.meta.id === asked.id ? this.meta : asked;
-    // The combatants this step has updates for whose token or actor is gone (deleted while
-    // it was under way): nothing was written for them, and nothing can be.
-    const skipped = Object.entries(writing.combatants ?? {})
-      .filter(([cid, entry]) => !byId.has(cid) && updates.some((u) => u?.uuid && (u.uuid === entry?.actorUuid || u.uuid === entry?.tokenUuid)))
-      .map(([cid]) => cid);
+    // Those of them this step has updates for: nothing was written for them, and nothing can be.
+    const skipped = goneOnes.filter(([, uuids]) => updates.some((u) => uuids.includes(u?.uuid))).map(([cid]) => cid);
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();

@@ -4084,7 +4084,8 @@ var Mindscape = Mindscape || (() => {
   /**
    * Writes the updates: a character's attributes, or an unlinked token's bars and values,
    * but no attribute part one of whose places (placesOf) `newerWrote` holds (newerAt: a
-   * bar kept on a condition only while it holds): an answer to a request sent later wrote
+   * place kept on a condition, a bar or an attribute a failed write reaches only through
+   * a bar's link, only while it holds): an answer to a request sent later wrote
    * it already (or is to, where its write failed), and the newest request wins. Each fighter is written on its own: one whose
    * character or token is gone, or whose write throws, is listed in `failed` ({ref, gone,
    * attributes, at: its index}) and the others are still written. Returns {written:

@@ -3174,11 +3174,18 @@ var Mindscape = Mindscape || (() => {
   //
   // A fighter held because writing its sheet failed here keeps that write in
   // `enc.writes[ref]`: {attributes (as in an update), expect: {name: {part: what the
-  // sheet showed when it failed}}}. The refresh before a resolve tries it again while the
-  // sheet still shows exactly that (never over the GM's hand), and a write that lands
-  // ends the hold. A later step that writes the same values takes them off the waiting
-  // write, and one that leaves nothing waiting ends the hold. A fighter held because the
-  // companion could not make the write-back has no waiting write: nothing to try again.
+  // sheet showed when it failed}}, older: {name: {part: [request id]}}}. The refresh
+  // before a resolve tries it again while the sheet still shows exactly that (never over
+  // the GM's hand), and a write that lands ends the hold. `older` lists, for each part,
+  // the requests still waiting when the step that wrote it failed that were sent before
+  // it (rememberWrites' olderWriters): where the write lands, those still waiting then
+  // remember the places it wrote, which may be others than it reached when it failed
+  // (the GM linked a bar, or set it to none, since). Request ids, not seqs: a seq is
+  // used again once its request is answered. A write kept from before `older` existed
+  // remembers nothing where it lands. A later step that writes the same values takes
+  // them off the waiting write, and one that leaves nothing waiting ends the hold. A
+  // fighter held because the companion could not make the write-back has no waiting
+  // write: nothing to try again.
 
   const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
 
@@ -3282,10 +3289,11 @@ var Mindscape = Mindscape || (() => {
   // After a step's (or undo's) updates were applied, in their order: an update that
   // landed takes what it wrote off the fighter's waiting write (all of it: the hold ends);
   // one that failed joins the waiting write (its newer values win, the older expectations
-  // stay), unless the fighter is held with no write to try (the companion's failure).
+  // stay, and its parts list `older`, the ids of the requests sent before the step),
+  // unless the fighter is held with no write to try (the companion's failure).
   // Returns the refs whose sheets this answer left behind: a failed update that a later
   // one of the same answer wrote over in full leaves nothing behind.
-  const settleWrites = (enc, updates, failedAt) => {
+  const settleWrites = (enc, updates, failedAt, older) => {
     const writes = writesOf(enc);
     const missed = {};
     updates.forEach((update, i) => {
@@ -3298,17 +3306,21 @@ var Mindscape = Mindscape || (() => {
         if (missed[ref] && !Object.keys(missed[ref]).length) delete missed[ref];
         if (!waiting) return;
         const attributes = partsLeft(waiting.attributes, update.attributes);
-        if (Object.keys(attributes).length) writes[ref] = { attributes, expect: partsLeft(waiting.expect, update.attributes) };
-        else releaseFighter(enc, ref);
+        if (Object.keys(attributes).length) {
+          writes[ref] = { attributes, expect: partsLeft(waiting.expect, update.attributes) };
+          if (isObject(waiting.older)) writes[ref].older = partsLeft(waiting.older, update.attributes);
+        } else releaseFighter(enc, ref);
         return;
       }
       if (!fighterCharacter(ref)) return;
       missed[ref] = mergeParts(missed[ref] || {}, update.attributes);
       if (heldOf(enc).includes(ref) && !waiting) return;
       const expect = shownFor(ref, update.attributes);
+      const before = Object.fromEntries(Object.keys(update.attributes)
+        .map((name) => [name, Object.fromEntries(Object.keys(update.attributes[name]).map((part) => [part, older]))]));
       writes[ref] = waiting
-        ? { attributes: mergeParts(waiting.attributes, update.attributes), expect: mergeParts(expect, waiting.expect) }
-        : { attributes: update.attributes, expect };
+        ? { attributes: mergeParts(waiting.attributes, update.attributes), expect: mergeParts(expect, waiting.expect), older: mergeParts(isObject(waiting.older) ? waiting.older : {}, before) }
+        : { attributes: update.attributes, expect, older: before };
     });
     return new Set(Object.keys(missed));
   };
@@ -3318,7 +3330,8 @@ var Mindscape = Mindscape || (() => {
   // write failed, nor what is to be written: the GM's hand is not written over; marked
   // `changed` for status), 'failed' (again), or null (no waiting write). A part that
   // already shows the value to be written counts as unchanged (a failed update may have
-  // written some attributes before it threw, or the GM put one right).
+  // written some attributes before it threw, or the GM put one right). Where it lands,
+  // the requests of each part's `older` still waiting remember the places it wrote.
   const retryWrite = (enc, ref) => {
     const waiting = writesOf(enc)[ref];
     if (!waiting) return null;
@@ -3327,8 +3340,14 @@ var Mindscape = Mindscape || (() => {
       .every((part) => [waiting.expect[name][part], (waiting.attributes[name] || {})[part]].map(shown).includes(now[name][part])));
     if (!same) { waiting.changed = true; return 'changed'; }
     delete waiting.changed;
+    // Where each part lands, taken before writing (writing links and unlinks no bar).
+    const tokens = waitingTokens();
+    const landing = Object.keys(waiting.attributes).flatMap((name) => Object.keys(waiting.attributes[name])
+      .map((part) => ({ ids: ownMember(ownMember(waiting.older, name), part), places: landedAt(placesOf(ref, name, part, tokens)) })));
     if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) return 'failed';
     releaseFighter(enc, ref);
+    landing.filter(({ ids }) => Array.isArray(ids)).forEach(({ ids, places }) => ids.map((id) => ownMember(store().pending, String(id))).filter(Boolean)
+      .forEach((job) => rememberIn(job, Object.fromEntries(places.map((place) => [place, true])))));
     return 'written';
   };
 
@@ -4008,6 +4027,10 @@ var Mindscape = Mindscape || (() => {
     return { keys, through, bar: `${token.id}|bar${bar}_${binding.bar}`, token, now: token.get(`bar${bar}_${binding.bar}`), shown: shownOn(linked, linkedPart, waiting) };
   };
 
+  // The places a part's write reaches where it lands (placesOf's `where`): applyUpdates
+  // remembers these as written.
+  const landedAt = (where) => where.keys.concat(where.shown.map(({ place }) => place));
+
   // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
   // every graphic, as only an older request's answer ever compares those keys, and only
   // for its own fighters. Taken once per answer: writing it links and unlinks no bar.
@@ -4105,6 +4128,8 @@ var Mindscape = Mindscape || (() => {
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
       const landing = [];
+      // Where the kept parts land, should the write not throw (landedAt).
+      const landedParts = [];
       // The attributes this update's bars are linked to: [{name, part, value, through}].
       const linked = [];
       // The bars showing an attribute this update writes: [{value, shown: [{place, prop}]}].
@@ -4118,6 +4143,7 @@ var Mindscape = Mindscape || (() => {
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
         kept.forEach((part) => {
+          landedParts.push(...landedAt(where[part]));
           const { through } = where[part];
           landing.push(...where[part].keys.filter((key) => !through || key !== through.key));
           if (through) linked.push({ name, part, value: value[part], through });
@@ -4145,8 +4171,7 @@ var Mindscape = Mindscape || (() => {
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landing.concat(linked.map((l) => l.through.key), showing.flatMap((s) => s.shown.map(({ place }) => place)))
-        .forEach((place) => remember(places, place, true));
+      landedParts.forEach((place) => remember(places, place, true));
       return made;
     });
     return { written, failed, skipped, places, applied };
@@ -4159,13 +4184,18 @@ var Mindscape = Mindscape || (() => {
   // remembered survives a restart and is forgotten with the request.
   const rememberWrites = (job, places) => {
     if (!Object.keys(places).length) return;
-    Object.values(store().pending)
-      .filter((older) => sentBefore(older, job) && !older.batch && Array.isArray(older.involved) && older.involved.length)
-      .forEach((older) => {
-        const wrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {});
-        Object.keys(places).forEach((place) => remember(wrote, place, places[place]));
-        older.newerWrote = wrote;
-      });
+    olderWriters(job).forEach((older) => rememberIn(older, places));
+  };
+
+  // The requests still waiting that were sent before `job` and may write sheets.
+  const olderWriters = (job) => Object.values(store().pending)
+    .filter((older) => sentBefore(older, job) && !older.batch && Array.isArray(older.involved) && older.involved.length);
+
+  // Adds a table of places (applyUpdates' places) to what request `older` remembers.
+  const rememberIn = (older, places) => {
+    const wrote = Object.assign({}, isObject(older.newerWrote) ? older.newerWrote : {});
+    Object.keys(places).forEach((place) => remember(wrote, place, places[place]));
+    older.newerWrote = wrote;
   };
 
   // What the GM reads of the writes an answer left out (applyUpdates' skipped), or ''.
@@ -5175,7 +5205,7 @@ var Mindscape = Mindscape || (() => {
     if (settled) whisperGM(box('encounter', settled));
     let behind = new Set(failed.map((f) => f.ref));
     try {
-      if (stepOf) behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)));
+      if (stepOf) behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)), olderWriters(job).map((older) => older.id));
     } catch (err) {
       // Only the writes to try again are lost: the holds below are still made.
       log(`${scriptName}: keeping the missed writes of ${id} failed: ${err && err.stack ? err.stack : err}`);

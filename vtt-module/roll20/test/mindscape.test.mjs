@@ -3856,10 +3856,12 @@ const emptyStep = (ctx, req, revision) => answer(ctx, req.id, {
 test('the refresh before a resolve writes a held fighter\'s missed write again while its sheet shows what it showed, then takes the sheet and lets go', () => {
   const ctx = fenkaMissedAStep();
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
-  // The write waits with what the sheet showed when it failed.
+  // The write waits with what the sheet showed when it failed, and the requests sent
+  // before its step that were still waiting (none here).
   assert.deepEqual(writes(ctx), { [ctx.fenka.id]: {
     attributes: { HP: { current: 2 }, 'psionic-mind-state': { current: 'open' } },
     expect: { HP: { current: '11' }, 'psionic-mind-state': { current: '' } },
+    older: { HP: { current: [] }, 'psionic-mind-state': { current: [] } },
   } });
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheets not updated/.test(w)), /Before the next resolve, the write it missed is tried again \(the hold ends when it lands\) as long as the sheet still shows what it showed when writing failed: Fenka\./);
   // Still locked: the retry fails, Fenka keeps the encounter's copy and stays held.
@@ -3923,7 +3925,7 @@ test('a later step that writes what a held fighter missed ends its hold; one tha
   answer(ctx, undo.id, { jsonrpc: '2.0', id: undo.id, result: { revision: 4, undone: 3, updates: [
     { character_id: ctx.fenka.id, attributes: { 'psionic-mind-state': { current: 'closed' } } }] } });
   assert.deepEqual(held(ctx), [ctx.fenka.id]);
-  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { HP: { current: 2 } }, expect: { HP: { current: '11' } } });
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { HP: { current: 2 } }, expect: { HP: { current: '11' } }, older: { HP: { current: [] } } });
   // The next step writes HP too: nothing waits any more, and Fenka is let go of.
   const next = resolveNow(ctx);
   answer(ctx, next.id, stepAnswer(ctx, next, 5));
@@ -3966,6 +3968,7 @@ test('two failed steps merge their writes: what the second wrote before it faile
   assert.deepEqual(writes(ctx)[ctx.fenka.id], {
     attributes: { HP: { current: 1 }, 'psionic-mind-state': { current: 'closed' } },
     expect: { HP: { current: '11' }, 'psionic-mind-state': { current: '' } },
+    older: { HP: { current: [] }, 'psionic-mind-state': { current: [] } },
   });
   unlockFenkaHp(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
@@ -3981,7 +3984,7 @@ test('a held fighter\'s waiting write matches attribute names in any case, as Ro
   lockFenkaHp(ctx);
   const step = resolveNow(ctx);
   answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { hp: { current: 3 } } }] }));
-  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { hp: { current: 3 } }, expect: { hp: { current: '11' } } });
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { hp: { current: 3 } }, expect: { hp: { current: '11' } }, older: { hp: { current: [] } } });
   unlockFenkaHp(ctx);
   // A later step writing HP (as the sheet spells it) takes hp off: nothing waits, the hold ends.
   const next = resolveNow(ctx);
@@ -8905,6 +8908,119 @@ test('the newest request wins where a token\'s newer write through its HP bar li
   answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+// Goblin 3's HP bar is linked to its character's HP, and Goblin 1's attack on it times
+// out; Goblin 2 (unlinked, bar 7) joins an encounter and its step's write of HP 1 fails,
+// so Goblin 2 is held with that write waiting. The older request (its answer still to
+// come) is returned.
+const unlinkedThenStepFailed = (ctx) => {
+  ctx.gob[2].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const late = lastRequest(ctx.sb);
+  assert.equal(late.body.params.defender.data.id, ctx.goblin.id);
+  ctx.sb.advance(30000);
+  encounterOf(ctx, [ctx.gob[1]]);
+  ctx.gob[1].set({ bar1_value: '7' });
+  const token = ctx.gob[1];
+  token.set = () => { delete token.set; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] } });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  return late;
+};
+
+test('the newest request wins where a newer step\'s write that failed lands when tried again on a place it did not reach when it failed: with the unlinked token\'s HP bar set to none since (--hpbar none), the write tried again lands on its character\'s HP, which the older answer for the character leaves', () => {
+  const ctx = goblins();
+  const late = unlinkedThenStepFailed(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.deepEqual(held(ctx), []);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins where a newer step\'s write that failed lands when tried again through a link the GM made since: the token\'s HP bar, linked to its character\'s HP after the write failed, writes that HP, which the older answer for the character leaves', () => {
+  const ctx = goblins();
+  const late = unlinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const token = ctx.gob[1];
+  token.set({ bar1_link: hp.id });
+  // Roll20 writes the linked attribute with the bar.
+  const set = token.set.bind(token);
+  token.set = (props) => { set(props); if ('bar1_value' in props) hp.set({ current: props.bar1_value }); };
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.deepEqual(held(ctx), []);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins only for the requests sent before the step whose write failed: one sent after it, answered late after the write tried again landed, writes over it', () => {
+  const ctx = goblins();
+  unlinkedThenStepFailed(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const after = lastRequest(ctx.sb);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  answer(ctx, after.id, exchangeResult(ctx, after.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins part by part where two steps\' failed writes of one fighter wait together: a request sent between them leaves, where the write tried again lands, only the part the later step wrote', () => {
+  const ctx = goblins();
+  const late = unlinkedThenStepFailed(ctx);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const between = lastRequest(ctx.sb);
+  const token = ctx.gob[1];
+  token.set = () => { delete token.set; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { max: 5 } } }] } });
+  ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  assert.deepEqual([hp.get('current'), hp.get('max')], [1, 5]);
+  answer(ctx, between.id, exchangeResult(ctx, between.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2, max: 6 } } }]));
+  assert.deepEqual([hp.get('current'), hp.get('max')], [2, 5]);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /\(the newest request wins\): Goblin: HP \(max\)\.<\/div>$/);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 3, max: 7 } } }]));
+  assert.deepEqual([hp.get('current'), hp.get('max')], [2, 5]);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`request <b>${late.id}</b>`) && /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('a held write kept from before holds listed the requests sent before its step is still tried again, and lands', () => {
+  const ctx = goblins();
+  unlinkedThenStepFailed(ctx);
+  const waiting = ctx.sb.state.Mindscape.encounter.writes[ctx.gob[1].id];
+  assert.ok(waiting.older);
+  delete waiting.older;
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.deepEqual(held(ctx), []);
+});
+
+test('the newest request wins where a newer write through a token\'s HP bar linked to its character\'s HP failed outside an encounter step (the GM is told to put it on the sheet by hand): the older answer for the character leaves its HP, the bar still linked', () => {
+  const ctx = goblins();
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[2].set({ bar1_link: hp.id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const late = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  const newer = attackGoblin(ctx);
+  assert.equal(newer.body.params.defender.data.id, ctx.gob[1].id);
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  const token = ctx.gob[1];
+  token.set = () => { delete token.set; throw new Error('busy once'); };
+  answer(ctx, newer.id, exchangeResult(ctx, newer.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Put these values on the sheet by hand/);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
 });
 
 test('the newest request wins for a request kept with a character\'s HP remembered whole (true, as before conditions on attributes): its older answer leaves it, the bar that reached it unlinked or not', () => {

@@ -4061,13 +4061,16 @@ var Mindscape = Mindscape || (() => {
   //    it was then, though --hpbar or --pspbar move the part since) shows what that
   //    write meant to put there (written before the throw, or when it is tried again,
   //    while linked; the bar keeps it when the GM unlinks it);
-  //  - {reaches: [{write: [ref, name, part], attribute: [id, current or max, value]}]},
-  //    the attribute a token's bar the write lands on is linked to: a newer answer's
-  //    place only while that write (of fighter `ref`'s attribute part) still reaches it
-  //    (placesOf: the token's bar for that part is linked to it, or with that bar set to
-  //    none the part lands on it), or the attribute shows what the write meant to put
-  //    there (written through the link before the throw, or when it is tried again
-  //    while linked; the attribute keeps it when the GM unlinks the bar).
+  //  - {reaches: [{write: [ref, name, part], attribute: [id, current or max, value],
+  //    held?: encounter id}]}, the attribute a token's bar the write lands on is linked
+  //    to: a newer answer's place only while that write (of fighter `ref`'s attribute
+  //    part) still reaches it (placesOf: the token's bar for that part is linked to it,
+  //    or with that bar set to none the part lands on it) and, for a step's write left
+  //    waiting in that encounter (`held`, markWaiting), still waits there (stillWaits),
+  //    or while the attribute shows what the write meant to put there (written through
+  //    the link before the throw, or when it is tried again while linked; the
+  //    attribute keeps it when the GM unlinks the bar). A write the GM is told to put
+  //    on the sheet by hand has no `held`: it may come any time.
   // True wins (another newer answer wrote it); conditions add up, and one holds where
   // any of its entries does.
   const remember = (table, place, how) => {
@@ -4101,7 +4104,34 @@ var Mindscape = Mindscape || (() => {
     const [id, its, value] = entry.attribute.map(String);
     const attr = getObj('attribute', id);
     if (attr && shown(attr.get(its === 'max' ? 'max' : 'current')) === value) return true;
+    if (entry.held !== undefined && !stillWaits(String(entry.held), ref, name, part)) return false;
     return Boolean(fighterCharacter(ref)) && placesOf(ref, name, part, []).keys.includes(key);
+  };
+
+  // Whether a step's write of fighter `ref`'s attribute part, left waiting in encounter
+  // `id` (markWaiting), still waits: that encounter is the current one and still holds
+  // the fighter, with that part in its waiting write, or with none (the companion's
+  // failure since: the GM puts the sheet right by hand). The hold over (the write tried
+  // again landed, the GM's refresh let go of it, the encounter ended), or the part
+  // taken off by a later step that wrote it, it no longer does.
+  const stillWaits = (id, ref, name, part) => {
+    const enc = store().encounter;
+    if (!enc || enc.id !== id || !heldOf(enc).includes(ref)) return false;
+    const waiting = ownMember(enc.writes, ref);
+    if (!isObject(waiting)) return true;
+    return Object.keys(waiting.attributes).some((n) => sameName(n, name) && part in waiting.attributes[n]);
+  };
+
+  // Marks the {reaches} entries of an answer's places (applyUpdates) whose write the
+  // step left waiting in encounter `enc` (settleWrites): `held`, its id (stillWaits).
+  // Entries of writes not left waiting (not a combatant's, a fighter held with no write
+  // to try, a failed update a later one of the answer wrote over) are left as they are.
+  const markWaiting = (enc, places) => {
+    Object.values(places).filter((how) => isObject(how) && Array.isArray(how.reaches)).forEach((how) => how.reaches.forEach((entry) => {
+      const [ref, name, part] = entry.write;
+      const waiting = ownMember(enc.writes, ref);
+      if (isObject(waiting) && Object.keys(waiting.attributes).some((n) => sameName(n, name) && part in waiting.attributes[n])) entry.held = enc.id;
+    }));
   };
 
   /**
@@ -5194,7 +5224,6 @@ var Mindscape = Mindscape || (() => {
     if (job.kind === 'encounter.refresh') return handleRefresh(job, answer);
     if (answer.error) return reportError(job, answer.error);
     const { written, failed, skipped, places, applied } = applyUpdates(outcome.updates, isObject(job.newerWrote) ? job.newerWrote : {});
-    rememberWrites(job, places);
     tellApplied(skippedNote(skipped));
     if (written.length) log(`${scriptName}: ${id} wrote ${written.join('; ')}`);
     // Before the handler, so that a hold is kept even should the card fail.
@@ -5205,11 +5234,16 @@ var Mindscape = Mindscape || (() => {
     if (settled) whisperGM(box('encounter', settled));
     let behind = new Set(failed.map((f) => f.ref));
     try {
-      if (stepOf) behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)), olderWriters(job).map((older) => older.id));
+      if (stepOf) {
+        behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)), olderWriters(job).map((older) => older.id));
+        markWaiting(stepOf, places);
+      }
     } catch (err) {
       // Only the writes to try again are lost: the holds below are still made.
       log(`${scriptName}: keeping the missed writes of ${id} failed: ${err && err.stack ? err.stack : err}`);
     }
+    // After the writes left waiting are marked (markWaiting).
+    rememberWrites(job, places);
     if (isStep(job) && isObject(answer.result) && isObject(answer.result.updates_failed)) reportUnmadeWriteBack(job, answer.result);
     if (failed.length) reportMissedWrites(job, failed, written.length > 0, behind);
     sheetWarnings(job, answer.result);

@@ -9004,6 +9004,41 @@ test('a held write kept from before holds listed the requests sent before its st
   assert.deepEqual(held(ctx), []);
 });
 
+test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the GM unlinked the bar, the write tried again landed on the bar alone (the hold is over), and the GM linked the bar again: the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[1].set({ bar1_link: '' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.deepEqual(held(ctx), []);
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed and the GM ended the encounter (its holds forgotten), the bar still linked: the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins while a step\'s write that failed is to be put on the sheet by hand: the token\'s newer write through its HP bar linked to its character\'s HP failed, and a later step\'s write-back the companion could not make left the token held with no write to try: the older answer for the character leaves its HP, the bar still linked', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  assert.equal(ctx.sb.state.Mindscape.encounter.writes[ctx.gob[1].id], undefined);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
 test('the newest request wins where a newer write through a token\'s HP bar linked to its character\'s HP failed outside an encounter step (the GM is told to put it on the sheet by hand): the older answer for the character leaves its HP, the bar still linked', () => {
   const ctx = goblins();
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');

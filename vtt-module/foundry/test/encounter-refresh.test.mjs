@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { FakeTokenDocument, tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { droppedReport, makeEncounterPanel, refreshReport } from "../mindscape/scripts/encounter.js";
+import { droppedReport, makeEncounterPanel, refreshReport, updatesOfStep } from "../mindscape/scripts/encounter.js";
 import { DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
@@ -475,7 +475,7 @@ test("a write Foundry misses on a sheet not held, whose token is deleted as it i
 });
 
 /** The words of a step written to no sheet for `names`, whose token or actor is gone (`UpdateSkippedGone`). */
-const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it for them.`;
+const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it, or any later step of this encounter, for them (this is not told again).`;
 
 test("a combatant whose token is deleted while the companion resolves gets no write-back: the GM is told, in a notice that stays, that the step was written to no sheet for it", async () => {
   const { t, ctl } = await encounter({
@@ -505,6 +505,24 @@ function whileResolving(during, options = {}) {
     methods: (m) => ({ ...m, "encounter.resolve": (p) => { const answer = m["encounter.resolve"](p); during(); return answer; } }),
   });
 }
+
+test("a combatant whose token the GM deleted is told once per encounter, not again at each later step that changes it: nothing writes that step or any later one for it", async () => {
+  const { t, ctl, gm } = await encounter();
+  // The GM removed Fenka's token on purpose, long before; the encounter still has her.
+  t.world.docs.delete(t.tokens.fenkaToken.uuid);
+  t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  const first = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(first.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
+  // The next round she is attacked again: the companion changes her, and nobody is told again.
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  const again = t.clients.gm.notes.given.length;
+  const answer = await ctl.resolve();
+  assert.ok(updatesOfStep(answer).some((u) => u.uuid.includes("tokF")), "the step changes Fenka again");
+  assert.deepEqual(t.clients.gm.notes.given.slice(again).filter((n) => n.kind === "warn"), []);
+  assert.deepEqual(ctl.meta.gone, ["fenka-tokF"], "kept with the encounter, so a reload does not tell it again");
+});
 
 test("a linked token deleted while the companion resolves, its actor's unlinked token another combatant: the step's write for it goes to no sheet, not to that other combatant's, and the GM is told", async () => {
   let during = () => {};
@@ -586,7 +604,7 @@ test("a step with a write whose token is deleted as it is written and a combatan
   await ctl.resolve();
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[
-    `The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (${ulcen.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${ulcen.uuid}: flags.mindscape.revised-2e.psp = 32). It was written to no sheet for Fenka either: their token or actor is gone (deleted) too.`,
+    `The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (${ulcen.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${ulcen.uuid}: flags.mindscape.revised-2e.psp = 32). It was written to no sheet for Fenka either: their token or actor is gone (deleted) too, so nothing will write any later step of this encounter for them (this is not told again).`,
     true,
   ]]);
 });

@@ -996,16 +996,19 @@ export class EncounterController {
    * Store changes of holds (`cid` → the new hold, or undefined to end it) in the meta of
    * encounter `id` as it is now. With `seen` (the holds a refresh started from), a hold
    * made or changed meanwhile (an undo's write failing while the refresh ran) is kept as
-   * it is: the refresh read that sheet before it. Nothing is stored once that encounter
+   * it is: the refresh read that sheet before it. With `gone`, the combatants gone whose
+   * step was told as written to no sheet (`meta.gone`, see `applyStep`) become
+   * `gone(meta.gone)`, stored with the holds: the encounter's meta lasts through a reload
+   * of the world, so one is not told again then. Nothing is stored once that encounter
    * ended (or is ending, `endNow`) or another replaced it: its holds are nobody's now.
    * @param {Map<string, object|undefined>} changes
-   * @param {{id:string|undefined, seen?:object|null}} options
+   * @param {{id:string|undefined, seen?:object|null, gone?:((ids:string[])=>string[])|null}} options
    * @returns {Promise<boolean>}  whether encounter `id` is still the current one
    */
-  async saveHeld(changes, { id, seen = null }) {
+  async saveHeld(changes, { id, seen = null, gone = null }) {
     const meta = this.meta;
     if (!id || meta.id !== id || this.endedIds.has(id)) return false;
-    if (!changes.size) return true;
+    if (!changes.size && !gone) return true;
     const held = { ...(meta.held ?? {}) };
     for (const [cid, hold] of changes) {
       if (seen && JSON.stringify(held[cid]) !== JSON.stringify(seen[cid])) continue;
@@ -1014,6 +1017,8 @@ export class EncounterController {
     }
     const next = { ...meta, held };
     if (!Object.keys(held).length) delete next.held;
+    if (gone) next.gone = gone(meta.gone ?? []);
+    if (!next.gone?.length) delete next.gone;
     if (JSON.stringify(next) === JSON.stringify(meta)) return true;
     const saving = this.saveMeta(next);
     this.heldSaves.add(saving);
@@ -1071,7 +1076,10 @@ export class EncounterController {
    * to the world actor of a linked token gone is not sent to an unlinked token of that
    * actor); it is named in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
-   * name, so it says only that nothing was or will be written for it. That notice is
+   * name, so it says only that nothing was or will be written for it, this step or a
+   * later one. Each is told once per encounter (`meta.gone`): one the GM removed on
+   * purpose, which later steps still change (attacked, a condition running out), is not
+   * told again at each of them, as refresh skips it without a word. That notice is
    * told here, also after End, never in End's (`tellStepAfterEnd` gets only writes to
    * documents still there).
    *
@@ -1103,7 +1111,12 @@ export class EncounterController {
     // The holds as they are now (a refresh may have changed them), while the encounter is the same.
     const meta = this.meta.id === asked.id ? this.meta : asked;
     // Those of them this step has updates for: nothing was written for them, and nothing can be.
-    const skipped = goneOnes.filter(([, uuids]) => updates.some((u) => uuids.includes(u?.uuid))).map(([cid]) => cid);
+    // Each is told once per encounter (`meta.gone`): one the GM removed on purpose would
+    // otherwise be told again at every step that still changes it.
+    const told = new Set(meta.gone ?? []);
+    const skipped = goneOnes.filter(([cid, uuids]) => !told.has(cid) && updates.some((u) => uuids.includes(u?.uuid))).map(([cid]) => cid);
+    // Told from now on; one whose token is back (Foundry's undo) is told again should it go again.
+    const gone = (ids) => [...new Set([...ids.filter((cid) => !byId.has(cid)), ...skipped])];
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();
@@ -1132,12 +1145,12 @@ export class EncounterController {
     // (`untried`, where the document is still there: a deleted one has no sheet to put right).
     const untried = [];
     // This step's writes whose document is gone (deleted meanwhile): nothing can try them again, held or not.
-    const gone = [];
+    const goneWrites = [];
     const heldIds = new Set();
     for (const m of missed) {
       const { update } = plan.find((u) => u.uuid === m.uuid);
       const doc = await this.svc.env.fromUuid(m.uuid).catch(() => null);
-      if (!doc) gone.push({ ...m, cids: whose(m.uuid), write: { uuid: m.uuid, update } });
+      if (!doc) goneWrites.push({ ...m, cids: whose(m.uuid), write: { uuid: m.uuid, update } });
       const kept = [];
       for (const cid of whose(m.uuid)) {
         const h = held(cid);
@@ -1150,7 +1163,7 @@ export class EncounterController {
       if (doc) missedNow.push({ cids: whose(m.uuid), write: pendingWrite(doc, m.uuid, update) });
       if (doc && kept.length) untried.push({ ...m, cids: kept, write: pendingWrite(doc, m.uuid, update) });
     }
-    const saved = await this.saveHeld(changes, { id: asked.id });
+    const saved = await this.saveHeld(changes, { id: asked.id, gone });
     if (failed) {
       // Once the encounter ended there is no copy kept, nothing to refresh, and its waiting writes are End's to tell.
       const words = { what, errorId: failed.error_id ?? "?", names: namesOf(meta, Object.keys(meta.combatants ?? {})) };
@@ -1165,7 +1178,7 @@ export class EncounterController {
       const landed = report.filter((r) => r.ok).map((r) => ({ ...plan.find((u) => u.uuid === r.uuid), cids: whose(r.uuid) }));
       this.tellStepAfterEnd(asked, { landed, missed: missedNow }, what);
     } else if (missed.length) {
-      const tried = missed.filter((m) => !gone.some((g) => g.uuid === m.uuid))
+      const tried = missed.filter((m) => !goneWrites.some((g) => g.uuid === m.uuid))
         .map((m) => ({ ...m, cids: whose(m.uuid).filter((cid) => !heldIds.has(cid)) })).filter((m) => m.cids.length);
       if (tried.length) {
         this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.UpdateFailed", { what, names: namesOf(meta, tried.flatMap((m) => m.cids)), problems: problems(tried) }));
@@ -1176,14 +1189,14 @@ export class EncounterController {
         }), { permanent: true });
       }
     }
-    if (gone.length || skipped.length) {
+    if (goneWrites.length || skipped.length) {
       // One notice for both: the writes that failed as their document went, and the combatants whose went before.
-      const failedGone = gone.length ? this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedGone", {
-        what, names: namesOf(meta, gone.flatMap((g) => g.cids)), problems: problems(gone), writes: this.writesWords(gone.map((g) => g.write)),
+      const failedGone = goneWrites.length ? this.svc.t.format("MINDSCAPE.Encounter.UpdateFailedGone", {
+        what, names: namesOf(meta, goneWrites.flatMap((g) => g.cids)), problems: problems(goneWrites), writes: this.writesWords(goneWrites.map((g) => g.write)),
       }) : "";
       const names = namesOf(meta, skipped);
       const skippedGone = !skipped.length ? ""
-        : gone.length ? ` ${this.svc.t.format("MINDSCAPE.Encounter.UpdateSkippedGoneToo", { names })}`
+        : goneWrites.length ? ` ${this.svc.t.format("MINDSCAPE.Encounter.UpdateSkippedGoneToo", { names })}`
           : this.svc.t.format("MINDSCAPE.Encounter.UpdateSkippedGone", { what, names });
       this.svc.notify("warn", failedGone + skippedGone, { permanent: true });
     }

@@ -1067,6 +1067,38 @@ test("a step finishing while End is ending misses a write, whose token is then d
   assert.equal(ctl.afterEnd.size, 0);
 });
 
+test("a waiting write whose token is deleted while End looks up the documents of a step that finished as it was ending is left out too (no sheet to put right)", async () => {
+  const { t, ctl, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const { ulcen } = t.actors;
+  const goblin = t.tokens.goblinToken.actor;
+  // A write Foundry missed on the goblin's sheet waits too (the step does not touch that sheet).
+  const path = "flags.mindscape.revised-2e.psp";
+  await ctl.saveMeta({ ...ctl.meta, held: { ...ctl.meta.held, "goblin-tokG": { write: { uuid: goblin.uuid, update: { [path]: 3 }, expect: { [path]: psp(goblin) } } } } });
+  lockPsp(ulcen);
+  const before = t.clients.gm.notes.given.length;
+  const ending = ctl.end();
+  await deleteAsked;
+  release();
+  await resolving;
+  // The GM deletes the goblin's token while End looks up the sheet of Ulcen's missed write.
+  const env = t.clients.gm.svc.env;
+  const find = env.fromUuid.bind(env);
+  env.fromUuid = async (uuid) => {
+    if (uuid === ulcen.uuid) {
+      t.world.docs.delete(t.tokens.goblinToken.uuid);
+      t.world.docs.delete(goblin.uuid);
+    }
+    return find(uuid);
+  };
+  deleted();
+  await ending;
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.equal(told.length, 1);
+  assert.match(told[0].text, /^The encounter ended before a write-back missed by the sheet of (Fenka, Ulcen of Tyr|Ulcen of Tyr, Fenka) could be tried again/);
+  assert.doesNotMatch(told[0].text, /Goblin|tokG/);
+  assert.equal(ctl.afterEnd.size, 0);
+});
+
 test("a step finishing after End misses a field End told to put right: its notice says its value replaces the one End told", async () => {
   const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;

@@ -1454,9 +1454,12 @@ export class EncounterController {
    */
   async tellWaitingWrites(meta) {
     if (!meta.id) return;
-    const found = await this.presentWrites(meta.held);
+    const held = Object.entries(meta.held ?? {}).filter(([, hold]) => hold?.write).map(([cid, hold]) => [cid, hold.write]);
     const record = this.endedRecord(meta.id);
-    const gone = await this.goneOfSteps(record);
+    // The held writes' documents in the same lookups as the steps': one deleted while
+    // another is looked up is not told.
+    const gone = await this.goneOf(record, held.map(([, write]) => write.uuid));
+    const found = held.filter(([, write]) => !gone.has(write.uuid));
     // From here on without awaiting: a step finishing later tells what it changes itself.
     foldStep(record.behind, { missed: found.map(([cid, write]) => ({ cids: [cid], write })) });
     for (const step of record.steps) foldStep(record.behind, step);
@@ -1472,17 +1475,21 @@ export class EncounterController {
   }
 
   /**
-   * The documents of the writes Foundry missed that the steps in `record` (an `afterEnd`
-   * record End has not told yet) hold, which are gone now (their token or actor deleted
-   * since). A step recorded while these are looked up is looked at too, so that none is
-   * left unchecked when the caller goes on without awaiting.
+   * Of the documents `held` (uuids of held writes) and those of the writes Foundry missed
+   * that the steps in `record` (an `afterEnd` record End has not told yet) hold, the ones
+   * gone now (their token or actor deleted since). A step recorded while these are
+   * looked up is looked at too, so that none is left unchecked when the caller goes on
+   * without awaiting. The held ones are looked up after the steps' known at the start,
+   * so one deleted while a step's is looked up is found gone. (A document deleted while
+   * a later one is looked up is not: that would take a lookup that does not wait, and in
+   * Foundry looking up a world document does not let another event run meanwhile.)
    * @returns {Promise<Set<string>>}  their uuids
    */
-  async goneOfSteps(record) {
+  async goneOf(record, held = []) {
     const checked = new Set();
     const gone = new Set();
     for (;;) {
-      const uuids = [...new Set(record.steps.flatMap((step) => step.missed.map((m) => m.write.uuid)))].filter((uuid) => !checked.has(uuid));
+      const uuids = [...new Set([...record.steps.flatMap((step) => step.missed.map((m) => m.write.uuid)), ...held])].filter((uuid) => !checked.has(uuid));
       if (!uuids.length) return gone;
       for (const uuid of uuids) {
         checked.add(uuid);

@@ -524,7 +524,26 @@ test("a combatant whose token the GM deleted is told once per encounter, not aga
   assert.deepEqual(ctl.meta.gone, ["fenka-tokF"], "kept with the encounter, so a reload does not tell it again");
 });
 
-test("a linked token deleted while the companion resolves, its actor's unlinked token another combatant: the step's write for it goes to no sheet, not to that other combatant's, and the GM is told", async () => {
+test("a linked token deleted while the companion resolves (or moved to another scene) leaves its world actor, which holds its sheet: the step is written there, nothing is told as written to no sheet, and the next refresh reads that sheet", async () => {
+  let during = () => {};
+  const { t, ctl, gm, enc } = await whileResolving(() => during());
+  const ulcen = t.actors.ulcen;
+  during = () => t.world.docs.delete(t.tokens.ulcenToken.uuid);
+  const before = t.clients.gm.notes.given.length;
+  await ctl.resolve();
+  assert.equal(psp(ulcen), 32, "the ego whip's cost is on Ulcen's sheet, his world actor");
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn"), []);
+  // The GM spends Ulcen's PSPs by hand: the next step starts from his sheet, not the encounter's copy.
+  await ulcen.update({ "flags.mindscape.revised-2e.psp": 20 });
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  const from = t.daemon.calls.length;
+  await ctl.resolve();
+  assert.ok(calls(t, from).some((c) => c.method === "encounter.refresh" && c.params.combatant_id === "ulcen"), "Ulcen's sheet is read again");
+  assert.equal(enc.combatants.get("ulcen").profile.psp, 12);
+  assert.equal(psp(ulcen), 12);
+});
+
+test("a linked token deleted while the companion resolves, its actor's unlinked token another combatant: the step's write for it goes to its world actor, not to that other combatant's sheet", async () => {
   let during = () => {};
   const { t, ctl, gm } = await whileResolving(() => during(), {
     extraTokens: (table) => [table.world.token({ id: "tokF2", name: "Fenka Prime", actor: table.actors.fenka, actorLink: true }).uuid],
@@ -535,9 +554,9 @@ test("a linked token deleted while the companion resolves, its actor's unlinked 
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   assert.equal(psp(t.tokens.fenkaToken.actor), 30, "Fenka's own token, which nothing struck, keeps her PSPs");
+  assert.equal(psp(t.actors.fenka), 19, "Fenka Prime's sheet, her world actor, takes the ego whip");
   assert.equal(psp(t.actors.ulcen), 32);
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka Prime"), true]]);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn"), []);
 });
 
 test("a token whose actorLink the GM turned on or off since it was added, deleted while the companion resolves: the GM is told the step was written to no sheet for it", async () => {

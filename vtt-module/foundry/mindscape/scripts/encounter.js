@@ -910,7 +910,8 @@ export class EncounterController {
    * Take every combatant of the encounter again from its sheet as it is now
    * (`encounter.refresh`), one after another in the order they were added, so that what
    * changed on a sheet outside the encounter (a sword blow's hit points, PSPs spent on a
-   * power) is not overwritten by the next write-back. A combatant whose token or actor is
+   * power) is not overwritten by the next write-back; one whose linked token is gone
+   * from its world actor (`docsOf`). A combatant whose token or actor is
    * gone is skipped: there is no sheet to read (a step's updates for it are written to no
    * sheet either, and `applyStep` tells the GM so). When nothing changed the
    * companion stores nothing.
@@ -936,7 +937,7 @@ export class EncounterController {
       for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
         let docs;
         try {
-          docs = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+          docs = await this.docsOf(entry);
         } catch {
           // A deleted token is no longer in the fight: it gets no write-back, nor a hold.
           if (seen[cid]) changes.set(cid, undefined);
@@ -1030,25 +1031,52 @@ export class EncounterController {
     return true;
   }
 
+  /**
+   * The token and actor of combatant `entry` of an encounter's meta (`svc.docs`). A linked
+   * token deleted (or moved to another scene, which is deleted and made again) leaves
+   * its world actor, which holds its sheet: the combatant is that actor then
+   * (`tokenGone`, no token), when `add` saw it as that world actor (a linked token). The
+   * actor alone, not `svc.docs` of it, which could name an unlinked token of it, another
+   * creature's copy.
+   * @returns {Promise<{token:any, actor:any, tokenGone?:boolean}>}
+   * @throws {UsageError} when its token or actor is gone
+   */
+  async docsOf(entry) {
+    try {
+      return await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+    } catch (error) {
+      const actor = entry.tokenUuid ? await this.svc.env.fromUuid(entry.actorUuid).catch(() => null) : null;
+      if (actor?.documentName === "Actor" && !actor.isToken) return { token: null, actor, tokenGone: true };
+      throw error;
+    }
+  }
+
+  /** The participant of combatant `entry` (`docsOf`): one whose linked token is gone is still written through the token's uuid. */
+  async participantOfEntry(entry) {
+    const { token, actor, tokenGone } = await this.docsOf(entry);
+    return tokenGone ? { ...participantOf(null, actor), tokenUuid: entry.tokenUuid, tokenGone } : participantOf(token, actor);
+  }
+
   /** The participants of the encounter, for routing updates. */
   async participants() {
     const out = [];
     for (const entry of Object.values(this.meta.combatants ?? {})) {
       try {
-        const { token, actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-        out.push(participantOf(token, actor));
+        out.push(await this.participantOfEntry(entry));
       } catch { /* a deleted token no longer receives updates */ }
     }
     return out;
   }
 
-  /** The participants of encounter `meta` by combatant id (those whose token or actor is gone left out: `applyStep` tells of them). */
+  /**
+   * The participants of encounter `meta` by combatant id (`participantOfEntry`), those
+   * whose token or actor is gone left out: `applyStep` tells of them.
+   */
   async participantsById(meta = this.meta) {
     const out = new Map();
     for (const [cid, entry] of Object.entries(meta.combatants ?? {})) {
       try {
-        const { token, actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
-        out.set(cid, participantOf(token, actor));
+        out.set(cid, await this.participantOfEntry(entry));
       } catch { /* a deleted token no longer receives updates */ }
     }
     return out;
@@ -1072,9 +1100,12 @@ export class EncounterController {
    * notice that stays with the values nothing will write (`UpdateFailedGone`): nothing
    * can try it again, and no sheet is there to put right. A combatant the step has
    * updates for whose token or actor was gone before the write (deleted while the step was
-   * under way) gets none, not through another combatant either (`addressesOf`: an update
-   * to the world actor of a linked token gone is not sent to an unlinked token of that
-   * actor); it is named in the same notice (`UpdateSkippedGone`, or
+   * under way, or before) gets none, not through another combatant either (`addressesOf`:
+   * an update to the world actor of a linked token gone is not sent to an unlinked token
+   * of that actor). One whose linked token is gone but whose world actor is there is
+   * written on that actor, its sheet (`docsOf`); only an update to the token's own copy
+   * (`actorLink` turned off since) has nowhere to go. A combatant so skipped is named
+   * in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
    * name, so it says only that nothing was or will be written for it, this step or a
    * later one. Each is told once per encounter (`meta.gone`): one the GM removed on
@@ -1100,8 +1131,12 @@ export class EncounterController {
     // The combatants whose token or actor is gone (deleted while the step was under way),
     // each with the uuids the step may address it by (`addressesOf`) that are no present
     // combatant's own (a linked actor another combatant still fights through is written).
+    // One whose linked token is gone but whose world actor is there (`tokenGone`) is written
+    // on that actor; only an update addressed to the token's own copy (`actorLink` turned
+    // off since) has nowhere to go.
     const present = new Set([...byId.values()].flatMap((p) => [p.actorUuid, p.tokenUuid]));
-    const goneOnes = Object.entries(writing.combatants ?? {}).filter(([cid]) => !byId.has(cid))
+    const whole = (cid) => byId.has(cid) && !byId.get(cid).tokenGone;
+    const goneOnes = Object.entries(writing.combatants ?? {}).filter(([cid]) => !whole(cid))
       .map(([cid, entry]) => [cid, addressesOf(entry).filter((uuid) => !present.has(uuid))]);
     const goneUuids = new Set(goneOnes.flatMap(([, uuids]) => uuids));
     // Their updates are written nowhere: `planUpdates` would send one addressed to a world
@@ -1116,7 +1151,7 @@ export class EncounterController {
     const told = new Set(meta.gone ?? []);
     const skipped = goneOnes.filter(([cid, uuids]) => !told.has(cid) && updates.some((u) => uuids.includes(u?.uuid))).map(([cid]) => cid);
     // Told from now on; one whose token is back (Foundry's undo) is told again should it go again.
-    const gone = (ids) => [...new Set([...ids.filter((cid) => !byId.has(cid)), ...skipped])];
+    const gone = (ids) => [...new Set([...ids.filter((cid) => !whole(cid)), ...skipped])];
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();

@@ -832,6 +832,72 @@ test("a new encounter that replaces one whose write Foundry missed still waits (
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
+test("Create pressed while End is still ending the encounter: End tells its waiting write once, in its own words, and the new encounter is kept (End does not wipe it)", async () => {
+  let deleting;
+  const deleted = new Promise((resolve) => { deleting = resolve; });
+  let askedDelete;
+  const deleteAsked = new Promise((resolve) => { askedDelete = resolve; });
+  const { t, ctl, enc } = await encounter({
+    methods: (m) => ({ ...m, "encounter.delete": async () => { askedDelete(); await deleted; return true; } }),
+  });
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const before = t.clients.gm.notes.given.length;
+  const ending = ctl.end();
+  await deleteAsked;
+  const creating = ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  await tick(5);
+  deleting();
+  await Promise.all([ending, creating]);
+  const made = await creating;
+  assert.equal(ctl.meta.id, made.id, "the new encounter is the current one");
+  assert.notEqual(made.id, "enc1");
+  assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.name), ["Ulcen of Tyr"]);
+  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[
+    `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`,
+    true,
+  ]]);
+});
+
+test("End pressed while Create is under way: the waiting write is told once, and the new encounter is kept", async () => {
+  for (const deleteFirst of [true, false]) {
+    let slow = false;
+    let answerCreate;
+    const created = new Promise((resolve) => { answerCreate = resolve; });
+    let answerDelete;
+    const deleted = new Promise((resolve) => { answerDelete = resolve; });
+    const { t, ctl } = await encounter({
+      methods: (m) => ({
+        ...m,
+        "encounter.create": async (p) => { if (slow) await created; return m["encounter.create"](p); },
+        "encounter.delete": async () => { if (slow) await deleted; return true; },
+      }),
+    });
+    lockPsp(t.tokens.fenkaToken.actor);
+    await ctl.resolve();
+    slow = true;
+    const before = t.clients.gm.notes.given.length;
+    const creating = ctl.create([t.tokens.ulcenToken.uuid], "Next");
+    await tick(5);
+    const ending = ctl.end();
+    // Either the companion answers End's delete first, or Create's create.
+    for (const answer of deleteFirst ? [answerDelete, answerCreate] : [answerCreate, answerDelete]) {
+      answer();
+      await tick(5);
+    }
+    await Promise.all([ending, creating]);
+    const made = await creating;
+    assert.equal(ctl.meta.id, made.id, `the new encounter is kept (${deleteFirst ? "delete" : "create"} answered first)`);
+    assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.name), ["Ulcen of Tyr"]);
+    const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+    assert.equal(told.length, 1, `told once (${deleteFirst ? "delete" : "create"} answered first)`);
+    assert.match(told[0].text, /missed by the sheet of Fenka/);
+  }
+});
+
 test("End pressed while a resolve writes back: a write Foundry misses after End read the encounter is told as End tells those still waiting, and no hold comes back into the ended encounter", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;

@@ -431,8 +431,11 @@ export class EncounterController {
    * `create`, once. An encounter this one replaces (the panel offers *Create* when it
    * cannot get the current one from the companion) ends here: its waiting writes are
    * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`).
+   * An End still ending the current encounter is waited for: that encounter is End's to
+   * tell (in its own words, once), and its last save must not wipe the new one.
    */
   async createNow(tokenUuids, name) {
+    await this.ending?.catch(() => null);
     const system = this.svc.system;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
     // The replaced encounter ends as at End (`endNow`).
@@ -1471,6 +1474,9 @@ export class EncounterController {
     await Promise.allSettled([...this.heldSaves]);
     const meta = this.meta;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
+    // A Create under way when End was pressed replaced the encounter meanwhile: the new
+    // one stays, and that Create tells the old one's waiting writes (`createNow`).
+    if (id && this.meta.id !== id) return;
     await this.saveMeta({});
     await this.tellWaitingWrites(meta);
   }

@@ -524,6 +524,34 @@ test("a combatant whose token the GM deleted is told once per encounter, not aga
   assert.deepEqual(ctl.meta.gone, ["fenka-tokF"], "kept with the encounter, so a reload does not tell it again");
 });
 
+test("a token the GM brings back (Foundry's undo) after a step was written to no sheet for it is held: the next refresh keeps the encounter's copy and says so, until the GM's Refresh from sheets", async () => {
+  const { t, ctl, enc } = await encounter();
+  const token = t.tokens.fenkaToken;
+  const fenka = token.actor;
+  t.world.docs.delete(token.uuid);
+  t.world.docs.delete(fenka.uuid);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.equal(psp(fenka), 30, "her sheet missed the step");
+  // The GM undoes the deletion: the same token, with her sheet from before the step.
+  t.world.docs.set(token.uuid, token);
+  t.world.docs.set(fenka.uuid, fenka);
+  const before = t.clients.gm.notes.given.length;
+  const from = t.daemon.calls.length;
+  t.clients.gm.svc.reportRefresh(await ctl.refresh(), { quiet: true });
+  assert.ok(!calls(t, from).some((c) => c.params.combatant_id === "fenka-tokF"), "her stale sheet is not taken");
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, owed);
+  assert.deepEqual(ctl.meta.held, { "fenka-tokF": { write: null } });
+  assert.equal(ctl.meta.gone, undefined, "she is here again: should her token go again, that is told again");
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn").map((n) => n.text), [
+    "Kept the encounter's own copy of Fenka: a write-back missed their sheets (Refresh from sheets takes them as they are).",
+  ]);
+  // The GM's Refresh from sheets takes her sheet as it is, and ends the hold.
+  await ctl.refresh({ takeHeld: true });
+  assert.equal(enc.combatants.get("fenka-tokF").profile.psp, 30);
+  assert.equal(ctl.meta.held, undefined);
+});
+
 test("a linked token deleted while the companion resolves (or moved to another scene) leaves its world actor, which holds its sheet: the step is written there, nothing is told as written to no sheet, and the next refresh reads that sheet", async () => {
   let during = () => {};
   const { t, ctl, gm, enc } = await whileResolving(() => during());

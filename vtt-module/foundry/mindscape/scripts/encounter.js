@@ -923,7 +923,10 @@ export class EncounterController {
    * the encounter its stale sheet: the updates that failed are tried again first, and
    * when they still fail (or the companion could not make them) it keeps the encounter's
    * copy and is reported `held`, unless `takeHeld` (the GM's own *Refresh from sheets*,
-   * after bringing the sheets in line), which takes it as it is and ends the hold.
+   * after bringing the sheets in line), which takes it as it is and ends the hold. A
+   * combatant whose token is back (Foundry's undo of its deletion) after a step was
+   * written to no sheet for it (`meta.gone`) shows its sheet from before that step: it
+   * is held so too, with nothing to try again.
    * @param {{takeHeld?:boolean}} [options]
    * @returns {Promise<{combatantId:string, name:string, changed:string[], dropped:string[], held?:boolean, revision:number|null}[]>}
    * @throws {RefreshRefusedError} when the companion refuses a combatant (a profile it no
@@ -934,6 +937,9 @@ export class EncounterController {
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const adapter = await this.svc.adapterId();
     const seen = structuredClone(meta.held ?? {});
+    // Those a step was written to no sheet for (`meta.gone`) whose token is here again.
+    const gone = new Set(meta.gone ?? []);
+    const back = new Set();
     const changes = new Map();
     const out = [];
     try {
@@ -947,6 +953,14 @@ export class EncounterController {
           continue;
         }
         const name = docs.token?.name ?? entry.name ?? docs.actor.name;
+        if (gone.has(cid)) back.add(cid);
+        // Brought back (Foundry's undo of the deletion), its sheet is from before those steps:
+        // held as when the companion's write-back failed (nothing to try again), not taken.
+        if (gone.has(cid) && !seen[cid] && !takeHeld) {
+          changes.set(cid, { write: null });
+          out.push({ combatantId: cid, name, changed: [], dropped: [], held: true, revision: null });
+          continue;
+        }
         if (seen[cid] && !takeHeld) {
           const kept = await this.retryHeld(seen[cid], name);
           changes.set(cid, kept ?? undefined);
@@ -969,7 +983,7 @@ export class EncounterController {
         out.push({ combatantId: cid, name, changed: [...(answer?.changed ?? [])], dropped: [...(answer?.dropped_choices ?? [])], revision: answer?.revision ?? null });
       }
     } finally {
-      await this.saveHeld(changes, { id: meta.id, seen });
+      await this.saveHeld(changes, { id: meta.id, seen, gone: back.size ? (ids) => ids.filter((cid) => !back.has(cid)) : null });
     }
     return out;
   }
@@ -1153,8 +1167,9 @@ export class EncounterController {
     // otherwise be told again at every step that still changes it.
     const told = new Set(meta.gone ?? []);
     const skipped = goneOnes.filter(([cid, uuids]) => !told.has(cid) && updates.some((u) => uuids.includes(u?.uuid))).map(([cid]) => cid);
-    // Told from now on; one whose token is back (Foundry's undo) is told again should it go again.
-    const gone = (ids) => [...new Set([...ids.filter((cid) => !whole(cid)), ...skipped])];
+    // Told from now on. One whose token is back (Foundry's undo) stays until a refresh
+    // finds it (`refreshNow` holds it then, and it is told again should it go again).
+    const gone = (ids) => [...new Set([...ids, ...skipped])];
     // The combatants whose own actor is this document (an unlinked token's copy is its own).
     const whose = (uuid) => [...byId].filter(([, p]) => p.actorUuid === uuid).map(([cid]) => cid);
     const changes = new Map();

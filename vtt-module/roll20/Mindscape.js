@@ -3185,7 +3185,9 @@ var Mindscape = Mindscape || (() => {
   // remembers nothing where it lands. A later step that writes the same values takes
   // them off the waiting write, and one that leaves nothing waiting ends the hold. A
   // fighter held because the companion could not make the write-back has no waiting
-  // write: nothing to try again.
+  // write: nothing to try again. The parts a waiting write of its had then are kept in
+  // `enc.byHand[ref]` ({name: {part: value}}), the GM's to put by hand, until the hold
+  // ends or a later step's write of them lands (stillWaits).
 
   const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
 
@@ -3249,6 +3251,7 @@ var Mindscape = Mindscape || (() => {
   const releaseFighter = (enc, ref) => {
     enc.held = heldOf(enc).filter((held) => held !== ref);
     delete writesOf(enc)[ref];
+    if (isObject(enc.byHand)) delete enc.byHand[ref];
   };
 
   // How a value shows on a sheet, for comparing: a missing attribute shows as empty.
@@ -3304,6 +3307,12 @@ var Mindscape = Mindscape || (() => {
       if (!failedAt.has(i)) {
         if (missed[ref]) missed[ref] = partsLeft(missed[ref], update.attributes);
         if (missed[ref] && !Object.keys(missed[ref]).length) delete missed[ref];
+        // What it wrote is no longer the GM's to put by hand either (stillWaits).
+        if (isObject(enc.byHand) && isObject(enc.byHand[ref])) {
+          const left = partsLeft(enc.byHand[ref], update.attributes);
+          if (Object.keys(left).length) enc.byHand[ref] = left;
+          else delete enc.byHand[ref];
+        }
         if (!waiting) return;
         const attributes = partsLeft(waiting.attributes, update.attributes);
         if (Object.keys(attributes).length) {
@@ -3394,8 +3403,16 @@ var Mindscape = Mindscape || (() => {
     if (enc) {
       const all = Object.keys(enc.combatants);
       holdFighters(enc, all);
-      // Nothing to try again: the companion never made the write.
-      all.forEach((ref) => { delete writesOf(enc)[ref]; });
+      // Nothing to try again: the companion never made the write. The parts a waiting
+      // write still had are now the GM's to put by hand (`byHand`, stillWaits).
+      all.forEach((ref) => {
+        const waiting = writesOf(enc)[ref];
+        if (isObject(waiting) && isObject(waiting.attributes)) {
+          if (!isObject(enc.byHand)) enc.byHand = {};
+          enc.byHand[ref] = mergeParts(isObject(enc.byHand[ref]) ? enc.byHand[ref] : {}, waiting.attributes);
+        }
+        delete writesOf(enc)[ref];
+      });
       lines.push(`The encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''} until you have brought `
         + `the sheets in line by hand (from the card, or <code>!psi encounter status</code>) and ${REFRESH_TO_RELEASE}`);
     } else {
@@ -4110,16 +4127,18 @@ var Mindscape = Mindscape || (() => {
 
   // Whether a step's write of fighter `ref`'s attribute part, left waiting in encounter
   // `id` (markWaiting), still waits: that encounter is the current one and still holds
-  // the fighter, with that part in its waiting write, or with none (the companion's
-  // failure since: the GM puts the sheet right by hand). The hold over (the write tried
-  // again landed, the GM's refresh let go of it, the encounter ended), or the part
-  // taken off by a later step that wrote it, it no longer does.
+  // the fighter, with that part in its waiting write, or in the parts of it a later
+  // step's write-back the companion could not make left the GM to put by hand (`byHand`,
+  // reportUnmadeWriteBack). The hold over (the write tried again landed, the GM's
+  // refresh let go of it, the encounter ended), or the part taken off by a later step
+  // that wrote it, it no longer does, though the fighter is held again since for
+  // another reason (a step of unknown fate, a later write-back not made).
   const stillWaits = (id, ref, name, part) => {
     const enc = store().encounter;
     if (!enc || enc.id !== id || !heldOf(enc).includes(ref)) return false;
+    const has = (parts) => isObject(parts) && Object.keys(parts).some((n) => sameName(n, name) && isObject(parts[n]) && part in parts[n]);
     const waiting = ownMember(enc.writes, ref);
-    if (!isObject(waiting)) return true;
-    return Object.keys(waiting.attributes).some((n) => sameName(n, name) && part in waiting.attributes[n]);
+    return has(isObject(waiting) ? waiting.attributes : undefined) || has(ownMember(enc.byHand, ref));
   };
 
   // Marks the {reaches} entries of an answer's places (applyUpdates) whose write the

@@ -9195,3 +9195,59 @@ test('a lone stale refusal (one bridge) is reported and resynced, and nothing el
   restarted.sb.chat({ playerid: GM, content: '!psi encounter status' });
   assert.ok(!plain(restarted.sb.context.Mindscape.pendingIds()).includes(resolve.id));
 });
+
+test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step of unknown fate held everyone, and the GM linked the bar again: the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[1].set({ bar1_link: '' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.deepEqual(held(ctx), []);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  const step = lastRequest(ctx.sb);
+  assert.equal(step.body.method, 'encounter.resolve');
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
+  assert.ok(held(ctx).includes(ctx.gob[1].id));
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step\'s write-back the companion could not make held the token again with no write to try, and the GM linked the bar again: the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[1].set({ bar1_link: '' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.deepEqual(held(ctx), []);
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  const step = lastRequest(ctx.sb);
+  assert.equal(step.body.method, 'encounter.resolve');
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  assert.ok(held(ctx).includes(ctx.gob[1].id));
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+test('the newest request wins only while a held write still waits: a step\'s write through the token\'s HP bar linked to its character\'s HP failed, a later write-back the companion could not make left it to be put by hand, and a later step wrote that HP on the bar alone (unlinked): the GM linked the bar again, and the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = tokenLinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const unmade = resolveNow(ctx);
+  answer(ctx, unmade.id, { jsonrpc: '2.0', id: unmade.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  ctx.gob[1].set({ bar1_link: '' });
+  const step = resolveNow(ctx);
+  assert.equal(step.body.method, 'encounter.resolve');
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 3, results: [], summary: 'Round 3.', rolls: [], revision: 5, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] } });
+  assert.equal(ctx.gob[1].get('bar1_value'), 4);
+  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});

@@ -3340,7 +3340,8 @@ var Mindscape = Mindscape || (() => {
   // `changed` for status), 'failed' (again), or null (no waiting write). A part that
   // already shows the value to be written counts as unchanged (a failed update may have
   // written some attributes before it threw, or the GM put one right). Where it lands,
-  // the requests of each part's `older` still waiting remember the places it wrote.
+  // the requests of each part's `older` still waiting remember the places it wrote;
+  // where it throws again, those it may have reached (rememberFailed).
   const retryWrite = (enc, ref) => {
     const waiting = writesOf(enc)[ref];
     if (!waiting) return null;
@@ -3352,11 +3353,23 @@ var Mindscape = Mindscape || (() => {
     // Where each part lands, taken before writing (writing links and unlinks no bar).
     const tokens = waitingTokens();
     const landing = Object.keys(waiting.attributes).flatMap((name) => Object.keys(waiting.attributes[name])
-      .map((part) => ({ ids: ownMember(ownMember(waiting.older, name), part), places: landedAt(placesOf(ref, name, part, tokens)) })));
-    if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) return 'failed';
+      .map((part) => ({ ids: ownMember(ownMember(waiting.older, name), part), name, part, where: placesOf(ref, name, part, tokens) })));
+    const olderOf = (ids) => (Array.isArray(ids) ? ids.map((id) => ownMember(store().pending, String(id))).filter(Boolean) : []);
+    if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) {
+      // It may have written some parts before the throw, where it did not reach when
+      // its step failed (a bar linked since): those requests remember them as
+      // applyUpdates remembers a write that throws, the write still waiting (markWaiting).
+      landing.forEach(({ ids, name, part, where }) => {
+        const places = {};
+        rememberFailed(places, ref, name, part, waiting.attributes[name][part], where);
+        markWaiting(enc, places);
+        olderOf(ids).forEach((job) => rememberIn(job, places));
+      });
+      return 'failed';
+    }
     releaseFighter(enc, ref);
-    landing.filter(({ ids }) => Array.isArray(ids)).forEach(({ ids, places }) => ids.map((id) => ownMember(store().pending, String(id))).filter(Boolean)
-      .forEach((job) => rememberIn(job, Object.fromEntries(places.map((place) => [place, true])))));
+    landing.forEach(({ ids, where }) => olderOf(ids)
+      .forEach((job) => rememberIn(job, Object.fromEntries(landedAt(where).map((place) => [place, true])))));
     return 'written';
   };
 
@@ -4048,6 +4061,20 @@ var Mindscape = Mindscape || (() => {
   // remembers these as written.
   const landedAt = (where) => where.keys.concat(where.shown.map(({ place }) => place));
 
+  // Adds to a table of places (remember) those of fighter `ref`'s write of an attribute
+  // part that threw, `where` it was to land (placesOf): it may have written some before
+  // the throw, and the rest waits to be tried again (a step's hold) or put on the sheet
+  // by hand, on the attribute, which reaches a bar only while it is linked, or on a
+  // token's bar, which reaches an attribute only while it is linked.
+  const rememberFailed = (places, ref, name, part, value, where) => {
+    const { through } = where;
+    where.keys.filter((key) => !through || key !== through.key).forEach((place) => remember(places, place, true));
+    if (through) {
+      remember(places, through.key, { reaches: [{ write: [ref, name, part], attribute: [through.attr, through.part, shown(value)] }] });
+    }
+    where.shown.forEach(({ place, prop }) => remember(places, place, { shows: [[prop, shown(value)]] }));
+  };
+
   // The tokens of the requests still waiting: placesOf's `shown` looks at these, not at
   // every graphic, as only an older request's answer ever compares those keys, and only
   // for its own fighters. Taken once per answer: writing it links and unlinks no bar.
@@ -4176,13 +4203,8 @@ var Mindscape = Mindscape || (() => {
       const ref = update.character_id;
       if (!fighterCharacter(ref)) { failed.push({ ref, gone: true, attributes: update.attributes, at }); return update; }
       const attributes = {};
-      const landing = [];
-      // Where the kept parts land, should the write not throw (landedAt).
-      const landedParts = [];
-      // The attributes this update's bars are linked to: [{name, part, value, through}].
-      const linked = [];
-      // The bars showing an attribute this update writes: [{value, shown: [{place, prop}]}].
-      const showing = [];
+      // The kept parts and where each lands: [{name, part, value, where}] (placesOf).
+      const keptParts = [];
       Object.keys(update.attributes).forEach((name) => {
         const value = update.attributes[name];
         const parts = ['current', 'max'].filter((part) => part in value);
@@ -4191,13 +4213,7 @@ var Mindscape = Mindscape || (() => {
         if (kept.length < parts.length) skipped.push({ ref, name, parts, left: parts.filter((part) => !kept.includes(part)) });
         if (!kept.length) return;
         attributes[name] = Object.fromEntries(kept.map((part) => [part, value[part]]));
-        kept.forEach((part) => {
-          landedParts.push(...landedAt(where[part]));
-          const { through } = where[part];
-          landing.push(...where[part].keys.filter((key) => !through || key !== through.key));
-          if (through) linked.push({ name, part, value: value[part], through });
-          if (where[part].shown.length) showing.push({ value: value[part], shown: where[part].shown });
-        });
+        kept.forEach((part) => keptParts.push({ name, part, value: value[part], where: where[part] }));
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;
@@ -4208,19 +4224,11 @@ var Mindscape = Mindscape || (() => {
       } catch (err) {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
         failed.push({ ref, gone: false, attributes, at });
-        // Still this answer's places: it may have written some before the throw, and the
-        // rest waits to be tried again (a step's hold) or put on the sheet by hand, on
-        // the attribute, which reaches a bar only while it is linked, or on a token's
-        // bar, which reaches an attribute only while it is linked (remember).
-        landing.forEach((place) => remember(places, place, true));
-        linked.forEach(({ name, part, value, through }) => remember(places, through.key, {
-          reaches: [{ write: [ref, name, part], attribute: [through.attr, through.part, shown(value)] }],
-        }));
-        showing.forEach((s) => s.shown.forEach(({ place, prop }) => remember(places, place, { shows: [[prop, shown(s.value)]] })));
+        keptParts.forEach(({ name, part, value, where }) => rememberFailed(places, ref, name, part, value, where));
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
-      landedParts.forEach((place) => remember(places, place, true));
+      keptParts.forEach(({ where }) => landedAt(where).forEach((place) => remember(places, place, true)));
       return made;
     });
     return { written, failed, skipped, places, applied };

@@ -9251,3 +9251,33 @@ test('the newest request wins only while a held write still waits: a step\'s wri
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
 });
+
+test('the newest request wins where a newer step\'s write that failed, tried again through a link the GM made since, writes its character\'s HP through the token\'s bar and then throws again: the older answer for the character leaves that HP to the write still waiting, which lands at the next try', () => {
+  const ctx = goblins();
+  const late = unlinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const token = ctx.gob[1];
+  token.set({ bar1_link: hp.id });
+  // Roll20 writes the linked attribute with the bar; the first try throws after that.
+  const set = token.set.bind(token);
+  let busy = true;
+  token.set = (props) => {
+    if ('bar1_value' in props) hp.set({ current: props.bar1_value });
+    if (busy) { busy = false; throw new Error('busy once more'); }
+    set(props);
+  };
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  // The round the first resolve sent (the token kept) writes nothing; the next one tries the write again.
+  const round = lastRequest(ctx.sb);
+  assert.equal(round.body.method, 'encounter.resolve');
+  answer(ctx, round.id, { jsonrpc: '2.0', id: round.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.deepEqual(held(ctx), []);
+  assert.equal(token.get('bar1_value'), 1);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
+});

@@ -1688,3 +1688,31 @@ test("an undo with the companion not running holds nobody: nothing can have been
   await assert.rejects(ctl.undo(), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
   assert.equal(ctl.meta.held, undefined);
 });
+
+test("a token made unlinked since it was added, then deleted (its world actor stays): the next refresh neither holds it as brought back nor reads its world actor, and a later step is not told again", async () => {
+  let during = () => {};
+  const { t, ctl, gm, enc } = await whileResolving(() => during());
+  const token = t.tokens.ulcenToken;
+  token.actor = new FakeTokenDocument({ id: token.id, name: token.name, actor: t.actors.ulcen, actorLink: false, world: t.world }).actor;
+  token.actor.token = token;
+  t.world.docs.set(token.actor.uuid, token.actor);
+  token.actorLink = false;
+  await token.actor.update({ "flags.mindscape.revised-2e.psp": 28 });
+  during = () => { t.world.docs.delete(token.uuid); t.world.docs.delete(token.actor.uuid); };
+  await ctl.resolve();
+  during = () => {};
+  assert.deepEqual(ctl.meta.gone, ["ulcen"]);
+  const owed = enc.combatants.get("ulcen").profile.psp;
+  const before = t.clients.gm.notes.given.length;
+  const from = t.daemon.calls.length;
+  t.clients.gm.svc.reportRefresh(await ctl.refresh(), { quiet: true });
+  assert.ok(!calls(t, from).some((c) => c.params.combatant_id === "ulcen"), "his world actor, the base of his own copy, is not taken as his sheet");
+  assert.equal(enc.combatants.get("ulcen").profile.psp, owed);
+  assert.equal(ctl.meta.held, undefined, "his token is not back: nothing to hold");
+  assert.deepEqual(ctl.meta.gone, ["ulcen"], "still gone: not told again");
+  // The next round Ulcen attacks again: the step changes him, and nobody is told again.
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  await ctl.resolve();
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn").map((n) => n.text), []);
+  assert.equal(psp(t.actors.ulcen), 40, "the base actor of his deleted copy is not written");
+});

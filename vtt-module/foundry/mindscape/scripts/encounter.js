@@ -952,6 +952,14 @@ export class EncounterController {
           if (seen[cid]) changes.set(cid, undefined);
           continue;
         }
+        // A step was written to no sheet for it though its world actor is still there
+        // (`docsOf`'s `tokenGone`): the companion wrote to its token's own copy (`actorLink`
+        // turned off since `add`), deleted with the token. Its token is not back, and that
+        // world actor (the base of the copy) is not its sheet: it is still gone.
+        if (docs.tokenGone && gone.has(cid)) {
+          if (seen[cid]) changes.set(cid, undefined);
+          continue;
+        }
         const name = docs.token?.name ?? entry.name ?? docs.actor.name;
         if (gone.has(cid)) back.add(cid);
         // Brought back (Foundry's undo of the deletion), its sheet is from before those steps:

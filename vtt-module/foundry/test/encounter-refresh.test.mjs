@@ -1716,3 +1716,18 @@ test("a token made unlinked since it was added, then deleted (its world actor st
   assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn").map((n) => n.text), []);
   assert.equal(psp(t.actors.ulcen), 40, "the base actor of his deleted copy is not written");
 });
+
+test("a linked token deleted (its world actor stays): Ask for choices asks for it as for the others, through that actor, rather than failing for the whole table", async () => {
+  const { t, ctl } = await encounter({
+    dialogs: {
+      p1: { encounterChoiceDialog: { attackMode: "ego-whip", target: "goblin-tokG", multiplier: "1", range: "short" } },
+      p2: { encounterChoiceDialog: { defenseMode: "mind-blank" } },
+      gm: { encounterChoiceDialog: { defenseMode: "" } },
+    },
+  });
+  await t.clients.gm.svc.rpc("encounter.resolve", { id: "enc1", force: true }); // a new round: everyone chooses
+  t.world.docs.delete(t.tokens.ulcenToken.uuid);
+  await ctl.collectChoices();
+  assert.ok(t.clients.p1.dialogs.seen.some((s) => s.kind === "encounterChoiceDialog"), "Ulcen's owner is asked, as his world actor's");
+  assert.ok(t.daemon.calls.some((c) => c.method === "encounter.declare" && c.params.combatant_id === "ulcen"));
+});

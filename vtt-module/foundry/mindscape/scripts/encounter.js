@@ -678,7 +678,7 @@ export class EncounterController {
     const awareness = description?.tables?.awareness_conditions ?? [];
     const docsOf = (cid) => {
       const entry = meta.combatants?.[cid];
-      return entry ? this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : Promise.resolve(null);
+      return entry ? this.docsOf(entry).catch(() => null) : Promise.resolve(null);
     };
     const viewOf = (id) => combatantView(state, id);
     const attack = JSON.stringify([meta.id, state.round, state.exchange, state.struck ?? null]);
@@ -768,7 +768,7 @@ export class EncounterController {
     if (!entry || this.askingChoice.has(cid)) return null;
     this.askingChoice.add(cid);
     try {
-      const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+      const { actor } = await this.docsOf(entry);
       const owner = this.svc.ownerOf(actor);
       const name = entry.name ?? cid;
       const when = (view) => JSON.stringify([view?.round, view?.exchange, view?.phase]);
@@ -890,7 +890,7 @@ export class EncounterController {
     const meta = this.meta;
     const entry = meta.combatants?.[combatantId];
     if (!entry) throw new UsageError("MINDSCAPE.Error.NoEncounter");
-    const { actor } = await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
+    const { actor } = await this.docsOf(entry);
     if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
     return this.declareForm(combatantId, form);
   }
@@ -1339,7 +1339,7 @@ export class EncounterController {
       for (const result of results) {
         const attackerId = idOf(result.attacker);
         const entry = meta.combatants?.[attackerId];
-        const speaker = entry ? await this.svc.docs(entry.tokenUuid ?? entry.actorUuid).catch(() => null) : null;
+        const speaker = entry ? await this.docsOf(entry).catch(() => null) : null;
         const paidBefore = new Map();
         for (const id of [attackerId, idOf(result.defender)]) {
           if (unshown.has(id)) paidBefore.set(id, unshown.get(id));

@@ -1731,3 +1731,18 @@ test("a linked token deleted (its world actor stays): Ask for choices asks for i
   assert.ok(t.clients.p1.dialogs.seen.some((s) => s.kind === "encounterChoiceDialog"), "Ulcen's owner is asked, as his world actor's");
   assert.ok(t.daemon.calls.some((c) => c.method === "encounter.declare" && c.params.combatant_id === "ulcen"));
 });
+
+test("a linked token deleted (its world actor stays) is taken again from that actor under its token's name, so the companion does not rename the combatant after its actor", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  ulcenToken.name = "Skum";
+  await ctl.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid], "Vault");
+  t.world.docs.delete(ulcenToken.uuid);
+  const from = t.daemon.calls.length;
+  await ctl.refresh();
+  const sent = calls(t, from).find((c) => c.method === "encounter.refresh" && c.params.combatant_id === "ulcen").params.combatant;
+  assert.equal(sent.data.actor._id, "ulcen", "his world actor's sheet");
+  assert.deepEqual(sent.data.token, { uuid: ulcenToken.uuid, actorLink: true, name: "Skum" }, "as his linked token named him (the adapter names a combatant by its token)");
+});

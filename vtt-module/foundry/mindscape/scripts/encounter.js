@@ -979,7 +979,10 @@ export class EncounterController {
         }
         let answer;
         try {
-          answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, docs.token, adapter) });
+          // One whose linked token is gone is sent as that token still named it (the
+          // companion names a combatant by its token, else by its actor): not renamed.
+          const token = docs.tokenGone ? { uuid: entry.tokenUuid, actorLink: true, name: entry.name } : docs.token;
+          answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, token, adapter) });
         } catch (error) {
           // The companion answered no: say whose sheet. Anything else (not running) as it is.
           if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);

@@ -1746,3 +1746,50 @@ test("a linked token deleted (its world actor stays) is taken again from that ac
   assert.equal(sent.data.actor._id, "ulcen", "his world actor's sheet");
   assert.deepEqual(sent.data.token, { uuid: ulcenToken.uuid, actorLink: true, name: "Skum" }, "as his linked token named him (the adapter names a combatant by its token)");
 });
+
+test("End and Create pressed together while Foundry stores the encounter setting (a round trip to the server): the waiting write is told once, and the new encounter is kept", async () => {
+  // Foundry's game.settings.set changes the value once the server answered: the meta read
+  // meanwhile is the one before. First Create's new meta is slow (End pressed once
+  // encounter.create answered), then End's {} (Create's encounter.create answered while
+  // End stored it).
+  for (const slow of ["create", "end"]) {
+    let answerCreate;
+    const created = new Promise((resolve) => { answerCreate = resolve; });
+    let holdCreate = false;
+    const { t, ctl } = await encounter({
+      methods: (m) => ({ ...m, "encounter.create": async (p) => { if (holdCreate) await created; return m["encounter.create"](p); } }),
+    });
+    lockPsp(t.tokens.fenkaToken.actor);
+    await ctl.resolve();
+    const settings = t.clients.gm.svc.game.settings;
+    const set = settings.set.bind(settings);
+    // Stored in the order asked, each after a round trip, as the server does.
+    let last = Promise.resolve();
+    settings.set = (ns, key, value) => {
+      const delayed = key === "encounter" && (slow === "create" ? value?.name === "Next" : !value?.id);
+      const done = last.then(async () => { if (delayed) await tick(20); return set(ns, key, value); });
+      last = done.catch(() => null);
+      return done;
+    };
+    const before = t.clients.gm.notes.given.length;
+    let creating;
+    let ending;
+    if (slow === "create") {
+      creating = ctl.create([t.tokens.ulcenToken.uuid], "Next");
+      await tick(5);
+      ending = ctl.end();
+    } else {
+      holdCreate = true;
+      creating = ctl.create([t.tokens.ulcenToken.uuid], "Next");
+      await tick(5);
+      ending = ctl.end();
+      await tick(5);
+      answerCreate();
+    }
+    await Promise.all([ending, creating]);
+    const made = await creating;
+    assert.equal(ctl.meta.id, made.id, `the new encounter is kept (${slow}'s meta slow)`);
+    const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+    assert.equal(told.length, 1, `told once (${slow}'s meta slow): ${told.map((n) => n.text).join(" | ")}`);
+  }
+});

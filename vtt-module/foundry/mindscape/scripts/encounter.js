@@ -431,13 +431,17 @@ export class EncounterController {
    * `create`, once. An encounter this one replaces (the panel offers *Create* when it
    * cannot get the current one from the companion) ends here: its waiting writes are
    * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`).
-   * An End still ending the current encounter is waited for: that encounter is End's to
-   * tell (in its own words, once), and its last save must not wipe the new one.
+   * An End still ending the current encounter is waited for, also one pressed while the
+   * companion made the new one: that encounter is End's to tell (in its own words, once),
+   * and its last save must not wipe the new one.
    */
   async createNow(tokenUuids, name) {
     await this.ending?.catch(() => null);
     const system = this.svc.system;
     const made = await this.svc.rpc("encounter.create", { system, name: name ?? this.svc.t.localize("MINDSCAPE.Encounter.DefaultName"), options: houseRulesFor(this.game, system) });
+    // An End pressed while the companion made it is waited for too: until it stored its
+    // last save ({}), the meta read here may still be the encounter it is ending.
+    await this.ending?.catch(() => null);
     // The replaced encounter ends as at End (`endNow`).
     if (this.meta.id) {
       this.endedIds.add(this.meta.id);
@@ -1501,8 +1505,10 @@ export class EncounterController {
     const meta = this.meta;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     // A Create under way when End was pressed replaced the encounter meanwhile: the new
-    // one stays, and that Create tells the old one's waiting writes (`createNow`).
-    if (id && this.meta.id !== id) return;
+    // one stays, and that Create tells the old one's waiting writes (`createNow`). It took
+    // it over (`replacedIds`) before its new meta is stored, which in Foundry is a round
+    // trip to the server: the meta read here may still be the old one then.
+    if (id && (this.meta.id !== id || this.replacedIds.has(id))) return;
     await this.saveMeta({});
     await this.tellWaitingWrites(meta);
   }

@@ -3187,7 +3187,8 @@ var Mindscape = Mindscape || (() => {
   // fighter held because the companion could not make the write-back has no waiting
   // write: nothing to try again. The parts a waiting write of its had then are kept in
   // `enc.byHand[ref]` ({name: {part: value}}), the GM's to put by hand, until the hold
-  // ends or a later step's write of them lands (stillWaits).
+  // ends or a later step's write of them lands (stillWaits); so are those of a later
+  // step's write that fails while it is held with no write to try (settleWrites).
 
   const heldOf = (enc) => (enc && Array.isArray(enc.held) ? enc.held.filter((ref) => enc.combatants[ref]) : []);
 
@@ -3293,7 +3294,8 @@ var Mindscape = Mindscape || (() => {
   // landed takes what it wrote off the fighter's waiting write (all of it: the hold ends);
   // one that failed joins the waiting write (its newer values win, the older expectations
   // stay, and its parts list `older`, the ids of the requests sent before the step),
-  // unless the fighter is held with no write to try (the companion's failure).
+  // unless the fighter is held with no write to try (the companion's failure, a step of
+  // unknown fate): then its parts join `byHand`, the GM's to put by hand.
   // Returns the refs whose sheets this answer left behind: a failed update that a later
   // one of the same answer wrote over in full leaves nothing behind.
   const settleWrites = (enc, updates, failedAt, older) => {
@@ -3323,7 +3325,13 @@ var Mindscape = Mindscape || (() => {
       }
       if (!fighterCharacter(ref)) return;
       missed[ref] = mergeParts(missed[ref] || {}, update.attributes);
-      if (heldOf(enc).includes(ref) && !waiting) return;
+      // Held with no write to try (the companion's failure, a step of unknown fate): the
+      // GM's to put by hand with the rest, until the hold ends (`byHand`, stillWaits).
+      if (heldOf(enc).includes(ref) && !waiting) {
+        if (!isObject(enc.byHand)) enc.byHand = {};
+        enc.byHand[ref] = mergeParts(isObject(enc.byHand[ref]) ? enc.byHand[ref] : {}, update.attributes);
+        return;
+      }
       const expect = shownFor(ref, update.attributes);
       const before = Object.fromEntries(Object.keys(update.attributes)
         .map((name) => [name, Object.fromEntries(Object.keys(update.attributes[name]).map((part) => [part, older]))]));
@@ -4163,20 +4171,26 @@ var Mindscape = Mindscape || (() => {
   const stillWaits = (id, ref, name, part) => {
     const enc = store().encounter;
     if (!enc || enc.id !== id || !heldOf(enc).includes(ref)) return false;
+    return waitsIn(enc, ref, name, part);
+  };
+
+  // Whether encounter `enc` keeps fighter `ref`'s attribute part in its waiting write or
+  // in the parts left to the GM to put by hand (`byHand`).
+  const waitsIn = (enc, ref, name, part) => {
     const has = (parts) => isObject(parts) && Object.keys(parts).some((n) => sameName(n, name) && isObject(parts[n]) && part in parts[n]);
     const waiting = ownMember(enc.writes, ref);
     return has(isObject(waiting) ? waiting.attributes : undefined) || has(ownMember(enc.byHand, ref));
   };
 
   // Marks the {reaches} entries of an answer's places (applyUpdates) whose write the
-  // step left waiting in encounter `enc` (settleWrites): `held`, its id (stillWaits).
-  // Entries of writes not left waiting (not a combatant's, a fighter held with no write
-  // to try, a failed update a later one of the answer wrote over) are left as they are.
+  // step left waiting in encounter `enc`, or to the GM to put by hand while its fighter
+  // is held with no write to try (settleWrites): `held`, its id (stillWaits). Entries of
+  // writes not left so (not a combatant's, a failed update a later one of the answer
+  // wrote over) are left as they are.
   const markWaiting = (enc, places) => {
     Object.values(places).filter((how) => isObject(how) && Array.isArray(how.reaches)).forEach((how) => how.reaches.forEach((entry) => {
       const [ref, name, part] = entry.write;
-      const waiting = ownMember(enc.writes, ref);
-      if (isObject(waiting) && Object.keys(waiting.attributes).some((n) => sameName(n, name) && part in waiting.attributes[n])) entry.held = enc.id;
+      if (waitsIn(enc, ref, name, part)) entry.held = enc.id;
     }));
   };
 

@@ -9281,3 +9281,71 @@ test('the newest request wins where a newer step\'s write that failed, tried aga
   assert.equal(token.get('bar1_value'), 1);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
 });
+
+test('the newest request wins only while a held write still waits: a held write tried again through a link the GM made since threw before writing anything, and the GM\'s refresh let go of the fighter: the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = unlinkedThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const token = ctx.gob[1];
+  token.set({ bar1_link: hp.id, bar1_value: '7' });
+  token.set = () => { delete token.set; throw new Error('busy again'); };
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.deepEqual(held(ctx), [token.id]);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  const round = lastRequest(ctx.sb);
+  assert.equal(round.body.method, 'encounter.resolve');
+  answer(ctx, round.id, { jsonrpc: '2.0', id: round.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 5);
+  assert.deepEqual(held(ctx), []);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});
+
+// The GM linked the token Goblin 3's HP bar, and Goblin 1's attack on it (so for the
+// Goblin character) timed out; Goblin 2 (its HP bar linked to the Goblin's HP, 7) is held
+// with no write to try (a step's write-back the companion could not make), and a later
+// step's write of its HP 1 throws. The older request (its answer still to come) is returned.
+const heldThenStepFailed = (ctx) => {
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  ctx.gob[2].set({ bar1_link: hp.id });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
+  const late = lastRequest(ctx.sb);
+  ctx.sb.advance(30000);
+  encounterOf(ctx, [ctx.gob[1]]);
+  const token = ctx.gob[1];
+  token.set({ bar1_link: hp.id, bar1_value: '7' });
+  const unmade = resolveNow(ctx);
+  answer(ctx, unmade.id, { jsonrpc: '2.0', id: unmade.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, ...UNMADE } });
+  assert.deepEqual(held(ctx), [token.id]);
+  token.set = () => { delete token.set; throw new Error('busy once'); };
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [{ character_id: token.id, attributes: { HP: { current: 1 } } }] } });
+  assert.deepEqual(held(ctx), [token.id]);
+  return late;
+};
+
+test('the newest request wins while a step\'s write that failed for a fighter held with no write to try is to be put on the sheet by hand: the older answer for the character leaves its HP, the bar still linked', () => {
+  const ctx = goblins();
+  const late = heldThenStepFailed(ctx);
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
+  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+});
+
+test('the newest request wins only while a held write still waits: a step\'s write that failed for a fighter held with no write to try (a write-back the companion could not make before) was put on the bar by hand, unlinked, and the GM\'s refresh let go of it: the GM linked the bar again, and the older answer for the character writes its HP', () => {
+  const ctx = goblins();
+  const late = heldThenStepFailed(ctx);
+  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
+  const token = ctx.gob[1];
+  token.set({ bar1_link: '' });
+  token.set({ bar1_value: 1 });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 5);
+  assert.deepEqual(held(ctx), []);
+  token.set({ bar1_link: hp.id, bar1_value: '7' });
+  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+});

@@ -3249,6 +3249,13 @@ var Mindscape = Mindscape || (() => {
       + `and no card was posted for it. ${keep}`;
   };
 
+  // Leaves fighter `ref`'s attribute parts `attributes` to the GM to put by hand
+  // (`enc.byHand`, stillWaits), over those already left.
+  const leaveByHand = (enc, ref, attributes) => {
+    if (!isObject(enc.byHand)) enc.byHand = {};
+    enc.byHand[ref] = mergeParts(isObject(enc.byHand[ref]) ? enc.byHand[ref] : {}, attributes);
+  };
+
   const releaseFighter = (enc, ref) => {
     enc.held = heldOf(enc).filter((held) => held !== ref);
     delete writesOf(enc)[ref];
@@ -3328,8 +3335,7 @@ var Mindscape = Mindscape || (() => {
       // Held with no write to try (the companion's failure, a step of unknown fate): the
       // GM's to put by hand with the rest, until the hold ends (`byHand`, stillWaits).
       if (heldOf(enc).includes(ref) && !waiting) {
-        if (!isObject(enc.byHand)) enc.byHand = {};
-        enc.byHand[ref] = mergeParts(isObject(enc.byHand[ref]) ? enc.byHand[ref] : {}, update.attributes);
+        leaveByHand(enc, ref, update.attributes);
         return;
       }
       const expect = shownFor(ref, update.attributes);
@@ -3428,10 +3434,7 @@ var Mindscape = Mindscape || (() => {
       // write still had are now the GM's to put by hand (`byHand`, stillWaits).
       all.forEach((ref) => {
         const waiting = writesOf(enc)[ref];
-        if (isObject(waiting) && isObject(waiting.attributes)) {
-          if (!isObject(enc.byHand)) enc.byHand = {};
-          enc.byHand[ref] = mergeParts(isObject(enc.byHand[ref]) ? enc.byHand[ref] : {}, waiting.attributes);
-        }
+        if (isObject(waiting) && isObject(waiting.attributes)) leaveByHand(enc, ref, waiting.attributes);
         delete writesOf(enc)[ref];
       });
       lines.push(`The encounter keeps its own copy of every combatant${all.length ? ` (${namesOf(all)})` : ''} until you have brought `
@@ -4118,11 +4121,13 @@ var Mindscape = Mindscape || (() => {
   //    to: a newer answer's place only while that write (of fighter `ref`'s attribute
   //    part) still reaches it (placesOf: the token's bar for that part is linked to it,
   //    or with that bar set to none the part lands on it) and, for a step's write left
-  //    waiting in that encounter (`held`, markWaiting), still waits there (stillWaits),
-  //    or while the attribute shows what the write meant to put there (written through
-  //    the link before the throw, or when it is tried again while linked; the
-  //    attribute keeps it when the GM unlinks the bar). A write the GM is told to put
-  //    on the sheet by hand has no `held`: it may come any time.
+  //    waiting in that encounter, or left to the GM to put by hand while its fighter is
+  //    held there with no write to try (`held`, markWaiting), still waits there
+  //    (stillWaits), or while the attribute shows what the write meant to put there
+  //    (written through the link before the throw, or when it is tried again while
+  //    linked; the attribute keeps it when the GM unlinks the bar). Any other write the
+  //    GM is told to put on the sheet by hand (not a held combatant's step write) has
+  //    no `held`: it may come any time.
   // True wins (another newer answer wrote it); conditions add up, and one holds where
   // any of its entries does.
   const remember = (table, place, how) => {
@@ -4161,10 +4166,12 @@ var Mindscape = Mindscape || (() => {
   };
 
   // Whether a step's write of fighter `ref`'s attribute part, left waiting in encounter
-  // `id` (markWaiting), still waits: that encounter is the current one and still holds
-  // the fighter, with that part in its waiting write, or in the parts of it a later
-  // step's write-back the companion could not make left the GM to put by hand (`byHand`,
-  // reportUnmadeWriteBack). The hold over (the write tried again landed, the GM's
+  // `id` or to the GM to put by hand there (markWaiting), still waits: that encounter
+  // is the current one and still holds the fighter, with that part in its waiting
+  // write, or in the parts left to the GM to put by hand (`byHand`: of a waiting write
+  // a later step's write-back the companion could not make dropped,
+  // reportUnmadeWriteBack, or of a step's write that failed while the fighter was held
+  // with no write to try, settleWrites). The hold over (the write tried again landed, the GM's
   // refresh let go of it, the encounter ended), or the part taken off by a later step
   // that wrote it, it no longer does, though the fighter is held again since for
   // another reason (a step of unknown fate, a later write-back not made).

@@ -1140,7 +1140,7 @@ export class EncounterController {
    * in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
    * name, so it says only that nothing was or will be written for it, this step or a
-   * later one. Each is told once per encounter (`meta.gone`): one the GM removed on
+   * later one while it stays gone. Each is told once per encounter (`meta.gone`): one the GM removed on
    * purpose, which later steps still change (attacked, a condition running out), is not
    * told again at each of them, as refresh skips it without a word. That notice is
    * told here, also after End, never in End's (`tellStepAfterEnd` gets only writes to

@@ -10,8 +10,9 @@ import assert from "node:assert/strict";
 import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revisedResult } from "../test-support/scenario.mjs";
 import { FakeTokenDocument, tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { droppedReport, makeEncounterPanel, refreshReport, updatesOfStep } from "../mindscape/scripts/encounter.js";
+import { EncounterController, droppedReport, makeEncounterPanel, refreshReport, updatesOfStep } from "../mindscape/scripts/encounter.js";
 import { DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
+import { hookTable } from "../mindscape/scripts/hooks.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
 const calls = (t, from = 0) => t.daemon.calls.slice(from).filter((c) => c.method.startsWith("encounter."));
@@ -28,6 +29,16 @@ async function encounter({ methods: wrap = (m) => m, dialogs, extraTokens } = {}
   await gm.encounters.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid, ...(extraTokens?.(t) ?? [])], "Vault");
   await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
   return { t, gm, ctl: gm.encounters, enc };
+}
+
+/**
+ * Foundry deletes token document `token` (an unlinked one's own actor with it): every
+ * client gets `deleteToken` (hooks.js). Resolves once the record is stored.
+ */
+function deleteToken(t, token) {
+  t.world.docs.delete(token.uuid);
+  if (!token.actorLink && token.actor?.isToken) t.world.docs.delete(token.actor.uuid);
+  return Promise.all(Object.values(t.clients).map((c) => hookTable(c.svc).deleteToken(token)));
 }
 
 /** What `encounter.refresh` is sent for each combatant: its sheet now, as encounter.add sent it. */
@@ -556,7 +567,7 @@ test("a linked token deleted while the companion resolves (or moved to another s
   let during = () => {};
   const { t, ctl, gm, enc } = await whileResolving(() => during());
   const ulcen = t.actors.ulcen;
-  during = () => t.world.docs.delete(t.tokens.ulcenToken.uuid);
+  during = () => deleteToken(t, t.tokens.ulcenToken);
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   assert.equal(psp(ulcen), 32, "the ego whip's cost is on Ulcen's sheet, his world actor");
@@ -578,7 +589,7 @@ test("a linked token deleted while the companion resolves, its actor's unlinked 
   });
   await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka" } } });
   // The GM deletes Fenka Prime's token (her world actor stays) while the companion resolves.
-  during = () => t.world.docs.delete("Scene.scene1.Token.tokF2");
+  during = () => deleteToken(t, t.world.docs.get("Scene.scene1.Token.tokF2"));
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   assert.equal(psp(t.tokens.fenkaToken.actor), 30, "Fenka's own token, which nothing struck, keeps her PSPs");
@@ -602,7 +613,7 @@ test("a token whose actorLink the GM turned on or off since it was added, delete
     token.actorLink = link;
     // The sheet it fights through now differs, so the refresh before the resolve stores it: the companion writes there.
     await token.actor.update({ "flags.mindscape.revised-2e.psp": 28 });
-    during = () => { t.world.docs.delete(token.uuid); if (!link) t.world.docs.delete(token.actor.uuid); };
+    during = () => deleteToken(t, token);
     const before = t.clients.gm.notes.given.length;
     await ctl.resolve();
     const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
@@ -619,7 +630,7 @@ test("a combatant whose linked token is deleted while the companion resolves, wh
   const fenkaToken = t.tokens.fenkaToken;
   fenkaToken.actor = t.actors.fenka;
   fenkaToken.actorLink = true;
-  during = () => t.world.docs.delete("Scene.scene1.Token.tokF2");
+  during = () => deleteToken(t, t.world.docs.get("Scene.scene1.Token.tokF2"));
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   assert.equal(psp(t.actors.fenka), 19, "the ego whip's damage is on Fenka's sheet, which her token still shows");
@@ -1726,7 +1737,7 @@ test("a linked token deleted (its world actor stays): Ask for choices asks for i
     },
   });
   await t.clients.gm.svc.rpc("encounter.resolve", { id: "enc1", force: true }); // a new round: everyone chooses
-  t.world.docs.delete(t.tokens.ulcenToken.uuid);
+  await deleteToken(t, t.tokens.ulcenToken);
   await ctl.collectChoices();
   assert.ok(t.clients.p1.dialogs.seen.some((s) => s.kind === "encounterChoiceDialog"), "Ulcen's owner is asked, as his world actor's");
   assert.ok(t.daemon.calls.some((c) => c.method === "encounter.declare" && c.params.combatant_id === "ulcen"));
@@ -1739,7 +1750,7 @@ test("a linked token deleted (its world actor stays) is taken again from that ac
   const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
   ulcenToken.name = "Skum";
   await ctl.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid], "Vault");
-  t.world.docs.delete(ulcenToken.uuid);
+  await deleteToken(t, ulcenToken);
   const from = t.daemon.calls.length;
   await ctl.refresh();
   const sent = calls(t, from).find((c) => c.method === "encounter.refresh" && c.params.combatant_id === "ulcen").params.combatant;
@@ -1792,4 +1803,97 @@ test("End and Create pressed together while Foundry stores the encounter setting
     const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
     assert.equal(told.length, 1, `told once (${slow}'s meta slow): ${told.map((n) => n.text).join(" | ")}`);
   }
+});
+
+/** Ulcen's token made unlinked since it was added (its own copy holds 28 PSPs; his world actor, the base of copies, 40). */
+function unlinkUlcen(t) {
+  const token = t.tokens.ulcenToken;
+  token.actor = new FakeTokenDocument({ id: token.id, name: token.name, actor: t.actors.ulcen, actorLink: false, world: t.world }).actor;
+  token.actor.token = token;
+  t.world.docs.set(token.actor.uuid, token.actor);
+  token.actorLink = false;
+  return token.actor.update({ "flags.mindscape.revised-2e.psp": 28 });
+}
+
+test("a token made unlinked since it was added, deleted between steps (told to the module or not): its world actor is not taken as its sheet, nothing is written there, and the next step that changes it is told as written to no sheet", async () => {
+  for (const told of [true, false]) {
+    const { t, ctl, gm, enc } = await encounter();
+    await unlinkUlcen(t);
+    await ctl.refresh();
+    assert.equal(enc.combatants.get("ulcen").profile.psp, 28, "his own copy's sheet");
+    // The GM deletes his token between steps; with no GM connected, no client hears of it.
+    if (told) await deleteToken(t, t.tokens.ulcenToken);
+    else { t.world.docs.delete(t.tokens.ulcenToken.actor.uuid); t.world.docs.delete(t.tokens.ulcenToken.uuid); }
+    const from = t.daemon.calls.length;
+    await ctl.refresh();
+    assert.ok(!calls(t, from).some((c) => c.params.combatant_id === "ulcen"), `his world actor's 40 PSPs are not taken as his (${told ? "told" : "not told"})`);
+    assert.equal(enc.combatants.get("ulcen").profile.psp, 28);
+    await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+    const before = t.clients.gm.notes.given.length;
+    await ctl.resolve();
+    assert.equal(psp(t.actors.ulcen), 40, "the base of unlinked copies is never written");
+    const warned = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+    assert.deepEqual(warned.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Ulcen of Tyr"), true]]);
+  }
+});
+
+test("a linked token deleted when no GM's client heard of it is taken as gone: its world actor is neither read nor written, and the GM is told", async () => {
+  const { t, ctl, gm } = await encounter();
+  t.world.docs.delete(t.tokens.ulcenToken.uuid);
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "ulcen", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "fenka-tokF" } } });
+  const before = t.clients.gm.notes.given.length;
+  const from = t.daemon.calls.length;
+  await ctl.resolve();
+  assert.ok(!calls(t, from).some((c) => c.params.combatant_id === "ulcen"));
+  assert.equal(psp(t.actors.ulcen), 40);
+  const warned = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.deepEqual(warned.map((n) => n.text), [skippedWords("Ulcen of Tyr")]);
+});
+
+test("a linked token's deletion is stored with the encounter by the active GM's client only, and lasts through a reload: its world actor is still its sheet then", async () => {
+  const { t, ctl } = await encounter();
+  const token = t.tokens.ulcenToken;
+  t.world.docs.delete(token.uuid);
+  assert.equal(hookTable(t.clients.p1.svc).deleteToken(token), null, "a player's client stores nothing");
+  await hookTable(t.clients.gm.svc).deleteToken(token);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true);
+  // A reload: a new controller, which heard of no deletion itself.
+  const fresh = new EncounterController(t.clients.gm.svc);
+  await t.actors.ulcen.update({ "flags.mindscape.revised-2e.psp": 25 });
+  const refreshed = await fresh.refresh();
+  assert.deepEqual(refreshed.find((r) => r.combatantId === "ulcen").changed, ["psp"], "read from his world actor");
+  // Brought back (Foundry's undo), made unlinked, deleted again: the record follows.
+  t.world.docs.set(token.uuid, token);
+  await unlinkUlcen(t);
+  await deleteToken(t, token);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined);
+});
+
+test("a token deleted while a hold is being stored (a round trip to the server): the hold and the deletion's record are both kept, in either order", async () => {
+  for (const first of ["hold", "deletion"]) {
+    const { t, ctl } = await encounter();
+    const settings = t.clients.gm.svc.game.settings;
+    const set = settings.set.bind(settings);
+    settings.set = async (ns, key, value) => { await tick(10); return set(ns, key, value); };
+    const hold = () => ctl.saveHeld(new Map([["fenka-tokF", { write: null }]]), { id: "enc1" });
+    const del = () => { t.world.docs.delete(t.tokens.ulcenToken.uuid); return hookTable(t.clients.gm.svc).deleteToken(t.tokens.ulcenToken); };
+    const a = first === "hold" ? hold() : del();
+    await tick(2);
+    const b = first === "hold" ? del() : hold();
+    await Promise.all([a, b]);
+    assert.deepEqual(ctl.meta.held, { "fenka-tokF": { write: null } }, first);
+    assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true, first);
+  }
+});
+
+test("a linked token deleted while tokens are being added to the encounter: its record is kept, with the combatants added", async () => {
+  let slow = false;
+  const { t, ctl } = await encounter({
+    methods: (m) => ({ ...m, "encounter.add": async (p) => { if (slow) { await deleteToken(t, t.tokens.ulcenToken); await tick(5); } return m["encounter.add"](p); } }),
+  });
+  const prime = t.world.token({ id: "tokF2", name: "Fenka Prime", actor: t.actors.fenka, actorLink: true });
+  slow = true;
+  await ctl.add([prime.uuid]);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true, "the deletion's record stays");
+  assert.ok(Object.values(ctl.meta.combatants).some((c) => c.tokenUuid === prime.uuid), "Fenka Prime is added");
 });

@@ -409,11 +409,18 @@ export class EncounterController {
     // How many steps (resolves, undos, public actions) are under way, by the id of the
     // encounter they were asked of (`stepOf`).
     this.stepsUnderWay = new Map();
+    // Whether each token Foundry deleted in this session was linked then, by token uuid
+    // (`tokenDeleted`): known here at once, while the record in the encounter's meta
+    // (`deletedLinked`, which lasts through a reload) is still being stored.
+    this.deletedTokens = new Map();
+    // The record of a deleted token being stored (`tokenDeleted`), if any: a hold's
+    // save (`saveHeld`) and add's waits for it, so neither writes an older meta over it.
+    this.recording = null;
   }
 
   get game() { return this.svc.game; }
 
-  /** The current encounter's stored meta: {id, system, name, combatants: {cid: {tokenUuid, actorUuid, name}}}. */
+  /** The current encounter's stored meta: {id, system, name, combatants: {cid: {tokenUuid, actorUuid, name, disposition, deletedLinked?}}, held?, gone?}. */
   get meta() { return setting(this.game, "encounter") ?? {}; }
 
   async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
@@ -478,6 +485,16 @@ export class EncounterController {
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
+    }
+    await this.recording?.catch(() => null);
+    const now = this.meta;
+    // What was stored meanwhile (holds, a deleted token's record) is kept.
+    if (now.id === meta.id) {
+      meta.held = now.held;
+      meta.gone = now.gone;
+      meta.combatants = { ...meta.combatants, ...now.combatants };
+      if (meta.held === undefined) delete meta.held;
+      if (meta.gone === undefined) delete meta.gone;
     }
     await this.saveMeta(meta);
     if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
@@ -1039,6 +1056,7 @@ export class EncounterController {
    * @returns {Promise<boolean>}  whether encounter `id` is still the current one
    */
   async saveHeld(changes, { id, seen = null, gone = null }) {
+    await this.recording?.catch(() => null);
     const meta = this.meta;
     if (!id || meta.id !== id || this.endedIds.has(id)) return false;
     if (!changes.size && !gone) return true;
@@ -1067,7 +1085,8 @@ export class EncounterController {
    * The token and actor of combatant `entry` of an encounter's meta (`svc.docs`). A linked
    * token deleted (or moved to another scene, which is deleted and made again) leaves
    * its world actor, which holds its sheet: the combatant is that actor then
-   * (`tokenGone`, no token), when `add` saw it as that world actor (a linked token). The
+   * (`tokenGone`, no token), when `add` saw it as that world actor (a linked token) and
+   * the token was linked when it was deleted (`tokenDeleted`). The
    * actor alone, not `svc.docs` of it, which could name an unlinked token of it, another
    * creature's copy.
    * @returns {Promise<{token:any, actor:any, tokenGone?:boolean}>}
@@ -1077,10 +1096,58 @@ export class EncounterController {
     try {
       return await this.svc.docs(entry.tokenUuid ?? entry.actorUuid);
     } catch (error) {
-      const actor = entry.tokenUuid ? await this.svc.env.fromUuid(entry.actorUuid).catch(() => null) : null;
+      // Only a token known to have been linked when it was deleted (`tokenDeleted`): one
+      // made unlinked since it was added took its own copy with it, and the world actor
+      // `add` recorded is the base of unlinked copies (other creatures), never its sheet.
+      // One deleted with no record (no GM's client heard of it) is gone.
+      const linked = entry.tokenUuid ? this.deletedTokens.get(entry.tokenUuid) ?? entry.deletedLinked === true : false;
+      const actor = linked ? await this.svc.env.fromUuid(entry.actorUuid).catch(() => null) : null;
       if (actor?.documentName === "Actor" && !actor.isToken) return { token: null, actor, tokenGone: true };
       throw error;
     }
+  }
+
+  /**
+   * Foundry deleted token document `token` (hooks.js `deleteToken`): whether it was
+   * linked then (`actorLink`) decides whether its world actor is still its sheet
+   * (`docsOf`). Kept here for this session; with `store` (the active GM's client), also
+   * on its combatant's entry in the current encounter's meta (`deletedLinked`), so it
+   * lasts through a reload. That save waits for a hold being stored, and a hold's save
+   * waits for it (`recording`): neither writes an older meta over the other.
+   * @returns {Promise<void>|null}  the record being stored, if any
+   */
+  tokenDeleted(token, { store = false } = {}) {
+    const uuid = token?.uuid;
+    if (!uuid) return null;
+    const linked = Boolean(token.actorLink);
+    this.deletedTokens.set(uuid, linked);
+    const id = this.meta.id;
+    if (!store || !id || !Object.values(this.meta.combatants ?? {}).some((c) => c?.tokenUuid === uuid)) return null;
+    // The holds being stored now (a previous record among them), not this one itself.
+    const before = [...this.heldSaves];
+    const recording = (async () => {
+      await Promise.allSettled(before);
+      const meta = this.meta;
+      if (meta.id !== id || this.endedIds.has(id)) return;
+      const combatants = { ...meta.combatants };
+      let changed = false;
+      for (const [cid, entry] of Object.entries(combatants)) {
+        if (entry?.tokenUuid !== uuid || (entry.deletedLinked === true) === linked) continue;
+        const next = { ...entry };
+        if (linked) next.deletedLinked = true;
+        else delete next.deletedLinked;
+        combatants[cid] = next;
+        changed = true;
+      }
+      if (changed) await this.saveMeta({ ...meta, combatants });
+    })().catch(() => undefined); // not stored: after a reload it is taken as gone, the safe side
+    this.recording = recording;
+    this.heldSaves.add(recording);
+    recording.finally(() => {
+      this.heldSaves.delete(recording);
+      if (this.recording === recording) this.recording = null;
+    });
+    return recording;
   }
 
   /** The participant of combatant `entry` (`docsOf`): one whose linked token is gone is still written through the token's uuid. */
@@ -1134,9 +1201,10 @@ export class EncounterController {
    * updates for whose token or actor was gone before the write (deleted while the step was
    * under way, or before) gets none, not through another combatant either (`addressesOf`:
    * an update to the world actor of a linked token gone is not sent to an unlinked token
-   * of that actor). One whose linked token is gone but whose world actor is there is
-   * written on that actor, its sheet (`docsOf`); only an update to the token's own copy
-   * (`actorLink` turned off since) has nowhere to go. A combatant so skipped is named
+   * of that actor). One whose token was linked when it was deleted (`tokenDeleted`) and
+   * whose world actor is there is written on that actor, its sheet (`docsOf`); one made
+   * unlinked since, or deleted while no GM's client heard of it, has nowhere to go (its
+   * world actor is the base of unlinked copies). A combatant so skipped is named
    * in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
    * name, so it says only that nothing was or will be written for it, this step or a

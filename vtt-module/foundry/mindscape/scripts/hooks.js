@@ -1,6 +1,7 @@
 /**
  * Hook registrations: token HUD button, actor-sheet header controls (AppV1 and AppV2),
- * chat-card listeners (v12 and v13 names), the combat tracker's rounds. Each hook family
+ * chat-card listeners (v12 and v13 names), the combat tracker's rounds, deleted tokens
+ * (whether they were linked, for the encounter). Each hook family
  * is registered for both versions, the one the running Foundry does not fire staying
  * silent; but for `renderChatMessage`, which v13 fires only when someone listens
  * (`hookTable`).
@@ -182,6 +183,16 @@ export function onUpdateCombat(svc, combat, changed, options) {
 }
 
 /**
+ * Foundry deleted a token (every client gets `deleteToken`): whether it was linked then
+ * is kept (encounter.js `tokenDeleted`), and stored with the encounter by the active
+ * GM's client only, so one save is made.
+ * @returns {Promise<void>|null} the record being stored, if any
+ */
+export function onDeleteToken(svc, token) {
+  return svc.encounters?.tokenDeleted(token, { store: Boolean(svc.relay?.isActiveGM) }) ?? null;
+}
+
+/**
  * The hook names this module listens to, and their handlers. Exported for tests.
  *
  * `renderChatMessage` only before v13: v13's `ChatMessage#renderHTML` fires it whenever
@@ -199,6 +210,7 @@ export function hookTable(svc) {
     getHeaderControlsApplicationV2: (app, controls) => onGetHeaderControls(svc, app, controls),
     renderChatMessageHTML: (message, html) => onRenderChatMessage(svc, message, html),
     updateCombat: (combat, changed, options) => onUpdateCombat(svc, combat, changed, options),
+    deleteToken: (token) => onDeleteToken(svc, token),
   };
   if (!(generation >= 13)) table.renderChatMessage = (message, html) => onRenderChatMessage(svc, message, html);
   return table;

@@ -1886,6 +1886,20 @@ test("a token deleted while a hold is being stored (a round trip to the server):
   }
 });
 
+test("End pressed while Create adds the tokens: the ended encounter's meta does not come back (the companion deleted it)", async () => {
+  let answerAdd;
+  const slow = new Promise((resolve) => { answerAdd = resolve; });
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods: { ...methods, "encounter.add": async (p) => { await slow; return methods["encounter.add"](p); } } });
+  const ctl = t.clients.gm.svc.encounters;
+  const creating = ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+  await tick(5);
+  await ctl.end();
+  answerAdd();
+  await creating;
+  assert.deepEqual(ctl.meta, {}, "no encounter: End ended it");
+});
+
 test("a linked token deleted while tokens are being added to the encounter: its record is kept, with the combatants added", async () => {
   let slow = false;
   const { t, ctl } = await encounter({

@@ -466,7 +466,8 @@ export class EncounterController {
    * Add tokens to the current encounter. A creature already in it (by its actor as seen
    * through the token: a linked actor's other token is the same creature) is not sent
    * again, which the companion would refuse; the GM is told whom, and told to select
-   * tokens when none are.
+   * tokens when none are. Nothing is stored once the encounter ended meanwhile (*End*
+   * pressed while Create adds its tokens) or a new one replaced it.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -486,16 +487,17 @@ export class EncounterController {
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
+    // End pressed meanwhile (or a new encounter replaced it): the companion forgot this
+    // encounter, and its meta must not come back over what End or Create stored.
     await this.recording?.catch(() => null);
     const now = this.meta;
+    if (now.id !== meta.id || this.endedIds.has(meta.id)) return meta;
     // What was stored meanwhile (holds, a deleted token's record) is kept.
-    if (now.id === meta.id) {
-      meta.held = now.held;
-      meta.gone = now.gone;
-      meta.combatants = { ...meta.combatants, ...now.combatants };
-      if (meta.held === undefined) delete meta.held;
-      if (meta.gone === undefined) delete meta.gone;
-    }
+    meta.held = now.held;
+    meta.gone = now.gone;
+    meta.combatants = { ...meta.combatants, ...now.combatants };
+    if (meta.held === undefined) delete meta.held;
+    if (meta.gone === undefined) delete meta.gone;
     await this.saveMeta(meta);
     if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;

@@ -489,7 +489,7 @@ export class EncounterController {
     }
     // End pressed meanwhile (or a new encounter replaced it): the companion forgot this
     // encounter, and its meta must not come back over what End or Create stored.
-    await this.recording?.catch(() => null);
+    if (this.recording) await this.recording;
     const now = this.meta;
     if (now.id !== meta.id || this.endedIds.has(meta.id)) return meta;
     // What was stored meanwhile (holds, a deleted token's record) is kept.
@@ -1058,7 +1058,7 @@ export class EncounterController {
    * @returns {Promise<boolean>}  whether encounter `id` is still the current one
    */
   async saveHeld(changes, { id, seen = null, gone = null }) {
-    await this.recording?.catch(() => null);
+    if (this.recording) await this.recording;
     const meta = this.meta;
     if (!id || meta.id !== id || this.endedIds.has(id)) return false;
     if (!changes.size && !gone) return true;
@@ -1210,9 +1210,9 @@ export class EncounterController {
    * in the same notice (`UpdateSkippedGone`, or
    * `UpdateSkippedGoneToo` after `UpdateFailedGone`): there are no document or values to
    * name, so it says only that nothing was or will be written for it, this step or a
-   * later one while it stays gone. Each is told once per encounter (`meta.gone`): one the GM removed on
-   * purpose, which later steps still change (attacked, a condition running out), is not
-   * told again at each of them, as refresh skips it without a word. That notice is
+   * later one while it stays gone. Each is told once per encounter (`meta.gone`): one
+   * the GM removed on purpose, which later steps still change (attacked, a condition
+   * running out), is not told again at each of them, as refresh skips it without a word. That notice is
    * told here, also after End, never in End's (`tellStepAfterEnd` gets only writes to
    * documents still there).
    *

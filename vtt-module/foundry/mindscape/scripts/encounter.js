@@ -392,8 +392,10 @@ export class EncounterController {
     // leaves them be. An attack declared again at the same minds in the same exchange
     // cannot be told apart from the first (the view keeps attacks secret): the answer stands.
     this.declinedJoin = { attack: null, ids: new Set() };
-    // The encounters an End is ending (`endNow`), and the writes of holds under way
-    // (`saveHeld`): a hold comes into an encounter before End reads it, or not at all.
+    // The encounters an End is ending (`endNow`), and the meta writes under way (a hold's,
+    // `saveHeld`; a deleted token's record, `tokenDeleted`; add's last save): a hold comes
+    // into an encounter before End reads it, or not at all, and each write waits for those
+    // under way before it reads the meta, so none writes an older meta over another.
     this.endedIds = new Set();
     this.heldSaves = new Set();
     // Those of `endedIds` a new encounter replaced (`createNow`) rather than End: a
@@ -413,9 +415,6 @@ export class EncounterController {
     // (`tokenDeleted`): known here at once, while the record in the encounter's meta
     // (`deletedLinked`, which lasts through a reload) is still being stored.
     this.deletedTokens = new Map();
-    // The record of a deleted token being stored (`tokenDeleted`), if any: a hold's
-    // save (`saveHeld`) and add's waits for it, so neither writes an older meta over it.
-    this.recording = null;
   }
 
   get game() { return this.svc.game; }
@@ -489,7 +488,9 @@ export class EncounterController {
     }
     // End pressed meanwhile (or a new encounter replaced it): the companion forgot this
     // encounter, and its meta must not come back over what End or Create stored.
-    if (this.recording) await this.recording;
+    // Every meta write under way (a hold's, a deleted token's record) lands first, and
+    // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
+    while (this.heldSaves.size) await Promise.allSettled([...this.heldSaves]);
     const now = this.meta;
     if (now.id !== meta.id || this.endedIds.has(meta.id)) return meta;
     // What was stored meanwhile (holds, a deleted token's record) is kept.
@@ -498,7 +499,13 @@ export class EncounterController {
     meta.combatants = { ...meta.combatants, ...now.combatants };
     if (meta.held === undefined) delete meta.held;
     if (meta.gone === undefined) delete meta.gone;
-    await this.saveMeta(meta);
+    const saving = this.saveMeta(meta);
+    this.heldSaves.add(saving);
+    try {
+      await saving;
+    } finally {
+      this.heldSaves.delete(saving);
+    }
     if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
   }
@@ -1058,7 +1065,9 @@ export class EncounterController {
    * @returns {Promise<boolean>}  whether encounter `id` is still the current one
    */
   async saveHeld(changes, { id, seen = null, gone = null }) {
-    if (this.recording) await this.recording;
+    // Every meta write under way (another hold's, a deleted token's record, add's) lands
+    // first: a record started while this waited is waited for too.
+    while (this.heldSaves.size) await Promise.allSettled([...this.heldSaves]);
     const meta = this.meta;
     if (!id || meta.id !== id || this.endedIds.has(id)) return false;
     if (!changes.size && !gone) return true;
@@ -1114,8 +1123,8 @@ export class EncounterController {
    * linked then (`actorLink`) decides whether its world actor is still its sheet
    * (`docsOf`). Kept here for this session; with `store` (the active GM's client), also
    * on its combatant's entry in the current encounter's meta (`deletedLinked`), so it
-   * lasts through a reload. That save waits for a hold being stored, and a hold's save
-   * waits for it (`recording`): neither writes an older meta over the other.
+   * lasts through a reload. That save waits for the meta writes under way (`heldSaves`),
+   * and those made later wait for it: none writes an older meta over another.
    * @returns {Promise<void>|null}  the record being stored, if any
    */
   tokenDeleted(token, { store = false } = {}) {
@@ -1143,12 +1152,8 @@ export class EncounterController {
       }
       if (changed) await this.saveMeta({ ...meta, combatants });
     })().catch(() => undefined); // not stored: after a reload it is taken as gone, the safe side
-    this.recording = recording;
     this.heldSaves.add(recording);
-    recording.finally(() => {
-      this.heldSaves.delete(recording);
-      if (this.recording === recording) this.recording = null;
-    });
+    recording.finally(() => this.heldSaves.delete(recording));
     return recording;
   }
 

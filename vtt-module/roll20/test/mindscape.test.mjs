@@ -8629,10 +8629,67 @@ test('the newest request wins: where the newer answer wrote only an attribute\'s
 });
 
 
-// Goblin 1 attacks Goblin 2 (a mind with no defense): the request sent, for the newest-wins tests.
-const attackGoblin = (ctx) => {
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[1].id} --mode ego-whip --defense none` });
+// Goblin 1 attacks Goblin 2, or the goblin token `target` (a mind with no defense): the
+// request sent, for the newest-wins tests.
+const attackGoblin = (ctx, target = ctx.gob[1]) => {
+  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${target.id} --mode ego-whip --defense none` });
   return lastRequest(ctx.sb);
+};
+
+// Answers the exchange request `req` with one update: `attributes` written for `id`.
+const answerWrites = (ctx, req, id, attributes) => answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: id, attributes }]));
+
+// The older (late) answer of the newest-wins tests: HP 2, for the Goblin character or
+// for the token Goblin 2.
+const olderAnswerForCharacter = (ctx, late) => answerWrites(ctx, late, ctx.goblin.id, { HP: { current: 2 } });
+const olderAnswerForToken = (ctx, late) => answerWrites(ctx, late, ctx.gob[1].id, { HP: { current: 2 } });
+
+// Answers the encounter step `req` as round `round` at `revision`, with no results and
+// `fields` (its `updates`, or UNMADE).
+const roundAnswer = (ctx, req, round, revision, fields) => answer(ctx, req.id, {
+  jsonrpc: '2.0', id: req.id, result: { round, results: [], summary: `Round ${round}.`, rolls: [], revision, ...fields },
+});
+
+// The next call of `obj[method]` throws (as a busy sandbox can); the ones after work.
+const throwsOnce = (obj, method) => {
+  obj[method] = () => { delete obj[method]; throw new Error('busy once'); };
+};
+
+// The GM unlinks the token's HP bar. Roll20 shows the linked attribute on the bar, and
+// keeps it there when the bar is unlinked: `shown` is what it showed.
+const unlinkShowing = (token, shown) => {
+  token.set({ bar1_value: shown });
+  token.set({ bar1_link: '' });
+};
+
+// The GM links the token's HP bar to the Goblin character's HP (7), which the bar shows.
+const linkToGoblinHp = (ctx, token) => token.set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id, bar1_value: '7' });
+
+// The GM's whisper about the late answer ends with what it did not write because a newer
+// request did (`names`, as "Goblin 2: HP"); or no whisper says anything was not written.
+const assertLeftOut = (ctx, names) => assert.match(
+  whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)),
+  new RegExp(`\\(the newest request wins\\): ${names.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.</div>$`),
+);
+const assertNothingLeftOut = (ctx) => assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+
+// The older answer for the token Goblin 2 leaves its bar showing `shown`, and the GM is
+// told so; the older answer for the character leaves its HP at `shown`, and the GM is told
+// so; or it writes the character's HP 2, and nothing is said to be left out.
+const olderAnswerLeavesBar = (ctx, late, shown) => {
+  olderAnswerForToken(ctx, late);
+  assert.equal(ctx.gob[1].get('bar1_value'), shown);
+  assertLeftOut(ctx, 'Goblin 2: HP');
+};
+const olderAnswerLeavesHp = (ctx, late, shown) => {
+  olderAnswerForCharacter(ctx, late);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), shown);
+  assertLeftOut(ctx, 'Goblin: HP');
+};
+const olderAnswerWritesHp = (ctx, late) => {
+  olderAnswerForCharacter(ctx, late);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
+  assertNothingLeftOut(ctx);
 };
 
 // The link tests' start: Goblin 1's attack on the token Goblin 2 times out; the GM links
@@ -8645,7 +8702,7 @@ const linkedThenCharacterAnswered = (ctx) => {
   ctx.gob[1].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
   const again = attackGoblin(ctx);
   assert.equal(again.body.params.defender.data.id, ctx.goblin.id);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 1 } } }]));
+  answerWrites(ctx, again, ctx.goblin.id, { HP: { current: 1 } });
   return late;
 };
 
@@ -8662,11 +8719,11 @@ test('the newest request wins though the GM moved the HP bar (--hpbar) or rename
     const ctx = goblins();
     ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr hp=HP --attr psp=PSP' });
     const { late, again } = timedOutThenAgain(ctx);
-    answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+    answerWrites(ctx, again, ctx.gob[1].id, { HP: { current: 1 } });
     assert.equal(ctx.gob[1].get('bar1_value'), 1);
     ctx.sb.chat({ playerid: GM, content: `!psi config ${change}` });
-    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+    olderAnswerForToken(ctx, late);
+    assertLeftOut(ctx, 'Goblin 2: HP');
     return ctx;
   };
   // HP now on bar 2: the older HP is not put there, and bar 1 keeps the newer HP, which
@@ -8684,22 +8741,20 @@ test('the newest request wins though the GM linked the token\'s HP bar since: th
   const ctx = goblins();
   const late = linkedThenCharacterAnswered(ctx);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  olderAnswerForToken(ctx, late);
   assert.equal(ctx.gob[1].get('bar1_value'), '3');
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: HP');
 });
 
 test('the newest request wins though the GM linked the token\'s HP bar and unlinked it again after the character\'s newer answer wrote through it: the older answer for the token leaves the HP that bar kept', () => {
   const ctx = goblins();
   const late = linkedThenCharacterAnswered(ctx);
-  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerForToken(ctx, late);
   assert.equal(ctx.gob[1].get('bar1_value'), 1);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: HP');
 });
 
 // The Goblin, the token Goblin 2's HP bar linked to its HP, is made an encounter's one
@@ -8708,10 +8763,10 @@ test('the newest request wins though the GM linked the token\'s HP bar and unlin
 const goblinStepFails = (ctx, failing, attributes = { HP: { current: 1 } }) => {
   encounterOf(ctx, [ctx.gob[1]]);
   const attr = ctx.sb.attribute(ctx.goblin.id, failing);
-  attr.setWithWorker = () => { delete attr.setWithWorker; throw new Error('busy once'); };
+  throwsOnce(attr, 'setWithWorker');
   const step = resolveNow(ctx);
   const update = { character_id: ctx.goblin.id, attributes };
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
+  roundAnswer(ctx, step, 1, 3, { updates: [update] });
   assert.deepEqual(held(ctx), [ctx.goblin.id]);
 };
 
@@ -8731,9 +8786,9 @@ test('the newest request wins only where a held write can still reach: the GM li
   const late = linkedThenStepFailed(ctx, 'HP');
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
   ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  olderAnswerForToken(ctx, late);
   assert.equal(ctx.gob[1].get('bar1_value'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  assertNothingLeftOut(ctx);
   // The write tried again before the next resolve lands on the character alone.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
@@ -8745,12 +8800,8 @@ test('the newest request wins where a newer write failed after writing HP throug
   const ctx = goblins();
   const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesBar(ctx, late, 1);
 });
 
 test('the newest request wins where a newer write failed and landed when tried again, through the token\'s linked bar: the GM unlinked the bar after that, which keeps that HP, and the older answer for the token leaves it', () => {
@@ -8759,12 +8810,8 @@ test('the newest request wins where a newer write failed and landed when tried a
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   assert.deepEqual(held(ctx), []);
-  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesBar(ctx, late, 1);
 });
 
 test('the newest request wins where one newer answer wrote HP through the token\'s linked bar and another one\'s write of it failed after: the GM unlinked the bar, which keeps the HP written, and the older answer for the token leaves it', () => {
@@ -8772,25 +8819,17 @@ test('the newest request wins where one newer answer wrote HP through the token\
   const late = linkedThenCharacterAnswered(ctx);
   goblinStepFails(ctx, 'HP', { HP: { current: 5 } });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesBar(ctx, late, 1);
 });
 
 test('the newest request wins where a newer write failed after writing HP through the token\'s linked bar, and the GM unlinked the bar and then moved HP to another bar (--hpbar) or swapped the HP and PSP bars: the older answer for the token writes its HP nowhere, as after a newer write that landed', () => {
   const run = (change) => {
     const ctx = goblins();
     const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
-    // Roll20 shows the linked attribute on the bar, and keeps it there when the bar is unlinked.
-    ctx.gob[1].set({ bar1_value: 1 });
-    ctx.gob[1].set({ bar1_link: '' });
+    unlinkShowing(ctx.gob[1], 1);
     ctx.sb.chat({ playerid: GM, content: `!psi config ${change}` });
-    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-    assert.equal(ctx.gob[1].get('bar1_value'), 1);
-    assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+    olderAnswerLeavesBar(ctx, late, 1);
     return ctx;
   };
   assert.equal(run('--hpbar 3').gob[1].get('bar3_value'), '');
@@ -8801,15 +8840,12 @@ test('the newest request wins where two newer writes of HP through the token\'s 
   const ctx = goblins();
   const late = linkedThenStepFailed(ctx, 'PSP', { HP: { current: 1 }, PSP: { current: 9 } });
   const attr = ctx.sb.attribute(ctx.goblin.id, 'HP');
-  attr.setWithWorker = () => { delete attr.setWithWorker; throw new Error('busy once'); };
+  throwsOnce(attr, 'setWithWorker');
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 4, updates: [{ character_id: ctx.goblin.id, attributes: { HP: { current: 4 } } }] } });
+  roundAnswer(ctx, step, 1, 4, { updates: [{ character_id: ctx.goblin.id, attributes: { HP: { current: 4 } } }] });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesBar(ctx, late, 1);
 });
 
 test('the newest request wins for a request kept with a condition that names no bar (a value alone): it is read on the bar the part is on now', () => {
@@ -8819,7 +8855,7 @@ test('the newest request wins for a request kept with a condition that names no 
     ctx.sb.advance(30000);
     ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.gob[1].id}|bar|hp|value`]: { shows: ['1'] } };
     ctx.gob[1].set({ bar1_value: bar });
-    answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+    olderAnswerForToken(ctx, late);
     return ctx.gob[1].get('bar1_value');
   };
   assert.equal(run(1), 1);
@@ -8835,18 +8871,38 @@ test('the newest request wins for a request kept with a condition that names no 
 const tokenLinkedThenStepFailed = (ctx, before = () => {}) => {
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   ctx.gob[2].set({ bar1_link: hp.id });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const late = lastRequest(ctx.sb);
+  const late = attackGoblin(ctx, ctx.gob[2]);
   assert.equal(late.body.params.defender.data.id, ctx.goblin.id);
   ctx.sb.advance(30000);
   encounterOf(ctx, [ctx.gob[1]]);
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  linkToGoblinHp(ctx, ctx.gob[1]);
   const token = ctx.gob[1];
   token.set = (props) => { delete token.set; before(props); throw new Error('busy once'); };
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] } });
+  roundAnswer(ctx, step, 1, 3, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   return late;
+};
+
+// After tokenLinkedThenStepFailed the GM unlinks Goblin 2's HP bar, and the write tried
+// again before the next resolve lands on that bar alone, which ends the hold. The older
+// request (its answer still to come) is returned.
+const unlinkedThenLandedOnBar = (ctx) => {
+  const late = tokenLinkedThenStepFailed(ctx);
+  ctx.gob[1].set({ bar1_link: '' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  assert.equal(ctx.gob[1].get('bar1_value'), 1);
+  assert.deepEqual(held(ctx), []);
+  return late;
+};
+
+// The refresh sent before a resolve is answered (revision 3), and the encounter step sent
+// after it is returned.
+const roundAfterRefresh = (ctx) => {
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  const step = lastRequest(ctx.sb);
+  assert.equal(step.body.method, 'encounter.resolve');
+  return step;
 };
 
 test('the newest request wins only where a held write can still reach: the GM linked a token\'s HP bar to its character\'s HP, the token\'s newer write failed, and the GM unlinked the bar before the older answer for the character came, which writes the character\'s HP (the write tried again reaches only the bar) and says nothing of it', () => {
@@ -8854,9 +8910,7 @@ test('the newest request wins only where a held write can still reach: the GM li
   const late = tokenLinkedThenStepFailed(ctx);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
   ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  olderAnswerWritesHp(ctx, late);
   // The write tried again before the next resolve lands on the token's bar alone.
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(ctx.gob[1].get('bar1_value'), 1);
@@ -8867,9 +8921,7 @@ test('the newest request wins only where a held write can still reach: the GM li
 test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed and the bar is still linked: the older answer for the character leaves its HP to the write tried again', () => {
   const ctx = goblins();
   const late = tokenLinkedThenStepFailed(ctx);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, '7');
 });
 
 test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed after writing it: the GM unlinked the bar, and the older answer for the character leaves the HP its attribute shows', () => {
@@ -8878,11 +8930,8 @@ test('the newest request wins where a token\'s newer write through its HP bar li
   // Roll20 writes the linked attribute with the bar.
   const late = tokenLinkedThenStepFailed(ctx, (props) => hp.set({ current: props.bar1_value }));
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesHp(ctx, late, 1);
 });
 
 test('the newest request wins where two newer writes of a token\'s HP through its bar linked to its character\'s HP failed, the first after writing it: the GM unlinked the bar, and the older answer for the character leaves the HP the first wrote (the conditions add up)', () => {
@@ -8890,24 +8939,19 @@ test('the newest request wins where two newer writes of a token\'s HP through it
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   const late = tokenLinkedThenStepFailed(ctx, (props) => hp.set({ current: props.bar1_value }));
   const token = ctx.gob[1];
-  token.set = () => { delete token.set; throw new Error('busy once'); };
+  throwsOnce(token, 'set');
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 4, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] } });
+  roundAnswer(ctx, step, 1, 4, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  ctx.gob[1].set({ bar1_value: 1 });
-  ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  unlinkShowing(ctx.gob[1], 1);
+  olderAnswerLeavesHp(ctx, late, 1);
 });
 
 test('the newest request wins where a token\'s newer write through its HP bar linked to its character\'s HP failed, and the GM then moved HP to another bar (--hpbar), not linked: the write tried again reaches only that bar, and the older answer for the character writes its HP', () => {
   const ctx = goblins();
   const late = tokenLinkedThenStepFailed(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 3' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  olderAnswerWritesHp(ctx, late);
 });
 
 // Goblin 3's HP bar is linked to its character's HP, and Goblin 1's attack on it times
@@ -8916,16 +8960,15 @@ test('the newest request wins where a token\'s newer write through its HP bar li
 // come) is returned.
 const unlinkedThenStepFailed = (ctx) => {
   ctx.gob[2].set({ bar1_link: ctx.sb.attribute(ctx.goblin.id, 'HP').id });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const late = lastRequest(ctx.sb);
+  const late = attackGoblin(ctx, ctx.gob[2]);
   assert.equal(late.body.params.defender.data.id, ctx.goblin.id);
   ctx.sb.advance(30000);
   encounterOf(ctx, [ctx.gob[1]]);
   ctx.gob[1].set({ bar1_value: '7' });
   const token = ctx.gob[1];
-  token.set = () => { delete token.set; throw new Error('busy once'); };
+  throwsOnce(token, 'set');
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] } });
+  roundAnswer(ctx, step, 1, 3, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }] });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   return late;
 };
@@ -8937,9 +8980,7 @@ test('the newest request wins where a newer step\'s write that failed lands when
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   assert.deepEqual(held(ctx), []);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, 1);
 });
 
 test('the newest request wins where a newer step\'s write that failed lands when tried again through a link the GM made since: the token\'s HP bar, linked to its character\'s HP after the write failed, writes that HP, which the older answer for the character leaves', () => {
@@ -8954,41 +8995,37 @@ test('the newest request wins where a newer step\'s write that failed lands when
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   assert.deepEqual(held(ctx), []);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, 1);
 });
 
 test('the newest request wins only for the requests sent before the step whose write failed: one sent after it, answered late after the write tried again landed, writes over it', () => {
   const ctx = goblins();
   unlinkedThenStepFailed(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const after = lastRequest(ctx.sb);
+  const after = attackGoblin(ctx, ctx.gob[2]);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  answer(ctx, after.id, exchangeResult(ctx, after.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
+  answerWrites(ctx, after, ctx.goblin.id, { HP: { current: 2 } });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  assertNothingLeftOut(ctx);
 });
 
 test('the newest request wins part by part where two steps\' failed writes of one fighter wait together: a request sent between them leaves, where the write tried again lands, only the part the later step wrote', () => {
   const ctx = goblins();
   const late = unlinkedThenStepFailed(ctx);
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const between = lastRequest(ctx.sb);
+  const between = attackGoblin(ctx, ctx.gob[2]);
   const token = ctx.gob[1];
-  token.set = () => { delete token.set; throw new Error('busy once'); };
+  throwsOnce(token, 'set');
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { max: 5 } } }] } });
+  roundAnswer(ctx, step, 2, 4, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { max: 5 } } }] });
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar none' });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   assert.deepEqual([hp.get('current'), hp.get('max')], [1, 5]);
-  answer(ctx, between.id, exchangeResult(ctx, between.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2, max: 6 } } }]));
+  answerWrites(ctx, between, ctx.goblin.id, { HP: { current: 2, max: 6 } });
   assert.deepEqual([hp.get('current'), hp.get('max')], [2, 5]);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /\(the newest request wins\): Goblin: HP \(max\)\.<\/div>$/);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 3, max: 7 } } }]));
+  answerWrites(ctx, late, ctx.goblin.id, { HP: { current: 3, max: 7 } });
   assert.deepEqual([hp.get('current'), hp.get('max')], [2, 5]);
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => w.includes(`request <b>${late.id}</b>`) && /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
 });
@@ -9006,56 +9043,42 @@ test('a held write kept from before holds listed the requests sent before its st
 
 test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the GM unlinked the bar, the write tried again landed on the bar alone (the hold is over), and the GM linked the bar again: the older answer for the character writes its HP', () => {
   const ctx = goblins();
-  const late = tokenLinkedThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
-  ctx.gob[1].set({ bar1_link: '' });
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.deepEqual(held(ctx), []);
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  const late = unlinkedThenLandedOnBar(ctx);
+  linkToGoblinHp(ctx, ctx.gob[1]);
+  olderAnswerWritesHp(ctx, late);
 });
 
 test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed and the GM ended the encounter (its holds forgotten), the bar still linked: the older answer for the character writes its HP', () => {
   const ctx = goblins();
   const late = tokenLinkedThenStepFailed(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter end' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  olderAnswerWritesHp(ctx, late);
 });
 
 test('the newest request wins while a step\'s write that failed is to be put on the sheet by hand: the token\'s newer write through its HP bar linked to its character\'s HP failed, and a later step\'s write-back the companion could not make left the token held with no write to try: the older answer for the character leaves its HP, the bar still linked', () => {
   const ctx = goblins();
   const late = tokenLinkedThenStepFailed(ctx);
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  roundAnswer(ctx, step, 2, 4, UNMADE);
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   assert.equal(ctx.sb.state.Mindscape.encounter.writes[ctx.gob[1].id], undefined);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, '7');
 });
 
 test('the newest request wins where a newer write through a token\'s HP bar linked to its character\'s HP failed outside an encounter step (the GM is told to put it on the sheet by hand): the older answer for the character leaves its HP, the bar still linked', () => {
   const ctx = goblins();
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   ctx.gob[2].set({ bar1_link: hp.id });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const late = lastRequest(ctx.sb);
+  const late = attackGoblin(ctx, ctx.gob[2]);
   ctx.sb.advance(30000);
   const newer = attackGoblin(ctx);
   assert.equal(newer.body.params.defender.data.id, ctx.gob[1].id);
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
+  linkToGoblinHp(ctx, ctx.gob[1]);
   const token = ctx.gob[1];
-  token.set = () => { delete token.set; throw new Error('busy once'); };
-  answer(ctx, newer.id, exchangeResult(ctx, newer.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+  throwsOnce(token, 'set');
+  answerWrites(ctx, newer, ctx.gob[1].id, { HP: { current: 1 } });
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Put these values on the sheet by hand/);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, '7');
 });
 
 test('the newest request wins for a request kept with a character\'s HP remembered whole (true, as before conditions on attributes): its older answer leaves it, the bar that reached it unlinked or not', () => {
@@ -9063,45 +9086,43 @@ test('the newest request wins for a request kept with a character\'s HP remember
   const late = tokenLinkedThenStepFailed(ctx);
   ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.goblin.id}|hp|current`]: true };
   ctx.gob[1].set({ bar1_link: '' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, '7');
 });
 
 test('the newest request wins though the GM swapped the HP and PSP bars since the newer answer: the older answer writes the PSP the newer never wrote to the PSP bar, and leaves out only HP', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
   const { late, again } = timedOutThenAgain(ctx);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 } } }]));
+  answerWrites(ctx, again, ctx.gob[1].id, { HP: { current: 1 } });
   assert.equal(ctx.gob[1].get('bar1_value'), 1);
   ctx.sb.chat({ playerid: GM, content: '!psi config --hpbar 2 --pspbar 1' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 }, PSP: { current: 5 } } }]));
+  answerWrites(ctx, late, ctx.gob[1].id, { HP: { current: 2 }, PSP: { current: 5 } });
   assert.equal(ctx.gob[1].get('bar1_value'), 5);
   assert.equal(ctx.gob[1].get('bar2_value'), '');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: HP');
 });
 
 test('the newest request wins where two attribute parts stand for one bar: the newer answer\'s PSP max on the PSP bar is not overwritten by the older\'s PSP_max', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
   const { late, again } = timedOutThenAgain(ctx);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
+  answerWrites(ctx, again, ctx.gob[1].id, { PSP: { max: 30 } });
   assert.equal(ctx.gob[1].get('bar2_max'), 30);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
+  answerWrites(ctx, late, ctx.gob[1].id, { PSP_max: { current: 40 } });
   assert.equal(ctx.gob[1].get('bar2_max'), 30);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: PSP_max\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: PSP_max');
 });
 
 test('the newest request wins where two attribute parts stand for one bar field though the GM set that bar to none since: the older answer\'s PSP_max does not overwrite the PSP max the newer wrote', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
   const { late, again } = timedOutThenAgain(ctx);
-  answer(ctx, again.id, exchangeResult(ctx, again.id, [{ character_id: ctx.gob[1].id, attributes: { PSP: { max: 30 } } }]));
+  answerWrites(ctx, again, ctx.gob[1].id, { PSP: { max: 30 } });
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar none' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { PSP_max: { current: 40 } } }]));
+  answerWrites(ctx, late, ctx.gob[1].id, { PSP_max: { current: 40 } });
   const written = ctx.sb.attribute(ctx.goblin.id, 'PSP_max');
   assert.equal(written ? written.get('current') : undefined, undefined);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: PSP_max\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: PSP_max');
 });
 
 test('the newest request wins where unlinked copies share their character\'s HP (--hpbar none): the older answer for one copy leaves the HP the newer wrote for another', () => {
@@ -9114,11 +9135,11 @@ test('the newest request wins where unlinked copies share their character\'s HP 
   const late = attack(ctx.gob[1]);
   ctx.sb.advance(30000);
   const other = attack(ctx.gob[0]);
-  answer(ctx, other.id, exchangeResult(ctx, other.id, [{ character_id: ctx.gob[0].id, attributes: { HP: { current: 1 } } }]));
+  answerWrites(ctx, other, ctx.gob[0].id, { HP: { current: 1 } });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
+  olderAnswerForToken(ctx, late);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  assertLeftOut(ctx, 'Goblin 2: HP');
 });
 
 test('the newest request wins for a request kept from before the fighter\'s own parts were remembered: a bar it remembered leaves that bar as the newer answer wrote it', () => {
@@ -9126,9 +9147,7 @@ test('the newest request wins for a request kept from before the fighter\'s own 
   const late = attackGoblin(ctx);
   ctx.sb.advance(30000);
   ctx.sb.state.Mindscape.pending[late.id].newerWrote = { [`${ctx.gob[1].id}|bar1_value`]: true };
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(ctx.gob[1].get('bar1_value'), '3');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin 2: HP\.<\/div>$/);
+  olderAnswerLeavesBar(ctx, late, '3');
 });
 
 test('the newest request wins between two requests kept from before there was a seq: the one sent later, by its time, keeps what it wrote from the other\'s late answer', () => {
@@ -9138,7 +9157,7 @@ test('the newest request wins between two requests kept from before there was a 
   const saved = plain(before.sb.state.Mindscape);
   [older, newer].forEach((req, i) => { delete saved.pending[req.id].seq; saved.pending[req.id].at -= 2000 - i * 1000; });
   const ctx = campaign({ before: (s) => { s.state.Mindscape = saved; } });
-  answer(ctx, newer.id, exchangeResult(ctx, newer.id, [{ character_id: ctx.ulcen.id, attributes: { PSP: { current: 25 } } }]));
+  answerWrites(ctx, newer, ctx.ulcen.id, { PSP: { current: 25 } });
   answer(ctx, older.id, exchangeResult(ctx, older.id));
   assert.deepEqual([valueOf(ctx, ctx.ulcen.id, 'PSP'), valueOf(ctx, ctx.fenka.id, 'HP')], [25, 2]);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), new RegExp(`A late answer for request <b>${older.id}</b> .*\\(the newest request wins\\): Ulcen of Tyr: PSP\\.</div>$`));
@@ -9198,58 +9217,37 @@ test('a lone stale refusal (one bridge) is reported and resynced, and nothing el
 
 test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step of unknown fate held everyone, and the GM linked the bar again: the older answer for the character writes its HP', () => {
   const ctx = goblins();
-  const late = tokenLinkedThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
-  ctx.gob[1].set({ bar1_link: '' });
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.deepEqual(held(ctx), []);
-  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
-  const step = lastRequest(ctx.sb);
-  assert.equal(step.body.method, 'encounter.resolve');
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, error: { code: -32001, message: 'the bridge does not know whether the companion did this', data: { detail: 'timed out' } } });
+  const late = unlinkedThenLandedOnBar(ctx);
+  const step = roundAfterRefresh(ctx);
+  answer(ctx, step.id, lostAnswer(step.id));
   assert.ok(held(ctx).includes(ctx.gob[1].id));
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  linkToGoblinHp(ctx, ctx.gob[1]);
+  olderAnswerWritesHp(ctx, late);
 });
 
 test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step\'s write-back the companion could not make held the token again with no write to try, and the GM linked the bar again: the older answer for the character writes its HP', () => {
   const ctx = goblins();
-  const late = tokenLinkedThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
-  ctx.gob[1].set({ bar1_link: '' });
-  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
-  assert.equal(ctx.gob[1].get('bar1_value'), 1);
-  assert.deepEqual(held(ctx), []);
-  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
-  const step = lastRequest(ctx.sb);
-  assert.equal(step.body.method, 'encounter.resolve');
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  const late = unlinkedThenLandedOnBar(ctx);
+  const step = roundAfterRefresh(ctx);
+  roundAnswer(ctx, step, 2, 4, UNMADE);
   assert.ok(held(ctx).includes(ctx.gob[1].id));
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  linkToGoblinHp(ctx, ctx.gob[1]);
+  olderAnswerWritesHp(ctx, late);
 });
 
 test('the newest request wins only while a held write still waits: a step\'s write through the token\'s HP bar linked to its character\'s HP failed, a later write-back the companion could not make left it to be put by hand, and a later step wrote that HP on the bar alone (unlinked): the GM linked the bar again, and the older answer for the character writes its HP', () => {
   const ctx = goblins();
   const late = tokenLinkedThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   const unmade = resolveNow(ctx);
-  answer(ctx, unmade.id, { jsonrpc: '2.0', id: unmade.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, ...UNMADE } });
+  roundAnswer(ctx, unmade, 2, 4, UNMADE);
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   ctx.gob[1].set({ bar1_link: '' });
   const step = resolveNow(ctx);
   assert.equal(step.body.method, 'encounter.resolve');
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 3, results: [], summary: 'Round 3.', rolls: [], revision: 5, updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] } });
+  roundAnswer(ctx, step, 3, 5, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 4 } } }] });
   assert.equal(ctx.gob[1].get('bar1_value'), 4);
-  ctx.gob[1].set({ bar1_link: hp.id, bar1_value: '7' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  linkToGoblinHp(ctx, ctx.gob[1]);
+  olderAnswerWritesHp(ctx, late);
 });
 
 test('the newest request wins where a newer step\'s write that failed, tried again through a link the GM made since, writes its character\'s HP through the token\'s bar and then throws again: the older answer for the character leaves that HP to the write still waiting, which lands at the next try', () => {
@@ -9269,13 +9267,11 @@ test('the newest request wins where a newer step\'s write that failed, tried aga
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 1);
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, 1);
   // The round the first resolve sent (the token kept) writes nothing; the next one tries the write again.
   const round = lastRequest(ctx.sb);
   assert.equal(round.body.method, 'encounter.resolve');
-  answer(ctx, round.id, { jsonrpc: '2.0', id: round.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  roundAnswer(ctx, round, 2, 4, { updates: [] });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.deepEqual(held(ctx), []);
   assert.equal(token.get('bar1_value'), 1);
@@ -9285,22 +9281,19 @@ test('the newest request wins where a newer step\'s write that failed, tried aga
 test('the newest request wins only while a held write still waits: a held write tried again through a link the GM made since threw before writing anything, and the GM\'s refresh let go of the fighter: the older answer for the character writes its HP', () => {
   const ctx = goblins();
   const late = unlinkedThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   const token = ctx.gob[1];
-  token.set({ bar1_link: hp.id, bar1_value: '7' });
+  linkToGoblinHp(ctx, token);
   token.set = () => { delete token.set; throw new Error('busy again'); };
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   assert.deepEqual(held(ctx), [token.id]);
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
   const round = lastRequest(ctx.sb);
   assert.equal(round.body.method, 'encounter.resolve');
-  answer(ctx, round.id, { jsonrpc: '2.0', id: round.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [] } });
+  roundAnswer(ctx, round, 2, 4, { updates: [] });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 5);
   assert.deepEqual(held(ctx), []);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  olderAnswerWritesHp(ctx, late);
 });
 
 // The GM linked the token Goblin 3's HP bar, and Goblin 1's attack on it (so for the
@@ -9310,18 +9303,17 @@ test('the newest request wins only while a held write still waits: a held write 
 const heldThenStepFailed = (ctx) => {
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   ctx.gob[2].set({ bar1_link: hp.id });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.gob[0].id], content: `!psi attack --target ${ctx.gob[2].id} --mode ego-whip --defense none` });
-  const late = lastRequest(ctx.sb);
+  const late = attackGoblin(ctx, ctx.gob[2]);
   ctx.sb.advance(30000);
   encounterOf(ctx, [ctx.gob[1]]);
   const token = ctx.gob[1];
-  token.set({ bar1_link: hp.id, bar1_value: '7' });
+  linkToGoblinHp(ctx, token);
   const unmade = resolveNow(ctx);
-  answer(ctx, unmade.id, { jsonrpc: '2.0', id: unmade.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, ...UNMADE } });
+  roundAnswer(ctx, unmade, 1, 3, UNMADE);
   assert.deepEqual(held(ctx), [token.id]);
-  token.set = () => { delete token.set; throw new Error('busy once'); };
+  throwsOnce(token, 'set');
   const step = resolveNow(ctx);
-  answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 2, results: [], summary: 'Round 2.', rolls: [], revision: 4, updates: [{ character_id: token.id, attributes: { HP: { current: 1 } } }] } });
+  roundAnswer(ctx, step, 2, 4, { updates: [{ character_id: token.id, attributes: { HP: { current: 1 } } }] });
   assert.deepEqual(held(ctx), [token.id]);
   return late;
 };
@@ -9329,23 +9321,18 @@ const heldThenStepFailed = (ctx) => {
 test('the newest request wins while a step\'s write that failed for a fighter held with no write to try is to be put on the sheet by hand: the older answer for the character leaves its HP, the bar still linked', () => {
   const ctx = goblins();
   const late = heldThenStepFailed(ctx);
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), '7');
-  assert.match(whispersTo(ctx.sb, 'gm').find((w) => /late answer/.test(w)), /\(the newest request wins\): Goblin: HP\.<\/div>$/);
+  olderAnswerLeavesHp(ctx, late, '7');
 });
 
 test('the newest request wins only while a held write still waits: a step\'s write that failed for a fighter held with no write to try (a write-back the companion could not make before) was put on the bar by hand, unlinked, and the GM\'s refresh let go of it: the GM linked the bar again, and the older answer for the character writes its HP', () => {
   const ctx = goblins();
   const late = heldThenStepFailed(ctx);
-  const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   const token = ctx.gob[1];
   token.set({ bar1_link: '' });
   token.set({ bar1_value: 1 });
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 5);
   assert.deepEqual(held(ctx), []);
-  token.set({ bar1_link: hp.id, bar1_value: '7' });
-  answer(ctx, late.id, exchangeResult(ctx, late.id, [{ character_id: ctx.goblin.id, attributes: { HP: { current: 2 } } }]));
-  assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 2);
-  assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/Not written/.test(w)));
+  linkToGoblinHp(ctx, token);
+  olderAnswerWritesHp(ctx, late);
 });

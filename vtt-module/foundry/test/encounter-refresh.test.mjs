@@ -486,7 +486,7 @@ test("a write Foundry misses on a sheet not held, whose token is deleted as it i
 });
 
 /** The words of a step written to no sheet for `names`, whose token or actor is gone (`UpdateSkippedGone`). */
-const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it for them, nor any later step of this encounter while they stay gone (this is not told again, unless they are brought back and deleted again).`;
+const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it for them, nor any later step of this encounter while they stay gone (this is not told again, unless a refresh sees them back before they are deleted again).`;
 
 test("a combatant whose token is deleted while the companion resolves gets no write-back: the GM is told, in a notice that stays, that the step was written to no sheet for it", async () => {
   const { t, ctl } = await encounter({
@@ -662,7 +662,7 @@ test("a step with a write whose token is deleted as it is written and a combatan
   await ctl.resolve();
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[
-    `The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (${ulcen.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${ulcen.uuid}: flags.mindscape.revised-2e.psp = 32). It was written to no sheet for Fenka either: their token or actor is gone (deleted) too, so nothing will write any later step of this encounter for them while they stay gone (this is not told again, unless they are brought back and deleted again).`,
+    `The companion stored the step, but writing it to the sheet of Ulcen of Tyr failed (${ulcen.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${ulcen.uuid}: flags.mindscape.revised-2e.psp = 32). It was written to no sheet for Fenka either: their token or actor is gone (deleted) too, so nothing will write any later step of this encounter for them while they stay gone (this is not told again, unless a refresh sees them back before they are deleted again).`,
     true,
   ]]);
 });

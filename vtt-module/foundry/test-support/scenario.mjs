@@ -783,8 +783,9 @@ export function defaultMethods(overrides = {}) {
  * A revised-2e encounter as the daemon keeps it (API.md, encounter.*), over
  * `defaultMethods`: `encounter.add` stores the encounter's own copy of the combatant read
  * from the sheet; `encounter.refresh` takes it again from the sheet sent, names the
- * fields that changed and stores a step (the revision grows) only when one did; an
- * unknown encounter or combatant is 4004, a sheet the adapter refuses (here a negative
+ * fields that changed and stores a step (the revision grows) only when one did;
+ * `encounter.delete` forgets the encounter (`enc` keeps its last state); an unknown (or
+ * deleted) encounter or combatant is 4004, a sheet the adapter refuses (here a negative
  * psp) −32602 with the path where it was read; `encounter.resolve` resolves the declared
  * attacks from the encounter's copies, not from the sheets, as `revisedResult` does, and
  * answers their write-backs, refused (4009) when it names a revision the encounter is no
@@ -809,6 +810,14 @@ export function encounterMethods(overrides = {}) {
       enc.combatants.set(cid, { ref: structuredClone(combatant), name: combatantNameOfRef(combatant), profile: profileOf(combatant) });
       enc.revision++;
       return { combatant_id: cid, revision: enc.revision, warnings: [], updates: [] };
+    },
+    // The companion forgets it: every later call naming it (an `encounter.add` that was
+    // still to come, say) is 4004, as it is for an id it never made. `enc` keeps what it
+    // held then, for tests to look at.
+    "encounter.delete": ({ id }) => {
+      known(id);
+      enc.id = null;
+      return { id, deleted: true };
     },
     "encounter.get": ({ id }) => {
       known(id);

@@ -65,3 +65,24 @@ test("a linked token deleted while add's last save is being stored: the combatan
   assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true);
   assert.ok(Object.values(ctl.meta.combatants).some((c) => c.tokenUuid === extra.uuid), "Extra is still in the meta");
 });
+
+test("End pressed after add's last encounter.add answered, while add waits for a deleted token's record: the ended encounter's meta is not stored again", async () => {
+  const { t, ctl, del } = await setup();
+  const extra = t.world.token({ id: "tokX", name: "Extra", actor: t.actors.fenka, actorLink: false });
+  // Every value Foundry is asked to store as the encounter setting from now on.
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  const stored = [];
+  settings.set = (ns, key, value) => { if (key === "encounter") stored.push(structuredClone(value)); return set(ns, key, value); };
+  const rec = del(t.tokens.ulcenToken);
+  const adding = ctl.add([extra.uuid]);
+  // The companion answered add's encounter.add; add waits for the record before its last save.
+  for (let i = 0; i < 6 && !t.daemon.calls.some((c) => c.method === "encounter.add" && c.params.combatant?.data?.token?.uuid === extra.uuid); i++) await tick(1);
+  await tick(2);
+  assert.ok(ctl.heldSaves.size, "the record is still being stored");
+  const from = stored.length;
+  await ctl.end();
+  await Promise.all([adding, rec]);
+  assert.deepEqual(stored.slice(from).filter((v) => v.id === "enc1"), [], "no meta of the ended encounter is stored once End is pressed");
+  assert.deepEqual(ctl.meta, {});
+});

@@ -1886,7 +1886,7 @@ test("a token deleted while a hold is being stored (a round trip to the server):
   }
 });
 
-test("End pressed while Create adds the tokens: the ended encounter's meta does not come back (the companion deleted it)", async () => {
+test("End pressed while Create's encounter.add is on its way: the companion, which forgot the encounter, refuses it, Create fails saying so, and the ended encounter's meta does not come back", async () => {
   let answerAdd;
   const slow = new Promise((resolve) => { answerAdd = resolve; });
   const { methods } = encounterMethods();
@@ -1896,7 +1896,7 @@ test("End pressed while Create adds the tokens: the ended encounter's meta does 
   await tick(5);
   await ctl.end();
   answerAdd();
-  await creating;
+  await assert.rejects(creating, (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
   assert.deepEqual(ctl.meta, {}, "no encounter: End ended it");
 });
 

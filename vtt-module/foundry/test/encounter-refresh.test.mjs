@@ -41,6 +41,40 @@ function deleteToken(t, token) {
   return Promise.all(Object.values(t.clients).map((c) => hookTable(c.svc).deleteToken(token)));
 }
 
+/**
+ * Foundry deletes token document `token` and its actor (an unlinked token's own copy)
+ * with no `deleteToken` heard by the module: the documents are simply not there any more.
+ */
+function removeDocs(t, token) {
+  t.world.docs.delete(token.uuid);
+  t.world.docs.delete(token.actor.uuid);
+}
+
+/** The GM's warnings given since `before` (a count of notices), each as [its words, whether it stays until dismissed]. */
+function warningsSince(t, before) {
+  return t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn").map((n) => [n.text, n.options?.permanent ?? false]);
+}
+
+/** `encounter`, with the companion's answer to each `encounter.resolve` put through `edit`, which returns the answer to give. */
+function resolvingWith(edit, options = {}) {
+  return encounter({ ...options, methods: (m) => ({ ...m, "encounter.resolve": (p) => edit(m["encounter.resolve"](p)) }) });
+}
+
+/**
+ * `encounter`, whose companion, once it made its answer to an `encounter.resolve` (put
+ * through `edit`), gives it only at `release()`; `asking` settles when it is made.
+ */
+async function resolveWaiting({ edit = (answer) => answer } = {}) {
+  let release;
+  const answered = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const asking = new Promise((resolve) => { asked = resolve; });
+  const table = await encounter({
+    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return edit(answer); } }),
+  });
+  return { ...table, asking, release };
+}
+
 /** What `encounter.refresh` is sent for each combatant: its sheet now, as encounter.add sent it. */
 function refreshParams(t) {
   const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
@@ -344,15 +378,7 @@ async function openPanel(svc) {
 // ------------------------------------------------------------------ a write-back that missed the sheets
 
 test("a step the companion stored but could not write back: the GM is told in a notice that stays until dismissed, and the sheets are not taken back into the encounter until the GM refreshes them", async () => {
-  const { t, ctl } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        return notWrittenBack(answer);
-      },
-    }),
-  });
+  const { t, ctl } = await resolvingWith(notWrittenBack);
   const before = psp(t.actors.ulcen);
   await ctl.resolve();
   assert.equal(psp(t.actors.ulcen), before, "nothing was written");
@@ -377,16 +403,10 @@ test("a step the companion stored but could not write back: the GM is told in a 
 
 test("a sheet held because the companion could not write a step stays held when a later write to it misses too: only the GM's refresh ends that hold", async () => {
   let failOnce = true;
-  const { t, ctl } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        if (!failOnce) return answer;
-        failOnce = false;
-        return notWrittenBack(answer);
-      },
-    }),
+  const { t, ctl } = await resolvingWith((answer) => {
+    if (!failOnce) return answer;
+    failOnce = false;
+    return notWrittenBack(answer);
   });
   await ctl.resolve();
   const lock = lockPsp(t.tokens.fenkaToken.actor);
@@ -479,8 +499,7 @@ test("a write Foundry misses on a sheet not held, whose token is deleted as it i
   });
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve({ force: true });
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+  assert.deepEqual(warningsSince(t, before), [
     ["The companion stored the step, but writing it to the sheet of Goblin failed (" + goblin.uuid + ": the document was deleted): that token or actor is gone (deleted), so nothing will write these values (" + goblin.uuid + ": flags.mindscape.revised-2e.psp = 17).", true],
   ]);
 });
@@ -489,39 +508,27 @@ test("a write Foundry misses on a sheet not held, whose token is deleted as it i
 const skippedWords = (names) => `The companion stored the step, but it was written to no sheet for ${names}: their token or actor is gone (deleted), so nothing will write it for them, nor any later step of this encounter while they stay gone (this is not told again, unless a refresh sees them back before they are deleted again).`;
 
 test("a combatant whose token is deleted while the companion resolves gets no write-back: the GM is told, in a notice that stays, that the step was written to no sheet for it", async () => {
-  const { t, ctl } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        // The GM deletes Fenka's token while the companion resolves (a dice dialog, the round trip).
-        t.world.docs.delete(t.tokens.fenkaToken.uuid);
-        t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
-        return answer;
-      },
-    }),
+  const { t, ctl } = await resolvingWith((answer) => {
+    // The GM deletes Fenka's token while the companion resolves (a dice dialog, the round trip).
+    removeDocs(t, t.tokens.fenkaToken);
+    return answer;
   });
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   assert.equal(psp(t.actors.ulcen), 32, "the sheet still there is written");
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
+  assert.deepEqual(warningsSince(t, before), [[skippedWords("Fenka"), true]]);
   assert.equal(ctl.meta.held, undefined, "nothing to hold: no sheet to try again");
 });
 
 /** `encounter`, with the GM doing `during()` while the companion resolves (a dice dialog, the round trip). */
 function whileResolving(during, options = {}) {
-  return encounter({
-    ...options,
-    methods: (m) => ({ ...m, "encounter.resolve": (p) => { const answer = m["encounter.resolve"](p); during(); return answer; } }),
-  });
+  return resolvingWith((answer) => { during(); return answer; }, options);
 }
 
 test("a combatant whose token the GM deleted is told once per encounter, not again at each later step that changes it: nothing writes that step or any later one for it", async () => {
   const { t, ctl, gm } = await encounter();
   // The GM removed Fenka's token on purpose, long before; the encounter still has her.
-  t.world.docs.delete(t.tokens.fenkaToken.uuid);
-  t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+  removeDocs(t, t.tokens.fenkaToken);
   const before = t.clients.gm.notes.given.length;
   await ctl.resolve();
   const first = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
@@ -639,16 +646,9 @@ test("a combatant whose linked token is deleted while the companion resolves, wh
 
 test("a step with a write whose token is deleted as it is written and a combatant whose token was deleted before is told in one notice that stays, naming both", async () => {
   let env;
-  const { t, ctl } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        t.world.docs.delete(t.tokens.fenkaToken.uuid);
-        t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
-        return answer;
-      },
-    }),
+  const { t, ctl } = await resolvingWith((answer) => {
+    removeDocs(t, t.tokens.fenkaToken);
+    return answer;
   });
   env = t.clients.gm.svc.env;
   const ulcen = t.actors.ulcen;
@@ -668,39 +668,22 @@ test("a step with a write whose token is deleted as it is written and a combatan
 });
 
 test("End pressed while the companion resolves, and a combatant's token deleted then: the step is written to no sheet for it, told once in a notice that stays, and not by End", async () => {
-  let release;
-  const answered = new Promise((resolve) => { release = resolve; });
-  let asked;
-  const asking = new Promise((resolve) => { asked = resolve; });
-  const { t, ctl } = await encounter({
-    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return answer; } }),
-  });
+  const { t, ctl, asking, release } = await resolveWaiting();
   const resolving = ctl.resolve();
   await asking;
   const before = t.clients.gm.notes.given.length;
   await ctl.end();
-  t.world.docs.delete(t.tokens.fenkaToken.uuid);
-  t.world.docs.delete(t.tokens.fenkaToken.actor.uuid);
+  removeDocs(t, t.tokens.fenkaToken);
   release();
   await resolving;
   assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written where a sheet is left");
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[skippedWords("Fenka"), true]]);
+  assert.deepEqual(warningsSince(t, before), [[skippedWords("Fenka"), true]]);
   assert.equal(ctl.afterEnd.size, 0);
 });
 
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
   let fail = false;
-  const { t, ctl, enc } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        if (!fail) return answer;
-        return notWrittenBack(answer);
-      },
-    }),
-  });
+  const { t, ctl, enc } = await resolvingWith((answer) => (fail ? notWrittenBack(answer) : answer));
   const fenka = t.tokens.fenkaToken.actor;
   lockPsp(fenka);
   await ctl.resolve();
@@ -780,15 +763,9 @@ test("ending the encounter while a write Foundry missed still waits tells the GM
 });
 
 test("End tells a waiting write's Foundry deletion (-=key) as a field to remove, not as a value null to set", async () => {
-  const { t, ctl, enc } = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        for (const u of answer.results.flatMap((r) => r.updates)) if (u.uuid === t.tokens.fenkaToken.actor.uuid) u.update["flags.mindscape.revised-2e.-=stunned"] = null;
-        return answer;
-      },
-    }),
+  const { t, ctl, enc } = await resolvingWith((answer) => {
+    for (const u of answer.results.flatMap((r) => r.updates)) if (u.uuid === t.tokens.fenkaToken.actor.uuid) u.update["flags.mindscape.revised-2e.-=stunned"] = null;
+    return answer;
   });
   const fenka = t.tokens.fenkaToken.actor;
   lockPsp(fenka);
@@ -867,8 +844,7 @@ test("a new encounter that replaces one whose write Foundry missed still waits (
   const before = t.clients.gm.notes.given.length;
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
   assert.equal(ctl.meta.held, undefined, "the new encounter holds nothing");
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+  assert.deepEqual(warningsSince(t, before), [[`A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
 test("Create pressed while End is still ending the encounter: End tells its waiting write once, in its own words, and the new encounter is kept (End does not wipe it)", async () => {
@@ -894,8 +870,7 @@ test("Create pressed while End is still ending the encounter: End tells its wait
   assert.equal(ctl.meta.id, made.id, "the new encounter is the current one");
   assert.notEqual(made.id, "enc1");
   assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.name), ["Ulcen of Tyr"]);
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[
+  assert.deepEqual(warningsSince(t, before), [[
     `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`,
     true,
   ]]);
@@ -957,8 +932,7 @@ test("End pressed while a resolve writes back: a write Foundry misses after End 
   const owed = enc.combatants.get("fenka-tokF").profile.psp;
   assert.deepEqual(ctl.meta, {}, "nothing stored into the ended encounter");
   assert.equal(psp(t.actors.ulcen), 32, "the other sheets are written");
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+  assert.deepEqual(warningsSince(t, before), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
 test("End pressed while a resolve writes back a sheet whose token is then deleted: the write it missed is told, in a notice that stays, as one nothing will write, not as one to put right by hand", async () => {
@@ -979,20 +953,13 @@ test("End pressed while a resolve writes back a sheet whose token is then delete
   await ended;
   const owed = enc.combatants.get("fenka-tokF").profile.psp;
   assert.deepEqual(ctl.meta, {}, "nothing stored into the ended encounter");
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [
+  assert.deepEqual(warningsSince(t, before), [
     [`The companion stored the step, but writing it to the sheet of Fenka failed (${fenka.uuid}: the document was deleted): that token or actor is gone (deleted), so nothing will write these values (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true],
   ]);
 });
 
 test("End pressed while the companion resolves: the stored step is still written to the sheets, and a write Foundry misses is told as End tells those still waiting", async () => {
-  let release;
-  const answered = new Promise((resolve) => { release = resolve; });
-  let asked;
-  const asking = new Promise((resolve) => { asked = resolve; });
-  const { t, ctl, enc } = await encounter({
-    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return answer; } }),
-  });
+  const { t, ctl, enc, asking, release } = await resolveWaiting();
   const fenka = t.tokens.fenkaToken.actor;
   lockPsp(fenka);
   const resolving = ctl.resolve();
@@ -1004,8 +971,7 @@ test("End pressed while the companion resolves: the stored step is still written
   const owed = enc.combatants.get("fenka-tokF").profile.psp;
   assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written");
   assert.deepEqual(ctl.meta, {});
-  const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.deepEqual(told.map((n) => [n.text, n.options?.permanent ?? false]), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
+  assert.deepEqual(warningsSince(t, before), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
 test("End pressed while an undo waits for the companion: the cards of the step it took back are still marked undone (they are the ended encounter's)", async () => {
@@ -1066,13 +1032,7 @@ test("End pressed while the companion resolves a step it then cannot write back:
 });
 
 test("a new encounter created while the companion resolves a step it then cannot write back: the error that stays says a new encounter replaced the one it was asked of, not that it ended", async () => {
-  let release;
-  const answered = new Promise((resolve) => { release = resolve; });
-  let asked;
-  const asking = new Promise((resolve) => { asked = resolve; });
-  const { t, ctl } = await encounter({
-    methods: (m) => ({ ...m, "encounter.resolve": async (p) => { const answer = m["encounter.resolve"](p); asked(); await answered; return notWrittenBack(answer); } }),
-  });
+  const { t, ctl, asking, release } = await resolveWaiting({ edit: notWrittenBack });
   const resolving = ctl.resolve({ force: true });
   await asking;
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
@@ -1091,6 +1051,8 @@ test("a new encounter created while the companion resolves a step it then cannot
  * `encounter()` where Fenka's sheet missed the first resolve's write (her PSPs, `owed`)
  * and a second resolve, at her again, waits in the companion until `release()`; End
  * waits in the companion's `encounter.delete` until `deleted()`, when `slowDelete`.
+ * `finish()` lets that resolve finish (its write lands on Fenka's sheet when `lands`,
+ * else it misses it too) and gives her PSPs after it, as the companion holds them.
  */
 async function endWhileResolving({ slowDelete = false } = {}) {
   let release;
@@ -1118,17 +1080,20 @@ async function endWhileResolving({ slowDelete = false } = {}) {
   slow = true;
   const resolving = ctl.resolve({ force: true });
   await asking;
-  return { ...table, fenka, lock, owed, resolving, release, deleted, deleteAsked };
+  const finish = async ({ lands = false } = {}) => {
+    if (lands) lock.on = false;
+    release();
+    await resolving;
+    return enc.combatants.get("fenka-tokF").profile.psp;
+  };
+  return { ...table, fenka, owed, finish, deleted, deleteAsked };
 }
 
 test("End told a waiting write by hand, and a step finishing after End then writes that field: the GM is told, in a notice that stays, that it is written now and needs no hand", async () => {
-  const { t, ctl, enc, fenka, lock, owed, resolving, release } = await endWhileResolving();
+  const { t, ctl, fenka, owed, finish } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;
   await ctl.end();
-  lock.on = false;
-  release();
-  await resolving;
-  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  const now = await finish({ lands: true });
   assert.notEqual(now, owed);
   assert.equal(psp(fenka), now, "the step wrote her sheet");
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
@@ -1139,13 +1104,11 @@ test("End told a waiting write by hand, and a step finishing after End then writ
 });
 
 test("a step finishing while End is ending the encounter writes a waiting write's field: End leaves it out of what it tells to put right", async () => {
-  const { t, ctl, enc, fenka, lock, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const { t, ctl, enc, fenka, finish, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
   const before = t.clients.gm.notes.given.length;
   const ending = ctl.end();
   await deleteAsked;
-  lock.on = false;
-  release();
-  await resolving;
+  await finish({ lands: true });
   deleted();
   await ending;
   assert.equal(psp(fenka), enc.combatants.get("fenka-tokF").profile.psp);
@@ -1155,29 +1118,26 @@ test("a step finishing while End is ending the encounter writes a waiting write'
 const behindWords = (fenka, value) => `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${value}).`;
 
 test("a step finishing while End is ending misses a waiting write's field too: End tells the step's newer value only, never the older one after it", async () => {
-  const { t, ctl, enc, fenka, owed, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const { t, ctl, fenka, owed, finish, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
   const before = t.clients.gm.notes.given.length;
   const ending = ctl.end();
   await deleteAsked;
-  release();
-  await resolving;
+  const now = await finish();
   deleted();
   await ending;
-  const now = enc.combatants.get("fenka-tokF").profile.psp;
   assert.notEqual(now, owed);
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[behindWords(fenka, now), true]]);
 });
 
 test("a step finishing while End is ending misses a write, whose token is then deleted before End tells: End leaves it out (no sheet to put right), as it does a waiting write's", async () => {
-  const { t, ctl, enc, fenka, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const { t, ctl, enc, fenka, finish, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
   const ulcen = t.actors.ulcen;
   lockPsp(ulcen);
   const before = t.clients.gm.notes.given.length;
   const ending = ctl.end();
   await deleteAsked;
-  release();
-  await resolving;
+  await finish();
   // The step missed Fenka's and Ulcen's writes; the GM deletes Fenka's token before End tells.
   t.world.docs.delete(t.tokens.fenkaToken.uuid);
   t.world.docs.delete(fenka.uuid);
@@ -1192,7 +1152,7 @@ test("a step finishing while End is ending misses a write, whose token is then d
 });
 
 test("a waiting write whose token is deleted while End looks up the documents of a step that finished as it was ending is left out too (no sheet to put right)", async () => {
-  const { t, ctl, resolving, release, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
+  const { t, ctl, finish, deleted, deleteAsked } = await endWhileResolving({ slowDelete: true });
   const { ulcen } = t.actors;
   const goblin = t.tokens.goblinToken.actor;
   // A write Foundry missed on the goblin's sheet waits too (the step does not touch that sheet).
@@ -1202,8 +1162,7 @@ test("a waiting write whose token is deleted while End looks up the documents of
   const before = t.clients.gm.notes.given.length;
   const ending = ctl.end();
   await deleteAsked;
-  release();
-  await resolving;
+  await finish();
   // The GM deletes the goblin's token while End looks up the sheet of Ulcen's missed write.
   const env = t.clients.gm.svc.env;
   const find = env.fromUuid.bind(env);
@@ -1224,12 +1183,10 @@ test("a waiting write whose token is deleted while End looks up the documents of
 });
 
 test("a step finishing after End misses a field End told to put right: its notice says its value replaces the one End told", async () => {
-  const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
+  const { t, ctl, fenka, owed, finish } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;
   await ctl.end();
-  release();
-  await resolving;
-  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  const now = await finish();
   assert.notEqual(now, owed);
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
@@ -1242,13 +1199,10 @@ test("a step finishing after End misses a field End told to put right: its notic
 const replacedBehindWords = (fenka, value) => `A write-back missed by the sheet of Fenka could not be tried again before a new encounter replaced the one it belonged to, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${value}).`;
 
 test("a new encounter created while a step of the one it replaced is under way, the step then writing a field the new encounter's notice named: the GM is told it is written, in words of a replaced encounter, not an ended one", async () => {
-  const { t, ctl, enc, fenka, lock, owed, resolving, release } = await endWhileResolving();
+  const { t, ctl, fenka, owed, finish } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
-  lock.on = false;
-  release();
-  await resolving;
-  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  const now = await finish({ lands: true });
   assert.notEqual(now, owed);
   assert.equal(psp(fenka), now, "the step wrote her sheet");
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
@@ -1259,12 +1213,10 @@ test("a new encounter created while a step of the one it replaced is under way, 
 });
 
 test("a new encounter created while a step of the one it replaced is under way, the step then missing a field the new encounter's notice named: its notice says its newer value replaces that one, in words of a replaced encounter", async () => {
-  const { t, ctl, enc, fenka, owed, resolving, release } = await endWhileResolving();
+  const { t, ctl, fenka, owed, finish } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
-  release();
-  await resolving;
-  const now = enc.combatants.get("fenka-tokF").profile.psp;
+  const now = await finish();
   assert.notEqual(now, owed);
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
@@ -1274,12 +1226,10 @@ test("a new encounter created while a step of the one it replaced is under way, 
 });
 
 test("an ended encounter's record of what to make by hand is dropped once End told it and no step asked of it is under way (nothing can reach it then), not before", async () => {
-  const { ctl, lock, resolving, release } = await endWhileResolving();
+  const { ctl, finish } = await endWhileResolving();
   await ctl.end();
   assert.deepEqual([...ctl.afterEnd.keys()], ["enc1"], "the resolve under way may still change what End told");
-  lock.on = false;
-  release();
-  await resolving;
+  await finish({ lands: true });
   assert.equal(ctl.afterEnd.size, 0);
   assert.equal(ctl.endedIds.size, 0);
 
@@ -1407,16 +1357,10 @@ test("a later write that lands on some of a held write's fields leaves the other
 async function encounterWritingMind() {
   const M = "flags.mindscape.revised-2e.mind";
   let n = 0;
-  const table = await encounter({
-    methods: (m) => ({
-      ...m,
-      "encounter.resolve": (p) => {
-        const answer = m["encounter.resolve"](p);
-        const update = ++n === 1 ? { [M]: { a: 1 }, [`${M}.-=b`]: null } : { [M]: { a: 1, b: 3 } };
-        answer.updates.push({ uuid: table.t.actors.ulcen.uuid, update });
-        return answer;
-      },
-    }),
+  const table = await resolvingWith((answer) => {
+    const update = ++n === 1 ? { [M]: { a: 1 }, [`${M}.-=b`]: null } : { [M]: { a: 1, b: 3 } };
+    answer.updates.push({ uuid: table.t.actors.ulcen.uuid, update });
+    return answer;
   });
   const ulcen = table.t.actors.ulcen;
   await ulcen.update({ [M]: { a: 0, b: 2 } });

@@ -166,12 +166,13 @@ def _unaccented(text: str) -> str:
 def _shown(ch: str) -> str:
     """``ch`` as a reader sees it in a class name: a format character (Unicode category
     Cf: the soft hyphen, the zero-width joiner and non-joiner, a direction mark) is
-    invisible, so nothing, and parts no word, but the zero-width space, there to part
-    two words, is a space; a symbol whose compatibility form (NFKC) is one letter (the
-    circled "Ⓕ", "F") is that letter. A symbol of several letters ("™", "TM") or a
-    number (the Roman numeral "Ⅰ") stays as it is, none of a word's letters."""
+    invisible, so nothing, and parts no word, but the zero-width space and the invisible
+    separator (U+2063), there to part two words, are a space; a symbol whose
+    compatibility form (NFKC) is one letter (the circled "Ⓕ", "F") is that letter. A
+    symbol of several letters ("™", "TM") or a number (the Roman numeral "Ⅰ") stays as
+    it is, none of a word's letters."""
     category = unicodedata.category(ch)
-    if ch == "\u200b":
+    if ch in ("\u200b", "\u2063"):
         return " "
     if category == "Cf":
         return ""

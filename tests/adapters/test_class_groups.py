@@ -161,4 +161,5 @@ def test_every_class_written_gives_its_group_in_order() -> None:
     assert class_groups("Half-Elf Ranger/Thief") == ("warrior", "rogue")
     assert class_groups("Elf") == ("warrior",)
     assert class_groups("Bard\u200bFighter") == ("rogue", "warrior")  # a zero-width space
+    assert class_groups("Bard\u2063Fighter") == ("rogue", "warrior")  # an invisible separator
     assert class_groups("Bombardier") == ()

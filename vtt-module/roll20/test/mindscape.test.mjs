@@ -9215,24 +9215,26 @@ test('a lone stale refusal (one bridge) is reported and resynced, and nothing el
   assert.ok(!plain(restarted.sb.context.Mindscape.pendingIds()).includes(resolve.id));
 });
 
-test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step of unknown fate held everyone, and the GM linked the bar again: the older answer for the character writes its HP', () => {
+// The token's write through its HP bar linked to the Goblin's HP failed, the write tried
+// again landed on the bar alone (the hold is over), a later step, answered by
+// `heldAgain(ctx, step)`, held the token again, and the GM linked the bar again: the older
+// answer for the character writes its HP.
+const heldAgainThenRelinked = (heldAgain) => {
   const ctx = goblins();
   const late = unlinkedThenLandedOnBar(ctx);
   const step = roundAfterRefresh(ctx);
-  answer(ctx, step.id, lostAnswer(step.id));
+  heldAgain(ctx, step);
   assert.ok(held(ctx).includes(ctx.gob[1].id));
   linkToGoblinHp(ctx, ctx.gob[1]);
   olderAnswerWritesHp(ctx, late);
+};
+
+test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step of unknown fate held everyone, and the GM linked the bar again: the older answer for the character writes its HP', () => {
+  heldAgainThenRelinked((ctx, step) => answer(ctx, step.id, lostAnswer(step.id)));
 });
 
 test('the newest request wins only while a held write still waits: the token\'s newer write through its HP bar linked to its character\'s HP failed, the write tried again landed on the bar alone (the hold is over), a later step\'s write-back the companion could not make held the token again with no write to try, and the GM linked the bar again: the older answer for the character writes its HP', () => {
-  const ctx = goblins();
-  const late = unlinkedThenLandedOnBar(ctx);
-  const step = roundAfterRefresh(ctx);
-  roundAnswer(ctx, step, 2, 4, UNMADE);
-  assert.ok(held(ctx).includes(ctx.gob[1].id));
-  linkToGoblinHp(ctx, ctx.gob[1]);
-  olderAnswerWritesHp(ctx, late);
+  heldAgainThenRelinked((ctx, step) => roundAnswer(ctx, step, 2, 4, UNMADE));
 });
 
 test('the newest request wins only while a held write still waits: a step\'s write through the token\'s HP bar linked to its character\'s HP failed, a later write-back the companion could not make left it to be put by hand, and a later step wrote that HP on the bar alone (unlinked): the GM linked the bar again, and the older answer for the character writes its HP', () => {

@@ -424,6 +424,22 @@ export class EncounterController {
 
   async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
 
+  /** Store `meta` as one of the meta writes under way (`heldSaves`), which later ones wait for. */
+  async saveTracked(meta) {
+    const saving = this.saveMeta(meta);
+    this.heldSaves.add(saving);
+    try {
+      await saving;
+    } finally {
+      this.heldSaves.delete(saving);
+    }
+  }
+
+  /** Once no meta write is under way (`heldSaves`), also one started while this waited. */
+  async metaWritesLanded() {
+    while (this.heldSaves.size) await Promise.allSettled([...this.heldSaves]);
+  }
+
   /**
    * Create an encounter with the given tokens (uuids). A create asked while one is under
    * way (a double click on *Create from selected tokens*) is that one: one encounter.
@@ -490,7 +506,7 @@ export class EncounterController {
     // encounter, and its meta must not come back over what End or Create stored.
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
-    while (this.heldSaves.size) await Promise.allSettled([...this.heldSaves]);
+    await this.metaWritesLanded();
     const now = this.meta;
     if (now.id !== meta.id || this.endedIds.has(meta.id)) return meta;
     // What was stored meanwhile (holds, a deleted token's record) is kept.
@@ -499,13 +515,7 @@ export class EncounterController {
     meta.combatants = { ...meta.combatants, ...now.combatants };
     if (meta.held === undefined) delete meta.held;
     if (meta.gone === undefined) delete meta.gone;
-    const saving = this.saveMeta(meta);
-    this.heldSaves.add(saving);
-    try {
-      await saving;
-    } finally {
-      this.heldSaves.delete(saving);
-    }
+    await this.saveTracked(meta);
     if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
   }
@@ -1067,7 +1077,7 @@ export class EncounterController {
   async saveHeld(changes, { id, seen = null, gone = null }) {
     // Every meta write under way (another hold's, a deleted token's record, add's) lands
     // first: a record started while this waited is waited for too.
-    while (this.heldSaves.size) await Promise.allSettled([...this.heldSaves]);
+    await this.metaWritesLanded();
     const meta = this.meta;
     if (!id || meta.id !== id || this.endedIds.has(id)) return false;
     if (!changes.size && !gone) return true;
@@ -1082,13 +1092,7 @@ export class EncounterController {
     if (gone) next.gone = gone(meta.gone ?? []);
     if (!next.gone?.length) delete next.gone;
     if (JSON.stringify(next) === JSON.stringify(meta)) return true;
-    const saving = this.saveMeta(next);
-    this.heldSaves.add(saving);
-    try {
-      await saving;
-    } finally {
-      this.heldSaves.delete(saving);
-    }
+    await this.saveTracked(next);
     return true;
   }
 

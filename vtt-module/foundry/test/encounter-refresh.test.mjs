@@ -1830,18 +1830,64 @@ test("a token deleted while a hold is being stored (a round trip to the server):
   }
 });
 
-test("End pressed while Create's encounter.add is on its way: the companion, which forgot the encounter, refuses it, Create fails saying so, and the ended encounter's meta does not come back", async () => {
-  let answerAdd;
-  const slow = new Promise((resolve) => { answerAdd = resolve; });
+/**
+ * A table whose companion's `encounter.add` is slow from its `from`th call on (counted
+ * from 1; Infinity: never, until `from` is set): each waits for `answer()` before it
+ * answers. `ctl` is the GM's controller.
+ */
+function slowAdds(from) {
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  const gate = { from, answer: () => answer() };
+  let count = 0;
   const { methods } = encounterMethods();
-  const t = makeTable({ methods: { ...methods, "encounter.add": async (p) => { await slow; return methods["encounter.add"](p); } } });
-  const ctl = t.clients.gm.svc.encounters;
-  const creating = ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+  const t = makeTable({ methods: { ...methods, "encounter.add": async (p) => { if (++count >= gate.from) await answered; return methods["encounter.add"](p); } } });
+  return { t, ctl: t.clients.gm.svc.encounters, gate, count: () => count };
+}
+
+test("End pressed while Create's encounter.add is on its way (the first token's or a later one's): the companion, which forgot the encounter, refuses it, Create ends quietly (End told the GM), and the ended encounter's meta does not come back", async () => {
+  for (const from of [1, 2]) {
+    const { t, ctl, gate, count } = slowAdds(from);
+    const before = t.clients.gm.notes.given.length;
+    const creating = ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+    for (let i = 0; i < 20 && count() < from; i++) await tick(1);
+    assert.equal(count(), from, `token ${from}'s encounter.add is on its way`);
+    await ctl.end();
+    gate.answer();
+    const made = await creating;
+    assert.equal(made.id, "enc1", `token ${from}`);
+    assert.deepEqual(ctl.meta, {}, `no encounter: End ended it (token ${from})`);
+    const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error" || n.kind === "warn");
+    assert.deepEqual(said, [], `nothing said after the GM's own End (token ${from})`);
+  }
+});
+
+test("Create pressed while add's encounter.add is on its way: the companion forgot the encounter the new one replaced, and add ends quietly, the new encounter kept", async () => {
+  const { t, ctl, gate, count } = slowAdds(Infinity);
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  gate.from = count() + 1;
+  const before = t.clients.gm.notes.given.length;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
   await tick(5);
-  await ctl.end();
-  answerAdd();
-  await assert.rejects(creating, (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
-  assert.deepEqual(ctl.meta, {}, "no encounter: End ended it");
+  gate.from = Infinity;
+  const made = await ctl.create([t.tokens.goblinToken.uuid], "Next");
+  gate.answer();
+  await adding;
+  assert.equal(ctl.meta.id, made.id);
+  assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.tokenUuid), [t.tokens.goblinToken.uuid], "the new encounter, as Create made it");
+  const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
+  assert.deepEqual(said, []);
+});
+
+test("an encounter nobody ended that the companion no longer knows (its store lost): add's refusal (NotFound) still reaches the GM", async () => {
+  const { methods } = encounterMethods();
+  let forget = false;
+  const t = makeTable({ methods: { ...methods, "encounter.add": (p) => { if (forget) throw { code: 4004, message: "Not found", data: { id: p.id } }; return methods["encounter.add"](p); } } });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  forget = true;
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid]), (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
+  assert.equal(ctl.meta.id, "enc1", "the meta stays as it was");
 });
 
 test("a linked token deleted while tokens are being added to the encounter: its record is kept, with the combatants added", async () => {

@@ -5,7 +5,7 @@
  */
 import { DEFENSE_REASKS, MODULE_ID } from "./consts.js";
 import {
-  DaemonHttpError, DaemonUnreachableError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
+  DaemonHttpError, DaemonUnreachableError, NotFoundError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
   describeError,
 } from "./errors.js";
 import { attackFromForm, declineBoxes, declinedFor, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
@@ -482,7 +482,9 @@ export class EncounterController {
    * through the token: a linked actor's other token is the same creature) is not sent
    * again, which the companion would refuse; the GM is told whom, and told to select
    * tokens when none are. Nothing is stored once the encounter ended meanwhile (*End*
-   * pressed while Create adds its tokens) or a new one replaced it.
+   * pressed while Create adds its tokens) or a new one replaced it; a token the companion
+   * then refuses as it forgot the encounter (`forgotten`) ends this quietly, as End (or
+   * Create) told the GM.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -497,7 +499,15 @@ export class EncounterController {
         already.push(token?.name ?? actor.name);
         continue;
       }
-      const added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
+      let added;
+      try {
+        added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
+      } catch (error) {
+        // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
+        // the encounter: End (or Create) told the GM, and nothing is stored, as below.
+        if (this.forgotten(meta.id, error)) return meta;
+        throw error;
+      }
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
@@ -518,6 +528,17 @@ export class EncounterController {
     await this.saveTracked(meta);
     if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
+  }
+
+  /**
+   * Whether `error`, from a call naming encounter `id`, is the companion not knowing
+   * that encounter (NotFound) because it ended here (End pressed, `endedIds`) or a new
+   * one replaced it (the current meta is another's) since the call was made. A NotFound
+   * for an encounter nobody ended is not: the GM is to be told of it.
+   */
+  forgotten(id, error) {
+    if (!(error instanceof NotFoundError) || error.data?.id !== id) return false;
+    return this.endedIds.has(id) || this.meta.id !== id;
   }
 
   /** `encounter.get` of the current encounter (null when there is none). */

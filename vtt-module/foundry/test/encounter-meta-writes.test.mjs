@@ -86,3 +86,15 @@ test("End pressed after add's last encounter.add answered, while add waits for a
   assert.deepEqual(stored.slice(from).filter((v) => v.id === "enc1"), [], "no meta of the ended encounter is stored once End is pressed");
   assert.deepEqual(ctl.meta, {});
 });
+
+test("a linked token deleted and brought back at once (Foundry's undo) while the deletion's record is on its way to the server: the record is cleared, not left behind", async () => {
+  const { t, ctl, del } = await setup();
+  const token = t.tokens.ulcenToken;
+  const a = del(token);
+  await tick(2);
+  t.world.docs.set(token.uuid, token);
+  const b = hookTable(t.clients.gm.svc).createToken(token);
+  await Promise.all([a, b]);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined);
+  assert.equal(ctl.deletedTokens.has(token.uuid), false);
+});

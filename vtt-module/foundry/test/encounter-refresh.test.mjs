@@ -1813,6 +1813,52 @@ test("a linked token's deletion is stored with the encounter by the active GM's 
   assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined);
 });
 
+/**
+ * Foundry makes token document `token` again under its old id (its undo of the deletion):
+ * every client gets `createToken` (hooks.js). Resolves once the record is stored.
+ */
+function recreateToken(t, token) {
+  t.world.docs.set(token.uuid, token);
+  if (token.actor?.isToken) t.world.docs.set(token.actor.uuid, token.actor);
+  return Promise.all(Object.values(t.clients).map((c) => hookTable(c.svc).createToken(token)));
+}
+
+test("a linked token deleted, brought back (Foundry's undo), made unlinked and deleted again while no GM's client heard of it: the first deletion's record was cleared when it came back, so it is gone, its world actor neither read nor written, also after a reload", async () => {
+  const { t, ctl, gm } = await encounter();
+  const token = t.tokens.ulcenToken;
+  await deleteToken(t, token);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true);
+  await recreateToken(t, token);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined, "the record is cleared in the encounter's meta");
+  for (const [who, c] of Object.entries(t.clients)) assert.equal(c.svc.encounters.deletedTokens.has(token.uuid), false, `and on ${who}'s client`);
+  assert.equal(hookTable(t.clients.p1.svc).createToken(token), null, "a player's client stores nothing");
+  await unlinkUlcen(t);
+  await ctl.refresh();
+  // With no GM connected, no client hears of this deletion.
+  removeDocs(t, token);
+  // The same session, and a reload (a new controller, which heard of no deletion itself).
+  for (const [when, c] of [["same session", ctl], ["after a reload", new EncounterController(gm)]]) {
+    const from = t.daemon.calls.length;
+    await c.refresh();
+    assert.ok(!calls(t, from).some((x) => x.params.combatant_id === "ulcen"), `his world actor is not taken as his sheet (${when})`);
+  }
+  await gm.rpc("encounter.declare", { id: "enc1", combatant_id: "fenka-tokF", choice: { attack: { mode: "ego-whip", multiplier: 1, range: "short", target: "ulcen" } } });
+  await ctl.resolve();
+  assert.equal(psp(t.actors.ulcen), 40, "the base of unlinked copies is never written");
+});
+
+test("a token made again with the uuid of no combatant (a new token): no meta write", async () => {
+  const { t, ctl } = await encounter();
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  let writes = 0;
+  settings.set = (ns, key, value) => { if (key === "encounter") writes++; return set(ns, key, value); };
+  const other = t.world.token({ id: "tokN", name: "Newcomer", actor: t.actors.fenka, actorLink: true });
+  assert.equal(hookTable(t.clients.gm.svc).createToken(other), null);
+  assert.equal(writes, 0);
+  assert.equal(ctl.heldSaves.size, 0);
+});
+
 test("a token deleted while a hold is being stored (a round trip to the server): the hold and the deletion's record are both kept, in either order", async () => {
   for (const first of ["hold", "deletion"]) {
     const { t, ctl } = await encounter();

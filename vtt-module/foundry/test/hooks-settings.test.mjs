@@ -101,7 +101,7 @@ for (const generation of [12, 13]) {
       assert.equal(app.render(true), app);
     }
     assert.deepEqual(opened, ["pairing", "house rules"]);
-    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessageHTML", "updateCombat", "deleteToken"]) {
+    for (const name of ["renderTokenHUD", "getActorSheetHeaderButtons", "getHeaderControlsActorSheetV2", "getHeaderControlsApplicationV2", "renderChatMessageHTML", "updateCombat", "deleteToken", "createToken"]) {
       assert.equal(c.Hooks.events.get(name)?.length, 1, name);
     }
     // v13 fires the deprecated renderChatMessage (with a warning, jQuery for every

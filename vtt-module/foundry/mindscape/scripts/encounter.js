@@ -1148,8 +1148,7 @@ export class EncounterController {
    * linked then (`actorLink`) decides whether its world actor is still its sheet
    * (`docsOf`). Kept here for this session; with `store` (the active GM's client), also
    * on its combatant's entry in the current encounter's meta (`deletedLinked`), so it
-   * lasts through a reload. That save waits for the meta writes under way (`heldSaves`),
-   * and those made later wait for it: none writes an older meta over another.
+   * lasts through a reload (`recordLinked`).
    * @returns {Promise<void>|null}  the record being stored, if any
    */
   tokenDeleted(token, { store = false } = {}) {
@@ -1157,9 +1156,37 @@ export class EncounterController {
     if (!uuid) return null;
     const linked = Boolean(token.actorLink);
     this.deletedTokens.set(uuid, linked);
+    return store ? this.recordLinked(uuid, linked) : null;
+  }
+
+  /**
+   * Foundry made token document `token` (hooks.js `createToken`): one made again under
+   * the uuid of a token deleted before (Foundry's undo of the deletion) is there again,
+   * so the record of that deletion goes, here and, with `store` (the active GM's client),
+   * in the current encounter's meta. Else a later deletion nobody heard of (no GM's client
+   * connected) would find the old record, and its world actor would be taken as its sheet
+   * though the token was made unlinked meanwhile: with no record it is gone (`docsOf`).
+   * @returns {Promise<void>|null}  the record being cleared, if any
+   */
+  tokenCreated(token, { store = false } = {}) {
+    const uuid = token?.uuid;
+    if (!uuid) return null;
+    this.deletedTokens.delete(uuid);
+    return store ? this.recordLinked(uuid, false) : null;
+  }
+
+  /**
+   * Store on the entries of the current encounter's meta whose token is `uuid` whether
+   * it was `linked` when it was deleted (`deletedLinked`; false: the entry has none),
+   * when one such entry exists. The save waits for the meta writes under way
+   * (`heldSaves`), and those made later wait for it: none writes an older meta over
+   * another, and of a deletion and the undo of it, the later one's record stays.
+   * @returns {Promise<void>|null}  the record being stored, if any
+   */
+  recordLinked(uuid, linked) {
     const id = this.meta.id;
-    if (!store || !id || !Object.values(this.meta.combatants ?? {}).some((c) => c?.tokenUuid === uuid)) return null;
-    // The holds being stored now (a previous record among them), not this one itself.
+    if (!id || !Object.values(this.meta.combatants ?? {}).some((c) => c?.tokenUuid === uuid)) return null;
+    // The records being stored now (a previous one among them), not this one itself.
     const before = [...this.heldSaves];
     const recording = (async () => {
       await Promise.allSettled(before);

@@ -1,7 +1,7 @@
 /**
  * Hook registrations: token HUD button, actor-sheet header controls (AppV1 and AppV2),
  * chat-card listeners (v12 and v13 names), the combat tracker's rounds, deleted tokens
- * (whether they were linked, for the encounter). Each hook family
+ * (whether they were linked, for the encounter) and tokens made again (Foundry's undo). Each hook family
  * is registered for both versions, the one the running Foundry does not fire staying
  * silent; but for `renderChatMessage`, which v13 fires only when someone listens
  * (`hookTable`).
@@ -193,6 +193,16 @@ export function onDeleteToken(svc, token) {
 }
 
 /**
+ * Foundry made a token (every client gets `createToken`): one made again under a deleted
+ * token's uuid (Foundry's undo) drops the record of that deletion (encounter.js
+ * `tokenCreated`), here and, by the active GM's client only, in the encounter.
+ * @returns {Promise<void>|null} the record being cleared, if any
+ */
+export function onCreateToken(svc, token) {
+  return svc.encounters?.tokenCreated(token, { store: Boolean(svc.relay?.isActiveGM) }) ?? null;
+}
+
+/**
  * The hook names this module listens to, and their handlers. Exported for tests.
  *
  * `renderChatMessage` only before v13: v13's `ChatMessage#renderHTML` fires it whenever
@@ -211,6 +221,7 @@ export function hookTable(svc) {
     renderChatMessageHTML: (message, html) => onRenderChatMessage(svc, message, html),
     updateCombat: (combat, changed, options) => onUpdateCombat(svc, combat, changed, options),
     deleteToken: (token) => onDeleteToken(svc, token),
+    createToken: (token) => onCreateToken(svc, token),
   };
   if (!(generation >= 13)) table.renderChatMessage = (message, html) => onRenderChatMessage(svc, message, html);
   return table;

@@ -974,6 +974,24 @@ test("End pressed while the companion resolves: the stored step is still written
   assert.deepEqual(warningsSince(t, before), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
+test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended", async () => {
+  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+    const { t, ctl, enc, asking, release } = await resolveWaiting();
+    const fenka = t.tokens.fenkaToken.actor;
+    lockPsp(fenka);
+    const resolving = ctl.resolve();
+    await asking;
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    const before = t.clients.gm.notes.given.length;
+    release();
+    await resolving;
+    const owed = enc.combatants.get("fenka-tokF").profile.psp;
+    assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written");
+    assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
+    assert.deepEqual(warningsSince(t, before), [[`The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]], next.id ?? "ended");
+  }
+});
+
 test("End pressed while an undo waits for the companion: the cards of the step it took back are still marked undone (they are the ended encounter's)", async () => {
   let release;
   const answered = new Promise((resolve) => { release = resolve; });
@@ -1251,12 +1269,17 @@ test("two steps of an ended encounter finishing after End, the older landing on 
   const fenka = t.tokens.fenkaToken.actor;
   // The encounter the steps were asked of, as it was then (applyStep's `meta`).
   const asked = structuredClone(ctl.meta);
+  // Both steps are under way (`stepOf`) when End is pressed, and write back after its notice.
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  const PSP = "flags.mindscape.revised-2e.psp";
+  const write = (value) => ctl.applyStep({ updates: [{ uuid: fenka.uuid, update: { [PSP]: value } }] }, { meta: asked });
+  const older = ctl.stepOf(asked.id, async () => { await answered; return write(8); });
+  const newer = ctl.stepOf(asked.id, async () => { await older; lockPsp(fenka); return write(5); });
   await ctl.end();
   const before = t.clients.gm.notes.given.length;
-  const PSP = "flags.mindscape.revised-2e.psp";
-  await ctl.applyStep({ updates: [{ uuid: fenka.uuid, update: { [PSP]: 8 } }] }, { meta: asked });
-  lockPsp(fenka);
-  await ctl.applyStep({ updates: [{ uuid: fenka.uuid, update: { [PSP]: 5 } }] }, { meta: asked });
+  answer();
+  await newer;
   assert.equal(psp(fenka), 8);
   const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [[behindWords(fenka, 5), true]]);

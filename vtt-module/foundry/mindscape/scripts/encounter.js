@@ -1721,9 +1721,11 @@ export class EncounterController {
   /**
    * Forget encounter `id` as ended (its `afterEnd` record, `endedIds`, `replacedIds`) once
    * End (or the new encounter that replaced it) told what to make by hand and no step
-   * asked of it is under way: no step can reach it any more, and its id is not reused. A
-   * step not counted that came after all would be told at once, as of an encounter not
-   * ended here (`tellStepAfterEnd`), never kept silent in a record nobody tells.
+   * asked of it is under way: no step can reach it any more, and its id is not reused.
+   * Every step that writes back is counted (`resolveNow`, `undo` and `declare` run in
+   * `stepOf`); one that were not and came after all would be told at once, as of an
+   * encounter changed outside this browser (`tellStepAfterEnd`), never kept silent in a
+   * record nobody tells.
    */
   forgetEnded(id) {
     if (!this.afterEnd.get(id)?.told || this.stepsUnderWay.has(id)) return;
@@ -1749,16 +1751,29 @@ export class EncounterController {
    * (`EndedBehind`), saying which values told before it replaces (`EndedReplaced`). For
    * an encounter a new one replaced (`createNow`), which nobody ended, the same is told
    * in its own words (`ReplacedWritten`, `ReplacedBehind`, `ReplacedNewer`).
+   *
+   * An encounter neither ended nor replaced here (not in `endedIds`, which keeps the id
+   * while a step asked of it is under way, `stepOf`) ended or was replaced outside this
+   * browser: another GM's, which became the one that talks to the companion, or a macro,
+   * set another current encounter. Nothing here knows which, and no End here tells its
+   * writes, so the writes this step missed are told at once, in words that say only that
+   * (`ElsewhereBehind`); with no notice before it, none of its fields needs correcting.
    */
   tellStepAfterEnd(meta, step, what) {
-    // An encounter ended (or ending) is told by End; any other (none: nothing can end it now) at once.
-    const record = meta.id && this.endedIds.has(meta.id) ? this.endedRecord(meta.id) : { told: true, steps: [], behind: new Map() };
+    const t = this.svc.t;
+    if (!meta.id || !this.endedIds.has(meta.id)) {
+      if (!step.missed.length) return;
+      const words = { what, names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) };
+      this.svc.notify("warn", t.format("MINDSCAPE.Encounter.ElsewhereBehind", words), { permanent: true });
+      return;
+    }
+    // An encounter ended (or ending) here is told by End, with the rest, until End told it.
+    const record = this.endedRecord(meta.id);
     if (!record.told) {
       record.steps.push(step);
       return;
     }
     const { rewritten, replaced } = foldStep(record.behind, step);
-    const t = this.svc.t;
     // Keys written out whole, so that the language file's check finds each.
     const keys = this.replacedIds.has(meta.id)
       ? { written: "MINDSCAPE.Encounter.ReplacedWritten", behind: "MINDSCAPE.Encounter.ReplacedBehind", newer: "MINDSCAPE.Encounter.ReplacedNewer" }

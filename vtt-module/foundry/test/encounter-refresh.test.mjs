@@ -1065,6 +1065,23 @@ test("a new encounter created while the companion resolves a step it then cannot
   ]);
 });
 
+test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves a step it then cannot write back: the error that stays says only that the encounter is no longer the current one, not that it ended", async () => {
+  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+    const { t, ctl, asking, release } = await resolveWaiting({ edit: notWrittenBack });
+    const resolving = ctl.resolve({ force: true });
+    await asking;
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    const before = t.clients.gm.notes.given.length;
+    release();
+    await resolving;
+    assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set: nothing is held in it for the old one's step");
+    const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
+    assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
+      ["The companion stored the step but could not write it to the sheets (error e-42; its log has the cause), and the encounter it was asked of is no longer the current one (it was ended or replaced outside this browser): nothing will write it now, so the sheets of Ulcen of Tyr, Fenka, Goblin show the state before it until you put them right by hand.", true],
+    ], next.id ?? "ended");
+  }
+});
+
 /**
  * `encounter()` where Fenka's sheet missed the first resolve's write (her PSPs, `owed`)
  * and a second resolve, at her again, waits in the companion until `release()`; End

@@ -1279,7 +1279,9 @@ export class EncounterController {
    * (`tellStepAfterEnd`), as nothing will try it again; no hold is stored, and a
    * write-back the companion could not make is told without a copy kept or a Refresh
    * (`MINDSCAPE.Encounter.WriteBackFailedEnded`, or `WriteBackFailedReplaced` for an
-   * encounter a new one replaced) and without the waiting writes End tells.
+   * encounter a new one replaced) and without the waiting writes End tells. One changed
+   * outside this browser (`tellStepAfterEnd`) is told as no longer the current one,
+   * ended or replaced, which nothing here knows (`WriteBackFailedElsewhere`).
    */
   async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
     const what = this.svc.t.localize(STEP_WORDS[undo ? "undo" : action ? "action" : "step"]);
@@ -1364,8 +1366,11 @@ export class EncounterController {
       const words = { what, errorId: failed.error_id ?? "?", names: namesOf(meta, Object.keys(meta.combatants ?? {})) };
       if (saved) this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", words) + replaced, { permanent: true });
       else {
-        // One a new encounter replaced (`createNow`) is not said to have been ended, as `stepCall` says.
-        const key = this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedReplaced" : "MINDSCAPE.Encounter.WriteBackFailedEnded";
+        // One a new encounter replaced (`createNow`) is not said to have been ended, as `stepCall`
+        // says; nor one changed outside this browser (not in `endedIds`, see `tellStepAfterEnd`),
+        // which nothing here knows to have been ended or replaced.
+        const key = !this.endedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedElsewhere"
+          : this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedReplaced" : "MINDSCAPE.Encounter.WriteBackFailedEnded";
         this.svc.notify("error", this.svc.t.format(key, words), { permanent: true });
       }
     }

@@ -1610,6 +1610,7 @@ function losingResolve(t) {
 }
 
 const UNCERTAIN_REPLACED = (names) => `The companion's answer to the step was lost after a new encounter replaced the one it was asked of: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
+const UNCERTAIN_ELSEWHERE = (names) => `The companion's answer to the step was lost, and the encounter it was asked of is no longer the current one (it was ended or replaced outside this browser): it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 const UNCERTAIN_ENDED = (names) => `The companion's answer to the step was lost after the encounter ended: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 
 test("a resolve whose answer is lost after a new encounter replaced its own holds nothing in the new one, and the notice that stays says so (not that the encounter ended), naming the old one's combatants and that nothing will write the step", async () => {
@@ -1651,6 +1652,21 @@ test("a resolve whose answer is lost after End: the notice that stays names the 
   assert.deepEqual(ctl.meta, {});
   const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
   assert.deepEqual(lost.map((n) => n.text), [UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin")]);
+});
+
+test("a resolve whose answer is lost after the current encounter changed outside this browser (another GM's End or Create, a macro): the notice that stays says only that the encounter is no longer the current one, not that it ended, and nothing is held in the one set", async () => {
+  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+    const { t, ctl } = await encounter();
+    const { asking, fail } = losingResolve(t);
+    const resolving = ctl.resolve({ force: true });
+    await asking;
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    fail();
+    await assert.rejects(resolving, DaemonUnreachableError);
+    assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
+    const lost = t.clients.gm.notes.given.filter((n) => n.text.startsWith("The companion's answer"));
+    assert.deepEqual(lost.map((n) => [n.kind, n.text, n.options?.permanent]), [["warn", UNCERTAIN_ELSEWHERE("Ulcen of Tyr, Fenka, Goblin"), true]], next.id ?? "ended");
+  }
 });
 
 test("a resolve whose answer is lost while End is ending the encounter: a write Foundry missed earlier is told once, by End, not also as replaced", async () => {

@@ -1588,7 +1588,9 @@ export class EncounterController {
    * or a new encounter replaced it) nothing is held (`saveHeld`): the GM is told that
    * the sheets may lack the step and that nothing will write it
    * (`MINDSCAPE.Encounter.UncertainEnded`, or `UncertainReplaced` for an encounter a new
-   * one replaced), without its waiting writes, which End tells.
+   * one replaced), without its waiting writes, which End tells. For one changed outside
+   * this browser (`tellStepAfterEnd`) the notice says only that it is no longer the
+   * current one, ended or replaced, which nothing here knows (`UncertainElsewhere`).
    */
   async stepCall(what, call, asked) {
     try {
@@ -1605,7 +1607,9 @@ export class EncounterController {
         if (await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: asked.id })) {
           this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", words) + replaced, { permanent: true });
         } else {
-          const key = this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainReplaced" : "MINDSCAPE.Encounter.UncertainEnded";
+          // Changed outside this browser (not in `endedIds`): nothing here knows whether it was ended or replaced.
+          const key = !this.endedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainElsewhere"
+            : this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainReplaced" : "MINDSCAPE.Encounter.UncertainEnded";
           this.svc.notify("warn", this.svc.t.format(key, words), { permanent: true });
         }
       }

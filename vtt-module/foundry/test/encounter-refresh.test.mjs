@@ -1981,6 +1981,23 @@ test("Create pressed while add's encounter.add is on its way: the companion forg
   assert.deepEqual(said, []);
 });
 
+test("End pressed (or the encounter set) outside this browser while add's encounter.add is on its way: the companion, which forgot the encounter, refuses it, and the GM here, whom nothing told, hears of it (NotFound)", async () => {
+  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+    const { t, ctl, gate, count } = slowAdds(Infinity);
+    await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+    gate.from = count() + 1;
+    const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+    for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
+    assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
+    // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    gate.answer();
+    await assert.rejects(adding, (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1", next.id ?? "ended");
+    assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
+  }
+});
+
 test("an encounter nobody ended that the companion no longer knows (its store lost): add's refusal (NotFound) still reaches the GM", async () => {
   const { methods } = encounterMethods();
   let forget = false;

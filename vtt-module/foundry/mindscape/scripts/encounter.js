@@ -408,8 +408,8 @@ export class EncounterController {
     // (`tellWaitingWrites`, `tellStepAfterEnd`). Dropped once nothing can reach it
     // (`forgetEnded`).
     this.afterEnd = new Map();
-    // How many steps (resolves, undos, public actions) are under way, by the id of the
-    // encounter they were asked of (`stepOf`).
+    // How many steps (resolves, undos, public actions) and adds are under way, by the id
+    // of the encounter they were asked of (`stepOf`).
     this.stepsUnderWay = new Map();
     // Whether each token Foundry deleted in this session was linked then, by token uuid
     // (`tokenDeleted`): known here at once, while the record in the encounter's meta
@@ -484,11 +484,19 @@ export class EncounterController {
    * tokens when none are. Nothing is stored once the encounter ended meanwhile (*End*
    * pressed while Create adds its tokens) or a new one replaced it; a token the companion
    * then refuses as it forgot the encounter (`forgotten`) ends this quietly, as End (or
-   * Create) told the GM.
+   * Create) told the GM. Counted as under way (`stepOf`), so that End does not forget it
+   * ended the encounter here before this hears the companion's refusal: one for an
+   * encounter ended or replaced outside this browser, which nothing told this GM of, is
+   * thrown.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
+    return this.stepOf(meta.id, () => this.addTo(meta, tokenUuids));
+  }
+
+  /** `add`, to encounter `meta` (a copy of the current one's, as add read it). */
+  async addTo(meta, tokenUuids) {
     if (!tokenUuids?.length) this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NoneSelected"));
     const adapter = await this.svc.adapterId();
     const already = [];
@@ -531,14 +539,15 @@ export class EncounterController {
   }
 
   /**
-   * Whether `error`, from a call naming encounter `id`, is the companion not knowing
-   * that encounter (NotFound) because it ended here (End pressed, `endedIds`) or a new
-   * one replaced it (the current meta is another's) since the call was made. A NotFound
-   * for an encounter nobody ended is not: the GM is to be told of it.
+   * Whether `error`, from a call naming encounter `id` made under `stepOf(id)` (which
+   * keeps `id` in `endedIds` until it finished), is the companion not knowing that
+   * encounter (NotFound) because it ended here (End pressed) or a new one replaced it
+   * here (Create), which told the GM. A NotFound for an encounter nobody here ended or
+   * replaced (ended outside this browser, or the companion's store lost) is not: the GM
+   * is to be told of it.
    */
   forgotten(id, error) {
-    if (!(error instanceof NotFoundError) || error.data?.id !== id) return false;
-    return this.endedIds.has(id) || this.meta.id !== id;
+    return error instanceof NotFoundError && error.data?.id === id && this.endedIds.has(id);
   }
 
   /** `encounter.get` of the current encounter (null when there is none). */
@@ -1708,9 +1717,10 @@ export class EncounterController {
   }
 
   /**
-   * Run `step`, a resolve, undo or public action asked of encounter `id`, counted as under
-   * way until it finished (`stepsUnderWay`): should that encounter end meanwhile, what the
-   * step writes and misses still reaches its `afterEnd` record. Count from the moment the
+   * Run `step`, a resolve, undo or public action asked of encounter `id` (or an `add` to
+   * it), counted as under way until it finished (`stepsUnderWay`): should that encounter
+   * end meanwhile, what the step writes and misses still reaches its `afterEnd` record,
+   * and an add still knows it ended here (`forgotten`). Count from the moment the
    * step reads the encounter, so that End cannot drop the record before the step is seen.
    */
   async stepOf(id, step) {

@@ -1964,7 +1964,10 @@ test("End pressed while Create's encounter.add is on its way (the first token's 
   }
 });
 
-test("Create pressed while add's encounter.add is on its way: the companion forgot the encounter the new one replaced, and add ends quietly, the new encounter kept", async () => {
+// The test companion keeps one encounter, so its Create forgets the one before; the real
+// companion keeps both, and refuses the replaced one's tokens only when it had lost it
+// already (the case in which the panel offers Create).
+test("Create pressed while add's encounter.add is on its way, the companion not knowing the encounter the new one replaces: add ends quietly, the new encounter kept", async () => {
   const { t, ctl, gate, count } = slowAdds(Infinity);
   await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
   gate.from = count() + 1;

@@ -550,6 +550,20 @@ export class EncounterController {
     return error instanceof NotFoundError && error.data?.id === id && this.endedIds.has(id);
   }
 
+  /**
+   * Of three notices for a step of encounter `id` that is no longer the current one, the
+   * key whose words are true: `ended` when End here ended it, `replaced` when a new
+   * encounter made here replaced it (`createNow`), which nobody ended, and `elsewhere`
+   * when neither happened here (not in `endedIds`, which keeps the id while a step asked
+   * of it is under way, `stepOf`): it was ended or replaced outside this browser, and
+   * nothing here knows which (`tellStepAfterEnd`). The callers write each key out whole,
+   * so that the language file's check finds it.
+   */
+  noLongerKey(id, { ended, replaced, elsewhere }) {
+    if (!this.endedIds.has(id)) return elsewhere;
+    return this.replacedIds.has(id) ? replaced : ended;
+  }
+
   /** `encounter.get` of the current encounter (null when there is none). */
   async state() {
     const meta = this.meta;
@@ -1375,11 +1389,9 @@ export class EncounterController {
       const words = { what, errorId: failed.error_id ?? "?", names: namesOf(meta, Object.keys(meta.combatants ?? {})) };
       if (saved) this.svc.notify("error", this.svc.t.format("MINDSCAPE.Encounter.WriteBackFailed", words) + replaced, { permanent: true });
       else {
-        // One a new encounter replaced (`createNow`) is not said to have been ended, as `stepCall`
-        // says; nor one changed outside this browser (not in `endedIds`, see `tellStepAfterEnd`),
-        // which nothing here knows to have been ended or replaced.
-        const key = !this.endedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedElsewhere"
-          : this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.WriteBackFailedReplaced" : "MINDSCAPE.Encounter.WriteBackFailedEnded";
+        const key = this.noLongerKey(asked.id, {
+          ended: "MINDSCAPE.Encounter.WriteBackFailedEnded", replaced: "MINDSCAPE.Encounter.WriteBackFailedReplaced", elsewhere: "MINDSCAPE.Encounter.WriteBackFailedElsewhere",
+        });
         this.svc.notify("error", this.svc.t.format(key, words), { permanent: true });
       }
     }
@@ -1616,9 +1628,9 @@ export class EncounterController {
         if (await this.saveHeld(new Map(ids.map((cid) => [cid, { write: null }])), { id: asked.id })) {
           this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.Uncertain", words) + replaced, { permanent: true });
         } else {
-          // Changed outside this browser (not in `endedIds`): nothing here knows whether it was ended or replaced.
-          const key = !this.endedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainElsewhere"
-            : this.replacedIds.has(asked.id) ? "MINDSCAPE.Encounter.UncertainReplaced" : "MINDSCAPE.Encounter.UncertainEnded";
+          const key = this.noLongerKey(asked.id, {
+            ended: "MINDSCAPE.Encounter.UncertainEnded", replaced: "MINDSCAPE.Encounter.UncertainReplaced", elsewhere: "MINDSCAPE.Encounter.UncertainElsewhere",
+          });
           this.svc.notify("warn", this.svc.t.format(key, words), { permanent: true });
         }
       }

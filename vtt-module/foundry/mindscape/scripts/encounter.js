@@ -1788,7 +1788,8 @@ export class EncounterController {
    * browser: another GM's, which became the one that talks to the companion, or a macro,
    * set another current encounter. Nothing here knows which, and no End here tells its
    * writes, so the writes this step missed are told at once, in words that say only that
-   * (`ElsewhereBehind`); with no notice before it, none of its fields needs correcting.
+   * (`ElsewhereBehind`); no notice here told any of its fields before, so none is
+   * corrected (a notice in the browser that ended it is not known here).
    */
   tellStepAfterEnd(meta, step, what) {
     const t = this.svc.t;

@@ -25,7 +25,10 @@ joins: {id: defense}, stayed_out?: [id]}}`` (``stayed_out`` is absent from state
 before a creature could say it stays out).
 
 Refusals name places in the choice (``/choice/attack/mode``, ``/choice/defense/allies/0``),
-not in the exchange request the choices make (``_in_choice_terms``).
+not in the exchange request the choices make (``_in_choice_terms``); a creature the
+choice does not name (a target's controller, a creature under control, which the
+encounter adds to the exchange itself) is named as the encounter holds it,
+``/combatants/<id>``.
 """
 
 from __future__ import annotations
@@ -377,29 +380,54 @@ def _in_choice_terms(places: list[tuple[str, str]], text: str) -> str:
 _A_CREATURE = re.compile(r"/(?:defender|defenders/\d+|allies/\d+)")
 
 
+def _places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: str, kind: str,
+            request: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``_choice_places``, then each other place of ``request`` that holds a creature
+    (the attacker, a target the choice does not name, the controllers and puppets the
+    encounter adds) as that combatant in the encounter, ``/combatants/<id>`` (a JSON
+    Pointer into the encounter's ``combatants``, as ``encounter.view`` gives them): a
+    stale control link of a target's controller is told by the id the caller knows it
+    by, not at ``/controllers/0``, which it never wrote."""
+    places = _choice_places(state, pending, cid, kind)
+    mapped = {old for old, _ in places}
+    creatures = [("/attacker", request["attacker"]), ("/defender", request["defender"])]
+    for member in ("defenders", "allies", "controllers", "puppets"):
+        creatures += [(f"/{member}/{i}", c) for i, c in enumerate(request.get(member) or [])]
+    return places + [(place, "/combatants/" + _pointer_token(str(c["id"])))
+                     for place, c in creatures if place not in mapped]
+
+
+def _pointer_token(key: str) -> str:
+    """``key`` as one reference token of a JSON Pointer (RFC 6901: ``~`` is ``~0``,
+    ``/`` is ``~1``)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
                           candidate: Mapping[str, Any], cid: str, kind: str) -> None:
     """``system.plan`` of the exchange ``candidate`` makes; a refusal names the places
     in ``cid``'s choice (an encounter's caller never wrote ``/defenses/x`` or
-    ``/allies/0/id``). Choices are planned as secret choices (``build_plan``): what a
+    ``/allies/0/id``), and the creatures the choice does not name by their ids
+    (``_places``). Choices are planned as secret choices (``build_plan``): what a
     choice makes only with others' (the group's dice, a wave kept by a die each, which
     the targets' modes and the joins decide) is settled when the exchange is resolved,
     never refused to it; what it makes alone is (``_own_dice``). A defense is planned as
     ``cid`` knows the exchange (``_known_to``)."""
     if kind == "defense":
         candidate = _known_to(candidate, cid)
+    request = _request(state, candidate)
     try:
-        plan = system.plan(_request(state, candidate), secret_choices=True)
+        plan = system.plan(request, secret_choices=True)
         if kind == "defense":
             _own_dice(plan, cid)
     except RulesViolation as exc:
-        places = _choice_places(state, candidate, cid, kind)
+        places = _places(state, candidate, cid, kind, request)
         # an encounter's exchange takes its controllers from the encounter
         detail = exc.detail.replace("give it in /controller", "add it to the encounter")
         raise RulesViolation(exc.rule, _in_choice_terms(places, detail),
                              exc.combatant) from None
     except InvalidInput as exc:
-        places = _choice_places(state, candidate, cid, kind)
+        places = _places(state, candidate, cid, kind, request)
         moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
                  for p in exc.problems]
         raise type(exc)(moved) from None

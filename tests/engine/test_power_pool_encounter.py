@@ -866,6 +866,49 @@ def test_a_puppet_whose_controller_is_itself_under_control_is_refused_for_the_st
     assert problem.message.startswith("T is under C's control here, but C's controlling")
 
 
+def test_a_stale_link_of_a_controller_the_encounter_adds_names_it_by_its_id() -> None:
+    """RULES.md §3.4: control links are read both ways. The exchange an attack on a
+    puppet makes takes its controller, and every other creature under control, from the
+    encounter (`/controllers/0`, `/puppets/0` in that request, which the encounter's
+    caller never wrote): a stale link of theirs names them by their combatant ids, where
+    the encounter holds them (`/combatants/x`), and the request places stay out."""
+    state = encounter(psionic("A", 2, 8),
+                      psionic("X", 2, 6, controlling=[{"id": "p", "kept_by": "action"}]),
+                      psionic("P", 2, 6, controlled_by="x"))
+    # X's sheet refreshed after it let P go, P's not yet
+    stale = SYSTEM.encounter_replace(state, "x", psionic("X", 2, 6))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(stale, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "p"}})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/choice/attack/target/controlled_by",
+        "P is under X's control here, but X's controlling (/combatants/x) does not list it")]
+    # Q, also X's, refreshed as Y's: the stale field is X's own, and Q goes as a puppet
+    state = encounter(psionic("A", 2, 8),
+                      psionic("Y", 2, 6, controlling=[{"id": "q", "kept_by": "action"}]),
+                      psionic("X", 2, 6, controlling=[{"id": "p", "kept_by": "action"},
+                                                      {"id": "q", "kept_by": "action"}]),
+                      psionic("P", 2, 6, controlled_by="x"),
+                      psionic("Q", 2, 6, controlled_by="x"))
+    stale = SYSTEM.encounter_replace(state, "q", psionic("Q", 2, 6, controlled_by="y"))
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(stale, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "p"}})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/combatants/x/controlling/1/id",
+        'X controls Q here, but Q\'s controlled_by (/combatants/q) is "y"')]
+    # a puppet's own stale field, at its id written as a JSON Pointer writes it
+    state = encounter(psionic("A", 2, 8), psionic("Y", 2, 6),
+                      {**psionic("Q", 2, 6, controlled_by="y"), "id": "q/1~"})
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                         "target": "y"}})
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        "/combatants/q~11~0/controlled_by",
+        "Q is under Y's control here, but Y's controlling (/choice/attack/target) does not "
+        "list it")]
+
+
 def test_a_refusal_in_words_names_the_choices_places() -> None:
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("C", 1, 4))
     with pytest.raises(RulesViolation) as err:

@@ -262,15 +262,21 @@ def _check_puppets_apart(request: Mapping[str, Any],
 
 
 def _check_controllers_agree(request: Mapping[str, Any],
+                             targets: Sequence[tuple[str, Mapping[str, Any]]],
                              controlling: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    """A controller given more than once in ``controller``/``controllers`` (an
-    encounter gives it once for each of its puppets a wave strikes) is given with one
-    sheet: a second that differs is refused at its id (or the name the id was made
-    from), since the control links are read on the first and the attack would strike
-    the last. (A controller that is also a target may differ from its sheet there:
-    ``assume_known`` gives the two places different defenses.) ``build_plan`` checks
-    this once the controllers are known able to hold control, so that a second sheet
-    showing one under control is refused for that (``controller-required``)."""
+    """A controller given more than once is given with one sheet: its control links are
+    read on the first sheet given (``link_problems``), and the attack may strike another
+    (the last in ``controller``/``controllers``, or its sheet as a target when that
+    target comes first), so a second sheet that differs is refused at its id (or the
+    name the id was made from). In ``controller``/``controllers`` (an encounter gives it
+    once for each of its puppets a wave strikes) the sheets are the same. A controller
+    that is a target too (``defender``, ``defenders``: a wave at a puppet and at its
+    controller) has the same sheet in both places but for its defenses, which
+    ``assume_known`` gives each place as the request gives that place's defense
+    (``System.knowing`` changes nothing else); that refusal names the fields that
+    differ. ``build_plan`` checks this once the controllers are known able to hold
+    control, so that a second sheet showing one under control is refused for that
+    (``controller-required``)."""
     seen: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for path, c in controlling:
         first = seen.setdefault(c["id"], (path, c))
@@ -279,6 +285,19 @@ def _check_controllers_agree(request: Mapping[str, Any],
             raise InvalidInput.at(field, (
                 f"{ident} is given already at {first[0]} with another sheet: a controller "
                 "given more than once is given with the same sheet"))
+    as_target = {c["id"]: (path, c) for path, c in targets}
+    for path, c in controlling:
+        if c["id"] not in as_target:
+            continue
+        where, target = as_target[c["id"]]
+        differ = [k for k in c if k != "defenses" and c[k] != target[k]]
+        if differ:
+            field, ident = id_source(_raw_at(request, path), path, c["id"])
+            raise InvalidInput.at(field, (
+                f"{ident} is given already at {where} with another sheet, whose "
+                f"{_names(differ)} {'differs' if len(differ) == 1 else 'differ'}: a "
+                "controller that is a target too is given with the same sheet in both "
+                "places, but for its defenses"))
 
 
 def _raw_at(request: Mapping[str, Any], path: str) -> Any:
@@ -426,7 +445,8 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             roles.append("defender" if not members[1:] else "wave-target")
 
     # after the controllers' own standing above, which a stale sheet of one is told by
-    _check_controllers_agree(request, controlling)
+    _check_controllers_agree(request, [("/defender", target)] + [
+        (f"/defenders/{i}", c) for i, c in enumerate(extra)], controlling)
 
     defenses = request.get("defenses") or {}
     sides: list[Side] = []

@@ -342,11 +342,65 @@ def test_a_controller_given_again_with_another_sheet_is_refused_at_its_id() -> N
     assert {ch.id: ch.after["controlled_by"] for ch in res.changes().values()} == {
         "a": None, "b": None, "c": "a", "d": None}
     SYSTEM.odds(SYSTEM.assume_knowing(wave, ["/controllers/0", "/controllers/1"]))
-    # a controller that is a target too may differ from its sheet there: assume_known
-    # gives the two places different defenses
+    # a controller that is a target too may differ from its sheet there in its defenses
+    # (assume_known gives the two places different ones), and in nothing else (below)
     odds = SYSTEM.odds(SYSTEM.assume_knowing(
         {**wave, "defenders": [c], "controllers": [c]}, ["/defenders/0", "/controllers/0"]))
     assert odds["outcomes"]["defender"] > 0
+
+
+@pytest.mark.parametrize("puppet_first", [True, False])
+@pytest.mark.parametrize(("other", "field", "ident", "differ"), [
+    # C's sheet as controller from before it took B: with it struck, A took C under
+    # control and B was left under the control of C, itself under A's
+    (psionic("C", 2, 6), "/controllers/0/name", 'the id made from this name, "c",',
+     "whose controlling differs"),
+    ({**psionic("Cee", 2, 6, pool=1, controlling=[{"id": "b", "kept_by": "action"}]),
+      "id": "c"}, "/controllers/0/id", 'id "c"', "whose name and pool differ"),
+])
+def test_a_controller_that_is_a_target_too_is_given_with_one_sheet_but_for_defenses(
+        puppet_first: bool, other: dict[str, Any], field: str, ident: str,
+        differ: str) -> None:
+    """RULES.md §3.4: control links are read on the sheets given. A psionic wave at B and
+    at its controller C gives C twice, as a target and as B's controller: two sheets that
+    differ were read for the links on the target's and struck on whichever came first,
+    so a stale one left B under the control of a C that A took. A sheet there that
+    differs but for its defenses (which assume_known gives each place its own) is refused
+    at the controller's id (or the name the id was made from), naming what differs."""
+    c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="c")
+    targets = [b, c] if puppet_first else [c, b]
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6), targets[0], {"mode": "psionic-wave"},
+                 defenders=targets[1:], controllers=[other],
+                 dice={"attack": [6, 6, 6], "defense": [1, 1]})
+    at = "/defenders/0" if puppet_first else "/defender"
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        field, f"{ident} is given already at {at} with another sheet, {differ}: a "
+        "controller that is a target too is given with the same sheet in both places, "
+        "but for its defenses")]
+
+
+def test_a_controller_that_is_a_target_too_may_know_other_defenses_there() -> None:
+    """The sheets of a controller given as a target too may differ in their defenses
+    alone: assume_known gives each place the defenses it names there (exchange.odds for a
+    player who may not see C's sheet), so a wave at B and C is taken, its odds too, and
+    resolved on the sheet struck first."""
+    c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="c")
+    wave = {"attacker": psionic("A", 3, 6), "defender": b, "defenders": [c],
+            "attack": {"mode": "psionic-wave"}, "defense": {"mode": "blank-mind"},
+            "controllers": [c]}
+    for places in (["/controllers/0"], ["/defenders/0", "/controllers/0"]):
+        known = SYSTEM.assume_knowing(wave, places)
+        assert known["defenders"][0]["defenses"] != known["controllers"][0]["defenses"]
+        assert SYSTEM.odds(known)["outcomes"]["defender"] > 0
+    given = {**wave, "controllers": [{**c, "defenses": ["blank-mind"]}],
+             "options": {"H-PP-BLANK-SAVE": 2}}
+    res = SYSTEM.resolve(given, SuppliedDice({"save": [20], "attack": [6, 6, 6],
+                                              "defense": [1, 1]}))
+    assert {ch.id: ch.after["controlled_by"] for ch in res.changes().values()} == {
+        "a": None, "b": None, "c": "a"}
 
 
 def test_control_kept_by_a_die_dedicates_one() -> None:

@@ -286,6 +286,27 @@ def test_attacking_a_puppet_waits_for_its_controller() -> None:
     assert cs["c"]["controlling"][0]["id"] == "a"
 
 
+@pytest.mark.parametrize("targets", [("b", "a"), ("a", "b")])
+def test_a_wave_at_a_puppet_and_its_controller_strikes_the_controller_once(
+        targets: tuple[str, str]) -> None:
+    """Seed: attacking a creature under control "automatically attacks the controller".
+    A wave at B and at its controller A gives A's sheet to the exchange twice, as a
+    target and as B's controller, the same sheet both times: it is taken, A defends once
+    and falls under C's control, and B, whose controller it was, goes free."""
+    state = encounter(psionic("A", 2, 6, controlling=[{"id": "b", "kept_by": "action"}]),
+                      psionic("B", 3, 6, controlled_by="a"), psionic("C", 3, 6))
+    state = SYSTEM.encounter_declare(state, "c", {"attack": {
+        "mode": "psionic-wave", "target": targets[0], "targets": [targets[1]]}})
+    assert SYSTEM.encounter_waiting_for(state) == ["a"]
+    state = SYSTEM.encounter_declare(state, "a", {"defense": {"mode": "pinnacle-of-will"}})
+    state, step = SYSTEM.encounter_resolve(
+        state, SuppliedDice({"attack": [6, 6, 6], "defense": [1, 1]}))
+    assert [m["id"] for m in step["results"][0]["defense"]["members"]] == ["a"]
+    cs = state["combatants"]
+    assert cs["a"]["controlled_by"] == "c" and cs["b"]["controlled_by"] is None
+    assert [e["id"] for e in cs["c"]["controlling"]] == ["a"]
+
+
 def test_wave_targets_each_declare_and_fall_together() -> None:
     state = encounter(psionic("A", 4, 8), psionic("B", 1, 4), psionic("C", 1, 4))
     state = SYSTEM.encounter_declare(state, "a", {"attack": {

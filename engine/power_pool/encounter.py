@@ -34,7 +34,7 @@ encounter adds to the exchange itself) is named as the encounter holds it,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -364,16 +364,28 @@ def _moved(places: list[tuple[str, str]], path: str) -> str:
     return path
 
 
-def _in_choice_terms(places: list[tuple[str, str]], text: str) -> str:
+def _in_choice_terms(places: list[tuple[str, str]], text: str,
+                     names: Sequence[str] = ()) -> str:
     """``text``, a sentence, with each request place of ``places`` it names given as
     the choice's place. A place ends where the text goes on with something that cannot
     be in one (``:``, a blank, ``;``, ``,``, ``)``): ids are free text, so a place found
-    as a word would match the start of a longer id."""
+    as a word would match the start of a longer id. Names are free text too: a place
+    inside one of ``names`` (the creatures', "B /defender") is part of that name and
+    is left as it is."""
     if not places:
         return text
     named = "|".join(re.escape(old) for old, _ in sorted(places, key=lambda p: -len(p[0])))
     pattern = re.compile(rf"(?<![\w/])(?:{named})(?:/[^\s:;,)]*)?(?=[\s:;,)]|$)")
-    return pattern.sub(lambda m: _moved(places, m.group(0)), text)
+    # only a name holding a "/" can hold a place
+    in_names = [m.span() for name in set(names) if "/" in name
+                for m in re.finditer(re.escape(name), text)]
+
+    def moved(m: re.Match[str]) -> str:
+        if any(start <= m.start() < end for start, end in in_names):
+            return m.group(0)
+        return _moved(places, m.group(0))
+
+    return pattern.sub(moved, text)
 
 
 #: request places that hold a creature, named in a choice by its id
@@ -390,11 +402,17 @@ def _places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: str, kind
     by, not at ``/controllers/0``, which it never wrote."""
     places = _choice_places(state, pending, cid, kind)
     mapped = {old for old, _ in places}
+    return places + [(place, "/combatants/" + _pointer_token(str(c["id"])))
+                     for place, c in _creatures(request) if place not in mapped]
+
+
+def _creatures(request: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Each creature of the exchange ``request`` (an encounter's, ``_request``: stored
+    combatants, each with its id and name) with its place there."""
     creatures = [("/attacker", request["attacker"]), ("/defender", request["defender"])]
     for member in ("defenders", "allies", "controllers", "puppets"):
         creatures += [(f"/{member}/{i}", c) for i, c in enumerate(request.get(member) or [])]
-    return places + [(place, "/combatants/" + _pointer_token(str(c["id"])))
-                     for place, c in creatures if place not in mapped]
+    return creatures
 
 
 def _pointer_token(key: str) -> str:
@@ -422,13 +440,15 @@ def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],
             _own_dice(plan, cid)
     except RulesViolation as exc:
         places = _places(state, candidate, cid, kind, request)
+        names = [str(c["name"]) for _, c in _creatures(request)]
         # an encounter's exchange takes its controllers from the encounter
         detail = exc.detail.replace("give it in /controller", "add it to the encounter")
-        raise RulesViolation(exc.rule, _in_choice_terms(places, detail),
+        raise RulesViolation(exc.rule, _in_choice_terms(places, detail, names),
                              exc.combatant) from None
     except InvalidInput as exc:
         places = _places(state, candidate, cid, kind, request)
-        moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message))
+        names = [str(c["name"]) for _, c in _creatures(request)]
+        moved = [Problem(_moved(places, p.path), _in_choice_terms(places, p.message, names))
                  for p in exc.problems]
         raise type(exc)(moved) from None
 

@@ -964,10 +964,12 @@ def test_a_joining_puppet_attacked_is_refused_at_its_own_choice_not_as_an_ally()
     assert err.value.detail.startswith("/choice/defense: P is a target of this attack")
 
 
-@pytest.mark.parametrize("name", ["B/defense", "B /defenses"])
+@pytest.mark.parametrize("name", ["B/defense", "B /defenses", "B /defense", "B /defender",
+                                  "B /attacker"])
 def test_a_name_holding_a_request_place_is_told_as_it_is(name: str) -> None:
-    """Names are free text: a request place (`/defense`) inside a longer word of one is
-    not a place, and the refusal names the creature as it is called."""
+    """Names are free text: a request place (`/defense`, `/attacker`) inside one, also as
+    a word of its own, is not a place, and the refusal names the creature as it is
+    called (not "B /combatants/a is asleep")."""
     state = encounter(psionic("A", 2, 8), psionic(name, 1, 4, conditions=["asleep"],
                                                   defenses=["pinnacle-of-will"]))
     bid = state["order"][1]
@@ -976,6 +978,19 @@ def test_a_name_holding_a_request_place_is_told_as_it_is(name: str) -> None:
     with pytest.raises(RulesViolation) as err:
         SYSTEM.encounter_declare(state, bid, {"defense": {"mode": "pinnacle-of-will"}})
     assert err.value.detail.startswith(f"{name} is asleep: ")
+
+
+def test_an_attackers_name_holding_a_request_place_is_told_as_it_is() -> None:
+    """An attack's refusal names its attacker as it is called, a place in the name and
+    all (the request's `/attacker` is told as `/combatants/<id>` elsewhere)."""
+    state = encounter(psionic("Ix /attacker", 2, 8, attacks=["mental-stab"]),
+                      psionic("B", 1, 4))
+    aid = state["order"][0]
+    with pytest.raises(RulesViolation) as err:
+        SYSTEM.encounter_declare(state, aid, {"attack": {"mode": "psionic-wave",
+                                                         "target": "b"}})
+    assert err.value.rule == "mode-not-known"
+    assert err.value.detail.startswith("Ix /attacker does not know psionic-wave")
 
 
 def test_declare_checks_the_rules_and_changes_nothing_on_error() -> None:

@@ -391,27 +391,35 @@ class PowerPoolSystem(System):
         the allies (a psionic one joins with its own defense) and the controllers an
         attack may strike in their puppets' place, each with the modes the request gives
         it: its own in ``defenses`` and, for the defender and a controller (struck in
-        the place of the mind struck first), ``defense``. A mode costs nothing: ``knowing``
-        as ``System``'s."""
+        the place of the mind struck first), ``defense``. A creature given in more than
+        one place as a target or controller (a controller that is a target too, or given
+        for each of its puppets a wave strikes) is one mind: each of its places has the
+        modes of them all. A mode costs nothing: ``knowing`` as ``System``'s."""
         first = (request.get("defense") or {}).get("mode")
         own = {cid: d.get("mode") for cid, d in (request.get("defenses") or {}).items()
                if d}
         places: dict[str, list[str]] = {}
+        for place, cid, struck_first in _defending_minds(request):
+            given = [first] if struck_first else []
+            given.append(own.get(cid))
+            places[place] = [m for m in given if m is not None]
+        for group in _places_of_one(request).values():
+            modes = [m for place in group for m in places[place]]
+            for place in group:
+                places[place] = modes
+        return {place: list(dict.fromkeys(modes)) for place, modes in places.items()}
 
-        def add(place: str, raw: Mapping[str, Any], struck_first: bool) -> None:
-            cid = raw.get("id") or slug(str(raw.get("name", "")))
-            modes = [first] if struck_first else []
-            modes.append(own.get(cid))
-            places[place] = list(dict.fromkeys(m for m in modes if m is not None))
-
-        add("/defender", request["defender"], True)
-        for member, struck_first in (("defenders", False), ("allies", False),
-                                     ("controllers", True)):
-            for i, raw in enumerate(request.get(member) or []):
-                add(f"/{member}/{i}", raw, struck_first)
-        if request.get("controller") is not None:
-            add("/controller", request["controller"], True)
-        return places
+    def assume_knowing(self, request: Mapping[str, Any], places: Sequence[str]) -> JSON:
+        """As ``System``'s, and a creature given in more than one place as a target or
+        controller (``defending_places``) gets a knowing sheet in each of them when
+        ``places`` names any: the exchange refuses two sheets of one creature that differ,
+        its defenses too (``exchange._check_controllers_agree``), and each place's
+        knowing sheet, made from the sheet given there, knows the same modes."""
+        self.validate_request(request)
+        named = [group for group in _places_of_one(request).values()
+                 if any(place in group for place in places)]
+        more = [place for group in named for place in group if place not in places]
+        return super().assume_knowing(request, [*places, *more])
 
     def odds(self, request: Mapping[str, Any]) -> JSON:
         """Exact ``{outcomes: {attacker, defender}, control, tie, blank_mind_save,
@@ -424,6 +432,33 @@ class PowerPoolSystem(System):
 
     def encounter_pending_choices(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return encounter.pending_choices(state)
+
+
+def _defending_minds(request: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """Each place of the exchange ``request`` holding a mind that may defend
+    (``defending_places``), with that mind's id (given, or made from its name) and
+    whether it may be struck first (the defender, a controller)."""
+    minds = [("/defender", request["defender"], True)]
+    for member, struck_first in (("defenders", False), ("allies", False),
+                                 ("controllers", True)):
+        minds += [(f"/{member}/{i}", raw, struck_first)
+                  for i, raw in enumerate(request.get(member) or [])]
+    if request.get("controller") is not None:
+        minds.append(("/controller", request["controller"], True))
+    return [(place, raw.get("id") or slug(str(raw.get("name", ""))), struck_first)
+            for place, raw, struck_first in minds]
+
+
+def _places_of_one(request: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The places of the exchange ``request`` where it gives one creature as a target
+    or a controller, by its id: a controller that is a target too, or given for each of
+    its puppets a wave strikes, has several. Allies are left out: one with the id of a
+    creature struck is refused (``ally-struck``), and its sheet is not compared."""
+    out: dict[str, list[str]] = {}
+    for place, cid, _ in _defending_minds(request):
+        if not place.startswith("/allies/"):
+            out.setdefault(cid, []).append(place)
+    return out
 
 
 def check_upkeep(controller: Mapping[str, Any], choice: Mapping[str, Any], path: str) -> None:

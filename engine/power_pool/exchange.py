@@ -267,15 +267,17 @@ def _check_controllers_agree(request: Mapping[str, Any],
     """A controller given more than once is given with one sheet: its control links are
     read on the first sheet given (``link_problems``), and the attack may strike another
     (the last in ``controller``/``controllers``, or its sheet as a target when that
-    target comes first), so a second sheet that differs is refused at its id (or the
-    name the id was made from). In ``controller``/``controllers`` (an encounter gives it
-    once for each of its puppets a wave strikes) the sheets are the same. A controller
-    that is a target too (``defender``, ``defenders``: a wave at a puppet and at its
-    controller) has the same sheet in both places but for its defenses, which
-    ``assume_known`` gives each place as the request gives that place's defense
-    (``System.knowing`` changes nothing else); that refusal names the fields that
-    differ. ``build_plan`` checks this once the controllers are known able to hold
-    control, so that a second sheet showing one under control is refused for that
+    target comes first), so a second sheet that differs in anything, its defenses too, is
+    refused at its id (or the name the id was made from). In ``controller``/
+    ``controllers`` (an encounter gives it once for each of its puppets a wave strikes)
+    the sheets are the same. A controller that is a target too (``defender``,
+    ``defenders``: a wave at a puppet and at its controller) has the same sheet in both
+    places, its defenses too (known in one place and not in the other, the defense it
+    raises would be taken or refused by the order of the targets); that refusal names
+    the fields that differ. ``exchange.odds``' ``assume_known`` makes one creature know
+    the same defenses in every place it is given (``PowerPoolSystem.assume_knowing``).
+    ``build_plan`` checks this once the controllers are known able to hold control, so
+    that a second sheet showing one under control is refused for that
     (``controller-required``)."""
     seen: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for path, c in controlling:
@@ -290,14 +292,13 @@ def _check_controllers_agree(request: Mapping[str, Any],
         if c["id"] not in as_target:
             continue
         where, target = as_target[c["id"]]
-        differ = [k for k in c if k != "defenses" and c[k] != target[k]]
+        differ = [k for k in c if c[k] != target[k]]
         if differ:
             field, ident = id_source(_raw_at(request, path), path, c["id"])
             raise InvalidInput.at(field, (
-                f"{ident} is given already at {where} with another sheet, whose "
-                f"{_names(differ)} {'differs' if len(differ) == 1 else 'differ'}: a "
-                "controller that is a target too is given with the same sheet in both "
-                "places, but for its defenses"))
+                f"{ident} is given already at {where} with another sheet, differing in "
+                f"its {_names(differ)}: a controller that is a target too is given with "
+                "the same sheet in both places, its defenses too"))
 
 
 def _raw_at(request: Mapping[str, Any], path: str) -> Any:

@@ -330,7 +330,7 @@ def test_a_controller_given_again_with_another_sheet_is_refused_at_its_id() -> N
             field, f"{ident} is given already at /controllers/0 with another sheet: a "
             "controller given more than once is given with the same sheet")
     # the same sheet again is the same creature: a wave on two puppets of C, as an
-    # encounter gives it (and with assume_known naming both places, its odds)
+    # encounter gives it (and with assume_known naming its places, its odds)
     d = psionic("D", 1, 6, controlled_by="c")
     c2 = psionic("C", 2, 6, defenses=[], controlling=[{"id": "b", "kept_by": "action"},
                                                       {"id": "d", "kept_by": "action"}])
@@ -342,8 +342,12 @@ def test_a_controller_given_again_with_another_sheet_is_refused_at_its_id() -> N
     assert {ch.id: ch.after["controlled_by"] for ch in res.changes().values()} == {
         "a": None, "b": None, "c": "a", "d": None}
     SYSTEM.odds(SYSTEM.assume_knowing(wave, ["/controllers/0", "/controllers/1"]))
-    # a controller that is a target too may differ from its sheet there in its defenses
-    # (assume_known gives the two places different ones), and in nothing else (below)
+    # naming one of its places names them all: it knows blank-mind in both
+    known = SYSTEM.assume_knowing(wave, ["/controllers/0"])
+    assert known["controllers"][0] == known["controllers"][1]
+    assert known["controllers"][1]["defenses"] == ["blank-mind"]
+    SYSTEM.odds(known)
+    # a controller that is a target too is given with the same sheet there (below)
     odds = SYSTEM.odds(SYSTEM.assume_knowing(
         {**wave, "defenders": [c], "controllers": [c]}, ["/defenders/0", "/controllers/0"]))
     assert odds["outcomes"]["defender"] > 0
@@ -354,19 +358,19 @@ def test_a_controller_given_again_with_another_sheet_is_refused_at_its_id() -> N
     # C's sheet as controller from before it took B: with it struck, A took C under
     # control and B was left under the control of C, itself under A's
     (psionic("C", 2, 6), "/controllers/0/name", 'the id made from this name, "c",',
-     "whose controlling differs"),
+     "differing in its controlling"),
     ({**psionic("Cee", 2, 6, pool=1, controlling=[{"id": "b", "kept_by": "action"}]),
-      "id": "c"}, "/controllers/0/id", 'id "c"', "whose name and pool differ"),
+      "id": "c"}, "/controllers/0/id", 'id "c"', "differing in its name and pool"),
 ])
-def test_a_controller_that_is_a_target_too_is_given_with_one_sheet_but_for_defenses(
+def test_a_controller_that_is_a_target_too_is_given_with_one_sheet(
         puppet_first: bool, other: dict[str, Any], field: str, ident: str,
         differ: str) -> None:
     """RULES.md §3.4: control links are read on the sheets given. A psionic wave at B and
     at its controller C gives C twice, as a target and as B's controller: two sheets that
     differ were read for the links on the target's and struck on whichever came first,
     so a stale one left B under the control of a C that A took. A sheet there that
-    differs but for its defenses (which assume_known gives each place its own) is refused
-    at the controller's id (or the name the id was made from), naming what differs."""
+    differs is refused at the controller's id (or the name the id was made from), naming
+    what differs."""
     c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
     b = psionic("B", 2, 6, controlled_by="c")
     targets = [b, c] if puppet_first else [c, b]
@@ -378,29 +382,73 @@ def test_a_controller_that_is_a_target_too_is_given_with_one_sheet_but_for_defen
     assert [(p.path, p.message) for p in err.value.problems] == [(
         field, f"{ident} is given already at {at} with another sheet, {differ}: a "
         "controller that is a target too is given with the same sheet in both places, "
-        "but for its defenses")]
+        "its defenses too")]
 
 
-def test_a_controller_that_is_a_target_too_may_know_other_defenses_there() -> None:
-    """The sheets of a controller given as a target too may differ in their defenses
-    alone: assume_known gives each place the defenses it names there (exchange.odds for a
-    player who may not see C's sheet), so a wave at B and C is taken, its odds too, and
-    resolved on the sheet struck first."""
-    c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"}])
+@pytest.mark.parametrize("puppet_first", [True, False])
+@pytest.mark.parametrize("given_id", [False, True])
+def test_a_controller_that_is_a_target_too_knows_the_same_defenses_in_both_places(
+        puppet_first: bool, given_id: bool) -> None:
+    """RULES.md §3.4: a wave at B and at its controller C strikes C once, on the sheet
+    given first. Two sheets of C that differed in their defenses alone were taken, so
+    the defense C raises was taken or refused by the order of the targets: not knowing
+    blank-mind as a target but knowing it as B's controller, C defended with it when B
+    came first and was refused ("does not know blank-mind") when C came first. Such a
+    sheet is now refused at the controller's id (or name) whichever comes first."""
+    ident = {"id": "c"} if given_id else {}
+    c = psionic("C", 2, 6, defenses=[], controlling=[{"id": "b", "kept_by": "action"}],
+                **ident)
     b = psionic("B", 2, 6, controlled_by="c")
-    wave = {"attacker": psionic("A", 3, 6), "defender": b, "defenders": [c],
-            "attack": {"mode": "psionic-wave"}, "defense": {"mode": "blank-mind"},
-            "controllers": [c]}
-    for places in (["/controllers/0"], ["/defenders/0", "/controllers/0"]):
+    targets = [b, c] if puppet_first else [c, b]
+    with pytest.raises(InvalidInput) as err:
+        exchange(psionic("A", 3, 6), targets[0], {"mode": "psionic-wave"},
+                 {"mode": "blank-mind"}, defenders=targets[1:],
+                 controllers=[{**c, "defenses": ["blank-mind"]}],
+                 options={"H-PP-BLANK-SAVE": 2},
+                 dice={"save": [20], "attack": [6, 6, 6], "defense": [1, 1]})
+    at = "/defenders/0" if puppet_first else "/defender"
+    field, who = (("/controllers/0/id", 'id "c"') if given_id else
+                  ("/controllers/0/name", 'the id made from this name, "c",'))
+    assert [(p.path, p.message) for p in err.value.problems] == [(
+        field, f"{who} is given already at {at} with another sheet, differing in its "
+        "defenses: a controller that is a target too is given with the same sheet in both "
+        "places, its defenses too")]
+
+
+@pytest.mark.parametrize("puppet_first", [True, False])
+def test_assume_known_gives_a_controller_that_is_a_target_too_one_sheet(
+        puppet_first: bool) -> None:
+    """exchange.odds' assume_known, for a player who may not see C's sheet: naming any
+    place of a controller that is a target too makes it know, in every place it is given,
+    the defenses the request gives it in any of them, so its sheets stay one and the
+    odds are those of the request giving that knowing sheet in both places."""
+    c = psionic("C", 2, 6, defenses=[], controlling=[{"id": "b", "kept_by": "action"}])
+    b = psionic("B", 2, 6, controlled_by="c")
+    targets = [b, c] if puppet_first else [c, b]
+    wave = {"attacker": psionic("A", 3, 6), "defender": targets[0],
+            "defenders": targets[1:], "attack": {"mode": "psionic-wave"},
+            "defense": {"mode": "blank-mind"}, "controllers": [c]}
+    where = "/defenders/0" if puppet_first else "/defender"
+    knowing = SYSTEM.combatant({**c, "defenses": ["blank-mind"]})
+    placed = [knowing if t is c else t for t in targets]
+    expected = dict(SYSTEM.odds({**wave, "defender": placed[0], "defenders": placed[1:],
+                                 "controllers": [knowing]}))
+    assert expected["outcomes"]["defender"] > 0
+    for places in ([where], ["/controllers/0"], [where, "/controllers/0"]):
         known = SYSTEM.assume_knowing(wave, places)
-        assert known["defenders"][0]["defenses"] != known["controllers"][0]["defenses"]
-        assert SYSTEM.odds(known)["outcomes"]["defender"] > 0
-    given = {**wave, "controllers": [{**c, "defenses": ["blank-mind"]}],
-             "options": {"H-PP-BLANK-SAVE": 2}}
-    res = SYSTEM.resolve(given, SuppliedDice({"save": [20], "attack": [6, 6, 6],
-                                              "defense": [1, 1]}))
-    assert {ch.id: ch.after["controlled_by"] for ch in res.changes().values()} == {
-        "a": None, "b": None, "c": "a"}
+        assert dict(SYSTEM.odds(known)) == expected
+        as_target = known["defenders"][0] if puppet_first else known["defender"]
+        assert as_target == known["controllers"][0] == knowing
+    # its own defense, as a target struck after another, is known as controller too
+    x = psionic("X", 2, 6, defenses=["barrier-mantra"])
+    wave = {**wave, "defender": x, "defenders": targets, "defense": {"mode": "barrier-mantra"},
+            "defenses": {"c": {"mode": "blank-mind"}}}
+    knowing = SYSTEM.combatant({**c, "defenses": ["blank-mind", "barrier-mantra"]})
+    known = SYSTEM.assume_knowing(wave, ["/defenders/" + ("1" if puppet_first else "0")])
+    assert known["defenders"][1 if puppet_first else 0] == known["controllers"][0] == knowing
+    assert dict(SYSTEM.odds(known)) == dict(SYSTEM.odds(
+        {**wave, "defenders": [knowing if t is c else t for t in targets],
+         "controllers": [knowing]}))
 
 
 def test_control_kept_by_a_die_dedicates_one() -> None:

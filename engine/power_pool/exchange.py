@@ -268,7 +268,9 @@ def _check_controllers_agree(request: Mapping[str, Any],
     read on the first sheet given (``link_problems``), and the attack may strike another
     (the last in ``controller``/``controllers``, or its sheet as a target when that
     target comes first), so a second sheet that differs in anything, its defenses too, is
-    refused at its id (or the name the id was made from). In ``controller``/
+    refused at its id (or the name the id was made from); the order its attacks,
+    defenses and conditions are listed in is no difference (``_as_compared``). In
+    ``controller``/
     ``controllers`` (an encounter gives it once for each of its puppets a wave strikes)
     the sheets are the same. A controller that is a target too (``defender``,
     ``defenders``: a wave at a puppet and at its controller) has the same sheet in both
@@ -282,7 +284,7 @@ def _check_controllers_agree(request: Mapping[str, Any],
     seen: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for path, c in controlling:
         first = seen.setdefault(c["id"], (path, c))
-        if first[1] != c:
+        if _as_compared(first[1]) != _as_compared(c):
             field, ident = id_source(_raw_at(request, path), path, c["id"])
             raise InvalidInput.at(field, (
                 f"{ident} is given already at {first[0]} with another sheet: a controller "
@@ -292,13 +294,21 @@ def _check_controllers_agree(request: Mapping[str, Any],
         if c["id"] not in as_target:
             continue
         where, target = as_target[c["id"]]
-        differ = [k for k in c if c[k] != target[k]]
+        mine, theirs = _as_compared(c), _as_compared(target)
+        differ = [k for k in mine if mine[k] != theirs[k]]
         if differ:
             field, ident = id_source(_raw_at(request, path), path, c["id"])
             raise InvalidInput.at(field, (
                 f"{ident} is given already at {where} with another sheet, differing in "
                 f"its {_names(differ)}: a controller that is a target too is given with "
                 "the same sheet in both places, its defenses too"))
+
+
+def _as_compared(c: Mapping[str, Any]) -> dict[str, Any]:
+    """The full combatant ``c`` as two sheets of one creature are compared: its
+    ``attacks``, ``defenses`` and ``conditions`` are sets (each item once, in any order),
+    so sheets listing them in other orders are the same sheet."""
+    return {**c, **{k: sorted(c[k]) for k in ("attacks", "defenses", "conditions")}}
 
 
 def _raw_at(request: Mapping[str, Any], path: str) -> Any:

@@ -386,6 +386,38 @@ def test_a_controller_that_is_a_target_too_is_given_with_one_sheet(
 
 
 @pytest.mark.parametrize("puppet_first", [True, False])
+def test_sheets_of_one_controller_listing_its_modes_in_another_order_are_one_sheet(
+        puppet_first: bool) -> None:
+    """RULES.md §3.4: a controller's attacks, defenses and conditions are sets (each
+    item once). Two sheets of C listing them in other orders are the same sheet: a wave
+    at B and at its controller C, or at B and D both under C, is taken (it was refused
+    as "differing in its attacks and defenses") and resolved as with one list."""
+    c = psionic("C", 2, 6, controlling=[{"id": "b", "kept_by": "action"},
+                                        {"id": "d", "kept_by": "action"}],
+                conditions=["frightened", "possessed"])
+    again = {**c, "attacks": c["attacks"][::-1], "defenses": c["defenses"][::-1],
+             "conditions": c["conditions"][::-1]}
+    b = psionic("B", 2, 6, controlled_by="c")
+    d = psionic("D", 1, 6, controlled_by="c")
+    dice = {"attack": [6, 6, 6], "defense": [1, 1]}
+
+    def controlled_after(**more: Any) -> dict[str, Any]:
+        res = exchange(psionic("A", 3, 6), b if puppet_first else c,
+                       {"mode": "psionic-wave"}, None, dice=dict(dice),
+                       **more)
+        return {ch.id: ch.after["controlled_by"] for ch in res.changes().values()}
+
+    as_target = controlled_after(defenders=[c if puppet_first else b], controllers=[again])
+    assert as_target == controlled_after(defenders=[c if puppet_first else b],
+                                         controllers=[c])
+    assert as_target["c"] == "a"
+    if puppet_first:
+        twice = controlled_after(defenders=[d], controllers=[c, again])
+        assert twice == controlled_after(defenders=[d], controllers=[c, c])
+        assert twice["c"] == "a"
+
+
+@pytest.mark.parametrize("puppet_first", [True, False])
 @pytest.mark.parametrize("given_id", [False, True])
 def test_a_controller_that_is_a_target_too_knows_the_same_defenses_in_both_places(
         puppet_first: bool, given_id: bool) -> None:

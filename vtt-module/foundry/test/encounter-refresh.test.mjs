@@ -1984,6 +1984,26 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
   assert.deepEqual(said, []);
 });
 
+test("the encounter replaced outside this browser (another GM's Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, and the encounter set elsewhere stays", async () => {
+  const { t, ctl, gate, count } = slowAdds(Infinity);
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  gate.from = count() + 1;
+  const before = t.clients.gm.notes.given.length;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+  for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
+  assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
+  // Set elsewhere; the companion still knows enc1, so it takes Fenka.
+  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+  gate.answer();
+  await adding;
+  assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
+  const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
+  assert.equal(said.length, 1);
+  assert.equal(said[0].text, "The encounter stopped being the current one while tokens were added to it (it was ended or replaced outside this browser), so Fenka joined that encounter, not the current one: add them again if they are to fight in it.");
+  assert.equal(said[0].options?.permanent, true);
+});
+
 test("End pressed (or the encounter set) outside this browser while add's encounter.add is on its way: the companion, which forgot the encounter, refuses it, and the GM here, whom nothing told, hears of it (NotFound)", async () => {
   for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);

@@ -485,9 +485,10 @@ export class EncounterController {
    * pressed while Create adds its tokens) or a new one replaced it; a token the companion
    * then refuses as it forgot the encounter (`forgotten`) ends this quietly, as End (or
    * Create) told the GM. Counted as under way (`stepOf`), so that End does not forget it
-   * ended the encounter here before this hears the companion's refusal: one for an
-   * encounter ended or replaced outside this browser, which nothing told this GM of, is
-   * thrown.
+   * ended the encounter here before this hears the companion's refusal. One ended or
+   * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
+   * companion's refusal is thrown, and the tokens it took are named in a notice that
+   * stays (`MINDSCAPE.Encounter.AddedElsewhere`).
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -500,6 +501,7 @@ export class EncounterController {
     if (!tokenUuids?.length) this.svc.notify("info", this.svc.t.localize("MINDSCAPE.Encounter.NoneSelected"));
     const adapter = await this.svc.adapterId();
     const already = [];
+    const sent = [];
     for (const uuid of tokenUuids ?? []) {
       const { token, actor } = await this.svc.docs(uuid);
       const key = participantOf(token, actor).actorUuid;
@@ -517,6 +519,7 @@ export class EncounterController {
         throw error;
       }
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
+      sent.push(added.combatant_id);
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
@@ -526,7 +529,13 @@ export class EncounterController {
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
     await this.metaWritesLanded();
     const now = this.meta;
-    if (now.id !== meta.id || this.endedIds.has(meta.id)) return meta;
+    if (this.endedIds.has(meta.id)) return meta;
+    if (now.id !== meta.id) {
+      // Ended or replaced outside this browser (another GM's, or a macro): nothing told this
+      // GM, and the tokens went to an encounter that is no longer the current one.
+      if (sent.length) this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.AddedElsewhere", { names: namesOf(meta, sent) }), { permanent: true });
+      return meta;
+    }
     // What was stored meanwhile (holds, a deleted token's record) is kept.
     meta.held = now.held;
     meta.gone = now.gone;

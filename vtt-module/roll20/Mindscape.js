@@ -3997,9 +3997,21 @@ var Mindscape = Mindscape || (() => {
     attr.setWithWorker(patch);
   };
 
+  // Where an unlinked token's attribute part lands (applyTokenUpdate), given its
+  // character's barBindings: {bar, side} (the token's barN_value or max) for HP and PSP
+  // where a bar is set, 'sheet' (its character's attribute) where it is `none`, and
+  // 'own' (store().tokens, kept for that token alone) for anything else.
+  const tokenPlace = (bindings, name, part) => {
+    const binding = bindings.find((b) => sameName(b.attr, name) && b.part === part);
+    if (!binding) return 'own';
+    const bar = barOf(binding.field);
+    return bar ? { bar, side: binding.bar } : 'sheet';
+  };
+
   // An unlinked token's update: HP and PSP onto its bars (where a bar is set, else onto
   // its character's attributes, as `none` means), everything else it changes (psi_*
   // state, mapped fields) into store().tokens, so that its copies do not share it.
+  // store().tokens is written last: a write before it that throws leaves it unwritten.
   const applyTokenUpdate = (token, charId, attributes) => {
     const bindings = barBindings(charId);
     const bars = {};
@@ -4008,11 +4020,13 @@ var Mindscape = Mindscape || (() => {
       const value = attributes[name];
       const toSheet = {};
       ['current', 'max'].filter((part) => part in value).forEach((part) => {
-        const binding = bindings.find((b) => sameName(b.attr, name) && b.part === part);
-        if (binding) {
-          const bar = barOf(binding.field);
-          if (bar) bars[`bar${bar}_${binding.bar}`] = value[part];
-          else toSheet[part] = value[part];
+        const place = tokenPlace(bindings, name, part);
+        if (place === 'sheet') {
+          toSheet[part] = value[part];
+          return;
+        }
+        if (place !== 'own') {
+          bars[`bar${place.bar}_${place.side}`] = value[part];
           return;
         }
         const key = name.toLowerCase();

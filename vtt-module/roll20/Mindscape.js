@@ -3445,18 +3445,63 @@ var Mindscape = Mindscape || (() => {
     whisperGM(box('sheets not updated', lines.join('<br>')));
   };
 
+  // Where the GM is to put a missed attribute part of an unlinked token (reportMissedWrites),
+  // as applyTokenUpdate puts it, given its character's barBindings: 'own' for the part
+  // kept in store().tokens, which no command sets.
+  const missedPlace = (bindings, name, part) => {
+    const place = tokenPlace(bindings, name, part);
+    if (place === 'own') return 'own';
+    if (place === 'sheet') return 'its character\'s sheet, shared by every token of it';
+    // PSP_max's current is the bar's max: named so, as a max without "max" would read as the value.
+    return `its token's bar ${place.bar}${(place.side === 'max') === (part === 'max') ? '' : ` ${place.side}`}`;
+  };
+
+  // A failed write's values for the GM's whisper: "HP 2, max 20; psi_mind open", and for
+  // an unlinked token each with where it belongs ("HP 2 (its token's bar 1)"), one
+  // attribute split where its parts land in different places. {text, token: whether it
+  // is an unlinked token still there, own: whether any part belongs in Mindscape's
+  // record of it, placeable: whether any belongs elsewhere}.
+  const missedValues = (f) => {
+    const token = f.gone ? null : ownToken(f.ref);
+    const bindings = token ? barBindings(fighterCharacter(f.ref)) : [];
+    const items = [];
+    Object.keys(f.attributes).forEach((name) => ['current', 'max'].filter((part) => part in f.attributes[name]).forEach((part) => {
+      const place = token ? missedPlace(bindings, name, part) : '';
+      let item = items.find((i) => i.name === name && i.place === place);
+      if (!item) {
+        item = { name, place, parts: [] };
+        items.push(item);
+      }
+      item.parts.push(`${part === 'max' ? 'max ' : ''}${chatSafe(f.attributes[name][part])}`);
+    }));
+    const where = (place) => (place === 'own' ? 'Mindscape\'s own record of this token' : place);
+    return {
+      text: items.map((i) => `${chatSafe(i.name)} ${i.parts.join(', ')}${i.place ? ` (${where(i.place)})` : ''}`).join('; '),
+      token: Boolean(token),
+      own: items.some((i) => i.place === 'own'),
+      placeable: items.some((i) => i.place !== 'own'),
+    };
+  };
+
   // The fighters whose write-back failed here (applyUpdates): the GM learns whose sheet
-  // lacks what; after an encounter's step, those in the encounter it left behind
-  // (`behind`, settleWrites) are held.
+  // lacks what, and for an unlinked token where each value belongs; after an
+  // encounter's step, those in the encounter it left behind (`behind`, settleWrites)
+  // are held. What a token misses in Mindscape's own record of it (store().tokens) no
+  // command sets: only a held fighter's write tried again puts it there.
   const reportMissedWrites = (job, failed, othersWritten, behind) => {
     const enc = isStep(job) ? jobEncounter(job) : null;
     const inEncounter = enc ? Array.from(new Set(failed.map((f) => f.ref))).filter((ref) => enc.combatants[ref] && behind.has(ref)) : [];
     if (inEncounter.length) holdFighters(enc, inEncounter);
-    const lines = failed.map((f) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
-      + `${Object.keys(f.attributes).map((name) => `${chatSafe(name)} ${['current', 'max'].filter((part) => part in f.attributes[name])
-        .map((part) => `${part === 'max' ? 'max ' : ''}${chatSafe(f.attributes[name][part])}`).join(', ')}`).join('; ')}`);
+    const values = failed.map(missedValues);
+    const lines = failed.map((f, i) => `<b>${chatSafe(fighterName(f.ref))}</b> (${f.gone ? 'its character or token is gone' : 'writing failed; the API console has the details'}): `
+      + `${values[i].text}`);
     const retrying = inEncounter.filter((ref) => writesOf(enc)[ref]);
     const byHand = inEncounter.filter((ref) => !retrying.includes(ref));
+    // The tokens that missed values of their own record: held, or (not a combatant a
+    // later update of the answer wrote over: `behind`) not.
+    const recorded = Array.from(new Set(failed.filter((f, i) => values[i].own).map((f) => f.ref)));
+    const unkept = recorded.filter((ref) => !inEncounter.includes(ref) && !(enc && enc.combatants[ref] && !behind.has(ref)));
+    const itOr = (refs, one, many) => (refs.length > 1 ? many : one);
     const notes = [];
     if (byHand.length) notes.push(`The encounter keeps its own copy of ${namesOf(byHand)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`);
     if (retrying.length) {
@@ -3465,9 +3510,30 @@ var Mindscape = Mindscape || (() => {
     }
     const left = enc && failed.some((f) => enc.combatants[f.ref] && !f.gone) && !inEncounter.length
       ? ['A later change of the same answer wrote over what was missed: nobody is held.'] : [];
-    const next = notes.concat(left).join('<br>') || 'Put these values on the sheet by hand if it is still needed.';
+    const next = notes.concat(left);
+    // (a character's values, or a gone fighter's, are all the sheet's)
+    if (!next.length && values.some((v) => !v.token || v.placeable)) {
+      next.push(values.some((v) => v.token)
+        ? 'Put the values for a sheet or a token\'s bar there by hand if it is still needed.'
+        : 'Put these values on the sheet by hand if it is still needed.');
+    }
+    const retried = retrying.filter((ref) => recorded.includes(ref));
+    if (retried.length) {
+      next.push(`No command sets Mindscape's own record of a token: only the write tried again puts there what ${namesOf(retried)} missed in ${itOr(retried, 'it', 'them')}; `
+        + `a refresh that lets go of ${itOr(retried, 'that token', 'those tokens')} first takes ${itOr(retried, 'it', 'them')} without those values.`);
+    }
+    const lost = byHand.filter((ref) => recorded.includes(ref));
+    if (lost.length) {
+      next.push(`No command sets Mindscape's own record of a token, and ${namesOf(lost)} ${itOr(lost, 'has', 'have')} no write to try again: what ${itOr(lost, 'it', 'they')} missed there `
+        + `is in the encounter's copy only, and the refresh that lets go of ${itOr(lost, 'that token', 'those tokens')} takes ${itOr(lost, 'it', 'them')} without those values.`);
+    }
+    if (unkept.length) {
+      next.push(`No command sets Mindscape's own record of a token: what ${namesOf(unkept)} missed there is not kept, and at ${itOr(unkept, 'its', 'their')} next exchange `
+        + `${itOr(unkept, 'it fights', 'they fight')} with what that record held before (and where it holds nothing, with ${itOr(unkept, 'its', 'their')} character's sheet; `
+        + 'a value put on that sheet by hand reaches every token of that character whose record holds none of its own).');
+    }
     whisperGM(box('sheets not updated', `These sheets missed the changes of this answer (${chatSafe(job.title || job.description || job.kind)}); `
-      + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next}`));
+      + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next.join('<br>')}`));
   };
 
   // ------------------------------------------- taking the sheets again (refresh)

@@ -4059,6 +4059,80 @@ test('an unlinked token\'s missed write waits with what its bar showed, and land
   assert.equal(attribOf(second.body.params.combatant, 'psi_mind').current, '{"state":"open"}');
 });
 
+// The whisper of the last write an unlinked token missed.
+const missedWhisper = (ctx) => whispersTo(ctx.sb, 'gm').filter((w) => /sheets not updated/.test(w)).at(-1);
+
+const OPENED = '{"state":"open"}';
+
+const OPENED_SHOWN = '&#123;&#34;state&#34;:&#34;open&#34;&#125;';
+
+test('an unlinked token\'s missed write outside an encounter names where each value belongs, and says that what its own record missed is not kept (ROLL20.md: unlinked tokens)', () => {
+  const ctx = goblins();
+  const req = attackGoblin(ctx);
+  const set = ctx.gob[1].set;
+  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  answerWrites(ctx, req, ctx.gob[1].id, { HP: { current: 1 }, PSP: { current: 8 }, psi_mind: { current: OPENED } });
+  // Its bar and its own record are not written: the bar's write threw, and the record is written last.
+  assert.equal(ctx.gob[1].get('bar1_value'), '3');
+  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id], undefined);
+  const told = missedWhisper(ctx);
+  assert.match(told, new RegExp('<b>Goblin 2</b> \\(writing failed; the API console has the details\\): HP 1 \\(its token\'s bar 1\\); '
+    + `PSP 8 \\(its character's sheet, shared by every token of it\\); psi_mind ${OPENED_SHOWN} \\(Mindscape's own record of this token\\)<br>`
+    + 'Put the values for a sheet or a token\'s bar there by hand if it is still needed\\.<br>'
+    + 'No command sets Mindscape\'s own record of a token: what Goblin 2 missed there is not kept, and at its next exchange it fights with what that record held before '
+    + '\\(and where it holds nothing, with its character\'s sheet; a value put on that sheet by hand reaches every token of that character whose record holds none of its own\\)\\.</div>$'));
+  assert.doesNotMatch(told, /on the sheet by hand/);
+  // The words are true: its next exchange sends the mind as it was.
+  ctx.gob[1].set = set;
+  const next = attackGoblin(ctx);
+  assert.equal(attribOf(next.body.params.defender, 'psi_mind').current, '{"state":"closed"}');
+});
+
+test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maximum that is the bar\'s max as such', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  const req = attackGoblin(ctx);
+  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  answerWrites(ctx, req, ctx.gob[1].id, { PSP: { current: 8, max: 20 }, PSP_max: { current: 20 } });
+  const told = missedWhisper(ctx);
+  assert.match(told, /<b>Goblin 2<\/b> \(writing failed; the API console has the details\): PSP 8, max 20 \(its token's bar 2\); PSP_max 20 \(its token's bar 2 max\)<br>Put the values for a sheet or a token's bar there by hand if it is still needed\.<\/div>$/);
+  assert.doesNotMatch(told, /own record/);
+});
+
+test('a held unlinked token whose write is tried again is told that only that write puts its own record right, a refresh letting go of it first taking it without', () => {
+  const ctx = goblins();
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
+  const set = ctx.gob[1].set;
+  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const step = resolveNow(ctx);
+  roundAnswer(ctx, step, 1, 3, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
+  assert.deepEqual(held(ctx), [ctx.gob[1].id]);
+  const told = missedWhisper(ctx);
+  assert.match(told, new RegExp(`HP 1 \\(its token's bar 1\\); psi_mind ${OPENED_SHOWN} \\(Mindscape's own record of this token\\)<br>The encounter keeps its own copy of Goblin 2 until the write lands`));
+  assert.match(told, /No command sets Mindscape's own record of a token: only the write tried again puts there what Goblin 2 missed in it; a refresh that lets go of that token first takes it without those values\.<\/div>$/);
+  // The words are true: the GM's refresh takes the token's mind as its record has it.
+  ctx.gob[1].set = set;
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 4);
+  const taken = lastRequest(ctx.sb);
+  assert.equal(taken.body.params.combatant_id, ctx.gob[1].id);
+  assert.equal(attribOf(taken.body.params.combatant, 'psi_mind').current, '{"state":"closed"}');
+});
+
+test('a held unlinked token with no write to try is told that what its own record missed is in the encounter\'s copy only', () => {
+  const ctx = goblins();
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
+  const first = resolveNow(ctx);
+  roundAnswer(ctx, first, 1, 3, UNMADE);
+  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const second = resolveNow(ctx);
+  roundAnswer(ctx, second, 2, 4, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
+  assert.deepEqual(writes(ctx), {});
+  const told = missedWhisper(ctx);
+  assert.match(told, /The encounter keeps its own copy of Goblin 2 until you have brought the sheet in line by hand/);
+  assert.match(told, /No command sets Mindscape's own record of a token, and Goblin 2 has no write to try again: what it missed there is in the encounter's copy only, and the refresh that lets go of that token takes it without those values\.<\/div>$/);
+});
+
 test('a hold made while the GM\'s own refresh waits for a late answer stays: a sheet read before it is not let go of, and nothing more is taken', () => {
   const ctx = fenkaMissedAStep();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
@@ -9065,7 +9139,7 @@ test('the newest request wins while a step\'s write that failed is to be put on 
   olderAnswerLeavesHp(ctx, late, '7');
 });
 
-test('the newest request wins where a newer write through a token\'s HP bar linked to its character\'s HP failed outside an encounter step (the GM is told to put it on the sheet by hand): the older answer for the character leaves its HP, the bar still linked', () => {
+test('the newest request wins where a newer write through a token\'s HP bar linked to its character\'s HP failed outside an encounter step (the GM is told to put it on the token\'s bar by hand): the older answer for the character leaves its HP, the bar still linked', () => {
   const ctx = goblins();
   const hp = ctx.sb.attribute(ctx.goblin.id, 'HP');
   ctx.gob[2].set({ bar1_link: hp.id });
@@ -9077,7 +9151,7 @@ test('the newest request wins where a newer write through a token\'s HP bar link
   const token = ctx.gob[1];
   throwsOnce(token, 'set');
   answerWrites(ctx, newer, ctx.gob[1].id, { HP: { current: 1 } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Put these values on the sheet by hand/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /HP 1 \(its token's bar 1\)<br>Put the values for a sheet or a token's bar there by hand/);
   olderAnswerLeavesHp(ctx, late, '7');
 });
 
